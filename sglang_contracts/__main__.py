@@ -1,0 +1,3 @@
+from sglang_contracts.cli import main
+
+raise SystemExit(main())

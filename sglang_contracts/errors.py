@@ -1,0 +1,13 @@
+"""Errors that end a run with a one-line message (exit status 2), never a traceback."""
+
+
+class ContractsError(Exception):
+    """A problem the user can fix: a missing release, a bad ref, a malformed option."""
+
+
+class SourceError(ContractsError):
+    """An SGLang release could not be found, fetched or read."""
+
+
+class UsageError(ContractsError):
+    """The command line or the configuration is wrong."""

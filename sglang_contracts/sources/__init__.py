@@ -1,0 +1,34 @@
+"""Where an SGLang release comes from: the package index, a git ref of a clone, or a directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sglang_contracts.errors import SourceError
+from sglang_contracts.sources.base import Release, ReleaseTree
+from sglang_contracts.sources.directory import directory_release
+from sglang_contracts.sources.git import git_release
+from sglang_contracts.sources.index import index_release
+
+__all__ = ["Release", "ReleaseTree", "SourceError", "open_release"]
+
+
+def open_release(spec: str, *, sglang_repo: Path | None, cache: Path) -> Release:
+    """Turn `--old`/`--new` into a release.
+
+    `dir:PATH` or an existing directory is read in place; `git:REF`, or any ref when
+    `--sglang-repo` is given, is read from that clone; anything else is a version on the
+    package index (`pypi:0.5.22` says so explicitly).
+    """
+    kind, _, rest = spec.partition(":")
+    if kind in {"dir", "git", "pypi"} and rest:
+        spec = rest
+    else:
+        kind = ""
+    if kind == "dir" or (not kind and Path(spec).expanduser().is_dir()):
+        return directory_release(Path(spec).expanduser())
+    if kind == "git" or (not kind and sglang_repo is not None):
+        if sglang_repo is None:
+            raise SourceError(f"{spec}: a git ref needs --sglang-repo DIR")
+        return git_release(sglang_repo, spec)
+    return index_release(spec, cache)

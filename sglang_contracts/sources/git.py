@@ -1,0 +1,94 @@
+"""A release read straight from a tag (or any ref) of a local SGLang clone, with GitPython.
+
+Nothing is checked out and nothing in the clone changes: blobs are read from the ref's tree.
+The package lives under `python/sglang` in SGLang's repository.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterator
+
+from sglang_contracts.errors import SourceError
+from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang
+from sglang_contracts.sources.directory import version_from_tree
+
+PACKAGE_PREFIX = "python"
+
+
+class GitTree(ReleaseTree):
+    def __init__(self, root_tree) -> None:  # a git.Tree: the `python/` folder of one commit
+        self.root_tree = root_tree
+
+    def _entry(self, relpath: str):
+        try:
+            return self.root_tree.join(relpath)
+        except KeyError:
+            return None
+
+    def read_bytes(self, relpath: str) -> bytes | None:
+        entry = self._entry(relpath)
+        if entry is None or entry.type != "blob":
+            return None
+        return entry.data_stream.read()
+
+    def content_key(self, relpath: str, data: bytes) -> str:
+        entry = self._entry(relpath)
+        return entry.hexsha if entry is not None else super().content_key(relpath, data)
+
+    def list_dir(self, relpath: str) -> list[str] | None:
+        entry = self._entry(relpath)
+        if entry is None or entry.type != "tree":
+            return None
+        return sorted(item.name for item in entry)
+
+    def iter_files(self, under: str) -> Iterator[str]:
+        entry = self._entry(under)
+        if entry is None or entry.type != "tree":
+            return
+        for item in entry.traverse():
+            if item.type == "blob":
+                yield f"{under}/{item.path[len(entry.path) + 1:]}"
+
+    def metadata_text(self) -> str | None:
+        entry = self._entry("pyproject.toml")
+        return entry.data_stream.read().decode("utf-8", "replace") if entry is not None else None
+
+
+def _open_repo(path: Path):
+    import git
+
+    try:
+        return git.Repo(path)
+    except git.NoSuchPathError:
+        raise SourceError(f"--sglang-repo {path}: no such directory") from None
+    except git.InvalidGitRepositoryError:
+        raise SourceError(f"--sglang-repo {path}: not a git repository") from None
+
+
+def _resolve_ref(repo, ref: str):
+    """The commit for `ref`; a bare version such as 0.5.22 also finds the tag v0.5.22."""
+    candidates = [ref] if ref.startswith("v") or not re.match(r"\d", ref) else [ref, f"v{ref}"]
+    for candidate in candidates:
+        try:
+            return candidate, repo.commit(candidate)
+        except Exception:  # gitdb BadName, BadObject, ValueError: all mean "no such ref"
+            continue
+    tried = " or ".join(candidates)
+    raise SourceError(f"{repo.working_dir}: no ref {tried} (try `git fetch --tags`)")
+
+
+def git_release(repo_path: Path, ref: str) -> Release:
+    repo = _open_repo(repo_path.expanduser())
+    name, commit = _resolve_ref(repo, ref)
+    try:
+        root_tree = commit.tree / PACKAGE_PREFIX
+    except KeyError:
+        raise SourceError(f"{repo_path}@{name}: no python/ folder; is this an SGLang clone?") from None
+    tree = GitTree(root_tree)
+    label = f"sglang {name} ({repo_path})"
+    check_is_sglang(tree, label)
+    tag_version = re.fullmatch(r"v?(\d+(?:\.\d+)+\S*)", name)
+    version = tag_version.group(1) if tag_version else version_from_tree(tree)
+    return Release(label=label, version=version, tree=tree)
