@@ -1,0 +1,193 @@
+"""The project's facts as a whole: which files to read, their facts, and the links between them.
+
+A file is parsed only if it can hold a contract: it names `sglang`, or it imports one of
+the project's own modules that re-export SGLang names. Facts are cached per file content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sglang_contracts import __version__
+from sglang_contracts.cache import JsonCache
+from sglang_contracts.project.facts import FileFacts
+from sglang_contracts.upstream.model import is_upstream
+
+EXCLUDED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "build", "dist", "node_modules",
+                 ".tox", ".nox", ".mypy_cache", ".pytest_cache", "site-packages", ".eggs"}
+# `sglang.` anywhere (imports, patch targets in strings) or an import of the bare package.
+MENTIONS_SGLANG = re.compile(r"\bsglang\.|^\s*(?:from|import)\s+sglang\b", re.M)
+FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n]*)", re.M)
+PARALLEL_MIN_BYTES = 256_000
+
+
+def discover(root: Path, paths: list[Path]) -> list[Path]:
+    """Python files below the given paths (files or folders), sorted, without tool folders."""
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_file():
+            found.add(path.resolve())
+            continue
+        for folder, dirs, files in os.walk(path):
+            dirs[:] = [d for d in dirs if d not in EXCLUDED_DIRS and not d.endswith(".egg-info")]
+            found.update(Path(folder, f).resolve() for f in files if f.endswith(".py"))
+    return sorted(found)
+
+
+def module_name_for(relpath: str) -> str:
+    parts = relpath[:-3].split("/") if relpath.endswith(".py") else relpath.split("/")
+    if parts and parts[0] == "src" and len(parts) > 1:
+        parts = parts[1:]
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _scan_job(job: tuple[str, str, str]) -> dict:
+    from sglang_contracts.project.scanner import scan_source
+
+    return scan_source(*job).to_json()
+
+
+@dataclass
+class ProjectIndex:
+    root: Path
+    files: dict[str, FileFacts] = field(default_factory=dict)  # relpath -> facts
+    scanned: int = 0
+    parsed: int = 0  # cache misses
+    # module -> {bound name -> dotted target}: what each project module binds at its top level
+    exports: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def modules(self) -> dict[str, FileFacts]:
+        return {facts.module: facts for facts in self.files.values()}
+
+    def resolve_local(self, module: str, name: str, _depth: int = 0) -> str | None:
+        """The upstream dotted path a project module's top-level name stands for, if any."""
+        target = self.exports.get(module, {}).get(name)
+        if target is None or _depth > 20:
+            return None
+        return self.upstream_path(target, _depth + 1)
+
+    def upstream_path(self, dotted: str, _depth: int = 0) -> str | None:
+        """The upstream path that a dotted path stands for, seen through the project's re-exports."""
+        if is_upstream(dotted):
+            return dotted
+        parts = dotted.split(".")
+        for split in range(len(parts) - 1, 0, -1):
+            owner = ".".join(parts[:split])
+            if owner in self.exports:
+                head = self.resolve_local(owner, parts[split], _depth)
+                return head and ".".join([head, *parts[split + 1 :]])
+        return None
+
+
+def _facts_key(relpath: str, module: str, data: bytes) -> str:
+    digest = hashlib.sha256(f"{__version__}\0{relpath}\0{module}\0".encode())
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None) -> ProjectIndex:
+    index = ProjectIndex(root=root)
+    texts: dict[str, tuple[str, bytes]] = {}
+    for path in discover(root, paths):
+        try:
+            relpath = path.relative_to(root).as_posix()
+        except ValueError:
+            relpath = path.as_posix()
+        try:
+            texts[relpath] = (module_name_for(relpath), path.read_bytes())
+        except OSError:
+            continue
+    index.scanned = len(texts)
+
+    pending = {rel for rel, (_, data) in texts.items() if MENTIONS_SGLANG.search(data.decode("utf-8", "replace"))}
+    while pending:
+        _scan(index, {rel: texts[rel] for rel in pending}, cache, workers)
+        _link(index)
+        pending = _importers_of_reexports(index, texts)
+    return index
+
+
+def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonCache, workers: int | None) -> None:
+    jobs: list[tuple[str, str, str]] = []
+    keys: dict[str, str] = {}
+    for relpath, (module, data) in sorted(batch.items()):
+        key = _facts_key(relpath, module, data)
+        cached = cache.get(key)
+        if cached is not None:
+            try:
+                index.files[relpath] = FileFacts.from_json(cached)
+                continue
+            except (KeyError, TypeError, ValueError):
+                pass  # a stale or damaged entry: parse again
+        keys[relpath] = key
+        jobs.append((relpath, module, data.decode("utf-8", "replace")))
+    index.parsed += len(jobs)
+    size = sum(len(job[2]) for job in jobs)
+    workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
+    if workers > 1 and size >= PARALLEL_MIN_BYTES and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(_scan_job, jobs, chunksize=4))
+    else:
+        results = [_scan_job(job) for job in jobs]
+    for job, result in zip(jobs, results):
+        index.files[job[0]] = FileFacts.from_json(result)
+        cache.put(keys[job[0]], result)
+
+
+def _link(index: ProjectIndex) -> None:
+    """Record what each scanned project module binds at its top level to an import target."""
+    for facts in index.files.values():
+        table = index.exports.setdefault(facts.module, {})
+        for fact in facts.imports:
+            if fact.module_level and fact.name != "*":
+                table[fact.bound] = fact.binds
+
+
+def _absolute_module(module: str, is_package: bool, target: str) -> str:
+    level = len(target) - len(target.lstrip("."))
+    if not level:
+        return target
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    base = package[: max(len(package) - (level - 1), 0)]
+    rest = target[level:]
+    return ".".join(base + ([rest] if rest else []))
+
+
+def _imports_reexported_name(relpath: str, module: str, text: str, upstream_names: dict[str, set[str]]) -> bool:
+    """Does this file import, from a project module, a name that module binds to SGLang?"""
+    is_package = relpath.endswith("__init__.py")
+    for match in FROM_IMPORT.finditer(text):
+        source = _absolute_module(module, is_package, match.group(1))
+        names = upstream_names.get(source)
+        if names:
+            imported = re.findall(r"\b(\w+)\b(?:\s+as\s+\w+)?", match.group(2).strip("()"))
+            if "*" in match.group(2) or names.intersection(imported):
+                return True
+    for match in PLAIN_IMPORT.finditer(text):
+        if any(part.split(" as ")[0].strip() in upstream_names for part in match.group(1).split(",")):
+            return True
+    return False
+
+
+def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, bytes]]) -> set[str]:
+    """Unscanned files that import, from a scanned project module, a name it binds to SGLang."""
+    upstream_names: dict[str, set[str]] = {}
+    for module, table in index.exports.items():
+        names = {name for name in table if index.resolve_local(module, name)}
+        if names:
+            upstream_names[module] = names
+    if not upstream_names:
+        return set()
+    return {
+        rel for rel, (module, data) in texts.items()
+        if rel not in index.files and _imports_reexported_name(rel, module, data.decode("utf-8", "replace"), upstream_names)
+    }
