@@ -1,0 +1,95 @@
+"""The rule catalog: one TOML file per rule in `rules/`, each with its documentation and examples.
+
+The catalog is the single source of a rule's name, severity, summary, message template
+and examples; check functions in `contracts/` only produce the template's fields.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from sglang_contracts.errors import ContractsError
+
+SEVERITIES = {"error", "warning"}
+
+
+@dataclass(frozen=True)
+class Example:
+    """A self-contained case: two upstream releases, a project, and what must be reported."""
+
+    title: str
+    old: dict[str, str]  # upstream files (paths below the folder holding sglang/)
+    new: dict[str, str]
+    project: dict[str, str]
+    expect: tuple[str, ...]  # "path:line:col: CODE" prefixes; empty for a valid example
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    severity: str
+    summary: str
+    description: str
+    message: str  # str.format template over the finding's fields
+    reference: str
+    examples: tuple[Example, ...]
+    source: Path
+
+    def render(self, fields: dict[str, Any]) -> str:
+        return self.message.format(**fields)
+
+
+def catalog_dir() -> Path:
+    shipped = Path(__file__).parent / "_catalog"  # inside an installed wheel
+    return shipped if shipped.is_dir() else Path(__file__).resolve().parent.parent / "rules"
+
+
+def _load_rule(path: Path) -> Rule:
+    try:
+        data = tomllib.loads(path.read_text())
+        examples = tuple(
+            Example(
+                title=raw["title"],
+                old=raw.get("old", {}),
+                new=raw.get("new", {}),
+                project=raw["project"],
+                expect=tuple(raw.get("expect", [])),
+                options=raw.get("options", {}),
+            )
+            for raw in data.get("examples", [])
+        )
+        rule = Rule(
+            code=data["code"],
+            name=data["name"],
+            severity=data["severity"],
+            summary=data["summary"],
+            description=data["description"].strip(),
+            message=data["message"],
+            reference=data.get("reference", ""),
+            examples=examples,
+            source=path,
+        )
+    except (KeyError, TypeError, tomllib.TOMLDecodeError) as error:
+        raise ContractsError(f"{path}: malformed rule entry ({error})") from None
+    if rule.severity not in SEVERITIES or path.stem != rule.code:
+        raise ContractsError(f"{path}: code must match the file name and severity be error or warning")
+    return rule
+
+
+@lru_cache(maxsize=1)
+def load_catalog() -> dict[str, Rule]:
+    folder = catalog_dir()
+    return {rule.code: rule for rule in map(_load_rule, sorted(folder.glob("SGC*.toml")))}
+
+
+def rule(code: str) -> Rule:
+    catalog = load_catalog()
+    if code not in catalog:
+        raise ContractsError(f"{code}: no such rule in {catalog_dir()}")
+    return catalog[code]

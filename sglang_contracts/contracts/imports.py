@@ -1,0 +1,185 @@
+"""Import contracts (SGC101-SGC105): the upstream modules and names the project imports or reads."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.project.facts import FileFacts, ImportFact, Position
+from sglang_contracts.upstream.model import MISSING, Symbol, UpstreamModel, is_upstream
+
+
+@dataclass
+class ImportOutcome:
+    facts: FileFacts
+    fact: ImportFact
+    change: str  # "module-gone", "name-gone", "origin-moved"
+    old: Symbol
+    new: Symbol
+    broken_on_old: bool  # the contract did not hold on the old release either
+    hint: str = ""
+
+
+def _closest(candidates: list[str], reference: str) -> str | None:
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: (len(os.path.commonprefix([c.split("."), reference.split(".")])), -len(c), c))
+
+
+def _analyse_imports(ctx: CheckContext) -> list[ImportOutcome]:
+    outcomes: list[ImportOutcome] = []
+    for facts in ctx.project.files.values():
+        for fact in facts.imports:
+            if not is_upstream(fact.module):
+                continue
+            outcome = _analyse_one(ctx, facts, fact)
+            if outcome is not None:
+                outcomes.append(outcome)
+    _add_hints(ctx, outcomes)
+    return outcomes
+
+
+def _analyse_one(ctx: CheckContext, facts: FileFacts, fact: ImportFact) -> ImportOutcome | None:
+    old_module, new_module = ctx.old.module_exists(fact.module), ctx.new.module_exists(fact.module)
+    module_symbol = lambda exists: Symbol("found", "module", fact.module) if exists else MISSING  # noqa: E731
+    if not new_module:
+        return ImportOutcome(facts, fact, "module-gone", module_symbol(old_module), MISSING, not old_module)
+    if fact.name in (None, "*"):
+        return None
+    new = ctx.new.resolve_name(fact.module, fact.name)
+    old = ctx.old.resolve_name(fact.module, fact.name) if old_module else MISSING
+    if new.missing and not old.status == "unknown":
+        return ImportOutcome(facts, fact, "name-gone", old, new, not old.found)
+    here = f"{fact.module}.{fact.name}"
+    if old.found and new.found and old.origin != new.origin and here not in (old.origin, new.origin):
+        return ImportOutcome(facts, fact, "origin-moved", old, new, False)
+    return None
+
+
+def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
+    """Where the new release defines the lost name or module elsewhere, say where."""
+    names = {o.fact.name for o in outcomes if o.change == "name-gone" and not o.broken_on_old}
+    found = ctx.new.find_definitions(names) if names else {}
+    for outcome in outcomes:
+        if outcome.broken_on_old:
+            continue
+        if outcome.change == "name-gone":
+            reference = outcome.old.origin or outcome.fact.module
+            best = _closest(found.get(outcome.fact.name, []), reference)
+            if best:
+                outcome.hint = f"; did you mean {best}.{outcome.fact.name}?"
+        elif outcome.change == "module-gone":
+            leaf = outcome.fact.module.rsplit(".", 1)[-1]
+            best = _closest(ctx.new.find_modules_named(leaf), outcome.fact.module)
+            if best:
+                outcome.hint = f"; did you mean {best}?"
+
+
+def import_outcomes(ctx: CheckContext) -> list[ImportOutcome]:
+    return ctx.shared("imports", _analyse_imports)
+
+
+def _severity(outcome: ImportOutcome) -> str | None:
+    if outcome.broken_on_old:
+        return "info"
+    return "warning" if outcome.fact.type_checking else None
+
+
+def _lost(ctx: CheckContext, change: str) -> Iterator[ImportOutcome]:
+    for outcome in import_outcomes(ctx):
+        if outcome.change != change or outcome.fact.guarded:
+            continue
+        if outcome.broken_on_old and not ctx.report_unresolved:
+            continue
+        yield outcome
+
+
+def _defined_at(symbol: Symbol) -> str:
+    return f", defined at {symbol.origin}" if symbol.found and symbol.origin else ""
+
+
+@contract("SGC101")
+def module_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]:
+    seen: set[tuple[str, Position]] = set()
+    for outcome in _lost(ctx, "module-gone"):
+        key = (outcome.facts.path, outcome.fact.module_position)
+        if key in seen:
+            continue  # one report per statement, not per imported name
+        seen.add(key)
+        yield finding("SGC101", outcome.facts, outcome.fact.module_position, outcome.fact.module,
+                      severity=_severity(outcome), module=outcome.fact.module, old=ctx.old_version,
+                      new=ctx.new_version, hint=outcome.hint)
+
+
+@contract("SGC102")
+def name_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for outcome in _lost(ctx, "name-gone"):
+        yield finding("SGC102", outcome.facts, outcome.fact.position, outcome.fact.target,
+                      severity=_severity(outcome), name=outcome.fact.name, module=outcome.fact.module,
+                      old=ctx.old_version, new=ctx.new_version, was=_defined_at(outcome.old), hint=outcome.hint)
+
+
+@contract("SGC103")
+def reexport_changed_origin(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for outcome in import_outcomes(ctx):
+        if outcome.change == "origin-moved":
+            yield finding("SGC103", outcome.facts, outcome.fact.position, outcome.fact.target,
+                          name=outcome.fact.name, module=outcome.fact.module, old=ctx.old_version,
+                          new=ctx.new_version, old_origin=outcome.old.origin, new_origin=outcome.new.origin)
+
+
+@contract("SGC104")
+def guarded_import_falls_back(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for outcome in import_outcomes(ctx):
+        if not outcome.fact.guarded or outcome.broken_on_old or outcome.change == "origin-moved":
+            continue
+        position = outcome.fact.module_position if outcome.change == "module-gone" else outcome.fact.position
+        what = f"module {outcome.fact.module}" if outcome.change == "module-gone" else outcome.fact.target
+        yield finding("SGC104", outcome.facts, position, outcome.fact.target, what=what,
+                      old=ctx.old_version, new=ctx.new_version, hint=outcome.hint)
+
+
+def _module_attribute_losses(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str, str]]:
+    """(facts, position, module, attribute) for reads of module attributes the new release lost."""
+    for facts in ctx.project.files.values():
+        bindings = {fact.bound: fact.binds for fact in facts.imports if fact.name != "*"}
+        for chain in facts.attributes:
+            if chain.store or chain.root not in bindings:
+                continue
+            current = ctx.project.upstream_path(bindings[chain.root])
+            for attr, position in zip(chain.attrs, chain.positions):
+                if current is None or not _is_module(ctx.old, current) or not ctx.new.module_exists(current):
+                    break
+                old = ctx.old.resolve_name(current, attr)
+                if not old.found:
+                    break
+                if ctx.new.resolve_name(current, attr).missing:
+                    yield facts, position, current, attr
+                    break
+                current = f"{current}.{attr}"
+
+
+def _is_module(model: UpstreamModel, dotted: str) -> bool:
+    return model.resolve_path(dotted).kind == "module"
+
+
+@contract("SGC105")
+def module_attribute_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]:
+    losses = list(_module_attribute_losses(ctx))
+    found = ctx.new.find_definitions({attr for *_, attr in losses})
+    for facts, position, module, attr in losses:
+        best = _closest(found.get(attr, []), module)
+        hint = f"; did you mean {best}.{attr}?" if best else ""
+        yield finding("SGC105", facts, position, f"{module}.{attr}", module=module, attr=attr,
+                      old=ctx.old_version, new=ctx.new_version, hint=hint)
+
+
+@contract("SGC000")
+def unparsable_file(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for facts in ctx.project.files.values():
+        if facts.parse_error:
+            line, col, message = facts.parse_error
+            yield finding("SGC000", facts, Position(line, col), "", error=message)
