@@ -1,0 +1,6 @@
+"""Contracts: for each fact the project relies on, does it hold on the old release and break on the new?
+
+Importing this package registers every check (one function per rule code).
+"""
+
+from sglang_contracts.contracts import imports  # noqa: F401

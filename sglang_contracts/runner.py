@@ -1,0 +1,89 @@
+"""One check run, end to end: sources -> upstream models -> project facts -> contracts -> diagnostics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sglang_contracts.contracts  # noqa: F401  (registers every check)
+from sglang_contracts.cache import JsonCache, cache_root
+from sglang_contracts.catalog import load_catalog
+from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks
+from sglang_contracts.diagnostics import Diagnostic, code_selected, suppressed
+from sglang_contracts.errors import ContractsError, UsageError
+from sglang_contracts.project.index import ProjectIndex, build_index
+from sglang_contracts.project.pins import find_sglang_pin
+from sglang_contracts.sources import open_release
+from sglang_contracts.upstream.model import UpstreamModel, is_upstream
+
+
+@dataclass
+class CheckOptions:
+    old: str | None = None
+    new: str | None = None
+    sglang_repo: Path | None = None
+    select: list[str] = field(default_factory=lambda: ["SGC"])
+    ignore: list[str] = field(default_factory=list)
+    report_unresolved: bool = False
+    cache_dir: Path | None = None
+    use_cache: bool = True
+    workers: int | None = None
+
+
+@dataclass
+class CheckResult:
+    diagnostics: list[Diagnostic]
+    project: ProjectIndex
+    old: UpstreamModel
+    new: UpstreamModel
+
+
+def project_root_for(paths: list[Path]) -> Path:
+    """The nearest folder at or above the first path with a pyproject.toml, setup.py or .git."""
+    start = paths[0].resolve() if paths else Path.cwd()
+    start = start if start.is_dir() else start.parent
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in ("pyproject.toml", "setup.py", "setup.cfg", ".git")):
+            return folder
+    return start
+
+
+def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
+    paths = paths or [Path.cwd()]
+    for path in paths:
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or directory")
+    root = project_root_for(paths)
+    old_spec = options.old
+    if old_spec is None:
+        pin = find_sglang_pin(root)
+        if pin is None:
+            raise UsageError(f"--old not given and no exact sglang==X pin found in {root} (pyproject.toml or requirements)")
+        old_spec = pin[0]
+    if options.new is None:
+        raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory)")
+    cache = (options.cache_dir or cache_root()) if options.use_cache else None
+    download_cache = options.cache_dir or cache_root()
+    old_release = open_release(old_spec, sglang_repo=options.sglang_repo, cache=download_cache)
+    new_release = open_release(options.new, sglang_repo=options.sglang_repo, cache=download_cache)
+    old = UpstreamModel(old_release, JsonCache(cache / "upstream" if cache else None))
+    new = UpstreamModel(new_release, JsonCache(cache / "upstream" if cache else None))
+    project = build_index(root, paths, JsonCache(cache / "project" if cache else None), workers=options.workers)
+
+    context = CheckContext(project=project, old=old, new=new, report_unresolved=options.report_unresolved)
+    catalog = load_catalog()
+    codes = [code for code in CHECKS if code in catalog and code_selected(code, options.select, options.ignore)]
+    diagnostics = [
+        d for d in run_checks(context, codes)
+        if not suppressed(d, project.files[d.path].noqa) and code_selected(d.code, options.select, options.ignore)
+    ]
+    _require_loaded(project, old, new)
+    return CheckResult(sorted(set(diagnostics), key=Diagnostic.sort_key), project, old, new)
+
+
+def _require_loaded(project: ProjectIndex, *models: UpstreamModel) -> None:
+    """A project that imports SGLang, checked against a model that loaded nothing, is a loader bug."""
+    reaches_upstream = any(is_upstream(f.module) for facts in project.files.values() for f in facts.imports)
+    for model in models:
+        if reaches_upstream and model.stats.modules == 0:
+            raise ContractsError(f"{model.release.label}: no upstream module could be loaded; refusing to report a clean result")
