@@ -16,6 +16,16 @@ from typing import Any
 SCHEMA_VERSION = 1
 
 
+def code_fingerprint(*modules) -> str:
+    """A digest of the extractor code itself, so changing an extractor invalidates its entries."""
+    import hashlib
+
+    digest = hashlib.sha256(str(SCHEMA_VERSION).encode())
+    for module in modules:
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def cache_root() -> Path:
     configured = os.environ.get("SGLANG_CONTRACTS_CACHE")
     if configured:

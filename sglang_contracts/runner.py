@@ -77,13 +77,16 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         d for d in run_checks(context, codes)
         if not suppressed(d, project.files[d.path].noqa) and code_selected(d.code, options.select, options.ignore)
     ]
-    _require_loaded(project, old, new)
+    _require_loaded(project, old)
     return CheckResult(sorted(set(diagnostics), key=Diagnostic.sort_key), project, old, new)
 
 
-def _require_loaded(project: ProjectIndex, *models: UpstreamModel) -> None:
-    """A project that imports SGLang, checked against a model that loaded nothing, is a loader bug."""
-    reaches_upstream = any(is_upstream(f.module) for facts in project.files.values() for f in facts.imports)
-    for model in models:
-        if reaches_upstream and model.stats.modules == 0:
-            raise ContractsError(f"{model.release.label}: no upstream module could be loaded; refusing to report a clean result")
+def _require_loaded(project: ProjectIndex, old: UpstreamModel) -> None:
+    """Never trust a loader that found nothing: if none of the upstream modules the project
+    imports exists in the release it works with, the source or the loader is wrong."""
+    reached = {f.module for facts in project.files.values() for f in facts.imports if is_upstream(f.module)}
+    if reached and not any(old.module_exists(module) for module in reached):
+        raise ContractsError(
+            f"{old.release.label}: none of the {len(reached)} SGLang modules the project imports "
+            "was found in it; refusing to report a clean result"
+        )

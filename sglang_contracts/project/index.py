@@ -11,10 +11,10 @@ import os
 import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
-from sglang_contracts import __version__
-from sglang_contracts.cache import JsonCache
+from sglang_contracts.cache import JsonCache, code_fingerprint
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.upstream.model import is_upstream
 
@@ -88,8 +88,15 @@ class ProjectIndex:
         return None
 
 
+@lru_cache(maxsize=1)
+def _scanner_fingerprint() -> str:
+    from sglang_contracts.project import facts, positions, scanner
+
+    return code_fingerprint(scanner, facts, positions)
+
+
 def _facts_key(relpath: str, module: str, data: bytes) -> str:
-    digest = hashlib.sha256(f"{__version__}\0{relpath}\0{module}\0".encode())
+    digest = hashlib.sha256(f"{_scanner_fingerprint()}\0{relpath}\0{module}\0".encode())
     digest.update(data)
     return digest.hexdigest()
 

@@ -169,16 +169,28 @@ class _Collector(cst.CSTVisitor):
         return False  # a pure dotted chain holds nothing else to visit
 
 
+def _syntax_error(text: str, error: Exception) -> tuple[int, int, str]:
+    """Where and why the file does not parse; CPython's own message is the clearest, so ask it first."""
+    import ast
+
+    try:
+        ast.parse(text)
+    except SyntaxError as syntax:
+        return syntax.lineno or 1, syntax.offset or 1, syntax.msg
+    except ValueError as value:  # e.g. NUL bytes
+        return 1, 1, str(value)
+    if isinstance(error, cst.ParserSyntaxError):
+        return error.raw_line, error.raw_column + 1, error.message.splitlines()[0]
+    return 1, 1, f"{type(error).__name__}: {error}".splitlines()[0]
+
+
 def scan_source(path: str, module_name: str, text: str) -> FileFacts:
     """Facts of one file. A file that does not parse yields a parse error, not an exception."""
     facts = FileFacts(path=path, module=module_name, noqa=parse_noqa(text))
     try:
         module = cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        facts.parse_error = (error.raw_line, error.raw_column + 1, error.message.splitlines()[0])
-        return facts
-    except Exception as error:  # libcst raises a few other types on exotic input
-        facts.parse_error = (1, 1, f"{type(error).__name__}: {error}".splitlines()[0])
+    except Exception as error:  # ParserSyntaxError, and a few other types on exotic input
+        facts.parse_error = _syntax_error(text, error)
         return facts
     collector = _Collector(module_name, path.endswith("__init__.py"))
     module.visit(collector)

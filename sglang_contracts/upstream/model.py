@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from sglang_contracts.cache import JsonCache
+from sglang_contracts.cache import JsonCache, code_fingerprint
 from sglang_contracts.sources.base import PACKAGE, Release
+from sglang_contracts.upstream import extract
 from sglang_contracts.upstream.extract import extract_module
+
+EXTRACTOR = code_fingerprint(extract)
 
 ROOT = PACKAGE  # the upstream top-level package
 
@@ -61,10 +64,11 @@ class ModuleRecord:
 class LoadStats:
     parsed: int = 0
     from_cache: int = 0
+    without_source: int = 0  # namespace packages and extension modules
 
     @property
     def modules(self) -> int:
-        return self.parsed + self.from_cache
+        return self.parsed + self.from_cache + self.without_source
 
 
 class UpstreamModel:
@@ -112,10 +116,11 @@ class UpstreamModel:
         if not kind:
             return None
         if relpath is None:
+            self.stats.without_source += 1
             opaque = "extension module" if kind == "extension" else None
             return ModuleRecord(name, kind, None, opaque=opaque)
         data = self.tree.read_bytes(relpath) or b""
-        key = hashlib.sha256(f"{name}\0{self.tree.content_key(relpath, data)}".encode()).hexdigest()
+        key = hashlib.sha256(f"{EXTRACTOR}\0{name}\0{self.tree.content_key(relpath, data)}".encode()).hexdigest()
         extracted = self.cache.get(key)
         if isinstance(extracted, dict):
             self.stats.from_cache += 1
