@@ -1,0 +1,66 @@
+"""The real thing: sglang wheels and sglang-omni sdists from the package index (cached between runs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import download_sdist
+from sglang_contracts.cli import main
+from sglang_contracts.sources import open_release
+from sglang_contracts.upstream.model import UpstreamModel
+from sglang_contracts.cache import JsonCache
+
+
+def run_json(capsys, project: Path, monkeypatch, *args: str) -> tuple[int, list[dict]]:
+    monkeypatch.chdir(project)
+    status = main(["check", "--format", "json", *args])
+    return status, json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def omni_018(real_cache: Path) -> Path:
+    return download_sdist("sglang-omni", "0.1.8", real_cache)
+
+
+@pytest.fixture(scope="module")
+def omni_019(real_cache: Path) -> Path:
+    return download_sdist("sglang-omni", "0.1.9", real_cache)
+
+
+def test_wheel_model_sees_the_srt_namespace_package(real_cache: Path) -> None:
+    release = open_release("0.5.22", sglang_repo=None, cache=real_cache)
+    assert release.version == "0.5.22"
+    model = UpstreamModel(release, JsonCache(None))
+    assert model.module("sglang.srt").kind == "namespace"
+    scheduler = model.resolve_path("sglang.srt.managers.scheduler.Scheduler")
+    assert (scheduler.status, scheduler.kind) == ("found", "class")
+    assert model.stats.parsed >= 1
+
+
+def test_omni_018_bump_to_0522_reports_its_real_import_breaks(capsys, monkeypatch, omni_018: Path) -> None:
+    # --old is omitted: sglang-omni 0.1.8 pins sglang==0.5.21 in its pyproject.toml.
+    status, diagnostics = run_json(capsys, omni_018, monkeypatch, "--new", "0.5.22")
+    assert status == 1
+    found = {(d["path"], d["code"], d["symbol"]) for d in diagnostics}
+    assert ("sglang_omni/vendor/sglang/layers.py", "SGC102", "sglang.srt.layers.layer_boundary.make_stages") in found
+    assert ("sglang_omni/scheduling/sglang_backend/cache.py", "SGC101", "sglang.srt.mem_cache.chunk_cache") in found
+    assert (
+        "sglang_omni/models/ming_omni/thinker.py", "SGC105", "sglang.srt.layers.layer_boundary.residual.batch.norm"
+    ) in found
+    make_stages = next(d for d in diagnostics if d["symbol"].endswith(".make_stages"))
+    assert make_stages["severity"] == "error"
+    assert "0.5.21" in make_stages["message"] and "0.5.22" in make_stages["message"]
+
+
+def test_omni_019_released_against_0522_has_no_import_errors_for_that_bump(capsys, monkeypatch, omni_019: Path) -> None:
+    status, diagnostics = run_json(capsys, omni_019, monkeypatch, "--old", "0.5.21", "--new", "0.5.22")
+    assert [d for d in diagnostics if d["code"] in ("SGC101", "SGC102")] == []
+    assert status == (1 if diagnostics else 0)
+
+
+def test_omni_019_against_its_own_pin_is_clean(capsys, monkeypatch, omni_019: Path) -> None:
+    status, diagnostics = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.22")
+    assert (status, diagnostics) == (0, [])

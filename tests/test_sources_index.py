@@ -1,0 +1,128 @@
+"""Package-index releases: pip download into the cache, safe unpack, offline reuse, bad input.
+
+These tests serve a wheel built from the fixture upstream through a local find-links folder,
+with the machine's pip configuration switched off, so pip itself runs for real.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from sglang_contracts.errors import SourceError
+from sglang_contracts.sources import open_release
+from sglang_contracts.sources.index import unpack_wheel
+
+VERSION = "0.9.0"
+PACKAGE_FILES = {
+    "sglang/__init__.py": "",
+    "sglang/srt/managers/scheduler.py": "class Scheduler:\n    def get_next_batch_to_run(self): ...\n",
+}
+
+
+def build_wheel(folder: Path, version: str = VERSION, extra: dict[str, str] | None = None) -> Path:
+    """A minimal, valid sglang wheel (sglang/srt is a namespace package, as upstream)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"sglang-{version}-py3-none-any.whl"
+    dist_info = f"sglang-{version}.dist-info"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in PACKAGE_FILES.items():
+            archive.writestr(name, text)
+        archive.writestr(f"{dist_info}/METADATA", f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n")
+        archive.writestr(f"{dist_info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        for name, text in (extra or {}).items():
+            archive.writestr(name, text)
+        archive.writestr(f"{dist_info}/RECORD", "")
+    return wheel
+
+
+@pytest.fixture
+def local_index(tmp_path: Path, monkeypatch) -> Path:
+    """pip sees only a local find-links folder: no network, no machine-wide configuration."""
+    links = tmp_path / "links"
+    build_wheel(links)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    return links
+
+
+def test_download_unpack_then_offline_reuse(tmp_path: Path, local_index: Path) -> None:
+    cache = tmp_path / "cache"
+    release = open_release(VERSION, sglang_repo=None, cache=cache)
+    assert release.version == VERSION
+    assert release.tree.read_text("sglang/srt/managers/scheduler.py")
+    assert list((cache / "wheels").glob("sglang-0.9.0-*.whl"))
+    for wheel in local_index.iterdir():
+        wheel.unlink()  # the "index" is gone: the second run must not need it
+    again = open_release(VERSION, sglang_repo=None, cache=cache)
+    assert again.tree.read_text("sglang/srt/managers/scheduler.py") == release.tree.read_text("sglang/srt/managers/scheduler.py")
+
+
+def test_version_that_does_not_exist(tmp_path: Path, local_index: Path) -> None:
+    with pytest.raises(SourceError, match=r"sglang 9\.9\.9: no such release on the package index") as error:
+        open_release("9.9.9", sglang_repo=None, cache=tmp_path / "cache")
+    assert "\n" not in str(error.value)
+
+
+def test_no_network_and_empty_cache(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # nothing listens there
+    monkeypatch.setenv("PIP_RETRIES", "0")
+    monkeypatch.setenv("PIP_TIMEOUT", "2")
+    with pytest.raises(SourceError, match=r"sglang 0\.9\.0: ") as error:
+        open_release(VERSION, sglang_repo=None, cache=tmp_path / "cache")
+    assert "\n" not in str(error.value)
+
+
+def test_not_a_version(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="is not a version, a directory"):
+        open_release("latest-and-greatest", sglang_repo=None, cache=tmp_path)
+
+
+def test_corrupt_cached_wheel_is_fetched_again(tmp_path: Path, local_index: Path) -> None:
+    cache = tmp_path / "cache"
+    (cache / "wheels").mkdir(parents=True)
+    (cache / "wheels" / f"sglang-{VERSION}-py3-none-any.whl").write_bytes(b"not a zip file")
+    release = open_release(VERSION, sglang_repo=None, cache=cache)
+    assert release.tree.read_text("sglang/srt/managers/scheduler.py")
+
+
+def test_interrupted_unpack_is_redone(tmp_path: Path, local_index: Path) -> None:
+    cache = tmp_path / "cache"
+    open_release(VERSION, sglang_repo=None, cache=cache)
+    unpacked = cache / "releases" / f"sglang-{VERSION}"
+    (unpacked / ".complete").unlink()
+    (unpacked / "sglang" / "srt" / "managers" / "scheduler.py").unlink()
+    release = open_release(VERSION, sglang_repo=None, cache=cache)
+    assert release.tree.read_text("sglang/srt/managers/scheduler.py")
+
+
+@pytest.mark.parametrize("member", ["../escape.py", "/etc/evil.py", "sglang/../../escape.py", "C:/evil.py"])
+def test_unsafe_wheel_members_are_refused(tmp_path: Path, member: str) -> None:
+    wheel = build_wheel(tmp_path / "bad", extra={member: "x = 1\n"})
+    target = tmp_path / "out"
+    with pytest.raises(SourceError, match="refusing unsafe archive member"):
+        unpack_wheel(wheel, target)
+    assert not target.exists()
+    assert not (tmp_path / "escape.py").exists()
+
+
+def test_symlink_member_is_refused(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path / "bad")
+    with zipfile.ZipFile(wheel, "a") as archive:
+        link = zipfile.ZipInfo("sglang/link.py")
+        link.external_attr = (0o120777 << 16)
+        archive.writestr(link, "/etc/passwd")
+    with pytest.raises(SourceError, match="symbolic link"):
+        unpack_wheel(wheel, tmp_path / "out")
+
+
+def test_release_without_srt_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "site-packages"
+    (root / "sglang").mkdir(parents=True)
+    (root / "sglang" / "__init__.py").write_text("")
+    with pytest.raises(SourceError, match="sglang/srt is missing"):
+        open_release(str(root), sglang_repo=None, cache=tmp_path)
