@@ -1,0 +1,275 @@
+"""End to end on the fixture project (fixtures/project) against the fixture upstream pair.
+
+The expected diagnostics are written by hand from the fixture files; fixtures/README.md
+says which line exercises what.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sglang_contracts.cli import main
+from sglang_contracts.project.pins import find_sglang_pin
+from sglang_contracts.runner import CheckOptions, run_check
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+PROJECT = FIXTURES / "project"
+OLD = FIXTURES / "upstream" / "old"
+NEW = FIXTURES / "upstream" / "new"
+
+# path:line:col: CODE -> severity, for sglang 0.9.0 -> 0.9.1 on fixtures/project.
+EXPECTED_SEVERITY = {
+    "demo_omni/broken.py:5:15: SGC000": "error",  # syntax error
+    "demo_omni/compat.py:5:44: SGC102": "error",  # `# noqa: some-other-tool` does not silence
+    "demo_omni/compat.py:6:36: SGC102": "error",  # `# noqa: E402, SGC101` names another code
+    "demo_omni/engine.py:8:28: SGC105": "error",  # module re-exported by the vendor layer
+    "demo_omni/layers.py:4:35: SGC103": "warning",  # moe re-export re-pointed
+    "demo_omni/layers.py:5:75: SGC102": "error",  # dropped from __all__ behind `import *`
+    "demo_omni/layers.py:8:56: SGC104": "warning",  # guarded import now falls back
+    "demo_omni/model_patch.py:5:39: SGC105": "error",  # model_utils.apply_qk_norm
+    "demo_omni/scheduling.py:7:8: SGC101": "error",  # module-level import of a removed module
+    "demo_omni/scheduling.py:10:10: SGC101": "warning",  # same, under `if TYPE_CHECKING:`
+}
+# Broken on 0.9.0 already (a typo inside a function): reported only with --report-unresolved.
+UNRESOLVED = "demo_omni/scheduling.py:22:47: SGC102"
+
+
+def sort_key(prefix: str) -> tuple:
+    """The tool's order: path, then line and column as numbers, then code."""
+    path, line, col, code = prefix.replace(": ", ":").split(":")
+    return path, int(line), int(col), code
+
+
+EXPECTED = sorted(EXPECTED_SEVERITY, key=sort_key)
+
+
+@dataclass
+class Run:
+    status: int
+    out: str
+    err: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.out.splitlines()
+
+    @property
+    def prefixes(self) -> list[str]:
+        """`path:line:col: CODE` of each reported line, in output order."""
+        return [" ".join(line.split(" ", 2)[:2]) for line in self.lines]
+
+    def message(self, prefix: str) -> str:
+        (line,) = [line for line in self.lines if line.startswith(prefix + " ")]
+        return line[len(prefix) + 1 :]
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(cache))
+    return cache
+
+
+@pytest.fixture
+def check(capsys, monkeypatch, cache_dir):
+    """Run `sglang-contracts check ARGS --old OLD --new NEW` in-process from the project folder."""
+    monkeypatch.chdir(PROJECT)
+
+    def run(*args: str, old: Path | None = OLD, new: Path = NEW, cwd: Path | None = None) -> Run:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        argv = ["check", *args, "--new", str(new)] + (["--old", str(old)] if old is not None else [])
+        status = main(argv)
+        out, err = capsys.readouterr()
+        return Run(status, out, err)
+
+    return run
+
+
+def without(*codes: str) -> list[str]:
+    return [p for p in EXPECTED if not p.endswith(codes)]
+
+
+def test_reports_every_broken_contract_and_exits_1(check):
+    result = check()
+    assert result.prefixes == EXPECTED
+    assert result.status == 1
+    assert result.err == ""
+
+
+def test_messages_name_the_change_and_suggest_new_homes(check):
+    result = check()
+    assert "did you mean sglang.srt.layers.quantization.base_config.get_quantization_config?" in result.message(
+        "demo_omni/layers.py:5:75: SGC102")
+    assert result.message("demo_omni/layers.py:4:35: SGC103") == (
+        "sglang.srt.layers.moe.FusedMoE now resolves to sglang.srt.layers.moe.moe_runner.FusedMoE in sglang 0.9.1 "
+        "(was sglang.srt.layers.moe.fused_moe_triton.FusedMoE in 0.9.0)")
+    assert result.message("demo_omni/model_patch.py:5:39: SGC105").endswith(
+        "did you mean sglang.srt.layers.layernorm.apply_qk_norm?")
+    assert "did you mean sglang.srt.layers.moe.moe_runner.fused_experts?" in result.message(
+        "demo_omni/layers.py:8:56: SGC104")
+    assert "did you mean" not in result.message("demo_omni/compat.py:6:36: SGC102")  # removed outright
+
+
+def test_exit_zero_reports_the_same_and_exits_0(check):
+    result = check("--exit-zero")
+    assert result.prefixes == EXPECTED
+    assert result.status == 0
+
+
+def test_same_release_on_both_sides_reports_only_the_unparsable_file(check):
+    result = check(new=OLD)
+    assert result.prefixes == ["demo_omni/broken.py:5:15: SGC000"]
+    clean = check("--ignore", "SGC000", new=OLD)
+    assert (clean.status, clean.out, clean.err) == (0, "", "")
+
+
+def test_json_format(check):
+    result = check("--format", "json")
+    assert result.status == 1
+    records = json.loads(result.out)
+    assert all(set(r) == {"path", "line", "col", "code", "severity", "message", "symbol"} for r in records)
+    by_prefix = {f"{r['path']}:{r['line']}:{r['col']}: {r['code']}": r for r in records}
+    assert list(by_prefix) == EXPECTED and len(records) == len(EXPECTED)
+    assert {p: r["severity"] for p, r in by_prefix.items()} == EXPECTED_SEVERITY
+    assert all(isinstance(r["line"], int) and isinstance(r["col"], int) and r["message"] for r in records)
+    assert by_prefix["demo_omni/model_patch.py:5:39: SGC105"]["symbol"] == "sglang.srt.models.utils.apply_qk_norm"
+    assert by_prefix["demo_omni/scheduling.py:7:8: SGC101"]["symbol"] == "sglang.srt.managers.tp_worker_overlap_thread"
+    text = check()
+    assert [f"{p} {r['message']}" for p, r in by_prefix.items()] == text.lines
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        (["--select", "SGC10", "--ignore", "SGC105"], without("SGC000", "SGC105")),
+        (["--select", "SGC101,SGC105"], [p for p in EXPECTED if p.endswith(("SGC101", "SGC105"))]),
+        (["--ignore", "SGC1"], ["demo_omni/broken.py:5:15: SGC000"]),
+        (["--select", "SGC105", "--ignore", "SGC1"], [p for p in EXPECTED if p.endswith("SGC105")]),  # longest wins
+        (["--select", "sgc103"], ["demo_omni/layers.py:4:35: SGC103"]),
+        (["--select", "SGC2"], []),
+    ],
+)
+def test_select_and_ignore_are_code_prefixes(check, options, expected):
+    result = check(*options)
+    assert sorted(result.prefixes) == sorted(expected)
+    assert result.status == (1 if expected else 0)
+
+
+def test_noqa_comments(check, tmp_path):
+    compat = [p for p in check().prefixes if p.startswith("demo_omni/compat.py:")]
+    # line 3 `# noqa: SGC102` and line 4 blanket `# noqa` are silenced; line 5 `# noqa: some-other-tool`
+    # and line 6 `# noqa: E402, SGC101` (on an SGC102) are not.
+    assert compat == ["demo_omni/compat.py:5:44: SGC102", "demo_omni/compat.py:6:36: SGC102"]
+
+    # The silenced lines are real findings: strip the comments and they are reported.
+    copy = tmp_path / "project"
+    shutil.copytree(PROJECT, copy)
+    source = copy / "demo_omni" / "compat.py"
+    source.write_text("".join(line.split("  # noqa")[0] + "\n" for line in source.read_text().splitlines()))
+    unsilenced = [p for p in check(cwd=copy).prefixes if p.startswith("demo_omni/compat.py:")]
+    assert unsilenced == [
+        "demo_omni/compat.py:3:44: SGC102",
+        "demo_omni/compat.py:4:6: SGC101",
+        "demo_omni/compat.py:5:44: SGC102",
+        "demo_omni/compat.py:6:36: SGC102",
+    ]
+
+
+def test_report_unresolved_adds_contracts_broken_on_both_releases_as_info(check):
+    assert UNRESOLVED not in check().prefixes
+    result = check("--report-unresolved", "--format", "json")
+    records = json.loads(result.out)
+    prefixes = [f"{r['path']}:{r['line']}:{r['col']}: {r['code']}" for r in records]
+    # the guarded import of a kernel neither release has (layers.py:13) stays silent even so
+    assert sorted(prefixes) == sorted(EXPECTED + [UNRESOLVED])
+    severities = {p: r["severity"] for p, r in zip(prefixes, records)}
+    assert severities[UNRESOLVED] == "info"
+    assert {p: s for p, s in severities.items() if p != UNRESOLVED} == EXPECTED_SEVERITY
+
+
+def test_report_unresolved_message_does_not_claim_the_old_release_had_it(check):
+    message = check("--report-unresolved").message(UNRESOLVED)
+    assert "run_scheduler_proc" in message
+    assert "it was in 0.9.0" not in message  # it was not: the name is missing from 0.9.0 too
+
+
+def test_checking_one_file_still_sees_modules_it_imports_from_the_project(check):
+    # engine.py reads server_args.prepare_server_args through demo_omni.vendor.sglang.core.
+    result = check("demo_omni/engine.py")
+    assert result.prefixes == ["demo_omni/engine.py:8:28: SGC105"]
+
+
+def test_paths_restrict_the_report_and_output_is_relative_to_the_working_directory(check):
+    result = check("demo_omni/layers.py")
+    assert result.prefixes == [p for p in EXPECTED if p.startswith("demo_omni/layers.py:")]
+    inside = check(cwd=PROJECT / "demo_omni")
+    assert inside.prefixes == sorted((p.removeprefix("demo_omni/") for p in EXPECTED), key=sort_key)
+
+
+def test_old_defaults_to_the_projects_pin():
+    assert find_sglang_pin(PROJECT) == ("0.9.0", "pyproject.toml")
+
+
+def test_no_old_and_no_pin_is_a_usage_error(check, tmp_path):
+    project = tmp_path / "unpinned"
+    (project / "app").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "unpinned"\ndependencies = ["sglang>=0.9"]\n')
+    (project / "app" / "main.py").write_text("from sglang.srt.server_args import ServerArgs\n")
+    result = check(old=None, cwd=project)
+    assert result.status == 2
+    assert result.out == ""
+    assert len(result.err.splitlines()) == 1
+    assert result.err.startswith("sglang-contracts: error: --old not given")
+
+
+def test_nonexistent_path_is_a_one_line_error(check):
+    result = check("demo_omni/missing.py")
+    assert result.status == 2
+    assert result.out == ""
+    assert result.err.splitlines() == ["sglang-contracts: error: demo_omni/missing.py: no such file or directory"]
+
+
+def _run_check(cache: Path):
+    return run_check([PROJECT], CheckOptions(old=str(OLD), new=str(NEW), cache_dir=cache))
+
+
+def test_warm_cache_gives_identical_output_without_parsing(check, cache_dir):
+    cold = check()
+    first = _run_check(cache_dir)
+    assert first.diagnostics and list(cache_dir.rglob("*.json"))
+    warm = _run_check(cache_dir)
+    assert (warm.project.parsed, warm.old.stats.parsed, warm.new.stats.parsed) == (0, 0, 0)
+    assert warm.old.stats.from_cache > 0 and warm.new.stats.from_cache > 0
+    assert warm.diagnostics == first.diagnostics
+    assert check() == cold
+
+
+def test_corrupt_cache_entries_are_rebuilt(check, cache_dir):
+    cold = check()
+    entries = list(cache_dir.rglob("*.json"))
+    assert entries
+    for entry in entries:
+        entry.write_bytes(b"\x00{not json")
+    again = _run_check(cache_dir)
+    assert again.project.parsed > 0 and again.old.stats.parsed > 0  # garbage was not trusted
+    assert check() == cold
+
+
+def test_python_dash_m_entry_point(check, cache_dir):
+    in_process = check()
+    completed = subprocess.run(
+        [sys.executable, "-m", "sglang_contracts", "check", "--old", str(OLD), "--new", str(NEW)],
+        cwd=PROJECT, capture_output=True, text=True, env={**os.environ, "SGLANG_CONTRACTS_CACHE": str(cache_dir)},
+    )
+    assert completed.returncode == 1
+    assert completed.stdout == in_process.out
+    assert completed.stderr == ""

@@ -1,0 +1,113 @@
+"""Releases read from tags of a local SGLang-shaped clone (`--sglang-repo`), never checked out."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import git
+import pytest
+
+from sglang_contracts.cli import main
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+PROJECT = FIXTURES / "project"
+UPSTREAM = FIXTURES / "upstream"
+AUTHOR = git.Actor("Fixture Bot", "fixture@example.invalid")
+
+
+def _commit_release(repo: git.Repo, source: Path, version: str) -> None:
+    """Make python/ hold `source` (as SGLang's repo does), commit it and tag v<version>."""
+    python = Path(repo.working_tree_dir) / "python"
+    shutil.rmtree(python / "sglang", ignore_errors=True)
+    shutil.copytree(source / "sglang", python / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
+    (python / "pyproject.toml").write_text(f'[project]\nname = "sglang"\nversion = "{version}"\n')
+    repo.git.add("--all")
+    repo.index.commit(f"Release {version}", author=AUTHOR, committer=AUTHOR)
+    repo.create_tag(f"v{version}")
+
+
+@pytest.fixture
+def sglang_repo(tmp_path) -> Path:
+    """v0.9.0 and v0.9.1 tags; the working tree is left at a third, uncommitted state."""
+    path = tmp_path / "sglang"
+    repo = git.Repo.init(path)
+    _commit_release(repo, UPSTREAM / "old", "0.9.0")
+    _commit_release(repo, UPSTREAM / "new", "0.9.1")
+    package = path / "python" / "sglang"
+    # A state that would change the report if the working tree were read instead of the tags.
+    (package / "srt" / "models" / "utils.py").write_text("def apply_qk_norm(q, k, q_norm, k_norm): ...\n")
+    (package / "srt" / "managers" / "tp_worker_overlap_thread.py").write_text("class TpModelWorkerClient: ...\n")
+    (path / "NOTES.txt").write_text("uncommitted\n")
+    return path
+
+
+def _snapshot(path: Path) -> tuple:
+    repo = git.Repo(path)
+    files = {p.relative_to(path).as_posix(): p.read_bytes()
+             for p in sorted(path.rglob("*")) if p.is_file() and ".git" not in p.relative_to(path).parts}
+    return repo.head.commit.hexsha, repo.active_branch.name, repo.git.status("--porcelain"), files
+
+
+@pytest.fixture
+def check(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(PROJECT)
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "cache"))
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        status = main(["check", *argv])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
+def _directory_report(check) -> str:
+    status, out, _ = check("--old", str(UPSTREAM / "old"), "--new", str(UPSTREAM / "new"))
+    assert status == 1 and out
+    return out
+
+
+@pytest.mark.parametrize("old, new", [("v0.9.0", "v0.9.1"), ("0.9.0", "0.9.1")])
+def test_tags_give_the_same_report_as_directories_and_leave_the_clone_alone(check, sglang_repo, old, new):
+    expected = _directory_report(check)
+    before = _snapshot(sglang_repo)
+    status, out, err = check("--sglang-repo", str(sglang_repo), "--old", old, "--new", new)
+    assert (status, out, err) == (1, expected, "")
+    assert _snapshot(sglang_repo) == before
+    assert "?? NOTES.txt" in before[2] and " M python/sglang/srt/models/utils.py" in before[2]
+
+
+def test_old_defaults_to_the_pin_as_a_tag(check, sglang_repo):
+    expected = _directory_report(check)
+    status, out, err = check("--sglang-repo", str(sglang_repo), "--new", "v0.9.1")  # sglang==0.9.0 -> v0.9.0
+    assert (status, out, err) == (1, expected, "")
+
+
+def test_same_tag_on_both_sides_reports_only_the_unparsable_file(check, sglang_repo):
+    status, out, _ = check("--sglang-repo", str(sglang_repo), "--old", "v0.9.1", "--new", "v0.9.1")
+    assert [line.split(" ")[:2] for line in out.splitlines()] == [["demo_omni/broken.py:5:15:", "SGC000"]]
+
+
+def _assert_one_line_error(result: tuple[int, str, str], *fragments: str) -> None:
+    status, out, err = result
+    assert status == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("sglang-contracts: error: ")
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err
+
+
+def test_unknown_ref_is_a_one_line_error_naming_it(check, sglang_repo):
+    _assert_one_line_error(check("--sglang-repo", str(sglang_repo), "--old", "v0.9.0", "--new", "v9.9.9"), "v9.9.9")
+    _assert_one_line_error(check("--sglang-repo", str(sglang_repo), "--old", "0.8.7", "--new", "v0.9.1"),
+                           "0.8.7", "v0.8.7")
+
+
+def test_a_folder_that_is_not_a_git_repository_is_an_error(check, tmp_path):
+    plain = tmp_path / "not-a-repo"
+    plain.mkdir()
+    _assert_one_line_error(check("--sglang-repo", str(plain), "--old", "v0.9.0", "--new", "v0.9.1"),
+                           "not a git repository")
+    _assert_one_line_error(check("--sglang-repo", str(tmp_path / "missing"), "--old", "v0.9.0", "--new", "v0.9.1"),
+                           "no such directory")
