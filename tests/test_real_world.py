@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import download_sdist
+from downloads import download_sdist
 from sglang_contracts.cli import main
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel

@@ -139,7 +139,10 @@ class UpstreamModel:
         )
 
     def module_exists(self, name: str) -> bool:
-        return self.module(name) is not None
+        """Whether the release has the module; answered from folder listings, without parsing it."""
+        if name in self._modules:
+            return self._modules[name] is not None
+        return is_upstream(name) and bool(self._locate(name)[0])
 
     # -- names ---------------------------------------------------------------------------
 
