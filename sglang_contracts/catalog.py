@@ -40,9 +40,13 @@ class Rule:
     reference: str
     examples: tuple[Example, ...]
     source: Path
+    # For contracts already broken on the old release (--report-unresolved): the change
+    # the main message describes did not happen, so it needs its own words.
+    unresolved_message: str | None = None
 
-    def render(self, fields: dict[str, Any]) -> str:
-        return self.message.format(**fields)
+    def render(self, fields: dict[str, Any], *, unresolved: bool = False) -> str:
+        template = self.unresolved_message if unresolved and self.unresolved_message else self.message
+        return template.format(**fields)
 
 
 def catalog_dir() -> Path:
@@ -74,6 +78,7 @@ def _load_rule(path: Path) -> Rule:
             reference=data.get("reference", ""),
             examples=examples,
             source=path,
+            unresolved_message=data.get("unresolved_message"),
         )
     except (KeyError, TypeError, tomllib.TOMLDecodeError) as error:
         raise ContractsError(f"{path}: malformed rule entry ({error})") from None

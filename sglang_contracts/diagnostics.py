@@ -36,7 +36,7 @@ def finding(code: str, facts: FileFacts, position: Position, symbol: str, *,
         col=position.col,
         code=code,
         severity=severity or entry.severity,
-        message=entry.render({"symbol": symbol, **fields}),
+        message=entry.render({"symbol": symbol, **fields}, unresolved=severity == "info"),
         symbol=symbol,
     )
 

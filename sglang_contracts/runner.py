@@ -68,7 +68,10 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     new_release = open_release(options.new, sglang_repo=options.sglang_repo, cache=download_cache)
     old = UpstreamModel(old_release, JsonCache(cache / "upstream" if cache else None))
     new = UpstreamModel(new_release, JsonCache(cache / "upstream" if cache else None))
-    project = build_index(root, paths, JsonCache(cache / "project" if cache else None), workers=options.workers)
+    # The whole project is indexed even when a few files are named (pre-commit passes file
+    # names): a named file may depend on upstream names through the project's own modules.
+    project = build_index(root, [root], JsonCache(cache / "project" if cache else None), workers=options.workers)
+    wanted = [path.resolve() for path in paths]
 
     context = CheckContext(project=project, old=old, new=new, report_unresolved=options.report_unresolved)
     catalog = load_catalog()
@@ -76,9 +79,14 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     diagnostics = [
         d for d in run_checks(context, codes)
         if not suppressed(d, project.files[d.path].noqa) and code_selected(d.code, options.select, options.ignore)
+        and _under_any(root / d.path, wanted)
     ]
     _require_loaded(project, old)
     return CheckResult(sorted(set(diagnostics), key=Diagnostic.sort_key), project, old, new)
+
+
+def _under_any(path: Path, folders: list[Path]) -> bool:
+    return any(path == folder or folder in path.parents for folder in folders)
 
 
 def _require_loaded(project: ProjectIndex, old: UpstreamModel) -> None:
