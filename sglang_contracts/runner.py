@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,13 +65,21 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory)")
     cache = (options.cache_dir or cache_root()) if options.use_cache else None
     download_cache = options.cache_dir or cache_root()
-    old_release = open_release(old_spec, sglang_repo=options.sglang_repo, cache=download_cache)
-    new_release = open_release(options.new, sglang_repo=options.sglang_repo, cache=download_cache)
+    # Unpacking two releases (I/O and zlib) overlaps with parsing the project (a process pool).
+    with ThreadPoolExecutor(max_workers=3) as threads:
+        opening = [
+            threads.submit(open_release, spec, sglang_repo=options.sglang_repo, cache=download_cache)
+            for spec in (old_spec, options.new)
+        ]
+        # The whole project is indexed even when a few files are named (pre-commit passes file
+        # names): a named file may depend on upstream names through the project's own modules.
+        indexing = threads.submit(
+            build_index, root, [root], JsonCache(cache / "project" if cache else None), workers=options.workers
+        )
+        old_release, new_release = (future.result() for future in opening)
+        project = indexing.result()
     old = UpstreamModel(old_release, JsonCache(cache / "upstream" if cache else None))
     new = UpstreamModel(new_release, JsonCache(cache / "upstream" if cache else None))
-    # The whole project is indexed even when a few files are named (pre-commit passes file
-    # names): a named file may depend on upstream names through the project's own modules.
-    project = build_index(root, [root], JsonCache(cache / "project" if cache else None), workers=options.workers)
     wanted = [path.resolve() for path in paths]
 
     context = CheckContext(project=project, old=old, new=new, report_unresolved=options.report_unresolved)

@@ -7,6 +7,7 @@ the project's own modules that re-export SGLang names. Facts are cached per file
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
@@ -141,7 +142,10 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonC
     size = sum(len(job[2]) for job in jobs)
     workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
     if workers > 1 and size >= PARALLEL_MIN_BYTES and len(jobs) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        # forkserver: forking a process that has other threads running (the release
+        # downloads) can copy a held lock into the child.
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             results = list(pool.map(_scan_job, jobs, chunksize=4))
     else:
         results = [_scan_job(job) for job in jobs]

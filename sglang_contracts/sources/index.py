@@ -22,6 +22,10 @@ from sglang_contracts.sources.base import Release, check_is_sglang
 from sglang_contracts.sources.directory import DirectoryTree
 
 COMPLETE_MARKER = ".complete"
+# Only these are read; every other member (compiled extensions, CUDA sources, data) is
+# unpacked as an empty file, so its name still exists for the model (an extension module
+# is a module) without writing ~50 MB of binaries per release.
+READ_SUFFIXES = (".py", ".pyi", ".typed", "METADATA", "RECORD", "WHEEL", "entry_points.txt")
 
 
 def _wheel_in(folder: Path, version: str) -> Path | None:
@@ -71,7 +75,15 @@ def unpack_wheel(wheel: Path, target: Path) -> None:
                 is_symlink = (info.external_attr >> 16) & 0o170000 == 0o120000
                 if is_symlink:
                     raise SourceError(f"{wheel.name}: refusing symbolic link member {info.filename!r}")
-            archive.extractall(staging)
+            for info in archive.infolist():
+                if info.is_dir():
+                    continue
+                if info.filename.endswith(READ_SUFFIXES):
+                    archive.extract(info, staging)
+                else:
+                    placeholder = staging / info.filename
+                    placeholder.parent.mkdir(parents=True, exist_ok=True)
+                    placeholder.touch()
         (staging / COMPLETE_MARKER).write_text(hashlib.sha256(wheel.read_bytes()).hexdigest())
         shutil.rmtree(target, ignore_errors=True)
         staging.replace(target)
