@@ -16,6 +16,7 @@ from sglang_contracts.project.index import ProjectIndex, build_index
 from sglang_contracts.project.pins import find_sglang_pin
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
+from sglang_contracts.upstream.prefetch import prefetch
 
 
 @dataclass
@@ -80,6 +81,7 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         project = indexing.result()
     old = UpstreamModel(old_release, JsonCache(cache / "upstream" if cache else None))
     new = UpstreamModel(new_release, JsonCache(cache / "upstream" if cache else None))
+    prefetch(project, [old, new], workers=options.workers)
     wanted = [path.resolve() for path in paths]
 
     context = CheckContext(project=project, old=old, new=new, report_unresolved=options.report_unresolved)

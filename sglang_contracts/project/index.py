@@ -7,15 +7,14 @@ the project's own modules that re-export SGLang names. Facts are cached per file
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
+from sglang_contracts.parallel import map_jobs
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.upstream.model import is_upstream
 
@@ -25,7 +24,6 @@ EXCLUDED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "build", 
 MENTIONS_SGLANG = re.compile(r"\bsglang\.|^\s*(?:from|import)\s+sglang\b", re.M)
 FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
 PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n]*)", re.M)
-PARALLEL_MIN_BYTES = 256_000
 
 
 def discover(root: Path, paths: list[Path]) -> list[Path]:
@@ -139,16 +137,7 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonC
         keys[relpath] = key
         jobs.append((relpath, module, data.decode("utf-8", "replace")))
     index.parsed += len(jobs)
-    size = sum(len(job[2]) for job in jobs)
-    workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
-    if workers > 1 and size >= PARALLEL_MIN_BYTES and len(jobs) > 1:
-        # forkserver: forking a process that has other threads running (the release
-        # downloads) can copy a held lock into the child.
-        context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            results = list(pool.map(_scan_job, jobs, chunksize=4))
-    else:
-        results = [_scan_job(job) for job in jobs]
+    results = map_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers)
     for job, result in zip(jobs, results):
         index.files[job[0]] = FileFacts.from_json(result)
         cache.put(keys[job[0]], result)

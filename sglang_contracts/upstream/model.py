@@ -11,7 +11,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterable
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
 from sglang_contracts.sources.base import PACKAGE, Release
@@ -111,16 +111,23 @@ class UpstreamModel:
         self._modules[name] = record
         return record
 
-    def _load(self, name: str) -> ModuleRecord | None:
+    def _source(self, name: str) -> tuple[str, str | None, bytes, str]:
+        """(kind, relpath, bytes, cache key) of a module; kind "" when there is no such module."""
         kind, relpath = self._locate(name)
+        if not kind or relpath is None:
+            return kind, None, b"", ""
+        data = self.tree.read_bytes(relpath) or b""
+        key = hashlib.sha256(f"{EXTRACTOR}\0{name}\0{self.tree.content_key(relpath, data)}".encode()).hexdigest()
+        return kind, relpath, data, key
+
+    def _load(self, name: str) -> ModuleRecord | None:
+        kind, relpath, data, key = self._source(name)
         if not kind:
             return None
         if relpath is None:
             self.stats.without_source += 1
             opaque = "extension module" if kind == "extension" else None
             return ModuleRecord(name, kind, None, opaque=opaque)
-        data = self.tree.read_bytes(relpath) or b""
-        key = hashlib.sha256(f"{EXTRACTOR}\0{name}\0{self.tree.content_key(relpath, data)}".encode()).hexdigest()
         extracted = self.cache.get(key)
         if isinstance(extracted, dict):
             self.stats.from_cache += 1
@@ -128,6 +135,10 @@ class UpstreamModel:
             extracted = extract_module(name, relpath, data.decode("utf-8", "replace"))
             self.stats.parsed += 1
             self.cache.put(key, extracted)
+        return self._record(name, kind, relpath, extracted)
+
+    @staticmethod
+    def _record(name: str, kind: str, relpath: str, extracted: dict[str, Any]) -> ModuleRecord:
         return ModuleRecord(
             name,
             kind,
@@ -137,6 +148,27 @@ class UpstreamModel:
             exports=extracted.get("exports"),
             opaque=extracted.get("opaque"),
         )
+
+    def pending_extractions(self, names: Iterable[str]) -> list[tuple[str, str, str, str, str]]:
+        """(name, kind, relpath, code, key) of the modules among `names` not yet loaded or cached."""
+        jobs = []
+        for name in sorted(set(names)):
+            if name in self._modules or not is_upstream(name):
+                continue
+            kind, relpath, data, key = self._source(name)
+            if relpath is not None and self.cache.get(key) is None:
+                jobs.append((name, kind, relpath, data.decode("utf-8", "replace"), key))
+        return jobs
+
+    def accept_extraction(self, job: tuple[str, str, str, str, str], extracted: dict[str, Any]) -> None:
+        name, kind, relpath, _, key = job
+        self.stats.parsed += 1
+        self.cache.put(key, extracted)
+        self._modules[name] = self._record(name, kind, relpath, extracted)
+
+    def loaded(self, name: str) -> ModuleRecord | None:
+        """The module's record if it was already loaded; never loads."""
+        return self._modules.get(name)
 
     def module_exists(self, name: str) -> bool:
         """Whether the release has the module; answered from folder listings, without parsing it."""

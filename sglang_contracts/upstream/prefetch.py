@@ -1,0 +1,56 @@
+"""Extract, in parallel, the upstream modules the project's contracts will reach.
+
+Resolution loads modules one at a time as it follows re-exports; the modules the project
+imports directly, and the ones their imported names re-export from, are known up front, so
+they are extracted together on every core first. Whatever resolution needs beyond them is
+still loaded on demand.
+"""
+
+from __future__ import annotations
+
+from sglang_contracts.parallel import map_jobs
+from sglang_contracts.project.index import ProjectIndex
+from sglang_contracts.upstream.extract import extract_module
+from sglang_contracts.upstream.model import UpstreamModel, is_upstream
+
+
+def _extract_job(job: tuple[str, str, str, str, str]) -> dict:
+    name, _, relpath, code, _ = job
+    return extract_module(name, relpath, code)
+
+
+def _imported(project: ProjectIndex) -> list[tuple[str, str | None]]:
+    return [
+        (fact.module, fact.name)
+        for facts in project.files.values()
+        for fact in facts.imports
+        if is_upstream(fact.module)
+    ]
+
+
+def _behind(model: UpstreamModel, imported: list[tuple[str, str | None]]) -> set[str]:
+    """Modules that the imported names are re-exported from (one step of each chain)."""
+    names: set[str] = set()
+    for module, name in imported:
+        record = model.loaded(module)
+        if record is None:
+            continue
+        names.update(record.wildcards)
+        binding = record.bindings.get(name or "")
+        if binding and binding["kind"] == "alias" and is_upstream(binding["target"]):
+            target = binding["target"]
+            names.update({target, target.rpartition(".")[0]})
+    return names
+
+
+def prefetch(project: ProjectIndex, models: list[UpstreamModel], workers: int | None = None) -> None:
+    imported = _imported(project)
+    wanted = {module for module, _ in imported}
+    wanted |= {f"{module}.{name}" for module, name in imported if name not in (None, "*")}
+    per_model = {id(model): set(wanted) for model in models}
+    for _ in range(2):
+        batch = [(model, job) for model in models for job in model.pending_extractions(per_model[id(model)])]
+        results = map_jobs(_extract_job, [job for _, job in batch], sum(len(job[3]) for _, job in batch), workers)
+        for (model, job), extracted in zip(batch, results):
+            model.accept_extraction(job, extracted)
+        per_model = {id(model): _behind(model, imported) for model in models}
