@@ -64,8 +64,11 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         old_spec = pin[0]
     if options.new is None:
         raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory)")
-    cache = (options.cache_dir or cache_root()) if options.use_cache else None
     download_cache = options.cache_dir or cache_root()
+
+    def store(kind: str) -> JsonCache:
+        return JsonCache(download_cache / kind if options.use_cache else None)
+
     # Unpacking two releases (I/O and zlib) overlaps with parsing the project (a process pool).
     with ThreadPoolExecutor(max_workers=3) as threads:
         opening = [
@@ -75,12 +78,12 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         # The whole project is indexed even when a few files are named (pre-commit passes file
         # names): a named file may depend on upstream names through the project's own modules.
         indexing = threads.submit(
-            build_index, root, [root], JsonCache(cache / "project" if cache else None), workers=options.workers
+            build_index, root, [root], store("project"), workers=options.workers
         )
         old_release, new_release = (future.result() for future in opening)
         project = indexing.result()
-    old = UpstreamModel(old_release, JsonCache(cache / "upstream" if cache else None))
-    new = UpstreamModel(new_release, JsonCache(cache / "upstream" if cache else None))
+    old = UpstreamModel(old_release, store("upstream"))
+    new = UpstreamModel(new_release, store("upstream"))
     prefetch(project, [old, new], workers=options.workers)
     wanted = [path.resolve() for path in paths]
 
@@ -89,8 +92,7 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     codes = [code for code in CHECKS if code in catalog and code_selected(code, options.select, options.ignore)]
     diagnostics = [
         d for d in run_checks(context, codes)
-        if not suppressed(d, project.files[d.path].noqa) and code_selected(d.code, options.select, options.ignore)
-        and _under_any(root / d.path, wanted)
+        if not suppressed(d, project.files[d.path].noqa) and _under_any(root / d.path, wanted)
     ]
     _require_loaded(project, old)
     return CheckResult(sorted(set(diagnostics), key=Diagnostic.sort_key), project, old, new)

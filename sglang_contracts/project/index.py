@@ -63,10 +63,6 @@ class ProjectIndex:
     # module -> {bound name -> dotted target}: what each project module binds at its top level
     exports: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    @property
-    def modules(self) -> dict[str, FileFacts]:
-        return {facts.module: facts for facts in self.files.values()}
-
     def resolve_local(self, module: str, name: str, _depth: int = 0) -> str | None:
         """The upstream dotted path a project module's top-level name stands for, if any."""
         target = self.exports.get(module, {}).get(name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Iterable
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
@@ -238,6 +238,11 @@ class UpstreamModel:
 
     # -- search (for "did you mean") ----------------------------------------------------
 
+    @cached_property
+    def _source_files(self) -> list[str]:
+        """Every .py path of the release, listed once however many searches run."""
+        return [relpath for relpath in self.tree.iter_files(ROOT) if relpath.endswith(".py")]
+
     def module_name_of(self, relpath: str) -> str:
         name = relpath[: -len(".py")] if relpath.endswith(".py") else relpath
         name = name.replace("/", ".")
@@ -253,9 +258,7 @@ class UpstreamModel:
             re.M,
         )
         found: dict[str, list[str]] = {}
-        for relpath in self.tree.iter_files(ROOT):
-            if not relpath.endswith(".py"):
-                continue
+        for relpath in self._source_files:
             text = self.tree.read_text(relpath) or ""
             for match in pattern.finditer(text):
                 name = match.group(1) or match.group(2)
@@ -273,7 +276,7 @@ class UpstreamModel:
     def find_modules_named(self, leaf: str) -> list[str]:
         """Modules of this release whose last name component is `leaf`."""
         hits = []
-        for relpath in self.tree.iter_files(ROOT):
+        for relpath in self._source_files:
             if relpath.endswith(f"/{leaf}.py") or relpath.endswith(f"/{leaf}/__init__.py"):
                 hits.append(self.module_name_of(relpath))
         return sorted(hits)
