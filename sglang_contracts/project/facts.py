@@ -5,6 +5,9 @@ Facts are plain data (JSON-ready) so a file whose content has not changed is nev
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -51,12 +54,79 @@ class AttributeFact:
     store: bool = False
 
 
+@dataclass(frozen=True)
+class Receiver:
+    """What an expression refers to, as far as its file tells; resolved later against each release.
+
+    `types` are alternatives, each a kind and a name: `T:name` an instance of the class the
+    dotted name `name` stands for in this file, `R:name` the result of calling it, `C:name` the
+    object it stands for, `S:Class` `self` inside the file's class `Class`, `U:Class` `super()`
+    inside it. `attrs` are then walked from there, e.g. ("S:Omni", ("model_runner", "tp_group")).
+    """
+
+    types: tuple[str, ...]
+    attrs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ArgFact:
+    kind: str  # pos, kw, star (*args), dstar (**kwargs)
+    name: str | None
+    position: Position
+
+
+@dataclass(frozen=True)
+class CallFact:
+    callee: Receiver  # for a method call, attrs ends with the method's name
+    position: Position  # of the callee's last name
+    args: tuple[ArgFact, ...]
+    scope: str  # "Class.method" or "function" that makes the call ("" at module level)
+
+
+@dataclass(frozen=True)
+class ReadFact:
+    """`receiver.attr` read (or written) where the receiver's type is known: self, super() or typed."""
+
+    receiver: Receiver
+    attr: str
+    position: Position
+    store: bool
+    scope: str
+
+
+@dataclass(frozen=True)
+class MethodFact:
+    name: str
+    position: Position
+    params: tuple[tuple[str, str, bool], ...]  # (name, kind po/pk/va/ko/vk, has default), as upstream
+    decorators: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClassFact:
+    name: str
+    position: Position
+    bases: tuple[str, ...]  # dotted names as written
+    methods: tuple[MethodFact, ...]
+    provided: tuple[str, ...]  # what instances get from the class itself: members and self.x writes
+    attr_types: tuple[tuple[str, tuple[str, ...]], ...]  # attribute -> type alternatives (as Receiver.types)
+    getattr_sources: tuple[str, ...]  # dotted names its __getattr__ fetches from: getattr(X, name)
+    getattr_names: tuple[str, ...]  # names its __getattr__ answers itself
+    init_calls_base: bool | None  # does its __init__ call the base's? None: it defines no __init__
+
+    def method(self, name: str) -> MethodFact | None:
+        return next((m for m in self.methods if m.name == name), None)
+
+
 @dataclass
 class FileFacts:
     path: str  # relative to the project root, POSIX
     module: str  # dotted module name inside the project
     imports: list[ImportFact] = field(default_factory=list)
     attributes: list[AttributeFact] = field(default_factory=list)
+    classes: list[ClassFact] = field(default_factory=list)
+    calls: list[CallFact] = field(default_factory=list)
+    reads: list[ReadFact] = field(default_factory=list)
     noqa: dict[int, list[str] | None] = field(default_factory=dict)  # line -> codes, None = all
     parse_error: tuple[int, int, str] | None = None
 
@@ -67,28 +137,36 @@ class FileFacts:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "FileFacts":
-        def position(raw: dict) -> Position:
-            return Position(raw["line"], raw["col"])
-
-        imports = [
-            ImportFact(**{**raw, "position": position(raw["position"]), "module_position": position(raw["module_position"])})
-            for raw in data["imports"]
-        ]
-        attributes = [
-            AttributeFact(
-                root=raw["root"],
-                attrs=tuple(raw["attrs"]),
-                positions=tuple(position(p) for p in raw["positions"]),
-                store=raw["store"],
-            )
-            for raw in data["attributes"]
-        ]
         error = data.get("parse_error")
         return cls(
             path=data["path"],
             module=data["module"],
-            imports=imports,
-            attributes=attributes,
+            imports=[_decode(ImportFact, raw) for raw in data["imports"]],
+            attributes=[_decode(AttributeFact, raw) for raw in data["attributes"]],
+            classes=[_decode(ClassFact, raw) for raw in data["classes"]],
+            calls=[_decode(CallFact, raw) for raw in data["calls"]],
+            reads=[_decode(ReadFact, raw) for raw in data["reads"]],
             noqa={int(line): codes for line, codes in data["noqa"].items()},
             parse_error=tuple(error) if error else None,
         )
+
+
+def _decode_value(hint: Any, raw: Any) -> Any:
+    """Rebuild a value of the type `hint` from its JSON form (asdict's output)."""
+    if dataclasses.is_dataclass(hint):
+        return _decode(hint, raw)
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        arguments = typing.get_args(hint)
+        if len(arguments) == 2 and arguments[1] is Ellipsis:
+            return tuple(_decode_value(arguments[0], item) for item in raw)
+        return tuple(_decode_value(argument, item) for argument, item in zip(arguments, raw))
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        return None if raw is None else _decode_value(options[0], raw)
+    return raw
+
+
+def _decode(kind: type, raw: dict[str, Any]) -> Any:
+    hints = typing.get_type_hints(kind)
+    return kind(**{f.name: _decode_value(hints[f.name], raw[f.name]) for f in dataclasses.fields(kind)})

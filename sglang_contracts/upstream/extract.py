@@ -10,6 +10,14 @@ import logging
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from sglang_contracts.upstream.bodies import BodyFacts, module_bodies
+
+UNION_WRAPPERS = {"Optional", "Union"}
+# griffe's parameter kinds, shortened for the cache: positional-only, positional-or-keyword,
+# *args, keyword-only, **kwargs.
+PARAMETER_KINDS = {"positional-only": "po", "positional or keyword": "pk", "variadic positional": "va",
+                   "keyword-only": "ko", "variadic keyword": "vk"}
+
 # griffe reports unresolvable aliases and odd code at DEBUG/WARNING level; they are not ours to show.
 logging.getLogger("griffe").setLevel(logging.ERROR)
 
@@ -34,8 +42,105 @@ def _binding(member) -> dict[str, Any]:
     return {"kind": kind, "line": member.lineno or 0}
 
 
+def annotation_types(expression) -> list[str]:
+    """The classes an annotation admits: `Optional[T]`, `T | None`, `Union[A, B]` and `"T"` unwrap;
+    containers (`list[T]`) and anything else admit nothing we can follow."""
+    import griffe
+
+    if isinstance(expression, (griffe.ExprName, griffe.ExprAttribute)):
+        path = expression.canonical_path
+        return [] if path in ("None", "typing.Any", "Any") else [path]
+    if isinstance(expression, griffe.ExprBinOp) and expression.operator == "|":
+        return annotation_types(expression.left) + annotation_types(expression.right)
+    if isinstance(expression, griffe.ExprSubscript) and isinstance(expression.left, (griffe.ExprName, griffe.ExprAttribute)):
+        if expression.left.canonical_path.rsplit(".", 1)[-1] in UNION_WRAPPERS:
+            inner = expression.slice
+            members = inner.elements if isinstance(inner, griffe.ExprTuple) else [inner]
+            return [path for member in members for path in annotation_types(member)]
+    return []
+
+
+def _parameters(function) -> list[list[Any]]:
+    return [[p.name, PARAMETER_KINDS[p.kind.value], p.default is not None and p.kind.value.startswith(("positional", "keyword"))]
+            for p in function.parameters]
+
+
+def _function(function, body: BodyFacts | None) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "line": function.lineno or 0,
+        "params": _parameters(function),
+        "decorators": sorted({str(d.value).split("(")[0].rsplit(".", 1)[-1] for d in function.decorators}),
+        "returns": annotation_types(function.returns) if function.returns is not None else [],
+    }
+    if body is not None:
+        record.update(body.to_json())
+    return record
+
+
+def _dataclass_options(cls) -> dict[str, Any] | None:
+    for decorator in cls.decorators:
+        text = str(decorator.value)
+        if text.split("(")[0].rsplit(".", 1)[-1] == "dataclass":
+            return {"kw_only": "kw_only=True" in text.replace(" ", "")}
+    return None
+
+
+def _dataclass_fields(cls) -> list[list[Any]]:
+    """[name, has_default, kw_only] of the fields this class declares, in order."""
+    fields = []
+    kw_only = False
+    for name, member in cls.members.items():
+        if member.is_alias or not member.is_attribute or member.annotation is None:
+            continue
+        annotation = str(member.annotation)
+        if annotation.endswith("KW_ONLY"):
+            kw_only = True
+            continue
+        if "ClassVar" in annotation or "class-attribute" not in member.labels and member.value is not None:
+            continue
+        value = str(member.value) if member.value is not None else None
+        if value and "init=False" in value.replace(" ", ""):
+            continue
+        has_default = value is not None and (not value.startswith("field(") or "default" in value)
+        fields.append([name, has_default, kw_only])
+    return fields
+
+
+def _class(cls, bodies: dict[str, BodyFacts]) -> dict[str, Any]:
+    methods: dict[str, Any] = {}
+    attributes: dict[str, Any] = {}
+    for name, member in cls.members.items():
+        if member.is_alias:
+            continue
+        if member.is_function:
+            methods[name] = _function(member, bodies.get(name))
+        elif member.is_attribute:
+            kind = "property" if "property" in member.labels else (
+                "class" if "class-attribute" in member.labels else "instance")
+            types = annotation_types(member.annotation) if member.annotation is not None else []
+            attributes[name] = {"line": member.lineno or 0, "kind": kind, "types": types}
+            if kind == "property" and name in bodies:
+                methods.setdefault(name, {"line": member.lineno or 0, "params": [], "decorators": ["property"],
+                                          "returns": types, **bodies[name].to_json()})
+        elif member.is_class:
+            attributes[name] = {"line": member.lineno or 0, "kind": "class", "types": []}
+    for body in bodies.values():
+        for written in body.writes:  # instance attributes assigned in any method, not only __init__
+            attributes.setdefault(written, {"line": 0, "kind": "instance", "types": []})
+    options = _dataclass_options(cls)
+    return {
+        "line": cls.lineno or 0,
+        "bases": [base.canonical_path if hasattr(base, "canonical_path") else str(base) for base in cls.bases],
+        "dataclass": options,
+        "fields": _dataclass_fields(cls) if options is not None else [],
+        "methods": methods,
+        "attributes": attributes,
+    }
+
+
 def extract_module(module_name: str, relpath: str, code: str) -> dict[str, Any]:
-    """A record of the module's top level: its bindings, star imports and `__all__`."""
+    """A record of the module's top level: its bindings, star imports and `__all__`, and what
+    its classes and functions define (signatures, members, bodies)."""
     import griffe
 
     short_name = module_name.rsplit(".", 1)[-1]
@@ -50,12 +155,22 @@ def extract_module(module_name: str, relpath: str, code: str) -> dict[str, Any]:
         return {"opaque": f"{type(error).__name__}: {error}".splitlines()[0]}
     bindings: dict[str, Any] = {}
     wildcards: list[str] = []
+    classes: dict[str, Any] = {}
+    functions: dict[str, Any] = {}
+    bodies = module_bodies(code)
     for name, member in module.members.items():
         if member.is_alias and name.endswith("/*"):
             wildcards.append(member.target_path)
-        else:
-            bindings[name] = _binding(member)
+            continue
+        bindings[name] = _binding(member)
+        if member.is_alias:
+            continue
+        if member.is_class:
+            classes[name] = _class(member, bodies.get(name, {}))
+        elif member.is_function:
+            functions[name] = _function(member, bodies.get("", {}).get(name))
     exports = module.exports
     if exports is not None and not all(isinstance(item, str) for item in exports):
         exports = None  # built from other modules' __all__: treat every public name as exported
-    return {"bindings": bindings, "wildcards": wildcards, "exports": list(exports) if exports is not None else None}
+    return {"bindings": bindings, "wildcards": wildcards, "exports": list(exports) if exports is not None else None,
+            "classes": classes, "functions": functions}

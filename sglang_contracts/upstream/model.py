@@ -15,10 +15,13 @@ from typing import Any, Iterable
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
 from sglang_contracts.sources.base import PACKAGE, Release
-from sglang_contracts.upstream import extract
+from sglang_contracts.upstream import bodies, extract
 from sglang_contracts.upstream.extract import extract_module
 
-EXTRACTOR = code_fingerprint(extract)
+EXTRACTOR = code_fingerprint(extract, bodies)
+# Bases that add nothing a contract could rely on; any other base outside SGLang makes a
+# class's members partly unknown (torch.nn.Module, msgspec.Struct, ...).
+NEUTRAL_BASES = {"object", "abc.ABC", "ABC", "typing.Generic", "Generic", "typing.Protocol", "Protocol"}
 
 ROOT = PACKAGE  # the upstream top-level package
 
@@ -58,6 +61,34 @@ class ModuleRecord:
     wildcards: list[str] = field(default_factory=list)
     exports: list[str] | None = None
     opaque: str | None = None  # why its contents cannot be known (extension module, unparsable file)
+    classes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    functions: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Member:
+    """One name on an upstream class, found through its bases."""
+
+    owner: str  # qualified name of the class that defines it
+    name: str
+    kind: str  # method, property, class (a class-level value), instance (set on self), field
+    record: dict[str, Any]  # the function record for methods and properties, else the attribute's
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.owner.rsplit('.', 1)[-1]}.{self.name}"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The parameters a call binds to: (name, kind, has_default), kinds po/pk/va/ko/vk."""
+
+    params: tuple[tuple[str, str, bool], ...]
+    owner: str  # the function, method or class it belongs to
+    dataclass: bool = False  # a generated dataclass __init__
+
+    def names(self) -> set[str]:
+        return {name for name, kind, _ in self.params if kind in ("pk", "ko", "po")}
 
 
 @dataclass
@@ -147,6 +178,8 @@ class UpstreamModel:
             wildcards=extracted.get("wildcards", []),
             exports=extracted.get("exports"),
             opaque=extracted.get("opaque"),
+            classes=extracted.get("classes", {}),
+            functions=extracted.get("functions", {}),
         )
 
     def pending_extractions(self, names: Iterable[str]) -> list[tuple[str, str, str, str, str]]:
@@ -235,6 +268,111 @@ class UpstreamModel:
                     return symbol
             return symbol
         return MISSING
+
+    # -- classes and functions ------------------------------------------------------------
+
+    def _definition(self, origin: str, table: str) -> dict[str, Any] | None:
+        module_name, _, name = origin.rpartition(".")
+        record = self.module(module_name) if module_name else None
+        return getattr(record, table).get(name) if record is not None else None
+
+    def class_record(self, origin: str) -> dict[str, Any] | None:
+        """The extracted class defined at `origin` ("module.Class")."""
+        return self._definition(origin, "classes")
+
+    def function_record(self, origin: str) -> dict[str, Any] | None:
+        return self._definition(origin, "functions")
+
+    def resolve_class(self, dotted: str) -> str | None:
+        """The origin of the class `dotted` names in this release, or None when it is not one."""
+        symbol = self.resolve_path(dotted) if is_upstream(dotted) else MISSING
+        if symbol.found and symbol.kind == "class" and self.class_record(symbol.origin) is not None:
+            return symbol.origin
+        return None
+
+    def mro(self, origin: str) -> tuple[list[str], bool]:
+        """Upstream classes in member-lookup order, and whether a base outside SGLang (or one
+        that cannot be resolved) may define more members."""
+        order: list[str] = []
+        open_ended = False
+
+        def visit(current: str, depth: int) -> None:
+            nonlocal open_ended
+            record = self.class_record(current)
+            if record is None or current in order or depth > 30:
+                return
+            order.append(current)
+            for base in record["bases"]:
+                if base in NEUTRAL_BASES or base.split("[")[0] in NEUTRAL_BASES:
+                    continue
+                resolved = self.resolve_class(base)
+                if resolved is None:
+                    open_ended = True
+                else:
+                    visit(resolved, depth + 1)
+
+        visit(origin, 0)
+        return order, open_ended
+
+    def member(self, origin: str, name: str) -> Member | None:
+        """`name` looked up on the class at `origin` and its upstream bases."""
+        for owner in self.mro(origin)[0]:
+            record = self.class_record(owner)
+            if name in record["methods"]:
+                method = record["methods"][name]
+                kind = "property" if "property" in method["decorators"] else "method"
+                return Member(owner, name, kind, method)
+            if name in record["attributes"]:
+                attribute = record["attributes"][name]
+                return Member(owner, name, attribute["kind"], attribute)
+            if any(field_name == name for field_name, *_ in record["fields"]):
+                return Member(owner, name, "field", {"types": []})
+        return None
+
+    def class_level_names(self, origin: str) -> set[str]:
+        """Names reachable on the class object itself: methods, properties, class attributes."""
+        names: set[str] = set()
+        for owner in self.mro(origin)[0]:
+            record = self.class_record(owner)
+            names.update(record["methods"])
+            names.update(n for n, a in record["attributes"].items() if a["kind"] in ("class", "property"))
+        return names
+
+    def constructor(self, origin: str) -> Signature | None:
+        """What `Class(...)` binds to: the nearest `__init__`, or the dataclass's generated one;
+        None when a base outside SGLang may define it."""
+        order, open_ended = self.mro(origin)
+        for owner in order:
+            record = self.class_record(owner)
+            if "__init__" in record["methods"]:
+                return Signature(tuple(map(tuple, record["methods"]["__init__"]["params"][1:])), f"{owner}.__init__")
+            if record["dataclass"] is not None:
+                return self._dataclass_init(order[order.index(owner):], owner)
+        return None if open_ended else Signature((), f"{origin}.__init__")
+
+    def _dataclass_init(self, order: list[str], owner: str) -> Signature:
+        fields: dict[str, tuple[str, str, bool]] = {}
+        for base in reversed(order):  # base classes' fields come first, subclasses override
+            record = self.class_record(base)
+            options = record["dataclass"] or {}
+            for name, has_default, kw_only in record["fields"]:
+                kind = "ko" if kw_only or options.get("kw_only") else "pk"
+                fields[name] = (name, kind, has_default)
+        ordered = [f for f in fields.values() if f[1] == "pk"] + [f for f in fields.values() if f[1] == "ko"]
+        return Signature(tuple(ordered), owner, dataclass=True)
+
+    def method_signature(self, member: Member, bound: bool) -> Signature:
+        """A method's parameters as a call sees them; `bound` drops `self`/`cls`."""
+        params = [tuple(p) for p in member.record.get("params", [])]
+        decorators = member.record.get("decorators", [])
+        drop_first = "staticmethod" not in decorators and (bound or "classmethod" in decorators)
+        if drop_first and params and params[0][1] in ("po", "pk"):
+            params = params[1:]
+        return Signature(tuple(params), f"{member.owner}.{member.name}")
+
+    def function_signature(self, origin: str) -> Signature | None:
+        record = self.function_record(origin)
+        return Signature(tuple(map(tuple, record["params"])), origin) if record is not None else None
 
     # -- search (for "did you mean") ----------------------------------------------------
 

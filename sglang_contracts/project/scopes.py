@@ -1,0 +1,199 @@
+"""Static types of a function's names and a class's attributes, as far as the file itself says.
+
+Types come from annotations (`Optional[T]`, `T | None`, unions, string annotations) and from
+constructor calls (`x = T(...)`). The inference is flow-insensitive and errs on silence: a
+name that is ever bound another way (a loop target, an unknown value) has no type, so a
+contract is never judged on a guess.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+UNION_WRAPPERS = {"Optional", "Union"}
+NOT_A_TYPE = {"None", "Any", "typing.Any", "object"}
+POISON: tuple[str, ...] = ()  # "bound to something we cannot type"
+
+
+def annotation_types(node: cst.BaseExpression | None) -> tuple[str, ...]:
+    """`T:dotted` for each class an annotation admits; containers admit nothing we follow."""
+    if node is None:
+        return ()
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        name = get_full_name_for_node(node)
+        return () if not name or name in NOT_A_TYPE else (f"T:{name}",)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return annotation_types(node.left) + annotation_types(node.right)
+    if isinstance(node, cst.SimpleString):
+        try:
+            return annotation_types(cst.parse_expression(node.evaluated_value))
+        except Exception:  # not an expression: a comment-like string annotation
+            return ()
+    if isinstance(node, cst.Subscript):
+        wrapper = (get_full_name_for_node(node.value) or "").rsplit(".", 1)[-1]
+        if wrapper in UNION_WRAPPERS:
+            return tuple(
+                kind
+                for element in node.slice
+                if isinstance(element.slice, cst.Index)
+                for kind in annotation_types(element.slice.value)
+            )
+    return ()
+
+
+def value_types(node: cst.BaseExpression, known: dict[str, tuple[str, ...]]) -> tuple[str, ...] | None:
+    """Types of an assigned value: `T(...)` -> R:T, a typed name -> its types; None when `None`."""
+    if isinstance(node, cst.Name) and node.value == "None":
+        return None
+    if isinstance(node, cst.Call):
+        callee = get_full_name_for_node(node.func)
+        if callee and not callee.startswith(("self.", "cls.")) and callee != "super":
+            return (f"R:{callee}",)
+        return POISON
+    if isinstance(node, cst.Name) and node.value in known:
+        return known[node.value]
+    return POISON
+
+
+class TypeTable:
+    """name -> type alternatives; an empty tuple once a name is bound to something untyped."""
+
+    def __init__(self) -> None:
+        self.types: dict[str, tuple[str, ...]] = {}
+
+    def bind(self, name: str, types: tuple[str, ...] | None) -> None:
+        if types is None:
+            return  # `x = None` narrows nothing and widens nothing
+        if not types or self.types.get(name) == POISON:
+            self.types[name] = POISON
+        else:
+            merged = self.types.get(name, ()) + tuple(t for t in types if t not in self.types.get(name, ()))
+            self.types[name] = merged
+
+    def typed(self) -> dict[str, tuple[str, ...]]:
+        return {name: types for name, types in self.types.items() if types}
+
+
+def _params(function: cst.FunctionDef) -> list[cst.Param]:
+    p = function.params
+    star = [p.star_arg] if isinstance(p.star_arg, cst.Param) else []
+    kwargs = [p.star_kwarg] if p.star_kwarg else []
+    return [*p.posonly_params, *p.params, *star, *p.kwonly_params, *kwargs]
+
+
+def parameter_list(function: cst.FunctionDef) -> tuple[tuple[str, str, bool], ...]:
+    """(name, kind, has_default) in upstream's vocabulary (po/pk/va/ko/vk)."""
+    p = function.params
+    result = [(x.name.value, "po", x.default is not None) for x in p.posonly_params]
+    result += [(x.name.value, "pk", x.default is not None) for x in p.params]
+    if isinstance(p.star_arg, cst.Param):
+        result.append((p.star_arg.name.value, "va", False))
+    result += [(x.name.value, "ko", x.default is not None) for x in p.kwonly_params]
+    if p.star_kwarg:
+        result.append((p.star_kwarg.name.value, "vk", False))
+    return tuple(result)
+
+
+def decorator_names(function: cst.FunctionDef | cst.ClassDef) -> tuple[str, ...]:
+    names = []
+    for decorator in function.decorators:
+        node = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        names.append((get_full_name_for_node(node) or "").rsplit(".", 1)[-1])
+    return tuple(names)
+
+
+class _Bindings(cst.CSTVisitor):
+    """Every binding inside one function body, nested functions and classes excluded."""
+
+    def __init__(self, table: TypeTable, attributes: TypeTable | None, receiver: str | None) -> None:
+        self.table = table
+        self.attributes = attributes  # self.<attr> bindings, when the function is a method
+        self.receiver = receiver
+        self.depth = 0
+
+    def _target(self, target: cst.BaseExpression, types: tuple[str, ...] | None) -> None:
+        if isinstance(target, cst.Name):
+            self.table.bind(target.value, types)
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                and target.value.value == self.receiver and self.attributes is not None:
+            self.attributes.bind(target.attr.value, types)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._target(element.value, POISON)
+        elif isinstance(target, cst.StarredElement):
+            self._target(target.value, POISON)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if self.depth:
+            self.table.bind(node.name.value, POISON)
+            return False
+        self.depth += 1
+        return True
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.table.bind(node.name.value, POISON)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        types = value_types(node.value, self.table.typed())
+        for target in node.targets:
+            self._target(target.target, types if len(node.targets) == 1 else POISON)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target, annotation_types(node.annotation.annotation) or POISON)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target, POISON)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._target(node.target, POISON)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._target(node.target, POISON)
+
+    def visit_AsName(self, node: cst.AsName) -> None:  # with ... as x, except ... as x, import ... as x
+        self._target(node.name, POISON)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._target(node.target, POISON)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        for item in node.names:
+            self.table.bind(item.name.value, POISON)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        for item in node.names:
+            self.table.bind(item.name.value, POISON)
+
+
+def receiver_name(function: cst.FunctionDef, in_class: bool) -> str | None:
+    """The name a method calls its instance, or None (a function, a static or class method)."""
+    if not in_class or {"staticmethod", "classmethod"} & set(decorator_names(function)):
+        return None
+    params = [*function.params.posonly_params, *function.params.params]
+    return params[0].name.value if params else None
+
+
+def function_types(function: cst.FunctionDef, class_name: str | None,
+                   attributes: TypeTable | None = None) -> dict[str, tuple[str, ...]]:
+    """The typed names of one function: parameters, then every binding in its body.
+    Bindings of `self.<attr>` are added to `attributes` (the class's attribute table)."""
+    table = TypeTable()
+    receiver = receiver_name(function, class_name is not None)
+    for param in _params(function):
+        name = param.name.value
+        if name == receiver:
+            table.types[name] = (f"S:{class_name}",)
+        elif param.star or param is function.params.star_arg or param is function.params.star_kwarg:
+            table.bind(name, POISON)
+        else:
+            table.bind(name, annotation_types(param.annotation.annotation if param.annotation else None) or POISON)
+    function.visit(_Bindings(table, attributes, receiver))
+    typed = table.typed()
+    if receiver is not None and typed.get(receiver) != (f"S:{class_name}",):
+        typed.pop(receiver, None)  # `self` rebound: trust nothing about it
+    return typed

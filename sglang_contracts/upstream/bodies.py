@@ -1,0 +1,96 @@
+"""What upstream function bodies do with `self`, and a normalised form of each body.
+
+griffe models signatures, not bodies, so bodies are read with `ast`: which attributes a
+method reads from and writes to `self`, which `self.<name>(...)` methods it calls, and its
+statements unparsed (formatting, comments and the docstring dropped) and hashed line by line,
+so two releases' bodies compare without line numbers and "how much changed" can be counted.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass, field
+
+AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass
+class BodyFacts:
+    reads: set[str] = field(default_factory=set)  # self.<name> loads (calls included)
+    calls: set[str] = field(default_factory=set)  # self.<name>(...)
+    writes: set[str] = field(default_factory=set)  # self.<name> = ...
+    lines: list[str] = field(default_factory=list)  # hashes of the normalised body's lines
+
+    def merge(self, other: "BodyFacts") -> None:
+        """A property and its setter, or overloads, share one name: keep what all of them do."""
+        self.reads |= other.reads
+        self.calls |= other.calls
+        self.writes |= other.writes
+        self.lines += other.lines
+
+    def to_json(self) -> dict:
+        return {"reads": sorted(self.reads), "calls": sorted(self.calls), "writes": sorted(self.writes),
+                "body": self.lines}
+
+
+def _line_hash(line: str) -> str:
+    return hashlib.blake2b(line.strip().encode(), digest_size=5).hexdigest()
+
+
+def normalised_lines(node: AnyFunction) -> list[str]:
+    statements = list(node.body)
+    if statements and isinstance(statements[0], ast.Expr) and isinstance(getattr(statements[0], "value", None), ast.Constant) \
+            and isinstance(statements[0].value.value, str):
+        statements = statements[1:]  # a docstring edit is not a behaviour change
+    text = "\n".join(ast.unparse(statement) for statement in statements)
+    return [_line_hash(line) for line in text.splitlines() if line.strip()]
+
+
+def _receiver_name(node: AnyFunction) -> str | None:
+    """The name the function calls its instance (`self`), or None for a static method."""
+    decorators = {ast.unparse(d).rsplit(".", 1)[-1] for d in node.decorator_list}
+    if "staticmethod" in decorators:
+        return None
+    arguments = node.args.posonlyargs + node.args.args
+    return arguments[0].arg if arguments else None
+
+
+def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
+    facts = BodyFacts(lines=normalised_lines(node))
+    receiver = _receiver_name(node) if in_class else None
+    if receiver is None:
+        return facts
+    for child in ast.walk(node):
+        if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and child.value.id == receiver:
+            (facts.writes if isinstance(child.ctx, (ast.Store, ast.Del)) else facts.reads).add(child.attr)
+        elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
+                and isinstance(child.func.value, ast.Name) and child.func.value.id == receiver:
+            facts.calls.add(child.func.attr)
+    return facts
+
+
+def module_bodies(code: str) -> dict[str, dict[str, BodyFacts]]:
+    """{"": {function: facts}, "ClassName": {method: facts}} for the module's top level."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return {}
+    result: dict[str, dict[str, BodyFacts]] = {"": {}}
+
+    def add(owner: dict[str, BodyFacts], node: AnyFunction, in_class: bool) -> None:
+        facts = body_facts(node, in_class)
+        if node.name in owner:
+            owner[node.name].merge(facts)
+        else:
+            owner[node.name] = facts
+
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            add(result[""], statement, in_class=False)
+        elif isinstance(statement, ast.ClassDef):
+            methods = result.setdefault(statement.name, {})
+            for member in statement.body:
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    add(methods, member, in_class=True)
+    return result
