@@ -110,6 +110,9 @@ class UpstreamModel:
         self.stats = LoadStats()
         self._modules: dict[str, ModuleRecord | None] = {}
         self._listing = lru_cache(maxsize=None)(self.tree.list_dir)
+        self.mro = lru_cache(maxsize=None)(self._mro)
+        self.member = lru_cache(maxsize=None)(self._member)
+        self.resolve_class = lru_cache(maxsize=None)(self._resolve_class)
 
     # -- modules -------------------------------------------------------------------------
 
@@ -283,14 +286,14 @@ class UpstreamModel:
     def function_record(self, origin: str) -> dict[str, Any] | None:
         return self._definition(origin, "functions")
 
-    def resolve_class(self, dotted: str) -> str | None:
+    def _resolve_class(self, dotted: str) -> str | None:
         """The origin of the class `dotted` names in this release, or None when it is not one."""
         symbol = self.resolve_path(dotted) if is_upstream(dotted) else MISSING
         if symbol.found and symbol.kind == "class" and self.class_record(symbol.origin) is not None:
             return symbol.origin
         return None
 
-    def mro(self, origin: str) -> tuple[list[str], bool]:
+    def _mro(self, origin: str) -> tuple[tuple[str, ...], bool]:
         """Upstream classes in member-lookup order, and whether a base outside SGLang (or one
         that cannot be resolved) may define more members."""
         order: list[str] = []
@@ -312,9 +315,9 @@ class UpstreamModel:
                     visit(resolved, depth + 1)
 
         visit(origin, 0)
-        return order, open_ended
+        return tuple(order), open_ended
 
-    def member(self, origin: str, name: str) -> Member | None:
+    def _member(self, origin: str, name: str) -> Member | None:
         """`name` looked up on the class at `origin` and its upstream bases."""
         for owner in self.mro(origin)[0]:
             record = self.class_record(owner)
@@ -350,7 +353,7 @@ class UpstreamModel:
                 return self._dataclass_init(order[order.index(owner):], owner)
         return None if open_ended else Signature((), f"{origin}.__init__")
 
-    def _dataclass_init(self, order: list[str], owner: str) -> Signature:
+    def _dataclass_init(self, order: tuple[str, ...], owner: str) -> Signature:
         fields: dict[str, tuple[str, str, bool]] = {}
         for base in reversed(order):  # base classes' fields come first, subclasses override
             record = self.class_record(base)

@@ -1,0 +1,190 @@
+"""Call contracts (SGC201-SGC204): calls of upstream callables that bound on the old signature.
+
+A call is bound to each release's signature the way Python binds arguments; it is reported
+only when it bound on the old release and fails on the new one. Arguments behind `*args` or
+`**kwargs` splats are never guessed: what they may supply is not reported missing, and
+positions after a `*args` are not counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.resolve import resolvers
+from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.project.facts import ArgFact, CallFact, FileFacts, Position
+from sglang_contracts.upstream.model import Signature
+
+
+@dataclass(frozen=True)
+class Problem:
+    code: str  # SGC201 unexpected keyword, SGC202 missing required, SGC203 positional trouble
+    detail: str
+    position: Position | None  # the argument at fault; None: the call itself
+
+
+@dataclass
+class Binding:
+    landed: dict[int, str]  # argument index -> parameter name
+    problems: list[Problem]
+
+
+def bind(signature: Signature, args: tuple[ArgFact, ...]) -> Binding:
+    """Python's argument binding, as far as the call's text shows it."""
+    params = signature.params
+    positional = [p for p in params if p[1] in ("po", "pk")]
+    keywords = {name for name, kind, _ in params if kind in ("pk", "ko")}
+    var_positional = any(kind == "va" for _, kind, _ in params)
+    var_keyword = any(kind == "vk" for _, kind, _ in params)
+    has_star = any(a.kind == "star" for a in args)
+    has_dstar = any(a.kind == "dstar" for a in args)
+    binding = Binding({}, [])
+    filled: set[str] = set()
+    count = 0
+    for index, arg in enumerate(args):
+        if arg.kind == "star":
+            break  # what follows a *args splat lands where the splat's length says
+        if arg.kind != "pos":
+            continue
+        if count < len(positional):
+            binding.landed[index] = positional[count][0]
+            filled.add(positional[count][0])
+        elif not var_positional:
+            given = sum(1 for a in args if a.kind == "pos")
+            binding.problems.append(Problem("SGC203", f"{given} positional arguments given, it takes {len(positional)}",
+                                            arg.position))
+            break
+        count += 1
+    for index, arg in enumerate(args):
+        if arg.kind != "kw":
+            continue
+        if arg.name in keywords:
+            if arg.name in filled:
+                binding.problems.append(Problem("SGC203", f"{arg.name} is given twice: positionally and by keyword",
+                                                arg.position))
+            filled.add(arg.name)
+            binding.landed[index] = arg.name
+        elif not var_keyword:
+            binding.problems.append(Problem("SGC201", arg.name, arg.position))
+    for name, kind, has_default in params:
+        if has_default or name in filled or kind in ("va", "vk"):
+            continue
+        if has_dstar and kind in ("pk", "ko") or has_star and kind in ("po", "pk"):
+            continue  # a splat may supply it
+        binding.problems.append(Problem("SGC202", name, None))
+    return binding
+
+
+def _display(owner: str) -> str:
+    """`pkg.mod.Class.__init__` -> `Class()`, `pkg.mod.func` -> `func()`, methods as `Class.m()`."""
+    parts = owner.split(".")
+    if parts[-1] == "__init__":
+        return f"{parts[-2]}()"
+    return f"{'.'.join(parts[-2:]) if len(parts) > 1 and parts[-2][:1].isupper() else parts[-1]}()"
+
+
+@dataclass
+class CallBreak:
+    facts: FileFacts
+    call: CallFact
+    problem: Problem
+    old: Signature
+    new: Signature
+
+
+def _landing_changes(old: Binding, new: Binding, call: CallFact, old_signature: Signature,
+                     new_signature: Signature) -> list[Problem]:
+    """Positional arguments that now land on another parameter. A parameter renamed in place
+    (the old name gone, the new one new) is the same slot, not a move."""
+    changes = []
+    old_names, new_names = old_signature.names(), new_signature.names()
+    kinds = {name: kind for name, kind, _ in new_signature.params}
+    for index, was in old.landed.items():
+        now = new.landed.get(index)
+        arg = call.args[index]
+        if arg.kind != "pos":
+            continue
+        if now is None and kinds.get(was) == "ko":
+            changes.append(Problem("SGC203", f"{was} became keyword-only", arg.position))
+        elif now is not None and now != was and (now in old_names or was in new_names):
+            changes.append(Problem("SGC203", f"argument {index + 1} now lands on {now} (it was {was})", arg.position))
+    return changes
+
+
+def _analyse_calls(ctx: CheckContext) -> list[CallBreak]:
+    old_resolver, new_resolver = resolvers(ctx)
+    breaks: list[CallBreak] = []
+    for facts in ctx.project.files.values():
+        for call in facts.calls:
+            old_callee = old_resolver.callee(facts, call.callee)
+            if old_callee is None:
+                continue
+            old_binding = bind(old_callee.signature, call.args)
+            if old_binding.problems:
+                continue  # did not bind on the old release either: not this bump's break
+            new_callee = new_resolver.callee(facts, call.callee)
+            if new_callee is None:
+                continue  # gone or unknowable: the import and attribute contracts say which
+            new_binding = bind(new_callee.signature, call.args)
+            landing = _landing_changes(old_binding, new_binding, call, old_callee.signature, new_callee.signature)
+            problems = new_binding.problems
+            moved = landing + [p for p in problems if p.code == "SGC203"]
+            # One positional report per call (its first argument out of place); one per keyword.
+            for problem in [p for p in problems if p.code != "SGC203"] + moved[:1]:
+                breaks.append(CallBreak(facts, call, problem, old_callee.signature, new_callee.signature))
+    return breaks
+
+
+def call_breaks(ctx: CheckContext) -> list[CallBreak]:
+    return ctx.shared("calls", _analyse_calls)
+
+
+def _fields(item: CallBreak, old_version: str) -> dict[str, str]:
+    """What changed upstream for this call, in the words each rule's message uses."""
+    name = item.problem.detail
+    if item.problem.code == "SGC201":
+        return {"name": name, "change": f"has no field {name} any more"}
+    if item.problem.code == "SGC202":
+        was = "optional" if any(p[0] == name for p in item.old.params) else "absent"
+        return {"name": name, "was": was,
+                "change": f"has a new required field {name} ({was} in {old_version}) that this call does not set"}
+    return {"change": name, "new_params": _signature_text(item.new), "old_params": _signature_text(item.old)}
+
+
+def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> Iterator[Diagnostic]:
+    for item in call_breaks(ctx):
+        if item.problem.code not in codes or item.new.dataclass != dataclass:
+            continue
+        position = item.problem.position or item.call.position
+        yield finding(code, item.facts, position, item.new.owner, callee=_display(item.new.owner),
+                      old=ctx.old_version, new=ctx.new_version, **_fields(item, ctx.old_version))
+
+
+def _signature_text(signature: Signature) -> str:
+    """The positional part of a signature, the part a positional argument lands in."""
+    names = [name for name, kind, _ in signature.params if kind in ("po", "pk")]
+    rest = "*args" if any(kind == "va" for _, kind, _ in signature.params) else "*"
+    return f"({', '.join(names + [rest])})"
+
+
+@contract("SGC201")
+def unexpected_keyword(ctx: CheckContext) -> Iterator[Diagnostic]:
+    yield from _report(ctx, {"SGC201"}, False, "SGC201")
+
+
+@contract("SGC202")
+def missing_required_argument(ctx: CheckContext) -> Iterator[Diagnostic]:
+    yield from _report(ctx, {"SGC202"}, False, "SGC202")
+
+
+@contract("SGC203")
+def positional_arguments_moved(ctx: CheckContext) -> Iterator[Diagnostic]:
+    yield from _report(ctx, {"SGC203"}, False, "SGC203")
+    yield from _report(ctx, {"SGC203"}, True, "SGC203")
+
+
+@contract("SGC204")
+def dataclass_fields_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    yield from _report(ctx, {"SGC201", "SGC202"}, True, "SGC204")

@@ -1,0 +1,272 @@
+"""What the project's names, classes and typed receivers stand for in one upstream release.
+
+Shared by the class and call contracts. A receiver's type is followed through the project's
+own classes (their typed attributes and bases) and then through upstream's annotations
+(attribute types, property and return annotations), one release at a time, so "old holds,
+new breaks" compares like with like. Anything that cannot be followed resolves to nothing:
+a contract is never judged on a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable
+
+from sglang_contracts.contracts.base import CheckContext
+from sglang_contracts.project.facts import ClassFact, FileFacts, Receiver
+from sglang_contracts.upstream.model import Member, Signature, UpstreamModel, is_upstream
+
+
+@dataclass(frozen=True, eq=False)  # one object per class: identity is equality
+class ProjectClass:
+    key: str  # "module.Class"
+    facts: FileFacts
+    fact: ClassFact
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An instance of an upstream class (`origin`) or of a project class (`project`)."""
+
+    origin: str | None = None
+    project: ProjectClass | None = None
+
+
+@dataclass(frozen=True)
+class Callee:
+    signature: Signature
+    member: Member | None = None  # for methods
+
+
+class ProjectView:
+    """The project's classes and each file's name bindings, indexed once per run."""
+
+    def __init__(self, ctx: CheckContext) -> None:
+        self.ctx = ctx
+        self.classes: dict[str, ProjectClass] = {}
+        self.bindings: dict[str, dict[str, str]] = {}
+        for facts in ctx.project.files.values():
+            table = {fact.bound: fact.binds for fact in facts.imports if fact.name != "*"}
+            for fact in facts.classes:
+                key = f"{facts.module}.{fact.name}"
+                self.classes[key] = ProjectClass(key, facts, fact)
+                table.setdefault(fact.name, key)
+            self.bindings[facts.path] = table
+        self.ancestry = lru_cache(maxsize=None)(self._ancestry)
+        self.provided = lru_cache(maxsize=None)(self._provided)
+
+    def dotted(self, facts: FileFacts, name: str) -> str | None:
+        """The absolute dotted path a name written in `facts` stands for (upstream or project)."""
+        head, _, rest = name.partition(".")
+        target = self.bindings.get(facts.path, {}).get(head)
+        if target is None:
+            return None
+        full = f"{target}.{rest}" if rest else target
+        upstream = self.ctx.project.upstream_path(full)
+        return upstream or full
+
+    def project_class(self, dotted: str | None) -> ProjectClass | None:
+        return self.classes.get(dotted) if dotted else None
+
+    def _ancestry(self, cls: ProjectClass) -> tuple[list[ProjectClass], list[str]]:
+        """The project classes from `cls` up, and the dotted upstream bases they name."""
+        chain: list[ProjectClass] = []
+        upstream: list[str] = []
+        pending = [cls]
+        while pending:
+            current = pending.pop(0)
+            if current in chain or len(chain) > 50:
+                continue
+            chain.append(current)
+            for base in current.fact.bases:
+                dotted = self.dotted(current.facts, base)
+                parent = self.project_class(dotted)
+                if parent is not None:
+                    pending.append(parent)
+                elif dotted and is_upstream(dotted) and dotted not in upstream:
+                    upstream.append(dotted)
+        return chain, upstream
+
+    def _provided(self, cls: ProjectClass) -> frozenset[str]:
+        return frozenset(name for member in self.ancestry(cls)[0] for name in member.fact.provided)
+
+    def borrow_sources(self, cls: ProjectClass) -> list[str]:
+        """Upstream classes whose attributes the class's `__getattr__` hands out as its own."""
+        sources = []
+        for member in self.ancestry(cls)[0]:
+            for source in member.fact.getattr_sources:
+                dotted = self.dotted(member.facts, source)
+                if dotted and is_upstream(dotted):
+                    sources.append(dotted)
+        return sources
+
+
+def project_view(ctx: CheckContext) -> ProjectView:
+    return ctx.shared("project-view", ProjectView)
+
+
+class Resolver:
+    """Types and callees in one release."""
+
+    def __init__(self, view: ProjectView, model: UpstreamModel) -> None:
+        self.view = view
+        self.model = model
+        self.upstream_bases = lru_cache(maxsize=None)(self._upstream_bases)
+
+    def _upstream_bases(self, cls: ProjectClass) -> tuple[str, ...]:
+        """Origins of the upstream classes a project class derives from, in this release."""
+        found = []
+        for dotted in self.view.ancestry(cls)[1]:
+            origin = self.model.resolve_class(dotted)
+            if origin is not None:
+                found.append(origin)
+        return tuple(found)
+
+    def upstream_member(self, cls: ProjectClass, name: str) -> Member | None:
+        """`name` on the upstream bases of a project class, or handed out by its `__getattr__`
+        (which reaches only what the upstream class itself holds: methods, class attributes)."""
+        for origin in self.upstream_bases(cls):
+            member = self.model.member(origin, name)
+            if member is not None:
+                return member
+        for source in self.view.borrow_sources(cls):
+            origin = self.model.resolve_class(source)
+            if origin is None:
+                continue
+            member = self.model.member(origin, name)
+            if member is not None and member.kind in ("method", "property", "class"):
+                return member
+        return None
+
+    # -- types ---------------------------------------------------------------------------
+
+    def _from_upstream_types(self, paths: Iterable[str]) -> list[Instance]:
+        instances = []
+        for path in paths:
+            origin = self.model.resolve_class(path)
+            if origin is not None:
+                instances.append(Instance(origin=origin))
+        return instances
+
+    def _from_kinds(self, facts: FileFacts, kinds: Iterable[str]) -> list[Instance] | None:
+        """Instances a receiver's type alternatives stand for; None if any is unknown."""
+        instances: list[Instance] = []
+        for kind in kinds:
+            tag, _, name = kind.partition(":")
+            if tag == "S":
+                cls = self.view.classes.get(f"{facts.module}.{name}")
+                if cls is None:
+                    return None
+                instances.append(Instance(project=cls))
+                continue
+            dotted = self.view.dotted(facts, name)
+            cls = self.view.project_class(dotted)
+            if tag == "T" and cls is not None or tag == "R" and cls is not None:
+                instances.append(Instance(project=cls))
+            elif dotted and is_upstream(dotted) and tag in ("T", "R"):
+                origin = self.model.resolve_class(dotted)
+                if origin is not None:
+                    instances.append(Instance(origin=origin))
+                elif tag == "R":
+                    record = self.model.function_record(self.model.resolve_path(dotted).origin or "")
+                    returned = self._from_upstream_types(record["returns"]) if record else []
+                    if not returned:
+                        return None
+                    instances.extend(returned)
+                else:
+                    return None
+            else:
+                return None
+        return instances
+
+    def attribute(self, instance: Instance, name: str) -> tuple[Member | None, bool]:
+        """(upstream member, provided by the project) for `instance.name`."""
+        if instance.project is not None:
+            if name in self.view.provided(instance.project):
+                return None, True
+            return self.upstream_member(instance.project, name), False
+        return self.model.member(instance.origin, name), False
+
+    def attribute_types(self, instance: Instance, name: str) -> list[Instance] | None:
+        if instance.project is not None:
+            for cls in self.view.ancestry(instance.project)[0]:
+                kinds = dict(cls.fact.attr_types).get(name)
+                if kinds:
+                    return self._from_kinds(cls.facts, kinds)
+        member, provided = self.attribute(instance, name)
+        if provided or member is None or member.kind == "method":
+            return None
+        types = member.record.get("returns" if member.kind == "property" else "types", [])
+        return self._from_upstream_types(types) or None
+
+    def receiver(self, facts: FileFacts, receiver: Receiver) -> list[Instance] | None:
+        """The instances a receiver (its types, then its attribute walk) stands for."""
+        if any(kind.startswith(("C:", "U:")) for kind in receiver.types):
+            return None
+        current = self._from_kinds(facts, receiver.types)
+        for attr in receiver.attrs:
+            if not current:
+                return None
+            following: list[Instance] = []
+            for instance in current:
+                types = self.attribute_types(instance, attr)
+                if types is None:
+                    return None
+                following.extend(types)
+            current = following
+        return current or None
+
+    # -- callees -------------------------------------------------------------------------
+
+    def object_at(self, dotted: str) -> Callee | None:
+        """What calling the upstream object at `dotted` binds to: a class's constructor, a
+        function, or a method reached through its class (`Scheduler.step(self, ...)`)."""
+        symbol = self.model.resolve_path(dotted)
+        if symbol.found and symbol.kind == "class" and symbol.origin:
+            signature = self.model.constructor(symbol.origin)
+            return Callee(signature) if signature else None
+        if symbol.found and symbol.kind == "function" and symbol.origin:
+            signature = self.model.function_signature(symbol.origin)
+            return Callee(signature) if signature else None
+        owner, _, name = dotted.rpartition(".")
+        origin = self.model.resolve_class(owner) if owner else None
+        if origin is not None:
+            member = self.model.member(origin, name)
+            if member is not None and member.kind == "method":
+                return Callee(self.model.method_signature(member, bound=False), member)
+        return None
+
+    def callee(self, facts: FileFacts, receiver: Receiver) -> Callee | None:
+        kind = receiver.types[0] if len(receiver.types) == 1 else ""
+        if kind.startswith("C:"):
+            dotted = self.view.dotted(facts, kind[2:])
+            return self.object_at(dotted) if dotted and is_upstream(dotted) else None
+        if not receiver.attrs:
+            return None
+        method = receiver.attrs[-1]
+        if kind.startswith("U:"):
+            cls = self.view.classes.get(f"{facts.module}.{kind[2:]}")
+            parents = self.view.ancestry(cls)[0][1:] if cls else []
+            if cls is None or any(method in parent.fact.provided for parent in parents):
+                return None
+            member = self.upstream_member(cls, method)
+            return self._bound(member)
+        instances = self.receiver(facts, Receiver(receiver.types, receiver.attrs[:-1]))
+        if not instances or len(instances) != 1:
+            return None
+        member, provided = self.attribute(instances[0], method)
+        return None if provided else self._bound(member)
+
+    def _bound(self, member: Member | None) -> Callee | None:
+        if member is None or member.kind != "method":
+            return None
+        return Callee(self.model.method_signature(member, bound=True), member)
+
+
+def resolvers(ctx: CheckContext) -> tuple[Resolver, Resolver]:
+    def build(context: CheckContext) -> tuple[Resolver, Resolver]:
+        view = project_view(context)
+        return Resolver(view, context.old), Resolver(view, context.new)
+
+    return ctx.shared("resolvers", build)
