@@ -123,14 +123,15 @@ class Resolver:
                 found.append(origin)
         return tuple(found)
 
-    def upstream_member(self, cls: ProjectClass, name: str) -> Member | None:
-        """`name` on the upstream bases of a project class, or handed out by its `__getattr__`
-        (which reaches only what the upstream class itself holds: methods, class attributes)."""
+    def upstream_member(self, cls: ProjectClass, name: str, borrowed: bool = True) -> Member | None:
+        """`name` on the upstream bases of a project class, or (`borrowed`) handed out by its
+        `__getattr__`, which reaches only what the upstream class itself holds: methods, class
+        attributes."""
         for origin in self.upstream_bases(cls):
             member = self.model.member(origin, name)
             if member is not None:
                 return member
-        for source in self.view.borrow_sources(cls):
+        for source in self.view.borrow_sources(cls) if borrowed else ():
             origin = self.model.resolve_class(source)
             if origin is None:
                 continue

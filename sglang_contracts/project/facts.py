@@ -71,7 +71,7 @@ class Receiver:
 @dataclass(frozen=True)
 class ArgFact:
     kind: str  # pos, kw, star (*args), dstar (**kwargs)
-    name: str | None
+    name: str | None  # the keyword; for a positional argument that is a plain name, that name
     position: Position
 
 

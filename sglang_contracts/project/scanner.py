@@ -383,7 +383,7 @@ class _Collector(cst.CSTVisitor):
             elif arg.keyword is not None:
                 args.append(("kw", arg.keyword.value, arg.keyword))
             else:
-                args.append(("pos", None, arg.value))
+                args.append(("pos", arg.value.value if isinstance(arg.value, cst.Name) else None, arg.value))
         self.calls.append((root, callee, name_node, args, self._scope))
 
 

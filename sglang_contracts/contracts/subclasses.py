@@ -1,0 +1,165 @@
+"""Subclass contracts (SGC301-SGC305): project classes that derive from upstream classes.
+
+An override is matched with its upstream counterpart: the nearest upstream definition of
+the same name, found through the project's own intermediate classes and upstream's bases.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
+from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.project.facts import MethodFact
+from sglang_contracts.upstream.model import Member
+
+
+@dataclass
+class Override:
+    cls: ProjectClass
+    method: MethodFact
+    old: Member
+    new: Member | None
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and name != "__init__"
+
+
+def derived_classes(ctx: CheckContext) -> list[ProjectClass]:
+    """Project classes with an upstream base in the old release (directly or through the project)."""
+    old, _ = resolvers(ctx)
+    return [cls for cls in project_view(ctx).classes.values() if old.upstream_bases(cls)]
+
+
+def _overrides(ctx: CheckContext) -> list[Override]:
+    view = project_view(ctx)
+    old, new = resolvers(ctx)
+    found = []
+    for cls in derived_classes(ctx):
+        parents = view.ancestry(cls)[0][1:]
+        for method in cls.fact.methods:
+            if _is_dunder(method.name) or any(p.fact.method(method.name) for p in parents):
+                continue  # overrides the project's own class, or a protocol method
+            was = old.upstream_member(cls, method.name, borrowed=False)
+            if was is None or was.kind not in ("method", "property"):
+                continue
+            found.append(Override(cls, method, was, new.upstream_member(cls, method.name, borrowed=False)))
+    return found
+
+
+def overrides(ctx: CheckContext) -> list[Override]:
+    return ctx.shared("overrides", _overrides)
+
+
+@contract("SGC301")
+def override_of_removed_method(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for item in overrides(ctx):
+        if item.new is None:
+            yield finding("SGC301", item.cls.facts, item.method.position, f"{item.old.owner}.{item.method.name}",
+                          cls=item.cls.fact.name, method=item.method.name, upstream=item.old.qualname,
+                          old=ctx.old_version, new=ctx.new_version)
+
+
+def _unaccepted(override: tuple[tuple[str, str, bool], ...], old: Member, new: Member) -> list[str]:
+    """Parameters the new upstream method has, the old one had not, and the override cannot take."""
+    before = {p[0] for p in old.record.get("params", [])}
+    names = {name for name, kind, _ in override if kind in ("pk", "ko")}
+    takes_kwargs = any(kind == "vk" for _, kind, _ in override)
+    takes_args = any(kind == "va" for _, kind, _ in override)
+    positional_slots = sum(1 for _, kind, _ in override if kind in ("po", "pk"))
+    missing = []
+    new_params = new.record.get("params", [])
+    for index, (name, kind, _) in enumerate(new_params):
+        if name in before or kind in ("va", "vk"):
+            continue
+        by_keyword = name in names or takes_kwargs
+        by_position = index < positional_slots or takes_args
+        if kind == "ko" and not by_keyword or kind == "po" and not by_position or kind == "pk" and not (by_keyword or by_position):
+            missing.append(name)
+    return missing
+
+
+@contract("SGC302")
+def override_signature_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for item in overrides(ctx):
+        if item.new is None or item.new.kind != "method" or item.old.kind != "method" or item.method.name == "__init__":
+            continue  # the project constructs its own subclass: upstream callers do not reach its __init__
+        missing = _unaccepted(item.method.params, item.old, item.new)
+        if missing:
+            yield finding("SGC302", item.cls.facts, item.method.position, f"{item.new.owner}.{item.method.name}",
+                          cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname,
+                          params=", ".join(missing), old=ctx.old_version, new=ctx.new_version)
+
+
+def body_change(old: Member, new: Member) -> tuple[int, int] | None:
+    """(lines changed, lines in the new body) between two releases' bodies, or None if equal."""
+    before, after = old.record.get("body", []), new.record.get("body", [])
+    if before == after:
+        return None
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    changed = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
+    return changed, len(after)
+
+
+@contract("SGC303")
+def overridden_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for item in overrides(ctx):
+        if item.new is None or any("abstractmethod" in m.record.get("decorators", []) for m in (item.old, item.new)):
+            continue  # an abstract stub's body is not behaviour an override mirrors
+        change = body_change(item.old, item.new)
+        if change:
+            yield finding("SGC303", item.cls.facts, item.method.position, f"{item.new.owner}.{item.method.name}",
+                          cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname,
+                          changed=change[0], total=change[1], old=ctx.old_version, new=ctx.new_version)
+
+
+def _abstract_methods(resolver: Resolver, cls: ProjectClass) -> dict[str, Member]:
+    """Names whose nearest upstream definition is abstract."""
+    found: dict[str, Member] = {}
+    seen: set[str] = set()
+    for origin in resolver.upstream_bases(cls):
+        for owner in resolver.model.mro(origin)[0]:
+            for name, method in resolver.model.class_record(owner)["methods"].items():
+                if name in seen:
+                    continue
+                seen.add(name)
+                if "abstractmethod" in method.get("decorators", []):
+                    found[name] = Member(owner, name, "method", method)
+    return found
+
+
+@contract("SGC304")
+def new_abstract_method(ctx: CheckContext) -> Iterator[Diagnostic]:
+    view = project_view(ctx)
+    old, new = resolvers(ctx)
+    for cls in derived_classes(ctx):
+        before = _abstract_methods(old, cls)
+        provided = view.provided(cls)
+        for name, member in sorted(_abstract_methods(new, cls).items()):
+            if name not in before and name not in provided:
+                yield finding("SGC304", cls.facts, cls.fact.position, f"{member.owner}.{name}", cls=cls.fact.name,
+                              method=name, upstream=member.qualname, old=ctx.old_version, new=ctx.new_version)
+
+
+@contract("SGC305")
+def base_class_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
+    view = project_view(ctx)
+    for cls in view.classes.values():
+        for written in cls.fact.bases:
+            dotted = view.dotted(cls.facts, written)
+            if not dotted or view.project_class(dotted) is not None or ctx.old.resolve_class(dotted) is None:
+                continue
+            if ctx.new.resolve_class(dotted) is not None:
+                continue
+            symbol = ctx.new.resolve_path(dotted)
+            if symbol.missing and "." not in written:
+                continue  # a bare imported name: the broken import is reported where it is (SGC102)
+            if symbol.status == "unknown" or symbol.found and symbol.kind == "class":
+                continue  # not knowable, or a class whose definition lies outside SGLang
+            now = f"is now a {symbol.kind}" if symbol.found else "no longer exists"
+            yield finding("SGC305", cls.facts, cls.fact.position, dotted, cls=cls.fact.name, base=dotted,
+                          now=now, old=ctx.old_version, new=ctx.new_version)
