@@ -9,7 +9,7 @@ a contract is never judged on a guess.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
 
@@ -21,7 +21,7 @@ from sglang_contracts.upstream.model import Member, Signature, UpstreamModel, is
 @dataclass(frozen=True, eq=False)  # one object per class: identity is equality
 class ProjectClass:
     key: str  # "module.Class"
-    facts: FileFacts
+    facts: FileFacts = field(repr=False)
     fact: ClassFact
 
 
@@ -67,6 +67,12 @@ class ProjectView:
         return upstream or full
 
     def project_class(self, dotted: str | None) -> ProjectClass | None:
+        """The project class a dotted path names, following the project's own re-exports."""
+        for _ in range(20):
+            if not dotted or dotted in self.classes:
+                break
+            module, _, name = dotted.rpartition(".")
+            dotted = self.ctx.project.exports.get(module, {}).get(name)
         return self.classes.get(dotted) if dotted else None
 
     def _ancestry(self, cls: ProjectClass) -> tuple[list[ProjectClass], list[str]]:
@@ -155,6 +161,14 @@ class Resolver:
         instances: list[Instance] = []
         for kind in kinds:
             tag, _, name = kind.partition(":")
+            if tag in ("P", "E"):
+                inner, _, attrs = name.rpartition("|")
+                path = tuple(attrs.split(".")) if attrs else ()
+                found = self.receiver(facts, Receiver((inner,), path)) if tag == "P" else self._items(facts, inner, path)
+                if not found:
+                    return None
+                instances.extend(found)
+                continue
             if tag == "S":
                 cls = self.view.classes.get(f"{facts.module}.{name}")
                 if cls is None:
@@ -181,6 +195,41 @@ class Resolver:
                 return None
         return instances
 
+    def _items(self, facts: FileFacts, kind: str, attrs: tuple[str, ...]) -> list[Instance] | None:
+        """What a `for` loop over `kind` walked through `attrs` yields."""
+        if not attrs:
+            return self._from_kinds(facts, [f"T:{kind[2:]}"]) if kind.startswith("L:") else None
+        holders = self.receiver(facts, Receiver((kind,), attrs[:-1]))
+        if not holders:
+            return None
+        items: list[Instance] = []
+        for holder in holders:
+            if holder.project is not None:
+                kinds = self._project_attribute_kinds(holder.project, attrs[-1])
+                containers = [f"T:{k[2:]}" for k in kinds or () if k.startswith("L:")]
+                found = self._from_kinds(self._owner_facts(holder.project, attrs[-1]), containers) if containers else None
+            else:
+                member = self.model.member(holder.origin, attrs[-1])
+                found = self._from_upstream_types(member.record.get("items", [])) if member else None
+            if not found:
+                return None
+            items.extend(found)
+        return items
+
+    def _project_attribute_kinds(self, cls: ProjectClass, name: str) -> tuple[str, ...] | None:
+        for member in self.view.ancestry(cls)[0]:
+            kinds = dict(member.fact.attr_types).get(name)
+            if kinds:
+                return kinds
+        return None
+
+    def _owner_facts(self, cls: ProjectClass, name: str) -> FileFacts:
+        """The file whose names a project class's typed attribute is written in."""
+        for member in self.view.ancestry(cls)[0]:
+            if name in dict(member.fact.attr_types):
+                return member.facts
+        return cls.facts
+
     def attribute(self, instance: Instance, name: str) -> tuple[Member | None, bool]:
         """(upstream member, provided by the project) for `instance.name`."""
         if instance.project is not None:
@@ -191,10 +240,9 @@ class Resolver:
 
     def attribute_types(self, instance: Instance, name: str) -> list[Instance] | None:
         if instance.project is not None:
-            for cls in self.view.ancestry(instance.project)[0]:
-                kinds = dict(cls.fact.attr_types).get(name)
-                if kinds:
-                    return self._from_kinds(cls.facts, kinds)
+            kinds = self._project_attribute_kinds(instance.project, name)
+            if kinds:
+                return self._from_kinds(self._owner_facts(instance.project, name), kinds)
         member, provided = self.attribute(instance, name)
         if provided or member is None or member.kind == "method":
             return None

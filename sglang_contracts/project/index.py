@@ -85,9 +85,9 @@ class ProjectIndex:
 
 @lru_cache(maxsize=1)
 def _scanner_fingerprint() -> str:
-    from sglang_contracts.project import facts, positions, scanner
+    from sglang_contracts.project import facts, positions, scanner, scopes
 
-    return code_fingerprint(scanner, facts, positions)
+    return code_fingerprint(scanner, scopes, facts, positions)
 
 
 def _facts_key(relpath: str, module: str, data: bytes) -> str:
@@ -114,7 +114,7 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
     while pending:
         _scan(index, {rel: texts[rel] for rel in pending}, cache, workers)
         _link(index)
-        pending = _importers_of_reexports(index, texts)
+        pending = _importers_of_reexports(index, texts) | _definers_of_used_classes(index, texts)
     return index
 
 
@@ -187,3 +187,37 @@ def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, byt
         rel for rel, (module, data) in texts.items()
         if rel not in index.files and _imports_reexported_name(rel, module, data.decode("utf-8", "replace"), upstream_names)
     }
+
+
+def _used_class_names(facts: FileFacts) -> set[str]:
+    """Dotted names a file uses as types or bases (`T:x.Y`, `R:Y`, `L:Y`, nested in `P:`/`E:`)."""
+    kinds = [kind for read in facts.reads for kind in read.receiver.types]
+    kinds += [kind for call in facts.calls for kind in call.callee.types if not kind.startswith("C:")]
+    kinds += [kind for cls in facts.classes for _, types in cls.attr_types for kind in types]
+    names = {base for cls in facts.classes for base in cls.bases}
+    for kind in kinds:
+        while kind[:2] in ("P:", "E:"):
+            kind = kind[2:].rpartition("|")[0]
+        if kind[:2] in ("T:", "R:", "L:"):
+            names.add(kind[2:])
+    return names
+
+
+def _definers_of_used_classes(index: ProjectIndex, texts: dict[str, tuple[str, bytes]]) -> set[str]:
+    """Unscanned project files that define a class a scanned file uses as a type or a base:
+    `data: VoxtralRequestData` then `data.req.extend_range` needs that class's typed fields."""
+    by_module = {module: rel for rel, (module, _) in texts.items()}
+    wanted: set[str] = set()
+    for facts in index.files.values():
+        bindings = {fact.bound: fact.binds for fact in facts.imports if fact.name != "*"}
+        for name in _used_class_names(facts):
+            head, _, rest = name.partition(".")
+            target = bindings.get(head)
+            if target is None or is_upstream(target):
+                continue
+            dotted = f"{target}.{rest}" if rest else target
+            for module in (dotted.rpartition(".")[0], dotted):
+                rel = by_module.get(module)
+                if rel is not None and rel not in index.files:
+                    wanted.add(rel)
+    return wanted

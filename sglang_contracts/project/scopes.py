@@ -12,6 +12,8 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 UNION_WRAPPERS = {"Optional", "Union"}
+CONTAINERS = {"list", "sequence", "iterable", "iterator", "set", "frozenset", "deque", "collection",
+              "mutablesequence"}  # their lower-cased names; a `for` loop yields their items
 NOT_A_TYPE = {"None", "Any", "typing.Any", "object"}
 POISON: tuple[str, ...] = ()  # "bound to something we cannot type"
 
@@ -32,14 +34,34 @@ def annotation_types(node: cst.BaseExpression | None) -> tuple[str, ...]:
             return ()
     if isinstance(node, cst.Subscript):
         wrapper = (get_full_name_for_node(node.value) or "").rsplit(".", 1)[-1]
+        members = [element.slice.value for element in node.slice if isinstance(element.slice, cst.Index)]
         if wrapper in UNION_WRAPPERS:
-            return tuple(
-                kind
-                for element in node.slice
-                if isinstance(element.slice, cst.Index)
-                for kind in annotation_types(element.slice.value)
-            )
+            return tuple(kind for member in members for kind in annotation_types(member))
+        if wrapper.lower() in CONTAINERS and len(members) == 1:
+            # `L:T`: a container of T. It has no attributes we follow; a loop over it yields T.
+            return tuple(f"L:{kind[2:]}" for kind in annotation_types(members[0]) if kind.startswith("T:"))
     return ()
+
+
+def _chain(node: cst.BaseExpression) -> tuple[str, tuple[str, ...]] | None:
+    """`a.b.c` -> ("a", ("b", "c")); None for anything but a dotted name."""
+    attrs: list[str] = []
+    while isinstance(node, cst.Attribute):
+        attrs.append(node.attr.value)
+        node = node.value
+    return (node.value, tuple(reversed(attrs))) if isinstance(node, cst.Name) else None
+
+
+def derived_types(prefix: str, node: cst.BaseExpression, known: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """Types reached from a typed name: `P:<type>|a.b` (the value of `x.a.b`) or `E:<type>|a.b`
+    (an item of it, for loops). Nothing when the chain does not start at a typed name."""
+    chain = _chain(node)
+    if chain is None or chain[0] not in known:
+        return POISON
+    root, attrs = chain
+    if prefix == "P" and not attrs:
+        return known[root]
+    return tuple(f"{prefix}:{kind}|{'.'.join(attrs)}" for kind in known[root])
 
 
 def value_types(node: cst.BaseExpression, known: dict[str, tuple[str, ...]]) -> tuple[str, ...] | None:
@@ -51,9 +73,7 @@ def value_types(node: cst.BaseExpression, known: dict[str, tuple[str, ...]]) -> 
         if callee and not callee.startswith(("self.", "cls.")) and callee != "super":
             return (f"R:{callee}",)
         return POISON
-    if isinstance(node, cst.Name) and node.value in known:
-        return known[node.value]
-    return POISON
+    return derived_types("P", node, known)
 
 
 class TypeTable:
@@ -149,11 +169,17 @@ class _Bindings(cst.CSTVisitor):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._target(node.target, POISON)
 
+    def _loop(self, target: cst.BaseAssignTargetExpression, iterable: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self._target(target, derived_types("E", iterable, self.table.typed()))
+        else:
+            self._target(target, POISON)
+
     def visit_For(self, node: cst.For) -> None:
-        self._target(node.target, POISON)
+        self._loop(node.target, node.iter)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._target(node.target, POISON)
+        self._loop(node.target, node.iter)
 
     def visit_AsName(self, node: cst.AsName) -> None:  # with ... as x, except ... as x, import ... as x
         self._target(node.name, POISON)

@@ -13,6 +13,9 @@ from typing import Any
 from sglang_contracts.upstream.bodies import BodyFacts, module_bodies
 
 UNION_WRAPPERS = {"Optional", "Union"}
+# Containers whose items a `for` loop yields (their lower-cased names).
+CONTAINERS = {"list", "sequence", "iterable", "iterator", "set", "frozenset", "deque", "collection",
+              "mutablesequence", "tuple"}
 # griffe's parameter kinds, shortened for the cache: positional-only, positional-or-keyword,
 # *args, keyword-only, **kwargs.
 PARAMETER_KINDS = {"positional-only": "po", "positional or keyword": "pk", "variadic positional": "va",
@@ -57,6 +60,35 @@ def annotation_types(expression) -> list[str]:
             inner = expression.slice
             members = inner.elements if isinstance(inner, griffe.ExprTuple) else [inner]
             return [path for member in members for path in annotation_types(member)]
+    return []
+
+
+def element_types(expression) -> list[str]:
+    """The classes a container annotation holds: `List[Req]`, `Optional[list[Req]]`, `Deque[Req]`."""
+    import griffe
+
+    if isinstance(expression, griffe.ExprBinOp) and expression.operator == "|":
+        return element_types(expression.left) + element_types(expression.right)
+    if not isinstance(expression, griffe.ExprSubscript) or not isinstance(expression.left, (griffe.ExprName, griffe.ExprAttribute)):
+        return []
+    wrapper = expression.left.canonical_path.rsplit(".", 1)[-1]
+    inner = expression.slice
+    members = inner.elements if isinstance(inner, griffe.ExprTuple) else [inner]
+    if wrapper in UNION_WRAPPERS:
+        return [path for member in members for path in element_types(member)]
+    if wrapper.lower() in CONTAINERS and members:
+        if wrapper.lower() == "tuple" and not (len(members) == 2 and str(members[1]) == "..."):
+            return []
+        return annotation_types(members[0])
+    return []
+
+
+def _constructed(value) -> list[str]:
+    """`self.x = SomeClass(...)`: the callee may be the attribute's class (checked when resolved)."""
+    import griffe
+
+    if isinstance(value, griffe.ExprCall) and isinstance(value.function, (griffe.ExprName, griffe.ExprAttribute)):
+        return [value.function.canonical_path]
     return []
 
 
@@ -117,8 +149,9 @@ def _class(cls, bodies: dict[str, BodyFacts]) -> dict[str, Any]:
         elif member.is_attribute:
             kind = "property" if "property" in member.labels else (
                 "class" if "class-attribute" in member.labels else "instance")
-            types = annotation_types(member.annotation) if member.annotation is not None else []
-            attributes[name] = {"line": member.lineno or 0, "kind": kind, "types": types}
+            types = annotation_types(member.annotation) if member.annotation is not None else _constructed(member.value)
+            items = element_types(member.annotation) if member.annotation is not None else []
+            attributes[name] = {"line": member.lineno or 0, "kind": kind, "types": types, "items": items}
             if kind == "property" and name in bodies:
                 methods.setdefault(name, {"line": member.lineno or 0, "params": [], "decorators": ["property"],
                                           "returns": types, **bodies[name].to_json()})

@@ -1,0 +1,125 @@
+"""Attribute contracts (SGC321): attributes read on upstream-typed objects that the new release lost.
+
+The receiver's type comes from annotations, constructor calls, `self` in a subclass and the
+project's typed attributes (see resolve.py); class attributes read through an imported
+class (`Scheduler.some_constant`) count too. A class that defines `__getattr__` can answer
+any name, so reads on it are never reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.resolve import Instance, Resolver, project_view, resolvers
+from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.project.facts import FileFacts, Position, ReadFact
+from sglang_contracts.upstream.model import Member, UpstreamModel, is_upstream
+
+
+@dataclass
+class LostAttribute:
+    facts: FileFacts
+    position: Position
+    owner: str  # the upstream class that had it (qualified)
+    attr: str
+    was: Member
+    now_origins: list[str]  # the receiver's classes in the new release
+
+
+def _lookup(resolver: Resolver, instances: list[Instance], attr: str) -> tuple[Member | None, bool, bool]:
+    """(an upstream member, provided by the project, answered dynamically) over the alternatives."""
+    found = None
+    for instance in instances:
+        member, provided = resolver.attribute(instance, attr)
+        if provided:
+            return None, True, False
+        if instance.origin and resolver.model.member(instance.origin, "__getattr__") is not None:
+            return None, False, True
+        found = found or member
+    return found, False, False
+
+
+def _super_instances(resolver: Resolver, facts: FileFacts, read: ReadFact) -> list[Instance] | None:
+    view = resolver.view
+    cls = view.classes.get(f"{facts.module}.{read.receiver.types[0][2:]}")
+    if cls is None or any(read.attr in parent.fact.provided for parent in view.ancestry(cls)[0][1:]):
+        return None
+    return [Instance(origin=origin) for origin in resolver.upstream_bases(cls)] or None
+
+
+def _instances(resolver: Resolver, facts: FileFacts, read: ReadFact) -> list[Instance] | None:
+    if read.receiver.types[0].startswith("U:"):
+        return _super_instances(resolver, facts, read) if not read.receiver.attrs else None
+    return resolver.receiver(facts, read.receiver)
+
+
+def _typed_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
+    view = project_view(ctx)
+    old, new = resolvers(ctx)
+    for facts in ctx.project.files.values():
+        for read in facts.reads:
+            if read.store:
+                continue
+            if read.receiver.types[0].startswith("S:") and not read.receiver.attrs:
+                cls = view.classes.get(f"{facts.module}.{read.receiver.types[0][2:]}")
+                if cls is None or view.borrow_sources(cls):
+                    continue  # borrowed through __getattr__: SGC311 and SGC312 judge those
+            before = _instances(old, facts, read)
+            if not before:
+                continue
+            was, provided, dynamic = _lookup(old, before, read.attr)
+            if was is None or provided or dynamic:
+                continue
+            after = _instances(new, facts, read)
+            if not after:
+                continue
+            now, provided, dynamic = _lookup(new, after, read.attr)
+            if now is None and not provided and not dynamic:
+                yield LostAttribute(facts, read.position, was.owner, read.attr, was,
+                                    [i.origin for i in after if i.origin])
+
+
+def _class_attribute_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
+    """`Upstream.attr` read through an imported class (or a module path to it)."""
+    for facts in ctx.project.files.values():
+        bindings = {fact.bound: fact.binds for fact in facts.imports if fact.name != "*"}
+        for chain in facts.attributes:
+            if chain.store or chain.root not in bindings:
+                continue
+            current = ctx.project.upstream_path(bindings[chain.root])
+            if current is None:
+                continue
+            for attr, position in zip(chain.attrs, chain.positions):
+                origin = ctx.old.resolve_class(current)
+                if origin is not None:
+                    was = ctx.old.member(origin, attr)
+                    now_origin = ctx.new.resolve_class(current)
+                    if was is not None and now_origin is not None and ctx.new.member(now_origin, attr) is None \
+                            and ctx.new.member(now_origin, "__getattr__") is None:
+                        yield LostAttribute(facts, position, was.owner, attr, was, [now_origin])
+                    break
+                current = f"{current}.{attr}"
+
+
+def _relocation(model: UpstreamModel, origins: list[str], attr: str) -> str:
+    """Where the new release makes the attribute findable: `.ps.tp_rank` through a typed attribute."""
+    for origin in origins:
+        for owner in model.mro(origin)[0]:
+            for name, attribute in model.class_record(owner)["attributes"].items():
+                for path in attribute.get("types", []):
+                    holder = model.resolve_class(path) if is_upstream(path) else None
+                    if holder is not None and model.member(holder, attr) is not None:
+                        return f"; now reached as .{name}.{attr}?"
+    return ""
+
+
+@contract("SGC321")
+def attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for lost in [*_typed_losses(ctx), *_class_attribute_losses(ctx)]:
+        owner = lost.owner.rsplit(".", 1)[-1]
+        kind = {"method": "method", "property": "property"}.get(lost.was.kind, "attribute")
+        yield finding("SGC321", lost.facts, lost.position, f"{lost.owner}.{lost.attr}", owner=owner,
+                      attr=lost.attr, kind=kind, old=ctx.old_version, new=ctx.new_version,
+                      hint=_relocation(ctx.new, lost.now_origins, lost.attr))
