@@ -19,14 +19,15 @@ from sglang_contracts.reporters.base import SEVERITY_ORDER, plural, repository_p
 if TYPE_CHECKING:
     from sglang_contracts.runner import CheckResult
 
-DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b")
-SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
+# Dotted names and snake_case identifiers: shown as code.
+NAME = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b[A-Za-z]\w*_\w+\b")
+SPECIAL = re.compile(r"([\\`*\[\]<>|#])")  # `_` inside words is literal in GitHub markdown
 
 
 def inline(text: str) -> str:
-    """Message text as markdown: dotted names as code, everything else escaped."""
+    """Message text as markdown: names as code, everything else escaped."""
     pieces, last = [], 0
-    for match in DOTTED.finditer(text):
+    for match in NAME.finditer(text):
         pieces.append(SPECIAL.sub(r"\\\1", text[last:match.start()]))
         pieces.append(f"`{match.group()}`")
         last = match.end()
