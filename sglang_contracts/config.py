@@ -47,7 +47,7 @@ def _strings(value: Any) -> list[str]:
 
 
 def _codes(value: Any) -> list[str]:
-    codes = [code.strip().upper() for code in _strings(value)]
+    codes = [code.strip().upper() for item in _strings(value) for code in item.split(",") if code.strip()]
     for code in codes:
         if not CODE_PREFIX.fullmatch(code):
             raise _Invalid(f"{code!r} is not a rule code or code prefix (SGC, SGC1, SGC102, ...)")
@@ -119,7 +119,7 @@ class Config:
 
     def path_value(self, key: str) -> Path | None:
         value = self.values.get(key)
-        return None if value is None else (self.folder / value).expanduser()
+        return None if value is None else (self.folder / Path(value).expanduser()).resolve()
 
     def release_spec(self, key: str) -> str | None:
         """`old`/`new` as written, with a relative directory made relative to the file's folder."""

@@ -68,10 +68,12 @@ def check(capsys, monkeypatch, cache_dir):
     """Run `sglang-contracts check ARGS --old OLD --new NEW` in-process from the project folder."""
     monkeypatch.chdir(PROJECT)
 
-    def run(*args: str, old: Path | None = OLD, new: Path = NEW, cwd: Path | None = None) -> Run:
+    def run(*args: str, old: Path | None = OLD, new: Path | None = NEW, cwd: Path | None = None) -> Run:
+        """None for `old` or `new` leaves the flag out."""
         if cwd is not None:
             monkeypatch.chdir(cwd)
-        argv = ["check", *args, "--new", str(new)] + (["--old", str(old)] if old is not None else [])
+        argv = ["check", *args] + (["--new", str(new)] if new is not None else [])
+        argv += ["--old", str(old)] if old is not None else []
         status = main(argv)
         out, err = capsys.readouterr()
         return Run(status, out, err)
