@@ -80,6 +80,7 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
     root = project_root_for(paths)
+    accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
     old_spec = options.old
     pin = find_sglang_pin(root)
     if old_spec is None:
@@ -132,9 +133,8 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     diagnostics = [enrich(override_severity(d, options.severity), text, old, new) for d in diagnostics]
     _require_loaded(project, old)
     result = CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin)
-    if options.baseline is not None:
-        result.diagnostics, accepted, result.stale_baseline = baselines.match(
-            result.diagnostics, baselines.read_baseline(options.baseline))
+    if accepted_entries is not None:
+        result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
         result.baselined = len(accepted)
     return result
 
