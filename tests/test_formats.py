@@ -22,11 +22,15 @@ import pytest
 from conftest import NEW, OLD, PROJECT, checkout_env
 from sglang_contracts.catalog import load_catalog
 from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.reporters.base import repository_root
 from sglang_contracts.reporters.github import format_command
 from sglang_contracts.reporters.markdown import write_markdown
 from sglang_contracts.runner import CheckOptions, run_check
 from test_fixture_project import EXPECTED, EXPECTED_SEVERITY
 
+# Paths in SARIF, annotations and the markdown report are relative to the git work tree that
+# holds the project (this checkout, when it is one).
+IN_REPOSITORY = PROJECT.relative_to(repository_root(PROJECT)).as_posix() + "/"
 SARIF_SCHEMA_ID = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
 
@@ -73,15 +77,14 @@ def test_sarif_results_match_the_text_report_with_relative_uris(check):
         region = location["physicalLocation"]["region"]
         assert artifact["uriBaseId"] == "%SRCROOT%"
         assert not artifact["uri"].startswith(("/", "file:")) and "://" not in artifact["uri"]
-        # The fixture lives in this repository: paths are relative to its work tree, as GitHub wants.
-        assert artifact["uri"].startswith("fixtures/project/demo_omni/")
-        found.append(prefix(artifact["uri"].removeprefix("fixtures/project/"), region["startLine"],
+        assert artifact["uri"].startswith(IN_REPOSITORY + "demo_omni/")
+        found.append(prefix(artifact["uri"].removeprefix(IN_REPOSITORY), region["startLine"],
                             region["startColumn"], result["ruleId"]))
         assert result["level"] == {"error": "error", "warning": "warning"}[EXPECTED_SEVERITY[found[-1]]]
     assert found == EXPECTED
     root = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
     assert root.startswith("file:///") and root.endswith("/")
-    assert (Path(root.removeprefix("file://")) / "fixtures" / "project" / "pyproject.toml").is_file()
+    assert (Path(root.removeprefix("file://")) / IN_REPOSITORY / "pyproject.toml").is_file()
 
 
 def test_sarif_rules_come_from_the_catalog(check):
@@ -135,7 +138,7 @@ def test_github_commands_carry_every_finding(check):
         assert match, line
         command, path, row, col, end_line, end_col, code, message = match.groups()
         assert command == {"error": "error", "warning": "warning"}[record["severity"]]
-        assert unescape(path) == "fixtures/project/" + record["path"]  # relative to the repository
+        assert unescape(path) == IN_REPOSITORY + record["path"]  # relative to the repository
         assert (int(row), int(col), code, unescape(message)) == (record["line"], record["col"], record["code"],
                                                                   record["message"])
         if record["end_col"] is not None:
@@ -275,7 +278,7 @@ def test_markdown_bump_section(check):
     assert [b.split()[1] for b in bullets] == ["**error**"] * 5 + ["**warning**"] * 3
     (quantization,) = [i for i, b in enumerate(bullets) if "`get_quantization_config`" in b and "SGC102" in b]
     places = imports.splitlines()[imports.splitlines().index(bullets[quantization]) + 1]
-    assert places.strip() == "`fixtures/project/demo_omni/compat.py:5`, `fixtures/project/demo_omni/layers.py:5`"
+    assert places.strip() == f"`{IN_REPOSITORY}demo_omni/compat.py:5`, `{IN_REPOSITORY}demo_omni/layers.py:5`"
     assert "`sglang.srt.layers.quantization.base_config.get_quantization_config`" in bullets[quantization]
     checklist = by_heading["Before merging"]
     assert "- [ ] Pin `sglang==0.9.1` in `pyproject.toml`" in checklist
