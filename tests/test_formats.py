@@ -30,7 +30,7 @@ from test_fixture_project import EXPECTED, EXPECTED_SEVERITY
 
 # Paths in SARIF, annotations and the markdown report are relative to the git work tree that
 # holds the project (this checkout, when it is one).
-IN_REPOSITORY = PROJECT.relative_to(repository_root(PROJECT)).as_posix() + "/"
+IN_REPOSITORY = "".join(f"{part}/" for part in PROJECT.relative_to(repository_root(PROJECT)).parts)
 SARIF_SCHEMA_ID = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
 
