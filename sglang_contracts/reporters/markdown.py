@@ -21,15 +21,16 @@ if TYPE_CHECKING:
 
 # Dotted names and snake_case identifiers: shown as code.
 NAME = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b[A-Za-z]\w*_\w+\b")
+CODE_OR_NAME = re.compile(r"`[^`\n]+`|" + NAME.pattern)
 SPECIAL = re.compile(r"([\\`*\[\]<>|#])")  # `_` inside words is literal in GitHub markdown
 
 
 def inline(text: str) -> str:
-    """Message text as markdown: names as code, everything else escaped."""
+    """Message text as markdown: code spans kept, names as code, everything else escaped."""
     pieces, last = [], 0
-    for match in NAME.finditer(text):
+    for match in CODE_OR_NAME.finditer(text):
         pieces.append(SPECIAL.sub(r"\\\1", text[last:match.start()]))
-        pieces.append(f"`{match.group()}`")
+        pieces.append(match.group() if match.group().startswith("`") else f"`{match.group()}`")
         last = match.end()
     pieces.append(SPECIAL.sub(r"\\\1", text[last:]))
     return "".join(pieces)
