@@ -18,6 +18,46 @@ SEVERITIES = {"error", "warning"}
 
 
 @dataclass(frozen=True)
+class Surface:
+    """Where in the project a contract lives: the heading a finding is grouped under in reports."""
+
+    key: str  # stable identifier (JSON `surface`, SARIF rule tag)
+    title: str
+    what: str  # one line for the markdown report
+
+
+OTHER_SURFACE = Surface("other", "Other contracts", "Contracts of rules without a surface of their own.")
+# Rule code prefix -> surface; the longest matching prefix wins, so a rule added later in a
+# family lands in its surface without being listed here. The order is the report's order.
+SURFACES: dict[str, Surface] = {
+    "SGC1": Surface("imports", "Imports", "Upstream modules and names the project imports or reads from modules."),
+    "SGC2": Surface("calls", "Calls", "Calls into upstream functions and constructors: their parameters and signatures."),
+    "SGC30": Surface("subclasses", "Subclasses", "Project classes that subclass upstream classes and override their methods."),
+    "SGC31": Surface("borrowed-methods", "Borrowed methods",
+                     "Upstream methods a project class borrows (bound to itself) and the state they read."),
+    "SGC32": Surface("attribute-reads", "Attribute reads", "Attributes of upstream objects the project reads."),
+    "SGC4": Surface("monkeypatches", "Monkeypatches", "Upstream names the project replaces at run time."),
+    "SGC5": Surface("server-args", "ServerArgs", "ServerArgs fields the project reads, sets or mirrors."),
+    "SGC6": Surface("tests", "Tests", "Upstream names the project's tests patch by string, and fakes of upstream classes."),
+    "SGC70": Surface("stack", "Stack", "Pins, versions and mirrored copies of upstream code."),
+    "SGC8": Surface("defensive-access", "Defensive access",
+                    "`getattr`/`hasattr` probes of upstream names whose fallback now runs."),
+    "SGC9": Surface("patch-files", "Patch files", "Patch files the project applies to upstream sources."),
+    "SGC0": Surface("project-files", "Project files", "Project files the check could not read, and its own comments."),
+}
+
+
+def surface_for(code: str) -> Surface:
+    """The surface of any rule code, including codes this version has never seen."""
+    matches = [prefix for prefix in SURFACES if code.startswith(prefix)]
+    return SURFACES[max(matches, key=len)] if matches else OTHER_SURFACE
+
+
+def surface_order() -> list[Surface]:
+    return [*SURFACES.values(), OTHER_SURFACE]
+
+
+@dataclass(frozen=True)
 class Example:
     """A self-contained case: two upstream releases, a project, and what must be reported."""
 

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sglang_contracts import __version__
 from sglang_contracts.errors import ContractsError, UsageError
 
+if TYPE_CHECKING:
+    from sglang_contracts.runner import CheckOptions
+
 
 def _codes(value: str) -> list[str]:
     return [part.strip().upper() for part in value.split(",") if part.strip()]
+
+
+FORMATS = ("text", "json", "sarif", "github", "markdown")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,19 +30,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
+    # Options that the configuration file can also set default to None: "not given here".
     check = commands.add_parser("check", help="check a project against an SGLang bump")
     check.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or folders to check (default: .)")
     check.add_argument("--old", help="the release the project works with (default: its sglang==X pin)")
-    check.add_argument("--new", required=True, help="the release to bump to: a version, a git ref with --sglang-repo, or a directory")
+    check.add_argument("--new", help="the release to bump to: a version, a git ref with --sglang-repo, or a directory")
     check.add_argument("--sglang-repo", type=Path, help="a local SGLang clone; --old/--new are then git refs (tags such as v0.5.22)")
-    check.add_argument("--format", choices=["text", "json"], default="text", help="output format (default: text)")
-    check.add_argument("--select", type=_codes, default=["SGC"], help="comma-separated code prefixes to report (default: SGC)")
-    check.add_argument("--ignore", type=_codes, default=[], help="comma-separated code prefixes not to report")
+    check.add_argument("--config", type=Path, metavar="FILE",
+                       help="configuration file (default: [tool.sglang-contracts] in the project's pyproject.toml)")
+    check.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    check.add_argument("--select", type=_codes, help="comma-separated code prefixes to report (default: SGC)")
+    check.add_argument("--ignore", type=_codes, help="comma-separated code prefixes not to report")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when something is reported")
-    check.add_argument("--report-unresolved", action="store_true",
+    check.add_argument("--report-unresolved", action="store_true", default=None,
                        help="also report, as info, contracts already broken on the old release")
+    check.add_argument("--report-unused-noqa", action="store_true", default=None,
+                       help="report `# noqa: SGCnnn` comments that silence nothing (SGC010)")
+    check.add_argument("--baseline", type=Path, metavar="FILE", help="report only findings this baseline does not accept")
+    check.add_argument("--write-baseline", type=Path, metavar="FILE",
+                       help="write every finding to FILE as accepted (justifications already in FILE are kept) and exit 0")
+    check.add_argument("--statistics", action="store_true", help="count the findings per code at the end")
     check.add_argument("--no-cache", action="store_true", help="do not read or write the extraction caches")
     check.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
+    check.add_argument("-q", "--quiet", action="store_true", help="no progress display and no summary line")
     check.add_argument("-v", "--verbose", action="store_true", help="say what was loaded, on standard error")
 
     commands.add_parser("rules", help="list the rule catalog")
@@ -45,35 +61,80 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _display_path(root: Path, relpath: str) -> str:
-    absolute = root / relpath
-    try:
-        return absolute.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return absolute.as_posix()
+def _first(*values):
+    return next((value for value in values if value is not None), None)
+
+
+def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
+    """The command line over the configuration file over the defaults."""
+    from sglang_contracts.config import find_config, with_source
+    from sglang_contracts.runner import CheckOptions, project_root_for
+
+    config = find_config(project_root_for(args.paths), args.config)
+    paths = args.paths or [config.folder / p for p in config.get("paths", [])]
+    source = config.get("source")
+    options = CheckOptions(
+        old=with_source(_first(args.old, config.release_spec("old")), source),
+        new=with_source(_first(args.new, config.release_spec("new")), source),
+        sglang_repo=_first(args.sglang_repo, config.path_value("sglang-repo")),
+        select=_first(args.select, config.get("select"), ["SGC"]),
+        ignore=_first(args.ignore, config.get("ignore"), []),
+        report_unresolved=bool(_first(args.report_unresolved, config.get("report-unresolved"))),
+        report_unused_noqa=bool(_first(args.report_unused_noqa, config.get("report-unused-noqa"))),
+        cache_dir=args.cache_dir, use_cache=not args.no_cache,
+        exclude=config.get("exclude", []),
+        per_file_ignores=config.get("per-file-ignores", {}),
+        severity=config.get("severity", {}),
+        baseline=None if args.write_baseline else _first(args.baseline, config.path_value("baseline")),
+        settings=config.settings(),
+    )
+    if options.new is None:
+        raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory), "
+                         "on the command line or as `new` in [tool.sglang-contracts]")
+    return paths, options
 
 
 def _check(args: argparse.Namespace) -> int:
+    from sglang_contracts import progress
     from sglang_contracts.reporters import REPORTERS
-    from sglang_contracts.runner import CheckOptions, run_check
+    from sglang_contracts.reporters.base import statistics_lines
+    from sglang_contracts.runner import run_check
 
-    options = CheckOptions(
-        old=args.old, new=args.new, sglang_repo=args.sglang_repo, select=args.select, ignore=args.ignore,
-        report_unresolved=args.report_unresolved, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-    )
-    result = run_check(args.paths, options)
-    root = result.project.root
-    diagnostics = [dataclasses.replace(d, path=_display_path(root, d.path)) for d in result.diagnostics]
-    REPORTERS[args.format](diagnostics, sys.stdout)
+    paths, options = _options(args)
+    with progress.showing(sys.stderr.isatty() and not args.quiet):
+        result = run_check(paths, options)
+    if args.write_baseline:
+        return _write_baseline(args.write_baseline, result)
+    REPORTERS[args.format](result, sys.stdout, args.quiet)
+    if args.statistics:  # after the text report, as flake8 does; elsewhere it must not break the format
+        stream = sys.stdout if args.format == "text" else sys.stderr
+        for line in statistics_lines(result.diagnostics):
+            print(line, file=stream)
     if args.verbose:
-        for model in (result.old, result.new):
-            stats = model.stats
-            print(f"{model.release.label}: {stats.modules} modules loaded ({stats.parsed} parsed, "
-                  f"{stats.from_cache} from cache)", file=sys.stderr)
-        project = result.project
-        print(f"project {root}: {project.scanned} files, {len(project.files)} hold SGLang contracts "
-              f"({project.parsed} parsed)", file=sys.stderr)
-    return 1 if diagnostics and not args.exit_zero else 0
+        _say_what_was_loaded(result)
+    return 1 if result.diagnostics and not args.exit_zero else 0
+
+
+def _write_baseline(path: Path, result) -> int:
+    from sglang_contracts.baseline import read_baseline, write_baseline
+
+    previous = read_baseline(path) if path.is_file() else []
+    count = write_baseline(path, result.diagnostics, previous)
+    print(f"sglang-contracts: wrote {count} accepted finding{'s' * (count != 1)} to {path}", file=sys.stderr)
+    return 0
+
+
+def _say_what_was_loaded(result) -> None:
+    for model in (result.old, result.new):
+        stats = model.stats
+        print(f"{model.release.label}: {stats.modules} modules loaded ({stats.parsed} parsed, "
+              f"{stats.from_cache} from cache)", file=sys.stderr)
+    project = result.project
+    print(f"project {project.root}: {project.scanned} files, {len(project.files)} hold SGLang contracts "
+          f"({project.parsed} parsed)", file=sys.stderr)
+    if result.baselined or result.stale_baseline:
+        print(f"baseline: {result.baselined} findings accepted, {len(result.stale_baseline)} entries match "
+              "nothing any more", file=sys.stderr)
 
 
 def _rules() -> int:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from sglang_contracts.catalog import rule
+from sglang_contracts.catalog import rule, surface_for
 from sglang_contracts.project.facts import FileFacts, Position
 
 
@@ -18,12 +18,23 @@ class Diagnostic:
     severity: str  # error, warning, or info (a contract already broken on the old release)
     message: str
     symbol: str  # the upstream qualified name the contract is about
+    # Filled in after the checks (runner.enrich) where a check did not: not part of identity.
+    end_line: int | None = field(default=None, compare=False)
+    end_col: int | None = field(default=None, compare=False)  # exclusive, 1-based
+    old: dict[str, Any] | None = field(default=None, compare=False)  # what the old release says of `symbol`
+    new: dict[str, Any] | None = field(default=None, compare=False)
+    fingerprint: str = field(default="", compare=False)  # stable across unrelated line moves
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.col, self.code, self.message)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "path": self.path, "line": self.line, "col": self.col, "end_line": self.end_line,
+            "end_col": self.end_col, "code": self.code, "severity": self.severity,
+            "surface": surface_for(self.code).key, "message": self.message, "symbol": self.symbol,
+            "old": self.old, "new": self.new, "fingerprint": self.fingerprint,
+        }
 
 
 def finding(code: str, facts: FileFacts, position: Position, symbol: str, *,
@@ -41,15 +52,13 @@ def finding(code: str, facts: FileFacts, position: Position, symbol: str, *,
     )
 
 
+def longest_prefix(code: str, prefixes: Iterable[str]) -> str | None:
+    """The longest of `prefixes` that `code` starts with."""
+    return max((p for p in prefixes if code.startswith(p)), key=len, default=None)
+
+
 def code_selected(code: str, select: Iterable[str], ignore: Iterable[str]) -> bool:
     """ruff's prefix semantics: the longest matching prefix of --select/--ignore decides."""
-    best_select = max((len(p) for p in select if code.startswith(p)), default=-1)
-    best_ignore = max((len(p) for p in ignore if code.startswith(p)), default=-1)
-    return best_select >= 0 and best_select > best_ignore
-
-
-def suppressed(diagnostic: Diagnostic, noqa: dict[int, list[str] | None]) -> bool:
-    if diagnostic.line not in noqa:
-        return False
-    codes = noqa[diagnostic.line]
-    return codes is None or diagnostic.code in codes
+    best_select = longest_prefix(code, select)
+    best_ignore = longest_prefix(code, ignore)
+    return best_select is not None and (best_ignore is None or len(best_select) > len(best_ignore))

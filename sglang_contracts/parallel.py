@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from typing import Callable, Sequence, TypeVar
 
 Job = TypeVar("Job")
@@ -17,13 +18,23 @@ def default_workers() -> int:
     return min(os.cpu_count() or 1, 4)
 
 
-def map_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int, workers: int | None = None) -> list[Result]:
-    """`function` over `jobs` (of `size` bytes of source in all), in processes when worthwhile."""
+def map_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int, workers: int | None = None,
+             progress: str | None = None) -> list[Result]:
+    """`function` over `jobs` (of `size` bytes of source in all), in processes when worthwhile;
+    `progress` names the stage in the progress display (progress.py)."""
+    from sglang_contracts import progress as display
+
     workers = workers if workers is not None else default_workers()
-    if workers <= 1 or size < PARALLEL_MIN_BYTES or len(jobs) < 2:
-        return [function(job) for job in jobs]
-    # forkserver: forking a process whose other threads are busy (release downloads) can
-    # copy a held lock into the child.
-    context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return list(pool.map(function, jobs, chunksize=4))
+    with display.task(progress, total=len(jobs)) if progress else nullcontext(display.Task()) as task:
+        if workers <= 1 or size < PARALLEL_MIN_BYTES or len(jobs) < 2:
+            return [_counted(function(job), task) for job in jobs]
+        # forkserver: forking a process whose other threads are busy (release downloads) can
+        # copy a held lock into the child.
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            return [_counted(result, task) for result in pool.map(function, jobs, chunksize=4)]
+
+
+def _counted(result: Result, task) -> Result:
+    task.advance()
+    return result

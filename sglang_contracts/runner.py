@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import sglang_contracts.contracts  # noqa: F401  (registers every check)
+from sglang_contracts import baseline as baselines
 from sglang_contracts.cache import JsonCache, cache_root
 from sglang_contracts.catalog import load_catalog
 from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks
-from sglang_contracts.diagnostics import Diagnostic, code_selected, suppressed
+from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.errors import ContractsError, UsageError
 from sglang_contracts.project.index import ProjectIndex, build_index
 from sglang_contracts.project.pins import find_sglang_pin
 from sglang_contracts.sources import open_release
+from sglang_contracts.suppressions import (
+    UNUSED_NOQA, NoqaIndex, ProjectText, code_active, matches_path, override_severity,
+)
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.prefetch import prefetch
+
+IDENTIFIER_AT = re.compile(r"[A-Za-z_][\w.]*")
 
 
 @dataclass
@@ -30,6 +41,13 @@ class CheckOptions:
     cache_dir: Path | None = None
     use_cache: bool = True
     workers: int | None = None
+    exclude: list[str] = field(default_factory=list)  # globs of project paths not to read
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)  # glob -> code prefixes
+    severity: dict[str, str] = field(default_factory=dict)  # code prefix -> error/warning/info
+    report_unused_noqa: bool = False
+    baseline: Path | None = None  # accepted findings (baseline.py); only others are reported
+    # Configuration read by individual rules (server-args-seam, fakes, patch-files), as given.
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -38,6 +56,12 @@ class CheckResult:
     project: ProjectIndex
     old: UpstreamModel
     new: UpstreamModel
+    pin: tuple[str, str] | None = None  # the project's own sglang==X pin and the file it is in
+    baselined: int = 0  # findings the baseline accepted (not in `diagnostics`)
+    stale_baseline: list[baselines.Entry] = field(default_factory=list)  # entries nothing matched
+    # The commits between the two releases, as markdown, where a git clone was given: built
+    # by the upstream-delta step (not yet written); the markdown report shows it when set.
+    upstream_delta: str | None = None
 
 
 def project_root_for(paths: list[Path]) -> Path:
@@ -56,9 +80,10 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
     root = project_root_for(paths)
+    accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
     old_spec = options.old
+    pin = find_sglang_pin(root)
     if old_spec is None:
-        pin = find_sglang_pin(root)
         if pin is None:
             raise UsageError(f"--old not given and no exact sglang==X pin found in {root} (pyproject.toml or requirements)")
         old_spec = pin[0]
@@ -78,7 +103,8 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         # The whole project is indexed even when a few files are named (pre-commit passes file
         # names): a named file may depend on upstream names through the project's own modules.
         indexing = threads.submit(
-            build_index, root, [root], store("project"), workers=options.workers
+            build_index, root, [root], store("project"), workers=options.workers,
+            excluded=partial(_excluded, patterns=options.exclude) if options.exclude else None,
         )
         old_release, new_release = (future.result() for future in opening)
         project = indexing.result()
@@ -89,17 +115,69 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
 
     context = CheckContext(project=project, old=old, new=new, report_unresolved=options.report_unresolved)
     catalog = load_catalog()
-    codes = [code for code in CHECKS if code in catalog and code_selected(code, options.select, options.ignore)]
+    active = partial(code_active, select=options.select, ignore=options.ignore,
+                     per_file_ignores=options.per_file_ignores)
+    codes = [code for code in CHECKS if code in catalog and active(code, "")]
+
+    def reported(relpath: str) -> bool:
+        return _under_any(root / relpath, wanted) and not _excluded(relpath, options.exclude)
+
+    text = ProjectText(root)
+    noqa = NoqaIndex(project.files, text)
     diagnostics = [
-        d for d in run_checks(context, codes)
-        if not suppressed(d, project.files[d.path].noqa) and _under_any(root / d.path, wanted)
+        d for d in sorted(set(run_checks(context, codes)), key=Diagnostic.sort_key)
+        if active(d.code, d.path) and reported(d.path) and not noqa.suppresses(d)
     ]
+    if options.report_unused_noqa:
+        diagnostics += [d for d in noqa.unused(active, reported) if active(UNUSED_NOQA, d.path) and not noqa.suppresses(d)]
+    diagnostics = [enrich(override_severity(d, options.severity), text, old, new) for d in diagnostics]
     _require_loaded(project, old)
-    return CheckResult(sorted(set(diagnostics), key=Diagnostic.sort_key), project, old, new)
+    result = CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin)
+    if accepted_entries is not None:
+        result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
+        result.baselined = len(accepted)
+    return result
 
 
 def _under_any(path: Path, folders: list[Path]) -> bool:
     return any(path == folder or folder in path.parents for folder in folders)
+
+
+def _excluded(relpath: str, patterns: list[str]) -> bool:
+    return any(matches_path(relpath, pattern) for pattern in patterns)
+
+
+def enrich(d: Diagnostic, text: ProjectText, old: UpstreamModel, new: UpstreamModel) -> Diagnostic:
+    """What every report can use and a check need not compute: the reported span where the
+    line shows the symbol's name at the position, what each release says of the symbol, and
+    a fingerprint of the finding that does not depend on its line number."""
+    line = text.line(d.path, d.line)
+    changes: dict[str, Any] = {}
+    if d.end_line is None and d.symbol:
+        match = IDENTIFIER_AT.match(line, max(d.col - 1, 0))
+        if match:
+            parts = d.symbol.split(".")
+            for start in range(len(parts)):
+                suffix = ".".join(parts[start:])
+                if match.group().startswith(suffix):
+                    changes.update(end_line=d.line, end_col=d.col + len(suffix))
+                    break
+    if d.old is None and d.new is None and is_upstream(d.symbol):
+        changes.update(old=_symbol_facts(old, d.symbol), new=_symbol_facts(new, d.symbol))
+    if not d.fingerprint:
+        key = "\0".join([d.code, d.path, d.symbol, " ".join(line.split())])
+        changes["fingerprint"] = hashlib.sha256(key.encode()).hexdigest()[:20]
+    return dataclasses.replace(d, **changes) if changes else d
+
+
+def _symbol_facts(model: UpstreamModel, dotted: str) -> dict[str, Any]:
+    symbol = model.resolve_path(dotted)
+    facts: dict[str, Any] = {"release": model.release.short, "status": symbol.status}
+    if symbol.kind:
+        facts["kind"] = symbol.kind
+    if symbol.origin:
+        facts["defined_at"] = symbol.origin
+    return facts
 
 
 def _require_loaded(project: ProjectIndex, old: UpstreamModel) -> None:

@@ -2,14 +2,80 @@
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from sglang_contracts.cache import cache_root
+from sglang_contracts.cli import main
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+FIXTURES = CHECKOUT / "fixtures"
+PROJECT = FIXTURES / "project"
+OLD = FIXTURES / "upstream" / "old"
+NEW = FIXTURES / "upstream" / "new"
+
+
+def checkout_env(**extra: str) -> dict[str, str]:
+    """The environment for a subprocess that must run this checkout's package, whatever copy
+    of it is installed and whatever its working directory."""
+    path = os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, **extra}
 
 
 @pytest.fixture(scope="session")
 def real_cache() -> Path:
     """The user's sglang-contracts cache: real downloads land here once and are reused offline."""
     return cache_root()
+
+
+@dataclass
+class Run:
+    status: int
+    out: str
+    err: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.out.splitlines()
+
+    @property
+    def prefixes(self) -> list[str]:
+        """`path:line:col: CODE` of each reported line, in output order."""
+        return [" ".join(line.split(" ", 2)[:2]) for line in self.lines]
+
+    def message(self, prefix: str) -> str:
+        """The message of the line `prefix` starts (without the `warning: `/`info: ` a
+        non-error's message starts with in text output)."""
+        (line,) = [line for line in self.lines if line.startswith(prefix + " ")]
+        rest = line[len(prefix) + 1 :]
+        for severity in ("warning: ", "info: "):
+            rest = rest.removeprefix(severity)
+        return rest
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(cache))
+    return cache
+
+
+@pytest.fixture
+def check(capsys, monkeypatch, cache_dir):
+    """Run `sglang-contracts check ARGS --old OLD --new NEW` in-process from the project folder."""
+    monkeypatch.chdir(PROJECT)
+
+    def run(*args: str, old: Path | None = OLD, new: Path | None = NEW, cwd: Path | None = None) -> Run:
+        """None for `old` or `new` leaves the flag out."""
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        argv = ["check", *args] + (["--new", str(new)] if new is not None else [])
+        argv += ["--old", str(old)] if old is not None else []
+        status = main(argv)
+        out, err = capsys.readouterr()
+        return Run(status, out, err)
+
+    return run

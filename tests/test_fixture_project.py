@@ -7,23 +7,16 @@ says which line exercises what.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from sglang_contracts.cli import main
+from conftest import NEW, OLD, PROJECT, checkout_env
 from sglang_contracts.project.pins import find_sglang_pin
 from sglang_contracts.runner import CheckOptions, run_check
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-PROJECT = FIXTURES / "project"
-OLD = FIXTURES / "upstream" / "old"
-NEW = FIXTURES / "upstream" / "new"
 
 # path:line:col: CODE -> severity, for sglang 0.9.0 -> 0.9.1 on fixtures/project.
 EXPECTED_SEVERITY = {
@@ -49,49 +42,6 @@ def sort_key(prefix: str) -> tuple:
 
 
 EXPECTED = sorted(EXPECTED_SEVERITY, key=sort_key)
-
-
-@dataclass
-class Run:
-    status: int
-    out: str
-    err: str
-
-    @property
-    def lines(self) -> list[str]:
-        return self.out.splitlines()
-
-    @property
-    def prefixes(self) -> list[str]:
-        """`path:line:col: CODE` of each reported line, in output order."""
-        return [" ".join(line.split(" ", 2)[:2]) for line in self.lines]
-
-    def message(self, prefix: str) -> str:
-        (line,) = [line for line in self.lines if line.startswith(prefix + " ")]
-        return line[len(prefix) + 1 :]
-
-
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(cache))
-    return cache
-
-
-@pytest.fixture
-def check(capsys, monkeypatch, cache_dir):
-    """Run `sglang-contracts check ARGS --old OLD --new NEW` in-process from the project folder."""
-    monkeypatch.chdir(PROJECT)
-
-    def run(*args: str, old: Path | None = OLD, new: Path = NEW, cwd: Path | None = None) -> Run:
-        if cwd is not None:
-            monkeypatch.chdir(cwd)
-        argv = ["check", *args, "--new", str(new)] + (["--old", str(old)] if old is not None else [])
-        status = main(argv)
-        out, err = capsys.readouterr()
-        return Run(status, out, err)
-
-    return run
 
 
 def without(*codes: str) -> list[str]:
@@ -136,7 +86,8 @@ def test_json_format(check):
     result = check("--format", "json")
     assert result.status == 1
     records = json.loads(result.out)
-    assert all(set(r) == {"path", "line", "col", "code", "severity", "message", "symbol"} for r in records)
+    assert all(set(r) == {"path", "line", "col", "end_line", "end_col", "code", "severity", "surface", "message",
+                          "symbol", "old", "new", "fingerprint"} for r in records)
     by_prefix = {f"{r['path']}:{r['line']}:{r['col']}: {r['code']}": r for r in records}
     assert list(by_prefix) == EXPECTED and len(records) == len(EXPECTED)
     assert {p: r["severity"] for p, r in by_prefix.items()} == EXPECTED_SEVERITY
@@ -144,7 +95,42 @@ def test_json_format(check):
     assert by_prefix["demo_omni/model_patch.py:5:39: SGC105"]["symbol"] == "sglang.srt.models.utils.apply_qk_norm"
     assert by_prefix["demo_omni/scheduling.py:7:8: SGC101"]["symbol"] == "sglang.srt.managers.tp_worker_overlap_thread"
     text = check()
-    assert [f"{p} {r['message']}" for p, r in by_prefix.items()] == text.lines
+    severity = {"error": ""} | {s: f"{s}: " for s in ("warning", "info")}
+    assert [f"{p} {severity[r['severity']]}{r['message']}" for p, r in by_prefix.items()] == text.lines
+
+
+def test_json_end_positions_cover_the_reported_name(check):
+    records = json.loads(check("--format", "json").out)
+    spans = {f"{r['path']}:{r['line']}:{r['col']}: {r['code']}": (r["end_line"], r["end_col"]) for r in records}
+    assert spans["demo_omni/layers.py:4:35: SGC103"] == (4, 35 + len("FusedMoE"))
+    assert spans["demo_omni/model_patch.py:5:39: SGC105"] == (5, 39 + len("apply_qk_norm"))
+    module = "sglang.srt.managers.tp_worker_overlap_thread"
+    assert spans["demo_omni/scheduling.py:7:8: SGC101"] == (7, 8 + len(module))
+    assert spans["demo_omni/broken.py:5:15: SGC000"] == (None, None)  # a syntax error has no name to span
+    for record in records:  # the span is the symbol's name as written in the file
+        if record["end_col"] is not None:
+            line = (PROJECT / record["path"]).read_text().splitlines()[record["line"] - 1]
+            assert record["symbol"].endswith(line[record["col"] - 1 : record["end_col"] - 1])
+
+
+def test_json_says_what_each_release_has_for_the_symbol(check):
+    records = {f"{r['path']}:{r['line']}:{r['col']}: {r['code']}": r for r in json.loads(check("--format", "json").out)}
+    moved = records["demo_omni/layers.py:4:35: SGC103"]
+    assert moved["old"] == {"release": "0.9.0", "status": "found", "kind": "class",
+                            "defined_at": "sglang.srt.layers.moe.fused_moe_triton.FusedMoE"}
+    assert moved["new"] == {"release": "0.9.1", "status": "found", "kind": "class",
+                            "defined_at": "sglang.srt.layers.moe.moe_runner.FusedMoE"}
+    gone = records["demo_omni/scheduling.py:7:8: SGC101"]
+    assert gone["old"]["kind"] == "module" and gone["new"] == {"release": "0.9.1", "status": "missing"}
+    assert records["demo_omni/broken.py:5:15: SGC000"]["old"] is None  # not about an upstream name
+    assert {r["surface"] for r in records.values()} == {"imports", "project-files"}
+
+
+def test_text_marks_warnings_and_infos_but_not_errors(check):
+    lines = {" ".join(line.split(" ", 2)[:2]): line for line in check("--report-unresolved").lines}
+    for prefix, severity in {**EXPECTED_SEVERITY, UNRESOLVED: "info"}.items():
+        rest = lines[prefix][len(prefix) + 1 :]
+        assert rest.startswith(f"{severity}: ") == (severity != "error"), lines[prefix]
 
 
 @pytest.mark.parametrize(
@@ -268,7 +254,7 @@ def test_python_dash_m_entry_point(check, cache_dir):
     in_process = check()
     completed = subprocess.run(
         [sys.executable, "-m", "sglang_contracts", "check", "--old", str(OLD), "--new", str(NEW)],
-        cwd=PROJECT, capture_output=True, text=True, env={**os.environ, "SGLANG_CONTRACTS_CACHE": str(cache_dir)},
+        cwd=PROJECT, capture_output=True, text=True, env=checkout_env(SGLANG_CONTRACTS_CACHE=str(cache_dir)),
     )
     assert completed.returncode == 1
     assert completed.stdout == in_process.out

@@ -64,3 +64,32 @@ def test_omni_019_released_against_0522_has_no_import_errors_for_that_bump(capsy
 def test_omni_019_against_its_own_pin_is_clean(capsys, monkeypatch, omni_019: Path) -> None:
     status, diagnostics = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.22")
     assert (status, diagnostics) == (0, [])
+
+
+def test_omni_018_bump_markdown_report_groups_the_real_findings_by_surface(capsys, monkeypatch, omni_018: Path) -> None:
+    from sglang_contracts.catalog import surface_for, surface_order
+    from test_formats import sections
+
+    _, diagnostics = run_json(capsys, omni_018, monkeypatch, "--new", "0.5.22")
+    status = main(["check", "--new", "0.5.22", "--format", "markdown"])
+    report = capsys.readouterr().out
+    assert status == 1
+    assert report.startswith("## SGLang contracts: 0.5.21 → 0.5.22\n")
+    assert "| `sglang` (`pyproject.toml`) | `0.5.21` | `0.5.22` |" in report
+    by_heading = sections(report)
+    titles = [heading.split(":")[0] for heading in by_heading]
+    assert titles[-1] == "Before merging"
+    order = [surface.title for surface in surface_order()]
+    assert titles[:-1] == sorted({surface_for(d["code"]).title for d in diagnostics}, key=order.index)
+    for d in diagnostics:  # every finding is listed, under its surface's heading
+        (body,) = [text for heading, text in by_heading.items() if heading.split(":")[0] == surface_for(d["code"]).title]
+        assert f"`{d['path']}:{d['line']}`" in body
+    imports = next(text for heading, text in by_heading.items() if heading.startswith("Imports"))
+    make_stages = next(line for line in imports.splitlines() if "`make_stages`" in line)
+    assert make_stages.startswith("- **error** SGC102: ")
+    assert "`sglang.srt.layers.layer_boundary.factories.make_stages`" in make_stages
+    # one bullet for the four reads of residual.batch.norm, each place listed after it
+    norm = imports.splitlines().index(next(l for l in imports.splitlines() if "attribute norm" in l))
+    assert imports.splitlines()[norm + 1].count("`sglang_omni/") == sum(
+        d["symbol"] == "sglang.srt.layers.layer_boundary.residual.batch.norm" for d in diagnostics) == 4
+    assert "- [ ] Pin `sglang==0.5.22` in `pyproject.toml`" in report

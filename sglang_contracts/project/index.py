@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
 from sglang_contracts.parallel import map_jobs
@@ -26,8 +27,9 @@ FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]
 PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n]*)", re.M)
 
 
-def discover(root: Path, paths: list[Path]) -> list[Path]:
-    """Python files below the given paths (files or folders), sorted, without tool folders."""
+def discover(root: Path, paths: list[Path], excluded: Callable[[str], bool] | None = None) -> list[Path]:
+    """Python files below the given paths (files or folders), sorted, without tool folders
+    and without what `excluded` says of a path relative to the root (the configured excludes)."""
     found: set[Path] = set()
     for path in paths:
         if path.is_file():
@@ -36,6 +38,8 @@ def discover(root: Path, paths: list[Path]) -> list[Path]:
         for folder, dirs, files in os.walk(path):
             dirs[:] = [d for d in dirs if d not in EXCLUDED_DIRS and not d.endswith(".egg-info")]
             found.update(Path(folder, f).resolve() for f in files if f.endswith(".py"))
+    if excluded is not None:
+        found = {path for path in found if not (path.is_relative_to(root) and excluded(path.relative_to(root).as_posix()))}
     return sorted(found)
 
 
@@ -96,10 +100,11 @@ def _facts_key(relpath: str, module: str, data: bytes) -> str:
     return digest.hexdigest()
 
 
-def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None) -> ProjectIndex:
+def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None,
+                excluded: Callable[[str], bool] | None = None) -> ProjectIndex:
     index = ProjectIndex(root=root)
     texts: dict[str, tuple[str, bytes]] = {}
-    for path in discover(root, paths):
+    for path in discover(root, paths, excluded):
         try:
             relpath = path.relative_to(root).as_posix()
         except ValueError:
@@ -133,7 +138,7 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonC
         keys[relpath] = key
         jobs.append((relpath, module, data.decode("utf-8", "replace")))
     index.parsed += len(jobs)
-    results = map_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers)
+    results = map_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
     for job, result in zip(jobs, results):
         index.files[job[0]] = FileFacts.from_json(result)
         cache.put(keys[job[0]], result)

@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
+from sglang_contracts import progress
 from sglang_contracts.errors import SourceError
 from sglang_contracts.sources.base import Release, check_is_sglang
 from sglang_contracts.sources.directory import DirectoryTree
@@ -101,9 +102,13 @@ def index_release(version: str, cache: Path) -> Release:
     unpacked = cache / "releases" / f"sglang-{version}"
     if not (unpacked / COMPLETE_MARKER).is_file():
         unpacked.parent.mkdir(parents=True, exist_ok=True)
-        wheel = _wheel_in(wheels, version) or _pip_download(version, wheels)
+        wheel = _wheel_in(wheels, version)
+        if wheel is None:
+            with progress.task(f"Downloading sglang {version}"):
+                wheel = _pip_download(version, wheels)
         try:
-            unpack_wheel(wheel, unpacked)
+            with progress.task(f"Unpacking sglang {version}"):
+                unpack_wheel(wheel, unpacked)
         except (zipfile.BadZipFile, OSError, EOFError):
             # A truncated or corrupt cached wheel: fetch it again once rather than trust it.
             wheel.unlink(missing_ok=True)

@@ -50,7 +50,8 @@ def prefetch(project: ProjectIndex, models: list[UpstreamModel], workers: int | 
     per_model = {id(model): set(wanted) for model in models}
     for _ in range(2):
         batch = [(model, job) for model in models for job in model.pending_extractions(per_model[id(model)])]
-        results = map_jobs(_extract_job, [job for _, job in batch], sum(len(job[3]) for _, job in batch), workers)
+        results = map_jobs(_extract_job, [job for _, job in batch], sum(len(job[3]) for _, job in batch), workers,
+                           progress="Extracting SGLang modules")
         for (model, job), extracted in zip(batch, results):
             model.accept_extraction(job, extracted)
         per_model = {id(model): _behind(model, imported) for model in models}

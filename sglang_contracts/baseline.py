@@ -1,0 +1,104 @@
+"""Baselines: a file of accepted findings, so CI reports only the breaks that are new.
+
+An entry names its code, path and symbol, the fingerprint of its line (the code, path, symbol
+and the line's text, not its number) and a justification a person writes. Matching is a
+multiset match, first on the fingerprint, then on code, path and symbol alone: moving
+unrelated lines changes nothing, and editing the reported line itself keeps the entry as
+long as it is still about the same symbol in the same file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sglang_contracts.cache import atomic_write_bytes
+from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.errors import UsageError
+
+FORMAT_VERSION = 1
+FIELDS = ("code", "path", "symbol", "fingerprint", "justification")
+
+
+@dataclass(frozen=True)
+class Entry:
+    code: str
+    path: str  # relative to the project root
+    symbol: str
+    fingerprint: str
+    justification: str = ""
+    line: int = 0  # where it was when written; informative only
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "path": self.path, "symbol": self.symbol, "line": self.line,
+                "message": self.message, "fingerprint": self.fingerprint, "justification": self.justification}
+
+
+def read_baseline(path: Path) -> list[Entry]:
+    try:
+        data = json.loads(path.read_text())
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read the baseline ({error.strerror or error})") from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: the baseline is not valid JSON ({error})") from None
+    findings = data.get("findings") if isinstance(data, dict) else None
+    if not isinstance(findings, list):
+        raise UsageError(f"{path}: not a sglang-contracts baseline (no \"findings\" list)")
+    entries = []
+    for number, raw in enumerate(findings, start=1):
+        if not isinstance(raw, dict) or not all(isinstance(raw.get(key, ""), str) for key in FIELDS) \
+                or not raw.get("code") or not raw.get("path"):
+            raise UsageError(f"{path}: finding {number} needs string fields code, path, symbol, fingerprint, justification")
+        line = raw.get("line", 0)
+        entries.append(Entry(raw["code"], raw["path"], raw.get("symbol", ""), raw.get("fingerprint", ""),
+                             raw.get("justification", ""), line if isinstance(line, int) else 0,
+                             str(raw.get("message", ""))))
+    return entries
+
+
+def match(diagnostics: list[Diagnostic], entries: list[Entry]) -> tuple[list[Diagnostic], dict[int, Entry], list[Entry]]:
+    """(diagnostics no entry accepts, index of each accepted diagnostic -> its entry, unused entries)."""
+    by_fingerprint: dict[tuple, list[Entry]] = defaultdict(list)
+    by_symbol: dict[tuple, list[Entry]] = defaultdict(list)
+    for entry in entries:
+        by_fingerprint[(entry.code, entry.path, entry.symbol, entry.fingerprint)].append(entry)
+    accepted: dict[int, Entry] = {}
+    for index, d in enumerate(diagnostics):
+        bucket = by_fingerprint.get((d.code, d.path, d.symbol, d.fingerprint))
+        if bucket:
+            accepted[index] = bucket.pop(0)
+    for bucket in by_fingerprint.values():
+        for entry in bucket:
+            by_symbol[(entry.code, entry.path, entry.symbol)].append(entry)
+    for index, d in enumerate(diagnostics):
+        if index in accepted:
+            continue
+        bucket = by_symbol.get((d.code, d.path, d.symbol))
+        if bucket:
+            accepted[index] = bucket.pop(0)
+    new = [d for index, d in enumerate(diagnostics) if index not in accepted]
+    unused = [entry for bucket in by_symbol.values() for entry in bucket]
+    return new, accepted, unused
+
+
+def write_baseline(path: Path, diagnostics: list[Diagnostic], previous: list[Entry]) -> int:
+    """Write every finding as accepted; justifications already written for a finding are kept."""
+    _, accepted, _ = match(diagnostics, previous)
+    entries = [
+        Entry(d.code, d.path, d.symbol, d.fingerprint, accepted[i].justification if i in accepted else "",
+              d.line, d.message)
+        for i, d in enumerate(diagnostics)
+    ]
+    document = {
+        "tool": "sglang-contracts",
+        "version": FORMAT_VERSION,
+        "about": "Accepted findings: `sglang-contracts check --baseline FILE` reports only others. "
+                 "Write in each justification why the finding is accepted.",
+        "findings": [entry.to_json() for entry in entries],
+    }
+    atomic_write_bytes(path, (json.dumps(document, indent=2) + "\n").encode())
+    return len(entries)

@@ -1,0 +1,193 @@
+"""Configuration: `[tool.sglang-contracts]` in the project's pyproject.toml, or `--config FILE`.
+
+Every key is checked: an unknown key, or a value of the wrong type, is an error that names
+it. Relative paths are relative to the configuration file's folder. Command-line flags win
+over the file (cli.py merges the two).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from sglang_contracts.errors import UsageError
+
+TABLE = "sglang-contracts"
+SEVERITY_VALUES = ("error", "warning", "info")
+SOURCES = {"index": "pypi", "git": "git", "directory": "dir"}  # `source` -> the REF prefix it implies
+CODE_PREFIX = re.compile(r"SGC\d*")
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Invalid("must be a string")
+    return value
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Invalid("must be true or false")
+    return value
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _Invalid("must be a list of strings")
+    return value
+
+
+def _codes(value: Any) -> list[str]:
+    codes = [code.strip().upper() for item in _strings(value) for code in item.split(",") if code.strip()]
+    for code in codes:
+        if not CODE_PREFIX.fullmatch(code):
+            raise _Invalid(f"{code!r} is not a rule code or code prefix (SGC, SGC1, SGC102, ...)")
+    return codes
+
+
+def _choice(*allowed: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in allowed:
+            raise _Invalid(f"must be one of {', '.join(allowed)}")
+        return value
+
+    return check
+
+
+def _table(check_value: Callable[[Any], Any], check_key: Callable[[str], str] = str) -> Callable[[Any], dict]:
+    def check(value: Any) -> dict:
+        if not isinstance(value, dict):
+            raise _Invalid("must be a table")
+        result = {}
+        for key, item in value.items():
+            try:
+                result[check_key(key)] = check_value(item)
+            except _Invalid as error:
+                raise _Invalid(f"[{key}] {error}") from None
+        return result
+
+    return check
+
+
+def _code_key(key: str) -> str:
+    return _codes([key])[0]
+
+
+# key -> validator. Kept in one place so the error for an unknown key can suggest a near one.
+KEYS: dict[str, Callable[[Any], Any]] = {
+    "paths": _strings,
+    "exclude": _strings,
+    "old": _string,
+    "new": _string,
+    "source": _choice(*SOURCES),
+    "sglang-repo": _string,
+    "select": _codes,
+    "ignore": _codes,
+    "per-file-ignores": _table(_codes),
+    "severity": _table(_choice(*SEVERITY_VALUES), _code_key),
+    "report-unresolved": _boolean,
+    "report-unused-noqa": _boolean,
+    "baseline": _string,
+    # Read by the rules of their surface (ServerArgs, tests, patch files).
+    "server-args-seam": _strings,
+    "fakes": _table(_string),
+    "patch-files": _strings,
+}
+RULE_SETTINGS = ("server-args-seam", "fakes", "patch-files")
+
+
+@dataclass
+class Config:
+    path: Path | None = None  # the file it was read from; None when there is none
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent if self.path else Path.cwd()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def path_value(self, key: str) -> Path | None:
+        value = self.values.get(key)
+        return None if value is None else (self.folder / Path(value).expanduser()).resolve()
+
+    def release_spec(self, key: str) -> str | None:
+        """`old`/`new` as written, with a relative directory made relative to the file's folder."""
+        value = self.values.get(key)
+        if value is None:
+            return None
+        kind, _, rest = value.partition(":")
+        if kind == "dir" and rest and not Path(rest).is_absolute():
+            return f"dir:{self.folder / rest}"
+        candidate = self.folder / value
+        return str(candidate) if not Path(value).is_absolute() and candidate.is_dir() else value
+
+    def settings(self) -> dict[str, Any]:
+        return {key: self.values[key] for key in RULE_SETTINGS if key in self.values}
+
+
+def _validate(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise UsageError(f"{where} must be a table")
+    values = {}
+    for key, value in raw.items():
+        if key not in KEYS:
+            near = difflib.get_close_matches(key, KEYS, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise UsageError(f"{where}: unknown key {key!r}{hint}")
+        try:
+            values[key] = KEYS[key](value)
+        except _Invalid as error:
+            raise UsageError(f"{where}: {key} {error}") from None
+    return values
+
+
+def read_config(path: Path, *, required: bool) -> Config:
+    """The configuration in `path`: its `[tool.sglang-contracts]` table, or for a file that is
+    not a pyproject.toml and has no such table, the whole file. A pyproject.toml without the
+    table is no configuration (an error when the file was named with --config)."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: cannot read the configuration ({getattr(error, 'strerror', None) or error})") from None
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        if not required and f"tool.{TABLE}" not in text:
+            return Config()  # a broken pyproject.toml that holds no configuration of ours
+        raise UsageError(f"{path}: not valid TOML ({error})") from None
+    tool = document.get("tool", {})
+    if isinstance(tool, dict) and TABLE in tool:
+        return Config(path.resolve(), _validate(tool[TABLE], f"{path}: [tool.{TABLE}]"))
+    if path.name == "pyproject.toml":
+        if required:
+            raise UsageError(f"{path}: no [tool.{TABLE}] table")
+        return Config()
+    return Config(path.resolve(), _validate(document, str(path)))
+
+
+def find_config(root: Path, explicit: Path | None) -> Config:
+    if explicit is not None:
+        return read_config(explicit, required=True)
+    pyproject = root / "pyproject.toml"
+    return read_config(pyproject, required=False) if pyproject.is_file() else Config()
+
+
+def with_source(spec: str | None, source: str | None) -> str | None:
+    """A bare REF read with the configured default source (`source = "git"`: a tag of the clone)."""
+    if spec is None or source is None:
+        return spec
+    kind, _, rest = spec.partition(":")
+    if kind in SOURCES.values() and rest:
+        return spec  # said explicitly
+    return f"{SOURCES[source]}:{spec}"

@@ -1,0 +1,39 @@
+"""GitHub Actions workflow commands: `::error file=...,line=...,col=...,title=SGC102::message`.
+
+Each becomes an annotation on the pull request's diff. Paths are relative to the repository
+root (the git work tree holding the project), as annotations need.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TextIO
+
+from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.reporters.base import repository_path
+
+if TYPE_CHECKING:
+    from sglang_contracts.runner import CheckResult
+
+COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_command(d: Diagnostic, path: str) -> str:
+    properties = [("file", path), ("line", d.line), ("col", d.col)]
+    if d.end_line is not None and d.end_col is not None:
+        properties += [("endLine", d.end_line), ("endColumn", d.end_col)]
+    properties.append(("title", d.code))
+    rendered = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties)
+    return f"::{COMMANDS.get(d.severity, 'error')} {rendered}::{escape_data(d.message)}"
+
+
+def write_github(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
+    for d in result.diagnostics:
+        out.write(format_command(d, repository_path(result, d)) + "\n")

@@ -1,0 +1,120 @@
+"""The bump pull request's contract section, in GitHub markdown.
+
+It says which pins move, what breaks grouped by surface (imports, calls, subclasses, ...:
+`catalog.SURFACES`), with one bullet per distinct break and the places it occurs, the
+upstream delta where one was computed, and a checklist of what a static check cannot prove.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from itertools import groupby
+from typing import TYPE_CHECKING, TextIO
+
+from sglang_contracts.catalog import surface_for, surface_order
+from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.reporters.base import SEVERITY_ORDER, plural, repository_path
+
+if TYPE_CHECKING:
+    from sglang_contracts.runner import CheckResult
+
+# Dotted names and snake_case identifiers: shown as code.
+NAME = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b[A-Za-z]\w*_\w+\b")
+CODE_OR_NAME = re.compile(r"`[^`\n]+`|" + NAME.pattern)
+SPECIAL = re.compile(r"([\\`*\[\]<>|#])")  # `_` inside words is literal in GitHub markdown
+
+
+def inline(text: str) -> str:
+    """Message text as markdown: code spans kept, names as code, everything else escaped."""
+    pieces, last = [], 0
+    for match in CODE_OR_NAME.finditer(text):
+        pieces.append(SPECIAL.sub(r"\\\1", text[last:match.start()]))
+        pieces.append(match.group() if match.group().startswith("`") else f"`{match.group()}`")
+        last = match.end()
+    pieces.append(SPECIAL.sub(r"\\\1", text[last:]))
+    return "".join(pieces)
+
+
+def _severity_counts(diagnostics: list[Diagnostic]) -> str:
+    counts = Counter(d.severity for d in diagnostics)
+    return ", ".join(plural(counts[s], s) if s != "info" else f"{counts[s]} info"
+                     for s in SEVERITY_ORDER if counts[s])
+
+
+def _pins(result: "CheckResult") -> list[str]:
+    old, new = result.old.release, result.new.release
+    where = f" (`{result.pin[1]}`)" if result.pin else ""
+    pinned = result.pin[0] if result.pin else old.short
+    rows = ["| pin | now | after the bump |", "|---|---|---|",
+            f"| `sglang`{where} | `{pinned}` | `{new.short}` |"]
+    if result.pin and result.pin[0] != old.short:
+        rows.append(f"\nChecked from {inline(old.label)} (not the pinned {result.pin[0]}) to {inline(new.label)}.")
+    return rows
+
+
+def _group_key(d: Diagnostic) -> tuple:
+    return (SEVERITY_ORDER.index(d.severity) if d.severity in SEVERITY_ORDER else 9, d.code, d.message)
+
+
+def _surface_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic]) -> list[str]:
+    lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
+    for (_, code, message), group in groupby(sorted(diagnostics, key=_group_key), key=_group_key):
+        sites = list(group)
+        places = ", ".join(f"`{repository_path(result, d)}:{d.line}`" for d in sites)
+        severity = sites[0].severity
+        lines.append(f"- **{severity}** {code}: {inline(message)}  \n  {places}")
+    return lines + [""]
+
+
+def upstream_delta_section(result: "CheckResult") -> list[str]:
+    """The place for the upstream delta (commits between the two tags where a git clone was
+    given). Its content is built elsewhere and handed over in `CheckResult.upstream_delta`."""
+    if not result.upstream_delta:
+        return []
+    return ["### Upstream delta", "", result.upstream_delta.strip(), ""]
+
+
+def _checklist(result: "CheckResult") -> list[str]:
+    old, new = result.old.release.short, result.new.release.short
+    where = f" in `{result.pin[1]}`" if result.pin else ""
+    counts = Counter(d.severity for d in result.diagnostics)
+    items = [f"Pin `sglang=={new}`{where}, and move the pins that mirror SGLang's stack with it"]
+    if counts["error"]:
+        items.append("Fix every error above, or accept it in the baseline with a written justification")
+    if counts["warning"]:
+        items.append("Decide on each warning above: it may run, but not the way it did on " + old)
+    items += [
+        f"Accuracy A/B: run the same evaluation on {old} and {new} and compare; numerics, kernels and "
+        "defaults that change under an unchanged name are invisible to a static check",
+        f"Startup logs: start the server on {new} and read the log for deprecation warnings, ignored or "
+        "renamed arguments, and fallbacks to slower kernels",
+        "Run the tests that need GPUs, and one end-to-end request per model the project serves",
+    ]
+    return ["### Before merging", "", *(f"- [ ] {item}" for item in items), ""]
+
+
+def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
+    old, new = result.old.release.short, result.new.release.short
+    diagnostics = result.diagnostics
+    lines = [f"## SGLang contracts: {old} → {new}", "", *_pins(result), ""]
+    if diagnostics:
+        files = len({d.path for d in diagnostics})
+        lines.append(f"**{plural(len(diagnostics), 'contract')} with SGLang break** in this bump "
+                     f"({_severity_counts(diagnostics)}, in {plural(files, 'file')}): each held on {old} "
+                     f"and fails on {new}.")
+    else:
+        lines.append(f"**No contract breaks.** Every contract with SGLang that a static check can see "
+                     f"holds on {new} as it did on {old}.")
+    if result.baselined:
+        lines.append(f"{plural(result.baselined, 'finding')} accepted in the baseline {'is' if result.baselined == 1 else 'are'} not listed.")
+    lines.append("")
+    by_surface: dict[str, list[Diagnostic]] = {}
+    for d in diagnostics:
+        by_surface.setdefault(surface_for(d.code).key, []).append(d)
+    for surface in surface_order():
+        if surface.key in by_surface:
+            lines += _surface_section(result, surface.title, surface.what, by_surface[surface.key])
+    lines += upstream_delta_section(result)
+    lines += _checklist(result)
+    out.write("\n".join(lines).rstrip("\n") + "\n")

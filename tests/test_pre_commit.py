@@ -1,0 +1,63 @@
+"""The pre-commit hook, run for real: `pre-commit try-repo` this checkout on a throwaway git repo
+holding a copy of the fixture project. pre-commit builds its own virtualenv and installs this
+checkout into it, as it would for a user."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import CHECKOUT, NEW, OLD, PROJECT, checkout_env
+from test_fixture_project import EXPECTED
+
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+                "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("hook") / "demo"
+    shutil.copytree(PROJECT, root)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + f'\n[tool.sglang-contracts]\nold = "{OLD}"\nnew = "{NEW}"\n')
+    for command in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "demo"]):
+        subprocess.run(["git", *command], cwd=root, check=True, env=checkout_env(**GIT_IDENTITY))
+    return root
+
+
+@pytest.fixture(scope="module")
+def try_repo(repo, tmp_path_factory):
+    home = tmp_path_factory.mktemp("pre-commit-home")
+    cache = tmp_path_factory.mktemp("contracts-cache")
+
+    def run(*files: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "pre_commit", "try-repo", str(CHECKOUT), "sglang-contracts",
+                   "--color", "never", "--files", *files]
+        # Not checkout_env: inside its own virtualenv the hook must find the package it installed.
+        env = {**GIT_IDENTITY, "PATH": __import__("os").environ["PATH"], "HOME": str(home),
+               "PRE_COMMIT_HOME": str(home), "SGLANG_CONTRACTS_CACHE": str(cache)}
+        return subprocess.run(command, cwd=repo, capture_output=True, text=True, env=env, timeout=900)
+
+    return run
+
+
+def reported(output: str) -> list[str]:
+    return [" ".join(line.split(" ", 2)[:2]) for line in output.splitlines() if ": SGC" in line]
+
+
+def test_hook_reports_the_named_files_with_whole_project_knowledge(try_repo):
+    result = try_repo("demo_omni/engine.py", "demo_omni/layers.py")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "sglang-contracts" in result.stdout and "Failed" in result.stdout
+    # engine.py's break is only visible through demo_omni/vendor/sglang/core.py, not a named file.
+    assert reported(result.stdout) == [p for p in EXPECTED if p.startswith(("demo_omni/engine.py", "demo_omni/layers.py"))]
+
+
+def test_hook_passes_on_a_clean_file(try_repo):
+    result = try_repo("demo_omni/vendor/sglang/core.py")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Passed" in result.stdout and reported(result.stdout) == []
