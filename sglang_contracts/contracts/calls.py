@@ -158,7 +158,9 @@ def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> I
         if item.problem.code not in codes or item.new.dataclass != dataclass:
             continue
         position = item.problem.position or item.call.position
-        yield finding(code, item.facts, position, item.new.owner, callee=_display(item.new.owner),
+        # A parameter's own qualified name, so two findings on one call stay distinct.
+        symbol = item.new.owner if item.problem.code == "SGC203" else f"{item.new.owner}.{item.problem.detail}"
+        yield finding(code, item.facts, position, symbol, callee=_display(item.new.owner),
                       old=ctx.old_version, new=ctx.new_version, **_fields(item, ctx.old_version))
 
 
