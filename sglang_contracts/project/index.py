@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
 from sglang_contracts.parallel import map_jobs
@@ -26,8 +27,8 @@ FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]
 PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n]*)", re.M)
 
 
-def discover(root: Path, paths: list[Path]) -> list[Path]:
-    """Python files below the given paths (files or folders), sorted, without tool folders."""
+def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]:
+    """Files below the given paths (files or folders) whose name `accept`s, sorted, without tool folders."""
     found: set[Path] = set()
     for path in paths:
         if path.is_file():
@@ -35,8 +36,13 @@ def discover(root: Path, paths: list[Path]) -> list[Path]:
             continue
         for folder, dirs, files in os.walk(path):
             dirs[:] = [d for d in dirs if d not in EXCLUDED_DIRS and not d.endswith(".egg-info")]
-            found.update(Path(folder, f).resolve() for f in files if f.endswith(".py"))
+            found.update(Path(folder, f).resolve() for f in files if accept(f))
     return sorted(found)
+
+
+def discover(root: Path, paths: list[Path]) -> list[Path]:
+    """Python files below the given paths (files or folders), sorted, without tool folders."""
+    return walk_project(paths, lambda name: name.endswith(".py"))
 
 
 def module_name_for(relpath: str) -> str:
