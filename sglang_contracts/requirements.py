@@ -40,6 +40,12 @@ def parse_requirement(text: str) -> Requirement | None:
         return None
 
 
+def without_marker(requirement: Requirement) -> str:
+    """`flashinfer_python[cu13]==0.7.1`: the requirement as a reader compares it, markers left out."""
+    extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+    return f"{requirement.name}{extras}{requirement.specifier}"
+
+
 def normalized(name: str) -> str:
     return canonicalize_name(name)
 

@@ -14,6 +14,7 @@ from sglang_contracts.diagnostics import Diagnostic, code_selected, suppressed
 from sglang_contracts.errors import ContractsError, UsageError
 from sglang_contracts.project.index import ProjectIndex, build_index
 from sglang_contracts.project.pins import find_sglang_pin
+from sglang_contracts.project.scanner import parse_noqa
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.prefetch import prefetch
@@ -90,12 +91,34 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     context = CheckContext(project=project, old=old, new=new, report_unresolved=options.report_unresolved)
     catalog = load_catalog()
     codes = [code for code in CHECKS if code in catalog and code_selected(code, options.select, options.ignore)]
+    noqa = _NoqaLookup(project)
     diagnostics = [
         d for d in run_checks(context, codes)
-        if not suppressed(d, project.files[d.path].noqa) and _under_any(root / d.path, wanted)
+        if not suppressed(d, noqa(d.path)) and _under_any(root / d.path, wanted)
     ]
     _require_loaded(project, old)
     return CheckResult(sorted(set(diagnostics), key=Diagnostic.sort_key), project, old, new)
+
+
+class _NoqaLookup:
+    """`# noqa` comments of any project file: Python files from their facts, others (a Dockerfile,
+    a pyproject, a workflow) read once when a diagnostic lands in them."""
+
+    def __init__(self, project: ProjectIndex) -> None:
+        self.project = project
+        self.other: dict[str, dict[int, list[str] | None]] = {}
+
+    def __call__(self, path: str) -> dict[int, list[str] | None]:
+        facts = self.project.files.get(path)
+        if facts is not None:
+            return facts.noqa
+        if path not in self.other:
+            try:
+                text = (self.project.root / path).read_text(errors="replace")
+            except OSError:
+                text = ""
+            self.other[path] = {} if path.endswith((".patch", ".diff")) else parse_noqa(text)
+        return self.other[path]
 
 
 def _under_any(path: Path, folders: list[Path]) -> bool:
