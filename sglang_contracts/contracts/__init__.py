@@ -3,4 +3,4 @@
 Importing this package registers every check (one function per rule code).
 """
 
-from sglang_contracts.contracts import imports, stack  # noqa: F401
+from sglang_contracts.contracts import imports, patches, stack  # noqa: F401
