@@ -134,8 +134,8 @@ def check_file(file: FilePatch, read: Callable[[str], str | None], exists: Calla
             return _new_file_exists(file, images[target].text() if target in images else read(target) or "")
         image = Image("")
     else:
-        if target in images:
-            image = images[target]
+        if target in images:  # patched earlier in this patch: git starts from that result, with no marks
+            image = Image(images[target].text())
         else:
             text = read(target)
             if text is None:

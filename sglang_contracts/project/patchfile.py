@@ -239,6 +239,7 @@ def parse_patch(text: str) -> PatchFile:
             if found is None:
                 break
             patch, index = found
+            files.append(patch)
             while index < len(lines) and lines[index].startswith("@@ -"):
                 hunk, index = _parse_hunk(lines, index)
                 patch.hunks.append(hunk)
@@ -249,7 +250,6 @@ def parse_patch(text: str) -> PatchFile:
                     index += 1
                 elif not (patch.is_rename or patch.is_copy or patch.is_new or patch.is_delete):
                     raise _PatchError(index + 1, f"patch with only garbage at line {index + 1}")
-            files.append(patch)
     except _PatchError as error:
         return PatchFile(files, (error.line, error.message))
     if not files:
