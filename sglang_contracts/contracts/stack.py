@@ -121,10 +121,10 @@ def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
                              written=without_marker(declared.requirement), what="the SGLang requirement",
                              old=ctx.old_version, new=ctx.new_version)
     for mention in ctx.shared("release-mentions", lambda c: release_mentions(c.project.root)):
-        named = version_in_tag(mention.text)
+        named = version_in_tag(mention.version)
         if named is not None and names_release(named, old) and named != new:
             yield finding_at("SGC702", mention.path, mention.line, mention.col, SGLANG,
-                             written=mention.text, what=f"this {mention.kind}", old=ctx.old_version,
+                             written=mention.written, what=f"this {mention.kind}", old=ctx.old_version,
                              new=ctx.new_version)
 
 

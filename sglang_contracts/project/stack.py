@@ -73,7 +73,8 @@ class ReleaseMention(Located):
     """A release of SGLang named where a version lives (an image tag, a pin in docs, a variable)."""
 
     kind: str
-    text: str  # as written, e.g. "v0.5.22-cu129"
+    version: str  # the tag or version, e.g. "v0.5.22-cu129"
+    written: str  # the whole mention, e.g. "lmsysorg/sglang:v0.5.22-cu129"
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,8 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
                 for match in pattern.finditer(line):
                     if match.start("v") not in taken:
                         taken.add(match.start("v"))
-                        found.append(ReleaseMention(relpath, number, match.start("v") + 1, kind, match.group("v")))
+                        found.append(ReleaseMention(relpath, number, match.start("v") + 1, kind, match.group("v"),
+                                                    match.group(0).strip("\"'")))
     return found
 
 
