@@ -6,6 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from git import GitCommandError
+
 import sglang_contracts.contracts  # noqa: F401  (registers every check)
 from sglang_contracts.cache import JsonCache, cache_root
 from sglang_contracts.catalog import load_catalog
@@ -16,6 +18,7 @@ from sglang_contracts.project.index import ProjectIndex, build_index
 from sglang_contracts.project.pins import find_sglang_pin
 from sglang_contracts.project.scanner import parse_noqa
 from sglang_contracts.sources import open_release
+from sglang_contracts.upstream.delta import UpstreamDelta, upstream_delta
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.prefetch import prefetch
 
@@ -39,6 +42,7 @@ class CheckResult:
     project: ProjectIndex
     old: UpstreamModel
     new: UpstreamModel
+    upstream_delta: UpstreamDelta | None = None  # with --sglang-repo: the commits behind the contracts
 
 
 def project_root_for(paths: list[Path]) -> Path:
@@ -97,7 +101,26 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         if not suppressed(d, noqa(d.path)) and _under_any(root / d.path, wanted)
     ]
     _require_loaded(project, old)
-    return CheckResult(sorted(set(diagnostics), key=Diagnostic.sort_key), project, old, new)
+    delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
+    return CheckResult(sorted(set(diagnostics), key=Diagnostic.sort_key), project, old, new, delta)
+
+
+def _delta(repo: Path, project: ProjectIndex, old: UpstreamModel, new: UpstreamModel) -> UpstreamDelta | None:
+    """The upstream delta behind the project's contracts, when both releases are refs of the clone."""
+    if old.release.ref is None or new.release.ref is None:
+        return None
+    files = set()
+    for facts in project.files.values():
+        for fact in facts.imports:
+            for name in (fact.module, fact.target):
+                for model in (old, new):
+                    record = model.module(name) if is_upstream(name) else None
+                    if record is not None and record.relpath:
+                        files.add(record.relpath)
+    try:
+        return upstream_delta(repo, old.release.ref, new.release.ref, files)
+    except (ContractsError, GitCommandError):  # context for a reviewer: never worth losing the report over
+        return None
 
 
 class _NoqaLookup:
