@@ -272,6 +272,7 @@ def targets_sglang(patch: PatchFile) -> bool:
 
 def sglang_patch_files(root: Path) -> dict[str, PatchFile]:
     """The project's `.patch`/`.diff` files that patch SGLang's package, parsed, by relative path."""
+    root = root.resolve()
     found = {}
     for path in walk_project([root], lambda name: name.endswith(PATCH_SUFFIXES)):
         try:

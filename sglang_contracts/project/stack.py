@@ -39,9 +39,9 @@ MENTIONS = [
     ("git ref", re.compile(rf"\bsglang(?:\.git)?@(?P<v>{VERSION})")),
 ]
 # "SGLang 0.5.22", "sglang v0.5.22", "sglang==0.5.21", "sglang>=0.5.16"
-SGLANG_VERSION_IN_PROSE = re.compile(r"(?i)\bsglang\b[^\n\d/\\]{0,12}?v?(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)\b")
+SGLANG_VERSION_IN_PROSE = re.compile(
+    r"(?i)\bsglang\b(?:\s+version)?\s*(?:[=<>~!]=?|[@:(-])?\s*v?(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)\b")
 REMOVE_WHEN = re.compile(r"(?i)\bremove\s+when\s*:\s*(?P<req>[^\n]+)")
-PROSE_PREFILTER = re.compile(r"(?i)sglang|remove\s+when")
 NOT_PACKAGE_DIRS = {"tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "benchmark"}
 
 
@@ -160,6 +160,7 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
     Requirement files (pyproject.toml, requirements, constraints) are left to the requirement
     facts, which read the SGLang pin with its full specifier.
     """
+    root = root.resolve()
     skip = {root / "pyproject.toml", *requirement_files(root)}
     found = []
     for path in walk_project([root], _is_stack_file):
@@ -231,6 +232,7 @@ def prose_notes(root: Path) -> tuple[list[ProseNote], list[ProseNote]]:
     """(SGLang versions named, `Remove when:` conditions) in comments and docstrings of the
     project's Python files. A removal condition is the convention for naming a version, so it
     is not also counted as a version named."""
+    root = root.resolve()
     versions: list[ProseNote] = []
     removals: list[ProseNote] = []
     for path in walk_project([root], lambda name: name.endswith(".py")):
@@ -238,8 +240,8 @@ def prose_notes(root: Path) -> tuple[list[ProseNote], list[ProseNote]]:
             text = path.read_text()
         except (OSError, UnicodeDecodeError):
             continue
-        if not PROSE_PREFILTER.search(text):
-            continue
+        if not (SGLANG_VERSION_IN_PROSE.search(text) or REMOVE_WHEN.search(text)):
+            continue  # tokenizing is the cost: only files that say something of interest somewhere
         relpath = path.relative_to(root).as_posix()
         package = is_package_code(relpath)
         for where, line, col, raw in _prose_pieces(text):
