@@ -1,4 +1,4 @@
-"""Command line: `sglang-contracts check`, `rules`, `explain`."""
+"""Command line: `sglang-contracts check`, `patch classify`, `rules`, `explain`."""
 
 from __future__ import annotations
 
@@ -54,6 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
     check.add_argument("-q", "--quiet", action="store_true", help="no progress display and no summary line")
     check.add_argument("-v", "--verbose", action="store_true", help="say what was loaded, on standard error")
+
+    patch = commands.add_parser("patch", help="work with .patch files against SGLang")
+    patch_commands = patch.add_subparsers(dest="patch_command", required=True)
+    classify = patch_commands.add_parser(
+        "classify", help="classify every file and hunk of a patch against the skeleton patch it derives from")
+    classify.add_argument("mine", type=Path, metavar="MINE.patch")
+    classify.add_argument("skeleton", type=Path, metavar="SKELETON.patch")
+    classify.add_argument("--format", choices=["text", "json"], default="text", help="output format (default: text)")
 
     commands.add_parser("rules", help="list the rule catalog")
     explain = commands.add_parser("explain", help="print one rule's catalog entry")
@@ -137,6 +145,20 @@ def _say_what_was_loaded(result) -> None:
               "nothing any more", file=sys.stderr)
 
 
+def _patch_classify(args: argparse.Namespace) -> int:
+    import json
+
+    from sglang_contracts.patchclassify import classify, read_patch, render_text
+
+    classes = classify(read_patch(args.mine), read_patch(args.skeleton))
+    if args.format == "json":
+        json.dump([c.to_json() for c in classes], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_text(classes, args.mine.name, args.skeleton.name))
+    return 0
+
+
 def _rules() -> int:
     from sglang_contracts.catalog import load_catalog
 
@@ -169,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             return _check(args)
         if args.command == "rules":
             return _rules()
+        if args.command == "patch":
+            return _patch_classify(args)
         return _explain(args.code)
     except ContractsError as error:
         print(f"sglang-contracts: error: {error}", file=sys.stderr)

@@ -40,11 +40,17 @@ class Diagnostic:
 def finding(code: str, facts: FileFacts, position: Position, symbol: str, *,
             severity: str | None = None, **fields: Any) -> Diagnostic:
     """A diagnostic for `code`, its message rendered from the catalog's template."""
+    return finding_at(code, facts.path, position.line, position.col, symbol, severity=severity, **fields)
+
+
+def finding_at(code: str, path: str, line: int, col: int, symbol: str, *,
+               severity: str | None = None, **fields: Any) -> Diagnostic:
+    """The same for a place in any project file (a Dockerfile, a pyproject, a .patch)."""
     entry = rule(code)
     return Diagnostic(
-        path=facts.path,
-        line=position.line,
-        col=position.col,
+        path=path,
+        line=line,
+        col=col,
         code=code,
         severity=severity or entry.severity,
         message=entry.render({"symbol": symbol, **fields}, unresolved=severity == "info"),

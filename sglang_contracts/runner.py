@@ -11,6 +11,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from git import GitCommandError
+
 import sglang_contracts.contracts  # noqa: F401  (registers every check)
 from sglang_contracts import baseline as baselines
 from sglang_contracts.cache import JsonCache, cache_root
@@ -24,6 +26,7 @@ from sglang_contracts.sources import open_release
 from sglang_contracts.suppressions import (
     UNUSED_NOQA, NoqaIndex, ProjectText, code_active, matches_path, override_severity,
 )
+from sglang_contracts.upstream.delta import UpstreamDelta, upstream_delta
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.prefetch import prefetch
 
@@ -59,9 +62,7 @@ class CheckResult:
     pin: tuple[str, str] | None = None  # the project's own sglang==X pin and the file it is in
     baselined: int = 0  # findings the baseline accepted (not in `diagnostics`)
     stale_baseline: list[baselines.Entry] = field(default_factory=list)  # entries nothing matched
-    # The commits between the two releases, as markdown, where a git clone was given: built
-    # by the upstream-delta step (not yet written); the markdown report shows it when set.
-    upstream_delta: str | None = None
+    upstream_delta: UpstreamDelta | None = None  # with --sglang-repo: the commits behind the contracts
 
 
 def project_root_for(paths: list[Path]) -> Path:
@@ -132,11 +133,31 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         diagnostics += [d for d in noqa.unused(active, reported) if active(UNUSED_NOQA, d.path) and not noqa.suppresses(d)]
     diagnostics = [enrich(override_severity(d, options.severity), text, old, new) for d in diagnostics]
     _require_loaded(project, old)
-    result = CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin)
+    delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
+    result = CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta)
     if accepted_entries is not None:
         result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
         result.baselined = len(accepted)
     return result
+
+
+def _delta(repo: Path, project: ProjectIndex, old: UpstreamModel, new: UpstreamModel) -> UpstreamDelta | None:
+    """The upstream delta behind the project's contracts, when both releases are refs of the clone."""
+    if old.release.ref is None or new.release.ref is None:
+        return None
+    files = set()
+    for facts in project.files.values():
+        for fact in facts.imports:
+            for name in (fact.module, fact.target):
+                for model in (old, new):
+                    record = model.module(name) if is_upstream(name) else None
+                    if record is not None and record.relpath:
+                        files.add(record.relpath)
+    try:
+        return upstream_delta(repo, old.release.ref, new.release.ref, files)
+    except (ContractsError, GitCommandError):  # context for a reviewer: never worth losing the report over
+        return None
+
 
 
 def _under_any(path: Path, folders: list[Path]) -> bool:

@@ -56,7 +56,9 @@ class NoqaIndex:
         if relpath not in self._other:  # not a scanned Python file: read its comments now
             from sglang_contracts.project.scanner import parse_noqa
 
-            self._other[relpath] = parse_noqa("\n".join(self.text.lines(relpath)))
+            # A patch's lines are upstream's code: a `# noqa` in them is not the project's.
+            patch = relpath.endswith((".patch", ".diff"))
+            self._other[relpath] = {} if patch else parse_noqa("\n".join(self.text.lines(relpath)))
         return self._other[relpath]
 
     def suppresses(self, diagnostic: Diagnostic) -> bool:

@@ -40,12 +40,24 @@ EXPECTED_SEVERITY = {
     "demo_omni/model_runner.py:19:7: SGC304": "error",  # a new abstract method
     "demo_omni/model_runner.py:24:7: SGC305": "error",  # sampler.Sampler became a function
     "demo_omni/model_runner.py:33:34: SGC321": "error",  # self.model_runner.tp_group, now .ps.tp_group
+    "demo_omni/omni_scheduler.py:6:6: SGC705": "warning",  # the scheduler module now imports xgrammar
     "demo_omni/omni_scheduler.py:16:21: SGC312": "error",  # two levels down: self.mm_receiver
     "demo_omni/omni_scheduler.py:19:21: SGC311": "error",  # borrowed get_num_allocatable_reqs is gone
     "demo_omni/omni_scheduler.py:22:26: SGC313": "warning",  # Scheduler.get_new_batch_prefill(self) changed
     "demo_omni/omni_scheduler.py:25:45: SGC321": "error",  # req.extend_range on `Req | None`
     "demo_omni/scheduling.py:7:8: SGC101": "error",  # module-level import of a removed module
     "demo_omni/scheduling.py:10:10: SGC101": "warning",  # same, under `if TYPE_CHECKING:`
+    "demo_omni/scheduling.py:14:10: SGC705": "warning",  # scheduler now imports xgrammar at module level
+    "demo_omni/vendor/sglang/core.py:5:6: SGC705": "warning",  # the same module, another importer
+    "demo_omni/overlays.py:3:14: SGC704": "warning",  # `Remove when: sglang>=0.9.1` now holds
+    "demo_omni/overlays.py:6:10: SGC703": "warning",  # a comment naming sglang 0.9.0
+    "pyproject.toml:7:6: SGC702": "warning",  # the pin sglang==0.9.0
+    "pyproject.toml:9:6: SGC701": "warning",  # transformers mirrors SGLang's pin, which moved
+    "docker/Dockerfile:1:32: SGC702": "warning",  # ARG BASE_IMAGE=lmsysorg/sglang:v0.9.0-cu129
+    ".github/workflows/ci.yml:7:30: SGC702": "warning",  # image: lmsysorg/sglang:v0.9.0
+    "docs/install.md:5:26: SGC702": "warning",  # pip install "sglang==0.9.0"
+    "docker/patch/v0.9.0/sglang.patch:4:1: SGC902": "warning",  # upstream added the same import
+    "docker/patch/v0.9.0/sglang.patch:12:1: SGC901": "error",  # prepare_server_args is gone
 }
 # Broken on 0.9.0 already (a typo inside a function): reported only with --report-unresolved.
 UNRESOLVED = "demo_omni/scheduling.py:22:47: SGC102"
@@ -158,7 +170,7 @@ def test_json_says_what_each_release_has_for_the_symbol(check):
     assert gone["old"]["kind"] == "module" and gone["new"] == {"release": "0.9.1", "status": "missing"}
     assert records["demo_omni/broken.py:5:15: SGC000"]["old"] is None  # not about an upstream name
     assert {r["surface"] for r in records.values()} == {
-        "imports", "project-files", "calls", "subclasses", "borrowed-methods", "attribute-reads"}
+        "imports", "project-files", "calls", "subclasses", "borrowed-methods", "attribute-reads", "stack", "patch-files"}
 
 
 def test_text_marks_warnings_and_infos_but_not_errors(check):
@@ -173,7 +185,9 @@ def test_text_marks_warnings_and_infos_but_not_errors(check):
     [
         (["--select", "SGC10", "--ignore", "SGC105"], [p for p in coded("SGC10") if not p.endswith("SGC105")]),
         (["--select", "SGC101,SGC105"], [p for p in EXPECTED if p.endswith(("SGC101", "SGC105"))]),
-        (["--ignore", "SGC1"], ["demo_omni/broken.py:5:15: SGC000", *coded("SGC2"), *coded("SGC3")]),
+        (["--ignore", "SGC1,SGC7,SGC9"], ["demo_omni/broken.py:5:15: SGC000", *coded("SGC2"), *coded("SGC3")]),
+        (["--select", "SGC7", "--ignore", "SGC702"], [p for p in EXPECTED if p.endswith(("SGC701", "SGC703", "SGC704", "SGC705"))]),
+        (["--select", "SGC9"], coded("SGC9")),
         (["--select", "SGC105", "--ignore", "SGC1"], [p for p in EXPECTED if p.endswith("SGC105")]),  # longest wins
         (["--select", "sgc103"], ["demo_omni/layers.py:4:35: SGC103"]),
         (["--select", "SGC2"], coded("SGC2")),
@@ -235,7 +249,8 @@ def test_paths_restrict_the_report_and_output_is_relative_to_the_working_directo
     result = check("demo_omni/layers.py")
     assert result.prefixes == [p for p in EXPECTED if p.startswith("demo_omni/layers.py:")]
     inside = check(cwd=PROJECT / "demo_omni")
-    assert inside.prefixes == sorted((p.removeprefix("demo_omni/") for p in EXPECTED), key=sort_key)
+    package = [p.removeprefix("demo_omni/") for p in EXPECTED if p.startswith("demo_omni/")]
+    assert inside.prefixes == sorted(package, key=sort_key)
 
 
 def test_old_defaults_to_the_projects_pin():

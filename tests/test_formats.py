@@ -27,6 +27,7 @@ from sglang_contracts.reporters.base import repository_root
 from sglang_contracts.reporters.github import format_command
 from sglang_contracts.reporters.markdown import write_markdown
 from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.upstream.delta import DeltaCommit, MustRead, UpstreamDelta
 from test_fixture_project import EXPECTED, EXPECTED_SEVERITY
 
 SEVERITIES = list(EXPECTED_SEVERITY.values())
@@ -82,7 +83,7 @@ def test_sarif_results_match_the_text_report_with_relative_uris(check):
         region = location["physicalLocation"]["region"]
         assert artifact["uriBaseId"] == "%SRCROOT%"
         assert not artifact["uri"].startswith(("/", "file:")) and "://" not in artifact["uri"]
-        assert artifact["uri"].startswith(IN_REPOSITORY + "demo_omni/")
+        assert artifact["uri"].startswith(IN_REPOSITORY)
         found.append(prefix(artifact["uri"].removeprefix(IN_REPOSITORY), region["startLine"],
                             region["startColumn"], result["ruleId"]))
         assert result["level"] == {"error": "error", "warning": "warning"}[EXPECTED_SEVERITY[found[-1]]]
@@ -274,8 +275,8 @@ def test_markdown_bump_section(check):
     by_heading = sections(text)
     assert list(by_heading) == [
         "Imports: 6 errors, 3 warnings", "Calls: 6 errors", "Subclasses: 3 errors, 2 warnings",
-        "Borrowed methods: 2 errors, 1 warning", "Attribute reads: 2 errors", "Project files: 1 error",
-        "Before merging"]
+        "Borrowed methods: 2 errors, 1 warning", "Attribute reads: 2 errors", "Stack: 10 warnings",
+        "Patch files: 1 error, 1 warning", "Project files: 1 error", "Before merging"]
     imports = by_heading["Imports: 6 errors, 3 warnings"]
     # One bullet per distinct break, with all the places it occurs; errors before warnings.
     bullets = [line for line in imports.splitlines() if line.startswith("- ")]
@@ -293,7 +294,10 @@ def test_markdown_bump_section(check):
 
 def test_markdown_clean_bump_and_upstream_delta_section():
     result = run_check([PROJECT], CheckOptions(old=str(OLD), new=str(OLD), ignore=["SGC000"], use_cache=False))
-    result.upstream_delta = "- 12 commits between the tags"
+    result.upstream_delta = UpstreamDelta("v0.9.0", "v0.9.1", "a" * 40, "b" * 40, commits=[
+        DeltaCommit("c" * 40, "2026-11-01T10:00:00+00:00", "Dev", "Scheduler: split the mixins",
+                    ("sglang/srt/managers/scheduler.py",))],
+        must_read=[MustRead("sglang/srt/managers/scheduler.py", 12, 3, 1)])
 
     class Out(list):
         write = list.append
@@ -303,7 +307,10 @@ def test_markdown_clean_bump_and_upstream_delta_section():
     text = "".join(out)
     assert "**No contract breaks.**" in text
     assert list(sections(text)) == ["Upstream delta", "Before merging"]
-    assert sections(text)["Upstream delta"].strip() == "- 12 commits between the tags"
+    delta = sections(text)["Upstream delta"]
+    assert "1 first-parent commits in `v0.9.0..v0.9.1` touch the upstream files" in delta
+    assert "- `cccccccccc` Scheduler: split the mixins (Dev, 2026-11-01): `sglang/srt/managers/scheduler.py`" in delta
+    assert "- [ ] `sglang/srt/managers/scheduler.py`: +12 −3 in 1 files" in delta
     assert "Fix every error" not in text
 
 

@@ -21,7 +21,7 @@ def _commit_release(repo: git.Repo, source: Path, version: str) -> None:
     python = Path(repo.working_tree_dir) / "python"
     shutil.rmtree(python / "sglang", ignore_errors=True)
     shutil.copytree(source / "sglang", python / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
-    (python / "pyproject.toml").write_text(f'[project]\nname = "sglang"\nversion = "{version}"\n')
+    shutil.copy(source / "pyproject.toml", python / "pyproject.toml")  # the release's pins, as in SGLang's repo
     repo.git.add("--all")
     repo.index.commit(f"Release {version}", author=AUTHOR, committer=AUTHOR)
     repo.create_tag(f"v{version}")

@@ -68,7 +68,8 @@ def test_baseline_round_trip_survives_line_moves_and_keeps_justifications(check,
     assert (accepted.status, accepted.out) == (0, "")
 
     # Write a justification, move lines around, and add one new break.
-    document["findings"][0]["justification"] = "broken.py is a fixture for syntax errors"
+    (broken,) = [entry for entry in document["findings"] if entry["path"] == "demo_omni/broken.py"]
+    broken["justification"] = "broken.py is a fixture for syntax errors"
     baseline.write_text(json.dumps(document))
     layers = project / "demo_omni" / "layers.py"
     layers.write_text('"""Moved down by a docstring."""\n\n' + layers.read_text())

@@ -166,7 +166,7 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
                 continue
             path = " -> ".join(need.path + [f"reads self.{attr}"])
             yield finding("SGC312", need.root.facts, need.root.position, f"{borrower.cls.key}.{attr}",
-                          cls=borrower.cls.fact.name, attr=attr, path=path,
+                          cls=borrower.cls.fact.name, attr=attr, call_path=path,
                           old=ctx.old_version, new=ctx.new_version)
 
 

@@ -27,9 +27,8 @@ FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]
 PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n]*)", re.M)
 
 
-def discover(root: Path, paths: list[Path], excluded: Callable[[str], bool] | None = None) -> list[Path]:
-    """Python files below the given paths (files or folders), sorted, without tool folders
-    and without what `excluded` says of a path relative to the root (the configured excludes)."""
+def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]:
+    """Files below the given paths (files or folders) whose name `accept`s, sorted, without tool folders."""
     found: set[Path] = set()
     for path in paths:
         if path.is_file():
@@ -37,10 +36,17 @@ def discover(root: Path, paths: list[Path], excluded: Callable[[str], bool] | No
             continue
         for folder, dirs, files in os.walk(path):
             dirs[:] = [d for d in dirs if d not in EXCLUDED_DIRS and not d.endswith(".egg-info")]
-            found.update(Path(folder, f).resolve() for f in files if f.endswith(".py"))
-    if excluded is not None:
-        found = {path for path in found if not (path.is_relative_to(root) and excluded(path.relative_to(root).as_posix()))}
+            found.update(Path(folder, f).resolve() for f in files if accept(f))
     return sorted(found)
+
+
+def discover(root: Path, paths: list[Path], excluded: Callable[[str], bool] | None = None) -> list[Path]:
+    """Python files below the given paths, without what `excluded` says of a path relative to
+    the root (the configured excludes)."""
+    found = walk_project(paths, lambda name: name.endswith(".py"))
+    if excluded is None:
+        return found
+    return [path for path in found if not (path.is_relative_to(root) and excluded(path.relative_to(root).as_posix()))]
 
 
 def module_name_for(relpath: str) -> str:

@@ -67,12 +67,32 @@ def _surface_section(result: "CheckResult", title: str, what: str, diagnostics: 
     return lines + [""]
 
 
+MAX_DELTA_COMMITS = 30  # a PR description, not a log: the rest is one `git log` away
+
+
 def upstream_delta_section(result: "CheckResult") -> list[str]:
-    """The place for the upstream delta (commits between the two tags where a git clone was
-    given). Its content is built elsewhere and handed over in `CheckResult.upstream_delta`."""
-    if not result.upstream_delta:
+    """The commits between the two tags that touch the files behind the project's contracts,
+    and the modules to read in full (where a git clone was given)."""
+    delta = result.upstream_delta
+    if delta is None:
         return []
-    return ["### Upstream delta", "", result.upstream_delta.strip(), ""]
+    span = f"`{delta.old_ref}..{delta.new_ref}`"
+    lines = ["### Upstream delta", ""]
+    if delta.commits:
+        lines += [f"{len(delta.commits)} first-parent commits in {span} touch the upstream files behind "
+                  "the project's contracts:", ""]
+        for commit in delta.commits[:MAX_DELTA_COMMITS]:
+            files = ", ".join(f"`{name}`" for name in commit.files[:4]) + (" …" if len(commit.files) > 4 else "")
+            lines.append(f"- `{commit.sha[:10]}` {inline(commit.summary)} ({commit.author}, {commit.date[:10]}): {files}")
+        if len(delta.commits) > MAX_DELTA_COMMITS:
+            lines.append(f"- … and {len(delta.commits) - MAX_DELTA_COMMITS} more: "
+                         f"`git log --first-parent {delta.old_ref}..{delta.new_ref}`")
+    else:
+        lines.append(f"No first-parent commit in {span} touches the upstream files behind the project's contracts.")
+    if delta.must_read:
+        lines += ["", "Read these in full, whatever the log says (they changed):", ""]
+        lines += [f"- [ ] `{item.path}`: +{item.added} −{item.removed} in {item.files} files" for item in delta.must_read]
+    return lines + [""]
 
 
 def _checklist(result: "CheckResult") -> list[str]:

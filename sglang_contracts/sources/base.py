@@ -47,6 +47,7 @@ class Release:
     label: str  # for messages: "sglang 0.5.22 (package index)"
     version: str | None  # "0.5.22" where known
     tree: ReleaseTree
+    ref: str | None = None  # the git ref it was read from (`v0.5.22`), for a release from a clone
 
     @property
     def short(self) -> str:

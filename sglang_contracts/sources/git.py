@@ -56,7 +56,7 @@ class GitTree(ReleaseTree):
         return entry.data_stream.read().decode("utf-8", "replace") if entry is not None else None
 
 
-def _open_repo(path: Path):
+def open_repo(path: Path):
     import git
 
     try:
@@ -67,7 +67,7 @@ def _open_repo(path: Path):
         raise SourceError(f"--sglang-repo {path}: not a git repository") from None
 
 
-def _resolve_ref(repo, ref: str):
+def resolve_ref(repo, ref: str):
     """The commit for `ref`; a bare version such as 0.5.22 also finds the tag v0.5.22."""
     candidates = [ref] if ref.startswith("v") or not re.match(r"\d", ref) else [ref, f"v{ref}"]
     for candidate in candidates:
@@ -80,8 +80,8 @@ def _resolve_ref(repo, ref: str):
 
 
 def git_release(repo_path: Path, ref: str) -> Release:
-    repo = _open_repo(repo_path.expanduser())
-    name, commit = _resolve_ref(repo, ref)
+    repo = open_repo(repo_path.expanduser())
+    name, commit = resolve_ref(repo, ref)
     try:
         root_tree = commit.tree / PACKAGE_PREFIX
     except KeyError:
@@ -91,4 +91,4 @@ def git_release(repo_path: Path, ref: str) -> Release:
     check_is_sglang(tree, label)
     tag_version = re.fullmatch(r"v?(\d+(?:\.\d+)+\S*)", name)
     version = tag_version.group(1) if tag_version else version_from_tree(tree)
-    return Release(label=label, version=version, tree=tree)
+    return Release(label=label, version=version, tree=tree, ref=name)

@@ -1,0 +1,129 @@
+"""Patch contracts (SGC901, SGC902): the project's `.patch` files against SGLang's source tree."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.gitapply import (
+    ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_patch,
+)
+from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.project.patchfile import FilePatch, PatchFile, release_relpath, sglang_patch_files
+from sglang_contracts.sources.base import PACKAGE, ReleaseTree
+
+FULLY_READ = (".py", ".pyi")  # a wheel unpacked by the package-index source keeps other files as empty names
+
+
+def tree_reader(tree: ReleaseTree):
+    """(read, unchecked) for check_patch: files by their patch path (`python/sglang/...`)."""
+
+    def read(path: str) -> str | None:
+        relpath = release_relpath(path)
+        data = tree.read_bytes(relpath) if relpath else None
+        return None if data is None else data.decode("utf-8", "surrogateescape")
+
+    def unchecked(path: str) -> str:
+        relpath = release_relpath(path)
+        if relpath is None:
+            return "outside the sglang package"
+        if not relpath.endswith(FULLY_READ) and tree.read_bytes(relpath) == b"":
+            return "a file the release source does not carry"
+        return ""
+
+    return read, unchecked
+
+
+def _verdicts(ctx: CheckContext) -> list[tuple[str, PatchFile, list[HunkVerdict], list[HunkVerdict]]]:
+    def compute(c: CheckContext):
+        found = []
+        for relpath, patch in sorted(sglang_patch_files(c.project.root).items()):
+            found.append((relpath, patch, check_patch(patch, *tree_reader(c.old.release.tree)),
+                          check_patch(patch, *tree_reader(c.new.release.tree))))
+        return found
+
+    return ctx.shared("patch-verdicts", compute)
+
+
+def _significant(lines: list[str]) -> set[str]:
+    return {line.strip() for line in lines if len(line.strip()) >= 8}
+
+
+def find_moved(file: FilePatch, new: ReleaseTree, old: ReleaseTree | None) -> str | None:
+    """The likely new home of a patched file the new release no longer has: the file added by the
+    bump (or any file, without an old release) holding most of the patch's preimage lines."""
+    wanted = _significant([line for hunk in file.hunks for line in hunk.preimage])
+    relpath = release_relpath(file.old_path)
+    if not wanted or relpath is None:
+        return None
+    suffix = relpath.rsplit(".", 1)[-1]
+    candidates = [p for p in new.iter_files(PACKAGE) if p.endswith("." + suffix)]
+    if old is not None:
+        candidates = [p for p in candidates if old.read_bytes(p) is None]
+    best, best_score = None, 0
+    for candidate in candidates:
+        text = new.read_text(candidate) or ""
+        score = len(wanted & _significant(text.splitlines()))
+        if score > best_score:
+            best, best_score = candidate, score
+    return best if best is not None and best_score * 2 >= len(wanted) else None
+
+
+def _reason(ctx: CheckContext, verdict: HunkVerdict) -> str:
+    if verdict.status == CONTEXT:
+        return f"its context changed ({verdict.detail})"
+    if verdict.status == EXISTS:
+        return "the file it creates already exists, with other content"
+    if verdict.status == GONE:
+        moved = ctx.shared(f"moved:{verdict.file.old_path}",
+                           lambda c: find_moved(verdict.file, c.new.release.tree, c.old.release.tree))
+        if moved is None:
+            return "its file is gone"
+        text = ctx.new.release.tree.read_text(moved) or ""
+        there = "the hunk applies there" if verdict.hunk and Image(text).find(verdict.hunk) is not None \
+            else "the hunk does not apply there either"
+        return f"its file is gone; it likely moved to python/{moved} (by content; {there})"
+    return verdict.detail or verdict.status.replace("-", " ")
+
+
+def _what(verdict: HunkVerdict) -> str:
+    target = verdict.file.path
+    if verdict.hunk is None:
+        return f"the patch of {target}"
+    return f"hunk #{verdict.number} of {target} ({verdict.hunk.header.split(' @@')[0]} @@)"
+
+
+def _line(verdict: HunkVerdict) -> int:
+    return verdict.hunk.line if verdict.hunk is not None else verdict.file.line
+
+
+@contract("SGC901")
+def patch_hunk_no_longer_applies(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for relpath, patch, old, new in _verdicts(ctx):
+        if patch.error is not None:
+            if ctx.report_unresolved:  # git rejects the text itself, whatever the release
+                line, message = patch.error
+                yield finding_at("SGC901", relpath, line, 1, relpath, severity="info", what="the whole patch",
+                                 reason=f"git apply rejects it: {message}", old=ctx.old_version, new=ctx.new_version)
+            continue
+        for was, now in zip(old, new):
+            if now.status in (APPLIES, ALREADY, UNKNOWN, CORRUPT):
+                continue
+            broken_before = was.status != APPLIES
+            if broken_before and not ctx.report_unresolved:
+                continue
+            yield finding_at("SGC901", relpath, _line(now), 1, now.file.path, severity="info" if broken_before else None,
+                             what=_what(now), reason=_reason(ctx, now), old=ctx.old_version, new=ctx.new_version)
+
+
+@contract("SGC902")
+def patch_hunk_already_upstream(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for relpath, patch, old, new in _verdicts(ctx):
+        for was, now in zip(old, new):
+            if now.status != ALREADY:
+                continue
+            broken_before = was.status != APPLIES
+            if broken_before and not ctx.report_unresolved:
+                continue
+            yield finding_at("SGC902", relpath, _line(now), 1, now.file.path, severity="info" if broken_before else None,
+                             what=_what(now), old=ctx.old_version, new=ctx.new_version)

@@ -1,0 +1,234 @@
+"""Stack contracts (SGC701-SGC705): pins, release names, version prose, compat overlays, new dependencies."""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Iterator
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.project.stack import (
+    DeclaredRequirement, declared_requirements, prose_notes, release_mentions, removal_requirement,
+)
+from sglang_contracts.requirements import (
+    applies, as_version, environments, exact_version, names_release, normalized, version_in_tag, without_marker,
+)
+from sglang_contracts.upstream.model import UpstreamModel, is_upstream
+from sglang_contracts.upstream.pins import ReleasePins, release_pins
+
+SGLANG = "sglang"
+# Import names whose distribution is called something else (the common cases in SGLang's imports).
+DISTRIBUTION_OF_IMPORT = {
+    "PIL": "pillow", "yaml": "pyyaml", "cv2": "opencv-python", "sklearn": "scikit-learn", "zmq": "pyzmq",
+    "google": "protobuf", "attr": "attrs", "dateutil": "python-dateutil", "sgl_kernel": "sglang-kernel",
+    "deep_gemm": "sgl-deep-gemm", "deep_ep": "sgl-deep-ep", "flash_attn": "flash-attn", "cuda": "cuda-python",
+    "pynvml": "nvidia-ml-py", "multipart": "python-multipart", "partial_json_parser": "partial-json-parser",
+}
+TOP_LEVEL_IMPORT = re.compile(r"^(?:import|from)[ \t]+([A-Za-z_]\w*)", re.M)
+
+
+def _declared(ctx: CheckContext) -> list[DeclaredRequirement]:
+    return ctx.shared("declared-requirements", lambda c: declared_requirements(c.project.root))
+
+
+def _pins(ctx: CheckContext) -> tuple[ReleasePins | None, ReleasePins | None]:
+    return ctx.shared("release-pins", lambda c: (release_pins(c.old.release.tree), release_pins(c.new.release.tree)))
+
+
+def _versions(ctx: CheckContext) -> tuple[Version | None, Version | None]:
+    return as_version(ctx.old.release.version or ""), as_version(ctx.new.release.version or "")
+
+
+def _sglang_extras(ctx: CheckContext) -> frozenset[str]:
+    """The extras of SGLang the project installs (`sglang[diffusion]`): their pins apply too."""
+    return frozenset(e for d in _declared(ctx) if d.name == SGLANG for e in d.requirement.extras)
+
+
+# -- SGC701 ---------------------------------------------------------------------------------
+
+def agrees(project: SpecifierSet, upstream: SpecifierSet, marked: bool) -> bool | None:
+    """Whether the project's specifier agrees with SGLang's; None when that cannot be told."""
+    pinned = exact_version(upstream)
+    if pinned is not None:
+        return project.contains(pinned, prereleases=True)
+    mine = exact_version(project)
+    if mine is not None:
+        return upstream.contains(mine, prereleases=True)
+    if marked:  # a line that says it follows SGLang's pin must say the same thing
+        return set(project) == set(upstream)
+    return None
+
+
+def _spelled(specifier: SpecifierSet) -> str:
+    version = exact_version(specifier)
+    if version is not None:
+        return str(version)
+    return ",".join(sorted(str(s) for s in specifier)) or "(any version)"
+
+
+def _mirror_outcomes(ctx: CheckContext) -> Iterator[tuple[DeclaredRequirement, str, str, bool]]:
+    """(requirement, upstream spelling on old, on new, already disagreed on old) for pins that now disagree."""
+    old_pins, new_pins = _pins(ctx)
+    if old_pins is None or new_pins is None:
+        return
+    extras = _sglang_extras(ctx)
+    for declared in _declared(ctx):
+        if declared.name == SGLANG or declared.name not in old_pins.names() | new_pins.names():
+            continue
+        for environment in environments():
+            if not applies(declared.requirement.marker, environment):
+                continue
+            olds = old_pins.matching(declared.name, environment, extras)
+            news = new_pins.matching(declared.name, environment, extras)
+            mine = declared.requirement.specifier
+            verdict_old = [agrees(mine, u.specifier, declared.matches_stack) for u in olds]
+            verdict_new = [agrees(mine, u.specifier, declared.matches_stack) for u in news]
+            if not olds or not news or False not in verdict_new:
+                continue
+            broken_on_old = False in verdict_old or None in verdict_old
+            spelled_old = "; ".join(_spelled(u.specifier) for u in olds)
+            spelled_new = "; ".join(_spelled(u.specifier) for u in news)
+            yield declared, spelled_old, spelled_new, broken_on_old
+            break  # one report per line, on the first platform where it disagrees
+
+
+@contract("SGC701")
+def mirrored_pin_disagrees(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for declared, was, now, broken_on_old in _mirror_outcomes(ctx):
+        if broken_on_old and not ctx.report_unresolved:
+            continue
+        yield finding_at("SGC701", declared.path, declared.line, declared.col, declared.name,
+                         severity="info" if broken_on_old else None, pinned=without_marker(declared.requirement),
+                         name=declared.requirement.name, change=f"{was} -> {now}", old=ctx.old_version,
+                         new=ctx.new_version)
+
+
+# -- SGC702 ---------------------------------------------------------------------------------
+
+@contract("SGC702")
+def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
+    old, new = _versions(ctx)
+    if old is None or new is None or old == new:
+        return
+    for declared in _declared(ctx):
+        specifier = declared.requirement.specifier
+        if declared.name == SGLANG and specifier.contains(old, prereleases=True) and not specifier.contains(new, prereleases=True):
+            yield finding_at("SGC702", declared.path, declared.line, declared.col, SGLANG,
+                             written=without_marker(declared.requirement), what="the SGLang requirement",
+                             old=ctx.old_version, new=ctx.new_version)
+    for mention in ctx.shared("release-mentions", lambda c: release_mentions(c.project.root)):
+        named = version_in_tag(mention.version)
+        if named is not None and names_release(named, old) and named != new:
+            yield finding_at("SGC702", mention.path, mention.line, mention.col, SGLANG,
+                             written=mention.written, what=f"this {mention.kind}", old=ctx.old_version,
+                             new=ctx.new_version)
+
+
+# -- SGC703, SGC704 ---------------------------------------------------------------------------
+
+def _prose(ctx: CheckContext):
+    return ctx.shared("prose", lambda c: prose_notes(c.project.root))
+
+
+@contract("SGC703")
+def version_named_in_prose(ctx: CheckContext) -> Iterator[Diagnostic]:
+    old, new = _versions(ctx)
+    if old is None or new is None or old == new:
+        return
+    for note in _prose(ctx)[0]:
+        named = as_version(note.text)
+        if not note.in_package or named is None or named > new:
+            continue
+        stale_before = named < old and not names_release(named, old)  # stale before this bump already
+        if stale_before and not ctx.report_unresolved:
+            continue
+        yield finding_at("SGC703", note.path, note.line, note.col, SGLANG,
+                         severity="info" if stale_before else None, where=note.where, named=note.text,
+                         old=ctx.old_version, new=ctx.new_version)
+
+
+def _condition_holds(requirement, release_version: Version | None, pins: ReleasePins | None,
+                     extras: frozenset[str]) -> tuple[bool | None, str]:
+    """(does it hold, the evidence) for a removal condition on one release."""
+    name = normalized(requirement.name)
+    if name == SGLANG:
+        version = release_version
+    else:
+        version = pins.exact_pin(name, extras) if pins is not None else None
+    if version is None:
+        return None, ""
+    return requirement.specifier.contains(version, prereleases=True), f"{requirement.name} {version}"
+
+
+@contract("SGC704")
+def compat_overlay_removable(ctx: CheckContext) -> Iterator[Diagnostic]:
+    old, new = _versions(ctx)
+    old_pins, new_pins = _pins(ctx)
+    extras = _sglang_extras(ctx)
+    for note in _prose(ctx)[1]:
+        requirement = removal_requirement(note.text)
+        if requirement is None:
+            continue
+        holds_new, evidence = _condition_holds(requirement, new, new_pins, extras)
+        holds_old, _ = _condition_holds(requirement, old, old_pins, extras)
+        if not holds_new:
+            continue
+        if holds_old and not ctx.report_unresolved:
+            continue
+        yield finding_at("SGC704", note.path, note.line, note.col, str(requirement),
+                         severity="info" if holds_old else None, condition=str(requirement), evidence=evidence,
+                         old=ctx.old_version, new=ctx.new_version)
+
+
+# -- SGC705 ---------------------------------------------------------------------------------
+
+def hard_third_party_imports(model: UpstreamModel, module: str) -> set[str]:
+    """Top-level packages a module imports unconditionally at module level, other than SGLang and
+    the standard library: statements at column 0 (not under `try`, `if` or a function) that the
+    module's model also records as bindings or star imports."""
+    record = model.module(module)
+    if record is None or record.relpath is None:
+        return set()
+    bound = {binding["target"].split(".")[0] for binding in record.bindings.values()
+             if binding["kind"] == "alias" and binding.get("target")}
+    bound |= {target.split(".")[0] for target in record.wildcards}
+    text = model.tree.read_text(record.relpath) or ""
+    tops = set(TOP_LEVEL_IMPORT.findall(text)) & bound
+    return {top for top in tops if top not in sys.stdlib_module_names and not is_upstream(top) and top != "__future__"}
+
+
+def _distribution(top: str) -> str:
+    return normalized(DISTRIBUTION_OF_IMPORT.get(top, top))
+
+
+@contract("SGC705")
+def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
+    declared = {d.name for d in _declared(ctx)}
+    _, new_pins = _pins(ctx)
+    reported: set[tuple[str, str, str]] = set()
+    new_imports: dict[str, set[str]] = {}
+    for facts in sorted(ctx.project.files.values(), key=lambda f: f.path):
+        for fact in facts.imports:
+            if not is_upstream(fact.module) or fact.guarded or fact.type_checking:
+                continue
+            module = fact.target if fact.name and ctx.new.module_exists(fact.target) else fact.module
+            if module not in new_imports:
+                gained = set()
+                if ctx.old.module_exists(module) and ctx.new.module_exists(module):
+                    gained = hard_third_party_imports(ctx.new, module) - hard_third_party_imports(ctx.old, module)
+                new_imports[module] = {top for top in gained if _distribution(top) not in declared}
+            for top in sorted(new_imports[module]):
+                key = (facts.path, module, top)
+                if key in reported:
+                    continue
+                reported.add(key)
+                required = new_pins is not None and _distribution(top) in new_pins.names()
+                note = (f"sglang {ctx.new_version} requires it, but it must now import wherever this module does"
+                        if required else f"sglang {ctx.new_version} does not declare it")
+                yield finding_at("SGC705", facts.path, fact.module_position.line, fact.module_position.col,
+                                 module, module=module, package=top, note=note, old=ctx.old_version,
+                                 new=ctx.new_version)

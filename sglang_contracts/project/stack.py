@@ -1,0 +1,271 @@
+"""The stack around the project's code, as facts: declared requirements, the SGLang release named
+in Dockerfiles, CI workflows, docs and scripts, and what comments and docstrings say about SGLang.
+
+Everything here is read as text (and Python prose with `tokenize`), never imported or run.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterator
+
+from packaging.requirements import Requirement
+
+from sglang_contracts.project.index import walk_project
+from sglang_contracts.requirements import normalized, parse_requirement
+
+REQUIREMENT_FILES = ("requirements.txt", "requirements-*.txt", "requirements/*.txt", "constraints.txt", "constraints-*.txt")
+# A comment saying the line follows SGLang's own pin: "Match the pinned sglang stack", "sglang pin".
+MATCHES_STACK = re.compile(r"(?i)\b(?:match|mirror|same as|follow)\w*\b[^#]*\bsglang\b|\bsglang(?:'s)?\s+(?:pin|stack)\b")
+
+# Where a release is named outside Python code.
+STACK_SUFFIXES = (".md", ".mdx", ".rst", ".txt", ".adoc", ".sh", ".bash", ".yml", ".yaml", ".toml", ".cfg",
+                  ".ini", ".env", ".dockerfile", ".json")
+STACK_NAMES = ("Dockerfile", "Containerfile", "Makefile", "Justfile")
+VERSION = r"v?\d+\.\d+(?:\.\d+)*(?:(?:a|b|rc|\.post|\.dev)\d+)*(?:[-+][\w.]+)?"
+MENTIONS = [
+    # lmsysorg/sglang:v0.5.22-cu129, registry.example/sglang:0.5.22@sha256:... (FROM, ARG BASE_IMAGE=, image:)
+    ("image tag", re.compile(rf"[\w.\-/]*\bsglang[\w\-]*:(?P<v>{VERSION})")),
+    # SGLANG_IMAGE_TAG=v0.5.15.post1-cu129, SGLANG_VERSION: 0.5.22
+    ("version variable", re.compile(rf"\bSGLANG_(?:IMAGE_)?(?:TAG|VERSION)\b\s*[:=]\s*[\"']?(?P<v>{VERSION})")),
+    # pip install "sglang[all]==0.5.22", sglang.git@v0.5.22
+    ("pin", re.compile(rf"\bsglang(?:\[[\w,\s-]*\])?\s*===?\s*(?P<v>{VERSION})")),
+    ("git ref", re.compile(rf"\bsglang(?:\.git)?@(?P<v>{VERSION})")),
+]
+# "SGLang 0.5.22", "sglang v0.5.22", "sglang==0.5.21", "sglang>=0.5.16"
+SGLANG_VERSION_IN_PROSE = re.compile(
+    r"(?i)\bsglang\b(?:\s+version)?\s*(?:[=<>~!]=?|[@:(-])?\s*v?(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)\b")
+REMOVE_WHEN = re.compile(r"(?i)\bremove\s+when\s*:\s*(?P<req>[^\n]+)")
+NOT_PACKAGE_DIRS = {"tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "benchmark"}
+
+
+@dataclass(frozen=True)
+class Located:
+    path: str  # relative to the project root, POSIX
+    line: int
+    col: int  # 1-based
+
+
+@dataclass(frozen=True)
+class DeclaredRequirement(Located):
+    """One requirement the project declares, where it is written."""
+
+    requirement: Requirement
+    comment: str  # the line's trailing comment, if any
+
+    @property
+    def name(self) -> str:
+        return normalized(self.requirement.name)
+
+    @property
+    def matches_stack(self) -> bool:
+        return bool(MATCHES_STACK.search(self.comment))
+
+
+@dataclass(frozen=True)
+class ReleaseMention(Located):
+    """A release of SGLang named where a version lives (an image tag, a pin in docs, a variable)."""
+
+    kind: str
+    version: str  # the tag or version, e.g. "v0.5.22-cu129"
+    written: str  # the whole mention, e.g. "lmsysorg/sglang:v0.5.22-cu129"
+
+
+@dataclass(frozen=True)
+class ProseNote(Located):
+    """Something a comment or docstring in project Python code says about SGLang."""
+
+    where: str  # "comment" or "docstring"
+    text: str  # the version named, or the removal requirement as written
+    in_package: bool  # package code, not tests, docs or examples
+
+
+# -- declared requirements ------------------------------------------------------------------
+
+def _strings_with_positions(text: str) -> Iterator[tuple[str, int, int, str]]:
+    """(value, line, col, trailing comment) for each quoted string on each line of a TOML file."""
+    quoted = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
+    for number, line in enumerate(text.splitlines(), start=1):
+        for match in quoted.finditer(line):
+            value = match.group(1) if match.group(1) is not None else match.group(2)
+            rest = line[match.end():]
+            comment = rest.split("#", 1)[1].strip() if "#" in rest else ""
+            yield value, number, match.start() + 2, comment
+
+
+def _pyproject_requirement_strings(data: dict[str, Any]) -> list[str]:
+    project = data.get("project", {})
+    groups: list[Any] = [project.get("dependencies", [])]
+    groups += list(project.get("optional-dependencies", {}).values())
+    groups += list(data.get("dependency-groups", {}).values())
+    uv = data.get("tool", {}).get("uv", {})
+    groups += [uv.get("override-dependencies", []), uv.get("constraint-dependencies", [])]
+    return [item for group in groups if isinstance(group, list) for item in group if isinstance(item, str)]
+
+
+def _pyproject_requirements(root: Path) -> list[DeclaredRequirement]:
+    path = root / "pyproject.toml"
+    try:
+        text = path.read_text()
+        wanted = set(_pyproject_requirement_strings(tomllib.loads(text)))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    found = []
+    for value, line, col, comment in _strings_with_positions(text):
+        requirement = parse_requirement(value) if value in wanted else None
+        if requirement is not None:
+            found.append(DeclaredRequirement("pyproject.toml", line, col, requirement, comment))
+    return found
+
+
+def requirement_files(root: Path) -> list[Path]:
+    return sorted({path for pattern in REQUIREMENT_FILES for path in root.glob(pattern) if path.is_file()})
+
+
+def _file_requirements(root: Path, path: Path) -> list[DeclaredRequirement]:
+    found = []
+    relpath = path.relative_to(root).as_posix()
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+        body, _, comment = line.partition(" #") if " #" in line else line.partition("#")
+        requirement = parse_requirement(body)
+        if requirement is not None:
+            found.append(DeclaredRequirement(relpath, number, len(line) - len(line.lstrip()) + 1, requirement, comment.strip()))
+    return found
+
+
+def declared_requirements(root: Path) -> list[DeclaredRequirement]:
+    """Every requirement in pyproject.toml (dependencies, extras, groups, uv overrides and
+    constraints), requirements*.txt, requirements/*.txt and constraints*.txt."""
+    found = _pyproject_requirements(root)
+    for path in requirement_files(root):
+        found += _file_requirements(root, path)
+    return found
+
+
+# -- release mentions in the stack ----------------------------------------------------------
+
+def _is_stack_file(name: str) -> bool:
+    return name.endswith(STACK_SUFFIXES) or name.startswith(STACK_NAMES) or name.endswith(STACK_NAMES)
+
+
+def release_mentions(root: Path) -> list[ReleaseMention]:
+    """SGLang releases named in Dockerfiles, CI workflows, docs, scripts and other config.
+
+    Requirement files (pyproject.toml, requirements, constraints) are left to the requirement
+    facts, which read the SGLang pin with its full specifier.
+    """
+    root = root.resolve()
+    skip = {root / "pyproject.toml", *requirement_files(root)}
+    found = []
+    for path in walk_project([root], _is_stack_file):
+        if path in skip:
+            continue
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if "sglang" not in text.lower():
+            continue
+        if path.suffix in (".json", ".sarif") and '"sglang-contracts"' in text:
+            continue  # this tool's own baseline or SARIF log: it quotes findings, it pins nothing
+        relpath = path.relative_to(root).as_posix()
+        for number, line in enumerate(text.splitlines(), start=1):
+            if "sglang" not in line.lower():
+                continue
+            taken: set[int] = set()
+            for kind, pattern in MENTIONS:
+                for match in pattern.finditer(line):
+                    if match.start("v") not in taken:
+                        taken.add(match.start("v"))
+                        found.append(ReleaseMention(relpath, number, match.start("v") + 1, kind, match.group("v"),
+                                                    match.group(0).strip("\"'")))
+    return found
+
+
+# -- prose in Python code ---------------------------------------------------------------------
+
+def is_package_code(relpath: str) -> bool:
+    path = PurePosixPath(relpath)
+    if path.name.startswith("test_") or path.name.endswith("_test.py") or path.name == "conftest.py":
+        return False
+    return not NOT_PACKAGE_DIRS.intersection(path.parts[:-1])
+
+
+def _docstring_starts(tree: ast.AST) -> set[tuple[int, int]]:
+    starts = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                starts.add((first.lineno, first.col_offset))
+    return starts
+
+
+def _prose_pieces(text: str) -> Iterator[tuple[str, int, int, str]]:
+    """(where, line, col, raw text) for every comment and docstring of a Python source."""
+    try:
+        docstrings = _docstring_starts(ast.parse(text))
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (SyntaxError, tokenize.TokenError, ValueError):
+        return
+    for token in tokens:
+        if token.type == tokenize.COMMENT:
+            yield "comment", token.start[0], token.start[1], token.string
+        elif token.type == tokenize.STRING and token.start in docstrings:
+            yield "docstring", token.start[0], token.start[1], token.string
+
+
+def _offset_position(line: int, col: int, raw: str, offset: int) -> tuple[int, int]:
+    """1-based (line, col) of `offset` within a token that starts at (line, 0-based col)."""
+    before = raw[:offset]
+    newlines = before.count("\n")
+    if newlines:
+        return line + newlines, offset - before.rfind("\n")
+    return line, col + offset + 1
+
+
+def prose_notes(root: Path) -> tuple[list[ProseNote], list[ProseNote]]:
+    """(SGLang versions named, `Remove when:` conditions) in comments and docstrings of the
+    project's Python files. A removal condition is the convention for naming a version, so it
+    is not also counted as a version named."""
+    root = root.resolve()
+    versions: list[ProseNote] = []
+    removals: list[ProseNote] = []
+    for path in walk_project([root], lambda name: name.endswith(".py")):
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if not (SGLANG_VERSION_IN_PROSE.search(text) or REMOVE_WHEN.search(text)):
+            continue  # tokenizing is the cost: only files that say something of interest somewhere
+        relpath = path.relative_to(root).as_posix()
+        package = is_package_code(relpath)
+        for where, line, col, raw in _prose_pieces(text):
+            removal_spans = []
+            for match in REMOVE_WHEN.finditer(raw):
+                removal_spans.append(match.span())
+                at = _offset_position(line, col, raw, match.start("req"))
+                removals.append(ProseNote(relpath, *at, where, match.group("req"), package))
+            for match in SGLANG_VERSION_IN_PROSE.finditer(raw):
+                if any(start <= match.start() < end for start, end in removal_spans):
+                    continue
+                at = _offset_position(line, col, raw, match.start("v"))
+                versions.append(ProseNote(relpath, *at, where, match.group("v"), package))
+    return versions, removals
+
+
+REQUIREMENT_END = re.compile(r"[\s`'\"]*(?:$|[.;)](?:\s|$)|\s{2,}|\s+[-(]|\s+(?:and|or|once|because)\b)")
+
+
+def removal_requirement(text: str) -> Requirement | None:
+    """The requirement a `Remove when:` condition states: `transformers>=5.20`, `` `sglang>=0.5.23`. ``"""
+    text = text.strip().strip("`'\"")
+    end = REQUIREMENT_END.search(text)
+    candidate = text[: end.start()] if end else text
+    return parse_requirement(candidate.strip("`'\" "))

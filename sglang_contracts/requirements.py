@@ -1,0 +1,86 @@
+"""Requirement strings as pip understands them (`packaging`), and the platforms markers are read on.
+
+Shared by both sides: SGLang's own pins (a wheel's `Requires-Dist`, a tag's
+`python/pyproject.toml`) and the project's (its pyproject, requirements and constraints files).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from packaging.markers import Marker, default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+# Markers are evaluated on these platforms (GPU servers, ARM servers, Apple laptops); two
+# requirements are compared where both apply on at least one of them.
+PLATFORMS = (
+    {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix"},
+    {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "aarch64", "os_name": "posix"},
+    {"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64", "os_name": "posix"},
+)
+
+
+@lru_cache(maxsize=1)
+def environments() -> tuple[dict[str, str], ...]:
+    base = default_environment()
+    return tuple({**base, **platform} for platform in PLATFORMS)
+
+
+def parse_requirement(text: str) -> Requirement | None:
+    text = text.strip()
+    if not text or text.startswith("-"):
+        return None
+    try:
+        return Requirement(text)
+    except InvalidRequirement:
+        return None
+
+
+def without_marker(requirement: Requirement) -> str:
+    """`flashinfer_python[cu13]==0.7.1`: the requirement as a reader compares it, markers left out."""
+    extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+    return f"{requirement.name}{extras}{requirement.specifier}"
+
+
+def normalized(name: str) -> str:
+    return canonicalize_name(name)
+
+
+def applies(marker: Marker | None, environment: dict[str, str], extras: frozenset[str] = frozenset()) -> bool:
+    """Whether a requirement with this marker is installed on `environment` with `extras` requested."""
+    if marker is None:
+        return True
+    return any(marker.evaluate({**environment, "extra": extra}) for extra in {"", *extras})
+
+
+def exact_version(specifier: SpecifierSet) -> Version | None:
+    """The one version an `==X` (no wildcard) or `===X` specifier allows, else None."""
+    exact = [spec for spec in specifier if spec.operator in ("==", "===") and "*" not in spec.version]
+    if len(exact) != 1 or len(specifier) != 1:
+        return None
+    return as_version(exact[0].version)
+
+
+def as_version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+VERSION_IN_TAG = re.compile(r"v?(\d+(?:\.\d+){1,3}(?:(?:a|b|rc|\.post|\.dev)\d+)*)")
+
+
+def version_in_tag(tag: str) -> Version | None:
+    """`v0.5.15.post1-cu129` -> 0.5.15.post1: the release a Docker tag or git tag names."""
+    match = VERSION_IN_TAG.match(tag)
+    return as_version(match.group(1)) if match else None
+
+
+def names_release(named: Version, release: Version) -> bool:
+    """A tag of the same base release names it too (`v0.5.22.post1` is a build of 0.5.22)."""
+    return named == release or named.base_version == release.base_version

@@ -1,0 +1,66 @@
+"""SGLang's own dependency pins at one release: a wheel's `Requires-Dist`, or a tag's pyproject."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from email.parser import HeaderParser
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from sglang_contracts.requirements import applies, environments, exact_version, normalized, parse_requirement
+from sglang_contracts.sources.base import ReleaseTree
+
+
+@dataclass(frozen=True)
+class ReleasePins:
+    requirements: tuple[Requirement, ...]  # extras appear in markers (`extra == "test"`)
+
+    def matching(self, name: str, environment: dict[str, str], extras: frozenset[str] = frozenset()) -> list[Requirement]:
+        """The release's requirements on distribution `name` installed on `environment`."""
+        key = normalized(name)
+        return [r for r in self.requirements if normalized(r.name) == key and applies(r.marker, environment, extras)]
+
+    def names(self) -> set[str]:
+        return {normalized(r.name) for r in self.requirements}
+
+    def exact_pin(self, name: str, extras: frozenset[str] = frozenset()) -> Version | None:
+        """The version the release pins `name` to on the first platform that has a pin (None if none)."""
+        for environment in environments():
+            for requirement in self.matching(name, environment, extras):
+                version = exact_version(requirement.specifier)
+                if version is not None:
+                    return version
+        return None
+
+
+def _from_metadata(text: str) -> list[str]:
+    return HeaderParser().parsestr(text).get_all("Requires-Dist") or []
+
+
+def _from_pyproject(text: str) -> list[str]:
+    try:
+        project = tomllib.loads(text).get("project", {})
+    except tomllib.TOMLDecodeError:
+        return []
+    lines = [line for line in project.get("dependencies", []) if isinstance(line, str)]
+    for extra, group in project.get("optional-dependencies", {}).items():
+        for line in group if isinstance(group, list) else []:
+            requirement = isinstance(line, str) and parse_requirement(line)
+            if requirement:
+                marker = f"({requirement.marker}) and " if requirement.marker else ""
+                requirement.marker = None
+                lines.append(f'{requirement}; {marker}extra == "{extra}"')
+    return lines
+
+
+def release_pins(tree: ReleaseTree) -> ReleasePins | None:
+    """The pins of the release, or None when it carries no dependency metadata."""
+    text = tree.metadata_text()
+    if text is None:
+        return None
+    is_metadata = text.lstrip().startswith("Metadata-Version") or "\nRequires-Dist:" in text
+    lines = _from_metadata(text) if is_metadata else _from_pyproject(text)
+    parsed = (parse_requirement(line) for line in lines)
+    return ReleasePins(tuple(r for r in parsed if r is not None))

@@ -1,0 +1,94 @@
+"""`sglang-contracts patch classify MINE SKELETON` on two patches made by real `git diff`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gitcheck import materialise
+from sglang_contracts.cli import main
+
+BASE = {
+    "python/sglang/srt/utils.py": "".join(f"line {i}\n" for i in range(1, 61)),
+    "python/sglang/srt/server_args.py": "".join(f"arg {i}\n" for i in range(1, 31)),
+    "python/sglang/srt/shared.py": "".join(f"shared {i}\n" for i in range(1, 31)),
+}
+
+
+def _diff(edits: dict[str, list[tuple[str, str]]], tmp: Path) -> str:
+    """`git diff` after replacing lines of BASE (with extra blank lines at the top of utils.py in
+    some trees, so the same change lands at other `@@` offsets)."""
+    repo = materialise(BASE, tmp)
+    run = lambda *a: subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True, text=True)  # noqa: E731
+    run("add", "-A")
+    run("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "base")
+    for path, replacements in edits.items():
+        file = repo / path
+        text = file.read_text() if file.exists() else ""
+        for old, new in replacements:
+            text = text.replace(old, new) if old else text + new
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text)
+    run("add", "-A")
+    return run("diff", "--cached").stdout
+
+
+@pytest.fixture
+def patches(tmp_path: Path) -> tuple[Path, Path]:
+    skeleton = _diff({
+        "python/sglang/srt/utils.py": [("line 10\n", "LINE 10\n"), ("line 40\n", "LINE 40\n")],
+        "python/sglang/srt/shared.py": [("shared 5\n", "SHARED 5\n")],
+        "python/sglang/srt/only_theirs.py": [("", "theirs\n")],
+    }, tmp_path / "skeleton")
+    mine = _diff({
+        "python/sglang/srt/utils.py": [("line 1\n", "line 0\nline 1\n"), ("line 10\n", "LINE 10\n"), ("line 40\n", "LINE 40\n")],
+        "python/sglang/srt/shared.py": [("shared 5\n", "SHARED 5\n"), ("shared 6\n", "SHARED 6\n"), ("shared 25\n", "SHARED 25\n")],
+        "python/sglang/srt/server_args.py": [("arg 3\n", "ARG 3\n")],
+    }, tmp_path / "mine")
+    (tmp_path / "mine.patch").write_text(mine)
+    (tmp_path / "skeleton.patch").write_text(skeleton)
+    return tmp_path / "mine.patch", tmp_path / "skeleton.patch"
+
+
+def test_classifies_files_and_hunks_ignoring_offsets(patches, capsys) -> None:
+    mine, skeleton = patches
+    assert main(["patch", "classify", str(mine), str(skeleton), "--format", "json"]) == 0
+    result = {entry["path"]: entry for entry in json.loads(capsys.readouterr().out)}
+    utils = result["python/sglang/srt/utils.py"]
+    # mine adds a line at the top: its own hunk; the two shared changes sit one line lower but match
+    assert [h["verdict"] for h in utils["hunks"]] == ["extra", "same", "same"]
+    assert utils["verdict"] == "shared-with-extra"
+    shared = result["python/sglang/srt/shared.py"]
+    assert [h["verdict"] for h in shared["hunks"]] == ["extends", "extra"]  # 5 and 6 in one hunk; 25 alone
+    assert result["python/sglang/srt/server_args.py"]["verdict"] == "only-mine"
+    assert result["python/sglang/srt/only_theirs.py"]["verdict"] == "only-skeleton"
+
+
+def test_the_same_patch_is_the_same_change(patches, capsys) -> None:
+    mine, _ = patches
+    assert main(["patch", "classify", str(mine), str(mine)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out and all(": the same change (" in line for line in out)
+
+
+def test_text_output_lists_the_hunks_of_shared_files(patches, capsys) -> None:
+    mine, skeleton = patches
+    main(["patch", "classify", str(mine), str(skeleton)])
+    out = capsys.readouterr().out
+    assert "python/sglang/srt/server_args.py: only in mine.patch (1 hunks)" in out
+    assert "python/sglang/srt/utils.py: extra changes on a shared file (3 hunks)" in out
+    assert "  mine.patch:" in out and ": extra  @@ -1," in out
+
+
+def test_unreadable_or_corrupt_patch_is_a_one_line_error(patches, tmp_path, capsys) -> None:
+    mine, _ = patches
+    corrupt = tmp_path / "corrupt.patch"
+    corrupt.write_text("--- a/x\n+++ b/x\n@@ -1,5 +1,5 @@\n a\n-b\n+c\n")
+    for args in ([str(mine), str(tmp_path / "missing.patch")], [str(corrupt), str(mine)]):
+        assert main(["patch", "classify", *args]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and len(captured.err.splitlines()) == 1
+    assert "corrupt patch at line" in captured.err

@@ -1,0 +1,136 @@
+"""The stack rules on the real thing: sglang wheels' pins and a patch against the real 0.5.21 tree.
+
+The patch is written by this test (small edits at anchor lines of the 0.5.21 wheel, turned
+into a patch by `git diff`), so no SGLang source is committed; its hunks are then checked
+against the real 0.5.22 and 0.5.23 wheels, each verdict compared with `git apply --check`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from downloads import download_sdist
+from gitcheck import assert_agrees_with_git, materialise
+from sglang_contracts.contracts.gitapply import ALREADY, APPLIES, CONTEXT, GONE, check_patch
+from sglang_contracts.contracts.patches import find_moved, tree_reader
+from sglang_contracts.project.patchfile import parse_patch
+from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.sources import open_release
+from sglang_contracts.upstream.pins import release_pins
+
+# (file, anchor line): each anchor line of the 0.5.21 wheel gets a trailing comment.
+EDITS = [
+    ("sglang/srt/layers/layernorm.py", r"^\s+torch\.add\(param\.data, 1\.0, out=self\.gemma_weight\)$"),
+    ("sglang/srt/layers/layernorm.py", r"^class LayerNorm\(BaseFusedOp\):$"),
+    ("sglang/srt/managers/scheduler.py", r"^class Scheduler\($"),
+    ("sglang/srt/arg_groups/fields/spec.py", r"^    speculative_skip_dp_mlp_sync: A\[$"),
+    ("sglang/kernels/ops/attention/fla/fused_gdn_gating.py", r"^def fused_gdn_gating\($"),
+]
+
+
+@pytest.fixture(scope="module")
+def releases(real_cache: Path) -> dict:
+    return {v: open_release(v, sglang_repo=None, cache=real_cache) for v in ("0.5.21", "0.5.22", "0.5.23")}
+
+
+@pytest.fixture(scope="module")
+def real_patch(releases, tmp_path_factory) -> str:
+    """`git diff` of the edits, made in a repository holding the 0.5.21 files under python/."""
+    tree = releases["0.5.21"].tree
+    paths = sorted({path for path, _ in EDITS})
+    repo = materialise({f"python/{p}": tree.read_text(p) for p in paths}, tmp_path_factory.mktemp("sglang"))
+    git = lambda *args: subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)  # noqa: E731
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "0.5.21")
+    for path, anchor in EDITS:
+        file = repo / "python" / path
+        lines = file.read_text().splitlines(keepends=True)
+        (index,) = [i for i, line in enumerate(lines) if re.match(anchor, line.rstrip("\n"))]
+        lines[index] = lines[index].rstrip("\n") + "  # downstream edit\n"
+        file.write_text("".join(lines))
+    return git("diff").stdout
+
+
+def _files(release, patch) -> dict[str, str]:
+    """The release's copies of the files the patch names, by patch path."""
+    read, _ = tree_reader(release.tree)
+    return {f.old_path: read(f.old_path) for f in patch.files if read(f.old_path) is not None}
+
+
+@pytest.mark.parametrize("version", ["0.5.21", "0.5.22", "0.5.23"])
+def test_every_hunk_verdict_on_the_real_wheels_is_gits(releases, real_patch: str, version: str) -> None:
+    patch = parse_patch(real_patch)
+    assert patch.error is None and sum(len(f.hunks) for f in patch.files) == len(EDITS)
+    verdicts = check_patch(patch, *tree_reader(releases[version].tree))
+    assert_agrees_with_git(_files(releases[version], patch), real_patch, verdicts)
+    by_file = {(v.file.path.rsplit("/", 1)[-1], v.number): v.status for v in verdicts}
+    if version in ("0.5.21", "0.5.22"):
+        assert set(by_file.values()) == {APPLIES}
+    else:
+        assert by_file[("layernorm.py", 1)] == APPLIES  # class LayerNorm, further down
+        assert by_file[("layernorm.py", 2)] == CONTEXT  # the gemma weight line was rewritten
+        assert by_file[("spec.py", 1)] == CONTEXT  # speculative_skip_dp_mlp_sync was removed
+        assert by_file[("fused_gdn_gating.py", 1)] == GONE
+        assert ALREADY not in by_file.values()
+
+
+def test_a_moved_file_is_found_by_content(releases, real_patch: str) -> None:
+    patch = parse_patch(real_patch)
+    (moved,) = [f for f in patch.files if f.old_path.endswith("fla/fused_gdn_gating.py")]
+    found = find_moved(moved, releases["0.5.23"].tree, releases["0.5.21"].tree)
+    assert found == "sglang/kernels/ops/attention/linear/fused_gdn_gating.py"
+
+
+def test_check_reports_the_hunks_that_break_on_the_bump(releases, real_patch: str, tmp_path: Path, real_cache) -> None:
+    project = tmp_path / "project"
+    (project / "docker" / "patch" / "v0.5.21").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "slime-like"\n')
+    (project / "docker" / "patch" / "v0.5.21" / "sglang.patch").write_text(real_patch)
+    options = CheckOptions(old="0.5.21", new="0.5.23", select=["SGC9"], cache_dir=real_cache, workers=1)
+    diagnostics = run_check([project], options).diagnostics
+    lines = real_patch.splitlines()
+    failing = {f.path.rsplit("/", 1)[-1]: h.line for f in parse_patch(real_patch).files for h in f.hunks}
+    assert [(d.code, d.line) for d in diagnostics] == sorted(
+        ("SGC901", failing[name]) for name in ("layernorm.py", "spec.py", "fused_gdn_gating.py"))
+    assert all(lines[d.line - 1].startswith("@@ ") for d in diagnostics)
+    moved = next(d for d in diagnostics if "fused_gdn_gating" in d.symbol)
+    assert "moved to python/sglang/kernels/ops/attention/linear/fused_gdn_gating.py" in moved.message
+    assert "the hunk applies there" in moved.message
+    assert all(d.severity == "error" for d in diagnostics)
+
+
+# -- pins -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def omni_019(real_cache: Path) -> Path:
+    return download_sdist("sglang-omni", "0.1.9", real_cache)
+
+
+def test_real_wheel_pins_are_read_with_markers_and_extras(releases) -> None:
+    pins = release_pins(releases["0.5.23"].tree)
+    assert str(pins.exact_pin("flashinfer-python")) == "0.7.2"
+    assert str(pins.exact_pin("transformers")) == "5.19.0"
+    assert pins.exact_pin("sgl-eval") is None  # only with the test extra
+    assert str(pins.exact_pin("sgl-eval", frozenset({"test"}))) == "0.1.3"
+
+
+def test_omni_019_pyproject_against_the_pins_of_0522_and_0523(omni_019: Path, tmp_path: Path, real_cache) -> None:
+    # Only the pyproject matters here: check a copy of it alone, so the run reads no code.
+    project = tmp_path / "omni"
+    project.mkdir()
+    shutil.copy(omni_019 / "pyproject.toml", project / "pyproject.toml")
+    options = CheckOptions(old="0.5.22", new="0.5.23", select=["SGC70"], cache_dir=real_cache, workers=1)
+    result = run_check([project], options)
+    found = {(d.code, d.symbol): d.message for d in result.diagnostics}
+    assert set(found) == {("SGC701", "flashinfer-python"), ("SGC701", "openai"), ("SGC702", "sglang")}
+    assert found[("SGC701", "flashinfer-python")].endswith("flashinfer_python 0.7.1 -> 0.7.2")
+    assert found[("SGC701", "openai")].endswith("openai 2.6.1 -> 2.8.0")
+    assert "sglang==0.5.22" in found[("SGC702", "sglang")]
+    # The release it was made for agrees with every mirrored pin.
+    same = run_check([project], CheckOptions(old="0.5.21", new="0.5.22", select=["SGC701"], cache_dir=real_cache))
+    assert same.diagnostics == []

@@ -1,0 +1,76 @@
+"""Stack facts and checks in detail: requirement agreement, removal conditions, pins at a tag, noqa in any file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from packaging.specifiers import SpecifierSet
+
+from test_catalog import upstream_tree, write_tree
+from sglang_contracts.contracts.stack import agrees
+from sglang_contracts.project.stack import declared_requirements, removal_requirement
+from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.sources.directory import DirectoryTree
+from sglang_contracts.upstream.pins import release_pins
+
+
+@pytest.mark.parametrize("project, upstream, marked, expected", [
+    ("==5.19.0", "==5.19.0", False, True),
+    ("==5.19.0", "==5.20.0", False, False),
+    (">=5.0", "==5.20.0", False, True),  # the project admits SGLang's pin
+    ("<5.20", "==5.20.0", False, False),
+    ("==2.14.1", ">=2.15", False, False),  # an exact project pin SGLang's range excludes
+    (">=0.14.1,<0.15", "<0.15,>=0.14.1", True, True),  # a marked range: the same range, any order
+    (">=0.14.1,<0.15", "<0.16,>=0.15", True, False),
+    (">=25.0", ">=25.1.2", False, None),  # two ranges, unmarked: not the project's mirror
+])
+def test_agreement(project, upstream, marked, expected) -> None:
+    assert agrees(SpecifierSet(project), SpecifierSet(upstream), marked) is expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("transformers>=5.20", "transformers>=5.20"),
+    ("`sglang>=0.5.23` (upstream fixed it).", "sglang>=0.5.23"),
+    ("sglang>=0.5.23.", "sglang>=0.5.23"),
+    ('transformers>=5.20"""', "transformers>=5.20"),
+    ("torch>=2.15 and torchaudio>=2.15 ship together", "torch>=2.15"),
+    ("when upstream fixes it", None),
+])
+def test_removal_conditions_are_requirements(text, expected) -> None:
+    requirement = removal_requirement(text)
+    assert (str(requirement) if requirement else None) == expected
+
+
+def test_declared_requirements_with_positions_and_comments(tmp_path: Path) -> None:
+    write_tree(tmp_path, {
+        "pyproject.toml": '[project]\nname = "x"\ndependencies = [\n  "torch==2.9.1",  # Match the pinned sglang stack\n]\n'
+                          '[project.optional-dependencies]\naudio = ["soundfile==0.13.1"]\n'
+                          '[tool.uv]\noverride-dependencies = ["protobuf>=6"]\n',
+        "requirements/ci.txt": "-r base.txt\nopenai==2.6.1  # sglang pin\n",
+    })
+    found = {(d.path, d.line, d.col, d.name, d.matches_stack) for d in declared_requirements(tmp_path)}
+    assert found == {("pyproject.toml", 4, 4, "torch", True), ("pyproject.toml", 7, 11, "soundfile", False),
+                     ("pyproject.toml", 9, 27, "protobuf", False), ("requirements/ci.txt", 2, 1, "openai", True)}
+
+
+def test_pins_from_a_source_pyproject_keep_extras_as_markers(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"pyproject.toml": '[project]\nname = "sglang"\ndependencies = ["torch==2.9.1"]\n'
+                                            '[project.optional-dependencies]\ntest = ["pytest==8.0.0; python_version >= \'3.8\'"]\n'})
+    pins = release_pins(DirectoryTree(tmp_path))
+    assert str(pins.exact_pin("torch")) == "2.9.1"
+    assert pins.exact_pin("pytest") is None and str(pins.exact_pin("pytest", frozenset({"test"}))) == "8.0.0"
+    assert release_pins(DirectoryTree(tmp_path / "nothing")) is None
+
+
+def test_noqa_works_in_non_python_files_and_patch_paths_do_not_break_it(tmp_path: Path) -> None:
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/utils.py": "def f():\n    return 1\n"}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/utils.py": "def f():\n    return 2\n"}, "0.2.0")
+    project = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "Dockerfile": "FROM lmsysorg/sglang:v0.1.0  # noqa: SGC702\nFROM lmsysorg/sglang:v0.1.0 AS build\n",
+        "fix.patch": "--- a/python/sglang/srt/utils.py\n+++ b/python/sglang/srt/utils.py\n"
+                     "@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 3  # noqa\n",
+    })
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+    assert [f"{d.path}:{d.line}: {d.code}" for d in result.diagnostics] == ["Dockerfile:2: SGC702", "fix.patch:3: SGC901"]

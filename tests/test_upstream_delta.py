@@ -1,0 +1,81 @@
+"""The upstream delta with --sglang-repo: first-parent commits behind the contracts, and must-read modules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import git
+import pytest
+
+from test_sources_git import AUTHOR, PROJECT, UPSTREAM, _commit_release
+from sglang_contracts.runner import CheckOptions, run_check
+
+
+def _commit(repo: git.Repo, message: str, changes: dict[str, str]) -> None:
+    for relpath, text in changes.items():
+        path = Path(repo.working_tree_dir) / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    repo.git.add("--all")
+    repo.index.commit(message, author=AUTHOR, committer=AUTHOR)
+
+
+@pytest.fixture
+def history(tmp_path) -> Path:
+    """v0.9.0, then: a scheduler change, an unrelated file, a side branch merged with a merge
+    commit (server_args), the 0.9.1 tree, and a mem_cache file outside the contracts (tagged v0.9.1)."""
+    path = tmp_path / "sglang"
+    repo = git.Repo.init(path, initial_branch="main")
+    _commit_release(repo, UPSTREAM / "old", "0.9.0")
+    scheduler = path / "python/sglang/srt/managers/scheduler.py"
+    _commit(repo, "Scheduler: document the port args", {str(scheduler): scheduler.read_text() + "# ports\n"})
+    _commit(repo, "Docs only", {"docs/index.md": "hello\n"})
+    repo.git.checkout("-b", "side")
+    server_args = path / "python/sglang/srt/server_args.py"
+    _commit(repo, "side: server args tweak", {str(server_args): server_args.read_text() + "# tweak\n"})
+    repo.git.checkout("main")
+    repo.git.merge("--no-ff", "-m", "Merge branch side", "side", env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
+                                                                     "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"})
+    _commit_release(repo, UPSTREAM / "new", "0.9.1")
+    _commit(repo, "Radix cache rewrite", {"python/sglang/srt/mem_cache/radix_cache.py": "class RadixCache: ...\n"})
+    repo.create_tag("v0.9.1", force=True)  # the release is cut after it
+    return path
+
+
+def test_delta_lists_first_parent_commits_behind_the_contracts(history, tmp_path) -> None:
+    options = CheckOptions(old="v0.9.0", new="v0.9.1", sglang_repo=history, cache_dir=tmp_path / "cache")
+    delta = run_check([PROJECT], options).upstream_delta
+    assert (delta.old_ref, delta.new_ref) == ("v0.9.0", "v0.9.1")
+    # first-parent only (not "side: server args tweak"), and only commits touching the contract files
+    assert [c.summary for c in delta.commits] == ["Release 0.9.1", "Merge branch side", "Scheduler: document the port args"]
+    merge = delta.commits[1]
+    assert merge.files == ("sglang/srt/server_args.py",)
+    assert "sglang/srt/managers/tp_worker_overlap_thread.py" in delta.commits[0].files  # removed by the release
+    must_read = {m.path: m for m in delta.must_read}
+    assert set(must_read) == {"sglang/srt/managers/scheduler.py", "sglang/srt/server_args.py", "sglang/srt/mem_cache/",
+                              "sglang/srt/managers/schedule_batch.py", "sglang/srt/model_executor/model_runner.py"}
+    assert must_read["sglang/srt/mem_cache/"].files == 1 and must_read["sglang/srt/mem_cache/"].added == 1
+    record = json.loads(json.dumps(delta.to_json()))
+    assert record["commits"][0]["summary"] == "Release 0.9.1" and record["must_read"]
+
+
+def test_no_delta_without_a_clone_or_for_directory_releases(history, tmp_path) -> None:
+    plain = run_check([PROJECT], CheckOptions(old=str(UPSTREAM / "old"), new=str(UPSTREAM / "new"), cache_dir=tmp_path))
+    assert plain.upstream_delta is None
+    mixed = CheckOptions(old=str(UPSTREAM / "old"), new="v0.9.1", sglang_repo=history, cache_dir=tmp_path)
+    assert run_check([PROJECT], mixed).upstream_delta is None
+
+
+def test_markdown_report_carries_the_delta(history, tmp_path) -> None:
+    import io
+
+    from sglang_contracts.reporters.markdown import write_markdown
+
+    options = CheckOptions(old="v0.9.0", new="v0.9.1", sglang_repo=history, cache_dir=tmp_path / "cache")
+    out = io.StringIO()
+    write_markdown(run_check([PROJECT], options), out)
+    section = out.getvalue().split("### Upstream delta", 1)[1].split("###", 1)[0]
+    assert "3 first-parent commits in `v0.9.0..v0.9.1`" in section
+    assert "Scheduler: document the port args" in section and "side: server args tweak" not in section
+    assert "- [ ] `sglang/srt/mem_cache/`" in section
