@@ -93,3 +93,28 @@ def test_omni_018_bump_markdown_report_groups_the_real_findings_by_surface(capsy
     assert imports.splitlines()[norm + 1].count("`sglang_omni/") == sum(
         d["symbol"] == "sglang.srt.layers.layer_boundary.residual.batch.norm" for d in diagnostics) == 4
     assert "- [ ] Pin `sglang==0.5.22` in `pyproject.toml`" in report
+
+
+def test_omni_018_bump_reports_its_real_class_and_call_breaks(capsys, monkeypatch, omni_018: Path) -> None:
+    _, diagnostics = run_json(capsys, omni_018, monkeypatch, "--new", "0.5.22")
+    thinker = [d for d in diagnostics if d["path"] == "sglang_omni/models/ming_omni/thinker.py" and d["code"] == "SGC201"]
+    layers = {(d["symbol"].split(".")[-3], d["symbol"].split(".")[-1]) for d in thinker}
+    for layer in ("QKVParallelLinear", "RowParallelLinear", "MergedColumnParallelLinear"):
+        assert {(layer, "tp_rank"), (layer, "tp_size")} <= layers, layer
+    assert all(d["severity"] == "error" and "0.5.21" in d["message"] for d in thinker)
+    # The borrowed Scheduler code now reads an attribute OmniScheduler never set (0.1.9 added it).
+    (borrowed,) = [d for d in diagnostics if d["code"] == "SGC312" and d["path"].endswith("omni_scheduler.py")
+                   and d["message"].endswith("reads self.enable_skip_finishing_decode")]
+    assert "OmniScheduler.get_next_batch_to_run -> Scheduler.get_next_batch_to_run ->" in borrowed["message"]
+    # `request_data.req.extend_range`: a project dataclass field typed `Req | None`, read through a local.
+    reads = {(d["path"], d["line"]) for d in diagnostics if d["code"] == "SGC321" and d["symbol"].endswith("Req.extend_range")}
+    assert ("sglang_omni/scheduling/sglang_backend/request_data.py", 152) in reads
+    assert len(reads) >= 10
+
+
+def test_omni_019_has_no_call_errors_for_that_bump(capsys, monkeypatch, omni_019: Path) -> None:
+    _, diagnostics = run_json(capsys, omni_019, monkeypatch, "--old", "0.5.21", "--new", "0.5.22")
+    assert [d for d in diagnostics if d["code"].startswith("SGC2")] == []
+    # 0.1.9 sets the attribute 0.1.8 lacked; SGC312 no longer names it.
+    assert not any(d["message"].endswith("self.enable_skip_finishing_decode") and "OmniScheduler.get_next" in d["message"]
+                   for d in diagnostics if d["code"] == "SGC312")
