@@ -9,16 +9,17 @@ import dataclasses
 import types
 import typing
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import Any, Callable
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
 class Position:
     line: int
     col: int  # 1-based, as flake8 prints it
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
 class ImportFact:
     """`import module [as bound]` (name is None) or `from module import name [as bound]`."""
 
@@ -44,7 +45,7 @@ class ImportFact:
         return self.target
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
 class AttributeFact:
     """A dotted chain `root.a.b` read (or written) in the file, rooted at an import-bound name."""
 
@@ -54,7 +55,7 @@ class AttributeFact:
     store: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
 class Receiver:
     """What an expression refers to, as far as its file tells; resolved later against each release.
 
@@ -68,14 +69,14 @@ class Receiver:
     attrs: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
 class ArgFact:
     kind: str  # pos, kw, star (*args), dstar (**kwargs)
     name: str | None  # the keyword; for a positional argument that is a plain name, that name
     position: Position
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
 class CallFact:
     callee: Receiver  # for a method call, attrs ends with the method's name
     position: Position  # of the callee's last name
@@ -83,7 +84,7 @@ class CallFact:
     scope: str  # "Class.method" or "function" that makes the call ("" at module level)
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
 class ReadFact:
     """`receiver.attr` read (or written) where the receiver's type is known: self, super() or typed."""
 
@@ -94,7 +95,7 @@ class ReadFact:
     scope: str
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
 class MethodFact:
     name: str
     position: Position
@@ -102,7 +103,7 @@ class MethodFact:
     decorators: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
 class ClassFact:
     name: str
     position: Position
@@ -151,22 +152,31 @@ class FileFacts:
         )
 
 
-def _decode_value(hint: Any, raw: Any) -> Any:
-    """Rebuild a value of the type `hint` from its JSON form (asdict's output)."""
+def _identity(raw: Any) -> Any:
+    return raw
+
+
+@lru_cache(maxsize=None)
+def _decoder(hint: Any) -> Callable[[Any], Any]:
+    """A function rebuilding a value of type `hint` from its JSON form (asdict's output),
+    planned once per type: the facts of a large project hold hundreds of thousands of values."""
     if dataclasses.is_dataclass(hint):
-        return _decode(hint, raw)
+        hints = typing.get_type_hints(hint)
+        plan = [(f.name, _decoder(hints[f.name])) for f in dataclasses.fields(hint)]
+        return lambda raw: hint(**{name: decode(raw[name]) for name, decode in plan})
     origin = typing.get_origin(hint)
     if origin is tuple:
         arguments = typing.get_args(hint)
         if len(arguments) == 2 and arguments[1] is Ellipsis:
-            return tuple(_decode_value(arguments[0], item) for item in raw)
-        return tuple(_decode_value(argument, item) for argument, item in zip(arguments, raw))
+            item = _decoder(arguments[0])
+            return tuple if item is _identity else (lambda raw: tuple(map(item, raw)))
+        items = [_decoder(argument) for argument in arguments]
+        return lambda raw: tuple(decode(value) for decode, value in zip(items, raw))
     if origin in (typing.Union, types.UnionType):
-        options = [a for a in typing.get_args(hint) if a is not type(None)]
-        return None if raw is None else _decode_value(options[0], raw)
-    return raw
+        option = _decoder(next(a for a in typing.get_args(hint) if a is not type(None)))
+        return lambda raw: None if raw is None else option(raw)
+    return _identity
 
 
 def _decode(kind: type, raw: dict[str, Any]) -> Any:
-    hints = typing.get_type_hints(kind)
-    return kind(**{f.name: _decode_value(hints[f.name], raw[f.name]) for f in dataclasses.fields(kind)})
+    return _decoder(kind)(raw)

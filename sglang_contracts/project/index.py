@@ -125,7 +125,8 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
     while pending:
         _scan(index, {rel: texts[rel] for rel in pending}, cache, workers)
         _link(index)
-        pending = _importers_of_reexports(index, texts) | _definers_of_used_classes(index, texts)
+        scanned = [index.files[rel] for rel in pending if rel in index.files]
+        pending = _importers_of_reexports(index, texts) | _definers_of_used_classes(scanned, index, texts)
     return index
 
 
@@ -209,17 +210,19 @@ def _used_class_names(facts: FileFacts) -> set[str]:
     for kind in kinds:
         while kind[:2] in ("P:", "E:"):
             kind = kind[2:].rpartition("|")[0]
-        if kind[:2] in ("T:", "R:", "L:"):
+        # Classes are CapWords by convention; `x = helper()` names a function, whose file need not be read.
+        if kind[:2] in ("T:", "R:", "L:") and kind[2:].rpartition(".")[2][:1].isupper():
             names.add(kind[2:])
     return names
 
 
-def _definers_of_used_classes(index: ProjectIndex, texts: dict[str, tuple[str, bytes]]) -> set[str]:
-    """Unscanned project files that define a class a scanned file uses as a type or a base:
-    `data: VoxtralRequestData` then `data.req.extend_range` needs that class's typed fields."""
+def _definers_of_used_classes(scanned: list[FileFacts], index: ProjectIndex,
+                              texts: dict[str, tuple[str, bytes]]) -> set[str]:
+    """Unscanned project files that define a class the files just scanned use as a type or a
+    base: `data: VoxtralRequestData` then `data.req.extend_range` needs that class's typed fields."""
     by_module = {module: rel for rel, (module, _) in texts.items()}
     wanted: set[str] = set()
-    for facts in index.files.values():
+    for facts in scanned:
         bindings = {fact.bound: fact.binds for fact in facts.imports if fact.name != "*"}
         for name in _used_class_names(facts):
             head, _, rest = name.partition(".")

@@ -164,7 +164,7 @@ class _ClassSummary:
         for method in methods:
             self.provided.add(method.name.value)
             self.method_types[id(method)] = function_types(method, self.name, self.attributes)
-        self.provided.update(self.attributes.types)
+        self.provided.update(self.attributes.names)
         self.methods = methods
         self.getattr_sources: list[str] = []
         self.getattr_names: list[str] = []
@@ -402,6 +402,12 @@ def _syntax_error(text: str, error: Exception) -> tuple[int, int, str]:
     return 1, 1, f"{type(error).__name__}: {error}".splitlines()[0]
 
 
+def _inert(receiver: Receiver, closed: set[str], walked: int = 0) -> bool:
+    """A direct `self.<name>` on a closed class (`walked` attributes of the receiver being the
+    name itself, for a call): nothing upstream can stand behind it."""
+    return len(receiver.attrs) <= walked and len(receiver.types) == 1 and receiver.types[0] in closed
+
+
 def scan_source(path: str, module_name: str, text: str) -> FileFacts:
     """Facts of one file. A file that does not parse yields a parse error, not an exception."""
     facts = FileFacts(path=path, module=module_name, noqa=parse_noqa(text))
@@ -411,11 +417,17 @@ def scan_source(path: str, module_name: str, text: str) -> FileFacts:
         facts.parse_error = _syntax_error(text, error)
         return facts
     collector = _Collector(module_name, path.endswith("__init__.py"))
-    module.visit(collector)
+    try:
+        module.visit(collector)
+    except Exception as error:  # a scanner bug must cost one file, never the run
+        facts.parse_error = (1, 1, f"could not be analysed ({type(error).__name__}: {error}); please report this")
+        return facts
     bound_names = {fact["bound"] for fact, _, _ in collector.imports}
     chains = [chain for chain in collector.chains if chain[0] in bound_names]
     # Calls of plain names matter when the name is imported; calls on typed receivers always.
     calls = [call for call in collector.calls if call[0] is None or call[0] in bound_names]
+    # `self.x` in a class with no base and no __getattr__ can only reach the class itself.
+    closed = {f"S:{c.name}" for c in collector.classes if not c.bases and not c.getattr_sources}
     wanted = [node for _, node, anchor in collector.imports for node in (node, anchor)]
     wanted += [name for _, attrs, _ in chains for name in attrs]
     wanted += [node for summary in collector.classes for node in summary.position_nodes()]
@@ -435,8 +447,12 @@ def scan_source(path: str, module_name: str, text: str) -> FileFacts:
         )
     facts.classes = [summary.fact(where) for summary in collector.classes]
     for _, callee, name_node, args, scope in calls:
+        if _inert(callee, closed, walked=1):
+            continue
         arg_facts = tuple(ArgFact(kind, name, where[id(node)]) for kind, name, node in args)
         facts.calls.append(CallFact(callee, where[id(name_node)], arg_facts, scope))
     for receiver, attr, node, store, scope in collector.reads:
+        if _inert(receiver, closed):
+            continue
         facts.reads.append(ReadFact(receiver, attr, where[id(node)], store, scope))
     return facts

@@ -77,22 +77,26 @@ def value_types(node: cst.BaseExpression, known: dict[str, tuple[str, ...]]) -> 
 
 
 class TypeTable:
-    """name -> type alternatives; an empty tuple once a name is bound to something untyped."""
+    """name -> type alternatives, for every name bound; a name once bound to something untyped
+    is poisoned and has no type at all."""
 
     def __init__(self) -> None:
+        self.names: set[str] = set()
         self.types: dict[str, tuple[str, ...]] = {}
+        self.poisoned: set[str] = set()
 
     def bind(self, name: str, types: tuple[str, ...] | None) -> None:
+        self.names.add(name)
         if types is None:
             return  # `x = None` narrows nothing and widens nothing
-        if not types or self.types.get(name) == POISON:
-            self.types[name] = POISON
-        else:
-            merged = self.types.get(name, ()) + tuple(t for t in types if t not in self.types.get(name, ()))
-            self.types[name] = merged
+        if not types:
+            self.poisoned.add(name)
+            return
+        current = self.types.get(name, ())
+        self.types[name] = current + tuple(t for t in types if t not in current)
 
     def typed(self) -> dict[str, tuple[str, ...]]:
-        return {name: types for name, types in self.types.items() if types}
+        return {name: types for name, types in self.types.items() if name not in self.poisoned}
 
 
 def _params(function: cst.FunctionDef) -> list[cst.Param]:
@@ -123,14 +127,16 @@ def decorator_names(function: cst.FunctionDef | cst.ClassDef) -> tuple[str, ...]
     return tuple(names)
 
 
-class _Bindings(cst.CSTVisitor):
-    """Every binding inside one function body, nested functions and classes excluded."""
+class _Bindings:
+    """Every binding in one function body, found by walking its statements only (nested
+    functions and classes bind just their name). Expressions are not entered, which keeps the
+    walk cheap: comprehension variables stay local to their comprehension anyway, and a name
+    bound only by `:=` simply gets no type."""
 
     def __init__(self, table: TypeTable, attributes: TypeTable | None, receiver: str | None) -> None:
         self.table = table
         self.attributes = attributes  # self.<attr> bindings, when the function is a method
         self.receiver = receiver
-        self.depth = 0
 
     def _target(self, target: cst.BaseExpression, types: tuple[str, ...] | None) -> None:
         if isinstance(target, cst.Name):
@@ -144,56 +150,66 @@ class _Bindings(cst.CSTVisitor):
         elif isinstance(target, cst.StarredElement):
             self._target(target.value, POISON)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        if self.depth:
+    def walk(self, block: cst.BaseSuite | cst.BaseStatement | None) -> None:
+        if block is None:
+            return
+        for statement in getattr(block, "body", ()):
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    self._small(small)
+            elif isinstance(statement, cst.BaseSmallStatement):  # `if x: y = 1` on one line
+                self._small(statement)
+            else:
+                self._compound(statement)
+
+    def _compound(self, node: cst.BaseCompoundStatement) -> None:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             self.table.bind(node.name.value, POISON)
-            return False
-        self.depth += 1
-        return True
+            return
+        if isinstance(node, cst.For):
+            if isinstance(node.target, cst.Name):
+                self._target(node.target, derived_types("E", node.iter, self.table.typed()))
+            else:
+                self._target(node.target, POISON)
+        elif isinstance(node, cst.With):
+            for item in node.items:
+                if item.asname is not None:
+                    self._target(item.asname.name, POISON)
+        elif isinstance(node, (cst.Try, cst.TryStar)):
+            for handler in node.handlers:
+                if handler.name is not None:
+                    self._target(handler.name.name, POISON)
+                self.walk(handler.body)
+            self.walk(node.finalbody.body if node.finalbody else None)
+        elif isinstance(node, cst.Match):
+            for case in node.cases:
+                self.walk(case.body)
+        self.walk(node.body)
+        orelse = getattr(node, "orelse", None)
+        if isinstance(orelse, cst.If):
+            self._compound(orelse)
+        elif orelse is not None:
+            self.walk(orelse.body)
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.table.bind(node.name.value, POISON)
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        types = value_types(node.value, self.table.typed())
-        for target in node.targets:
-            self._target(target.target, types if len(node.targets) == 1 else POISON)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._target(node.target, annotation_types(node.annotation.annotation) or POISON)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._target(node.target, POISON)
-
-    def _loop(self, target: cst.BaseAssignTargetExpression, iterable: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
-            self._target(target, derived_types("E", iterable, self.table.typed()))
-        else:
-            self._target(target, POISON)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._loop(node.target, node.iter)
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._loop(node.target, node.iter)
-
-    def visit_AsName(self, node: cst.AsName) -> None:  # with ... as x, except ... as x, import ... as x
-        self._target(node.name, POISON)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._target(node.target, POISON)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        for item in node.names:
-            self.table.bind(item.name.value, POISON)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        for item in node.names:
-            self.table.bind(item.name.value, POISON)
+    def _small(self, node: cst.BaseSmallStatement) -> None:
+        if isinstance(node, cst.Assign):
+            types = value_types(node.value, self.table.typed())
+            for target in node.targets:
+                self._target(target.target, types if len(node.targets) == 1 else POISON)
+        elif isinstance(node, cst.AnnAssign):
+            self._target(node.target, annotation_types(node.annotation.annotation) or POISON)
+        elif isinstance(node, cst.AugAssign):
+            self._target(node.target, POISON)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                bound = alias.asname.name if alias.asname else alias.name
+                if isinstance(bound, cst.Name):
+                    self.table.bind(bound.value, POISON)
+                elif isinstance(bound, cst.Attribute):  # `import a.b` binds `a`
+                    self.table.bind((get_full_name_for_node(bound) or "").split(".")[0], POISON)
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            for item in node.names:
+                self.table.bind(item.name.value, POISON)
 
 
 def receiver_name(function: cst.FunctionDef, in_class: bool) -> str | None:
@@ -213,12 +229,12 @@ def function_types(function: cst.FunctionDef, class_name: str | None,
     for param in _params(function):
         name = param.name.value
         if name == receiver:
-            table.types[name] = (f"S:{class_name}",)
+            table.bind(name, (f"S:{class_name}",))
         elif param.star or param is function.params.star_arg or param is function.params.star_kwarg:
             table.bind(name, POISON)
         else:
             table.bind(name, annotation_types(param.annotation.annotation if param.annotation else None) or POISON)
-    function.visit(_Bindings(table, attributes, receiver))
+    _Bindings(table, attributes, receiver).walk(function.body)
     typed = table.typed()
     if receiver is not None and typed.get(receiver) != (f"S:{class_name}",):
         typed.pop(receiver, None)  # `self` rebound: trust nothing about it

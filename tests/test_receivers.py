@@ -1,0 +1,71 @@
+"""Where receiver types come from (project/scopes.py) and the facts' cache round trip."""
+
+from __future__ import annotations
+
+import json
+
+from sglang_contracts.project.facts import FileFacts
+from sglang_contracts.project.scanner import scan_source
+
+SOURCE = '''
+from typing import Optional, TYPE_CHECKING
+
+from sglang.srt.managers.schedule_batch import Req, ScheduleBatch
+
+if TYPE_CHECKING:
+    from sglang.srt.model_executor.model_runner import ModelRunner
+
+
+class Stage:
+    runner: "ModelRunner"
+
+    def __init__(self, worker: Optional["ModelRunner"], batch: ScheduleBatch | None) -> None:
+        self.worker = worker
+        self.batch = batch
+        self.count = 0
+
+    def step(self, req: Req | None, other):
+        built = ScheduleBatch([req])
+        alias = self.batch
+        for item in self.batch.reqs:
+            item.rid
+        reused = Req("a")
+        reused = other
+        return req.rid, built.reqs, alias.reqs, self.worker.tp_group, reused.rid, other.rid
+
+
+def free(req: "Req"):
+    return req.rid
+'''
+
+
+def receivers(facts: FileFacts) -> dict[str, set[tuple]]:
+    found: dict[str, set[tuple]] = {}
+    for read in facts.reads:
+        found.setdefault(read.attr, set()).add((read.receiver.types, read.receiver.attrs))
+    return found
+
+
+def test_types_come_from_annotations_constructors_chains_and_loops() -> None:
+    facts = scan_source("app/stage.py", "app.stage", SOURCE)
+    found = receivers(facts)
+    assert (("T:Req",), ()) in found["rid"]  # `Req | None` and the string annotation "Req"
+    assert (("R:ScheduleBatch",), ()) in found["reqs"]  # built = ScheduleBatch(...)
+    assert (("P:S:Stage|batch",), ()) in found["reqs"]  # alias = self.batch
+    assert (("E:S:Stage|batch.reqs",), ()) in found["rid"]  # for item in self.batch.reqs
+    assert (("S:Stage",), ("worker",)) in found["tp_group"]
+    # `reused` is rebound to an untyped value and `other` is never typed: neither is judged.
+    assert found["rid"] == {(("T:Req",), ()), (("E:S:Stage|batch.reqs",), ())}
+    (stage,) = facts.classes
+    attr_types = dict(stage.attr_types)
+    assert attr_types["runner"] == ("T:ModelRunner",)
+    assert attr_types["worker"] == ("T:ModelRunner",)  # through the annotated parameter
+    assert attr_types["batch"] == ("T:ScheduleBatch",)
+    assert "count" in stage.provided and "count" not in attr_types
+
+
+def test_facts_survive_the_cache_round_trip_exactly() -> None:
+    facts = scan_source("app/stage.py", "app.stage", SOURCE)
+    again = FileFacts.from_json(json.loads(json.dumps(facts.to_json())))
+    assert again == facts
+    assert isinstance(again.classes[0].provided, tuple) and isinstance(again.reads[0].receiver.types, tuple)
