@@ -275,7 +275,7 @@ def test_markdown_bump_section(check):
     by_heading = sections(text)
     assert list(by_heading) == [
         "Imports: 6 errors, 3 warnings", "Calls: 6 errors", "Subclasses: 3 errors, 2 warnings",
-        "Borrowed methods: 2 errors, 1 warning", "Attribute reads: 2 errors", "Stack: 10 warnings",
+        "Borrowed methods: 2 errors, 1 warning", "Attribute reads: 2 errors", "Stack: 12 warnings",
         "Patch files: 1 error, 1 warning", "Project files: 1 error", "Before merging"]
     imports = by_heading["Imports: 6 errors, 3 warnings"]
     # One bullet per distinct break, with all the places it occurs; errors before warnings.

@@ -118,3 +118,12 @@ def test_omni_019_has_no_call_errors_for_that_bump(capsys, monkeypatch, omni_019
     # 0.1.9 sets the attribute 0.1.8 lacked; SGC312 no longer names it.
     assert not any(d["message"].endswith("self.enable_skip_finishing_decode") and "OmniScheduler.get_next" in d["message"]
                    for d in diagnostics if d["code"] == "SGC312")
+
+
+def test_omni_018_copy_of_the_scheduler_init_is_reported_when_upstream_changes_it(capsys, monkeypatch, omni_018: Path) -> None:
+    _, diagnostics = run_json(capsys, omni_018, monkeypatch, "--new", "0.5.22", "--select", "SGC706,SGC707")
+    # omni_scheduler.py: "Mirrors upstream Scheduler.__init__ (sglang/srt/managers/scheduler.py)". The
+    # higgs_tts docstring names Qwen3ForCausalLM after "Composition over", which is no citation.
+    assert [(d["path"], d["line"], d["code"], d["symbol"]) for d in diagnostics] == [
+        ("sglang_omni/scheduling/omni_scheduler.py", 718, "SGC706", "sglang.srt.managers.scheduler.Scheduler.__init__")]
+    assert "lines differ from 0.5.21" in diagnostics[0]["message"]

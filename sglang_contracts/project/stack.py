@@ -207,7 +207,7 @@ def _docstring_starts(tree: ast.AST) -> set[tuple[int, int]]:
     return starts
 
 
-def _prose_pieces(text: str) -> Iterator[tuple[str, int, int, str]]:
+def prose_pieces(text: str) -> Iterator[tuple[str, int, int, str]]:
     """(where, line, col, raw text) for every comment and docstring of a Python source."""
     try:
         docstrings = _docstring_starts(ast.parse(text))
@@ -221,7 +221,7 @@ def _prose_pieces(text: str) -> Iterator[tuple[str, int, int, str]]:
             yield "docstring", token.start[0], token.start[1], token.string
 
 
-def _offset_position(line: int, col: int, raw: str, offset: int) -> tuple[int, int]:
+def offset_position(line: int, col: int, raw: str, offset: int) -> tuple[int, int]:
     """1-based (line, col) of `offset` within a token that starts at (line, 0-based col)."""
     before = raw[:offset]
     newlines = before.count("\n")
@@ -246,16 +246,16 @@ def prose_notes(root: Path) -> tuple[list[ProseNote], list[ProseNote]]:
             continue  # tokenizing is the cost: only files that say something of interest somewhere
         relpath = path.relative_to(root).as_posix()
         package = is_package_code(relpath)
-        for where, line, col, raw in _prose_pieces(text):
+        for where, line, col, raw in prose_pieces(text):
             removal_spans = []
             for match in REMOVE_WHEN.finditer(raw):
                 removal_spans.append(match.span())
-                at = _offset_position(line, col, raw, match.start("req"))
+                at = offset_position(line, col, raw, match.start("req"))
                 removals.append(ProseNote(relpath, *at, where, match.group("req"), package))
             for match in SGLANG_VERSION_IN_PROSE.finditer(raw):
                 if any(start <= match.start() < end for start, end in removal_spans):
                     continue
-                at = _offset_position(line, col, raw, match.start("v"))
+                at = offset_position(line, col, raw, match.start("v"))
                 versions.append(ProseNote(relpath, *at, where, match.group("v"), package))
     return versions, removals
 

@@ -1,0 +1,105 @@
+"""Mirrored-copy contracts (SGC706, SGC707): upstream code the project copied by hand and cites.
+
+The cited object is found in each release (a function, a method, or a class, whose methods'
+bodies are then compared together); bodies are compared normalised, so formatting, comments
+and line numbers never count as a change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.subclasses import body_change
+from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.project.mirrors import Citation, mirror_citations
+from sglang_contracts.upstream.model import Member, UpstreamModel, is_upstream
+
+
+@dataclass
+class Cited:
+    qualname: str  # the upstream object's dotted path in this release
+    member: Member  # its body (for a class: its methods' bodies, in order)
+
+
+def _class_as_member(model: UpstreamModel, origin: str) -> Member:
+    record = model.class_record(origin)
+    body = [line for name in sorted(record["methods"]) for line in record["methods"][name].get("body", [])]
+    return Member(origin, origin.rsplit(".", 1)[-1], "class", {"body": body})
+
+
+def locate(model: UpstreamModel, dotted: str) -> Cited | None:
+    """The function, method or class at `dotted` in this release."""
+    if not is_upstream(dotted):
+        return None
+    symbol = model.resolve_path(dotted)
+    if symbol.found and symbol.kind == "function" and model.function_record(symbol.origin):
+        record = model.function_record(symbol.origin)
+        return Cited(symbol.origin, Member(symbol.origin.rpartition(".")[0], dotted.rsplit(".", 1)[-1], "function", record))
+    if symbol.found and symbol.kind == "class" and model.class_record(symbol.origin):
+        return Cited(symbol.origin, _class_as_member(model, symbol.origin))
+    owner, _, name = dotted.rpartition(".")
+    origin = model.resolve_class(owner) if owner else None
+    member = model.member(origin, name) if origin else None
+    if member is not None and member.kind in ("method", "property"):
+        return Cited(f"{member.owner}.{name}", member)
+    return None
+
+
+def _target_in(citation: Citation, found: dict[str, list[str]]) -> str | None:
+    """The dotted path a citation names: as written, or the one module that defines a bare name."""
+    if citation.kind == "path":
+        return citation.target
+    head = citation.target.split(".")[0]
+    modules = found.get(head, [])
+    return f"{modules[0]}.{citation.target}" if len(modules) == 1 else None  # ambiguous: not judged
+
+
+@dataclass
+class MirrorOutcome:
+    citation: Citation
+    old: Cited
+    new: Cited | None
+
+
+def _outcomes(ctx: CheckContext) -> list[MirrorOutcome]:
+    citations = mirror_citations(ctx.project.root)
+    names = {c.target.split(".")[0] for c in citations if c.kind == "name"}
+    found = ctx.old.find_definitions(names) if names else {}
+    outcomes = []
+    for citation in citations:
+        target = _target_in(citation, found)
+        old = locate(ctx.old, target) if target else None
+        if old is not None:
+            outcomes.append(MirrorOutcome(citation, old, locate(ctx.new, old.qualname)))
+    return outcomes
+
+
+def mirror_outcomes(ctx: CheckContext) -> list[MirrorOutcome]:
+    return ctx.shared("mirrors", _outcomes)
+
+
+@contract("SGC706")
+def mirrored_code_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for outcome in mirror_outcomes(ctx):
+        change = body_change(outcome.old.member, outcome.new.member) if outcome.new else None
+        if change:
+            c = outcome.citation
+            yield finding_at("SGC706", c.path, c.line, c.col, outcome.new.qualname, upstream=outcome.new.qualname,
+                             changed=change[0], total=change[1], old=ctx.old_version, new=ctx.new_version)
+
+
+@contract("SGC707")
+def mirrored_code_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
+    moved_names = {o.old.qualname.rsplit(".", 1)[-1] for o in mirror_outcomes(ctx) if o.new is None}
+    elsewhere = ctx.new.find_definitions(moved_names) if moved_names else {}
+    for outcome in mirror_outcomes(ctx):
+        if outcome.new is not None:
+            continue
+        name = outcome.old.qualname.rsplit(".", 1)[-1]
+        homes = elsewhere.get(name, [])
+        hint = f"; sglang {ctx.new_version} defines {name} in {homes[0]}" if len(homes) == 1 else ""
+        c = outcome.citation
+        yield finding_at("SGC707", c.path, c.line, c.col, outcome.old.qualname, upstream=outcome.old.qualname,
+                         old=ctx.old_version, new=ctx.new_version, hint=hint)

@@ -1,0 +1,94 @@
+"""Hand-copied upstream code, as the project cites it in comments and docstrings.
+
+Projects say where a helper comes from: `Mirrors upstream Scheduler.__init__
+(sglang/srt/managers/scheduler.py)`, `like sglang's multinomial_with_seed`, or explicitly
+`# sglang-contracts: mirrors sglang.srt.layers.sampler.multinomial_with_seed`. Free text counts
+only right after a word that says "copied" (mirrors, copied from, ported from, adapted from,
+like, based on) in the same sentence, so a passing mention of an upstream name ("composition
+over sglang.srt.models.qwen3.Qwen3ForCausalLM") is not a citation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from sglang_contracts.project.index import walk_project
+from sglang_contracts.project.stack import offset_position, prose_pieces
+
+MARKER = re.compile(r"sglang-contracts:\s*mirrors\s+(?P<target>sglang(?:\.\w+)+)")
+CUE_WINDOW = 40  # characters before a citation where the copy word must stand
+COPY_CUE = re.compile(r"(?i)\b(?:mirror(?:s|ed|ing)?|copied|copy of|ported|adapted|taken from|based on|like)\b")
+# The forms a citation takes, each giving a dotted target or an object and the file it is in.
+CITATIONS = [
+    re.compile(r"(?P<target>\bsglang(?:\.\w+){2,})"),  # sglang.srt.layers.sampler.multinomial_with_seed
+    re.compile(r"`?(?P<object>[A-Za-z_]\w*(?:\.\w+)*)`?\s*\(\s*`?(?:python/)?(?P<path>sglang/[\w/]+\.py)`?\s*\)"),
+    re.compile(r"(?i)\bsglang's\s+`?(?P<name>[A-Za-z_]\w*(?:\.\w+)?)`?"),  # sglang's multinomial_with_seed
+]
+
+
+@dataclass(frozen=True)
+class Citation:
+    path: str  # the project file, relative to its root
+    line: int
+    col: int
+    target: str  # a dotted upstream path, or a bare name (kind "name") to look up
+    kind: str  # "path" (a dotted path) or "name" (defined somewhere upstream, found by search)
+    text: str  # as written
+
+
+def _module_of(relpath: str) -> str:
+    return relpath[: -len(".py")].replace("/", ".").removesuffix(".__init__")
+
+
+def _citations_in(raw: str) -> list[tuple[int, str, str, str]]:
+    """(offset, target, kind, text) of each citation in one comment or docstring."""
+    marker = MARKER.search(raw)
+    if marker:
+        return [(marker.start("target"), marker.group("target"), "path", marker.group("target"))]
+    if not COPY_CUE.search(raw):
+        return []
+
+    def cued(start: int) -> bool:
+        """A copy word just before the citation, in the same sentence and line."""
+        before = raw[max(0, start - CUE_WINDOW):start]
+        before = re.split(r"\n|[.;:!?]\s", before)[-1]
+        return bool(COPY_CUE.search(before))
+
+    found = []
+    taken: list[tuple[int, int]] = []
+    for pattern in CITATIONS:
+        for match in pattern.finditer(raw):
+            if any(start <= match.start() < end for start, end in taken) or not cued(match.start()):
+                continue
+            taken.append(match.span())
+            groups = match.groupdict()
+            if groups.get("target"):
+                found.append((match.start("target"), groups["target"], "path", match.group(0)))
+            elif groups.get("path"):
+                target = f"{_module_of(groups['path'])}.{groups['object']}"
+                found.append((match.start(), target, "path", match.group(0)))
+            else:
+                found.append((match.start("name"), groups["name"], "name", match.group(0)))
+    return found
+
+
+def mirror_citations(root: Path) -> list[Citation]:
+    root = root.resolve()
+    citations = []
+    for path in walk_project([root], lambda name: name.endswith(".py")):
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if "sglang" not in text or not (MARKER.search(text) or COPY_CUE.search(text)):
+            continue  # tokenizing is the cost: only files that may cite something
+        relpath = path.relative_to(root).as_posix()
+        for _, line, col, raw in prose_pieces(text):
+            if "sglang" not in raw:
+                continue
+            for offset, target, kind, written in _citations_in(raw):
+                at = offset_position(line, col, raw, offset)
+                citations.append(Citation(relpath, *at, target, kind, written))
+    return citations

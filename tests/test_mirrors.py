@@ -1,0 +1,46 @@
+"""Citations of hand-copied upstream code (project/mirrors.py), and the real sglang-omni one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sglang_contracts.project.mirrors import mirror_citations
+
+
+def cited(tmp_path: Path, source: str) -> list[tuple[str, str]]:
+    (tmp_path / "mod.py").write_text(source)
+    return [(c.target, c.kind) for c in mirror_citations(tmp_path)]
+
+
+def test_the_three_written_forms_and_the_marker(tmp_path: Path) -> None:
+    source = '''
+# sglang-contracts: mirrors sglang.srt.layers.sampler.multinomial_with_seed
+def a(): ...
+
+def b():
+    """Mirrors upstream Scheduler.__init__ (sglang/srt/managers/scheduler.py)."""
+
+def c():
+    # Clamp both ends like sglang's multinomial_with_seed: a uniform of exactly 0 ...
+    # Ported from sglang.srt.layers.rotary_embedding.apply_rope, minus the cache.
+    return 0
+'''
+    assert cited(tmp_path, source) == [
+        ("sglang.srt.layers.sampler.multinomial_with_seed", "path"),
+        ("sglang.srt.managers.scheduler.Scheduler.__init__", "path"),
+        ("multinomial_with_seed", "name"),
+        ("sglang.srt.layers.rotary_embedding.apply_rope", "path"),
+    ]
+
+
+def test_mentions_without_a_copy_word_right_before_them_are_not_citations(tmp_path: Path) -> None:
+    source = '''
+class Model:
+    """Higgs Qwen3 model adapted for sglang.
+
+    Composition over :class:`sglang.srt.models.qwen3.Qwen3ForCausalLM`, unlike a subclass.
+    """
+    # Unlike sglang's sampler, this never renormalises.
+    x = "copied from sglang.srt.layers.sampler.top_k"  # a string, not a comment or docstring
+'''
+    assert cited(tmp_path, source) == []
