@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sglang_contracts.contracts.gitapply import APPLIES, HunkVerdict
+from sglang_contracts.contracts.gitapply import HunkVerdict
 from sglang_contracts.project.patchfile import FilePatch, Hunk
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.imports import upstream_reads
 from sglang_contracts.contracts.resolve import Instance, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
@@ -83,24 +84,17 @@ def _typed_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
 
 def _class_attribute_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
     """`Upstream.attr` read through an imported class (or a module path to it)."""
-    for facts in ctx.project.files.values():
-        bindings = {fact.bound: fact.binds for fact in facts.imports if fact.name != "*"}
-        for chain in facts.attributes:
-            if chain.store or chain.root not in bindings:
-                continue
-            current = ctx.project.upstream_path(bindings[chain.root])
-            if current is None:
-                continue
-            for attr, position in zip(chain.attrs, chain.positions):
-                origin = ctx.old.resolve_class(current)
-                if origin is not None:
-                    was = ctx.old.member(origin, attr)
-                    now_origin = ctx.new.resolve_class(current)
-                    if was is not None and now_origin is not None and ctx.new.member(now_origin, attr) is None \
-                            and ctx.new.member(now_origin, "__getattr__") is None:
-                        yield LostAttribute(facts, position, was.owner, attr, was, [now_origin])
-                    break
-                current = f"{current}.{attr}"
+    for facts, chain, current in upstream_reads(ctx):
+        for attr, position in zip(chain.attrs, chain.positions):
+            origin = ctx.old.resolve_class(current)
+            if origin is not None:
+                was = ctx.old.member(origin, attr)
+                now_origin = ctx.new.resolve_class(current)
+                if was is not None and now_origin is not None and ctx.new.member(now_origin, attr) is None \
+                        and ctx.new.member(now_origin, "__getattr__") is None:
+                    yield LostAttribute(facts, position, was.owner, attr, was, [now_origin])
+                break
+            current = f"{current}.{attr}"
 
 
 def _relocation(model: UpstreamModel, origins: list[str], attr: str) -> str:

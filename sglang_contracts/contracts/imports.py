@@ -8,7 +8,7 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.diagnostics import Diagnostic, finding
-from sglang_contracts.project.facts import FileFacts, ImportFact, Position
+from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
 from sglang_contracts.upstream.model import MISSING, Symbol, UpstreamModel, is_upstream
 
 
@@ -142,24 +142,32 @@ def guarded_import_falls_back(ctx: CheckContext) -> Iterator[Diagnostic]:
                       old=ctx.old_version, new=ctx.new_version, hint=outcome.hint)
 
 
-def _module_attribute_losses(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str, str]]:
-    """(facts, position, module, attribute) for reads of module attributes the new release lost."""
+def upstream_reads(ctx: CheckContext) -> Iterator[tuple[FileFacts, AttributeFact, str]]:
+    """(facts, chain, the upstream path its root stands for) for each dotted read rooted at an
+    imported name that stands for something upstream (through the project's re-exports too)."""
     for facts in ctx.project.files.values():
-        bindings = {fact.bound: fact.binds for fact in facts.imports if fact.name != "*"}
+        bindings = facts.bindings()
         for chain in facts.attributes:
             if chain.store or chain.root not in bindings:
                 continue
-            current = ctx.project.upstream_path(bindings[chain.root])
-            for attr, position in zip(chain.attrs, chain.positions):
-                if current is None or not _is_module(ctx.old, current) or not ctx.new.module_exists(current):
-                    break
-                old = ctx.old.resolve_name(current, attr)
-                if not old.found:
-                    break
-                if ctx.new.resolve_name(current, attr).missing:
-                    yield facts, position, current, attr
-                    break
-                current = f"{current}.{attr}"
+            root = ctx.project.upstream_path(bindings[chain.root])
+            if root is not None:
+                yield facts, chain, root
+
+
+def _module_attribute_losses(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str, str]]:
+    """(facts, position, module, attribute) for reads of module attributes the new release lost."""
+    for facts, chain, current in upstream_reads(ctx):
+        for attr, position in zip(chain.attrs, chain.positions):
+            if current is None or not _is_module(ctx.old, current) or not ctx.new.module_exists(current):
+                break
+            old = ctx.old.resolve_name(current, attr)
+            if not old.found:
+                break
+            if ctx.new.resolve_name(current, attr).missing:
+                yield facts, position, current, attr
+                break
+            current = f"{current}.{attr}"
 
 
 def _is_module(model: UpstreamModel, dotted: str) -> bool:

@@ -47,7 +47,7 @@ class ProjectView:
         self.classes: dict[str, ProjectClass] = {}
         self.bindings: dict[str, dict[str, str]] = {}
         for facts in ctx.project.files.values():
-            table = {fact.bound: fact.binds for fact in facts.imports if fact.name != "*"}
+            table = facts.bindings()
             for fact in facts.classes:
                 key = f"{facts.module}.{fact.name}"
                 self.classes[key] = ProjectClass(key, facts, fact)

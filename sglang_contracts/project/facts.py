@@ -131,6 +131,10 @@ class FileFacts:
     noqa: dict[int, list[str] | None] = field(default_factory=dict)  # line -> codes, None = all
     parse_error: tuple[int, int, str] | None = None
 
+    def bindings(self) -> dict[str, str]:
+        """Local name -> the dotted path its import binds (star imports excluded)."""
+        return {fact.bound: fact.binds for fact in self.imports if fact.name != "*"}
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["noqa"] = {str(line): codes for line, codes in self.noqa.items()}

@@ -223,7 +223,7 @@ def _definers_of_used_classes(scanned: list[FileFacts], index: ProjectIndex,
     by_module = {module: rel for rel, (module, _) in texts.items()}
     wanted: set[str] = set()
     for facts in scanned:
-        bindings = {fact.bound: fact.binds for fact in facts.imports if fact.name != "*"}
+        bindings = facts.bindings()
         for name in _used_class_names(facts):
             head, _, rest = name.partition(".")
             target = bindings.get(head)

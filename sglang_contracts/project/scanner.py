@@ -26,7 +26,6 @@ from sglang_contracts.project.scopes import (
     decorator_names,
     function_types,
     parameter_list,
-    receiver_name,
 )
 
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
