@@ -183,22 +183,31 @@ def _explain(code: str) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "check":
+        return _check(args)
+    if args.command == "rules":
+        return _rules()
+    if args.command == "patch":
+        return _patch_classify(args)
+    return _explain(args.code)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "check":
-            return _check(args)
-        if args.command == "rules":
-            return _rules()
-        if args.command == "patch":
-            return _patch_classify(args)
-        return _explain(args.code)
+        status = _run(args)
+        sys.stdout.flush()  # inside the try: a reader that left shows here, not at interpreter exit
+        return status
     except ContractsError as error:
         print(f"sglang-contracts: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `sglang-contracts rules | head`: the reader left, which is not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as error:  # never a traceback for the user; SGLANG_CONTRACTS_DEBUG=1 shows it
         if os.environ.get("SGLANG_CONTRACTS_DEBUG"):
             raise
