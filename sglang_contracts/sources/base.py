@@ -48,6 +48,9 @@ class Release:
     version: str | None  # "0.5.22" where known
     tree: ReleaseTree
     ref: str | None = None  # the git ref it was read from (`v0.5.22`), for a release from a clone
+    # Names content that can never change (a published version, a commit), so whole-release
+    # searches may be cached; None for a directory, which may be edited between runs.
+    identity: str | None = None
 
     @property
     def short(self) -> str:

@@ -91,4 +91,4 @@ def git_release(repo_path: Path, ref: str) -> Release:
     check_is_sglang(tree, label)
     tag_version = re.fullmatch(r"v?(\d+(?:\.\d+)+\S*)", name)
     version = tag_version.group(1) if tag_version else version_from_tree(tree)
-    return Release(label=label, version=version, tree=tree, ref=name)
+    return Release(label=label, version=version, tree=tree, ref=name, identity=f"git:{commit.hexsha}")

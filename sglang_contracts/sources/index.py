@@ -119,4 +119,4 @@ def index_release(version: str, cache: Path) -> Release:
     tree = DirectoryTree(unpacked)
     label = f"sglang {version} (package index)"
     check_is_sglang(tree, label)
-    return Release(label=label, version=version, tree=tree)
+    return Release(label=label, version=version, tree=tree, identity=f"pypi:sglang=={version}")

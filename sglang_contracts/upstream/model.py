@@ -390,9 +390,23 @@ class UpstreamModel:
         return name[: -len(".__init__")] if name.endswith(".__init__") else name
 
     def find_definitions(self, names: set[str]) -> dict[str, list[str]]:
-        """Modules of this release that define each name at top level (a textual scan, then verified)."""
+        """Modules of this release that define each name at top level (a textual scan, then
+        verified). The scan reads every file of the release, so its answer is cached for
+        releases whose content cannot change."""
         if not names:
             return {}
+        key = None
+        if self.release.identity:
+            key = hashlib.sha256(f"{EXTRACTOR}\0definitions\0{self.release.identity}\0{sorted(names)}".encode()).hexdigest()
+            cached = self.cache.get(key)
+            if isinstance(cached, dict) and all(isinstance(v, list) for v in cached.values()):
+                return cached
+        verified = self._scan_definitions(names)
+        if key is not None:
+            self.cache.put(key, verified)
+        return verified
+
+    def _scan_definitions(self, names: set[str]) -> dict[str, list[str]]:
         alternatives = "|".join(sorted(re.escape(n) for n in names))
         pattern = re.compile(
             rf"^(?:(?:async\s+)?def|class)\s+({alternatives})\b|^({alternatives})\s*(?::[^=\n]*)?=(?!=)",
