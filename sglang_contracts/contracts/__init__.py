@@ -3,4 +3,6 @@
 Importing this package registers every check (one function per rule code).
 """
 
-from sglang_contracts.contracts import attributes, borrowed, calls, imports, patches, stack, subclasses  # noqa: F401
+from sglang_contracts.contracts import (  # noqa: F401
+    attributes, borrowed, calls, imports, monkeypatches, patches, stack, subclasses,
+)
