@@ -207,5 +207,5 @@ def patch_bypassed(ctx: CheckContext) -> Iterator[Diagnostic]:
             for module in sorted(after - before):
                 yield finding("SGC404", patch.facts, patch.fact.position, patch.dotted,
                               how=f"{module} now binds it with `from ... import {patch.dotted.rsplit('.', 1)[-1]}` "
-                                  f"at import time and keeps the unpatched original",
+                                  f"at import time and keeps the unpatched original (it did not in {ctx.old_version})",
                               **common)
