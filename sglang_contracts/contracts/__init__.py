@@ -4,5 +4,5 @@ Importing this package registers every check (one function per rule code).
 """
 
 from sglang_contracts.contracts import (  # noqa: F401
-    attributes, borrowed, calls, imports, monkeypatches, patches, serverargs, stack, subclasses,
+    attributes, borrowed, calls, doubles, imports, monkeypatches, patches, serverargs, stack, subclasses,
 )

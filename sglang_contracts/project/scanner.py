@@ -265,6 +265,7 @@ class _Collector(cst.CSTVisitor):
         self.calls: list[tuple[str | None, Receiver, cst.CSTNode, list[tuple[str, str | None, cst.CSTNode]], str]] = []
         self.reads: list[tuple[Receiver, str, cst.Name, bool, str, bool]] = []
         self.attr_guard_depth = 0
+        self._receiver: str | None = None  # the instance's name in the module-level class's method
         # (kind, target as written, node of the name, value, scope): monkeypatches and saved originals
         self.patches: list[tuple[str, str, cst.CSTNode, str | None, str]] = []
         self.functions: list[cst.FunctionDef] = []  # module level
@@ -302,6 +303,7 @@ class _Collector(cst.CSTVisitor):
         if in_class:
             types = self._class.method_types[id(node)]
             scope = f"{self._class.name}.{node.name.value}"
+            self._receiver = receiver_name(node, True)
         else:
             types = function_types(node, None)
             outer = self._functions[-1][0] if self._functions else ""
@@ -309,6 +311,8 @@ class _Collector(cst.CSTVisitor):
         self._functions.append((scope, types))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._class is not None and node in self._class.methods:
+            self._receiver = None
         self.scope_depth -= 1
         self._functions.pop()
 
@@ -389,6 +393,13 @@ class _Collector(cst.CSTVisitor):
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         self._mark_store(node.target)
+        self._instance_write(node.target)
+
+    def _instance_write(self, target: cst.BaseExpression) -> None:
+        """`self.x = ...` in a method gives instances `x`, whatever the value (None included)."""
+        if self._receiver and isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                and target.value.value == self._receiver:
+            self._class.provided.add(target.attr.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1:
@@ -467,6 +478,7 @@ class _Collector(cst.CSTVisitor):
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._mark_store(node.target)
+        self._instance_write(node.target)
 
     def visit_Del(self, node: cst.Del) -> None:
         self._mark_store(node.target)
