@@ -4,5 +4,6 @@ Importing this package registers every check (one function per rule code).
 """
 
 from sglang_contracts.contracts import (  # noqa: F401
-    attributes, borrowed, calls, doubles, imports, monkeypatches, patches, serverargs, stack, subclasses,
+    attributes, borrowed, calls, defensive, doubles, imports, monkeypatches, patches, serverargs, stack,
+    subclasses,
 )

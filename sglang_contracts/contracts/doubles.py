@@ -31,16 +31,16 @@ def _patch_targets(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str
         for probe in facts.probes:
             last = probe.function.rsplit(".", 1)[-1]
             patcher = last == "patch" or last == "setattr" and probe.function != "setattr"
-            if patcher and probe.subject is None and probe.strings:  # patch("sglang.x.y.name")
-                text, position = probe.strings[0]
+            if patcher and probe.string_at(0):  # patch("sglang.x.y.name")
+                text, position = probe.string_at(0)
                 dotted = text if is_upstream(text) else ctx.project.upstream_path(text)
                 if dotted and "." in text:
                     yield facts, position, dotted, probe.function
             elif (patcher or last == "object" and ".patch." in f".{probe.function}") and probe.subject is not None \
-                    and probe.subject.types[0].startswith("C:") and probe.strings:  # patch.object(Cls, "name")
+                    and probe.subject.types[0].startswith("C:") and probe.string_at(1):  # patch.object(Cls, "name")
                 owner = upstream_dotted(view, facts, probe.subject.types[0][2:])
                 if owner:
-                    text, position = probe.strings[0]
+                    text, position = probe.string_at(1)
                     yield facts, position, f"{owner}.{text}", probe.function
 
 

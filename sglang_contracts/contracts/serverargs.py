@@ -111,9 +111,9 @@ def _uses(ctx: CheckContext) -> list[FieldUse]:
             if typed_as_server_args(old, facts, read.receiver) and typed_as_server_args(new, facts, read.receiver):
                 uses.append(FieldUse(facts, read.position, read.attr, "write" if read.store else "read", read.scope))
         for probe in facts.probes:
-            if probe.function in ("getattr", "hasattr", "setattr") and probe.subject is not None and probe.strings \
+            if probe.function in ("getattr", "hasattr", "setattr") and probe.subject is not None and probe.string_at(1) \
                     and typed_as_server_args(old, facts, probe.subject) and typed_as_server_args(new, facts, probe.subject):
-                text, position = probe.strings[0]
+                text, position = probe.string_at(1)
                 uses.append(FieldUse(facts, position, text, "write" if probe.function == "setattr" else "read",
                                      probe.scope))
         for call in facts.calls:
@@ -214,9 +214,9 @@ def pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
         return
     for facts in ctx.project.files.values():
         names = [(flag.field, flag.position, flag.kind) for flag in facts.flags]
-        names += [(probe.strings[0][0][len("sglang_"):], probe.strings[0][1], "attr") for probe in facts.probes
-                  if probe.function in ("getattr", "hasattr", "setattr") and probe.strings
-                  and probe.strings[0][0].startswith("sglang_")]
+        names += [(probe.string_at(1)[0][len("sglang_"):], probe.string_at(1)[1], "attr") for probe in facts.probes
+                  if probe.function in ("getattr", "hasattr", "setattr") and probe.string_at(1)
+                  and probe.string_at(1)[0].startswith("sglang_")]
         for field, position, kind in names:
             if field in old_fields and field not in new_fields:
                 spelled = f"--sglang-{field.replace('_', '-')}" if kind == "flag" else f"sglang_{field}"

@@ -133,6 +133,11 @@ class ProbeFact:
     position: Position  # of the callee's last name
     scope: str
     attr_guarded: bool = False
+    string_indices: tuple[int, ...] = ()  # the positional index of each of `strings`
+
+    def string_at(self, index: int) -> tuple[str, Position] | None:
+        """The string literal given as positional argument `index`, if it is one."""
+        return self.strings[self.string_indices.index(index)] if index in self.string_indices else None
 
 
 @dataclass(frozen=True)

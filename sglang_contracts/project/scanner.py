@@ -530,7 +530,7 @@ class _Collector(cst.CSTVisitor):
 
     def _probe(self, node: cst.Call, function: str, name_node: cst.CSTNode) -> None:
         positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
-        strings = [(text, value) for value in positional if (text := _string(value)) is not None]
+        strings = [(text, value, index) for index, value in enumerate(positional) if (text := _string(value)) is not None]
         subject = self._subject(positional[0]) if positional else None
         last = function.rsplit(".", 1)[-1]
         if not strings and subject is None:
@@ -627,7 +627,7 @@ def _probe_matters(probe: tuple, bound_names: set[str]) -> bool:
         kind = subject.types[0]
         if not kind.startswith("C:") or kind[2:].split(".")[0] in bound_names:
             return True
-    return any("." in text or text.startswith(PASS_THROUGH_ATTR) for text, _ in strings)
+    return any("." in text or text.startswith(PASS_THROUGH_ATTR) for text, _, _ in strings)
 
 
 def scan_source(path: str, module_name: str, text: str) -> FileFacts:
@@ -660,7 +660,7 @@ def scan_source(path: str, module_name: str, text: str) -> FileFacts:
     wanted += [node for _, _, name_node, args, _ in calls for node in (name_node, *(a[2] for a in args))]
     wanted += [read[2] for read in collector.reads]
     wanted += [p[2] for p in patches] + [f.name for f in functions]
-    wanted += [node for probe in probes for node in (probe[5], *(n for _, n in probe[2]))]
+    wanted += [node for probe in probes for node in (probe[5], *(n for _, n, _ in probe[2]))]
     wanted += [probe[3] for probe in collector.source_probes]
     wanted += [node for spec in specs for node in (spec[1], *(n for _, n in spec[2]))]
     wanted += [flag[1] for flag in collector.flags]
@@ -687,8 +687,8 @@ def scan_source(path: str, module_name: str, text: str) -> FileFacts:
     facts.patches = [PatchFact(kind, target, where[id(node)], value, scope) for kind, target, node, value, scope in patches]
     facts.functions = [FunctionFact(f.name.value, where[id(f.name)], parameter_list(f)) for f in functions]
     facts.probes = [
-        ProbeFact(function, subject, tuple((text, where[id(node)]) for text, node in strings_), nargs, keywords,
-                  where[id(name_node)], scope, guarded)
+        ProbeFact(function, subject, tuple((text, where[id(node)]) for text, node, _ in strings_), nargs, keywords,
+                  where[id(name_node)], scope, guarded, tuple(index for _, _, index in strings_))
         for function, subject, strings_, nargs, keywords, name_node, scope, guarded in probes
     ]
     facts.source_probes = [SourceProbeFact(target, needle, regex, where[id(node)], scope)
