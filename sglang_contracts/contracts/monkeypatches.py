@@ -98,7 +98,12 @@ def _signature(target: Target) -> Signature:
 
 def _text(signature: Signature) -> str:
     marks = {"va": "*", "vk": "**"}
-    return "(" + ", ".join(f"{marks.get(kind, '')}{name}{'=' if default else ''}" for name, kind, default in signature.params) + ")"
+    parts = []
+    for name, kind, default in signature.params:
+        if kind == "ko" and not any(k == "va" for _, k, _ in signature.params) and "*" not in parts:
+            parts.append("*")
+        parts.append(f"{marks.get(kind, '')}{name}{'=' if default else ''}")
+    return f"({', '.join(parts)})"
 
 
 def _replacement_problems(patch: Patch) -> list[str]:

@@ -103,12 +103,14 @@ def _uses(ctx: CheckContext) -> list[FieldUse]:
     view = project_view(ctx)
     old, new = resolvers(ctx)
     seams = _seams(ctx)
-    # ServerArgs(...) keywords are the call contracts' business while both releases make it a class.
+    # While both releases make ServerArgs a class, the call and attribute contracts judge its
+    # constructor keywords (SGC204) and typed reads (SGC321).
     constructor_judged = ctx.old.resolve_class(SERVER_ARGS) is not None and ctx.new.resolve_class(SERVER_ARGS) is not None
     uses = []
     for facts in ctx.project.files.values():
         for read in facts.reads:
-            if typed_as_server_args(old, facts, read.receiver) and typed_as_server_args(new, facts, read.receiver):
+            if (read.store or not constructor_judged) and typed_as_server_args(old, facts, read.receiver) \
+                    and typed_as_server_args(new, facts, read.receiver):
                 uses.append(FieldUse(facts, read.position, read.attr, "write" if read.store else "read", read.scope))
         for probe in facts.probes:
             if probe.function in ("getattr", "hasattr", "setattr") and probe.subject is not None and probe.string_at(1) \
