@@ -23,7 +23,7 @@ def _typed_member(resolver: Resolver, facts: FileFacts, receiver: Receiver, name
     """What `name` is on a typed receiver in one release: a static upstream definition, or None."""
     if fields is not None and typed_as_server_args(resolver, facts, receiver):
         field = fields.fields.get(name)
-        return Target("found", "field", f"{field.owner}.{name}", None,
+        return Target("found", "field", f"{SERVER_ARGS}.{name}", None,
                       Member(field.owner, name, "field", {"line": field.line})) if field else None
     instances = resolver.receiver(facts, receiver)
     if not instances:

@@ -91,7 +91,7 @@ def where_defined(model: UpstreamModel, target: Target) -> str:
     """`sglang/srt/x.py:12` for a found target, as far as the release says."""
     if not target.found or not target.origin:
         return ""
-    relpath = model.relpath_of(target.origin)
+    relpath = model.relpath_of(target.member.owner if target.member else target.origin)
     line = (target.member.record.get("line") if target.member else None) or (target.record or {}).get("line")
     if line is None and target.kind in ("class", "function", "attribute"):
         module, _, name = target.origin.rpartition(".")
