@@ -75,6 +75,10 @@ def test_omni_vendor_patches_are_found_and_checked(real_cache: Path, version: st
         (message,) = [d.message for d in result.diagnostics
                       if d.code == "SGC403" and d.path == "sglang_omni/vendor/sglang/layers.py"]
         assert message.startswith("RMSNorm.forward_cuda, which the project patches, changed its body in sglang 0.5.22")
+    else:  # 0.5.23 added sglang/srt/models/beam.py, which binds apply_qk_norm by a module-level from-import
+        (message,) = [d.message for d in result.diagnostics
+                      if d.code == "SGC404" and d.path == "sglang_omni/vendor/sglang/models.py"]
+        assert "sglang.srt.models.beam now binds it with `from ... import apply_qk_norm`" in message
 
 
 REAL_TESTS = {
