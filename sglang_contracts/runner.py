@@ -114,7 +114,8 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     prefetch(project, [old, new], workers=options.workers)
     wanted = [path.resolve() for path in paths]
 
-    context = CheckContext(project=project, old=old, new=new, report_unresolved=options.report_unresolved)
+    context = CheckContext(project=project, old=old, new=new, report_unresolved=options.report_unresolved,
+                           settings=options.settings)
     catalog = load_catalog()
     active = partial(code_active, select=options.select, ignore=options.ignore,
                      per_file_ignores=options.per_file_ignores)

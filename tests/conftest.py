@@ -25,6 +25,15 @@ def checkout_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, **extra}
 
 
+def add_settings(pyproject: Path, table: str) -> None:
+    """Add keys to a pyproject's [tool.sglang-contracts] table, keeping the keys it has that
+    `table` does not set (the fixture project declares its ServerArgs seam there)."""
+    text, _, own = pyproject.read_text().partition("[tool.sglang-contracts]\n")
+    given = {line.split("=")[0].strip() for line in table.split("\n[")[0].splitlines() if "=" in line}
+    own = "".join(line for line in own.splitlines(keepends=True) if line.split("=")[0].strip() not in given)
+    pyproject.write_text(text + "\n[tool.sglang-contracts]\n" + own + table)
+
+
 @pytest.fixture(scope="session")
 def real_cache() -> Path:
     """The user's sglang-contracts cache: real downloads land here once and are reused offline."""

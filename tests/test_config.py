@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT
+from conftest import NEW, OLD, PROJECT, add_settings
 from sglang_contracts.cli import build_parser, _options
 from sglang_contracts.config import with_source
 from test_fixture_project import EXPECTED, EXPECTED_SEVERITY, UNRESOLVED
@@ -25,8 +25,7 @@ def project(tmp_path) -> Path:
 
 
 def configure(project: Path, table: str) -> None:
-    pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + "\n[tool.sglang-contracts]\n" + table)
+    add_settings(project / "pyproject.toml", table)
 
 
 def test_old_and_new_from_the_configuration(check, project):
@@ -97,7 +96,10 @@ def test_config_file_option_and_paths(check, project, tmp_path):
     result = check("--config", str(settings), old=None, new=None, cwd=project)
     assert result.prefixes == [p for p in EXPECTED if p.startswith("demo_omni/layers.py")]
 
-    missing_table = check("--config", str(project / "pyproject.toml"), cwd=project)
+    bare = tmp_path / "bare" / "pyproject.toml"
+    bare.parent.mkdir()
+    bare.write_text("[project]\nname = 'bare'\n")
+    missing_table = check("--config", str(bare), cwd=project)
     assert missing_table.status == 2
     assert missing_table.err.strip().endswith("pyproject.toml: no [tool.sglang-contracts] table")
     assert check("--config", str(tmp_path / "nope.toml"), cwd=project).status == 2

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CHECKOUT, NEW, OLD, PROJECT, checkout_env
+from conftest import CHECKOUT, NEW, OLD, PROJECT, add_settings, checkout_env
 from test_fixture_project import EXPECTED
 
 GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -22,8 +22,7 @@ GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
 def repo(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("hook") / "demo"
     shutil.copytree(PROJECT, root)
-    pyproject = root / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + f'\n[tool.sglang-contracts]\nold = "{OLD}"\nnew = "{NEW}"\n')
+    add_settings(root / "pyproject.toml", f'old = "{OLD}"\nnew = "{NEW}"\n')
     for command in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "demo"]):
         subprocess.run(["git", *command], cwd=root, check=True, env=checkout_env(**GIT_IDENTITY))
     return root

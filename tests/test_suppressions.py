@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROJECT
+from conftest import PROJECT, add_settings
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.suppressions import NoqaIndex, ProjectText
 from test_fixture_project import EXPECTED, sort_key
@@ -98,8 +98,7 @@ def test_baseline_accepts_each_finding_once(check, project):
 
 def test_baseline_from_the_configuration(check, project):
     check("--write-baseline", str(project / "accepted.json"), cwd=project)
-    pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + '\n[tool.sglang-contracts]\nbaseline = "accepted.json"\n')
+    add_settings(project / "pyproject.toml", 'baseline = "accepted.json"\n')
     result = check(cwd=project / "demo_omni")
     assert (result.status, result.out) == (0, "")
 

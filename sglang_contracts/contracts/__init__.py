@@ -4,5 +4,6 @@ Importing this package registers every check (one function per rule code).
 """
 
 from sglang_contracts.contracts import (  # noqa: F401
-    attributes, borrowed, calls, imports, mirrors, patches, stack, subclasses,
+    attributes, borrowed, calls, defensive, doubles, imports, mirrors, monkeypatches, patches, serverargs, stack,
+    subclasses,
 )

@@ -20,6 +20,8 @@ class CheckContext:
     old: UpstreamModel
     new: UpstreamModel
     report_unresolved: bool = False  # also report what was already broken on the old release
+    # Configuration read by individual rules (server-args-seam, fakes, patch-files), as given.
+    settings: dict[str, Any] = field(default_factory=dict)
     memo: dict[str, Any] = field(default_factory=dict)  # analyses shared by several checks
 
     def shared(self, key: str, compute: Callable[["CheckContext"], Any]) -> Any:

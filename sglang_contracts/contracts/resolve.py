@@ -205,9 +205,9 @@ class Resolver:
         items: list[Instance] = []
         for holder in holders:
             if holder.project is not None:
-                kinds = self._project_attribute_kinds(holder.project, attrs[-1])
+                kinds = self.project_attribute_kinds(holder.project, attrs[-1])
                 containers = [f"T:{k[2:]}" for k in kinds or () if k.startswith("L:")]
-                found = self._from_kinds(self._owner_facts(holder.project, attrs[-1]), containers) if containers else None
+                found = self._from_kinds(self.owner_facts(holder.project, attrs[-1]), containers) if containers else None
             else:
                 member = self.model.member(holder.origin, attrs[-1])
                 found = self._from_upstream_types(member.record.get("items", [])) if member else None
@@ -216,14 +216,14 @@ class Resolver:
             items.extend(found)
         return items
 
-    def _project_attribute_kinds(self, cls: ProjectClass, name: str) -> tuple[str, ...] | None:
+    def project_attribute_kinds(self, cls: ProjectClass, name: str) -> tuple[str, ...] | None:
         for member in self.view.ancestry(cls)[0]:
             kinds = dict(member.fact.attr_types).get(name)
             if kinds:
                 return kinds
         return None
 
-    def _owner_facts(self, cls: ProjectClass, name: str) -> FileFacts:
+    def owner_facts(self, cls: ProjectClass, name: str) -> FileFacts:
         """The file whose names a project class's typed attribute is written in."""
         for member in self.view.ancestry(cls)[0]:
             if name in dict(member.fact.attr_types):
@@ -240,9 +240,9 @@ class Resolver:
 
     def attribute_types(self, instance: Instance, name: str) -> list[Instance] | None:
         if instance.project is not None:
-            kinds = self._project_attribute_kinds(instance.project, name)
+            kinds = self.project_attribute_kinds(instance.project, name)
             if kinds:
-                return self._from_kinds(self._owner_facts(instance.project, name), kinds)
+                return self._from_kinds(self.owner_facts(instance.project, name), kinds)
         member, provided = self.attribute(instance, name)
         if provided or member is None or member.kind == "method":
             return None

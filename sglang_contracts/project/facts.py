@@ -53,6 +53,7 @@ class AttributeFact:
     attrs: tuple[str, ...]
     positions: tuple[Position, ...]  # of each attribute in `attrs`
     store: bool = False
+    attr_guarded: bool = False  # inside `try:` whose handler catches AttributeError
 
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
@@ -93,6 +94,90 @@ class ReadFact:
     position: Position
     store: bool
     scope: str
+    attr_guarded: bool = False  # inside `try:` whose handler catches AttributeError
+
+
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
+class PatchFact:
+    """An assignment that replaces an attribute of an import-bound object (`Cls.name = f`,
+    `module.name = f`, `setattr(Cls, "name", f)`: kind "replace"), or saves it first
+    (`_orig = Cls.name`: kind "save")."""
+
+    kind: str
+    target: str  # the dotted name as written, e.g. "RMSNorm.forward_cuda"
+    position: Position  # of the replaced attribute's name (of the string in setattr)
+    value: str | None  # "replace": the replacement's dotted name, if a name; "save": the name it is saved under
+    scope: str
+
+
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
+class FunctionFact:
+    """A module-level function of the project that replaces an upstream one."""
+
+    name: str
+    position: Position
+    params: tuple[tuple[str, str, bool], ...]
+
+
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
+class ProbeFact:
+    """A call that names an attribute or a dotted target by string, or hands an object to
+    introspection: `getattr(x, "name", d)`, `hasattr`, `mock.patch("a.b.c")`,
+    `monkeypatch.setattr(Cls, "name", v)`, `mock.patch.object(Cls, "name")`,
+    `inspect.signature(f)`, `dataclasses.fields(C)`."""
+
+    function: str  # the callee's dotted name as written
+    subject: Receiver | None  # the first argument, when it is a name or a dotted chain
+    strings: tuple[tuple[str, Position], ...]  # string-literal positional arguments, in order
+    nargs: int  # positional arguments
+    keywords: tuple[str, ...]
+    position: Position  # of the callee's last name
+    scope: str
+    attr_guarded: bool = False
+    string_indices: tuple[int, ...] = ()  # the positional index of each of `strings`
+
+    def string_at(self, index: int) -> tuple[str, Position] | None:
+        """The string literal given as positional argument `index`, if it is one."""
+        return self.strings[self.string_indices.index(index)] if index in self.string_indices else None
+
+
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
+class SourceProbeFact:
+    """A string searched for in upstream source text: `inspect.getsource(f).replace(old, new)`,
+    `old in src`, `re.sub(pattern, repl, src)`."""
+
+    target: str  # the dotted name handed to getsource, as written
+    needle: str
+    regex: bool
+    position: Position  # of the string
+    scope: str
+
+
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
+class SpecFact:
+    """A mock declared with `spec=`/`spec_set=` an upstream class, and what it is configured with."""
+
+    spec: str  # the dotted name as written
+    position: Position  # of the spec's name
+    attrs: tuple[tuple[str, Position], ...]  # keyword arguments and `mock.attr = ...` in the same scope
+    scope: str
+
+
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
+class FlagFact:
+    """A ServerArgs pass-through name: `args.sglang_<field>` or the string `"--sglang-<field>"`."""
+
+    field: str  # the field it names, `-` replaced by `_`
+    position: Position
+    kind: str  # "attr" or "flag"
+
+
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
+class StringsFact:
+    """`NAME = [...]`/`(...)`/`{...}` of string literals only (dict keys and values both)."""
+
+    name: str
+    items: tuple[tuple[str, Position], ...]
 
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
@@ -128,6 +213,13 @@ class FileFacts:
     classes: list[ClassFact] = field(default_factory=list)
     calls: list[CallFact] = field(default_factory=list)
     reads: list[ReadFact] = field(default_factory=list)
+    patches: list[PatchFact] = field(default_factory=list)
+    functions: list[FunctionFact] = field(default_factory=list)
+    probes: list[ProbeFact] = field(default_factory=list)
+    source_probes: list[SourceProbeFact] = field(default_factory=list)
+    specs: list[SpecFact] = field(default_factory=list)
+    flags: list[FlagFact] = field(default_factory=list)
+    strings: list[StringsFact] = field(default_factory=list)
     noqa: dict[int, list[str] | None] = field(default_factory=dict)  # line -> codes, None = all
     parse_error: tuple[int, int, str] | None = None
 
@@ -151,9 +243,16 @@ class FileFacts:
             classes=[_decode(ClassFact, raw) for raw in data["classes"]],
             calls=[_decode(CallFact, raw) for raw in data["calls"]],
             reads=[_decode(ReadFact, raw) for raw in data["reads"]],
+            **{name: [_decode(kind, raw) for raw in data.get(name, [])] for name, kind in _EXTRA_LISTS.items()},
             noqa={int(line): codes for line, codes in data["noqa"].items()},
             parse_error=tuple(error) if error else None,
         )
+
+
+_EXTRA_LISTS: dict[str, type] = {
+    "patches": PatchFact, "functions": FunctionFact, "probes": ProbeFact, "source_probes": SourceProbeFact,
+    "specs": SpecFact, "flags": FlagFact, "strings": StringsFact,
+}
 
 
 def _identity(raw: Any) -> Any:

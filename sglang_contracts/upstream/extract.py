@@ -138,6 +138,14 @@ def _dataclass_fields(cls) -> list[list[Any]]:
     return fields
 
 
+STRUCT_BASES = {"msgspec.Struct", "msgspec.structs.Struct"}
+
+
+def _is_struct(cls) -> bool:
+    """A direct `msgspec.Struct` subclass: its annotated class-level names are its fields."""
+    return any(getattr(base, "canonical_path", str(base)) in STRUCT_BASES for base in cls.bases)
+
+
 def _class(cls, bodies: dict[str, BodyFacts]) -> dict[str, Any]:
     methods: dict[str, Any] = {}
     attributes: dict[str, Any] = {}
@@ -165,7 +173,7 @@ def _class(cls, bodies: dict[str, BodyFacts]) -> dict[str, Any]:
         "line": cls.lineno or 0,
         "bases": [base.canonical_path if hasattr(base, "canonical_path") else str(base) for base in cls.bases],
         "dataclass": options,
-        "fields": _dataclass_fields(cls) if options is not None else [],
+        "fields": _dataclass_fields(cls) if options is not None or _is_struct(cls) else [],
         "methods": methods,
         "attributes": attributes,
     }

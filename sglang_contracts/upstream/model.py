@@ -428,6 +428,21 @@ class UpstreamModel:
                     verified.setdefault(name, []).append(module)
         return verified
 
+    def texts_mentioning(self, needle: str) -> Iterable[tuple[str, str]]:
+        """(relpath, source text) of every module of the release whose text contains `needle`."""
+        for relpath in self._source_files:
+            text = self.tree.read_text(relpath) or ""
+            if needle in text:
+                yield relpath, text
+
+    def relpath_of(self, origin: str) -> str | None:
+        """The file that defines `origin` (a module, or a name defined in one)."""
+        for name in (origin, origin.rpartition(".")[0], origin.rsplit(".", 2)[0]):
+            record = self.module(name) if name else None
+            if record is not None and record.relpath:
+                return record.relpath
+        return None
+
     def find_modules_named(self, leaf: str) -> list[str]:
         """Modules of this release whose last name component is `leaf`."""
         hits = []

@@ -1,0 +1,195 @@
+"""Test-double contracts (SGC601-SGC603): upstream names patched by string, fakes of upstream
+classes, and probes of upstream source text.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.resolve import ProjectClass, project_view, resolvers
+from sglang_contracts.contracts.serverargs import field_sets, typed_as_server_args
+from sglang_contracts.contracts.targets import resolve_target, upstream_dotted
+from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.project.facts import FileFacts, Position
+from sglang_contracts.upstream.model import UpstreamModel, is_upstream
+from sglang_contracts.upstream.serverargs import SERVER_ARGS
+
+FAKE_NAME = re.compile(r"^(?:Fake|Mock|Dummy|Stub)_?(?P<a>[A-Z]\w*)$|^(?P<b>[A-Z]\w*?)_?(?:Fake|Mock|Stub|Double)$")
+
+
+# -- SGC601: patch targets ---------------------------------------------------------------
+
+def _patch_targets(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str, str]]:
+    """(facts, position, upstream dotted target, how it is patched) for every patch target."""
+    view = project_view(ctx)
+    for facts in ctx.project.files.values():
+        for probe in facts.probes:
+            last = probe.function.rsplit(".", 1)[-1]
+            patcher = last == "patch" or last == "setattr" and probe.function != "setattr"
+            if patcher and probe.string_at(0):  # patch("sglang.x.y.name")
+                text, position = probe.string_at(0)
+                dotted = text if is_upstream(text) else ctx.project.upstream_path(text)
+                if dotted and "." in text:
+                    yield facts, position, dotted, probe.function
+            elif (patcher or last == "object" and ".patch." in f".{probe.function}") and probe.subject is not None \
+                    and probe.subject.types[0].startswith("C:") and probe.string_at(1):  # patch.object(Cls, "name")
+                owner = upstream_dotted(view, facts, probe.subject.types[0][2:])
+                if owner:
+                    text, position = probe.string_at(1)
+                    yield facts, position, f"{owner}.{text}", probe.function
+
+
+@contract("SGC601")
+def patch_target_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for facts, position, dotted, how in _patch_targets(ctx):
+        if resolve_target(ctx.old, dotted).found and resolve_target(ctx.new, dotted).missing:
+            yield finding("SGC601", facts, position, dotted, target=dotted, how=how,
+                          old=ctx.old_version, new=ctx.new_version)
+
+
+# -- SGC602: fakes ---------------------------------------------------------------------
+
+@dataclass
+class Fake:
+    facts: FileFacts
+    position: Position
+    name: str
+    upstream: str  # dotted
+    provided: dict[str, Position]  # names the fake defines, with where
+    complete: bool  # a class (may lack names); a spec mock answers every name of its spec
+
+
+def _members(ctx: CheckContext, model: UpstreamModel, dotted: str, fields) -> set[str] | None:
+    """Names an upstream class offers its instances in one release; None when not a class."""
+    if fields is not None and model.resolve_path(dotted).origin == SERVER_ARGS:
+        return set(fields.fields)
+    origin = model.resolve_class(dotted)
+    if origin is None:
+        return None
+    names: set[str] = set()
+    for owner in model.mro(origin)[0]:
+        record = model.class_record(owner)
+        names.update(record["methods"], record["attributes"], (f[0] for f in record["fields"]))
+    return names
+
+
+def _fakes(ctx: CheckContext) -> list[Fake]:
+    view = project_view(ctx)
+    configured = {project: upstream for project, upstream in ctx.settings.get("fakes", {}).items()}
+    found = []
+    for key, cls in view.classes.items():
+        upstream = configured.get(key)
+        if upstream is None:
+            match = FAKE_NAME.match(cls.fact.name)
+            named = match and (match.group("a") or match.group("b"))
+            upstream = upstream_dotted(view, cls.facts, named) if named else None
+            if upstream is None or any(upstream_dotted(view, cls.facts, base) == upstream for base in cls.fact.bases):
+                continue  # not named after an imported upstream class, or a subclass of it
+        where = {method.name: method.position for method in cls.fact.methods}
+        provided = {name: where.get(name, cls.fact.position) for name in cls.fact.provided}
+        found.append(Fake(cls.facts, cls.fact.position, cls.fact.name, upstream, provided,
+                          "__getattr__" not in cls.fact.provided))
+    for facts in ctx.project.files.values():
+        for spec in facts.specs:
+            upstream = upstream_dotted(view, facts, spec.spec)
+            if upstream:
+                found.append(Fake(facts, spec.position, f"Mock(spec={spec.spec})", upstream, dict(spec.attrs), False))
+    return found
+
+
+def _project_reads(ctx: CheckContext, upstream: str) -> dict[str, tuple[FileFacts, Position]]:
+    """Attributes the project's code reads on objects it types as the upstream class (new release)."""
+    _, new = resolvers(ctx)
+    origin = ctx.new.resolve_class(upstream)
+    server_args = ctx.new.resolve_path(upstream).origin == SERVER_ARGS
+    reads: dict[str, tuple[FileFacts, Position]] = {}
+    for facts in ctx.project.files.values():
+        for read in facts.reads:
+            if read.store or read.receiver.types[0].startswith(("C:", "U:")):
+                continue
+            if server_args:
+                hit = typed_as_server_args(new, facts, read.receiver)
+            else:
+                instances = new.receiver(facts, read.receiver) or []
+                hit = bool(instances) and all(i.origin == origin for i in instances)
+            if hit:
+                reads.setdefault(read.attr, (facts, read.position))
+    return reads
+
+
+@contract("SGC602")
+def fake_drifted(ctx: CheckContext) -> Iterator[Diagnostic]:
+    old_fields, new_fields = field_sets(ctx)
+    for fake in _fakes(ctx):
+        before = _members(ctx, ctx.old, fake.upstream, old_fields)
+        after = _members(ctx, ctx.new, fake.upstream, new_fields)
+        if before is None or after is None:
+            continue
+        common = dict(fake=fake.name, upstream=fake.upstream.rsplit(".", 1)[-1], old=ctx.old_version, new=ctx.new_version)
+        for name, position in sorted(fake.provided.items()):
+            if name in before and name not in after and not (name.startswith("__") and name.endswith("__")):
+                yield finding("SGC602", fake.facts, position, f"{fake.upstream}.{name}", **common,
+                              change=f"still defines {name}, which upstream removed")
+        if not fake.complete:
+            continue
+        for name, (facts, position) in sorted(_project_reads(ctx, fake.upstream).items()):
+            if name in after and name not in before and name not in fake.provided:
+                yield finding("SGC602", fake.facts, fake.position, f"{fake.upstream}.{name}", **common,
+                              change=f"lacks {name}, which upstream added and {facts.path}:{position.line} reads")
+
+
+# -- SGC603: probes of upstream source text -----------------------------------------------
+
+def source_text(model: UpstreamModel, dotted: str) -> str | None:
+    """The source of the upstream module, class, function or method at `dotted`, dedented."""
+    target = resolve_target(model, dotted)
+    if not target.found or not target.origin or target.kind == "external":
+        return None
+    relpath = model.relpath_of(target.origin)
+    text = model.tree.read_text(relpath) if relpath else None
+    if text is None or target.kind == "module":
+        return text
+    module = model.module_name_of(relpath)
+    path = target.origin[len(module) + 1:].split(".")
+    try:
+        node: ast.AST = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    for part in path:
+        node = next((child for child in getattr(node, "body", []) if getattr(child, "name", None) == part), None)
+        if node is None:
+            return None
+    segment = ast.get_source_segment(text, node, padded=True)
+    return textwrap.dedent(segment) if segment else None
+
+
+def _matches(needle: str, regex: bool, text: str) -> bool | None:
+    if not regex:
+        return needle in text
+    try:
+        return re.search(needle, text, re.M) is not None
+    except re.error:
+        return None
+
+
+@contract("SGC603")
+def source_probe_no_longer_matches(ctx: CheckContext) -> Iterator[Diagnostic]:
+    view = project_view(ctx)
+    for facts in ctx.project.files.values():
+        for probe in facts.source_probes:
+            dotted = upstream_dotted(view, facts, probe.target)
+            if dotted is None:
+                continue
+            before, after = source_text(ctx.old, dotted), source_text(ctx.new, dotted)
+            if before is None or after is None:
+                continue
+            if _matches(probe.needle, probe.regex, before) and _matches(probe.needle, probe.regex, after) is False:
+                shown = probe.needle if len(probe.needle) <= 60 else probe.needle[:57] + "..."
+                yield finding("SGC603", facts, probe.position, dotted, target=".".join(dotted.split(".")[-2:]),
+                              needle=repr(shown),
+                              kind="pattern" if probe.regex else "text", old=ctx.old_version, new=ctx.new_version)

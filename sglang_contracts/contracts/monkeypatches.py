@@ -1,0 +1,216 @@
+"""Monkeypatch contracts (SGC401-SGC404): upstream attributes the project replaces at run time.
+
+A patch is an assignment to an attribute of an import-bound upstream object
+(`RMSNorm.forward_cuda = f`, `import sglang.srt.models.utils as m; m.apply_qk_norm = f`,
+`setattr(RMSNorm, "forward_cuda", f)`), seen through the project's own re-exports; the
+original it saves (`_orig = RMSNorm.forward_cuda`) and calls is checked with it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.calls import bind
+from sglang_contracts.contracts.resolve import project_view
+from sglang_contracts.contracts.subclasses import _unaccepted, body_change
+from sglang_contracts.contracts.targets import Target, resolve_target, upstream_dotted
+from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.project.facts import CallFact, FileFacts, FunctionFact, PatchFact
+from sglang_contracts.project.index import _absolute_module
+from sglang_contracts.upstream.model import Signature, UpstreamModel
+
+FROM_IMPORT = r"^from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)"
+
+
+@dataclass
+class Patch:
+    facts: FileFacts
+    fact: PatchFact
+    dotted: str  # the upstream path it replaces
+    old: Target
+    new: Target
+    replacement: FunctionFact | None  # the project function assigned, when defined in the same file
+    original_calls: list[CallFact]  # calls of the saved original
+
+
+def _patches(ctx: CheckContext) -> list[Patch]:
+    view = project_view(ctx)
+    found = []
+    for facts in ctx.project.files.values():
+        functions = {function.name: function for function in facts.functions}
+        for fact in facts.patches:
+            if fact.kind != "replace":
+                continue
+            dotted = upstream_dotted(view, facts, fact.target)
+            if dotted is None:
+                continue
+            old = resolve_target(ctx.old, dotted)
+            if not old.found:
+                continue  # the patch adds a name upstream never had: its own business
+            saved = {p.value for p in facts.patches if p.kind == "save" and upstream_dotted(view, facts, p.target) == dotted}
+            calls = [call for call in facts.calls if call.callee.types[0][2:] in saved and call.callee.types[0][:2] == "C:"]
+            found.append(Patch(facts, fact, dotted, old, resolve_target(ctx.new, dotted),
+                               functions.get(fact.value or ""), calls))
+    return found
+
+
+def patches(ctx: CheckContext) -> list[Patch]:
+    return ctx.shared("monkeypatches", _patches)
+
+
+def _leaf(dotted: str) -> str:
+    return ".".join(dotted.split(".")[-2:]) if dotted.split(".")[-2][:1].isupper() else dotted.rsplit(".", 1)[-1]
+
+
+def _rename_hint(model: UpstreamModel, old_model: UpstreamModel, dotted: str) -> str:
+    """A name the new release added next to the lost one that looks like it."""
+    owner, _, name = dotted.rpartition(".")
+    origin = model.resolve_class(owner)
+    if origin is not None:
+        names = {n for o in model.mro(origin)[0] for n in model.class_record(o)["methods"]}
+        old_origin = old_model.resolve_class(owner)
+        before = {n for o in old_model.mro(old_origin)[0] for n in old_model.class_record(o)["methods"]} if old_origin else set()
+    else:
+        record, old_record = model.module(owner), old_model.module(owner)
+        names = set(record.bindings) if record else set()
+        before = set(old_record.bindings) if old_record else set()
+    close = difflib.get_close_matches(name, sorted(names - before), n=1, cutoff=0.6)
+    return f"; renamed to {close[0]}?" if close else ""
+
+
+@contract("SGC401")
+def patched_attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for patch in patches(ctx):
+        if patch.new.missing:
+            yield finding("SGC401", patch.facts, patch.fact.position, patch.dotted, target=_leaf(patch.dotted),
+                          kind=patch.old.kind, old=ctx.old_version, new=ctx.new_version,
+                          hint=_rename_hint(ctx.new, ctx.old, patch.dotted))
+
+
+def _signature(target: Target) -> Signature:
+    """The parameters as the patched attribute is called through its owner (with `self` for methods)."""
+    return Signature(tuple(map(tuple, target.record.get("params", []))), target.origin or "")
+
+
+def _text(signature: Signature) -> str:
+    marks = {"va": "*", "vk": "**"}
+    parts = []
+    for name, kind, default in signature.params:
+        if kind == "ko" and not any(k == "va" for _, k, _ in signature.params) and "*" not in parts:
+            parts.append("*")
+        parts.append(f"{marks.get(kind, '')}{name}{'=' if default else ''}")
+    return f"({', '.join(parts)})"
+
+
+def _replacement_problems(patch: Patch) -> list[str]:
+    """Why the replacement cannot stand in for the new upstream callable."""
+    replacement = patch.replacement
+    problems = [f"cannot take {name}" for name in _unaccepted(replacement.params, patch.old.as_member(), patch.new.as_member())]
+    new_names = {name for name, *_ in patch.new.record.get("params", [])}
+    old_names = {name for name, *_ in patch.old.record.get("params", [])}
+    for name, kind, has_default in replacement.params:
+        if not has_default and kind in ("po", "pk", "ko") and name in old_names and name not in new_names:
+            problems.append(f"still requires {name}")
+    return problems
+
+
+@contract("SGC402")
+def patched_signature_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for patch in patches(ctx):
+        if not (patch.old.callable and patch.new.callable):
+            continue
+        old_signature, new_signature = _signature(patch.old), _signature(patch.new)
+        if old_signature.params == new_signature.params:
+            continue
+        common = dict(target=_leaf(patch.dotted), old=ctx.old_version, new=ctx.new_version,
+                      old_params=_text(old_signature), new_params=_text(new_signature))
+        if patch.replacement is not None:
+            problems = _replacement_problems(patch)
+            if problems:
+                yield finding("SGC402", patch.facts, patch.fact.position, patch.dotted,
+                              what=f"the replacement {patch.replacement.name} {', '.join(problems)}", **common)
+        for call in patch.original_calls:
+            if bind(old_signature, call.args).problems:
+                continue
+            problems = bind(new_signature, call.args).problems
+            if problems:
+                detail = problems[0].detail if problems[0].code == "SGC203" else {
+                    "SGC201": "passes {} it no longer takes", "SGC202": "does not pass the new required {}",
+                }[problems[0].code].format(problems[0].detail)
+                yield finding("SGC402", patch.facts, call.position, patch.dotted,
+                              what=f"the call of the saved original {detail}", **common)
+
+
+@contract("SGC403")
+def patched_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for patch in patches(ctx):
+        if patch.old.callable and patch.new.callable:
+            change = body_change(patch.old.as_member(), patch.new.as_member())
+            if change:
+                yield finding("SGC403", patch.facts, patch.fact.position, patch.dotted, target=_leaf(patch.dotted),
+                              changed=change[0], total=change[1], old=ctx.old_version, new=ctx.new_version)
+
+
+def _callers(model: UpstreamModel, dotted: str) -> dict[str, str]:
+    """Methods of the patched method's class (and its bases) that reach it through `self`:
+    {method name: Owner.method}."""
+    owner, _, name = dotted.rpartition(".")
+    origin = model.resolve_class(owner)
+    if origin is None:
+        return {}
+    callers: dict[str, str] = {}
+    for cls in model.mro(origin)[0]:
+        for method, record in model.class_record(cls)["methods"].items():
+            if method != name and method not in callers and name in record.get("reads", []):
+                callers[method] = f"{cls.rsplit('.', 1)[-1]}.{method}"
+    return callers
+
+
+def _has_method(model: UpstreamModel, dotted: str, method: str) -> bool:
+    origin = model.resolve_class(dotted.rpartition(".")[0])
+    return origin is not None and model.member(origin, method) is not None
+
+
+def _from_importers(model: UpstreamModel, dotted: str) -> set[str]:
+    """Modules of the release that bind the function by a module-level `from module import name`
+    (each keeps the object it found when it was imported)."""
+    module, _, name = dotted.rpartition(".")
+    pattern = re.compile(FROM_IMPORT, re.M)
+    importers = set()
+    for relpath, text in model.texts_mentioning(name):
+        importer = model.module_name_of(relpath)
+        for match in pattern.finditer(text):
+            source = _absolute_module(importer, relpath.endswith("__init__.py"), match.group(1))
+            if source != module:
+                continue
+            names = re.findall(r"\b(\w+)\b(?:\s+as\s+\w+)?", match.group(2).strip("()"))
+            if name in names:
+                importers.add(importer)
+    return importers
+
+
+@contract("SGC404")
+def patch_bypassed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for patch in patches(ctx):
+        if not (patch.old.callable and patch.new.callable):
+            continue
+        common = dict(target=_leaf(patch.dotted), old=ctx.old_version, new=ctx.new_version)
+        if patch.old.kind == "method":
+            before, after = _callers(ctx.old, patch.dotted), _callers(ctx.new, patch.dotted)
+            lost = [caller for method, caller in before.items() if method not in after
+                    and (not after or _has_method(ctx.new, patch.dotted, method))]
+            if lost:
+                yield finding("SGC404", patch.facts, patch.fact.position, patch.dotted,
+                              how=f"{', '.join(sorted(lost))} no longer reaches it (it did in {ctx.old_version})",
+                              **common)
+        elif patch.old.kind == "function":
+            before, after = _from_importers(ctx.old, patch.dotted), _from_importers(ctx.new, patch.dotted)
+            for module in sorted(after - before):
+                yield finding("SGC404", patch.facts, patch.fact.position, patch.dotted,
+                              how=f"{module} now binds it with `from ... import {patch.dotted.rsplit('.', 1)[-1]}` "
+                                  f"at import time and keeps the unpatched original (it did not in {ctx.old_version})",
+                              **common)

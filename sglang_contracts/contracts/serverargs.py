@@ -1,0 +1,243 @@
+"""ServerArgs contracts (SGC501-SGC503): fields the project reads, writes, sets through its seam
+or passes through its command line.
+
+The field sets come from upstream/serverargs.py (both shapes). An object is judged as a
+`ServerArgs` only where the project's code says so: an annotation, a constructor call, a
+typed attribute (the project's or upstream's) or an upstream function's return annotation.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.resolve import Resolver, project_view, resolvers
+from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.project.facts import FileFacts, Position, Receiver
+from sglang_contracts.upstream.model import UpstreamModel, is_upstream
+from sglang_contracts.upstream.serverargs import SERVER_ARGS, FieldSet, server_args_fields
+
+SKIP_LIST = re.compile(r"skip|exclude|ignore|drop|block|deny", re.I)
+
+
+def _mentions_server_args(ctx: CheckContext) -> bool:
+    return any(fact.name == "ServerArgs" or fact.target == SERVER_ARGS
+               for facts in ctx.project.files.values() for fact in facts.imports)
+
+
+def field_sets(ctx: CheckContext) -> tuple[FieldSet | None, FieldSet | None]:
+    """Both releases' ServerArgs fields; (None, None) for a project that never names ServerArgs."""
+    def compute(context: CheckContext) -> tuple[FieldSet | None, FieldSet | None]:
+        if not _mentions_server_args(context):
+            return None, None
+        return server_args_fields(context.old), server_args_fields(context.new)
+
+    return ctx.shared("server-args-fields", compute)
+
+
+def _names_server_args(model: UpstreamModel, dotted: str | None, called: bool) -> bool:
+    """Does the upstream path stand for ServerArgs (or, called, for a function returning one)?"""
+    if not dotted or not is_upstream(dotted):
+        return False
+    symbol = model.resolve_path(dotted)
+    if symbol.found and symbol.origin == SERVER_ARGS:
+        return True
+    if called and symbol.found and symbol.kind == "function":
+        record = model.function_record(symbol.origin)
+        return bool(record) and SERVER_ARGS in record.get("returns", [])
+    return False
+
+
+def typed_as_server_args(resolver: Resolver, facts: FileFacts, receiver: Receiver) -> bool:
+    """Does the receiver stand for a ServerArgs in this release (every alternative)?"""
+    view, model = resolver.view, resolver.model
+    if not receiver.types or any(kind.startswith(("C:", "U:")) for kind in receiver.types):
+        return False
+    if not receiver.attrs:
+        return all(kind[:2] in ("T:", "R:") and _names_server_args(model, view.dotted(facts, kind[2:]), kind[:2] == "R:")
+                   for kind in receiver.types)
+    holders = resolver.receiver(facts, Receiver(receiver.types, receiver.attrs[:-1]))
+    if not holders:
+        return False
+    name = receiver.attrs[-1]
+    for holder in holders:
+        if holder.project is not None:
+            kinds = resolver.project_attribute_kinds(holder.project, name) or ()
+            owner = resolver.owner_facts(holder.project, name)
+            if not kinds or not typed_as_server_args(resolver, owner, Receiver(kinds)):
+                return False
+        else:
+            member = model.member(holder.origin, name)
+            types = (member.record.get("returns" if member.kind == "property" else "types", []) if member else [])
+            if SERVER_ARGS not in types:
+                return False
+    return True
+
+
+@dataclass
+class FieldUse:
+    facts: FileFacts
+    position: Position
+    field: str
+    how: str  # "read", "write", "keyword", "seam"
+    scope: str
+
+
+def _seams(ctx: CheckContext) -> list[str]:
+    """The declared seams as dotted paths (`pkg.module:function` or `pkg.module.function`)."""
+    return [seam.replace(":", ".") for seam in ctx.settings.get("server-args-seam", [])]
+
+
+def _in_seam(facts: FileFacts, scope: str, seams: list[str]) -> bool:
+    here = f"{facts.module}.{scope}" if scope else facts.module
+    return any(here == seam or here.startswith(seam + ".") for seam in seams)
+
+
+def _uses(ctx: CheckContext) -> list[FieldUse]:
+    old_fields, _ = field_sets(ctx)
+    if old_fields is None:
+        return []
+    view = project_view(ctx)
+    old, new = resolvers(ctx)
+    seams = _seams(ctx)
+    # While both releases make ServerArgs a class, the call and attribute contracts judge its
+    # constructor keywords (SGC204) and typed reads (SGC321).
+    constructor_judged = ctx.old.resolve_class(SERVER_ARGS) is not None and ctx.new.resolve_class(SERVER_ARGS) is not None
+    uses = []
+    for facts in ctx.project.files.values():
+        for read in facts.reads:
+            if (read.store or not constructor_judged) and typed_as_server_args(old, facts, read.receiver) \
+                    and typed_as_server_args(new, facts, read.receiver):
+                uses.append(FieldUse(facts, read.position, read.attr, "write" if read.store else "read", read.scope))
+        for probe in facts.probes:
+            if probe.function in ("getattr", "hasattr", "setattr") and probe.subject is not None and probe.string_at(1) \
+                    and typed_as_server_args(old, facts, probe.subject) and typed_as_server_args(new, facts, probe.subject):
+                text, position = probe.string_at(1)
+                uses.append(FieldUse(facts, position, text, "write" if probe.function == "setattr" else "read",
+                                     probe.scope))
+        for call in facts.calls:
+            kind = call.callee.types[0]
+            if not kind.startswith("C:") or call.callee.attrs:
+                continue
+            dotted = view.dotted(facts, kind[2:])
+            if dotted in seams:
+                how = "seam"
+            elif not constructor_judged and _names_server_args(ctx.old, dotted, False):
+                how = "keyword"
+            else:
+                continue
+            uses.extend(FieldUse(facts, arg.position, arg.name, how, call.scope) for arg in call.args if arg.kind == "kw")
+    return uses
+
+
+def field_uses(ctx: CheckContext) -> list[FieldUse]:
+    return ctx.shared("server-args-uses", _uses)
+
+
+def _rename(field: str, old: FieldSet, new: FieldSet) -> str:
+    added = sorted(set(new.fields) - set(old.fields))
+    close = difflib.get_close_matches(field, added, n=1, cutoff=0.6)
+    return f"; renamed to {close[0]}?" if close else ""
+
+
+def _owner(field_set: FieldSet, field: str) -> str:
+    return field_set.fields[field].owner.rsplit(".", 1)[-1]
+
+
+@contract("SGC501")
+def server_args_field_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    old_fields, new_fields = field_sets(ctx)
+    if old_fields is None or new_fields is None:
+        return
+    how = {"read": "read", "write": "written", "keyword": "passed to ServerArgs()", "seam": "set through the seam"}
+    for use in field_uses(ctx):
+        if use.field in old_fields and use.field not in new_fields:
+            yield finding("SGC501", use.facts, use.position, f"{SERVER_ARGS}.{use.field}", field=use.field,
+                          how=how[use.how], owner=_owner(old_fields, use.field), old=ctx.old_version,
+                          new=ctx.new_version, hint=_rename(use.field, old_fields, new_fields))
+
+
+@contract("SGC502")
+def server_args_written_outside_seam(ctx: CheckContext) -> Iterator[Diagnostic]:
+    seams = _seams(ctx)
+    _, new_fields = field_sets(ctx)
+    if not seams or new_fields is None:
+        return
+    for use in field_uses(ctx):
+        if use.how == "write" and use.field in new_fields and not _in_seam(use.facts, use.scope, seams):
+            yield finding("SGC502", use.facts, use.position, f"{SERVER_ARGS}.{use.field}", field=use.field,
+                          seam=", ".join(seams), owner=_owner(new_fields, use.field), old=ctx.old_version,
+                          new=ctx.new_version)
+
+
+def _pass_through_files(ctx: CheckContext) -> list[FileFacts]:
+    """Files that build the `--sglang-<field>` flags from `ServerArgs.add_cli_args`."""
+    view = project_view(ctx)
+    found = []
+    for facts in ctx.project.files.values():
+        for call in facts.calls:
+            kind = call.callee.types[0]
+            written = kind[2:]
+            if kind.startswith("C:") and written.endswith(".add_cli_args") \
+                    and _names_server_args(ctx.old, view.dotted(facts, written.rpartition(".")[0]), False):
+                found.append(facts)
+                break
+    return found
+
+
+def _is_fields_call(facts: FileFacts, function: str) -> bool:
+    bound = {fact.bound: fact.target for fact in facts.imports}
+    return function == "dataclasses.fields" and bound.get("dataclasses") == "dataclasses" \
+        or function == "fields" and bound.get("fields") == "dataclasses.fields"
+
+
+@contract("SGC503")
+def pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
+    old_fields, new_fields = field_sets(ctx)
+    if old_fields is None or new_fields is None:
+        return
+    common = dict(old=ctx.old_version, new=ctx.new_version)
+    view = project_view(ctx)
+    # dataclasses.fields(ServerArgs) copies the flags back by name: it stops working with the shape.
+    if old_fields.shape == "dataclass" and new_fields.shape != "dataclass":
+        for facts in ctx.project.files.values():
+            for probe in facts.probes:
+                subject = probe.subject.types[0] if probe.subject else ""
+                if _is_fields_call(facts, probe.function) and subject.startswith("C:") \
+                        and _names_server_args(ctx.old, view.dotted(facts, subject[2:]), False):
+                    yield finding("SGC503", facts, probe.position, SERVER_ARGS, **common,
+                                  what="dataclasses.fields(ServerArgs) raises TypeError: ServerArgs is no longer "
+                                       "a dataclass (its fields live on namespace structs)")
+    files = _pass_through_files(ctx)
+    if not files:
+        return
+    for facts in ctx.project.files.values():
+        names = [(flag.field, flag.position, flag.kind) for flag in facts.flags]
+        names += [(probe.string_at(1)[0][len("sglang_"):], probe.string_at(1)[1], "attr") for probe in facts.probes
+                  if probe.function in ("getattr", "hasattr", "setattr") and probe.string_at(1)
+                  and probe.string_at(1)[0].startswith("sglang_")]
+        for field, position, kind in names:
+            if field in old_fields and field not in new_fields:
+                spelled = f"--sglang-{field.replace('_', '-')}" if kind == "flag" else f"sglang_{field}"
+                yield finding("SGC503", facts, position, f"{SERVER_ARGS}.{field}", **common,
+                              what=f"the pass-through {spelled} names ServerArgs.{field}, which is gone"
+                                   f"{_rename(field, old_fields, new_fields)}")
+    for facts in files:
+        for strings in facts.strings:
+            listed = [text for text, _ in strings.items]
+            for text, position in strings.items:
+                if text in old_fields and text not in new_fields:
+                    yield finding("SGC503", facts, position, f"{SERVER_ARGS}.{text}", severity="warning", **common,
+                                  what=f"{strings.name} lists {text}, no longer a ServerArgs field"
+                                       f"{_rename(text, old_fields, new_fields)}")
+            known = [text for text in listed if text in old_fields]
+            if len(known) >= 3 and len(known) >= 0.8 * len(listed) and not SKIP_LIST.search(strings.name):
+                added = sorted(set(new_fields.fields) - set(old_fields.fields) - set(listed))
+                if added:
+                    shown = ", ".join(added[:5]) + (f" and {len(added) - 5} more" if len(added) > 5 else "")
+                    yield finding("SGC503", facts, strings.items[0][1], f"{SERVER_ARGS}", severity="warning",
+                                  **common, what=f"{strings.name} lists ServerArgs fields explicitly and would drop "
+                                                 f"{len(added)} new ones: {shown}")

@@ -1,0 +1,111 @@
+"""The field set of one release's `ServerArgs`, read statically in either of its shapes.
+
+Up to 0.5.19 `ServerArgs` is a dataclass in `sglang/srt/server_args.py`. From 0.5.20 its
+fields are declared on namespace classes (`msgspec.Struct` subclasses under
+`sglang/srt/arg_groups/fields/`), listed in a module-level list that is handed to
+`collect_input_fields(...)`, and assembled with `msgspec.defstruct("ServerArgs", ...)`; the
+name `ServerArgs` then binds the assembled record, not a class statement. Both shapes are
+read here from the extracted class records; the list and the call are found with `ast`.
+A release whose `ServerArgs` yields no field is an extraction error, never a clean report.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from sglang_contracts.errors import ContractsError
+from sglang_contracts.upstream.model import UpstreamModel
+
+SERVER_ARGS = "sglang.srt.server_args.ServerArgs"
+COLLECTOR = "collect_input_fields"
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    owner: str  # the class that declares it (a namespace class, or ServerArgs itself)
+    line: int
+
+
+@dataclass(frozen=True)
+class FieldSet:
+    origin: str  # where `ServerArgs` is bound in the release
+    shape: str  # "dataclass" or "namespaces"
+    fields: dict[str, Field]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.fields
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+
+def _declared(model: UpstreamModel, origin: str) -> dict[str, Field]:
+    """Fields a class and its upstream bases declare (base classes first)."""
+    found: dict[str, Field] = {}
+    for owner in reversed(model.mro(origin)[0]):
+        record = model.class_record(owner)
+        for name, *_ in record["fields"]:
+            line = record["attributes"].get(name, {}).get("line", 0) or record["line"]
+            found[name] = Field(name, owner, line)
+    return found
+
+
+def _namespace_list(code: str) -> tuple[list[str], dict[str, int]]:
+    """The names in the list handed to `collect_input_fields(LIST)` at module level, and the
+    class-level annotated names of the module's own `class ServerArgs` (with their lines)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return [], {}
+    lists: dict[str, list[str]] = {}
+    collected: list[str] = []
+    own: dict[str, int] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and isinstance(statement.value, (ast.List, ast.Tuple)):
+            names = [ast.unparse(element) for element in statement.value.elts
+                     if isinstance(element, (ast.Name, ast.Attribute))]
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    lists[target.id] = names
+        if isinstance(statement, ast.ClassDef) and statement.name == "ServerArgs":
+            for item in statement.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
+                        and "ClassVar" not in ast.unparse(item.annotation):
+                    own[item.target.id] = item.lineno
+        for node in ast.walk(statement) if isinstance(statement, (ast.Assign, ast.Expr)) else ():
+            if isinstance(node, ast.Call) and ast.unparse(node.func).rsplit(".", 1)[-1] == COLLECTOR \
+                    and node.args and isinstance(node.args[0], ast.Name):
+                collected.append(node.args[0].id)
+    return [name for listed in collected for name in lists.get(listed, [])], own
+
+
+def server_args_fields(model: UpstreamModel) -> FieldSet | None:
+    """The release's `ServerArgs` fields; None when the release has no `ServerArgs` at all
+    (the import contracts report that). Raises ContractsError when it has one but no field
+    can be read from it."""
+    symbol = model.resolve_path(SERVER_ARGS)
+    if not symbol.found or not symbol.origin:
+        return None
+    module_name, _, _ = symbol.origin.rpartition(".")
+    if symbol.kind == "class":
+        fields = _declared(model, symbol.origin)
+        shape = "dataclass"
+    else:
+        record = model.module(module_name)
+        code = model.tree.read_text(record.relpath) if record is not None and record.relpath else ""
+        names, own = _namespace_list(code or "")
+        fields = {}
+        for name in names:
+            origin = model.resolve_class(f"{module_name}.{name}") or model.resolve_class(name)
+            if origin is not None:
+                fields.update(_declared(model, origin))
+        fields.update({name: Field(name, symbol.origin, line) for name, line in own.items()})
+        shape = "namespaces"
+    if not fields:
+        raise ContractsError(
+            f"{model.release.label}: no ServerArgs field could be read from {symbol.origin} (neither a dataclass "
+            f"nor namespaces assembled by {COLLECTOR}); refusing to judge ServerArgs contracts on nothing"
+        )
+    return FieldSet(symbol.origin, shape, fields)
