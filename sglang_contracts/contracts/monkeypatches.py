@@ -16,11 +16,11 @@ from typing import Iterator
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.calls import bind
 from sglang_contracts.contracts.resolve import project_view
-from sglang_contracts.contracts.subclasses import _unaccepted, body_change
+from sglang_contracts.contracts.subclasses import unaccepted_parameters, body_change
 from sglang_contracts.contracts.targets import Target, resolve_target, upstream_dotted
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import CallFact, FileFacts, FunctionFact, PatchFact
-from sglang_contracts.project.index import _absolute_module
+from sglang_contracts.project.index import absolute_module
 from sglang_contracts.upstream.model import Signature, UpstreamModel
 
 FROM_IMPORT = r"^from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)"
@@ -109,7 +109,7 @@ def _text(signature: Signature) -> str:
 def _replacement_problems(patch: Patch) -> list[str]:
     """Why the replacement cannot stand in for the new upstream callable."""
     replacement = patch.replacement
-    problems = [f"cannot take {name}" for name in _unaccepted(replacement.params, patch.old.as_member(), patch.new.as_member())]
+    problems = [f"cannot take {name}" for name in unaccepted_parameters(replacement.params, patch.old.as_member(), patch.new.as_member())]
     new_names = {name for name, *_ in patch.new.record.get("params", [])}
     old_names = {name for name, *_ in patch.old.record.get("params", [])}
     for name, kind, has_default in replacement.params:
@@ -184,7 +184,7 @@ def _from_importers(model: UpstreamModel, dotted: str) -> set[str]:
     for relpath, text in model.texts_mentioning(name):
         importer = model.module_name_of(relpath)
         for match in pattern.finditer(text):
-            source = _absolute_module(importer, relpath.endswith("__init__.py"), match.group(1))
+            source = absolute_module(importer, relpath.endswith("__init__.py"), match.group(1))
             if source != module:
                 continue
             names = re.findall(r"\b(\w+)\b(?:\s+as\s+\w+)?", match.group(2).strip("()"))

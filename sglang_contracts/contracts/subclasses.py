@@ -64,7 +64,7 @@ def override_of_removed_method(ctx: CheckContext) -> Iterator[Diagnostic]:
                           old=ctx.old_version, new=ctx.new_version)
 
 
-def _unaccepted(override: tuple[tuple[str, str, bool], ...], old: Member, new: Member) -> list[str]:
+def unaccepted_parameters(override: tuple[tuple[str, str, bool], ...], old: Member, new: Member) -> list[str]:
     """Parameters the new upstream method has, the old one had not, and the override cannot take."""
     before = {p[0] for p in old.record.get("params", [])}
     names = {name for name, kind, _ in override if kind in ("pk", "ko")}
@@ -88,7 +88,7 @@ def override_signature_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
     for item in overrides(ctx):
         if item.new is None or item.new.kind != "method" or item.old.kind != "method" or item.method.name == "__init__":
             continue  # the project constructs its own subclass: upstream callers do not reach its __init__
-        missing = _unaccepted(item.method.params, item.old, item.new)
+        missing = unaccepted_parameters(item.method.params, item.old, item.new)
         if missing:
             yield finding("SGC302", item.cls.facts, item.method.position, f"{item.new.owner}.{item.method.name}",
                           cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname,

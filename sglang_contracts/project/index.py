@@ -160,7 +160,7 @@ def _link(index: ProjectIndex) -> None:
                 table[fact.bound] = fact.binds
 
 
-def _absolute_module(module: str, is_package: bool, target: str) -> str:
+def absolute_module(module: str, is_package: bool, target: str) -> str:
     level = len(target) - len(target.lstrip("."))
     if not level:
         return target
@@ -174,7 +174,7 @@ def _imports_reexported_name(relpath: str, module: str, text: str, upstream_name
     """Does this file import, from a project module, a name that module binds to SGLang?"""
     is_package = relpath.endswith("__init__.py")
     for match in FROM_IMPORT.finditer(text):
-        source = _absolute_module(module, is_package, match.group(1))
+        source = absolute_module(module, is_package, match.group(1))
         names = upstream_names.get(source)
         if names:
             imported = re.findall(r"\b(\w+)\b(?:\s+as\s+\w+)?", match.group(2).strip("()"))
