@@ -23,8 +23,8 @@ def _typed_member(resolver: Resolver, facts: FileFacts, receiver: Receiver, name
     """What `name` is on a typed receiver in one release: a static upstream definition, or None."""
     if fields is not None and typed_as_server_args(resolver, facts, receiver):
         field = fields.fields.get(name)
-        return Target("found", "field", f"{SERVER_ARGS}.{name}", None,
-                      Member(field.owner, name, "field", {"line": field.line})) if field else None
+        return Target("found", "field", f"{SERVER_ARGS}.{name}",
+                      member=Member(field.owner, name, "field", {"line": field.line})) if field else None
     instances = resolver.receiver(facts, receiver)
     if not instances:
         return None
@@ -35,7 +35,7 @@ def _typed_member(resolver: Resolver, facts: FileFacts, receiver: Receiver, name
             return None
         if instance.origin and resolver.model.member(instance.origin, "__getattr__") is not None:
             return None
-        target = Target("found", member.kind, f"{member.owner}.{name}", None, member)
+        target = Target("found", member.kind, f"{member.owner}.{name}", member=member)
         if not target.static:
             return None
         found = found or target

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
-from sglang_contracts.contracts.resolve import ProjectClass, project_view, resolvers
+from sglang_contracts.contracts.resolve import project_view, resolvers
 from sglang_contracts.contracts.serverargs import field_sets, typed_as_server_args
 from sglang_contracts.contracts.targets import resolve_target, upstream_dotted
 from sglang_contracts.diagnostics import Diagnostic, finding

@@ -12,6 +12,7 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.subclasses import body_change
+from sglang_contracts.contracts.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.project.mirrors import Citation, mirror_citations
 from sglang_contracts.upstream.model import Member, UpstreamModel, is_upstream
@@ -33,17 +34,11 @@ def locate(model: UpstreamModel, dotted: str) -> Cited | None:
     """The function, method or class at `dotted` in this release."""
     if not is_upstream(dotted):
         return None
-    symbol = model.resolve_path(dotted)
-    if symbol.found and symbol.kind == "function" and model.function_record(symbol.origin):
-        record = model.function_record(symbol.origin)
-        return Cited(symbol.origin, Member(symbol.origin.rpartition(".")[0], dotted.rsplit(".", 1)[-1], "function", record))
-    if symbol.found and symbol.kind == "class" and model.class_record(symbol.origin):
-        return Cited(symbol.origin, _class_as_member(model, symbol.origin))
-    owner, _, name = dotted.rpartition(".")
-    origin = model.resolve_class(owner) if owner else None
-    member = model.member(origin, name) if origin else None
-    if member is not None and member.kind in ("method", "property"):
-        return Cited(f"{member.owner}.{name}", member)
+    target = resolve_target(model, dotted)
+    if target.found and target.kind == "class" and model.class_record(target.origin):
+        return Cited(target.origin, _class_as_member(model, target.origin))
+    if target.callable:
+        return Cited(target.origin, target.as_member())
     return None
 
 

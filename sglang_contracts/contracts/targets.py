@@ -12,26 +12,17 @@ from typing import Any
 
 from sglang_contracts.contracts.resolve import ProjectView
 from sglang_contracts.project.facts import FileFacts
-from sglang_contracts.upstream.model import Member, UpstreamModel, is_upstream
+from sglang_contracts.upstream.model import Member, Symbol, UpstreamModel, is_upstream
 
 FUNCTION_KINDS = ("function", "method")
 
 
 @dataclass(frozen=True)
-class Target:
-    status: str  # found, missing, unknown
-    kind: str | None = None  # module, class, function, attribute, external; member kinds: method, property, ...
-    origin: str | None = None  # qualified name of the definition (for members: Owner.name in its module)
+class Target(Symbol):
+    """A Symbol that may also be a class member, with the record it was found from."""
+
     record: dict[str, Any] | None = None  # the function record (functions, methods) or the attribute's
     member: Member | None = None
-
-    @property
-    def found(self) -> bool:
-        return self.status == "found"
-
-    @property
-    def missing(self) -> bool:
-        return self.status == "missing"
 
     @property
     def callable(self) -> bool:
@@ -62,7 +53,7 @@ def resolve_target(model: UpstreamModel, dotted: str) -> Target:
         if not symbol.found:
             return Target("missing")
         record = model.function_record(symbol.origin) if symbol.kind == "function" else None
-        return Target("found", symbol.kind, symbol.origin, record)
+        return Target("found", symbol.kind, symbol.origin, record=record)
     parts = dotted.split(".")
     for split in range(len(parts) - 1, 0, -1):
         origin = model.resolve_class(".".join(parts[:split]))
@@ -77,7 +68,7 @@ def resolve_target(model: UpstreamModel, dotted: str) -> Target:
         kind = "method" if member.kind in ("method", "property") else member.kind
         origin_path = f"{member.owner}.{member.name}"
         record = member.record if member.kind == "method" else None
-        return Target("found", kind if record is not None else member.kind, origin_path, record, member)
+        return Target("found", kind if record is not None else member.kind, origin_path, record=record, member=member)
     return UNKNOWN_TARGET
 
 
