@@ -128,3 +128,18 @@ def test_no_new_anywhere_is_a_usage_error(check, project):
     result = check(new=None, cwd=project)
     assert result.status == 2 and result.out == ""
     assert result.err.startswith("sglang-contracts: error: --new is required") and len(result.err.splitlines()) == 1
+
+
+def test_patch_files_named_in_the_configuration_are_checked_whatever_their_name(check, project):
+    patch = (project / "docker/patch/v0.9.0/sglang.patch").read_text()
+    (project / "docker/patch/v0.9.0/sglang.patch").unlink()
+    (project / "ops").mkdir()
+    (project / "ops" / "sglang-fixes.txt").write_text(patch)  # not found by its name alone
+    assert not [p for p in check(cwd=project).prefixes if " SGC9" in p]
+    configure(project, 'patch-files = ["ops/*.txt"]\n')
+    assert [p for p in check(cwd=project).prefixes if " SGC9" in p] == [
+        "ops/sglang-fixes.txt:4:1: SGC902", "ops/sglang-fixes.txt:12:1: SGC901"]
+    configure(project, 'patch-files = ["ops/missing.patch"]\n')
+    result = check(cwd=project)
+    assert result.status == 2 and result.out == ""
+    assert result.err.strip() == f"sglang-contracts: error: patch-files: ops/missing.patch matches no file under {project.resolve()}"

@@ -79,3 +79,14 @@ def test_markdown_report_carries_the_delta(history, tmp_path) -> None:
     assert "3 first-parent commits in `v0.9.0..v0.9.1`" in section
     assert "Scheduler: document the port args" in section and "side: server args tweak" not in section
     assert "- [ ] `sglang/srt/mem_cache/`" in section
+
+
+def test_json_report_carries_the_delta_next_to_the_diagnostics(history, tmp_path, capsys, monkeypatch) -> None:
+    from sglang_contracts.cli import main
+
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(PROJECT)
+    main(["check", "--format", "json", "--sglang-repo", str(history), "--old", "v0.9.0", "--new", "v0.9.1"])
+    document = json.loads(capsys.readouterr().out)
+    assert document["diagnostics"] and all("code" in record for record in document["diagnostics"])
+    assert [c["summary"] for c in document["upstream_delta"]["commits"]][0] == "Release 0.9.1"

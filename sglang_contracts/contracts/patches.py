@@ -37,7 +37,8 @@ def tree_reader(tree: ReleaseTree):
 def _verdicts(ctx: CheckContext) -> list[tuple[str, PatchFile, list[HunkVerdict], list[HunkVerdict]]]:
     def compute(c: CheckContext):
         found = []
-        for relpath, patch in sorted(sglang_patch_files(c.project.root).items()):
+        named = c.settings.get("patch-files") or ()
+        for relpath, patch in sorted(sglang_patch_files(c.project.root, named).items()):
             found.append((relpath, patch, check_patch(patch, *tree_reader(c.old.release.tree)),
                           check_patch(patch, *tree_reader(c.new.release.tree))))
         return found

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sglang_contracts.errors import UsageError
 from sglang_contracts.project.index import walk_project
 
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -270,8 +271,10 @@ def targets_sglang(patch: PatchFile) -> bool:
     return any(release_relpath(f.old_path) or release_relpath(f.new_path) for f in patch.files)
 
 
-def sglang_patch_files(root: Path) -> dict[str, PatchFile]:
-    """The project's `.patch`/`.diff` files that patch SGLang's package, parsed, by relative path."""
+def sglang_patch_files(root: Path, named: list[str] | tuple[str, ...] = ()) -> dict[str, PatchFile]:
+    """The project's patch files against SGLang, parsed, by relative path: every `.patch`/`.diff`
+    that patches SGLang's package, and every file `named` (paths or globs relative to the root,
+    from the `patch-files` setting), which is checked whatever its name or content."""
     root = root.resolve()
     found = {}
     for path in walk_project([root], lambda name: name.endswith(PATCH_SUFFIXES)):
@@ -284,4 +287,11 @@ def sglang_patch_files(root: Path) -> dict[str, PatchFile]:
         patch = parse_patch(text)
         if targets_sglang(patch) or (patch.error and "python/sglang/" in text):
             found[path.relative_to(root).as_posix()] = patch
+    for pattern in named:
+        matches = sorted(p for p in root.glob(pattern) if p.is_file())
+        if not matches:
+            raise UsageError(f"patch-files: {pattern} matches no file under {root}")
+        for path in matches:
+            text = path.read_bytes().decode("utf-8", "surrogateescape")
+            found[path.relative_to(root).as_posix()] = parse_patch(text)
     return found

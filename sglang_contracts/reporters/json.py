@@ -14,7 +14,12 @@ if TYPE_CHECKING:
 
 
 def write_json(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
+    """The list of diagnostics; where a git clone gave the upstream delta between the two tags,
+    an object holding that list (`diagnostics`) and the delta (`upstream_delta`)."""
     root = result.project.root
     records = [{**d.to_json(), "path": display_path(root, d.path)} for d in result.diagnostics]
-    json.dump(records, out, indent=2)
+    document: object = records
+    if result.upstream_delta is not None:
+        document = {"diagnostics": records, "upstream_delta": result.upstream_delta.to_json()}
+    json.dump(document, out, indent=2)
     out.write("\n")
