@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -228,8 +228,12 @@ class FileFacts:
         return {fact.bound: fact.binds for fact in self.imports if fact.name != "*"}
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["noqa"] = {str(line): codes for line, codes in self.noqa.items()}
+        """Plain JSON, each fact a positional list (half the size of field names, and faster to
+        rebuild: a large project holds a hundred thousand facts)."""
+        data: dict[str, Any] = {"path": self.path, "module": self.module, "parse_error": self.parse_error,
+                                "noqa": {str(line): codes for line, codes in self.noqa.items()}}
+        for name in ("imports", "attributes", "classes", "calls", "reads", *_EXTRA_LISTS):
+            data[name] = [_encode(fact) for fact in getattr(self, name)]
         return data
 
     @classmethod
@@ -255,18 +259,28 @@ _EXTRA_LISTS: dict[str, type] = {
 }
 
 
+def _encode(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return [_encode(getattr(value, f.name)) for f in dataclasses.fields(value)]
+    if isinstance(value, (tuple, list)):
+        return [_encode(item) for item in value]
+    return value
+
+
 def _identity(raw: Any) -> Any:
     return raw
 
 
 @lru_cache(maxsize=None)
 def _decoder(hint: Any) -> Callable[[Any], Any]:
-    """A function rebuilding a value of type `hint` from its JSON form (asdict's output),
+    """A function rebuilding a value of type `hint` from its JSON form (`_encode`'s output),
     planned once per type: the facts of a large project hold hundreds of thousands of values."""
     if dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
-        plan = [(f.name, _decoder(hints[f.name])) for f in dataclasses.fields(hint)]
-        return lambda raw: hint(**{name: decode(raw[name]) for name, decode in plan})
+        plan = [_decoder(hints[f.name]) for f in dataclasses.fields(hint)]
+        if all(decode is _identity for decode in plan):
+            return lambda raw: hint(*raw)
+        return lambda raw: hint(*[decode(value) for decode, value in zip(plan, raw)])
     origin = typing.get_origin(hint)
     if origin is tuple:
         arguments = typing.get_args(hint)
