@@ -69,3 +69,33 @@ def test_facts_survive_the_cache_round_trip_exactly() -> None:
     again = FileFacts.from_json(json.loads(json.dumps(facts.to_json())))
     assert again == facts
     assert isinstance(again.classes[0].provided, tuple) and isinstance(again.reads[0].receiver.types, tuple)
+
+
+def test_nested_classes_count_as_provided_names() -> None:
+    facts = scan_source("app/m.py", "app.m", "class Outer:\n    class Config:\n        pass\n\n    class Meta:\n        pass\n")
+    (outer,) = facts.classes
+    assert {"Config", "Meta"} <= set(outer.provided)
+
+
+def test_a_scanner_failure_costs_one_file_not_the_run(monkeypatch) -> None:
+    from sglang_contracts.project import scanner
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(scanner, "_ClassSummary", broken)
+    facts = scan_source("app/m.py", "app.m", "import sglang.srt\n\nclass A:\n    pass\n")
+    assert facts.parse_error == (1, 1, "could not be analysed (RuntimeError: boom); please report this")
+    assert facts.imports == [] and facts.classes == []
+
+
+def test_match_statements_and_one_line_bodies_are_walked() -> None:
+    source = ("from sglang.srt.managers.schedule_batch import Req\n\n"
+              "def f(req: Req, mode):\n"
+              "    match mode:\n"
+              "        case 1:\n"
+              "            other = Req('a')\n"
+              "    if mode: alias = req\n"
+              "    return other.rid, alias.rid\n")
+    found = receivers(scan_source("app/m.py", "app.m", source))
+    assert found["rid"] == {(("R:Req",), ()), (("T:Req",), ())}

@@ -211,7 +211,7 @@ class _ClassSummary:
                 for target in statement.targets:
                     if isinstance(target.target, cst.Name):
                         self.provided.add(target.target.value)
-        self.provided.update(m.name for m in _body(node) if isinstance(m, cst.ClassDef))
+        self.provided.update(m.name.value for m in _body(node) if isinstance(m, cst.ClassDef))
         for method in methods:
             self.provided.add(method.name.value)
             self.method_types[id(method)] = function_types(method, self.name, self.attributes)
@@ -644,12 +644,19 @@ def scan_source(path: str, module_name: str, text: str) -> FileFacts:
     except Exception as error:  # ParserSyntaxError, and a few other types on exotic input
         facts.parse_error = _syntax_error(text, error)
         return facts
-    collector = _Collector(module_name, path.endswith("__init__.py"))
     try:
-        module.visit(collector)
+        _collect(module, module_name, path, text, facts)
     except Exception as error:  # a scanner bug must cost one file, never the run
-        facts.parse_error = (1, 1, f"could not be analysed ({type(error).__name__}: {error}); please report this")
-        return facts
+        clean = FileFacts(path=path, module=module_name, noqa=facts.noqa)
+        clean.parse_error = (1, 1, f"could not be analysed ({type(error).__name__}: {error}); please report this")
+        return clean
+    return facts
+
+
+def _collect(module: cst.Module, module_name: str, path: str, text: str, facts: FileFacts) -> None:
+    """Visit the parsed module and fill `facts` with what matters for SGLang's contracts."""
+    collector = _Collector(module_name, path.endswith("__init__.py"))
+    module.visit(collector)
     bound_names = {fact["bound"] for fact, _, _ in collector.imports}
     chains = [chain for chain in collector.chains if chain[0] in bound_names]
     # Monkeypatches of import-bound objects, and the names their originals are saved under.
@@ -713,4 +720,3 @@ def scan_source(path: str, module_name: str, text: str) -> FileFacts:
                    for spec, node, attrs, scope in specs]
     facts.flags = [FlagFact(field, where[id(node)], kind) for field, node, kind in collector.flags]
     facts.strings = [StringsFact(name, tuple((text, where[id(node)]) for text, node in items)) for name, items in strings]
-    return facts

@@ -184,6 +184,7 @@ class _Bindings:
         elif isinstance(node, cst.Match):
             for case in node.cases:
                 self.walk(case.body)
+            return  # a match statement has cases, no body of its own
         self.walk(node.body)
         orelse = getattr(node, "orelse", None)
         if isinstance(orelse, cst.If):
