@@ -99,3 +99,16 @@ def test_match_statements_and_one_line_bodies_are_walked() -> None:
               "    return other.rid, alias.rid\n")
     found = receivers(scan_source("app/m.py", "app.m", source))
     assert found["rid"] == {(("R:Req",), ()), (("T:Req",), ())}
+
+
+def test_facts_about_third_party_names_are_not_kept_once_the_project_packages_are_known() -> None:
+    source = ("import torch\nfrom torch import nn\n"
+              "from sglang.srt.managers.schedule_batch import Req\nfrom app.util import helper\n\n"
+              "class Block(nn.Module):\n    def forward(self, x: torch.Tensor):\n        return self.proj(x.shape)\n\n"
+              "def f(req: Req):\n    torch.zeros(3)\n    helper(req)\n    return req.rid\n")
+    everything = scan_source("app/m.py", "app.m", source)
+    project_only = scan_source("app/m.py", "app.m", source, packages=("app",))
+    assert {r.attr for r in everything.reads} >= {"proj", "shape", "rid"}
+    assert {r.attr for r in project_only.reads} == {"rid"}  # nn.Module's self and torch.Tensor dropped
+    assert {c.callee.types[0] for c in everything.calls} >= {"C:torch.zeros", "C:helper"}
+    assert {c.callee.types[0] for c in project_only.calls} == {"C:helper"}  # the project's own call stays

@@ -58,7 +58,7 @@ def module_name_for(relpath: str) -> str:
     return ".".join(parts)
 
 
-def _scan_job(job: tuple[str, str, str]) -> dict:
+def _scan_job(job: tuple[str, str, str, tuple[str, ...]]) -> dict:
     from sglang_contracts.project.scanner import scan_source
 
     return scan_source(*job).to_json()
@@ -70,6 +70,7 @@ class ProjectIndex:
     files: dict[str, FileFacts] = field(default_factory=dict)  # relpath -> facts
     scanned: int = 0
     parsed: int = 0  # cache misses
+    packages: tuple[str, ...] = ()  # the project's top-level packages (and modules)
     # module -> {bound name -> dotted target}: what each project module binds at its top level
     exports: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -100,8 +101,8 @@ def _scanner_fingerprint() -> str:
     return code_fingerprint(scanner, scopes, facts, positions)
 
 
-def _facts_key(relpath: str, module: str, data: bytes) -> str:
-    digest = hashlib.sha256(f"{_scanner_fingerprint()}\0{relpath}\0{module}\0".encode())
+def _facts_key(relpath: str, module: str, data: bytes, packages: tuple[str, ...]) -> str:
+    digest = hashlib.sha256(f"{_scanner_fingerprint()}\0{relpath}\0{module}\0{packages}\0".encode())
     digest.update(data)
     return digest.hexdigest()
 
@@ -120,6 +121,8 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
         except OSError:
             continue
     index.scanned = len(texts)
+    # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
+    index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
 
     pending = {rel for rel, (_, data) in texts.items() if MENTIONS_SGLANG.search(data.decode("utf-8", "replace"))}
     while pending:
@@ -134,7 +137,7 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonC
     jobs: list[tuple[str, str, str]] = []
     keys: dict[str, str] = {}
     for relpath, (module, data) in sorted(batch.items()):
-        key = _facts_key(relpath, module, data)
+        key = _facts_key(relpath, module, data, index.packages)
         cached = cache.get(key)
         if cached is not None:
             try:
@@ -143,7 +146,7 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonC
             except (KeyError, TypeError, ValueError):
                 pass  # a stale or damaged entry: parse again
         keys[relpath] = key
-        jobs.append((relpath, module, data.decode("utf-8", "replace")))
+        jobs.append((relpath, module, data.decode("utf-8", "replace"), index.packages))
     index.parsed += len(jobs)
     results = map_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
     for job, result in zip(jobs, results):

@@ -27,6 +27,7 @@ from sglang_contracts.project.facts import (
     StringsFact,
 )
 from sglang_contracts.project.positions import positions_of
+from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.project.scopes import (
     TypeTable,
     annotation_types,
@@ -636,8 +637,20 @@ def _probe_matters(probe: tuple, bound_names: set[str]) -> bool:
     return any("." in text or text.startswith(PASS_THROUGH_ATTR) for text, _, _ in strings)
 
 
-def scan_source(path: str, module_name: str, text: str) -> FileFacts:
-    """Facts of one file. A file that does not parse yields a parse error, not an exception."""
+def _foreign(kinds: tuple[str, ...], foreign: set[str]) -> bool:
+    """Do all of a receiver's type alternatives start at a third-party name (torch, numpy, ...)?"""
+    for kind in kinds:
+        while kind[:2] in ("P:", "E:"):
+            kind = kind[2:].rpartition("|")[0]
+        if kind[:2] not in ("T:", "R:", "L:", "C:") or kind[2:].split(".")[0] not in foreign:
+            return False
+    return bool(kinds)
+
+
+def scan_source(path: str, module_name: str, text: str, packages: tuple[str, ...] = ()) -> FileFacts:
+    """Facts of one file. A file that does not parse yields a parse error, not an exception.
+    `packages` are the project's top-level packages: with them, names imported from anywhere
+    else but SGLang are known to be third-party, and facts about them are not kept."""
     facts = FileFacts(path=path, module=module_name, noqa=parse_noqa(text))
     try:
         module = cst.parse_module(text)
@@ -645,7 +658,7 @@ def scan_source(path: str, module_name: str, text: str) -> FileFacts:
         facts.parse_error = _syntax_error(text, error)
         return facts
     try:
-        _collect(module, module_name, path, text, facts)
+        _collect(module, module_name, path, text, facts, packages)
     except Exception as error:  # a scanner bug must cost one file, never the run
         clean = FileFacts(path=path, module=module_name, noqa=facts.noqa)
         clean.parse_error = (1, 1, f"could not be analysed ({type(error).__name__}: {error}); please report this")
@@ -653,7 +666,8 @@ def scan_source(path: str, module_name: str, text: str) -> FileFacts:
     return facts
 
 
-def _collect(module: cst.Module, module_name: str, path: str, text: str, facts: FileFacts) -> None:
+def _collect(module: cst.Module, module_name: str, path: str, text: str, facts: FileFacts,
+             packages: tuple[str, ...]) -> None:
     """Visit the parsed module and fill `facts` with what matters for SGLang's contracts."""
     collector = _Collector(module_name, path.endswith("__init__.py"))
     module.visit(collector)
@@ -672,7 +686,12 @@ def _collect(module: cst.Module, module_name: str, path: str, text: str, facts: 
     keep_strings = "ServerArgs" in text or "add_cli_args" in text
     strings = collector.strings if keep_strings else []
     # `self.x` in a class with no base and no __getattr__ can only reach the class itself.
-    closed = {f"S:{c.name}" for c in collector.classes if not c.bases and not c.getattr_sources}
+    # Names bound to third-party imports: nothing behind them is SGLang's.
+    known = {PACKAGE, *packages}
+    foreign = {fact["bound"] for fact, _, _ in collector.imports
+               if packages and fact["module"].split(".")[0] not in known} - {"*"}
+    closed = {f"S:{c.name}" for c in collector.classes
+              if not c.getattr_sources and all(base.split(".")[0] in foreign for base in c.bases)}
     wanted = [node for _, node, anchor in collector.imports for node in (node, anchor)]
     wanted += [name for _, attrs, _, _ in chains for name in attrs]
     wanted += [node for summary in collector.classes for node in summary.position_nodes()]
@@ -699,12 +718,12 @@ def _collect(module: cst.Module, module_name: str, path: str, text: str, facts: 
         )
     facts.classes = [summary.fact(where) for summary in collector.classes]
     for _, callee, name_node, args, scope in calls:
-        if _inert(callee, closed, walked=1):
+        if _inert(callee, closed, walked=1) or _foreign(callee.types, foreign):
             continue
         arg_facts = tuple(ArgFact(kind, name, where[id(node)]) for kind, name, node in args)
         facts.calls.append(CallFact(callee, where[id(name_node)], arg_facts, scope))
     for receiver, attr, node, store, scope, guarded in collector.reads:
-        if _inert(receiver, closed):
+        if _inert(receiver, closed) or _foreign(receiver.types, foreign):
             continue
         facts.reads.append(ReadFact(receiver, attr, where[id(node)], store, scope, guarded))
     facts.patches = [PatchFact(kind, target, where[id(node)], value, scope) for kind, target, node, value, scope in patches]
