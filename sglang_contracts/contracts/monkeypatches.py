@@ -178,6 +178,11 @@ def _has_method(model: UpstreamModel, dotted: str, method: str) -> bool:
 def _from_importers(model: UpstreamModel, dotted: str) -> set[str]:
     """Modules of the release that bind the function by a module-level `from module import name`
     (each keeps the object it found when it was imported)."""
+    found = model.whole_release_search(f"from-importers {dotted}", lambda: sorted(_scan_from_importers(model, dotted)))
+    return set(found) if isinstance(found, list) else _scan_from_importers(model, dotted)
+
+
+def _scan_from_importers(model: UpstreamModel, dotted: str) -> set[str]:
     module, _, name = dotted.rpartition(".")
     pattern = re.compile(FROM_IMPORT, re.M)
     importers = set()

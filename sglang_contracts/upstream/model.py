@@ -11,7 +11,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
 from sglang_contracts.sources.base import PACKAGE, Release
@@ -389,22 +389,25 @@ class UpstreamModel:
         name = name.replace("/", ".")
         return name[: -len(".__init__")] if name.endswith(".__init__") else name
 
+    def whole_release_search(self, what: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`, a search that reads every file of the release, cached under `what` for
+        releases whose content cannot change (a published version, a commit)."""
+        if not self.release.identity:
+            return compute()
+        key = hashlib.sha256(f"{EXTRACTOR}\0search\0{self.release.identity}\0{what}".encode()).hexdigest()
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        result = compute()
+        self.cache.put(key, result)
+        return result
+
     def find_definitions(self, names: set[str]) -> dict[str, list[str]]:
-        """Modules of this release that define each name at top level (a textual scan, then
-        verified). The scan reads every file of the release, so its answer is cached for
-        releases whose content cannot change."""
+        """Modules of this release that define each name at top level (a textual scan, then verified)."""
         if not names:
             return {}
-        key = None
-        if self.release.identity:
-            key = hashlib.sha256(f"{EXTRACTOR}\0definitions\0{self.release.identity}\0{sorted(names)}".encode()).hexdigest()
-            cached = self.cache.get(key)
-            if isinstance(cached, dict) and all(isinstance(v, list) for v in cached.values()):
-                return cached
-        verified = self._scan_definitions(names)
-        if key is not None:
-            self.cache.put(key, verified)
-        return verified
+        found = self.whole_release_search(f"definitions {sorted(names)}", lambda: self._scan_definitions(names))
+        return found if isinstance(found, dict) else self._scan_definitions(names)
 
     def _scan_definitions(self, names: set[str]) -> dict[str, list[str]]:
         alternatives = "|".join(sorted(re.escape(n) for n in names))
