@@ -15,15 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sglang_contracts.project.index import walk_project
-from sglang_contracts.project.stack import offset_position, prose_pieces
+from sglang_contracts.project.stack import offset_position, prose_pieces, sglang_mentions
 
 MARKER = re.compile(r"sglang-contracts:\s*mirrors\s+(?P<target>sglang(?:\.\w+)+)")
 CUE_WINDOW = 40  # characters before a citation where the copy word must stand
 COPY_CUE = re.compile(r"(?i)\b(?:mirror(?:s|ed|ing)?|copied|copy of|ported|adapted|taken from|based on|like)\b")
 # The forms a citation takes, each giving a dotted target or an object and the file it is in.
-# A copy word followed closely by an sglang name or path: the cheap test a file must
-# pass before its comments and docstrings are tokenized.
-MAY_CITE = re.compile(rf"{COPY_CUE.pattern}[\s\S]{{0,{CUE_WINDOW + 40}}}sglang")
 CITATIONS = [
     re.compile(r"(?P<target>\bsglang(?:\.\w+){2,})"),  # sglang.srt.layers.sampler.multinomial_with_seed
     re.compile(r"`?(?P<object>[A-Za-z_]\w*(?:\.\w+)*)`?\s*\(\s*`?(?:python/)?(?P<path>sglang/[\w/]+\.py)`?\s*\)"),
@@ -77,6 +74,17 @@ def _citations_in(raw: str) -> list[tuple[int, str, str, str]]:
     return found
 
 
+def _may_cite(text: str) -> bool:
+    """The cheap test a file must pass before its comments and docstrings are tokenized: the
+    marker, or a copy word shortly before some "sglang"."""
+    if "sglang" not in text:
+        return False
+    if "sglang-contracts:" in text and MARKER.search(text):
+        return True
+    lower = text.lower()
+    return any(COPY_CUE.search(lower, max(0, at - CUE_WINDOW - 40), at) for at in sglang_mentions(lower))
+
+
 def mirror_citations(root: Path) -> list[Citation]:
     root = root.resolve()
     citations = []
@@ -85,7 +93,7 @@ def mirror_citations(root: Path) -> list[Citation]:
             text = path.read_text()
         except (OSError, UnicodeDecodeError):
             continue
-        if "sglang" not in text or not (MARKER.search(text) or MAY_CITE.search(text)):
+        if not _may_cite(text):
             continue  # tokenizing is the cost: only files that may cite something
         relpath = path.relative_to(root).as_posix()
         for _, line, col, raw in prose_pieces(text):
