@@ -12,6 +12,7 @@ Job = TypeVar("Job")
 Result = TypeVar("Result")
 
 PARALLEL_MIN_BYTES = 256_000
+PRELOAD = ["sglang_contracts.project.scanner", "sglang_contracts.upstream.extract", "griffe"]
 
 
 def default_workers() -> int:
@@ -31,6 +32,9 @@ def map_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int, 
         # forkserver: forking a process whose other threads are busy (release downloads) can
         # copy a held lock into the child.
         context = multiprocessing.get_context("forkserver")
+        # Workers fork from the server with the parsers already imported: a pool per stage then
+        # costs no import (libcst and griffe take a third of a second per worker).
+        context.set_forkserver_preload(PRELOAD)
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             return [_counted(result, task) for result in pool.map(function, jobs, chunksize=4)]
 
