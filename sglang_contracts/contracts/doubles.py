@@ -13,7 +13,8 @@ from typing import Iterator
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.resolve import project_view, resolvers
 from sglang_contracts.contracts.serverargs import field_sets, typed_as_server_args
-from sglang_contracts.contracts.targets import resolve_target, upstream_dotted
+from sglang_contracts.contracts.targets import upstream_dotted
+from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import FileFacts, Position
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream

@@ -12,7 +12,7 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.subclasses import body_change
-from sglang_contracts.contracts.targets import resolve_target
+from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.project.mirrors import Citation, mirror_citations
 from sglang_contracts.upstream.model import Member, UpstreamModel, is_upstream

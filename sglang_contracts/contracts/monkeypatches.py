@@ -17,7 +17,8 @@ from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.calls import bind
 from sglang_contracts.contracts.resolve import project_view
 from sglang_contracts.contracts.subclasses import unaccepted_parameters, body_change
-from sglang_contracts.contracts.targets import Target, resolve_target, upstream_dotted
+from sglang_contracts.contracts.targets import upstream_dotted
+from sglang_contracts.upstream.targets import Target, resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import CallFact, FileFacts, FunctionFact, PatchFact
 from sglang_contracts.project.index import absolute_module

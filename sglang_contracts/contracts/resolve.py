@@ -16,6 +16,7 @@ from typing import Iterable
 from sglang_contracts.contracts.base import CheckContext
 from sglang_contracts.project.facts import ClassFact, FileFacts, Receiver
 from sglang_contracts.upstream.model import Member, Signature, UpstreamModel, is_upstream
+from sglang_contracts.upstream.targets import resolve_target
 
 
 @dataclass(frozen=True, eq=False)  # one object per class: identity is equality
@@ -271,20 +272,15 @@ class Resolver:
     def object_at(self, dotted: str) -> Callee | None:
         """What calling the upstream object at `dotted` binds to: a class's constructor, a
         function, or a method reached through its class (`Scheduler.step(self, ...)`)."""
-        symbol = self.model.resolve_path(dotted)
-        if symbol.found and symbol.kind == "class" and symbol.origin:
-            signature = self.model.constructor(symbol.origin)
+        target = resolve_target(self.model, dotted)
+        if target.found and target.kind == "class" and target.origin:
+            signature = self.model.constructor(target.origin)
             return Callee(signature) if signature else None
-        if symbol.found and symbol.kind == "function" and symbol.origin:
-            signature = self.model.function_signature(symbol.origin)
-            return Callee(signature) if signature else None
-        owner, _, name = dotted.rpartition(".")
-        origin = self.model.resolve_class(owner) if owner else None
-        if origin is not None:
-            member = self.model.member(origin, name)
-            if member is not None and member.kind == "method":
-                return Callee(self.model.method_signature(member, bound=False), member)
-        return None
+        if not target.callable:
+            return None
+        if target.member is None:
+            return Callee(self.model.function_signature(target.origin))
+        return Callee(self.model.method_signature(target.member, bound=False), target.member)
 
     def callee(self, facts: FileFacts, receiver: Receiver) -> Callee | None:
         kind = receiver.types[0] if len(receiver.types) == 1 else ""

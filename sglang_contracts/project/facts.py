@@ -232,7 +232,7 @@ class FileFacts:
         rebuild: a large project holds a hundred thousand facts)."""
         data: dict[str, Any] = {"path": self.path, "module": self.module, "parse_error": self.parse_error,
                                 "noqa": {str(line): codes for line, codes in self.noqa.items()}}
-        for name in ("imports", "attributes", "classes", "calls", "reads", *_EXTRA_LISTS):
+        for name in FACT_LISTS:
             data[name] = [_encode(fact) for fact in getattr(self, name)]
         return data
 
@@ -242,18 +242,15 @@ class FileFacts:
         return cls(
             path=data["path"],
             module=data["module"],
-            imports=[_decode(ImportFact, raw) for raw in data["imports"]],
-            attributes=[_decode(AttributeFact, raw) for raw in data["attributes"]],
-            classes=[_decode(ClassFact, raw) for raw in data["classes"]],
-            calls=[_decode(CallFact, raw) for raw in data["calls"]],
-            reads=[_decode(ReadFact, raw) for raw in data["reads"]],
-            **{name: [_decode(kind, raw) for raw in data.get(name, [])] for name, kind in _EXTRA_LISTS.items()},
+            **{name: [_decode(kind, raw) for raw in data[name]] for name, kind in FACT_LISTS.items()},
             noqa={int(line): codes for line, codes in data["noqa"].items()},
             parse_error=tuple(error) if error else None,
         )
 
 
-_EXTRA_LISTS: dict[str, type] = {
+# FileFacts' lists of facts and the type each holds: the cache's form of a file, both ways.
+FACT_LISTS: dict[str, type] = {
+    "imports": ImportFact, "attributes": AttributeFact, "classes": ClassFact, "calls": CallFact, "reads": ReadFact,
     "patches": PatchFact, "functions": FunctionFact, "probes": ProbeFact, "source_probes": SourceProbeFact,
     "specs": SpecFact, "flags": FlagFact, "strings": StringsFact,
 }

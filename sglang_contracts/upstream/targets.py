@@ -1,0 +1,72 @@
+"""What a dotted upstream path names in one release, down to class members:
+`sglang.x.y.Class.method`, `module.name`.
+
+Used wherever the project names an upstream object by a path rather than by a typed read:
+calls of imported callables, monkeypatch targets, `mock.patch` strings, `getattr` strings,
+citations of copied code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sglang_contracts.upstream.model import Member, Symbol, UpstreamModel
+
+
+FUNCTION_KINDS = ("function", "method")
+
+
+@dataclass(frozen=True)
+class Target(Symbol):
+    """A Symbol that may also be a class member, with the record it was found from."""
+
+    record: dict[str, Any] | None = None  # the function record (functions, methods) or the attribute's
+    member: Member | None = None
+
+    @property
+    def callable(self) -> bool:
+        return self.found and self.kind in FUNCTION_KINDS and self.record is not None
+
+    @property
+    def static(self) -> bool:
+        """Defined by the release's text: not an instance attribute first assigned outside `__init__`."""
+        if not self.found:
+            return False
+        return not (self.member is not None and self.member.kind == "instance" and not self.member.record.get("line"))
+
+    def as_member(self) -> Member:
+        """A function target as a Member, for code that compares methods (bodies, parameters)."""
+        if self.member is not None:
+            return self.member
+        owner, _, name = (self.origin or "").rpartition(".")
+        return Member(owner, name, self.kind or "function", self.record or {})
+
+
+UNKNOWN_TARGET = Target("unknown")
+
+
+def resolve_target(model: UpstreamModel, dotted: str) -> Target:
+    """What `dotted` names in one release, looking into classes for their members."""
+    symbol = model.resolve_path(dotted)
+    if symbol.status != "unknown":
+        if not symbol.found:
+            return Target("missing")
+        record = model.function_record(symbol.origin) if symbol.kind == "function" else None
+        return Target("found", symbol.kind, symbol.origin, record=record)
+    parts = dotted.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        origin = model.resolve_class(".".join(parts[:split]))
+        if origin is None:
+            continue
+        if split != len(parts) - 1:
+            return UNKNOWN_TARGET  # an attribute of a member: its type decides, not this path
+        member = model.member(origin, parts[-1])
+        if member is None:
+            dynamic = model.member(origin, "__getattr__") is not None
+            return UNKNOWN_TARGET if dynamic else Target("missing")
+        kind = "method" if member.kind in ("method", "property") else member.kind
+        origin_path = f"{member.owner}.{member.name}"
+        record = member.record if member.kind == "method" else None
+        return Target("found", kind if record is not None else member.kind, origin_path, record=record, member=member)
+    return UNKNOWN_TARGET
