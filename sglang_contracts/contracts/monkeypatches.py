@@ -9,7 +9,6 @@ original it saves (`_orig = RMSNorm.forward_cuda`) and calls is checked with it.
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -21,10 +20,9 @@ from sglang_contracts.contracts.targets import upstream_dotted
 from sglang_contracts.upstream.targets import Target, resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import CallFact, FileFacts, FunctionFact, PatchFact
-from sglang_contracts.project.index import absolute_module
+from sglang_contracts.project.index import from_imports
 from sglang_contracts.upstream.model import Signature, UpstreamModel
 
-FROM_IMPORT = r"^from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)"
 
 
 @dataclass
@@ -185,17 +183,12 @@ def _from_importers(model: UpstreamModel, dotted: str) -> set[str]:
 
 def _scan_from_importers(model: UpstreamModel, dotted: str) -> set[str]:
     module, _, name = dotted.rpartition(".")
-    pattern = re.compile(FROM_IMPORT, re.M)
     importers = set()
     for relpath, text in model.texts_mentioning(name):
         importer = model.module_name_of(relpath)
-        for match in pattern.finditer(text):
-            source = absolute_module(importer, relpath.endswith("__init__.py"), match.group(1))
-            if source != module:
-                continue
-            names = re.findall(r"\b(\w+)\b(?:\s+as\s+\w+)?", match.group(2).strip("()"))
-            if name in names:
-                importers.add(importer)
+        if any(source == module and name in names
+               for source, names in from_imports(relpath, importer, text, module_level=True)):
+            importers.add(importer)
     return importers
 
 

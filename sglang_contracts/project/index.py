@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
 from sglang_contracts.parallel import map_jobs
@@ -23,7 +23,9 @@ EXCLUDED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "build", 
                  ".tox", ".nox", ".mypy_cache", ".pytest_cache", "site-packages", ".eggs"}
 # `sglang.` anywhere (imports, patch targets in strings) or an import of the bare package.
 MENTIONS_SGLANG = re.compile(r"\bsglang\.|^\s*(?:from|import)\s+sglang\b", re.M)
-FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+FROM_IMPORT = re.compile(
+    r"^(?P<indent>[ \t]*)from[ \t]+(?P<source>\.*[\w.]*)[ \t]+import[ \t]+(?P<clause>\([^)]*\)|[^\n]*)", re.M)
+IMPORTED_NAME = re.compile(r"\b(\w+)\b(?:\s+as\s+\w+)?")
 PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n]*)", re.M)
 
 
@@ -165,7 +167,7 @@ def _link(index: ProjectIndex) -> None:
                 table[fact.bound] = fact.binds
 
 
-def absolute_module(module: str, is_package: bool, target: str) -> str:
+def _absolute_module(module: str, is_package: bool, target: str) -> str:
     level = len(target) - len(target.lstrip("."))
     if not level:
         return target
@@ -175,16 +177,24 @@ def absolute_module(module: str, is_package: bool, target: str) -> str:
     return ".".join(base + ([rest] if rest else []))
 
 
-def _imports_reexported_name(relpath: str, module: str, text: str, upstream_names: dict[str, set[str]]) -> bool:
-    """Does this file import, from a project module, a name that module binds to SGLang?"""
+def from_imports(relpath: str, module: str, text: str, module_level: bool = False) -> Iterator[tuple[str, list[str]]]:
+    """(absolute source module, names imported, `*` included) of each `from x import ...` in a
+    file's text, read without parsing it; `module_level`: only statements at column 0."""
     is_package = relpath.endswith("__init__.py")
     for match in FROM_IMPORT.finditer(text):
-        source = absolute_module(module, is_package, match.group(1))
+        if module_level and match.group("indent"):
+            continue
+        clause = match.group("clause")
+        names = IMPORTED_NAME.findall(clause.strip("()")) + (["*"] if "*" in clause else [])
+        yield _absolute_module(module, is_package, match.group("source")), names
+
+
+def _imports_reexported_name(relpath: str, module: str, text: str, upstream_names: dict[str, set[str]]) -> bool:
+    """Does this file import, from a project module, a name that module binds to SGLang?"""
+    for source, imported in from_imports(relpath, module, text):
         names = upstream_names.get(source)
-        if names:
-            imported = re.findall(r"\b(\w+)\b(?:\s+as\s+\w+)?", match.group(2).strip("()"))
-            if "*" in match.group(2) or names.intersection(imported):
-                return True
+        if names and ("*" in imported or names.intersection(imported)):
+            return True
     for match in PLAIN_IMPORT.finditer(text):
         if any(part.split(" as ")[0].strip() in upstream_names for part in match.group(1).split(",")):
             return True
