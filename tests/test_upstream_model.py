@@ -26,3 +26,16 @@ def test_definitions_are_cached_only_for_releases_that_cannot_change(tmp_path: P
         (root / "sglang/srt/layers/norm.py").write_text("def other(x):\n    return x\n")
         again = UpstreamModel(release, cache).find_definitions({"rmsnorm"})
         assert (again == {"rmsnorm": ["sglang.srt.layers.norm"]}) == survives
+
+
+def test_a_changed_search_does_not_read_the_old_search_s_answers(tmp_path: Path, monkeypatch) -> None:
+    from sglang_contracts.upstream import model as model_module
+
+    cache = JsonCache(tmp_path / "cache")
+    release = release_at(tmp_path / "tree", "pypi:sglang==0.1.0")
+    assert UpstreamModel(release, cache).whole_release_search("probe", lambda: ["first"]) == ["first"]
+    assert UpstreamModel(release, cache).whole_release_search("probe", lambda: ["second"]) == ["first"]  # cached
+    model_module._module_fingerprint.cache_clear()
+    monkeypatch.setattr(model_module, "code_fingerprint", lambda *modules: "edited searcher")
+    assert UpstreamModel(release, cache).whole_release_search("probe", lambda: ["second"]) == ["second"]
+    model_module._module_fingerprint.cache_clear()

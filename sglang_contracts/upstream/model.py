@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Callable, Iterable
@@ -24,6 +25,11 @@ EXTRACTOR = code_fingerprint(extract, bodies)
 NEUTRAL_BASES = {"object", "abc.ABC", "ABC", "typing.Generic", "Generic", "typing.Protocol", "Protocol"}
 
 ROOT = PACKAGE  # the upstream top-level package
+
+
+@lru_cache(maxsize=None)
+def _module_fingerprint(name: str) -> str:
+    return code_fingerprint(sys.modules[name])
 
 
 def is_upstream(dotted: str) -> bool:
@@ -391,10 +397,12 @@ class UpstreamModel:
 
     def whole_release_search(self, what: str, compute: Callable[[], Any]) -> Any:
         """`compute()`, a search that reads every file of the release, cached under `what` for
-        releases whose content cannot change (a published version, a commit)."""
+        releases whose content cannot change (a published version, a commit). The key holds
+        the code of the module that defines `compute`, so changing a search invalidates it."""
         if not self.release.identity:
             return compute()
-        key = hashlib.sha256(f"{EXTRACTOR}\0search\0{self.release.identity}\0{what}".encode()).hexdigest()
+        searcher = _module_fingerprint(compute.__module__)
+        key = hashlib.sha256(f"{EXTRACTOR}\0{searcher}\0{self.release.identity}\0{what}".encode()).hexdigest()
         cached = self.cache.get(key)
         if cached is not None:
             return cached
