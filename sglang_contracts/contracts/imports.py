@@ -159,7 +159,7 @@ def _module_attribute_losses(ctx: CheckContext) -> Iterator[tuple[FileFacts, Pos
     """(facts, position, module, attribute) for reads of module attributes the new release lost."""
     for facts, chain, current in upstream_reads(ctx):
         for attr, position in zip(chain.attrs, chain.positions):
-            if current is None or not _is_module(ctx.old, current) or not ctx.new.module_exists(current):
+            if not _is_module(ctx.old, current) or not ctx.new.module_exists(current):
                 break
             old = ctx.old.resolve_name(current, attr)
             if not old.found:
