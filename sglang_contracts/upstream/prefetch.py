@@ -50,8 +50,11 @@ def prefetch(project: ProjectIndex, models: list[UpstreamModel], workers: int | 
     per_model = {id(model): set(wanted) for model in models}
     for _ in range(2):
         batch = [(model, job) for model in models for job in model.pending_extractions(per_model[id(model)])]
-        results = map_jobs(_extract_job, [job for _, job in batch], sum(len(job[3]) for _, job in batch), workers,
+        # A module unchanged between the releases has one cache key: extract it once for both.
+        unique = list({job[4]: job for _, job in batch}.values())
+        results = map_jobs(_extract_job, unique, sum(len(job[3]) for job in unique), workers,
                            progress="Extracting SGLang modules")
-        for (model, job), extracted in zip(batch, results):
-            model.accept_extraction(job, extracted)
+        extracted = {job[4]: result for job, result in zip(unique, results)}
+        for model, job in batch:
+            model.accept_extraction(job, extracted[job[4]])
         per_model = {id(model): _behind(model, imported) for model in models}
