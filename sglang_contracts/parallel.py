@@ -33,7 +33,7 @@ def map_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int, 
         # copy a held lock into the child.
         context = multiprocessing.get_context("forkserver")
         # Workers fork from the server with the parsers already imported: a pool per stage then
-        # costs no import (libcst and griffe take a third of a second per worker).
+        # costs no import (griffe takes a third of a second per worker).
         context.set_forkserver_preload(PRELOAD)
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             return [_counted(result, task) for result in pool.map(function, jobs, chunksize=4)]

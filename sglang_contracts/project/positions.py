@@ -1,58 +1,51 @@
-"""Line and column of chosen libcst nodes, at a fraction of PositionProvider's cost.
+"""flake8-style positions (1-based line, 1-based character column) of `ast` nodes.
 
-libcst's PositionProvider records a range for every node of the tree, which costs ten
-times the code generation it rides on; a linter needs positions for the few nodes it
-reports on. This state tracks line and column during one code generation pass and
-records starts only for the requested nodes.
+`ast` counts columns in UTF-8 bytes and places `def`/`class` nodes at their keyword and
+`from` imports at `from`; a diagnostic points at the name itself, in characters.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
-
-import libcst as cst
-from libcst._nodes.internal import CodegenState
+import ast
+import re
 
 from sglang_contracts.project.facts import Position
 
-
-class _TargetedPositionState(CodegenState):
-    def __init__(self, module: cst.Module, targets: set[int]) -> None:
-        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
-        self.targets = targets
-        self.line = 1
-        self.column = 0
-        self.starts: dict[int, Position] = {}
-
-    def _advance(self, value: str) -> None:
-        newlines = value.count("\n") + value.count("\r") - value.count("\r\n")
-        if newlines:
-            self.line += newlines
-            self.column = len(value) - max(value.rfind("\n"), value.rfind("\r")) - 1
-        else:
-            self.column += len(value)
-
-    def add_indent_tokens(self) -> None:
-        for token in self.indent_tokens:
-            self.tokens.append(token)
-            self._advance(token)
-
-    def add_token(self, value: str) -> None:
-        self.tokens.append(value)
-        self._advance(value)
-
-    def before_codegen(self, node: cst.CSTNode) -> None:
-        if id(node) in self.targets:
-            # Targets are names and dotted names, which own no leading whitespace, so the
-            # whitespace-inclusive start libcst gives here is the syntactic start.
-            self.starts[id(node)] = Position(self.line, self.column + 1)
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Python's tokenizer ends a line with
+DEFINITION_KEYWORD = re.compile(r"(?:async\s+)?(?:def|class)\s+")
+FROM_KEYWORD = re.compile(r"from\s+[.\s]*")
 
 
-def positions_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Position]:
-    """Map id(node) -> Position (1-based column) for each node, in one pass over the module."""
-    targets = {id(node) for node in nodes}
-    if not targets:
-        return {}
-    state = _TargetedPositionState(module, targets)
-    module._codegen(state)
-    return state.starts
+class SourcePositions:
+    def __init__(self, text: str) -> None:
+        self.lines = LINE_BREAK.split(text)
+
+    def _line(self, line: int) -> str:
+        return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+
+    def _chars(self, line: int, byte_col: int) -> int:
+        """The character column of a byte offset on a line (they differ after non-ASCII text)."""
+        text = self._line(line)
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def start(self, node: ast.AST) -> Position:
+        return Position(node.lineno, self._chars(node.lineno, node.col_offset) + 1)
+
+    def attribute_name(self, node: ast.Attribute) -> Position:
+        """Where `.attr` of `value.attr` is spelled: the name ends the node."""
+        byte_col = node.end_col_offset - len(node.attr.encode("utf-8"))
+        return Position(node.end_lineno, self._chars(node.end_lineno, byte_col) + 1)
+
+    def _after(self, pattern: re.Pattern, node: ast.stmt) -> Position:
+        column = self._chars(node.lineno, node.col_offset)
+        match = pattern.match(self._line(node.lineno), column)
+        return Position(node.lineno, (match.end() if match else column) + 1)
+
+    def definition_name(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Position:
+        return self._after(DEFINITION_KEYWORD, node)
+
+    def imported_module(self, node: ast.ImportFrom) -> Position:
+        """The module of `from module import ...`; the statement itself for `from . import x`."""
+        return self._after(FROM_KEYWORD, node) if node.module else self.start(node)

@@ -8,33 +8,54 @@ contract is never judged on a guess.
 
 from __future__ import annotations
 
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
+import ast
 
 UNION_WRAPPERS = {"Optional", "Union"}
 CONTAINERS = {"list", "sequence", "iterable", "iterator", "set", "frozenset", "deque", "collection",
               "mutablesequence"}  # their lower-cased names; a `for` loop yields their items
 NOT_A_TYPE = {"None", "Any", "typing.Any", "object"}
 POISON: tuple[str, ...] = ()  # "bound to something we cannot type"
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def annotation_types(node: cst.BaseExpression | None) -> tuple[str, ...]:
+def full_name(node: ast.AST | None) -> str | None:
+    """`a.b.c` as written; a call or a subscript is named by what it calls or subscripts
+    (`a.b(...)` -> "a.b", `Generic[T]` -> "Generic"); None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        owner = full_name(node.value)
+        return f"{owner}.{node.attr}" if owner else None
+    if isinstance(node, ast.Call):
+        return full_name(node.func)
+    if isinstance(node, ast.Subscript):
+        return full_name(node.value)
+    return None
+
+
+def string_value(node: ast.AST | None) -> str | None:
+    """The value of a string literal (not an f-string), else None."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def annotation_types(node: ast.AST | None) -> tuple[str, ...]:
     """`T:dotted` for each class an annotation admits; containers admit nothing we follow."""
     if node is None:
         return ()
-    if isinstance(node, (cst.Name, cst.Attribute)):
-        name = get_full_name_for_node(node)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        name = full_name(node)
         return () if not name or name in NOT_A_TYPE else (f"T:{name}",)
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         return annotation_types(node.left) + annotation_types(node.right)
-    if isinstance(node, cst.SimpleString):
+    if (text := string_value(node)) is not None:
         try:
-            return annotation_types(cst.parse_expression(node.evaluated_value))
-        except Exception:  # not an expression: a comment-like string annotation
+            return annotation_types(ast.parse(text.strip(), mode="eval").body)
+        except (SyntaxError, ValueError):  # not an expression: a comment-like string annotation
             return ()
-    if isinstance(node, cst.Subscript):
-        wrapper = (get_full_name_for_node(node.value) or "").rsplit(".", 1)[-1]
-        members = [element.slice.value for element in node.slice if isinstance(element.slice, cst.Index)]
+    if isinstance(node, ast.Subscript):
+        wrapper = (full_name(node.value) or "").rsplit(".", 1)[-1]
+        members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if wrapper in UNION_WRAPPERS:
             return tuple(kind for member in members for kind in annotation_types(member))
         if wrapper.lower() in CONTAINERS and len(members) == 1:
@@ -43,37 +64,39 @@ def annotation_types(node: cst.BaseExpression | None) -> tuple[str, ...]:
     return ()
 
 
-def _chain(node: cst.BaseExpression) -> tuple[str, tuple[str, ...]] | None:
-    """`a.b.c` -> ("a", ("b", "c")); None for anything but a dotted name."""
-    attrs: list[str] = []
-    while isinstance(node, cst.Attribute):
-        attrs.append(node.attr.value)
+def dotted_chain(node: ast.AST) -> tuple[str, list[ast.Attribute]] | None:
+    """`a.b.c` -> ("a", [the Attribute nodes of .b and .c]); None unless it starts at a plain name."""
+    attributes: list[ast.Attribute] = []
+    while isinstance(node, ast.Attribute):
+        attributes.append(node)
         node = node.value
-    return (node.value, tuple(reversed(attrs))) if isinstance(node, cst.Name) else None
+    return (node.id, attributes[::-1]) if isinstance(node, ast.Name) else None
 
 
-def derived_types(prefix: str, node: cst.BaseExpression, known: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+def derived_types(prefix: str, node: ast.AST, known: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
     """Types reached from a typed name: `P:<type>|a.b` (the value of `x.a.b`) or `E:<type>|a.b`
     (an item of it, for loops). Nothing when the chain does not start at a typed name."""
-    chain = _chain(node)
+    chain = dotted_chain(node)
     if chain is None or chain[0] not in known:
         return POISON
-    root, attrs = chain
-    if prefix == "P" and not attrs:
+    root, attributes = chain
+    if prefix == "P" and not attributes:
         return known[root]
-    return tuple(f"{prefix}:{kind}|{'.'.join(attrs)}" for kind in known[root])
+    path = ".".join(a.attr for a in attributes)
+    return tuple(f"{prefix}:{kind}|{path}" for kind in known[root])
 
 
-def value_types(node: cst.BaseExpression, known: dict[str, tuple[str, ...]]) -> tuple[str, ...] | None:
-    """Types of an assigned value: `T(...)` -> R:T, a typed name -> its types; None when `None`."""
-    if isinstance(node, cst.Name) and node.value == "None":
-        return None
-    if isinstance(node, cst.Call):
-        callee = get_full_name_for_node(node.func)
-        if callee and not callee.startswith(("self.", "cls.")) and callee != "super":
-            return (f"R:{callee}",)
-        return POISON
-    return derived_types("P", node, known)
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def call_types(node: ast.Call) -> tuple[str, ...]:
+    """The type of a call's result as far as the call says: `T(...)` -> R:T (a constructor, or
+    a function whose return annotation tells); nothing for calls through self or super()."""
+    callee = full_name(node.func)
+    if callee and not callee.startswith(("self.", "cls.")) and callee != "super":
+        return (f"R:{callee}",)
+    return POISON
 
 
 class TypeTable:
@@ -99,32 +122,23 @@ class TypeTable:
         return {name: types for name, types in self.types.items() if name not in self.poisoned}
 
 
-def _params(function: cst.FunctionDef) -> list[cst.Param]:
-    p = function.params
-    star = [p.star_arg] if isinstance(p.star_arg, cst.Param) else []
-    kwargs = [p.star_kwarg] if p.star_kwarg else []
-    return [*p.posonly_params, *p.params, *star, *p.kwonly_params, *kwargs]
-
-
-def parameter_list(function: cst.FunctionDef) -> tuple[tuple[str, str, bool], ...]:
+def parameter_list(function: Function) -> tuple[tuple[str, str, bool], ...]:
     """(name, kind, has_default) in upstream's vocabulary (po/pk/va/ko/vk)."""
-    p = function.params
-    result = [(x.name.value, "po", x.default is not None) for x in p.posonly_params]
-    result += [(x.name.value, "pk", x.default is not None) for x in p.params]
-    if isinstance(p.star_arg, cst.Param):
-        result.append((p.star_arg.name.value, "va", False))
-    result += [(x.name.value, "ko", x.default is not None) for x in p.kwonly_params]
-    if p.star_kwarg:
-        result.append((p.star_kwarg.name.value, "vk", False))
+    a = function.args
+    positional = [*a.posonlyargs, *a.args]
+    first_default = len(positional) - len(a.defaults)  # defaults belong to the last positionals
+    result = [(p.arg, "po" if i < len(a.posonlyargs) else "pk", i >= first_default) for i, p in enumerate(positional)]
+    if a.vararg:
+        result.append((a.vararg.arg, "va", False))
+    result += [(p.arg, "ko", default is not None) for p, default in zip(a.kwonlyargs, a.kw_defaults)]
+    if a.kwarg:
+        result.append((a.kwarg.arg, "vk", False))
     return tuple(result)
 
 
-def decorator_names(function: cst.FunctionDef | cst.ClassDef) -> tuple[str, ...]:
-    names = []
-    for decorator in function.decorators:
-        node = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
-        names.append((get_full_name_for_node(node) or "").rsplit(".", 1)[-1])
-    return tuple(names)
+def decorator_names(function: Function | ast.ClassDef) -> tuple[str, ...]:
+    return tuple((full_name(d.func if isinstance(d, ast.Call) else d) or "").rsplit(".", 1)[-1]
+                 for d in function.decorator_list)
 
 
 class _Bindings:
@@ -133,110 +147,130 @@ class _Bindings:
     walk cheap: comprehension variables stay local to their comprehension anyway, and a name
     bound only by `:=` simply gets no type."""
 
-    def __init__(self, table: TypeTable, attributes: TypeTable | None, receiver: str | None) -> None:
+    def __init__(self, table: TypeTable, receiver: str | None, poisoned: set[str]) -> None:
         self.table = table
-        self.attributes = attributes  # self.<attr> bindings, when the function is a method
         self.receiver = receiver
+        self.poisoned = poisoned  # names known to be bound to something untyped somewhere
+        self.derived = False  # did a binding take its type from another name's?
+        self.attribute_bindings: list[tuple[str, tuple[str, ...] | None]] = []  # self.<attr> = ...
 
-    def _target(self, target: cst.BaseExpression, types: tuple[str, ...] | None) -> None:
-        if isinstance(target, cst.Name):
-            self.table.bind(target.value, types)
-        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                and target.value.value == self.receiver and self.attributes is not None:
-            self.attributes.bind(target.attr.value, types)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._target(element.value, POISON)
-        elif isinstance(target, cst.StarredElement):
+    def _derived(self, prefix: str, node: ast.AST) -> tuple[str, ...]:
+        """Types reached from a name's types as bound so far, unless the name is poisoned,
+        even further down the function."""
+        chain = dotted_chain(node)
+        if chain is None or chain[0] in self.poisoned:
+            return POISON
+        self.derived = True
+        return derived_types(prefix, node, self.table.typed())
+
+    def _target(self, target: ast.AST, types: tuple[str, ...] | None) -> None:
+        if isinstance(target, ast.Name):
+            self.table.bind(target.id, types)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                and target.value.id == self.receiver:
+            self.attribute_bindings.append((target.attr, types))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._target(element, POISON)
+        elif isinstance(target, ast.Starred):
             self._target(target.value, POISON)
 
-    def walk(self, block: cst.BaseSuite | cst.BaseStatement | None) -> None:
-        if block is None:
-            return
-        for statement in getattr(block, "body", ()):
-            if isinstance(statement, cst.SimpleStatementLine):
-                for small in statement.body:
-                    self._small(small)
-            elif isinstance(statement, cst.BaseSmallStatement):  # `if x: y = 1` on one line
-                self._small(statement)
-            else:
-                self._compound(statement)
+    def walk(self, statements: list[ast.stmt]) -> None:
+        for statement in statements:
+            self._statement(statement)
 
-    def _compound(self, node: cst.BaseCompoundStatement) -> None:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            self.table.bind(node.name.value, POISON)
-            return
-        if isinstance(node, cst.For):
-            if isinstance(node.target, cst.Name):
-                self._target(node.target, derived_types("E", node.iter, self.table.typed()))
+    def _statement(self, node: ast.stmt) -> None:
+        if isinstance(node, ast.Assign):
+            if _is_none(node.value):
+                types = None  # `x = None` narrows nothing and widens nothing
+            elif isinstance(node.value, ast.Call):
+                types = call_types(node.value)
+            else:
+                types = self._derived("P", node.value)
+            for target in node.targets:
+                self._target(target, types if len(node.targets) == 1 else POISON)
+        elif isinstance(node, ast.AnnAssign):
+            self._target(node.target, annotation_types(node.annotation) or POISON)
+        elif isinstance(node, ast.AugAssign):
+            self._target(node.target, POISON)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":  # `import a.b` binds `a`
+                    self.table.bind(alias.asname or alias.name.split(".")[0], POISON)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                self.table.bind(name, POISON)
+        elif isinstance(node, (*FUNCTIONS, ast.ClassDef)):
+            self.table.bind(node.name, POISON)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            if isinstance(node.target, ast.Name):
+                self._target(node.target, self._derived("E", node.iter))
             else:
                 self._target(node.target, POISON)
-        elif isinstance(node, cst.With):
+            self.walk(node.body)
+            self.walk(node.orelse)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
-                if item.asname is not None:
-                    self._target(item.asname.name, POISON)
-        elif isinstance(node, (cst.Try, cst.TryStar)):
+                if item.optional_vars is not None:
+                    self._target(item.optional_vars, POISON)
+            self.walk(node.body)
+        elif isinstance(node, (ast.Try, ast.TryStar)):
+            self.walk(node.body)
             for handler in node.handlers:
                 if handler.name is not None:
-                    self._target(handler.name.name, POISON)
+                    self.table.bind(handler.name, POISON)
                 self.walk(handler.body)
-            self.walk(node.finalbody.body if node.finalbody else None)
-        elif isinstance(node, cst.Match):
+            self.walk(node.orelse)
+            self.walk(node.finalbody)
+        elif isinstance(node, ast.Match):
             for case in node.cases:
                 self.walk(case.body)
-            return  # a match statement has cases, no body of its own
-        self.walk(node.body)
-        orelse = getattr(node, "orelse", None)
-        if isinstance(orelse, cst.If):
-            self._compound(orelse)
-        elif orelse is not None:
-            self.walk(orelse.body)
-
-    def _small(self, node: cst.BaseSmallStatement) -> None:
-        if isinstance(node, cst.Assign):
-            types = value_types(node.value, self.table.typed())
-            for target in node.targets:
-                self._target(target.target, types if len(node.targets) == 1 else POISON)
-        elif isinstance(node, cst.AnnAssign):
-            self._target(node.target, annotation_types(node.annotation.annotation) or POISON)
-        elif isinstance(node, cst.AugAssign):
-            self._target(node.target, POISON)
-        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
-            for alias in node.names:
-                bound = alias.asname.name if alias.asname else alias.name
-                if isinstance(bound, cst.Name):
-                    self.table.bind(bound.value, POISON)
-                elif isinstance(bound, cst.Attribute):  # `import a.b` binds `a`
-                    self.table.bind((get_full_name_for_node(bound) or "").split(".")[0], POISON)
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
-            for item in node.names:
-                self.table.bind(item.name.value, POISON)
+        elif isinstance(node, (ast.If, ast.While)):
+            self.walk(node.body)
+            self.walk(node.orelse)
 
 
-def receiver_name(function: cst.FunctionDef, in_class: bool) -> str | None:
+def receiver_name(function: Function, in_class: bool) -> str | None:
     """The name a method calls its instance, or None (a function, a static or class method)."""
     if not in_class or {"staticmethod", "classmethod"} & set(decorator_names(function)):
         return None
-    params = [*function.params.posonly_params, *function.params.params]
-    return params[0].name.value if params else None
+    positional = [*function.args.posonlyargs, *function.args.args]
+    return positional[0].arg if positional else None
 
 
-def function_types(function: cst.FunctionDef, class_name: str | None,
+def _parameter_types(function: Function, receiver: str | None, class_name: str | None) -> TypeTable:
+    table = TypeTable()
+    a = function.args
+    for param in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+        if param.arg == receiver:
+            table.bind(param.arg, (f"S:{class_name}",))
+        else:
+            table.bind(param.arg, annotation_types(param.annotation) or POISON)
+    for star in (a.vararg, a.kwarg):
+        if star is not None:
+            table.bind(star.arg, POISON)
+    return table
+
+
+def function_types(function: Function, class_name: str | None,
                    attributes: TypeTable | None = None) -> dict[str, tuple[str, ...]]:
     """The typed names of one function: parameters, then every binding in its body.
     Bindings of `self.<attr>` are added to `attributes` (the class's attribute table)."""
-    table = TypeTable()
     receiver = receiver_name(function, class_name is not None)
-    for param in _params(function):
-        name = param.name.value
-        if name == receiver:
-            table.bind(name, (f"S:{class_name}",))
-        elif param.star or param is function.params.star_arg or param is function.params.star_kwarg:
-            table.bind(name, POISON)
-        else:
-            table.bind(name, annotation_types(param.annotation.annotation if param.annotation else None) or POISON)
-    _Bindings(table, attributes, receiver).walk(function.body)
+    poisoned: set[str] = set()
+    while True:
+        table = _parameter_types(function, receiver, class_name)
+        bindings = _Bindings(table, receiver, poisoned)
+        bindings.walk(function.body)
+        # `y = x.a` took x's types as bound so far; x may be rebound to something untyped
+        # further down. Walk again knowing every poisoned name, until no more are.
+        if not bindings.derived or table.poisoned <= poisoned:
+            break
+        poisoned = poisoned | table.poisoned
     typed = table.typed()
+    if attributes is not None:
+        for name, types in bindings.attribute_bindings:
+            attributes.bind(name, types)
     if receiver is not None and typed.get(receiver) != (f"S:{class_name}",):
         typed.pop(receiver, None)  # `self` rebound: trust nothing about it
     return typed
