@@ -232,8 +232,9 @@ class FileFacts:
         rebuild: a large project holds a hundred thousand facts)."""
         data: dict[str, Any] = {"path": self.path, "module": self.module, "parse_error": self.parse_error,
                                 "noqa": {str(line): codes for line, codes in self.noqa.items()}}
-        for name in FACT_LISTS:
-            data[name] = [_encode(fact) for fact in getattr(self, name)]
+        for name, kind in FACT_LISTS.items():
+            encode = _encoder(kind)
+            data[name] = [encode(fact) for fact in getattr(self, name)]
         return data
 
     @classmethod
@@ -256,21 +257,40 @@ FACT_LISTS: dict[str, type] = {
 }
 
 
-def _encode(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
-        return [_encode(getattr(value, f.name)) for f in dataclasses.fields(value)]
-    if isinstance(value, (tuple, list)):
-        return [_encode(item) for item in value]
-    return value
-
-
 def _identity(raw: Any) -> Any:
     return raw
 
 
 @lru_cache(maxsize=None)
+def _encoder(hint: Any) -> Callable[[Any], Any]:
+    """A function turning a value of type `hint` into its JSON form (dataclasses as positional
+    lists), planned once per type as `_decoder` is; tuples of plain values are JSON arrays as they are."""
+    if dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        plan = [(f.name, _encoder(hints[f.name])) for f in dataclasses.fields(hint)]
+        if all(encode is _identity for _, encode in plan):
+            names = [name for name, _ in plan]
+            return lambda value: [getattr(value, name) for name in names]
+        return lambda value: [encode(getattr(value, name)) for name, encode in plan]
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        arguments = typing.get_args(hint)
+        if len(arguments) == 2 and arguments[1] is Ellipsis:
+            item = _encoder(arguments[0])
+            return _identity if item is _identity else (lambda raw: [item(value) for value in raw])
+        items = [_encoder(argument) for argument in arguments]
+        if all(encode is _identity for encode in items):
+            return _identity
+        return lambda raw: [encode(value) for encode, value in zip(items, raw)]
+    if origin in (typing.Union, types.UnionType):
+        option = _encoder(next(a for a in typing.get_args(hint) if a is not type(None)))
+        return _identity if option is _identity else (lambda raw: None if raw is None else option(raw))
+    return _identity
+
+
+@lru_cache(maxsize=None)
 def _decoder(hint: Any) -> Callable[[Any], Any]:
-    """A function rebuilding a value of type `hint` from its JSON form (`_encode`'s output),
+    """A function rebuilding a value of type `hint` from its JSON form (`_encoder`'s output),
     planned once per type: the facts of a large project hold hundreds of thousands of values."""
     if dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)

@@ -21,12 +21,23 @@ from sglang_contracts.upstream.model import is_upstream
 
 EXCLUDED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "build", "dist", "node_modules",
                  ".tox", ".nox", ".mypy_cache", ".pytest_cache", "site-packages", ".eggs"}
-# `sglang.` anywhere (imports, patch targets in strings) or an import of the bare package.
-MENTIONS_SGLANG = re.compile(r"\bsglang\.|^\s*(?:from|import)\s+sglang\b", re.M)
+IMPORTS_SGLANG = re.compile(r"^[ \t]*(?:from|import)[ \t]+sglang\b", re.M)
 FROM_IMPORT = re.compile(
     r"^(?P<indent>[ \t]*)from[ \t]+(?P<source>\.*[\w.]*)[ \t]+import[ \t]+(?P<clause>\([^)]*\)|[^\n]*)", re.M)
 IMPORTED_NAME = re.compile(r"\b(\w+)\b(?:\s+as\s+\w+)?")
 PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n]*)", re.M)
+
+
+def mentions_sglang(text: str) -> bool:
+    """`sglang.` anywhere (imports, patch targets in strings) or an import of the bare package.
+    Found by plain search: a project's own name (sglang_omni) puts "sglang" in most of its files,
+    and a regular expression tried at every position costs five times as much."""
+    at = text.find("sglang")
+    while at != -1:
+        if text.startswith(".", at + 6) and not (at and (text[at - 1].isalnum() or text[at - 1] == "_")):
+            return True
+        at = text.find("sglang", at + 6)
+    return IMPORTS_SGLANG.search(text) is not None
 
 
 def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]:
@@ -128,12 +139,13 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
 
-    pending = {rel for rel, (_, data) in texts.items() if MENTIONS_SGLANG.search(data.decode("utf-8", "replace"))}
+    pending = {rel for rel, (_, data) in texts.items() if mentions_sglang(data.decode("utf-8", "replace"))}
+    imports: dict[str, _Imports] = {}  # each file's import statements, read once however many rounds
     while pending:
         _scan(index, {rel: texts[rel] for rel in pending}, cache, workers)
         _link(index)
         scanned = [index.files[rel] for rel in pending if rel in index.files]
-        pending = _importers_of_reexports(index, texts) | _definers_of_used_classes(scanned, index, texts)
+        pending = _importers_of_reexports(index, texts, imports) | _definers_of_used_classes(scanned, index, texts)
     return index
 
 
@@ -189,19 +201,31 @@ def from_imports(relpath: str, module: str, text: str, module_level: bool = Fals
         yield _absolute_module(module, is_package, match.group("source")), names
 
 
-def _imports_reexported_name(relpath: str, module: str, text: str, upstream_names: dict[str, set[str]]) -> bool:
-    """Does this file import, from a project module, a name that module binds to SGLang?"""
-    for source, imported in from_imports(relpath, module, text):
-        names = upstream_names.get(source)
-        if names and ("*" in imported or names.intersection(imported)):
-            return True
-    for match in PLAIN_IMPORT.finditer(text):
-        if any(part.split(" as ")[0].strip() in upstream_names for part in match.group(1).split(",")):
-            return True
-    return False
+@dataclass
+class _Imports:
+    """What a file imports, read from its text: (source module, names) of each `from` import,
+    and the modules of its plain imports."""
+
+    froms: list[tuple[str, list[str]]]
+    modules: set[str]
+
+    @classmethod
+    def read(cls, relpath: str, module: str, text: str) -> "_Imports":
+        modules = {part.split(" as ")[0].strip() for match in PLAIN_IMPORT.finditer(text)
+                   for part in match.group(1).split(",")}
+        return cls(list(from_imports(relpath, module, text)), modules)
+
+    def reexported(self, upstream_names: dict[str, set[str]]) -> bool:
+        """Does the file import, from a project module, a name that module binds to SGLang?"""
+        for source, imported in self.froms:
+            names = upstream_names.get(source)
+            if names and ("*" in imported or names.intersection(imported)):
+                return True
+        return not self.modules.isdisjoint(upstream_names)
 
 
-def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, bytes]]) -> set[str]:
+def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, bytes]],
+                            imports: dict[str, _Imports]) -> set[str]:
     """Unscanned files that import, from a scanned project module, a name it binds to SGLang."""
     upstream_names: dict[str, set[str]] = {}
     for module, table in index.exports.items():
@@ -210,10 +234,15 @@ def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, byt
             upstream_names[module] = names
     if not upstream_names:
         return set()
-    return {
-        rel for rel, (module, data) in texts.items()
-        if rel not in index.files and _imports_reexported_name(rel, module, data.decode("utf-8", "replace"), upstream_names)
-    }
+    found = set()
+    for rel, (module, data) in texts.items():
+        if rel in index.files:
+            continue
+        if rel not in imports:
+            imports[rel] = _Imports.read(rel, module, data.decode("utf-8", "replace"))
+        if imports[rel].reexported(upstream_names):
+            found.add(rel)
+    return found
 
 
 def _used_class_names(facts: FileFacts) -> set[str]:
