@@ -59,7 +59,7 @@ class MirrorOutcome:
 
 
 def _outcomes(ctx: CheckContext) -> list[MirrorOutcome]:
-    citations = mirror_citations(ctx.project.root)
+    citations = mirror_citations(ctx.project)
     names = {c.target.split(".")[0] for c in citations if c.kind == "name"}
     found = ctx.old.find_definitions(names) if names else {}
     outcomes = []

@@ -131,7 +131,7 @@ def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
 # -- SGC703, SGC704 ---------------------------------------------------------------------------
 
 def _prose(ctx: CheckContext):
-    return ctx.shared("prose", lambda c: prose_notes(c.project.root))
+    return ctx.shared("prose", lambda c: prose_notes(c.project))
 
 
 @contract("SGC703")

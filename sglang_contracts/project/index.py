@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 from typing import Callable, Iterator
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
@@ -88,6 +89,29 @@ class ProjectIndex:
     packages: tuple[str, ...] = ()  # the project's top-level packages (and modules)
     # module -> {bound name -> dotted target}: what each project module binds at its top level
     exports: dict[str, dict[str, str]] = field(default_factory=dict)
+    sources: dict[str, bytes] = field(default_factory=dict)  # relpath -> content of every Python file
+    cache: JsonCache = field(default_factory=lambda: JsonCache(None))
+
+    def each_file(self, kind: str, analyse: Callable[[str, str], list], may_hold: Callable[[str], bool],
+                  *code: ModuleType) -> list:
+        """`analyse(relpath, text)` over every Python file whose text `may_hold` (a cheap test)
+        something, concatenated in path order. Results are JSON lists, cached per file content
+        and per the `code` modules that compute them."""
+        fingerprint = code_fingerprint(*code)
+        found: list = []
+        for relpath, data in sorted(self.sources.items()):
+            text = data.decode("utf-8", "replace")
+            if not may_hold(text):
+                continue
+            digest = hashlib.sha256(f"{fingerprint}\0{kind}\0{relpath}\0".encode())
+            digest.update(data)
+            key = digest.hexdigest()
+            results = self.cache.get(key)
+            if results is None:
+                results = analyse(relpath, text)
+                self.cache.put(key, results)
+            found.extend(results)
+        return found
 
     def resolve_local(self, module: str, name: str, _depth: int = 0) -> str | None:
         """The upstream dotted path a project module's top-level name stands for, if any."""
@@ -124,7 +148,7 @@ def _facts_key(relpath: str, module: str, data: bytes, packages: tuple[str, ...]
 
 def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None,
                 excluded: Callable[[str], bool] | None = None) -> ProjectIndex:
-    index = ProjectIndex(root=root)
+    index = ProjectIndex(root=root, cache=cache)
     texts: dict[str, tuple[str, bytes]] = {}
     for path in discover(root, paths, excluded):
         try:
@@ -136,6 +160,7 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
         except OSError:
             continue
     index.scanned = len(texts)
+    index.sources = {relpath: data for relpath, (_, data) in texts.items()}
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
 

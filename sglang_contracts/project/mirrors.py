@@ -11,10 +11,11 @@ over sglang.srt.models.qwen3.Qwen3ForCausalLM") is not a citation.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-from sglang_contracts.project.index import walk_project
+from sglang_contracts.project import stack
+from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.project.stack import offset_position, prose_pieces, sglang_mentions
 
 MARKER = re.compile(r"sglang-contracts:\s*mirrors\s+(?P<target>sglang(?:\.\w+)+)")
@@ -85,21 +86,18 @@ def _may_cite(text: str) -> bool:
     return any(COPY_CUE.search(lower, max(0, at - CUE_WINDOW - 40), at) for at in sglang_mentions(lower))
 
 
-def mirror_citations(root: Path) -> list[Citation]:
-    root = root.resolve()
-    citations = []
-    for path in walk_project([root], lambda name: name.endswith(".py")):
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError):
+def _file_citations(relpath: str, text: str) -> list[list]:
+    """The citations in one file's comments and docstrings, as Citation fields."""
+    found = []
+    for _, line, col, raw in prose_pieces(text):
+        if "sglang" not in raw:
             continue
-        if not _may_cite(text):
-            continue  # tokenizing is the cost: only files that may cite something
-        relpath = path.relative_to(root).as_posix()
-        for _, line, col, raw in prose_pieces(text):
-            if "sglang" not in raw:
-                continue
-            for offset, target, kind, written in _citations_in(raw):
-                at = offset_position(line, col, raw, offset)
-                citations.append(Citation(relpath, *at, target, kind, written))
-    return citations
+        for offset, target, kind, written in _citations_in(raw):
+            found.append([relpath, *offset_position(line, col, raw, offset), target, kind, written])
+    return found
+
+
+def mirror_citations(project: ProjectIndex) -> list[Citation]:
+    # Tokenizing is the cost: only files that may cite something are read closely.
+    return [Citation(*fields) for fields in project.each_file(
+        "mirror-citations", _file_citations, _may_cite, sys.modules[__name__], stack)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import sys
 import tokenize
 import tomllib
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any, Iterator
 
 from packaging.requirements import Requirement
 
-from sglang_contracts.project.index import walk_project
+from sglang_contracts.project.index import ProjectIndex, walk_project
 from sglang_contracts.requirements import normalized, parse_requirement
 
 REQUIREMENT_FILES = ("requirements.txt", "requirements-*.txt", "requirements/*.txt", "constraints.txt", "constraints-*.txt")
@@ -244,34 +245,38 @@ def offset_position(line: int, col: int, raw: str, offset: int) -> tuple[int, in
     return line, col + offset + 1
 
 
-def prose_notes(root: Path) -> tuple[list[ProseNote], list[ProseNote]]:
+def _may_note(text: str) -> bool:
+    """Does the file say something of interest somewhere (tokenizing it is the cost)?"""
+    return bool(_may_name_a_version(text) and SGLANG_VERSION_IN_PROSE.search(text)
+                or "remove" in text.lower() and REMOVE_WHEN.search(text))
+
+
+def _file_notes(relpath: str, text: str) -> list[list]:
+    """("version" or "removal", ProseNote fields...) for what one file's prose says."""
+    package = is_package_code(relpath)
+    found: list[list] = []
+    for where, line, col, raw in prose_pieces(text):
+        removal_spans = []
+        for match in REMOVE_WHEN.finditer(raw):
+            removal_spans.append(match.span())
+            at = offset_position(line, col, raw, match.start("req"))
+            found.append(["removal", relpath, *at, where, match.group("req"), package])
+        for match in SGLANG_VERSION_IN_PROSE.finditer(raw):
+            if any(start <= match.start() < end for start, end in removal_spans):
+                continue
+            at = offset_position(line, col, raw, match.start("v"))
+            found.append(["version", relpath, *at, where, match.group("v"), package])
+    return found
+
+
+def prose_notes(project: ProjectIndex) -> tuple[list[ProseNote], list[ProseNote]]:
     """(SGLang versions named, `Remove when:` conditions) in comments and docstrings of the
     project's Python files. A removal condition is the convention for naming a version, so it
     is not also counted as a version named."""
-    root = root.resolve()
     versions: list[ProseNote] = []
     removals: list[ProseNote] = []
-    for path in walk_project([root], lambda name: name.endswith(".py")):
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if not (_may_name_a_version(text) and SGLANG_VERSION_IN_PROSE.search(text) or "remove" in text.lower()
-                and REMOVE_WHEN.search(text)):
-            continue  # tokenizing is the cost: only files that say something of interest somewhere
-        relpath = path.relative_to(root).as_posix()
-        package = is_package_code(relpath)
-        for where, line, col, raw in prose_pieces(text):
-            removal_spans = []
-            for match in REMOVE_WHEN.finditer(raw):
-                removal_spans.append(match.span())
-                at = offset_position(line, col, raw, match.start("req"))
-                removals.append(ProseNote(relpath, *at, where, match.group("req"), package))
-            for match in SGLANG_VERSION_IN_PROSE.finditer(raw):
-                if any(start <= match.start() < end for start, end in removal_spans):
-                    continue
-                at = offset_position(line, col, raw, match.start("v"))
-                versions.append(ProseNote(relpath, *at, where, match.group("v"), package))
+    for bucket, *fields in project.each_file("prose-notes", _file_notes, _may_note, sys.modules[__name__]):
+        (versions if bucket == "version" else removals).append(ProseNote(*fields))
     return versions, removals
 
 
