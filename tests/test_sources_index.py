@@ -1,4 +1,4 @@
-"""Package-index releases: pip download into the cache, safe unpack, offline reuse, bad input.
+"""Package-index releases: pip download into the cache, read in place, offline reuse, bad input.
 
 These tests serve a wheel built from the fixture upstream through a local find-links folder,
 with the machine's pip configuration switched off, so pip itself runs for real.
@@ -13,7 +13,7 @@ import pytest
 
 from sglang_contracts.errors import SourceError
 from sglang_contracts.sources import open_release
-from sglang_contracts.sources.index import unpack_wheel
+from sglang_contracts.sources.index import WheelTree
 
 VERSION = "0.9.0"
 PACKAGE_FILES = {
@@ -90,24 +90,21 @@ def test_corrupt_cached_wheel_is_fetched_again(tmp_path: Path, local_index: Path
     assert release.tree.read_text("sglang/srt/managers/scheduler.py")
 
 
-def test_interrupted_unpack_is_redone(tmp_path: Path, local_index: Path) -> None:
+def test_the_wheel_is_read_in_place(tmp_path: Path, local_index: Path) -> None:
     cache = tmp_path / "cache"
-    open_release(VERSION, sglang_repo=None, cache=cache)
-    unpacked = cache / "releases" / f"sglang-{VERSION}"
-    (unpacked / ".complete").unlink()
-    (unpacked / "sglang" / "srt" / "managers" / "scheduler.py").unlink()
     release = open_release(VERSION, sglang_repo=None, cache=cache)
-    assert release.tree.read_text("sglang/srt/managers/scheduler.py")
+    assert release.tree.list_dir("sglang/srt") == ["managers"]
+    assert list(release.tree.iter_files("sglang")) == ["sglang/__init__.py", "sglang/srt/managers/scheduler.py"]
+    assert release.tree.read_bytes("sglang/srt/managers/missing.py") is None
+    assert "Version: 0.9.0" in (release.tree.metadata_text() or "")
+    assert sorted(path.name for path in cache.iterdir()) == ["wheels"]  # nothing unpacked
 
 
 @pytest.mark.parametrize("member", ["../escape.py", "/etc/evil.py", "sglang/../../escape.py", "C:/evil.py"])
 def test_unsafe_wheel_members_are_refused(tmp_path: Path, member: str) -> None:
     wheel = build_wheel(tmp_path / "bad", extra={member: "x = 1\n"})
-    target = tmp_path / "out"
     with pytest.raises(SourceError, match="refusing unsafe archive member"):
-        unpack_wheel(wheel, target)
-    assert not target.exists()
-    assert not (tmp_path / "escape.py").exists()
+        WheelTree(wheel)
 
 
 def test_symlink_member_is_refused(tmp_path: Path) -> None:
@@ -117,7 +114,7 @@ def test_symlink_member_is_refused(tmp_path: Path) -> None:
         link.external_attr = (0o120777 << 16)
         archive.writestr(link, "/etc/passwd")
     with pytest.raises(SourceError, match="symbolic link"):
-        unpack_wheel(wheel, tmp_path / "out")
+        WheelTree(wheel)
 
 
 def test_release_without_srt_is_refused(tmp_path: Path) -> None:
