@@ -12,7 +12,7 @@ from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.project.patchfile import FilePatch, PatchFile, release_relpath, sglang_patch_files
 from sglang_contracts.sources.base import PACKAGE, ReleaseTree
 
-FULLY_READ = (".py", ".pyi")  # a wheel unpacked by the package-index source keeps other files as empty names
+FULLY_READ = (".py", ".pyi")  # a wheel from the package index reads its other files as empty
 
 
 def tree_reader(tree: ReleaseTree):
