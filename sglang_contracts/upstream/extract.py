@@ -166,7 +166,9 @@ def _class(cls, bodies: dict[str, BodyFacts]) -> dict[str, Any]:
         elif member.is_class:
             attributes[name] = {"line": member.lineno or 0, "kind": "class", "types": []}
     for body in bodies.values():
-        for written in body.writes:  # instance attributes assigned in any method, not only __init__
+        # Instance attributes assigned in any method, not only __init__; in name order, so the
+        # record does not depend on the process's string hashing.
+        for written in sorted(body.writes):
             attributes.setdefault(written, {"line": 0, "kind": "instance", "types": []})
     options = _dataclass_options(cls)
     return {
