@@ -1,9 +1,10 @@
 """What upstream function bodies do with `self`, and a normalised form of each body.
 
-griffe models signatures, not bodies, so bodies are read with `ast`: which attributes a
-method reads from and writes to `self`, which `self.<name>(...)` methods it calls, and its
-statements unparsed (formatting, comments and the docstring dropped) and hashed line by line,
-so two releases' bodies compare without line numbers and "how much changed" can be counted.
+griffe models signatures, not bodies, so bodies are read with `ast` (from the tree griffe
+visits too): which attributes a method reads from and writes to `self`, which
+`self.<name>(...)` methods it calls, and its statements unparsed (formatting, comments and the
+docstring dropped) and hashed line by line, so two releases' bodies compare without line
+numbers and "how much changed" can be counted.
 """
 
 from __future__ import annotations
@@ -70,12 +71,8 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
     return facts
 
 
-def module_bodies(code: str) -> dict[str, dict[str, BodyFacts]]:
+def module_bodies(tree: ast.Module) -> dict[str, dict[str, BodyFacts]]:
     """{"": {function: facts}, "ClassName": {method: facts}} for the module's top level."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return {}
     result: dict[str, dict[str, BodyFacts]] = {"": {}}
 
     def add(owner: dict[str, BodyFacts], node: AnyFunction, in_class: bool) -> None:

@@ -6,6 +6,7 @@ run over the same release never parses SGLang again.
 
 from __future__ import annotations
 
+import ast
 import logging
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -186,21 +187,22 @@ def extract_module(module_name: str, relpath: str, code: str) -> dict[str, Any]:
     its classes and functions define (signatures, members, bodies)."""
     import griffe
 
-    short_name = module_name.rsplit(".", 1)[-1]
+    filepath = Path(relpath)
     try:
-        module = griffe.visit(
-            short_name,
-            filepath=Path(relpath),
-            code=code,
-            parent=_parent_chain(module_name, relpath),
-        )
+        # One parse for griffe and for the bodies: griffe.visit would parse the code itself,
+        # so its Visitor is given the tree (as griffe.visit does after compiling it).
+        tree = ast.parse(code, filename=str(filepath))
+        visitor = griffe.Visitor(module_name.rsplit(".", 1)[-1], filepath, code, griffe.load_extensions(),
+                                 _parent_chain(module_name, relpath))
+        visitor.visit(tree)
+        module = visitor.current.module
     except Exception as error:  # a file griffe cannot read is opaque, not empty
         return {"opaque": f"{type(error).__name__}: {error}".splitlines()[0]}
+    bodies = module_bodies(tree)
     bindings: dict[str, Any] = {}
     wildcards: list[str] = []
     classes: dict[str, Any] = {}
     functions: dict[str, Any] = {}
-    bodies = module_bodies(code)
     for name, member in module.members.items():
         if member.is_alias and name.endswith("/*"):
             wildcards.append(member.target_path)
