@@ -120,6 +120,9 @@ class Resolver:
         self.view = view
         self.model = model
         self.upstream_bases = lru_cache(maxsize=None)(self._upstream_bases)
+        # Many facts share a receiver (`self.x` across a class's methods) and several checks
+        # ask about the same ones: each is resolved once per file and release.
+        self._receivers: dict[tuple[str, Receiver], tuple[Instance, ...] | None] = {}
 
     def _upstream_bases(self, cls: ProjectClass) -> tuple[str, ...]:
         """Origins of the upstream classes a project class derives from, in this release."""
@@ -250,8 +253,14 @@ class Resolver:
         types = member.record.get("returns" if member.kind == "property" else "types", [])
         return self._from_upstream_types(types) or None
 
-    def receiver(self, facts: FileFacts, receiver: Receiver) -> list[Instance] | None:
+    def receiver(self, facts: FileFacts, receiver: Receiver) -> tuple[Instance, ...] | None:
         """The instances a receiver (its types, then its attribute walk) stands for."""
+        key = (facts.path, receiver)
+        if key not in self._receivers:
+            self._receivers[key] = self._receiver(facts, receiver)
+        return self._receivers[key]
+
+    def _receiver(self, facts: FileFacts, receiver: Receiver) -> tuple[Instance, ...] | None:
         if any(kind.startswith(("C:", "U:")) for kind in receiver.types):
             return None
         current = self._from_kinds(facts, receiver.types)
@@ -265,7 +274,7 @@ class Resolver:
                     return None
                 following.extend(types)
             current = following
-        return current or None
+        return tuple(current) if current else None
 
     # -- callees -------------------------------------------------------------------------
 

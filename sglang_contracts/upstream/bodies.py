@@ -1,9 +1,10 @@
 """What upstream function bodies do with `self`, and a normalised form of each body.
 
-griffe models signatures, not bodies, so bodies are read with `ast`: which attributes a
-method reads from and writes to `self`, which `self.<name>(...)` methods it calls, and its
-statements unparsed (formatting, comments and the docstring dropped) and hashed line by line,
-so two releases' bodies compare without line numbers and "how much changed" can be counted.
+griffe models signatures, not bodies, so bodies are read with `ast` (from the tree griffe
+visits too): which attributes a method reads from and writes to `self`, which
+`self.<name>(...)` methods it calls, and its statements unparsed (formatting, comments and the
+docstring dropped) and hashed line by line, so two releases' bodies compare without line
+numbers and "how much changed" can be counted.
 """
 
 from __future__ import annotations
@@ -47,13 +48,40 @@ def normalised_lines(node: AnyFunction) -> list[str]:
     return [_line_hash(line) for line in text.splitlines() if line.strip()]
 
 
+def _decorator_name(decorator: ast.expr) -> str:
+    """The last dotted component of a decorator's text (`staticmethod`, `abc.abstractmethod`)."""
+    if isinstance(decorator, ast.Name):
+        return decorator.id
+    if isinstance(decorator, ast.Attribute):
+        return decorator.attr
+    return ast.unparse(decorator).rsplit(".", 1)[-1]  # rare: a call or any other expression
+
+
 def _receiver_name(node: AnyFunction) -> str | None:
     """The name the function calls its instance (`self`), or None for a static method."""
-    decorators = {ast.unparse(d).rsplit(".", 1)[-1] for d in node.decorator_list}
-    if "staticmethod" in decorators:
+    if any(_decorator_name(d) == "staticmethod" for d in node.decorator_list):
         return None
     arguments = node.args.posonlyargs + node.args.args
     return arguments[0].arg if arguments else None
+
+
+# Nodes with nothing below them that could be an attribute access: not worth descending into.
+_LEAVES = (ast.Name, ast.Constant, ast.expr_context)
+
+
+def _nodes(root: ast.AST):
+    """Every node under `root` that may hold or be an attribute access (`ast.walk` without the
+    leaves, which is most of a body's nodes)."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        yield node
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                pending.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, _LEAVES))
+            elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+                pending.append(value)
 
 
 def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
@@ -61,7 +89,7 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
     receiver = _receiver_name(node) if in_class else None
     if receiver is None:
         return facts
-    for child in ast.walk(node):
+    for child in _nodes(node):
         if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and child.value.id == receiver:
             (facts.writes if isinstance(child.ctx, (ast.Store, ast.Del)) else facts.reads).add(child.attr)
         elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
@@ -70,12 +98,8 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
     return facts
 
 
-def module_bodies(code: str) -> dict[str, dict[str, BodyFacts]]:
+def module_bodies(tree: ast.Module) -> dict[str, dict[str, BodyFacts]]:
     """{"": {function: facts}, "ClassName": {method: facts}} for the module's top level."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return {}
     result: dict[str, dict[str, BodyFacts]] = {"": {}}
 
     def add(owner: dict[str, BodyFacts], node: AnyFunction, in_class: bool) -> None:

@@ -6,10 +6,12 @@ run over the same release never parses SGLang again.
 
 from __future__ import annotations
 
+import ast
 import logging
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from sglang_contracts.collector import collector_paused
 from sglang_contracts.upstream.bodies import BodyFacts, module_bodies
 
 UNION_WRAPPERS = {"Optional", "Union"}
@@ -166,7 +168,9 @@ def _class(cls, bodies: dict[str, BodyFacts]) -> dict[str, Any]:
         elif member.is_class:
             attributes[name] = {"line": member.lineno or 0, "kind": "class", "types": []}
     for body in bodies.values():
-        for written in body.writes:  # instance attributes assigned in any method, not only __init__
+        # Instance attributes assigned in any method, not only __init__; in name order, so the
+        # record does not depend on the process's string hashing.
+        for written in sorted(body.writes):
             attributes.setdefault(written, {"line": 0, "kind": "instance", "types": []})
     options = _dataclass_options(cls)
     return {
@@ -182,23 +186,30 @@ def _class(cls, bodies: dict[str, BodyFacts]) -> dict[str, Any]:
 def extract_module(module_name: str, relpath: str, code: str) -> dict[str, Any]:
     """A record of the module's top level: its bindings, star imports and `__all__`, and what
     its classes and functions define (signatures, members, bodies)."""
+    # griffe links the parsed tree's nodes to their parents: the tree is freed by the collector.
+    with collector_paused(collect_after=True):
+        return _extract(module_name, relpath, code)
+
+
+def _extract(module_name: str, relpath: str, code: str) -> dict[str, Any]:
     import griffe
 
-    short_name = module_name.rsplit(".", 1)[-1]
+    filepath = Path(relpath)
     try:
-        module = griffe.visit(
-            short_name,
-            filepath=Path(relpath),
-            code=code,
-            parent=_parent_chain(module_name, relpath),
-        )
+        # One parse for griffe and for the bodies: griffe.visit would parse the code itself,
+        # so its Visitor is given the tree (as griffe.visit does after compiling it).
+        tree = ast.parse(code, filename=str(filepath))
+        visitor = griffe.Visitor(module_name.rsplit(".", 1)[-1], filepath, code, griffe.load_extensions(),
+                                 _parent_chain(module_name, relpath))
+        visitor.visit(tree)
+        module = visitor.current.module
     except Exception as error:  # a file griffe cannot read is opaque, not empty
         return {"opaque": f"{type(error).__name__}: {error}".splitlines()[0]}
+    bodies = module_bodies(tree)
     bindings: dict[str, Any] = {}
     wildcards: list[str] = []
     classes: dict[str, Any] = {}
     functions: dict[str, Any] = {}
-    bodies = module_bodies(code)
     for name, member in module.members.items():
         if member.is_alias and name.endswith("/*"):
             wildcards.append(member.target_path)
