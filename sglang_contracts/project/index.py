@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Callable, Iterator
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
+from sglang_contracts.collector import collector_paused
 from sglang_contracts.parallel import map_jobs
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.upstream.model import is_upstream
@@ -77,7 +78,8 @@ def module_name_for(relpath: str) -> str:
 def _scan_job(job: tuple[str, str, str, tuple[str, ...]]) -> dict:
     from sglang_contracts.project.scanner import scan_source
 
-    return scan_source(*job).to_json()
+    with collector_paused(collect_after=True):  # a syntax tree and facts: many objects, few cycles
+        return scan_source(*job).to_json()
 
 
 @dataclass
@@ -182,7 +184,8 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonC
         cached = cache.get(key)
         if cached is not None:
             try:
-                index.files[relpath] = FileFacts.from_json(cached)
+                with collector_paused():  # facts hold no reference cycles
+                    index.files[relpath] = FileFacts.from_json(cached)
                 continue
             except (KeyError, TypeError, ValueError):
                 pass  # a stale or damaged entry: parse again
@@ -191,7 +194,8 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonC
     index.parsed += len(jobs)
     results = map_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
     for job, result in zip(jobs, results):
-        index.files[job[0]] = FileFacts.from_json(result)
+        with collector_paused():
+            index.files[job[0]] = FileFacts.from_json(result)
         cache.put(keys[job[0]], result)
 
 
