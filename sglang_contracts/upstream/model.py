@@ -426,6 +426,8 @@ class UpstreamModel:
         found: dict[str, list[str]] = {}
         for relpath in self._source_files:
             text = self.tree.read_text(relpath) or ""
+            if not any(name in text for name in names):
+                continue  # what the pattern matches holds a name verbatim; a substring test is far cheaper
             for match in pattern.finditer(text):
                 name = match.group(1) or match.group(2)
                 module = self.module_name_of(relpath)
