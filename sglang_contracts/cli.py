@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sglang_contracts import __version__
+from sglang_contracts.collector import batch_collection
 from sglang_contracts.errors import ContractsError, UsageError
 
 if TYPE_CHECKING:
@@ -197,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        status = _run(args)
+        with batch_collection():
+            status = _run(args)
         sys.stdout.flush()  # inside the try: a reader that left shows here, not at interpreter exit
         return status
     except ContractsError as error:

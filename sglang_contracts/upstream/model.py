@@ -168,13 +168,20 @@ class UpstreamModel:
             self.stats.without_source += 1
             opaque = "extension module" if kind == "extension" else None
             return ModuleRecord(name, kind, None, opaque=opaque)
+        cached = self._cached(name, kind, relpath, key)
+        if cached is not None:
+            return cached
+        extracted = extract_module(name, relpath, data.decode("utf-8", "replace"))
+        self.stats.parsed += 1
+        self.cache.put(key, extracted)
+        return self._record(name, kind, relpath, extracted)
+
+    def _cached(self, name: str, kind: str, relpath: str, key: str) -> ModuleRecord | None:
+        """The module's record from the cache, or None when it must be extracted."""
         extracted = self.cache.get(key)
-        if isinstance(extracted, dict):
-            self.stats.from_cache += 1
-        else:
-            extracted = extract_module(name, relpath, data.decode("utf-8", "replace"))
-            self.stats.parsed += 1
-            self.cache.put(key, extracted)
+        if not isinstance(extracted, dict):
+            return None
+        self.stats.from_cache += 1
         return self._record(name, kind, relpath, extracted)
 
     @staticmethod
@@ -192,13 +199,19 @@ class UpstreamModel:
         )
 
     def pending_extractions(self, names: Iterable[str]) -> list[tuple[str, str, str, str, str]]:
-        """(name, kind, relpath, code, key) of the modules among `names` not yet loaded or cached."""
+        """(name, kind, relpath, code, key) of the modules among `names` not yet loaded or cached.
+        The cached ones are loaded on the way: the file is read and its record decoded once."""
         jobs = []
         for name in sorted(set(names)):
             if name in self._modules or not is_upstream(name):
                 continue
             kind, relpath, data, key = self._source(name)
-            if relpath is not None and self.cache.get(key) is None:
+            if relpath is None:
+                continue
+            cached = self._cached(name, kind, relpath, key)
+            if cached is not None:
+                self._modules[name] = cached
+            else:
                 jobs.append((name, kind, relpath, data.decode("utf-8", "replace"), key))
         return jobs
 
@@ -426,6 +439,8 @@ class UpstreamModel:
         found: dict[str, list[str]] = {}
         for relpath in self._source_files:
             text = self.tree.read_text(relpath) or ""
+            if not any(name in text for name in names):
+                continue  # what the pattern matches holds a name verbatim; a substring test is far cheaper
             for match in pattern.finditer(text):
                 name = match.group(1) or match.group(2)
                 module = self.module_name_of(relpath)
