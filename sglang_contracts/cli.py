@@ -134,6 +134,11 @@ def _write_baseline(path: Path, result) -> int:
 
 
 def _say_what_was_loaded(result) -> None:
+    if result.replayed_files_with_contracts is not None:
+        print(f"no input changed since the last run with these options: its findings are replayed "
+              f"(project {result.project.root}: {result.project.scanned} files, "
+              f"{result.replayed_files_with_contracts} hold SGLang contracts)", file=sys.stderr)
+        return
     for model in (result.old, result.new):
         stats = model.stats
         print(f"{model.release.label}: {stats.modules} modules loaded ({stats.parsed} parsed, "

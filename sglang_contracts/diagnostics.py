@@ -36,6 +36,10 @@ class Diagnostic:
             "old": self.old, "new": self.new, "fingerprint": self.fingerprint,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Diagnostic":
+        return cls(**{key: value for key, value in data.items() if key != "surface"})
+
 
 def finding(code: str, facts: FileFacts, position: Position, symbol: str, *,
             severity: str | None = None, **fields: Any) -> Diagnostic:

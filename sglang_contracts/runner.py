@@ -9,12 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from git import GitCommandError
 
 import sglang_contracts.contracts  # noqa: F401  (registers every check)
 from sglang_contracts import baseline as baselines
+from sglang_contracts import replay
 from sglang_contracts.cache import JsonCache, cache_root
 from sglang_contracts.catalog import load_catalog
 from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks
@@ -63,6 +64,9 @@ class CheckResult:
     baselined: int = 0  # findings the baseline accepted (not in `diagnostics`)
     stale_baseline: list[baselines.Entry] = field(default_factory=list)  # entries nothing matched
     upstream_delta: UpstreamDelta | None = None  # with --sglang-repo: the commits behind the contracts
+    # Set when no input changed since a run whose findings are replayed (replay.py): how many
+    # files held contracts then (the project index is not rebuilt).
+    replayed_files_with_contracts: int | None = None
 
 
 def project_root_for(paths: list[Path]) -> Path:
@@ -95,6 +99,35 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     def store(kind: str) -> JsonCache:
         return JsonCache(download_cache / kind if options.use_cache else None)
 
+    runs = store("runs")
+    key = replay.run_key(root, paths, options, old_spec) if options.use_cache else None
+    saved = runs.get(key) if key else None
+    if saved is not None:
+        result = _replayed(saved, root, old_spec, options, download_cache, store, pin)
+    else:
+        result = _computed(paths, options, root, old_spec, pin, download_cache, store)
+        if key:
+            runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files)))
+    if accepted_entries is not None:
+        result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
+        result.baselined = len(accepted)
+    return result
+
+
+def _replayed(saved: dict, root: Path, old_spec: str, options: CheckOptions, download_cache: Path,
+              store: Callable[[str], JsonCache], pin: tuple[str, str] | None) -> CheckResult:
+    """The findings of the last run with exactly these inputs (replay.py), with the releases
+    opened for the reports' sake (cached wheels: no parsing)."""
+    releases = [open_release(spec, sglang_repo=options.sglang_repo, cache=download_cache)
+                for spec in (old_spec, options.new)]
+    old, new = (UpstreamModel(release, store("upstream")) for release in releases)
+    project = ProjectIndex(root=root, scanned=saved["scanned"])
+    return CheckResult(replay.diagnostics_of(saved), project, old, new, pin=pin,
+                       replayed_files_with_contracts=saved["with_contracts"])
+
+
+def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: tuple[str, str] | None,
+              download_cache: Path, store: Callable[[str], JsonCache]) -> CheckResult:
     # Unpacking two releases (I/O and zlib) overlaps with parsing the project (a process pool).
     with ThreadPoolExecutor(max_workers=3) as threads:
         opening = [
@@ -135,11 +168,7 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     diagnostics = [enrich(override_severity(d, options.severity), text, old, new) for d in diagnostics]
     _require_loaded(project, old)
     delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
-    result = CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta)
-    if accepted_entries is not None:
-        result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
-        result.baselined = len(accepted)
-    return result
+    return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta)
 
 
 def _delta(repo: Path, project: ProjectIndex, old: UpstreamModel, new: UpstreamModel) -> UpstreamDelta | None:

@@ -8,9 +8,19 @@ from sglang_contracts.errors import SourceError
 from sglang_contracts.sources.base import Release, ReleaseTree
 from sglang_contracts.sources.directory import directory_release
 from sglang_contracts.sources.git import git_release
-from sglang_contracts.sources.index import index_release
+from sglang_contracts.sources.index import PUBLISHED, index_release
 
 __all__ = ["Release", "ReleaseTree", "SourceError", "open_release"]
+
+
+def _kind(spec: str, sglang_repo: Path | None) -> tuple[str, str]:
+    """("dir" | "git" | "pypi", the spec without its prefix)."""
+    kind, _, rest = spec.partition(":")
+    if kind in {"dir", "git", "pypi"} and rest:
+        return kind, rest
+    if Path(spec).expanduser().is_dir():
+        return "dir", spec
+    return ("git" if sglang_repo is not None else "pypi"), spec
 
 
 def open_release(spec: str, *, sglang_repo: Path | None, cache: Path) -> Release:
@@ -20,15 +30,18 @@ def open_release(spec: str, *, sglang_repo: Path | None, cache: Path) -> Release
     `--sglang-repo` is given, is read from that clone; anything else is a version on the
     package index (`pypi:0.5.22` says so explicitly).
     """
-    kind, _, rest = spec.partition(":")
-    if kind in {"dir", "git", "pypi"} and rest:
-        spec = rest
-    else:
-        kind = ""
-    if kind == "dir" or (not kind and Path(spec).expanduser().is_dir()):
+    kind, spec = _kind(spec, sglang_repo)
+    if kind == "dir":
         return directory_release(Path(spec).expanduser())
-    if kind == "git" or (not kind and sglang_repo is not None):
+    if kind == "git":
         if sglang_repo is None:
             raise SourceError(f"{spec}: a git ref needs --sglang-repo DIR")
         return git_release(sglang_repo, spec)
     return index_release(spec, cache)
+
+
+def published_identity(spec: str, sglang_repo: Path | None) -> str | None:
+    """The identity of a published version (`pypi:sglang==0.5.22`, as index_release gives it),
+    known without opening anything; None for any other source."""
+    kind, spec = _kind(spec, sglang_repo)
+    return PUBLISHED.format(version=spec) if kind == "pypi" and sglang_repo is None else None

@@ -23,6 +23,7 @@ from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang
 
 # Only these are read; every other member (compiled extensions, CUDA sources, data) reads
 # as empty, so its name still exists for the model (an extension module is a module).
+PUBLISHED = "pypi:sglang=={version}"  # a published release's identity: its content can never change
 READ_SUFFIXES = (".py", ".pyi", ".typed", "METADATA", "RECORD", "WHEEL", "entry_points.txt")
 
 
@@ -135,4 +136,4 @@ def index_release(version: str, cache: Path) -> Release:
             raise SourceError(f"sglang {version}: the downloaded wheel is unreadable ({error})") from None
     label = f"sglang {version} (package index)"
     check_is_sglang(tree, label)
-    return Release(label=label, version=version, tree=tree, identity=f"pypi:sglang=={version}")
+    return Release(label=label, version=version, tree=tree, identity=PUBLISHED.format(version=version))

@@ -1,0 +1,81 @@
+"""A run whose every input is unchanged replays its findings instead of recomputing them.
+
+The inputs are this tool's own code and rule catalog, the Python version (its parser), the
+options, the two releases, the files named on the command line, and every file below the
+project root that any check may read (the folders every reader skips, like .git and .venv,
+excepted), by path, size and modification time. Only published versions take part: their
+content can never change, while a directory or a git ref may. Any change to any input, a file
+merely touched included, makes a full run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.project.index import walk_project
+from sglang_contracts.sources import published_identity
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+# Options that change how a run works, not what it finds; the baseline is applied after a replay.
+NOT_INPUTS = {"cache_dir", "use_cache", "workers", "baseline"}
+
+
+@lru_cache(maxsize=1)
+def tool_fingerprint() -> str:
+    """A digest of every source file of this package and of the rule catalog it renders."""
+    digest = hashlib.sha256()
+    for folder in (PACKAGE_DIR, PACKAGE_DIR.parent / "rules"):
+        for path in sorted(folder.rglob("*")):
+            if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts:
+                digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _inventory(root: Path, named_patches: list[str]) -> list[str]:
+    """Path, size and modification time of every file a check may read below the root."""
+    files = set(walk_project([root], lambda name: True))
+    for pattern in named_patches:  # `patch-files` may name files in folders the walk skips
+        files.update(path.resolve() for path in root.glob(pattern) if path.is_file())
+    rows = []
+    for path in sorted(files):
+        try:
+            status = path.stat()
+        except OSError:
+            continue
+        rows.append(f"{path.relative_to(root).as_posix() if path.is_relative_to(root) else path}"
+                    f"\0{status.st_size}\0{status.st_mtime_ns}")
+    return rows
+
+
+def run_key(root: Path, paths: list[Path], options: Any, old_spec: str) -> str | None:
+    """The key of this run's findings, or None when an input may change unseen (a release from
+    a directory or a clone)."""
+    releases = [published_identity(spec, options.sglang_repo) for spec in (old_spec, options.new)]
+    if None in releases:
+        return None
+    fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.name not in NOT_INPUTS}
+    root = root.resolve()
+    named_patches = list(options.settings.get("patch-files") or ())
+    header = json.dumps({
+        "tool": tool_fingerprint(), "python": list(sys.version_info[:2]), "releases": releases,
+        "options": fields, "root": str(root), "paths": sorted(str(p.resolve()) for p in paths),
+    }, sort_keys=True, default=str)
+    digest = hashlib.sha256(header.encode())
+    for row in _inventory(root, named_patches):
+        digest.update(row.encode() + b"\n")
+    return digest.hexdigest()
+
+
+def record(diagnostics: list[Diagnostic], scanned: int, with_contracts: int) -> dict[str, Any]:
+    return {"diagnostics": [d.to_json() for d in diagnostics], "scanned": scanned, "with_contracts": with_contracts}
+
+
+def diagnostics_of(saved: dict[str, Any]) -> list[Diagnostic]:
+    return [Diagnostic.from_json(item) for item in saved["diagnostics"]]

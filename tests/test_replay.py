@@ -1,0 +1,95 @@
+"""A run whose every input is unchanged replays its findings (replay.py); any change recomputes."""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import NEW, OLD, PROJECT
+from sglang_contracts.runner import CheckOptions, run_check
+
+
+def wheel_of(tree: Path, folder: Path) -> None:
+    """A wheel of a fixture upstream tree, with its dependencies as Requires-Dist."""
+    project = tomllib.loads((tree / "pyproject.toml").read_text())["project"]
+    version = project["version"]
+    dist_info = f"sglang-{version}.dist-info"
+    requires = "".join(f"Requires-Dist: {dependency}\n" for dependency in project.get("dependencies", []))
+    with zipfile.ZipFile(folder / f"sglang-{version}-py3-none-any.whl", "w") as archive:
+        for path in sorted((tree / "sglang").rglob("*.py")):
+            archive.write(path, path.relative_to(tree).as_posix())
+        archive.writestr(f"{dist_info}/METADATA", f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n{requires}")
+        archive.writestr(f"{dist_info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr(f"{dist_info}/RECORD", "")
+
+
+@pytest.fixture
+def published(tmp_path: Path, monkeypatch) -> tuple[Path, CheckOptions]:
+    """The fixture project, and options checking it against the fixture releases published as
+    0.9.0 and 0.9.1 on a local package index (pip runs for real, offline)."""
+    links = tmp_path / "links"
+    links.mkdir()
+    for tree in (OLD, NEW):
+        wheel_of(tree, links)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    return project, CheckOptions(old="0.9.0", new="0.9.1", cache_dir=tmp_path / "cache")
+
+
+def findings(result) -> list[dict]:
+    return [d.to_json() for d in result.diagnostics]
+
+
+def test_an_unchanged_run_is_replayed_with_the_same_findings(published) -> None:
+    project, options = published
+    first = run_check([project], options)
+    assert first.replayed_files_with_contracts is None and first.diagnostics
+    again = run_check([project], options)
+    assert again.replayed_files_with_contracts == len(first.project.files)
+    assert findings(again) == findings(first)
+    assert again.old.release.label == first.old.release.label
+
+
+def test_an_edited_python_file_is_read_again(published) -> None:
+    project, options = published
+    first = run_check([project], options)
+    path, line = next((d.path, d.line) for d in first.diagnostics if d.path.endswith(".py"))
+    edited = project / path
+    edited.write_text("# a new first line\n" + edited.read_text())
+    after = run_check([project], options)
+    assert after.replayed_files_with_contracts is None
+    moved = [d for d in after.diagnostics if d.path == path]
+    assert [d.line for d in moved] == [d.line + 1 for d in first.diagnostics if d.path == path]
+    assert any(d.line == line + 1 for d in moved)
+
+
+def test_any_other_file_of_the_project_counts(published) -> None:
+    project, options = published
+    run_check([project], options)
+    (project / "docs" / "install.md").write_text("Nothing about releases any more.\n")
+    assert run_check([project], options).replayed_files_with_contracts is None
+    assert run_check([project], options).replayed_files_with_contracts is not None
+
+
+def test_other_options_are_another_run(published) -> None:
+    project, options = published
+    run_check([project], options)
+    options.select = ["SGC1"]
+    narrower = run_check([project], options)
+    assert narrower.replayed_files_with_contracts is None
+    assert {d.code[:4] for d in narrower.diagnostics} == {"SGC1"}
+
+
+def test_releases_read_from_directories_are_never_replayed(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache")
+    run_check([project], options)
+    assert run_check([project], options).replayed_files_with_contracts is None
