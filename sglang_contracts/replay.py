@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import sys
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -77,5 +78,17 @@ def record(diagnostics: list[Diagnostic], scanned: int, with_contracts: int) -> 
     return {"diagnostics": [d.to_json() for d in diagnostics], "scanned": scanned, "with_contracts": with_contracts}
 
 
-def diagnostics_of(saved: dict[str, Any]) -> list[Diagnostic]:
-    return [Diagnostic.from_json(item) for item in saved["diagnostics"]]
+@dataclass
+class Replay:
+    diagnostics: list[Diagnostic]
+    scanned: int
+    with_contracts: int
+
+
+def replay_of(saved: Any) -> Replay | None:
+    """The saved findings, or None when the record does not decode (it is then recomputed)."""
+    try:
+        return Replay([Diagnostic.from_json(item) for item in saved["diagnostics"]],
+                      int(saved["scanned"]), int(saved["with_contracts"]))
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -101,7 +101,7 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
 
     runs = store("runs")
     key = replay.run_key(root, paths, options, old_spec) if options.use_cache else None
-    saved = runs.get(key) if key else None
+    saved = replay.replay_of(runs.get(key)) if key else None
     if saved is not None:
         result = _replayed(saved, root, old_spec, options, download_cache, store, pin)
     else:
@@ -114,16 +114,15 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     return result
 
 
-def _replayed(saved: dict, root: Path, old_spec: str, options: CheckOptions, download_cache: Path,
+def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOptions, download_cache: Path,
               store: Callable[[str], JsonCache], pin: tuple[str, str] | None) -> CheckResult:
     """The findings of the last run with exactly these inputs (replay.py), with the releases
     opened for the reports' sake (cached wheels: no parsing)."""
     releases = [open_release(spec, sglang_repo=options.sglang_repo, cache=download_cache)
                 for spec in (old_spec, options.new)]
     old, new = (UpstreamModel(release, store("upstream")) for release in releases)
-    project = ProjectIndex(root=root, scanned=saved["scanned"])
-    return CheckResult(replay.diagnostics_of(saved), project, old, new, pin=pin,
-                       replayed_files_with_contracts=saved["with_contracts"])
+    project = ProjectIndex(root=root, scanned=saved.scanned)
+    return CheckResult(saved.diagnostics, project, old, new, pin=pin, replayed_files_with_contracts=saved.with_contracts)
 
 
 def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: tuple[str, str] | None,

@@ -93,3 +93,13 @@ def test_releases_read_from_directories_are_never_replayed(tmp_path: Path) -> No
     options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache")
     run_check([project], options)
     assert run_check([project], options).replayed_files_with_contracts is None
+
+
+def test_a_damaged_record_is_recomputed(published) -> None:
+    project, options = published
+    first = run_check([project], options)
+    for record in (options.cache_dir / "runs").rglob("*.json"):
+        record.write_text('{"schema": 1, "data": {"diagnostics": [{"path": 3}]}}')
+    again = run_check([project], options)
+    assert again.replayed_files_with_contracts is None
+    assert findings(again) == findings(first)
