@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.metadata
 import json
 import sys
 from dataclasses import dataclass
@@ -24,14 +25,23 @@ from sglang_contracts.project.index import walk_project
 from sglang_contracts.sources import published_identity
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+READERS = ("griffe", "packaging")
+
+
+def _version(distribution: str) -> str:
+    try:
+        return f"{distribution}=={importlib.metadata.version(distribution)}"
+    except importlib.metadata.PackageNotFoundError:
+        return f"{distribution} (unknown)"
 # Options that change how a run works, not what it finds; the baseline is applied after a replay.
 NOT_INPUTS = {"cache_dir", "use_cache", "workers", "baseline"}
 
 
 @lru_cache(maxsize=1)
 def tool_fingerprint() -> str:
-    """A digest of every source file of this package and of the rule catalog it renders."""
-    digest = hashlib.sha256()
+    """A digest of every source file of this package, of the rule catalog it renders, and of
+    the versions of the libraries that read SGLang (griffe) and requirements (packaging)."""
+    digest = hashlib.sha256(" ".join(_version(name) for name in READERS).encode())
     for folder in (PACKAGE_DIR, PACKAGE_DIR.parent / "rules"):
         for path in sorted(folder.rglob("*")):
             if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts:
