@@ -16,3 +16,19 @@ def test_a_reader_that_leaves_early_is_not_an_error() -> None:
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=60) == 0, stderr
     assert stderr == ""
+
+
+def test_compiler_warnings_in_read_code_are_not_shown_nor_fatal(tmp_path) -> None:
+    """An invalid escape sequence warns when compiled (a SyntaxWarning from Python 3.12): not the
+    tool's business. Under `-W error` it would even stop the file from parsing."""
+    from conftest import NEW, OLD
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n')
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "layers.py").write_text(
+        'import re\nfrom sglang.srt.layers.layernorm import RMSNorm\nDIGITS = re.compile("\\d+")\n')
+    process = subprocess.run(
+        [sys.executable, "-m", "sglang_contracts", "check", "--old", str(OLD), "--new", str(NEW), "--no-cache"],
+        cwd=tmp_path, capture_output=True, text=True, env=checkout_env(PYTHONWARNINGS="error"), timeout=120)
+    assert "SGC000" not in process.stdout, process.stdout
+    assert process.stderr == ""

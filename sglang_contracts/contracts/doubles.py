@@ -17,6 +17,7 @@ from sglang_contracts.contracts.targets import upstream_dotted
 from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import FileFacts, Position
+from sglang_contracts.pysource import parse_quietly
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.serverargs import SERVER_ARGS
 
@@ -158,7 +159,7 @@ def source_text(model: UpstreamModel, dotted: str) -> str | None:
     module = model.module_name_of(relpath)
     path = target.origin[len(module) + 1:].split(".")
     try:
-        node: ast.AST = ast.parse(text)
+        node: ast.AST = parse_quietly(text)
     except (SyntaxError, ValueError):
         return None
     for part in path:

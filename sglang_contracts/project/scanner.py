@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 
 from sglang_contracts.project.facts import (
     ArgFact,
@@ -31,6 +30,7 @@ from sglang_contracts.project.facts import (
     StringsFact,
 )
 from sglang_contracts.project.positions import SourcePositions
+from sglang_contracts.pysource import parse_quietly
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.project.scopes import (
     FUNCTIONS,
@@ -633,9 +633,7 @@ def scan_source(path: str, module_name: str, text: str, packages: tuple[str, ...
     else but SGLang are known to be third-party, and facts about them are not kept."""
     facts = FileFacts(path=path, module=module_name, noqa=parse_noqa(text))
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarnings (invalid escapes) are the project's linters' business
-            module = ast.parse(text)
+        module = parse_quietly(text, path)
     except Exception as error:  # SyntaxError, ValueError on NUL bytes, RecursionError on deep nesting
         facts.parse_error = _syntax_error(error)
         return facts

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+from sglang_contracts.pysource import parse_quietly
+
 UNION_WRAPPERS = {"Optional", "Union"}
 CONTAINERS = {"list", "sequence", "iterable", "iterator", "set", "frozenset", "deque", "collection",
               "mutablesequence"}  # their lower-cased names; a `for` loop yields their items
@@ -50,7 +52,7 @@ def annotation_types(node: ast.AST | None) -> tuple[str, ...]:
         return annotation_types(node.left) + annotation_types(node.right)
     if (text := string_value(node)) is not None:
         try:
-            return annotation_types(ast.parse(text.strip(), mode="eval").body)
+            return annotation_types(parse_quietly(text.strip(), mode="eval").body)
         except (SyntaxError, ValueError):  # not an expression: a comment-like string annotation
             return ()
     if isinstance(node, ast.Subscript):

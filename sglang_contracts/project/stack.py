@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from packaging.requirements import Requirement
 
 from sglang_contracts.project.index import ProjectIndex, walk_project
+from sglang_contracts.pysource import parse_quietly
 from sglang_contracts.requirements import normalized, parse_requirement
 
 REQUIREMENT_FILES = ("requirements.txt", "requirements-*.txt", "requirements/*.txt", "constraints.txt", "constraints-*.txt")
@@ -225,7 +226,7 @@ def _may_name_a_version(text: str) -> bool:
 def prose_pieces(text: str) -> Iterator[tuple[str, int, int, str]]:
     """(where, line, col, raw text) for every comment and docstring of a Python source."""
     try:
-        docstrings = _docstring_starts(ast.parse(text))
+        docstrings = _docstring_starts(parse_quietly(text))
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (SyntaxError, tokenize.TokenError, ValueError):
         return

@@ -6,12 +6,12 @@ run over the same release never parses SGLang again.
 
 from __future__ import annotations
 
-import ast
 import logging
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sglang_contracts.collector import collector_paused
+from sglang_contracts.pysource import parse_quietly
 from sglang_contracts.upstream.bodies import BodyFacts, module_bodies
 
 UNION_WRAPPERS = {"Optional", "Union"}
@@ -198,7 +198,7 @@ def _extract(module_name: str, relpath: str, code: str) -> dict[str, Any]:
     try:
         # One parse for griffe and for the bodies: griffe.visit would parse the code itself,
         # so its Visitor is given the tree (as griffe.visit does after compiling it).
-        tree = ast.parse(code, filename=str(filepath))
+        tree = parse_quietly(code, str(filepath))
         visitor = griffe.Visitor(module_name.rsplit(".", 1)[-1], filepath, code, griffe.load_extensions(),
                                  _parent_chain(module_name, relpath))
         visitor.visit(tree)

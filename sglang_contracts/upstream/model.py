@@ -16,10 +16,11 @@ from typing import Any, Callable, Iterable
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
 from sglang_contracts.sources.base import PACKAGE, Release
+from sglang_contracts import pysource
 from sglang_contracts.upstream import bodies, extract
 from sglang_contracts.upstream.extract import extract_module
 
-EXTRACTOR = code_fingerprint(extract, bodies)
+EXTRACTOR = code_fingerprint(extract, bodies, pysource)
 # Bases that add nothing a contract could rely on; any other base outside SGLang makes a
 # class's members partly unknown (torch.nn.Module, msgspec.Struct, ...).
 NEUTRAL_BASES = {"object", "abc.ABC", "ABC", "typing.Generic", "Generic", "typing.Protocol", "Protocol"}

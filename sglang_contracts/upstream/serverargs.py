@@ -15,6 +15,7 @@ import ast
 from dataclasses import dataclass
 
 from sglang_contracts.errors import ContractsError
+from sglang_contracts.pysource import parse_quietly
 from sglang_contracts.upstream.model import UpstreamModel
 
 SERVER_ARGS = "sglang.srt.server_args.ServerArgs"
@@ -56,7 +57,7 @@ def _namespace_list(code: str) -> tuple[list[str], dict[str, int]]:
     """The names in the list handed to `collect_input_fields(LIST)` at module level, and the
     class-level annotated names of the module's own `class ServerArgs` (with their lines)."""
     try:
-        tree = ast.parse(code)
+        tree = parse_quietly(code)
     except (SyntaxError, ValueError):
         return [], {}
     lists: dict[str, list[str]] = {}
