@@ -209,18 +209,17 @@ def _docstring_starts(tree: ast.AST) -> set[tuple[int, int]]:
     return starts
 
 
-def sglang_mentions(lower: str) -> Iterator[int]:
-    """Offsets of every "sglang" in a lower-cased text: a plain search, far cheaper than running
+def mentions(lower: str, word: str) -> Iterator[int]:
+    """Offsets of every `word` in a lower-cased text: a plain search, far cheaper than running
     a case-insensitive pattern over every file of a project."""
-    start = lower.find("sglang")
+    start = lower.find(word)
     while start != -1:
         yield start
-        start = lower.find("sglang", start + 6)
+        start = lower.find(word, start + len(word))
 
 
-def _may_name_a_version(text: str) -> bool:
-    lower = text.lower()
-    return any(any(c.isdigit() for c in lower[at + 6:at + 24]) for at in sglang_mentions(lower))
+def sglang_mentions(lower: str) -> Iterator[int]:
+    return mentions(lower, "sglang")
 
 
 def prose_pieces(text: str) -> Iterator[tuple[str, int, int, str]]:
@@ -247,9 +246,12 @@ def offset_position(line: int, col: int, raw: str, offset: int) -> tuple[int, in
 
 
 def _may_note(text: str) -> bool:
-    """Does the file say something of interest somewhere (tokenizing it is the cost)?"""
-    return bool(_may_name_a_version(text) and SGLANG_VERSION_IN_PROSE.search(text)
-                or "remove" in text.lower() and REMOVE_WHEN.search(text))
+    """Does the file say something of interest somewhere (tokenizing it is the cost)? Both
+    patterns are tried only where their first word stands, and on the lower-cased text (they
+    ignore case), so that offsets found in it are offsets in what is matched."""
+    lower = text.lower()
+    return any(SGLANG_VERSION_IN_PROSE.match(lower, at) for at in sglang_mentions(lower)) \
+        or any(REMOVE_WHEN.match(lower, at) for at in mentions(lower, "remove"))
 
 
 def _file_notes(relpath: str, text: str) -> list[list]:
