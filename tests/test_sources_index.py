@@ -22,7 +22,7 @@ PACKAGE_FILES = {
 }
 
 
-def build_wheel(folder: Path, version: str = VERSION, extra: dict[str, str] | None = None) -> Path:
+def build_wheel(folder: Path, version: str = VERSION, extra: dict[str, str] | None = None, record: str = "") -> Path:
     """A minimal, valid sglang wheel (sglang/srt is a namespace package, as upstream)."""
     folder.mkdir(parents=True, exist_ok=True)
     wheel = folder / f"sglang-{version}-py3-none-any.whl"
@@ -34,7 +34,7 @@ def build_wheel(folder: Path, version: str = VERSION, extra: dict[str, str] | No
         archive.writestr(f"{dist_info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         for name, text in (extra or {}).items():
             archive.writestr(name, text)
-        archive.writestr(f"{dist_info}/RECORD", "")
+        archive.writestr(f"{dist_info}/RECORD", record)
     return wheel
 
 
@@ -123,3 +123,16 @@ def test_release_without_srt_is_refused(tmp_path: Path) -> None:
     (root / "sglang" / "__init__.py").write_text("")
     with pytest.raises(SourceError, match="sglang/srt is missing"):
         open_release(str(root), sglang_repo=None, cache=tmp_path)
+
+
+def test_content_keys_come_from_record_without_reading_and_match_the_content(tmp_path: Path) -> None:
+    import base64
+    import hashlib
+
+    listed = "sglang/srt/managers/scheduler.py"
+    digest = base64.urlsafe_b64encode(hashlib.sha256(PACKAGE_FILES[listed].encode()).digest()).rstrip(b"=").decode()
+    wheel = build_wheel(tmp_path / "w", record=f"{listed},sha256={digest},{len(PACKAGE_FILES[listed])}\n")
+    tree = WheelTree(wheel)
+    assert tree._recorded == {listed: hashlib.sha256(PACKAGE_FILES[listed].encode()).hexdigest()}
+    for relpath, text in PACKAGE_FILES.items():  # listed, and not listed (read and hashed)
+        assert tree.content_key(relpath) == hashlib.sha256(text.encode()).hexdigest()

@@ -27,9 +27,10 @@ class ReleaseTree(ABC):
     def iter_files(self, under: str) -> Iterator[str]:
         """Every file path below a folder, recursively."""
 
-    def content_key(self, relpath: str, data: bytes) -> str:
-        """A key that changes whenever the file's content does."""
-        return hashlib.sha256(data).hexdigest()
+    def content_key(self, relpath: str) -> str:
+        """A key that changes whenever the file's content does: its SHA-256, unless the tree
+        knows a digest without reading the file."""
+        return hashlib.sha256(self.read_bytes(relpath) or b"").hexdigest()
 
     def read_text(self, relpath: str) -> str | None:
         data = self.read_bytes(relpath)

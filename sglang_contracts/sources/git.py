@@ -33,9 +33,9 @@ class GitTree(ReleaseTree):
             return None
         return entry.data_stream.read()
 
-    def content_key(self, relpath: str, data: bytes) -> str:
+    def content_key(self, relpath: str) -> str:
         entry = self._entry(relpath)
-        return entry.hexsha if entry is not None else super().content_key(relpath, data)
+        return entry.hexsha if entry is not None else super().content_key(relpath)
 
     def list_dir(self, relpath: str) -> list[str] | None:
         entry = self._entry(relpath)

@@ -152,17 +152,17 @@ class UpstreamModel:
         self._modules[name] = record
         return record
 
-    def _source(self, name: str) -> tuple[str, str | None, bytes, str]:
-        """(kind, relpath, bytes, cache key) of a module; kind "" when there is no such module."""
+    def _source(self, name: str) -> tuple[str, str | None, str]:
+        """(kind, relpath, cache key) of a module; kind "" when there is no such module. The
+        key comes without reading the file where the tree knows its digest (a wheel, a clone)."""
         kind, relpath = self._locate(name)
         if not kind or relpath is None:
-            return kind, None, b"", ""
-        data = self.tree.read_bytes(relpath) or b""
-        key = hashlib.sha256(f"{EXTRACTOR}\0{name}\0{self.tree.content_key(relpath, data)}".encode()).hexdigest()
-        return kind, relpath, data, key
+            return kind, None, ""
+        key = hashlib.sha256(f"{EXTRACTOR}\0{name}\0{self.tree.content_key(relpath)}".encode()).hexdigest()
+        return kind, relpath, key
 
     def _load(self, name: str) -> ModuleRecord | None:
-        kind, relpath, data, key = self._source(name)
+        kind, relpath, key = self._source(name)
         if not kind:
             return None
         if relpath is None:
@@ -172,7 +172,7 @@ class UpstreamModel:
         cached = self._cached(name, kind, relpath, key)
         if cached is not None:
             return cached
-        extracted = extract_module(name, relpath, data.decode("utf-8", "replace"))
+        extracted = extract_module(name, relpath, self.tree.read_text(relpath) or "")
         self.stats.parsed += 1
         self.cache.put(key, extracted)
         return self._record(name, kind, relpath, extracted)
@@ -206,14 +206,14 @@ class UpstreamModel:
         for name in sorted(set(names)):
             if name in self._modules or not is_upstream(name):
                 continue
-            kind, relpath, data, key = self._source(name)
+            kind, relpath, key = self._source(name)
             if relpath is None:
                 continue
             cached = self._cached(name, kind, relpath, key)
             if cached is not None:
                 self._modules[name] = cached
             else:
-                jobs.append((name, kind, relpath, data.decode("utf-8", "replace"), key))
+                jobs.append((name, kind, relpath, self.tree.read_text(relpath) or "", key))
         return jobs
 
     def accept_extraction(self, job: tuple[str, str, str, str, str], extracted: dict[str, Any]) -> None:
