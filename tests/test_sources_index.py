@@ -131,8 +131,9 @@ def test_content_keys_come_from_record_without_reading_and_match_the_content(tmp
 
     listed = "sglang/srt/managers/scheduler.py"
     digest = base64.urlsafe_b64encode(hashlib.sha256(PACKAGE_FILES[listed].encode()).digest()).rstrip(b"=").decode()
-    wheel = build_wheel(tmp_path / "w", record=f"{listed},sha256={digest},{len(PACKAGE_FILES[listed])}\n")
-    tree = WheelTree(wheel)
-    assert tree._recorded == {listed: hashlib.sha256(PACKAGE_FILES[listed].encode()).hexdigest()}
-    for relpath, text in PACKAGE_FILES.items():  # listed, and not listed (read and hashed)
+    malformed = "sglang/__init__.py"
+    record = f"{listed},sha256={digest},{len(PACKAGE_FILES[listed])}\n{malformed},sha256=!!!,0\n"
+    tree = WheelTree(build_wheel(tmp_path / "w", record=record))
+    assert tree._recorded == {listed: digest, malformed: "!!!"}
+    for relpath, text in PACKAGE_FILES.items():  # listed, and malformed (read and hashed)
         assert tree.content_key(relpath) == hashlib.sha256(text.encode()).hexdigest()

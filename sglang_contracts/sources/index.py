@@ -114,22 +114,24 @@ class WheelTree(ReleaseTree):
 
     def content_key(self, relpath: str) -> str:
         """The SHA-256 the wheel's RECORD lists for the file (what reading and hashing it gives,
-        without decompressing it); read and hashed where RECORD says nothing."""
-        return self._recorded.get(relpath) or super().content_key(relpath)
+        without decompressing it); read and hashed where RECORD says nothing usable."""
+        encoded = self._recorded.get(relpath)
+        if encoded is not None:
+            try:
+                digest = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+            except ValueError:  # binascii.Error
+                digest = b""
+            if len(digest) == 32:  # anything else is a malformed entry
+                return digest.hex()
+        return super().content_key(relpath)
 
     @cached_property
     def _recorded(self) -> dict[str, str]:
-        """relpath -> hex SHA-256, from RECORD lines `path,sha256=<urlsafe base64>,size`."""
+        """relpath -> urlsafe base64 SHA-256, from RECORD lines `path,sha256=<digest>,size`."""
         record = next((p for p in self.members if p.endswith(".dist-info/RECORD") and p.count("/") == 1), None)
-        digests = {}
-        for row in csv.reader(io.StringIO((self.read_bytes(record) or b"").decode("utf-8", "replace") if record else "")):
-            if len(row) >= 2 and row[1].startswith("sha256="):
-                encoded = row[1][len("sha256="):]
-                try:
-                    digests[row[0]] = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).hex()
-                except ValueError:  # binascii.Error: a malformed entry is read and hashed instead
-                    continue
-        return digests
+        text = (self.read_bytes(record) or b"").decode("utf-8", "replace") if record else ""
+        return {row[0]: row[1][len("sha256="):] for row in csv.reader(io.StringIO(text))
+                if len(row) >= 2 and row[1].startswith("sha256=")}
 
     def metadata_text(self) -> str | None:
         for relpath in sorted(self.members):
