@@ -137,3 +137,16 @@ def test_content_keys_come_from_record_without_reading_and_match_the_content(tmp
     assert tree._recorded == {listed: digest, malformed: "!!!"}
     for relpath, text in PACKAGE_FILES.items():  # listed, and malformed (read and hashed)
         assert tree.content_key(relpath) == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_damaged_member_is_a_one_line_error_naming_the_wheel(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path / "w")
+    member = "sglang/srt/managers/scheduler.py"
+    data = bytearray(wheel.read_bytes())
+    at = bytes(data).index(PACKAGE_FILES[member].encode())  # stored, not compressed
+    data[at:at + 5] = b"XXXXX"
+    wheel.write_bytes(bytes(data))
+    tree = WheelTree(wheel)  # the archive's directory is intact
+    with pytest.raises(SourceError, match="damaged: delete it") as error:
+        tree.read_bytes(member)
+    assert str(wheel) in str(error.value) and "\n" not in str(error.value)

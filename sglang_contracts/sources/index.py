@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Iterator
@@ -95,8 +96,9 @@ class WheelTree(ReleaseTree):
             return b""
         try:
             return self.archive.read(info)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
-            raise SourceError(f"{self.wheel.name}: {relpath} cannot be read from the archive ({error})") from None
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as error:
+            raise SourceError(f"{self.wheel}: {relpath} cannot be read from it ({error}); the file is damaged: "
+                              "delete it and run again to download it anew") from None
 
     def list_dir(self, relpath: str) -> list[str] | None:
         names = self.folders.get(relpath.strip("/"))
