@@ -127,7 +127,7 @@ def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOpt
 
 def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: tuple[str, str] | None,
               download_cache: Path, store: Callable[[str], JsonCache]) -> CheckResult:
-    # Unpacking two releases (I/O and zlib) overlaps with parsing the project (a process pool).
+    # Downloading the releases (on a first run) overlaps with parsing the project (a process pool).
     with ThreadPoolExecutor(max_workers=3) as threads:
         opening = [
             threads.submit(open_release, spec, sglang_repo=options.sglang_repo, cache=download_cache)
