@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from packaging.requirements import Requirement
 
-from sglang_contracts.project.index import ProjectIndex, walk_project
+from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.pysource import parse_quietly
 from sglang_contracts.requirements import normalized, parse_requirement
 
@@ -209,16 +209,8 @@ def _docstring_starts(tree: ast.AST) -> set[tuple[int, int]]:
     return starts
 
 
-def mentions(lower: str, word: str) -> Iterator[int]:
-    """Offsets of every `word` in a lower-cased text: a plain search, far cheaper than running
-    a case-insensitive pattern over every file of a project."""
-    start = lower.find(word)
-    while start != -1:
-        yield start
-        start = lower.find(word, start + len(word))
-
-
 def sglang_mentions(lower: str) -> Iterator[int]:
+    """Offsets of every "sglang" in a lower-cased text (cheaper than a case-insensitive pattern)."""
     return mentions(lower, "sglang")
 
 
