@@ -607,9 +607,8 @@ def _inert(receiver: Receiver, closed: set[str], walked: int = 0) -> bool:
     return len(receiver.attrs) <= walked and len(receiver.types) == 1 and receiver.types[0] in closed
 
 
-def _probe_matters(probe: tuple, bound_names: set[str]) -> bool:
+def _probe_matters(subject: Receiver | None, strings: list[tuple[str, Position, int]], bound_names: set[str]) -> bool:
     """A probe of a typed object, of an imported name, or of a dotted target or pass-through name."""
-    subject, strings = probe[1], probe[2]
     if subject is not None:
         kind = subject.types[0]
         if not kind.startswith("C:") or kind[2:].split(".")[0] in bound_names:
@@ -689,7 +688,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
         ProbeFact(function, subject, tuple((text, where) for text, where, _ in strings), nargs, keywords,
                   where_, scope, guarded, tuple(index for _, _, index in strings))
         for function, subject, strings, nargs, keywords, where_, scope, guarded in collector.probes
-        if _probe_matters((function, subject, strings), bound_names)
+        if _probe_matters(subject, strings, bound_names)
     ]
     facts.source_probes = [SourceProbeFact(*probe) for probe in collector.source_probes]
     facts.specs = [SpecFact(spec, where, tuple(attrs), scope) for spec, where, attrs, scope in collector.specs
