@@ -26,9 +26,9 @@ from sglang_contracts import progress
 from sglang_contracts.errors import SourceError
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang
 
+PUBLISHED = "pypi:sglang=={version}"  # a published release's identity: its content can never change
 # Only these are read; every other member (compiled extensions, CUDA sources, data) reads
 # as empty, so its name still exists for the model (an extension module is a module).
-PUBLISHED = "pypi:sglang=={version}"  # a published release's identity: its content can never change
 READ_SUFFIXES = (".py", ".pyi", ".typed", "METADATA", "RECORD", "WHEEL", "entry_points.txt")
 
 
@@ -127,19 +127,21 @@ class WheelTree(ReleaseTree):
                 return digest.hex()
         return super().content_key(relpath)
 
+    def _dist_info(self, name: str) -> str | None:
+        """The text of a file in the wheel's sglang-*.dist-info folder, if there is one."""
+        for folder in sorted(self.folders.get("", ())):
+            if folder.startswith("sglang-") and folder.endswith(".dist-info"):
+                return self.read_text(f"{folder}/{name}")
+        return None
+
     @cached_property
     def _recorded(self) -> dict[str, str]:
         """relpath -> urlsafe base64 SHA-256, from RECORD lines `path,sha256=<digest>,size`."""
-        record = next((p for p in self.members if p.endswith(".dist-info/RECORD") and p.count("/") == 1), None)
-        text = (self.read_bytes(record) or b"").decode("utf-8", "replace") if record else ""
-        return {row[0]: row[1][len("sha256="):] for row in csv.reader(io.StringIO(text))
+        return {row[0]: row[1][len("sha256="):] for row in csv.reader(io.StringIO(self._dist_info("RECORD") or ""))
                 if len(row) >= 2 and row[1].startswith("sha256=")}
 
     def metadata_text(self) -> str | None:
-        for relpath in sorted(self.members):
-            if relpath.startswith("sglang-") and relpath.endswith(".dist-info/METADATA"):
-                return (self.read_bytes(relpath) or b"").decode("utf-8", errors="replace")
-        return None
+        return self._dist_info("METADATA")
 
 
 def index_release(version: str, cache: Path) -> Release:
