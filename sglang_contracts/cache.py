@@ -12,8 +12,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sglang_contracts.collector import collector_paused
-
 # Bump when the shape of any cached record changes: old entries are then ignored.
 SCHEMA_VERSION = 1
 
@@ -63,8 +61,7 @@ class JsonCache:
         if self.folder is None:
             return None
         try:
-            with collector_paused():  # a decoded record holds no reference cycles
-                record = json.loads(self._path(key).read_bytes())
+            record = json.loads(self._path(key).read_bytes())
         except (OSError, ValueError):
             return None
         if not isinstance(record, dict) or record.get("schema") != SCHEMA_VERSION:

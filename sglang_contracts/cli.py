@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sglang_contracts import __version__
-from sglang_contracts.collector import batch_collection
 from sglang_contracts.errors import ContractsError, UsageError
 
 if TYPE_CHECKING:
@@ -203,8 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with batch_collection():
-            status = _run(args)
+        status = _run(args)
         sys.stdout.flush()  # inside the try: a reader that left shows here, not at interpreter exit
         return status
     except ContractsError as error:

@@ -18,6 +18,7 @@ from sglang_contracts import baseline as baselines
 from sglang_contracts import replay
 from sglang_contracts.cache import JsonCache, cache_root
 from sglang_contracts.catalog import load_catalog
+from sglang_contracts.collector import batch_collection
 from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.errors import ContractsError, UsageError
@@ -80,6 +81,11 @@ def project_root_for(paths: list[Path]) -> Path:
 
 
 def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
+    with batch_collection():  # a run's objects (facts, records) mostly live until it ends
+        return _run_check(paths, options)
+
+
+def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     paths = paths or [Path.cwd()]
     for path in paths:
         if not path.exists():

@@ -191,8 +191,7 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonC
         cached = cache.get(key)
         if cached is not None:
             try:
-                with collector_paused():  # facts hold no reference cycles
-                    index.files[relpath] = FileFacts.from_json(cached)
+                index.files[relpath] = FileFacts.from_json(cached)
                 continue
             except (KeyError, TypeError, ValueError):
                 pass  # a stale or damaged entry: parse again
@@ -201,8 +200,7 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonC
     index.parsed += len(jobs)
     results = map_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
     for job, result in zip(jobs, results):
-        with collector_paused():
-            index.files[job[0]] = FileFacts.from_json(result)
+        index.files[job[0]] = FileFacts.from_json(result)
         cache.put(keys[job[0]], result)
 
 
