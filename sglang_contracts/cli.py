@@ -89,7 +89,7 @@ def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
         ignore=_first(args.ignore, config.get("ignore"), []),
         report_unresolved=bool(_first(args.report_unresolved, config.get("report-unresolved"))),
         report_unused_noqa=bool(_first(args.report_unused_noqa, config.get("report-unused-noqa"))),
-        cache_dir=args.cache_dir, use_cache=not args.no_cache,
+        cache_dir=args.cache_dir, use_cache=not args.no_cache, replay=True,
         exclude=config.get("exclude", []),
         per_file_ignores=config.get("per-file-ignores", {}),
         severity=config.get("severity", {}),

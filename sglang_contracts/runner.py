@@ -45,6 +45,9 @@ class CheckOptions:
     report_unresolved: bool = False
     cache_dir: Path | None = None
     use_cache: bool = True
+    # Replay the findings of an earlier run with exactly these inputs (replay.py). The result then
+    # holds no project facts, so only callers that need nothing but the findings (the CLI) opt in.
+    replay: bool = False
     workers: int | None = None
     exclude: list[str] = field(default_factory=list)  # globs of project paths not to read
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)  # glob -> code prefixes
@@ -106,7 +109,7 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         return JsonCache(download_cache / kind if options.use_cache else None)
 
     runs = store("runs")
-    key = replay.run_key(root, paths, options, old_spec) if options.use_cache else None
+    key = replay.run_key(root, paths, options, old_spec) if options.use_cache and options.replay else None
     saved = replay.replay_of(runs.get(key)) if key else None
     if saved is not None:
         result = _replayed(saved, root, old_spec, options, download_cache, store, pin)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tomllib
 import zipfile
@@ -40,7 +41,7 @@ def published(tmp_path: Path, monkeypatch) -> tuple[Path, CheckOptions]:
     monkeypatch.setenv("PIP_FIND_LINKS", str(links))
     project = tmp_path / "project"
     shutil.copytree(PROJECT, project)
-    return project, CheckOptions(old="0.9.0", new="0.9.1", cache_dir=tmp_path / "cache")
+    return project, CheckOptions(old="0.9.0", new="0.9.1", cache_dir=tmp_path / "cache", replay=True)
 
 
 def findings(result) -> list[dict]:
@@ -87,10 +88,20 @@ def test_other_options_are_another_run(published) -> None:
     assert {d.code[:4] for d in narrower.diagnostics} == {"SGC1"}
 
 
+def test_library_callers_get_the_project_facts_unless_they_ask_for_replay(published) -> None:
+    """A replayed result holds no project facts; a caller that reads them must get a full run."""
+    project, options = published
+    first = run_check([project], options)
+    computed = run_check([project], dataclasses.replace(options, replay=False))
+    assert computed.replayed_files_with_contracts is None
+    assert computed.project.files and len(computed.project.files) == len(first.project.files)
+    assert findings(computed) == findings(first)
+
+
 def test_releases_read_from_directories_are_never_replayed(tmp_path: Path) -> None:
     project = tmp_path / "project"
     shutil.copytree(PROJECT, project)
-    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache")
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
     run_check([project], options)
     assert run_check([project], options).replayed_files_with_contracts is None
 
