@@ -32,3 +32,23 @@ def test_compiler_warnings_in_read_code_are_not_shown_nor_fatal(tmp_path) -> Non
         cwd=tmp_path, capture_output=True, text=True, env=checkout_env(PYTHONWARNINGS="error"), timeout=120)
     assert "SGC000" not in process.stdout, process.stdout
     assert process.stderr == ""
+
+
+def test_source_encodings_are_read_as_python_reads_them(tmp_path) -> None:
+    """A UTF-8 byte-order mark and a PEP 263 coding comment are valid Python: the file is read,
+    and columns count characters after the mark, as flake8 does."""
+    from conftest import NEW, OLD
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n')
+    (tmp_path / "demo").mkdir()
+    statement = "from sglang.srt.server_args import prepare_server_args\n"
+    (tmp_path / "demo" / "marked.py").write_bytes(b"\xef\xbb\xbf" + statement.encode())
+    (tmp_path / "demo" / "latin.py").write_bytes(
+        f"# -*- coding: latin-1 -*-\nNAME = 'caf\xe9'\n{statement}".encode("latin-1"))
+    process = subprocess.run(
+        [sys.executable, "-m", "sglang_contracts", "check", "--old", str(OLD), "--new", str(NEW), "--no-cache",
+         "--select", "SGC0,SGC102"],
+        cwd=tmp_path, capture_output=True, text=True, env=checkout_env(), timeout=120)
+    assert process.stderr == ""
+    assert [line.split(" ", 2)[:2] for line in process.stdout.splitlines()] == [
+        ["demo/latin.py:3:36:", "SGC102"], ["demo/marked.py:1:36:", "SGC102"]]

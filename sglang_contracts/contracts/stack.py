@@ -196,7 +196,7 @@ def hard_third_party_imports(model: UpstreamModel, module: str) -> set[str]:
     bound = {binding["target"].split(".")[0] for binding in record.bindings.values()
              if binding["kind"] == "alias" and binding.get("target")}
     bound |= {target.split(".")[0] for target in record.wildcards}
-    text = model.tree.read_text(record.relpath) or ""
+    text = model.tree.read_source(record.relpath) or ""
     tops = set(TOP_LEVEL_IMPORT.findall(text)) & bound
     return {top for top in tops if top not in sys.stdlib_module_names and not is_upstream(top) and top != "__future__"}
 

@@ -19,6 +19,8 @@ from sglang_contracts.cache import JsonCache, code_fingerprint
 from sglang_contracts.collector import collector_paused
 from sglang_contracts.parallel import map_jobs
 from sglang_contracts.project.facts import FileFacts
+from sglang_contracts import pysource
+from sglang_contracts.pysource import decode_source
 from sglang_contracts.upstream.model import is_upstream
 
 EXCLUDED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "build", "dist", "node_modules",
@@ -98,6 +100,7 @@ class ProjectIndex:
     # module -> {bound name -> dotted target}: what each project module binds at its top level
     exports: dict[str, dict[str, str]] = field(default_factory=dict)
     sources: dict[str, bytes] = field(default_factory=dict)  # relpath -> content of every Python file
+    texts: dict[str, str] = field(default_factory=dict)  # relpath -> that content decoded, once per run
     cache: JsonCache = field(default_factory=lambda: JsonCache(None))
 
     def each_file(self, kind: str, analyse: Callable[[str, str], list], may_hold: Callable[[str], bool],
@@ -105,10 +108,10 @@ class ProjectIndex:
         """`analyse(relpath, text)` over every Python file whose text `may_hold` (a cheap test)
         something, concatenated in path order. Results are JSON lists, cached per file content
         and per the `code` modules that compute them."""
-        fingerprint = code_fingerprint(*code)
+        fingerprint = code_fingerprint(pysource, *code)  # pysource: how `text` was decoded
         found: list = []
         for relpath, data in sorted(self.sources.items()):
-            text = data.decode("utf-8", "replace")
+            text = self.texts[relpath]
             if not may_hold(text):
                 continue
             digest = hashlib.sha256(f"{fingerprint}\0{kind}\0{relpath}\0".encode())
@@ -170,10 +173,11 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
             continue
     index.scanned = len(texts)
     index.sources = {relpath: data for relpath, (_, data) in texts.items()}
+    index.texts = {relpath: decode_source(data) for relpath, data in index.sources.items()}
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
 
-    pending = {rel for rel, (_, data) in texts.items() if mentions_sglang(data.decode("utf-8", "replace"))}
+    pending = {rel for rel, text in index.texts.items() if mentions_sglang(text)}
     imports: dict[str, _Imports] = {}  # each file's import statements, read once however many rounds
     while pending:
         _scan(index, {rel: texts[rel] for rel in pending}, cache, workers)
@@ -196,7 +200,7 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonC
             except (KeyError, TypeError, ValueError):
                 pass  # a stale or damaged entry: parse again
         keys[relpath] = key
-        jobs.append((relpath, module, data.decode("utf-8", "replace"), index.packages))
+        jobs.append((relpath, module, index.texts[relpath], index.packages))
     index.parsed += len(jobs)
     results = map_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
     for job, result in zip(jobs, results):
@@ -269,11 +273,11 @@ def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, byt
     if not upstream_names:
         return set()
     found = set()
-    for rel, (module, data) in texts.items():
+    for rel, (module, _) in texts.items():
         if rel in index.files:
             continue
         if rel not in imports:
-            imports[rel] = _Imports.read(rel, module, data.decode("utf-8", "replace"))
+            imports[rel] = _Imports.read(rel, module, index.texts[rel])
         if imports[rel].reexported(upstream_names):
             found.add(rel)
     return found

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.errors import SourceError
+from sglang_contracts.pysource import decode_source
 
 PACKAGE = "sglang"
 
@@ -35,6 +36,11 @@ class ReleaseTree(ABC):
     def read_text(self, relpath: str) -> str | None:
         data = self.read_bytes(relpath)
         return None if data is None else data.decode("utf-8", errors="replace")
+
+    def read_source(self, relpath: str) -> str | None:
+        """A Python file's text, decoded as the interpreter would (a byte-order mark, a coding comment)."""
+        data = self.read_bytes(relpath)
+        return None if data is None else decode_source(data)
 
     def metadata_text(self) -> str | None:
         """The release's dependency metadata (a wheel's METADATA or the repo's pyproject)."""

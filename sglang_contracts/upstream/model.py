@@ -172,7 +172,7 @@ class UpstreamModel:
         cached = self._cached(name, kind, relpath, key)
         if cached is not None:
             return cached
-        extracted = extract_module(name, relpath, self.tree.read_text(relpath) or "")
+        extracted = extract_module(name, relpath, self.tree.read_source(relpath) or "")
         self.stats.parsed += 1
         self.cache.put(key, extracted)
         return self._record(name, kind, relpath, extracted)
@@ -213,7 +213,7 @@ class UpstreamModel:
             if cached is not None:
                 self._modules[name] = cached
             else:
-                jobs.append((name, kind, relpath, self.tree.read_text(relpath) or "", key))
+                jobs.append((name, kind, relpath, self.tree.read_source(relpath) or "", key))
         return jobs
 
     def accept_extraction(self, job: tuple[str, str, str, str, str], extracted: dict[str, Any]) -> None:
@@ -439,7 +439,7 @@ class UpstreamModel:
         )
         found: dict[str, list[str]] = {}
         for relpath in self._source_files:
-            text = self.tree.read_text(relpath) or ""
+            text = self.tree.read_source(relpath) or ""
             if not any(name in text for name in names):
                 continue  # what the pattern matches holds a name verbatim; a substring test is far cheaper
             for match in pattern.finditer(text):
@@ -458,7 +458,7 @@ class UpstreamModel:
     def texts_mentioning(self, needle: str) -> Iterable[tuple[str, str]]:
         """(relpath, source text) of every module of the release whose text contains `needle`."""
         for relpath in self._source_files:
-            text = self.tree.read_text(relpath) or ""
+            text = self.tree.read_source(relpath) or ""
             if needle in text:
                 yield relpath, text
 
