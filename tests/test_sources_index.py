@@ -13,7 +13,7 @@ import pytest
 
 from sglang_contracts.errors import SourceError
 from sglang_contracts.sources import open_release
-from sglang_contracts.sources.index import WheelTree
+from sglang_contracts.sources.index import WheelTree, _explain_pip_failure
 
 VERSION = "0.9.0"
 PACKAGE_FILES = {
@@ -72,7 +72,7 @@ def test_no_network_and_empty_cache(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # nothing listens there
     monkeypatch.setenv("PIP_RETRIES", "0")
     monkeypatch.setenv("PIP_TIMEOUT", "2")
-    with pytest.raises(SourceError, match=r"sglang 0\.9\.0: ") as error:
+    with pytest.raises(SourceError, match=r"sglang 0\.9\.0: the package index could not be reached") as error:
         open_release(VERSION, sglang_repo=None, cache=tmp_path / "cache")
     assert "\n" not in str(error.value)
 
@@ -150,3 +150,24 @@ def test_a_damaged_member_is_a_one_line_error_naming_the_wheel(tmp_path: Path) -
     with pytest.raises(SourceError, match="damaged: delete it") as error:
         tree.read_bytes(member)
     assert str(wheel) in str(error.value) and "\n" not in str(error.value)
+
+
+RETRIED = (
+    "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection "
+    "broken by 'NewConnectionError('<HTTPConnection object>: Failed to establish a new connection: "
+    "[Errno 111] Connection refused')': /simple/sglang/\n"
+    "ERROR: Could not find a version that satisfies the requirement sglang==0.5.22 (from versions: none)\n"
+    "ERROR: No matching distribution found for sglang==0.5.22\n")
+ABSENT = ("ERROR: Could not find a version that satisfies the requirement sglang==0.5.99 "
+          "(from versions: 0.5.21, 0.5.22)\nERROR: No matching distribution found for sglang==0.5.99\n")
+
+
+@pytest.mark.parametrize(("stderr", "said"), [
+    (RETRIED, "the package index could not be reached"),  # named only in pip's retry warnings
+    (RETRIED.split("\n", 1)[1], "the package index could not be reached"),  # no retries: nothing listed
+    (ABSENT, "no such release on the package index"),
+    ("ERROR: THESE PACKAGES DO NOT MATCH THE HASHES\n", "download failed"),
+])
+def test_pip_failures_are_told_apart(stderr: str, said: str) -> None:
+    message = _explain_pip_failure("0.5.22", stderr)
+    assert message.startswith(f"sglang 0.5.22: {said}") and "\n" not in message

@@ -37,6 +37,11 @@ def _wheel_in(folder: Path, version: str) -> Path | None:
     return wheels[0] if wheels else None
 
 
+UNREACHABLE_MARKERS = ("NewConnectionError", "Could not fetch URL", "ConnectTimeout", "ReadTimeout",
+                       "Name or service not known", "Temporary failure in name resolution",
+                       "Connection refused", "Network is unreachable", "ProxyError")
+
+
 def _pip_download(version: str, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest, prefix=".download-") as tmp:
@@ -54,12 +59,18 @@ def _pip_download(version: str, dest: Path) -> Path:
 
 
 def _explain_pip_failure(version: str, stderr: str) -> str:
-    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("WARNING")]
-    detail = lines[-1] if lines else "pip gave no reason"
-    if any("No matching distribution" in line or "Could not find a version" in line for line in lines):
-        if any("Could not fetch" in l or "connection" in l.lower() or "NewConnectionError" in l for l in lines):
-            return f"sglang {version}: the package index could not be reached and no cached copy exists ({detail})"
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if not line.startswith("WARNING")]
+    detail = errors[-1] if errors else "pip gave no reason"
+    # pip names connection failures only in its retry warnings, and not at all with no retries.
+    unreachable = any(marker in line for line in lines for marker in UNREACHABLE_MARKERS)
+    if any("No matching distribution" in line or "Could not find a version" in line for line in errors):
+        if unreachable or any("(from versions: none)" in line for line in errors):
+            return (f"sglang {version}: the package index could not be reached (or lists no sglang release) "
+                    f"and no cached copy exists ({detail})")
         return f"sglang {version}: no such release on the package index ({detail})"
+    if unreachable:
+        return f"sglang {version}: the package index could not be reached and no cached copy exists ({detail})"
     return f"sglang {version}: download failed ({detail})"
 
 
