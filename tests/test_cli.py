@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from conftest import checkout_env
 
 
@@ -52,3 +54,21 @@ def test_source_encodings_are_read_as_python_reads_them(tmp_path) -> None:
     assert process.stderr == ""
     assert [line.split(" ", 2)[:2] for line in process.stdout.splitlines()] == [
         ["demo/latin.py:3:36:", "SGC102"], ["demo/marked.py:1:36:", "SGC102"]]
+
+
+@pytest.mark.parametrize(("requires", "hinted"), [(">=3.99", True), (">=3.10,<4", False), (None, False)])
+def test_an_unparsable_file_says_when_the_project_targets_a_newer_python(tmp_path, requires, hinted) -> None:
+    """Python's parser knows the grammar of the Python running the tool: a project that asks for
+    a newer one is told to run the tool with it, rather than only shown a syntax error."""
+    from conftest import NEW, OLD
+    from sglang_contracts.runner import CheckOptions, run_check
+
+    line = f'requires-python = "{requires}"\n' if requires else ""
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "demo"\n{line}')
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "new_syntax.py").write_text("from sglang.srt.server_args import ServerArgs\ndef f(:\n")
+    result = run_check([tmp_path], CheckOptions(old=str(OLD), new=str(NEW), select=["SGC000"], use_cache=False))
+    (diagnostic,) = result.diagnostics
+    assert diagnostic.message.startswith("cannot parse this file (")
+    running = "{}.{}".format(*sys.version_info[:2])
+    assert (f"the project requires Python 3.99+ and this tool runs on {running}" in diagnostic.message) is hinted

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
+from sglang_contracts.project.stack import python_floor
 from sglang_contracts.upstream.model import MISSING, Symbol, UpstreamModel, is_upstream
 
 
@@ -187,7 +189,12 @@ def module_attribute_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]
 
 @contract("SGC000")
 def unparsable_file(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for facts in ctx.project.files.values():
-        if facts.parse_error:
-            line, col, message = facts.parse_error
-            yield finding("SGC000", facts, Position(line, col), "", error=message)
+    broken = [facts for facts in ctx.project.files.values() if facts.parse_error]
+    floor = python_floor(ctx.project.root) if broken else None
+    running = sys.version_info[:2]
+    # Python's own parser reads the grammar of the Python running the tool, not the project's.
+    hint = (f"; the project requires Python {floor[0]}.{floor[1]}+ and this tool runs on "
+            f"{running[0]}.{running[1]}: run it with a newer Python") if floor and floor > running else ""
+    for facts in broken:
+        line, col, message = facts.parse_error
+        yield finding("SGC000", facts, Position(line, col), "", error=message, hint=hint)

@@ -17,6 +17,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 from packaging.requirements import Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
 
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.pysource import parse_quietly
@@ -124,6 +126,21 @@ def _pyproject_requirements(root: Path) -> list[DeclaredRequirement]:
         if requirement is not None:
             found.append(DeclaredRequirement("pyproject.toml", line, col, requirement, comment))
     return found
+
+
+def python_floor(root: Path) -> tuple[int, int] | None:
+    """The lowest Python (major, minor) the project's `requires-python` admits, if it sets one."""
+    try:
+        value = tomllib.loads((root / "pyproject.toml").read_text()).get("project", {}).get("requires-python")
+        specifiers = SpecifierSet(value) if isinstance(value, str) else SpecifierSet()
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, InvalidSpecifier):
+        return None
+    floors = []
+    for spec in specifiers:
+        if spec.operator in (">=", ">", "~=", "=="):
+            release = Version(spec.version.removesuffix(".*")).release
+            floors.append((release[0], release[1] if len(release) > 1 else 0))
+    return max(floors, default=None)
 
 
 def requirement_files(root: Path) -> list[Path]:
