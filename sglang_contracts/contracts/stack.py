@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Iterator
 
@@ -28,7 +27,6 @@ DISTRIBUTION_OF_IMPORT = {
     "deep_gemm": "sgl-deep-gemm", "deep_ep": "sgl-deep-ep", "flash_attn": "flash-attn", "cuda": "cuda-python",
     "pynvml": "nvidia-ml-py", "multipart": "python-multipart", "partial_json_parser": "partial-json-parser",
 }
-TOP_LEVEL_IMPORT = re.compile(r"^(?:import|from)[ \t]+([A-Za-z_]\w*)", re.M)
 
 
 def _declared(ctx: CheckContext) -> list[DeclaredRequirement]:
@@ -188,16 +186,15 @@ def compat_overlay_removable(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 def hard_third_party_imports(model: UpstreamModel, module: str) -> set[str]:
     """Top-level packages a module imports unconditionally at module level, other than SGLang and
-    the standard library: statements at column 0 (not under `try`, `if` or a function) that the
-    module's model also records as bindings or star imports."""
+    the standard library: its top-level import statements (not under `try`, `if` or a function)
+    that the module's model also records as bindings or star imports."""
     record = model.module(module)
-    if record is None or record.relpath is None:
+    if record is None:
         return set()
     bound = {binding["target"].split(".")[0] for binding in record.bindings.values()
              if binding["kind"] == "alias" and binding.get("target")}
     bound |= {target.split(".")[0] for target in record.wildcards}
-    text = model.tree.read_source(record.relpath) or ""
-    tops = set(TOP_LEVEL_IMPORT.findall(text)) & bound
+    tops = set(record.top_imports) & bound
     return {top for top in tops if top not in sys.stdlib_module_names and not is_upstream(top) and top != "__future__"}
 
 

@@ -70,6 +70,7 @@ class ModuleRecord:
     opaque: str | None = None  # why its contents cannot be known (extension module, unparsable file)
     classes: dict[str, dict[str, Any]] = field(default_factory=dict)
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    top_imports: list[str] = field(default_factory=list)  # packages its top-level statements import
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,7 @@ class UpstreamModel:
             opaque=extracted.get("opaque"),
             classes=extracted.get("classes", {}),
             functions=extracted.get("functions", {}),
+            top_imports=extracted.get("top_imports", []),
         )
 
     def pending_extractions(self, names: Iterable[str]) -> list[tuple[str, str, str, str, str]]:
