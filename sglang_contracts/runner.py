@@ -11,7 +11,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from git import GitCommandError
 
 import sglang_contracts.contracts  # noqa: F401  (registers every check)
 from sglang_contracts import baseline as baselines
@@ -191,6 +190,8 @@ def _delta(repo: Path, project: ProjectIndex, old: UpstreamModel, new: UpstreamM
                     record = model.module(name) if is_upstream(name) else None
                     if record is not None and record.relpath:
                         files.add(record.relpath)
+    from git import GitCommandError  # GitPython costs 40 ms to import; only clones need it
+
     try:
         return upstream_delta(repo, old.release.ref, new.release.ref, files)
     except (ContractsError, GitCommandError):  # context for a reviewer: never worth losing the report over
