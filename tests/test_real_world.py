@@ -118,6 +118,22 @@ def test_omni_018_bump_reports_its_real_class_and_call_breaks(capsys, monkeypatc
     assert len(reads) >= 10
 
 
+def test_omni_018_bump_reports_untyped_request_reads_that_019_fixed(capsys, monkeypatch, omni_018: Path,
+                                                                     omni_019: Path) -> None:
+    """Reads of Req.extend_range/prefix_indices on unannotated `req` and `data.req`: an audit of
+    0.1.8 -> 0.1.9 found nine files fixed for them that SGC321 cannot see (no type to go on)."""
+    _, diagnostics = run_json(capsys, omni_018, monkeypatch, "--new", "0.5.22", "--select", "SGC32")
+    named = {(d["path"], d["line"]) for d in diagnostics if d["code"] == "SGC322"}
+    assert {("sglang_omni/scheduling/dllm_scheduler.py", 577), ("sglang_omni/models/zonos2/model_runner.py", 116),
+            ("sglang_omni/scheduling/sglang_backend/output_processor.py", 142),
+            ("sglang_omni/models/dots_tts/model_runner.py", 113)} <= named  # `req` in a loop, in a comprehension, `data.req`
+    assert all(d["severity"] == "warning" and d["symbol"].startswith("sglang.srt.managers.schedule_batch.Req.")
+               for d in diagnostics if d["code"] == "SGC322")
+    assert not named & {(d["path"], d["line"]) for d in diagnostics if d["code"] == "SGC321"}  # never both
+    _, fixed = run_json(capsys, omni_019, monkeypatch, "--old", "0.5.21", "--new", "0.5.22", "--select", "SGC322")
+    assert fixed == []
+
+
 def test_omni_019_has_no_call_errors_for_that_bump(capsys, monkeypatch, omni_019: Path) -> None:
     _, diagnostics = run_json(capsys, omni_019, monkeypatch, "--old", "0.5.21", "--new", "0.5.22")
     assert [d for d in diagnostics if d["code"].startswith("SGC2")] == []

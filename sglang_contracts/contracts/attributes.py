@@ -1,4 +1,5 @@
-"""Attribute contracts (SGC321): attributes read on upstream-typed objects that the new release lost.
+"""Attribute contracts (SGC321, SGC322): attributes that the new release lost, read on
+upstream-typed objects (SGC321) or on untyped objects named like an upstream class (SGC322).
 
 The receiver's type comes from annotations, constructor calls, `self` in a subclass and the
 project's typed attributes (see resolve.py); class attributes read through an imported
@@ -14,8 +15,10 @@ from typing import Iterator
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.imports import upstream_reads
 from sglang_contracts.contracts.resolve import Instance, Resolver, project_view, resolvers
-from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.diagnostics import Diagnostic, finding, finding_at
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
+from sglang_contracts.project.index import mentions
+from sglang_contracts.project.named_reads import named_reads, names_in_files, snake_name
 from sglang_contracts.upstream.model import Member, UpstreamModel, is_upstream
 
 
@@ -117,3 +120,82 @@ def attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
         yield finding("SGC321", lost.facts, lost.position, f"{lost.owner}.{lost.attr}", owner=owner,
                       attr=lost.attr, kind=kind, old=ctx.old_version, new=ctx.new_version,
                       hint=_relocation(ctx.new, lost.now_origins, lost.attr))
+
+
+# -- SGC322 ---------------------------------------------------------------------------------
+
+def _named_classes(ctx: CheckContext, read_from: set[str]) -> dict[str, tuple[str, str]]:
+    """snake name -> (the path the project imports it by, its origin in the old release), for
+    upstream classes the project imports by name whose instance name (`Req` -> `req`) it reads
+    attributes from. A name two different classes could claim is left out."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for facts in ctx.project.files.values():
+        for fact in facts.imports:
+            if fact.name is None or not fact.name[:1].isupper() or not is_upstream(fact.module):
+                continue
+            snake = snake_name(fact.name)
+            if snake in read_from:
+                origin = ctx.old.resolve_class(fact.target)
+                if origin is not None:
+                    found.setdefault(snake, set()).add((fact.target, origin))
+    return {snake: min(pairs) for snake, pairs in found.items() if len({origin for _, origin in pairs}) == 1}
+
+
+def _lost_names(ctx: CheckContext, path: str, origin: str) -> tuple[str | None, set[str]]:
+    """(the class's origin in the new release, the names the old class had and it lacks), when
+    both releases define the class fully upstream and neither answers names dynamically."""
+    now = ctx.new.resolve_class(path)
+    if now is None or ctx.old.mro(origin)[1] or ctx.new.mro(now)[1]:
+        return now, set()
+    if ctx.old.member(origin, "__getattr__") is not None or ctx.new.member(now, "__getattr__") is not None:
+        return now, set()
+    return now, {name for name in ctx.old.member_names(origin) - ctx.new.member_names(now) if not name.startswith("__")}
+
+
+@dataclass
+class NamedLoss:
+    path: str  # the project file (one the scanner may have skipped: it need not name SGLang)
+    position: Position
+    receiver: str  # the untyped name read from: `req`
+    attr: str
+    was: Member
+    now_origin: str  # the class in the new release
+
+
+def _named_losses(ctx: CheckContext) -> Iterator[NamedLoss]:
+    """Reads of `req.attr` on an untyped `req` where `Req` lost `attr`."""
+    project = ctx.project
+    names = names_in_files(project)
+    names_by_file = names.read_from
+    classes = _named_classes(ctx, set().union(*names_by_file.values()) if names_by_file else set())
+    if not classes:
+        return
+    view = project_view(ctx)
+    old, _ = resolvers(ctx)
+    provided = {name for cls in view.classes.values() for name in cls.fact.provided}
+    claimed = {snake_name(name) for name in names.classes}  # the project's own `ModelRunner`
+    for snake, (path, origin) in sorted(classes.items()):
+        if snake in claimed:
+            continue
+        now, lost = _lost_names(ctx, path, origin)
+        for attr in sorted(lost - provided):
+            for relpath in sorted(names_by_file):
+                if snake not in names_by_file[relpath] or next(mentions(project.texts[relpath], attr), None) is None:
+                    continue
+                facts = project.files.get(relpath)
+                # A read whose receiver the scanner typed is SGC321's to judge, whatever its type.
+                typed = {read.position for read in facts.reads if read.attr == attr and _instances(old, facts, read)} \
+                    if facts is not None else set()
+                for position in named_reads(project, relpath, snake, attr):
+                    if position not in typed:
+                        yield NamedLoss(relpath, position, snake, attr, ctx.old.member(origin, attr), now)
+
+
+@contract("SGC322")
+def attribute_removed_by_name(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for lost in _named_losses(ctx):
+        owner = lost.was.owner.rsplit(".", 1)[-1]
+        kind = {"method": "method", "property": "property"}.get(lost.was.kind, "attribute")
+        yield finding_at("SGC322", lost.path, lost.position.line, lost.position.col, f"{lost.was.owner}.{lost.attr}",
+                         owner=owner, attr=lost.attr, kind=kind, receiver=lost.receiver, old=ctx.old_version,
+                         new=ctx.new_version, hint=_relocation(ctx.new, [lost.now_origin], lost.attr))

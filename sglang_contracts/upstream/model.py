@@ -354,6 +354,16 @@ class UpstreamModel:
                 return Member(owner, name, "field", {"types": []})
         return None
 
+    def member_names(self, origin: str) -> set[str]:
+        """Every name `_member` finds on the class: methods, properties, class, instance and field attributes."""
+        names: set[str] = set()
+        for owner in self.mro(origin)[0]:
+            record = self.class_record(owner)
+            names.update(record["methods"])
+            names.update(record["attributes"])
+            names.update(field_name for field_name, *_ in record["fields"])
+        return names
+
     def class_level_names(self, origin: str) -> set[str]:
         """Names reachable on the class object itself: methods, properties, class attributes."""
         names: set[str] = set()
