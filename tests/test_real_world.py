@@ -134,6 +134,16 @@ def test_omni_018_bump_reports_untyped_request_reads_that_019_fixed(capsys, monk
     assert fixed == []
 
 
+def test_omni_018_bump_reports_the_python_that_sglang_0522_dropped(capsys, monkeypatch, omni_018: Path,
+                                                                   omni_019: Path) -> None:
+    """sglang 0.5.22's wheel requires Python 3.11; 0.1.8 still admitted 3.10, and 0.1.9 raised it."""
+    _, diagnostics = run_json(capsys, omni_018, monkeypatch, "--new", "0.5.22", "--select", "SGC708")
+    assert [(d["path"], d["line"], d["col"]) for d in diagnostics] == [("pyproject.toml", 12, 20)]
+    assert "admits Python 3.10, which sglang 0.5.22 no longer supports" in diagnostics[0]["message"]
+    _, fixed = run_json(capsys, omni_019, monkeypatch, "--old", "0.5.21", "--new", "0.5.22", "--select", "SGC708")
+    assert fixed == []
+
+
 def test_omni_019_has_no_call_errors_for_that_bump(capsys, monkeypatch, omni_019: Path) -> None:
     _, diagnostics = run_json(capsys, omni_019, monkeypatch, "--old", "0.5.21", "--new", "0.5.22")
     assert [d for d in diagnostics if d["code"].startswith("SGC2")] == []

@@ -1,4 +1,5 @@
-"""Stack contracts (SGC701-SGC705): pins, release names, version prose, compat overlays, new dependencies."""
+"""Stack contracts (SGC701-SGC705, SGC708): pins, release names, version prose, compat overlays, new
+dependencies, supported Pythons."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from packaging.version import Version
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.project.stack import (
-    DeclaredRequirement, declared_requirements, prose_notes, release_mentions, removal_requirement,
+    DeclaredRequirement, declared_python, declared_requirements, prose_notes, release_mentions, removal_requirement,
 )
 from sglang_contracts.requirements import (
     applies, as_version, environments, exact_version, names_release, normalized, version_in_tag, without_marker,
@@ -229,3 +230,32 @@ def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
                 yield finding_at("SGC705", facts.path, fact.module_position.line, fact.module_position.col,
                                  module, module=module, package=top, note=note, old=ctx.old_version,
                                  new=ctx.new_version)
+
+
+# -- SGC708 ---------------------------------------------------------------------------------
+
+PYTHON_MINORS = range(6, 20)  # Python 3.6 to 3.19: the versions a requires-python is probed at
+
+
+def _spans(minors: list[int]) -> str:
+    """`3.10`, `3.10 and 3.11`, `3.14 and later` for the minors of Python 3 listed."""
+    if minors[-1] == PYTHON_MINORS[-1]:
+        return f"3.{minors[0]} and later"
+    spelled = [f"3.{minor}" for minor in minors]
+    return spelled[0] if len(spelled) == 1 else ", ".join(spelled[:-1]) + f" and {spelled[-1]}"
+
+
+@contract("SGC708")
+def python_no_longer_supported(ctx: CheckContext) -> Iterator[Diagnostic]:
+    declared = declared_python(ctx.project.root)
+    old_pins, new_pins = _pins(ctx)
+    now = new_pins.requires_python if new_pins is not None else None
+    if declared is None or now is None:
+        return
+    was = old_pins.requires_python if old_pins is not None else None
+    dropped = [minor for minor in PYTHON_MINORS if declared.specifier.contains(f"3.{minor}")
+               and not now.contains(f"3.{minor}") and (was is None or was.contains(f"3.{minor}"))]
+    if dropped:
+        yield finding_at("SGC708", "pyproject.toml", declared.line, declared.col, "requires-python",
+                         declared=declared.spelled, pythons=_spans(dropped), now=str(now),
+                         was=f"`{was}`" if was is not None else "no bound", old=ctx.old_version, new=ctx.new_version)

@@ -128,19 +128,43 @@ def _pyproject_requirements(root: Path) -> list[DeclaredRequirement]:
     return found
 
 
-def python_floor(root: Path) -> tuple[int, int] | None:
-    """The lowest Python (major, minor) the project's `requires-python` admits, if it sets one."""
+@dataclass(frozen=True)
+class DeclaredPython:
+    """The project's `requires-python`, and where pyproject.toml spells it."""
+
+    specifier: SpecifierSet
+    spelled: str
+    line: int
+    col: int
+
+    def floor(self) -> tuple[int, int] | None:
+        """The lowest Python (major, minor) it admits, when it sets one."""
+        floors = []
+        for spec in self.specifier:
+            if spec.operator in (">=", ">", "~=", "=="):
+                release = Version(spec.version.removesuffix(".*")).release
+                floors.append((release[0], release[1] if len(release) > 1 else 0))
+        return max(floors, default=None)
+
+
+def declared_python(root: Path) -> DeclaredPython | None:
     try:
-        value = tomllib.loads((root / "pyproject.toml").read_text()).get("project", {}).get("requires-python")
-        specifiers = SpecifierSet(value) if isinstance(value, str) else SpecifierSet()
+        text = (root / "pyproject.toml").read_text()
+        value = tomllib.loads(text).get("project", {}).get("requires-python")
+        specifier = SpecifierSet(value) if isinstance(value, str) else None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, InvalidSpecifier):
         return None
-    floors = []
-    for spec in specifiers:
-        if spec.operator in (">=", ">", "~=", "=="):
-            release = Version(spec.version.removesuffix(".*")).release
-            floors.append((release[0], release[1] if len(release) > 1 else 0))
-    return max(floors, default=None)
+    if specifier is None:
+        return None
+    line, col = next(((number, col) for string, number, col, _ in _strings_with_positions(text)
+                      if string == value and "requires-python" in text.splitlines()[number - 1]), (1, 1))
+    return DeclaredPython(specifier, value, line, col)
+
+
+def python_floor(root: Path) -> tuple[int, int] | None:
+    """The lowest Python (major, minor) the project's `requires-python` admits, if it sets one."""
+    declared = declared_python(root)
+    return declared.floor() if declared is not None else None
 
 
 def requirement_files(root: Path) -> list[Path]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from email.parser import HeaderParser
 
 from packaging.requirements import Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from sglang_contracts.requirements import applies, environments, exact_version, normalized, parse_requirement
@@ -16,6 +17,7 @@ from sglang_contracts.sources.base import ReleaseTree
 @dataclass(frozen=True)
 class ReleasePins:
     requirements: tuple[Requirement, ...]  # extras appear in markers (`extra == "test"`)
+    requires_python: SpecifierSet | None = None  # the Pythons the release installs on, when it says
 
     def matching(self, name: str, environment: dict[str, str], extras: frozenset[str] = frozenset()) -> list[Requirement]:
         """The release's requirements on distribution `name` installed on `environment`."""
@@ -35,15 +37,16 @@ class ReleasePins:
         return None
 
 
-def _from_metadata(text: str) -> list[str]:
-    return HeaderParser().parsestr(text).get_all("Requires-Dist") or []
+def _from_metadata(text: str) -> tuple[list[str], str | None]:
+    headers = HeaderParser().parsestr(text)
+    return headers.get_all("Requires-Dist") or [], headers.get("Requires-Python")
 
 
-def _from_pyproject(text: str) -> list[str]:
+def _from_pyproject(text: str) -> tuple[list[str], str | None]:
     try:
         project = tomllib.loads(text).get("project", {})
     except tomllib.TOMLDecodeError:
-        return []
+        return [], None
     lines = [line for line in project.get("dependencies", []) if isinstance(line, str)]
     for extra, group in project.get("optional-dependencies", {}).items():
         for line in group if isinstance(group, list) else []:
@@ -52,7 +55,15 @@ def _from_pyproject(text: str) -> list[str]:
                 marker = f"({requirement.marker}) and " if requirement.marker else ""
                 requirement.marker = None
                 lines.append(f'{requirement}; {marker}extra == "{extra}"')
-    return lines
+    python = project.get("requires-python")
+    return lines, python if isinstance(python, str) else None
+
+
+def python_specifier(value: str | None) -> SpecifierSet | None:
+    try:
+        return SpecifierSet(value) if value else None
+    except InvalidSpecifier:
+        return None
 
 
 def release_pins(tree: ReleaseTree) -> ReleasePins | None:
@@ -61,6 +72,6 @@ def release_pins(tree: ReleaseTree) -> ReleasePins | None:
     if text is None:
         return None
     is_metadata = text.lstrip().startswith("Metadata-Version") or "\nRequires-Dist:" in text
-    lines = _from_metadata(text) if is_metadata else _from_pyproject(text)
+    lines, python = _from_metadata(text) if is_metadata else _from_pyproject(text)
     parsed = (parse_requirement(line) for line in lines)
-    return ReleasePins(tuple(r for r in parsed if r is not None))
+    return ReleasePins(tuple(r for r in parsed if r is not None), python_specifier(python))
