@@ -107,21 +107,28 @@ class ProjectIndex:
                   *code: ModuleType) -> list:
         """`analyse(relpath, text)` over every Python file whose text `may_hold` (a cheap test)
         something, concatenated in path order. Results are JSON lists, cached per file content
-        and per the `code` modules that compute them."""
+        and per the `code` modules that compute them, in one table per project and kind: a
+        first run writes one record, not one per file."""
         fingerprint = code_fingerprint(pysource, *code)  # pysource: how `text` was decoded
+        table_key = hashlib.sha256(f"{fingerprint}\0{kind}\0{self.root}".encode()).hexdigest()
+        stored = self.cache.get(table_key)
+        table: dict[str, list] = stored if isinstance(stored, dict) else {}
+        fresh: dict[str, list] = {}
+        recomputed = False
         found: list = []
         for relpath, data in sorted(self.sources.items()):
             text = self.texts[relpath]
             if not may_hold(text):
                 continue
-            digest = hashlib.sha256(f"{fingerprint}\0{kind}\0{relpath}\0".encode())
-            digest.update(data)
-            key = digest.hexdigest()
-            results = self.cache.get(key)
-            if results is None:
-                results = analyse(relpath, text)
-                self.cache.put(key, results)
-            found.extend(results)
+            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+            entry = table.get(relpath)
+            if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == digest and isinstance(entry[1], list)):
+                entry = [digest, analyse(relpath, text)]
+                recomputed = True
+            fresh[relpath] = entry
+            found.extend(entry[1])
+        if recomputed or fresh.keys() != table.keys():
+            self.cache.put(table_key, fresh)
         return found
 
     def resolve_local(self, module: str, name: str, _depth: int = 0) -> str | None:
