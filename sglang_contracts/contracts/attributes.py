@@ -154,7 +154,7 @@ def _lost_names(ctx: CheckContext, path: str, origin: str) -> tuple[str | None, 
 
 @dataclass
 class NamedLoss:
-    path: str  # the project file (one the scanner may have skipped: it need not name SGLang)
+    path: str  # the project file
     position: Position
     receiver: str  # the untyped name read from: `req`
     attr: str
@@ -179,13 +179,13 @@ def _named_losses(ctx: CheckContext) -> Iterator[NamedLoss]:
             continue
         now, lost = _lost_names(ctx, path, origin)
         for attr in sorted(lost - provided):
-            for relpath in sorted(names_by_file):
-                if snake not in names_by_file[relpath] or next(mentions(project.texts[relpath], attr), None) is None:
+            # Files that name SGLang (those the scanner read): elsewhere `scheduler` is more likely
+            # a learning-rate scheduler than SGLang's.
+            for relpath, facts in sorted(project.files.items()):
+                if snake not in names_by_file.get(relpath, ()) or next(mentions(project.texts[relpath], attr), None) is None:
                     continue
-                facts = project.files.get(relpath)
                 # A read whose receiver the scanner typed is SGC321's to judge, whatever its type.
-                typed = {read.position for read in facts.reads if read.attr == attr and _instances(old, facts, read)} \
-                    if facts is not None else set()
+                typed = {read.position for read in facts.reads if read.attr == attr and _instances(old, facts, read)}
                 for position in named_reads(project, relpath, snake, attr):
                     if position not in typed:
                         yield NamedLoss(relpath, position, snake, attr, ctx.old.member(origin, attr), now)
