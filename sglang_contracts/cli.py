@@ -167,8 +167,10 @@ def _patch_classify(args: argparse.Namespace) -> int:
 def _rules() -> int:
     from sglang_contracts.catalog import load_catalog
 
-    for rule in load_catalog().values():
-        print(f"{rule.code}  {rule.name:<32} {rule.severity:<8} {rule.summary}")
+    rules = load_catalog().values()
+    width = max(len(rule.name) for rule in rules)
+    for rule in rules:
+        print(f"{rule.code}  {rule.name:<{width}} {rule.severity:<8} {rule.summary}")
     return 0
 
 
