@@ -15,7 +15,7 @@ from typing import Iterator
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.imports import upstream_reads
 from sglang_contracts.contracts.resolve import Instance, Resolver, project_view, resolvers
-from sglang_contracts.diagnostics import Diagnostic, finding, finding_at
+from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
 from sglang_contracts.project.index import mentions
 from sglang_contracts.project.named_reads import named_reads, names_in_files, snake_name
@@ -112,14 +112,17 @@ def _relocation(model: UpstreamModel, origins: list[str], attr: str) -> str:
     return ""
 
 
+def _report(code: str, ctx: CheckContext, lost: LostAttribute, **fields: str) -> Diagnostic:
+    kind = {"method": "method", "property": "property"}.get(lost.was.kind, "attribute")
+    return finding(code, lost.facts, lost.position, f"{lost.owner}.{lost.attr}", owner=lost.owner.rsplit(".", 1)[-1],
+                   attr=lost.attr, kind=kind, old=ctx.old_version, new=ctx.new_version,
+                   hint=_relocation(ctx.new, lost.now_origins, lost.attr), **fields)
+
+
 @contract("SGC321")
 def attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for lost in [*_typed_losses(ctx), *_class_attribute_losses(ctx)]:
-        owner = lost.owner.rsplit(".", 1)[-1]
-        kind = {"method": "method", "property": "property"}.get(lost.was.kind, "attribute")
-        yield finding("SGC321", lost.facts, lost.position, f"{lost.owner}.{lost.attr}", owner=owner,
-                      attr=lost.attr, kind=kind, old=ctx.old_version, new=ctx.new_version,
-                      hint=_relocation(ctx.new, lost.now_origins, lost.attr))
+        yield _report("SGC321", ctx, lost)
 
 
 # -- SGC322 ---------------------------------------------------------------------------------
@@ -152,18 +155,8 @@ def _lost_names(ctx: CheckContext, path: str, origin: str) -> tuple[str | None, 
     return now, {name for name in ctx.old.member_names(origin) - ctx.new.member_names(now) if not name.startswith("__")}
 
 
-@dataclass
-class NamedLoss:
-    path: str  # the project file
-    position: Position
-    receiver: str  # the untyped name read from: `req`
-    attr: str
-    was: Member
-    now_origin: str  # the class in the new release
-
-
-def _named_losses(ctx: CheckContext) -> Iterator[NamedLoss]:
-    """Reads of `req.attr` on an untyped `req` where `Req` lost `attr`."""
+def _named_losses(ctx: CheckContext) -> Iterator[tuple[LostAttribute, str]]:
+    """Reads of `req.attr` on an untyped `req` where `Req` lost `attr`, with the name read from."""
     project = ctx.project
     names = names_in_files(project)
     names_by_file = names.read_from
@@ -188,14 +181,11 @@ def _named_losses(ctx: CheckContext) -> Iterator[NamedLoss]:
                 typed = {read.position for read in facts.reads if read.attr == attr and _instances(old, facts, read)}
                 for position in named_reads(project, relpath, snake, attr):
                     if position not in typed:
-                        yield NamedLoss(relpath, position, snake, attr, ctx.old.member(origin, attr), now)
+                        was = ctx.old.member(origin, attr)
+                        yield LostAttribute(facts, position, was.owner, attr, was, [now] if now else []), snake
 
 
 @contract("SGC322")
 def attribute_removed_by_name(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for lost in _named_losses(ctx):
-        owner = lost.was.owner.rsplit(".", 1)[-1]
-        kind = {"method": "method", "property": "property"}.get(lost.was.kind, "attribute")
-        yield finding_at("SGC322", lost.path, lost.position.line, lost.position.col, f"{lost.was.owner}.{lost.attr}",
-                         owner=owner, attr=lost.attr, kind=kind, receiver=lost.receiver, old=ctx.old_version,
-                         new=ctx.new_version, hint=_relocation(ctx.new, [lost.now_origin], lost.attr))
+    for lost, receiver in _named_losses(ctx):
+        yield _report("SGC322", ctx, lost, receiver=receiver)
