@@ -13,6 +13,7 @@ import hashlib
 import re
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 
 from sglang_contracts.cache import code_fingerprint
 from sglang_contracts.project.facts import Position
@@ -24,14 +25,12 @@ from sglang_contracts.pysource import parse_quietly
 # `name.attr` (comments and strings included: a superset, narrowed by parsing later).
 READ_FROM = re.compile(r"\b([a-z_][a-z0-9_]*)(?=\s*\.\s*[A-Za-z_])")
 CAPWORDS_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+CLASS_DEFINITION = re.compile(r"^[ \t]*class[ \t]+([A-Za-z_]\w*)", re.M)
 
 
 def snake_name(class_name: str) -> str:
     """The name code conventionally gives an instance: `Req` -> `req`, `KVCache` -> `kv_cache`."""
     return CAPWORDS_BOUNDARY.sub("_", class_name).lower()
-
-
-CLASS_DEFINITION = re.compile(r"^[ \t]*class[ \t]+([A-Za-z_]\w*)", re.M)
 
 
 @dataclass
@@ -63,7 +62,7 @@ def named_reads(project: ProjectIndex, relpath: str, receiver: str, attr: str) -
     data = project.sources.get(relpath)
     if data is None:
         return []
-    digest = hashlib.sha256(f"{code_fingerprint(sys.modules[__name__])}\0named-reads\0{relpath}\0{receiver}\0{attr}\0".encode())
+    digest = hashlib.sha256(f"{_fingerprint()}\0named-reads\0{relpath}\0{receiver}\0{attr}\0".encode())
     digest.update(data)
     key = digest.hexdigest()
     cached = project.cache.get(key)
@@ -79,7 +78,14 @@ def named_reads(project: ProjectIndex, relpath: str, receiver: str, attr: str) -
     return finder.found
 
 
+@lru_cache(maxsize=1)
+def _fingerprint() -> str:
+    return code_fingerprint(sys.modules[__name__])
+
+
 class _ReadFinder(ast.NodeVisitor):
+    """Loads of `<receiver>.<attr>` whose receiver is untyped where it is read."""
+
     def __init__(self, receiver: str, attr: str, positions: SourcePositions) -> None:
         self.receiver = receiver
         self.attr = attr
