@@ -32,7 +32,7 @@ class LostAttribute:
     now_origins: list[str]  # the receiver's classes in the new release
 
 
-def _lookup(resolver: Resolver, instances: list[Instance], attr: str) -> tuple[Member | None, bool, bool]:
+def lookup(resolver: Resolver, instances: list[Instance], attr: str) -> tuple[Member | None, bool, bool]:
     """(an upstream member, provided by the project, answered dynamically) over the alternatives."""
     found = None
     for instance in instances:
@@ -53,7 +53,7 @@ def _super_instances(resolver: Resolver, facts: FileFacts, read: ReadFact) -> li
     return [Instance(origin=origin) for origin in resolver.upstream_bases(cls)] or None
 
 
-def _instances(resolver: Resolver, facts: FileFacts, read: ReadFact) -> list[Instance] | None:
+def read_instances(resolver: Resolver, facts: FileFacts, read: ReadFact) -> list[Instance] | None:
     if read.receiver.types[0].startswith("U:"):
         return _super_instances(resolver, facts, read) if not read.receiver.attrs else None
     return resolver.receiver(facts, read.receiver)
@@ -64,22 +64,22 @@ def _typed_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
     old, new = resolvers(ctx)
     for facts in ctx.project.files.values():
         for read in facts.reads:
-            if read.store:
-                continue
+            if read.store or read.attr_guarded:
+                continue  # a guarded read falls back quietly: SGC804's to report
             if read.receiver.types[0].startswith("S:") and not read.receiver.attrs:
                 cls = view.classes.get(f"{facts.module}.{read.receiver.types[0][2:]}")
                 if cls is None or view.borrow_sources(cls):
                     continue  # borrowed through __getattr__: SGC311 and SGC312 judge those
-            before = _instances(old, facts, read)
+            before = read_instances(old, facts, read)
             if not before:
                 continue
-            was, provided, dynamic = _lookup(old, before, read.attr)
+            was, provided, dynamic = lookup(old, before, read.attr)
             if was is None or provided or dynamic:
                 continue
-            after = _instances(new, facts, read)
+            after = read_instances(new, facts, read)
             if not after:
                 continue
-            now, provided, dynamic = _lookup(new, after, read.attr)
+            now, provided, dynamic = lookup(new, after, read.attr)
             if now is None and not provided and not dynamic:
                 yield LostAttribute(facts, read.position, was.owner, read.attr, was,
                                     [i.origin for i in after if i.origin])
@@ -88,6 +88,8 @@ def _typed_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
 def _class_attribute_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
     """`Upstream.attr` read through an imported class (or a module path to it)."""
     for facts, chain, current in upstream_reads(ctx):
+        if chain.attr_guarded:
+            continue
         for attr, position in zip(chain.attrs, chain.positions):
             origin = ctx.old.resolve_class(current)
             if origin is not None:
@@ -100,7 +102,7 @@ def _class_attribute_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
             current = f"{current}.{attr}"
 
 
-def _relocation(model: UpstreamModel, origins: list[str], attr: str) -> str:
+def relocation(model: UpstreamModel, origins: list[str], attr: str) -> str:
     """Where the new release makes the attribute findable: `.ps.tp_rank` through a typed attribute."""
     for origin in origins:
         for owner in model.mro(origin)[0]:
@@ -116,7 +118,7 @@ def _report(code: str, ctx: CheckContext, lost: LostAttribute, **fields: str) ->
     kind = {"method": "method", "property": "property"}.get(lost.was.kind, "attribute")
     return finding(code, lost.facts, lost.position, f"{lost.owner}.{lost.attr}", owner=lost.owner.rsplit(".", 1)[-1],
                    attr=lost.attr, kind=kind, old=ctx.old_version, new=ctx.new_version,
-                   hint=_relocation(ctx.new, lost.now_origins, lost.attr), **fields)
+                   hint=relocation(ctx.new, lost.now_origins, lost.attr), **fields)
 
 
 @contract("SGC321")
@@ -178,7 +180,7 @@ def _named_losses(ctx: CheckContext) -> Iterator[tuple[LostAttribute, str]]:
                 if snake not in names_by_file.get(relpath, ()) or next(mentions(project.texts[relpath], attr), None) is None:
                     continue
                 # A read whose receiver the scanner typed is SGC321's to judge, whatever its type.
-                typed = {read.position for read in facts.reads if read.attr == attr and _instances(old, facts, read)}
+                typed = {read.position for read in facts.reads if read.attr == attr and read_instances(old, facts, read)}
                 for position in named_reads(project, relpath, snake, attr):
                     if position not in typed:
                         was = ctx.old.member(origin, attr)

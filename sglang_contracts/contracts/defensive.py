@@ -1,21 +1,23 @@
-"""Defensive-access contracts (SGC801-SGC803): probes of upstream state that both releases
-define statically, so the fallback they guard is dead code keeping another release alive.
+"""Defensive-access contracts (SGC801-SGC804): probes of upstream state that both releases
+define statically, so the fallback they guard is dead code keeping another release alive;
+and probes of state the new release removed, so the fallback now always runs.
 
-These judge the two releases together and are useful on the pin alone (`--old X --new X`):
-a name defined by both is defined by the pin.
+SGC801-SGC803 judge the two releases together and are useful on the pin alone
+(`--old X --new X`): a name defined by both is defined by the pin.
 """
 
 from __future__ import annotations
 
 from typing import Iterator
 
+from sglang_contracts.contracts.attributes import lookup, relocation
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.resolve import Resolver, project_view, resolvers
 from sglang_contracts.contracts.serverargs import field_sets, typed_as_server_args
 from sglang_contracts.contracts.targets import upstream_dotted, where_defined
 from sglang_contracts.upstream.targets import Target, resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding
-from sglang_contracts.project.facts import FileFacts, Receiver
+from sglang_contracts.project.facts import FileFacts, Position, Receiver
 from sglang_contracts.upstream.model import Member, UpstreamModel
 from sglang_contracts.upstream.serverargs import SERVER_ARGS
 
@@ -71,18 +73,35 @@ def _where(model: UpstreamModel, target: Target) -> str:
     return where_defined(model, target) or target.origin or ""
 
 
+def _probes(facts: FileFacts) -> Iterator[tuple[str, Receiver, str, Position]]:
+    """(function, subject, name, position of the name) of each `getattr(x, "name", default)`
+    and `hasattr(x, "name")`."""
+    for probe in facts.probes:
+        if not (probe.function == "hasattr" and probe.nargs == 2 or probe.function == "getattr" and probe.nargs == 3):
+            continue
+        if probe.subject is not None and probe.string_at(1) is not None:
+            name, position = probe.string_at(1)
+            yield probe.function, probe.subject, name, position
+
+
+def _guarded_reads(facts: FileFacts) -> Iterator[tuple[Receiver, str, Position]]:
+    """(receiver, attribute, position) of each read under `try:` whose handler catches AttributeError."""
+    for read in facts.reads:
+        if read.attr_guarded and not read.store:
+            yield read.receiver, read.attr, read.position
+    for chain in facts.attributes:
+        if chain.attr_guarded and not chain.store:
+            for index, (attr, position) in enumerate(zip(chain.attrs, chain.positions)):
+                yield Receiver((f"C:{'.'.join((chain.root, *chain.attrs[:index]))}",)), attr, position
+
+
 @contract("SGC801")
 def probe_of_static_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts in ctx.project.files.values():
-        for probe in facts.probes:
-            if not (probe.function == "hasattr" and probe.nargs == 2 or probe.function == "getattr" and probe.nargs == 3):
-                continue
-            if probe.subject is None or probe.string_at(1) is None:
-                continue
-            name, position = probe.string_at(1)
-            both = _static(ctx, facts, probe.subject, name)
+        for function, subject, name, position in _probes(facts):
+            both = _static(ctx, facts, subject, name)
             if both is not None:
-                yield finding("SGC801", facts, position, both[1].origin or name, call=probe.function,
+                yield finding("SGC801", facts, position, both[1].origin or name, call=function,
                               attr=_owner_name(both[1]), where=_where(ctx.new, both[1]),
                               old=ctx.old_version, new=ctx.new_version)
 
@@ -90,17 +109,57 @@ def probe_of_static_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
 @contract("SGC802")
 def attribute_error_guard_of_static_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts in ctx.project.files.values():
-        accesses = [(read.receiver, read.attr, read.position) for read in facts.reads if read.attr_guarded and not read.store]
-        for chain in facts.attributes:
-            if chain.attr_guarded and not chain.store:
-                for index, (attr, position) in enumerate(zip(chain.attrs, chain.positions)):
-                    prefix = ".".join((chain.root, *chain.attrs[:index]))
-                    accesses.append((Receiver((f"C:{prefix}",)), attr, position))
-        for receiver, attr, position in accesses:
+        for receiver, attr, position in _guarded_reads(facts):
             both = _static(ctx, facts, receiver, attr)
             if both is not None and both[1].kind != "module":
                 yield finding("SGC802", facts, position, both[1].origin or attr, attr=_owner_name(both[1]),
                               where=_where(ctx.new, both[1]), old=ctx.old_version, new=ctx.new_version)
+
+
+def _removed(ctx: CheckContext, facts: FileFacts, subject: Receiver, name: str) -> tuple[Target, str] | None:
+    """(the old release's static definition of `subject.name`, a hint at its new spelling) when
+    the new release provably defines no such name: its classes answer no names dynamically and
+    inherit nothing from outside SGLang, and the project provides none."""
+    if subject.types[0].startswith("U:"):
+        return None
+    if subject.types[0].startswith("C:"):
+        owner = upstream_dotted(project_view(ctx), facts, subject.types[0][2:])
+        if owner is None:
+            return None
+        old, new = resolve_target(ctx.old, f"{owner}.{name}"), resolve_target(ctx.new, f"{owner}.{name}")
+        cls = ctx.new.resolve_class(owner)
+        if not (old.static and old.kind != "module" and new.missing) or cls is not None and ctx.new.mro(cls)[1]:
+            return None
+        return old, relocation(ctx.new, [cls] if cls else [], name)
+    old_fields, new_fields = field_sets(ctx)
+    old_resolver, new_resolver = resolvers(ctx)
+    old = _typed_member(old_resolver, facts, subject, name, old_fields)
+    if old is None:
+        return None
+    if new_fields is not None and typed_as_server_args(new_resolver, facts, subject):
+        return (old, "") if name not in new_fields.fields else None
+    instances = new_resolver.receiver(facts, subject)
+    if not instances or any(i.origin is None or ctx.new.mro(i.origin)[1] for i in instances):
+        return None
+    member, provided, dynamic = lookup(new_resolver, list(instances), name)
+    if member is not None or provided or dynamic:
+        return None
+    return old, relocation(ctx.new, [i.origin for i in instances if i.origin], name)
+
+
+@contract("SGC804")
+def probe_of_removed_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for facts in ctx.project.files.values():
+        accesses = [(f"{function}() probes", subject, name, position)
+                     for function, subject, name, position in _probes(facts)]
+        accesses += [("`except AttributeError` guards", receiver, attr, position)
+                     for receiver, attr, position in _guarded_reads(facts)]
+        for how, subject, name, position in accesses:
+            removed = _removed(ctx, facts, subject, name)
+            if removed is not None:
+                old, hint = removed
+                yield finding("SGC804", facts, position, old.origin or name, how=how, attr=_owner_name(old),
+                              where=_where(ctx.old, old), old=ctx.old_version, new=ctx.new_version, hint=hint)
 
 
 def _introspected(ctx: CheckContext, model: UpstreamModel, dotted: str, function: str, fields) -> tuple | None:
