@@ -45,17 +45,24 @@ def _typed_member(resolver: Resolver, facts: FileFacts, receiver: Receiver, name
     return found
 
 
+def _path_targets(ctx: CheckContext, facts: FileFacts, subject: Receiver, name: str) -> tuple[str, Target, Target] | None:
+    """(the upstream path, old, new) of `name` on a subject that names an upstream class or
+    module (`C:` kinds), or None when the subject stands for nothing upstream."""
+    owner = upstream_dotted(project_view(ctx), facts, subject.types[0][2:])
+    if owner is None:
+        return None
+    return owner, resolve_target(ctx.old, f"{owner}.{name}"), resolve_target(ctx.new, f"{owner}.{name}")
+
+
 def _static(ctx: CheckContext, facts: FileFacts, subject: Receiver, name: str) -> tuple[Target, Target] | None:
     """(old, new) definitions of `subject.name` when both releases define it statically."""
     if subject.types[0].startswith("U:"):
         return None
     if subject.types[0].startswith("C:"):
-        owner = upstream_dotted(project_view(ctx), facts, subject.types[0][2:])
-        if owner is None:
-            return None
-        old, new = resolve_target(ctx.old, f"{owner}.{name}"), resolve_target(ctx.new, f"{owner}.{name}")
-        if old.kind == "module":
+        targets = _path_targets(ctx, facts, subject, name)
+        if targets is None or targets[1].kind == "module":
             return None  # a submodule is an attribute only once something imported it
+        _, old, new = targets
         return (old, new) if old.static and new.static else None
     old_fields, new_fields = field_sets(ctx)
     old_resolver, new_resolver = resolvers(ctx)
@@ -123,10 +130,10 @@ def _removed(ctx: CheckContext, facts: FileFacts, subject: Receiver, name: str) 
     if subject.types[0].startswith("U:"):
         return None
     if subject.types[0].startswith("C:"):
-        owner = upstream_dotted(project_view(ctx), facts, subject.types[0][2:])
-        if owner is None:
+        targets = _path_targets(ctx, facts, subject, name)
+        if targets is None:
             return None
-        old, new = resolve_target(ctx.old, f"{owner}.{name}"), resolve_target(ctx.new, f"{owner}.{name}")
+        owner, old, new = targets
         cls = ctx.new.resolve_class(owner)
         if not (old.static and old.kind != "module" and new.missing) or cls is not None and ctx.new.mro(cls)[1]:
             return None
