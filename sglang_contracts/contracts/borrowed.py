@@ -107,14 +107,20 @@ class Needed:
     root: Root
 
 
-def needed_attributes(view: ProjectView, resolver: Resolver, borrower: Borrower) -> dict[str, Needed]:
-    """Attributes read from `self` by the upstream methods the borrower's roots reach, following
-    `self.<method>` transitively, that neither the project nor the class-level upstream
-    members provide (nor a reachable method assigns)."""
+def _none_only(view: ProjectView, cls: ProjectClass) -> set[str]:
+    """Attributes that the project class and its project bases only ever set to None."""
+    ancestry = view.ancestry(cls)[0]
+    candidates = {name for member in ancestry for name in member.fact.none_only}
+    return {name for name in candidates
+            if all(name in member.fact.none_only or name not in member.fact.provided for member in ancestry)}
+
+
+def _reached(resolver: Resolver, borrower: Borrower, provided: set[str], holding: set[str]
+             ) -> tuple[dict[str, Needed], set[str]]:
+    """(attributes read from `self`, attributes written) by the upstream methods the borrower's
+    roots reach, following `self.<method>` transitively. A method that returns at once while
+    one of the `holding` attributes is None is not entered."""
     cls = borrower.cls
-    provided = set(view.provided(cls))
-    for member in view.ancestry(cls)[0]:
-        provided.update(member.fact.getattr_names)
     queue: deque[tuple[Member, list[str], Root]] = deque()
     for root in borrower.roots:
         member = root_member(resolver, borrower, root)
@@ -125,7 +131,7 @@ def needed_attributes(view: ProjectView, resolver: Resolver, borrower: Borrower)
     writes: set[str] = set()
     while queue:
         member, path, root = queue.popleft()
-        if (member.owner, member.name) in visited:
+        if (member.owner, member.name) in visited or member.record.get("guard") in holding:
             continue
         visited.add((member.owner, member.name))
         writes.update(member.record.get("writes", []))
@@ -137,7 +143,24 @@ def needed_attributes(view: ProjectView, resolver: Resolver, borrower: Borrower)
                 queue.append((target, path + [target.qualname], root))
             elif target is None or target.kind in ("instance", "field"):
                 reads.setdefault(attr, Needed(path, root))
-    return {attr: need for attr, need in reads.items() if attr not in writes}
+    return reads, writes
+
+
+def needed_attributes(view: ProjectView, resolver: Resolver, borrower: Borrower) -> dict[str, Needed]:
+    """Attributes read from `self` by the upstream methods the borrower's roots reach that
+    neither the project nor the class-level upstream members provide (nor a reachable method
+    assigns). A method guarded by `if self.x is None: return` is not entered while the project
+    only ever sets `x` to None and no method reached without it sets `x` either."""
+    cls = borrower.cls
+    provided = set(view.provided(cls))
+    for member in view.ancestry(cls)[0]:
+        provided.update(member.fact.getattr_names)
+    holding = _none_only(view, cls)
+    while True:
+        reads, writes = _reached(resolver, borrower, provided, holding)
+        if not holding & writes:
+            return {attr: need for attr, need in reads.items() if attr not in writes}
+        holding -= writes  # reached code sets it after all: the guarded methods may run
 
 
 @contract("SGC311")

@@ -186,6 +186,7 @@ class _ClassSummary:
                 self.getattr_sources, self.getattr_names = _getattr_probe(getattr_method, params[1].arg)
         init = next((m for m in methods if m.name == "__init__"), None)
         self.init_calls_base = None if init is None else _calls_base_init(init, self.bases)
+        self.none_only = _none_only(node, methods)
 
     def fact(self, at: SourcePositions) -> ClassFact:
         return ClassFact(
@@ -200,6 +201,7 @@ class _ClassSummary:
             getattr_sources=tuple(self.getattr_sources),
             getattr_names=tuple(sorted(set(self.getattr_names))),
             init_calls_base=self.init_calls_base,
+            none_only=self.none_only,
         )
 
 
@@ -614,6 +616,47 @@ def _probe_matters(subject: Receiver | None, strings: list[tuple[str, Position, 
         if not kind.startswith("C:") or kind[2:].split(".")[0] in bound_names:
             return True
     return any("." in text or text.startswith(PASS_THROUGH_ATTR) for text, _, _ in strings)
+
+
+def _is_none(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _none_only(node: ast.ClassDef, methods: list[Function]) -> tuple[str, ...]:
+    """Attributes that every write in the class, at class level or on `self` in its methods,
+    sets to a literal None. Nothing is claimed when the class may set names it does not spell
+    (`setattr(self, name, ...)`, `self.__dict__`), except in `__getattr__`, which only runs
+    for names not set yet."""
+    none: set[str] = set()
+    valued: set[str] = set()
+    for statement in node.body:
+        if isinstance(statement, ast.Assign):
+            names = {target.id for target in statement.targets if isinstance(target, ast.Name)}
+            (none if _is_none(statement.value) else valued).update(names)
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
+            (none if _is_none(statement.value) else valued).add(statement.target.id)
+        elif isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
+            valued.add(statement.name)
+    for method in methods:
+        arguments = [*method.args.posonlyargs, *method.args.args]
+        receiver = arguments[0].arg if arguments else None
+        if receiver is None:
+            continue
+        set_to_none = {id(target) for sub in ast.walk(method) if isinstance(sub, ast.Assign) and _is_none(sub.value)
+                       for target in sub.targets}
+        set_to_none |= {id(sub.target) for sub in ast.walk(method) if isinstance(sub, ast.AnnAssign) and _is_none(sub.value)}
+        dynamic_writes_matter = method.name != "__getattr__"
+        for sub in ast.walk(method):
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == receiver:
+                if sub.attr == "__dict__" and dynamic_writes_matter:
+                    return ()
+                if isinstance(sub.ctx, (ast.Store, ast.Del)):
+                    (none if id(sub) in set_to_none else valued).add(sub.attr)
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
+                    and dynamic_writes_matter and sub.args and isinstance(sub.args[0], ast.Name) \
+                    and sub.args[0].id == receiver:
+                return ()
+    return tuple(sorted(none - valued))
 
 
 def _foreign(kinds: tuple[str, ...], foreign: set[str]) -> bool:

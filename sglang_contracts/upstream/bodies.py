@@ -22,6 +22,8 @@ class BodyFacts:
     calls: set[str] = field(default_factory=set)  # self.<name>(...)
     writes: set[str] = field(default_factory=set)  # self.<name> = ...
     lines: list[str] = field(default_factory=list)  # hashes of the normalised body's lines
+    # `self.<name>` whose being None (or falsy) makes the body return at once, before anything else.
+    guard: str | None = None
 
     def merge(self, other: "BodyFacts") -> None:
         """A property and its setter, or overloads, share one name: keep what all of them do."""
@@ -29,23 +31,64 @@ class BodyFacts:
         self.calls |= other.calls
         self.writes |= other.writes
         self.lines += other.lines
+        self.guard = None  # one of them may run past it
 
     def to_json(self) -> dict:
-        return {"reads": sorted(self.reads), "calls": sorted(self.calls), "writes": sorted(self.writes),
-                "body": self.lines}
+        record = {"reads": sorted(self.reads), "calls": sorted(self.calls), "writes": sorted(self.writes),
+                  "body": self.lines}
+        if self.guard is not None:
+            record["guard"] = self.guard
+        return record
 
 
 def _line_hash(line: str) -> str:
     return hashlib.blake2b(line.strip().encode(), digest_size=5).hexdigest()
 
 
-def normalised_lines(node: AnyFunction) -> list[str]:
+def _statements(node: AnyFunction) -> list[ast.stmt]:
+    """The body's statements after its docstring."""
     statements = list(node.body)
     if statements and isinstance(statements[0], ast.Expr) and isinstance(getattr(statements[0], "value", None), ast.Constant) \
             and isinstance(statements[0].value.value, str):
-        statements = statements[1:]  # a docstring edit is not a behaviour change
-    text = "\n".join(ast.unparse(statement) for statement in statements)
+        return statements[1:]
+    return statements
+
+
+def normalised_lines(node: AnyFunction) -> list[str]:
+    text = "\n".join(ast.unparse(statement) for statement in _statements(node))  # a docstring edit changes nothing
     return [_line_hash(line) for line in text.splitlines() if line.strip()]
+
+
+def _none_test(test: ast.expr) -> ast.expr | None:
+    """What `x is None` or `not x` tests, or None for any other condition."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        return test.left
+    return None
+
+
+def none_guard(node: AnyFunction, receiver: str) -> str | None:
+    """`self.<name>` when the body opens with `if self.<name> is None: return` (or `if not ...`),
+    directly or through a local (`req = self.<name>` first): nothing else runs while it is None."""
+    statements = _statements(node)
+    alias = None
+    if len(statements) > 1 and isinstance(statements[0], ast.Assign) and len(statements[0].targets) == 1 \
+            and isinstance(statements[0].targets[0], ast.Name):
+        alias = statements[0].targets[0].id, statements[0].value
+        statements = statements[1:]
+    first = statements[0] if statements else None
+    if not (isinstance(first, ast.If) and not first.orelse and len(first.body) == 1 and isinstance(first.body[0], ast.Return)):
+        return None
+    tested = _none_test(first.test)
+    if alias is not None:  # the local must be what is tested: its assignment runs before the test
+        if not (isinstance(tested, ast.Name) and tested.id == alias[0]):
+            return None
+        tested = alias[1]
+    if isinstance(tested, ast.Attribute) and isinstance(tested.value, ast.Name) and tested.value.id == receiver:
+        return tested.attr
+    return None
 
 
 def _decorator_name(decorator: ast.expr) -> str:
@@ -89,6 +132,7 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
     receiver = _receiver_name(node) if in_class else None
     if receiver is None:
         return facts
+    facts.guard = none_guard(node, receiver)
     for child in _nodes(node):
         if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and child.value.id == receiver:
             (facts.writes if isinstance(child.ctx, (ast.Store, ast.Del)) else facts.reads).add(child.attr)
