@@ -107,19 +107,24 @@ class Needed:
     root: Root
 
 
-def _none_only(view: ProjectView, cls: ProjectClass) -> set[str]:
-    """Attributes that the project class and its project bases only ever set to None."""
+def _constant_only(view: ProjectView, cls: ProjectClass) -> set[tuple[str, str]]:
+    """(attribute, "none") for what the project class and its project bases only ever set to
+    None, (attribute, "falsy") for what they only ever set to None or another falsy constant."""
     ancestry = view.ancestry(cls)[0]
-    candidates = {name for member in ancestry for name in member.fact.none_only}
-    return {name for name in candidates
-            if all(name in member.fact.none_only or name not in member.fact.provided for member in ancestry)}
+    found = set()
+    for kind, field_name in (("none", "none_only"), ("falsy", "falsy_only")):
+        candidates = {name for member in ancestry for name in getattr(member.fact, field_name)}
+        found |= {(name, kind) for name in candidates
+                  if all(name in getattr(member.fact, field_name) or name not in member.fact.provided
+                         for member in ancestry)}
+    return found
 
 
-def _reached(resolver: Resolver, borrower: Borrower, provided: set[str], holding: set[str]
+def _reached(resolver: Resolver, borrower: Borrower, provided: set[str], holding: set[tuple[str, str]]
              ) -> tuple[dict[str, Needed], set[str]]:
     """(attributes read from `self`, attributes written) by the upstream methods the borrower's
-    roots reach, following `self.<method>` transitively. A method that returns at once while
-    one of the `holding` attributes is None is not entered."""
+    roots reach, following `self.<method>` transitively. A method whose guard `holding` says
+    is met (an attribute that is always None, or always falsy) returns at once: not entered."""
     cls = borrower.cls
     queue: deque[tuple[Member, list[str], Root]] = deque()
     for root in borrower.roots:
@@ -131,7 +136,7 @@ def _reached(resolver: Resolver, borrower: Borrower, provided: set[str], holding
     writes: set[str] = set()
     while queue:
         member, path, root = queue.popleft()
-        if (member.owner, member.name) in visited or member.record.get("guard") in holding:
+        if (member.owner, member.name) in visited or tuple(member.record.get("guard") or ()) in holding:
             continue
         visited.add((member.owner, member.name))
         writes.update(member.record.get("writes", []))
@@ -150,17 +155,19 @@ def needed_attributes(view: ProjectView, resolver: Resolver, borrower: Borrower)
     """Attributes read from `self` by the upstream methods the borrower's roots reach that
     neither the project nor the class-level upstream members provide (nor a reachable method
     assigns). A method guarded by `if self.x is None: return` is not entered while the project
-    only ever sets `x` to None and no method reached without it sets `x` either."""
+    only ever sets `x` to None and no method reached without it sets `x` either (`if not self.x`:
+    to None or another falsy constant)."""
     cls = borrower.cls
     provided = set(view.provided(cls))
     for member in view.ancestry(cls)[0]:
         provided.update(member.fact.getattr_names)
-    holding = _none_only(view, cls)
+    holding = _constant_only(view, cls)
     while True:
         reads, writes = _reached(resolver, borrower, provided, holding)
-        if not holding & writes:
+        broken = {guard for guard in holding if guard[0] in writes}
+        if not broken:
             return {attr: need for attr, need in reads.items() if attr not in writes}
-        holding -= writes  # reached code sets it after all: the guarded methods may run
+        holding -= broken  # reached code sets it after all: the guarded methods may run
 
 
 @contract("SGC311")

@@ -200,6 +200,7 @@ class ClassFact:
     getattr_names: tuple[str, ...]  # names its __getattr__ answers itself
     init_calls_base: bool | None  # does its __init__ call the base's? None: it defines no __init__
     none_only: tuple[str, ...] = ()  # attributes the class only ever sets to None (`self.x = None`)
+    falsy_only: tuple[str, ...] = ()  # ... to None, False, 0 or an empty string (none_only included)
 
     def method(self, name: str) -> MethodFact | None:
         return next((m for m in self.methods if m.name == name), None)

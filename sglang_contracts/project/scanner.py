@@ -186,7 +186,7 @@ class _ClassSummary:
                 self.getattr_sources, self.getattr_names = _getattr_probe(getattr_method, params[1].arg)
         init = next((m for m in methods if m.name == "__init__"), None)
         self.init_calls_base = None if init is None else _calls_base_init(init, self.bases)
-        self.none_only = _none_only(node, methods)
+        self.none_only, self.falsy_only = _constant_only(node, methods)
 
     def fact(self, at: SourcePositions) -> ClassFact:
         return ClassFact(
@@ -202,6 +202,7 @@ class _ClassSummary:
             getattr_names=tuple(sorted(set(self.getattr_names))),
             init_calls_base=self.init_calls_base,
             none_only=self.none_only,
+            falsy_only=self.falsy_only,
         )
 
 
@@ -618,45 +619,57 @@ def _probe_matters(subject: Receiver | None, strings: list[tuple[str, Position, 
     return any("." in text or text.startswith(PASS_THROUGH_ATTR) for text, _, _ in strings)
 
 
-def _is_none(node: ast.AST | None) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
+def _constant(node: ast.AST | None) -> str:
+    """"none" for a literal None, "falsy" for False, 0 or an empty string, "" for anything else
+    (an empty list is falsy only until something is appended)."""
+    if isinstance(node, ast.Constant):
+        if node.value is None:
+            return "none"
+        if node.value in (False, 0, "", b""):
+            return "falsy"
+    return ""
 
 
-def _none_only(node: ast.ClassDef, methods: list[Function]) -> tuple[str, ...]:
-    """Attributes that every write in the class, at class level or on `self` in its methods,
-    sets to a literal None. Nothing is claimed when the class may set names it does not spell
-    (`setattr(self, name, ...)`, `self.__dict__`), except in `__getattr__`, which only runs
-    for names not set yet."""
-    none: set[str] = set()
-    valued: set[str] = set()
+def _constant_only(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(attributes every write of which sets None, those every write of which sets None or
+    another immutable falsy constant), over the class body and `self` in its methods. Nothing
+    is claimed when the class may set names it does not spell (`setattr(self, name, ...)`,
+    `self.__dict__`), except in `__getattr__`, which only runs for names not set yet."""
+    writes: dict[str, set[str]] = {}  # attribute -> the kinds of value written ("none", "falsy", "")
+
+    def wrote(name: str, value: ast.AST | None) -> None:
+        writes.setdefault(name, set()).add(_constant(value))
+
     for statement in node.body:
         if isinstance(statement, ast.Assign):
-            names = {target.id for target in statement.targets if isinstance(target, ast.Name)}
-            (none if _is_none(statement.value) else valued).update(names)
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    wrote(target.id, statement.value)
         elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
-            (none if _is_none(statement.value) else valued).add(statement.target.id)
+            wrote(statement.target.id, statement.value)
         elif isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
-            valued.add(statement.name)
+            wrote(statement.name, None)
     for method in methods:
         arguments = [*method.args.posonlyargs, *method.args.args]
         receiver = arguments[0].arg if arguments else None
         if receiver is None:
             continue
-        set_to_none = {id(target) for sub in ast.walk(method) if isinstance(sub, ast.Assign) and _is_none(sub.value)
-                       for target in sub.targets}
-        set_to_none |= {id(sub.target) for sub in ast.walk(method) if isinstance(sub, ast.AnnAssign) and _is_none(sub.value)}
+        values = {id(target): sub.value for sub in ast.walk(method) if isinstance(sub, ast.Assign) for target in sub.targets}
+        values |= {id(sub.target): sub.value for sub in ast.walk(method) if isinstance(sub, ast.AnnAssign)}
         dynamic_writes_matter = method.name != "__getattr__"
         for sub in ast.walk(method):
             if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == receiver:
                 if sub.attr == "__dict__" and dynamic_writes_matter:
-                    return ()
+                    return (), ()
                 if isinstance(sub.ctx, (ast.Store, ast.Del)):
-                    (none if id(sub) in set_to_none else valued).add(sub.attr)
+                    wrote(sub.attr, values.get(id(sub)))  # augmented, unpacked, deleted: not a constant
             elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
                     and dynamic_writes_matter and sub.args and isinstance(sub.args[0], ast.Name) \
                     and sub.args[0].id == receiver:
-                return ()
-    return tuple(sorted(none - valued))
+                return (), ()
+    none = tuple(sorted(name for name, kinds in writes.items() if kinds == {"none"}))
+    falsy = tuple(sorted(name for name, kinds in writes.items() if kinds and "" not in kinds))
+    return none, falsy
 
 
 def _foreign(kinds: tuple[str, ...], foreign: set[str]) -> bool:

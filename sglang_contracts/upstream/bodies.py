@@ -22,8 +22,8 @@ class BodyFacts:
     calls: set[str] = field(default_factory=set)  # self.<name>(...)
     writes: set[str] = field(default_factory=set)  # self.<name> = ...
     lines: list[str] = field(default_factory=list)  # hashes of the normalised body's lines
-    # `self.<name>` whose being None (or falsy) makes the body return at once, before anything else.
-    guard: str | None = None
+    # [`self.<name>`, "none" or "falsy"]: while it is None (or falsy), the body returns at once.
+    guard: list[str] | None = None
 
     def merge(self, other: "BodyFacts") -> None:
         """A property and its setter, or overloads, share one name: keep what all of them do."""
@@ -59,19 +59,23 @@ def normalised_lines(node: AnyFunction) -> list[str]:
     return [_line_hash(line) for line in text.splitlines() if line.strip()]
 
 
-def _none_test(test: ast.expr) -> ast.expr | None:
-    """What `x is None` or `not x` tests, or None for any other condition."""
+def _tested(test: ast.expr) -> tuple[ast.expr, str] | None:
+    """(what, "none") for `what is None`, (what, "falsy") for `not what`; a test `a or b`
+    holds whenever `a` does, so its first operand counts."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return _tested(test.values[0])
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return test.operand
+        return test.operand, "falsy"
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
             and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
-        return test.left
+        return test.left, "none"
     return None
 
 
-def none_guard(node: AnyFunction, receiver: str) -> str | None:
-    """`self.<name>` when the body opens with `if self.<name> is None: return` (or `if not ...`),
-    directly or through a local (`req = self.<name>` first): nothing else runs while it is None."""
+def none_guard(node: AnyFunction, receiver: str) -> list[str] | None:
+    """[`<name>`, "none" or "falsy"] when the body opens with `if self.<name> is None: return`
+    (or `if not self.<name>`, or either as the first operand of an `or`), directly or through
+    a local (`req = self.<name>` first): nothing else runs while it is None (or falsy)."""
     statements = _statements(node)
     alias = None
     if len(statements) > 1 and isinstance(statements[0], ast.Assign) and len(statements[0].targets) == 1 \
@@ -81,13 +85,16 @@ def none_guard(node: AnyFunction, receiver: str) -> str | None:
     first = statements[0] if statements else None
     if not (isinstance(first, ast.If) and not first.orelse and len(first.body) == 1 and isinstance(first.body[0], ast.Return)):
         return None
-    tested = _none_test(first.test)
+    tested = _tested(first.test)
+    if tested is None:
+        return None
+    what, kind = tested
     if alias is not None:  # the local must be what is tested: its assignment runs before the test
-        if not (isinstance(tested, ast.Name) and tested.id == alias[0]):
+        if not (isinstance(what, ast.Name) and what.id == alias[0]):
             return None
-        tested = alias[1]
-    if isinstance(tested, ast.Attribute) and isinstance(tested.value, ast.Name) and tested.value.id == receiver:
-        return tested.attr
+        what = alias[1]
+    if isinstance(what, ast.Attribute) and isinstance(what.value, ast.Name) and what.value.id == receiver:
+        return [what.attr, kind]
     return None
 
 
