@@ -24,6 +24,8 @@ class BodyFacts:
     lines: list[str] = field(default_factory=list)  # hashes of the normalised body's lines
     # [`self.<name>`, "none" or "falsy"]: while it is None (or falsy), the body returns at once.
     guard: list[str] | None = None
+    # self.<name> = Callee(...): the callee as written (`WeightUpdater`, `mod.Thing`), per name
+    constructed: dict[str, set[str]] = field(default_factory=dict)
 
     def merge(self, other: "BodyFacts") -> None:
         """A property and its setter, or overloads, share one name: keep what all of them do."""
@@ -32,12 +34,16 @@ class BodyFacts:
         self.writes |= other.writes
         self.lines += other.lines
         self.guard = None  # one of them may run past it
+        for name, callees in other.constructed.items():
+            self.constructed.setdefault(name, set()).update(callees)
 
     def to_json(self) -> dict:
         record = {"reads": sorted(self.reads), "calls": sorted(self.calls), "writes": sorted(self.writes),
                   "body": self.lines}
         if self.guard is not None:
             record["guard"] = self.guard
+        if self.constructed:
+            record["constructed"] = {name: sorted(callees) for name, callees in sorted(self.constructed.items())}
         return record
 
 
@@ -141,12 +147,31 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
         return facts
     facts.guard = none_guard(node, receiver)
     for child in _nodes(node):
+        if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
+            callee = _written_name(child.value.func)
+            for target in child.targets:
+                if callee and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id == receiver:
+                    facts.constructed.setdefault(target.attr, set()).add(callee)
         if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and child.value.id == receiver:
             (facts.writes if isinstance(child.ctx, (ast.Store, ast.Del)) else facts.reads).add(child.attr)
         elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
                 and isinstance(child.func.value, ast.Name) and child.func.value.id == receiver:
             facts.calls.add(child.func.attr)
     return facts
+
+
+def _written_name(func: ast.expr) -> str | None:
+    """`Thing` or `mod.Thing` as written, for a callee whose last name is CapWords (a class,
+    by convention; whether it is one is checked when the name is resolved)."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    parts.append(func.id)
+    return ".".join(reversed(parts)) if parts[0][:1].isupper() else None
 
 
 def module_bodies(tree: ast.Module) -> dict[str, dict[str, BodyFacts]]:

@@ -149,9 +149,10 @@ def _is_struct(cls) -> bool:
     return any(getattr(base, "canonical_path", str(base)) in STRUCT_BASES for base in cls.bases)
 
 
-def _class(cls, bodies: dict[str, BodyFacts]) -> dict[str, Any]:
+def _class(cls, bodies: dict[str, BodyFacts], module_name: str) -> dict[str, Any]:
     methods: dict[str, Any] = {}
     attributes: dict[str, Any] = {}
+    set_later: set[str] = set()
     for name, member in cls.members.items():
         if member.is_alias:
             continue
@@ -163,6 +164,8 @@ def _class(cls, bodies: dict[str, BodyFacts]) -> dict[str, Any]:
             types = annotation_types(member.annotation) if member.annotation is not None else _constructed(member.value)
             items = element_types(member.annotation) if member.annotation is not None else []
             attributes[name] = {"line": member.lineno or 0, "kind": kind, "types": types, "items": items}
+            if kind == "instance" and not types and str(member.value) == "None":
+                set_later.add(name)  # `self.x = None` in __init__: its class may come from another method
             if kind == "property" and name in bodies:
                 methods.setdefault(name, {"line": member.lineno or 0, "params": [], "decorators": ["property"],
                                           "returns": types, **bodies[name].to_json()})
@@ -172,7 +175,16 @@ def _class(cls, bodies: dict[str, BodyFacts]) -> dict[str, Any]:
         # Instance attributes assigned in any method, not only __init__; in name order, so the
         # record does not depend on the process's string hashing.
         for written in sorted(body.writes):
-            attributes.setdefault(written, {"line": 0, "kind": "instance", "types": []})
+            if written not in attributes:
+                attributes[written] = {"line": 0, "kind": "instance", "types": []}
+                set_later.add(written)
+    for method in sorted(bodies):
+        # griffe types only what __init__ assigns; `self.x = Thing(...)` elsewhere is read here,
+        # the name resolved later from the module's own bindings.
+        for written, callees in sorted(bodies[method].constructed.items()):
+            if written in set_later:
+                record = attributes[written]
+                record["types"] = sorted({*record["types"], *(f"{module_name}.{callee}" for callee in callees)})
     options = _dataclass_options(cls)
     return {
         "line": cls.lineno or 0,
@@ -219,7 +231,7 @@ def _extract(module_name: str, relpath: str, code: str) -> dict[str, Any]:
         if member.is_alias:
             continue
         if member.is_class:
-            classes[name] = _class(member, bodies.get(name, {}))
+            classes[name] = _class(member, bodies.get(name, {}), module_name)
         elif member.is_function:
             functions[name] = _function(member, bodies.get("", {}).get(name))
     exports = module.exports
