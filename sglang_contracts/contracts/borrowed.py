@@ -120,53 +120,53 @@ def _constant_only(view: ProjectView, cls: ProjectClass) -> set[tuple[str, str]]
     return found
 
 
-def _reached(resolver: Resolver, borrower: Borrower, provided: set[str], holding: set[tuple[str, str]]
-             ) -> tuple[dict[str, Needed], set[str]]:
-    """(attributes read from `self`, attributes written) by the upstream methods the borrower's
-    roots reach, following `self.<method>` transitively. A method whose guard `holding` says
-    is met (an attribute that is always None, or always falsy) returns at once: not entered."""
+def _reached(resolver: Resolver, borrower: Borrower, root: Root, provided: set[str],
+             holding: set[tuple[str, str]]) -> tuple[dict[str, Needed], set[str]]:
+    """(attributes read from `self`, attributes set) by the upstream methods one root reaches,
+    following `self.<method>` transitively. A method whose guard `holding` says is met (an
+    attribute that is always None, or always falsy) returns at once: it is not entered."""
     cls = borrower.cls
-    queue: deque[tuple[Member, list[str], Root]] = deque()
-    for root in borrower.roots:
-        member = root_member(resolver, borrower, root)
-        if member is not None:
-            queue.append((member, [root.scope, member.qualname], root))
+    first = root_member(resolver, borrower, root)
+    queue: deque[tuple[Member, list[str]]] = deque([(first, [root.scope, first.qualname])] if first else [])
     visited: set[tuple[str, str]] = set()
     reads: dict[str, Needed] = {}
     writes: set[str] = set()
     while queue:
-        member, path, root = queue.popleft()
+        member, path = queue.popleft()
         if (member.owner, member.name) in visited or tuple(member.record.get("guard") or ()) in holding:
             continue
         visited.add((member.owner, member.name))
-        writes.update(member.record.get("writes", []))
+        # A method that reads an attribute before it first sets it never gets to set it when
+        # nothing else did: `prev = self._prev_end; self._prev_end = now` fails on its first run.
+        writes.update(set(member.record.get("writes", [])) - set(member.record.get("read_first", [])))
         for attr in member.record.get("reads", []):
             if attr in provided:
                 continue  # the project's own attribute or override
             target = resolver.upstream_member(cls, attr)
             if target is not None and target.kind in CALLABLE_KINDS:
-                queue.append((target, path + [target.qualname], root))
+                queue.append((target, path + [target.qualname]))
             elif target is None or target.kind in ("instance", "field"):
                 reads.setdefault(attr, Needed(path, root))
     return reads, writes
 
 
-def needed_attributes(view: ProjectView, resolver: Resolver, borrower: Borrower) -> dict[str, Needed]:
-    """Attributes read from `self` by the upstream methods the borrower's roots reach that
-    neither the project nor the class-level upstream members provide (nor a reachable method
-    assigns). A method guarded by `if self.x is None: return` is not entered while the project
-    only ever sets `x` to None and no method reached without it sets `x` either (`if not self.x`:
-    to None or another falsy constant)."""
+def needed_by_root(view: ProjectView, resolver: Resolver, borrower: Borrower) -> list[dict[str, Needed]]:
+    """For each of the borrower's roots, the attributes read from `self` by the upstream
+    methods it reaches that neither the project nor the class-level upstream members provide,
+    nor a method reached from any root sets. A method guarded by `if self.x is None: return`
+    is not entered while the project only ever sets `x` to None and no method reached without
+    it sets `x` either (`if not self.x`: to None or another falsy constant)."""
     cls = borrower.cls
     provided = set(view.provided(cls))
     for member in view.ancestry(cls)[0]:
         provided.update(member.fact.getattr_names)
     holding = _constant_only(view, cls)
     while True:
-        reads, writes = _reached(resolver, borrower, provided, holding)
+        reached = [_reached(resolver, borrower, root, provided, holding) for root in borrower.roots]
+        writes = set().union(*(root_writes for _, root_writes in reached))
         broken = {guard for guard in holding if guard[0] in writes}
         if not broken:
-            return {attr: need for attr, need in reads.items() if attr not in writes}
+            return [{attr: need for attr, need in reads.items() if attr not in writes} for reads, _ in reached]
         holding -= broken  # reached code sets it after all: the guarded methods may run
 
 
@@ -190,14 +190,19 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
     view = project_view(ctx)
     old, new = resolvers(ctx)
     for borrower in borrowers(ctx):
-        before = needed_attributes(view, old, borrower)
-        for attr, need in sorted(needed_attributes(view, new, borrower).items()):
-            if attr in before:
-                continue
-            path = " -> ".join(need.path + [f"reads self.{attr}"])
-            yield finding("SGC312", need.root.facts, need.root.position, f"{borrower.cls.key}.{attr}",
-                          cls=borrower.cls.fact.name, attr=attr, call_path=path,
-                          old=ctx.old_version, new=ctx.new_version)
+        # Per root: an attribute that old code read on some path (one that never ran, say a
+        # disaggregation mode) is still news on a path that did not read it.
+        before = needed_by_root(view, old, borrower)
+        reported: set[str] = set()
+        for was, now in zip(before, needed_by_root(view, new, borrower)):
+            for attr, need in sorted(now.items()):
+                if attr in was or attr in reported:
+                    continue
+                reported.add(attr)
+                path = " -> ".join(need.path + [f"reads self.{attr}"])
+                yield finding("SGC312", need.root.facts, need.root.position, f"{borrower.cls.key}.{attr}",
+                              cls=borrower.cls.fact.name, attr=attr, call_path=path,
+                              old=ctx.old_version, new=ctx.new_version)
 
 
 @contract("SGC313")

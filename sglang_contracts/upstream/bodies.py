@@ -21,6 +21,7 @@ class BodyFacts:
     reads: set[str] = field(default_factory=set)  # self.<name> loads (calls included)
     calls: set[str] = field(default_factory=set)  # self.<name>(...)
     writes: set[str] = field(default_factory=set)  # self.<name> = ...
+    read_first: set[str] = field(default_factory=set)  # written here, but read before the first write
     lines: list[str] = field(default_factory=list)  # hashes of the normalised body's lines
     # [`self.<name>`, "none" or "falsy"]: while it is None (or falsy), the body returns at once.
     guard: list[str] | None = None
@@ -32,6 +33,7 @@ class BodyFacts:
         self.reads |= other.reads
         self.calls |= other.calls
         self.writes |= other.writes
+        self.read_first |= other.read_first
         self.lines += other.lines
         self.guard = None  # one of them may run past it
         for name, callees in other.constructed.items():
@@ -40,6 +42,8 @@ class BodyFacts:
     def to_json(self) -> dict:
         record = {"reads": sorted(self.reads), "calls": sorted(self.calls), "writes": sorted(self.writes),
                   "body": self.lines}
+        if self.read_first:
+            record["read_first"] = sorted(self.read_first)
         if self.guard is not None:
             record["guard"] = self.guard
         if self.constructed:
@@ -146,6 +150,7 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
     if receiver is None:
         return facts
     facts.guard = none_guard(node, receiver)
+    facts.read_first = _read_before_written(node, receiver)
     for child in _nodes(node):
         if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
             callee = _written_name(child.value.func)
@@ -159,6 +164,34 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
                 and isinstance(child.func.value, ast.Name) and child.func.value.id == receiver:
             facts.calls.add(child.func.attr)
     return facts
+
+
+def _read_before_written(node: AnyFunction, receiver: str) -> set[str]:
+    """Attributes of `self` that the body both reads and sets, and reads first in source order
+    (the right-hand side of an assignment counts before its target)."""
+    first: dict[str, bool] = {}  # attribute -> its first access is a read
+
+    def visit(child: ast.AST) -> None:
+        if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            if isinstance(child, ast.AugAssign) and isinstance(child.target, ast.Attribute) \
+                    and isinstance(child.target.value, ast.Name) and child.target.value.id == receiver:
+                first.setdefault(child.target.attr, True)  # `self.x += 1` reads x first
+            if child.value is not None:
+                visit(child.value)
+            for target in child.targets if isinstance(child, ast.Assign) else [child.target]:
+                visit(target)
+            return
+        if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and child.value.id == receiver:
+            first.setdefault(child.attr, isinstance(child.ctx, ast.Load))
+        for grandchild in ast.iter_child_nodes(child):
+            visit(grandchild)
+
+    for statement in node.body:
+        visit(statement)
+    written = {child.attr for child in ast.walk(node) if isinstance(child, ast.Attribute)
+               and isinstance(child.ctx, (ast.Store, ast.Del)) and isinstance(child.value, ast.Name)
+               and child.value.id == receiver}
+    return {attr for attr, is_read in first.items() if is_read and attr in written}
 
 
 def _written_name(func: ast.expr) -> str | None:
