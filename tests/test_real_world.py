@@ -161,3 +161,13 @@ def test_omni_018_copy_of_the_scheduler_init_is_reported_when_upstream_changes_i
     assert [(d["path"], d["line"], d["code"], d["symbol"]) for d in diagnostics] == [
         ("sglang_omni/scheduling/omni_scheduler.py", 718, "SGC706", "sglang.srt.managers.scheduler.Scheduler.__init__")]
     assert "lines differ from 0.5.21" in diagnostics[0]["message"]
+
+
+def test_omni_019_bump_to_0523_reports_an_override_upstream_now_calls_with_a_new_keyword(capsys, monkeypatch,
+                                                                                       omni_019: Path) -> None:
+    """OmniScheduler borrows Scheduler through __getattr__ and overrides get_num_allocatable_reqs;
+    0.5.23's borrowed prefill code calls it with num_held_rows=, which the override lacks."""
+    _, diagnostics = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.23", "--select", "SGC302")
+    (borrowed,) = [d for d in diagnostics if d["path"] == "sglang_omni/scheduling/omni_scheduler.py"]
+    assert borrowed["symbol"] == "sglang.srt.managers.scheduler.Scheduler.get_num_allocatable_reqs"
+    assert "OmniScheduler.get_num_allocatable_reqs cannot accept num_held_rows" in borrowed["message"]

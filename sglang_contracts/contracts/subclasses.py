@@ -2,6 +2,9 @@
 
 An override is matched with its upstream counterpart: the nearest upstream definition of
 the same name, found through the project's own intermediate classes and upstream's bases.
+A class whose `__getattr__` hands out an upstream class's methods (sglang-omni's
+OmniScheduler) overrides them too: the upstream code it borrows calls `self.<name>()` and
+reaches the project's method.
 """
 
 from __future__ import annotations
@@ -35,19 +38,30 @@ def derived_classes(ctx: CheckContext) -> list[ProjectClass]:
     return [cls for cls in project_view(ctx).classes.values() if old.upstream_bases(cls)]
 
 
+def _overriding_classes(ctx: CheckContext) -> list[ProjectClass]:
+    """Derived classes, and classes that borrow an upstream class's methods through `__getattr__`."""
+    view = project_view(ctx)
+    old, _ = resolvers(ctx)
+    return [cls for cls in view.classes.values() if old.upstream_bases(cls) or view.borrow_sources(cls)]
+
+
 def _overrides(ctx: CheckContext) -> list[Override]:
     view = project_view(ctx)
     old, new = resolvers(ctx)
     found = []
-    for cls in derived_classes(ctx):
+    for cls in _overriding_classes(ctx):
         parents = view.ancestry(cls)[0][1:]
+        # A class that only borrows builds itself: upstream code never runs its __init__ (what
+        # the upstream one would have set is SGC312's to report).
+        borrower_only = not old.upstream_bases(cls)
         for method in cls.fact.methods:
-            if _is_dunder(method.name) or any(p.fact.method(method.name) for p in parents):
+            if _is_dunder(method.name) or any(p.fact.method(method.name) for p in parents) \
+                    or borrower_only and method.name == "__init__":
                 continue  # overrides the project's own class, or a protocol method
-            was = old.upstream_member(cls, method.name, borrowed=False)
+            was = old.upstream_member(cls, method.name)
             if was is None or was.kind not in ("method", "property"):
                 continue
-            found.append(Override(cls, method, was, new.upstream_member(cls, method.name, borrowed=False)))
+            found.append(Override(cls, method, was, new.upstream_member(cls, method.name)))
     return found
 
 
@@ -107,9 +121,17 @@ def body_change(old: Member, new: Member) -> tuple[int, int] | None:
 
 @contract("SGC303")
 def overridden_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    from sglang_contracts.contracts.borrowed import borrowers  # it builds on this module
+
+    # An override that also runs the upstream method it replaces (`Scheduler.m(self)`) gets
+    # SGC313 there; one warning per upstream change is enough.
+    borrowed = {(b.cls.key, root.name) for b in borrowers(ctx) for root in b.roots
+                if root.via is not None or b.through_getattr}
     for item in overrides(ctx):
         if item.new is None or any("abstractmethod" in m.record.get("decorators", []) for m in (item.old, item.new)):
             continue  # an abstract stub's body is not behaviour an override mirrors
+        if (item.cls.key, item.method.name) in borrowed:
+            continue
         change = body_change(item.old, item.new)
         if change:
             yield finding("SGC303", item.cls.facts, item.method.position, f"{item.new.owner}.{item.method.name}",
