@@ -306,14 +306,18 @@ class _Collector:
         return False
 
     def _visit_class(self, node: ast.ClassDef) -> bool:
-        if self.scope_depth == 0:
+        # Module-level classes, and classes a plain function defines (a worker class built only
+        # where its platform's imports succeed); not classes nested in classes.
+        outer = self._class
+        summarised = outer is None
+        if summarised:
             self._class = _ClassSummary(node)
             self.classes.append(self._class)
         self.scope_depth += 1
         self._visit_all([*node.decorator_list, *node.bases, *node.keywords, *node.body])
         self.scope_depth -= 1
-        if self.scope_depth == 0:
-            self._class = None
+        if summarised:
+            self._class = outer
         return False
 
     # -- typed names -------------------------------------------------------------------
