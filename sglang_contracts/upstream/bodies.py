@@ -27,6 +27,9 @@ class BodyFacts:
     guard: list[str] | None = None
     # self.<name> = Callee(...): the callee as written (`WeightUpdater`, `mod.Thing`), per name
     constructed: dict[str, set[str]] = field(default_factory=dict)
+    # [positional arguments, keywords] the body passes besides its own `*args`/`**kwargs` when it
+    # hands those on, untouched, to the same method of the next class: `super().m(*args, **kwargs)`.
+    forwards: list | None = None
 
     def merge(self, other: "BodyFacts") -> None:
         """A property and its setter, or overloads, share one name: keep what all of them do."""
@@ -36,6 +39,7 @@ class BodyFacts:
         self.read_first |= other.read_first
         self.lines += other.lines
         self.guard = None  # one of them may run past it
+        self.forwards = None
         for name, callees in other.constructed.items():
             self.constructed.setdefault(name, set()).update(callees)
 
@@ -46,6 +50,8 @@ class BodyFacts:
             record["read_first"] = sorted(self.read_first)
         if self.guard is not None:
             record["guard"] = self.guard
+        if self.forwards is not None:
+            record["forwards"] = self.forwards
         if self.constructed:
             record["constructed"] = {name: sorted(callees) for name, callees in sorted(self.constructed.items())}
         return record
@@ -150,6 +156,7 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
     if receiver is None:
         return facts
     facts.guard = none_guard(node, receiver)
+    facts.forwards = super_forward(node)
     facts.read_first = _read_before_written(node, receiver)
     for child in _nodes(node):
         if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
@@ -164,6 +171,33 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
                 and isinstance(child.func.value, ast.Name) and child.func.value.id == receiver:
             facts.calls.add(child.func.attr)
     return facts
+
+
+def super_forward(node: AnyFunction) -> list | None:
+    """[positional arguments, sorted keywords] that the call passes besides the splats, when the
+    body's only use of its `**kwargs` (and of its `*args`, if any) is to splat them into
+    `super().<same method>(...)`: what a caller passes there is the next class's to accept."""
+    arguments = node.args
+    if arguments.kwarg is None:
+        return None
+    splatted = {arguments.kwarg.arg, *([arguments.vararg.arg] if arguments.vararg else [])}
+    uses = [child for child in ast.walk(node) if isinstance(child, ast.Name) and child.id in splatted]
+    calls = [child for child in ast.walk(node) if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
+             and child.func.attr == node.name and isinstance(child.func.value, ast.Call)
+             and isinstance(child.func.value.func, ast.Name) and child.func.value.func.id == "super"
+             and not child.func.value.args]
+    for call in calls:
+        kwargs_splat = [k for k in call.keywords if k.arg is None and isinstance(k.value, ast.Name)
+                        and k.value.id == arguments.kwarg.arg]
+        args_splat = [a for a in call.args if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name)
+                      and arguments.vararg is not None and a.value.id == arguments.vararg.arg]
+        if len(kwargs_splat) == 1 and len(uses) == 1 + len(args_splat) and len(args_splat) == (arguments.vararg is not None):
+            if any(k.arg is None for k in call.keywords if k not in kwargs_splat) \
+                    or any(isinstance(a, ast.Starred) for a in call.args if a not in args_splat):
+                return None  # other splats: what lands where is unknown
+            positional = sum(1 for a in call.args if not isinstance(a, ast.Starred))
+            return [positional, sorted(k.arg for k in call.keywords if k.arg is not None)]
+    return None
 
 
 def _read_before_written(node: AnyFunction, receiver: str) -> set[str]:

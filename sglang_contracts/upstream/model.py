@@ -94,9 +94,27 @@ class Signature:
     params: tuple[tuple[str, str, bool], ...]
     owner: str  # the function, method or class it belongs to
     dataclass: bool = False  # a generated dataclass __init__
+    # Where its `**kwargs` go, when the body hands them on to the next class's method untouched
+    # (`super().__init__(*args, **kwargs)`), and the parameters of it that the body fills itself.
+    forwarded: "Signature | None" = None
+    filled: frozenset[str] = frozenset()
 
     def names(self) -> set[str]:
         return {name for name, kind, _ in self.params if kind in ("pk", "ko", "po")}
+
+    def accepts_forwarded(self, keyword: str) -> bool | None:
+        """Whether a keyword that only `**kwargs` takes reaches a parameter, through the
+        forwarding chain; None when the chain ends in `**kwargs` nobody follows."""
+        target = self.forwarded
+        if target is None:
+            return None
+        if keyword in self.filled:
+            return False  # the body passes it itself: a second value is a TypeError
+        if keyword in {name for name, kind, _ in target.params if kind in ("pk", "ko")}:
+            return True
+        if any(kind == "vk" for _, kind, _ in target.params):
+            return target.accepts_forwarded(keyword)
+        return False
 
 
 @dataclass
@@ -380,7 +398,7 @@ class UpstreamModel:
         for owner in order:
             record = self.class_record(owner)
             if "__init__" in record["methods"]:
-                return Signature(tuple(map(tuple, record["methods"]["__init__"]["params"][1:])), f"{owner}.__init__")
+                return self.method_signature(Member(owner, "__init__", "method", record["methods"]["__init__"]), bound=True)
             if record["dataclass"] is not None:
                 return self._dataclass_init(order[order.index(owner):], owner)
         return None if open_ended else Signature((), f"{origin}.__init__")
@@ -403,7 +421,25 @@ class UpstreamModel:
         drop_first = "staticmethod" not in decorators and (bound or "classmethod" in decorators)
         if drop_first and params and params[0][1] in ("po", "pk"):
             params = params[1:]
-        return Signature(tuple(params), f"{member.owner}.{member.name}")
+        forward = member.record.get("forwards")
+        target = self._next_definition(member.owner, member.name) if forward else None
+        if target is None:
+            return Signature(tuple(params), f"{member.owner}.{member.name}")
+        forwarded = self.method_signature(target, bound=True)
+        positional = [name for name, kind, _ in forwarded.params if kind in ("po", "pk")][: forward[0]]
+        return Signature(tuple(params), f"{member.owner}.{member.name}", forwarded=forwarded,
+                         filled=frozenset([*positional, *forward[1]]))
+
+    def _next_definition(self, owner: str, name: str) -> Member | None:
+        """The method `super().<name>` reaches from a method of `owner`: the next upstream class
+        in its order that defines it (None past a base outside SGLang, or a generated __init__)."""
+        for cls in self.mro(owner)[0][1:]:
+            record = self.class_record(cls)
+            if name in record["methods"]:
+                return Member(cls, name, "method", record["methods"][name])
+            if name == "__init__" and record["dataclass"] is not None:
+                return None
+        return None
 
     def function_signature(self, origin: str) -> Signature | None:
         record = self.function_record(origin)
