@@ -156,8 +156,7 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
     if receiver is None:
         return facts
     facts.guard = none_guard(node, receiver)
-    facts.forwards = super_forward(node)
-    facts.read_first = _read_before_written(node, receiver)
+    facts.forwards = super_forward(node) if node.args.kwarg is not None else None
     for child in _nodes(node):
         if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
             callee = _written_name(child.value.func)
@@ -170,6 +169,12 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
         elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
                 and isinstance(child.func.value, ast.Name) and child.func.value.id == receiver:
             facts.calls.add(child.func.attr)
+    both = facts.reads & facts.writes
+    # AugAssign targets are stores that read: they count as both, whatever the walk saw.
+    both |= {child.target.attr for child in _nodes(node) if isinstance(child, ast.AugAssign)
+             and isinstance(child.target, ast.Attribute) and isinstance(child.target.value, ast.Name)
+             and child.target.value.id == receiver} if facts.writes else set()
+    facts.read_first = _read_before_written(node, receiver, both) if both else set()
     return facts
 
 
@@ -200,9 +205,9 @@ def super_forward(node: AnyFunction) -> list | None:
     return None
 
 
-def _read_before_written(node: AnyFunction, receiver: str) -> set[str]:
-    """Attributes of `self` that the body both reads and sets, and reads first in source order
-    (the right-hand side of an assignment counts before its target)."""
+def _read_before_written(node: AnyFunction, receiver: str, candidates: set[str]) -> set[str]:
+    """Which of `candidates`, attributes of `self` that the body both reads and sets, it reads
+    first in source order (the right-hand side of an assignment counts before its target)."""
     first: dict[str, bool] = {}  # attribute -> its first access is a read
 
     def visit(child: ast.AST) -> None:
@@ -222,10 +227,7 @@ def _read_before_written(node: AnyFunction, receiver: str) -> set[str]:
 
     for statement in node.body:
         visit(statement)
-    written = {child.attr for child in ast.walk(node) if isinstance(child, ast.Attribute)
-               and isinstance(child.ctx, (ast.Store, ast.Del)) and isinstance(child.value, ast.Name)
-               and child.value.id == receiver}
-    return {attr for attr, is_read in first.items() if is_read and attr in written}
+    return {attr for attr, is_read in first.items() if is_read and attr in candidates}
 
 
 def _written_name(func: ast.expr) -> str | None:
