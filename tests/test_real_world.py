@@ -171,3 +171,17 @@ def test_omni_019_bump_to_0523_reports_an_override_upstream_now_calls_with_a_new
     (borrowed,) = [d for d in diagnostics if d["path"] == "sglang_omni/scheduling/omni_scheduler.py"]
     assert borrowed["symbol"] == "sglang.srt.managers.scheduler.Scheduler.get_num_allocatable_reqs"
     assert "OmniScheduler.get_num_allocatable_reqs cannot accept num_held_rows" in borrowed["message"]
+
+
+def test_omni_016_bump_to_0520_reports_calls_of_the_retired_server_args_accessor(capsys, monkeypatch,
+                                                                                real_cache: Path) -> None:
+    """sglang 0.5.20 keeps get_global_server_args() importable but makes it raise; sglang-omni
+    0.1.6 called it from a vendor wrapper and several models (0.1.7 replaced every call)."""
+    omni_016 = download_sdist("sglang-omni", "0.1.6", real_cache)
+    _, diagnostics = run_json(capsys, omni_016, monkeypatch, "--new", "0.5.20", "--select", "SGC205")
+    sites = {(d["path"], d["line"]) for d in diagnostics}
+    assert {("sglang_omni/vendor/sglang/server_args.py", 12), ("sglang_omni/models/zonos2/sglang_model.py", 244),
+            ("sglang_omni/models/nemotron_voicechat/talker.py", 240)} <= sites
+    assert all(d["symbol"] == "sglang.srt.server_args.get_global_server_args" and d["severity"] == "error"
+               and "now always raises RuntimeError in sglang 0.5.20 (it did not in 0.5.19)" in d["message"]
+               for d in diagnostics)

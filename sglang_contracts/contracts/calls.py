@@ -1,4 +1,5 @@
-"""Call contracts (SGC201-SGC204): calls of upstream callables that bound on the old signature.
+"""Call contracts (SGC201-SGC205): calls of upstream callables that bound on the old signature,
+and calls of callables the new release retired.
 
 A call is bound to each release's signature the way Python binds arguments; it is reported
 only when it bound on the old release and fails on the new one. Arguments behind `*args` or
@@ -199,3 +200,29 @@ def positional_arguments_moved(ctx: CheckContext) -> Iterator[Diagnostic]:
 @contract("SGC204")
 def dataclass_fields_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     yield from _report(ctx, {"SGC201", "SGC202"}, True, "SGC204")
+
+
+def _retirement(model, owner: str) -> list[str] | None:
+    """[exception, message] when the callable's body opens with a raise; an abstract stub's
+    NotImplementedError is not a retirement (an override answers it)."""
+    record = model.callable_record(owner)
+    raised = record.get("raises") if record is not None else None
+    return raised if raised and raised[0].rsplit(".", 1)[-1] != "NotImplementedError" else None
+
+
+@contract("SGC205")
+def call_of_retired_callable(ctx: CheckContext) -> Iterator[Diagnostic]:
+    old_resolver, new_resolver = resolvers(ctx)
+    for facts in ctx.project.files.values():
+        for call in facts.calls:
+            now = new_resolver.callee(facts, call.callee)
+            # Functions and constructors: a method's raise may be a base's, answered by an override.
+            if now is None or now.member is not None:
+                continue
+            raised = _retirement(ctx.new, now.signature.owner)
+            was = old_resolver.callee(facts, call.callee) if raised else None
+            if was is None or _retirement(ctx.old, was.signature.owner):
+                continue
+            hint = f": {raised[1][:200]}" if raised[1] else ""
+            yield finding("SGC205", facts, call.position, now.signature.owner, callee=_display(now.signature.owner),
+                          exception=raised[0], old=ctx.old_version, new=ctx.new_version, hint=hint)

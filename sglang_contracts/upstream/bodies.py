@@ -30,6 +30,8 @@ class BodyFacts:
     # [positional arguments, keywords] the body passes besides its own `*args`/`**kwargs` when it
     # hands those on, untouched, to the same method of the next class: `super().m(*args, **kwargs)`.
     forwards: list | None = None
+    # [exception, message] when the body's first statement raises: calling it always fails
+    raises: list[str] | None = None
 
     def merge(self, other: "BodyFacts") -> None:
         """A property and its setter, or overloads, share one name: keep what all of them do."""
@@ -40,6 +42,7 @@ class BodyFacts:
         self.lines += other.lines
         self.guard = None  # one of them may run past it
         self.forwards = None
+        self.raises = self.raises if self.raises == other.raises else None
         for name, callees in other.constructed.items():
             self.constructed.setdefault(name, set()).update(callees)
 
@@ -52,6 +55,8 @@ class BodyFacts:
             record["guard"] = self.guard
         if self.forwards is not None:
             record["forwards"] = self.forwards
+        if self.raises is not None:
+            record["raises"] = self.raises
         if self.constructed:
             record["constructed"] = {name: sorted(callees) for name, callees in sorted(self.constructed.items())}
         return record
@@ -150,8 +155,28 @@ def _nodes(root: ast.AST):
                 pending.append(value)
 
 
+def _raised(node: AnyFunction) -> list[str] | None:
+    """[exception, message] when the body (after its docstring) opens with `raise X(...)`."""
+    statements = _statements(node)
+    first = statements[0] if statements else None
+    if not isinstance(first, ast.Raise) or first.exc is None:
+        return None
+    exception = first.exc.func if isinstance(first.exc, ast.Call) else first.exc
+    name = _written_name(exception) or (exception.id if isinstance(exception, ast.Name) else None)
+    if name is None:
+        return None
+    message = ""
+    if isinstance(first.exc, ast.Call) and first.exc.args:
+        parts = first.exc.args[0]
+        if isinstance(parts, ast.Constant) and isinstance(parts.value, str):
+            message = parts.value
+        elif isinstance(parts, ast.JoinedStr):  # an f-string: its literal parts
+            message = "".join(v.value for v in parts.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    return [name, " ".join(message.split())]
+
+
 def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
-    facts = BodyFacts(lines=normalised_lines(node))
+    facts = BodyFacts(lines=normalised_lines(node), raises=_raised(node))
     receiver = _receiver_name(node) if in_class else None
     if receiver is None:
         return facts

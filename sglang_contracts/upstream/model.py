@@ -326,6 +326,15 @@ class UpstreamModel:
     def function_record(self, origin: str) -> dict[str, Any] | None:
         return self._definition(origin, "functions")
 
+    def callable_record(self, owner: str) -> dict[str, Any] | None:
+        """The record of a Signature's owner: a module function, or a class's method."""
+        record = self.function_record(owner)
+        if record is None:
+            cls, _, name = owner.rpartition(".")
+            found = self.class_record(cls) if cls else None
+            record = found["methods"].get(name) if found is not None else None
+        return record
+
     def _resolve_class(self, dotted: str) -> str | None:
         """The origin of the class `dotted` names in this release, or None when it is not one."""
         symbol = self.resolve_path(dotted) if is_upstream(dotted) else MISSING
