@@ -185,3 +185,8 @@ def test_omni_016_bump_to_0520_reports_calls_of_the_retired_server_args_accessor
     assert all(d["symbol"] == "sglang.srt.server_args.get_global_server_args" and d["severity"] == "error"
                and "now always raises RuntimeError in sglang 0.5.20 (it did not in 0.5.19)" in d["message"]
                for d in diagnostics)
+    # 0.5.20 also decorated the borrowed scheduling steps with a wrapper that reads
+    # self.scheduler_stage_metrics, which OmniScheduler never set (0.1.7 sets it).
+    _, borrowed = run_json(capsys, omni_016, monkeypatch, "--new", "0.5.20", "--select", "SGC312")
+    staged = [d for d in borrowed if d["message"].endswith("@scheduler_stage_method -> reads self.scheduler_stage_metrics")]
+    assert {d["path"] for d in staged} == {"sglang_omni/scheduling/omni_scheduler.py", "sglang_omni/scheduling/pd_scheduler.py"}

@@ -139,15 +139,32 @@ def _reached(resolver: Resolver, borrower: Borrower, root: Root, provided: set[s
         # A method that reads an attribute before it first sets it never gets to set it when
         # nothing else did: `prev = self._prev_end; self._prev_end = now` fails on its first run.
         writes.update(set(member.record.get("writes", [])) - set(member.record.get("read_first", [])))
-        for attr in member.record.get("reads", []):
-            if attr in provided:
-                continue  # the project's own attribute or override
-            target = resolver.upstream_member(cls, attr)
-            if target is not None and target.kind in CALLABLE_KINDS:
-                queue.append((target, path + [target.qualname]))
-            elif target is None or target.kind in ("instance", "field"):
-                reads.setdefault(attr, Needed(path, root))
+        sources = [(member.record.get("reads", []), path)]
+        sources += [(record.get("wrapper_reads", []), path + [f"@{name}"])
+                    for name, record in _decorators(resolver, member)]
+        for attrs, where in sources:
+            for attr in attrs:
+                if attr in provided:
+                    continue  # the project's own attribute or override
+                target = resolver.upstream_member(cls, attr)
+                if target is not None and target.kind in CALLABLE_KINDS:
+                    queue.append((target, where + [target.qualname]))
+                elif target is None or target.kind in ("instance", "field"):
+                    reads.setdefault(attr, Needed(where, root))
     return reads, writes
+
+
+def _decorators(resolver: Resolver, member: Member) -> list[tuple[str, dict]]:
+    """(name, function record) of the method's decorators that are upstream functions of its
+    module's namespace: their wrappers run with the same `self`."""
+    module = member.owner.rpartition(".")[0]
+    found = []
+    for name in member.record.get("decorators", []):
+        symbol = resolver.model.resolve_name(module, name)
+        record = resolver.model.function_record(symbol.origin) if symbol.found and symbol.kind == "function" else None
+        if record is not None:
+            found.append((name, record))
+    return found
 
 
 def needed_by_root(view: ProjectView, resolver: Resolver, borrower: Borrower) -> list[dict[str, Needed]]:

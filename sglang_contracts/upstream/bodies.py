@@ -32,6 +32,8 @@ class BodyFacts:
     forwards: list | None = None
     # [exception, message] when the body's first statement raises: calling it always fails
     raises: list[str] | None = None
+    # A decorator's: what the wrappers it defines (`def wrapper(self, ...)`) read from `self`
+    wrapper_reads: set[str] = field(default_factory=set)
 
     def merge(self, other: "BodyFacts") -> None:
         """A property and its setter, or overloads, share one name: keep what all of them do."""
@@ -43,6 +45,7 @@ class BodyFacts:
         self.guard = None  # one of them may run past it
         self.forwards = None
         self.raises = self.raises if self.raises == other.raises else None
+        self.wrapper_reads |= other.wrapper_reads
         for name, callees in other.constructed.items():
             self.constructed.setdefault(name, set()).update(callees)
 
@@ -57,6 +60,8 @@ class BodyFacts:
             record["forwards"] = self.forwards
         if self.raises is not None:
             record["raises"] = self.raises
+        if self.wrapper_reads:
+            record["wrapper_reads"] = sorted(self.wrapper_reads)
         if self.constructed:
             record["constructed"] = {name: sorted(callees) for name, callees in sorted(self.constructed.items())}
         return record
@@ -155,6 +160,21 @@ def _nodes(root: ast.AST):
                 pending.append(value)
 
 
+def _wrapper_reads(node: AnyFunction) -> set[str]:
+    """What the functions a decorator defines inside itself read from their first parameter,
+    when it is called `self`: the wrapper runs as the decorated method."""
+    found: set[str] = set()
+    for inner in ast.walk(node):
+        if inner is node or not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        arguments = [*inner.args.posonlyargs, *inner.args.args]
+        if not arguments or arguments[0].arg != "self":
+            continue
+        found |= {child.attr for child in ast.walk(inner) if isinstance(child, ast.Attribute)
+                  and isinstance(child.ctx, ast.Load) and isinstance(child.value, ast.Name) and child.value.id == "self"}
+    return found
+
+
 def _raised(node: AnyFunction) -> list[str] | None:
     """[exception, message] when the body (after its docstring) opens with `raise X(...)`."""
     statements = _statements(node)
@@ -179,6 +199,8 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
     facts = BodyFacts(lines=normalised_lines(node), raises=_raised(node))
     receiver = _receiver_name(node) if in_class else None
     if receiver is None:
+        if not in_class:
+            facts.wrapper_reads = _wrapper_reads(node)
         return facts
     facts.guard = none_guard(node, receiver)
     facts.forwards = super_forward(node) if node.args.kwarg is not None else None
