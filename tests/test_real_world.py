@@ -160,7 +160,7 @@ def test_omni_018_copy_of_the_scheduler_init_is_reported_when_upstream_changes_i
     # higgs_tts docstring names Qwen3ForCausalLM after "Composition over", which is no citation.
     assert [(d["path"], d["line"], d["code"], d["symbol"]) for d in diagnostics] == [
         ("sglang_omni/scheduling/omni_scheduler.py", 718, "SGC706", "sglang.srt.managers.scheduler.Scheduler.__init__")]
-    assert "lines differ from 0.5.21" in diagnostics[0]["message"]
+    assert "normalised lines differ from 0.5.21" in diagnostics[0]["message"]
 
 
 def test_omni_019_bump_to_0523_reports_an_override_upstream_now_calls_with_a_new_keyword(capsys, monkeypatch,
