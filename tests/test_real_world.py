@@ -190,3 +190,21 @@ def test_omni_016_bump_to_0520_reports_calls_of_the_retired_server_args_accessor
     _, borrowed = run_json(capsys, omni_016, monkeypatch, "--new", "0.5.20", "--select", "SGC312")
     staged = [d for d in borrowed if d["message"].endswith("@scheduler_stage_method -> reads self.scheduler_stage_metrics")]
     assert {d["path"] for d in staged} == {"sglang_omni/scheduling/omni_scheduler.py", "sglang_omni/scheduling/pd_scheduler.py"}
+
+
+def test_omni_017_bump_to_0521_reports_what_0_1_8_had_to_fix(capsys, monkeypatch, real_cache: Path) -> None:
+    """Fixes sglang-omni 0.1.8 made for sglang 0.5.21 that an audit found the report missing."""
+    omni_017 = download_sdist("sglang-omni", "0.1.7", real_cache)
+    _, diagnostics = run_json(capsys, omni_017, monkeypatch, "--new", "0.5.21", "--select", "SGC2,SGC3")
+    found = {(d["code"], d["path"], d["line"]): d["message"] for d in diagnostics}
+    # self.weight_updater is built in ModelRunner.init_weight_updater, not __init__.
+    assert "WeightUpdater.update_weights_from_distributed" in found["SGC321", "sglang_omni/model_runner/sglang_model_runner.py", 616]
+    # Borrowed methods newly read attributes OmniScheduler never sets, on their own paths.
+    borrowed = [m for (code, path, _), m in found.items() if code == "SGC312" and path.endswith("omni_scheduler.py")]
+    assert any(m.endswith("reads self.sliding_window_size") for m in borrowed)
+    assert any(m.endswith("reads self._prev_prefill_end_ts") for m in borrowed)
+    # A __getattr__ borrower's method overrides: upstream callers now pass ignore_waiting.
+    assert "cannot accept ignore_waiting" in found["SGC302", "sglang_omni/scheduling/pd_scheduler.py", 58]
+    # **kwargs handed on to ModelRunner.__init__, which lost ps; the worker class lives in a function.
+    assert "no longer accepts keyword ps" in found["SGC201", "sglang_omni/model_runner/mlx_model_worker.py", 299]
+    assert "TpModelWorker.ps" in found["SGC321", "sglang_omni/model_runner/mlx_model_worker.py", 251]
