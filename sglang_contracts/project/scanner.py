@@ -658,11 +658,14 @@ def _constant_only(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple[s
         receiver = arguments[0].arg if arguments else None
         if receiver is None:
             continue
-        values = {id(target): sub.value for sub in ast.walk(method) if isinstance(sub, ast.Assign) for target in sub.targets}
-        values |= {id(sub.target): sub.value for sub in ast.walk(method) if isinstance(sub, ast.AnnAssign)}
+        values: dict[int, ast.AST | None] = {}  # target node -> the value assigned to it
         dynamic_writes_matter = method.name != "__getattr__"
-        for sub in ast.walk(method):
-            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == receiver:
+        for sub in ast.walk(method):  # breadth first: an assignment comes before its targets
+            if isinstance(sub, ast.Assign):
+                values.update((id(target), sub.value) for target in sub.targets)
+            elif isinstance(sub, ast.AnnAssign):
+                values[id(sub.target)] = sub.value
+            elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == receiver:
                 if sub.attr == "__dict__" and dynamic_writes_matter:
                     return (), ()
                 if isinstance(sub.ctx, (ast.Store, ast.Del)):

@@ -85,6 +85,13 @@ def normalised_lines(node: AnyFunction) -> list[str]:
     return [_line_hash(line) for line in text.splitlines() if line.strip()]
 
 
+def _self_attribute(node: ast.AST, receiver: str) -> str | None:
+    """`name` when the node is `<receiver>.name` (`self.name`), else None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == receiver:
+        return node.attr
+    return None
+
+
 def _tested(test: ast.expr) -> tuple[ast.expr, str] | None:
     """(what, "none") for `what is None`, (what, "falsy") for `not what`; a test `a or b`
     holds whenever `a` does, so its first operand counts."""
@@ -119,9 +126,8 @@ def none_guard(node: AnyFunction, receiver: str) -> list[str] | None:
         if not (isinstance(what, ast.Name) and what.id == alias[0]):
             return None
         what = alias[1]
-    if isinstance(what, ast.Attribute) and isinstance(what.value, ast.Name) and what.value.id == receiver:
-        return [what.attr, kind]
-    return None
+    name = _self_attribute(what, receiver)
+    return [name, kind] if name is not None else None
 
 
 def _decorator_name(decorator: ast.expr) -> str:
@@ -170,8 +176,8 @@ def _wrapper_reads(node: AnyFunction) -> set[str]:
         arguments = [*inner.args.posonlyargs, *inner.args.args]
         if not arguments or arguments[0].arg != "self":
             continue
-        found |= {child.attr for child in ast.walk(inner) if isinstance(child, ast.Attribute)
-                  and isinstance(child.ctx, ast.Load) and isinstance(child.value, ast.Name) and child.value.id == "self"}
+        found |= {child.attr for child in ast.walk(inner)
+                  if _self_attribute(child, "self") is not None and isinstance(child.ctx, ast.Load)}
     return found
 
 
@@ -204,23 +210,21 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
         return facts
     facts.guard = none_guard(node, receiver)
     facts.forwards = super_forward(node) if node.args.kwarg is not None else None
+    augmented: set[str] = set()  # `self.x += ...`: a store that reads x first
     for child in _nodes(node):
         if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
             callee = _written_name(child.value.func)
             for target in child.targets:
-                if callee and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                        and target.value.id == receiver:
-                    facts.constructed.setdefault(target.attr, set()).add(callee)
-        if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and child.value.id == receiver:
-            (facts.writes if isinstance(child.ctx, (ast.Store, ast.Del)) else facts.reads).add(child.attr)
-        elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
-                and isinstance(child.func.value, ast.Name) and child.func.value.id == receiver:
-            facts.calls.add(child.func.attr)
-    both = facts.reads & facts.writes
-    # AugAssign targets are stores that read: they count as both, whatever the walk saw.
-    both |= {child.target.attr for child in _nodes(node) if isinstance(child, ast.AugAssign)
-             and isinstance(child.target, ast.Attribute) and isinstance(child.target.value, ast.Name)
-             and child.target.value.id == receiver} if facts.writes else set()
+                written = _self_attribute(target, receiver) if callee else None
+                if written is not None:
+                    facts.constructed.setdefault(written, set()).add(callee)
+        elif isinstance(child, ast.AugAssign) and (written := _self_attribute(child.target, receiver)) is not None:
+            augmented.add(written)
+        if (name := _self_attribute(child, receiver)) is not None:
+            (facts.writes if isinstance(child.ctx, (ast.Store, ast.Del)) else facts.reads).add(name)
+        elif isinstance(child, ast.Call) and (name := _self_attribute(child.func, receiver)) is not None:
+            facts.calls.add(name)
+    both = facts.reads & facts.writes | augmented
     facts.read_first = _read_before_written(node, receiver, both) if both else set()
     return facts
 
@@ -259,16 +263,15 @@ def _read_before_written(node: AnyFunction, receiver: str, candidates: set[str])
 
     def visit(child: ast.AST) -> None:
         if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            if isinstance(child, ast.AugAssign) and isinstance(child.target, ast.Attribute) \
-                    and isinstance(child.target.value, ast.Name) and child.target.value.id == receiver:
-                first.setdefault(child.target.attr, True)  # `self.x += 1` reads x first
+            if isinstance(child, ast.AugAssign) and (name := _self_attribute(child.target, receiver)) is not None:
+                first.setdefault(name, True)  # `self.x += 1` reads x first
             if child.value is not None:
                 visit(child.value)
             for target in child.targets if isinstance(child, ast.Assign) else [child.target]:
                 visit(target)
             return
-        if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and child.value.id == receiver:
-            first.setdefault(child.attr, isinstance(child.ctx, ast.Load))
+        if (name := _self_attribute(child, receiver)) is not None:
+            first.setdefault(name, isinstance(child.ctx, ast.Load))
         for grandchild in ast.iter_child_nodes(child):
             visit(grandchild)
 
