@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from packaging.markers import Marker, default_environment
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -37,6 +37,15 @@ def parse_requirement(text: str) -> Requirement | None:
     try:
         return Requirement(text)
     except InvalidRequirement:
+        return None
+
+
+def parse_specifier(text: str | None) -> SpecifierSet | None:
+    """A version specifier (`>=3.10,<3.13`; "" admits every version), or None when there is
+    none or it does not parse."""
+    try:
+        return SpecifierSet(text) if text is not None else None
+    except InvalidSpecifier:
         return None
 
 

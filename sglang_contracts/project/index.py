@@ -16,11 +16,10 @@ from types import ModuleType
 from typing import Callable, Iterator
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
+from sglang_contracts import pysource
 from sglang_contracts.collector import collector_paused
 from sglang_contracts.parallel import map_jobs
 from sglang_contracts.project.facts import FileFacts
-from sglang_contracts import pysource
-from sglang_contracts.pysource import decode_source
 from sglang_contracts.upstream.model import is_upstream
 
 EXCLUDED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "build", "dist", "node_modules",
@@ -180,7 +179,7 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
             continue
     index.scanned = len(texts)
     index.sources = {relpath: data for relpath, (_, data) in texts.items()}
-    index.texts = {relpath: decode_source(data) for relpath, data in index.sources.items()}
+    index.texts = {relpath: pysource.decode_source(data) for relpath, data in index.sources.items()}
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
 

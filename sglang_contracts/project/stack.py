@@ -17,12 +17,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 from packaging.requirements import Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.pysource import parse_quietly
-from sglang_contracts.requirements import normalized, parse_requirement
+from sglang_contracts.requirements import normalized, parse_requirement, parse_specifier
 
 REQUIREMENT_FILES = ("requirements.txt", "requirements-*.txt", "requirements/*.txt", "constraints.txt", "constraints-*.txt")
 # A comment saying the line follows SGLang's own pin: "Match the pinned sglang stack", "sglang pin".
@@ -151,13 +151,14 @@ def declared_python(root: Path) -> DeclaredPython | None:
     try:
         text = (root / "pyproject.toml").read_text()
         value = tomllib.loads(text).get("project", {}).get("requires-python")
-        specifier = SpecifierSet(value) if isinstance(value, str) else None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, InvalidSpecifier):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
+    specifier = parse_specifier(value) if isinstance(value, str) else None
     if specifier is None:
         return None
+    lines = text.splitlines()
     line, col = next(((number, col) for string, number, col, _ in _strings_with_positions(text)
-                      if string == value and "requires-python" in text.splitlines()[number - 1]), (1, 1))
+                      if string == value and "requires-python" in lines[number - 1]), (1, 1))
     return DeclaredPython(specifier, value, line, col)
 
 

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from email.parser import HeaderParser
 
 from packaging.requirements import Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from sglang_contracts.requirements import applies, environments, exact_version, normalized, parse_requirement
+from sglang_contracts.requirements import (
+    applies, environments, exact_version, normalized, parse_requirement, parse_specifier,
+)
 from sglang_contracts.sources.base import ReleaseTree
 
 
@@ -59,13 +61,6 @@ def _from_pyproject(text: str) -> tuple[list[str], str | None]:
     return lines, python if isinstance(python, str) else None
 
 
-def python_specifier(value: str | None) -> SpecifierSet | None:
-    try:
-        return SpecifierSet(value) if value else None
-    except InvalidSpecifier:
-        return None
-
-
 def release_pins(tree: ReleaseTree) -> ReleasePins | None:
     """The pins of the release, or None when it carries no dependency metadata."""
     text = tree.metadata_text()
@@ -74,4 +69,4 @@ def release_pins(tree: ReleaseTree) -> ReleasePins | None:
     is_metadata = text.lstrip().startswith("Metadata-Version") or "\nRequires-Dist:" in text
     lines, python = _from_metadata(text) if is_metadata else _from_pyproject(text)
     parsed = (parse_requirement(line) for line in lines)
-    return ReleasePins(tuple(r for r in parsed if r is not None), python_specifier(python))
+    return ReleasePins(tuple(r for r in parsed if r is not None), parse_specifier(python or None))  # an empty header says nothing
