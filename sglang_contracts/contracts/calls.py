@@ -130,10 +130,15 @@ def _analyse_calls(ctx: CheckContext) -> list[CallBreak]:
             old_callee = old_resolver.callee(facts, call.callee)
             if old_callee is None:
                 continue
+            new_callee = new_resolver.callee(facts, call.callee)
+            # Functions and constructors only: a method's raise may be a base's, answered by an override.
+            if new_callee is not None and new_callee.member is None and _retirement(ctx.new, new_callee.signature.owner) \
+                    and not _retirement(ctx.old, old_callee.signature.owner):
+                breaks.append(CallBreak(facts, call, Problem("SGC205", "", None), old_callee.signature,
+                                        new_callee.signature))
             old_binding = bind(old_callee.signature, call.args)
             if old_binding.problems:
                 continue  # did not bind on the old release either: not this bump's break
-            new_callee = new_resolver.callee(facts, call.callee)
             if new_callee is None:
                 continue  # gone or unknowable: the import and attribute contracts say which
             new_binding = bind(new_callee.signature, call.args)
@@ -212,17 +217,10 @@ def _retirement(model, owner: str) -> list[str] | None:
 
 @contract("SGC205")
 def call_of_retired_callable(ctx: CheckContext) -> Iterator[Diagnostic]:
-    old_resolver, new_resolver = resolvers(ctx)
-    for facts in ctx.project.files.values():
-        for call in facts.calls:
-            now = new_resolver.callee(facts, call.callee)
-            # Functions and constructors: a method's raise may be a base's, answered by an override.
-            if now is None or now.member is not None:
-                continue
-            raised = _retirement(ctx.new, now.signature.owner)
-            was = old_resolver.callee(facts, call.callee) if raised else None
-            if was is None or _retirement(ctx.old, was.signature.owner):
-                continue
-            hint = f": {raised[1][:200]}" if raised[1] else ""
-            yield finding("SGC205", facts, call.position, now.signature.owner, callee=_display(now.signature.owner),
-                          exception=raised[0], old=ctx.old_version, new=ctx.new_version, hint=hint)
+    for item in call_breaks(ctx):
+        if item.problem.code != "SGC205":
+            continue
+        exception, message = _retirement(ctx.new, item.new.owner)
+        hint = f": {message[:200]}" if message else ""
+        yield finding("SGC205", item.facts, item.call.position, item.new.owner, callee=_display(item.new.owner),
+                      exception=exception, old=ctx.old_version, new=ctx.new_version, hint=hint)
