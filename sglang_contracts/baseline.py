@@ -18,6 +18,7 @@ from typing import Any
 from sglang_contracts.cache import atomic_write_bytes
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.errors import UsageError
+from sglang_contracts.infra.files import Unreadable, read_limited
 
 FORMAT_VERSION = 1
 FIELDS = ("code", "path", "symbol", "fingerprint", "justification")
@@ -40,9 +41,9 @@ class Entry:
 
 def read_baseline(path: Path) -> list[Entry]:
     try:
-        data = json.loads(path.read_text())
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read the baseline ({error.strerror or error})") from None
+        data = json.loads(read_limited(path))
+    except Unreadable as error:
+        raise UsageError(f"{path}: cannot read the baseline ({error.reason})") from None
     except (ValueError, UnicodeDecodeError) as error:
         raise UsageError(f"{path}: the baseline is not valid JSON ({error})") from None
     findings = data.get("findings") if isinstance(data, dict) else None

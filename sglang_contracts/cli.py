@@ -20,6 +20,7 @@ def _codes(value: str) -> list[str]:
 
 
 FORMATS = ("text", "json", "sarif", "github", "markdown")
+INCOMPLETE = 3  # exit status: the report was written, but an internal error (SGC001) left parts out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,6 +108,7 @@ def _check(args: argparse.Namespace) -> int:
     from sglang_contracts.reporters import REPORTERS
     from sglang_contracts.reporters.base import statistics_lines
     from sglang_contracts.runner import run_check
+    from sglang_contracts.suppressions import INTERNAL_ERROR
 
     paths, options = _options(args)
     with progress.showing(sys.stderr.isatty() and not args.quiet):
@@ -120,6 +122,12 @@ def _check(args: argparse.Namespace) -> int:
             print(line, file=stream)
     if args.verbose:
         _say_what_was_loaded(result)
+    internal = sum(d.code == INTERNAL_ERROR for d in result.diagnostics)
+    if internal:  # whatever --exit-zero says: the report is missing parts
+        print(f"sglang-contracts: the report is incomplete: {internal} internal error"
+              f"{'s' * (internal != 1)} (SGC001); please report {'them' if internal != 1 else 'it'}",
+              file=sys.stderr)
+        return INCOMPLETE
     return 1 if result.diagnostics and not args.exit_zero else 0
 
 
@@ -201,6 +209,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A file name may hold bytes that are not UTF-8 (os.fsdecode's surrogates): shown escaped,
+    # never a UnicodeEncodeError at the first finding in it.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

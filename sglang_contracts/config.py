@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sglang_contracts.errors import UsageError
+from sglang_contracts.infra.files import Unreadable, read_text_limited
 
 TABLE = "sglang-contracts"
 SEVERITY_VALUES = ("error", "warning", "info")
@@ -157,9 +158,11 @@ def read_config(path: Path, *, required: bool) -> Config:
     not a pyproject.toml and has no such table, the whole file. A pyproject.toml without the
     table is no configuration (an error when the file was named with --config)."""
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path}: cannot read the configuration ({getattr(error, 'strerror', None) or error})") from None
+        # Bytes that are not UTF-8 (a latin-1 comment) are replaced: TOML then judges the
+        # text, and a table of ours holding such a byte is reported as invalid there.
+        text = read_text_limited(path)
+    except Unreadable as error:
+        raise UsageError(f"{path}: cannot read the configuration ({error.reason})") from None
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

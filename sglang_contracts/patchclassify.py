@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_contracts.errors import UsageError
+from sglang_contracts.infra.files import Unreadable, read_limited
 from sglang_contracts.project.patchfile import FilePatch, Hunk, PatchFile, parse_patch
 
 SAME = "same"  # the skeleton has this change
@@ -98,9 +99,9 @@ def classify(mine: PatchFile, skeleton: PatchFile) -> list[FileClass]:
 
 def read_patch(path: Path) -> PatchFile:
     try:
-        text = path.read_bytes().decode("utf-8", "surrogateescape")
-    except OSError as error:
-        raise UsageError(f"{path}: {error.strerror or error}") from None
+        text = read_limited(path).decode("utf-8", "surrogateescape")
+    except Unreadable as error:
+        raise UsageError(f"{path}: cannot read it ({error.reason})") from None
     patch = parse_patch(text)
     if patch.error is not None:
         raise UsageError(f"{path}: git apply would reject it: {patch.error[1]}")

@@ -17,15 +17,48 @@ def decode_source(data: bytes) -> str:
     except (SyntaxError, LookupError):  # an unknown codec, or a mark and a comment that disagree
         encoding = "utf-8"
     try:
-        return data.decode(encoding, "replace")
-    except LookupError:  # a codec Python knows by name but cannot decode with
+        text = data.decode(encoding, "replace")
+    except (LookupError, ValueError, TypeError):
+        # A codec Python knows by name but cannot decode with (`rot13`), or one that raises
+        # whatever the error handler says (`idna`, `punycode`, `undefined`).
         return data.decode("utf-8", "replace")
+    return text if isinstance(text, str) else data.decode("utf-8", "replace")
+
+
+class TooComplex(ValueError):
+    """Source nested too deeply for Python's own parser (a 3,000-term `a+a+...`)."""
 
 
 def parse_quietly(code: str, filename: str = "<unknown>", mode: str = "exec") -> ast.AST:
     """`ast.parse`, with the warnings compiling may raise (an invalid escape sequence is a
     SyntaxWarning from Python 3.12) kept off the user's terminal: they are the business of
-    the code's own linters, not of its contracts with SGLang."""
+    the code's own linters, not of its contracts with SGLang. Source too deep for the parser
+    is a `TooComplex` (a ValueError, as for NUL bytes), never a RecursionError."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ast.parse(code, filename=filename, mode=mode)
+        try:
+            return ast.parse(code, filename=filename, mode=mode)
+        except (RecursionError, MemoryError):
+            raise TooComplex("nested too deeply for Python's parser") from None
+
+
+def tree_depth(tree: ast.AST) -> int:
+    """How many levels deep a syntax tree goes, walked without recursion (costs half a parse:
+    computed only once a walk has failed)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def source_depth(code: str) -> int:
+    """`tree_depth` of source text; a text the parser cannot take counts as infinitely deep when
+    it is too complex, and as flat when it is not Python at all."""
+    try:
+        return tree_depth(parse_quietly(code))
+    except TooComplex:
+        return 1 << 30
+    except (SyntaxError, ValueError):
+        return 0

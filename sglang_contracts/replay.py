@@ -80,7 +80,7 @@ def run_key(root: Path, paths: list[Path], options: Any, old_spec: str) -> str |
     }, sort_keys=True, default=str)
     digest = hashlib.sha256(header.encode())
     for row in _inventory(root, named_patches):
-        digest.update(row.encode() + b"\n")
+        digest.update(row.encode("utf-8", "surrogateescape") + b"\n")  # any bytes a file name holds
     return digest.hexdigest()
 
 

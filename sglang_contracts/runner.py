@@ -17,15 +17,17 @@ from sglang_contracts import baseline as baselines
 from sglang_contracts import replay
 from sglang_contracts.cache import JsonCache, cache_root
 from sglang_contracts.catalog import load_catalog
+from sglang_contracts.contracts.imports import NOT_CHECKED
 from sglang_contracts.collector import batch_collection
 from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks
-from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.infra.boundary import Problem, collecting_problems
 from sglang_contracts.errors import ContractsError, UsageError
 from sglang_contracts.project.index import ProjectIndex, build_index
 from sglang_contracts.project.pins import find_sglang_pin
 from sglang_contracts.sources import open_release
 from sglang_contracts.suppressions import (
-    UNUSED_NOQA, NoqaIndex, ProjectText, code_active, matches_path, override_severity,
+    INTERNAL_ERROR, UNUSED_NOQA, NoqaIndex, ProjectText, code_active, matches_path, override_severity,
 )
 from sglang_contracts.upstream.delta import UpstreamDelta, upstream_delta
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
@@ -166,8 +168,14 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
 
     text = ProjectText(root)
     noqa = NoqaIndex(project.files, text)
+    problems: list[Problem] = []
+    with collecting_problems() as noted:  # what the readers of non-Python files could not read
+        found = set(run_checks(context, codes, problems))
+    problems = [*project.problems, *(f.problem for f in project.files.values() if f.problem),
+                *_upstream_problems(project, [old, new]), *noted, *problems]
+    found.update(problem_diagnostics(problems, root))
     diagnostics = [
-        d for d in sorted(set(run_checks(context, codes)), key=Diagnostic.sort_key)
+        d for d in sorted(found, key=Diagnostic.sort_key)
         if active(d.code, d.path) and reported(d.path) and not noqa.suppresses(d)
     ]
     if options.report_unused_noqa:
@@ -176,6 +184,43 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     _require_loaded(project, old)
     delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
     return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta)
+
+
+def problem_diagnostics(problems: list[Problem], root: Path) -> list[Diagnostic]:
+    """The parts of the report that are missing: SGC001 for a bug met at the error boundary,
+    SGC000 for an input that cannot be analysed. A problem tied to no project file (a rule
+    that failed on the project as a whole) is reported at the project's configuration."""
+    anywhere = "pyproject.toml" if (root / "pyproject.toml").is_file() else "."
+    found = []
+    for problem in dict.fromkeys(problems):  # one per problem, in order
+        path = problem.path or anywhere
+        if problem.internal:
+            found.append(finding_at(INTERNAL_ERROR, path, problem.line, problem.col, "",
+                                    stage=problem.stage, error=problem.error))
+        elif problem.module:
+            found.append(finding_at("SGC000", path, problem.line, problem.col, problem.module,
+                                    what=f"cannot {problem.stage}", error=problem.error,
+                                    unchecked="the contracts with it are not checked", hint=""))
+        else:
+            reading = problem.stage == "reading the file"
+            found.append(finding_at("SGC000", path, problem.line, problem.col, "",
+                                    what=f"cannot {'read' if reading else 'analyse'} this file",
+                                    error=problem.error if reading else f"{problem.error}, {problem.stage}",
+                                    unchecked=NOT_CHECKED, hint=""))
+    return found
+
+
+def _upstream_problems(project: ProjectIndex, models: list[UpstreamModel]) -> list[Problem]:
+    """What could not be read or analysed of the releases, at each project import of it."""
+    found = []
+    for model in models:
+        for module, stage, error, internal in model.problems():
+            sites = [(facts.path, fact.position) for facts in project.files.values() for fact in facts.imports
+                     if fact.module == module or fact.binds == module]
+            for path, position in sites or [("", None)]:
+                found.append(Problem(path, position.line if position else 1, position.col if position else 1,
+                                     stage, error, internal, module=module))
+    return found
 
 
 def _delta(repo: Path, project: ProjectIndex, old: UpstreamModel, new: UpstreamModel) -> UpstreamDelta | None:
@@ -226,7 +271,7 @@ def enrich(d: Diagnostic, text: ProjectText, old: UpstreamModel, new: UpstreamMo
         changes.update(old=_symbol_facts(old, d.symbol), new=_symbol_facts(new, d.symbol))
     if not d.fingerprint:
         key = "\0".join([d.code, d.path, d.symbol, " ".join(line.split())])
-        changes["fingerprint"] = hashlib.sha256(key.encode()).hexdigest()[:20]
+        changes["fingerprint"] = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
     return dataclasses.replace(d, **changes) if changes else d
 
 

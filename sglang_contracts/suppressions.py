@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from sglang_contracts.diagnostics import Diagnostic, code_selected, longest_prefix
+from sglang_contracts.infra.files import Unreadable, read_text_limited
 from sglang_contracts.project.facts import FileFacts
 
 UNUSED_NOQA = "SGC010"
+INTERNAL_ERROR = "SGC001"
 # Rules the runner reports itself (from what the checks found), not a registered check.
-RUNNER_RULES = {UNUSED_NOQA}
+RUNNER_RULES = {UNUSED_NOQA, INTERNAL_ERROR}
 
 
 @dataclass
@@ -30,8 +32,8 @@ class ProjectText:
     def lines(self, relpath: str) -> list[str]:
         if relpath not in self._lines:
             try:
-                self._lines[relpath] = (self.root / relpath).read_text(errors="replace").splitlines()
-            except (OSError, ValueError):
+                self._lines[relpath] = read_text_limited(self.root / relpath).splitlines()
+            except (Unreadable, ValueError):  # a FIFO, a device, a file too large: no lines
                 self._lines[relpath] = []
         return self._lines[relpath]
 

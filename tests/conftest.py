@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from sglang_contracts.cache import cache_root
-from sglang_contracts.cli import main
+# The error boundary turns a bug into an SGC001 finding and goes on; the tests want the
+# traceback instead, so that it hides nothing from them (tests of the boundary unset this).
+os.environ.setdefault("SGLANG_CONTRACTS_DEBUG", "1")
+
+from sglang_contracts.cache import cache_root  # noqa: E402
+from sglang_contracts.cli import main  # noqa: E402
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 FIXTURES = CHECKOUT / "fixtures"

@@ -45,10 +45,16 @@ def test_rule_example(tmp_path: Path, code: str, example: Example) -> None:
     assert run_example(tmp_path, example) == list(example.expect)
 
 
+# Rules no input of a correct tool triggers (a bug met at the error boundary): their reporting
+# side is tested by injecting faults (test_reliability.py), their valid side by their examples.
+FAULT_ONLY = {"SGC001"}
+
+
 @pytest.mark.parametrize("code", sorted(CATALOG))
 def test_rule_has_invalid_and_valid_examples(code: str) -> None:
     rule = CATALOG[code]
-    assert any(any(f": {code}" in e for e in ex.expect) for ex in rule.examples), "no example reports the rule"
+    if code not in FAULT_ONLY:
+        assert any(any(f": {code}" in e for e in ex.expect) for ex in rule.examples), "no example reports the rule"
     assert any(not ex.expect for ex in rule.examples), "no valid example"
     assert rule.description and rule.summary and "{" in rule.message
 

@@ -232,7 +232,7 @@ def test_statistics_count_per_code(check):
     counts = collections.Counter(prefix.rsplit(" ", 1)[1] for prefix in EXPECTED)
     catalog = load_catalog()
     assert result.lines[len(EXPECTED):] == [f"{n:<5} {code} {catalog[code].name}" for code, n in sorted(counts.items())]
-    assert result.lines[len(EXPECTED)] == "1     SGC000 unparsable-project-file"
+    assert result.lines[len(EXPECTED)] == "1     SGC000 unanalysable-file"
     as_json = check("--format", "json", "--statistics")
     assert len(json.loads(as_json.out)) == len(EXPECTED)  # the JSON stays valid: counts go to stderr
     assert as_json.err.splitlines() == result.lines[len(EXPECTED):]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from sglang_contracts.project.facts import FileFacts
@@ -78,15 +80,20 @@ def test_nested_classes_count_as_provided_names() -> None:
 
 
 def test_a_scanner_failure_costs_one_file_not_the_run(monkeypatch) -> None:
+    from sglang_contracts.infra.boundary import Problem
     from sglang_contracts.project import scanner
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(scanner, "_ClassSummary", broken)
-    facts = scan_source("app/m.py", "app.m", "import sglang.srt\n\nclass A:\n    pass\n")
-    assert facts.parse_error == (1, 1, "could not be analysed (RuntimeError: boom); please report this")
-    assert facts.imports == [] and facts.classes == []
+    source = "import sglang.srt\n\nclass A:\n    pass\n"
+    with pytest.raises(RuntimeError, match="boom"):  # debugging (the test suite): the traceback
+        scan_source("app/m.py", "app.m", source)
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    facts = scan_source("app/m.py", "app.m", source)
+    assert facts.problem == Problem("app/m.py", 1, 1, "scanning the file", "RuntimeError: boom", internal=True)
+    assert facts.parse_error is None and facts.imports == [] and facts.classes == []
 
 
 def test_match_statements_and_one_line_bodies_are_walked() -> None:

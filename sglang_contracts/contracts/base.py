@@ -6,11 +6,15 @@ models and yields diagnostics for contracts that held on the old release and fai
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.infra.boundary import Problem, problem_for
+from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import ProjectIndex
+from sglang_contracts.pysource import source_depth
 from sglang_contracts.upstream.model import UpstreamModel
 
 
@@ -54,6 +58,45 @@ def contract(code: str) -> Callable[[Check], Check]:
     return register
 
 
-def run_checks(context: CheckContext, codes: Iterable[str]) -> Iterator[Diagnostic]:
+# A rule that fails on this many files is given up: the fault is not the files'.
+MAX_FILES_SKIPPED = 3
+
+
+def run_checks(context: CheckContext, codes: Iterable[str], problems: list[Problem]) -> Iterator[Diagnostic]:
+    """Every rule's findings. A rule that raises is run again without the project file it was
+    analysing (found in the traceback), so one bad file costs that file's part of the rule,
+    not the rule; what was lost is added to `problems`."""
     for code in sorted(codes):
-        yield from CHECKS[code](context)
+        yield from _guarded(context, code, problems)
+
+
+def _guarded(context: CheckContext, code: str, problems: list[Problem]) -> list[Diagnostic]:
+    skipped: set[str] = set()
+    current = context
+    while True:
+        try:
+            return list(CHECKS[code](current))
+        except Exception as error:
+            relpath = _file_being_analysed(error, current.project)
+            text = context.project.texts.get(relpath or "")
+            deep = text is not None and isinstance(error, (RecursionError, MemoryError))
+            problems.append(problem_for(error, relpath or "", f"rule {code}",
+                                        depth=source_depth(text) if deep else None))
+            if relpath is None or len(skipped) >= MAX_FILES_SKIPPED - 1:
+                return []
+            skipped.add(relpath)
+            project = dataclasses.replace(context.project, files={
+                rel: facts for rel, facts in context.project.files.items() if rel not in skipped})
+            current = dataclasses.replace(context, project=project, memo=dict(context.memo))
+
+
+def _file_being_analysed(error: BaseException, project: ProjectIndex) -> str | None:
+    """The project file whose facts the innermost frame of the traceback that holds any had."""
+    found = None
+    trace = error.__traceback__
+    while trace is not None:
+        for value in trace.tb_frame.f_locals.values():
+            if isinstance(value, FileFacts) and value.path in project.files:
+                found = value.path
+        trace = trace.tb_next
+    return found

@@ -187,6 +187,9 @@ def module_attribute_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]
                       old=ctx.old_version, new=ctx.new_version, hint=hint)
 
 
+NOT_CHECKED = "its SGLang contracts are not checked"
+
+
 @contract("SGC000")
 def unparsable_file(ctx: CheckContext) -> Iterator[Diagnostic]:
     broken = [facts for facts in ctx.project.files.values() if facts.parse_error]
@@ -197,4 +200,5 @@ def unparsable_file(ctx: CheckContext) -> Iterator[Diagnostic]:
             f"{running[0]}.{running[1]}: run it with a newer Python") if floor and floor > running else ""
     for facts in broken:
         line, col, message = facts.parse_error
-        yield finding("SGC000", facts, Position(line, col), "", error=message, hint=hint)
+        yield finding("SGC000", facts, Position(line, col), "", what="cannot parse this file", error=message,
+                      unchecked=NOT_CHECKED, hint=hint)

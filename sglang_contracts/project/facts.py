@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
+from sglang_contracts.infra.boundary import Problem
+
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
 class Position:
@@ -224,6 +226,7 @@ class FileFacts:
     strings: list[StringsFact] = field(default_factory=list)
     noqa: dict[int, list[str] | None] = field(default_factory=dict)  # line -> codes, None = all
     parse_error: tuple[int, int, str] | None = None
+    problem: Problem | None = None  # the scan stopped short: a bug (SGC001) or a tree too deep (SGC000)
 
     def bindings(self) -> dict[str, str]:
         """Local name -> the dotted path its import binds (star imports excluded)."""
@@ -233,6 +236,7 @@ class FileFacts:
         """Plain JSON, each fact a positional list (half the size of field names, and faster to
         rebuild: a large project holds a hundred thousand facts)."""
         data: dict[str, Any] = {"path": self.path, "module": self.module, "parse_error": self.parse_error,
+                                "problem": self.problem.to_json() if self.problem else None,
                                 "noqa": {str(line): codes for line, codes in self.noqa.items()}}
         for name, kind in FACT_LISTS.items():
             encode = _encoder(kind)
@@ -242,12 +246,14 @@ class FileFacts:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "FileFacts":
         error = data.get("parse_error")
+        problem = data.get("problem")
         return cls(
             path=data["path"],
             module=data["module"],
             **{name: [_decode(kind, raw) for raw in data[name]] for name, kind in FACT_LISTS.items()},
             noqa={int(line): codes for line, codes in data["noqa"].items()},
             parse_error=tuple(error) if error else None,
+            problem=Problem.from_json(problem) if problem else None,
         )
 
 

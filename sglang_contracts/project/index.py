@@ -18,6 +18,8 @@ from typing import Callable, Iterator
 from sglang_contracts.cache import JsonCache, code_fingerprint
 from sglang_contracts import pysource
 from sglang_contracts.collector import collector_paused
+from sglang_contracts.infra.boundary import Problem, problem_for
+from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, read_limited
 from sglang_contracts.parallel import map_jobs
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.upstream.model import is_upstream
@@ -101,6 +103,9 @@ class ProjectIndex:
     sources: dict[str, bytes] = field(default_factory=dict)  # relpath -> content of every Python file
     texts: dict[str, str] = field(default_factory=dict)  # relpath -> that content decoded, once per run
     cache: JsonCache = field(default_factory=lambda: JsonCache(None))
+    # Files or analyses the report lacks, and why (SGC000, SGC001): unreadable files, and the
+    # per-file analyses that failed (a scan's own problem is in its facts).
+    problems: list[Problem] = field(default_factory=list)
 
     def each_file(self, kind: str, analyse: Callable[[str, str], list], may_hold: Callable[[str], bool],
                   *code: ModuleType) -> list:
@@ -109,7 +114,7 @@ class ProjectIndex:
         and per the `code` modules that compute them, in one table per project and kind: a
         first run writes one record, not one per file."""
         fingerprint = code_fingerprint(pysource, *code)  # pysource: how `text` was decoded
-        table_key = hashlib.sha256(f"{fingerprint}\0{kind}\0{self.root}".encode()).hexdigest()
+        table_key = hashlib.sha256(f"{fingerprint}\0{kind}\0{self.root}".encode("utf-8", "surrogateescape")).hexdigest()
         stored = self.cache.get(table_key)
         table: dict[str, list] = stored if isinstance(stored, dict) else {}
         fresh: dict[str, list] = {}
@@ -122,13 +127,26 @@ class ProjectIndex:
             digest = hashlib.blake2b(data, digest_size=16).hexdigest()
             entry = table.get(relpath)
             if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == digest and isinstance(entry[1], list)):
-                entry = [digest, analyse(relpath, text)]
+                result = self._analysed(kind, analyse, relpath, text)
+                if result is None:  # failed: reported, and not kept, so that a rerun tries again
+                    continue
+                entry = [digest, result]
                 recomputed = True
             fresh[relpath] = entry
             found.extend(entry[1])
         if recomputed or fresh.keys() != table.keys():
             self.cache.put(table_key, fresh)
         return found
+
+    def _analysed(self, kind: str, analyse: Callable[[str, str], list], relpath: str, text: str) -> list | None:
+        """One file's analysis; one that fails costs that file's part of the report (SGC000 or
+        SGC001, and None here), not the run."""
+        try:
+            return analyse(relpath, text)
+        except Exception as error:
+            depth = pysource.source_depth(text) if isinstance(error, (RecursionError, MemoryError)) else None
+            self.problems.append(problem_for(error, relpath, f"reading {kind}", depth=depth))
+            return None
 
     def resolve_local(self, module: str, name: str, _depth: int = 0) -> str | None:
         """The upstream dotted path a project module's top-level name stands for, if any."""
@@ -159,7 +177,8 @@ def _scanner_fingerprint() -> str:
 
 
 def _facts_key(relpath: str, module: str, data: bytes, packages: tuple[str, ...]) -> str:
-    digest = hashlib.sha256(f"{_scanner_fingerprint()}\0{relpath}\0{module}\0{packages}\0".encode())
+    # surrogateescape: a file name may hold bytes that are not UTF-8 (os.fsdecode's surrogates)
+    digest = hashlib.sha256(f"{_scanner_fingerprint()}\0{relpath}\0{module}\0{packages}\0".encode("utf-8", "surrogateescape"))
     digest.update(data)
     return digest.hexdigest()
 
@@ -174,9 +193,9 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
         except ValueError:
             relpath = path.as_posix()
         try:
-            texts[relpath] = (module_name_for(relpath), path.read_bytes())
-        except OSError:
-            continue
+            texts[relpath] = (module_name_for(relpath), read_limited(path, MAX_PYTHON_BYTES))
+        except Unreadable as unreadable:  # its contracts are lost: said, never silently
+            index.problems.append(Problem(relpath, 1, 1, "reading the file", unreadable.reason, internal=False))
     index.scanned = len(texts)
     index.sources = {relpath: data for relpath, (_, data) in texts.items()}
     index.texts = {relpath: pysource.decode_source(data) for relpath, data in index.sources.items()}

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sglang_contracts.errors import UsageError
+from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.project.index import walk_project
 
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -278,20 +279,18 @@ def sglang_patch_files(root: Path, named: list[str] | tuple[str, ...] = ()) -> d
     root = root.resolve()
     found = {}
     for path in walk_project([root], lambda name: name.endswith(PATCH_SUFFIXES)):
-        try:
-            text = path.read_bytes().decode("utf-8", "surrogateescape")
-        except OSError:
-            continue
-        if "sglang/" not in text:
+        text = read_project_text(path, root, errors="surrogateescape")
+        if text is None or "sglang/" not in text:
             continue
         patch = parse_patch(text)
         if targets_sglang(patch) or (patch.error and "python/sglang/" in text):
             found[path.relative_to(root).as_posix()] = patch
     for pattern in named:
-        matches = sorted(p for p in root.glob(pattern) if p.is_file())
+        matches = sorted(p for p in root.glob(pattern) if not p.is_dir())
         if not matches:
             raise UsageError(f"patch-files: {pattern} matches no file under {root}")
         for path in matches:
-            text = path.read_bytes().decode("utf-8", "surrogateescape")
-            found[path.relative_to(root).as_posix()] = parse_patch(text)
+            text = read_project_text(path, root, errors="surrogateescape")
+            if text is not None:
+                found[path.relative_to(root).as_posix()] = parse_patch(text)
     return found

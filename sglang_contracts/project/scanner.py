@@ -30,7 +30,8 @@ from sglang_contracts.project.facts import (
     StringsFact,
 )
 from sglang_contracts.project.positions import SourcePositions
-from sglang_contracts.pysource import parse_quietly
+from sglang_contracts.infra.boundary import problem_for
+from sglang_contracts.pysource import TooComplex, parse_quietly, tree_depth
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.project.scopes import (
     FUNCTIONS,
@@ -605,6 +606,8 @@ def _syntax_error(error: Exception) -> tuple[int, int, str]:
     """Where and why the file does not parse, in CPython's own words."""
     if isinstance(error, SyntaxError):
         return error.lineno or 1, error.offset or 1, error.msg
+    if isinstance(error, TooComplex):
+        return 1, 1, str(error)
     return 1, 1, f"{type(error).__name__}: {error}".splitlines()[0]  # e.g. NUL bytes
 
 
@@ -701,9 +704,9 @@ def scan_source(path: str, module_name: str, text: str, packages: tuple[str, ...
         return facts
     try:
         _collect(module, module_name, path, text, facts, packages)
-    except Exception as error:  # a scanner bug must cost one file, never the run
+    except Exception as error:  # a scanner bug, or a tree too deep to walk, costs one file, never the run
         clean = FileFacts(path=path, module=module_name, noqa=facts.noqa)
-        clean.parse_error = (1, 1, f"could not be analysed ({type(error).__name__}: {error}); please report this")
+        clean.problem = problem_for(error, path, "scanning the file", depth=tree_depth(module))
         return clean
     return facts
 

@@ -20,6 +20,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.pysource import parse_quietly
 from sglang_contracts.requirements import normalized, parse_requirement, parse_specifier
@@ -115,10 +116,12 @@ def _pyproject_requirement_strings(data: dict[str, Any]) -> list[str]:
 
 def _pyproject_requirements(root: Path) -> list[DeclaredRequirement]:
     path = root / "pyproject.toml"
+    text = read_project_text(path, root) if path.exists() else None
     try:
-        text = path.read_text()
-        wanted = set(_pyproject_requirement_strings(tomllib.loads(text)))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        wanted = set(_pyproject_requirement_strings(tomllib.loads(text))) if text is not None else set()
+    except tomllib.TOMLDecodeError:
+        return []
+    if not wanted:
         return []
     found = []
     for value, line, col, comment in _strings_with_positions(text):
@@ -148,10 +151,11 @@ class DeclaredPython:
 
 
 def declared_python(root: Path) -> DeclaredPython | None:
+    path = root / "pyproject.toml"
+    text = read_project_text(path, root) if path.exists() else None
     try:
-        text = (root / "pyproject.toml").read_text()
-        value = tomllib.loads(text).get("project", {}).get("requires-python")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        value = tomllib.loads(text).get("project", {}).get("requires-python") if text is not None else None
+    except tomllib.TOMLDecodeError:
         return None
     specifier = parse_specifier(value) if isinstance(value, str) else None
     if specifier is None:
@@ -169,13 +173,14 @@ def python_floor(root: Path) -> tuple[int, int] | None:
 
 
 def requirement_files(root: Path) -> list[Path]:
-    return sorted({path for pattern in REQUIREMENT_FILES for path in root.glob(pattern) if path.is_file()})
+    # A FIFO or a device named like one is listed too: reading it is what says it cannot be read.
+    return sorted({path for pattern in REQUIREMENT_FILES for path in root.glob(pattern) if not path.is_dir()})
 
 
 def _file_requirements(root: Path, path: Path) -> list[DeclaredRequirement]:
     found = []
     relpath = path.relative_to(root).as_posix()
-    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+    for number, line in enumerate((read_project_text(path, root) or "").splitlines(), start=1):
         body, _, comment = line.partition(" #") if " #" in line else line.partition("#")
         requirement = parse_requirement(body)
         if requirement is not None:
@@ -210,11 +215,8 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
     for path in walk_project([root], _is_stack_file):
         if path in skip:
             continue
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if "sglang" not in text.lower():
+        text = read_project_text(path, root)
+        if text is None or "sglang" not in text.lower():
             continue
         if path.suffix in (".json", ".sarif") and '"sglang-contracts"' in text:
             continue  # this tool's own baseline or SARIF log: it quotes findings, it pins nothing

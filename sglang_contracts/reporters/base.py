@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.infra.files import printable_path
 
 if TYPE_CHECKING:
     from sglang_contracts.runner import CheckResult
@@ -15,12 +16,13 @@ SEVERITY_ORDER = ("error", "warning", "info")
 
 
 def display_path(root: Path, relpath: str) -> str:
-    """A project path as the user typed it: relative to the working directory when below it."""
+    """A project path as the user typed it: relative to the working directory when below it,
+    on one printable line whatever bytes its name holds."""
     absolute = root / relpath
     try:
-        return absolute.relative_to(Path.cwd()).as_posix()
+        return printable_path(absolute.relative_to(Path.cwd()).as_posix())
     except ValueError:
-        return absolute.as_posix()
+        return printable_path(absolute.as_posix())
 
 
 def repository_root(root: Path) -> Path:
@@ -36,9 +38,9 @@ def repository_path(result: "CheckResult", d: Diagnostic) -> str:
     root = result.project.root
     absolute = root / d.path
     try:
-        return absolute.relative_to(repository_root(root)).as_posix()
+        return printable_path(absolute.relative_to(repository_root(root)).as_posix())
     except ValueError:
-        return d.path
+        return printable_path(d.path)
 
 
 def plural(count: int, noun: str) -> str:

@@ -12,7 +12,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sglang_contracts.collector import collector_paused
-from sglang_contracts.pysource import parse_quietly
+from sglang_contracts.infra.boundary import problem_for
+from sglang_contracts.pysource import parse_quietly, source_depth
 from sglang_contracts.upstream.bodies import BodyFacts, module_bodies
 
 UNION_WRAPPERS = {"Optional", "Union"}
@@ -201,7 +202,12 @@ def extract_module(module_name: str, relpath: str, code: str) -> dict[str, Any]:
     its classes and functions define (signatures, members, bodies)."""
     # griffe links the parsed tree's nodes to their parents: the tree is freed by the collector.
     with collector_paused(collect_after=True):
-        return _extract(module_name, relpath, code)
+        try:
+            return _extract(module_name, relpath, code)
+        except Exception as error:  # the error boundary: a bug costs this module, not the run
+            depth = source_depth(code) if isinstance(error, (RecursionError, MemoryError)) else None
+            problem = problem_for(error, "", f"analyse {module_name}", depth=depth)
+            return {"opaque": problem.error, "problem": [problem.stage, problem.error, problem.internal]}
 
 
 def _extract(module_name: str, relpath: str, code: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from functools import cached_property, lru_cache
 from typing import Any, Callable, Iterable
 
 from sglang_contracts.cache import JsonCache, code_fingerprint
+from sglang_contracts.infra.files import Unreadable
 from sglang_contracts.sources.base import PACKAGE, Release
 from sglang_contracts import pysource
 from sglang_contracts.upstream import bodies, extract
@@ -71,6 +72,8 @@ class ModuleRecord:
     classes: dict[str, dict[str, Any]] = field(default_factory=dict)
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)
     top_imports: list[str] = field(default_factory=list)  # packages its top-level statements import
+    # Why it could not be read or analysed: (stage, error, internal), reported as SGC000/SGC001.
+    problem: tuple[str, str, bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -191,10 +194,27 @@ class UpstreamModel:
         cached = self._cached(name, kind, relpath, key)
         if cached is not None:
             return cached
-        extracted = extract_module(name, relpath, self.tree.read_source(relpath) or "")
+        code = self._read_module(name, relpath)
+        if code is None:
+            return self._unreadable
+        extracted = extract_module(name, relpath, code)
         self.stats.parsed += 1
         self.cache.put(key, extracted)
         return self._record(name, kind, relpath, extracted)
+
+    def _read_module(self, name: str, relpath: str) -> str | None:
+        """A module's source; None when it cannot be read, kept as an opaque record with the reason."""
+        try:
+            return self.tree.read_source(relpath) or ""
+        except Unreadable as unreadable:
+            self._unreadable = ModuleRecord(name, "module", relpath, opaque=unreadable.reason, problem=(
+                f"read {name} in {self.release.label}", unreadable.reason, False))
+            return None
+
+    def problems(self) -> list[tuple[str, str, str, bool]]:
+        """(module, stage, error, internal) of every loaded module that could not be read or analysed."""
+        return [(name, *record.problem) for name, record in sorted(self._modules.items())
+                if record is not None and record.problem]
 
     def _cached(self, name: str, kind: str, relpath: str, key: str) -> ModuleRecord | None:
         """The module's record from the cache, or None when it must be extracted."""
@@ -217,6 +237,7 @@ class UpstreamModel:
             classes=extracted.get("classes", {}),
             functions=extracted.get("functions", {}),
             top_imports=extracted.get("top_imports", []),
+            problem=tuple(extracted["problem"]) if extracted.get("problem") else None,
         )
 
     def pending_extractions(self, names: Iterable[str]) -> list[tuple[str, str, str, str, str]]:
@@ -232,8 +253,12 @@ class UpstreamModel:
             cached = self._cached(name, kind, relpath, key)
             if cached is not None:
                 self._modules[name] = cached
+                continue
+            code = self._read_module(name, relpath)
+            if code is None:
+                self._modules[name] = self._unreadable
             else:
-                jobs.append((name, kind, relpath, self.tree.read_source(relpath) or "", key))
+                jobs.append((name, kind, relpath, code, key))
         return jobs
 
     def accept_extraction(self, job: tuple[str, str, str, str, str], extracted: dict[str, Any]) -> None:

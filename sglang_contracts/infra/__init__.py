@@ -1,0 +1,1 @@
+"""What every stage of a run leans on: reading files safely, the error boundary."""

@@ -1,0 +1,108 @@
+"""Reading a file of the project or of an SGLang tree, safely: only regular files, never more
+than a size bound, never blocking.
+
+A FIFO named `m.py` would block a plain `open` forever, a link to `/dev/zero` would fill the
+memory, and a 50 MB generated module would cost a minute and gigabytes; each of these is an
+`Unreadable` with a reason the run reports (SGC000), never a hang, a crash or silence.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+# Above the largest module SGLang ships (under 400 kB in 0.5.22) by a wide margin.
+MAX_PYTHON_BYTES = 4 * 1024 * 1024
+# Requirements, Dockerfiles, workflows, docs and patch files.
+MAX_TEXT_BYTES = 8 * 1024 * 1024
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class Unreadable(Exception):
+    """A file that is not read, with the reason in words ("permission denied", "a FIFO")."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _reason(error: OSError) -> str:
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if error.errno == errno.ENOENT:
+        return "no such file (a dangling link?)"
+    if error.errno == errno.ELOOP:
+        return "a loop of symbolic links"
+    return error.strerror or type(error).__name__
+
+
+def describe_size(size: int) -> str:
+    return f"{size / 1024 / 1024:.1f} MB" if size >= 1024 * 1024 else f"{size} bytes"
+
+
+def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES) -> bytes:
+    """The bytes of a regular file (a link is followed to one) of at most `limit` bytes."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as error:
+        raise Unreadable(_reason(error)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable(f"{_kind(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            raise Unreadable(f"{describe_size(info.st_size)}, over the {describe_size(limit)} this tool reads")
+        chunks, left = [], limit + 1  # the size can grow between fstat and read
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise Unreadable(f"over the {describe_size(limit)} this tool reads")
+        return data
+    except OSError as error:
+        raise Unreadable(_reason(error)) from None
+    finally:
+        os.close(fd)
+
+
+def read_text_limited(path: Path | str, limit: int = MAX_TEXT_BYTES) -> str:
+    """A text file as UTF-8, bytes that do not decode replaced (a latin-1 comment in a
+    pyproject must not cost the whole file)."""
+    return read_limited(path, limit).decode("utf-8", "replace")
+
+
+def is_regular_file(path: Path) -> bool:
+    """A regular file, a link followed; never raises."""
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def printable_path(path: str) -> str:
+    """A path as one printable line: a newline or another control character in a file name
+    would split a finding over two lines; bytes that are not UTF-8 show as \\xNN."""
+    out = []
+    for char in path:
+        if 0xDC80 <= ord(char) <= 0xDCFF:  # a byte os.fsdecode could not decode
+            out.append(f"\\x{ord(char) - 0xDC00:02x}")
+        elif char.isprintable() or char == " ":
+            out.append(char)
+        else:
+            out.append(char.encode("unicode_escape").decode("ascii"))
+    return "".join(out)

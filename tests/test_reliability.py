@@ -1,0 +1,218 @@
+"""Never crash, never hang: the error boundary, and the inputs a run must survive (issue 11).
+
+Each test builds a small SGLang-shaped pair of releases and a project, and runs the real
+check. The suite runs with SGLANG_CONTRACTS_DEBUG=1 (conftest.py), so a test that expects
+the boundary to catch a fault unsets it first.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sglang_contracts.cli import main
+from sglang_contracts.contracts import base
+from sglang_contracts.diagnostics import finding
+from sglang_contracts.infra.files import MAX_PYTHON_BYTES
+from sglang_contracts.project.facts import Position
+from sglang_contracts.runner import CheckOptions, run_check
+from tests.conftest import checkout_env
+
+OLD = {"sglang/__init__.py": "", "sglang/version.py": '__version__ = "0.1.0"\n',
+       "sglang/srt/__init__.py": "", "sglang/srt/utils.py": "def helper(): ...\ndef kept(): ...\n"}
+NEW = {**OLD, "sglang/version.py": '__version__ = "0.2.0"\n', "sglang/srt/utils.py": "def kept(): ...\n"}
+BROKEN_IMPORT = "from sglang.srt.utils import helper\n"  # SGC101/SGC102 on the bump
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> Path:
+    for relpath, content in files.items():
+        path = root / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return root
+
+
+@pytest.fixture
+def releases(tmp_path: Path) -> tuple[Path, Path]:
+    return write(tmp_path / "old", OLD), write(tmp_path / "new", NEW)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return write(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n",
+                                         "app/__init__.py": "", "app/ok.py": BROKEN_IMPORT})
+
+
+def findings(project: Path, releases: tuple[Path, Path]) -> list[str]:
+    old, new = releases
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+    return [f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}" for d in result.diagnostics]
+
+
+def codes(lines: list[str]) -> list[str]:
+    return [line.split(": ", 1)[0] + ": " + line.split(": ", 1)[1].split(" ", 1)[0] for line in lines]
+
+
+def cli(project: Path, releases: tuple[Path, Path], *extra: str) -> tuple[int, str, str]:
+    """The command line in a fresh process (what a hang or a crash would hit)."""
+    old, new = releases
+    env = checkout_env()
+    env.pop("SGLANG_CONTRACTS_DEBUG", None)
+    done = subprocess.run([sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", str(old),
+                           "--new", str(new), "--no-cache", *extra],
+                          capture_output=True, env=env, timeout=120, cwd=project)
+    return done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
+
+
+OK_FINDING = "app/ok.py:1:30: SGC102"
+
+
+# -- the error boundary --------------------------------------------------------------------
+
+
+def test_a_rule_that_fails_on_one_file_loses_only_that_file(monkeypatch, project, releases) -> None:
+    write(project, {"app/bad.py": BROKEN_IMPORT, "app/zzz.py": BROKEN_IMPORT})
+
+    def flaky(ctx):
+        for facts in sorted(ctx.project.files.values(), key=lambda f: f.path):
+            if facts.path == "app/bad.py":
+                raise KeyError("a bug")
+            yield finding("SGC105", facts, Position(1, 1), "sglang.srt.utils.x", module="m", attr="x",
+                          old="0.1.0", new="0.2.0", hint="")
+
+    monkeypatch.setitem(base.CHECKS, "SGC105", flaky)
+    with pytest.raises(KeyError):  # debugging: the traceback, not a finding
+        findings(project, releases)
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    lines = findings(project, releases)
+    assert [line for line in codes(lines) if line.endswith(("SGC105", "SGC001"))] == [
+        "app/bad.py:1:1: SGC001", "app/ok.py:1:1: SGC105", "app/zzz.py:1:1: SGC105"]
+    (internal,) = [line for line in lines if "SGC001" in line]
+    assert "while rule SGC105 (KeyError: 'a bug')" in internal
+    assert "app/bad.py:1:30: SGC102" in codes(lines)  # the other rules still judge the file
+
+
+def test_an_internal_error_exits_3_even_with_exit_zero(monkeypatch, project, releases) -> None:
+    def broken(ctx):
+        raise RuntimeError("no file in sight")
+        yield
+
+    monkeypatch.setitem(base.CHECKS, "SGC105", broken)
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    monkeypatch.chdir(project)
+    old, new = releases
+    assert main(["check", "--old", str(old), "--new", str(new), "--no-cache", "--exit-zero"]) == 3
+
+
+def test_a_scanner_bug_is_one_sgc001_and_the_other_files_are_checked(monkeypatch, project, releases) -> None:
+    from sglang_contracts.project import scanner
+
+    write(project, {"app/bad.py": BROKEN_IMPORT + "class Odd:\n    pass\n"})
+    real = scanner._ClassSummary
+
+    def broken(node, *args, **kwargs):
+        if node.name == "Odd":
+            raise ValueError("scanner bug")
+        return real(node, *args, **kwargs)
+
+    monkeypatch.setattr(scanner, "_ClassSummary", broken)
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    assert codes(findings(project, releases)) == ["app/bad.py:1:1: SGC001", OK_FINDING]
+
+
+def test_an_upstream_extraction_bug_is_reported_where_the_project_imports_the_module(monkeypatch, project,
+                                                                                    releases) -> None:
+    from sglang_contracts.upstream import extract
+
+    def broken(module_name, relpath, code):
+        if module_name == "sglang.srt.utils":
+            raise AttributeError("extractor bug")
+        return real(module_name, relpath, code)
+
+    real = extract._extract
+    monkeypatch.setattr(extract, "_extract", broken)
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    lines = findings(project, releases)
+    assert codes(lines) == ["app/ok.py:1:30: SGC001"]  # both releases: one finding per place
+    assert "while analyse sglang.srt.utils (AttributeError: extractor bug)" in lines[0]
+
+
+# -- inputs a run must survive ------------------------------------------------------------------
+
+
+def test_d2_a_prose_mention_beside_a_3000_term_expression_is_one_sgc000(project, releases) -> None:
+    deep = "# works with sglang 0.5.22; copied from sglang.srt.utils\nx = " + "+".join(["a"] * 3000) + "\n"
+    write(project, {"app/deep.py": deep, "app/wide.py": "x = " + "+".join(["a"] * 10000) + "\n"})
+    lines = findings(project, releases)
+    assert codes(lines) == ["app/deep.py:1:1: SGC000", OK_FINDING]
+    assert "nested too deeply for Python's parser" in lines[0]
+
+
+def test_d4_odd_coding_cookies_are_read_as_utf8(project, releases, tmp_path) -> None:
+    for codec in ("idna", "punycode", "undefined", "rot13"):
+        write(project, {f"app/c_{codec}.py": f"# coding: {codec}\n" + BROKEN_IMPORT})
+    old, new = releases
+    write(new, {"sglang/srt/cookie.py": "# coding: idna\ndef f(): ...\n"})
+    write(project, {"app/uses_cookie.py": "from sglang.srt.cookie import f\n"})
+    lines = codes(findings(project, releases))
+    assert OK_FINDING in lines and "app/c_idna.py:2:30: SGC102" in lines
+
+
+def test_d5_d15_odd_file_names_are_reported_on_one_printable_line(project, releases) -> None:
+    root = os.fsencode(project / "app")
+    for name in (b"caf\xff.py", b"two\nlines.py"):
+        with open(os.path.join(root, name), "wb") as handle:
+            handle.write(BROKEN_IMPORT.encode())
+    status, out, err = cli(project, releases)
+    assert status == 1, err
+    lines = out.splitlines()
+    assert len(lines) == 3 and all(" SGC102 " in line for line in lines)
+    assert any("caf\\xff.py:1:30:" in line for line in lines)
+    assert any("two\\nlines.py:1:30:" in line for line in lines)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_d6_d7_fifos_and_links_to_devices_are_not_read(project, releases) -> None:
+    for name in ("app/pipe.py", "README.md", "fix.patch", "requirements.txt"):
+        os.mkfifo(project / name)
+    (project / "app" / "zero.py").symlink_to("/dev/zero")
+    (project / "app" / "gone.py").symlink_to(project / "nowhere.py")
+    status, out, err = cli(project, releases)  # a hang is a timeout here, not a passing test
+    assert status == 1, err
+    assert "app/pipe.py:1:1: SGC000 cannot read this file (a FIFO, not a regular file)" in out
+    assert "app/zero.py:1:1: SGC000 cannot read this file (a character device, not a regular file)" in out
+    assert "app/gone.py:1:1: SGC000 cannot read this file (no such file (a dangling link?))" in out
+    assert OK_FINDING in out
+
+
+def test_d8_an_unreadable_python_file_is_a_finding_not_silence(monkeypatch, project, releases) -> None:
+    write(project, {"app/secret.py": BROKEN_IMPORT})
+    real_open = os.open
+
+    def denied(path, flags, *args, **kwargs):
+        if os.fspath(path).endswith("secret.py"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
+    lines = findings(project, releases)
+    assert "app/secret.py:1:1: SGC000 cannot read this file (permission denied); its SGLang contracts are not checked" in lines
+
+
+def test_d9_a_latin1_byte_in_a_pyproject_comment_is_tolerated(project, releases) -> None:
+    (project / "pyproject.toml").write_bytes(b"# caf\xe9\n[project]\nname = 'app'\n")
+    status, out, err = cli(project, releases)
+    assert status == 1, err
+    assert OK_FINDING in out
+
+
+def test_d12_a_python_file_over_the_size_bound_is_one_sgc000(project, releases) -> None:
+    line = b"value = [1, 2, 3, 4, 5, 6, 7, 8, 9]  # sglang.srt generated table\n"
+    write(project, {"app/huge.py": line * (MAX_PYTHON_BYTES // len(line) + 1)})
+    lines = findings(project, releases)
+    assert codes(lines) == ["app/huge.py:1:1: SGC000", OK_FINDING]
+    assert "over the 4.0 MB this tool reads" in lines[0]
