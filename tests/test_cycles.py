@@ -1,0 +1,179 @@
+"""Cycles and deep nesting in the code read (issue 11): every check completes, and still reports
+what it can know.
+
+Each test runs the real check end to end on a tiny upstream release pair and project, with
+SGLANG_CONTRACTS_DEBUG set so that no error boundary could hide a crash.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import sglang_contracts.contracts  # noqa: F401  (registers the checks)
+from sglang_contracts.runner import CheckOptions, run_check
+from test_catalog import upstream_tree, write_tree
+
+REQ_OLD = '''
+from typing import Optional
+
+
+class Req:
+    def __init__(self, rid):
+        self.rid = rid
+        self.next: Optional["Req"] = None
+
+    def finished(self):
+        return False
+'''
+REQ_NEW = '''
+from typing import Optional
+
+
+class Req:
+    def __init__(self, rid):
+        self.rid = rid
+        self.next: Optional["Req"] = None
+'''
+SCHEDULE_BATCH = "sglang/srt/managers/schedule_batch.py"
+
+
+@pytest.fixture(autouse=True)
+def debug(monkeypatch) -> None:
+    monkeypatch.setenv("SGLANG_CONTRACTS_DEBUG", "1")
+
+
+def check(tmp_path: Path, old: dict[str, str], new: dict[str, str], project: dict[str, str]) -> list[str]:
+    old_root = upstream_tree(tmp_path / "old", old, "0.1.0")
+    new_root = upstream_tree(tmp_path / "new", new, "0.2.0")
+    root = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **project})
+    result = run_check([root], CheckOptions(old=str(old_root), new=str(new_root), use_cache=False, workers=1))
+    return sorted(f"{d.path}:{d.line}:{d.col}: {d.code}" for d in result.diagnostics)
+
+
+# -- D1: receiver types that depend on themselves ---------------------------------------------
+
+def test_an_attribute_walked_forward_through_itself_resolves_to_nothing(tmp_path: Path) -> None:
+    """`self.cur = self.cur.next`: the type of `self.cur` is Req or whatever `self.cur.next` is,
+    which depends on `self.cur` itself. The resolver does not solve such equations, so the
+    receiver is unknown and `self.cur.finished()` is not judged (a contract is never judged on
+    a guess). `req.finished()` on the annotated parameter, outside the cycle, still is."""
+    project = {"app/walker.py": '''
+from sglang.srt.managers.schedule_batch import Req
+
+
+class Walker:
+    def __init__(self, req: Req):
+        self.cur = req
+
+    def step(self):
+        self.cur = self.cur.next
+        self.cur.finished()
+
+    def done(self, req: Req):
+        return req.finished()
+'''}
+    assert check(tmp_path, {SCHEDULE_BATCH: REQ_OLD}, {SCHEDULE_BATCH: REQ_NEW}, project) == [
+        "app/walker.py:14:20: SGC321",
+    ]
+
+
+def test_a_lazy_cache_read_and_written_back_through_a_local_resolves_to_nothing(tmp_path: Path) -> None:
+    """`buf = self._buf; self._buf = buf` (sglang 0.5.22's flashmla_backend.py): `_buf` has
+    the type of `_buf`, nothing more is known about it."""
+    project = {"app/cache.py": '''
+from sglang.srt.managers.schedule_batch import Req
+
+
+class Cache:
+    def __init__(self, req: Req):
+        self._buf = None
+        self.req = req
+
+    def get(self):
+        buf = self._buf
+        if buf is None:
+            buf = self._buf
+            self._buf = buf
+        buf.finished()
+        return self.req.finished()
+'''}
+    assert check(tmp_path, {SCHEDULE_BATCH: REQ_OLD}, {SCHEDULE_BATCH: REQ_NEW}, project) == [
+        "app/cache.py:16:25: SGC321",
+    ]
+
+
+def test_an_attribute_assigned_to_itself_keeps_its_other_types(tmp_path: Path) -> None:
+    """`self.r = self.r` adds nothing but a self-reference: `self.r` is a Req from __init__, or
+    itself. With the cycle it is unknown, and nothing read through it is judged."""
+    project = {"app/holder.py": '''
+from sglang.srt.managers.schedule_batch import Req
+
+
+class Holder:
+    def __init__(self, req: Req):
+        self.r = req
+
+    def refresh(self):
+        self.r = self.r
+        return self.r.finished()
+'''}
+    assert check(tmp_path, {SCHEDULE_BATCH: REQ_OLD}, {SCHEDULE_BATCH: REQ_NEW}, project) == []
+
+
+def test_two_classes_in_two_files_typing_each_others_attributes(tmp_path: Path) -> None:
+    """`Left.peer` is `Right.peer`'s type and `Right.peer` is `Left.peer`'s: a cycle across
+    files, so neither is known; `Left.req`, typed plainly, still is."""
+    project = {
+        "app/left.py": '''
+from sglang.srt.managers.schedule_batch import Req
+
+from app.right import Right
+
+
+class Left:
+    def __init__(self, right: Right, req: Req):
+        self.peer = right.peer
+        self.req = req
+
+    def run(self):
+        self.peer.finished()
+        return self.req.finished()
+''',
+        "app/right.py": '''
+from sglang.srt.managers.schedule_batch import Req
+
+
+class Right:
+    def __init__(self, left: "Left"):
+        self.peer = left.peer
+
+    def run(self):
+        return self.peer.finished()
+
+
+from app.left import Left  # noqa: E402
+''',
+    }
+    assert check(tmp_path, {SCHEDULE_BATCH: REQ_OLD}, {SCHEDULE_BATCH: REQ_NEW}, project) == [
+        "app/left.py:14:25: SGC321",
+    ]
+
+
+def test_a_chain_that_walks_the_typed_next_attribute_is_still_judged(tmp_path: Path) -> None:
+    """Without a cycle the guard changes nothing: `self.head.next.finished()` is a Req's."""
+    project = {"app/queue.py": '''
+from sglang.srt.managers.schedule_batch import Req
+
+
+class Queue:
+    def __init__(self, req: Req):
+        self.head = req
+
+    def second(self):
+        return self.head.next.finished()
+'''}
+    assert check(tmp_path, {SCHEDULE_BATCH: REQ_OLD}, {SCHEDULE_BATCH: REQ_NEW}, project) == [
+        "app/queue.py:10:31: SGC321",
+    ]
