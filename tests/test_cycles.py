@@ -177,3 +177,141 @@ class Queue:
     assert check(tmp_path, {SCHEDULE_BATCH: REQ_OLD}, {SCHEDULE_BATCH: REQ_NEW}, project) == [
         "app/queue.py:10:31: SGC321",
     ]
+
+
+# -- D14: cyclic bases and forwarding __init__ ------------------------------------------------
+
+CYCLIC_BASES = '''
+class Base:
+    def __init__(self, size=1):
+        self.size = size
+
+
+class A(B):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+class B(A):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+class Plain(Base):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+'''
+PLAIN_NEW = CYCLIC_BASES.replace("size=1", "capacity=1").replace("self.size = size", "self.size = capacity")
+
+
+def test_upstream_classes_deriving_from_each_other_with_forwarding_inits(tmp_path: Path) -> None:
+    """`A(B)` and `B(A)` each hand `**kwargs` to the other's `__init__`: where a keyword ends
+    up is unknown, so `A(size=2)` is not judged. The same keyword on `Plain`, whose chain ends
+    at `Base.__init__`, is: `size` became `capacity`."""
+    module = "sglang/srt/layers/cyclic.py"
+    project = {"app/build.py": '''
+from sglang.srt.layers.cyclic import A, B, Plain
+
+
+def build():
+    return A(size=2), B(size=2), Plain(size=2)
+'''}
+    assert check(tmp_path, {module: CYCLIC_BASES}, {module: PLAIN_NEW}, project) == [
+        "app/build.py:6:40: SGC201",
+    ]
+
+
+def test_project_classes_deriving_from_each_other_with_forwarding_inits(tmp_path: Path) -> None:
+    """The same cycle in the project, over an upstream base: the project's own ancestry walk
+    stops at the cycle, and the upstream call the project makes is still judged."""
+    module = "sglang/srt/layers/cyclic.py"
+    project = {"app/layers.py": '''
+from sglang.srt.layers.cyclic import Plain
+
+
+class Left(Right, Plain):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+class Right(Left):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+def build():
+    return Left(size=2), Right(size=2), Plain(size=2)
+'''}
+    assert check(tmp_path, {module: CYCLIC_BASES}, {module: PLAIN_NEW}, project) == [
+        "app/layers.py:16:47: SGC201",
+    ]
+
+
+# -- D3: deep nesting (a long method chain) --------------------------------------------------
+
+BACKEND_OLD = '''
+class AttentionBackend:
+    def prepare_prefill_shared_read_snapshot(self):
+        return None
+
+    def init_forward_metadata(self, batch):
+        return batch
+'''
+BACKEND_NEW = '''
+class AttentionBackend:
+    def init_forward_metadata(self, batch):
+        return batch
+'''
+BACKEND = "sglang/srt/layers/attention/base_attn_backend.py"
+
+
+def chain(links: int) -> str:
+    return "f()" + ".a()" * links
+
+
+@pytest.mark.parametrize("links", [200, 600])
+def test_a_named_read_in_a_file_with_a_long_method_chain(tmp_path: Path, links: int) -> None:
+    """The untyped `attention_backend.<attr>` read is found by the receiver's name (SGC322) in a
+    file that also holds a method chain hundreds of calls long, and so do the typed reads."""
+    project = {"app/runner.py": f'''
+from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
+
+
+def snapshot(attention_backend):
+    attention_backend.prepare_prefill_shared_read_snapshot()
+
+
+def typed(backend: AttentionBackend):
+    return backend.prepare_prefill_shared_read_snapshot()
+
+
+def f():
+    return {chain(links)}
+'''}
+    assert check(tmp_path, {BACKEND: BACKEND_OLD}, {BACKEND: BACKEND_NEW}, project) == [
+        "app/runner.py:10:20: SGC321",
+        "app/runner.py:6:23: SGC322",
+    ]
+
+
+def test_an_upstream_method_with_a_long_method_chain_is_still_read(tmp_path: Path) -> None:
+    """A chain of 600 calls in an upstream method: its body is still normalised and hashed, and
+    a method removed beside it still reported."""
+    old = BACKEND_OLD + f"\n    def build(self):\n        return {chain(600)}\n"
+    new = BACKEND_NEW + f"\n    def build(self):\n        return {chain(600)}.b()\n"
+    project = {"app/runner.py": '''
+from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
+
+
+class Backend(AttentionBackend):
+    def build(self):
+        return super().build()
+
+
+def typed(backend: AttentionBackend):
+    return backend.prepare_prefill_shared_read_snapshot()
+'''}
+    assert check(tmp_path, {BACKEND: old}, {BACKEND: new}, project) == [
+        "app/runner.py:11:20: SGC321",
+        "app/runner.py:6:9: SGC303",
+    ]
