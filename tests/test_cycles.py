@@ -315,3 +315,31 @@ def typed(backend: AttentionBackend):
         "app/runner.py:11:20: SGC321",
         "app/runner.py:6:9: SGC303",
     ]
+
+
+# -- the real thing ---------------------------------------------------------------------------
+
+REAL_FILES = ["sglang/srt/layers/attention/flashmla_backend.py", "sglang/srt/models/minimax_m3.py"]
+
+
+def test_sglang_0522s_own_lazy_caches_checked_as_project_files(tmp_path: Path, real_cache: Path) -> None:
+    """sglang 0.5.22's flashmla_backend.py (`buf = self._eager_kv_indices_buf; ...;
+    self._eager_kv_indices_buf = buf`) and models/minimax_m3.py (the same for
+    `_aiter_cos_sin_cache`), copied into a project (at test time, from the wheel) and checked
+    for 0.5.21 -> 0.5.22: the run recursed forever. It completes, and still reports what the
+    files' other, acyclic receivers say."""
+    from sglang_contracts.sources import open_release
+
+    release = open_release("0.5.22", sglang_repo=None, cache=real_cache)
+    project = {"pyproject.toml": "[project]\nname = 'app'\n", "app/__init__.py": ""}
+    for relpath in REAL_FILES:
+        project[f"app/{relpath.rsplit('/', 1)[-1]}"] = release.tree.read_source(relpath)
+    root = write_tree(tmp_path / "project", project)
+    result = run_check([root], CheckOptions(old="0.5.21", new="0.5.22", cache_dir=real_cache, use_cache=False,
+                                            workers=1))
+    found = sorted(f"{d.path}:{d.code}" for d in result.diagnostics)
+    assert "app/flashmla_backend.py:SGC303" in found  # overrides of upstream methods whose bodies changed
+    assert "app/minimax_m3.py:SGC801" in found
+    # The lazily built caches themselves are unknown receivers: nothing is judged through them.
+    lines = {(d.path, d.line) for d in result.diagnostics}
+    assert not {("app/flashmla_backend.py", line) for line in range(147, 154)} & lines
