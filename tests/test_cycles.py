@@ -317,6 +317,87 @@ def typed(backend: AttentionBackend):
     ]
 
 
+# -- re-exports that lead back to themselves, borrowed methods that call each other -----------
+
+def test_project_modules_re_exporting_each_others_names(tmp_path: Path) -> None:
+    """`app.a` takes `Thing` from `app.b` and `app.b` from `app.a`: it stands for nothing
+    upstream, so nothing read through it is judged; `Req`, re-exported once, still is."""
+    project = {
+        "app/a.py": "from app.b import Thing\nfrom sglang.srt.managers.schedule_batch import Req\n",
+        "app/b.py": "from app.a import Thing\n",
+        "app/use.py": '''
+from app.a import Req, Thing
+
+
+def run(req: Req, thing: Thing):
+    thing.finished()
+    return req.finished()
+''',
+    }
+    assert check(tmp_path, {SCHEDULE_BATCH: REQ_OLD}, {SCHEDULE_BATCH: REQ_NEW}, project) == [
+        "app/use.py:7:16: SGC321",
+    ]
+
+
+def test_upstream_modules_re_exporting_each_others_names(tmp_path: Path) -> None:
+    """Upstream re-export and star-import cycles resolve to "unknown", never to "missing": no
+    import is reported for them. The module that still defines `Req` keeps its contracts."""
+    cyclic = {
+        "sglang/srt/one.py": "from sglang.srt.two import Loop\nfrom sglang.srt.three import *\n",
+        "sglang/srt/two.py": "from sglang.srt.one import Loop\n",
+        "sglang/srt/three.py": "from sglang.srt.one import *\n",
+    }
+    project = {"app/use.py": '''
+from sglang.srt.managers.schedule_batch import Req
+from sglang.srt.one import Loop, Starred
+
+
+def run(req: Req, loop: Loop):
+    loop.finished()
+    return req.finished(), Starred
+'''}
+    old = {SCHEDULE_BATCH: REQ_OLD, **cyclic}
+    new = {SCHEDULE_BATCH: REQ_NEW, **cyclic}
+    assert check(tmp_path, old, new, project) == ["app/use.py:8:16: SGC321"]
+
+
+def test_borrowed_methods_that_call_each_other(tmp_path: Path) -> None:
+    """`step` calls `retry`, which calls `step` again: the walk over what borrowed code reads
+    visits each method once, and reports the attribute the new `retry` reads."""
+    scheduler = "sglang/srt/managers/scheduler.py"
+    old = {scheduler: '''
+class Scheduler:
+    def step(self):
+        return self.retry()
+
+    def retry(self):
+        return self.step()
+'''}
+    new = {scheduler: '''
+class Scheduler:
+    def step(self):
+        return self.retry()
+
+    def retry(self):
+        self.grammar_queue.clear()
+        return self.step()
+'''}
+    project = {"app/scheduler.py": '''
+import types
+
+from sglang.srt.managers.scheduler import Scheduler as _Upstream
+
+
+class OmniScheduler:
+    def run(self):
+        return self.step()
+
+    def __getattr__(self, name):
+        return types.MethodType(getattr(_Upstream, name), self)
+'''}
+    assert check(tmp_path, old, new, project) == ["app/scheduler.py:9:21: SGC312"]
+
+
 # -- the real thing ---------------------------------------------------------------------------
 
 REAL_FILES = ["sglang/srt/layers/attention/flashmla_backend.py", "sglang/srt/models/minimax_m3.py"]
