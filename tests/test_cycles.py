@@ -294,6 +294,25 @@ def f():
     ]
 
 
+def test_a_file_nested_too_deep_to_parse_costs_that_file_only(tmp_path: Path) -> None:
+    """3000 links are more than Python's parser can nest: the file is SGC000's to report, and
+    the prose readers (its version note) and the other files' checks carry on."""
+    project = {
+        "app/deep.py": f"# Works with sglang 0.1.0; remove when: sglang>=0.2.0\nimport sglang\nX = {chain(3000)}\n",
+        "app/ok.py": f'''
+from sglang.srt.managers.schedule_batch import Req
+
+
+def f(req: Req, other: "{chain(3000)}"):
+    return req.finished()
+''',
+    }
+    assert check(tmp_path, {SCHEDULE_BATCH: REQ_OLD}, {SCHEDULE_BATCH: REQ_NEW}, project) == [
+        "app/deep.py:1:1: SGC000",
+        "app/ok.py:6:16: SGC321",
+    ]
+
+
 def test_an_upstream_method_with_a_long_method_chain_is_still_read(tmp_path: Path) -> None:
     """A chain of 600 calls in an upstream method: its body is still normalised and hashed, and
     a method removed beside it still reported."""

@@ -65,7 +65,7 @@ def annotation_types(node: ast.AST | None) -> tuple[str, ...]:
     if (text := string_value(node)) is not None:
         try:
             return annotation_types(parse_quietly(text.strip(), mode="eval").body)
-        except (SyntaxError, ValueError):  # not an expression: a comment-like string annotation
+        except (SyntaxError, ValueError, RecursionError):  # not an expression (a comment-like string), or too deep
             return ()
     if isinstance(node, ast.Subscript):
         wrapper = (full_name(node.value) or "").rsplit(".", 1)[-1]

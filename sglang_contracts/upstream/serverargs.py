@@ -59,7 +59,7 @@ def _namespace_list(code: str) -> tuple[list[str], dict[str, int]]:
     class-level annotated names of the module's own `class ServerArgs` (with their lines)."""
     try:
         tree = parse_quietly(code)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return [], {}
     lists: dict[str, list[str]] = {}
     collected: list[str] = []
