@@ -160,7 +160,7 @@ def source_text(model: UpstreamModel, dotted: str) -> str | None:
     path = target.origin[len(module) + 1:].split(".")
     try:
         node: ast.AST = parse_quietly(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return None
     for part in path:
         node = next((child for child in getattr(node, "body", []) if getattr(child, "name", None) == part), None)

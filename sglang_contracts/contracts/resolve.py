@@ -123,6 +123,9 @@ class Resolver:
         # Many facts share a receiver (`self.x` across a class's methods) and several checks
         # ask about the same ones: each is resolved once per file and release.
         self._receivers: dict[tuple[str, Receiver], tuple[Instance, ...] | None] = {}
+        # Receivers being resolved: one met again while it is resolved depends on itself
+        # (`self.cur = self.cur.next`, two classes typing each other's attributes).
+        self._resolving: set[tuple[str, Receiver]] = set()
 
     def _upstream_bases(self, cls: ProjectClass) -> tuple[str, ...]:
         """Origins of the upstream classes a project class derives from, in this release."""
@@ -254,11 +257,23 @@ class Resolver:
         return self._from_upstream_types(types) or None
 
     def receiver(self, facts: FileFacts, receiver: Receiver) -> tuple[Instance, ...] | None:
-        """The instances a receiver (its types, then its attribute walk) stands for."""
+        """The instances a receiver (its types, then its attribute walk) stands for. A receiver
+        whose types depend on its own is unknown: the resolver solves no recursive equations.
+        Since any unknown alternative makes a receiver unknown, every receiver on such a cycle
+        resolves to None, whichever of them is asked first, so what is cached does not depend
+        on the order of the questions."""
         key = (facts.path, receiver)
-        if key not in self._receivers:
-            self._receivers[key] = self._receiver(facts, receiver)
-        return self._receivers[key]
+        if key in self._receivers:
+            return self._receivers[key]
+        if key in self._resolving:
+            return None
+        self._resolving.add(key)
+        try:
+            found = self._receiver(facts, receiver)
+        finally:
+            self._resolving.discard(key)
+        self._receivers[key] = found
+        return found
 
     def _receiver(self, facts: FileFacts, receiver: Receiver) -> tuple[Instance, ...] | None:
         if any(kind.startswith(("C:", "U:")) for kind in receiver.types):

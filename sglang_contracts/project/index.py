@@ -156,16 +156,28 @@ class ProjectIndex:
         return self.upstream_path(target, _depth + 1)
 
     def upstream_path(self, dotted: str, _depth: int = 0) -> str | None:
-        """The upstream path that a dotted path stands for, seen through the project's re-exports."""
-        if is_upstream(dotted):
-            return dotted
-        parts = dotted.split(".")
-        for split in range(len(parts) - 1, 0, -1):
-            owner = ".".join(parts[:split])
-            if owner in self.exports:
-                head = self.resolve_local(owner, parts[split], _depth)
-                return head and ".".join([head, *parts[split + 1 :]])
-        return None
+        """The upstream path that a dotted path stands for, seen through the project's re-exports:
+        followed hop by hop (a loop, not recursion), at most 20 hops, and never through the
+        same re-export twice (modules re-exporting each other's names lead nowhere)."""
+        after: list[str] = []  # the names written after each re-exported one, the last hop's first
+        seen: set[tuple[str, str]] = set()
+        depth = _depth
+        while not is_upstream(dotted):
+            parts = dotted.split(".")
+            for split in range(len(parts) - 1, 0, -1):
+                owner = ".".join(parts[:split])
+                if owner in self.exports:
+                    break
+            else:
+                return None
+            name = parts[split]
+            target = self.exports[owner].get(name)
+            if target is None or depth > 20 or (owner, name) in seen:
+                return None
+            seen.add((owner, name))
+            after = [*parts[split + 1 :], *after]
+            dotted, depth = target, depth + 1
+        return ".".join([dotted, *after])
 
 
 @lru_cache(maxsize=1)

@@ -83,8 +83,13 @@ def _fingerprint() -> str:
     return code_fingerprint(sys.modules[__name__])
 
 
-class _ReadFinder(ast.NodeVisitor):
-    """Loads of `<receiver>.<attr>` whose receiver is untyped where it is read."""
+class _ReadFinder:
+    """Loads of `<receiver>.<attr>` whose receiver is untyped where it is read.
+
+    The tree is walked with a stack, not by recursion: a long method chain (`f().a().a()...`)
+    nests one node per link, deeper than Python's recursion limit allows a visitor to go."""
+
+    _LEAVE = object()  # on the stack after a function's nodes: its typed names are popped there
 
     def __init__(self, receiver: str, attr: str, positions: SourcePositions) -> None:
         self.receiver = receiver
@@ -93,24 +98,27 @@ class _ReadFinder(ast.NodeVisitor):
         self.typed: list[set[str]] = [set()]  # per enclosing function: names the code gives a type
         self.found: list[Position] = []
 
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        arguments = node.args
-        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
-        typed = {argument.arg for argument in every if argument is not None and argument.annotation is not None}
-        self.typed.append(typed | _typed_in_body(node))
-        self.generic_visit(node)
-        self.typed.pop()
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_Module(self, node: ast.Module) -> None:
-        self.typed[0] = _typed_in_body(node)
-        self.generic_visit(node)
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr == self.attr and isinstance(node.ctx, ast.Load) and self._is_untyped_receiver(node.value):
-            self.found.append(self.positions.attribute_name(node))
-        self.generic_visit(node)
+    def visit(self, tree: ast.AST) -> None:
+        """Every node in source order, depth first (what ast.NodeVisitor.generic_visit visits)."""
+        pending: list[object] = [tree]
+        while pending:
+            node = pending.pop()
+            if node is self._LEAVE:
+                self.typed.pop()
+                continue
+            if isinstance(node, ast.Module):
+                self.typed[0] = _typed_in_body(node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                arguments = node.args
+                every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg,
+                         arguments.kwarg]
+                typed = {argument.arg for argument in every if argument is not None and argument.annotation is not None}
+                self.typed.append(typed | _typed_in_body(node))
+                pending.append(self._LEAVE)
+            elif isinstance(node, ast.Attribute):
+                if node.attr == self.attr and isinstance(node.ctx, ast.Load) and self._is_untyped_receiver(node.value):
+                    self.found.append(self.positions.attribute_name(node))
+            pending.extend(reversed(list(ast.iter_child_nodes(node))))
 
     def _is_untyped_receiver(self, value: ast.expr) -> bool:
         if isinstance(value, ast.Attribute):

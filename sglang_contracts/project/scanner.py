@@ -118,10 +118,13 @@ def _is_type_checking(test: ast.AST) -> bool:
 
 
 def _in_order(node: ast.AST):
-    """The node and everything below it, depth first in source order (ast.walk is breadth first)."""
-    yield node
-    for child in ast.iter_child_nodes(node):
-        yield from _in_order(child)
+    """The node and everything below it, depth first in source order (ast.walk is breadth first);
+    with a stack, as deep as the tree goes."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        yield current
+        pending.extend(reversed(list(ast.iter_child_nodes(current))))
 
 
 def _getattr_probe(method: Function, parameter: str) -> tuple[list[str], list[str]]:
@@ -251,9 +254,24 @@ class _Collector:
         }
 
     def visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.expr):
+            self._visit_expression(node)
+            return
         visitor = self._visitors.get(type(node))
         if visitor is None or visitor(node) is not False:
             self._children(node)
+
+    def _visit_expression(self, root: ast.expr) -> None:
+        """An expression and everything in it, in the order `visit` would go, with a stack: an
+        expression nests a node per link of a method chain (`f().a().a()...`) or per operand
+        of an operator, deeper than recursion may go. Statements nest no deeper than their
+        indentation, and no visitor of an expression does anything after its children."""
+        pending: list[ast.AST] = [root]
+        while pending:
+            node = pending.pop()
+            visitor = self._visitors.get(type(node))
+            if visitor is None or visitor(node) is not False:
+                pending.extend(reversed(list(ast.iter_child_nodes(node))))
 
     def _children(self, node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):

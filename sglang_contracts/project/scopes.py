@@ -24,16 +24,19 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 def full_name(node: ast.AST | None) -> str | None:
     """`a.b.c` as written; a call or a subscript is named by what it calls or subscripts
     (`a.b(...)` -> "a.b", `Generic[T]` -> "Generic"); None for anything else."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        owner = full_name(node.value)
-        return f"{owner}.{node.attr}" if owner else None
-    if isinstance(node, ast.Call):
-        return full_name(node.func)
-    if isinstance(node, ast.Subscript):
-        return full_name(node.value)
-    return None
+    attrs: list[str] = []  # a loop, not recursion: a method chain may be thousands of links long
+    while True:
+        if isinstance(node, ast.Name):
+            return ".".join([node.id, *reversed(attrs)])
+        if isinstance(node, ast.Attribute):
+            attrs.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            return None
 
 
 def string_value(node: ast.AST | None) -> str | None:
@@ -49,11 +52,20 @@ def annotation_types(node: ast.AST | None) -> tuple[str, ...]:
         name = full_name(node)
         return () if not name or name in NOT_A_TYPE else (f"T:{name}",)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return annotation_types(node.left) + annotation_types(node.right)
+        # `A | B | C` nests to the left, an operand per level: its operands are listed in a loop.
+        operands: list[ast.AST] = []
+        pending: list[ast.AST] = [node]
+        while pending:
+            current = pending.pop()
+            if isinstance(current, ast.BinOp) and isinstance(current.op, ast.BitOr):
+                pending += [current.right, current.left]
+            else:
+                operands.append(current)
+        return tuple(kind for operand in operands for kind in annotation_types(operand))
     if (text := string_value(node)) is not None:
         try:
             return annotation_types(parse_quietly(text.strip(), mode="eval").body)
-        except (SyntaxError, ValueError):  # not an expression: a comment-like string annotation
+        except (SyntaxError, ValueError, RecursionError):  # not an expression (a comment-like string), or too deep
             return ()
     if isinstance(node, ast.Subscript):
         wrapper = (full_name(node.value) or "").rsplit(".", 1)[-1]
@@ -166,18 +178,24 @@ class _Bindings:
         return derived_types(prefix, node, self.table.typed())
 
     def _target(self, target: ast.AST, types: tuple[str, ...] | None) -> None:
-        if isinstance(target, ast.Name):
-            self.table.bind(target.id, types)
-        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                and target.value.id == self.receiver:
-            self.attribute_bindings.append((target.attr, types))
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            for element in target.elts:
-                self._target(element, POISON)
-        elif isinstance(target, ast.Starred):
-            self._target(target.value, POISON)
+        """Bind an assignment target; what a tuple or list target unpacks is untyped (its
+        elements are taken in order with a stack, however deep the nesting)."""
+        pending: list[tuple[ast.AST, tuple[str, ...] | None]] = [(target, types)]
+        while pending:
+            target, types = pending.pop()
+            if isinstance(target, ast.Name):
+                self.table.bind(target.id, types)
+            elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    and target.value.id == self.receiver:
+                self.attribute_bindings.append((target.attr, types))
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                pending.extend((element, POISON) for element in reversed(target.elts))
+            elif isinstance(target, ast.Starred):
+                pending.append((target.value, POISON))
 
     def walk(self, statements: list[ast.stmt]) -> None:
+        """Statements and the blocks in them: recursive, but blocks nest no deeper than the
+        tokenizer's 100 indentation levels."""
         for statement in statements:
             self._statement(statement)
 

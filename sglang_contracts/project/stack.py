@@ -263,7 +263,7 @@ def prose_pieces(text: str) -> Iterator[tuple[str, int, int, str]]:
     try:
         docstrings = _docstring_starts(parse_quietly(text))
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (SyntaxError, tokenize.TokenError, ValueError):
+    except (SyntaxError, tokenize.TokenError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return
     for token in tokens:
         if token.type == tokenize.COMMENT:

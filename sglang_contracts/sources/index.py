@@ -116,14 +116,15 @@ class WheelTree(ReleaseTree):
         return sorted(names) if names is not None else None
 
     def iter_files(self, under: str) -> Iterator[str]:
-        """Depth first, each folder's files before its subfolders, in name order (as os.walk)."""
-        folder = under.strip("/")
-        names = sorted(self.folders.get(folder, ()))
-        paths = [f"{folder}/{name}" if folder else name for name in names]
-        yield from (path for path in paths if path in self.members)
-        for path in paths:
-            if path in self.folders:
-                yield from self.iter_files(path)
+        """Depth first, each folder's files before its subfolders, in name order (as os.walk);
+        folders are taken from a stack, not by recursion."""
+        pending = [under.strip("/")]
+        while pending:
+            folder = pending.pop()
+            names = sorted(self.folders.get(folder, ()))
+            paths = [f"{folder}/{name}" if folder else name for name in names]
+            yield from (path for path in paths if path in self.members)
+            pending.extend(reversed([path for path in paths if path in self.folders]))
 
     def content_key(self, relpath: str) -> str:
         """The SHA-256 the wheel's RECORD lists for the file (what reading and hashing it gives,

@@ -80,8 +80,43 @@ def _statements(node: AnyFunction) -> list[ast.stmt]:
     return statements
 
 
+def unparsed(node: ast.AST) -> str:
+    """`ast.unparse`, or for a node nested deeper than it can recurse (a method chain of
+    hundreds of calls) the node's structure, written out with a stack on one line: the same
+    code gives the same text either way."""
+    try:
+        return ast.unparse(node)
+    except RecursionError:
+        return _dumped(node)
+
+
+def _dumped(node: ast.AST) -> str:
+    """The node's type and fields, all of them, much as `ast.dump` writes them, walked with a
+    stack instead of recursion."""
+    parts: list[str] = []
+    pending: list[tuple[bool, object]] = [(False, node)]  # (is it text to write as it is, item)
+    while pending:
+        literal, item = pending.pop()
+        if literal:
+            parts.append(item)  # type: ignore[arg-type]
+        elif isinstance(item, ast.AST):
+            inner: list[tuple[bool, object]] = [(True, f"{type(item).__name__}(")]
+            for index, name in enumerate(item._fields):
+                inner += [(True, f"{', ' if index else ''}{name}="), (False, getattr(item, name, None))]
+            pending.extend(reversed([*inner, (True, ")")]))
+        elif isinstance(item, list):
+            inner = [(True, "[")]
+            for index, element in enumerate(item):
+                inner += [(True, ", ")] if index else []
+                inner.append((False, element))
+            pending.extend(reversed([*inner, (True, "]")]))
+        else:
+            parts.append(repr(item))
+    return "".join(parts)
+
+
 def normalised_lines(node: AnyFunction) -> list[str]:
-    text = "\n".join(ast.unparse(statement) for statement in _statements(node))  # a docstring edit changes nothing
+    text = "\n".join(unparsed(statement) for statement in _statements(node))  # a docstring edit changes nothing
     return [_line_hash(line) for line in text.splitlines() if line.strip()]
 
 
@@ -95,8 +130,8 @@ def _self_attribute(node: ast.AST, receiver: str) -> str | None:
 def _tested(test: ast.expr) -> tuple[ast.expr, str] | None:
     """(what, "none") for `what is None`, (what, "falsy") for `not what`; a test `a or b`
     holds whenever `a` does, so its first operand counts."""
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return _tested(test.values[0])
+    while isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        test = test.values[0]
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return test.operand, "falsy"
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
@@ -136,7 +171,7 @@ def _decorator_name(decorator: ast.expr) -> str:
         return decorator.id
     if isinstance(decorator, ast.Attribute):
         return decorator.attr
-    return ast.unparse(decorator).rsplit(".", 1)[-1]  # rare: a call or any other expression
+    return unparsed(decorator).rsplit(".", 1)[-1]  # rare: a call or any other expression
 
 
 def _receiver_name(node: AnyFunction) -> str | None:
@@ -260,23 +295,18 @@ def _read_before_written(node: AnyFunction, receiver: str, candidates: set[str])
     """Which of `candidates`, attributes of `self` that the body both reads and sets, it reads
     first in source order (the right-hand side of an assignment counts before its target)."""
     first: dict[str, bool] = {}  # attribute -> its first access is a read
-
-    def visit(child: ast.AST) -> None:
+    pending: list[ast.AST] = list(reversed(node.body))  # a stack: the next node to visit on top
+    while pending:
+        child = pending.pop()
         if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             if isinstance(child, ast.AugAssign) and (name := _self_attribute(child.target, receiver)) is not None:
                 first.setdefault(name, True)  # `self.x += 1` reads x first
-            if child.value is not None:
-                visit(child.value)
-            for target in child.targets if isinstance(child, ast.Assign) else [child.target]:
-                visit(target)
-            return
+            targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+            pending.extend(reversed([*([child.value] if child.value is not None else []), *targets]))
+            continue
         if (name := _self_attribute(child, receiver)) is not None:
             first.setdefault(name, isinstance(child.ctx, ast.Load))
-        for grandchild in ast.iter_child_nodes(child):
-            visit(grandchild)
-
-    for statement in node.body:
-        visit(statement)
+        pending.extend(reversed(list(ast.iter_child_nodes(child))))
     return {attr for attr, is_read in first.items() if is_read and attr in candidates}
 
 

@@ -49,6 +49,22 @@ def _binding(member) -> dict[str, Any]:
     return {"kind": kind, "line": member.lineno or 0}
 
 
+def _union_operands(expression) -> list:
+    """The operands of `A | B | C`, left to right: the expression nests to the left, a level per
+    operand, and is taken apart in a loop."""
+    import griffe
+
+    operands = []
+    pending = [expression]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, griffe.ExprBinOp) and current.operator == "|":
+            pending += [current.right, current.left]
+        else:
+            operands.append(current)
+    return operands
+
+
 def annotation_types(expression) -> list[str]:
     """The classes an annotation admits: `Optional[T]`, `T | None`, `Union[A, B]` and `"T"` unwrap;
     containers (`list[T]`) and anything else admit nothing we can follow."""
@@ -58,7 +74,7 @@ def annotation_types(expression) -> list[str]:
         path = expression.canonical_path
         return [] if path in ("None", "typing.Any", "Any") else [path]
     if isinstance(expression, griffe.ExprBinOp) and expression.operator == "|":
-        return annotation_types(expression.left) + annotation_types(expression.right)
+        return [path for operand in _union_operands(expression) for path in annotation_types(operand)]
     if isinstance(expression, griffe.ExprSubscript) and isinstance(expression.left, (griffe.ExprName, griffe.ExprAttribute)):
         if expression.left.canonical_path.rsplit(".", 1)[-1] in UNION_WRAPPERS:
             inner = expression.slice
@@ -72,7 +88,7 @@ def element_types(expression) -> list[str]:
     import griffe
 
     if isinstance(expression, griffe.ExprBinOp) and expression.operator == "|":
-        return element_types(expression.left) + element_types(expression.right)
+        return [path for operand in _union_operands(expression) for path in element_types(operand)]
     if not isinstance(expression, griffe.ExprSubscript) or not isinstance(expression.left, (griffe.ExprName, griffe.ExprAttribute)):
         return []
     wrapper = expression.left.canonical_path.rsplit(".", 1)[-1]

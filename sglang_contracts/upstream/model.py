@@ -108,16 +108,18 @@ class Signature:
     def accepts_forwarded(self, keyword: str) -> bool | None:
         """Whether a keyword that only `**kwargs` takes reaches a parameter, through the
         forwarding chain; None when the chain ends in `**kwargs` nobody follows."""
-        target = self.forwarded
-        if target is None:
-            return None
-        if keyword in self.filled:
-            return False  # the body passes it itself: a second value is a TypeError
-        if keyword in {name for name, kind, _ in target.params if kind in ("pk", "ko")}:
-            return True
-        if any(kind == "vk" for _, kind, _ in target.params):
-            return target.accepts_forwarded(keyword)
-        return False
+        current: Signature = self
+        while True:  # the chain is finite: each signature holds the next, built before it
+            target = current.forwarded
+            if target is None:
+                return None
+            if keyword in current.filled:
+                return False  # the body passes it itself: a second value is a TypeError
+            if keyword in {name for name, kind, _ in target.params if kind in ("pk", "ko")}:
+                return True
+            if not any(kind == "vk" for _, kind, _ in target.params):
+                return False
+            current = target
 
 
 @dataclass
@@ -372,13 +374,16 @@ class UpstreamModel:
         that cannot be resolved) may define more members."""
         order: list[str] = []
         open_ended = False
-
-        def visit(current: str, depth: int) -> None:
-            nonlocal open_ended
+        # Depth first, bases left to right (a stack, not recursion); a class met again (bases
+        # that derive from each other) is not entered twice.
+        pending: list[tuple[str, int]] = [(origin, 0)]
+        while pending:
+            current, depth = pending.pop()
             record = self.class_record(current)
             if record is None or current in order or depth > 30:
-                return
+                continue
             order.append(current)
+            bases = []
             for base in record["bases"]:
                 if base in NEUTRAL_BASES or base.split("[")[0] in NEUTRAL_BASES:
                     continue
@@ -386,9 +391,8 @@ class UpstreamModel:
                 if resolved is None:
                     open_ended = True
                 else:
-                    visit(resolved, depth + 1)
-
-        visit(origin, 0)
+                    bases.append((resolved, depth + 1))
+            pending.extend(reversed(bases))
         return tuple(order), open_ended
 
     def _member(self, origin: str, name: str) -> Member | None:
@@ -449,17 +453,34 @@ class UpstreamModel:
         return Signature(tuple(ordered), owner, dataclass=True)
 
     def method_signature(self, member: Member, bound: bool) -> Signature:
-        """A method's parameters as a call sees them; `bound` drops `self`/`cls`."""
+        """A method's parameters as a call sees them; `bound` drops `self`/`cls`. Where its
+        body hands `**kwargs` on to the next class's method, that one's signature is followed,
+        and so on up the chain. A chain that comes back to a method already on it (classes
+        deriving from each other) ends there with `**kwargs` nobody follows: where a keyword
+        lands is unknown."""
+        chain = [member]
+        while True:
+            forward = chain[-1].record.get("forwards")
+            target = self._next_definition(chain[-1].owner, chain[-1].name) if forward else None
+            if target is None or any((target.owner, target.name) == (m.owner, m.name) for m in chain):
+                break
+            chain.append(target)
+        # Built from the end of the chain back: each signature holds the next one's.
+        signature: Signature | None = None
+        for index in range(len(chain) - 1, -1, -1):
+            signature = self._signature(chain[index], bound=bound if index == 0 else True, forwarded=signature)
+        return signature
+
+    @staticmethod
+    def _signature(member: Member, bound: bool, forwarded: Signature | None) -> Signature:
         params = [tuple(p) for p in member.record.get("params", [])]
         decorators = member.record.get("decorators", [])
         drop_first = "staticmethod" not in decorators and (bound or "classmethod" in decorators)
         if drop_first and params and params[0][1] in ("po", "pk"):
             params = params[1:]
         forward = member.record.get("forwards")
-        target = self._next_definition(member.owner, member.name) if forward else None
-        if target is None:
+        if forwarded is None:
             return Signature(tuple(params), f"{member.owner}.{member.name}")
-        forwarded = self.method_signature(target, bound=True)
         positional = [name for name, kind, _ in forwarded.params if kind in ("po", "pk")][: forward[0]]
         return Signature(tuple(params), f"{member.owner}.{member.name}", forwarded=forwarded,
                          filled=frozenset([*positional, *forward[1]]))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from sglang_contracts.errors import ContractsError
 from sglang_contracts.pysource import parse_quietly
+from sglang_contracts.upstream.bodies import unparsed
 from sglang_contracts.upstream.model import UpstreamModel
 
 SERVER_ARGS = "sglang.srt.server_args.ServerArgs"
@@ -58,14 +59,14 @@ def _namespace_list(code: str) -> tuple[list[str], dict[str, int]]:
     class-level annotated names of the module's own `class ServerArgs` (with their lines)."""
     try:
         tree = parse_quietly(code)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return [], {}
     lists: dict[str, list[str]] = {}
     collected: list[str] = []
     own: dict[str, int] = {}
     for statement in tree.body:
         if isinstance(statement, ast.Assign) and isinstance(statement.value, (ast.List, ast.Tuple)):
-            names = [ast.unparse(element) for element in statement.value.elts
+            names = [unparsed(element) for element in statement.value.elts
                      if isinstance(element, (ast.Name, ast.Attribute))]
             for target in statement.targets:
                 if isinstance(target, ast.Name):
@@ -73,10 +74,10 @@ def _namespace_list(code: str) -> tuple[list[str], dict[str, int]]:
         if isinstance(statement, ast.ClassDef) and statement.name == "ServerArgs":
             for item in statement.body:
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
-                        and "ClassVar" not in ast.unparse(item.annotation):
+                        and "ClassVar" not in unparsed(item.annotation):
                     own[item.target.id] = item.lineno
         for node in ast.walk(statement) if isinstance(statement, (ast.Assign, ast.Expr)) else ():
-            if isinstance(node, ast.Call) and ast.unparse(node.func).rsplit(".", 1)[-1] == COLLECTOR \
+            if isinstance(node, ast.Call) and unparsed(node.func).rsplit(".", 1)[-1] == COLLECTOR \
                     and node.args and isinstance(node.args[0], ast.Name):
                 collected.append(node.args[0].id)
     return [name for listed in collected for name in lists.get(listed, [])], own
