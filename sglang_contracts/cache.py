@@ -24,6 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from sglang_contracts.errors import shown
+
 # Bump when the shape of any cached record changes: old entries are then ignored.
 SCHEMA_VERSION = 2
 HEADER = "sglang-contracts-cache/{schema} {key} blake2b="
@@ -60,6 +62,20 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def data_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def why_unwritable(folder: Path, error: OSError) -> str:
+    """What stops `folder` being written: the first of it and its parents that exists and is
+    not a folder, or the system's reason."""
+    for path in (folder, *folder.parents):
+        try:
+            if path.exists():
+                if not path.is_dir():
+                    return f"{shown(path)} is not a folder"
+                break
+        except (OSError, ValueError):
+            continue
+    return error.strerror or type(error).__name__
 
 
 class JsonCache:

@@ -79,3 +79,12 @@ def test_the_fallback_folder_is_removed_when_the_process_ends(published, tmp_pat
     assert completed.returncode == 1 and completed.stdout
     assert completed.stderr.count("\n") == 1 and "/dev/null is not a folder" in completed.stderr
     assert list(scratch.iterdir()) == []
+
+
+def test_a_baseline_that_cannot_be_written_is_one_error_line_naming_it(check, tmp_path: Path) -> None:
+    plain = tmp_path / "plain-file"
+    plain.write_text("")
+    result = check("--write-baseline", str(plain / "baseline.json"))
+    assert (result.status, result.out) == (2, "")
+    assert result.err == (f"sglang-contracts: error: {plain / 'baseline.json'}: cannot write the baseline "
+                          f"({plain} is not a folder)\n")

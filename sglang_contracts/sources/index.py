@@ -40,7 +40,7 @@ from typing import Iterator
 from packaging.version import InvalidVersion, Version
 
 from sglang_contracts import progress
-from sglang_contracts.cache import atomic_write_bytes
+from sglang_contracts.cache import atomic_write_bytes, why_unwritable
 from sglang_contracts.errors import SourceError, shown
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang
 
@@ -100,22 +100,8 @@ class _Unwritable(Exception):
     """The folder a download must go to cannot be created or written."""
 
     def __init__(self, folder: Path, error: OSError) -> None:
-        super().__init__(f"{shown(folder)} ({_why_unwritable(folder, error)})")
+        super().__init__(f"{shown(folder)} ({why_unwritable(folder, error)})")
         self.folder = folder
-
-
-def _why_unwritable(folder: Path, error: OSError) -> str:
-    """What stops `folder` being written: the first of it and its parents that exists and is
-    not a folder, or the system's reason."""
-    for path in (folder, *folder.parents):
-        try:
-            if path.exists():
-                if not path.is_dir():
-                    return f"{shown(path)} is not a folder"
-                break
-        except (OSError, ValueError):
-            continue
-    return error.strerror or type(error).__name__
 
 
 UNREACHABLE_MARKERS = ("NewConnectionError", "Could not fetch URL", "ConnectTimeout", "ReadTimeout",
