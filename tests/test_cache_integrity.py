@@ -85,3 +85,24 @@ def test_one_flipped_digit_is_rebuilt_and_the_findings_equal_a_clean_run(publish
             path.unlink()
     assert run(capsys, project, cache) == clean
     assert records(cache) == written  # every damaged record was rebuilt as it was
+
+
+def test_two_runs_at_once_share_one_fresh_cache(published, capsys) -> None:
+    """Both download, write and read the same records at the same time; both report the same
+    findings, and every record they leave reads back under its key."""
+    import subprocess
+    import sys
+
+    from conftest import checkout_env
+
+    project, options = published
+    command = [sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", "0.9.0", "--new", "0.9.1",
+               "--cache-dir", str(options.cache_dir), "-q"]
+    started = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=checkout_env()) for _ in range(2)]
+    outputs = [process.communicate() for process in started]  # both run meanwhile
+    results = [(process.returncode, out, err) for process, (out, err) in zip(started, outputs)]
+    assert results[0] == results[1] and results[0][0] == 1 and results[0][2] == ""
+    assert all(valid(path) for path in records(options.cache_dir))
+    assert len(list((options.cache_dir / "wheels").glob("sglang-*.whl"))) == 2
+    assert run(capsys, project, options.cache_dir)[1] == results[0][1]
