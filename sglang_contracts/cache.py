@@ -2,24 +2,37 @@
 
 Every entry is written atomically and read defensively: an entry that does not decode,
 or was written by another schema version, is treated as absent and rebuilt.
+
+A record must also prove it belongs to its key, since a record that still parses is not
+necessarily the one that was written there (a file copied or moved between keys, a digit
+flipped on disk). Each record file is one header line, then the JSON data:
+
+    sglang-contracts-cache/<schema> <key> blake2b=<digest of the data bytes>\n<data>
+
+The header is checked before anything is parsed: the schema and the key must be the ones
+asked for, and the digest is taken over the raw data bytes, so a damaged record costs a hash,
+not a JSON parse. Anything else reads as missing; the caller rebuilds the data and its put()
+overwrites the record.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from sglang_contracts.errors import shown
+
 # Bump when the shape of any cached record changes: old entries are then ignored.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+HEADER = "sglang-contracts-cache/{schema} {key} blake2b="
 
 
 def code_fingerprint(*modules) -> str:
     """A digest of the extractor code itself, so changing an extractor invalidates its entries."""
-    import hashlib
-
     digest = hashlib.sha256(str(SCHEMA_VERSION).encode())
     for module in modules:
         digest.update(Path(module.__file__).read_bytes())
@@ -47,8 +60,27 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def data_digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def why_unwritable(folder: Path, error: OSError) -> str:
+    """What stops `folder` being written: the first of it and its parents that exists and is
+    not a folder, or the system's reason."""
+    for path in (folder, *folder.parents):
+        try:
+            if path.exists():
+                if not path.is_dir():
+                    return f"{shown(path)} is not a folder"
+                break
+        except (OSError, ValueError):
+            continue
+    return error.strerror or type(error).__name__
+
+
 class JsonCache:
-    """A folder of JSON records addressed by key; corrupt or stale records read as missing."""
+    """A folder of JSON records addressed by key; corrupt, stale or misplaced records read as
+    missing (see the module's docstring for the format)."""
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
@@ -61,18 +93,24 @@ class JsonCache:
         if self.folder is None:
             return None
         try:
-            record = json.loads(self._path(key).read_bytes())
-        except (OSError, ValueError):
+            raw = self._path(key).read_bytes()
+        except (OSError, ValueError):  # ValueError: a key no file name can hold
             return None
-        if not isinstance(record, dict) or record.get("schema") != SCHEMA_VERSION:
+        header, newline, body = raw.partition(b"\n")
+        expected = HEADER.format(schema=SCHEMA_VERSION, key=key).encode()
+        if not newline or not header.startswith(expected) or header[len(expected):] != data_digest(body).encode():
+            return None  # another schema, another key's record, or damaged data
+        try:
+            return json.loads(body)
+        except ValueError:
             return None
-        return record.get("data")
 
     def put(self, key: str, data: Any) -> None:
         if self.folder is None:
             return
-        payload = json.dumps({"schema": SCHEMA_VERSION, "data": data}, separators=(",", ":"))
+        body = json.dumps(data, separators=(",", ":")).encode()
+        header = HEADER.format(schema=SCHEMA_VERSION, key=key) + data_digest(body)
         try:
-            atomic_write_bytes(self._path(key), payload.encode())
-        except OSError:
-            pass  # a read-only or full cache slows the next run down; it must not fail this one
+            atomic_write_bytes(self._path(key), header.encode() + b"\n" + body)
+        except (OSError, ValueError):  # a read-only or full cache slows the next run down; it must not fail this one
+            pass

@@ -79,6 +79,9 @@ def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
     from sglang_contracts.config import find_config, with_source
     from sglang_contracts.runner import CheckOptions, project_root_for
 
+    for flag, given in (("--old", args.old), ("--new", args.new)):
+        if given is not None and not given.strip():  # as a path, '' would be the current directory
+            raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
     config = find_config(project_root_for(args.paths), args.config)
     paths = args.paths or [config.folder / p for p in config.get("paths", [])]
     source = config.get("source")

@@ -33,6 +33,13 @@ def _string(value: Any) -> str:
     return value
 
 
+def _release(value: Any) -> str:
+    """`old`/`new`: never empty, which as a path would be the configuration's own folder."""
+    if not _string(value).strip():
+        raise _Invalid("is empty (give an SGLang version, a git ref, or a directory)")
+    return value
+
+
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
         raise _Invalid("must be true or false")
@@ -87,8 +94,8 @@ def _code_key(key: str) -> str:
 KEYS: dict[str, Callable[[Any], Any]] = {
     "paths": _strings,
     "exclude": _strings,
-    "old": _string,
-    "new": _string,
+    "old": _release,
+    "new": _release,
     "source": _choice(*SOURCES),
     "sglang-repo": _string,
     "select": _codes,
@@ -131,7 +138,11 @@ class Config:
         if kind == "dir" and rest and not Path(rest).is_absolute():
             return f"dir:{self.folder / rest}"
         candidate = self.folder / value
-        return str(candidate) if not Path(value).is_absolute() and candidate.is_dir() else value
+        try:
+            is_dir = not Path(value).is_absolute() and candidate.is_dir()
+        except (OSError, ValueError):  # a name too long for a path: a version or ref, if anything
+            is_dir = False
+        return str(candidate) if is_dir else value
 
     def settings(self) -> dict[str, Any]:
         return {key: self.values[key] for key in RULE_SETTINGS if key in self.values}

@@ -11,3 +11,10 @@ class SourceError(ContractsError):
 
 class UsageError(ContractsError):
     """The command line or the configuration is wrong."""
+
+
+def shown(value: object, limit: int = 120) -> str:
+    """`value` as a one-line message names it: an absurdly long one (a 4,000-character path)
+    elided in the middle."""
+    text = str(value)
+    return text if len(text) <= limit else f"{text[:limit - 40]}...{text[-37:]}"

@@ -21,8 +21,8 @@ from sglang_contracts.contracts.imports import NOT_CHECKED
 from sglang_contracts.collector import batch_collection
 from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks
 from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems
-from sglang_contracts.errors import ContractsError, UsageError
 from sglang_contracts.project.index import ProjectIndex, build_index
 from sglang_contracts.project.pins import find_sglang_pin
 from sglang_contracts.sources import open_release
@@ -77,11 +77,20 @@ class CheckResult:
 def project_root_for(paths: list[Path]) -> Path:
     """The nearest folder at or above the first path with a pyproject.toml, setup.py or .git."""
     start = paths[0].resolve() if paths else Path.cwd()
-    start = start if start.is_dir() else start.parent
+    start = start if _safely(start.is_dir) else start.parent
     for folder in (start, *start.parents):
-        if any((folder / marker).exists() for marker in ("pyproject.toml", "setup.py", "setup.cfg", ".git")):
+        if any(_safely((folder / marker).exists) for marker in ("pyproject.toml", "setup.py", "setup.cfg", ".git")):
             return folder
     return start
+
+
+def _safely(test: Callable[[], bool]) -> bool:
+    """A file-system test that is False for a name the system cannot even look up (too long,
+    a NUL in it); _run_check then names the path in its error."""
+    try:
+        return test()
+    except (OSError, ValueError):
+        return False
 
 
 def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
@@ -91,9 +100,16 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
 
 def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     paths = paths or [Path.cwd()]
+    for flag, spec in (("--old", options.old), ("--new", options.new)):
+        if spec is not None and not spec.strip():  # as a path, '' would be the current directory
+            raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
     for path in paths:
-        if not path.exists():
-            raise UsageError(f"{path}: no such file or directory")
+        try:
+            exists = path.exists()
+        except (OSError, ValueError) as error:  # a name too long for the system, a NUL in it
+            raise UsageError(f"{shown(path)}: {getattr(error, 'strerror', None) or error}") from None
+        if not exists:
+            raise UsageError(f"{shown(path)}: no such file or directory")
     root = project_root_for(paths)
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
     old_spec = options.old

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tomllib
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +17,7 @@ os.environ.setdefault("SGLANG_CONTRACTS_DEBUG", "1")
 
 from sglang_contracts.cache import cache_root  # noqa: E402
 from sglang_contracts.cli import main  # noqa: E402
+from sglang_contracts.runner import CheckOptions  # noqa: E402
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 FIXTURES = CHECKOUT / "fixtures"
@@ -92,3 +96,33 @@ def check(capsys, monkeypatch, cache_dir):
         return Run(status, out, err)
 
     return run
+
+
+def wheel_of(tree: Path, folder: Path) -> None:
+    """A wheel of a fixture upstream tree, with its dependencies as Requires-Dist."""
+    project = tomllib.loads((tree / "pyproject.toml").read_text())["project"]
+    version = project["version"]
+    dist_info = f"sglang-{version}.dist-info"
+    requires = "".join(f"Requires-Dist: {dependency}\n" for dependency in project.get("dependencies", []))
+    with zipfile.ZipFile(folder / f"sglang-{version}-py3-none-any.whl", "w") as archive:
+        for path in sorted((tree / "sglang").rglob("*.py")):
+            archive.write(path, path.relative_to(tree).as_posix())
+        archive.writestr(f"{dist_info}/METADATA", f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n{requires}")
+        archive.writestr(f"{dist_info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr(f"{dist_info}/RECORD", "")
+
+
+@pytest.fixture
+def published(tmp_path: Path, monkeypatch) -> tuple[Path, CheckOptions]:
+    """The fixture project, and options checking it against the fixture releases published as
+    0.9.0 and 0.9.1 on a local package index (pip runs for real, offline)."""
+    links = tmp_path / "links"
+    links.mkdir()
+    for tree in (OLD, NEW):
+        wheel_of(tree, links)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    return project, CheckOptions(old="0.9.0", new="0.9.1", cache_dir=tmp_path / "cache", replay=True)

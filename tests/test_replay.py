@@ -4,44 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import tomllib
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from conftest import NEW, OLD, PROJECT
 from sglang_contracts.runner import CheckOptions, run_check
-
-
-def wheel_of(tree: Path, folder: Path) -> None:
-    """A wheel of a fixture upstream tree, with its dependencies as Requires-Dist."""
-    project = tomllib.loads((tree / "pyproject.toml").read_text())["project"]
-    version = project["version"]
-    dist_info = f"sglang-{version}.dist-info"
-    requires = "".join(f"Requires-Dist: {dependency}\n" for dependency in project.get("dependencies", []))
-    with zipfile.ZipFile(folder / f"sglang-{version}-py3-none-any.whl", "w") as archive:
-        for path in sorted((tree / "sglang").rglob("*.py")):
-            archive.write(path, path.relative_to(tree).as_posix())
-        archive.writestr(f"{dist_info}/METADATA", f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n{requires}")
-        archive.writestr(f"{dist_info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
-        archive.writestr(f"{dist_info}/RECORD", "")
-
-
-@pytest.fixture
-def published(tmp_path: Path, monkeypatch) -> tuple[Path, CheckOptions]:
-    """The fixture project, and options checking it against the fixture releases published as
-    0.9.0 and 0.9.1 on a local package index (pip runs for real, offline)."""
-    links = tmp_path / "links"
-    links.mkdir()
-    for tree in (OLD, NEW):
-        wheel_of(tree, links)
-    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
-    project = tmp_path / "project"
-    shutil.copytree(PROJECT, project)
-    return project, CheckOptions(old="0.9.0", new="0.9.1", cache_dir=tmp_path / "cache", replay=True)
 
 
 def findings(result) -> list[dict]:

@@ -61,6 +61,113 @@ def test_download_unpack_then_offline_reuse(tmp_path: Path, local_index: Path) -
     assert again.tree.read_text("sglang/srt/managers/scheduler.py") == release.tree.read_text("sglang/srt/managers/scheduler.py")
 
 
+def record_of(files: dict[str, str]) -> str:
+    """A RECORD listing each file's SHA-256 as wheels do."""
+    import base64
+    import hashlib
+
+    return "".join(f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},"
+                   f"{len(text)}\n" for name, text in files.items())
+
+
+SCHEDULER = "sglang/srt/managers/scheduler.py"
+
+
+@pytest.fixture
+def recorded_index(tmp_path: Path, monkeypatch) -> Path:
+    """As local_index, serving a wheel whose RECORD lists its files' digests."""
+    links = tmp_path / "links"
+    build_wheel(links, record=record_of(PACKAGE_FILES))
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    return links / f"sglang-{VERSION}-py3-none-any.whl"
+
+
+def cached_wheel(cache: Path) -> Path:
+    (wheel,) = (cache / "wheels").glob("sglang-*.whl")
+    return wheel
+
+
+def verifications(monkeypatch) -> list[Path]:
+    calls: list[Path] = []
+    real = WheelTree.verify
+
+    def counted(self) -> bool:
+        calls.append(self.wheel)
+        return real(self)
+
+    monkeypatch.setattr(WheelTree, "verify", counted)
+    return calls
+
+
+def test_a_downloaded_wheel_is_stamped_and_only_an_unstamped_one_is_checked(
+        tmp_path: Path, recorded_index: Path, monkeypatch) -> None:
+    cache = tmp_path / "cache"
+    calls = verifications(monkeypatch)
+    open_release(VERSION, sglang_repo=None, cache=cache)
+    wheel = cached_wheel(cache)
+    stamp = wheel.with_name(f".{wheel.name}.verified")
+    assert stamp.is_file() and calls == []  # pip's own download is trusted
+    open_release(VERSION, sglang_repo=None, cache=cache)
+    assert calls == []  # as stamped: not read again
+    stamp.unlink()  # a wheel cached before stamps existed, say
+    open_release(VERSION, sglang_repo=None, cache=cache)
+    assert calls == [wheel] and stamp.is_file()
+    open_release(VERSION, sglang_repo=None, cache=cache)
+    assert calls == [wheel]
+
+
+def test_a_rewritten_cached_wheel_is_not_trusted_but_fetched_again(tmp_path: Path, recorded_index: Path) -> None:
+    cache = tmp_path / "cache"
+    open_release(VERSION, sglang_repo=None, cache=cache)
+    wheel = cached_wheel(cache)
+    # Still a valid archive, but its scheduler.py is not what its RECORD says.
+    with zipfile.ZipFile(wheel) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    members[SCHEDULER] = b"class Scheduler:\n    pass\n"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    release = open_release(VERSION, sglang_repo=None, cache=cache)
+    assert release.tree.read_text(SCHEDULER) == PACKAGE_FILES[SCHEDULER]
+    assert cached_wheel(cache).read_bytes() == recorded_index.read_bytes()
+
+
+def damage_in_place(wheel: Path) -> None:
+    """Change the stored (uncompressed) scheduler.py inside the archive: its CRC no longer holds."""
+    data = bytearray(wheel.read_bytes())
+    at = bytes(data).index(PACKAGE_FILES[SCHEDULER].encode())
+    data[at:at + 5] = b"XXXXX"
+    wheel.write_bytes(bytes(data))
+
+
+def test_a_damaged_cached_wheel_is_not_trusted_but_fetched_again(tmp_path: Path, local_index: Path) -> None:
+    cache = tmp_path / "cache"
+    open_release(VERSION, sglang_repo=None, cache=cache)
+    damage_in_place(cached_wheel(cache))
+    release = open_release(VERSION, sglang_repo=None, cache=cache)
+    assert release.tree.read_text(SCHEDULER) == PACKAGE_FILES[SCHEDULER]
+
+
+def test_damage_found_while_reading_deletes_the_wheel_so_the_next_run_fetches_it(
+        tmp_path: Path, local_index: Path) -> None:
+    cache = tmp_path / "cache"
+    open_release(VERSION, sglang_repo=None, cache=cache)
+    wheel = cached_wheel(cache)
+    stamp = wheel.with_name(f".{wheel.name}.verified")
+    damage_in_place(wheel)
+    status = wheel.stat()
+    stamp.write_text(f"{status.st_size} {status.st_mtime_ns}\n")  # damage the stamp cannot see
+    release = open_release(VERSION, sglang_repo=None, cache=cache)
+    with pytest.raises(SourceError, match="damaged: it was deleted from the cache: run again") as error:
+        release.tree.read_bytes(SCHEDULER)
+    assert str(wheel) in str(error.value) and "\n" not in str(error.value)
+    assert not wheel.exists() and not stamp.exists()
+    again = open_release(VERSION, sglang_repo=None, cache=cache)
+    assert again.tree.read_text(SCHEDULER) == PACKAGE_FILES[SCHEDULER]
+
+
 def test_version_that_does_not_exist(tmp_path: Path, local_index: Path) -> None:
     with pytest.raises(SourceError, match=r"sglang 9\.9\.9: no such release on the package index") as error:
         open_release("9.9.9", sglang_repo=None, cache=tmp_path / "cache")

@@ -62,12 +62,21 @@ def _outcomes(ctx: CheckContext) -> list[MirrorOutcome]:
     citations = mirror_citations(ctx.project)
     names = {c.target.split(".")[0] for c in citations if c.kind == "name"}
     found = ctx.old.find_definitions(names) if names else {}
+    # Many comments may cite one object: each is located once per release, and its outcome's
+    # Cited objects are shared, not rebuilt (a class's joined method bodies) per citation.
+    located: dict[tuple[str, str], Cited | None] = {}
+
+    def once(side: str, model: UpstreamModel, dotted: str) -> Cited | None:
+        if (side, dotted) not in located:
+            located[side, dotted] = locate(model, dotted)
+        return located[side, dotted]
+
     outcomes = []
     for citation in citations:
         target = _target_in(citation, found)
-        old = locate(ctx.old, target) if target else None
+        old = once("old", ctx.old, target) if target else None
         if old is not None:
-            outcomes.append(MirrorOutcome(citation, old, locate(ctx.new, old.qualname)))
+            outcomes.append(MirrorOutcome(citation, old, once("new", ctx.new, old.qualname)))
     return outcomes
 
 
@@ -77,8 +86,14 @@ def mirror_outcomes(ctx: CheckContext) -> list[MirrorOutcome]:
 
 @contract("SGC706")
 def mirrored_code_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    changes: dict[tuple[str, str], tuple[int, int] | None] = {}  # the diff once per cited object
     for outcome in mirror_outcomes(ctx):
-        change = body_change(outcome.old.member, outcome.new.member) if outcome.new else None
+        if outcome.new is None:
+            continue
+        pair = (outcome.old.qualname, outcome.new.qualname)
+        if pair not in changes:
+            changes[pair] = body_change(outcome.old.member, outcome.new.member)
+        change = changes[pair]
         if change:
             c = outcome.citation
             yield finding_at("SGC706", c.path, c.line, c.col, outcome.new.qualname, upstream=outcome.new.qualname,

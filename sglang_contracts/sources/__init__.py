@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_contracts.errors import SourceError
+from sglang_contracts.errors import SourceError, UsageError
 from sglang_contracts.sources.base import Release, ReleaseTree
 from sglang_contracts.sources.directory import directory_release
 from sglang_contracts.sources.git import git_release
@@ -18,7 +18,11 @@ def _kind(spec: str, sglang_repo: Path | None) -> tuple[str, str]:
     kind, _, rest = spec.partition(":")
     if kind in {"dir", "git", "pypi"} and rest:
         return kind, rest
-    if Path(spec).expanduser().is_dir():
+    try:
+        is_dir = Path(spec).expanduser().is_dir()
+    except (OSError, ValueError, RuntimeError):  # too long for a path, a NUL in it, ~nobody
+        is_dir = False
+    if is_dir:
         return "dir", spec
     return ("git" if sglang_repo is not None else "pypi"), spec
 
@@ -28,8 +32,11 @@ def open_release(spec: str, *, sglang_repo: Path | None, cache: Path) -> Release
 
     `dir:PATH` or an existing directory is read in place; `git:REF`, or any ref when
     `--sglang-repo` is given, is read from that clone; anything else is a version on the
-    package index (`pypi:0.5.22` says so explicitly).
+    package index (`pypi:0.5.22` says so explicitly). An empty one is refused: read as a path
+    it would be the current directory.
     """
+    if not spec.strip():
+        raise UsageError("the SGLang release is empty: give a version, a git ref with --sglang-repo, or a directory")
     kind, spec = _kind(spec, sglang_repo)
     if kind == "dir":
         return directory_release(Path(spec).expanduser())

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from sglang_contracts.errors import SourceError
+from sglang_contracts.errors import SourceError, shown
 from sglang_contracts.sources.base import PACKAGE, Release, ReleaseTree, check_is_sglang
 
 
@@ -48,7 +48,7 @@ def find_package_root(path: Path) -> Path:
     for candidate in (path, path / "python", path.parent):
         if (candidate / PACKAGE / "__init__.py").is_file():
             return candidate
-    raise SourceError(f"{path}: no sglang package found here (looked for sglang/__init__.py and python/sglang/)")
+    raise SourceError(f"{shown(path)}: no sglang package found here (looked for sglang/__init__.py and python/sglang/)")
 
 
 def version_from_tree(tree: ReleaseTree) -> str | None:
@@ -68,9 +68,13 @@ def version_from_tree(tree: ReleaseTree) -> str | None:
 
 
 def directory_release(path: Path) -> Release:
-    if not path.is_dir():
-        raise SourceError(f"{path}: not a directory")
-    tree = DirectoryTree(find_package_root(path.resolve()))
+    try:
+        if not path.is_dir():
+            raise SourceError(f"{shown(path)}: not a directory")
+        root = find_package_root(path.resolve())
+    except (OSError, ValueError) as error:  # a name too long for the system, a NUL in it
+        raise SourceError(f"{shown(path)}: cannot be read ({getattr(error, 'strerror', None) or error})") from None
+    tree = DirectoryTree(root)
     label = f"sglang at {path}"
     check_is_sglang(tree, label)
     return Release(label=label, version=version_from_tree(tree), tree=tree)

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from sglang_contracts.errors import SourceError
+from sglang_contracts.errors import SourceError, shown
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang
 from sglang_contracts.sources.directory import version_from_tree
 
@@ -76,7 +76,7 @@ def resolve_ref(repo, ref: str):
         except Exception:  # gitdb BadName, BadObject, ValueError: all mean "no such ref"
             continue
     tried = " or ".join(candidates)
-    raise SourceError(f"{repo.working_dir}: no ref {tried} (try `git fetch --tags`)")
+    raise SourceError(f"{repo.working_dir}: no ref {shown(tried)} (try `git fetch --tags`)")
 
 
 def git_release(repo_path: Path, ref: str) -> Release:

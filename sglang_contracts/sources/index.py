@@ -4,16 +4,33 @@ pip does the download, so the user's own index configuration (mirrors, credentia
 proxies) is honoured. The wheel stays in the cache, so a second run is offline. It is never
 unpacked: a run reads the few hundred modules the project's contracts reach straight from
 the archive (unpacking all 4,700 files cost 1.6 s of CPU per release).
+
+A cached wheel is trusted only as it was when last known whole. Next to it, a stamp
+(`.<wheel>.verified`) holds the size and modification time it had when pip downloaded it, or
+when every file a run may read was last checked against the wheel's RECORD (its SHA-256s)
+and the archive's CRCs (0.5 s for a real release, once). A wheel whose stamp is missing or
+differs is checked that way; one that fails (truncated, damaged, rewritten) is deleted and
+downloaded again. A member found damaged while reading (the archive's CRC) ends the run
+with a one-line error, and the wheel is deleted so that the next run downloads it anew.
+
+A cache folder that cannot take a download (read-only, a file where the folder should be,
+`--cache-dir /dev/null`) does not end the run: the wheel goes to a temporary folder, removed
+when the process ends, and one warning line on standard error names the folder that could
+not be written. Only when no temporary folder can be made either is it an error.
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
 import csv
+import hashlib
 import io
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 import zlib
 from functools import cached_property
@@ -23,7 +40,8 @@ from typing import Iterator
 from packaging.version import InvalidVersion, Version
 
 from sglang_contracts import progress
-from sglang_contracts.errors import SourceError
+from sglang_contracts.cache import atomic_write_bytes, why_unwritable
+from sglang_contracts.errors import SourceError, shown
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang
 
 PUBLISHED = "pypi:sglang=={version}"  # a published release's identity: its content can never change
@@ -32,9 +50,58 @@ PUBLISHED = "pypi:sglang=={version}"  # a published release's identity: its cont
 READ_SUFFIXES = (".py", ".pyi", ".typed", "METADATA", "RECORD", "WHEEL", "entry_points.txt")
 
 
+DAMAGE = (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError)  # what reading a bad archive raises
+
+
 def _wheel_in(folder: Path, version: str) -> Path | None:
-    wheels = sorted(folder.glob(f"sglang-{version}-*.whl")) if folder.is_dir() else []
+    try:
+        wheels = sorted(folder.glob(f"sglang-{version}-*.whl")) if folder.is_dir() else []
+    except (OSError, ValueError):  # a name too long to be a folder, say
+        return None
     return wheels[0] if wheels else None
+
+
+def _stamp_path(wheel: Path) -> Path:
+    return wheel.with_name(f".{wheel.name}.verified")
+
+
+def _stamp_of(wheel: Path) -> bytes:
+    status = wheel.stat()
+    return f"{status.st_size} {status.st_mtime_ns}\n".encode()
+
+
+def _stamp(wheel: Path) -> None:
+    """Record that `wheel`, as it is now, is known whole (best effort: a read-only cache only
+    means checking it again next time)."""
+    try:
+        atomic_write_bytes(_stamp_path(wheel), _stamp_of(wheel))
+    except OSError:
+        pass
+
+
+def _stamped(wheel: Path) -> bool:
+    try:
+        return _stamp_path(wheel).read_bytes() == _stamp_of(wheel)
+    except OSError:
+        return False
+
+
+def _discard(wheel: Path) -> bool:
+    """Delete a damaged cached wheel and its stamp; False when it cannot be deleted."""
+    try:
+        _stamp_path(wheel).unlink(missing_ok=True)
+        wheel.unlink(missing_ok=True)
+        return True
+    except OSError:
+        return False
+
+
+class _Unwritable(Exception):
+    """The folder a download must go to cannot be created or written."""
+
+    def __init__(self, folder: Path, error: OSError) -> None:
+        super().__init__(f"{shown(folder)} ({why_unwritable(folder, error)})")
+        self.folder = folder
 
 
 UNREACHABLE_MARKERS = ("NewConnectionError", "Could not fetch URL", "ConnectTimeout", "ReadTimeout",
@@ -43,8 +110,12 @@ UNREACHABLE_MARKERS = ("NewConnectionError", "Could not fetch URL", "ConnectTime
 
 
 def _pip_download(version: str, dest: Path) -> Path:
-    dest.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest, prefix=".download-") as tmp:
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        staging = tempfile.TemporaryDirectory(dir=dest, prefix=".download-")
+    except OSError as error:
+        raise _Unwritable(dest, error) from None
+    with staging as tmp:
         command = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
             "--disable-pip-version-check", "--quiet", "--dest", tmp, f"sglang=={version}",
@@ -54,8 +125,47 @@ def _pip_download(version: str, dest: Path) -> Path:
         if result.returncode != 0 or wheel is None:
             raise SourceError(_explain_pip_failure(version, result.stderr))
         final = dest / wheel.name
-        wheel.replace(final)
+        try:
+            wheel.replace(final)
+        except OSError as error:
+            raise _Unwritable(dest, error) from None
+        _stamp(final)  # just downloaded by pip, which checks the index's hashes
         return final
+
+
+_warned: set[Path] = set()  # the cache folders the user was told about, once per process
+_lock = threading.Lock()
+
+
+def _scratch_folder(unwritable: _Unwritable) -> Path:
+    """A new temporary folder for one download, removed when the process ends; the user is
+    told, once per cache folder, that the cache could not take it."""
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="sglang-contracts-wheels-"))
+    except OSError as error:
+        raise SourceError(f"cannot write the cache folder {unwritable}, nor make a temporary folder "
+                          f"({error.strerror or error}); give a writable --cache-dir") from None
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    with _lock:
+        if unwritable.folder not in _warned:
+            _warned.add(unwritable.folder)
+            print(f"sglang-contracts: warning: cannot write the cache folder {unwritable}; releases are "
+                  "downloaded to a temporary folder for this run only (give a writable --cache-dir)",
+                  file=sys.stderr, flush=True)
+    return folder
+
+
+def _download(version: str, wheels: Path) -> Path:
+    with progress.task(f"Downloading sglang {version}"):
+        try:
+            return _pip_download(version, wheels)
+        except _Unwritable as unwritable:
+            first = unwritable
+        try:
+            return _pip_download(version, _scratch_folder(first))
+        except _Unwritable as unwritable:
+            raise SourceError(f"cannot write the cache folder {first}, nor the temporary folder {unwritable}; "
+                              "give a writable --cache-dir") from None
 
 
 def _explain_pip_failure(version: str, stderr: str) -> str:
@@ -79,10 +189,21 @@ def _safe_member(name: str) -> bool:
     return not path.is_absolute() and ".." not in path.parts and not (path.parts and ":" in path.parts[0])
 
 
+def _decoded(encoded: str) -> bytes | None:
+    """A RECORD entry's urlsafe base64 SHA-256 as bytes; None for a malformed entry."""
+    try:
+        digest = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+    except ValueError:  # binascii.Error
+        return None
+    return digest if len(digest) == 32 else None
+
+
 class WheelTree(ReleaseTree):
     """The files of a wheel, read from the archive itself."""
 
-    def __init__(self, wheel: Path) -> None:
+    def __init__(self, wheel: Path, cached: bool = False) -> None:
+        """`cached`: the wheel is the cache's own copy, deleted when found damaged."""
+        self.cached = cached
         self.archive = zipfile.ZipFile(wheel)  # BadZipFile for a truncated or corrupt download
         self.members: dict[str, zipfile.ZipInfo] = {}
         self.folders: dict[str, set[str]] = {}
@@ -107,9 +228,27 @@ class WheelTree(ReleaseTree):
             return b""
         try:
             return self.archive.read(info)
-        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as error:
+        except DAMAGE as error:
+            if self.cached and _discard(self.wheel):
+                advice = "it was deleted from the cache: run again to download it anew"
+            else:
+                advice = "delete it and run again to download it anew"
             raise SourceError(f"{self.wheel}: {relpath} cannot be read from it ({error}); the file is damaged: "
-                              "delete it and run again to download it anew") from None
+                              f"{advice}") from None
+
+    def verify(self) -> bool:
+        """Every file a run may read decompresses (its CRC holds) to the SHA-256 RECORD lists."""
+        for relpath, info in self.members.items():
+            if not relpath.endswith(READ_SUFFIXES):
+                continue
+            try:
+                data = self.archive.read(info)
+            except DAMAGE:
+                return False
+            encoded = self._recorded.get(relpath)
+            if encoded is not None and hashlib.sha256(data).digest() != _decoded(encoded):
+                return False
+        return True
 
     def list_dir(self, relpath: str) -> list[str] | None:
         names = self.folders.get(relpath.strip("/"))
@@ -130,14 +269,8 @@ class WheelTree(ReleaseTree):
         """The SHA-256 the wheel's RECORD lists for the file (what reading and hashing it gives,
         without decompressing it); read and hashed where RECORD says nothing usable."""
         encoded = self._recorded.get(relpath)
-        if encoded is not None:
-            try:
-                digest = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
-            except ValueError:  # binascii.Error
-                digest = b""
-            if len(digest) == 32:  # anything else is a malformed entry
-                return digest.hex()
-        return super().content_key(relpath)
+        digest = _decoded(encoded) if encoded is not None else None
+        return digest.hex() if digest is not None else super().content_key(relpath)
 
     def _dist_info(self, name: str) -> str | None:
         """The text of a file in the wheel's sglang-*.dist-info folder, if there is one."""
@@ -156,25 +289,39 @@ class WheelTree(ReleaseTree):
         return self._dist_info("METADATA")
 
 
+def _cached_tree(wheel: Path) -> WheelTree | None:
+    """The cached wheel's tree, or None when it is damaged (it is then deleted)."""
+    try:
+        tree = WheelTree(wheel, cached=True)
+        if _stamped(wheel):
+            return tree
+        whole = tree.verify()
+    except DAMAGE:
+        tree, whole = None, False
+    if whole:
+        _stamp(wheel)
+        return tree
+    if tree is not None:
+        tree.archive.close()
+    _discard(wheel)  # a read-only cache keeps it; the download then goes to a temporary folder
+    return None
+
+
 def index_release(version: str, cache: Path) -> Release:
     try:
         Version(version)
     except InvalidVersion:
-        raise SourceError(f"{version!r} is not a version, a directory, or (with --sglang-repo) a git ref") from None
+        raise SourceError(f"{shown(repr(version))} is not a version, a directory, or (with --sglang-repo) "
+                          "a git ref") from None
     wheels = cache / "wheels"
     wheel = _wheel_in(wheels, version)
-    if wheel is None:
-        with progress.task(f"Downloading sglang {version}"):
-            wheel = _pip_download(version, wheels)
-    try:
-        tree = WheelTree(wheel)
-    except (zipfile.BadZipFile, OSError, EOFError):
-        # A truncated or corrupt cached wheel: fetch it again once rather than trust it.
-        wheel.unlink(missing_ok=True)
+    tree = _cached_tree(wheel) if wheel is not None else None
+    if tree is None:  # none cached, or a damaged one (now deleted): fetched again rather than trusted
+        wheel = _download(version, wheels)
         try:
-            tree = WheelTree(_pip_download(version, wheels))
-        except (zipfile.BadZipFile, EOFError) as error:
-            raise SourceError(f"sglang {version}: the downloaded wheel is unreadable ({error})") from None
+            tree = WheelTree(wheel, cached=True)
+        except DAMAGE as error:
+            raise SourceError(f"sglang {version}: the downloaded wheel {shown(wheel)} is unreadable ({error})") from None
     label = f"sglang {version} (package index)"
     check_is_sglang(tree, label)
     return Release(label=label, version=version, tree=tree, identity=PUBLISHED.format(version=version))

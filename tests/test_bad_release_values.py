@@ -1,0 +1,52 @@
+"""Release values and project paths no path can hold (empty, too long for the system): one
+error line naming the value, never a traceback, and never '' read as the current directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+LONG = "a" * 4000
+
+
+@pytest.mark.parametrize(("old", "said"), [
+    ("", "--old is empty"),
+    ("  ", "--old is empty"),
+    (LONG, "is not a version, a directory, or (with --sglang-repo) a git ref"),
+    (f"dir:{LONG}", "cannot be read (File name too long)"),
+    (f"{LONG}/sglang", "is not a version"),
+])
+def test_an_old_release_no_path_can_hold_is_one_error_line(check, old: str, said: str) -> None:
+    result = check(old=old)  # type: ignore[arg-type]
+    assert (result.status, result.out) == (2, "")
+    (line,) = result.err.splitlines()
+    assert line.startswith("sglang-contracts: error: ") and said in line and len(line) < 300
+
+
+def test_an_empty_new_release_is_a_usage_error(check) -> None:
+    result = check(new="")  # type: ignore[arg-type]
+    assert (result.status, result.err) == (2, "sglang-contracts: error: --new is empty: give an SGLang version, "
+                                              "a git ref with --sglang-repo, or a directory\n")
+
+
+def test_an_empty_old_release_in_the_configuration_is_a_usage_error(check, tmp_path: Path) -> None:
+    import shutil
+
+    from conftest import PROJECT, add_settings
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    add_settings(project / "pyproject.toml", 'old = ""\n')
+    result = check(old=None, cwd=project)
+    assert (result.status, result.out) == (2, "")
+    (line,) = result.err.splitlines()
+    assert line.startswith("sglang-contracts: error: ") and "old is empty" in line
+
+
+def test_a_project_path_too_long_for_the_system_is_one_error_line(check) -> None:
+    result = check(LONG)
+    assert (result.status, result.out) == (2, "")
+    (line,) = result.err.splitlines()
+    assert line.startswith("sglang-contracts: error: aaaa") and line.endswith(": File name too long")
+    assert len(line) < 300

@@ -1,0 +1,108 @@
+"""Cache records must prove they belong to their key (cache.py): a record moved to another key,
+or damaged while it still parses, is rebuilt and overwritten, never trusted."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sglang_contracts.cache import SCHEMA_VERSION, JsonCache
+from sglang_contracts.cli import main
+
+
+def records(cache: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in sorted(cache.rglob("*.json"))}
+
+
+def valid(path: Path) -> bool:
+    """The record at `path` reads back under the key its file name says."""
+    return JsonCache(path.parent.parent).get(path.stem) is not None
+
+
+def run(capsys, project: Path, cache: Path) -> tuple[int, str, str]:
+    status = main(["check", str(project), "--old", "0.9.0", "--new", "0.9.1", "--cache-dir", str(cache), "-q"])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_a_record_reads_back_only_under_its_own_key_and_intact(tmp_path: Path) -> None:
+    cache = JsonCache(tmp_path)
+    cache.put("aa11", {"version": "0.5.22", "lines": [1, 2]})
+    cache.put("bb22", {"version": "0.5.21", "lines": [3]})
+    assert cache.get("aa11") == {"version": "0.5.22", "lines": [1, 2]}
+    first, second = cache._path("aa11"), cache._path("bb22")
+    first.write_bytes(second.read_bytes())  # a valid record, of another key
+    assert cache.get("aa11") is None and cache.get("bb22") == {"version": "0.5.21", "lines": [3]}
+    second.write_bytes(second.read_bytes().replace(b"0.5.21", b"0.6.21"))  # still parses
+    assert cache.get("bb22") is None
+    second.write_bytes(second.read_bytes()[:-3])  # truncated
+    assert cache.get("bb22") is None
+    # The form of schema 1, which checked nothing but the schema number.
+    first.write_text('{"schema": %d, "data": {"version": "0.5.22"}}' % SCHEMA_VERSION)
+    assert cache.get("aa11") is None
+    cache.put("aa11", [1])  # a miss is rebuilt and overwritten
+    assert cache.get("aa11") == [1]
+
+
+def test_swapped_records_are_rebuilt_and_the_findings_equal_a_clean_run(published, capsys) -> None:
+    project, options = published
+    cache = options.cache_dir
+    clean = run(capsys, project, cache)
+    assert clean[0] == 1 and clean[1].count("\n") > 40
+    written = records(cache)
+    kinds = {path.relative_to(cache).parts[0] for path in written}
+    assert kinds == {"runs", "upstream", "project"}
+    paths = list(written)
+    for path, other in zip(paths, paths[1:] + paths[:1]):  # every record now holds another's data
+        path.write_bytes(written[other])
+    assert not any(valid(path) for path in paths)
+    assert run(capsys, project, cache) == clean
+    assert all(valid(path) for path in paths)  # each one rebuilt and overwritten
+    assert records(cache) == written
+    assert run(capsys, project, cache) == clean  # and now replayed
+
+
+@pytest.mark.parametrize("kind", ["runs", "upstream", "project"])
+def test_one_flipped_digit_is_rebuilt_and_the_findings_equal_a_clean_run(published, capsys, kind: str) -> None:
+    project, options = published
+    cache = options.cache_dir
+    clean = run(capsys, project, cache)
+    written = records(cache)
+    damaged = 0
+    for path, data in written.items():
+        header, _, body = data.partition(b"\n")
+        match = re.search(rb"\d\.\d\.\d|\d+", body)
+        if path.relative_to(cache).parts[0] == kind and match:
+            digit = match.end() - 1
+            flipped = b"7" if body[digit:digit + 1] != b"7" else b"3"
+            path.write_bytes(header + b"\n" + body[:digit] + flipped + body[digit + 1:])
+            damaged += 1
+    assert damaged
+    if kind != "runs":  # else the findings are replayed, and no other record is read
+        for path in (cache / "runs").rglob("*.json"):
+            path.unlink()
+    assert run(capsys, project, cache) == clean
+    assert records(cache) == written  # every damaged record was rebuilt as it was
+
+
+def test_two_runs_at_once_share_one_fresh_cache(published, capsys) -> None:
+    """Both download, write and read the same records at the same time; both report the same
+    findings, and every record they leave reads back under its key."""
+    import subprocess
+    import sys
+
+    from conftest import checkout_env
+
+    project, options = published
+    command = [sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", "0.9.0", "--new", "0.9.1",
+               "--cache-dir", str(options.cache_dir), "-q"]
+    started = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=checkout_env()) for _ in range(2)]
+    outputs = [process.communicate() for process in started]  # both run meanwhile
+    results = [(process.returncode, out, err) for process, (out, err) in zip(started, outputs)]
+    assert results[0] == results[1] and results[0][0] == 1 and results[0][2] == ""
+    assert all(valid(path) for path in records(options.cache_dir))
+    assert len(list((options.cache_dir / "wheels").glob("sglang-*.whl"))) == 2
+    assert run(capsys, project, options.cache_dir)[1] == results[0][1]

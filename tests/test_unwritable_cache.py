@@ -1,0 +1,90 @@
+"""A cache that cannot take a download (a file where a folder should be, /dev/null, a name too
+long): the wheel goes to a temporary folder and one warning line names the cache folder; only
+when no temporary folder can be made either is it an error, in one line naming the cache."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from sglang_contracts.cli import main
+
+LONG = "a" * 4000
+
+
+def run(capsys, project: Path, cache: Path | str, *extra: str) -> tuple[int, str, str]:
+    status = main(["check", str(project), "--old", "0.9.0", "--new", "0.9.1", "--cache-dir", str(cache), "-q", *extra])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def unusable_caches(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    """name -> (the --cache-dir, what the warning must say stops it)."""
+    plain = tmp_path / "plain-file"
+    plain.write_text("")
+    wheels_a_file = tmp_path / "wheels-a-file"
+    wheels_a_file.mkdir()
+    (wheels_a_file / "wheels").write_text("")
+    return {
+        "a file": (plain, f"{plain} is not a folder"),
+        "below a file": (plain / "cache", f"{plain} is not a folder"),
+        "wheels a file": (wheels_a_file, f"{wheels_a_file / 'wheels'} is not a folder"),
+        "/dev/null": (Path("/dev/null"), "/dev/null is not a folder"),
+        "too long": (tmp_path / LONG, "File name too long"),
+    }
+
+
+@pytest.mark.parametrize("case", ["a file", "below a file", "wheels a file", "/dev/null", "too long"])
+def test_a_cache_that_cannot_take_a_download_falls_back_to_a_temporary_folder(
+        published, capsys, tmp_path: Path, case: str) -> None:
+    project, options = published
+    clean = run(capsys, project, options.cache_dir)
+    assert clean[0] == 1 and clean[1] and clean[2] == ""
+    cache, reason = unusable_caches(tmp_path)[case]
+    status, out, err = run(capsys, project, cache)
+    assert (status, out) == clean[:2]  # the same findings
+    (line,) = err.splitlines()  # one line, for both releases
+    assert line.startswith("sglang-contracts: warning: cannot write the cache folder ")
+    assert reason in line and "temporary folder for this run only" in line and len(line) < 400
+
+
+def test_no_cache_and_no_temporary_folder_is_one_error_line_naming_the_cache(
+        published, capsys, tmp_path: Path, monkeypatch) -> None:
+    project, _ = published
+    plain = tmp_path / "plain-file"
+    plain.write_text("")
+    monkeypatch.setattr(tempfile, "tempdir", str(plain / "tmp"))  # no temporary folder can be made
+    status, out, err = run(capsys, project, plain)
+    assert (status, out) == (2, "")
+    (line,) = err.splitlines()
+    assert line.startswith(f"sglang-contracts: error: cannot write the cache folder {plain / 'wheels'} ")
+    assert "nor make a temporary folder" in line and "--cache-dir" in line
+
+
+def test_the_fallback_folder_is_removed_when_the_process_ends(published, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import checkout_env
+
+    project, _ = published
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    completed = subprocess.run(
+        [sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", "0.9.0", "--new", "0.9.1",
+         "--cache-dir", "/dev/null", "-q"],
+        capture_output=True, text=True, env=checkout_env(TMPDIR=str(scratch)))
+    assert completed.returncode == 1 and completed.stdout
+    assert completed.stderr.count("\n") == 1 and "/dev/null is not a folder" in completed.stderr
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_baseline_that_cannot_be_written_is_one_error_line_naming_it(check, tmp_path: Path) -> None:
+    plain = tmp_path / "plain-file"
+    plain.write_text("")
+    result = check("--write-baseline", str(plain / "baseline.json"))
+    assert (result.status, result.out) == (2, "")
+    assert result.err == (f"sglang-contracts: error: {plain / 'baseline.json'}: cannot write the baseline "
+                          f"({plain} is not a folder)\n")
