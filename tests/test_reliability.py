@@ -216,3 +216,14 @@ def test_d12_a_python_file_over_the_size_bound_is_one_sgc000(project, releases) 
     lines = findings(project, releases)
     assert codes(lines) == ["app/huge.py:1:1: SGC000", OK_FINDING]
     assert "over the 4.0 MB this tool reads" in lines[0]
+
+
+def test_d5_the_replay_key_takes_any_bytes_a_file_name_holds(project) -> None:
+    from sglang_contracts import replay
+
+    options = CheckOptions(old="0.5.22", new="0.5.23")
+    before = replay.run_key(project, [project], options, "0.5.22")
+    with open(os.path.join(os.fsencode(project), b"notes\xff.txt"), "wb") as handle:
+        handle.write(b"sglang 0.5.22\n")
+    after = replay.run_key(project, [project], options, "0.5.22")
+    assert before and after and before != after  # the odd name is an input like any other
