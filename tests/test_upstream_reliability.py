@@ -1,0 +1,179 @@
+"""A damaged SGLang release never crashes or hangs a run (issue 11, D14, the upstream side).
+
+Every source of a release (a directory, a git tag, a wheel) reads only regular files under a
+size bound. A module that is there but cannot be read is one SGC000 where the project imports
+it; the rest of the report is what it would be without it. A folder that cannot be listed is
+recorded, not taken for absent: its modules are SGC000 too, never "gone from the release".
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import signal
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable
+from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.sources.directory import DirectoryTree
+from tests.test_reliability import BROKEN_IMPORT, NEW, OK_FINDING, OLD, codes, write
+
+DAMAGED = "sglang/srt/damaged.py"
+USES_DAMAGED = "from sglang.srt.damaged import thing\n"
+UPSTREAM_OLD = {**OLD, DAMAGED: "thing = 1\n"}
+UPSTREAM_NEW = {**NEW, DAMAGED: "thing = 1\n"}
+PROJECT = {"pyproject.toml": "[project]\nname = 'app'\n", "app/__init__.py": "",
+           "app/ok.py": BROKEN_IMPORT, "app/uses.py": USES_DAMAGED}
+# What the bump reports with nothing damaged: the unrelated finding, which must stay.
+EXPECTED = [OK_FINDING]
+
+
+@contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """A hang fails the test instead of the suite."""
+    def expired(*_):
+        raise TimeoutError(f"no result in {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return write(tmp_path / "project", PROJECT)
+
+
+@pytest.fixture
+def releases(tmp_path: Path) -> tuple[Path, Path]:
+    return write(tmp_path / "old", UPSTREAM_OLD), write(tmp_path / "new", UPSTREAM_NEW)
+
+
+def findings(project: Path, old: str | Path, new: str | Path, **options) -> list[str]:
+    with deadline(120):
+        result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1, **options))
+    return [f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}" for d in result.diagnostics]
+
+
+def sgc000(label: str, reason: str) -> str:
+    return (f"app/uses.py:1:32: SGC000 cannot read sglang.srt.damaged in {label} ({reason}); "
+            "the contracts with it are not checked")
+
+
+def test_nothing_damaged_reports_only_the_unrelated_finding(project, releases) -> None:
+    assert codes(findings(project, *releases)) == EXPECTED
+
+
+# -- a release in a directory -------------------------------------------------------------------
+
+
+def deny(monkeypatch, target: Path, *functions: str) -> None:
+    """`os.<function>` (and for "open" io.open too, which Path.read_bytes uses) raises
+    PermissionError for `target`: chmod denies nothing to root, who may run the tests."""
+    for module, function in [(module, function) for function in functions
+                             for module in ((os, io) if function == "open" else (os,))]:
+        real = getattr(module, function)
+
+        def denied(path, *args, _real=real, **kwargs):
+            if isinstance(path, (str, bytes, os.PathLike)) and Path(os.fsdecode(path)) == target:
+                raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+            return _real(path, *args, **kwargs)
+
+        monkeypatch.setattr(module, function, denied)
+
+
+def test_an_unreadable_module_file_is_one_sgc000_at_its_import(monkeypatch, project, releases) -> None:
+    old, new = releases
+    deny(monkeypatch, new / DAMAGED, "open")
+    lines = findings(project, old, new)
+    assert lines[1:] == [sgc000(f"sglang at {new}", "permission denied")]
+    assert codes(lines[:1]) == EXPECTED
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_module_does_not_hang_the_run(project, releases) -> None:
+    old, new = releases
+    (new / DAMAGED).unlink()
+    os.mkfifo(new / DAMAGED)
+    lines = findings(project, old, new)
+    assert lines[1:] == [sgc000(f"sglang at {new}", "a FIFO, not a regular file")]
+    assert codes(lines[:1]) == EXPECTED
+
+
+def test_a_module_linked_to_dev_zero_is_not_read(project, releases) -> None:
+    old, new = releases
+    (new / DAMAGED).unlink()
+    (new / DAMAGED).symlink_to("/dev/zero")
+    lines = findings(project, old, new)
+    assert lines[1:] == [sgc000(f"sglang at {new}", "a character device, not a regular file")]
+    assert codes(lines[:1]) == EXPECTED
+
+
+def test_a_module_over_the_size_bound_is_not_read(project, releases) -> None:
+    old, new = releases
+    (new / DAMAGED).write_bytes(b"thing = 1\n" + b"#" * MAX_PYTHON_BYTES)
+    lines = findings(project, old, new)
+    assert lines[1:] == [sgc000(f"sglang at {new}", "4.0 MB, over the 4.0 MB this tool reads")]
+    assert codes(lines[:1]) == EXPECTED
+
+
+def test_damaged_files_read_as_unreadable_and_missing_ones_as_none(tmp_path, monkeypatch) -> None:
+    root = write(tmp_path / "tree", {"sglang/__init__.py": "", "sglang/denied.py": "x = 1\n"})
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(root / "sglang" / "pipe.py")
+    (root / "sglang" / "zero.py").symlink_to("/dev/zero")
+    (root / "sglang" / "dangling.py").symlink_to(root / "nowhere.py")
+    (root / "sglang" / "self.py").symlink_to(root / "sglang" / "self.py")
+    deny(monkeypatch, root / "sglang" / "denied.py", "open")
+    tree = DirectoryTree(root)
+    for name in ("denied", "zero", "dangling", "self", *(["pipe"] if hasattr(os, "mkfifo") else [])):
+        with pytest.raises(Unreadable):
+            tree.read_bytes(f"sglang/{name}.py")
+        with pytest.raises(Unreadable):
+            tree.content_key(f"sglang/{name}.py")
+        assert tree.readable_source(f"sglang/{name}.py") is None
+    assert tree.read_bytes("sglang/missing.py") is None and tree.read_bytes("sglang/__init__.py/x") is None
+    assert tree.read_bytes("sglang") is None  # a folder is no file
+
+
+def test_an_unlistable_folder_is_recorded_and_its_modules_are_sgc000_not_gone(monkeypatch, project, releases) -> None:
+    old, new = releases
+    layer = {"sglang/srt/layers/__init__.py": "", "sglang/srt/layers/norm.py": "class RMSNorm: ...\n"}
+    write(old, layer)
+    write(new, layer)
+    write(project, {"app/norm.py": "from sglang.srt.layers.norm import RMSNorm\n"})
+    deny(monkeypatch, new / "sglang/srt/layers", "listdir", "scandir")
+    tree = DirectoryTree(new)
+    assert tree.list_dir("sglang/srt/layers") is None and tree.unlisted("sglang/srt/layers") == "permission denied"
+    assert "sglang/srt/utils.py" in list(tree.iter_files("sglang"))  # the walk goes on around it
+    lines = findings(project, old, new)
+    assert codes(lines) == ["app/norm.py:1:36: SGC000", *EXPECTED]
+    assert lines[0] == (f"app/norm.py:1:36: SGC000 cannot read sglang.srt.layers.norm in sglang at {new} "
+                        "(folder sglang/srt/layers cannot be listed: permission denied); the contracts with it are not checked")
+
+
+def test_link_cycles_in_a_release_do_not_loop(project, releases) -> None:
+    old, new = releases
+    srt = new / "sglang" / "srt"
+    (srt / "again").symlink_to(srt)  # a folder linked to itself, through its parent
+    (srt / "nested").mkdir()
+    (srt / "nested" / "up").symlink_to("..")
+    (srt / "knot").symlink_to(srt / "knot")  # a link to itself: ELOOP
+    (srt / "knot.py").symlink_to(srt / "knot.py")
+    with deadline(60):
+        files = list(DirectoryTree(new).iter_files("sglang"))
+    assert "sglang/srt/knot.py" in files and not any("/again/" in f or "/up/" in f for f in files)
+    # helper moved: the search for its new home reads every module, the knotted ones included
+    write(new, {"sglang/srt/helpers.py": "def helper(): ...\n"})
+    lines = findings(project, old, new)
+    assert codes(lines) == EXPECTED
+    assert "sglang.srt.helpers" in lines[0], lines
