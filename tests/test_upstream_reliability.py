@@ -16,11 +16,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+import git
 import pytest
 
+from sglang_contracts.cli import main
+from sglang_contracts.errors import SourceError
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable
 from sglang_contracts.runner import CheckOptions, run_check
 from sglang_contracts.sources.directory import DirectoryTree
+from sglang_contracts.sources.git import git_release
 from tests.test_reliability import BROKEN_IMPORT, NEW, OK_FINDING, OLD, codes, write
 
 DAMAGED = "sglang/srt/damaged.py"
@@ -177,3 +181,53 @@ def test_link_cycles_in_a_release_do_not_loop(project, releases) -> None:
     lines = findings(project, old, new)
     assert codes(lines) == EXPECTED
     assert "sglang.srt.helpers" in lines[0], lines
+
+
+# -- a git tag ----------------------------------------------------------------------------------
+
+
+AUTHOR = git.Actor("Fixture Bot", "fixture@example.invalid")
+
+
+def commit_tag(repo: git.Repo, files: dict[str, str | bytes], tag: str) -> None:
+    """Make the working tree hold exactly `files` (python/... paths), commit, and tag."""
+    work = Path(repo.working_tree_dir)
+    for tracked in repo.git.ls_files().splitlines():
+        (work / tracked).unlink()
+    write(work, files)
+    repo.git.add("--all")
+    repo.index.commit(tag, author=AUTHOR, committer=AUTHOR)
+    repo.create_tag(tag)
+
+
+def in_python(files: dict[str, str | bytes]) -> dict[str, str | bytes]:
+    return {f"python/{path}": text for path, text in files.items()}
+
+
+def test_a_tag_whose_python_entry_is_a_file_is_a_one_line_error(tmp_path, capsys, monkeypatch, project) -> None:
+    repo = git.Repo.init(tmp_path / "clone")
+    commit_tag(repo, {"python": "not a folder\n", "README.md": "x\n"}, "v0.1.0")
+    with pytest.raises(SourceError, match=r"@v0\.1\.0: python is a file, not a folder, so this ref has no sglang"):
+        git_release(tmp_path / "clone", "v0.1.0")
+    monkeypatch.chdir(project)
+    status = main(["check", str(project), "--sglang-repo", str(tmp_path / "clone"), "--old", "v0.1.0",
+                   "--new", "v0.1.0", "--no-cache"])
+    out, err = capsys.readouterr()
+    assert (status, out) == (2, "")
+    assert len(err.splitlines()) == 1 and "python is a file" in err and "Traceback" not in err
+
+
+def test_a_blob_over_the_size_bound_is_sgc000_and_never_read(tmp_path, monkeypatch, project) -> None:
+    repo = git.Repo.init(tmp_path / "clone")
+    commit_tag(repo, in_python(UPSTREAM_OLD), "v0.1.0")
+    commit_tag(repo, in_python({**UPSTREAM_NEW, DAMAGED: b"thing = 1\n" + b"#" * MAX_PYTHON_BYTES}), "v0.2.0")
+    read = []
+    real_stream = git.Blob.data_stream
+    monkeypatch.setattr(git.Blob, "data_stream", property(lambda blob: read.append(blob.hexsha) or real_stream.fget(blob)))
+    lines = findings(project, "v0.1.0", "v0.2.0", sglang_repo=tmp_path / "clone")
+    label = f"sglang v0.2.0 ({tmp_path / 'clone'})"
+    assert lines[1:] == [sgc000(label, "4.0 MB, over the 4.0 MB this tool reads")]
+    assert codes(lines[:1]) == EXPECTED
+    big = repo.commit("v0.2.0").tree / f"python/{DAMAGED}"
+    small = repo.commit("v0.1.0").tree / f"python/{DAMAGED}"
+    assert big.hexsha not in read and small.hexsha in read
