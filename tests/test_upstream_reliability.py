@@ -12,6 +12,7 @@ import errno
 import io
 import os
 import signal
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -25,6 +26,7 @@ from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable
 from sglang_contracts.runner import CheckOptions, run_check
 from sglang_contracts.sources.directory import DirectoryTree
 from sglang_contracts.sources.git import git_release
+from sglang_contracts.sources.index import WheelTree
 from tests.test_reliability import BROKEN_IMPORT, NEW, OK_FINDING, OLD, codes, write
 
 DAMAGED = "sglang/srt/damaged.py"
@@ -231,3 +233,60 @@ def test_a_blob_over_the_size_bound_is_sgc000_and_never_read(tmp_path, monkeypat
     big = repo.commit("v0.2.0").tree / f"python/{DAMAGED}"
     small = repo.commit("v0.1.0").tree / f"python/{DAMAGED}"
     assert big.hexsha not in read and small.hexsha in read
+
+
+# -- a wheel ------------------------------------------------------------------------------------
+
+
+def build_wheel(folder: Path, version: str, files: dict[str, str | bytes]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"sglang-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+        archive.writestr(f"sglang-{version}.dist-info/METADATA", f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n")
+        archive.writestr(f"sglang-{version}.dist-info/RECORD", "")
+    return wheel
+
+
+def test_a_zip_bomb_member_is_sgc000_and_never_inflated(tmp_path, monkeypatch, project, releases) -> None:
+    old, _ = releases
+    bomb = b"\0" * (MAX_PYTHON_BYTES + 1)
+    wheel = build_wheel(tmp_path / "cache" / "wheels", "0.2.0", {**UPSTREAM_NEW, DAMAGED: bomb})
+    assert wheel.stat().st_size < 64 * 1024  # a few kB that inflate past the bound
+    inflated = []
+    real_open = zipfile.ZipFile.open
+    monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, info, *a, **k: inflated.append(
+        getattr(info, "filename", info)) or real_open(self, info, *a, **k))
+    lines = findings(project, old, "0.2.0", cache_dir=tmp_path / "cache")
+    assert lines[1:] == [sgc000("sglang 0.2.0 (package index)", "4.0 MB uncompressed, over the 4.0 MB this tool reads")]
+    assert codes(lines[:1]) == EXPECTED
+    assert DAMAGED not in inflated and "sglang/srt/utils.py" in inflated
+
+
+def lie_about_size(wheel: Path, member: str, claimed: int) -> None:
+    """Rewrite the size the archive's central directory (and the local header) give `member`."""
+    with zipfile.ZipFile(wheel) as archive:
+        info = archive.getinfo(member)
+    data = bytearray(wheel.read_bytes())
+    real = info.file_size.to_bytes(4, "little")
+    local = info.header_offset
+    assert data[local + 22:local + 26] == real
+    data[local + 22:local + 26] = claimed.to_bytes(4, "little")
+    central = archive.start_dir
+    while bytes(data[central + 46:central + 46 + len(member)]) != member.encode():
+        lengths = [int.from_bytes(data[central + at:central + at + 2], "little") for at in (28, 30, 32)]
+        central += 46 + sum(lengths)
+    assert data[central + 24:central + 28] == real
+    data[central + 24:central + 28] = claimed.to_bytes(4, "little")
+    wheel.write_bytes(bytes(data))
+
+
+def test_a_member_whose_header_understates_its_size_is_never_read_past_the_claim(tmp_path) -> None:
+    wheel = build_wheel(tmp_path / "w", "0.2.0", {**UPSTREAM_NEW, DAMAGED: b"\0" * (MAX_PYTHON_BYTES * 2)})
+    lie_about_size(wheel, DAMAGED, 100)
+    tree = WheelTree(wheel)
+    assert tree.members[DAMAGED].file_size == 100
+    with deadline(30), pytest.raises(SourceError, match="damaged: delete it") as error:
+        tree.read_bytes(DAMAGED)  # 100 bytes inflated, then the checksum fails
+    assert "Bad CRC-32" in str(error.value) and "\n" not in str(error.value)

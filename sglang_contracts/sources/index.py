@@ -24,7 +24,8 @@ from packaging.version import InvalidVersion, Version
 
 from sglang_contracts import progress
 from sglang_contracts.errors import SourceError
-from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang
+from sglang_contracts.infra.files import Unreadable, describe_size
+from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 
 PUBLISHED = "pypi:sglang=={version}"  # a published release's identity: its content can never change
 # Only these are read; every other member (compiled extensions, CUDA sources, data) reads
@@ -105,11 +106,19 @@ class WheelTree(ReleaseTree):
             return None
         if not relpath.endswith(READ_SUFFIXES):
             return b""
+        limit = read_limit(relpath)
+        if info.file_size > limit:  # a zip bomb is refused before a byte of it is inflated
+            raise Unreadable(f"{describe_size(info.file_size)} uncompressed, over the {describe_size(limit)} "
+                             "this tool reads")
         try:
-            return self.archive.read(info)
+            with self.archive.open(info) as member:
+                data = member.read(limit + 1)  # the sizes in the archive's directory can lie
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as error:
             raise SourceError(f"{self.wheel}: {relpath} cannot be read from it ({error}); the file is damaged: "
                               "delete it and run again to download it anew") from None
+        if len(data) > limit:
+            raise Unreadable(f"over the {describe_size(limit)} this tool reads")
+        return data
 
     def list_dir(self, relpath: str) -> list[str] | None:
         names = self.folders.get(relpath.strip("/"))
@@ -142,7 +151,7 @@ class WheelTree(ReleaseTree):
         """The text of a file in the wheel's sglang-*.dist-info folder, if there is one."""
         for folder in sorted(self.folders.get("", ())):
             if folder.startswith("sglang-") and folder.endswith(".dist-info"):
-                return self.read_text(f"{folder}/{name}")
+                return self.readable_text(f"{folder}/{name}")
         return None
 
     @cached_property
