@@ -132,6 +132,25 @@ def test_a_module_over_the_size_bound_is_not_read(project, releases) -> None:
     assert codes(lines[:1]) == EXPECTED
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_patch_of_an_unreadable_file_is_left_unchecked_not_judged(project, releases) -> None:
+    old, new = releases
+    write(project, {"patches/fix.patch": f"diff --git a/python/{DAMAGED} b/python/{DAMAGED}\n--- a/python/{DAMAGED}\n"
+                                         f"+++ b/python/{DAMAGED}\n@@ -1,1 +1,1 @@\n-thing = 1\n+thing = 2\n"})
+    (new / DAMAGED).unlink()
+    os.mkfifo(new / DAMAGED)
+    lines = findings(project, old, new)  # no "its file is gone" (SGC901) for a file that is there
+    assert lines[1:] == [sgc000(f"sglang at {new}", "a FIFO, not a regular file")]
+    assert codes(lines[:1]) == EXPECTED
+
+
+def test_an_unreadable_package_init_is_a_one_line_error(monkeypatch, project, releases) -> None:
+    old, new = releases
+    deny(monkeypatch, new / "sglang/__init__.py", "open")
+    with pytest.raises(SourceError, match=r"sglang/__init__.py cannot be read \(permission denied\)$"):
+        findings(project, old, new)
+
+
 def test_damaged_files_read_as_unreadable_and_missing_ones_as_none(tmp_path, monkeypatch) -> None:
     root = write(tmp_path / "tree", {"sglang/__init__.py": "", "sglang/denied.py": "x = 1\n"})
     if hasattr(os, "mkfifo"):
