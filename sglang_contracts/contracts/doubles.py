@@ -153,7 +153,7 @@ def source_text(model: UpstreamModel, dotted: str) -> str | None:
     if not target.found or not target.origin or target.kind == "external":
         return None
     relpath = model.relpath_of(target.origin)
-    text = model.tree.read_source(relpath) if relpath else None
+    text = model.tree.readable_source(relpath) if relpath else None
     if text is None or target.kind == "module":
         return text
     module = model.module_name_of(relpath)

@@ -9,6 +9,7 @@ from sglang_contracts.contracts.gitapply import (
     ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_patch,
 )
 from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.infra.files import Unreadable
 from sglang_contracts.project.patchfile import FilePatch, PatchFile, release_relpath, sglang_patch_files
 from sglang_contracts.sources.base import PACKAGE, ReleaseTree
 
@@ -16,18 +17,26 @@ FULLY_READ = (".py", ".pyi")  # a wheel from the package index reads its other f
 
 
 def tree_reader(tree: ReleaseTree):
-    """(read, unchecked) for check_patch: files by their patch path (`python/sglang/...`)."""
+    """(read, unchecked) for check_patch: files by their patch path (`python/sglang/...`).
+    A file of the release that cannot be read leaves its hunks unchecked, never judged."""
 
     def read(path: str) -> str | None:
         relpath = release_relpath(path)
-        data = tree.read_bytes(relpath) if relpath else None
+        try:
+            data = tree.read_bytes(relpath) if relpath else None
+        except Unreadable:
+            return None  # only asked of files `unchecked` passed, or whether another file exists
         return None if data is None else data.decode("utf-8", "surrogateescape")
 
     def unchecked(path: str) -> str:
         relpath = release_relpath(path)
         if relpath is None:
             return "outside the sglang package"
-        if not relpath.endswith(FULLY_READ) and tree.read_bytes(relpath) == b"":
+        try:
+            data = tree.read_bytes(relpath)
+        except Unreadable as unreadable:
+            return f"a file of the release that cannot be read ({unreadable.reason})"
+        if not relpath.endswith(FULLY_READ) and data == b"":
             return "a file the release source does not carry"
         return ""
 
@@ -50,6 +59,13 @@ def _significant(lines: list[str]) -> set[str]:
     return {line.strip() for line in lines if len(line.strip()) >= 8}
 
 
+def _exists(tree: ReleaseTree, relpath: str) -> bool:
+    try:
+        return tree.read_bytes(relpath) is not None
+    except Unreadable:
+        return True  # there, though it cannot be read
+
+
 def find_moved(file: FilePatch, new: ReleaseTree, old: ReleaseTree | None) -> str | None:
     """The likely new home of a patched file the new release no longer has: the file added by the
     bump (or any file, without an old release) holding most of the patch's preimage lines."""
@@ -60,10 +76,10 @@ def find_moved(file: FilePatch, new: ReleaseTree, old: ReleaseTree | None) -> st
     suffix = relpath.rsplit(".", 1)[-1]
     candidates = [p for p in new.iter_files(PACKAGE) if p.endswith("." + suffix)]
     if old is not None:
-        candidates = [p for p in candidates if old.read_bytes(p) is None]
+        candidates = [p for p in candidates if not _exists(old, p)]
     best, best_score = None, 0
     for candidate in candidates:
-        text = new.read_text(candidate) or ""
+        text = new.readable_text(candidate) or ""
         score = len(wanted & _significant(text.splitlines()))
         if score > best_score:
             best, best_score = candidate, score
@@ -80,7 +96,7 @@ def _reason(ctx: CheckContext, verdict: HunkVerdict) -> str:
                            lambda c: find_moved(verdict.file, c.new.release.tree, c.old.release.tree))
         if moved is None:
             return "its file is gone"
-        text = ctx.new.release.tree.read_text(moved) or ""
+        text = ctx.new.release.tree.readable_text(moved) or ""
         there = "the hunk applies there" if verdict.hunk and Image(text).find(verdict.hunk) is not None \
             else "the hunk does not apply there either"
         return f"its file is gone; it likely moved to python/{moved} (by content; {there})"

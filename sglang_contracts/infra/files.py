@@ -37,7 +37,8 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _reason(error: OSError) -> str:
+def os_reason(error: OSError) -> str:
+    """Why a file could not be opened or listed, in words."""
     if error.errno in (errno.EACCES, errno.EPERM):
         return "permission denied"
     if error.errno == errno.ENOENT:
@@ -56,7 +57,7 @@ def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES) -> bytes:
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as error:
-        raise Unreadable(_reason(error)) from None
+        raise Unreadable(os_reason(error)) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -75,7 +76,7 @@ def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES) -> bytes:
             raise Unreadable(f"over the {describe_size(limit)} this tool reads")
         return data
     except OSError as error:
-        raise Unreadable(_reason(error)) from None
+        raise Unreadable(os_reason(error)) from None
     finally:
         os.close(fd)
 

@@ -8,29 +8,48 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.errors import SourceError
+from sglang_contracts.infra.files import MAX_PYTHON_BYTES, MAX_TEXT_BYTES, Unreadable
 from sglang_contracts.pysource import decode_source
 
 PACKAGE = "sglang"
 
 
+def read_limit(relpath: str) -> int:
+    """The most bytes read of one file of a release: a module's bound, or a text file's."""
+    return MAX_PYTHON_BYTES if relpath.endswith((".py", ".pyi")) else MAX_TEXT_BYTES
+
+
 class ReleaseTree(ABC):
-    """Files of one release. Paths are POSIX, relative to the folder that holds `sglang/`."""
+    """Files of one release. Paths are POSIX, relative to the folder that holds `sglang/`.
+
+    A damaged release never hangs or ends the run: a file that is there but cannot be read
+    (not a regular file, permission denied, over `read_limit`) raises `Unreadable` from
+    `read_bytes`, and the model reports the module as SGC000 where the project imports it; a
+    folder that is there but cannot be listed is None to `list_dir`, skipped by `iter_files`,
+    and `unlisted` says why, so the model reports its modules alike instead of calling them gone.
+    """
 
     @abstractmethod
     def read_bytes(self, relpath: str) -> bytes | None:
-        """The file's bytes, or None when there is no such file."""
+        """The file's bytes, or None when there is no such file. Raises Unreadable when there
+        is one that cannot be read, and never reads more than `read_limit(relpath)` bytes."""
 
     @abstractmethod
     def list_dir(self, relpath: str) -> list[str] | None:
-        """Names directly inside a folder, or None when it is not a folder."""
+        """Names directly inside a folder, or None when it is not a folder or cannot be listed."""
 
     @abstractmethod
     def iter_files(self, under: str) -> Iterator[str]:
-        """Every file path below a folder, recursively."""
+        """Every file path below a folder, recursively, skipping folders that cannot be listed
+        and never following a link to a folder (a link cycle cannot loop)."""
+
+    def unlisted(self, relpath: str) -> str | None:
+        """Why a folder that is there could not be listed ("permission denied"), if it could not."""
+        return None
 
     def content_key(self, relpath: str) -> str:
         """A key that changes whenever the file's content does: its SHA-256, unless the tree
-        knows a digest without reading the file."""
+        knows a digest without reading the file. Raises Unreadable as `read_bytes` does."""
         return hashlib.sha256(self.read_bytes(relpath) or b"").hexdigest()
 
     def read_text(self, relpath: str) -> str | None:
@@ -41,6 +60,22 @@ class ReleaseTree(ABC):
         """A Python file's text, decoded as the interpreter would (a byte-order mark, a coding comment)."""
         data = self.read_bytes(relpath)
         return None if data is None else decode_source(data)
+
+    def readable_source(self, relpath: str) -> str | None:
+        """`read_source`, or None for a file that cannot be read: for the searches over the
+        whole release and the probes of one module's text, which do without it (a module the
+        project imports is reported where it is imported, by the model)."""
+        try:
+            return self.read_source(relpath)
+        except Unreadable:
+            return None
+
+    def readable_text(self, relpath: str) -> str | None:
+        """`read_text`, or None for a file that cannot be read."""
+        try:
+            return self.read_text(relpath)
+        except Unreadable:
+            return None
 
     def metadata_text(self) -> str | None:
         """The release's dependency metadata (a wheel's METADATA or the repo's pyproject)."""
@@ -66,8 +101,15 @@ class Release:
 
 def check_is_sglang(tree: ReleaseTree, label: str) -> None:
     """A tree with no sglang package, or without sglang/srt, would yield an empty model: refuse it."""
-    if tree.read_bytes(f"{PACKAGE}/__init__.py") is None:
+    try:
+        init = tree.read_bytes(f"{PACKAGE}/__init__.py")
+    except Unreadable as unreadable:
+        raise SourceError(f"{label}: sglang/__init__.py cannot be read ({unreadable.reason})") from None
+    if init is None:
         raise SourceError(f"{label}: no sglang package found (expected sglang/__init__.py)")
     srt = tree.list_dir(f"{PACKAGE}/srt")
+    why = tree.unlisted(f"{PACKAGE}/srt") if srt is None else None
+    if why:
+        raise SourceError(f"{label}: sglang/srt cannot be listed ({why})")
     if not srt:
         raise SourceError(f"{label}: sglang/srt is missing or empty; this does not look like an SGLang release")

@@ -3,44 +3,77 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Iterator
 
 from sglang_contracts.errors import SourceError, shown
-from sglang_contracts.sources.base import PACKAGE, Release, ReleaseTree, check_is_sglang
+from sglang_contracts.infra.files import MAX_TEXT_BYTES, Unreadable, os_reason, read_limited
+from sglang_contracts.sources.base import PACKAGE, Release, ReleaseTree, check_is_sglang, read_limit
 
 
 class DirectoryTree(ReleaseTree):
+    """A release on disk. Only regular files are read (a link is followed to one), each under
+    its bound and never blocking: a FIFO named `x.py`, a link to /dev/zero or a file nobody may
+    read raises Unreadable. A folder that cannot be listed is recorded (`unlisted`), not absent:
+    its modules are reported as unreadable, not as gone from the release."""
+
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._unlisted: dict[str, str] = {}  # relpath -> why it could not be listed
 
     def read_bytes(self, relpath: str) -> bytes | None:
+        path = self.root / relpath
         try:
-            return (self.root / relpath).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            info = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            if os.path.islink(path):
+                raise Unreadable("a dangling symbolic link") from None
             return None
+        except OSError as error:  # a folder on the way that may not be searched, a link loop
+            raise Unreadable(os_reason(error)) from None
+        if stat.S_ISDIR(info.st_mode):
+            return None
+        return read_limited(path, read_limit(relpath))
 
     def list_dir(self, relpath: str) -> list[str] | None:
         try:
             return sorted(os.listdir(self.root / relpath))
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as error:
+            self._unlisted[relpath.strip("/")] = os_reason(error)
+            return None
+
+    def unlisted(self, relpath: str) -> str | None:
+        return self._unlisted.get(relpath.strip("/"))
 
     def iter_files(self, under: str) -> Iterator[str]:
+        """os.walk, which does not follow links to folders: a cycle of links cannot loop."""
         base = self.root / under
-        for folder, dirs, files in os.walk(base):
+
+        def skipped(error: OSError) -> None:
+            if not isinstance(error, (FileNotFoundError, NotADirectoryError)) and error.filename is not None:
+                folder = Path(os.fsdecode(error.filename))
+                try:
+                    self._unlisted[folder.relative_to(self.root).as_posix()] = os_reason(error)
+                except ValueError:
+                    pass
+
+        for folder, dirs, files in os.walk(base, onerror=skipped):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             rel = Path(folder).relative_to(self.root).as_posix()
             for name in sorted(files):
                 yield f"{rel}/{name}"
 
     def metadata_text(self) -> str | None:
-        for dist_info in sorted(self.root.glob("sglang-*.dist-info")):
-            metadata = dist_info / "METADATA"
-            if metadata.is_file():
-                return metadata.read_text(errors="replace")
-        pyproject = self.root / "pyproject.toml"
-        return pyproject.read_text(errors="replace") if pyproject.is_file() else None
+        candidates = [dist_info / "METADATA" for dist_info in sorted(self.root.glob("sglang-*.dist-info"))]
+        for path in [*candidates, self.root / "pyproject.toml"]:
+            try:
+                return read_limited(path, MAX_TEXT_BYTES).decode("utf-8", "replace")
+            except Unreadable:
+                continue  # missing, a folder, or unreadable: the version comes from the package then
+        return None
 
 
 def find_package_root(path: Path) -> Path:
@@ -60,7 +93,7 @@ def version_from_tree(tree: ReleaseTree) -> str | None:
     if match:
         return match.group(1)
     for module in ("_version.py", "version.py"):
-        text = tree.read_text(f"{PACKAGE}/{module}") or ""
+        text = tree.readable_text(f"{PACKAGE}/{module}") or ""
         match = re.search(r"""^__version__\s*(?::\s*str\s*)?=\s*(?:version\s*=\s*)?["']([^"']+)["']""", text, re.M)
         if match:
             return match.group(1)

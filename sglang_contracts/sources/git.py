@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Iterator
 
 from sglang_contracts.errors import SourceError, shown
-from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang
+from sglang_contracts.infra.files import Unreadable, describe_size
+from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 from sglang_contracts.sources.directory import version_from_tree
 
 PACKAGE_PREFIX = "python"
@@ -28,14 +29,28 @@ class GitTree(ReleaseTree):
             return None
 
     def read_bytes(self, relpath: str) -> bytes | None:
+        """The blob's bytes; a blob over the bound is refused by the size git records for it,
+        unread, and no more than the bound is ever read."""
+        from gitdb.exc import ODBError
+
         entry = self._entry(relpath)
         if entry is None or entry.type != "blob":
             return None
-        return entry.data_stream.read()
+        limit = read_limit(relpath)
+        try:
+            size = entry.size
+            if size > limit:
+                raise Unreadable(f"{describe_size(size)}, over the {describe_size(limit)} this tool reads")
+            data = entry.data_stream.read(limit + 1)
+        except (ODBError, ValueError, OSError) as error:  # an object missing from a partial clone
+            raise Unreadable(f"not in the clone's object store ({type(error).__name__})") from None
+        if len(data) > limit:
+            raise Unreadable(f"over the {describe_size(limit)} this tool reads")
+        return data
 
     def content_key(self, relpath: str) -> str:
         entry = self._entry(relpath)
-        return entry.hexsha if entry is not None else super().content_key(relpath)
+        return entry.hexsha if entry is not None and entry.type == "blob" else super().content_key(relpath)
 
     def list_dir(self, relpath: str) -> list[str] | None:
         entry = self._entry(relpath)
@@ -52,8 +67,7 @@ class GitTree(ReleaseTree):
                 yield f"{under}/{item.path[len(entry.path) + 1:]}"
 
     def metadata_text(self) -> str | None:
-        entry = self._entry("pyproject.toml")
-        return entry.data_stream.read().decode("utf-8", "replace") if entry is not None else None
+        return self.readable_text("pyproject.toml")
 
 
 def open_repo(path: Path):
@@ -86,6 +100,10 @@ def git_release(repo_path: Path, ref: str) -> Release:
         root_tree = commit.tree / PACKAGE_PREFIX
     except KeyError:
         raise SourceError(f"{repo_path}@{name}: no python/ folder; is this an SGLang clone?") from None
+    if root_tree.type != "tree":  # a file (or a submodule) named `python`
+        kind = "a file" if root_tree.type == "blob" else f"a {root_tree.type}"
+        raise SourceError(f"{repo_path}@{name}: python is {kind}, not a folder, so this ref has no sglang "
+                          "package; is this an SGLang clone?")
     tree = GitTree(root_tree)
     label = f"sglang {name} ({repo_path})"
     check_is_sglang(tree, label)

@@ -42,7 +42,8 @@ from packaging.version import InvalidVersion, Version
 from sglang_contracts import progress
 from sglang_contracts.cache import atomic_write_bytes, why_unwritable
 from sglang_contracts.errors import SourceError, shown
-from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang
+from sglang_contracts.infra.files import Unreadable, describe_size
+from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 
 PUBLISHED = "pypi:sglang=={version}"  # a published release's identity: its content can never change
 # Only these are read; every other member (compiled extensions, CUDA sources, data) reads
@@ -226,8 +227,13 @@ class WheelTree(ReleaseTree):
             return None
         if not relpath.endswith(READ_SUFFIXES):
             return b""
+        limit = read_limit(relpath)
+        if info.file_size > limit:  # a zip bomb is refused before a byte of it is inflated
+            raise Unreadable(f"{describe_size(info.file_size)} uncompressed, over the {describe_size(limit)} "
+                             "this tool reads")
         try:
-            return self.archive.read(info)
+            with self.archive.open(info) as member:
+                data = member.read(limit + 1)  # the sizes in the archive's directory can lie
         except DAMAGE as error:
             if self.cached and _discard(self.wheel):
                 advice = "it was deleted from the cache: run again to download it anew"
@@ -235,12 +241,15 @@ class WheelTree(ReleaseTree):
                 advice = "delete it and run again to download it anew"
             raise SourceError(f"{self.wheel}: {relpath} cannot be read from it ({error}); the file is damaged: "
                               f"{advice}") from None
+        if len(data) > limit:
+            raise Unreadable(f"over the {describe_size(limit)} this tool reads")
+        return data
 
     def verify(self) -> bool:
         """Every file a run may read decompresses (its CRC holds) to the SHA-256 RECORD lists."""
         for relpath, info in self.members.items():
-            if not relpath.endswith(READ_SUFFIXES):
-                continue
+            if not relpath.endswith(READ_SUFFIXES) or info.file_size > read_limit(relpath):
+                continue  # a member over the bound is never inflated (reading it says so)
             try:
                 data = self.archive.read(info)
             except DAMAGE:
@@ -276,7 +285,7 @@ class WheelTree(ReleaseTree):
         """The text of a file in the wheel's sglang-*.dist-info folder, if there is one."""
         for folder in sorted(self.folders.get("", ())):
             if folder.startswith("sglang-") and folder.endswith(".dist-info"):
-                return self.read_text(f"{folder}/{name}")
+                return self.readable_text(f"{folder}/{name}")
         return None
 
     @cached_property

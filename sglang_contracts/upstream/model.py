@@ -27,6 +27,8 @@ EXTRACTOR = code_fingerprint(extract, bodies, pysource)
 NEUTRAL_BASES = {"object", "abc.ABC", "ABC", "typing.Generic", "Generic", "typing.Protocol", "Protocol"}
 
 ROOT = PACKAGE  # the upstream top-level package
+UNLISTED = "unlisted"  # what _locate says of a module whose folder is there but cannot be listed
+UNREADABLE = "unreadable"  # what _source says of a module whose file or folder cannot be read
 
 
 @lru_cache(maxsize=None)
@@ -148,16 +150,19 @@ class UpstreamModel:
     # -- modules -------------------------------------------------------------------------
 
     def _locate(self, name: str) -> tuple[str, str | None]:
-        """(kind, relpath) of a module, or ("", None) when the release has no such module."""
+        """(kind, relpath) of a module, or ("", None) when the release has no such module;
+        (UNLISTED, folder) when a folder that would hold it is there but cannot be listed."""
         parts = name.split(".")
         folder = "/".join(parts[:-1])
         entries = self._listing(folder) if folder else self._listing("")
         if entries is None:
-            return "", None
+            return (UNLISTED, folder) if self.tree.unlisted(folder) else ("", None)
         leaf = parts[-1]
         path = f"{folder}/{leaf}" if folder else leaf
         if leaf in entries:
             inner = self._listing(path)
+            if inner is None and self.tree.unlisted(path):
+                return UNLISTED, path
             if inner is not None:
                 if "__init__.py" in inner:
                     return "package", f"{path}/__init__.py"
@@ -178,17 +183,26 @@ class UpstreamModel:
 
     def _source(self, name: str) -> tuple[str, str | None, str]:
         """(kind, relpath, cache key) of a module; kind "" when there is no such module. The
-        key comes without reading the file where the tree knows its digest (a wheel, a clone)."""
+        key comes without reading the file where the tree knows its digest (a wheel, a clone).
+        Kind UNREADABLE when its file or its folder cannot be read, the key then saying why."""
         kind, relpath = self._locate(name)
+        if kind == UNLISTED:
+            return UNREADABLE, None, f"folder {relpath} cannot be listed: {self.tree.unlisted(relpath or '')}"
         if not kind or relpath is None:
             return kind, None, ""
-        key = hashlib.sha256(f"{EXTRACTOR}\0{name}\0{self.tree.content_key(relpath)}".encode()).hexdigest()
+        try:
+            content = self.tree.content_key(relpath)
+        except Unreadable as unreadable:
+            return UNREADABLE, relpath, unreadable.reason
+        key = hashlib.sha256(f"{EXTRACTOR}\0{name}\0{content}".encode()).hexdigest()
         return kind, relpath, key
 
     def _load(self, name: str) -> ModuleRecord | None:
         kind, relpath, key = self._source(name)
         if not kind:
             return None
+        if kind == UNREADABLE:
+            return self._unreadable(name, relpath, key)
         if relpath is None:
             self.stats.without_source += 1
             opaque = "extension module" if kind == "extension" else None
@@ -196,22 +210,19 @@ class UpstreamModel:
         cached = self._cached(name, kind, relpath, key)
         if cached is not None:
             return cached
-        code = self._read_module(name, relpath)
-        if code is None:
-            return self._unreadable
+        try:
+            code = self.tree.read_source(relpath) or ""
+        except Unreadable as unreadable:
+            return self._unreadable(name, relpath, unreadable.reason)
         extracted = extract_module(name, relpath, code)
         self.stats.parsed += 1
         self.cache.put(key, extracted)
         return self._record(name, kind, relpath, extracted)
 
-    def _read_module(self, name: str, relpath: str) -> str | None:
-        """A module's source; None when it cannot be read, kept as an opaque record with the reason."""
-        try:
-            return self.tree.read_source(relpath) or ""
-        except Unreadable as unreadable:
-            self._unreadable = ModuleRecord(name, "module", relpath, opaque=unreadable.reason, problem=(
-                f"read {name} in {self.release.label}", unreadable.reason, False))
-            return None
+    def _unreadable(self, name: str, relpath: str | None, reason: str) -> ModuleRecord:
+        """A module whose file (or folder) cannot be read: opaque, with the reason for the report."""
+        return ModuleRecord(name, "module", relpath, opaque=reason,
+                            problem=(f"read {name} in {self.release.label}", reason, False))
 
     def problems(self) -> list[tuple[str, str, str, bool]]:
         """(module, stage, error, internal) of every loaded module that could not be read or analysed."""
@@ -250,17 +261,21 @@ class UpstreamModel:
             if name in self._modules or not is_upstream(name):
                 continue
             kind, relpath, key = self._source(name)
+            if kind == UNREADABLE:
+                self._modules[name] = self._unreadable(name, relpath, key)
+                continue
             if relpath is None:
                 continue
             cached = self._cached(name, kind, relpath, key)
             if cached is not None:
                 self._modules[name] = cached
                 continue
-            code = self._read_module(name, relpath)
-            if code is None:
-                self._modules[name] = self._unreadable
-            else:
-                jobs.append((name, kind, relpath, code, key))
+            try:
+                code = self.tree.read_source(relpath) or ""
+            except Unreadable as unreadable:
+                self._modules[name] = self._unreadable(name, relpath, unreadable.reason)
+                continue
+            jobs.append((name, kind, relpath, code, key))
         return jobs
 
     def accept_extraction(self, job: tuple[str, str, str, str, str], extracted: dict[str, Any]) -> None:
@@ -542,7 +557,7 @@ class UpstreamModel:
         )
         found: dict[str, list[str]] = {}
         for relpath in self._source_files:
-            text = self.tree.read_source(relpath) or ""
+            text = self.tree.readable_source(relpath) or ""  # an unreadable file defines nothing we know of
             if not any(name in text for name in names):
                 continue  # what the pattern matches holds a name verbatim; a substring test is far cheaper
             for match in pattern.finditer(text):
@@ -561,7 +576,7 @@ class UpstreamModel:
     def texts_mentioning(self, needle: str) -> Iterable[tuple[str, str]]:
         """(relpath, source text) of every module of the release whose text contains `needle`."""
         for relpath in self._source_files:
-            text = self.tree.read_source(relpath) or ""
+            text = self.tree.readable_source(relpath) or ""
             if needle in text:
                 yield relpath, text
 

@@ -96,7 +96,7 @@ def server_args_fields(model: UpstreamModel) -> FieldSet | None:
         shape = "dataclass"
     else:
         record = model.module(module_name)
-        code = model.tree.read_source(record.relpath) if record is not None and record.relpath else ""
+        code = model.tree.readable_source(record.relpath) if record is not None and record.relpath else ""
         names, own = _namespace_list(code or "")
         fields = {}
         for name in names:
