@@ -10,7 +10,8 @@ project class when the project reaches it:
   through `super()`, or names explicitly (`Scheduler.m(self)`), and the ones its `__getattr__`
   borrows (the roots of borrowed.py);
 - the upstream methods the project's code calls on a typed instance of the class
-  (`runner.alloc_memory_pool()`, `runner` a `SGLModelRunner`);
+  (`runner.alloc_memory_pool()`, `runner` a `SGLModelRunner`), or of an upstream class it
+  derives from (`runner: ModelRunner` may hold a `SGLModelRunner`);
 
 and then every upstream method those reach through `self.<name>` (borrowed.py's walk). A
 caller `self.m(..., new=...)` among them reaches the override. A caller `x.m(..., new=...)` on
@@ -46,6 +47,7 @@ def _own_roots(ctx: CheckContext, resolver: Resolver, cls: ProjectClass) -> list
     of inherited upstream methods."""
     view = project_view(ctx)
     provided = view.provided(cls)
+    parents = view.ancestry(cls)[0][1:]
     prefix = f"{cls.fact.name}."
     roots = []
     for call in cls.facts.calls:
@@ -53,8 +55,14 @@ def _own_roots(ctx: CheckContext, resolver: Resolver, cls: ProjectClass) -> list
         if not call.scope.startswith(prefix) or len(call.callee.attrs) != 1:
             continue
         name = call.callee.attrs[0]
-        if kind == f"U:{cls.fact.name}" or kind == f"S:{cls.fact.name}" and name not in provided:
+        if kind == f"S:{cls.fact.name}" and name not in provided:
             roots.append(Root(cls.facts, call.position, call.scope, name, None))
+        elif kind == f"U:{cls.fact.name}" and not any(name in parent.fact.provided for parent in parents):
+            # `super().m()` reaches upstream only past the project's own bases, and never
+            # through `__getattr__`, which a `super()` proxy does not consult
+            member = resolver.upstream_member(cls, name, borrowed=False)
+            if member is not None and member.kind in CALLABLE_KINDS:
+                roots.append(Root(cls.facts, call.position, call.scope, name, member.owner))
     for read in cls.facts.reads:
         if read.receiver.types == (f"S:{cls.fact.name}",) and not read.receiver.attrs and not read.store \
                 and read.scope.startswith(prefix) and read.attr not in provided:
@@ -66,6 +74,12 @@ def _typed_roots(ctx: CheckContext, resolver: Resolver) -> dict[str, list[Root]]
     """Per project class, calls of its inherited upstream methods on typed instances of it."""
     view = project_view(ctx)
     found: dict[str, list[Root]] = {}
+    # An instance typed as an upstream class may be one of the project's subclasses of it.
+    subclasses: dict[str, list[ProjectClass]] = {}
+    for cls in view.classes.values():
+        for base in resolver.upstream_bases(cls):
+            for origin in resolver.model.mro(base)[0]:
+                subclasses.setdefault(origin, []).append(cls)
     for facts in ctx.project.files.values():
         for call in facts.calls:
             types = call.callee.types
@@ -74,9 +88,9 @@ def _typed_roots(ctx: CheckContext, resolver: Resolver) -> dict[str, list[Root]]
             instances = resolver.receiver(facts, Receiver(types, call.callee.attrs[:-1]))
             name = call.callee.attrs[-1]
             for instance in instances or ():
-                cls = instance.project
-                if cls is not None and name not in view.provided(cls):
-                    found.setdefault(cls.key, []).append(Root(facts, call.position, call.scope or facts.module, name, None))
+                for cls in [instance.project] if instance.project is not None else subclasses.get(instance.origin or "", []):
+                    if name not in view.provided(cls):
+                        found.setdefault(cls.key, []).append(Root(facts, call.position, call.scope or facts.module, name, None))
     return found
 
 
@@ -131,6 +145,7 @@ def passing_caller(ctx: CheckContext, resolver: Resolver, cls: ProjectClass, met
     found = reach(ctx, resolver)
     candidates = [(member, path, 1) for member, path in found.per_class.get(cls.key, [])]
     candidates += [(member, path, 0) for member, path in found.anywhere.values()]
+    candidates.sort(key=lambda item: (1 - item[2], len(item[1])))  # calls on self, then the shortest path
     for member, path, on_self in candidates:
         for call in member.record.get("call_args", []):
             if call[0] != method or call[1] != on_self:
