@@ -171,6 +171,27 @@ def test_omni_019_bump_to_0523_reports_an_override_upstream_now_calls_with_a_new
     (borrowed,) = [d for d in diagnostics if d["path"] == "sglang_omni/scheduling/omni_scheduler.py"]
     assert borrowed["symbol"] == "sglang.srt.managers.scheduler.Scheduler.get_num_allocatable_reqs"
     assert "OmniScheduler.get_num_allocatable_reqs cannot accept num_held_rows" in borrowed["message"]
+    # The message names the upstream caller that passes it, and how the project gets there.
+    assert "Scheduler._get_new_batch_prefill_raw passes it" in borrowed["message"]
+    assert borrowed["message"].endswith("OmniScheduler.get_new_batch_prefill -> Scheduler.get_new_batch_prefill"
+                                        " -> Scheduler._get_new_batch_prefill_raw")
+    # SGLModelRunner's init_kv_cache_configurator(self) takes no slot for the layout that
+    # ModelRunner.alloc_memory_pool now passes positionally; omni calls alloc_memory_pool itself.
+    (runner,) = [d for d in diagnostics if d["path"] == "sglang_omni/model_runner/sglang_model_runner.py"]
+    assert "SGLModelRunner.init_kv_cache_configurator cannot accept draft_parallel_layout" in runner["message"]
+    assert "ModelRunner.alloc_memory_pool passes it" in runner["message"]
+    assert runner["severity"] == "error" and len(diagnostics) == 2
+
+
+@pytest.mark.parametrize("version", ["0.1.6", "0.1.7"])
+def test_omni_bump_to_0520_does_not_report_an_override_only_unrun_upstream_code_calls_with_the_new_keyword(
+        capsys, monkeypatch, real_cache: Path, version: str) -> None:
+    """0.5.20's ModelRunner.post_capture_resize_kv_pool gained draft_runners=(); the one upstream
+    caller that passes it is Scheduler.init_model_worker, which sglang-omni never runs (it
+    builds its model runner and calls the method itself, with no argument)."""
+    omni = download_sdist("sglang-omni", version, real_cache)
+    _, diagnostics = run_json(capsys, omni, monkeypatch, "--old", "0.5.19", "--new", "0.5.20", "--select", "SGC302")
+    assert [d for d in diagnostics if "post_capture_resize_kv_pool" in d["message"]] == []
 
 
 def test_omni_016_bump_to_0520_reports_calls_of_the_retired_server_args_accessor(capsys, monkeypatch,
@@ -205,6 +226,8 @@ def test_omni_017_bump_to_0521_reports_what_0_1_8_had_to_fix(capsys, monkeypatch
     assert any(m.endswith("reads self._prev_prefill_end_ts") for m in borrowed)
     # A __getattr__ borrower's method overrides: upstream callers now pass ignore_waiting.
     assert "cannot accept ignore_waiting" in found["SGC302", "sglang_omni/scheduling/pd_scheduler.py", 58]
+    assert found["SGC302", "sglang_omni/scheduling/pd_scheduler.py", 58].endswith(
+        "Scheduler.flush_cache passes it, on a path the project runs: PDKVLifecycle.flush_cache -> Scheduler.flush_cache")
     # **kwargs handed on to ModelRunner.__init__, which lost ps; the worker class lives in a function.
     assert "no longer accepts keyword ps" in found["SGC201", "sglang_omni/model_runner/mlx_model_worker.py", 299]
     assert "TpModelWorker.ps" in found["SGC321", "sglang_omni/model_runner/mlx_model_worker.py", 251]

@@ -121,10 +121,12 @@ def _constant_only(view: ProjectView, cls: ProjectClass) -> set[tuple[str, str]]
 
 
 def _reached(resolver: Resolver, borrower: Borrower, root: Root, provided: set[str],
-             holding: set[tuple[str, str]]) -> tuple[dict[str, Needed], set[str]]:
+             holding: set[tuple[str, str]],
+             entered: list[tuple[Member, list[str]]] | None = None) -> tuple[dict[str, Needed], set[str]]:
     """(attributes read from `self`, attributes set) by the upstream methods one root reaches,
     following `self.<method>` transitively. A method whose guard `holding` says is met (an
-    attribute that is always None, or always falsy) returns at once: it is not entered."""
+    attribute that is always None, or always falsy) returns at once: it is not entered.
+    `entered`, if given, collects each method entered with the path that reaches it."""
     cls = borrower.cls
     first = root_member(resolver, borrower, root)
     queue: deque[tuple[Member, list[str]]] = deque([(first, [root.scope, first.qualname])] if first else [])
@@ -136,6 +138,8 @@ def _reached(resolver: Resolver, borrower: Borrower, root: Root, provided: set[s
         if (member.owner, member.name) in visited or tuple(member.record.get("guard") or ()) in holding:
             continue
         visited.add((member.owner, member.name))
+        if entered is not None:
+            entered.append((member, path))
         # A method that reads an attribute before it first sets it never gets to set it when
         # nothing else did: `prev = self._prev_end; self._prev_end = now` fails on its first run.
         writes.update(set(member.record.get("writes", [])) - set(member.record.get("read_first", [])))

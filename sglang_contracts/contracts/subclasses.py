@@ -99,14 +99,26 @@ def unaccepted_parameters(override: tuple[tuple[str, str, bool], ...], old: Memb
 
 @contract("SGC302")
 def override_signature_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
+    from sglang_contracts.contracts.callers import passing_caller  # it builds on borrowed, which builds on this
+
+    _, new = resolvers(ctx)
     for item in overrides(ctx):
         if item.new is None or item.new.kind != "method" or item.old.kind != "method" or item.method.name == "__init__":
             continue  # the project constructs its own subclass: upstream callers do not reach its __init__
         missing = unaccepted_parameters(item.method.params, item.old, item.new)
-        if missing:
-            yield finding("SGC302", item.cls.facts, item.method.position, f"{item.new.owner}.{item.method.name}",
-                          cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname,
-                          params=", ".join(missing), old=ctx.old_version, new=ctx.new_version)
+        if not missing:
+            continue
+        # Only an upstream caller that runs for the project and passes the parameter breaks the
+        # override: one the project never reaches, or none at all (an interface method only the
+        # project calls), leaves it working.
+        caller = passing_caller(ctx, new, item.cls, item.method.name, item.new.record.get("params", []), missing)
+        if caller is None:
+            continue
+        member, path, passed = caller
+        yield finding("SGC302", item.cls.facts, item.method.position, f"{item.new.owner}.{item.method.name}",
+                      cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname,
+                      params=", ".join(passed), caller=member.qualname, call_path=" -> ".join(path),
+                      old=ctx.old_version, new=ctx.new_version)
 
 
 def body_change(old: Member, new: Member) -> tuple[int, int] | None:

@@ -34,6 +34,9 @@ class BodyFacts:
     raises: list[str] | None = None
     # A decorator's: what the wrappers it defines (`def wrapper(self, ...)`) read from `self`
     wrapper_reads: set[str] = field(default_factory=set)
+    # Method calls `<receiver>.<name>(...)`, each once: [name, on self (1) or another receiver
+    # (0), positional arguments before any `*` splat, keywords, 1 if a splat may pass more]
+    call_args: list[list] = field(default_factory=list)
 
     def merge(self, other: "BodyFacts") -> None:
         """A property and its setter, or overloads, share one name: keep what all of them do."""
@@ -46,6 +49,7 @@ class BodyFacts:
         self.forwards = None
         self.raises = self.raises if self.raises == other.raises else None
         self.wrapper_reads |= other.wrapper_reads
+        self.call_args += [call for call in other.call_args if call not in self.call_args]
         for name, callees in other.constructed.items():
             self.constructed.setdefault(name, set()).update(callees)
 
@@ -62,6 +66,8 @@ class BodyFacts:
             record["raises"] = self.raises
         if self.wrapper_reads:
             record["wrapper_reads"] = sorted(self.wrapper_reads)
+        if self.call_args:
+            record["call_args"] = self.call_args
         if self.constructed:
             record["constructed"] = {name: sorted(callees) for name, callees in sorted(self.constructed.items())}
         return record
@@ -259,9 +265,27 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
             (facts.writes if isinstance(child.ctx, (ast.Store, ast.Del)) else facts.reads).add(name)
         elif isinstance(child, ast.Call) and (name := _self_attribute(child.func, receiver)) is not None:
             facts.calls.add(name)
+        if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
+            call = _call_shape(child, receiver)
+            if call not in facts.call_args:
+                facts.call_args.append(call)
     both = facts.reads & facts.writes | augmented
     facts.read_first = _read_before_written(node, receiver, both) if both else set()
     return facts
+
+
+def _call_shape(call: ast.Call, receiver: str) -> list:
+    """[method name, on self, positional arguments, keywords, splat] of `<x>.<name>(...)`."""
+    func = call.func
+    assert isinstance(func, ast.Attribute)
+    on_self = int(isinstance(func.value, ast.Name) and func.value.id == receiver)
+    positional = 0
+    for argument in call.args:
+        if isinstance(argument, ast.Starred):
+            break
+        positional += 1
+    splat = int(any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords))
+    return [func.attr, on_self, positional, sorted(k.arg for k in call.keywords if k.arg is not None), splat]
 
 
 def super_forward(node: AnyFunction) -> list | None:

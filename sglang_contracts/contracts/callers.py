@@ -1,0 +1,156 @@
+"""Which upstream methods run with a project object, and which of them call a given method.
+
+SGC302 reports an override that cannot take a parameter upstream gained only where an upstream
+caller that passes it can run against the project's class. An upstream method runs for a
+project class when the project reaches it:
+
+- the upstream `__init__` the class runs (a subclass whose `__init__` calls its base's, or that
+  defines none);
+- the upstream methods the class's own code (or that of its project bases) calls on `self`,
+  through `super()`, or names explicitly (`Scheduler.m(self)`), and the ones its `__getattr__`
+  borrows (the roots of borrowed.py);
+- the upstream methods the project's code calls on a typed instance of the class
+  (`runner.alloc_memory_pool()`, `runner` a `SGLModelRunner`), or of an upstream class it
+  derives from (`runner: ModelRunner` may hold a `SGLModelRunner`);
+
+and then every upstream method those reach through `self.<name>` (borrowed.py's walk). A
+caller `self.m(..., new=...)` among them reaches the override. A caller `x.m(..., new=...)` on
+another receiver (whose type the upstream body does not say) counts when it is among the
+methods the project reaches for any of its classes: the name is enough there. Upstream code
+the project never enters through one of its classes (an upstream `Scheduler.__init__` that
+builds the model runner, when the project builds its own) does not count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sglang_contracts.contracts.base import CheckContext
+from sglang_contracts.contracts.borrowed import Borrower, Root, _reached, _skips_base_init, borrowers
+from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view
+from sglang_contracts.project.facts import Receiver
+from sglang_contracts.upstream.model import Member
+
+CALLABLE_KINDS = ("method", "property")
+
+
+@dataclass
+class Reach:
+    """What one release's upstream code runs for the project's classes."""
+
+    per_class: dict[str, list[tuple[Member, list[str]]]]  # class key -> (method entered, path)
+    anywhere: dict[tuple[str, str], tuple[Member, list[str]]]  # (owner, name) -> (method, a path)
+
+
+def _own_roots(ctx: CheckContext, resolver: Resolver, cls: ProjectClass) -> list[Root]:
+    """Roots in the class's own methods: `self.m()` and `super().m()` calls and `self.m` reads
+    of inherited upstream methods."""
+    view = project_view(ctx)
+    provided = view.provided(cls)
+    parents = view.ancestry(cls)[0][1:]
+    prefix = f"{cls.fact.name}."
+    roots = []
+    for call in cls.facts.calls:
+        kind = call.callee.types[0] if call.callee.types else ""
+        if not call.scope.startswith(prefix) or len(call.callee.attrs) != 1:
+            continue
+        name = call.callee.attrs[0]
+        if kind == f"S:{cls.fact.name}" and name not in provided:
+            roots.append(Root(cls.facts, call.position, call.scope, name, None))
+        elif kind == f"U:{cls.fact.name}" and not any(name in parent.fact.provided for parent in parents):
+            # `super().m()` reaches upstream only past the project's own bases, and never
+            # through `__getattr__`, which a `super()` proxy does not consult
+            member = resolver.upstream_member(cls, name, borrowed=False)
+            if member is not None and member.kind in CALLABLE_KINDS:
+                roots.append(Root(cls.facts, call.position, call.scope, name, member.owner))
+    for read in cls.facts.reads:
+        if read.receiver.types == (f"S:{cls.fact.name}",) and not read.receiver.attrs and not read.store \
+                and read.scope.startswith(prefix) and read.attr not in provided:
+            roots.append(Root(cls.facts, read.position, read.scope, read.attr, None))
+    return roots
+
+
+def _typed_roots(ctx: CheckContext, resolver: Resolver) -> dict[str, list[Root]]:
+    """Per project class, calls of its inherited upstream methods on typed instances of it."""
+    view = project_view(ctx)
+    found: dict[str, list[Root]] = {}
+    # An instance typed as an upstream class may be one of the project's subclasses of it.
+    subclasses: dict[str, list[ProjectClass]] = {}
+    for cls in view.classes.values():
+        for base in resolver.upstream_bases(cls):
+            for origin in resolver.model.mro(base)[0]:
+                subclasses.setdefault(origin, []).append(cls)
+    for facts in ctx.project.files.values():
+        for call in facts.calls:
+            types = call.callee.types
+            if not call.callee.attrs or not types or any(kind.startswith(("C:", "U:", "S:")) for kind in types):
+                continue
+            instances = resolver.receiver(facts, Receiver(types, call.callee.attrs[:-1]))
+            name = call.callee.attrs[-1]
+            for instance in instances or ():
+                for cls in [instance.project] if instance.project is not None else subclasses.get(instance.origin or "", []):
+                    if name not in view.provided(cls):
+                        found.setdefault(cls.key, []).append(Root(facts, call.position, call.scope or facts.module, name, None))
+    return found
+
+
+def _reach(ctx: CheckContext, resolver: Resolver) -> Reach:
+    view = project_view(ctx)
+    explicit: dict[str, list[Root]] = {}
+    for borrower in borrowers(ctx):
+        explicit.setdefault(borrower.cls.key, []).extend(borrower.roots)
+    typed = _typed_roots(ctx, resolver)
+    per_class: dict[str, list[tuple[Member, list[str]]]] = {}
+    anywhere: dict[tuple[str, str], tuple[Member, list[str]]] = {}
+    for cls in view.classes.values():
+        if not resolver.upstream_bases(cls) and not view.borrow_sources(cls):
+            continue
+        roots: list[Root] = []
+        for member in view.ancestry(cls)[0]:  # a project base's code runs with the subclass's objects
+            roots += explicit.get(member.key, []) + typed.get(member.key, []) + _own_roots(ctx, resolver, member)
+        if resolver.upstream_bases(cls) and not _skips_base_init(view, resolver, cls):
+            roots.append(Root(cls.facts, cls.fact.position, f"{cls.fact.name}()", "__init__", None))
+        provided = set(view.provided(cls))
+        for member in view.ancestry(cls)[0]:
+            provided.update(member.fact.getattr_names)
+        borrower = Borrower(cls, roots, bool(view.borrow_sources(cls)))
+        entered: list[tuple[Member, list[str]]] = []
+        for root in roots:
+            _reached(resolver, borrower, root, provided, set(), entered)
+        per_class[cls.key] = entered
+        for member, path in entered:
+            anywhere.setdefault((member.owner, member.name), (member, path))
+    return Reach(per_class, anywhere)
+
+
+def reach(ctx: CheckContext, resolver: Resolver) -> Reach:
+    return ctx.shared(f"upstream-reach-{id(resolver.model)}", lambda context: _reach(context, resolver))
+
+
+def passes(call: list, params: list, name: str) -> bool:
+    """Does a recorded call [name, on self, positional, keywords, splat] pass parameter `name`
+    of a method whose parameters (`self` first) are `params`?"""
+    _, _, positional, keywords, splat = call
+    if splat or name in keywords:
+        return True
+    index = next((i for i, p in enumerate(params) if p[0] == name), None)
+    return index is not None and params[index][1] in ("po", "pk") and 1 <= index <= positional
+
+
+def passing_caller(ctx: CheckContext, resolver: Resolver, cls: ProjectClass, method: str, params: list,
+                   missing: list[str]) -> tuple[Member, list[str], list[str]] | None:
+    """(an upstream caller, the path that reaches it, the missing parameters it passes) for the
+    first upstream method the project reaches that calls `method` passing one of `missing`:
+    on `self` among the methods reached for `cls`, on another receiver among all reached."""
+    found = reach(ctx, resolver)
+    candidates = [(member, path, 1) for member, path in found.per_class.get(cls.key, [])]
+    candidates += [(member, path, 0) for member, path in found.anywhere.values()]
+    candidates.sort(key=lambda item: (1 - item[2], len(item[1])))  # calls on self, then the shortest path
+    for member, path, on_self in candidates:
+        for call in member.record.get("call_args", []):
+            if call[0] != method or call[1] != on_self:
+                continue
+            passed = [name for name in missing if passes(call, params, name)]
+            if passed:
+                return member, path, passed
+    return None
