@@ -117,6 +117,23 @@ def _parameters(function) -> list[list[Any]]:
             for p in function.parameters]
 
 
+TUPLES = {"tuple", "Tuple", "typing.Tuple"}
+
+
+def tuple_length(expression) -> int | None:
+    """N for a return annotation `tuple[A, B, ...N]` / `Tuple[...]` of fixed length, else None."""
+    import griffe
+
+    if isinstance(expression, griffe.ExprSubscript) and isinstance(expression.left, (griffe.ExprName, griffe.ExprAttribute)) \
+            and expression.left.canonical_path in TUPLES | {"builtins.tuple"}:
+        inner = expression.slice
+        members = inner.elements if isinstance(inner, griffe.ExprTuple) else [inner]
+        if any(str(member) in ("...", "()") for member in members):
+            return None
+        return len(members)
+    return None
+
+
 def _function(function, body: BodyFacts | None) -> dict[str, Any]:
     record: dict[str, Any] = {
         "line": function.lineno or 0,
@@ -126,6 +143,13 @@ def _function(function, body: BodyFacts | None) -> dict[str, Any]:
     }
     if body is not None:
         record.update(body.to_json())
+    if function.returns is not None:
+        # The annotation says the shape; the body's returns speak only where there is none.
+        record["annotation"] = str(function.returns)
+        length = tuple_length(function.returns)
+        record.pop("shape", None)
+        if length is not None:
+            record["shape"] = length
     return record
 
 
