@@ -99,8 +99,14 @@ def unpacked_result_changed_shape(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 
 def _overridden(ctx: CheckContext, cls: ProjectClass, name: str) -> bool:
-    """Whether the project class (or a project class between it and upstream) defines `name`."""
-    return any(name in klass.fact.provided for klass in project_view(ctx).ancestry(cls)[0])
+    """Whether the project class (or a project class between it and upstream) defines `name`
+    without handing on to upstream's (`return super().<name>(...)` keeps upstream's running)."""
+    for klass in project_view(ctx).ancestry(cls)[0]:
+        if name in klass.fact.provided:
+            scope = f"{klass.fact.name}.{name}"
+            return not any(call.scope == scope and call.callee.types == (f"U:{klass.fact.name}",)
+                           and call.callee.attrs == (name,) for call in klass.facts.calls)
+    return False
 
 
 def _callers(ctx: CheckContext, resolver: Resolver, cls: ProjectClass, method: str) -> list[tuple[Member, dict]]:
