@@ -62,3 +62,38 @@ def source_depth(code: str) -> int:
         return 1 << 30
     except (SyntaxError, ValueError):
         return 0
+
+
+# Shapes of a function's results, read alike from SGLang's bodies and the project's.
+
+def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef):
+    """The nodes of the function's own body, not those of functions or classes defined in it."""
+    pending = list(reversed(node.body))
+    while pending:
+        child = pending.pop()
+        yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(reversed(list(ast.iter_child_nodes(child))))
+
+
+def returned_shape(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+    """The tuple length every `return` of the body gives, when each returns a tuple display
+    (`return a, b`) of the same length; None otherwise (a generator, a bare `return`, a name,
+    returns of different lengths: unknown, never judged)."""
+    lengths = set()
+    for child in own_nodes(node):
+        if isinstance(child, (ast.Yield, ast.YieldFrom)):
+            return None
+        if isinstance(child, ast.Return):
+            value = child.value
+            if not isinstance(value, ast.Tuple) or any(isinstance(e, ast.Starred) for e in value.elts):
+                return None
+            lengths.add(len(value.elts))
+    return lengths.pop() if len(lengths) == 1 else None
+
+
+def unpack_count(target: ast.AST) -> int | None:
+    """How many values a target takes: `a, b = ...` 2; None for one name or a starred target."""
+    if isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):
+        return len(target.elts)
+    return None

@@ -76,7 +76,7 @@ def _members(ctx: CheckContext, model: UpstreamModel, dotted: str, fields) -> se
     names: set[str] = set()
     for owner in model.mro(origin)[0]:
         record = model.class_record(owner)
-        names.update(record["methods"], record["attributes"], (f[0] for f in record["fields"]))
+        names.update(record["methods"], record["attributes"], (f[0] for f in record["fields"] if len(f) < 4 or f[3]))
     return names
 
 

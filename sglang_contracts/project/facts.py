@@ -85,6 +85,8 @@ class CallFact:
     position: Position  # of the callee's last name
     args: tuple[ArgFact, ...]
     scope: str  # "Class.method" or "function" that makes the call ("" at module level)
+    # What is done with the result: "await" (`await f()`), "unpack:N" (`a, b = f()`), else ""
+    use: str = ""
 
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
@@ -188,6 +190,9 @@ class MethodFact:
     position: Position
     params: tuple[tuple[str, str, bool], ...]  # (name, kind po/pk/va/ko/vk, has default), as upstream
     decorators: tuple[str, ...]
+    is_async: bool = False  # `async def`
+    annotation: str = ""  # the return annotation as written
+    shape: int | None = None  # the tuple length every `return` gives (upstream.bodies.returned_shape)
 
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build

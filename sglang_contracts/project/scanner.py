@@ -31,7 +31,7 @@ from sglang_contracts.project.facts import (
 )
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
-from sglang_contracts.pysource import TooComplex, parse_quietly, tree_depth
+from sglang_contracts.pysource import TooComplex, parse_quietly, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.project.scopes import (
     FUNCTIONS,
@@ -156,6 +156,16 @@ def _calls_base_init(function: Function, bases: tuple[str, ...]) -> bool:
     return False
 
 
+def _annotation_text(function: Function) -> str:
+    """The function's return annotation as written ("" when it has none)."""
+    if function.returns is None:
+        return ""
+    try:
+        return ast.unparse(function.returns)
+    except RecursionError:
+        return ""
+
+
 class _ClassSummary:
     """What a module-level class gives its instances, gathered before its body is visited."""
 
@@ -198,7 +208,9 @@ class _ClassSummary:
             position=at.definition_name(self.node),
             bases=self.bases,
             methods=tuple(
-                MethodFact(m.name, at.definition_name(m), parameter_list(m), decorator_names(m)) for m in self.methods
+                MethodFact(m.name, at.definition_name(m), parameter_list(m), decorator_names(m),
+                           isinstance(m, ast.AsyncFunctionDef), _annotation_text(m),
+                           returned_shape(m)) for m in self.methods
             ),
             provided=tuple(sorted(self.provided)),
             attr_types=tuple(sorted(self.attributes.typed().items())),
@@ -228,7 +240,8 @@ class _Collector:
         self._class: _ClassSummary | None = None  # the module-level class being visited
         self._functions: list[tuple[str, dict[str, tuple[str, ...]]]] = []  # (scope, typed names)
         # (callee root or None, Receiver, position of the callee's name, [(kind, name, position)], scope)
-        self.calls: list[tuple[str | None, Receiver, Position, list[tuple[str, str | None, Position]], str]] = []
+        self.calls: list[tuple[str | None, Receiver, Position, list[tuple[str, str | None, Position]], str, str]] = []
+        self._uses: dict[int, str] = {}  # id of a call node -> what is done with its result (CallFact.use)
         self.reads: list[tuple[Receiver, str, Position, bool, str, bool]] = []
         self.attr_guard_depth = 0
         self._receiver: str | None = None  # the instance's name in the module-level class's method
@@ -250,7 +263,7 @@ class _Collector:
             ast.ClassDef: self._visit_class, ast.Import: self._visit_import, ast.ImportFrom: self._visit_import_from,
             ast.Assign: self._visit_assign, ast.AnnAssign: self._visit_annotated, ast.Delete: self._visit_delete,
             ast.Constant: self._visit_constant, ast.JoinedStr: self._visit_fstring, ast.Compare: self._visit_compare,
-            ast.Attribute: self._visit_attribute, ast.Call: self._visit_call,
+            ast.Attribute: self._visit_attribute, ast.Call: self._visit_call, ast.Await: self._visit_await,
         }
 
     def visit(self, node: ast.AST) -> None:
@@ -404,6 +417,8 @@ class _Collector:
             self._class.provided.add(target.attr)
 
     def _visit_assign(self, node: ast.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.value, ast.Call) and (count := unpack_count(node.targets[0])):
+            self._uses[id(node.value)] = f"unpack:{count}"
         for target in node.targets:
             self._mark_store(target)
             self._instance_write(target)
@@ -617,7 +632,11 @@ class _Collector:
                 return
             else:
                 callee = Receiver((f"C:{function}",))
-        self.calls.append((root, callee, where, self._arguments(node), self._scope))
+        self.calls.append((root, callee, where, self._arguments(node), self._scope, self._uses.pop(id(node), "")))
+
+    def _visit_await(self, node: ast.Await) -> None:
+        if isinstance(node.value, ast.Call):
+            self._uses[id(node.value)] = "await"
 
 
 def _syntax_error(error: Exception) -> tuple[int, int, str]:
@@ -757,8 +776,8 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     # Calls of plain names matter when the name is imported (or holds a saved original);
     # calls on typed receivers always.
     facts.calls = [
-        CallFact(callee, where, tuple(ArgFact(*arg) for arg in args), scope)
-        for root, callee, where, args, scope in collector.calls
+        CallFact(callee, where, tuple(ArgFact(*arg) for arg in args), scope, use)
+        for root, callee, where, args, scope, use in collector.calls
         if (root is None or root in bound_names or root in saved)
         and not _inert(callee, closed, walked=1) and not _foreign(callee.types, foreign)
     ]

@@ -13,6 +13,8 @@ import ast
 import hashlib
 from dataclasses import dataclass, field
 
+from sglang_contracts.pysource import own_nodes as _own_nodes, returned_shape, unpack_count
+
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -37,6 +39,13 @@ class BodyFacts:
     # Method calls `<receiver>.<name>(...)`, each once: [name, on self (1) or another receiver
     # (0), positional arguments before any `*` splat, keywords, 1 if a splat may pass more]
     call_args: list[list] = field(default_factory=list)
+    is_async: bool = False  # `async def`
+    # The length of the tuple every `return` gives, when each is a tuple display of one length
+    shape: int | None = None
+    # self.<method>(...) whose result the body unpacks (`a, b = self.m(...)`): method -> targets
+    unpacks: dict[str, int] = field(default_factory=dict)
+    awaits: set[str] = field(default_factory=set)  # self.<method>(...) the body awaits
+    plain_calls: set[str] = field(default_factory=set)  # self.<method>(...) it calls without await
 
     def merge(self, other: "BodyFacts") -> None:
         """A property and its setter, or overloads, share one name: keep what all of them do."""
@@ -50,6 +59,11 @@ class BodyFacts:
         self.raises = self.raises if self.raises == other.raises else None
         self.wrapper_reads |= other.wrapper_reads
         self.call_args += [call for call in other.call_args if call not in self.call_args]
+        self.is_async = self.is_async and other.is_async
+        self.shape = self.shape if self.shape == other.shape else None
+        self.unpacks = {name: count for name, count in self.unpacks.items() if other.unpacks.get(name, count) == count}
+        self.awaits |= other.awaits
+        self.plain_calls |= other.plain_calls
         for name, callees in other.constructed.items():
             self.constructed.setdefault(name, set()).update(callees)
 
@@ -68,6 +82,16 @@ class BodyFacts:
             record["wrapper_reads"] = sorted(self.wrapper_reads)
         if self.call_args:
             record["call_args"] = self.call_args
+        if self.is_async:
+            record["async"] = True
+        if self.shape is not None:
+            record["shape"] = self.shape
+        if self.unpacks:
+            record["unpacks"] = dict(sorted(self.unpacks.items()))
+        if self.awaits:
+            record["awaits"] = sorted(self.awaits)
+        if self.plain_calls:
+            record["plain_calls"] = sorted(self.plain_calls)
         if self.constructed:
             record["constructed"] = {name: sorted(callees) for name, callees in sorted(self.constructed.items())}
         return record
@@ -242,9 +266,30 @@ def _raised(node: AnyFunction) -> list[str] | None:
     return [name, " ".join(message.split())]
 
 
+def _self_calls_use(node: AnyFunction, receiver: str, facts: "BodyFacts") -> None:
+    """Which `self.<method>(...)` results the body unpacks, awaits, or takes as they are."""
+    awaited: set[int] = set()
+    for child in _own_nodes(node):
+        if isinstance(child, ast.Await) and isinstance(child.value, ast.Call):
+            awaited.add(id(child.value))
+        elif isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.value, ast.Call) \
+                and (method := _self_attribute(child.value.func, receiver)) is not None \
+                and (count := unpack_count(child.targets[0])) is not None:
+            known = facts.unpacks.setdefault(method, count)
+            if known != count:
+                facts.unpacks[method] = -1  # unpacked in two ways: not one shape
+    for child in _own_nodes(node):
+        if isinstance(child, ast.Call) and (method := _self_attribute(child.func, receiver)) is not None:
+            (facts.awaits if id(child) in awaited else facts.plain_calls).add(method)
+    facts.unpacks = {name: count for name, count in facts.unpacks.items() if count >= 0}
+
+
 def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
-    facts = BodyFacts(lines=normalised_lines(node), raises=_raised(node))
+    facts = BodyFacts(lines=normalised_lines(node), raises=_raised(node),
+                      is_async=isinstance(node, ast.AsyncFunctionDef), shape=returned_shape(node))
     receiver = _receiver_name(node) if in_class else None
+    if receiver is not None:
+        _self_calls_use(node, receiver, facts)
     if receiver is None:
         if not in_class:
             facts.wrapper_reads = _wrapper_reads(node)

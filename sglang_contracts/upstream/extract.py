@@ -117,6 +117,23 @@ def _parameters(function) -> list[list[Any]]:
             for p in function.parameters]
 
 
+TUPLES = {"tuple", "Tuple", "typing.Tuple"}
+
+
+def tuple_length(expression) -> int | None:
+    """N for a return annotation `tuple[A, B, ...N]` / `Tuple[...]` of fixed length, else None."""
+    import griffe
+
+    if isinstance(expression, griffe.ExprSubscript) and isinstance(expression.left, (griffe.ExprName, griffe.ExprAttribute)) \
+            and expression.left.canonical_path in TUPLES | {"builtins.tuple"}:
+        inner = expression.slice
+        members = inner.elements if isinstance(inner, griffe.ExprTuple) else [inner]
+        if any(str(member) in ("...", "()") for member in members):
+            return None
+        return len(members)
+    return None
+
+
 def _function(function, body: BodyFacts | None) -> dict[str, Any]:
     record: dict[str, Any] = {
         "line": function.lineno or 0,
@@ -126,6 +143,13 @@ def _function(function, body: BodyFacts | None) -> dict[str, Any]:
     }
     if body is not None:
         record.update(body.to_json())
+    if function.returns is not None:
+        # The annotation says the shape; the body's returns speak only where there is none.
+        record["annotation"] = str(function.returns)
+        length = tuple_length(function.returns)
+        record.pop("shape", None)
+        if length is not None:
+            record["shape"] = length
     return record
 
 
@@ -138,24 +162,49 @@ def _dataclass_options(cls) -> dict[str, Any] | None:
 
 
 def _dataclass_fields(cls) -> list[list[Any]]:
-    """[name, has_default, kw_only] of the fields this class declares, in order."""
+    """[name, has_default, kw_only, attribute] of the fields this class declares, in order.
+
+    A field is an annotated class-level name: never a property (griffe gives a property its
+    return annotation, so it looks like one), a method, a `ClassVar`, an assignment on `self`
+    in a method, or `field(init=False)`. An `InitVar` is a parameter of the generated
+    `__init__` but not an attribute of the instance (`attribute` False). After `_: KW_ONLY`
+    the fields are keyword-only, as is a `field(kw_only=True)`."""
     fields = []
     kw_only = False
+    init = cls.members.get("__init__")
     for name, member in cls.members.items():
         if member.is_alias or not member.is_attribute or member.annotation is None:
             continue
-        annotation = str(member.annotation)
+        if member.labels & {"property", "cached_property"} or _set_in_init(member, init):
+            continue
+        if "instance-attribute" not in member.labels:
+            continue  # griffe unwraps `ClassVar[T]` to `T` and labels the name a class attribute only
+        annotation = str(member.annotation).replace(" ", "")
         if annotation.endswith("KW_ONLY"):
             kw_only = True
             continue
-        if "ClassVar" in annotation or "class-attribute" not in member.labels and member.value is not None:
+        if "ClassVar" in annotation:
             continue
-        value = str(member.value) if member.value is not None else None
-        if value and "init=False" in value.replace(" ", ""):
+        value = str(member.value).replace(" ", "") if member.value is not None else None
+        is_field_call = value is not None and value.split("(")[0].rsplit(".", 1)[-1] == "field"
+        if is_field_call and "init=False" in value:
             continue
-        has_default = value is not None and (not value.startswith("field(") or "default" in value)
-        fields.append([name, has_default, kw_only])
+        has_default = value is not None and (not is_field_call or "default=" in value or "default_factory=" in value)
+        own_kw_only = kw_only or bool(is_field_call and "kw_only=True" in value)
+        initvar = annotation.split("[")[0].rsplit(".", 1)[-1] == "InitVar"
+        fields.append([name, has_default, own_kw_only, not initvar])
     return fields
+
+
+def _set_in_init(member, init) -> bool:
+    """An annotated `self.x: T = ...` in `__init__` (griffe keeps it among the class's
+    attributes, labelled as an instance attribute with a value): not a field."""
+    if "class-attribute" in member.labels:
+        return False
+    if member.value is not None:
+        return True
+    start, end = getattr(init, "lineno", None), getattr(init, "endlineno", None)
+    return bool(init is not None and not init.is_alias and start and end and start <= (member.lineno or 0) <= end)
 
 
 STRUCT_BASES = {"msgspec.Struct", "msgspec.structs.Struct"}

@@ -36,6 +36,11 @@ def _module_fingerprint(name: str) -> str:
     return code_fingerprint(sys.modules[name])
 
 
+def _is_attribute(field: list[Any]) -> bool:
+    """Whether a dataclass field record is an attribute of the instance (an `InitVar` is not)."""
+    return len(field) < 4 or bool(field[3])
+
+
 def is_upstream(dotted: str) -> bool:
     return dotted == ROOT or dotted.startswith(ROOT + ".")
 
@@ -421,7 +426,7 @@ class UpstreamModel:
             if name in record["attributes"]:
                 attribute = record["attributes"][name]
                 return Member(owner, name, attribute["kind"], attribute)
-            if any(field_name == name for field_name, *_ in record["fields"]):
+            if any(field[0] == name and _is_attribute(field) for field in record["fields"]):
                 return Member(owner, name, "field", {"types": []})
         return None
 
@@ -432,7 +437,7 @@ class UpstreamModel:
             record = self.class_record(owner)
             names.update(record["methods"])
             names.update(record["attributes"])
-            names.update(field_name for field_name, *_ in record["fields"])
+            names.update(field[0] for field in record["fields"] if _is_attribute(field))
         return names
 
     def class_level_names(self, origin: str) -> set[str]:
@@ -461,7 +466,7 @@ class UpstreamModel:
         for base in reversed(order):  # base classes' fields come first, subclasses override
             record = self.class_record(base)
             options = record["dataclass"] or {}
-            for name, has_default, kw_only in record["fields"]:
+            for name, has_default, kw_only, *_ in record["fields"]:
                 kind = "ko" if kw_only or options.get("kw_only") else "pk"
                 fields[name] = (name, kind, has_default)
         ordered = [f for f in fields.values() if f[1] == "pk"] + [f for f in fields.values() if f[1] == "ko"]

@@ -48,7 +48,9 @@ def _declared(model: UpstreamModel, origin: str) -> dict[str, Field]:
     found: dict[str, Field] = {}
     for owner in reversed(model.mro(origin)[0]):
         record = model.class_record(owner)
-        for name, *_ in record["fields"]:
+        for name, *rest in record["fields"]:
+            if len(rest) > 2 and not rest[2]:
+                continue  # an InitVar: a parameter of __init__, not a field
             line = record["attributes"].get(name, {}).get("line", 0) or record["line"]
             found[name] = Field(name, owner, line)
     return found

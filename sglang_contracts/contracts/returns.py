@@ -1,0 +1,218 @@
+"""Signature contracts beyond parameters (SGC206-SGC209): whether a callable is a coroutine
+function, and the shape of the tuple it returns, both ways across the project boundary.
+
+- The project calls upstream (SGC206, SGC207): a function that became `async def` returns a
+  coroutine that never runs where the project calls it without `await`; one that became a
+  plain `def` makes the project's `await` raise TypeError; `a, b, c = f()` raises once `f`
+  returns a tuple of another length.
+- Upstream calls the project's override (SGC208, SGC209): the base method's return shape
+  changed (its annotation, or its upstream callers now unpack `a, b = self.m(...)`) and the
+  override still returns the old one; or the base became async (or stopped being) and the
+  override did not follow, so upstream's `await self.m()` raises or its coroutine never runs.
+
+A shape is read from the return annotation (`tuple[A, B]`), or where there is none from the
+body, only when every `return` is a tuple display of one length; anything else is unknown
+and never judged.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
+from sglang_contracts.contracts.subclasses import overrides
+from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.project.facts import CallFact, FileFacts
+from sglang_contracts.upstream.model import Member
+
+# Return annotations of a plain function that still hands back something awaitable.
+AWAITABLE_WORDS = ("Awaitable", "Coroutine", "Future", "Task", "Deferred")
+
+
+def _record(resolver: Resolver, facts: FileFacts, call: CallFact) -> tuple[str, dict[str, Any]] | None:
+    """(owner, record) of the upstream function or method a project call reaches; None for a
+    constructor or what cannot be resolved."""
+    callee = resolver.callee(facts, call.callee)
+    if callee is None or callee.signature.dataclass or callee.signature.owner.endswith(".__init__"):
+        return None
+    record = callee.member.record if callee.member is not None else resolver.model.callable_record(callee.signature.owner)
+    return (callee.signature.owner, record) if record is not None else None
+
+
+def _display(owner: str) -> str:
+    parts = owner.split(".")
+    return ".".join(parts[-2:]) if len(parts) > 1 and parts[-2][:1].isupper() else parts[-1]
+
+
+def _awaitable(record: dict[str, Any]) -> bool:
+    return any(word in record.get("annotation", "") for word in AWAITABLE_WORDS)
+
+
+def _call_pairs(ctx: CheckContext) -> Iterator[tuple[FileFacts, CallFact, str, dict[str, Any], dict[str, Any]]]:
+    old_resolver, new_resolver = resolvers(ctx)
+    for facts in ctx.project.files.values():
+        for call in facts.calls:
+            old = _record(old_resolver, facts, call)
+            if old is None:
+                continue
+            new = _record(new_resolver, facts, call)
+            if new is None:
+                continue
+            yield facts, call, new[0], old[1], new[1]
+
+
+@contract("SGC206")
+def call_of_callable_that_changed_async(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for facts, call, owner, old, new in _call_pairs(ctx):
+        was, now = bool(old.get("async")), bool(new.get("async"))
+        if was == now or "property" in new.get("decorators", ()):
+            continue
+        awaited = call.use == "await"
+        if now and not awaited and not _awaitable(old):
+            change = (f"is `async def` in sglang {ctx.new_version} (a plain function in {ctx.old_version}): "
+                      "this call without `await` gets a coroutine that never runs")
+        elif was and awaited and not _awaitable(new):
+            change = (f"is a plain function in sglang {ctx.new_version} (`async def` in {ctx.old_version}): "
+                      "awaiting its result raises TypeError")
+        else:
+            continue
+        yield finding("SGC206", facts, call.position, owner, callee=f"{_display(owner)}()", change=change,
+                      old=ctx.old_version, new=ctx.new_version)
+
+
+@contract("SGC207")
+def unpacked_result_changed_shape(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for facts, call, owner, old, new in _call_pairs(ctx):
+        if not call.use.startswith("unpack:"):
+            continue
+        count = int(call.use.split(":", 1)[1])
+        was, now = old.get("shape"), new.get("shape")
+        if was != count or now is None or now == count:
+            continue  # unknown, or the call did not fit the old shape either
+        yield finding("SGC207", facts, call.position, owner, callee=f"{_display(owner)}()", count=str(count),
+                      shape=str(now), was=str(was), old=ctx.old_version, new=ctx.new_version)
+
+
+# -- upstream calling the project's override ----------------------------------------------
+
+
+def _overridden(ctx: CheckContext, cls: ProjectClass, name: str) -> bool:
+    """Whether the project class (or a project class between it and upstream) defines `name`
+    without handing on to upstream's (`return super().<name>(...)` keeps upstream's running)."""
+    for klass in project_view(ctx).ancestry(cls)[0]:
+        if name in klass.fact.provided:
+            scope = f"{klass.fact.name}.{name}"
+            return not any(call.scope == scope and call.callee.types == (f"U:{klass.fact.name}",)
+                           and call.callee.attrs == (name,) for call in klass.facts.calls)
+    return False
+
+
+def _callers(ctx: CheckContext, resolver: Resolver, cls: ProjectClass, method: str) -> list[tuple[Member, dict]]:
+    """Upstream methods on the class's upstream bases that call `self.<method>(...)` and that
+    the project does not override: they run on the project's instances and reach its override."""
+    found: list[tuple[Member, dict]] = []
+    seen: set[tuple[str, str]] = set()
+    for origin in resolver.upstream_bases(cls):
+        for owner in resolver.model.mro(origin)[0]:
+            record = resolver.model.class_record(owner)
+            for name, body in sorted(record["methods"].items()):
+                if (owner, name) in seen or name == method:
+                    continue
+                if method in body.get("unpacks", {}) or method in body.get("awaits", ()) \
+                        or method in body.get("plain_calls", ()):
+                    seen.add((owner, name))
+                    reached = resolver.model.member(origin, name)
+                    if not _overridden(ctx, cls, name) and reached is not None and reached.owner == owner:
+                        found.append((Member(owner, name, "method", body), body))
+    return found
+
+
+def _expected_shape(record: dict[str, Any], callers: list[tuple[Member, dict]], method: str) -> tuple[int | None, list[str]]:
+    """The tuple length upstream expects of the method: its annotation's (or body's), or what
+    every caller unpacks; and the callers that unpack it."""
+    unpacking = [(member.qualname, body["unpacks"][method]) for member, body in callers if method in body.get("unpacks", {})]
+    counts = {count for _, count in unpacking}
+    shape = record.get("shape")
+    if shape is None and len(counts) == 1:
+        shape = next(iter(counts))
+    return shape, [name for name, count in unpacking if count == shape]
+
+
+def _annotation_length(text: str) -> int | None:
+    """The length of a fixed tuple annotation written in the project (`tuple[A, B]`)."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value).rsplit(".", 1)[-1] in ("tuple", "Tuple"):
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if not any(isinstance(item, ast.Constant) and item.value is Ellipsis for item in items):
+            return len(items)
+    return None
+
+
+def _last(text: str) -> str:
+    return text.replace(" ", "").replace('"', "").replace("'", "").rsplit(".", 1)[-1]
+
+
+@contract("SGC208")
+def override_returns_old_shape(ctx: CheckContext) -> Iterator[Diagnostic]:
+    old_resolver, new_resolver = resolvers(ctx)
+    for item in overrides(ctx):
+        if item.new is None or item.new.kind != "method" or item.old.kind != "method" or item.method.name == "__init__":
+            continue
+        name = item.method.name
+        new_callers = _callers(ctx, new_resolver, item.cls, name)
+        now, unpacking = _expected_shape(item.new.record, new_callers, name)
+        if now is None:
+            continue
+        was, _ = _expected_shape(item.old.record, _callers(ctx, old_resolver, item.cls, name), name)
+        if was == now:
+            continue
+        returns = item.method.shape if item.method.shape is not None else _annotation_length(item.method.annotation)
+        old_annotation = item.old.record.get("annotation", "")
+        if returns is not None:
+            if returns == now:
+                continue
+            gives = f"a {returns}-tuple"
+        elif item.method.annotation and old_annotation and _last(item.method.annotation) == _last(old_annotation) \
+                and _last(old_annotation) != _last(item.new.record.get("annotation", "")):
+            gives = f"{item.method.annotation}, as {item.old.qualname} did in {ctx.old_version}"
+        else:
+            continue  # what the override returns is unknown: not judged
+        if unpacking:
+            use = f"{unpacking[0]} unpacks it into {now} names"
+        elif new_callers or item.new.record.get("annotation"):
+            use = f"it is annotated `{item.new.record.get('annotation', '')}`"
+        else:
+            continue
+        yield finding("SGC208", item.cls.facts, item.method.position, f"{item.new.owner}.{name}",
+                      cls=item.cls.fact.name, method=name, gives=gives, upstream=item.new.qualname, shape=str(now),
+                      use=use, old=ctx.old_version, new=ctx.new_version)
+
+
+@contract("SGC209")
+def override_async_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
+    _, new_resolver = resolvers(ctx)
+    for item in overrides(ctx):
+        if item.new is None or item.new.kind != "method" or item.old.kind != "method":
+            continue
+        was, now = bool(item.old.record.get("async")), bool(item.new.record.get("async"))
+        if was == now or item.method.is_async != was:
+            continue
+        if now and any(word in item.method.annotation for word in AWAITABLE_WORDS):
+            continue  # a plain override that returns an awaitable still works under `await`
+        callers = _callers(ctx, new_resolver, item.cls, item.method.name)
+        key = "awaits" if now else "plain_calls"
+        named = [member.qualname for member, body in callers if item.method.name in body.get(key, ())]
+        where = f"; {named[0]} calls it" if named else ""
+        if now:
+            effect = f"became `async def` in sglang {ctx.new_version}, so upstream awaits it: awaiting this plain method's result raises TypeError{where}"
+        else:
+            effect = f"is a plain method in sglang {ctx.new_version}, so upstream calls it without `await`: this coroutine never runs{where}"
+        yield finding("SGC209", item.cls.facts, item.method.position, f"{item.new.owner}.{item.method.name}",
+                      cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname, effect=effect,
+                      kind="a plain `def`" if not item.method.is_async else "`async def`",
+                      old=ctx.old_version, new=ctx.new_version)
