@@ -42,7 +42,6 @@ NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "==",
            "import-fails": "import-ok", "import-ok": "import-fails", "flag": "not-flag", "not-flag": "flag",
            "?": "?", "false": "true", "true": "false"}
 PARSERS = {"parse", "Version", "LooseVersion", "StrictVersion", "parse_version"}
-METADATA_ROOTS = {"importlib", "metadata", "importlib_metadata"}
 
 
 def conjoin(a: Gate, b: Gate) -> Gate:
@@ -94,6 +93,8 @@ class ConditionReader:
         self.versions: dict[tuple[str, str], tuple[str, int] | None] = {}
         self.conditions: dict[tuple[str, str], Gate | None] = {}  # (scope, name) -> gate; None: as above
         self.imported_flags: dict[str, str] = {}  # name -> "module.NAME" of a project module
+        self.metadata_versions: set[str] = {"importlib.metadata.version", "importlib_metadata.version",
+                                            "metadata.version"}  # what reads a distribution's version
 
     # The version itself: (kind, n) with kind "p" parsed, "s" string, "t" tuple of n numbers.
     def version_of(self, node: ast.AST) -> tuple[str, int] | None:
@@ -119,8 +120,7 @@ class ConditionReader:
         if not isinstance(node, ast.Call):
             return None
         name = (_dotted(node.func) or "").rsplit(".", 1)[-1]
-        if name == "version" and _names_sglang(node) and _dotted(node.func) in (
-                "version", *(f"{root}.version" for root in METADATA_ROOTS), "importlib.metadata.version"):
+        if _names_sglang(node) and _dotted(node.func) in self.metadata_versions:
             return ("s", 0)  # importlib.metadata.version("sglang")
         if len(node.args) != 1 or node.keywords:
             return None
@@ -245,7 +245,9 @@ class ConditionReader:
             elif module in ("sglang", "sglang.version"):
                 self.sglang_modules.add(bound)
             return
-        if module == "sglang" and name == "version":
+        if module in ("importlib.metadata", "importlib_metadata") and name == "version":
+            self.metadata_versions.add(bound)
+        elif module == "sglang" and name == "version":
             self.sglang_modules.add(bound)
         elif module in ("sglang", "sglang.version") and name == "__version__":
             self.versions[(self.scope, bound)] = ("s", 0)
