@@ -23,6 +23,7 @@ from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems
+from sglang_contracts.project.releasefacts import for_release
 from sglang_contracts.project.index import ProjectIndex, build_index
 from sglang_contracts.project.pins import find_sglang_pin
 from sglang_contracts.sources import open_release
@@ -172,8 +173,10 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     prefetch(project, [old, new], workers=options.workers)
     wanted = [path.resolve() for path in paths]
 
-    context = CheckContext(project=project, old=old, new=new, report_unresolved=options.report_unresolved,
-                           settings=options.settings)
+    # The checks judge what runs on the target release: not branches for other SGLang versions,
+    # nor import fallbacks it never takes (project/gates.py).
+    context = CheckContext(project=for_release(project, new), old=old, new=new,
+                           report_unresolved=options.report_unresolved, settings=options.settings)
     catalog = load_catalog()
     active = partial(code_active, select=options.select, ignore=options.ignore,
                      per_file_ignores=options.per_file_ignores)

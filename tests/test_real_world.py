@@ -231,3 +231,62 @@ def test_omni_017_bump_to_0521_reports_what_0_1_8_had_to_fix(capsys, monkeypatch
     # **kwargs handed on to ModelRunner.__init__, which lost ps; the worker class lives in a function.
     assert "no longer accepts keyword ps" in found["SGC201", "sglang_omni/model_runner/mlx_model_worker.py", 299]
     assert "TpModelWorker.ps" in found["SGC321", "sglang_omni/model_runner/mlx_model_worker.py", 251]
+
+
+MILES_SHAPES = {
+    # miles/backends/megatron_utils/sglang.py at the commit before its bump to 0.5.16: the
+    # primary import works on 0.5.15 and 0.5.16; 0.5.16 dropped the fallback's re-export.
+    "app/sglang_shim.py": (
+        "try:\n"
+        "    from sglang.srt.weight_sync.tensor_bucket import FlattenedTensorBucket\n"
+        "except ImportError:\n"
+        "    from sglang.srt.model_executor.model_runner import FlattenedTensorBucket\n"
+    ),
+    # miles/backends/megatron_utils/update_weight/update_weight_from_tensor.py:330
+    "app/update.py": (
+        "from app.sglang_shim import FlattenedTensorBucket\n\n"
+        "def multi_dtype():\n"
+        "    return getattr(FlattenedTensorBucket, 'supports_multi_dtypes', False)\n"
+    ),
+    # A primary that really broke in 0.5.16 (triton_ops.extend_attention moved to
+    # sglang.kernels): its fallback is taken, and imports there.
+    "app/attention.py": (
+        "try:\n"
+        "    from sglang.srt.layers.attention.triton_ops.extend_attention import extend_attention_fwd_unified\n"
+        "except ImportError:\n"
+        "    from sglang.kernels.ops.attention.extend_attention import extend_attention_fwd_unified\n"
+    ),
+    # Code gated on the installed release: the old location only for releases before 0.5.16.
+    "app/gated.py": (
+        "import sglang\n"
+        "from packaging import version\n\n"
+        "SGLANG_GE_0_5_16 = version.parse(sglang.__version__) >= version.parse('0.5.16')\n"
+        "if SGLANG_GE_0_5_16:\n"
+        "    from sglang.kernels.ops.attention.extend_attention import extend_attention_fwd\n"
+        "else:\n"
+        "    from sglang.srt.layers.attention.triton_ops.extend_attention import extend_attention_fwd\n"
+    ),
+    # ... and a branch written the wrong way round: it runs on 0.5.16, and breaks there.
+    "app/gated_wrong.py": (
+        "from importlib.metadata import version\n\n"
+        "if tuple(int(p) for p in version('sglang').split('.')[:3]) >= (0, 5, 16):\n"
+        "    from sglang.srt.layers.attention.triton_ops.extend_attention import extend_attention_fwd\n"
+    ),
+}
+
+
+def test_miles_fallback_and_version_gated_imports_against_0515_0516(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The miles shapes of issue 12 (causes 1 and 6) against the real 0.5.15 and 0.5.16 wheels:
+    before the fix, two false SGC102 on the fallback and a false SGC804 (`supports_multi_dtypes`
+    "removed") through it."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'app'\n")
+    for relpath, text in {"app/__init__.py": "", **MILES_SHAPES}.items():
+        (tmp_path / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relpath).write_text(text)
+    _, diagnostics = run_json(capsys, tmp_path, monkeypatch, "--old", "0.5.15", "--new", "0.5.16")
+    found = {(d["path"], d["line"], d["code"]) for d in diagnostics}
+    assert found == {
+        ("app/update.py", 4, "SGC801"),  # both releases define supports_multi_dtypes: the getattr default is dead
+        ("app/attention.py", 2, "SGC104"),  # the primary that broke still falls back, and says so
+        ("app/gated_wrong.py", 4, "SGC101"),  # the branch that runs on 0.5.16 and breaks there
+    }, diagnostics

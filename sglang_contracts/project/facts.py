@@ -213,6 +213,28 @@ class ClassFact:
         return next((m for m in self.methods if m.name == name), None)
 
 
+# A condition on the release (project/gates.py): a disjunction of conjunctions of (op, value) atoms.
+Gate = tuple[tuple[tuple[str, str], ...], ...]
+
+
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
+class GateFact:
+    """A block of code (from `start` to `end`, inclusive) that runs only where `gate` holds: a
+    branch on the installed SGLang version, an import fallback (`except ImportError:`)."""
+
+    start: Position
+    end: Position
+    gate: Gate
+
+
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
+class ConditionFact:
+    """A module-level name bound to a condition on the release: `SGLANG_GE_0_5_6 = ... >= ...`."""
+
+    name: str
+    gate: Gate
+
+
 @dataclass
 class FileFacts:
     path: str  # relative to the project root, POSIX
@@ -229,6 +251,8 @@ class FileFacts:
     specs: list[SpecFact] = field(default_factory=list)
     flags: list[FlagFact] = field(default_factory=list)
     strings: list[StringsFact] = field(default_factory=list)
+    gates: list[GateFact] = field(default_factory=list)  # innermost last where they nest
+    conditions: list[ConditionFact] = field(default_factory=list)
     noqa: dict[int, list[str] | None] = field(default_factory=dict)  # line -> codes, None = all
     parse_error: tuple[int, int, str] | None = None
     problem: Problem | None = None  # the scan stopped short: a bug (SGC001) or a tree too deep (SGC000)
@@ -266,7 +290,7 @@ class FileFacts:
 FACT_LISTS: dict[str, type] = {
     "imports": ImportFact, "attributes": AttributeFact, "classes": ClassFact, "calls": CallFact, "reads": ReadFact,
     "patches": PatchFact, "functions": FunctionFact, "probes": ProbeFact, "source_probes": SourceProbeFact,
-    "specs": SpecFact, "flags": FlagFact, "strings": StringsFact,
+    "specs": SpecFact, "flags": FlagFact, "strings": StringsFact, "gates": GateFact, "conditions": ConditionFact,
 }
 
 

@@ -183,9 +183,9 @@ class ProjectIndex:
 @lru_cache(maxsize=1)
 def _scanner_fingerprint() -> str:
     from sglang_contracts import pysource
-    from sglang_contracts.project import facts, positions, scanner, scopes
+    from sglang_contracts.project import facts, gates, positions, scanner, scopes
 
-    return code_fingerprint(scanner, scopes, facts, positions, pysource)
+    return code_fingerprint(scanner, scopes, facts, positions, gates, pysource)
 
 
 def _facts_key(relpath: str, module: str, data: bytes, packages: tuple[str, ...]) -> str:

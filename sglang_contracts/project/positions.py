@@ -33,6 +33,10 @@ class SourcePositions:
     def start(self, node: ast.AST) -> Position:
         return Position(node.lineno, self._chars(node.lineno, node.col_offset) + 1)
 
+    def end(self, node: ast.AST) -> Position:
+        """Where a node ends (the column of its last character)."""
+        return Position(node.end_lineno, self._chars(node.end_lineno, node.end_col_offset))
+
     def attribute_name(self, node: ast.Attribute) -> Position:
         """Where `.attr` of `value.attr` is spelled: the name ends the node."""
         byte_col = node.end_col_offset - len(node.attr.encode("utf-8"))

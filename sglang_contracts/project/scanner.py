@@ -10,14 +10,17 @@ from __future__ import annotations
 import ast
 import re
 
+from sglang_contracts.project import gates
 from sglang_contracts.project.facts import (
     ArgFact,
     AttributeFact,
     CallFact,
     ClassFact,
+    ConditionFact,
     FileFacts,
     FlagFact,
     FunctionFact,
+    GateFact,
     ImportFact,
     MethodFact,
     PatchFact,
@@ -33,6 +36,7 @@ from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
 from sglang_contracts.pysource import TooComplex, parse_quietly, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
+from sglang_contracts.upstream.model import is_upstream
 from sglang_contracts.project.scopes import (
     FUNCTIONS,
     Function,
@@ -256,6 +260,9 @@ class _Collector:
         self._spec_vars: dict[tuple[str, str], int] = {}  # (scope, name) -> index into specs
         self.flags: list[tuple[str, Position, str]] = []
         self.strings: list[tuple[str, list[tuple[str, Position]]]] = []
+        self.conditions = gates.ConditionReader()  # names bound to the release's version, and tests of it
+        self.gate: gates.Gate = gates.TRUE  # the condition the code being visited runs under (simplified)
+        self.gates: list[GateFact] = []  # blocks under a condition on the release, outer ones first
         # A visitor returning False has visited the node's children itself, or wants them skipped.
         self._visitors = {
             ast.Try: self._visit_try, ast.TryStar: self._visit_try, ast.If: self._visit_if,
@@ -303,16 +310,56 @@ class _Collector:
         self._visit_all(node.body)
         self.guard_depth -= guarded
         self.attr_guard_depth -= attr_guarded
-        self._visit_all([*node.handlers, *node.orelse, *node.finalbody])
+        # A handler of import errors after a body of SGLang imports only runs where one of
+        # them fails; the `else:` only where all succeed.
+        fails = self._import_failure(node.body)
+        for handler in node.handlers:
+            self._visit_gated([handler.type] if handler.type else [], handler.body,
+                              fails if _catches_import_error(handler) else gates.UNKNOWN)
+        self._visit_gated([], node.orelse, gates.negate(fails))
+        self._visit_all(node.finalbody)
         return False
+
+    def _import_failure(self, body: list[ast.stmt]) -> gates.Gate:
+        """The gate "one of these imports fails" for a try body of SGLang imports (and plain
+        assignments); undecided for any other body, which may raise for other reasons."""
+        atoms: list[gates.Atom] = []
+        for statement in body:
+            if isinstance(statement, ast.Import):
+                names = [(alias.name, "") for alias in statement.names]
+            elif isinstance(statement, ast.ImportFrom) and not statement.level and statement.module:
+                names = [(statement.module, alias.name) for alias in statement.names if alias.name != "*"]
+                if len(names) != len(statement.names):
+                    return gates.UNKNOWN
+            elif isinstance(statement, ast.Pass) or isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
+                    or isinstance(statement, ast.Assign) and isinstance(statement.value, (ast.Constant, ast.Name)):
+                continue
+            else:
+                return gates.UNKNOWN
+            if not all(is_upstream(module) for module, _ in names):
+                return gates.UNKNOWN  # whether a third-party or project import fails is not known
+            atoms += [("import-fails", f"{module}:{name}") for module, name in names]
+        return tuple((atom,) for atom in dict.fromkeys(atoms)) if atoms else gates.UNKNOWN
+
+    def _visit_gated(self, heads: list[ast.AST], body: list[ast.stmt], condition: gates.Gate) -> None:
+        """Visit a block that runs only where `condition` holds (`heads` run before it, unconditionally)."""
+        self._visit_all(heads)
+        outer = self.gate
+        self.gate = gates.simplified(gates.conjoin(outer, condition))
+        if body and self.gate != outer:
+            self.gates.append(GateFact(self.at.start(body[0]), self.at.end(body[-1]), self.gate))
+        self._visit_all(body)
+        self.gate = outer
 
     def _visit_if(self, node: ast.If) -> bool:
         self.visit(node.test)
+        self.conditions.scope = self._scope
+        condition = self.conditions.gate(node.test)
         type_checking = _is_type_checking(node.test)
         self.type_checking_depth += type_checking
-        self._visit_all(node.body)
+        self._visit_gated([], node.body, condition)
         self.type_checking_depth -= type_checking
-        self._visit_all(node.orelse)
+        self._visit_gated([], node.orelse, gates.negate(condition))
         return False
 
     def _visit_function(self, node: Function) -> bool:
@@ -379,6 +426,8 @@ class _Collector:
     def _visit_import(self, node: ast.Import) -> bool:
         for alias in node.names:
             bound = alias.asname or alias.name.split(".")[0]
+            self.conditions.scope = self._scope
+            self.conditions.bind_import(alias.name, None, bound, False)
             fact = {"module": alias.name, "name": None, "bound": bound, **self._context()}
             where = self.at.start(alias)
             self.imports.append((fact, where, where))
@@ -401,6 +450,8 @@ class _Collector:
         anchor = self.at.imported_module(node)
         for alias in node.names:
             bound = "*" if alias.name == "*" else alias.asname or alias.name
+            self.conditions.scope = self._scope
+            self.conditions.bind_import(module, alias.name, bound, not is_upstream(module))
             fact = {"module": module, "name": alias.name, "bound": bound, **self._context()}
             self.imports.append((fact, self.at.start(alias), anchor))
         return False
@@ -431,6 +482,8 @@ class _Collector:
             self.patches.append(("replace", full_name(target), self.at.attribute_name(target), full_name(value), scope))
         if not isinstance(target, ast.Name):
             return
+        self.conditions.scope = scope
+        self.conditions.bind(target.id, value)
         if isinstance(value, ast.Attribute) and (chain := dotted_chain(value)) is not None \
                 and chain[0] not in ("self", "cls"):
             self.patches.append(("save", full_name(value), self.at.attribute_name(value), target.id, scope))
@@ -797,5 +850,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     facts.specs = [SpecFact(spec, where, tuple(attrs), scope) for spec, where, attrs, scope in collector.specs
                    if spec.split(".")[0] in bound_names]
     facts.flags = [FlagFact(*flag) for flag in collector.flags]
+    facts.gates = collector.gates
+    facts.conditions = [ConditionFact(name, gate) for name, gate in collector.conditions.module_conditions().items()]
     keep_strings = "ServerArgs" in text or "add_cli_args" in text
     facts.strings = [StringsFact(name, tuple(items)) for name, items in collector.strings] if keep_strings else []

@@ -1,0 +1,344 @@
+"""Code that runs only on some releases: branches on the installed SGLang version, and import
+fallbacks that run only when the primary import fails.
+
+The scanner turns the condition a block of code sits under into a gate: plain data (a
+disjunction of conjunctions of atoms) recorded with the block's extent (`GateFact`). A gate
+is judged per release by `runs_on`; `for_release` gives the checks the facts that can run on
+the target release, so a fact that sits only under a branch for other releases, or under a
+fallback the target release never takes, is never judged as a break of the bump.
+
+Atoms (op, value):
+- version comparisons: op is one of < <= > >= == != and value is `p:0.5.6` (a parsed version,
+  `packaging` semantics), `s:0.5.6` (the raw version string, compared as a string, as Python
+  does) or `t<n>:0,5,6` (a tuple of the first n release numbers, n=0: all of them);
+- `import-fails` / `import-ok` with value `module:name` (`module:` for `import module`): does
+  the import succeed on the release;
+- `flag` / `not-flag` with value `module.NAME`: a module-level condition of another project
+  module (`from .compat import SGLANG_GE_0_5_6`).
+
+What cannot be decided (a condition on anything else, a version that cannot be known, an
+import whose status is unknown) counts as "may run": the code is judged as it always was.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Callable
+
+from packaging.version import InvalidVersion, Version
+
+Atom = tuple[str, str]
+Gate = tuple[tuple[Atom, ...], ...]  # a disjunction of conjunctions
+
+TRUE: Gate = ((),)  # always runs
+FALSE: Gate = ()  # never runs
+UNKNOWN_ATOM: Atom = ("?", "")  # a condition on something else than the release: may hold or not
+UNKNOWN: Gate = ((UNKNOWN_ATOM,),)
+MAX_TERMS = 32  # a condition larger than this is left undecided
+VERSION_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "==",
+           "import-fails": "import-ok", "import-ok": "import-fails", "flag": "not-flag", "not-flag": "flag",
+           "?": "?", "false": "true", "true": "false"}
+PARSERS = {"parse", "Version", "LooseVersion", "StrictVersion", "parse_version"}
+
+
+def conjoin(a: Gate, b: Gate) -> Gate:
+    if a == TRUE:
+        return b
+    if b == TRUE:
+        return a
+    terms = tuple(dict.fromkeys(tuple(dict.fromkeys(x + y)) for x in a for y in b))
+    return UNKNOWN if len(terms) > MAX_TERMS else terms
+
+
+def disjoin(a: Gate, b: Gate) -> Gate:
+    if a == TRUE or b == TRUE:
+        return TRUE
+    terms = tuple(dict.fromkeys(a + b))
+    return UNKNOWN if len(terms) > MAX_TERMS else terms
+
+
+def negate(gate: Gate) -> Gate:
+    """The gate of the `else` branch. An undecided atom stays undecided: `not (A and ?)` may
+    hold wherever A does."""
+    result = TRUE
+    for term in gate:  # not (t1 or t2) = not t1 and not t2; not (a and b) = not a or not b
+        result = conjoin(result, tuple(((NEGATED[op], value),) for op, value in term))
+    return result
+
+
+def simplified(gate: Gate) -> Gate:
+    """For judging only: undecided atoms dropped (they may hold), TRUE where any term is left empty."""
+    terms = tuple(dict.fromkeys(tuple(atom for atom in term if atom != UNKNOWN_ATOM) for term in gate))
+    return TRUE if () in terms else terms
+
+
+def decided(gate: Gate) -> bool:
+    """Does the gate say anything about the release?"""
+    return simplified(gate) != TRUE
+
+
+# -- reading conditions ---------------------------------------------------------------------------
+class ConditionReader:
+    """Turns `if` tests into gates, knowing the names a module has bound so far to the SGLang
+    version (`__version__`, `v = version.parse(sglang.__version__)`) and to conditions on it
+    (`SGLANG_GE_0_5_6 = v >= version.parse("0.5.6")`)."""
+
+    def __init__(self) -> None:
+        self.scope = ""  # the function being read ("" at module level)
+        self.sglang_modules: set[str] = set()  # names bound to the sglang package or sglang.version
+        # (scope, name) -> (kind, tuple length) of a version; None: bound to something else too
+        self.versions: dict[tuple[str, str], tuple[str, int] | None] = {}
+        self.conditions: dict[tuple[str, str], Gate | None] = {}  # (scope, name) -> gate; None: as above
+        self.imported_flags: dict[str, str] = {}  # name -> "module.NAME" of a project module
+        self.metadata_versions: set[str] = {"importlib.metadata.version", "importlib_metadata.version",
+                                            "metadata.version"}  # what reads a distribution's version
+
+    # The version itself: (kind, n) with kind "p" parsed, "s" string, "t" tuple of n numbers.
+    def version_of(self, node: ast.AST) -> tuple[str, int] | None:
+        if isinstance(node, ast.Name):
+            return self._lookup(self.versions, node.id)
+        if isinstance(node, ast.Attribute):
+            if node.attr == "__version__" and _dotted(node.value) in self.sglang_modules:
+                return ("s", 0)
+            if node.attr == "version" and isinstance(node.value, ast.Call) and _names_sglang(node.value):
+                return ("s", 0)  # pkg_resources.get_distribution("sglang").version
+            if node.attr == "release" and (inner := self.version_of(node.value)) and inner[0] == "p":
+                return ("t", 0)
+            if node.attr == "base_version" and (inner := self.version_of(node.value)) and inner[0] == "p":
+                return ("s", 0)
+            return None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            inner = self.version_of(node.value)
+            bound = node.slice
+            if inner and inner[0] == "t" and bound.lower is None and bound.step is None \
+                    and isinstance(bound.upper, ast.Constant) and isinstance(bound.upper.value, int):
+                return ("t", bound.upper.value)
+            return None
+        if not isinstance(node, ast.Call):
+            return None
+        name = (_dotted(node.func) or "").rsplit(".", 1)[-1]
+        if _names_sglang(node) and _dotted(node.func) in self.metadata_versions:
+            return ("s", 0)  # importlib.metadata.version("sglang")
+        if len(node.args) != 1 or node.keywords:
+            return None
+        argument = node.args[0]
+        if name in PARSERS:
+            inner = self.version_of(argument)
+            return ("p", 0) if inner and inner[0] == "s" else None
+        if name in ("tuple", "list"):
+            return self._numbers(argument)
+        return None
+
+    def _numbers(self, node: ast.AST) -> tuple[str, int] | None:
+        """`map(int, V.split(".")[:n])`, `int(x) for x in V.split(".")[:n]`: a tuple of n numbers."""
+        if isinstance(node, ast.Call) and _dotted(node.func) == "map" and len(node.args) == 2 \
+                and _dotted(node.args[0]) == "int":
+            return self._split(node.args[1])
+        if isinstance(node, (ast.GeneratorExp, ast.ListComp)) and len(node.generators) == 1:
+            element, loop = node.elt, node.generators[0]
+            if isinstance(element, ast.Call) and _dotted(element.func) == "int" and len(element.args) == 1 \
+                    and isinstance(element.args[0], ast.Name) and isinstance(loop.target, ast.Name) \
+                    and element.args[0].id == loop.target.id and not loop.ifs:
+                return self._split(loop.iter)
+        return None
+
+    def _split(self, node: ast.AST) -> tuple[str, int] | None:
+        length = 0
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            bound = node.slice
+            if bound.lower is not None or bound.step is not None or not (
+                    isinstance(bound.upper, ast.Constant) and isinstance(bound.upper.value, int)):
+                return None
+            length, node = bound.upper.value, node.value
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "split" \
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and node.args[0].value == ".":
+            inner = self.version_of(node.func.value)
+            if inner == ("s", 0):
+                return ("t", length)
+        return None
+
+    @staticmethod
+    def constant_of(node: ast.AST, kind: str) -> str | None:
+        """The constant a version of `kind` is compared with, as the atom's value text."""
+        if kind == "s":
+            return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+        if kind == "p":
+            if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in PARSERS \
+                    and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) \
+                    and isinstance(node.args[0].value, str) and _parses(node.args[0].value):
+                return node.args[0].value
+            return None
+        if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) and type(e.value) is int for e in node.elts):
+            return ",".join(str(e.value) for e in node.elts)
+        return None
+
+    def gate(self, node: ast.AST) -> Gate:
+        """The gate a test stands for; what is not about the release is undecided (UNKNOWN)."""
+        if isinstance(node, ast.BoolOp):
+            combine, result = (conjoin, TRUE) if isinstance(node.op, ast.And) else (disjoin, FALSE)
+            for value in node.values:
+                result = combine(result, self.gate(value))
+            return result
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return negate(self.gate(node.operand))
+        if isinstance(node, ast.Name):
+            if (found := self._lookup(self.conditions, node.id)) is not None:
+                return found
+            if node.id in self.imported_flags:
+                return ((("flag", self.imported_flags[node.id]),),)
+            return UNKNOWN
+        if isinstance(node, ast.Compare):
+            return self._compare(node)
+        return UNKNOWN
+
+    def _lookup(self, table: dict, name: str):
+        """The current scope's binding of a name, else the module's."""
+        for key in ((self.scope, name), ("", name)):
+            if key in table:
+                return table[key]
+        return None
+
+    def _compare(self, node: ast.Compare) -> Gate:
+        result = TRUE
+        operands = [node.left, *node.comparators]
+        for left, op, right in zip(operands, node.ops, operands[1:]):
+            symbol = VERSION_OPS.get(type(op))
+            atom = self._atom(left, symbol, right) if symbol else None
+            if atom is None and symbol:
+                atom = self._atom(right, FLIPPED[symbol], left)
+            result = conjoin(result, ((atom or UNKNOWN_ATOM,),))  # a link not about the release: undecided
+        return result
+
+    def _atom(self, version: ast.AST, op: str, constant: ast.AST) -> Atom | None:
+        found = self.version_of(version)
+        if found is None:
+            return None
+        kind, length = found
+        value = self.constant_of(constant, kind)
+        if value is None:
+            return None
+        return (op, f"t{length}:{value}" if kind == "t" else f"{kind}:{value}")
+
+    # Bindings, in source order.
+    def bind(self, name: str, value: ast.AST | None) -> None:
+        """`name = value`: a version, a condition on it, or something else (forgets the name)."""
+        key = (self.scope, name)
+        version = self.version_of(value) if value is not None else None
+        gate = self.gate(value) if value is not None and version is None else UNKNOWN
+        self.versions[key] = version if key not in self.versions or self.versions[key] == version else None
+        known = decided(gate) and (key not in self.conditions or self.conditions[key] == gate)
+        self.conditions[key] = gate if known else None
+        if not self.scope:
+            self.imported_flags.pop(name, None)
+
+    def module_conditions(self) -> dict[str, Gate]:
+        """The module-level names bound to a condition on the release, and only to it."""
+        return {name: gate for (scope, name), gate in self.conditions.items() if not scope and gate is not None}
+
+    def bind_import(self, module: str, name: str | None, bound: str, project_module: bool) -> None:
+        if name is None:
+            if module.startswith("sglang.") and bound == "sglang":  # `import sglang.x` binds sglang
+                self.sglang_modules.update(("sglang", "sglang.version"))
+            elif module in ("sglang", "sglang.version"):
+                self.sglang_modules.add(bound)
+            return
+        if module in ("importlib.metadata", "importlib_metadata") and name == "version":
+            self.metadata_versions.add(bound)
+        elif module == "sglang" and name == "version":
+            self.sglang_modules.add(bound)
+        elif module in ("sglang", "sglang.version") and name == "__version__":
+            self.versions[(self.scope, bound)] = ("s", 0)
+        elif project_module:
+            self.imported_flags[bound] = f"{module}.{name}"
+
+
+def _dotted(node: ast.AST | None) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
+def _names_sglang(node: ast.Call) -> bool:
+    return len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and node.args[0].value == "sglang"
+
+
+def _parses(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
+
+
+# -- judging gates ---------------------------------------------------------------------------------
+@dataclasses.dataclass
+class Release:
+    """What a gate is judged against: a release's version, and whether an import succeeds there."""
+
+    version: str | None
+    imports: Callable[[str, str | None], bool | None]  # (module, name) -> succeeds? None: unknown
+    flag: Callable[[str], Gate | None] = lambda dotted: None  # a project module's named condition
+
+
+def _compare(left, op: str, right) -> bool:
+    return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right,
+            "==": left == right, "!=": left != right}[op]
+
+
+def atom_holds(atom: Atom, release: Release, depth: int = 0) -> bool | None:
+    op, value = atom
+    if op in ("import-fails", "import-ok"):
+        module, _, name = value.partition(":")
+        succeeds = release.imports(module, name or None)
+        return None if succeeds is None else succeeds == (op == "import-ok")
+    if op in ("flag", "not-flag"):
+        gate = release.flag(value) if depth < 10 else None
+        holds = None if gate is None else evaluate(gate, release, depth + 1)
+        return None if holds is None else holds == (op == "flag")
+    if op in ("false", "true"):
+        return op == "true"
+    if op == "?":
+        return None
+    if release.version is None:
+        return None
+    kind, _, constant = value.partition(":")
+    if kind == "s":
+        return _compare(release.version, op, constant)
+    try:
+        version = Version(release.version)
+    except InvalidVersion:
+        return None
+    if kind == "p":
+        return _compare(version, op, Version(constant))
+    length = int(kind[1:] or 0)
+    numbers = version.release[:length] if length else version.release
+    return _compare(numbers, op, tuple(int(part) for part in constant.split(",") if part))
+
+
+def evaluate(gate: Gate, release: Release, depth: int = 0) -> bool | None:
+    """True: runs on the release; False: never does; None: cannot tell."""
+    answer: bool | None = False
+    for term in gate:
+        holds: bool | None = True
+        for atom in term:
+            value = atom_holds(atom, release, depth)
+            if value is False:
+                holds = False
+                break
+            if value is None:
+                holds = None
+        if holds:
+            return True
+        if holds is None:
+            answer = None
+    return answer
+
+
+def runs_on(gate: Gate, release: Release) -> bool:
+    """May code under this gate run on the release? (What cannot be told may.)"""
+    return evaluate(gate, release) is not False

@@ -1,0 +1,86 @@
+"""The project's facts that can run on one release: what the checks of a bump judge.
+
+Facts under a gate (project/gates.py) that does not hold on the target release (a branch for
+other SGLang versions, an import fallback the target release never takes) are left out, so
+no check reports them as breaks of the bump and no name resolves through them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from sglang_contracts.project.facts import FACT_LISTS, FileFacts, GateFact, Position
+from sglang_contracts.project.gates import Gate, Release, runs_on
+from sglang_contracts.project.index import ProjectIndex
+from sglang_contracts.upstream.model import UpstreamModel
+
+
+def release_of(model: UpstreamModel) -> Release:
+    """A release as gates are judged against it: its version, and which SGLang imports succeed there."""
+
+    def imports(module: str, name: str | None) -> bool | None:
+        if not model.module_exists(module):
+            return False
+        if name is None:
+            return True
+        symbol = model.resolve_name(module, name)
+        if symbol.found:
+            return True
+        return None if symbol.status == "unknown" else False
+
+    return Release(model.release.version, imports)
+
+
+def _where(fact: Any) -> Position | None:
+    """The position a fact is judged at: the first one it records."""
+    position = getattr(fact, "position", None)
+    if position is None:
+        positions = getattr(fact, "positions", None) or [item[1] for item in getattr(fact, "items", ())]
+        position = positions[0] if positions else None
+    return position
+
+
+def _gate_at(gates: list[GateFact], where: Position) -> Gate | None:
+    """The gate of the innermost gated block holding a position (blocks are listed outer first)."""
+    key = (where.line, where.col)
+    for block in reversed(gates):
+        if (block.start.line, block.start.col) <= key <= (block.end.line, block.end.col):
+            return block.gate
+    return None
+
+
+def for_release(project: ProjectIndex, model: UpstreamModel) -> ProjectIndex:
+    """The project as the target release runs it; the same index when nothing is gated."""
+    if not any(facts.gates for facts in project.files.values()):
+        return project
+    conditions = {f"{facts.module}.{c.name}": c.gate for facts in project.files.values() for c in facts.conditions}
+    release = release_of(model)
+    release.flag = conditions.get
+    verdicts: dict[Gate, bool] = {}
+
+    def runs(gate: Gate) -> bool:
+        if gate not in verdicts:
+            verdicts[gate] = runs_on(gate, release)
+        return verdicts[gate]
+
+    files: dict[str, FileFacts] = {}
+    for relpath, facts in project.files.items():
+        if not facts.gates or all(runs(block.gate) for block in facts.gates):
+            files[relpath] = facts
+            continue
+        kept = {}
+        for name in FACT_LISTS:
+            if name in ("gates", "conditions"):
+                continue
+            kept[name] = [fact for fact in getattr(facts, name)
+                          if (where := _where(fact)) is None or (gate := _gate_at(facts.gates, where)) is None
+                          or runs(gate)]
+        files[relpath] = dataclasses.replace(facts, **kept)
+    exports: dict[str, dict[str, str]] = {}
+    for facts in files.values():  # what each module binds, as index._link records it
+        table = exports.setdefault(facts.module, {})
+        for fact in facts.imports:
+            if fact.module_level and fact.name != "*":
+                table[fact.bound] = fact.binds
+    return dataclasses.replace(project, files=files, exports=exports)
