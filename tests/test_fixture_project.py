@@ -76,9 +76,7 @@ EXPECTED_SEVERITY = {
     "tests/test_doubles.py:16:13: SGC601": "error",  # mock.patch of the renamed get_num_allocatable_reqs
     "tests/test_doubles.py:19:44: SGC602": "warning",  # Mock(spec=ServerArgs) keeps the removed enable_ep_moe
     "tests/test_doubles.py:20:12: SGC603": "warning",  # "self.forward_cuda(" left RMSNorm.forward's source
-    "demo_omni/defensive.py:10:25: SGC801": "warning",  # getattr(req, "prefix_indices", []) on a static attribute
     "demo_omni/defensive.py:15:23: SGC802": "warning",  # except AttributeError around runner.model
-    "demo_omni/defensive.py:21:24: SGC803": "warning",  # inspect.signature(Req.__init__), the same in both
 }
 # Broken on 0.9.0 already (a typo inside a function): reported only with --report-unresolved.
 UNRESOLVED = "demo_omni/scheduling.py:22:47: SGC102"
@@ -90,6 +88,12 @@ def sort_key(prefix: str) -> tuple:
     return path, int(line), int(col), code
 
 
+# In a bump run SGC801/SGC803 are reported only in files with other findings of the bump;
+# defensive.py has none (its SGC802 holds on the pin alone too): these show on the pin alone.
+PIN_ALONE_ONLY = [
+    "demo_omni/defensive.py:10:25: SGC801",  # getattr(req, "prefix_indices", []) on a static attribute
+    "demo_omni/defensive.py:21:24: SGC803",  # inspect.signature(Req.__init__), the same in both
+]
 EXPECTED = sorted(EXPECTED_SEVERITY, key=sort_key)
 
 
@@ -143,13 +147,13 @@ def test_exit_zero_reports_the_same_and_exits_0(check):
 
 
 # What the pin alone says (--old X --new X): the rules that judge one release, not a bump.
-PIN_ALONE = ["demo_omni/broken.py:5:15: SGC000", *coded("SGC8"), "demo_omni/serving.py:14:17: SGC502"]
+PIN_ALONE = ["demo_omni/broken.py:5:15: SGC000", *coded("SGC8"), *PIN_ALONE_ONLY, "demo_omni/serving.py:14:17: SGC502"]
 
 
 def test_same_release_on_both_sides_reports_only_what_the_pin_alone_says(check):
     result = check(new=OLD)
     assert result.prefixes == sorted(PIN_ALONE, key=sort_key)
-    assert all(result.message(p).endswith("the fallback is dead code") for p in coded("SGC801"))
+    assert all(result.message(p).endswith("the fallback is dead code") for p in PIN_ALONE_ONLY[:1])
     clean = check("--ignore", "SGC000,SGC5,SGC8", new=OLD)
     assert (clean.status, clean.out, clean.err) == (0, "", "")
 
