@@ -71,3 +71,11 @@ def test_nothing_found_is_said(tmp_path: Path) -> None:
                      {"app/u.py": "from sglang.srt.utils import gelu\n"})
     (message,) = found.values()
     assert message.endswith("; no definition of gelu was found elsewhere in the new release")
+
+
+def test_a_directory_release_is_named_by_its_version_else_once_by_its_path(tmp_path: Path) -> None:
+    from sglang_contracts.sources.directory import directory_release
+
+    unversioned = write_tree(tmp_path / "new", {"sglang/__init__.py": "", "sglang/srt/utils.py": ""})
+    assert directory_release(unversioned).short == str(unversioned)  # "sglang <path>", not "sglang sglang at <path>"
+    assert directory_release(upstream_tree(tmp_path / "old", {}, "0.1.0")).short == "0.1.0"
