@@ -78,4 +78,4 @@ def test_a_directory_release_is_named_by_its_version_else_once_by_its_path(tmp_p
 
     unversioned = write_tree(tmp_path / "new", {"sglang/__init__.py": "", "sglang/srt/utils.py": ""})
     assert directory_release(unversioned).short == str(unversioned)  # "sglang <path>", not "sglang sglang at <path>"
-    assert directory_release(upstream_tree(tmp_path / "old", {}, "0.1.0")).short == "0.1.0"
+    assert directory_release(upstream_tree(tmp_path / "old", {"sglang/srt/utils.py": ""}, "0.1.0")).short == "0.1.0"
