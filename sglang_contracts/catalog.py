@@ -67,6 +67,7 @@ class Example:
     project: dict[str, str]
     expect: tuple[str, ...]  # "path:line:col: CODE" prefixes; empty for a valid example
     options: dict[str, Any] = field(default_factory=dict)
+    pin_alone: bool = False  # checked as `--old X --new X`: `old` is both releases, `new` is unused
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ def _load_rule(path: Path) -> Rule:
                 project=raw["project"],
                 expect=tuple(raw.get("expect", [])),
                 options=raw.get("options", {}),
+                pin_alone=bool(raw.get("pin_alone", False)),
             )
             for raw in data.get("examples", [])
         )

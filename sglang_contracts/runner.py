@@ -190,6 +190,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     problems: list[Problem] = []
     with collecting_problems() as noted:  # what the readers of non-Python files could not read
         found = set(run_checks(context, codes, problems))
+    found = bump_noise_filtered(found, bump=old.release.short != new.release.short)
     problems = [*project.problems, *(f.problem for f in project.files.values() if f.problem),
                 *_upstream_problems(project, [old, new]), *noted, *problems]
     found.update(problem_diagnostics(problems, root))
@@ -203,6 +204,24 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     _require_loaded(project, old)
     delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
     return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta)
+
+
+# Findings that hold on the pin alone and repeat on every bump (a release switch, a probe of what
+# both releases define); in a bump run they are shown only where the bump has other findings.
+PIN_ALONE_CODES = frozenset({"SGC801", "SGC803"})
+# Findings that are not of the bump: what the pin alone reports too (SGC502, SGC802), problems
+# reading files, unused noqa comments. A file with only these is not one the bump touches.
+NOT_OF_THE_BUMP = frozenset({"SGC000", "SGC001", "SGC010", "SGC502", "SGC802"})
+
+
+def bump_noise_filtered(found: set[Diagnostic], bump: bool) -> set[Diagnostic]:
+    """In a bump run (old != new), SGC801/SGC803 only in files that have other findings of the
+    bump: a bump adds no defensive access and converts the ones in the files it touches. With
+    `--old X --new X` (the pin alone) every one is reported."""
+    if not bump:
+        return found
+    touched = {d.path for d in found if d.code not in PIN_ALONE_CODES and d.code not in NOT_OF_THE_BUMP}
+    return {d for d in found if d.code not in PIN_ALONE_CODES or d.path in touched}
 
 
 def problem_diagnostics(problems: list[Problem], root: Path) -> list[Diagnostic]:

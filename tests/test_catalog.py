@@ -33,7 +33,7 @@ def upstream_tree(root: Path, files: dict[str, str], version: str) -> Path:
 
 def run_example(tmp_path: Path, example: Example) -> list[str]:
     old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
-    new = upstream_tree(tmp_path / "new", example.new, "0.2.0")
+    new = old if example.pin_alone else upstream_tree(tmp_path / "new", example.new, "0.2.0")
     project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **example.project})
     options = CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1, **example.options)
     result = run_check([project], options)

@@ -76,9 +76,7 @@ EXPECTED_SEVERITY = {
     "tests/test_doubles.py:16:13: SGC601": "error",  # mock.patch of the renamed get_num_allocatable_reqs
     "tests/test_doubles.py:19:44: SGC602": "warning",  # Mock(spec=ServerArgs) keeps the removed enable_ep_moe
     "tests/test_doubles.py:20:12: SGC603": "warning",  # "self.forward_cuda(" left RMSNorm.forward's source
-    "demo_omni/defensive.py:10:25: SGC801": "warning",  # getattr(req, "prefix_indices", []) on a static attribute
     "demo_omni/defensive.py:15:23: SGC802": "warning",  # except AttributeError around runner.model
-    "demo_omni/defensive.py:21:24: SGC803": "warning",  # inspect.signature(Req.__init__), the same in both
 }
 # Broken on 0.9.0 already (a typo inside a function): reported only with --report-unresolved.
 UNRESOLVED = "demo_omni/scheduling.py:22:47: SGC102"
@@ -90,6 +88,12 @@ def sort_key(prefix: str) -> tuple:
     return path, int(line), int(col), code
 
 
+# In a bump run SGC801/SGC803 are reported only in files with other findings of the bump;
+# defensive.py has none (its SGC802 holds on the pin alone too): these show on the pin alone.
+PIN_ALONE_ONLY = [
+    "demo_omni/defensive.py:10:25: SGC801",  # getattr(req, "prefix_indices", []) on a static attribute
+    "demo_omni/defensive.py:21:24: SGC803",  # inspect.signature(Req.__init__), the same in both
+]
 EXPECTED = sorted(EXPECTED_SEVERITY, key=sort_key)
 
 
@@ -118,8 +122,10 @@ def test_messages_name_the_change_and_suggest_new_homes(check):
         "(was sglang.srt.layers.moe.fused_moe_triton.FusedMoE in 0.9.0)")
     assert result.message("demo_omni/model_patch.py:5:39: SGC105").endswith(
         "did you mean sglang.srt.layers.layernorm.apply_qk_norm?")
-    assert "did you mean sglang.srt.layers.moe.moe_runner.fused_experts?" in result.message(
-        "demo_omni/layers.py:8:56: SGC104")
+    # fused_experts moved and gained top_k: not the same definition, so no "did you mean".
+    assert result.message("demo_omni/layers.py:8:56: SGC104").endswith(
+        "; unverified candidates, not the same definition: sglang.srt.layers.moe.moe_runner.fused_experts("
+        "hidden_states, weights, top_k=...); it was fused_experts(hidden_states, weights)")
     assert "did you mean" not in result.message("demo_omni/compat.py:6:36: SGC102")  # removed outright
 
 
@@ -133,7 +139,7 @@ def test_class_and_call_messages_say_what_changed_upstream(check):
     assert result.message("demo_omni/model_runner.py:33:34: SGC321").endswith("now reached as .ps.tp_group?")
     assert result.message("demo_omni/model.py:8:48: SGC201") == (
         "RowParallelLinear() no longer accepts keyword tp_rank in sglang 0.9.1 (it was a parameter in 0.9.0)")
-    assert "(1 of 2 normalised lines differ from 0.9.0)" in result.message("demo_omni/model_runner.py:9:9: SGC303")
+    assert "(1 of 2 normalised lines differ from 0.9.0; first change: " in result.message("demo_omni/model_runner.py:9:9: SGC303")
 
 
 def test_exit_zero_reports_the_same_and_exits_0(check):
@@ -143,13 +149,13 @@ def test_exit_zero_reports_the_same_and_exits_0(check):
 
 
 # What the pin alone says (--old X --new X): the rules that judge one release, not a bump.
-PIN_ALONE = ["demo_omni/broken.py:5:15: SGC000", *coded("SGC8"), "demo_omni/serving.py:14:17: SGC502"]
+PIN_ALONE = ["demo_omni/broken.py:5:15: SGC000", *coded("SGC8"), *PIN_ALONE_ONLY, "demo_omni/serving.py:14:17: SGC502"]
 
 
 def test_same_release_on_both_sides_reports_only_what_the_pin_alone_says(check):
     result = check(new=OLD)
     assert result.prefixes == sorted(PIN_ALONE, key=sort_key)
-    assert all(result.message(p).endswith("the fallback is dead code") for p in coded("SGC801"))
+    assert all(result.message(p).endswith("the fallback is dead code") for p in PIN_ALONE_ONLY[:1])
     clean = check("--ignore", "SGC000,SGC5,SGC8", new=OLD)
     assert (clean.status, clean.out, clean.err) == (0, "", "")
 

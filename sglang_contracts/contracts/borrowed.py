@@ -16,7 +16,7 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.resolve import ProjectClass, ProjectView, Resolver, project_view, resolvers
-from sglang_contracts.contracts.subclasses import body_change
+from sglang_contracts.contracts.subclasses import body_change, body_preview
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import FileFacts, Position
 from sglang_contracts.upstream.model import Member, is_upstream
@@ -242,4 +242,5 @@ def borrowed_method_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
                 reported.add(now.qualname)
                 yield finding("SGC313", root.facts, root.position, f"{now.owner}.{root.name}",
                               cls=borrower.cls.fact.name, upstream=now.qualname, changed=change[0],
-                              total=change[1], old=ctx.old_version, new=ctx.new_version)
+                              total=change[1], old=ctx.old_version, new=ctx.new_version,
+                              diff=body_preview(ctx, was, now))

@@ -80,34 +80,53 @@ def _where(model: UpstreamModel, target: Target) -> str:
     return where_defined(model, target) or target.origin or ""
 
 
-def _probes(facts: FileFacts) -> Iterator[tuple[str, Receiver, str, Position]]:
-    """(function, subject, name, position of the name) of each `getattr(x, "name", default)`
-    and `hasattr(x, "name")`."""
+def _probes(facts: FileFacts) -> Iterator[tuple[str, Receiver, str, Position, bool]]:
+    """(function, subject, name, position of the name, whether the file says the subject may be
+    None) of each `getattr(x, "name", default)` and `hasattr(x, "name")`."""
     for probe in facts.probes:
         if not (probe.function == "hasattr" and probe.nargs == 2 or probe.function == "getattr" and probe.nargs == 3):
             continue
         if probe.subject is not None and probe.string_at(1) is not None:
             name, position = probe.string_at(1)
-            yield probe.function, probe.subject, name, position
+            yield probe.function, probe.subject, name, position, probe.nullable
 
 
-def _guarded_reads(facts: FileFacts) -> Iterator[tuple[Receiver, str, Position]]:
-    """(receiver, attribute, position) of each read under `try:` whose handler catches AttributeError."""
+def _guarded_reads(facts: FileFacts) -> Iterator[tuple[Receiver, str, Position, bool]]:
+    """(receiver, attribute, position, whether the receiver may be None) of each read under
+    `try:` whose handler catches AttributeError."""
     for read in facts.reads:
         if read.attr_guarded and not read.store:
-            yield read.receiver, read.attr, read.position
+            yield read.receiver, read.attr, read.position, read.nullable
     for chain in facts.attributes:
         if chain.attr_guarded and not chain.store:
             for index, (attr, position) in enumerate(zip(chain.attrs, chain.positions)):
-                yield Receiver((f"C:{'.'.join((chain.root, *chain.attrs[:index]))}",)), attr, position
+                yield Receiver((f"C:{'.'.join((chain.root, *chain.attrs[:index]))}",)), attr, position, False
+
+
+def _may_be_none(ctx: CheckContext, facts: FileFacts, subject: Receiver, nullable: bool) -> bool:
+    """Whether the probed object may be None, so the probe's fallback handles None and is no
+    dead code: a name annotated `T | None` (or defaulting to, or bound to, None), or an upstream
+    attribute that either release annotates `Optional[T]` or sets to None (`batch.result` of
+    `result: Optional[Result] = None`)."""
+    if nullable:
+        return True
+    if not subject.attrs or subject.types[0].startswith(("C:", "U:")):
+        return False
+    holder = Receiver(subject.types, subject.attrs[:-1])
+    for resolver in resolvers(ctx):
+        for instance in resolver.receiver(facts, holder) or ():
+            member, _ = resolver.attribute(instance, subject.attrs[-1])
+            if member is not None and member.record.get("nullable"):
+                return True
+    return False
 
 
 @contract("SGC801")
 def probe_of_static_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts in ctx.project.files.values():
-        for function, subject, name, position in _probes(facts):
+        for function, subject, name, position, nullable in _probes(facts):
             both = _static(ctx, facts, subject, name)
-            if both is not None:
+            if both is not None and not _may_be_none(ctx, facts, subject, nullable):
                 yield finding("SGC801", facts, position, both[1].origin or name, call=function,
                               attr=_owner_name(both[1]), where=_where(ctx.new, both[1]),
                               old=ctx.old_version, new=ctx.new_version)
@@ -116,9 +135,9 @@ def probe_of_static_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
 @contract("SGC802")
 def attribute_error_guard_of_static_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts in ctx.project.files.values():
-        for receiver, attr, position in _guarded_reads(facts):
+        for receiver, attr, position, nullable in _guarded_reads(facts):
             both = _static(ctx, facts, receiver, attr)
-            if both is not None and both[1].kind != "module":
+            if both is not None and both[1].kind != "module" and not _may_be_none(ctx, facts, receiver, nullable):
                 yield finding("SGC802", facts, position, both[1].origin or attr, attr=_owner_name(both[1]),
                               where=_where(ctx.new, both[1]), old=ctx.old_version, new=ctx.new_version)
 
@@ -158,9 +177,9 @@ def _removed(ctx: CheckContext, facts: FileFacts, subject: Receiver, name: str) 
 def probe_of_removed_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts in ctx.project.files.values():
         accesses = [(f"{function}() probes", subject, name, position)
-                     for function, subject, name, position in _probes(facts)]
+                     for function, subject, name, position, _ in _probes(facts)]
         accesses += [("`except AttributeError` guards", receiver, attr, position)
-                     for receiver, attr, position in _guarded_reads(facts)]
+                     for receiver, attr, position, _ in _guarded_reads(facts)]
         for how, subject, name, position in accesses:
             removed = _removed(ctx, facts, subject, name)
             if removed is not None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.hints import home_hint, module_hint
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
 from sglang_contracts.project.stack import python_floor
@@ -62,22 +63,25 @@ def _analyse_one(ctx: CheckContext, facts: FileFacts, fact: ImportFact) -> Impor
 
 
 def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
-    """Where the new release defines the lost name or module elsewhere, say where."""
-    names = {o.fact.name for o in outcomes if o.change == "name-gone" and not o.broken_on_old}
+    """Where the new release defines the lost name or module elsewhere, say where, once the
+    definition there is verified to be the same (contracts/hints.py)."""
+    live = [o for o in outcomes if not o.broken_on_old and o.change in ("name-gone", "module-gone")]
+    names = {o.fact.name for o in live if o.fact.name not in (None, "*")}
     found = ctx.new.find_definitions(names) if names else {}
-    for outcome in outcomes:
-        if outcome.broken_on_old:
-            continue
+    statements: dict[tuple[str, Position], list[str]] = {}
+    for outcome in live:
+        if outcome.change == "module-gone" and outcome.fact.name not in (None, "*"):
+            statements.setdefault((outcome.facts.path, outcome.fact.module_position), []).append(outcome.fact.name)
+    for outcome in live:
         if outcome.change == "name-gone":
             reference = outcome.old.origin or outcome.fact.module
-            best = _closest(found.get(outcome.fact.name, []), reference)
-            if best:
-                outcome.hint = f"; did you mean {best}.{outcome.fact.name}?"
-        elif outcome.change == "module-gone":
+            outcome.hint = home_hint(ctx.old, outcome.old, ctx.new, outcome.fact.name,
+                                     found.get(outcome.fact.name, []), reference)
+        else:
             leaf = outcome.fact.module.rsplit(".", 1)[-1]
-            best = _closest(ctx.new.find_modules_named(leaf), outcome.fact.module)
-            if best:
-                outcome.hint = f"; did you mean {best}?"
+            imported = statements.get((outcome.facts.path, outcome.fact.module_position), [])
+            outcome.hint = module_hint(ctx.old, ctx.new, outcome.fact.module, imported,
+                                       ctx.new.find_modules_named(leaf), found)
 
 
 def import_outcomes(ctx: CheckContext) -> list[ImportOutcome]:
@@ -181,8 +185,7 @@ def module_attribute_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]
     losses = list(_module_attribute_losses(ctx))
     found = ctx.new.find_definitions({attr for *_, attr in losses})
     for facts, position, module, attr in losses:
-        best = _closest(found.get(attr, []), module)
-        hint = f"; did you mean {best}.{attr}?" if best else ""
+        hint = home_hint(ctx.old, ctx.old.resolve_name(module, attr), ctx.new, attr, found.get(attr, []), module)
         yield finding("SGC105", facts, position, f"{module}.{attr}", module=module, attr=attr,
                       old=ctx.old_version, new=ctx.new_version, hint=hint)
 

@@ -192,6 +192,20 @@ def _scan_from_importers(model: UpstreamModel, dotted: str) -> set[str]:
     return importers
 
 
+def _new_from_importers(ctx: CheckContext, patch: Patch) -> list[str]:
+    """Modules that bind the patched function by `from ... import` in the new release and did
+    not in the old one. The old side is searched under every path the function had there (the
+    patched path and where it was defined), so a module that imported it from its defining
+    module all along is no news. A module new in the release that the project does not import
+    is no bypass of the project's patch either."""
+    paths = {patch.dotted, *(o for o in (patch.old.origin,) if o)}
+    before = set().union(*(_from_importers(ctx.old, path) for path in paths))
+    after = set().union(*(_from_importers(ctx.new, path) for path in {patch.dotted, *(o for o in (patch.new.origin,) if o)}))
+    imported = {fact.module for facts in ctx.project.files.values() for fact in facts.imports}
+    return sorted(module for module in after - before
+                  if ctx.old.module_exists(module) or any(i == module or i.startswith(f"{module}.") for i in imported))
+
+
 @contract("SGC404")
 def patch_bypassed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for patch in patches(ctx):
@@ -207,8 +221,7 @@ def patch_bypassed(ctx: CheckContext) -> Iterator[Diagnostic]:
                               how=f"{', '.join(sorted(lost))} no longer reaches it (it did in {ctx.old_version})",
                               **common)
         elif patch.old.kind == "function":
-            before, after = _from_importers(ctx.old, patch.dotted), _from_importers(ctx.new, patch.dotted)
-            for module in sorted(after - before):
+            for module in _new_from_importers(ctx, patch):
                 yield finding("SGC404", patch.facts, patch.fact.position, patch.dotted,
                               how=f"{module} now binds it with `from ... import {patch.dotted.rsplit('.', 1)[-1]}` "
                                   f"at import time and keeps the unpatched original (it did not in {ctx.old_version})",

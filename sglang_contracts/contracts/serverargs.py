@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.hints import rename_hint
 from sglang_contracts.contracts.resolve import Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import FileFacts, Position, Receiver
@@ -137,10 +138,8 @@ def field_uses(ctx: CheckContext) -> list[FieldUse]:
     return ctx.shared("server-args-uses", _uses)
 
 
-def _rename(field: str, old: FieldSet, new: FieldSet) -> str:
-    added = sorted(set(new.fields) - set(old.fields))
-    close = difflib.get_close_matches(field, added, n=1, cutoff=0.6)
-    return f"; renamed to {close[0]}?" if close else ""
+def _rename(ctx: CheckContext, field: str, old: FieldSet, new: FieldSet) -> str:
+    return rename_hint(ctx.old, ctx.new, field, old, new)  # verified: declared alike (contracts/hints.py)
 
 
 def _owner(field_set: FieldSet, field: str) -> str:
@@ -157,7 +156,7 @@ def server_args_field_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
         if use.field in old_fields and use.field not in new_fields:
             yield finding("SGC501", use.facts, use.position, f"{SERVER_ARGS}.{use.field}", field=use.field,
                           how=how[use.how], owner=_owner(old_fields, use.field), old=ctx.old_version,
-                          new=ctx.new_version, hint=_rename(use.field, old_fields, new_fields))
+                          new=ctx.new_version, hint=_rename(ctx, use.field, old_fields, new_fields))
 
 
 @contract("SGC502")
@@ -224,7 +223,7 @@ def pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
                 spelled = f"--sglang-{field.replace('_', '-')}" if kind == "flag" else f"sglang_{field}"
                 yield finding("SGC503", facts, position, f"{SERVER_ARGS}.{field}", **common,
                               what=f"the pass-through {spelled} names ServerArgs.{field}, which is gone"
-                                   f"{_rename(field, old_fields, new_fields)}")
+                                   f"{_rename(ctx, field, old_fields, new_fields)}")
     for facts in files:
         for strings in facts.strings:
             listed = [text for text, _ in strings.items]
@@ -232,7 +231,7 @@ def pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
                 if text in old_fields and text not in new_fields:
                     yield finding("SGC503", facts, position, f"{SERVER_ARGS}.{text}", severity="warning", **common,
                                   what=f"{strings.name} lists {text}, no longer a ServerArgs field"
-                                       f"{_rename(text, old_fields, new_fields)}")
+                                       f"{_rename(ctx, text, old_fields, new_fields)}")
             known = [text for text in listed if text in old_fields]
             if len(known) >= 3 and len(known) >= 0.8 * len(listed) and not SKIP_LIST.search(strings.name):
                 added = sorted(set(new_fields.fields) - set(old_fields.fields) - set(listed))

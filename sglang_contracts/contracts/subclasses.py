@@ -10,6 +10,7 @@ reaches the project's method.
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -122,13 +123,64 @@ def override_signature_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 
 def body_change(old: Member, new: Member) -> tuple[int, int] | None:
-    """(lines changed, lines in the new body) between two releases' bodies, or None if equal."""
+    """(lines changed, lines of the two bodies aligned) between two releases' bodies, or None if
+    equal. A changed line is one of a replaced, removed or added run (the longer side of each);
+    the total counts the unchanged lines and the changed ones, so it is never below the count
+    of changes (a body that lost lines is not "2 of 1")."""
     before, after = old.record.get("body", []), new.record.get("body", [])
     if before == after:
         return None
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
-    changed = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
-    return changed, len(after)
+    opcodes = matcher.get_opcodes()
+    changed = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal")
+    unchanged = sum(i2 - i1 for tag, i1, i2, _, _ in opcodes if tag == "equal")
+    return changed, changed + unchanged
+
+
+def _body_text(model: UpstreamModel, member: Member) -> list[str] | None:
+    """The normalised lines of a method's body as text (what the record keeps hashed)."""
+    import ast
+
+    from sglang_contracts.pysource import parse_quietly
+    from sglang_contracts.upstream.bodies import _statements, unparsed
+
+    relpath = model.relpath_of(member.owner)
+    source = model.tree.read_source(relpath) if relpath else None
+    line = member.record.get("line")
+    if not source or not line:
+        return None
+    try:
+        tree = parse_quietly(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == member.name \
+                and line in (node.lineno, *(d.lineno for d in node.decorator_list)):
+            text = "\n".join(unparsed(statement) for statement in _statements(node))
+            return [row.strip() for row in text.splitlines() if row.strip()]
+    return None
+
+
+def body_preview(ctx: CheckContext, old: Member, new: Member, lines: int = 3, width: int = 100) -> str:
+    """The first changed lines of the upstream body (a unified diff of the normalised bodies),
+    as "; first change: -old line | +new line", or "" where the sources cannot be read."""
+    before, after = _body_text(ctx.old, old), _body_text(ctx.new, new)
+    if before is None or after is None:
+        return ""
+    changed = [row for row in difflib.unified_diff(before, after, lineterm="", n=0)
+               if row[:1] in "+-" and not row.startswith(("+++", "---"))]
+    if not changed:
+        return ""
+    def clipped(row: str) -> str:
+        # A long line changed in its middle: start near the change, past what the other side shares.
+        others = [o[1:] for o in changed if o[:1] != row[:1]]
+        shared = max((len(os.path.commonprefix([row[1:], o])) for o in others), default=0)
+        text = row[1:] if shared <= 30 else "..." + row[1 + shared - 20:]
+        return row[0] + (text if len(text) <= width else text[: width - 3] + "...")
+
+    shown = [clipped(row) for row in changed[:lines]]
+    more = f" | ({len(changed) - lines} more)" if len(changed) > lines else ""
+    return "; first change: " + " | ".join(shown) + more
 
 
 @contract("SGC303")
@@ -148,7 +200,8 @@ def overridden_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
         if change:
             yield finding("SGC303", item.cls.facts, item.method.position, f"{item.new.owner}.{item.method.name}",
                           cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname,
-                          changed=change[0], total=change[1], old=ctx.old_version, new=ctx.new_version)
+                          changed=change[0], total=change[1], old=ctx.old_version, new=ctx.new_version,
+                          diff=body_preview(ctx, item.old, item.new))
 
 
 def _abstract_methods(resolver: Resolver, cls: ProjectClass) -> dict[str, Member]:

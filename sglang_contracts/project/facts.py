@@ -99,6 +99,7 @@ class ReadFact:
     store: bool
     scope: str
     attr_guarded: bool = False  # inside `try:` whose handler catches AttributeError
+    nullable: bool = False  # the receiver is a name its function says may be None (`x: T | None`)
 
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
@@ -139,6 +140,7 @@ class ProbeFact:
     scope: str
     attr_guarded: bool = False
     string_indices: tuple[int, ...] = ()  # the positional index of each of `strings`
+    nullable: bool = False  # the subject is a name its function says may be None (`x: T | None`)
 
     def string_at(self, index: int) -> tuple[str, Position] | None:
         """The string literal given as positional argument `index`, if it is one."""

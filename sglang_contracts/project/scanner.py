@@ -246,14 +246,14 @@ class _Collector:
         # (callee root or None, Receiver, position of the callee's name, [(kind, name, position)], scope)
         self.calls: list[tuple[str | None, Receiver, Position, list[tuple[str, str | None, Position]], str, str]] = []
         self._uses: dict[int, str] = {}  # id of a call node -> what is done with its result (CallFact.use)
-        self.reads: list[tuple[Receiver, str, Position, bool, str, bool]] = []
+        self.reads: list[tuple[Receiver, str, Position, bool, str, bool, bool]] = []
         self.attr_guard_depth = 0
         self._receiver: str | None = None  # the instance's name in the module-level class's method
         # (kind, target as written, position, value, scope): monkeypatches and saved originals
         self.patches: list[tuple[str, str, Position, str | None, str]] = []
         self.functions: list[Function] = []  # module level
         # (function, subject, [(string, position, index)], nargs, keywords, position, scope, guarded)
-        self.probes: list[tuple[str, Receiver | None, list[tuple[str, Position, int]], int, tuple[str, ...], Position, str, bool]] = []
+        self.probes: list[tuple[str, Receiver | None, list[tuple[str, Position, int]], int, tuple[str, ...], Position, str, bool, bool]] = []
         self.source_probes: list[tuple[str, str, bool, Position, str]] = []
         self._sources: dict[tuple[str, str], str] = {}  # (scope, name) -> target of getsource bound to it
         self.specs: list[list] = []  # [spec, position, [(attr, position)], scope]
@@ -406,6 +406,13 @@ class _Collector:
             if name in types:
                 return types[name]
         return ()
+
+    def _nullable(self, name: str) -> bool:
+        """Does the function that types `name` say it may be None (see TypedNames)?"""
+        for _, types in reversed(self._functions):
+            if name in types:
+                return name in getattr(types, "nullable", ())
+        return False
 
     @property
     def _scope(self) -> str:
@@ -565,7 +572,7 @@ class _Collector:
             owner = self._super_class()
             if owner is not None:
                 self.reads.append((Receiver((f"U:{owner}",)), node.attr, self.at.attribute_name(node), store,
-                                   self._scope, self.attr_guard_depth > 0))
+                                   self._scope, self.attr_guard_depth > 0, False))
             return True
         chain = dotted_chain(node)
         if chain is None:
@@ -584,7 +591,8 @@ class _Collector:
             for index, (attr, where) in enumerate(named):
                 last = index == len(named) - 1
                 receiver = Receiver(types, tuple(a for a, _ in named[:index]))
-                self.reads.append((receiver, attr, where, store and last, self._scope, guarded))
+                nullable = index == 0 and self._nullable(root)
+                self.reads.append((receiver, attr, where, store and last, self._scope, guarded, nullable))
         elif root not in ("self", "cls"):
             self.chains.append((root, named, store, guarded))
         return False  # a pure dotted chain holds nothing else to visit
@@ -613,8 +621,9 @@ class _Collector:
         if not strings and subject is None:
             return
         keywords = tuple(k.arg for k in node.keywords if k.arg is not None)
+        nullable = isinstance(positional[0], ast.Name) and self._nullable(positional[0].id) if positional else False
         self.probes.append((function, subject, [(text, self.at.start(value), index) for text, value, index in strings],
-                            len(positional), keywords, where, self._scope, self.attr_guard_depth > 0))
+                            len(positional), keywords, where, self._scope, self.attr_guard_depth > 0, nullable))
         if function == "setattr" and len(positional) == 3 and len(strings) == 1 and strings[0][2] == 1:
             owner = full_name(positional[0])
             if owner and owner.split(".")[0] not in ("self", "cls") and not self._types_of(owner.split(".")[0]):
@@ -834,16 +843,16 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
         if (root is None or root in bound_names or root in saved)
         and not _inert(callee, closed, walked=1) and not _foreign(callee.types, foreign)
     ]
-    facts.reads = [ReadFact(receiver, attr, where, store, scope, guarded)
-                   for receiver, attr, where, store, scope, guarded in collector.reads
+    facts.reads = [ReadFact(receiver, attr, where, store, scope, guarded, nullable)
+                   for receiver, attr, where, store, scope, guarded, nullable in collector.reads
                    if not _inert(receiver, closed) and not _foreign(receiver.types, foreign)]
     facts.patches = [PatchFact(*patch) for patch in patches]
     facts.functions = [FunctionFact(f.name, at.definition_name(f), parameter_list(f))
                        for f in collector.functions if f.name in replacements]
     facts.probes = [
         ProbeFact(function, subject, tuple((text, where) for text, where, _ in strings), nargs, keywords,
-                  where_, scope, guarded, tuple(index for _, _, index in strings))
-        for function, subject, strings, nargs, keywords, where_, scope, guarded in collector.probes
+                  where_, scope, guarded, tuple(index for _, _, index in strings), nullable)
+        for function, subject, strings, nargs, keywords, where_, scope, guarded, nullable in collector.probes
         if _probe_matters(subject, strings, bound_names)
     ]
     facts.source_probes = [SourceProbeFact(*probe) for probe in collector.source_probes]

@@ -78,6 +78,42 @@ def annotation_types(node: ast.AST | None) -> tuple[str, ...]:
     return ()
 
 
+def admits_none(node: ast.AST | None) -> bool:
+    """Does an annotation admit None: `Optional[T]`, `T | None`, `Union[T, None]`, `"T | None"`?"""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if current is None:
+            continue
+        if isinstance(current, ast.Constant):
+            if current.value is None:
+                return True
+            if isinstance(current.value, str):
+                try:
+                    pending.append(parse_quietly(current.value.strip(), mode="eval").body)
+                except (SyntaxError, ValueError, RecursionError):
+                    pass
+        elif isinstance(current, ast.Name):
+            if current.id == "None":
+                return True
+        elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.BitOr):
+            pending += [current.left, current.right]
+        elif isinstance(current, ast.Subscript):
+            wrapper = (full_name(current.value) or "").rsplit(".", 1)[-1]
+            if wrapper == "Optional":
+                return True
+            if wrapper == "Union":
+                pending += current.slice.elts if isinstance(current.slice, ast.Tuple) else [current.slice]
+    return False
+
+
+class TypedNames(dict):
+    """A function's typed names (name -> type alternatives), and which of them may be None:
+    annotated `Optional[T]`/`T | None`, a parameter defaulting to None, or bound to None."""
+
+    nullable: frozenset[str] = frozenset()
+
+
 def dotted_chain(node: ast.AST) -> tuple[str, list[ast.Attribute]] | None:
     """`a.b.c` -> ("a", [the Attribute nodes of .b and .c]); None unless it starts at a plain name."""
     attributes: list[ast.Attribute] = []
@@ -121,6 +157,7 @@ class TypeTable:
         self.names: set[str] = set()
         self.types: dict[str, tuple[str, ...]] = {}
         self.poisoned: set[str] = set()
+        self.nullable: set[str] = set()  # annotated as admitting None, defaulting to or bound to None
 
     def bind(self, name: str, types: tuple[str, ...] | None) -> None:
         self.names.add(name)
@@ -203,6 +240,7 @@ class _Bindings:
         if isinstance(node, ast.Assign):
             if _is_none(node.value):
                 types = None  # `x = None` narrows nothing and widens nothing
+                self.table.nullable.update(t.id for t in node.targets if isinstance(t, ast.Name))
             elif isinstance(node.value, ast.Call):
                 types = call_types(node.value)
             else:
@@ -210,6 +248,8 @@ class _Bindings:
             for target in node.targets:
                 self._target(target, types if len(node.targets) == 1 else POISON)
         elif isinstance(node, ast.AnnAssign):
+            if isinstance(node.target, ast.Name) and (admits_none(node.annotation) or _is_none(node.value)):
+                self.table.nullable.add(node.target.id)
             self._target(node.target, annotation_types(node.annotation) or POISON)
         elif isinstance(node, ast.AugAssign):
             self._target(node.target, POISON)
@@ -261,7 +301,11 @@ def receiver_name(function: Function, in_class: bool) -> str | None:
 def _parameter_types(function: Function, receiver: str | None, class_name: str | None) -> TypeTable:
     table = TypeTable()
     a = function.args
+    defaults = dict(zip([p.arg for p in [*a.posonlyargs, *a.args]][::-1], a.defaults[::-1]))
+    defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
     for param in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+        if admits_none(param.annotation) or _is_none(defaults.get(param.arg)):
+            table.nullable.add(param.arg)
         if param.arg == receiver:
             table.bind(param.arg, (f"S:{class_name}",))
         else:
@@ -287,7 +331,8 @@ def function_types(function: Function, class_name: str | None,
         if not bindings.derived or table.poisoned <= poisoned:
             break
         poisoned = poisoned | table.poisoned
-    typed = table.typed()
+    typed = TypedNames(table.typed())
+    typed.nullable = frozenset(table.nullable)
     if attributes is not None:
         for name, types in bindings.attribute_bindings:
             attributes.bind(name, types)

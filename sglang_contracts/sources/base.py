@@ -93,10 +93,12 @@ class Release:
     # Names content that can never change (a published version, a commit), so whole-release
     # searches may be cached; None for a directory, which may be edited between runs.
     identity: str | None = None
+    name: str | None = None  # how messages name a release without a version (a directory's path)
 
     @property
     def short(self) -> str:
-        return self.version or self.label
+        """The release in a message's "sglang {short}": its version, else its name or label."""
+        return self.version or self.name or self.label
 
 
 def check_is_sglang(tree: ReleaseTree, label: str) -> None:

@@ -110,4 +110,5 @@ def directory_release(path: Path) -> Release:
     tree = DirectoryTree(root)
     label = f"sglang at {path}"
     check_is_sglang(tree, label)
-    return Release(label=label, version=version_from_tree(tree), tree=tree)
+    # Messages say "sglang {version}", or "sglang {path}" when the tree does not tell its version.
+    return Release(label=label, version=version_from_tree(tree), tree=tree, name=str(path))

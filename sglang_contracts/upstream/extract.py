@@ -83,6 +83,28 @@ def annotation_types(expression) -> list[str]:
     return []
 
 
+def admits_none(expression) -> bool:
+    """Does an annotation admit None: `Optional[T]`, `T | None`, `Union[T, None]`?"""
+    import griffe
+
+    if expression is None:
+        return False
+    if isinstance(expression, str):
+        return expression.strip() == "None"
+    if isinstance(expression, (griffe.ExprName, griffe.ExprAttribute)):
+        return str(expression) == "None"
+    if isinstance(expression, griffe.ExprBinOp) and expression.operator == "|":
+        return any(admits_none(operand) for operand in _union_operands(expression))
+    if isinstance(expression, griffe.ExprSubscript) and isinstance(expression.left, (griffe.ExprName, griffe.ExprAttribute)):
+        wrapper = expression.left.canonical_path.rsplit(".", 1)[-1]
+        if wrapper == "Optional":
+            return True
+        if wrapper == "Union":
+            inner = expression.slice
+            return any(admits_none(member) for member in (inner.elements if isinstance(inner, griffe.ExprTuple) else [inner]))
+    return False
+
+
 def element_types(expression) -> list[str]:
     """The classes a container annotation holds: `List[Req]`, `Optional[list[Req]]`, `Deque[Req]`."""
     import griffe
@@ -141,6 +163,8 @@ def _function(function, body: BodyFacts | None) -> dict[str, Any]:
         "decorators": sorted({str(d.value).split("(")[0].rsplit(".", 1)[-1] for d in function.decorators}),
         "returns": annotation_types(function.returns) if function.returns is not None else [],
     }
+    if "property" in record["decorators"] and admits_none(function.returns):
+        record["nullable"] = True  # a property that may return None
     if body is not None:
         record.update(body.to_json())
     if function.returns is not None:
@@ -230,11 +254,14 @@ def _class(cls, bodies: dict[str, BodyFacts], module_name: str) -> dict[str, Any
             types = annotation_types(member.annotation) if member.annotation is not None else _constructed(member.value)
             items = element_types(member.annotation) if member.annotation is not None else []
             attributes[name] = {"line": member.lineno or 0, "kind": kind, "types": types, "items": items}
+            if admits_none(member.annotation) or str(member.value) == "None":
+                attributes[name]["nullable"] = True  # it may hold None: a probe of it handles that
             if kind == "instance" and not types and str(member.value) == "None":
                 set_later.add(name)  # `self.x = None` in __init__: its class may come from another method
             if kind == "property" and name in bodies:
                 methods.setdefault(name, {"line": member.lineno or 0, "params": [], "decorators": ["property"],
-                                          "returns": types, **bodies[name].to_json()})
+                                          "returns": types, **bodies[name].to_json(),
+                                          **({"nullable": True} if attributes[name].get("nullable") else {})})
         elif member.is_class:
             attributes[name] = {"line": member.lineno or 0, "kind": "class", "types": []}
     for body in bodies.values():

@@ -1,0 +1,155 @@
+""""Did you mean" hints that name the same thing.
+
+A hint that points at a different definition is worse than none: following it can silently
+pass an argument into the wrong parameter. So a new home is suggested as "did you mean X?"
+only when the definition there is the same as the one the project used: a function or method
+with the same parameters and the same normalised body (the body fingerprint SGC303/SGC706
+compare), a class with the same methods and constructor, a ServerArgs field declared alike;
+or a re-export of such a definition, named then by where it is defined, not by the shim.
+Otherwise up to three candidates are listed with their signatures, marked unverified, or the
+hint says that none was found. Used by SGC101, SGC102, SGC104, SGC105 and SGC503.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from sglang_contracts.upstream.model import Symbol, UpstreamModel
+
+MAX_CANDIDATES = 3
+
+
+def _definition(model: UpstreamModel, origin: str) -> tuple | None:
+    """A comparable fingerprint of the definition at `origin`: (kind, parameters, body), or None."""
+    record = model.function_record(origin)
+    if record is not None:
+        return "function", _params(record), tuple(record.get("body", []))
+    cls = model.resolve_class(origin)
+    if cls is not None and cls == origin:
+        record = model.class_record(cls) or {}
+        methods = record.get("methods", {})
+        bodies = tuple(sorted((name, _params(m), tuple(m.get("body", []))) for name, m in methods.items()))
+        return "class", tuple(record.get("bases", [])), bodies
+    return None
+
+
+def _params(record: dict) -> tuple:
+    return tuple(tuple(p) for p in record.get("params", []))
+
+
+def signature_text(model: UpstreamModel, origin: str) -> str:
+    """`name(a, b=..., *, c)` for a function, `class name(a, ...)` for a class; the bare name else."""
+    leaf = origin.rsplit(".", 1)[-1]
+    record = model.function_record(origin)
+    kind = ""
+    if record is None and model.resolve_class(origin) == origin:
+        init = (model.class_record(origin) or {}).get("methods", {}).get("__init__")
+        record, kind = init, "class "
+    if record is None:
+        return f"{kind}{leaf}"
+    parts: list[str] = []
+    star = False
+    for name, param_kind, has_default in record.get("params", []):
+        if kind and name in ("self", "cls") and not parts:
+            continue
+        if param_kind == "va":
+            parts.append(f"*{name}")
+            star = True
+        elif param_kind == "vk":
+            parts.append(f"**{name}")
+        else:
+            if param_kind == "ko" and not star:
+                parts.append("*")
+                star = True
+            parts.append(f"{name}=..." if has_default else name)
+    return f"{kind}{leaf}({', '.join(parts)})"
+
+
+def same_definition(old: UpstreamModel, old_origin: str, new: UpstreamModel, new_origin: str) -> bool:
+    before, after = _definition(old, old_origin), _definition(new, new_origin)
+    return before is not None and before == after
+
+
+def home_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str,
+              candidates: Iterable[str], reference: str) -> str:
+    """The hint for a name the project reached at `old_symbol` in the old release, given the
+    modules of the new release that bind `name` (`candidates`), closest to `reference` first.
+    "; did you mean X?" when X's definition is the same; else the unverified candidates with
+    their signatures, or that none was found."""
+    origins: list[str] = []
+    for module in _by_closeness(candidates, reference):
+        symbol = new.resolve_name(module, name)
+        origin = symbol.origin if symbol.found and symbol.origin else f"{module}.{name}"
+        if origin not in origins:
+            origins.append(origin)
+    if old_symbol.found and old_symbol.origin:
+        for origin in origins:
+            if same_definition(old, old_symbol.origin, new, origin):
+                return f"; did you mean {origin}?"
+    if not origins:
+        return f"; no definition of {name} was found elsewhere in the new release"
+    listed = ", ".join(f"{o.rpartition('.')[0]}.{signature_text(new, o)}" for o in origins[:MAX_CANDIDATES])
+    was = f"; it was {signature_text(old, old_symbol.origin)}" if old_symbol.found and old_symbol.origin else ""
+    return f"; unverified candidates, not the same definition: {listed}{was}"
+
+
+def module_hint(old: UpstreamModel, new: UpstreamModel, module: str, names: list[str],
+                same_leaf: Iterable[str], homes: dict[str, list[str]]) -> str:
+    """The hint for a module gone from the new release, from which the project imported `names`
+    (empty for `import module`). A module is suggested only when it defines every imported
+    name as the old module did (`same_leaf` are the modules named like the lost one); else
+    where the first name's definition went (`homes`), through `home_hint`."""
+    if names:
+        olds = {n: old.resolve_name(module, n) for n in names}
+        for candidate in _by_closeness(same_leaf, module):
+            if all(s.found and s.origin and _same_at(old, s, new, candidate, n) for n, s in olds.items()):
+                return f"; did you mean {candidate}?"
+        first = names[0]
+        return home_hint(old, olds[first], new, first, homes.get(first, []), module)
+    listed = list(_by_closeness(same_leaf, module))[:MAX_CANDIDATES]
+    return f"; unverified candidates: {', '.join(listed)}" if listed else ""
+
+
+def _same_at(old: UpstreamModel, symbol: Symbol, new: UpstreamModel, module: str, name: str) -> bool:
+    found = new.resolve_name(module, name)
+    return bool(found.found and found.origin and same_definition(old, symbol.origin, new, found.origin))
+
+
+def _by_closeness(candidates: Iterable[str], reference: str) -> list[str]:
+    import os
+
+    parts = reference.split(".")
+    return sorted(set(candidates), key=lambda c: (-len(os.path.commonprefix([c.split("."), parts])), len(c), c))
+
+
+def _declaration(model: UpstreamModel, owner: str, line: int, name: str) -> str | None:
+    """`name: T = default` as written at `line` of the module defining `owner`, without the name."""
+    relpath = model.relpath_of(owner)
+    text = model.tree.read_source(relpath) if relpath else None
+    if not text or line <= 0:
+        return None
+    lines = text.splitlines()
+    if line > len(lines):
+        return None
+    match = re.match(rf"\s*{re.escape(name)}\s*(:.*)$", lines[line - 1])
+    return re.sub(r"\s+", "", match.group(1)) if match else None
+
+
+def rename_hint(old: UpstreamModel, new: UpstreamModel, field: str, old_fields, new_fields) -> str:
+    """For a ServerArgs field gone: "; renamed to X?" when a field the new release added is
+    declared alike (the same annotation and default) and its name is close; else the close
+    names, unverified."""
+    import difflib
+
+    added = sorted(set(new_fields.fields) - set(old_fields.fields))
+    close = difflib.get_close_matches(field, added, n=MAX_CANDIDATES, cutoff=0.6)
+    if not close:
+        return ""
+    was = old_fields.fields[field]
+    before = _declaration(old, was.owner, was.line, field)
+    for name in close:
+        now = new_fields.fields[name]
+        if before is not None and before == _declaration(new, now.owner, now.line, name):
+            return f"; renamed to {name}?"
+    return f"; unverified candidates (a close name, declared differently): {', '.join(close)}"

@@ -1,0 +1,81 @@
+"""A "did you mean" names the same definition (contracts/hints.py): a moved function whose
+parameters or body differ is listed as an unverified candidate with its signature, never
+suggested; a moved identical one is suggested by where it is defined, not by a re-export shim."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sglang_contracts.contracts  # noqa: F401  (registers the checks)
+from sglang_contracts.runner import CheckOptions, run_check
+from test_catalog import upstream_tree, write_tree
+
+NORM = "def rmsnorm(input, weight, eps=1e-6, out=None):\n    return input * weight\n"
+INPLACE = "def rmsnorm(input, weight, out=None, eps=1e-6):\n    out.copy_(input * weight)\n"
+SAME_BODY = "def gelu(x, approximate=False):\n    return x * 0.5\n"
+
+
+def messages(tmp_path: Path, old: dict, new: dict, project: dict) -> dict[str, str]:
+    old_root = upstream_tree(tmp_path / "old", old, "0.1.0")
+    new_root = upstream_tree(tmp_path / "new", new, "0.2.0")
+    root = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **project})
+    result = run_check([root], CheckOptions(old=str(old_root), new=str(new_root), use_cache=False, workers=1))
+    return {f"{d.path}:{d.line}:{d.col}: {d.code}": d.message for d in result.diagnostics}
+
+
+def test_a_different_kernel_of_the_same_name_is_not_suggested(tmp_path: Path) -> None:
+    found = messages(
+        tmp_path,
+        {"sglang/kernels/ops/layernorm/__init__.py": NORM, "sglang/kernels/ops/layernorm/norm.py": "",
+         "sglang/kernels/ops/activation.py": SAME_BODY, "sglang/srt/utils.py": ""},
+        {"sglang/srt/utils.py": "", "sglang/kernels/ops/layernorm/__init__.py": "", "sglang/kernels/ops/layernorm/norm.py": INPLACE,
+         "sglang/kernels/ops/activation.py": "", "sglang/kernels/ops/act/impl.py": SAME_BODY,
+         # a deprecated shim re-exporting it: the hint names the definition, not the shim
+         "sglang/kernels/ops/act/__init__.py": "from sglang.kernels.ops.act.impl import gelu\n"},
+        {"app/model.py": "from sglang.kernels.ops.layernorm import rmsnorm\nfrom sglang.kernels.ops.activation import gelu\n"},
+    )
+    rmsnorm = found["app/model.py:1:42: SGC102"]
+    assert "did you mean" not in rmsnorm
+    assert rmsnorm.endswith("; unverified candidates, not the same definition: "
+                            "sglang.kernels.ops.layernorm.norm.rmsnorm(input, weight, out=..., eps=...); "
+                            "it was rmsnorm(input, weight, eps=..., out=...)")
+    assert found["app/model.py:2:43: SGC102"].endswith("; did you mean sglang.kernels.ops.act.impl.gelu?")
+
+
+def test_a_lost_module_is_suggested_only_where_its_names_are_the_same(tmp_path: Path) -> None:
+    found = messages(
+        tmp_path,
+        {"sglang/srt/layers/attention/wave_ops/extend_attention.py": "def extend_attention_fwd(q, k):\n    return q\n"},
+        {"sglang/srt/layers/attention/triton_ops/wave_ops.py": "def other(x):\n    return x\n",
+         "sglang/kernels/ops/attention/extend_attention.py": "def extend_attention_fwd(q, k):\n    return q\n"},
+        {"app/attn.py": "from sglang.srt.layers.attention.wave_ops.extend_attention import extend_attention_fwd\n"},
+    )
+    (message,) = found.values()
+    assert message.endswith("; did you mean sglang.kernels.ops.attention.extend_attention?")
+
+
+def test_a_module_of_the_same_name_that_lacks_the_function_is_not_suggested(tmp_path: Path) -> None:
+    found = messages(
+        tmp_path,
+        {"sglang/srt/layers/attention/wave_ops.py": "def extend_attention_fwd(q, k):\n    return q\n"},
+        {"sglang/srt/layers/attention/triton/wave_ops.py": "def other(x):\n    return x\n",
+         "sglang/kernels/ops/attention/extend_attention.py": "def extend_attention_fwd(q, k):\n    return q\n"},
+        {"app/attn.py": "from sglang.srt.layers.attention.wave_ops import extend_attention_fwd\n"},
+    )
+    (message,) = found.values()
+    assert message.endswith("; did you mean sglang.kernels.ops.attention.extend_attention.extend_attention_fwd?")
+
+
+def test_nothing_found_is_said(tmp_path: Path) -> None:
+    found = messages(tmp_path, {"sglang/srt/utils.py": SAME_BODY}, {"sglang/srt/utils.py": ""},
+                     {"app/u.py": "from sglang.srt.utils import gelu\n"})
+    (message,) = found.values()
+    assert message.endswith("; no definition of gelu was found elsewhere in the new release")
+
+
+def test_a_directory_release_is_named_by_its_version_else_once_by_its_path(tmp_path: Path) -> None:
+    from sglang_contracts.sources.directory import directory_release
+
+    unversioned = write_tree(tmp_path / "new", {"sglang/__init__.py": "", "sglang/srt/utils.py": ""})
+    assert directory_release(unversioned).short == str(unversioned)  # "sglang <path>", not "sglang sglang at <path>"
+    assert directory_release(upstream_tree(tmp_path / "old", {"sglang/srt/utils.py": ""}, "0.1.0")).short == "0.1.0"
