@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 import tokenize
+import traceback
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,11 +52,12 @@ CAMPAIGN = int(os.environ.get("SGLANG_CONTRACTS_FUZZ_EXAMPLES", "0"))
 TIMEOUT = float(os.environ.get("SGLANG_CONTRACTS_FUZZ_TIMEOUT", "60"))
 
 
-def fuzz_settings(examples: int):
-    """A fixed seed and `examples` examples in CI; the campaign's count otherwise. No per-example
-    deadline (a loaded 2-core machine varies): `guarded` bounds the wall clock instead."""
+def fuzz_settings(examples: int, campaign_most: int | None = None):
+    """A fixed seed and `examples` examples in CI; the campaign's count otherwise (at most
+    `campaign_most`). No per-example deadline (a loaded 2-core machine varies): `guarded` bounds
+    the wall clock instead."""
     return settings(
-        max_examples=CAMPAIGN or examples,
+        max_examples=min(CAMPAIGN, campaign_most or CAMPAIGN) if CAMPAIGN else examples,
         deadline=None,
         derandomize=not CAMPAIGN and "SGLANG_CONTRACTS_FUZZ_SEED" not in os.environ,
         database=None,
@@ -133,7 +135,14 @@ class Fuzz:
         return [line for line in lines if line.startswith(tuple(f"{path}:" for path in CONTROL_PATHS))]
 
     def holds(self, files: dict[str, str | bytes]) -> list[str]:
-        """The invariant: no internal error, and the control files reported as they always are."""
+        """The invariant: no internal error, and the control files reported as they always are.
+        In a campaign with SGLANG_CONTRACTS_FUZZ_LOG=FOLDER, a failure is written down there
+        (one file per distinct failure) and the campaign goes on."""
+        with collected(files):
+            return self._holds(files)
+        return []
+
+    def _holds(self, files: dict[str, str | bytes]) -> list[str]:
         lines, _ = self.check(files)
         internal = [line for line in lines if " SGC001 " in line]
         assert not internal, internal
@@ -143,6 +152,41 @@ class Fuzz:
 
 class Hang(Exception):
     pass
+
+
+LOG = os.environ.get("SGLANG_CONTRACTS_FUZZ_LOG")
+
+
+@contextmanager
+def collected(files: dict) -> Iterator[None]:
+    """In a campaign, a failure is written down and the campaign goes on."""
+    if not LOG:
+        yield
+        return
+    try:
+        yield
+    except Exception as error:  # noqa: BLE001  (a campaign collects every failure)
+        log_failure(error, files)
+
+
+def log_failure(error: BaseException, files: dict) -> None:
+    """One file per distinct failure (its type and the innermost frame of this tool), holding
+    the smallest input met so far and its traceback."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if "sglang_contracts" in frame.filename]
+    where = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else "tests"
+    if isinstance(error, AssertionError):
+        where = "control" if "==" in str(error).splitlines()[0] else "sgc001"
+    name = f"{type(error).__name__}-{where}".replace(":", "-")
+    folder = Path(LOG)
+    folder.mkdir(parents=True, exist_ok=True)
+    size = sum(len(content) for content in files.values())
+    record = folder / f"{name}.txt"
+    if record.exists() and int(record.read_text().split("\n", 1)[0]) <= size:
+        (folder / f"{name}.count").open("a").write("x")
+        return
+    text = "".join(traceback.format_exception(error))[-6000:]
+    record.write_text(f"{size}\n{files!r}\n\n{text}")
+    (folder / f"{name}.count").open("a").write("x")
 
 
 @contextmanager
@@ -157,7 +201,7 @@ def guarded(limit: float, files: dict) -> Iterator[None]:
     def alarm(signum, frame):
         raise Hang(f"no result after {limit:.0f} s")
 
-    Path(tempfile.gettempdir(), "sglang-contracts-fuzz-current.txt").write_text(repr(files))
+    Path(tempfile.gettempdir(), f"sglang-contracts-fuzz-{os.getpid()}.txt").write_text(repr(files))
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, limit)
     faulthandler.dump_traceback_later(limit * 2, exit=True)
@@ -206,7 +250,7 @@ def mutated(draw, seeds: dict[str, str]) -> tuple[str, bytes]:
         at = draw(st.integers(0, len(lines) - 1))
         offset = draw(st.integers(0, len(data)))
         how = draw(st.sampled_from(["truncate", "delete", "duplicate", "swap", "splice", "bytes", "odd",
-                                    "overwrite", "nest", "cookie", "bom", "newlines", "indent", "long"]))
+                                    "overwrite", "nest", "cookie", "bom", "newlines", "indent", "long", "repeat"]))
         if how == "truncate":
             data = data[:offset]
         elif how == "delete":
@@ -243,6 +287,9 @@ def mutated(draw, seeds: dict[str, str]) -> tuple[str, bytes]:
                                                    for line in lines[at:at + 4]) + b"".join(lines[at + 4:])
         elif how == "long":
             data = data[:offset] + b"x" * draw(st.sampled_from([1000, 100_000])) + data[offset:]
+        elif how == "repeat":  # a piece of the file many times over: slow patterns show
+            piece = data[offset:offset + draw(st.integers(1, 12))] or b" "
+            data = data[:offset] + piece * draw(st.sampled_from([100, 5000, 30_000])) + data[offset:]
     return path, data
 
 
@@ -354,12 +401,17 @@ patch-files = ["docker/patch/*.patch"]
 
 
 @fuzz_seed
-@fuzz_settings(examples=8)
+@fuzz_settings(examples=8, campaign_most=200)
 @given(mutation=mutated({"pyproject.toml": CONFIGURED, "docker/patch/sglang.patch": inputs.STACK_SEEDS[
     "docker/patch/sglang.patch"]}))
 def test_the_command_line_on_a_mutated_configuration(fuzz, mutation) -> None:
     path, data = mutation
-    with fuzz.project({"pyproject.toml": CONFIGURED, path: data}) as root:
+    with collected({path: data}):
+        cli_holds(fuzz, {path: data})
+
+
+def cli_holds(fuzz: Fuzz, files: dict[str, bytes]) -> None:
+    with fuzz.project({"pyproject.toml": CONFIGURED, **files}) as root:
         done = _cli(root, fuzz.old, fuzz.new)
     err = done.stderr.decode("utf-8", "replace")
     assert "Traceback" not in err and "internal error" not in err, err
