@@ -354,9 +354,15 @@ def test_mutated_project_files(fuzz, mutation) -> None:
     fuzz.holds({path: data})
 
 
+# Defect: the image-tag pattern of release_mentions backtracked quadratically over a long run of
+# name characters before `sglang:` (a 100 kB line: minutes, a hang).
+LONG_DOCKERFILE_LINE = b"FRO" + b"x" * 100_000 + b"M lmsysorg/sglang:${SGLANG_IMAGE_TAG}\n"
+
+
 @fuzz_seed
 @fuzz_settings(examples=150)
 @given(mutation=mutated(inputs.STACK_SEEDS))
+@example(mutation=("docker/Dockerfile", LONG_DOCKERFILE_LINE))
 def test_mutated_stack_files(fuzz, mutation) -> None:
     path, data = mutation
     fuzz.holds({path: data})
@@ -378,6 +384,18 @@ def test_the_seeds_hold_and_are_reported(fuzz) -> None:
     lines = fuzz.holds({})
     reported = {line.split(":", 1)[0] for line in lines}
     assert reported == set(inputs.SEEDS) | set(inputs.STACK_SEEDS) | set(CONTROL_PATHS)
+
+
+def test_release_mentions_take_time_linear_in_a_line(tmp_path) -> None:
+    """Defect: the image-tag pattern's quadratic backtracking (see LONG_DOCKERFILE_LINE)."""
+    from sglang_contracts.project.stack import release_mentions
+
+    write(tmp_path, {"pyproject.toml": "", "Dockerfile": b"RUN " + b"a/" * 500_000 + b" sglang:${TAG}\n"
+                     + b"FROM lmsysorg/sglang:v0.5.16\n"})
+    start = time.monotonic()
+    (mention,) = release_mentions(tmp_path)
+    assert time.monotonic() - start < 10  # hours before the fix
+    assert (mention.line, mention.col, mention.written) == (2, 22, "lmsysorg/sglang:v0.5.16")
 
 
 # The command line in a fresh process, with the project's configuration read from a fuzzed
