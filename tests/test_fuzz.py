@@ -165,16 +165,7 @@ def _raised_in(error: BaseException, module: str) -> bool:
     return bool(frames) and frames[-1].filename.endswith(module)
 
 
-KNOWN_DEFECTS = {
-    # A name from the project used as a path into a release that is a folder: DirectoryTree
-    # lets out what the system says of an impossible file name. `from sglang.<300 x> import y`
-    # (list_dir, ENAMETOOLONG; the run ends: prefetch is outside the error boundary); a .patch of
-    # `python/sglang/<300 x>.py` (read_bytes, ENAMETOOLONG) or of `python/sglang/a\0.py`
-    # (read_bytes, ValueError: embedded null byte; SGC001 for rules SGC901/SGC902).
-    "a project name that cannot be a file name in a folder release": lambda error: _raised_in(
-        error, "sources/directory.py") and (getattr(error, "errno", None) == errno.ENAMETOOLONG
-                                            or "embedded null byte" in str(error)),
-}
+KNOWN_DEFECTS: dict = {}  # none left: the directory-source names are fixed (tests/test_upstream_reliability.py)
 
 
 class Hang(Exception):

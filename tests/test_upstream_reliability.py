@@ -309,3 +309,23 @@ def test_a_member_whose_header_understates_its_size_is_never_read_past_the_claim
     with deadline(30), pytest.raises(SourceError, match="damaged: delete it") as error:
         tree.read_bytes(DAMAGED)  # 100 bytes inflated, then the checksum fails
     assert "Bad CRC-32" in str(error.value) and "\n" not in str(error.value)
+
+
+# Found by fuzzing (tests/test_fuzz.py): names from the project that no file can have, asked
+# of a folder release. Each used to end the run (ENAMETOOLONG out of prefetch) or be an SGC001.
+@pytest.mark.parametrize("files", [
+    {"app/long.py": "from sglang." + "x" * 300 + " import y\n"},
+    {"fix.patch": "--- a/python/sglang/" + "x" * 300 + ".py\n+++ b/python/sglang/" + "x" * 300
+                  + ".py\n@@ -1 +1 @@\n-a\n+b\n"},
+    {"fix.patch": "--- a/python/sglang/a\0.py\n+++ b/python/sglang/a\0.py\n@@ -1 +1 @@\n-a\n+b\n"},
+], ids=["import-of-a-too-long-name", "patch-of-a-too-long-name", "patch-of-a-name-with-nul"])
+def test_names_no_file_can_have_are_absent_modules_not_crashes(tmp_path: Path, files: dict[str, str]) -> None:
+    tree = DirectoryTree(tmp_path)
+    for relpath in [f"sglang/{'x' * 300}.py", "sglang/a\0.py", f"sglang/{'x' * 300}"]:
+        assert tree.read_bytes(relpath) is None and tree.list_dir(relpath) is None
+    old, new = write(tmp_path / "old", OLD), write(tmp_path / "new", NEW)
+    project = write(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", "app/__init__.py": "",
+                                           "app/ok.py": BROKEN_IMPORT, **files})
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+    found = codes([f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}" for d in result.diagnostics])
+    assert OK_FINDING in found and not [line for line in found if line.endswith("SGC001")], found

@@ -12,6 +12,18 @@ from sglang_contracts.infra.files import MAX_TEXT_BYTES, Unreadable, os_reason, 
 from sglang_contracts.sources.base import PACKAGE, Release, ReleaseTree, check_is_sglang, read_limit
 
 
+NAME_MAX, PATH_MAX = 255, 4096  # Linux's, macOS's and the common file systems' limits
+
+
+def _impossible(path: Path) -> bool:
+    """A name no file can have (a NUL byte, a component longer than the system allows): a
+    project's `from sglang.<300 characters> import y` asks for one. No such file, not an error."""
+    text = os.fspath(path)
+    if "\0" in text:
+        return True
+    return any(len(os.fsencode(part)) > NAME_MAX for part in Path(text).parts) or len(os.fsencode(text)) >= PATH_MAX
+
+
 class DirectoryTree(ReleaseTree):
     """A release on disk. Only regular files are read (a link is followed to one), each under
     its bound and never blocking: a FIFO named `x.py`, a link to /dev/zero or a file nobody may
@@ -24,6 +36,8 @@ class DirectoryTree(ReleaseTree):
 
     def read_bytes(self, relpath: str) -> bytes | None:
         path = self.root / relpath
+        if _impossible(path):
+            return None
         try:
             info = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
@@ -37,6 +51,8 @@ class DirectoryTree(ReleaseTree):
         return read_limited(path, read_limit(relpath))
 
     def list_dir(self, relpath: str) -> list[str] | None:
+        if _impossible(self.root / relpath):
+            return None
         try:
             return sorted(os.listdir(self.root / relpath))
         except (FileNotFoundError, NotADirectoryError):
