@@ -191,6 +191,7 @@ class _ClassSummary:
         init = next((m for m in methods if m.name == "__init__"), None)
         self.init_calls_base = None if init is None else _calls_base_init(init, self.bases)
         self.none_only, self.falsy_only = _constant_only(node, methods)
+        self.values, self.returns = _values(node, methods)
 
     def fact(self, at: SourcePositions) -> ClassFact:
         return ClassFact(
@@ -207,6 +208,8 @@ class _ClassSummary:
             init_calls_base=self.init_calls_base,
             none_only=self.none_only,
             falsy_only=self.falsy_only,
+            values=self.values,
+            returns=self.returns,
         )
 
 
@@ -698,6 +701,63 @@ def _constant_only(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple[s
     none = tuple(sorted(name for name, kinds in writes.items() if kinds == {"none"}))
     falsy = tuple(sorted(name for name, kinds in writes.items() if kinds and "" not in kinds))
     return none, falsy
+
+
+def _values(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple, tuple]:
+    """((attribute, tokens of every value the class writes to it), ...) and ((method, token
+    of what it returns), ...) for methods that only return a literal or an enum member.
+    Tokens as `value_token`, "m:<name>" for `self.<name>()`, "" for anything unknown (a value
+    computed), "filled" where a method may fill it or hand it on (an empty container then may
+    not stay empty). Nothing at all when the class may set
+    names it does not spell (`setattr(self, ...)`, `self.__dict__` outside `__getattr__`)."""
+    from sglang_contracts.upstream.bodies import _branches, value_token
+
+    writes: dict[str, set[str]] = {}
+
+    def token(value: ast.AST | None) -> str:
+        if isinstance(value, ast.Call) and not value.args and not value.keywords \
+                and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
+                and value.func.value.id == receiver:
+            return f"m:{value.func.attr}"
+        return value_token(value) if value is not None else ""
+
+    receiver = None
+    for statement in node.body:
+        if isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    writes.setdefault(target.id, set()).add(value_token(statement.value))
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
+            writes.setdefault(statement.target.id, set()).add(value_token(statement.value))
+    returns = []
+    for method in methods:
+        arguments = [*method.args.posonlyargs, *method.args.args]
+        receiver = arguments[0].arg if arguments else None
+        if receiver is None:
+            continue
+        body = [s for s in method.body if not isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass))
+                and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if len(body) == 1 and isinstance(body[0], ast.Return) and (found := value_token(body[0].value)):
+            returns.append((method.name, found))
+        values: dict[int, ast.AST | None] = {}
+        dynamic = method.name != "__getattr__"
+        for sub in ast.walk(method):
+            if isinstance(sub, ast.Assign):
+                values.update((id(target), sub.value) for target in sub.targets)
+            elif isinstance(sub, ast.AnnAssign):
+                values[id(sub.target)] = sub.value
+            elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == receiver:
+                if sub.attr == "__dict__" and dynamic:
+                    return (), ()
+                if isinstance(sub.ctx, (ast.Store, ast.Del)):
+                    writes.setdefault(sub.attr, set()).add(token(values.get(id(sub))))
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
+                    and dynamic and sub.args and isinstance(sub.args[0], ast.Name) and sub.args[0].id == receiver:
+                return (), ()
+        for name in _branches(method, receiver)[1]:  # filled, or handed to what may fill it
+            writes.setdefault(name, set()).add("filled")
+    return (tuple(sorted((name, tuple(sorted(kinds))) for name, kinds in writes.items())),
+            tuple(sorted(returns)))
 
 
 def _foreign(kinds: tuple[str, ...], foreign: set[str]) -> bool:
