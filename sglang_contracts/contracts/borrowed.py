@@ -310,6 +310,25 @@ def borrowed_method_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
                               old=ctx.old_version, new=ctx.new_version)
 
 
+def upstream_setter(resolver: Resolver, borrower: Borrower, attr: str) -> tuple[str, str] | None:
+    """(`Class.method`, value as written) of the upstream method that sets `attr` on the class
+    the borrower stands in for: `__init__` first, else the first method in lookup order."""
+    origins = list(resolver.upstream_bases(borrower.cls))
+    origins += [o for source in resolver.view.borrow_sources(borrower.cls)
+                if (o := resolver.model.resolve_class(source)) is not None]
+    found = None
+    for origin in origins:
+        for owner in resolver.model.mro(origin)[0]:
+            record = resolver.model.class_record(owner) or {}
+            for name, method in record.get("methods", {}).items():
+                value = method.get("assigns", {}).get(attr)
+                if value is not None and (found is None or name == "__init__"):
+                    found = (f"{owner.rsplit('.', 1)[-1]}.{name}", value)
+                    if name == "__init__":
+                        return found
+    return found
+
+
 @contract("SGC312")
 def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
@@ -319,15 +338,28 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
         # disaggregation mode) is still news on a path that did not read it.
         before = needed_by_root(view, old, borrower)
         reported: set[str] = set()
+        # One finding per fix: the attributes one upstream method (an `init_*` helper, not
+        # `__init__`) sets together are reported once, at the first place that needs any.
+        groups: dict[str, list[tuple[str, Needed, tuple[str, str] | None]]] = {}
         for was, now in zip(before, needed_by_root(view, new, borrower)):
             for attr, need in sorted(now.items()):
                 if attr in was or attr in reported:
                     continue
                 reported.add(attr)
-                path = " -> ".join(need.path + [f"reads self.{attr}"])
-                yield finding("SGC312", need.root.facts, need.root.position, f"{borrower.cls.key}.{attr}",
-                              cls=borrower.cls.fact.name, attr=attr, call_path=path,
-                              old=ctx.old_version, new=ctx.new_version)
+                setter = upstream_setter(new, borrower, attr)
+                # `__init__` sets everything: calling it is no fix, each attribute is its own
+                together = setter is not None and not setter[0].endswith(".__init__")
+                groups.setdefault(setter[0] if together else f"?{attr}", []).append((attr, need, setter))
+        for members in groups.values():
+            attr, need, _ = members[0]
+            names = [f"self.{name}" for name, _, _ in members]
+            listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+            path = " -> ".join(need.path + [f"reads self.{attr}"])
+            sets = [f"{name} = {setter[1]}" for name, _, setter in members if setter]
+            where = f"; upstream {members[0][2][0]} sets {', '.join(sets)}" if sets else ""
+            yield finding("SGC312", need.root.facts, need.root.position, f"{borrower.cls.key}.{attr}",
+                          cls=borrower.cls.fact.name, attr=attr, attrs=listed, call_path=path, setter=where,
+                          old=ctx.old_version, new=ctx.new_version)
 
 
 @contract("SGC313")
