@@ -41,6 +41,9 @@ class Borrower:
     cls: ProjectClass
     roots: list[Root]
     through_getattr: bool
+    # Roots of its project bases (their `__init__` calling `self.init_x()` runs for it too):
+    # what they reach sets attributes, but they are reported at the base
+    inherited_roots: list[Root] = field(default_factory=list)
 
 
 def _skips_base_init(view: ProjectView, resolver: Resolver, cls: ProjectClass) -> bool:
@@ -87,6 +90,11 @@ def _borrowers(ctx: CheckContext) -> list[Borrower]:
                     roots.append(Root(cls.facts, read.position, read.scope, read.attr, None))
         if roots:
             borrowers.append(Borrower(cls, roots, through_getattr))
+    by_class = {id(borrower.cls): borrower for borrower in borrowers}
+    for borrower in borrowers:
+        for base in view.ancestry(borrower.cls)[0][1:]:
+            if id(base) in by_class:
+                borrower.inherited_roots += by_class[id(base)].roots
     return borrowers
 
 
@@ -283,14 +291,16 @@ def needed_by_root(view: ProjectView, resolver: Resolver, borrower: Borrower) ->
         provided.update(member.fact.getattr_names)
     values = dict(project_values(view, cls))
     while True:
-        reached = [_reached(resolver, borrower, root, provided, values) for root in borrower.roots]
+        reached = [_reached(resolver, borrower, root, provided, values)
+                   for root in borrower.roots + borrower.inherited_roots]
         writes = set().union(*(root_writes for _, root_writes, _, _ in reached))
         assigned = set().union(*(root_assigned for _, _, root_assigned, _ in reached))
         filled = set().union(*(root_filled for _, _, _, root_filled in reached))
         broken = {name for name, tokens in values.items()
                   if name in assigned or name in filled and "empty" in tokens}
         if not broken:
-            return [{attr: need for attr, need in reads.items() if attr not in writes} for reads, _, _, _ in reached]
+            own = reached[:len(borrower.roots)]
+            return [{attr: need for attr, need in reads.items() if attr not in writes} for reads, _, _, _ in own]
         for name in broken:  # reached code sets it after all: the branches on it may run
             del values[name]
 
@@ -337,6 +347,13 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
         # Per root: an attribute that old code read on some path (one that never ran, say a
         # disaggregation mode) is still news on a path that did not read it.
         before = needed_by_root(view, old, borrower)
+        # Methods that on the old release already read an attribute the class never set: a
+        # path through one raised there before, so it could not have run (a warning, not news).
+        raised_before: dict[str, str] = {}
+        for was in before:
+            for missing, need in was.items():
+                for reader in need.readers:
+                    raised_before.setdefault(reader, missing)
         reported: set[str] = set()
         # One finding per fix: the attributes one upstream method (an `init_*` helper, not
         # `__init__`) sets together are reported once, at the first place that needs any.
@@ -357,9 +374,13 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
             path = " -> ".join(need.path + [f"reads self.{attr}"])
             sets = [f"{name} = {setter[1]}" for name, _, setter in members if setter]
             where = f"; upstream {members[0][2][0]} sets {', '.join(sets)}" if sets else ""
+            stale = next((m for m in need.path[1:] if m in raised_before), None)
+            note = (f" (in sglang {ctx.old_version} {stale} already read self.{raised_before[stale]}, which "
+                    f"{borrower.cls.fact.name} never sets: this path could not run before either)") if stale else ""
             yield finding("SGC312", need.root.facts, need.root.position, f"{borrower.cls.key}.{attr}",
+                          severity="warning" if stale else None,
                           cls=borrower.cls.fact.name, attr=attr, attrs=listed, call_path=path, setter=where,
-                          old=ctx.old_version, new=ctx.new_version)
+                          note=note, old=ctx.old_version, new=ctx.new_version)
 
 
 @contract("SGC313")
