@@ -242,3 +242,7 @@ def test_borrowed_code_on_paths_the_project_never_runs_is_not_reported(capsys, m
     assert "upstream Scheduler.init_load_inquirer sets _pause_intervals = deque(" in pause
     assert "send_abort_output -> reads self.rust_server" in found["sglang_omni/scheduling/pd_scheduler.py", 375]
     assert len(live) == 5
+    # flush_cache on a PD decode stage: 0.5.23's is_fully_idle calls a method the stand-in lacks.
+    _, stand_in = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.23", "--select", "SGC314")
+    assert [(d["path"], d["line"], d["severity"], d["symbol"].rsplit(".", 2)[-2:]) for d in stand_in] == [
+        ("sglang_omni/scheduling/pd_scheduler.py", 74, "error", ["disagg_decode_transfer_queue", "has_pending_deferred_releases"])]

@@ -217,7 +217,8 @@ def _place_cost(record: dict, name: str, values: dict[str, frozenset[str]]) -> i
 
 
 def _reached(resolver: Resolver, borrower: Borrower, root: Root, provided: set[str],
-             values: dict[str, frozenset[str]]) -> tuple[dict[str, Needed], set[str], set[str], set[str]]:
+             values: dict[str, frozenset[str]], stand_ins: dict[str, frozenset[str]] | None = None,
+             lacks: dict | None = None) -> tuple[dict[str, Needed], set[str], set[str], set[str]]:
     """(attributes read from `self`, attributes set, attributes set at all, attributes filled
     or handed on) by the upstream
     methods one root reaches, following `self.<method>` transitively, least-guarded paths
@@ -244,6 +245,11 @@ def _reached(resolver: Resolver, borrower: Borrower, root: Root, provided: set[s
         writes.update(live_writes - set(record.get("read_first", [])))
         assigned.update(live_writes)
         filled.update(record.get("mutates", []))
+        for name, members in record.get("members", {}).items() if stand_ins else ():
+            if name in stand_ins \
+                    and _place_cost(record, name, values) is not None:
+                for missing in sorted(set(members) - stand_ins[name]):
+                    lacks.setdefault((name, missing), (path, root))
         sources = [(record.get("reads", []), path, record)]
         sources += [(wrapper.get("wrapper_reads", []), path + [f"@{name}"], {})
                     for name, wrapper in _decorators(resolver, member)]
@@ -290,6 +296,21 @@ def needed_by_root(view: ProjectView, resolver: Resolver, borrower: Borrower) ->
     for member in view.ancestry(cls)[0]:
         provided.update(member.fact.getattr_names)
     values = dict(project_values(view, cls))
+    settled = _settle(resolver, borrower, provided, values)
+    own = settled[:len(borrower.roots)]
+    return [reads for reads, _, _, _ in own]
+
+
+def _provided_and_values(view: ProjectView, cls: ProjectClass) -> tuple[set[str], dict[str, frozenset[str]]]:
+    provided = set(view.provided(cls))
+    for member in view.ancestry(cls)[0]:
+        provided.update(member.fact.getattr_names)
+    return provided, dict(project_values(view, cls))
+
+
+def _settle(resolver: Resolver, borrower: Borrower, provided: set[str], values: dict[str, frozenset[str]]) -> list:
+    """What every root reaches, once the values that reached code sets or fills are dropped
+    from `values` (in place): the branches on them may run."""
     while True:
         reached = [_reached(resolver, borrower, root, provided, values)
                    for root in borrower.roots + borrower.inherited_roots]
@@ -299,8 +320,8 @@ def needed_by_root(view: ProjectView, resolver: Resolver, borrower: Borrower) ->
         broken = {name for name, tokens in values.items()
                   if name in assigned or name in filled and "empty" in tokens}
         if not broken:
-            own = reached[:len(borrower.roots)]
-            return [{attr: need for attr, need in reads.items() if attr not in writes} for reads, _, _, _ in own]
+            return [({attr: need for attr, need in reads.items() if attr not in writes}, w, a, f)
+                    for reads, w, a, f in reached]
         for name in broken:  # reached code sets it after all: the branches on it may run
             del values[name]
 
@@ -381,6 +402,54 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
                           severity="warning" if stale else None,
                           cls=borrower.cls.fact.name, attr=attr, attrs=listed, call_path=path, setter=where,
                           note=note, old=ctx.old_version, new=ctx.new_version)
+
+
+def stand_ins(view: ProjectView, cls: ProjectClass) -> dict[str, frozenset[str]]:
+    """attribute -> members, for what the class and its project bases only ever build as
+    `SimpleNamespace(member=...)`."""
+    found: dict[str, set[str]] = {}
+    other: set[str] = set()
+    for member in view.ancestry(cls)[0]:
+        built = dict(member.fact.namespaces)
+        for name in member.fact.provided:
+            if name in built:
+                found.setdefault(name, set()).update(built[name])
+            else:
+                other.add(name)
+    return {name: frozenset(members) for name, members in found.items() if name not in other}
+
+
+def _lacking(view: ProjectView, resolver: Resolver, borrower: Borrower, built: dict[str, frozenset[str]]) -> dict:
+    provided, values = _provided_and_values(view, borrower.cls)
+    _settle(resolver, borrower, provided, values)
+    lacks: dict = {}
+    # The bases' roots too: a subclass builds the stand-in that a base's method hands upstream
+    # (sglang-omni's OmniDecodeScheduler, PDKVLifecycle.is_fully_idle)
+    for root in borrower.roots + borrower.inherited_roots:
+        _reached(resolver, borrower, root, provided, values, built, lacks)
+    return lacks
+
+
+@contract("SGC314")
+def borrowed_code_uses_stand_in_member(ctx: CheckContext) -> Iterator[Diagnostic]:
+    view = project_view(ctx)
+    old, new = resolvers(ctx)
+    seen: set = set()  # a base's root and its subclass's stand-in, met from both classes: once
+    for borrower in borrowers(ctx):
+        built = stand_ins(view, borrower.cls)
+        if not built:
+            continue
+        was = _lacking(view, old, borrower, built)
+        for (name, member), (path, root) in sorted(_lacking(view, new, borrower, built).items()):
+            key = (root.facts.path, root.position, name, member)
+            if (name, member) in was or key in seen:
+                continue
+            seen.add(key)
+            yield finding("SGC314", root.facts, root.position, f"{borrower.cls.key}.{name}.{member}",
+                          cls=borrower.cls.fact.name, attr=name, member=member,
+                          members=", ".join(sorted(built[name])) or "none",
+                          call_path=" -> ".join(path + [f"reads self.{name}.{member}"]),
+                          old=ctx.old_version, new=ctx.new_version)
 
 
 @contract("SGC313")

@@ -207,6 +207,8 @@ class ClassFact:
     # "m:<name>" for `self.<name>()`, "" unknown), and method -> token of the constant it returns
     values: tuple[tuple[str, tuple[str, ...]], ...] = ()
     returns: tuple[tuple[str, str], ...] = ()
+    # attribute -> members, for attributes only ever built as `SimpleNamespace(member=...)`
+    namespaces: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def method(self, name: str) -> MethodFact | None:
         return next((m for m in self.methods if m.name == name), None)

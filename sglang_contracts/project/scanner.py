@@ -192,6 +192,7 @@ class _ClassSummary:
         self.init_calls_base = None if init is None else _calls_base_init(init, self.bases)
         self.none_only, self.falsy_only = _constant_only(node, methods)
         self.values, self.returns = _values(node, methods)
+        self.namespaces = _namespaces(methods)
 
     def fact(self, at: SourcePositions) -> ClassFact:
         return ClassFact(
@@ -210,6 +211,7 @@ class _ClassSummary:
             falsy_only=self.falsy_only,
             values=self.values,
             returns=self.returns,
+            namespaces=self.namespaces,
         )
 
 
@@ -758,6 +760,42 @@ def _values(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple, tuple]:
             writes.setdefault(name, set()).add("filled")
     return (tuple(sorted((name, tuple(sorted(kinds))) for name, kinds in writes.items())),
             tuple(sorted(returns)))
+
+
+def _namespaces(methods: list[Function]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """((attribute, its members), ...) for attributes every write of which in the class is
+    `self.x = SimpleNamespace(a=..., b=...)` (or `types.SimpleNamespace`): a stand-in object
+    that has those members and no others."""
+    built: dict[str, set[str]] = {}
+    other: set[str] = set()
+    for method in methods:
+        arguments = [*method.args.posonlyargs, *method.args.args]
+        receiver = arguments[0].arg if arguments else None
+        if receiver is None:
+            continue
+        for sub in ast.walk(method):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] \
+                if isinstance(sub, (ast.AnnAssign, ast.AugAssign)) else []
+            for target in targets:
+                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id == receiver):
+                    for inner in ast.walk(target):  # unpacked or nested targets: not a stand-in
+                        if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) \
+                                and inner.value.id == receiver:
+                            other.add(inner.attr)
+                    continue
+                value = sub.value
+                if isinstance(sub, ast.Assign) and isinstance(value, ast.Call) \
+                        and full_name(value.func) in ("SimpleNamespace", "types.SimpleNamespace") \
+                        and not value.args and all(k.arg for k in value.keywords):
+                    built.setdefault(target.attr, set()).update(k.arg for k in value.keywords)
+                else:
+                    other.add(target.attr)
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Attribute) \
+                    and isinstance(sub.value.value, ast.Name) and sub.value.value.id == receiver \
+                    and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                other.add(sub.value.attr)  # members added later: self.x.y = ...
+    return tuple(sorted((name, tuple(sorted(members))) for name, members in built.items() if name not in other))
 
 
 def _foreign(kinds: tuple[str, ...], foreign: set[str]) -> bool:

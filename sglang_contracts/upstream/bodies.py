@@ -43,6 +43,8 @@ class BodyFacts:
     mutates: set[str] = field(default_factory=set)
     # self.<name> = <value>: the first value written, as source text (for messages)
     assigns: dict[str, str] = field(default_factory=dict)
+    # self.<name>.<member>: the members the body reads (or calls) on each attribute of self
+    members: dict[str, set[str]] = field(default_factory=dict)
 
     def merge(self, other: "BodyFacts") -> None:
         """A property and its setter, or overloads, share one name: keep what all of them do."""
@@ -57,6 +59,8 @@ class BodyFacts:
         self.wrapper_reads |= other.wrapper_reads
         self.gated = {}  # which of them runs is unknown: every read counts
         self.mutates |= other.mutates
+        for name, found in other.members.items():
+            self.members.setdefault(name, set()).update(found)
         for name, text in other.assigns.items():
             self.assigns.setdefault(name, text)
         for name, callees in other.constructed.items():
@@ -81,6 +85,8 @@ class BodyFacts:
             record["mutates"] = sorted(self.mutates)
         if self.assigns:
             record["assigns"] = self.assigns
+        if self.members:
+            record["members"] = {name: sorted(found) for name, found in sorted(self.members.items())}
         if self.constructed:
             record["constructed"] = {name: sorted(callees) for name, callees in sorted(self.constructed.items())}
         return record
@@ -276,6 +282,9 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
             augmented.add(written)
         if (name := _self_attribute(child, receiver)) is not None:
             (facts.writes if isinstance(child.ctx, (ast.Store, ast.Del)) else facts.reads).add(name)
+        elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load) \
+                and (name := _self_attribute(child.value, receiver)) is not None:
+            facts.members.setdefault(name, set()).add(child.attr)
         elif isinstance(child, ast.Call) and (name := _self_attribute(child.func, receiver)) is not None:
             facts.calls.add(name)
     both = facts.reads & facts.writes | augmented
