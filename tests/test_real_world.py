@@ -110,10 +110,10 @@ def test_omni_018_bump_reports_its_real_class_and_call_breaks(capsys, monkeypatc
     assert all(d["severity"] == "error" and "0.5.21" in d["message"] for d in thinker)
     # The borrowed Scheduler code now reads an attribute OmniScheduler never set (0.1.9 added it).
     (borrowed,) = [d for d in diagnostics if d["code"] == "SGC312" and d["path"].endswith("omni_scheduler.py")
-                   and d["message"].endswith("reads self.enable_skip_finishing_decode")]
+                   and "reads self.enable_skip_finishing_decode" in d["message"]]
     assert "OmniScheduler.get_next_batch_to_run -> Scheduler.get_next_batch_to_run ->" in borrowed["message"]
     # process_pending_chunked_abort returns while _pending_chunked_abort_req is None, all OmniScheduler sets.
-    assert not any(d["message"].endswith("self.enable_continuous_input_polling") for d in diagnostics)
+    assert not any("self.enable_continuous_input_polling" in d["message"] for d in diagnostics)
     # `request_data.req.extend_range`: a project dataclass field typed `Req | None`, read through a local.
     reads = {(d["path"], d["line"]) for d in diagnostics if d["code"] == "SGC321" and d["symbol"].endswith("Req.extend_range")}
     assert ("sglang_omni/scheduling/sglang_backend/request_data.py", 152) in reads
@@ -209,7 +209,7 @@ def test_omni_016_bump_to_0520_reports_calls_of_the_retired_server_args_accessor
     # 0.5.20 also decorated the borrowed scheduling steps with a wrapper that reads
     # self.scheduler_stage_metrics, which OmniScheduler never set (0.1.7 sets it).
     _, borrowed = run_json(capsys, omni_016, monkeypatch, "--new", "0.5.20", "--select", "SGC312")
-    staged = [d for d in borrowed if d["message"].endswith("@scheduler_stage_method -> reads self.scheduler_stage_metrics")]
+    staged = [d for d in borrowed if "@scheduler_stage_method -> reads self.scheduler_stage_metrics" in d["message"]]
     assert {d["path"] for d in staged} == {"sglang_omni/scheduling/omni_scheduler.py", "sglang_omni/scheduling/pd_scheduler.py"}
 
 
@@ -222,8 +222,8 @@ def test_omni_017_bump_to_0521_reports_what_0_1_8_had_to_fix(capsys, monkeypatch
     assert "WeightUpdater.update_weights_from_distributed" in found["SGC321", "sglang_omni/model_runner/sglang_model_runner.py", 616]
     # Borrowed methods newly read attributes OmniScheduler never sets, on their own paths.
     borrowed = [m for (code, path, _), m in found.items() if code == "SGC312" and path.endswith("omni_scheduler.py")]
-    assert any(m.endswith("reads self.sliding_window_size") for m in borrowed)
-    assert any(m.endswith("reads self._prev_prefill_end_ts") for m in borrowed)
+    assert any("reads self.sliding_window_size" in m for m in borrowed)
+    assert any("reads self._prev_prefill_end_ts" in m for m in borrowed)
     # A __getattr__ borrower's method overrides: upstream callers now pass ignore_waiting.
     assert "cannot accept ignore_waiting" in found["SGC302", "sglang_omni/scheduling/pd_scheduler.py", 58]
     assert found["SGC302", "sglang_omni/scheduling/pd_scheduler.py", 58].endswith(
@@ -322,3 +322,41 @@ def test_omni_019_bump_to_0523_hints_and_noise(capsys, monkeypatch, omni_019: Pa
     assert not [d for d in diagnostics if d["code"] in ("SGC801", "SGC803")]
     (load_batch, *_) = [d["message"] for d in diagnostics if d["code"] == "SGC303" and "load_batch" in d["message"]]
     assert "; first change: " in load_batch
+
+
+def test_borrowed_code_on_paths_the_project_never_runs_is_not_reported(capsys, monkeypatch, real_cache: Path,
+                                                                       omni_019: Path) -> None:
+    """SGC312 on the real bumps: what a borrowed setter the project calls sets is set, branches
+    the project's own values decide are not entered, and one finding carries one fix."""
+    omni_014 = download_sdist("sglang-omni", "0.1.4", real_cache)
+    omni_015 = download_sdist("sglang-omni", "0.1.5", real_cache)
+    bump = ("--old", "0.5.18", "--new", "0.5.19", "--select", "SGC312")
+    # 0.1.4 never set what 0.5.19's borrowed code reads; 0.1.5 calls the new borrowed
+    # init_beam_coordinator and init_load_publisher, which set them.
+    _, broken = run_json(capsys, omni_014, monkeypatch, *bump)
+    assert {"self.beam_coordinator", "self.load_publisher", "self.prefill_decode_interval"} <= {
+        word.rstrip(",") for d in broken for word in d["message"].split() if word.startswith("self.")}
+    _, fixed = run_json(capsys, omni_015, monkeypatch, *bump)
+    assert fixed == []
+    # process_batch_result_disagg_prefill runs only in prefill mode; OmniScheduler's
+    # initial_disaggregation_mode() returns DisaggregationMode.NULL.
+    omni_016 = download_sdist("sglang-omni", "0.1.6", real_cache)
+    omni_017 = download_sdist("sglang-omni", "0.1.7", real_cache)
+    _, borrowed = run_json(capsys, omni_016, monkeypatch, "--old", "0.5.19", "--new", "0.5.20", "--select", "SGC312")
+    assert borrowed and not any("req_to_metadata_buffer_idx_allocator" in d["message"] for d in borrowed)
+    _, fixed = run_json(capsys, omni_017, monkeypatch, "--old", "0.5.19", "--new", "0.5.20", "--select", "SGC312")
+    assert fixed == []
+    # The live bump: maybe_send_health_check_signal reads rust_server only while
+    # return_health_check_ipcs, which OmniScheduler sets to [] and never fills, is not empty.
+    _, live = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.23", "--select", "SGC312")
+    found = {(d["path"], d["line"]): d["message"] for d in live}
+    assert not any("maybe_send_health_check_signal" in m for m in found.values())
+    pause = found["sglang_omni/scheduling/omni_scheduler.py", 2068]
+    assert "never sets self._pause_intervals and self._pause_started_at" in pause
+    assert "upstream Scheduler.init_load_inquirer sets _pause_intervals = deque(" in pause
+    assert "send_abort_output -> reads self.rust_server" in found["sglang_omni/scheduling/pd_scheduler.py", 375]
+    assert len(live) == 5
+    # flush_cache on a PD decode stage: 0.5.23's is_fully_idle calls a method the stand-in lacks.
+    _, stand_in = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.23", "--select", "SGC314")
+    assert [(d["path"], d["line"], d["severity"], d["symbol"].rsplit(".", 2)[-2:]) for d in stand_in] == [
+        ("sglang_omni/scheduling/pd_scheduler.py", 74, "error", ["disagg_decode_transfer_queue", "has_pending_deferred_releases"])]

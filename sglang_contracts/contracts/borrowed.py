@@ -10,8 +10,9 @@ holds for a subclass whose `__init__` never runs the upstream `__init__`: the at
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass
+import heapq
+import itertools
+from dataclasses import dataclass, field
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
@@ -40,6 +41,9 @@ class Borrower:
     cls: ProjectClass
     roots: list[Root]
     through_getattr: bool
+    # Roots of its project bases (their `__init__` calling `self.init_x()` runs for it too):
+    # what they reach sets attributes, but they are reported at the base
+    inherited_roots: list[Root] = field(default_factory=list)
 
 
 def _skips_base_init(view: ProjectView, resolver: Resolver, cls: ProjectClass) -> bool:
@@ -54,7 +58,7 @@ def _skips_base_init(view: ProjectView, resolver: Resolver, cls: ProjectClass) -
 
 def _borrowers(ctx: CheckContext) -> list[Borrower]:
     view = project_view(ctx)
-    old, _ = resolvers(ctx)
+    old, new = resolvers(ctx)
     borrowers = []
     for cls in view.classes.values():
         through_getattr = bool(view.borrow_sources(cls))
@@ -72,17 +76,25 @@ def _borrowers(ctx: CheckContext) -> list[Borrower]:
                 continue
             owner, _, name = kind[2:].rpartition(".")
             dotted = view.dotted(cls.facts, owner) if owner else None
-            origin = old.model.resolve_class(dotted) if dotted and is_upstream(dotted) else None
+            origin = (old.model.resolve_class(dotted) or new.model.resolve_class(dotted)) \
+                if dotted and is_upstream(dotted) else None
             if origin and origin not in inherited:  # `Base.m(self)` in a subclass is a super() call
                 roots.append(Root(cls.facts, call.position, call.scope, name, dotted))
         for read in cls.facts.reads if implicit else ():
             if read.receiver.types == (f"S:{cls.fact.name}",) and not read.receiver.attrs \
                     and read.scope.startswith(prefix) and read.attr not in provided and not read.store:
-                found = old.upstream_member(cls, read.attr)
+                # A method new in the target release that the project calls (written for it)
+                # is a root too: what it sets is set (sglang-omni 0.1.5's init_load_publisher).
+                found = old.upstream_member(cls, read.attr) or new.upstream_member(cls, read.attr)
                 if found is not None and found.kind in CALLABLE_KINDS:
                     roots.append(Root(cls.facts, read.position, read.scope, read.attr, None))
         if roots:
             borrowers.append(Borrower(cls, roots, through_getattr))
+    by_class = {id(borrower.cls): borrower for borrower in borrowers}
+    for borrower in borrowers:
+        for base in view.ancestry(borrower.cls)[0][1:]:
+            if id(base) in by_class:
+                borrower.inherited_roots += by_class[id(base)].roots
     return borrowers
 
 
@@ -105,57 +117,163 @@ class Needed:
 
     path: list[str]
     root: Root
+    cost: int = 0  # conditions on the path: the least-guarded path is printed
+    readers: set[str] = field(default_factory=set)  # qualnames of the reached methods that read it
 
 
-def _constant_only(view: ProjectView, cls: ProjectClass) -> set[tuple[str, str]]:
-    """(attribute, "none") for what the project class and its project bases only ever set to
-    None, (attribute, "falsy") for what they only ever set to None or another falsy constant."""
+FALSY = frozenset({"c:None", "c:False", "c:0", "c:0.0", "c:''", "c:b''", "empty"})
+
+
+def project_values(view: ProjectView, cls: ProjectClass) -> dict[str, frozenset[str]]:
+    """attribute -> every value the project class and its project bases write to it (tokens of
+    `upstream.bodies.value_token`), for the attributes all of whose writes say what they are:
+    literals, enum members, empty containers nothing in the project fills, or `self.m()` where
+    the class's `m` returns one of those (`initial_disaggregation_mode`)."""
     ancestry = view.ancestry(cls)[0]
-    found = set()
-    for kind, field_name in (("none", "none_only"), ("falsy", "falsy_only")):
-        candidates = {name for member in ancestry for name in getattr(member.fact, field_name)}
-        found |= {(name, kind) for name in candidates
-                  if all(name in getattr(member.fact, field_name) or name not in member.fact.provided
-                         for member in ancestry)}
-    return found
+    returns: dict[str, str | None] = {}
+    for member in reversed(ancestry):  # bases first: the most derived definition wins
+        own = dict(member.fact.returns)
+        for method in member.fact.methods:
+            returns[method.name] = own.get(method.name)
+    found: dict[str, set[str]] = {}
+    unknown: set[str] = set()
+    filled: set[str] = set()
+    for member in ancestry:
+        values = dict(member.fact.values)
+        for name in member.fact.provided:
+            if name not in values and name not in {m.name for m in member.fact.methods}:
+                unknown.add(name)  # set in a way the facts do not spell out
+        for name, tokens in values.items():
+            for token in tokens:
+                if token == "filled":
+                    filled.add(name)
+                    continue
+                if token.startswith("m:"):
+                    token = returns.get(token[2:]) or ""
+                if not token:
+                    unknown.add(name)
+                found.setdefault(name, set()).add(token)
+    unknown |= {name for name in filled if "empty" in found.get(name, ())}
+    return {name: frozenset(tokens) for name, tokens in found.items() if name not in unknown and tokens}
+
+
+def _literal(token: str):
+    import ast
+
+    return ast.literal_eval(token[2:])
+
+
+def _distinct(token: str, other: str) -> bool:
+    """Are two value tokens surely different values?"""
+    if token.startswith("c:") and other.startswith("c:"):
+        return _literal(token) != _literal(other)
+    if token.startswith("e:") and other.startswith("e:"):
+        return token.rpartition(".")[0] == other.rpartition(".")[0] and token != other
+    return {token[:2], other[:2]} == {"em", "c:"}  # an empty container is no literal
+
+
+def cannot_hold(condition: list[str], values: dict[str, frozenset[str]]) -> bool:
+    """Is a branch condition ([attribute, test, value], upstream.bodies.branch_conditions)
+    false for every value the project writes?"""
+    name, test, argument = condition
+    tokens = values.get(name)
+    if not tokens:
+        return False
+    if test == "truthy":
+        return tokens <= FALSY
+    if test == "falsy":
+        return all(t.startswith("c:") and t not in FALSY for t in tokens)
+    if test == "none":
+        return "c:None" not in tokens
+    if test == "notnone":
+        return tokens == {"c:None"}
+    options = argument.split("|")
+    if test in ("eq", "in"):
+        return all(_distinct(t, option) for t in tokens for option in options)
+    if test == "ne":
+        return tokens == {argument}
+    if test == "notin":
+        return all(any(t == option for option in options) for t in tokens)
+    return False
+
+
+def _guard_holds(guard: list[str] | None, values: dict[str, frozenset[str]]) -> bool:
+    """A method that opens with `if self.x is None: return` (`if not self.x`) returns at once."""
+    if not guard:
+        return False
+    name, kind = guard
+    tokens = values.get(name)
+    return bool(tokens) and (tokens == {"c:None"} if kind == "none" else tokens <= FALSY)
+
+
+def _place_cost(record: dict, name: str, values: dict[str, frozenset[str]]) -> int | None:
+    """None when every place the body reads (or, for "=x", sets) `name` sits behind a condition
+    the project's values make false; else the fewest conditions in front of a live place."""
+    places = record.get("gated", {}).get(name)
+    if places is None:
+        return 0
+    live = [len(place) for place in places if not any(cannot_hold(c, values) for c in place)]
+    return min(live) if live else None
 
 
 def _reached(resolver: Resolver, borrower: Borrower, root: Root, provided: set[str],
-             holding: set[tuple[str, str]],
-             entered: list[tuple[Member, list[str]]] | None = None) -> tuple[dict[str, Needed], set[str]]:
-    """(attributes read from `self`, attributes set) by the upstream methods one root reaches,
-    following `self.<method>` transitively. A method whose guard `holding` says is met (an
-    attribute that is always None, or always falsy) returns at once: it is not entered.
-    `entered`, if given, collects each method entered with the path that reaches it."""
+             values: dict[str, frozenset[str]], stand_ins: dict[str, frozenset[str]] | None = None,
+             lacks: dict | None = None, entered: list[tuple[Member, list[str]]] | None = None,
+             ) -> tuple[dict[str, Needed], set[str], set[str], set[str]]:
+    """(attributes read from `self`, attributes set, attributes set at all, attributes filled
+    or handed on) by the upstream
+    methods one root reaches, following `self.<method>` transitively, least-guarded paths
+    first. A branch whose condition the project's values make false is not entered; a method
+    whose opening guard holds returns at once. `entered`, if given, collects each method
+    entered with the path that reaches it."""
     cls = borrower.cls
     first = root_member(resolver, borrower, root)
-    queue: deque[tuple[Member, list[str]]] = deque([(first, [root.scope, first.qualname])] if first else [])
+    counter = itertools.count()
+    queue: list = [(0, 0, next(counter), first, [root.scope, first.qualname])] if first else []
     visited: set[tuple[str, str]] = set()
     reads: dict[str, Needed] = {}
     writes: set[str] = set()
+    assigned: set[str] = set()
+    filled: set[str] = set()
     while queue:
-        member, path = queue.popleft()
-        if (member.owner, member.name) in visited or tuple(member.record.get("guard") or ()) in holding:
+        cost, _, _, member, path = heapq.heappop(queue)
+        if (member.owner, member.name) in visited or _guard_holds(member.record.get("guard"), values):
             continue
         visited.add((member.owner, member.name))
         if entered is not None:
             entered.append((member, path))
+        record = member.record
+        live_writes = {name for name in record.get("writes", []) if _place_cost(record, f"={name}", values) is not None}
         # A method that reads an attribute before it first sets it never gets to set it when
         # nothing else did: `prev = self._prev_end; self._prev_end = now` fails on its first run.
-        writes.update(set(member.record.get("writes", [])) - set(member.record.get("read_first", [])))
-        sources = [(member.record.get("reads", []), path)]
-        sources += [(record.get("wrapper_reads", []), path + [f"@{name}"])
-                    for name, record in _decorators(resolver, member)]
-        for attrs, where in sources:
+        writes.update(live_writes - set(record.get("read_first", [])))
+        assigned.update(live_writes)
+        filled.update(record.get("mutates", []))
+        for name, members in record.get("members", {}).items() if stand_ins else ():
+            if name in stand_ins \
+                    and _place_cost(record, name, values) is not None:
+                for missing in sorted(set(members) - stand_ins[name]):
+                    lacks.setdefault((name, missing), (path, root))
+        sources = [(record.get("reads", []), path, record)]
+        sources += [(wrapper.get("wrapper_reads", []), path + [f"@{name}"], {})
+                    for name, wrapper in _decorators(resolver, member)]
+        for attrs, where, owner_record in sources:
             for attr in attrs:
                 if attr in provided:
                     continue  # the project's own attribute or override
+                step = _place_cost(owner_record, attr, values)
+                if step is None:
+                    continue  # only behind conditions that cannot hold for the project
                 target = resolver.upstream_member(cls, attr)
                 if target is not None and target.kind in CALLABLE_KINDS:
-                    queue.append((target, where + [target.qualname]))
+                    heapq.heappush(queue, (cost + step, len(where), next(counter), target, where + [target.qualname]))
                 elif target is None or target.kind in ("instance", "field"):
-                    reads.setdefault(attr, Needed(where, root))
-    return reads, writes
+                    need = reads.get(attr)
+                    if need is None or (cost + step, len(where)) < (need.cost, len(need.path)):
+                        readers = need.readers if need else set()
+                        need = reads[attr] = Needed(where, root, cost + step, readers)
+                    need.readers.add(member.qualname if where is path else where[-1])
+    return reads, writes, assigned, filled
 
 
 def _decorators(resolver: Resolver, member: Member) -> list[tuple[str, dict]]:
@@ -174,21 +292,42 @@ def _decorators(resolver: Resolver, member: Member) -> list[tuple[str, dict]]:
 def needed_by_root(view: ProjectView, resolver: Resolver, borrower: Borrower) -> list[dict[str, Needed]]:
     """For each of the borrower's roots, the attributes read from `self` by the upstream
     methods it reaches that neither the project nor the class-level upstream members provide,
-    nor a method reached from any root sets. A method guarded by `if self.x is None: return`
-    is not entered while the project only ever sets `x` to None and no method reached without
-    it sets `x` either (`if not self.x`: to None or another falsy constant)."""
+    nor a method reached from any root sets. A branch is not entered while its condition is
+    false for every value the project writes and no method reached sets (or fills) the
+    attribute tested."""
     cls = borrower.cls
     provided = set(view.provided(cls))
     for member in view.ancestry(cls)[0]:
         provided.update(member.fact.getattr_names)
-    holding = _constant_only(view, cls)
+    values = dict(project_values(view, cls))
+    settled = _settle(resolver, borrower, provided, values)
+    own = settled[:len(borrower.roots)]
+    return [reads for reads, _, _, _ in own]
+
+
+def _provided_and_values(view: ProjectView, cls: ProjectClass) -> tuple[set[str], dict[str, frozenset[str]]]:
+    provided = set(view.provided(cls))
+    for member in view.ancestry(cls)[0]:
+        provided.update(member.fact.getattr_names)
+    return provided, dict(project_values(view, cls))
+
+
+def _settle(resolver: Resolver, borrower: Borrower, provided: set[str], values: dict[str, frozenset[str]]) -> list:
+    """What every root reaches, once the values that reached code sets or fills are dropped
+    from `values` (in place): the branches on them may run."""
     while True:
-        reached = [_reached(resolver, borrower, root, provided, holding) for root in borrower.roots]
-        writes = set().union(*(root_writes for _, root_writes in reached))
-        broken = {guard for guard in holding if guard[0] in writes}
+        reached = [_reached(resolver, borrower, root, provided, values)
+                   for root in borrower.roots + borrower.inherited_roots]
+        writes = set().union(*(root_writes for _, root_writes, _, _ in reached))
+        assigned = set().union(*(root_assigned for _, _, root_assigned, _ in reached))
+        filled = set().union(*(root_filled for _, _, _, root_filled in reached))
+        broken = {name for name, tokens in values.items()
+                  if name in assigned or name in filled and "empty" in tokens}
         if not broken:
-            return [{attr: need for attr, need in reads.items() if attr not in writes} for reads, _ in reached]
-        holding -= broken  # reached code sets it after all: the guarded methods may run
+            return [({attr: need for attr, need in reads.items() if attr not in writes}, w, a, f)
+                    for reads, w, a, f in reached]
+        for name in broken:  # reached code sets it after all: the branches on it may run
+            del values[name]
 
 
 @contract("SGC311")
@@ -206,6 +345,25 @@ def borrowed_method_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
                               old=ctx.old_version, new=ctx.new_version)
 
 
+def upstream_setter(resolver: Resolver, borrower: Borrower, attr: str) -> tuple[str, str] | None:
+    """(`Class.method`, value as written) of the upstream method that sets `attr` on the class
+    the borrower stands in for: `__init__` first, else the first method in lookup order."""
+    origins = list(resolver.upstream_bases(borrower.cls))
+    origins += [o for source in resolver.view.borrow_sources(borrower.cls)
+                if (o := resolver.model.resolve_class(source)) is not None]
+    found = None
+    for origin in origins:
+        for owner in resolver.model.mro(origin)[0]:
+            record = resolver.model.class_record(owner) or {}
+            for name, method in record.get("methods", {}).items():
+                value = method.get("assigns", {}).get(attr)
+                if value is not None and (found is None or name == "__init__"):
+                    found = (f"{owner.rsplit('.', 1)[-1]}.{name}", value)
+                    if name == "__init__":
+                        return found
+    return found
+
+
 @contract("SGC312")
 def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
@@ -214,16 +372,88 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
         # Per root: an attribute that old code read on some path (one that never ran, say a
         # disaggregation mode) is still news on a path that did not read it.
         before = needed_by_root(view, old, borrower)
+        # Methods that on the old release already read an attribute the class never set: a
+        # path through one raised there before, so it could not have run (a warning, not news).
+        raised_before: dict[str, str] = {}
+        for was in before:
+            for missing, need in was.items():
+                for reader in need.readers:
+                    raised_before.setdefault(reader, missing)
         reported: set[str] = set()
+        # One finding per fix: the attributes one upstream method (an `init_*` helper, not
+        # `__init__`) sets together are reported once, at the first place that needs any.
+        groups: dict[str, list[tuple[str, Needed, tuple[str, str] | None]]] = {}
         for was, now in zip(before, needed_by_root(view, new, borrower)):
             for attr, need in sorted(now.items()):
                 if attr in was or attr in reported:
                     continue
                 reported.add(attr)
-                path = " -> ".join(need.path + [f"reads self.{attr}"])
-                yield finding("SGC312", need.root.facts, need.root.position, f"{borrower.cls.key}.{attr}",
-                              cls=borrower.cls.fact.name, attr=attr, call_path=path,
-                              old=ctx.old_version, new=ctx.new_version)
+                setter = upstream_setter(new, borrower, attr)
+                # `__init__` sets everything: calling it is no fix, each attribute is its own
+                together = setter is not None and not setter[0].endswith(".__init__")
+                groups.setdefault(setter[0] if together else f"?{attr}", []).append((attr, need, setter))
+        for members in groups.values():
+            attr, need, _ = members[0]
+            names = [f"self.{name}" for name, _, _ in members]
+            listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+            path = " -> ".join(need.path + [f"reads self.{attr}"])
+            sets = [f"{name} = {setter[1]}" for name, _, setter in members if setter]
+            where = f"; upstream {members[0][2][0]} sets {', '.join(sets)}" if sets else ""
+            stale = next((m for m in need.path[1:] if m in raised_before), None)
+            note = (f" (in sglang {ctx.old_version} {stale} already read self.{raised_before[stale]}, which "
+                    f"{borrower.cls.fact.name} never sets: this path could not run before either)") if stale else ""
+            yield finding("SGC312", need.root.facts, need.root.position, f"{borrower.cls.key}.{attr}",
+                          severity="warning" if stale else None,
+                          cls=borrower.cls.fact.name, attr=attr, attrs=listed, call_path=path, setter=where,
+                          note=note, old=ctx.old_version, new=ctx.new_version)
+
+
+def stand_ins(view: ProjectView, cls: ProjectClass) -> dict[str, frozenset[str]]:
+    """attribute -> members, for what the class and its project bases only ever build as
+    `SimpleNamespace(member=...)`."""
+    found: dict[str, set[str]] = {}
+    other: set[str] = set()
+    for member in view.ancestry(cls)[0]:
+        built = dict(member.fact.namespaces)
+        for name in member.fact.provided:
+            if name in built:
+                found.setdefault(name, set()).update(built[name])
+            else:
+                other.add(name)
+    return {name: frozenset(members) for name, members in found.items() if name not in other}
+
+
+def _lacking(view: ProjectView, resolver: Resolver, borrower: Borrower, built: dict[str, frozenset[str]]) -> dict:
+    provided, values = _provided_and_values(view, borrower.cls)
+    _settle(resolver, borrower, provided, values)
+    lacks: dict = {}
+    # The bases' roots too: a subclass builds the stand-in that a base's method hands upstream
+    # (sglang-omni's OmniDecodeScheduler, PDKVLifecycle.is_fully_idle)
+    for root in borrower.roots + borrower.inherited_roots:
+        _reached(resolver, borrower, root, provided, values, built, lacks)
+    return lacks
+
+
+@contract("SGC314")
+def borrowed_code_uses_stand_in_member(ctx: CheckContext) -> Iterator[Diagnostic]:
+    view = project_view(ctx)
+    old, new = resolvers(ctx)
+    seen: set = set()  # a base's root and its subclass's stand-in, met from both classes: once
+    for borrower in borrowers(ctx):
+        built = stand_ins(view, borrower.cls)
+        if not built:
+            continue
+        was = _lacking(view, old, borrower, built)
+        for (name, member), (path, root) in sorted(_lacking(view, new, borrower, built).items()):
+            key = (root.facts.path, root.position, name, member)
+            if (name, member) in was or key in seen:
+                continue
+            seen.add(key)
+            yield finding("SGC314", root.facts, root.position, f"{borrower.cls.key}.{name}.{member}",
+                          cls=borrower.cls.fact.name, attr=name, member=member,
+                          members=", ".join(sorted(built[name])) or "none",
+                          call_path=" -> ".join(path + [f"reads self.{name}.{member}"]),
+                          old=ctx.old_version, new=ctx.new_version)
 
 
 @contract("SGC313")

@@ -116,7 +116,7 @@ def _reach(ctx: CheckContext, resolver: Resolver) -> Reach:
         borrower = Borrower(cls, roots, bool(view.borrow_sources(cls)))
         entered: list[tuple[Member, list[str]]] = []
         for root in roots:
-            _reached(resolver, borrower, root, provided, set(), entered)
+            _reached(resolver, borrower, root, provided, {}, entered=entered)
         per_class[cls.key] = entered
         for member, path in entered:
             anywhere.setdefault((member.owner, member.name), (member, path))

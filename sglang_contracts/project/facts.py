@@ -210,6 +210,12 @@ class ClassFact:
     init_calls_base: bool | None  # does its __init__ call the base's? None: it defines no __init__
     none_only: tuple[str, ...] = ()  # attributes the class only ever sets to None (`self.x = None`)
     falsy_only: tuple[str, ...] = ()  # ... to None, False, 0 or an empty string (none_only included)
+    # attribute -> tokens of every value the class writes to it (upstream.bodies.value_token;
+    # "m:<name>" for `self.<name>()`, "" unknown), and method -> token of the constant it returns
+    values: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    returns: tuple[tuple[str, str], ...] = ()
+    # attribute -> members, for attributes only ever built as `SimpleNamespace(member=...)`
+    namespaces: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def method(self, name: str) -> MethodFact | None:
         return next((m for m in self.methods if m.name == name), None)

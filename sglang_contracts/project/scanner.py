@@ -205,6 +205,8 @@ class _ClassSummary:
         init = next((m for m in methods if m.name == "__init__"), None)
         self.init_calls_base = None if init is None else _calls_base_init(init, self.bases)
         self.none_only, self.falsy_only = _constant_only(node, methods)
+        self.values, self.returns = _values(node, methods)
+        self.namespaces = _namespaces(methods)
 
     def fact(self, at: SourcePositions) -> ClassFact:
         return ClassFact(
@@ -223,6 +225,9 @@ class _ClassSummary:
             init_calls_base=self.init_calls_base,
             none_only=self.none_only,
             falsy_only=self.falsy_only,
+            values=self.values,
+            returns=self.returns,
+            namespaces=self.namespaces,
         )
 
 
@@ -779,6 +784,99 @@ def _constant_only(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple[s
     none = tuple(sorted(name for name, kinds in writes.items() if kinds == {"none"}))
     falsy = tuple(sorted(name for name, kinds in writes.items() if kinds and "" not in kinds))
     return none, falsy
+
+
+def _values(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple, tuple]:
+    """((attribute, tokens of every value the class writes to it), ...) and ((method, token
+    of what it returns), ...) for methods that only return a literal or an enum member.
+    Tokens as `value_token`, "m:<name>" for `self.<name>()`, "" for anything unknown (a value
+    computed), "filled" where a method may fill it or hand it on (an empty container then may
+    not stay empty). Nothing at all when the class may set
+    names it does not spell (`setattr(self, ...)`, `self.__dict__` outside `__getattr__`)."""
+    from sglang_contracts.upstream.bodies import _branches, value_token
+
+    writes: dict[str, set[str]] = {}
+
+    def token(value: ast.AST | None) -> str:
+        if isinstance(value, ast.Call) and not value.args and not value.keywords \
+                and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
+                and value.func.value.id == receiver:
+            return f"m:{value.func.attr}"
+        return value_token(value) if value is not None else ""
+
+    receiver = None
+    for statement in node.body:
+        if isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    writes.setdefault(target.id, set()).add(value_token(statement.value))
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
+            writes.setdefault(statement.target.id, set()).add(value_token(statement.value))
+    returns = []
+    for method in methods:
+        arguments = [*method.args.posonlyargs, *method.args.args]
+        receiver = arguments[0].arg if arguments else None
+        if receiver is None:
+            continue
+        body = [s for s in method.body if not isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass))
+                and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if len(body) == 1 and isinstance(body[0], ast.Return) and (found := value_token(body[0].value)):
+            returns.append((method.name, found))
+        values: dict[int, ast.AST | None] = {}
+        dynamic = method.name != "__getattr__"
+        for sub in ast.walk(method):
+            if isinstance(sub, ast.Assign):
+                values.update((id(target), sub.value) for target in sub.targets)
+            elif isinstance(sub, ast.AnnAssign):
+                values[id(sub.target)] = sub.value
+            elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == receiver:
+                if sub.attr == "__dict__" and dynamic:
+                    return (), ()
+                if isinstance(sub.ctx, (ast.Store, ast.Del)):
+                    writes.setdefault(sub.attr, set()).add(token(values.get(id(sub))))
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
+                    and dynamic and sub.args and isinstance(sub.args[0], ast.Name) and sub.args[0].id == receiver:
+                return (), ()
+        for name in _branches(method, receiver)[1]:  # filled, or handed to what may fill it
+            writes.setdefault(name, set()).add("filled")
+    return (tuple(sorted((name, tuple(sorted(kinds))) for name, kinds in writes.items())),
+            tuple(sorted(returns)))
+
+
+def _namespaces(methods: list[Function]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """((attribute, its members), ...) for attributes every write of which in the class is
+    `self.x = SimpleNamespace(a=..., b=...)` (or `types.SimpleNamespace`): a stand-in object
+    that has those members and no others."""
+    built: dict[str, set[str]] = {}
+    other: set[str] = set()
+    for method in methods:
+        arguments = [*method.args.posonlyargs, *method.args.args]
+        receiver = arguments[0].arg if arguments else None
+        if receiver is None:
+            continue
+        for sub in ast.walk(method):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] \
+                if isinstance(sub, (ast.AnnAssign, ast.AugAssign)) else []
+            for target in targets:
+                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id == receiver):
+                    for inner in ast.walk(target):  # unpacked or nested targets: not a stand-in
+                        if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) \
+                                and inner.value.id == receiver:
+                            other.add(inner.attr)
+                    continue
+                value = sub.value
+                if isinstance(sub, ast.Assign) and isinstance(value, ast.Call) \
+                        and full_name(value.func) in ("SimpleNamespace", "types.SimpleNamespace") \
+                        and not value.args and all(k.arg for k in value.keywords):
+                    built.setdefault(target.attr, set()).update(k.arg for k in value.keywords)
+                else:
+                    other.add(target.attr)
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Attribute) \
+                    and isinstance(sub.value.value, ast.Name) and sub.value.value.id == receiver \
+                    and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                other.add(sub.value.attr)  # members added later: self.x.y = ...
+    return tuple(sorted((name, tuple(sorted(members))) for name, members in built.items() if name not in other))
 
 
 def _foreign(kinds: tuple[str, ...], foreign: set[str]) -> bool:

@@ -46,6 +46,17 @@ class BodyFacts:
     unpacks: dict[str, int] = field(default_factory=dict)
     awaits: set[str] = field(default_factory=set)  # self.<method>(...) the body awaits
     plain_calls: set[str] = field(default_factory=set)  # self.<method>(...) it calls without await
+    # self.<name> read (or called, or set: "=name") only on branches: per name, for each place,
+    # the conditions on `self` that must hold to get there ([attribute, test, value] as in
+    # `branch_conditions`). A name read anywhere without a condition is not listed.
+    gated: dict[str, list[list[list[str]]]] = field(default_factory=dict)
+    # self.<name> that the body may fill or hand on: `self.x.append(...)`, `self.x[k] = v`,
+    # `f(self.x)`, `y = self.x` (an empty container stays empty only where nothing does)
+    mutates: set[str] = field(default_factory=set)
+    # self.<name> = <value>: the first value written, as source text (for messages)
+    assigns: dict[str, str] = field(default_factory=dict)
+    # self.<name>.<member>: the members the body reads (or calls) on each attribute of self
+    members: dict[str, set[str]] = field(default_factory=dict)
 
     def merge(self, other: "BodyFacts") -> None:
         """A property and its setter, or overloads, share one name: keep what all of them do."""
@@ -64,6 +75,12 @@ class BodyFacts:
         self.unpacks = {name: count for name, count in self.unpacks.items() if other.unpacks.get(name, count) == count}
         self.awaits |= other.awaits
         self.plain_calls |= other.plain_calls
+        self.gated = {}  # which of them runs is unknown: every read counts
+        self.mutates |= other.mutates
+        for name, found in other.members.items():
+            self.members.setdefault(name, set()).update(found)
+        for name, text in other.assigns.items():
+            self.assigns.setdefault(name, text)
         for name, callees in other.constructed.items():
             self.constructed.setdefault(name, set()).update(callees)
 
@@ -92,6 +109,14 @@ class BodyFacts:
             record["awaits"] = sorted(self.awaits)
         if self.plain_calls:
             record["plain_calls"] = sorted(self.plain_calls)
+        if self.gated:
+            record["gated"] = self.gated
+        if self.mutates:
+            record["mutates"] = sorted(self.mutates)
+        if self.assigns:
+            record["assigns"] = self.assigns
+        if self.members:
+            record["members"] = {name: sorted(found) for name, found in sorted(self.members.items())}
         if self.constructed:
             record["constructed"] = {name: sorted(callees) for name, callees in sorted(self.constructed.items())}
         return record
@@ -308,6 +333,9 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
             augmented.add(written)
         if (name := _self_attribute(child, receiver)) is not None:
             (facts.writes if isinstance(child.ctx, (ast.Store, ast.Del)) else facts.reads).add(name)
+        elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load) \
+                and (name := _self_attribute(child.value, receiver)) is not None:
+            facts.members.setdefault(name, set()).add(child.attr)
         elif isinstance(child, ast.Call) and (name := _self_attribute(child.func, receiver)) is not None:
             facts.calls.add(name)
         if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
@@ -316,6 +344,7 @@ def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
                 facts.call_args.append(call)
     both = facts.reads & facts.writes | augmented
     facts.read_first = _read_before_written(node, receiver, both) if both else set()
+    facts.gated, facts.mutates, facts.assigns = _branches(node, receiver)
     return facts
 
 
@@ -412,3 +441,182 @@ def module_bodies(tree: ast.Module) -> dict[str, dict[str, BodyFacts]]:
                 if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     add(methods, member, in_class=True)
     return result
+
+
+# -- branch conditions -------------------------------------------------------------------------
+
+# Methods of a container (or any object) that only look at it or take from it: an empty one stays empty.
+_READ_ONLY = frozenset({"get", "keys", "values", "items", "copy", "count", "index", "qsize", "empty",
+                        "full", "is_set", "startswith", "endswith", "format", "split", "strip",
+                        "clear", "pop", "popleft", "popitem", "remove", "discard", "get_nowait"})
+# Builtins that only look at their argument.
+_LOOKERS = frozenset({"len", "bool", "isinstance", "any", "all", "sorted", "list", "tuple", "set", "sum",
+                      "min", "max", "id", "repr", "str", "hasattr", "getattr", "iter", "enumerate", "type"})
+_NEGATED = {"truthy": "falsy", "falsy": "truthy", "none": "notnone", "notnone": "none", "eq": "ne", "ne": "eq",
+            "in": "notin", "notin": "in"}
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def value_token(node: ast.AST | None) -> str:
+    """What a value written or compared is, when the source says it: "c:<repr>" for a literal
+    (None, True, 0, "x"), "e:Enum.MEMBER" for a dotted name ending in an upper-case member,
+    "empty" for an empty list, dict, set, tuple or deque; "" for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (type(None), bool, int, float, str, bytes)):
+        return f"c:{node.value!r}"
+    if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute)) \
+            and node.attr.isupper() and node.attr[:1].isalpha():
+        owner = node.value.attr if isinstance(node.value, ast.Attribute) else node.value.id
+        return f"e:{owner}.{node.attr}" if owner[:1].isupper() else ""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and not node.elts \
+            or isinstance(node, ast.Dict) and not node.keys:
+        return "empty"
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in ("list", "dict", "set", "tuple", "deque", "OrderedDict", "defaultdict"):
+            return "empty"
+    return ""
+
+
+def _atom(test: ast.expr, receiver: str) -> list[str] | None:
+    """[attribute, test, value] for a test on one attribute of `self` that the project's writes
+    may decide: `self.x` (truthy), `self.x is None`, `self.x is not None`, `self.x == K`,
+    `self.x != K`, `self.x in (K, ...)`, `not` of any of them."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _atom(test.operand, receiver)
+        return [inner[0], _NEGATED[inner[1]], inner[2]] if inner else None
+    if (name := _self_attribute(test, receiver)) is not None:
+        return [name, "truthy", ""]
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if _self_attribute(left, receiver) is None and isinstance(op, (ast.Eq, ast.NotEq)):
+            left, right = right, left
+        name = _self_attribute(left, receiver)
+        if name is None:
+            return None
+        if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+            return [name, "none" if isinstance(op, ast.Is) else "notnone", ""]
+        if isinstance(op, (ast.Eq, ast.NotEq)) and (token := value_token(right)) and token != "empty":
+            return [name, "eq" if isinstance(op, ast.Eq) else "ne", token]
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)) and right.elts:
+            tokens = [value_token(element) for element in right.elts]
+            if all(tokens) and "empty" not in tokens:
+                return [name, "in" if isinstance(op, ast.In) else "notin", "|".join(tokens)]
+    return None
+
+
+def branch_conditions(test: ast.expr, receiver: str, holds: bool) -> list[list[str]]:
+    """Conditions on `self` that hold wherever `test` is `holds`: both sides of a true `and`,
+    of a false `or`; one atom; nothing it cannot tell."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.BoolOp):
+        return branch_conditions(test.operand, receiver, not holds)
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) == holds:
+            return [c for value in test.values for c in branch_conditions(value, receiver, holds)]
+        return []
+    atom = _atom(test, receiver)
+    if atom is None:
+        return []
+    return [atom] if holds else [[atom[0], _NEGATED[atom[1]], atom[2]]]
+
+
+def _exits(block: list[ast.stmt]) -> bool:
+    return bool(block) and isinstance(block[-1], _EXITS)
+
+
+def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[str, str]]:
+    """(gated, mutates, assigns) of a body: see BodyFacts. Conditions come from `if`/`elif`/
+    `else`, early exits (`if C: return` guards the statements after it), `while`, `for` over
+    `self.x` (not entered while it is empty), `and`/`or` operands and conditional expressions.
+    Nested functions and lambdas are left to the caller's plain reads."""
+    places: dict[str, list[tuple[tuple[str, ...], ...]]] = {}
+    mutates: set[str] = set()
+    assigns: dict[str, str] = {}
+    # (node, conditions holding there); statements lists are walked with their early exits
+    pending: list[tuple[object, tuple]] = [(list(node.body), ())]
+    while pending:
+        item, conds = pending.pop()
+        if isinstance(item, list):  # a block of statements
+            running = conds
+            for statement in item:
+                pending.append((statement, running))
+                if isinstance(statement, ast.If) and _exits(statement.body) and not statement.orelse:
+                    running = running + tuple(tuple(c) for c in branch_conditions(statement.test, receiver, False))
+            continue
+        child = item
+        if isinstance(child, ast.If):
+            pending.append((child.test, conds))
+            pending.append((list(child.body), conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, True))))
+            pending.append((list(child.orelse), conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, False))))
+            continue
+        if isinstance(child, ast.While):
+            pending.append((child.test, conds))
+            pending.append((list(child.body), conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, True))))
+            pending.append((list(child.orelse), conds))
+            continue
+        if isinstance(child, (ast.For, ast.AsyncFor)):
+            pending.extend([(child.iter, conds), (child.target, conds), (list(child.orelse), conds)])
+            name = _self_attribute(child.iter, receiver)
+            pending.append((list(child.body), conds + (((name, "truthy", ""),) if name else ())))
+            continue
+        if isinstance(child, ast.IfExp):
+            pending.append((child.test, conds))
+            pending.append((child.body, conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, True))))
+            pending.append((child.orelse, conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, False))))
+            continue
+        if isinstance(child, ast.BoolOp):
+            running = conds
+            for value in child.values:
+                pending.append((value, running))
+                holds = isinstance(child.op, ast.And)  # the next operand runs when this one is (not) true
+                running = running + tuple(tuple(c) for c in branch_conditions(value, receiver, holds))
+            continue
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            conds = ()  # runs when called, not here: unconditioned, as the plain reads count it
+        if isinstance(child, ast.Assign):
+            for target in child.targets:
+                if (name := _self_attribute(target, receiver)) is not None:
+                    assigns.setdefault(name, _short(child.value))
+            if (name := _self_attribute(child.value, receiver)) is not None:
+                mutates.add(name)  # an alias that may be filled
+        elif isinstance(child, ast.AnnAssign) and child.value is not None \
+                and (name := _self_attribute(child.target, receiver)) is not None:
+            assigns.setdefault(name, _short(child.value))
+        elif isinstance(child, ast.AugAssign) and (name := _self_attribute(child.target, receiver)) is not None:
+            mutates.add(name)
+        elif isinstance(child, ast.Subscript) and isinstance(child.ctx, (ast.Store, ast.Del)) \
+                and (name := _self_attribute(child.value, receiver)) is not None:
+            mutates.add(name)
+        elif isinstance(child, ast.Call):
+            func = child.func
+            if isinstance(func, ast.Attribute) and (name := _self_attribute(func.value, receiver)) is not None \
+                    and func.attr not in _READ_ONLY:
+                mutates.add(name)
+            if not (isinstance(func, ast.Name) and func.id in _LOOKERS):
+                for argument in [*child.args, *(k.value for k in child.keywords)]:
+                    argument = argument.value if isinstance(argument, ast.Starred) else argument
+                    if (name := _self_attribute(argument, receiver)) is not None:
+                        mutates.add(name)
+        if (name := _self_attribute(child, receiver)) is not None:
+            key = name if isinstance(child.ctx, ast.Load) else f"={name}"
+            places.setdefault(key, []).append(conds)
+        for field_name in child._fields:
+            value = getattr(child, field_name, None)
+            if isinstance(value, list):
+                if value and isinstance(value[0], ast.stmt):
+                    pending.append((value, conds))
+                else:
+                    pending.extend((v, conds) for v in value if isinstance(v, ast.AST))
+            elif isinstance(value, ast.AST):
+                pending.append((value, conds))
+    gated = {}
+    for name, where in places.items():
+        if all(where):  # every place has a condition
+            gated[name] = sorted({tuple(sorted(set(c))) for c in where})
+            gated[name] = [[list(cond) for cond in place] for place in gated[name]]
+    return gated, mutates, assigns
+
+
+def _short(value: ast.AST) -> str:
+    text = " ".join(unparsed(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
