@@ -741,6 +741,34 @@ def _constant(node: ast.AST | None) -> str:
     return ""
 
 
+def _self_writes(method: Function) -> list[tuple[str, ast.AST | None]] | None:
+    """(attribute, the value assigned, None when not a plain assignment) of each `self.<x>`
+    write in a method; None when it may set names it does not spell (`setattr(self, ...)`,
+    `self.__dict__`), except in `__getattr__`, which only runs for names not set yet."""
+    arguments = [*method.args.posonlyargs, *method.args.args]
+    receiver = arguments[0].arg if arguments else None
+    if receiver is None:
+        return []
+    found = []
+    values: dict[int, ast.AST | None] = {}  # target node -> the value assigned to it
+    dynamic_writes_matter = method.name != "__getattr__"
+    for sub in ast.walk(method):  # breadth first: an assignment comes before its targets
+        if isinstance(sub, ast.Assign):
+            values.update((id(target), sub.value) for target in sub.targets)
+        elif isinstance(sub, ast.AnnAssign):
+            values[id(sub.target)] = sub.value
+        elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == receiver:
+            if sub.attr == "__dict__" and dynamic_writes_matter:
+                return None
+            if isinstance(sub.ctx, (ast.Store, ast.Del)):
+                found.append((sub.attr, values.get(id(sub))))
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
+                and dynamic_writes_matter and sub.args and isinstance(sub.args[0], ast.Name) \
+                and sub.args[0].id == receiver:
+            return None
+    return found
+
+
 def _constant_only(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(attributes every write of which sets None, those every write of which sets None or
     another immutable falsy constant), over the class body and `self` in its methods. Nothing
@@ -761,26 +789,11 @@ def _constant_only(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple[s
         elif isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
             wrote(statement.name, None)
     for method in methods:
-        arguments = [*method.args.posonlyargs, *method.args.args]
-        receiver = arguments[0].arg if arguments else None
-        if receiver is None:
-            continue
-        values: dict[int, ast.AST | None] = {}  # target node -> the value assigned to it
-        dynamic_writes_matter = method.name != "__getattr__"
-        for sub in ast.walk(method):  # breadth first: an assignment comes before its targets
-            if isinstance(sub, ast.Assign):
-                values.update((id(target), sub.value) for target in sub.targets)
-            elif isinstance(sub, ast.AnnAssign):
-                values[id(sub.target)] = sub.value
-            elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == receiver:
-                if sub.attr == "__dict__" and dynamic_writes_matter:
-                    return (), ()
-                if isinstance(sub.ctx, (ast.Store, ast.Del)):
-                    wrote(sub.attr, values.get(id(sub)))  # augmented, unpacked, deleted: not a constant
-            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
-                    and dynamic_writes_matter and sub.args and isinstance(sub.args[0], ast.Name) \
-                    and sub.args[0].id == receiver:
-                return (), ()
+        found = _self_writes(method)
+        if found is None:
+            return (), ()
+        for name, value in found:
+            wrote(name, value)  # augmented, unpacked, deleted (value None): not a constant
     none = tuple(sorted(name for name, kinds in writes.items() if kinds == {"none"}))
     falsy = tuple(sorted(name for name, kinds in writes.items() if kinds and "" not in kinds))
     return none, falsy
@@ -822,21 +835,11 @@ def _values(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple, tuple]:
                 and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
         if len(body) == 1 and isinstance(body[0], ast.Return) and (found := value_token(body[0].value)):
             returns.append((method.name, found))
-        values: dict[int, ast.AST | None] = {}
-        dynamic = method.name != "__getattr__"
-        for sub in ast.walk(method):
-            if isinstance(sub, ast.Assign):
-                values.update((id(target), sub.value) for target in sub.targets)
-            elif isinstance(sub, ast.AnnAssign):
-                values[id(sub.target)] = sub.value
-            elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == receiver:
-                if sub.attr == "__dict__" and dynamic:
-                    return (), ()
-                if isinstance(sub.ctx, (ast.Store, ast.Del)):
-                    writes.setdefault(sub.attr, set()).add(token(values.get(id(sub))))
-            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
-                    and dynamic and sub.args and isinstance(sub.args[0], ast.Name) and sub.args[0].id == receiver:
-                return (), ()
+        found = _self_writes(method)
+        if found is None:
+            return (), ()
+        for name, value in found:
+            writes.setdefault(name, set()).add(token(value))
         for name in _branches(method, receiver)[1]:  # filled, or handed to what may fill it
             writes.setdefault(name, set()).add("filled")
     return (tuple(sorted((name, tuple(sorted(kinds))) for name, kinds in writes.items())),
