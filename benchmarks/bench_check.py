@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from downloads import download_sdist  # noqa: E402
 
-from sglang_contracts.cache import cache_root  # noqa: E402
+from sglang_contracts.infra.cache import cache_root  # noqa: E402
 
 OLD, NEW = "0.5.22", "0.5.23"
 EDITED = "sglang_omni/scheduling/omni_scheduler.py"  # the largest file that borrows upstream code

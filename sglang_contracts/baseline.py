@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sglang_contracts.cache import atomic_write_bytes, why_unwritable
+from sglang_contracts.infra.cache import atomic_write_bytes, why_unwritable
 from sglang_contracts.diagnostics import Diagnostic
-from sglang_contracts.errors import UsageError, shown
+from sglang_contracts.infra.errors import UsageError, shown
 from sglang_contracts.infra.files import Unreadable, read_limited
 
 FORMAT_VERSION = 1

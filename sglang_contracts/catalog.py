@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from sglang_contracts.errors import ContractsError
+from sglang_contracts.infra.errors import ContractsError
 
 SEVERITIES = {"error", "warning"}
 

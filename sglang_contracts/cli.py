@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sglang_contracts import __version__
-from sglang_contracts.errors import ContractsError, UsageError
+from sglang_contracts.infra.errors import ContractsError, UsageError
 
 if TYPE_CHECKING:
     from sglang_contracts.runner import CheckOptions
@@ -107,7 +107,7 @@ def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from sglang_contracts import progress
+    from sglang_contracts.infra import progress
     from sglang_contracts.reporters import REPORTERS
     from sglang_contracts.reporters.base import statistics_lines
     from sglang_contracts.runner import run_check

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sglang_contracts.errors import UsageError
+from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_limited
 from sglang_contracts.project.patchfile import FilePatch, Hunk, PatchFile, parse_patch
 

@@ -15,13 +15,13 @@ from typing import Any, Callable
 import sglang_contracts.contracts  # noqa: F401  (registers every check)
 from sglang_contracts import baseline as baselines
 from sglang_contracts import replay
-from sglang_contracts.cache import JsonCache, cache_root
+from sglang_contracts.infra.cache import JsonCache, cache_root
 from sglang_contracts.catalog import load_catalog
 from sglang_contracts.contracts.imports import NOT_CHECKED
-from sglang_contracts.collector import batch_collection
+from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks
 from sglang_contracts.diagnostics import Diagnostic, finding_at
-from sglang_contracts.errors import ContractsError, UsageError, shown
+from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems
 from sglang_contracts.project.releasefacts import for_release
 from sglang_contracts.project.index import ProjectIndex, build_index

@@ -15,7 +15,7 @@ import pytest
 # traceback instead, so that it hides nothing from them (tests of the boundary unset this).
 os.environ.setdefault("SGLANG_CONTRACTS_DEBUG", "1")
 
-from sglang_contracts.cache import cache_root  # noqa: E402
+from sglang_contracts.infra.cache import cache_root  # noqa: E402
 from sglang_contracts.cli import main  # noqa: E402
 from sglang_contracts.runner import CheckOptions  # noqa: E402
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_contracts.cache import SCHEMA_VERSION, JsonCache
+from sglang_contracts.infra.cache import SCHEMA_VERSION, JsonCache
 from sglang_contracts.cli import main
 
 

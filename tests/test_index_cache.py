@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sglang_contracts.cache import JsonCache
+from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.project.index import build_index
 
 

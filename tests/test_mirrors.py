@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_contracts.cache import JsonCache
+from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.project.index import build_index
 from sglang_contracts.project.mirrors import mirror_citations
 

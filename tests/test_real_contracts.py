@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from downloads import download_sdist
-from sglang_contracts.cache import JsonCache
+from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.cli import main
 from sglang_contracts.contracts.base import CheckContext
 from sglang_contracts.contracts.monkeypatches import _from_importers, patches

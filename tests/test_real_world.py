@@ -11,7 +11,7 @@ from downloads import download_sdist
 from sglang_contracts.cli import main
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
-from sglang_contracts.cache import JsonCache
+from sglang_contracts.infra.cache import JsonCache
 
 
 def run_json(capsys, project: Path, monkeypatch, *args: str) -> tuple[int, list[dict]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_contracts.errors import SourceError
+from sglang_contracts.infra.errors import SourceError
 from sglang_contracts.sources import open_release
 from sglang_contracts.sources.index import WheelTree, _explain_pip_failure
 

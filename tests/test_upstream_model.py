@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_contracts.cache import JsonCache
+from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.sources.base import Release
 from sglang_contracts.sources.directory import DirectoryTree
 from sglang_contracts.upstream.model import UpstreamModel

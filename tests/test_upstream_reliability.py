@@ -21,7 +21,7 @@ import git
 import pytest
 
 from sglang_contracts.cli import main
-from sglang_contracts.errors import SourceError
+from sglang_contracts.infra.errors import SourceError
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable
 from sglang_contracts.runner import CheckOptions, run_check
 from sglang_contracts.sources.directory import DirectoryTree

@@ -14,7 +14,7 @@ from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.boundary import Problem, problem_for
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import ProjectIndex
-from sglang_contracts.pysource import source_depth
+from sglang_contracts.infra.pysource import source_depth
 from sglang_contracts.upstream.model import UpstreamModel
 
 

@@ -17,7 +17,7 @@ from sglang_contracts.contracts.targets import upstream_dotted
 from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import FileFacts, Position
-from sglang_contracts.pysource import parse_quietly
+from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.serverargs import SERVER_ARGS
 

@@ -141,7 +141,7 @@ def _body_text(model: UpstreamModel, member: Member) -> list[str] | None:
     """The normalised lines of a method's body as text (what the record keeps hashed)."""
     import ast
 
-    from sglang_contracts.pysource import parse_quietly
+    from sglang_contracts.infra.pysource import parse_quietly
     from sglang_contracts.upstream.bodies import _statements, unparsed
 
     relpath = model.relpath_of(member.owner)

@@ -15,12 +15,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable, Iterator
 
-from sglang_contracts.cache import JsonCache, code_fingerprint
-from sglang_contracts import pysource
-from sglang_contracts.collector import collector_paused
+from sglang_contracts.infra.cache import JsonCache, code_fingerprint
+from sglang_contracts.infra import pysource
+from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, problem_for
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, read_limited
-from sglang_contracts.parallel import map_jobs
+from sglang_contracts.infra.parallel import map_jobs
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.upstream.model import is_upstream
 
@@ -182,7 +182,7 @@ class ProjectIndex:
 
 @lru_cache(maxsize=1)
 def _scanner_fingerprint() -> str:
-    from sglang_contracts import pysource
+    from sglang_contracts.infra import pysource
     from sglang_contracts.project import facts, gates, positions, scanner, scopes
 
     return code_fingerprint(scanner, scopes, facts, positions, gates, pysource)

@@ -15,12 +15,12 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
-from sglang_contracts.cache import code_fingerprint
+from sglang_contracts.infra.cache import code_fingerprint
 from sglang_contracts.project.facts import Position
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.project.stack import is_package_code
-from sglang_contracts.pysource import parse_quietly
+from sglang_contracts.infra.pysource import parse_quietly
 
 # `name.attr` (comments and strings included: a superset, narrowed by parsing later).
 READ_FROM = re.compile(r"\b([a-z_][a-z0-9_]*)(?=\s*\.\s*[A-Za-z_])")

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sglang_contracts.errors import UsageError
+from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.project.index import walk_project
 

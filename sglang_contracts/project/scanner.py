@@ -34,7 +34,7 @@ from sglang_contracts.project.facts import (
 )
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
-from sglang_contracts.pysource import TooComplex, parse_quietly, returned_shape, tree_depth, unpack_count
+from sglang_contracts.infra.pysource import TooComplex, parse_quietly, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.upstream.model import is_upstream
 from sglang_contracts.project.scopes import (

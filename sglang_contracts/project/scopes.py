@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from sglang_contracts.pysource import parse_quietly
+from sglang_contracts.infra.pysource import parse_quietly
 
 UNION_WRAPPERS = {"Optional", "Union"}
 CONTAINERS = {"list", "sequence", "iterable", "iterator", "set", "frozenset", "deque", "collection",

@@ -22,7 +22,7 @@ from packaging.version import Version
 
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
-from sglang_contracts.pysource import parse_quietly
+from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.requirements import normalized, parse_requirement, parse_specifier
 
 REQUIREMENT_FILES = ("requirements.txt", "requirements-*.txt", "requirements/*.txt", "constraints.txt", "constraints-*.txt")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_contracts.errors import SourceError, UsageError
+from sglang_contracts.infra.errors import SourceError, UsageError
 from sglang_contracts.sources.base import Release, ReleaseTree
 from sglang_contracts.sources.directory import directory_release
 from sglang_contracts.sources.git import git_release

@@ -7,9 +7,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.errors import SourceError
+from sglang_contracts.infra.errors import SourceError
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, MAX_TEXT_BYTES, Unreadable
-from sglang_contracts.pysource import decode_source
+from sglang_contracts.infra.pysource import decode_source
 
 PACKAGE = "sglang"
 

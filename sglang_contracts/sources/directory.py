@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 from typing import Iterator
 
-from sglang_contracts.errors import SourceError, shown
+from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import MAX_TEXT_BYTES, Unreadable, os_reason, read_limited
 from sglang_contracts.sources.base import PACKAGE, Release, ReleaseTree, check_is_sglang, read_limit
 

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from sglang_contracts.errors import SourceError, shown
+from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 from sglang_contracts.sources.directory import version_from_tree

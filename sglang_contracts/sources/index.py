@@ -39,9 +39,9 @@ from typing import Iterator
 
 from packaging.version import InvalidVersion, Version
 
-from sglang_contracts import progress
-from sglang_contracts.cache import atomic_write_bytes, why_unwritable
-from sglang_contracts.errors import SourceError, shown
+from sglang_contracts.infra import progress
+from sglang_contracts.infra.cache import atomic_write_bytes, why_unwritable
+from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 

@@ -13,7 +13,7 @@ import ast
 import hashlib
 from dataclasses import dataclass, field
 
-from sglang_contracts.pysource import own_nodes as _own_nodes, returned_shape, unpack_count
+from sglang_contracts.infra.pysource import own_nodes as _own_nodes, returned_shape, unpack_count
 
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
 

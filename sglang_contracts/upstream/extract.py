@@ -11,9 +11,9 @@ import logging
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from sglang_contracts.collector import collector_paused
+from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import problem_for
-from sglang_contracts.pysource import parse_quietly, source_depth
+from sglang_contracts.infra.pysource import parse_quietly, source_depth
 from sglang_contracts.upstream.bodies import BodyFacts, module_bodies
 
 UNION_WRAPPERS = {"Optional", "Union"}

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Callable, Iterable
 
-from sglang_contracts.cache import JsonCache, code_fingerprint
+from sglang_contracts.infra.cache import JsonCache, code_fingerprint
 from sglang_contracts.infra.files import Unreadable
 from sglang_contracts.sources.base import PACKAGE, Release
-from sglang_contracts import pysource
+from sglang_contracts.infra import pysource
 from sglang_contracts.upstream import bodies, extract
 from sglang_contracts.upstream.extract import extract_module
 

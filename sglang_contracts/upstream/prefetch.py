@@ -8,7 +8,7 @@ still loaded on demand.
 
 from __future__ import annotations
 
-from sglang_contracts.parallel import map_jobs
+from sglang_contracts.infra.parallel import map_jobs
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.upstream.extract import extract_module
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream

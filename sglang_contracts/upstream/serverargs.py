@@ -14,8 +14,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from sglang_contracts.errors import ContractsError
-from sglang_contracts.pysource import parse_quietly
+from sglang_contracts.infra.errors import ContractsError
+from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.upstream.bodies import unparsed
 from sglang_contracts.upstream.model import UpstreamModel
 

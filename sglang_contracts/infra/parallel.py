@@ -23,7 +23,7 @@ def map_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int, 
              progress: str | None = None) -> list[Result]:
     """`function` over `jobs` (of `size` bytes of source in all), in processes when worthwhile;
     `progress` names the stage in the progress display (progress.py)."""
-    from sglang_contracts import progress as display
+    from sglang_contracts.infra import progress as display
 
     workers = workers if workers is not None else default_workers()
     with display.task(progress, total=len(jobs)) if progress else nullcontext(display.Task()) as task:

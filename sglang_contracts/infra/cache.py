@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sglang_contracts.errors import shown
+from sglang_contracts.infra.errors import shown
 
 # Bump when the shape of any cached record changes: old entries are then ignored.
 SCHEMA_VERSION = 2
