@@ -20,7 +20,6 @@ replays one).
 
 from __future__ import annotations
 
-import errno
 import faulthandler
 import io
 import keyword
@@ -40,13 +39,14 @@ from typing import Iterator
 
 import hypothesmith
 import pytest
-from hypothesis import HealthCheck, example, given, reject, seed, settings
+from hypothesis import HealthCheck, example, given, seed, settings
 from hypothesis import strategies as st
 
 from sglang_contracts.reporters import REPORTERS
 from sglang_contracts.runner import CheckOptions, run_check
 from tests import fuzz_inputs as inputs
 from tests.conftest import checkout_env
+from tests.test_reliability import write
 
 CAMPAIGN = int(os.environ.get("SGLANG_CONTRACTS_FUZZ_EXAMPLES", "0"))
 # Far above a check of this project (a tenth of a second), far below a hang's patience.
@@ -74,14 +74,6 @@ def fuzz_seed(test):
 
 
 # -- the releases, the project and its known findings -------------------------------------------
-
-
-def write(root: Path, files: dict[str, str | bytes]) -> Path:
-    for relpath, content in files.items():
-        path = root / relpath
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    return root
 
 
 CONTROL_PATHS = ("control/core.py", "deploy/control.yml")
@@ -144,28 +136,11 @@ class Fuzz:
         return []
 
     def _holds(self, files: dict[str, str | bytes]) -> list[str]:
-        try:
-            lines, _ = self.check(files)
-        except Exception as error:
-            known = [name for name, meets in KNOWN_DEFECTS.items() if meets(error)]
-            if known and not CAMPAIGN:
-                reject()  # CI does not count it (a campaign does): see KNOWN_DEFECTS
-            raise
+        lines, _ = self.check(files)
         internal = [line for line in lines if " SGC001 " in line]
         assert not internal, internal
         assert self.controls(lines) == self.known
         return lines
-
-
-# Defects fuzzing found in areas that other branches are fixing (reported, not fixed here). CI
-# does not count an example that meets one; a campaign reports it like any other failure.
-# Remove an entry once its fix is in.
-def _raised_in(error: BaseException, module: str) -> bool:
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if "sglang_contracts" in frame.filename]
-    return bool(frames) and frames[-1].filename.endswith(module)
-
-
-KNOWN_DEFECTS: dict = {}  # none left: the directory-source names are fixed (tests/test_upstream_reliability.py)
 
 
 class Hang(Exception):
@@ -457,9 +432,6 @@ def cli_holds(fuzz: Fuzz, files: dict[str, bytes]) -> None:
     with fuzz.project({"pyproject.toml": CONFIGURED, **files}) as root:
         done = _cli(root, fuzz.old, fuzz.new)
     err = done.stderr.decode("utf-8", "replace")
-    if not CAMPAIGN and 'sources/directory.py"' in err.rsplit("Traceback", 1)[-1] and (
-            "File name too long" in err or "embedded null byte" in err):
-        reject()  # KNOWN_DEFECTS
     assert "Traceback" not in err and "internal error" not in err, err
     if done.returncode == 2:
         assert "pyproject.toml" in err and err.count("\n") == 1, err

@@ -87,14 +87,6 @@ def read_text_limited(path: Path | str, limit: int = MAX_TEXT_BYTES) -> str:
     return read_limited(path, limit).decode("utf-8", "replace")
 
 
-def is_regular_file(path: Path) -> bool:
-    """A regular file, a link followed; never raises."""
-    try:
-        return stat.S_ISREG(path.stat().st_mode)
-    except (OSError, ValueError):
-        return False
-
-
 def printable_path(path: str) -> str:
     """A path as one printable line: a newline or another control character in a file name
     would split a finding over two lines; bytes that are not UTF-8 show as \\xNN."""
