@@ -79,9 +79,8 @@ def _guarded(context: CheckContext, code: str, problems: list[Problem]) -> list[
         except Exception as error:
             relpath = _file_being_analysed(error, current.project)
             text = context.project.texts.get(relpath or "")
-            deep = text is not None and isinstance(error, (RecursionError, MemoryError))
             problems.append(problem_for(error, relpath or "", f"rule {code}",
-                                        depth=source_depth(text) if deep else None))
+                                        depth=(lambda: source_depth(text)) if text is not None else None))
             if relpath is None or len(skipped) >= MAX_FILES_SKIPPED - 1:
                 return []
             skipped.add(relpath)

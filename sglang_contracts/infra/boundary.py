@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from sglang_contracts.infra.files import MAX_TEXT_BYTES, Unreadable, read_limited
 
@@ -36,11 +36,11 @@ def describe(error: BaseException) -> str:
 DEEP_TREE = 150
 
 
-def too_deep(error: BaseException, depth: int | None) -> bool:
+def too_deep(error: BaseException, depth: Callable[[], int] | None) -> bool:
     """Python's recursion limit met while walking a syntax tree deeper than any real code's:
     the input is nested too deeply for this tool (SGC000). Met on a shallow tree, it is a bug:
-    a resolution that loops (SGC001)."""
-    return isinstance(error, (RecursionError, MemoryError)) and depth is not None and depth > DEEP_TREE
+    a resolution that loops (SGC001). The depth costs half a parse: computed only here."""
+    return isinstance(error, (RecursionError, MemoryError)) and depth is not None and depth() > DEEP_TREE
 
 
 @dataclass(frozen=True)
@@ -65,9 +65,9 @@ class Problem:
 
 
 def problem_for(error: BaseException, path: str, stage: str, line: int = 1, col: int = 1,
-                depth: int | None = None) -> Problem:
-    """The problem an exception caught at a boundary stands for, `depth` being that of the
-    syntax tree being walked, if any. A bug is raised again when debugging."""
+                depth: Callable[[], int] | None = None) -> Problem:
+    """The problem an exception caught at a boundary stands for, `depth` giving the depth of
+    the syntax tree being walked, if any. A bug is raised again when debugging."""
     if too_deep(error, depth):
         return Problem(path, line, col, stage, "nested too deeply to analyse", internal=False)
     if debugging():

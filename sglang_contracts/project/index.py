@@ -144,8 +144,8 @@ class ProjectIndex:
         try:
             return analyse(relpath, text)
         except Exception as error:
-            depth = pysource.source_depth(text) if isinstance(error, (RecursionError, MemoryError)) else None
-            self.problems.append(problem_for(error, relpath, f"reading {kind}", depth=depth))
+            self.problems.append(problem_for(error, relpath, f"reading {kind}",
+                                             depth=lambda: pysource.source_depth(text)))
             return None
 
     def resolve_local(self, module: str, name: str, _depth: int = 0) -> str | None:

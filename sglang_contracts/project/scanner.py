@@ -906,7 +906,7 @@ def scan_source(path: str, module_name: str, text: str, packages: tuple[str, ...
         _collect(module, module_name, path, text, facts, packages)
     except Exception as error:  # a scanner bug, or a tree too deep to walk, costs one file, never the run
         clean = FileFacts(path=path, module=module_name, noqa=facts.noqa)
-        clean.problem = problem_for(error, path, "scanning the file", depth=tree_depth(module))
+        clean.problem = problem_for(error, path, "scanning the file", depth=lambda: tree_depth(module))
         return clean
     return facts
 

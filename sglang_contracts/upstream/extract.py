@@ -297,8 +297,7 @@ def extract_module(module_name: str, relpath: str, code: str) -> dict[str, Any]:
         try:
             return _extract(module_name, relpath, code)
         except Exception as error:  # the error boundary: a bug costs this module, not the run
-            depth = source_depth(code) if isinstance(error, (RecursionError, MemoryError)) else None
-            problem = problem_for(error, "", f"analyse {module_name}", depth=depth)
+            problem = problem_for(error, "", f"analyse {module_name}", depth=lambda: source_depth(code))
             return {"opaque": problem.error, "problem": [problem.stage, problem.error, problem.internal]}
 
 
