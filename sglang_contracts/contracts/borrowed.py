@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.resolve import ProjectClass, ProjectView, Resolver, project_view, resolvers
@@ -220,14 +220,21 @@ def _reached(resolver: Resolver, borrower: Borrower, root: Root, provided: set[s
              values: dict[str, frozenset[str]], stand_ins: dict[str, frozenset[str]] | None = None,
              lacks: dict | None = None, entered: list[tuple[Member, list[str]]] | None = None,
              ) -> tuple[dict[str, Needed], set[str], set[str], set[str]]:
+    """What one root of a borrower reaches (see `reach`)."""
+    return reach(resolver, lambda name: resolver.upstream_member(borrower.cls, name),
+                 root_member(resolver, borrower, root), root, provided, values, stand_ins, lacks, entered)
+
+
+def reach(resolver: Resolver, lookup: Callable[[str], Member | None], first: Member | None, root: Root,
+          provided: set[str], values: dict[str, frozenset[str]], stand_ins: dict[str, frozenset[str]] | None = None,
+          lacks: dict | None = None, entered: list[tuple[Member, list[str]]] | None = None,
+          ) -> tuple[dict[str, Needed], set[str], set[str], set[str]]:
     """(attributes read from `self`, attributes set, attributes set at all, attributes filled
-    or handed on) by the upstream
-    methods one root reaches, following `self.<method>` transitively, least-guarded paths
-    first. A branch whose condition the project's values make false is not entered; a method
-    whose opening guard holds returns at once. `entered`, if given, collects each method
+    or handed on) by the upstream methods reached from `first` (called at `root`), following
+    `self.<method>` transitively (`lookup` finds what `self.<name>` is upstream), least-guarded
+    paths first. A branch whose condition the project's values make false is not entered; a
+    method whose opening guard holds returns at once. `entered`, if given, collects each method
     entered with the path that reaches it."""
-    cls = borrower.cls
-    first = root_member(resolver, borrower, root)
     counter = itertools.count()
     queue: list = [(0, 0, next(counter), first, [root.scope, first.qualname])] if first else []
     visited: set[tuple[str, str]] = set()
@@ -264,7 +271,7 @@ def _reached(resolver: Resolver, borrower: Borrower, root: Root, provided: set[s
                 step = _place_cost(owner_record, attr, values)
                 if step is None:
                     continue  # only behind conditions that cannot hold for the project
-                target = resolver.upstream_member(cls, attr)
+                target = lookup(attr)
                 if target is not None and target.kind in CALLABLE_KINDS:
                     heapq.heappush(queue, (cost + step, len(where), next(counter), target, where + [target.qualname]))
                 elif target is None or target.kind in ("instance", "field"):

@@ -184,9 +184,9 @@ class Resolver:
                 continue
             dotted = self.view.dotted(facts, name)
             cls = self.view.project_class(dotted)
-            if tag == "T" and cls is not None or tag == "R" and cls is not None:
+            if tag in ("T", "R", "B") and cls is not None:
                 instances.append(Instance(project=cls))
-            elif dotted and is_upstream(dotted) and tag in ("T", "R"):
+            elif dotted and is_upstream(dotted) and tag in ("T", "R", "B"):
                 origin = self.model.resolve_class(dotted)
                 if origin is not None:
                     instances.append(Instance(origin=origin))

@@ -100,6 +100,7 @@ class ReadFact:
     scope: str
     attr_guarded: bool = False  # inside `try:` whose handler catches AttributeError
     nullable: bool = False  # the receiver is a name its function says may be None (`x: T | None`)
+    value: str = ""  # for `receiver.attr = v`: upstream.bodies.value_token of v ("" unknown)
 
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build

@@ -330,7 +330,7 @@ def _used_class_names(facts: FileFacts) -> set[str]:
         while kind[:2] in ("P:", "E:"):
             kind = kind[2:].rpartition("|")[0]
         # Classes are CapWords by convention; `x = helper()` names a function, whose file need not be read.
-        if kind[:2] in ("T:", "R:", "L:") and kind[2:].rpartition(".")[2][:1].isupper():
+        if kind[:2] in ("T:", "R:", "L:", "B:") and kind[2:].rpartition(".")[2][:1].isupper():
             names.add(kind[2:])
     return names
 

@@ -245,13 +245,14 @@ class _Collector:
         self.imports: list[tuple[dict, Position, Position]] = []  # (fact fields, name, module in statement)
         self.chains: list[tuple[str, list[tuple[str, Position]], bool, bool]] = []
         self._stored: set[int] = set()
+        self._store_values: dict[int, str] = {}  # id of an assigned Attribute -> value_token of the value
         self.classes: list[_ClassSummary] = []
         self._class: _ClassSummary | None = None  # the module-level class being visited
         self._functions: list[tuple[str, dict[str, tuple[str, ...]]]] = []  # (scope, typed names)
         # (callee root or None, Receiver, position of the callee's name, [(kind, name, position)], scope)
         self.calls: list[tuple[str | None, Receiver, Position, list[tuple[str, str | None, Position]], str, str]] = []
         self._uses: dict[int, str] = {}  # id of a call node -> what is done with its result (CallFact.use)
-        self.reads: list[tuple[Receiver, str, Position, bool, str, bool, bool]] = []
+        self.reads: list[tuple[Receiver, str, Position, bool, str, bool, bool, str]] = []
         self.attr_guard_depth = 0
         self._receiver: str | None = None  # the instance's name in the module-level class's method
         # (kind, target as written, position, value, scope): monkeypatches and saved originals
@@ -489,6 +490,10 @@ class _Collector:
             return
         target, value = node.targets[0], node.value
         scope = self._scope
+        if isinstance(target, ast.Attribute):
+            from sglang_contracts.upstream.bodies import value_token
+
+            self._store_values[id(target)] = value_token(value)
         if isinstance(target, ast.Attribute) and (chain := dotted_chain(target)) is not None \
                 and chain[0] not in ("self", "cls") and not self._types_of(chain[0]):
             self.patches.append(("replace", full_name(target), self.at.attribute_name(target), full_name(value), scope))
@@ -577,7 +582,7 @@ class _Collector:
             owner = self._super_class()
             if owner is not None:
                 self.reads.append((Receiver((f"U:{owner}",)), node.attr, self.at.attribute_name(node), store,
-                                   self._scope, self.attr_guard_depth > 0, False))
+                                   self._scope, self.attr_guard_depth > 0, False, ""))
             return True
         chain = dotted_chain(node)
         if chain is None:
@@ -597,7 +602,8 @@ class _Collector:
                 last = index == len(named) - 1
                 receiver = Receiver(types, tuple(a for a, _ in named[:index]))
                 nullable = index == 0 and self._nullable(root)
-                self.reads.append((receiver, attr, where, store and last, self._scope, guarded, nullable))
+                value = self._store_values.get(id(node), "") if store and last else ""
+                self.reads.append((receiver, attr, where, store and last, self._scope, guarded, nullable, value))
         elif root not in ("self", "cls"):
             self.chains.append((root, named, store, guarded))
         return False  # a pure dotted chain holds nothing else to visit
@@ -887,7 +893,7 @@ def _foreign(kinds: tuple[str, ...], foreign: set[str]) -> bool:
     for kind in kinds:
         while kind[:2] in ("P:", "E:"):
             kind = kind[2:].rpartition("|")[0]
-        if kind[:2] not in ("T:", "R:", "L:", "C:") or kind[2:].split(".")[0] not in foreign:
+        if kind[:2] not in ("T:", "R:", "L:", "C:", "B:") or kind[2:].split(".")[0] not in foreign:
             return False
     return bool(kinds)
 
@@ -944,8 +950,8 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
         if (root is None or root in bound_names or root in saved)
         and not _inert(callee, closed, walked=1) and not _foreign(callee.types, foreign)
     ]
-    facts.reads = [ReadFact(receiver, attr, where, store, scope, guarded, nullable)
-                   for receiver, attr, where, store, scope, guarded, nullable in collector.reads
+    facts.reads = [ReadFact(receiver, attr, where, store, scope, guarded, nullable, value)
+                   for receiver, attr, where, store, scope, guarded, nullable, value in collector.reads
                    if not _inert(receiver, closed) and not _foreign(receiver.types, foreign)]
     facts.patches = [PatchFact(*patch) for patch in patches]
     facts.functions = [FunctionFact(f.name, at.definition_name(f), parameter_list(f))

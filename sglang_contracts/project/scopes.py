@@ -142,8 +142,12 @@ def _is_none(node: ast.AST) -> bool:
 
 def call_types(node: ast.Call) -> tuple[str, ...]:
     """The type of a call's result as far as the call says: `T(...)` -> R:T (a constructor, or
-    a function whose return annotation tells); nothing for calls through self or super()."""
+    a function whose return annotation tells), `object.__new__(T)` -> B:T (an instance built
+    bare); nothing for calls through self or super()."""
     callee = full_name(node.func)
+    if callee and callee.endswith(".__new__") and node.args and (built := full_name(node.args[0])):
+        # `object.__new__(C)` / `C.__new__(C)`: an instance of C whose `__init__` never ran
+        return (f"B:{built}",) if not built.startswith(("self.", "cls.")) else POISON
     if callee and not callee.startswith(("self.", "cls.")) and callee != "super":
         return (f"R:{callee}",)
     return POISON

@@ -1,0 +1,68 @@
+"""SGC315 on real releases: a test helper in miles' shape builds `OpenAIServingChat` with
+`object.__new__` and calls `_process_messages` on it. sglang 0.5.16's `_process_messages`
+reads `self.default_chat_template_kwargs`, which only `__init__` sets (miles' bump to 0.5.16
+had to set it by hand); 0.5.13's encode path reads `self._tokenizer_auto_adds_specials`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sglang_contracts.runner import CheckOptions, run_check
+
+HELPER = '''from unittest.mock import MagicMock
+
+from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
+
+
+def _make_serving(tokenizer) -> OpenAIServingChat:
+    serving = object.__new__(OpenAIServingChat)
+    serving.tokenizer_manager = MagicMock()
+    serving.tokenizer_manager.tokenizer = tokenizer
+    serving.template_manager = MagicMock()
+    serving.use_dpsk_v32_encoding = False
+    serving.chat_encoding_spec = None
+    serving.is_gpt_oss = False
+    serving.tool_call_parser = None
+    serving.reasoning_parser = None
+{extra}    return serving
+
+
+def prompt_ids(tokenizer, request):
+    serving = _make_serving(tokenizer)
+    serving.reasoning_parser = "deepseek-v3"
+    return serving._process_messages(request, is_multimodal=False)
+'''
+
+
+def _check(tmp_path: Path, real_cache: Path, old: str, new: str, extra: str) -> list:
+    root = tmp_path / "rollout"
+    (root / "tests").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'rollout'\n")
+    (root / "tests" / "test_template.py").write_text(HELPER.format(extra=extra))
+    result = run_check([root], CheckOptions(old=old, new=new, select=["SGC315"], cache_dir=real_cache))
+    return [d for d in result.diagnostics if d.code == "SGC315"]
+
+
+@pytest.mark.parametrize(("old", "new", "attr"), [
+    ("0.5.15", "0.5.16", "default_chat_template_kwargs"),
+    ("0.5.12", "0.5.13", "_tokenizer_auto_adds_specials"),
+])
+def test_a_bare_serving_object_lacks_what_the_new_init_sets(tmp_path: Path, real_cache: Path,
+                                                            old: str, new: str, attr: str) -> None:
+    (found,) = _check(tmp_path, real_cache, old, new, extra="")
+    assert found.severity == "error" and (found.path, found.line) == ("tests/test_template.py", 22)
+    assert f"never gets self.{attr}," in found.message
+    assert "prompt_ids -> OpenAIServingChat._process_messages" in found.message
+    assert f"upstream OpenAIServingChat.__init__ sets {attr} = " in found.message
+
+
+@pytest.mark.parametrize(("old", "new", "attr"), [
+    ("0.5.15", "0.5.16", "default_chat_template_kwargs"),
+    ("0.5.12", "0.5.13", "_tokenizer_auto_adds_specials"),
+])
+def test_silent_when_the_helper_sets_it(tmp_path: Path, real_cache: Path, old: str, new: str, attr: str) -> None:
+    # the fix miles made: the attribute set by hand; `chat_encoding_spec = None` keeps the
+    # 0.5.16 inkling branch (which reads `_inkling_default_reasoning_effort`) closed
+    assert _check(tmp_path, real_cache, old, new, extra=f"    serving.{attr} = {{}}\n") == []
