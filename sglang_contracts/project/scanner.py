@@ -246,6 +246,9 @@ class _Collector:
         self.chains: list[tuple[str, list[tuple[str, Position]], bool, bool]] = []
         self._stored: set[int] = set()
         self._store_values: dict[int, str] = {}  # id of an assigned Attribute -> value_token of the value
+        # (scope, name) -> (key, position) of the string keys a dict bound to the name was built
+        # with so far in that scope: a literal, `dict(k=...)`, `d["k"] = ...`, `d.update(k=...)`
+        self._dict_keys: dict[tuple[str, str], list[tuple[str, Position]]] = {}
         self.classes: list[_ClassSummary] = []
         self._class: _ClassSummary | None = None  # the module-level class being visited
         self._functions: list[tuple[str, dict[str, tuple[str, ...]]]] = []  # (scope, typed names)
@@ -497,8 +500,15 @@ class _Collector:
         if isinstance(target, ast.Attribute) and (chain := dotted_chain(target)) is not None \
                 and chain[0] not in ("self", "cls") and not self._types_of(chain[0]):
             self.patches.append(("replace", full_name(target), self.at.attribute_name(target), full_name(value), scope))
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                and (keys := self._dict_keys.get((scope, target.value.id))) is not None \
+                and (key := string_value(target.slice)) is not None:
+            keys.append((key, self.at.start(target.slice)))
         if not isinstance(target, ast.Name):
             return
+        self._dict_keys.pop((scope, target.id), None)
+        if (keys := self._keys_built(value)) is not None:
+            self._dict_keys[(scope, target.id)] = keys
         self.conditions.scope = scope
         self.conditions.bind(target.id, value)
         if isinstance(value, ast.Attribute) and (chain := dotted_chain(value)) is not None \
@@ -656,8 +666,20 @@ class _Collector:
             if pattern is not None and source:
                 self.source_probes.append((source, pattern, True, self.at.start(values[0]), self._scope))
 
+    def _keys_built(self, value: ast.AST) -> list[tuple[str, Position]] | None:
+        """The string keys of a dict a value builds (a literal, `dict(k=...)`), None if no dict."""
+        if isinstance(value, ast.Dict):
+            return [(key, self.at.start(node)) for node in value.keys
+                    if node is not None and (key := string_value(node)) is not None]
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
+                and not value.args:
+            return [(k.arg, self.at.start(k)) for k in value.keywords if k.arg is not None]
+        return None
+
     def _arguments(self, node: ast.Call) -> list[tuple[str, str | None, Position]]:
-        """(kind, name, position) of each argument, in source order (ast keeps keywords apart)."""
+        """(kind, name, position) of each argument, in source order (ast keeps keywords apart).
+        `**d` of a dict the same scope built from string keys also gives each key as a keyword,
+        at the key: the call passes them (the splat stays, for what else it may hold)."""
         items = sorted([*node.args, *node.keywords], key=lambda item: (item.lineno, item.col_offset))
         result = []
         for item in items:
@@ -665,6 +687,12 @@ class _Collector:
                 result.append(("star", None, self.at.start(item.value)))
             elif isinstance(item, ast.keyword) and item.arg is None:
                 result.append(("dstar", None, self.at.start(item.value)))
+                if isinstance(item.value, ast.Name):
+                    given = {name for kind, name, _ in result if kind == "kw"}
+                    for key, where in self._dict_keys.get((self._scope, item.value.id), ()):
+                        if key.isidentifier() and key not in given:
+                            given.add(key)
+                            result.append(("kw", key, where))
             elif isinstance(item, ast.keyword):
                 result.append(("kw", item.arg, self.at.start(item)))
             else:
@@ -683,6 +711,11 @@ class _Collector:
                 self._text_probe(node, function)
         elif isinstance(func, ast.Attribute) and func.attr in TEXT_METHODS:
             self._text_probe(node, func.attr)  # inspect.getsource(f).replace(...)
+        if isinstance(func, ast.Attribute) and func.attr == "update" and isinstance(func.value, ast.Name) \
+                and (keys := self._dict_keys.get((self._scope, func.value.id))) is not None:
+            keys += [(k.arg, self.at.start(k)) for k in node.keywords if k.arg is not None]
+            for argument in node.args:
+                keys += self._keys_built(argument) or []
         root: str | None = None
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) \
                 and full_name(func.value.func) == "super":

@@ -1,7 +1,12 @@
-"""SGC315 on real releases: a test helper in miles' shape builds `OpenAIServingChat` with
-`object.__new__` and calls `_process_messages` on it. sglang 0.5.16's `_process_messages`
-reads `self.default_chat_template_kwargs`, which only `__init__` sets (miles' bump to 0.5.16
-had to set it by hand); 0.5.13's encode path reads `self._tokenizer_auto_adds_specials`."""
+"""Shapes of miles' code on real releases.
+
+SGC315: a test helper builds `OpenAIServingChat` with `object.__new__` and calls
+`_process_messages` on it. sglang 0.5.16's `_process_messages` reads
+`self.default_chat_template_kwargs`, which only `__init__` sets (miles' bump to 0.5.16 had to
+set it by hand); 0.5.13's encode path reads `self._tokenizer_auto_adds_specials`.
+
+`ServerArgs(**engine_kwargs)`: the keywords of a dict the function built are checked as if
+written at the call (0.5.23 dropped `speculative_skip_dp_mlp_sync`)."""
 
 from __future__ import annotations
 
@@ -66,3 +71,25 @@ def test_silent_when_the_helper_sets_it(tmp_path: Path, real_cache: Path, old: s
     # the fix miles made: the attribute set by hand; `chat_encoding_spec = None` keeps the
     # 0.5.16 inkling branch (which reads `_inkling_default_reasoning_effort`) closed
     assert _check(tmp_path, real_cache, old, new, extra=f"    serving.{attr} = {{}}\n") == []
+
+
+ENGINE = '''from sglang.srt.server_args import ServerArgs
+
+
+def launch(model_path, tp):
+    engine_kwargs = {"model_path": model_path, "tp_size": tp}
+    engine_kwargs[KEY] = True
+    return ServerArgs(**engine_kwargs)
+'''
+
+
+@pytest.mark.parametrize(("key", "expected"), [("speculative_skip_dp_mlp_sync", 1), ("enable_metrics", 0)])
+def test_server_args_keywords_of_a_dict_built_in_the_function(tmp_path: Path, real_cache: Path,
+                                                              key: str, expected: int) -> None:
+    root = tmp_path / "rollout"
+    (root / "app").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'rollout'\n")
+    (root / "app" / "engine.py").write_text(ENGINE.replace("KEY", repr(key)))
+    result = run_check([root], CheckOptions(old="0.5.22", new="0.5.23", select=["SGC5", "SGC2"], cache_dir=real_cache))
+    found = [(d.code, d.line, d.col) for d in result.diagnostics if d.path == "app/engine.py"]
+    assert found == [("SGC501", 6, 19)] * expected
