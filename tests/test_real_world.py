@@ -355,6 +355,10 @@ def test_borrowed_code_on_paths_the_project_never_runs_is_not_reported(capsys, m
     assert "never sets self._pause_intervals and self._pause_started_at" in pause
     assert "upstream Scheduler.init_load_inquirer sets _pause_intervals = deque(" in pause
     assert "send_abort_output -> reads self.rust_server" in found["sglang_omni/scheduling/pd_scheduler.py", 375]
+    # The cheapest path aborts beam groups, which omni never builds; the one it runs is its own
+    # enqueue path, through _abort_on_queued_limit: printed beside it.
+    assert ("(also through OmniScheduler.enqueue_built_request.enqueue_if_live -> Scheduler._abort_on_queued_limit"
+            " -> Scheduler.send_abort_output)") in found["sglang_omni/scheduling/omni_scheduler.py", 1918]
     assert len(live) == 5
     # flush_cache on a PD decode stage: 0.5.23's is_fully_idle calls a method the stand-in lacks.
     _, stand_in = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.23", "--select", "SGC314")

@@ -119,6 +119,9 @@ class Needed:
     root: Root
     cost: int = 0  # conditions on the path: the least-guarded path is printed
     readers: set[str] = field(default_factory=set)  # qualnames of the reached methods that read it
+    # The next least-guarded path to the reader through another caller: the cheapest path may
+    # run only in a mode the project never enters, where this one does
+    other: list[str] | None = None
 
 
 FALSY = frozenset({"c:None", "c:False", "c:0", "c:0.0", "c:''", "c:b''", "empty"})
@@ -238,15 +241,22 @@ def reach(resolver: Resolver, lookup: Callable[[str], Member | None], first: Mem
     counter = itertools.count()
     queue: list = [(0, 0, next(counter), first, [root.scope, first.qualname])] if first else []
     visited: set[tuple[str, str]] = set()
+    callers: dict[str, str] = {}  # method -> the caller the cheapest path reached it from
+    others: dict[str, list[str]] = {}  # method -> the cheapest path to it from another caller
     reads: dict[str, Needed] = {}
     writes: set[str] = set()
     assigned: set[str] = set()
     filled: set[str] = set()
     while queue:
         cost, _, _, member, path = heapq.heappop(queue)
-        if (member.owner, member.name) in visited or _guard_holds(member.record.get("guard"), values):
+        if (member.owner, member.name) in visited:
+            if path[-2] != callers.get(member.qualname):
+                others.setdefault(member.qualname, path)
+            continue
+        if _guard_holds(member.record.get("guard"), values):
             continue
         visited.add((member.owner, member.name))
+        callers[member.qualname] = path[-2]
         if entered is not None:
             entered.append((member, path))
         record = member.record
@@ -280,6 +290,8 @@ def reach(resolver: Resolver, lookup: Callable[[str], Member | None], first: Mem
                         readers = need.readers if need else set()
                         need = reads[attr] = Needed(where, root, cost + step, readers)
                     need.readers.add(member.qualname if where is path else where[-1])
+    for need in reads.values():
+        need.other = others.get(need.path[-1])
     return reads, writes, assigned, filled
 
 
@@ -390,9 +402,15 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
         # One finding per fix: the attributes one upstream method (an `init_*` helper, not
         # `__init__`) sets together are reported once, at the first place that needs any.
         groups: dict[str, list[tuple[str, Needed, tuple[str, str] | None]]] = {}
+        # Every root's path to each new read: a later root may reach it on a path that runs where
+        # the first root's does not (sglang-omni's own _add_request_to_queue override)
+        elsewhere: dict[str, list[Needed]] = {}
         for was, now in zip(before, needed_by_root(view, new, borrower)):
             for attr, need in sorted(now.items()):
-                if attr in was or attr in reported:
+                if attr in was:
+                    continue
+                elsewhere.setdefault(attr, []).append(need)
+                if attr in reported:
                     continue
                 reported.add(attr)
                 setter = upstream_setter(new, borrower, attr)
@@ -404,6 +422,11 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
             names = [f"self.{name}" for name, _, _ in members]
             listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
             path = " -> ".join(need.path + [f"reads self.{attr}"])
+            other = min((n for n in elsewhere[attr][1:] if n.root.scope != need.root.scope),
+                        key=lambda n: (n.cost, len(n.path)), default=None)
+            other_path = other.path if other is not None else need.other
+            if other_path:
+                path += f" (also through {' -> '.join(other_path)})"
             sets = [f"{name} = {setter[1]}" for name, _, setter in members if setter]
             where = f"; upstream {members[0][2][0]} sets {', '.join(sets)}" if sets else ""
             stale = next((m for m in need.path[1:] if m in raised_before), None)
