@@ -438,29 +438,60 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
                           note=note, old=ctx.old_version, new=ctx.new_version)
 
 
-def stand_ins(view: ProjectView, cls: ProjectClass) -> dict[str, frozenset[str]]:
-    """attribute -> members, for what the class and its project bases only ever build as
-    `SimpleNamespace(member=...)`."""
+def _small_class_members(view: ProjectView, facts: FileFacts, types: tuple[str, ...]) -> tuple[frozenset[str], str] | None:
+    """(members, name) when every type alternative is one project class whose whole ancestry is
+    the project's own, spelled out: no upstream or third-party base, no `__getattr__`."""
+    names = {kind[2:] for kind in types if kind[:2] in ("R:", "T:")}
+    if len(names) != 1 or len(types) != 1:
+        return None
+    cls = view.project_class(view.dotted(facts, names.pop()))
+    if cls is None:
+        return None
+    chain, upstream = view.ancestry(cls)
+    for member in chain:
+        if member.fact.getattr_sources or member.fact.getattr_names \
+                or {"__getattr__", "__getattribute__"} & {m.name for m in member.fact.methods}:
+            return None
+        if len(member.fact.bases) != sum(view.project_class(view.dotted(member.facts, b)) is not None
+                                         for b in member.fact.bases if b != "object") + ("object" in member.fact.bases):
+            return None  # a base outside the project (MagicMock, a third-party class) may hold anything
+    if upstream:
+        return None
+    return view.provided(cls), cls.fact.name
+
+
+def stand_ins(view: ProjectView, cls: ProjectClass) -> dict[str, tuple[frozenset[str], str]]:
+    """attribute -> (members, what builds it), for what the class and its project bases only
+    ever build as `SimpleNamespace(member=...)`, or as an instance of one small project class
+    (a fake queue with two methods): a stand-in has the members it was built with."""
     found: dict[str, set[str]] = {}
+    label: dict[str, str] = {}
     other: set[str] = set()
     for member in view.ancestry(cls)[0]:
         built = dict(member.fact.namespaces)
+        typed = dict(member.fact.attr_types)
         for name in member.fact.provided:
             if name in built:
                 found.setdefault(name, set()).update(built[name])
+                label.setdefault(name, "SimpleNamespace")
+            elif name in typed and (small := _small_class_members(view, member.facts, typed[name])) is not None \
+                    and label.get(name, small[1]) == small[1]:
+                found.setdefault(name, set()).update(small[0])
+                label[name] = small[1]
             else:
                 other.add(name)
-    return {name: frozenset(members) for name, members in found.items() if name not in other}
+    return {name: (frozenset(members), label[name]) for name, members in found.items() if name not in other}
 
 
-def _lacking(view: ProjectView, resolver: Resolver, borrower: Borrower, built: dict[str, frozenset[str]]) -> dict:
+def _lacking(view: ProjectView, resolver: Resolver, borrower: Borrower,
+             built: dict[str, tuple[frozenset[str], str]]) -> dict:
     provided, values = _provided_and_values(view, borrower.cls)
     _settle(resolver, borrower, provided, values)
     lacks: dict = {}
     # The bases' roots too: a subclass builds the stand-in that a base's method hands upstream
     # (sglang-omni's OmniDecodeScheduler, PDKVLifecycle.is_fully_idle)
     for root in borrower.roots + borrower.inherited_roots:
-        _reached(resolver, borrower, root, provided, values, built, lacks)
+        _reached(resolver, borrower, root, provided, values, {name: members for name, (members, _) in built.items()}, lacks)
     return lacks
 
 
@@ -481,7 +512,7 @@ def borrowed_code_uses_stand_in_member(ctx: CheckContext) -> Iterator[Diagnostic
             seen.add(key)
             yield finding("SGC314", root.facts, root.position, f"{borrower.cls.key}.{name}.{member}",
                           cls=borrower.cls.fact.name, attr=name, member=member,
-                          members=", ".join(sorted(built[name])) or "none",
+                          members=", ".join(sorted(built[name][0])) or "none", stand_in=built[name][1],
                           call_path=" -> ".join(path + [f"reads self.{name}.{member}"]),
                           old=ctx.old_version, new=ctx.new_version)
 
