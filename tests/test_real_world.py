@@ -360,6 +360,14 @@ def test_borrowed_code_on_paths_the_project_never_runs_is_not_reported(capsys, m
     assert ("(also through OmniScheduler.enqueue_built_request.enqueue_if_live -> Scheduler._abort_on_queued_limit"
             " -> Scheduler.send_abort_output)") in found["sglang_omni/scheduling/omni_scheduler.py", 1918]
     assert len(live) == 5
+    # SGC313: a changed borrowed method whose call now reaches such a read is an error, one whose
+    # new read sits behind a branch omni's values close (abort_on_priority_when_disabled = False)
+    # stays a warning
+    _, changed = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.23", "--select", "SGC313")
+    severity = {d["line"]: d["severity"] for d in changed if d["path"] == "sglang_omni/scheduling/omni_scheduler.py"}
+    assert (severity[1721], severity[1717]) == ("error", "warning")
+    (queued,) = [d["message"] for d in changed if d["line"] == 1721]
+    assert "the call now reaches a read of self.rust_server, which OmniScheduler never sets" in queued
     # flush_cache on a PD decode stage: 0.5.23's is_fully_idle calls a method the stand-in lacks.
     _, stand_in = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.23", "--select", "SGC314")
     assert [(d["path"], d["line"], d["severity"], d["symbol"].rsplit(".", 2)[-2:]) for d in stand_in] == [

@@ -309,6 +309,15 @@ def _decorators(resolver: Resolver, member: Member) -> list[tuple[str, dict]]:
 
 
 def needed_by_root(view: ProjectView, resolver: Resolver, borrower: Borrower) -> list[dict[str, Needed]]:
+    """`_needed_by_root`, once per release and borrower (SGC312 and SGC313 both ask)."""
+    key = (id(resolver), id(borrower))
+    memo = resolver.view.ctx.memo.setdefault("needed-by-root", {})
+    if key not in memo:
+        memo[key] = (borrower, _needed_by_root(view, resolver, borrower))  # the borrower kept: ids stay unique
+    return memo[key][1]
+
+
+def _needed_by_root(view: ProjectView, resolver: Resolver, borrower: Borrower) -> list[dict[str, Needed]]:
     """For each of the borrower's roots, the attributes read from `self` by the upstream
     methods it reaches that neither the project nor the class-level upstream members provide,
     nor a method reached from any root sets. A branch is not entered while its condition is
@@ -519,10 +528,12 @@ def borrowed_code_uses_stand_in_member(ctx: CheckContext) -> Iterator[Diagnostic
 
 @contract("SGC313")
 def borrowed_method_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    view = project_view(ctx)
     old, new = resolvers(ctx)
     for borrower in borrowers(ctx):
         reported: set[str] = set()
-        for root in borrower.roots:
+        before, after = needed_by_root(view, old, borrower), needed_by_root(view, new, borrower)
+        for index, root in enumerate(borrower.roots):
             if root.via is None and not borrower.through_getattr:
                 continue  # an ordinary subclass's inherited method: SGC303 covers its overrides
             was, now = root_member(old, borrower, root), root_member(new, borrower, root)
@@ -531,7 +542,16 @@ def borrowed_method_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
             change = body_change(was, now)
             if change:
                 reported.add(now.qualname)
+                # The change matters for sure when the call now reaches a read the class
+                # cannot answer: it raises (the attribute's own finding is SGC312's).
+                news = sorted(attr for attr in after[index] if attr not in before[index])
+                raises = ""
+                if news:
+                    need = after[index][news[0]]
+                    raises = (f"; the call now reaches a read of self.{news[0]}, which {borrower.cls.fact.name} "
+                              f"never sets, so it raises AttributeError: {' -> '.join(need.path)}")
                 yield finding("SGC313", root.facts, root.position, f"{now.owner}.{root.name}",
+                              severity="error" if news else None,
                               cls=borrower.cls.fact.name, upstream=now.qualname, changed=change[0],
                               total=change[1], old=ctx.old_version, new=ctx.new_version,
-                              diff=body_preview(ctx, was, now))
+                              diff=body_preview(ctx, was, now), raises=raises)
