@@ -79,3 +79,22 @@ def test_a_directory_release_is_named_by_its_version_else_once_by_its_path(tmp_p
     unversioned = write_tree(tmp_path / "new", {"sglang/__init__.py": "", "sglang/srt/utils.py": ""})
     assert directory_release(unversioned).short == str(unversioned)  # "sglang <path>", not "sglang sglang at <path>"
     assert directory_release(upstream_tree(tmp_path / "old", {"sglang/srt/utils.py": ""}, "0.1.0")).short == "0.1.0"
+
+
+def test_where_the_release_itself_imports_the_name_from_outside_is_said(tmp_path: Path) -> None:
+    # sglang 0.5.23 dropped its rmsnorm wrapper; its own layers import rmsnorm from sgl_kernel,
+    # a package outside the release: named as a lead, never as a verified home.
+    found = messages(
+        tmp_path,
+        {"sglang/kernels/ops/layernorm/__init__.py": NORM, "sglang/srt/layers/layernorm.py": ""},
+        {"sglang/kernels/ops/layernorm/__init__.py": "",
+         "sglang/srt/layers/layernorm.py": "from sgl_kernel import (\n    fused_add_rmsnorm,\n    rmsnorm,\n)\n",
+         "sglang/srt/layers/other.py": "from sgl_kernel import rmsnorm as _rmsnorm\nfrom sglang.kernels import rmsnorm_x\n",
+         "sglang/srt/layers/unrelated.py": "from flashinfer import rmsnorm_quant  # not rmsnorm\n"},
+        {"app/model.py": "from sglang.kernels.ops.layernorm import rmsnorm\n"},
+    )
+    (message,) = found.values()
+    assert message.endswith("; the release's own code imports rmsnorm from sgl_kernel (in "
+                            "sglang.srt.layers.other and 1 more), a package outside it, "
+                            "so that definition is not verified")  # two importers; flashinfer's is another name
+    assert "did you mean" not in message

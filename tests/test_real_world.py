@@ -318,6 +318,8 @@ def test_omni_019_bump_to_0523_hints_and_noise(capsys, monkeypatch, omni_019: Pa
     # 0.5.23's norm.rmsnorm is an in-place kernel (input, weight, out=None, eps): not the same thing.
     assert "did you mean" not in rmsnorm
     assert "unverified candidates, not the same definition: sglang.kernels.ops.layernorm.norm.rmsnorm(" in rmsnorm
+    # ... while the release's own layers import the same-signature kernel from sgl_kernel
+    assert "; the release's own code imports rmsnorm from sgl_kernel (in " in rmsnorm
     # SGC801/SGC803 repeat on every bump: only in files the bump touches (none here).
     assert not [d for d in diagnostics if d["code"] in ("SGC801", "SGC803")]
     (load_batch, *_) = [d["message"] for d in diagnostics if d["code"] == "SGC303" and "load_batch" in d["message"]]

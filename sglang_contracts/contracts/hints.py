@@ -7,7 +7,9 @@ with the same parameters and the same normalised body (the body fingerprint SGC3
 compare), a class with the same methods and constructor, a ServerArgs field declared alike;
 or a re-export of such a definition, named then by where it is defined, not by the shim.
 Otherwise up to three candidates are listed with their signatures, marked unverified, or the
-hint says that none was found. Used by SGC101, SGC102, SGC104, SGC105 and SGC503.
+hint says that none was found; and where the new release's own code imports the name from a
+package outside it (sglang 0.5.23's layers take `rmsnorm` from `sgl_kernel`), that is said too,
+as a lead that cannot be verified here. Used by SGC101, SGC102, SGC104, SGC105 and SGC503.
 """
 
 from __future__ import annotations
@@ -87,11 +89,44 @@ def home_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: 
         for origin in origins:
             if same_definition(old, old_symbol.origin, new, origin):
                 return f"; did you mean {origin}?"
+    outside = _outside_hint(new, name, reference)
     if not origins:
-        return f"; no definition of {name} was found elsewhere in the new release"
+        return f"; no definition of {name} was found elsewhere in the new release{outside}"
     listed = ", ".join(f"{o.rpartition('.')[0]}.{signature_text(new, o)}" for o in origins[:MAX_CANDIDATES])
     was = f"; it was {signature_text(old, old_symbol.origin)}" if old_symbol.found and old_symbol.origin else ""
-    return f"; unverified candidates, not the same definition: {listed}{was}"
+    return f"; unverified candidates, not the same definition: {listed}{was}{outside}"
+
+
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)", re.M)
+
+
+def _importers_outside(model: UpstreamModel, name: str) -> dict[str, list[str]]:
+    """package -> modules of the release that import `name` from it, for packages outside SGLang
+    (sgl_kernel, flashinfer): where the release's own code gets a name it does not define."""
+    found: dict[str, list[str]] = {}
+    for relpath, text in model.texts_mentioning(name):
+        for match in _FROM_IMPORT.finditer(text):
+            package = match.group(1)
+            if package.split(".")[0] == "sglang":
+                continue
+            imported = {part.split(" as ")[0].strip() for part in match.group(2).strip("()").split(",")}
+            if name in imported:
+                module = model.module_name_of(relpath)
+                if module not in found.setdefault(package, []):
+                    found[package].append(module)
+    return found
+
+
+def _outside_hint(model: UpstreamModel, name: str, reference: str) -> str:
+    """"; the release's own code imports NAME from PACKAGE (in M and N more), outside the
+    release, not verified", for the package most of its modules use; "" when none does."""
+    found = model.whole_release_search(f"imported from outside: {name}", lambda: _importers_outside(model, name))
+    if not isinstance(found, dict) or not found:
+        return ""
+    package, modules = max(found.items(), key=lambda item: (len(item[1]), item[0]))
+    more = f" and {len(modules) - 1} more" if len(modules) > 1 else ""
+    return (f"; the release's own code imports {name} from {package} (in {_by_closeness(modules, reference)[0]}{more}), "
+            f"a package outside it, so that definition is not verified")
 
 
 def module_hint(old: UpstreamModel, new: UpstreamModel, module: str, names: list[str],
