@@ -1,0 +1,91 @@
+"""`patch rebase` on slime's real history: for each SGLang bump slime made, its `sglang.patch` of
+the older release rebased onto the newer one (real wheels, downloaded by the tool), counted by
+verdict, verified, and compared file by file with the patch slime itself wrote for the newer release.
+
+    python benchmarks/rebase_slime.py /path/to/slime/clone
+
+Nothing of slime's is stored: the patches are read from the clone with `git show`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sglang_contracts.infra.cache import cache_root
+from sglang_contracts.patch.rebase import (
+    CARRIED, CONFLICT, DROPPED, GONE, MERGED, NOT_ON_OLD, SKELETON, git, rebase_patch,
+)
+from sglang_contracts.project.patchfile import parse_patch, release_relpath
+from sglang_contracts.sources import open_release
+
+PATCH = "docker/patch/latest/sglang.patch"
+# (old release, new release, slime's last commit on the old one, its first rebased patch on the new one)
+BUMPS = [
+    ("0.5.9", "0.5.10.post1", "f3e7bd7f3", "f588adda5"),
+    ("0.5.10.post1", "0.5.12.post1", "1c8107312", "567401268"),
+    ("0.5.12.post1", "0.5.13", "1b0415a25", "fec3da9b4"),
+    ("0.5.13", "0.5.15.post1", "474861aaf", "aaf5c2092"),
+]
+
+
+def show(clone: Path, commit: str, path: str) -> str:
+    return subprocess.run(["git", "-C", str(clone), "show", f"{commit}:{path}"], check=True, capture_output=True,
+                          text=True, encoding="utf-8", errors="surrogateescape").stdout
+
+
+def theirs_after(new, slime_text: str, paths: set[str], folder: Path) -> dict[str, str | None]:
+    """Each file as slime's own rebased patch leaves it on the new release (git apply --reject)."""
+    slime = parse_patch(slime_text)
+    paths = paths | {f.path for f in slime.files}
+    for path in paths:
+        relpath = release_relpath(path)
+        data = new.tree.read_bytes(relpath) if relpath else None
+        if data is not None:
+            (folder / path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / path).write_bytes(data)
+    (folder / ".p").write_text(slime_text, encoding="utf-8", errors="surrogateescape")
+    git(folder, "init", "-q")
+    git(folder, "apply", "--reject", ".p")
+    return {p: (folder / p).read_text(errors="surrogateescape") if (folder / p).is_file() else None for p in paths}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("slime", type=Path)
+    args = parser.parse_args()
+    verdicts = (CARRIED, MERGED, DROPPED, CONFLICT, GONE, NOT_ON_OLD)
+    print("| bump | hunks | " + " | ".join(verdicts) + " | applies on new | files without conflict as slime's | carried+merged hunks slime also has | seconds |")
+    print("|---|---|" + "---|" * len(verdicts) + "---|---|---|---|")
+    for old_version, new_version, old_commit, new_commit in BUMPS:
+        old = open_release(old_version, sglang_repo=None, cache=cache_root())
+        new = open_release(new_version, sglang_repo=None, cache=cache_root())
+        text = show(args.slime, old_commit, PATCH)
+        start = time.monotonic()
+        result = rebase_patch(parse_patch(text), text, old, new)
+        seconds = time.monotonic() - start
+        ours = {f.target: f.after for f in result.files}
+        with tempfile.TemporaryDirectory() as folder:
+            theirs = theirs_after(new, show(args.slime, new_commit, PATCH), set(ours), Path(folder))
+        clean = {o.path for o in result.outcomes} - {o.path for o in result.outcomes if o.verdict == CONFLICT}
+        same = sum(ours[p] == theirs.get(p) for p in ours if p in clean)
+        kept = [o for o in result.outcomes if o.verdict in (CARRIED, MERGED) and o.hunk is not None]
+        agree = sum(all(line in (theirs.get(o.path) or "").splitlines(keepends=True) for line in o.hunk.added)
+                    for o in kept)
+        counts = " | ".join(str(result.count(v)) for v in verdicts)
+        applies = "yes" if result.verified else f"no ({result.verification})"
+        print(f"| {old_version} -> {new_version} | {len(result.outcomes)} | {counts} | {applies} | {same} / {len(clean & set(ours))} "
+              f"| {agree} / {len(kept)} | {seconds:.1f} |", flush=True)
+        for o in result.outcomes:
+            if o.verdict in (GONE, NOT_ON_OLD):
+                print(f"  {o.verdict}: {o.file.path} #{o.number}: {o.detail}", file=sys.stderr)
+        assert result.count(SKELETON) == 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
