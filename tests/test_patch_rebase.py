@@ -221,3 +221,22 @@ def test_a_file_gone_without_a_new_home(releases, tmp_path: Path) -> None:
     text = git_diff({"sglang/srt/io_utils.py": MOVED}, {"sglang/srt/io_utils.py": MOVED + "# end\n"}, tmp_path)
     (releases[1] / "sglang/srt/utils/io.py").unlink()
     assert [o.verdict for o in rebased(releases, text).outcomes] == [GONE]
+
+
+def test_every_truncation_of_a_patch_is_one_line_or_verdicts(releases, project_patch: str, tmp_path: Path, capsys) -> None:
+    for cut in range(0, len(project_patch), max(1, len(project_patch) // 25)):
+        status, err = run_bad(releases, tmp_path, project_patch[:cut], capsys)
+        assert status in (0, 1, 2) and "Traceback" not in err
+        if status == 2:
+            assert err.count("\n") == 1 and err.startswith("sglang-contracts: error: ")
+
+
+def test_tree_must_be_an_empty_folder(releases, project_patch: str, tmp_path: Path, capsys) -> None:
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "file").write_text("mine\n")
+    (tmp_path / "p.patch").write_text(project_patch)
+    status = main(["patch", "rebase", str(tmp_path / "p.patch"), "--old", str(releases[0]), "--new", str(releases[1]),
+                   "--tree", str(tmp_path / "taken")])
+    err = capsys.readouterr().err
+    assert status == 2 and "not an empty folder" in err and err.count("\n") == 1
+    assert (tmp_path / "taken" / "file").read_text() == "mine\n"

@@ -494,7 +494,8 @@ def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, ske
         out.append(f"### {where(o)}: {o.verdict}\n\n{o.detail}\n")
         if o.conflict is not None:
             for title, text in zip((f"sglang {old.short}", "patched", f"sglang {new.short}"), o.conflict):
-                out += [f"{title}:", "", "```", text.rstrip("\n"), "```", ""]
+                shown_text = text.rstrip("\n") if text.strip() else "(nothing here: the other two add lines at this place)"
+                out += [f"{title}:", "", "```", shown_text, "```", ""]
     section("Not checked (carried as they were)", by(UNCHECKED))
     if rebase.skeleton_left:
         out.extend([f"## Skeleton hunks not taken: the project's patch does not make them ({len(rebase.skeleton_left)})", ""])
