@@ -240,3 +240,40 @@ def test_tree_must_be_an_empty_folder(releases, project_patch: str, tmp_path: Pa
     err = capsys.readouterr().err
     assert status == 2 and "not an empty folder" in err and err.count("\n") == 1
     assert (tmp_path / "taken" / "file").read_text() == "mine\n"
+
+
+def test_mutated_patches_get_a_line_or_verdicts(releases, project_patch: str, tmp_path: Path, capsys) -> None:
+    import random
+
+    rng = random.Random(14)
+    lines = project_patch.splitlines(keepends=True)
+    for _ in range(12):
+        mutated = list(lines)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(mutated))
+            choice = rng.choice(("delete", "duplicate", "crlf", "bytes"))
+            if choice == "delete":
+                del mutated[at]
+            elif choice == "duplicate":
+                mutated.insert(at, mutated[at])
+            elif choice == "crlf":
+                mutated[at] = mutated[at].replace("\n", "\r\n")
+            else:
+                mutated[at] = mutated[at][:1] + "\udcff\x00" + mutated[at][1:]
+        text = "".join(mutated).encode("utf-8", "surrogateescape")
+        status, err = run_bad(releases, tmp_path, text, capsys)
+        assert status in (0, 1, 2) and "Traceback" not in err
+        if status == 2:
+            assert err.count("\n") == 1, err
+
+
+def test_a_new_file_the_skeleton_creates_alike_is_class_a(releases, tmp_path: Path) -> None:
+    new_file = ("diff --git a/python/sglang/srt/added.py b/python/sglang/srt/added.py\nnew file mode 100644\n"
+                "--- /dev/null\n+++ b/python/sglang/srt/added.py\n@@ -0,0 +1,2 @@\n+a = 1\n+b = 2\n")
+    result = rebased(releases, new_file, skeleton=new_file)
+    assert [(o.verdict, o.label) for o in result.outcomes] == [(SKELETON, "A")] and not result.skeleton_left
+    assert result.verified and "+a = 1\n+b = 2\n" in result.patch_text
+    (releases[1] / "sglang/srt/added.py").write_text("a = 1\nb = 2\n")
+    assert [o.verdict for o in rebased(releases, new_file).outcomes] == [DROPPED]
+    (releases[1] / "sglang/srt/added.py").write_text("a = 0\n")
+    assert [o.verdict for o in rebased(releases, new_file).outcomes] == [CONFLICT]

@@ -247,6 +247,10 @@ class _Rebaser:
         if existing is None:
             rebased = self.files[target] = RebasedFile(target, None, content, target)
             self.sections.append(("file", rebased))
+            theirs = self.skeleton.get(target) if self.skeleton is not None else None
+            if theirs is not None and [change_of(h) for h in theirs.hunks] == [change_of(h) for h in file.hunks]:
+                self.skeleton_used.update((target, number) for number in range(len(theirs.hunks)))
+                return self._every(file, SKELETON, "the skeleton creates the same file", path=target, label="A")
             return self._every(file, CARRIED, "a new file", path=target, label=label)
         if existing == content:
             return self._every(file, DROPPED, f"{self.new.short} ships {target} with the same content",
