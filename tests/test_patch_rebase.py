@@ -55,7 +55,7 @@ def releases(tmp_path: Path) -> tuple[Path, Path]:
 def git_diff(files_a: dict[str, str], edits: dict[str, str], tmp: Path) -> str:
     """The patch `git diff` makes of `edits` (path -> new text) over `files_a` (paths as in a release)."""
     repo = tmp / "maker"
-    repo.mkdir()
+    repo.mkdir(parents=True)
     run = lambda *args: subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)  # noqa: E731
     run("init", "-q")
     for relpath, text in files_a.items():
@@ -162,6 +162,7 @@ def test_the_command_writes_the_patch_and_the_plan(releases, project_patch: str,
     assert status == 1  # a conflict is left
     assert "conflict hunk #3 of python/sglang/srt/sched.py" in err
     assert "5 hunks: 2 carried, 1 merged, 1 dropped, 1 conflict" in err
+    assert "  patched:\n" not in err  # the three texts are in the plan
     assert git_applies_whole(b_files(releases, ["python/sglang/srt/sched.py", "python/sglang/srt/utils/io.py"]),
                              (tmp_path / "new.patch").read_text())
     plan = (tmp_path / "plan.md").read_text()
@@ -178,6 +179,13 @@ def test_a_clean_rebase_exits_zero(releases, tmp_path: Path, capsys) -> None:
     status = main(["patch", "rebase", str(tmp_path / "p.patch"), "--old", str(releases[0]), "--new", str(releases[1])])
     out, err = capsys.readouterr()
     assert status == 0, err
+    (tmp_path / "c.patch").write_text(git_diff({"sglang/srt/sched.py": SCHED_A}, {"sglang/srt/sched.py": edited_sched()},
+                                               tmp_path / "c"))
+    status = main(["patch", "rebase", str(tmp_path / "c.patch"), "--old", str(releases[0]), "--new", str(releases[1])])
+    conflict_err = capsys.readouterr().err
+    old, new = releases
+    assert status == 1 and (f"  sglang {old}:\n        b = a * 2\n  patched:\n        b = a * 5\n  sglang {new}:\n"
+                            "        b = a * 3\n") in conflict_err
     assert out.startswith("diff --git a/python/sglang/srt/sched.py b/python/sglang/srt/sched.py\n")
     assert "+    a = x + 100" in out
 

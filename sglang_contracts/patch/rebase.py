@@ -411,7 +411,8 @@ def verify(rebase: Rebase, scratch: Path) -> tuple[bool, str]:
         return False, f"{len(broken)} Python file{'s' * (len(broken) != 1)} no longer parse: {'; '.join(broken)}"
     parsed = sum(1 for f in rebase.files if f.after is not None and f.target.endswith(".py"))
     skipped = f"; {len(unchecked)} file patch{'es' * (len(unchecked) != 1)} not checked" if unchecked else ""
-    return True, f"git apply --check on a fresh tree of B passes and {parsed} Python file{'s' * (parsed != 1)} parse{skipped}"
+    return True, (f"git apply --check on a fresh tree of B passes and {parsed} Python "
+                  f"{'file parses' if parsed == 1 else 'files parse'}{skipped}")
 
 
 def rebase_patch(patch: PatchFile, patch_text: str, old: Release, new: Release,
@@ -543,6 +544,9 @@ def patch_rebase(args) -> int:
     for outcome in rebase.outcomes:
         if outcome.verdict != CARRIED or outcome.moved:
             print(outcome_line(name, outcome), file=sys.stderr)
+        if outcome.conflict is not None and not args.plan:  # the plan holds them otherwise
+            for title, part in zip((f"sglang {old.short}", "patched", f"sglang {new.short}"), outcome.conflict):
+                print(f"  {title}:\n" + "".join(f"    {line}\n" for line in part.splitlines()), end="", file=sys.stderr)
     print(f"{name}: sglang {old.short} -> {new.short}: {summary(rebase)}", file=sys.stderr)
     if args.plan:
         _write(args.plan, render_plan(rebase, name, old, new, args.skeleton and printable_path(str(args.skeleton))))
@@ -555,7 +559,7 @@ def patch_rebase(args) -> int:
         sys.stdout.write(rebase.patch_text)
     left = sum(o.verdict in LEFT for o in rebase.outcomes)
     unchecked = rebase.count(UNCHECKED)
-    print(f"{name}: verified: {rebase.verification}" + (f"; {left} hunks are not in it" if left else "")
+    print(f"{name}: verified: {rebase.verification}" + (f"; {left} hunk{' is' if left == 1 else 's are'} not in it" if left else "")
           + (f"; {unchecked} were carried unchecked" if unchecked else ""), file=sys.stderr)
     if args.tree and left:
         print(f"{name}: resolve the conflicts in {args.tree} (git diff there is the patch)", file=sys.stderr)
