@@ -285,3 +285,24 @@ def test_a_new_file_the_skeleton_creates_alike_is_class_a(releases, tmp_path: Pa
     assert [o.verdict for o in rebased(releases, new_file).outcomes] == [DROPPED]
     (releases[1] / "sglang/srt/added.py").write_text("a = 0\n")
     assert [o.verdict for o in rebased(releases, new_file).outcomes] == [CONFLICT]
+
+
+def test_releases_from_tags_of_a_clone(releases, project_patch: str, tmp_path: Path, capsys) -> None:
+    clone = tmp_path / "sglang"
+    run = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],  # noqa: E731
+                                       cwd=clone, check=True, capture_output=True)
+    clone.mkdir()
+    run("init", "-q")
+    for tag, folder in (("v1.0.0", releases[0]), ("v1.1.0", releases[1])):
+        subprocess.run(["rm", "-rf", str(clone / "python")], check=True)
+        subprocess.run(["cp", "-r", str(folder), str(clone / "python")], check=True)
+        run("add", "-A")
+        run("commit", "-qm", tag)
+        run("tag", tag)
+    (tmp_path / "p.patch").write_text(project_patch)
+    status = main(["patch", "rebase", str(tmp_path / "p.patch"), "--old", "v1.0.0", "--new", "v1.1.0",
+                   "--sglang-repo", str(clone), "-o", str(tmp_path / "new.patch")])
+    err = capsys.readouterr().err
+    assert status == 1 and "5 hunks: 2 carried, 1 merged, 1 dropped, 1 conflict" in err
+    assert git_applies_whole(b_files(releases, ["python/sglang/srt/sched.py", "python/sglang/srt/utils/io.py"]),
+                             (tmp_path / "new.patch").read_text())
