@@ -25,6 +25,8 @@ from sglang_contracts.project.patchfile import parse_patch, release_relpath
 from sglang_contracts.sources import open_release
 
 PATCH = "docker/patch/latest/sglang.patch"
+STACK_ORDER = ["sglang-top_p.patch", "sglang-release_hicache.patch", "sglang-pull_weights.patch",
+               "sglang-deterministic.patch"]  # after sglang.patch, as slime's Dockerfile applies them
 # (old release, new release, slime's last commit on the old one, its first rebased patch on the new one)
 BUMPS = [
     ("0.5.9", "0.5.10.post1", "f3e7bd7f3", "f588adda5"),
@@ -88,7 +90,47 @@ def main() -> int:
         for o in result.outcomes:
             if o.verdict in (GONE, NOT_ON_OLD):
                 print(f"  {o.verdict}: {o.file.path} #{o.number}: {o.detail}", file=sys.stderr)
+        siblings(args.slime, old, new, old_commit, new_commit, verdicts)
     return 0
+
+
+def patched_release(release, patches: list[str], also: list[str], folder: Path):
+    """A directory release of the files `patches` and `also` name, from `release`, with `patches`
+    applied in order by git apply: the tree a later patch of a stack is made against."""
+    paths = {f.path for text in patches + also for f in parse_patch(text).files} | {"python/sglang/__init__.py"}
+    for path in paths:
+        relpath = release_relpath(path)
+        data = release.tree.read_bytes(relpath) if relpath else None
+        if data is not None:
+            (folder / path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / path).write_bytes(data)
+    git(folder, "init", "-q")
+    for number, text in enumerate(patches):
+        (folder / f".p{number}").write_text(text, encoding="utf-8", errors="surrogateescape")
+        applied = git(folder, "apply", f".p{number}")
+        assert applied.returncode == 0, applied.stderr
+    return open_release(f"dir:{folder / 'python'}", sglang_repo=None, cache=cache_root())
+
+
+def siblings(clone: Path, old, new, old_commit: str, new_commit: str, verdicts) -> None:
+    """The later patches of slime's stack, each rebased from the old release with slime's earlier
+    patches applied onto the new one with slime's rebased earlier patches applied."""
+    folder = PATCH.rsplit("/", 1)[0]
+    names = subprocess.run(["git", "-C", str(clone), "ls-tree", "--name-only", old_commit, folder + "/"],
+                           check=True, capture_output=True, text=True).stdout.split()
+    order = [n.rsplit("/", 1)[-1] for n in names if n.endswith(".patch") and "/sglang-" in n]
+    before_old, before_new = [show(clone, old_commit, PATCH)], [show(clone, new_commit, PATCH)]
+    for name in sorted(order, key=STACK_ORDER.index):
+        text = show(clone, old_commit, f"{folder}/{name}")
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            old_tree = patched_release(old, before_old, [text], Path(a))
+            new_tree = patched_release(new, before_new, [text], Path(b))
+            result = rebase_patch(parse_patch(text), text, old_tree, new_tree)
+        counts = " | ".join(str(result.count(v)) for v in verdicts)
+        applies = "yes" if result.verified else f"no ({result.verification})"
+        print(f"| {name}, on the patches before it | {len(result.outcomes)} | {counts} | {applies} | | | | |", flush=True)
+        before_old.append(text)
+        before_new.append(show(clone, new_commit, f"{folder}/{name}"))
 
 
 if __name__ == "__main__":
