@@ -41,19 +41,25 @@ def show(clone: Path, commit: str, path: str) -> str:
                           text=True, encoding="utf-8", errors="surrogateescape").stdout
 
 
-def theirs_after(new, slime_text: str, paths: set[str], folder: Path) -> dict[str, str | None]:
-    """Each file as slime's own rebased patch leaves it on the new release (git apply --reject)."""
-    slime = parse_patch(slime_text)
-    paths = paths | {f.path for f in slime.files}
+def release_repository(release, paths: set[str], patches: list[str], folder: Path, *flags: str) -> None:
+    """A git repository of the release's files at their patch paths, with `patches` applied in order."""
     for path in paths:
         relpath = release_relpath(path)
-        data = new.tree.read_bytes(relpath) if relpath else None
+        data = release.tree.read_bytes(relpath) if relpath else None
         if data is not None:
             (folder / path).parent.mkdir(parents=True, exist_ok=True)
             (folder / path).write_bytes(data)
-    (folder / ".p").write_text(slime_text, encoding="utf-8", errors="surrogateescape")
     git(folder, "init", "-q")
-    git(folder, "apply", "--reject", ".p")
+    for number, text in enumerate(patches):
+        (folder / f".p{number}").write_text(text, encoding="utf-8", errors="surrogateescape")
+        applied = git(folder, "apply", *flags, f".p{number}")
+        assert "--reject" in flags or applied.returncode == 0, applied.stderr
+
+
+def theirs_after(new, slime_text: str, paths: set[str], folder: Path) -> dict[str, str | None]:
+    """Each file as slime's own rebased patch leaves it on the new release (git apply --reject)."""
+    paths = paths | {f.path for f in parse_patch(slime_text).files}
+    release_repository(new, paths, [slime_text], folder, "--reject")
     return {p: (folder / p).read_text(errors="surrogateescape") if (folder / p).is_file() else None for p in paths}
 
 
@@ -98,17 +104,7 @@ def patched_release(release, patches: list[str], also: list[str], folder: Path):
     """A directory release of the files `patches` and `also` name, from `release`, with `patches`
     applied in order by git apply: the tree a later patch of a stack is made against."""
     paths = {f.path for text in patches + also for f in parse_patch(text).files} | {"python/sglang/__init__.py"}
-    for path in paths:
-        relpath = release_relpath(path)
-        data = release.tree.read_bytes(relpath) if relpath else None
-        if data is not None:
-            (folder / path).parent.mkdir(parents=True, exist_ok=True)
-            (folder / path).write_bytes(data)
-    git(folder, "init", "-q")
-    for number, text in enumerate(patches):
-        (folder / f".p{number}").write_text(text, encoding="utf-8", errors="surrogateescape")
-        applied = git(folder, "apply", f".p{number}")
-        assert applied.returncode == 0, applied.stderr
+    release_repository(release, paths, patches, folder)
     return open_release(f"dir:{folder / 'python'}", sglang_repo=None, cache=cache_root())
 
 
