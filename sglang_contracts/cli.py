@@ -1,4 +1,4 @@
-"""Command line: `sglang-contracts check`, `patch classify`, `rules`, `explain`."""
+"""Command line: `sglang-contracts check`, `patch classify`, `patch rebase`, `rules`, `explain`."""
 
 from __future__ import annotations
 
@@ -63,6 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("mine", type=Path, metavar="MINE.patch")
     classify.add_argument("skeleton", type=Path, metavar="SKELETON.patch")
     classify.add_argument("--format", choices=["text", "json"], default="text", help="output format (default: text)")
+    rebase = patch_commands.add_parser("rebase", help="rewrite a patch made against release A for release B, verified")
+    rebase.add_argument("patch", type=Path, metavar="PATCH")
+    rebase.add_argument("--old", required=True, help="the release PATCH is against (version, git ref, directory)")
+    rebase.add_argument("--new", required=True, help="the release to rebase it onto")
+    rebase.add_argument("-o", "--output", type=Path, metavar="NEW.patch", help="where to write it (default: standard output)")
+    rebase.add_argument("--skeleton", type=Path, metavar="SKELETON.patch",
+                        help="a patch of the new release to take the same changes from (slime's, for Relax)")
+    rebase.add_argument("--plan", type=Path, metavar="PLAN.md", help="write the upgrade decision log there")
+    rebase.add_argument("--tree", type=Path, metavar="DIR",
+                        help="write the new release's touched files there, rebased, conflict markers in place")
+    rebase.add_argument("--sglang-repo", type=Path, help="a local SGLang clone; --old/--new are then git refs")
+    rebase.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
 
     commands.add_parser("rules", help="list the rule catalog")
     explain = commands.add_parser("explain", help="print one rule's catalog entry")
@@ -207,6 +219,10 @@ def _run(args: argparse.Namespace) -> int:
         return _check(args)
     if args.command == "rules":
         return _rules()
+    if args.command == "patch" and args.patch_command == "rebase":
+        from sglang_contracts.patch.rebase import patch_rebase
+
+        return patch_rebase(args)
     if args.command == "patch":
         return _patch_classify(args)
     return _explain(args.code)

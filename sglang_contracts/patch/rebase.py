@@ -1,0 +1,566 @@
+"""`sglang-contracts patch rebase`: a patch made against release A, rewritten against release B.
+
+Hunk by hunk, in patch order, on B's copy of each file (followed by content when it moved):
+- a hunk git apply places on B (at an offset, no fuzz) is carried;
+- one whose reversal git would place on B is already there: dropped, with the line;
+- else it is merged three ways by `git merge-file`: the base is A's file with the patch's
+  earlier hunks, one side the same with this hunk, the other B's file as rebased so far. A clean
+  merge is carried as merged (or dropped when it leaves B as it was); a conflict keeps git's
+  three texts, and `--tree` writes the file with git's conflict markers.
+With a skeleton (a patch of B the project's derives from), a hunk making the same change as one
+of the skeleton's is taken from the skeleton (class A); the project's other changes are ported on
+top of it (B, on files both patch; C, on files only the project patches).
+The new patch is what `git diff` says between B's files and their rebased contents; it is
+verified by `git apply --check` on a fresh tree of B, and every Python file it leaves must parse.
+Merging is git's: no diff3 of our own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sglang_contracts.contracts.gitapply import Image, what_changed
+from sglang_contracts.contracts.patches import find_moved, tree_reader
+from sglang_contracts.infra.errors import UsageError
+from sglang_contracts.infra.files import printable_path, read_limited
+from sglang_contracts.infra.pysource import TooComplex, parse_quietly
+from sglang_contracts.patchclassify import change_of, read_patch
+from sglang_contracts.project.patchfile import FilePatch, Hunk, PatchFile, release_relpath
+from sglang_contracts.sources.base import Release
+
+CARRIED = "carried"  # applies on B as it is (at an offset)
+MERGED = "merged"  # its context changed; git merge-file merged it cleanly
+DROPPED = "dropped"  # B already has it
+SKELETON = "from-skeleton"  # the skeleton's hunk making the same change was taken
+CONFLICT = "conflict"  # git merge-file left a conflict
+GONE = "file-gone"  # B no longer has the file, and no file of B holds its content
+NOT_ON_OLD = "not-on-old"  # the hunk is not against A: it does not apply there, so there is no base to merge from
+UNCHECKED = "not-checked"  # carried as it is, unjudged: binary, outside the package, a file the release source lacks
+LEFT = (CONFLICT, GONE, NOT_ON_OLD)  # hunks the new patch lacks
+
+MARKER_LABELS = ("patched", "release-A", "release-B")  # ours, base, theirs in git merge-file's markers
+
+
+@dataclass
+class Outcome:
+    file: FilePatch
+    hunk: Hunk | None
+    number: int  # 1-based within its file patch
+    verdict: str
+    detail: str = ""
+    path: str | None = None  # the patch path on B; differs from file.path when the file moved
+    at: int | None = None  # 1-based line of B's rebased file where the hunk is (or was found already)
+    label: str = ""  # with a skeleton: A, B or C
+    conflict: tuple[str, str, str] | None = None  # (release A, patched A, release B): git's conflict texts
+
+    @property
+    def moved(self) -> bool:
+        return self.path is not None and self.path != self.file.path
+
+
+@dataclass
+class RebasedFile:
+    """One file of B the new patch changes: before (B's, None when B lacks it), after (None: deleted)."""
+
+    path: str  # patch path on B
+    before: str | None
+    after: str | None
+    target: str  # where `after` goes (a rename in the patch moves it)
+    a_text: str = ""  # A's file, the base of the merges
+    hunks: list[tuple[Hunk, bool]] = field(default_factory=list)  # (hunk, left in conflict), in order
+
+
+@dataclass
+class Rebase:
+    outcomes: list[Outcome]
+    files: list[RebasedFile]
+    sections: list[tuple[str, object]]  # ("file", RebasedFile) or ("verbatim", patch text), in patch order
+    skeleton_left: list[tuple[str, Hunk]] = field(default_factory=list)  # skeleton hunks not taken
+    patch_text: str = ""
+    verified: bool = False
+    verification: str = ""
+
+    def count(self, verdict: str) -> int:
+        return sum(o.verdict == verdict for o in self.outcomes)
+
+    @property
+    def complete(self) -> bool:
+        return self.verified and not any(o.verdict in LEFT or o.verdict == UNCHECKED for o in self.outcomes)
+
+
+# -- git -------------------------------------------------------------------------------------
+
+GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C",
+           "GIT_AUTHOR_NAME": "sglang-contracts", "GIT_AUTHOR_EMAIL": "rebase@sglang-contracts.invalid",
+           "GIT_COMMITTER_NAME": "sglang-contracts", "GIT_COMMITTER_EMAIL": "rebase@sglang-contracts.invalid"}
+
+
+def git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """git itself, free of the user's configuration (a diff.noprefix, colours, autocrlf)."""
+    try:
+        return subprocess.run(["git", "-c", "core.autocrlf=false", *args], cwd=cwd, capture_output=True,
+                              env={**os.environ, **GIT_ENV}, text=True, encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        raise UsageError("patch rebase needs git on PATH (git apply and git merge-file do the work)") from None
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+
+
+class Merger:
+    """`git merge-file --diff3` in one scratch folder."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def merge(self, ours: str, base: str, theirs: str) -> tuple[str, int]:
+        """The merged text (with git's conflict markers) and the number of conflicts."""
+        names = ("ours", "base", "theirs")
+        for name, text in zip(names, (ours, base, theirs)):
+            _write(self.folder / name, text)
+        labels = [arg for label in MARKER_LABELS for arg in ("-L", label)]
+        run = git(self.folder, "merge-file", "-p", "--diff3", *labels, *names)
+        if run.returncode > 127:
+            raise UsageError(f"git merge-file failed: {run.stderr.strip()}")
+        return run.stdout, run.returncode
+
+
+def conflict_texts(merged: str) -> tuple[str, str, str]:
+    """(release A, patched A, release B) of every conflict git marked, regions joined in order."""
+    ours_mark, base_mark, theirs_mark = (f"{c * 7} {label}" for c, label in zip("<|>", MARKER_LABELS))
+    parts = {"ours": [], "base": [], "theirs": []}
+    state = None
+    for line in merged.splitlines(keepends=True):
+        bare = line.rstrip("\n")
+        if bare == ours_mark:
+            state = "ours"
+        elif bare == base_mark and state == "ours":
+            state = "base"
+        elif bare == "=" * 7 and state == "base":
+            state = "theirs"
+        elif bare == theirs_mark and state == "theirs":
+            state = None
+        elif state is not None:
+            parts[state].append(line)
+    return "".join(parts["base"]), "".join(parts["ours"]), "".join(parts["theirs"])
+
+
+# -- rebasing --------------------------------------------------------------------------------
+
+def _prefix(path: str) -> str:
+    """`python/` of `python/sglang/x.py`: what a release-relative path needs to be a patch path."""
+    relpath = release_relpath(path) or path
+    return path[: len(path) - len(relpath)]
+
+
+def _first_difference(before: str, after: str) -> int:
+    lines_before, lines_after = before.splitlines(), after.splitlines()
+    for index, (one, other) in enumerate(zip(lines_before, lines_after)):
+        if one != other:
+            return index + 1
+    return min(len(lines_before), len(lines_after)) + 1
+
+
+def _verbatim(text_lines: list[str], patch: PatchFile, index: int) -> str:
+    """The text of file patch `index` as it stands in the patch file."""
+    start = patch.files[index].line - 1
+    end = patch.files[index + 1].line - 1 if index + 1 < len(patch.files) else len(text_lines)
+    return "".join(text_lines[start:end])
+
+
+class _Rebaser:
+    def __init__(self, patch: PatchFile, patch_text: str, old: Release, new: Release,
+                 skeleton: PatchFile | None, scratch: Path) -> None:
+        self.patch, self.lines = patch, patch_text.splitlines(keepends=True)
+        self.old, self.new = old, new
+        self.read_old, self.unchecked_old = tree_reader(old.tree)
+        self.read_new, self.unchecked_new = tree_reader(new.tree)
+        self.merger = Merger(scratch)
+        self.files: dict[str, RebasedFile] = {}
+        self.sections: list[tuple[str, object]] = []
+        self.outcomes: list[Outcome] = []
+        self.skeleton = {f.path: f for f in skeleton.files} if skeleton is not None else None
+        self.skeleton_used: set[tuple[str, int]] = set()
+        self.a_after: dict[str, str] = {}  # A's file after the file patches before this one (a file patched twice)
+
+    def run(self) -> Rebase:
+        for index, file in enumerate(self.patch.files):
+            self.outcomes += self._file(file, index)
+        left = []
+        if self.skeleton is not None:
+            left = [(path, hunk) for path, file in self.skeleton.items() for number, hunk in enumerate(file.hunks)
+                    if (path, number) not in self.skeleton_used]
+        return Rebase(self.outcomes, list(self.files.values()), self.sections, left)
+
+    def _every(self, file: FilePatch, verdict: str, detail: str = "", **extra) -> list[Outcome]:
+        return [Outcome(file, hunk, n, verdict, detail, **extra) for n, hunk in enumerate(file.hunks or [None], 1)]
+
+    def _label(self, path: str) -> str:
+        if self.skeleton is None:
+            return ""
+        return "B" if path in self.skeleton else "C"
+
+    def _file(self, file: FilePatch, index: int) -> list[Outcome]:
+        target = file.new_path if file.is_new else file.old_path
+        why = "binary patch" if file.binary else "" if target else "no file name"
+        why = why or self.unchecked_old(target) or self.unchecked_new(target)
+        if why:
+            self.sections.append(("verbatim", _verbatim(self.lines, self.patch, index)))
+            return self._every(file, UNCHECKED, f"{why}: carried as it is, not checked", label=self._label(target))
+        if file.is_new:
+            return self._new_file(file, target)
+        a_text = self.a_after[target] if target in self.a_after else self.read_old(target)
+        path, moved_from = target, None
+        rebased = self.files.get(path)
+        b_text = rebased.after if rebased is not None else self.read_new(path)
+        if rebased is None and b_text is None:
+            if a_text is None:
+                return self._every(file, NOT_ON_OLD, f"neither {self.old.short} nor {self.new.short} has {target}")
+            moved = find_moved(file, self.new.tree, self.old.tree)
+            if moved is None:
+                if file.is_delete:
+                    return self._every(file, DROPPED, f"{self.new.short} no longer has {target}")
+                why = f"{self.new.short} no longer has {target}, and no file it added holds the hunks' lines"
+                return self._every(file, GONE, why)
+            path, moved_from = _prefix(target) + moved, target
+            rebased = self.files.get(path)
+            b_text = rebased.after if rebased is not None else self.read_new(path)
+        if rebased is None:
+            rebased = self.files[path] = RebasedFile(path, b_text, b_text, path, a_text or "")
+            self.sections.append(("file", rebased))
+        if file.is_rename and file.new_path and not moved_from:
+            rebased.target = file.new_path
+        if not file.hunks:  # a pure rename
+            return self._every(file, CARRIED, "a rename", path=path, label=self._label(path))
+        return self._hunks(file, rebased, a_text)
+
+    def _new_file(self, file: FilePatch, target: str) -> list[Outcome]:
+        content = "".join(line for hunk in file.hunks for line in hunk.postimage)
+        existing = self.read_new(target) if target not in self.files else self.files[target].after
+        label = self._label(target)
+        if existing is None:
+            rebased = self.files[target] = RebasedFile(target, None, content, target)
+            self.sections.append(("file", rebased))
+            theirs = self.skeleton.get(target) if self.skeleton is not None else None
+            if theirs is not None and [change_of(h) for h in theirs.hunks] == [change_of(h) for h in file.hunks]:
+                self.skeleton_used.update((target, number) for number in range(len(theirs.hunks)))
+                return self._every(file, SKELETON, "the skeleton creates the same file", path=target, label="A")
+            return self._every(file, CARRIED, "a new file", path=target, label=label)
+        if existing == content:
+            return self._every(file, DROPPED, f"{self.new.short} ships {target} with the same content",
+                               path=target, at=1, label=label)
+        return self._every(file, CONFLICT, f"{self.new.short} ships {target} with other content", path=target,
+                           label=label, conflict=("", content, existing))
+
+    def _skeleton_partner(self, path: str, hunk: Hunk) -> tuple[int, Hunk] | None:
+        """The skeleton's unused hunk on the same file making exactly this change."""
+        theirs = self.skeleton.get(path) if self.skeleton is not None else None
+        if theirs is None:
+            return None
+        change = change_of(hunk)
+        for number, other in enumerate(theirs.hunks):
+            if (path, number) not in self.skeleton_used and change_of(other) == change:
+                return number, other
+        return None
+
+    def _hunks(self, file: FilePatch, rebased: RebasedFile, a_text: str | None) -> list[Outcome]:
+        path = rebased.path
+        on_a = Image(a_text if a_text is not None else "")
+        on_b = Image(rebased.after or "")
+        outcomes = []
+        for number, hunk in enumerate(file.hunks, start=1):
+            made = lambda verdict, detail="", **extra: Outcome(  # noqa: E731
+                file, hunk, number, verdict, detail, **{"path": path, "label": self._label(path), **extra})
+            base = on_a.text()
+            placed_on_a = a_text is not None and on_a.apply(hunk) is not None
+            partner = self._skeleton_partner(path, hunk)
+            if partner is not None:
+                at = on_b.apply(partner[1])
+                if at is not None:
+                    self.skeleton_used.add((path, partner[0]))
+                    outcomes.append(made(SKELETON, "the skeleton's hunk, the same change", at=at + 1, label="A"))
+                    rebased.hunks.append((hunk, False))
+                    continue
+            before = on_b.text()
+            at = on_b.apply(hunk)
+            if at is not None:
+                offset = at + 1 - hunk.new_start
+                outcomes.append(made(CARRIED, f"offset {offset:+d}" if offset else "", at=at + 1))
+                rebased.hunks.append((hunk, False))
+                continue
+            already = Image(before).find(hunk.reversed())
+            if already is not None:
+                outcomes.append(made(DROPPED, f"{self.new.short} has its lines at {path}:{already + 1}", at=already + 1))
+                rebased.hunks.append((hunk, False))
+                continue
+            if not placed_on_a:
+                if a_text is None:
+                    outcomes.append(made(NOT_ON_OLD, f"{self.old.short} has no {file.path}: the patch is not against it"))
+                else:
+                    outcomes.append(made(NOT_ON_OLD, f"it does not apply on {self.old.short} either: "
+                                                     f"{what_changed(base, hunk)}"))
+                continue
+            merged, conflicts = self.merger.merge(on_a.text(), base, before)
+            if conflicts:
+                texts = conflict_texts(merged)
+                outcomes.append(made(CONFLICT, f"{conflicts} conflict{'s' * (conflicts != 1)} in the three-way merge",
+                                     at=_first_difference(before, merged), conflict=texts))
+                rebased.hunks.append((hunk, True))
+                continue
+            rebased.hunks.append((hunk, False))
+            if merged == before:
+                outcomes.append(made(DROPPED, f"the three-way merge leaves {self.new.short}'s {path} as it is: "
+                                              "it already makes this change"))
+                continue
+            outcomes.append(made(MERGED, "", at=_first_difference(before, merged)))
+            on_b = Image(merged)
+        if a_text is not None:
+            self.a_after[file.path] = on_a.text()
+        if file.is_delete:
+            if on_b.text():
+                return self._every(file, CONFLICT, f"{self.new.short}'s {path} has lines the deletion does not remove",
+                                   path=path, conflict=(a_text or "", "", on_b.text()))
+            rebased.after = None
+        else:
+            rebased.after = on_b.text()
+        return outcomes
+
+    def conflicted_text(self, rebased: RebasedFile) -> str | None:
+        """The rebased file with git's markers at each hunk left in conflict (for --tree)."""
+        if not any(conflicted for _, conflicted in rebased.hunks) or rebased.after is None:
+            return None
+        patched, without = Image(rebased.a_text), Image(rebased.a_text)
+        for hunk, conflicted in rebased.hunks:
+            patched.apply(hunk)
+            if not conflicted:
+                without.apply(hunk)
+        merged, _ = self.merger.merge(patched.text(), without.text(), rebased.after)
+        return merged
+
+
+# -- the new patch, verified ------------------------------------------------------------------
+
+def _tree_of(folder: Path, files: list[RebasedFile]) -> Path:
+    """A git repository holding B's copies of `files` (committed), at their patch paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    git(folder, "init", "-q")
+    for rebased in files:
+        if rebased.before is not None:
+            _write(folder / rebased.path, rebased.before)
+    git(folder, "add", "-A")
+    git(folder, "commit", "-q", "--allow-empty", "-m", "release B")
+    return folder
+
+
+def _put_after(folder: Path, rebased: RebasedFile, text: str | None) -> None:
+    if rebased.before is not None and (text is None or rebased.target != rebased.path):
+        (folder / rebased.path).unlink()
+    if text is not None:
+        _write(folder / rebased.target, text)
+
+
+def new_patch_text(rebase: Rebase, scratch: Path) -> str:
+    """`git diff` of B's files against their rebased contents, in the patch's file order; the
+    sections carried unchecked as they were."""
+    repo = _tree_of(scratch, rebase.files)
+    for rebased in rebase.files:
+        _put_after(repo, rebased, rebased.after)
+    git(repo, "add", "-A")
+    parts = []
+    for kind, section in rebase.sections:
+        if kind == "verbatim":
+            parts.append(section)
+            continue
+        paths = sorted({section.path, section.target})
+        diff = git(repo, "diff", "--cached", "-M", "--no-color", "--no-ext-diff", "--src-prefix=a/",
+                   "--dst-prefix=b/", "HEAD", "--", *paths)
+        parts.append(diff.stdout)
+    return "".join(parts)
+
+
+def verify(rebase: Rebase, scratch: Path) -> tuple[bool, str]:
+    """Does `git apply --check` take the new patch on a fresh tree of B, and does every Python
+    file it leaves parse? (ok, what was found)."""
+    repo = _tree_of(scratch / "fresh", rebase.files)
+    patch_file = scratch / "new.patch"
+    _write(patch_file, rebase.patch_text)
+    unchecked = sorted({o.file.path for o in rebase.outcomes if o.verdict == UNCHECKED})
+    excluded = [f"--exclude={path}" for path in unchecked]
+    if rebase.patch_text.strip():
+        run = git(repo, "apply", "--check", *excluded, str(patch_file))
+        if run.returncode:
+            first = next((line for line in run.stderr.splitlines() if line.startswith("error:")), run.stderr.strip())
+            return False, f"git apply --check of the new patch on a fresh tree of B fails: {first}"
+    broken = []
+    for rebased in rebase.files:
+        if rebased.after is None or not rebased.target.endswith(".py"):
+            continue
+        try:
+            parse_quietly(rebased.after, rebased.target)
+        except SyntaxError as error:
+            broken.append(f"{rebased.target}:{error.lineno}: {error.msg}")
+        except (TooComplex, ValueError) as error:
+            broken.append(f"{rebased.target}: {error}")
+    if broken:
+        return False, f"{len(broken)} Python file{'s' * (len(broken) != 1)} no longer parse: {'; '.join(broken)}"
+    parsed = sum(1 for f in rebase.files if f.after is not None and f.target.endswith(".py"))
+    skipped = f"; {len(unchecked)} file patch{'es' * (len(unchecked) != 1)} not checked" if unchecked else ""
+    return True, (f"git apply --check on a fresh tree of B passes and {parsed} Python "
+                  f"{'file parses' if parsed == 1 else 'files parse'}{skipped}")
+
+
+def rebase_patch(patch: PatchFile, patch_text: str, old: Release, new: Release,
+                 skeleton: PatchFile | None = None, tree: Path | None = None) -> Rebase:
+    """Rebase `patch` (parsed from `patch_text`, made against `old`) onto `new`, verified; with
+    `tree`, also write B's touched files there as a git repository, rebased, markers in place."""
+    if tree is not None:
+        check_tree_folder(tree)
+    with tempfile.TemporaryDirectory(prefix="sglang-contracts-rebase-") as scratch:
+        scratch_path = Path(scratch)
+        (scratch_path / "merge").mkdir()
+        rebaser = _Rebaser(patch, patch_text, old, new, skeleton, scratch_path / "merge")
+        rebase = rebaser.run()
+        rebase.patch_text = new_patch_text(rebase, scratch_path / "diff")
+        rebase.verified, rebase.verification = verify(rebase, scratch_path)
+        if tree is not None:
+            write_tree(tree, rebase, rebaser)
+    return rebase
+
+
+def check_tree_folder(folder: Path) -> None:
+    try:
+        taken = folder.exists() and (not folder.is_dir() or any(folder.iterdir()))
+    except OSError as error:
+        raise UsageError(f"--tree {folder}: {error.strerror}") from None
+    if taken:
+        raise UsageError(f"--tree {folder}: not an empty folder")
+
+
+def write_tree(folder: Path, rebase: Rebase, rebaser: _Rebaser) -> None:
+    """B's touched files committed in a git repository, then their rebased contents with git's
+    conflict markers where hunks were left: resolve them, and `git diff` is the patch."""
+    repo = _tree_of(folder, rebase.files)
+    for rebased in rebase.files:
+        _put_after(repo, rebased, rebaser.conflicted_text(rebased) or rebased.after)
+
+
+# -- reports ---------------------------------------------------------------------------------
+
+def where(outcome: Outcome) -> str:
+    header = outcome.hunk.header.split(" @@")[0] + " @@" if outcome.hunk is not None else "the file patch"
+    return f"hunk #{outcome.number} of {outcome.file.path} ({header})"
+
+
+def outcome_line(patch_name: str, outcome: Outcome) -> str:
+    line = outcome.hunk.line if outcome.hunk is not None else outcome.file.line
+    moved = f", moved to {outcome.path}" if outcome.moved else ""
+    label = f" [{outcome.label}]" if outcome.label else ""
+    detail = f": {outcome.detail}" if outcome.detail else ""
+    return f"{patch_name}:{line}: {outcome.verdict}{label} {where(outcome)}{moved}{detail}"
+
+
+def summary(rebase: Rebase) -> str:
+    counts = [(rebase.count(v), v) for v in (CARRIED, SKELETON, MERGED, DROPPED, CONFLICT, GONE, NOT_ON_OLD, UNCHECKED)]
+    return f"{len(rebase.outcomes)} hunks: " + ", ".join(f"{n} {v}" for n, v in counts if n)
+
+
+def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, skeleton_name: str | None) -> str:
+    """The upgrade decision log, in markdown."""
+    out = [f"# Rebase of {patch_name}: sglang {old.short} -> {new.short}", ""]
+    if skeleton_name:
+        out += [f"Skeleton: {skeleton_name} (class A: the skeleton's hunk; B: the project's extra change on a "
+                "file both patch; C: a file only the project patches).", ""]
+    out += [f"- {summary(rebase)}", f"- verification: {rebase.verification}", ""]
+
+    def section(title: str, outcomes: list[Outcome], explain=lambda o: o.detail) -> None:
+        out.extend([f"## {title} ({len(outcomes)})", ""])
+        for o in outcomes:
+            label = f" [{o.label}]" if o.label else ""
+            why = explain(o)
+            out.append(f"- {where(o)}{label}" + (f": {why}" if why else ""))
+        out.append("")
+
+    by = lambda *verdicts: [o for o in rebase.outcomes if o.verdict in verdicts]  # noqa: E731
+    section("Kept as they were", by(CARRIED), lambda o: f"at {o.path}:{o.at}" + (f" ({o.detail})" if o.detail else ""))
+    if skeleton_name:
+        section("Taken from the skeleton", by(SKELETON), lambda o: f"at {o.path}:{o.at}")
+    section("Merged three ways (git merge-file)", by(MERGED), lambda o: f"at {o.path}:{o.at}")
+    section("Dropped: already upstream", by(DROPPED))
+    section("Ported to moved files", [o for o in rebase.outcomes if o.moved],
+            lambda o: f"{o.file.path} -> {o.path} ({o.verdict})")
+    out.extend([f"## Conflicts left ({len(by(*LEFT))})", ""])
+    for o in by(*LEFT):
+        out.append(f"### {where(o)}: {o.verdict}\n\n{o.detail}\n")
+        if o.conflict is not None:
+            for title, text in zip((f"sglang {old.short}", "patched", f"sglang {new.short}"), o.conflict):
+                shown_text = text.rstrip("\n") if text.strip() else "(nothing here: the other two add lines at this place)"
+                out += [f"{title}:", "", "```", shown_text, "```", ""]
+    section("Not checked (carried as they were)", by(UNCHECKED))
+    if rebase.skeleton_left:
+        out.extend([f"## Skeleton hunks not taken: the project's patch does not make them ({len(rebase.skeleton_left)})", ""])
+        out += [f"- {path} ({hunk.header.split(' @@')[0]} @@)" for path, hunk in rebase.skeleton_left] + [""]
+    out.extend(["## What only a GPU run can verify", ""])
+    runtime = by(MERGED) + [o for o in rebase.outcomes if o.moved and o.verdict not in LEFT]
+    out += [f"- {where(o)}: {o.verdict} onto code that changed upstream; does it still do what it did?" for o in runtime]
+    out += [f"- {where(o)}: dropped as already upstream; does upstream's version behave as the patch's did?"
+            for o in by(DROPPED)]
+    out.append("- every carried hunk: its text is unchanged, but what the code around it calls may have changed "
+               f"between {old.short} and {new.short}; the project's GPU tests on the patched image are the check")
+    return "\n".join(out) + "\n"
+
+
+# -- the command -----------------------------------------------------------------------------
+
+def _read(path: Path) -> tuple[PatchFile, str]:
+    """The patch and its text; one-line errors for what git would reject whole."""
+    patch = read_patch(path)
+    text = read_limited(path).decode("utf-8", "surrogateescape")
+    headers = [line for line in text.split("\n") if line.startswith(("diff --git ", "--- ", "+++ ", "@@ "))]
+    if headers and all(line.endswith("\r") for line in headers):
+        raise UsageError(f"{path}: its lines end in CRLF; git apply compares the carriage returns too and "
+                         "rejects every hunk on the release's LF files: convert it to LF line ends first")
+    return patch, text
+
+
+def patch_rebase(args) -> int:
+    """`sglang-contracts patch rebase`: 0 when every hunk was rebased and the result verified, else 1."""
+    import sys
+
+    from sglang_contracts.infra.cache import cache_root
+    from sglang_contracts.sources import open_release
+
+    patch, text = _read(args.patch)
+    skeleton = _read(args.skeleton)[0] if args.skeleton else None
+    cache = args.cache_dir or cache_root()
+    old, new = (open_release(spec, sglang_repo=args.sglang_repo, cache=cache) for spec in (args.old, args.new))
+    rebase = rebase_patch(patch, text, old, new, skeleton, args.tree)
+    name = printable_path(str(args.patch))
+    for outcome in rebase.outcomes:
+        if outcome.verdict != CARRIED or outcome.moved:
+            print(outcome_line(name, outcome), file=sys.stderr)
+        if outcome.conflict is not None and not args.plan:  # the plan holds them otherwise
+            for title, part in zip((f"sglang {old.short}", "patched", f"sglang {new.short}"), outcome.conflict):
+                print(f"  {title}:\n" + "".join(f"    {line}\n" for line in part.splitlines()), end="", file=sys.stderr)
+    print(f"{name}: sglang {old.short} -> {new.short}: {summary(rebase)}", file=sys.stderr)
+    if args.plan:
+        _write(args.plan, render_plan(rebase, name, old, new, args.skeleton and printable_path(str(args.skeleton))))
+    if not rebase.verified:
+        print(f"{name}: not written: {rebase.verification}", file=sys.stderr)
+        return 1
+    if args.output:
+        _write(args.output, rebase.patch_text)
+    else:
+        sys.stdout.write(rebase.patch_text)
+    left = sum(o.verdict in LEFT for o in rebase.outcomes)
+    unchecked = rebase.count(UNCHECKED)
+    print(f"{name}: verified: {rebase.verification}" + (f"; {left} hunk{' is' if left == 1 else 's are'} not in it" if left else "")
+          + (f"; {unchecked} were carried unchecked" if unchecked else ""), file=sys.stderr)
+    if args.tree and left:
+        print(f"{name}: resolve the conflicts in {args.tree} (git diff there is the patch)", file=sys.stderr)
+    return 0 if rebase.complete else 1
