@@ -164,7 +164,7 @@ def _say_what_was_loaded(result) -> None:
 def _patch_classify(args: argparse.Namespace) -> int:
     import json
 
-    from sglang_contracts.patchclassify import classify, read_patch, render_text
+    from sglang_contracts.patch.classify import classify, read_patch, render_text
 
     classes = classify(read_patch(args.mine), read_patch(args.skeleton))
     if args.format == "json":

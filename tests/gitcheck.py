@@ -7,8 +7,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sglang_contracts.contracts.gitapply import HunkVerdict
-from sglang_contracts.project.patchfile import FilePatch, Hunk
+from sglang_contracts.patch.gitapply import HunkVerdict
+from sglang_contracts.patch.patchfile import FilePatch, Hunk
 
 
 def _git(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

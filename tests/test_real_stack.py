@@ -16,9 +16,9 @@ import pytest
 
 from downloads import download_sdist
 from gitcheck import assert_agrees_with_git, materialise
-from sglang_contracts.contracts.gitapply import ALREADY, APPLIES, CONTEXT, GONE, check_patch
-from sglang_contracts.contracts.patches import find_moved, tree_reader
-from sglang_contracts.project.patchfile import parse_patch
+from sglang_contracts.patch.gitapply import ALREADY, APPLIES, CONTEXT, GONE, check_patch
+from sglang_contracts.patch.release import find_moved, tree_reader
+from sglang_contracts.patch.patchfile import parse_patch
 from sglang_contracts.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.pins import release_pins

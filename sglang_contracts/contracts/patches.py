@@ -5,42 +5,13 @@ from __future__ import annotations
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
-from sglang_contracts.contracts.gitapply import (
+from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.patch.gitapply import (
     ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_patch,
 )
-from sglang_contracts.diagnostics import Diagnostic, finding_at
-from sglang_contracts.infra.files import Unreadable
-from sglang_contracts.project.patchfile import FilePatch, PatchFile, release_relpath, sglang_patch_files
-from sglang_contracts.sources.base import PACKAGE, ReleaseTree
-
-FULLY_READ = (".py", ".pyi")  # a wheel from the package index reads its other files as empty
-
-
-def tree_reader(tree: ReleaseTree):
-    """(read, unchecked) for check_patch: files by their patch path (`python/sglang/...`).
-    A file of the release that cannot be read leaves its hunks unchecked, never judged."""
-
-    def read(path: str) -> str | None:
-        relpath = release_relpath(path)
-        try:
-            data = tree.read_bytes(relpath) if relpath else None
-        except Unreadable:
-            return None  # only asked of files `unchecked` passed, or whether another file exists
-        return None if data is None else data.decode("utf-8", "surrogateescape")
-
-    def unchecked(path: str) -> str:
-        relpath = release_relpath(path)
-        if relpath is None:
-            return "outside the sglang package"
-        try:
-            data = tree.read_bytes(relpath)
-        except Unreadable as unreadable:
-            return f"a file of the release that cannot be read ({unreadable.reason})"
-        if not relpath.endswith(FULLY_READ) and data == b"":
-            return "a file the release source does not carry"
-        return ""
-
-    return read, unchecked
+from sglang_contracts.patch.patchfile import PatchFile
+from sglang_contracts.patch.release import find_moved, tree_reader
+from sglang_contracts.patch.stack import sglang_patch_files
 
 
 def _verdicts(ctx: CheckContext) -> list[tuple[str, PatchFile, list[HunkVerdict], list[HunkVerdict]]]:
@@ -53,37 +24,6 @@ def _verdicts(ctx: CheckContext) -> list[tuple[str, PatchFile, list[HunkVerdict]
         return found
 
     return ctx.shared("patch-verdicts", compute)
-
-
-def _significant(lines: list[str]) -> set[str]:
-    return {line.strip() for line in lines if len(line.strip()) >= 8}
-
-
-def _exists(tree: ReleaseTree, relpath: str) -> bool:
-    try:
-        return tree.read_bytes(relpath) is not None
-    except Unreadable:
-        return True  # there, though it cannot be read
-
-
-def find_moved(file: FilePatch, new: ReleaseTree, old: ReleaseTree | None) -> str | None:
-    """The likely new home of a patched file the new release no longer has: the file added by the
-    bump (or any file, without an old release) holding most of the patch's preimage lines."""
-    wanted = _significant([line for hunk in file.hunks for line in hunk.preimage])
-    relpath = release_relpath(file.old_path)
-    if not wanted or relpath is None:
-        return None
-    suffix = relpath.rsplit(".", 1)[-1]
-    candidates = [p for p in new.iter_files(PACKAGE) if p.endswith("." + suffix)]
-    if old is not None:
-        candidates = [p for p in candidates if not _exists(old, p)]
-    best, best_score = None, 0
-    for candidate in candidates:
-        text = new.readable_text(candidate) or ""
-        score = len(wanted & _significant(text.splitlines()))
-        if score > best_score:
-            best, best_score = candidate, score
-    return best if best is not None and best_score * 2 >= len(wanted) else None
 
 
 def _reason(ctx: CheckContext, verdict: HunkVerdict) -> str:

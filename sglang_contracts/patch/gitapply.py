@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from sglang_contracts.project.patchfile import FilePatch, Hunk, PatchFile, split_lines
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, split_lines
 
 APPLIES = "applies"
 ALREADY = "already-applied"

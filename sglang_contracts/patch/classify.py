@@ -14,7 +14,7 @@ from typing import Any
 
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_limited
-from sglang_contracts.project.patchfile import FilePatch, Hunk, PatchFile, parse_patch
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch
 
 SAME = "same"  # the skeleton has this change
 EXTENDS = "extends"  # the skeleton's change plus more lines in the same hunk
