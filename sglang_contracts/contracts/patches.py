@@ -2,26 +2,45 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.patch.gitapply import (
-    ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_patch,
+    ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_stack,
 )
 from sglang_contracts.patch.patchfile import PatchFile
-from sglang_contracts.patch.release import find_moved, tree_reader
-from sglang_contracts.patch.stack import sglang_patch_files
+from sglang_contracts.patch.release import find_moved, stock_tree, tree_reader
+from sglang_contracts.patch.stack import PatchStacks, patch_stacks
 
 
-def _verdicts(ctx: CheckContext) -> list[tuple[str, PatchFile, list[HunkVerdict], list[HunkVerdict]]]:
+@dataclass
+class Judged:
+    """One live patch file's verdicts on both releases, each with the stack's earlier patches applied."""
+
+    relpath: str
+    patch: PatchFile
+    old: list[HunkVerdict]
+    new: list[HunkVerdict]
+
+
+def judged_stacks(ctx: CheckContext) -> tuple[PatchStacks, list[Judged]]:
+    """The project's patch stacks (patch/stack.py) and each live patch's verdicts, shared by the rules."""
     def compute(c: CheckContext):
-        found = []
-        named = c.settings.get("patch-files") or ()
-        for relpath, patch in sorted(sglang_patch_files(c.project.root, named).items()):
-            found.append((relpath, patch, check_patch(patch, *tree_reader(c.old.release.tree)),
-                          check_patch(patch, *tree_reader(c.new.release.tree))))
-        return found
+        stacks = patch_stacks(c.project.root, c.settings.get("patch-files") or ())
+        on_old, on_new = (
+            [check_stack([stacks.patches[p] for p in stack.patches], *tree_reader(stock_tree(release))).verdicts
+             for stack in stacks.stacks]
+            for release in (c.old.release, c.new.release))
+        seen, judged = set(), []
+        for index, stack in enumerate(stacks.stacks):
+            for position, relpath in enumerate(stack.patches):
+                if relpath not in seen:  # a file in two stacks is judged in the first
+                    seen.add(relpath)
+                    judged.append(Judged(relpath, stacks.patches[relpath], on_old[index][position],
+                                         on_new[index][position]))
+        return stacks, sorted(judged, key=lambda j: j.relpath)
 
     return ctx.shared("patch-verdicts", compute)
 
@@ -56,7 +75,8 @@ def _line(verdict: HunkVerdict) -> int:
 
 @contract("SGC901")
 def patch_hunk_no_longer_applies(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for relpath, patch, old, new in _verdicts(ctx):
+    for judged in judged_stacks(ctx)[1]:
+        relpath, patch, old, new = judged.relpath, judged.patch, judged.old, judged.new
         if patch.error is not None:
             if ctx.report_unresolved:  # git rejects the text itself, whatever the release
                 line, message = patch.error
@@ -75,12 +95,35 @@ def patch_hunk_no_longer_applies(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 @contract("SGC902")
 def patch_hunk_already_upstream(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for relpath, patch, old, new in _verdicts(ctx):
-        for was, now in zip(old, new):
+    for judged in judged_stacks(ctx)[1]:
+        for was, now in zip(judged.old, judged.new):
             if now.status != ALREADY:
                 continue
             broken_before = was.status != APPLIES
             if broken_before and not ctx.report_unresolved:
                 continue
-            yield finding_at("SGC902", relpath, _line(now), 1, now.file.path, severity="info" if broken_before else None,
+            yield finding_at("SGC902", judged.relpath, _line(now), 1, now.file.path, severity="info" if broken_before else None,
                              what=_what(now), old=ctx.old_version, new=ctx.new_version)
+
+
+@contract("SGC903")
+def patch_not_judged(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """Info only, with --report-unresolved: nothing here is a break of the bump."""
+    if not ctx.report_unresolved:
+        return
+    stacks, judged = judged_stacks(ctx)
+    if stacks.unapplied:
+        folders = sorted({p.rsplit("/", 1)[0] if "/" in p else "." for p in stacks.unapplied})
+        shown = ", ".join(folders[:6]) + (f" and {len(folders) - 6} more" if len(folders) > 6 else "")
+        yield finding_at("SGC903", stacks.unapplied[0], 1, 1, stacks.unapplied[0], severity="info",
+                         what=f"{len(stacks.unapplied)} patch files in {len(folders)} folders ({shown})",
+                         reason="no Dockerfile or script applies them; list them in `patch-files` to judge them",
+                         old=ctx.old_version, new=ctx.new_version)
+    for each in judged:
+        reported = set()
+        for verdict in each.new:
+            if verdict.status == UNKNOWN and id(verdict.file) not in reported:
+                reported.add(id(verdict.file))
+                yield finding_at("SGC903", each.relpath, verdict.file.line, 1, verdict.file.path, severity="info",
+                                 what=f"the patch of {verdict.file.path}", reason=verdict.detail,
+                                 old=ctx.old_version, new=ctx.new_version)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from sglang_contracts.infra.files import Unreadable
 from sglang_contracts.patch.patchfile import FilePatch, PatchFile
-from sglang_contracts.sources.base import PACKAGE, ReleaseTree
+from sglang_contracts.sources.base import PACKAGE, Release, ReleaseTree
 
-FULLY_READ = (".py", ".pyi")  # a wheel from the package index reads its other files as empty
+PYTHON = (".py", ".pyi")  # what every release carries whole
 
 
 def release_relpath(patch_path: str | None) -> str | None:
@@ -23,14 +23,20 @@ def targets_sglang(patch: PatchFile) -> bool:
     return any(release_relpath(f.old_path) or release_relpath(f.new_path) for f in patch.files)
 
 
+def stock_tree(release: Release) -> ReleaseTree:
+    """The release as published, without the project's patch stack applied."""
+    return release.tree
+
+
 def tree_reader(tree: ReleaseTree):
     """(read, unchecked) for check_patch: files by their patch path (`python/sglang/...`).
-    A file of the release that cannot be read leaves its hunks unchecked, never judged."""
+    A file of the release that cannot be read leaves its hunks unchecked, never judged; so does
+    a file that is not text, and one a wheel does not ship (the repository's other files)."""
 
     def read(path: str) -> str | None:
         relpath = release_relpath(path)
         try:
-            data = tree.read_bytes(relpath) if relpath else None
+            data = tree.read_member(relpath) if relpath else None
         except Unreadable:
             return None  # only asked of files `unchecked` passed, or whether another file exists
         return None if data is None else data.decode("utf-8", "surrogateescape")
@@ -40,11 +46,13 @@ def tree_reader(tree: ReleaseTree):
         if relpath is None:
             return "outside the sglang package"
         try:
-            data = tree.read_bytes(relpath)
+            data = tree.read_member(relpath)
         except Unreadable as unreadable:
             return f"a file of the release that cannot be read ({unreadable.reason})"
-        if not relpath.endswith(FULLY_READ) and data == b"":
-            return "a file the release source does not carry"
+        if data is None and not tree.carries_all_files and not relpath.endswith(PYTHON):
+            return "a file the wheel does not ship"
+        if data is not None and b"\0" in data:
+            return "not a text file in the release"
         return ""
 
     return read, unchecked
