@@ -114,18 +114,12 @@ def applied_stacks(root: Path, patch_paths: set[str]) -> list[Stack]:
     """One stack per Dockerfile or script that applies any of `patch_paths`, in its order."""
     dockerfiles = walk_project([root], _is_dockerfile)
     scripts = walk_project([root], lambda name: name.endswith(SHELL_SUFFIXES))
-    defaults: dict[str, str] = {}  # ARG defaults, which scripts that mirror the image also use
-    read = {}
+    plain, variants, shells = [], [], []
     for path in [*dockerfiles, *scripts]:
         text = read_project_text(path, root, errors="surrogateescape")
-        if text is not None:
-            read[path] = text
-    for path in dockerfiles:
-        for name, value in _arg_defaults(read.get(path, "")).items():
-            defaults.setdefault(name, value)
-    plain, variants, shells = [], [], []
-    for path, text in read.items():
-        stack = _stack_of(path, text, root, patch_paths, defaults, is_docker=path in dockerfiles)
+        if text is None:
+            continue
+        stack = _stack_of(path, text, root, patch_paths, is_docker=path in dockerfiles)
         if stack.patches:
             (shells if path not in dockerfiles else plain if path.name in ("Dockerfile", "Containerfile")
              else variants).append(stack)
@@ -153,15 +147,6 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     if pending:
         out.append((start, pending))
     return out
-
-
-def _arg_defaults(text: str) -> dict[str, str]:
-    found = {}
-    for _, line in _logical_lines(text):
-        match = re.match(r"\s*(?:ARG|ENV)\s+(\w+)=(\S*)", line, re.I)
-        if match:
-            found[match.group(1)] = match.group(2).strip("\"'")
-    return found
 
 
 def _expand(word: str, env: dict[str, str], keep: frozenset[str] = frozenset(), depth: int = 0) -> str:
@@ -234,10 +219,9 @@ def _apply_targets(command: list[str]) -> list[str] | None:
     return None
 
 
-def _stack_of(path: Path, text: str, root: Path, patch_paths: set[str], defaults: dict[str, str],
-              is_docker: bool) -> Stack:
+def _stack_of(path: Path, text: str, root: Path, patch_paths: set[str], is_docker: bool) -> Stack:
     relpath = path.relative_to(root).as_posix()
-    env = dict(defaults)
+    env: dict[str, str] = {}
     copies: list[tuple[list[str], str]] = []  # (sources, destination), in order
     loops: list[tuple[str, list[str]]] = []  # the `for` loops open here: (variable, words)
     stack = Stack(relpath)
