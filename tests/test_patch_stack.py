@@ -220,3 +220,41 @@ def test_the_stack_of_the_other_release_is_judged_too(slime_shaped, tmp_path):
         "docker/patch/latest/sglang-pull_weights.patch:5: SGC901 info",
         "docker/patch/latest/sglang-top_p.patch:5: SGC901 info",
         "docker/patch/latest/sglang.patch:5: SGC901 info"]
+
+
+IO_STRUCT = "python/sglang/srt/managers/io_struct.py"
+IO_OLD = "".join(f"class Req{i}:\n    pass\n\n\n" for i in range(1, 6))
+DELTA_PATCH = f"""\
+--- a/{IO_STRUCT}
++++ b/{IO_STRUCT}
+@@ -17,4 +17,8 @@ class Req4:
+ class Req5:
+     pass
++
++
++class DeltaEncoding:
++    pass
+ 
+ 
+"""
+
+
+@pytest.mark.parametrize(("new_io", "expected"), [
+    (IO_OLD, []),  # the stack still adds it on the target: the import holds on both
+    (IO_OLD.replace("class Req5:", "class Req5(Base):"), [  # the hunk fails on the target: so does the import
+        "app/weights.py:1: SGC102 error", "docker/patch/latest/sglang.patch:3: SGC901 error"]),
+])
+def test_the_project_is_checked_against_the_patched_releases(tmp_path, new_io, expected):
+    """slime imports `DeltaEncoding` from `io_struct`, which its own patch adds upstream: it resolves
+    on the pin, and breaks on the target exactly when the hunk that adds it no longer applies."""
+    project = write(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "app/__init__.py": "",
+        "app/weights.py": "from sglang.srt.managers.io_struct import DeltaEncoding\n",
+        "docker/Dockerfile": "COPY docker/patch/latest/sglang.patch /sgl-workspace/sglang/\n"
+                             "RUN cd /sgl-workspace/sglang && git apply sglang.patch\n",
+        "docker/patch/latest/sglang.patch": DELTA_PATCH,
+    })
+    stock = {IO_STRUCT: IO_OLD, "python/sglang/srt/__init__.py": "", "python/sglang/srt/managers/__init__.py": ""}
+    target = {**stock, IO_STRUCT: new_io}
+    assert _check(project, stock, target, tmp_path) == expected

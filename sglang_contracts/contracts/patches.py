@@ -11,7 +11,7 @@ from sglang_contracts.patch.gitapply import (
     ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_stack,
 )
 from sglang_contracts.patch.patchfile import PatchFile
-from sglang_contracts.patch.release import find_moved, stock_tree, tree_reader
+from sglang_contracts.patch.release import PatchedTree, find_moved, stock_tree, tree_reader
 from sglang_contracts.patch.stack import PatchStacks, patch_stacks
 
 
@@ -28,11 +28,15 @@ class Judged:
 def judged_stacks(ctx: CheckContext) -> tuple[PatchStacks, list[Judged]]:
     """The project's patch stacks (patch/stack.py) and each live patch's verdicts, shared by the rules."""
     def compute(c: CheckContext):
-        stacks = patch_stacks(c.project.root, c.settings.get("patch-files") or ())
-        on_old, on_new = (
-            [check_stack([stacks.patches[p] for p in stack.patches], *tree_reader(stock_tree(release))).verdicts
-             for stack in stacks.stacks]
-            for release in (c.old.release, c.new.release))
+        old, new = c.old.release.tree, c.new.release.tree
+        if isinstance(old, PatchedTree) and isinstance(new, PatchedTree):  # the runner applied the stacks
+            stacks, on_old, on_new = old.stacks, [r.verdicts for r in old.results], [r.verdicts for r in new.results]
+        else:
+            stacks = patch_stacks(c.project.root, c.settings.get("patch-files") or ())
+            on_old, on_new = (
+                [check_stack([stacks.patches[p] for p in stack.patches], *tree_reader(tree)).verdicts
+                 for stack in stacks.stacks]
+                for tree in (old, new))
         seen, judged = set(), []
         for index, stack in enumerate(stacks.stacks):
             for position, relpath in enumerate(stack.patches):
@@ -52,10 +56,10 @@ def _reason(ctx: CheckContext, verdict: HunkVerdict) -> str:
         return "the file it creates already exists, with other content"
     if verdict.status == GONE:
         moved = ctx.shared(f"moved:{verdict.file.old_path}",
-                           lambda c: find_moved(verdict.file, c.new.release.tree, c.old.release.tree))
+                           lambda c: find_moved(verdict.file, stock_tree(c.new.release), stock_tree(c.old.release)))
         if moved is None:
             return "its file is gone"
-        text = ctx.new.release.tree.readable_text(moved) or ""
+        text = stock_tree(ctx.new.release).readable_text(moved) or ""
         there = "the hunk applies there" if verdict.hunk and Image(text).find(verdict.hunk) is not None \
             else "the hunk does not apply there either"
         return f"its file is gone; it likely moved to python/{moved} (by content; {there})"
