@@ -171,7 +171,7 @@ def _patch_classify(args: argparse.Namespace) -> int:
         json.dump([c.to_json() for c in classes], sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_text(classes, args.mine.name, args.skeleton.name))
+        sys.stdout.write(render_text(classes, str(args.mine), str(args.skeleton)))
     return 0
 
 
