@@ -258,3 +258,47 @@ def test_the_project_is_checked_against_the_patched_releases(tmp_path, new_io, e
     stock = {IO_STRUCT: IO_OLD, "python/sglang/srt/__init__.py": "", "python/sglang/srt/managers/__init__.py": ""}
     target = {**stock, IO_STRUCT: new_io}
     assert _check(project, stock, target, tmp_path) == expected
+
+
+BAD = {
+    "truncated": "--- a/python/sglang/srt/utils.py\n+++ b/python/sglang/srt/utils.py\n@@ -1,2 +1,2 @@\n def f():\n"
+                 "-    return 1\n+    return",
+    "corrupt counts": "--- a/python/sglang/srt/utils.py\n+++ b/python/sglang/srt/utils.py\n@@ -1,9 +1,2 @@\n def f():\n"
+                      "-    return 1\n+    return 3\n",
+    "binary": "diff --git a/python/sglang/srt/kernel.so b/python/sglang/srt/kernel.so\nindex 1234567..89abcde 100644\n"
+              "GIT binary patch\nliteral 4\nLcmZ?wbN~PV0RR91\n\nliteral 0\nHcmV?d00001\n\n",
+    "file not in the old release": "--- a/python/sglang/srt/nowhere.py\n+++ b/python/sglang/srt/nowhere.py\n"
+                                   "@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 3\n",
+    "CRLF line ends": "--- a/python/sglang/srt/utils.py\r\n+++ b/python/sglang/srt/utils.py\r\n@@ -1,2 +1,2 @@\r\n"
+                      " def f():\r\n-    return 1\r\n+    return 3\r\n",
+    "random bytes": "\x00\x01garbage python/sglang/ \udcff\udcfe",
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_bad_patches_get_a_verdict_or_one_line_never_a_traceback(tmp_path, name, capsys):
+    from sglang_contracts.cli import main
+
+    utils = {"python/sglang/srt/utils.py": "def f():\n    return 1\n"}
+    project = write(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n"})
+    path = project / "docker/patch/latest/sglang.patch"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(BAD[name].encode("utf-8", "surrogateescape"))
+    found = _check(project, utils, utils, tmp_path, report_unresolved=True)
+    assert len(found) == 1 and found[0].startswith("docker/patch/latest/sglang.patch:")
+    assert found[0].endswith(" info")  # the same on both releases: nothing the bump broke
+    if name in ("file not in the old release", "CRLF line ends"):  # a per-hunk verdict, which is git's
+        verdicts = check_stack([parse_patch(BAD[name])], _read(utils)).verdicts[0]
+        patch = parse_patch(BAD[name])
+        assert [v.applies for v in verdicts] == git_stack_verdicts(utils, [BAD[name]], [_pairs(patch)])[0] == [False]
+    capsys.readouterr()
+    status = main(["patch", "classify", str(path), str(path)])
+    captured = capsys.readouterr()
+    assert status in (0, 2) and "Traceback" not in captured.err
+    assert status == 0 or len(captured.err.splitlines()) == 1
+
+
+def test_a_crlf_patch_says_why_it_does_not_apply():
+    patch = parse_patch(BAD["CRLF line ends"])
+    (verdict,) = check_stack([patch], _read({"python/sglang/srt/utils.py": "def f():\n    return 1\n"})).verdicts[0]
+    assert verdict.detail == "its lines end in CRLF and the file's in LF"

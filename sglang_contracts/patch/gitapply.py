@@ -108,6 +108,10 @@ def what_changed(image_text: str, hunk: Hunk) -> str:
     """Why a hunk's preimage is not in the file: its first line that is gone, or that its lines
     are no longer together."""
     present = set(split_lines(image_text))
+    if hunk.preimage and all(line.endswith("\r\n") for line in hunk.preimage) != any(
+            line.endswith("\r\n") for line in present):
+        ends = ("CRLF", "LF") if hunk.preimage[0].endswith("\r\n") else ("LF", "CRLF")
+        return f"its lines end in {ends[0]} and the file's in {ends[1]}"
     for line in hunk.preimage:
         if line not in present and line.strip():
             kind = "removed" if line in hunk.removed else "context"
