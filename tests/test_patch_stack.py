@@ -302,3 +302,17 @@ def test_a_crlf_patch_says_why_it_does_not_apply():
     patch = parse_patch(BAD["CRLF line ends"])
     (verdict,) = check_stack([patch], _read({"python/sglang/srt/utils.py": "def f():\n    return 1\n"})).verdicts[0]
     assert verdict.detail == "its lines end in CRLF and the file's in LF"
+
+
+def test_a_script_that_doubles_a_word_or_nests_loops_deeply_is_read_in_bounded_time(slime_shaped):
+    import time
+
+    doubling = "a=x\n" + "a=$a$a\n" * 40 + "git apply docker/patch/$a/sglang.patch\n"
+    loops = "".join(f"for v{i} in {' '.join(map(str, range(50)))}; do\n" for i in range(6))
+    write(slime_shaped, {"doubling.sh": doubling, "loops.sh": loops + "git apply docker/patch/latest/$v0.patch\n",
+                         "quotes.sh": "git apply 'docker/patch/latest/sglang.patch\n$(( \"${x\n"})
+    started = time.monotonic()
+    stacks = patch_stacks(slime_shaped)
+    assert time.monotonic() - started < 5
+    # an unknown (or too long) variable matches any folder; the loops name no file
+    assert [s.source.split(":")[0] for s in stacks.stacks] == ["docker/Dockerfile", "doubling.sh", "quotes.sh"]

@@ -31,6 +31,8 @@ from sglang_contracts.project.index import walk_project
 UNSET = "\0"  # a variable nothing sets: stands for any path segment
 SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")", "do", "then", "else", "elif", "{", "}"}
 SHELL_SUFFIXES = (".sh", ".bash")
+MAX_WORD = 4096  # characters of an expanded word
+MAX_ITERATIONS = 1000  # of nested loops around one command
 LEADING = {"if", "!", "while", "until", "time", "sudo", "command", "exec"}
 _VARIABLE = re.compile(r"\$\{(\w+)(?:(:?[-=+?])([^}]*))?\}|\$(\w+)")
 
@@ -167,7 +169,8 @@ def _expand(word: str, env: dict[str, str], keep: frozenset[str] = frozenset(), 
 
     word = re.sub(r"\$\([^)]*\)?|`[^`]*`", UNSET, word)  # command substitution: not known
     word = re.sub(r"\$\{[^}]*$", UNSET, word)  # what the shell split off the end of a word cut in two
-    return _VARIABLE.sub(value, word)
+    expanded = _VARIABLE.sub(value, word)
+    return expanded if len(expanded) <= MAX_WORD else UNSET  # `a=$a$a` over and over doubles a word
 
 
 def _words(line: str) -> list[str]:
@@ -270,7 +273,7 @@ def _iterations(target: str, loops: list[tuple[str, list[str]]], env: dict[str, 
     """The target for each iteration of the loops around it, in order."""
     bindings: list[dict[str, str]] = [{}]
     for name, words in loops:
-        bindings = [{**b, name: w} for b in bindings for w in words or [UNSET]]
+        bindings = [{**b, name: w} for b in bindings for w in words or [UNSET]][:MAX_ITERATIONS]
     return [_expand(target, {**env, **b}) for b in bindings]
 
 
