@@ -109,7 +109,8 @@ SKELETON = (
     _file(S, _hunk(10, [" a", "-self.x = 1", "+self.x = 2", " b"]),
           _hunk(40, [" c", "-    return f(x)  # fast path", "+    return g(x)", " d"]),
           _hunk(80, [" e", "-y = load()", "+y = load(cache=True)", " f"]),
-          _hunk(120, [" g", "+gone_upstream()", " h"]))
+          _hunk(120, [" g", "+gone_upstream()", " h"]),
+          _hunk(200, [" i", "+# skeleton's note", " j"]))
     + _file("python/sglang/srt/utils/profiler_manager.py",
             _hunk(5, [" def start_profile(self):", "-    self.profiler.start()", "+    self.profiler.start(record_shapes=True)",
                       "     self.active = True"]))
@@ -118,7 +119,8 @@ MINE = (
     _file(S, _hunk(8, [" z", "-self.x = 1", "+self.x = 2", "+self.x_extra = 3", " b"]),  # extends the first, but...
           _hunk(10, [" a", "-self.x = 1", "+self.x = 2", " b"]),  # ...this one is exactly it
           _hunk(41, [" c", "-  return f(x)", "+  return   g(x)  # the same, reformatted", " d"]),
-          _hunk(81, [" e", "-y = load()", "+y = load(cache=False, lazy=True)", " f"]))
+          _hunk(81, [" e", "-y = load()", "+y = load(cache=False, lazy=True)", " f"]),
+          _hunk(300, [" k", "+# a note of our own, elsewhere", " l"]))
     + _file("python/sglang/srt/managers/profiler_manager.py",
             _hunk(7, [" def start_profile(self):", "-    self.profiler.start()", "+    self.profiler.start(record_shapes=True)",
                       "     self.active = True"]))
@@ -145,8 +147,9 @@ def test_hunks_are_paired_over_the_file_exact_first_then_formatting_then_place(a
         ("same", 3),
         ("same (formatting)", 8),  # indentation, spaces and a comment only
         ("modified", 13),  # an extra and a dropped hunk at the same place are one modified hunk
+        ("extra", None),  # a comment of its own is not the skeleton's other comment
     ]
-    assert [h["line"] for h in scheduler["dropped"]] == [18]  # the skeleton's hunk mine lacks
+    assert [h["line"] for h in scheduler["dropped"]] == [18, 22]  # the skeleton's hunks mine lacks
     moved = result["python/sglang/srt/managers/profiler_manager.py"]
     assert moved["moved_from"] == "python/sglang/srt/utils/profiler_manager.py"
     assert [h["verdict"] for h in moved["hunks"]] == ["same"]

@@ -100,7 +100,9 @@ def _classify_file(mine: FilePatch, skeleton: FilePatch, moved_from: str | None 
                 taken.add(j)
 
     pair(SAME, lambda i, j: ours[i] == theirs[j])
-    pair(FORMATTING, lambda i, j: formatting_free(ours[i]) == formatting_free(theirs[j]))
+    bare_ours, bare_theirs = [formatting_free(c) for c in ours], [formatting_free(c) for c in theirs]
+    # two changes of comments only are not "the same": nothing would be left to compare
+    pair(FORMATTING, lambda i, j: bool(bare_ours[i]) and bare_ours[i] == bare_theirs[j])
     pair(EXTENDS, lambda i, j: bool(theirs[j]) and _contains_in_order(ours[i], theirs[j]))
     pair(MODIFIED, lambda i, j: _near(mine.hunks[i], skeleton.hunks[j]))
     header = lambda h: HunkClass(h.line, h.header, DROPPED)  # noqa: E731

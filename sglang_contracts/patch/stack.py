@@ -102,7 +102,7 @@ def patch_stacks(root: Path, named: list[str] | tuple[str, ...] = ()) -> PatchSt
                     stack.patches.append(relpath)
         chosen = list(stacks.values())
     else:
-        chosen = applied_stacks(root, set(patches))
+        chosen = applied_stacks(root, set(patches)) if patches else []
         if not chosen:
             by_folder: dict[str, Stack] = {}
             for relpath in sorted(patches):
