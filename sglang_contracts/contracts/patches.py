@@ -1,4 +1,4 @@
-"""Patch contracts (SGC901, SGC902): the project's `.patch` files against SGLang's source tree."""
+"""Patch contracts (SGC901, SGC902, SGC903): the project's patch stack (patch/) against SGLang's source tree."""
 
 from __future__ import annotations
 

@@ -51,17 +51,6 @@ class PatchStacks:
     stacks: list[Stack]
     unapplied: list[str]  # patch files no stack applies: not judged
 
-    def live(self) -> list[tuple[Stack, str]]:
-        """(stack, path) in judging order; a file in several stacks is judged in its first."""
-        seen: set[str] = set()
-        out = []
-        for stack in self.stacks:
-            for path in stack.patches:
-                if path not in seen:
-                    seen.add(path)
-                    out.append((stack, path))
-        return out
-
 
 def sglang_patch_files(root: Path) -> dict[str, PatchFile]:
     """The project's patch files against SGLang, parsed, by relative path: every `.patch`/`.diff`
