@@ -21,7 +21,8 @@ from sglang_contracts.infra.cache import cache_root
 from sglang_contracts.patch.rebase import (
     CARRIED, CONFLICT, DROPPED, GONE, MERGED, NOT_ON_OLD, git, rebase_patch,
 )
-from sglang_contracts.project.patchfile import parse_patch, release_relpath
+from sglang_contracts.patch.patchfile import parse_patch
+from sglang_contracts.patch.release import release_relpath
 from sglang_contracts.sources import open_release
 
 PATCH = "docker/patch/latest/sglang.patch"

@@ -176,14 +176,14 @@ def _say_what_was_loaded(result) -> None:
 def _patch_classify(args: argparse.Namespace) -> int:
     import json
 
-    from sglang_contracts.patchclassify import classify, read_patch, render_text
+    from sglang_contracts.patch.classify import classify, read_patch, render_text
 
     classes = classify(read_patch(args.mine), read_patch(args.skeleton))
     if args.format == "json":
         json.dump([c.to_json() for c in classes], sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_text(classes, args.mine.name, args.skeleton.name))
+        sys.stdout.write(render_text(classes, str(args.mine), str(args.skeleton)))
     return 0
 
 

@@ -22,11 +22,14 @@ from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
-from sglang_contracts.infra.boundary import Problem, collecting_problems
+from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
+from sglang_contracts.patch.release import with_stack_applied
+from sglang_contracts.patch.stack import patch_stacks
 from sglang_contracts.project.releasefacts import for_release
 from sglang_contracts.project.index import ProjectIndex, build_index
 from sglang_contracts.project.pins import find_sglang_pin
 from sglang_contracts.sources import open_release
+from sglang_contracts.sources.base import Release
 from sglang_contracts.suppressions import (
     INTERNAL_ERROR, UNUSED_NOQA, NoqaIndex, ProjectText, code_active, matches_path, override_severity,
 )
@@ -152,6 +155,21 @@ def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOpt
     return CheckResult(saved.diagnostics, project, old, new, pin=pin, replayed_files_with_contracts=saved.with_contracts)
 
 
+def _as_the_image_has_them(root: Path, options: CheckOptions, *releases: Release) -> list[Release]:
+    """Both releases with the project's live patch stack applied (patch/), so that the names
+    the stack adds upstream resolve. A bug here costs the overlay, not the run: the patch rules
+    then judge the stock trees themselves, inside the error boundary."""
+    try:
+        stacks = patch_stacks(root, options.settings.get("patch-files") or ())
+        return [with_stack_applied(release, stacks) for release in releases]
+    except ContractsError:
+        raise
+    except Exception:
+        if debugging():
+            raise
+        return list(releases)
+
+
 def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: tuple[str, str] | None,
               download_cache: Path, store: Callable[[str], JsonCache]) -> CheckResult:
     # Downloading the releases (on a first run) overlaps with parsing the project (a process pool).
@@ -168,6 +186,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         )
         old_release, new_release = (future.result() for future in opening)
         project = indexing.result()
+    old_release, new_release = _as_the_image_has_them(root, options, old_release, new_release)
     old = UpstreamModel(old_release, store("upstream"))
     new = UpstreamModel(new_release, store("upstream"))
     prefetch(project, [old, new], workers=options.workers)

@@ -7,8 +7,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sglang_contracts.contracts.gitapply import HunkVerdict
-from sglang_contracts.project.patchfile import FilePatch, Hunk
+from sglang_contracts.patch.gitapply import HunkVerdict
+from sglang_contracts.patch.patchfile import FilePatch, Hunk
 
 
 def _git(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -36,8 +36,17 @@ def git_hunk_verdicts(files: dict[str, str], patch_text: str, hunks: list[tuple[
     """
     with tempfile.TemporaryDirectory() as tmp:
         repo = materialise(files, Path(tmp) / "tree")
-        (Path(tmp) / "p.patch").write_bytes(patch_text.encode("utf-8", "surrogateescape"))
-        run = _git(repo, "apply", "--check", "--reject", "-v", str(Path(tmp) / "p.patch"))
+        return _reject_run(repo, Path(tmp) / "p.patch", patch_text, hunks, apply=False)
+
+
+def _reject_run(repo: Path, patch_path: Path, patch_text: str, hunks: list[tuple[FilePatch, Hunk | None]], *,
+                apply: bool) -> list[bool]:
+    patch_path.write_bytes(patch_text.encode("utf-8", "surrogateescape"))
+    run = _git(repo, "apply", "--check", "--reject", "-v", str(patch_path))
+    if apply:  # what applies is applied, the rest left in .rej files (removed)
+        _git(repo, "apply", "--reject", str(patch_path))
+        for rejected in repo.rglob("*.rej"):
+            rejected.unlink()
     if run.returncode == 128:
         return [False] * len(hunks)
     failed_hunks = set(re.findall(r"^error: patch failed: (.+):(\d+)$", run.stderr, re.M))
@@ -51,6 +60,16 @@ def git_hunk_verdicts(files: dict[str, str], patch_text: str, hunks: list[tuple[
         else:
             verdicts.append(hunk is None or (path, str(hunk.old_start)) not in failed_hunks)
     return verdicts
+
+
+def git_stack_verdicts(files: dict[str, str], patch_texts: list[str],
+                       hunks: list[list[tuple[FilePatch, Hunk | None]]]) -> list[list[bool]]:
+    """For each patch of a stack, in order, on the tree the earlier ones left (what applied of
+    them): does `git apply --check --reject` apply each hunk?"""
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = materialise(files, Path(tmp) / "tree")
+        return [_reject_run(repo, Path(tmp) / f"{n}.patch", text, pairs, apply=True)
+                for n, (text, pairs) in enumerate(zip(patch_texts, hunks))]
 
 
 def git_applies_whole(files: dict[str, str], patch_text: str, *, reverse: bool = False) -> bool:

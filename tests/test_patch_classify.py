@@ -78,9 +78,9 @@ def test_text_output_lists_the_hunks_of_shared_files(patches, capsys) -> None:
     mine, skeleton = patches
     main(["patch", "classify", str(mine), str(skeleton)])
     out = capsys.readouterr().out
-    assert "python/sglang/srt/server_args.py: only in mine.patch (1 hunks)" in out
+    assert f"python/sglang/srt/server_args.py: only in {mine} (1 hunks)" in out
     assert "python/sglang/srt/utils.py: extra changes on a shared file (3 hunks)" in out
-    assert "  mine.patch:" in out and ": extra  @@ -1," in out
+    assert f"  {mine}:" in out and ": extra  @@ -1," in out
 
 
 def test_unreadable_or_corrupt_patch_is_a_one_line_error(patches, tmp_path, capsys) -> None:
@@ -92,3 +92,74 @@ def test_unreadable_or_corrupt_patch_is_a_one_line_error(patches, tmp_path, caps
         captured = capsys.readouterr()
         assert captured.out == "" and len(captured.err.splitlines()) == 1
     assert "corrupt patch at line" in captured.err
+
+
+def _hunk(start: int, lines: list[str]) -> str:
+    old = sum(1 for line in lines if line[0] in " -")
+    new = sum(1 for line in lines if line[0] in " +")
+    return f"@@ -{start},{old} +{start},{new} @@\n" + "".join(line + "\n" for line in lines)
+
+
+def _file(path: str, *hunks: str) -> str:
+    return f"--- a/{path}\n+++ b/{path}\n" + "".join(hunks)
+
+
+S = "python/sglang/srt/managers/scheduler.py"
+SKELETON = (
+    _file(S, _hunk(10, [" a", "-self.x = 1", "+self.x = 2", " b"]),
+          _hunk(40, [" c", "-    return f(x)  # fast path", "+    return g(x)", " d"]),
+          _hunk(80, [" e", "-y = load()", "+y = load(cache=True)", " f"]),
+          _hunk(120, [" g", "+gone_upstream()", " h"]),
+          _hunk(200, [" i", "+# skeleton's note", " j"]))
+    + _file("python/sglang/srt/utils/profiler_manager.py",
+            _hunk(5, [" def start_profile(self):", "-    self.profiler.start()", "+    self.profiler.start(record_shapes=True)",
+                      "     self.active = True"]))
+)
+MINE = (
+    _file(S, _hunk(8, [" z", "-self.x = 1", "+self.x = 2", "+self.x_extra = 3", " b"]),  # extends the first, but...
+          _hunk(10, [" a", "-self.x = 1", "+self.x = 2", " b"]),  # ...this one is exactly it
+          _hunk(41, [" c", "-  return f(x)", "+  return   g(x)  # the same, reformatted", " d"]),
+          _hunk(81, [" e", "-y = load()", "+y = load(cache=False, lazy=True)", " f"]),
+          _hunk(300, [" k", "+# a note of our own, elsewhere", " l"]))
+    + _file("python/sglang/srt/managers/profiler_manager.py",
+            _hunk(7, [" def start_profile(self):", "-    self.profiler.start()", "+    self.profiler.start(record_shapes=True)",
+                      "     self.active = True"]))
+)
+
+
+@pytest.fixture
+def audit(tmp_path: Path) -> tuple[Path, Path]:
+    """Two patches both named sglang.patch, in the shapes the audit of slime's met."""
+    (tmp_path / "relax").mkdir()
+    (tmp_path / "slime").mkdir()
+    (tmp_path / "relax" / "sglang.patch").write_text(MINE)
+    (tmp_path / "slime" / "sglang.patch").write_text(SKELETON)
+    return tmp_path / "relax" / "sglang.patch", tmp_path / "slime" / "sglang.patch"
+
+
+def test_hunks_are_paired_over_the_file_exact_first_then_formatting_then_place(audit, capsys) -> None:
+    mine, skeleton = audit
+    assert main(["patch", "classify", str(mine), str(skeleton), "--format", "json"]) == 0
+    result = {entry["path"]: entry for entry in json.loads(capsys.readouterr().out)}
+    scheduler = result[S]
+    assert [(h["verdict"], h.get("skeleton", {}).get("line")) for h in scheduler["hunks"]] == [
+        ("extra", None),  # its partner is the exact match of the next hunk, found first
+        ("same", 3),
+        ("same (formatting)", 8),  # indentation, spaces and a comment only
+        ("modified", 13),  # an extra and a dropped hunk at the same place are one modified hunk
+        ("extra", None),  # a comment of its own is not the skeleton's other comment
+    ]
+    assert [h["line"] for h in scheduler["dropped"]] == [18, 22]  # the skeleton's hunks mine lacks
+    moved = result["python/sglang/srt/managers/profiler_manager.py"]
+    assert moved["moved_from"] == "python/sglang/srt/utils/profiler_manager.py"
+    assert [h["verdict"] for h in moved["hunks"]] == ["same"]
+    assert "python/sglang/srt/utils/profiler_manager.py" not in result  # followed, not only-skeleton
+
+
+def test_text_names_the_patches_by_path_and_shows_a_modified_hunk_with_what_it_was(audit, capsys) -> None:
+    mine, skeleton = audit
+    main(["patch", "classify", str(mine), str(skeleton)])
+    out = capsys.readouterr().out
+    assert f"  {mine}:19: modified  @@ -81,3 +81,3 @@\n    {skeleton}:13: was  @@ -80,3 +80,3 @@\n" in out
+    assert (f"python/sglang/srt/managers/profiler_manager.py (moved from python/sglang/srt/utils/profiler_manager.py "
+            f"in {skeleton}): the same change (1 hunks)") in out

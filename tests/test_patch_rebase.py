@@ -13,7 +13,7 @@ from sglang_contracts.cli import main
 from sglang_contracts.patch.rebase import (
     CARRIED, CONFLICT, DROPPED, GONE, MERGED, NOT_ON_OLD, SKELETON, UNCHECKED, rebase_patch, verify,
 )
-from sglang_contracts.project.patchfile import parse_patch
+from sglang_contracts.patch.patchfile import parse_patch
 from sglang_contracts.sources import open_release
 
 

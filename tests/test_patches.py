@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gitcheck import assert_agrees_with_git, git_applies_whole
-from sglang_contracts.contracts.gitapply import ALREADY, APPLIES, CONTEXT, EXISTS, GONE, check_patch
-from sglang_contracts.project.patchfile import parse_patch
+from sglang_contracts.patch.gitapply import ALREADY, APPLIES, CONTEXT, EXISTS, GONE, check_patch
+from sglang_contracts.patch.patchfile import parse_patch
 
 TREE = {
     "python/sglang/srt/utils.py": "".join(f"line {i}\n" for i in range(1, 41)),

@@ -17,7 +17,7 @@ import pytest
 
 from gitcheck import git_applies_whole, materialise
 from sglang_contracts.patch.rebase import CARRIED, CONFLICT, DROPPED, MERGED, SKELETON, rebase_patch
-from sglang_contracts.project.patchfile import parse_patch
+from sglang_contracts.patch.patchfile import parse_patch
 from sglang_contracts.sources import open_release
 
 COMMENT = lambda line: line.rstrip("\n") + "  # downstream edit\n"  # noqa: E731

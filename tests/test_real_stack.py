@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from downloads import download_sdist
-from gitcheck import assert_agrees_with_git, materialise
-from sglang_contracts.contracts.gitapply import ALREADY, APPLIES, CONTEXT, GONE, check_patch
-from sglang_contracts.contracts.patches import find_moved, tree_reader
-from sglang_contracts.project.patchfile import parse_patch
+from gitcheck import assert_agrees_with_git, git_stack_verdicts, materialise
+from sglang_contracts.patch.gitapply import ALREADY, APPLIES, CONTEXT, GONE, check_patch, check_stack
+from sglang_contracts.patch.release import find_moved, tree_reader
+from sglang_contracts.patch.patchfile import parse_patch
 from sglang_contracts.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.pins import release_pins
@@ -102,6 +102,44 @@ def test_check_reports_the_hunks_that_break_on_the_bump(releases, real_patch: st
     assert "moved to python/sglang/kernels/ops/attention/linear/fused_gdn_gating.py" in moved.message
     assert "the hunk applies there" in moved.message
     assert all(d.severity == "error" for d in diagnostics)
+
+
+MOE_CONFIG = "sglang/srt/layers/moe/moe_runner/triton_utils/configs/triton_3_1_0/E=8,N=7168,device_name=AMD_Instinct_MI300X.json"
+
+
+@pytest.fixture(scope="module")
+def stacked_patch(releases, real_patch: str, tmp_path_factory) -> str:
+    """A second patch, made on top of `real_patch`'s edits: it edits the line the first one changed
+    (so it applies only on top of it) and a JSON config the wheel ships as package data."""
+    tree = releases["0.5.21"].tree
+    files = {f"python/{p}": tree.read_text(p) for p in sorted({path for path, _ in EDITS})}
+    files[f"python/{MOE_CONFIG}"] = tree.read_member(MOE_CONFIG).decode()
+    repo = materialise(files, tmp_path_factory.mktemp("stacked"))
+    git = lambda *args, **kw: subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, **kw)  # noqa: E731
+    git("apply", "-", input=real_patch)
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "0.5.21 with the first patch")
+    scheduler = repo / "python/sglang/srt/managers/scheduler.py"
+    scheduler.write_text(scheduler.read_text().replace("  # downstream edit\n", "  # downstream edit, stacked\n"))
+    config = repo / "python" / MOE_CONFIG
+    config.write_text(config.read_text().replace('"BLOCK_SIZE_M": ', '"BLOCK_SIZE_M":  ', 1))
+    return git("diff").stdout
+
+
+@pytest.mark.parametrize("version", ["0.5.21", "0.5.22", "0.5.23"])
+def test_a_stack_on_the_real_wheels_is_judged_as_git_applies_it_in_order(releases, real_patch, stacked_patch, version):
+    patches = [parse_patch(real_patch), parse_patch(stacked_patch)]
+    read, unchecked = tree_reader(releases[version].tree)
+    paths = {f.old_path for p in patches for f in p.files}
+    files = {path: read(path) for path in paths if read(path) is not None}
+    verdicts = check_stack(patches, read, unchecked).verdicts
+    pairs = [[(v.file, v.hunk) for v in judged] for judged in verdicts]
+    assert [[v.applies for v in judged] for judged in verdicts] == git_stack_verdicts(files, [real_patch, stacked_patch], pairs)
+    second = {v.file.path.rsplit("/", 1)[-1]: v.status for v in verdicts[1]}
+    assert second[MOE_CONFIG.rsplit("/", 1)[-1]] == APPLIES  # the JSON member is read and judged
+    alone = {v.file.path.rsplit("/", 1)[-1]: v.status for v in check_patch(patches[1], read, unchecked)}
+    assert alone["scheduler.py"] == CONTEXT  # alone, the second patch never applies
+    assert second["scheduler.py"] == APPLIES  # class Scheduler( is still there in all three
 
 
 # -- pins -----------------------------------------------------------------------------------

@@ -1,89 +1,52 @@
-"""Patch contracts (SGC901, SGC902): the project's `.patch` files against SGLang's source tree."""
+"""Patch contracts (SGC901, SGC902, SGC903): the project's patch stack (patch/) against SGLang's source tree."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
-from sglang_contracts.contracts.gitapply import (
-    ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_patch,
-)
 from sglang_contracts.diagnostics import Diagnostic, finding_at
-from sglang_contracts.infra.files import Unreadable
-from sglang_contracts.project.patchfile import FilePatch, PatchFile, release_relpath, sglang_patch_files
-from sglang_contracts.sources.base import PACKAGE, ReleaseTree
-
-FULLY_READ = (".py", ".pyi")  # a wheel from the package index reads its other files as empty
-
-
-def tree_reader(tree: ReleaseTree):
-    """(read, unchecked) for check_patch: files by their patch path (`python/sglang/...`).
-    A file of the release that cannot be read leaves its hunks unchecked, never judged."""
-
-    def read(path: str) -> str | None:
-        relpath = release_relpath(path)
-        try:
-            data = tree.read_bytes(relpath) if relpath else None
-        except Unreadable:
-            return None  # only asked of files `unchecked` passed, or whether another file exists
-        return None if data is None else data.decode("utf-8", "surrogateescape")
-
-    def unchecked(path: str) -> str:
-        relpath = release_relpath(path)
-        if relpath is None:
-            return "outside the sglang package"
-        try:
-            data = tree.read_bytes(relpath)
-        except Unreadable as unreadable:
-            return f"a file of the release that cannot be read ({unreadable.reason})"
-        if not relpath.endswith(FULLY_READ) and data == b"":
-            return "a file the release source does not carry"
-        return ""
-
-    return read, unchecked
+from sglang_contracts.patch.gitapply import (
+    ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_stack,
+)
+from sglang_contracts.patch.patchfile import PatchFile
+from sglang_contracts.patch.release import PatchedTree, find_moved, stock_tree, tree_reader
+from sglang_contracts.patch.stack import PatchStacks, patch_stacks
 
 
-def _verdicts(ctx: CheckContext) -> list[tuple[str, PatchFile, list[HunkVerdict], list[HunkVerdict]]]:
+@dataclass
+class Judged:
+    """One live patch file's verdicts on both releases, each with the stack's earlier patches applied."""
+
+    relpath: str
+    patch: PatchFile
+    old: list[HunkVerdict]
+    new: list[HunkVerdict]
+
+
+def judged_stacks(ctx: CheckContext) -> tuple[PatchStacks, list[Judged]]:
+    """The project's patch stacks (patch/stack.py) and each live patch's verdicts, shared by the rules."""
     def compute(c: CheckContext):
-        found = []
-        named = c.settings.get("patch-files") or ()
-        for relpath, patch in sorted(sglang_patch_files(c.project.root, named).items()):
-            found.append((relpath, patch, check_patch(patch, *tree_reader(c.old.release.tree)),
-                          check_patch(patch, *tree_reader(c.new.release.tree))))
-        return found
+        old, new = c.old.release.tree, c.new.release.tree
+        if isinstance(old, PatchedTree) and isinstance(new, PatchedTree):  # the runner applied the stacks
+            stacks, on_old, on_new = old.stacks, [r.verdicts for r in old.results], [r.verdicts for r in new.results]
+        else:
+            stacks = patch_stacks(c.project.root, c.settings.get("patch-files") or ())
+            on_old, on_new = (
+                [check_stack([stacks.patches[p] for p in stack.patches], *tree_reader(tree)).verdicts
+                 for stack in stacks.stacks]
+                for tree in (old, new))
+        seen, judged = set(), []
+        for index, stack in enumerate(stacks.stacks):
+            for position, relpath in enumerate(stack.patches):
+                if relpath not in seen:  # a file in two stacks is judged in the first
+                    seen.add(relpath)
+                    judged.append(Judged(relpath, stacks.patches[relpath], on_old[index][position],
+                                         on_new[index][position]))
+        return stacks, sorted(judged, key=lambda j: j.relpath)
 
     return ctx.shared("patch-verdicts", compute)
-
-
-def _significant(lines: list[str]) -> set[str]:
-    return {line.strip() for line in lines if len(line.strip()) >= 8}
-
-
-def _exists(tree: ReleaseTree, relpath: str) -> bool:
-    try:
-        return tree.read_bytes(relpath) is not None
-    except Unreadable:
-        return True  # there, though it cannot be read
-
-
-def find_moved(file: FilePatch, new: ReleaseTree, old: ReleaseTree | None) -> str | None:
-    """The likely new home of a patched file the new release no longer has: the file added by the
-    bump (or any file, without an old release) holding most of the patch's preimage lines."""
-    wanted = _significant([line for hunk in file.hunks for line in hunk.preimage])
-    relpath = release_relpath(file.old_path)
-    if not wanted or relpath is None:
-        return None
-    suffix = relpath.rsplit(".", 1)[-1]
-    candidates = [p for p in new.iter_files(PACKAGE) if p.endswith("." + suffix)]
-    if old is not None:
-        candidates = [p for p in candidates if not _exists(old, p)]
-    best, best_score = None, 0
-    for candidate in candidates:
-        text = new.readable_text(candidate) or ""
-        score = len(wanted & _significant(text.splitlines()))
-        if score > best_score:
-            best, best_score = candidate, score
-    return best if best is not None and best_score * 2 >= len(wanted) else None
 
 
 def _reason(ctx: CheckContext, verdict: HunkVerdict) -> str:
@@ -93,10 +56,10 @@ def _reason(ctx: CheckContext, verdict: HunkVerdict) -> str:
         return "the file it creates already exists, with other content"
     if verdict.status == GONE:
         moved = ctx.shared(f"moved:{verdict.file.old_path}",
-                           lambda c: find_moved(verdict.file, c.new.release.tree, c.old.release.tree))
+                           lambda c: find_moved(verdict.file, stock_tree(c.new.release), stock_tree(c.old.release)))
         if moved is None:
             return "its file is gone"
-        text = ctx.new.release.tree.readable_text(moved) or ""
+        text = stock_tree(ctx.new.release).readable_text(moved) or ""
         there = "the hunk applies there" if verdict.hunk and Image(text).find(verdict.hunk) is not None \
             else "the hunk does not apply there either"
         return f"its file is gone; it likely moved to python/{moved} (by content; {there})"
@@ -116,7 +79,8 @@ def _line(verdict: HunkVerdict) -> int:
 
 @contract("SGC901")
 def patch_hunk_no_longer_applies(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for relpath, patch, old, new in _verdicts(ctx):
+    for judged in judged_stacks(ctx)[1]:
+        relpath, patch, old, new = judged.relpath, judged.patch, judged.old, judged.new
         if patch.error is not None:
             if ctx.report_unresolved:  # git rejects the text itself, whatever the release
                 line, message = patch.error
@@ -135,12 +99,35 @@ def patch_hunk_no_longer_applies(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 @contract("SGC902")
 def patch_hunk_already_upstream(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for relpath, patch, old, new in _verdicts(ctx):
-        for was, now in zip(old, new):
+    for judged in judged_stacks(ctx)[1]:
+        for was, now in zip(judged.old, judged.new):
             if now.status != ALREADY:
                 continue
             broken_before = was.status != APPLIES
             if broken_before and not ctx.report_unresolved:
                 continue
-            yield finding_at("SGC902", relpath, _line(now), 1, now.file.path, severity="info" if broken_before else None,
+            yield finding_at("SGC902", judged.relpath, _line(now), 1, now.file.path, severity="info" if broken_before else None,
                              what=_what(now), old=ctx.old_version, new=ctx.new_version)
+
+
+@contract("SGC903")
+def patch_not_judged(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """Info only, with --report-unresolved: nothing here is a break of the bump."""
+    if not ctx.report_unresolved:
+        return
+    stacks, judged = judged_stacks(ctx)
+    if stacks.unapplied:
+        folders = sorted({p.rsplit("/", 1)[0] if "/" in p else "." for p in stacks.unapplied})
+        shown = ", ".join(folders[:6]) + (f" and {len(folders) - 6} more" if len(folders) > 6 else "")
+        yield finding_at("SGC903", stacks.unapplied[0], 1, 1, stacks.unapplied[0], severity="info",
+                         what=f"{len(stacks.unapplied)} patch files in {len(folders)} folders ({shown})",
+                         reason="no Dockerfile or script applies them; list them in `patch-files` to judge them",
+                         old=ctx.old_version, new=ctx.new_version)
+    for each in judged:
+        reported = set()
+        for verdict in each.new:
+            if verdict.status == UNKNOWN and id(verdict.file) not in reported:
+                reported.add(id(verdict.file))
+                yield finding_at("SGC903", each.relpath, verdict.file.line, 1, verdict.file.path, severity="info",
+                                 what=f"the patch of {verdict.file.path}", reason=verdict.detail,
+                                 old=ctx.old_version, new=ctx.new_version)

@@ -23,13 +23,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sglang_contracts.contracts.gitapply import Image, what_changed
-from sglang_contracts.contracts.patches import find_moved, tree_reader
+from sglang_contracts.patch.gitapply import Image, what_changed
+from sglang_contracts.patch.release import find_moved, release_relpath, tree_reader
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import printable_path, read_limited
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
-from sglang_contracts.patchclassify import change_of, read_patch
-from sglang_contracts.project.patchfile import FilePatch, Hunk, PatchFile, release_relpath
+from sglang_contracts.patch.classify import change_of, read_patch
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile
 from sglang_contracts.sources.base import Release
 
 CARRIED = "carried"  # applies on B as it is (at an offset)

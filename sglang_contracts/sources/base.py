@@ -29,6 +29,8 @@ class ReleaseTree(ABC):
     and `unlisted` says why, so the model reports its modules alike instead of calling them gone.
     """
 
+    carries_all_files = True  # every file of the release's package folder, Python or not
+
     @abstractmethod
     def read_bytes(self, relpath: str) -> bytes | None:
         """The file's bytes, or None when there is no such file. Raises Unreadable when there
@@ -42,6 +44,11 @@ class ReleaseTree(ABC):
     def iter_files(self, under: str) -> Iterator[str]:
         """Every file path below a folder, recursively, skipping folders that cannot be listed
         and never following a link to a folder (a link cycle cannot loop)."""
+
+    def read_member(self, relpath: str) -> bytes | None:
+        """The file's bytes whatever its kind, for a patch against it (`read_bytes` may read a
+        wheel's members other than modules and metadata as empty). Raises as `read_bytes` does."""
+        return self.read_bytes(relpath)
 
     def unlisted(self, relpath: str) -> str | None:
         """Why a folder that is there could not be listed ("permission denied"), if it could not."""

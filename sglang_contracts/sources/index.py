@@ -202,6 +202,8 @@ def _decoded(encoded: str) -> bytes | None:
 class WheelTree(ReleaseTree):
     """The files of a wheel, read from the archive itself."""
 
+    carries_all_files = False  # the package's modules and data, not every file of the source tree
+
     def __init__(self, wheel: Path, cached: bool = False) -> None:
         """`cached`: the wheel is the cache's own copy, deleted when found damaged."""
         self.cached = cached
@@ -227,6 +229,13 @@ class WheelTree(ReleaseTree):
             return None
         if not relpath.endswith(READ_SUFFIXES):
             return b""
+        return self._inflate(relpath, info)
+
+    def read_member(self, relpath: str) -> bytes | None:
+        info = self.members.get(relpath)
+        return None if info is None else self._inflate(relpath, info)
+
+    def _inflate(self, relpath: str, info: zipfile.ZipInfo) -> bytes:
         limit = read_limit(relpath)
         if info.file_size > limit:  # a zip bomb is refused before a byte of it is inflated
             raise Unreadable(f"{describe_size(info.file_size)} uncompressed, over the {describe_size(limit)} "

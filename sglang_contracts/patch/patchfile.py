@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from sglang_contracts.infra.errors import UsageError
-from sglang_contracts.infra.boundary import read_project_text
-from sglang_contracts.project.index import walk_project
 
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 GIT_HEADER_LINES = ("--- ", "+++ ", "old mode ", "new mode ", "deleted file mode ", "new file mode ", "copy from ",
@@ -257,40 +253,3 @@ def parse_patch(text: str) -> PatchFile:
     if not files:
         return PatchFile([], (1, "no valid patches in input"))
     return PatchFile(files)
-
-
-def release_relpath(patch_path: str | None) -> str | None:
-    """Where a patch path of SGLang's repository lives in a release tree (the folder holding
-    `sglang/`): `python/sglang/srt/x.py` -> `sglang/srt/x.py`; None for paths outside the package."""
-    if patch_path is None:
-        return None
-    path = patch_path[len("python/"):] if patch_path.startswith("python/") else patch_path
-    return path if path.startswith("sglang/") else None
-
-
-def targets_sglang(patch: PatchFile) -> bool:
-    return any(release_relpath(f.old_path) or release_relpath(f.new_path) for f in patch.files)
-
-
-def sglang_patch_files(root: Path, named: list[str] | tuple[str, ...] = ()) -> dict[str, PatchFile]:
-    """The project's patch files against SGLang, parsed, by relative path: every `.patch`/`.diff`
-    that patches SGLang's package, and every file `named` (paths or globs relative to the root,
-    from the `patch-files` setting), which is checked whatever its name or content."""
-    root = root.resolve()
-    found = {}
-    for path in walk_project([root], lambda name: name.endswith(PATCH_SUFFIXES)):
-        text = read_project_text(path, root, errors="surrogateescape")
-        if text is None or "sglang/" not in text:
-            continue
-        patch = parse_patch(text)
-        if targets_sglang(patch) or (patch.error and "python/sglang/" in text):
-            found[path.relative_to(root).as_posix()] = patch
-    for pattern in named:
-        matches = sorted(p for p in root.glob(pattern) if not p.is_dir())
-        if not matches:
-            raise UsageError(f"patch-files: {pattern} matches no file under {root}")
-        for path in matches:
-            text = read_project_text(path, root, errors="surrogateescape")
-            if text is not None:
-                found[path.relative_to(root).as_posix()] = parse_patch(text)
-    return found

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from sglang_contracts.project.patchfile import FilePatch, Hunk, PatchFile, split_lines
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, split_lines
 
 APPLIES = "applies"
 ALREADY = "already-applied"
@@ -108,6 +108,10 @@ def what_changed(image_text: str, hunk: Hunk) -> str:
     """Why a hunk's preimage is not in the file: its first line that is gone, or that its lines
     are no longer together."""
     present = set(split_lines(image_text))
+    if hunk.preimage and all(line.endswith("\r\n") for line in hunk.preimage) != any(
+            line.endswith("\r\n") for line in present):
+        ends = ("CRLF", "LF") if hunk.preimage[0].endswith("\r\n") else ("LF", "CRLF")
+        return f"its lines end in {ends[0]} and the file's in {ends[1]}"
     for line in hunk.preimage:
         if line not in present and line.strip():
             kind = "removed" if line in hunk.removed else "context"
@@ -165,14 +169,43 @@ def _new_file_exists(file: FilePatch, text: str) -> list[HunkVerdict]:
 
 
 def check_patch(patch: PatchFile, read: Callable[[str], str | None],
-                unchecked: Callable[[str], str] = lambda path: "") -> list[HunkVerdict]:
-    """Every hunk's verdict, in patch order. `read(path)` gives a file of the tree by its patch path."""
+                unchecked: Callable[[str], str] = lambda path: "",
+                images: dict[str, Image] | None = None) -> list[HunkVerdict]:
+    """Every hunk's verdict, in patch order. `read(path)` gives a file of the tree by its patch
+    path; `images`, when given, receives each patched file's result by its patch path."""
     exists = lambda path: read(path) is not None  # noqa: E731
     if patch.error is not None:
         line, message = patch.error
         return [HunkVerdict(f, h, n, CORRUPT, message) for f in patch.files for n, h in enumerate(f.hunks or [None], 1)]
-    images: dict[str, Image] = {}
+    images = {} if images is None else images
     verdicts: list[HunkVerdict] = []
     for file in patch.files:
         verdicts += check_file(file, read, exists, images, unchecked)
     return verdicts
+
+
+@dataclass
+class StackResult:
+    verdicts: list[list[HunkVerdict]]  # per patch, in stack order
+    patched: dict[str, str | None]  # the tree after the stack, by patch path: text, or None once deleted
+
+
+def check_stack(patches: list[PatchFile], read: Callable[[str], str | None],
+                unchecked: Callable[[str], str] = lambda path: "") -> StackResult:
+    """Each patch judged on the tree with the ones before it applied, as a Dockerfile's
+    `git apply` loop does; a hunk that fails is left out (`--reject`) and the next patch is
+    judged on what did apply, so a hunk that needs it fails too, as it would in the image."""
+    patched: dict[str, str | None] = {}
+    read_now = lambda path: patched[path] if path in patched else read(path)  # noqa: E731
+    unchecked_now = lambda path: "" if patched.get(path) is not None else unchecked(path)  # noqa: E731
+    verdicts = []
+    for patch in patches:
+        images: dict[str, Image] = {}
+        judged = check_patch(patch, read_now, unchecked_now, images)
+        verdicts.append(judged)
+        patched.update((path, image.text()) for path, image in images.items())  # with what applied of it
+        applied = {id(v.file) for v in judged if v.applies}
+        for file in patch.files:  # a deletion or rename that applied leaves no file at the old path
+            if id(file) in applied and file.old_path and (file.is_delete or file.is_rename):
+                patched[file.old_path] = None
+    return StackResult(verdicts, patched)

@@ -1,0 +1,201 @@
+"""`sglang-contracts patch classify MINE SKELETON`: a project's patch against the patch it derives from.
+
+Relax derives its `sglang.patch` from slime's patch of the same release and asks, file by file
+and hunk by hunk: the same change, an extra change on a shared file, or a file only we patch?
+Hunks are compared by their real change, the `+` and `-` lines in order; `@@` offsets and
+context lines are ignored, so the same change made against a shifted file still matches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sglang_contracts.infra.errors import UsageError
+from sglang_contracts.infra.files import Unreadable, read_limited
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch
+
+SAME = "same"  # the skeleton has this change
+FORMATTING = "same (formatting)"  # the same change but for indentation, spacing, comments or blank lines
+EXTENDS = "extends"  # the skeleton's change plus more lines in the same hunk
+MODIFIED = "modified"  # a change the skeleton makes otherwise at the same place
+EXTRA = "extra"  # a change the skeleton does not make, on a file it patches
+ONLY_MINE = "only-mine"  # a file the skeleton does not patch
+DROPPED = "dropped"  # a skeleton hunk the project's patch does not have
+NEAR = 3  # lines apart at most for an extra and a dropped hunk to be one modified hunk
+MOVED_SHARE = 0.5  # of the smaller patch's significant lines, for two files to be one that moved
+
+
+def change_of(hunk: Hunk) -> tuple[tuple[str, str], ...]:
+    return tuple((kind, text.rstrip("\n")) for kind, text in hunk.body if kind != " ")
+
+
+def _without_formatting(line: str) -> str:
+    """A changed line with its comment (a `#` outside quotes) and every space removed."""
+    quote = None
+    for index, char in enumerate(line):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            line = line[:index]
+            break
+    return "".join(line.split())
+
+
+def formatting_free(change: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((kind, bare) for kind, text in change if (bare := _without_formatting(text)))
+
+
+def _contains_in_order(longer: tuple, shorter: tuple) -> bool:
+    items = iter(longer)
+    return all(any(item == wanted for item in items) for wanted in shorter)
+
+
+@dataclass
+class HunkClass:
+    line: int  # of the hunk header, in the patch it comes from
+    header: str
+    verdict: str
+    partner: "HunkClass | None" = None  # the skeleton hunk it matched, for same/extends/modified
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"line": self.line, "header": self.header, "verdict": self.verdict}
+        if self.partner is not None:
+            data["skeleton"] = {"line": self.partner.line, "header": self.partner.header}
+        return data
+
+
+@dataclass
+class FileClass:
+    path: str
+    verdict: str  # same, shared-with-extra, shared-partial, only-mine, only-skeleton
+    hunks: list[HunkClass] = field(default_factory=list)
+    dropped: list[HunkClass] = field(default_factory=list)  # skeleton hunks missing from mine
+    moved_from: str | None = None  # the skeleton's path of a file that moved between the two patches
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "verdict": self.verdict, "moved_from": self.moved_from,
+                "hunks": [h.to_json() for h in self.hunks], "dropped": [h.to_json() for h in self.dropped]}
+
+
+def _classify_file(mine: FilePatch, skeleton: FilePatch, moved_from: str | None = None) -> FileClass:
+    """Hunks paired over the whole file, the closest kind of match first: exact, then but for
+    formatting, then a hunk that extends the skeleton's, then an extra and a dropped hunk at
+    the same place (one modified hunk); a pass never takes a partner an earlier pass took."""
+    ours, theirs = [change_of(h) for h in mine.hunks], [change_of(h) for h in skeleton.hunks]
+    verdicts: dict[int, tuple[str, int]] = {}
+    taken: set[int] = set()
+
+    def pair(verdict: str, matches) -> None:
+        for i, hunk in enumerate(mine.hunks):
+            if i in verdicts:
+                continue
+            candidates = [j for j in range(len(theirs)) if j not in taken and matches(i, j)]
+            if candidates:  # the nearest by position, where several match
+                j = min(candidates, key=lambda j: abs(skeleton.hunks[j].old_start - hunk.old_start))
+                verdicts[i] = (verdict, j)
+                taken.add(j)
+
+    pair(SAME, lambda i, j: ours[i] == theirs[j])
+    bare_ours, bare_theirs = [formatting_free(c) for c in ours], [formatting_free(c) for c in theirs]
+    # two changes of comments only are not "the same": nothing would be left to compare
+    pair(FORMATTING, lambda i, j: bool(bare_ours[i]) and bare_ours[i] == bare_theirs[j])
+    pair(EXTENDS, lambda i, j: bool(theirs[j]) and _contains_in_order(ours[i], theirs[j]))
+    pair(MODIFIED, lambda i, j: _near(mine.hunks[i], skeleton.hunks[j]))
+    header = lambda h: HunkClass(h.line, h.header, DROPPED)  # noqa: E731
+    hunks = []
+    for i, hunk in enumerate(mine.hunks):
+        verdict, j = verdicts.get(i, (EXTRA, -1))
+        hunks.append(HunkClass(hunk.line, hunk.header, verdict, header(skeleton.hunks[j]) if j >= 0 else None))
+    dropped = [header(h) for j, h in enumerate(skeleton.hunks) if j not in taken]
+    if any(h.verdict in (EXTRA, EXTENDS, MODIFIED) for h in hunks):
+        verdict = "shared-with-extra"
+    elif dropped:
+        verdict = "shared-partial"
+    else:
+        verdict = SAME
+    return FileClass(mine.path, verdict, hunks, dropped, moved_from)
+
+
+def _near(mine: Hunk, theirs: Hunk) -> bool:
+    """The two hunks cover the same lines of the file, or lie within NEAR lines of each other."""
+    return (mine.old_start <= theirs.old_start + theirs.old_count + NEAR
+            and theirs.old_start <= mine.old_start + mine.old_count + NEAR)
+
+
+def _significant(file: FilePatch) -> set[str]:
+    return {text.strip() for hunk in file.hunks for _, text in hunk.body if len(text.strip()) >= 8}
+
+
+def _moves(mine: list[FilePatch], skeleton: list[FilePatch]) -> dict[str, FilePatch]:
+    """Files only one side patches, paired with the other side's file they share most lines with
+    (a file that moved upstream between the releases the two patches were made against)."""
+    found: dict[str, FilePatch] = {}
+    left = list(skeleton)
+    for file in mine:
+        lines, best, best_share = _significant(file), None, 0.0
+        for other in left:
+            theirs = _significant(other)
+            if not lines or not theirs or file.path.rsplit(".", 1)[-1] != other.path.rsplit(".", 1)[-1]:
+                continue
+            share = len(lines & theirs) / min(len(lines), len(theirs))
+            if share > best_share:
+                best, best_share = other, share
+        if best is not None and best_share >= MOVED_SHARE:
+            found[file.path] = best
+            left.remove(best)
+    return found
+
+
+def classify(mine: PatchFile, skeleton: PatchFile) -> list[FileClass]:
+    theirs = {f.path: f for f in skeleton.files}
+    mine_paths = {f.path for f in mine.files}
+    moved = _moves([f for f in mine.files if f.path not in theirs],
+                   [f for f in skeleton.files if f.path not in mine_paths])
+    followed = {f.path for f in moved.values()}
+    result = []
+    for file in mine.files:
+        if file.path in theirs:
+            result.append(_classify_file(file, theirs[file.path]))
+        elif file.path in moved:
+            result.append(_classify_file(file, moved[file.path], moved_from=moved[file.path].path))
+        else:
+            result.append(FileClass(file.path, ONLY_MINE, [HunkClass(h.line, h.header, ONLY_MINE) for h in file.hunks]))
+    result += [FileClass(f.path, "only-skeleton", dropped=[HunkClass(h.line, h.header, DROPPED) for h in f.hunks])
+               for f in skeleton.files if f.path not in mine_paths and f.path not in followed]
+    return result
+
+
+def read_patch(path: Path) -> PatchFile:
+    try:
+        text = read_limited(path).decode("utf-8", "surrogateescape")
+    except Unreadable as error:
+        raise UsageError(f"{path}: cannot read it ({error.reason})") from None
+    patch = parse_patch(text)
+    if patch.error is not None:
+        raise UsageError(f"{path}: git apply would reject it: {patch.error[1]}")
+    return patch
+
+
+def render_text(classes: list[FileClass], mine: str, skeleton: str) -> str:
+    """One line per file, and for a shared file one per hunk: `MINE:LINE: verdict  @@ ... @@`,
+    a matched or modified hunk followed by the skeleton's (`SKELETON:LINE`). The patches are
+    named by the paths given, so two files both called `sglang.patch` read apart."""
+    words = {SAME: "the same change", "shared-with-extra": "extra changes on a shared file",
+             "shared-partial": f"some of {skeleton}'s hunks are missing", ONLY_MINE: f"only in {mine}",
+             "only-skeleton": f"only in {skeleton}"}
+    out = []
+    for file in classes:
+        moved = f" (moved from {file.moved_from} in {skeleton})" if file.moved_from else ""
+        out.append(f"{file.path}{moved}: {words[file.verdict]} ({len(file.hunks or file.dropped)} hunks)")
+        if file.verdict in ("shared-with-extra", "shared-partial") or (file.moved_from and file.verdict == SAME):
+            for h in file.hunks:
+                out.append(f"  {mine}:{h.line}: {h.verdict}  {h.header}")
+                if h.partner is not None and h.verdict != SAME:
+                    out.append(f"    {skeleton}:{h.partner.line}: {'was' if h.verdict == MODIFIED else 'skeleton'}"
+                               f"  {h.partner.header}")
+            out += [f"  {skeleton}:{h.line}: {h.verdict}  {h.header}" for h in file.dropped]
+    return "".join(line + "\n" for line in out)

@@ -1,0 +1,183 @@
+"""A patch against a release tree: where its paths live in the release, how the release's files
+are read for `git apply`'s rules, and where a patched file that left the release went."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import TYPE_CHECKING, Iterator
+
+from sglang_contracts.infra.files import Unreadable
+from sglang_contracts.patch.gitapply import StackResult, check_stack
+from sglang_contracts.patch.patchfile import FilePatch, PatchFile
+from sglang_contracts.sources.base import PACKAGE, Release, ReleaseTree
+
+if TYPE_CHECKING:
+    from sglang_contracts.patch.stack import PatchStacks
+
+PYTHON = (".py", ".pyi")  # what every release carries whole
+
+
+def release_relpath(patch_path: str | None) -> str | None:
+    """Where a patch path of SGLang's repository lives in a release tree (the folder holding
+    `sglang/`): `python/sglang/srt/x.py` -> `sglang/srt/x.py`; None for paths outside the package."""
+    if patch_path is None:
+        return None
+    path = patch_path[len("python/"):] if patch_path.startswith("python/") else patch_path
+    return path if path.startswith("sglang/") else None
+
+
+def targets_sglang(patch: PatchFile) -> bool:
+    return any(release_relpath(f.old_path) or release_relpath(f.new_path) for f in patch.files)
+
+
+def stock_tree(release: Release) -> ReleaseTree:
+    """The release as published, without the project's patch stack applied."""
+    return release.tree.base if isinstance(release.tree, PatchedTree) else release.tree
+
+
+def tree_reader(tree: ReleaseTree):
+    """(read, unchecked) for check_patch: files by their patch path (`python/sglang/...`).
+    A file of the release that cannot be read leaves its hunks unchecked, never judged; so does
+    a file that is not text, and one a wheel does not ship (the repository's other files)."""
+
+    def read(path: str) -> str | None:
+        relpath = release_relpath(path)
+        try:
+            data = tree.read_member(relpath) if relpath else None
+        except Unreadable:
+            return None  # only asked of files `unchecked` passed, or whether another file exists
+        return None if data is None else data.decode("utf-8", "surrogateescape")
+
+    def unchecked(path: str) -> str:
+        relpath = release_relpath(path)
+        if relpath is None:
+            return "outside the sglang package"
+        try:
+            data = tree.read_member(relpath)
+        except Unreadable as unreadable:
+            return f"a file of the release that cannot be read ({unreadable.reason})"
+        if data is None and not tree.carries_all_files and not relpath.endswith(PYTHON):
+            return "a file the wheel does not ship"
+        if data is not None and b"\0" in data:
+            return "not a text file in the release"
+        return ""
+
+    return read, unchecked
+
+
+def _significant(lines: list[str]) -> set[str]:
+    return {line.strip() for line in lines if len(line.strip()) >= 8}
+
+
+def _exists(tree: ReleaseTree, relpath: str) -> bool:
+    try:
+        return tree.read_bytes(relpath) is not None
+    except Unreadable:
+        return True  # there, though it cannot be read
+
+
+def find_moved(file: FilePatch, new: ReleaseTree, old: ReleaseTree | None) -> str | None:
+    """The likely new home of a patched file the new release no longer has: the file added by the
+    bump (or any file, without an old release) holding most of the patch's preimage lines."""
+    wanted = _significant([line for hunk in file.hunks for line in hunk.preimage])
+    relpath = release_relpath(file.old_path)
+    if not wanted or relpath is None:
+        return None
+    suffix = relpath.rsplit(".", 1)[-1]
+    candidates = [p for p in new.iter_files(PACKAGE) if p.endswith("." + suffix)]
+    if old is not None:
+        candidates = [p for p in candidates if not _exists(old, p)]
+    best, best_score = None, 0
+    for candidate in candidates:
+        text = new.readable_text(candidate) or ""
+        score = len(wanted & _significant(text.splitlines()))
+        if score > best_score:
+            best, best_score = candidate, score
+    return best if best is not None and best_score * 2 >= len(wanted) else None
+
+
+class PatchedTree(ReleaseTree):
+    """A release as the project's image has it: the stock tree with what the patch stack left
+    in the files it patched (what applied of it), so the upstream model of the pin knows the
+    names the stack adds (slime's `DeltaEncoding` in `io_struct`) and that of the target what
+    the stack still adds there. It keeps the stacks and their verdicts, for the patch rules."""
+
+    def __init__(self, base: ReleaseTree, patched: dict[str, bytes | None], stacks: PatchStacks,
+                 results: list[StackResult]) -> None:
+        self.base = base
+        self.patched = patched  # release relpath -> content, or None where the stack deleted it
+        self.stacks = stacks
+        self.results = results  # per stack of `stacks`, on the stock tree
+        self.carries_all_files = base.carries_all_files
+        self.added: dict[str, set[str]] = {}
+        for relpath, data in patched.items():
+            if data is not None:
+                parts = relpath.split("/")
+                for depth in range(1, len(parts)):
+                    self.added.setdefault("/".join(parts[:depth]), set()).add(parts[depth])
+
+    def read_bytes(self, relpath: str) -> bytes | None:
+        return self.patched[relpath] if relpath in self.patched else self.base.read_bytes(relpath)
+
+    def read_member(self, relpath: str) -> bytes | None:
+        return self.patched[relpath] if relpath in self.patched else self.base.read_member(relpath)
+
+    def list_dir(self, relpath: str) -> list[str] | None:
+        names = self.base.list_dir(relpath)
+        extra = self.added.get(relpath.rstrip("/"), set())
+        if names is None and not extra:
+            return None
+        gone = {p.rsplit("/", 1)[-1] for p, data in self.patched.items()
+                if data is None and p.rsplit("/", 1)[0] == relpath.rstrip("/")}
+        return sorted((set(names or ()) | extra) - gone)
+
+    def iter_files(self, under: str) -> Iterator[str]:
+        seen = set()
+        for relpath in self.base.iter_files(under):
+            seen.add(relpath)
+            if self.patched.get(relpath, b"") is not None:
+                yield relpath
+        prefix = under.rstrip("/") + "/"
+        yield from sorted(p for p, data in self.patched.items()
+                          if data is not None and p not in seen and p.startswith(prefix))
+
+    def unlisted(self, relpath: str) -> str | None:
+        return self.base.unlisted(relpath)
+
+    def content_key(self, relpath: str) -> str:
+        if relpath in self.patched:
+            return hashlib.sha256(self.patched[relpath] or b"").hexdigest()
+        return self.base.content_key(relpath)
+
+    def metadata_text(self) -> str | None:
+        return self.base.metadata_text()
+
+
+def with_stack_applied(release: Release, stacks: PatchStacks) -> Release:
+    """The release with the live patch stacks applied (each judged on the stock tree with the
+    earlier patches of its stack applied); the stock release itself when there is no stack."""
+    if not stacks.stacks:
+        return release
+    read, unchecked = tree_reader(release.tree)
+    results = [check_stack([stacks.patches[p] for p in stack.patches], read, unchecked) for stack in stacks.stacks]
+    patched: dict[str, bytes | None] = {}
+    for result in results:  # a file two stacks patch is taken from the first
+        for path, text in result.patched.items():
+            relpath = release_relpath(path)
+            if relpath and relpath not in patched:
+                patched[relpath] = None if text is None else text.encode("utf-8", "surrogateescape")
+    changed = {p: data for p, data in patched.items() if data != _stock_bytes(release.tree, p)}
+    tree = PatchedTree(release.tree, changed, stacks, results)
+    if not changed:
+        return dataclasses.replace(release, tree=tree)
+    digest = hashlib.sha256(b"".join(p.encode() + b"\0" + (d or b"\1") + b"\0" for p, d in sorted(changed.items())))
+    identity = f"{release.identity}+stack:{digest.hexdigest()[:16]}" if release.identity else None
+    return dataclasses.replace(release, tree=tree, identity=identity)
+
+
+def _stock_bytes(tree: ReleaseTree, relpath: str) -> bytes | None:
+    try:
+        return tree.read_member(relpath)
+    except Unreadable:
+        return None

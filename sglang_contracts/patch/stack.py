@@ -1,0 +1,314 @@
+"""The project's patch stack: which patch files against SGLang the image applies, in what order.
+
+slime's Dockerfile copies `docker/patch/${PATCH_VERSION}/sglang*.patch` into the SGLang tree and
+applies them in a `for patch in sglang.patch sglang-top_p.patch ...; do git apply "$patch"`
+loop, each on top of the ones before. The order is read from the project's Dockerfiles and
+shell scripts: `git apply` and `patch -p1` commands, `for` loops over words or globs,
+variables from `ARG`/`ENV` defaults and shell assignments (`${V:-default}` takes the
+default; a variable nothing sets matches any path segment), `COPY`/`ADD` from the build
+context to where the commands find the files. A plain `Dockerfile` builds the image; variants
+(`Dockerfile.rocm`, `Dockerfile.gb10`) build images on other SGLang builds than the pin, so
+they count only where no plain one applies a patch. The `patch-files` setting replaces what
+is read: its files, in the order given, one stack per folder. A patch file that nothing
+applies is not judged (the folders of past releases that slime keeps). Without any command
+that applies one, every patch file is judged, one stack per folder in name order.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from sglang_contracts.infra.boundary import read_project_text
+from sglang_contracts.infra.errors import UsageError
+from sglang_contracts.patch.patchfile import PATCH_SUFFIXES, PatchFile, parse_patch
+from sglang_contracts.patch.release import targets_sglang
+from sglang_contracts.project.index import walk_project
+
+UNSET = "\0"  # a variable nothing sets: stands for any path segment
+SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")", "do", "then", "else", "elif", "{", "}"}
+SHELL_SUFFIXES = (".sh", ".bash")
+MAX_WORD = 4096  # characters of an expanded word
+MAX_ITERATIONS = 1000  # of nested loops around one command
+LEADING = {"if", "!", "while", "until", "time", "sudo", "command", "exec"}
+_VARIABLE = re.compile(r"\$\{(\w+)(?:(:?[-=+?])([^}]*))?\}|\$(\w+)")
+
+
+@dataclass
+class Stack:
+    """Patch files applied one on top of the other to one SGLang tree, in order."""
+
+    source: str  # where the order comes from: `docker/Dockerfile:138`, `patch-files`, `name order`
+    patches: list[str] = field(default_factory=list)  # project-relative paths
+
+
+@dataclass
+class PatchStacks:
+    patches: dict[str, PatchFile]  # every patch file against SGLang in the project, by path
+    stacks: list[Stack]
+    unapplied: list[str]  # patch files no stack applies: not judged
+
+
+def sglang_patch_files(root: Path) -> dict[str, PatchFile]:
+    """The project's patch files against SGLang, parsed, by relative path: every `.patch`/`.diff`
+    that patches SGLang's package (or that git rejects but names `python/sglang/`)."""
+    root = root.resolve()
+    found = {}
+    for path in walk_project([root], lambda name: name.endswith(PATCH_SUFFIXES)):
+        text = read_project_text(path, root, errors="surrogateescape")
+        if text is None or "sglang/" not in text:
+            continue
+        patch = parse_patch(text)
+        if targets_sglang(patch) or (patch.error and "python/sglang/" in text):
+            found[path.relative_to(root).as_posix()] = patch
+    return found
+
+
+def patch_stacks(root: Path, named: list[str] | tuple[str, ...] = ()) -> PatchStacks:
+    """The stacks to judge: `named` (the `patch-files` setting: paths or globs relative to the
+    root, checked whatever their name or content) if given, else what the Dockerfiles and
+    scripts apply, else every patch file, folder by folder in name order."""
+    root = root.resolve()
+    patches = sglang_patch_files(root)
+    if named:
+        stacks: dict[str, Stack] = {}
+        for pattern in named:
+            matches = sorted(p for p in root.glob(pattern) if not p.is_dir())
+            if not matches:
+                raise UsageError(f"patch-files: {pattern} matches no file under {root}")
+            for path in matches:
+                relpath = path.relative_to(root).as_posix()
+                if relpath not in patches:
+                    text = read_project_text(path, root, errors="surrogateescape")
+                    if text is None:
+                        continue
+                    patches[relpath] = parse_patch(text)
+                stack = stacks.setdefault(str(PurePosixPath(relpath).parent), Stack("patch-files"))
+                if relpath not in stack.patches:
+                    stack.patches.append(relpath)
+        chosen = list(stacks.values())
+    else:
+        chosen = applied_stacks(root, set(patches)) if patches else []
+        if not chosen:
+            by_folder: dict[str, Stack] = {}
+            for relpath in sorted(patches):
+                by_folder.setdefault(str(PurePosixPath(relpath).parent), Stack("name order")).patches.append(relpath)
+            chosen = list(by_folder.values())
+    applied = {path for stack in chosen for path in stack.patches}
+    return PatchStacks(patches, chosen, sorted(set(patches) - applied))
+
+
+def applied_stacks(root: Path, patch_paths: set[str]) -> list[Stack]:
+    """One stack per Dockerfile or script that applies any of `patch_paths`, in its order."""
+    dockerfiles = walk_project([root], _is_dockerfile)
+    scripts = walk_project([root], lambda name: name.endswith(SHELL_SUFFIXES))
+    plain, variants, shells = [], [], []
+    for path in [*dockerfiles, *scripts]:
+        text = read_project_text(path, root, errors="surrogateescape")
+        if text is None:
+            continue
+        stack = _stack_of(path, text, root, patch_paths, is_docker=path in dockerfiles)
+        if stack.patches:
+            (shells if path not in dockerfiles else plain if path.name in ("Dockerfile", "Containerfile")
+             else variants).append(stack)
+    return [*(plain or variants), *shells]
+
+
+def _is_dockerfile(name: str) -> bool:
+    return name in ("Dockerfile", "Containerfile") or name.startswith("Dockerfile.") or name.endswith(".Dockerfile")
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) with backslash continuations joined and comment lines dropped."""
+    out: list[tuple[int, str]] = []
+    pending, start = "", 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith("#"):
+            continue
+        if not pending:
+            start = number
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        out.append((start, pending + line))
+        pending = ""
+    if pending:
+        out.append((start, pending))
+    return out
+
+
+def _expand(word: str, env: dict[str, str], keep: frozenset[str] = frozenset(), depth: int = 0) -> str:
+    """Variables replaced (recursively, bounded); `keep` names stay as they are (loop variables,
+    bound per iteration); a variable nothing sets becomes UNSET."""
+    if depth > 8:
+        return UNSET
+
+    def value(match: re.Match) -> str:
+        name = match.group(1) or match.group(4)
+        if name in keep:
+            return "${" + name + "}"
+        if name in env:
+            return _expand(env[name], env, keep, depth + 1)
+        if match.group(2) and match.group(2).lstrip(":") in "-=":
+            return _expand(match.group(3), env, keep, depth + 1)
+        return UNSET
+
+    word = re.sub(r"\$\([^)]*\)?|`[^`]*`", UNSET, word)  # command substitution: not known
+    word = re.sub(r"\$\{[^}]*$", UNSET, word)  # what the shell split off the end of a word cut in two
+    expanded = _VARIABLE.sub(value, word)
+    return expanded if len(expanded) <= MAX_WORD else UNSET  # `a=$a$a` over and over doubles a word
+
+
+def _words(line: str) -> list[str]:
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:  # an unbalanced quote: read as plain words
+        return line.split()
+
+
+def _commands(words: list[str]) -> list[list[str]]:
+    """Simple commands, without the keywords that lead into them (`if ! git apply ...`)."""
+    commands, current = [], []
+    for word in [*words, ";"]:
+        if word in SEPARATORS or set(word) <= set(";&|()"):
+            while current and current[0] in LEADING:
+                current.pop(0)
+            if current:
+                commands.append(current)
+            current = []
+        else:
+            current.append(word)
+    return commands
+
+
+def _apply_targets(command: list[str]) -> list[str] | None:
+    """The patch files a `git apply`/`patch` command applies (not a `--check` or `-R` one)."""
+    if command[:2] == ["git", "apply"]:
+        args = command[2:]
+        if any(a in ("--check", "-R", "--reverse", "--stat", "--numstat", "--summary") for a in args):
+            return []
+        return [a for a in args if not a.startswith("-")]
+    if command and command[0] == "patch":
+        args, targets = command[1:], []
+        for index, arg in enumerate(args):
+            if arg in ("-i", "--input") and index + 1 < len(args):
+                targets.append(args[index + 1])
+            elif arg.startswith("--input="):
+                targets.append(arg.split("=", 1)[1])
+            elif arg == "<" and index + 1 < len(args):
+                targets.append(args[index + 1])
+            elif arg.startswith("<") and len(arg) > 1:
+                targets.append(arg[1:])
+        if any(a in ("-R", "--reverse", "--dry-run") for a in args):
+            return []
+        return targets
+    return None
+
+
+def _stack_of(path: Path, text: str, root: Path, patch_paths: set[str], is_docker: bool) -> Stack:
+    relpath = path.relative_to(root).as_posix()
+    env: dict[str, str] = {}
+    copies: list[tuple[list[str], str]] = []  # (sources, destination), in order
+    loops: list[tuple[str, list[str]]] = []  # the `for` loops open here: (variable, words)
+    stack = Stack(relpath)
+    for number, line in _logical_lines(text):
+        shell = line
+        if is_docker:
+            match = re.match(r"\s*(\w+)\s+(.*)", line)
+            if not match:
+                continue
+            instruction, rest = match.group(1).upper(), match.group(2)
+            if instruction in ("ARG", "ENV"):
+                for name, value in re.findall(r"(\w+)=(\S*)", rest):
+                    env[name] = _expand(value.strip("\"'"), env)
+                continue
+            if instruction in ("COPY", "ADD") and "--from=" not in rest:
+                words = [w for w in _words(rest) if not w.startswith("--")]
+                if len(words) >= 2:
+                    copies.append(([_expand(w, env) for w in words[:-1]], _expand(words[-1], env)))
+                continue
+            if instruction != "RUN":
+                continue
+            shell, loops = rest, []
+        for command in _commands(_words(shell)):
+            if command[0] == "for" and len(command) >= 3 and command[2] == "in":
+                loops.append((command[1], [_expand(w, env, frozenset(v for v, _ in loops)) for w in command[3:]]))
+                continue
+            if command[0] == "done":
+                loops = loops[:-1]
+                continue
+            words = command[1:] if command[0] in ("export", "local", "readonly") else command
+            assignment = re.fullmatch(r"(\w+)=(.*)", words[0]) if len(words) == 1 else None
+            if assignment:
+                env[assignment.group(1)] = _expand(assignment.group(2), env, frozenset(v for v, _ in loops))
+                continue
+            for target in _apply_targets(command) or ():
+                for concrete in _iterations(target, loops, env):
+                    for found in _resolve(concrete, copies, path, root, patch_paths):
+                        if found not in stack.patches:
+                            if not stack.patches:
+                                stack.source = f"{relpath}:{number}"
+                            stack.patches.append(found)
+    return stack
+
+
+def _iterations(target: str, loops: list[tuple[str, list[str]]], env: dict[str, str]) -> list[str]:
+    """The target for each iteration of the loops around it, in order."""
+    bindings: list[dict[str, str]] = [{}]
+    for name, words in loops:
+        bindings = [{**b, name: w} for b in bindings for w in words or [UNSET]][:MAX_ITERATIONS]
+    return [_expand(target, {**env, **b}) for b in bindings]
+
+
+def _pattern(path: str) -> str:
+    return path.replace(UNSET, "*")
+
+
+def _resolve(target: str, copies: list[tuple[list[str], str]], file: Path, root: Path,
+             patch_paths: set[str]) -> list[str]:
+    """Project patch files a target names, in name order: through the COPY that put it where
+    the command finds it, else by the longest tail of its path that names project files."""
+    candidates: list[str] = []
+    for sources, destination in reversed(copies):
+        dest = destination.rstrip("/")
+        if target in (destination, dest):
+            candidates = list(sources)
+        elif target.startswith(dest + "/") or "/" not in target:
+            rest = target[len(dest) + 1:] if target.startswith(dest + "/") else target
+            for source in sources:  # a file (or glob) copied into the folder, or a folder copied
+                if fnmatch.fnmatchcase(PurePosixPath(rest).name, PurePosixPath(_pattern(source)).name):
+                    candidates.append(str(PurePosixPath(source).parent / rest))
+                candidates.append(f"{source.rstrip('/')}/{rest}")
+        if candidates:
+            break
+    folder = file.parent.relative_to(root).as_posix()
+    parts = [] if folder == "." else folder.split("/")
+    contexts = ["", *("/".join(parts[:i]) for i in range(1, len(parts) + 1))]  # where a build may run
+    found: list[str] = []
+    for candidate in candidates or [target]:
+        pattern = _pattern(candidate).lstrip("/")
+        while pattern.startswith(("./", "../")):
+            pattern = pattern.split("/", 1)[1]
+        matches: list[str] = []
+        for context in contexts:
+            matches = sorted(p for p in patch_paths if fnmatch.fnmatchcase(p, f"{context}/{pattern}" if context else pattern))
+            if matches:
+                break
+        pieces = pattern.split("/")
+        for start in range(1, len(pieces)):  # an absolute or unknown prefix: the longest tail that names files
+            if matches:
+                break
+            tail = "/".join(pieces[start:])
+            if set(pieces[start:]) <= {"*"}:
+                break
+            matches = sorted(p for p in patch_paths if fnmatch.fnmatchcase(p, f"*/{tail}") or p == tail)
+            if start == len(pieces) - 1 and len({str(PurePosixPath(p).parent) for p in matches}) > 1:
+                matches = []  # a bare name found in several folders says nothing of which
+        found += [p for p in matches if p not in found]
+    return found

@@ -1,0 +1,318 @@
+"""The patch stack: the order the image applies patches in, and each patch judged on top of the
+ones before, on both releases, against real `git apply` run in the same order."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gitcheck import git_stack_verdicts, materialise
+from sglang_contracts.patch.gitapply import CONTEXT, check_patch, check_stack
+from sglang_contracts.patch.patchfile import parse_patch
+from sglang_contracts.patch.stack import patch_stacks
+from sglang_contracts.runner import CheckOptions, run_check
+
+SCHEDULER = "python/sglang/srt/managers/scheduler.py"
+OLD = {SCHEDULER: "".join(f"step {i}\n" for i in range(1, 31))}
+# The bump changes a line in the context of the third patch's hunk only.
+NEW = {SCHEDULER: OLD[SCHEDULER].replace("step 25\n", "step twenty-five\n")}
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def stacked_diffs(base: dict[str, str], edits: list[list[tuple[str, str, str]]], tmp: Path) -> list[str]:
+    """`git diff` of each edit made on top of the ones before: (path, old text, new text)."""
+    repo = materialise(base, tmp)
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "base")
+    diffs = []
+    for edit in edits:
+        for path, old, new in edit:
+            file = repo / path
+            text = file.read_text()
+            assert old in text
+            file.write_text(text.replace(old, new, 1))
+        _git(repo, "add", "-A")
+        diffs.append(_git(repo, "diff", "--cached"))
+        _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "edit")
+    return diffs
+
+
+@pytest.fixture
+def three(tmp_path: Path) -> list[str]:
+    """sglang.patch adds a hook; sglang-top_p.patch edits the hook; pull_weights.patch edits what
+    top_p added and `step 27` in one hunk (`step 25` is its context): each applies only on top
+    of the ones before."""
+    return stacked_diffs(OLD, [
+        [(SCHEDULER, "step 20\n", "step 20\nhook = make_hook()\n")],
+        [(SCHEDULER, "hook = make_hook()\n", "hook = make_hook(top_p=True)\nhook.top_p = 0.9\n")],
+        [(SCHEDULER, "hook.top_p = 0.9\n", "hook.top_p = 0.9\nhook.pull_weights = True\n"),
+         (SCHEDULER, "step 27\n", "step 27  # weights pulled\n")],
+    ], tmp_path / "diffs")
+
+
+def _pairs(patch):
+    return [(f, h) for f in patch.files for h in f.hunks or [None]]
+
+
+def _read(files):
+    return lambda path: files.get(path)
+
+
+@pytest.mark.parametrize("release", ["old", "new"])
+def test_each_patch_is_judged_on_top_of_the_ones_before_as_git_applies_them_in_order(three, release):
+    files = OLD if release == "old" else NEW
+    patches = [parse_patch(text) for text in three]
+    result = check_stack(patches, _read(files))
+    mine = [[v.applies for v in verdicts] for verdicts in result.verdicts]
+    assert mine == git_stack_verdicts(files, three, [_pairs(p) for p in patches])
+    alone = [[v.applies for v in check_patch(p, _read(files))] for p in patches]
+    assert alone[1:] == [[False], [False]]  # judged alone, the later patches look broken everywhere
+    if release == "old":
+        assert mine == [[True], [True], [True]]
+    else:  # only the third patch's context changed with the bump
+        assert mine == [[True], [True], [False]]
+        assert result.verdicts[2][0].status == CONTEXT
+
+
+def test_the_stack_leaves_the_tree_the_image_has(three):
+    result = check_stack([parse_patch(t) for t in three], _read(OLD))
+    assert "hook.pull_weights = True\n" in result.patched[SCHEDULER]
+
+
+def test_a_failed_hunk_is_left_out_and_what_needs_it_fails_too(three):
+    """The bump breaks the first patch: the second, which needs its line, fails in the image too."""
+    files = {SCHEDULER: OLD[SCHEDULER].replace("step 21\n", "step 21 (changed)\n")}
+    patches = [parse_patch(t) for t in three]
+    verdicts = check_stack(patches, _read(files)).verdicts
+    assert [[v.status for v in p] for p in verdicts] == [[CONTEXT], [CONTEXT], [CONTEXT]]
+    assert [[v.applies for v in p] for p in verdicts] == git_stack_verdicts(files, three, [_pairs(p) for p in patches])
+
+
+SLIME_DOCKERFILE = """\
+ARG SGLANG_IMAGE_TAG=v0.5.15.post1
+FROM slimerl/sglang:${SGLANG_IMAGE_TAG} AS sglang
+ARG PATCH_VERSION=latest
+COPY docker/patch/${PATCH_VERSION}/megatron*.patch /root/Megatron-LM/
+RUN cd Megatron-LM && git apply megatron.patch --3way
+ARG ENABLE_SGLANG_PATCH=1
+COPY docker/patch/${PATCH_VERSION}/sglang*.patch /sgl-workspace/sglang/
+RUN if [ "$ENABLE_SGLANG_PATCH" = "1" ]; then \\
+  cd /sgl-workspace/sglang && \\
+  for patch in sglang.patch sglang-top_p.patch sglang-pull_weights.patch; do \\
+    if [ ! -f "$patch" ]; then \\
+      continue; \\
+    fi; \\
+    if ! git apply --check "$patch"; then \\
+      exit 1; \\
+    fi; \\
+    git apply "$patch" || exit 1; \\
+  done && \\
+  rm sglang*.patch; \\
+fi
+"""
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for relpath, text in files.items():
+        (root / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (root / relpath).write_text(text)
+    return root
+
+
+@pytest.fixture
+def slime_shaped(tmp_path: Path, three: list[str]) -> Path:
+    """A project shaped like slime: the live folder the Dockerfile applies (in its loop's order,
+    not the names'), and folders of past releases it no longer applies."""
+    return write(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "docker/Dockerfile": SLIME_DOCKERFILE,
+        "docker/patch/latest/sglang.patch": three[0],
+        "docker/patch/latest/sglang-top_p.patch": three[1],
+        "docker/patch/latest/sglang-pull_weights.patch": three[2],
+        "docker/patch/v0.5.9/sglang.patch": three[1],
+        "docker/patch/v0.5.12.post1/sglang.patch": three[2],
+        "docker/npu_patch/sglang.patch": three[2],
+    })
+
+
+def test_the_order_is_read_from_the_dockerfile_loop(slime_shaped):
+    stacks = patch_stacks(slime_shaped)
+    assert [(s.source, s.patches) for s in stacks.stacks] == [("docker/Dockerfile:8", [
+        "docker/patch/latest/sglang.patch", "docker/patch/latest/sglang-top_p.patch",
+        "docker/patch/latest/sglang-pull_weights.patch"])]
+    assert stacks.unapplied == ["docker/npu_patch/sglang.patch", "docker/patch/v0.5.12.post1/sglang.patch",
+                                "docker/patch/v0.5.9/sglang.patch"]
+
+
+LATEST = ["docker/patch/latest/sglang.patch", "docker/patch/latest/sglang-top_p.patch",
+          "docker/patch/latest/sglang-pull_weights.patch"]
+
+
+@pytest.mark.parametrize(("files", "expected"), [
+    ({"build.sh": "PATCH_VERSION=${PATCH_VERSION:-v0.5.9}\nSLIME_DIR=$(pwd)\ncd sglang\n"
+                  "patch -p1 < $SLIME_DIR/docker/patch/$PATCH_VERSION/sglang.patch\n"},
+     [LATEST, ["docker/patch/v0.5.9/sglang.patch"]]),  # the Dockerfile's stack, then the script's
+    ({"docker/Dockerfile": "COPY patch/latest /app/patch\nRUN for p in /app/patch/*.patch; do git apply $p; done\n"},
+     [["docker/patch/latest/sglang-pull_weights.patch", "docker/patch/latest/sglang-top_p.patch",
+       "docker/patch/latest/sglang.patch"]]),  # a glob: name order, as the shell expands it
+    ({"docker/Dockerfile": "RUN echo no patches here\n", "docker/Dockerfile.rocm": "COPY docker/npu_patch/ /p/\n"
+                                                                                 "RUN git apply /p/sglang.patch\n"},
+     [["docker/npu_patch/sglang.patch"]]),  # a variant counts when the plain Dockerfile applies nothing
+    ({"docker/Dockerfile": "RUN echo no patches here\n"},  # nothing applies a patch: every folder, name order
+     [["docker/npu_patch/sglang.patch"], ["docker/patch/latest/sglang-pull_weights.patch",
+      "docker/patch/latest/sglang-top_p.patch", "docker/patch/latest/sglang.patch"],
+      ["docker/patch/v0.5.12.post1/sglang.patch"], ["docker/patch/v0.5.9/sglang.patch"]]),
+])
+def test_order_from_scripts_globs_and_fallbacks(slime_shaped, files, expected):
+    write(slime_shaped, files)
+    assert [s.patches for s in patch_stacks(slime_shaped).stacks] == expected
+
+
+def test_a_variant_dockerfile_does_not_count_beside_the_plain_one(slime_shaped):
+    write(slime_shaped, {"docker/Dockerfile.rocm": "COPY docker/npu_patch/ /p/\nRUN git apply /p/sglang.patch\n"})
+    assert "docker/npu_patch/sglang.patch" in patch_stacks(slime_shaped).unapplied
+
+
+def test_patch_files_fix_the_order_one_stack_per_folder(slime_shaped):
+    stacks = patch_stacks(slime_shaped, ["docker/patch/latest/sglang.patch", "docker/patch/latest/sglang-top_p.patch",
+                                         "docker/patch/v0.5.9/*.patch"])
+    assert [s.patches for s in stacks.stacks] == [
+        ["docker/patch/latest/sglang.patch", "docker/patch/latest/sglang-top_p.patch"],
+        ["docker/patch/v0.5.9/sglang.patch"]]
+
+
+def _check(project: Path, old: dict[str, str], new: dict[str, str], tmp: Path, **options) -> list[str]:
+    def release(name, files, version):
+        root = tmp / name
+        write(root, {"sglang/__init__.py": "", "sglang/version.py": f'__version__ = "{version}"\n'})
+        write(root, {path.removeprefix("python/"): text for path, text in files.items()})
+        return str(root)
+
+    result = run_check([project], CheckOptions(old=release("old", old, "0.1.0"), new=release("new", new, "0.2.0"),
+                                               use_cache=False, workers=1, **options))
+    return [f"{d.path}:{d.line}: {d.code} {d.severity}" for d in result.diagnostics]
+
+
+def test_the_break_judged_alone_would_hide_is_reported(slime_shaped, tmp_path):
+    """Judged alone, the third patch failed on the pin too and was never reported; on the stack it
+    applied on the pin and fails on the target: an error. The dead folders are not judged."""
+    assert _check(slime_shaped, OLD, NEW, tmp_path) == ["docker/patch/latest/sglang-pull_weights.patch:5: SGC901 error"]
+
+
+def test_what_was_not_judged_is_one_info_line(slime_shaped, tmp_path):
+    found = _check(slime_shaped, OLD, NEW, tmp_path, report_unresolved=True)
+    assert found == ["docker/npu_patch/sglang.patch:1: SGC903 info",
+                     "docker/patch/latest/sglang-pull_weights.patch:5: SGC901 error"]
+
+
+def test_the_stack_of_the_other_release_is_judged_too(slime_shaped, tmp_path):
+    """On the pin the first patch's context is gone: nothing of the stack applied before, so the bump
+    breaks nothing (reported as info with --report-unresolved, every patch of the stack)."""
+    broken_pin = {SCHEDULER: OLD[SCHEDULER].replace("step 21\n", "step 21 (changed)\n")}
+    assert _check(slime_shaped, broken_pin, broken_pin, tmp_path) == []
+    found = _check(slime_shaped, broken_pin, broken_pin, tmp_path / "again", report_unresolved=True)
+    assert [f for f in found if "SGC901" in f] == [
+        "docker/patch/latest/sglang-pull_weights.patch:5: SGC901 info",
+        "docker/patch/latest/sglang-top_p.patch:5: SGC901 info",
+        "docker/patch/latest/sglang.patch:5: SGC901 info"]
+
+
+IO_STRUCT = "python/sglang/srt/managers/io_struct.py"
+IO_OLD = "".join(f"class Req{i}:\n    pass\n\n\n" for i in range(1, 6))
+DELTA_PATCH = f"""\
+--- a/{IO_STRUCT}
++++ b/{IO_STRUCT}
+@@ -17,4 +17,8 @@ class Req4:
+ class Req5:
+     pass
++
++
++class DeltaEncoding:
++    pass
+ 
+ 
+"""
+
+
+@pytest.mark.parametrize(("new_io", "expected"), [
+    (IO_OLD, []),  # the stack still adds it on the target: the import holds on both
+    (IO_OLD.replace("class Req5:", "class Req5(Base):"), [  # the hunk fails on the target: so does the import
+        "app/weights.py:1: SGC102 error", "docker/patch/latest/sglang.patch:3: SGC901 error"]),
+])
+def test_the_project_is_checked_against_the_patched_releases(tmp_path, new_io, expected):
+    """slime imports `DeltaEncoding` from `io_struct`, which its own patch adds upstream: it resolves
+    on the pin, and breaks on the target exactly when the hunk that adds it no longer applies."""
+    project = write(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "app/__init__.py": "",
+        "app/weights.py": "from sglang.srt.managers.io_struct import DeltaEncoding\n",
+        "docker/Dockerfile": "COPY docker/patch/latest/sglang.patch /sgl-workspace/sglang/\n"
+                             "RUN cd /sgl-workspace/sglang && git apply sglang.patch\n",
+        "docker/patch/latest/sglang.patch": DELTA_PATCH,
+    })
+    stock = {IO_STRUCT: IO_OLD, "python/sglang/srt/__init__.py": "", "python/sglang/srt/managers/__init__.py": ""}
+    target = {**stock, IO_STRUCT: new_io}
+    assert _check(project, stock, target, tmp_path) == expected
+
+
+BAD = {
+    "truncated": "--- a/python/sglang/srt/utils.py\n+++ b/python/sglang/srt/utils.py\n@@ -1,2 +1,2 @@\n def f():\n"
+                 "-    return 1\n+    return",
+    "corrupt counts": "--- a/python/sglang/srt/utils.py\n+++ b/python/sglang/srt/utils.py\n@@ -1,9 +1,2 @@\n def f():\n"
+                      "-    return 1\n+    return 3\n",
+    "binary": "diff --git a/python/sglang/srt/kernel.so b/python/sglang/srt/kernel.so\nindex 1234567..89abcde 100644\n"
+              "GIT binary patch\nliteral 4\nLcmZ?wbN~PV0RR91\n\nliteral 0\nHcmV?d00001\n\n",
+    "file not in the old release": "--- a/python/sglang/srt/nowhere.py\n+++ b/python/sglang/srt/nowhere.py\n"
+                                   "@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 3\n",
+    "CRLF line ends": "--- a/python/sglang/srt/utils.py\r\n+++ b/python/sglang/srt/utils.py\r\n@@ -1,2 +1,2 @@\r\n"
+                      " def f():\r\n-    return 1\r\n+    return 3\r\n",
+    "random bytes": "\x00\x01garbage python/sglang/ \udcff\udcfe",
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_bad_patches_get_a_verdict_or_one_line_never_a_traceback(tmp_path, name, capsys):
+    from sglang_contracts.cli import main
+
+    utils = {"python/sglang/srt/utils.py": "def f():\n    return 1\n"}
+    project = write(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n"})
+    path = project / "docker/patch/latest/sglang.patch"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(BAD[name].encode("utf-8", "surrogateescape"))
+    found = _check(project, utils, utils, tmp_path, report_unresolved=True)
+    assert len(found) == 1 and found[0].startswith("docker/patch/latest/sglang.patch:")
+    assert found[0].endswith(" info")  # the same on both releases: nothing the bump broke
+    if name in ("file not in the old release", "CRLF line ends"):  # a per-hunk verdict, which is git's
+        verdicts = check_stack([parse_patch(BAD[name])], _read(utils)).verdicts[0]
+        patch = parse_patch(BAD[name])
+        assert [v.applies for v in verdicts] == git_stack_verdicts(utils, [BAD[name]], [_pairs(patch)])[0] == [False]
+    capsys.readouterr()
+    status = main(["patch", "classify", str(path), str(path)])
+    captured = capsys.readouterr()
+    assert status in (0, 2) and "Traceback" not in captured.err
+    assert status == 0 or len(captured.err.splitlines()) == 1
+
+
+def test_a_crlf_patch_says_why_it_does_not_apply():
+    patch = parse_patch(BAD["CRLF line ends"])
+    (verdict,) = check_stack([patch], _read({"python/sglang/srt/utils.py": "def f():\n    return 1\n"})).verdicts[0]
+    assert verdict.detail == "its lines end in CRLF and the file's in LF"
+
+
+def test_a_script_that_doubles_a_word_or_nests_loops_deeply_is_read_in_bounded_time(slime_shaped):
+    import time
+
+    doubling = "a=x\n" + "a=$a$a\n" * 40 + "git apply docker/patch/$a/sglang.patch\n"
+    loops = "".join(f"for v{i} in {' '.join(map(str, range(50)))}; do\n" for i in range(6))
+    write(slime_shaped, {"doubling.sh": doubling, "loops.sh": loops + "git apply docker/patch/latest/$v0.patch\n",
+                         "quotes.sh": "git apply 'docker/patch/latest/sglang.patch\n$(( \"${x\n"})
+    started = time.monotonic()
+    stacks = patch_stacks(slime_shaped)
+    assert time.monotonic() - started < 5
+    # an unknown (or too long) variable matches any folder; the loops name no file
+    assert [s.source.split(":")[0] for s in stacks.stacks] == ["docker/Dockerfile", "doubling.sh", "quotes.sh"]
