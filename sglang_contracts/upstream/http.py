@@ -1,0 +1,343 @@
+"""One release's HTTP API, read statically: the routes of its server, how each handler reads the
+request body, what the body may hold, and the keys `sampling_params` takes.
+
+Routes are the decorators `@app.post(path)`, `@app.get(path)`, `@app.put/delete/patch(path)`,
+`@app.api_route(path, methods=[...])` and the calls `app.add_api_route(path, handler, methods=[...])`
+in `sglang/srt/entrypoints/http_server.py`, and those of the routers it includes
+(`app.include_router(router, prefix=...)`, a router imported from another upstream module).
+A handler reads its body in one of three ways, and that decides what a key the release no longer
+knows does:
+
+- `obj: GenerateReqInput` (or `Annotated[T, Body()]`, `Optional[T]`): FastAPI validates the body
+  into the dataclass with pydantic, whose dataclasses ignore extra keys: an unknown key is
+  silently dropped (`ignored`), a missing required field is refused (422);
+- `T(**(await request.json()))`, or `body = await request.json()` then `T(**body)`: the
+  constructor raises TypeError on an unknown key (`raises`);
+- `body = await request.json()` then `body.get("k")` / `body["k"]`: the handler reads the keys it
+  knows and ignores the rest (`ignored`); `body["k"]` is required.
+
+Request types are the release's own classes (dataclasses or msgspec structs), read from the
+class records of the model. `sampling_params` is handed on as `SamplingParams(**params)`: an
+unknown key raises unless its constructor takes `**kwargs`.
+Route tables are cached per content of the module they are read from.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from sglang_contracts.infra.cache import code_fingerprint
+from sglang_contracts.infra.errors import ContractsError
+from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.upstream.bodies import unparsed
+from sglang_contracts.upstream.extract import STRUCT_BASES
+from sglang_contracts.upstream.model import UpstreamModel
+
+HTTP_SERVER = "sglang.srt.entrypoints.http_server"
+SAMPLING_PARAMS = "sglang.srt.sampling.sampling_params.SamplingParams"
+VERBS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE", "patch": "PATCH"}
+# Parameter annotations that are never the body: FastAPI's own objects and plain values (query
+# parameters).
+NOT_A_BODY = {"Request", "Response", "BackgroundTasks", "WebSocket", "int", "float", "str", "bool",
+              "Optional[int]", "Optional[float]", "Optional[str]", "Optional[bool]", "dict", "Dict"}
+
+
+@dataclass(frozen=True)
+class Route:
+    path: str
+    methods: tuple[str, ...]
+    handler: str
+    line: int
+    # "model": a typed body parameter; "construct": `T(**body)`; "dict": keys read from the JSON;
+    # "": no body read that this module can see.
+    body: str = ""
+    request_type: str = ""  # the type's name as the handler's module writes it
+    module: str = HTTP_SERVER  # where the handler is defined (an included router's module)
+    keys: tuple[str, ...] = ()  # for "dict": the keys the handler reads
+    required: tuple[str, ...] = ()  # for "dict": the keys read as `body["k"]`
+
+    def matches(self, path: str) -> bool:
+        own, asked = self.path.strip("/").split("/"), path.strip("/").split("/")
+        return len(own) == len(asked) and all(
+            mine == theirs or (mine.startswith("{") and mine.endswith("}")) for mine, theirs in zip(own, asked))
+
+
+@dataclass(frozen=True)
+class RequestShape:
+    """What a body may hold: each accepted key and whether it must be given, and for each old key
+    the release maps onto another (`self.routed_dp_rank = self.data_parallel_rank`)."""
+
+    origin: str
+    fields: dict[str, bool]  # key -> required
+    open: bool  # takes `**kwargs` or has a base outside SGLang: keys beyond `fields` may be fine
+    aliases: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class HttpApi:
+    model: UpstreamModel
+    routes: list[Route]
+
+    def route_for(self, path: str) -> list[Route]:
+        exact = [route for route in self.routes if route.path.rstrip("/") == path.rstrip("/")]
+        return exact or [route for route in self.routes if route.matches(path)]
+
+    def request_shape(self, route: Route) -> RequestShape | None:
+        if route.body in ("model", "construct") and route.request_type:
+            origin = self.model.resolve_class(f"{route.module}.{route.request_type}")
+            return accepted_keys(self.model, origin) if origin else None
+        if route.body == "dict":
+            return RequestShape(f"{route.module}.{route.handler}", {key: key in route.required for key in route.keys},
+                                open=False)
+        return None
+
+    def sampling_shape(self) -> RequestShape | None:
+        origin = self.model.resolve_class(SAMPLING_PARAMS)
+        return accepted_keys(self.model, origin) if origin else None
+
+
+def accepted_keys(model: UpstreamModel, origin: str) -> RequestShape | None:
+    """The keywords `origin(...)` takes: its `__init__`'s, or its dataclass/struct fields."""
+    order, open_ended = model.mro(origin)
+    for owner in order:
+        record = model.class_record(owner)
+        if "__init__" in record["methods"]:
+            signature = model.constructor(origin)
+            if signature is None:
+                return None
+            fields = {name: not has_default for name, kind, has_default in signature.params if kind in ("pk", "ko")}
+            takes_more = any(kind == "vk" for _, kind, _ in signature.params)
+            return RequestShape(origin, fields, open=takes_more, aliases=_aliases(model, order, fields))
+    fields = {}
+    for owner in reversed(order):
+        for name, has_default, *_ in model.class_record(owner)["fields"]:
+            fields[name] = not has_default
+    if not fields:
+        return None
+    # A msgspec struct's generated constructor refuses unknown keywords like a dataclass's.
+    struct = any(base in STRUCT_BASES for owner in order for base in model.class_record(owner)["bases"])
+    return RequestShape(origin, fields, open=open_ended and not struct, aliases=_aliases(model, order, fields))
+
+
+def _aliases(model: UpstreamModel, order: tuple[str, ...], fields: dict[str, bool]) -> dict[str, str]:
+    """Old keys a class's own methods copy onto another field: `self.new = self.old` (or under
+    `if self.new is None:`), the way deprecated keys are kept working."""
+    found: dict[str, str] = {}
+    for owner in order:
+        module_name, _, class_name = owner.rpartition(".")
+        for old_key, new_key in _module_aliases(model, module_name).get(class_name, {}).items():
+            if old_key in fields and new_key in fields and old_key != new_key:
+                found.setdefault(old_key, new_key)
+    return found
+
+
+def _module_aliases(model: UpstreamModel, module_name: str) -> dict[str, dict[str, str]]:
+    code = _module_source(model, module_name)
+    if not code:
+        return {}
+    return _cached(model, "aliases", module_name, code, lambda: _read_aliases(code))
+
+
+def _read_aliases(code: str) -> dict[str, dict[str, str]]:
+    tree = _parsed(code)
+    found: dict[str, dict[str, str]] = {}
+    for node in tree.body if tree is not None else ():
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Assign) and len(inner.targets) == 1 and _self_attr(inner.targets[0]) \
+                    and _self_attr(inner.value):
+                found.setdefault(node.name, {})[_self_attr(inner.value)] = _self_attr(inner.targets[0])
+    return found
+
+
+def _self_attr(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def http_api(model: UpstreamModel) -> HttpApi | None:
+    """The release's HTTP API; None when it has no HTTP server module. Raises ContractsError when
+    the module is there but yields no route: an extraction error, never a clean report."""
+    code = _module_source(model, HTTP_SERVER)
+    if code is None:
+        return None
+    table = _cached(model, "routes", HTTP_SERVER, code, lambda: _read_routes(code))
+    routes = [_route(raw, HTTP_SERVER, "") for raw in table["routes"]]
+    for included, prefix in table["included"]:
+        routes.extend(_included_routes(model, included, prefix))
+    if not routes:
+        raise ContractsError(f"{model.release.label}: no route could be read from {HTTP_SERVER}; "
+                             "refusing to judge HTTP contracts on nothing")
+    return HttpApi(model, routes)
+
+
+def _included_routes(model: UpstreamModel, dotted: str, prefix: str) -> list[Route]:
+    """The routes of a router the server includes (`from M import router as r; app.include_router(r)`)."""
+    symbol = model.resolve_path(dotted)
+    module_name, _, name = (symbol.origin if symbol.found and symbol.origin else dotted).rpartition(".")
+    code = _module_source(model, module_name)
+    if not code:
+        return []
+    table = _cached(model, "routes", module_name, code, lambda: _read_routes(code))
+    return [_route(raw, module_name, prefix + table["prefixes"].get(name, ""))
+            for raw in table["routes"] if raw.get("owner") == name]
+
+
+def _route(raw: dict[str, Any], module_name: str, prefix: str) -> Route:
+    return Route(path=prefix + raw["path"], methods=tuple(raw["methods"]), handler=raw["handler"], line=raw["line"],
+                 body=raw["body"], request_type=raw["request_type"], module=module_name, keys=tuple(raw["keys"]),
+                 required=tuple(raw["required"]))
+
+
+def _module_source(model: UpstreamModel, module_name: str) -> str | None:
+    record = model.module(module_name)
+    return model.tree.readable_source(record.relpath) if record is not None and record.relpath else None
+
+
+FINGERPRINT = code_fingerprint(sys.modules[__name__])
+
+
+def _cached(model: UpstreamModel, kind: str, module_name: str, code: str, compute) -> Any:
+    key = hashlib.sha256(f"http\0{FINGERPRINT}\0{kind}\0{module_name}\0".encode()
+                         + hashlib.sha256(code.encode("utf-8", "surrogatepass")).digest()).hexdigest()
+    stored = model.cache.get(key)
+    if stored is not None:
+        return stored
+    result = compute()
+    model.cache.put(key, result)
+    return result
+
+
+def _parsed(code: str) -> ast.Module | None:
+    try:
+        return parse_quietly(code)
+    except (SyntaxError, ValueError, RecursionError):  # the model reports the module's own problem
+        return None
+
+
+def _read_routes(code: str) -> dict[str, Any]:
+    """The route table of one module: its routes (with the router each is on), the routers of
+    other modules it includes, and the prefix each of its own routers was made with."""
+    tree = _parsed(code)
+    if tree is None:
+        return {"routes": [], "included": [], "prefixes": {}}
+    imported = {alias.asname or alias.name: f"{node.module}.{alias.name}"
+                for node in tree.body if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                for alias in node.names}
+    functions = {node.name: node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    routes: list[dict[str, Any]] = []
+    included: list[list[str]] = []
+    prefixes: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for decorator in node.decorator_list:
+                found = _route_of(decorator)
+                if found:
+                    routes.append({**found, **_body_of(node), "handler": node.name, "line": node.lineno})
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "add_api_route" and len(node.args) >= 2 and _text(node.args[0]) is not None:
+                handler = functions.get(unparsed(node.args[1]).rsplit(".", 1)[-1])
+                routes.append({"path": _text(node.args[0]), "methods": _methods(node, "GET"),
+                               "owner": unparsed(node.func.value), **(_body_of(handler) if handler else _no_body()),
+                               "handler": handler.name if handler else unparsed(node.args[1]), "line": node.lineno})
+            elif node.func.attr == "include_router" and node.args and isinstance(node.args[0], ast.Name) \
+                    and node.args[0].id in imported:
+                included.append([imported[node.args[0].id], _keyword_text(node, "prefix")])
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and unparsed(node.value.func).rsplit(".", 1)[-1] == "APIRouter":
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    prefixes[target.id] = _keyword_text(node.value, "prefix")
+    return {"routes": routes, "included": included, "prefixes": prefixes}
+
+
+def _route_of(decorator: ast.AST) -> dict[str, Any] | None:
+    if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute) and decorator.args):
+        return None
+    path = _text(decorator.args[0])
+    verb = decorator.func.attr
+    if path is None or not path.startswith("/"):
+        return None
+    if verb in VERBS:
+        methods = [VERBS[verb]]
+    elif verb == "api_route":
+        methods = _methods(decorator, "GET")
+    else:
+        return None
+    return {"path": path, "methods": methods, "owner": unparsed(decorator.func.value)}
+
+
+def _methods(call: ast.Call, default: str) -> list[str]:
+    for keyword in call.keywords:
+        if keyword.arg == "methods" and isinstance(keyword.value, (ast.List, ast.Tuple, ast.Set)):
+            return sorted({_text(e).upper() for e in keyword.value.elts if _text(e)})
+    return [default]
+
+
+def _text(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _keyword_text(call: ast.Call, name: str) -> str:
+    return next((_text(k.value) or "" for k in call.keywords if k.arg == name), "")
+
+
+def _no_body() -> dict[str, Any]:
+    return {"body": "", "request_type": "", "keys": [], "required": []}
+
+
+def _body_of(handler: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, Any]:
+    """How a handler reads its body (see the module's docstring)."""
+    arguments = [*handler.args.posonlyargs, *handler.args.args, *handler.args.kwonlyargs]
+    for argument in arguments:
+        body_type = _body_type(argument.annotation)
+        if body_type:
+            return {**_no_body(), "body": "model", "request_type": body_type}
+    json_names: set[str] = set()
+    for node in ast.walk(handler):
+        if isinstance(node, ast.Assign) and _reads_json(node.value):
+            json_names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    for node in ast.walk(handler):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            spread = [k.value for k in node.keywords if k.arg is None]
+            if any(_reads_json(value) or (isinstance(value, ast.Name) and value.id in json_names) for value in spread):
+                return {**_no_body(), "body": "construct", "request_type": node.func.id}
+    keys: dict[str, bool] = {}
+    for node in ast.walk(handler):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in json_names and node.args \
+                and _text(node.args[0]):
+            keys.setdefault(_text(node.args[0]), False)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in json_names \
+                and isinstance(node.ctx, ast.Load) and _text(node.slice):
+            keys[_text(node.slice)] = True
+    if keys:
+        return {"body": "dict", "request_type": "", "keys": sorted(keys), "required": sorted(k for k, r in keys.items() if r)}
+    return _no_body()
+
+
+def _body_type(annotation: ast.AST | None) -> str:
+    """The class a parameter annotation names as the body: `T`, `Annotated[T, Body()]`, `Optional[T]`."""
+    while isinstance(annotation, ast.Subscript):
+        head = unparsed(annotation.value).rsplit(".", 1)[-1]
+        inner = annotation.slice.elts[0] if isinstance(annotation.slice, ast.Tuple) else annotation.slice
+        if head not in ("Annotated", "Optional"):
+            return ""
+        annotation = inner
+    if isinstance(annotation, ast.Name) and annotation.id not in NOT_A_BODY and annotation.id[:1].isupper():
+        return annotation.id
+    return ""
+
+
+def _reads_json(node: ast.AST) -> bool:
+    """`await request.json()` (or `request.json()`)."""
+    if isinstance(node, ast.Await):
+        node = node.value
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "json" \
+        and not node.args
