@@ -112,14 +112,20 @@ def accepted_keys(model: UpstreamModel, origin: str) -> RequestShape | None:
             fields = {name: not has_default for name, kind, has_default in signature.params if kind in ("pk", "ko")}
             takes_more = any(kind == "vk" for _, kind, _ in signature.params)
             return RequestShape(origin, fields, open=takes_more, aliases=_aliases(model, order, fields))
+    # A msgspec struct's generated constructor refuses unknown keywords like a dataclass's.
+    struct = any(base in STRUCT_BASES for owner in order for base in model.class_record(owner)["bases"])
     fields = {}
     for owner in reversed(order):
-        for name, has_default, *_ in model.class_record(owner)["fields"]:
+        declared = model.class_record(owner)["fields"]
+        if not declared and struct:
+            # The class records give fields only to direct `msgspec.Struct` subclasses; a struct
+            # deriving from another (0.5.15's `UpdateWeightsFromTensorReqInput(BaseReq)`) is read here.
+            module_name, _, class_name = owner.rpartition(".")
+            declared = _module_classes(model, module_name)["annotated"].get(class_name, [])
+        for name, has_default, *_ in declared:
             fields[name] = not has_default
     if not fields:
         return None
-    # A msgspec struct's generated constructor refuses unknown keywords like a dataclass's.
-    struct = any(base in STRUCT_BASES for owner in order for base in model.class_record(owner)["bases"])
     return RequestShape(origin, fields, open=open_ended and not struct, aliases=_aliases(model, order, fields))
 
 
@@ -129,30 +135,36 @@ def _aliases(model: UpstreamModel, order: tuple[str, ...], fields: dict[str, boo
     found: dict[str, str] = {}
     for owner in order:
         module_name, _, class_name = owner.rpartition(".")
-        for old_key, new_key in _module_aliases(model, module_name).get(class_name, {}).items():
+        for old_key, new_key in _module_classes(model, module_name)["aliases"].get(class_name, {}).items():
             if old_key in fields and new_key in fields and old_key != new_key:
                 found.setdefault(old_key, new_key)
     return found
 
 
-def _module_aliases(model: UpstreamModel, module_name: str) -> dict[str, dict[str, str]]:
+def _module_classes(model: UpstreamModel, module_name: str) -> dict[str, dict[str, Any]]:
     code = _module_source(model, module_name)
     if not code:
-        return {}
-    return _cached(model, "aliases", module_name, code, lambda: _read_aliases(code))
+        return {"aliases": {}, "annotated": {}}
+    return _cached(model, "classes", module_name, code, lambda: _read_classes(code))
 
 
-def _read_aliases(code: str) -> dict[str, dict[str, str]]:
+def _read_classes(code: str) -> dict[str, dict[str, Any]]:
+    """Per top-level class: the `self.new = self.old` copies its methods make, and its class-level
+    annotated names with whether each has a default (`ClassVar`s left out)."""
     tree = _parsed(code)
-    found: dict[str, dict[str, str]] = {}
+    aliases: dict[str, dict[str, str]] = {}
+    annotated: dict[str, list[list[Any]]] = {}
     for node in tree.body if tree is not None else ():
         if not isinstance(node, ast.ClassDef):
             continue
+        annotated[node.name] = [[item.target.id, item.value is not None] for item in node.body
+                                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                                and "ClassVar" not in unparsed(item.annotation)]
         for inner in ast.walk(node):
             if isinstance(inner, ast.Assign) and len(inner.targets) == 1 and _self_attr(inner.targets[0]) \
                     and _self_attr(inner.value):
-                found.setdefault(node.name, {})[_self_attr(inner.value)] = _self_attr(inner.targets[0])
-    return found
+                aliases.setdefault(node.name, {})[_self_attr(inner.value)] = _self_attr(inner.targets[0])
+    return {"aliases": aliases, "annotated": annotated}
 
 
 def _self_attr(node: ast.AST) -> str | None:

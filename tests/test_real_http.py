@@ -1,0 +1,96 @@
+"""The HTTP contracts on the real sglang wheels 0.5.14 and 0.5.15 (cached downloads): the routes
+and request shapes read from each release, and a small miles-shaped rollout tree (written here,
+not copied) whose `/generate` payload still sends `data_parallel_rank`, which 0.5.15 removed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.sources import open_release
+from sglang_contracts.upstream.http import http_api
+from sglang_contracts.upstream.model import UpstreamModel
+
+ROLLOUT = '''"""Rollout against the sglang router (the shape of miles' sglang_rollout.generate)."""
+import aiohttp
+
+
+async def generate(args, sample, sampling_params, dp_rank):
+    url = f"http://{args.sglang_router_ip}:{args.sglang_router_port}/generate"
+    payload = {
+        "input_ids": sample.tokens,
+        "sampling_params": sampling_params,
+        "return_logprob": True,
+    }
+    payload["data_parallel_rank"] = dp_rank
+    sampling_params["no_stop_trim"] = True
+    async with aiohttp.ClientSession() as session:
+        async with session.post(url, json=payload) as response:
+            return await response.json()
+'''
+ENGINE = '''"""Weight updates over sglang's HTTP API (the shape of miles' SGLangEngine)."""
+import requests
+
+
+class Engine:
+    def _make_request(self, endpoint, payload=None):
+        url = f"http://{self.server_host}:{self.server_port}/{endpoint}"
+        return requests.post(url, json=payload or {}).json()
+
+    def update_weights_from_tensor(self, tensors, load_format=None, flush_cache=False, weight_version=None):
+        payload = {"serialized_named_tensors": tensors, "load_format": load_format, "flush_cache": flush_cache}
+        if weight_version is not None:
+            payload["weight_version"] = weight_version
+        return self._make_request("update_weights_from_tensor", payload)
+
+    def pause(self):
+        return self._make_request("pause_generation", {"mode": "abort"})
+'''
+
+
+def _model(version: str, cache: Path) -> UpstreamModel:
+    return UpstreamModel(open_release(version, sglang_repo=None, cache=cache), JsonCache(None))
+
+
+def test_routes_and_request_shapes_are_read_from_real_releases(real_cache: Path) -> None:
+    old, new = http_api(_model("0.5.14", real_cache)), http_api(_model("0.5.15", real_cache))
+    for api in (old, new):
+        assert 60 <= len(api.routes) <= 120
+        (generate,) = api.route_for("/generate")
+        assert generate.methods == ("POST", "PUT") and generate.body == "model"
+        assert {"/update_weights_from_tensor", "/flush_cache", "/health_generate", "/v1/loads"} <= {r.path for r in api.routes}
+        (corpus,) = api.route_for("/add_external_corpus")
+        assert corpus.body == "construct"  # AddExternalCorpusReqInput(**(await request.json()))
+        sampling = api.sampling_shape()
+        assert {"max_new_tokens", "temperature", "no_stop_trim", "sampling_seed"} <= set(sampling.fields)
+        assert not sampling.open  # neither an __init__ with **kwargs (0.5.14) nor a msgspec struct (0.5.15) takes more
+    old_generate = old.request_shape(old.route_for("/generate")[0])
+    new_generate = new.request_shape(new.route_for("/generate")[0])
+    assert "data_parallel_rank" in old_generate.fields and "data_parallel_rank" not in new_generate.fields
+    assert old_generate.aliases["data_parallel_rank"] == "routed_dp_rank"  # 0.5.14 copied it over
+    assert {"routed_dp_rank", "sampling_params", "return_logprob", "input_ids"} <= set(new_generate.fields)
+    # 0.5.15 made the weight-update requests msgspec structs deriving from BaseReq: their own
+    # fields are still read, and the payload miles posts is still accepted whole.
+    for api in (old, new):
+        tensor = api.request_shape(api.route_for("/update_weights_from_tensor")[0])
+        assert {"serialized_named_tensors", "load_format", "flush_cache", "weight_version"} <= set(tensor.fields)
+    assert new.request_shape(new.route_for("/update_weights_from_tensor")[0]).fields["serialized_named_tensors"]
+
+
+def test_a_rollout_still_routing_with_data_parallel_rank(tmp_path: Path, real_cache: Path) -> None:
+    project = tmp_path / "rollout"
+    (project / "miles" / "rollout").mkdir(parents=True)
+    (project / "miles" / "backends").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'miles'\n")
+    (project / "miles" / "rollout" / "sglang_rollout.py").write_text(ROLLOUT)
+    (project / "miles" / "backends" / "sglang_engine.py").write_text(ENGINE)
+    options = CheckOptions(old="0.5.14", new="0.5.15", cache_dir=real_cache, workers=1)
+    found = [(d.path, d.line, d.code, d.severity) for d in run_check([project], options).diagnostics]
+    assert found == [("miles/rollout/sglang_rollout.py", 12, "SGC1103", "warning")]
+    (message,) = [d.message for d in run_check([project], options).diagnostics]
+    assert "data_parallel_rank" in message and "routed_dp_rank" in message
+
+    # The silent control: the same tree routing with routed_dp_rank reports nothing.
+    (project / "miles" / "rollout" / "sglang_rollout.py").write_text(ROLLOUT.replace("data_parallel_rank", "routed_dp_rank"))
+    assert run_check([project], options).diagnostics == []
