@@ -56,7 +56,7 @@ def check_route_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
     reported = set()
     for request, _, new_routes in _judged(ctx):
         where = (request.path, request.line, request.col)
-        if new_routes or where in reported:
+        if new_routes or where in reported or not new.complete:
             continue
         reported.add(where)
         other = new.route_for(request.route)

@@ -181,7 +181,10 @@ class _Reader:
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == name:
                 closed = False
-        return keys, closed and bound, sampling
+        def in_order(found: list[list]) -> list[list]:
+            return sorted(found, key=lambda key: (key[1], key[2]))
+
+        return in_order(keys), closed and bound, in_order(sampling)
 
     def sampling_assignments(self, scope: ast.AST) -> list[list]:
         found = []

@@ -81,6 +81,9 @@ class RequestShape:
 class HttpApi:
     model: UpstreamModel
     routes: list[Route]
+    # Every route is listed: no router built by a call, mounted app or unreadable router module
+    # may serve more. A route is said to be gone only from a complete table.
+    complete: bool = True
 
     def route_for(self, path: str) -> list[Route]:
         exact = [route for route in self.routes if route.path.rstrip("/") == path.rstrip("/")]
@@ -181,21 +184,25 @@ def http_api(model: UpstreamModel) -> HttpApi | None:
         return None
     table = _cached(model, "routes", HTTP_SERVER, code, lambda: _read_routes(code))
     routes = [_route(raw, HTTP_SERVER, "") for raw in table["routes"]]
+    complete = not table["opaque"]
     for included, prefix in table["included"]:
-        routes.extend(_included_routes(model, included, prefix))
+        found = _included_routes(model, included, prefix)
+        complete = complete and found is not None
+        routes.extend(found or [])
     if not routes:
         raise ContractsError(f"{model.release.label}: no route could be read from {HTTP_SERVER}; "
                              "refusing to judge HTTP contracts on nothing")
-    return HttpApi(model, routes)
+    return HttpApi(model, routes, complete)
 
 
-def _included_routes(model: UpstreamModel, dotted: str, prefix: str) -> list[Route]:
-    """The routes of a router the server includes (`from M import router as r; app.include_router(r)`)."""
+def _included_routes(model: UpstreamModel, dotted: str, prefix: str) -> list[Route] | None:
+    """The routes of a router the server includes (`from M import router as r; app.include_router(r)`);
+    None when its module cannot be read."""
     symbol = model.resolve_path(dotted)
     module_name, _, name = (symbol.origin if symbol.found and symbol.origin else dotted).rpartition(".")
     code = _module_source(model, module_name)
     if not code:
-        return []
+        return None
     table = _cached(model, "routes", module_name, code, lambda: _read_routes(code))
     return [_route(raw, module_name, prefix + table["prefixes"].get(name, ""))
             for raw in table["routes"] if raw.get("owner") == name]
@@ -238,13 +245,14 @@ def _read_routes(code: str) -> dict[str, Any]:
     other modules it includes, and the prefix each of its own routers was made with."""
     tree = _parsed(code)
     if tree is None:
-        return {"routes": [], "included": [], "prefixes": {}}
+        return {"routes": [], "included": [], "prefixes": {}, "opaque": [1]}
     imported = {alias.asname or alias.name: f"{node.module}.{alias.name}"
                 for node in tree.body if isinstance(node, ast.ImportFrom) and node.module and not node.level
                 for alias in node.names}
     functions = {node.name: node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     routes: list[dict[str, Any]] = []
     included: list[list[str]] = []
+    opaque: list[int] = []
     prefixes: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -258,15 +266,20 @@ def _read_routes(code: str) -> dict[str, Any]:
                 routes.append({"path": _text(node.args[0]), "methods": _methods(node, "GET"),
                                "owner": unparsed(node.func.value), **(_body_of(handler) if handler else _no_body()),
                                "handler": handler.name if handler else unparsed(node.args[1]), "line": node.lineno})
-            elif node.func.attr == "include_router" and node.args and isinstance(node.args[0], ast.Name) \
-                    and node.args[0].id in imported:
-                included.append([imported[node.args[0].id], _keyword_text(node, "prefix")])
+            elif node.func.attr in ("include_router", "mount"):
+                # A router imported by name is followed; any other (built by a call, a mounted app)
+                # may serve routes this table cannot list.
+                if node.func.attr == "include_router" and node.args and isinstance(node.args[0], ast.Name) \
+                        and node.args[0].id in imported:
+                    included.append([imported[node.args[0].id], _keyword_text(node, "prefix")])
+                else:
+                    opaque.append(node.lineno)
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
                 and unparsed(node.value.func).rsplit(".", 1)[-1] == "APIRouter":
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     prefixes[target.id] = _keyword_text(node.value, "prefix")
-    return {"routes": routes, "included": included, "prefixes": prefixes}
+    return {"routes": routes, "included": included, "prefixes": prefixes, "opaque": opaque}
 
 
 def _route_of(decorator: ast.AST) -> dict[str, Any] | None:
