@@ -19,18 +19,15 @@ knows does:
 Request types are the release's own classes (dataclasses or msgspec structs), read from the
 class records of the model. `sampling_params` is handed on as `SamplingParams(**params)`: an
 unknown key raises unless its constructor takes `**kwargs`.
-Route tables are cached per content of the module they are read from.
+Route tables are cached per release, with its other whole-release records.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
-import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from sglang_contracts.infra.cache import code_fingerprint
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.upstream.bodies import unparsed
@@ -145,10 +142,7 @@ def _aliases(model: UpstreamModel, order: tuple[str, ...], fields: dict[str, boo
 
 
 def _module_classes(model: UpstreamModel, module_name: str) -> dict[str, dict[str, Any]]:
-    code = _module_source(model, module_name)
-    if not code:
-        return {"aliases": {}, "annotated": {}}
-    return _cached(model, "classes", module_name, code, lambda: _read_classes(code))
+    return _cached(model, "classes", module_name, _read_classes)
 
 
 def _read_classes(code: str) -> dict[str, dict[str, Any]]:
@@ -179,10 +173,9 @@ def _self_attr(node: ast.AST) -> str | None:
 def http_api(model: UpstreamModel) -> HttpApi | None:
     """The release's HTTP API; None when it has no HTTP server module. Raises ContractsError when
     the module is there but yields no route: an extraction error, never a clean report."""
-    code = _module_source(model, HTTP_SERVER)
-    if code is None:
+    if not model.module_exists(HTTP_SERVER):
         return None
-    table = _cached(model, "routes", HTTP_SERVER, code, lambda: _read_routes(code))
+    table = _cached(model, "routes", HTTP_SERVER, _read_routes)
     routes = [_route(raw, HTTP_SERVER, "") for raw in table["routes"]]
     complete = not table["opaque"]
     for included, prefix in table["included"]:
@@ -200,10 +193,9 @@ def _included_routes(model: UpstreamModel, dotted: str, prefix: str) -> list[Rou
     None when its module cannot be read."""
     symbol = model.resolve_path(dotted)
     module_name, _, name = (symbol.origin if symbol.found and symbol.origin else dotted).rpartition(".")
-    code = _module_source(model, module_name)
-    if not code:
+    if not model.module_exists(module_name):
         return None
-    table = _cached(model, "routes", module_name, code, lambda: _read_routes(code))
+    table = _cached(model, "routes", module_name, _read_routes)
     return [_route(raw, module_name, prefix + table["prefixes"].get(name, ""))
             for raw in table["routes"] if raw.get("owner") == name]
 
@@ -219,18 +211,11 @@ def _module_source(model: UpstreamModel, module_name: str) -> str | None:
     return model.tree.readable_source(record.relpath) if record is not None and record.relpath else None
 
 
-FINGERPRINT = code_fingerprint(sys.modules[__name__])
-
-
-def _cached(model: UpstreamModel, kind: str, module_name: str, code: str, compute) -> Any:
-    key = hashlib.sha256(f"http\0{FINGERPRINT}\0{kind}\0{module_name}\0".encode()
-                         + hashlib.sha256(code.encode("utf-8", "surrogatepass")).digest()).hexdigest()
-    stored = model.cache.get(key)
-    if stored is not None:
-        return stored
-    result = compute()
-    model.cache.put(key, result)
-    return result
+def _cached(model: UpstreamModel, kind: str, module_name: str, read: Callable[[str], Any]) -> Any:
+    """A table `read` from one module's source, cached with the release's other records (for a
+    release whose content cannot change: the module's source is then not even read)."""
+    return model.whole_release_search(f"http {kind} {module_name}",
+                                      lambda: read(_module_source(model, module_name) or ""))
 
 
 def _parsed(code: str) -> ast.Module | None:
@@ -244,7 +229,7 @@ def _read_routes(code: str) -> dict[str, Any]:
     """The route table of one module: its routes (with the router each is on), the routers of
     other modules it includes, and the prefix each of its own routers was made with."""
     tree = _parsed(code)
-    if tree is None:
+    if tree is None or not code.strip():  # unreadable (or nothing to read): may serve anything
         return {"routes": [], "included": [], "prefixes": {}, "opaque": [1]}
     imported = {alias.asname or alias.name: f"{node.module}.{alias.name}"
                 for node in tree.body if isinstance(node, ast.ImportFrom) and node.module and not node.level
