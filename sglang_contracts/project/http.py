@@ -68,7 +68,7 @@ def http_facts(project: ProjectIndex) -> HttpFacts:
 
 def _may_request(text: str) -> bool:
     lower = text.lower()
-    return "sglang" in lower and ("http" in lower or "url" in lower or SAMPLING in lower)
+    return "sglang" in lower and ("://" in text or "}/" in text or SAMPLING in text)
 
 
 def _file_requests(relpath: str, text: str) -> list[list]:
@@ -77,27 +77,37 @@ def _file_requests(relpath: str, text: str) -> list[list]:
     except (SyntaxError, ValueError):
         return []  # the scanner reports the file (SGC000)
     reader = _Reader(relpath, SourcePositions(text))
-    scopes = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+    scopes = _scopes(tree)
     helpers = {}
-    for scope in scopes[1:]:
-        helper = reader.helper(scope)
+    for scope, nodes in scopes:
+        helper = reader.helper(scope, nodes) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
         if helper:
             helpers[scope.name] = helper
     found: list[list] = []
-    for scope in scopes:
-        found.extend(reader.requests(scope, helpers))
-        found.extend(["sampling", relpath, key] for key in reader.sampling_assignments(scope))
+    for scope, nodes in scopes:
+        found.extend(reader.requests(nodes, helpers))
+        found.extend(["sampling", relpath, key] for key in reader.sampling_assignments(nodes))
     return found
 
 
-def _own_nodes(scope: ast.AST):
-    """The nodes of a function (or module) without those of the functions and classes inside it."""
-    pending = list(ast.iter_child_nodes(scope))
+def _scopes(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]]]:
+    """The module and each function, with the nodes of each that belong to no function inside it
+    (a class body's statements count as the enclosing scope's): one walk over the tree."""
+    found: list[tuple[ast.AST, list[ast.AST]]] = []
+    pending: list[ast.AST] = [tree]
     while pending:
-        node = pending.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            pending.extend(ast.iter_child_nodes(node))
+        scope = pending.pop()
+        nodes: list[ast.AST] = []
+        inner = list(ast.iter_child_nodes(scope))
+        while inner:
+            node = inner.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                pending.append(node)
+                continue
+            nodes.append(node)
+            inner.extend(ast.iter_child_nodes(node))
+        found.append((scope, nodes))
+    return found
 
 
 def rendered(node: ast.AST) -> str | None:
@@ -136,7 +146,7 @@ class _Reader:
 
     # -- payloads ---------------------------------------------------------------------------
 
-    def keys(self, node: ast.AST | None, scope: ast.AST) -> tuple[list[list], bool, list[list]]:
+    def keys(self, node: ast.AST | None, scope: list[ast.AST]) -> tuple[list[list], bool, list[list]]:
         """(keys, closed, sampling keys) of a payload expression."""
         if node is None:
             return [], False, []  # no payload seen: nothing known of it
@@ -161,9 +171,9 @@ class _Reader:
             return self._bound_keys(node.id, scope)
         return [], False, []
 
-    def _bound_keys(self, name: str, scope: ast.AST) -> tuple[list[list], bool, list[list]]:
+    def _bound_keys(self, name: str, scope: list[ast.AST]) -> tuple[list[list], bool, list[list]]:
         keys, closed, sampling, bound = [], True, [], False
-        for node in _own_nodes(scope):
+        for node in scope:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name) and target.id == name:
@@ -186,9 +196,9 @@ class _Reader:
 
         return in_order(keys), closed and bound, in_order(sampling)
 
-    def sampling_assignments(self, scope: ast.AST) -> list[list]:
+    def sampling_assignments(self, scope: list[ast.AST]) -> list[list]:
         found = []
-        for node in _own_nodes(scope):
+        for node in scope:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
@@ -203,9 +213,9 @@ class _Reader:
 
     # -- URLs, requests, helpers ------------------------------------------------------------
 
-    def _url_names(self, scope: ast.AST) -> dict[str, ast.AST]:
+    def _url_names(self, scope: list[ast.AST]) -> dict[str, ast.AST]:
         names = {}
-        for node in _own_nodes(scope):
+        for node in scope:
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 text = rendered(node.value)
                 if text is not None and url_path(text):
@@ -235,11 +245,11 @@ class _Reader:
         name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
         return HTTP_VERBS.get(name)
 
-    def helper(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict | None:
+    def helper(self, function: ast.FunctionDef | ast.AsyncFunctionDef, scope: list[ast.AST]) -> dict | None:
         """An endpoint helper: (prefix, endpoint parameter, payload parameter, method) or None."""
         params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
-        names = self._url_names(function)
-        for node in _own_nodes(function):
+        names = self._url_names(scope)
+        for node in scope:
             if not isinstance(node, ast.Call):
                 continue
             url = self._url_argument(node, names) or self._templated(node, names)
@@ -268,10 +278,10 @@ class _Reader:
                 return node
         return None
 
-    def requests(self, scope: ast.AST, helpers: dict[str, dict]) -> list[list]:
+    def requests(self, scope: list[ast.AST], helpers: dict[str, dict]) -> list[list]:
         names = self._url_names(scope)
         found = []
-        for node in _own_nodes(scope):
+        for node in scope:
             if not isinstance(node, ast.Call):
                 continue
             callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
@@ -288,7 +298,7 @@ class _Reader:
                 found.extend(self._helper_call(node, helpers[callee], scope))
         return found
 
-    def _helper_call(self, call: ast.Call, helper: dict, scope: ast.AST) -> list[list]:
+    def _helper_call(self, call: ast.Call, helper: dict, scope: list[ast.AST]) -> list[list]:
         def argument(name: str | None, index: int) -> ast.AST | None:
             for keyword in call.keywords:
                 if keyword.arg == name:
