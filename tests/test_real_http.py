@@ -1,9 +1,10 @@
-"""The HTTP contracts on the real sglang wheels 0.5.14 and 0.5.15 (cached downloads): the routes
+"""The HTTP contracts on real sglang wheels (cached downloads): the routes
 and request shapes read from each release, and a small miles-shaped rollout tree (written here,
 not copied) whose `/generate` payload still sends `data_parallel_rank`, which 0.5.15 removed."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from sglang_contracts.infra.cache import JsonCache
@@ -93,4 +94,55 @@ def test_a_rollout_still_routing_with_data_parallel_rank(tmp_path: Path, real_ca
 
     # The silent control: the same tree routing with routed_dp_rank reports nothing.
     (project / "miles" / "rollout" / "sglang_rollout.py").write_text(ROLLOUT.replace("data_parallel_rank", "routed_dp_rank"))
+    assert run_check([project], options).diagnostics == []
+
+
+LORA = '''"""LoRA pushes over sglang's HTTP API."""
+import requests
+
+
+def push_adapter(host, port, name, config, tensors):
+    payload = {"lora_name": name, "config_dict": config, "serialized_tensors": tensors}
+    return requests.post(f"http://{host}:{port}/load_lora_adapter_from_tensors", json=payload).json()
+'''
+
+
+def test_a_renamed_required_key_of_a_real_request(tmp_path: Path, real_cache: Path) -> None:
+    """0.5.18 renamed LoadLoRAAdapterFromTensorsReqInput.serialized_tensors (required) to
+    serialized_named_tensors (required): FastAPI drops the old key and refuses the body (422)."""
+    project = tmp_path / "lora"
+    (project / "app").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'app'\n")
+    (project / "app" / "lora.py").write_text(LORA)
+    options = CheckOptions(old="0.5.16", new="0.5.18", cache_dir=real_cache, workers=1)
+    found = [(d.line, d.col, d.code, d.severity) for d in run_check([project], options).diagnostics]
+    assert found == [(6, 58, "SGC1103", "warning"), (7, 26, "SGC1104", "error")]
+    (project / "app" / "lora.py").write_text(LORA.replace("serialized_tensors", "serialized_named_tensors"))
+    assert run_check([project], dataclasses.replace(options, old="0.5.18")).diagnostics == []
+    # ... and, sent to 0.5.16, the new name was not accepted there: no contract held, nothing to report.
+    assert run_check([project], options).diagnostics == []
+
+
+VERSIONS = '''"""The engine's weight version, read from the sglang server (the shape of slime's SGLangEngine)."""
+import requests
+
+
+class Engine:
+    def get_weight_version(self):
+        url = f"http://{self.server_host}:{self.server_port}/get_weight_version"
+        response = requests.get(url)
+        return response.json()["weight_version"]
+'''
+
+
+def test_a_route_the_real_server_dropped(tmp_path: Path, real_cache: Path) -> None:
+    """0.5.21 dropped GET /get_weight_version (and /weight_version); /model_info still serves it."""
+    project = tmp_path / "engine"
+    (project / "slime").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'slime'\n")
+    (project / "slime" / "sglang_engine.py").write_text(VERSIONS)
+    options = CheckOptions(old="0.5.20", new="0.5.21", cache_dir=real_cache, workers=1)
+    found = [(d.line, d.col, d.code, d.severity) for d in run_check([project], options).diagnostics]
+    assert found == [(7, 15, "SGC1101", "error")]
+    (project / "slime" / "sglang_engine.py").write_text(VERSIONS.replace("/get_weight_version", "/model_info"))
     assert run_check([project], options).diagnostics == []
