@@ -1,6 +1,8 @@
-"""The HTTP contracts on real sglang wheels (cached downloads): the routes
-and request shapes read from each release, and a small miles-shaped rollout tree (written here,
-not copied) whose `/generate` payload still sends `data_parallel_rank`, which 0.5.15 removed."""
+"""The HTTP contracts, and source probes kept as data, on real sglang wheels (cached downloads):
+the routes and request shapes read from each release, and small trees in miles' and slime's
+shapes (written here, not copied) that meet real changes: `data_parallel_rank` (gone in 0.5.15),
+a renamed required LoRA key (0.5.18), `/get_weight_version` (gone in 0.5.21), and a
+source-patcher `match` that 0.5.16's Qwen3MoeDecoderLayer.forward no longer contains."""
 
 from __future__ import annotations
 
@@ -145,4 +147,35 @@ def test_a_route_the_real_server_dropped(tmp_path: Path, real_cache: Path) -> No
     found = [(d.line, d.col, d.code, d.severity) for d in run_check([project], options).diagnostics]
     assert found == [(7, 15, "SGC1101", "error")]
     (project / "slime" / "sglang_engine.py").write_text(VERSIONS.replace("/get_weight_version", "/model_info"))
+    assert run_check([project], options).diagnostics == []
+
+
+DUMPER = '''"""Source-patcher configs for the dumper tests (the shape of miles' conftest_dumper)."""
+
+SGLANG_PATCHER_YAML = """\\
+patches:
+  - target: sglang.srt.models.qwen3_moe.Qwen3MoeDecoderLayer.forward
+    edits:
+      - match: |
+          hidden_states = self.mlp(
+              hidden_states, forward_batch, should_allreduce_fusion, use_reduce_scatter
+          )
+        append: "dumper.dump('mlp_output', hidden_states)"
+"""
+'''
+
+
+def test_a_source_patcher_match_that_upstream_rewrote(tmp_path: Path, real_cache: Path) -> None:
+    project = tmp_path / "dumper"
+    (project / "tests").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'miles'\n")
+    (project / "tests" / "conftest_dumper.py").write_text(DUMPER)
+    options = CheckOptions(old="0.5.15", new="0.5.16", cache_dir=real_cache, workers=1, select=["SGC6"])
+    found = [(d.line, d.col, d.code) for d in run_check([project], options).diagnostics]
+    assert found == [(7, 9, "SGC603")]
+    fixed = DUMPER.replace("""|
+          hidden_states = self.mlp(
+              hidden_states, forward_batch, should_allreduce_fusion, use_reduce_scatter
+          )""", '"hidden_states = self.mlp(hidden_states, forward_batch)"')
+    (project / "tests" / "conftest_dumper.py").write_text(fixed)
     assert run_check([project], options).diagnostics == []
