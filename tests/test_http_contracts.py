@@ -63,8 +63,9 @@ def test_route_table_of_a_server_module() -> None:
     assert set(routes) == {("/health", ("GET",)), ("/health_generate", ("GET",)), ("/flush_cache", ("GET", "POST")),
                            ("/update", ("POST",)), ("/corpus", ("POST",)), ("/remove", ("POST",)),
                            ("/slow_down", ("POST",))}
-    assert (routes["/update", ("POST",)]["body"], routes["/update", ("POST",)]["request_type"]) == ("model", "UpdateReqInput")
-    assert (routes["/corpus", ("POST",)]["body"], routes["/corpus", ("POST",)]["request_type"]) == ("construct", "CorpusReqInput")
+    update, corpus = routes["/update", ("POST",)], routes["/corpus", ("POST",)]
+    assert (update["body"], update["request_type"]) == ("model", "UpdateReqInput")
+    assert (corpus["body"], corpus["request_type"]) == ("construct", "CorpusReqInput")
     remove = routes["/remove", ("POST",)]
     assert (remove["body"], remove["keys"], remove["required"]) == ("dict", ["corpus_id", "force"], ["corpus_id"])
     assert routes["/flush_cache", ("GET", "POST")]["body"] == ""  # a query parameter is no body
@@ -158,3 +159,11 @@ def test_probes_kept_as_yaml_in_a_string() -> None:
         ("sglang.srt.models.m.Layer.forward", "z = h(\n    z\n)"), ("sglang.srt.models.m.Layer.forward", "w = k(w)")]
     rows = _file_probes("tests/config.py", CONFIG)
     assert [(row[1], row[2], row[4][:5]) for row in rows] == [(8, 9, "y = g"), (9, 9, "z = h"), (14, 9, "w = k")]
+
+
+def test_payloads_that_refer_to_each_other_end() -> None:
+    text = ('"""sglang."""\nimport requests\n\n\ndef f(url_base):\n'
+            '    a = {"sampling_params": b, "text": 1}\n    b = {"sampling_params": a, "top_k": 1}\n'
+            '    requests.post("http://h/generate", json=a)\n')
+    (row,) = [r for r in _file_requests("x.py", text) if r[0] == "request"]
+    assert [k[0] for k in row[6]] == ["sampling_params", "text"] and [k[0] for k in row[8]] == ["sampling_params", "top_k"]

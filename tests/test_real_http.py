@@ -62,7 +62,8 @@ def test_routes_and_request_shapes_are_read_from_real_releases(real_cache: Path)
         assert 60 <= len(api.routes) <= 120
         (generate,) = api.route_for("/generate")
         assert generate.methods == ("POST", "PUT") and generate.body == "model"
-        assert {"/update_weights_from_tensor", "/flush_cache", "/health_generate", "/v1/loads"} <= {r.path for r in api.routes}
+        paths = {route.path for route in api.routes}
+        assert {"/update_weights_from_tensor", "/flush_cache", "/health_generate", "/v1/loads"} <= paths
         (corpus,) = api.route_for("/add_external_corpus")
         assert corpus.body == "construct"  # AddExternalCorpusReqInput(**(await request.json()))
         sampling = api.sampling_shape()

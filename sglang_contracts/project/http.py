@@ -111,17 +111,25 @@ def _scopes(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]]]:
 
 
 def rendered(node: ast.AST) -> str | None:
-    """A string expression's text, each formatted value a placeholder; None for anything else."""
+    """A string expression's text, each formatted value a placeholder; None for anything else.
+    A concatenation is flattened with a stack, not recursion: a long `a + b + ...` is fine."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
         return "".join(part.value if isinstance(part, ast.Constant) else PLACEHOLDER for part in node.values)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = rendered(node.left), rendered(node.right)
-        if left is None and right is None:
-            return None
-        return (left if left is not None else PLACEHOLDER) + (right if right is not None else PLACEHOLDER)
-    return None
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
+        return None
+    pieces: list[str | None] = []
+    pending: list[ast.AST] = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, ast.BinOp) and isinstance(current.op, ast.Add):
+            pending.extend((current.right, current.left))  # the left one is taken first
+        else:
+            pieces.append(rendered(current) if isinstance(current, (ast.Constant, ast.JoinedStr)) else None)
+    if all(piece is None for piece in pieces):
+        return None
+    return "".join(PLACEHOLDER if piece is None else piece for piece in pieces)
 
 
 def url_path(text: str) -> str | None:
@@ -146,12 +154,14 @@ class _Reader:
 
     # -- payloads ---------------------------------------------------------------------------
 
-    def keys(self, node: ast.AST | None, scope: list[ast.AST]) -> tuple[list[list], bool, list[list]]:
-        """(keys, closed, sampling keys) of a payload expression."""
+    def keys(self, node: ast.AST | None, scope: list[ast.AST],
+             seen: frozenset[str] = frozenset()) -> tuple[list[list], bool, list[list]]:
+        """(keys, closed, sampling keys) of a payload expression; `seen`: the names being followed
+        (`a = {"sampling_params": b}` and `b = {"sampling_params": a}` end there)."""
         if node is None:
             return [], False, []  # no payload seen: nothing known of it
         if isinstance(node, ast.BoolOp):  # `payload or {}`
-            parts = [self.keys(value, scope) for value in node.values]
+            parts = [self.keys(value, scope, seen) for value in node.values]
             return ([k for p in parts for k in p[0]], all(p[1] for p in parts), [k for p in parts for k in p[2]])
         if isinstance(node, ast.Dict):
             keys, closed, sampling = [], True, []
@@ -159,25 +169,27 @@ class _Reader:
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     keys.append(self._key(key.value, key))
                     if key.value == SAMPLING:
-                        sampling.extend(self.keys(value, scope)[0])
+                        sampling.extend(self.keys(value, scope, seen)[0])
                 else:
                     closed = False
             return keys, closed, sampling
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
             keys = [self._key(k.arg, k.value) for k in node.keywords if k.arg]
-            sampling = [s for k in node.keywords if k.arg == SAMPLING for s in self.keys(k.value, scope)[0]]
+            sampling = [s for k in node.keywords if k.arg == SAMPLING for s in self.keys(k.value, scope, seen)[0]]
             return keys, all(k.arg for k in node.keywords), sampling
-        if isinstance(node, ast.Name):
-            return self._bound_keys(node.id, scope)
+        if isinstance(node, ast.Name) and node.id not in seen:
+            return self._bound_keys(node.id, scope, seen | {node.id})
         return [], False, []
 
-    def _bound_keys(self, name: str, scope: list[ast.AST]) -> tuple[list[list], bool, list[list]]:
+    def _bound_keys(self, name: str, scope: list[ast.AST], seen: frozenset[str]) -> tuple[list[list], bool, list[list]]:
         keys, closed, sampling, bound = [], True, [], False
         for node in scope:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name) and target.id == name:
-                        found = self.keys(node.value, scope) if not isinstance(node.value, ast.Name) else ([], False, [])
+                        # `payload = other`: another name's keys are not followed (they may change between)
+                        aliased = isinstance(node.value, ast.Name)
+                        found = ([], False, []) if aliased else self.keys(node.value, scope, seen)
                         keys += found[0]
                         closed &= found[1] and isinstance(node.value, (ast.Dict, ast.Call))
                         sampling += found[2]
@@ -187,7 +199,7 @@ class _Reader:
                             and isinstance(target.slice.value, str):
                         keys.append(self._key(target.slice.value, target.slice))
                         if target.slice.value == SAMPLING:
-                            sampling += self.keys(node.value, scope)[0]
+                            sampling += self.keys(node.value, scope, seen)[0]
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == name:
                 closed = False

@@ -328,7 +328,8 @@ def _body_of(handler: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, Any]:
                 and isinstance(node.ctx, ast.Load) and _text(node.slice):
             keys[_text(node.slice)] = True
     if keys:
-        return {"body": "dict", "request_type": "", "keys": sorted(keys), "required": sorted(k for k, r in keys.items() if r)}
+        return {"body": "dict", "request_type": "", "keys": sorted(keys),
+                "required": sorted(key for key, required in keys.items() if required)}
     return _no_body()
 
 
