@@ -9,7 +9,8 @@ A handler reads its body in one of three ways, and that decides what a key the r
 knows does:
 
 - `obj: GenerateReqInput` (or `Annotated[T, Body()]`, `Optional[T]`): FastAPI validates the body
-  into the dataclass with pydantic, whose dataclasses ignore extra keys: an unknown key is
+  into the dataclass with pydantic, whose dataclasses ignore extra keys (and so does the schema
+  0.5.15's msgspec request structs give pydantic, `extra_behavior="ignore"`): an unknown key is
   silently dropped (`ignored`), a missing required field is refused (422);
 - `T(**(await request.json()))`, or `body = await request.json()` then `T(**body)`: the
   constructor raises TypeError on an unknown key (`raises`);
