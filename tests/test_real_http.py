@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from test_catalog import write_tree
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
@@ -83,12 +84,9 @@ def test_routes_and_request_shapes_are_read_from_real_releases(real_cache: Path)
 
 
 def test_a_rollout_still_routing_with_data_parallel_rank(tmp_path: Path, real_cache: Path) -> None:
-    project = tmp_path / "rollout"
-    (project / "miles" / "rollout").mkdir(parents=True)
-    (project / "miles" / "backends").mkdir(parents=True)
-    (project / "pyproject.toml").write_text("[project]\nname = 'miles'\n")
-    (project / "miles" / "rollout" / "sglang_rollout.py").write_text(ROLLOUT)
-    (project / "miles" / "backends" / "sglang_engine.py").write_text(ENGINE)
+    project = write_tree(tmp_path / "rollout", {"pyproject.toml": "[project]\nname = 'miles'\n",
+                                                "miles/rollout/sglang_rollout.py": ROLLOUT,
+                                                "miles/backends/sglang_engine.py": ENGINE})
     options = CheckOptions(old="0.5.14", new="0.5.15", cache_dir=real_cache, workers=1)
     found = [(d.path, d.line, d.code, d.severity) for d in run_check([project], options).diagnostics]
     assert found == [("miles/rollout/sglang_rollout.py", 12, "SGC1103", "warning")]
@@ -113,10 +111,7 @@ def push_adapter(host, port, name, config, tensors):
 def test_a_renamed_required_key_of_a_real_request(tmp_path: Path, real_cache: Path) -> None:
     """0.5.18 renamed LoadLoRAAdapterFromTensorsReqInput.serialized_tensors (required) to
     serialized_named_tensors (required): FastAPI drops the old key and refuses the body (422)."""
-    project = tmp_path / "lora"
-    (project / "app").mkdir(parents=True)
-    (project / "pyproject.toml").write_text("[project]\nname = 'app'\n")
-    (project / "app" / "lora.py").write_text(LORA)
+    project = write_tree(tmp_path / "lora", {"pyproject.toml": "[project]\nname = 'app'\n", "app/lora.py": LORA})
     options = CheckOptions(old="0.5.16", new="0.5.18", cache_dir=real_cache, workers=1)
     found = [(d.line, d.col, d.code, d.severity) for d in run_check([project], options).diagnostics]
     assert found == [(6, 58, "SGC1103", "warning"), (7, 26, "SGC1104", "error")]
@@ -140,10 +135,8 @@ class Engine:
 
 def test_a_route_the_real_server_dropped(tmp_path: Path, real_cache: Path) -> None:
     """0.5.21 dropped GET /get_weight_version (and /weight_version); /model_info still serves it."""
-    project = tmp_path / "engine"
-    (project / "slime").mkdir(parents=True)
-    (project / "pyproject.toml").write_text("[project]\nname = 'slime'\n")
-    (project / "slime" / "sglang_engine.py").write_text(VERSIONS)
+    project = write_tree(tmp_path / "engine", {"pyproject.toml": "[project]\nname = 'slime'\n",
+                                               "slime/sglang_engine.py": VERSIONS})
     options = CheckOptions(old="0.5.20", new="0.5.21", cache_dir=real_cache, workers=1)
     found = [(d.line, d.col, d.code, d.severity) for d in run_check([project], options).diagnostics]
     assert found == [(7, 15, "SGC1101", "error")]
@@ -167,10 +160,8 @@ patches:
 
 
 def test_a_source_patcher_match_that_upstream_rewrote(tmp_path: Path, real_cache: Path) -> None:
-    project = tmp_path / "dumper"
-    (project / "tests").mkdir(parents=True)
-    (project / "pyproject.toml").write_text("[project]\nname = 'miles'\n")
-    (project / "tests" / "conftest_dumper.py").write_text(DUMPER)
+    project = write_tree(tmp_path / "dumper", {"pyproject.toml": "[project]\nname = 'miles'\n",
+                                               "tests/conftest_dumper.py": DUMPER})
     options = CheckOptions(old="0.5.15", new="0.5.16", cache_dir=real_cache, workers=1, select=["SGC6"])
     found = [(d.line, d.col, d.code) for d in run_check([project], options).diagnostics]
     assert found == [(7, 9, "SGC603")]
