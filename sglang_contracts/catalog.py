@@ -31,6 +31,7 @@ OTHER_SURFACE = Surface("other", "Other contracts", "Contracts of rules without 
 # family lands in its surface without being listed here. The order is the report's order.
 SURFACES: dict[str, Surface] = {
     "SGC1": Surface("imports", "Imports", "Upstream modules and names the project imports or reads from modules."),
+    "SGC11": Surface("http", "HTTP API", "Routes, request keys and sampling parameters the project sends to SGLang's server."),
     "SGC2": Surface("calls", "Calls", "Calls into upstream functions and constructors: their parameters and signatures."),
     "SGC30": Surface("subclasses", "Subclasses", "Project classes that subclass upstream classes and override their methods."),
     "SGC31": Surface("borrowed-methods", "Borrowed methods",

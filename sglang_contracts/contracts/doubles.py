@@ -15,7 +15,8 @@ from sglang_contracts.contracts.resolve import project_view, resolvers
 from sglang_contracts.contracts.serverargs import field_sets, typed_as_server_args
 from sglang_contracts.contracts.targets import upstream_dotted
 from sglang_contracts.upstream.targets import resolve_target
-from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.diagnostics import Diagnostic, finding, finding_at
+from sglang_contracts.project.data_probes import data_probes
 from sglang_contracts.project.facts import FileFacts, Position
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
@@ -195,3 +196,25 @@ def source_probe_no_longer_matches(ctx: CheckContext) -> Iterator[Diagnostic]:
                 yield finding("SGC603", facts, probe.position, dotted, target=".".join(dotted.split(".")[-2:]),
                               needle=repr(shown),
                               kind="pattern" if probe.regex else "text", old=ctx.old_version, new=ctx.new_version)
+    yield from _data_probes_no_longer_matching(ctx)
+
+
+def _lines_occur(needle: str, text: str) -> bool:
+    """Whether the needle's lines occur as consecutive lines of the text, each compared stripped
+    (how source patchers such as SGLang's own `source_patcher` find their `match` text)."""
+    wanted = [line.strip() for line in needle.strip().splitlines()]
+    have = [line.strip() for line in text.splitlines()]
+    return bool(wanted) and any(have[i:i + len(wanted)] == wanted for i in range(len(have) - len(wanted) + 1))
+
+
+def _data_probes_no_longer_matching(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """Probes kept as data (project/data_probes.py): a target and a `match` text."""
+    for probe in data_probes(ctx.project):
+        before, after = source_text(ctx.old, probe.target), source_text(ctx.new, probe.target)
+        if before is None or after is None or not _lines_occur(probe.needle, before) or _lines_occur(probe.needle, after):
+            continue
+        flat = " ".join(probe.needle.split())
+        shown = flat if len(flat) <= 60 else flat[:57] + "..."
+        yield finding_at("SGC603", probe.path, probe.line, probe.col, probe.target,
+                         target=".".join(probe.target.split(".")[-2:]), needle=repr(shown), kind="text",
+                         old=ctx.old_version, new=ctx.new_version)

@@ -1,0 +1,151 @@
+"""HTTP contracts (SGC1101-SGC1105): the routes the project calls on SGLang's server, the keys it
+posts there and the `sampling_params` it sends.
+
+The routes and request shapes come from upstream/http.py, the requests from project/http.py.
+A request is judged only where its route was served by the old release. What a key the new
+release no longer knows does decides the rule: the handler builds its request type with
+`T(**body)` (TypeError: SGC1102, an error), or FastAPI validates the body into a dataclass and
+drops what it does not know, or the handler reads only the keys it wants (SGC1103, a warning).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.project.http import SAMPLING, HttpFacts, HttpRequest, Key, http_facts
+from sglang_contracts.upstream.http import HttpApi, RequestShape, Route, http_api
+
+
+def _apis(ctx: CheckContext) -> tuple[HttpApi | None, HttpApi | None, HttpFacts]:
+    def compute(context: CheckContext):
+        facts = http_facts(context.project)
+        if not facts.requests:
+            return None, None, facts
+        return http_api(context.old), http_api(context.new), facts
+
+    return ctx.shared("http-apis", compute)
+
+
+def _served(api: HttpApi, request: HttpRequest) -> list[Route]:
+    routes = api.route_for(request.route)
+    if request.method is None:
+        return routes
+    return [route for route in routes if request.method in route.methods]
+
+
+def _judged(ctx: CheckContext) -> Iterator[tuple[HttpRequest, list[Route], list[Route]]]:
+    """Each distinct request whose route the old release served, with the routes of both."""
+    old, new, facts = _apis(ctx)
+    if old is None or new is None:
+        return
+    seen = set()
+    for request in facts.requests:
+        if request in seen:
+            continue
+        seen.add(request)
+        old_routes = _served(old, request)
+        if old_routes:
+            yield request, old_routes, _served(new, request)
+
+
+@contract("SGC1101")
+def check_route_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
+    _, new, _ = _apis(ctx)
+    reported = set()
+    for request, _, new_routes in _judged(ctx):
+        where = (request.path, request.line, request.col)
+        if new_routes or where in reported or not new.complete:
+            continue
+        reported.add(where)
+        other = new.route_for(request.route)
+        if other:
+            change = f"no longer accepts {request.method} (it takes {', '.join(other[0].methods)})"
+        else:
+            change = "is no longer served"
+        yield finding_at("SGC1101", request.path, request.line, request.col, request.route,
+                         route=request.route, change=change, old=ctx.old_version, new=ctx.new_version)
+
+
+def _shapes(ctx: CheckContext, old_routes: list[Route], new_routes: list[Route]):
+    old, new, _ = _apis(ctx)
+    return old.request_shape(old_routes[0]), new.request_shape(new_routes[0])
+
+
+def _accepts(shape: RequestShape, key: str) -> bool:
+    return key in shape.fields or shape.open
+
+
+def _replacement(old_shape: RequestShape, new_shape: RequestShape, key: str) -> str:
+    successor = old_shape.aliases.get(key)
+    if successor and successor in new_shape.fields:
+        return f"; the old release copied it onto {successor}: send that instead"
+    return ""
+
+
+@contract("SGC1102")
+def check_request_key_rejected(ctx: CheckContext) -> Iterator[Diagnostic]:
+    yield from _key_findings(ctx, rejected=True)
+
+
+@contract("SGC1103")
+def check_request_key_ignored(ctx: CheckContext) -> Iterator[Diagnostic]:
+    yield from _key_findings(ctx, rejected=False)
+
+
+def _key_findings(ctx: CheckContext, rejected: bool) -> Iterator[Diagnostic]:
+    code = "SGC1102" if rejected else "SGC1103"
+    for request, old_routes, new_routes in _judged(ctx):
+        if not new_routes or (new_routes[0].body == "construct") != rejected:
+            continue
+        old_shape, new_shape = _shapes(ctx, old_routes, new_routes)
+        if old_shape is None or new_shape is None:
+            continue
+        for key in dict.fromkeys(request.keys):
+            if key.name in old_shape.fields and not _accepts(new_shape, key.name):
+                yield finding_at(code, request.path, key.line, key.col, f"{new_shape.origin}.{key.name}",
+                                 key=key.name, route=request.route, request_type=new_shape.origin.rsplit(".", 1)[-1],
+                                 hint=_replacement(old_shape, new_shape, key.name),
+                                 old=ctx.old_version, new=ctx.new_version)
+
+
+@contract("SGC1104")
+def check_required_key_missing(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for request, old_routes, new_routes in _judged(ctx):
+        if not new_routes or not request.closed:
+            continue
+        old_shape, new_shape = _shapes(ctx, old_routes, new_routes)
+        if old_shape is None or new_shape is None:
+            continue
+        given = {key.name for key in request.keys}
+        missing = [name for name, required in new_shape.fields.items()
+                   if required and name not in given and not old_shape.fields.get(name, False)]
+        if missing:
+            yield finding_at("SGC1104", request.path, request.line, request.col, new_shape.origin,
+                             keys=", ".join(missing), route=request.route,
+                             request_type=new_shape.origin.rsplit(".", 1)[-1],
+                             old=ctx.old_version, new=ctx.new_version)
+
+
+@contract("SGC1105")
+def check_sampling_param_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    old_api, new_api, facts = _apis(ctx)
+    if old_api is None or new_api is None:
+        return
+    old_shape, new_shape = old_api.sampling_shape(), new_api.sampling_shape()
+    if old_shape is None or new_shape is None or new_shape.open:
+        return
+    sampled: list[tuple[str, Key]] = []
+    files = set()
+    for request, old_routes, _ in _judged(ctx):
+        shape = old_api.request_shape(old_routes[0])
+        if shape is not None and SAMPLING in shape.fields:
+            files.add(request.path)
+            sampled.extend((request.path, key) for key in request.sampling)
+    # Assignments to a `sampling_params` dict count in files that send one to the server.
+    sampled.extend((path, key) for path, key in facts.sampling if path in files)
+    for path, key in dict.fromkeys(sampled):
+        if key.name in old_shape.fields and key.name not in new_shape.fields:
+            yield finding_at("SGC1105", path, key.line, key.col, f"{new_shape.origin}.{key.name}", key=key.name,
+                             old=ctx.old_version, new=ctx.new_version)
