@@ -4,6 +4,6 @@ Importing this package registers every check (one function per rule code).
 """
 
 from sglang_contracts.contracts import (  # noqa: F401
-    attributes, borrowed, calls, defensive, doubles, imports, mirrors, monkeypatches, patches, returns, serverargs,
+    attributes, borrowed, calls, commandline, defensive, doubles, imports, mirrors, monkeypatches, patches, returns, serverargs,
     stack, subclasses,
 )

@@ -1,0 +1,245 @@
+"""Command-line pass-through contracts (SGC504-SGC508): upstream's argparse interface as the
+project's wrapper exposes it (`--sglang-<option>`, `args.sglang_<dest>`), judged per release.
+
+What the project can use on a release is what the wrapper makes of that release's command line
+(upstream/commandline.py): every option whose dest is not in the skip list, registered under the
+prefixed strings, storing to the prefixed dest. A name is judged only where the old release
+exposed it (differential), and an attribute the project sets itself is never judged as a read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.project.commandline import PassThrough, Use, Wrapper, pass_through
+from sglang_contracts.upstream.commandline import CommandLine, Option, argparse_dest, command_line
+
+
+@dataclass
+class Exposed:
+    """What one release's command line becomes through the wrapper."""
+
+    by_dest: dict[str, Option]  # the project's dest (`sglang_dp_size`) -> option
+    by_string: dict[str, Option]  # the project's option string (`--sglang-dp-size`) -> option
+    skipped: dict[str, Option]  # upstream dest -> the option the skip list drops
+
+
+def project_dest(option: Option, wrapper: Wrapper) -> str:
+    # With `dest=` the wrapper prefixes it; without, argparse derives it from the prefixed strings.
+    if option.dest != argparse_dest(option.strings):
+        return wrapper.dest_prefix + option.dest
+    return argparse_dest([project_string(string, wrapper) for string in option.strings])
+
+
+def project_string(string: str, wrapper: Wrapper) -> str:
+    return wrapper.flag_prefix + string.lstrip("-")
+
+
+def expose(line: CommandLine, wrapper: Wrapper) -> Exposed:
+    skip = {text for text, _ in wrapper.skipped}
+    exposed = Exposed({}, {}, {})
+    for option in line.options:
+        if option.dest in skip:
+            exposed.skipped.setdefault(option.dest, option)
+            continue
+        exposed.by_dest.setdefault(project_dest(option, wrapper), option)
+        for string in option.strings:
+            exposed.by_string.setdefault(project_string(string, wrapper), option)
+    return exposed
+
+
+@dataclass
+class PassThroughModel:
+    facts: PassThrough
+    wrapper: Wrapper
+    old_line: CommandLine
+    new_line: CommandLine
+    old: Exposed
+    new: Exposed
+
+
+def _model(ctx: CheckContext) -> PassThroughModel | None:
+    def compute(context: CheckContext) -> PassThroughModel | None:
+        facts = pass_through(context.project)
+        if facts is None:
+            return None
+        old_line, new_line = command_line(context.old), command_line(context.new)
+        if old_line is None or new_line is None:
+            return None
+        wrapper = facts.wrappers[0]
+        return PassThroughModel(facts, wrapper, old_line, new_line, expose(old_line, wrapper), expose(new_line, wrapper))
+
+    return ctx.shared("command-line-pass-through", compute)
+
+
+def _same_option_in(new: CommandLine, option: Option) -> Option | None:
+    """The new release's option that keeps one of the old option's strings."""
+    return next((new.by_string[s] for s in option.strings if s in new.by_string), None)
+
+
+def _spelled(option: Option) -> str:
+    return "/".join(option.strings)
+
+
+def _where_now(model: PassThroughModel, option: Option) -> str:
+    """What became of an option the project no longer gets under the old name."""
+    wrapper = model.wrapper
+    now = _same_option_in(model.new_line, option)
+    if now is None:
+        return f"; {_spelled(option)} is gone from upstream's command line"
+    if now.dest in model.new.skipped:
+        return (f"; {_spelled(now)} now has dest {now.dest}, which the skip list {wrapper.skip_list} drops, so no "
+                f"{wrapper.flag_prefix} option stores it")
+    if now.deprecated:
+        replacement = f" (use {project_string(now.replacement, wrapper)})" if now.replacement else ""
+        return f"; {_spelled(now)} is now a deprecated alias storing to {project_dest(now, wrapper)}{replacement}"
+    return f"; {_spelled(now)} now stores to {project_dest(now, wrapper)}"
+
+
+def _judged(model: PassThroughModel, use: Use) -> Option | None:
+    """The old option behind a read, when the old release exposed it and the new does not."""
+    if use.name in model.facts.written():
+        return None
+    option = model.old.by_dest.get(use.name)
+    if option is None or use.name in model.new.by_dest:
+        return None
+    return option
+
+
+def _common(ctx: CheckContext) -> dict[str, str]:
+    return dict(old=ctx.old_version, new=ctx.new_version)
+
+
+@contract("SGC504")
+def pass_through_destination_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
+    model = _model(ctx)
+    if model is None:
+        return
+    for use in model.facts.uses:
+        if use.kind not in ("read", "probe", "default"):
+            continue
+        if use.kind == "default":
+            option = model.old.by_dest.get(use.name)
+            if option is None or use.name in model.new.by_dest:
+                continue
+        else:
+            option = _judged(model, use)
+            if option is None:
+                continue
+        effect = {"read": "raises AttributeError",
+                  "probe": f"now always answers as if absent ({use.how})",
+                  "default": "sets an attribute no option of upstream's stores to any more"}[use.kind]
+        yield finding_at("SGC504", use.path, use.position.line, use.position.col, use.name,
+                         severity=None if use.kind == "read" else "warning", name=use.name, effect=effect,
+                         option=_spelled(option), now=_where_now(model, option), **_common(ctx))
+
+
+@contract("SGC505")
+def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
+    model = _model(ctx)
+    if model is None:
+        return
+    for use in model.facts.uses:
+        if use.kind != "flag":
+            continue
+        old_option = model.old.by_string.get(use.name)
+        if old_option is None or old_option.deprecated:
+            continue
+        new_option = model.new.by_string.get(use.name)
+        if new_option is None:
+            yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name, flag=use.name,
+                             effect="no longer accepts it", option=_spelled(old_option),
+                             now=_where_now(model, old_option), **_common(ctx))
+        elif new_option.deprecated:
+            replacement = f": use {project_string(new_option.replacement, model.wrapper)}" if new_option.replacement else ""
+            yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name, severity="warning",
+                             flag=use.name, effect="accepts it only as a deprecated alias",
+                             option=_spelled(old_option),
+                             now=f"{replacement} (it stores to {project_dest(new_option, model.wrapper)})",
+                             **_common(ctx))
+
+
+@contract("SGC506")
+def pass_through_choice_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    model = _model(ctx)
+    if model is None:
+        return
+    for use in model.facts.uses:
+        if use.kind != "flag" or not use.value:
+            continue
+        old_option, new_option = model.old.by_string.get(use.name), model.new.by_string.get(use.name)
+        if old_option is None or new_option is None or old_option.choices is None or new_option.choices is None:
+            continue
+        if use.value in old_option.choices and use.value not in new_option.choices:
+            yield finding_at("SGC506", use.path, use.position.line, use.position.col, use.name, flag=use.name,
+                             value=use.value, choices=", ".join(new_option.choices), **_common(ctx))
+
+
+def _matched(line: CommandLine, dest: str) -> list[Option]:
+    return line.by_dest.get(dest, [])
+
+
+@contract("SGC507")
+def pass_through_entry_match_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    model = _model(ctx)
+    if model is None:
+        return
+    wrapper = model.wrapper
+    entries = [(text, position, f"skip list {wrapper.skip_list}") for text, position in wrapper.skipped]
+    entries += [(old, position, "rename table") for old, _, position in wrapper.renames]
+    for text, position, table in entries:
+        before, after = _matched(model.old_line, text), _matched(model.new_line, text)
+        strings_before = {s for option in before for s in option.strings}
+        strings_after = {s for option in after for s in option.strings}
+        if strings_before == strings_after:
+            continue
+        if not after:
+            what = f"matches no option any more (it matched {'/'.join(sorted(strings_before))})"
+            moved = next((o for o in (_same_option_in(model.new_line, option) for option in before) if o), None)
+            if moved is not None:
+                what += f"; that option now has dest {moved.dest}"
+                if table.startswith("skip"):
+                    what += f" and is no longer skipped: {project_string(moved.strings[0], wrapper)} appears"
+        elif not before:
+            what = f"now matches {'/'.join(sorted(strings_after))}, which it did not"
+            exposed = sorted(project_string(s, wrapper) for s in strings_after
+                             if project_string(s, wrapper) in model.old.by_string)
+            if exposed and table.startswith("skip"):
+                what += f": {', '.join(exposed)} and the option's {wrapper.dest_prefix}* dest stop existing"
+        else:
+            what = (f"now matches {'/'.join(sorted(strings_after))} instead of "
+                    f"{'/'.join(sorted(strings_before))}")
+        yield finding_at("SGC507", wrapper.path, position.line, position.col, text, entry=text, table=table,
+                         what=what, **_common(ctx))
+
+
+@contract("SGC508")
+def pass_through_new_option_decides(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """A new option now decides what an old option the project uses did: the old one became a
+    deprecated alias storing to the new option's dest, whose own default then applies."""
+    model = _model(ctx)
+    if model is None:
+        return
+    old_dests = set(model.old_line.by_dest)
+    seen: set[tuple[str, int, str]] = set()
+    for use in model.facts.uses:
+        old_option = model.old.by_string.get(use.name) if use.kind == "flag" else \
+            model.old.by_dest.get(use.name) if use.kind in ("read", "probe", "write") else None
+        if old_option is None or old_option.deprecated:
+            continue
+        now = _same_option_in(model.new_line, old_option)
+        if now is None or not now.deprecated or now.dest in old_dests:
+            continue
+        target = next((o for o in model.new_line.live(now.dest)), None)
+        key = (use.path, use.position.line, use.name)
+        if target is None or key in seen:
+            continue
+        seen.add(key)
+        choices = f", one of {', '.join(target.choices)}" if target.choices else ""
+        yield finding_at("SGC508", use.path, use.position.line, use.position.col, target.dest, severity="info",
+                         used=use.name, option=project_string(target.strings[0], model.wrapper),
+                         default=target.default or "unset", choices=choices,
+                         help=target.help.strip().split(". ")[0][:160], **_common(ctx))
