@@ -61,7 +61,8 @@ class PassThroughModel:
     new: Exposed
 
 
-def _model(ctx: CheckContext) -> PassThroughModel | None:
+def pass_through_model(ctx: CheckContext) -> PassThroughModel | None:
+    """The project's wrapper over both releases' command lines; None without a wrapper."""
     def compute(context: CheckContext) -> PassThroughModel | None:
         facts = pass_through(context.project)
         if facts is None:
@@ -101,7 +102,7 @@ def _where_now(model: PassThroughModel, option: Option) -> str:
 
 def _judged(model: PassThroughModel, use: Use) -> Option | None:
     """The old option behind a read, when the old release exposed it and the new does not."""
-    if use.name in model.facts.written():
+    if model.facts.set_by_project(use):
         return None
     option = model.old.by_dest.get(use.name)
     if option is None or use.name in model.new.by_dest:
@@ -115,7 +116,7 @@ def _common(ctx: CheckContext) -> dict[str, str]:
 
 @contract("SGC504")
 def pass_through_destination_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
-    model = _model(ctx)
+    model = pass_through_model(ctx)
     if model is None:
         return
     for use in model.facts.uses:
@@ -139,7 +140,7 @@ def pass_through_destination_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 @contract("SGC505")
 def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
-    model = _model(ctx)
+    model = pass_through_model(ctx)
     if model is None:
         return
     for use in model.facts.uses:
@@ -164,7 +165,7 @@ def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 @contract("SGC506")
 def pass_through_choice_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    model = _model(ctx)
+    model = pass_through_model(ctx)
     if model is None:
         return
     for use in model.facts.uses:
@@ -184,7 +185,7 @@ def _matched(line: CommandLine, dest: str) -> list[Option]:
 
 @contract("SGC507")
 def pass_through_entry_match_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    model = _model(ctx)
+    model = pass_through_model(ctx)
     if model is None:
         return
     wrapper = model.wrapper
@@ -220,21 +221,23 @@ def pass_through_entry_match_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
 def pass_through_new_option_decides(ctx: CheckContext) -> Iterator[Diagnostic]:
     """A new option now decides what an old option the project uses did: the old one became a
     deprecated alias storing to the new option's dest, whose own default then applies."""
-    model = _model(ctx)
+    model = pass_through_model(ctx)
     if model is None:
         return
     old_dests = set(model.old_line.by_dest)
-    seen: set[tuple[str, int, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
     for use in model.facts.uses:
         old_option = model.old.by_string.get(use.name) if use.kind == "flag" else \
             model.old.by_dest.get(use.name) if use.kind in ("read", "probe", "write") else None
         if old_option is None or old_option.deprecated:
             continue
         now = _same_option_in(model.new_line, old_option)
-        if now is None or not now.deprecated or now.dest in old_dests:
+        # Only a switch folded into one value of a new option (`new_flag="--x=value"`) leaves the
+        # rest to that option's default; a plain rename keeps the behaviour.
+        if now is None or not now.deprecated or now.dest in old_dests or "=" not in now.replacement:
             continue
         target = next((o for o in model.new_line.live(now.dest)), None)
-        key = (use.path, use.position.line, use.name)
+        key = (use.path, use.scope or str(use.position.line), now.dest)  # once per function and new option
         if target is None or key in seen:
             continue
         seen.add(key)

@@ -35,6 +35,9 @@ from sglang_contracts.project.positions import SourcePositions
 ENTRY = "add_cli_args"
 TEXT_SUFFIXES = (".sh", ".bash", ".yml", ".yaml", ".json", ".md", ".rst", ".cfg", ".ini", ".txt")
 SKIP_EXITS = (ast.Return, ast.Continue)
+# Writes that build a record of the file's own (a config class, a dict or keywords for a
+# namespace): they stand for the attribute in that file only, not on the parsed arguments.
+LOCAL_RECORDS = ("class field", "dict key", "item assignment", "keyword")
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class Use:
     name: str  # the attribute (`sglang_dp_size`) or the option string (`--sglang-dp-size`)
     value: str = ""  # a flag's value when written with it (`--sglang-x=v`, `--sglang-x v`)
     how: str = ""  # as written: "args.sglang_x", "hasattr", "set_defaults", ...
+    scope: str = ""  # the enclosing function (`name@line`), "" at module level or outside Python
 
 
 @dataclass
@@ -63,9 +67,20 @@ class PassThrough:
     wrappers: list[Wrapper]
     uses: list[Use] = field(default_factory=list)
 
-    def written(self) -> set[str]:
-        """Attributes the project sets itself (so a read of them never depends on upstream)."""
-        return {use.name for use in self.uses if use.kind in ("write", "default")}
+    def set_by_project(self, read: Use) -> bool:
+        """Does the project set the attribute itself before `read` may run: anywhere outside
+        the reading function, or earlier in it? (Then the read does not depend on upstream.)"""
+        return any((use.how not in LOCAL_RECORDS or use.path == read.path)
+                   and ((use.path, use.scope) != (read.path, read.scope) or use.position.line < read.position.line)
+                   for use in self._writes.get(read.name, ()))
+
+    def __post_init__(self) -> None:
+        self._writes: dict[str, list[Use]] = {}
+
+    def index(self) -> None:
+        for use in self.uses:
+            if use.kind in ("write", "default"):
+                self._writes.setdefault(use.name, []).append(use)
 
 
 # -- the wrapper -----------------------------------------------------------------------------------
@@ -207,13 +222,47 @@ def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> lis
     own_option_strings: set[int] = set()
     found: list[list] = []
 
+    scopes: dict[int, str] = {}
+    for function in ast.walk(tree):  # outer functions first: an inner one overrides for its own nodes
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(function):
+                scopes[id(inner)] = f"{function.name}@{function.lineno}"
+
+    guarded: set[int] = set()  # reads inside `if hasattr(x, "sglang_y"):`, which cannot raise
+    for branch in ast.walk(tree):
+        if isinstance(branch, ast.If):
+            probed = {call.args[1].value for call in ast.walk(branch.test) if isinstance(call, ast.Call)
+                      and isinstance(call.func, ast.Name) and call.func.id == "hasattr" and len(call.args) == 2
+                      and isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str)}
+            guarded.update(id(node) for statement in branch.body for node in ast.walk(statement)
+                           if isinstance(node, ast.Attribute) and node.attr in probed)
+
     def add(node: ast.AST, kind: str, name: str, how: str, value: str = "") -> None:
         where = at.attribute_name(node) if isinstance(node, ast.Attribute) else at.start(node)
-        found.append([kind, name, value, how, where.line, where.col])
+        found.append([kind, name, value, how, where.line, where.col, scopes.get(id(node), "")])
 
     for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):  # the project's own record of such names (a config class)
+            for item in node.body:
+                targets = [item.target] if isinstance(item, ast.AnnAssign) else \
+                    item.targets if isinstance(item, ast.Assign) else []
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id.startswith(dest_prefix):
+                        add(target, "write", target.id, "class field")
+        elif isinstance(node, ast.Dict):
+            for key in node.keys:
+                if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.startswith(dest_prefix):
+                    add(key, "write", key.value, "dict key")
+        elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) \
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str) \
+                and node.slice.value.startswith(dest_prefix):
+            add(node.slice, "write", node.slice.value, "item assignment")
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Attribute) and node.func.attr == "set_defaults"):
+            for keyword in node.keywords:
+                if keyword.arg and keyword.arg.startswith(dest_prefix):
+                    add(keyword.value, "write", keyword.arg, "keyword")
         if isinstance(node, ast.Attribute) and node.attr.startswith(dest_prefix):
-            if isinstance(node.ctx, ast.Load):
+            if isinstance(node.ctx, ast.Load) and id(node) not in guarded:
                 add(node, "read", node.attr, f"{ast.unparse(node.value)}.{node.attr}")
             else:
                 add(node, "write", node.attr, "assignment")
@@ -259,7 +308,7 @@ def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> lis
             for match in flags.finditer(node.value):
                 offset = match.start() + 1 if single else 0
                 found.append(["flag", flag_prefix + match.group(1), match.group(2) or "", "string",
-                              start.line, start.col + offset])
+                              start.line, start.col + offset, scopes.get(id(node), "")])
     return found
 
 
@@ -294,13 +343,14 @@ def pass_through(project: ProjectIndex) -> PassThrough | None:
         def analyse(relpath: str, text: str, flag_prefix: str = flag_prefix, dest_prefix: str = dest_prefix) -> list:
             return [[relpath, *use] for use in _uses_in(relpath, text, flag_prefix, dest_prefix)]
 
-        for relpath, kind, name, value, how, line, col in project.each_file(
+        for relpath, kind, name, value, how, line, col, scope in project.each_file(
                 f"cli-uses {flag_prefix} {dest_prefix}", analyse,
                 lambda text, f=flag_prefix, d=dest_prefix: f in text or d in text, module):
-            result.uses.append(Use(relpath, Position(line, col), kind, name, value, how))
+            result.uses.append(Use(relpath, Position(line, col), kind, name, value, how, scope))
         root = project.root.resolve()
         for path in walk_project([root], _accept_text):
             text = read_project_text(path, root)
             if text and flag_prefix in text:
                 result.uses.extend(_text_flags(path.relative_to(root).as_posix(), text, flag_prefix))
+    result.index()
     return result
