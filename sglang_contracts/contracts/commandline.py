@@ -110,6 +110,14 @@ def _judged(model: PassThroughModel, use: Use) -> Option | None:
     return option
 
 
+DOCS = (".md", ".mdx", ".rst", ".txt", ".adoc")
+
+
+def _refused(use: Use) -> str | None:
+    """The severity of a flag upstream refuses: an error where it runs, a warning in docs."""
+    return "warning" if use.path.endswith(DOCS) else None
+
+
 def _common(ctx: CheckContext) -> dict[str, str]:
     return dict(old=ctx.old_version, new=ctx.new_version)
 
@@ -151,8 +159,8 @@ def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
             continue
         new_option = model.new.by_string.get(use.name)
         if new_option is None:
-            yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name, flag=use.name,
-                             effect="no longer accepts it", option=_spelled(old_option),
+            yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name,
+                             severity=_refused(use), flag=use.name, effect="no longer accepts it", option=_spelled(old_option),
                              now=_where_now(model, old_option), **_common(ctx))
         elif new_option.deprecated:
             replacement = f": use {project_string(new_option.replacement, model.wrapper)}" if new_option.replacement else ""
@@ -175,7 +183,8 @@ def pass_through_choice_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
         if old_option is None or new_option is None or old_option.choices is None or new_option.choices is None:
             continue
         if use.value in old_option.choices and use.value not in new_option.choices:
-            yield finding_at("SGC506", use.path, use.position.line, use.position.col, use.name, flag=use.name,
+            yield finding_at("SGC506", use.path, use.position.line, use.position.col, use.name,
+                             severity=_refused(use), flag=use.name,
                              value=use.value, choices=", ".join(new_option.choices), **_common(ctx))
 
 

@@ -38,6 +38,9 @@ SKIP_EXITS = (ast.Return, ast.Continue)
 # Writes that build a record of the file's own (a config class, a dict or keywords for a
 # namespace): they stand for the attribute in that file only, not on the parsed arguments.
 LOCAL_RECORDS = ("class field", "dict key", "item assignment", "keyword")
+# The project's own `add_argument("--sglang-x")` of a name upstream's options also produce can
+# only be on another parser (argparse refuses a second one): a helper parser of that function.
+LOCAL_PARSERS = ("add_argument",)
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class PassThrough:
         """Does the project set the attribute itself before `read` may run: anywhere outside
         the reading function, or earlier in it? (Then the read does not depend on upstream.)"""
         return any((use.how not in LOCAL_RECORDS or use.path == read.path)
+                   and (use.how not in LOCAL_PARSERS or (use.path, use.scope) == (read.path, read.scope))
                    and ((use.path, use.scope) != (read.path, read.scope) or use.position.line < read.position.line)
                    for use in self._writes.get(read.name, ()))
 
