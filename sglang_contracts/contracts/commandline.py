@@ -14,6 +14,7 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.project.commandline import PassThrough, Use, Wrapper, pass_through
 from sglang_contracts.upstream.commandline import CommandLine, Option, argparse_dest, command_line
 
@@ -61,19 +62,44 @@ class PassThroughModel:
     new: Exposed
 
 
-def pass_through_model(ctx: CheckContext) -> PassThroughModel | None:
-    """The project's wrapper over both releases' command lines; None without a wrapper."""
-    def compute(context: CheckContext) -> PassThroughModel | None:
-        facts = pass_through(context.project)
-        if facts is None:
-            return None
-        old_line, new_line = command_line(context.old), command_line(context.new)
-        if old_line is None or new_line is None:
-            return None
-        wrapper = facts.wrappers[0]
-        return PassThroughModel(facts, wrapper, old_line, new_line, expose(old_line, wrapper), expose(new_line, wrapper))
+@dataclass
+class Unreadable:
+    """A wrapper whose upstream command line could not be read: an extraction error, reported
+    as SGC000 at the wrapper, never a clean report."""
 
-    return ctx.shared("command-line-pass-through", compute)
+    wrapper: Wrapper
+    error: str
+
+
+def _both(context: CheckContext) -> PassThroughModel | Unreadable | None:
+    facts = pass_through(context.project)
+    if facts is None:
+        return None
+    wrapper = facts.wrappers[0]
+    try:
+        old_line, new_line = command_line(context.old), command_line(context.new)
+    except ContractsError as error:
+        return Unreadable(wrapper, str(error))
+    if old_line is None or new_line is None:
+        return None
+    return PassThroughModel(facts, wrapper, old_line, new_line, expose(old_line, wrapper), expose(new_line, wrapper))
+
+
+def pass_through_model(ctx: CheckContext) -> PassThroughModel | None:
+    """The project's wrapper over both releases' command lines; None without a wrapper, or when
+    a command line cannot be read (SGC000, below)."""
+    model = ctx.shared("command-line-pass-through", _both)
+    return model if isinstance(model, PassThroughModel) else None
+
+
+def _command_line_unreadable(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """SGC000, yielded with SGC504's findings (one check per code; SGC000's own reads the files)."""
+    model = ctx.shared("command-line-pass-through", _both)
+    if isinstance(model, Unreadable):
+        at = model.wrapper
+        yield finding_at("SGC000", at.path, at.line, 1, "", what="cannot read upstream's command line for the "
+                         f"{at.flag_prefix} pass-through", error=model.error,
+                         unchecked="the pass-through contracts (SGC504-SGC508) are not checked", hint="")
 
 
 def _same_option_in(new: CommandLine, option: Option) -> Option | None:
@@ -124,6 +150,7 @@ def _common(ctx: CheckContext) -> dict[str, str]:
 
 @contract("SGC504")
 def pass_through_destination_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
+    yield from _command_line_unreadable(ctx)
     model = pass_through_model(ctx)
     if model is None:
         return
