@@ -281,7 +281,7 @@ def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> lis
             elif callee == "set_defaults":
                 for keyword in node.keywords:
                     if keyword.arg and keyword.arg.startswith(dest_prefix):
-                        add(keyword.value, "default", keyword.arg, "set_defaults")
+                        add(keyword, "default", keyword.arg, "set_defaults")
             elif callee == "add_argument":
                 own_option_strings.update(id(a) for a in node.args)
                 dest = _dest_of(node)
@@ -356,5 +356,6 @@ def pass_through(project: ProjectIndex) -> PassThrough | None:
             text = read_project_text(path, root)
             if text and flag_prefix in text:
                 result.uses.extend(_text_flags(path.relative_to(root).as_posix(), text, flag_prefix))
+    result.uses.sort(key=lambda use: (use.path, use.position.line, use.position.col))
     result.index()
     return result
