@@ -267,7 +267,7 @@ def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> lis
                     add(keyword.value, "write", keyword.arg, "keyword")
         if isinstance(node, ast.Attribute) and node.attr.startswith(dest_prefix):
             if isinstance(node.ctx, ast.Load) and id(node) not in guarded:
-                add(node, "read", node.attr, f"{ast.unparse(node.value)}.{node.attr}")
+                add(node, "read", node.attr, "attribute")
             else:
                 add(node, "write", node.attr, "assignment")
         elif isinstance(node, ast.Call):
