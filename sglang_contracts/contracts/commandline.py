@@ -173,22 +173,23 @@ def pass_through_destination_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
                          option=_spelled(option), now=_where_now(model, option), **_common(ctx))
 
 
+def _flag_uses(ctx: CheckContext) -> Iterator[tuple[PassThroughModel, Use, Option, Option | None]]:
+    """Each flag the old release's command line accepted (not as a deprecated alias), with the
+    option it names there and the one it names on the new release (None: refused)."""
+    model = pass_through_model(ctx)
+    for use in model.facts.uses if model is not None else ():
+        old_option = model.old.by_string.get(use.name) if use.kind == "flag" else None
+        if old_option is not None and not old_option.deprecated:
+            yield model, use, old_option, model.new.by_string.get(use.name)
+
+
 @contract("SGC505")
 def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
-    model = pass_through_model(ctx)
-    if model is None:
-        return
-    for use in model.facts.uses:
-        if use.kind != "flag":
-            continue
-        old_option = model.old.by_string.get(use.name)
-        if old_option is None or old_option.deprecated:
-            continue
-        new_option = model.new.by_string.get(use.name)
+    for model, use, old_option, new_option in _flag_uses(ctx):
         if new_option is None:
             yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name,
-                             severity=_refused(use), flag=use.name, effect="no longer accepts it", option=_spelled(old_option),
-                             now=_where_now(model, old_option), **_common(ctx))
+                             severity=_refused(use), flag=use.name, effect="no longer accepts it",
+                             option=_spelled(old_option), now=_where_now(model, old_option), **_common(ctx))
         elif new_option.deprecated:
             replacement = f": use {project_string(new_option.replacement, model.wrapper)}" if new_option.replacement else ""
             yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name, severity="warning",
@@ -200,14 +201,8 @@ def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 @contract("SGC506")
 def pass_through_choice_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    model = pass_through_model(ctx)
-    if model is None:
-        return
-    for use in model.facts.uses:
-        if use.kind != "flag" or not use.value:
-            continue
-        old_option, new_option = model.old.by_string.get(use.name), model.new.by_string.get(use.name)
-        if old_option is None or new_option is None or old_option.choices is None or new_option.choices is None:
+    for _, use, old_option, new_option in _flag_uses(ctx):
+        if not use.value or new_option is None or old_option.choices is None or new_option.choices is None:
             continue
         if use.value in old_option.choices and use.value not in new_option.choices:
             yield finding_at("SGC506", use.path, use.position.line, use.position.col, use.name,
