@@ -65,7 +65,7 @@ def test_an_unreadable_generator_is_an_extraction_error(tmp_path: Path) -> None:
     new = {"sglang/srt/server_args.py": NEW_SERVER_ARGS, "sglang/srt/arg_groups/arg_utils.py": broken}
     found = check(tmp_path, EXAMPLE.old, new, {"app/arguments.py": WRAPPER})
     assert [f.split(" (")[0] for f in found] == [
-        "app/arguments.py:6: SGC000 cannot read upstream's command line for the --sglang- pass-through"]
+        "app/arguments.py:6: SGC000 cannot read upstream's command line for the --sglang- flags handed to it"]
     assert "where aliases come from" in found[0]
 
 
@@ -102,3 +102,24 @@ def test_choice_values_are_read_from_flag_strings_shell_and_yaml(tmp_path: Path)
                "scripts/run.sh": "python train.py --sglang-load-format=pt\n"}
     found = check(tmp_path, EXAMPLE.old, EXAMPLE.new, project)
     assert [f.split(" ")[0:2] for f in found] == [["configs/run.yaml:1:", "SGC506"]]
+
+
+def test_argument_lists_for_launch_server_are_judged_without_a_prefix(tmp_path: Path) -> None:
+    project = {"app/serve.py": '''import subprocess
+
+
+def serve(model, tp):
+    cmd = ["python3", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(tp)]
+    cmd += ["--load-format", "npcache", "--disable-piecewise-cuda-graph"]
+    return subprocess.Popen(cmd)
+
+
+def unrelated():
+    return ["--load-format", "npcache"]
+''', "scripts/serve.sh": "python3 -m sglang.launch_server \\\\\n  --model-path m \\\\\n  --load-format=npcache\n"
+          "echo --load-format npcache\n"}
+    found = check(tmp_path, EXAMPLE.old, EXAMPLE.new, project)
+    assert [" ".join(f.split(" ")[:3]) for f in found] == [
+        "app/serve.py:6: SGC506 --load-format", "app/serve.py:6: SGC505 --disable-piecewise-cuda-graph:",
+        "app/serve.py:6: SGC508 --disable-piecewise-cuda-graph",
+        "scripts/serve.sh:3: SGC506 --load-format"]

@@ -15,7 +15,7 @@ from typing import Iterator
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError
-from sglang_contracts.project.commandline import PassThrough, Use, Wrapper, pass_through
+from sglang_contracts.project.commandline import DIRECT, PassThrough, Use, Wrapper, direct_launch, pass_through
 from sglang_contracts.upstream.commandline import CommandLine, Option, argparse_dest, command_line
 
 
@@ -71,35 +71,45 @@ class Unreadable:
     error: str
 
 
-def _both(context: CheckContext) -> PassThroughModel | Unreadable | None:
-    facts = pass_through(context.project)
-    if facts is None:
-        return None
-    wrapper = facts.wrappers[0]
+def _models(context: CheckContext) -> list[PassThroughModel | Unreadable]:
+    """One model per way the project hands flags to upstream: its prefixing wrapper, and the
+    argument lists it assembles for `python -m sglang.launch_server`."""
+    found = [facts for facts in (pass_through(context.project), direct_launch(context.project)) if facts is not None]
+    if not found:
+        return []
     try:
         old_line, new_line = command_line(context.old), command_line(context.new)
     except ContractsError as error:
-        return Unreadable(wrapper, str(error))
+        facts = found[0]
+        wrapper = facts.wrappers[0]
+        if wrapper is DIRECT:  # no wrapper of its own: reported where the first launch is written
+            first = facts.uses[0]
+            wrapper = Wrapper(first.path, first.position.line, DIRECT.flag_prefix, "", (), "")
+        return [Unreadable(wrapper, str(error))]
     if old_line is None or new_line is None:
-        return None
-    return PassThroughModel(facts, wrapper, old_line, new_line, expose(old_line, wrapper), expose(new_line, wrapper))
+        return []
+    return [PassThroughModel(facts, facts.wrappers[0], old_line, new_line, expose(old_line, facts.wrappers[0]),
+                             expose(new_line, facts.wrappers[0])) for facts in found]
+
+
+def pass_through_models(ctx: CheckContext) -> list[PassThroughModel]:
+    """The models whose command lines could both be read (else SGC000, below)."""
+    return [model for model in ctx.shared("command-line-pass-through", _models) if isinstance(model, PassThroughModel)]
 
 
 def pass_through_model(ctx: CheckContext) -> PassThroughModel | None:
-    """The project's wrapper over both releases' command lines; None without a wrapper, or when
-    a command line cannot be read (SGC000, below)."""
-    model = ctx.shared("command-line-pass-through", _both)
-    return model if isinstance(model, PassThroughModel) else None
+    """The project's prefixing wrapper over both releases' command lines, if it has one."""
+    return next((model for model in pass_through_models(ctx) if model.wrapper is not DIRECT), None)
 
 
 def _command_line_unreadable(ctx: CheckContext) -> Iterator[Diagnostic]:
     """SGC000, yielded with SGC504's findings (one check per code; SGC000's own reads the files)."""
-    model = ctx.shared("command-line-pass-through", _both)
-    if isinstance(model, Unreadable):
-        at = model.wrapper
-        yield finding_at("SGC000", at.path, at.line, 1, "", what="cannot read upstream's command line for the "
-                         f"{at.flag_prefix} pass-through", error=model.error,
-                         unchecked="the pass-through contracts (SGC504-SGC508) are not checked", hint="")
+    for model in ctx.shared("command-line-pass-through", _models):
+        if isinstance(model, Unreadable):
+            at = model.wrapper
+            yield finding_at("SGC000", at.path, at.line, 1, "", what="cannot read upstream's command line for the "
+                             f"{at.flag_prefix} flags handed to it", error=model.error,
+                             unchecked="the command-line contracts (SGC504-SGC508) are not checked", hint="")
 
 
 def _same_option_in(new: CommandLine, option: Option) -> Option | None:
@@ -151,10 +161,7 @@ def _common(ctx: CheckContext) -> dict[str, str]:
 @contract("SGC504")
 def pass_through_destination_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
     yield from _command_line_unreadable(ctx)
-    model = pass_through_model(ctx)
-    if model is None:
-        return
-    for use in model.facts.uses:
+    for model, use in ((model, use) for model in pass_through_models(ctx) for use in model.facts.uses):
         if use.kind not in ("read", "probe", "default"):
             continue
         if use.kind == "default":
@@ -176,8 +183,7 @@ def pass_through_destination_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
 def _flag_uses(ctx: CheckContext) -> Iterator[tuple[PassThroughModel, Use, Option, Option | None]]:
     """Each flag the old release's command line accepted (not as a deprecated alias), with the
     option it names there and the one it names on the new release (None: refused)."""
-    model = pass_through_model(ctx)
-    for use in model.facts.uses if model is not None else ():
+    for model, use in ((model, use) for model in pass_through_models(ctx) for use in model.facts.uses):
         old_option = model.old.by_string.get(use.name) if use.kind == "flag" else None
         if old_option is not None and not old_option.deprecated:
             yield model, use, old_option, model.new.by_string.get(use.name)
@@ -252,12 +258,9 @@ def pass_through_entry_match_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
 def pass_through_new_option_decides(ctx: CheckContext) -> Iterator[Diagnostic]:
     """A new option now decides what an old option the project uses did: the old one became a
     deprecated alias storing to the new option's dest, whose own default then applies."""
-    model = pass_through_model(ctx)
-    if model is None:
-        return
-    old_dests = set(model.old_line.by_dest)
     seen: set[tuple[str, str, str]] = set()
-    for use in model.facts.uses:
+    for model, use in ((model, use) for model in pass_through_models(ctx) for use in model.facts.uses):
+        old_dests = set(model.old_line.by_dest)
         old_option = model.old.by_string.get(use.name) if use.kind == "flag" else \
             model.old.by_dest.get(use.name) if use.kind in ("read", "probe", "write") else None
         if old_option is None or old_option.deprecated:

@@ -332,6 +332,88 @@ def _accept_text(name: str) -> bool:
     return name.endswith(TEXT_SUFFIXES)
 
 
+LAUNCHER = "sglang.launch_server"
+# Upstream's own command line, as `python -m sglang.launch_server` takes it: no prefix, no skip list.
+DIRECT = Wrapper("", 0, "--", "", (), "")
+LONG_FLAG = re.compile(r"--[A-Za-z0-9][\w-]*")
+
+
+def _launch_flags(relpath: str, text: str) -> list[list]:
+    """Flags of argument lists assembled by hand for `python -m sglang.launch_server`: the string
+    elements of the function (or module) that names the launcher in a list, in its list literals
+    and `append`/`extend`/`+=` calls, each with the literal that follows it as its value."""
+    try:
+        tree = parse_quietly(text, relpath)
+    except Exception:
+        return []
+    at = SourcePositions(text)
+    scopes = [node for node in ast.walk(tree) if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))]
+    found: list[list] = []
+    for scope in scopes:
+        body = list(_own_nodes(scope))
+        lists = [node for node in body if isinstance(node, (ast.List, ast.Tuple))]
+        if not any(isinstance(e, ast.Constant) and e.value == LAUNCHER for node in lists for e in node.elts):
+            continue
+        for node in lists:
+            elements = node.elts
+            for index, element in enumerate(elements):
+                if isinstance(element, ast.Constant) and isinstance(element.value, str) \
+                        and LONG_FLAG.fullmatch(element.value.split("=")[0]):
+                    flag, _, value = element.value.partition("=")
+                    following = elements[index + 1] if index + 1 < len(elements) else None
+                    if not value and isinstance(following, ast.Constant) and isinstance(following.value, str) \
+                            and not following.value.startswith("-"):
+                        value = following.value
+                    where = at.start(element)
+                    found.append(["flag", flag, value, "launch list", where.line, where.col + 1, ""])
+    return found
+
+
+def _own_nodes(scope: ast.AST):
+    """The nodes of a function's (or module's) own code, not of the functions defined in it."""
+    pending = list(ast.iter_child_nodes(scope))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        yield node
+        pending.extend(ast.iter_child_nodes(node))
+
+
+def _launch_commands(relpath: str, text: str) -> list[Use]:
+    """Flags of a shell command line that runs `sglang.launch_server` (continued with `\\`)."""
+    found: list[Use] = []
+    running = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        running = running or LAUNCHER in line
+        if not running:
+            continue
+        for match in _flag_pattern("--").finditer(line):
+            found.append(Use(relpath, Position(number, match.start() + 1), "flag", "--" + match.group(1),
+                             match.group(2) or "", "launch command"))
+        running = line.rstrip().endswith("\\")
+    return found
+
+
+def direct_launch(project: ProjectIndex) -> PassThrough | None:
+    """Upstream's server launched with flags the project writes itself; None when it never is."""
+    module = sys.modules[__name__]
+    uses = [Use(relpath, Position(line, col), kind, name, value, how, scope) for relpath, kind, name, value, how, line,
+            col, scope in project.each_file("launch-lists", lambda relpath, text: [[relpath, *flag] for flag in
+                                                                                   _launch_flags(relpath, text)],
+                                            lambda text: LAUNCHER in text, module)]
+    root = project.root.resolve()
+    for path in walk_project([root], lambda name: name.endswith((".sh", ".bash"))):
+        text = read_project_text(path, root)
+        if text and LAUNCHER in text:
+            uses.extend(_launch_commands(path.relative_to(root).as_posix(), text))
+    if not uses:
+        return None
+    result = PassThrough([DIRECT], uses)
+    result.index()
+    return result
+
+
 def pass_through(project: ProjectIndex) -> PassThrough | None:
     """The project's pass-through of upstream's command line; None when it has no wrapper."""
     module = sys.modules[__name__]
