@@ -123,3 +123,28 @@ def unrelated():
         "app/serve.py:6: SGC506 --load-format", "app/serve.py:6: SGC505 --disable-piecewise-cuda-graph:",
         "app/serve.py:6: SGC508 --disable-piecewise-cuda-graph",
         "scripts/serve.sh:3: SGC506 --load-format"]
+
+
+def test_a_config_class_turned_into_launch_server_flags(tmp_path: Path) -> None:
+    project = {"app/engine.py": '''import dataclasses
+import subprocess
+
+
+@dataclasses.dataclass
+class EngineConfig:
+    model_path: str
+    data_parallel_size: int = 1
+    disable_piecewise_cuda_graph: bool = False
+    router_port: int = 0
+
+
+def launch(config: EngineConfig):
+    cmd = ["python", "-m", "sglang.launch_server"]
+    for field in dataclasses.fields(config):
+        cmd += [f"--{field.name.replace('_', '-')}", str(getattr(config, field.name))]
+    return subprocess.Popen(cmd)
+'''}
+    found = check(tmp_path, EXAMPLE.old, EXAMPLE.new, project)
+    # --data-parallel-size is still accepted (an alias of --dp-size); the switch became a deprecated alias
+    assert [" ".join(f.split(" ")[:3]) for f in found] == [
+        "app/engine.py:9: SGC505 --disable-piecewise-cuda-graph:", "app/engine.py:9: SGC508 --disable-piecewise-cuda-graph"]

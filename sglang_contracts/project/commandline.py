@@ -349,6 +349,16 @@ def _launch_flags(relpath: str, text: str) -> list[list]:
     at = SourcePositions(text)
     scopes = [node for node in ast.walk(tree) if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))]
     found: list[list] = []
+    if any(_names_a_flag(node) for node in ast.walk(tree)):
+        # A config class of the project whose fields this file turns into `--<field>` flags.
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
+                            and not item.target.id.startswith("_"):
+                        where = at.start(item.target)
+                        found.append(["flag", "--" + item.target.id.replace("_", "-"), "", "config field",
+                                      where.line, where.col, ""])
     for scope in scopes:
         body = list(_own_nodes(scope))
         lists = [node for node in body if isinstance(node, (ast.List, ast.Tuple))]
@@ -367,6 +377,19 @@ def _launch_flags(relpath: str, text: str) -> list[list]:
                     where = at.start(element)
                     found.append(["flag", flag, value, "launch list", where.line, where.col + 1, ""])
     return found
+
+
+def _names_a_flag(node: ast.AST) -> bool:
+    """`f"--{name.replace('_', '-')}"` or `"--" + name.replace("_", "-")`: a field name made a flag."""
+    if isinstance(node, ast.JoinedStr) and _literal_head(node) == "--":
+        value = node.values[1].value
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant) \
+            and node.left.value == "--":
+        value = node.right
+    else:
+        return False
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "replace" \
+        and [getattr(arg, "value", None) for arg in value.args] == ["_", "-"]
 
 
 def _own_nodes(scope: ast.AST):
