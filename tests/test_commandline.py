@@ -148,3 +148,42 @@ def launch(config: EngineConfig):
     # --data-parallel-size is still accepted (an alias of --dp-size); the switch became a deprecated alias
     assert [" ".join(f.split(" ")[:3]) for f in found] == [
         "app/engine.py:9: SGC505 --disable-piecewise-cuda-graph:", "app/engine.py:9: SGC508 --disable-piecewise-cuda-graph"]
+
+
+def test_a_wrapper_whose_prefix_and_skip_list_are_arguments(tmp_path: Path) -> None:
+    # miles' later shape: one function registers upstream's options twice, under two prefixes.
+    wrapper = '''from sglang.srt.server_args import ServerArgs
+
+SKIPPED = ["model_path"]
+EVAL_SKIPPED = SKIPPED + ["tp_size"]
+
+
+def _register(parser, *, flag_prefix, dest_prefix, skipped):
+    original = parser.add_argument
+
+    def prefixed(*flags, **kwargs):
+        name = kwargs.get("dest") or flags[0].lstrip("-").replace("-", "_")
+        if name in skipped:
+            return
+        if "dest" in kwargs:
+            kwargs["dest"] = f"{dest_prefix}{kwargs['dest']}"
+        original(*[f"--{flag_prefix}-{flag.lstrip('-')}" for flag in flags], **kwargs)
+
+    parser.add_argument = prefixed
+    ServerArgs.add_cli_args(parser)
+    parser.add_argument = original
+
+
+def add_arguments(parser):
+    _register(parser, flag_prefix="sglang", dest_prefix="sglang_", skipped=SKIPPED)
+    _register(parser, flag_prefix="eval-sglang", dest_prefix="eval_sglang_", skipped=EVAL_SKIPPED)
+'''
+    project = {"app/arguments.py": wrapper,
+               "app/validate.py": "def validate(args):\n    return args.sglang_data_parallel_size, args.eval_sglang_tensor_parallel_size\n",
+               "scripts/run.sh": "python train.py --eval-sglang-tp-size 2 --sglang-tp-size 2\n"}
+    found = check(tmp_path, EXAMPLE.old, EXAMPLE.new, project)
+    assert [" ".join(f.split(" ")[:3]) for f in found] == [
+        "app/arguments.py:4: SGC507 the",  # "tp_size" of the eval list now skips the tp option
+        "app/validate.py:2: SGC504 sglang_data_parallel_size",
+        "app/validate.py:2: SGC504 eval_sglang_tensor_parallel_size",
+        "scripts/run.sh:1: SGC505 --eval-sglang-tp-size:"]

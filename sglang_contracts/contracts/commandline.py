@@ -14,6 +14,7 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.project.facts import Position
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.project.commandline import DIRECT, PassThrough, Use, Wrapper, direct_launch, pass_through
 from sglang_contracts.upstream.commandline import CommandLine, Option, argparse_dest, command_line
@@ -74,7 +75,8 @@ class Unreadable:
 def _models(context: CheckContext) -> list[PassThroughModel | Unreadable]:
     """One model per way the project hands flags to upstream: its prefixing wrapper, and the
     argument lists it assembles for `python -m sglang.launch_server`."""
-    found = [facts for facts in (pass_through(context.project), direct_launch(context.project)) if facts is not None]
+    launched = direct_launch(context.project)
+    found = pass_through(context.project) + ([launched] if launched is not None else [])
     if not found:
         return []
     try:
@@ -97,9 +99,9 @@ def pass_through_models(ctx: CheckContext) -> list[PassThroughModel]:
     return [model for model in ctx.shared("command-line-pass-through", _models) if isinstance(model, PassThroughModel)]
 
 
-def pass_through_model(ctx: CheckContext) -> PassThroughModel | None:
-    """The project's prefixing wrapper over both releases' command lines, if it has one."""
-    return next((model for model in pass_through_models(ctx) if model.wrapper is not DIRECT), None)
+def prefixing_models(ctx: CheckContext) -> list[PassThroughModel]:
+    """The project's prefixing wrappers over both releases' command lines."""
+    return [model for model in pass_through_models(ctx) if model.wrapper is not DIRECT]
 
 
 def _command_line_unreadable(ctx: CheckContext) -> Iterator[Diagnostic]:
@@ -216,19 +218,27 @@ def pass_through_choice_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
                              value=use.value, choices=", ".join(new_option.choices), **_common(ctx))
 
 
+def _entries(ctx: CheckContext) -> Iterator[tuple[PassThroughModel, str, Position, str]]:
+    """Each skip-list and rename-table entry of each wrapper, once (two wrappers may share a list)."""
+    seen: set[tuple[str, int, int]] = set()
+    for model in prefixing_models(ctx):
+        wrapper = model.wrapper
+        entries = [(text, position, f"skip list {wrapper.skip_list}") for text, position in wrapper.skipped]
+        entries += [(old, position, "rename table") for old, _, position in wrapper.renames]
+        for text, position, table in entries:
+            if (wrapper.path, position.line, position.col) not in seen:
+                seen.add((wrapper.path, position.line, position.col))
+                yield model, text, position, table
+
+
 def _matched(line: CommandLine, dest: str) -> list[Option]:
     return line.by_dest.get(dest, [])
 
 
 @contract("SGC507")
 def pass_through_entry_match_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    model = pass_through_model(ctx)
-    if model is None:
-        return
-    wrapper = model.wrapper
-    entries = [(text, position, f"skip list {wrapper.skip_list}") for text, position in wrapper.skipped]
-    entries += [(old, position, "rename table") for old, _, position in wrapper.renames]
-    for text, position, table in entries:
+    for model, text, position, table in _entries(ctx):
+        wrapper = model.wrapper
         before, after = _matched(model.old_line, text), _matched(model.new_line, text)
         strings_before = {s for option in before for s in option.strings}
         strings_after = {s for option in after for s in option.strings}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
-from sglang_contracts.contracts.commandline import pass_through_model
+from sglang_contracts.contracts.commandline import prefixing_models
 from sglang_contracts.contracts.hints import rename_hint
 from sglang_contracts.contracts.resolve import Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
@@ -217,9 +217,9 @@ def pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
     # A wrapper this tool understands is judged on upstream's argparse interface itself
     # (SGC504-SGC507: destinations, option strings, skip lists); field names only stand in
     # for it where the wrapper's shape is not understood.
-    judged_by_command_line = pass_through_model(ctx) is not None
-    skip_lists = {wrapper.skip_list for wrapper in pass_through_model(ctx).facts.wrappers} \
-        if judged_by_command_line else set()
+    wrappers = [model.wrapper for model in prefixing_models(ctx)]
+    judged_by_command_line = bool(wrappers)
+    skip_lists = {wrapper.skip_list for wrapper in wrappers}
     for facts in ctx.project.files.values() if not judged_by_command_line else ():
         names = [(flag.field, flag.position, flag.kind) for flag in facts.flags]
         names += [(probe.string_at(1)[0][len("sglang_"):], probe.string_at(1)[1], "attr") for probe in facts.probes

@@ -90,12 +90,35 @@ class PassThrough:
 # -- the wrapper -----------------------------------------------------------------------------------
 
 
+def _template(node: ast.JoinedStr, bindings: dict[str, ast.AST]) -> str | None:
+    """`f"--sglang-{stem}"` -> "--sglang-": the text before the last placeholder, with the
+    placeholders before it that name a parameter bound to a string at the call filled in
+    (`f"--{flag_prefix}-{stem}"` called with `flag_prefix="sglang"`); None when unknown."""
+    if len(node.values) < 2 or not isinstance(node.values[-1], ast.FormattedValue):
+        return None
+    text = ""
+    for part in node.values[:-1]:
+        if isinstance(part, ast.Constant) and isinstance(part.value, str):
+            text += part.value
+        elif isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) \
+                and isinstance(bindings.get(part.value.id), ast.Constant) \
+                and isinstance(bindings[part.value.id].value, str):
+            text += bindings[part.value.id].value
+        else:
+            return None
+    return text
+
+
 def _literal_head(node: ast.JoinedStr) -> str | None:
-    """`f"--sglang-{x}"` -> "--sglang-": the literal text before the first placeholder."""
+    """`f"--{x}"` -> "--": the literal text before the first placeholder."""
     if len(node.values) >= 2 and isinstance(node.values[0], ast.Constant) and isinstance(node.values[0].value, str) \
             and isinstance(node.values[1], ast.FormattedValue):
         return node.values[0].value
     return None
+
+
+FLAG_PREFIX = re.compile(r"--[A-Za-z][\w-]*-")
+DEST_PREFIX = re.compile(r"[A-Za-z]\w*_")
 
 
 def _strings_of(node: ast.AST) -> list[ast.Constant] | None:
@@ -106,14 +129,24 @@ def _strings_of(node: ast.AST) -> list[ast.Constant] | None:
 
 
 def _assigned_lists(scopes: list[ast.AST]) -> dict[str, list[ast.Constant]]:
+    """`NAME = [...]` of strings, and `NAME = OTHER + [...]` of such lists, in order."""
     found: dict[str, list[ast.Constant]] = {}
     for scope in scopes:
         for node in ast.walk(scope):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                strings = _strings_of(node.value)
+                strings = _list_items(node.value, found)
                 if strings is not None:
                     found[node.targets[0].id] = strings
     return found
+
+
+def _list_items(node: ast.AST | None, lists: dict[str, list[ast.Constant]]) -> list[ast.Constant] | None:
+    if isinstance(node, ast.Name):
+        return lists.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _list_items(node.left, lists), _list_items(node.right, lists)
+        return left + right if left is not None and right is not None else None
+    return _strings_of(node) if node is not None else None
 
 
 def _assigned_tables(scopes: list[ast.AST]) -> dict[str, ast.Dict]:
@@ -134,8 +167,10 @@ def _calls_add_cli_args(function: ast.AST) -> bool:
                for node in ast.walk(function))
 
 
-def _wrapper_in(function: ast.FunctionDef, module: ast.Module, relpath: str, at: SourcePositions) -> list | None:
-    """The wrapper a function installs around `ServerArgs.add_cli_args(parser)`, as JSON."""
+def _wrapper_in(function: ast.FunctionDef, module: ast.Module, relpath: str, at: SourcePositions,
+                bindings: dict[str, ast.AST]) -> list | None:
+    """The wrapper a function installs around `ServerArgs.add_cli_args(parser)`, as JSON, with
+    its parameters bound as at one call (`bindings`)."""
     replaced = {node.value.id for node in ast.walk(function)
                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
                 and any(isinstance(t, ast.Attribute) and t.attr == "add_argument" for t in node.targets)}
@@ -143,13 +178,17 @@ def _wrapper_in(function: ast.FunctionDef, module: ast.Module, relpath: str, at:
     if not inner:
         return None
     body = inner[0]
-    heads = [_literal_head(node) for node in ast.walk(body) if isinstance(node, ast.JoinedStr)]
-    flag_prefix = next((h for h in heads if h and h.startswith("--") and h.endswith("-")), None)
-    dest_prefix = next((h for h in heads if h and not h.startswith("-") and h.endswith("_")), None)
+    heads = [_template(node, bindings) for node in ast.walk(body) if isinstance(node, ast.JoinedStr)]
+    flag_prefix = next((h for h in heads if h and FLAG_PREFIX.fullmatch(h)), None)
+    dest_prefix = next((h for h in heads if h and DEST_PREFIX.fullmatch(h)), None)
     if flag_prefix is None:
-        return None
+        return None  # a prefix this tool cannot tell: no judgement rather than a wrong one
     dest_prefix = dest_prefix or flag_prefix[2:].replace("-", "_")
     lists = _assigned_lists([module, function])
+    for name, value in bindings.items():
+        items = _list_items(value, lists)
+        if items is not None:
+            lists[name] = items
     tables = _assigned_tables([module, function])
     skip_list, entries = "", []
     for node in ast.walk(body):
@@ -174,6 +213,20 @@ def _wrapper_in(function: ast.FunctionDef, module: ast.Module, relpath: str, at:
     return ["wrapper", relpath, function.lineno, flag_prefix, dest_prefix, skip_list, entries, renames]
 
 
+def _call_bindings(function: ast.FunctionDef, module: ast.Module) -> list[dict[str, ast.AST]]:
+    """The function's parameters as bound at each call of it in the module (the prefix and the
+    skip list may be arguments: miles' `_add_prefixed_server_args(parser, flag_prefix="sglang",
+    ...)`); one unbound set when it is never called there."""
+    names = [arg.arg for arg in function.args.posonlyargs + function.args.args]
+    found = []
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == function.name:
+            bindings: dict[str, ast.AST] = dict(zip(names, node.args))
+            bindings.update({keyword.arg: keyword.value for keyword in node.keywords if keyword.arg})
+            found.append(bindings)
+    return found or [{}]
+
+
 def _file_wrappers(relpath: str, text: str) -> list[list]:
     try:
         tree = parse_quietly(text, relpath)
@@ -183,9 +236,10 @@ def _file_wrappers(relpath: str, text: str) -> list[list]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and _calls_add_cli_args(node):
-            wrapper = _wrapper_in(node, tree, relpath, at)
-            if wrapper is not None:
-                found.append(wrapper)
+            for bindings in _call_bindings(node, tree):
+                wrapper = _wrapper_in(node, tree, relpath, at, bindings)
+                if wrapper is not None:
+                    found.append(wrapper)
     return found
 
 
@@ -437,18 +491,22 @@ def direct_launch(project: ProjectIndex) -> PassThrough | None:
     return result
 
 
-def pass_through(project: ProjectIndex) -> PassThrough | None:
-    """The project's pass-through of upstream's command line; None when it has no wrapper."""
+def pass_through(project: ProjectIndex) -> list[PassThrough]:
+    """The project's pass-throughs of upstream's command line, one per wrapper (miles prefixes
+    it twice: `--sglang-` and `--eval-sglang-`), with the uses of each prefix."""
     module = sys.modules[__name__]
     raw = project.each_file("cli-wrappers", _file_wrappers, lambda text: ENTRY in text and "add_argument" in text, module)
     wrappers = [Wrapper(path, line, flag_prefix, dest_prefix,
                         tuple((text, Position(l, c)) for text, l, c in entries), skip_list,
                         tuple((old, new, Position(l, c)) for old, new, l, c in renames))
                 for _, path, line, flag_prefix, dest_prefix, skip_list, entries, renames in raw]
-    if not wrappers:
-        return None
-    result = PassThrough(wrappers)
-    for flag_prefix, dest_prefix in sorted({(w.flag_prefix, w.dest_prefix) for w in wrappers}):
+    found = []
+    root = project.root.resolve()
+    texts = [(path, read_project_text(path, root)) for path in walk_project([root], _accept_text)] if wrappers else []
+    for wrapper in wrappers:
+        flag_prefix, dest_prefix = wrapper.flag_prefix, wrapper.dest_prefix
+        result = PassThrough([wrapper])
+
         def analyse(relpath: str, text: str, flag_prefix: str = flag_prefix, dest_prefix: str = dest_prefix) -> list:
             return [[relpath, *use] for use in _uses_in(relpath, text, flag_prefix, dest_prefix)]
 
@@ -456,11 +514,10 @@ def pass_through(project: ProjectIndex) -> PassThrough | None:
                 f"cli-uses {flag_prefix} {dest_prefix}", analyse,
                 lambda text, f=flag_prefix, d=dest_prefix: f in text or d in text, module):
             result.uses.append(Use(relpath, Position(line, col), kind, name, value, how, scope))
-        root = project.root.resolve()
-        for path in walk_project([root], _accept_text):
-            text = read_project_text(path, root)
+        for path, text in texts:
             if text and flag_prefix in text:
                 result.uses.extend(_text_flags(path.relative_to(root).as_posix(), text, flag_prefix))
-    result.uses.sort(key=lambda use: (use.path, use.position.line, use.position.col))
-    result.index()
-    return result
+        result.uses.sort(key=lambda use: (use.path, use.position.line, use.position.col))
+        result.index()
+        found.append(result)
+    return found
