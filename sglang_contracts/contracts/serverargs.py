@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.commandline import prefixing_models
 from sglang_contracts.contracts.hints import rename_hint
 from sglang_contracts.contracts.resolve import Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
@@ -213,7 +214,13 @@ def pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
     files = _pass_through_files(ctx)
     if not files:
         return
-    for facts in ctx.project.files.values():
+    # A wrapper this tool understands is judged on upstream's argparse interface itself
+    # (SGC504-SGC507: destinations, option strings, skip lists); field names only stand in
+    # for it where the wrapper's shape is not understood.
+    wrappers = [model.wrapper for model in prefixing_models(ctx)]
+    judged_by_command_line = bool(wrappers)
+    skip_lists = {wrapper.skip_list for wrapper in wrappers}
+    for facts in ctx.project.files.values() if not judged_by_command_line else ():
         names = [(flag.field, flag.position, flag.kind) for flag in facts.flags]
         names += [(probe.string_at(1)[0][len("sglang_"):], probe.string_at(1)[1], "attr") for probe in facts.probes
                   if probe.function in ("getattr", "hasattr", "setattr") and probe.string_at(1)
@@ -226,6 +233,8 @@ def pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
                                    f"{_rename(ctx, field, old_fields, new_fields)}")
     for facts in files:
         for strings in facts.strings:
+            if strings.name in skip_lists:
+                continue
             listed = [text for text, _ in strings.items]
             for text, position in strings.items:
                 if text in old_fields and text not in new_fields:

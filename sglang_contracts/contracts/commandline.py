@@ -1,0 +1,292 @@
+"""Command-line pass-through contracts (SGC504-SGC508): upstream's argparse interface as the
+project's wrapper exposes it (`--sglang-<option>`, `args.sglang_<dest>`), judged per release.
+
+What the project can use on a release is what the wrapper makes of that release's command line
+(upstream/commandline.py): every option whose dest is not in the skip list, registered under the
+prefixed strings, storing to the prefixed dest. A name is judged only where the old release
+exposed it (differential), and an attribute the project sets itself is never judged as a read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.project.facts import Position
+from sglang_contracts.infra.errors import ContractsError
+from sglang_contracts.project.commandline import DIRECT, PassThrough, Use, Wrapper, direct_launch, pass_through
+from sglang_contracts.upstream.commandline import CommandLine, Option, argparse_dest, command_line
+
+
+@dataclass
+class Exposed:
+    """What one release's command line becomes through the wrapper."""
+
+    by_dest: dict[str, Option]  # the project's dest (`sglang_dp_size`) -> option
+    by_string: dict[str, Option]  # the project's option string (`--sglang-dp-size`) -> option
+    skipped: dict[str, Option]  # upstream dest -> the option the skip list drops
+
+
+def project_dest(option: Option, wrapper: Wrapper) -> str:
+    # With `dest=` the wrapper prefixes it; without, argparse derives it from the prefixed strings.
+    if option.dest != argparse_dest(option.strings):
+        return wrapper.dest_prefix + option.dest
+    return argparse_dest([project_string(string, wrapper) for string in option.strings])
+
+
+def project_string(string: str, wrapper: Wrapper) -> str:
+    return wrapper.flag_prefix + string.lstrip("-")
+
+
+def expose(line: CommandLine, wrapper: Wrapper) -> Exposed:
+    skip = {text for text, _ in wrapper.skipped}
+    exposed = Exposed({}, {}, {})
+    for option in line.options:
+        if option.dest in skip:
+            exposed.skipped.setdefault(option.dest, option)
+            continue
+        exposed.by_dest.setdefault(project_dest(option, wrapper), option)
+        for string in option.strings:
+            exposed.by_string.setdefault(project_string(string, wrapper), option)
+    return exposed
+
+
+@dataclass
+class PassThroughModel:
+    facts: PassThrough
+    wrapper: Wrapper
+    old_line: CommandLine
+    new_line: CommandLine
+    old: Exposed
+    new: Exposed
+
+
+@dataclass
+class Unreadable:
+    """A wrapper whose upstream command line could not be read: an extraction error, reported
+    as SGC000 at the wrapper, never a clean report."""
+
+    wrapper: Wrapper
+    error: str
+
+
+def _models(context: CheckContext) -> list[PassThroughModel | Unreadable]:
+    """One model per way the project hands flags to upstream: its prefixing wrapper, and the
+    argument lists it assembles for `python -m sglang.launch_server`."""
+    launched = direct_launch(context.project)
+    found = pass_through(context.project) + ([launched] if launched is not None else [])
+    if not found:
+        return []
+    try:
+        old_line, new_line = command_line(context.old), command_line(context.new)
+    except ContractsError as error:
+        facts = found[0]
+        wrapper = facts.wrappers[0]
+        if wrapper is DIRECT:  # no wrapper of its own: reported where the first launch is written
+            first = facts.uses[0]
+            wrapper = Wrapper(first.path, first.position.line, DIRECT.flag_prefix, "", (), "")
+        return [Unreadable(wrapper, str(error))]
+    if old_line is None or new_line is None:
+        return []
+    return [PassThroughModel(facts, facts.wrappers[0], old_line, new_line, expose(old_line, facts.wrappers[0]),
+                             expose(new_line, facts.wrappers[0])) for facts in found]
+
+
+def pass_through_models(ctx: CheckContext) -> list[PassThroughModel]:
+    """The models whose command lines could both be read (else SGC000, below)."""
+    return [model for model in ctx.shared("command-line-pass-through", _models) if isinstance(model, PassThroughModel)]
+
+
+def prefixing_models(ctx: CheckContext) -> list[PassThroughModel]:
+    """The project's prefixing wrappers over both releases' command lines."""
+    return [model for model in pass_through_models(ctx) if model.wrapper is not DIRECT]
+
+
+def _command_line_unreadable(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """SGC000, yielded with SGC504's findings (one check per code; SGC000's own reads the files)."""
+    for model in ctx.shared("command-line-pass-through", _models):
+        if isinstance(model, Unreadable):
+            at = model.wrapper
+            yield finding_at("SGC000", at.path, at.line, 1, "", what="cannot read upstream's command line for the "
+                             f"{at.flag_prefix} flags handed to it", error=model.error,
+                             unchecked="the command-line contracts (SGC504-SGC508) are not checked", hint="")
+
+
+def _same_option_in(new: CommandLine, option: Option) -> Option | None:
+    """The new release's option that keeps one of the old option's strings."""
+    return next((new.by_string[s] for s in option.strings if s in new.by_string), None)
+
+
+def _spelled(option: Option) -> str:
+    return "/".join(option.strings)
+
+
+def _where_now(model: PassThroughModel, option: Option) -> str:
+    """What became of an option the project no longer gets under the old name."""
+    wrapper = model.wrapper
+    now = _same_option_in(model.new_line, option)
+    if now is None:
+        return f"; {_spelled(option)} is gone from upstream's command line"
+    if now.dest in model.new.skipped:
+        return (f"; {_spelled(now)} now has dest {now.dest}, which the skip list {wrapper.skip_list} drops, so no "
+                f"{wrapper.flag_prefix} option stores it")
+    if now.deprecated:
+        replacement = f" (use {project_string(now.replacement, wrapper)})" if now.replacement else ""
+        return f"; {_spelled(now)} is now a deprecated alias storing to {project_dest(now, wrapper)}{replacement}"
+    return f"; {_spelled(now)} now stores to {project_dest(now, wrapper)}"
+
+
+def _judged(model: PassThroughModel, use: Use) -> Option | None:
+    """The old option behind a read, when the old release exposed it and the new does not."""
+    if model.facts.set_by_project(use):
+        return None
+    option = model.old.by_dest.get(use.name)
+    if option is None or use.name in model.new.by_dest:
+        return None
+    return option
+
+
+DOCS = (".md", ".mdx", ".rst", ".txt", ".adoc")
+
+
+def _refused(use: Use) -> str | None:
+    """The severity of a flag upstream refuses: an error where it runs, a warning in docs."""
+    return "warning" if use.path.endswith(DOCS) else None
+
+
+def _common(ctx: CheckContext) -> dict[str, str]:
+    return dict(old=ctx.old_version, new=ctx.new_version)
+
+
+@contract("SGC504")
+def pass_through_destination_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
+    yield from _command_line_unreadable(ctx)
+    for model, use in ((model, use) for model in pass_through_models(ctx) for use in model.facts.uses):
+        if use.kind not in ("read", "probe", "default"):
+            continue
+        if use.kind == "default":
+            option = model.old.by_dest.get(use.name)
+            if option is None or use.name in model.new.by_dest:
+                continue
+        else:
+            option = _judged(model, use)
+            if option is None:
+                continue
+        effect = {"read": "raises AttributeError",
+                  "probe": f"now always answers as if absent ({use.how})",
+                  "default": "sets an attribute no option of upstream's stores to any more"}[use.kind]
+        yield finding_at("SGC504", use.path, use.position.line, use.position.col, use.name,
+                         severity=None if use.kind == "read" else "warning", name=use.name, effect=effect,
+                         option=_spelled(option), now=_where_now(model, option), **_common(ctx))
+
+
+def _flag_uses(ctx: CheckContext) -> Iterator[tuple[PassThroughModel, Use, Option, Option | None]]:
+    """Each flag the old release's command line accepted (not as a deprecated alias), with the
+    option it names there and the one it names on the new release (None: refused)."""
+    for model, use in ((model, use) for model in pass_through_models(ctx) for use in model.facts.uses):
+        old_option = model.old.by_string.get(use.name) if use.kind == "flag" else None
+        if old_option is not None and not old_option.deprecated:
+            yield model, use, old_option, model.new.by_string.get(use.name)
+
+
+@contract("SGC505")
+def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for model, use, old_option, new_option in _flag_uses(ctx):
+        if new_option is None:
+            yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name,
+                             severity=_refused(use), flag=use.name, effect="no longer accepts it",
+                             option=_spelled(old_option), now=_where_now(model, old_option), **_common(ctx))
+        elif new_option.deprecated:
+            replacement = f": use {project_string(new_option.replacement, model.wrapper)}" if new_option.replacement else ""
+            yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name, severity="warning",
+                             flag=use.name, effect="accepts it only as a deprecated alias",
+                             option=_spelled(old_option),
+                             now=f"{replacement} (it stores to {project_dest(new_option, model.wrapper)})",
+                             **_common(ctx))
+
+
+@contract("SGC506")
+def pass_through_choice_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for _, use, old_option, new_option in _flag_uses(ctx):
+        if not use.value or new_option is None or old_option.choices is None or new_option.choices is None:
+            continue
+        if use.value in old_option.choices and use.value not in new_option.choices:
+            yield finding_at("SGC506", use.path, use.position.line, use.position.col, use.name,
+                             severity=_refused(use), flag=use.name,
+                             value=use.value, choices=", ".join(new_option.choices), **_common(ctx))
+
+
+def _entries(ctx: CheckContext) -> Iterator[tuple[PassThroughModel, str, Position, str]]:
+    """Each skip-list and rename-table entry of each wrapper, once (two wrappers may share a list)."""
+    seen: set[tuple[str, int, int]] = set()
+    for model in prefixing_models(ctx):
+        wrapper = model.wrapper
+        entries = [(text, position, f"skip list {wrapper.skip_list}") for text, position in wrapper.skipped]
+        entries += [(old, position, "rename table") for old, _, position in wrapper.renames]
+        for text, position, table in entries:
+            if (wrapper.path, position.line, position.col) not in seen:
+                seen.add((wrapper.path, position.line, position.col))
+                yield model, text, position, table
+
+
+def _matched(line: CommandLine, dest: str) -> list[Option]:
+    return line.by_dest.get(dest, [])
+
+
+@contract("SGC507")
+def pass_through_entry_match_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for model, text, position, table in _entries(ctx):
+        wrapper = model.wrapper
+        before, after = _matched(model.old_line, text), _matched(model.new_line, text)
+        strings_before = {s for option in before for s in option.strings}
+        strings_after = {s for option in after for s in option.strings}
+        if strings_before == strings_after:
+            continue
+        if not after:
+            what = f"matches no option any more (it matched {'/'.join(sorted(strings_before))})"
+            moved = next((o for o in (_same_option_in(model.new_line, option) for option in before) if o), None)
+            if moved is not None:
+                what += f"; that option now has dest {moved.dest}"
+                if table.startswith("skip"):
+                    what += f" and is no longer skipped: {project_string(moved.strings[0], wrapper)} appears"
+        elif not before:
+            what = f"now matches {'/'.join(sorted(strings_after))}, which it did not"
+            exposed = sorted(project_string(s, wrapper) for s in strings_after
+                             if project_string(s, wrapper) in model.old.by_string)
+            if exposed and table.startswith("skip"):
+                what += f": {', '.join(exposed)} and the option's {wrapper.dest_prefix}* dest stop existing"
+        else:
+            what = (f"now matches {'/'.join(sorted(strings_after))} instead of "
+                    f"{'/'.join(sorted(strings_before))}")
+        yield finding_at("SGC507", wrapper.path, position.line, position.col, text, entry=text, table=table,
+                         what=what, **_common(ctx))
+
+
+@contract("SGC508")
+def pass_through_new_option_decides(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """A new option now decides what an old option the project uses did: the old one became a
+    deprecated alias storing to the new option's dest, whose own default then applies."""
+    seen: set[tuple[str, str, str]] = set()
+    for model, use in ((model, use) for model in pass_through_models(ctx) for use in model.facts.uses):
+        old_dests = set(model.old_line.by_dest)
+        old_option = model.old.by_string.get(use.name) if use.kind == "flag" else \
+            model.old.by_dest.get(use.name) if use.kind in ("read", "probe", "write") else None
+        if old_option is None or old_option.deprecated:
+            continue
+        now = _same_option_in(model.new_line, old_option)
+        # Only a switch folded into one value of a new option (`new_flag="--x=value"`) leaves the
+        # rest to that option's default; a plain rename keeps the behaviour.
+        if now is None or not now.deprecated or now.dest in old_dests or "=" not in now.replacement:
+            continue
+        target = next((o for o in model.new_line.live(now.dest)), None)
+        key = (use.path, use.scope or str(use.position.line), now.dest)  # once per function and new option
+        if target is None or key in seen:
+            continue
+        seen.add(key)
+        choices = f", one of {', '.join(target.choices)}" if target.choices else ""
+        yield finding_at("SGC508", use.path, use.position.line, use.position.col, target.dest, severity="info",
+                         used=use.name, option=project_string(target.strings[0], model.wrapper),
+                         default=target.default or "unset", choices=choices,
+                         help=target.help.strip().split(". ")[0][:160], **_common(ctx))

@@ -1,0 +1,523 @@
+"""The command line a project builds for upstream's server, and where it uses it.
+
+slime and miles wrap `ServerArgs.add_cli_args`: they replace `parser.add_argument` for the
+call with a function that skips the options whose name is in a skip list and registers the
+rest as `--sglang-<option string>` with `dest=sglang_<dest>`, then read the values back as
+`args.sglang_<dest>`. The wrapper is understood from its code:
+
+- the prefix, from the f-strings that build the new option strings (`f"--sglang-{stem}"`) and
+  the new dest (`f"sglang_{dest}"`);
+- the skip list, from `if NAME in LIST: return` (and `continue`), and what is compared: the
+  name built from `kwargs["dest"]` or the first long option string is argparse's dest;
+- a rename table, a dict `TABLE` used as `TABLE.get(name, name)` or `TABLE[name]` on a name.
+
+The uses of the pass-through are read from every Python file (cached per file content): reads
+(`args.sglang_x`, `getattr(args, "sglang_x"[, d])`, `hasattr`, `vars(args)["sglang_x"]`),
+writes (`args.sglang_x = ...`, `setattr`, the project's own `add_argument("--sglang-x")`),
+`set_defaults(sglang_x=...)`, and flag strings (`"--sglang-x"`, `"--sglang-x=v"`, f-string
+literal parts); flags are also read from shell scripts, YAML/JSON configs and docs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sglang_contracts.infra.boundary import read_project_text
+from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.project.facts import Position
+from sglang_contracts.project.index import ProjectIndex, walk_project
+from sglang_contracts.project.positions import SourcePositions
+
+ENTRY = "add_cli_args"
+TEXT_SUFFIXES = (".sh", ".bash", ".yml", ".yaml", ".json", ".md", ".rst", ".cfg", ".ini", ".txt")
+SKIP_EXITS = (ast.Return, ast.Continue)
+# Writes that build a record of the file's own (a config class, a dict or keywords for a
+# namespace): they stand for the attribute in that file only, not on the parsed arguments.
+LOCAL_RECORDS = ("class field", "dict key", "item assignment", "keyword")
+# The project's own `add_argument("--sglang-x")` of a name upstream's options also produce can
+# only be on another parser (argparse refuses a second one): a helper parser of that function.
+LOCAL_PARSERS = ("add_argument",)
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    path: str
+    line: int
+    flag_prefix: str  # "--sglang-"
+    dest_prefix: str  # "sglang_"
+    skipped: tuple[tuple[str, Position], ...]  # entries of the skip list
+    skip_list: str  # its name
+    renames: tuple[tuple[str, str, Position], ...] = ()  # upstream name -> project name
+
+
+@dataclass(frozen=True)
+class Use:
+    path: str
+    position: Position
+    kind: str  # "read", "probe" (hasattr, getattr with a default), "write", "default", "flag"
+    name: str  # the attribute (`sglang_dp_size`) or the option string (`--sglang-dp-size`)
+    value: str = ""  # a flag's value when written with it (`--sglang-x=v`, `--sglang-x v`)
+    how: str = ""  # as written: "args.sglang_x", "hasattr", "set_defaults", ...
+    scope: str = ""  # the enclosing function (`name@line`), "" at module level or outside Python
+
+
+@dataclass
+class PassThrough:
+    wrappers: list[Wrapper]
+    uses: list[Use] = field(default_factory=list)
+
+    def set_by_project(self, read: Use) -> bool:
+        """Does the project set the attribute itself before `read` may run: anywhere outside
+        the reading function, or earlier in it? (Then the read does not depend on upstream.)"""
+        return any((use.how not in LOCAL_RECORDS or use.path == read.path)
+                   and (use.how not in LOCAL_PARSERS or (use.path, use.scope) == (read.path, read.scope))
+                   and ((use.path, use.scope) != (read.path, read.scope) or use.position.line < read.position.line)
+                   for use in self._writes.get(read.name, ()))
+
+    def __post_init__(self) -> None:
+        self._writes: dict[str, list[Use]] = {}
+
+    def index(self) -> None:
+        for use in self.uses:
+            if use.kind in ("write", "default"):
+                self._writes.setdefault(use.name, []).append(use)
+
+
+# -- the wrapper -----------------------------------------------------------------------------------
+
+
+def _template(node: ast.JoinedStr, bindings: dict[str, ast.AST]) -> str | None:
+    """`f"--sglang-{stem}"` -> "--sglang-": the text before the last placeholder, with the
+    placeholders before it that name a parameter bound to a string at the call filled in
+    (`f"--{flag_prefix}-{stem}"` called with `flag_prefix="sglang"`); None when unknown."""
+    if len(node.values) < 2 or not isinstance(node.values[-1], ast.FormattedValue):
+        return None
+    text = ""
+    for part in node.values[:-1]:
+        if isinstance(part, ast.Constant) and isinstance(part.value, str):
+            text += part.value
+        elif isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) \
+                and isinstance(bindings.get(part.value.id), ast.Constant) \
+                and isinstance(bindings[part.value.id].value, str):
+            text += bindings[part.value.id].value
+        else:
+            return None
+    return text
+
+
+def _literal_head(node: ast.JoinedStr) -> str | None:
+    """`f"--{x}"` -> "--": the literal text before the first placeholder."""
+    if len(node.values) >= 2 and isinstance(node.values[0], ast.Constant) and isinstance(node.values[0].value, str) \
+            and isinstance(node.values[1], ast.FormattedValue):
+        return node.values[0].value
+    return None
+
+
+FLAG_PREFIX = re.compile(r"--[A-Za-z][\w-]*-")
+DEST_PREFIX = re.compile(r"[A-Za-z]\w*_")
+
+
+def _strings_of(node: ast.AST) -> list[ast.Constant] | None:
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and node.elts \
+            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return list(node.elts)  # type: ignore[arg-type]
+    return None
+
+
+def _assigned_lists(scopes: list[ast.AST]) -> dict[str, list[ast.Constant]]:
+    """`NAME = [...]` of strings, and `NAME = OTHER + [...]` of such lists, in order."""
+    found: dict[str, list[ast.Constant]] = {}
+    for scope in scopes:
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                strings = _list_items(node.value, found)
+                if strings is not None:
+                    found[node.targets[0].id] = strings
+    return found
+
+
+def _list_items(node: ast.AST | None, lists: dict[str, list[ast.Constant]]) -> list[ast.Constant] | None:
+    if isinstance(node, ast.Name):
+        return lists.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _list_items(node.left, lists), _list_items(node.right, lists)
+        return left + right if left is not None and right is not None else None
+    return _strings_of(node) if node is not None else None
+
+
+def _assigned_tables(scopes: list[ast.AST]) -> dict[str, ast.Dict]:
+    found: dict[str, ast.Dict] = {}
+    for scope in scopes:
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Dict) and node.value.keys \
+                    and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.value.keys) \
+                    and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in node.value.values):
+                found[node.targets[0].id] = node.value
+    return found
+
+
+def _calls_add_cli_args(function: ast.AST) -> bool:
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == ENTRY
+               and isinstance(node.func.value, ast.Name) and node.func.value.id == "ServerArgs"
+               for node in ast.walk(function))
+
+
+def _wrapper_in(function: ast.FunctionDef, module: ast.Module, relpath: str, at: SourcePositions,
+                bindings: dict[str, ast.AST]) -> list | None:
+    """The wrapper a function installs around `ServerArgs.add_cli_args(parser)`, as JSON, with
+    its parameters bound as at one call (`bindings`)."""
+    replaced = {node.value.id for node in ast.walk(function)
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+                and any(isinstance(t, ast.Attribute) and t.attr == "add_argument" for t in node.targets)}
+    inner = [node for node in ast.walk(function) if isinstance(node, ast.FunctionDef) and node.name in replaced]
+    if not inner:
+        return None
+    body = inner[0]
+    heads = [_template(node, bindings) for node in ast.walk(body) if isinstance(node, ast.JoinedStr)]
+    flag_prefix = next((h for h in heads if h and FLAG_PREFIX.fullmatch(h)), None)
+    dest_prefix = next((h for h in heads if h and DEST_PREFIX.fullmatch(h)), None)
+    if flag_prefix is None:
+        return None  # a prefix this tool cannot tell: no judgement rather than a wrong one
+    dest_prefix = dest_prefix or flag_prefix[2:].replace("-", "_")
+    lists = _assigned_lists([module, function])
+    for name, value in bindings.items():
+        items = _list_items(value, lists)
+        if items is not None:
+            lists[name] = items
+    tables = _assigned_tables([module, function])
+    skip_list, entries = "", []
+    for node in ast.walk(body):
+        if isinstance(node, ast.If) and isinstance(node.test, (ast.Compare, ast.BoolOp)) \
+                and any(isinstance(item, SKIP_EXITS) for item in node.body):
+            for compare in ast.walk(node.test):
+                if isinstance(compare, ast.Compare) and isinstance(compare.ops[0], ast.In) \
+                        and isinstance(compare.comparators[0], ast.Name) and compare.comparators[0].id in lists:
+                    skip_list = compare.comparators[0].id
+                    entries = [[item.value, at.start(item).line, at.start(item).col] for item in lists[skip_list]]
+    renames = []
+    for node in ast.walk(body):
+        table = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and isinstance(node.func.value, ast.Name):
+            table = node.func.value.id
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load):
+            table = node.value.id
+        if table in tables:
+            renames = [[key.value, value.value, at.start(key).line, at.start(key).col] for key, value in
+                       zip(tables[table].keys, tables[table].values)]
+    return ["wrapper", relpath, function.lineno, flag_prefix, dest_prefix, skip_list, entries, renames]
+
+
+def _call_bindings(function: ast.FunctionDef, module: ast.Module) -> list[dict[str, ast.AST]]:
+    """The function's parameters as bound at each call of it in the module (the prefix and the
+    skip list may be arguments: miles' `_add_prefixed_server_args(parser, flag_prefix="sglang",
+    ...)`); one unbound set when it is never called there."""
+    names = [arg.arg for arg in function.args.posonlyargs + function.args.args]
+    found = []
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == function.name:
+            bindings: dict[str, ast.AST] = dict(zip(names, node.args))
+            bindings.update({keyword.arg: keyword.value for keyword in node.keywords if keyword.arg})
+            found.append(bindings)
+    return found or [{}]
+
+
+def _file_wrappers(relpath: str, text: str) -> list[list]:
+    try:
+        tree = parse_quietly(text, relpath)
+    except Exception:  # an unparsable file is SGC000's to report
+        return []
+    at = SourcePositions(text)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and _calls_add_cli_args(node):
+            for bindings in _call_bindings(node, tree):
+                wrapper = _wrapper_in(node, tree, relpath, at, bindings)
+                if wrapper is not None:
+                    found.append(wrapper)
+    return found
+
+
+# -- the uses --------------------------------------------------------------------------------------
+
+
+def _flag_pattern(flag_prefix: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w-]){re.escape(flag_prefix)}([A-Za-z0-9][\w-]*)(?:(?:=|[ \t]+)([^\s{{}}\"'`,;)\]\\-][^\s{{}}\"'`,;)\]\\]*))?")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                found.add(id(first.value))
+    return found
+
+
+def _dest_of(call: ast.Call) -> str | None:
+    for keyword in call.keywords:
+        if keyword.arg == "dest" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
+            return keyword.value.value
+    strings = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    long = next((s for s in strings if s.startswith("--")), None)
+    return long.lstrip("-").replace("-", "_") if long else None
+
+
+def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> list[list]:
+    try:
+        tree = parse_quietly(text, relpath)
+    except Exception:
+        return []
+    at = SourcePositions(text)
+    flags = _flag_pattern(flag_prefix)
+    docstrings = _docstrings(tree)
+    own_option_strings: set[int] = set()
+    found: list[list] = []
+
+    scopes: dict[int, str] = {}
+    for function in ast.walk(tree):  # outer functions first: an inner one overrides for its own nodes
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(function):
+                scopes[id(inner)] = f"{function.name}@{function.lineno}"
+
+    guarded: set[int] = set()  # reads inside `if hasattr(x, "sglang_y"):`, which cannot raise
+    for branch in ast.walk(tree):
+        if isinstance(branch, ast.If):
+            probed = {call.args[1].value for call in ast.walk(branch.test) if isinstance(call, ast.Call)
+                      and isinstance(call.func, ast.Name) and call.func.id == "hasattr" and len(call.args) == 2
+                      and isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str)}
+            guarded.update(id(node) for statement in branch.body for node in ast.walk(statement)
+                           if isinstance(node, ast.Attribute) and node.attr in probed)
+
+    def add(node: ast.AST, kind: str, name: str, how: str, value: str = "") -> None:
+        where = at.attribute_name(node) if isinstance(node, ast.Attribute) else at.start(node)
+        found.append([kind, name, value, how, where.line, where.col, scopes.get(id(node), "")])
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):  # the project's own record of such names (a config class)
+            for item in node.body:
+                targets = [item.target] if isinstance(item, ast.AnnAssign) else \
+                    item.targets if isinstance(item, ast.Assign) else []
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id.startswith(dest_prefix):
+                        add(target, "write", target.id, "class field")
+        elif isinstance(node, ast.Dict):
+            for key in node.keys:
+                if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.startswith(dest_prefix):
+                    add(key, "write", key.value, "dict key")
+        elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) \
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str) \
+                and node.slice.value.startswith(dest_prefix):
+            add(node.slice, "write", node.slice.value, "item assignment")
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Attribute) and node.func.attr == "set_defaults"):
+            for keyword in node.keywords:
+                if keyword.arg and keyword.arg.startswith(dest_prefix):
+                    add(keyword.value, "write", keyword.arg, "keyword")
+        if isinstance(node, ast.Attribute) and node.attr.startswith(dest_prefix):
+            if isinstance(node.ctx, ast.Load) and id(node) not in guarded:
+                add(node, "read", node.attr, "attribute")
+            else:
+                add(node, "write", node.attr, "assignment")
+        elif isinstance(node, ast.Call):
+            callee = node.func.id if isinstance(node.func, ast.Name) else \
+                node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            literal = node.args[1] if len(node.args) > 1 else None
+            name = literal.value if isinstance(literal, ast.Constant) and isinstance(literal.value, str) else None
+            if callee in ("getattr", "hasattr", "setattr") and name and name.startswith(dest_prefix):
+                kind = "write" if callee == "setattr" else "probe" if callee == "hasattr" or len(node.args) > 2 else "read"
+                add(literal, kind, name, callee)
+            elif callee == "set_defaults":
+                for keyword in node.keywords:
+                    if keyword.arg and keyword.arg.startswith(dest_prefix):
+                        add(keyword, "default", keyword.arg, "set_defaults")
+            elif callee == "add_argument":
+                own_option_strings.update(id(a) for a in node.args)
+                dest = _dest_of(node)
+                if dest and dest.startswith(dest_prefix):
+                    add(node, "write", dest, "add_argument")
+            elif callee == "get" and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call) \
+                    and isinstance(node.func.value.func, ast.Name) and node.func.value.func.id == "vars" and node.args:
+                key = node.args[0]
+                if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.startswith(dest_prefix):
+                    add(key, "probe", key.value, "vars().get")
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) \
+                and isinstance(node.value.func, ast.Name) and node.value.func.id == "vars":
+            key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.startswith(dest_prefix):
+                add(key, "read" if isinstance(node.ctx, ast.Load) else "write", key.value, "vars()[...]")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            for part in node.values:
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    own_option_strings.add(id(part))
+                    for match in flags.finditer(part.value):
+                        # f-string parts carry no position of their own: the f-string's start is given
+                        add(node, "flag", flag_prefix + match.group(1), "string", match.group(2) or "")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
+                and id(node) not in own_option_strings and flag_prefix in node.value:
+            start = at.start(node)
+            single = "\n" not in node.value and node.end_lineno == node.lineno
+            for match in flags.finditer(node.value):
+                offset = match.start() + 1 if single else 0
+                found.append(["flag", flag_prefix + match.group(1), match.group(2) or "", "string",
+                              start.line, start.col + offset, scopes.get(id(node), "")])
+    return found
+
+
+def _text_flags(relpath: str, text: str, flag_prefix: str) -> list[Use]:
+    flags = _flag_pattern(flag_prefix)
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if flag_prefix not in line:
+            continue
+        for match in flags.finditer(line):
+            found.append(Use(relpath, Position(number, match.start() + 1), "flag", flag_prefix + match.group(1),
+                             match.group(2) or "", "text"))
+    return found
+
+
+def _accept_text(name: str) -> bool:
+    return name.endswith(TEXT_SUFFIXES)
+
+
+LAUNCHER = "sglang.launch_server"
+# Upstream's own command line, as `python -m sglang.launch_server` takes it: no prefix, no skip list.
+DIRECT = Wrapper("", 0, "--", "", (), "")
+LONG_FLAG = re.compile(r"--[A-Za-z0-9][\w-]*")
+
+
+def _launch_flags(relpath: str, text: str) -> list[list]:
+    """Flags of argument lists assembled by hand for `python -m sglang.launch_server`: the string
+    elements of the function (or module) that names the launcher in a list, in its list literals
+    and `append`/`extend`/`+=` calls, each with the literal that follows it as its value."""
+    try:
+        tree = parse_quietly(text, relpath)
+    except Exception:
+        return []
+    at = SourcePositions(text)
+    scopes = [node for node in ast.walk(tree) if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))]
+    found: list[list] = []
+    if any(_names_a_flag(node) for node in ast.walk(tree)):
+        # A config class of the project whose fields this file turns into `--<field>` flags.
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
+                            and not item.target.id.startswith("_"):
+                        where = at.start(item.target)
+                        found.append(["flag", "--" + item.target.id.replace("_", "-"), "", "config field",
+                                      where.line, where.col, ""])
+    for scope in scopes:
+        body = list(_own_nodes(scope))
+        lists = [node for node in body if isinstance(node, (ast.List, ast.Tuple))]
+        if not any(isinstance(e, ast.Constant) and e.value == LAUNCHER for node in lists for e in node.elts):
+            continue
+        for node in lists:
+            elements = node.elts
+            for index, element in enumerate(elements):
+                if isinstance(element, ast.Constant) and isinstance(element.value, str) \
+                        and LONG_FLAG.fullmatch(element.value.split("=")[0]):
+                    flag, _, value = element.value.partition("=")
+                    following = elements[index + 1] if index + 1 < len(elements) else None
+                    if not value and isinstance(following, ast.Constant) and isinstance(following.value, str) \
+                            and not following.value.startswith("-"):
+                        value = following.value
+                    where = at.start(element)
+                    found.append(["flag", flag, value, "launch list", where.line, where.col + 1, ""])
+    return found
+
+
+def _names_a_flag(node: ast.AST) -> bool:
+    """`f"--{name.replace('_', '-')}"` or `"--" + name.replace("_", "-")`: a field name made a flag."""
+    if isinstance(node, ast.JoinedStr) and _literal_head(node) == "--":
+        value = node.values[1].value
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant) \
+            and node.left.value == "--":
+        value = node.right
+    else:
+        return False
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "replace" \
+        and [getattr(arg, "value", None) for arg in value.args] == ["_", "-"]
+
+
+def _own_nodes(scope: ast.AST):
+    """The nodes of a function's (or module's) own code, not of the functions defined in it."""
+    pending = list(ast.iter_child_nodes(scope))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        yield node
+        pending.extend(ast.iter_child_nodes(node))
+
+
+def _launch_commands(relpath: str, text: str) -> list[Use]:
+    """Flags of a shell command line that runs `sglang.launch_server` (continued with `\\`)."""
+    found: list[Use] = []
+    running = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        running = running or LAUNCHER in line
+        if not running:
+            continue
+        for match in _flag_pattern("--").finditer(line):
+            found.append(Use(relpath, Position(number, match.start() + 1), "flag", "--" + match.group(1),
+                             match.group(2) or "", "launch command"))
+        running = line.rstrip().endswith("\\")
+    return found
+
+
+def direct_launch(project: ProjectIndex) -> PassThrough | None:
+    """Upstream's server launched with flags the project writes itself; None when it never is."""
+    module = sys.modules[__name__]
+    uses = [Use(relpath, Position(line, col), kind, name, value, how, scope) for relpath, kind, name, value, how, line,
+            col, scope in project.each_file("launch-lists", lambda relpath, text: [[relpath, *flag] for flag in
+                                                                                   _launch_flags(relpath, text)],
+                                            lambda text: LAUNCHER in text, module)]
+    root = project.root.resolve()
+    for path in walk_project([root], lambda name: name.endswith((".sh", ".bash"))):
+        text = read_project_text(path, root)
+        if text and LAUNCHER in text:
+            uses.extend(_launch_commands(path.relative_to(root).as_posix(), text))
+    if not uses:
+        return None
+    result = PassThrough([DIRECT], uses)
+    result.index()
+    return result
+
+
+def pass_through(project: ProjectIndex) -> list[PassThrough]:
+    """The project's pass-throughs of upstream's command line, one per wrapper (miles prefixes
+    it twice: `--sglang-` and `--eval-sglang-`), with the uses of each prefix."""
+    module = sys.modules[__name__]
+    raw = project.each_file("cli-wrappers", _file_wrappers, lambda text: ENTRY in text and "add_argument" in text, module)
+    wrappers = [Wrapper(path, line, flag_prefix, dest_prefix,
+                        tuple((text, Position(l, c)) for text, l, c in entries), skip_list,
+                        tuple((old, new, Position(l, c)) for old, new, l, c in renames))
+                for _, path, line, flag_prefix, dest_prefix, skip_list, entries, renames in raw]
+    found = []
+    root = project.root.resolve()
+    texts = [(path, read_project_text(path, root)) for path in walk_project([root], _accept_text)] if wrappers else []
+    for wrapper in wrappers:
+        flag_prefix, dest_prefix = wrapper.flag_prefix, wrapper.dest_prefix
+        result = PassThrough([wrapper])
+
+        def analyse(relpath: str, text: str, flag_prefix: str = flag_prefix, dest_prefix: str = dest_prefix) -> list:
+            return [[relpath, *use] for use in _uses_in(relpath, text, flag_prefix, dest_prefix)]
+
+        for relpath, kind, name, value, how, line, col, scope in project.each_file(
+                f"cli-uses {flag_prefix} {dest_prefix}", analyse,
+                lambda text, f=flag_prefix, d=dest_prefix: f in text or d in text, module):
+            result.uses.append(Use(relpath, Position(line, col), kind, name, value, how, scope))
+        for path, text in texts:
+            if text and flag_prefix in text:
+                result.uses.extend(_text_flags(path.relative_to(root).as_posix(), text, flag_prefix))
+        result.uses.sort(key=lambda use: (use.path, use.position.line, use.position.col))
+        result.index()
+        found.append(result)
+    return found

@@ -1,0 +1,433 @@
+"""One release's command line (`ServerArgs.add_cli_args`) as data, read statically.
+
+Two shapes, often mixed in one release:
+- hand-written `parser.add_argument("--a", "--b", dest=..., action=..., ...)` calls in the
+  body of `add_cli_args` (every option up to 0.5.13; the deprecated aliases after);
+- a call of a generator (`add_cli_args_from_dataclass(parser, ServerArgs)`, from 0.5.14) that
+  turns field declarations (`dp_size: A[int, Arg(help=..., aliases=["--data-parallel-size"])] = 1`,
+  in `server_args.py` or, from 0.5.20, on the namespace classes under `arg_groups/fields/`)
+  into options. How it does so is read from the generator's own code in that release
+  (`GeneratorRules`): the metadata class, which of its attributes holds the aliases and the
+  explicit name, how a field name becomes an option string, where `dest` comes from, which
+  fields are skipped, what a `bool` or a `list` field becomes. A generator whose rules cannot
+  be read is an extraction error, as is a command line that yields no option.
+
+argparse's own rule gives the `dest` where none is written: the first long option string,
+without its dashes, `-` turned into `_`.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import asdict, dataclass, field
+
+from sglang_contracts.infra.errors import ContractsError
+from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.upstream.bodies import unparsed
+from sglang_contracts.upstream.model import UpstreamModel
+from sglang_contracts.upstream.serverargs import SERVER_ARGS, server_args_fields
+
+ENTRY = "add_cli_args"
+DEPRECATED_MARKS = ("[deprecated]", "deprecated alias", "deprecated.", "deprecated now", "is deprecated")
+
+
+@dataclass(frozen=True)
+class Option:
+    strings: tuple[str, ...]  # as registered, the first one names it
+    dest: str
+    action: str = "store"  # as written: "store_true", "DeprecatedAliasStoreAction", ...
+    type: str = ""
+    choices: tuple[str, ...] | None = None  # None: no choices, or not known statically
+    default: str = ""  # source text; "" when none is given
+    nargs: str = ""
+    help: str = ""
+    deprecated: bool = False
+    replacement: str = ""  # what a deprecated option says to use instead (`new_flag=`)
+    line: int = 0
+    declared_by: str = ""  # "add_argument", or the field it was generated from (`ServerArgs.dp_size`)
+
+    @property
+    def name(self) -> str:
+        return self.strings[0] if self.strings else self.dest
+
+
+@dataclass
+class CommandLine:
+    options: list[Option]
+    shape: str  # "hand-written", "generated" or "mixed"
+    by_string: dict[str, Option] = field(default_factory=dict)
+    by_dest: dict[str, list[Option]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for option in self.options:
+            for string in option.strings:
+                self.by_string.setdefault(string, option)
+            self.by_dest.setdefault(option.dest, []).append(option)
+
+    def __len__(self) -> int:
+        return len(self.options)
+
+    def live(self, dest: str) -> list[Option]:
+        """The options storing to `dest` that are not deprecated stand-ins."""
+        return [option for option in self.by_dest.get(dest, []) if not option.deprecated]
+
+
+@dataclass(frozen=True)
+class GeneratorRules:
+    """How one release's generator turns a field declaration into an option."""
+
+    function: str  # its dotted name
+    meta_class: str  # `Arg`
+    annotated: tuple[str, ...]  # names that mean typing.Annotated there (`A`)
+    bare_string_is_help: bool
+    aliases_attr: str
+    cli_name_attr: str
+    prefix: str  # "--"
+    replace: tuple[str, str]  # ("_", "-")
+    dest_is_field: bool
+    skip_attrs: tuple[str, ...]  # `no_cli`
+    needs_meta: bool
+    bool_action: str
+    list_nargs: str
+
+
+def argparse_dest(strings: tuple[str, ...] | list[str]) -> str:
+    """argparse's dest for option strings given no `dest=`."""
+    long = next((s for s in strings if s.startswith("--")), None)
+    chosen = long or next((s for s in strings if s.startswith("-")), "")
+    return chosen.lstrip("-").replace("-", "_")
+
+
+def _text(node: ast.AST | None) -> str:
+    """A string built of literals (implicit concatenation, `+`, f-string literal parts), as far as known."""
+    if node is None:
+        return ""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(part.value for part in node.values if isinstance(part, ast.Constant) and isinstance(part.value, str))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _text(node.left) + _text(node.right)
+    return ""
+
+
+def _string(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+class _Constants:
+    """Module-level list/tuple/set literals of one module and the names it imports, to read
+    `choices=LOAD_FORMAT_CHOICES`; lists built at run time stay unknown."""
+
+    def __init__(self, model: UpstreamModel, module: str, tree: ast.Module, seen: frozenset[str] = frozenset()) -> None:
+        self.model, self.module, self.seen = model, module, seen | {module}
+        self.values: dict[str, ast.AST] = {}
+        self.imported: dict[str, str] = {}
+        for statement in tree.body:
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+                self.values[statement.targets[0].id] = statement.value
+            elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
+                self.values[statement.target.id] = statement.value
+            elif isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+                for alias in statement.names:
+                    self.imported[alias.asname or alias.name] = f"{statement.module}.{alias.name}"
+
+    def choices(self, node: ast.AST | None, depth: int = 0) -> tuple[str, ...] | None:
+        if node is None or depth > 4:
+            return None
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            values = [element.value for element in node.elts if isinstance(element, ast.Constant)]
+            return tuple(str(value) for value in values) if len(values) == len(node.elts) else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self.choices(node.left, depth + 1), self.choices(node.right, depth + 1)
+            return left + right if left is not None and right is not None else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple") \
+                and len(node.args) == 1:
+            return self.choices(node.args[0], depth + 1)
+        if isinstance(node, ast.Name):
+            if node.id in self.values:
+                return self.choices(self.values[node.id], depth + 1)
+            if node.id in self.imported:
+                module, _, name = self.imported[node.id].rpartition(".")
+                other = _module_constants(self.model, module, self.seen)
+                return other.choices(ast.Name(name), depth + 1) if other is not None else None
+        return None
+
+
+def _module_tree(model: UpstreamModel, module: str) -> ast.Module | None:
+    record = model.module(module)
+    if record is None or not record.relpath:
+        return None
+    code = model.tree.readable_source(record.relpath)
+    if not code:
+        return None
+    try:
+        return parse_quietly(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _module_constants(model: UpstreamModel, module: str, seen: frozenset[str]) -> _Constants | None:
+    if module in seen:
+        return None
+    tree = _module_tree(model, module)
+    return _Constants(model, module, tree, seen) if tree is not None else None
+
+
+def _keywords(call: ast.Call) -> dict[str, ast.AST]:
+    return {keyword.arg: keyword.value for keyword in call.keywords if keyword.arg}
+
+
+def _deprecated(action: str, help_text: str) -> bool:
+    lowered = help_text.lower()
+    return "deprecated" in action.lower() or any(mark in lowered for mark in DEPRECATED_MARKS) \
+        or lowered.startswith("deprecated")
+
+
+def _hand_written(call: ast.Call, constants: _Constants) -> Option | None:
+    strings = tuple(text for text in (_string(arg) for arg in call.args) if text is not None and text.startswith("-"))
+    if not strings or len(strings) != len(call.args):
+        return None  # options whose strings are computed are not known statically
+    kwargs = _keywords(call)
+    dest = _string(kwargs.get("dest")) or argparse_dest(strings)
+    action = _string(kwargs.get("action")) or (unparsed(kwargs["action"]) if "action" in kwargs else "store")
+    help_text = _text(kwargs.get("help"))
+    return Option(
+        strings=strings, dest=dest, action=action,
+        type=unparsed(kwargs["type"]) if "type" in kwargs else "",
+        choices=constants.choices(kwargs.get("choices")),
+        default=unparsed(kwargs["default"]) if "default" in kwargs else "",
+        nargs=unparsed(kwargs["nargs"]) if "nargs" in kwargs else "",
+        help=help_text, deprecated=_deprecated(action, help_text),
+        replacement=_text(kwargs.get("new_flag")), line=call.lineno, declared_by="add_argument",
+    )
+
+
+# -- the generator's rules, read from its code ---------------------------------------------------
+
+
+def _function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
+    return next((node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name), None)
+
+
+def _or_of_attr(node: ast.AST) -> tuple[str, ast.AST | None] | None:
+    """`meta.attr or FALLBACK` -> (attr, FALLBACK)."""
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and isinstance(node.values[0], ast.Attribute):
+        return node.values[0].attr, node.values[1] if len(node.values) > 1 else None
+    return None
+
+
+def _name_rule(tree: ast.Module, function: str) -> tuple[str, tuple[str, str]] | None:
+    """`return "--" + name.replace("_", "-")` in the named helper -> ("--", ("_", "-"))."""
+    helper = _function(tree, function)
+    for node in ast.walk(helper) if helper else ():
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
+            prefix, call = _string(node.value.left), node.value.right
+            if prefix is not None and isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                    and call.func.attr == "replace" and len(call.args) == 2:
+                old, new = _string(call.args[0]), _string(call.args[1])
+                if old is not None and new is not None:
+                    return prefix, (old, new)
+    return None
+
+
+def generator_rules(model: UpstreamModel, dotted: str) -> GeneratorRules:
+    module, _, name = dotted.rpartition(".")
+    tree = _module_tree(model, module)
+    generator = _function(tree, name) if tree is not None else None
+    if tree is None or generator is None:
+        raise ContractsError(f"{model.release.label}: the option generator {dotted} cannot be read")
+    classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    annotated = {"Annotated"} | {target.id for node in tree.body if isinstance(node, ast.Assign)
+                                 and isinstance(node.value, ast.Name) and node.value.id == "Annotated"
+                                 for target in node.targets if isinstance(target, ast.Name)}
+    meta_class, bare = "", False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
+                and len(node.args) == 2 and isinstance(node.args[1], ast.Name):
+            if node.args[1].id in classes and not meta_class:
+                meta_class = node.args[1].id
+            bare = bare or node.args[1].id == "str"
+    aliases_attr = cli_name_attr = bool_action = list_nargs = ""
+    name_rule = None
+    dest_is_field = needs_meta = False
+    skip_attrs: list[str] = []
+    for node in ast.walk(generator):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            value = node.value
+            if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and isinstance(value.left, ast.List):
+                held = _or_of_attr(value.right)
+                aliases_attr = held[0] if held else aliases_attr
+            held = _or_of_attr(value)
+            if held and isinstance(held[1], ast.Call) and isinstance(held[1].func, ast.Name) and held[1].args \
+                    and isinstance(held[1].args[0], ast.Attribute) and held[1].args[0].attr == "name":
+                cli_name_attr, name_rule = held[0], _name_rule(tree, held[1].func.id)
+            if held and _string(held[1]) is not None:
+                list_nargs = _string(held[1]) or list_nargs
+        if isinstance(node, ast.Dict):
+            dest_is_field |= any(_string(key) == "dest" and isinstance(value, ast.Attribute) and value.attr == "name"
+                                 for key, value in zip(node.keys, node.values))
+        if isinstance(node, ast.If) and any(isinstance(item, ast.Continue) for item in node.body):
+            test = node.test
+            if isinstance(test, ast.Attribute):
+                skip_attrs.append(test.attr)
+            elif isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Is) \
+                    and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+                needs_meta = True
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and isinstance(node.test.ops[0], ast.Is) \
+                and isinstance(node.test.comparators[0], ast.Name) and node.test.comparators[0].id == "bool":
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.keyword) and inner.arg == "action" and _string(inner.value):
+                    bool_action = _string(inner.value) or ""
+    if not (meta_class and aliases_attr and cli_name_attr and name_rule):
+        missing = [what for what, got in (("its metadata class", meta_class), ("where aliases come from", aliases_attr),
+                                          ("the explicit name", cli_name_attr), ("how a field is named", name_rule))
+                   if not got]
+        raise ContractsError(f"{model.release.label}: cannot read the rules of the option generator {dotted} "
+                             f"({', '.join(missing)} not found)")
+    return GeneratorRules(dotted, meta_class, tuple(sorted(annotated)), bare, aliases_attr, cli_name_attr,
+                          name_rule[0], name_rule[1], dest_is_field, tuple(skip_attrs), needs_meta,
+                          bool_action or "store", list_nargs or "+")
+
+
+def _class_annotations(model: UpstreamModel, origin: str) -> dict[str, ast.AnnAssign]:
+    module, _, name = origin.rpartition(".")
+    tree = _module_tree(model, module)
+    for node in tree.body if tree is not None else ():
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return {item.target.id: item for item in node.body
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+    return {}
+
+
+def _subscript_name(node: ast.AST) -> str:
+    return unparsed(node.value).rsplit(".", 1)[-1] if isinstance(node, ast.Subscript) else ""
+
+
+def _generated(field_name: str, owner: str, declaration: ast.AnnAssign, rules: GeneratorRules,
+               constants: _Constants) -> Option | None:
+    annotation = declaration.annotation
+    if _subscript_name(annotation) not in rules.annotated or not isinstance(annotation, ast.Subscript):
+        return None  # no metadata: the generator leaves it to hand-written code
+    parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+    inner, metas = parts[0], parts[1:]
+    meta: dict[str, ast.AST] | None = None
+    for item in metas:
+        if isinstance(item, ast.Call) and unparsed(item.func).rsplit(".", 1)[-1] == rules.meta_class:
+            meta = _keywords(item)
+            if item.args:
+                meta.setdefault("help", item.args[0])
+            break
+        if rules.bare_string_is_help and _string(item) is not None:
+            meta = {"help": item}
+            break
+    if meta is None:
+        return None
+    if any(isinstance(meta.get(attr), ast.Constant) and meta[attr].value for attr in rules.skip_attrs):
+        return None
+    explicit = _string(meta.get(rules.cli_name_attr))
+    cli_name = explicit or rules.prefix + field_name.replace(*rules.replace)
+    aliases = meta.get(rules.aliases_attr)
+    alias_strings = tuple(text for text in (_string(e) for e in aliases.elts) if text) \
+        if isinstance(aliases, (ast.List, ast.Tuple)) else ()
+    strings = (cli_name, *alias_strings)
+    inner_text = unparsed(inner)
+    optional = inner
+    if isinstance(inner, ast.Subscript) and _subscript_name(inner) in ("Optional", "Union"):
+        optional = inner.slice.elts[0] if isinstance(inner.slice, ast.Tuple) else inner.slice
+    elif isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.BitOr):
+        sides = [inner.left, inner.right]
+        kept = [side for side in sides if not (isinstance(side, ast.Constant) and side.value is None)]
+        optional = kept[0] if len(kept) == 1 else inner
+    choices = constants.choices(meta.get("choices"))
+    if choices is None and _subscript_name(optional) == "Literal":
+        choices = constants.choices(ast.Tuple(optional.slice.elts if isinstance(optional.slice, ast.Tuple)
+                                              else [optional.slice]))
+    if "action" in meta:
+        action = _string(meta["action"]) or unparsed(meta["action"])
+    elif isinstance(optional, ast.Name) and optional.id == "bool":
+        action = rules.bool_action
+    else:
+        action = "store"
+    nargs = _string(meta.get("nargs")) or ""
+    if not nargs and _subscript_name(optional) in ("list", "List") and "type_parser" not in meta:
+        nargs = rules.list_nargs
+    help_text = _text(meta.get("help"))
+    return Option(
+        strings=strings, dest=field_name if rules.dest_is_field else argparse_dest(strings), action=action,
+        type=unparsed(meta["type_parser"]) if "type_parser" in meta else inner_text, choices=choices,
+        default=unparsed(declaration.value) if declaration.value is not None else "", nargs=nargs, help=help_text,
+        deprecated=_deprecated(action, help_text), line=declaration.lineno,
+        declared_by=f"{owner.rsplit('.', 1)[-1]}.{field_name}",
+    )
+
+
+def _entry(tree: ast.Module) -> ast.FunctionDef | None:
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "ServerArgs":
+            found = _function(ast.Module(body=node.body, type_ignores=[]), ENTRY)
+            if found is not None:
+                return found
+    return None
+
+
+def _extract(model: UpstreamModel) -> dict:
+    symbol = model.resolve_path(SERVER_ARGS)
+    module = symbol.origin.rpartition(".")[0] if symbol.origin else "sglang.srt.server_args"
+    tree = _module_tree(model, module)
+    entry = _entry(tree) if tree is not None else None
+    if entry is None:
+        return {"error": f"no ServerArgs.{ENTRY} found in {module}"}
+    parser = entry.args.args[0].arg if entry.args.args else "parser"
+    constants = _Constants(model, module, tree)
+    imported = constants.imported
+    options: list[Option] = []
+    generated = hand = 0
+    for node in ast.walk(entry):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument" \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == parser:
+            option = _hand_written(node, constants)
+            if option is not None:
+                options.append(option)
+                hand += 1
+        elif isinstance(node.func, ast.Name) and node.args and isinstance(node.args[0], ast.Name) \
+                and node.args[0].id == parser and node.func.id in imported:
+            target = imported[node.func.id]
+            if len(node.args) < 2 or unparsed(node.args[1]) != "ServerArgs":
+                continue
+            rules = generator_rules(model, target)
+            fields = server_args_fields(model)
+            for name, declared in (fields.fields.items() if fields else ()):
+                declaration = _class_annotations(model, declared.owner).get(name)
+                if declaration is None:
+                    continue
+                owner_module = declared.owner.rpartition(".")[0]
+                owner_constants = constants if owner_module == module else \
+                    (_module_constants(model, owner_module, frozenset()) or constants)
+                option = _generated(name, declared.owner, declaration, rules, owner_constants)
+                if option is not None:
+                    options.append(option)
+                    generated += 1
+    shape = "mixed" if generated and hand else "generated" if generated else "hand-written"
+    return {"shape": shape, "options": [asdict(option) for option in options]}
+
+
+def command_line(model: UpstreamModel) -> CommandLine | None:
+    """The release's `ServerArgs` command line; None without a ServerArgs. Raises ContractsError
+    when it has one but no option can be read from it."""
+    symbol = model.resolve_path(SERVER_ARGS)
+    if not symbol.found:
+        return None
+    data = model.whole_release_search("server-args command line", lambda: _extract(model))
+    if not isinstance(data, dict) or "error" in data or not data.get("options"):
+        reason = data.get("error", "no option") if isinstance(data, dict) else "no option"
+        raise ContractsError(f"{model.release.label}: the ServerArgs command line yields no option ({reason}); "
+                             "refusing to judge command-line contracts on nothing")
+    options = []
+    for raw in data["options"]:
+        raw["strings"] = tuple(raw["strings"])
+        raw["choices"] = tuple(raw["choices"]) if raw["choices"] is not None else None
+        options.append(Option(**raw))
+    return CommandLine(options, data["shape"])

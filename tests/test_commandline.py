@@ -1,0 +1,189 @@
+"""The command-line pass-through (SGC504-SGC508) on small trees: the generator's rules are read
+from each release's own code, a command line with no option is an extraction error, and the
+project's wrapper is understood from its code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sglang_contracts.catalog import load_catalog
+from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.sources import open_release
+from sglang_contracts.upstream.commandline import command_line
+from sglang_contracts.upstream.model import UpstreamModel
+from test_catalog import upstream_tree, write_tree
+
+EXAMPLE = load_catalog()["SGC504"].examples[0]
+GENERATOR = EXAMPLE.new["sglang/srt/arg_groups/arg_utils.py"]
+NEW_SERVER_ARGS = EXAMPLE.new["sglang/srt/server_args.py"]
+WRAPPER = EXAMPLE.project["app/arguments.py"]
+
+
+def model(root: Path) -> UpstreamModel:
+    return UpstreamModel(open_release(str(root), sglang_repo=None, cache=root / "cache"), JsonCache(None))
+
+
+def check(tmp_path: Path, old: dict[str, str], new: dict[str, str], project: dict[str, str]) -> list[str]:
+    old_root = upstream_tree(tmp_path / "old", old, "0.1.0")
+    new_root = upstream_tree(tmp_path / "new", new, "0.2.0")
+    root = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **project})
+    result = run_check([root], CheckOptions(old=str(old_root), new=str(new_root), use_cache=False, workers=1))
+    return [f"{d.path}:{d.line}: {d.code} {d.message}" for d in result.diagnostics]
+
+
+def test_generated_options_follow_the_generator_of_the_release(tmp_path: Path) -> None:
+    files = {"sglang/srt/server_args.py": NEW_SERVER_ARGS, "sglang/srt/arg_groups/arg_utils.py": GENERATOR}
+    line = command_line(model(upstream_tree(tmp_path / "a", files, "0.2.0")))
+    assert line.shape == "mixed"
+    dp = line.by_string["--data-parallel-size"]
+    assert (dp.strings, dp.dest, dp.default) == (("--dp-size", "--data-parallel-size"), "dp_size", "1")
+    assert line.by_string["--cuda-graph-backend-prefill"].choices == ("breakable", "disabled")
+    alias = line.by_string["--disable-piecewise-cuda-graph"]
+    assert alias.deprecated and alias.replacement == "--cuda-graph-backend-prefill=disabled"
+    # Another release's generator keeps underscores and stores under its own dest rule: the
+    # options follow that code, not a rule written into this tool.
+    other = GENERATOR.replace('name.replace("_", "-")', 'name.replace("_", "_")').replace(
+        '"dest": field.name, ', "")
+    line = command_line(model(upstream_tree(tmp_path / "b", {**files, "sglang/srt/arg_groups/arg_utils.py": other},
+                                            "0.2.0")))
+    dp = line.by_string["--data-parallel-size"]
+    assert dp.strings == ("--dp_size", "--data-parallel-size") and dp.dest == "dp_size"
+    assert "--dp-size" not in line.by_string
+
+
+def test_a_command_line_without_options_is_an_extraction_error(tmp_path: Path) -> None:
+    empty = "import dataclasses\n\n\n@dataclasses.dataclass\nclass ServerArgs:\n    tp_size: int = 1\n\n    @staticmethod\n    def add_cli_args(parser):\n        pass\n"
+    found = check(tmp_path, {"sglang/srt/server_args.py": empty}, {"sglang/srt/server_args.py": empty},
+                  {"app/arguments.py": WRAPPER, "app/run.py": "def f(args):\n    return args.sglang_tp_size\n"})
+    assert len(found) == 1 and found[0].startswith("app/arguments.py:6: SGC000 cannot read upstream's command line")
+    assert "yields no option" in found[0]
+
+
+def test_an_unreadable_generator_is_an_extraction_error(tmp_path: Path) -> None:
+    broken = GENERATOR.replace("names = [cli_name] + (meta.aliases or [])", "names = build_names(meta)")
+    new = {"sglang/srt/server_args.py": NEW_SERVER_ARGS, "sglang/srt/arg_groups/arg_utils.py": broken}
+    found = check(tmp_path, EXAMPLE.old, new, {"app/arguments.py": WRAPPER})
+    assert [f.split(" (")[0] for f in found] == [
+        "app/arguments.py:6: SGC000 cannot read upstream's command line for the --sglang- flags handed to it"]
+    assert "where aliases come from" in found[0]
+
+
+def test_a_project_without_a_wrapper_gets_no_pass_through_finding(tmp_path: Path) -> None:
+    plain = "from sglang.srt.server_args import ServerArgs\n\ndef add(parser):\n    ServerArgs.add_cli_args(parser)\n"
+    found = check(tmp_path, EXAMPLE.old, EXAMPLE.new,
+                  {"app/arguments.py": plain, "app/run.py": "def f(args):\n    return args.sglang_data_parallel_size\n"})
+    assert not [f for f in found if " SGC50" in f]
+
+
+def test_reads_of_a_record_the_project_builds_itself_are_not_judged(tmp_path: Path) -> None:
+    project = {"app/arguments.py": WRAPPER.replace('"tp_size"]', '"config"]'), "app/config.py": '''
+import dataclasses
+
+
+@dataclasses.dataclass
+class Launch:
+    sglang_data_parallel_size: int = 1
+
+
+def flags(cfg: Launch, ns):
+    return cfg.sglang_data_parallel_size, ns.sglang_data_parallel_size
+
+
+DEFAULTS = {"sglang_data_parallel_size": 1}
+''', "app/validate.py": "def validate(args):\n    return args.sglang_data_parallel_size\n"}
+    found = check(tmp_path, EXAMPLE.old, EXAMPLE.new, project)
+    assert [f.split(" raises")[0] for f in found if " SGC504" in f] == ["app/validate.py:2: SGC504 sglang_data_parallel_size"]
+
+
+def test_choice_values_are_read_from_flag_strings_shell_and_yaml(tmp_path: Path) -> None:
+    project = {"app/arguments.py": WRAPPER.replace('"tp_size"]', '"config"]'),
+               "configs/run.yaml": "args: --sglang-load-format npcache --sglang-dp-size 2\n",
+               "scripts/run.sh": "python train.py --sglang-load-format=pt\n"}
+    found = check(tmp_path, EXAMPLE.old, EXAMPLE.new, project)
+    assert [f.split(" ")[0:2] for f in found] == [["configs/run.yaml:1:", "SGC506"]]
+
+
+def test_argument_lists_for_launch_server_are_judged_without_a_prefix(tmp_path: Path) -> None:
+    project = {"app/serve.py": '''import subprocess
+
+
+def serve(model, tp):
+    cmd = ["python3", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(tp)]
+    cmd += ["--load-format", "npcache", "--disable-piecewise-cuda-graph"]
+    return subprocess.Popen(cmd)
+
+
+def unrelated():
+    return ["--load-format", "npcache"]
+''', "scripts/serve.sh": "python3 -m sglang.launch_server \\\\\n  --model-path m \\\\\n  --load-format=npcache\n"
+          "echo --load-format npcache\n"}
+    found = check(tmp_path, EXAMPLE.old, EXAMPLE.new, project)
+    assert [" ".join(f.split(" ")[:3]) for f in found] == [
+        "app/serve.py:6: SGC506 --load-format", "app/serve.py:6: SGC505 --disable-piecewise-cuda-graph:",
+        "app/serve.py:6: SGC508 --disable-piecewise-cuda-graph",
+        "scripts/serve.sh:3: SGC506 --load-format"]
+
+
+def test_a_config_class_turned_into_launch_server_flags(tmp_path: Path) -> None:
+    project = {"app/engine.py": '''import dataclasses
+import subprocess
+
+
+@dataclasses.dataclass
+class EngineConfig:
+    model_path: str
+    data_parallel_size: int = 1
+    disable_piecewise_cuda_graph: bool = False
+    router_port: int = 0
+
+
+def launch(config: EngineConfig):
+    cmd = ["python", "-m", "sglang.launch_server"]
+    for field in dataclasses.fields(config):
+        cmd += [f"--{field.name.replace('_', '-')}", str(getattr(config, field.name))]
+    return subprocess.Popen(cmd)
+'''}
+    found = check(tmp_path, EXAMPLE.old, EXAMPLE.new, project)
+    # --data-parallel-size is still accepted (an alias of --dp-size); the switch became a deprecated alias
+    assert [" ".join(f.split(" ")[:3]) for f in found] == [
+        "app/engine.py:9: SGC505 --disable-piecewise-cuda-graph:", "app/engine.py:9: SGC508 --disable-piecewise-cuda-graph"]
+
+
+def test_a_wrapper_whose_prefix_and_skip_list_are_arguments(tmp_path: Path) -> None:
+    # miles' later shape: one function registers upstream's options twice, under two prefixes.
+    wrapper = '''from sglang.srt.server_args import ServerArgs
+
+SKIPPED = ["model_path"]
+EVAL_SKIPPED = SKIPPED + ["tp_size"]
+
+
+def _register(parser, *, flag_prefix, dest_prefix, skipped):
+    original = parser.add_argument
+
+    def prefixed(*flags, **kwargs):
+        name = kwargs.get("dest") or flags[0].lstrip("-").replace("-", "_")
+        if name in skipped:
+            return
+        if "dest" in kwargs:
+            kwargs["dest"] = f"{dest_prefix}{kwargs['dest']}"
+        original(*[f"--{flag_prefix}-{flag.lstrip('-')}" for flag in flags], **kwargs)
+
+    parser.add_argument = prefixed
+    ServerArgs.add_cli_args(parser)
+    parser.add_argument = original
+
+
+def add_arguments(parser):
+    _register(parser, flag_prefix="sglang", dest_prefix="sglang_", skipped=SKIPPED)
+    _register(parser, flag_prefix="eval-sglang", dest_prefix="eval_sglang_", skipped=EVAL_SKIPPED)
+'''
+    project = {"app/arguments.py": wrapper,
+               "app/validate.py": "def validate(args):\n    return args.sglang_data_parallel_size, args.eval_sglang_tensor_parallel_size\n",
+               "scripts/run.sh": "python train.py --eval-sglang-tp-size 2 --sglang-tp-size 2\n"}
+    found = check(tmp_path, EXAMPLE.old, EXAMPLE.new, project)
+    assert [" ".join(f.split(" ")[:3]) for f in found] == [
+        "app/arguments.py:4: SGC507 the",  # "tp_size" of the eval list now skips the tp option
+        "app/validate.py:2: SGC504 sglang_data_parallel_size",
+        "app/validate.py:2: SGC504 eval_sglang_tensor_parallel_size",
+        "scripts/run.sh:1: SGC505 --eval-sglang-tp-size:"]
