@@ -3,6 +3,7 @@ dependencies, supported Pythons."""
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Iterator
 
@@ -11,8 +12,11 @@ from packaging.version import Version
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.project import images
+from sglang_contracts.project.images import may_name_release, script_mentions
 from sglang_contracts.project.stack import (
-    DeclaredRequirement, declared_python, declared_requirements, prose_notes, release_mentions, removal_requirement,
+    DeclaredRequirement, ReleaseMention, declared_python, declared_requirements, prose_notes, release_mentions,
+    removal_requirement,
 )
 from sglang_contracts.requirements import (
     applies, as_version, environments, exact_version, names_release, normalized, version_in_tag, without_marker,
@@ -108,23 +112,52 @@ def mirrored_pin_disagrees(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 # -- SGC702 ---------------------------------------------------------------------------------
 
+# Where an older release than the pin is still a setting (an image tag, a version variable, a
+# build script's tag), not history: docs and changelogs name old releases on purpose.
+SETTING_KINDS = {"image tag", "version variable", "build setting", "pin", "git ref"}
+DOC_SUFFIXES = (".md", ".mdx", ".rst", ".txt", ".adoc")
+# Tags of builds for other hardware (`v0.5.14-rocm700-mi35x`) follow their own release schedule.
+OTHER_PLATFORM = re.compile(r"(?i)rocm|mi\d{3}|npu|ascend|xpu|hpu|gaudi|musa|\bcpu\b")
+
+
+def _all_mentions(ctx: CheckContext) -> list[ReleaseMention]:
+    """Releases named in the stack files and, as data, in Python build scripts."""
+    scripts = ctx.project.each_file("release-mentions", script_mentions, may_name_release, images)
+    return [*release_mentions(ctx.project.root), *(ReleaseMention(*fields) for fields in scripts)]
+
+
+def _lags_behind(mention: ReleaseMention, named: Version, old: Version) -> bool:
+    """An older release than the pin, still set where the pin's own platform builds are set."""
+    suffix = mention.version.partition("-")[2]
+    return (named < old and not names_release(named, old) and mention.kind in SETTING_KINDS
+            and not mention.path.endswith(DOC_SUFFIXES) and not OTHER_PLATFORM.search(suffix))
+
+
 @contract("SGC702")
 def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
     if old is None or new is None or old == new:
         return
+    replaced = "the release being replaced"
     for declared in _declared(ctx):
         specifier = declared.requirement.specifier
         if declared.name == SGLANG and specifier.contains(old, prereleases=True) and not specifier.contains(new, prereleases=True):
             yield finding_at("SGC702", declared.path, declared.line, declared.col, SGLANG,
                              written=without_marker(declared.requirement), what="the SGLang requirement",
-                             old=ctx.old_version, new=ctx.new_version)
-    for mention in ctx.shared("release-mentions", lambda c: release_mentions(c.project.root)):
+                             named=ctx.old_version, which=replaced, old=ctx.old_version, new=ctx.new_version)
+    for mention in ctx.shared("release-mentions", _all_mentions):
         named = version_in_tag(mention.version)
-        if named is not None and names_release(named, old) and named != new:
-            yield finding_at("SGC702", mention.path, mention.line, mention.col, SGLANG,
-                             written=mention.written, what=f"this {mention.kind}", old=ctx.old_version,
-                             new=ctx.new_version)
+        if named is None or named == new:
+            continue
+        if names_release(named, old):
+            which = replaced
+        elif _lags_behind(mention, named, old):
+            which = f"older even than {ctx.old_version}, {replaced}"
+        else:
+            continue
+        yield finding_at("SGC702", mention.path, mention.line, mention.col, SGLANG,
+                         written=mention.written, what=f"this {mention.kind}", named=str(named), which=which,
+                         old=ctx.old_version, new=ctx.new_version)
 
 
 # -- SGC703, SGC704 ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@ MAIN_DOCKERFILES = ("Dockerfile", "Containerfile")
 VARIABLE = re.compile(r"\$(?:\{(?P<braced>\w+)(?::?[-+](?P<default>[^}]*))?\}|(?P<bare>\w+))")
 # A name that says it holds SGLang's image or version: SGLANG_IMAGE_TAG, sglang_version, SGLANG_BASE_IMAGE.
 SGLANG_RELEASE_NAME = re.compile(r"(?i)sglang\w*(?:tag|version|image)|(?:tag|version|image)\w*sglang")
+BOUND_NAME = re.compile(r"(?i)min|max|least|lowest|oldest|compat|since|until|supported")  # a bound, not a setting
 IMAGE_REFERENCE = re.compile(r"(?P<repo>[\w.\-/]*\bsgl(?:ang)?[\w\-]*):(?P<tag>[\w.\-]+)")
 # Image repositories that publish stock SGLang builds; an image of another owner is a fork's.
 STOCK_REPOSITORIES = ("lmsysorg/sglang", "rocm/sgl-dev")
@@ -197,7 +198,7 @@ def script_mentions(relpath: str, text: str) -> list[list]:
     for name, constant in _named_strings(tree):
         value = constant.value
         image = IMAGE_REFERENCE.search(value)
-        if SGLANG_RELEASE_NAME.search(name) and version_in_tag(value.strip()) is not None:
+        if SGLANG_RELEASE_NAME.search(name) and not BOUND_NAME.search(name) and version_in_tag(value.strip()):
             kind, tag, written = "build setting", value.strip(), f"{name}: {value}"
         elif image is not None and version_in_tag(image.group("tag")) is not None:
             kind, tag, written = "image tag", image.group("tag"), image.group(0)

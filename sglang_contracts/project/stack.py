@@ -263,7 +263,8 @@ def requirements_below(root: Path) -> list[DeclaredRequirement]:
 # -- release mentions in the stack ----------------------------------------------------------
 
 def _is_stack_file(name: str) -> bool:
-    return name.endswith(STACK_SUFFIXES) or name.startswith(STACK_NAMES) or name.endswith(STACK_NAMES)
+    title = name[:1].upper() + name[1:]  # `justfile`, `dockerfile` as well
+    return name.endswith(STACK_SUFFIXES) or title.startswith(STACK_NAMES) or name.endswith(STACK_NAMES)
 
 
 def release_mentions(root: Path) -> list[ReleaseMention]:
