@@ -42,15 +42,13 @@ EXPECTED_SEVERITY = {
     "demo_omni/model_runner.py:33:34: SGC321": "error",  # self.model_runner.tp_group, now .ps.tp_group
     "demo_omni/model_runner.py:36:29: SGC706": "warning",  # marked copy of ModelRunner.load_model, which changed
     "demo_omni/model_runner.py:42:19: SGC707": "warning",  # copy of ModelRunner.init_cuda_graphs, now gone
-    "demo_omni/omni_scheduler.py:6:6: SGC705": "warning",  # the scheduler module now imports xgrammar
+    "demo_omni/omni_scheduler.py:6:6: SGC705": "warning",  # xgrammar, once for its six importers
     "demo_omni/omni_scheduler.py:16:21: SGC312": "error",  # two levels down: self.mm_receiver
     "demo_omni/omni_scheduler.py:19:21: SGC311": "error",  # borrowed get_num_allocatable_reqs is gone
     "demo_omni/omni_scheduler.py:22:26: SGC313": "warning",  # Scheduler.get_new_batch_prefill(self) changed
     "demo_omni/omni_scheduler.py:25:45: SGC321": "error",  # req.extend_range on `Req | None`
     "demo_omni/scheduling.py:7:8: SGC101": "error",  # module-level import of a removed module
     "demo_omni/scheduling.py:10:10: SGC101": "warning",  # same, under `if TYPE_CHECKING:`
-    "demo_omni/scheduling.py:14:10: SGC705": "warning",  # scheduler now imports xgrammar at module level
-    "demo_omni/vendor/sglang/core.py:5:6: SGC705": "warning",  # the same module, another importer
     "demo_omni/overlays.py:3:14: SGC704": "warning",  # `Remove when: sglang>=0.9.1` now holds
     "demo_omni/overlays.py:6:10: SGC703": "warning",  # a comment naming sglang 0.9.0
     "pyproject.toml:7:6: SGC702": "warning",  # the pin sglang==0.9.0
@@ -71,7 +69,6 @@ EXPECTED_SEVERITY = {
     "demo_omni/serving.py:14:17: SGC502": "warning",  # a field written outside the seam
     "demo_omni/arguments.py:5:31: SGC503": "warning",  # a skip-list entry names the removed field
     "demo_omni/arguments.py:14:38: SGC503": "error",  # args.sglang_enable_ep_moe
-    "tests/test_doubles.py:7:6: SGC705": "warning",  # the scheduler module now imports xgrammar
     "tests/test_doubles.py:11:7: SGC602": "warning",  # FakeServerArgs lacks the new default_chat_template_kwargs
     "tests/test_doubles.py:16:13: SGC601": "error",  # mock.patch of the renamed get_num_allocatable_reqs
     "tests/test_doubles.py:19:44: SGC602": "warning",  # Mock(spec=ServerArgs) keeps the removed enable_ep_moe
