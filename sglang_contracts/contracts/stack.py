@@ -4,6 +4,7 @@ dependencies, supported Pythons."""
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 from typing import Any, Iterator
 
 from packaging.specifiers import SpecifierSet
@@ -127,9 +128,11 @@ def _all_mentions(ctx: CheckContext) -> list[ReleaseMention]:
 
 
 def _lags_behind(mention: ReleaseMention, named: Version, old: Version) -> bool:
-    """An older release than the pin, still set where the pin's own platform builds are set."""
+    """An older release than the pin, still set where the pin's own builds are set (not in
+    docs, not for other hardware: a `-rocm700` tag, a `Dockerfile.gb10` variant)."""
     suffix = mention.version.partition("-")[2]
-    return (named < old and not names_release(named, old) and mention.kind in SETTING_KINDS
+    variant = images.is_dockerfile(PurePosixPath(mention.path).name) and not images.is_main_dockerfile(mention.path)
+    return (named < old and not names_release(named, old) and mention.kind in SETTING_KINDS and not variant
             and not mention.path.endswith(DOC_SUFFIXES) and not OTHER_PLATFORM.search(suffix))
 
 

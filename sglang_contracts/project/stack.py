@@ -294,7 +294,7 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
                     if match.start("v") not in taken:
                         taken.add(match.start("v"))
                         found.append(ReleaseMention(relpath, number, match.start("v") + 1, kind, match.group("v"),
-                                                    match.group(0).strip("\"'")))
+                                                    re.sub(r"[\"']", "", match.group(0))))
     return found
 
 
