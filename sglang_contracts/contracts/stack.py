@@ -256,7 +256,7 @@ def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
     extras = _sglang_extras(ctx)
     lists = _dependency_lists(ctx, old_pins)
     old_graph, new_graph = ctx.shared("import-graphs", lambda c: (ImportGraph(c.old), ImportGraph(c.new)))
-    sites: dict[str, list[tuple[str, Any, str, tuple[str, ...]]]] = {}  # package -> (path, import, module, chain)
+    sites: dict[str, list[tuple[str, Any, str]]] = {}  # package -> (path, import, module) of each import reaching it
     for facts in sorted(ctx.project.files.values(), key=lambda f: f.path):
         for fact in facts.imports:
             if not is_upstream(fact.module) or fact.guarded or fact.type_checking:
@@ -264,15 +264,16 @@ def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
             module = fact.target if fact.name and ctx.new.module_exists(fact.target) else fact.module
             if not (ctx.old.module_exists(module) and ctx.new.module_exists(module)):
                 continue  # a module gone or new is another rule's business
-            was = old_graph.packages_reached(module)
-            for top, chain in new_graph.packages_reached(module).items():
-                if top not in was and _distribution(top) not in declared:
-                    sites.setdefault(top, []).append((facts.path, fact, module, chain))
+            for top in new_graph.packages_reached(module) - old_graph.packages_reached(module):
+                if _distribution(top) not in declared:
+                    sites.setdefault(top, []).append((facts.path, fact, module))
+    old_graph.save()
+    new_graph.save()
     for top, found in sorted(sites.items()):
         required = _installed_by_sglang(new_pins, _distribution(top), extras)
         if required and not lists:
             continue  # SGLang's own requirement, installed with it: not news
-        direct = [site for site in found if len(site[3]) == 1]
+        direct = [site for site in found if top in new_graph.direct(site[2])[1]]
         if not required and new_pins is not None:
             # Reached through other modules, a package SGLang does not name is one its requirements
             # bring (huggingface_hub with transformers) far more often than a missing one: only
@@ -287,7 +288,8 @@ def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
         files = len({path for path, *_ in found}) - 1
         if len(found) > 1:
             note += f" (also reached from {len(found) - 1} other imports" + (f" in {files} other files)" if files else ")")
-        path, fact, module, chain = found[0]
+        path, fact, module = found[0]
+        chain = new_graph.chain(module, top)
         through = f" (through {' -> '.join(chain[1:])})" if len(chain) > 1 else ""
         yield finding_at("SGC705", path, fact.module_position.line, fact.module_position.col,
                          module, module=module, package=top, through=through, note=note,
