@@ -128,6 +128,9 @@ def _check(args: argparse.Namespace) -> int:
     paths, options = _options(args)
     with progress.showing(sys.stderr.isatty() and not args.quiet):
         result = run_check(paths, options)
+    if not args.quiet:
+        for note in result.notes:
+            print(f"sglang-contracts: note: {note}", file=sys.stderr)
     if args.write_baseline:
         return _write_baseline(args.write_baseline, result)
     REPORTERS[args.format](result, sys.stdout, args.quiet)

@@ -27,7 +27,7 @@ from sglang_contracts.patch.release import with_stack_applied
 from sglang_contracts.patch.stack import patch_stacks
 from sglang_contracts.project.releasefacts import for_release
 from sglang_contracts.project.index import ProjectIndex, build_index
-from sglang_contracts.project.pins import find_sglang_pin
+from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
 from sglang_contracts.sources.base import Release
 from sglang_contracts.suppressions import (
@@ -69,7 +69,8 @@ class CheckResult:
     project: ProjectIndex
     old: UpstreamModel
     new: UpstreamModel
-    pin: tuple[str, str] | None = None  # the project's own sglang==X pin and the file it is in
+    pin: ProjectPin | None = None  # the project's own pin (sglang==X, or its SGLang image) and where
+    notes: list[str] = field(default_factory=list)  # what to know about the pin (pins.ProjectPin.notes)
     baselined: int = 0  # findings the baseline accepted (not in `diagnostics`)
     stale_baseline: list[baselines.Entry] = field(default_factory=list)  # entries nothing matched
     upstream_delta: UpstreamDelta | None = None  # with --sglang-repo: the commits behind the contracts
@@ -120,8 +121,9 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     pin = find_sglang_pin(root)
     if old_spec is None:
         if pin is None:
-            raise UsageError(f"--old not given and no exact sglang==X pin found in {root} (pyproject.toml or requirements)")
-        old_spec = pin[0]
+            raise UsageError(f"--old not given and no SGLang pin found in {root} (an exact sglang==X requirement, "
+                             "or an SGLang image tag in a Dockerfile or build script)")
+        old_spec = pin.version
     if options.new is None:
         raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory)")
     download_cache = options.cache_dir or cache_root()
@@ -138,6 +140,7 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         result = _computed(paths, options, root, old_spec, pin, download_cache, store)
         if key:
             runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files)))
+    result.notes = pin.notes(defaulted=options.old is None, from_clone=options.sglang_repo is not None) if pin else []
     if accepted_entries is not None:
         result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
         result.baselined = len(accepted)
@@ -145,7 +148,7 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
 
 
 def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOptions, download_cache: Path,
-              store: Callable[[str], JsonCache], pin: tuple[str, str] | None) -> CheckResult:
+              store: Callable[[str], JsonCache], pin: ProjectPin | None) -> CheckResult:
     """The findings of the last run with exactly these inputs (replay.py), with the releases
     opened for the reports' sake (cached wheels: no parsing)."""
     releases = [open_release(spec, sglang_repo=options.sglang_repo, cache=download_cache)
@@ -170,7 +173,7 @@ def _as_the_image_has_them(root: Path, options: CheckOptions, *releases: Release
         return list(releases)
 
 
-def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: tuple[str, str] | None,
+def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: ProjectPin | None,
               download_cache: Path, store: Callable[[str], JsonCache]) -> CheckResult:
     # Downloading the releases (on a first run) overlaps with parsing the project (a process pool).
     with ThreadPoolExecutor(max_workers=3) as threads:

@@ -288,7 +288,8 @@ def test_paths_restrict_the_report_and_output_is_relative_to_the_working_directo
 
 
 def test_old_defaults_to_the_projects_pin():
-    assert find_sglang_pin(PROJECT) == ("0.9.0", "pyproject.toml")
+    pin = find_sglang_pin(PROJECT)
+    assert (pin.version, pin.where) == ("0.9.0", "pyproject.toml")
 
 
 def test_no_old_and_no_pin_is_a_usage_error(check, tmp_path):

@@ -3,21 +3,26 @@ dependencies, supported Pythons."""
 
 from __future__ import annotations
 
-import sys
-from typing import Iterator
+import re
+from pathlib import PurePosixPath
+from typing import Any, Iterator
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.project import images
+from sglang_contracts.project.images import may_name_release, script_mentions
+from sglang_contracts.contracts.importgraph import ImportGraph
 from sglang_contracts.project.stack import (
-    DeclaredRequirement, declared_python, declared_requirements, prose_notes, release_mentions, removal_requirement,
+    DeclaredRequirement, ReleaseMention, declared_python, declared_requirements, prose_notes, release_mentions,
+    removal_requirement, requirements_below,
 )
 from sglang_contracts.requirements import (
     applies, as_version, environments, exact_version, names_release, normalized, version_in_tag, without_marker,
 )
-from sglang_contracts.upstream.model import UpstreamModel, is_upstream
+from sglang_contracts.upstream.model import is_upstream
 from sglang_contracts.upstream.pins import ReleasePins, release_pins
 
 SGLANG = "sglang"
@@ -108,23 +113,54 @@ def mirrored_pin_disagrees(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 # -- SGC702 ---------------------------------------------------------------------------------
 
+# Where an older release than the pin is still a setting (an image tag, a version variable, a
+# build script's tag), not history: docs and changelogs name old releases on purpose.
+SETTING_KINDS = {"image tag", "version variable", "build setting", "pin", "git ref"}
+DOC_SUFFIXES = (".md", ".mdx", ".rst", ".txt", ".adoc")
+# Tags of builds for other hardware (`v0.5.14-rocm700-mi35x`) follow their own release schedule.
+OTHER_PLATFORM = re.compile(r"(?i)rocm|mi\d{3}|npu|ascend|xpu|hpu|gaudi|musa|\bcpu\b")
+
+
+def _all_mentions(ctx: CheckContext) -> list[ReleaseMention]:
+    """Releases named in the stack files and, as data, in Python build scripts."""
+    scripts = ctx.project.each_file("release-mentions", script_mentions, may_name_release, images)
+    return [*release_mentions(ctx.project.root), *(ReleaseMention(*fields) for fields in scripts)]
+
+
+def _lags_behind(mention: ReleaseMention, named: Version, old: Version) -> bool:
+    """An older release than the pin, still set where the pin's own builds are set (not in
+    docs, not for other hardware: a `-rocm700` tag, a `Dockerfile.gb10` variant)."""
+    suffix = mention.version.partition("-")[2]
+    variant = images.is_dockerfile(PurePosixPath(mention.path).name) and not images.is_main_dockerfile(mention.path)
+    return (named < old and not names_release(named, old) and mention.kind in SETTING_KINDS and not variant
+            and not mention.path.endswith(DOC_SUFFIXES) and not OTHER_PLATFORM.search(suffix))
+
+
 @contract("SGC702")
 def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
     if old is None or new is None or old == new:
         return
+    replaced = "the release being replaced"
     for declared in _declared(ctx):
         specifier = declared.requirement.specifier
         if declared.name == SGLANG and specifier.contains(old, prereleases=True) and not specifier.contains(new, prereleases=True):
             yield finding_at("SGC702", declared.path, declared.line, declared.col, SGLANG,
                              written=without_marker(declared.requirement), what="the SGLang requirement",
-                             old=ctx.old_version, new=ctx.new_version)
-    for mention in ctx.shared("release-mentions", lambda c: release_mentions(c.project.root)):
+                             named=ctx.old_version, which=replaced, old=ctx.old_version, new=ctx.new_version)
+    for mention in ctx.shared("release-mentions", _all_mentions):
         named = version_in_tag(mention.version)
-        if named is not None and names_release(named, old) and named != new:
-            yield finding_at("SGC702", mention.path, mention.line, mention.col, SGLANG,
-                             written=mention.written, what=f"this {mention.kind}", old=ctx.old_version,
-                             new=ctx.new_version)
+        if named is None or named == new:
+            continue
+        if names_release(named, old):
+            which = replaced
+        elif _lags_behind(mention, named, old):
+            which = f"older even than {ctx.old_version}, {replaced}"
+        else:
+            continue
+        yield finding_at("SGC702", mention.path, mention.line, mention.col, SGLANG,
+                         written=mention.written, what=f"this {mention.kind}", named=str(named), which=which,
+                         old=ctx.old_version, new=ctx.new_version)
 
 
 # -- SGC703, SGC704 ---------------------------------------------------------------------------
@@ -185,51 +221,79 @@ def compat_overlay_removable(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 # -- SGC705 ---------------------------------------------------------------------------------
 
-def hard_third_party_imports(model: UpstreamModel, module: str) -> set[str]:
-    """Top-level packages a module imports unconditionally at module level, other than SGLang and
-    the standard library: its top-level import statements (not under `try`, `if` or a function)
-    that the module's model also records as bindings or star imports."""
-    record = model.module(module)
-    if record is None:
-        return set()
-    bound = {binding["target"].split(".")[0] for binding in record.bindings.values()
-             if binding["kind"] == "alias" and binding.get("target")}
-    bound |= {target.split(".")[0] for target in record.wildcards}
-    tops = set(record.top_imports) & bound
-    return {top for top in tops if top not in sys.stdlib_module_names and not is_upstream(top) and top != "__future__"}
-
-
 def _distribution(top: str) -> str:
     return normalized(DISTRIBUTION_OF_IMPORT.get(top, top))
 
 
+def _dependency_lists(ctx: CheckContext, pins: ReleasePins | None) -> list[str]:
+    """Requirement files below the root that install SGLang's own requirements themselves
+    (miles' tests/ci/requirements-ci-cpu.txt, for a CI that installs sglang without them):
+    none names sglang, it lists three or more, and SGLang requires three in four of them."""
+    if pins is None:
+        return []
+    required = pins.names()
+    by_file: dict[str, list[str]] = {}
+    for declared in _declared_below(ctx):
+        by_file.setdefault(declared.path, []).append(declared.name)
+    return sorted(path for path, names in by_file.items()
+                  if SGLANG not in names and len(names) >= 3 and 4 * sum(n in required for n in names) >= 3 * len(names))
+
+
+def _declared_below(ctx: CheckContext) -> list[DeclaredRequirement]:
+    return ctx.shared("requirements-below", lambda c: requirements_below(c.project.root))
+
+
+def _installed_by_sglang(pins: ReleasePins | None, distribution: str, extras: frozenset[str]) -> bool:
+    return pins is not None and any(pins.matching(distribution, environment, extras) for environment in environments())
+
+
 @contract("SGC705")
 def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
-    declared = {d.name for d in _declared(ctx)}
-    _, new_pins = _pins(ctx)
-    reported: set[tuple[str, str, str]] = set()
-    new_imports: dict[str, set[str]] = {}
+    """One finding per package, at the first import that now reaches it: the fix (declare it,
+    or list it where SGLang's requirements are installed) is one line, wherever it is imported."""
+    declared = {d.name for d in (*_declared(ctx), *_declared_below(ctx))}
+    old_pins, new_pins = _pins(ctx)
+    extras = _sglang_extras(ctx)
+    lists = _dependency_lists(ctx, old_pins)
+    old_graph, new_graph = ctx.shared("import-graphs", lambda c: (ImportGraph(c.old), ImportGraph(c.new)))
+    sites: dict[str, list[tuple[str, Any, str]]] = {}  # package -> (path, import, module) of each import reaching it
     for facts in sorted(ctx.project.files.values(), key=lambda f: f.path):
         for fact in facts.imports:
             if not is_upstream(fact.module) or fact.guarded or fact.type_checking:
                 continue
             module = fact.target if fact.name and ctx.new.module_exists(fact.target) else fact.module
-            if module not in new_imports:
-                gained = set()
-                if ctx.old.module_exists(module) and ctx.new.module_exists(module):
-                    gained = hard_third_party_imports(ctx.new, module) - hard_third_party_imports(ctx.old, module)
-                new_imports[module] = {top for top in gained if _distribution(top) not in declared}
-            for top in sorted(new_imports[module]):
-                key = (facts.path, module, top)
-                if key in reported:
-                    continue
-                reported.add(key)
-                required = new_pins is not None and _distribution(top) in new_pins.names()
-                note = (f"sglang {ctx.new_version} requires it, but it must now import wherever this module does"
-                        if required else f"sglang {ctx.new_version} does not declare it")
-                yield finding_at("SGC705", facts.path, fact.module_position.line, fact.module_position.col,
-                                 module, module=module, package=top, note=note, old=ctx.old_version,
-                                 new=ctx.new_version)
+            if not (ctx.old.module_exists(module) and ctx.new.module_exists(module)):
+                continue  # a module gone or new is another rule's business
+            for top in new_graph.packages_reached(module) - old_graph.packages_reached(module):
+                if _distribution(top) not in declared:
+                    sites.setdefault(top, []).append((facts.path, fact, module))
+    old_graph.save()
+    new_graph.save()
+    for top, found in sorted(sites.items()):
+        required = _installed_by_sglang(new_pins, _distribution(top), extras)
+        if required and not lists:
+            continue  # SGLang's own requirement, installed with it: not news
+        direct = [site for site in found if top in new_graph.direct(site[2])[1]]
+        if not required and new_pins is not None:
+            # Reached through other modules, a package SGLang does not name is one its requirements
+            # bring (huggingface_hub with transformers) far more often than a missing one: only
+            # the module the project imports is taken at its word.
+            found = direct
+            if not found:
+                continue
+        if required:
+            note = f"sglang {ctx.new_version} requires it, but {', '.join(lists)} installs SGLang's requirements without it"
+        else:
+            note = f"sglang {ctx.new_version} does not declare it"
+        files = len({path for path, *_ in found}) - 1
+        if len(found) > 1:
+            note += f" (also reached from {len(found) - 1} other imports" + (f" in {files} other files)" if files else ")")
+        path, fact, module = found[0]
+        chain = new_graph.chain(module, top)
+        through = f" (through {' -> '.join(chain[1:])})" if len(chain) > 1 else ""
+        yield finding_at("SGC705", path, fact.module_position.line, fact.module_position.col,
+                         module, module=module, package=top, through=through, note=note,
+                         old=ctx.old_version, new=ctx.new_version)
 
 
 # -- SGC708 ---------------------------------------------------------------------------------

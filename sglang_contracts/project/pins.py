@@ -1,19 +1,82 @@
-"""The project's own SGLang pin: the default `--old` release."""
+"""The project's own SGLang pin: the default `--old` release.
+
+An exact `sglang==X` requirement wins (pyproject.toml, setup.py, requirement files). Without
+one, the release of the SGLang image the project builds on: the main Dockerfile's (`Dockerfile`,
+shallowest first) over its variants (`Dockerfile.rocm`), and those over the tags a build
+script passes to variants. When the places disagree, the pin says which was taken and why;
+when the image or the SGLang source it installs is a fork's, it says that the stock release
+stands in for it.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
+from sglang_contracts.project.images import ImagePin, image_pins, is_main_dockerfile
 from sglang_contracts.project.stack import declared_requirements
 from sglang_contracts.requirements import exact_version, normalized
 
 
-def find_sglang_pin(root: Path) -> tuple[str, str] | None:
-    """(version, where) of an exact `sglang==X` pin in pyproject.toml or a requirements file."""
+@dataclass(frozen=True)
+class ProjectPin:
+    version: str  # "0.5.16"
+    where: str  # the file it is in, relative to the root
+    line: int = 1
+    written: str = ""  # "sglang==0.5.16", "ARG SGLANG_IMAGE_TAG=v0.5.16"
+    reason: str = ""  # why this place was taken over others naming other releases ("" when none disagree)
+    others: tuple[ImagePin, ...] = ()  # the places that name another release
+    fork_note: str | None = None  # the image or source is a fork's: what the stock release stands in for
+
+    def notes(self, defaulted: bool, from_clone: bool) -> list[str]:
+        """What a user should know about the pin (said once on standard error and in the markdown
+        report): which place `--old` was defaulted from and why, and that the stock release
+        stands in for a fork (moot when the releases are refs of a clone)."""
+        found = []
+        if defaulted and self.reason:
+            found.append(f"--old {self.version} from {self.where}:{self.line} (`{self.written}`): {self.reason}")
+        if self.fork_note and not from_clone:
+            found.append(f"{self.fork_note}; the stock release {self.version} stands in for the fork. To check "
+                         "against the fork itself: --sglang-repo CLONE --old REF --new REF (refs of the fork's clone)")
+        return found
+
+
+def _rank(pin: ImagePin) -> tuple:
+    """Main Dockerfiles first (shallowest first), then variants, then build scripts."""
+    path = PurePosixPath(pin.path)
+    kind = 0 if is_main_dockerfile(pin.path) else 1 if pin.written.startswith(("ARG", "FROM")) else 2
+    return kind, len(path.parts), pin.path, pin.line
+
+
+def _kind_of(pin: ImagePin) -> str:
+    if is_main_dockerfile(pin.path):
+        return "the main Dockerfile"
+    return "a Dockerfile variant" if pin.written.startswith(("ARG", "FROM")) else "a build script"
+
+
+def _reason(chosen: str, others: list[ImagePin]) -> str:
+    """Why one place was taken over the others that name another release."""
+    listed = ", ".join(f"{o.path}:{o.line} names {o.version}" for o in others[:4])
+    more = f" and {len(others) - 4} more" if len(others) > 4 else ""
+    return f"taken as {chosen} over {listed}{more}; give --old or `old` in [tool.sglang-contracts] to choose another"
+
+
+def find_sglang_pin(root: Path) -> ProjectPin | None:
+    """The release the project pins SGLang to, and where; None when nothing names one."""
+    images = image_pins(root)
     for declared in declared_requirements(root):
         if normalized(declared.requirement.name) != "sglang":
             continue
         version = exact_version(declared.requirement.specifier)
         if version is not None:
-            return str(version), declared.path
-    return None
+            others = [pin for pin in images if pin.version != str(version)]
+            reason = _reason("the exact SGLang requirement", others) if others else ""
+            return ProjectPin(str(version), declared.path, declared.line, str(declared.requirement),
+                              reason, tuple(others))
+    if not images:
+        return None
+    chosen = min(images, key=_rank)
+    others = [pin for pin in images if pin.version != chosen.version]
+    fork = next((pin.fork_note for pin in sorted(images, key=_rank) if pin.path == chosen.path and pin.fork_note), None)
+    reason = _reason(_kind_of(chosen), others) if others else f"the image {_kind_of(chosen)} builds on"
+    return ProjectPin(chosen.version, chosen.path, chosen.line, chosen.written, reason, tuple(others), fork)

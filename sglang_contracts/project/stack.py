@@ -23,6 +23,7 @@ from packaging.version import Version
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.requirements import normalized, parse_requirement, parse_specifier
 
 REQUIREMENT_FILES = ("requirements.txt", "requirements-*.txt", "requirements/*.txt", "constraints.txt", "constraints-*.txt")
@@ -190,19 +191,80 @@ def _file_requirements(root: Path, path: Path) -> list[DeclaredRequirement]:
     return found
 
 
+def _requirement_strings(node: ast.AST | None, assigned: dict[str, ast.AST]) -> list[ast.Constant]:
+    """The string literals of a requirement list (or of a dict of them), a module-level name
+    followed to its assignment; anything computed (`_fetch_requirements(...)`) gives none."""
+    if isinstance(node, ast.Name) and node.id in assigned:
+        node = assigned.pop(node.id)  # popped: a name assigned to itself is followed once
+    if isinstance(node, ast.Dict):
+        return [s for value in node.values for s in _requirement_strings(value, assigned)]
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [item for item in node.elts if isinstance(item, ast.Constant) and isinstance(item.value, str)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _requirement_strings(node.left, assigned) + _requirement_strings(node.right, assigned)
+    return []
+
+
+def _setup_py_requirements(root: Path) -> list[DeclaredRequirement]:
+    """`install_requires` and `extras_require` of setup.py's `setup(...)` call, read with `ast`
+    (never run): literal lists, and module-level names assigned one."""
+    path = root / "setup.py"
+    text = read_project_text(path, root) if path.is_file() else None
+    if text is None or "setup" not in text:
+        return []
+    try:
+        tree = parse_quietly(text)
+    except (SyntaxError, ValueError):
+        return []
+    assigned = {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+                for target in node.targets if isinstance(target, ast.Name)}
+    positions = SourcePositions(text)
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup"):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg not in ("install_requires", "extras_require", "tests_require", "setup_requires"):
+                continue
+            for constant in _requirement_strings(keyword.value, dict(assigned)):
+                requirement = parse_requirement(constant.value)
+                if requirement is not None:
+                    at = positions.start(constant)
+                    found.append(DeclaredRequirement("setup.py", at.line, at.col + 1, requirement, ""))
+    return found
+
+
 def declared_requirements(root: Path) -> list[DeclaredRequirement]:
     """Every requirement in pyproject.toml (dependencies, extras, groups, uv overrides and
-    constraints), requirements*.txt, requirements/*.txt and constraints*.txt."""
-    found = _pyproject_requirements(root)
+    constraints), setup.py, requirements*.txt, requirements/*.txt and constraints*.txt."""
+    found = _pyproject_requirements(root) + _setup_py_requirements(root)
     for path in requirement_files(root):
         found += _file_requirements(root, path)
     return found
 
 
+def nested_requirement_files(root: Path) -> list[Path]:
+    """Requirement files anywhere below the root (`tests/ci/requirements-ci-cpu.txt`), besides
+    those declared_requirements reads: what some environment of the project installs."""
+    top = set(requirement_files(root))
+    return [path for path in walk_project([root], _is_requirement_file_name) if path not in top]
+
+
+def _is_requirement_file_name(name: str) -> bool:
+    return name.endswith(".txt") and name.startswith(("requirements", "constraints"))
+
+
+def requirements_below(root: Path) -> list[DeclaredRequirement]:
+    """The requirements of every nested requirement file (see nested_requirement_files)."""
+    root = root.resolve()
+    return [r for path in nested_requirement_files(root) for r in _file_requirements(root, path)]
+
+
 # -- release mentions in the stack ----------------------------------------------------------
 
 def _is_stack_file(name: str) -> bool:
-    return name.endswith(STACK_SUFFIXES) or name.startswith(STACK_NAMES) or name.endswith(STACK_NAMES)
+    title = name[:1].upper() + name[1:]  # `justfile`, `dockerfile` as well
+    return name.endswith(STACK_SUFFIXES) or title.startswith(STACK_NAMES) or name.endswith(STACK_NAMES)
 
 
 def release_mentions(root: Path) -> list[ReleaseMention]:
@@ -232,7 +294,7 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
                     if match.start("v") not in taken:
                         taken.add(match.start("v"))
                         found.append(ReleaseMention(relpath, number, match.start("v") + 1, kind, match.group("v"),
-                                                    match.group(0).strip("\"'")))
+                                                    re.sub(r"[\"']", "", match.group(0))))
     return found
 
 

@@ -44,12 +44,13 @@ def _severity_counts(diagnostics: list[Diagnostic]) -> str:
 
 def _pins(result: "CheckResult") -> list[str]:
     old, new = result.old.release, result.new.release
-    where = f" (`{result.pin[1]}`)" if result.pin else ""
-    pinned = result.pin[0] if result.pin else old.short
+    where = f" (`{result.pin.where}`)" if result.pin else ""
+    pinned = result.pin.version if result.pin else old.short
     rows = ["| pin | now | after the bump |", "|---|---|---|",
             f"| `sglang`{where} | `{pinned}` | `{new.short}` |"]
-    if result.pin and result.pin[0] != old.short:
-        rows.append(f"\nChecked from {inline(old.label)} (not the pinned {result.pin[0]}) to {inline(new.label)}.")
+    if result.pin and result.pin.version != old.short:
+        rows.append(f"\nChecked from {inline(old.label)} (not the pinned {result.pin.version}) to {inline(new.label)}.")
+    rows += [f"\n> **Note:** {inline(note)}" for note in result.notes]
     return rows
 
 
@@ -97,9 +98,11 @@ def upstream_delta_section(result: "CheckResult") -> list[str]:
 
 def _checklist(result: "CheckResult") -> list[str]:
     old, new = result.old.release.short, result.new.release.short
-    where = f" in `{result.pin[1]}`" if result.pin else ""
+    where = f" in `{result.pin.where}`" if result.pin else ""
     counts = Counter(d.severity for d in result.diagnostics)
-    items = [f"Pin `sglang=={new}`{where}, and move the pins that mirror SGLang's stack with it"]
+    image = result.pin is not None and not result.pin.written.lower().startswith("sglang")
+    target = f"the SGLang image (`{result.pin.written}`) to {new}" if image else f"Pin `sglang=={new}`"
+    items = [f"{'Move ' if image else ''}{target}{where}, and move the pins that mirror SGLang's stack with it"]
     if counts["error"]:
         items.append("Fix every error above, or accept it in the baseline with a written justification")
     if counts["warning"]:

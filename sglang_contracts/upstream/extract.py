@@ -335,16 +335,4 @@ def _extract(module_name: str, relpath: str, code: str) -> dict[str, Any]:
     if exports is not None and not all(isinstance(item, str) for item in exports):
         exports = None  # built from other modules' __all__: treat every public name as exported
     return {"bindings": bindings, "wildcards": wildcards, "exports": list(exports) if exports is not None else None,
-            "classes": classes, "functions": functions, "top_imports": _top_imports(tree)}
-
-
-def _top_imports(tree: ast.Module) -> list[str]:
-    """Top-level packages that the module's own top-level statements import (not those under
-    `try`, `if` or a function): what importing the module always imports."""
-    found = set()
-    for statement in tree.body:
-        if isinstance(statement, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in statement.names)
-        elif isinstance(statement, ast.ImportFrom) and not statement.level and statement.module:
-            found.add(statement.module.split(".")[0])
-    return sorted(found)
+            "classes": classes, "functions": functions}

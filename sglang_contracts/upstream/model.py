@@ -78,7 +78,6 @@ class ModuleRecord:
     opaque: str | None = None  # why its contents cannot be known (extension module, unparsable file)
     classes: dict[str, dict[str, Any]] = field(default_factory=dict)
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    top_imports: list[str] = field(default_factory=list)  # packages its top-level statements import
     # Why it could not be read or analysed: (stage, error, internal), reported as SGC000/SGC001.
     problem: tuple[str, str, bool] | None = None
 
@@ -254,7 +253,6 @@ class UpstreamModel:
             opaque=extracted.get("opaque"),
             classes=extracted.get("classes", {}),
             functions=extracted.get("functions", {}),
-            top_imports=extracted.get("top_imports", []),
             problem=tuple(extracted["problem"]) if extracted.get("problem") else None,
         )
 
@@ -292,6 +290,15 @@ class UpstreamModel:
     def loaded(self, name: str) -> ModuleRecord | None:
         """The module's record if it was already loaded; never loads."""
         return self._modules.get(name)
+
+    def module_text(self, name: str) -> tuple[str, str] | None:
+        """(relpath, source text) of a module or package, read without extracting it; None when
+        the release has no such file or it cannot be read."""
+        kind, relpath = self._locate(name) if is_upstream(name) else ("", None)
+        if kind not in ("module", "package") or relpath is None:
+            return None
+        text = self.tree.readable_source(relpath)
+        return None if text is None else (relpath, text)
 
     def module_exists(self, name: str) -> bool:
         """Whether the release has the module; answered from folder listings, without parsing it."""

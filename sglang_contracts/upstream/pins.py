@@ -22,9 +22,22 @@ class ReleasePins:
     requires_python: SpecifierSet | None = None  # the Pythons the release installs on, when it says
 
     def matching(self, name: str, environment: dict[str, str], extras: frozenset[str] = frozenset()) -> list[Requirement]:
-        """The release's requirements on distribution `name` installed on `environment`."""
+        """The release's requirements on distribution `name` installed on `environment` with
+        `extras` requested, and the extras they pull in (`all` -> `srt` -> `runtime_common`)."""
         key = normalized(name)
+        extras = self.closed_extras(environment, extras)
         return [r for r in self.requirements if normalized(r.name) == key and applies(r.marker, environment, extras)]
+
+    def closed_extras(self, environment: dict[str, str], extras: frozenset[str]) -> frozenset[str]:
+        """`extras` with every extra that a requested one brings in through the release's own
+        `sglang[x]` requirements, to any depth (a set that only grows: it ends)."""
+        closed = set(extras)
+        while True:
+            more = {extra for r in self.requirements if normalized(r.name) == "sglang"
+                    and applies(r.marker, environment, frozenset(closed)) for extra in r.extras} - closed
+            if not more:
+                return frozenset(closed)
+            closed |= more
 
     def names(self) -> set[str]:
         return {normalized(r.name) for r in self.requirements}

@@ -1,0 +1,235 @@
+"""The SGLang image a project builds on, as its Dockerfiles and build scripts name it.
+
+slime, miles and Relax pin SGLang by Docker image tag, not by `sglang==X`:
+`ARG SGLANG_IMAGE_TAG=v0.5.16` then `FROM lmsysorg/sglang:${SGLANG_IMAGE_TAG}`, `ARG
+BASE_IMAGE=lmsysorg/sglang:v0.5.x`, and build scripts that pass other tags to variants
+(miles' docker/build.py: `"SGLANG_IMAGE_TAG": "v0.5.15-cu129"`). Dockerfiles are read as
+instructions (continued lines joined, `${VAR}` followed to its `ARG`), build scripts with `ast`;
+neither is run.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from sglang_contracts.infra.boundary import read_project_text
+from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.project.index import walk_project
+from sglang_contracts.project.positions import SourcePositions
+from sglang_contracts.requirements import version_in_tag
+
+MAIN_DOCKERFILES = ("Dockerfile", "Containerfile")
+VARIABLE = re.compile(r"\$(?:\{(?P<braced>\w+)(?::?[-+](?P<default>[^}]*))?\}|(?P<bare>\w+))")
+# A name that says it holds SGLang's image or version: SGLANG_IMAGE_TAG, sglang_version, SGLANG_BASE_IMAGE.
+SGLANG_RELEASE_NAME = re.compile(r"(?i)sglang\w*(?:tag|version|image)|(?:tag|version|image)\w*sglang")
+BOUND_NAME = re.compile(r"(?i)min|max|least|lowest|oldest|compat|since|until|supported")  # a bound, not a setting
+IMAGE_REFERENCE = re.compile(r"(?P<repo>[\w.\-/]*\bsgl(?:ang)?[\w\-]*):(?P<tag>[\w.\-]+)")
+# Image repositories that publish stock SGLang builds; an image of another owner is a fork's.
+STOCK_REPOSITORIES = ("lmsysorg/sglang", "rocm/sgl-dev")
+# Branches of an SGLang clone that are stock: a release tag or the default branch.
+STOCK_BRANCH = re.compile(r"v?\d+\.\d+.*|main|master|")
+
+
+@dataclass(frozen=True)
+class ImagePin:
+    """A release of SGLang named as the image (or version) a build starts from."""
+
+    version: str  # the release the tag names: "0.5.15.post1"
+    path: str  # relative to the project root, POSIX
+    line: int
+    written: str  # "ARG SGLANG_IMAGE_TAG=v0.5.16", "FROM slimerl/sglang:v0.5.15.post1-cu129"
+    repository: str | None = None  # the image's repository, when a FROM names it
+    fork_note: str | None = None  # why the image or the source it installs is a fork's
+
+
+def is_dockerfile(name: str) -> bool:
+    lower = name.lower()
+    return lower.startswith(("dockerfile", "containerfile")) or lower.endswith((".dockerfile", ".containerfile"))
+
+
+def is_main_dockerfile(relpath: str) -> bool:
+    """`Dockerfile` itself, not a variant such as `Dockerfile.rocm` or `rocm.Dockerfile`."""
+    return PurePosixPath(relpath).name in MAIN_DOCKERFILES
+
+
+def _instructions(text: str) -> list[tuple[int, str, str]]:
+    """(first line, keyword, arguments) of each instruction; comments dropped, continuations joined."""
+    found, pending, start = [], "", 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if not pending and (not stripped or stripped.startswith("#")):
+            continue
+        if pending and stripped.startswith("#"):
+            continue  # a comment inside a continued instruction
+        if not pending:
+            start = number
+        if stripped.endswith("\\"):
+            pending += stripped[:-1] + " "
+            continue
+        whole = (pending + stripped).strip()
+        pending = ""
+        keyword, _, rest = whole.partition(" ")
+        found.append((start, keyword.upper(), rest.strip()))
+    return found
+
+
+def _arg_defaults(arguments: str) -> dict[str, str]:
+    """`ARG A=1 B="x"` -> {A: 1, B: x}; an ARG without a default sets nothing."""
+    values = {}
+    for item in arguments.split():
+        name, equals, value = item.partition("=")
+        if equals:
+            values[name] = value.strip("\"'")
+    return values
+
+
+def _substitute(text: str, values: dict[str, str]) -> str | None:
+    """`lmsysorg/sglang:${TAG}` with TAG's value; None when a variable has no value to take."""
+    missing = False
+
+    def value_of(match: re.Match) -> str:
+        nonlocal missing
+        name = match.group("braced") or match.group("bare")
+        if name in values:
+            return values[name]
+        if match.group("default") is not None:
+            return match.group("default")
+        missing = True
+        return ""
+
+    result = VARIABLE.sub(value_of, text)
+    return None if missing else result
+
+
+def dockerfile_pins(relpath: str, text: str) -> list[ImagePin]:
+    """Every SGLang image a Dockerfile's FROM lines start from, with the ARG that set its tag."""
+    values: dict[str, str] = {}
+    set_at: dict[str, tuple[int, str]] = {}  # variable -> (line, the ARG as written)
+    froms: list[tuple[int, str, str]] = []
+    branch: tuple[int, str, str] | None = None  # (line, variable, value) of a fork branch or repository
+    for line, keyword, arguments in _instructions(text):
+        if keyword == "ARG":
+            for name, value in _arg_defaults(arguments).items():
+                values[name] = value
+                set_at[name] = (line, f"ARG {name}={value}")
+                if branch is None and re.fullmatch(r"(?i)sglang_(?:branch|repo)\w*", name) and value \
+                        and not STOCK_BRANCH.fullmatch(value) and "sgl-project/sglang" not in value:
+                    branch = (line, name, value)
+        elif keyword == "FROM":
+            words = [w for w in arguments.split() if not w.startswith("--")]
+            if words:
+                froms.append((line, words[0], f"FROM {words[0]}"))
+    found = []
+    for line, image, written in froms:
+        resolved = _substitute(image, values)
+        match = IMAGE_REFERENCE.fullmatch(resolved or "")
+        if match is None:
+            continue
+        version = version_in_tag(match.group("tag"))
+        if version is None:
+            continue  # `latest`, `nightly-dev-20260103-24c91001`: no release to check against
+        # Where the tag was set: the ARG a ${VAR} in the tag names, else the FROM line itself.
+        used = [m.group("braced") or m.group("bare") for m in VARIABLE.finditer(image)]
+        origin = next((set_at[name] for name in reversed(used) if name in set_at), (line, written))
+        repository = match.group("repo")
+        note = None
+        if repository not in STOCK_REPOSITORIES:
+            note = f"{relpath} starts from the image `{repository}`, not a stock SGLang build"
+        elif branch is not None:
+            note = (f"{relpath} installs SGLang from the branch `{branch[2]}` ({branch[1]}, line {branch[0]}), "
+                    "not a stock release")
+        where_written = origin[1] if origin[1].startswith("FROM") else f"{origin[1]} ({written})"
+        found.append(ImagePin(str(version), relpath, origin[0], where_written, repository, note))
+    return found
+
+
+def _key_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript):
+        return _key_name(node.slice)
+    return None
+
+
+def _named_strings(tree: ast.AST) -> list[tuple[str, ast.Constant]]:
+    """(name, string) for each string given a name: a dict entry, an assignment, a keyword."""
+    found = []
+    for node in ast.walk(tree):
+        pairs: list[tuple[ast.AST | str | None, ast.AST]] = []
+        if isinstance(node, ast.Dict):
+            pairs = [(key, value) for key, value in zip(node.keys, node.values) if key is not None]
+        elif isinstance(node, ast.Assign):
+            pairs = [(target, node.value) for target in node.targets]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            pairs = [(node.target, node.value)]
+        elif isinstance(node, ast.keyword) and node.arg:
+            pairs = [(node.arg, node.value)]
+        for key, value in pairs:
+            name = key if isinstance(key, str) else _key_name(key) if key is not None else None
+            if name and isinstance(value, ast.Constant) and isinstance(value.value, str):
+                found.append((name, value))
+    return found
+
+
+def may_name_release(text: str) -> bool:
+    """A cheap test before parsing a Python file: it says sglang and something like a version."""
+    lower = text.lower()
+    return "sglang" in lower and re.search(r"\d\.\d+\.\d", text) is not None
+
+
+def script_mentions(relpath: str, text: str) -> list[list]:
+    """[path, line, col, kind, tag, written] of each SGLang release a Python build script names
+    as data: `"SGLANG_IMAGE_TAG": "v0.5.15-cu129"`, `SGLANG_VERSION = "0.5.15"`,
+    `build(sglang_image_tag="v0.5.15")`, or a string that is an SGLang image reference."""
+    try:
+        tree = parse_quietly(text)
+    except (SyntaxError, ValueError):  # the scan of the file reports it (SGC000)
+        return []
+    positions = SourcePositions(text)
+    lines = text.splitlines()
+    found = []
+    for name, constant in _named_strings(tree):
+        value = constant.value
+        image = IMAGE_REFERENCE.search(value)
+        if SGLANG_RELEASE_NAME.search(name) and not BOUND_NAME.search(name) and version_in_tag(value.strip()):
+            kind, tag, written = "build setting", value.strip(), f"{name}: {value}"
+        elif image is not None and version_in_tag(image.group("tag")) is not None:
+            kind, tag, written = "image tag", image.group("tag"), image.group(0)
+        else:
+            continue
+        start = positions.start(constant)
+        line_text = lines[start.line - 1] if start.line <= len(lines) else ""
+        at = line_text.find(tag, start.col - 1)
+        found.append([relpath, start.line, at + 1 if at >= 0 else start.col, kind, tag, written])
+    return sorted(found)
+
+
+def script_pins(relpath: str, text: str) -> list[ImagePin]:
+    """The releases a Python build script names for an SGLang image, as pins."""
+    return [ImagePin(str(version_in_tag(tag)), path, line, written)
+            for path, line, _, _, tag, written in script_mentions(relpath, text)]
+
+
+def image_pins(root: Path) -> list[ImagePin]:
+    """SGLang images named by the project's Dockerfiles, then by its Python build scripts under docker/."""
+    root = root.resolve()
+    found: list[ImagePin] = []
+    for path in walk_project([root], is_dockerfile):
+        text = read_project_text(path, root)
+        if text is not None and "sgl" in text.lower():
+            found += dockerfile_pins(path.relative_to(root).as_posix(), text)
+    for path in walk_project([root], lambda name: name.endswith(".py")):
+        relpath = path.relative_to(root).as_posix()
+        if "docker" not in relpath.lower() and not PurePosixPath(relpath).name.startswith("build"):
+            continue  # a build script lives by its Dockerfiles or says what it does
+        text = read_project_text(path, root)
+        if text is not None and may_name_release(text):
+            found += script_pins(relpath, text)
+    return found
