@@ -53,7 +53,8 @@ class BodyFacts:
     # self.<name> that the body may fill or hand on: `self.x.append(...)`, `self.x[k] = v`,
     # `f(self.x)`, `y = self.x` (an empty container stays empty only where nothing does)
     mutates: set[str] = field(default_factory=set)
-    # self.<name> = <value>: the first value written, as source text (for messages)
+    # self.<name> = <value>: the values written, in source order, as source text (for messages:
+    # `rust_server = None or rust_server`; the first alone would say only one branch's)
     assigns: dict[str, str] = field(default_factory=dict)
     # self.<name>.<member>: the members the body reads (or calls) on each attribute of self
     members: dict[str, set[str]] = field(default_factory=dict)
@@ -531,7 +532,7 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
     Nested functions and lambdas are left to the caller's plain reads."""
     places: dict[str, list[tuple[tuple[str, ...], ...]]] = {}
     mutates: set[str] = set()
-    assigns: dict[str, str] = {}
+    written: dict[str, list[tuple[int, int, str]]] = {}  # name -> (line, column, value text)
     # (node, conditions holding there); statements lists are walked with their early exits
     pending: list[tuple[object, tuple]] = [(list(node.body), ())]
     while pending:
@@ -576,12 +577,12 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
         if isinstance(child, ast.Assign):
             for target in child.targets:
                 if (name := _self_attribute(target, receiver)) is not None:
-                    assigns.setdefault(name, _short(child.value))
+                    written.setdefault(name, []).append((child.lineno, child.col_offset, _short(child.value)))
             if (name := _self_attribute(child.value, receiver)) is not None:
                 mutates.add(name)  # an alias that may be filled
         elif isinstance(child, ast.AnnAssign) and child.value is not None \
                 and (name := _self_attribute(child.target, receiver)) is not None:
-            assigns.setdefault(name, _short(child.value))
+            written.setdefault(name, []).append((child.lineno, child.col_offset, _short(child.value)))
         elif isinstance(child, ast.AugAssign) and (name := _self_attribute(child.target, receiver)) is not None:
             mutates.add(name)
         elif isinstance(child, ast.Subscript) and isinstance(child.ctx, (ast.Store, ast.Del)) \
@@ -614,6 +615,10 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
         if all(where):  # every place has a condition
             gated[name] = sorted({tuple(sorted(set(c))) for c in where})
             gated[name] = [[list(cond) for cond in place] for place in gated[name]]
+    assigns = {}
+    for name, values in written.items():
+        texts = list(dict.fromkeys(text for _, _, text in sorted(values)))
+        assigns[name] = " or ".join(texts[:2]) + (f" (or {len(texts) - 2} more)" if len(texts) > 2 else "")
     return gated, mutates, assigns
 
 
