@@ -18,7 +18,7 @@ from sglang_contracts.infra.pysource import source_depth
 from sglang_contracts.upstream.model import UpstreamModel
 
 if TYPE_CHECKING:
-    from sglang_contracts.fix.document import Document
+    from sglang_contracts.fix.engine import Workspace
 
 
 @dataclass
@@ -61,9 +61,9 @@ def contract(code: str) -> Callable[[Check], Check]:
     return register
 
 
-# A fix rewrites the place one finding points at, in the document (a project file) it is in:
-# True when it changed the document; a reason it cannot goes to `document.note`.
-Fixer = Callable[[Diagnostic, "Document"], bool]
+# A fix rewrites the place one finding points at, in the project files of the workspace
+# (`workspace.document(path)`): True when it changed one; why it cannot goes to `document.note`.
+Fixer = Callable[[Diagnostic, "Workspace"], bool]
 FIXES: dict[str, Fixer] = {}
 
 
