@@ -71,22 +71,37 @@ def same_definition(old: UpstreamModel, old_origin: str, new: UpstreamModel, new
     return before is not None and before == after
 
 
-def home_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str,
-              candidates: Iterable[str], reference: str) -> str:
-    """The hint for a name the project reached at `old_symbol` in the old release, given the
-    modules of the new release that bind `name` (`candidates`), closest to `reference` first.
-    "; did you mean X?" when X's definition is the same; else the unverified candidates with
-    their signatures, or that none was found."""
+def _origins(new: UpstreamModel, name: str, candidates: Iterable[str], reference: str) -> list[str]:
     origins: list[str] = []
     for module in _by_closeness(candidates, reference):
         symbol = new.resolve_name(module, name)
         origin = symbol.origin if symbol.found and symbol.origin else f"{module}.{name}"
         if origin not in origins:
             origins.append(origin)
-    if old_symbol.found and old_symbol.origin:
-        for origin in origins:
-            if same_definition(old, old_symbol.origin, new, origin):
-                return f"; did you mean {origin}?"
+    return origins
+
+
+def verified_home(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str,
+                  candidates: Iterable[str], reference: str) -> str | None:
+    """Where the new release defines the same object the project reached at `old_symbol`
+    (its qualified name at the definition), or None: what "did you mean X?" names, and what
+    the import fixes rewrite to."""
+    if not (old_symbol.found and old_symbol.origin):
+        return None
+    return next((origin for origin in _origins(new, name, candidates, reference)
+                 if same_definition(old, old_symbol.origin, new, origin)), None)
+
+
+def home_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str,
+              candidates: Iterable[str], reference: str) -> str:
+    """The hint for a name the project reached at `old_symbol` in the old release, given the
+    modules of the new release that bind `name` (`candidates`), closest to `reference` first.
+    "; did you mean X?" when X's definition is the same; else the unverified candidates with
+    their signatures, or that none was found."""
+    home = verified_home(old, old_symbol, new, name, candidates, reference)
+    if home is not None:
+        return f"; did you mean {home}?"
+    origins = _origins(new, name, candidates, reference)
     if not origins:
         return f"; no definition of {name} was found elsewhere in the new release"
     listed = ", ".join(f"{o.rpartition('.')[0]}.{signature_text(new, o)}" for o in origins[:MAX_CANDIDATES])

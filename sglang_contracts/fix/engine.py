@@ -12,6 +12,7 @@ from sglang_contracts.catalog import rule
 from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.fix.document import Document, NotRewritable, read_only, write_atomically
+from sglang_contracts.fix.python import ensure_import
 from sglang_contracts.infra.files import printable_path
 from sglang_contracts.runner import CheckOptions, CheckResult, run_check
 
@@ -89,6 +90,9 @@ def apply_fixes(diagnostics: list[Diagnostic], root: Path, unsafe: bool) -> tupl
             line = f"{printable_path(diagnostic.path)}: not rewritten: {error}"
             if line not in errors:
                 errors.append(line)
+    for document in workspace.documents.values():
+        for module in sorted(document.imports_needed):
+            ensure_import(document, module)
     return workspace, fixed, errors
 
 

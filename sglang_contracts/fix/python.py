@@ -64,5 +64,126 @@ def without(names: Sequence[libcst.ImportAlias], index: int) -> list[libcst.Impo
     """The aliases of an import without the one at `index`, the last one's comma as before."""
     kept = [alias for i, alias in enumerate(names) if i != index]
     if index == len(names) - 1 and kept:
-        kept[-1] = kept[-1].with_changes(comma=names[-1].comma)
+        kept[-1] = kept[-1].with_changes(comma=_closing_comma(kept[-1].comma, names[-1].comma))
     return kept
+
+
+def _closing_comma(mine, removed):
+    """The new last alias's comma: the removed one's (the line's end before `)`), but with the
+    comment this alias's own line ended with."""
+    if (isinstance(mine, libcst.Comma) and isinstance(removed, libcst.Comma)
+            and isinstance(mine.whitespace_after, libcst.ParenthesizedWhitespace)
+            and isinstance(removed.whitespace_after, libcst.ParenthesizedWhitespace)):
+        return removed.with_changes(whitespace_before=mine.whitespace_before, whitespace_after=
+                                    removed.whitespace_after.with_changes(first_line=mine.whitespace_after.first_line))
+    return removed
+
+
+class _MoveImportedName(libcst.CSTTransformer):
+    """`from old import a, name, b` -> `from old import a, b` + `from new import name` on the next
+    line (or the module renamed in place when `name` is all the statement imports)."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, name: str, home: str) -> None:
+        super().__init__()
+        self.target, self.name = (line, column), name
+        self.module, _, self.leaf = home.rpartition(".")
+        self.done = False
+        self.split: libcst.ImportFrom | None = None
+
+    def leave_ImportFrom(self, original: libcst.ImportFrom, updated: libcst.ImportFrom) -> libcst.ImportFrom:
+        if self.done or isinstance(original.names, libcst.ImportStar) or original.relative:
+            return updated
+        for index, alias in enumerate(original.names):
+            start = self.get_metadata(PositionProvider, alias).start
+            if (start.line, start.column) != self.target or dotted_text(alias.name) != self.name:
+                continue
+            self.done = True
+            keep_as = alias.asname or (libcst.AsName(libcst.Name(self.name)) if self.leaf != self.name else None)
+            moved = updated.names[index].with_changes(name=libcst.Name(self.leaf), asname=keep_as)
+            if len(original.names) == 1:
+                return updated.with_changes(module=dotted(self.module), names=[moved])
+            self.split = libcst.ImportFrom(module=dotted(self.module),
+                                           names=[moved.with_changes(comma=libcst.MaybeSentinel.DEFAULT)])
+            return updated.with_changes(names=without(updated.names, index))
+        return updated
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if self.split is None:
+            return updated
+        added, self.split = libcst.SimpleStatementLine(body=[self.split]), None
+        return libcst.FlattenSentinel([updated, added])
+
+
+def move_imported_name(document: Document, line: int, col: int, name: str, home: str) -> bool:
+    """Import `name` (imported at 1-based line:col) from where `home` (`pkg.mod.leaf`) defines it."""
+    transformer = _MoveImportedName(line, col - 1, name, home)
+    module = MetadataWrapper(document.module).visit(transformer)
+    if not transformer.done or module.code == document.text:
+        return False
+    document.module = module
+    return True
+
+
+class _ReplaceAttribute(libcst.CSTTransformer):
+    """`m.name` (its `name` at line:column) -> the expression `replacement`."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, replacement: str) -> None:
+        super().__init__()
+        self.target, self.replacement = (line, column), replacement
+        self.done = False
+
+    def leave_Attribute(self, original: libcst.Attribute, updated: libcst.Attribute):
+        if not self.done:
+            start = self.get_metadata(PositionProvider, original.attr).start
+            if (start.line, start.column) == self.target:
+                self.done = True
+                return dotted(self.replacement).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+        return updated
+
+
+def replace_attribute(document: Document, line: int, col: int, replacement: str) -> bool:
+    transformer = _ReplaceAttribute(line, col - 1, replacement)
+    module = MetadataWrapper(document.module).visit(transformer)
+    if not transformer.done or module.code == document.text:
+        return False
+    document.module = module
+    return True
+
+
+def ensure_import(document: Document, module_name: str) -> None:
+    """`import module_name` at module level, after the last top-level import, unless the file has it."""
+    module = document.module
+    last = -1
+    for index, statement in enumerate(module.body):
+        if not isinstance(statement, libcst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, libcst.Import):
+                last = index
+                if any(dotted_text(alias.name) == module_name and alias.asname is None for alias in small.names):
+                    return
+            elif isinstance(small, libcst.ImportFrom):
+                last = index
+    if last == -1 and module.body and _is_docstring(module.body[0]):
+        last = 0
+    added = libcst.parse_statement(f"import {module_name}\n")
+    body = list(module.body)
+    body.insert(last + 1, added)
+    document.module = module.with_changes(body=body)
+
+
+def replace_string(document: Document, line: int, col: int, value: str) -> bool:
+    """The plain string literal at 1-based line:col now says `value` (its prefix and quotes kept)."""
+    def edit(node: libcst.SimpleString) -> libcst.SimpleString:
+        return node.with_changes(value=f"{node.prefix}{node.quote}{value}{node.quote}")
+
+    return edit_at(document, line, col, (libcst.SimpleString,), edit)
+
+
+def _is_docstring(statement: libcst.CSTNode) -> bool:
+    return (isinstance(statement, libcst.SimpleStatementLine) and isinstance(statement.body[0], libcst.Expr)
+            and isinstance(statement.body[0].value, (libcst.SimpleString, libcst.ConcatenatedString)))
