@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.gitapply import (
     ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_patch,
 )
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.files import Unreadable
-from sglang_contracts.project.patchfile import FilePatch, PatchFile, release_relpath, sglang_patch_files
+from sglang_contracts.project.patchfile import (
+    FilePatch, Hunk, PatchFile, parse_patch, release_relpath, sglang_patch_files, split_lines,
+)
 from sglang_contracts.sources.base import PACKAGE, ReleaseTree
 
 FULLY_READ = (".py", ".pyi")  # a wheel from the package index reads its other files as empty
@@ -144,3 +147,56 @@ def patch_hunk_already_upstream(ctx: CheckContext) -> Iterator[Diagnostic]:
                 continue
             yield finding_at("SGC902", relpath, _line(now), 1, now.file.path, severity="info" if broken_before else None,
                              what=_what(now), old=ctx.old_version, new=ctx.new_version)
+
+
+@fixes("SGC902")
+def drop_upstream_hunk(diagnostic: Diagnostic, workspace) -> bool:
+    """Drop the hunk the new release already contains (its file's section, when it was the
+    file's only hunk); the later hunks of that file start where the new release has their
+    lines. Written only if every other hunk gets the same `git apply --check` verdict against
+    the new release as before; a patch whose every hunk is upstream is left whole (delete it)."""
+    document = workspace.document(diagnostic.path)
+    patch = parse_patch(document.text)
+    if patch.error is not None:
+        return False
+    located = [(file, hunk) for file in patch.files for hunk in file.hunks if hunk.line == diagnostic.line]
+    if not located:
+        return False
+    file, hunk = located[0]
+    if len(patch.files) == 1 and len(file.hunks) == 1:
+        document.note(diagnostic.line, diagnostic.col, "SGC902", "every hunk of the patch is upstream: "
+                      "delete the patch file (and where it is applied) by hand")
+        return False
+    edited = _without_hunk(split_lines(document.text), patch, file, hunk)
+    tree = workspace.result.new.release.tree
+    before = [v.status for v in check_patch(patch, *tree_reader(tree)) if v.hunk is not hunk]
+    after = parse_patch(edited)
+    if after.error is not None or [v.status for v in check_patch(after, *tree_reader(tree))] != before:
+        document.note(diagnostic.line, diagnostic.col, "SGC902", "the patch without this hunk would not apply "
+                      "as it does now: drop it by hand")
+        return False
+    document.text = edited
+    return True
+
+
+def _without_hunk(lines: list[str], patch: PatchFile, file: FilePatch, hunk: Hunk) -> str:
+    def end_of(last: Hunk) -> int:  # 0-based index after a hunk's body and its `\ No newline` marks
+        index = last.line + len(last.body)
+        while index < len(lines) and lines[index].startswith("\\ "):
+            index += 1
+        return index
+
+    if len(file.hunks) == 1:  # the file's whole section goes: its header up to its last hunk's end
+        start, stop = file.line - 1, end_of(hunk)
+        return "".join(lines[:start] + lines[stop:])
+    delta = hunk.new_count - hunk.old_count
+    kept = lines[:hunk.line - 1] + lines[end_of(hunk):]
+    for later in file.hunks[file.hunks.index(hunk) + 1:]:
+        # The new release has the dropped change: a later hunk's old lines sit `delta` further down.
+        index = later.line - 1 - (end_of(hunk) - (hunk.line - 1))
+        kept[index] = _renumbered(kept[index], later.old_start + delta)
+    return "".join(kept)
+
+
+def _renumbered(header: str, old_start: int) -> str:
+    return re.sub(r"^@@ -\d+", f"@@ -{old_start}", header, count=1)

@@ -25,8 +25,9 @@ UNPARSABLE = "SGC000"
 class Workspace:
     """The project files one round of fixes edits, opened once each, and those refused."""
 
-    def __init__(self, root: Path, refused: dict[str, str]) -> None:
+    def __init__(self, root: Path, refused: dict[str, str], result: CheckResult | None = None) -> None:
         self.root = root.resolve()
+        self.result = result  # the check the findings come from: the releases, for fixes that re-check
         self.documents: dict[str, Document] = {}
         self.refused = dict(refused)  # relpath -> why no fix may touch it
 
@@ -74,11 +75,12 @@ def can_fix(diagnostic: Diagnostic, unsafe: bool) -> bool:
     return rule(diagnostic.code).fix == "safe" or unsafe
 
 
-def apply_fixes(diagnostics: list[Diagnostic], root: Path, unsafe: bool) -> tuple[Workspace, int, list[str]]:
+def apply_fixes(result: CheckResult, unsafe: bool) -> tuple[Workspace, int, list[str]]:
     """One round: every fixable finding's fix, bottom-up in each file so that an edit never moves
-    a place a later fix points at. Returns the workspace, how many fixes applied, and notes."""
+    a place a later fix points at. Returns the workspace, how many fixes applied, and errors."""
+    diagnostics = result.diagnostics
     refused = {d.path: "cannot parse this file" for d in diagnostics if d.code == UNPARSABLE}
-    workspace = Workspace(root, refused)
+    workspace = Workspace(result.project.root, refused, result)
     fixed = 0
     errors: list[str] = []
     ordered = sorted((d for d in diagnostics if can_fix(d, unsafe)), key=lambda d: (d.path, -d.line, -d.col, d.code))
@@ -112,9 +114,8 @@ def run_fix(paths: list[Path], options: CheckOptions, *, unsafe: bool = False, w
         # The old release stays what it was: the fix moves the project's own pin to the new one.
         options = dataclasses.replace(options, old=result.pin[0])
     report = FixReport(found=len(result.diagnostics))
-    root = result.project.root
     for _ in range(MAX_ROUNDS):
-        workspace, fixed, errors = apply_fixes(result.diagnostics, root, unsafe)
+        workspace, fixed, errors = apply_fixes(result, unsafe)
         report.errors += [e for e in errors if e not in report.errors]
         for document in workspace.documents.values():
             report.notes += [n for n in document.notes if n not in report.notes]
