@@ -187,3 +187,94 @@ def replace_string(document: Document, line: int, col: int, value: str) -> bool:
 def _is_docstring(statement: libcst.CSTNode) -> bool:
     return (isinstance(statement, libcst.SimpleStatementLine) and isinstance(statement.body[0], libcst.Expr)
             and isinstance(statement.body[0].value, (libcst.SimpleString, libcst.ConcatenatedString)))
+
+
+# Calls that build an empty container: the only non-literal values a fix writes.
+EMPTY_CONTAINERS = {"list": None, "dict": None, "set": None, "tuple": None, "frozenset": None,
+                    "deque": "collections", "OrderedDict": "collections", "Counter": "collections"}
+
+
+def plain_value(value: str, document: Document) -> str | None:
+    """`value` (as upstream writes it) when it is a literal or an empty container's constructor,
+    spelled so that it runs in `document` (`collections.deque()` where `deque` is not imported);
+    None otherwise."""
+    import ast
+
+    try:
+        expression = ast.parse(value, mode="eval").body
+    except SyntaxError:
+        return None
+    try:
+        ast.literal_eval(expression)
+        return value
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
+    if not (isinstance(expression, ast.Call) and isinstance(expression.func, ast.Name)
+            and not expression.args and not expression.keywords and expression.func.id in EMPTY_CONTAINERS):
+        return None
+    name, module = expression.func.id, EMPTY_CONTAINERS[expression.func.id]
+    if module is None or _imports_name(document.module, module, name):
+        return f"{name}()"
+    document.imports_needed.add(module)
+    return f"{module}.{name}()"
+
+
+def _imports_name(module: libcst.Module, source: str, name: str) -> bool:
+    for statement in module.body:
+        if isinstance(statement, libcst.SimpleStatementLine):
+            for small in statement.body:
+                if (isinstance(small, libcst.ImportFrom) and small.module is not None
+                        and dotted_text(small.module) == source and not isinstance(small.names, libcst.ImportStar)
+                        and any(a.asname is None and dotted_text(a.name) == name for a in small.names)):
+                    return True
+    return False
+
+
+def _self_assignment(statement: libcst.CSTNode) -> bool:
+    return (isinstance(statement, libcst.SimpleStatementLine)
+            and any(isinstance(small, (libcst.Assign, libcst.AnnAssign)) and _targets_self(small)
+                    for small in statement.body))
+
+
+def _targets_self(small) -> bool:
+    targets = [t.target for t in small.targets] if isinstance(small, libcst.Assign) else [small.target]
+    return any(isinstance(t, libcst.Attribute) and isinstance(t.value, libcst.Name) and t.value.value == "self"
+               for t in targets)
+
+
+class _SetInInit(libcst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, class_name: str, line: int, values: dict[str, str]) -> None:
+        super().__init__()
+        self.class_name, self.line, self.values = class_name, line, values
+        self.done = False
+
+    def leave_ClassDef(self, original: libcst.ClassDef, updated: libcst.ClassDef):
+        where = self.get_metadata(PositionProvider, original)
+        if self.done or original.name.value != self.class_name or not where.start.line <= self.line <= where.end.line:
+            return updated
+        body = list(updated.body.body)
+        for index, statement in enumerate(body):
+            if isinstance(statement, libcst.FunctionDef) and statement.name.value == "__init__":
+                body[index] = self._extended(statement)
+                self.done = True
+                return updated.with_changes(body=updated.body.with_changes(body=body))
+        return updated
+
+    def _extended(self, init: libcst.FunctionDef) -> libcst.FunctionDef:
+        statements = list(init.body.body)
+        last = max((i for i, s in enumerate(statements) if _self_assignment(s)), default=len(statements) - 1)
+        added = [libcst.parse_statement(f"self.{attr} = {value}\n") for attr, value in self.values.items()]
+        statements[last + 1:last + 1] = added
+        return init.with_changes(body=init.body.with_changes(body=statements))
+
+
+def set_in_init(document: Document, class_name: str, line: int, values: dict[str, str]) -> bool:
+    """Add `self.attr = value` lines to the `__init__` of the class `class_name` defined at `line`."""
+    transformer = _SetInInit(class_name, line, values)
+    module = MetadataWrapper(document.module).visit(transformer)
+    if not transformer.done or module.code == document.text:
+        return False
+    document.module = module
+    return True
