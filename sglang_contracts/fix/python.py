@@ -278,3 +278,73 @@ def set_in_init(document: Document, class_name: str, line: int, values: dict[str
         return False
     document.module = module
     return True
+
+
+class _AddParameters(libcst.CSTTransformer):
+    """Parameters added to the function whose name is at line:column, and passed on by keyword
+    in its calls of the upstream method (`super().name(...)`, `Base.name(self, ...)`)."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, method: str, added: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.target, self.method, self.added = (line, column), method, added
+        self.depth = 0  # > 0 inside the override
+        self.done = False
+
+    def visit_FunctionDef(self, node: libcst.FunctionDef) -> None:
+        start = self.get_metadata(PositionProvider, node.name).start
+        if self.depth or (start.line, start.column) == self.target and node.name.value == self.method:
+            self.depth += 1
+
+    def leave_FunctionDef(self, original: libcst.FunctionDef, updated: libcst.FunctionDef):
+        if not self.depth:
+            return updated
+        self.depth -= 1
+        if self.depth:
+            return updated
+        self.done = True
+        parameters = updated.params
+        taken = {p.name.value for p in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params)}
+        for name, kind, default in self.added:
+            if name in taken:
+                continue
+            param = libcst.Param(libcst.Name(name), default=libcst.parse_expression(default),
+                                 equal=libcst.AssignEqual(libcst.SimpleWhitespace(""), libcst.SimpleWhitespace("")))
+            if kind == "ko":
+                star = parameters.star_arg
+                parameters = parameters.with_changes(
+                    kwonly_params=[*parameters.kwonly_params, param],
+                    star_arg=libcst.ParamStar() if isinstance(star, libcst.MaybeSentinel) else star)
+            else:
+                parameters = parameters.with_changes(params=[*parameters.params, param])
+        return updated.with_changes(params=parameters)
+
+    def leave_Call(self, original: libcst.Call, updated: libcst.Call):
+        if not self.depth or not self._calls_upstream(updated):
+            return updated
+        passed = {arg.keyword.value for arg in updated.args if arg.keyword is not None}
+        extra = [libcst.Arg(libcst.Name(name), keyword=libcst.Name(name),
+                            equal=libcst.AssignEqual(libcst.SimpleWhitespace(""), libcst.SimpleWhitespace("")))
+                 for name, _, _ in self.added if name not in passed]
+        return updated.with_changes(args=[*updated.args, *extra]) if extra else updated
+
+    def _calls_upstream(self, call: libcst.Call) -> bool:
+        func = call.func
+        if not (isinstance(func, libcst.Attribute) and func.attr.value == self.method):
+            return False
+        if isinstance(func.value, libcst.Call) and isinstance(func.value.func, libcst.Name) \
+                and func.value.func.value == "super":
+            return True
+        first = call.args[0].value if call.args else None
+        on_a_class = not (isinstance(func.value, libcst.Name) and func.value.value == "self")
+        return on_a_class and isinstance(first, libcst.Name) and first.value == "self"
+
+
+def add_parameters(document: Document, line: int, col: int, method: str, added: list[tuple[str, str, str]]) -> bool:
+    transformer = _AddParameters(line, col - 1, method, added)
+    module = MetadataWrapper(document.module).visit(transformer)
+    if not transformer.done or module.code == document.text:
+        return False
+    document.module = module
+    return True
