@@ -75,19 +75,20 @@ def can_fix(diagnostic: Diagnostic, unsafe: bool) -> bool:
     return rule(diagnostic.code).fix == "safe" or unsafe
 
 
-def apply_fixes(result: CheckResult, unsafe: bool) -> tuple[Workspace, int, list[str]]:
+def apply_fixes(result: CheckResult, unsafe: bool) -> tuple[Workspace, list[Diagnostic], list[str]]:
     """One round: every fixable finding's fix, bottom-up in each file so that an edit never moves
-    a place a later fix points at. Returns the workspace, how many fixes applied, and errors."""
+    a place a later fix points at. Returns the workspace, the findings fixed, and errors."""
     diagnostics = result.diagnostics
     refused = {d.path: "cannot parse this file" for d in diagnostics if d.code == UNPARSABLE}
     workspace = Workspace(result.project.root, refused, result)
-    fixed = 0
+    fixed: list[Diagnostic] = []
     errors: list[str] = []
     ordered = sorted((d for d in diagnostics if can_fix(d, unsafe)), key=lambda d: (d.path, -d.line, -d.col, d.code))
     for diagnostic in ordered:
         try:
             workspace.document(diagnostic.path)
-            fixed += bool(FIXES[diagnostic.code](diagnostic, workspace))
+            if FIXES[diagnostic.code](diagnostic, workspace):
+                fixed.append(diagnostic)
         except NotRewritable as error:
             line = f"{printable_path(diagnostic.path)}: not rewritten: {error}"
             if line not in errors:
@@ -106,6 +107,32 @@ def unified_diff(document: Document) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
+def _key(diagnostic: Diagnostic) -> tuple:
+    return diagnostic.code, diagnostic.path, diagnostic.symbol, diagnostic.message
+
+
+def remaining_after(first: list[Diagnostic], fixed: list[Diagnostic], last: list[Diagnostic]) -> list[Diagnostic]:
+    """What is left: the first check's findings no fix took (where the last check still has one
+    alike, at its place now), and what the last check found that the first did not. Not the last
+    check alone: contracts are differential, and a project already rewritten for the new release
+    no longer binds on the old one, so the last check cannot see a break a fix did not touch
+    (a removed keyword beside a renamed one in the same call)."""
+    taken = {id(d) for d in fixed}
+    now: dict[tuple, list[Diagnostic]] = {}
+    for diagnostic in last:
+        now.setdefault(_key(diagnostic), []).append(diagnostic)
+    fixed_keys = {_key(d) for d in fixed}
+    left = []
+    for diagnostic in first:
+        if id(diagnostic) in taken or _key(diagnostic) in fixed_keys:
+            continue
+        alike = now.get(_key(diagnostic))
+        left.append(alike.pop(0) if alike else diagnostic)
+    first_keys = {_key(d) for d in first}
+    left += [d for d in last if _key(d) not in first_keys | fixed_keys]
+    return sorted(left, key=Diagnostic.sort_key)
+
+
 def run_fix(paths: list[Path], options: CheckOptions, *, unsafe: bool = False, write: bool = True) -> FixReport:
     """Fix what can be fixed; with `write` False, only compute the diff (nothing is written)."""
     options = dataclasses.replace(options, replay=False)  # a fix needs the findings' data, not a replay
@@ -113,7 +140,9 @@ def run_fix(paths: list[Path], options: CheckOptions, *, unsafe: bool = False, w
     if options.old is None and result.pin is not None:
         # The old release stays what it was: the fix moves the project's own pin to the new one.
         options = dataclasses.replace(options, old=result.pin[0])
-    report = FixReport(found=len(result.diagnostics))
+    first = result.diagnostics
+    report = FixReport(found=len(first))
+    fixed_all: list[Diagnostic] = []
     for _ in range(MAX_ROUNDS):
         workspace, fixed, errors = apply_fixes(result, unsafe)
         report.errors += [e for e in errors if e not in report.errors]
@@ -121,12 +150,11 @@ def run_fix(paths: list[Path], options: CheckOptions, *, unsafe: bool = False, w
             report.notes += [n for n in document.notes if n not in report.notes]
         changed = [doc for doc in workspace.documents.values() if doc.changed]
         if not write:
-            report.fixed += fixed
+            fixed_all += fixed
             report.diffs = [unified_diff(doc) for doc in sorted(changed, key=lambda d: d.relpath)]
             report.changed = sorted(doc.relpath for doc in changed)
-            report.remaining = [d for d in result.diagnostics if not can_fix(d, unsafe)]
             break
-        written = 0
+        written = set()
         for document in changed:
             try:
                 write_atomically(workspace.path_of(document.relpath), document.encoded())
@@ -134,17 +162,18 @@ def run_fix(paths: list[Path], options: CheckOptions, *, unsafe: bool = False, w
                 report.errors.append(f"{printable_path(document.relpath)}: not written: "
                                      f"{getattr(error, 'strerror', None) or error}")
                 continue
-            written += 1
+            written.add(document.relpath)
             if document.relpath not in report.changed:
                 report.changed.append(document.relpath)
-        report.fixed += fixed if written else 0
+        unwritten = {doc.relpath for doc in changed} - written
+        fixed_all += [d for d in fixed if d.path not in unwritten]
         if not written:
-            report.remaining = result.diagnostics
             break
         result = run_check(paths, options)
-        report.remaining = result.diagnostics
-        if not any(can_fix(d, unsafe) for d in result.diagnostics):
+        if not any(can_fix(d, unsafe) and _key(d) not in {_key(f) for f in fixed_all} for d in result.diagnostics):
             break
+    report.fixed = len(fixed_all)
+    report.remaining = remaining_after(first, fixed_all, result.diagnostics if write else first)
     report.changed.sort()
     report.last = result
     return report
