@@ -167,7 +167,7 @@ def _fix(args: argparse.Namespace) -> int:
     if args.diff:
         sys.stdout.write("".join(report.diffs))
         if not args.quiet:
-            print(f"{report.found} findings: {report.fixed} fixable, {len(report.remaining)} remaining "
+            print(f"{report.found} findings: {report.fixed} would be fixed, {len(report.remaining)} remaining "
                   f"({len(report.changed)} file{'s' * (len(report.changed) != 1)} would change)", file=sys.stderr)
         return 1 if report.changed else 0
     root = report.last.project.root
