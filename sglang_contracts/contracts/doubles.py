@@ -13,7 +13,7 @@ from typing import Iterator
 import libcst
 
 from sglang_contracts.contracts.base import CheckContext, contract, fixes
-from sglang_contracts.contracts.hints import verified_home
+from sglang_contracts.contracts.hints import moved_home
 from sglang_contracts.contracts.resolve import project_view, resolvers
 from sglang_contracts.contracts.serverargs import field_sets, typed_as_server_args
 from sglang_contracts.contracts.targets import upstream_dotted
@@ -68,7 +68,7 @@ def _target_home(ctx: CheckContext, dotted: str) -> str | None:
         if not ctx.old.module_exists(module):
             continue
         candidates = ctx.new.find_definitions({name}).get(name, [])
-        home = verified_home(ctx.old, ctx.old.resolve_name(module, name), ctx.new, name, candidates, module)
+        home = moved_home(ctx.old, ctx.old.resolve_name(module, name), ctx.new, name, candidates, module)
         moved = ".".join([home, *rest]) if home else None
         return moved if moved and resolve_target(ctx.new, moved).found else None
     return None

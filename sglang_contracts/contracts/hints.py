@@ -92,6 +92,20 @@ def verified_home(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, na
                  if same_definition(old, old_symbol.origin, new, origin)), None)
 
 
+def moved_home(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str,
+               candidates: Iterable[str], reference: str) -> str | None:
+    """The verified home, when it is where the definition moved: a place the old release did
+    not define it, or where it re-exported the very definition the project used. An identical
+    copy that already lived elsewhere (sglang.multimodal_gen's copy of parallel_state) is another
+    object, with its own module globals: the hint may name it, a fix must not import it."""
+    home = verified_home(old, old_symbol, new, name, candidates, reference)
+    if home is None:
+        return None
+    module, _, leaf = home.rpartition(".")
+    before = old.resolve_name(module, leaf) if old.module_exists(module) else None
+    return home if before is None or not before.found or before.origin == old_symbol.origin else None
+
+
 def home_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str,
               candidates: Iterable[str], reference: str) -> str:
     """The hint for a name the project reached at `old_symbol` in the old release, given the

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract, fixes
-from sglang_contracts.contracts.hints import home_hint, module_hint, verified_home
+from sglang_contracts.contracts.hints import home_hint, module_hint, moved_home
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.fix import python as python_edits
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
@@ -79,7 +79,7 @@ def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
             reference = outcome.old.origin or outcome.fact.module
             candidates = found.get(outcome.fact.name, [])
             outcome.hint = home_hint(ctx.old, outcome.old, ctx.new, outcome.fact.name, candidates, reference)
-            outcome.home = verified_home(ctx.old, outcome.old, ctx.new, outcome.fact.name, candidates, reference)
+            outcome.home = moved_home(ctx.old, outcome.old, ctx.new, outcome.fact.name, candidates, reference)
         else:
             leaf = outcome.fact.module.rsplit(".", 1)[-1]
             imported = statements.get((outcome.facts.path, outcome.fact.module_position), [])
@@ -202,7 +202,7 @@ def module_attribute_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]
     for facts, position, module, attr in losses:
         was = ctx.old.resolve_name(module, attr)
         hint = home_hint(ctx.old, was, ctx.new, attr, found.get(attr, []), module)
-        home = verified_home(ctx.old, was, ctx.new, attr, found.get(attr, []), module)
+        home = moved_home(ctx.old, was, ctx.new, attr, found.get(attr, []), module)
         yield finding("SGC105", facts, position, f"{module}.{attr}", module=module, attr=attr,
                       old=ctx.old_version, new=ctx.new_version, hint=hint, home=home)
 

@@ -75,9 +75,12 @@ def can_fix(diagnostic: Diagnostic, unsafe: bool) -> bool:
     return rule(diagnostic.code).fix == "safe" or unsafe
 
 
-def apply_fixes(result: CheckResult, unsafe: bool) -> tuple[Workspace, list[Diagnostic], list[str]]:
+def apply_fixes(result: CheckResult, unsafe: bool,
+                notes: dict[tuple, list[str]] | None = None) -> tuple[Workspace, list[Diagnostic], list[str]]:
     """One round: every fixable finding's fix, bottom-up in each file so that an edit never moves
-    a place a later fix points at. Returns the workspace, the findings fixed, and errors."""
+    a place a later fix points at. Returns the workspace, the findings fixed, and errors; what
+    each fix said of the finding it left goes to `notes`, by the finding (a later round's
+    finding, at a moved line, is the same finding)."""
     diagnostics = result.diagnostics
     refused = {d.path: "cannot parse this file" for d in diagnostics if d.code == UNPARSABLE}
     workspace = Workspace(result.project.root, refused, result)
@@ -89,6 +92,11 @@ def apply_fixes(result: CheckResult, unsafe: bool) -> tuple[Workspace, list[Diag
             workspace.document(diagnostic.path)
             if FIXES[diagnostic.code](diagnostic, workspace):
                 fixed.append(diagnostic)
+            said = [line for document in workspace.documents.values() for line in document.notes]
+            for document in workspace.documents.values():
+                document.notes.clear()
+            if notes is not None and said:
+                notes.setdefault(_key(diagnostic), said)
         except NotRewritable as error:
             line = f"{printable_path(diagnostic.path)}: not rewritten: {error}"
             if line not in errors:
@@ -143,11 +151,10 @@ def run_fix(paths: list[Path], options: CheckOptions, *, unsafe: bool = False, w
     first = result.diagnostics
     report = FixReport(found=len(first))
     fixed_all: list[Diagnostic] = []
+    notes: dict[tuple, list[str]] = {}
     for _ in range(MAX_ROUNDS):
-        workspace, fixed, errors = apply_fixes(result, unsafe)
+        workspace, fixed, errors = apply_fixes(result, unsafe, notes)
         report.errors += [e for e in errors if e not in report.errors]
-        for document in workspace.documents.values():
-            report.notes += [n for n in document.notes if n not in report.notes]
         changed = [doc for doc in workspace.documents.values() if doc.changed]
         if not write:
             fixed_all += fixed
@@ -173,6 +180,7 @@ def run_fix(paths: list[Path], options: CheckOptions, *, unsafe: bool = False, w
         if not any(can_fix(d, unsafe) and _key(d) not in {_key(f) for f in fixed_all} for d in result.diagnostics):
             break
     report.fixed = len(fixed_all)
+    report.notes = [line for said in notes.values() for line in said]
     report.remaining = remaining_after(first, fixed_all, result.diagnostics if write else first)
     report.changed.sort()
     report.last = result
