@@ -3,7 +3,6 @@ tested by their catalog examples in test_catalog.py)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import stat
 from pathlib import Path
@@ -16,6 +15,7 @@ from sglang_contracts.cli import main
 from sglang_contracts.diagnostics import finding_at
 from sglang_contracts.fix.engine import apply_fixes, run_fix
 from sglang_contracts.runner import CheckOptions
+from test_reliability import write as tree
 
 # A name that moved unchanged (SGC102, safe), a mirrored pin SGLang moved (SGC701, safe).
 UPSTREAM_OLD = {
@@ -36,14 +36,6 @@ IMPORTS = ("# The device helpers.\n"
            "    stays,\n"
            ")\n\n"
            "DEVICE = get_device(0)  # keep\n")
-
-
-def tree(root: Path, files: dict[str, str | bytes]) -> Path:
-    for relpath, content in files.items():
-        path = root / relpath
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    return root
 
 
 @pytest.fixture()

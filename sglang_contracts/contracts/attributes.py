@@ -170,16 +170,10 @@ def _parsed(value: str):
 @fixes("SGC321")
 def read_renamed_attribute(diagnostic: Diagnostic, workspace) -> bool:
     """Read the attribute under its new name, where the new release renamed it in place."""
-    renamed = diagnostic.data.get("renamed_to")
-    document = workspace.document(diagnostic.path)
-    if not document.python:
-        return False
-    if not renamed:
-        document.note(diagnostic.line, diagnostic.col, "SGC321", "the new release shows no rename in place")
-        return False
     attr = diagnostic.data["attr"]
-    return python_edits.edit_at(document, diagnostic.line, diagnostic.col, (libcst.Name,),
-                                lambda name: name.with_changes(value=renamed) if name.value == attr else name)
+    return python_edits.rename_at(diagnostic, workspace, (libcst.Name,),
+                                  lambda name, new: name.with_changes(value=new) if name.value == attr else name,
+                                  "the new release shows no rename in place")
 
 
 # -- SGC322 ---------------------------------------------------------------------------------

@@ -184,16 +184,9 @@ def renamed_in_place(item: CallBreak, name: str) -> str | None:
 @fixes("SGC201")
 def rename_keyword(diagnostic: Diagnostic, workspace) -> bool:
     """Pass the keyword under its new name, where the new release renamed it in place."""
-    renamed = diagnostic.data.get("renamed_to")
-    document = workspace.document(diagnostic.path)
-    if not document.python:
-        return False
-    if not renamed:
-        document.note(diagnostic.line, diagnostic.col, "SGC201", "the new release removed the keyword, "
-                      "it did not rename it in place: port the call by hand")
-        return False
-    return python_edits.edit_at(document, diagnostic.line, diagnostic.col, (libcst.Arg,),
-                                lambda arg: arg.with_changes(keyword=libcst.Name(renamed)))
+    return python_edits.rename_at(diagnostic, workspace, (libcst.Arg,),
+                                  lambda arg, new: arg.with_changes(keyword=libcst.Name(new)),
+                                  "the new release removed the keyword, it did not rename it in place: port the call by hand")
 
 
 def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> Iterator[Diagnostic]:

@@ -35,7 +35,25 @@ class _AtPosition(libcst.CSTTransformer):
 def edit_at(document: Document, line: int, col: int, kinds: tuple[type, ...], edit: Edit) -> bool:
     """Edit the node of one of `kinds` at a finding's 1-based (line, col); whether one was there
     and the file changed."""
-    transformer = _AtPosition(line, col - 1, kinds, edit)
+    return transform(document, _AtPosition(line, col - 1, kinds, edit))
+
+
+def rename_at(diagnostic, workspace, kinds: tuple[type, ...], rename: Callable[[libcst.CSTNode, str], libcst.CSTNode],
+              unrenamed: str) -> bool:
+    """The fix of a name renamed in place (SGC201, SGC321): the node of `kinds` at the finding
+    gets the check's `renamed_to`; without one, the finding is left, saying `unrenamed`."""
+    document = workspace.document(diagnostic.path)
+    renamed = diagnostic.data.get("renamed_to")
+    if not document.python:
+        return False
+    if not renamed:
+        document.note(diagnostic.line, diagnostic.col, diagnostic.code, unrenamed)
+        return False
+    return edit_at(document, diagnostic.line, diagnostic.col, kinds, lambda node: rename(node, renamed))
+
+
+def transform(document: Document, transformer: libcst.CSTTransformer) -> bool:
+    """Run a transformer that sets `done` when it found its node; whether the file changed."""
     module = MetadataWrapper(document.module).visit(transformer)
     if not transformer.done or module.code == document.text:
         return False
@@ -118,12 +136,7 @@ class _MoveImportedName(libcst.CSTTransformer):
 
 def move_imported_name(document: Document, line: int, col: int, name: str, home: str) -> bool:
     """Import `name` (imported at 1-based line:col) from where `home` (`pkg.mod.leaf`) defines it."""
-    transformer = _MoveImportedName(line, col - 1, name, home)
-    module = MetadataWrapper(document.module).visit(transformer)
-    if not transformer.done or module.code == document.text:
-        return False
-    document.module = module
-    return True
+    return transform(document, _MoveImportedName(line, col - 1, name, home))
 
 
 class _ReplaceAttribute(libcst.CSTTransformer):
@@ -146,12 +159,7 @@ class _ReplaceAttribute(libcst.CSTTransformer):
 
 
 def replace_attribute(document: Document, line: int, col: int, replacement: str) -> bool:
-    transformer = _ReplaceAttribute(line, col - 1, replacement)
-    module = MetadataWrapper(document.module).visit(transformer)
-    if not transformer.done or module.code == document.text:
-        return False
-    document.module = module
-    return True
+    return transform(document, _ReplaceAttribute(line, col - 1, replacement))
 
 
 def ensure_import(document: Document, module_name: str) -> None:
@@ -272,12 +280,7 @@ class _SetInInit(libcst.CSTTransformer):
 
 def set_in_init(document: Document, class_name: str, line: int, values: dict[str, str]) -> bool:
     """Add `self.attr = value` lines to the `__init__` of the class `class_name` defined at `line`."""
-    transformer = _SetInInit(class_name, line, values)
-    module = MetadataWrapper(document.module).visit(transformer)
-    if not transformer.done or module.code == document.text:
-        return False
-    document.module = module
-    return True
+    return transform(document, _SetInInit(class_name, line, values))
 
 
 class _AddParameters(libcst.CSTTransformer):
@@ -342,9 +345,4 @@ class _AddParameters(libcst.CSTTransformer):
 
 
 def add_parameters(document: Document, line: int, col: int, method: str, added: list[tuple[str, str, str]]) -> bool:
-    transformer = _AddParameters(line, col - 1, method, added)
-    module = MetadataWrapper(document.module).visit(transformer)
-    if not transformer.done or module.code == document.text:
-        return False
-    document.module = module
-    return True
+    return transform(document, _AddParameters(line, col - 1, method, added))
