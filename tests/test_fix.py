@@ -193,3 +193,34 @@ def test_the_bundled_example_gets_what_the_readme_says_and_the_rest_stays_report
     assert {"SGC000", "SGC101", "SGC201", "SGC302", "SGC312", "SGC401"} <= codes  # reported, not fixed
     assert not {"SGC701", "SGC902"} & codes
     assert after["demo_omni/broken.py"] == before["demo_omni/broken.py"]
+
+
+def test_stack_fixes_work_wherever_a_finding_points(tmp_path):
+    """SGC701/SGC702 fixes read only the finding's position and message fields, so a finding in
+    any file the check reads as text (a Dockerfile's pip line, a build script) is fixed alike."""
+    root = tree(tmp_path, {"pyproject.toml": "", "docker/Dockerfile":
+                           "RUN pip install flashinfer_python==0.6.18 'torch==2.8.0'\n",
+                           "scripts/build.sh": 'SGLANG_VERSION="0.1.0.post2"\ndocker build -t app:sglang-v0.1.0-cu129 .\n'})
+    findings = [
+        finding_at("SGC701", "docker/Dockerfile", 1, 44, "torch", pinned="torch==2.8.0", name="torch",
+                   change="2.8.0 -> 2.9.1", old="0.1.0", new="0.2.0"),
+        finding_at("SGC701", "docker/Dockerfile", 1, 17, "flashinfer_python", pinned="flashinfer_python==0.6.18",
+                   name="flashinfer-python", change="0.6.18 -> 0.7.1", old="0.1.0", new="0.2.0"),
+        finding_at("SGC702", "scripts/build.sh", 1, 17, "sglang", written="0.1.0.post2", what="this variable",
+                   old="0.1.0", new="0.2.0"),
+        finding_at("SGC702", "scripts/build.sh", 2, 28, "sglang", written="v0.1.0-cu129", what="this tag",
+                   old="0.1.0", new="0.2.0"),
+    ]
+    result = SimpleNamespace(diagnostics=findings, project=SimpleNamespace(root=root))
+    workspace, fixed, errors = apply_fixes(result, unsafe=False)
+    assert len(fixed) == 4 and not errors
+    assert workspace.document("docker/Dockerfile").text == "RUN pip install flashinfer_python==0.7.1 'torch==2.9.1'\n"
+    assert workspace.document("scripts/build.sh").text == 'SGLANG_VERSION="0.2.0"\ndocker build -t app:sglang-v0.2.0-cu129 .\n'
+
+
+def test_rules_and_explain_say_which_rules_fix(capsys):
+    assert main(["rules"]) == 0
+    rows = {line.split()[0]: line.split()[3] for line in capsys.readouterr().out.splitlines()}
+    assert rows["SGC102"] == "safe" and rows["SGC302"] == "unsafe" and rows["SGC101"] not in ("safe", "unsafe")
+    assert main(["explain", "SGC312"]) == 0
+    assert "Fix (unsafe, with --unsafe-fixes): Sets each attribute" in capsys.readouterr().out
