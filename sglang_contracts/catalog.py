@@ -15,6 +15,9 @@ from typing import Any
 from sglang_contracts.infra.errors import ContractsError
 
 SEVERITIES = {"error", "warning"}
+# ruff's split: a safe fix is certain from the new release; an unsafe one is a judgement a
+# maintainer should read, applied only with --unsafe-fixes.
+FIX_SAFETIES = {"safe", "unsafe"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,17 @@ class Example:
 
 
 @dataclass(frozen=True)
+class FixExample:
+    """A project before and after `fix`, against two upstream releases; files not in `after` stay as they were."""
+
+    title: str
+    old: dict[str, str]
+    new: dict[str, str]
+    before: dict[str, str]
+    after: dict[str, str]
+
+
+@dataclass(frozen=True)
 class Rule:
     code: str
     name: str
@@ -85,6 +99,9 @@ class Rule:
     # For contracts already broken on the old release (--report-unresolved): the change
     # the main message describes did not happen, so it needs its own words.
     unresolved_message: str | None = None
+    fix: str | None = None  # "safe" or "unsafe" when the rule can rewrite the project
+    fix_description: str = ""
+    fix_examples: tuple[FixExample, ...] = ()
 
     def render(self, fields: dict[str, Any], *, unresolved: bool = False) -> str:
         template = self.unresolved_message if unresolved and self.unresolved_message else self.message
@@ -122,11 +139,20 @@ def _load_rule(path: Path) -> Rule:
             examples=examples,
             source=path,
             unresolved_message=data.get("unresolved_message"),
+            fix=data.get("fix"),
+            fix_description=data.get("fix_description", "").strip(),
+            fix_examples=tuple(
+                FixExample(title=raw["title"], old=raw.get("old", {}), new=raw.get("new", {}),
+                           before=raw["before"], after=raw["after"])
+                for raw in data.get("fix_examples", [])
+            ),
         )
     except (KeyError, TypeError, tomllib.TOMLDecodeError) as error:
         raise ContractsError(f"{path}: malformed rule entry ({error})") from None
     if rule.severity not in SEVERITIES or path.stem != rule.code:
         raise ContractsError(f"{path}: code must match the file name and severity be error or warning")
+    if rule.fix is not None and (rule.fix not in FIX_SAFETIES or not rule.fix_description):
+        raise ContractsError(f"{path}: fix must be \"safe\" or \"unsafe\", with a fix_description")
     return rule
 
 

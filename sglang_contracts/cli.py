@@ -1,4 +1,4 @@
-"""Command line: `sglang-contracts check`, `patch classify`, `patch rebase`, `rules`, `explain`."""
+"""Command line: `sglang-contracts check`, `fix`, `patch classify`, `patch rebase`, `rules`, `explain`."""
 
 from __future__ import annotations
 
@@ -33,15 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Options that the configuration file can also set default to None: "not given here".
     check = commands.add_parser("check", help="check a project against an SGLang bump")
-    check.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or folders to check (default: .)")
-    check.add_argument("--old", help="the release the project works with (default: its sglang==X pin)")
-    check.add_argument("--new", help="the release to bump to: a version, a git ref with --sglang-repo, or a directory")
-    check.add_argument("--sglang-repo", type=Path, help="a local SGLang clone; --old/--new are then git refs (tags such as v0.5.22)")
-    check.add_argument("--config", type=Path, metavar="FILE",
-                       help="configuration file (default: [tool.sglang-contracts] in the project's pyproject.toml)")
+    _add_run_options(check)
     check.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
-    check.add_argument("--select", type=_codes, help="comma-separated code prefixes to report (default: SGC)")
-    check.add_argument("--ignore", type=_codes, help="comma-separated code prefixes not to report")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when something is reported")
     check.add_argument("--report-unresolved", action="store_true", default=None,
                        help="also report, as info, contracts already broken on the old release")
@@ -51,10 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--write-baseline", type=Path, metavar="FILE",
                        help="write every finding to FILE as accepted (justifications already in FILE are kept) and exit 0")
     check.add_argument("--statistics", action="store_true", help="count the findings per code at the end")
-    check.add_argument("--no-cache", action="store_true", help="do not read or write the extraction caches")
-    check.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
-    check.add_argument("-q", "--quiet", action="store_true", help="no progress display and no summary line")
-    check.add_argument("-v", "--verbose", action="store_true", help="say what was loaded, on standard error")
+    _add_cache_options(check)
+
+    fix = commands.add_parser("fix", help="rewrite what the bump breaks where the new release makes the fix certain")
+    _add_run_options(fix)
+    fix.add_argument("--baseline", type=Path, metavar="FILE", help="leave the findings this baseline accepts")
+    fix.add_argument("--diff", action="store_true", help="print the unified diff and write nothing (exit 1 if it would change a file)")
+    fix.add_argument("--unsafe-fixes", action="store_true", help="also apply the fixes marked unsafe (judgements to review)")
+    _add_cache_options(fix)
+    fix.set_defaults(write_baseline=None, report_unresolved=None, report_unused_noqa=None)
 
     patch = commands.add_parser("patch", help="work with .patch files against SGLang")
     patch_commands = patch.add_subparsers(dest="patch_command", required=True)
@@ -80,6 +78,25 @@ def build_parser() -> argparse.ArgumentParser:
     explain = commands.add_parser("explain", help="print one rule's catalog entry")
     explain.add_argument("code")
     return parser
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """What `check` and `fix` share: the project, the releases, the configuration, the rules."""
+    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or folders to check (default: .)")
+    parser.add_argument("--old", help="the release the project works with (default: its sglang==X pin)")
+    parser.add_argument("--new", help="the release to bump to: a version, a git ref with --sglang-repo, or a directory")
+    parser.add_argument("--sglang-repo", type=Path, help="a local SGLang clone; --old/--new are then git refs (tags such as v0.5.22)")
+    parser.add_argument("--config", type=Path, metavar="FILE",
+                        help="configuration file (default: [tool.sglang-contracts] in the project's pyproject.toml)")
+    parser.add_argument("--select", type=_codes, help="comma-separated code prefixes to report (default: SGC)")
+    parser.add_argument("--ignore", type=_codes, help="comma-separated code prefixes not to report")
+
+
+def _add_cache_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the extraction caches")
+    parser.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress display and no summary line")
+    parser.add_argument("-v", "--verbose", action="store_true", help="say what was loaded, on standard error")
 
 
 def _first(*values):
@@ -149,6 +166,33 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if result.diagnostics and not args.exit_zero else 0
 
 
+def _fix(args: argparse.Namespace) -> int:
+    from sglang_contracts.fix.engine import run_fix
+    from sglang_contracts.infra import progress
+    from sglang_contracts.reporters.base import display_path
+    from sglang_contracts.reporters.text import format_line
+
+    paths, options = _options(args)
+    with progress.showing(sys.stderr.isatty() and not args.quiet):
+        report = run_fix(paths, options, unsafe=args.unsafe_fixes, write=not args.diff)
+    for line in report.errors:
+        print(f"sglang-contracts: error: {line}", file=sys.stderr)
+    for line in report.notes:
+        print(line, file=sys.stderr)
+    if args.diff:
+        sys.stdout.write("".join(report.diffs))
+        if not args.quiet:
+            print(f"{report.found} findings: {report.fixed} would be fixed, {len(report.remaining)} remaining "
+                  f"({len(report.changed)} file{'s' * (len(report.changed) != 1)} would change)", file=sys.stderr)
+        return 1 if report.changed else 0
+    root = report.last.project.root
+    for diagnostic in report.remaining:
+        print(format_line(diagnostic, display_path(root, diagnostic.path)))
+    if not args.quiet:
+        print(f"{report.found} findings: {report.fixed} fixed, {len(report.remaining)} remaining")
+    return 1 if report.remaining or report.errors else 0
+
+
 def _write_baseline(path: Path, result) -> int:
     from sglang_contracts.baseline import read_baseline, write_baseline
 
@@ -196,7 +240,7 @@ def _rules() -> int:
     rules = load_catalog().values()
     width = max(len(rule.name) for rule in rules)
     for rule in rules:
-        print(f"{rule.code}  {rule.name:<{width}} {rule.severity:<8} {rule.summary}")
+        print(f"{rule.code}  {rule.name:<{width}} {rule.severity:<8} {rule.fix or '':<7} {rule.summary}")
     return 0
 
 
@@ -206,6 +250,8 @@ def _explain(code: str) -> int:
     entry = rule(code.upper())
     print(f"{entry.code} {entry.name} ({entry.severity})\n\n{entry.summary}\n\n{entry.description}\n")
     print(f"Message: {entry.message}\nReference: {entry.reference}")
+    if entry.fix:
+        print(f"\nFix ({entry.fix}{', with --unsafe-fixes' * (entry.fix == 'unsafe')}): {entry.fix_description}")
     for example in entry.examples:
         print(f"\nExample: {example.title}" + (" (the pin alone: --old X --new X)" if example.pin_alone else ""))
         releases = (("sglang", example.old),) if example.pin_alone else (("old sglang", example.old), ("new sglang", example.new))
@@ -220,6 +266,8 @@ def _explain(code: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.command == "check":
         return _check(args)
+    if args.command == "fix":
+        return _fix(args)
     if args.command == "rules":
         return _rules()
     if args.command == "patch" and args.patch_command == "rebase":

@@ -24,11 +24,14 @@ class Diagnostic:
     old: dict[str, Any] | None = field(default=None, compare=False)  # what the old release says of `symbol`
     new: dict[str, Any] | None = field(default=None, compare=False)
     fingerprint: str = field(default="", compare=False)  # stable across unrelated line moves
+    # The fields the message was rendered from (and any a check adds for its fix, such as the
+    # verified new home of a moved name): what a fix reads instead of parsing the message.
+    data: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.col, self.code, self.message)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # the reporters' record: `data` stays internal
         return {
             "path": self.path, "line": self.line, "col": self.col, "end_line": self.end_line,
             "end_col": self.end_col, "code": self.code, "severity": self.severity,
@@ -38,7 +41,7 @@ class Diagnostic:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Diagnostic":
-        return cls(**{key: value for key, value in data.items() if key != "surface"})
+        return cls(**{key: value for key, value in data.items() if key not in ("surface", "data")})
 
 
 def finding(code: str, facts: FileFacts, position: Position, symbol: str, *,
@@ -51,14 +54,16 @@ def finding_at(code: str, path: str, line: int, col: int, symbol: str, *,
                severity: str | None = None, **fields: Any) -> Diagnostic:
     """The same for a place in any project file (a Dockerfile, a pyproject, a .patch)."""
     entry = rule(code)
+    fields = {"symbol": symbol, **fields}
     return Diagnostic(
         path=path,
         line=line,
         col=col,
         code=code,
         severity=severity or entry.severity,
-        message=entry.render({"symbol": symbol, **fields}, unresolved=severity == "info"),
+        message=entry.render(fields, unresolved=severity == "info"),
         symbol=symbol,
+        data=fields,
     )
 
 

@@ -77,3 +77,40 @@ def test_rule_messages_render_with_what_the_checks_provide(tmp_path: Path) -> No
         for diagnostic in result.diagnostics:
             if diagnostic.code == code:
                 assert "0.1.0" in diagnostic.message and "0.2.0" in diagnostic.message, diagnostic.message
+
+
+FIX_EXAMPLES = [(code, example) for code, rule in CATALOG.items() for example in rule.fix_examples]
+
+
+@pytest.mark.parametrize(("code", "example"), FIX_EXAMPLES, ids=[f"{c}-{e.title[:40]}" for c, e in FIX_EXAMPLES])
+def test_fix_example(tmp_path: Path, code: str, example) -> None:
+    """`fix` turns the example's project into its `after` (every other file byte-identical),
+    and a second run changes nothing."""
+    from sglang_contracts.fix.engine import run_fix
+
+    old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
+    new = upstream_tree(tmp_path / "new", example.new, "0.2.0")
+    before = {"pyproject.toml": "[project]\nname = 'app'\n", **example.before}
+    project = write_tree(tmp_path / "project", before)
+    options = CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1)
+    unsafe = CATALOG[code].fix == "unsafe"
+    report = run_fix([project], options, unsafe=unsafe)
+    assert report.fixed and not report.errors
+    for relpath, text in before.items():
+        assert (project / relpath).read_bytes().decode() == example.after.get(relpath, text), relpath
+    # What the fix leaves, it says why it left.
+    left = [d for d in report.remaining if d.code == code]
+    assert len(left) == sum(f" {code} not fixed: " in note for note in report.notes), (left, report.notes)
+    again = run_fix([project], options, unsafe=unsafe)
+    assert again.fixed == 0 and not again.changed
+
+
+@pytest.mark.parametrize("code", sorted(CATALOG))
+def test_fix_is_documented_with_examples(code: str) -> None:
+    """A rule can fix exactly when a fix is registered, and then it documents it with an example."""
+    from sglang_contracts.contracts.base import FIXES
+
+    rule = CATALOG[code]
+    assert (code in FIXES) == (rule.fix is not None)
+    if rule.fix:
+        assert rule.fix_description and rule.fix_examples

@@ -33,8 +33,8 @@ def try_repo(repo, tmp_path_factory):
     home = tmp_path_factory.mktemp("pre-commit-home")
     cache = tmp_path_factory.mktemp("contracts-cache")
 
-    def run(*files: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, "-m", "pre_commit", "try-repo", str(CHECKOUT), "sglang-contracts",
+    def run(*files: str, hook: str = "sglang-contracts") -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "pre_commit", "try-repo", str(CHECKOUT), hook,
                    "--color", "never", "--files", *files]
         # Not checkout_env: inside its own virtualenv the hook must find the package it installed.
         env = {**GIT_IDENTITY, "PATH": __import__("os").environ["PATH"], "HOME": str(home),
@@ -60,3 +60,17 @@ def test_hook_passes_on_a_clean_file(try_repo):
     result = try_repo("demo_omni/__init__.py")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Passed" in result.stdout and reported(result.stdout) == []
+
+
+def test_fix_hook_rewrites_the_named_files_and_fails_the_commit(try_repo, repo):
+    """pre-commit fails a hook that changed files: the fix is then reviewed and staged."""
+    before = (repo / "pyproject.toml").read_text()
+    try:
+        result = try_repo("pyproject.toml", hook="sglang-contracts-fix")
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "files were modified by this hook" in result.stdout
+        after = (repo / "pyproject.toml").read_text()
+        assert '"sglang==0.9.1"' in after and '"transformers==4.51.0"' in after
+        assert (repo / "docs/install.md").read_text().count("sglang==0.9.0") == 1  # not a named file
+    finally:
+        (repo / "pyproject.toml").write_text(before)

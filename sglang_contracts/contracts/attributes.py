@@ -12,10 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+import ast
+
+import libcst
+
+from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.imports import upstream_reads
 from sglang_contracts.contracts.resolve import Instance, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.fix import python as python_edits
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
 from sglang_contracts.project.index import mentions
 from sglang_contracts.project.named_reads import named_reads, names_in_files, snake_name
@@ -124,7 +129,51 @@ def _report(code: str, ctx: CheckContext, lost: LostAttribute, **fields: str) ->
 @contract("SGC321")
 def attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for lost in [*_typed_losses(ctx), *_class_attribute_losses(ctx)]:
-        yield _report("SGC321", ctx, lost)
+        yield _report("SGC321", ctx, lost, renamed_to=renamed_attribute(ctx, lost))
+
+
+def _assignments(model: UpstreamModel, classes: list[str]) -> dict[tuple[str, str], str]:
+    """(method, attribute) -> the value it assigns to `self.attribute`, over the classes' MROs."""
+    found: dict[tuple[str, str], str] = {}
+    for origin in classes:
+        for owner in model.mro(origin)[0]:
+            for method, record in (model.class_record(owner) or {}).get("methods", {}).items():
+                for attr, value in record.get("assigns", {}).items():
+                    found.setdefault((method, attr), value)
+    return found
+
+
+def renamed_attribute(ctx: CheckContext, lost: LostAttribute) -> str | None:
+    """The attribute's new name, where the new release shows a rename in place: the method that
+    set it now sets, to the same expression (not a bare constant), exactly one attribute the old
+    release did not have."""
+    if lost.was.kind != "instance":
+        return None
+    before = _assignments(ctx.old, [lost.owner])
+    after = _assignments(ctx.new, lost.now_origins)
+    renames = set()
+    for (method, attr), value in before.items():
+        if attr != lost.attr or isinstance(_parsed(value), ast.Constant):
+            continue
+        renames |= {name for (where, name), now in after.items()
+                    if where == method and now == value and ctx.old.member(lost.owner, name) is None}
+    return renames.pop() if len(renames) == 1 else None
+
+
+def _parsed(value: str):
+    try:
+        return ast.parse(value, mode="eval").body
+    except SyntaxError:
+        return None
+
+
+@fixes("SGC321")
+def read_renamed_attribute(diagnostic: Diagnostic, workspace) -> bool:
+    """Read the attribute under its new name, where the new release renamed it in place."""
+    attr = diagnostic.data["attr"]
+    return python_edits.rename_at(diagnostic, workspace, (libcst.Name,),
+                                  lambda name, new: name.with_changes(value=new) if name.value == attr else name,
+                                  "the new release shows no rename in place")
 
 
 # -- SGC322 ---------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.boundary import Problem, problem_for
@@ -16,6 +16,9 @@ from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.infra.pysource import source_depth
 from sglang_contracts.upstream.model import UpstreamModel
+
+if TYPE_CHECKING:
+    from sglang_contracts.fix.engine import Workspace
 
 
 @dataclass
@@ -53,6 +56,24 @@ def contract(code: str) -> Callable[[Check], Check]:
         if code in CHECKS:
             raise ValueError(f"two checks registered for {code}")
         CHECKS[code] = function
+        return function
+
+    return register
+
+
+# A fix rewrites the place one finding points at, in the project files of the workspace
+# (`workspace.document(path)`): True when it changed one; why it cannot goes to `document.note`.
+Fixer = Callable[[Diagnostic, "Workspace"], bool]
+FIXES: dict[str, Fixer] = {}
+
+
+def fixes(code: str) -> Callable[[Fixer], Fixer]:
+    """Register the fix for one rule code, beside its check (safe or unsafe: rules/<code>.toml)."""
+
+    def register(function: Fixer) -> Fixer:
+        if code in FIXES:
+            raise ValueError(f"two fixes registered for {code}")
+        FIXES[code] = function
         return function
 
     return register

@@ -15,10 +15,11 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.resolve import ProjectClass, ProjectView, Resolver, project_view, resolvers
 from sglang_contracts.contracts.subclasses import body_change, body_preview
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.fix import python as python_edits
 from sglang_contracts.project.facts import FileFacts, Position
 from sglang_contracts.upstream.model import Member, is_upstream
 
@@ -444,7 +445,31 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
             yield finding("SGC312", need.root.facts, need.root.position, f"{borrower.cls.key}.{attr}",
                           severity="warning" if stale else None,
                           cls=borrower.cls.fact.name, attr=attr, attrs=listed, call_path=path, setter=where,
-                          note=note, old=ctx.old_version, new=ctx.new_version)
+                          note=note, old=ctx.old_version, new=ctx.new_version,
+                          values={name: setter[1] if setter else None for name, _, setter in members},
+                          class_path=borrower.cls.facts.path, class_line=borrower.cls.fact.position.line)
+
+
+@fixes("SGC312")
+def set_in_init(diagnostic: Diagnostic, workspace) -> bool:
+    """Set each attribute in the class's `__init__` (after its last `self.x = ...` line) to the
+    value upstream gives it, when that is a literal or an empty container; others are left."""
+    document = workspace.document(diagnostic.data["class_path"])
+    if not document.python:
+        return False
+    settable, left = {}, []
+    for attr, value in diagnostic.data["values"].items():
+        spelled = python_edits.plain_value(value, document) if value else None
+        if spelled is None:
+            left.append(f"self.{attr}" + (f" (upstream: {value})" if value else ""))
+        else:
+            settable[attr] = spelled
+    if left:
+        document.note(diagnostic.line, diagnostic.col, "SGC312", f"{', '.join(left)}: not a literal or an empty "
+                      "container upstream; set it by hand")
+    if not settable:
+        return False
+    return python_edits.set_in_init(document, diagnostic.data["cls"], diagnostic.data["class_line"], settable)
 
 
 def _small_class_members(view: ProjectView, facts: FileFacts, types: tuple[str, ...]) -> tuple[frozenset[str], str] | None:

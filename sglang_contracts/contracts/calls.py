@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+import libcst
+
+from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.resolve import resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.fix import python as python_edits
 from sglang_contracts.project.facts import ArgFact, CallFact, FileFacts, Position
 from sglang_contracts.upstream.model import Signature
 
@@ -160,12 +163,30 @@ def _fields(item: CallBreak, old_version: str) -> dict[str, str]:
     """What changed upstream for this call, in the words each rule's message uses."""
     name = item.problem.detail
     if item.problem.code == "SGC201":
-        return {"name": name, "change": f"has no field {name} any more"}
+        return {"name": name, "change": f"has no field {name} any more", "renamed_to": renamed_in_place(item, name)}
     if item.problem.code == "SGC202":
         was = "optional" if any(p[0] == name for p in item.old.params) else "absent"
         return {"name": name, "was": was,
                 "change": f"has a new required field {name} ({was} in {old_version}) that this call does not set"}
     return {"change": name, "new_params": _signature_text(item.new), "old_params": _signature_text(item.old)}
+
+
+def renamed_in_place(item: CallBreak, name: str) -> str | None:
+    """The new name of a keyword renamed in place: the new release has, where `name` was, a
+    parameter the old one had not, of the same kind and default-ness, after the same parameters."""
+    old, new = item.old.params, item.new.params
+    index = next((i for i, p in enumerate(old) if p[0] == name), None)
+    if index is None or index >= len(new) or old[:index] != new[:index] or new[index][0] in {p[0] for p in old}:
+        return None
+    return new[index][0] if new[index][1:] == old[index][1:] and new[index][1] in ("pk", "ko") else None
+
+
+@fixes("SGC201")
+def rename_keyword(diagnostic: Diagnostic, workspace) -> bool:
+    """Pass the keyword under its new name, where the new release renamed it in place."""
+    return python_edits.rename_at(diagnostic, workspace, (libcst.Arg,),
+                                  lambda arg, new: arg.with_changes(keyword=libcst.Name(new)),
+                                  "the new release removed the keyword, it did not rename it in place: port the call by hand")
 
 
 def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> Iterator[Diagnostic]:

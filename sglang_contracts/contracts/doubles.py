@@ -10,12 +10,16 @@ import textwrap
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+import libcst
+
+from sglang_contracts.contracts.base import CheckContext, contract, fixes
+from sglang_contracts.contracts.hints import moved_home
 from sglang_contracts.contracts.resolve import project_view, resolvers
 from sglang_contracts.contracts.serverargs import field_sets, typed_as_server_args
 from sglang_contracts.contracts.targets import upstream_dotted
 from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding, finding_at
+from sglang_contracts.fix import python as python_edits
 from sglang_contracts.project.data_probes import data_probes
 from sglang_contracts.project.facts import FileFacts, Position
 from sglang_contracts.infra.pysource import parse_quietly
@@ -49,10 +53,40 @@ def _patch_targets(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str
 
 @contract("SGC601")
 def patch_target_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for facts, position, dotted, how in _patch_targets(ctx):
-        if resolve_target(ctx.old, dotted).found and resolve_target(ctx.new, dotted).missing:
-            yield finding("SGC601", facts, position, dotted, target=dotted, how=how,
-                          old=ctx.old_version, new=ctx.new_version)
+    gone = [(facts, position, dotted, how) for facts, position, dotted, how in _patch_targets(ctx)
+            if resolve_target(ctx.old, dotted).found and resolve_target(ctx.new, dotted).missing]
+    for facts, position, dotted, how in gone:
+        yield finding("SGC601", facts, position, dotted, target=dotted, how=how, old=ctx.old_version,
+                      new=ctx.new_version, home=_target_home(ctx, dotted))
+
+
+def _target_home(ctx: CheckContext, dotted: str) -> str | None:
+    """Where the new release has the same object a gone target named: the module-level name
+    (a function, a class) found at a verified new home, with any member path after it."""
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        module, name, rest = ".".join(parts[:cut]), parts[cut], parts[cut + 1:]
+        if not ctx.old.module_exists(module):
+            continue
+        candidates = ctx.new.find_definitions({name}).get(name, [])
+        home = moved_home(ctx.old, ctx.old.resolve_name(module, name), ctx.new, name, candidates, module)
+        moved = ".".join([home, *rest]) if home else None
+        return moved if moved and resolve_target(ctx.new, moved).found else None
+    return None
+
+
+@fixes("SGC601")
+def patch_new_home(diagnostic: Diagnostic, workspace) -> bool:
+    """Patch the target where the new release defines the same object: the string is rewritten
+    when it spells the upstream path itself (not a project re-export, not `patch.object`)."""
+    home = diagnostic.data.get("home")
+    document = workspace.document(diagnostic.path)
+    if not home or not document.python:
+        return False
+    literal = python_edits.nodes_at(document, diagnostic.line, diagnostic.col, (libcst.SimpleString,))
+    if not literal or literal[0].evaluated_value != diagnostic.data["target"]:
+        return False
+    return python_edits.replace_string(document, diagnostic.line, diagnostic.col, home)
 
 
 # -- SGC602: fakes ---------------------------------------------------------------------

@@ -73,22 +73,51 @@ def same_definition(old: UpstreamModel, old_origin: str, new: UpstreamModel, new
     return before is not None and before == after
 
 
-def home_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str,
-              candidates: Iterable[str], reference: str) -> str:
-    """The hint for a name the project reached at `old_symbol` in the old release, given the
-    modules of the new release that bind `name` (`candidates`), closest to `reference` first.
-    "; did you mean X?" when X's definition is the same; else the unverified candidates with
-    their signatures, or that none was found."""
+def _origins(new: UpstreamModel, name: str, candidates: Iterable[str], reference: str) -> list[str]:
     origins: list[str] = []
     for module in _by_closeness(candidates, reference):
         symbol = new.resolve_name(module, name)
         origin = symbol.origin if symbol.found and symbol.origin else f"{module}.{name}"
         if origin not in origins:
             origins.append(origin)
-    if old_symbol.found and old_symbol.origin:
-        for origin in origins:
-            if same_definition(old, old_symbol.origin, new, origin):
-                return f"; did you mean {origin}?"
+    return origins
+
+
+def verified_home(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str,
+                  candidates: Iterable[str], reference: str) -> str | None:
+    """Where the new release defines the same object the project reached at `old_symbol`
+    (its qualified name at the definition), or None: what "did you mean X?" names, and what
+    the import fixes rewrite to."""
+    if not (old_symbol.found and old_symbol.origin):
+        return None
+    return next((origin for origin in _origins(new, name, candidates, reference)
+                 if same_definition(old, old_symbol.origin, new, origin)), None)
+
+
+def moved_home(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str,
+               candidates: Iterable[str], reference: str) -> str | None:
+    """The verified home, when it is where the definition moved: a place the old release did
+    not define it, or where it re-exported the very definition the project used. An identical
+    copy that already lived elsewhere (sglang.multimodal_gen's copy of parallel_state) is another
+    object, with its own module globals: the hint may name it, a fix must not import it."""
+    home = verified_home(old, old_symbol, new, name, candidates, reference)
+    if home is None:
+        return None
+    module, _, leaf = home.rpartition(".")
+    before = old.resolve_name(module, leaf) if old.module_exists(module) else None
+    return home if before is None or not before.found or before.origin == old_symbol.origin else None
+
+
+def home_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str,
+              candidates: Iterable[str], reference: str) -> str:
+    """The hint for a name the project reached at `old_symbol` in the old release, given the
+    modules of the new release that bind `name` (`candidates`), closest to `reference` first.
+    "; did you mean X?" when X's definition is the same; else the unverified candidates with
+    their signatures, or that none was found."""
+    home = verified_home(old, old_symbol, new, name, candidates, reference)
+    if home is not None:
+        return f"; did you mean {home}?"
+    origins = _origins(new, name, candidates, reference)
     outside = _outside_hint(new, name, reference)
     if not origins:
         return f"; no definition of {name} was found elsewhere in the new release{outside}"

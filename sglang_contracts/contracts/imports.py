@@ -7,9 +7,10 @@ import sys
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
-from sglang_contracts.contracts.hints import home_hint, module_hint
+from sglang_contracts.contracts.base import CheckContext, contract, fixes
+from sglang_contracts.contracts.hints import home_hint, module_hint, moved_home
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.fix import python as python_edits
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
 from sglang_contracts.project.stack import python_floor
 from sglang_contracts.upstream.model import MISSING, Symbol, UpstreamModel, is_upstream
@@ -24,6 +25,7 @@ class ImportOutcome:
     new: Symbol
     broken_on_old: bool  # the contract did not hold on the old release either
     hint: str = ""
+    home: str | None = None  # where the new release defines the same object (what the fix imports)
 
 
 def _closest(candidates: list[str], reference: str) -> str | None:
@@ -75,8 +77,9 @@ def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
     for outcome in live:
         if outcome.change == "name-gone":
             reference = outcome.old.origin or outcome.fact.module
-            outcome.hint = home_hint(ctx.old, outcome.old, ctx.new, outcome.fact.name,
-                                     found.get(outcome.fact.name, []), reference)
+            candidates = found.get(outcome.fact.name, [])
+            outcome.hint = home_hint(ctx.old, outcome.old, ctx.new, outcome.fact.name, candidates, reference)
+            outcome.home = moved_home(ctx.old, outcome.old, ctx.new, outcome.fact.name, candidates, reference)
         else:
             leaf = outcome.fact.module.rsplit(".", 1)[-1]
             imported = statements.get((outcome.facts.path, outcome.fact.module_position), [])
@@ -125,7 +128,19 @@ def name_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]:
     for outcome in _lost(ctx, "name-gone"):
         yield finding("SGC102", outcome.facts, outcome.fact.position, outcome.fact.target,
                       severity=_severity(outcome), name=outcome.fact.name, module=outcome.fact.module,
-                      old=ctx.old_version, new=ctx.new_version, was=_defined_at(outcome.old), hint=outcome.hint)
+                      old=ctx.old_version, new=ctx.new_version, was=_defined_at(outcome.old), hint=outcome.hint,
+                      home=outcome.home)
+
+
+@fixes("SGC102")
+def import_from_new_home(diagnostic: Diagnostic, workspace) -> bool:
+    """Import the name from where the new release defines the same object (the hint's verified
+    "did you mean"); a statement importing other names too is split in two."""
+    home = diagnostic.data.get("home")
+    document = workspace.document(diagnostic.path)
+    if not home or not document.python:
+        return False
+    return python_edits.move_imported_name(document, diagnostic.line, diagnostic.col, diagnostic.data["name"], home)
 
 
 @contract("SGC103")
@@ -185,9 +200,25 @@ def module_attribute_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]
     losses = list(_module_attribute_losses(ctx))
     found = ctx.new.find_definitions({attr for *_, attr in losses})
     for facts, position, module, attr in losses:
-        hint = home_hint(ctx.old, ctx.old.resolve_name(module, attr), ctx.new, attr, found.get(attr, []), module)
+        was = ctx.old.resolve_name(module, attr)
+        hint = home_hint(ctx.old, was, ctx.new, attr, found.get(attr, []), module)
+        home = moved_home(ctx.old, was, ctx.new, attr, found.get(attr, []), module)
         yield finding("SGC105", facts, position, f"{module}.{attr}", module=module, attr=attr,
-                      old=ctx.old_version, new=ctx.new_version, hint=hint)
+                      old=ctx.old_version, new=ctx.new_version, hint=hint, home=home)
+
+
+@fixes("SGC105")
+def read_from_new_home(diagnostic: Diagnostic, workspace) -> bool:
+    """`m.name` -> `pkg.new_module.name`, with `import pkg.new_module` added at the top, where
+    the new release defines the same object there."""
+    home = diagnostic.data.get("home")
+    document = workspace.document(diagnostic.path)
+    if not home or not document.python:
+        return False
+    if not python_edits.replace_attribute(document, diagnostic.line, diagnostic.col, home):
+        return False
+    document.imports_needed.add(home.rpartition(".")[0])
+    return True
 
 
 NOT_CHECKED = "its SGLang contracts are not checked"

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.patch.gitapply import (
-    ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_stack,
+    ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_patch, check_stack,
 )
-from sglang_contracts.patch.patchfile import PatchFile
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, split_lines
 from sglang_contracts.patch.release import PatchedTree, find_moved, stock_tree, tree_reader
 from sglang_contracts.patch.stack import PatchStacks, patch_stacks
 
@@ -131,3 +132,54 @@ def patch_not_judged(ctx: CheckContext) -> Iterator[Diagnostic]:
                 yield finding_at("SGC903", each.relpath, verdict.file.line, 1, verdict.file.path, severity="info",
                                  what=f"the patch of {verdict.file.path}", reason=verdict.detail,
                                  old=ctx.old_version, new=ctx.new_version)
+@fixes("SGC902")
+def drop_upstream_hunk(diagnostic: Diagnostic, workspace) -> bool:
+    """Drop the hunk the new release already contains (its file's section, when it was the
+    file's only hunk); the later hunks of that file start where the new release has their
+    lines. Written only if every other hunk gets the same `git apply --check` verdict against
+    the new release as before; a patch whose every hunk is upstream is left whole (delete it)."""
+    document = workspace.document(diagnostic.path)
+    patch = parse_patch(document.text)
+    if patch.error is not None:
+        return False
+    located = [(file, hunk) for file in patch.files for hunk in file.hunks if hunk.line == diagnostic.line]
+    if not located:
+        return False
+    file, hunk = located[0]
+    if len(patch.files) == 1 and len(file.hunks) == 1:
+        document.note(diagnostic.line, diagnostic.col, "SGC902", "every hunk of the patch is upstream: "
+                      "delete the patch file (and where it is applied) by hand")
+        return False
+    edited = _without_hunk(split_lines(document.text), patch, file, hunk)
+    tree = stock_tree(workspace.result.new.release)  # the release as shipped, not with the stack applied
+    before = [v.status for v in check_patch(patch, *tree_reader(tree)) if v.hunk is not hunk]
+    after = parse_patch(edited)
+    if after.error is not None or [v.status for v in check_patch(after, *tree_reader(tree))] != before:
+        document.note(diagnostic.line, diagnostic.col, "SGC902", "the patch without this hunk would not apply "
+                      "as it does now: drop it by hand")
+        return False
+    document.text = edited
+    return True
+
+
+def _without_hunk(lines: list[str], patch: PatchFile, file: FilePatch, hunk: Hunk) -> str:
+    def end_of(last: Hunk) -> int:  # 0-based index after a hunk's body and its `\ No newline` marks
+        index = last.line + len(last.body)
+        while index < len(lines) and lines[index].startswith("\\ "):
+            index += 1
+        return index
+
+    if len(file.hunks) == 1:  # the file's whole section goes: its header up to its last hunk's end
+        start, stop = file.line - 1, end_of(hunk)
+        return "".join(lines[:start] + lines[stop:])
+    delta = hunk.new_count - hunk.old_count
+    kept = lines[:hunk.line - 1] + lines[end_of(hunk):]
+    for later in file.hunks[file.hunks.index(hunk) + 1:]:
+        # The new release has the dropped change: a later hunk's old lines sit `delta` further down.
+        index = later.line - 1 - (end_of(hunk) - (hunk.line - 1))
+        kept[index] = _renumbered(kept[index], later.old_start + delta)
+    return "".join(kept)
+
+
+def _renumbered(header: str, old_start: int) -> str:
+    return re.sub(r"^@@ -\d+", f"@@ -{old_start}", header, count=1)

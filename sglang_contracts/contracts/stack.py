@@ -4,17 +4,19 @@ dependencies, supported Pythons."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import PurePosixPath
 from typing import Any, Iterator
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.project import images
 from sglang_contracts.project.images import may_name_release, script_mentions
 from sglang_contracts.contracts.importgraph import ImportGraph
+from sglang_contracts.fix import text as edits
 from sglang_contracts.project.stack import (
     DeclaredRequirement, ReleaseMention, declared_python, declared_requirements, prose_notes, release_mentions,
     removal_requirement, requirements_below,
@@ -111,6 +113,28 @@ def mirrored_pin_disagrees(ctx: CheckContext) -> Iterator[Diagnostic]:
                          new=ctx.new_version)
 
 
+@fixes("SGC701")
+def follow_mirrored_pin(diagnostic: Diagnostic, workspace) -> bool:
+    """Move the pin at the finding to the new release's: an exact pin to its version, a range
+    marked as following SGLang to SGLang's range. Pins that differ by platform are left."""
+    document = workspace.document(diagnostic.path)
+    now = diagnostic.data["change"].rpartition(" -> ")[2]
+    line = document.line(diagnostic.line) or ""
+    found = edits.requirement_at(line, diagnostic.col - 1)
+    if found is None or normalized(found[0]) != normalized(diagnostic.data["name"]):
+        return False  # the line is not what the check read: leave it
+    name, spec = found
+    if ";" in now or now == "(any version)":
+        document.note(diagnostic.line, diagnostic.col, "SGC701", f"sglang {diagnostic.data['new']} pins {name} "
+                      f"differently per platform ({now}): choose the line's pin by hand")
+        return False
+    if edits.exact_pin(spec.text) is not None and edits.as_version(now) is not None:
+        replacement = f"=={now}"
+    else:
+        replacement = edits.ordered_specifiers(now if edits.as_version(now) is None else f"=={now}")
+    return document.replace(diagnostic.line, spec.start, spec.end, replacement)
+
+
 # -- SGC702 ---------------------------------------------------------------------------------
 
 # Where an older release than the pin is still a setting (an image tag, a version variable, a
@@ -161,6 +185,35 @@ def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
         yield finding_at("SGC702", mention.path, mention.line, mention.col, SGLANG,
                          written=mention.written, what=f"this {mention.kind}", named=str(named), which=which,
                          old=ctx.old_version, new=ctx.new_version)
+
+
+@fixes("SGC702")
+def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
+    """Name the new release where the finding points: an exact `sglang==A` requirement becomes
+    `sglang==B`, a tag or version `vA.postN-cu129` becomes `vB-cu129` (its suffix kept). A range
+    and an image pinned by digest are left (the digest names the old image's bytes)."""
+    document = workspace.document(diagnostic.path)
+    line = document.line(diagnostic.line) or ""
+    start = diagnostic.col - 1
+    new, old = diagnostic.data["new"], as_version(diagnostic.data["old"])
+    requirement = edits.requirement_at(line, start)
+    if requirement is not None and normalized(requirement[0]) == SGLANG:
+        spec = requirement[1]
+        if edits.exact_pin(spec.text) is None:
+            document.note(diagnostic.line, diagnostic.col, "SGC702",
+                          f"`{spec.text}` is a range: choose the bound that admits {new} by hand")
+            return False
+        return document.replace(diagnostic.line, spec.start, spec.end, f"=={new}")
+    number = edits.version_at(line, start)
+    named = edits.as_version(number.text) if number else None
+    if number is None or named is None or old is None or not names_release(named, old):
+        return False  # the line is not what the check read: leave it
+    after = re.match(r"[\w.+-]*@sha256:", line[number.end:])
+    if after:
+        document.note(diagnostic.line, diagnostic.col, "SGC702", "the image is pinned by digest (@sha256:), which "
+                      "cannot be resolved offline: name the new image's tag and digest by hand")
+        return False
+    return document.replace(diagnostic.line, number.start, number.end, new)
 
 
 # -- SGC703, SGC704 ---------------------------------------------------------------------------

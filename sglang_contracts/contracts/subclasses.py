@@ -9,16 +9,19 @@ reaches the project's method.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import os
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.fix import python as python_edits
+from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.project.facts import MethodFact
-from sglang_contracts.upstream.model import Member
+from sglang_contracts.upstream.model import Member, UpstreamModel
 
 
 @dataclass
@@ -116,10 +119,54 @@ def override_signature_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
         if caller is None:
             continue
         member, path, passed = caller
+        defaults = parameter_defaults(ctx.new, item.new)
+        kinds = {name: kind for name, kind, _ in item.new.record.get("params", [])}
         yield finding("SGC302", item.cls.facts, item.method.position, f"{item.new.owner}.{item.method.name}",
                       cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname,
                       params=", ".join(passed), caller=member.qualname, call_path=" -> ".join(path),
-                      old=ctx.old_version, new=ctx.new_version)
+                      old=ctx.old_version, new=ctx.new_version,
+                      added=[(name, kinds.get(name, "ko"), defaults.get(name)) for name in passed])
+
+
+def parameter_defaults(model: UpstreamModel, member: Member) -> dict[str, str]:
+    """name -> the default as upstream writes it, for the parameters of an upstream method."""
+    relpath = model.relpath_of(member.owner)
+    text = model.tree.read_source(relpath) if relpath else None
+    line = member.record.get("line")
+    if not text or not line:
+        return {}
+    try:
+        tree = parse_quietly(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == member.name \
+                and line in (node.lineno, *(d.lineno for d in node.decorator_list)):
+            arguments = node.args
+            positional = arguments.posonlyargs + arguments.args
+            pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+            pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+            return {a.arg: ast.get_source_segment(text, d) or ast.unparse(d) for a, d in pairs}
+    return {}
+
+
+@fixes("SGC302")
+def accept_and_pass_on(diagnostic: Diagnostic, workspace) -> bool:
+    """Add the parameters upstream callers now pass to the override, with upstream's defaults
+    (keyword-only stays keyword-only), and pass them on where it calls the upstream method."""
+    document = workspace.document(diagnostic.path)
+    if not document.python:
+        return False
+    added, left = [], []
+    for name, kind, default in diagnostic.data["added"]:
+        spelled = python_edits.plain_value(default, document) if default else None
+        (added if spelled is not None and kind in ("pk", "ko") else left).append((name, kind, spelled))
+    if left:
+        document.note(diagnostic.line, diagnostic.col, "SGC302", ", ".join(name for name, _, _ in left) +
+                      ": upstream gives no literal default; add it by hand")
+    if not added:
+        return False
+    return python_edits.add_parameters(document, diagnostic.line, diagnostic.col, diagnostic.data["method"], added)
 
 
 def body_change(old: Member, new: Member) -> tuple[int, int] | None:

@@ -1,0 +1,137 @@
+"""A project file as a fix edits it: decoded exactly, edited as text or as a libcst tree, and
+written back atomically, byte for byte as it was wherever no fix applied (BOM, CRLF, encoding)."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from pathlib import Path
+
+import libcst
+
+from sglang_contracts.infra.files import MAX_PYTHON_BYTES, MAX_TEXT_BYTES, Unreadable, read_limited
+
+
+class NotRewritable(Exception):
+    """A file no fix may touch, with the reason in words."""
+
+
+class Document:
+    def __init__(self, relpath: str, raw: bytes, *, python: bool) -> None:
+        self.relpath = relpath
+        self.original = raw
+        self.python = python
+        self.notes: list[str] = []
+        # `import x` statements the edits need, added once the round's edits are done (a line
+        # added at the top would move every place a later fix points at).
+        self.imports_needed: set[str] = set()
+        # Python as the interpreter reads it (a BOM is `utf-8-sig`, stripped as the check's
+        # positions assume); other files as UTF-8 with any BOM kept as its character.
+        self.encoding = _python_encoding(raw) if python else "utf-8"
+        try:
+            self._text = raw.decode(self.encoding)  # strict: a byte that does not decode is not ours to drop
+        except (UnicodeDecodeError, LookupError) as error:
+            raise NotRewritable(f"not {self.encoding} text ({error})") from None
+        self._module: libcst.Module | None = None
+        if python:
+            self.module  # never rewrite a file that does not parse
+
+    @classmethod
+    def read(cls, path: Path, relpath: str) -> "Document":
+        python = path.suffix == ".py"
+        try:
+            raw = read_limited(path, MAX_PYTHON_BYTES if python else MAX_TEXT_BYTES)
+        except Unreadable as error:
+            raise NotRewritable(f"cannot read this file ({error.reason})") from None
+        return cls(relpath, raw, python=python)
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    @text.setter
+    def text(self, value: str) -> None:
+        if value != self._text:
+            self._text, self._module = value, None
+
+    @property
+    def module(self) -> libcst.Module:
+        if self._module is None:
+            try:
+                self._module = libcst.parse_module(self._text)
+            except (libcst.ParserSyntaxError, RecursionError) as error:
+                raise NotRewritable(f"cannot parse this file ({str(error).splitlines()[0]})") from None
+        return self._module
+
+    @module.setter
+    def module(self, value: libcst.Module) -> None:
+        self._text, self._module = value.code, value
+
+    def lines(self) -> list[str]:
+        """The lines as the check numbered them (`str.splitlines`), each with its line ending."""
+        return self._text.splitlines(keepends=True)
+
+    def line(self, number: int) -> str | None:
+        lines = self.lines()
+        return lines[number - 1].rstrip("\r\n") if 0 < number <= len(lines) else None
+
+    def replace(self, number: int, start: int, end: int, new: str) -> bool:
+        """Replace characters [start, end) of line `number` (0-based columns)."""
+        lines = self.lines()
+        if not 0 < number <= len(lines):
+            return False
+        line = lines[number - 1]
+        edited = line[:start] + new + line[end:]
+        if edited == line:
+            return False
+        lines[number - 1] = edited
+        self.text = "".join(lines)
+        return True
+
+    def note(self, line: int, col: int, code: str, why: str) -> None:
+        self.notes.append(f"{self.relpath}:{line}:{col}: {code} not fixed: {why}")
+
+    def encoded(self) -> bytes:
+        return self._text.encode(self.encoding)
+
+    @property
+    def changed(self) -> bool:
+        return self.encoded() != self.original
+
+
+def _python_encoding(raw: bytes) -> str:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except (SyntaxError, LookupError) as error:
+        raise NotRewritable(f"unknown source encoding ({error})") from None
+    return encoding
+
+
+def read_only(path: Path) -> bool:
+    """Whether the file says it must not be written: no write bit for its owner, or no access
+    for us (as root, `os.access` says yes to everything, so the mode decides)."""
+    mode = path.stat().st_mode
+    return not mode & stat.S_IWUSR or not os.access(path, os.W_OK)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write through a temporary file beside `path`, then rename over it, keeping its mode: a
+    reader (or a crash) sees the old file or the new one, never half of one."""
+    mode = stat.S_IMODE(path.stat().st_mode)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,187 @@
+"""The fix run: check, apply each finding's fix to the files it points at, write them
+atomically (or show the diff), and check again until nothing more can be fixed, as ruff does."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sglang_contracts.catalog import rule
+from sglang_contracts.contracts.base import FIXES
+from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.fix.document import Document, NotRewritable, read_only, write_atomically
+from sglang_contracts.fix.python import ensure_import
+from sglang_contracts.infra.files import printable_path
+from sglang_contracts.runner import CheckOptions, CheckResult, run_check
+
+# Applying fixes can uncover more (a moved import that now resolves exposes its calls); ruff
+# re-checks until stable too. A bound keeps two fixes that undo each other from looping.
+MAX_ROUNDS = 4
+UNPARSABLE = "SGC000"
+
+
+class Workspace:
+    """The project files one round of fixes edits, opened once each, and those refused."""
+
+    def __init__(self, root: Path, refused: dict[str, str], result: CheckResult | None = None) -> None:
+        self.root = root.resolve()
+        self.result = result  # the check the findings come from: the releases, for fixes that re-check
+        self.documents: dict[str, Document] = {}
+        self.refused = dict(refused)  # relpath -> why no fix may touch it
+
+    def document(self, relpath: str) -> Document:
+        if relpath in self.refused:
+            raise NotRewritable(self.refused[relpath])
+        if relpath not in self.documents:
+            try:
+                self.documents[relpath] = self._open(relpath)
+            except NotRewritable as error:
+                self.refused[relpath] = str(error)
+                raise
+        return self.documents[relpath]
+
+    def path_of(self, relpath: str) -> Path:
+        path = (self.root / relpath).resolve()
+        if not path.is_relative_to(self.root):  # `..`, an absolute path, a link out of the project
+            raise NotRewritable("outside the project")
+        return path
+
+    def _open(self, relpath: str) -> Document:
+        path = self.path_of(relpath)
+        if not path.is_file():
+            raise NotRewritable("not a regular file")
+        if read_only(path):
+            raise NotRewritable("the file is read-only")
+        return Document.read(path, relpath)
+
+
+@dataclass
+class FixReport:
+    found: int = 0  # findings of the first check
+    fixed: int = 0  # fixes applied (or, with --diff, that would be)
+    remaining: list[Diagnostic] = field(default_factory=list)
+    diffs: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)  # relpaths written, or that would be
+    errors: list[str] = field(default_factory=list)  # a file a fix could not touch: one line each
+    notes: list[str] = field(default_factory=list)  # a finding left, with why
+    last: CheckResult | None = None
+
+
+def can_fix(diagnostic: Diagnostic, unsafe: bool) -> bool:
+    if diagnostic.code not in FIXES or diagnostic.severity == "info":  # info: broken before the bump
+        return False
+    return rule(diagnostic.code).fix == "safe" or unsafe
+
+
+def apply_fixes(result: CheckResult, unsafe: bool,
+                notes: dict[tuple, list[str]] | None = None) -> tuple[Workspace, list[Diagnostic], list[str]]:
+    """One round: every fixable finding's fix, bottom-up in each file so that an edit never moves
+    a place a later fix points at. Returns the workspace, the findings fixed, and errors; what
+    each fix said of the finding it left goes to `notes`, by the finding (a later round's
+    finding, at a moved line, is the same finding)."""
+    diagnostics = result.diagnostics
+    refused = {d.path: "cannot parse this file" for d in diagnostics if d.code == UNPARSABLE}
+    workspace = Workspace(result.project.root, refused, result)
+    fixed: list[Diagnostic] = []
+    errors: list[str] = []
+    ordered = sorted((d for d in diagnostics if can_fix(d, unsafe)), key=lambda d: (d.path, -d.line, -d.col, d.code))
+    for diagnostic in ordered:
+        try:
+            workspace.document(diagnostic.path)
+            if FIXES[diagnostic.code](diagnostic, workspace):
+                fixed.append(diagnostic)
+            said = [line for document in workspace.documents.values() for line in document.notes]
+            for document in workspace.documents.values():
+                document.notes.clear()
+            if notes is not None and said:
+                notes.setdefault(_key(diagnostic), said)
+        except NotRewritable as error:
+            line = f"{printable_path(diagnostic.path)}: not rewritten: {error}"
+            if line not in errors:
+                errors.append(line)
+    for document in workspace.documents.values():
+        for module in sorted(document.imports_needed):
+            ensure_import(document, module)
+    return workspace, fixed, errors
+
+
+def unified_diff(document: Document) -> str:
+    before = document.original.decode(document.encoding).splitlines(keepends=True)
+    after = document.text.splitlines(keepends=True)
+    name = printable_path(document.relpath)
+    lines = difflib.unified_diff(before, after, fromfile=f"a/{name}", tofile=f"b/{name}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def _key(diagnostic: Diagnostic) -> tuple:
+    return diagnostic.code, diagnostic.path, diagnostic.symbol, diagnostic.message
+
+
+def remaining_after(first: list[Diagnostic], fixed: list[Diagnostic], last: list[Diagnostic]) -> list[Diagnostic]:
+    """What is left: the first check's findings no fix took (where the last check still has one
+    alike, at its place now), and what the last check found that the first did not. Not the last
+    check alone: contracts are differential, and a project already rewritten for the new release
+    no longer binds on the old one, so the last check cannot see a break a fix did not touch
+    (a removed keyword beside a renamed one in the same call)."""
+    taken = {id(d) for d in fixed}
+    now: dict[tuple, list[Diagnostic]] = {}
+    for diagnostic in last:
+        now.setdefault(_key(diagnostic), []).append(diagnostic)
+    fixed_keys = {_key(d) for d in fixed}
+    left = []
+    for diagnostic in first:
+        if id(diagnostic) in taken or _key(diagnostic) in fixed_keys:
+            continue
+        alike = now.get(_key(diagnostic))
+        left.append(alike.pop(0) if alike else diagnostic)
+    first_keys = {_key(d) for d in first}
+    left += [d for d in last if _key(d) not in first_keys | fixed_keys]
+    return sorted(left, key=Diagnostic.sort_key)
+
+
+def run_fix(paths: list[Path], options: CheckOptions, *, unsafe: bool = False, write: bool = True) -> FixReport:
+    """Fix what can be fixed; with `write` False, only compute the diff (nothing is written)."""
+    options = dataclasses.replace(options, replay=False)  # a fix needs the findings' data, not a replay
+    result = run_check(paths, options)
+    if options.old is None and result.pin is not None:
+        # The old release stays what it was: the fix moves the project's own pin to the new one.
+        options = dataclasses.replace(options, old=result.pin.version)
+    first = result.diagnostics
+    report = FixReport(found=len(first))
+    fixed_all: list[Diagnostic] = []
+    notes: dict[tuple, list[str]] = {}
+    for _ in range(MAX_ROUNDS):
+        workspace, fixed, errors = apply_fixes(result, unsafe, notes)
+        report.errors += [e for e in errors if e not in report.errors]
+        changed = [doc for doc in workspace.documents.values() if doc.changed]
+        if not write:
+            fixed_all += fixed
+            report.diffs = [unified_diff(doc) for doc in sorted(changed, key=lambda d: d.relpath)]
+            report.changed = sorted(doc.relpath for doc in changed)
+            break
+        written = set()
+        for document in changed:
+            try:
+                write_atomically(workspace.path_of(document.relpath), document.encoded())
+            except (OSError, NotRewritable) as error:
+                report.errors.append(f"{printable_path(document.relpath)}: not written: "
+                                     f"{getattr(error, 'strerror', None) or error}")
+                continue
+            written.add(document.relpath)
+            if document.relpath not in report.changed:
+                report.changed.append(document.relpath)
+        unwritten = {doc.relpath for doc in changed} - written
+        fixed_all += [d for d in fixed if d.path not in unwritten]
+        if not written:
+            break
+        result = run_check(paths, options)
+        if not any(can_fix(d, unsafe) and _key(d) not in {_key(f) for f in fixed_all} for d in result.diagnostics):
+            break
+    report.fixed = len(fixed_all)
+    report.notes = [line for said in notes.values() for line in said]
+    report.remaining = remaining_after(first, fixed_all, result.diagnostics if write else first)
+    report.changed.sort()
+    report.last = result
+    return report

@@ -1,0 +1,348 @@
+"""libcst edits the Python fixes share: find the node a finding points at, by its position,
+and replace it, leaving every other byte of the file as it was."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import libcst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from sglang_contracts.fix.document import Document
+
+Edit = Callable[[libcst.CSTNode], libcst.CSTNode | libcst.FlattenSentinel | libcst.RemovalSentinel]
+
+
+class _AtPosition(libcst.CSTTransformer):
+    """Applies `edit` to the first node of `kinds` that starts at (line, column)."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, kinds: tuple[type, ...], edit: Edit) -> None:
+        super().__init__()
+        self.line, self.column, self.kinds, self.edit = line, column, kinds, edit
+        self.done = False
+
+    def on_leave(self, original, updated):
+        if not self.done and isinstance(original, self.kinds):
+            start = self.get_metadata(PositionProvider, original).start
+            if (start.line, start.column) == (self.line, self.column):
+                self.done = True
+                return self.edit(updated)
+        return updated
+
+
+def edit_at(document: Document, line: int, col: int, kinds: tuple[type, ...], edit: Edit) -> bool:
+    """Edit the node of one of `kinds` at a finding's 1-based (line, col); whether one was there
+    and the file changed."""
+    return transform(document, _AtPosition(line, col - 1, kinds, edit))
+
+
+def rename_at(diagnostic, workspace, kinds: tuple[type, ...], rename: Callable[[libcst.CSTNode, str], libcst.CSTNode],
+              unrenamed: str) -> bool:
+    """The fix of a name renamed in place (SGC201, SGC321): the node of `kinds` at the finding
+    gets the check's `renamed_to`; without one, the finding is left, saying `unrenamed`."""
+    document = workspace.document(diagnostic.path)
+    renamed = diagnostic.data.get("renamed_to")
+    if not document.python:
+        return False
+    if not renamed:
+        document.note(diagnostic.line, diagnostic.col, diagnostic.code, unrenamed)
+        return False
+    return edit_at(document, diagnostic.line, diagnostic.col, kinds, lambda node: rename(node, renamed))
+
+
+def transform(document: Document, transformer: libcst.CSTTransformer) -> bool:
+    """Run a transformer that sets `done` when it found its node; whether the file changed."""
+    module = MetadataWrapper(document.module).visit(transformer)
+    if not transformer.done or module.code == document.text:
+        return False
+    document.module = module
+    return True
+
+
+def nodes_at(document: Document, line: int, col: int, kinds: tuple[type, ...]) -> list[libcst.CSTNode]:
+    """The nodes of `kinds` that start at a 1-based (line, col), outermost first."""
+    wrapper = MetadataWrapper(document.module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    return [node for node, where in positions.items()
+            if isinstance(node, kinds) and (where.start.line, where.start.column) == (line, col - 1)]
+
+
+def dotted(name: str) -> libcst.Attribute | libcst.Name:
+    """`a.b.c` as an expression node."""
+    return libcst.parse_expression(name)  # type: ignore[return-value]
+
+
+def dotted_text(node: libcst.CSTNode) -> str:
+    return libcst.Module([]).code_for_node(node)
+
+
+def without(names: Sequence[libcst.ImportAlias], index: int) -> list[libcst.ImportAlias]:
+    """The aliases of an import without the one at `index`, the last one's comma as before."""
+    kept = [alias for i, alias in enumerate(names) if i != index]
+    if index == len(names) - 1 and kept:
+        kept[-1] = kept[-1].with_changes(comma=_closing_comma(kept[-1].comma, names[-1].comma))
+    return kept
+
+
+def _closing_comma(mine, removed):
+    """The new last alias's comma: the removed one's (the line's end before `)`), but with the
+    comment this alias's own line ended with."""
+    if (isinstance(mine, libcst.Comma) and isinstance(removed, libcst.Comma)
+            and isinstance(mine.whitespace_after, libcst.ParenthesizedWhitespace)
+            and isinstance(removed.whitespace_after, libcst.ParenthesizedWhitespace)):
+        return removed.with_changes(whitespace_before=mine.whitespace_before, whitespace_after=
+                                    removed.whitespace_after.with_changes(first_line=mine.whitespace_after.first_line))
+    return removed
+
+
+class _MoveImportedName(libcst.CSTTransformer):
+    """`from old import a, name, b` -> `from old import a, b` + `from new import name` on the next
+    line (or the module renamed in place when `name` is all the statement imports)."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, name: str, home: str) -> None:
+        super().__init__()
+        self.target, self.name = (line, column), name
+        self.module, _, self.leaf = home.rpartition(".")
+        self.done = False
+        self.split: libcst.ImportFrom | None = None
+
+    def leave_ImportFrom(self, original: libcst.ImportFrom, updated: libcst.ImportFrom) -> libcst.ImportFrom:
+        if self.done or isinstance(original.names, libcst.ImportStar) or original.relative:
+            return updated
+        for index, alias in enumerate(original.names):
+            start = self.get_metadata(PositionProvider, alias).start
+            if (start.line, start.column) != self.target or dotted_text(alias.name) != self.name:
+                continue
+            self.done = True
+            keep_as = alias.asname or (libcst.AsName(libcst.Name(self.name)) if self.leaf != self.name else None)
+            moved = updated.names[index].with_changes(name=libcst.Name(self.leaf), asname=keep_as)
+            if len(original.names) == 1:
+                return updated.with_changes(module=dotted(self.module), names=[moved])
+            self.split = libcst.ImportFrom(module=dotted(self.module),
+                                           names=[moved.with_changes(comma=libcst.MaybeSentinel.DEFAULT)])
+            return updated.with_changes(names=without(updated.names, index))
+        return updated
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if self.split is None:
+            return updated
+        added, self.split = libcst.SimpleStatementLine(body=[self.split]), None
+        return libcst.FlattenSentinel([updated, added])
+
+
+def move_imported_name(document: Document, line: int, col: int, name: str, home: str) -> bool:
+    """Import `name` (imported at 1-based line:col) from where `home` (`pkg.mod.leaf`) defines it."""
+    return transform(document, _MoveImportedName(line, col - 1, name, home))
+
+
+class _ReplaceAttribute(libcst.CSTTransformer):
+    """`m.name` (its `name` at line:column) -> the expression `replacement`."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, replacement: str) -> None:
+        super().__init__()
+        self.target, self.replacement = (line, column), replacement
+        self.done = False
+
+    def leave_Attribute(self, original: libcst.Attribute, updated: libcst.Attribute):
+        if not self.done:
+            start = self.get_metadata(PositionProvider, original.attr).start
+            if (start.line, start.column) == self.target:
+                self.done = True
+                return dotted(self.replacement).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+        return updated
+
+
+def replace_attribute(document: Document, line: int, col: int, replacement: str) -> bool:
+    return transform(document, _ReplaceAttribute(line, col - 1, replacement))
+
+
+def ensure_import(document: Document, module_name: str) -> None:
+    """`import module_name` at module level, after the last top-level import, unless the file has it."""
+    module = document.module
+    last = -1
+    for index, statement in enumerate(module.body):
+        if not isinstance(statement, libcst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, libcst.Import):
+                last = index
+                if any(dotted_text(alias.name) == module_name and alias.asname is None for alias in small.names):
+                    return
+            elif isinstance(small, libcst.ImportFrom):
+                last = index
+    if last == -1 and module.body and _is_docstring(module.body[0]):
+        last = 0
+    added = libcst.parse_statement(f"import {module_name}\n")
+    body = list(module.body)
+    body.insert(last + 1, added)
+    document.module = module.with_changes(body=body)
+
+
+def replace_string(document: Document, line: int, col: int, value: str) -> bool:
+    """The plain string literal at 1-based line:col now says `value` (its prefix and quotes kept)."""
+    def edit(node: libcst.SimpleString) -> libcst.SimpleString:
+        return node.with_changes(value=f"{node.prefix}{node.quote}{value}{node.quote}")
+
+    return edit_at(document, line, col, (libcst.SimpleString,), edit)
+
+
+def _is_docstring(statement: libcst.CSTNode) -> bool:
+    return (isinstance(statement, libcst.SimpleStatementLine) and isinstance(statement.body[0], libcst.Expr)
+            and isinstance(statement.body[0].value, (libcst.SimpleString, libcst.ConcatenatedString)))
+
+
+# Calls that build an empty container: the only non-literal values a fix writes.
+EMPTY_CONTAINERS = {"list": None, "dict": None, "set": None, "tuple": None, "frozenset": None,
+                    "deque": "collections", "OrderedDict": "collections", "Counter": "collections"}
+
+
+def plain_value(value: str, document: Document) -> str | None:
+    """`value` (as upstream writes it) when it is a literal or an empty container's constructor,
+    spelled so that it runs in `document` (`collections.deque()` where `deque` is not imported);
+    None otherwise."""
+    import ast
+
+    try:
+        expression = ast.parse(value, mode="eval").body
+    except SyntaxError:
+        return None
+    try:
+        ast.literal_eval(expression)
+        return value
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
+    if not (isinstance(expression, ast.Call) and isinstance(expression.func, ast.Name)
+            and not expression.args and not expression.keywords and expression.func.id in EMPTY_CONTAINERS):
+        return None
+    name, module = expression.func.id, EMPTY_CONTAINERS[expression.func.id]
+    if module is None or _imports_name(document.module, module, name):
+        return f"{name}()"
+    document.imports_needed.add(module)
+    return f"{module}.{name}()"
+
+
+def _imports_name(module: libcst.Module, source: str, name: str) -> bool:
+    for statement in module.body:
+        if isinstance(statement, libcst.SimpleStatementLine):
+            for small in statement.body:
+                if (isinstance(small, libcst.ImportFrom) and small.module is not None
+                        and dotted_text(small.module) == source and not isinstance(small.names, libcst.ImportStar)
+                        and any(a.asname is None and dotted_text(a.name) == name for a in small.names)):
+                    return True
+    return False
+
+
+def _self_assignment(statement: libcst.CSTNode) -> bool:
+    return (isinstance(statement, libcst.SimpleStatementLine)
+            and any(isinstance(small, (libcst.Assign, libcst.AnnAssign)) and _targets_self(small)
+                    for small in statement.body))
+
+
+def _targets_self(small) -> bool:
+    targets = [t.target for t in small.targets] if isinstance(small, libcst.Assign) else [small.target]
+    return any(isinstance(t, libcst.Attribute) and isinstance(t.value, libcst.Name) and t.value.value == "self"
+               for t in targets)
+
+
+class _SetInInit(libcst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, class_name: str, line: int, values: dict[str, str]) -> None:
+        super().__init__()
+        self.class_name, self.line, self.values = class_name, line, values
+        self.done = False
+
+    def leave_ClassDef(self, original: libcst.ClassDef, updated: libcst.ClassDef):
+        where = self.get_metadata(PositionProvider, original)
+        if self.done or original.name.value != self.class_name or not where.start.line <= self.line <= where.end.line:
+            return updated
+        body = list(updated.body.body)
+        for index, statement in enumerate(body):
+            if isinstance(statement, libcst.FunctionDef) and statement.name.value == "__init__":
+                body[index] = self._extended(statement)
+                self.done = True
+                return updated.with_changes(body=updated.body.with_changes(body=body))
+        return updated
+
+    def _extended(self, init: libcst.FunctionDef) -> libcst.FunctionDef:
+        statements = list(init.body.body)
+        last = max((i for i, s in enumerate(statements) if _self_assignment(s)), default=len(statements) - 1)
+        added = [libcst.parse_statement(f"self.{attr} = {value}\n") for attr, value in self.values.items()]
+        statements[last + 1:last + 1] = added
+        return init.with_changes(body=init.body.with_changes(body=statements))
+
+
+def set_in_init(document: Document, class_name: str, line: int, values: dict[str, str]) -> bool:
+    """Add `self.attr = value` lines to the `__init__` of the class `class_name` defined at `line`."""
+    return transform(document, _SetInInit(class_name, line, values))
+
+
+class _AddParameters(libcst.CSTTransformer):
+    """Parameters added to the function whose name is at line:column, and passed on by keyword
+    in its calls of the upstream method (`super().name(...)`, `Base.name(self, ...)`)."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, method: str, added: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.target, self.method, self.added = (line, column), method, added
+        self.depth = 0  # > 0 inside the override
+        self.done = False
+
+    def visit_FunctionDef(self, node: libcst.FunctionDef) -> None:
+        start = self.get_metadata(PositionProvider, node.name).start
+        if self.depth or (start.line, start.column) == self.target and node.name.value == self.method:
+            self.depth += 1
+
+    def leave_FunctionDef(self, original: libcst.FunctionDef, updated: libcst.FunctionDef):
+        if not self.depth:
+            return updated
+        self.depth -= 1
+        if self.depth:
+            return updated
+        self.done = True
+        parameters = updated.params
+        taken = {p.name.value for p in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params)}
+        for name, kind, default in self.added:
+            if name in taken:
+                continue
+            param = libcst.Param(libcst.Name(name), default=libcst.parse_expression(default),
+                                 equal=libcst.AssignEqual(libcst.SimpleWhitespace(""), libcst.SimpleWhitespace("")))
+            if kind == "ko":
+                star = parameters.star_arg
+                parameters = parameters.with_changes(
+                    kwonly_params=[*parameters.kwonly_params, param],
+                    star_arg=libcst.ParamStar() if isinstance(star, libcst.MaybeSentinel) else star)
+            else:
+                parameters = parameters.with_changes(params=[*parameters.params, param])
+        return updated.with_changes(params=parameters)
+
+    def leave_Call(self, original: libcst.Call, updated: libcst.Call):
+        if not self.depth or not self._calls_upstream(updated):
+            return updated
+        passed = {arg.keyword.value for arg in updated.args if arg.keyword is not None}
+        extra = [libcst.Arg(libcst.Name(name), keyword=libcst.Name(name),
+                            equal=libcst.AssignEqual(libcst.SimpleWhitespace(""), libcst.SimpleWhitespace("")))
+                 for name, _, _ in self.added if name not in passed]
+        return updated.with_changes(args=[*updated.args, *extra]) if extra else updated
+
+    def _calls_upstream(self, call: libcst.Call) -> bool:
+        func = call.func
+        if not (isinstance(func, libcst.Attribute) and func.attr.value == self.method):
+            return False
+        if isinstance(func.value, libcst.Call) and isinstance(func.value.func, libcst.Name) \
+                and func.value.func.value == "super":
+            return True
+        first = call.args[0].value if call.args else None
+        on_a_class = not (isinstance(func.value, libcst.Name) and func.value.value == "self")
+        return on_a_class and isinstance(first, libcst.Name) and first.value == "self"
+
+
+def add_parameters(document: Document, line: int, col: int, method: str, added: list[tuple[str, str, str]]) -> bool:
+    return transform(document, _AddParameters(line, col - 1, method, added))

@@ -1,0 +1,226 @@
+"""`sglang-contracts fix`: what the engine promises whatever the rule (the rules' own fixes are
+tested by their catalog examples in test_catalog.py)."""
+
+from __future__ import annotations
+
+import shutil
+import stat
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import NEW, OLD, PROJECT
+from sglang_contracts.cli import main
+from sglang_contracts.diagnostics import finding_at
+from sglang_contracts.fix.engine import apply_fixes, run_fix
+from sglang_contracts.runner import CheckOptions
+from test_reliability import write as tree
+
+# A name that moved unchanged (SGC102, safe), a mirrored pin SGLang moved (SGC701, safe).
+UPSTREAM_OLD = {
+    "sglang/__init__.py": "", "sglang/version.py": '__version__ = "0.1.0"\n',
+    "sglang/srt/utils/common.py": "def get_device(n):\n    return n\n\n\ndef stays():\n    return 1\n",
+    "sglang-0.1.0.dist-info/METADATA": "Metadata-Version: 2.4\nName: sglang\nVersion: 0.1.0\nRequires-Dist: torch==2.8.0\n",
+}
+UPSTREAM_NEW = {
+    "sglang/__init__.py": "", "sglang/version.py": '__version__ = "0.2.0"\n',
+    "sglang/srt/utils/common.py": "def stays():\n    return 1\n",
+    "sglang/srt/utils/device.py": "def get_device(n):\n    return n\n",
+    "sglang-0.2.0.dist-info/METADATA": "Metadata-Version: 2.4\nName: sglang\nVersion: 0.2.0\nRequires-Dist: torch==2.9.1\n",
+}
+PYPROJECT = '[project]\nname = "app"\ndependencies = [\n    "torch==2.8.0",  # sglang pin\n]\n'
+IMPORTS = ("# The device helpers.\n"
+           "from sglang.srt.utils.common import (  # upstream\n"
+           "    get_device,  # moved in 0.2.0\n"
+           "    stays,\n"
+           ")\n\n"
+           "DEVICE = get_device(0)  # keep\n")
+
+
+@pytest.fixture()
+def bump(tmp_path: Path):
+    old, new = tree(tmp_path / "old", UPSTREAM_OLD), tree(tmp_path / "new", UPSTREAM_NEW)
+    project = tree(tmp_path / "project", {"pyproject.toml": PYPROJECT, "app/devices.py": IMPORTS})
+    args = ["--old", str(old), "--new", str(new), "--no-cache"]
+    return project, args, CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_diff_prints_the_patch_writes_nothing_and_exits_1_then_0(bump, capsys):
+    project, args, _ = bump
+    before = snapshot(project)
+    assert main(["fix", str(project), *args, "--diff"]) == 1
+    out = capsys.readouterr().out
+    assert "-    get_device,  # moved in 0.2.0\n" in out and "+from sglang.srt.utils.device import get_device\n" in out
+    assert '+    "torch==2.9.1",  # sglang pin\n' in out
+    assert snapshot(project) == before
+    assert main(["fix", str(project), *args]) == 0  # everything fixed: nothing remains
+    assert "2 findings: 2 fixed, 0 remaining" in capsys.readouterr().out
+    assert main(["fix", str(project), *args, "--diff"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_comments_and_formatting_around_an_edited_import_are_kept(bump):
+    project, _, options = bump
+    report = run_fix([project], options)
+    assert report.fixed == 2 and not report.remaining
+    assert (project / "app/devices.py").read_text() == (
+        "# The device helpers.\n"
+        "from sglang.srt.utils.common import (  # upstream\n"
+        "    stays,\n"
+        ")\n"
+        "from sglang.srt.utils.device import get_device\n\n"
+        "DEVICE = get_device(0)  # keep\n")
+    assert (project / "pyproject.toml").read_text() == PYPROJECT.replace("2.8.0", "2.9.1")
+
+
+def test_a_second_run_changes_nothing_and_unfixable_files_stay_byte_identical(bump):
+    project, _, options = bump
+    (project / "app/other.py").write_bytes(b"from sglang.srt.utils.common import stays\r\n")
+    run_fix([project], options)
+    after, mtimes = snapshot(project), {p: p.stat().st_mtime_ns for p in project.rglob("*") if p.is_file()}
+    again = run_fix([project], options)
+    assert again.fixed == 0 and again.changed == [] and snapshot(project) == after
+    assert {p: p.stat().st_mtime_ns for p in project.rglob("*") if p.is_file()} == mtimes  # not even rewritten
+    assert (project / "app/other.py").read_bytes() == b"from sglang.srt.utils.common import stays\r\n"
+
+
+def test_crlf_and_a_byte_order_mark_are_kept(bump):
+    project, _, options = bump
+    (project / "app/devices.py").write_bytes(b"\xef\xbb\xbf" + IMPORTS.replace("\n", "\r\n").encode())
+    (project / "pyproject.toml").write_bytes(PYPROJECT.replace("\n", "\r\n").encode())
+    (project / "Dockerfile").write_bytes(b"\xef\xbb\xbfFROM lmsysorg/sglang:v0.1.0-cu129\r\nRUN true\r\n")
+    report = run_fix([project], options)
+    assert report.fixed == 3, report
+    code = (project / "app/devices.py").read_bytes()
+    assert code.startswith(b"\xef\xbb\xbf") and b"\n" not in code.replace(b"\r\n", b"")
+    assert b"from sglang.srt.utils.device import get_device\r\n" in code
+    assert (project / "pyproject.toml").read_bytes() == PYPROJECT.replace("2.8.0", "2.9.1").replace("\n", "\r\n").encode()
+    assert (project / "Dockerfile").read_bytes() == b"\xef\xbb\xbfFROM lmsysorg/sglang:v0.2.0-cu129\r\nRUN true\r\n"
+
+
+def test_a_read_only_file_is_one_error_line_and_the_rest_is_fixed(bump, capsys):
+    project, args, _ = bump
+    pins = project / "pyproject.toml"
+    pins.chmod(0o444)
+    try:
+        assert main(["fix", str(project), *args]) == 1
+        captured = capsys.readouterr()
+        errors = [line for line in captured.err.splitlines() if "error" in line]
+        assert errors == ["sglang-contracts: error: pyproject.toml: not rewritten: the file is read-only"]
+        assert "Traceback" not in captured.err
+        assert pins.read_text() == PYPROJECT and stat.S_IMODE(pins.stat().st_mode) == 0o444
+        assert "from sglang.srt.utils.device import get_device" in (project / "app/devices.py").read_text()
+        assert "1 fixed, 1 remaining" in captured.out and "SGC701" in captured.out
+    finally:
+        pins.chmod(0o644)
+
+
+def test_a_written_file_keeps_its_mode_and_no_temporary_file_is_left(bump):
+    project, _, options = bump
+    (project / "app/devices.py").chmod(0o750)
+    run_fix([project], options)
+    assert stat.S_IMODE((project / "app/devices.py").stat().st_mode) == 0o750
+    assert not [p for p in project.rglob("*.tmp")]
+
+
+def test_a_file_that_does_not_parse_is_never_rewritten(tmp_path):
+    """A finding that points into a file libcst or ast cannot parse (the check says SGC000) is
+    left: the file is not opened for writing at all."""
+    broken = b"from sglang.srt.utils.common import (get_device,\n  stays\ndef broken(:\n"
+    root = tree(tmp_path, {"pyproject.toml": "", "app/broken.py": broken})
+    found = finding_at("SGC102", "app/broken.py", 1, 38, "sglang.srt.utils.common.get_device",
+                       name="get_device", module="sglang.srt.utils.common", old="0.1.0", new="0.2.0", was="",
+                       hint="", home="sglang.srt.utils.device.get_device")
+    result = SimpleNamespace(diagnostics=[found], project=SimpleNamespace(root=root))
+    workspace, fixed, errors = apply_fixes(result, unsafe=False)
+    assert fixed == [] and len(errors) == 1 and errors[0].startswith("app/broken.py: not rewritten: cannot parse this file")
+    assert (root / "app/broken.py").read_bytes() == broken
+
+
+def test_a_file_outside_the_project_is_never_touched(tmp_path):
+    outside = tree(tmp_path / "elsewhere", {"pyproject.toml": PYPROJECT})
+    root = tree(tmp_path / "project", {"pyproject.toml": ""})
+    (root / "linked.toml").symlink_to(outside / "pyproject.toml")
+    for relpath in ("../elsewhere/pyproject.toml", "linked.toml"):
+        found = finding_at("SGC701", relpath, 4, 6, "torch", pinned="torch==2.8.0", name="torch",
+                           change="2.8.0 -> 2.9.1", old="0.1.0", new="0.2.0")
+        result = SimpleNamespace(diagnostics=[found], project=SimpleNamespace(root=root))
+        _, fixed, errors = apply_fixes(result, unsafe=False)
+        assert fixed == [] and errors == [f"{relpath}: not rewritten: outside the project"]
+    assert (outside / "pyproject.toml").read_text() == PYPROJECT
+
+
+# What fixtures/README.md says `fix` changes in the bundled example, safe fixes only.
+BUNDLED_SAFE_EDITS = {
+    "pyproject.toml": [('"sglang==0.9.0"', '"sglang==0.9.1"'), ('"transformers==4.50.0"', '"transformers==4.51.0"')],
+    "docs/install.md": [('"sglang==0.9.0"', '"sglang==0.9.1"')],
+    "docker/Dockerfile": [("sglang:v0.9.0-cu129", "sglang:v0.9.1-cu129")],
+    ".github/workflows/ci.yml": [("sglang:v0.9.0", "sglang:v0.9.1")],
+    "demo_omni/layers.py": [("from sglang.srt.layers.quantization import Fp8Config, QuantizationConfig, get_quantization_config",
+                             "from sglang.srt.layers.quantization import Fp8Config, QuantizationConfig\n"
+                             "from sglang.srt.layers.quantization.base_config import get_quantization_config")],
+    "demo_omni/compat.py": [("from sglang.srt.layers.quantization import get_quantization_config as get_quant  # noqa: some",
+                             "from sglang.srt.layers.quantization.base_config import get_quantization_config as get_quant  # noqa: some")],
+    "demo_omni/model_patch.py": [("= model_utils.apply_qk_norm", "= sglang.srt.layers.layernorm.apply_qk_norm")],
+}
+
+
+def test_the_bundled_example_gets_what_the_readme_says_and_the_rest_stays_reported(tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    before = snapshot(project)
+    report = run_fix([project], CheckOptions(old=str(OLD), new=str(NEW), use_cache=False, workers=1))
+    after = snapshot(project)
+    changed = {path for path in after if after[path] != before.get(path)}
+    assert changed == {*BUNDLED_SAFE_EDITS, "docker/patch/v0.9.0/sglang.patch"}, changed
+    for path, edits in BUNDLED_SAFE_EDITS.items():
+        expected = before[path].decode()
+        for old, new in edits:
+            assert old in expected, (path, old)
+            expected = expected.replace(old, new, 1)
+        if path == "demo_omni/model_patch.py":
+            expected = expected.replace("import sglang.srt.models.utils as model_utils\n",
+                                        "import sglang.srt.models.utils as model_utils\nimport sglang.srt.layers.layernorm\n")
+        assert after[path].decode() == expected, path
+    patch = after["docker/patch/v0.9.0/sglang.patch"].decode()
+    assert "+import xgrammar" not in patch and "python/sglang/srt/server_args.py" in patch
+    codes = {d.code for d in report.remaining}
+    assert {"SGC000", "SGC101", "SGC201", "SGC302", "SGC312", "SGC401"} <= codes  # reported, not fixed
+    assert not {"SGC701", "SGC902"} & codes
+    assert after["demo_omni/broken.py"] == before["demo_omni/broken.py"]
+
+
+def test_stack_fixes_work_wherever_a_finding_points(tmp_path):
+    """SGC701/SGC702 fixes read only the finding's position and message fields, so a finding in
+    any file the check reads as text (a Dockerfile's pip line, a build script) is fixed alike."""
+    root = tree(tmp_path, {"pyproject.toml": "", "docker/Dockerfile":
+                           "RUN pip install flashinfer_python==0.6.18 'torch==2.8.0'\n",
+                           "scripts/build.sh": 'SGLANG_VERSION="0.1.0.post2"\ndocker build -t app:sglang-v0.1.0-cu129 .\n'})
+    findings = [
+        finding_at("SGC701", "docker/Dockerfile", 1, 44, "torch", pinned="torch==2.8.0", name="torch",
+                   change="2.8.0 -> 2.9.1", old="0.1.0", new="0.2.0"),
+        finding_at("SGC701", "docker/Dockerfile", 1, 17, "flashinfer_python", pinned="flashinfer_python==0.6.18",
+                   name="flashinfer-python", change="0.6.18 -> 0.7.1", old="0.1.0", new="0.2.0"),
+        finding_at("SGC702", "scripts/build.sh", 1, 17, "sglang", written="0.1.0.post2", what="this variable",
+                   named="0.1.0.post2", which="the release being replaced", old="0.1.0", new="0.2.0"),
+        finding_at("SGC702", "scripts/build.sh", 2, 28, "sglang", written="v0.1.0-cu129", what="this tag",
+                   named="0.1.0", which="the release being replaced", old="0.1.0", new="0.2.0"),
+    ]
+    result = SimpleNamespace(diagnostics=findings, project=SimpleNamespace(root=root))
+    workspace, fixed, errors = apply_fixes(result, unsafe=False)
+    assert len(fixed) == 4 and not errors
+    assert workspace.document("docker/Dockerfile").text == "RUN pip install flashinfer_python==0.7.1 'torch==2.9.1'\n"
+    assert workspace.document("scripts/build.sh").text == 'SGLANG_VERSION="0.2.0"\ndocker build -t app:sglang-v0.2.0-cu129 .\n'
+
+
+def test_rules_and_explain_say_which_rules_fix(capsys):
+    assert main(["rules"]) == 0
+    rows = {line.split()[0]: line.split()[3] for line in capsys.readouterr().out.splitlines()}
+    assert rows["SGC102"] == "safe" and rows["SGC302"] == "unsafe" and rows["SGC101"] not in ("safe", "unsafe")
+    assert main(["explain", "SGC312"]) == 0
+    assert "Fix (unsafe, with --unsafe-fixes): Sets each attribute" in capsys.readouterr().out

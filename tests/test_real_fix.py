@@ -1,0 +1,57 @@
+"""`fix` on real history: sglang-omni 0.1.8 (pinned to sglang 0.5.21) fixed for 0.5.22, compared
+with what sglang-omni 0.1.9 changed by hand at the same places. Sites where the tool writes the
+very line the maintainers wrote are asserted here; the full comparison (identical, equivalent,
+different, tool-only) is in the README."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from downloads import download_sdist
+from sglang_contracts.fix.engine import run_fix
+from sglang_contracts.runner import CheckOptions
+
+
+@pytest.fixture(scope="module")
+def fixed_018(real_cache: Path, tmp_path_factory) -> tuple[Path, Path, list]:
+    """A copy of sglang-omni 0.1.8 after `fix` (safe) and `fix --unsafe-fixes`, and 0.1.9."""
+    project = tmp_path_factory.mktemp("omni") / "sglang-omni-0.1.8"
+    shutil.copytree(download_sdist("sglang-omni", "0.1.8", real_cache), project)
+    options = CheckOptions(new="0.5.22", cache_dir=real_cache)  # old: the project's sglang==0.5.21
+    safe = run_fix([project], options)
+    unsafe = run_fix([project], CheckOptions(old="0.5.21", new="0.5.22", cache_dir=real_cache), unsafe=True)
+    return project, download_sdist("sglang-omni", "0.1.9", real_cache), [safe, unsafe]
+
+
+def lines(root: Path, relpath: str) -> list[str]:
+    return [line.strip() for line in (root / relpath).read_text().splitlines()]
+
+
+def test_the_safe_fixes_write_the_pins_sglang_omni_019_wrote(fixed_018) -> None:
+    fixed, released, (safe, _) = fixed_018
+    assert safe.changed == ["pyproject.toml"] and not safe.errors
+    ours, theirs = lines(fixed, "pyproject.toml"), lines(released, "pyproject.toml")
+    for pin in ('"torch==2.14.1",', '"transformers==5.19.0",  # Match the pinned sglang stack',
+                '"torchcodec==0.17.0",'):
+        assert pin in ours and pin in theirs, pin
+    for prefix in ('"sglang==0.5.22; ', '"flashinfer_python[cu13]==0.7.1; '):
+        mine = [line for line in ours if line.startswith(prefix)]
+        assert mine and mine[0] in theirs, prefix
+    assert not any("0.5.21" in line for line in ours if line.startswith('"sglang=='))
+
+
+def test_the_unsafe_fixes_rename_the_keyword_and_set_the_flag_as_019_did(fixed_018) -> None:
+    fixed, released, (_, unsafe) = fixed_018
+    call = "batch.filter_batch(reqs_to_exclude=list(exclude))"  # 0.5.22 renamed chunked_req_to_exclude
+    assert call in lines(fixed, "sglang_omni/scheduling/dllm_scheduler.py")
+    assert call in lines(released, "sglang_omni/scheduling/dllm_scheduler.py")
+    flag = "self.enable_skip_finishing_decode = False"
+    assert flag in lines(fixed, "sglang_omni/scheduling/omni_scheduler.py")
+    assert flag in lines(released, "sglang_omni/scheduling/omni_scheduler.py")
+    assert "sglang_omni/scheduling/dllm_scheduler.py" in unsafe.changed and not unsafe.errors
+    # What the fixes left stays reported; none of what they fixed does.
+    assert not [d for d in unsafe.remaining if d.code in ("SGC312", "SGC701", "SGC702")]
+    assert any(d.code == "SGC201" for d in unsafe.remaining)  # removed keywords (tp_rank) stay to port
