@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -118,8 +119,11 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     root = project_root_for(paths)
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
     old_spec = options.old
-    pin = find_sglang_pin(root)
+    pin, pin_failure = _read_pin(root)
     if old_spec is None:
+        if pin_failure:
+            raise UsageError(f"--old not given and the project's SGLang pin could not be read ({pin_failure}); "
+                             "give --old")
         if pin is None:
             raise UsageError(f"--old not given and no SGLang pin found in {root} (an exact sglang==X requirement, "
                              "or an SGLang image tag in a Dockerfile or build script)")
@@ -145,6 +149,21 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
         result.baselined = len(accepted)
     return result
+
+
+def _read_pin(root: Path) -> tuple[ProjectPin | None, str]:
+    """The project's pin, and why it could not be read: a bug in reading it costs the default
+    of --old (one line), never the run."""
+    try:
+        return find_sglang_pin(root), ""
+    except ContractsError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the boundary of the pin reader
+        if debugging():
+            raise
+        print(f"sglang-contracts: warning: the SGLang pin could not be read: {type(error).__name__}: {error}",
+              file=sys.stderr)
+        return None, f"{type(error).__name__}: {error}"
 
 
 def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOptions, download_cache: Path,

@@ -227,3 +227,30 @@ def test_d5_the_replay_key_takes_any_bytes_a_file_name_holds(project) -> None:
         handle.write(b"sglang 0.5.22\n")
     after = replay.run_key(project, [project], options, "0.5.22")
     assert before and after and before != after  # the odd name is an input like any other
+
+
+def test_a_bug_in_reading_the_pin_costs_the_default_not_the_run(tmp_path, capsys, monkeypatch) -> None:
+    import sglang_contracts.runner as runner
+    from sglang_contracts.cli import main
+
+    def broken(root):
+        raise RuntimeError("pin reader bug")
+
+    monkeypatch.setattr(runner, "find_sglang_pin", broken)
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG", raising=False)
+    project = tmp_path / "project"
+    (project / "app").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'app'\n")
+    (project / "app" / "x.py").write_text("x = 1\n")
+    upstream = tmp_path / "up" / "sglang"
+    (upstream / "srt").mkdir(parents=True)
+    (upstream / "__init__.py").write_text("")
+    (upstream / "version.py").write_text('__version__ = "9.9.9"\n')
+    (upstream / "srt" / "utils.py").write_text("def helper():\n    return 1\n")
+    monkeypatch.chdir(project)
+    assert main(["check", "--new", str(upstream.parent), "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert "could not be read (RuntimeError: pin reader bug); give --old" in err and "Traceback" not in err
+    status = main(["check", "--old", str(upstream.parent), "--new", str(upstream.parent), "--no-cache"])
+    err = capsys.readouterr().err
+    assert status == 0 and "warning: the SGLang pin could not be read" in err and "Traceback" not in err, err
