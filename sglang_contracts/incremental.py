@@ -1,0 +1,162 @@
+"""After an edit, recompute the findings of the files the edit can change, reuse the others'.
+
+A run keeps, per project Python file, the digest of its content and the project modules it
+imports, and every finding by path, under a key of everything else the findings are computed
+from (`Incremental.salt`): this tool's code, the Python version, the options, both releases by
+content (sources.content_identity: the upstream records any file consults are those of the
+release), the non-Python files below the root (requirements, Dockerfiles, patches: by path,
+size and modification time), and the project-wide facts, without positions: every indexed
+file's imports and classes (ancestry, a class's provided attributes and members, what a
+`__getattr__` borrows, the re-export table they make) and its version conditions. A change to
+any of these recomputes every file.
+
+Otherwise the files to recompute are those whose content changed, and their dependants: every
+file that imports one of them, transitively (its subclasses, the importers of a re-export
+module). The checks then run on a project made of those files, the project files they import
+transitively (whose facts their findings read), and every other indexed file reduced to its
+imports and its classes' outlines, so that what a check gathers over the whole project (which
+upstream modules are imported anywhere, which attributes any class provides) is as a full run
+sees it. Only the recomputed files' findings are kept from that run; the rest are the last
+run's. tests/test_incremental.py compares the result with a full run on real sglang-omni.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.project.facts import FileFacts, Position
+from sglang_contracts.project.index import ProjectIndex, module_name_for
+
+# The facts every check reads for the whole project; the rest (calls, reads, probes, ...) are
+# read only for the file at hand.
+OUTLINE_FACTS = ("imports", "conditions", "gates")
+
+
+@dataclass
+class Plan:
+    """Which files a run recomputes (`recomputed`; None: all) and what it records for the next."""
+
+    key: str
+    files: dict[str, list[Any]]  # relpath -> [content digest, project modules it imports]
+    previous: list[Diagnostic] = field(default_factory=list)
+    recomputed: set[str] | None = None
+    checked: set[str] = field(default_factory=set)  # the recomputed files and their dependencies
+
+    @property
+    def full(self) -> bool:
+        return self.recomputed is None
+
+
+def plan(store, salt: str, project: ProjectIndex) -> Plan:
+    """The files of `project` to recompute, against the last run with this salt in `store`."""
+    # The project's top-level packages tell its imports from third-party ones, in every file's facts.
+    key = hashlib.sha256(f"{salt}\0{project.packages}".encode("utf-8", "surrogateescape")).hexdigest()
+    saved = store.get(key)
+    try:
+        before: dict[str, list[Any]] = saved["files"]
+        previous = [Diagnostic.from_json(item) for item in saved["diagnostics"]]
+    except (KeyError, TypeError, ValueError):
+        before, previous = {}, None
+    files: dict[str, list[Any]] = {}
+    for relpath, data in project.sources.items():
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        entry = before.get(relpath)
+        # Same content and still indexed (or still not: that depends on other files): same facts.
+        if isinstance(entry, list) and len(entry) == 3 and entry[0] == digest and (entry[2] is None) == (relpath not in project.files):
+            files[relpath] = entry
+        else:
+            files[relpath] = [digest, imported_project_modules(project, relpath), outline_digest(project, relpath)]
+    if previous is None or any((before.get(rel) or [None, None, None])[2] != files.get(rel, [None, None, None])[2]
+                               for rel in before.keys() | files.keys()):
+        return Plan(key, files)  # a project-wide fact changed: every file is recomputed
+    changed = {rel for rel in files.keys() | before.keys() if (before.get(rel) or [None])[0] != files.get(rel, [None])[0]}
+    modules = {module_name_for(rel): rel for rel in files.keys() | before.keys()}
+    importers: dict[str, set[str]] = {}
+    for table in (before, files):  # the old edges too: the dependants of a file now removed
+        for rel, (_, imported, _) in table.items():
+            for module in imported:
+                if module in modules:
+                    importers.setdefault(modules[module], set()).add(rel)
+    recomputed = _closure(changed, importers)
+    imports = {rel: {modules[m] for m in imported if m in modules} for rel, (_, imported, _) in files.items()}
+    return Plan(key, files, previous, recomputed, _closure(recomputed, imports))
+
+
+def _closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
+    found, pending = set(start), list(start)
+    while pending:
+        for other in edges.get(pending.pop(), ()):
+            if other not in found:
+                found.add(other)
+                pending.append(other)
+    return found
+
+
+def imported_project_modules(project: ProjectIndex, relpath: str) -> list[str]:
+    """Project modules a file imports (each prefix of a dotted import too: a package's
+    `__init__` runs, and may re-export)."""
+    facts = project.files.get(relpath)
+    if facts is None:
+        return []
+    found: set[str] = set()
+    for fact in facts.imports:
+        for dotted in (fact.module, fact.binds):
+            parts = dotted.split(".")
+            if parts[0] in project.packages:
+                found.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+    return sorted(found)
+
+
+def checked_project(project: ProjectIndex, run: Plan) -> ProjectIndex:
+    """The project a partial run checks: the files to check in full, every other file's outline."""
+    if run.full:
+        return project
+    files = {rel: facts if rel in run.checked else _outline(facts) for rel, facts in project.files.items()}
+    return dataclasses.replace(project, files=files)
+
+
+def _outline(facts: FileFacts) -> FileFacts:
+    kept = {name: getattr(facts, name) for name in OUTLINE_FACTS}
+    classes = [dataclasses.replace(cls, methods=(), getattr_sources=(), getattr_names=(), attr_types=(),
+                                   values=(), returns=(), namespaces=()) for cls in facts.classes]
+    return FileFacts(path=facts.path, module=facts.module, classes=classes, noqa=facts.noqa, **kept)
+
+
+def merged(run: Plan, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """This run's findings in the recomputed files, the last run's everywhere else."""
+    if run.full:
+        return diagnostics
+    return sorted([*(d for d in diagnostics if d.path in run.recomputed),
+                   *(d for d in run.previous if d.path not in run.recomputed)], key=Diagnostic.sort_key)
+
+
+def save(store, run: Plan, diagnostics: list[Diagnostic]) -> None:
+    store.put(run.key, {"files": run.files, "diagnostics": [d.to_json() for d in diagnostics]})
+
+
+def outline_digest(project: ProjectIndex, relpath: str) -> str | None:
+    """What of a file every check may read for the whole project, positions left out (moving
+    code does not change it); None for a file that holds no contract."""
+    facts = project.files.get(relpath)
+    if facts is None:
+        return None
+    outline = [facts.module, *(_positionless(getattr(facts, name)) for name in ("imports", "conditions")),
+               [_positionless(cls) for cls in facts.classes], [_positionless(g.gate) for g in facts.gates]]
+    return hashlib.sha256(json.dumps(outline, default=str).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _positionless(value: Any) -> Any:
+    if isinstance(value, Position):
+        return None
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [_positionless(getattr(value, f.name)) for f in dataclasses.fields(value)]
+    if isinstance(value, (list, tuple)):
+        return [_positionless(item) for item in value]
+    if isinstance(value, dict):
+        return {str(k): _positionless(v) for k, v in value.items()}
+    return value
