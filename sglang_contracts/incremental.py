@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sglang_contracts.diagnostics import Diagnostic
-from sglang_contracts.project.facts import FileFacts, Position
+from sglang_contracts.project.facts import FACT_LISTS, FileFacts, Position, json_without
 from sglang_contracts.project.index import ProjectIndex, module_name_for
 
-# The facts every check reads for the whole project; the rest (calls, reads, probes, ...) are
-# read only for the file at hand.
-OUTLINE_FACTS = ("imports", "conditions", "gates")
+# The facts the checks read across files (a class's ancestry, members and typed attributes, a
+# project function's signature, what a module binds); the others (calls, reads, probes, ...)
+# are read only for the file they are in, so a file that is not recomputed keeps none of them.
+OUTLINE_FACTS = ("imports", "classes", "functions", "conditions", "gates")
 
 
 @dataclass
@@ -45,7 +46,6 @@ class Plan:
     files: dict[str, list[Any]]  # relpath -> [content digest, project modules it imports]
     previous: list[Diagnostic] = field(default_factory=list)
     recomputed: set[str] | None = None
-    checked: set[str] = field(default_factory=set)  # the recomputed files and their dependencies
 
     @property
     def full(self) -> bool:
@@ -83,8 +83,7 @@ def plan(store, salt: str, project: ProjectIndex) -> Plan:
                 if module in modules:
                     importers.setdefault(modules[module], set()).add(rel)
     recomputed = _closure(changed, importers)
-    imports = {rel: {modules[m] for m in imported if m in modules} for rel, (_, imported, _) in files.items()}
-    return Plan(key, files, previous, recomputed, _closure(recomputed, imports))
+    return Plan(key, files, previous, recomputed)
 
 
 def _closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
@@ -116,15 +115,13 @@ def checked_project(project: ProjectIndex, run: Plan) -> ProjectIndex:
     """The project a partial run checks: the files to check in full, every other file's outline."""
     if run.full:
         return project
-    files = {rel: facts if rel in run.checked else _outline(facts) for rel, facts in project.files.items()}
+    files = {rel: facts if rel in run.recomputed else _outline(facts) for rel, facts in project.files.items()}
     return dataclasses.replace(project, files=files)
 
 
 def _outline(facts: FileFacts) -> FileFacts:
-    kept = {name: getattr(facts, name) for name in OUTLINE_FACTS}
-    classes = [dataclasses.replace(cls, methods=(), getattr_sources=(), getattr_names=(), attr_types=(),
-                                   values=(), returns=(), namespaces=()) for cls in facts.classes]
-    return FileFacts(path=facts.path, module=facts.module, classes=classes, noqa=facts.noqa, **kept)
+    return FileFacts(path=facts.path, module=facts.module, noqa=facts.noqa,
+                     **{name: getattr(facts, name) for name in OUTLINE_FACTS})
 
 
 def merged(run: Plan, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
@@ -145,18 +142,6 @@ def outline_digest(project: ProjectIndex, relpath: str) -> str | None:
     facts = project.files.get(relpath)
     if facts is None:
         return None
-    outline = [facts.module, *(_positionless(getattr(facts, name)) for name in ("imports", "conditions")),
-               [_positionless(cls) for cls in facts.classes], [_positionless(g.gate) for g in facts.gates]]
+    outline = [facts.module, *([json_without(fact, FACT_LISTS[name], Position) for fact in getattr(facts, name)]
+                               for name in OUTLINE_FACTS)]
     return hashlib.sha256(json.dumps(outline, default=str).encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def _positionless(value: Any) -> Any:
-    if isinstance(value, Position):
-        return None
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [_positionless(getattr(value, f.name)) for f in dataclasses.fields(value)]
-    if isinstance(value, (list, tuple)):
-        return [_positionless(item) for item in value]
-    if isinstance(value, dict):
-        return {str(k): _positionless(v) for k, v in value.items()}
-    return value
