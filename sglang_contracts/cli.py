@@ -186,19 +186,9 @@ def _rules() -> int:
 
 
 def _explain(code: str) -> int:
-    from sglang_contracts.catalog import rule
+    from sglang_contracts.catalog import explanation
 
-    entry = rule(code.upper())
-    print(f"{entry.code} {entry.name} ({entry.severity})\n\n{entry.summary}\n\n{entry.description}\n")
-    print(f"Message: {entry.message}\nReference: {entry.reference}")
-    for example in entry.examples:
-        print(f"\nExample: {example.title}" + (" (the pin alone: --old X --new X)" if example.pin_alone else ""))
-        releases = (("sglang", example.old),) if example.pin_alone else (("old sglang", example.old), ("new sglang", example.new))
-        for label, files in (*releases, ("project", example.project)):
-            for path, text in files.items():
-                print(f"  [{label}] {path}:")
-                print("".join(f"    {line}\n" for line in text.strip("\n").splitlines()), end="")
-        print("  reports: " + (", ".join(example.expect) if example.expect else "nothing"))
+    print(explanation(code))
     return 0
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.infra.files import any_unsaved
 from sglang_contracts.project.index import walk_project
 from sglang_contracts.sources import content_identity
 
@@ -70,6 +71,8 @@ def inventory(root: Path, named_patches: list[str], accept=lambda name: True) ->
 def run_key(root: Path, paths: list[Path], options: Any, old_spec: str) -> str | None:
     """The key of this run's findings, or None when a release's content cannot be told (no
     such ref or folder: the run says so)."""
+    if any_unsaved():  # an editor's unsaved buffer is an input no file's size or time shows
+        return None
     return inputs_key(root, paths, options, old_spec, lambda name: True)
 
 
