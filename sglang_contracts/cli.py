@@ -1,4 +1,4 @@
-"""Command line: `sglang-contracts check`, `patch classify`, `rules`, `explain`."""
+"""Command line: `sglang-contracts check`, `patch classify`, `rules`, `explain`, `lsp`."""
 
 from __future__ import annotations
 
@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("skeleton", type=Path, metavar="SKELETON.patch")
     classify.add_argument("--format", choices=["text", "json"], default="text", help="output format (default: text)")
 
+    commands.add_parser("lsp", help="run as a language server on standard input and output (for editors)")
     commands.add_parser("rules", help="list the rule catalog")
     explain = commands.add_parser("explain", help="print one rule's catalog entry")
     explain.add_argument("code")
@@ -197,6 +198,10 @@ def _run(args: argparse.Namespace) -> int:
         return _check(args)
     if args.command == "rules":
         return _rules()
+    if args.command == "lsp":
+        from sglang_contracts.lsp.server import main as serve
+
+        return serve()
     if args.command == "patch":
         return _patch_classify(args)
     return _explain(args.code)
