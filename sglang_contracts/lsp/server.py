@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from sglang_contracts import __version__
+from sglang_contracts.infra.cache import remember_records
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
 from sglang_contracts.lsp.actions import code_actions
@@ -139,10 +141,11 @@ class ContractsServer(LanguageServer):
                 self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"sglang-contracts: {outcome}"))
             return
         self.last_failure = None
-        for uri in self.published.keys() - outcome.keys():
-            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-        for uri, diagnostics in outcome.items():
-            if self.published.get(uri) != diagnostics:
+        open_documents = set(self.workspace.text_documents)
+        for uri in self.published.keys() | outcome.keys() | open_documents:
+            diagnostics = outcome.get(uri, [])
+            # An open buffer hears after every check (its text was checked); other files on change.
+            if uri in open_documents or self.published.get(uri, []) != diagnostics:
                 self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
         self.published = outcome
 
@@ -237,5 +240,8 @@ def code_action(ls: ContractsServer, params: types.CodeActionParams) -> list[typ
 
 
 def main() -> int:
+    remember_records()  # every check reads the same records: decode each once
     server.start_io()
+    # pygls closes standard output with the connection; what runs after (the CLI's flush) writes nowhere.
+    sys.stdout = open(os.devnull, "w")
     return 0
