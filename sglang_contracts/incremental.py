@@ -1,23 +1,25 @@
 """After an edit, recompute the findings of the files the edit can change, reuse the others'.
 
-A run keeps, per project Python file, the digest of its content and the project modules it
-imports, and every finding by path, under a key of everything else the findings are computed
-from (`Incremental.salt`): this tool's code, the Python version, the options, both releases by
-content (sources.content_identity: the upstream records any file consults are those of the
-release), the non-Python files below the root (requirements, Dockerfiles, patches: by path,
-size and modification time), and the project-wide facts, without positions: every indexed
-file's imports and classes (ancestry, a class's provided attributes and members, what a
-`__getattr__` borrows, the re-export table they make) and its version conditions. A change to
-any of these recomputes every file.
+A run keeps, per project Python file, the digest of its content, the project modules it
+imports and the digest of its outline, and every finding by path, under a key of everything
+else the findings are computed from (the salt, replay.inputs_key, and the project's top-level
+packages): this tool's code, the Python version, the options, both releases by content
+(sources.content_identity: the upstream records any file consults are those of the release),
+and the non-Python files below the root (requirements, Dockerfiles, patches: by path, size and
+modification time). A file's outline is what the checks read of it for other files, positions
+left out (OUTLINE_FACTS: its imports, which make the re-export table; its classes, with their
+bases, members, provided and typed attributes, what a `__getattr__` borrows; its functions'
+signatures; its version conditions and gates). An outline that changed, or a key with no
+record, recomputes every file.
 
 Otherwise the files to recompute are those whose content changed, and their dependants: every
 file that imports one of them, transitively (its subclasses, the importers of a re-export
-module). The checks then run on a project made of those files, the project files they import
-transitively (whose facts their findings read), and every other indexed file reduced to its
-imports and its classes' outlines, so that what a check gathers over the whole project (which
-upstream modules are imported anywhere, which attributes any class provides) is as a full run
-sees it. Only the recomputed files' findings are kept from that run; the rest are the last
-run's. tests/test_incremental.py compares the result with a full run on real sglang-omni.
+module). The checks run on a project made of those files in full and every other indexed file
+reduced to its outline, so that what a check gathers over the whole project (the classes a
+base's ancestry leads to, which attributes any class provides, which upstream modules are
+imported anywhere) is as a full run sees it. Only the recomputed files' findings are kept from
+that run; the rest are the last run's. tests/test_incremental.py compares the result with a
+full run, on the fixture project and on real sglang-omni edits.
 """
 
 from __future__ import annotations
