@@ -167,3 +167,21 @@ def rule(code: str) -> Rule:
     if code not in catalog:
         raise ContractsError(f"{code}: no such rule in {catalog_dir()}")
     return catalog[code]
+
+
+def explanation(code: str) -> str:
+    """What `sglang-contracts explain CODE` prints: the rule, why it matters, its examples."""
+    entry = rule(code.upper())
+    out = [f"{entry.code} {entry.name} ({entry.severity})\n\n{entry.summary}\n\n{entry.description}\n",
+           f"Message: {entry.message}\nReference: {entry.reference}"]
+    if entry.fix:
+        out.append(f"\nFix ({entry.fix}{', with --unsafe-fixes' * (entry.fix == 'unsafe')}): {entry.fix_description}")
+    for example in entry.examples:
+        out.append(f"\nExample: {example.title}" + (" (the pin alone: --old X --new X)" if example.pin_alone else ""))
+        releases = (("sglang", example.old),) if example.pin_alone else (("old sglang", example.old), ("new sglang", example.new))
+        for label, files in (*releases, ("project", example.project)):
+            for path, text in files.items():
+                out.append(f"  [{label}] {path}:")
+                out.extend(f"    {line}" for line in text.strip("\n").splitlines())
+        out.append("  reports: " + (", ".join(example.expect) if example.expect else "nothing"))
+    return "\n".join(out)

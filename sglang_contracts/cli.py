@@ -1,4 +1,4 @@
-"""Command line: `sglang-contracts check`, `fix`, `patch classify`, `patch rebase`, `rules`, `explain`."""
+"""Command line: `sglang-contracts check`, `fix`, `patch classify`, `patch rebase`, `rules`, `explain`, `lsp`."""
 
 from __future__ import annotations
 
@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     rebase.add_argument("--sglang-repo", type=Path, help="a local SGLang clone; --old/--new are then git refs")
     rebase.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
 
+    commands.add_parser("lsp", help="run as a language server on standard input and output (for editors)")
     commands.add_parser("rules", help="list the rule catalog")
     explain = commands.add_parser("explain", help="print one rule's catalog entry")
     explain.add_argument("code")
@@ -245,21 +246,9 @@ def _rules() -> int:
 
 
 def _explain(code: str) -> int:
-    from sglang_contracts.catalog import rule
+    from sglang_contracts.catalog import explanation
 
-    entry = rule(code.upper())
-    print(f"{entry.code} {entry.name} ({entry.severity})\n\n{entry.summary}\n\n{entry.description}\n")
-    print(f"Message: {entry.message}\nReference: {entry.reference}")
-    if entry.fix:
-        print(f"\nFix ({entry.fix}{', with --unsafe-fixes' * (entry.fix == 'unsafe')}): {entry.fix_description}")
-    for example in entry.examples:
-        print(f"\nExample: {example.title}" + (" (the pin alone: --old X --new X)" if example.pin_alone else ""))
-        releases = (("sglang", example.old),) if example.pin_alone else (("old sglang", example.old), ("new sglang", example.new))
-        for label, files in (*releases, ("project", example.project)):
-            for path, text in files.items():
-                print(f"  [{label}] {path}:")
-                print("".join(f"    {line}\n" for line in text.strip("\n").splitlines()), end="")
-        print("  reports: " + (", ".join(example.expect) if example.expect else "nothing"))
+    print(explanation(code))
     return 0
 
 
@@ -274,6 +263,10 @@ def _run(args: argparse.Namespace) -> int:
         from sglang_contracts.patch.rebase import patch_rebase
 
         return patch_rebase(args)
+    if args.command == "lsp":
+        from sglang_contracts.lsp.server import main as serve
+
+        return serve()
     if args.command == "patch":
         return _patch_classify(args)
     return _explain(args.code)

@@ -3,9 +3,10 @@
 The inputs are this tool's own code and rule catalog, the Python version (its parser), the
 options, the two releases, the files named on the command line, and every file below the
 project root that any check may read (the folders every reader skips, like .git and .venv,
-excepted), by path, size and modification time. Only published versions take part: their
-content can never change, while a directory or a git ref may. Any change to any input, a file
-merely touched included, makes a full run.
+excepted), by path, size and modification time. A release is named by its content: a published
+version by its name, a git ref by its commit, a directory by its package files' paths, sizes
+and modification times (sources.content_identity). Any change to any input, a file merely
+touched included, makes a run that is not replayed (incremental.py then recomputes what changed).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.infra.files import any_unsaved
 from sglang_contracts.project.index import walk_project
-from sglang_contracts.sources import published_identity
+from sglang_contracts.sources import content_identity
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 READERS = ("griffe", "packaging")
@@ -49,11 +51,12 @@ def tool_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def _inventory(root: Path, named_patches: list[str]) -> list[str]:
-    """Path, size and modification time of every file a check may read below the root."""
-    files = set(walk_project([root], lambda name: True))
+def inventory(root: Path, named_patches: list[str], accept=lambda name: True) -> list[str]:
+    """Path, size and modification time of every file a check may read below the root (whose
+    name `accept`s)."""
+    files = set(walk_project([root], accept))
     for pattern in named_patches:  # `patch-files` may name files in folders the walk skips
-        files.update(path.resolve() for path in root.glob(pattern) if path.is_file())
+        files.update(path.resolve() for path in root.glob(pattern) if path.is_file() and accept(path.name))
     rows = []
     for path in sorted(files):
         try:
@@ -66,9 +69,17 @@ def _inventory(root: Path, named_patches: list[str]) -> list[str]:
 
 
 def run_key(root: Path, paths: list[Path], options: Any, old_spec: str) -> str | None:
-    """The key of this run's findings, or None when an input may change unseen (a release from
-    a directory or a clone)."""
-    releases = [published_identity(spec, options.sglang_repo) for spec in (old_spec, options.new)]
+    """The key of this run's findings, or None when a release's content cannot be told (no
+    such ref or folder: the run says so)."""
+    if any_unsaved():  # an editor's unsaved buffer is an input no file's size or time shows
+        return None
+    return inputs_key(root, paths, options, old_spec, lambda name: True)
+
+
+def inputs_key(root: Path, paths: list[Path], options: Any, old_spec: str, accept) -> str | None:
+    """A digest of the run's inputs but the project files whose name `accept` refuses, or None
+    when a release's content cannot be told."""
+    releases = [content_identity(spec, options.sglang_repo) for spec in (old_spec, options.new)]
     if None in releases:
         return None
     fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.name not in NOT_INPUTS}
@@ -79,7 +90,7 @@ def run_key(root: Path, paths: list[Path], options: Any, old_spec: str) -> str |
         "options": fields, "root": str(root), "paths": sorted(str(p.resolve()) for p in paths),
     }, sort_keys=True, default=str)
     digest = hashlib.sha256(header.encode())
-    for row in _inventory(root, named_patches):
+    for row in inventory(root, named_patches, accept):
         digest.update(row.encode("utf-8", "surrogateescape") + b"\n")  # any bytes a file name holds
     return digest.hexdigest()
 

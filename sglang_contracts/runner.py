@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import sglang_contracts.contracts  # noqa: F401  (registers every check)
 from sglang_contracts import baseline as baselines
-from sglang_contracts import replay
+from sglang_contracts import incremental, replay
 from sglang_contracts.infra.cache import JsonCache, cache_root
 from sglang_contracts.catalog import load_catalog
 from sglang_contracts.contracts.imports import NOT_CHECKED
@@ -51,8 +51,9 @@ class CheckOptions:
     report_unresolved: bool = False
     cache_dir: Path | None = None
     use_cache: bool = True
-    # Replay the findings of an earlier run with exactly these inputs (replay.py). The result then
-    # holds no project facts, so only callers that need nothing but the findings (the CLI) opt in.
+    # Replay the findings of an earlier run with exactly these inputs (replay.py), or reuse those
+    # of the files an edit cannot change (incremental.py). A replayed result holds no project
+    # facts, so only callers that need nothing but the findings (the CLI, the LSP) opt in.
     replay: bool = False
     workers: int | None = None
     exclude: list[str] = field(default_factory=list)  # globs of project paths not to read
@@ -216,7 +217,12 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
 
     # The checks judge what runs on the target release: not branches for other SGLang versions,
     # nor import fallbacks it never takes (project/gates.py).
-    context = CheckContext(project=for_release(project, new), old=old, new=new,
+    released = for_release(project, new)
+    salt = (replay.inputs_key(root, paths, options, old_spec, lambda name: not name.endswith(".py"))
+            if options.use_cache and options.replay else None)
+    partial_run = incremental.plan(store("incremental"), salt, released) if salt else None
+    context = CheckContext(project=incremental.checked_project(released, partial_run) if partial_run else released,
+                           old=old, new=new,
                            report_unresolved=options.report_unresolved, settings=options.settings)
     catalog = load_catalog()
     active = partial(code_active, select=options.select, ignore=options.ignore,
@@ -242,6 +248,9 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     if options.report_unused_noqa:
         diagnostics += [d for d in noqa.unused(active, reported) if active(UNUSED_NOQA, d.path) and not noqa.suppresses(d)]
     diagnostics = [enrich(override_severity(d, options.severity), text, old, new) for d in diagnostics]
+    if partial_run:
+        diagnostics = incremental.merged(partial_run, diagnostics)
+        incremental.save(store("incremental"), partial_run, diagnostics)
     _require_loaded(project, old)
     delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
     return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta)

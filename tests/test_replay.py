@@ -66,12 +66,21 @@ def test_library_callers_get_the_project_facts_unless_they_ask_for_replay(publis
     assert findings(computed) == findings(first)
 
 
-def test_releases_read_from_directories_are_never_replayed(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    shutil.copytree(PROJECT, project)
-    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
-    run_check([project], options)
-    assert run_check([project], options).replayed_files_with_contracts is None
+def test_releases_read_from_directories_replay_until_their_files_change(tmp_path: Path) -> None:
+    project, old, new = tmp_path / "project", tmp_path / "old", tmp_path / "new"
+    for source, target in ((PROJECT, project), (OLD, old), (NEW, new)):
+        shutil.copytree(source, target)
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True)
+    first = run_check([project], options)
+    assert run_check([project], options).replayed_files_with_contracts is not None
+    # The new release gets `prepare_server_args` back: its SGC102 and SGC105 go.
+    server_args = new / "sglang" / "srt" / "server_args.py"
+    server_args.write_text(server_args.read_text() + "\n\ndef prepare_server_args(argv):\n    return argv\n")
+    after = run_check([project], options)
+    assert after.replayed_files_with_contracts is None
+    gone = {d.symbol for d in first.diagnostics} - {d.symbol for d in after.diagnostics}
+    assert any(symbol.endswith("prepare_server_args") for symbol in gone)
+    assert findings(after) == findings(run_check([project], dataclasses.replace(options, replay=False)))
 
 
 def test_a_damaged_record_is_recomputed(published) -> None:

@@ -112,3 +112,21 @@ def test_a_folder_that_is_not_a_git_repository_is_an_error(check, tmp_path):
                            "not a git repository")
     _assert_one_line_error(check("--sglang-repo", str(tmp_path / "missing"), "--old", "v0.9.0", "--new", "v0.9.1"),
                            "no such directory")
+
+
+def test_tags_replay_until_a_tag_names_another_commit(sglang_repo, tmp_path):
+    from sglang_contracts.runner import CheckOptions, run_check
+
+    project = tmp_path / "project"
+    shutil.copytree(UPSTREAM.parent / "project", project)
+    options = CheckOptions(old="v0.9.0", new="v0.9.1", sglang_repo=sglang_repo, cache_dir=tmp_path / "cache", replay=True)
+    first = run_check([project], options)
+    assert run_check([project], options).replayed_files_with_contracts is not None
+    # v0.9.1 moved to a commit that has apply_qk_norm back in models/utils.py (the working tree's state).
+    repo = git.Repo(sglang_repo)
+    repo.git.add("--all")
+    repo.index.commit("apply_qk_norm is back", author=AUTHOR, committer=AUTHOR)
+    repo.create_tag("v0.9.1", force=True)
+    moved = run_check([project], options)
+    assert moved.replayed_files_with_contracts is None
+    assert len(moved.diagnostics) < len(first.diagnostics)

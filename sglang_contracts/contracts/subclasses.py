@@ -13,6 +13,7 @@ import ast
 import difflib
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract, fixes
@@ -184,11 +185,22 @@ def body_change(old: Member, new: Member) -> tuple[int, int] | None:
     return changed, changed + unchanged
 
 
+@lru_cache(maxsize=4)  # old and new of a module or two: trees are large
+def _parsed_module(source: str):
+    """An upstream module's tree, parsed once for all the previews of its methods (scheduler.py
+    has a dozen the project overrides or borrows)."""
+    from sglang_contracts.infra.pysource import parse_quietly
+
+    try:
+        return parse_quietly(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
 def _body_text(model: UpstreamModel, member: Member) -> list[str] | None:
     """The normalised lines of a method's body as text (what the record keeps hashed)."""
     import ast
 
-    from sglang_contracts.infra.pysource import parse_quietly
     from sglang_contracts.upstream.bodies import _statements, unparsed
 
     relpath = model.relpath_of(member.owner)
@@ -196,9 +208,8 @@ def _body_text(model: UpstreamModel, member: Member) -> list[str] | None:
     line = member.record.get("line")
     if not source or not line:
         return None
-    try:
-        tree = parse_quietly(source)
-    except (SyntaxError, ValueError, RecursionError):
+    tree = _parsed_module(source)
+    if tree is None:
         return None
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == member.name \

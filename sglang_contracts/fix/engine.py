@@ -185,3 +185,33 @@ def run_fix(paths: list[Path], options: CheckOptions, *, unsafe: bool = False, w
     report.changed.sort()
     report.last = result
     return report
+
+
+def lsp_fixes(result: CheckResult, relpath: str, text: str, data: dict) -> list[tuple[str, str]]:
+    """The editor's quick fix for one finding (`data`: the code and fingerprint the language
+    server gave the diagnostic): (title, the file's whole new text), applied to `text`, the
+    buffer as the editor has it. Offered only when the fix edits that file alone; unsafe fixes
+    are offered too, their title says so (the editor's user reads each before taking it)."""
+    found = [d for d in result.diagnostics if d.path == relpath and d.code == data.get("code")
+             and d.fingerprint == data.get("fingerprint")]
+    if not found or not can_fix(found[0], unsafe=True):
+        return []
+    diagnostic = found[0]
+    workspace = Workspace(result.project.root, {}, result)
+    try:
+        document = Document(relpath, text.encode(), python=relpath.endswith(".py"))
+    except NotRewritable:
+        return []  # the buffer does not parse: never rewrite it
+    workspace.documents[relpath] = document
+    try:
+        if not FIXES[diagnostic.code](diagnostic, workspace):
+            return []
+    except NotRewritable:
+        return []  # the fix needs another file it may not touch
+    for module in sorted(document.imports_needed):
+        ensure_import(document, module)
+    if any(other.changed for path, other in workspace.documents.items() if path != relpath) or not document.changed:
+        return []
+    entry = rule(diagnostic.code)
+    kind = "" if entry.fix == "safe" else " (unsafe: review it)"
+    return [(f"Fix {diagnostic.code} ({entry.name}){kind}", document.text)]

@@ -78,9 +78,30 @@ def why_unwritable(folder: Path, error: OSError) -> str:
     return error.strerror or type(error).__name__
 
 
+# record path -> ((size, modification time) of the file when read, its decoded data), for a
+# process that runs many checks (the language server): a record unchanged on disk since it was
+# read is not read, hashed and decoded again. None: not kept (one run reads each record once).
+_REMEMBERED: dict[Path, tuple[tuple[int, int], Any]] | None = None
+
+
+def remember_records() -> None:
+    """Keep decoded records in memory for the rest of the process (see _REMEMBERED)."""
+    global _REMEMBERED
+    if _REMEMBERED is None:
+        _REMEMBERED = {}
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except (OSError, ValueError):
+        return None
+    return status.st_size, status.st_mtime_ns
+
+
 class JsonCache:
     """A folder of JSON records addressed by key; corrupt, stale or misplaced records read as
-    missing (see the module's docstring for the format)."""
+    missing (see the module's docstring for the format). Callers never change the data they get."""
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
@@ -92,6 +113,21 @@ class JsonCache:
     def get(self, key: str) -> Any | None:
         if self.folder is None:
             return None
+        if _REMEMBERED is not None:
+            try:
+                path = self._path(key)
+            except ValueError:
+                return None
+            stamp, kept = _stamp(path), _REMEMBERED.get(path)
+            if stamp is not None and kept is not None and kept[0] == stamp:
+                return kept[1]
+            data = self._read(key)
+            if data is not None and stamp is not None:
+                _REMEMBERED[path] = (stamp, data)
+            return data
+        return self._read(key)
+
+    def _read(self, key: str) -> Any | None:
         try:
             raw = self._path(key).read_bytes()
         except (OSError, ValueError):  # ValueError: a key no file name can hold

@@ -11,7 +11,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 # Above the largest module SGLang ships (under 400 kB in 0.5.22) by a wide margin.
 MAX_PYTHON_BYTES = 4 * 1024 * 1024
@@ -52,8 +54,34 @@ def describe_size(size: int) -> str:
     return f"{size / 1024 / 1024:.1f} MB" if size >= 1024 * 1024 else f"{size} bytes"
 
 
+# Absolute path -> the text of an editor's buffer not yet saved (the language server's), read in
+# place of the file on disk while `unsaved_buffers` is in force.
+_UNSAVED: dict[str, bytes] = {}
+
+
+@contextmanager
+def unsaved_buffers(buffers: dict[str, bytes]) -> Iterator[None]:
+    """Read these absolute paths' bytes from `buffers`, not from disk, for the duration."""
+    _UNSAVED.update(buffers)
+    try:
+        yield
+    finally:
+        for path in buffers:
+            _UNSAVED.pop(path, None)
+
+
+def any_unsaved() -> bool:
+    """Is some file read from an editor's buffer (a run whose inputs stat cannot tell)?"""
+    return bool(_UNSAVED)
+
+
 def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES) -> bytes:
-    """The bytes of a regular file (a link is followed to one) of at most `limit` bytes."""
+    """The bytes of a regular file (a link is followed to one) of at most `limit` bytes, or of
+    its unsaved editor buffer (`unsaved_buffers`)."""
+    if _UNSAVED and (buffer := _UNSAVED.get(os.fspath(path))) is not None:
+        if len(buffer) > limit:
+            raise Unreadable(f"{describe_size(len(buffer))}, over the {describe_size(limit)} this tool reads")
+        return buffer
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as error:

@@ -307,13 +307,24 @@ def _identity(raw: Any) -> Any:
     return raw
 
 
+def json_without(value: Any, hint: Any, left_out: type) -> Any:
+    """A fact's JSON form with every value of type `left_out` (Position: where code sits) as None."""
+    return _encoder(hint, left_out)(value)
+
+
+def _nothing(raw: Any) -> None:
+    return None
+
+
 @lru_cache(maxsize=None)
-def _encoder(hint: Any) -> Callable[[Any], Any]:
+def _encoder(hint: Any, left_out: type | None = None) -> Callable[[Any], Any]:
     """A function turning a value of type `hint` into its JSON form (dataclasses as positional
     lists), planned once per type as `_decoder` is; tuples of plain values are JSON arrays as they are."""
+    if left_out is not None and hint is left_out:
+        return _nothing
     if dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
-        plan = [(f.name, _encoder(hints[f.name])) for f in dataclasses.fields(hint)]
+        plan = [(f.name, _encoder(hints[f.name], left_out)) for f in dataclasses.fields(hint)]
         if all(encode is _identity for _, encode in plan):
             names = [name for name, _ in plan]
             return lambda value: [getattr(value, name) for name in names]
@@ -322,14 +333,14 @@ def _encoder(hint: Any) -> Callable[[Any], Any]:
     if origin is tuple:
         arguments = typing.get_args(hint)
         if len(arguments) == 2 and arguments[1] is Ellipsis:
-            item = _encoder(arguments[0])
+            item = _encoder(arguments[0], left_out)
             return _identity if item is _identity else (lambda raw: [item(value) for value in raw])
-        items = [_encoder(argument) for argument in arguments]
+        items = [_encoder(argument, left_out) for argument in arguments]
         if all(encode is _identity for encode in items):
             return _identity
         return lambda raw: [encode(value) for encode, value in zip(items, raw)]
     if origin in (typing.Union, types.UnionType):
-        option = _encoder(next(a for a in typing.get_args(hint) if a is not type(None)))
+        option = _encoder(next(a for a in typing.get_args(hint) if a is not type(None)), left_out)
         return _identity if option is _identity else (lambda raw: None if raw is None else option(raw))
     return _identity
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from sglang_contracts.infra.errors import SourceError, UsageError
 from sglang_contracts.sources.base import Release, ReleaseTree
-from sglang_contracts.sources.directory import directory_release
-from sglang_contracts.sources.git import git_release
+from sglang_contracts.sources.directory import directory_identity, directory_release
+from sglang_contracts.sources.git import git_commit_identity, git_release
 from sglang_contracts.sources.index import PUBLISHED, index_release
 
 __all__ = ["Release", "ReleaseTree", "SourceError", "open_release"]
@@ -47,8 +47,15 @@ def open_release(spec: str, *, sglang_repo: Path | None, cache: Path) -> Release
     return index_release(spec, cache)
 
 
-def published_identity(spec: str, sglang_repo: Path | None) -> str | None:
-    """The identity of a published version (`pypi:sglang==0.5.22`, as index_release gives it),
-    known without opening anything; None for any other source."""
-    kind, spec = _kind(spec, sglang_repo)
-    return PUBLISHED.format(version=spec) if kind == "pypi" and sglang_repo is None else None
+def content_identity(spec: str, sglang_repo: Path | None) -> str | None:
+    """What a release's content is, known without reading it: a published version's name, a
+    git ref's commit, a directory's package files by path, size and modification time. None
+    when it cannot be told (no such ref or folder): the run then opens the release and says why."""
+    kind, rest = _kind(spec, sglang_repo)
+    if kind == "pypi" and sglang_repo is None:
+        return PUBLISHED.format(version=rest)
+    if kind == "git" and sglang_repo is not None:
+        return git_commit_identity(sglang_repo.expanduser(), rest)
+    if kind == "dir":
+        return directory_identity(Path(rest).expanduser())
+    return None

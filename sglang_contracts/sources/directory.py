@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -114,6 +115,30 @@ def version_from_tree(tree: ReleaseTree) -> str | None:
         if match:
             return match.group(1)
     return None
+
+
+def directory_identity(path: Path) -> str | None:
+    """The package files of a release on disk (path, size, modification time) and its
+    metadata, as one digest: any edit below sglang/ changes it. None for no release there."""
+    try:
+        root = find_package_root(path.resolve())
+    except (SourceError, OSError, ValueError):
+        return None
+    digest = hashlib.sha256(os.fsencode(root))
+    for folder, dirs, files in os.walk(root / PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            try:
+                status = os.stat(os.path.join(folder, name))
+            except OSError:
+                continue
+            digest.update(os.fsencode(os.path.join(folder, name)) + f"\0{status.st_size}\0{status.st_mtime_ns}\n".encode())
+    for metadata in [*sorted(root.glob("sglang-*.dist-info/METADATA")), root / "pyproject.toml"]:
+        try:
+            digest.update(read_limited(metadata, MAX_TEXT_BYTES))
+        except Unreadable:
+            continue
+    return f"dir:{digest.hexdigest()}"
 
 
 def directory_release(path: Path) -> Release:

@@ -1,0 +1,149 @@
+"""After an edit, recompute the findings of the files the edit can change, reuse the others'.
+
+A run keeps, per project Python file, the digest of its content, the project modules it
+imports and the digest of its outline, and every finding by path, under a key of everything
+else the findings are computed from (the salt, replay.inputs_key, and the project's top-level
+packages): this tool's code, the Python version, the options, both releases by content
+(sources.content_identity: the upstream records any file consults are those of the release),
+and the non-Python files below the root (requirements, Dockerfiles, patches: by path, size and
+modification time). A file's outline is what the checks read of it for other files, positions
+left out (OUTLINE_FACTS: its imports, which make the re-export table; its classes, with their
+bases, members, provided and typed attributes, what a `__getattr__` borrows; its functions'
+signatures; its version conditions and gates). An outline that changed, or a key with no
+record, recomputes every file.
+
+Otherwise the files to recompute are those whose content changed, and their dependants: every
+file that imports one of them, transitively (its subclasses, the importers of a re-export
+module). The checks run on a project made of those files in full and every other indexed file
+reduced to its outline, so that what a check gathers over the whole project (the classes a
+base's ancestry leads to, which attributes any class provides, which upstream modules are
+imported anywhere) is as a full run sees it. Only the recomputed files' findings are kept from
+that run; the rest are the last run's. tests/test_incremental.py compares the result with a
+full run, on the fixture project and on real sglang-omni edits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.project.facts import FACT_LISTS, FileFacts, Position, json_without
+from sglang_contracts.project.index import ProjectIndex, module_name_for
+
+# The facts the checks read across files (a class's ancestry, members and typed attributes, a
+# project function's signature, what a module binds); the others (calls, reads, probes, ...)
+# are read only for the file they are in, so a file that is not recomputed keeps none of them.
+OUTLINE_FACTS = ("imports", "classes", "functions", "conditions", "gates")
+
+
+@dataclass
+class Plan:
+    """Which files a run recomputes (`recomputed`; None: all) and what it records for the next."""
+
+    key: str
+    files: dict[str, list[Any]]  # relpath -> [content digest, project modules it imports]
+    previous: list[Diagnostic] = field(default_factory=list)
+    recomputed: set[str] | None = None
+
+    @property
+    def full(self) -> bool:
+        return self.recomputed is None
+
+
+def plan(store, salt: str, project: ProjectIndex) -> Plan:
+    """The files of `project` to recompute, against the last run with this salt in `store`."""
+    # The project's top-level packages tell its imports from third-party ones, in every file's facts.
+    key = hashlib.sha256(f"{salt}\0{project.packages}".encode("utf-8", "surrogateescape")).hexdigest()
+    saved = store.get(key)
+    try:
+        before: dict[str, list[Any]] = saved["files"]
+        previous = [Diagnostic.from_json(item) for item in saved["diagnostics"]]
+    except (KeyError, TypeError, ValueError):
+        before, previous = {}, None
+    files: dict[str, list[Any]] = {}
+    for relpath, data in project.sources.items():
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        entry = before.get(relpath)
+        # Same content and still indexed (or still not: that depends on other files): same facts.
+        if isinstance(entry, list) and len(entry) == 3 and entry[0] == digest and (entry[2] is None) == (relpath not in project.files):
+            files[relpath] = entry
+        else:
+            files[relpath] = [digest, imported_project_modules(project, relpath), outline_digest(project, relpath)]
+    if previous is None or any((before.get(rel) or [None, None, None])[2] != files.get(rel, [None, None, None])[2]
+                               for rel in before.keys() | files.keys()):
+        return Plan(key, files)  # a project-wide fact changed: every file is recomputed
+    changed = {rel for rel in files.keys() | before.keys() if (before.get(rel) or [None])[0] != files.get(rel, [None])[0]}
+    modules = {module_name_for(rel): rel for rel in files.keys() | before.keys()}
+    importers: dict[str, set[str]] = {}
+    for table in (before, files):  # the old edges too: the dependants of a file now removed
+        for rel, (_, imported, _) in table.items():
+            for module in imported:
+                if module in modules:
+                    importers.setdefault(modules[module], set()).add(rel)
+    recomputed = _closure(changed, importers)
+    return Plan(key, files, previous, recomputed)
+
+
+def _closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
+    found, pending = set(start), list(start)
+    while pending:
+        for other in edges.get(pending.pop(), ()):
+            if other not in found:
+                found.add(other)
+                pending.append(other)
+    return found
+
+
+def imported_project_modules(project: ProjectIndex, relpath: str) -> list[str]:
+    """Project modules a file imports (each prefix of a dotted import too: a package's
+    `__init__` runs, and may re-export)."""
+    facts = project.files.get(relpath)
+    if facts is None:
+        return []
+    found: set[str] = set()
+    for fact in facts.imports:
+        for dotted in (fact.module, fact.binds):
+            parts = dotted.split(".")
+            if parts[0] in project.packages:
+                found.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+    return sorted(found)
+
+
+def checked_project(project: ProjectIndex, run: Plan) -> ProjectIndex:
+    """The project a partial run checks: the files to check in full, every other file's outline."""
+    if run.full:
+        return project
+    files = {rel: facts if rel in run.recomputed else _outline(facts) for rel, facts in project.files.items()}
+    return dataclasses.replace(project, files=files)
+
+
+def _outline(facts: FileFacts) -> FileFacts:
+    return FileFacts(path=facts.path, module=facts.module, noqa=facts.noqa,
+                     **{name: getattr(facts, name) for name in OUTLINE_FACTS})
+
+
+def merged(run: Plan, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """This run's findings in the recomputed files, the last run's everywhere else."""
+    if run.full:
+        return diagnostics
+    return sorted([*(d for d in diagnostics if d.path in run.recomputed),
+                   *(d for d in run.previous if d.path not in run.recomputed)], key=Diagnostic.sort_key)
+
+
+def save(store, run: Plan, diagnostics: list[Diagnostic]) -> None:
+    store.put(run.key, {"files": run.files, "diagnostics": [d.to_json() for d in diagnostics]})
+
+
+def outline_digest(project: ProjectIndex, relpath: str) -> str | None:
+    """What of a file every check may read for the whole project, positions left out (moving
+    code does not change it); None for a file that holds no contract."""
+    facts = project.files.get(relpath)
+    if facts is None:
+        return None
+    outline = [facts.module, *([json_without(fact, FACT_LISTS[name], Position) for fact in getattr(facts, name)]
+                               for name in OUTLINE_FACTS)]
+    return hashlib.sha256(json.dumps(outline, default=str).encode("utf-8", "surrogateescape")).hexdigest()

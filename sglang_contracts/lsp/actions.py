@@ -1,0 +1,55 @@
+"""Code actions on a finding: the fixes of `sglang-contracts fix`, and a `# noqa` for the line.
+
+The fixes are `sglang_contracts.fix.engine.lsp_fixes`: (title, the file's whole new text) for
+the fix of the finding `data` names (the diagnostic's data: code, symbol, fingerprint) in the
+last check's result, applied to `text`, the buffer as the editor has it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lsprotocol import types
+
+from sglang_contracts.fix.engine import lsp_fixes
+from sglang_contracts.runner import CheckResult
+
+NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z0-9, ]+))?", re.I)
+
+
+def code_actions(uri: str, result: CheckResult | None, relpath: str, text: str,
+                 findings: list[types.Diagnostic]) -> list[types.CodeAction]:
+    actions: list[types.CodeAction] = []
+    lines = text.splitlines(keepends=True)
+    for finding in findings:
+        data: dict[str, Any] = finding.data if isinstance(finding.data, dict) else {}
+        for title, new_text in lsp_fixes(result, relpath, text, data) if result is not None else ():
+            actions.append(types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[finding],
+                                            is_preferred=True, edit=_whole_file_edit(uri, lines, new_text)))
+        line = finding.range.start.line
+        if line < len(lines):
+            actions.append(types.CodeAction(
+                title=f"Silence {finding.code} on this line (# noqa)", kind=types.CodeActionKind.QuickFix,
+                diagnostics=[finding], edit=types.WorkspaceEdit(changes={uri: [_noqa_edit(lines[line], line, str(finding.code))]})))
+    return actions
+
+
+def _whole_file_edit(uri: str, lines: list[str], new_text: str) -> types.WorkspaceEdit:
+    end = types.Position(len(lines), 0)
+    return types.WorkspaceEdit(changes={uri: [types.TextEdit(types.Range(types.Position(0, 0), end), new_text)]})
+
+
+def _noqa_edit(line_text: str, line: int, code: str) -> types.TextEdit:
+    """Add the code to the line's `# noqa: ...` comment, or a new one at the line's end."""
+    body = line_text.rstrip("\r\n")
+    match = NOQA.search(body)
+    if match and match.group("codes"):
+        codes = [c.strip() for c in match.group("codes").split(",") if c.strip()]
+        replacement = f"# noqa: {','.join([*codes, code])}"
+        start, end = match.span()
+    elif match:  # a bare `# noqa` already silences every code
+        replacement, start, end = match.group(), *match.span()
+    else:
+        replacement, start, end = f"  # noqa: {code}", len(body), len(body)
+    return types.TextEdit(types.Range(types.Position(line, start), types.Position(line, end)), replacement)

@@ -1,0 +1,251 @@
+"""`sglang-contracts lsp`: the checker as a language server on standard input and output (pygls).
+
+Every check is of the whole workspace, as `sglang-contracts check` run in its root would do
+(its `[tool.sglang-contracts]`, read again each time), with the text of open Python buffers in
+place of their files, and reuses the last check's findings for every file the edit cannot
+change (incremental.py). Checks run one at a time in a worker thread: a file opened or saved
+is checked at once, typing is checked once it pauses (DEBOUNCE_SECONDS). A check that cannot
+run (no release given, a release that does not exist, no network) is one message to the user,
+repeated only when the reason changes, never a restart loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from sglang_contracts import __version__
+from sglang_contracts.infra.cache import remember_records
+from sglang_contracts.infra.errors import ContractsError
+from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
+from sglang_contracts.lsp.actions import code_actions
+from sglang_contracts.lsp.convert import contains, hover_text, lsp_diagnostic
+
+DEBOUNCE_SECONDS = 0.3
+# Release options the client may set (initializationOptions, or didChangeConfiguration's
+# settings under "sglang-contracts"), as `check`'s flags.
+RELEASE_OPTIONS = {"old": "--old", "new": "--new", "sglang-repo": "--sglang-repo", "sglangRepo": "--sglang-repo",
+                   "config": "--config", "cache-dir": "--cache-dir", "cacheDir": "--cache-dir"}
+# Files whose change may change every finding: the configuration and the pins.
+WORKSPACE_FILES = ("pyproject.toml", "setup.cfg", "requirements", "constraints")
+
+log = logging.getLogger(__name__)
+
+
+class ContractsServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("sglang-contracts", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.root: Path | None = None
+        self.settings: dict[str, Any] = {}
+        self.published: dict[str, list[types.Diagnostic]] = {}  # uri -> what the editor shows
+        self.last_failure: str | None = None
+        self.last_result: Any = None  # the last check's CheckResult: the findings code actions fix
+        self.checks = 0  # finished checks, for tests and logs
+        self._timer: asyncio.TimerHandle | None = None
+        self._running = False
+        self._again = False
+
+    # -- scheduling ---------------------------------------------------------------------------
+
+    def schedule(self, delay: float) -> None:
+        """Check the workspace after `delay` seconds of quiet (a later call moves it back)."""
+        loop = asyncio.get_running_loop()
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_later(delay, lambda: asyncio.ensure_future(self._check()))
+
+    async def _check(self) -> None:
+        if self._running:  # one check at a time; what changed meanwhile gets one more
+            self._again = True
+            return
+        self._running = True
+        try:
+            while True:
+                self._again = False
+                buffers = self._unsaved()
+                outcome = await asyncio.get_running_loop().run_in_executor(None, self._run, buffers)
+                self._publish(outcome)
+                if not self._again:
+                    break
+        finally:
+            self._running = False
+
+    # -- one check ------------------------------------------------------------------------------
+
+    def _unsaved(self) -> dict[str, bytes]:
+        """Open Python buffers whose text is not what their file holds."""
+        found = {}
+        for uri, document in list(self.workspace.text_documents.items()):
+            path = to_fs_path(uri)
+            if not path or not path.endswith(".py"):
+                continue  # other files are read when saved: their findings are keyed by size and time
+            text = document.source.encode("utf-8", "surrogateescape")
+            try:
+                on_disk = read_limited(path)
+            except Unreadable:
+                continue  # a buffer for a file not on disk is not part of the project yet
+            if text != on_disk:
+                found[os.path.realpath(path)] = text
+        return found
+
+    def _run(self, buffers: dict[str, bytes]) -> dict[str, list[types.Diagnostic]] | str:
+        """uri -> diagnostics of every file with findings, or why the check could not run."""
+        from sglang_contracts.cli import _options, build_parser
+        from sglang_contracts.runner import run_check
+
+        argv = ["check"]
+        for key, flag in RELEASE_OPTIONS.items():
+            if self.settings.get(key):
+                argv += [flag, str(self.settings[key])]
+        try:
+            paths, options = _options(build_parser().parse_args(argv))
+            with unsaved_buffers(buffers):
+                result = run_check(paths, options)
+        except ContractsError as error:
+            return str(error)
+        except SystemExit:  # argparse refused a setting
+            return f"a release option is not valid: {argv[1:]}"
+        except Exception as error:  # a bug: said once, never a crash of the server
+            if os.environ.get("SGLANG_CONTRACTS_DEBUG"):
+                raise
+            log.exception("check failed")
+            return f"internal error: {type(error).__name__}: {error}"
+        self.last_result = result  # what code actions fix
+        root = result.project.root
+        texts: dict[str, list[str]] = {}
+        by_uri: dict[str, list[types.Diagnostic]] = {}
+        for finding in result.diagnostics:
+            path = root / finding.path
+            if finding.path not in texts:
+                data = buffers.get(os.path.realpath(path))
+                try:
+                    texts[finding.path] = (data or read_limited(path)).decode("utf-8", "replace").splitlines()
+                except Unreadable:
+                    texts[finding.path] = []
+            lines = texts[finding.path]
+            line_text = lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
+            by_uri.setdefault(from_fs_path(str(path)), []).append(lsp_diagnostic(finding, line_text))
+        return by_uri
+
+    def _publish(self, outcome: dict[str, list[types.Diagnostic]] | str) -> None:
+        self.checks += 1
+        if isinstance(outcome, str):
+            if outcome != self.last_failure:  # one message per reason: no storm while typing
+                self.last_failure = outcome
+                self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"sglang-contracts: {outcome}"))
+            return
+        self.last_failure = None
+        open_documents = set(self.workspace.text_documents)
+        for uri in self.published.keys() | outcome.keys() | open_documents:
+            diagnostics = outcome.get(uri, [])
+            # An open buffer hears after every check (its text was checked); other files on change.
+            if uri in open_documents or self.published.get(uri, []) != diagnostics:
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+        self.published = outcome
+
+    def configure(self, settings: Any) -> None:
+        if isinstance(settings, dict):
+            settings = settings.get("sglang-contracts", settings)
+            if isinstance(settings, dict):
+                self.settings = {key: value for key, value in settings.items() if key in RELEASE_OPTIONS}
+        self.last_failure = None  # a new configuration deserves its own verdict
+
+
+server = ContractsServer()
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: ContractsServer, params: types.InitializeParams) -> None:
+    folders = params.workspace_folders or []
+    uri = folders[0].uri if folders else params.root_uri
+    path = to_fs_path(uri) if uri else params.root_path
+    ls.root = Path(path or os.getcwd())
+    os.chdir(ls.root)  # `check` reads the configuration of the folder it runs in
+    ls.configure(params.initialization_options)
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: ContractsServer, params: types.InitializedParams) -> None:
+    watchers = [types.FileSystemWatcher(glob_pattern=f"**/{name}*") for name in WORKSPACE_FILES]
+    watchers.append(types.FileSystemWatcher(glob_pattern="**/*.py"))
+    capabilities = ls.client_capabilities.workspace
+    if capabilities and capabilities.did_change_watched_files and capabilities.did_change_watched_files.dynamic_registration:
+        await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
+            id="sglang-contracts-files", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))]))
+    ls.schedule(0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+async def did_open(ls: ContractsServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.schedule(0.05)  # an editor restoring a session opens many at once
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+async def did_change(ls: ContractsServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.schedule(DEBOUNCE_SECONDS)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+async def did_save(ls: ContractsServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls.schedule(0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+async def did_close(ls: ContractsServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.schedule(0.05)  # its unsaved text, if any, is gone: the file on disk counts again
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+async def did_change_watched_files(ls: ContractsServer, params: types.DidChangeWatchedFilesParams) -> None:
+    ls.last_failure = None
+    ls.schedule(0.05)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(ls: ContractsServer, params: types.DidChangeConfigurationParams) -> None:
+    ls.configure(params.settings)
+    ls.schedule(0)
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: ContractsServer, params: types.HoverParams) -> types.Hover | None:
+    here = [d for d in ls.published.get(params.text_document.uri, []) if contains(d.range, params.position)]
+    if not here:
+        return None
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=hover_text(here)),
+                       range=here[0].range)
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+async def code_action(ls: ContractsServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    ours = [d for d in params.context.diagnostics if d.source == "sglang-contracts"]
+    path = to_fs_path(uri)
+    if not ours or not path or ls.root is None:
+        return []
+    document = ls.workspace.get_text_document(uri)
+    try:
+        relpath = Path(path).resolve().relative_to(ls.root.resolve()).as_posix()
+    except ValueError:
+        relpath = path
+    # A fix may read the releases (a verified home): off the event loop, as the checks run
+    return await asyncio.get_running_loop().run_in_executor(
+        None, code_actions, uri, ls.last_result, relpath, document.source, ours)
+
+
+def main() -> int:
+    remember_records()  # every check reads the same records: decode each once
+    server.start_io()
+    # pygls closes standard output with the connection; what runs after (the CLI's flush) writes nowhere.
+    sys.stdout = open(os.devnull, "w")
+    return 0

@@ -1,0 +1,138 @@
+"""After an edit only the files it can change are checked again (incremental.py), and the
+findings are those of a full run: on the fixture project, and on real sglang-omni."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import NEW, OLD, PROJECT
+from downloads import download_sdist
+from sglang_contracts import incremental
+from sglang_contracts.runner import CheckOptions, run_check
+
+
+@pytest.fixture
+def plans(monkeypatch) -> list[incremental.Plan]:
+    """Every plan the runs make, to tell which files were recomputed."""
+    made: list[incremental.Plan] = []
+    plan = incremental.plan
+
+    def recording(*args):
+        made.append(plan(*args))
+        return made[-1]
+
+    monkeypatch.setattr(incremental, "plan", recording)
+    return made
+
+
+def findings(result) -> list[dict]:
+    return [d.to_json() for d in result.diagnostics]
+
+
+def same_as_a_full_run(project: Path, options: CheckOptions):
+    """The incremental result, asserted equal to a run that recomputes everything."""
+    result = run_check([project], options)
+    assert result.replayed_files_with_contracts is None
+    assert findings(result) == findings(run_check([project], dataclasses.replace(options, replay=False)))
+    return result
+
+
+@pytest.fixture
+def fixture_project(tmp_path: Path) -> tuple[Path, CheckOptions]:
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    return project, CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_an_edit_recomputes_that_file_and_its_importers(fixture_project, plans) -> None:
+    project, options = fixture_project
+    first = run_check([project], options)
+    assert plans[-1].full
+    # A comment above the broken import (line 5): the findings from there on move down a line.
+    edit(project / "demo_omni" / "layers.py", "from sglang.srt.layers.quantization import",
+         "# quantization helpers\nfrom sglang.srt.layers.quantization import")
+    after = same_as_a_full_run(project, options)
+    assert plans[-1].recomputed == {"demo_omni/layers.py"}
+    assert findings(after) != findings(first)
+    assert [d.line for d in after.diagnostics if d.path == "demo_omni/layers.py"] == [
+        d.line + (d.line >= 5) for d in first.diagnostics if d.path == "demo_omni/layers.py"]
+
+
+def test_a_reexport_module_rechecks_its_importers(fixture_project, plans) -> None:
+    project, options = fixture_project
+    run_check([project], options)
+    core = project / "demo_omni" / "vendor" / "sglang" / "core.py"
+    core.write_text(core.read_text() + "\n# a comment that changes no fact\n")
+    same_as_a_full_run(project, options)
+    recomputed = plans[-1].recomputed
+    assert "demo_omni/vendor/sglang/core.py" in recomputed and "demo_omni/engine.py" in recomputed
+    assert "demo_omni/model_runner.py" not in recomputed  # it imports nothing of the project's
+
+
+def test_a_project_wide_fact_that_changes_recomputes_everything(fixture_project, plans) -> None:
+    project, options = fixture_project
+    run_check([project], options)
+    # The scheduler now sets an attribute borrowed code reads: a class's provided names change.
+    edit(project / "demo_omni" / "omni_scheduler.py", "        self.max_running_requests = 4\n",
+         "        self.max_running_requests = 4\n        self.mm_receiver = None\n")
+    same_as_a_full_run(project, options)
+    assert plans[-1].full
+
+
+def test_a_removed_file_takes_its_findings_and_rechecks_its_importers(fixture_project, plans) -> None:
+    project, options = fixture_project
+    run_check([project], options)
+    (project / "demo_omni" / "compat.py").unlink()
+    after = same_as_a_full_run(project, options)
+    assert not [d for d in after.diagnostics if d.path == "demo_omni/compat.py"]
+
+
+def test_a_non_python_file_recomputes_everything(fixture_project, plans) -> None:
+    project, options = fixture_project
+    run_check([project], options)
+    (project / "docs" / "install.md").write_text("Install sglang==0.9.0 first.\n")
+    same_as_a_full_run(project, options)
+    assert plans[-1].full
+
+
+# -- real sglang-omni: edits as a developer makes them, each compared with a full run -------------
+
+REAL_EDITS = [
+    # a statement added in a method body
+    ("sglang_omni/scheduling/omni_scheduler.py", "    def __init__(self", None,
+     lambda text, at: text[:text.index(":\n", at) + 2] + "        trace_enabled = False  # edited\n" + text[text.index(":\n", at) + 2:]),
+    # the real SGC102 fixed by importing from where the name now lives
+    ("sglang_omni/models/qwen3_omni/components/code2wav.py", "from sglang.kernels.ops.layernorm import rmsnorm",
+     "from sglang.kernels.ops.layernorm.norm import rmsnorm", None),
+    # lines added at the top of a module others import
+    ("sglang_omni/scheduling/omni_scheduler.py", '"""', '"""Edited.\n\n', None),
+]
+
+
+@pytest.mark.parametrize("version", ["0.1.8", "0.1.9"])
+def test_real_omni_edits_give_the_findings_of_a_full_run(version, real_cache, tmp_path, plans) -> None:
+    project = tmp_path / "omni"
+    shutil.copytree(download_sdist("sglang-omni", version, real_cache), project)
+    options = CheckOptions(old="0.5.22", new="0.5.23", cache_dir=real_cache, replay=True)
+    # A cache of its own for the findings, the shared one for the releases and the facts.
+    run_check([project], options)
+    partial = 0
+    for relpath, anchor, replacement, transform in REAL_EDITS:
+        path = project / relpath
+        text = path.read_text()
+        if anchor not in text:
+            continue
+        path.write_text(transform(text, text.index(anchor)) if transform else text.replace(anchor, replacement, 1))
+        same_as_a_full_run(project, options)
+        partial += not plans[-1].full
+    assert partial >= 2

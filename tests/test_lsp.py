@@ -1,0 +1,164 @@
+"""`sglang-contracts lsp` end to end: a real LSP client (pygls's) talks to the server over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+from pygls.uris import from_fs_path
+
+from conftest import CHECKOUT, NEW, OLD
+
+PROJECT = CHECKOUT / "fixtures" / "project"
+TIMEOUT = 120  # the first check of a fresh cache extracts both releases
+
+
+class Client(LanguageClient):
+    def __init__(self) -> None:
+        super().__init__("sglang-contracts-test", "1")
+        self.diagnostics: dict[str, list[types.Diagnostic]] = {}
+        self.messages: list[str] = []
+        self.changed = asyncio.Event()
+
+        @self.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def published(client: Client, params: types.PublishDiagnosticsParams) -> None:
+            client.diagnostics[params.uri] = params.diagnostics
+            client.changed.set()
+
+        @self.feature(types.WINDOW_SHOW_MESSAGE)
+        def shown(client: Client, params: types.ShowMessageParams) -> None:
+            client.messages.append(params.message)
+            client.changed.set()
+
+        @self.feature(types.WINDOW_LOG_MESSAGE)
+        def logged(client: Client, params: types.LogMessageParams) -> None:
+            pass
+
+    async def until(self, condition, timeout: float = TIMEOUT) -> float:
+        """Seconds until `condition()` holds for what the server sent."""
+        start = time.perf_counter()
+        while not condition():
+            self.changed.clear()
+            left = timeout - (time.perf_counter() - start)
+            assert left > 0, f"timed out; diagnostics {self.diagnostics}, messages {self.messages}"
+            try:
+                await asyncio.wait_for(self.changed.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+        return time.perf_counter() - start
+
+
+def _workspace(tmp_path: Path, configured: bool) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT, root)
+    if configured:
+        with open(root / "pyproject.toml", "a") as config:
+            config.write(f'old = "{OLD}"\nnew = "{NEW}"\n')
+    return root
+
+
+async def _session(root: Path, cache: Path, initialization: dict, body) -> None:
+    client = Client()
+    env = {**os.environ, "SGLANG_CONTRACTS_CACHE": str(cache)}
+    env.pop("SGLANG_CONTRACTS_DEBUG", None)  # the server must stay up whatever a check meets
+    await client.start_io(sys.executable, "-m", "sglang_contracts", "lsp", cwd=str(root), env=env)
+    try:
+        await client.initialize_async(types.InitializeParams(
+            capabilities=types.ClientCapabilities(), root_uri=from_fs_path(str(root)),
+            initialization_options=initialization))
+        client.initialized(types.InitializedParams())
+        await body(client)
+        await client.shutdown_async(None)
+        client.exit(None)
+    finally:
+        await client.stop()
+
+
+def _codes(diagnostics: list[types.Diagnostic]) -> list[tuple[int, str]]:
+    return sorted((d.range.start.line + 1, str(d.code)) for d in diagnostics)
+
+
+def test_open_edit_close_gives_new_diagnostics(tmp_path):
+    root = _workspace(tmp_path, configured=True)
+    layers = root / "demo_omni" / "layers.py"
+    uri = from_fs_path(str(layers))
+    text = layers.read_text()
+    timings = {}
+
+    async def body(client: Client) -> None:
+        client.text_document_did_open(types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+        await client.until(lambda: uri in client.diagnostics)
+        opened = client.diagnostics[uri]
+        # fixtures/README.md's findings in layers.py
+        assert _codes(opened) == [(4, "SGC103"), (5, "SGC102"), (8, "SGC104")]
+        removed = next(d for d in opened if d.code == "SGC102")
+        assert removed.severity == types.DiagnosticSeverity.Error and removed.source == "sglang-contracts"
+        assert removed.range.start.character == 74 and removed.range.end.character > 74
+        assert "get_quantization_config" in removed.message
+
+        hover = await client.text_document_hover_async(types.HoverParams(
+            types.TextDocumentIdentifier(uri), removed.range.start))
+        assert hover is not None and "imported-name-removed" in hover.contents.value
+        actions = await client.text_document_code_action_async(types.CodeActionParams(
+            types.TextDocumentIdentifier(uri), removed.range, types.CodeActionContext(diagnostics=[removed])))
+        (noqa,) = [a for a in actions if "noqa" in a.title]
+        (edit,) = noqa.edit.changes[uri]
+        assert edit.new_text == "  # noqa: SGC102" and edit.range.start.line == 4
+        # `fix`'s safe fix as a quick fix: the whole buffer with the import moved to its new home
+        (quick,) = [a for a in actions if a.title.startswith("Fix SGC102")]
+        assert quick.is_preferred and "unsafe" not in quick.title
+        (whole,) = quick.edit.changes[uri]
+        assert "from sglang.srt.layers.quantization.base_config import get_quantization_config\n" in whole.new_text
+        assert whole.new_text.replace("from sglang.srt.layers.quantization import Fp8Config, QuantizationConfig\n"
+                                      "from sglang.srt.layers.quantization.base_config import get_quantization_config",
+                                      "from sglang.srt.layers.quantization import Fp8Config, QuantizationConfig, "
+                                      "get_quantization_config") == text
+
+        # The developer deletes the import line that breaks (unsaved): the server checks the buffer.
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            [types.TextDocumentContentChangePartial(
+                range=types.Range(types.Position(4, 0), types.Position(5, 0)), text="")]))
+        timings["recheck"] = await client.until(lambda: _codes(client.diagnostics[uri]) != _codes(opened))
+        assert _codes(client.diagnostics[uri]) == [(4, "SGC103"), (7, "SGC104")]
+        assert layers.read_text() == text  # the file on disk is untouched
+
+        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+        # Closed without saving: the file on disk counts again.
+        await client.until(lambda: _codes(client.diagnostics[uri]) == _codes(opened))
+        assert client.messages == []
+
+    asyncio.run(_session(root, tmp_path / "cache", {}, body))
+    print(f"LSP re-check after an edit: {timings['recheck']:.2f} s (debounce included)")
+
+
+def test_a_check_that_cannot_run_is_one_message_and_the_server_stays(tmp_path):
+    root = _workspace(tmp_path, configured=False)  # no `new` anywhere: the check cannot run
+    uri = from_fs_path(str(root / "demo_omni" / "layers.py"))
+    text = (root / "demo_omni" / "layers.py").read_text()
+
+    async def body(client: Client) -> None:
+        client.text_document_did_open(types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+        await client.until(lambda: client.messages)
+        for version in (2, 3):  # typing goes on: no new message for the same reason
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [types.TextDocumentContentChangeWholeDocument(text=text + "\n" * version)]))
+            await asyncio.sleep(1.0)
+        assert len(client.messages) == 1 and "--new is required" in client.messages[0]
+        assert uri not in client.diagnostics
+        # The release options arrive: the workspace is checked.
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"sglang-contracts": {"old": OLD, "new": NEW}}))
+        await client.until(lambda: uri in client.diagnostics)
+        assert (5, "SGC102") in _codes(client.diagnostics[uri])
+
+    asyncio.run(_session(root, tmp_path / "cache", {}, body))
