@@ -77,7 +77,13 @@ async def _session(root: Path, cache: Path, initialization: dict, body) -> None:
         await client.shutdown_async(None)
         client.exit(None)
     finally:
-        await client.stop()
+        # A failed assertion skips the shutdown: the server is then stopped, not waited for.
+        try:
+            await asyncio.wait_for(client.stop(), 20)
+        except asyncio.TimeoutError:
+            for process in [getattr(client, "_server", None)]:
+                if process is not None:
+                    process.kill()
 
 
 def _codes(diagnostics: list[types.Diagnostic]) -> list[tuple[int, str]]:

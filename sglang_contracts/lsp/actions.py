@@ -12,14 +12,16 @@ from typing import Any
 
 from lsprotocol import types
 
-from sglang_contracts.fix.engine import lsp_fixes
-from sglang_contracts.runner import CheckResult
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z0-9, ]+))?", re.I)
 
 
-def code_actions(uri: str, result: CheckResult | None, relpath: str, text: str,
+def code_actions(uri: str, result: Any, relpath: str, text: str,
                  findings: list[types.Diagnostic]) -> list[types.CodeAction]:
+    """Quick fixes and `# noqa` for the findings the editor asks about; `result` is the last
+    check's CheckResult (None before the first)."""
+    from sglang_contracts.fix.engine import lsp_fixes  # the fix engine loads with the first request
+
     actions: list[types.CodeAction] = []
     lines = text.splitlines(keepends=True)
     for finding in findings:

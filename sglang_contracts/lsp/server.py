@@ -12,6 +12,7 @@ repeated only when the reason changes, never a restart loop.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import sys
@@ -48,6 +49,7 @@ class ContractsServer(LanguageServer):
         self.published: dict[str, list[types.Diagnostic]] = {}  # uri -> what the editor shows
         self.last_failure: str | None = None
         self.last_result: Any = None  # the last check's CheckResult: the findings code actions fix
+        self.last_run: Any = None  # (paths, options, unsaved buffers) of that check
         self.checks = 0  # finished checks, for tests and logs
         self._timer: asyncio.TimerHandle | None = None
         self._running = False
@@ -119,6 +121,7 @@ class ContractsServer(LanguageServer):
             log.exception("check failed")
             return f"internal error: {type(error).__name__}: {error}"
         self.last_result = result  # what code actions fix
+        self.last_run = (paths, options, buffers)
         root = result.project.root
         texts: dict[str, list[str]] = {}
         by_uri: dict[str, list[types.Diagnostic]] = {}
@@ -134,6 +137,23 @@ class ContractsServer(LanguageServer):
             line_text = lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
             by_uri.setdefault(from_fs_path(str(path)), []).append(lsp_diagnostic(finding, line_text))
         return by_uri
+
+    def fixable_result(self) -> Any:
+        """The last check's result with the project's facts a fix reads: a replayed result holds
+        the findings only, so the same check is run again without replaying (once, on demand)."""
+        result = self.last_result
+        if result is None or result.replayed_files_with_contracts is None:
+            return result
+        from sglang_contracts.runner import run_check
+
+        paths, options, buffers = self.last_run
+        try:
+            with unsaved_buffers(buffers):
+                self.last_result = run_check(paths, dataclasses.replace(options, replay=False))
+        except Exception:  # noqa: BLE001 - no quick fix is better than a server that stops answering
+            log.exception("check for code actions failed")
+            return None
+        return self.last_result
 
     def _publish(self, outcome: dict[str, list[types.Diagnostic]] | str) -> None:
         self.checks += 1
@@ -240,7 +260,7 @@ async def code_action(ls: ContractsServer, params: types.CodeActionParams) -> li
         relpath = path
     # A fix may read the releases (a verified home): off the event loop, as the checks run
     return await asyncio.get_running_loop().run_in_executor(
-        None, code_actions, uri, ls.last_result, relpath, document.source, ours)
+        None, lambda: code_actions(uri, ls.fixable_result(), relpath, document.source, ours))
 
 
 def main() -> int:
