@@ -187,3 +187,21 @@ def add_arguments(parser):
         "app/validate.py:2: SGC504 sglang_data_parallel_size",
         "app/validate.py:2: SGC504 eval_sglang_tensor_parallel_size",
         "scripts/run.sh:1: SGC505 --eval-sglang-tp-size:"]
+
+
+def test_a_refused_flag_in_a_comment_or_help_text_is_a_warning(tmp_path: Path) -> None:
+    """slime's run script names a flag in a comment, its arguments.py in a `help=` string: prose
+    nothing runs (the audit's two false errors); the same flag on a command line is an error."""
+    refused = load_catalog()["SGC505"].examples[0]  # its wrapper's skip list now drops --sglang-tp-size
+    project = {"app/arguments.py": refused.project["app/arguments.py"], "app/extra.py": '''def add(parser):
+    parser.add_argument("--sync", help="like --sglang-tp-size, but slower")
+    return ["--sglang-tp-size", "2"]
+''', "scripts/run.sh": "# earlier runs used --sglang-tp-size 2\n"
+                      "python train.py --sglang-tp-size 2  # '#' is not a comment in quotes\n"}
+    old_root = upstream_tree(tmp_path / "old", refused.old, "0.1.0")
+    new_root = upstream_tree(tmp_path / "new", refused.new, "0.2.0")
+    root = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **project})
+    result = run_check([root], CheckOptions(old=str(old_root), new=str(new_root), use_cache=False, workers=1))
+    severity = {(d.path, d.line): d.severity for d in result.diagnostics if d.code == "SGC505"}
+    assert severity == {("app/extra.py", 2): "warning", ("app/extra.py", 3): "error",
+                        ("scripts/run.sh", 1): "warning", ("scripts/run.sh", 2): "error"}

@@ -167,3 +167,40 @@ def test_payloads_that_refer_to_each_other_end() -> None:
             '    requests.post("http://h/generate", json=a)\n')
     (row,) = [r for r in _file_requests("x.py", text) if r[0] == "request"]
     assert [k[0] for k in row[6]] == ["sampling_params", "text"] and [k[0] for k in row[8]] == ["sampling_params", "top_k"]
+
+
+def test_a_route_only_the_projects_patch_serves_is_the_patchs_contract(tmp_path: Path) -> None:
+    """slime's patch adds `/pull_weights` to the server; on the next release the hunk no longer
+    applies (SGC901). The route is not upstream's to remove: no SGC1101 for it, while a stock
+    route the new release dropped still gets one."""
+    import difflib
+
+    from sglang_contracts.runner import CheckOptions, run_check
+    from test_catalog import upstream_tree, write_tree
+
+    server = "sglang/srt/entrypoints/http_server.py"
+    stock = ('from fastapi import FastAPI, Request\n\napp = FastAPI()\n\n\n@app.get("/get_weight_version")\n'
+             'async def get_weight_version():\n    return 1\n\n\n@app.post("/generate")\n'
+             'async def generate(request: Request):\n    return 1\n')
+    patched = stock + '\n\n@app.post("/pull_weights")\nasync def pull_weights(request: Request):\n    return 1\n'
+    changed = stock.replace('@app.get("/get_weight_version")\nasync def get_weight_version():\n    return 1\n\n\n',
+                            "").replace("return 1\n", "return 2\n")
+    relpath = f"python/{server}"
+    patch = f"diff --git a/{relpath} b/{relpath}\n" + "".join(difflib.unified_diff(
+        stock.splitlines(True), patched.splitlines(True), f"a/{relpath}", f"b/{relpath}"))
+    old = upstream_tree(tmp_path / "old", {server: stock}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {server: changed}, "0.2.0")
+    root = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "docker/Dockerfile": "FROM lmsysorg/sglang:v0.1.0\nCOPY docker/patch/ /tmp/patch/\n"
+                             "RUN cd /sgl-workspace/sglang && git apply /tmp/patch/sglang.patch\n",
+        "docker/patch/sglang.patch": patch,
+        "app/engine.py": "import requests\n\nimport sglang\n\n\ndef pull(host, port):\n"
+                         "    requests.post(f\"http://{host}:{port}/pull_weights\", json={})\n"
+                         "    return requests.get(f\"http://{host}:{port}/get_weight_version\")\n",
+    })
+    result = run_check([root], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+    found = sorted((d.path, d.line, d.code) for d in result.diagnostics if d.code in ("SGC1101", "SGC901"))
+    assert ("app/engine.py", 8, "SGC1101") in found  # upstream's own route, gone
+    assert ("app/engine.py", 7, "SGC1101") not in found  # the patch's route: its hunk is the finding
+    assert any(code == "SGC901" and path == "docker/patch/sglang.patch" for path, _, code in found)

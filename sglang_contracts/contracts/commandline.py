@@ -152,8 +152,9 @@ DOCS = (".md", ".mdx", ".rst", ".txt", ".adoc")
 
 
 def _refused(use: Use) -> str | None:
-    """The severity of a flag upstream refuses: an error where it runs, a warning in docs."""
-    return "warning" if use.path.endswith(DOCS) else None
+    """The severity of a flag upstream refuses: an error where it runs, a warning in docs, in a
+    comment, or in an option's help text (prose: nothing runs it)."""
+    return "warning" if use.path.endswith(DOCS) or use.how in ("comment", "prose") else None
 
 
 def _common(ctx: CheckContext) -> dict[str, str]:

@@ -14,8 +14,10 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.patch.release import PatchedTree
 from sglang_contracts.project.http import SAMPLING, HttpFacts, HttpRequest, Key, http_facts
 from sglang_contracts.upstream.http import HttpApi, RequestShape, Route, http_api
+from sglang_contracts.upstream.model import UpstreamModel
 
 
 def _apis(ctx: CheckContext) -> tuple[HttpApi | None, HttpApi | None, HttpFacts]:
@@ -50,13 +52,25 @@ def _judged(ctx: CheckContext) -> Iterator[tuple[HttpRequest, list[Route], list[
             yield request, old_routes, _served(new, request)
 
 
+def _served_by_the_stack(model: UpstreamModel, route: Route) -> bool:
+    """Does the old release serve the route only through the project's own patch stack (slime's
+    `/pull_weights`)? Then whether it survives is the patch's contract (SGC901), not upstream's."""
+    tree = model.tree
+    relpath = model.relpath_of(route.module)
+    if not isinstance(tree, PatchedTree) or relpath is None or relpath not in tree.patched:
+        return False
+    stock = tree.base.readable_source(relpath) or ""
+    return route.path not in stock
+
+
 @contract("SGC1101")
 def check_route_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
     _, new, _ = _apis(ctx)
     reported = set()
-    for request, _, new_routes in _judged(ctx):
+    for request, old_routes, new_routes in _judged(ctx):
         where = (request.path, request.line, request.col)
-        if new_routes or where in reported or not new.complete:
+        if new_routes or where in reported or not new.complete \
+                or all(_served_by_the_stack(ctx.old, route) for route in old_routes):
             continue
         reported.add(where)
         other = new.route_for(request.route)

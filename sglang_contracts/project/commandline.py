@@ -286,6 +286,10 @@ def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> lis
             for inner in ast.walk(function):
                 scopes[id(inner)] = f"{function.name}@{function.lineno}"
 
+    # Strings that describe an option to a reader (`help=`, `description=`): a flag named there is
+    # prose, not a command line anything runs
+    prose = {id(node) for keyword in ast.walk(tree) if isinstance(keyword, ast.keyword)
+             and keyword.arg in PROSE_KEYWORDS for node in ast.walk(keyword.value)}
     guarded: set[int] = set()  # reads inside `if hasattr(x, "sglang_y"):`, which cannot raise
     for branch in ast.walk(tree):
         if isinstance(branch, ast.If):
@@ -358,14 +362,16 @@ def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> lis
                     own_option_strings.add(id(part))
                     for match in flags.finditer(part.value):
                         # f-string parts carry no position of their own: the f-string's start is given
-                        add(node, "flag", flag_prefix + match.group(1), "string", match.group(2) or "")
+                        add(node, "flag", flag_prefix + match.group(1), "prose" if id(node) in prose else "string",
+                            match.group(2) or "")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
                 and id(node) not in own_option_strings and flag_prefix in node.value:
             start = at.start(node)
             single = "\n" not in node.value and node.end_lineno == node.lineno
             for match in flags.finditer(node.value):
                 offset = match.start() + 1 if single else 0
-                found.append(["flag", flag_prefix + match.group(1), match.group(2) or "", "string",
+                found.append(["flag", flag_prefix + match.group(1), match.group(2) or "",
+                              "prose" if id(node) in prose else "string",
                               start.line, start.col + offset, scopes.get(id(node), "")])
     return found
 
@@ -376,10 +382,29 @@ def _text_flags(relpath: str, text: str, flag_prefix: str) -> list[Use]:
     for number, line in enumerate(text.splitlines(), start=1):
         if flag_prefix not in line:
             continue
+        comment = _comment_start(line)
         for match in flags.finditer(line):
+            how = "comment" if comment is not None and match.start() > comment else "text"
             found.append(Use(relpath, Position(number, match.start() + 1), "flag", flag_prefix + match.group(1),
-                             match.group(2) or "", "text"))
+                             match.group(2) or "", how))
     return found
+
+
+PROSE_KEYWORDS = ("help", "description", "epilog", "usage")
+
+
+def _comment_start(line: str) -> int | None:
+    """Where a shell or YAML comment starts on the line (a `#` at its start or after a space,
+    outside quotes), or None."""
+    quote = None
+    for index, char in enumerate(line):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1].isspace()):
+            return index
+    return None
 
 
 def _accept_text(name: str) -> bool:
