@@ -538,14 +538,36 @@ class UpstreamModel:
         the code of the module that defines `compute`, so changing a search invalidates it."""
         if not self.release.identity:
             return compute()
-        searcher = _module_fingerprint(compute.__module__)
-        key = hashlib.sha256(f"{EXTRACTOR}\0{searcher}\0{self.release.identity}\0{what}".encode()).hexdigest()
+        key = self._search_key(what, compute.__module__)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
         result = compute()
         self.cache.put(key, result)
         return result
+
+    def _search_key(self, what: str, searcher_module: str) -> str:
+        searcher = _module_fingerprint(searcher_module)
+        return hashlib.sha256(f"{EXTRACTOR}\0{searcher}\0{self.release.identity}\0{what}".encode()).hexdigest()
+
+    def whole_release_searches(self, whats: dict[str, Any], compute: Callable[[list[Any]], list[Any]]) -> dict[str, Any]:
+        """Several searches at once, {what: result}: `whats` maps each search's cache name to
+        its question; `compute(questions)` answers every one not cached, in one pass over the
+        release, in order. Each answer is cached as `whole_release_search` caches it."""
+        if not self.release.identity:
+            return dict(zip(whats, compute(list(whats.values())))) if whats else {}
+        keys = {what: self._search_key(what, compute.__module__) for what in whats}
+        found: dict[str, Any] = {}
+        for what, key in keys.items():
+            cached = self.cache.get(key)
+            if cached is not None:
+                found[what] = cached
+        missing = [what for what in whats if what not in found]
+        if missing:
+            for what, result in zip(missing, compute([whats[what] for what in missing])):
+                self.cache.put(keys[what], result)
+                found[what] = result
+        return found
 
     def find_definitions(self, names: set[str]) -> dict[str, list[str]]:
         """Modules of this release that define each name at top level (a textual scan, then verified)."""
@@ -578,11 +600,13 @@ class UpstreamModel:
                     verified.setdefault(name, []).append(module)
         return verified
 
-    def texts_mentioning(self, needle: str) -> Iterable[tuple[str, str]]:
-        """(relpath, source text) of every module of the release whose text contains `needle`."""
+    def texts_mentioning_any(self, needles: Iterable[str]) -> Iterable[tuple[str, str]]:
+        """(relpath, source text) of every module of the release whose text contains one of
+        `needles`: one pass over the release for many searches."""
+        needles = list(needles)
         for relpath in self._source_files:
             text = self.tree.readable_source(relpath) or ""
-            if needle in text:
+            if any(needle in text for needle in needles):
                 yield relpath, text
 
     def relpath_of(self, origin: str) -> str | None:
