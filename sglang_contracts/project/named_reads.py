@@ -59,12 +59,10 @@ def names_in_files(project: ProjectIndex) -> NamesInFiles:
 def named_reads(project: ProjectIndex, relpath: str, receiver: str, attr: str) -> list[Position]:
     """Loads of `receiver.attr` and `x.receiver.attr` in a file, where `receiver` is a plain
     name that its function does not type: no annotation, and not bound by a constructor call."""
-    data = project.sources.get(relpath)
-    if data is None:
+    content = project.digests.get(relpath)
+    if content is None:
         return []
-    digest = hashlib.sha256(f"{_fingerprint()}\0named-reads\0{relpath}\0{receiver}\0{attr}\0".encode())
-    digest.update(data)
-    key = digest.hexdigest()
+    key = hashlib.sha256(f"{_fingerprint()}\0named-reads\0{relpath}\0{receiver}\0{attr}\0{content}".encode()).hexdigest()
     cached = project.cache.get(key)
     if isinstance(cached, list):
         return [Position(line, col) for line, col in cached]
