@@ -148,7 +148,7 @@ def patched_signature_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
 def patched_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for patch in patches(ctx):
         if patch.old.callable and patch.new.callable:
-            change = body_change(patch.old.as_member(), patch.new.as_member())
+            change = body_change(ctx.old, patch.old.as_member(), ctx.new, patch.new.as_member())
             if change:
                 yield finding("SGC403", patch.facts, patch.fact.position, patch.dotted, target=_leaf(patch.dotted),
                               changed=change[0], total=change[1], old=ctx.old_version, new=ctx.new_version)

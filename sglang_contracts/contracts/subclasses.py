@@ -18,7 +18,7 @@ from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import MethodFact
-from sglang_contracts.upstream.model import Member
+from sglang_contracts.upstream.model import Member, UpstreamModel
 
 
 @dataclass
@@ -122,12 +122,12 @@ def override_signature_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
                       old=ctx.old_version, new=ctx.new_version)
 
 
-def body_change(old: Member, new: Member) -> tuple[int, int] | None:
+def body_change(old_model: UpstreamModel, old: Member, new_model: UpstreamModel, new: Member) -> tuple[int, int] | None:
     """(lines changed, lines of the two bodies aligned) between two releases' bodies, or None if
     equal. A changed line is one of a replaced, removed or added run (the longer side of each);
     the total counts the unchanged lines and the changed ones, so it is never below the count
     of changes (a body that lost lines is not "2 of 1")."""
-    before, after = old.record.get("body", []), new.record.get("body", [])
+    before, after = old_model.body_lines(old), new_model.body_lines(new)
     if before == after:
         return None
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
@@ -196,7 +196,7 @@ def overridden_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
             continue  # an abstract stub's body is not behaviour an override mirrors
         if (item.cls.key, item.method.name) in borrowed:
             continue
-        change = body_change(item.old, item.new)
+        change = body_change(ctx.old, item.old, ctx.new, item.new)
         if change:
             yield finding("SGC303", item.cls.facts, item.method.position, f"{item.new.owner}.{item.method.name}",
                           cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname,

@@ -24,7 +24,9 @@ class BodyFacts:
     calls: set[str] = field(default_factory=set)  # self.<name>(...)
     writes: set[str] = field(default_factory=set)  # self.<name> = ...
     read_first: set[str] = field(default_factory=set)  # written here, but read before the first write
-    lines: list[str] = field(default_factory=list)  # hashes of the normalised body's lines
+    # Hashes of the normalised body's lines; None when not computed (the extraction leaves them
+    # out: they cost half of it and only body comparisons need them, see UpstreamModel.body_lines).
+    lines: list[str] | None = None
     # [`self.<name>`, "none" or "falsy"]: while it is None (or falsy), the body returns at once.
     guard: list[str] | None = None
     # self.<name> = Callee(...): the callee as written (`WeightUpdater`, `mod.Thing`), per name
@@ -64,7 +66,7 @@ class BodyFacts:
         self.calls |= other.calls
         self.writes |= other.writes
         self.read_first |= other.read_first
-        self.lines += other.lines
+        self.lines = None if self.lines is None or other.lines is None else self.lines + other.lines
         self.guard = None  # one of them may run past it
         self.forwards = None
         self.raises = self.raises if self.raises == other.raises else None
@@ -85,8 +87,9 @@ class BodyFacts:
             self.constructed.setdefault(name, set()).update(callees)
 
     def to_json(self) -> dict:
-        record = {"reads": sorted(self.reads), "calls": sorted(self.calls), "writes": sorted(self.writes),
-                  "body": self.lines}
+        record = {"reads": sorted(self.reads), "calls": sorted(self.calls), "writes": sorted(self.writes)}
+        if self.lines is not None:
+            record["body"] = self.lines
         if self.read_first:
             record["read_first"] = sorted(self.read_first)
         if self.guard is not None:
@@ -309,8 +312,8 @@ def _self_calls_use(node: AnyFunction, receiver: str, facts: "BodyFacts") -> Non
     facts.unpacks = {name: count for name, count in facts.unpacks.items() if count >= 0}
 
 
-def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
-    facts = BodyFacts(lines=normalised_lines(node), raises=_raised(node),
+def body_facts(node: AnyFunction, in_class: bool, lines: bool = True) -> BodyFacts:
+    facts = BodyFacts(lines=normalised_lines(node) if lines else None, raises=_raised(node),
                       is_async=isinstance(node, ast.AsyncFunctionDef), shape=returned_shape(node))
     receiver = _receiver_name(node) if in_class else None
     if receiver is not None:
@@ -421,12 +424,13 @@ def _written_name(func: ast.expr) -> str | None:
     return ".".join(reversed(parts)) if parts[0][:1].isupper() else None
 
 
-def module_bodies(tree: ast.Module) -> dict[str, dict[str, BodyFacts]]:
-    """{"": {function: facts}, "ClassName": {method: facts}} for the module's top level."""
+def module_bodies(tree: ast.Module, lines: bool = True) -> dict[str, dict[str, BodyFacts]]:
+    """{"": {function: facts}, "ClassName": {method: facts}} for the module's top level;
+    `lines`: with the bodies' normalised lines."""
     result: dict[str, dict[str, BodyFacts]] = {"": {}}
 
     def add(owner: dict[str, BodyFacts], node: AnyFunction, in_class: bool) -> None:
-        facts = body_facts(node, in_class)
+        facts = body_facts(node, in_class, lines)
         if node.name in owner:
             owner[node.name].merge(facts)
         else:
