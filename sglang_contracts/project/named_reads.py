@@ -22,8 +22,10 @@ from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.project.stack import is_package_code
 from sglang_contracts.infra.pysource import parse_quietly
 
-# `name.attr` (comments and strings included: a superset, narrowed by parsing later).
-READ_FROM = re.compile(r"\b([a-z_][a-z0-9_]*)(?=\s*\.\s*[A-Za-z_])")
+# `name.attr` (comments and strings included: a superset, narrowed by parsing later). The name
+# is matched possessively: a shorter prefix of it is followed by a name character, never by a
+# dot, so backtracking into it (letter by letter, at every name of every file) finds nothing.
+READ_FROM = re.compile(r"\b([a-z_][a-z0-9_]*+)(?=\s*\.\s*[A-Za-z_])")
 CAPWORDS_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 CLASS_DEFINITION = re.compile(r"^[ \t]*class[ \t]+([A-Za-z_]\w*)", re.M)
 
