@@ -20,7 +20,7 @@ from sglang_contracts.infra import pysource
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, problem_for
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, read_limited
-from sglang_contracts.infra.parallel import map_jobs
+from sglang_contracts.infra.parallel import iter_jobs
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.upstream.model import is_upstream
 
@@ -244,7 +244,8 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
         keys[relpath] = key
         jobs.append((relpath, module, index.texts[relpath], index.packages))
     index.parsed += len(jobs)
-    results = map_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
+    # Each file's facts are taken as they come: the JSON of every file at once would double the peak.
+    results = iter_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
     for job, result in zip(jobs, results):
         index.files[job[0]] = FileFacts.from_json(result)
         cache.put(keys[job[0]], result)
