@@ -72,6 +72,21 @@ LEAVES = (ast.Name, ast.Constant, ast.expr_context)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
+def nodes_below(root: ast.AST):
+    """Every node under `root` (itself included) but the LEAVES, each before the nodes below it:
+    `ast.walk` without the names, literals and contexts that are most of a tree's nodes."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        yield node
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                pending.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, LEAVES))
+            elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
+                pending.append(value)
+
+
 def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
     """The nodes of the function's own body, not those of functions or classes defined in it
     (those are listed, not entered), in source order, without the LEAVES."""

@@ -13,7 +13,7 @@ import ast
 import hashlib
 from dataclasses import dataclass, field
 
-from sglang_contracts.infra.pysource import LEAVES, own_nodes as _own_nodes, returned_shape, unpack_count
+from sglang_contracts.infra.pysource import LEAVES, nodes_below as _nodes, own_nodes as _own_nodes, returned_shape, unpack_count
 
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -240,21 +240,6 @@ def _receiver_name(node: AnyFunction) -> str | None:
     return arguments[0].arg if arguments else None
 
 
-
-
-def _nodes(root: ast.AST):
-    """Every node under `root` that may hold or be an attribute access (`ast.walk` without the
-    leaves, which is most of a body's nodes)."""
-    pending = [root]
-    while pending:
-        node = pending.pop()
-        yield node
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, list):
-                pending.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, LEAVES))
-            elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
-                pending.append(value)
 
 
 def _wrapper_reads(node: AnyFunction) -> set[str]:
