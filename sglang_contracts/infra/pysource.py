@@ -79,12 +79,19 @@ def nodes_below(root: ast.AST):
     while pending:
         node = pending.pop()
         yield node
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, list):
-                pending.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, LEAVES))
-            elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
-                pending.append(value)
+        pending.extend(_branches_of(node))
+
+
+def _branches_of(node: ast.AST) -> list[ast.AST]:
+    """The nodes right below `node`, but the LEAVES, in field order."""
+    below: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, list):
+            below.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, LEAVES))
+        elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
+            below.append(value)
+    return below
 
 
 def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
@@ -95,17 +102,8 @@ def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
     while pending:
         child = pending.pop()
         found.append(child)
-        if isinstance(child, _SCOPES):
-            continue
-        below = []
-        for name in child._fields:
-            value = getattr(child, name, None)
-            if isinstance(value, list):
-                below.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, LEAVES))
-            elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
-                below.append(value)
-        below.reverse()
-        pending.extend(below)
+        if not isinstance(child, _SCOPES):
+            pending.extend(reversed(_branches_of(child)))
     return found
 
 
