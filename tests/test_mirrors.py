@@ -66,9 +66,9 @@ def test_many_citations_of_one_object_diff_its_bodies_once(tmp_path: Path, check
     diffed: list[tuple[str, str]] = []
     real = mirrors.body_change
 
-    def counted(old, new):
+    def counted(old_model, old, new_model, new):
         diffed.append((old.owner, new.owner))
-        return real(old, new)
+        return real(old_model, old, new_model, new)
 
     monkeypatch.setattr(mirrors, "body_change", counted)
     run = check("--select", "SGC706", "--no-cache", "demo_omni/many.py", cwd=project)

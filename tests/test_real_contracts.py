@@ -80,7 +80,8 @@ def test_omni_vendor_patches_are_found_and_checked(real_cache: Path, version: st
         # from-import; a module new in the release that omni does not import is no bypass of its
         # patch, and the modules that from-imported it in 0.5.22 already are no news (issue 12).
         assert not [d for d in result.diagnostics if d.code == "SGC404"]
-        assert "sglang.srt.models.beam" in _from_importers(result.new, "sglang.srt.models.utils.apply_qk_norm")
+        path = "sglang.srt.models.utils.apply_qk_norm"
+        assert "sglang.srt.models.beam" in _from_importers(result.new, [path])[path]
 
 
 REAL_TESTS = {

@@ -564,7 +564,7 @@ def borrowed_method_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
             was, now = root_member(old, borrower, root), root_member(new, borrower, root)
             if was is None or now is None or now.qualname in reported:
                 continue
-            change = body_change(was, now)
+            change = body_change(ctx.old, was, ctx.new, now)
             if change:
                 reported.add(now.qualname)
                 # The change matters for sure when the call now reaches a read the class

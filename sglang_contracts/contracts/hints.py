@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from sglang_contracts.upstream.model import Symbol, UpstreamModel
+from sglang_contracts.upstream.model import Member, Symbol, UpstreamModel
 
 MAX_CANDIDATES = 3
 
@@ -26,12 +26,14 @@ def _definition(model: UpstreamModel, origin: str) -> tuple | None:
     """A comparable fingerprint of the definition at `origin`: (kind, parameters, body), or None."""
     record = model.function_record(origin)
     if record is not None:
-        return "function", _params(record), tuple(record.get("body", []))
+        module, _, name = origin.rpartition(".")
+        return "function", _params(record), tuple(model.body_lines(Member(module, name, "function", record)))
     cls = model.resolve_class(origin)
     if cls is not None and cls == origin:
         record = model.class_record(cls) or {}
         methods = record.get("methods", {})
-        bodies = tuple(sorted((name, _params(m), tuple(m.get("body", []))) for name, m in methods.items()))
+        bodies = tuple(sorted((name, _params(m), tuple(model.body_lines(Member(cls, name, "method", m))))
+                              for name, m in methods.items()))
         return "class", tuple(record.get("bases", [])), bodies
     return None
 

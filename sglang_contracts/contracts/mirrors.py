@@ -25,9 +25,8 @@ class Cited:
 
 
 def _class_as_member(model: UpstreamModel, origin: str) -> Member:
-    record = model.class_record(origin)
-    body = [line for name in sorted(record["methods"]) for line in record["methods"][name].get("body", [])]
-    return Member(origin, origin.rsplit(".", 1)[-1], "class", {"body": body})
+    """The class as one body: its methods' bodies in name order (UpstreamModel.body_lines)."""
+    return Member(origin, origin.rsplit(".", 1)[-1], "class", {"whole_class": True})
 
 
 def locate(model: UpstreamModel, dotted: str) -> Cited | None:
@@ -92,7 +91,7 @@ def mirrored_code_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
             continue
         pair = (outcome.old.qualname, outcome.new.qualname)
         if pair not in changes:
-            changes[pair] = body_change(outcome.old.member, outcome.new.member)
+            changes[pair] = body_change(ctx.old, outcome.old.member, ctx.new, outcome.new.member)
         change = changes[pair]
         if change:
             c = outcome.citation

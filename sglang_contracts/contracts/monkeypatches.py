@@ -148,7 +148,7 @@ def patched_signature_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
 def patched_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for patch in patches(ctx):
         if patch.old.callable and patch.new.callable:
-            change = body_change(patch.old.as_member(), patch.new.as_member())
+            change = body_change(ctx.old, patch.old.as_member(), ctx.new, patch.new.as_member())
             if change:
                 yield finding("SGC403", patch.facts, patch.fact.position, patch.dotted, target=_leaf(patch.dotted),
                               changed=change[0], total=change[1], old=ctx.old_version, new=ctx.new_version)
@@ -174,22 +174,44 @@ def _has_method(model: UpstreamModel, dotted: str, method: str) -> bool:
     return origin is not None and model.member(origin, method) is not None
 
 
-def _from_importers(model: UpstreamModel, dotted: str) -> set[str]:
-    """Modules of the release that bind the function by a module-level `from module import name`
-    (each keeps the object it found when it was imported)."""
-    found = model.whole_release_search(f"from-importers {dotted}", lambda: sorted(_scan_from_importers(model, dotted)))
-    return set(found) if isinstance(found, list) else _scan_from_importers(model, dotted)
+def _from_importers(model: UpstreamModel, dotteds: list[str]) -> dict[str, set[str]]:
+    """Modules of the release that bind each function by a module-level `from module import
+    name` (each keeps the object it found when it was imported): {dotted: modules}, found in
+    one pass over the release for all of them, each cached as its own search."""
+    whats = {f"from-importers {dotted}": dotted for dotted in dict.fromkeys(dotteds)}
+    found = model.whole_release_searches(
+        whats, lambda wanted: [sorted(modules) for modules in _scan_from_importers(model, wanted)])
+    return {dotted: set(found[what]) if isinstance(found.get(what), list) else _scan_from_importers(model, [dotted])[0]
+            for what, dotted in whats.items()}
 
 
-def _scan_from_importers(model: UpstreamModel, dotted: str) -> set[str]:
-    module, _, name = dotted.rpartition(".")
-    importers = set()
-    for relpath, text in model.texts_mentioning(name):
+def _scan_from_importers(model: UpstreamModel, dotteds: list[str]) -> list[set[str]]:
+    targets = [dotted.rpartition(".") for dotted in dotteds]
+    importers: list[set[str]] = [set() for _ in dotteds]
+    for relpath, text in model.texts_mentioning_any({name for _, _, name in targets}):
         importer = model.module_name_of(relpath)
-        if any(source == module and name in names
-               for source, names in from_imports(relpath, importer, text, module_level=True)):
-            importers.add(importer)
+        statements = None
+        for index, (module, _, name) in enumerate(targets):
+            if name not in text:
+                continue
+            if statements is None:
+                statements = list(from_imports(relpath, importer, text, module_level=True))
+            if any(source == module and name in names for source, names in statements):
+                importers[index].add(importer)
     return importers
+
+
+def _searched_paths(patch: Patch, side: str) -> set[str]:
+    """Every path the patched function had on one side: the patched path and where it was defined."""
+    origin = getattr(patch, side).origin
+    return {patch.dotted, *((origin,) if origin else ())}
+
+
+def _importers_of_patched(ctx: CheckContext) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    functions = [patch for patch in patches(ctx)
+                 if patch.old.callable and patch.new.callable and patch.old.kind == "function"]
+    return (_from_importers(ctx.old, sorted(set().union(*(_searched_paths(p, "old") for p in functions)))),
+            _from_importers(ctx.new, sorted(set().union(*(_searched_paths(p, "new") for p in functions)))))
 
 
 def _new_from_importers(ctx: CheckContext, patch: Patch) -> list[str]:
@@ -198,9 +220,9 @@ def _new_from_importers(ctx: CheckContext, patch: Patch) -> list[str]:
     patched path and where it was defined), so a module that imported it from its defining
     module all along is no news. A module new in the release that the project does not import
     is no bypass of the project's patch either."""
-    paths = {patch.dotted, *(o for o in (patch.old.origin,) if o)}
-    before = set().union(*(_from_importers(ctx.old, path) for path in paths))
-    after = set().union(*(_from_importers(ctx.new, path) for path in {patch.dotted, *(o for o in (patch.new.origin,) if o)}))
+    old_importers, new_importers = ctx.shared("monkeypatch-importers", _importers_of_patched)
+    before = set().union(*(old_importers[path] for path in _searched_paths(patch, "old")))
+    after = set().union(*(new_importers[path] for path in _searched_paths(patch, "new")))
     imported = {fact.module for facts in ctx.project.files.values() for fact in facts.imports}
     return sorted(module for module in after - before
                   if ctx.old.module_exists(module) or any(i == module or i.startswith(f"{module}.") for i in imported))

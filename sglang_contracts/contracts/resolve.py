@@ -126,6 +126,8 @@ class Resolver:
         # Receivers being resolved: one met again while it is resolved depends on itself
         # (`self.cur = self.cur.next`, two classes typing each other's attributes).
         self._resolving: set[tuple[str, Receiver]] = set()
+        self._callees: dict[tuple[str, Receiver], Callee | None] = {}
+        self._objects: dict[str, Callee | None] = {}
 
     def _upstream_bases(self, cls: ProjectClass) -> tuple[str, ...]:
         """Origins of the upstream classes a project class derives from, in this release."""
@@ -296,6 +298,11 @@ class Resolver:
     def object_at(self, dotted: str) -> Callee | None:
         """What calling the upstream object at `dotted` binds to: a class's constructor, a
         function, or a method reached through its class (`Scheduler.step(self, ...)`)."""
+        if dotted not in self._objects:
+            self._objects[dotted] = self._object_at(dotted)
+        return self._objects[dotted]
+
+    def _object_at(self, dotted: str) -> Callee | None:
         target = resolve_target(self.model, dotted)
         if target.found and target.kind == "class" and target.origin:
             signature = self.model.constructor(target.origin)
@@ -307,6 +314,14 @@ class Resolver:
         return Callee(self.model.method_signature(target.member, bound=False), target.member)
 
     def callee(self, facts: FileFacts, receiver: Receiver) -> Callee | None:
+        """What a call of `receiver` in `facts` binds to; a file calls the same callee many
+        times and several checks ask, so each is resolved once per file and release."""
+        key = (facts.path, receiver)
+        if key not in self._callees:
+            self._callees[key] = self._callee(facts, receiver)
+        return self._callees[key]
+
+    def _callee(self, facts: FileFacts, receiver: Receiver) -> Callee | None:
         kind = receiver.types[0] if len(receiver.types) == 1 else ""
         if kind.startswith("C:"):
             dotted = self.view.dotted(facts, kind[2:])

@@ -170,12 +170,12 @@ def accept_and_pass_on(diagnostic: Diagnostic, workspace) -> bool:
     return python_edits.add_parameters(document, diagnostic.line, diagnostic.col, diagnostic.data["method"], added)
 
 
-def body_change(old: Member, new: Member) -> tuple[int, int] | None:
+def body_change(old_model: UpstreamModel, old: Member, new_model: UpstreamModel, new: Member) -> tuple[int, int] | None:
     """(lines changed, lines of the two bodies aligned) between two releases' bodies, or None if
     equal. A changed line is one of a replaced, removed or added run (the longer side of each);
     the total counts the unchanged lines and the changed ones, so it is never below the count
     of changes (a body that lost lines is not "2 of 1")."""
-    before, after = old.record.get("body", []), new.record.get("body", [])
+    before, after = old_model.body_lines(old), new_model.body_lines(new)
     if before == after:
         return None
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
@@ -254,7 +254,7 @@ def overridden_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
             continue  # an abstract stub's body is not behaviour an override mirrors
         if (item.cls.key, item.method.name) in borrowed:
             continue
-        change = body_change(item.old, item.new)
+        change = body_change(ctx.old, item.old, ctx.new, item.new)
         if change:
             yield finding("SGC303", item.cls.facts, item.method.position, f"{item.new.owner}.{item.method.name}",
                           cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname,

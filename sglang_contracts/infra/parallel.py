@@ -6,7 +6,7 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Iterator, Sequence, TypeVar
 
 Job = TypeVar("Job")
 Result = TypeVar("Result")
@@ -23,12 +23,21 @@ def map_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int, 
              progress: str | None = None) -> list[Result]:
     """`function` over `jobs` (of `size` bytes of source in all), in processes when worthwhile;
     `progress` names the stage in the progress display (progress.py)."""
+    return list(iter_jobs(function, jobs, size, workers, progress))
+
+
+def iter_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int, workers: int | None = None,
+              progress: str | None = None) -> Iterator[Result]:
+    """`map_jobs`, each result yielded, in order, as soon as it is there: a caller that turns
+    each into something else need never hold all of them at once. Consume it to the end."""
     from sglang_contracts.infra import progress as display
 
     workers = workers if workers is not None else default_workers()
     with display.task(progress, total=len(jobs)) if progress else nullcontext(display.Task()) as task:
         if workers <= 1 or size < PARALLEL_MIN_BYTES or len(jobs) < 2:
-            return [_counted(function(job), task) for job in jobs]
+            for job in jobs:
+                yield _counted(function(job), task)
+            return
         # forkserver: forking a process whose other threads are busy (release downloads) can
         # copy a held lock into the child.
         context = multiprocessing.get_context("forkserver")
@@ -36,7 +45,8 @@ def map_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int, 
         # costs no import (griffe takes a third of a second per worker).
         context.set_forkserver_preload(PRELOAD)
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            return [_counted(result, task) for result in pool.map(function, jobs, chunksize=4)]
+            for result in pool.map(function, jobs, chunksize=4):
+                yield _counted(result, task)
 
 
 def _counted(result: Result, task) -> Result:

@@ -66,22 +66,53 @@ def source_depth(code: str) -> int:
 
 # Shapes of a function's results, read alike from SGLang's bodies and the project's.
 
-def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef):
-    """The nodes of the function's own body, not those of functions or classes defined in it."""
-    pending = list(reversed(node.body))
+# Nodes with no structure below them (a name, a literal, a load/store marker): most of a
+# body's nodes, and nothing an analysis of its statements and calls looks for.
+LEAVES = (ast.Name, ast.Constant, ast.expr_context)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def nodes_below(root: ast.AST):
+    """Every node under `root` (itself included) but the LEAVES, each before the nodes below it:
+    `ast.walk` without the names, literals and contexts that are most of a tree's nodes."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(_branches_of(node))
+
+
+def _branches_of(node: ast.AST) -> list[ast.AST]:
+    """The nodes right below `node`, but the LEAVES, in field order."""
+    below: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, list):
+            below.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, LEAVES))
+        elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
+            below.append(value)
+    return below
+
+
+def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The nodes of the function's own body, not those of functions or classes defined in it
+    (those are listed, not entered), in source order, without the LEAVES."""
+    found: list[ast.AST] = []
+    pending = [child for child in reversed(node.body)]
     while pending:
         child = pending.pop()
-        yield child
-        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            pending.extend(reversed(list(ast.iter_child_nodes(child))))
+        found.append(child)
+        if not isinstance(child, _SCOPES):
+            pending.extend(reversed(_branches_of(child)))
+    return found
 
 
-def returned_shape(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+def returned_shape(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST] | None = None) -> int | None:
     """The tuple length every `return` of the body gives, when each returns a tuple display
     (`return a, b`) of the same length; None otherwise (a generator, a bare `return`, a name,
-    returns of different lengths: unknown, never judged)."""
+    returns of different lengths: unknown, never judged). `nodes`: its `own_nodes`, if known."""
     lengths = set()
-    for child in own_nodes(node):
+    for child in own_nodes(node) if nodes is None else nodes:
         if isinstance(child, (ast.Yield, ast.YieldFrom)):
             return None
         if isinstance(child, ast.Return):

@@ -6,6 +6,7 @@ Facts are plain data (JSON-ready) so a file whose content has not changed is nev
 from __future__ import annotations
 
 import dataclasses
+import sys
 import types
 import typing
 from dataclasses import dataclass, field
@@ -366,6 +367,10 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
     if origin in (typing.Union, types.UnionType):
         option = _decoder(next(a for a in typing.get_args(hint) if a is not type(None)))
         return lambda raw: None if raw is None else option(raw)
+    if hint is str:
+        # The same names, scopes and types recur across a project's hundreds of thousands of
+        # facts: one string object each, not one per fact (a third of the facts' memory).
+        return sys.intern
     return _identity
 
 

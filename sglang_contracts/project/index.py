@@ -20,7 +20,7 @@ from sglang_contracts.infra import pysource
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, problem_for
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, read_limited
-from sglang_contracts.infra.parallel import map_jobs
+from sglang_contracts.infra.parallel import iter_jobs
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.upstream.model import is_upstream
 
@@ -100,7 +100,8 @@ class ProjectIndex:
     packages: tuple[str, ...] = ()  # the project's top-level packages (and modules)
     # module -> {bound name -> dotted target}: what each project module binds at its top level
     exports: dict[str, dict[str, str]] = field(default_factory=dict)
-    sources: dict[str, bytes] = field(default_factory=dict)  # relpath -> content of every Python file
+    # relpath -> SHA-256 of the content of every Python file (the bytes themselves are not kept)
+    digests: dict[str, str] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)  # relpath -> that content decoded, once per run
     cache: JsonCache = field(default_factory=lambda: JsonCache(None))
     # Files or analyses the report lacks, and why (SGC000, SGC001): unreadable files, and the
@@ -120,11 +121,10 @@ class ProjectIndex:
         fresh: dict[str, list] = {}
         recomputed = False
         found: list = []
-        for relpath, data in sorted(self.sources.items()):
+        for relpath, digest in sorted(self.digests.items()):
             text = self.texts[relpath]
             if not may_hold(text):
                 continue
-            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
             entry = table.get(relpath)
             if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == digest and isinstance(entry[1], list)):
                 result = self._analysed(kind, analyse, relpath, text)
@@ -188,29 +188,34 @@ def _scanner_fingerprint() -> str:
     return code_fingerprint(scanner, scopes, facts, positions, gates, pysource)
 
 
-def _facts_key(relpath: str, module: str, data: bytes, packages: tuple[str, ...]) -> str:
+def _facts_key(relpath: str, module: str, content: str, packages: tuple[str, ...]) -> str:
+    """`content`: the SHA-256 of the file's bytes."""
     # surrogateescape: a file name may hold bytes that are not UTF-8 (os.fsdecode's surrogates)
-    digest = hashlib.sha256(f"{_scanner_fingerprint()}\0{relpath}\0{module}\0{packages}\0".encode("utf-8", "surrogateescape"))
-    digest.update(data)
-    return digest.hexdigest()
+    key = f"{_scanner_fingerprint()}\0{relpath}\0{module}\0{packages}\0{content}"
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None,
                 excluded: Callable[[str], bool] | None = None) -> ProjectIndex:
     index = ProjectIndex(root=root, cache=cache)
-    texts: dict[str, tuple[str, bytes]] = {}
+    texts: dict[str, tuple[str, str]] = {}  # relpath -> (module, content digest)
     for path in discover(root, paths, excluded):
         try:
             relpath = path.relative_to(root).as_posix()
         except ValueError:
             relpath = path.as_posix()
         try:
-            texts[relpath] = (module_name_for(relpath), read_limited(path, MAX_PYTHON_BYTES))
+            data = read_limited(path, MAX_PYTHON_BYTES)
         except Unreadable as unreadable:  # its contracts are lost: said, never silently
             index.problems.append(Problem(relpath, 1, 1, "reading the file", unreadable.reason, internal=False))
+            continue
+        # Only the decoded text and a digest are kept: the bytes of a large project's files
+        # would otherwise stay in memory all run long.
+        digest = hashlib.sha256(data).hexdigest()
+        texts[relpath] = (module_name_for(relpath), digest)
+        index.digests[relpath] = digest
+        index.texts[relpath] = pysource.decode_source(data)
     index.scanned = len(texts)
-    index.sources = {relpath: data for relpath, (_, data) in texts.items()}
-    index.texts = {relpath: pysource.decode_source(data) for relpath, data in index.sources.items()}
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
 
@@ -224,11 +229,11 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
     return index
 
 
-def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonCache, workers: int | None) -> None:
+def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None) -> None:
     jobs: list[tuple[str, str, str]] = []
     keys: dict[str, str] = {}
-    for relpath, (module, data) in sorted(batch.items()):
-        key = _facts_key(relpath, module, data, index.packages)
+    for relpath, (module, digest) in sorted(batch.items()):
+        key = _facts_key(relpath, module, digest, index.packages)
         cached = cache.get(key)
         if cached is not None:
             try:
@@ -239,7 +244,8 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, bytes]], cache: JsonC
         keys[relpath] = key
         jobs.append((relpath, module, index.texts[relpath], index.packages))
     index.parsed += len(jobs)
-    results = map_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
+    # Each file's facts are taken as they come: the JSON of every file at once would double the peak.
+    results = iter_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
     for job, result in zip(jobs, results):
         index.files[job[0]] = FileFacts.from_json(result)
         cache.put(keys[job[0]], result)
@@ -299,7 +305,7 @@ class _Imports:
         return not self.modules.isdisjoint(upstream_names)
 
 
-def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, bytes]],
+def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, str]],
                             imports: dict[str, _Imports]) -> set[str]:
     """Unscanned files that import, from a scanned project module, a name it binds to SGLang."""
     upstream_names: dict[str, set[str]] = {}
@@ -336,7 +342,7 @@ def _used_class_names(facts: FileFacts) -> set[str]:
 
 
 def _definers_of_used_classes(scanned: list[FileFacts], index: ProjectIndex,
-                              texts: dict[str, tuple[str, bytes]]) -> set[str]:
+                              texts: dict[str, tuple[str, str]]) -> set[str]:
     """Unscanned project files that define a class the files just scanned use as a type or a
     base: `data: VoxtralRequestData` then `data.req.extend_range` needs that class's typed fields."""
     by_module = {module: rel for rel, (module, _) in texts.items()}

@@ -22,8 +22,10 @@ from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.project.stack import is_package_code
 from sglang_contracts.infra.pysource import parse_quietly
 
-# `name.attr` (comments and strings included: a superset, narrowed by parsing later).
-READ_FROM = re.compile(r"\b([a-z_][a-z0-9_]*)(?=\s*\.\s*[A-Za-z_])")
+# `name.attr` (comments and strings included: a superset, narrowed by parsing later). The name
+# is matched possessively: a shorter prefix of it is followed by a name character, never by a
+# dot, so backtracking into it (letter by letter, at every name of every file) finds nothing.
+READ_FROM = re.compile(r"\b([a-z_][a-z0-9_]*+)(?=\s*\.\s*[A-Za-z_])")
 CAPWORDS_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 CLASS_DEFINITION = re.compile(r"^[ \t]*class[ \t]+([A-Za-z_]\w*)", re.M)
 
@@ -59,12 +61,10 @@ def names_in_files(project: ProjectIndex) -> NamesInFiles:
 def named_reads(project: ProjectIndex, relpath: str, receiver: str, attr: str) -> list[Position]:
     """Loads of `receiver.attr` and `x.receiver.attr` in a file, where `receiver` is a plain
     name that its function does not type: no annotation, and not bound by a constructor call."""
-    data = project.sources.get(relpath)
-    if data is None:
+    content = project.digests.get(relpath)
+    if content is None:
         return []
-    digest = hashlib.sha256(f"{_fingerprint()}\0named-reads\0{relpath}\0{receiver}\0{attr}\0".encode())
-    digest.update(data)
-    key = digest.hexdigest()
+    key = hashlib.sha256(f"{_fingerprint()}\0named-reads\0{relpath}\0{receiver}\0{attr}\0{content}".encode()).hexdigest()
     cached = project.cache.get(key)
     if isinstance(cached, list):
         return [Position(line, col) for line, col in cached]

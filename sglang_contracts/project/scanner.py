@@ -34,7 +34,7 @@ from sglang_contracts.project.facts import (
 )
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
-from sglang_contracts.infra.pysource import TooComplex, parse_quietly, returned_shape, tree_depth, unpack_count
+from sglang_contracts.infra.pysource import TooComplex, nodes_below, parse_quietly, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.upstream.model import is_upstream
 from sglang_contracts.project.scopes import (
@@ -152,7 +152,7 @@ def _getattr_probe(method: Function, parameter: str) -> tuple[list[str], list[st
 
 def _calls_base_init(function: Function, bases: tuple[str, ...]) -> bool:
     """Does `__init__` call `super().__init__(...)` or `Base.__init__(self, ...)`?"""
-    for node in ast.walk(function):
+    for node in nodes_below(function):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__":
             owner = node.func.value
             if isinstance(owner, ast.Call) and full_name(owner.func) == "super" or full_name(owner) in bases:
@@ -204,8 +204,9 @@ class _ClassSummary:
                 self.getattr_sources, self.getattr_names = _getattr_probe(getattr_method, params[1].arg)
         init = next((m for m in methods if m.name == "__init__"), None)
         self.init_calls_base = None if init is None else _calls_base_init(init, self.bases)
-        self.none_only, self.falsy_only = _constant_only(node, methods)
-        self.values, self.returns = _values(node, methods)
+        writes = {id(method): _self_writes(method) for method in methods}  # read by both: walked once
+        self.none_only, self.falsy_only = _constant_only(node, methods, writes)
+        self.values, self.returns = _values(node, methods, writes)
         self.namespaces = _namespaces(methods)
 
     def fact(self, at: SourcePositions) -> ClassFact:
@@ -791,7 +792,7 @@ def _self_writes(method: Function) -> list[tuple[str, ast.AST | None]] | None:
     found = []
     values: dict[int, ast.AST | None] = {}  # target node -> the value assigned to it
     dynamic_writes_matter = method.name != "__getattr__"
-    for sub in ast.walk(method):  # breadth first: an assignment comes before its targets
+    for sub in nodes_below(method):  # an assignment comes before its targets
         if isinstance(sub, ast.Assign):
             values.update((id(target), sub.value) for target in sub.targets)
         elif isinstance(sub, ast.AnnAssign):
@@ -808,11 +809,13 @@ def _self_writes(method: Function) -> list[tuple[str, ast.AST | None]] | None:
     return found
 
 
-def _constant_only(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _constant_only(node: ast.ClassDef, methods: list[Function],
+                   self_writes: dict[int, list | None]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(attributes every write of which sets None, those every write of which sets None or
     another immutable falsy constant), over the class body and `self` in its methods. Nothing
     is claimed when the class may set names it does not spell (`setattr(self, name, ...)`,
-    `self.__dict__`), except in `__getattr__`, which only runs for names not set yet."""
+    `self.__dict__`), except in `__getattr__`, which only runs for names not set yet.
+    `self_writes`: `_self_writes` of each method, by id."""
     writes: dict[str, set[str]] = {}  # attribute -> the kinds of value written ("none", "falsy", "")
 
     def wrote(name: str, value: ast.AST | None) -> None:
@@ -828,7 +831,7 @@ def _constant_only(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple[s
         elif isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
             wrote(statement.name, None)
     for method in methods:
-        found = _self_writes(method)
+        found = self_writes[id(method)]
         if found is None:
             return (), ()
         for name, value in found:
@@ -838,13 +841,14 @@ def _constant_only(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple[s
     return none, falsy
 
 
-def _values(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple, tuple]:
+def _values(node: ast.ClassDef, methods: list[Function], self_writes: dict[int, list | None]) -> tuple[tuple, tuple]:
     """((attribute, tokens of every value the class writes to it), ...) and ((method, token
     of what it returns), ...) for methods that only return a literal or an enum member.
     Tokens as `value_token`, "m:<name>" for `self.<name>()`, "" for anything unknown (a value
     computed), "filled" where a method may fill it or hand it on (an empty container then may
     not stay empty). Nothing at all when the class may set
-    names it does not spell (`setattr(self, ...)`, `self.__dict__` outside `__getattr__`)."""
+    names it does not spell (`setattr(self, ...)`, `self.__dict__` outside `__getattr__`).
+    `self_writes`: `_self_writes` of each method, by id."""
     from sglang_contracts.upstream.bodies import _branches, value_token
 
     writes: dict[str, set[str]] = {}
@@ -874,7 +878,7 @@ def _values(node: ast.ClassDef, methods: list[Function]) -> tuple[tuple, tuple]:
                 and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
         if len(body) == 1 and isinstance(body[0], ast.Return) and (found := value_token(body[0].value)):
             returns.append((method.name, found))
-        found = _self_writes(method)
+        found = self_writes[id(method)]
         if found is None:
             return (), ()
         for name, value in found:
@@ -896,7 +900,7 @@ def _namespaces(methods: list[Function]) -> tuple[tuple[str, tuple[str, ...]], .
         receiver = arguments[0].arg if arguments else None
         if receiver is None:
             continue
-        for sub in ast.walk(method):
+        for sub in nodes_below(method):
             targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] \
                 if isinstance(sub, (ast.AnnAssign, ast.AugAssign)) else []
             for target in targets:

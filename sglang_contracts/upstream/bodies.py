@@ -13,7 +13,7 @@ import ast
 import hashlib
 from dataclasses import dataclass, field
 
-from sglang_contracts.infra.pysource import own_nodes as _own_nodes, returned_shape, unpack_count
+from sglang_contracts.infra.pysource import LEAVES, nodes_below as _nodes, own_nodes as _own_nodes, returned_shape, unpack_count
 
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -24,7 +24,9 @@ class BodyFacts:
     calls: set[str] = field(default_factory=set)  # self.<name>(...)
     writes: set[str] = field(default_factory=set)  # self.<name> = ...
     read_first: set[str] = field(default_factory=set)  # written here, but read before the first write
-    lines: list[str] = field(default_factory=list)  # hashes of the normalised body's lines
+    # Hashes of the normalised body's lines; None when not computed (the extraction leaves them
+    # out: they cost half of it and only body comparisons need them, see UpstreamModel.body_lines).
+    lines: list[str] | None = None
     # [`self.<name>`, "none" or "falsy"]: while it is None (or falsy), the body returns at once.
     guard: list[str] | None = None
     # self.<name> = Callee(...): the callee as written (`WeightUpdater`, `mod.Thing`), per name
@@ -65,7 +67,7 @@ class BodyFacts:
         self.calls |= other.calls
         self.writes |= other.writes
         self.read_first |= other.read_first
-        self.lines += other.lines
+        self.lines = None if self.lines is None or other.lines is None else self.lines + other.lines
         self.guard = None  # one of them may run past it
         self.forwards = None
         self.raises = self.raises if self.raises == other.raises else None
@@ -86,8 +88,9 @@ class BodyFacts:
             self.constructed.setdefault(name, set()).update(callees)
 
     def to_json(self) -> dict:
-        record = {"reads": sorted(self.reads), "calls": sorted(self.calls), "writes": sorted(self.writes),
-                  "body": self.lines}
+        record = {"reads": sorted(self.reads), "calls": sorted(self.calls), "writes": sorted(self.writes)}
+        if self.lines is not None:
+            record["body"] = self.lines
         if self.read_first:
             record["read_first"] = sorted(self.read_first)
         if self.guard is not None:
@@ -238,36 +241,19 @@ def _receiver_name(node: AnyFunction) -> str | None:
     return arguments[0].arg if arguments else None
 
 
-# Nodes with nothing below them that could be an attribute access: not worth descending into.
-_LEAVES = (ast.Name, ast.Constant, ast.expr_context)
-
-
-def _nodes(root: ast.AST):
-    """Every node under `root` that may hold or be an attribute access (`ast.walk` without the
-    leaves, which is most of a body's nodes)."""
-    pending = [root]
-    while pending:
-        node = pending.pop()
-        yield node
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, list):
-                pending.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, _LEAVES))
-            elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
-                pending.append(value)
 
 
 def _wrapper_reads(node: AnyFunction) -> set[str]:
     """What the functions a decorator defines inside itself read from their first parameter,
     when it is called `self`: the wrapper runs as the decorated method."""
     found: set[str] = set()
-    for inner in ast.walk(node):
+    for inner in _nodes(node):
         if inner is node or not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         arguments = [*inner.args.posonlyargs, *inner.args.args]
         if not arguments or arguments[0].arg != "self":
             continue
-        found |= {child.attr for child in ast.walk(inner)
+        found |= {child.attr for child in _nodes(inner)
                   if _self_attribute(child, "self") is not None and isinstance(child.ctx, ast.Load)}
     return found
 
@@ -292,10 +278,11 @@ def _raised(node: AnyFunction) -> list[str] | None:
     return [name, " ".join(message.split())]
 
 
-def _self_calls_use(node: AnyFunction, receiver: str, facts: "BodyFacts") -> None:
-    """Which `self.<method>(...)` results the body unpacks, awaits, or takes as they are."""
+def _self_calls_use(own: list[ast.AST], receiver: str, facts: "BodyFacts") -> None:
+    """Which `self.<method>(...)` results the body (`own`: its own nodes) unpacks, awaits, or
+    takes as they are."""
     awaited: set[int] = set()
-    for child in _own_nodes(node):
+    for child in own:
         if isinstance(child, ast.Await) and isinstance(child.value, ast.Call):
             awaited.add(id(child.value))
         elif isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.value, ast.Call) \
@@ -304,18 +291,19 @@ def _self_calls_use(node: AnyFunction, receiver: str, facts: "BodyFacts") -> Non
             known = facts.unpacks.setdefault(method, count)
             if known != count:
                 facts.unpacks[method] = -1  # unpacked in two ways: not one shape
-    for child in _own_nodes(node):
+    for child in own:
         if isinstance(child, ast.Call) and (method := _self_attribute(child.func, receiver)) is not None:
             (facts.awaits if id(child) in awaited else facts.plain_calls).add(method)
     facts.unpacks = {name: count for name, count in facts.unpacks.items() if count >= 0}
 
 
-def body_facts(node: AnyFunction, in_class: bool) -> BodyFacts:
-    facts = BodyFacts(lines=normalised_lines(node), raises=_raised(node),
-                      is_async=isinstance(node, ast.AsyncFunctionDef), shape=returned_shape(node))
+def body_facts(node: AnyFunction, in_class: bool, lines: bool = True) -> BodyFacts:
+    own = _own_nodes(node)  # walked once for the shape and the uses of self's calls
+    facts = BodyFacts(lines=normalised_lines(node) if lines else None, raises=_raised(node),
+                      is_async=isinstance(node, ast.AsyncFunctionDef), shape=returned_shape(node, own))
     receiver = _receiver_name(node) if in_class else None
     if receiver is not None:
-        _self_calls_use(node, receiver, facts)
+        _self_calls_use(own, receiver, facts)
     if receiver is None:
         if not in_class:
             facts.wrapper_reads = _wrapper_reads(node)
@@ -405,7 +393,7 @@ def _read_before_written(node: AnyFunction, receiver: str, candidates: set[str])
             continue
         if (name := _self_attribute(child, receiver)) is not None:
             first.setdefault(name, isinstance(child.ctx, ast.Load))
-        pending.extend(reversed(list(ast.iter_child_nodes(child))))
+        pending.extend(reversed([c for c in ast.iter_child_nodes(child) if not isinstance(c, LEAVES)]))
     return {attr for attr, is_read in first.items() if is_read and attr in candidates}
 
 
@@ -422,12 +410,13 @@ def _written_name(func: ast.expr) -> str | None:
     return ".".join(reversed(parts)) if parts[0][:1].isupper() else None
 
 
-def module_bodies(tree: ast.Module) -> dict[str, dict[str, BodyFacts]]:
-    """{"": {function: facts}, "ClassName": {method: facts}} for the module's top level."""
+def module_bodies(tree: ast.Module, lines: bool = True) -> dict[str, dict[str, BodyFacts]]:
+    """{"": {function: facts}, "ClassName": {method: facts}} for the module's top level;
+    `lines`: with the bodies' normalised lines."""
     result: dict[str, dict[str, BodyFacts]] = {"": {}}
 
     def add(owner: dict[str, BodyFacts], node: AnyFunction, in_class: bool) -> None:
-        facts = body_facts(node, in_class)
+        facts = body_facts(node, in_class, lines)
         if node.name in owner:
             owner[node.name].merge(facts)
         else:
@@ -601,14 +590,15 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
         if (name := _self_attribute(child, receiver)) is not None:
             key = name if isinstance(child.ctx, ast.Load) else f"={name}"
             places.setdefault(key, []).append(conds)
+        # A name, a literal or a context holds nothing the loop looks for: not pushed at all.
         for field_name in child._fields:
             value = getattr(child, field_name, None)
             if isinstance(value, list):
                 if value and isinstance(value[0], ast.stmt):
                     pending.append((value, conds))
                 else:
-                    pending.extend((v, conds) for v in value if isinstance(v, ast.AST))
-            elif isinstance(value, ast.AST):
+                    pending.extend((v, conds) for v in value if isinstance(v, ast.AST) and not isinstance(v, LEAVES))
+            elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
                 pending.append((value, conds))
     gated = {}
     for name, where in places.items():

@@ -315,7 +315,7 @@ def _extract(module_name: str, relpath: str, code: str) -> dict[str, Any]:
         module = visitor.current.module
     except Exception as error:  # a file griffe cannot read is opaque, not empty
         return {"opaque": f"{type(error).__name__}: {error}".splitlines()[0]}
-    bodies = module_bodies(tree)
+    bodies = module_bodies(tree, lines=False)  # the lines on demand: UpstreamModel.body_lines
     bindings: dict[str, Any] = {}
     wildcards: list[str] = []
     classes: dict[str, Any] = {}

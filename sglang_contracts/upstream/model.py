@@ -15,6 +15,7 @@ from functools import cached_property, lru_cache
 from typing import Any, Callable, Iterable
 
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
+from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.files import Unreadable
 from sglang_contracts.sources.base import PACKAGE, Release
 from sglang_contracts.infra import pysource
@@ -29,6 +30,18 @@ NEUTRAL_BASES = {"object", "abc.ABC", "ABC", "typing.Generic", "Generic", "typin
 ROOT = PACKAGE  # the upstream top-level package
 UNLISTED = "unlisted"  # what _locate says of a module whose folder is there but cannot be listed
 UNREADABLE = "unreadable"  # what _source says of a module whose file or folder cannot be read
+
+
+def _body_lines_of(relpath: str, code: str) -> dict[str, dict[str, list[str]]] | None:
+    """The normalised body lines of a module's top-level functions and classes' methods; None
+    when it cannot be parsed (its extraction then failed too, and there are no records)."""
+    try:
+        with collector_paused(collect_after=True):
+            tree = pysource.parse_quietly(code, relpath)
+            return {owner: {name: facts.lines or [] for name, facts in table.items()}
+                    for owner, table in bodies.module_bodies(tree).items()}
+    except (SyntaxError, ValueError, RecursionError):
+        return None
 
 
 @lru_cache(maxsize=None)
@@ -147,6 +160,8 @@ class UpstreamModel:
         self.stats = LoadStats()
         self._modules: dict[str, ModuleRecord | None] = {}
         self._listing = lru_cache(maxsize=None)(self.tree.list_dir)
+        self._lines: dict[str, dict[str, dict[str, list[str]]]] = {}
+        self._paths: dict[str, Symbol] = {}  # resolve_path's answers
         self.mro = lru_cache(maxsize=None)(self._mro)
         self.member = lru_cache(maxsize=None)(self._member)
         self.resolve_class = lru_cache(maxsize=None)(self._resolve_class)
@@ -350,7 +365,17 @@ class UpstreamModel:
         return self.resolve_name(star_module, name, seen)
 
     def resolve_path(self, dotted: str, _seen: frozenset = frozenset()) -> Symbol:
-        """Resolve `a.b.c.Name`: the longest module prefix, then names within it."""
+        """Resolve `a.b.c.Name`: the longest module prefix, then names within it. Asked afresh
+        (not while following a chain of re-exports), the answer depends on the path alone, so
+        it is kept: the checks ask for the same paths hundreds of thousands of times."""
+        if _seen:
+            return self._resolve_path(dotted, _seen)
+        found = self._paths.get(dotted)
+        if found is None:
+            found = self._paths[dotted] = self._resolve_path(dotted, _seen)
+        return found
+
+    def _resolve_path(self, dotted: str, _seen: frozenset) -> Symbol:
         parts = dotted.split(".")
         for split in range(len(parts), 0, -1):
             prefix = ".".join(parts[:split])
@@ -527,6 +552,46 @@ class UpstreamModel:
         record = self.function_record(origin)
         return Signature(tuple(map(tuple, record["params"])), origin) if record is not None else None
 
+    # -- bodies --------------------------------------------------------------------------
+
+    def body_lines(self, member: Member) -> list[str]:
+        """The normalised lines of a function's or method's body (`member.owner` a module, or
+        the class origin), as the extraction would have recorded them: the body is only read
+        for the few definitions a comparison needs. A class as a whole (a mirrored class) is its
+        methods' bodies, in name order (a Member whose record is {"whole_class": True})."""
+        if "body" in member.record:
+            return member.record["body"]
+        if member.record.get("whole_class"):
+            record = self.class_record(member.owner)
+            if record is None:
+                return []
+            return [line for name in sorted(record["methods"])
+                    for line in self.body_lines(Member(member.owner, name, "method", record["methods"][name]))]
+        if self.class_record(member.owner) is not None:
+            module_name, _, table = member.owner.rpartition(".")
+        else:
+            module_name, table = member.owner, ""
+        return self._module_lines(module_name).get(table, {}).get(member.name, [])
+
+    def _module_lines(self, module_name: str) -> dict[str, dict[str, list[str]]]:
+        """{"": {function: lines}, "Class": {method: lines}} of a module, cached by its content."""
+        if module_name in self._lines:
+            return self._lines[module_name]
+        found: dict[str, dict[str, list[str]]] = {}
+        record = self.module(module_name)
+        if record is not None and record.relpath and not record.opaque:
+            key = hashlib.sha256(f"{EXTRACTOR}\0lines\0{module_name}\0{self.tree.content_key(record.relpath)}".encode()).hexdigest()
+            cached = self.cache.get(key)
+            if isinstance(cached, dict):
+                found = cached
+            else:
+                found = _body_lines_of(record.relpath, self.tree.read_source(record.relpath) or "")
+                if found is not None:
+                    self.cache.put(key, found)
+                found = found or {}
+        self._lines[module_name] = found
+        return found
+
     # -- search (for "did you mean") ----------------------------------------------------
 
     @cached_property
@@ -545,14 +610,36 @@ class UpstreamModel:
         the code of the module that defines `compute`, so changing a search invalidates it."""
         if not self.release.identity:
             return compute()
-        searcher = _module_fingerprint(compute.__module__)
-        key = hashlib.sha256(f"{EXTRACTOR}\0{searcher}\0{self.release.identity}\0{what}".encode()).hexdigest()
+        key = self._search_key(what, compute.__module__)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
         result = compute()
         self.cache.put(key, result)
         return result
+
+    def _search_key(self, what: str, searcher_module: str) -> str:
+        searcher = _module_fingerprint(searcher_module)
+        return hashlib.sha256(f"{EXTRACTOR}\0{searcher}\0{self.release.identity}\0{what}".encode()).hexdigest()
+
+    def whole_release_searches(self, whats: dict[str, Any], compute: Callable[[list[Any]], list[Any]]) -> dict[str, Any]:
+        """Several searches at once, {what: result}: `whats` maps each search's cache name to
+        its question; `compute(questions)` answers every one not cached, in one pass over the
+        release, in order. Each answer is cached as `whole_release_search` caches it."""
+        if not self.release.identity:
+            return dict(zip(whats, compute(list(whats.values())))) if whats else {}
+        keys = {what: self._search_key(what, compute.__module__) for what in whats}
+        found: dict[str, Any] = {}
+        for what, key in keys.items():
+            cached = self.cache.get(key)
+            if cached is not None:
+                found[what] = cached
+        missing = [what for what in whats if what not in found]
+        if missing:
+            for what, result in zip(missing, compute([whats[what] for what in missing])):
+                self.cache.put(keys[what], result)
+                found[what] = result
+        return found
 
     def find_definitions(self, names: set[str]) -> dict[str, list[str]]:
         """Modules of this release that define each name at top level (a textual scan, then verified)."""
@@ -585,11 +672,13 @@ class UpstreamModel:
                     verified.setdefault(name, []).append(module)
         return verified
 
-    def texts_mentioning(self, needle: str) -> Iterable[tuple[str, str]]:
-        """(relpath, source text) of every module of the release whose text contains `needle`."""
+    def texts_mentioning_any(self, needles: Iterable[str]) -> Iterable[tuple[str, str]]:
+        """(relpath, source text) of every module of the release whose text contains one of
+        `needles`: one pass over the release for many searches."""
+        needles = list(needles)
         for relpath in self._source_files:
             text = self.tree.readable_source(relpath) or ""
-            if needle in text:
+            if any(needle in text for needle in needles):
                 yield relpath, text
 
     def relpath_of(self, origin: str) -> str | None:

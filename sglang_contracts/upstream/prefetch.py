@@ -14,6 +14,9 @@ from sglang_contracts.upstream.extract import extract_module
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 
 
+SLICE = 600  # module names per round of extraction
+
+
 def _extract_job(job: tuple[str, str, str, str, str]) -> dict:
     name, _, relpath, code, _ = job
     return extract_module(name, relpath, code)
@@ -49,12 +52,21 @@ def prefetch(project: ProjectIndex, models: list[UpstreamModel], workers: int | 
     wanted |= {f"{module}.{name}" for module, name in imported if name not in (None, "*")}
     per_model = {id(model): set(wanted) for model in models}
     for _ in range(2):
-        batch = [(model, job) for model in models for job in model.pending_extractions(per_model[id(model)])]
-        # A module unchanged between the releases has one cache key: extract it once for both.
-        unique = list({job[4]: job for _, job in batch}.values())
-        results = map_jobs(_extract_job, unique, sum(len(job[3]) for job in unique), workers,
-                           progress="Extracting SGLang modules")
-        extracted = {job[4]: result for job, result in zip(unique, results)}
-        for model, job in batch:
-            model.accept_extraction(job, extracted[job[4]])
+        names = sorted(set().union(*per_model.values()))
+        # A slice of the modules at a time: only its sources are in memory at once, not those of
+        # every module of both releases (a project that imports most of SGLang).
+        for start in range(0, len(names), SLICE):
+            part = set(names[start:start + SLICE])
+            _extract_all(models, {key: part & wanted for key, wanted in per_model.items()}, workers)
         per_model = {id(model): _behind(model, imported) for model in models}
+
+
+def _extract_all(models: list[UpstreamModel], per_model: dict[int, set[str]], workers: int | None) -> None:
+    batch = [(model, job) for model in models for job in model.pending_extractions(per_model[id(model)])]
+    # A module unchanged between the releases has one cache key: extract it once for both.
+    unique = list({job[4]: job for _, job in batch}.values())
+    results = map_jobs(_extract_job, unique, sum(len(job[3]) for job in unique), workers,
+                       progress="Extracting SGLang modules")
+    extracted = {job[4]: result for job, result in zip(unique, results)}
+    for model, job in batch:
+        model.accept_extraction(job, extracted[job[4]])
