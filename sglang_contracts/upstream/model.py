@@ -681,6 +681,13 @@ class UpstreamModel:
             if any(needle in text for needle in needles):
                 yield relpath, text
 
+    def texts_mentioning(self, needle: str) -> Iterable[tuple[str, str]]:
+        """(relpath, source text) of every module of the release whose text contains `needle`."""
+        for relpath in self._source_files:
+            text = self.tree.readable_source(relpath) or ""
+            if needle in text:
+                yield relpath, text
+
     def relpath_of(self, origin: str) -> str | None:
         """The file that defines `origin` (a module, or a name defined in one)."""
         for name in (origin, origin.rpartition(".")[0], origin.rsplit(".", 2)[0]):
