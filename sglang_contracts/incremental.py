@@ -65,8 +65,7 @@ def plan(store, salt: str, project: ProjectIndex) -> Plan:
     except (KeyError, TypeError, ValueError):
         before, previous = {}, None
     files: dict[str, list[Any]] = {}
-    for relpath, data in project.sources.items():
-        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    for relpath, digest in project.digests.items():  # SHA-256 of each Python file's content
         entry = before.get(relpath)
         # Same content and still indexed (or still not: that depends on other files): same facts.
         if isinstance(entry, list) and len(entry) == 3 and entry[0] == digest and (entry[2] is None) == (relpath not in project.files):
