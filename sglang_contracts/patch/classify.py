@@ -15,6 +15,7 @@ from typing import Any
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_limited
 from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch
+from sglang_contracts.infra.lines import comment_start
 
 SAME = "same"  # the skeleton has this change
 FORMATTING = "same (formatting)"  # the same change but for indentation, spacing, comments or blank lines
@@ -33,16 +34,8 @@ def change_of(hunk: Hunk) -> tuple[tuple[str, str], ...]:
 
 def _without_formatting(line: str) -> str:
     """A changed line with its comment (a `#` outside quotes) and every space removed."""
-    quote = None
-    for index, char in enumerate(line):
-        if quote:
-            quote = None if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "#":
-            line = line[:index]
-            break
-    return "".join(line.split())
+    start = comment_start(line)
+    return "".join((line if start is None else line[:start]).split())
 
 
 def formatting_free(change: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:

@@ -31,6 +31,7 @@ from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.project.facts import Position
 from sglang_contracts.project.index import ProjectIndex, walk_project
 from sglang_contracts.project.positions import SourcePositions
+from sglang_contracts.infra.lines import comment_start
 
 ENTRY = "add_cli_args"
 TEXT_SUFFIXES = (".sh", ".bash", ".yml", ".yaml", ".json", ".md", ".rst", ".cfg", ".ini", ".txt")
@@ -382,7 +383,7 @@ def _text_flags(relpath: str, text: str, flag_prefix: str) -> list[Use]:
     for number, line in enumerate(text.splitlines(), start=1):
         if flag_prefix not in line:
             continue
-        comment = _comment_start(line)
+        comment = comment_start(line, spaced=True)
         for match in flags.finditer(line):
             how = "comment" if comment is not None and match.start() > comment else "text"
             found.append(Use(relpath, Position(number, match.start() + 1), "flag", flag_prefix + match.group(1),
@@ -391,20 +392,6 @@ def _text_flags(relpath: str, text: str, flag_prefix: str) -> list[Use]:
 
 
 PROSE_KEYWORDS = ("help", "description", "epilog", "usage")
-
-
-def _comment_start(line: str) -> int | None:
-    """Where a shell or YAML comment starts on the line (a `#` at its start or after a space,
-    outside quotes), or None."""
-    quote = None
-    for index, char in enumerate(line):
-        if quote:
-            quote = None if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "#" and (index == 0 or line[index - 1].isspace()):
-            return index
-    return None
 
 
 def _accept_text(name: str) -> bool:
