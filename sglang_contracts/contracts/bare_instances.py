@@ -15,7 +15,7 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.borrowed import CALLABLE_KINDS, Needed, Root, reach
-from sglang_contracts.contracts.resolve import Resolver, project_view, resolvers
+from sglang_contracts.contracts.resolve import Resolver, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.upstream.model import is_upstream
@@ -78,12 +78,13 @@ def _needed(resolver: Resolver, build: BareBuild) -> dict[str, tuple[Needed, str
         return None
     model = resolver.model
     needed: dict[str, tuple[Needed, str]] = {}
+    values = build.values()
     for root in build.calls:  # the least-guarded read of each attribute, over all calls
         first = model.member(origin, root.name)
         if first is None or first.kind not in CALLABLE_KINDS:
             continue
         reads, writes, _, _ = reach(resolver, lambda name: model.member(origin, name), first, root,
-                                    set(build.provided), build.values())
+                                    set(build.provided), values)
         for attr, need in reads.items():
             if attr not in writes and (attr not in needed or need.cost < needed[attr][0].cost):
                 needed[attr] = (need, origin)
@@ -101,7 +102,6 @@ def _init_value(resolver: Resolver, origin: str, attr: str) -> str | None:
 
 @contract("SGC315")
 def bare_instance_lacks_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
-    project_view(ctx)
     old, new = resolvers(ctx)
     for facts in ctx.project.files.values():
         if not any(kind.startswith("B:") for read in facts.reads for kind in read.receiver.types):

@@ -42,6 +42,13 @@ class Workspace:
                 raise
         return self.documents[relpath]
 
+    def add_needed_imports(self) -> None:
+        """The `import x` lines the round's edits need, once they are all made (a line added at
+        the top earlier would move every place a later fix points at)."""
+        for document in self.documents.values():
+            for module in sorted(document.imports_needed):
+                ensure_import(document, module)
+
     def path_of(self, relpath: str) -> Path:
         path = (self.root / relpath).resolve()
         if not path.is_relative_to(self.root):  # `..`, an absolute path, a link out of the project
@@ -101,9 +108,7 @@ def apply_fixes(result: CheckResult, unsafe: bool,
             line = f"{printable_path(diagnostic.path)}: not rewritten: {error}"
             if line not in errors:
                 errors.append(line)
-    for document in workspace.documents.values():
-        for module in sorted(document.imports_needed):
-            ensure_import(document, module)
+    workspace.add_needed_imports()
     return workspace, fixed, errors
 
 
@@ -208,8 +213,7 @@ def lsp_fixes(result: CheckResult, relpath: str, text: str, data: dict) -> list[
             return []
     except NotRewritable:
         return []  # the fix needs another file it may not touch
-    for module in sorted(document.imports_needed):
-        ensure_import(document, module)
+    workspace.add_needed_imports()
     if any(other.changed for path, other in workspace.documents.items() if path != relpath) or not document.changed:
         return []
     entry = rule(diagnostic.code)

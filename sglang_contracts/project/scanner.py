@@ -36,6 +36,7 @@ from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
 from sglang_contracts.infra.pysource import TooComplex, nodes_below, parse_quietly, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
+from sglang_contracts.upstream.bodies import _branches, value_token
 from sglang_contracts.upstream.model import is_upstream
 from sglang_contracts.project.scopes import (
     FUNCTIONS,
@@ -495,8 +496,6 @@ class _Collector:
         target, value = node.targets[0], node.value
         scope = self._scope
         if isinstance(target, ast.Attribute):
-            from sglang_contracts.upstream.bodies import value_token
-
             self._store_values[id(target)] = value_token(value)
         if isinstance(target, ast.Attribute) and (chain := dotted_chain(target)) is not None \
                 and chain[0] not in ("self", "cls") and not self._types_of(chain[0]):
@@ -849,8 +848,6 @@ def _values(node: ast.ClassDef, methods: list[Function], self_writes: dict[int, 
     not stay empty). Nothing at all when the class may set
     names it does not spell (`setattr(self, ...)`, `self.__dict__` outside `__getattr__`).
     `self_writes`: `_self_writes` of each method, by id."""
-    from sglang_contracts.upstream.bodies import _branches, value_token
-
     writes: dict[str, set[str]] = {}
 
     def token(value: ast.AST | None) -> str:
