@@ -131,27 +131,29 @@ def home_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: 
 _FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)", re.M)
 
 
-def _importers_outside(model: UpstreamModel, name: str) -> dict[str, list[str]]:
-    """package -> modules of the release that import `name` from it, for packages outside SGLang
-    (sgl_kernel, flashinfer): where the release's own code gets a name it does not define."""
-    found: dict[str, list[str]] = {}
-    for relpath, text in model.texts_mentioning(name):
+def _imports_from_outside(model: UpstreamModel) -> dict[str, dict[str, list[str]]]:
+    """name -> package -> modules of the release that import `name` from it, for packages
+    outside SGLang (sgl_kernel, flashinfer): where the release's own code gets a name it does
+    not define. One pass over the release answers it for every name a run asks about."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for relpath, text in model.texts_mentioning("import"):
         for match in _FROM_IMPORT.finditer(text):
             package = match.group(1)
             if package.split(".")[0] == "sglang":
                 continue
-            imported = {part.split(" as ")[0].strip() for part in match.group(2).strip("()").split(",")}
-            if name in imported:
-                module = model.module_name_of(relpath)
-                if module not in found.setdefault(package, []):
-                    found[package].append(module)
+            module = model.module_name_of(relpath)
+            for part in match.group(2).strip("()").split(","):
+                modules = found.setdefault(part.split(" as ")[0].strip(), {}).setdefault(package, [])
+                if module not in modules:
+                    modules.append(module)
     return found
 
 
 def _outside_hint(model: UpstreamModel, name: str, reference: str) -> str:
     """"; the release's own code imports NAME from PACKAGE (in M and N more), outside the
     release, not verified", for the package most of its modules use; "" when none does."""
-    found = model.whole_release_search(f"imported from outside: {name}", lambda: _importers_outside(model, name))
+    every = model.whole_release_search("imported from outside", lambda: _imports_from_outside(model))
+    found = every.get(name) if isinstance(every, dict) else None
     if not isinstance(found, dict) or not found:
         return ""
     package, modules = max(found.items(), key=lambda item: (len(item[1]), item[0]))

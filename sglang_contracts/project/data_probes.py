@@ -21,6 +21,7 @@ from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.project.positions import LINE_BREAK
 
+DICT_TARGET = re.compile(r"""["']target["']\s*:\s*\(?\s*[rRuU]?["']sglang\.""")
 KEY = re.compile(r"^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<key>target|match):[ \t]*(?P<value>.*?)[ \t]*$")
 
 
@@ -39,7 +40,9 @@ def data_probes(project: ProjectIndex) -> list[DataProbe]:
 
 
 def _may_probe(text: str) -> bool:
-    return "target" in text and "match" in text and "sglang." in text
+    """A YAML text with `target:` and `match:` keys, or a dict whose "target" is a string
+    naming `sglang.`: what `_file_probes` reads."""
+    return "sglang." in text and (("target:" in text and "match:" in text) or DICT_TARGET.search(text) is not None)
 
 
 def _file_probes(relpath: str, text: str) -> list[list]:

@@ -30,6 +30,7 @@ PAYLOAD_KEYWORDS = ("json", "payload")
 AUTHORITY = re.compile(r"^[a-z]+://[^/]*")
 PLACEHOLDER = "\0"  # a formatted value in a rendered f-string
 SAMPLING = "sampling_params"
+URL_HINT = re.compile(r"""["'][a-z]*://|\}/|\+\s*[fFrRuU]{0,2}["']/""")
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,10 @@ def http_facts(project: ProjectIndex) -> HttpFacts:
 
 
 def _may_request(text: str) -> bool:
-    lower = text.lower()
-    return "sglang" in lower and ("://" in text or "}/" in text or SAMPLING in text)
+    """Whether the file may hold a URL to a server or a sampling_params key: a string that
+    starts with a scheme, a formatted or concatenated value followed by a path. A URL in a
+    comment or inside prose (half of sglang's own files cite one) is no request."""
+    return "sglang" in text.lower() and (SAMPLING in text or URL_HINT.search(text) is not None)
 
 
 def _file_requests(relpath: str, text: str) -> list[list]:

@@ -165,6 +165,7 @@ class UpstreamModel:
         self.mro = lru_cache(maxsize=None)(self._mro)
         self.member = lru_cache(maxsize=None)(self._member)
         self.resolve_class = lru_cache(maxsize=None)(self._resolve_class)
+        self._searched: dict[str, Any] = {}  # whole_release_search's answers in this run
 
     # -- modules -------------------------------------------------------------------------
 
@@ -610,12 +611,14 @@ class UpstreamModel:
         the code of the module that defines `compute`, so changing a search invalidates it."""
         if not self.release.identity:
             return compute()
+        if what in self._searched:
+            return self._searched[what]
         key = self._search_key(what, compute.__module__)
-        cached = self.cache.get(key)
-        if cached is not None:
-            return cached
-        result = compute()
-        self.cache.put(key, result)
+        result = self.cache.get(key)
+        if result is None:
+            result = compute()
+            self.cache.put(key, result)
+        self._searched[what] = result
         return result
 
     def _search_key(self, what: str, searcher_module: str) -> str:
