@@ -79,17 +79,37 @@ def nodes_below(root: ast.AST):
     while pending:
         node = pending.pop()
         yield node
-        pending.extend(_branches_of(node))
+        pending.extend(branch_nodes(node))
 
 
-def _branches_of(node: ast.AST) -> list[ast.AST]:
+# The node classes the parser makes, and those but the LEAVES: a membership test per child
+# instead of isinstance calls, in the walks that visit every node of every body.
+_NODE_TYPES = frozenset(kind for kind in vars(ast).values() if isinstance(kind, type) and issubclass(kind, ast.AST))
+_BRANCH_TYPES = frozenset(kind for kind in _NODE_TYPES if not issubclass(kind, LEAVES))
+_CHILD_TYPES = frozenset(kind for kind in _NODE_TYPES if not issubclass(kind, ast.expr_context))
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """`ast.iter_child_nodes` as a list, without the load/store markers (nothing is below
+    them and no walk looks at them): a third of the cost of the generator."""
+    below: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            below.extend([item for item in value if type(item) in _CHILD_TYPES])
+        elif type(value) in _CHILD_TYPES:
+            below.append(value)
+    return below
+
+
+def branch_nodes(node: ast.AST) -> list[ast.AST]:
     """The nodes right below `node`, but the LEAVES, in field order."""
     below: list[ast.AST] = []
     for name in node._fields:
         value = getattr(node, name, None)
-        if isinstance(value, list):
-            below.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, LEAVES))
-        elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
+        if type(value) is list:
+            below.extend([item for item in value if type(item) in _BRANCH_TYPES])
+        elif type(value) in _BRANCH_TYPES:
             below.append(value)
     return below
 
@@ -103,7 +123,7 @@ def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
         child = pending.pop()
         found.append(child)
         if not isinstance(child, _SCOPES):
-            pending.extend(reversed(_branches_of(child)))
+            pending.extend(reversed(branch_nodes(child)))
     return found
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sglang_contracts.infra.boundary import read_project_text
-from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.pysource import child_nodes, parse_quietly
 from sglang_contracts.project.facts import Position
 from sglang_contracts.project.index import ProjectIndex, walk_project
 from sglang_contracts.project.positions import SourcePositions
@@ -460,13 +460,13 @@ def _names_a_flag(node: ast.AST) -> bool:
 
 def _own_nodes(scope: ast.AST):
     """The nodes of a function's (or module's) own code, not of the functions defined in it."""
-    pending = list(ast.iter_child_nodes(scope))
+    pending = child_nodes(scope)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         yield node
-        pending.extend(ast.iter_child_nodes(node))
+        pending.extend(child_nodes(node))
 
 
 def _launch_commands(relpath: str, text: str) -> list[Use]:

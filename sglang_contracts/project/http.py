@@ -21,7 +21,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.pysource import child_nodes, parse_quietly
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.project.positions import SourcePositions
 
@@ -101,14 +101,14 @@ def _scopes(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]]]:
     while pending:
         scope = pending.pop()
         nodes: list[ast.AST] = []
-        inner = list(ast.iter_child_nodes(scope))
+        inner = child_nodes(scope)
         while inner:
             node = inner.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 pending.append(node)
                 continue
             nodes.append(node)
-            inner.extend(ast.iter_child_nodes(node))
+            inner.extend(child_nodes(node))
         found.append((scope, nodes))
     return found
 

@@ -20,7 +20,7 @@ from sglang_contracts.project.facts import Position
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.project.stack import is_package_code
-from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.pysource import child_nodes, parse_quietly
 
 # `name.attr` (comments and strings included: a superset, narrowed by parsing later). The name
 # is matched possessively: a shorter prefix of it is followed by a name character, never by a
@@ -118,7 +118,7 @@ class _ReadFinder:
             elif isinstance(node, ast.Attribute):
                 if node.attr == self.attr and isinstance(node.ctx, ast.Load) and self._is_untyped_receiver(node.value):
                     self.found.append(self.positions.attribute_name(node))
-            pending.extend(reversed(list(ast.iter_child_nodes(node))))
+            pending.extend(reversed(child_nodes(node)))
 
     def _is_untyped_receiver(self, value: ast.expr) -> bool:
         if isinstance(value, ast.Attribute):
@@ -131,7 +131,7 @@ def _typed_in_body(scope: ast.AST) -> set[str]:
     """Names a scope annotates (`x: T = ...`) or binds to a constructor call (`x = Thing(...)`),
     not descending into nested functions and classes."""
     typed: set[str] = set()
-    pending = list(ast.iter_child_nodes(scope))
+    pending = child_nodes(scope)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
@@ -140,7 +140,7 @@ def _typed_in_body(scope: ast.AST) -> set[str]:
             typed.add(node.target.id)
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _is_constructor(node.value.func):
             typed.update(target.id for target in node.targets if isinstance(target, ast.Name))
-        pending.extend(ast.iter_child_nodes(node))
+        pending.extend(child_nodes(node))
     return typed
 
 

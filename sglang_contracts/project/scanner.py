@@ -34,7 +34,7 @@ from sglang_contracts.project.facts import (
 )
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
-from sglang_contracts.infra.pysource import TooComplex, nodes_below, parse_quietly, returned_shape, tree_depth, unpack_count
+from sglang_contracts.infra.pysource import TooComplex, child_nodes, nodes_below, parse_quietly, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.upstream.bodies import _branches, value_token
 from sglang_contracts.upstream.model import is_upstream
@@ -129,7 +129,7 @@ def _in_order(node: ast.AST):
     while pending:
         current = pending.pop()
         yield current
-        pending.extend(reversed(list(ast.iter_child_nodes(current))))
+        pending.extend(reversed(child_nodes(current)))
 
 
 def _getattr_probe(method: Function, parameter: str) -> tuple[list[str], list[str]]:
@@ -302,10 +302,10 @@ class _Collector:
             node = pending.pop()
             visitor = self._visitors.get(type(node))
             if visitor is None or visitor(node) is not False:
-                pending.extend(reversed(list(ast.iter_child_nodes(node))))
+                pending.extend(reversed(child_nodes(node)))
 
     def _children(self, node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             self.visit(child)
 
     def _visit_all(self, nodes: list[ast.AST]) -> None:

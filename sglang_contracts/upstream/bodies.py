@@ -13,7 +13,7 @@ import ast
 import hashlib
 from dataclasses import dataclass, field
 
-from sglang_contracts.infra.pysource import LEAVES, nodes_below as _nodes, own_nodes as _own_nodes, returned_shape, unpack_count
+from sglang_contracts.infra.pysource import LEAVES, branch_nodes, nodes_below as _nodes, own_nodes as _own_nodes, returned_shape, unpack_count
 
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -393,7 +393,7 @@ def _read_before_written(node: AnyFunction, receiver: str, candidates: set[str])
             continue
         if (name := _self_attribute(child, receiver)) is not None:
             first.setdefault(name, isinstance(child.ctx, ast.Load))
-        pending.extend(reversed([c for c in ast.iter_child_nodes(child) if not isinstance(c, LEAVES)]))
+        pending.extend(reversed(branch_nodes(child)))
     return {attr for attr, is_read in first.items() if is_read and attr in candidates}
 
 
