@@ -204,3 +204,21 @@ def test_a_route_only_the_projects_patch_serves_is_the_patchs_contract(tmp_path:
     assert ("app/engine.py", 8, "SGC1101") in found  # upstream's own route, gone
     assert ("app/engine.py", 7, "SGC1101") not in found  # the patch's route: its hunk is the finding
     assert any(code == "SGC901" and path == "docker/patch/sglang.patch" for path, _, code in found)
+
+
+def test_only_files_that_can_hold_a_request_or_a_probe_are_parsed() -> None:
+    from sglang_contracts.project.data_probes import _may_probe
+    from sglang_contracts.project.http import _may_request
+
+    prose = '"""Served by sglang; see https://docs.sglang.ai/ for the API."""\n# https://github.com/x/y\nx = 1\n'
+    assert not _may_request(prose)  # a URL in a docstring or a comment is no request
+    for request in ('requests.post("http://h:1/generate", json={})', 'post(f"{base}/generate", json={})',
+                    'post(self.base + "/generate", json={})', 'post("http" + "://h/generate", json={})',
+                    'p = {"sampling_params": {}}'):
+        assert _may_request(f"import sglang\n{request}\n"), request
+    # the concatenated URL names no scheme: found now, where any "://" in the file was needed before
+    text = '"""sglang."""\nimport requests\n\n\ndef f(self):\n    requests.post(self.base + "/generate", json={"text": 1})\n'
+    assert _may_request(text) and [r[4] for r in _file_requests("x.py", text) if r[0] == "request"] == ["/generate"]
+    assert not _may_probe('"""sglang.srt.x"""\nmatch = re.match(p, target)\n')
+    assert _may_probe('P = {"target": "sglang.srt.models.m.Layer.forward", "match": "x"}\n')
+    assert _may_probe(CONFIG)
