@@ -136,3 +136,14 @@ def test_real_omni_edits_give_the_findings_of_a_full_run(version, real_cache, tm
         same_as_a_full_run(project, options)
         partial += not plans[-1].full
     assert partial >= 2
+
+
+def test_a_check_run_does_not_import_the_fix_libraries() -> None:
+    """libcst (and GitPython) cost a large part of a one-file run's start; only `fix` and
+    clones need them."""
+    import subprocess
+    import sys
+
+    code = "import sys, sglang_contracts.runner, sglang_contracts.cli; print(sorted({'libcst', 'git'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -19,7 +19,6 @@ from typing import Iterator
 from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
-from sglang_contracts.fix import python as python_edits
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.project.facts import MethodFact
 from sglang_contracts.upstream.model import Member, UpstreamModel
@@ -155,6 +154,8 @@ def parameter_defaults(model: UpstreamModel, member: Member) -> dict[str, str]:
 def accept_and_pass_on(diagnostic: Diagnostic, workspace) -> bool:
     """Add the parameters upstream callers now pass to the override, with upstream's defaults
     (keyword-only stays keyword-only), and pass them on where it calls the upstream method."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
     document = workspace.document(diagnostic.path)
     if not document.python:
         return False
