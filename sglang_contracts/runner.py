@@ -144,7 +144,8 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     else:
         result = _computed(paths, options, root, old_spec, pin, download_cache, store)
         if key:
-            runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files)))
+            runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),
+                                        [result.old.release, result.new.release]))
     result.notes = pin.notes(defaulted=options.old is None, from_clone=options.sglang_repo is not None) if pin else []
     if accepted_entries is not None:
         result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
@@ -170,9 +171,10 @@ def _read_pin(root: Path) -> tuple[ProjectPin | None, str]:
 def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOptions, download_cache: Path,
               store: Callable[[str], JsonCache], pin: ProjectPin | None) -> CheckResult:
     """The findings of the last run with exactly these inputs (replay.py), with the releases
-    opened for the reports' sake (cached wheels: no parsing)."""
-    releases = [open_release(spec, sglang_repo=options.sglang_repo, cache=download_cache)
-                for spec in (old_spec, options.new)]
+    as that run named them (opened only if something reads them)."""
+    releases = [replay.replayed_release(fields, partial(open_release, spec, sglang_repo=options.sglang_repo,
+                                                        cache=download_cache))
+                for fields, spec in zip(saved.releases, (old_spec, options.new))]
     old, new = (UpstreamModel(release, store("upstream")) for release in releases)
     project = ProjectIndex(root=root, scanned=saved.scanned)
     return CheckResult(saved.diagnostics, project, old, new, pin=pin, replayed_files_with_contracts=saved.with_contracts)

@@ -122,12 +122,12 @@ class ProjectIndex:
         recomputed = False
         found: list = []
         for relpath, digest in sorted(self.digests.items()):
-            text = self.texts[relpath]
-            if not may_hold(text):
-                continue
+            # A file unchanged since the table was written is not tested again: a file that
+            # cannot hold anything is kept with no results (the test costs more than the lookup).
             entry = table.get(relpath)
             if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == digest and isinstance(entry[1], list)):
-                result = self._analysed(kind, analyse, relpath, text)
+                text = self.texts[relpath]
+                result = self._analysed(kind, analyse, relpath, text) if may_hold(text) else []
                 if result is None:  # failed: reported, and not kept, so that a rerun tries again
                     continue
                 entry = [digest, result]
