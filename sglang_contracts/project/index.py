@@ -234,13 +234,13 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
     keys: dict[str, str] = {}
     for relpath, (module, digest) in sorted(batch.items()):
         key = _facts_key(relpath, module, digest, index.packages)
-        cached = cache.get(key)
+        try:
+            cached = cache.get_decoded(key, FileFacts.from_json)
+        except (KeyError, TypeError, ValueError):
+            cached = None  # a stale or damaged entry: parse again
         if cached is not None:
-            try:
-                index.files[relpath] = FileFacts.from_json(cached)
-                continue
-            except (KeyError, TypeError, ValueError):
-                pass  # a stale or damaged entry: parse again
+            index.files[relpath] = cached
+            continue
         keys[relpath] = key
         jobs.append((relpath, module, index.texts[relpath], index.packages))
     index.parsed += len(jobs)
@@ -305,6 +305,11 @@ class _Imports:
         return not self.modules.isdisjoint(upstream_names)
 
 
+# (relpath, module, content digest) -> what the file imports: a process that builds the index
+# again and again (the language server, after each edit) reads each unchanged file's text once.
+_READ_IMPORTS: dict[tuple[str, str, str], _Imports] = {}
+
+
 def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, str]],
                             imports: dict[str, _Imports]) -> set[str]:
     """Unscanned files that import, from a scanned project module, a name it binds to SGLang."""
@@ -320,7 +325,10 @@ def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, str
         if rel in index.files:
             continue
         if rel not in imports:
-            imports[rel] = _Imports.read(rel, module, index.texts[rel])
+            seen = (rel, module, index.digests[rel])
+            if seen not in _READ_IMPORTS:
+                _READ_IMPORTS[seen] = _Imports.read(rel, module, index.texts[rel])
+            imports[rel] = _READ_IMPORTS[seen]
         if imports[rel].reexported(upstream_names):
             found.add(rel)
     return found
