@@ -147,3 +147,26 @@ def test_a_check_run_does_not_import_the_fix_libraries() -> None:
     code = "import sys, sglang_contracts.runner, sglang_contracts.cli; print(sorted({'libcst', 'git'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_class_defined_in_a_file_that_names_no_sglang_is_seen_by_every_file(tmp_path, plans) -> None:
+    """SGC322 leaves `attention_backend.x` alone when the project defines its own
+    `AttentionBackend`, wherever (its files are read as text, not scanned): a file that defines
+    one is a project-wide fact, though it imports nothing and nothing imports it."""
+    from test_catalog import upstream_tree, write_tree
+
+    backend = "sglang/srt/layers/attention/base_attn_backend.py"
+    old = upstream_tree(tmp_path / "old", {backend: "class AttentionBackend:\n    def snapshot(self):\n        return None\n"}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {backend: "class AttentionBackend:\n    pass\n"}, "0.2.0")
+    project = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "app/runner.py": "from sglang.srt.layers.attention.base_attn_backend import AttentionBackend\n\n\n"
+                         "def snapshot(attention_backend):\n    attention_backend.snapshot()\n",
+        "app/other.py": "VALUE = 1\n",
+    })
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, workers=1)
+    first = run_check([project], options)
+    assert [d.code for d in first.diagnostics] == ["SGC322"]
+    (project / "app" / "other.py").write_text("class AttentionBackend:\n    def snapshot(self):\n        return 1\n")
+    after = same_as_a_full_run(project, options)
+    assert after.diagnostics == []
