@@ -116,6 +116,12 @@ REAL_EDITS = [
      "from sglang.kernels.ops.layernorm.norm import rmsnorm", None),
     # lines added at the top of a module others import
     ("sglang_omni/scheduling/omni_scheduler.py", '"""', '"""Edited.\n\n', None),
+    # an outline edit: a method added to a class other files subclass (PDKVLifecycle, NemotronTalkerScheduler)
+    ("sglang_omni/scheduling/omni_scheduler.py", "class OmniScheduler(Generic[RequestDataT]):", None,
+     lambda text, at: text[:text.index("    def __init__(", at)] + "    def traced(self) -> bool:\n        return False\n\n"
+     + text[text.index("    def __init__(", at):]),
+    # an outline edit: an import added to a module that imports SGLang
+    ("sglang_omni/scheduling/pd_scheduler.py", "import logging\n", "import logging\nimport os.path\n", None),
 ]
 
 
