@@ -112,8 +112,9 @@ class ProjectIndex:
                   *code: ModuleType) -> list:
         """`analyse(relpath, text)` over every Python file whose text `may_hold` (a cheap test)
         something, concatenated in path order. Results are JSON lists, cached per file content
-        and per the `code` modules that compute them, in one table per project and kind: a
-        first run writes one record, not one per file."""
+        and per the `code` modules that compute them and `may_hold` (a file it refuses is kept
+        with none), in one table per project and kind: a first run writes one record, not one
+        per file."""
         fingerprint = code_fingerprint(pysource, *code)  # pysource: how `text` was decoded
         table_key = hashlib.sha256(f"{fingerprint}\0{kind}\0{self.root}".encode("utf-8", "surrogateescape")).hexdigest()
         stored = self.cache.get(table_key)
