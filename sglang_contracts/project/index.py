@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -306,9 +307,9 @@ class _Imports:
         return not self.modules.isdisjoint(upstream_names)
 
 
-# (relpath, module, content digest) -> what the file imports: a process that builds the index
-# again and again (the language server, after each edit) reads each unchanged file's text once.
-_READ_IMPORTS: dict[tuple[str, str, str], _Imports] = {}
+def _imports_row(relpath: str, text: str) -> list[list]:
+    read = _Imports.read(relpath, module_name_for(relpath), text)
+    return [[relpath, read.froms, sorted(read.modules)]]
 
 
 def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, str]],
@@ -321,15 +322,15 @@ def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, str
             upstream_names[module] = names
     if not upstream_names:
         return set()
+    if not imports:  # every file's imports, read from its text once per content (a table per project)
+        for rel, froms, modules in index.each_file("imports", _imports_row, lambda text: True, sys.modules[__name__]):
+            imports[rel] = _Imports([(source, names) for source, names in froms], set(modules))
     found = set()
     for rel, (module, _) in texts.items():
         if rel in index.files:
             continue
-        if rel not in imports:
-            seen = (rel, module, index.digests[rel])
-            if seen not in _READ_IMPORTS:
-                _READ_IMPORTS[seen] = _Imports.read(rel, module, index.texts[rel])
-            imports[rel] = _READ_IMPORTS[seen]
+        if rel not in imports:  # its reading failed (reported): read it again here
+            imports[rel] = _Imports.read(rel, module, index.texts[rel])
         if imports[rel].reexported(upstream_names):
             found.add(rel)
     return found
