@@ -138,12 +138,14 @@ def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
 
 def _check(args: argparse.Namespace) -> int:
     from sglang_contracts.infra import progress
+    from sglang_contracts.infra.collector import one_run_process
     from sglang_contracts.reporters import REPORTERS
     from sglang_contracts.reporters.base import statistics_lines
     from sglang_contracts.runner import run_check
     from sglang_contracts.suppressions import INTERNAL_ERROR
 
     paths, options = _options(args)
+    one_run_process()
     with progress.showing(sys.stderr.isatty() and not args.quiet):
         result = run_check(paths, options)
     if not args.quiet:

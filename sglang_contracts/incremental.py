@@ -9,8 +9,9 @@ and the non-Python files below the root (requirements, Dockerfiles, patches: by 
 modification time). A file's outline is what the checks read of it for other files, positions
 left out (OUTLINE_FACTS: its imports, which make the re-export table; its classes, with their
 bases, members, provided and typed attributes, what a `__getattr__` borrows; its functions'
-signatures; its version conditions and gates). An outline that changed, or a key with no
-record, recomputes every file.
+signatures; its version conditions and gates), and, for any Python file, scanned or not, the
+classes its text defines (a project class claims its snake name from SGC322). An outline that
+changed, or a key with no record, recomputes every file.
 
 Otherwise the files to recompute are those whose content changed, and their dependants: every
 file that imports one of them, transitively (its subclasses, the importers of a re-export
@@ -33,6 +34,7 @@ from typing import Any
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.project.facts import FACT_LISTS, FileFacts, Position, json_without
 from sglang_contracts.project.index import ProjectIndex, module_name_for
+from sglang_contracts.project.named_reads import CLASS_DEFINITION
 
 # The facts the checks read across files (a class's ancestry, members and typed attributes, a
 # project function's signature, what a module binds); the others (calls, reads, probes, ...)
@@ -45,7 +47,8 @@ class Plan:
     """Which files a run recomputes (`recomputed`; None: all) and what it records for the next."""
 
     key: str
-    files: dict[str, list[Any]]  # relpath -> [content digest, project modules it imports]
+    # relpath -> [content digest, project modules it imports, outline digest, whether it is indexed]
+    files: dict[str, list[Any]]
     previous: list[Diagnostic] = field(default_factory=list)
     recomputed: set[str] | None = None
 
@@ -67,19 +70,21 @@ def plan(store, salt: str, project: ProjectIndex) -> Plan:
     files: dict[str, list[Any]] = {}
     for relpath, digest in project.digests.items():  # SHA-256 of each Python file's content
         entry = before.get(relpath)
+        indexed = relpath in project.files
         # Same content and still indexed (or still not: that depends on other files): same facts.
-        if isinstance(entry, list) and len(entry) == 3 and entry[0] == digest and (entry[2] is None) == (relpath not in project.files):
+        if isinstance(entry, list) and len(entry) == 4 and entry[0] == digest and entry[3] == indexed:
             files[relpath] = entry
         else:
-            files[relpath] = [digest, imported_project_modules(project, relpath), outline_digest(project, relpath)]
-    if previous is None or any((before.get(rel) or [None, None, None])[2] != files.get(rel, [None, None, None])[2]
+            files[relpath] = [digest, imported_project_modules(project, relpath), outline_digest(project, relpath), indexed]
+    absent = [None, None, None, None]
+    if previous is None or any((before.get(rel) or absent)[2:] != (files.get(rel) or absent)[2:]
                                for rel in before.keys() | files.keys()):
         return Plan(key, files)  # a project-wide fact changed: every file is recomputed
     changed = {rel for rel in files.keys() | before.keys() if (before.get(rel) or [None])[0] != files.get(rel, [None])[0]}
     modules = {module_name_for(rel): rel for rel in files.keys() | before.keys()}
     importers: dict[str, set[str]] = {}
     for table in (before, files):  # the old edges too: the dependants of a file now removed
-        for rel, (_, imported, _) in table.items():
+        for rel, (_, imported, _, _) in table.items():
             for module in imported:
                 if module in modules:
                     importers.setdefault(modules[module], set()).add(rel)
@@ -137,12 +142,13 @@ def save(store, run: Plan, diagnostics: list[Diagnostic]) -> None:
     store.put(run.key, {"files": run.files, "diagnostics": [d.to_json() for d in diagnostics]})
 
 
-def outline_digest(project: ProjectIndex, relpath: str) -> str | None:
+def outline_digest(project: ProjectIndex, relpath: str) -> str:
     """What of a file every check may read for the whole project, positions left out (moving
-    code does not change it); None for a file that holds no contract."""
+    code does not change it): its outline facts, if it holds contracts, and, read from any
+    file's text, the classes it defines (the project's own `Req` claims the name `req`, SGC322)."""
     facts = project.files.get(relpath)
-    if facts is None:
-        return None
-    outline = [facts.module, *([json_without(fact, FACT_LISTS[name], Position) for fact in getattr(facts, name)]
-                               for name in OUTLINE_FACTS)]
+    outline = [module_name_for(relpath), sorted(set(CLASS_DEFINITION.findall(project.texts.get(relpath, ""))))]
+    if facts is not None:
+        outline += [[json_without(fact, FACT_LISTS[name], Position) for fact in getattr(facts, name)]
+                    for name in OUTLINE_FACTS]
     return hashlib.sha256(json.dumps(outline, default=str).encode("utf-8", "surrogateescape")).hexdigest()

@@ -19,12 +19,13 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.files import any_unsaved
 from sglang_contracts.project.index import walk_project
 from sglang_contracts.sources import content_identity
+from sglang_contracts.sources.base import Release
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 READERS = ("griffe", "packaging")
@@ -95,8 +96,14 @@ def inputs_key(root: Path, paths: list[Path], options: Any, old_spec: str, accep
     return digest.hexdigest()
 
 
-def record(diagnostics: list[Diagnostic], scanned: int, with_contracts: int) -> dict[str, Any]:
-    return {"diagnostics": [d.to_json() for d in diagnostics], "scanned": scanned, "with_contracts": with_contracts}
+# What a report says of a release (Release's fields but its tree), kept so that a replay need
+# not open either release: a wheel's directory or a clone's tree costs more than the replay.
+RELEASE_FIELDS = ("label", "version", "ref", "identity", "name")
+
+
+def record(diagnostics: list[Diagnostic], scanned: int, with_contracts: int, releases: list[Release]) -> dict[str, Any]:
+    return {"diagnostics": [d.to_json() for d in diagnostics], "scanned": scanned, "with_contracts": with_contracts,
+            "releases": [{name: getattr(release, name) for name in RELEASE_FIELDS} for release in releases]}
 
 
 @dataclass
@@ -104,12 +111,50 @@ class Replay:
     diagnostics: list[Diagnostic]
     scanned: int
     with_contracts: int
+    releases: list[dict[str, str | None]]  # old, new: RELEASE_FIELDS
 
 
 def replay_of(saved: Any) -> Replay | None:
     """The saved findings, or None when the record does not decode (it is then recomputed)."""
     try:
+        releases = [{name: _optional_text(fields[name]) for name in RELEASE_FIELDS} for fields in saved["releases"]]
+        if len(releases) != 2 or not all(fields["label"] for fields in releases):
+            return None
         return Replay([Diagnostic.from_json(item) for item in saved["diagnostics"]],
-                      int(saved["scanned"]), int(saved["with_contracts"]))
+                      int(saved["scanned"]), int(saved["with_contracts"]), releases)
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _optional_text(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError("not a string")
+    return value
+
+
+class OpenedOnUse:
+    """A release's tree opened the first time anything reads it (`open_tree()`): a replayed
+    report names its releases, and only a caller that reads them (a verbose report, an editor's
+    fix) pays for opening them."""
+
+    def __init__(self, open_tree: Callable[[], Any]) -> None:
+        self._open_tree = open_tree
+        self._tree: Any = None
+
+    def _opened(self) -> Any:
+        if self._tree is None:
+            self._tree = self._open_tree()
+        return self._tree
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._opened(), name)
+
+    def list_dir(self, relpath: str) -> list[str] | None:  # UpstreamModel keeps the method itself
+        return self._opened().list_dir(relpath)
+
+
+def replayed_release(fields: dict[str, str | None], open_release: Callable[[], Release]) -> Release:
+    """The release a replay names, its tree opened on use by `open_release()`."""
+    return Release(tree=OpenedOnUse(lambda: open_release().tree), **fields)  # type: ignore[arg-type]

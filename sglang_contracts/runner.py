@@ -10,33 +10,29 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 
-import sglang_contracts.contracts  # noqa: F401  (registers every check)
+# What a replayed run needs; the checks and what feeds them are imported by _computed, so
+# that a replay (and the editor's first answer) does not pay for importing every rule.
 from sglang_contracts import baseline as baselines
-from sglang_contracts import incremental, replay
+from sglang_contracts import replay
 from sglang_contracts.infra.cache import JsonCache, cache_root
-from sglang_contracts.catalog import load_catalog
-from sglang_contracts.contracts.imports import NOT_CHECKED
 from sglang_contracts.infra.collector import batch_collection
-from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
-from sglang_contracts.patch.release import with_stack_applied
-from sglang_contracts.patch.stack import patch_stacks
-from sglang_contracts.project.releasefacts import for_release
 from sglang_contracts.project.index import ProjectIndex, build_index
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
-from sglang_contracts.sources.base import Release
 from sglang_contracts.suppressions import (
     INTERNAL_ERROR, UNUSED_NOQA, NoqaIndex, ProjectText, code_active, matches_path, override_severity,
 )
-from sglang_contracts.upstream.delta import UpstreamDelta, upstream_delta
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
-from sglang_contracts.upstream.prefetch import prefetch
+
+if TYPE_CHECKING:
+    from sglang_contracts.sources.base import Release
+    from sglang_contracts.upstream.delta import UpstreamDelta
 
 IDENTIFIER_AT = re.compile(r"[A-Za-z_][\w.]*")
 
@@ -144,7 +140,8 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     else:
         result = _computed(paths, options, root, old_spec, pin, download_cache, store)
         if key:
-            runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files)))
+            runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),
+                                        [result.old.release, result.new.release]))
     result.notes = pin.notes(defaulted=options.old is None, from_clone=options.sglang_repo is not None) if pin else []
     if accepted_entries is not None:
         result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
@@ -170,9 +167,10 @@ def _read_pin(root: Path) -> tuple[ProjectPin | None, str]:
 def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOptions, download_cache: Path,
               store: Callable[[str], JsonCache], pin: ProjectPin | None) -> CheckResult:
     """The findings of the last run with exactly these inputs (replay.py), with the releases
-    opened for the reports' sake (cached wheels: no parsing)."""
-    releases = [open_release(spec, sglang_repo=options.sglang_repo, cache=download_cache)
-                for spec in (old_spec, options.new)]
+    as that run named them (opened only if something reads them)."""
+    releases = [replay.replayed_release(fields, partial(open_release, spec, sglang_repo=options.sglang_repo,
+                                                        cache=download_cache))
+                for fields, spec in zip(saved.releases, (old_spec, options.new))]
     old, new = (UpstreamModel(release, store("upstream")) for release in releases)
     project = ProjectIndex(root=root, scanned=saved.scanned)
     return CheckResult(saved.diagnostics, project, old, new, pin=pin, replayed_files_with_contracts=saved.with_contracts)
@@ -182,6 +180,9 @@ def _as_the_image_has_them(root: Path, options: CheckOptions, *releases: Release
     """Both releases with the project's live patch stack applied (patch/), so that the names
     the stack adds upstream resolve. A bug here costs the overlay, not the run: the patch rules
     then judge the stock trees themselves, inside the error boundary."""
+    from sglang_contracts.patch.release import with_stack_applied
+    from sglang_contracts.patch.stack import patch_stacks
+
     try:
         stacks = patch_stacks(root, options.settings.get("patch-files") or ())
         return [with_stack_applied(release, stacks) for release in releases]
@@ -195,6 +196,13 @@ def _as_the_image_has_them(root: Path, options: CheckOptions, *releases: Release
 
 def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: ProjectPin | None,
               download_cache: Path, store: Callable[[str], JsonCache]) -> CheckResult:
+    import sglang_contracts.contracts  # noqa: F401  (registers every check)
+    from sglang_contracts import incremental
+    from sglang_contracts.catalog import load_catalog
+    from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks
+    from sglang_contracts.project.releasefacts import for_release
+    from sglang_contracts.upstream.prefetch import prefetch
+
     # Downloading the releases (on a first run) overlaps with parsing the project (a process pool).
     with ThreadPoolExecutor(max_workers=3) as threads:
         opening = [
@@ -278,6 +286,8 @@ def problem_diagnostics(problems: list[Problem], root: Path) -> list[Diagnostic]
     """The parts of the report that are missing: SGC001 for a bug met at the error boundary,
     SGC000 for an input that cannot be analysed. A problem tied to no project file (a rule
     that failed on the project as a whole) is reported at the project's configuration."""
+    from sglang_contracts.contracts.imports import NOT_CHECKED
+
     anywhere = "pyproject.toml" if (root / "pyproject.toml").is_file() else "."
     found = []
     for problem in dict.fromkeys(problems):  # one per problem, in order
@@ -324,6 +334,8 @@ def _delta(repo: Path, project: ProjectIndex, old: UpstreamModel, new: UpstreamM
                     if record is not None and record.relpath:
                         files.add(record.relpath)
     from git import GitCommandError  # GitPython costs 40 ms to import; only clones need it
+
+    from sglang_contracts.upstream.delta import upstream_delta
 
     try:
         return upstream_delta(repo, old.release.ref, new.release.ref, files)

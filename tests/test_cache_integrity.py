@@ -109,3 +109,25 @@ def test_two_runs_at_once_share_one_fresh_cache(published, capsys) -> None:
     assert all(valid(path) for path in records(options.cache_dir))
     assert len(list((options.cache_dir / "wheels").glob("sglang-*.whl"))) == 2
     assert run(capsys, project, options.cache_dir)[1] == results[0][1]
+
+
+def test_a_language_server_decodes_an_unchanged_record_once(tmp_path, monkeypatch) -> None:
+    """In a process that keeps records, get_decoded gives the object it decoded while the record
+    is unchanged on disk, and decodes the new one once the record is rewritten."""
+    from sglang_contracts.infra import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "_REMEMBERED", {})
+    monkeypatch.setattr(cache_module, "_DECODED", {})
+    store = cache_module.JsonCache(tmp_path / "records")
+    store.put("k" * 64, {"n": 1})
+    decoded = []
+
+    def decode(data):
+        decoded.append(data)
+        return dict(data)
+
+    first = store.get_decoded("k" * 64, decode)
+    assert store.get_decoded("k" * 64, decode) is first and len(decoded) == 1
+    store.put("k" * 64, {"n": 22})  # another size: the remembered record is stale
+    assert store.get_decoded("k" * 64, decode) == {"n": 22} and len(decoded) == 2
+    assert store.get_decoded("missing" + "0" * 57, decode) is None

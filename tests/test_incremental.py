@@ -116,6 +116,12 @@ REAL_EDITS = [
      "from sglang.kernels.ops.layernorm.norm import rmsnorm", None),
     # lines added at the top of a module others import
     ("sglang_omni/scheduling/omni_scheduler.py", '"""', '"""Edited.\n\n', None),
+    # an outline edit: a method added to a class other files subclass (PDKVLifecycle, NemotronTalkerScheduler)
+    ("sglang_omni/scheduling/omni_scheduler.py", "class OmniScheduler(Generic[RequestDataT]):", None,
+     lambda text, at: text[:text.index("    def __init__(", at)] + "    def traced(self) -> bool:\n        return False\n\n"
+     + text[text.index("    def __init__(", at):]),
+    # an outline edit: an import added to a module that imports SGLang
+    ("sglang_omni/scheduling/pd_scheduler.py", "import logging\n", "import logging\nimport os.path\n", None),
 ]
 
 
@@ -136,3 +142,37 @@ def test_real_omni_edits_give_the_findings_of_a_full_run(version, real_cache, tm
         same_as_a_full_run(project, options)
         partial += not plans[-1].full
     assert partial >= 2
+
+
+def test_a_check_run_does_not_import_the_fix_libraries() -> None:
+    """libcst (and GitPython) cost a large part of a one-file run's start; only `fix` and
+    clones need them."""
+    import subprocess
+    import sys
+
+    code = "import sys, sglang_contracts.runner, sglang_contracts.cli; print(sorted({'libcst', 'git'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_class_defined_in_a_file_that_names_no_sglang_is_seen_by_every_file(tmp_path, plans) -> None:
+    """SGC322 leaves `attention_backend.x` alone when the project defines its own
+    `AttentionBackend`, wherever (its files are read as text, not scanned): a file that defines
+    one is a project-wide fact, though it imports nothing and nothing imports it."""
+    from test_catalog import upstream_tree, write_tree
+
+    backend = "sglang/srt/layers/attention/base_attn_backend.py"
+    old = upstream_tree(tmp_path / "old", {backend: "class AttentionBackend:\n    def snapshot(self):\n        return None\n"}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {backend: "class AttentionBackend:\n    pass\n"}, "0.2.0")
+    project = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "app/runner.py": "from sglang.srt.layers.attention.base_attn_backend import AttentionBackend\n\n\n"
+                         "def snapshot(attention_backend):\n    attention_backend.snapshot()\n",
+        "app/other.py": "VALUE = 1\n",
+    })
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, workers=1)
+    first = run_check([project], options)
+    assert [d.code for d in first.diagnostics] == ["SGC322"]
+    (project / "app" / "other.py").write_text("class AttentionBackend:\n    def snapshot(self):\n        return 1\n")
+    after = same_as_a_full_run(project, options)
+    assert after.diagnostics == []

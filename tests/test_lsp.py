@@ -168,3 +168,31 @@ def test_a_check_that_cannot_run_is_one_message_and_the_server_stays(tmp_path):
         assert (5, "SGC102") in _codes(client.diagnostics[uri])
 
     asyncio.run(_session(root, tmp_path / "cache", {}, body))
+
+
+def test_after_a_replayed_check_the_server_computes_once_so_the_first_edit_reuses_it(monkeypatch):
+    """A replay reads no record: the server then runs the same check computed, once, so that
+    the records and the rules are loaded before the user's first edit is checked."""
+    from types import SimpleNamespace
+
+    from sglang_contracts.lsp.server import ContractsServer
+
+    server = ContractsServer()
+    computed = []
+
+    def run(buffers):
+        server.last_result = SimpleNamespace(replayed_files_with_contracts=3)  # what a replay gives
+        return {}
+
+    def fixable_result():
+        computed.append(True)
+        server.last_result = SimpleNamespace(replayed_files_with_contracts=None)
+        return server.last_result
+
+    monkeypatch.setattr(server, "_unsaved", lambda: {})
+    monkeypatch.setattr(server, "_run", run)
+    monkeypatch.setattr(server, "_publish", lambda outcome: None)
+    monkeypatch.setattr(server, "fixable_result", fixable_result)
+    asyncio.run(server._check())
+    asyncio.run(server._check())  # replayed again: already warm
+    assert computed == [True]

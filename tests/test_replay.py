@@ -26,6 +26,24 @@ def test_an_unchanged_run_is_replayed_with_the_same_findings(published) -> None:
     assert again.old.release.label == first.old.release.label
 
 
+def test_a_replay_opens_neither_release_until_one_is_read(published, monkeypatch) -> None:
+    """Opening a wheel (its directory) or a clone's tree costs more than the replay itself."""
+    from sglang_contracts import runner
+
+    project, options = published
+    first = run_check([project], options)
+    opened = []
+    real_open = runner.open_release
+    monkeypatch.setattr(runner, "open_release", lambda *args, **kwargs: opened.append(args) or real_open(*args, **kwargs))
+    again = run_check([project], options)
+    assert again.replayed_files_with_contracts is not None and findings(again) == findings(first)
+    assert [again.old.release.short, again.new.release.short] == [first.old.release.short, first.new.release.short]
+    assert opened == []
+    # What a caller reads of a tree still answers, from the release opened then.
+    assert again.new.tree.list_dir("sglang") == first.new.tree.list_dir("sglang")
+    assert len(opened) == 1
+
+
 def test_an_edited_python_file_is_read_again(published) -> None:
     project, options = published
     first = run_check([project], options)

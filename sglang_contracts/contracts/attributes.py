@@ -14,13 +14,10 @@ from typing import Iterator
 
 import ast
 
-import libcst
-
 from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.imports import upstream_reads
 from sglang_contracts.contracts.resolve import Instance, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
-from sglang_contracts.fix import python as python_edits
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
 from sglang_contracts.project.index import mentions
 from sglang_contracts.project.named_reads import named_reads, names_in_files, snake_name
@@ -170,6 +167,9 @@ def _parsed(value: str):
 @fixes("SGC321")
 def read_renamed_attribute(diagnostic: Diagnostic, workspace) -> bool:
     """Read the attribute under its new name, where the new release renamed it in place."""
+    import libcst
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
     attr = diagnostic.data["attr"]
     return python_edits.rename_at(diagnostic, workspace, (libcst.Name,),
                                   lambda name, new: name.with_changes(value=new) if name.value == attr else name,

@@ -19,7 +19,6 @@ from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.resolve import ProjectClass, ProjectView, Resolver, project_view, resolvers
 from sglang_contracts.contracts.subclasses import body_change, body_preview
 from sglang_contracts.diagnostics import Diagnostic, finding
-from sglang_contracts.fix import python as python_edits
 from sglang_contracts.project.facts import FileFacts, Position
 from sglang_contracts.upstream.model import Member, is_upstream
 
@@ -454,6 +453,8 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
 def set_in_init(diagnostic: Diagnostic, workspace) -> bool:
     """Set each attribute in the class's `__init__` (after its last `self.x = ...` line) to the
     value upstream gives it, when that is a literal or an empty container; others are left."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
     document = workspace.document(diagnostic.data["class_path"])
     if not document.python:
         return False

@@ -12,12 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-import libcst
-
 from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.resolve import resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
-from sglang_contracts.fix import python as python_edits
 from sglang_contracts.project.facts import ArgFact, CallFact, FileFacts, Position
 from sglang_contracts.upstream.model import Signature
 
@@ -184,6 +181,9 @@ def renamed_in_place(item: CallBreak, name: str) -> str | None:
 @fixes("SGC201")
 def rename_keyword(diagnostic: Diagnostic, workspace) -> bool:
     """Pass the keyword under its new name, where the new release renamed it in place."""
+    import libcst
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
     return python_edits.rename_at(diagnostic, workspace, (libcst.Arg,),
                                   lambda arg, new: arg.with_changes(keyword=libcst.Name(new)),
                                   "the new release removed the keyword, it did not rename it in place: port the call by hand")

@@ -10,8 +10,6 @@ import textwrap
 from dataclasses import dataclass
 from typing import Iterator
 
-import libcst
-
 from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.hints import moved_home
 from sglang_contracts.contracts.resolve import project_view, resolvers
@@ -19,7 +17,6 @@ from sglang_contracts.contracts.serverargs import field_sets, typed_as_server_ar
 from sglang_contracts.contracts.targets import upstream_dotted
 from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding, finding_at
-from sglang_contracts.fix import python as python_edits
 from sglang_contracts.project.data_probes import data_probes
 from sglang_contracts.project.facts import FileFacts, Position
 from sglang_contracts.infra.pysource import parse_quietly
@@ -79,6 +76,9 @@ def _target_home(ctx: CheckContext, dotted: str) -> str | None:
 def patch_new_home(diagnostic: Diagnostic, workspace) -> bool:
     """Patch the target where the new release defines the same object: the string is rewritten
     when it spells the upstream path itself (not a project re-export, not `patch.object`)."""
+    import libcst
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
     home = diagnostic.data.get("home")
     document = workspace.document(diagnostic.path)
     if not home or not document.python:

@@ -10,7 +10,6 @@ from typing import Iterator
 from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.hints import home_hint, module_hint, moved_home
 from sglang_contracts.diagnostics import Diagnostic, finding
-from sglang_contracts.fix import python as python_edits
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
 from sglang_contracts.project.stack import python_floor
 from sglang_contracts.upstream.model import MISSING, Symbol, UpstreamModel, is_upstream
@@ -136,6 +135,8 @@ def name_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]:
 def import_from_new_home(diagnostic: Diagnostic, workspace) -> bool:
     """Import the name from where the new release defines the same object (the hint's verified
     "did you mean"); a statement importing other names too is split in two."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
     home = diagnostic.data.get("home")
     document = workspace.document(diagnostic.path)
     if not home or not document.python:
@@ -211,6 +212,8 @@ def module_attribute_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]
 def read_from_new_home(diagnostic: Diagnostic, workspace) -> bool:
     """`m.name` -> `pkg.new_module.name`, with `import pkg.new_module` added at the top, where
     the new release defines the same object there."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
     home = diagnostic.data.get("home")
     document = workspace.document(diagnostic.path)
     if not home or not document.python:

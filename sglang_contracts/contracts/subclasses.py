@@ -19,7 +19,6 @@ from typing import Iterator
 from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
-from sglang_contracts.fix import python as python_edits
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.project.facts import MethodFact
 from sglang_contracts.upstream.model import Member, UpstreamModel
@@ -130,15 +129,21 @@ def override_signature_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 
 def parameter_defaults(model: UpstreamModel, member: Member) -> dict[str, str]:
-    """name -> the default as upstream writes it, for the parameters of an upstream method."""
+    """name -> the default as upstream writes it, for the parameters of an upstream method.
+    Kept per release (a published release or a commit): reading it parses the whole module."""
+    line = member.record.get("line")
+    return model.whole_release_search(f"parameter-defaults\0{member.owner}\0{member.name}\0{line}",
+                                      lambda: _parameter_defaults(model, member))
+
+
+def _parameter_defaults(model: UpstreamModel, member: Member) -> dict[str, str]:
     relpath = model.relpath_of(member.owner)
     text = model.tree.read_source(relpath) if relpath else None
     line = member.record.get("line")
     if not text or not line:
         return {}
-    try:
-        tree = parse_quietly(text)
-    except (SyntaxError, ValueError, RecursionError):
+    tree = _parsed_module(text)
+    if tree is None:
         return {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == member.name \
@@ -155,6 +160,8 @@ def parameter_defaults(model: UpstreamModel, member: Member) -> dict[str, str]:
 def accept_and_pass_on(diagnostic: Diagnostic, workspace) -> bool:
     """Add the parameters upstream callers now pass to the override, with upstream's defaults
     (keyword-only stays keyword-only), and pass them on where it calls the upstream method."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
     document = workspace.document(diagnostic.path)
     if not document.python:
         return False
@@ -189,8 +196,6 @@ def body_change(old_model: UpstreamModel, old: Member, new_model: UpstreamModel,
 def _parsed_module(source: str):
     """An upstream module's tree, parsed once for all the previews of its methods (scheduler.py
     has a dozen the project overrides or borrows)."""
-    from sglang_contracts.infra.pysource import parse_quietly
-
     try:
         return parse_quietly(source)
     except (SyntaxError, ValueError, RecursionError):
@@ -198,9 +203,14 @@ def _parsed_module(source: str):
 
 
 def _body_text(model: UpstreamModel, member: Member) -> list[str] | None:
-    """The normalised lines of a method's body as text (what the record keeps hashed)."""
-    import ast
+    """The normalised lines of a method's body as text (what the record keeps hashed), kept
+    per release (a published release or a commit): reading it parses the whole module."""
+    line = member.record.get("line")
+    return model.whole_release_search(f"body-text\0{member.owner}\0{member.name}\0{line}",
+                                      lambda: _read_body_text(model, member))
 
+
+def _read_body_text(model: UpstreamModel, member: Member) -> list[str] | None:
     from sglang_contracts.upstream.bodies import _statements, unparsed
 
     relpath = model.relpath_of(member.owner)

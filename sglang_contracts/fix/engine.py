@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sglang_contracts.catalog import rule
+import sglang_contracts.contracts  # noqa: F401  (registers every fix beside its check)
 from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.fix.document import Document, NotRewritable, read_only, write_atomically

@@ -22,7 +22,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from sglang_contracts.infra.errors import shown
 
@@ -84,6 +84,10 @@ def why_unwritable(folder: Path, error: OSError) -> str:
 _REMEMBERED: dict[Path, tuple[tuple[int, int], Any]] | None = None
 
 
+# (record key, decoder) -> (the remembered record, what the decoder made of it)
+_DECODED: dict[tuple[str, Callable[[Any], Any]], tuple[Any, Any]] = {}
+
+
 def remember_records() -> None:
     """Keep decoded records in memory for the rest of the process (see _REMEMBERED)."""
     global _REMEMBERED
@@ -126,6 +130,23 @@ class JsonCache:
                 _REMEMBERED[path] = (stamp, data)
             return data
         return self._read(key)
+
+    def get_decoded(self, key: str, decode: Callable[[Any], Any]) -> Any | None:
+        """`decode(get(key))`, or None when absent; in a process that keeps records (the
+        language server), the decoded object is kept with its record and given again while the
+        record is unchanged on disk: callers never change it either. `decode` may raise
+        (KeyError, TypeError, ValueError) for a record of the wrong shape."""
+        data = self.get(key)
+        if data is None:
+            return None
+        if _REMEMBERED is None:
+            return decode(data)
+        kept = _DECODED.get((key, decode))
+        if kept is not None and kept[0] is data:  # the very record get() remembered
+            return kept[1]
+        decoded = decode(data)
+        _DECODED[(key, decode)] = (data, decoded)
+        return decoded
 
     def _read(self, key: str) -> Any | None:
         try:

@@ -54,6 +54,7 @@ class ContractsServer(LanguageServer):
         self._timer: asyncio.TimerHandle | None = None
         self._running = False
         self._again = False
+        self._warmed = False  # a check was computed (not replayed) in this process
 
     # -- scheduling ---------------------------------------------------------------------------
 
@@ -75,6 +76,16 @@ class ContractsServer(LanguageServer):
                 buffers = self._unsaved()
                 outcome = await asyncio.get_running_loop().run_in_executor(None, self._run, buffers)
                 self._publish(outcome)
+                if isinstance(outcome, str):
+                    pass  # the check could not run: nothing to warm up from
+                elif not self._replayed():
+                    self._warmed = True
+                elif not self._again and not self._warmed:
+                    # A replay reads no record and imports no rule: the first edit would pay for
+                    # both. Computed once now, while the user reads the findings, the edit's check
+                    # reuses them (and a quick fix has the facts it reads).
+                    self._warmed = True
+                    await asyncio.get_running_loop().run_in_executor(None, self.fixable_result)
                 if not self._again:
                     break
         finally:
@@ -137,6 +148,9 @@ class ContractsServer(LanguageServer):
             line_text = lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
             by_uri.setdefault(from_fs_path(str(path)), []).append(lsp_diagnostic(finding, line_text))
         return by_uri
+
+    def _replayed(self) -> bool:
+        return self.last_result is not None and self.last_result.replayed_files_with_contracts is not None
 
     def fixable_result(self) -> Any:
         """The last check's result with the project's facts a fix reads: a replayed result holds

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -112,8 +113,9 @@ class ProjectIndex:
                   *code: ModuleType) -> list:
         """`analyse(relpath, text)` over every Python file whose text `may_hold` (a cheap test)
         something, concatenated in path order. Results are JSON lists, cached per file content
-        and per the `code` modules that compute them, in one table per project and kind: a
-        first run writes one record, not one per file."""
+        and per the `code` modules that compute them and `may_hold` (a file it refuses is kept
+        with none), in one table per project and kind: a first run writes one record, not one
+        per file."""
         fingerprint = code_fingerprint(pysource, *code)  # pysource: how `text` was decoded
         table_key = hashlib.sha256(f"{fingerprint}\0{kind}\0{self.root}".encode("utf-8", "surrogateescape")).hexdigest()
         stored = self.cache.get(table_key)
@@ -122,12 +124,12 @@ class ProjectIndex:
         recomputed = False
         found: list = []
         for relpath, digest in sorted(self.digests.items()):
-            text = self.texts[relpath]
-            if not may_hold(text):
-                continue
+            # A file unchanged since the table was written is not tested again: a file that
+            # cannot hold anything is kept with no results (the test costs more than the lookup).
             entry = table.get(relpath)
             if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == digest and isinstance(entry[1], list)):
-                result = self._analysed(kind, analyse, relpath, text)
+                text = self.texts[relpath]
+                result = self._analysed(kind, analyse, relpath, text) if may_hold(text) else []
                 if result is None:  # failed: reported, and not kept, so that a rerun tries again
                     continue
                 entry = [digest, result]
@@ -234,13 +236,13 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
     keys: dict[str, str] = {}
     for relpath, (module, digest) in sorted(batch.items()):
         key = _facts_key(relpath, module, digest, index.packages)
-        cached = cache.get(key)
+        try:
+            cached = cache.get_decoded(key, FileFacts.from_json)
+        except (KeyError, TypeError, ValueError):
+            cached = None  # a stale or damaged entry: parse again
         if cached is not None:
-            try:
-                index.files[relpath] = FileFacts.from_json(cached)
-                continue
-            except (KeyError, TypeError, ValueError):
-                pass  # a stale or damaged entry: parse again
+            index.files[relpath] = cached
+            continue
         keys[relpath] = key
         jobs.append((relpath, module, index.texts[relpath], index.packages))
     index.parsed += len(jobs)
@@ -305,6 +307,11 @@ class _Imports:
         return not self.modules.isdisjoint(upstream_names)
 
 
+def _imports_row(relpath: str, text: str) -> list[list]:
+    read = _Imports.read(relpath, module_name_for(relpath), text)
+    return [[relpath, read.froms, sorted(read.modules)]]
+
+
 def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, str]],
                             imports: dict[str, _Imports]) -> set[str]:
     """Unscanned files that import, from a scanned project module, a name it binds to SGLang."""
@@ -315,11 +322,14 @@ def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, str
             upstream_names[module] = names
     if not upstream_names:
         return set()
+    if not imports:  # every file's imports, read from its text once per content (a table per project)
+        for rel, froms, modules in index.each_file("imports", _imports_row, lambda text: True, sys.modules[__name__]):
+            imports[rel] = _Imports([(source, names) for source, names in froms], set(modules))
     found = set()
     for rel, (module, _) in texts.items():
         if rel in index.files:
             continue
-        if rel not in imports:
+        if rel not in imports:  # its reading failed (reported): read it again here
             imports[rel] = _Imports.read(rel, module, index.texts[rel])
         if imports[rel].reexported(upstream_names):
             found.add(rel)

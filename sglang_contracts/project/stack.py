@@ -12,6 +12,7 @@ import re
 import sys
 import tokenize
 import tomllib
+from functools import lru_cache
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
@@ -324,16 +325,23 @@ def sglang_mentions(lower: str) -> Iterator[int]:
 
 def prose_pieces(text: str) -> Iterator[tuple[str, int, int, str]]:
     """(where, line, col, raw text) for every comment and docstring of a Python source."""
+    return iter(_prose_pieces(text))
+
+
+@lru_cache(maxsize=16)  # two analyses read the prose of each file a run re-reads (an edited one)
+def _prose_pieces(text: str) -> tuple[tuple[str, int, int, str], ...]:
     try:
         docstrings = _docstring_starts(parse_quietly(text))
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (SyntaxError, tokenize.TokenError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
-        return
+        return ()
+    found = []
     for token in tokens:
         if token.type == tokenize.COMMENT:
-            yield "comment", token.start[0], token.start[1], token.string
+            found.append(("comment", token.start[0], token.start[1], token.string))
         elif token.type == tokenize.STRING and token.start in docstrings:
-            yield "docstring", token.start[0], token.start[1], token.string
+            found.append(("docstring", token.start[0], token.start[1], token.string))
+    return tuple(found)
 
 
 def offset_position(line: int, col: int, raw: str, offset: int) -> tuple[int, int]:
