@@ -148,3 +148,36 @@ def test_a_choice_the_release_keeps_is_silent(tmp_path: Path, real_cache: Path, 
     script = FIXED_SCRIPT.replace("safetensors", value)
     fixed = {"arguments": FIXED_WRAPPER, "validate": FIXED_VALIDATE, "script": script}
     assert findings(tmp_path, "miles", fixed, "0.5.13", "0.5.14") == []
+
+
+# slime's own sglang parser: `argparse.ArgumentParser(add_help=False)`, abbreviations allowed.
+PARSE = '''
+
+def sglang_parse_args():
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_sglang_arguments(parser)
+    args, _ = parser.parse_known_args()
+    return args
+'''
+ABBREVIATED_SCRIPT = '''#!/bin/bash
+python train.py \\
+  --sglang-mem-frac 0.7 \\
+  --sglang-cuda-graph-bs 1 2 4 8 \\
+  --sglang-cuda-graph-max 8
+'''
+
+
+def test_an_abbreviation_0_5_14_made_ambiguous(tmp_path: Path, real_cache: Path) -> None:
+    """`--sglang-cuda-graph-max` took `--cuda-graph-max-bs` on 0.5.13; 0.5.14 added
+    `--cuda-graph-max-bs-decode`/`-prefill`, so argparse exits. `--sglang-mem-frac` still names
+    one option, and the exact `--sglang-cuda-graph-bs` wins over its new longer relatives (it is
+    only a deprecated alias of `--cuda-graph-bs-decode` now: a warning)."""
+    files = {"arguments": FIXED_WRAPPER + PARSE, "validate": FIXED_VALIDATE, "script": ABBREVIATED_SCRIPT}
+    assert findings(tmp_path / "a", "slime", files, "0.5.13", "0.5.14") == [
+        "scripts/run.sh:4:3: SGC505 warning", "scripts/run.sh:5:3: SGC505 error"]
+    spelled = {**files, "script": ABBREVIATED_SCRIPT.replace("graph-max 8", "graph-max-bs 8")}
+    # Written in full, it is a deprecated alias like --sglang-cuda-graph-bs: warnings, no error.
+    assert findings(tmp_path / "b", "slime", spelled, "0.5.13", "0.5.14") == [
+        "scripts/run.sh:4:3: SGC505 warning", "scripts/run.sh:5:3: SGC505 warning"]

@@ -55,6 +55,7 @@ class Option:
 class CommandLine:
     options: list[Option]
     shape: str  # "hand-written", "generated" or "mixed"
+    allow_abbrev: bool = True  # upstream's own parser (`prepare_server_args`) takes unique prefixes
     by_string: dict[str, Option] = field(default_factory=dict)
     by_dest: dict[str, list[Option]] = field(default_factory=dict)
 
@@ -89,6 +90,21 @@ class GeneratorRules:
     needs_meta: bool
     bool_action: str
     list_nargs: str
+
+
+def take_flag(flag: str, strings: dict[str, Option]) -> tuple[Option | None, list[Option]]:
+    """What argparse with abbreviations allowed takes `flag` for among the option `strings`:
+    (the option, []) for an exact string or a unique prefix of long option strings, (None, the
+    candidates) when the prefix is ambiguous (argparse exits), (None, []) when nothing matches.
+    Several strings of one option count as one candidate."""
+    if flag in strings:
+        return strings[flag], []
+    candidates: list[Option] = []
+    if flag.startswith("--") and len(flag) > 2:
+        for string, option in strings.items():
+            if string.startswith(flag) and all(option is not c for c in candidates):
+                candidates.append(option)
+    return (candidates[0], []) if len(candidates) == 1 else (None, candidates)
 
 
 def argparse_dest(strings: tuple[str, ...] | list[str]) -> str:
@@ -411,7 +427,21 @@ def _extract(model: UpstreamModel) -> dict:
                     options.append(option)
                     generated += 1
     shape = "mixed" if generated and hand else "generated" if generated else "hand-written"
-    return {"shape": shape, "options": [asdict(option) for option in options]}
+    return {"shape": shape, "options": [asdict(option) for option in options], "allow_abbrev": _allows_abbrev(tree)}
+
+
+def _allows_abbrev(tree: ast.Module) -> bool:
+    """Does every parser the module builds around `ServerArgs.add_cli_args` (`prepare_server_args`)
+    leave argparse's `allow_abbrev=True`?"""
+    for function in tree.body:
+        if not isinstance(function, ast.FunctionDef) or ENTRY not in {getattr(n, "attr", "") for n in ast.walk(function)}:
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "ArgumentParser":
+                if any(k.arg == "allow_abbrev" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
+                       for k in node.keywords):
+                    return False
+    return True
 
 
 def command_line(model: UpstreamModel) -> CommandLine | None:
@@ -430,4 +460,4 @@ def command_line(model: UpstreamModel) -> CommandLine | None:
         raw["strings"] = tuple(raw["strings"])
         raw["choices"] = tuple(raw["choices"]) if raw["choices"] is not None else None
         options.append(Option(**raw))
-    return CommandLine(options, data["shape"])
+    return CommandLine(options, data["shape"], data.get("allow_abbrev", True))
