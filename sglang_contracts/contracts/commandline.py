@@ -1,4 +1,4 @@
-"""Command-line pass-through contracts (SGC504-SGC508): upstream's argparse interface as the
+"""Command-line pass-through contracts (SGC504-SGC509): upstream's argparse interface as the
 project's wrapper exposes it (`--sglang-<option>`, `args.sglang_<dest>`), judged per release.
 
 What the project can use on a release is what the wrapper makes of that release's command line
@@ -9,6 +9,7 @@ exposed it (differential), and an attribute the project sets itself is never jud
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -18,7 +19,7 @@ from sglang_contracts.project.facts import Position
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.project.commandline import DIRECT, PassThrough, Use, Wrapper, direct_launch, pass_through
 from sglang_contracts.project.parsers import wrapper_allows_abbreviations
-from sglang_contracts.upstream.commandline import CommandLine, Option, argparse_dest, command_line, take_flag
+from sglang_contracts.upstream.commandline import CommandLine, Option, argparse_dest, command_line, default_spelled, take_flag
 
 
 @dataclass
@@ -372,3 +373,74 @@ def pass_through_new_option_decides(ctx: CheckContext) -> Iterator[Diagnostic]:
                          used=use.name, option=project_string(target.strings[0], model.wrapper),
                          default=target.default or "unset", choices=choices,
                          help=target.help.strip().split(". ")[0][:160], **_common(ctx))
+
+
+def _mentions(project_texts: list[str], dest: str) -> bool:
+    """Does the project's Python name the field as a key or keyword (`kwargs["dest"] = ...`,
+    `ServerArgs(dest=...)`): then it sets it on a road this model does not follow."""
+    pattern = re.compile(rf"[\"']{re.escape(dest)}[\"']|\b{re.escape(dest)}\s*=(?!=)")
+    return any(dest in text and pattern.search(text) for text in project_texts)
+
+
+def _set_by_project(model: PassThroughModel, option: Option, texts: list[str]) -> bool:
+    """Does the project set the option anywhere: a flag of it, a write or a default of its
+    destination, its field name as a key or keyword?"""
+    strings = {project_string(string, model.wrapper) for string in option.strings}
+    dest = project_dest(option, model.wrapper)
+    return any(use.name in strings if use.kind == "flag" else use.name == dest and use.kind in ("write", "default")
+               for use in model.facts.uses) or _mentions(texts, option.dest)
+
+
+def _where_told(model: PassThroughModel) -> tuple[str, int]:
+    """Where a finding about options the project never names goes: its wrapper, or the first
+    command line that launches upstream's server."""
+    if model.wrapper is not DIRECT:
+        return model.wrapper.path, model.wrapper.line
+    first = model.facts.uses[0]
+    return first.path, first.position.line
+
+
+def _first_sentence(text: str) -> str:
+    return text.strip().split(". ")[0][:160] or "(no help text)"
+
+
+@contract("SGC509")
+def pass_through_default_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """What upstream now does when the project leaves an option unset, as the new release's
+    declarations show it: a changed default, or a switch folded into a new option whose default
+    then decides. Info only: the declarations say the default moved, not that it matters."""
+    texts = [text for relpath, text in ctx.project.texts.items()]
+    seen: set[str] = set()
+    for model in pass_through_models(ctx):
+        path, line = _where_told(model)
+        old_dests = set(model.old_line.by_dest)
+        folded: dict[str, list[Option]] = {}  # the new option's dest -> the old switches now feeding it
+        for option in model.old_line.options:
+            if option.deprecated or option.dest in model.new.skipped:
+                continue
+            now = _same_option_in(model.new_line, option)
+            if now is None:
+                continue
+            if now.deprecated and "=" in now.replacement and now.dest not in old_dests:
+                folded.setdefault(now.dest, []).append(option)
+            elif not now.deprecated and now.dest == option.dest and default_spelled(option) != default_spelled(now) \
+                    and option.dest not in seen and not _set_by_project(model, now, texts):
+                seen.add(option.dest)
+                yield finding_at("SGC509", path, line, 1, option.dest, severity="info",
+                                 option=project_string(now.strings[0], model.wrapper),
+                                 change=f"changed its default from {default_spelled(option)} to {default_spelled(now)}",
+                                 help=_first_sentence(now.help), **_common(ctx))
+        for dest, switches in sorted(folded.items()):
+            target = next(iter(model.new_line.live(dest)), None)
+            if target is None or dest in seen or _set_by_project(model, target, texts) \
+                    or any(_set_by_project(model, switch, texts) for switch in switches):
+                continue  # a project that sets one of them is told by SGC508 (or has chosen)
+            seen.add(dest)
+            olds = ", ".join(f"{project_string(s.strings[0], model.wrapper)} (default {default_spelled(s)})"
+                             for s in switches)
+            choices = f", one of {', '.join(target.choices)}" if target.choices else ""
+            yield finding_at("SGC509", path, line, 1, dest, severity="info",
+                             option=project_string(target.strings[0], model.wrapper),
+                             change=f"is new, and its default ({default_spelled(target)}{choices}) now decides what "
+                                    f"{olds} did: they became its deprecated aliases",
+                             help=_first_sentence(target.help), **_common(ctx))

@@ -19,7 +19,8 @@ without its dashes, `-` turned into `_`.
 from __future__ import annotations
 
 import ast
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import asdict, dataclass, field, replace
 
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.pysource import parse_quietly
@@ -427,7 +428,48 @@ def _extract(model: UpstreamModel) -> dict:
                     options.append(option)
                     generated += 1
     shape = "mixed" if generated and hand else "generated" if generated else "hand-written"
+    options = _field_defaults_resolved(model, options)
     return {"shape": shape, "options": [asdict(option) for option in options], "allow_abbrev": _allows_abbrev(tree)}
+
+
+FIELD_REFERENCE = re.compile(r"ServerArgs\.(\w+)")
+
+
+def _field_defaults_resolved(model: UpstreamModel, options: list[Option]) -> list[Option]:
+    """Hand-written `default=ServerArgs.tp_size` replaced by the field's declared default (`1`),
+    so that defaults compare across the two shapes."""
+    if not any(FIELD_REFERENCE.fullmatch(option.default) for option in options):
+        return options
+    fields = server_args_fields(model)
+    declared: dict[str, str] = {}
+    for name, found in (fields.fields.items() if fields else ()):
+        declaration = _class_annotations(model, found.owner).get(name)
+        if declaration is not None and declaration.value is not None:
+            declared[name] = unparsed(declaration.value)
+    resolved = []
+    for option in options:
+        reference = FIELD_REFERENCE.fullmatch(option.default)
+        if reference and reference.group(1) in declared:
+            option = replace(option, default=declared[reference.group(1)])
+        resolved.append(option)
+    return resolved
+
+
+FACTORY = re.compile(r"(?:dataclasses\.)?field\(default_factory=(?:lambda: )?(?P<made>.+)\)")
+MADE_EMPTY = {"list": "[]", "dict": "{}", "set": "set()", "tuple": "()"}
+
+
+def default_spelled(option: Option) -> str:
+    """The option's default as argparse ends up with it, spelled comparably across releases and
+    shapes: argparse's implicit ones (`False` for `store_true`, `None`), a dataclass factory as
+    what it makes (`field(default_factory=list)` is `[]`)."""
+    text = option.default
+    made = FACTORY.fullmatch(text)
+    if made:
+        text = MADE_EMPTY.get(made.group("made"), made.group("made"))
+    if not text:
+        text = {"store_true": "False", "store_false": "True"}.get(option.action, "None")
+    return text
 
 
 def _allows_abbrev(tree: ast.Module) -> bool:
