@@ -424,18 +424,21 @@ def pass_through_default_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
             if now.deprecated and "=" in now.replacement and now.dest not in old_dests:
                 folded.setdefault(now.dest, []).append(option)
             elif not now.deprecated and now.dest == option.dest and default_spelled(option) != default_spelled(now) \
-                    and option.dest not in seen and not _set_by_project(model, now, texts):
-                seen.add(option.dest)
+                    and option.dest not in seen:
+                seen.add(option.dest)  # set by the project through one model: known to it through all
+                if _set_by_project(model, now, texts):
+                    continue
                 yield finding_at("SGC509", path, line, 1, option.dest, severity="info",
                                  option=project_string(now.strings[0], model.wrapper),
                                  change=f"changed its default from {default_spelled(option)} to {default_spelled(now)}",
                                  help=_first_sentence(now.help), **_common(ctx))
         for dest, switches in sorted(folded.items()):
             target = next(iter(model.new_line.live(dest)), None)
-            if target is None or dest in seen or _set_by_project(model, target, texts) \
-                    or any(_set_by_project(model, switch, texts) for switch in switches):
-                continue  # a project that sets one of them is told by SGC508 (or has chosen)
+            if target is None or dest in seen:
+                continue
             seen.add(dest)
+            if _set_by_project(model, target, texts) or any(_set_by_project(model, switch, texts) for switch in switches):
+                continue  # a project that sets one of them is told by SGC508 (or has chosen)
             olds = ", ".join(f"{project_string(s.strings[0], model.wrapper)} (default {default_spelled(s)})"
                              for s in switches)
             choices = f", one of {', '.join(target.choices)}" if target.choices else ""
