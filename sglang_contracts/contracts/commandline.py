@@ -409,7 +409,7 @@ def pass_through_default_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     """What upstream now does when the project leaves an option unset, as the new release's
     declarations show it: a changed default, or a switch folded into a new option whose default
     then decides. Info only: the declarations say the default moved, not that it matters."""
-    texts = [text for relpath, text in ctx.project.texts.items()]
+    texts = list(ctx.project.texts.values())
     seen: set[str] = set()
     for model in pass_through_models(ctx):
         path, line = _where_told(model)
