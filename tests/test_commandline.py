@@ -101,7 +101,7 @@ def test_choice_values_are_read_from_flag_strings_shell_and_yaml(tmp_path: Path)
                "configs/run.yaml": "args: --sglang-load-format npcache --sglang-dp-size 2\n",
                "scripts/run.sh": "python train.py --sglang-load-format=pt\n"}
     found = check(tmp_path, EXAMPLE.old, EXAMPLE.new, project)
-    assert [f.split(" ")[0:2] for f in found] == [["configs/run.yaml:1:", "SGC506"]]
+    assert [f.split(" ")[0:2] for f in found if " SGC509 " not in f] == [["configs/run.yaml:1:", "SGC506"]]
 
 
 def test_argument_lists_for_launch_server_are_judged_without_a_prefix(tmp_path: Path) -> None:
@@ -184,6 +184,7 @@ def add_arguments(parser):
     found = check(tmp_path, EXAMPLE.old, EXAMPLE.new, project)
     assert [" ".join(f.split(" ")[:3]) for f in found] == [
         "app/arguments.py:4: SGC507 the",  # "tp_size" of the eval list now skips the tp option
+        "app/arguments.py:7: SGC509 --sglang-cuda-graph-backend-prefill,",  # once, not once per prefix
         "app/validate.py:2: SGC504 sglang_data_parallel_size",
         "app/validate.py:2: SGC504 eval_sglang_tensor_parallel_size",
         "scripts/run.sh:1: SGC505 --eval-sglang-tp-size:"]
@@ -205,3 +206,48 @@ def test_a_refused_flag_in_a_comment_or_help_text_is_a_warning(tmp_path: Path) -
     severity = {(d.path, d.line): d.severity for d in result.diagnostics if d.code == "SGC505"}
     assert severity == {("app/extra.py", 2): "warning", ("app/extra.py", 3): "error",
                         ("scripts/run.sh", 1): "warning", ("scripts/run.sh", 2): "error"}
+
+
+# -- argparse abbreviations ---------------------------------------------------------------------
+
+ABBREVIATED = load_catalog()["SGC505"].examples[1]
+LAUNCH = "python train.py \\\n  --sglang-mem-frac 0.8 \\\n  --sglang-data-par 2\n"
+
+
+def _abbreviated_project(parse_function: str) -> dict[str, str]:
+    wrapper = ABBREVIATED.project["app/arguments.py"]
+    head = wrapper[:wrapper.index("def parse_sglang_args")]
+    return {"app/arguments.py": head + parse_function, "scripts/run.sh": LAUNCH}
+
+
+def test_an_abbreviation_is_judged_where_the_projects_parser_allows_it(tmp_path: Path) -> None:
+    # The parser reaches the wrapper through a helper's parameter: followed up the calls.
+    project = _abbreviated_project("def _register(parser):\n    add_sglang_arguments(parser)\n\n\n"
+                                   "def parse(argv):\n    parser = argparse.ArgumentParser()\n    _register(parser)\n"
+                                   "    return parser.parse_known_args(argv)[0]\n")
+    found = check(tmp_path, ABBREVIATED.old, ABBREVIATED.new, project)
+    assert [f.split(" ", 2)[:2] for f in found] == [["scripts/run.sh:2:", "SGC505"]]
+    assert "ambiguous" in found[0] and "--sglang-mem-fraction-draft" in found[0]
+
+
+def test_an_abbreviation_is_not_judged_where_the_parser_refuses_or_cannot_be_seen(tmp_path: Path) -> None:
+    refusing = _abbreviated_project("def parse(argv):\n    parser = argparse.ArgumentParser(allow_abbrev=False)\n"
+                                    "    add_sglang_arguments(parser)\n    return parser.parse_known_args(argv)[0]\n")
+    assert check(tmp_path / "refusing", ABBREVIATED.old, ABBREVIATED.new, refusing) == []
+    # Megatron's parse_args(extra_args_provider=...) builds the parser (with allow_abbrev=False).
+    framework = _abbreviated_project("def extra_args(parser):\n    return add_sglang_arguments(parser)\n\n\n"
+                                     "def parse():\n    return megatron_parse_args(extra_args_provider=extra_args)\n")
+    assert check(tmp_path / "framework", ABBREVIATED.old, ABBREVIATED.new, framework) == []
+
+
+def test_a_direct_launch_abbreviation_follows_upstreams_own_parser(tmp_path: Path) -> None:
+    launch = {"scripts/serve.sh": "python3 -m sglang.launch_server \\\n  --model-path m \\\n  --mem-frac 0.8\n"}
+    found = check(tmp_path / "allowed", ABBREVIATED.old, ABBREVIATED.new, launch)
+    assert [f.split(" ", 2)[:2] for f in found] == [["scripts/serve.sh:3:", "SGC505"]]
+    def refusing(release: dict[str, str]) -> dict[str, str]:
+        return {path: text + "\n\ndef prepare_server_args(argv):\n    parser = argparse.ArgumentParser(allow_abbrev=False)\n"
+                "    ServerArgs.add_cli_args(parser)\n    return parser.parse_args(argv)\n" for path, text in release.items()}
+
+    assert check(tmp_path / "refusing", refusing(ABBREVIATED.old), refusing(ABBREVIATED.new), launch) == []
+    (stopped,) = check(tmp_path / "stopped", ABBREVIATED.old, refusing(ABBREVIATED.old), launch)
+    assert "no longer takes abbreviations (allow_abbrev=False): write --mem-fraction-static" in stopped

@@ -84,12 +84,14 @@ def model(version: str, cache: Path) -> UpstreamModel:
     return UpstreamModel(open_release(version, sglang_repo=None, cache=cache), JsonCache(cache / "upstream"))
 
 
-def findings(tmp_path: Path, package: str, files: dict[str, str], old: str, new: str) -> list[str]:
+def findings(tmp_path: Path, package: str, files: dict[str, str], old: str, new: str,
+             select: tuple[str, ...] = ("SGC5",), ignore: tuple[str, ...] = ("SGC509",)) -> list[str]:
+    """The command-line findings (SGC509's defaults aside, which its own test below takes)."""
     tree = {"pyproject.toml": f"[project]\nname = '{package}'\n",
             f"{package}/backends/sglang_utils/arguments.py": files["arguments"],
             f"{package}/utils/validate.py": files["validate"], "scripts/run.sh": files["script"]}
     root = write_tree(tmp_path / package, tree)
-    result = run_check([root], CheckOptions(old=old, new=new, workers=1, select=("SGC5",)))
+    result = run_check([root], CheckOptions(old=old, new=new, workers=1, select=select, ignore=ignore))
     return sorted(f"{d.path}:{d.line}:{d.col}: {d.code} {d.severity}" for d in result.diagnostics)
 
 
@@ -148,3 +150,69 @@ def test_a_choice_the_release_keeps_is_silent(tmp_path: Path, real_cache: Path, 
     script = FIXED_SCRIPT.replace("safetensors", value)
     fixed = {"arguments": FIXED_WRAPPER, "validate": FIXED_VALIDATE, "script": script}
     assert findings(tmp_path, "miles", fixed, "0.5.13", "0.5.14") == []
+
+
+# slime's own sglang parser: `argparse.ArgumentParser(add_help=False)`, abbreviations allowed.
+PARSE = '''
+
+def sglang_parse_args():
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_sglang_arguments(parser)
+    args, _ = parser.parse_known_args()
+    return args
+'''
+ABBREVIATED_SCRIPT = '''#!/bin/bash
+python train.py \\
+  --sglang-mem-frac 0.7 \\
+  --sglang-cuda-graph-bs 1 2 4 8 \\
+  --sglang-cuda-graph-max 8
+'''
+
+
+def test_an_abbreviation_0_5_14_made_ambiguous(tmp_path: Path, real_cache: Path) -> None:
+    """`--sglang-cuda-graph-max` took `--cuda-graph-max-bs` on 0.5.13; 0.5.14 added
+    `--cuda-graph-max-bs-decode`/`-prefill`, so argparse exits. `--sglang-mem-frac` still names
+    one option, and the exact `--sglang-cuda-graph-bs` wins over its new longer relatives (it is
+    only a deprecated alias of `--cuda-graph-bs-decode` now: a warning)."""
+    files = {"arguments": FIXED_WRAPPER + PARSE, "validate": FIXED_VALIDATE, "script": ABBREVIATED_SCRIPT}
+    assert findings(tmp_path / "a", "slime", files, "0.5.13", "0.5.14") == [
+        "scripts/run.sh:4:3: SGC505 warning", "scripts/run.sh:5:3: SGC505 error"]
+    spelled = {**files, "script": ABBREVIATED_SCRIPT.replace("graph-max 8", "graph-max-bs 8")}
+    # Written in full, it is a deprecated alias like --sglang-cuda-graph-bs: warnings, no error.
+    assert findings(tmp_path / "b", "slime", spelled, "0.5.13", "0.5.14") == [
+        "scripts/run.sh:4:3: SGC505 warning", "scripts/run.sh:5:3: SGC505 warning"]
+
+
+# slime before its 0.5.15.post1 bump: memory saver on, no cuda-graph flag of its own.
+SLIME_ENGINE = '''from sglang.srt.server_args import ServerArgs
+
+
+def compute_server_args(args):
+    kwargs = {"model_path": args.hf_checkpoint, "enable_memory_saver": args.offload_rollout}
+    return ServerArgs(**kwargs)
+'''
+SLIME_FIX = '''    if kwargs.get("enable_memory_saver") and kwargs.get("cuda_graph_backend_prefill") is None:
+        kwargs["cuda_graph_backend_prefill"] = "disabled"
+'''
+
+
+def test_defaults_the_slime_bump_left_to_upstream(tmp_path: Path, real_cache: Path) -> None:
+    """0.5.14 folded --disable/--enforce-piecewise-cuda-graph into --cuda-graph-backend-prefill,
+    whose default now decides (slime had to set it to `disabled` under memory saver), and moved
+    --hicache-mem-layout's default: infos, once each, at the wrapper."""
+    plain = {"arguments": FIXED_WRAPPER, "validate": SLIME_ENGINE, "script": "python train.py --sglang-mem-fraction-static 0.7\n"}
+    found = findings(tmp_path / "a", "slime", plain, "0.5.13", "0.5.15.post1", select=("SGC509",), ignore=())
+    assert found == ["slime/backends/sglang_utils/arguments.py:10:1: SGC509 info"] * 2
+    result = run_check([tmp_path / "a" / "slime"], CheckOptions(old="0.5.13", new="0.5.15.post1", workers=1, select=("SGC509",)))
+    messages = {d.symbol: d.message for d in result.diagnostics}
+    assert set(messages) == {"cuda_graph_backend_prefill", "hicache_mem_layout"}
+    assert "--sglang-disable-piecewise-cuda-graph (default False)" in messages["cuda_graph_backend_prefill"]
+    assert "from 'layer_first' to 'page_first'" in messages["hicache_mem_layout"]
+    fixed = {**plain, "validate": SLIME_ENGINE.replace("    return ServerArgs", SLIME_FIX + "    return ServerArgs")}
+    root = tmp_path / "b"
+    assert findings(root, "slime", fixed, "0.5.13", "0.5.15.post1", select=("SGC509",), ignore=()) == [
+        "slime/backends/sglang_utils/arguments.py:10:1: SGC509 info"]  # the hicache default alone
+    # Between 0.5.14 and 0.5.15.post1 neither moved: nothing.
+    assert findings(tmp_path / "c", "slime", plain, "0.5.14", "0.5.15.post1", select=("SGC509",), ignore=()) == []

@@ -172,3 +172,44 @@ def test_omni_019_pyproject_against_the_pins_of_0522_and_0523(omni_019: Path, tm
     # The release it was made for agrees with every mirrored pin.
     same = run_check([project], CheckOptions(old="0.5.21", new="0.5.22", select=["SGC701"], cache_dir=real_cache))
     assert same.diagnostics == []
+
+
+# -- pins installed by scripts (slime's build_conda.sh) -----------------------------------------
+
+BUILD_CONDA = """#!/bin/bash
+export SGLANG_COMMIT="5a15cde858ea09b77116212a39356f2fc51b8584"
+pip install -e "python[all]" --extra-index-url https://download.pytorch.org/whl/cu129
+pip install --force-reinstall --no-deps \\
+  torch==2.11.0{local} torchvision torchaudio==2.11.0{local} \\
+  --index-url https://download.pytorch.org/whl/cu129
+pip install --force-reinstall --no-deps \\
+  sglang-kernel=={kernel} sgl-deep-gemm=={gemm} \\
+  --index-url https://docs.sglang.ai/whl/cu129/
+MAX_JOBS=64 pip -v install flash-attn==2.7.4.post1 --no-build-isolation
+"""
+
+
+def _slime_shaped(root: Path, tag: str, kernel: str, gemm: str, local: str = "") -> Path:
+    (root / "docker").mkdir(parents=True)
+    (root / "setup.py").write_text("from setuptools import setup\nsetup(name='slime-like')\n")
+    (root / "docker" / "Dockerfile").write_text(f"ARG SGLANG_IMAGE_TAG={tag}\nFROM slimerl/sglang:${{SGLANG_IMAGE_TAG}} AS sglang\n")
+    (root / "build_conda.sh").write_text(BUILD_CONDA.format(kernel=kernel, gemm=gemm, local=local))
+    return root
+
+
+def test_slime_build_conda_pins_that_the_0513_image_bump_left_behind(tmp_path: Path, real_cache: Path) -> None:
+    """slime's 0.5.13 image bump (fec3da9b4) left build_conda.sh at 0.5.12.post1's kernel pins
+    (fixed only in a6272da0d, two releases later): `--old` comes from the image tag."""
+    project = _slime_shaped(tmp_path / "slime", "v0.5.12.post1-cu129", "0.4.2.post2", "0.1.0")
+    options = CheckOptions(new="0.5.13", select=["SGC701"], cache_dir=real_cache, workers=1)
+    found = {(d.path, d.line, d.symbol): d.message for d in run_check([project], options).diagnostics}
+    assert set(found) == {("build_conda.sh", 8, "sglang-kernel"), ("build_conda.sh", 8, "sgl-deep-gemm")}
+    assert found["build_conda.sh", 8, "sglang-kernel"].endswith("sglang-kernel 0.4.2.post2 -> 0.4.3")
+    assert found["build_conda.sh", 8, "sgl-deep-gemm"].endswith("sgl-deep-gemm 0.1.0 -> 0.1.2")
+
+
+def test_slime_build_conda_as_its_bump_left_it_is_silent(tmp_path: Path, real_cache: Path) -> None:
+    """The pins a6272da0d wrote (`+cu129` builds of torch) agree with 0.5.15.post1's."""
+    project = _slime_shaped(tmp_path / "slime", "v0.5.13-cu129", "0.4.4", "0.1.4", local="+cu129")
+    options = CheckOptions(new="0.5.15.post1", select=["SGC701"], cache_dir=real_cache, workers=1)
+    assert run_check([project], options).diagnostics == []

@@ -1,4 +1,4 @@
-"""Command-line pass-through contracts (SGC504-SGC508): upstream's argparse interface as the
+"""Command-line pass-through contracts (SGC504-SGC509): upstream's argparse interface as the
 project's wrapper exposes it (`--sglang-<option>`, `args.sglang_<dest>`), judged per release.
 
 What the project can use on a release is what the wrapper makes of that release's command line
@@ -9,6 +9,7 @@ exposed it (differential), and an attribute the project sets itself is never jud
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -17,7 +18,8 @@ from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.project.facts import Position
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.project.commandline import DIRECT, PassThrough, Use, Wrapper, direct_launch, pass_through
-from sglang_contracts.upstream.commandline import CommandLine, Option, argparse_dest, command_line
+from sglang_contracts.project.parsers import wrapper_allows_abbreviations
+from sglang_contracts.upstream.commandline import CommandLine, Option, argparse_dest, command_line, default_spelled, take_flag
 
 
 @dataclass
@@ -183,35 +185,115 @@ def pass_through_destination_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
                          option=_spelled(option), now=_where_now(model, option), **_common(ctx))
 
 
-def _flag_uses(ctx: CheckContext) -> Iterator[tuple[PassThroughModel, Use, Option, Option | None]]:
-    """Each flag the old release's command line accepted (not as a deprecated alias), with the
-    option it names there and the one it names on the new release (None: refused)."""
-    for model, use in ((model, use) for model in pass_through_models(ctx) for use in model.facts.uses):
-        old_option = model.old.by_string.get(use.name) if use.kind == "flag" else None
-        if old_option is not None and not old_option.deprecated:
-            yield model, use, old_option, model.new.by_string.get(use.name)
+@dataclass
+class TakenFlag:
+    """A flag string of the project, and what each release's parser takes it for."""
+
+    model: PassThroughModel
+    use: Use
+    old_option: Option  # what the old release took it for (exactly, or as an abbreviation)
+    new_option: Option | None  # what the new one takes it for; None: refused
+    abbreviated: bool = False  # not an option string on the old release: a unique prefix of one
+    ambiguous: tuple[Option, ...] = ()  # the new release's candidates, when the prefix now matches several
+    new_abbreviates: bool = True  # the new release's parser takes abbreviations
+
+    @property
+    def changed_meaning(self) -> bool:
+        """Taken on the new release for another option than the old one (by abbreviation)."""
+        new = self.new_option
+        return new is not None and new is not _same_option_in(self.model.new_line, self.old_option) \
+            and new.dest != self.old_option.dest
+
+
+def _abbreviations(ctx: CheckContext, model: PassThroughModel) -> tuple[bool, bool]:
+    """Whether the parser that reads the flags takes abbreviations, on the old and the new
+    release: upstream's own for a direct launch, else the project's (project/parsers.py; not
+    judged when it cannot be seen)."""
+    if model.wrapper is DIRECT:
+        return model.old_line.allow_abbrev, model.new_line.allow_abbrev
+    allowed = ctx.shared(f"abbreviations {model.wrapper.path}:{model.wrapper.line}", lambda c: wrapper_allows_abbreviations(
+        c.project, model.wrapper.path, model.wrapper.line)) is True
+    return allowed, allowed
+
+
+def _own_prefixes(model: PassThroughModel) -> set[str]:
+    """Option strings the project registers itself with the wrapper's prefix (argparse's string
+    for the dest): a flag one of them starts with may be the project's own, not upstream's."""
+    return {"--" + use.name.replace("_", "-") for use in model.facts.uses if use.how == "add_argument"}
+
+
+def _taken(model: PassThroughModel, use: Use, abbreviate: tuple[bool, bool], own: set[str]) -> TakenFlag | None:
+    exact = model.old.by_string.get(use.name)
+    if exact is not None:
+        old_option, abbreviated = exact, False
+    elif abbreviate[0] and not any(string.startswith(use.name) for string in own):
+        old_option, _ = take_flag(use.name, model.old.by_string)
+        abbreviated = True
+    else:
+        return None
+    if old_option is None or old_option.deprecated:
+        return None
+    if abbreviate[1] and not any(string.startswith(use.name) for string in own):
+        new_option, candidates = take_flag(use.name, model.new.by_string)
+    else:
+        new_option, candidates = model.new.by_string.get(use.name), []
+    return TakenFlag(model, use, old_option, new_option, abbreviated, tuple(candidates), abbreviate[1])
+
+
+def _flag_uses(ctx: CheckContext) -> Iterator[TakenFlag]:
+    """Each flag the old release's command line accepted (not as a deprecated alias), exactly or
+    as argparse's abbreviation, with what the new release takes it for."""
+    for model in pass_through_models(ctx):
+        abbreviate, own = _abbreviations(ctx, model), _own_prefixes(model)
+        for use in model.facts.uses:
+            taken = _taken(model, use, abbreviate, own) if use.kind == "flag" else None
+            if taken is not None:
+                yield taken
+
+
+def _project_spelled(option: Option, wrapper: Wrapper) -> str:
+    return "/".join(project_string(string, wrapper) for string in option.strings)
 
 
 @contract("SGC505")
 def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for model, use, old_option, new_option in _flag_uses(ctx):
-        if new_option is None:
+    for taken in _flag_uses(ctx):
+        model, use, old_option, new_option = taken.model, taken.use, taken.old_option, taken.new_option
+        was = f"an abbreviation of {_spelled(old_option)}" if taken.abbreviated else _spelled(old_option)
+        if taken.ambiguous:
+            matches = ", ".join(_project_spelled(option, model.wrapper) for option in taken.ambiguous)
+            yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name,
+                             severity=_refused(use), flag=use.name,
+                             effect=f"finds the abbreviation ambiguous (argparse exits: it could match {matches})",
+                             option=was, now="", **_common(ctx))
+        elif taken.changed_meaning:
+            yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name,
+                             severity=_refused(use), flag=use.name,
+                             effect=f"takes it for another option, {_project_spelled(new_option, model.wrapper)} "
+                                    f"(argparse's abbreviation, storing to {project_dest(new_option, model.wrapper)})",
+                             option=was, now="", **_common(ctx))
+        elif new_option is None:
+            now = _where_now(model, old_option)
+            if taken.abbreviated and not taken.new_abbreviates:
+                now = f"; its parser no longer takes abbreviations (allow_abbrev=False): write {_project_spelled(old_option, model.wrapper)}"
             yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name,
                              severity=_refused(use), flag=use.name, effect="no longer accepts it",
-                             option=_spelled(old_option), now=_where_now(model, old_option), **_common(ctx))
+                             option=was, now=now, **_common(ctx))
         elif new_option.deprecated:
             replacement = f": use {project_string(new_option.replacement, model.wrapper)}" if new_option.replacement else ""
             yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name, severity="warning",
                              flag=use.name, effect="accepts it only as a deprecated alias",
-                             option=_spelled(old_option),
+                             option=was,
                              now=f"{replacement} (it stores to {project_dest(new_option, model.wrapper)})",
                              **_common(ctx))
 
 
 @contract("SGC506")
 def pass_through_choice_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for _, use, old_option, new_option in _flag_uses(ctx):
-        if not use.value or new_option is None or old_option.choices is None or new_option.choices is None:
+    for taken in _flag_uses(ctx):
+        use, old_option, new_option = taken.use, taken.old_option, taken.new_option
+        if not use.value or new_option is None or taken.changed_meaning or old_option.choices is None \
+                or new_option.choices is None:
             continue
         if use.value in old_option.choices and use.value not in new_option.choices:
             yield finding_at("SGC506", use.path, use.position.line, use.position.col, use.name,
@@ -291,3 +373,77 @@ def pass_through_new_option_decides(ctx: CheckContext) -> Iterator[Diagnostic]:
                          used=use.name, option=project_string(target.strings[0], model.wrapper),
                          default=target.default or "unset", choices=choices,
                          help=target.help.strip().split(". ")[0][:160], **_common(ctx))
+
+
+def _mentions(project_texts: list[str], dest: str) -> bool:
+    """Does the project's Python name the field as a key or keyword (`kwargs["dest"] = ...`,
+    `ServerArgs(dest=...)`): then it sets it on a road this model does not follow."""
+    pattern = re.compile(rf"[\"']{re.escape(dest)}[\"']|\b{re.escape(dest)}\s*=(?!=)")
+    return any(dest in text and pattern.search(text) for text in project_texts)
+
+
+def _set_by_project(model: PassThroughModel, option: Option, texts: list[str]) -> bool:
+    """Does the project set the option anywhere: a flag of it, a write or a default of its
+    destination, its field name as a key or keyword?"""
+    strings = {project_string(string, model.wrapper) for string in option.strings}
+    dest = project_dest(option, model.wrapper)
+    return any(use.name in strings if use.kind == "flag" else use.name == dest and use.kind in ("write", "default")
+               for use in model.facts.uses) or _mentions(texts, option.dest)
+
+
+def _where_told(model: PassThroughModel) -> tuple[str, int]:
+    """Where a finding about options the project never names goes: its wrapper, or the first
+    command line that launches upstream's server."""
+    if model.wrapper is not DIRECT:
+        return model.wrapper.path, model.wrapper.line
+    first = model.facts.uses[0]
+    return first.path, first.position.line
+
+
+def _first_sentence(text: str) -> str:
+    return text.strip().split(". ")[0][:160] or "(no help text)"
+
+
+@contract("SGC509")
+def pass_through_default_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """What upstream now does when the project leaves an option unset, as the new release's
+    declarations show it: a changed default, or a switch folded into a new option whose default
+    then decides. Info only: the declarations say the default moved, not that it matters."""
+    texts = list(ctx.project.texts.values())
+    seen: set[str] = set()
+    for model in pass_through_models(ctx):
+        path, line = _where_told(model)
+        old_dests = set(model.old_line.by_dest)
+        folded: dict[str, list[Option]] = {}  # the new option's dest -> the old switches now feeding it
+        for option in model.old_line.options:
+            if option.deprecated or option.dest in model.new.skipped:
+                continue
+            now = _same_option_in(model.new_line, option)
+            if now is None:
+                continue
+            if now.deprecated and "=" in now.replacement and now.dest not in old_dests:
+                folded.setdefault(now.dest, []).append(option)
+            elif not now.deprecated and now.dest == option.dest and default_spelled(option) != default_spelled(now) \
+                    and option.dest not in seen:
+                seen.add(option.dest)  # set by the project through one model: known to it through all
+                if _set_by_project(model, now, texts):
+                    continue
+                yield finding_at("SGC509", path, line, 1, option.dest, severity="info",
+                                 option=project_string(now.strings[0], model.wrapper),
+                                 change=f"changed its default from {default_spelled(option)} to {default_spelled(now)}",
+                                 help=_first_sentence(now.help), **_common(ctx))
+        for dest, switches in sorted(folded.items()):
+            target = next(iter(model.new_line.live(dest)), None)
+            if target is None or dest in seen:
+                continue
+            seen.add(dest)
+            if _set_by_project(model, target, texts) or any(_set_by_project(model, switch, texts) for switch in switches):
+                continue  # a project that sets one of them is told by SGC508 (or has chosen)
+            olds = ", ".join(f"{project_string(s.strings[0], model.wrapper)} (default {default_spelled(s)})"
+                             for s in switches)
+            choices = f", one of {', '.join(target.choices)}" if target.choices else ""
+            yield finding_at("SGC509", path, line, 1, dest, severity="info",
+                             option=project_string(target.strings[0], model.wrapper),
+                             change=f"is new, and its default ({default_spelled(target)}{choices}) now decides what "
+                                    f"{olds} did: they became its deprecated aliases",
+                             help=_first_sentence(target.help), **_common(ctx))

@@ -15,6 +15,7 @@ from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.project import images
 from sglang_contracts.project.images import may_name_release, script_mentions
+from sglang_contracts.project.installs import installed_requirements
 from sglang_contracts.contracts.importgraph import ImportGraph
 from sglang_contracts.fix import text as edits
 from sglang_contracts.project.stack import (
@@ -41,6 +42,11 @@ def _declared(ctx: CheckContext) -> list[DeclaredRequirement]:
     return ctx.shared("declared-requirements", lambda c: declared_requirements(c.project.root))
 
 
+def _installed(ctx: CheckContext) -> list[DeclaredRequirement]:
+    """What the project's shell scripts and Dockerfiles pip install (project/installs.py)."""
+    return ctx.shared("installed-requirements", lambda c: installed_requirements(c.project.root))
+
+
 def _pins(ctx: CheckContext) -> tuple[ReleasePins | None, ReleasePins | None]:
     return ctx.shared("release-pins", lambda c: (release_pins(c.old.release.tree), release_pins(c.new.release.tree)))
 
@@ -59,9 +65,11 @@ def _sglang_extras(ctx: CheckContext) -> frozenset[str]:
 def agrees(project: SpecifierSet, upstream: SpecifierSet, marked: bool) -> bool | None:
     """Whether the project's specifier agrees with SGLang's; None when that cannot be told."""
     pinned = exact_version(upstream)
+    mine = exact_version(project)
+    if mine is not None and mine.local:  # `torch==2.11.0+cu129` is a build of SGLang's `torch==2.11.0`
+        return upstream.contains(mine, prereleases=True)
     if pinned is not None:
         return project.contains(pinned, prereleases=True)
-    mine = exact_version(project)
     if mine is not None:
         return upstream.contains(mine, prereleases=True)
     if marked:  # a line that says it follows SGLang's pin must say the same thing
@@ -82,7 +90,7 @@ def _mirror_outcomes(ctx: CheckContext) -> Iterator[tuple[DeclaredRequirement, s
     if old_pins is None or new_pins is None:
         return
     extras = _sglang_extras(ctx)
-    for declared in _declared(ctx):
+    for declared in (*_declared(ctx), *_installed(ctx)):
         if declared.name == SGLANG or declared.name not in old_pins.names() | new_pins.names():
             continue
         for environment in environments():

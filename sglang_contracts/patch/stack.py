@@ -18,23 +18,18 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.infra.errors import UsageError
+from sglang_contracts.infra.shell import SHELL_SUFFIXES, UNSET, expand as _expand, logical_lines, words as _words
+from sglang_contracts.infra.shell import commands as _commands
 from sglang_contracts.patch.patchfile import PATCH_SUFFIXES, PatchFile, parse_patch
 from sglang_contracts.patch.release import targets_sglang
 from sglang_contracts.project.index import walk_project
 
-UNSET = "\0"  # a variable nothing sets: stands for any path segment
-SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")", "do", "then", "else", "elif", "{", "}"}
-SHELL_SUFFIXES = (".sh", ".bash")
-MAX_WORD = 4096  # characters of an expanded word
 MAX_ITERATIONS = 1000  # of nested loops around one command
-LEADING = {"if", "!", "while", "until", "time", "sudo", "command", "exec"}
-_VARIABLE = re.compile(r"\$\{(\w+)(?:(:?[-=+?])([^}]*))?\}|\$(\w+)")
 
 
 @dataclass
@@ -121,72 +116,6 @@ def _is_dockerfile(name: str) -> bool:
     return name in ("Dockerfile", "Containerfile") or name.startswith("Dockerfile.") or name.endswith(".Dockerfile")
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first line number, text) with backslash continuations joined and comment lines dropped."""
-    out: list[tuple[int, str]] = []
-    pending, start = "", 0
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.lstrip().startswith("#"):
-            continue
-        if not pending:
-            start = number
-        if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
-            continue
-        out.append((start, pending + line))
-        pending = ""
-    if pending:
-        out.append((start, pending))
-    return out
-
-
-def _expand(word: str, env: dict[str, str], keep: frozenset[str] = frozenset(), depth: int = 0) -> str:
-    """Variables replaced (recursively, bounded); `keep` names stay as they are (loop variables,
-    bound per iteration); a variable nothing sets becomes UNSET."""
-    if depth > 8:
-        return UNSET
-
-    def value(match: re.Match) -> str:
-        name = match.group(1) or match.group(4)
-        if name in keep:
-            return "${" + name + "}"
-        if name in env:
-            return _expand(env[name], env, keep, depth + 1)
-        if match.group(2) and match.group(2).lstrip(":") in "-=":
-            return _expand(match.group(3), env, keep, depth + 1)
-        return UNSET
-
-    word = re.sub(r"\$\([^)]*\)?|`[^`]*`", UNSET, word)  # command substitution: not known
-    word = re.sub(r"\$\{[^}]*$", UNSET, word)  # what the shell split off the end of a word cut in two
-    expanded = _VARIABLE.sub(value, word)
-    return expanded if len(expanded) <= MAX_WORD else UNSET  # `a=$a$a` over and over doubles a word
-
-
-def _words(line: str) -> list[str]:
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:  # an unbalanced quote: read as plain words
-        return line.split()
-
-
-def _commands(words: list[str]) -> list[list[str]]:
-    """Simple commands, without the keywords that lead into them (`if ! git apply ...`)."""
-    commands, current = [], []
-    for word in [*words, ";"]:
-        if word in SEPARATORS or set(word) <= set(";&|()"):
-            while current and current[0] in LEADING:
-                current.pop(0)
-            if current:
-                commands.append(current)
-            current = []
-        else:
-            current.append(word)
-    return commands
-
-
 def _apply_targets(command: list[str]) -> list[str] | None:
     """The patch files a `git apply`/`patch` command applies (not a `--check` or `-R` one)."""
     if command[:2] == ["git", "apply"]:
@@ -217,7 +146,7 @@ def _stack_of(path: Path, text: str, root: Path, patch_paths: set[str], is_docke
     copies: list[tuple[list[str], str]] = []  # (sources, destination), in order
     loops: list[tuple[str, list[str]]] = []  # the `for` loops open here: (variable, words)
     stack = Stack(relpath)
-    for number, line in _logical_lines(text):
+    for number, line in logical_lines(text):
         shell = line
         if is_docker:
             match = re.match(r"\s*(\w+)\s+(.*)", line)

@@ -19,7 +19,8 @@ without its dashes, `-` turned into `_`.
 from __future__ import annotations
 
 import ast
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import asdict, dataclass, field, replace
 
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.pysource import parse_quietly
@@ -55,6 +56,7 @@ class Option:
 class CommandLine:
     options: list[Option]
     shape: str  # "hand-written", "generated" or "mixed"
+    allow_abbrev: bool = True  # upstream's own parser (`prepare_server_args`) takes unique prefixes
     by_string: dict[str, Option] = field(default_factory=dict)
     by_dest: dict[str, list[Option]] = field(default_factory=dict)
 
@@ -89,6 +91,21 @@ class GeneratorRules:
     needs_meta: bool
     bool_action: str
     list_nargs: str
+
+
+def take_flag(flag: str, strings: dict[str, Option]) -> tuple[Option | None, list[Option]]:
+    """What argparse with abbreviations allowed takes `flag` for among the option `strings`:
+    (the option, []) for an exact string or a unique prefix of long option strings, (None, the
+    candidates) when the prefix is ambiguous (argparse exits), (None, []) when nothing matches.
+    Several strings of one option count as one candidate."""
+    if flag in strings:
+        return strings[flag], []
+    candidates: list[Option] = []
+    if flag.startswith("--") and len(flag) > 2:
+        for string, option in strings.items():
+            if string.startswith(flag) and all(option is not c for c in candidates):
+                candidates.append(option)
+    return (candidates[0], []) if len(candidates) == 1 else (None, candidates)
 
 
 def argparse_dest(strings: tuple[str, ...] | list[str]) -> str:
@@ -411,7 +428,62 @@ def _extract(model: UpstreamModel) -> dict:
                     options.append(option)
                     generated += 1
     shape = "mixed" if generated and hand else "generated" if generated else "hand-written"
-    return {"shape": shape, "options": [asdict(option) for option in options]}
+    options = _field_defaults_resolved(model, options)
+    return {"shape": shape, "options": [asdict(option) for option in options], "allow_abbrev": _allows_abbrev(tree)}
+
+
+FIELD_REFERENCE = re.compile(r"ServerArgs\.(\w+)")
+
+
+def _field_defaults_resolved(model: UpstreamModel, options: list[Option]) -> list[Option]:
+    """Hand-written `default=ServerArgs.tp_size` replaced by the field's declared default (`1`),
+    so that defaults compare across the two shapes."""
+    if not any(FIELD_REFERENCE.fullmatch(option.default) for option in options):
+        return options
+    fields = server_args_fields(model)
+    declared: dict[str, str] = {}
+    for name, found in (fields.fields.items() if fields else ()):
+        declaration = _class_annotations(model, found.owner).get(name)
+        if declaration is not None and declaration.value is not None:
+            declared[name] = unparsed(declaration.value)
+    resolved = []
+    for option in options:
+        reference = FIELD_REFERENCE.fullmatch(option.default)
+        if reference and reference.group(1) in declared:
+            option = replace(option, default=declared[reference.group(1)])
+        resolved.append(option)
+    return resolved
+
+
+FACTORY = re.compile(r"(?:dataclasses\.)?field\(default_factory=(?:lambda: )?(?P<made>.+)\)")
+MADE_EMPTY = {"list": "[]", "dict": "{}", "set": "set()", "tuple": "()"}
+
+
+def default_spelled(option: Option) -> str:
+    """The option's default as argparse ends up with it, spelled comparably across releases and
+    shapes: argparse's implicit ones (`False` for `store_true`, `None`), a dataclass factory as
+    what it makes (`field(default_factory=list)` is `[]`)."""
+    text = option.default
+    made = FACTORY.fullmatch(text)
+    if made:
+        text = MADE_EMPTY.get(made.group("made"), made.group("made"))
+    if not text:
+        text = {"store_true": "False", "store_false": "True"}.get(option.action, "None")
+    return text
+
+
+def _allows_abbrev(tree: ast.Module) -> bool:
+    """Does every parser the module builds around `ServerArgs.add_cli_args` (`prepare_server_args`)
+    leave argparse's `allow_abbrev=True`?"""
+    for function in tree.body:
+        if not isinstance(function, ast.FunctionDef) or ENTRY not in {getattr(n, "attr", "") for n in ast.walk(function)}:
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "ArgumentParser":
+                if any(k.arg == "allow_abbrev" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
+                       for k in node.keywords):
+                    return False
+    return True
 
 
 def command_line(model: UpstreamModel) -> CommandLine | None:
@@ -430,4 +502,4 @@ def command_line(model: UpstreamModel) -> CommandLine | None:
         raw["strings"] = tuple(raw["strings"])
         raw["choices"] = tuple(raw["choices"]) if raw["choices"] is not None else None
         options.append(Option(**raw))
-    return CommandLine(options, data["shape"])
+    return CommandLine(options, data["shape"], data.get("allow_abbrev", True))

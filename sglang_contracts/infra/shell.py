@@ -1,0 +1,83 @@
+"""Reading shell commands the way a shell would, without running them: Dockerfile instructions
+and shell scripts as logical lines (continuations joined), words (quotes removed), simple
+commands, and `${VAR}` expansion from what the file itself assigns. Shared by the patch stack
+(which `git apply` commands apply what) and the install lines (which `pip install` pins what).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+UNSET = "\0"  # a variable nothing sets: stands for any path segment
+SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")", "do", "then", "else", "elif", "{", "}"}
+SHELL_SUFFIXES = (".sh", ".bash")
+MAX_WORD = 4096  # characters of an expanded word
+LEADING = {"if", "!", "while", "until", "time", "sudo", "command", "exec"}
+VARIABLE = re.compile(r"\$\{(\w+)(?:(:?[-=+?])([^}]*))?\}|\$(\w+)")
+
+
+def logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) with backslash continuations joined and comment lines dropped."""
+    out: list[tuple[int, str]] = []
+    pending, start = "", 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith("#"):
+            continue
+        if not pending:
+            start = number
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        out.append((start, pending + line))
+        pending = ""
+    if pending:
+        out.append((start, pending))
+    return out
+
+
+def expand(word: str, env: dict[str, str], keep: frozenset[str] = frozenset(), depth: int = 0) -> str:
+    """Variables replaced (recursively, bounded); `keep` names stay as they are (loop variables,
+    bound per iteration); a variable nothing sets becomes UNSET."""
+    if depth > 8:
+        return UNSET
+
+    def value(match: re.Match) -> str:
+        name = match.group(1) or match.group(4)
+        if name in keep:
+            return "${" + name + "}"
+        if name in env:
+            return expand(env[name], env, keep, depth + 1)
+        if match.group(2) and match.group(2).lstrip(":") in "-=":
+            return expand(match.group(3), env, keep, depth + 1)
+        return UNSET
+
+    word = re.sub(r"\$\([^)]*\)?|`[^`]*`", UNSET, word)  # command substitution: not known
+    word = re.sub(r"\$\{[^}]*$", UNSET, word)  # what the shell split off the end of a word cut in two
+    expanded = VARIABLE.sub(value, word)
+    return expanded if len(expanded) <= MAX_WORD else UNSET  # `a=$a$a` over and over doubles a word
+
+
+def words(line: str) -> list[str]:
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:  # an unbalanced quote: read as plain words
+        return line.split()
+
+
+def commands(words: list[str]) -> list[list[str]]:
+    """Simple commands, without the keywords that lead into them (`if ! git apply ...`)."""
+    commands, current = [], []
+    for word in [*words, ";"]:
+        if word in SEPARATORS or set(word) <= set(";&|()"):
+            while current and current[0] in LEADING:
+                current.pop(0)
+            if current:
+                commands.append(current)
+            current = []
+        else:
+            current.append(word)
+    return commands
