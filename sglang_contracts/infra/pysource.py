@@ -89,29 +89,27 @@ _BRANCH_TYPES = frozenset(kind for kind in _NODE_TYPES if not issubclass(kind, L
 _CHILD_TYPES = frozenset(kind for kind in _NODE_TYPES if not issubclass(kind, ast.expr_context))
 
 
-def child_nodes(node: ast.AST) -> list[ast.AST]:
-    """`ast.iter_child_nodes` as a list, without the load/store markers (nothing is below
-    them and no walk looks at them): a third of the cost of the generator."""
+def _nodes_of_kinds_below(node: ast.AST, kinds: frozenset[type]) -> list[ast.AST]:
+    """The nodes right below `node` whose class is one of `kinds`, in field order."""
     below: list[ast.AST] = []
     for name in node._fields:
         value = getattr(node, name, None)
         if type(value) is list:
-            below.extend([item for item in value if type(item) in _CHILD_TYPES])
-        elif type(value) in _CHILD_TYPES:
+            below.extend([item for item in value if type(item) in kinds])
+        elif type(value) in kinds:
             below.append(value)
     return below
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """`ast.iter_child_nodes` as a list, without the load/store markers (nothing is below
+    them and no walk looks at them): a third of the cost of the generator."""
+    return _nodes_of_kinds_below(node, _CHILD_TYPES)
 
 
 def branch_nodes(node: ast.AST) -> list[ast.AST]:
     """The nodes right below `node`, but the LEAVES, in field order."""
-    below: list[ast.AST] = []
-    for name in node._fields:
-        value = getattr(node, name, None)
-        if type(value) is list:
-            below.extend([item for item in value if type(item) in _BRANCH_TYPES])
-        elif type(value) in _BRANCH_TYPES:
-            below.append(value)
-    return below
+    return _nodes_of_kinds_below(node, _BRANCH_TYPES)
 
 
 def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
