@@ -34,6 +34,7 @@ from typing import Any
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.project.facts import FACT_LISTS, FileFacts, Position, json_without
 from sglang_contracts.project.index import ProjectIndex, module_name_for
+from sglang_contracts.project.commandline import ignores_unknown_flags
 from sglang_contracts.project.named_reads import CLASS_DEFINITION
 
 # The facts the checks read across files (a class's ancestry, members and typed attributes, a
@@ -144,10 +145,13 @@ def save(store, run: Plan, diagnostics: list[Diagnostic]) -> None:
 
 def outline_digest(project: ProjectIndex, relpath: str) -> str:
     """What of a file every check may read for the whole project, positions left out (moving
-    code does not change it): its outline facts, if it holds contracts, and, read from any
-    file's text, the classes it defines (the project's own `Req` claims the name `req`, SGC322)."""
+    code does not change it): its outline facts, if it holds contracts, and what is read of any
+    file's text for other files."""
     facts = project.files.get(relpath)
-    outline = [module_name_for(relpath), sorted(set(CLASS_DEFINITION.findall(project.texts.get(relpath, ""))))]
+    text = project.texts.get(relpath, "")
+    # Read from any file's text: the classes it defines (the project's own `Req` claims the name
+    # `req`, SGC322), and whether it ignores unknown flags (SGC505's severity in launch scripts).
+    outline = [module_name_for(relpath), sorted(set(CLASS_DEFINITION.findall(text))), ignores_unknown_flags(text)]
     if facts is not None:
         outline += [[json_without(fact, FACT_LISTS[name], Position) for fact in getattr(facts, name)]
                     for name in OUTLINE_FACTS]

@@ -251,3 +251,25 @@ def test_a_direct_launch_abbreviation_follows_upstreams_own_parser(tmp_path: Pat
     assert check(tmp_path / "refusing", refusing(ABBREVIATED.old), refusing(ABBREVIATED.new), launch) == []
     (stopped,) = check(tmp_path / "stopped", ABBREVIATED.old, refusing(ABBREVIATED.old), launch)
     assert "no longer takes abbreviations (allow_abbrev=False): write --mem-fraction-static" in stopped
+
+
+def test_a_flag_no_parser_knows_is_a_warning_where_the_project_ignores_unknown_flags(tmp_path: Path) -> None:
+    # slime: its sglang parser reads with parse_known_args and Megatron with ignore_unknown_args=True,
+    # so a --sglang- flag that no option takes any more is dropped without a word, not refused.
+    def severities(root: Path, project: dict[str, str]) -> dict[int, tuple[str, str]]:
+        old_root = upstream_tree(root / "old", ABBREVIATED.old, "0.1.0")
+        new_root = upstream_tree(root / "new", ABBREVIATED.new, "0.2.0")
+        tree = write_tree(root / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **project})
+        result = run_check([tree], CheckOptions(old=str(old_root), new=str(new_root), use_cache=False, workers=1))
+        return {d.line: (d.severity, d.message) for d in result.diagnostics if d.code == "SGC505"}
+
+    strict = severities(tmp_path / "strict", ABBREVIATED.project)
+    lenient = severities(tmp_path / "lenient", {**ABBREVIATED.project, "app/train.py": (
+        "from app.arguments import add_sglang_arguments\n\n\ndef parse():\n"
+        "    return megatron_parse_args(extra_args_provider=add_sglang_arguments, ignore_unknown_args=True)\n")})
+    assert strict.keys() == lenient.keys() == {2, 3, 4, 5}
+    gone = [line for line, (_, message) in strict.items() if "no longer accepts it" in message]
+    assert gone and all(strict[line][0] == "error" and lenient[line][0] == "warning" for line in gone)
+    assert "dropped without a word" in lenient[gone[0]][1] and "dropped" not in strict[gone[0]][1]
+    # an ambiguous prefix stops argparse whatever the project does with unknown flags
+    assert all(lenient[line] == strict[line] for line in strict if line not in gone)

@@ -17,7 +17,8 @@ from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.project.facts import Position
 from sglang_contracts.infra.errors import ContractsError
-from sglang_contracts.project.commandline import DIRECT, PassThrough, Use, Wrapper, direct_launch, pass_through
+from sglang_contracts.project.commandline import (DIRECT, PassThrough, Use, Wrapper, direct_launch, ignores_unknown_flags,
+                                                  pass_through)
 from sglang_contracts.project.parsers import wrapper_allows_abbreviations
 from sglang_contracts.upstream.commandline import CommandLine, Option, argparse_dest, command_line, default_spelled, take_flag
 
@@ -159,6 +160,16 @@ def _refused(use: Use) -> str | None:
     return "warning" if use.path.endswith(DOCS) or use.how in ("comment", "prose") else None
 
 
+def _dropped_silently(ctx: CheckContext, model: PassThroughModel) -> bool:
+    """Whether a flag the wrapper's parser does not know is ignored rather than refused: the
+    project parses its command line with `ignore_unknown_args=True` (upstream's own parser, for
+    a direct launch, refuses it)."""
+    if model.wrapper is DIRECT:
+        return False
+    return ctx.shared("command line ignores unknown flags", lambda c: any(
+        ignores_unknown_flags(text) for text in c.project.texts.values()))
+
+
 def _common(ctx: CheckContext) -> dict[str, str]:
     return dict(old=ctx.old_version, new=ctx.new_version)
 
@@ -276,8 +287,13 @@ def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
             now = _where_now(model, old_option)
             if taken.abbreviated and not taken.new_abbreviates:
                 now = f"; its parser no longer takes abbreviations (allow_abbrev=False): write {_project_spelled(old_option, model.wrapper)}"
+            effect, severity = "no longer accepts it", _refused(use)
+            if _dropped_silently(ctx, model):
+                effect = ("no longer accepts it (the project parses with ignore_unknown_args=True: the flag is "
+                          "dropped without a word, and the value it sets is lost)")
+                severity = "warning"
             yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name,
-                             severity=_refused(use), flag=use.name, effect="no longer accepts it",
+                             severity=severity, flag=use.name, effect=effect,
                              option=was, now=now, **_common(ctx))
         elif new_option.deprecated:
             replacement = f": use {project_string(new_option.replacement, model.wrapper)}" if new_option.replacement else ""

@@ -484,6 +484,16 @@ def _launch_commands(relpath: str, text: str) -> list[Use]:
     return found
 
 
+# Megatron's parse_args(..., ignore_unknown_args=True), as slime calls it: the flags the
+# project's own parsers leave (parse_known_args) are dropped there too, without a word.
+IGNORES_UNKNOWN = re.compile(r"\bignore_unknown_args\s*=\s*True\b")
+
+
+def ignores_unknown_flags(text: str) -> bool:
+    """Whether a file parses a command line so that flags no parser knows are ignored."""
+    return IGNORES_UNKNOWN.search(text) is not None
+
+
 def direct_launch(project: ProjectIndex) -> PassThrough | None:
     """Upstream's server launched with flags the project writes itself; None when it never is."""
     module = sys.modules[__name__]
