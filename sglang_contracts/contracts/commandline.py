@@ -288,7 +288,7 @@ def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
             if taken.abbreviated and not taken.new_abbreviates:
                 now = f"; its parser no longer takes abbreviations (allow_abbrev=False): write {_project_spelled(old_option, model.wrapper)}"
             effect, severity = "no longer accepts it", _refused(use)
-            if _dropped_silently(ctx, model):
+            if severity is None and _dropped_silently(ctx, model):  # where it runs, not in docs or prose
                 effect = ("no longer accepts it (the project parses with ignore_unknown_args=True: the flag is "
                           "dropped without a word, and the value it sets is lost)")
                 severity = "warning"
