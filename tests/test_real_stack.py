@@ -213,3 +213,15 @@ def test_slime_build_conda_as_its_bump_left_it_is_silent(tmp_path: Path, real_ca
     project = _slime_shaped(tmp_path / "slime", "v0.5.13-cu129", "0.4.4", "0.1.4", local="+cu129")
     options = CheckOptions(new="0.5.15.post1", select=["SGC701"], cache_dir=real_cache, workers=1)
     assert run_check([project], options).diagnostics == []
+
+
+def test_a_pin_that_disagreed_with_both_releases_says_so_without_a_change(tmp_path: Path, real_cache: Path) -> None:
+    """slime's build_conda.sh pins cuda-python==12.9; 0.5.13 and 0.5.15.post1 both ask >=13.0:
+    an info with --report-unresolved, which names no change where there is none."""
+    project = _slime_shaped(tmp_path / "slime", "v0.5.13-cu129", "0.4.4", "0.1.4", local="+cu129")
+    with (project / "build_conda.sh").open("a") as script:
+        script.write("pip install cuda-python==12.9\n")
+    options = CheckOptions(new="0.5.15.post1", select=["SGC701"], cache_dir=real_cache, workers=1,
+                           report_unresolved=True)
+    (finding,) = [d for d in run_check([project], options).diagnostics if d.symbol == "cuda-python"]
+    assert finding.severity == "info" and "(cuda-python >=13.0 in both)" in finding.message

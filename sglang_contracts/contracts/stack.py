@@ -117,7 +117,8 @@ def mirrored_pin_disagrees(ctx: CheckContext) -> Iterator[Diagnostic]:
             continue
         yield finding_at("SGC701", declared.path, declared.line, declared.col, declared.name,
                          severity="info" if broken_on_old else None, pinned=without_marker(declared.requirement),
-                         name=declared.requirement.name, change=f"{was} -> {now}", old=ctx.old_version,
+                         name=declared.requirement.name, change=f"{was} -> {now}" if was != now else f"{now} in both",
+                         old=ctx.old_version,
                          new=ctx.new_version)
 
 
