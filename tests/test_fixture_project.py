@@ -55,7 +55,7 @@ EXPECTED_SEVERITY = {
     "docker/Dockerfile:1:32: SGC702": "warning",  # ARG BASE_IMAGE=lmsysorg/sglang:v0.9.0-cu129
     ".github/workflows/ci.yml:7:30: SGC702": "warning",  # image: lmsysorg/sglang:v0.9.0
     "docs/install.md:5:26: SGC702": "warning",  # pip install "sglang==0.9.0"
-    "docker/patch/v0.9.0/sglang.patch:4:1: SGC902": "warning",  # upstream added the same import
+    "docker/patch/v0.9.0/sglang.patch:4:1: SGC902": "error",  # upstream added the same import: git apply fails
     # (no SGC705 for it: the image's patch imports xgrammar on 0.9.0 already, and the project is
     # checked against the releases as the image has them)
     "docker/patch/v0.9.0/sglang.patch:12:1: SGC901": "error",  # prepare_server_args is gone
