@@ -273,3 +273,15 @@ def test_a_flag_no_parser_knows_is_a_warning_where_the_project_ignores_unknown_f
     assert "dropped without a word" in lenient[gone[0]][1] and "dropped" not in strict[gone[0]][1]
     # an ambiguous prefix stops argparse whatever the project does with unknown flags
     assert all(lenient[line] == strict[line] for line in strict if line not in gone)
+
+
+def test_a_flag_in_a_string_over_several_lines_is_placed_where_it_is_written() -> None:
+    from sglang_contracts.project.commandline import _uses_in
+
+    text = ('import sglang\nCMD = ("python train.py "\n       "--sglang-tp-size 2 "\n'
+            '       "--sglang-mem-fraction-static 0.8 --sglang-tp-size 3")\nDOC = """\n  --sglang-dp-size 4\n"""\n'
+            'ONE = "x --sglang-ep-size 1"\nESCAPED = ("--sglang-\\x61b 1 "\n           "z")\n')
+    places = [(row[1], row[2], row[4], row[5]) for row in _uses_in("a.py", text, "--sglang-", "sglang_")]
+    assert places == [("--sglang-tp-size", "2", 3, 9), ("--sglang-mem-fraction-static", "0.8", 4, 9),
+                      ("--sglang-tp-size", "3", 4, 42), ("--sglang-dp-size", "4", 6, 3), ("--sglang-ep-size", "1", 8, 10),
+                      ("--sglang-ab", "1", 9, 12)]  # written with an escape: the expression's start

@@ -25,12 +25,13 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.infra.pysource import child_nodes, parse_quietly
 from sglang_contracts.project.facts import Position
 from sglang_contracts.project.index import ProjectIndex, walk_project
-from sglang_contracts.project.positions import SourcePositions
+from sglang_contracts.project.positions import LINE_BREAK, SourcePositions
 from sglang_contracts.infra.lines import comment_start
 
 ENTRY = "add_cli_args"
@@ -276,6 +277,7 @@ def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> lis
     except Exception:
         return []
     at = SourcePositions(text)
+    lines = LINE_BREAK.split(text)
     flags = _flag_pattern(flag_prefix)
     docstrings = _docstrings(tree)
     own_option_strings: set[int] = set()
@@ -369,12 +371,33 @@ def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> lis
                 and id(node) not in own_option_strings and flag_prefix in node.value:
             start = at.start(node)
             single = "\n" not in node.value and node.end_lineno == node.lineno
+            written = None if single else _written_at(lines, node, start)
             for match in flags.finditer(node.value):
-                offset = match.start() + 1 if single else 0
-                found.append(["flag", flag_prefix + match.group(1), match.group(2) or "",
-                              "prose" if id(node) in prose else "string",
-                              start.line, start.col + offset, scopes.get(id(node), "")])
+                flag = flag_prefix + match.group(1)
+                line, col = (start.line, start.col + match.start() + 1) if written is None else written(flag)
+                found.append(["flag", flag, match.group(2) or "", "prose" if id(node) in prose else "string",
+                              line, col, scopes.get(id(node), "")])
     return found
+
+
+def _written_at(lines: list[str], node: ast.Constant, start: Position) -> Callable[[str], tuple[int, int]]:
+    """For a string over several lines (a triple-quoted one, or literals concatenated across
+    lines): a finder of where each flag, in order, is written in the source, so that a finding
+    points at the flag and not at the expression's first line; the expression's start when
+    the flag is not written as is (an escape inside it)."""
+    cursor = [start.line, start.col - 1]
+
+    def find(flag: str) -> tuple[int, int]:
+        line, col = cursor
+        while line <= (node.end_lineno or node.lineno) and line <= len(lines):
+            at = lines[line - 1].find(flag, col)
+            if at != -1:
+                cursor[:] = [line, at + len(flag)]
+                return line, at + 1
+            line, col = line + 1, 0
+        return start.line, start.col
+
+    return find
 
 
 def _text_flags(relpath: str, text: str, flag_prefix: str) -> list[Use]:
