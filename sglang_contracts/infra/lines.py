@@ -1,4 +1,4 @@
-"""Reading one line of text the way a shell, a YAML file or Python would."""
+"""Reading lines of text the way a shell, a YAML file or Python would, and finding words on them."""
 
 from __future__ import annotations
 
@@ -15,4 +15,17 @@ def comment_start(line: str, spaced: bool = False) -> int | None:
             quote = char
         elif char == "#" and (not spaced or index == 0 or line[index - 1].isspace()):
             return index
+    return None
+
+
+def find_from(lines: list[str], word: str, row: int, col: int, last_row: int | None = None) -> tuple[int, int] | None:
+    """(row, column), both from 0, of the first `word` written at or after column `col` of row
+    `row`, on the rows up to `last_row` (the last one when None); None when there is none. For
+    placing each of a command's or a string's words, in order, where it is written."""
+    last = len(lines) - 1 if last_row is None else min(last_row, len(lines) - 1)
+    while row <= last:
+        at = lines[row].find(word, col)
+        if at != -1:
+            return row, at
+        row, col = row + 1, 0
     return None

@@ -32,7 +32,7 @@ from sglang_contracts.infra.pysource import child_nodes, parse_quietly
 from sglang_contracts.project.facts import Position
 from sglang_contracts.project.index import ProjectIndex, walk_project
 from sglang_contracts.project.positions import LINE_BREAK, SourcePositions
-from sglang_contracts.infra.lines import comment_start
+from sglang_contracts.infra.lines import comment_start, find_from
 
 ENTRY = "add_cli_args"
 TEXT_SUFFIXES = (".sh", ".bash", ".yml", ".yaml", ".json", ".md", ".rst", ".cfg", ".ini", ".txt")
@@ -385,17 +385,15 @@ def _written_at(lines: list[str], node: ast.Constant, start: Position) -> Callab
     lines): a finder of where each flag, in order, is written in the source, so that a finding
     points at the flag and not at the expression's first line; the expression's start when
     the flag is not written as is (an escape inside it)."""
-    cursor = [start.line, start.col - 1]
+    cursor = (start.line - 1, start.col - 1)  # rows and columns from 0
 
     def find(flag: str) -> tuple[int, int]:
-        line, col = cursor
-        while line <= (node.end_lineno or node.lineno) and line <= len(lines):
-            at = lines[line - 1].find(flag, col)
-            if at != -1:
-                cursor[:] = [line, at + len(flag)]
-                return line, at + 1
-            line, col = line + 1, 0
-        return start.line, start.col
+        nonlocal cursor
+        written = find_from(lines, flag, *cursor, last_row=(node.end_lineno or node.lineno) - 1)
+        if written is None:
+            return start.line, start.col
+        cursor = (written[0], written[1] + len(flag))
+        return written[0] + 1, written[1] + 1
 
     return find
 

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Iterator
 
 from sglang_contracts.infra.boundary import read_project_text
-from sglang_contracts.infra.lines import comment_start
+from sglang_contracts.infra.lines import comment_start, find_from
 from sglang_contracts.infra.shell import SHELL_SUFFIXES, UNSET, commands, expand, logical_lines, words
 from sglang_contracts.project.images import is_dockerfile, is_main_dockerfile
 from sglang_contracts.project.index import walk_project
@@ -108,12 +108,10 @@ def file_installs(relpath: str, text: str, docker: bool) -> list[DeclaredRequire
         cursor = (number - 1, 0)
         for word in requirement_words(arguments):
             # Where the word is written: the next occurrence from the last one, on the lines the command spans.
-            row, col = cursor
-            while row < len(lines) and lines[row].find(word, col) < 0:
-                row, col = row + 1, 0
-            if row >= len(lines):
+            written = find_from(lines, word, *cursor)
+            if written is None:
                 continue
-            col = lines[row].find(word, col)
+            row, col = written
             cursor = (row, col + len(word))
             value = expand(word, env)
             requirement = parse_requirement(value) if UNSET not in value else None
