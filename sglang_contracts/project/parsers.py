@@ -16,20 +16,9 @@ import sys
 
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.project.index import ProjectIndex
+from sglang_contracts.upstream.commandline import allow_abbrev, is_argument_parser
 
 MAX_DEPTH = 4  # calls followed up from the wrapper function
-
-
-def _allow_abbrev(call: ast.Call) -> bool | None:
-    """The `allow_abbrev` of an `ArgumentParser(...)` call; None when it is computed."""
-    for keyword in call.keywords:
-        if keyword.arg == "allow_abbrev":
-            return keyword.value.value if isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, bool) else None
-    return True
-
-
-def _is_parser(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "ArgumentParser"
 
 
 def _callee(call: ast.Call) -> str | None:
@@ -54,16 +43,16 @@ def file_parser_calls(relpath: str, text: str) -> list[list]:
         local_parsers: dict[str, bool | None] = {}
         body = [node for statement in function.body for node in ast.walk(statement)]
         for node in body:
-            if isinstance(node, ast.Assign) and _is_parser(node.value):
+            if isinstance(node, ast.Assign) and is_argument_parser(node.value):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
-                        local_parsers[target.id] = _allow_abbrev(node.value)
+                        local_parsers[target.id] = allow_abbrev(node.value)
         for node in body:
             if not isinstance(node, ast.Call) or not node.args or _callee(node) is None:
                 continue
             first = node.args[0]
-            if _is_parser(first):
-                found.append(["call", relpath, name, _callee(node), "parser", _allow_abbrev(first)])
+            if is_argument_parser(first):
+                found.append(["call", relpath, name, _callee(node), "parser", allow_abbrev(first)])
             elif isinstance(first, ast.Name) and first.id in local_parsers:
                 found.append(["call", relpath, name, _callee(node), "parser", local_parsers[first.id]])
             elif isinstance(first, ast.Name) and first.id in params:
@@ -76,7 +65,7 @@ def wrapper_allows_abbreviations(project: ProjectIndex, path: str, line: int) ->
     abbreviations: True or False when all are seen and agree, None when one cannot be seen or
     they disagree (then an abbreviated flag is not judged)."""
     facts = project.each_file("argument-parsers", file_parser_calls, lambda text: "ArgumentParser" in text or "def " in text,
-                              sys.modules[__name__])
+                              sys.modules[__name__], sys.modules[is_argument_parser.__module__])
     name = next((f[2] for f in facts if f[0] == "def" and f[1] == path and f[3] == line), None)
     if name is None:
         return None

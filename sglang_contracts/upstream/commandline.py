@@ -472,17 +472,29 @@ def default_spelled(option: Option) -> str:
     return text
 
 
+def is_argument_parser(node: ast.AST) -> bool:
+    """An `ArgumentParser(...)` or `argparse.ArgumentParser(...)` call."""
+    return isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "ArgumentParser"
+
+
+def allow_abbrev(call: ast.Call) -> bool | None:
+    """The `allow_abbrev` of an `ArgumentParser(...)` call (argparse's default, True, when not
+    given); None when it is computed."""
+    for keyword in call.keywords:
+        if keyword.arg == "allow_abbrev":
+            value = keyword.value
+            return value.value if isinstance(value, ast.Constant) and isinstance(value.value, bool) else None
+    return True
+
+
 def _allows_abbrev(tree: ast.Module) -> bool:
     """Does every parser the module builds around `ServerArgs.add_cli_args` (`prepare_server_args`)
     leave argparse's `allow_abbrev=True`?"""
     for function in tree.body:
         if not isinstance(function, ast.FunctionDef) or ENTRY not in {getattr(n, "attr", "") for n in ast.walk(function)}:
             continue
-        for node in ast.walk(function):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "ArgumentParser":
-                if any(k.arg == "allow_abbrev" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
-                       for k in node.keywords):
-                    return False
+        if any(is_argument_parser(node) and allow_abbrev(node) is not True for node in ast.walk(function)):
+            return False
     return True
 
 
