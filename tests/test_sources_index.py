@@ -259,6 +259,35 @@ def test_a_damaged_member_is_a_one_line_error_naming_the_wheel(tmp_path: Path) -
     assert str(wheel) in str(error.value) and "\n" not in str(error.value)
 
 
+
+def test_deflated_members_read_as_zipfile_reads_them_and_damage_in_them_is_found(tmp_path: Path) -> None:
+    """Members are inflated from the archive file directly (not through zipfile's reader): what
+    they give is what zipfile gives, and damaged compressed bytes or a cut stream are errors."""
+    wheel = tmp_path / f"sglang-{VERSION}-py3-none-any.whl"
+    big = "".join(f"def f{n}(x):\n    return x + {n}\n" for n in range(3000))
+    with zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, text in {**PACKAGE_FILES, "sglang/big.py": big}.items():
+            archive.writestr(name, text)
+        archive.writestr(f"sglang-{VERSION}.dist-info/RECORD", "")
+    tree = WheelTree(wheel)
+    with zipfile.ZipFile(wheel) as archive:
+        for name in [*PACKAGE_FILES, "sglang/big.py"]:
+            assert tree.read_bytes(name) == archive.read(name)
+    assert tree.verify()
+    info = tree.members["sglang/big.py"]
+    data = bytearray(wheel.read_bytes())
+    middle = info.header_offset + 30 + len(info.filename) + info.compress_size // 2
+    data[middle:middle + 8] = bytes(255 - b for b in data[middle:middle + 8])
+    damaged = tmp_path / "damaged" / wheel.name
+    damaged.parent.mkdir()
+    damaged.write_bytes(bytes(data))
+    tree = WheelTree(damaged)
+    assert not tree.verify()
+    with pytest.raises(SourceError, match="damaged: delete it") as error:
+        tree.read_bytes("sglang/big.py")
+    assert "\n" not in str(error.value)
+    assert tree.read_bytes(SCHEDULER) == PACKAGE_FILES[SCHEDULER].encode()  # the other members are whole
+
 RETRIED = (
     "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection "
     "broken by 'NewConnectionError('<HTTPConnection object>: Failed to establish a new connection: "

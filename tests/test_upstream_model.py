@@ -39,3 +39,64 @@ def test_a_changed_search_does_not_read_the_old_search_s_answers(tmp_path: Path,
     monkeypatch.setattr(model_module, "code_fingerprint", lambda *modules: "edited searcher")
     assert UpstreamModel(release, cache).whole_release_search("probe", lambda: ["second"]) == ["second"]
     model_module._module_fingerprint.cache_clear()
+
+
+TRICKY_MODULE = '''\
+import ast
+
+
+def helper(x):
+    """A docstring changes nothing."""
+    return x + 1
+
+
+class Scheduler:
+    def run(self, batch):
+        text = """
+a line at column 0 inside a string
+"""
+        return batch, text
+
+    @property
+    def size(self):
+        return self._size
+
+    @size.setter
+    def size(self, value):
+        self._size = value
+
+    def fed(self):\x0c
+        return 1
+
+class OneLine:
+    x = 1
+\x0c    def after(self):
+        return 2
+'''
+
+
+def test_body_lines_read_one_definition_as_the_whole_module_reads_it(tmp_path: Path) -> None:
+    """A body's lines come from its own lines of text, and are those its module's tree gives:
+    for a method with a string at column 0, a property and its setter (both, in order), a form
+    feed inside a line, a top-level function; a definition its own text does not parse to (a
+    form feed before it) is read from the whole module."""
+    import ast
+
+    from sglang_contracts.upstream import bodies
+    from sglang_contracts.upstream.model import Member
+
+    text = TRICKY_MODULE
+    root = tmp_path / "tree"
+    (root / "sglang/srt").mkdir(parents=True)
+    (root / "sglang/__init__.py").write_text("")
+    (root / "sglang/srt/m.py").write_text(text)
+    model = UpstreamModel(Release("sglang (test)", "0.1.0", DirectoryTree(root)), JsonCache(tmp_path / "cache"))
+    whole = {owner: {name: facts.lines for name, facts in table.items()}
+             for owner, table in bodies.module_bodies(ast.parse(text)).items()}
+    asked = [("", "helper"), ("Scheduler", "run"), ("Scheduler", "size"), ("Scheduler", "fed"), ("OneLine", "after")]
+    for table, name in asked:
+        owner = "sglang.srt.m" + (f".{table}" if table else "")
+        assert model.body_lines(Member(owner, name, "method" if table else "function", {})) == whole[table][name]
+    assert len(whole["Scheduler"]["size"]) == 2 and whole["Scheduler"]["size"][0] != whole["Scheduler"]["size"][1]
+    spans = bodies.definition_spans(ast.parse(text), text)
+    assert bodies.definition_lines(text, spans["OneLine"]["after"][0], "after") is None  # the form feed

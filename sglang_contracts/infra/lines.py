@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
+_PYTHON_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def python_lines(text: str) -> list[str]:
+    """The lines of Python source as the parser numbers them, with their ends: only \\n, \\r\\n
+    and \\r end a line (str.splitlines also splits at a form feed and other separators)."""
+    return _PYTHON_LINE.findall(text)
+
 
 def comment_start(line: str, spaced: bool = False) -> int | None:
     """Where a `#` comment starts on the line, outside single or double quotes; None if none does.

@@ -20,6 +20,8 @@ PACKAGE_PREFIX = "python"
 
 
 class GitTree(ReleaseTree):
+    keeps_sources = True  # one commit's files
+
     def __init__(self, root_tree) -> None:  # a git.Tree: the `python/` folder of one commit
         self.root_tree = root_tree
 

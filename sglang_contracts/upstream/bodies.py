@@ -13,6 +13,8 @@ import ast
 import hashlib
 from dataclasses import dataclass, field
 
+from sglang_contracts.infra.collector import collector_paused
+from sglang_contracts.infra.lines import python_lines
 from sglang_contracts.infra.pysource import LEAVES, branch_nodes, nodes_below as _nodes, own_nodes as _own_nodes, returned_shape, unpack_count
 
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
@@ -431,6 +433,61 @@ def module_bodies(tree: ast.Module, lines: bool = True) -> dict[str, dict[str, B
                 if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     add(methods, member, in_class=True)
     return result
+
+
+def definition_spans(tree: ast.Module, text: str) -> dict[str, dict[str, list[list[int]]]]:
+    """{"": {function: spans}, "ClassName": {method: spans}} of the module's top level, each span
+    [offset of its first line, offset after its last line, column] in `text`, one per definition
+    of that name (a property and its setter are two), in source order: where `definition_lines`
+    finds a body without the module's tree."""
+    starts = [0]
+    for line in python_lines(text):
+        starts.append(starts[-1] + len(line))
+
+    def span(node: AnyFunction) -> list[int]:
+        last = min(node.end_lineno or node.lineno, len(starts) - 1)
+        return [starts[node.lineno - 1], starts[last], node.col_offset]
+
+    found: dict[str, dict[str, list[list[int]]]] = {"": {}}
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found[""].setdefault(statement.name, []).append(span(statement))
+        elif isinstance(statement, ast.ClassDef):
+            methods = found.setdefault(statement.name, {})
+            for member in statement.body:
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    methods.setdefault(member.name, []).append(span(member))
+    return found
+
+
+def definition_lines(text: str, span: list[int], name: str) -> list[str] | None:
+    """`normalised_lines` of the definition at `span`, parsed from its own lines alone (a method
+    under an `if` at its own indentation); None when those lines do not parse to it alone (a
+    definition sharing its first line with other code): the caller then parses the module."""
+    start, end, column = span
+    segment = text[start:end]
+    if len(segment) - len(segment.lstrip(" \t")) != column:
+        return None
+    try:
+        with collector_paused(collect_after=True):
+            tree = ast.parse(segment if column == 0 else "if 1:\n" + segment)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    body = tree.body if column == 0 else getattr(tree.body[0], "body", []) if tree.body else []
+    if len(body) != 1 or not isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) or body[0].name != name:
+        return None
+    return normalised_lines(body[0])
+
+
+def module_definition_lines(tree: ast.Module, table: str, name: str) -> list[str]:
+    """The normalised lines of every top-level definition `name` (of class `table`, or of the
+    module when ""), concatenated in source order, from the module's whole tree."""
+    statements = tree.body if not table else [
+        member for statement in tree.body if isinstance(statement, ast.ClassDef) and statement.name == table
+        for member in statement.body]
+    return [line for statement in statements
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == name
+            for line in normalised_lines(statement)]
 
 
 # -- branch conditions -------------------------------------------------------------------------

@@ -32,14 +32,12 @@ UNLISTED = "unlisted"  # what _locate says of a module whose folder is there but
 UNREADABLE = "unreadable"  # what _source says of a module whose file or folder cannot be read
 
 
-def _body_lines_of(relpath: str, code: str) -> dict[str, dict[str, list[str]]] | None:
-    """The normalised body lines of a module's top-level functions and classes' methods; None
-    when it cannot be parsed (its extraction then failed too, and there are no records)."""
+def _definition_spans_of(relpath: str, code: str) -> dict[str, dict[str, list[list[int]]]] | None:
+    """Where a module's top-level functions and classes' methods are in its text; None when it
+    cannot be parsed (its extraction then failed too, and there are no records)."""
     try:
         with collector_paused(collect_after=True):
-            tree = pysource.parse_quietly(code, relpath)
-            return {owner: {name: facts.lines or [] for name, facts in table.items()}
-                    for owner, table in bodies.module_bodies(tree).items()}
+            return bodies.definition_spans(pysource.parse_quietly(code, relpath), code)
     except (SyntaxError, ValueError, RecursionError):
         return None
 
@@ -160,7 +158,8 @@ class UpstreamModel:
         self.stats = LoadStats()
         self._modules: dict[str, ModuleRecord | None] = {}
         self._listing = lru_cache(maxsize=None)(self.tree.list_dir)
-        self._lines: dict[str, dict[str, dict[str, list[str]]]] = {}
+        self._lines: dict[tuple[str, str, str], list[str]] = {}  # (module, class or "", name) -> body lines
+        self._spans: dict[str, dict[str, dict[str, list[list[int]]]] | None] = {}  # module -> definition_spans
         self._paths: dict[str, Symbol] = {}  # resolve_path's answers
         self.mro = lru_cache(maxsize=None)(self._mro)
         self.member = lru_cache(maxsize=None)(self._member)
@@ -572,25 +571,44 @@ class UpstreamModel:
             module_name, _, table = member.owner.rpartition(".")
         else:
             module_name, table = member.owner, ""
-        return self._module_lines(module_name).get(table, {}).get(member.name, [])
+        return self._definition_lines(module_name, table, member.name)
 
-    def _module_lines(self, module_name: str) -> dict[str, dict[str, list[str]]]:
-        """{"": {function: lines}, "Class": {method: lines}} of a module, cached by its content."""
-        if module_name in self._lines:
-            return self._lines[module_name]
-        found: dict[str, dict[str, list[str]]] = {}
+    def _definition_lines(self, module_name: str, table: str, name: str) -> list[str]:
+        """The normalised lines of a module's function (`table` "") or a class's method, cached
+        by the module's content. Only the definitions a comparison asks for are read: a module's
+        every body was most of a cold run's upstream work, for the few a project overrides."""
+        if (module_name, table, name) in self._lines:
+            return self._lines[module_name, table, name]
+        found: list[str] = []
         record = self.module(module_name)
         if record is not None and record.relpath and not record.opaque:
-            key = hashlib.sha256(f"{EXTRACTOR}\0lines\0{module_name}\0{self.tree.content_key(record.relpath)}".encode()).hexdigest()
+            content = self.tree.content_key(record.relpath)
+            key = hashlib.sha256(f"{EXTRACTOR}\0lines\0{module_name}\0{content}\0{table}\0{name}".encode()).hexdigest()
             cached = self.cache.get(key)
-            if isinstance(cached, dict):
+            if isinstance(cached, list):
                 found = cached
             else:
-                found = _body_lines_of(record.relpath, self.tree.read_source(record.relpath) or "")
-                if found is not None:
-                    self.cache.put(key, found)
-                found = found or {}
-        self._lines[module_name] = found
+                computed = self._read_definition_lines(module_name, record.relpath, table, name)
+                if computed is not None:
+                    self.cache.put(key, computed)
+                found = computed or []
+        self._lines[module_name, table, name] = found
+        return found
+
+    def _read_definition_lines(self, module_name: str, relpath: str, table: str, name: str) -> list[str] | None:
+        code = self.tree.read_source(relpath) or ""
+        if module_name not in self._spans:
+            self._spans[module_name] = _definition_spans_of(relpath, code)
+        spans = self._spans[module_name]
+        if spans is None:
+            return None
+        found: list[str] = []
+        for span in spans.get(table, {}).get(name, []):
+            lines = bodies.definition_lines(code, span, name)
+            if lines is None:  # a definition its own lines do not parse to: read the whole module
+                with collector_paused(collect_after=True):
+                    return bodies.module_definition_lines(pysource.parse_quietly(code, relpath), table, name)
+            found += lines
         return found
 
     # -- search (for "did you mean") ----------------------------------------------------
