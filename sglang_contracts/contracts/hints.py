@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from sglang_contracts.infra.lines import matches_at_line_start
 from sglang_contracts.upstream.model import Member, Symbol, UpstreamModel
 
 MAX_CANDIDATES = 3
@@ -128,7 +129,7 @@ def home_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: 
     return f"; unverified candidates, not the same definition: {listed}{was}{outside}"
 
 
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)", re.M)
+_FROM_IMPORT = re.compile(r"from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)")  # at a line's start
 
 
 def _imports_from_outside(model: UpstreamModel) -> dict[str, dict[str, list[str]]]:
@@ -137,7 +138,7 @@ def _imports_from_outside(model: UpstreamModel) -> dict[str, dict[str, list[str]
     not define. One pass over the release answers it for every name a run asks about."""
     found: dict[str, dict[str, list[str]]] = {}
     for relpath, text in model.texts_mentioning("import"):
-        for match in _FROM_IMPORT.finditer(text):
+        for _, match in matches_at_line_start(_FROM_IMPORT, text):
             package = match.group(1)
             if package.split(".")[0] == "sglang":
                 continue

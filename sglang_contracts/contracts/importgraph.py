@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from sglang_contracts.infra.cache import code_fingerprint
+from sglang_contracts.infra.lines import matches_at_line_start
 from sglang_contracts.project.index import PLAIN_IMPORT, from_imports
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 
@@ -119,7 +120,7 @@ class ImportGraph:
             if is_upstream(source):  # `from sglang.srt.x import y`: y may be a submodule (never a Class)
                 modules.update(f"{source}.{n}" for n in names if n != "*" and n[:1].islower()
                                and self.model.module_exists(f"{source}.{n}"))
-        for match in PLAIN_IMPORT.finditer(text):
+        for _, match in matches_at_line_start(PLAIN_IMPORT, text):
             for part in match.group(1).split("#")[0].split(";")[0].split(","):
                 add(part.split(" as ")[0].strip())
         modules.discard(name)

@@ -21,6 +21,7 @@ from sglang_contracts.infra import pysource
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, problem_for
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, read_limited
+from sglang_contracts.infra.lines import matches_at_line_start
 from sglang_contracts.infra.parallel import iter_jobs
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.upstream.model import is_upstream
@@ -28,10 +29,10 @@ from sglang_contracts.upstream.model import is_upstream
 EXCLUDED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "build", "dist", "node_modules",
                  ".tox", ".nox", ".mypy_cache", ".pytest_cache", "site-packages", ".eggs"}
 IMPORTS_SGLANG = re.compile(r"^[ \t]*(?:from|import)[ \t]+sglang\b", re.M)
-FROM_IMPORT = re.compile(
-    r"^(?P<indent>[ \t]*)from[ \t]+(?P<source>\.*[\w.]*)[ \t]+import[ \t]+(?P<clause>\([^)]*\)|[^\n]*)", re.M)
+# Both found at a line's start (infra/lines.py matches_at_line_start).
+FROM_IMPORT = re.compile(r"from[ \t]+(?P<source>\.*[\w.]*)[ \t]+import[ \t]+(?P<clause>\([^)]*\)|[^\n]*)")
 IMPORTED_NAME = re.compile(r"\b(\w+)\b(?:\s+as\s+\w+)?")
-PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n]*)", re.M)
+PLAIN_IMPORT = re.compile(r"import[ \t]+([^\n]*)")
 
 
 def mentions(text: str, word: str) -> Iterator[int]:
@@ -276,8 +277,8 @@ def from_imports(relpath: str, module: str, text: str, module_level: bool = Fals
     """(absolute source module, names imported, `*` included) of each `from x import ...` in a
     file's text, read without parsing it; `module_level`: only statements at column 0."""
     is_package = relpath.endswith("__init__.py")
-    for match in FROM_IMPORT.finditer(text):
-        if module_level and match.group("indent"):
+    for indent, match in matches_at_line_start(FROM_IMPORT, text):
+        if module_level and indent:
             continue
         clause = match.group("clause")
         names = IMPORTED_NAME.findall(clause.strip("()")) + (["*"] if "*" in clause else [])
@@ -294,7 +295,7 @@ class _Imports:
 
     @classmethod
     def read(cls, relpath: str, module: str, text: str) -> "_Imports":
-        modules = {part.split(" as ")[0].strip() for match in PLAIN_IMPORT.finditer(text)
+        modules = {part.split(" as ")[0].strip() for _, match in matches_at_line_start(PLAIN_IMPORT, text)
                    for part in match.group(1).split(",")}
         return cls(list(from_imports(relpath, module, text)), modules)
 
