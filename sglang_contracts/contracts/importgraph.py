@@ -6,6 +6,7 @@ module they reach and the packages above each one (importing `a.b.c` runs `a/__i
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 import sys
@@ -23,12 +24,16 @@ DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 def _long_string_spans(text: str) -> list[tuple[int, int]]:
     """Where the triple-quoted strings (docstrings) are, found by plain search: a line in one
-    that reads like an import is prose."""
+    that reads like an import is prose. Each quote's next place is searched again only once
+    the scan has passed it (searching both from every string was quadratic in a long file)."""
     spans: list[tuple[int, int]] = []
+    following = {quote: text.find(quote) for quote in ('"""', "'''")}
     at = 0
     while True:
-        found = [(text.find(quote, at), quote) for quote in ('"""', "'''")]
-        found = [(where, quote) for where, quote in found if where != -1]
+        for quote, where in following.items():
+            if where != -1 and where < at:
+                following[quote] = text.find(quote, at)
+        found = [(where, quote) for quote, where in following.items() if where != -1]
         if not found:
             return spans
         start, quote = min(found)
@@ -48,9 +53,11 @@ def module_level_statements(text: str) -> str:
             starts.add(at + 1)
             at = text.find(keyword, at + 1)
     spans = _long_string_spans(text) if starts else []
+    begins = [begin for begin, _ in spans]  # in order, never overlapping
     statements = []
     for start in sorted(starts):
-        if any(begin <= start < end for begin, end in spans):
+        inside = bisect.bisect_right(begins, start) - 1
+        if inside >= 0 and start < spans[inside][1]:
             continue
         end = text.find("\n", start)
         end = len(text) if end == -1 else end
