@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,12 +22,11 @@ def read_limit(relpath: str) -> int:
 
 # Decoded module texts are kept, for trees whose files cannot change while a run reads them (a
 # wheel, a commit): the searches over the whole release read each module several times (26,000
-# reads of 4,800 modules in one real run, half of its upstream reading). A budget per process
-# bounds what is kept; kept texts are never evicted, so a pass over more than the budget hits the
-# part kept instead of evicting what the next pass needs.
-KEPT_SOURCE_BUDGET = 128 * 2**20  # characters
-_kept = {"characters": 0}
-_kept_lock = threading.Lock()
+# reads of 4,800 modules in one real run, half of its upstream reading). A budget per tree
+# bounds what is kept (a real release's modules are 68M characters); kept texts are never
+# evicted, so a pass over more than the budget hits the part kept instead of evicting what the
+# next pass needs. They go with the tree.
+KEPT_SOURCE_BUDGET = 72 * 2**20  # characters
 
 
 class ReleaseTree(ABC):
@@ -85,16 +83,16 @@ class ReleaseTree(ABC):
         if data is None:
             return None
         text = decode_source(data)
-        if self.keeps_sources:
-            with _kept_lock:
-                if _kept["characters"] + len(text) <= KEPT_SOURCE_BUDGET and relpath not in self._kept_sources:
-                    _kept["characters"] += len(text)
-                    self._kept_sources[relpath] = text
+        if self.keeps_sources and self._kept_characters + len(text) <= KEPT_SOURCE_BUDGET:
+            self._kept_characters += len(text)  # a race between threads costs a text more or less
+            self._kept_sources[relpath] = text
         return text
 
     @cached_property
     def _kept_sources(self) -> dict[str, str]:
         return {}
+
+    _kept_characters = 0
 
     def readable_source(self, relpath: str) -> str | None:
         """`read_source`, or None for a file that cannot be read: for the searches over the
