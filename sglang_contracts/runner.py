@@ -22,7 +22,7 @@ from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
-from sglang_contracts.project.index import ProjectIndex, build_index
+from sglang_contracts.project.index import ProjectIndex, build_index, read_python
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
 from sglang_contracts.suppressions import (
@@ -31,6 +31,7 @@ from sglang_contracts.suppressions import (
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 
 if TYPE_CHECKING:
+    from sglang_contracts.patch.stack import PatchStacks
     from sglang_contracts.sources.base import Release
     from sglang_contracts.upstream.delta import UpstreamDelta
 
@@ -96,12 +97,42 @@ def _safely(test: Callable[[], bool]) -> bool:
         return False
 
 
-def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
+class Fresh:
+    """What a run opens, reads and builds that does not change between edits: here made anew
+    for each run; a resident engine (resident.py) keeps it across the runs of one process."""
+
+    def release(self, spec: str, sglang_repo: Path | None, cache: Path) -> Release:
+        return open_release(spec, sglang_repo=sglang_repo, cache=cache)
+
+    def models(self, root: Path, options: CheckOptions, old: Release, new: Release,
+               store: Callable[[str], JsonCache]) -> tuple[UpstreamModel, UpstreamModel]:
+        """Both releases' models, as the image has them (the project's live patch stack applied)."""
+        old, new = _as_the_image_has_them(_live_stacks(root, options), old, new)
+        return UpstreamModel(old, store("upstream")), UpstreamModel(new, store("upstream"))
+
+    def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache]) -> ProjectIndex:
+        return build_index(root, [root], store("project"), workers=options.workers,
+                           excluded=partial(_excluded, patterns=options.exclude) if options.exclude else None,
+                           read=self.read_python)
+
+    def read_python(self, path: Path) -> tuple[str, str]:
+        """(digest, text) of a project Python file (project/index.py)."""
+        return read_python(path)
+
+    def kept(self, result: CheckResult) -> None:
+        """Called with each computed result: what may be kept for the next run."""
+
+
+FRESH = Fresh()
+
+
+def run_check(paths: list[Path], options: CheckOptions, keep: Fresh = FRESH) -> CheckResult:
+    """`keep`: where what does not change between edits comes from (resident.py keeps it)."""
     with batch_collection():  # a run's objects (facts, records) mostly live until it ends
-        return _run_check(paths, options)
+        return _run_check(paths, options, keep)
 
 
-def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
+def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckResult:
     paths = paths or [Path.cwd()]
     for flag, spec in (("--old", options.old), ("--new", options.new)):
         if spec is not None and not spec.strip():  # as a path, '' would be the current directory
@@ -138,7 +169,8 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     if saved is not None:
         result = _replayed(saved, root, old_spec, options, download_cache, store, pin)
     else:
-        result = _computed(paths, options, root, old_spec, pin, download_cache, store)
+        result = _computed(paths, options, root, old_spec, pin, download_cache, store, keep)
+        keep.kept(result)
         if key:
             runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),
                                         [result.old.release, result.new.release]))
@@ -176,15 +208,30 @@ def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOpt
     return CheckResult(saved.diagnostics, project, old, new, pin=pin, replayed_files_with_contracts=saved.with_contracts)
 
 
-def _as_the_image_has_them(root: Path, options: CheckOptions, *releases: Release) -> list[Release]:
-    """Both releases with the project's live patch stack applied (patch/), so that the names
-    the stack adds upstream resolve. A bug here costs the overlay, not the run: the patch rules
-    then judge the stock trees themselves, inside the error boundary."""
-    from sglang_contracts.patch.release import with_stack_applied
+def _live_stacks(root: Path, options: CheckOptions) -> PatchStacks | None:
+    """The project's live patch stacks (patch/stack.py); None when reading them met a bug,
+    which costs the overlay, not the run: the patch rules then judge the stock trees themselves,
+    inside the error boundary."""
     from sglang_contracts.patch.stack import patch_stacks
 
     try:
-        stacks = patch_stacks(root, options.settings.get("patch-files") or ())
+        return patch_stacks(root, options.settings.get("patch-files") or ())
+    except ContractsError:
+        raise
+    except Exception:
+        if debugging():
+            raise
+        return None
+
+
+def _as_the_image_has_them(stacks: PatchStacks | None, *releases: Release) -> list[Release]:
+    """The releases with the project's live patch stacks applied (patch/), so that the names
+    the stack adds upstream resolve; a bug here costs the overlay, as in _live_stacks."""
+    from sglang_contracts.patch.release import with_stack_applied
+
+    if stacks is None:
+        return list(releases)
+    try:
         return [with_stack_applied(release, stacks) for release in releases]
     except ContractsError:
         raise
@@ -195,7 +242,7 @@ def _as_the_image_has_them(root: Path, options: CheckOptions, *releases: Release
 
 
 def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: ProjectPin | None,
-              download_cache: Path, store: Callable[[str], JsonCache]) -> CheckResult:
+              download_cache: Path, store: Callable[[str], JsonCache], keep: Fresh) -> CheckResult:
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
     from sglang_contracts import incremental
     from sglang_contracts.catalog import load_catalog
@@ -205,21 +252,14 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
 
     # Downloading the releases (on a first run) overlaps with parsing the project (a process pool).
     with ThreadPoolExecutor(max_workers=3) as threads:
-        opening = [
-            threads.submit(open_release, spec, sglang_repo=options.sglang_repo, cache=download_cache)
-            for spec in (old_spec, options.new)
-        ]
+        opening = [threads.submit(keep.release, spec, options.sglang_repo, download_cache)
+                   for spec in (old_spec, options.new)]
         # The whole project is indexed even when a few files are named (pre-commit passes file
         # names): a named file may depend on upstream names through the project's own modules.
-        indexing = threads.submit(
-            build_index, root, [root], store("project"), workers=options.workers,
-            excluded=partial(_excluded, patterns=options.exclude) if options.exclude else None,
-        )
+        indexing = threads.submit(keep.index, root, options, store)
         old_release, new_release = (future.result() for future in opening)
         project = indexing.result()
-    old_release, new_release = _as_the_image_has_them(root, options, old_release, new_release)
-    old = UpstreamModel(old_release, store("upstream"))
-    new = UpstreamModel(new_release, store("upstream"))
+    old, new = keep.models(root, options, old_release, new_release, store)
     prefetch(project, [old, new], workers=options.workers)
     wanted = [path.resolve() for path in paths]
 
