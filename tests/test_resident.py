@@ -113,3 +113,21 @@ def test_a_release_whose_content_changed_is_opened_again(tmp_path, opened) -> No
     resident = engine.check([project], options)
     assert len(opened) == 3 and opened[-1] == str(new)
     assert findings(resident) == fresh_findings(project, options, tmp_path / "fresh") != before
+
+
+def test_the_language_server_checks_on_the_resident_engine(tmp_path, opened, monkeypatch) -> None:
+    from sglang_contracts.lsp.server import ContractsServer
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    monkeypatch.chdir(project)  # as the server's initialize does
+    server = ContractsServer()
+    server.settings = {"old": str(OLD), "new": str(NEW), "cache-dir": str(tmp_path / "cache")}
+    assert isinstance(server._run({}), dict)
+    assert len(opened) == 2
+    edit(project / "demo_omni" / "layers.py", "from sglang.srt.layers.quantization import",
+         "# quantization helpers\nfrom sglang.srt.layers.quantization import")
+    assert isinstance(server._run({}), dict)
+    assert len(opened) == 2, "the second check runs on the releases the first opened"
+    _, options, _ = server.last_run  # the workspace's configuration, as `check` reads it
+    assert findings(server.last_result) == fresh_findings(project, options, tmp_path / "fresh")
