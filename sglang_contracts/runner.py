@@ -22,6 +22,7 @@ from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
+from sglang_contracts.infra.roots import project_root_for
 from sglang_contracts.project.index import ProjectIndex, build_index, read_python
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
@@ -76,25 +77,6 @@ class CheckResult:
     # Set when no input changed since a run whose findings are replayed (replay.py): how many
     # files held contracts then (the project index is not rebuilt).
     replayed_files_with_contracts: int | None = None
-
-
-def project_root_for(paths: list[Path]) -> Path:
-    """The nearest folder at or above the first path with a pyproject.toml, setup.py or .git."""
-    start = paths[0].resolve() if paths else Path.cwd()
-    start = start if _safely(start.is_dir) else start.parent
-    for folder in (start, *start.parents):
-        if any(_safely((folder / marker).exists) for marker in ("pyproject.toml", "setup.py", "setup.cfg", ".git")):
-            return folder
-    return start
-
-
-def _safely(test: Callable[[], bool]) -> bool:
-    """A file-system test that is False for a name the system cannot even look up (too long,
-    a NUL in it); _run_check then names the path in its error."""
-    try:
-        return test()
-    except (OSError, ValueError):
-        return False
 
 
 class Fresh:
