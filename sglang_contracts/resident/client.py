@@ -63,6 +63,15 @@ def socket_path(args: argparse.Namespace, key: str) -> Path:
     return folder / f"{key}.sock"
 
 
+def private(folder: Path) -> bool:
+    """Whether a socket folder is this user's alone (a temporary folder is shared)."""
+    try:
+        status = folder.stat()
+    except OSError:
+        return False
+    return status.st_uid == os.getuid() and not status.st_mode & 0o077
+
+
 def ask(path: Path, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any] | None:
     """The daemon's answer to one request, or None when no daemon answers (no socket, a dead
     one, a connection that ends before the answer)."""
@@ -80,13 +89,7 @@ def ask(path: Path, request: dict[str, Any], timeout: float | None = None) -> di
         finally:
             connection.close()
         return json.loads(b"".join(chunks).decode("utf-8", "surrogateescape"))
-    except ConnectionRefusedError:  # a daemon that died without removing its socket
-        try:
-            path.unlink()
-        except OSError:
-            pass
-        return None
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # refused: a daemon that died, its socket left (the next start replaces it)
         return None
 
 
@@ -101,7 +104,7 @@ def handed_over(argv: list[str], args: argparse.Namespace) -> int | None:
     except (OSError, ValueError, RuntimeError):
         return None
     path = socket_path(args, key)
-    if not path.exists():
+    if not path.exists() or not private(path.parent):
         return None
     answer = ask(path, {"check": argv, "identity": identity, "cwd": str(cwd), "tty": sys.stdout.isatty(),
                         "no_color": bool(os.environ.get("NO_COLOR"))})

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sglang_contracts.resident.client import BUSY, PACKAGE_DIR, STALE, ask, daemon_key, socket_path
+from sglang_contracts.resident.client import BUSY, PACKAGE_DIR, STALE, ask, daemon_key, private, socket_path
 
 IDLE_TIMEOUT = 3600.0
 START_TIMEOUT = 600.0  # the first check of a fresh cache downloads and extracts both releases
@@ -116,13 +116,15 @@ class Daemon:
         self.code = _code_stamps()
 
     def serve(self) -> int:
-        self._warm_up()
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not private(self.path.parent):
+            print(f"sglang-contracts: error: {self.path.parent} is not this user's alone", file=sys.stderr)
+            return 2
+        self._warm_up()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
-            listener.bind(str(self.path))
-            os.chmod(self.path, 0o600)
+            listener.bind(str(self.path))  # in a folder only this user can enter
             listener.listen(8)
             listener.settimeout(1.0)
             try:
