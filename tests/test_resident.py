@@ -131,3 +131,39 @@ def test_the_language_server_checks_on_the_resident_engine(tmp_path, opened, mon
     assert len(opened) == 2, "the second check runs on the releases the first opened"
     _, options, _ = server.last_run  # the workspace's configuration, as `check` reads it
     assert findings(server.last_result) == fresh_findings(project, options, tmp_path / "fresh")
+
+
+def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(real_cache, tmp_path, opened) -> None:
+    """sglang-omni 0.1.9 on 0.5.22 -> 0.5.23, edited as a developer edits it (a method body,
+    the real SGC102 import fixed, lines added at the top, a method added to a class others
+    subclass, an import added), each run on the resident engine compared with a full run in a
+    cache of its own (cold for the first: only the wheels in it)."""
+    from test_incremental import REAL_EDITS
+
+    project = tmp_path / "omni"
+    shutil.copytree(download_sdist("sglang-omni", "0.1.9", real_cache), project)
+    options = CheckOptions(old="0.5.22", new="0.5.23", cache_dir=real_cache, replay=True)
+    fresh = tmp_path / "fresh"
+    (fresh / "wheels").mkdir(parents=True)
+    for version in ("0.5.22", "0.5.23"):
+        (wheel,) = sorted((real_cache / "wheels").glob(f"sglang-{version}-*.whl"))[:1]
+        (fresh / "wheels" / wheel.name).symlink_to(wheel)
+    engine = ResidentEngine()
+    engine.check([project], dataclasses.replace(options, replay=False))
+    opened_by_engine = len(opened)
+    assert opened_by_engine == 2
+    compared = []
+    for relpath, anchor, replacement, transform in REAL_EDITS:
+        path = project / relpath
+        text = path.read_text()
+        assert anchor in text
+        path.write_text(transform(text, text.index(anchor)) if transform else text.replace(anchor, replacement, 1))
+        resident = engine.check([project], options)
+        assert resident.replayed_files_with_contracts is None
+        assert len(opened) == opened_by_engine, "the engine opened no release again"
+        expected = fresh_findings(project, options, fresh)
+        opened_by_engine = len(opened)
+        assert findings(resident) == expected, relpath
+        compared.append(findings(resident))
+    # The edits changed findings (the import fix takes its SGC102): the comparison could fail.
+    assert len({str(found) for found in compared}) > 1
