@@ -248,7 +248,9 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     # The checks judge what runs on the target release: not branches for other SGLang versions,
     # nor import fallbacks it never takes (project/gates.py).
     released = for_release(project, new)
-    salt = (replay.inputs_key(root, paths, options, old_spec, lambda name: not name.endswith(".py"))
+    # The record holds every file's findings, whatever paths were named (a pre-commit run names
+    # the staged files): the next run, whichever files it names, reuses it.
+    salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"))
             if options.use_cache and options.replay else None)
     partial_run = incremental.plan(store("incremental"), salt, released) if salt else None
     context = CheckContext(project=incremental.checked_project(released, partial_run) if partial_run else released,
@@ -259,8 +261,11 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
                      per_file_ignores=options.per_file_ignores)
     codes = [code for code in CHECKS if code in catalog and active(code, "")]
 
+    def recorded(relpath: str) -> bool:
+        return not _excluded(relpath, options.exclude)
+
     def reported(relpath: str) -> bool:
-        return _under_any(root / relpath, wanted) and not _excluded(relpath, options.exclude)
+        return _under_any(root / relpath, wanted) and recorded(relpath)
 
     text = ProjectText(root)
     noqa = NoqaIndex(project.files, text)
@@ -273,14 +278,15 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     found.update(problem_diagnostics(problems, root))
     diagnostics = [
         d for d in sorted(found, key=Diagnostic.sort_key)
-        if active(d.code, d.path) and reported(d.path) and not noqa.suppresses(d)
+        if active(d.code, d.path) and recorded(d.path) and not noqa.suppresses(d)
     ]
     if options.report_unused_noqa:
-        diagnostics += [d for d in noqa.unused(active, reported) if active(UNUSED_NOQA, d.path) and not noqa.suppresses(d)]
+        diagnostics += [d for d in noqa.unused(active, recorded) if active(UNUSED_NOQA, d.path) and not noqa.suppresses(d)]
     diagnostics = [enrich(override_severity(d, options.severity), text, old, new) for d in diagnostics]
     if partial_run:
         diagnostics = incremental.merged(partial_run, diagnostics)
         incremental.save(store("incremental"), partial_run, diagnostics)
+    diagnostics = [d for d in diagnostics if reported(d.path)]
     _require_loaded(project, old)
     delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
     return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta)
