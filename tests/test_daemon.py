@@ -135,3 +135,17 @@ def test_the_client_imports_nothing_of_the_checker(project) -> None:
                             env=checkout_env(), check=True).stdout
     assert "sglang_contracts.runner" not in loaded and "sglang_contracts.contracts" not in loaded
     assert "sglang_contracts.resident.engine" not in loaded
+
+
+def test_an_idle_daemon_exits_and_takes_its_socket(project) -> None:
+    started = run(project, "daemon", "start", *RELEASES, "--idle-timeout", "1")
+    assert started.returncode == 0, started.stderr
+    args = build_parser().parse_args(["daemon", "status", *RELEASES])
+    _, _, key = client.daemon_key(args, project)
+    path = client.socket_path(args, key)
+    assert path.exists()
+    deadline = time.monotonic() + 30
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not path.exists()
+    assert run(project, "daemon", "status", *RELEASES).returncode == 1
