@@ -57,6 +57,15 @@ def daemon(project):
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    path = _socket_of(project)  # a killed daemon leaves it (in a shared temporary folder)
+    for leftover in (path, path.with_suffix(".log")):
+        leftover.unlink(missing_ok=True)
+
+
+def _socket_of(project: Path) -> Path:
+    args = build_parser().parse_args(["daemon", "status", *RELEASES])
+    _, _, key = client.daemon_key(args, project)
+    return client.socket_path(args, key)
 
 
 def checks_answered(project: Path) -> int:
@@ -140,12 +149,11 @@ def test_the_client_imports_nothing_of_the_checker(project) -> None:
 def test_an_idle_daemon_exits_and_takes_its_socket(project) -> None:
     started = run(project, "daemon", "start", *RELEASES, "--idle-timeout", "1")
     assert started.returncode == 0, started.stderr
-    args = build_parser().parse_args(["daemon", "status", *RELEASES])
-    _, _, key = client.daemon_key(args, project)
-    path = client.socket_path(args, key)
+    path = _socket_of(project)
     assert path.exists()
     deadline = time.monotonic() + 30
     while path.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not path.exists()
     assert run(project, "daemon", "status", *RELEASES).returncode == 1
+    path.with_suffix(".log").unlink(missing_ok=True)
