@@ -152,9 +152,10 @@ class Daemon:
         """`check ARGV` with the run options this daemon was started with."""
         from sglang_contracts.cli import build_parser
 
+        at = self.argv.index("serve")  # `daemon [options] serve [options]`
         own, skip = [], False
-        for part in self.argv:
-            if skip or part in ("daemon", "serve"):
+        for part in [*self.argv[1:at], *self.argv[at + 1:]]:
+            if skip:
                 skip = False
             elif part == "--idle-timeout":
                 skip = True
