@@ -9,6 +9,10 @@ sglang-omni 0.1.9 (a downstream project), each run a fresh process:
   fixed      another file changed so that a finding goes (code2wav.py's SGC102 import fixed)
   warm-dir   both releases read from unpacked wheels (directories), unchanged since the last run
   warm-git   both releases read as tags of a git clone (built here from the wheels), unchanged
+  edited-daemon  the same kind of edit of omni_scheduler.py, `check` handed to a daemon started
+             for the project (`sglang-contracts daemon start`): the client's process start and
+             the daemon's re-check on its resident state; peak memory is the daemon's
+  fixed-daemon   code2wav.py's import fixed, through the daemon
   lsp        `sglang-contracts lsp` over stdio, both files open: the time from an unsaved edit of
              a method body in omni_scheduler.py to that buffer's new diagnostics, the 0.3 s
              debounce included; also the first check, and an import fixed in code2wav.py (a
@@ -121,7 +125,45 @@ def omni_case(scratch: str, rows: list, wheels: Path) -> list:
     by_tag = ("--sglang-repo", str(repo), "--old", f"v{OLD}", "--new", f"v{NEW}")
     run_once(project, disk, by_tag)
     rows.append(("warm-git", *run_once(project, disk, by_tag)))
+    rows.extend(daemon_rows(project, disk))
     rows.append(("lsp", *lsp_recheck(project, disk)))
+    return rows
+
+
+def daemon_rows(project: Path, cache: Path) -> list:
+    """An edit and an import fix checked by `check` processes that hand their run to a daemon."""
+    env = {**os.environ, "SGLANG_CONTRACTS_CACHE": str(cache)}
+    releases = ["--old", OLD, "--new", NEW]
+
+    def daemon(action: str) -> str:
+        return subprocess.run([sys.executable, "-m", "sglang_contracts", "daemon", action, *releases], cwd=project,
+                              env=env, capture_output=True, text=True, check=action != "stop").stdout
+
+    daemon("start")
+    pid = int(daemon("status").split("daemon ")[1].split()[0])
+
+    def peak() -> float:
+        status = Path(f"/proc/{pid}/status").read_text()
+        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
+
+    rows = []
+    try:
+        edited = project / EDITED
+        text = edited.read_text()
+        body = text.index(":\n", text.index("    def __init__(self")) + 2
+        edited.write_text(text[:body] + "        daemon_traced = False  # edited by the benchmark\n" + text[body:])
+        seconds, _, lines = run_once(project, cache)
+        rows.append(("edited-daemon", seconds, peak(), lines))
+        fixed = project / FIXED
+        fixed.write_text(fixed.read_text().replace(BROKEN_IMPORT, FIXED_IMPORT))
+        seconds, _, lines = run_once(project, cache)
+        rows.append(("fixed-daemon", seconds, peak(), lines))
+        fixed.write_text(fixed.read_text().replace(FIXED_IMPORT, BROKEN_IMPORT))
+        edited.write_text(text)
+        if int(daemon("status").rsplit(": ", 1)[1].split()[0]) < 2:  # "N checks, idle for ..."
+            sys.exit("the daemon answered not every check: the figures are of runs in their own process")
+    finally:
+        daemon("stop")
     return rows
 
 
@@ -235,13 +277,13 @@ def sglang_case(scratch: str, wheels: Path) -> list:
 
 def show(title: str, rows: list) -> None:
     print(title)
-    print(f"{'run':<10} {'wall s':>8} {'peak MB':>8} {'diagnostics':>12} {'SGC001':>7}")
+    print(f"{'run':<14} {'wall s':>8} {'peak MB':>8} {'diagnostics':>12} {'SGC001':>7}")
     for name, seconds, peak, lines in rows:
         internal = sum(1 for line in lines if ": SGC001 " in line)
         if name == "lsp":  # re-check latency after typing; its line gives the other two
-            print(f"{name:<10} {seconds:>8.2f} {peak:>8.0f}   {lines[0]}")
+            print(f"{name:<14} {seconds:>8.2f} {peak:>8.0f}   {lines[0]}")
             continue
-        print(f"{name:<10} {seconds:>8.2f} {peak:>8.0f} {len(lines):>12} {internal:>7}")
+        print(f"{name:<14} {seconds:>8.2f} {peak:>8.0f} {len(lines):>12} {internal:>7}")
 
 
 def main() -> None:

@@ -74,6 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
     rebase.add_argument("--sglang-repo", type=Path, help="a local SGLang clone; --old/--new are then git refs")
     rebase.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
 
+    daemon = commands.add_parser("daemon", help="keep the project's check resident, for `check` to hand its work to")
+    daemon.add_argument("action", choices=["start", "stop", "status", "serve"],
+                        help="start one for this project and options, stop it, say whether it runs "
+                             "(serve: be the daemon, in the foreground)")
+    _add_run_options(daemon)
+    daemon.add_argument("--no-cache", action="store_true", help="do not read or write the extraction caches")
+    daemon.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
+    daemon.add_argument("--idle-timeout", type=float, default=3600.0, metavar="SECONDS",
+                        help="exit after this long without a check (default: an hour)")
+
     commands.add_parser("lsp", help="run as a language server on standard input and output (for editors)")
     commands.add_parser("rules", help="list the rule catalog")
     explain = commands.add_parser("explain", help="print one rule's catalog entry")
@@ -136,7 +146,8 @@ def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
     return paths, options
 
 
-def _check(args: argparse.Namespace) -> int:
+def _check(args: argparse.Namespace, check=None) -> int:
+    """`check`: a run in this process, or with `check` (a resident engine's, daemon.py)."""
     from sglang_contracts.infra import progress
     from sglang_contracts.infra.collector import one_run_process
     from sglang_contracts.reporters import REPORTERS
@@ -145,9 +156,10 @@ def _check(args: argparse.Namespace) -> int:
     from sglang_contracts.suppressions import INTERNAL_ERROR
 
     paths, options = _options(args)
-    one_run_process()
+    if check is None:
+        one_run_process()
     with progress.showing(sys.stderr.isatty() and not args.quiet):
-        result = run_check(paths, options)
+        result = (check or run_check)(paths, options)
     if not args.quiet:
         for note in result.notes:
             print(f"sglang-contracts: note: {note}", file=sys.stderr)
@@ -254,9 +266,13 @@ def _explain(code: str) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, check=None, argv: list[str] | None = None) -> int:
     if args.command == "check":
-        return _check(args)
+        return _check(args, check)
+    if args.command == "daemon":
+        from sglang_contracts.resident.daemon import daemon_command
+
+        return daemon_command(args, argv if argv is not None else sys.argv[1:])
     if args.command == "fix":
         return _fix(args)
     if args.command == "rules":
@@ -282,8 +298,19 @@ def main(argv: list[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "check":
+        from sglang_contracts.resident.client import handed_over
+
+        status = handed_over(argv if argv is not None else sys.argv[1:], args)
+        if status is not None:  # the project's daemon ran it (resident/)
+            return status
+    return run_command(args, argv=argv)
+
+
+def run_command(args: argparse.Namespace, check=None, argv: list[str] | None = None) -> int:
+    """The command's exit status, its errors said in one line; `check`: as in _check."""
     try:
-        status = _run(args)
+        status = _run(args, check, argv)
         sys.stdout.flush()  # inside the try: a reader that left shows here, not at interpreter exit
         return status
     except ContractsError as error:

@@ -22,7 +22,8 @@ from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
-from sglang_contracts.project.index import ProjectIndex, build_index
+from sglang_contracts.infra.roots import project_root_for
+from sglang_contracts.project.index import ProjectIndex, build_index, read_python
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
 from sglang_contracts.suppressions import (
@@ -31,6 +32,7 @@ from sglang_contracts.suppressions import (
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 
 if TYPE_CHECKING:
+    from sglang_contracts.patch.stack import PatchStacks
     from sglang_contracts.sources.base import Release
     from sglang_contracts.upstream.delta import UpstreamDelta
 
@@ -77,31 +79,42 @@ class CheckResult:
     replayed_files_with_contracts: int | None = None
 
 
-def project_root_for(paths: list[Path]) -> Path:
-    """The nearest folder at or above the first path with a pyproject.toml, setup.py or .git."""
-    start = paths[0].resolve() if paths else Path.cwd()
-    start = start if _safely(start.is_dir) else start.parent
-    for folder in (start, *start.parents):
-        if any(_safely((folder / marker).exists) for marker in ("pyproject.toml", "setup.py", "setup.cfg", ".git")):
-            return folder
-    return start
+class Fresh:
+    """What a run opens, reads and builds that does not change between edits: here made anew
+    for each run; a resident engine (resident.py) keeps it across the runs of one process."""
+
+    def release(self, spec: str, sglang_repo: Path | None, cache: Path) -> Release:
+        return open_release(spec, sglang_repo=sglang_repo, cache=cache)
+
+    def models(self, root: Path, options: CheckOptions, old: Release, new: Release,
+               store: Callable[[str], JsonCache]) -> tuple[UpstreamModel, UpstreamModel]:
+        """Both releases' models, as the image has them (the project's live patch stack applied)."""
+        old, new = _as_the_image_has_them(_live_stacks(root, options), old, new)
+        return UpstreamModel(old, store("upstream")), UpstreamModel(new, store("upstream"))
+
+    def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache]) -> ProjectIndex:
+        return build_index(root, [root], store("project"), workers=options.workers,
+                           excluded=partial(_excluded, patterns=options.exclude) if options.exclude else None,
+                           read=self.read_python)
+
+    def read_python(self, path: Path) -> tuple[str, str]:
+        """(digest, text) of a project Python file (project/index.py)."""
+        return read_python(path)
+
+    def kept(self, result: CheckResult) -> None:
+        """Called with each computed result: what may be kept for the next run."""
 
 
-def _safely(test: Callable[[], bool]) -> bool:
-    """A file-system test that is False for a name the system cannot even look up (too long,
-    a NUL in it); _run_check then names the path in its error."""
-    try:
-        return test()
-    except (OSError, ValueError):
-        return False
+FRESH = Fresh()
 
 
-def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
+def run_check(paths: list[Path], options: CheckOptions, keep: Fresh = FRESH) -> CheckResult:
+    """`keep`: where what does not change between edits comes from (resident.py keeps it)."""
     with batch_collection():  # a run's objects (facts, records) mostly live until it ends
-        return _run_check(paths, options)
+        return _run_check(paths, options, keep)
 
 
-def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
+def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckResult:
     paths = paths or [Path.cwd()]
     for flag, spec in (("--old", options.old), ("--new", options.new)):
         if spec is not None and not spec.strip():  # as a path, '' would be the current directory
@@ -138,7 +151,8 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     if saved is not None:
         result = _replayed(saved, root, old_spec, options, download_cache, store, pin)
     else:
-        result = _computed(paths, options, root, old_spec, pin, download_cache, store)
+        result = _computed(paths, options, root, old_spec, pin, download_cache, store, keep)
+        keep.kept(result)
         if key:
             runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),
                                         [result.old.release, result.new.release]))
@@ -176,15 +190,30 @@ def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOpt
     return CheckResult(saved.diagnostics, project, old, new, pin=pin, replayed_files_with_contracts=saved.with_contracts)
 
 
-def _as_the_image_has_them(root: Path, options: CheckOptions, *releases: Release) -> list[Release]:
-    """Both releases with the project's live patch stack applied (patch/), so that the names
-    the stack adds upstream resolve. A bug here costs the overlay, not the run: the patch rules
-    then judge the stock trees themselves, inside the error boundary."""
-    from sglang_contracts.patch.release import with_stack_applied
+def _live_stacks(root: Path, options: CheckOptions) -> PatchStacks | None:
+    """The project's live patch stacks (patch/stack.py); None when reading them met a bug,
+    which costs the overlay, not the run: the patch rules then judge the stock trees themselves,
+    inside the error boundary."""
     from sglang_contracts.patch.stack import patch_stacks
 
     try:
-        stacks = patch_stacks(root, options.settings.get("patch-files") or ())
+        return patch_stacks(root, options.settings.get("patch-files") or ())
+    except ContractsError:
+        raise
+    except Exception:
+        if debugging():
+            raise
+        return None
+
+
+def _as_the_image_has_them(stacks: PatchStacks | None, *releases: Release) -> list[Release]:
+    """The releases with the project's live patch stacks applied (patch/), so that the names
+    the stack adds upstream resolve; a bug here costs the overlay, as in _live_stacks."""
+    from sglang_contracts.patch.release import with_stack_applied
+
+    if stacks is None:
+        return list(releases)
+    try:
         return [with_stack_applied(release, stacks) for release in releases]
     except ContractsError:
         raise
@@ -195,7 +224,7 @@ def _as_the_image_has_them(root: Path, options: CheckOptions, *releases: Release
 
 
 def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: ProjectPin | None,
-              download_cache: Path, store: Callable[[str], JsonCache]) -> CheckResult:
+              download_cache: Path, store: Callable[[str], JsonCache], keep: Fresh) -> CheckResult:
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
     from sglang_contracts import incremental
     from sglang_contracts.catalog import load_catalog
@@ -205,28 +234,23 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
 
     # Downloading the releases (on a first run) overlaps with parsing the project (a process pool).
     with ThreadPoolExecutor(max_workers=3) as threads:
-        opening = [
-            threads.submit(open_release, spec, sglang_repo=options.sglang_repo, cache=download_cache)
-            for spec in (old_spec, options.new)
-        ]
+        opening = [threads.submit(keep.release, spec, options.sglang_repo, download_cache)
+                   for spec in (old_spec, options.new)]
         # The whole project is indexed even when a few files are named (pre-commit passes file
         # names): a named file may depend on upstream names through the project's own modules.
-        indexing = threads.submit(
-            build_index, root, [root], store("project"), workers=options.workers,
-            excluded=partial(_excluded, patterns=options.exclude) if options.exclude else None,
-        )
+        indexing = threads.submit(keep.index, root, options, store)
         old_release, new_release = (future.result() for future in opening)
         project = indexing.result()
-    old_release, new_release = _as_the_image_has_them(root, options, old_release, new_release)
-    old = UpstreamModel(old_release, store("upstream"))
-    new = UpstreamModel(new_release, store("upstream"))
+    old, new = keep.models(root, options, old_release, new_release, store)
     prefetch(project, [old, new], workers=options.workers)
     wanted = [path.resolve() for path in paths]
 
     # The checks judge what runs on the target release: not branches for other SGLang versions,
     # nor import fallbacks it never takes (project/gates.py).
     released = for_release(project, new)
-    salt = (replay.inputs_key(root, paths, options, old_spec, lambda name: not name.endswith(".py"))
+    # The record holds every file's findings, whatever paths were named (a pre-commit run names
+    # the staged files): the next run, whichever files it names, reuses it.
+    salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"))
             if options.use_cache and options.replay else None)
     partial_run = incremental.plan(store("incremental"), salt, released) if salt else None
     context = CheckContext(project=incremental.checked_project(released, partial_run) if partial_run else released,
@@ -237,8 +261,11 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
                      per_file_ignores=options.per_file_ignores)
     codes = [code for code in CHECKS if code in catalog and active(code, "")]
 
+    def recorded(relpath: str) -> bool:
+        return not _excluded(relpath, options.exclude)
+
     def reported(relpath: str) -> bool:
-        return _under_any(root / relpath, wanted) and not _excluded(relpath, options.exclude)
+        return _under_any(root / relpath, wanted) and recorded(relpath)
 
     text = ProjectText(root)
     noqa = NoqaIndex(project.files, text)
@@ -251,14 +278,15 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     found.update(problem_diagnostics(problems, root))
     diagnostics = [
         d for d in sorted(found, key=Diagnostic.sort_key)
-        if active(d.code, d.path) and reported(d.path) and not noqa.suppresses(d)
+        if active(d.code, d.path) and recorded(d.path) and not noqa.suppresses(d)
     ]
     if options.report_unused_noqa:
-        diagnostics += [d for d in noqa.unused(active, reported) if active(UNUSED_NOQA, d.path) and not noqa.suppresses(d)]
+        diagnostics += [d for d in noqa.unused(active, recorded) if active(UNUSED_NOQA, d.path) and not noqa.suppresses(d)]
     diagnostics = [enrich(override_severity(d, options.severity), text, old, new) for d in diagnostics]
     if partial_run:
         diagnostics = incremental.merged(partial_run, diagnostics)
         incremental.save(store("incremental"), partial_run, diagnostics)
+    diagnostics = [d for d in diagnostics if reported(d.path)]
     _require_loaded(project, old)
     delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
     return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta)

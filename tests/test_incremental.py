@@ -68,6 +68,21 @@ def test_an_edit_recomputes_that_file_and_its_importers(fixture_project, plans) 
         d.line + (d.line >= 5) for d in first.diagnostics if d.path == "demo_omni/layers.py"]
 
 
+def test_runs_that_name_other_files_reuse_each_others_findings(fixture_project, plans) -> None:
+    """A pre-commit run names the staged files: the record holds every file's findings, so the
+    next run, whichever files it names, recomputes only what changed."""
+    project, options = fixture_project
+    run_check([project / "demo_omni" / "layers.py"], options)
+    assert plans[-1].full
+    edit(project / "demo_omni" / "layers.py", "from sglang.srt.layers.quantization import",
+         "# quantization helpers\nfrom sglang.srt.layers.quantization import")
+    named = [project / "demo_omni" / "layers.py", project / "demo_omni" / "model_patch.py"]
+    result = run_check(named, options)
+    assert plans[-1].recomputed == {"demo_omni/layers.py"}
+    assert findings(result) == findings(run_check(named, dataclasses.replace(options, replay=False)))
+    assert {d.path for d in result.diagnostics} == {"demo_omni/layers.py", "demo_omni/model_patch.py"}
+
+
 def test_a_reexport_module_rechecks_its_importers(fixture_project, plans) -> None:
     project, options = fixture_project
     run_check([project], options)

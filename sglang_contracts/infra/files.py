@@ -75,10 +75,15 @@ def any_unsaved() -> bool:
     return bool(_UNSAVED)
 
 
+def unsaved_buffer(path: Path | str) -> bytes | None:
+    """The unsaved editor buffer read in place of this file (`unsaved_buffers`), if any."""
+    return _UNSAVED.get(os.fspath(path)) if _UNSAVED else None
+
+
 def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES) -> bytes:
     """The bytes of a regular file (a link is followed to one) of at most `limit` bytes, or of
     its unsaved editor buffer (`unsaved_buffers`)."""
-    if _UNSAVED and (buffer := _UNSAVED.get(os.fspath(path))) is not None:
+    if (buffer := unsaved_buffer(path)) is not None:
         if len(buffer) > limit:
             raise Unreadable(f"{describe_size(len(buffer))}, over the {describe_size(limit)} this tool reads")
         return buffer

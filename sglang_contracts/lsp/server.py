@@ -2,8 +2,9 @@
 
 Every check is of the whole workspace, as `sglang-contracts check` run in its root would do
 (its `[tool.sglang-contracts]`, read again each time), with the text of open Python buffers in
-place of their files, and reuses the last check's findings for every file the edit cannot
-change (incremental.py). Checks run one at a time in a worker thread: a file opened or saved
+place of their files, on the resident engine (resident/engine.py: the releases, their models
+and the project's unchanged files stay loaded between checks), and reuses the last check's
+findings for every file the edit cannot change (incremental.py). Checks run one at a time in a worker thread: a file opened or saved
 is checked at once, typing is checked once it pauses (DEBOUNCE_SECONDS). A check that cannot
 run (no release given, a release that does not exist, no network) is one message to the user,
 repeated only when the reason changes, never a restart loop.
@@ -55,6 +56,14 @@ class ContractsServer(LanguageServer):
         self._running = False
         self._again = False
         self._warmed = False  # a check was computed (not replayed) in this process
+        self._engine: Any = None  # the resident engine every check runs on (made on first use)
+
+    def engine(self) -> Any:
+        if self._engine is None:
+            from sglang_contracts.resident.engine import ResidentEngine
+
+            self._engine = ResidentEngine()
+        return self._engine
 
     # -- scheduling ---------------------------------------------------------------------------
 
@@ -112,7 +121,6 @@ class ContractsServer(LanguageServer):
     def _run(self, buffers: dict[str, bytes]) -> dict[str, list[types.Diagnostic]] | str:
         """uri -> diagnostics of every file with findings, or why the check could not run."""
         from sglang_contracts.cli import _options, build_parser
-        from sglang_contracts.runner import run_check
 
         argv = ["check"]
         for key, flag in RELEASE_OPTIONS.items():
@@ -121,7 +129,7 @@ class ContractsServer(LanguageServer):
         try:
             paths, options = _options(build_parser().parse_args(argv))
             with unsaved_buffers(buffers):
-                result = run_check(paths, options)
+                result = self.engine().check(paths, options)
         except ContractsError as error:
             return str(error)
         except SystemExit:  # argparse refused a setting
@@ -158,12 +166,10 @@ class ContractsServer(LanguageServer):
         result = self.last_result
         if result is None or result.replayed_files_with_contracts is None:
             return result
-        from sglang_contracts.runner import run_check
-
         paths, options, buffers = self.last_run
         try:
             with unsaved_buffers(buffers):
-                self.last_result = run_check(paths, dataclasses.replace(options, replay=False))
+                self.last_result = self.engine().check(paths, dataclasses.replace(options, replay=False))
         except Exception:  # noqa: BLE001 - no quick fix is better than a server that stops answering
             log.exception("check for code actions failed")
             return None

@@ -198,8 +198,16 @@ def _facts_key(relpath: str, module: str, content: str, packages: tuple[str, ...
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def read_python(path: Path) -> tuple[str, str]:
+    """(SHA-256 of a project Python file's bytes, its text decoded); raises Unreadable."""
+    data = read_limited(path, MAX_PYTHON_BYTES)
+    return hashlib.sha256(data).hexdigest(), pysource.decode_source(data)
+
+
 def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None,
-                excluded: Callable[[str], bool] | None = None) -> ProjectIndex:
+                excluded: Callable[[str], bool] | None = None,
+                read: Callable[[Path], tuple[str, str]] = read_python) -> ProjectIndex:
+    """`read`: how a file is read (read_python; a resident engine's keeps the unchanged ones)."""
     index = ProjectIndex(root=root, cache=cache)
     texts: dict[str, tuple[str, str]] = {}  # relpath -> (module, content digest)
     for path in discover(root, paths, excluded):
@@ -208,16 +216,15 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
         except ValueError:
             relpath = path.as_posix()
         try:
-            data = read_limited(path, MAX_PYTHON_BYTES)
+            # Only the decoded text and a digest are kept: the bytes of a large project's files
+            # would otherwise stay in memory all run long.
+            digest, text = read(path)
         except Unreadable as unreadable:  # its contracts are lost: said, never silently
             index.problems.append(Problem(relpath, 1, 1, "reading the file", unreadable.reason, internal=False))
             continue
-        # Only the decoded text and a digest are kept: the bytes of a large project's files
-        # would otherwise stay in memory all run long.
-        digest = hashlib.sha256(data).hexdigest()
         texts[relpath] = (module_name_for(relpath), digest)
         index.digests[relpath] = digest
-        index.texts[relpath] = pysource.decode_source(data)
+        index.texts[relpath] = text
     index.scanned = len(texts)
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))

@@ -1,0 +1,115 @@
+"""The thin side of the daemon: `check` hands its work to a daemon started for the project
+(daemon.py), and runs it in its own process when there is none, or it is dead, busy or stale.
+
+It imports nothing of the checker (only the standard library, the command line's parser and
+the project-root and cache-folder lookups), so that a `check` the daemon answers costs a Python
+start and a round trip. One daemon serves one project root with one set of run options: its
+socket is named by a digest of them (`daemon_key`), in the cache folder.
+"""
+
+from __future__ import annotations
+
+import _socket  # socket.py's own imports (selectors) cost more than the round trip
+import argparse
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from sglang_contracts.infra.roots import project_root_for
+
+# The options a daemon is started with and a `check` must share to be handed to it; the
+# others (the format, --exit-zero, --baseline, the paths...) are the request's own.
+KEY_OPTIONS = ("old", "new", "sglang_repo", "config", "select", "ignore", "no_cache", "cache_dir")
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+SOCKET_PATH_MAX = 100  # AF_UNIX paths are limited to 107 bytes
+BUSY, STALE = "busy", "stale"
+
+
+def cache_folder(args: argparse.Namespace) -> Path:
+    from sglang_contracts.infra.cache import cache_root
+
+    return (args.cache_dir or cache_root()).expanduser().resolve()
+
+
+def daemon_key(args: argparse.Namespace, cwd: Path) -> tuple[Path, str, str]:
+    """(the project root, what its daemon serves, the digest of that naming its socket) for a
+    `check` or `daemon` command line: the root, the run options, this installation of the
+    tool, the debug switch. The daemon refuses a request whose identity is not its own."""
+    paths = [path if path.is_absolute() else cwd / path for path in args.paths]
+    root = project_root_for(paths or [cwd])
+    options = {}
+    for name in KEY_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, Path):
+            value = str(value if value.is_absolute() else (cwd / value).resolve())
+        options[name] = value
+    options["cache_dir"] = str(cache_folder(args))
+    identity = json.dumps({"root": str(root), "options": options, "tool": str(PACKAGE_DIR),
+                           "debug": bool(os.environ.get("SGLANG_CONTRACTS_DEBUG"))}, sort_keys=True)
+    return root, identity, hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+
+
+def socket_path(args: argparse.Namespace, key: str) -> Path:
+    """The daemon's socket: in the cache folder, or a private temporary one when that path
+    would be too long for a Unix socket."""
+    folder = cache_folder(args) / "daemons"
+    if len(str(folder / f"{key}.sock")) > SOCKET_PATH_MAX:
+        import tempfile
+
+        folder = Path(tempfile.gettempdir()) / f"sglang-contracts-{os.getuid()}"
+    return folder / f"{key}.sock"
+
+
+def private(folder: Path) -> bool:
+    """Whether a socket folder is this user's alone (a temporary folder is shared)."""
+    try:
+        status = folder.stat()
+    except OSError:
+        return False
+    return status.st_uid == os.getuid() and not status.st_mode & 0o077
+
+
+def ask(path: Path, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any] | None:
+    """The daemon's answer to one request, or None when no daemon answers (no socket, a dead
+    one, a connection that ends before the answer)."""
+    try:
+        connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            connection.settimeout(5.0)
+            connection.connect(str(path))
+            connection.settimeout(timeout)
+            connection.sendall(json.dumps(request).encode("utf-8", "surrogateescape") + b"\n")
+            connection.shutdown(_socket.SHUT_WR)
+            chunks = []
+            while chunk := connection.recv(1 << 16):
+                chunks.append(chunk)
+        finally:
+            connection.close()
+        return json.loads(b"".join(chunks).decode("utf-8", "surrogateescape"))
+    except (OSError, ValueError):  # refused: a daemon that died, its socket left (the next start replaces it)
+        return None
+
+
+def handed_over(argv: list[str], args: argparse.Namespace) -> int | None:
+    """Run `check` on the project's daemon: its exit status, with its output written here;
+    None when no daemon took it (then the caller runs it in this process)."""
+    if os.environ.get("SGLANG_CONTRACTS_NO_DAEMON"):
+        return None
+    cwd = Path.cwd()
+    try:
+        _, identity, key = daemon_key(args, cwd)
+    except (OSError, ValueError, RuntimeError):
+        return None
+    path = socket_path(args, key)
+    if not path.exists() or not private(path.parent):
+        return None
+    answer = ask(path, {"check": argv, "identity": identity, "cwd": str(cwd), "tty": sys.stdout.isatty(),
+                        "no_color": bool(os.environ.get("NO_COLOR"))})
+    if not answer or answer.get("refused") or not isinstance(answer.get("status"), int):
+        return None  # busy, stale, or no answer at all
+    sys.stdout.write(answer.get("stdout", ""))
+    sys.stderr.write(answer.get("stderr", ""))
+    return answer["status"]

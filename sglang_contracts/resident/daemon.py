@@ -1,0 +1,233 @@
+"""`sglang-contracts daemon start|stop|status`: a process that keeps a project's check resident
+(engine.py) and answers the `check` runs handed to it (client.py) on a Unix socket.
+
+One request at a time: a `check` that finds the daemon busy with another is told so at once
+and runs in its own process (the findings and the exit status are the same either way, since
+both run cli.run_command). Each request is a whole `check` run on the engine, which re-reads
+the configuration and re-stats the project as any run does, so no stale tree is ever served;
+and the daemon stops (answering `stale`) when this tool's own files change under it. It exits
+after `--idle-timeout` seconds without a request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from sglang_contracts.resident.client import BUSY, PACKAGE_DIR, STALE, ask, daemon_key, private, socket_path
+
+IDLE_TIMEOUT = 3600.0
+START_TIMEOUT = 600.0  # the first check of a fresh cache downloads and extracts both releases
+
+
+def daemon_command(args: argparse.Namespace, argv: list[str]) -> int:
+    """start, stop, status (and serve: the daemon itself, which start runs detached)."""
+    root, identity, key = daemon_key(args, Path.cwd())
+    path = socket_path(args, key)
+    if args.action == "serve":
+        return Daemon(argv, root, identity, path, args.idle_timeout).serve()
+    answer = ask(path, {"status": True}, timeout=5.0)
+    if args.action == "status":
+        if answer is None:
+            print(f"sglang-contracts: no daemon for {root} with these options")
+            return 1
+        print(f"sglang-contracts: daemon {answer['pid']} for {root}: {answer['runs']} checks, "
+              f"idle for {answer['idle']:.0f} s of {answer['idle_timeout']:.0f} s")
+        return 0
+    if args.action == "stop":
+        if answer is None:
+            print(f"sglang-contracts: no daemon for {root} with these options")
+            return 1
+        ask(path, {"stop": True}, timeout=5.0)
+        print(f"sglang-contracts: daemon {answer['pid']} stopped")
+        return 0
+    if answer is not None:
+        print(f"sglang-contracts: daemon {answer['pid']} already runs for {root}")
+        return 0
+    return _start(argv, path, root)
+
+
+def _start(argv: list[str], path: Path, root: Path) -> int:
+    """Run `daemon serve` detached and wait until it answers (after its first check)."""
+    at = argv.index("start")
+    serve = [sys.executable, "-m", "sglang_contracts", *argv[:at], "serve", *argv[at + 1:]]
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log = path.with_suffix(".log")
+    with open(log, "ab") as output:
+        process = subprocess.Popen(serve, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+                                   start_new_session=True)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            print(f"sglang-contracts: error: the daemon exited ({process.returncode}); see {log}", file=sys.stderr)
+            return 2
+        answer = ask(path, {"status": True}, timeout=5.0)
+        if answer is not None:
+            print(f"sglang-contracts: daemon {answer['pid']} started for {root}")
+            return 0
+        time.sleep(0.1)
+    print(f"sglang-contracts: error: the daemon did not answer in {START_TIMEOUT:.0f} s; see {log}", file=sys.stderr)
+    return 2
+
+
+def _code_stamps() -> dict[str, tuple[int, int]]:
+    """Size and modification time of every file of this tool's code and catalog."""
+    stamps = {}
+    for folder in (PACKAGE_DIR, PACKAGE_DIR.parent / "rules"):
+        for path in folder.rglob("*"):
+            if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts:
+                status = path.stat()
+                stamps[str(path)] = (status.st_size, status.st_mtime_ns)
+    return stamps
+
+
+class _Terminal(io.StringIO):
+    """Standard output as the client has it: a terminal or not (colours, the summary line)."""
+
+    def __init__(self, terminal: bool) -> None:
+        super().__init__()
+        self._terminal = terminal
+
+    def isatty(self) -> bool:
+        return self._terminal
+
+
+class Daemon:
+    def __init__(self, argv: list[str], root: Path, identity: str, path: Path, idle_timeout: float) -> None:
+        from sglang_contracts.resident.engine import ResidentEngine
+
+        self.argv, self.root, self.identity, self.path = argv, root, identity, path
+        self.engine = ResidentEngine()
+        self.idle_timeout = idle_timeout
+        self.busy = threading.Lock()
+        self.last = time.monotonic()
+        self.runs = 0
+        self.stopping = threading.Event()
+        self.code = _code_stamps()
+
+    def serve(self) -> int:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not private(self.path.parent):
+            print(f"sglang-contracts: error: {self.path.parent} is not this user's alone", file=sys.stderr)
+            return 2
+        self._warm_up()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            listener.bind(str(self.path))  # in a folder only this user can enter
+            listener.listen(8)
+            listener.settimeout(1.0)
+            try:
+                while not self.stopping.is_set():
+                    try:
+                        connection, _ = listener.accept()
+                    except socket.timeout:
+                        if not self.busy.locked() and time.monotonic() - self.last > self.idle_timeout:
+                            break
+                        continue
+                    threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
+        return 0
+
+    def _warm_up(self) -> None:
+        """The first check, before the socket exists: a `check` meanwhile runs on its own."""
+        from sglang_contracts.cli import run_command
+
+        with self._as_client(False, None):
+            run_command(self._check_args(["check", "--exit-zero", "-q"]), check=self.engine.check)
+
+    def _check_args(self, argv: list[str]) -> argparse.Namespace:
+        """`check ARGV` with the run options this daemon was started with."""
+        from sglang_contracts.cli import build_parser
+
+        at = self.argv.index("serve")  # `daemon [options] serve [options]`
+        own, skip = [], False
+        for part in [*self.argv[1:at], *self.argv[at + 1:]]:
+            if skip:
+                skip = False
+            elif part == "--idle-timeout":
+                skip = True
+            elif not part.startswith("--idle-timeout="):
+                own.append(part)
+        return build_parser().parse_args([*argv, *own])
+
+    @contextlib.contextmanager
+    def _as_client(self, terminal: bool, no_color: bool | None):
+        """Standard output and error captured, NO_COLOR as the client has it."""
+        saved_color = os.environ.get("NO_COLOR")
+        if no_color is not None:
+            os.environ.pop("NO_COLOR", None)
+            if no_color:
+                os.environ["NO_COLOR"] = "1"
+        out, err = _Terminal(terminal), _Terminal(False)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                yield out, err
+        finally:
+            os.environ.pop("NO_COLOR", None)
+            if saved_color is not None:
+                os.environ["NO_COLOR"] = saved_color
+
+    def _answer(self, connection: socket.socket) -> None:
+        with connection:
+            try:
+                connection.settimeout(10.0)
+                data = b""
+                while chunk := connection.recv(1 << 16):
+                    data += chunk
+                request = json.loads(data.decode("utf-8", "surrogateescape"))
+                connection.settimeout(None)
+                answer = self._handle(request)
+                connection.sendall(json.dumps(answer).encode("utf-8", "surrogateescape"))
+            except (OSError, ValueError):
+                return  # the client left, or sent nothing readable: it runs the check itself
+
+    def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("status"):
+            return {"pid": os.getpid(), "root": str(self.root), "runs": self.runs,
+                    "idle": time.monotonic() - self.last, "idle_timeout": self.idle_timeout}
+        if request.get("stop"):
+            self.stopping.set()
+            return {"stopped": True}
+        if request.get("identity") != self.identity:
+            return {"refused": "another project or other options"}
+        if _code_stamps() != self.code:  # this tool was changed or reinstalled: its successor answers
+            self.stopping.set()
+            return {"refused": STALE}
+        if not self.busy.acquire(blocking=False):
+            return {"refused": BUSY}
+        try:
+            return self._check(request)
+        finally:
+            self.last = time.monotonic()
+            self.busy.release()
+
+    def _check(self, request: dict[str, Any]) -> dict[str, Any]:
+        from sglang_contracts.cli import build_parser, run_command
+
+        argv = [str(part) for part in request["check"]]
+        cwd = os.getcwd()
+        try:
+            os.chdir(request["cwd"])
+            args = build_parser().parse_args(argv)
+        except (OSError, SystemExit):
+            return {"refused": "cannot run this command line here"}
+        try:
+            with self._as_client(bool(request.get("tty")), bool(request.get("no_color"))) as (out, err):
+                status = run_command(args, check=self.engine.check)
+        finally:
+            os.chdir(cwd)
+        self.runs += 1
+        return {"status": status, "stdout": out.getvalue(), "stderr": err.getvalue()}

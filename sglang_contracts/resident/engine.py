@@ -1,0 +1,124 @@
+"""A resident engine: the runs of one process (the language server, the daemon) share what
+does not change between edits, and each run gives the findings a fresh process would.
+
+Kept, each under a key of everything that would change it:
+- the opened releases, by their spec, clone, cache folder and content (sources.content_identity:
+  a version's name, a ref's commit, a directory's files by path, size and time); one whose
+  content cannot be told is opened for each run;
+- both releases' UpstreamModels, with every memo they fill (modules loaded, resolutions, class
+  orders, members, body lines, whole-release searches), by the releases kept, the cache folder
+  and the project's live patch stacks (by content); a pair that met a module it could not read
+  or analyse is not kept, since such a module is reported at the project's imports of it and a
+  fresh run reports only the modules it reaches;
+- each project Python file's digest and decoded text, by its size, modification and change
+  times, inode and device; an editor's unsaved buffer is read in every run;
+- decoded cache records (project facts, upstream records), by their file's size and time
+  (infra.cache.remember_records); the catalog and the rules, imported once.
+
+Everything else, the plan of which files to recompute among them (incremental.py) included,
+is the ordinary run's (runner.run_check with this engine as its `keep`), so that the findings
+are those of a fresh run: tests/test_resident.py compares them, on the fixture project and on
+real sglang-omni edits. This tool's own code is in no key: a process runs one version of it
+(the daemon exits when its files change).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import Callable
+
+from sglang_contracts.infra.cache import JsonCache, remember_records
+from sglang_contracts.infra.files import unsaved_buffer
+from sglang_contracts.project.index import read_python
+from sglang_contracts.runner import CheckOptions, CheckResult, Fresh, _as_the_image_has_them, _live_stacks, run_check
+from sglang_contracts.sources import content_identity
+from sglang_contracts.sources.base import Release
+from sglang_contracts.upstream.model import LoadStats, UpstreamModel
+
+Stamp = tuple[int, int, int, int, int]
+
+
+class ResidentEngine(Fresh):
+    """`check(paths, options)`: run_check on what the earlier runs of this process kept."""
+
+    def __init__(self) -> None:
+        remember_records()
+        self._lock = threading.Lock()  # one run at a time: the kept state changes during a run
+        self._releases: dict[tuple, Release] = {}
+        self._models: dict[tuple, tuple[UpstreamModel, UpstreamModel]] = {}
+        self._files: dict[str, tuple[Stamp, str, str]] = {}  # path -> (stat, digest, text)
+        # This run's: the releases it asked for, the files it read, the models it was given.
+        self._asked: set[tuple] = set()
+        self._read: set[str] = set()
+        self._given: tuple[tuple, tuple[UpstreamModel, UpstreamModel]] | None = None
+        self.runs = 0  # computed runs (for tests and logs)
+
+    def check(self, paths: list[Path], options: CheckOptions) -> CheckResult:
+        with self._lock:
+            self._asked, self._read, self._given = set(), set(), None
+            return run_check(paths, options, keep=self)
+
+    # -- what runner.run_check asks its `keep` for ---------------------------------------------
+
+    def release(self, spec: str, sglang_repo: Path | None, cache: Path) -> Release:
+        identity = content_identity(spec, sglang_repo)
+        if identity is None:  # nothing tells its content: opened (or its error said) as in any run
+            return super().release(spec, sglang_repo, cache)
+        key = (spec, str(sglang_repo), str(cache), identity)
+        self._asked.add(key)
+        release = self._releases.get(key)
+        if release is None:
+            release = self._releases[key] = super().release(spec, sglang_repo, cache)
+        return release
+
+    def models(self, root: Path, options: CheckOptions, old: Release, new: Release,
+               store: Callable[[str], JsonCache]) -> tuple[UpstreamModel, UpstreamModel]:
+        stacks = _live_stacks(root, options)
+        kept = {id(release) for release in self._releases.values()}
+        if stacks is None or id(old) not in kept or id(new) not in kept:
+            return super().models(root, options, old, new, store)
+        upstream = store("upstream")
+        stacked = hashlib.sha256(repr(stacks).encode("utf-8", "surrogateescape")).hexdigest()
+        key = (id(old), id(new), str(upstream.folder), stacked)
+        pair = self._models.get(key)
+        if pair is None:
+            patched_old, patched_new = _as_the_image_has_them(stacks, old, new)
+            pair = (UpstreamModel(patched_old, upstream), UpstreamModel(patched_new, upstream))
+        for model in pair:
+            model.stats = LoadStats()  # what this run loaded, for `-v`
+        self._given = (key, pair)
+        return pair
+
+    def read_python(self, path: Path) -> tuple[str, str]:
+        name = os.fspath(path)
+        if unsaved_buffer(name) is not None:
+            return read_python(path)
+        try:
+            status = os.stat(name)
+        except (OSError, ValueError):
+            return read_python(path)  # which says why it cannot be read
+        stamp = (status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino, status.st_dev)
+        self._read.add(name)
+        kept = self._files.get(name)
+        if kept is not None and kept[0] == stamp:
+            return kept[1], kept[2]
+        digest, text = read_python(path)
+        self._files[name] = (stamp, digest, text)
+        return digest, text
+
+    def kept(self, result: CheckResult) -> None:
+        """Only what this run used stays: a process checks one project at a time."""
+        self.runs += 1
+        for key in self._releases.keys() - self._asked:
+            del self._releases[key]
+        for name in self._files.keys() - self._read:
+            del self._files[name]
+        self._models = {}
+        if self._given is not None:
+            key, pair = self._given
+            kept = {id(release) for release in self._releases.values()}
+            if key[0] in kept and key[1] in kept and not any(model.problems() for model in pair):
+                self._models[key] = pair

@@ -1,0 +1,159 @@
+"""`sglang-contracts daemon`: `check` hands its run to the project's daemon and gets the same
+output and exit status as a run in its own process; a dead, busy or stale daemon, or none, and
+the check runs in its own process, with no difference."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import NEW, OLD, PROJECT, checkout_env
+from sglang_contracts.cli import build_parser
+from sglang_contracts.resident import client
+from sglang_contracts.resident.daemon import Daemon
+
+RELEASES = ["--old", str(OLD), "--new", str(NEW)]
+
+
+def run(project: Path, *argv: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sglang_contracts", *argv], cwd=project, capture_output=True,
+                          text=True, env=checkout_env(**env), timeout=300)
+
+
+def in_own_process(project: Path, *argv: str) -> subprocess.CompletedProcess:
+    return run(project, *argv, SGLANG_CONTRACTS_NO_DAEMON="1")
+
+
+def same(one: subprocess.CompletedProcess, other: subprocess.CompletedProcess) -> bool:
+    return (one.returncode, one.stdout, one.stderr) == (other.returncode, other.stdout, other.stderr)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT, root)
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "cache"))
+    return root
+
+
+@pytest.fixture
+def daemon(project):
+    """A daemon for the project, started as a user starts it; stopped (or killed) after."""
+    started = run(project, "daemon", "start", *RELEASES, "--idle-timeout", "120")
+    assert started.returncode == 0, started.stderr
+    status = run(project, "daemon", "status", *RELEASES)
+    assert status.returncode == 0
+    pid = int(status.stdout.split("daemon ")[1].split()[0])
+    yield pid
+    run(project, "daemon", "stop", *RELEASES)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    path = _socket_of(project)  # a killed daemon leaves it (in a shared temporary folder)
+    for leftover in (path, path.with_suffix(".log")):
+        leftover.unlink(missing_ok=True)
+
+
+def _socket_of(project: Path) -> Path:
+    args = build_parser().parse_args(["daemon", "status", *RELEASES])
+    _, _, key = client.daemon_key(args, project)
+    return client.socket_path(args, key)
+
+
+def checks_answered(project: Path) -> int:
+    status = run(project, "daemon", "status", *RELEASES)
+    return int(status.stdout.split(": ")[2].split()[0])
+
+
+def test_check_is_answered_by_the_daemon_as_by_its_own_process(project, daemon) -> None:
+    for argv in (["check", *RELEASES], ["check", *RELEASES, "--format", "json"],
+                 ["check", *RELEASES, "demo_omni/layers.py", "--statistics"]):
+        by_daemon = run(project, *argv)
+        assert same(by_daemon, in_own_process(project, *argv)), argv
+    assert by_daemon.returncode == 1 and "SGC102" in by_daemon.stdout
+    assert checks_answered(project) == 3
+    # An edit: the daemon's next answer is the edited tree's, never the one it has in memory.
+    layers = project / "demo_omni" / "layers.py"
+    layers.write_text(layers.read_text().replace("from sglang.srt.layers.quantization import",
+                                                 "# quantization helpers\nfrom sglang.srt.layers.quantization import", 1))
+    edited = run(project, "check", *RELEASES)
+    assert same(edited, in_own_process(project, "check", *RELEASES)) and edited.stdout != by_daemon.stdout
+    assert checks_answered(project) == 4
+    # Other options than the daemon's: not handed over (a daemon serves one set of options).
+    other = run(project, "check", "--old", str(OLD), "--new", str(OLD))
+    assert same(other, in_own_process(project, "check", "--old", str(OLD), "--new", str(OLD)))
+    assert checks_answered(project) == 4
+
+
+def test_a_dead_daemon_is_no_difference(project, daemon) -> None:
+    os.kill(daemon, signal.SIGKILL)
+    time.sleep(0.2)
+    fallback = run(project, "check", *RELEASES)
+    assert same(fallback, in_own_process(project, "check", *RELEASES)) and fallback.returncode == 1
+    assert run(project, "daemon", "status", *RELEASES).returncode == 1
+
+
+def test_a_usage_error_is_the_same_through_the_daemon(project, daemon) -> None:
+    argv = ["check", *RELEASES, "no-such-file.py"]
+    by_daemon = run(project, *argv)
+    assert same(by_daemon, in_own_process(project, *argv)) and by_daemon.returncode == 2
+    assert checks_answered(project) == 1
+
+
+def _daemon_in_process(project: Path) -> Daemon:
+    argv = ["daemon", "serve", *RELEASES]
+    args = build_parser().parse_args(argv)
+    root, identity, key = client.daemon_key(args, project)
+    daemon = object.__new__(Daemon)  # no engine: these requests never reach one
+    daemon.argv, daemon.root, daemon.identity, daemon.runs = argv, root, identity, 0
+    daemon.idle_timeout, daemon.last = 60.0, time.monotonic()
+    import threading
+
+    daemon.busy, daemon.stopping = threading.Lock(), threading.Event()
+    from sglang_contracts.resident.daemon import _code_stamps
+
+    daemon.code = _code_stamps()
+    return daemon
+
+
+def test_a_busy_stale_or_foreign_daemon_refuses_and_the_client_runs_the_check_itself(project) -> None:
+    daemon = _daemon_in_process(project)
+    request = {"check": ["check", *RELEASES], "identity": daemon.identity, "cwd": str(project)}
+    with daemon.busy:  # another check is running
+        assert daemon._handle(request) == {"refused": client.BUSY}
+    assert daemon._handle({**request, "identity": "another"})["refused"]
+    daemon.code = {}  # this tool's files changed since the daemon started
+    assert daemon._handle(request) == {"refused": client.STALE}
+    assert daemon.stopping.is_set()
+
+
+def test_the_client_imports_nothing_of_the_checker(project) -> None:
+    """A `check` the daemon answers costs a Python start and a round trip: no runner, no rule."""
+    code = ("import sys; from sglang_contracts.cli import build_parser; from sglang_contracts.resident import client; "
+            "client.handed_over(['check'], build_parser().parse_args(['check'])); "
+            "print(sorted(m for m in sys.modules if m.startswith('sglang_contracts')))")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True,
+                            env=checkout_env(), check=True).stdout
+    assert "sglang_contracts.runner" not in loaded and "sglang_contracts.contracts" not in loaded
+    assert "sglang_contracts.resident.engine" not in loaded
+
+
+def test_an_idle_daemon_exits_and_takes_its_socket(project) -> None:
+    started = run(project, "daemon", "start", *RELEASES, "--idle-timeout", "1")
+    assert started.returncode == 0, started.stderr
+    path = _socket_of(project)
+    assert path.exists()
+    deadline = time.monotonic() + 30
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not path.exists()
+    assert run(project, "daemon", "status", *RELEASES).returncode == 1
+    path.with_suffix(".log").unlink(missing_ok=True)

@@ -1,0 +1,169 @@
+"""The resident engine (resident/engine.py): runs on the state earlier runs of the process kept
+give the findings of a fresh full run, and reopen nothing that did not change."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import NEW, OLD, PROJECT
+from downloads import download_sdist
+from sglang_contracts import runner
+from sglang_contracts.infra.files import unsaved_buffers
+from sglang_contracts.resident.engine import ResidentEngine
+from sglang_contracts.runner import CheckOptions, run_check
+
+
+def findings(result) -> list[dict]:
+    return [d.to_json() for d in result.diagnostics]
+
+
+def fresh_findings(project: Path, options: CheckOptions, cache: Path) -> list[dict]:
+    """A full run in a process state of its own: nothing replayed or reused, its own cache."""
+    return findings(run_check([project], dataclasses.replace(options, replay=False, cache_dir=cache)))
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+@pytest.fixture
+def opened(monkeypatch) -> list[str]:
+    """The releases every run opens."""
+    calls: list[str] = []
+    real = runner.open_release
+    monkeypatch.setattr(runner, "open_release", lambda spec, **kwargs: calls.append(spec) or real(spec, **kwargs))
+    return calls
+
+
+FIXTURE_EDITS = [
+    # a statement in a method body (only that file and its importers are recomputed)
+    ("demo_omni/omni_scheduler.py", "        self.max_running_requests = 4\n",
+     "        self.max_running_requests = 4\n        traced = False\n"),
+    # an import fixed: a project-wide fact
+    ("demo_omni/layers.py", "from sglang.srt.layers.quantization import",
+     "# quantization helpers\nfrom sglang.srt.layers.quantization import"),
+    # an outline edit: a class now provides an attribute borrowed code reads
+    ("demo_omni/omni_scheduler.py", "        self.max_running_requests = 4\n",
+     "        self.max_running_requests = 4\n        self.mm_receiver = None\n"),
+    # a file that is not Python
+    ("docs/install.md", None, "Install sglang==0.9.0 first.\n"),
+]
+
+
+def test_resident_runs_give_the_findings_of_fresh_runs_and_open_each_release_once(tmp_path, opened) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
+    first = engine.check([project], options)
+    assert first.replayed_files_with_contracts is None and len(opened) == 2
+    assert findings(first) == fresh_findings(project, options, tmp_path / "fresh0")
+    for step, (relpath, old, new) in enumerate(FIXTURE_EDITS, 1):
+        if old is None:
+            (project / relpath).write_text(new)
+        else:
+            edit(project / relpath, old, new)
+        before = len(opened)
+        resident = engine.check([project], options)
+        assert len(opened) == before, "an unchanged release is not opened again"
+        assert findings(resident) == fresh_findings(project, options, tmp_path / f"fresh{step}"), relpath
+    assert engine.runs == 1 + len(FIXTURE_EDITS)
+    # A file removed takes its findings.
+    (project / "demo_omni" / "compat.py").unlink()
+    resident = engine.check([project], options)
+    assert not [d for d in resident.diagnostics if d.path == "demo_omni/compat.py"]
+    assert findings(resident) == fresh_findings(project, options, tmp_path / "fresh-removed")
+
+
+def test_an_unsaved_buffer_is_read_and_then_the_file_again(tmp_path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
+    on_disk = findings(engine.check([project], options))
+    layers = project / "demo_omni" / "layers.py"
+    buffer = layers.read_bytes().replace(b"from sglang.srt.layers.quantization import",
+                                         b"# a comment\n\nfrom sglang.srt.layers.quantization import")
+    with unsaved_buffers({str(layers.resolve()): buffer}):
+        typed = findings(engine.check([project], options))
+        expected = fresh_findings(project, options, tmp_path / "fresh")
+    assert typed == expected and typed != on_disk
+    assert findings(engine.check([project], options)) == on_disk  # the buffer closed: the file counts
+
+
+def test_a_release_whose_content_changed_is_opened_again(tmp_path, opened) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    new = tmp_path / "new"
+    shutil.copytree(NEW, new)
+    options = CheckOptions(old=str(OLD), new=str(new), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
+    before = findings(engine.check([project], options))
+    assert len(opened) == 2
+    # The new release's quantization module gets back the name it had lost: a directory
+    # release is known by its files' sizes and times, so it is opened and read again.
+    (module,) = [path for path in new.rglob("quantization/__init__.py")]
+    module.write_text(module.read_text() + "\ndef get_quantization_config():\n    pass\n")
+    resident = engine.check([project], options)
+    assert len(opened) == 3 and opened[-1] == str(new)
+    assert findings(resident) == fresh_findings(project, options, tmp_path / "fresh") != before
+
+
+def test_the_language_server_checks_on_the_resident_engine(tmp_path, opened, monkeypatch) -> None:
+    from sglang_contracts.lsp.server import ContractsServer
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    monkeypatch.chdir(project)  # as the server's initialize does
+    server = ContractsServer()
+    server.settings = {"old": str(OLD), "new": str(NEW), "cache-dir": str(tmp_path / "cache")}
+    assert isinstance(server._run({}), dict)
+    assert len(opened) == 2
+    edit(project / "demo_omni" / "layers.py", "from sglang.srt.layers.quantization import",
+         "# quantization helpers\nfrom sglang.srt.layers.quantization import")
+    assert isinstance(server._run({}), dict)
+    assert len(opened) == 2, "the second check runs on the releases the first opened"
+    _, options, _ = server.last_run  # the workspace's configuration, as `check` reads it
+    assert findings(server.last_result) == fresh_findings(project, options, tmp_path / "fresh")
+
+
+def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(real_cache, tmp_path, opened) -> None:
+    """sglang-omni 0.1.9 on 0.5.22 -> 0.5.23, edited as a developer edits it (a method body,
+    the real SGC102 import fixed, lines added at the top, a method added to a class others
+    subclass, an import added), each run on the resident engine compared with a full run in a
+    cache of its own (cold for the first: only the wheels in it)."""
+    from test_incremental import REAL_EDITS
+
+    project = tmp_path / "omni"
+    shutil.copytree(download_sdist("sglang-omni", "0.1.9", real_cache), project)
+    options = CheckOptions(old="0.5.22", new="0.5.23", cache_dir=real_cache, replay=True)
+    fresh = tmp_path / "fresh"
+    (fresh / "wheels").mkdir(parents=True)
+    for version in ("0.5.22", "0.5.23"):
+        (wheel,) = sorted((real_cache / "wheels").glob(f"sglang-{version}-*.whl"))[:1]
+        (fresh / "wheels" / wheel.name).symlink_to(wheel)
+    engine = ResidentEngine()
+    engine.check([project], dataclasses.replace(options, replay=False))
+    opened_by_engine = len(opened)
+    assert opened_by_engine == 2
+    compared = []
+    for relpath, anchor, replacement, transform in REAL_EDITS:
+        path = project / relpath
+        text = path.read_text()
+        assert anchor in text
+        path.write_text(transform(text, text.index(anchor)) if transform else text.replace(anchor, replacement, 1))
+        resident = engine.check([project], options)
+        assert resident.replayed_files_with_contracts is None
+        assert len(opened) == opened_by_engine, "the engine opened no release again"
+        expected = fresh_findings(project, options, fresh)
+        opened_by_engine = len(opened)
+        assert findings(resident) == expected, relpath
+        compared.append(findings(resident))
+    # The edits changed findings (the import fix takes its SGC102): the comparison could fail.
+    assert len({str(found) for found in compared}) > 1
