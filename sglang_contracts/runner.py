@@ -151,7 +151,10 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     if saved is not None:
         result = _replayed(saved, root, old_spec, options, download_cache, store, pin)
     else:
-        result = _computed(paths, options, root, old_spec, pin, download_cache, store, keep)
+        from sglang_contracts.infra.parallel import run_pool  # not for a replay, which starts no worker
+
+        with run_pool():  # one pool of workers for the scan, the extraction and the per-file analyses
+            result = _computed(paths, options, root, old_spec, pin, download_cache, store, keep)
         keep.kept(result)
         if key:
             runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),

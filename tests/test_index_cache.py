@@ -41,3 +41,30 @@ def test_each_file_recomputes_only_what_changed_and_survives_a_damaged_record(tm
     records[0].write_text('{"schema": 1, "data": {"a.py": ["x"], "b.py": 7}}')
     calls.clear()
     assert words(tmp_path, cache, calls) == [["a.py", "alpha"], ["b.py", "gamma"]] and calls == ["a.py", "b.py"]
+
+
+def test_per_file_analyses_of_a_large_project_run_on_the_workers_and_give_what_one_process_gives(
+        tmp_path: Path, monkeypatch) -> None:
+    """Enough text to send the analyses to the run's workers: the table they give is the one
+    this process gives, file by file, and a later kind reuses the run's pool."""
+    from sglang_contracts.infra import parallel
+    from sglang_contracts.project import index as index_module
+
+    project = tmp_path / "project"
+    project.mkdir()
+    for n in range(40):
+        body = "".join(f"def f{k}(x):\n    return x + {k}\n" for k in range(300))
+        (project / f"m{n}.py").write_text(f"import os, json\nfrom m{(n + 1) % 40} import f1 as g\n{body}")
+    index = build_index(project, [project], JsonCache(None), workers=1)
+    assert sum(len(text) for text in index.texts.values()) > parallel.PARALLEL_MIN_BYTES
+    sent = []
+    real_iter_jobs = index_module.iter_jobs
+    monkeypatch.setattr(index_module, "iter_jobs", lambda *a, **k: sent.append(len(a[1])) or real_iter_jobs(*a, **k))
+    with parallel.run_pool():
+        on_workers = index.each_file("imports-probe", index_module._imports_row, lambda text: True)
+        again = index.each_file("imports-probe-2", index_module._imports_row, lambda text: "json" in text)
+        shared = parallel._RUN.pool
+    assert sent == [40, 40] and shared is not None and parallel._RUN.pool is None  # stopped with the run
+    monkeypatch.setattr(index_module, "_sendable", lambda analyse: False)
+    assert on_workers == again == index.each_file("imports-probe-3", index_module._imports_row, lambda text: True)
+    assert on_workers[0] == ["m0.py", [("m1", ["f1"])], ["json", "os"]]

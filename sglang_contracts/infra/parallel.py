@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import nullcontext
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager, nullcontext
 from typing import Callable, Iterator, Sequence, TypeVar
 
 Job = TypeVar("Job")
@@ -17,6 +19,66 @@ PRELOAD = ["sglang_contracts.project.scanner", "sglang_contracts.upstream.extrac
 
 def default_workers() -> int:
     return min(os.cpu_count() or 1, 4)
+
+
+class _RunPool:
+    """The pool of the run in progress, started when a stage first needs one."""
+
+    def __init__(self) -> None:
+        self.active = 0
+        self.pool: ProcessPoolExecutor | None = None
+        self.lock = threading.Lock()
+
+
+_RUN = _RunPool()
+
+
+@contextmanager
+def run_pool() -> Iterator[None]:
+    """One process pool for every stage of a run (the scan, each round of extraction, the
+    per-file analyses): a pool per stage took 0.15 s to start, and a run has a dozen stages.
+    Its workers are stopped when the run ends."""
+    with _RUN.lock:
+        _RUN.active += 1
+    try:
+        yield
+    finally:
+        with _RUN.lock:
+            _RUN.active -= 1
+            pool, _RUN.pool = (_RUN.pool, None) if not _RUN.active else (None, _RUN.pool)
+        if pool is not None:
+            pool.shutdown()
+
+
+def _new_pool(workers: int) -> ProcessPoolExecutor:
+    # forkserver: forking a process whose other threads are busy (release downloads) can
+    # copy a held lock into the child.
+    context = multiprocessing.get_context("forkserver")
+    # Workers fork from the server with the parsers already imported: a pool then costs no
+    # import (griffe takes a third of a second per worker).
+    context.set_forkserver_preload(PRELOAD)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
+@contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """The run's pool inside `run_pool`, else one for this stage alone."""
+    with _RUN.lock:
+        shared = _RUN.active > 0
+        if shared and _RUN.pool is None:
+            _RUN.pool = _new_pool(workers)
+        pool = _RUN.pool if shared else None
+    if pool is None:
+        with _new_pool(workers) as own:
+            yield own
+        return
+    try:
+        yield pool
+    except BrokenProcessPool:  # a worker died: the next stage starts a pool of its own
+        with _RUN.lock:
+            if _RUN.pool is pool:
+                _RUN.pool = None
+        raise
 
 
 def map_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int, workers: int | None = None,
@@ -38,13 +100,7 @@ def iter_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int,
             for job in jobs:
                 yield _counted(function(job), task)
             return
-        # forkserver: forking a process whose other threads are busy (release downloads) can
-        # copy a held lock into the child.
-        context = multiprocessing.get_context("forkserver")
-        # Workers fork from the server with the parsers already imported: a pool per stage then
-        # costs no import (griffe takes a third of a second per worker).
-        context.set_forkserver_preload(PRELOAD)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        with _pool(workers) as pool:
             for result in pool.map(function, jobs, chunksize=4):
                 yield _counted(result, task)
 

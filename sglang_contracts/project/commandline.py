@@ -24,6 +24,7 @@ import ast
 import re
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -425,6 +426,14 @@ DIRECT = Wrapper("", 0, "--", "", (), "")
 LONG_FLAG = re.compile(r"--[A-Za-z0-9][\w-]*")
 
 
+def _use_rows(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> list[list]:
+    return [[relpath, *use] for use in _uses_in(relpath, text, flag_prefix, dest_prefix)]
+
+
+def _launch_rows(relpath: str, text: str) -> list[list]:
+    return [[relpath, *flag] for flag in _launch_flags(relpath, text)]
+
+
 def _launch_flags(relpath: str, text: str) -> list[list]:
     """Flags of argument lists assembled by hand for `python -m sglang.launch_server`: the string
     elements of the function (or module) that names the launcher in a list, in its list literals
@@ -519,9 +528,7 @@ def direct_launch(project: ProjectIndex) -> PassThrough | None:
     """Upstream's server launched with flags the project writes itself; None when it never is."""
     module = sys.modules[__name__]
     uses = [Use(relpath, Position(line, col), kind, name, value, how, scope) for relpath, kind, name, value, how, line,
-            col, scope in project.each_file("launch-lists", lambda relpath, text: [[relpath, *flag] for flag in
-                                                                                   _launch_flags(relpath, text)],
-                                            lambda text: LAUNCHER in text, module)]
+            col, scope in project.each_file("launch-lists", _launch_rows, lambda text: LAUNCHER in text, module)]
     root = project.root.resolve()
     for path in walk_project([root], lambda name: name.endswith((".sh", ".bash"))):
         text = read_project_text(path, root)
@@ -550,9 +557,7 @@ def pass_through(project: ProjectIndex) -> list[PassThrough]:
         flag_prefix, dest_prefix = wrapper.flag_prefix, wrapper.dest_prefix
         result = PassThrough([wrapper])
 
-        def analyse(relpath: str, text: str, flag_prefix: str = flag_prefix, dest_prefix: str = dest_prefix) -> list:
-            return [[relpath, *use] for use in _uses_in(relpath, text, flag_prefix, dest_prefix)]
-
+        analyse = partial(_use_rows, flag_prefix=flag_prefix, dest_prefix=dest_prefix)  # sendable to a worker
         for relpath, kind, name, value, how, line, col, scope in project.each_file(
                 f"cli-uses {flag_prefix} {dest_prefix}", analyse,
                 lambda text, f=flag_prefix, d=dest_prefix: f in text or d in text, module):

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
 from sglang_contracts.infra import pysource
@@ -121,6 +122,9 @@ class ProjectIndex:
         table_key = hashlib.sha256(f"{fingerprint}\0{kind}\0{self.root}".encode("utf-8", "surrogateescape")).hexdigest()
         stored = self.cache.get(table_key)
         table: dict[str, list] = stored if isinstance(stored, dict) else {}
+        stale = [relpath for relpath, digest in sorted(self.digests.items())
+                 if not _entry_holds(table.get(relpath), digest) and may_hold(self.texts[relpath])]
+        computed = self._analysed_all(kind, analyse, stale)
         fresh: dict[str, list] = {}
         recomputed = False
         found: list = []
@@ -128,9 +132,8 @@ class ProjectIndex:
             # A file unchanged since the table was written is not tested again: a file that
             # cannot hold anything is kept with no results (the test costs more than the lookup).
             entry = table.get(relpath)
-            if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == digest and isinstance(entry[1], list)):
-                text = self.texts[relpath]
-                result = self._analysed(kind, analyse, relpath, text) if may_hold(text) else []
+            if not _entry_holds(entry, digest):
+                result = computed.get(relpath, [])
                 if result is None:  # failed: reported, and not kept, so that a rerun tries again
                     continue
                 entry = [digest, result]
@@ -140,6 +143,19 @@ class ProjectIndex:
         if recomputed or fresh.keys() != table.keys():
             self.cache.put(table_key, fresh)
         return found
+
+    def _analysed_all(self, kind: str, analyse: Callable[[str, str], list], relpaths: list[str]) -> dict[str, list | None]:
+        """Each file's analysis, on the run's workers when there is enough text to pay for it
+        (the first run of a large project: sglang's own tree spent 18 s in these one file at a
+        time); in this process when the analysis cannot be sent to a worker (a lambda), or when
+        one raised there: each file then fails or not on its own, as always."""
+        jobs = [(analyse, relpath, self.texts[relpath]) for relpath in relpaths]
+        if len(jobs) > 1 and _sendable(analyse):
+            try:
+                return dict(zip(relpaths, iter_jobs(_analysis_job, jobs, sum(len(job[2]) for job in jobs))))
+            except Exception:
+                pass  # computed again below, where a failure is one file's problem
+        return {relpath: self._analysed(kind, analyse, relpath, text) for _, relpath, text in jobs}
 
     def _analysed(self, kind: str, analyse: Callable[[str, str], list], relpath: str, text: str) -> list | None:
         """One file's analysis; one that fails costs that file's part of the report (SGC000 or
@@ -181,6 +197,24 @@ class ProjectIndex:
             after = [*parts[split + 1 :], *after]
             dotted, depth = target, depth + 1
         return ".".join([dotted, *after])
+
+
+def _entry_holds(entry: Any, digest: str) -> bool:
+    """Whether a per-file table entry is [the file's digest, its results]."""
+    return isinstance(entry, list) and len(entry) == 2 and entry[0] == digest and isinstance(entry[1], list)
+
+
+def _sendable(analyse: Callable) -> bool:
+    try:
+        pickle.dumps(analyse)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def _analysis_job(job: tuple[Callable[[str, str], list], str, str]) -> list:
+    analyse, relpath, text = job
+    return analyse(relpath, text)
 
 
 @lru_cache(maxsize=1)
