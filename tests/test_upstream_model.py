@@ -99,4 +99,4 @@ def test_body_lines_read_one_definition_as_the_whole_module_reads_it(tmp_path: P
         assert model.body_lines(Member(owner, name, "method" if table else "function", {})) == whole[table][name]
     assert len(whole["Scheduler"]["size"]) == 2 and whole["Scheduler"]["size"][0] != whole["Scheduler"]["size"][1]
     spans = bodies.definition_spans(ast.parse(text), text)
-    assert bodies.definition_lines(text, spans["OneLine"]["after"][0], "after") is None  # the form feed
+    assert bodies.definition_node(text, spans["OneLine"]["after"][0], "after") is None  # the form feed

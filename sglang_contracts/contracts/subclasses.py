@@ -137,23 +137,31 @@ def parameter_defaults(model: UpstreamModel, member: Member) -> dict[str, str]:
 
 
 def _parameter_defaults(model: UpstreamModel, member: Member) -> dict[str, str]:
+    node, text = _definition(model, member)
+    if node is None:
+        return {}
+    arguments = node.args
+    positional = arguments.posonlyargs + arguments.args
+    pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+    pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+    return {a.arg: ast.get_source_segment(text, d) or ast.unparse(d) for a, d in pairs}
+
+
+def _definition(model: UpstreamModel, member: Member) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, str]:
+    """(an upstream function or method as its module defines it at its record's line, the
+    module's text): from its own lines where the model finds them, else from the module's tree."""
+    found = model.definition_node(member)
+    if found is not None:
+        return found
     relpath = model.relpath_of(member.owner)
     text = model.tree.read_source(relpath) if relpath else None
     line = member.record.get("line")
-    if not text or not line:
-        return {}
-    tree = _parsed_module(text)
-    if tree is None:
-        return {}
-    for node in ast.walk(tree):
+    tree = _parsed_module(text) if text and line else None
+    for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == member.name \
                 and line in (node.lineno, *(d.lineno for d in node.decorator_list)):
-            arguments = node.args
-            positional = arguments.posonlyargs + arguments.args
-            pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
-            pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
-            return {a.arg: ast.get_source_segment(text, d) or ast.unparse(d) for a, d in pairs}
-    return {}
+            return node, text
+    return None, text or ""
 
 
 @fixes("SGC302")
@@ -213,20 +221,11 @@ def _body_text(model: UpstreamModel, member: Member) -> list[str] | None:
 def _read_body_text(model: UpstreamModel, member: Member) -> list[str] | None:
     from sglang_contracts.upstream.bodies import _statements, unparsed
 
-    relpath = model.relpath_of(member.owner)
-    source = model.tree.read_source(relpath) if relpath else None
-    line = member.record.get("line")
-    if not source or not line:
+    node, _ = _definition(model, member)
+    if node is None:
         return None
-    tree = _parsed_module(source)
-    if tree is None:
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == member.name \
-                and line in (node.lineno, *(d.lineno for d in node.decorator_list)):
-            text = "\n".join(unparsed(statement) for statement in _statements(node))
-            return [row.strip() for row in text.splitlines() if row.strip()]
-    return None
+    text = "\n".join(unparsed(statement) for statement in _statements(node))
+    return [row.strip() for row in text.splitlines() if row.strip()]
 
 
 def body_preview(ctx: CheckContext, old: Member, new: Member, lines: int = 3, width: int = 100) -> str:

@@ -437,16 +437,18 @@ def module_bodies(tree: ast.Module, lines: bool = True) -> dict[str, dict[str, B
 
 def definition_spans(tree: ast.Module, text: str) -> dict[str, dict[str, list[list[int]]]]:
     """{"": {function: spans}, "ClassName": {method: spans}} of the module's top level, each span
-    [offset of its first line, offset after its last line, column] in `text`, one per definition
-    of that name (a property and its setter are two), in source order: where `definition_lines`
-    finds a body without the module's tree."""
+    [offset of its first line (its first decorator's), offset after its last line, column, that
+    first line, its `def` line] in `text`, one per definition of that name (a property and its
+    setter are two), in source order: where `definition_node` finds a definition without the
+    module's tree."""
     starts = [0]
     for line in python_lines(text):
         starts.append(starts[-1] + len(line))
 
     def span(node: AnyFunction) -> list[int]:
+        first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
         last = min(node.end_lineno or node.lineno, len(starts) - 1)
-        return [starts[node.lineno - 1], starts[last], node.col_offset]
+        return [starts[first - 1], starts[last], node.col_offset, first, node.lineno]
 
     found: dict[str, dict[str, list[list[int]]]] = {"": {}}
     for statement in tree.body:
@@ -460,11 +462,11 @@ def definition_spans(tree: ast.Module, text: str) -> dict[str, dict[str, list[li
     return found
 
 
-def definition_lines(text: str, span: list[int], name: str) -> list[str] | None:
-    """`normalised_lines` of the definition at `span`, parsed from its own lines alone (a method
-    under an `if` at its own indentation); None when those lines do not parse to it alone (a
-    definition sharing its first line with other code): the caller then parses the module."""
-    start, end, column = span
+def definition_node(text: str, span: list[int], name: str) -> AnyFunction | None:
+    """The definition at `span`, parsed from its own lines alone (a method under an `if` at its
+    own indentation), with the module's line numbers; None when those lines do not parse to it
+    alone (a definition sharing a line with other code): the caller then parses the module."""
+    start, end, column, first, _ = span
     segment = text[start:end]
     if len(segment) - len(segment.lstrip(" \t")) != column:
         return None
@@ -476,7 +478,7 @@ def definition_lines(text: str, span: list[int], name: str) -> list[str] | None:
     body = tree.body if column == 0 else getattr(tree.body[0], "body", []) if tree.body else []
     if len(body) != 1 or not isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) or body[0].name != name:
         return None
-    return normalised_lines(body[0])
+    return ast.increment_lineno(body[0], first - (1 if column == 0 else 2))
 
 
 def module_definition_lines(tree: ast.Module, table: str, name: str) -> list[str]:

@@ -7,6 +7,7 @@ Each module's extraction is cached by its content.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 import sys
@@ -570,11 +571,14 @@ class UpstreamModel:
                 return []
             return [line for name in sorted(record["methods"])
                     for line in self.body_lines(Member(member.owner, name, "method", record["methods"][name]))]
-        if self.class_record(member.owner) is not None:
-            module_name, _, table = member.owner.rpartition(".")
-        else:
-            module_name, table = member.owner, ""
-        return self._definition_lines(module_name, table, member.name)
+        return self._definition_lines(*self._module_and_table(member.owner), member.name)
+
+    def _module_and_table(self, owner: str) -> tuple[str, str]:
+        """(module, class name) of a method's owner, (module, "") of a function's."""
+        if self.class_record(owner) is not None:
+            module_name, _, table = owner.rpartition(".")
+            return module_name, table
+        return owner, ""
 
     def _definition_lines(self, module_name: str, table: str, name: str) -> list[str]:
         """The normalised lines of a module's function (`table` "") or a class's method, cached
@@ -600,19 +604,39 @@ class UpstreamModel:
 
     def _read_definition_lines(self, module_name: str, relpath: str, table: str, name: str) -> list[str] | None:
         code = self.tree.read_source(relpath) or ""
-        if module_name not in self._spans:
-            self._spans[module_name] = _definition_spans_of(relpath, code)
-        spans = self._spans[module_name]
+        spans = self._module_spans(module_name, relpath, code)
         if spans is None:
             return None
         found: list[str] = []
         for span in spans.get(table, {}).get(name, []):
-            lines = bodies.definition_lines(code, span, name)
-            if lines is None:  # a definition its own lines do not parse to: read the whole module
+            node = bodies.definition_node(code, span, name)
+            if node is None:  # a definition its own lines do not parse to: read the whole module
                 with collector_paused(collect_after=True):
                     return bodies.module_definition_lines(pysource.parse_quietly(code, relpath), table, name)
-            found += lines
+            found += bodies.normalised_lines(node)
         return found
+
+    def _module_spans(self, module_name: str, relpath: str, code: str) -> dict[str, dict[str, list[list[int]]]] | None:
+        if module_name not in self._spans:
+            self._spans[module_name] = _definition_spans_of(relpath, code)
+        return self._spans[module_name]
+
+    def definition_node(self, member: Member) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str] | None:
+        """(the definition, its module's text) of a function or method whose record's line is its
+        first line or its `def` line, parsed from its own lines; None when it is not found so
+        (the caller then reads the module's whole tree)."""
+        line = member.record.get("line")
+        module_name, table = self._module_and_table(member.owner)
+        record = self.module(module_name)
+        if not line or record is None or not record.relpath or record.opaque:
+            return None
+        code = self.tree.read_source(record.relpath) or ""
+        spans = self._module_spans(module_name, record.relpath, code) or {}
+        for span in spans.get(table, {}).get(member.name, []):
+            if line in (span[3], span[4]):
+                node = bodies.definition_node(code, span, member.name)
+                return (node, code) if node is not None else None
+        return None
 
     # -- search (for "did you mean") ----------------------------------------------------
 
