@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 import warnings
 
@@ -89,10 +90,29 @@ _BRANCH_TYPES = frozenset(kind for kind in _NODE_TYPES if not issubclass(kind, L
 _CHILD_TYPES = frozenset(kind for kind in _NODE_TYPES if not issubclass(kind, ast.expr_context))
 
 
+# Fields that never hold a node, by the grammar's own word (each node class's docstring is its
+# ASDL signature: `Name(identifier id, expr_context ctx)`): names, numbers, strings, constants
+# and the load/store marker. A walk then looks only at the fields that may hold nodes (a Name
+# or a Constant, most of a tree, has none), in field order as before.
+_NOT_NODES = re.compile(r"\b(?:identifier|int|string|constant|expr_context)[?*]?\s+(\w+)")
+
+
+def _node_fields(kind: type) -> tuple[str, ...]:
+    signature = kind.__doc__ or ""
+    if not signature.startswith(kind.__name__ + "("):
+        return kind._fields  # no signature to go by: every field
+    skipped = set(_NOT_NODES.findall(signature))
+    return tuple(name for name in kind._fields if name not in skipped)
+
+
+_NODE_FIELDS = {kind: _node_fields(kind) for kind in _NODE_TYPES}
+
+
 def _nodes_of_kinds_below(node: ast.AST, kinds: frozenset[type]) -> list[ast.AST]:
     """The nodes right below `node` whose class is one of `kinds`, in field order."""
     below: list[ast.AST] = []
-    for name in node._fields:
+    fields = _NODE_FIELDS.get(type(node))
+    for name in node._fields if fields is None else fields:
         value = getattr(node, name, None)
         if type(value) is list:
             below.extend([item for item in value if type(item) in kinds])

@@ -567,26 +567,11 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
             for target in child.targets:
                 if (name := _self_attribute(target, receiver)) is not None:
                     written.setdefault(name, []).append((child.lineno, child.col_offset, _short(child.value)))
-            if (name := _self_attribute(child.value, receiver)) is not None:
-                mutates.add(name)  # an alias that may be filled
         elif isinstance(child, ast.AnnAssign) and child.value is not None \
                 and (name := _self_attribute(child.target, receiver)) is not None:
             written.setdefault(name, []).append((child.lineno, child.col_offset, _short(child.value)))
-        elif isinstance(child, ast.AugAssign) and (name := _self_attribute(child.target, receiver)) is not None:
-            mutates.add(name)
-        elif isinstance(child, ast.Subscript) and isinstance(child.ctx, (ast.Store, ast.Del)) \
-                and (name := _self_attribute(child.value, receiver)) is not None:
-            mutates.add(name)
-        elif isinstance(child, ast.Call):
-            func = child.func
-            if isinstance(func, ast.Attribute) and (name := _self_attribute(func.value, receiver)) is not None \
-                    and func.attr not in _READ_ONLY:
-                mutates.add(name)
-            if not (isinstance(func, ast.Name) and func.id in _LOOKERS):
-                for argument in [*child.args, *(k.value for k in child.keywords)]:
-                    argument = argument.value if isinstance(argument, ast.Starred) else argument
-                    if (name := _self_attribute(argument, receiver)) is not None:
-                        mutates.add(name)
+        if type(child) in MUTATING:
+            add_mutated(child, receiver, mutates)
         if (name := _self_attribute(child, receiver)) is not None:
             key = name if isinstance(child.ctx, ast.Load) else f"={name}"
             places.setdefault(key, []).append(conds)
@@ -610,6 +595,35 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
         texts = list(dict.fromkeys(text for _, _, text in sorted(values)))
         assigns[name] = " or ".join(texts[:2]) + (f" (or {len(texts) - 2} more)" if len(texts) > 2 else "")
     return gated, mutates, assigns
+
+
+# The nodes through which code may fill `self.<name>` or hand it on (add_mutated).
+MUTATING = frozenset({ast.Assign, ast.AugAssign, ast.Subscript, ast.Call})
+
+
+def add_mutated(child: ast.AST, receiver: str, mutates: set[str]) -> None:
+    """Add to `mutates` the self.<name> that the node itself may fill or hand on: `y = self.x`
+    (an alias that may be filled), `self.x += ...`, `self.x[k] = v`, `self.x.append(...)`,
+    `f(self.x)` (not a builtin that only looks, not a method that only reads)."""
+    if isinstance(child, ast.Assign):
+        if (name := _self_attribute(child.value, receiver)) is not None:
+            mutates.add(name)
+    elif isinstance(child, ast.AugAssign):
+        if (name := _self_attribute(child.target, receiver)) is not None:
+            mutates.add(name)
+    elif isinstance(child, ast.Subscript):
+        if isinstance(child.ctx, (ast.Store, ast.Del)) and (name := _self_attribute(child.value, receiver)) is not None:
+            mutates.add(name)
+    elif isinstance(child, ast.Call):
+        func = child.func
+        if isinstance(func, ast.Attribute) and (name := _self_attribute(func.value, receiver)) is not None \
+                and func.attr not in _READ_ONLY:
+            mutates.add(name)
+        if not (isinstance(func, ast.Name) and func.id in _LOOKERS):
+            for argument in [*child.args, *(k.value for k in child.keywords)]:
+                argument = argument.value if isinstance(argument, ast.Starred) else argument
+                if (name := _self_attribute(argument, receiver)) is not None:
+                    mutates.add(name)
 
 
 def _short(value: ast.AST) -> str:
