@@ -70,7 +70,7 @@ def source_depth(code: str) -> int:
 # Nodes with no structure below them (a name, a literal, a load/store marker): most of a
 # body's nodes, and nothing an analysis of its statements and calls looks for.
 LEAVES = (ast.Name, ast.Constant, ast.expr_context)
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)  # code that runs apart
 
 
 def nodes_below(root: ast.AST):
@@ -108,11 +108,16 @@ def _node_fields(kind: type) -> tuple[str, ...]:
 _NODE_FIELDS = {kind: _node_fields(kind) for kind in _NODE_TYPES}
 
 
+def node_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold nodes, in field order."""
+    fields = _NODE_FIELDS.get(kind)
+    return kind._fields if fields is None else fields
+
+
 def _nodes_of_kinds_below(node: ast.AST, kinds: frozenset[type]) -> list[ast.AST]:
     """The nodes right below `node` whose class is one of `kinds`, in field order."""
     below: list[ast.AST] = []
-    fields = _NODE_FIELDS.get(type(node))
-    for name in node._fields if fields is None else fields:
+    for name in node_fields(type(node)):
         value = getattr(node, name, None)
         if type(value) is list:
             below.extend([item for item in value if type(item) in kinds])
@@ -140,7 +145,7 @@ def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
     while pending:
         child = pending.pop()
         found.append(child)
-        if not isinstance(child, _SCOPES):
+        if not isinstance(child, SCOPES):
             pending.extend(reversed(branch_nodes(child)))
     return found
 
@@ -148,7 +153,8 @@ def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
 def returned_shape(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST] | None = None) -> int | None:
     """The tuple length every `return` of the body gives, when each returns a tuple display
     (`return a, b`) of the same length; None otherwise (a generator, a bare `return`, a name,
-    returns of different lengths: unknown, never judged). `nodes`: its `own_nodes`, if known."""
+    returns of different lengths: unknown, never judged). `nodes`: its `own_nodes`, if known
+    (or only those of them that are returns and yields)."""
     lengths = set()
     for child in own_nodes(node) if nodes is None else nodes:
         if isinstance(child, (ast.Yield, ast.YieldFrom)):

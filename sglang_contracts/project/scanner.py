@@ -34,7 +34,7 @@ from sglang_contracts.project.facts import (
 )
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
-from sglang_contracts.infra.pysource import TooComplex, branch_nodes, child_nodes, nodes_below, parse_quietly, returned_shape, tree_depth, unpack_count
+from sglang_contracts.infra.pysource import SCOPES, TooComplex, branch_nodes, child_nodes, parse_quietly, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.upstream.bodies import MUTATING, add_mutated, value_token
 from sglang_contracts.upstream.model import is_upstream
@@ -52,6 +52,7 @@ from sglang_contracts.project.scopes import (
     string_value,
 )
 
+EXITS = frozenset({ast.Return, ast.Yield, ast.YieldFrom})  # what returned_shape looks at
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 # Calls that name an attribute or a dotted target by string, or introspect an object: the
 # last name of the callee (`mock.patch.object` -> "object").
@@ -193,7 +194,7 @@ class _ClassSummary:
             params = [*getattr_method.args.posonlyargs, *getattr_method.args.args]
             if len(params) >= 2:
                 self.getattr_sources, self.getattr_names = _getattr_probe(getattr_method, params[1].arg)
-        walks = {id(method): _MethodWalk(method, self.bases) for method in methods}  # each method walked once
+        self.walks = walks = {id(method): _MethodWalk(method, self.bases) for method in methods}  # each walked once
         init = next((m for m in methods if m.name == "__init__"), None)
         self.init_calls_base = None if init is None else walks[id(init)].calls_base_init
         self.none_only, self.falsy_only = _constant_only(node, methods, walks)
@@ -208,7 +209,7 @@ class _ClassSummary:
             methods=tuple(
                 MethodFact(m.name, at.definition_name(m), parameter_list(m), decorator_names(m),
                            isinstance(m, ast.AsyncFunctionDef), _annotation_text(m),
-                           returned_shape(m)) for m in self.methods
+                           returned_shape(m, self.walks[id(m)].exits)) for m in self.methods
             ),
             provided=tuple(sorted(self.provided)),
             attr_types=tuple(sorted(self.attributes.typed().items())),
@@ -785,12 +786,12 @@ class _MethodWalk:
     `mutates`: the `self.<x>` its body may fill or hand on (upstream.bodies.add_mutated).
     `built`/`unbuilt`: attributes written as `self.x = SimpleNamespace(a=..., ...)` with those
     members, and attributes written (or given members) any other way.
-    `calls_base_init`: does it call `super().__init__(...)` or `Base.__init__(self, ...)`?"""
+    `calls_base_init`: does it call `super().__init__(...)` or `Base.__init__(self, ...)`?
+    `exits`: the returns and yields of its own body, for `returned_shape`."""
 
     def __init__(self, method: Function, bases: tuple[str, ...]) -> None:
         arguments = [*method.args.posonlyargs, *method.args.args]
         receiver = arguments[0].arg if arguments else None
-        self.receiver = receiver
         self.writes: list[tuple[str, ast.AST | None]] | None = []
         self.mutates: set[str] = set()
         self.built: dict[str, set[str]] = {}
@@ -798,11 +799,17 @@ class _MethodWalk:
         self.calls_base_init = False
         values: dict[int, ast.AST | None] = {}  # target node -> the value assigned to it
         dynamic_writes_matter = method.name != "__getattr__"
+        self.exits: list[ast.AST] = []  # the returns and yields of its own body (returned_shape)
         body = {id(statement) for statement in method.body}
         for part in branch_nodes(method):  # its arguments and decorators, then its body's statements
             in_body = id(part) in body
-            for sub in nodes_below(part):  # an assignment comes before its targets
+            pending = [(part, in_body)]  # (node, is it the body's own: in no function or class inside)
+            while pending:  # every node but the LEAVES, each before those below it (an assignment before its targets)
+                sub, own = pending.pop()
                 kind = type(sub)
+                if own and kind in EXITS:
+                    self.exits.append(sub)
+                pending.extend((child, own and kind not in SCOPES) for child in branch_nodes(sub))
                 if kind is ast.Call and isinstance(sub.func, ast.Attribute) and sub.func.attr == "__init__":
                     owner = sub.func.value
                     if isinstance(owner, ast.Call) and full_name(owner.func) == "super" or full_name(owner) in bases:

@@ -13,7 +13,7 @@ import ast
 import hashlib
 from dataclasses import dataclass, field
 
-from sglang_contracts.infra.pysource import LEAVES, branch_nodes, nodes_below as _nodes, own_nodes as _own_nodes, returned_shape, unpack_count
+from sglang_contracts.infra.pysource import LEAVES, SCOPES, branch_nodes, node_fields, nodes_below as _nodes, own_nodes as _own_nodes, returned_shape, unpack_count
 
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -297,11 +297,30 @@ def _self_calls_use(own: list[ast.AST], receiver: str, facts: "BodyFacts") -> No
     facts.unpacks = {name: count for name, count in facts.unpacks.items() if count >= 0}
 
 
+def _every_and_own(node: AnyFunction) -> tuple[list[ast.AST], list[ast.AST]]:
+    """`nodes_below(node)` as a list, and those of them that are the body's own (`own_nodes`'
+    nodes, in another order): one walk for both."""
+    every: list[ast.AST] = []
+    own: list[ast.AST] = []
+    body = {id(statement) for statement in node.body}
+    pending: list[tuple[ast.AST, bool]] = [(child, id(child) in body) for child in branch_nodes(node)]
+    every.append(node)
+    while pending:
+        child, is_own = pending.pop()
+        every.append(child)
+        if is_own:
+            own.append(child)
+        below_own = is_own and not isinstance(child, SCOPES)
+        pending.extend((below, below_own) for below in branch_nodes(child))
+    return every, own
+
+
 def body_facts(node: AnyFunction, in_class: bool, lines: bool = True) -> BodyFacts:
-    own = _own_nodes(node)  # walked once for the shape and the uses of self's calls
+    receiver = _receiver_name(node) if in_class else None
+    # Walked once for the shape, the uses of self's calls and (a method's) what it does with self.
+    every, own = _every_and_own(node) if receiver is not None else (None, _own_nodes(node))
     facts = BodyFacts(lines=normalised_lines(node) if lines else None, raises=_raised(node),
                       is_async=isinstance(node, ast.AsyncFunctionDef), shape=returned_shape(node, own))
-    receiver = _receiver_name(node) if in_class else None
     if receiver is not None:
         _self_calls_use(own, receiver, facts)
     if receiver is None:
@@ -311,7 +330,7 @@ def body_facts(node: AnyFunction, in_class: bool, lines: bool = True) -> BodyFac
     facts.guard = none_guard(node, receiver)
     facts.forwards = super_forward(node) if node.args.kwarg is not None else None
     augmented: set[str] = set()  # `self.x += ...`: a store that reads x first
-    for child in _nodes(node):
+    for child in every:
         if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
             callee = _written_name(child.value.func)
             for target in child.targets:
@@ -576,7 +595,7 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
             key = name if isinstance(child.ctx, ast.Load) else f"={name}"
             places.setdefault(key, []).append(conds)
         # A name, a literal or a context holds nothing the loop looks for: not pushed at all.
-        for field_name in child._fields:
+        for field_name in node_fields(type(child)):
             value = getattr(child, field_name, None)
             if isinstance(value, list):
                 if value and isinstance(value[0], ast.stmt):
