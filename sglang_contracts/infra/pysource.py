@@ -86,7 +86,7 @@ def nodes_below(root: ast.AST):
 # The node classes the parser makes, and those but the LEAVES: a membership test per child
 # instead of isinstance calls, in the walks that visit every node of every body.
 _NODE_TYPES = frozenset(kind for kind in vars(ast).values() if isinstance(kind, type) and issubclass(kind, ast.AST))
-_BRANCH_TYPES = frozenset(kind for kind in _NODE_TYPES if not issubclass(kind, LEAVES))
+BRANCH_TYPES = frozenset(kind for kind in _NODE_TYPES if not issubclass(kind, LEAVES))
 _CHILD_TYPES = frozenset(kind for kind in _NODE_TYPES if not issubclass(kind, ast.expr_context))
 
 
@@ -134,7 +134,7 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
 
 def branch_nodes(node: ast.AST) -> list[ast.AST]:
     """The nodes right below `node`, but the LEAVES, in field order."""
-    return _nodes_of_kinds_below(node, _BRANCH_TYPES)
+    return _nodes_of_kinds_below(node, BRANCH_TYPES)
 
 
 def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
