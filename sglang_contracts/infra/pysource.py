@@ -108,6 +108,10 @@ def _node_fields(kind: type) -> tuple[str, ...]:
 _NODE_FIELDS = {kind: _node_fields(kind) for kind in _NODE_TYPES}
 
 
+# Node classes with nothing below them (a name, a literal, an operator): a walk need not look.
+CHILDLESS = frozenset(kind for kind, fields in _NODE_FIELDS.items() if not fields)
+
+
 def node_fields(kind: type) -> tuple[str, ...]:
     """The fields of a node class that may hold nodes, in field order."""
     fields = _NODE_FIELDS.get(kind)
@@ -117,7 +121,8 @@ def node_fields(kind: type) -> tuple[str, ...]:
 def _nodes_of_kinds_below(node: ast.AST, kinds: frozenset[type]) -> list[ast.AST]:
     """The nodes right below `node` whose class is one of `kinds`, in field order."""
     below: list[ast.AST] = []
-    for name in node_fields(type(node)):
+    fields = _NODE_FIELDS.get(type(node))  # node_fields, inlined: called for every node of every walk
+    for name in node._fields if fields is None else fields:
         value = getattr(node, name, None)
         if type(value) is list:
             below.extend([item for item in value if type(item) in kinds])

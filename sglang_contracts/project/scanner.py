@@ -34,7 +34,7 @@ from sglang_contracts.project.facts import (
 )
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
-from sglang_contracts.infra.pysource import SCOPES, TooComplex, branch_nodes, child_nodes, parse_quietly, returned_shape, tree_depth, unpack_count
+from sglang_contracts.infra.pysource import CHILDLESS, SCOPES, TooComplex, branch_nodes, child_nodes, parse_quietly, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.upstream.bodies import MUTATING, add_mutated, value_token
 from sglang_contracts.upstream.model import is_upstream
@@ -282,8 +282,9 @@ class _Collector:
         pending: list[ast.AST] = [root]
         while pending:
             node = pending.pop()
-            visitor = _VISITORS.get(type(node))
-            if visitor is None or visitor(self, node) is not False:
+            kind = type(node)
+            visitor = _VISITORS.get(kind)
+            if (visitor is None or visitor(self, node) is not False) and kind not in CHILDLESS:
                 pending.extend(reversed(child_nodes(node)))
 
     def _children(self, node: ast.AST) -> None:
@@ -809,7 +810,8 @@ class _MethodWalk:
                 kind = type(sub)
                 if own and kind in EXITS:
                     self.exits.append(sub)
-                pending.extend((child, own and kind not in SCOPES) for child in branch_nodes(sub))
+                below_own = own and kind not in SCOPES
+                pending.extend([(child, below_own) for child in branch_nodes(sub)])
                 if kind is ast.Call and isinstance(sub.func, ast.Attribute) and sub.func.attr == "__init__":
                     owner = sub.func.value
                     if isinstance(owner, ast.Call) and full_name(owner.func) == "super" or full_name(owner) in bases:

@@ -312,7 +312,7 @@ def _every_and_own(node: AnyFunction) -> tuple[list[ast.AST], list[ast.AST]]:
         if is_own:
             own.append(child)
         below_own = is_own and not isinstance(child, SCOPES)
-        pending.extend((below, below_own) for below in branch_nodes(child))
+        pending.extend([(below, below_own) for below in branch_nodes(child)])
     return every, own
 
 
