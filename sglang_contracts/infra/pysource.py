@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 import warnings
 
@@ -69,7 +70,7 @@ def source_depth(code: str) -> int:
 # Nodes with no structure below them (a name, a literal, a load/store marker): most of a
 # body's nodes, and nothing an analysis of its statements and calls looks for.
 LEAVES = (ast.Name, ast.Constant, ast.expr_context)
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)  # code that runs apart
 
 
 def nodes_below(root: ast.AST):
@@ -85,14 +86,43 @@ def nodes_below(root: ast.AST):
 # The node classes the parser makes, and those but the LEAVES: a membership test per child
 # instead of isinstance calls, in the walks that visit every node of every body.
 _NODE_TYPES = frozenset(kind for kind in vars(ast).values() if isinstance(kind, type) and issubclass(kind, ast.AST))
-_BRANCH_TYPES = frozenset(kind for kind in _NODE_TYPES if not issubclass(kind, LEAVES))
+BRANCH_TYPES = frozenset(kind for kind in _NODE_TYPES if not issubclass(kind, LEAVES))
 _CHILD_TYPES = frozenset(kind for kind in _NODE_TYPES if not issubclass(kind, ast.expr_context))
+
+
+# Fields that never hold a node, by the grammar's own word (each node class's docstring is its
+# ASDL signature: `Name(identifier id, expr_context ctx)`): names, numbers, strings, constants
+# and the load/store marker. A walk then looks only at the fields that may hold nodes (a Name
+# or a Constant, most of a tree, has none), in field order as before.
+_NOT_NODES = re.compile(r"\b(?:identifier|int|string|constant|expr_context)[?*]?\s+(\w+)")
+
+
+def _node_fields(kind: type) -> tuple[str, ...]:
+    signature = kind.__doc__ or ""
+    if not signature.startswith(kind.__name__ + "("):
+        return kind._fields  # no signature to go by: every field
+    skipped = set(_NOT_NODES.findall(signature))
+    return tuple(name for name in kind._fields if name not in skipped)
+
+
+_NODE_FIELDS = {kind: _node_fields(kind) for kind in _NODE_TYPES}
+
+
+# Node classes with nothing below them (a name, a literal, an operator): a walk need not look.
+CHILDLESS = frozenset(kind for kind, fields in _NODE_FIELDS.items() if not fields)
+
+
+def node_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold nodes, in field order."""
+    fields = _NODE_FIELDS.get(kind)
+    return kind._fields if fields is None else fields
 
 
 def _nodes_of_kinds_below(node: ast.AST, kinds: frozenset[type]) -> list[ast.AST]:
     """The nodes right below `node` whose class is one of `kinds`, in field order."""
     below: list[ast.AST] = []
-    for name in node._fields:
+    fields = _NODE_FIELDS.get(type(node))  # node_fields, inlined: called for every node of every walk
+    for name in node._fields if fields is None else fields:
         value = getattr(node, name, None)
         if type(value) is list:
             below.extend([item for item in value if type(item) in kinds])
@@ -109,7 +139,7 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
 
 def branch_nodes(node: ast.AST) -> list[ast.AST]:
     """The nodes right below `node`, but the LEAVES, in field order."""
-    return _nodes_of_kinds_below(node, _BRANCH_TYPES)
+    return _nodes_of_kinds_below(node, BRANCH_TYPES)
 
 
 def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
@@ -120,7 +150,7 @@ def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
     while pending:
         child = pending.pop()
         found.append(child)
-        if not isinstance(child, _SCOPES):
+        if not isinstance(child, SCOPES):
             pending.extend(reversed(branch_nodes(child)))
     return found
 
@@ -128,7 +158,8 @@ def own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
 def returned_shape(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST] | None = None) -> int | None:
     """The tuple length every `return` of the body gives, when each returns a tuple display
     (`return a, b`) of the same length; None otherwise (a generator, a bare `return`, a name,
-    returns of different lengths: unknown, never judged). `nodes`: its `own_nodes`, if known."""
+    returns of different lengths: unknown, never judged). `nodes`: its `own_nodes`, if known
+    (or only those of them that are returns and yields)."""
     lengths = set()
     for child in own_nodes(node) if nodes is None else nodes:
         if isinstance(child, (ast.Yield, ast.YieldFrom)):

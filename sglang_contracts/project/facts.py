@@ -346,6 +346,30 @@ def _encoder(hint: Any, left_out: type | None = None) -> Callable[[Any], Any]:
     return _identity
 
 
+# Values that recur across a project's facts, each decoded to one shared object per value (facts
+# are never changed once made): sglang's own tree as a project holds 790,000 positions of
+# 145,000 distinct values and 290,000 receivers of 64,000 (sharing them saves a fifth of the
+# decoded facts' memory).
+SHARED = (Position, Receiver)
+SHARED_LIMIT = 500_000  # values kept per type; past that the table starts again (a long-lived server)
+_shared: dict[type, dict[tuple, Any]] = {}
+
+
+def _sharing(hint: type, plan: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    table = _shared.setdefault(hint, {})
+
+    def decode(raw: Any) -> Any:
+        values = tuple([decode(value) for decode, value in zip(plan, raw)])
+        found = table.get(values)
+        if found is None:
+            if len(table) >= SHARED_LIMIT:
+                table.clear()
+            found = table[values] = hint(*values)
+        return found
+
+    return decode
+
+
 @lru_cache(maxsize=None)
 def _decoder(hint: Any) -> Callable[[Any], Any]:
     """A function rebuilding a value of type `hint` from its JSON form (`_encoder`'s output),
@@ -353,6 +377,8 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
     if dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
         plan = [_decoder(hints[f.name]) for f in dataclasses.fields(hint)]
+        if hint in SHARED:
+            return _sharing(hint, plan)
         if all(decode is _identity for decode in plan):
             return lambda raw: hint(*raw)
         return lambda raw: hint(*[decode(value) for decode, value in zip(plan, raw)])

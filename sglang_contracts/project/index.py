@@ -87,11 +87,17 @@ def module_name_for(relpath: str) -> str:
     return ".".join(parts)
 
 
-def _scan_job(job: tuple[str, str, str, tuple[str, ...]]) -> dict:
+def _scan_job(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> dict:
+    """One file's facts as JSON, also written to the cache under the key given: encoding and
+    writing them in the workers, not in the process that gathers them all."""
     from sglang_contracts.project.scanner import scan_source
 
-    with collector_paused(collect_after=True):  # a syntax tree and facts: many objects, few cycles
-        return scan_source(*job).to_json()
+    relpath, module, text, packages, cache, key = job
+    # A syntax tree and facts: many objects and no cycles, all freed as the scan returns.
+    with collector_paused():
+        result = scan_source(relpath, module, text, packages).to_json()
+    cache.put(key, result)
+    return result
 
 
 @dataclass
@@ -274,8 +280,7 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
 
 
 def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None) -> None:
-    jobs: list[tuple[str, str, str]] = []
-    keys: dict[str, str] = {}
+    jobs: list[tuple[str, str, str, tuple[str, ...], JsonCache, str]] = []
     for relpath, (module, digest) in sorted(batch.items()):
         key = _facts_key(relpath, module, digest, index.packages)
         try:
@@ -285,14 +290,12 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
         if cached is not None:
             index.files[relpath] = cached
             continue
-        keys[relpath] = key
-        jobs.append((relpath, module, index.texts[relpath], index.packages))
+        jobs.append((relpath, module, index.texts[relpath], index.packages, cache, key))
     index.parsed += len(jobs)
     # Each file's facts are taken as they come: the JSON of every file at once would double the peak.
     results = iter_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
     for job, result in zip(jobs, results):
         index.files[job[0]] = FileFacts.from_json(result)
-        cache.put(keys[job[0]], result)
 
 
 def _link(index: ProjectIndex) -> None:

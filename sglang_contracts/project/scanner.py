@@ -34,9 +34,9 @@ from sglang_contracts.project.facts import (
 )
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
-from sglang_contracts.infra.pysource import TooComplex, child_nodes, nodes_below, parse_quietly, returned_shape, tree_depth, unpack_count
+from sglang_contracts.infra.pysource import CHILDLESS, SCOPES, TooComplex, branch_nodes, child_nodes, parse_quietly, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
-from sglang_contracts.upstream.bodies import _branches, value_token
+from sglang_contracts.upstream.bodies import MUTATING, add_mutated, value_token
 from sglang_contracts.upstream.model import is_upstream
 from sglang_contracts.project.scopes import (
     FUNCTIONS,
@@ -52,6 +52,7 @@ from sglang_contracts.project.scopes import (
     string_value,
 )
 
+EXITS = frozenset({ast.Return, ast.Yield, ast.YieldFrom})  # what returned_shape looks at
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 # Calls that name an attribute or a dotted target by string, or introspect an object: the
 # last name of the callee (`mock.patch.object` -> "object").
@@ -151,16 +152,6 @@ def _getattr_probe(method: Function, parameter: str) -> tuple[list[str], list[st
     return sources, names
 
 
-def _calls_base_init(function: Function, bases: tuple[str, ...]) -> bool:
-    """Does `__init__` call `super().__init__(...)` or `Base.__init__(self, ...)`?"""
-    for node in nodes_below(function):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__":
-            owner = node.func.value
-            if isinstance(owner, ast.Call) and full_name(owner.func) == "super" or full_name(owner) in bases:
-                return True
-    return False
-
-
 def _annotation_text(function: Function) -> str:
     """The function's return annotation as written ("" when it has none)."""
     if function.returns is None:
@@ -203,12 +194,12 @@ class _ClassSummary:
             params = [*getattr_method.args.posonlyargs, *getattr_method.args.args]
             if len(params) >= 2:
                 self.getattr_sources, self.getattr_names = _getattr_probe(getattr_method, params[1].arg)
+        self.walks = walks = {id(method): _MethodWalk(method, self.bases) for method in methods}  # each walked once
         init = next((m for m in methods if m.name == "__init__"), None)
-        self.init_calls_base = None if init is None else _calls_base_init(init, self.bases)
-        writes = {id(method): _self_writes(method) for method in methods}  # read by both: walked once
-        self.none_only, self.falsy_only = _constant_only(node, methods, writes)
-        self.values, self.returns = _values(node, methods, writes)
-        self.namespaces = _namespaces(methods)
+        self.init_calls_base = None if init is None else walks[id(init)].calls_base_init
+        self.none_only, self.falsy_only = _constant_only(node, methods, walks)
+        self.values, self.returns = _values(node, methods, walks)
+        self.namespaces = _namespaces(methods, walks)
 
     def fact(self, at: SourcePositions) -> ClassFact:
         return ClassFact(
@@ -218,7 +209,7 @@ class _ClassSummary:
             methods=tuple(
                 MethodFact(m.name, at.definition_name(m), parameter_list(m), decorator_names(m),
                            isinstance(m, ast.AsyncFunctionDef), _annotation_text(m),
-                           returned_shape(m)) for m in self.methods
+                           returned_shape(m, self.walks[id(m)].exits)) for m in self.methods
             ),
             provided=tuple(sorted(self.provided)),
             attr_types=tuple(sorted(self.attributes.typed().items())),
@@ -274,22 +265,13 @@ class _Collector:
         self.conditions = gates.ConditionReader()  # names bound to the release's version, and tests of it
         self.gate: gates.Gate = gates.TRUE  # the condition the code being visited runs under (simplified)
         self.gates: list[GateFact] = []  # blocks under a condition on the release, outer ones first
-        # A visitor returning False has visited the node's children itself, or wants them skipped.
-        self._visitors = {
-            ast.Try: self._visit_try, ast.TryStar: self._visit_try, ast.If: self._visit_if,
-            ast.FunctionDef: self._visit_function, ast.AsyncFunctionDef: self._visit_function,
-            ast.ClassDef: self._visit_class, ast.Import: self._visit_import, ast.ImportFrom: self._visit_import_from,
-            ast.Assign: self._visit_assign, ast.AnnAssign: self._visit_annotated, ast.Delete: self._visit_delete,
-            ast.Constant: self._visit_constant, ast.JoinedStr: self._visit_fstring, ast.Compare: self._visit_compare,
-            ast.Attribute: self._visit_attribute, ast.Call: self._visit_call, ast.Await: self._visit_await,
-        }
 
     def visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.expr):
             self._visit_expression(node)
             return
-        visitor = self._visitors.get(type(node))
-        if visitor is None or visitor(node) is not False:
+        visitor = _VISITORS.get(type(node))
+        if visitor is None or visitor(self, node) is not False:
             self._children(node)
 
     def _visit_expression(self, root: ast.expr) -> None:
@@ -300,8 +282,9 @@ class _Collector:
         pending: list[ast.AST] = [root]
         while pending:
             node = pending.pop()
-            visitor = self._visitors.get(type(node))
-            if visitor is None or visitor(node) is not False:
+            kind = type(node)
+            visitor = _VISITORS.get(kind)
+            if (visitor is None or visitor(self, node) is not False) and kind not in CHILDLESS:
                 pending.extend(reversed(child_nodes(node)))
 
     def _children(self, node: ast.AST) -> None:
@@ -745,6 +728,21 @@ class _Collector:
             self._uses[id(node.value)] = "await"
 
 
+# A visitor returning False has visited the node's children itself, or wants them skipped.
+# Plain functions, not methods bound to a collector: a table of those would hold the collector
+# in a reference cycle, and with it the file's syntax tree until a collection found them.
+_VISITORS = {
+    ast.Try: _Collector._visit_try, ast.TryStar: _Collector._visit_try, ast.If: _Collector._visit_if,
+    ast.FunctionDef: _Collector._visit_function, ast.AsyncFunctionDef: _Collector._visit_function,
+    ast.ClassDef: _Collector._visit_class, ast.Import: _Collector._visit_import,
+    ast.ImportFrom: _Collector._visit_import_from, ast.Assign: _Collector._visit_assign,
+    ast.AnnAssign: _Collector._visit_annotated, ast.Delete: _Collector._visit_delete,
+    ast.Constant: _Collector._visit_constant, ast.JoinedStr: _Collector._visit_fstring,
+    ast.Compare: _Collector._visit_compare, ast.Attribute: _Collector._visit_attribute,
+    ast.Call: _Collector._visit_call, ast.Await: _Collector._visit_await,
+}
+
+
 def _syntax_error(error: Exception) -> tuple[int, int, str]:
     """Where and why the file does not parse, in CPython's own words."""
     if isinstance(error, SyntaxError):
@@ -780,41 +778,95 @@ def _constant(node: ast.AST | None) -> str:
     return ""
 
 
-def _self_writes(method: Function) -> list[tuple[str, ast.AST | None]] | None:
-    """(attribute, the value assigned, None when not a plain assignment) of each `self.<x>`
-    write in a method; None when it may set names it does not spell (`setattr(self, ...)`,
-    `self.__dict__`), except in `__getattr__`, which only runs for names not set yet."""
-    arguments = [*method.args.posonlyargs, *method.args.args]
-    receiver = arguments[0].arg if arguments else None
-    if receiver is None:
-        return []
-    found = []
-    values: dict[int, ast.AST | None] = {}  # target node -> the value assigned to it
-    dynamic_writes_matter = method.name != "__getattr__"
-    for sub in nodes_below(method):  # an assignment comes before its targets
-        if isinstance(sub, ast.Assign):
-            values.update((id(target), sub.value) for target in sub.targets)
-        elif isinstance(sub, ast.AnnAssign):
-            values[id(sub.target)] = sub.value
-        elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == receiver:
-            if sub.attr == "__dict__" and dynamic_writes_matter:
-                return None
-            if isinstance(sub.ctx, (ast.Store, ast.Del)):
-                found.append((sub.attr, values.get(id(sub))))
-        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
-                and dynamic_writes_matter and sub.args and isinstance(sub.args[0], ast.Name) \
-                and sub.args[0].id == receiver:
-            return None
-    return found
+class _MethodWalk:
+    """What the class facts need from one method, in one walk of it (they were five):
+
+    `writes`: (attribute, the value assigned, None when not a plain assignment) of each
+    `self.<x>` write; None when the method may set names it does not spell (`setattr(self,
+    ...)`, `self.__dict__`), except in `__getattr__`, which only runs for names not set yet.
+    `mutates`: the `self.<x>` its body may fill or hand on (upstream.bodies.add_mutated).
+    `built`/`unbuilt`: attributes written as `self.x = SimpleNamespace(a=..., ...)` with those
+    members, and attributes written (or given members) any other way.
+    `calls_base_init`: does it call `super().__init__(...)` or `Base.__init__(self, ...)`?
+    `exits`: the returns and yields of its own body, for `returned_shape`."""
+
+    def __init__(self, method: Function, bases: tuple[str, ...]) -> None:
+        arguments = [*method.args.posonlyargs, *method.args.args]
+        receiver = arguments[0].arg if arguments else None
+        self.writes: list[tuple[str, ast.AST | None]] | None = []
+        self.mutates: set[str] = set()
+        self.built: dict[str, set[str]] = {}
+        self.unbuilt: set[str] = set()
+        self.calls_base_init = False
+        values: dict[int, ast.AST | None] = {}  # target node -> the value assigned to it
+        dynamic_writes_matter = method.name != "__getattr__"
+        self.exits: list[ast.AST] = []  # the returns and yields of its own body (returned_shape)
+        body = {id(statement) for statement in method.body}
+        for part in branch_nodes(method):  # its arguments and decorators, then its body's statements
+            in_body = id(part) in body
+            pending = [(part, in_body)]  # (node, is it the body's own: in no function or class inside)
+            while pending:  # every node but the LEAVES, each before those below it (an assignment before its targets)
+                sub, own = pending.pop()
+                kind = type(sub)
+                if own and kind in EXITS:
+                    self.exits.append(sub)
+                below_own = own and kind not in SCOPES
+                pending.extend([(child, below_own) for child in branch_nodes(sub)])
+                if kind is ast.Call and isinstance(sub.func, ast.Attribute) and sub.func.attr == "__init__":
+                    owner = sub.func.value
+                    if isinstance(owner, ast.Call) and full_name(owner.func) == "super" or full_name(owner) in bases:
+                        self.calls_base_init = True
+                if receiver is None:
+                    continue
+                if kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
+                    self._targets(sub, receiver)
+                if kind is ast.Assign:
+                    values.update((id(target), sub.value) for target in sub.targets)
+                elif kind is ast.AnnAssign:
+                    values[id(sub.target)] = sub.value
+                elif kind is ast.Attribute and isinstance(sub.value, ast.Name) and sub.value.id == receiver:
+                    if sub.attr == "__dict__" and dynamic_writes_matter:
+                        self.writes = None
+                    if isinstance(sub.ctx, (ast.Store, ast.Del)) and self.writes is not None:
+                        self.writes.append((sub.attr, values.get(id(sub))))
+                elif kind is ast.Call and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
+                        and dynamic_writes_matter and sub.args and isinstance(sub.args[0], ast.Name) \
+                        and sub.args[0].id == receiver:
+                    self.writes = None
+                if kind is ast.Attribute and isinstance(sub.value, ast.Attribute) \
+                        and isinstance(sub.value.value, ast.Name) and sub.value.value.id == receiver \
+                        and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                    self.unbuilt.add(sub.value.attr)  # members added later: self.x.y = ...
+                if in_body and kind in MUTATING:
+                    add_mutated(sub, receiver, self.mutates)
+
+    def _targets(self, assignment: ast.Assign | ast.AnnAssign | ast.AugAssign, receiver: str) -> None:
+        """Which attributes an assignment builds as a SimpleNamespace stand-in, and which not."""
+        targets = assignment.targets if isinstance(assignment, ast.Assign) else [assignment.target]
+        for target in targets:
+            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                    and target.value.id == receiver):
+                for inner in ast.walk(target):  # unpacked or nested targets: not a stand-in
+                    if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) \
+                            and inner.value.id == receiver:
+                        self.unbuilt.add(inner.attr)
+                continue
+            value = assignment.value
+            if isinstance(assignment, ast.Assign) and isinstance(value, ast.Call) \
+                    and full_name(value.func) in ("SimpleNamespace", "types.SimpleNamespace") \
+                    and not value.args and all(k.arg for k in value.keywords):
+                self.built.setdefault(target.attr, set()).update(k.arg for k in value.keywords)
+            else:
+                self.unbuilt.add(target.attr)
 
 
 def _constant_only(node: ast.ClassDef, methods: list[Function],
-                   self_writes: dict[int, list | None]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+                   walks: dict[int, _MethodWalk]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(attributes every write of which sets None, those every write of which sets None or
     another immutable falsy constant), over the class body and `self` in its methods. Nothing
     is claimed when the class may set names it does not spell (`setattr(self, name, ...)`,
     `self.__dict__`), except in `__getattr__`, which only runs for names not set yet.
-    `self_writes`: `_self_writes` of each method, by id."""
+    `walks`: each method's _MethodWalk, by id."""
     writes: dict[str, set[str]] = {}  # attribute -> the kinds of value written ("none", "falsy", "")
 
     def wrote(name: str, value: ast.AST | None) -> None:
@@ -830,7 +882,7 @@ def _constant_only(node: ast.ClassDef, methods: list[Function],
         elif isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
             wrote(statement.name, None)
     for method in methods:
-        found = self_writes[id(method)]
+        found = walks[id(method)].writes
         if found is None:
             return (), ()
         for name, value in found:
@@ -840,14 +892,14 @@ def _constant_only(node: ast.ClassDef, methods: list[Function],
     return none, falsy
 
 
-def _values(node: ast.ClassDef, methods: list[Function], self_writes: dict[int, list | None]) -> tuple[tuple, tuple]:
+def _values(node: ast.ClassDef, methods: list[Function], walks: dict[int, _MethodWalk]) -> tuple[tuple, tuple]:
     """((attribute, tokens of every value the class writes to it), ...) and ((method, token
     of what it returns), ...) for methods that only return a literal or an enum member.
     Tokens as `value_token`, "m:<name>" for `self.<name>()`, "" for anything unknown (a value
     computed), "filled" where a method may fill it or hand it on (an empty container then may
     not stay empty). Nothing at all when the class may set
     names it does not spell (`setattr(self, ...)`, `self.__dict__` outside `__getattr__`).
-    `self_writes`: `_self_writes` of each method, by id."""
+    `walks`: each method's _MethodWalk, by id."""
     writes: dict[str, set[str]] = {}
 
     def token(value: ast.AST | None) -> str:
@@ -875,50 +927,28 @@ def _values(node: ast.ClassDef, methods: list[Function], self_writes: dict[int, 
                 and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
         if len(body) == 1 and isinstance(body[0], ast.Return) and (found := value_token(body[0].value)):
             returns.append((method.name, found))
-        found = self_writes[id(method)]
+        found = walks[id(method)].writes
         if found is None:
             return (), ()
         for name, value in found:
             writes.setdefault(name, set()).add(token(value))
-        for name in _branches(method, receiver)[1]:  # filled, or handed to what may fill it
+        for name in walks[id(method)].mutates:  # filled, or handed to what may fill it
             writes.setdefault(name, set()).add("filled")
     return (tuple(sorted((name, tuple(sorted(kinds))) for name, kinds in writes.items())),
             tuple(sorted(returns)))
 
 
-def _namespaces(methods: list[Function]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _namespaces(methods: list[Function], walks: dict[int, _MethodWalk]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """((attribute, its members), ...) for attributes every write of which in the class is
     `self.x = SimpleNamespace(a=..., b=...)` (or `types.SimpleNamespace`): a stand-in object
-    that has those members and no others."""
+    that has those members and no others. `walks`: each method's _MethodWalk, by id."""
     built: dict[str, set[str]] = {}
     other: set[str] = set()
     for method in methods:
-        arguments = [*method.args.posonlyargs, *method.args.args]
-        receiver = arguments[0].arg if arguments else None
-        if receiver is None:
-            continue
-        for sub in nodes_below(method):
-            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] \
-                if isinstance(sub, (ast.AnnAssign, ast.AugAssign)) else []
-            for target in targets:
-                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                        and target.value.id == receiver):
-                    for inner in ast.walk(target):  # unpacked or nested targets: not a stand-in
-                        if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) \
-                                and inner.value.id == receiver:
-                            other.add(inner.attr)
-                    continue
-                value = sub.value
-                if isinstance(sub, ast.Assign) and isinstance(value, ast.Call) \
-                        and full_name(value.func) in ("SimpleNamespace", "types.SimpleNamespace") \
-                        and not value.args and all(k.arg for k in value.keywords):
-                    built.setdefault(target.attr, set()).update(k.arg for k in value.keywords)
-                else:
-                    other.add(target.attr)
-            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Attribute) \
-                    and isinstance(sub.value.value, ast.Name) and sub.value.value.id == receiver \
-                    and isinstance(sub.ctx, (ast.Store, ast.Del)):
-                other.add(sub.value.attr)  # members added later: self.x.y = ...
+        walk = walks[id(method)]
+        for name, members in walk.built.items():
+            built.setdefault(name, set()).update(members)
+        other |= walk.unbuilt
     return tuple(sorted((name, tuple(sorted(members))) for name, members in built.items() if name not in other))
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.lines import python_lines
-from sglang_contracts.infra.pysource import LEAVES, branch_nodes, nodes_below as _nodes, own_nodes as _own_nodes, returned_shape, unpack_count
+from sglang_contracts.infra.pysource import BRANCH_TYPES, SCOPES, branch_nodes, node_fields, nodes_below as _nodes, own_nodes as _own_nodes, returned_shape, unpack_count
 
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -245,11 +245,12 @@ def _receiver_name(node: AnyFunction) -> str | None:
 
 
 
-def _wrapper_reads(node: AnyFunction) -> set[str]:
+def _wrapper_reads(node: AnyFunction, every: list[ast.AST]) -> set[str]:
     """What the functions a decorator defines inside itself read from their first parameter,
-    when it is called `self`: the wrapper runs as the decorated method."""
+    when it is called `self`: the wrapper runs as the decorated method. `every`: the nodes
+    below the decorator (`nodes_below`)."""
     found: set[str] = set()
-    for inner in _nodes(node):
+    for inner in every:
         if inner is node or not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         arguments = [*inner.args.posonlyargs, *inner.args.args]
@@ -299,21 +300,41 @@ def _self_calls_use(own: list[ast.AST], receiver: str, facts: "BodyFacts") -> No
     facts.unpacks = {name: count for name, count in facts.unpacks.items() if count >= 0}
 
 
+def _every_and_own(node: AnyFunction) -> tuple[list[ast.AST], list[ast.AST]]:
+    """`nodes_below(node)` as a list, and those of them that are the body's own (`own_nodes`'
+    nodes, in another order): one walk for both."""
+    every: list[ast.AST] = []
+    own: list[ast.AST] = []
+    body = {id(statement) for statement in node.body}
+    pending: list[tuple[ast.AST, bool]] = [(child, id(child) in body) for child in branch_nodes(node)]
+    every.append(node)
+    while pending:
+        child, is_own = pending.pop()
+        every.append(child)
+        if is_own:
+            own.append(child)
+        below_own = is_own and not isinstance(child, SCOPES)
+        pending.extend([(below, below_own) for below in branch_nodes(child)])
+    return every, own
+
+
 def body_facts(node: AnyFunction, in_class: bool, lines: bool = True) -> BodyFacts:
-    own = _own_nodes(node)  # walked once for the shape and the uses of self's calls
+    receiver = _receiver_name(node) if in_class else None
+    # Walked once for the shape, the uses of self's calls, and what a method does with self or
+    # what a function's inner functions are (a decorator's wrappers); a static method needs neither.
+    every, own = _every_and_own(node) if receiver is not None or not in_class else (None, _own_nodes(node))
     facts = BodyFacts(lines=normalised_lines(node) if lines else None, raises=_raised(node),
                       is_async=isinstance(node, ast.AsyncFunctionDef), shape=returned_shape(node, own))
-    receiver = _receiver_name(node) if in_class else None
     if receiver is not None:
         _self_calls_use(own, receiver, facts)
     if receiver is None:
         if not in_class:
-            facts.wrapper_reads = _wrapper_reads(node)
+            facts.wrapper_reads = _wrapper_reads(node, every)
         return facts
     facts.guard = none_guard(node, receiver)
     facts.forwards = super_forward(node) if node.args.kwarg is not None else None
     augmented: set[str] = set()  # `self.x += ...`: a store that reads x first
-    for child in _nodes(node):
+    for child in every:
         if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
             callee = _written_name(child.value.func)
             for target in child.targets:
@@ -504,6 +525,7 @@ _LOOKERS = frozenset({"len", "bool", "isinstance", "any", "all", "sorted", "list
 _NEGATED = {"truthy": "falsy", "falsy": "truthy", "none": "notnone", "notnone": "none", "eq": "ne", "ne": "eq",
             "in": "notin", "notin": "in"}
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_SCOPE_TYPES = frozenset(SCOPES)
 
 
 def value_token(node: ast.AST | None) -> str:
@@ -593,71 +615,57 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
                     running = running + tuple(tuple(c) for c in branch_conditions(statement.test, receiver, False))
             continue
         child = item
-        if isinstance(child, ast.If):
+        kind = type(child)  # tests of the class itself: this loop sees every node of every body
+        if kind is ast.If:
             pending.append((child.test, conds))
             pending.append((list(child.body), conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, True))))
             pending.append((list(child.orelse), conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, False))))
             continue
-        if isinstance(child, ast.While):
+        if kind is ast.While:
             pending.append((child.test, conds))
             pending.append((list(child.body), conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, True))))
             pending.append((list(child.orelse), conds))
             continue
-        if isinstance(child, (ast.For, ast.AsyncFor)):
+        if kind is ast.For or kind is ast.AsyncFor:
             pending.extend([(child.iter, conds), (child.target, conds), (list(child.orelse), conds)])
             name = _self_attribute(child.iter, receiver)
             pending.append((list(child.body), conds + (((name, "truthy", ""),) if name else ())))
             continue
-        if isinstance(child, ast.IfExp):
+        if kind is ast.IfExp:
             pending.append((child.test, conds))
             pending.append((child.body, conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, True))))
             pending.append((child.orelse, conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, False))))
             continue
-        if isinstance(child, ast.BoolOp):
+        if kind is ast.BoolOp:
             running = conds
             for value in child.values:
                 pending.append((value, running))
                 holds = isinstance(child.op, ast.And)  # the next operand runs when this one is (not) true
                 running = running + tuple(tuple(c) for c in branch_conditions(value, receiver, holds))
             continue
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        if kind in _SCOPE_TYPES:
             conds = ()  # runs when called, not here: unconditioned, as the plain reads count it
-        if isinstance(child, ast.Assign):
+        if kind is ast.Assign:
             for target in child.targets:
                 if (name := _self_attribute(target, receiver)) is not None:
                     written.setdefault(name, []).append((child.lineno, child.col_offset, _short(child.value)))
-            if (name := _self_attribute(child.value, receiver)) is not None:
-                mutates.add(name)  # an alias that may be filled
-        elif isinstance(child, ast.AnnAssign) and child.value is not None \
+        elif kind is ast.AnnAssign and child.value is not None \
                 and (name := _self_attribute(child.target, receiver)) is not None:
             written.setdefault(name, []).append((child.lineno, child.col_offset, _short(child.value)))
-        elif isinstance(child, ast.AugAssign) and (name := _self_attribute(child.target, receiver)) is not None:
-            mutates.add(name)
-        elif isinstance(child, ast.Subscript) and isinstance(child.ctx, (ast.Store, ast.Del)) \
-                and (name := _self_attribute(child.value, receiver)) is not None:
-            mutates.add(name)
-        elif isinstance(child, ast.Call):
-            func = child.func
-            if isinstance(func, ast.Attribute) and (name := _self_attribute(func.value, receiver)) is not None \
-                    and func.attr not in _READ_ONLY:
-                mutates.add(name)
-            if not (isinstance(func, ast.Name) and func.id in _LOOKERS):
-                for argument in [*child.args, *(k.value for k in child.keywords)]:
-                    argument = argument.value if isinstance(argument, ast.Starred) else argument
-                    if (name := _self_attribute(argument, receiver)) is not None:
-                        mutates.add(name)
-        if (name := _self_attribute(child, receiver)) is not None:
+        if kind in MUTATING:
+            add_mutated(child, receiver, mutates)
+        if kind is ast.Attribute and (name := _self_attribute(child, receiver)) is not None:
             key = name if isinstance(child.ctx, ast.Load) else f"={name}"
             places.setdefault(key, []).append(conds)
         # A name, a literal or a context holds nothing the loop looks for: not pushed at all.
-        for field_name in child._fields:
+        for field_name in node_fields(kind):
             value = getattr(child, field_name, None)
-            if isinstance(value, list):
+            if type(value) is list:
                 if value and isinstance(value[0], ast.stmt):
                     pending.append((value, conds))
                 else:
-                    pending.extend((v, conds) for v in value if isinstance(v, ast.AST) and not isinstance(v, LEAVES))
-            elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
+                    pending.extend([(v, conds) for v in value if type(v) in BRANCH_TYPES])
+            elif type(value) in BRANCH_TYPES:
                 pending.append((value, conds))
     gated = {}
     for name, where in places.items():
@@ -669,6 +677,35 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
         texts = list(dict.fromkeys(text for _, _, text in sorted(values)))
         assigns[name] = " or ".join(texts[:2]) + (f" (or {len(texts) - 2} more)" if len(texts) > 2 else "")
     return gated, mutates, assigns
+
+
+# The nodes through which code may fill `self.<name>` or hand it on (add_mutated).
+MUTATING = frozenset({ast.Assign, ast.AugAssign, ast.Subscript, ast.Call})
+
+
+def add_mutated(child: ast.AST, receiver: str, mutates: set[str]) -> None:
+    """Add to `mutates` the self.<name> that the node itself may fill or hand on: `y = self.x`
+    (an alias that may be filled), `self.x += ...`, `self.x[k] = v`, `self.x.append(...)`,
+    `f(self.x)` (not a builtin that only looks, not a method that only reads)."""
+    if isinstance(child, ast.Assign):
+        if (name := _self_attribute(child.value, receiver)) is not None:
+            mutates.add(name)
+    elif isinstance(child, ast.AugAssign):
+        if (name := _self_attribute(child.target, receiver)) is not None:
+            mutates.add(name)
+    elif isinstance(child, ast.Subscript):
+        if isinstance(child.ctx, (ast.Store, ast.Del)) and (name := _self_attribute(child.value, receiver)) is not None:
+            mutates.add(name)
+    elif isinstance(child, ast.Call):
+        func = child.func
+        if isinstance(func, ast.Attribute) and (name := _self_attribute(func.value, receiver)) is not None \
+                and func.attr not in _READ_ONLY:
+            mutates.add(name)
+        if not (isinstance(func, ast.Name) and func.id in _LOOKERS):
+            for argument in [*child.args, *(k.value for k in child.keywords)]:
+                argument = argument.value if isinstance(argument, ast.Starred) else argument
+                if (name := _self_attribute(argument, receiver)) is not None:
+                    mutates.add(name)
 
 
 def _short(value: ast.AST) -> str:

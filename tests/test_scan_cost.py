@@ -1,0 +1,75 @@
+"""What keeps a cold scan cheap, in CPU and in the main process's memory: a file's syntax tree is
+freed as its scan returns (no reference cycle left for a collection to find), the scan job
+writes its own cache record, and decoded facts share one object per recurring value."""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+
+from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.project.facts import FileFacts
+from sglang_contracts.project.index import _facts_key, _scan_job, build_index
+from sglang_contracts.project.scanner import scan_source
+
+SOURCE = '''
+from types import SimpleNamespace
+from sglang.srt.managers.scheduler import Scheduler
+from sglang.srt.managers.schedule_batch import Req
+
+
+class Omni(Scheduler):
+    def __init__(self, req: Req):
+        super().__init__()
+        self.req = req
+        self.waiting = []
+        self.ns = SimpleNamespace(a=1, b=2)
+        self.flag = None
+
+    def step(self, req: Req):
+        self.waiting.append(req)
+        req.finished()
+        req.finished()
+        if self.req.rid:
+            return self.req.rid, 1
+        return None, 2
+
+
+def helper(req: Req):
+    return req.output_ids
+'''
+
+
+def test_a_scan_leaves_no_reference_cycle_behind() -> None:
+    gc.collect()
+    gc.disable()
+    try:
+        facts = scan_source("m.py", "m", SOURCE, ("m",))
+        assert facts.classes and facts.reads  # the file was read
+        del facts
+        assert gc.collect(0) == 0  # everything was freed by reference counting
+    finally:
+        gc.enable()
+
+
+def test_the_scan_job_writes_the_record_the_main_process_reads(tmp_path: Path) -> None:
+    cache = JsonCache(tmp_path / "cache")
+    key = _facts_key("m.py", "m", "digest", ("m",))
+    result = _scan_job(("m.py", "m", SOURCE, ("m",), cache, key))
+    assert cache.get(key) == json.loads(json.dumps(result))
+    assert FileFacts.from_json(cache.get(key)) == scan_source("m.py", "m", SOURCE, ("m",))
+
+
+def test_decoded_facts_share_equal_positions_and_receivers(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.py").write_text(SOURCE)
+    (project / "b.py").write_text(SOURCE)
+    first = build_index(project, [project], JsonCache(tmp_path / "cache"))
+    again = build_index(project, [project], JsonCache(tmp_path / "cache"))  # decoded from the records
+    assert again.parsed == 0 and again.files == first.files
+    a, b = again.files["a.py"], again.files["b.py"]
+    calls = [call for call in a.calls if call.callee.attrs == ("finished",)]
+    assert len(calls) == 2 and calls[0].callee is calls[1].callee  # one Receiver for equal ones
+    assert a.classes[0].position is b.classes[0].position  # one Position for equal ones, across files
