@@ -300,10 +300,12 @@ class UpstreamModel:
             jobs.append((name, kind, relpath, code, key))
         return jobs
 
-    def accept_extraction(self, job: tuple[str, str, str, str, str], extracted: dict[str, Any]) -> None:
+    def accept_extraction(self, job: tuple[str, str, str, str, str], extracted: dict[str, Any], stored: bool = False) -> None:
+        """A module extracted elsewhere (a worker); `stored`: its record is in the cache already."""
         name, kind, relpath, _, key = job
         self.stats.parsed += 1
-        self.cache.put(key, extracted)
+        if not stored:
+            self.cache.put(key, extracted)
         self._modules[name] = self._record(name, kind, relpath, extracted)
 
     def loaded(self, name: str) -> ModuleRecord | None:

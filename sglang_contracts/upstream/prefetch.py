@@ -8,6 +8,7 @@ still loaded on demand.
 
 from __future__ import annotations
 
+from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.infra.parallel import map_jobs
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.upstream.extract import extract_module
@@ -18,9 +19,13 @@ SLICE = 600  # module names per round of extraction
 ANCESTRY_ROUNDS = 8  # steps down the bases of the classes the project names, fetched a round at a time
 
 
-def _extract_job(job: tuple[str, str, str, str, str]) -> dict:
-    name, _, relpath, code, _ = job
-    return extract_module(name, relpath, code)
+def _extract_job(job: tuple[tuple[str, str, str, str, str], JsonCache]) -> dict:
+    """One module's record, also written to the cache under its key: encoding and writing it
+    in the workers, not in the process that gathers them all."""
+    (name, _, relpath, code, key), cache = job
+    extracted = extract_module(name, relpath, code)
+    cache.put(key, extracted)
+    return extracted
 
 
 def _imported(project: ProjectIndex) -> list[tuple[str, str | None]]:
@@ -97,8 +102,9 @@ def _extract_all(models: list[UpstreamModel], per_model: dict[int, set[str]], wo
     batch = [(model, job) for model in models for job in model.pending_extractions(per_model[id(model)])]
     # A module unchanged between the releases has one cache key: extract it once for both.
     unique = list({job[4]: job for _, job in batch}.values())
-    results = map_jobs(_extract_job, unique, sum(len(job[3]) for job in unique), workers,
+    cache = models[0].cache if models else None
+    results = map_jobs(_extract_job, [(job, cache) for job in unique], sum(len(job[3]) for job in unique), workers,
                        progress="Extracting SGLang modules")
     extracted = {job[4]: result for job, result in zip(unique, results)}
     for model, job in batch:
-        model.accept_extraction(job, extracted[job[4]])
+        model.accept_extraction(job, extracted[job[4]], stored=cache is not None and model.cache.folder == cache.folder)
