@@ -23,7 +23,7 @@ from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
 from sglang_contracts.infra.roots import project_root_for
-from sglang_contracts.project.index import ProjectIndex, build_index, read_python
+from sglang_contracts.project.index import IndexMemo, ProjectIndex, build_index, read_python
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
 from sglang_contracts.suppressions import (
@@ -95,7 +95,11 @@ class Fresh:
     def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache]) -> ProjectIndex:
         return build_index(root, [root], store("project"), workers=options.workers,
                            excluded=partial(_excluded, patterns=options.exclude) if options.exclude else None,
-                           read=self.read_python)
+                           read=self.read_python, memo=self.index_memo())
+
+    def index_memo(self) -> IndexMemo | None:
+        """What earlier runs derived from the project's files (project/index.py IndexMemo)."""
+        return None
 
     def read_python(self, path: Path) -> tuple[str, str]:
         """(digest, text) of a project Python file (project/index.py)."""

@@ -32,7 +32,7 @@ from typing import Callable
 
 from sglang_contracts.infra.cache import JsonCache, remember_records
 from sglang_contracts.infra.files import unsaved_buffer
-from sglang_contracts.project.index import read_python
+from sglang_contracts.project.index import IndexMemo, read_python
 from sglang_contracts.runner import CheckOptions, CheckResult, Fresh, _as_the_image_has_them, _live_stacks, run_check
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
@@ -54,6 +54,7 @@ class ResidentEngine(Fresh):
         self._asked: set[tuple] = set()
         self._read: set[str] = set()
         self._given: tuple[tuple, tuple[UpstreamModel, UpstreamModel]] | None = None
+        self._index_memo = IndexMemo()
         self.runs = 0  # computed runs (for tests and logs)
 
     def check(self, paths: list[Path], options: CheckOptions) -> CheckResult:
@@ -91,6 +92,9 @@ class ResidentEngine(Fresh):
             model.stats = LoadStats()  # what this run loaded, for `-v`
         self._given = (key, pair)
         return pair
+
+    def index_memo(self) -> IndexMemo:
+        return self._index_memo
 
     def read_python(self, path: Path) -> tuple[str, str]:
         name = os.fspath(path)
