@@ -55,6 +55,7 @@ def tool_fingerprint() -> str:
 def listing(root: Path, named_patches: list[str]) -> list[tuple[str, str]]:
     """(name, inventory row) of every file a check may read below the root, in path order: one
     walk a run's keys share (each filters it by name)."""
+    root = root.resolve()
     files = set(walk_project([root], lambda name: True))
     for pattern in named_patches:  # `patch-files` may name files in folders the walk skips
         files.update(path.resolve() for path in root.glob(pattern) if path.is_file())

@@ -215,6 +215,10 @@ class IndexMemo:
     imports: dict[str, tuple[str, "_Imports"]] = field(default_factory=dict)
     # (the re-export table as it stood, the names each module binds to SGLang) of each round
     upstream_names: list[tuple[dict[str, dict[str, str]], dict[str, set[str]]]] = field(default_factory=list)
+    # id of those names -> relpath -> (the file's imports read, whether it imports one of them)
+    reexported: dict[int, dict[str, tuple["_Imports", bool]]] = field(default_factory=dict)
+    # relpath -> (its facts, the project modules that may define a class they use)
+    class_modules: dict[str, tuple[FileFacts, list[str]]] = field(default_factory=dict)
 
     def sglang_mentioned(self, digest: str, text: str) -> bool:
         known = self.mentions.get(digest)
@@ -227,6 +231,9 @@ class IndexMemo:
         live = set(digests.values())
         self.mentions = {digest: known for digest, known in self.mentions.items() if digest in live}
         self.imports = {rel: row for rel, row in self.imports.items() if digests.get(rel) == row[0]}
+        kept = {id(names) for _, names in self.upstream_names}
+        self.reexported = {key: verdicts for key, verdicts in self.reexported.items() if key in kept}
+        self.class_modules = {rel: row for rel, row in self.class_modules.items() if rel in digests}
 
 
 def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None,
@@ -264,7 +271,7 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
         _link(index)
         scanned = [index.files[rel] for rel in pending if rel in index.files]
         pending = (_importers_of_reexports(index, texts, imports, memo, rounds)
-                   | _definers_of_used_classes(scanned, index, texts))
+                   | _definers_of_used_classes(scanned, index, texts, memo))
         rounds += 1
     memo.kept_for(index.digests)
     return index
@@ -362,6 +369,8 @@ def _upstream_names(index: ProjectIndex, memo: IndexMemo, round_number: int) -> 
         names = {name for name in table if index.resolve_local(module, name)}
         if names:
             upstream_names[module] = names
+    for _, dropped in memo.upstream_names[round_number:]:  # their verdicts go with them (ids are reused)
+        memo.reexported.pop(id(dropped), None)
     del memo.upstream_names[round_number:]
     memo.upstream_names.append(({module: dict(table) for module, table in index.exports.items()}, upstream_names))
     return upstream_names
@@ -387,13 +396,18 @@ def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, str
         return set()
     if not imports:
         imports.update(_read_imports(index, memo))
+    # The same names (kept by the memo) and the same imports read give the same verdict.
+    verdicts = memo.reexported.setdefault(id(upstream_names), {})
     found = set()
     for rel, (module, _) in texts.items():
         if rel in index.files:
             continue
         if rel not in imports:  # its reading failed (reported): read it again here
             imports[rel] = _Imports.read(rel, module, index.texts[rel])
-        if imports[rel].reexported(upstream_names):
+        known = verdicts.get(rel)
+        if known is None or known[0] is not imports[rel]:
+            known = verdicts[rel] = (imports[rel], imports[rel].reexported(upstream_names))
+        if known[1]:
             found.add(rel)
     return found
 
@@ -414,21 +428,31 @@ def _used_class_names(facts: FileFacts) -> set[str]:
 
 
 def _definers_of_used_classes(scanned: list[FileFacts], index: ProjectIndex,
-                              texts: dict[str, tuple[str, str]]) -> set[str]:
+                              texts: dict[str, tuple[str, str]], memo: IndexMemo) -> set[str]:
     """Unscanned project files that define a class the files just scanned use as a type or a
     base: `data: VoxtralRequestData` then `data.req.extend_range` needs that class's typed fields."""
     by_module = {module: rel for rel, (module, _) in texts.items()}
     wanted: set[str] = set()
     for facts in scanned:
-        bindings = facts.bindings()
-        for name in _used_class_names(facts):
-            head, _, rest = name.partition(".")
-            target = bindings.get(head)
-            if target is None or is_upstream(target):
-                continue
-            dotted = f"{target}.{rest}" if rest else target
-            for module in (dotted.rpartition(".")[0], dotted):
-                rel = by_module.get(module)
-                if rel is not None and rel not in index.files:
-                    wanted.add(rel)
+        kept = memo.class_modules.get(facts.path)
+        if kept is None or kept[0] is not facts:  # the same facts (a kept record's) use the same classes
+            kept = memo.class_modules[facts.path] = (facts, _class_modules(facts))
+        for module in kept[1]:
+            rel = by_module.get(module)
+            if rel is not None and rel not in index.files:
+                wanted.add(rel)
     return wanted
+
+
+def _class_modules(facts: FileFacts) -> list[str]:
+    """The modules that may define a project class a file uses as a type or a base."""
+    bindings = facts.bindings()
+    found = []
+    for name in _used_class_names(facts):
+        head, _, rest = name.partition(".")
+        target = bindings.get(head)
+        if target is None or is_upstream(target):
+            continue
+        dotted = f"{target}.{rest}" if rest else target
+        found += [dotted.rpartition(".")[0], dotted]
+    return found
