@@ -53,6 +53,13 @@ FIXTURE_EDITS = [
      "        self.max_running_requests = 4\n        self.mm_receiver = None\n"),
     # a file that is not Python
     ("docs/install.md", None, "Install sglang==0.9.0 first.\n"),
+    # a new file, indexed only for a name it imports through a re-export module
+    ("demo_omni/reuses_compat.py", None,
+     "from demo_omni.compat import TpModelWorkerClient\n\n\ndef step(worker: TpModelWorkerClient):\n"
+     "    return worker.forward_batch_generation()\n"),
+    # the re-export gone: what every module binds to SGLang changes, and that file is no longer indexed
+    ("demo_omni/compat.py", "from sglang.srt.managers.tp_worker_overlap_thread import TpModelWorkerClient  # noqa\n",
+     "TpModelWorkerClient = object\n"),
 ]
 
 
@@ -73,6 +80,10 @@ def test_resident_runs_give_the_findings_of_fresh_runs_and_open_each_release_onc
         resident = engine.check([project], options)
         assert len(opened) == before, "an unchanged release is not opened again"
         assert findings(resident) == fresh_findings(project, options, tmp_path / f"fresh{step}"), relpath
+        if relpath == "demo_omni/reuses_compat.py":  # indexed through the re-export, while it stands
+            assert relpath in resident.project.files
+        elif relpath == "demo_omni/compat.py":
+            assert "demo_omni/reuses_compat.py" not in resident.project.files
     assert engine.runs == 1 + len(FIXTURE_EDITS)
     # A file removed takes its findings.
     (project / "demo_omni" / "compat.py").unlink()

@@ -12,8 +12,14 @@ Kept, each under a key of everything that would change it:
   fresh run reports only the modules it reaches;
 - each project Python file's digest and decoded text, by its size, modification and change
   times, inode and device; an editor's unsaved buffer is read in every run;
+- what the project index derives from file contents and from the re-export table
+  (project/index.py IndexMemo: a content's sglang mention, a file's imports, each round's
+  upstream-named re-exports), each under what it was computed from;
+- the project's SGLang pin, by the path, size and time of every file the pin readers may read
+  (pins.pin_may_read) and the unsaved buffers;
 - decoded cache records (project facts, upstream records), by their file's size and time
-  (infra.cache.remember_records); the catalog and the rules, imported once.
+  (infra.cache.remember_records), those this process wrote included; the catalog and the
+  rules, imported once.
 
 Everything else, the plan of which files to recompute among them (incremental.py) included,
 is the ordinary run's (runner.run_check with this engine as its `keep`), so that the findings
