@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import json
+import os
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,7 +24,7 @@ from typing import Any, Callable
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.files import any_unsaved
-from sglang_contracts.project.index import walk_project
+from sglang_contracts.project.index import skipped_folder
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
 
@@ -54,19 +55,31 @@ def tool_fingerprint() -> str:
 
 def listing(root: Path, named_patches: list[str]) -> list[tuple[str, str]]:
     """(name, inventory row) of every file a check may read below the root, in path order: one
-    walk a run's keys share (each filters it by name)."""
+    walk a run's keys share (each filters it by name). Walked on strings, as walk_project walks
+    (its skipped folders): Path objects for every file of a project cost most of a re-check's walk."""
     root = root.resolve()
-    files = set(walk_project([root], lambda name: True))
+    found: dict[tuple[str, ...], tuple[str, str]] = {}  # path parts -> (file name, path as the row shows it)
+    top = os.fspath(root)
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if not skipped_folder(d)]
+        below = os.path.relpath(folder, top).replace(os.sep, "/")
+        for name in files:
+            relpath = name if below == "." else f"{below}/{name}"
+            found[tuple(relpath.split("/"))] = (name, relpath)
     for pattern in named_patches:  # `patch-files` may name files in folders the walk skips
-        files.update(path.resolve() for path in root.glob(pattern) if path.is_file())
+        for path in root.glob(pattern):
+            if path.is_file():
+                path = path.resolve()
+                shown = path.relative_to(root).as_posix() if path.is_relative_to(root) else os.fspath(path)
+                found[path.relative_to(root).parts if path.is_relative_to(root) else path.parts] = (path.name, shown)
     rows = []
-    for path in sorted(files):
+    for parts in sorted(found):
+        name, shown = found[parts]
         try:
-            status = path.stat()
-        except OSError:
+            status = os.stat(shown if os.path.isabs(shown) else os.path.join(top, shown))
+        except (OSError, ValueError):
             continue
-        rows.append((path.name, f"{path.relative_to(root).as_posix() if path.is_relative_to(root) else path}"
-                                 f"\0{status.st_size}\0{status.st_mtime_ns}"))
+        rows.append((name, f"{shown}\0{status.st_size}\0{status.st_mtime_ns}"))
     return rows
 
 

@@ -53,6 +53,11 @@ def mentions_sglang(text: str) -> bool:
     return IMPORTS_SGLANG.search(text) is not None
 
 
+def skipped_folder(name: str) -> bool:
+    """A folder no reader looks into: tools', environments', builds'."""
+    return name in EXCLUDED_DIRS or name.endswith(".egg-info")
+
+
 def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]:
     """Files below the given paths (files or folders) whose name `accept`s, sorted, without tool folders."""
     found: set[Path] = set()
@@ -63,7 +68,7 @@ def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]
         # The folder is resolved once; os.walk does not follow links, so what it yields below it
         # is already resolved (resolving 900 files one by one cost a third of a second).
         for folder, dirs, files in os.walk(path.resolve()):
-            dirs[:] = [d for d in dirs if d not in EXCLUDED_DIRS and not d.endswith(".egg-info")]
+            dirs[:] = [d for d in dirs if not skipped_folder(d)]
             found.update(Path(folder, f) for f in files if accept(f))
     return sorted(found)
 
