@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import json
+import os
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,7 +24,7 @@ from typing import Any, Callable
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.files import any_unsaved
-from sglang_contracts.project.index import walk_project
+from sglang_contracts.project.index import skipped_folder
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
 
@@ -52,34 +53,56 @@ def tool_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def inventory(root: Path, named_patches: list[str], accept=lambda name: True) -> list[str]:
-    """Path, size and modification time of every file a check may read below the root (whose
-    name `accept`s)."""
-    files = set(walk_project([root], accept))
+def listing(root: Path, named_patches: list[str]) -> list[tuple[str, str]]:
+    """(name, inventory row) of every file a check may read below the root, in path order: one
+    walk a run's keys share (each filters it by name). Walked on strings, as walk_project walks
+    (its skipped folders): Path objects for every file of a project cost most of a re-check's walk."""
+    root = root.resolve()
+    found: dict[tuple[str, ...], tuple[str, str]] = {}  # path parts -> (file name, path as the row shows it)
+    top = os.fspath(root)
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if not skipped_folder(d)]
+        below = os.path.relpath(folder, top).replace(os.sep, "/")
+        for name in files:
+            relpath = name if below == "." else f"{below}/{name}"
+            found[tuple(relpath.split("/"))] = (name, relpath)
     for pattern in named_patches:  # `patch-files` may name files in folders the walk skips
-        files.update(path.resolve() for path in root.glob(pattern) if path.is_file() and accept(path.name))
+        for path in root.glob(pattern):
+            if path.is_file():
+                path = path.resolve()
+                shown = path.relative_to(root).as_posix() if path.is_relative_to(root) else os.fspath(path)
+                found[path.relative_to(root).parts if path.is_relative_to(root) else path.parts] = (path.name, shown)
     rows = []
-    for path in sorted(files):
+    for parts in sorted(found):
+        name, shown = found[parts]
         try:
-            status = path.stat()
-        except OSError:
+            status = os.stat(shown if os.path.isabs(shown) else os.path.join(top, shown))
+        except (OSError, ValueError):
             continue
-        rows.append(f"{path.relative_to(root).as_posix() if path.is_relative_to(root) else path}"
-                    f"\0{status.st_size}\0{status.st_mtime_ns}")
+        rows.append((name, f"{shown}\0{status.st_size}\0{status.st_mtime_ns}"))
     return rows
 
 
-def run_key(root: Path, paths: list[Path], options: Any, old_spec: str) -> str | None:
+def inventory(root: Path, named_patches: list[str], accept=lambda name: True,
+              listed: list[tuple[str, str]] | None = None) -> list[str]:
+    """Path, size and modification time of every file a check may read below the root (whose
+    name `accept`s); `listed`: this run's listing, if taken already."""
+    return [row for name, row in (listed if listed is not None else listing(root, named_patches)) if accept(name)]
+
+
+def run_key(root: Path, paths: list[Path], options: Any, old_spec: str,
+            listed: list[tuple[str, str]] | None = None) -> str | None:
     """The key of this run's findings, or None when a release's content cannot be told (no
     such ref or folder: the run says so)."""
     if any_unsaved():  # an editor's unsaved buffer is an input no file's size or time shows
         return None
-    return inputs_key(root, paths, options, old_spec, lambda name: True)
+    return inputs_key(root, paths, options, old_spec, lambda name: True, listed)
 
 
-def inputs_key(root: Path, paths: list[Path], options: Any, old_spec: str, accept) -> str | None:
+def inputs_key(root: Path, paths: list[Path], options: Any, old_spec: str, accept,
+               listed: list[tuple[str, str]] | None = None) -> str | None:
     """A digest of the run's inputs but the project files whose name `accept` refuses, or None
-    when a release's content cannot be told."""
+    when a release's content cannot be told; `listed`: this run's listing (`listing`)."""
     releases = [content_identity(spec, options.sglang_repo) for spec in (old_spec, options.new)]
     if None in releases:
         return None
@@ -91,7 +114,7 @@ def inputs_key(root: Path, paths: list[Path], options: Any, old_spec: str, accep
         "options": fields, "root": str(root), "paths": sorted(str(p.resolve()) for p in paths),
     }, sort_keys=True, default=str)
     digest = hashlib.sha256(header.encode())
-    for row in inventory(root, named_patches, accept):
+    for row in inventory(root, named_patches, accept, listed):
         digest.update(row.encode("utf-8", "surrogateescape") + b"\n")  # any bytes a file name holds
     return digest.hexdigest()
 

@@ -23,7 +23,7 @@ from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
 from sglang_contracts.infra.roots import project_root_for
-from sglang_contracts.project.index import ProjectIndex, build_index, read_python
+from sglang_contracts.project.index import IndexMemo, ProjectIndex, build_index, read_python
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
 from sglang_contracts.suppressions import (
@@ -95,7 +95,16 @@ class Fresh:
     def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache]) -> ProjectIndex:
         return build_index(root, [root], store("project"), workers=options.workers,
                            excluded=partial(_excluded, patterns=options.exclude) if options.exclude else None,
-                           read=self.read_python)
+                           read=self.read_python, memo=self.index_memo())
+
+    def index_memo(self) -> IndexMemo | None:
+        """What earlier runs derived from the project's files (project/index.py IndexMemo)."""
+        return None
+
+    def pin(self, root: Path, listed: list[tuple[str, str]] | None) -> tuple[ProjectPin | None, str]:
+        """The project's pin and why it could not be read (_read_pin); `listed`: the files
+        below the root by path, size and time (replay.listing), when the run took them."""
+        return _read_pin(root)
 
     def read_python(self, path: Path) -> tuple[str, str]:
         """(digest, text) of a project Python file (project/index.py)."""
@@ -129,7 +138,11 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     root = project_root_for(paths)
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
     old_spec = options.old
-    pin, pin_failure = _read_pin(root)
+    # One walk of the project for the run's keys (replay, incremental) and the pin a resident
+    # engine keeps while the files are unchanged.
+    listed = replay.listing(root, list(options.settings.get("patch-files") or ())) \
+        if options.use_cache and options.replay else None
+    pin, pin_failure = keep.pin(root, listed)
     if old_spec is None:
         if pin_failure:
             raise UsageError(f"--old not given and the project's SGLang pin could not be read ({pin_failure}); "
@@ -146,7 +159,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         return JsonCache(download_cache / kind if options.use_cache else None)
 
     runs = store("runs")
-    key = replay.run_key(root, paths, options, old_spec) if options.use_cache and options.replay else None
+    key = replay.run_key(root, paths, options, old_spec, listed) if listed is not None else None
     saved = replay.replay_of(runs.get(key)) if key else None
     if saved is not None:
         result = _replayed(saved, root, old_spec, options, download_cache, store, pin)
@@ -154,7 +167,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         from sglang_contracts.infra.parallel import run_pool  # not for a replay, which starts no worker
 
         with run_pool():  # one pool of workers for the scan, the extraction and the per-file analyses
-            result = _computed(paths, options, root, old_spec, pin, download_cache, store, keep)
+            result = _computed(paths, options, root, old_spec, pin, download_cache, store, keep, listed)
         keep.kept(result)
         if key:
             runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),
@@ -227,7 +240,8 @@ def _as_the_image_has_them(stacks: PatchStacks | None, *releases: Release) -> li
 
 
 def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: ProjectPin | None,
-              download_cache: Path, store: Callable[[str], JsonCache], keep: Fresh) -> CheckResult:
+              download_cache: Path, store: Callable[[str], JsonCache], keep: Fresh,
+              listed: list[tuple[str, str]] | None) -> CheckResult:
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
     from sglang_contracts import incremental
     from sglang_contracts.catalog import load_catalog
@@ -253,8 +267,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     released = for_release(project, new)
     # The record holds every file's findings, whatever paths were named (a pre-commit run names
     # the staged files): the next run, whichever files it names, reuses it.
-    salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"))
-            if options.use_cache and options.replay else None)
+    salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
+            if listed is not None else None)
     partial_run = incremental.plan(store("incremental"), salt, released) if salt else None
     context = CheckContext(project=incremental.checked_project(released, partial_run) if partial_run else released,
                            old=old, new=new,

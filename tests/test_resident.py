@@ -53,6 +53,13 @@ FIXTURE_EDITS = [
      "        self.max_running_requests = 4\n        self.mm_receiver = None\n"),
     # a file that is not Python
     ("docs/install.md", None, "Install sglang==0.9.0 first.\n"),
+    # a new file, indexed only for a name it imports through a re-export module
+    ("demo_omni/reuses_compat.py", None,
+     "from demo_omni.compat import TpModelWorkerClient\n\n\ndef step(worker: TpModelWorkerClient):\n"
+     "    return worker.forward_batch_generation()\n"),
+    # the re-export gone: what every module binds to SGLang changes, and that file is no longer indexed
+    ("demo_omni/compat.py", "from sglang.srt.managers.tp_worker_overlap_thread import TpModelWorkerClient  # noqa\n",
+     "TpModelWorkerClient = object\n"),
 ]
 
 
@@ -73,6 +80,10 @@ def test_resident_runs_give_the_findings_of_fresh_runs_and_open_each_release_onc
         resident = engine.check([project], options)
         assert len(opened) == before, "an unchanged release is not opened again"
         assert findings(resident) == fresh_findings(project, options, tmp_path / f"fresh{step}"), relpath
+        if relpath == "demo_omni/reuses_compat.py":  # indexed through the re-export, while it stands
+            assert relpath in resident.project.files
+        elif relpath == "demo_omni/compat.py":
+            assert "demo_omni/reuses_compat.py" not in resident.project.files
     assert engine.runs == 1 + len(FIXTURE_EDITS)
     # A file removed takes its findings.
     (project / "demo_omni" / "compat.py").unlink()
@@ -167,3 +178,25 @@ def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(
         compared.append(findings(resident))
     # The edits changed findings (the import fix takes its SGC102): the comparison could fail.
     assert len({str(found) for found in compared}) > 1
+
+
+def test_the_pin_is_read_again_only_when_a_file_below_the_root_changed(tmp_path, monkeypatch) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    pyproject = project / "pyproject.toml"
+    reads: list[Path] = []
+    real = runner.find_sglang_pin
+    monkeypatch.setattr(runner, "find_sglang_pin", lambda root: reads.append(root) or real(root))
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
+    assert engine.check([project], options).pin.version == "0.9.0" and len(reads) == 1
+    edit(project / "demo_omni" / "omni_scheduler.py", "        self.max_running_requests = 4\n",
+         "        self.max_running_requests = 4\n        traced = False\n")
+    assert engine.check([project], options).pin.version == "0.9.0"
+    assert len(reads) == 1, "no pin file changed: the pin is not read again"
+    edit(pyproject, "sglang==0.9.0", "sglang==0.9.1")
+    resident = engine.check([project], options)
+    assert len(reads) == 2 and resident.pin.version == "0.9.1"
+    fresh = run_check([project], dataclasses.replace(options, replay=False, cache_dir=tmp_path / "fresh"))
+    assert (resident.pin, resident.notes) == (fresh.pin, fresh.notes)
+    assert findings(resident) == findings(fresh)

@@ -74,3 +74,28 @@ def test_noqa_works_in_non_python_files_and_patch_paths_do_not_break_it(tmp_path
     })
     result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
     assert [f"{d.path}:{d.line}: {d.code}" for d in result.diagnostics] == ["Dockerfile:2: SGC702", "fix.patch:3: SGC901"]
+
+
+PROSE_SOURCES = [
+    'x = "a # not a comment"  # a comment\n',
+    'def f():\n    """Doc # inside.\n\n    sglang 0.5.1 # still the docstring\n    """\n    y = (1,  # in a bracket\n         2)\n',
+    's = """\n# inside a string\n""" + """two\n"""  # after two strings\n',
+    'v = f"""{x}\n# in an f-string {y!r}\n"""\nclass A:\n    \'doc\'  # a comment after it\n',
+    'call(\n    "one"\n    "two",  # implicit concatenation\n    # alone in a bracket\n)\n',
+    'if x:\n        pass  # indented\n# dedented\n',
+    'x = 1 + \\\n    2  # a joined line\n',
+    'é = "ü"  # non-ASCII before a comment\n"""module doc later"""\n',
+]
+
+
+@pytest.mark.parametrize("text", PROSE_SOURCES)
+def test_the_prose_of_a_file_read_line_by_line_is_that_of_its_whole_tokenization(text) -> None:
+    import io
+    import tokenize
+
+    from sglang_contracts.infra.pysource import parse_quietly
+    from sglang_contracts.project.stack import _docstring_starts, _prose_of_tokens, _prose_pieces
+
+    docstrings = _docstring_starts(parse_quietly(text))
+    whole = _prose_of_tokens(tokenize.generate_tokens(io.StringIO(text).readline), docstrings)
+    assert whole and _prose_pieces(text) == whole

@@ -75,6 +75,11 @@ def any_unsaved() -> bool:
     return bool(_UNSAVED)
 
 
+def unsaved_buffer_items() -> list[tuple[str, bytes]]:
+    """(absolute path, bytes) of every unsaved editor buffer read in place of its file."""
+    return list(_UNSAVED.items())
+
+
 def unsaved_buffer(path: Path | str) -> bytes | None:
     """The unsaved editor buffer read in place of this file (`unsaved_buffers`), if any."""
     return _UNSAVED.get(os.fspath(path)) if _UNSAVED else None

@@ -217,6 +217,11 @@ def script_pins(relpath: str, text: str) -> list[ImagePin]:
             for path, line, _, _, tag, written in script_mentions(relpath, text)]
 
 
+def may_be_build_script(relpath: str) -> bool:
+    """A Python file image_pins reads: a build script lives by its Dockerfiles or says what it does."""
+    return "docker" in relpath.lower() or PurePosixPath(relpath).name.startswith("build")
+
+
 def image_pins(root: Path) -> list[ImagePin]:
     """SGLang images named by the project's Dockerfiles, then by its Python build scripts under docker/."""
     root = root.resolve()
@@ -227,8 +232,8 @@ def image_pins(root: Path) -> list[ImagePin]:
             found += dockerfile_pins(path.relative_to(root).as_posix(), text)
     for path in walk_project([root], lambda name: name.endswith(".py")):
         relpath = path.relative_to(root).as_posix()
-        if "docker" not in relpath.lower() and not PurePosixPath(relpath).name.startswith("build"):
-            continue  # a build script lives by its Dockerfiles or says what it does
+        if not may_be_build_script(relpath):
+            continue
         text = read_project_text(path, root)
         if text is not None and may_name_release(text):
             found += script_pins(relpath, text)

@@ -54,6 +54,11 @@ def mentions_sglang(text: str) -> bool:
     return IMPORTS_SGLANG.search(text) is not None
 
 
+def skipped_folder(name: str) -> bool:
+    """A folder no reader looks into: tools', environments', builds'."""
+    return name in EXCLUDED_DIRS or name.endswith(".egg-info")
+
+
 def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]:
     """Files below the given paths (files or folders) whose name `accept`s, sorted, without tool folders."""
     found: set[Path] = set()
@@ -64,7 +69,7 @@ def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]
         # The folder is resolved once; os.walk does not follow links, so what it yields below it
         # is already resolved (resolving 900 files one by one cost a third of a second).
         for folder, dirs, files in os.walk(path.resolve()):
-            dirs[:] = [d for d in dirs if d not in EXCLUDED_DIRS and not d.endswith(".egg-info")]
+            dirs[:] = [d for d in dirs if not skipped_folder(d)]
             found.update(Path(folder, f) for f in files if accept(f))
     return sorted(found)
 
@@ -244,10 +249,44 @@ def read_python(path: Path) -> tuple[str, str]:
     return hashlib.sha256(data).hexdigest(), pysource.decode_source(data)
 
 
+@dataclass
+class IndexMemo:
+    """What build_index derives from file contents and from the re-export table, kept by a
+    resident process between its runs (a fresh run starts with an empty one): each is keyed by
+    everything it is computed from, so that the index is the one a fresh run builds."""
+
+    mentions: dict[str, bool] = field(default_factory=dict)  # content digest -> mentions_sglang
+    # relpath -> (content digest, its imports read from the text): the "imports" table's rows
+    imports: dict[str, tuple[str, "_Imports"]] = field(default_factory=dict)
+    # (the re-export table as it stood, the names each module binds to SGLang) of each round
+    upstream_names: list[tuple[dict[str, dict[str, str]], dict[str, set[str]]]] = field(default_factory=list)
+    # id of those names -> relpath -> (the file's imports read, whether it imports one of them)
+    reexported: dict[int, dict[str, tuple["_Imports", bool]]] = field(default_factory=dict)
+    # relpath -> (its facts, the project modules that may define a class they use)
+    class_modules: dict[str, tuple[FileFacts, list[str]]] = field(default_factory=dict)
+
+    def sglang_mentioned(self, digest: str, text: str) -> bool:
+        known = self.mentions.get(digest)
+        if known is None:
+            known = self.mentions[digest] = mentions_sglang(text)
+        return known
+
+    def kept_for(self, digests: dict[str, str]) -> None:
+        """Only what the files as they are now can use again."""
+        live = set(digests.values())
+        self.mentions = {digest: known for digest, known in self.mentions.items() if digest in live}
+        self.imports = {rel: row for rel, row in self.imports.items() if digests.get(rel) == row[0]}
+        kept = {id(names) for _, names in self.upstream_names}
+        self.reexported = {key: verdicts for key, verdicts in self.reexported.items() if key in kept}
+        self.class_modules = {rel: row for rel, row in self.class_modules.items() if rel in digests}
+
+
 def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None,
                 excluded: Callable[[str], bool] | None = None,
-                read: Callable[[Path], tuple[str, str]] = read_python) -> ProjectIndex:
-    """`read`: how a file is read (read_python; a resident engine's keeps the unchanged ones)."""
+                read: Callable[[Path], tuple[str, str]] = read_python, memo: IndexMemo | None = None) -> ProjectIndex:
+    """`read`: how a file is read (read_python; a resident engine's keeps the unchanged ones);
+    `memo`: what earlier runs of a resident process derived (IndexMemo)."""
+    memo = memo if memo is not None else IndexMemo()
     index = ProjectIndex(root=root, cache=cache)
     texts: dict[str, tuple[str, str]] = {}  # relpath -> (module, content digest)
     for path in discover(root, paths, excluded):
@@ -269,13 +308,17 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
 
-    pending = {rel for rel, text in index.texts.items() if mentions_sglang(text)}
+    pending = {rel for rel, text in index.texts.items() if memo.sglang_mentioned(index.digests[rel], text)}
     imports: dict[str, _Imports] = {}  # each file's import statements, read once however many rounds
+    rounds = 0
     while pending:
         _scan(index, {rel: texts[rel] for rel in pending}, cache, workers)
         _link(index)
         scanned = [index.files[rel] for rel in pending if rel in index.files]
-        pending = _importers_of_reexports(index, texts, imports) | _definers_of_used_classes(scanned, index, texts)
+        pending = (_importers_of_reexports(index, texts, imports, memo, rounds)
+                   | _definers_of_used_classes(scanned, index, texts, memo))
+        rounds += 1
+    memo.kept_for(index.digests)
     return index
 
 
@@ -357,26 +400,56 @@ def _imports_row(relpath: str, text: str) -> list[list]:
     return [[relpath, read.froms, sorted(read.modules)]]
 
 
-def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, str]],
-                            imports: dict[str, _Imports]) -> set[str]:
-    """Unscanned files that import, from a scanned project module, a name it binds to SGLang."""
+def _upstream_names(index: ProjectIndex, memo: IndexMemo, round_number: int) -> dict[str, set[str]]:
+    """module -> the top-level names it binds to SGLang, through the re-export table. The
+    same table gives the same names: a resident process's later runs find each round's table
+    as it was unless an edit changed what some module binds."""
+    if round_number < len(memo.upstream_names) and memo.upstream_names[round_number][0] == index.exports:
+        return memo.upstream_names[round_number][1]
     upstream_names: dict[str, set[str]] = {}
     for module, table in index.exports.items():
         names = {name for name in table if index.resolve_local(module, name)}
         if names:
             upstream_names[module] = names
+    for _, dropped in memo.upstream_names[round_number:]:  # their verdicts go with them (ids are reused)
+        memo.reexported.pop(id(dropped), None)
+    del memo.upstream_names[round_number:]
+    memo.upstream_names.append(({module: dict(table) for module, table in index.exports.items()}, upstream_names))
+    return upstream_names
+
+
+def _read_imports(index: ProjectIndex, memo: IndexMemo) -> dict[str, _Imports]:
+    """Every file's imports, read from its text once per content (a table per project; a
+    resident process keeps the rows of the files that did not change)."""
+    if all(memo.imports.get(rel, ("",))[0] == digest for rel, digest in index.digests.items()):
+        return {rel: row[1] for rel, row in memo.imports.items() if rel in index.digests}
+    found = {}
+    for rel, froms, modules in index.each_file("imports", _imports_row, lambda text: True, sys.modules[__name__]):
+        found[rel] = _Imports([(source, names) for source, names in froms], set(modules))
+        memo.imports[rel] = (index.digests[rel], found[rel])
+    return found
+
+
+def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, str]], imports: dict[str, _Imports],
+                            memo: IndexMemo, round_number: int) -> set[str]:
+    """Unscanned files that import, from a scanned project module, a name it binds to SGLang."""
+    upstream_names = _upstream_names(index, memo, round_number)
     if not upstream_names:
         return set()
-    if not imports:  # every file's imports, read from its text once per content (a table per project)
-        for rel, froms, modules in index.each_file("imports", _imports_row, lambda text: True, sys.modules[__name__]):
-            imports[rel] = _Imports([(source, names) for source, names in froms], set(modules))
+    if not imports:
+        imports.update(_read_imports(index, memo))
+    # The same names (kept by the memo) and the same imports read give the same verdict.
+    verdicts = memo.reexported.setdefault(id(upstream_names), {})
     found = set()
     for rel, (module, _) in texts.items():
         if rel in index.files:
             continue
         if rel not in imports:  # its reading failed (reported): read it again here
             imports[rel] = _Imports.read(rel, module, index.texts[rel])
-        if imports[rel].reexported(upstream_names):
+        known = verdicts.get(rel)
+        if known is None or known[0] is not imports[rel]:
+            known = verdicts[rel] = (imports[rel], imports[rel].reexported(upstream_names))
+        if known[1]:
             found.add(rel)
     return found
 
@@ -397,21 +470,31 @@ def _used_class_names(facts: FileFacts) -> set[str]:
 
 
 def _definers_of_used_classes(scanned: list[FileFacts], index: ProjectIndex,
-                              texts: dict[str, tuple[str, str]]) -> set[str]:
+                              texts: dict[str, tuple[str, str]], memo: IndexMemo) -> set[str]:
     """Unscanned project files that define a class the files just scanned use as a type or a
     base: `data: VoxtralRequestData` then `data.req.extend_range` needs that class's typed fields."""
     by_module = {module: rel for rel, (module, _) in texts.items()}
     wanted: set[str] = set()
     for facts in scanned:
-        bindings = facts.bindings()
-        for name in _used_class_names(facts):
-            head, _, rest = name.partition(".")
-            target = bindings.get(head)
-            if target is None or is_upstream(target):
-                continue
-            dotted = f"{target}.{rest}" if rest else target
-            for module in (dotted.rpartition(".")[0], dotted):
-                rel = by_module.get(module)
-                if rel is not None and rel not in index.files:
-                    wanted.add(rel)
+        kept = memo.class_modules.get(facts.path)
+        if kept is None or kept[0] is not facts:  # the same facts (a kept record's) use the same classes
+            kept = memo.class_modules[facts.path] = (facts, _class_modules(facts))
+        for module in kept[1]:
+            rel = by_module.get(module)
+            if rel is not None and rel not in index.files:
+                wanted.add(rel)
     return wanted
+
+
+def _class_modules(facts: FileFacts) -> list[str]:
+    """The modules that may define a project class a file uses as a type or a base."""
+    bindings = facts.bindings()
+    found = []
+    for name in _used_class_names(facts):
+        head, _, rest = name.partition(".")
+        target = bindings.get(head)
+        if target is None or is_upstream(target):
+            continue
+        dotted = f"{target}.{rest}" if rest else target
+        found += [dotted.rpartition(".")[0], dotted]
+    return found

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from sglang_contracts.project.images import ImagePin, image_pins, is_main_dockerfile
+from sglang_contracts.project.images import ImagePin, image_pins, is_main_dockerfile, may_be_build_script
 from sglang_contracts.project.stack import declared_requirements
 from sglang_contracts.requirements import exact_version, normalized
 
@@ -59,6 +59,12 @@ def _reason(chosen: str, others: list[ImagePin]) -> str:
     listed = ", ".join(f"{o.path}:{o.line} names {o.version}" for o in others[:4])
     more = f" and {len(others) - 4} more" if len(others) > 4 else ""
     return f"taken as {chosen} over {listed}{more}; give --old or `old` in [tool.sglang-contracts] to choose another"
+
+
+def pin_may_read(relpath: str) -> bool:
+    """Could find_sglang_pin read this project file? Of the Python files, only setup.py at the
+    root and build scripts (a resident process reads the pin again only when one of these changed)."""
+    return not relpath.endswith(".py") or relpath == "setup.py" or may_be_build_script(relpath)
 
 
 def find_sglang_pin(root: Path) -> ProjectPin | None:

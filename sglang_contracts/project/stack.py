@@ -7,6 +7,7 @@ Everything here is read as text (and Python prose with `tokenize`), never import
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import re
 import sys
@@ -331,17 +332,75 @@ def prose_pieces(text: str) -> Iterator[tuple[str, int, int, str]]:
 @lru_cache(maxsize=16)  # two analyses read the prose of each file a run re-reads (an edited one)
 def _prose_pieces(text: str) -> tuple[tuple[str, int, int, str], ...]:
     try:
-        docstrings = _docstring_starts(parse_quietly(text))
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        tree = parse_quietly(text)
+        docstrings = _docstring_starts(tree)
+        if "\r" in text or "\f" in text or "\\\n" in text:  # line ends and joins the tokenizer counts its own way
+            return _prose_of_tokens(tokenize.generate_tokens(io.StringIO(text).readline), docstrings)
+        try:
+            return _prose_of_lines(text, tree, docstrings)
+        except _NotPlain:
+            return _prose_of_tokens(tokenize.generate_tokens(io.StringIO(text).readline), docstrings)
     except (SyntaxError, tokenize.TokenError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return ()
+
+
+def _prose_of_tokens(tokens: Iterator[tokenize.TokenInfo], docstrings: set[tuple[int, int]],
+                     first_line: int = 1) -> tuple[tuple[str, int, int, str], ...]:
     found = []
     for token in tokens:
+        line = token.start[0] + first_line - 1
         if token.type == tokenize.COMMENT:
-            found.append(("comment", token.start[0], token.start[1], token.string))
-        elif token.type == tokenize.STRING and token.start in docstrings:
-            found.append(("docstring", token.start[0], token.start[1], token.string))
+            found.append(("comment", line, token.start[1], token.string))
+        elif token.type == tokenize.STRING and (line, token.start[1]) in docstrings:
+            found.append(("docstring", line, token.start[1], token.string))
     return tuple(found)
+
+
+class _NotPlain(Exception):
+    """A stretch of lines the tokenizer does not read on their own as it reads them in the file."""
+
+
+def _prose_of_lines(text: str, tree: ast.AST, docstrings: set[tuple[int, int]]) -> tuple[tuple[str, int, int, str], ...]:
+    """What tokenizing the whole file finds, from only the lines that can hold it: those with a
+    `#` and the docstrings' first lines, each tokenized alone, or with the rest of the string
+    literals spanning it (a line starts the tokenizer afresh unless a string is open across it;
+    an open bracket only changes which newline tokens it emits). Tokenizing a 160 KB module
+    whole cost 0.15 s of an edited file's re-check."""
+    spans = sorted((node.lineno, node.end_lineno) for node in ast.walk(tree)
+                   if isinstance(node, (ast.Constant, ast.JoinedStr)) and node.end_lineno is not None
+                   and node.end_lineno > node.lineno)
+    merged: list[list[int]] = []
+    for first, last in spans:
+        if merged and first <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], last)
+        else:
+            merged.append([first, last])
+    lines = text.split("\n")
+    wanted = {number for number, line in enumerate(lines, 1) if "#" in line} | {line for line, _ in docstrings}
+    firsts = [first for first, _ in merged]
+    stretches: dict[int, int] = {}
+    for number in wanted:
+        at = bisect.bisect_right(firsts, number) - 1
+        first, last = merged[at] if at >= 0 and merged[at][1] >= number else (number, number)
+        stretches[first] = last
+    found: list[tuple[str, int, int, str]] = []
+    for first, last in sorted(stretches.items()):
+        stretch = "\n".join(lines[first - 1:last]) + "\n"
+        tokens = tokenize.generate_tokens(io.StringIO(stretch).readline)
+        try:
+            found.extend(_prose_of_tokens(_until_open_bracket_ends(tokens), docstrings, first))
+        except (tokenize.TokenError, IndentationError) as error:
+            raise _NotPlain from error
+    return tuple(found)
+
+
+def _until_open_bracket_ends(tokens: Iterator[tokenize.TokenInfo]) -> Iterator[tokenize.TokenInfo]:
+    """A stretch's tokens; one that ends inside a bracket opened in it (or before) is read to its end."""
+    try:
+        yield from tokens
+    except tokenize.TokenError as error:
+        if "multi-line statement" not in str(error):
+            raise
 
 
 def offset_position(line: int, col: int, raw: str, offset: int) -> tuple[int, int]:

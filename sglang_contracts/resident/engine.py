@@ -12,8 +12,14 @@ Kept, each under a key of everything that would change it:
   fresh run reports only the modules it reaches;
 - each project Python file's digest and decoded text, by its size, modification and change
   times, inode and device; an editor's unsaved buffer is read in every run;
+- what the project index derives from file contents and from the re-export table
+  (project/index.py IndexMemo: a content's sglang mention, a file's imports, each round's
+  upstream-named re-exports), each under what it was computed from;
+- the project's SGLang pin, by the path, size and time of every file the pin readers may read
+  (pins.pin_may_read) and the unsaved buffers;
 - decoded cache records (project facts, upstream records), by their file's size and time
-  (infra.cache.remember_records); the catalog and the rules, imported once.
+  (infra.cache.remember_records), those this process wrote included; the catalog and the
+  rules, imported once.
 
 Everything else, the plan of which files to recompute among them (incremental.py) included,
 is the ordinary run's (runner.run_check with this engine as its `keep`), so that the findings
@@ -31,8 +37,9 @@ from pathlib import Path
 from typing import Callable
 
 from sglang_contracts.infra.cache import JsonCache, remember_records
-from sglang_contracts.infra.files import unsaved_buffer
-from sglang_contracts.project.index import read_python
+from sglang_contracts.infra.files import unsaved_buffer, unsaved_buffer_items
+from sglang_contracts.project.index import IndexMemo, read_python
+from sglang_contracts.project.pins import ProjectPin, pin_may_read
 from sglang_contracts.runner import CheckOptions, CheckResult, Fresh, _as_the_image_has_them, _live_stacks, run_check
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
@@ -54,6 +61,8 @@ class ResidentEngine(Fresh):
         self._asked: set[tuple] = set()
         self._read: set[str] = set()
         self._given: tuple[tuple, tuple[UpstreamModel, UpstreamModel]] | None = None
+        self._index_memo = IndexMemo()
+        self._pin: tuple[tuple[str, str], ProjectPin | None] | None = None  # (key, the pin read under it)
         self.runs = 0  # computed runs (for tests and logs)
 
     def check(self, paths: list[Path], options: CheckOptions) -> CheckResult:
@@ -91,6 +100,23 @@ class ResidentEngine(Fresh):
             model.stats = LoadStats()  # what this run loaded, for `-v`
         self._given = (key, pair)
         return pair
+
+    def pin(self, root: Path, listed: list[tuple[str, str]] | None) -> tuple[ProjectPin | None, str]:
+        """Read again when a file it may read (by path, size and time) or an unsaved buffer
+        changed: the pin readers read nothing else. A failure is not kept (each run says it)."""
+        if listed is None:
+            return super().pin(root, listed)
+        rows = [row for _, row in listed if pin_may_read(row.partition("\0")[0])]
+        buffers = sorted((path, hashlib.sha256(data).hexdigest()) for path, data in unsaved_buffer_items())
+        key = (str(root), hashlib.sha256(repr((rows, buffers)).encode("utf-8", "surrogateescape")).hexdigest())
+        if self._pin is not None and self._pin[0] == key:
+            return self._pin[1], ""
+        pin, failure = super().pin(root, listed)
+        self._pin = None if failure else (key, pin)
+        return pin, failure
+
+    def index_memo(self) -> IndexMemo:
+        return self._index_memo
 
     def read_python(self, path: Path) -> tuple[str, str]:
         name = os.fspath(path)
