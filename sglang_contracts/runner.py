@@ -258,6 +258,9 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         indexing = threads.submit(keep.index, root, options, store)
         old_release, new_release = (future.result() for future in opening)
         project = indexing.result()
+    project_characters = sum(map(len, project.texts.values()))
+    for release in (old_release, new_release):
+        release.tree.yield_kept_sources(project_characters)
     old, new = keep.models(root, options, old_release, new_release, store)
     prefetch(project, [old, new], workers=options.workers)
     wanted = [path.resolve() for path in paths]

@@ -307,3 +307,15 @@ ABSENT = ("ERROR: Could not find a version that satisfies the requirement sglang
 def test_pip_failures_are_told_apart(stderr: str, said: str) -> None:
     message = _explain_pip_failure("0.5.22", stderr)
     assert message.startswith(f"sglang 0.5.22: {said}") and "\n" not in message
+
+
+def test_module_texts_are_kept_for_the_run_within_a_budget_that_yields_to_the_project(tmp_path: Path) -> None:
+    from sglang_contracts.sources import base
+
+    tree = WheelTree(build_wheel(tmp_path / "w"))
+    assert tree.read_source(SCHEDULER) == PACKAGE_FILES[SCHEDULER]
+    assert tree._kept_sources == {SCHEDULER: PACKAGE_FILES[SCHEDULER]}  # read once, kept
+    tree.yield_kept_sources(base.KEPT_SOURCE_BUDGET)  # a project as large as the budget
+    other = next(name for name in PACKAGE_FILES if name != SCHEDULER and name.endswith(".py"))
+    assert tree.read_source(other) == PACKAGE_FILES[other]
+    assert other not in tree._kept_sources and SCHEDULER in tree._kept_sources  # what is kept stays

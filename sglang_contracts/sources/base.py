@@ -25,7 +25,9 @@ def read_limit(relpath: str) -> int:
 # reads of 4,800 modules in one real run, half of its upstream reading). A budget per tree
 # bounds what is kept (a real release's modules are 68M characters); kept texts are never
 # evicted, so a pass over more than the budget hits the part kept instead of evicting what the
-# next pass needs. They go with the tree.
+# next pass needs. They go with the tree. A large project's own texts and facts already fill the
+# process (sglang's tree as a project: 750 MB without them), so the budget yields to them
+# (`yield_kept_sources`): there the kept texts cost 200 MB and saved nothing measurable.
 KEPT_SOURCE_BUDGET = 72 * 2**20  # characters
 
 
@@ -83,7 +85,7 @@ class ReleaseTree(ABC):
         if data is None:
             return None
         text = decode_source(data)
-        if self.keeps_sources and self._kept_characters + len(text) <= KEPT_SOURCE_BUDGET:
+        if self.keeps_sources and self._kept_characters + len(text) <= self._kept_budget:
             self._kept_characters += len(text)  # a race between threads costs a text more or less
             self._kept_sources[relpath] = text
         return text
@@ -93,6 +95,12 @@ class ReleaseTree(ABC):
         return {}
 
     _kept_characters = 0
+    _kept_budget = KEPT_SOURCE_BUDGET
+
+    def yield_kept_sources(self, project_characters: int) -> None:
+        """Keep no more texts than the budget less the project's own Python text (what is kept
+        stays)."""
+        self._kept_budget = max(0, KEPT_SOURCE_BUDGET - project_characters)
 
     def readable_source(self, relpath: str) -> str | None:
         """`read_source`, or None for a file that cannot be read: for the searches over the
