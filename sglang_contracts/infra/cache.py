@@ -190,9 +190,4 @@ class JsonCache:
         try:
             atomic_write_bytes(self._path(key), header.encode() + b"\n" + body)
         except (OSError, ValueError):  # a read-only or full cache slows the next run down; it must not fail this one
-            return
-        if _REMEMBERED is not None:  # what a resident process wrote, it need not read and decode again
-            path = self._path(key)
-            stamp = _stamp(path)
-            if stamp is not None:
-                _REMEMBERED[path] = (stamp, data)
+            pass
