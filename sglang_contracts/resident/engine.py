@@ -18,7 +18,8 @@ Kept, each under a key of everything that would change it:
 - the project's SGLang pin, by the path, size and time of every file the pin readers may read
   (pins.pin_may_read) and the unsaved buffers;
 - decoded cache records (project facts, upstream records), by their file's size and time
-  (infra.cache.remember_records), those this process wrote included; the catalog and the
+  (infra.cache.remember_records), once read back (what this process wrote is read as any
+  record is: a record kept as written would hold tuples where a read gives lists); the catalog and the
   rules, imported once.
 
 Everything else, the plan of which files to recompute among them (incremental.py) included,
