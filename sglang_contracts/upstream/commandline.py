@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
 
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.pysource import parse_quietly
@@ -176,12 +177,25 @@ def _module_tree(model: UpstreamModel, module: str) -> ast.Module | None:
     if record is None or not record.relpath:
         return None
     code = model.tree.readable_source(record.relpath)
-    if not code:
-        return None
+    return _parsed(code) if code else None
+
+
+@lru_cache(maxsize=None)
+def _parsed(code: str) -> ast.Module | None:
+    """A module's tree, parsed once while one command line is read (`_extracted`): each of
+    ServerArgs' 400 fields looks its declaration up, and parsing server_args.py for every one
+    was 70 s of a miles run. Nothing here changes a tree."""
     try:
         return parse_quietly(code)
     except (SyntaxError, ValueError, RecursionError):
         return None
+
+
+def _extracted(model: UpstreamModel) -> dict:
+    try:
+        return _extract(model)
+    finally:
+        _parsed.cache_clear()  # the trees are large: not kept past this command line
 
 
 def _module_constants(model: UpstreamModel, module: str, seen: frozenset[str]) -> _Constants | None:
@@ -504,7 +518,7 @@ def command_line(model: UpstreamModel) -> CommandLine | None:
     symbol = model.resolve_path(SERVER_ARGS)
     if not symbol.found:
         return None
-    data = model.whole_release_search("server-args command line", lambda: _extract(model))
+    data = model.whole_release_search("server-args command line", lambda: _extracted(model))
     if not isinstance(data, dict) or "error" in data or not data.get("options"):
         reason = data.get("error", "no option") if isinstance(data, dict) else "no option"
         raise ContractsError(f"{model.release.label}: the ServerArgs command line yields no option ({reason}); "
