@@ -100,3 +100,20 @@ def test_body_lines_read_one_definition_as_the_whole_module_reads_it(tmp_path: P
     assert len(whole["Scheduler"]["size"]) == 2 and whole["Scheduler"]["size"][0] != whole["Scheduler"]["size"][1]
     spans = bodies.definition_spans(ast.parse(text), text)
     assert bodies.definition_node(text, spans["OneLine"]["after"][0], "after") is None  # the form feed
+
+
+def test_a_definition_read_from_its_own_lines_keeps_the_parser_s_warnings_quiet() -> None:
+    """An invalid escape in upstream code is a warning of the parser (a SyntaxWarning from
+    Python 3.12): reading one definition keeps it off the terminal, as reading a module does,
+    and a warning turned into an error does not lose the definition."""
+    import warnings
+
+    from sglang_contracts.infra.pysource import parse_quietly
+    from sglang_contracts.upstream import bodies
+
+    text = 'class Scheduler:\n    def pattern(self):\n        return "\\d+"\n'
+    span = bodies.definition_spans(parse_quietly(text), text)["Scheduler"]["pattern"][0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        node = bodies.definition_node(text, span, "pattern")
+    assert node is not None and node.lineno == 2 and bodies.normalised_lines(node)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.lines import python_lines
-from sglang_contracts.infra.pysource import BRANCH_TYPES, SCOPES, branch_nodes, node_fields, nodes_below as _nodes, own_nodes as _own_nodes, returned_shape, unpack_count
+from sglang_contracts.infra.pysource import BRANCH_TYPES, SCOPES, branch_nodes, node_fields, nodes_below as _nodes, own_nodes as _own_nodes, parse_quietly, returned_shape, unpack_count
 
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -493,8 +493,8 @@ def definition_node(text: str, span: list[int], name: str) -> AnyFunction | None
         return None
     try:
         with collector_paused(collect_after=True):
-            tree = ast.parse(segment if column == 0 else "if 1:\n" + segment)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = parse_quietly(segment if column == 0 else "if 1:\n" + segment)
+    except (SyntaxError, ValueError):  # ValueError: TooComplex, or a NUL byte
         return None
     body = tree.body if column == 0 else getattr(tree.body[0], "body", []) if tree.body else []
     if len(body) != 1 or not isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) or body[0].name != name:
