@@ -101,10 +101,12 @@ def _next_in_ancestry(model: UpstreamModel, dotteds: set[str]) -> set[str]:
 def _extract_all(models: list[UpstreamModel], per_model: dict[int, set[str]], workers: int | None) -> None:
     batch = [(model, job) for model in models for job in model.pending_extractions(per_model[id(model)])]
     # A module unchanged between the releases has one cache key: extract it once for both.
+    if not batch:
+        return
     unique = list({job[4]: job for _, job in batch}.values())
-    cache = models[0].cache if models else None
+    cache = models[0].cache  # the workers write each record there; a model with another cache writes its own
     results = map_jobs(_extract_job, [(job, cache) for job in unique], sum(len(job[3]) for job in unique), workers,
                        progress="Extracting SGLang modules")
     extracted = {job[4]: result for job, result in zip(unique, results)}
     for model, job in batch:
-        model.accept_extraction(job, extracted[job[4]], stored=cache is not None and model.cache.folder == cache.folder)
+        model.accept_extraction(job, extracted[job[4]], stored=model.cache.folder == cache.folder)
