@@ -5,13 +5,9 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-_PYTHON_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-
-
-def python_lines(text: str) -> list[str]:
-    """The lines of Python source as the parser numbers them, with their ends: only \\n, \\r\\n
-    and \\r end a line (str.splitlines also splits at a form feed and other separators)."""
-    return _PYTHON_LINE.findall(text)
+# What Python's tokenizer ends a line with (str.splitlines also splits at a form feed and
+# other separators, and so numbers lines otherwise than the parser).
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def comment_start(line: str, spaced: bool = False) -> int | None:

@@ -32,8 +32,8 @@ from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.infra.pysource import child_nodes, parse_quietly
 from sglang_contracts.project.facts import Position
 from sglang_contracts.project.index import ProjectIndex, walk_project
-from sglang_contracts.project.positions import LINE_BREAK, SourcePositions
-from sglang_contracts.infra.lines import comment_start, find_from
+from sglang_contracts.project.positions import SourcePositions
+from sglang_contracts.infra.lines import LINE_BREAK, comment_start, find_from
 
 ENTRY = "add_cli_args"
 TEXT_SUFFIXES = (".sh", ".bash", ".yml", ".yaml", ".json", ".md", ".rst", ".cfg", ".ini", ".txt")

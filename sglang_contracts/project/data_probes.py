@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.project.index import ProjectIndex
-from sglang_contracts.project.positions import LINE_BREAK
+from sglang_contracts.infra.lines import LINE_BREAK
 
 DICT_TARGET = re.compile(r"""["']target["']\s*:\s*\(?\s*[rRuU]?["']sglang\.""")
 KEY = re.compile(r"^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<key>target|match):[ \t]*(?P<value>.*?)[ \t]*$")

@@ -9,9 +9,9 @@ from __future__ import annotations
 import ast
 import re
 
+from sglang_contracts.infra.lines import LINE_BREAK
 from sglang_contracts.project.facts import Position
 
-LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Python's tokenizer ends a line with
 DEFINITION_KEYWORD = re.compile(r"(?:async\s+)?(?:def|class)\s+")
 FROM_KEYWORD = re.compile(r"from\s+[.\s]*")
 

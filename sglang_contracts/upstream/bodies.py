@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from sglang_contracts.infra.collector import collector_paused
-from sglang_contracts.infra.lines import python_lines
+from sglang_contracts.infra.lines import LINE_BREAK
 from sglang_contracts.infra.pysource import BRANCH_TYPES, SCOPES, branch_nodes, node_fields, nodes_below as _nodes, own_nodes as _own_nodes, parse_quietly, returned_shape, unpack_count
 
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
@@ -462,9 +462,7 @@ def definition_spans(tree: ast.Module, text: str) -> dict[str, dict[str, list[li
     first line, its `def` line] in `text`, one per definition of that name (a property and its
     setter are two), in source order: where `definition_node` finds a definition without the
     module's tree."""
-    starts = [0]
-    for line in python_lines(text):
-        starts.append(starts[-1] + len(line))
+    starts = [0, *(end.end() for end in LINE_BREAK.finditer(text)), len(text)]  # the offset of each line
 
     def span(node: AnyFunction) -> list[int]:
         first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
