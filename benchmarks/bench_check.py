@@ -92,11 +92,16 @@ def release_wheels(download: bool, scratch: str) -> tuple[list[tuple[str, float,
 
 
 def cache_with_wheels(wheels: Path, cache: Path) -> Path:
-    """A cache folder that holds nothing but the two releases' wheels."""
+    """A cache folder that holds nothing but what downloading the two releases left: each wheel
+    and the stamp that says it is whole (sources/index.py; without it the first run reads and
+    hashes every member of both wheels, as for a wheel put in the cache by hand)."""
     (cache / "wheels").mkdir(parents=True)
     for version in (OLD, NEW):
         (wheel,) = sorted(wheels.glob(f"sglang-{version}-*.whl"))[:1]
-        shutil.copy2(wheel, cache / "wheels" / wheel.name)
+        shutil.copy2(wheel, cache / "wheels" / wheel.name)  # its time too, which the stamp records
+        stamp = wheel.with_name(f".{wheel.name}.verified")
+        if stamp.is_file():
+            shutil.copy2(stamp, cache / "wheels" / stamp.name)
     return cache
 
 

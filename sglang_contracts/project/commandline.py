@@ -521,7 +521,8 @@ IGNORES_UNKNOWN = re.compile(r"\bignore_unknown_args\s*=\s*True\b")
 
 def ignores_unknown_flags(text: str) -> bool:
     """Whether a file parses a command line so that flags no parser knows are ignored."""
-    return IGNORES_UNKNOWN.search(text) is not None
+    # The word first: a pattern opening with `\b` is tried at every position of every file.
+    return "ignore_unknown_args" in text and IGNORES_UNKNOWN.search(text) is not None
 
 
 def direct_launch(project: ProjectIndex) -> PassThrough | None:
