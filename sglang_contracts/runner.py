@@ -83,6 +83,10 @@ class Fresh:
     """What a run opens, reads and builds that does not change between edits: here made anew
     for each run; a resident engine (resident.py) keeps it across the runs of one process."""
 
+    # The checks on two cores, half of them in a forked copy of the process (contracts/base.py
+    # run_checks_in_two): for a process that does one run; a resident one has other threads.
+    checks_in_two = True
+
     def release(self, spec: str, sglang_repo: Path | None, cache: Path) -> Release:
         return open_release(spec, sglang_repo=sglang_repo, cache=cache)
 
@@ -245,7 +249,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
     from sglang_contracts import incremental
     from sglang_contracts.catalog import load_catalog
-    from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks
+    from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks, run_checks_in_two
     from sglang_contracts.project.releasefacts import for_release
     from sglang_contracts.upstream.prefetch import prefetch
 
@@ -291,7 +295,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     noqa = NoqaIndex(project.files, text)
     problems: list[Problem] = []
     with collecting_problems() as noted:  # what the readers of non-Python files could not read
-        found = set(run_checks(context, codes, problems))
+        found = run_checks_in_two(context, codes, problems) if keep.checks_in_two else set(run_checks(context, codes, problems))
     found = bump_noise_filtered(found, bump=old.release.short != new.release.short)
     problems = [*project.problems, *(f.problem for f in project.files.values() if f.problem),
                 *_upstream_problems(project, [old, new]), *noted, *problems]

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from sglang_contracts.diagnostics import Diagnostic
-from sglang_contracts.infra.boundary import Problem, problem_for
+from sglang_contracts.infra.boundary import Problem, collecting_problems, note, problem_for
+from sglang_contracts.infra.parallel import start_forked
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.infra.pysource import source_depth
@@ -89,6 +90,51 @@ def run_checks(context: CheckContext, codes: Iterable[str], problems: list[Probl
     not the rule; what was lost is added to `problems`."""
     for code in sorted(codes):
         yield from _guarded(context, code, problems)
+
+
+# The checks a second process runs beside the first (run_checks_in_two): those whose analyses
+# read every file of a release (imports' hints, the import graph, a patched function's
+# importers, the HTTP API) and share little with the others, about half of a cold run's checks.
+SECOND_PROCESS_MODULES = frozenset({"imports", "stack", "monkeypatches", "http"})
+
+
+def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: list[Problem]) -> set[Diagnostic]:
+    """`run_checks` on two cores: a forked copy of this process (which has the project and
+    both models as they are) runs the checks of SECOND_PROCESS_MODULES while this one runs
+    the others. What the copy learns beside its findings comes back with them: the problems
+    it met (its rules', the files its analyses could not read, the upstream modules it could
+    not load, which are loaded here again so the report names them). When the copy fails,
+    its checks run here. For a one-shot run only (infra/parallel.py start_forked)."""
+    codes = sorted(codes)
+    second = [code for code in codes if CHECKS[code].__module__.rsplit(".", 1)[-1] in SECOND_PROCESS_MODULES]
+    first = [code for code in codes if code not in second]
+    known_problems = len(context.project.problems)
+    reported = [{name for name, *_ in model.problems()} for model in (context.old, context.new)]
+
+    def in_the_copy() -> tuple:
+        own: list[Problem] = []
+        with collecting_problems() as noted:
+            found = list(run_checks(context, second, own))
+        unreadable = [sorted(name for name, *_ in model.problems() if name not in before)
+                      for model, before in zip((context.old, context.new), reported)]
+        return found, own, noted, context.project.problems[known_problems:], unreadable
+
+    waiting = start_forked(in_the_copy) if second and first else (lambda: None)
+    found = set(run_checks(context, first, problems))
+    result = waiting()
+    if result is None:
+        found.update(run_checks(context, second, problems))
+        return found
+    diagnostics, own, noted, project_problems, unreadable = result
+    found.update(diagnostics)
+    problems.extend(own)
+    for problem in noted:
+        note(problem)
+    context.project.problems.extend(project_problems)
+    for model, names in zip((context.old, context.new), unreadable):
+        for name in names:
+            model.module(name)
+    return found
 
 
 def _guarded(context: CheckContext, code: str, problems: list[Problem]) -> list[Diagnostic]:

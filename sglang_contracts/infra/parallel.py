@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -28,6 +29,9 @@ class _RunPool:
         self.active = 0
         self.pool: ProcessPoolExecutor | None = None
         self.lock = threading.Lock()
+        # In a forked copy of the run (start_forked) the pool's threads are not there: its
+        # jobs run in the copy itself.
+        self.forked_copy = False
 
 
 _RUN = _RunPool()
@@ -96,7 +100,7 @@ def iter_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int,
 
     workers = workers if workers is not None else default_workers()
     with display.task(progress, total=len(jobs)) if progress else nullcontext(display.Task()) as task:
-        if workers <= 1 or size < PARALLEL_MIN_BYTES or len(jobs) < 2:
+        if workers <= 1 or size < PARALLEL_MIN_BYTES or len(jobs) < 2 or _RUN.forked_copy:
             for job in jobs:
                 yield _counted(function(job), task)
             return
@@ -108,3 +112,57 @@ def iter_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int,
 def _counted(result: Result, task) -> Result:
     task.advance()
     return result
+
+
+def start_forked(function: Callable[[], Result]) -> Callable[[], Result | None]:
+    """Run `function` in a forked copy of this process, which has everything this one built
+    (a pool's worker would have to rebuild it), beside this process's own work; returns how to
+    wait for its result: None when there is none (no fork on this system, the copy raised or
+    died, the result does not pickle), and the caller then does the work itself. The copy's
+    exceptions are not shown: the caller's second attempt raises them where they can be.
+
+    Only for a one-shot run: the copy holds none of this process's other threads, so it never
+    uses the run's pool (its jobs run in the copy), and it ends with os._exit, flushing none
+    of the buffers it inherited."""
+    if not hasattr(os, "fork"):
+        return lambda: None
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return lambda: None
+    if pid == 0:
+        status = 1
+        try:
+            os.close(read_end)
+            _RUN.forked_copy = True
+            payload = pickle.dumps(function(), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write_end, "wb") as out:
+                out.write(payload)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    received: list[bytes] = []
+    # Read as it is written: a result larger than the pipe would otherwise stall the copy.
+    reader = threading.Thread(target=lambda: received.append(_read_all(read_end)), daemon=True)
+    reader.start()
+
+    def result() -> Result | None:
+        reader.join()
+        _, status = os.waitpid(pid, 0)
+        if status != 0 or not received:
+            return None
+        try:
+            return pickle.loads(received[0])
+        except Exception:
+            return None
+
+    return result
+
+
+def _read_all(fd: int) -> bytes:
+    with os.fdopen(fd, "rb") as stream:
+        return stream.read()

@@ -52,6 +52,8 @@ Stamp = tuple[int, int, int, int, int]
 class ResidentEngine(Fresh):
     """`check(paths, options)`: run_check on what the earlier runs of this process kept."""
 
+    checks_in_two = False  # a daemon's or a language server's threads: no forked copy
+
     def __init__(self) -> None:
         remember_records()
         self._lock = threading.Lock()  # one run at a time: the kept state changes during a run

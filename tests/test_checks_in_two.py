@@ -1,0 +1,102 @@
+"""The checks on two cores (contracts/base.py run_checks_in_two): a forked copy of the run
+checks the rules of SECOND_PROCESS_MODULES beside the first process; what it finds, and the
+problems it meets, are the report's as if one process had run every check."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import NEW, OLD, PROJECT
+from sglang_contracts.contracts import base
+from sglang_contracts.infra import parallel
+from sglang_contracts.runner import CheckOptions, Fresh, run_check
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+
+
+class OneProcess(Fresh):
+    checks_in_two = False
+
+
+def report(project: Path, keep: Fresh) -> list[str]:
+    result = run_check([project], CheckOptions(old=str(OLD), new=str(NEW), use_cache=False, workers=1), keep)
+    return [f"{d.path}:{d.line}:{d.col}: {d.code} {d.severity} {d.message}" for d in result.diagnostics]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(PROJECT, tmp_path / "project"))
+
+
+def second_process_codes() -> list[str]:
+    import sglang_contracts.contracts  # noqa: F401  (registers every check)
+
+    return sorted(code for code, check in base.CHECKS.items()
+                  if check.__module__.rsplit(".", 1)[-1] in base.SECOND_PROCESS_MODULES)
+
+
+def test_both_halves_hold_real_checks() -> None:
+    second = second_process_codes()
+    assert {"SGC101", "SGC404", "SGC705", "SGC1101"} <= set(second)
+    assert {"SGC201", "SGC303", "SGC312"}.isdisjoint(second)
+
+
+def test_the_fixture_report_is_the_one_process_report(project: Path) -> None:
+    one = report(project, OneProcess())
+    assert any(" SGC101 " in line for line in one) and any(" SGC303 " in line for line in one)
+    assert report(project, Fresh()) == one
+
+
+def replaced(monkeypatch, code: str, check) -> None:
+    """`check` in place of a rule's, counted among the same process's rules."""
+    check.__module__ = base.CHECKS[code].__module__
+    monkeypatch.setitem(base.CHECKS, code, check)
+
+
+def test_a_copy_that_dies_leaves_its_checks_to_the_first_process(monkeypatch, project: Path) -> None:
+    one = report(project, OneProcess())
+    real = base.CHECKS["SGC101"]
+    ran_here: list[bool] = []
+
+    def dies_in_the_copy(ctx):
+        if parallel._RUN.forked_copy:
+            os._exit(3)
+        ran_here.append(True)
+        return real(ctx)
+
+    replaced(monkeypatch, "SGC101", dies_in_the_copy)
+    assert report(project, Fresh()) == one
+    assert ran_here == [True]  # run here once the copy had failed (and never in this process before)
+
+
+def test_a_rule_that_fails_in_the_copy_is_reported_as_in_one_process(monkeypatch, project: Path) -> None:
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG", raising=False)  # the boundary reports, not raises
+
+    def fails(ctx):
+        raise RuntimeError("the rule's own bug")
+
+    replaced(monkeypatch, "SGC705", fails)
+    one = report(project, OneProcess())
+    assert any(" SGC001 " in line and "SGC705" in line for line in one)
+    assert report(project, Fresh()) == one
+
+
+def test_an_upstream_module_only_the_copy_loads_is_reported_in_the_first(monkeypatch, project: Path, tmp_path: Path) -> None:
+    new = Path(shutil.copytree(NEW, tmp_path / "new"))
+    os.mkfifo(new / "sglang" / "srt" / "damaged_only_here.py")  # unreadable, even as root
+    loaded_in: list[bool] = []
+    real = base.CHECKS["SGC101"]
+
+    def loads_it(ctx):
+        loaded_in.append(parallel._RUN.forked_copy)
+        ctx.new.module("sglang.srt.damaged_only_here")
+        return real(ctx)
+
+    replaced(monkeypatch, "SGC101", loads_it)
+    result = run_check([project], CheckOptions(old=str(OLD), new=str(new), use_cache=False, workers=1), Fresh())
+    assert loaded_in == []  # appended to in the copy only: the rule ran there
+    assert [name for name, *_ in result.new.problems()] == ["sglang.srt.damaged_only_here"]
