@@ -30,3 +30,18 @@ def test_matches_at_line_start_are_those_of_a_line_anchored_pattern() -> None:
 
 def test_lines_end_where_the_parser_ends_them() -> None:
     assert LINE_BREAK.split("a\nb\r\nc\x0cd\re") == ["a", "b", "c\x0cd", "e"]  # not at the form feed
+
+
+def test_source_segment_is_the_standard_segment_from_the_nodes_own_lines() -> None:
+    import ast
+
+    from sglang_contracts.infra.lines import source_segment
+
+    text = ("def f(a='é', b=(1,\r\n        2), *, c={'k':\r 'v'}):\n"
+            "\x0c    return [a,\n  b]  # ünïcode before: byte columns\nx = '\u2028'; y = f(\n1)")
+    nodes = [node for node in ast.walk(ast.parse(text)) if hasattr(node, "end_lineno")]
+    assert len(nodes) > 20
+    for node in nodes:
+        for padded in (False, True):
+            assert source_segment(text, node, padded) == ast.get_source_segment(text, node, padded=padded)
+    assert source_segment(text, ast.Name("q")) is None  # no position: none, as the standard one says

@@ -19,6 +19,7 @@ from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding, finding_at
 from sglang_contracts.project.data_probes import data_probes
 from sglang_contracts.project.facts import FileFacts, Position
+from sglang_contracts.infra.lines import source_segment
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.serverargs import SERVER_ARGS
@@ -201,7 +202,7 @@ def source_text(model: UpstreamModel, dotted: str) -> str | None:
         node = next((child for child in getattr(node, "body", []) if getattr(child, "name", None) == part), None)
         if node is None:
             return None
-    segment = ast.get_source_segment(text, node, padded=True)
+    segment = source_segment(text, node, padded=True)
     return textwrap.dedent(segment) if segment else None
 
 

@@ -19,6 +19,7 @@ from typing import Iterator
 from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.infra.lines import source_segment
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.project.facts import MethodFact
 from sglang_contracts.upstream.model import Member, UpstreamModel
@@ -144,7 +145,7 @@ def _parameter_defaults(model: UpstreamModel, member: Member) -> dict[str, str]:
     positional = arguments.posonlyargs + arguments.args
     pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
     pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
-    return {a.arg: ast.get_source_segment(text, d) or ast.unparse(d) for a, d in pairs}
+    return {a.arg: source_segment(text, d) or ast.unparse(d) for a, d in pairs}
 
 
 def _definition(model: UpstreamModel, member: Member) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, str]:
