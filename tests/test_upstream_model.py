@@ -98,7 +98,7 @@ def test_body_lines_read_one_definition_as_the_whole_module_reads_it(tmp_path: P
         owner = "sglang.srt.m" + (f".{table}" if table else "")
         assert model.body_lines(Member(owner, name, "method" if table else "function", {})) == whole[table][name]
     assert len(whole["Scheduler"]["size"]) == 2 and whole["Scheduler"]["size"][0] != whole["Scheduler"]["size"][1]
-    spans = bodies.definition_spans(ast.parse(text), text)
+    spans = bodies.definition_spans(bodies.definition_lines(ast.parse(text)), text)
     assert bodies.definition_node(text, spans["OneLine"]["after"][0], "after") is None  # the form feed
 
 
@@ -112,7 +112,7 @@ def test_a_definition_read_from_its_own_lines_keeps_the_parser_s_warnings_quiet(
     from sglang_contracts.upstream import bodies
 
     text = 'class Scheduler:\n    def pattern(self):\n        return "\\d+"\n'
-    span = bodies.definition_spans(parse_quietly(text), text)["Scheduler"]["pattern"][0]
+    span = bodies.definition_spans(bodies.definition_lines(parse_quietly(text)), text)["Scheduler"]["pattern"][0]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         node = bodies.definition_node(text, span, "pattern")

@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from sglang_contracts.infra.collector import collector_paused
-from sglang_contracts.infra.lines import LINE_BREAK
+from sglang_contracts.infra.lines import line_starts
 from sglang_contracts.infra.pysource import BRANCH_TYPES, SCOPES, branch_nodes, node_fields, nodes_below as _nodes, own_nodes as _own_nodes, parse_quietly, returned_shape, unpack_count
 
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
@@ -456,29 +456,38 @@ def module_bodies(tree: ast.Module, lines: bool = True) -> dict[str, dict[str, B
     return result
 
 
-def definition_spans(tree: ast.Module, text: str) -> dict[str, dict[str, list[list[int]]]]:
-    """{"": {function: spans}, "ClassName": {method: spans}} of the module's top level, each span
-    [offset of its first line (its first decorator's), offset after its last line, column, that
-    first line, its `def` line] in `text`, one per definition of that name (a property and its
-    setter are two), in source order: where `definition_node` finds a definition without the
-    module's tree."""
-    starts = [0, *(end.end() for end in LINE_BREAK.finditer(text)), len(text)]  # the offset of each line
-
-    def span(node: AnyFunction) -> list[int]:
+def definition_lines(tree: ast.Module) -> dict[str, dict[str, list[list[int]]]]:
+    """{"": {function: places}, "ClassName": {method: places}} of the module's top level, each
+    place [its first line (its first decorator's), its last line, its column, its `def` line],
+    one per definition of that name (a property and its setter are two), in source order."""
+    def place(node: AnyFunction) -> list[int]:
         first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
-        last = min(node.end_lineno or node.lineno, len(starts) - 1)
-        return [starts[first - 1], starts[last], node.col_offset, first, node.lineno]
+        return [first, node.end_lineno or node.lineno, node.col_offset, node.lineno]
 
     found: dict[str, dict[str, list[list[int]]]] = {"": {}}
     for statement in tree.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found[""].setdefault(statement.name, []).append(span(statement))
+            found[""].setdefault(statement.name, []).append(place(statement))
         elif isinstance(statement, ast.ClassDef):
             methods = found.setdefault(statement.name, {})
             for member in statement.body:
                 if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    methods.setdefault(member.name, []).append(span(member))
+                    methods.setdefault(member.name, []).append(place(member))
     return found
+
+
+def definition_spans(places: dict[str, dict[str, list[list[int]]]], text: str) -> dict[str, dict[str, list[list[int]]]]:
+    """`definition_lines`' places as spans of `text`: [offset of the first line, offset after
+    the last line, column, first line, `def` line], where `definition_node` finds a definition
+    without the module's tree."""
+    starts = [*line_starts(text), len(text)]  # the offset of each line
+
+    def span(first: int, last: int, column: int, line: int) -> list[int]:
+        last = min(last, len(starts) - 1)
+        return [starts[first - 1], starts[last], column, first, line]
+
+    return {table: {name: [span(*place) for place in each] for name, each in names.items()}
+            for table, names in places.items()}
 
 
 def definition_node(text: str, span: list[int], name: str) -> AnyFunction | None:

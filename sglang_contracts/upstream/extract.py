@@ -14,7 +14,7 @@ from typing import Any
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import problem_for
 from sglang_contracts.infra.pysource import parse_quietly, source_depth
-from sglang_contracts.upstream.bodies import BodyFacts, definition_spans, module_bodies
+from sglang_contracts.upstream.bodies import BodyFacts, definition_lines, module_bodies
 
 UNION_WRAPPERS = {"Optional", "Union"}
 # Containers whose items a `for` loop yields (their lower-cased names).
@@ -334,7 +334,7 @@ def _extract(module_name: str, relpath: str, code: str) -> dict[str, Any]:
     exports = module.exports
     if exports is not None and not all(isinstance(item, str) for item in exports):
         exports = None  # built from other modules' __all__: treat every public name as exported
-    # Where each definition's lines are (UpstreamModel.body_lines): from this tree, so that no
+    # Which lines each definition has (UpstreamModel.body_lines): from this tree, so that no
     # module is parsed again in the checking process for the bodies a comparison reads.
     return {"bindings": bindings, "wildcards": wildcards, "exports": list(exports) if exports is not None else None,
-            "classes": classes, "functions": functions, "spans": definition_spans(tree, code)}
+            "classes": classes, "functions": functions, "definitions": definition_lines(tree)}

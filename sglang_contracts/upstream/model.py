@@ -41,7 +41,7 @@ def _definition_spans_of(relpath: str, code: str) -> dict[str, dict[str, list[li
     cannot be parsed (its extraction then failed too, and there are no records)."""
     try:
         with collector_paused(collect_after=True):
-            return bodies.definition_spans(pysource.parse_quietly(code, relpath), code)
+            return bodies.definition_spans(bodies.definition_lines(pysource.parse_quietly(code, relpath)), code)
     except (SyntaxError, ValueError, RecursionError):
         return None
 
@@ -95,7 +95,7 @@ class ModuleRecord:
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Why it could not be read or analysed: (stage, error, internal), reported as SGC000/SGC001.
     problem: tuple[str, str, bool] | None = None
-    spans: dict[str, dict[str, list[list[int]]]] | None = None  # bodies.definition_spans of its text
+    definitions: dict[str, dict[str, list[list[int]]]] | None = None  # bodies.definition_lines of its tree
 
 
 @dataclass(frozen=True)
@@ -274,7 +274,7 @@ class UpstreamModel:
             classes=extracted.get("classes", {}),
             functions=extracted.get("functions", {}),
             problem=tuple(extracted["problem"]) if extracted.get("problem") else None,
-            spans=extracted.get("spans"),
+            definitions=extracted.get("definitions"),
         )
 
     def pending_extractions(self, names: Iterable[str]) -> list[tuple[str, str, str, str, str]]:
@@ -623,8 +623,9 @@ class UpstreamModel:
     def _module_spans(self, module_name: str, relpath: str, code: str) -> dict[str, dict[str, list[list[int]]]] | None:
         if module_name not in self._spans:
             record = self._modules.get(module_name)
-            spans = record.spans if record is not None and record.relpath == relpath else None
-            self._spans[module_name] = spans if spans is not None else _definition_spans_of(relpath, code)
+            places = record.definitions if record is not None and record.relpath == relpath else None
+            self._spans[module_name] = (bodies.definition_spans(places, code) if places is not None
+                                        else _definition_spans_of(relpath, code))
         return self._spans[module_name]
 
     def definition_node(self, member: Member) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str] | None:

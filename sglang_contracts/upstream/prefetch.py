@@ -56,29 +56,30 @@ def prefetch(project: ProjectIndex, models: list[UpstreamModel], workers: int | 
     imported = _imported(project)
     wanted = {module for module, _ in imported}
     wanted |= {f"{module}.{name}" for module, name in imported if name not in (None, "*")}
-    per_model = {id(model): set(wanted) for model in models}
-    for _ in range(2):
-        names = sorted(set().union(*per_model.values()))
-        # A slice of the modules at a time: only its sources are in memory at once, not those of
-        # every module of both releases (a project that imports most of SGLang).
-        for start in range(0, len(names), SLICE):
-            part = set(names[start:start + SLICE])
-            _extract_all(models, {key: part & wanted for key, wanted in per_model.items()}, workers)
-        per_model = {id(model): _behind(model, imported) for model in models}
-    # Then the modules of the bases of the classes the project names, and of their bases:
+    names = sorted(wanted)
+    # A slice of the modules at a time: only its sources are in memory at once, not those of
+    # every module of both releases (a project that imports most of SGLang).
+    for start in range(0, len(names), SLICE):
+        part = set(names[start:start + SLICE])
+        _extract_all(models, {id(model): part for model in models}, workers)
+    # Then, a round at a time, the modules the imported names are re-exported from (one step of
+    # each chain) and those of the bases of the classes the project names, and of their bases:
     # resolution reads each to look a member up (a Scheduler has a dozen mixins), one at a time
-    # in this process when they are not fetched here (70 modules, a tenth of a real run's checks).
+    # in this process when they are not fetched here (70 modules, a tenth of a real run's
+    # checks). The first of those rounds fetches both kinds: each round waits for its slowest module.
+    behind = {id(model): _behind(model, imported) for model in models}
     pending = {id(model): {f"{module}.{name}" for module, name in imported if name not in (None, "*")}
                for model in models}
     seen: dict[int, set[str]] = {id(model): set() for model in models}
     for _ in range(ANCESTRY_ROUNDS):
-        _extract_all(models, {key: {dotted.rpartition(".")[0] for dotted in paths} for key, paths in pending.items()},
-                     workers)
         for model in models:
             seen[id(model)] |= pending[id(model)]
             pending[id(model)] = _next_in_ancestry(model, pending[id(model)]) - seen[id(model)]
-        if not any(pending.values()):
+        modules = {id(model): {dotted.rpartition(".")[0] for dotted in pending[id(model)]} | behind.pop(id(model), set())
+                   for model in models}
+        if not any(modules.values()):
             break
+        _extract_all(models, modules, workers)
 
 
 def _next_in_ancestry(model: UpstreamModel, dotteds: set[str]) -> set[str]:
