@@ -123,19 +123,20 @@ class ProjectIndex:
     problems: list[Problem] = field(default_factory=list)
 
     def each_file(self, kind: str, analyse: Callable[[str, str], list], may_hold: Callable[[str], bool],
-                  *code: ModuleType) -> list:
+                  *code: ModuleType, by_pattern: bool = False) -> list:
         """`analyse(relpath, text)` over every Python file whose text `may_hold` (a cheap test)
         something, concatenated in path order. Results are JSON lists, cached per file content
         and per the `code` modules that compute them and `may_hold` (a file it refuses is kept
         with none), in one table per project and kind: a first run writes one record, not one
-        per file."""
+        per file. `by_pattern`: the analysis only matches patterns, which costs less than
+        sending the texts to the workers (omni's 9.8 MB: 0.37 s here, 0.53 s there)."""
         fingerprint = code_fingerprint(pysource, *code)  # pysource: how `text` was decoded
         table_key = hashlib.sha256(f"{fingerprint}\0{kind}\0{self.root}".encode("utf-8", "surrogateescape")).hexdigest()
         stored = self.cache.get(table_key)
         table: dict[str, list] = stored if isinstance(stored, dict) else {}
         stale = [relpath for relpath, digest in sorted(self.digests.items())
                  if not _entry_holds(table.get(relpath), digest) and may_hold(self.texts[relpath])]
-        computed = self._analysed_all(kind, analyse, stale)
+        computed = self._analysed_all(kind, analyse, stale, in_process=by_pattern)
         fresh: dict[str, list] = {}
         recomputed = False
         found: list = []
@@ -155,13 +156,14 @@ class ProjectIndex:
             self.cache.put(table_key, fresh)
         return found
 
-    def _analysed_all(self, kind: str, analyse: Callable[[str, str], list], relpaths: list[str]) -> dict[str, list | None]:
+    def _analysed_all(self, kind: str, analyse: Callable[[str, str], list], relpaths: list[str],
+                      in_process: bool = False) -> dict[str, list | None]:
         """Each file's analysis, on the run's workers when there is enough text to pay for it
         (the first run of a large project: sglang's own tree spent 18 s in these one file at a
         time); in this process when the analysis cannot be sent to a worker (a lambda), or when
         one raised there: each file then fails or not on its own, as always."""
         jobs = [(analyse, relpath, self.texts[relpath]) for relpath in relpaths]
-        if len(jobs) > 1 and _sendable(analyse):
+        if len(jobs) > 1 and not in_process and _sendable(analyse):
             try:
                 return dict(zip(relpaths, iter_jobs(_analysis_job, jobs, sum(len(job[2]) for job in jobs))))
             except Exception:
@@ -424,7 +426,8 @@ def _read_imports(index: ProjectIndex, memo: IndexMemo) -> dict[str, _Imports]:
     if all(memo.imports.get(rel, ("",))[0] == digest for rel, digest in index.digests.items()):
         return {rel: row[1] for rel, row in memo.imports.items() if rel in index.digests}
     found = {}
-    for rel, froms, modules in index.each_file("imports", _imports_row, lambda text: True, sys.modules[__name__]):
+    for rel, froms, modules in index.each_file("imports", _imports_row, lambda text: True, sys.modules[__name__],
+                                               by_pattern=True):
         found[rel] = _Imports([(source, names) for source, names in froms], set(modules))
         memo.imports[rel] = (index.digests[rel], found[rel])
     return found

@@ -51,7 +51,7 @@ def names_in_files(project: ProjectIndex) -> NamesInFiles:
     per file."""
     found = NamesInFiles({}, set())
     for relpath, read_from, classes in project.each_file("names-in-files", _file_names, lambda text: True,
-                                                       sys.modules[__name__]):
+                                                       sys.modules[__name__], by_pattern=True):
         found.read_from[relpath] = set(read_from)
         if is_package_code(relpath):
             found.classes.update(classes)
