@@ -168,9 +168,11 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     if saved is not None:
         result = _replayed(saved, root, old_spec, options, download_cache, store, pin)
     else:
-        from sglang_contracts.infra.parallel import run_pool  # not for a replay, which starts no worker
+        from sglang_contracts.infra.parallel import run_pool, start_early  # not for a replay, which starts no worker
 
         with run_pool():  # one pool of workers for the scan, the extraction and the per-file analyses
+            if _nothing_cached(store("project")):  # the whole project is to be scanned: on the workers
+                start_early(options.workers)
             result = _computed(paths, options, root, old_spec, pin, download_cache, store, keep, listed)
         keep.kept(result)
         if key:
@@ -241,6 +243,14 @@ def _as_the_image_has_them(stacks: PatchStacks | None, *releases: Release) -> li
         if debugging():
             raise
         return list(releases)
+
+
+def _nothing_cached(cache: JsonCache) -> bool:
+    folder = cache.folder
+    try:
+        return folder is None or next(folder.iterdir(), None) is None
+    except OSError:  # no folder yet (a first run), or one that cannot be listed
+        return True
 
 
 def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: ProjectPin | None,
