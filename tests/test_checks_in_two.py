@@ -100,3 +100,64 @@ def test_an_upstream_module_only_the_copy_loads_is_reported_in_the_first(monkeyp
     result = run_check([project], CheckOptions(old=str(OLD), new=str(new), use_cache=False, workers=1), Fresh())
     assert loaded_in == []  # appended to in the copy only: the rule ran there
     assert [name for name, *_ in result.new.problems()] == ["sglang.srt.damaged_only_here"]
+
+
+def test_a_progress_lock_held_at_the_fork_does_not_stall_the_copy(monkeypatch, project: Path) -> None:
+    """The display's lock may be held by another thread when the copy is made (rich refreshes
+    from a thread of its own): the copy shows nothing and takes no lock of the display."""
+    import signal
+    import threading
+
+    from sglang_contracts.infra import progress
+
+    one = report(project, OneProcess())
+    real_check, real_fork = base.CHECKS["SGC101"], os.fork
+
+    def shows_progress(ctx):
+        with progress.task("in the copy"):
+            return real_check(ctx)
+
+    def fork_while_another_thread_holds_the_lock() -> int:
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with progress._lock:
+                held.set()
+                release.wait()
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait()
+        pid = real_fork()
+        if pid:
+            release.set()
+            holder.join()
+        return pid
+
+    replaced(monkeypatch, "SGC101", shows_progress)
+    monkeypatch.setattr(os, "fork", fork_while_another_thread_holds_the_lock)
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("the copy stalled")))
+    signal.alarm(60)
+    try:
+        with progress.showing(True):
+            assert report(project, Fresh()) == one
+    finally:
+        signal.alarm(0)
+
+
+def test_a_stalled_copy_is_stopped_and_its_checks_run_here(monkeypatch, project: Path) -> None:
+    import time
+
+    one = report(project, OneProcess())
+    real = base.CHECKS["SGC705"]
+
+    def stalls_in_the_copy(ctx):
+        while parallel._RUN.forked_copy:
+            time.sleep(1)
+        return real(ctx)
+
+    replaced(monkeypatch, "SGC705", stalls_in_the_copy)
+    monkeypatch.setattr(base, "COPY_GRACE", 1.0)
+    started = time.monotonic()
+    assert report(project, Fresh()) == one
+    assert time.monotonic() - started < 30

@@ -7,6 +7,7 @@ models and yields diagnostics for contracts that held on the old release and fai
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
@@ -97,6 +98,7 @@ def run_checks(context: CheckContext, codes: Iterable[str], problems: list[Probl
 # importers, the copies' citations), which then share the texts they read; about half of a
 # cold run's checks (sglang-omni: 4.1 and 4.2 s of CPU).
 SECOND_PROCESS_MODULES = frozenset({"imports", "stack", "monkeypatches", "mirrors"})
+COPY_GRACE = 60.0  # seconds the copy may take beyond three times the first half's time
 
 
 def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: list[Problem]) -> set[Diagnostic]:
@@ -104,8 +106,9 @@ def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: lis
     both models as they are) runs the checks of SECOND_PROCESS_MODULES while this one runs
     the others. What the copy learns beside its findings comes back with them: the problems
     it met (its rules', the files its analyses could not read, the upstream modules it could
-    not load, which are loaded here again so the report names them). When the copy fails,
-    its checks run here. For a one-shot run only (infra/parallel.py start_forked)."""
+    not load, which are loaded here again so the report names them). When the copy fails, or
+    stalls (COPY_GRACE), its checks run here. For a one-shot run only (infra/parallel.py
+    start_forked)."""
     codes = sorted(codes)
     second = [code for code in codes if CHECKS[code].__module__.rsplit(".", 1)[-1] in SECOND_PROCESS_MODULES]
     first = [code for code in codes if code not in second]
@@ -120,9 +123,11 @@ def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: lis
                       for model, before in zip((context.old, context.new), reported)]
         return found, own, noted, context.project.problems[known_problems:], unreadable
 
-    waiting = start_forked(in_the_copy) if second and first else (lambda: None)
+    waiting = start_forked(in_the_copy) if second and first else (lambda patience=None: None)
+    started = time.monotonic()
     found = set(run_checks(context, first, problems))
-    result = waiting()
+    # The halves take about as long: a copy far behind is stalled, not slow.
+    result = waiting(COPY_GRACE + 3 * (time.monotonic() - started))
     if result is None:
         found.update(run_checks(context, second, problems))
         return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import signal
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -131,7 +132,7 @@ def _counted(result: Result, task) -> Result:
     return result
 
 
-def start_forked(function: Callable[[], Result]) -> Callable[[], Result | None]:
+def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Result | None]:
     """Run `function` in a forked copy of this process, which has everything this one built
     (a pool's worker would have to rebuild it), beside this process's own work; returns how to
     wait for its result: None when there is none (no fork on this system, the copy raised or
@@ -140,20 +141,24 @@ def start_forked(function: Callable[[], Result]) -> Callable[[], Result | None]:
 
     Only for a one-shot run: the copy holds none of this process's other threads, so it never
     uses the run's pool (its jobs run in the copy), and it ends with os._exit, flushing none
-    of the buffers it inherited."""
+    of the buffers it inherited. A copy still at work `patience` seconds after it is waited
+    for is stopped (a lock some thread held when it was made would stall it forever)."""
     if not hasattr(os, "fork"):
-        return lambda: None
+        return lambda patience=None: None
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()
     except OSError:
         os.close(read_end)
         os.close(write_end)
-        return lambda: None
+        return lambda patience=None: None
     if pid == 0:
         status = 1
         try:
+            from sglang_contracts.infra import progress
+
             os.close(read_end)
+            progress.detach()
             _RUN.forked_copy = True
             payload = pickle.dumps(function(), protocol=pickle.HIGHEST_PROTOCOL)
             with os.fdopen(write_end, "wb") as out:
@@ -167,8 +172,12 @@ def start_forked(function: Callable[[], Result]) -> Callable[[], Result | None]:
     reader = threading.Thread(target=lambda: received.append(_read_all(read_end)), daemon=True)
     reader.start()
 
-    def result() -> Result | None:
-        reader.join()
+    def result(patience: float | None = None) -> Result | None:
+        reader.join(patience)
+        if reader.is_alive():
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
         _, status = os.waitpid(pid, 0)
         if status != 0 or not received:
             return None

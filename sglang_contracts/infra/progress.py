@@ -46,6 +46,14 @@ def task(description: str, total: int | None = None) -> Iterator[Task]:
             display.update(task_id, total=task.total or 1, completed=task.total or 1)
 
 
+def detach() -> None:
+    """In a forked copy of the process: show nothing more. The display's refreshing thread is
+    not in the copy, and may have held the display's lock when it was made."""
+    global _display, _lock
+    _display = None
+    _lock = threading.Lock()
+
+
 @contextmanager
 def showing(enabled: bool) -> Iterator[None]:
     """Show the stages' progress on standard error for the duration (when `enabled`)."""
