@@ -118,6 +118,8 @@ class ProjectIndex:
     digests: dict[str, str] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)  # relpath -> that content decoded, once per run
     cache: JsonCache = field(default_factory=lambda: JsonCache(None))
+    # each_file's tables as the last run of this process left them (IndexMemo.tables), by key
+    tables: dict[str, dict[str, list]] = field(default_factory=dict, repr=False)
     # Files or analyses the report lacks, and why (SGC000, SGC001): unreadable files, and the
     # per-file analyses that failed (a scan's own problem is in its facts).
     problems: list[Problem] = field(default_factory=list)
@@ -131,7 +133,10 @@ class ProjectIndex:
         per file."""
         fingerprint = code_fingerprint(pysource, *code)  # pysource: how `text` was decoded
         table_key = hashlib.sha256(f"{fingerprint}\0{kind}\0{self.root}".encode("utf-8", "surrogateescape")).hexdigest()
-        stored = self.cache.get(table_key)
+        # A resident process's own last table: the record it wrote is not read and decoded again.
+        stored = self.tables.get(table_key)
+        if stored is None:
+            stored = self.cache.get(table_key)
         table: dict[str, list] = stored if isinstance(stored, dict) else {}
         stale = [relpath for relpath, digest in sorted(self.digests.items())
                  if not _entry_holds(table.get(relpath), digest) and may_hold(self.texts[relpath])]
@@ -153,6 +158,7 @@ class ProjectIndex:
             found.extend(entry[1])
         if recomputed or fresh.keys() != table.keys():
             self.cache.put(table_key, fresh)
+        self.tables[table_key] = fresh
         return found
 
     def _analysed_all(self, kind: str, analyse: Callable[[str, str], list], relpaths: list[str]) -> dict[str, list | None]:
@@ -264,6 +270,8 @@ class IndexMemo:
     reexported: dict[int, dict[str, tuple["_Imports", bool]]] = field(default_factory=dict)
     # relpath -> (its facts, the project modules that may define a class they use)
     class_modules: dict[str, tuple[FileFacts, list[str]]] = field(default_factory=dict)
+    # ProjectIndex.each_file's per-file tables, by table key (each entry holds its file's digest)
+    tables: dict[str, dict[str, list]] = field(default_factory=dict)
 
     def sglang_mentioned(self, digest: str, text: str) -> bool:
         known = self.mentions.get(digest)
@@ -287,7 +295,7 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
     """`read`: how a file is read (read_python; a resident engine's keeps the unchanged ones);
     `memo`: what earlier runs of a resident process derived (IndexMemo)."""
     memo = memo if memo is not None else IndexMemo()
-    index = ProjectIndex(root=root, cache=cache)
+    index = ProjectIndex(root=root, cache=cache, tables=memo.tables)
     texts: dict[str, tuple[str, str]] = {}  # relpath -> (module, content digest)
     for path in discover(root, paths, excluded):
         try:
