@@ -110,6 +110,10 @@ class Fresh:
         """(digest, text) of a project Python file (project/index.py)."""
         return read_python(path)
 
+    def releases_memo(self, old: UpstreamModel, new: UpstreamModel) -> dict[str, Any]:
+        """Where the checks keep what they derive from the two releases alone (CheckContext.of_releases)."""
+        return {}
+
     def kept(self, result: CheckResult) -> None:
         """Called with each computed result: what may be kept for the next run."""
 
@@ -275,7 +279,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     partial_run = incremental.plan(store("incremental"), salt, released) if salt else None
     context = CheckContext(project=incremental.checked_project(released, partial_run) if partial_run else released,
                            old=old, new=new,
-                           report_unresolved=options.report_unresolved, settings=options.settings)
+                           report_unresolved=options.report_unresolved, settings=options.settings,
+                           releases_memo=keep.releases_memo(old, new))
     catalog = load_catalog()
     active = partial(code_active, select=options.select, ignore=options.ignore,
                      per_file_ignores=options.per_file_ignores)

@@ -24,7 +24,7 @@ from packaging.version import Version
 
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
-from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.pysource import parse_quietly, parse_shared
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.requirements import normalized, parse_requirement, parse_specifier
 
@@ -332,7 +332,7 @@ def prose_pieces(text: str) -> Iterator[tuple[str, int, int, str]]:
 @lru_cache(maxsize=16)  # two analyses read the prose of each file a run re-reads (an edited one)
 def _prose_pieces(text: str) -> tuple[tuple[str, int, int, str], ...]:
     try:
-        tree = parse_quietly(text)
+        tree = parse_shared(text)
         docstrings = _docstring_starts(tree)
         if "\r" in text or "\f" in text or "\\\n" in text:  # line ends and joins the tokenizer counts its own way
             return _prose_of_tokens(tokenize.generate_tokens(io.StringIO(text).readline), docstrings)

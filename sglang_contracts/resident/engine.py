@@ -59,6 +59,7 @@ class ResidentEngine(Fresh):
         self._lock = threading.Lock()  # one run at a time: the kept state changes during a run
         self._releases: dict[tuple, Release] = {}
         self._models: dict[tuple, tuple[UpstreamModel, UpstreamModel]] = {}
+        self._releases_memos: dict[tuple, dict] = {}  # what the checks derived from each kept pair alone
         self._files: dict[str, tuple[Stamp, str, str]] = {}  # path -> (stat, digest, text)
         # This run's: the releases it asked for, the files it read, the models it was given.
         self._asked: set[tuple] = set()
@@ -120,6 +121,13 @@ class ResidentEngine(Fresh):
         self._pin = None if failure else (key, pin)
         return pin, failure
 
+    def releases_memo(self, old: UpstreamModel, new: UpstreamModel) -> dict:
+        """Kept with the pair of models, and only while they are: a pair made for this run alone
+        (not kept: see `kept`) gets its own."""
+        if self._given is None or self._given[1][0] is not old or self._given[1][1] is not new:
+            return {}
+        return self._releases_memos.setdefault(self._given[0], {})
+
     def index_memo(self) -> IndexMemo:
         return self._index_memo
 
@@ -153,6 +161,7 @@ class ResidentEngine(Fresh):
             kept = {id(release) for release in self._releases.values()}
             if key[0] in kept and key[1] in kept and not any(model.problems() for model in pair):
                 self._models[key] = pair
+        self._releases_memos = {key: memo for key, memo in self._releases_memos.items() if key in self._models}
 
 
 def _pin_may_read_path(root: Path, path: str) -> bool:
