@@ -276,7 +276,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     # the staged files): the next run, whichever files it names, reuses it.
     salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
             if listed is not None else None)
-    partial_run = incremental.plan(store("incremental"), salt, released) if salt else None
+    partial_run = incremental.plan(store("incremental"), salt, released,
+                                   options.settings.get("fakes") or ()) if salt else None
     context = CheckContext(project=incremental.checked_project(released, partial_run) if partial_run else released,
                            old=old, new=new,
                            report_unresolved=options.report_unresolved, settings=options.settings,
