@@ -118,8 +118,9 @@ class ProjectIndex:
     digests: dict[str, str] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)  # relpath -> that content decoded, once per run
     cache: JsonCache = field(default_factory=lambda: JsonCache(None))
-    # each_file's tables as the last run of this process left them (IndexMemo.tables), by key
-    tables: dict[str, dict[str, list]] = field(default_factory=dict, repr=False)
+    # each_file's tables as the last run of a resident process left them (IndexMemo.tables), by
+    # key; None in a run of its own, which reads each once
+    tables: dict[str, dict[str, list]] | None = field(default=None, repr=False)
     # Files or analyses the report lacks, and why (SGC000, SGC001): unreadable files, and the
     # per-file analyses that failed (a scan's own problem is in its facts).
     problems: list[Problem] = field(default_factory=list)
@@ -134,7 +135,7 @@ class ProjectIndex:
         fingerprint = code_fingerprint(pysource, *code)  # pysource: how `text` was decoded
         table_key = hashlib.sha256(f"{fingerprint}\0{kind}\0{self.root}".encode("utf-8", "surrogateescape")).hexdigest()
         # A resident process's own last table: the record it wrote is not read and decoded again.
-        stored = self.tables.get(table_key)
+        stored = self.tables.get(table_key) if self.tables is not None else None
         if stored is None:
             stored = self.cache.get(table_key)
         table: dict[str, list] = stored if isinstance(stored, dict) else {}
@@ -158,7 +159,8 @@ class ProjectIndex:
             found.extend(entry[1])
         if recomputed or fresh.keys() != table.keys():
             self.cache.put(table_key, fresh)
-        self.tables[table_key] = fresh
+        if self.tables is not None:
+            self.tables[table_key] = fresh
         return found
 
     def _analysed_all(self, kind: str, analyse: Callable[[str, str], list], relpaths: list[str]) -> dict[str, list | None]:
@@ -294,8 +296,9 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
                 read: Callable[[Path], tuple[str, str]] = read_python, memo: IndexMemo | None = None) -> ProjectIndex:
     """`read`: how a file is read (read_python; a resident engine's keeps the unchanged ones);
     `memo`: what earlier runs of a resident process derived (IndexMemo)."""
+    tables = memo.tables if memo is not None else None
     memo = memo if memo is not None else IndexMemo()
-    index = ProjectIndex(root=root, cache=cache, tables=memo.tables)
+    index = ProjectIndex(root=root, cache=cache, tables=tables)
     texts: dict[str, tuple[str, str]] = {}  # relpath -> (module, content digest)
     for path in discover(root, paths, excluded):
         try:
