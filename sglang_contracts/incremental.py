@@ -11,7 +11,9 @@ left out (OUTLINE_FACTS: its imports, which make the re-export table; its classe
 bases, members, provided and typed attributes, what a `__getattr__` borrows; its functions'
 signatures; its version conditions and gates), and, for any Python file, scanned or not, the
 classes its text defines (a project class claims its snake name from SGC322). An outline that
-changed, or a key with no record, recomputes every file.
+changed, or a key with no record, recomputes every file; so does any edit of a project that
+may hold a test double of an upstream class (SGC602 reports at the double what any file reads
+of that class, by position: reads an outline leaves out).
 
 Otherwise the files to recompute are those whose content changed, and their dependants: every
 file that imports one of them, transitively (its subclasses, the importers of a re-export
@@ -29,7 +31,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.project.facts import FACT_LISTS, FileFacts, Position, json_without
@@ -58,8 +60,9 @@ class Plan:
         return self.recomputed is None
 
 
-def plan(store, salt: str, project: ProjectIndex) -> Plan:
-    """The files of `project` to recompute, against the last run with this salt in `store`."""
+def plan(store, salt: str, project: ProjectIndex, configured_fakes: Iterable[str] = ()) -> Plan:
+    """The files of `project` to recompute, against the last run with this salt in `store`.
+    `configured_fakes`: the project classes `[tool.sglang-contracts.fakes]` names."""
     # The project's top-level packages tell its imports from third-party ones, in every file's facts.
     key = hashlib.sha256(f"{salt}\0{project.packages}".encode("utf-8", "surrogateescape")).hexdigest()
     saved = store.get(key)
@@ -82,6 +85,10 @@ def plan(store, salt: str, project: ProjectIndex) -> Plan:
                                for rel in before.keys() | files.keys()):
         return Plan(key, files)  # a project-wide fact changed: every file is recomputed
     changed = {rel for rel in files.keys() | before.keys() if (before.get(rel) or [None])[0] != files.get(rel, [None])[0]}
+    if changed and holds_fakes(project, configured_fakes):
+        # A test double's findings (SGC602) cite what any file reads of the class it stands
+        # for, by position: every file's reads, which an outline leaves out.
+        return Plan(key, files)
     modules = {module_name_for(rel): rel for rel in files.keys() | before.keys()}
     importers: dict[str, set[str]] = {}
     for table in (before, files):  # the old edges too: the dependants of a file now removed
@@ -91,6 +98,16 @@ def plan(store, salt: str, project: ProjectIndex) -> Plan:
                     importers.setdefault(modules[module], set()).add(rel)
     recomputed = _closure(changed, importers)
     return Plan(key, files, previous, recomputed)
+
+
+def holds_fakes(project: ProjectIndex, configured: Iterable[str]) -> bool:
+    """May the project define a test double of an upstream class (contracts/doubles.py `_fakes`):
+    a class named as one (FakeReq, SchedulerStub), a configured one, or a `Mock(spec=...)`."""
+    from sglang_contracts.contracts.doubles import FAKE_NAME
+
+    modules = {name.rpartition(".")[0] for name in configured}
+    return any(facts.specs or facts.module in modules or any(FAKE_NAME.match(cls.name) for cls in facts.classes)
+               for facts in project.files.values())
 
 
 def _closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:

@@ -55,6 +55,7 @@ def without_marker(requirement: Requirement) -> str:
     return f"{requirement.name}{extras}{requirement.specifier}"
 
 
+@lru_cache(maxsize=4096)  # a release's pins are matched by name once per project pin and platform
 def normalized(name: str) -> str:
     return canonicalize_name(name)
 

@@ -114,6 +114,10 @@ class Fresh:
         """(digest, text) of a project Python file (project/index.py)."""
         return read_python(path)
 
+    def releases_memo(self, old: UpstreamModel, new: UpstreamModel) -> dict[str, Any]:
+        """Where the checks keep what they derive from the two releases alone (CheckContext.of_releases)."""
+        return {}
+
     def kept(self, result: CheckResult) -> None:
         """Called with each computed result: what may be kept for the next run."""
 
@@ -286,10 +290,12 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     # the staged files): the next run, whichever files it names, reuses it.
     salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
             if listed is not None else None)
-    partial_run = incremental.plan(store("incremental"), salt, released) if salt else None
+    partial_run = incremental.plan(store("incremental"), salt, released,
+                                   options.settings.get("fakes") or ()) if salt else None
     context = CheckContext(project=incremental.checked_project(released, partial_run) if partial_run else released,
                            old=old, new=new,
-                           report_unresolved=options.report_unresolved, settings=options.settings)
+                           report_unresolved=options.report_unresolved, settings=options.settings,
+                           releases_memo=keep.releases_memo(old, new))
     catalog = load_catalog()
     active = partial(code_active, select=options.select, ignore=options.ignore,
                      per_file_ignores=options.per_file_ignores)

@@ -12,6 +12,7 @@ import pytest
 from conftest import NEW, OLD, PROJECT
 from downloads import download_sdist
 from sglang_contracts import incremental
+from sglang_contracts.catalog import load_catalog
 from sglang_contracts.runner import CheckOptions, run_check
 
 
@@ -45,6 +46,8 @@ def same_as_a_full_run(project: Path, options: CheckOptions):
 def fixture_project(tmp_path: Path) -> tuple[Path, CheckOptions]:
     project = tmp_path / "project"
     shutil.copytree(PROJECT, project)
+    # Its test doubles make every edit a full run (test_a_test_double_makes_every_edit_a_full_run).
+    (project / "tests" / "test_doubles.py").unlink()
     return project, CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
 
 
@@ -118,6 +121,28 @@ def test_a_non_python_file_recomputes_everything(fixture_project, plans) -> None
     (project / "docs" / "install.md").write_text("Install sglang==0.9.0 first.\n")
     same_as_a_full_run(project, options)
     assert plans[-1].full
+
+
+def test_a_test_double_makes_every_edit_a_full_run(tmp_path, plans) -> None:
+    """SGC602 reports at a fake what any file reads of the class it stands for, with the
+    reader's position: an edit of the reader (the fake's file untouched, not importing it)
+    changes the fake's findings, so a project with a test double is checked whole."""
+    from test_catalog import upstream_tree, write_tree
+
+    example = next(e for e in load_catalog()["SGC602"].examples if e.expect)
+    old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
+    new = upstream_tree(tmp_path / "new", example.new, "0.2.0")
+    reader = example.project["app/chunks.py"]
+    assert "req.rid, req.chunk_range" in reader
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **example.project,
+                                                "app/chunks.py": reader.replace("req.rid, req.chunk_range", "req.rid")})
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True)
+    before = run_check([project], options)
+    write_tree(project, {"app/chunks.py": reader})  # now reads the attribute the fake lacks
+    after = same_as_a_full_run(project, options)
+    assert plans[-1].full
+    lacks = [d for d in after.diagnostics if "app/chunks.py:4 reads" in d.message]
+    assert [d.path for d in lacks] == ["tests/fakes.py"] and findings(after) != findings(before)
 
 
 # -- real sglang-omni: edits as a developer makes them, each compared with a full run -------------

@@ -194,9 +194,52 @@ def test_the_pin_is_read_again_only_when_a_file_below_the_root_changed(tmp_path,
          "        self.max_running_requests = 4\n        traced = False\n")
     assert engine.check([project], options).pin.version == "0.9.0"
     assert len(reads) == 1, "no pin file changed: the pin is not read again"
+    # An editor's unsaved module (the language server checks one after every pause in typing)
+    # is no pin file either; an unsaved setup.py is one.
+    module = project / "demo_omni" / "layers.py"
+    with unsaved_buffers({str(module.resolve()): module.read_bytes() + b"\n# typed\n"}):
+        engine.check([project], options)
+    assert len(reads) == 1, "an unsaved module is no pin file: the pin is not read again"
+    with unsaved_buffers({str((project / "setup.py").resolve()): b"from setuptools import setup\nsetup()\n"}):
+        engine.check([project], options)
+    assert len(reads) == 2, "an unsaved setup.py may hold the pin: it is read again"
+    engine.check([project], options)
+    reads.clear()
     edit(pyproject, "sglang==0.9.0", "sglang==0.9.1")
     resident = engine.check([project], options)
-    assert len(reads) == 2 and resident.pin.version == "0.9.1"
+    assert len(reads) == 1 and resident.pin.version == "0.9.1"
     fresh = run_check([project], dataclasses.replace(options, replay=False, cache_dir=tmp_path / "fresh"))
     assert (resident.pin, resident.notes) == (fresh.pin, fresh.notes)
     assert findings(resident) == findings(fresh)
+
+
+# Rules whose findings come from what a resident engine keeps between runs: each_file's tables
+# (HTTP requests, mirror citations, names read in files), the tree of an edited module shared
+# by two analyses, and what is derived from the releases alone (their import graphs and pins).
+MEMOIZED = ["SGC1101", "SGC706", "SGC322", "SGC705"]
+
+
+@pytest.mark.parametrize("code", MEMOIZED)
+def test_a_memoized_analysis_follows_an_edit_that_changes_it(tmp_path, code) -> None:
+    """The rule's catalog example, its Python files first empty, then as the example has them
+    (the finding appears), then empty again (it goes): each resident run gives the findings
+    of a fresh full run, so no kept table, tree or upstream analysis answers for the text before."""
+    from sglang_contracts.catalog import load_catalog
+    from test_catalog import upstream_tree, write_tree
+
+    example = next(e for e in load_catalog()[code].examples if e.expect)
+    old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
+    new = upstream_tree(tmp_path / "new", example.new, "0.2.0")
+    reported = {line.split(":")[0] for line in example.expect}
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **example.project,
+                                                **{relpath: "# not written yet\n" for relpath in reported}})
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, **example.options)
+    engine = ResidentEngine()
+    seen = []
+    for step, texts in enumerate([{}, {rel: example.project[rel] for rel in reported}, {rel: "" for rel in reported}]):
+        write_tree(project, texts)
+        resident = engine.check([project], options)
+        assert findings(resident) == fresh_findings(project, options, tmp_path / f"fresh-{step}"), step
+        seen.append(sorted(f"{d.path}:{d.line}:{d.col}: {d.code}" for d in resident.diagnostics if d.code == code))
+    assert seen == [[], sorted(example.expect), []]
+    assert engine.runs == 3

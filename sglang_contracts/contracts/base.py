@@ -32,11 +32,21 @@ class CheckContext:
     # Configuration read by individual rules (server-args-seam, fakes, patch-files), as given.
     settings: dict[str, Any] = field(default_factory=dict)
     memo: dict[str, Any] = field(default_factory=dict)  # analyses shared by several checks
+    # Analyses of the two releases alone, kept by a resident process for as long as it keeps
+    # both models (resident/engine.py; a fresh run starts with an empty one).
+    releases_memo: dict[str, Any] = field(default_factory=dict)
 
     def shared(self, key: str, compute: Callable[["CheckContext"], Any]) -> Any:
         if key not in self.memo:
             self.memo[key] = compute(self)
         return self.memo[key]
+
+    def of_releases(self, key: str, compute: Callable[["CheckContext"], Any]) -> Any:
+        """`shared` for what `compute` derives from `old` and `new` alone (never the project's
+        files or settings): kept from run to run while both releases are."""
+        if key not in self.releases_memo:
+            self.releases_memo[key] = compute(self)
+        return self.releases_memo[key]
 
     @property
     def old_version(self) -> str:

@@ -323,14 +323,20 @@ def _needed_by_root(view: ProjectView, resolver: Resolver, borrower: Borrower) -
     nor a method reached from any root sets. A branch is not entered while its condition is
     false for every value the project writes and no method reached sets (or fills) the
     attribute tested."""
-    cls = borrower.cls
-    provided = set(view.provided(cls))
-    for member in view.ancestry(cls)[0]:
-        provided.update(member.fact.getattr_names)
-    values = dict(project_values(view, cls))
-    settled = _settle(resolver, borrower, provided, values)
+    _, _, settled = _settled(view, resolver, borrower)
     own = settled[:len(borrower.roots)]
     return [reads for reads, _, _, _ in own]
+
+
+def _settled(view: ProjectView, resolver: Resolver, borrower: Borrower) -> tuple[set[str], dict[str, frozenset[str]], list]:
+    """(what the class provides, its values once settled, what each root reaches: `_settle`),
+    once per release and borrower (SGC312, SGC313 and SGC314 all ask)."""
+    key = (id(resolver), id(borrower))
+    memo = resolver.view.ctx.memo.setdefault("settled", {})
+    if key not in memo:
+        provided, values = _provided_and_values(view, borrower.cls)
+        memo[key] = (borrower, provided, values, _settle(resolver, borrower, provided, values))  # the borrower kept: ids stay unique
+    return memo[key][1:]
 
 
 def _provided_and_values(view: ProjectView, cls: ProjectClass) -> tuple[set[str], dict[str, frozenset[str]]]:
@@ -520,8 +526,7 @@ def stand_ins(view: ProjectView, cls: ProjectClass) -> dict[str, tuple[frozenset
 
 def _lacking(view: ProjectView, resolver: Resolver, borrower: Borrower,
              built: dict[str, tuple[frozenset[str], str]]) -> dict:
-    provided, values = _provided_and_values(view, borrower.cls)
-    _settle(resolver, borrower, provided, values)
+    provided, values, _ = _settled(view, resolver, borrower)
     lacks: dict = {}
     # The bases' roots too: a subclass builds the stand-in that a base's method hands upstream
     # (sglang-omni's OmniDecodeScheduler, PDKVLifecycle.is_fully_idle)

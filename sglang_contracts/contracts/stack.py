@@ -48,7 +48,7 @@ def _installed(ctx: CheckContext) -> list[DeclaredRequirement]:
 
 
 def _pins(ctx: CheckContext) -> tuple[ReleasePins | None, ReleasePins | None]:
-    return ctx.shared("release-pins", lambda c: (release_pins(c.old.release.tree), release_pins(c.new.release.tree)))
+    return ctx.of_releases("release-pins", lambda c: (release_pins(c.old.release.tree), release_pins(c.new.release.tree)))
 
 
 def _versions(ctx: CheckContext) -> tuple[Version | None, Version | None]:
@@ -317,7 +317,7 @@ def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
     old_pins, new_pins = _pins(ctx)
     extras = _sglang_extras(ctx)
     lists = _dependency_lists(ctx, old_pins)
-    old_graph, new_graph = ctx.shared("import-graphs", lambda c: (ImportGraph(c.old), ImportGraph(c.new)))
+    old_graph, new_graph = ctx.of_releases("import-graphs", lambda c: (ImportGraph(c.old), ImportGraph(c.new)))
     sites: dict[str, list[tuple[str, Any, str]]] = {}  # package -> (path, import, module) of each import reaching it
     for facts in sorted(ctx.project.files.values(), key=lambda f: f.path):
         for fact in facts.imports:

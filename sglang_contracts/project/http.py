@@ -21,7 +21,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from sglang_contracts.infra.pysource import child_nodes, parse_quietly
+from sglang_contracts.infra.pysource import child_nodes, parse_shared
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.project.positions import SourcePositions
 
@@ -76,7 +76,7 @@ def _may_request(text: str) -> bool:
 
 def _file_requests(relpath: str, text: str) -> list[list]:
     try:
-        tree = parse_quietly(text)
+        tree = parse_shared(text)
     except (SyntaxError, ValueError):
         return []  # the scanner reports the file (SGC000)
     reader = _Reader(relpath, SourcePositions(text))

@@ -34,7 +34,7 @@ from sglang_contracts.project.facts import (
 )
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
-from sglang_contracts.infra.pysource import CHILDLESS, SCOPES, TooComplex, branch_nodes, child_nodes, parse_quietly, returned_shape, tree_depth, unpack_count
+from sglang_contracts.infra.pysource import CHILDLESS, SCOPES, TooComplex, branch_nodes, child_nodes, parse_shared, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.upstream.bodies import MUTATING, add_mutated, value_token
 from sglang_contracts.upstream.model import is_upstream
@@ -968,7 +968,7 @@ def scan_source(path: str, module_name: str, text: str, packages: tuple[str, ...
     else but SGLang are known to be third-party, and facts about them are not kept."""
     facts = FileFacts(path=path, module=module_name, noqa=parse_noqa(text))
     try:
-        module = parse_quietly(text, path)
+        module = parse_shared(text, path)
     except Exception as error:  # SyntaxError, ValueError on NUL bytes, RecursionError on deep nesting
         facts.parse_error = _syntax_error(error)
         return facts

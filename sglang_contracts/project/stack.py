@@ -24,7 +24,7 @@ from packaging.version import Version
 
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
-from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.pysource import parse_quietly, parse_shared
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.requirements import normalized, parse_requirement, parse_specifier
 
@@ -309,13 +309,25 @@ def is_package_code(relpath: str) -> bool:
     return not NOT_PACKAGE_DIRS.intersection(path.parts[:-1])
 
 
+# Where statements nest: a class or function is a statement, found only in these lists.
+STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 def _docstring_starts(tree: ast.AST) -> set[tuple[int, int]]:
+    """(line, col) of every module, class and function docstring: the statements are walked,
+    not the expressions (a tenth of the nodes of a large module)."""
     starts = set()
-    for node in ast.walk(tree):
+    pending = [tree]
+    while pending:
+        node = pending.pop()
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
                 starts.add((first.lineno, first.col_offset))
+        for name in STATEMENT_LISTS:
+            children = getattr(node, name, None)
+            if isinstance(children, list):
+                pending.extend(children)
     return starts
 
 
@@ -332,7 +344,7 @@ def prose_pieces(text: str) -> Iterator[tuple[str, int, int, str]]:
 @lru_cache(maxsize=16)  # two analyses read the prose of each file a run re-reads (an edited one)
 def _prose_pieces(text: str) -> tuple[tuple[str, int, int, str], ...]:
     try:
-        tree = parse_quietly(text)
+        tree = parse_shared(text)
         docstrings = _docstring_starts(tree)
         if "\r" in text or "\f" in text or "\\\n" in text:  # line ends and joins the tokenizer counts its own way
             return _prose_of_tokens(tokenize.generate_tokens(io.StringIO(text).readline), docstrings)

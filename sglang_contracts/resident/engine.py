@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from sglang_contracts.infra.cache import JsonCache, remember_records
+from sglang_contracts.infra.collector import resident_process
 from sglang_contracts.infra.files import unsaved_buffer, unsaved_buffer_items
 from sglang_contracts.project.index import IndexMemo, read_python
 from sglang_contracts.project.pins import ProjectPin, pin_may_read
@@ -56,9 +57,11 @@ class ResidentEngine(Fresh):
 
     def __init__(self) -> None:
         remember_records()
+        resident_process()
         self._lock = threading.Lock()  # one run at a time: the kept state changes during a run
         self._releases: dict[tuple, Release] = {}
         self._models: dict[tuple, tuple[UpstreamModel, UpstreamModel]] = {}
+        self._releases_memos: dict[tuple, dict] = {}  # what the checks derived from each kept pair alone
         self._files: dict[str, tuple[Stamp, str, str]] = {}  # path -> (stat, digest, text)
         # This run's: the releases it asked for, the files it read, the models it was given.
         self._asked: set[tuple] = set()
@@ -110,13 +113,22 @@ class ResidentEngine(Fresh):
         if listed is None:
             return super().pin(root, listed)
         rows = [row for _, row in listed if pin_may_read(row.partition("\0")[0])]
-        buffers = sorted((path, hashlib.sha256(data).hexdigest()) for path, data in unsaved_buffer_items())
+        # Only the buffers of files the readers may read: a module typed in is no pin file.
+        buffers = sorted((path, hashlib.sha256(data).hexdigest()) for path, data in unsaved_buffer_items()
+                         if _pin_may_read_path(root.resolve(), path))
         key = (str(root), hashlib.sha256(repr((rows, buffers)).encode("utf-8", "surrogateescape")).hexdigest())
         if self._pin is not None and self._pin[0] == key:
             return self._pin[1], ""
         pin, failure = super().pin(root, listed)
         self._pin = None if failure else (key, pin)
         return pin, failure
+
+    def releases_memo(self, old: UpstreamModel, new: UpstreamModel) -> dict:
+        """Kept with the pair of models, and only while they are: a pair made for this run alone
+        (not kept: see `kept`) gets its own."""
+        if self._given is None or self._given[1][0] is not old or self._given[1][1] is not new:
+            return {}
+        return self._releases_memos.setdefault(self._given[0], {})
 
     def index_memo(self) -> IndexMemo:
         return self._index_memo
@@ -151,3 +163,12 @@ class ResidentEngine(Fresh):
             kept = {id(release) for release in self._releases.values()}
             if key[0] in kept and key[1] in kept and not any(model.problems() for model in pair):
                 self._models[key] = pair
+        self._releases_memos = {key: memo for key, memo in self._releases_memos.items() if key in self._models}
+
+
+def _pin_may_read_path(root: Path, path: str) -> bool:
+    """pin_may_read of a buffer's real path; one outside the (resolved) root is read by no pin reader."""
+    try:
+        return pin_may_read(Path(path).relative_to(root).as_posix())
+    except ValueError:
+        return False

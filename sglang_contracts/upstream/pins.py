@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.parser import HeaderParser
 
 from packaging.requirements import Requirement
@@ -20,6 +20,8 @@ from sglang_contracts.sources.base import ReleaseTree
 class ReleasePins:
     requirements: tuple[Requirement, ...]  # extras appear in markers (`extra == "test"`)
     requires_python: SpecifierSet | None = None  # the Pythons the release installs on, when it says
+    # (environment, extras asked) -> closed_extras: asked once per project pin and platform
+    _closed: dict = field(default_factory=dict, compare=False, repr=False)
 
     def matching(self, name: str, environment: dict[str, str], extras: frozenset[str] = frozenset()) -> list[Requirement]:
         """The release's requirements on distribution `name` installed on `environment` with
@@ -31,6 +33,12 @@ class ReleasePins:
     def closed_extras(self, environment: dict[str, str], extras: frozenset[str]) -> frozenset[str]:
         """`extras` with every extra that a requested one brings in through the release's own
         `sglang[x]` requirements, to any depth (a set that only grows: it ends)."""
+        key = (tuple(sorted(environment.items())), extras)
+        if key not in self._closed:
+            self._closed[key] = self._closed_extras(environment, extras)
+        return self._closed[key]
+
+    def _closed_extras(self, environment: dict[str, str], extras: frozenset[str]) -> frozenset[str]:
         closed = set(extras)
         while True:
             more = {extra for r in self.requirements if normalized(r.name) == "sglang"
