@@ -117,3 +117,28 @@ def test_a_definition_read_from_its_own_lines_keeps_the_parser_s_warnings_quiet(
         warnings.simplefilter("error")
         node = bodies.definition_node(text, span, "pattern")
     assert node is not None and node.lineno == 2 and bodies.normalised_lines(node)
+
+
+def test_a_few_names_are_found_as_the_whole_table_finds_them(tmp_path: Path, monkeypatch) -> None:
+    from sglang_contracts.upstream import model as model_module
+
+    files = {
+        "sglang/__init__.py": "from sglang.a import *\n",
+        "sglang/a.py": "def rmsnorm(x):\n    return x\nclass Req:\n    rmsnorm = 1\nLIMIT: int = 3\nasync  def go(): pass\n",
+        "sglang/b.py": "# rmsnorm is mentioned, not defined\nif x == rmsnorm:\n    pass\nrmsnorm = None\n",
+        "sglang/c/__init__.py": "Req = object\nclass  LIMIT: pass\n",
+    }
+    for relpath, text in files.items():
+        (tmp_path / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relpath).write_text(text)
+    release = Release("sglang (test)", "0.1.0", DirectoryTree(tmp_path), identity=None)
+    table = UpstreamModel(release, JsonCache(None))._top_level_definitions
+    assert table["rmsnorm"] == ["sglang.a", "sglang.b"] and table["LIMIT"] == ["sglang.a", "sglang.c"]
+    names = {"rmsnorm", "Req", "LIMIT", "go", "absent"}
+    few = UpstreamModel(release, JsonCache(None))._definitions_of(names)
+    assert few == {name: table[name] for name in names if name in table}
+    # Over the threshold the table answers: the same verified definitions either way.
+    both = [UpstreamModel(release, JsonCache(None)).find_definitions(names)]
+    monkeypatch.setattr(model_module, "FEW_NAMES", 0)
+    both.append(UpstreamModel(release, JsonCache(None)).find_definitions(names))
+    assert both[0] == both[1] and both[0]["rmsnorm"] == ["sglang.a", "sglang.b"]

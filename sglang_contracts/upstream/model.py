@@ -32,6 +32,7 @@ ROOT = PACKAGE  # the upstream top-level package
 # A definition at a line's start (after the newline the pattern starts with, which the engine
 # skips to): `def`/`async def`/`class` NAME, or NAME [: annotation] = value.
 _TOP_LEVEL_DEFINITION = re.compile(r"\n(?:(?:(?:async\s+)?def|class)\s+(\w+)|([^\W\d]\w*)\s*(?::[^=\n]*)?=(?!=))")
+FEW_NAMES = 16  # names asked at once up to which _definitions_of beats building the whole table
 UNLISTED = "unlisted"  # what _locate says of a module whose folder is there but cannot be listed
 UNREADABLE = "unreadable"  # what _source says of a module whose file or folder cannot be read
 
@@ -668,6 +669,18 @@ class UpstreamModel:
                     modules.append(module)
         return found
 
+    def _definitions_of(self, names: set[str]) -> dict[str, list[str]]:
+        """`_top_level_definitions` of a few names: only the texts that mention one are matched
+        (a project asks about one or two names a run; the table costs 0.6 s a release)."""
+        found: dict[str, list[str]] = {}
+        for relpath, text in self.texts_mentioning_any(names):
+            module = self.module_name_of(relpath)
+            for match in _TOP_LEVEL_DEFINITION.finditer("\n" + text):
+                name = match.group(1) or match.group(2)
+                if name in names and module not in found.setdefault(name, []):
+                    found[name].append(module)
+        return found
+
     def module_name_of(self, relpath: str) -> str:
         name = relpath[: -len(".py")] if relpath.endswith(".py") else relpath
         name = name.replace("/", ".")
@@ -720,7 +733,9 @@ class UpstreamModel:
         return found if isinstance(found, dict) else self._scan_definitions(names)
 
     def _scan_definitions(self, names: set[str]) -> dict[str, list[str]]:
-        found = {name: self._top_level_definitions[name] for name in sorted(names) if name in self._top_level_definitions}
+        table = (self._top_level_definitions if len(names) > FEW_NAMES or "_top_level_definitions" in self.__dict__
+                 else self._definitions_of(names))
+        found = {name: table[name] for name in sorted(names) if name in table}
         verified: dict[str, list[str]] = {}
         for name, modules in found.items():
             for module in modules:
