@@ -130,3 +130,42 @@ def test_tags_replay_until_a_tag_names_another_commit(sglang_repo, tmp_path):
     moved = run_check([project], options)
     assert moved.replayed_files_with_contracts is None
     assert len(moved.diagnostics) < len(first.diagnostics)
+
+
+def test_the_checks_forked_copy_reads_the_clone_through_its_own_git_processes(check, sglang_repo, monkeypatch,
+                                                                               tmp_path):
+    """The checks' forked copy (contracts/base.py run_checks_in_two) and the first process both
+    read blobs while they run: through `git cat-file` pipes they shared, each could read the
+    other's answer (a run hung so). Each half reads every file of both releases first here."""
+    import signal
+
+    from sglang_contracts.contracts import base
+    from sglang_contracts.infra import parallel
+
+    expected = check("--sglang-repo", str(sglang_repo), "--old", "v0.9.0", "--new", "v0.9.1")
+    import sglang_contracts.contracts  # noqa: F401  (registers every check)
+
+    def reading_everything(real):
+        def check_after_reading(ctx):
+            for _ in range(20):
+                for model in (ctx.old, ctx.new):
+                    for relpath in model.tree.iter_files("sglang"):
+                        model.tree.read_bytes(relpath)
+            return real(ctx)
+        check_after_reading.__module__ = real.__module__
+        return check_after_reading
+
+    for code in ("SGC101", "SGC201"):  # one of each half
+        monkeypatch.setitem(base.CHECKS, code, reading_everything(base.CHECKS[code]))
+    in_copy = []
+    monkeypatch.setattr(parallel, "start_forked", lambda function, real=parallel.start_forked: (
+        in_copy.append(True), real(function))[1])
+    monkeypatch.setattr(base, "start_forked", parallel.start_forked)
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "second-cache"))  # computed, not replayed
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("the halves stalled")))
+    signal.alarm(120)
+    try:
+        assert check("--sglang-repo", str(sglang_repo), "--old", "v0.9.0", "--new", "v0.9.1") == expected
+    finally:
+        signal.alarm(0)
+    assert in_copy == [True]

@@ -126,6 +126,8 @@ def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: lis
     reported = [{name for name, *_ in model.problems()} for model in (context.old, context.new)]
 
     def in_the_copy() -> tuple:
+        for tree in {id(model.tree): model.tree for model in (context.old, context.new)}.values():
+            tree.in_forked_copy()
         own: list[Problem] = []
         with collecting_problems() as noted:
             found = list(run_checks(context, second, own))
@@ -135,7 +137,11 @@ def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: lis
 
     waiting = start_forked(in_the_copy) if second and first else (lambda patience=None: None)
     started = time.monotonic()
-    found = set(run_checks(context, first, problems))
+    try:
+        found = set(run_checks(context, first, problems))
+    except BaseException:
+        waiting(0)  # the run ends here: the copy is stopped, not left behind
+        raise
     # The halves take about as long: a copy far behind is stalled, not slow.
     result = waiting(COPY_GRACE + 3 * (time.monotonic() - started))
     if result is None:

@@ -120,6 +120,9 @@ class PatchedTree(ReleaseTree):
     def read_bytes(self, relpath: str) -> bytes | None:
         return self.patched[relpath] if relpath in self.patched else self.base.read_bytes(relpath)
 
+    def in_forked_copy(self) -> None:
+        self.base.in_forked_copy()
+
     def read_member(self, relpath: str) -> bytes | None:
         return self.patched[relpath] if relpath in self.patched else self.base.read_member(relpath)
 

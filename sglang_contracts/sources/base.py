@@ -122,6 +122,11 @@ class ReleaseTree(ABC):
         """The release's dependency metadata (a wheel's METADATA or the repo's pyproject)."""
         return None
 
+    def in_forked_copy(self) -> None:
+        """Called in a forked copy of the process (contracts/base.py run_checks_in_two) before it
+        reads the tree: what it shares with the first process (a file's offset, a pipe to a
+        helper process) is replaced by its own, so that neither reads what the other asked for."""
+
 
 @dataclass
 class Release:

@@ -19,6 +19,9 @@ from sglang_contracts.sources.directory import version_from_tree
 PACKAGE_PREFIX = "python"
 
 
+_INHERITED: list = []  # the first process's `git cat-file` commands, in a forked copy
+
+
 class GitTree(ReleaseTree):
     keeps_sources = True  # one commit's files
 
@@ -71,6 +74,14 @@ class GitTree(ReleaseTree):
 
     def metadata_text(self) -> str | None:
         return self.readable_text("pyproject.toml")
+
+    def in_forked_copy(self) -> None:
+        # GitPython reads objects through long-lived `git cat-file` processes, by pipes both
+        # processes now hold: the copy starts its own. The first process's are kept referenced,
+        # never ended from here (dropping them would stop the processes the first one reads with).
+        command = self.root_tree.repo.git
+        _INHERITED.append((command.cat_file_all, command.cat_file_header))
+        command.cat_file_all = command.cat_file_header = None
 
 
 def open_repo(path: Path):

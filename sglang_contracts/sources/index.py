@@ -237,6 +237,11 @@ class WheelTree(ReleaseTree):
 
     __del__ = close
 
+    def in_forked_copy(self) -> None:
+        # zipfile reads (the unusual members) seek the archive's file, whose offset the two
+        # processes share; positional reads of `_fd` share nothing.
+        self.archive = zipfile.ZipFile(self.wheel)
+
     def read_bytes(self, relpath: str) -> bytes | None:
         info = self.members.get(relpath)
         if info is None:
