@@ -71,7 +71,8 @@ def _may_request(text: str) -> bool:
     """Whether the file may hold a URL to a server or a sampling_params key: a string that
     starts with a scheme, a formatted or concatenated value followed by a path. A URL in a
     comment or inside prose (half of sglang's own files cite one) is no request."""
-    return "sglang" in text.lower() and (SAMPLING in text or URL_HINT.search(text) is not None)
+    # A plain search first: lowering a text copies it, and most files that mention SGLang do so in lower case.
+    return ("sglang" in text or "sglang" in text.lower()) and (SAMPLING in text or URL_HINT.search(text) is not None)
 
 
 def _file_requests(relpath: str, text: str) -> list[list]:
