@@ -352,7 +352,7 @@ def _encoder(hint: Any, left_out: type | None = None) -> Callable[[Any], Any]:
 # decoded facts' memory).
 SHARED = (Position, Receiver)
 SHARED_LIMIT = 500_000  # values kept per type; past that the table starts again (a long-lived server)
-_shared: dict[type, dict[tuple, Any]] = {}
+_shared: dict[Any, dict[tuple, Any]] = {}  # per type (a dataclass, or a tuple type of plain values)
 
 
 def _sharing(hint: type, plan: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
@@ -387,9 +387,11 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
         arguments = typing.get_args(hint)
         if len(arguments) == 2 and arguments[1] is Ellipsis:
             item = _decoder(arguments[0])
-            return tuple if item is _identity else (lambda raw: tuple(map(item, raw)))
-        items = [_decoder(argument) for argument in arguments]
-        return lambda raw: tuple(decode(value) for decode, value in zip(items, raw))
+            build = tuple if item is _identity else (lambda raw: tuple(map(item, raw)))
+        else:
+            items = [_decoder(argument) for argument in arguments]
+            build = lambda raw: tuple(decode(value) for decode, value in zip(items, raw))  # noqa: E731
+        return _shared_tuples(hint, build) if _plain(hint) else build
     if origin in (typing.Union, types.UnionType):
         option = _decoder(next(a for a in typing.get_args(hint) if a is not type(None)))
         return lambda raw: None if raw is None else option(raw)
@@ -398,6 +400,31 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
         # facts: one string object each, not one per fact (a third of the facts' memory).
         return sys.intern
     return _identity
+
+
+def _plain(hint: Any) -> bool:
+    """A type of strings, numbers and flags only, in tuples: cheap to hash, equal values interchangeable."""
+    if typing.get_origin(hint) is tuple:
+        return all(argument is Ellipsis or _plain(argument) for argument in typing.get_args(hint))
+    return hint in (str, int, bool)
+
+
+def _shared_tuples(hint: Any, build: Callable[[Any], tuple]) -> Callable[[Any], tuple]:
+    """`build`, each distinct tuple of plain values kept once: a project's facts repeat a few
+    of them many times (142,000 attribute chains of 5,900 distinct names, 131,000 parameter
+    lists of 23,000, in sglang's own tree: 20 MB of its 125 MB of facts)."""
+    table: dict[tuple, tuple] = _shared.setdefault(hint, {})
+
+    def decode(raw: Any) -> tuple:
+        value = build(raw)
+        found = table.get(value)
+        if found is None:
+            if len(table) >= SHARED_LIMIT:
+                table.clear()
+            found = table[value] = value
+        return found
+
+    return decode
 
 
 def _decode(kind: type, raw: dict[str, Any]) -> Any:
