@@ -55,6 +55,13 @@ def mentions_sglang(text: str) -> bool:
     return IMPORTS_SGLANG.search(text) is not None
 
 
+def names_sglang(text: str) -> bool:
+    """Whether the text says sglang in any letter case: by plain search first, since lowering a
+    text copies it and most files that name SGLang do so in lower case (every file of a
+    project meets this test)."""
+    return "sglang" in text or "sglang" in text.lower()
+
+
 def skipped_folder(name: str) -> bool:
     """A folder no reader looks into: tools', environments', builds'."""
     return name in EXCLUDED_DIRS or name.endswith(".egg-info")
