@@ -312,6 +312,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     problems: list[Problem] = []
     with collecting_problems() as noted:  # what the readers of non-Python files could not read
         found = run_checks_in_two(context, codes, problems) if keep.checks_in_two else set(run_checks(context, codes, problems))
+    context.memo.clear()  # the checks' shared analyses: what follows needs none of them
     found = bump_noise_filtered(found, bump=old.release.short != new.release.short)
     problems = [*project.problems, *(f.problem for f in project.files.values() if f.problem),
                 *_upstream_problems(project, [old, new]), *noted, *problems]

@@ -425,9 +425,11 @@ def pass_through_default_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     """What upstream now does when the project leaves an option unset, as the new release's
     declarations show it: a changed default, or a switch folded into a new option whose default
     then decides. Info only: the declarations say the default moved, not that it matters."""
-    texts = list(ctx.project.texts.values())
+    models = pass_through_models(ctx)
+    # Every text at once, decoded (project/texts.py holds some as bytes): only for a project with a pass-through.
+    texts = list(ctx.project.texts.values()) if models else []
     seen: set[str] = set()
-    for model in pass_through_models(ctx):
+    for model in models:
         path, line = _where_told(model)
         old_dests = set(model.old_line.by_dest)
         folded: dict[str, list[Option]] = {}  # the new option's dest -> the old switches now feeding it

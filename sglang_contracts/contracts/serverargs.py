@@ -12,6 +12,7 @@ import difflib
 import re
 from dataclasses import dataclass
 from typing import Iterator
+from weakref import WeakKeyDictionary
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.commandline import prefixing_models
@@ -53,8 +54,22 @@ def _names_server_args(model: UpstreamModel, dotted: str | None, called: bool) -
     return False
 
 
+# resolver -> (relpath, receiver) -> verdict: a receiver recurs across a file's reads
+# (`self.server_args.x` in every method), and the checks of doubles.py and defensive.py ask again.
+_TYPED: "WeakKeyDictionary[Resolver, dict[tuple[str, Receiver], bool]]" = WeakKeyDictionary()
+
+
 def typed_as_server_args(resolver: Resolver, facts: FileFacts, receiver: Receiver) -> bool:
     """Does the receiver stand for a ServerArgs in this release (every alternative)?"""
+    known = _TYPED.setdefault(resolver, {})
+    key = (facts.path, receiver)
+    verdict = known.get(key)
+    if verdict is None:
+        verdict = known[key] = _typed_as_server_args(resolver, facts, receiver)
+    return verdict
+
+
+def _typed_as_server_args(resolver: Resolver, facts: FileFacts, receiver: Receiver) -> bool:
     view, model = resolver.view, resolver.model
     if not receiver.types or any(kind.startswith(("C:", "U:")) for kind in receiver.types):
         return False

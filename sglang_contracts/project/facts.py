@@ -352,19 +352,21 @@ def _encoder(hint: Any, left_out: type | None = None) -> Callable[[Any], Any]:
 # decoded facts' memory).
 SHARED = (Position, Receiver)
 SHARED_LIMIT = 500_000  # values kept per type; past that the table starts again (a long-lived server)
-_shared: dict[type, dict[tuple, Any]] = {}
+_shared: dict[Any, dict[tuple, Any]] = {}  # per type (a dataclass, or a tuple type of plain values)
 
 
-def _sharing(hint: type, plan: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+def _sharing(hint: Any, values_of: Callable[[Any], tuple], make: Callable[[tuple], Any]) -> Callable[[Any], Any]:
+    """A decoder giving one object per distinct value: `values_of(raw)` is the value (a tuple),
+    `make(value)` the object built the first time it is met."""
     table = _shared.setdefault(hint, {})
 
     def decode(raw: Any) -> Any:
-        values = tuple([decode(value) for decode, value in zip(plan, raw)])
+        values = values_of(raw)
         found = table.get(values)
         if found is None:
             if len(table) >= SHARED_LIMIT:
                 table.clear()
-            found = table[values] = hint(*values)
+            found = table[values] = make(values)
         return found
 
     return decode
@@ -378,7 +380,8 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
         hints = typing.get_type_hints(hint)
         plan = [_decoder(hints[f.name]) for f in dataclasses.fields(hint)]
         if hint in SHARED:
-            return _sharing(hint, plan)
+            return _sharing(hint, lambda raw: tuple([decode(value) for decode, value in zip(plan, raw)]),
+                            lambda values: hint(*values))
         if all(decode is _identity for decode in plan):
             return lambda raw: hint(*raw)
         return lambda raw: hint(*[decode(value) for decode, value in zip(plan, raw)])
@@ -387,9 +390,13 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
         arguments = typing.get_args(hint)
         if len(arguments) == 2 and arguments[1] is Ellipsis:
             item = _decoder(arguments[0])
-            return tuple if item is _identity else (lambda raw: tuple(map(item, raw)))
-        items = [_decoder(argument) for argument in arguments]
-        return lambda raw: tuple(decode(value) for decode, value in zip(items, raw))
+            build = tuple if item is _identity else (lambda raw: tuple(map(item, raw)))
+        else:
+            items = [_decoder(argument) for argument in arguments]
+            build = lambda raw: tuple(decode(value) for decode, value in zip(items, raw))  # noqa: E731
+        # Tuples of plain values recur too (142,000 attribute chains of 5,900 distinct names, 131,000
+        # parameter lists of 23,000 in sglang's tree: 20 MB of its 125 MB of facts).
+        return _sharing(hint, build, _identity) if _plain(hint) else build
     if origin in (typing.Union, types.UnionType):
         option = _decoder(next(a for a in typing.get_args(hint) if a is not type(None)))
         return lambda raw: None if raw is None else option(raw)
@@ -398,6 +405,13 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
         # facts: one string object each, not one per fact (a third of the facts' memory).
         return sys.intern
     return _identity
+
+
+def _plain(hint: Any) -> bool:
+    """A type of strings, numbers and flags only, in tuples: cheap to hash, equal values interchangeable."""
+    if typing.get_origin(hint) is tuple:
+        return all(argument is Ellipsis or _plain(argument) for argument in typing.get_args(hint))
+    return hint in (str, int, bool)
 
 
 def _decode(kind: type, raw: dict[str, Any]) -> Any:

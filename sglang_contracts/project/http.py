@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 
 from sglang_contracts.infra.pysource import child_nodes, parse_shared
-from sglang_contracts.project.index import ProjectIndex
+from sglang_contracts.project.index import ProjectIndex, names_sglang
 from sglang_contracts.project.positions import SourcePositions
 
 HTTP_VERBS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE", "patch": "PATCH"}
@@ -71,7 +71,7 @@ def _may_request(text: str) -> bool:
     """Whether the file may hold a URL to a server or a sampling_params key: a string that
     starts with a scheme, a formatted or concatenated value followed by a path. A URL in a
     comment or inside prose (half of sglang's own files cite one) is no request."""
-    return "sglang" in text.lower() and (SAMPLING in text or URL_HINT.search(text) is not None)
+    return names_sglang(text) and (SAMPLING in text or URL_HINT.search(text) is not None)
 
 
 def _file_requests(relpath: str, text: str) -> list[list]:

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.infra.pysource import parse_quietly
-from sglang_contracts.project.index import walk_project
+from sglang_contracts.project.index import names_sglang, walk_project
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.requirements import version_in_tag
 
@@ -180,8 +180,7 @@ def _named_strings(tree: ast.AST) -> list[tuple[str, ast.Constant]]:
 
 def may_name_release(text: str) -> bool:
     """A cheap test before parsing a Python file: it says sglang and something like a version."""
-    lower = text.lower()
-    return "sglang" in lower and re.search(r"\d\.\d+\.\d", text) is not None
+    return names_sglang(text) and re.search(r"\d\.\d+\.\d", text) is not None
 
 
 def script_mentions(relpath: str, text: str) -> list[list]:

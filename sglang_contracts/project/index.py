@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, MutableMapping
 
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
 from sglang_contracts.infra import pysource
@@ -25,6 +25,7 @@ from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, read_limi
 from sglang_contracts.infra.lines import matches_at_line_start
 from sglang_contracts.infra.parallel import iter_jobs
 from sglang_contracts.project.facts import FileFacts
+from sglang_contracts.project.texts import ProjectTexts, as_text, held
 from sglang_contracts.upstream.model import is_upstream
 
 EXCLUDED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "build", "dist", "node_modules",
@@ -52,6 +53,13 @@ def mentions_sglang(text: str) -> bool:
            for at in mentions(text, "sglang")):
         return True
     return IMPORTS_SGLANG.search(text) is not None
+
+
+def names_sglang(text: str) -> bool:
+    """Whether the text says sglang in any letter case: by plain search first, since lowering a
+    text copies it and most files that name SGLang do so in lower case (every file of a
+    project meets this test)."""
+    return "sglang" in text or "sglang" in text.lower()
 
 
 def skipped_folder(name: str) -> bool:
@@ -116,7 +124,8 @@ class ProjectIndex:
     exports: dict[str, dict[str, str]] = field(default_factory=dict)
     # relpath -> SHA-256 of the content of every Python file (the bytes themselves are not kept)
     digests: dict[str, str] = field(default_factory=dict)
-    texts: dict[str, str] = field(default_factory=dict)  # relpath -> that content decoded, once per run
+    # relpath -> that content decoded, once per run (project/texts.py: compactly)
+    texts: MutableMapping[str, str] = field(default_factory=ProjectTexts)
     cache: JsonCache = field(default_factory=lambda: JsonCache(None))
     # each_file's tables as the last run of a resident process left them (IndexMemo.tables), by
     # key; None in a run of its own, which reads each once
@@ -170,13 +179,13 @@ class ProjectIndex:
         (the first run of a large project: sglang's own tree spent 18 s in these one file at a
         time); in this process when the analysis cannot be sent to a worker (a lambda), or when
         one raised there: each file then fails or not on its own, as always."""
-        jobs = [(analyse, relpath, self.texts[relpath]) for relpath in relpaths]
+        jobs = [(analyse, relpath, held(self.texts, relpath)) for relpath in relpaths]
         if len(jobs) > 1 and not in_process and _sendable(analyse):
             try:
                 return dict(zip(relpaths, iter_jobs(_analysis_job, jobs, sum(len(job[2]) for job in jobs))))
             except Exception:
                 pass  # computed again below, where a failure is one file's problem
-        return {relpath: self._analysed(kind, analyse, relpath, text) for _, relpath, text in jobs}
+        return {relpath: self._analysed(kind, analyse, relpath, as_text(form)) for _, relpath, form in jobs}
 
     def _analysed(self, kind: str, analyse: Callable[[str, str], list], relpath: str, text: str) -> list | None:
         """One file's analysis; one that fails costs that file's part of the report (SGC000 or
@@ -233,9 +242,9 @@ def _sendable(analyse: Callable) -> bool:
     return True
 
 
-def _analysis_job(job: tuple[Callable[[str, str], list], str, str]) -> list:
-    analyse, relpath, text = job
-    return analyse(relpath, text)
+def _analysis_job(job: tuple[Callable[[str, str], list], str, str | bytes]) -> list:
+    analyse, relpath, form = job
+    return analyse(relpath, as_text(form))
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,36 @@
+"""project/facts.py: decoded facts share equal values, and decode to what was encoded."""
+
+import json
+
+from sglang_contracts.project.facts import FileFacts
+from sglang_contracts.project.scanner import scan_source
+
+SOURCE = '''
+from sglang.srt.managers.scheduler import Scheduler
+from sglang.srt.server_args import ServerArgs
+
+class Mine(Scheduler):
+    def run(self, batch, *, flag: bool = False):
+        self.tp_worker.model_runner.forward(batch)
+        return self.tp_worker.model_runner.forward(batch)
+
+    def step(self, batch, *, flag: bool = False):
+        self.tp_worker.model_runner.forward(batch)
+
+args = ServerArgs(model_path="m")
+x = Scheduler.tp_worker.model_runner
+'''
+
+
+def test_equal_tuples_of_plain_values_are_one_object_across_files_and_facts_round_trip() -> None:
+    first = scan_source("a.py", "a", SOURCE)
+    second = scan_source("b.py", "b", SOURCE)
+    decoded = [FileFacts.from_json(json.loads(json.dumps(facts.to_json()))) for facts in (first, second)]
+    assert decoded == [first, second]
+    assert [facts.to_json() for facts in decoded] == [first.to_json(), second.to_json()]
+    a, b = decoded
+    run, step = a.classes[0].methods
+    assert run.params == step.params and run.params is step.params  # one parameter list, shared
+    assert a.classes[0].methods[0].params is b.classes[0].methods[0].params  # and across files
+    assert a.attributes[0].attrs == b.attributes[0].attrs and a.attributes[0].attrs is b.attributes[0].attrs
+    assert a.classes[0].bases is b.classes[0].bases
