@@ -7,6 +7,7 @@ import os
 import pickle
 import signal
 import threading
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, nullcontext
@@ -147,7 +148,11 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
         return lambda patience=None: None
     read_end, write_end = os.pipe()
     try:
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python 3.12 warns of forking beside other threads: the copy never uses theirs (the
+            # pool's, the progress display's), which is what makes it safe here.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
     except OSError:
         os.close(read_end)
         os.close(write_end)
