@@ -9,6 +9,7 @@ any name, so reads on it are never reported.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -222,7 +223,7 @@ def _named_losses(ctx: CheckContext) -> Iterator[tuple[LostAttribute, str]]:
         if snake in claimed:
             continue
         now, lost = _lost_names(ctx, path, origin)
-        for attr in sorted(lost - provided):
+        for attr in sorted(attr for attr in lost - provided if not _set_by_name(ctx.new, snake, attr)):
             # Files that name SGLang (those the scanner read): elsewhere `scheduler` is more likely
             # a learning-rate scheduler than SGLang's.
             for relpath, facts in sorted(project.files.items()):
@@ -234,6 +235,17 @@ def _named_losses(ctx: CheckContext) -> Iterator[tuple[LostAttribute, str]]:
                     if position not in typed:
                         was = ctx.old.member(origin, attr)
                         yield LostAttribute(facts, position, was.owner, attr, was, [now] if now else []), snake
+
+
+def _set_by_name(model: UpstreamModel, snake: str, attr: str) -> bool:
+    """Whether code of the release sets `<snake>.<attr>` on an object of that name, as a hook
+    given the instance does (0.5.19 sets `server_args._cuda_graph_config_locked` in
+    arg_groups/cuda_graph_hook.py, not in ServerArgs): the class's own code no longer setting
+    the attribute does not mean the instance lacks it."""
+    assigned = re.compile(rf"(?<!\w){re.escape(snake)}\s*\.\s*{re.escape(attr)}\s*(?::[^=\n]*)?=(?!=)")
+    return model.whole_release_search(
+        f"set by name\0{snake}\0{attr}",
+        lambda: any(assigned.search(text) is not None for _, text in model.texts_mentioning(attr)))
 
 
 @contract("SGC322")
