@@ -122,17 +122,18 @@ def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: lis
     codes = sorted(codes)
     second = [code for code in codes if CHECKS[code].__module__.rsplit(".", 1)[-1] in SECOND_PROCESS_MODULES]
     first = [code for code in codes if code not in second]
+    models = (context.old, context.new)
     known_problems = len(context.project.problems)
-    reported = [{name for name, *_ in model.problems()} for model in (context.old, context.new)]
+    reported = [{name for name, *_ in model.problems()} for model in models]
 
     def in_the_copy() -> tuple:
-        for tree in {id(model.tree): model.tree for model in (context.old, context.new)}.values():
+        for tree in {id(model.tree): model.tree for model in models}.values():
             tree.in_forked_copy()
         own: list[Problem] = []
         with collecting_problems() as noted:
             found = list(run_checks(context, second, own))
         unreadable = [sorted(name for name, *_ in model.problems() if name not in before)
-                      for model, before in zip((context.old, context.new), reported)]
+                      for model, before in zip(models, reported)]
         return found, own, noted, context.project.problems[known_problems:], unreadable
 
     waiting = start_forked(in_the_copy) if second and first else (lambda patience=None: None)
@@ -153,7 +154,7 @@ def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: lis
     for problem in noted:
         note(problem)
     context.project.problems.extend(project_problems)
-    for model, names in zip((context.old, context.new), unreadable):
+    for model, names in zip(models, unreadable):
         for name in names:
             model.module(name)
     return found

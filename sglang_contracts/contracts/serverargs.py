@@ -12,7 +12,6 @@ import difflib
 import re
 from dataclasses import dataclass
 from typing import Iterator
-from weakref import WeakKeyDictionary
 
 from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.commandline import prefixing_models
@@ -54,14 +53,11 @@ def _names_server_args(model: UpstreamModel, dotted: str | None, called: bool) -
     return False
 
 
-# resolver -> (relpath, receiver) -> verdict: a receiver recurs across a file's reads
-# (`self.server_args.x` in every method), and the checks of doubles.py and defensive.py ask again.
-_TYPED: "WeakKeyDictionary[Resolver, dict[tuple[str, Receiver], bool]]" = WeakKeyDictionary()
-
-
 def typed_as_server_args(resolver: Resolver, facts: FileFacts, receiver: Receiver) -> bool:
-    """Does the receiver stand for a ServerArgs in this release (every alternative)?"""
-    known = _TYPED.setdefault(resolver, {})
+    """Does the receiver stand for a ServerArgs in this release (every alternative)? Kept with
+    the run's analyses, per release, file and receiver: a receiver recurs across a file's reads
+    (`self.server_args.x` in every method), and the checks of doubles.py and defensive.py ask again."""
+    known = resolver.view.ctx.memo.setdefault("typed as server args", {}).setdefault(id(resolver), {})
     key = (facts.path, receiver)
     verdict = known.get(key)
     if verdict is None:

@@ -659,25 +659,24 @@ class UpstreamModel:
         file order, textually (find_definitions verifies them): one pass answers every name a
         run asks about (a pattern of the asked names tried at every position of every file that
         mentions one took 5 s for a project asking about hundreds)."""
-        found: dict[str, list[str]] = {}
-        for relpath in self._source_files:
-            text = self.tree.readable_source(relpath) or ""  # an unreadable file defines nothing we know of
-            module = self.module_name_of(relpath)
-            for match in _TOP_LEVEL_DEFINITION.finditer("\n" + text):
-                modules = found.setdefault(match.group(1) or match.group(2), [])
-                if module not in modules:
-                    modules.append(module)
-        return found
+        # An unreadable file defines nothing we know of.
+        texts = ((relpath, self.tree.readable_source(relpath) or "") for relpath in self._source_files)
+        return self._definitions_in(texts, None)
 
     def _definitions_of(self, names: set[str]) -> dict[str, list[str]]:
         """`_top_level_definitions` of a few names: only the texts that mention one are matched
         (a project asks about one or two names a run; the table costs 0.6 s a release)."""
+        return self._definitions_in(self.texts_mentioning_any(names), names)
+
+    def _definitions_in(self, texts: Iterable[tuple[str, str]], names: set[str] | None) -> dict[str, list[str]]:
+        """name (of `names`, or any when None) -> the modules among `texts` that define it at
+        column 0, in their order."""
         found: dict[str, list[str]] = {}
-        for relpath, text in self.texts_mentioning_any(names):
+        for relpath, text in texts:
             module = self.module_name_of(relpath)
             for match in _TOP_LEVEL_DEFINITION.finditer("\n" + text):
                 name = match.group(1) or match.group(2)
-                if name in names and module not in found.setdefault(name, []):
+                if (names is None or name in names) and module not in found.setdefault(name, []):
                     found[name].append(module)
         return found
 

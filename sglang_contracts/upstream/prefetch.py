@@ -54,9 +54,8 @@ def _behind(model: UpstreamModel, imported: list[tuple[str, str | None]]) -> set
 
 def prefetch(project: ProjectIndex, models: list[UpstreamModel], workers: int | None = None) -> None:
     imported = _imported(project)
-    wanted = {module for module, _ in imported}
-    wanted |= {f"{module}.{name}" for module, name in imported if name not in (None, "*")}
-    names = sorted(wanted)
+    named = {f"{module}.{name}" for module, name in imported if name not in (None, "*")}
+    names = sorted({module for module, _ in imported} | named)
     # A slice of the modules at a time: only its sources are in memory at once, not those of
     # every module of both releases (a project that imports most of SGLang).
     for start in range(0, len(names), SLICE):
@@ -68,8 +67,7 @@ def prefetch(project: ProjectIndex, models: list[UpstreamModel], workers: int | 
     # in this process when they are not fetched here (70 modules, a tenth of a real run's
     # checks). The first of those rounds fetches both kinds: each round waits for its slowest module.
     behind = {id(model): _behind(model, imported) for model in models}
-    pending = {id(model): {f"{module}.{name}" for module, name in imported if name not in (None, "*")}
-               for model in models}
+    pending = {id(model): set(named) for model in models}
     seen: dict[int, set[str]] = {id(model): set() for model in models}
     for _ in range(ANCESTRY_ROUNDS):
         for model in models:
