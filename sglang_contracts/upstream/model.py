@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
 from sglang_contracts.infra.collector import collector_paused
@@ -23,7 +25,9 @@ from sglang_contracts.infra import pysource
 from sglang_contracts.upstream import bodies, extract
 from sglang_contracts.upstream.extract import extract_module
 
-EXTRACTOR = code_fingerprint(extract, bodies, pysource)
+# The shape a module's record is cached and held in (stored_form) is part of every key.
+RECORD_FORM = "lazy-1"
+EXTRACTOR = f"{code_fingerprint(extract, bodies, pysource)}-{RECORD_FORM}"
 # Bases that add nothing a contract could rely on; any other base outside SGLang makes a
 # class's members partly unknown (torch.nn.Module, msgspec.Struct, ...).
 NEUTRAL_BASES = {"object", "abc.ABC", "ABC", "typing.Generic", "Generic", "typing.Protocol", "Protocol"}
@@ -61,6 +65,83 @@ def is_upstream(dotted: str) -> bool:
     return dotted == ROOT or dotted.startswith(ROOT + ".")
 
 
+def _text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def stored_form(extracted: dict[str, Any]) -> dict[str, Any]:
+    """A module's extraction as it is cached and held: each class (without its methods), each
+    method and each function as a JSON text of its own, decoded on first use (LazyRecords), and
+    so the definitions table. Checking sglang's own tree loads 7,000 modules, whose records
+    decoded whole held 340 MB of small dicts and lists; a run reads a fraction of them."""
+    classes = extracted.get("classes", {})
+    form = {key: value for key, value in extracted.items() if key not in ("classes", "functions", "definitions")}
+    form["classes"] = {name: _text({key: value for key, value in record.items() if key != "methods"})
+                       for name, record in classes.items()}
+    form["methods"] = {name: {method: _text(found) for method, found in record.get("methods", {}).items()}
+                       for name, record in classes.items()}
+    form["functions"] = {name: _text(record) for name, record in extracted.get("functions", {}).items()}
+    if extracted.get("definitions") is not None:
+        form["definitions"] = _text(extracted["definitions"])
+    return form
+
+
+def extract_stored(module_name: str, relpath: str, code: str) -> dict[str, Any]:
+    """`extract_module`'s record in its stored form."""
+    return stored_form(extract_module(module_name, relpath, code))
+
+
+class LazyRecords(Mapping):
+    """name -> record, over a table of JSON texts: each record is decoded the first time it is
+    asked for and put in the table in place of its text, so that both releases' models, which
+    share the table of a module the releases have in common, decode it once. Records are read,
+    never changed (as the cache's)."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: dict[str, Any]) -> None:
+        self._entries = entries
+
+    def _decoded(self, name: str, text: str) -> Any:
+        return json.loads(text)
+
+    def __getitem__(self, name: str) -> Any:
+        found = self._entries[name]
+        if type(found) is str:
+            found = self._entries[name] = self._decoded(name, found)
+        return found
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self._entries else default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"LazyRecords({sorted(self._entries)})"
+
+
+class LazyClasses(LazyRecords):
+    """A module's classes: a class's record holds its methods as LazyRecords of their own."""
+
+    __slots__ = ("_methods",)
+
+    def __init__(self, entries: dict[str, Any], methods: dict[str, dict[str, Any]]) -> None:
+        super().__init__(entries)
+        self._methods = methods
+
+    def _decoded(self, name: str, text: str) -> Any:
+        record = json.loads(text)
+        record["methods"] = LazyRecords(self._methods.get(name, {}))
+        return record
+
+
 @dataclass(frozen=True)
 class Symbol:
     """Where a name resolves in one release."""
@@ -92,11 +173,11 @@ class ModuleRecord:
     wildcards: list[str] = field(default_factory=list)
     exports: list[str] | None = None
     opaque: str | None = None  # why its contents cannot be known (extension module, unparsable file)
-    classes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    functions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    classes: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    functions: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     # Why it could not be read or analysed: (stage, error, internal), reported as SGC000/SGC001.
     problem: tuple[str, str, bool] | None = None
-    definitions: dict[str, dict[str, list[list[int]]]] | None = None  # bodies.definition_lines of its tree
+    definitions: str | None = None  # bodies.definition_lines of its tree, as JSON text (decoded by _module_spans)
 
 
 @dataclass(frozen=True)
@@ -239,7 +320,7 @@ class UpstreamModel:
             code = self.tree.read_source(relpath) or ""
         except Unreadable as unreadable:
             return self._unreadable(name, relpath, unreadable.reason)
-        extracted = extract_module(name, relpath, code)
+        extracted = extract_stored(name, relpath, code)
         self.stats.parsed += 1
         self.cache.put(key, extracted)
         return self._record(name, kind, relpath, extracted)
@@ -264,6 +345,7 @@ class UpstreamModel:
 
     @staticmethod
     def _record(name: str, kind: str, relpath: str, extracted: dict[str, Any]) -> ModuleRecord:
+        """The record of a module from its stored form (stored_form)."""
         return ModuleRecord(
             name,
             kind,
@@ -272,8 +354,8 @@ class UpstreamModel:
             wildcards=extracted.get("wildcards", []),
             exports=extracted.get("exports"),
             opaque=extracted.get("opaque"),
-            classes=extracted.get("classes", {}),
-            functions=extracted.get("functions", {}),
+            classes=LazyClasses(extracted.get("classes", {}), extracted.get("methods", {})),
+            functions=LazyRecords(extracted.get("functions", {})),
             problem=tuple(extracted["problem"]) if extracted.get("problem") else None,
             definitions=extracted.get("definitions"),
         )
@@ -304,7 +386,7 @@ class UpstreamModel:
         return jobs
 
     def accept_extraction(self, job: tuple[str, str, str, str, str], extracted: dict[str, Any], stored: bool = False) -> None:
-        """A module extracted elsewhere (a worker); `stored`: its record is in the cache already."""
+        """A module extracted elsewhere (a worker: extract_stored); `stored`: its record is in the cache already."""
         name, kind, relpath, _, key = job
         self.stats.parsed += 1
         if not stored:
@@ -624,7 +706,8 @@ class UpstreamModel:
     def _module_spans(self, module_name: str, relpath: str, code: str) -> dict[str, dict[str, list[list[int]]]] | None:
         if module_name not in self._spans:
             record = self._modules.get(module_name)
-            places = record.definitions if record is not None and record.relpath == relpath else None
+            places = json.loads(record.definitions) if record is not None and record.relpath == relpath \
+                and record.definitions is not None else None
             self._spans[module_name] = (bodies.definition_spans(places, code) if places is not None
                                         else _definition_spans_of(relpath, code))
         return self._spans[module_name]

@@ -11,8 +11,7 @@ from __future__ import annotations
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.infra.parallel import map_jobs
 from sglang_contracts.project.index import ProjectIndex
-from sglang_contracts.upstream.extract import extract_module
-from sglang_contracts.upstream.model import UpstreamModel, is_upstream
+from sglang_contracts.upstream.model import UpstreamModel, extract_stored, is_upstream
 
 
 SLICE = 600  # module names per round of extraction
@@ -23,7 +22,7 @@ def _extract_job(job: tuple[tuple[str, str, str, str, str], JsonCache]) -> dict:
     """One module's record, also written to the cache under its key: encoding and writing it
     in the workers, not in the process that gathers them all."""
     (name, _, relpath, code, key), cache = job
-    extracted = extract_module(name, relpath, code)
+    extracted = extract_stored(name, relpath, code)
     cache.put(key, extracted)
     return extracted
 
