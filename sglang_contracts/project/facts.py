@@ -355,6 +355,14 @@ SHARED_LIMIT = 500_000  # values kept per type; past that the table starts again
 _shared: dict[Any, dict[tuple, Any]] = {}  # per type (a dataclass, or a tuple type of plain values)
 
 
+def forget_shared() -> None:
+    """Empty the tables of shared values once a project's facts are decoded: the values stay
+    shared where they are, and the tables (20 MB for sglang's own tree) are not kept all run
+    long; facts decoded later start new ones."""
+    for table in _shared.values():
+        table.clear()
+
+
 def _sharing(hint: Any, values_of: Callable[[Any], tuple], make: Callable[[tuple], Any]) -> Callable[[Any], Any]:
     """A decoder giving one object per distinct value: `values_of(raw)` is the value (a tuple),
     `make(value)` the object built the first time it is met."""

@@ -24,7 +24,7 @@ from sglang_contracts.infra.boundary import Problem, problem_for
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, read_limited
 from sglang_contracts.infra.lines import matches_at_line_start
 from sglang_contracts.infra.parallel import iter_jobs
-from sglang_contracts.project.facts import FileFacts
+from sglang_contracts.project.facts import FileFacts, forget_shared
 from sglang_contracts.project.texts import ProjectTexts, as_text, held
 from sglang_contracts.upstream.model import is_upstream
 
@@ -341,6 +341,7 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
                    | _definers_of_used_classes(scanned, index, texts, memo))
         rounds += 1
     memo.kept_for(index.digests)
+    forget_shared()
     return index
 
 

@@ -799,46 +799,70 @@ class _MethodWalk:
         self.unbuilt: set[str] = set()
         self.calls_base_init = False
         values: dict[int, ast.AST | None] = {}  # target node -> the value assigned to it
-        dynamic_writes_matter = method.name != "__getattr__"
+        self._dynamic_writes_matter = method.name != "__getattr__"
         self.exits: list[ast.AST] = []  # the returns and yields of its own body (returned_shape)
+        # Every node but the LEAVES, each before those below it (an assignment before its
+        # targets), in three groups walked in turn: the body's own nodes, those of functions
+        # and classes defined in it, and its arguments, decorators and return annotation.
         body = {id(statement) for statement in method.body}
-        for part in branch_nodes(method):  # its arguments and decorators, then its body's statements
-            in_body = id(part) in body
-            pending = [(part, in_body)]  # (node, is it the body's own: in no function or class inside)
-            while pending:  # every node but the LEAVES, each before those below it (an assignment before its targets)
-                sub, own = pending.pop()
-                kind = type(sub)
-                if own and kind in EXITS:
-                    self.exits.append(sub)
-                below_own = own and kind not in SCOPES
-                pending.extend([(child, below_own) for child in branch_nodes(sub)])
-                if kind is ast.Call and isinstance(sub.func, ast.Attribute) and sub.func.attr == "__init__":
-                    owner = sub.func.value
+        parts = branch_nodes(method)
+        nested: list[ast.AST] = []
+        self._walk([part for part in parts if id(part) in body], receiver, bases, values, True, nested)
+        self._walk(nested, receiver, bases, values, True, None)
+        self._walk([part for part in parts if id(part) not in body], receiver, bases, values, False, None)
+
+    def _walk(self, pending: list[ast.AST], receiver: str | None, bases: tuple[str, ...],
+              values: dict[int, ast.AST | None], in_body: bool, nested: list[ast.AST] | None) -> None:
+        """The nodes of `pending` and below: `in_body`, are they the method's body's; `nested`,
+        where the nodes below a function or class go (None: these are below one already)."""
+        while pending:
+            sub = pending.pop()
+            kind = type(sub)
+            if nested is not None and kind in SCOPES:
+                nested.extend(branch_nodes(sub))
+            else:
+                pending.extend(branch_nodes(sub))
+            if kind is ast.Attribute:
+                if receiver is None:
+                    continue
+                value = sub.value
+                if type(value) is ast.Name:
+                    if value.id == receiver:
+                        if sub.attr == "__dict__" and self._dynamic_writes_matter:
+                            self.writes = None
+                        if type(sub.ctx) is not ast.Load and self.writes is not None:
+                            self.writes.append((sub.attr, values.get(id(sub))))
+                elif type(value) is ast.Attribute and type(value.value) is ast.Name and value.value.id == receiver \
+                        and type(sub.ctx) is not ast.Load:
+                    self.unbuilt.add(value.attr)  # members added later: self.x.y = ...
+            elif kind is ast.Call:
+                func = sub.func
+                if type(func) is ast.Attribute and func.attr == "__init__":
+                    owner = func.value
                     if isinstance(owner, ast.Call) and full_name(owner.func) == "super" or full_name(owner) in bases:
                         self.calls_base_init = True
                 if receiver is None:
                     continue
-                if kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
-                    self._targets(sub, receiver)
+                if type(func) is ast.Name and func.id == "setattr" and self._dynamic_writes_matter and sub.args \
+                        and isinstance(sub.args[0], ast.Name) and sub.args[0].id == receiver:
+                    self.writes = None
+                if in_body:
+                    add_mutated(sub, receiver, self.mutates)
+            elif kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
+                if receiver is None:
+                    continue
+                self._targets(sub, receiver)
                 if kind is ast.Assign:
                     values.update((id(target), sub.value) for target in sub.targets)
                 elif kind is ast.AnnAssign:
                     values[id(sub.target)] = sub.value
-                elif kind is ast.Attribute and isinstance(sub.value, ast.Name) and sub.value.id == receiver:
-                    if sub.attr == "__dict__" and dynamic_writes_matter:
-                        self.writes = None
-                    if isinstance(sub.ctx, (ast.Store, ast.Del)) and self.writes is not None:
-                        self.writes.append((sub.attr, values.get(id(sub))))
-                elif kind is ast.Call and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
-                        and dynamic_writes_matter and sub.args and isinstance(sub.args[0], ast.Name) \
-                        and sub.args[0].id == receiver:
-                    self.writes = None
-                if kind is ast.Attribute and isinstance(sub.value, ast.Attribute) \
-                        and isinstance(sub.value.value, ast.Name) and sub.value.value.id == receiver \
-                        and isinstance(sub.ctx, (ast.Store, ast.Del)):
-                    self.unbuilt.add(sub.value.attr)  # members added later: self.x.y = ...
-                if in_body and kind in MUTATING:
+                if in_body and kind is not ast.AnnAssign:
                     add_mutated(sub, receiver, self.mutates)
+            elif kind is ast.Subscript:
+                if in_body and receiver is not None:
+                    add_mutated(sub, receiver, self.mutates)
+            elif nested is not None and kind in EXITS:
+                self.exits.append(sub)
 
     def _targets(self, assignment: ast.Assign | ast.AnnAssign | ast.AugAssign, receiver: str) -> None:
         """Which attributes an assignment builds as a SimpleNamespace stand-in, and which not."""
