@@ -19,18 +19,23 @@ FROM_KEYWORD = re.compile(r"from\s+[.\s]*")
 class SourcePositions:
     def __init__(self, text: str) -> None:
         self.lines = LINE_BREAK.split(text)
+        self.ascii = text.isascii()  # every column is then its byte offset, on every line
 
     def _line(self, line: int) -> str:
         return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
 
     def _chars(self, line: int, byte_col: int) -> int:
         """The character column of a byte offset on a line (they differ after non-ASCII text)."""
+        if self.ascii:
+            return byte_col
         text = self._line(line)
         if text.isascii():
             return byte_col
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
     def start(self, node: ast.AST) -> Position:
+        if self.ascii:  # a scan asks for hundreds of thousands of positions
+            return Position(node.lineno, node.col_offset + 1)
         return Position(node.lineno, self._chars(node.lineno, node.col_offset) + 1)
 
     def end(self, node: ast.AST) -> Position:
@@ -39,6 +44,8 @@ class SourcePositions:
 
     def attribute_name(self, node: ast.Attribute) -> Position:
         """Where `.attr` of `value.attr` is spelled: the name ends the node."""
+        if self.ascii:
+            return Position(node.end_lineno, node.end_col_offset - len(node.attr) + 1)
         byte_col = node.end_col_offset - len(node.attr.encode("utf-8"))
         return Position(node.end_lineno, self._chars(node.end_lineno, byte_col) + 1)
 

@@ -236,7 +236,7 @@ class _Collector:
         self.type_checking_depth = 0
         self.scope_depth = 0
         self.imports: list[tuple[dict, Position, Position]] = []  # (fact fields, name, module in statement)
-        self.chains: list[tuple[str, list[tuple[str, Position]], bool, bool]] = []
+        self.chains: list[tuple[str, list[ast.Attribute], bool, bool]] = []  # (root, its attributes, store, guarded)
         self._stored: set[int] = set()
         self._store_values: dict[int, str] = {}  # id of an assigned Attribute -> value_token of the value
         # (scope, name) -> (key, position) of the string keys a dict bound to the name was built
@@ -581,16 +581,19 @@ class _Collector:
         if chain is None:
             return True
         root, attributes = chain
-        named = [(a.attr, self.at.attribute_name(a)) for a in attributes]
-        for attr, where in named:
+        # Positions are taken for what is kept: most chains start at `self` or at a name that
+        # turns out not to be imported (_collect keeps those of imported names).
+        for attribute in attributes:
+            attr = attribute.attr
             if attr.startswith(PASS_THROUGH_ATTR) and len(attr) > len(PASS_THROUGH_ATTR):
-                self.flags.append((attr[len(PASS_THROUGH_ATTR):], where, "attr"))
+                self.flags.append((attr[len(PASS_THROUGH_ATTR):], self.at.attribute_name(attribute), "attr"))
         guarded = self.attr_guard_depth > 0
         spec = self._spec_vars.get((self._scope, root))
-        if spec is not None and store and len(named) == 1:
-            self.specs[spec][2].append(named[0])
+        if spec is not None and store and len(attributes) == 1:
+            self.specs[spec][2].append((attributes[0].attr, self.at.attribute_name(attributes[0])))
         types = self._types_of(root)
         if types:
+            named = [(a.attr, self.at.attribute_name(a)) for a in attributes]
             for index, (attr, where) in enumerate(named):
                 last = index == len(named) - 1
                 receiver = Receiver(types, tuple(a for a, _ in named[:index]))
@@ -598,7 +601,7 @@ class _Collector:
                 value = self._store_values.get(id(node), "") if store and last else ""
                 self.reads.append((receiver, attr, where, store and last, self._scope, guarded, nullable, value))
         elif root not in ("self", "cls"):
-            self.chains.append((root, named, store, guarded))
+            self.chains.append((root, attributes, store, guarded))
         return False  # a pure dotted chain holds nothing else to visit
 
     # -- calls -------------------------------------------------------------------------
@@ -1025,9 +1028,9 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
               if not c.getattr_sources and all(base.split(".")[0] in foreign for base in c.bases)}
     facts.imports = [ImportFact(position=where, module_position=anchor, **fact) for fact, where, anchor in collector.imports]
     facts.attributes = [
-        AttributeFact(root=root, attrs=tuple(a for a, _ in named), positions=tuple(p for _, p in named),
-                      store=store, attr_guarded=guarded)
-        for root, named, store, guarded in collector.chains if root in bound_names
+        AttributeFact(root=root, attrs=tuple(a.attr for a in attributes),
+                      positions=tuple(at.attribute_name(a) for a in attributes), store=store, attr_guarded=guarded)
+        for root, attributes, store, guarded in collector.chains if root in bound_names
     ]
     facts.classes = [summary.fact(at) for summary in collector.classes]
     # Calls of plain names matter when the name is imported (or holds a saved original);
