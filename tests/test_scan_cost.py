@@ -56,7 +56,7 @@ def test_a_scan_leaves_no_reference_cycle_behind() -> None:
 def test_the_scan_job_writes_the_record_the_main_process_reads(tmp_path: Path) -> None:
     cache = JsonCache(tmp_path / "cache")
     key = _facts_key("m.py", "m", "digest", ("m",))
-    result = _scan_job(("m.py", "m", SOURCE, ("m",), cache, key))
+    result, _ = _scan_job(("m.py", "m", SOURCE, ("m",), cache, key))
     assert cache.get(key) == json.loads(json.dumps(result))
     assert FileFacts.from_json(cache.get(key)) == scan_source("m.py", "m", SOURCE, ("m",))
 
@@ -73,3 +73,46 @@ def test_decoded_facts_share_equal_positions_and_receivers(tmp_path: Path) -> No
     calls = [call for call in a.calls if call.callee.attrs == ("finished",)]
     assert len(calls) == 2 and calls[0].callee is calls[1].callee  # one Receiver for equal ones
     assert a.classes[0].position is b.classes[0].position  # one Position for equal ones, across files
+
+
+ASKS_A_SERVER = """import requests
+import sglang
+
+def ask(prompt):
+    return requests.post("http://localhost:30000/generate", json={"text": prompt, "sampling_params": {"max_new_tokens": 8}})
+
+SGLANG_VERSION = "0.5.22"
+"""
+
+
+def test_the_scan_jobs_run_the_analyses_of_the_same_tree_and_each_file_takes_them(tmp_path: Path, monkeypatch) -> None:
+    """http-requests and release-mentions are read from the tree the scan parsed: each_file does
+    not run them again for a scanned file, and finds what they would have found."""
+    from sglang_contracts.project import http, images
+    from sglang_contracts.project.index import ON_THE_SCANNED_TREE
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "client.py").write_text(ASKS_A_SERVER)
+    index = build_index(project, [project], JsonCache(None))
+    assert set(index.on_the_scanned_tree) == set(ON_THE_SCANNED_TREE)
+    expected = {"http-requests": http._file_requests("client.py", ASKS_A_SERVER),
+                "release-mentions": images.script_mentions("client.py", ASKS_A_SERVER)}
+    assert all(expected.values())
+    ran: list[str] = []
+    for module, name in ((http, "_file_requests"), (images, "script_mentions")):
+        original = getattr(module, name)
+
+        def counted(relpath: str, text: str, original=original) -> list:
+            ran.append(relpath)
+            return original(relpath, text)
+
+        counted.__module__, counted.__name__ = original.__module__, original.__name__
+        monkeypatch.setattr(module, name, counted)
+    assert index.each_file("http-requests", http._file_requests, http._may_request, http) == expected["http-requests"]
+    assert index.each_file("release-mentions", images.script_mentions, images.may_name_release, images) \
+        == expected["release-mentions"]
+    assert ran == []
+    index.on_the_scanned_tree.clear()  # a file the scan did not read: analysed where asked
+    assert index.each_file("http-requests", http._file_requests, http._may_request, http) == expected["http-requests"]
+    assert ran == ["client.py"]

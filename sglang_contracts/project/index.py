@@ -100,17 +100,45 @@ def module_name_for(relpath: str) -> str:
     return ".".join(parts)
 
 
-def _scan_job(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> dict:
+# Per-file analyses (ProjectIndex.each_file) that read the syntax tree the scan has just made
+# (pysource.parse_shared keeps it): kind -> (module, analysis, its cheap test). A scan job runs
+# them on that tree, and each_file takes their results for the files scanned instead of parsing
+# them again on the pool (sglang's own tree: 534 and 266 files, 6.6 s of the workers' time).
+ON_THE_SCANNED_TREE = {
+    "http-requests": ("sglang_contracts.project.http", "_file_requests", "_may_request"),
+    "release-mentions": ("sglang_contracts.project.images", "script_mentions", "may_name_release"),
+}
+
+
+def _on_the_scanned_tree(relpath: str, text: str) -> dict[str, list]:
+    """The ON_THE_SCANNED_TREE analyses of a file that their tests accept; one that fails is
+    left out, to run again (and be reported) where each_file asks for it."""
+    import importlib
+
+    found: dict[str, list] = {}
+    for kind, (module_name, analysis, test) in ON_THE_SCANNED_TREE.items():
+        module = importlib.import_module(module_name)
+        if getattr(module, test)(text):
+            try:
+                found[kind] = getattr(module, analysis)(relpath, text)
+            except Exception:
+                continue
+    return found
+
+
+def _scan_job(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tuple[dict, dict[str, list]]:
     """One file's facts as JSON, also written to the cache under the key given: encoding and
-    writing them in the workers, not in the process that gathers them all."""
+    writing them in the workers, not in the process that gathers them all; and the analyses
+    that read the same tree (ON_THE_SCANNED_TREE)."""
     from sglang_contracts.project.scanner import scan_source
 
     relpath, module, text, packages, cache, key = job
     # A syntax tree and facts: many objects and no cycles, all freed as the scan returns.
     with collector_paused():
         result = scan_source(relpath, module, text, packages).to_json()
+        analyses = _on_the_scanned_tree(relpath, text)
     cache.put(key, result)
-    return result
+    return result, analyses
 
 
 @dataclass
@@ -130,6 +158,8 @@ class ProjectIndex:
     # each_file's tables as the last run of a resident process left them (IndexMemo.tables), by
     # key; None in a run of its own, which reads each once
     tables: dict[str, dict[str, list]] | None = field(default=None, repr=False)
+    # kind -> relpath -> the results of ON_THE_SCANNED_TREE analyses the scan jobs ran
+    on_the_scanned_tree: dict[str, dict[str, list]] = field(default_factory=dict, repr=False)
     # Files or analyses the report lacks, and why (SGC000, SGC001): unreadable files, and the
     # per-file analyses that failed (a scan's own problem is in its facts).
     problems: list[Problem] = field(default_factory=list)
@@ -151,7 +181,10 @@ class ProjectIndex:
         table: dict[str, list] = stored if isinstance(stored, dict) else {}
         stale = [relpath for relpath, digest in sorted(self.digests.items())
                  if not _entry_holds(table.get(relpath), digest) and may_hold(self.texts[relpath])]
-        computed = self._analysed_all(kind, analyse, stale, in_process=by_pattern)
+        premade = self._premade(kind, analyse)
+        computed = {relpath: premade[relpath] for relpath in stale if relpath in premade}
+        computed.update(self._analysed_all(kind, analyse, [relpath for relpath in stale if relpath not in computed],
+                                           in_process=by_pattern))
         fresh: dict[str, list] = {}
         recomputed = False
         found: list = []
@@ -172,6 +205,13 @@ class ProjectIndex:
         if self.tables is not None:
             self.tables[table_key] = fresh
         return found
+
+    def _premade(self, kind: str, analyse: Callable[[str, str], list]) -> dict[str, list]:
+        """What the scan jobs found with `analyse` (ON_THE_SCANNED_TREE), by file."""
+        module_name, name, _ = ON_THE_SCANNED_TREE.get(kind, ("", "", ""))
+        if (getattr(analyse, "__module__", None), getattr(analyse, "__name__", None)) != (module_name, name):
+            return {}
+        return self.on_the_scanned_tree.get(kind, {})
 
     def _analysed_all(self, kind: str, analyse: Callable[[str, str], list], relpaths: list[str],
                       in_process: bool = False) -> dict[str, list | None]:
@@ -360,8 +400,10 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
     index.parsed += len(jobs)
     # Each file's facts are taken as they come: the JSON of every file at once would double the peak.
     results = iter_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
-    for job, result in zip(jobs, results):
+    for job, (result, analyses) in zip(jobs, results):
         index.files[job[0]] = FileFacts.from_json(result)
+        for kind, rows in analyses.items():
+            index.on_the_scanned_tree.setdefault(kind, {})[job[0]] = rows
 
 
 def _link(index: ProjectIndex) -> None:
