@@ -142,3 +142,52 @@ def test_a_few_names_are_found_as_the_whole_table_finds_them(tmp_path: Path, mon
     monkeypatch.setattr(model_module, "FEW_NAMES", 0)
     both.append(UpstreamModel(release, JsonCache(None)).find_definitions(names))
     assert both[0] == both[1] and both[0]["rmsnorm"] == ["sglang.a", "sglang.b"]
+
+
+TWO_CLASSES = '''\
+from sglang.srt.layers.norm import rmsnorm as rmsnorm
+
+
+class Asked:
+    def run(self, batch):
+        return batch
+
+
+class NeverAsked:
+    def other(self):
+        return 1
+
+
+def helper(x):
+    return x
+'''
+
+
+def test_records_are_decoded_when_asked_once_for_both_models_and_read_as_extracted(tmp_path: Path) -> None:
+    """A module's classes, methods and functions stay JSON texts until a check asks for them;
+    both releases' models share the stored form of a module they have in common and decode it
+    once; what they give is what the extraction recorded."""
+    from sglang_contracts.upstream.extract import extract_module
+    from sglang_contracts.upstream.prefetch import _extract_all
+
+    release = release_at(tmp_path / "tree", "pypi:sglang==0.1.0")
+    (tmp_path / "tree/sglang/srt/two.py").write_text(TWO_CLASSES)
+    old, new = UpstreamModel(release, JsonCache(tmp_path / "cache")), UpstreamModel(release, JsonCache(tmp_path / "cache"))
+    _extract_all([old, new], {id(old): {"sglang.srt.two"}, id(new): {"sglang.srt.two"}}, workers=1)
+    extracted = extract_module("sglang.srt.two", "sglang/srt/two.py", TWO_CLASSES)
+    record = old.module("sglang.srt.two")
+    assert all(isinstance(text, str) for text in record.classes._entries.values())
+    asked = old.class_record("sglang.srt.two.Asked")
+    assert new.class_record("sglang.srt.two.Asked") is asked  # decoded once, for both
+    assert isinstance(record.classes._entries["NeverAsked"], str)  # never decoded
+    assert asked["methods"]["run"] == extracted["classes"]["Asked"]["methods"]["run"]
+    assert {key: value for key, value in asked.items() if key != "methods"} \
+        == {key: value for key, value in extracted["classes"]["Asked"].items() if key != "methods"}
+    assert old.function_record("sglang.srt.two.helper") == extracted["functions"]["helper"]
+    assert record.bindings["rmsnorm"]["target"] == "sglang.srt.layers.norm.rmsnorm"
+    assert record.bindings["Asked"].get("target") is None and record.bindings["Asked"]["kind"] == "class"
+    again = UpstreamModel(release, JsonCache(tmp_path / "cache"))  # from the cache: the same records
+    assert again.class_record("sglang.srt.two.NeverAsked") == extracted["classes"]["NeverAsked"] | {
+        "methods": again.class_record("sglang.srt.two.NeverAsked")["methods"]}
+    assert dict(again.class_record("sglang.srt.two.NeverAsked")["methods"]) == extracted["classes"]["NeverAsked"]["methods"]
+    assert again.stats.from_cache == 1 and again.stats.parsed == 0
