@@ -8,6 +8,8 @@ still loaded on demand.
 
 from __future__ import annotations
 
+import pickle
+
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.infra.parallel import map_jobs
 from sglang_contracts.project.index import ProjectIndex
@@ -19,13 +21,20 @@ SLICE = 600  # module names per round of extraction
 ANCESTRY_ROUNDS = 8  # steps down the bases of the classes the project names, fetched a round at a time
 
 
-def _extract_job(job: tuple[tuple[str, str, str, str, str], JsonCache]) -> dict:
-    """One module's record, also written to the cache under its key: encoding and writing it
-    in the workers, not in the process that gathers them all."""
-    (name, _, relpath, code, key), cache = job
-    extracted = extract_module(name, relpath, code)
-    cache.put(key, extracted)
-    return extracted
+def _extract_job(job: tuple[list[tuple[str, str, str, str, str]], JsonCache]) -> list[bytes]:
+    """The records of one module in each release that has it (one, or two that differ), also
+    written to the cache under their keys: encoding and writing them in the workers, not in the
+    process that gathers them all. One job for both: the other release's unchanged bodies are
+    not walked again (bodies.module_bodies). Each record is pickled on its own: records that
+    share facts here share no object in the process that receives them."""
+    modules, cache = job
+    known: dict = {}
+    records = []
+    for name, _, relpath, code, key in modules:
+        extracted = extract_module(name, relpath, code, known)
+        cache.put(key, extracted)
+        records.append(pickle.dumps(extracted, pickle.HIGHEST_PROTOCOL))
+    return records
 
 
 def _imported(project: ProjectIndex) -> list[tuple[str, str | None]]:
@@ -103,9 +112,13 @@ def _extract_all(models: list[UpstreamModel], per_model: dict[int, set[str]], wo
     if not batch:
         return
     unique = list({job[4]: job for _, job in batch}.values())
+    by_module: dict[str, list[tuple[str, str, str, str, str]]] = {}
+    for job in unique:
+        by_module.setdefault(job[0], []).append(job)
+    groups = list(by_module.values())
     cache = models[0].cache  # the workers write each record there; a model with another cache writes its own
-    results = map_jobs(_extract_job, [(job, cache) for job in unique], sum(len(job[3]) for job in unique), workers,
-                       progress="Extracting SGLang modules")
-    extracted = {job[4]: result for job, result in zip(unique, results)}
+    results = map_jobs(_extract_job, [(group, cache) for group in groups],
+                       sum(len(job[3]) for job in unique), workers, progress="Extracting SGLang modules")
+    extracted = {job[4]: pickle.loads(record) for group, records in zip(groups, results) for job, record in zip(group, records)}
     for model, job in batch:
         model.accept_extraction(job, extracted[job[4]], stored=model.cache.folder == cache.folder)
