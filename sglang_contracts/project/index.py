@@ -357,10 +357,14 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
             continue
         jobs.append((relpath, module, index.texts[relpath], index.packages, cache, key))
     index.parsed += len(jobs)
-    # Each file's facts are taken as they come: the JSON of every file at once would double the peak.
-    results = iter_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
-    for job, result in zip(jobs, results):
-        index.files[job[0]] = FileFacts.from_json(result)
+    # The largest first: a round waits for its last file, which is then a small one.
+    by_size = sorted(jobs, key=lambda job: -len(job[2]))
+    # Each file's facts are decoded as they come: the JSON of every file at once would double the
+    # peak. They join the index in path order, as if scanned in it.
+    results = iter_jobs(_scan_job, by_size, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
+    scanned = {job[0]: FileFacts.from_json(result) for job, result in zip(by_size, results)}
+    for job in jobs:
+        index.files[job[0]] = scanned[job[0]]
 
 
 def _link(index: ProjectIndex) -> None:

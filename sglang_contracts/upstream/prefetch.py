@@ -115,7 +115,8 @@ def _extract_all(models: list[UpstreamModel], per_model: dict[int, set[str]], wo
     by_module: dict[str, list[tuple[str, str, str, str, str]]] = {}
     for job in unique:
         by_module.setdefault(job[0], []).append(job)
-    groups = list(by_module.values())
+    # The largest first: a round waits for its last job, which is then a small one.
+    groups = sorted(by_module.values(), key=lambda group: -sum(len(job[3]) for job in group))
     cache = models[0].cache  # the workers write each record there; a model with another cache writes its own
     results = map_jobs(_extract_job, [(group, cache) for group in groups],
                        sum(len(job[3]) for job in unique), workers, progress="Extracting SGLang modules")
