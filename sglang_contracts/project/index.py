@@ -361,7 +361,8 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
     by_size = sorted(jobs, key=lambda job: -len(job[2]))
     # Each file's facts are decoded as they come: the JSON of every file at once would double the
     # peak. They join the index in path order, as if scanned in it.
-    results = iter_jobs(_scan_job, by_size, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
+    results = iter_jobs(_scan_job, by_size, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project",
+                        small=True)  # the run waits for the facts
     scanned = {job[0]: FileFacts.from_json(result) for job, result in zip(by_size, results)}
     for job in jobs:
         index.files[job[0]] = scanned[job[0]]

@@ -119,7 +119,8 @@ def _extract_all(models: list[UpstreamModel], per_model: dict[int, set[str]], wo
     groups = sorted(by_module.values(), key=lambda group: -sum(len(job[3]) for job in group))
     cache = models[0].cache  # the workers write each record there; a model with another cache writes its own
     results = map_jobs(_extract_job, [(group, cache) for group in groups],
-                       sum(len(job[3]) for job in unique), workers, progress="Extracting SGLang modules")
+                       sum(len(job[3]) for job in unique), workers, progress="Extracting SGLang modules",
+                       small=True)  # this process waits for the records
     extracted = {job[4]: pickle.loads(record) for group, records in zip(groups, results) for job, record in zip(group, records)}
     for model, job in batch:
         model.accept_extraction(job, extracted[job[4]], stored=model.cache.folder == cache.folder)
