@@ -70,8 +70,17 @@ def start_early(workers: int | None = None) -> None:
         if _RUN.pool is None:
             _RUN.pool = _new_pool(workers)
         pool = _RUN.pool
-    for _ in range(workers):  # the executor starts a worker per job submitted while none is idle
-        pool.submit(os.getpid)
+    # From a thread of its own: the first submission waits for the server to import the parsers
+    # (a third of a second), which this thread spends reading the project instead.
+    threading.Thread(target=_warm, args=(pool, workers), name="pool start", daemon=True).start()
+
+
+def _warm(pool: ProcessPoolExecutor, workers: int) -> None:
+    try:
+        for _ in range(workers):  # the executor starts a worker per job submitted while none is idle
+            pool.submit(os.getpid)
+    except RuntimeError:  # the run ended first (the pool is shut down): nothing to start
+        pass
 
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:
