@@ -516,17 +516,20 @@ def definition_node(text: str, span: list[int], name: str) -> AnyFunction | None
     alone (a definition sharing a line with other code): the caller then parses the module."""
     start, end, column, first, _ = span
     segment = text[start:end]
-    if len(segment) - len(segment.lstrip(" \t")) != column:
+    if len(segment) - len(segment.lstrip(" \t")) != column or first < (1 if column == 0 else 2):
         return None
+    # Blank lines before it give its nodes the module's line numbers (shifting them after
+    # parsing walked every node in Python: a fifth of a second of a cold run).
+    padding = "\n" * (first - 1) if column == 0 else "\n" * (first - 2) + "if 1:\n"
     try:
         with collector_paused(collect_after=True):
-            tree = parse_quietly(segment if column == 0 else "if 1:\n" + segment)
+            tree = parse_quietly(padding + segment)
     except (SyntaxError, ValueError):  # ValueError: TooComplex, or a NUL byte
         return None
     body = tree.body if column == 0 else getattr(tree.body[0], "body", []) if tree.body else []
     if len(body) != 1 or not isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) or body[0].name != name:
         return None
-    return ast.increment_lineno(body[0], first - (1 if column == 0 else 2))
+    return body[0]
 
 
 def module_definition_lines(tree: ast.Module, table: str, name: str) -> list[str]:
