@@ -75,6 +75,12 @@ def start_early(workers: int | None = None) -> None:
     threading.Thread(target=_warm, args=(pool, workers), name="pool start", daemon=True).start()
 
 
+def running_pool() -> ProcessPoolExecutor | None:
+    """The run's pool once it runs (start_early), for work handed to it in the background."""
+    with _RUN.lock:
+        return _RUN.pool if _RUN.active > 0 and not _RUN.forked_copy else None
+
+
 def _warm(pool: ProcessPoolExecutor, workers: int) -> None:
     try:
         for _ in range(workers):  # the executor starts a worker per job submitted while none is idle

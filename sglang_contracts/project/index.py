@@ -304,9 +304,11 @@ class IndexMemo:
 
 def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None,
                 excluded: Callable[[str], bool] | None = None,
-                read: Callable[[Path], tuple[str, str]] = read_python, memo: IndexMemo | None = None) -> ProjectIndex:
+                read: Callable[[Path], tuple[str, str]] = read_python, memo: IndexMemo | None = None,
+                after_first_round: Callable[[ProjectIndex], None] | None = None) -> ProjectIndex:
     """`read`: how a file is read (read_python; a resident engine's keeps the unchanged ones);
-    `memo`: what earlier runs of a resident process derived (IndexMemo)."""
+    `memo`: what earlier runs of a resident process derived (IndexMemo); `after_first_round`:
+    called with the index once the files that name SGLang are scanned (prefetch.EarlyExtraction)."""
     tables = memo.tables if memo is not None else None
     memo = memo if memo is not None else IndexMemo()
     index = ProjectIndex(root=root, cache=cache, tables=tables)
@@ -336,6 +338,8 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
     while pending:
         _scan(index, {rel: texts[rel] for rel in pending}, cache, workers)
         _link(index)
+        if not rounds and after_first_round is not None:
+            after_first_round(index)
         scanned = [index.files[rel] for rel in pending if rel in index.files]
         pending = (_importers_of_reexports(index, texts, imports, memo, rounds)
                    | _definers_of_used_classes(scanned, index, texts, memo))

@@ -9,6 +9,9 @@ still loaded on demand.
 from __future__ import annotations
 
 import pickle
+import threading
+from concurrent.futures import Executor, Future
+from typing import Callable, Iterable
 
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.infra.parallel import map_jobs
@@ -61,10 +64,20 @@ def _behind(model: UpstreamModel, imported: list[tuple[str, str | None]]) -> set
     return names
 
 
-def prefetch(project: ProjectIndex, models: list[UpstreamModel], workers: int | None = None) -> None:
-    imported = _imported(project)
+def _first_names(imported: list[tuple[str, str | None]]) -> tuple[set[str], set[str]]:
+    """(the modules the project imports and the dotted names it imports from them, those names)."""
     named = {f"{module}.{name}" for module, name in imported if name not in (None, "*")}
-    names = sorted({module for module, _ in imported} | named)
+    return {module for module, _ in imported} | named, named
+
+
+def prefetch(project: ProjectIndex, models: list[UpstreamModel], workers: int | None = None,
+             early: "EarlyExtraction | None" = None) -> None:
+    """`early`: the extraction begun while the project was scanned, finished here first."""
+    if early is not None:
+        early.finish()
+    imported = _imported(project)
+    first, named = _first_names(imported)
+    names = sorted(first)
     # A slice of the modules at a time: only its sources are in memory at once, not those of
     # every module of both releases (a project that imports most of SGLang).
     for start in range(0, len(names), SLICE):
@@ -111,16 +124,75 @@ def _extract_all(models: list[UpstreamModel], per_model: dict[int, set[str]], wo
     # A module unchanged between the releases has one cache key: extract it once for both.
     if not batch:
         return
-    unique = list({job[4]: job for _, job in batch}.values())
-    by_module: dict[str, list[tuple[str, str, str, str, str]]] = {}
-    for job in unique:
-        by_module.setdefault(job[0], []).append(job)
-    # The largest first: a round waits for its last job, which is then a small one.
-    groups = sorted(by_module.values(), key=lambda group: -sum(len(job[3]) for job in group))
+    groups = _grouped(batch)
     cache = models[0].cache  # the workers write each record there; a model with another cache writes its own
     results = map_jobs(_extract_job, [(group, cache) for group in groups],
-                       sum(len(job[3]) for job in unique), workers, progress="Extracting SGLang modules",
-                       small=True)  # this process waits for the records
+                       sum(len(job[3]) for group in groups for job in group), workers,
+                       progress="Extracting SGLang modules", small=True)  # this process waits for the records
+    _accept(batch, groups, results, cache)
+
+
+Job = tuple[str, str, str, str, str]
+
+
+def _grouped(batch: list[tuple[UpstreamModel, Job]]) -> list[list[Job]]:
+    """The jobs of a batch, one per cache key (a module unchanged between the releases is
+    extracted once for both), a group per module, the largest group first: a round waits for
+    its last job, which is then a small one."""
+    by_module: dict[str, list[Job]] = {}
+    for job in {job[4]: job for _, job in batch}.values():
+        by_module.setdefault(job[0], []).append(job)
+    return sorted(by_module.values(), key=lambda group: -sum(len(job[3]) for job in group))
+
+
+def _accept(batch: list[tuple[UpstreamModel, Job]], groups: list[list[Job]], results: Iterable[list[bytes]],
+            cache: JsonCache) -> None:
     extracted = {job[4]: pickle.loads(record) for group, records in zip(groups, results) for job, record in zip(group, records)}
     for model, job in batch:
         model.accept_extraction(job, extracted[job[4]], stored=model.cache.folder == cache.folder)
+
+
+class EarlyExtraction:
+    """prefetch's first round (the modules the project imports), begun while the project is
+    still being scanned. Once the files that name SGLang are scanned their imports are known,
+    and the scan's later rounds (the files importing those files' re-exports, each round waiting
+    for its slowest file) leave the workers idle half the time. Its jobs go to the run's pool a
+    few at a time, so that a scan round queued behind them waits for one job at most.
+    It extracts what prefetch would, and nothing else: the same names, of facts that later
+    rounds leave as they are (prefetch asks for the rest), so the models end as they would."""
+
+    def __init__(self, models: Callable[[], list[UpstreamModel]], pool: Executor, workers: int) -> None:
+        self._models = models  # waits for the releases to be open, the first time
+        self._pool = pool
+        self._in_flight = threading.Semaphore(max(workers, 1))
+        self._thread: threading.Thread | None = None
+
+    def begin(self, project: ProjectIndex) -> None:
+        """Called with the index as its first round left it (in the thread that builds it):
+        the names are read there and then, before the next round adds files."""
+        if self._thread is None:
+            names, _ = _first_names(_imported(project))
+            self._thread = threading.Thread(target=self._extract, args=(names,), name="early extraction", daemon=True)
+            self._thread.start()
+
+    def finish(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def _extract(self, names: set[str]) -> None:
+        try:
+            models = self._models()
+            for start in range(0, len(names), SLICE):  # as prefetch slices them
+                part = set(sorted(names)[start:start + SLICE])
+                batch = [(model, job) for model in models for job in model.pending_extractions(part)]
+                groups = _grouped(batch)
+                futures = [self._submitted((group, models[0].cache)) for group in groups]
+                _accept(batch, groups, (future.result() for future in futures), models[0].cache)
+        except Exception:  # noqa: BLE001 - a broken pool, a failed job: prefetch extracts what is left
+            return
+
+    def _submitted(self, job: tuple[list[Job], JsonCache]) -> Future:
+        self._in_flight.acquire()
+        future = self._pool.submit(_extract_job, job)
+        future.add_done_callback(lambda _: self._in_flight.release())
+        return future
