@@ -97,8 +97,7 @@ class Fresh:
         return UpstreamModel(old, store("upstream")), UpstreamModel(new, store("upstream"))
 
     def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache]) -> ProjectIndex:
-        return build_index(root, [root], store("project"), workers=options.workers,
-                           excluded=partial(_excluded, patterns=options.exclude) if options.exclude else None,
+        return build_index(root, [root], store("project"), workers=options.workers, excluded=excluder(options),
                            read=self.read_python, memo=self.index_memo())
 
     def index_memo(self) -> IndexMemo | None:
@@ -415,6 +414,11 @@ def _delta(repo: Path, project: ProjectIndex, old: UpstreamModel, new: UpstreamM
 
 def _under_any(path: Path, folders: list[Path]) -> bool:
     return any(path == folder or folder in path.parents for folder in folders)
+
+
+def excluder(options: CheckOptions) -> Callable[[str], bool] | None:
+    """What the configured excludes say of a path relative to the root, if any are configured."""
+    return partial(_excluded, patterns=options.exclude) if options.exclude else None
 
 
 def _excluded(relpath: str, patterns: list[str]) -> bool:

@@ -243,3 +243,51 @@ def test_a_memoized_analysis_follows_an_edit_that_changes_it(tmp_path, code) -> 
         seen.append(sorted(f"{d.path}:{d.line}:{d.col}: {d.code}" for d in resident.diagnostics if d.code == code))
     assert seen == [[], sorted(example.expect), []]
     assert engine.runs == 3
+
+
+def _index_state(index) -> dict:
+    return {"files": {rel: facts.to_json() for rel, facts in index.files.items()}, "order": list(index.files),
+            "exports": index.exports, "digests": index.digests, "packages": index.packages, "scanned": index.scanned,
+            "texts": dict(index.texts)}
+
+
+def test_an_index_made_from_the_last_one_is_the_one_a_fresh_build_makes(tmp_path) -> None:
+    """updated_index (what the resident engine builds after an edit) against build_index from
+    nothing: the same files scanned, facts, re-export table and order, and None (built again)
+    exactly where an edit may change which files are scanned or what a name resolves to."""
+    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.project.index import IndexMemo, build_index, read_python, updated_index
+    from test_catalog import write_tree
+
+    root = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "app/__init__.py": "",
+        "app/compat.py": "from sglang.srt.layers import rmsnorm\n",
+        "app/user.py": "from app.compat import rmsnorm\n\n\ndef f(x):\n    return rmsnorm(x)\n",
+        "app/plain.py": "def g():\n    return 1\n",
+        "app/model.py": "import sglang.srt.models\n\n\nclass M:\n    def forward(self):\n        return 1\n",
+    })
+    cache = JsonCache(tmp_path / "facts")
+    memo = IndexMemo()
+    last = build_index(root, [root], cache, memo=memo)
+    assert set(last.files) == {"app/compat.py", "app/user.py", "app/model.py"}
+    edits = [  # (file, old, new, whether the last index can be updated)
+        ("app/model.py", "        return 1\n", "        x = 2\n        return x\n", True),  # a method body
+        ("app/compat.py", "sglang.srt.layers import", "sglang.srt.layers.norm import", True),  # an import fixed
+        ("app/plain.py", "return 1", "return 2", True),  # a file no contract is in
+        ("app/user.py", "return rmsnorm(x)", "return rmsnorm(x + 1)", True),  # a re-export's importer
+        ("app/plain.py", "def g", "from app.compat import rmsnorm\n\n\ndef g", False),  # now imports a re-export
+        ("app/compat.py", "from sglang.srt.layers.norm import rmsnorm\n",
+         "import sglang\nfrom app.plain import g as rmsnorm\n", False),  # the name now the project's own
+        ("app/model.py", "import sglang.srt.models\n", "", False),  # no longer names SGLang
+    ]
+    for relpath, old, new, updatable in edits:
+        edit(root / relpath, old, new)
+        updated = updated_index(last, root, [root], cache, None, None, read_python, memo)
+        assert (updated is not None) == updatable, relpath
+        last = updated if updated is not None else build_index(root, [root], cache, memo=memo)
+        fresh, state = _index_state(build_index(root, [root], JsonCache(None))), _index_state(last)
+        if not updatable:  # build_index on a kept memo may scan a round's files in another order
+            del fresh["order"], state["order"]
+        assert state == fresh, (relpath, old)
+    assert set(last.files) == {"app/compat.py"}, "the edits changed which files are scanned"

@@ -40,9 +40,10 @@ from typing import Callable
 from sglang_contracts.infra.cache import JsonCache, remember_records
 from sglang_contracts.infra.collector import resident_process
 from sglang_contracts.infra.files import unsaved_buffer, unsaved_buffer_items
-from sglang_contracts.project.index import IndexMemo, read_python
+from sglang_contracts.project.index import IndexMemo, ProjectIndex, read_python, updated_index
 from sglang_contracts.project.pins import ProjectPin, pin_may_read
-from sglang_contracts.runner import CheckOptions, CheckResult, Fresh, _as_the_image_has_them, _live_stacks, run_check
+from sglang_contracts.runner import (CheckOptions, CheckResult, Fresh, _as_the_image_has_them, _live_stacks, excluder,
+                                     run_check)
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
 from sglang_contracts.upstream.model import LoadStats, UpstreamModel
@@ -68,6 +69,7 @@ class ResidentEngine(Fresh):
         self._read: set[str] = set()
         self._given: tuple[tuple, tuple[UpstreamModel, UpstreamModel]] | None = None
         self._index_memo = IndexMemo()
+        self._index: tuple[tuple, ProjectIndex] | None = None  # (what it was built for, the last index built)
         self._pin: tuple[tuple[str, str], ProjectPin | None] | None = None  # (key, the pin read under it)
         self.runs = 0  # computed runs (for tests and logs)
 
@@ -129,6 +131,20 @@ class ResidentEngine(Fresh):
         if self._given is None or self._given[1][0] is not old or self._given[1][1] is not new:
             return {}
         return self._releases_memos.setdefault(self._given[0], {})
+
+    def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache]) -> ProjectIndex:
+        """The last index with the changed files scanned again, when they cannot change which
+        files are scanned nor the re-export table (project/index.py updated_index); else built."""
+        cache = store("project")
+        key = (str(root), tuple(options.exclude or ()), str(cache.folder), options.workers)
+        index = None
+        if self._index is not None and self._index[0] == key:
+            index = updated_index(self._index[1], root, [root], cache, options.workers, excluder(options),
+                                  self.read_python, self._index_memo)
+        if index is None:
+            index = super().index(root, options, store)
+        self._index = (key, index)
+        return index
 
     def index_memo(self) -> IndexMemo:
         return self._index_memo
