@@ -113,6 +113,11 @@ class Fresh:
         """(digest, text) of a project Python file (project/index.py)."""
         return read_python(path)
 
+    def moved(self) -> Callable[[str, str], bool] | None:
+        """Which edited files changed only where their code sits (incremental.moved_only), for
+        a process that kept the index before the edit: None here."""
+        return None
+
     def releases_memo(self, old: UpstreamModel, new: UpstreamModel) -> dict[str, Any]:
         """Where the checks keep what they derive from the two releases alone (CheckContext.of_releases)."""
         return {}
@@ -289,8 +294,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     # the staged files): the next run, whichever files it names, reuses it.
     salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
             if listed is not None else None)
-    partial_run = incremental.plan(store("incremental"), salt, released,
-                                   options.settings.get("fakes") or ()) if salt else None
+    partial_run = incremental.plan(store("incremental"), salt, released, options.settings.get("fakes") or (),
+                                   moved=keep.moved()) if salt else None
     context = CheckContext(project=incremental.checked_project(released, partial_run) if partial_run else released,
                            old=old, new=new,
                            report_unresolved=options.report_unresolved, settings=options.settings,

@@ -291,3 +291,38 @@ def test_an_index_made_from_the_last_one_is_the_one_a_fresh_build_makes(tmp_path
             del fresh["order"], state["order"]
         assert state == fresh, (relpath, old)
     assert set(last.files) == {"app/compat.py"}, "the edits changed which files are scanned"
+
+
+def test_an_edit_that_only_moves_code_rechecks_that_file_alone(tmp_path, monkeypatch) -> None:
+    """After an edit that changes nothing other files read of a file but where its code sits
+    (incremental.moved_only), the resident engine checks that file alone; an edit of a fact or
+    of what a text analysis reads (a citation in a comment) checks its importers too. Each run
+    gives the findings of a fresh full run."""
+    from sglang_contracts import incremental
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    (project / "tests" / "test_doubles.py").unlink()  # test doubles make every edit a full run
+    plans: list = []
+    plan = incremental.plan
+    monkeypatch.setattr(incremental, "plan", lambda *args, **kwargs: plans.append(plan(*args, **kwargs)) or plans[-1])
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
+    engine.check([project], options)
+    seam = "demo_omni/vendor/sglang/server_args.py"  # demo_omni/serving.py imports it
+    edits = [  # (old, new, whether only the file itself is checked again)
+        ('"""The one seam for ServerArgs mutation."""\n', '"""The one seam for ServerArgs mutation."""\n\n# one by one\n', True),
+        ("        setattr(server_args, name, value)\n", "        setattr(server_args, name, value)\n        server_args.check_server_args()\n",
+         False),  # a call: a fact
+        ("# one by one\n", "# copied from sglang.srt.server_args.ServerArgs.__post_init__\n", False),  # a citation
+        ("        server_args.check_server_args()\n", "        server_args.check_server_args()\n\n", True),
+    ]
+    for step, (old, new, alone) in enumerate(edits):
+        edit(project / seam, old, new)
+        resident = engine.check([project], options)
+        assert findings(resident) == fresh_findings(project, options, tmp_path / f"fresh-{step}"), step
+        recomputed = plans[-1].recomputed
+        assert recomputed is not None, step
+        assert (recomputed == {seam}) == alone and (seam in recomputed), (step, recomputed)
+        if not alone:
+            assert "demo_omni/serving.py" in recomputed

@@ -130,6 +130,8 @@ class ProjectIndex:
     # each_file's tables as the last run of a resident process left them (IndexMemo.tables), by
     # key; None in a run of its own, which reads each once
     tables: dict[str, dict[str, list]] | None = field(default=None, repr=False)
+    # table key -> (analyse, may_hold) of each_file's kinds this process ran (IndexMemo.analyses)
+    analyses: dict[str, tuple[Callable[[str, str], list], Callable[[str], bool]]] | None = field(default=None, repr=False)
     # Files or analyses the report lacks, and why (SGC000, SGC001): unreadable files, and the
     # per-file analyses that failed (a scan's own problem is in its facts).
     problems: list[Problem] = field(default_factory=list)
@@ -152,6 +154,8 @@ class ProjectIndex:
         stale = [relpath for relpath, digest in sorted(self.digests.items())
                  if not _entry_holds(table.get(relpath), digest) and may_hold(self.texts[relpath])]
         computed = self._analysed_all(kind, analyse, stale, in_process=by_pattern)
+        if self.analyses is not None:
+            self.analyses[table_key] = (analyse, may_hold)
         fresh: dict[str, list] = {}
         recomputed = False
         found: list = []
@@ -285,6 +289,8 @@ class IndexMemo:
     class_modules: dict[str, tuple[FileFacts, list[str]]] = field(default_factory=dict)
     # ProjectIndex.each_file's per-file tables, by table key (each entry holds its file's digest)
     tables: dict[str, dict[str, list]] = field(default_factory=dict)
+    # and the analysis behind each table, with its cheap test (the same code for the same key)
+    analyses: dict[str, tuple[Callable[[str, str], list], Callable[[str], bool]]] = field(default_factory=dict)
 
     def sglang_mentioned(self, digest: str, text: str) -> bool:
         known = self.mentions.get(digest)
@@ -307,9 +313,9 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
                 read: Callable[[Path], tuple[str, str]] = read_python, memo: IndexMemo | None = None) -> ProjectIndex:
     """`read`: how a file is read (read_python; a resident engine's keeps the unchanged ones);
     `memo`: what earlier runs of a resident process derived (IndexMemo)."""
-    tables = memo.tables if memo is not None else None
+    tables, analyses = (memo.tables, memo.analyses) if memo is not None else (None, None)
     memo = memo if memo is not None else IndexMemo()
-    index = ProjectIndex(root=root, cache=cache, tables=tables)
+    index = ProjectIndex(root=root, cache=cache, tables=tables, analyses=analyses)
     texts = _read_project(index, root, paths, excluded, read)
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
@@ -360,7 +366,7 @@ def updated_index(previous: ProjectIndex, root: Path, paths: list[Path], cache: 
     file added, removed or unreadable; a changed file whose sglang mention, text-read imports,
     top-level bindings or used classes' modules differ), and build_index decides. Only the
     changed files are scanned; every other file keeps its facts."""
-    index = ProjectIndex(root=root, cache=cache, tables=memo.tables, packages=previous.packages)
+    index = ProjectIndex(root=root, cache=cache, tables=memo.tables, analyses=memo.analyses, packages=previous.packages)
     texts = _read_project(index, root, paths, excluded, read)
     if index.problems or index.digests.keys() != previous.digests.keys():
         return None

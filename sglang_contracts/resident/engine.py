@@ -34,9 +34,11 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
+from sglang_contracts.incremental import moved_only
 from sglang_contracts.infra.cache import JsonCache, remember_records
 from sglang_contracts.infra.collector import resident_process
 from sglang_contracts.infra.files import unsaved_buffer, unsaved_buffer_items
@@ -70,6 +72,7 @@ class ResidentEngine(Fresh):
         self._given: tuple[tuple, tuple[UpstreamModel, UpstreamModel]] | None = None
         self._index_memo = IndexMemo()
         self._index: tuple[tuple, ProjectIndex] | None = None  # (what it was built for, the last index built)
+        self._before: ProjectIndex | None = None  # this run's: the index of the run before, for the same paths
         self._pin: tuple[tuple[str, str], ProjectPin | None] | None = None  # (key, the pin read under it)
         self.runs = 0  # computed runs (for tests and logs)
 
@@ -143,8 +146,14 @@ class ResidentEngine(Fresh):
                                   self.read_python, self._index_memo)
         if index is None:
             index = super().index(root, options, store)
+        self._before = self._index[1] if self._index is not None and self._index[0] == key else None
         self._index = (key, index)
         return index
+
+    def moved(self) -> Callable[[str, str], bool] | None:
+        if self._before is None or self._index is None:
+            return None
+        return partial(moved_only, self._before, self._index[1])
 
     def index_memo(self) -> IndexMemo:
         return self._index_memo
@@ -169,6 +178,7 @@ class ResidentEngine(Fresh):
     def kept(self, result: CheckResult) -> None:
         """Only what this run used stays: a process checks one project at a time."""
         self.runs += 1
+        self._before = None
         for key in self._releases.keys() - self._asked:
             del self._releases[key]
         for name in self._files.keys() - self._read:
