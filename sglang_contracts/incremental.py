@@ -28,7 +28,6 @@ full run, on the fixture project and on real sglang-omni edits.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -152,9 +151,21 @@ def _placeless(facts: FileFacts) -> list:
 
 
 def _moved_lines(before: str, now: str) -> dict[int, int]:
-    """1-based line numbers of the unchanged lines of `before` -> where they are in `now`."""
-    matcher = difflib.SequenceMatcher(None, before.split("\n"), now.split("\n"), autojunk=False)
-    return {old + 1 + offset: new + 1 + offset for old, new, size in matcher.get_matching_blocks() for offset in range(size)}
+    """1-based line numbers of the lines of `before` that are the same before and after the
+    edited stretch -> where they are in `now` (an edit in two places leaves the lines between
+    unmapped: their rows then differ, and the importers are checked again)."""
+    old_lines, new_lines = before.split("\n"), now.split("\n")
+    shortest = min(len(old_lines), len(new_lines))
+    head = 0
+    while head < shortest and old_lines[head] == new_lines[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and old_lines[-1 - tail] == new_lines[-1 - tail]:
+        tail += 1
+    moved = {line: line for line in range(1, head + 1)}
+    shift = len(new_lines) - len(old_lines)
+    moved.update((line, line + shift) for line in range(len(old_lines) - tail + 1, len(old_lines) + 1))
+    return moved
 
 
 def _lines_moved(value: Any, lines: dict[int, int]) -> Any:
