@@ -144,12 +144,30 @@ def test_the_language_server_checks_on_the_resident_engine(tmp_path, opened, mon
     assert findings(server.last_result) == fresh_findings(project, options, tmp_path / "fresh")
 
 
-def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(real_cache, tmp_path, opened) -> None:
+# Edits the resident engine tells apart (incremental.moved_only), beside test_incremental's REAL_EDITS.
+RESIDENT_EDITS = [
+    # an attribute read added in a method body: a fact (its importers are checked again)
+    ("sglang_omni/scheduling/omni_scheduler.py", "    def __init__(self", None,
+     lambda text, at: text[:text.index(":\n", at) + 2] + "        seen = self.running_batch\n" + text[text.index(":\n", at) + 2:]),
+    # a statement that binds a local: only moves the code below it (that file alone)
+    ("sglang_omni/scheduling/omni_scheduler.py", "        seen = self.running_batch\n", None,
+     lambda text, at: text[:at] + "        traced = False\n" + text[at:]),
+]
+
+
+def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(real_cache, tmp_path, opened,
+                                                                                 monkeypatch) -> None:
     """sglang-omni 0.1.9 on 0.5.22 -> 0.5.23, edited as a developer edits it (a method body,
     the real SGC102 import fixed, lines added at the top, a method added to a class others
-    subclass, an import added), each run on the resident engine compared with a full run in a
-    cache of its own (cold for the first: only the wheels in it)."""
+    subclass, an import added, a call added in a method and taken out), each run on the
+    resident engine compared with a full run in a cache of its own (cold for the first: only
+    the wheels in it). A statement that only moves the code below it re-checks its file alone."""
+    from sglang_contracts import incremental
     from test_incremental import REAL_EDITS
+
+    plans: list = []
+    plan = incremental.plan
+    monkeypatch.setattr(incremental, "plan", lambda *args, **kwargs: plans.append(plan(*args, **kwargs)) or plans[-1])
 
     project = tmp_path / "omni"
     shutil.copytree(download_sdist("sglang-omni", "0.1.9", real_cache), project)
@@ -164,12 +182,14 @@ def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(
     opened_by_engine = len(opened)
     assert opened_by_engine == 2
     compared = []
-    for relpath, anchor, replacement, transform in REAL_EDITS:
+    alone = []
+    for relpath, anchor, replacement, transform in [*REAL_EDITS, *RESIDENT_EDITS]:
         path = project / relpath
         text = path.read_text()
         assert anchor in text
         path.write_text(transform(text, text.index(anchor)) if transform else text.replace(anchor, replacement, 1))
         resident = engine.check([project], options)
+        alone.append(plans[-1].recomputed == {relpath})
         assert resident.replayed_files_with_contracts is None
         assert len(opened) == opened_by_engine, "the engine opened no release again"
         expected = fresh_findings(project, options, fresh)
@@ -178,6 +198,8 @@ def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(
         compared.append(findings(resident))
     # The edits changed findings (the import fix takes its SGC102): the comparison could fail.
     assert len({str(found) for found in compared}) > 1
+    # After a resident run, the statement re-checks its file alone; the read, a fact, does not.
+    assert alone[-2:] == [False, True]
 
 
 def test_the_pin_is_read_again_only_when_a_file_below_the_root_changed(tmp_path, monkeypatch) -> None:
