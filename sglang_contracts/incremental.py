@@ -105,7 +105,8 @@ def plan(store, salt: str, project: ProjectIndex, configured_fakes: Iterable[str
     return Plan(key, files, previous, recomputed)
 
 
-def moved_only(before: ProjectIndex, now: ProjectIndex, relpath: str, digest_before: str | None) -> bool:
+def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tuple[FileFacts, list]], relpath: str,
+               digest_before: str | None) -> bool:
     """Whether, of what other files' findings may read of a file (its facts, what each_file's
     analyses read in its text), only where its code sits changed between two indexes of a
     resident process: its facts are the same but their positions, and each analysis's rows of
@@ -113,7 +114,8 @@ def moved_only(before: ProjectIndex, now: ProjectIndex, relpath: str, digest_bef
     that is not a line and moved, or a line that changed, makes them differ: the importers are
     checked again). No finding of another file cites a position of this one (SGC602's, which
     does, is of a project with test doubles: checked whole). Each row this computes for the file
-    is kept in its table, for each_file to use as it would its own."""
+    is kept in its table, for each_file to use as it would its own; `placeless`: the facts
+    without positions of the files this process compared, by path (the caller's to keep)."""
     if digest_before is None or before.digests.get(relpath) != digest_before or relpath not in now.digests \
             or now.tables is None or now.analyses is None:
         return False
@@ -121,7 +123,7 @@ def moved_only(before: ProjectIndex, now: ProjectIndex, relpath: str, digest_bef
     if (old is None) != (new is None):
         return False
     if old is not None and new is not None and (old.parse_error or new.parse_error or old.problem or new.problem
-                                                 or _placeless(old) != _placeless(new)):
+                                                 or _placeless(old, placeless) != _placeless(new, placeless)):
         return False
     texts = before.texts[relpath], now.texts[relpath]
     lines = _moved_lines(*texts)
@@ -145,9 +147,12 @@ def _rows(analysis: tuple[Callable[[str, str], list], Callable[[str], bool]], re
     return analyse(relpath, text) if may_hold(text) else []
 
 
-def _placeless(facts: FileFacts) -> list:
-    return [facts.module, *([json_without(fact, FACT_LISTS[name], Position) for fact in getattr(facts, name)]
-                            for name in FACT_LISTS)]
+def _placeless(facts: FileFacts, kept: dict[str, tuple[FileFacts, list]]) -> list:
+    known = kept.get(facts.path)
+    if known is None or known[0] is not facts:  # the same facts (kept by the index) read the same
+        known = kept[facts.path] = (facts, [facts.module, *([json_without(fact, FACT_LISTS[name], Position)
+                                                              for fact in getattr(facts, name)] for name in FACT_LISTS)])
+    return known[1]
 
 
 def _moved_lines(before: str, now: str) -> dict[int, int]:

@@ -348,3 +348,27 @@ def test_an_edit_that_only_moves_code_rechecks_that_file_alone(tmp_path, monkeyp
         assert (recomputed == {seam}) == alone and (seam in recomputed), (step, recomputed)
         if not alone:
             assert "demo_omni/serving.py" in recomputed
+
+
+def test_a_server_engine_collects_garbage_between_runs_and_a_plain_one_as_always(tmp_path) -> None:
+    """collect_between (the daemon's, the language server's): the collector is off from a run's
+    start until `collect`, which the server calls once the answer is out, or the next run's
+    start; an engine without it leaves the collector as it found it."""
+    import gc
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=False)
+    assert gc.isenabled()
+    ResidentEngine().check([project], options)
+    assert gc.isenabled()
+    engine = ResidentEngine(collect_between=True)
+    try:
+        first = engine.check([project], options)
+        assert not gc.isenabled(), "collected after the answer, not during the run"
+        assert findings(engine.check([project], options)) == findings(first)
+        assert not gc.isenabled()
+        engine.collect()
+        assert gc.isenabled()
+    finally:
+        gc.enable()

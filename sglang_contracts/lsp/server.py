@@ -67,7 +67,7 @@ class ContractsServer(LanguageServer):
         if self._engine is None:
             from sglang_contracts.resident.engine import ResidentEngine
 
-            self._engine = ResidentEngine()
+            self._engine = ResidentEngine(collect_between=True)
         return self._engine
 
     # -- scheduling ---------------------------------------------------------------------------
@@ -90,6 +90,7 @@ class ContractsServer(LanguageServer):
                 buffers = self._unsaved()
                 outcome = await asyncio.get_running_loop().run_in_executor(None, self._run, buffers)
                 self._publish(outcome)
+                await asyncio.get_running_loop().run_in_executor(None, self.engine().collect)  # published: no one waits
                 if isinstance(outcome, str):
                     pass  # the check could not run: nothing to warm up from
                 elif not self._replayed():
@@ -100,6 +101,7 @@ class ContractsServer(LanguageServer):
                     # reuses them (and a quick fix has the facts it reads).
                     self._warmed = True
                     await asyncio.get_running_loop().run_in_executor(None, self.fixable_result)
+                    await asyncio.get_running_loop().run_in_executor(None, self.engine().collect)
                 if not self._again:
                     break
         finally:

@@ -31,6 +31,7 @@ real sglang-omni edits. This tool's own code is in no key: a process runs one ve
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import threading
@@ -42,6 +43,7 @@ from sglang_contracts.incremental import moved_only
 from sglang_contracts.infra.cache import JsonCache, remember_records
 from sglang_contracts.infra.collector import resident_process
 from sglang_contracts.infra.files import unsaved_buffer, unsaved_buffer_items
+from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import IndexMemo, ProjectIndex, read_python, updated_index
 from sglang_contracts.project.pins import ProjectPin, pin_may_read
 from sglang_contracts.runner import (CheckOptions, CheckResult, Fresh, _as_the_image_has_them, _live_stacks, excluder,
@@ -58,7 +60,8 @@ class ResidentEngine(Fresh):
 
     checks_in_two = False  # a daemon's or a language server's threads: no forked copy
 
-    def __init__(self) -> None:
+    def __init__(self, collect_between: bool = False) -> None:
+        self.collect_between = collect_between  # the caller calls `collect` after each run's answer
         remember_records()
         resident_process()
         self._lock = threading.Lock()  # one run at a time: the kept state changes during a run
@@ -73,13 +76,34 @@ class ResidentEngine(Fresh):
         self._index_memo = IndexMemo()
         self._index: tuple[tuple, ProjectIndex] | None = None  # (what it was built for, the last index built)
         self._before: ProjectIndex | None = None  # this run's: the index of the run before, for the same paths
+        self._placeless: dict[str, tuple[FileFacts, list]] = {}  # incremental.moved_only's facts without positions
         self._pin: tuple[tuple[str, str], ProjectPin | None] | None = None  # (key, the pin read under it)
         self.runs = 0  # computed runs (for tests and logs)
+        self._owed = False  # the collector is off since the last run began (check)
 
     def check(self, paths: list[Path], options: CheckOptions) -> CheckResult:
+        """One run. With `collect_between`, the cyclic collector stays off from its start until
+        `collect` (or the next run's start): its passes over a run's young objects cost a tenth
+        of a re-check, paid while the user waits; the daemon and the language server collect
+        once the answer is out."""
         with self._lock:
+            self._collect()
+            if self.collect_between:
+                self._owed = True
+                gc.disable()
             self._asked, self._read, self._given = set(), set(), None
             return run_check(paths, options, keep=self)
+
+    def collect(self) -> None:
+        """The garbage the last run left, collected (between runs, when no one waits)."""
+        with self._lock:
+            self._collect()
+
+    def _collect(self) -> None:
+        if self._owed:
+            self._owed = False
+            gc.enable()
+            gc.collect(0)
 
     # -- what runner.run_check asks its `keep` for ---------------------------------------------
 
@@ -153,7 +177,7 @@ class ResidentEngine(Fresh):
     def moved(self) -> Callable[[str, str], bool] | None:
         if self._before is None or self._index is None:
             return None
-        return partial(moved_only, self._before, self._index[1])
+        return partial(moved_only, self._before, self._index[1], self._placeless)
 
     def index_memo(self) -> IndexMemo:
         return self._index_memo
@@ -179,6 +203,9 @@ class ResidentEngine(Fresh):
         """Only what this run used stays: a process checks one project at a time."""
         self.runs += 1
         self._before = None
+        if self._index is not None:  # only the facts the index holds now can be compared again
+            files = self._index[1].files
+            self._placeless = {rel: kept for rel, kept in self._placeless.items() if files.get(rel) is kept[0]}
         for key in self._releases.keys() - self._asked:
             del self._releases[key]
         for name in self._files.keys() - self._read:
