@@ -17,7 +17,11 @@ of that class, by position: reads an outline leaves out).
 
 Otherwise the files to recompute are those whose content changed, and their dependants: every
 file that imports one of them, transitively (its subclasses, the importers of a re-export
-module). The checks run on a project made of those files in full and every other indexed file
+module). A resident process, which has both versions of a changed file, leaves its importers
+out when the edit only moved code (moved_only: the same facts but their positions, and each
+each_file analysis's rows of it the last ones with their lines moved; a statement typed in a
+method body): what other files read of it is as it was, and no finding elsewhere cites where
+its code sits. The checks run on a project made of those files in full and every other indexed file
 reduced to its outline, so that what a check gathers over the whole project (the classes a
 base's ancestry leads to, which attributes any class provides, which upstream modules are
 imported anywhere) is as a full run sees it. Only the recomputed files' findings are kept from

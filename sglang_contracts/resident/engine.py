@@ -14,7 +14,10 @@ Kept, each under a key of everything that would change it:
   times, inode and device; an editor's unsaved buffer is read in every run;
 - what the project index derives from file contents and from the re-export table
   (project/index.py IndexMemo: a content's sglang mention, a file's imports, each round's
-  upstream-named re-exports), each under what it was computed from;
+  upstream-named re-exports), each under what it was computed from; and the last index itself,
+  which an edit that cannot change which files are scanned nor what a name resolves to updates
+  by scanning the changed files alone (updated_index), and which tells the plan which edits
+  only moved code (incremental.moved_only: their importers keep their findings);
 - the project's SGLang pin, by the path, size and time of every file the pin readers may read
   (pins.pin_may_read) and the unsaved buffers;
 - decoded cache records (project facts, upstream records), by their file's size and time
