@@ -140,6 +140,7 @@ def test_the_language_server_checks_on_the_resident_engine(tmp_path, opened, mon
          "# quantization helpers\nfrom sglang.srt.layers.quantization import")
     assert isinstance(server._run({}), dict)
     assert len(opened) == 2, "the second check runs on the releases the first opened"
+    server.collect()  # as the server does once it has published
     _, options, _ = server.last_run  # the workspace's configuration, as `check` reads it
     assert findings(server.last_result) == fresh_findings(project, options, tmp_path / "fresh")
 
@@ -359,7 +360,7 @@ def test_a_server_engine_collects_garbage_between_runs_and_a_plain_one_as_always
     project = tmp_path / "project"
     shutil.copytree(PROJECT, project)
     options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=False)
-    assert gc.isenabled()
+    gc.enable()
     ResidentEngine().check([project], options)
     assert gc.isenabled()
     engine = ResidentEngine(collect_between=True)

@@ -70,6 +70,11 @@ class ContractsServer(LanguageServer):
             self._engine = ResidentEngine(collect_between=True)
         return self._engine
 
+    def collect(self) -> None:
+        """The last check's garbage (ResidentEngine.collect), once no one waits for it."""
+        if self._engine is not None:
+            self._engine.collect()
+
     # -- scheduling ---------------------------------------------------------------------------
 
     def schedule(self, delay: float) -> None:
@@ -90,7 +95,7 @@ class ContractsServer(LanguageServer):
                 buffers = self._unsaved()
                 outcome = await asyncio.get_running_loop().run_in_executor(None, self._run, buffers)
                 self._publish(outcome)
-                await asyncio.get_running_loop().run_in_executor(None, self.engine().collect)  # published: no one waits
+                await asyncio.get_running_loop().run_in_executor(None, self.collect)  # published: no one waits
                 if isinstance(outcome, str):
                     pass  # the check could not run: nothing to warm up from
                 elif not self._replayed():
@@ -101,7 +106,7 @@ class ContractsServer(LanguageServer):
                     # reuses them (and a quick fix has the facts it reads).
                     self._warmed = True
                     await asyncio.get_running_loop().run_in_executor(None, self.fixable_result)
-                    await asyncio.get_running_loop().run_in_executor(None, self.engine().collect)
+                    await asyncio.get_running_loop().run_in_executor(None, self.collect)
                 if not self._again:
                     break
         finally:
@@ -180,6 +185,8 @@ class ContractsServer(LanguageServer):
         except Exception:  # noqa: BLE001 - no quick fix is better than a server that stops answering
             log.exception("check for code actions failed")
             return None
+        finally:
+            self.collect()
         return self.last_result
 
     def _publish(self, outcome: dict[str, list[types.Diagnostic]] | str) -> None:
