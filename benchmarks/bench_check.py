@@ -14,7 +14,7 @@ sglang-omni 0.1.9 (a downstream project), each run a fresh process:
              the daemon's re-check on its resident state; peak memory is the daemon's
   fixed-daemon   code2wav.py's import fixed, through the daemon
   lsp        `sglang-contracts lsp` over stdio, both files open: the time from an unsaved edit of
-             a method body in omni_scheduler.py to that buffer's new diagnostics, the 0.3 s
+             a method body in omni_scheduler.py to that buffer's new diagnostics, the 0.1 s
              debounce included; also the first check, and an import fixed in code2wav.py (a
              change of the imports: the whole project is checked); peak memory of the server
 Targets (2-core machine): cold about 10 s, warm (every source) under 1.0 s, one changed file

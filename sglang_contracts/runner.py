@@ -99,8 +99,7 @@ class Fresh:
 
     def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache],
               after_first_round: Callable[[ProjectIndex], None] | None = None) -> ProjectIndex:
-        return build_index(root, [root], store("project"), workers=options.workers,
-                           excluded=partial(_excluded, patterns=options.exclude) if options.exclude else None,
+        return build_index(root, [root], store("project"), workers=options.workers, excluded=excluder(options),
                            read=self.read_python, memo=self.index_memo(), after_first_round=after_first_round)
 
     def index_memo(self) -> IndexMemo | None:
@@ -115,6 +114,11 @@ class Fresh:
     def read_python(self, path: Path) -> tuple[str, str]:
         """(digest, text) of a project Python file (project/index.py)."""
         return read_python(path)
+
+    def moved(self) -> Callable[[str, str], bool] | None:
+        """Which edited files changed only where their code sits (incremental.moved_only), for
+        a process that kept the index before the edit: None here."""
+        return None
 
     def releases_memo(self, old: UpstreamModel, new: UpstreamModel) -> dict[str, Any]:
         """Where the checks keep what they derive from the two releases alone (CheckContext.of_releases)."""
@@ -298,8 +302,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     # the staged files): the next run, whichever files it names, reuses it.
     salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
             if listed is not None else None)
-    partial_run = incremental.plan(store("incremental"), salt, released,
-                                   options.settings.get("fakes") or ()) if salt else None
+    partial_run = incremental.plan(store("incremental"), salt, released, options.settings.get("fakes") or (),
+                                   moved=keep.moved()) if salt else None
     context = CheckContext(project=incremental.checked_project(released, partial_run) if partial_run else released,
                            old=old, new=new,
                            report_unresolved=options.report_unresolved, settings=options.settings,
@@ -455,6 +459,11 @@ def _delta(repo: Path, project: ProjectIndex, old: UpstreamModel, new: UpstreamM
 
 def _under_any(path: Path, folders: list[Path]) -> bool:
     return any(path == folder or folder in path.parents for folder in folders)
+
+
+def excluder(options: CheckOptions) -> Callable[[str], bool] | None:
+    """What the configured excludes say of a path relative to the root, if any are configured."""
+    return partial(_excluded, patterns=options.exclude) if options.exclude else None
 
 
 def _excluded(relpath: str, patterns: list[str]) -> bool:

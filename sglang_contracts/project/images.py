@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from sglang_contracts.infra.boundary import read_project_text
-from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.pysource import parse_shared
 from sglang_contracts.project.index import names_sglang, walk_project
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.requirements import version_in_tag
@@ -188,7 +188,7 @@ def script_mentions(relpath: str, text: str) -> list[list]:
     as data: `"SGLANG_IMAGE_TAG": "v0.5.15-cu129"`, `SGLANG_VERSION = "0.5.15"`,
     `build(sglang_image_tag="v0.5.15")`, or a string that is an SGLang image reference."""
     try:
-        tree = parse_quietly(text)
+        tree = parse_shared(text)
     except (SyntaxError, ValueError):  # the scan of the file reports it (SGC000)
         return []
     positions = SourcePositions(text)
