@@ -17,7 +17,11 @@ of that class, by position: reads an outline leaves out).
 
 Otherwise the files to recompute are those whose content changed, and their dependants: every
 file that imports one of them, transitively (its subclasses, the importers of a re-export
-module). The checks run on a project made of those files in full and every other indexed file
+module). A resident process, which has both versions of a changed file, leaves its importers
+out when the edit only moved code (moved_only: the same facts but their positions, and each
+each_file analysis's rows of it the last ones with their lines moved; a statement typed in a
+method body): what other files read of it is as it was, and no finding elsewhere cites where
+its code sits. The checks run on a project made of those files in full and every other indexed file
 reduced to its outline, so that what a check gathers over the whole project (the classes a
 base's ancestry leads to, which attributes any class provides, which upstream modules are
 imported anywhere) is as a full run sees it. Only the recomputed files' findings are kept from
@@ -31,7 +35,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.project.facts import FACT_LISTS, FileFacts, Position, json_without
@@ -60,9 +64,13 @@ class Plan:
         return self.recomputed is None
 
 
-def plan(store, salt: str, project: ProjectIndex, configured_fakes: Iterable[str] = ()) -> Plan:
+def plan(store, salt: str, project: ProjectIndex, configured_fakes: Iterable[str] = (),
+         moved: Callable[[str, str], bool] | None = None) -> Plan:
     """The files of `project` to recompute, against the last run with this salt in `store`.
-    `configured_fakes`: the project classes `[tool.sglang-contracts.fakes]` names."""
+    `configured_fakes`: the project classes `[tool.sglang-contracts.fakes]` names. `moved(relpath,
+    digest it had)`: whether a changed file changed nothing other files read of it but where its
+    code sits (moved_only; a resident engine knows, having both versions): its importers then
+    keep their findings."""
     # The project's top-level packages tell its imports from third-party ones, in every file's facts.
     key = hashlib.sha256(f"{salt}\0{project.packages}".encode("utf-8", "surrogateescape")).hexdigest()
     saved = store.get(key)
@@ -96,8 +104,89 @@ def plan(store, salt: str, project: ProjectIndex, configured_fakes: Iterable[str
             for module in imported:
                 if module in modules:
                     importers.setdefault(modules[module], set()).add(rel)
-    recomputed = _closure(changed, importers)
+    read_elsewhere = {rel for rel in changed if moved is None or not moved(rel, (before.get(rel) or [None])[0])}
+    recomputed = _closure(read_elsewhere, importers) | changed
     return Plan(key, files, previous, recomputed)
+
+
+def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tuple[FileFacts, list]], relpath: str,
+               digest_before: str | None) -> bool:
+    """Whether, of what other files' findings may read of a file (its facts, what each_file's
+    analyses read in its text), only where its code sits changed between two indexes of a
+    resident process: its facts are the same but their positions, and each analysis's rows of
+    it are the last ones with every line number moved as the unchanged lines moved (a number
+    that is not a line and moved, or a line that changed, makes them differ: the importers are
+    checked again). No finding of another file cites a position of this one (SGC602's, which
+    does, is of a project with test doubles: checked whole). Each row this computes for the file
+    is kept in its table, for each_file to use as it would its own; `placeless`: the facts
+    without positions of the files this process compared, by path (the caller's to keep)."""
+    if digest_before is None or before.digests.get(relpath) != digest_before or relpath not in now.digests \
+            or now.tables is None or now.analyses is None:
+        return False
+    old, new = before.files.get(relpath), now.files.get(relpath)
+    if (old is None) != (new is None):
+        return False
+    if old is not None and new is not None and (old.parse_error or new.parse_error or old.problem or new.problem
+                                                 or _placeless(old, placeless) != _placeless(new, placeless)):
+        return False
+    texts = before.texts[relpath], now.texts[relpath]
+    lines = _moved_lines(*texts)
+    for table_key, table in now.tables.items():
+        if table_key not in now.analyses:
+            return False
+        entry = table.get(relpath)
+        try:  # each table's rows of the file as it was and as it is: kept, or read from its text
+            rows = [entry[1] if isinstance(entry, list) and entry[0] == digest else _rows(now.analyses[table_key], relpath, text)
+                    for digest, text in zip((digest_before, now.digests[relpath]), texts)]
+        except Exception:  # each_file reports it, as it always does
+            return False
+        if _as_json(_lines_moved(rows[0], lines)) != _as_json(rows[1]):
+            return False
+        table[relpath] = [now.digests[relpath], rows[1]]
+    return True
+
+
+def _rows(analysis: tuple[Callable[[str, str], list], Callable[[str], bool]], relpath: str, text: str) -> list:
+    analyse, may_hold = analysis
+    return analyse(relpath, text) if may_hold(text) else []
+
+
+def _placeless(facts: FileFacts, kept: dict[str, tuple[FileFacts, list]]) -> list:
+    known = kept.get(facts.path)
+    if known is None or known[0] is not facts:  # the same facts (kept by the index) read the same
+        known = kept[facts.path] = (facts, [facts.module, *([json_without(fact, FACT_LISTS[name], Position)
+                                                              for fact in getattr(facts, name)] for name in FACT_LISTS)])
+    return known[1]
+
+
+def _moved_lines(before: str, now: str) -> dict[int, int]:
+    """1-based line numbers of the lines of `before` that are the same before and after the
+    edited stretch -> where they are in `now` (an edit in two places leaves the lines between
+    unmapped: their rows then differ, and the importers are checked again)."""
+    old_lines, new_lines = before.split("\n"), now.split("\n")
+    shortest = min(len(old_lines), len(new_lines))
+    head = 0
+    while head < shortest and old_lines[head] == new_lines[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and old_lines[-1 - tail] == new_lines[-1 - tail]:
+        tail += 1
+    moved = {line: line for line in range(1, head + 1)}
+    shift = len(new_lines) - len(old_lines)
+    moved.update((line, line + shift) for line in range(len(old_lines) - tail + 1, len(old_lines) + 1))
+    return moved
+
+
+def _lines_moved(value: Any, lines: dict[int, int]) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, list, tuple)):
+        return value
+    if isinstance(value, int):
+        return lines.get(value, value)
+    return [_lines_moved(item, lines) for item in value]
+
+
+def _as_json(value: Any) -> str:
+    return json.dumps(value, default=str)
 
 
 def holds_fakes(project: ProjectIndex, configured: Iterable[str]) -> bool:

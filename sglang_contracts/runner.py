@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import re
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -96,10 +97,10 @@ class Fresh:
         old, new = _as_the_image_has_them(_live_stacks(root, options), old, new)
         return UpstreamModel(old, store("upstream")), UpstreamModel(new, store("upstream"))
 
-    def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache]) -> ProjectIndex:
-        return build_index(root, [root], store("project"), workers=options.workers,
-                           excluded=partial(_excluded, patterns=options.exclude) if options.exclude else None,
-                           read=self.read_python, memo=self.index_memo())
+    def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache],
+              after_first_round: Callable[[ProjectIndex], None] | None = None) -> ProjectIndex:
+        return build_index(root, [root], store("project"), workers=options.workers, excluded=excluder(options),
+                           read=self.read_python, memo=self.index_memo(), after_first_round=after_first_round)
 
     def index_memo(self) -> IndexMemo | None:
         """What earlier runs derived from the project's files (project/index.py IndexMemo)."""
@@ -113,6 +114,11 @@ class Fresh:
     def read_python(self, path: Path) -> tuple[str, str]:
         """(digest, text) of a project Python file (project/index.py)."""
         return read_python(path)
+
+    def moved(self) -> Callable[[str, str], bool] | None:
+        """Which edited files changed only where their code sits (incremental.moved_only), for
+        a process that kept the index before the edit: None here."""
+        return None
 
     def releases_memo(self, old: UpstreamModel, new: UpstreamModel) -> dict[str, Any]:
         """Where the checks keep what they derive from the two releases alone (CheckContext.of_releases)."""
@@ -265,22 +271,28 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     from sglang_contracts.catalog import load_catalog
     from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks, run_checks_in_two
     from sglang_contracts.project.releasefacts import for_release
-    from sglang_contracts.upstream.prefetch import prefetch
+    from sglang_contracts.infra.parallel import default_workers, running_pool
+    from sglang_contracts.upstream.prefetch import EarlyExtraction, prefetch
 
     # Downloading the releases (on a first run) overlaps with parsing the project (a process pool).
     with ThreadPoolExecutor(max_workers=3) as threads:
         opening = [threads.submit(keep.release, spec, options.sglang_repo, download_cache)
                    for spec in (old_spec, options.new)]
+        releases = _Once(lambda: [future.result() for future in opening])
+        opened = _Once(lambda: _opened_models(keep, root, options, store, releases()))
+        # On a first run the pool is running already, and extracting may begin before the scan ends.
+        pool = running_pool()
+        workers = options.workers if options.workers is not None else default_workers()
+        early = EarlyExtraction(opened, pool, workers) if pool is not None else None
         # The whole project is indexed even when a few files are named (pre-commit passes file
         # names): a named file may depend on upstream names through the project's own modules.
-        indexing = threads.submit(keep.index, root, options, store)
-        old_release, new_release = (future.result() for future in opening)
+        indexing = threads.submit(keep.index, root, options, store,
+                                  partial(_kept_sources_yielded, releases, early) if early else None)
+        releases()  # a release that cannot be opened is said before the project's index is waited for
         project = indexing.result()
-    project_characters = sum(map(len, project.texts.values()))
-    for release in (old_release, new_release):
-        release.tree.yield_kept_sources(project_characters)
-    old, new = keep.models(root, options, old_release, new_release, store)
-    prefetch(project, [old, new], workers=options.workers)
+    _kept_sources_yielded(releases, None, project)
+    old, new = opened()
+    prefetch(project, [old, new], workers=options.workers, early=early)
     wanted = [path.resolve() for path in paths]
 
     # The checks judge what runs on the target release: not branches for other SGLang versions,
@@ -290,8 +302,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     # the staged files): the next run, whichever files it names, reuses it.
     salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
             if listed is not None else None)
-    partial_run = incremental.plan(store("incremental"), salt, released,
-                                   options.settings.get("fakes") or ()) if salt else None
+    partial_run = incremental.plan(store("incremental"), salt, released, options.settings.get("fakes") or (),
+                                   moved=keep.moved()) if salt else None
     context = CheckContext(project=incremental.checked_project(released, partial_run) if partial_run else released,
                            old=old, new=new,
                            report_unresolved=options.report_unresolved, settings=options.settings,
@@ -331,6 +343,38 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     _require_loaded(project, old)
     delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
     return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta)
+
+
+class _Once:
+    """`compute()` the first time it is called, from whichever thread; the same value after."""
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        self._compute = compute
+        self._lock = threading.Lock()
+        self._done = False
+        self._value: Any = None
+
+    def __call__(self) -> Any:
+        with self._lock:
+            if not self._done:
+                self._value, self._done = self._compute(), True
+            return self._value
+
+
+def _opened_models(keep: Fresh, root: Path, options: CheckOptions, store: Callable[[str], JsonCache],
+                   releases: list[Release]) -> list[UpstreamModel]:
+    return list(keep.models(root, options, releases[0], releases[1], store))
+
+
+def _kept_sources_yielded(releases: _Once, early: Any, project: ProjectIndex) -> None:
+    """Each release keeps no more of its texts than the project's own leave room for (all of
+    them are read before the first round of the scan); then, on a first run, extracting begins
+    (prefetch.EarlyExtraction), which reads the releases' texts."""
+    project_characters = sum(map(len, project.texts.values()))
+    for release in releases():
+        release.tree.yield_kept_sources(project_characters)
+    if early is not None:
+        early.begin(project)
 
 
 # Findings that hold on the pin alone and repeat on every bump (a release switch, a probe of what
@@ -415,6 +459,11 @@ def _delta(repo: Path, project: ProjectIndex, old: UpstreamModel, new: UpstreamM
 
 def _under_any(path: Path, folders: list[Path]) -> bool:
     return any(path == folder or folder in path.parents for folder in folders)
+
+
+def excluder(options: CheckOptions) -> Callable[[str], bool] | None:
+    """What the configured excludes say of a path relative to the root, if any are configured."""
+    return partial(_excluded, patterns=options.exclude) if options.exclude else None
 
 
 def _excluded(relpath: str, patterns: list[str]) -> bool:

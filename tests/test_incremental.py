@@ -22,8 +22,8 @@ def plans(monkeypatch) -> list[incremental.Plan]:
     made: list[incremental.Plan] = []
     plan = incremental.plan
 
-    def recording(*args):
-        made.append(plan(*args))
+    def recording(*args, **kwargs):
+        made.append(plan(*args, **kwargs))
         return made[-1]
 
     monkeypatch.setattr(incremental, "plan", recording)

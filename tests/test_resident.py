@@ -140,16 +140,35 @@ def test_the_language_server_checks_on_the_resident_engine(tmp_path, opened, mon
          "# quantization helpers\nfrom sglang.srt.layers.quantization import")
     assert isinstance(server._run({}), dict)
     assert len(opened) == 2, "the second check runs on the releases the first opened"
+    server.collect()  # as the server does once it has published
     _, options, _ = server.last_run  # the workspace's configuration, as `check` reads it
     assert findings(server.last_result) == fresh_findings(project, options, tmp_path / "fresh")
 
 
-def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(real_cache, tmp_path, opened) -> None:
+# Edits the resident engine tells apart (incremental.moved_only), beside test_incremental's REAL_EDITS.
+RESIDENT_EDITS = [
+    # an attribute read added in a method body: a fact (its importers are checked again)
+    ("sglang_omni/scheduling/omni_scheduler.py", "    def __init__(self", None,
+     lambda text, at: text[:text.index(":\n", at) + 2] + "        seen = self.running_batch\n" + text[text.index(":\n", at) + 2:]),
+    # a statement that binds a local: only moves the code below it (that file alone)
+    ("sglang_omni/scheduling/omni_scheduler.py", "        seen = self.running_batch\n", None,
+     lambda text, at: text[:at] + "        traced = False\n" + text[at:]),
+]
+
+
+def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(real_cache, tmp_path, opened,
+                                                                                 monkeypatch) -> None:
     """sglang-omni 0.1.9 on 0.5.22 -> 0.5.23, edited as a developer edits it (a method body,
     the real SGC102 import fixed, lines added at the top, a method added to a class others
-    subclass, an import added), each run on the resident engine compared with a full run in a
-    cache of its own (cold for the first: only the wheels in it)."""
+    subclass, an import added, a call added in a method and taken out), each run on the
+    resident engine compared with a full run in a cache of its own (cold for the first: only
+    the wheels in it). A statement that only moves the code below it re-checks its file alone."""
+    from sglang_contracts import incremental
     from test_incremental import REAL_EDITS
+
+    plans: list = []
+    plan = incremental.plan
+    monkeypatch.setattr(incremental, "plan", lambda *args, **kwargs: plans.append(plan(*args, **kwargs)) or plans[-1])
 
     project = tmp_path / "omni"
     shutil.copytree(download_sdist("sglang-omni", "0.1.9", real_cache), project)
@@ -164,12 +183,14 @@ def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(
     opened_by_engine = len(opened)
     assert opened_by_engine == 2
     compared = []
-    for relpath, anchor, replacement, transform in REAL_EDITS:
+    alone = []
+    for relpath, anchor, replacement, transform in [*REAL_EDITS, *RESIDENT_EDITS]:
         path = project / relpath
         text = path.read_text()
         assert anchor in text
         path.write_text(transform(text, text.index(anchor)) if transform else text.replace(anchor, replacement, 1))
         resident = engine.check([project], options)
+        alone.append(plans[-1].recomputed == {relpath})
         assert resident.replayed_files_with_contracts is None
         assert len(opened) == opened_by_engine, "the engine opened no release again"
         expected = fresh_findings(project, options, fresh)
@@ -178,6 +199,8 @@ def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(
         compared.append(findings(resident))
     # The edits changed findings (the import fix takes its SGC102): the comparison could fail.
     assert len({str(found) for found in compared}) > 1
+    # After a resident run, the statement re-checks its file alone; the read, a fact, does not.
+    assert alone[-2:] == [False, True]
 
 
 def test_the_pin_is_read_again_only_when_a_file_below_the_root_changed(tmp_path, monkeypatch) -> None:
@@ -243,3 +266,110 @@ def test_a_memoized_analysis_follows_an_edit_that_changes_it(tmp_path, code) -> 
         seen.append(sorted(f"{d.path}:{d.line}:{d.col}: {d.code}" for d in resident.diagnostics if d.code == code))
     assert seen == [[], sorted(example.expect), []]
     assert engine.runs == 3
+
+
+def _index_state(index) -> dict:
+    return {"files": {rel: facts.to_json() for rel, facts in index.files.items()}, "order": list(index.files),
+            "exports": index.exports, "digests": index.digests, "packages": index.packages, "scanned": index.scanned,
+            "texts": dict(index.texts)}
+
+
+def test_an_index_made_from_the_last_one_is_the_one_a_fresh_build_makes(tmp_path) -> None:
+    """updated_index (what the resident engine builds after an edit) against build_index from
+    nothing: the same files scanned, facts, re-export table and order, and None (built again)
+    exactly where an edit may change which files are scanned or what a name resolves to."""
+    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.project.index import IndexMemo, build_index, read_python, updated_index
+    from test_catalog import write_tree
+
+    root = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "app/__init__.py": "",
+        "app/compat.py": "from sglang.srt.layers import rmsnorm\n",
+        "app/user.py": "from app.compat import rmsnorm\n\n\ndef f(x):\n    return rmsnorm(x)\n",
+        "app/plain.py": "def g():\n    return 1\n",
+        "app/model.py": "import sglang.srt.models\n\n\nclass M:\n    def forward(self):\n        return 1\n",
+    })
+    cache = JsonCache(tmp_path / "facts")
+    memo = IndexMemo()
+    last = build_index(root, [root], cache, memo=memo)
+    assert set(last.files) == {"app/compat.py", "app/user.py", "app/model.py"}
+    edits = [  # (file, old, new, whether the last index can be updated)
+        ("app/model.py", "        return 1\n", "        x = 2\n        return x\n", True),  # a method body
+        ("app/compat.py", "sglang.srt.layers import", "sglang.srt.layers.norm import", True),  # an import fixed
+        ("app/plain.py", "return 1", "return 2", True),  # a file no contract is in
+        ("app/user.py", "return rmsnorm(x)", "return rmsnorm(x + 1)", True),  # a re-export's importer
+        ("app/plain.py", "def g", "from app.compat import rmsnorm\n\n\ndef g", False),  # now imports a re-export
+        ("app/compat.py", "from sglang.srt.layers.norm import rmsnorm\n",
+         "import sglang\nfrom app.plain import g as rmsnorm\n", False),  # the name now the project's own
+        ("app/model.py", "import sglang.srt.models\n", "", False),  # no longer names SGLang
+    ]
+    for relpath, old, new, updatable in edits:
+        edit(root / relpath, old, new)
+        updated = updated_index(last, root, [root], cache, None, None, read_python, memo)
+        assert (updated is not None) == updatable, relpath
+        last = updated if updated is not None else build_index(root, [root], cache, memo=memo)
+        fresh, state = _index_state(build_index(root, [root], JsonCache(None))), _index_state(last)
+        if not updatable:  # build_index on a kept memo may scan a round's files in another order
+            del fresh["order"], state["order"]
+        assert state == fresh, (relpath, old)
+    assert set(last.files) == {"app/compat.py"}, "the edits changed which files are scanned"
+
+
+def test_an_edit_that_only_moves_code_rechecks_that_file_alone(tmp_path, monkeypatch) -> None:
+    """After an edit that changes nothing other files read of a file but where its code sits
+    (incremental.moved_only), the resident engine checks that file alone; an edit of a fact or
+    of what a text analysis reads (a citation in a comment) checks its importers too. Each run
+    gives the findings of a fresh full run."""
+    from sglang_contracts import incremental
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    (project / "tests" / "test_doubles.py").unlink()  # test doubles make every edit a full run
+    plans: list = []
+    plan = incremental.plan
+    monkeypatch.setattr(incremental, "plan", lambda *args, **kwargs: plans.append(plan(*args, **kwargs)) or plans[-1])
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
+    engine.check([project], options)
+    seam = "demo_omni/vendor/sglang/server_args.py"  # demo_omni/serving.py imports it
+    edits = [  # (old, new, whether only the file itself is checked again)
+        ('"""The one seam for ServerArgs mutation."""\n', '"""The one seam for ServerArgs mutation."""\n\n# one by one\n', True),
+        ("        setattr(server_args, name, value)\n", "        setattr(server_args, name, value)\n        server_args.check_server_args()\n",
+         False),  # a call: a fact
+        ("# one by one\n", "# copied from sglang.srt.server_args.ServerArgs.__post_init__\n", False),  # a citation
+        ("        server_args.check_server_args()\n", "        server_args.check_server_args()\n\n", True),
+    ]
+    for step, (old, new, alone) in enumerate(edits):
+        edit(project / seam, old, new)
+        resident = engine.check([project], options)
+        assert findings(resident) == fresh_findings(project, options, tmp_path / f"fresh-{step}"), step
+        recomputed = plans[-1].recomputed
+        assert recomputed is not None, step
+        assert (recomputed == {seam}) == alone and (seam in recomputed), (step, recomputed)
+        if not alone:
+            assert "demo_omni/serving.py" in recomputed
+
+
+def test_a_server_engine_collects_garbage_between_runs_and_a_plain_one_as_always(tmp_path) -> None:
+    """collect_between (the daemon's, the language server's): the collector is off from a run's
+    start until `collect`, which the server calls once the answer is out, or the next run's
+    start; an engine without it leaves the collector as it found it."""
+    import gc
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=False)
+    gc.enable()
+    ResidentEngine().check([project], options)
+    assert gc.isenabled()
+    engine = ResidentEngine(collect_between=True)
+    try:
+        first = engine.check([project], options)
+        assert not gc.isenabled(), "collected after the answer, not during the run"
+        assert findings(engine.check([project], options)) == findings(first)
+        assert not gc.isenabled()
+        engine.collect()
+        assert gc.isenabled()
+    finally:
+        gc.enable()

@@ -191,3 +191,45 @@ def test_records_are_decoded_when_asked_once_for_both_models_and_read_as_extract
         "methods": again.class_record("sglang.srt.two.NeverAsked")["methods"]}
     assert dict(again.class_record("sglang.srt.two.NeverAsked")["methods"]) == extracted["classes"]["NeverAsked"]["methods"]
     assert again.stats.from_cache == 1 and again.stats.parsed == 0
+
+
+OLD_SCHEDULER = '''
+class Scheduler:
+    def run(self):
+        self.step()
+        return self.done
+
+    @property
+    def load(self):
+        return self._load
+
+    @load.setter
+    def load(self, value):
+        self._load = value
+        self.loads += 1
+
+    def changed(self):
+        return self.a
+'''
+# `run` and the property getter are written alike; the setter and `changed` differ
+NEW_SCHEDULER = OLD_SCHEDULER.replace("        self.loads += 1\n", "").replace(
+    "return self.a", "return self.b + self.c")
+
+
+def test_a_module_extracted_with_its_other_release_gives_the_records_it_gives_alone() -> None:
+    """The paired extraction (prefetch._extract_job) keeps body facts by source lines: the
+    other release's unchanged bodies are reused, the changed ones computed, and a name merged
+    from two definitions (a property and its setter) does not alter the kept facts."""
+    from sglang_contracts.upstream.extract import extract_module
+
+    alone = [extract_module("sglang.srt.managers.scheduler", "sglang/srt/managers/scheduler.py", code)
+             for code in (OLD_SCHEDULER, NEW_SCHEDULER)]
+    known: dict = {}
+    paired = [extract_module("sglang.srt.managers.scheduler", "sglang/srt/managers/scheduler.py", code, known)
+              for code in (OLD_SCHEDULER, NEW_SCHEDULER)]
+    assert paired == alone
+    methods = [record["classes"]["Scheduler"]["methods"] for record in paired]
+    assert "loads" in methods[0]["load"]["writes"] and "loads" not in methods[1]["load"]["writes"]
+    assert methods[0]["load"]["assigns"] == {"_load": "value"}
+    assert methods[0]["changed"]["reads"] == ["a"] and methods[1]["changed"]["reads"] == ["b", "c"]
+    assert len(known) == 6  # run, getter, two setters, two `changed`: nothing computed twice

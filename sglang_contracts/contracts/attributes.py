@@ -216,25 +216,34 @@ def _named_losses(ctx: CheckContext) -> Iterator[tuple[LostAttribute, str]]:
     if not classes:
         return
     view = project_view(ctx)
-    old, _ = resolvers(ctx)
     provided = {name for cls in view.classes.values() for name in cls.fact.provided}
     claimed = {snake_name(name) for name in names.classes}  # the project's own `ModelRunner`
     for snake, (path, origin) in sorted(classes.items()):
         if snake in claimed:
             continue
         now, lost = _lost_names(ctx, path, origin)
-        for attr in sorted(attr for attr in lost - provided if not _set_by_name(ctx.new, snake, attr)):
-            # Files that name SGLang (those the scanner read): elsewhere `scheduler` is more likely
-            # a learning-rate scheduler than SGLang's.
-            for relpath, facts in sorted(project.files.items()):
-                if snake not in names_by_file.get(relpath, ()) or next(mentions(project.texts[relpath], attr), None) is None:
-                    continue
-                # A read whose receiver the scanner typed is SGC321's to judge, whatever its type.
-                typed = {read.position for read in facts.reads if read.attr == attr and read_instances(old, facts, read)}
-                for position in named_reads(project, relpath, snake, attr):
-                    if position not in typed:
-                        was = ctx.old.member(origin, attr)
-                        yield LostAttribute(facts, position, was.owner, attr, was, [now] if now else []), snake
+        for attr in sorted(lost - provided):
+            found = list(_untyped_named_reads(ctx, names_by_file, snake, attr, origin, now))
+            # Asked only of an attribute the project reads so: the search reads the whole release.
+            if found and not _set_by_name(ctx.new, snake, attr):
+                yield from found
+
+
+def _untyped_named_reads(ctx: CheckContext, names_by_file: dict[str, set[str]], snake: str, attr: str,
+                         origin: str, now: str | None) -> Iterator[tuple[LostAttribute, str]]:
+    project = ctx.project
+    old, _ = resolvers(ctx)
+    # Files that name SGLang (those the scanner read): elsewhere `scheduler` is more likely a
+    # learning-rate scheduler than SGLang's.
+    for relpath, facts in sorted(project.files.items()):
+        if snake not in names_by_file.get(relpath, ()) or next(mentions(project.texts[relpath], attr), None) is None:
+            continue
+        # A read whose receiver the scanner typed is SGC321's to judge, whatever its type.
+        typed = {read.position for read in facts.reads if read.attr == attr and read_instances(old, facts, read)}
+        for position in named_reads(project, relpath, snake, attr):
+            if position not in typed:
+                was = ctx.old.member(origin, attr)
+                yield LostAttribute(facts, position, was.owner, attr, was, [now] if now else []), snake
 
 
 def _set_by_name(model: UpstreamModel, snake: str, attr: str) -> bool:

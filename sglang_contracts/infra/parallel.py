@@ -17,6 +17,7 @@ Job = TypeVar("Job")
 Result = TypeVar("Result")
 
 PARALLEL_MIN_BYTES = 256_000
+RUNNING_POOL_MIN_BYTES = 32_000
 PRELOAD = ["sglang_contracts.project.scanner", "sglang_contracts.upstream.extract", "griffe"]
 
 
@@ -69,8 +70,23 @@ def start_early(workers: int | None = None) -> None:
         if _RUN.pool is None:
             _RUN.pool = _new_pool(workers)
         pool = _RUN.pool
-    for _ in range(workers):  # the executor starts a worker per job submitted while none is idle
-        pool.submit(os.getpid)
+    # From a thread of its own: the first submission waits for the server to import the parsers
+    # (a third of a second), which this thread spends reading the project instead.
+    threading.Thread(target=_warm, args=(pool, workers), name="pool start", daemon=True).start()
+
+
+def running_pool() -> ProcessPoolExecutor | None:
+    """The run's pool once it runs (start_early), for work handed to it in the background."""
+    with _RUN.lock:
+        return _RUN.pool if _RUN.active > 0 and not _RUN.forked_copy else None
+
+
+def _warm(pool: ProcessPoolExecutor, workers: int) -> None:
+    try:
+        for _ in range(workers):  # the executor starts a worker per job submitted while none is idle
+            pool.submit(os.getpid)
+    except RuntimeError:  # the run ended first (the pool is shut down): nothing to start
+        pass
 
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:
@@ -105,26 +121,32 @@ def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
 
 
 def map_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int, workers: int | None = None,
-             progress: str | None = None) -> list[Result]:
+             progress: str | None = None, small: bool = False) -> list[Result]:
     """`function` over `jobs` (of `size` bytes of source in all), in processes when worthwhile;
     `progress` names the stage in the progress display (progress.py)."""
-    return list(iter_jobs(function, jobs, size, workers, progress))
+    return list(iter_jobs(function, jobs, size, workers, progress, small))
 
 
 def iter_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int, workers: int | None = None,
-              progress: str | None = None) -> Iterator[Result]:
+              progress: str | None = None, small: bool = False) -> Iterator[Result]:
     """`map_jobs`, each result yielded, in order, as soon as it is there: a caller that turns
     each into something else need never hold all of them at once. Consume it to the end."""
     from sglang_contracts.infra import progress as display
 
     workers = workers if workers is not None else default_workers()
     with display.task(progress, total=len(jobs)) if progress else nullcontext(display.Task()) as task:
-        if workers <= 1 or size < PARALLEL_MIN_BYTES or len(jobs) < 2 or _RUN.forked_copy:
+        # A pool already running costs nothing to start: a smaller stage pays for it, where the
+        # caller says this process has nothing else to do meanwhile (`small`).
+        least = RUNNING_POOL_MIN_BYTES if small and _RUN.active > 0 and _RUN.pool is not None else PARALLEL_MIN_BYTES
+        if workers <= 1 or size < least or len(jobs) < 2 or _RUN.forked_copy:
             for job in jobs:
                 yield _counted(function(job), task)
             return
+        # Chunks of a few jobs save round trips; a short stage hands them out one by one, so
+        # that no worker is left waiting while another works through a chunk.
+        chunk = 4 if len(jobs) >= 16 * workers else 1
         with _pool(workers) as pool:
-            for result in pool.map(function, jobs, chunksize=4):
+            for result in pool.map(function, jobs, chunksize=chunk):
                 yield _counted(result, task)
 
 

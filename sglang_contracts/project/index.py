@@ -160,6 +160,8 @@ class ProjectIndex:
     tables: dict[str, dict[str, list]] | None = field(default=None, repr=False)
     # kind -> relpath -> the results of ON_THE_SCANNED_TREE analyses the scan jobs ran
     on_the_scanned_tree: dict[str, dict[str, list]] = field(default_factory=dict, repr=False)
+    # table key -> (analyse, may_hold) of each_file's kinds this process ran (IndexMemo.analyses)
+    analyses: dict[str, tuple[Callable[[str, str], list], Callable[[str], bool]]] | None = field(default=None, repr=False)
     # Files or analyses the report lacks, and why (SGC000, SGC001): unreadable files, and the
     # per-file analyses that failed (a scan's own problem is in its facts).
     problems: list[Problem] = field(default_factory=list)
@@ -185,6 +187,8 @@ class ProjectIndex:
         computed = {relpath: premade[relpath] for relpath in stale if relpath in premade}
         computed.update(self._analysed_all(kind, analyse, [relpath for relpath in stale if relpath not in computed],
                                            in_process=by_pattern))
+        if self.analyses is not None:
+            self.analyses[table_key] = (analyse, may_hold)
         fresh: dict[str, list] = {}
         recomputed = False
         found: list = []
@@ -325,6 +329,8 @@ class IndexMemo:
     class_modules: dict[str, tuple[FileFacts, list[str]]] = field(default_factory=dict)
     # ProjectIndex.each_file's per-file tables, by table key (each entry holds its file's digest)
     tables: dict[str, dict[str, list]] = field(default_factory=dict)
+    # and the analysis behind each table, with its cheap test (the same code for the same key)
+    analyses: dict[str, tuple[Callable[[str, str], list], Callable[[str], bool]]] = field(default_factory=dict)
 
     def sglang_mentioned(self, digest: str, text: str) -> bool:
         known = self.mentions.get(digest)
@@ -344,13 +350,38 @@ class IndexMemo:
 
 def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None,
                 excluded: Callable[[str], bool] | None = None,
-                read: Callable[[Path], tuple[str, str]] = read_python, memo: IndexMemo | None = None) -> ProjectIndex:
+                read: Callable[[Path], tuple[str, str]] = read_python, memo: IndexMemo | None = None,
+                after_first_round: Callable[[ProjectIndex], None] | None = None) -> ProjectIndex:
     """`read`: how a file is read (read_python; a resident engine's keeps the unchanged ones);
-    `memo`: what earlier runs of a resident process derived (IndexMemo)."""
-    tables = memo.tables if memo is not None else None
+    `memo`: what earlier runs of a resident process derived (IndexMemo); `after_first_round`:
+    called with the index once the files that name SGLang are scanned (prefetch.EarlyExtraction)."""
+    tables, analyses = (memo.tables, memo.analyses) if memo is not None else (None, None)
     memo = memo if memo is not None else IndexMemo()
-    index = ProjectIndex(root=root, cache=cache, tables=tables)
-    texts: dict[str, tuple[str, str]] = {}  # relpath -> (module, content digest)
+    index = ProjectIndex(root=root, cache=cache, tables=tables, analyses=analyses)
+    texts = _read_project(index, root, paths, excluded, read)
+    # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
+    index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
+
+    pending = {rel for rel, text in index.texts.items() if memo.sglang_mentioned(index.digests[rel], text)}
+    imports: dict[str, _Imports] = {}  # each file's import statements, read once however many rounds
+    rounds = 0
+    while pending:
+        _scan(index, {rel: texts[rel] for rel in pending}, cache, workers)
+        _link(index)
+        if not rounds and after_first_round is not None:
+            after_first_round(index)
+        scanned = [index.files[rel] for rel in pending if rel in index.files]
+        pending = (_importers_of_reexports(index, texts, imports, memo, rounds)
+                   | _definers_of_used_classes(scanned, index, texts, memo))
+        rounds += 1
+    memo.kept_for(index.digests)
+    return index
+
+
+def _read_project(index: ProjectIndex, root: Path, paths: list[Path], excluded: Callable[[str], bool] | None,
+                  read: Callable[[Path], tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """Every Python file's digest and text into the index; relpath -> (module, content digest)."""
+    texts: dict[str, tuple[str, str]] = {}
     for path in discover(root, paths, excluded):
         try:
             relpath = path.relative_to(root).as_posix()
@@ -367,22 +398,72 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
         index.digests[relpath] = digest
         index.texts[relpath] = text
     index.scanned = len(texts)
-    # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
-    index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
+    return texts
 
-    pending = {rel for rel, text in index.texts.items() if memo.sglang_mentioned(index.digests[rel], text)}
-    imports: dict[str, _Imports] = {}  # each file's import statements, read once however many rounds
-    rounds = 0
-    while pending:
-        _scan(index, {rel: texts[rel] for rel in pending}, cache, workers)
+
+def updated_index(previous: ProjectIndex, root: Path, paths: list[Path], cache: JsonCache, workers: int | None,
+                  excluded: Callable[[str], bool] | None, read: Callable[[Path], tuple[str, str]],
+                  memo: IndexMemo) -> ProjectIndex | None:
+    """The index build_index would build now, made from `previous` (the last one it built for
+    these paths, with nothing a run added to it) when the files that changed since cannot
+    change which files are scanned nor what the re-export table holds: None when they may (a
+    file added, removed or unreadable; a changed file whose sglang mention, text-read imports,
+    top-level bindings or used classes' modules differ), and build_index decides. Only the
+    changed files are scanned; every other file keeps its facts."""
+    index = ProjectIndex(root=root, cache=cache, tables=memo.tables, analyses=memo.analyses, packages=previous.packages)
+    texts = _read_project(index, root, paths, excluded, read)
+    if index.problems or index.digests.keys() != previous.digests.keys():
+        return None
+    changed = sorted(rel for rel, digest in index.digests.items() if digest != previous.digests[rel])
+    index.files = dict(previous.files)
+    relinked = False
+    for rel in changed:
+        old_mention = memo.mentions.get(previous.digests[rel])
+        if old_mention is None or old_mention != memo.sglang_mentioned(index.digests[rel], index.texts[rel]):
+            return None
+        if not old_mention:  # scanned, if at all, for what it imports (a re-export's importer)
+            kept = memo.imports.get(rel)
+            if kept is None or kept[0] != previous.digests[rel]:
+                return None
+            module, _ = texts[rel]
+            imports = _Imports.read(rel, module, index.texts[rel])
+            if imports != kept[1]:
+                return None
+            memo.imports[rel] = (index.digests[rel], imports)
+        if rel not in previous.files:
+            continue
+        _scan(index, {rel: texts[rel]}, cache, workers)  # in its place: the files keep their order
+        before, now = previous.files[rel], index.files[rel]
+        kept_classes = memo.class_modules.get(rel)
+        if kept_classes is None or kept_classes[0] is not before or _class_modules(now) != kept_classes[1]:
+            return None
+        bindings = _top_level_bindings(now), _top_level_bindings(before)
+        if bindings[0] != bindings[1]:
+            if not _resolve_alike(*bindings):
+                return None
+            relinked = True
+        memo.class_modules[rel] = (now, kept_classes[1])
+    if relinked:
         _link(index)
-        scanned = [index.files[rel] for rel in pending if rel in index.files]
-        pending = (_importers_of_reexports(index, texts, imports, memo, rounds)
-                   | _definers_of_used_classes(scanned, index, texts, memo))
-        rounds += 1
+    else:
+        index.exports = {module: dict(table) for module, table in previous.exports.items()}
     memo.kept_for(index.digests)
     forget_shared()
     return index
+
+
+def _top_level_bindings(facts: FileFacts) -> list[tuple[str, str]]:
+    """What a scanned file puts in the re-export table (_link), in order."""
+    return [(fact.bound, fact.binds) for fact in facts.imports if fact.module_level and fact.name != "*"]
+
+
+def _resolve_alike(now: list[tuple[str, str]], before: list[tuple[str, str]]) -> bool:
+    """Whether two files' top-level bindings bind the same names, each to the same target or to
+    SGLang both times (an import fixed to where a name now lives): every name then resolves to
+    SGLang or not as before, so the scan rounds read the same files."""
+    return len(now) == len(before) and all(
+        name == was_name and (target == was_target or (is_upstream(target) and is_upstream(was_target)))
+        for (name, target), (was_name, was_target) in zip(now, before))
 
 
 def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None) -> None:
@@ -398,21 +479,25 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
             continue
         jobs.append((relpath, module, index.texts[relpath], index.packages, cache, key))
     index.parsed += len(jobs)
-    # Each file's facts are taken as they come: the JSON of every file at once would double the peak.
-    results = iter_jobs(_scan_job, jobs, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project")
-    for job, (result, analyses) in zip(jobs, results):
-        index.files[job[0]] = FileFacts.from_json(result)
+    # The largest first: a round waits for its last file, which is then a small one.
+    by_size = sorted(jobs, key=lambda job: -len(job[2]))
+    # Each file's facts are decoded as they come: the JSON of every file at once would double the
+    # peak. They join the index in path order, as if scanned in it.
+    results = iter_jobs(_scan_job, by_size, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project",
+                        small=True)  # the run waits for the facts
+    scanned: dict[str, FileFacts] = {}
+    for job, (result, analyses) in zip(by_size, results):
+        scanned[job[0]] = FileFacts.from_json(result)
         for kind, rows in analyses.items():
             index.on_the_scanned_tree.setdefault(kind, {})[job[0]] = rows
+    for job in jobs:
+        index.files[job[0]] = scanned[job[0]]
 
 
 def _link(index: ProjectIndex) -> None:
     """Record what each scanned project module binds at its top level to an import target."""
     for facts in index.files.values():
-        table = index.exports.setdefault(facts.module, {})
-        for fact in facts.imports:
-            if fact.module_level and fact.name != "*":
-                table[fact.bound] = fact.binds
+        index.exports.setdefault(facts.module, {}).update(_top_level_bindings(facts))
 
 
 def _absolute_module(module: str, is_package: bool, target: str) -> str:

@@ -20,7 +20,7 @@ from sglang_contracts.project.facts import Position
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.project.stack import is_package_code
-from sglang_contracts.infra.pysource import child_nodes, parse_quietly
+from sglang_contracts.infra.pysource import child_nodes, parse_shared
 
 # `name.attr` (comments and strings included: a superset, narrowed by parsing later). The name
 # is matched possessively: a shorter prefix of it is followed by a name character, never by a
@@ -69,7 +69,7 @@ def named_reads(project: ProjectIndex, relpath: str, receiver: str, attr: str) -
     if isinstance(cached, list):
         return [Position(line, col) for line, col in cached]
     try:
-        tree = parse_quietly(project.texts[relpath], relpath)
+        tree = parse_shared(project.texts[relpath], relpath)
     except Exception:  # an unparsable file is SGC000's to report
         return []
     finder = _ReadFinder(receiver, attr, SourcePositions(project.texts[relpath]))

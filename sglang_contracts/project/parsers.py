@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import sys
 
-from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.pysource import parse_shared
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.upstream.commandline import allow_abbrev, is_argument_parser
 
@@ -30,7 +30,7 @@ def file_parser_calls(relpath: str, text: str) -> list[list]:
     of each call whose first argument is a parser (kind "parser", value its allow_abbrev), a
     parameter of the calling function ("param", its name) or anything else ("other")."""
     try:
-        tree = parse_quietly(text, relpath)
+        tree = parse_shared(text, relpath)
     except Exception:  # an unparsable file is SGC000's to report
         return []
     found: list[list] = []

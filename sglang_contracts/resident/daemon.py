@@ -107,7 +107,7 @@ class Daemon:
         from sglang_contracts.resident.engine import ResidentEngine
 
         self.argv, self.root, self.identity, self.path = argv, root, identity, path
-        self.engine = ResidentEngine()
+        self.engine = ResidentEngine(collect_between=True)
         self.idle_timeout = idle_timeout
         self.busy = threading.Lock()
         self.last = time.monotonic()
@@ -147,6 +147,7 @@ class Daemon:
 
         with self._as_client(False, None):
             run_command(self._check_args(["check", "--exit-zero", "-q"]), check=self.engine.check)
+        self.engine.collect()
 
     def _check_args(self, argv: list[str]) -> argparse.Namespace:
         """`check ARGV` with the run options this daemon was started with."""
@@ -193,6 +194,9 @@ class Daemon:
                 connection.sendall(json.dumps(answer).encode("utf-8", "surrogateescape"))
             except (OSError, ValueError):
                 return  # the client left, or sent nothing readable: it runs the check itself
+            finally:
+                if not self.busy.locked():  # the run's garbage, now that its answer is out
+                    self.engine.collect()
 
     def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
         if request.get("status"):

@@ -14,7 +14,10 @@ Kept, each under a key of everything that would change it:
   times, inode and device; an editor's unsaved buffer is read in every run;
 - what the project index derives from file contents and from the re-export table
   (project/index.py IndexMemo: a content's sglang mention, a file's imports, each round's
-  upstream-named re-exports), each under what it was computed from;
+  upstream-named re-exports), each under what it was computed from; and the last index itself,
+  which an edit that cannot change which files are scanned nor what a name resolves to updates
+  by scanning the changed files alone (updated_index), and which tells the plan which edits
+  only moved code (incremental.moved_only: their importers keep their findings);
 - the project's SGLang pin, by the path, size and time of every file the pin readers may read
   (pins.pin_may_read) and the unsaved buffers;
 - decoded cache records (project facts, upstream records), by their file's size and time
@@ -31,18 +34,23 @@ real sglang-omni edits. This tool's own code is in no key: a process runs one ve
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
+from sglang_contracts.incremental import moved_only
 from sglang_contracts.infra.cache import JsonCache, remember_records
 from sglang_contracts.infra.collector import resident_process
 from sglang_contracts.infra.files import unsaved_buffer, unsaved_buffer_items
-from sglang_contracts.project.index import IndexMemo, read_python
+from sglang_contracts.project.facts import FileFacts
+from sglang_contracts.project.index import IndexMemo, ProjectIndex, read_python, updated_index
 from sglang_contracts.project.pins import ProjectPin, pin_may_read
-from sglang_contracts.runner import CheckOptions, CheckResult, Fresh, _as_the_image_has_them, _live_stacks, run_check
+from sglang_contracts.runner import (CheckOptions, CheckResult, Fresh, _as_the_image_has_them, _live_stacks, excluder,
+                                     run_check)
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
 from sglang_contracts.upstream.model import LoadStats, UpstreamModel
@@ -55,7 +63,8 @@ class ResidentEngine(Fresh):
 
     checks_in_two = False  # a daemon's or a language server's threads: no forked copy
 
-    def __init__(self) -> None:
+    def __init__(self, collect_between: bool = False) -> None:
+        self.collect_between = collect_between  # the caller calls `collect` after each run's answer
         remember_records()
         resident_process()
         self._lock = threading.Lock()  # one run at a time: the kept state changes during a run
@@ -68,13 +77,36 @@ class ResidentEngine(Fresh):
         self._read: set[str] = set()
         self._given: tuple[tuple, tuple[UpstreamModel, UpstreamModel]] | None = None
         self._index_memo = IndexMemo()
+        self._index: tuple[tuple, ProjectIndex] | None = None  # (what it was built for, the last index built)
+        self._before: ProjectIndex | None = None  # this run's: the index of the run before, for the same paths
+        self._placeless: dict[str, tuple[FileFacts, list]] = {}  # incremental.moved_only's facts without positions
         self._pin: tuple[tuple[str, str], ProjectPin | None] | None = None  # (key, the pin read under it)
         self.runs = 0  # computed runs (for tests and logs)
+        self._owed = False  # the collector is off since the last run began (check)
 
     def check(self, paths: list[Path], options: CheckOptions) -> CheckResult:
+        """One run. With `collect_between`, the cyclic collector stays off from its start until
+        `collect` (or the next run's start): its passes over a run's young objects cost a tenth
+        of a re-check, paid while the user waits; the daemon and the language server collect
+        once the answer is out."""
         with self._lock:
+            self._collect()
+            if self.collect_between:
+                self._owed = True
+                gc.disable()
             self._asked, self._read, self._given = set(), set(), None
             return run_check(paths, options, keep=self)
+
+    def collect(self) -> None:
+        """The garbage the last run left, collected (between runs, when no one waits)."""
+        with self._lock:
+            self._collect()
+
+    def _collect(self) -> None:
+        if self._owed:
+            self._owed = False
+            gc.enable()
+            gc.collect(0)
 
     # -- what runner.run_check asks its `keep` for ---------------------------------------------
 
@@ -130,6 +162,27 @@ class ResidentEngine(Fresh):
             return {}
         return self._releases_memos.setdefault(self._given[0], {})
 
+    def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache],
+              after_first_round: Callable[[ProjectIndex], None] | None = None) -> ProjectIndex:
+        """The last index with the changed files scanned again, when they cannot change which
+        files are scanned nor the re-export table (project/index.py updated_index); else built."""
+        cache = store("project")
+        key = (str(root), tuple(options.exclude or ()), str(cache.folder), options.workers)
+        index = None
+        if self._index is not None and self._index[0] == key:
+            index = updated_index(self._index[1], root, [root], cache, options.workers, excluder(options),
+                                  self.read_python, self._index_memo)
+        if index is None:
+            index = super().index(root, options, store, after_first_round)
+        self._before = self._index[1] if self._index is not None and self._index[0] == key else None
+        self._index = (key, index)
+        return index
+
+    def moved(self) -> Callable[[str, str], bool] | None:
+        if self._before is None or self._index is None:
+            return None
+        return partial(moved_only, self._before, self._index[1], self._placeless)
+
     def index_memo(self) -> IndexMemo:
         return self._index_memo
 
@@ -153,6 +206,10 @@ class ResidentEngine(Fresh):
     def kept(self, result: CheckResult) -> None:
         """Only what this run used stays: a process checks one project at a time."""
         self.runs += 1
+        self._before = None
+        if self._index is not None:  # only the facts the index holds now can be compared again
+            files = self._index[1].files
+            self._placeless = {rel: kept for rel, kept in self._placeless.items() if files.get(rel) is kept[0]}
         for key in self._releases.keys() - self._asked:
             del self._releases[key]
         for name in self._files.keys() - self._read:

@@ -289,19 +289,20 @@ def _class(cls, bodies: dict[str, BodyFacts], module_name: str) -> dict[str, Any
     }
 
 
-def extract_module(module_name: str, relpath: str, code: str) -> dict[str, Any]:
+def extract_module(module_name: str, relpath: str, code: str, known_bodies: dict | None = None) -> dict[str, Any]:
     """A record of the module's top level: its bindings, star imports and `__all__`, and what
-    its classes and functions define (signatures, members, bodies)."""
+    its classes and functions define (signatures, members, bodies). `known_bodies`: body
+    facts already computed, by source lines (bodies.module_bodies)."""
     # griffe links the parsed tree's nodes to their parents: the tree is freed by the collector.
     with collector_paused(collect_after=True):
         try:
-            return _extract(module_name, relpath, code)
+            return _extract(module_name, relpath, code, known_bodies)
         except Exception as error:  # the error boundary: a bug costs this module, not the run
             problem = problem_for(error, "", f"analyse {module_name}", depth=lambda: source_depth(code))
             return {"opaque": problem.error, "problem": [problem.stage, problem.error, problem.internal]}
 
 
-def _extract(module_name: str, relpath: str, code: str) -> dict[str, Any]:
+def _extract(module_name: str, relpath: str, code: str, known_bodies: dict | None) -> dict[str, Any]:
     import griffe
 
     filepath = Path(relpath)
@@ -318,7 +319,7 @@ def _extract(module_name: str, relpath: str, code: str) -> dict[str, Any]:
         module = visitor.current.module
     except Exception as error:  # a file griffe cannot read is opaque, not empty
         return {"opaque": f"{type(error).__name__}: {error}".splitlines()[0]}
-    bodies = module_bodies(tree, lines=False)  # the lines on demand: UpstreamModel.body_lines
+    bodies = module_bodies(tree, lines=False, code=code, known=known_bodies)  # the lines on demand: UpstreamModel.body_lines
     bindings: dict[str, Any] = {}
     wildcards: list[str] = []
     classes: dict[str, Any] = {}

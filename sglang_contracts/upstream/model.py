@@ -86,9 +86,9 @@ def stored_form(extracted: dict[str, Any]) -> dict[str, Any]:
     return form
 
 
-def extract_stored(module_name: str, relpath: str, code: str) -> dict[str, Any]:
+def extract_stored(module_name: str, relpath: str, code: str, known_bodies: dict | None = None) -> dict[str, Any]:
     """`extract_module`'s record in its stored form."""
-    return stored_form(extract_module(module_name, relpath, code))
+    return stored_form(extract_module(module_name, relpath, code, known_bodies))
 
 
 def _compact(value: Any) -> Any:
