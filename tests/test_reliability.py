@@ -128,10 +128,10 @@ def test_an_upstream_extraction_bug_is_reported_where_the_project_imports_the_mo
                                                                                     releases) -> None:
     from sglang_contracts.upstream import extract
 
-    def broken(module_name, relpath, code):
+    def broken(module_name, relpath, code, *known):
         if module_name == "sglang.srt.utils":
             raise AttributeError("extractor bug")
-        return real(module_name, relpath, code)
+        return real(module_name, relpath, code, *known)
 
     real = extract._extract
     monkeypatch.setattr(extract, "_extract", broken)
