@@ -284,13 +284,19 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         pool = running_pool()
         workers = options.workers if options.workers is not None else default_workers()
         early = EarlyExtraction(opened, pool, workers) if pool is not None else None
+
+        def first_round(project: ProjectIndex) -> None:
+            # Every file is read before the first round: the releases' budgets can yield now,
+            # before the early extraction reads the releases' texts.
+            _yield_kept_sources(releases(), project)
+            early.begin(project)
+
         # The whole project is indexed even when a few files are named (pre-commit passes file
         # names): a named file may depend on upstream names through the project's own modules.
-        indexing = threads.submit(keep.index, root, options, store,
-                                  partial(_kept_sources_yielded, releases, early) if early else None)
+        indexing = threads.submit(keep.index, root, options, store, first_round if early else None)
         releases()  # a release that cannot be opened is said before the project's index is waited for
         project = indexing.result()
-    _kept_sources_yielded(releases, None, project)
+    _yield_kept_sources(releases(), project)  # again after a first round: the same budgets
     old, new = opened()
     prefetch(project, [old, new], workers=options.workers, early=early)
     wanted = [path.resolve() for path in paths]
@@ -366,15 +372,11 @@ def _opened_models(keep: Fresh, root: Path, options: CheckOptions, store: Callab
     return list(keep.models(root, options, releases[0], releases[1], store))
 
 
-def _kept_sources_yielded(releases: _Once, early: Any, project: ProjectIndex) -> None:
-    """Each release keeps no more of its texts than the project's own leave room for (all of
-    them are read before the first round of the scan); then, on a first run, extracting begins
-    (prefetch.EarlyExtraction), which reads the releases' texts."""
+def _yield_kept_sources(releases: list[Release], project: ProjectIndex) -> None:
+    """Each release keeps no more of its texts than the project's own leave room for."""
     project_characters = sum(map(len, project.texts.values()))
-    for release in releases():
+    for release in releases:
         release.tree.yield_kept_sources(project_characters)
-    if early is not None:
-        early.begin(project)
 
 
 # Findings that hold on the pin alone and repeat on every bump (a release switch, a probe of what

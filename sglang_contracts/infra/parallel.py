@@ -137,7 +137,7 @@ def iter_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int,
     with display.task(progress, total=len(jobs)) if progress else nullcontext(display.Task()) as task:
         # A pool already running costs nothing to start: a smaller stage pays for it, where the
         # caller says this process has nothing else to do meanwhile (`small`).
-        least = RUNNING_POOL_MIN_BYTES if small and _RUN.active > 0 and _RUN.pool is not None else PARALLEL_MIN_BYTES
+        least = RUNNING_POOL_MIN_BYTES if small and running_pool() is not None else PARALLEL_MIN_BYTES
         if workers <= 1 or size < least or len(jobs) < 2 or _RUN.forked_copy:
             for job in jobs:
                 yield _counted(function(job), task)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pickle
 import threading
 from concurrent.futures import Executor, Future
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.infra.parallel import map_jobs
@@ -69,6 +69,14 @@ def _first_names(imported: list[tuple[str, str | None]]) -> tuple[set[str], set[
     return {module for module, _ in imported} | named, named
 
 
+def _slices(names: set[str]) -> Iterator[set[str]]:
+    """The names, sorted, a slice at a time: only a slice's sources are in memory at once, not
+    those of every module of both releases (a project that imports most of SGLang)."""
+    ordered = sorted(names)
+    for start in range(0, len(ordered), SLICE):
+        yield set(ordered[start:start + SLICE])
+
+
 def prefetch(project: ProjectIndex, models: list[UpstreamModel], workers: int | None = None,
              early: "EarlyExtraction | None" = None) -> None:
     """`early`: the extraction begun while the project was scanned, finished here first."""
@@ -76,11 +84,7 @@ def prefetch(project: ProjectIndex, models: list[UpstreamModel], workers: int | 
         early.finish()
     imported = _imported(project)
     first, named = _first_names(imported)
-    names = sorted(first)
-    # A slice of the modules at a time: only its sources are in memory at once, not those of
-    # every module of both releases (a project that imports most of SGLang).
-    for start in range(0, len(names), SLICE):
-        part = set(names[start:start + SLICE])
+    for part in _slices(first):
         _extract_all(models, {id(model): part for model in models}, workers)
     # Then, a round at a time, the modules the imported names are re-exported from (one step of
     # each chain) and those of the bases of the classes the project names, and of their bases:
@@ -181,8 +185,7 @@ class EarlyExtraction:
     def _extract(self, names: set[str]) -> None:
         try:
             models = self._models()
-            for start in range(0, len(names), SLICE):  # as prefetch slices them
-                part = set(sorted(names)[start:start + SLICE])
+            for part in _slices(names):  # as prefetch slices them
                 batch = [(model, job) for model in models for job in model.pending_extractions(part)]
                 groups = _grouped(batch)
                 futures = [self._submitted((group, models[0].cache)) for group in groups]
