@@ -11,9 +11,7 @@ left out (OUTLINE_FACTS: its imports, which make the re-export table; its classe
 bases, members, provided and typed attributes, what a `__getattr__` borrows; its functions'
 signatures; its version conditions and gates), and, for any Python file, scanned or not, the
 classes its text defines (a project class claims its snake name from SGC322). An outline that
-changed, or a key with no record, recomputes every file; so does any edit of a project that
-may hold a test double of an upstream class (SGC602 reports at the double what any file reads
-of that class, by position: reads an outline leaves out).
+changed, or a key with no record, recomputes every file.
 
 Otherwise the files to recompute are those whose content changed, and their dependants: every
 file that imports one of them, transitively (its subclasses, the importers of a re-export
@@ -21,12 +19,18 @@ module). A resident process, which has both versions of a changed file, leaves i
 out when the edit only moved code (moved_only: the same facts but their positions, and each
 each_file analysis's rows of it the last ones with their lines moved; a statement typed in a
 method body): what other files read of it is as it was, and no finding elsewhere cites where
-its code sits. The checks run on a project made of those files in full and every other indexed file
-reduced to its outline, so that what a check gathers over the whole project (the classes a
-base's ancestry leads to, which attributes any class provides, which upstream modules are
-imported anywhere) is as a full run sees it. Only the recomputed files' findings are kept from
-that run; the rest are the last run's. tests/test_incremental.py compares the result with a
-full run, on the fixture project and on real sglang-omni edits.
+its code sits. The checks run on a project made of those files and the project files they
+import, transitively, in full (a subclass's borrowed code runs its project bases' own calls),
+and every other indexed file reduced to its outline, so that what a check gathers over the
+whole project (the classes a base's ancestry leads to, which attributes any class provides,
+which upstream modules are imported anywhere) is as a full run sees it. Only the recomputed
+files' findings are kept from that run; the rest are the last run's. The rules that read more
+of other files than their outlines (contracts/base.py WHOLE_PROJECT: a flag a launch script
+sets decides a finding at the wrapper; SGC602 reports at a test double what any file reads of
+its class, by position) are checked on the whole project, every file in full, and replace all
+their last findings. tests/test_incremental.py compares the result with a full run, on the
+fixture project and on real sglang-omni edits, and reduces each file of every multi-file rule
+example to its outline to find a rule that reads more of it and is not in WHOLE_PROJECT.
 """
 
 from __future__ import annotations
@@ -58,16 +62,17 @@ class Plan:
     files: dict[str, list[Any]]
     previous: list[Diagnostic] = field(default_factory=list)
     recomputed: set[str] | None = None
+    # The files a partial run checks in full: the recomputed ones and what they import, transitively.
+    in_full: set[str] = field(default_factory=set)
 
     @property
     def full(self) -> bool:
         return self.recomputed is None
 
 
-def plan(store, salt: str, project: ProjectIndex, configured_fakes: Iterable[str] = (),
-         moved: Callable[[str, str], bool] | None = None) -> Plan:
+def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bool] | None = None) -> Plan:
     """The files of `project` to recompute, against the last run with this salt in `store`.
-    `configured_fakes`: the project classes `[tool.sglang-contracts.fakes]` names. `moved(relpath,
+    `moved(relpath,
     digest it had)`: whether a changed file changed nothing other files read of it but where its
     code sits (moved_only; a resident engine knows, having both versions): its importers then
     keep their findings."""
@@ -93,10 +98,6 @@ def plan(store, salt: str, project: ProjectIndex, configured_fakes: Iterable[str
                                for rel in before.keys() | files.keys()):
         return Plan(key, files)  # a project-wide fact changed: every file is recomputed
     changed = {rel for rel in files.keys() | before.keys() if (before.get(rel) or [None])[0] != files.get(rel, [None])[0]}
-    if changed and holds_fakes(project, configured_fakes):
-        # A test double's findings (SGC602) cite what any file reads of the class it stands
-        # for, by position: every file's reads, which an outline leaves out.
-        return Plan(key, files)
     modules = {module_name_for(rel): rel for rel in files.keys() | before.keys()}
     importers: dict[str, set[str]] = {}
     for table in (before, files):  # the old edges too: the dependants of a file now removed
@@ -106,7 +107,10 @@ def plan(store, salt: str, project: ProjectIndex, configured_fakes: Iterable[str
                     importers.setdefault(modules[module], set()).add(rel)
     read_elsewhere = {rel for rel in changed if moved is None or not moved(rel, (before.get(rel) or [None])[0])}
     recomputed = _closure(read_elsewhere, importers) | changed
-    return Plan(key, files, previous, recomputed)
+    # What a recomputed file's findings rest on in the files it imports (a project base's own
+    # calls are roots of the subclass's borrowed code): those are checked in full too.
+    imported_files = {rel: {modules[module] for module in entry[1] if module in modules} for rel, entry in files.items()}
+    return Plan(key, files, previous, recomputed, _closure(recomputed, imported_files))
 
 
 def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tuple[FileFacts, list]], relpath: str,
@@ -116,8 +120,8 @@ def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tup
     resident process: its facts are the same but their positions, and each analysis's rows of
     it are the last ones with every line number moved as the unchanged lines moved (a number
     that is not a line and moved, or a line that changed, makes them differ: the importers are
-    checked again). No finding of another file cites a position of this one (SGC602's, which
-    does, is of a project with test doubles: checked whole). Each row this computes for the file
+    checked again). No finding of another file cites a position of this one but those of the
+    rules checked whole at every edit (SGC602's). Each row this computes for the file
     is kept in its table, for each_file to use as it would its own; `placeless`: the facts
     without positions of the files this process compared, by path (the caller's to keep)."""
     if digest_before is None or before.digests.get(relpath) != digest_before or relpath not in now.digests \
@@ -189,16 +193,6 @@ def _as_json(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
-def holds_fakes(project: ProjectIndex, configured: Iterable[str]) -> bool:
-    """May the project define a test double of an upstream class (contracts/doubles.py `_fakes`):
-    a class named as one (FakeReq, SchedulerStub), a configured one, or a `Mock(spec=...)`."""
-    from sglang_contracts.contracts.doubles import FAKE_NAME
-
-    modules = {name.rpartition(".")[0] for name in configured}
-    return any(facts.specs or facts.module in modules or any(FAKE_NAME.match(cls.name) for cls in facts.classes)
-               for facts in project.files.values())
-
-
 def _closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
     found, pending = set(start), list(start)
     while pending:
@@ -228,7 +222,7 @@ def checked_project(project: ProjectIndex, run: Plan) -> ProjectIndex:
     """The project a partial run checks: the files to check in full, every other file's outline."""
     if run.full:
         return project
-    files = {rel: facts if rel in run.recomputed else _outline(facts) for rel, facts in project.files.items()}
+    files = {rel: facts if rel in run.in_full else _outline(facts) for rel, facts in project.files.items()}
     return dataclasses.replace(project, files=files)
 
 
@@ -237,12 +231,15 @@ def _outline(facts: FileFacts) -> FileFacts:
                      **{name: getattr(facts, name) for name in OUTLINE_FACTS})
 
 
-def merged(run: Plan, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-    """This run's findings in the recomputed files, the last run's everywhere else."""
+def merged(run: Plan, diagnostics: list[Diagnostic], whole_project: Iterable[str]) -> list[Diagnostic]:
+    """This run's findings in the recomputed files and those of the `whole_project` rules (checked
+    over every file: contracts/base.py WHOLE_PROJECT), the last run's everywhere else."""
     if run.full:
         return diagnostics
-    return sorted([*(d for d in diagnostics if d.path in run.recomputed),
-                   *(d for d in run.previous if d.path not in run.recomputed)], key=Diagnostic.sort_key)
+    whole = set(whole_project)
+    return sorted([*(d for d in diagnostics if d.path in run.recomputed or d.code in whole),
+                   *(d for d in run.previous if d.path not in run.recomputed and d.code not in whole)],
+                  key=Diagnostic.sort_key)
 
 
 def save(store, run: Plan, diagnostics: list[Diagnostic]) -> None:

@@ -269,7 +269,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
     from sglang_contracts import incremental
     from sglang_contracts.catalog import load_catalog
-    from sglang_contracts.contracts.base import CHECKS, CheckContext, run_checks, run_checks_in_two
+    from sglang_contracts.contracts.base import CHECKS, WHOLE_PROJECT, CheckContext, run_checks, run_checks_in_two
     from sglang_contracts.project.releasefacts import for_release
     from sglang_contracts.infra.parallel import default_workers, running_pool
     from sglang_contracts.upstream.prefetch import EarlyExtraction, prefetch
@@ -308,10 +308,10 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     # the staged files): the next run, whichever files it names, reuses it.
     salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
             if listed is not None else None)
-    partial_run = incremental.plan(store("incremental"), salt, released, options.settings.get("fakes") or (),
-                                   moved=keep.moved()) if salt else None
-    context = CheckContext(project=incremental.checked_project(released, partial_run) if partial_run else released,
-                           old=old, new=new,
+    # An unused `# noqa` in one file may follow from a finding anywhere: every file is checked.
+    partial_run = incremental.plan(store("incremental"), salt, released, moved=keep.moved()) \
+        if salt and not options.report_unused_noqa else None
+    context = CheckContext(project=released, old=old, new=new,
                            report_unresolved=options.report_unresolved, settings=options.settings,
                            releases_memo=keep.releases_memo(old, new))
     catalog = load_catalog()
@@ -329,7 +329,17 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     noqa = NoqaIndex(project.files, text)
     problems: list[Problem] = []
     with collecting_problems() as noted:  # what the readers of non-Python files could not read
-        found = run_checks_in_two(context, codes, problems) if keep.checks_in_two else set(run_checks(context, codes, problems))
+        if partial_run is not None and not partial_run.full:
+            # The rules that read only the recomputed files' own facts (and every file's
+            # outline) on those; the others over the whole project (incremental.py).
+            local = dataclasses.replace(context, project=incremental.checked_project(released, partial_run), memo={})
+            found = set(run_checks(local, [code for code in codes if code not in WHOLE_PROJECT], problems))
+            found.update(run_checks(context, [code for code in codes if code in WHOLE_PROJECT], problems))
+            local.memo.clear()
+        elif keep.checks_in_two:
+            found = run_checks_in_two(context, codes, problems)
+        else:
+            found = set(run_checks(context, codes, problems))
     context.memo.clear()  # the checks' shared analyses: what follows needs none of them
     found = bump_noise_filtered(found, bump=old.release.short != new.release.short)
     problems = [*project.problems, *(f.problem for f in project.files.values() if f.problem),
@@ -343,7 +353,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         diagnostics += [d for d in noqa.unused(active, recorded) if active(UNUSED_NOQA, d.path) and not noqa.suppresses(d)]
     diagnostics = [enrich(override_severity(d, options.severity), text, old, new) for d in diagnostics]
     if partial_run:
-        diagnostics = incremental.merged(partial_run, diagnostics)
+        diagnostics = incremental.merged(partial_run, diagnostics, WHOLE_PROJECT)
         incremental.save(store("incremental"), partial_run, diagnostics)
     diagnostics = [d for d in diagnostics if reported(d.path)]
     _require_loaded(project, old)

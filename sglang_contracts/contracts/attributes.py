@@ -257,7 +257,7 @@ def _set_by_name(model: UpstreamModel, snake: str, attr: str) -> bool:
         lambda: any(assigned.search(text) is not None for _, text in model.texts_mentioning(attr)))
 
 
-@contract("SGC322")
+@contract("SGC322", whole_project=True)
 def attribute_removed_by_name(ctx: CheckContext) -> Iterator[Diagnostic]:
     for lost, receiver in _named_losses(ctx):
         yield _report("SGC322", ctx, lost, receiver=receiver)

@@ -59,15 +59,23 @@ class CheckContext:
 
 Check = Callable[[CheckContext], Iterable[Diagnostic]]
 CHECKS: dict[str, Check] = {}
+# The rules whose finding in one file may rest on what another file holds beyond its outline
+# (incremental.OUTLINE_FACTS): its calls, reads and probes, its text, the rows each_file reads
+# of it. A run that recomputes a few files checks these over every file in full and keeps none
+# of their last findings (incremental.py); the others are checked on the recomputed files.
+WHOLE_PROJECT: set[str] = set()
 
 
-def contract(code: str) -> Callable[[Check], Check]:
-    """Register the check for one rule code (its documentation lives in rules/<code>.toml)."""
+def contract(code: str, *, whole_project: bool = False) -> Callable[[Check], Check]:
+    """Register the check for one rule code (its documentation lives in rules/<code>.toml).
+    `whole_project`: see WHOLE_PROJECT."""
 
     def register(function: Check) -> Check:
         if code in CHECKS:
             raise ValueError(f"two checks registered for {code}")
         CHECKS[code] = function
+        if whole_project:
+            WHOLE_PROJECT.add(code)
         return function
 
     return register

@@ -160,7 +160,7 @@ def _project_reads(ctx: CheckContext, upstream: str) -> dict[str, tuple[FileFact
     return reads
 
 
-@contract("SGC602")
+@contract("SGC602", whole_project=True)
 def fake_drifted(ctx: CheckContext) -> Iterator[Diagnostic]:
     old_fields, new_fields = field_sets(ctx)
     for fake in _fakes(ctx):

@@ -102,7 +102,7 @@ def unaccepted_parameters(override: tuple[tuple[str, str, bool], ...], old: Memb
     return missing
 
 
-@contract("SGC302")
+@contract("SGC302", whole_project=True)
 def override_signature_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
     from sglang_contracts.contracts.callers import passing_caller  # it builds on borrowed, which builds on this
 
