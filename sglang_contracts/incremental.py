@@ -253,8 +253,10 @@ def outline_digest(project: ProjectIndex, relpath: str) -> str:
     facts = project.files.get(relpath)
     text = project.texts.get(relpath, "")
     # Read from any file's text: the classes it defines (the project's own `Req` claims the name
-    # `req`, SGC322), and whether it ignores unknown flags (SGC505's severity in launch scripts).
-    outline = [module_name_for(relpath), sorted(set(CLASS_DEFINITION.findall(text))), ignores_unknown_flags(text)]
+    # `req`, SGC322), and whether it ignores unknown flags (SGC505's severity in launch scripts);
+    # setup.py's whole text, which declares the project's requirements (SGC701, SGC702, SGC705).
+    outline = [module_name_for(relpath), sorted(set(CLASS_DEFINITION.findall(text))), ignores_unknown_flags(text),
+               text if relpath == "setup.py" else None]
     if facts is not None:
         outline += [[json_without(fact, FACT_LISTS[name], Position) for fact in getattr(facts, name)]
                     for name in OUTLINE_FACTS]

@@ -312,3 +312,15 @@ def test_rules_not_checked_whole_read_the_fixture_projects_other_files_only_thro
     context, codes = _checked_context(project, options, monkeypatch)
     assert len(context.project.files) >= 10
     assert _locality_violations(context, codes) == []
+
+
+def test_an_edit_of_setup_py_recomputes_everything(fixture_project, plans) -> None:
+    """setup.py declares the project's requirements, read by the pin and stack rules for findings
+    in other files (SGC701 at a Dockerfile's pin, SGC705 at an import): like a file that is not
+    Python, an edit of it checks everything."""
+    project, options = fixture_project
+    (project / "setup.py").write_text("from setuptools import setup\n\nsetup(name='demo', install_requires=['torch'])\n")
+    run_check([project], options)
+    edit(project / "setup.py", "['torch']", "['torch', 'sglang==0.9.0']")
+    same_as_a_full_run(project, options)
+    assert plans[-1].full

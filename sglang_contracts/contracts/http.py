@@ -63,7 +63,7 @@ def _served_by_the_stack(model: UpstreamModel, route: Route) -> bool:
     return route.path not in stock
 
 
-@contract("SGC1101", whole_project=True)
+@contract("SGC1101")
 def check_route_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
     _, new, _ = _apis(ctx)
     reported = set()
@@ -98,12 +98,12 @@ def _replacement(old_shape: RequestShape, new_shape: RequestShape, key: str) -> 
     return ""
 
 
-@contract("SGC1102", whole_project=True)
+@contract("SGC1102")
 def check_request_key_rejected(ctx: CheckContext) -> Iterator[Diagnostic]:
     yield from _key_findings(ctx, rejected=True)
 
 
-@contract("SGC1103", whole_project=True)
+@contract("SGC1103")
 def check_request_key_ignored(ctx: CheckContext) -> Iterator[Diagnostic]:
     yield from _key_findings(ctx, rejected=False)
 
@@ -124,7 +124,7 @@ def _key_findings(ctx: CheckContext, rejected: bool) -> Iterator[Diagnostic]:
                                  old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC1104", whole_project=True)
+@contract("SGC1104")
 def check_required_key_missing(ctx: CheckContext) -> Iterator[Diagnostic]:
     for request, old_routes, new_routes in _judged(ctx):
         if not new_routes or not request.closed:
@@ -142,7 +142,7 @@ def check_required_key_missing(ctx: CheckContext) -> Iterator[Diagnostic]:
                              old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC1105", whole_project=True)
+@contract("SGC1105")
 def check_sampling_param_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     old_api, new_api, facts = _apis(ctx)
     if old_api is None or new_api is None:

@@ -158,7 +158,7 @@ def _owner(field_set: FieldSet, field: str) -> str:
     return field_set.fields[field].owner.rsplit(".", 1)[-1]
 
 
-@contract("SGC501", whole_project=True)
+@contract("SGC501")
 def server_args_field_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     old_fields, new_fields = field_sets(ctx)
     if old_fields is None or new_fields is None:
@@ -171,7 +171,7 @@ def server_args_field_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
                           new=ctx.new_version, hint=_rename(ctx, use.field, old_fields, new_fields))
 
 
-@contract("SGC502", whole_project=True)
+@contract("SGC502")
 def server_args_written_outside_seam(ctx: CheckContext) -> Iterator[Diagnostic]:
     seams = _seams(ctx)
     _, new_fields = field_sets(ctx)

@@ -110,7 +110,7 @@ def _mirror_outcomes(ctx: CheckContext) -> Iterator[tuple[DeclaredRequirement, s
             break  # one report per line, on the first platform where it disagrees
 
 
-@contract("SGC701", whole_project=True)
+@contract("SGC701")
 def mirrored_pin_disagrees(ctx: CheckContext) -> Iterator[Diagnostic]:
     for declared, was, now, broken_on_old in _mirror_outcomes(ctx):
         if broken_on_old and not ctx.report_unresolved:
@@ -169,7 +169,7 @@ def _lags_behind(mention: ReleaseMention, named: Version, old: Version) -> bool:
             and not mention.path.endswith(DOC_SUFFIXES) and not OTHER_PLATFORM.search(suffix))
 
 
-@contract("SGC702", whole_project=True)
+@contract("SGC702")
 def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
     if old is None or new is None or old == new:
@@ -231,7 +231,7 @@ def _prose(ctx: CheckContext):
     return ctx.shared("prose", lambda c: prose_notes(c.project))
 
 
-@contract("SGC703", whole_project=True)
+@contract("SGC703")
 def version_named_in_prose(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
     if old is None or new is None or old == new:
@@ -261,7 +261,7 @@ def _condition_holds(requirement, release_version: Version | None, pins: Release
     return requirement.specifier.contains(version, prereleases=True), f"{requirement.name} {version}"
 
 
-@contract("SGC704", whole_project=True)
+@contract("SGC704")
 def compat_overlay_removable(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
     old_pins, new_pins = _pins(ctx)
@@ -309,7 +309,7 @@ def _installed_by_sglang(pins: ReleasePins | None, distribution: str, extras: fr
     return pins is not None and any(pins.matching(distribution, environment, extras) for environment in environments())
 
 
-@contract("SGC705", whole_project=True)
+@contract("SGC705")
 def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
     """One finding per package, at the first import that now reaches it: the fix (declare it,
     or list it where SGLang's requirements are installed) is one line, wherever it is imported."""
@@ -371,7 +371,7 @@ def _spans(minors: list[int]) -> str:
     return spelled[0] if len(spelled) == 1 else ", ".join(spelled[:-1]) + f" and {spelled[-1]}"
 
 
-@contract("SGC708", whole_project=True)
+@contract("SGC708")
 def python_no_longer_supported(ctx: CheckContext) -> Iterator[Diagnostic]:
     declared = declared_python(ctx.project.root)
     old_pins, new_pins = _pins(ctx)
