@@ -19,9 +19,9 @@ module). A resident process, which has both versions of a changed file, leaves i
 out when the edit only moved code (moved_only: the same facts but their positions, and each
 each_file analysis's rows of it the last ones with their lines moved; a statement typed in a
 method body): what other files read of it is as it was, and no finding elsewhere cites where
-its code sits. The checks run on a project made of those files and the project files they
-import, transitively, in full (a subclass's borrowed code runs its project bases' own calls),
-and every other indexed file reduced to its outline, so that what a check gathers over the
+its code sits. The checks run on a project made of those files and the files defining their
+classes' project ancestors, in full (a subclass's borrowed code runs its project bases' own
+calls), and every other indexed file reduced to its outline, so that what a check gathers over the
 whole project (the classes a base's ancestry leads to, which attributes any class provides,
 which upstream modules are imported anywhere) is as a full run sees it. Only the recomputed
 files' findings are kept from that run; the rest are the last run's. The rules that read more
@@ -62,8 +62,6 @@ class Plan:
     files: dict[str, list[Any]]
     previous: list[Diagnostic] = field(default_factory=list)
     recomputed: set[str] | None = None
-    # The files a partial run checks in full: the recomputed ones and what they import, transitively.
-    in_full: set[str] = field(default_factory=set)
 
     @property
     def full(self) -> bool:
@@ -106,11 +104,7 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
                 if module in modules:
                     importers.setdefault(modules[module], set()).add(rel)
     read_elsewhere = {rel for rel in changed if moved is None or not moved(rel, (before.get(rel) or [None])[0])}
-    recomputed = _closure(read_elsewhere, importers) | changed
-    # What a recomputed file's findings rest on in the files it imports (a project base's own
-    # calls are roots of the subclass's borrowed code): those are checked in full too.
-    imported_files = {rel: {modules[module] for module in entry[1] if module in modules} for rel, entry in files.items()}
-    return Plan(key, files, previous, recomputed, _closure(recomputed, imported_files))
+    return Plan(key, files, previous, _closure(read_elsewhere, importers) | changed)
 
 
 def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tuple[FileFacts, list]], relpath: str,
@@ -218,11 +212,12 @@ def imported_project_modules(project: ProjectIndex, relpath: str) -> list[str]:
     return sorted(found)
 
 
-def checked_project(project: ProjectIndex, run: Plan) -> ProjectIndex:
-    """The project a partial run checks: the files to check in full, every other file's outline."""
-    if run.full:
-        return project
-    files = {rel: facts if rel in run.in_full else _outline(facts) for rel, facts in project.files.items()}
+def checked_project(project: ProjectIndex, in_full: set[str]) -> ProjectIndex:
+    """The project a partial run checks: the files `in_full` as they are, every other file's
+    outline. `in_full`: the recomputed files and those defining their classes' project
+    ancestors (resolve.ProjectView.ancestor_files), on which their findings rest beyond the
+    outlines (a project base's own calls are roots of the subclass's borrowed code)."""
+    files = {rel: facts if rel in in_full else _outline(facts) for rel, facts in project.files.items()}
     return dataclasses.replace(project, files=files)
 
 

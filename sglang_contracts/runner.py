@@ -270,6 +270,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     from sglang_contracts import incremental
     from sglang_contracts.catalog import load_catalog
     from sglang_contracts.contracts.base import CHECKS, WHOLE_PROJECT, CheckContext, run_checks, run_checks_in_two
+    from sglang_contracts.contracts.resolve import project_view
     from sglang_contracts.project.releasefacts import for_release
     from sglang_contracts.infra.parallel import default_workers, running_pool
     from sglang_contracts.upstream.prefetch import EarlyExtraction, prefetch
@@ -332,7 +333,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         if partial_run is not None and not partial_run.full:
             # The rules that read only the recomputed files' own facts (and every file's
             # outline) on those; the others over the whole project (incremental.py).
-            local = dataclasses.replace(context, project=incremental.checked_project(released, partial_run), memo={})
+            in_full = partial_run.recomputed | project_view(context).ancestor_files(partial_run.recomputed)
+            local = dataclasses.replace(context, project=incremental.checked_project(released, in_full), memo={})
             found = set(run_checks(local, [code for code in codes if code not in WHOLE_PROJECT], problems))
             found.update(run_checks(context, [code for code in codes if code in WHOLE_PROJECT], problems))
             local.memo.clear()

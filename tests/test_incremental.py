@@ -249,6 +249,7 @@ def _locality_violations(context, codes) -> list[tuple[str, str, str]]:
     flags, which the outline digest reads), or one inside them that changes when the files they
     do not import are reduced to their outlines."""
     from sglang_contracts.contracts.base import WHOLE_PROJECT, run_checks
+    from sglang_contracts.contracts.resolve import project_view
     from sglang_contracts.project.index import module_name_for
 
     project = context.project
@@ -276,9 +277,8 @@ def _locality_violations(context, codes) -> list[tuple[str, str, str]]:
                                  for kind, table in project.on_the_scanned_tree.items()})
         found += [(d.code, reduced, f"{d.path}:{d.line}: {d.message}") for d in checked(outlined) ^ full
                   if d.path not in closure and d.code not in WHOLE_PROJECT]
-        in_full = incremental._closure(closure, imports)
-        partial = dataclasses.replace(project, files={rel: f if rel in in_full else incremental._outline(f)
-                                                      for rel, f in project.files.items()})
+        in_full = closure | project_view(context).ancestor_files(closure)  # as runner._computed has it
+        partial = incremental.checked_project(project, in_full)
         found += [(d.code, reduced, f"{d.path}:{d.line}: {d.message}") for d in checked(partial) ^ full
                   if d.path in closure and d.code not in WHOLE_PROJECT]
     return found

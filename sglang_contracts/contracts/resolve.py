@@ -95,6 +95,12 @@ class ProjectView:
                     upstream.append(dotted)
         return chain, upstream
 
+    def ancestor_files(self, paths: set[str]) -> set[str]:
+        """The files that define the project classes the classes in `paths` derive from (a
+        subclass's borrowed code runs its project bases' own calls: incremental.py)."""
+        return {member.facts.path for cls in self.classes.values() if cls.facts.path in paths
+                for member in self.ancestry(cls)[0]}
+
     def _provided(self, cls: ProjectClass) -> frozenset[str]:
         return frozenset(name for member in self.ancestry(cls)[0] for name in member.fact.provided)
 
