@@ -210,6 +210,15 @@ class ProjectIndex:
             self.tables[table_key] = fresh
         return found
 
+    def scanned_rows(self, analyse: Callable[[str, str], list], relpath: str) -> list | None:
+        """What this index's scan job found in a file with `analyse` (ON_THE_SCANNED_TREE), if
+        it ran it there."""
+        for kind in ON_THE_SCANNED_TREE:
+            rows = self._premade(kind, analyse).get(relpath)
+            if rows is not None:
+                return rows
+        return None
+
     def _premade(self, kind: str, analyse: Callable[[str, str], list]) -> dict[str, list]:
         """What the scan jobs found with `analyse` (ON_THE_SCANNED_TREE), by file."""
         module_name, name, _ = ON_THE_SCANNED_TREE.get(kind, ("", "", ""))
