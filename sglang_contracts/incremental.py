@@ -62,6 +62,9 @@ class Plan:
     files: dict[str, list[Any]]
     previous: list[Diagnostic] = field(default_factory=list)
     recomputed: set[str] | None = None
+    # The last run's files with findings of the bump, by code (runner.bump_touched), before
+    # any was suppressed: what decides a kept file's SGC801/SGC803
+    previous_touched: dict[str, set[str]] = field(default_factory=dict)
 
     @property
     def full(self) -> bool:
@@ -80,8 +83,9 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
     try:
         before: dict[str, list[Any]] = saved["files"]
         previous = [Diagnostic.from_json(item) for item in saved["diagnostics"]]
-    except (KeyError, TypeError, ValueError):
-        before, previous = {}, None
+        previous_touched = {path: set(codes) for path, codes in saved["touched"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        before, previous, previous_touched = {}, None, {}
     files: dict[str, list[Any]] = {}
     for relpath, digest in project.digests.items():  # SHA-256 of each Python file's content
         entry = before.get(relpath)
@@ -104,7 +108,7 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
                 if module in modules:
                     importers.setdefault(modules[module], set()).add(rel)
     read_elsewhere = {rel for rel in changed if moved is None or not moved(rel, (before.get(rel) or [None])[0])}
-    return Plan(key, files, previous, _closure(read_elsewhere, importers) | changed)
+    return Plan(key, files, previous, _closure(read_elsewhere, importers) | changed, previous_touched)
 
 
 def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tuple[FileFacts, list]], relpath: str,
@@ -233,19 +237,36 @@ def _outline(facts: FileFacts) -> FileFacts:
                      **{name: getattr(facts, name) for name in OUTLINE_FACTS})
 
 
-def merged(run: Plan, diagnostics: list[Diagnostic], whole_project: Iterable[str]) -> list[Diagnostic]:
+def merged(run: Plan, diagnostics: list[Diagnostic], whole_project: Iterable[str],
+           touched: dict[str, set[str]]) -> tuple[list[Diagnostic], dict[str, set[str]]]:
     """This run's findings in the recomputed files and those of the `whole_project` rules (checked
-    over every file: contracts/base.py WHOLE_PROJECT), the last run's everywhere else."""
+    over every file: contracts/base.py WHOLE_PROJECT), the last run's everywhere else; and so
+    for the codes of the bump found in each file (`touched`, runner.bump_touched), which decide
+    where SGC801/SGC803 are shown (a launch script's SGC505, checked whole, makes it a file the
+    bump touches: its SGC801 is shown though the file was not checked again)."""
     if run.full:
-        return diagnostics
+        return diagnostics, touched
+
+    def ours(path: str, code: str) -> bool:
+        return path in run.recomputed or code in whole
+
     whole = set(whole_project)
-    return sorted([*(d for d in diagnostics if d.path in run.recomputed or d.code in whole),
-                   *(d for d in run.previous if d.path not in run.recomputed and d.code not in whole)],
-                  key=Diagnostic.sort_key)
+    kept = sorted([*(d for d in diagnostics if ours(d.path, d.code)),
+                   *(d for d in run.previous if not ours(d.path, d.code))], key=Diagnostic.sort_key)
+    files: dict[str, set[str]] = {}
+    for table, mine in ((touched, True), (run.previous_touched, False)):
+        for path, codes in table.items():
+            codes = {code for code in codes if ours(path, code) == mine}
+            if codes:
+                files.setdefault(path, set()).update(codes)
+    return kept, files
 
 
-def save(store, run: Plan, diagnostics: list[Diagnostic]) -> None:
-    store.put(run.key, {"files": run.files, "diagnostics": [d.to_json() for d in diagnostics]})
+def save(store, run: Plan, diagnostics: list[Diagnostic], touched: dict[str, set[str]]) -> None:
+    """The findings as merged, SGC801/SGC803 not yet left out (which a later edit elsewhere may
+    bring back), and the codes of the bump in each file."""
+    store.put(run.key, {"files": run.files, "diagnostics": [d.to_json() for d in diagnostics],
+                        "touched": {path: sorted(codes) for path, codes in sorted(touched.items())}})
 
 
 def outline_digest(project: ProjectIndex, relpath: str) -> str:

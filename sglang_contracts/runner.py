@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 
 # What a replayed run needs; the checks and what feeds them are imported by _computed, so
@@ -343,7 +343,12 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         else:
             found = set(run_checks(context, codes, problems))
     context.memo.clear()  # the checks' shared analyses: what follows needs none of them
-    found = bump_noise_filtered(found, bump=old.release.short != new.release.short)
+    # Which files the bump touches, by this run's findings before any is suppressed; the
+    # SGC801/SGC803 of the others are left out once the last run's findings are merged in.
+    touched = bump_touched(found)
+    bump = old.release.short != new.release.short
+    if bump and partial_run is None:  # no record to keep them for: left out before a `# noqa` can count as used (SGC010)
+        found = set(bump_noise_filtered(found, touched))
     problems = [*project.problems, *(f.problem for f in project.files.values() if f.problem),
                 *_upstream_problems(project, [old, new]), *noted, *problems]
     found.update(problem_diagnostics(problems, root))
@@ -355,8 +360,10 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         diagnostics += [d for d in noqa.unused(active, recorded) if active(UNUSED_NOQA, d.path) and not noqa.suppresses(d)]
     diagnostics = [enrich(override_severity(d, options.severity), text, old, new) for d in diagnostics]
     if partial_run:
-        diagnostics = incremental.merged(partial_run, diagnostics, WHOLE_PROJECT)
-        incremental.save(store("incremental"), partial_run, diagnostics)
+        diagnostics, touched = incremental.merged(partial_run, diagnostics, WHOLE_PROJECT, touched)
+        incremental.save(store("incremental"), partial_run, diagnostics, touched)
+    if bump:
+        diagnostics = bump_noise_filtered(diagnostics, touched)
     diagnostics = [d for d in diagnostics if reported(d.path)]
     _require_loaded(project, old)
     delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
@@ -399,14 +406,21 @@ PIN_ALONE_CODES = frozenset({"SGC801", "SGC803"})
 NOT_OF_THE_BUMP = frozenset({"SGC000", "SGC001", "SGC010", "SGC502", "SGC802"})
 
 
-def bump_noise_filtered(found: set[Diagnostic], bump: bool) -> set[Diagnostic]:
+def bump_touched(found: Iterable[Diagnostic]) -> dict[str, set[str]]:
+    """The files that have findings of the bump, path -> the codes found there (what
+    incremental.merged needs to keep a file's part that this run did not check again)."""
+    touched: dict[str, set[str]] = {}
+    for d in found:
+        if d.code not in PIN_ALONE_CODES and d.code not in NOT_OF_THE_BUMP:
+            touched.setdefault(d.path, set()).add(d.code)
+    return touched
+
+
+def bump_noise_filtered(diagnostics: Iterable[Diagnostic], touched: dict[str, set[str]]) -> list[Diagnostic]:
     """In a bump run (old != new), SGC801/SGC803 only in files that have other findings of the
-    bump: a bump adds no defensive access and converts the ones in the files it touches. With
-    `--old X --new X` (the pin alone) every one is reported."""
-    if not bump:
-        return found
-    touched = {d.path for d in found if d.code not in PIN_ALONE_CODES and d.code not in NOT_OF_THE_BUMP}
-    return {d for d in found if d.code not in PIN_ALONE_CODES or d.path in touched}
+    bump (`touched`, bump_touched): a bump adds no defensive access and converts the ones in the
+    files it touches. With `--old X --new X` (the pin alone) every one is reported."""
+    return [d for d in diagnostics if d.code not in PIN_ALONE_CODES or d.path in touched]
 
 
 def problem_diagnostics(problems: list[Problem], root: Path) -> list[Diagnostic]:

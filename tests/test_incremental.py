@@ -144,6 +144,39 @@ def test_a_test_double_is_checked_again_when_a_file_that_reads_its_class_changes
     assert [d.path for d in lacks] == ["tests/fakes.py"] and findings(after) != findings(before)
 
 
+def test_a_probe_is_shown_where_a_finding_checked_whole_makes_its_file_touched_by_the_bump(tmp_path, plans) -> None:
+    """SGC801 is shown in a bump run only in files the bump touches. A skip-list edit in the
+    wrapper (no import between them) takes away, and then brings back, the SGC505 of a command
+    line in a test file, which is checked whole while the test file keeps its last findings:
+    its SGC801 must go and come back with it (slime's audit: kept stale, then lost)."""
+    from test_catalog import upstream_tree, write_tree
+
+    example = next(e for e in load_catalog()["SGC505"].examples if "skip list" in e.title)
+    old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
+    new = upstream_tree(tmp_path / "new", example.new, "0.2.0")
+    project = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "app/arguments.py": example.project["app/arguments.py"],
+        "tests/test_launch.py": "from sglang.srt.server_args import ServerArgs\n\n"
+                                "COMMAND = \"python train.py --sglang-tp-size 2\"\n\n\n"
+                                "def probe(server_args: ServerArgs):\n"
+                                "    return getattr(server_args, \"load_format\", None)\n",
+    })
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, workers=1)
+
+    def codes(result) -> list[str]:
+        return sorted(d.code for d in result.diagnostics if d.path == "tests/test_launch.py")
+
+    assert codes(run_check([project], options)) == ["SGC505", "SGC801"]
+    arguments = project / "app" / "arguments.py"
+    edit(arguments, 'SKIPPED = ["model_path", "tp_size"]', 'SKIPPED = ["model_path"]')  # --sglang-tp-size accepted again
+    assert codes(same_as_a_full_run(project, options)) == []
+    assert plans[-1].recomputed == {"app/arguments.py"}
+    edit(arguments, 'SKIPPED = ["model_path"]', 'SKIPPED = ["model_path", "tp_size"]')
+    assert codes(same_as_a_full_run(project, options)) == ["SGC505", "SGC801"]
+    assert plans[-1].recomputed == {"app/arguments.py"}
+
+
 # -- real sglang-omni: edits as a developer makes them, each compared with a full run -------------
 
 REAL_EDITS = [
