@@ -392,10 +392,12 @@ def _opened_models(keep: Fresh, root: Path, options: CheckOptions, store: Callab
 
 
 def _yield_kept_sources(releases: list[Release], project: ProjectIndex) -> None:
-    """Each release keeps no more of its texts than the project's own leave room for."""
+    """Each release keeps no more of its texts than the project's own leave room for, and the
+    texts the two have alike once."""
     project_characters = sum(map(len, project.texts.values()))
     for release in releases:
         release.tree.yield_kept_sources(project_characters)
+    releases[0].tree.share_kept_sources(releases[-1].tree)
 
 
 # Findings that hold on the pin alone and repeat on every bump (a release switch, a probe of what

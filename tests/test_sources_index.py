@@ -319,3 +319,18 @@ def test_module_texts_are_kept_for_the_run_within_a_budget_that_yields_to_the_pr
     other = next(name for name in PACKAGE_FILES if name != SCHEDULER and name.endswith(".py"))
     assert tree.read_source(other) == PACKAGE_FILES[other]
     assert other not in tree._kept_sources and SCHEDULER in tree._kept_sources  # what is kept stays
+
+
+def test_a_module_the_two_releases_have_alike_is_kept_once(tmp_path: Path, monkeypatch) -> None:
+    changed = next(name for name in PACKAGE_FILES if name != SCHEDULER and name.endswith(".py"))
+    old = WheelTree(build_wheel(tmp_path / "old"))
+    monkeypatch.setitem(PACKAGE_FILES, changed, PACKAGE_FILES[changed] + "\nX = 1\n")
+    new = WheelTree(build_wheel(tmp_path / "new", "0.2.0"))
+    monkeypatch.undo()
+    old.share_kept_sources(new)
+    for tree in (old, new):
+        tree.read_source(SCHEDULER)
+        tree.read_source(changed)
+    assert new._kept_sources[SCHEDULER] is old._kept_sources[SCHEDULER]  # the same text, one object
+    assert new._kept_sources[changed] == PACKAGE_FILES[changed] + "\nX = 1\n" != old._kept_sources[changed]
+    assert new._kept_characters == sum(map(len, new._kept_sources.values()))  # both count in its budget
