@@ -68,3 +68,21 @@ def test_per_file_analyses_of_a_large_project_run_on_the_workers_and_give_what_o
     monkeypatch.setattr(index_module, "_sendable", lambda analyse: False)
     assert on_workers == again == index.each_file("imports-probe-3", index_module._imports_row, lambda text: True)
     assert on_workers[0] == ["m0.py", [("m1", ["f1"])], ["json", "os"]]
+
+
+def test_the_files_are_indexed_in_the_same_order_whatever_the_cache_held(tmp_path: Path) -> None:
+    """A file scanned again (its facts not cached) takes its place in path order, not the end:
+    the order of the project's classes decides which subclass a finding names (SGC314), and a
+    run must not depend on the cache (an audit saw an added subclass's file named first cold
+    and last warm)."""
+    project = tmp_path / "project"
+    (project / "app").mkdir(parents=True)
+    for name in ("a", "b", "c"):
+        (project / "app" / f"{name}.py").write_text(f"from sglang.srt.managers.scheduler import Scheduler\n\n\nclass {name.upper()}(Scheduler):\n    pass\n")
+    cache = JsonCache(tmp_path / "cache")
+    build_index(project, [project], cache, workers=1)
+    (project / "app" / "a.py").write_text((project / "app" / "a.py").read_text() + "X = 1\n")  # a.py alone scanned again
+    warm = build_index(project, [project], cache, workers=1)
+    cold = build_index(project, [project], JsonCache(None), workers=1)
+    assert warm.parsed == 1 and cold.parsed == 3
+    assert list(warm.files) == list(cold.files) == ["app/a.py", "app/b.py", "app/c.py"]

@@ -477,6 +477,7 @@ def _resolve_alike(now: list[tuple[str, str]], before: list[tuple[str, str]]) ->
 
 def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None) -> None:
     jobs: list[tuple[str, str, str, tuple[str, ...], JsonCache, str]] = []
+    scanned: dict[str, FileFacts] = {}
     for relpath, (module, digest) in sorted(batch.items()):
         key = _facts_key(relpath, module, digest, index.packages)
         try:
@@ -484,7 +485,7 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
         except (KeyError, TypeError, ValueError):
             cached = None  # a stale or damaged entry: parse again
         if cached is not None:
-            index.files[relpath] = cached
+            scanned[relpath] = cached
             continue
         jobs.append((relpath, module, index.texts[relpath], index.packages, cache, key))
     index.parsed += len(jobs)
@@ -494,13 +495,14 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
     # peak. They join the index in path order, as if scanned in it.
     results = iter_jobs(_scan_job, by_size, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project",
                         small=True)  # the run waits for the facts
-    scanned: dict[str, FileFacts] = {}
     for job, (result, analyses) in zip(by_size, results):
         scanned[job[0]] = FileFacts.from_json(result)
         for kind, rows in analyses.items():
             index.on_the_scanned_tree.setdefault(kind, {})[job[0]] = rows
-    for job in jobs:
-        index.files[job[0]] = scanned[job[0]]
+    # Cached or not, in path order: the order of the project's classes decides which of two
+    # subclasses a finding names (SGC314 once per root and member), whatever the cache held.
+    for relpath in sorted(batch):
+        index.files[relpath] = scanned[relpath]
 
 
 def _link(index: ProjectIndex) -> None:
