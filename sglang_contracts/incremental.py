@@ -74,10 +74,9 @@ class Plan:
 
 def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bool] | None = None) -> Plan:
     """The files of `project` to recompute, against the last run with this salt in `store`.
-    `moved(relpath,
-    digest it had)`: whether a changed file changed nothing other files read of it but where its
-    code sits (moved_only; a resident engine knows, having both versions): its importers then
-    keep their findings."""
+    `moved(relpath, digest it had)`: whether a changed file changed nothing other files read of
+    it but where its code sits (moved_only; a resident engine knows, having both versions): its
+    importers then keep their findings."""
     # The project's top-level packages tell its imports from third-party ones, in every file's facts.
     key = hashlib.sha256(f"{salt}\0{project.packages}".encode("utf-8", "surrogateescape")).hexdigest()
     saved = store.get(key)
@@ -139,10 +138,17 @@ def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tup
             return False
         entry = table.get(relpath)
         analysis = now.analyses[table_key]
-        try:  # each table's rows of the file as it was and as it is: kept, found by the scan, or read from its text
-            rows = [entry[1] if isinstance(entry, list) and entry[0] == digest
-                    else _rows(analysis, relpath, text, scanned=index.scanned_rows(analysis[0], relpath) if index else None)
-                    for digest, text, index in zip((digest_before, now.digests[relpath]), texts, (None, now))]
+
+        def rows_of(digest: str, text: str, scanned: list | None = None) -> list:
+            """Kept in the table, found by the scan job on the tree it had just made (a second
+            parse of a 160 KB module costs 40 ms of a re-check), or read from the text."""
+            if isinstance(entry, list) and entry[0] == digest:
+                return entry[1]
+            return scanned if scanned is not None else _rows(analysis, relpath, text)
+
+        try:  # each table's rows of the file as it was and as it is
+            rows = [rows_of(digest_before, texts[0]),
+                    rows_of(now.digests[relpath], texts[1], now.scanned_rows(analysis[0], relpath))]
         except Exception:  # each_file reports it, as it always does
             return False
         if _as_json(_lines_moved(rows[0], lines)) != _as_json(rows[1]):
@@ -151,12 +157,7 @@ def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tup
     return True
 
 
-def _rows(analysis: tuple[Callable[[str, str], list], Callable[[str], bool]], relpath: str, text: str,
-          scanned: list | None = None) -> list:
-    """`scanned`: the rows the scan job found on the tree it had just made (a second parse of a
-    160 KB module costs 40 ms of a re-check)."""
-    if scanned is not None:
-        return scanned
+def _rows(analysis: tuple[Callable[[str, str], list], Callable[[str], bool]], relpath: str, text: str) -> list:
     analyse, may_hold = analysis
     return analyse(relpath, text) if may_hold(text) else []
 
@@ -249,10 +250,11 @@ def merged(run: Plan, diagnostics: list[Diagnostic], whole_project: Iterable[str
     if run.full:
         return diagnostics, touched
 
+    whole = set(whole_project)
+
     def ours(path: str, code: str) -> bool:
         return path in run.recomputed or code in whole
 
-    whole = set(whole_project)
     kept = sorted([*(d for d in diagnostics if ours(d.path, d.code)),
                    *(d for d in run.previous if not ours(d.path, d.code))], key=Diagnostic.sort_key)
     files: dict[str, set[str]] = {}

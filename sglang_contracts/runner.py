@@ -362,7 +362,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     if partial_run:
         diagnostics, touched = incremental.merged(partial_run, diagnostics, WHOLE_PROJECT, touched)
         incremental.save(store("incremental"), partial_run, diagnostics, touched)
-    if bump:
+    if bump and partial_run is not None:
         diagnostics = bump_noise_filtered(diagnostics, touched)
     diagnostics = [d for d in diagnostics if reported(d.path)]
     _require_loaded(project, old)

@@ -492,7 +492,7 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
     # The largest first: a round waits for its last file, which is then a small one.
     by_size = sorted(jobs, key=lambda job: -len(job[2]))
     # Each file's facts are decoded as they come: the JSON of every file at once would double the
-    # peak. They join the index in path order, as if scanned in it.
+    # peak.
     results = iter_jobs(_scan_job, by_size, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project",
                         small=True)  # the run waits for the facts
     for job, (result, analyses) in zip(by_size, results):
