@@ -149,6 +149,7 @@ def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
 def _check(args: argparse.Namespace, check=None) -> int:
     """`check`: a run in this process, or with `check` (a resident engine's, daemon.py)."""
     from sglang_contracts.infra import progress
+    from sglang_contracts.infra.allocator import one_malloc_arena
     from sglang_contracts.infra.collector import one_run_process
     from sglang_contracts.reporters import REPORTERS
     from sglang_contracts.reporters.base import statistics_lines
@@ -158,6 +159,7 @@ def _check(args: argparse.Namespace, check=None) -> int:
     paths, options = _options(args)
     if check is None:
         one_run_process()
+        one_malloc_arena()  # before the run starts its threads
     with progress.showing(sys.stderr.isatty() and not args.quiet):
         result = (check or run_check)(paths, options)
     if not args.quiet:

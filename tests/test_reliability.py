@@ -254,3 +254,30 @@ def test_a_bug_in_reading_the_pin_costs_the_default_not_the_run(tmp_path, capsys
     status = main(["check", "--old", str(upstream.parent), "--new", str(upstream.parent), "--no-cache"])
     err = capsys.readouterr().err
     assert status == 0 and "warning: the SGLang pin could not be read" in err and "Traceback" not in err, err
+
+
+# -- memory (issue 11: sglang's own tree as the project, under 600 MB) -------------------------
+
+ARENA_PROBE = ("from sglang_contracts.infra.allocator import one_malloc_arena; "
+               "print(one_malloc_arena())")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator setting")
+def test_one_malloc_arena_is_set_unless_the_user_set_their_own() -> None:
+    env = checkout_env()
+    env.pop("MALLOC_ARENA_MAX", None)
+    taken = subprocess.run([sys.executable, "-c", ARENA_PROBE], capture_output=True, text=True, env=env)
+    assert taken.stdout.strip() == "True", taken.stderr
+    left = subprocess.run([sys.executable, "-c", ARENA_PROBE], capture_output=True, text=True,
+                          env={**env, "MALLOC_ARENA_MAX": "4"})
+    assert left.stdout.strip() == "False", left.stderr
+
+
+def test_a_run_of_the_command_line_asks_for_one_arena(monkeypatch, project, releases) -> None:
+    from sglang_contracts.infra import allocator
+
+    asked = []
+    monkeypatch.setattr(allocator, "one_malloc_arena", lambda: asked.append(True) or True)
+    old, new = releases
+    main(["check", str(project), "--old", str(old), "--new", str(new), "--no-cache", "--quiet"])
+    assert asked == [True]

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Callable
 
 from sglang_contracts.incremental import moved_only
+from sglang_contracts.infra.allocator import one_malloc_arena
 from sglang_contracts.infra.cache import JsonCache, remember_records
 from sglang_contracts.infra.collector import resident_process
 from sglang_contracts.infra.files import unsaved_buffer, unsaved_buffer_items
@@ -67,6 +68,7 @@ class ResidentEngine(Fresh):
         self.collect_between = collect_between  # the caller calls `collect` after each run's answer
         remember_records()
         resident_process()
+        one_malloc_arena()  # a resident process allocates on several threads, run after run
         self._lock = threading.Lock()  # one run at a time: the kept state changes during a run
         self._releases: dict[tuple, Release] = {}
         self._models: dict[tuple, tuple[UpstreamModel, UpstreamModel]] = {}
