@@ -124,6 +124,12 @@ class Fresh:
         """Where the checks keep what they derive from the two releases alone (CheckContext.of_releases)."""
         return {}
 
+    def placeless_memo(self, old: UpstreamModel, new: UpstreamModel) -> dict[str, Any]:
+        """Where the checks keep what they derive from the releases and the whole project's
+        facts without positions (CheckContext.of_placeless_project), asked once the run's plan
+        is made."""
+        return {}
+
     def kept(self, result: CheckResult) -> None:
         """Called with each computed result: what may be kept for the next run."""
 
@@ -314,7 +320,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         if salt and not options.report_unused_noqa else None
     context = CheckContext(project=released, old=old, new=new,
                            report_unresolved=options.report_unresolved, settings=options.settings,
-                           releases_memo=keep.releases_memo(old, new))
+                           releases_memo=keep.releases_memo(old, new),
+                           placeless_memo=keep.placeless_memo(old, new))  # after the plan: see ResidentEngine
     catalog = load_catalog()
     active = partial(code_active, select=options.select, ignore=options.ignore,
                      per_file_ignores=options.per_file_ignores)
@@ -334,7 +341,9 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
             # The rules that read only the recomputed files' own facts (and every file's
             # outline) on those; the others over the whole project (incremental.py).
             in_full = partial_run.recomputed | project_view(context).ancestor_files(partial_run.recomputed)
-            local = dataclasses.replace(context, project=incremental.checked_project(released, in_full), memo={})
+            # The local rules see other files' outlines only: none of the whole project's analyses.
+            local = dataclasses.replace(context, project=incremental.checked_project(released, in_full), memo={},
+                                        placeless_memo={})
             found = set(run_checks(local, [code for code in codes if code not in WHOLE_PROJECT], problems))
             found.update(run_checks(context, [code for code in codes if code in WHOLE_PROJECT], problems))
             local.memo.clear()

@@ -7,6 +7,7 @@ models and yields diagnostics for contracts that held on the old release and fai
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
@@ -35,6 +36,10 @@ class CheckContext:
     # Analyses of the two releases alone, kept by a resident process for as long as it keeps
     # both models (resident/engine.py; a fresh run starts with an empty one).
     releases_memo: dict[str, Any] = field(default_factory=dict)
+    # Analyses of the whole project's facts that no position enters, and of the releases: kept
+    # by a resident process while every file it re-read changed only where its code sits
+    # (incremental.moved_only), with the same models (a fresh run starts with an empty one).
+    placeless_memo: dict[str, Any] = field(default_factory=dict)
 
     def shared(self, key: str, compute: Callable[["CheckContext"], Any]) -> Any:
         if key not in self.memo:
@@ -47,6 +52,15 @@ class CheckContext:
         if key not in self.releases_memo:
             self.releases_memo[key] = compute(self)
         return self.releases_memo[key]
+
+    def of_placeless_project(self, key: str, compute: Callable[["CheckContext"], Any]) -> Any:
+        """`shared` for what `compute` derives from the releases and every project file's facts
+        but their positions (no position, line or column may be in what it returns, nor decide
+        it), under this run's settings: kept from run to run while those are the same."""
+        key = f"{key}\0{json.dumps([self.settings, self.report_unresolved], sort_keys=True, default=repr)}"
+        if key not in self.placeless_memo:
+            self.placeless_memo[key] = compute(self)
+        return self.placeless_memo[key]
 
     @property
     def old_version(self) -> str:

@@ -124,7 +124,10 @@ def _reach(ctx: CheckContext, resolver: Resolver) -> Reach:
 
 
 def reach(ctx: CheckContext, resolver: Resolver) -> Reach:
-    return ctx.shared(f"upstream-reach-{id(resolver.model)}", lambda context: _reach(context, resolver))
+    """`_reach` for one release. No position enters it (a path is scopes and qualnames): a
+    resident process keeps it from run to run while edits only move the project's code."""
+    release = "old" if resolver.model is ctx.old else "new"
+    return ctx.of_placeless_project(f"upstream-reach-{release}", lambda context: _reach(context, resolver))
 
 
 def passes(call: list, params: list, name: str) -> bool:

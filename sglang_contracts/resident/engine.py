@@ -18,6 +18,11 @@ Kept, each under a key of everything that would change it:
   which an edit that cannot change which files are scanned nor what a name resolves to updates
   by scanning the changed files alone (updated_index), and which tells the plan which edits
   only moved code (incremental.moved_only: their importers keep their findings);
+- what the checks derive from the whole project's facts without positions and the releases
+  (CheckContext.of_placeless_project: the upstream code borrowed code reaches), by the models
+  kept, while every Python file that changed since changed only where its code sits
+  (incremental.moved_only, asked by the plan; a rebuilt index, or a changed file the plan did
+  not ask about or that changed more, starts it afresh);
 - the project's SGLang pin, by the path, size and time of every file the pin readers may read
   (pins.pin_may_read) and the unsaved buffers;
 - decoded cache records (project facts, upstream records), by their file's size and time
@@ -82,6 +87,10 @@ class ResidentEngine(Fresh):
         self._index: tuple[tuple, ProjectIndex] | None = None  # (what it was built for, the last index built)
         self._before: ProjectIndex | None = None  # this run's: the index of the run before, for the same paths
         self._placeless: dict[str, tuple[FileFacts, list]] = {}  # incremental.moved_only's facts without positions
+        # (the models' key, what the checks derived from the project's facts without positions)
+        self._placeless_memo: tuple[tuple, dict] | None = None
+        self._changed: set[str] | None = None  # this run's: the Python files changed since the last run's index
+        self._only_moved: set[str] = set()  # this run's: those of them moved_only said only moved
         self._pin: tuple[tuple[str, str], ProjectPin | None] | None = None  # (key, the pin read under it)
         self.runs = 0  # computed runs (for tests and logs)
         self._owed = False  # the collector is off since the last run began (check)
@@ -174,6 +183,11 @@ class ResidentEngine(Fresh):
         if self._index is not None and self._index[0] == key:
             index = updated_index(self._index[1], root, [root], cache, options.workers, excluder(options),
                                   self.read_python, self._index_memo)
+        # Only an updated index scans the files it had (a rebuilt one may scan others, their
+        # contents unchanged): the files changed since, or None.
+        self._changed = None if index is None else {
+            rel for rel, digest in index.digests.items() if self._index[1].digests[rel] != digest}
+        self._only_moved = set()
         if index is None:
             index = super().index(root, options, store, after_first_round)
         self._before = self._index[1] if self._index is not None and self._index[0] == key else None
@@ -183,7 +197,25 @@ class ResidentEngine(Fresh):
     def moved(self) -> Callable[[str, str], bool] | None:
         if self._before is None or self._index is None:
             return None
-        return partial(moved_only, self._before, self._index[1], self._placeless)
+        compare = partial(moved_only, self._before, self._index[1], self._placeless)
+
+        def moved(relpath: str, digest_before: str | None) -> bool:
+            only_moved = compare(relpath, digest_before)
+            if only_moved:
+                self._only_moved.add(relpath)
+            return only_moved
+
+        return moved
+
+    def placeless_memo(self, old: UpstreamModel, new: UpstreamModel) -> dict:
+        """The last run's while its models are these and every file changed since only moved
+        (see the module's docstring); else a fresh one, kept for the next run."""
+        if self._given is None or self._given[1][0] is not old or self._given[1][1] is not new:
+            return {}
+        kept = self._placeless_memo
+        if kept is None or kept[0] != self._given[0] or self._changed is None or self._changed - self._only_moved:
+            kept = self._placeless_memo = (self._given[0], {})
+        return kept[1]
 
     def index_memo(self) -> IndexMemo:
         return self._index_memo
@@ -223,6 +255,8 @@ class ResidentEngine(Fresh):
             if key[0] in kept and key[1] in kept and not any(model.problems() for model in pair):
                 self._models[key] = pair
         self._releases_memos = {key: memo for key, memo in self._releases_memos.items() if key in self._models}
+        if self._placeless_memo is not None and self._placeless_memo[0] not in self._models:
+            self._placeless_memo = None
 
 
 def _pin_may_read_path(root: Path, path: str) -> bool:
