@@ -135,6 +135,40 @@ def test_a_busy_stale_or_foreign_daemon_refuses_and_the_client_runs_the_check_it
     assert daemon.stopping.is_set()
 
 
+def test_the_answer_is_out_before_the_daemon_collects_the_runs_garbage(project) -> None:
+    """The client reads its answer to the end of the connection: the daemon closes it before
+    collecting (a tenth of a re-check, which the client would otherwise wait for)."""
+    import json
+    import socket
+    import threading
+
+    daemon = _daemon_in_process(project)
+    collecting, released = threading.Event(), threading.Event()
+
+    class Engine:
+        def collect(self) -> None:
+            collecting.set()
+            released.wait(30)
+
+    daemon.engine = Engine()
+    ours, theirs = socket.socketpair()
+    answering = threading.Thread(target=daemon._answer, args=(theirs,))
+    answering.start()
+    try:
+        ours.sendall(json.dumps({"status": True}).encode())
+        ours.shutdown(socket.SHUT_WR)
+        ours.settimeout(5.0)  # a connection held open through the collection times out here
+        data = b""
+        while chunk := ours.recv(1 << 16):
+            data += chunk
+        assert json.loads(data)["pid"] == os.getpid()
+        assert collecting.wait(10) and not released.is_set()
+    finally:
+        released.set()
+        answering.join(30)
+        ours.close()
+
+
 def test_the_client_imports_nothing_of_the_checker(project) -> None:
     """A `check` the daemon answers costs a Python start and a round trip: no runner, no rule."""
     code = ("import sys; from sglang_contracts.cli import build_parser; from sglang_contracts.resident import client; "

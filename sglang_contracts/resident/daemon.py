@@ -182,8 +182,8 @@ class Daemon:
                 os.environ["NO_COLOR"] = saved_color
 
     def _answer(self, connection: socket.socket) -> None:
-        with connection:
-            try:
+        try:
+            with connection:  # closed once the answer is sent: the client reads to the end
                 connection.settimeout(10.0)
                 data = b""
                 while chunk := connection.recv(1 << 16):
@@ -192,11 +192,11 @@ class Daemon:
                 connection.settimeout(None)
                 answer = self._handle(request)
                 connection.sendall(json.dumps(answer).encode("utf-8", "surrogateescape"))
-            except (OSError, ValueError):
-                return  # the client left, or sent nothing readable: it runs the check itself
-            finally:
-                if not self.busy.locked():  # the run's garbage, now that its answer is out
-                    self.engine.collect()
+        except (OSError, ValueError):
+            pass  # the client left, or sent nothing readable: it runs the check itself
+        finally:
+            if not self.busy.locked():  # the run's garbage, now that its answer is out
+                self.engine.collect()
 
     def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
         if request.get("status"):
