@@ -351,40 +351,57 @@ def test_an_edit_that_only_moves_code_rechecks_that_file_alone(tmp_path, monkeyp
             assert "demo_omni/serving.py" in recomputed
 
 
-def test_the_reach_of_upstream_code_is_kept_while_edits_only_move_code(tmp_path, monkeypatch) -> None:
-    """SGC302's reach of the upstream code the project runs (contracts/callers.py), which reads
-    every file's calls, is computed again after an edit that changes what it reads, and kept
-    after one that only moves code; each run gives the findings of a fresh full run."""
-    from sglang_contracts.catalog import load_catalog
-    from sglang_contracts.contracts import callers
-    from test_catalog import upstream_tree, write_tree
-
-    example = next(e for e in load_catalog()["SGC302"].examples if e.expect)
-    old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
-    new = upstream_tree(tmp_path / "new", example.new, "0.2.0")
-    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **example.project})
-    computed: list[str] = []
-    real = callers._reach
-    monkeypatch.setattr(callers, "_reach", lambda ctx, resolver: computed.append(resolver.model.release.short)
-                        or real(ctx, resolver))
-    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True)
-    engine = ResidentEngine()
-    scheduler = project / "app" / "scheduler.py"
-    steps = [  # (old, new, where SGC302 is, whether the reach is computed again)
+# The whole-project analyses a resident engine keeps while edits only move code (CheckContext.
+# of_placeless_project): (rule, module, function, edited file, steps). A step is (old, new,
+# the rule's findings, whether the analysis is computed again): an edit that moves code, one
+# that changes what the analysis reads, and back.
+PLACELESS = [
+    ("SGC302", "sglang_contracts.contracts.callers", "_reach", "app/scheduler.py", [
         (None, None, ["app/scheduler.py:4:9"], True),
         ("class OmniScheduler", "# moved down a line\nclass OmniScheduler", ["app/scheduler.py:5:9"], False),
         ("        return self.run_step(batch)\n", "        return None\n", [], True),  # the caller no longer runs
         ("        return None\n", "        return self.run_step(batch)\n", ["app/scheduler.py:5:9"], True),
         ("# moved down a line\n", "", ["app/scheduler.py:4:9"], False),
-    ]
+    ]),
+    ("SGC322", "sglang_contracts.contracts.attributes", "_suspects", "app/runner.py", [
+        (None, None, ["app/prefix.py:3:25", "app/runner.py:4:17"], True),
+        ("def lengths", "# moved down a line\ndef lengths", ["app/prefix.py:3:25", "app/runner.py:5:17"], False),
+        ("from sglang.srt.managers.schedule_batch import Req\n", "", [], True),  # no file imports Req by name
+        ("# moved down a line\n", "from sglang.srt.managers.schedule_batch import Req\n",
+         ["app/prefix.py:3:25", "app/runner.py:4:17"], True),
+    ]),
+]
+
+
+@pytest.mark.parametrize("code, module, function, edited, steps", PLACELESS, ids=[row[0] for row in PLACELESS])
+def test_a_whole_project_analysis_is_kept_while_edits_only_move_code(tmp_path, monkeypatch, code, module, function,
+                                                                     edited, steps) -> None:
+    """The rule's catalog example edited step by step: the analysis, which reads every file,
+    is computed again after an edit that changes what it reads and kept after one that only
+    moves code; each run gives the findings of a fresh full run."""
+    import importlib
+
+    from sglang_contracts.catalog import load_catalog
+    from test_catalog import upstream_tree, write_tree
+
+    example = next(e for e in load_catalog()[code].examples if e.expect)
+    old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
+    new = upstream_tree(tmp_path / "new", example.new, "0.2.0")
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **example.project})
+    computed: list[int] = []
+    owner = importlib.import_module(module)
+    real = getattr(owner, function)
+    monkeypatch.setattr(owner, function, lambda *args: computed.append(1) or real(*args))
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
     for step, (was, now, expected, again) in enumerate(steps):
         if was is not None:
-            edit(scheduler, was, now)
+            edit(project / edited, was, now)
         computed.clear()
         resident = engine.check([project], options)
-        assert computed == (["0.2.0"] if again else []), step  # SGC302 asks for the target release's reach alone
+        assert bool(computed) == again and len(computed) <= 1, step  # once a run at most
         assert findings(resident) == fresh_findings(project, options, tmp_path / f"fresh-{step}"), step
-        assert [f"{d.path}:{d.line}:{d.col}" for d in resident.diagnostics if d.code == "SGC302"] == expected, step
+        assert sorted(f"{d.path}:{d.line}:{d.col}" for d in resident.diagnostics if d.code == code) == expected, step
 
 
 def test_a_server_engine_collects_garbage_between_runs_and_a_plain_one_as_always(tmp_path) -> None:

@@ -209,24 +209,33 @@ def _lost_names(ctx: CheckContext, path: str, origin: str) -> tuple[str | None, 
 
 def _named_losses(ctx: CheckContext) -> Iterator[tuple[LostAttribute, str]]:
     """Reads of `req.attr` on an untyped `req` where `Req` lost `attr`, with the name read from."""
-    project = ctx.project
-    names = names_in_files(project)
-    names_by_file = names.read_from
-    classes = _named_classes(ctx, set().union(*names_by_file.values()) if names_by_file else set())
-    if not classes:
-        return
-    view = project_view(ctx)
-    provided = {name for cls in view.classes.values() for name in cls.fact.provided}
-    claimed = {snake_name(name) for name in names.classes}  # the project's own `ModelRunner`
-    for snake, (path, origin) in sorted(classes.items()):
-        if snake in claimed:
-            continue
-        now, lost = _lost_names(ctx, path, origin)
-        for attr in sorted(lost - provided):
+    names_by_file, suspects = ctx.of_placeless_project("named-losses", _suspects)
+    for snake, origin, now, lost in suspects:
+        for attr in lost:
             found = list(_untyped_named_reads(ctx, names_by_file, snake, attr, origin, now))
             # Asked only of an attribute the project reads so: the search reads the whole release.
             if found and not _set_by_name(ctx.new, snake, attr):
                 yield from found
+
+
+def _suspects(ctx: CheckContext) -> tuple[dict[str, set[str]], list[tuple[str, str, str | None, list[str]]]]:
+    """(the names each file reads from, and (snake name, origin in the old release, in the new,
+    the attributes it lost that no project class provides) of each upstream class the project
+    imports and reads by its instance's name): no position enters them."""
+    names = names_in_files(ctx.project)
+    names_by_file = names.read_from
+    classes = _named_classes(ctx, set().union(*names_by_file.values()) if names_by_file else set())
+    if not classes:
+        return names_by_file, []
+    view = project_view(ctx)
+    provided = {name for cls in view.classes.values() for name in cls.fact.provided}
+    claimed = {snake_name(name) for name in names.classes}  # the project's own `ModelRunner`
+    suspects = []
+    for snake, (path, origin) in sorted(classes.items()):
+        if snake not in claimed:
+            now, lost = _lost_names(ctx, path, origin)
+            suspects.append((snake, origin, now, sorted(lost - provided)))
+    return names_by_file, suspects
 
 
 def _untyped_named_reads(ctx: CheckContext, names_by_file: dict[str, set[str]], snake: str, attr: str,
