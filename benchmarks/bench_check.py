@@ -167,6 +167,7 @@ def daemon_rows(project: Path, cache: Path) -> list:
             edited.write_text(text[:body] + f"        daemon_traced_{edit} = False  # edited by the benchmark\n" + text[body:])
             seconds, _, lines = run_once(project, cache)
             timed.append(seconds)
+        print("edited-daemon edits:", " ".join(f"{t:.2f}" for t in timed), file=sys.stderr)
         rows.append(("edited-daemon", statistics.median(timed), peak(), lines))
         fixed = project / FIXED
         fixed.write_text(fixed.read_text().replace(BROKEN_IMPORT, FIXED_IMPORT))
@@ -272,6 +273,7 @@ def lsp_recheck(project: Path, cache: Path) -> tuple[float, float, list[str]]:
                 [types.TextDocumentContentChangeWholeDocument(
                     text=text[:at] + "        traced = True\n" * (edit + 1) + text[at:])]))
             timed.append(await until(lambda: published[uri] != before))  # the findings below the lines moved
+        print("lsp edits:", " ".join(f"{t:.2f}" for t in timed), file=sys.stderr)
         typed = statistics.median(timed)
         # An import fixed: a project-wide fact (the imports) changed, so every file is checked.
         uri, text = documents[FIXED]
