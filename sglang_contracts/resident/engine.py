@@ -19,8 +19,9 @@ Kept, each under a key of everything that would change it:
   by scanning the changed files alone (updated_index), and which tells the plan which edits
   only moved code (incremental.moved_only: their importers keep their findings);
 - what the checks derive from the whole project's facts without positions and the releases
-  (CheckContext.of_placeless_project: the upstream code borrowed code reaches), by the models
-  kept, while every Python file that changed since changed only where its code sits
+  (CheckContext.of_placeless_project: SGC302's reach of the upstream code the project runs,
+  SGC322's suspects), by the models kept, while every Python file that changed since changed
+  only where its code sits
   (incremental.moved_only, asked by the plan; a rebuilt index, or a changed file the plan did
   not ask about or that changed more, starts it afresh);
 - the project's SGLang pin, by the path, size and time of every file the pin readers may read
