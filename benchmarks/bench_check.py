@@ -153,8 +153,11 @@ def daemon_rows(project: Path, cache: Path) -> list:
     pid = int(daemon("status").split("daemon ")[1].split()[0])
 
     def peak() -> float:
-        status = Path(f"/proc/{pid}/status").read_text()
-        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
+        except (OSError, StopIteration):  # gone, or a zombie: it exits when this tool's code changes
+            sys.exit(f"the daemon {pid} exited during the benchmark (was this tool's code edited meanwhile?)")
 
     rows = []
     try:
