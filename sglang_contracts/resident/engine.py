@@ -21,9 +21,8 @@ Kept, each under a key of everything that would change it:
 - what the checks derive from the whole project's facts without positions and the releases
   (CheckContext.of_placeless_project: SGC302's reach of the upstream code the project runs,
   SGC322's suspects), by the models kept, while every Python file that changed since changed
-  only where its code sits
-  (incremental.moved_only, asked by the plan; a rebuilt index, or a changed file the plan did
-  not ask about or that changed more, starts it afresh);
+  only where its code sits (incremental.moved_only, asked by the plan; a rebuilt index, or a
+  changed file the plan did not ask about or that changed more, starts it afresh);
 - the project's SGLang pin, by the path, size and time of every file the pin readers may read
   (pins.pin_may_read) and the unsaved buffers;
 - decoded cache records (project facts, upstream records), by their file's size and time
