@@ -343,7 +343,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
             in_full = partial_run.recomputed | project_view(context).ancestor_files(partial_run.recomputed)
             # The local rules see other files' outlines only: none of the whole project's analyses.
             local = dataclasses.replace(context, project=incremental.checked_project(released, in_full), memo={},
-                                        placeless_memo={})
+                                        placeless_memo={}, checked=frozenset(partial_run.recomputed))
             found = set(run_checks(local, [code for code in codes if code not in WHOLE_PROJECT], problems))
             found.update(run_checks(context, [code for code in codes if code in WHOLE_PROJECT], problems))
             local.memo.clear()

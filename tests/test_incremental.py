@@ -287,8 +287,10 @@ def _locality_violations(context, codes) -> list[tuple[str, str, str]]:
 
     project = context.project
 
-    def checked(index) -> set:
-        return set(run_checks(dataclasses.replace(context, project=index, memo={}), codes, []))
+    def checked(index, only: set[str] | None = None) -> set:
+        """As run_checks finds them on `index`; `only`: the files a partial run keeps findings of."""
+        only = frozenset(only) if only is not None else None
+        return set(run_checks(dataclasses.replace(context, project=index, memo={}, checked=only), codes, []))
 
     full = checked(project)
     modules = {module_name_for(rel): rel for rel in project.files}
@@ -312,7 +314,7 @@ def _locality_violations(context, codes) -> list[tuple[str, str, str]]:
                   if d.path not in closure and d.code not in WHOLE_PROJECT]
         in_full = closure | project_view(context).ancestor_files(closure)  # as runner._computed has it
         partial = incremental.checked_project(project, in_full)
-        found += [(d.code, reduced, f"{d.path}:{d.line}: {d.message}") for d in checked(partial) ^ full
+        found += [(d.code, reduced, f"{d.path}:{d.line}: {d.message}") for d in checked(partial, closure) ^ full
                   if d.path in closure and d.code not in WHOLE_PROJECT]
     return found
 

@@ -40,6 +40,17 @@ class CheckContext:
     # by a resident process while every file it re-read changed only where its code sits
     # (incremental.moved_only), with the same models (a fresh run starts with an empty one).
     placeless_memo: dict[str, Any] = field(default_factory=dict)
+    # The files whose findings this run keeps (None: every file). A run that recomputes a few
+    # files (incremental.py) keeps only theirs: the loops that report in the file they walk
+    # walk these (checked_files), while what is looked up across files sees every file.
+    checked: frozenset[str] | None = None
+
+    def checked_files(self) -> list[FileFacts]:
+        """The facts of the files whose findings this run keeps, in the project's order."""
+        files = self.project.files
+        if self.checked is None:
+            return list(files.values())
+        return [facts for rel, facts in files.items() if rel in self.checked]
 
     def shared(self, key: str, compute: Callable[["CheckContext"], Any]) -> Any:
         if key not in self.memo:

@@ -61,6 +61,8 @@ def _borrowers(ctx: CheckContext) -> list[Borrower]:
     old, new = resolvers(ctx)
     borrowers = []
     for cls in view.classes.values():
+        if not cls.facts.calls and not cls.facts.reads:
+            continue  # no root can be found (a file a partial run reduced to its outline)
         through_getattr = bool(view.borrow_sources(cls))
         implicit = through_getattr or _skips_base_init(view, old, cls)
         roots = []

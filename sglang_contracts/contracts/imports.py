@@ -35,7 +35,7 @@ def _closest(candidates: list[str], reference: str) -> str | None:
 
 def _analyse_imports(ctx: CheckContext) -> list[ImportOutcome]:
     outcomes: list[ImportOutcome] = []
-    for facts in ctx.project.files.values():
+    for facts in ctx.checked_files():
         for fact in facts.imports:
             if not is_upstream(fact.module):
                 continue

@@ -37,17 +37,23 @@ def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__") and name != "__init__"
 
 
+def checked_classes(ctx: CheckContext) -> list[ProjectClass]:
+    """The project classes of the files whose findings this run keeps (CheckContext.checked)."""
+    classes = project_view(ctx).classes.values()
+    return list(classes) if ctx.checked is None else [cls for cls in classes if cls.facts.path in ctx.checked]
+
+
 def derived_classes(ctx: CheckContext) -> list[ProjectClass]:
-    """Project classes with an upstream base in the old release (directly or through the project)."""
+    """Checked project classes with an upstream base in the old release (directly or through the project)."""
     old, _ = resolvers(ctx)
-    return [cls for cls in project_view(ctx).classes.values() if old.upstream_bases(cls)]
+    return [cls for cls in checked_classes(ctx) if old.upstream_bases(cls)]
 
 
 def _overriding_classes(ctx: CheckContext) -> list[ProjectClass]:
-    """Derived classes, and classes that borrow an upstream class's methods through `__getattr__`."""
+    """Checked derived classes, and those that borrow an upstream class's methods through `__getattr__`."""
     view = project_view(ctx)
     old, _ = resolvers(ctx)
-    return [cls for cls in view.classes.values() if old.upstream_bases(cls) or view.borrow_sources(cls)]
+    return [cls for cls in checked_classes(ctx) if old.upstream_bases(cls) or view.borrow_sources(cls)]
 
 
 def _overrides(ctx: CheckContext) -> list[Override]:
@@ -303,7 +309,7 @@ def new_abstract_method(ctx: CheckContext) -> Iterator[Diagnostic]:
 @contract("SGC305")
 def base_class_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
-    for cls in view.classes.values():
+    for cls in checked_classes(ctx):
         for written in cls.fact.bases:
             dotted = view.dotted(cls.facts, written)
             if not dotted or view.project_class(dotted) is not None or ctx.old.resolve_class(dotted) is None:
