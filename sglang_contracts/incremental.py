@@ -59,24 +59,31 @@ class Plan:
     """Which files a run recomputes (`recomputed`; None: all) and what it records for the next."""
 
     key: str
-    # relpath -> [content digest, project modules it imports, outline digest, whether it is indexed]
+    # relpath -> [content digest, project modules it imports, digest of its outline but its
+    # imports, whether it is indexed, digest of its imports]
     files: dict[str, list[Any]]
     previous: list[Diagnostic] = field(default_factory=list)
     recomputed: set[str] | None = None
     # The last run's files with findings of the bump, by code (runner.bump_touched), before
     # any was suppressed: what decides a kept file's SGC801/SGC803
     previous_touched: dict[str, set[str]] = field(default_factory=dict)
+    # Some file's imports changed (and nothing else of any outline): the rules that read the
+    # imports of files they do not import (contracts/base.py IMPORTS_ANYWHERE) are checked whole
+    imports_edited: bool = False
 
     @property
     def full(self) -> bool:
         return self.recomputed is None
 
 
-def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bool] | None = None) -> Plan:
+def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bool] | None = None,
+         import_outlines: dict[str, Callable[[FileFacts], Any]] | None = None) -> Plan:
     """The files of `project` to recompute, against the last run with this salt in `store`.
     `moved(relpath, digest it had)`: whether a changed file changed nothing other files read of
     it but where its code sits (moved_only; a resident engine knows, having both versions): its
-    importers then keep their findings."""
+    importers then keep their findings. `import_outlines`: what the rules read of each file's
+    imports for the whole project (contracts/base.py IMPORT_OUTLINES), part of its outline."""
+    import_outlines = import_outlines or {}
     # The project's top-level packages tell its imports from third-party ones, in every file's facts.
     key = hashlib.sha256(f"{salt}\0{project.packages}".encode("utf-8", "surrogateescape")).hexdigest()
     saved = store.get(key)
@@ -91,24 +98,26 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
         entry = before.get(relpath)
         indexed = relpath in project.files
         # Same content and still indexed (or still not: that depends on other files): same facts.
-        if isinstance(entry, list) and len(entry) == 4 and entry[0] == digest and entry[3] == indexed:
+        if isinstance(entry, list) and len(entry) == 5 and entry[0] == digest and entry[3] == indexed:
             files[relpath] = entry
         else:
-            files[relpath] = [digest, imported_project_modules(project, relpath), outline_digest(project, relpath), indexed]
-    absent = [None, None, None, None]
-    if previous is None or any((before.get(rel) or absent)[2:] != (files.get(rel) or absent)[2:]
+            files[relpath] = [digest, imported_project_modules(project, relpath),
+                              outline_digest(project, relpath, import_outlines), indexed, imports_digest(project, relpath)]
+    absent = [None, None, None, None, None]
+    if previous is None or any((before.get(rel) or absent)[2:4] != (files.get(rel) or absent)[2:4]
                                for rel in before.keys() | files.keys()):
         return Plan(key, files)  # a project-wide fact changed: every file is recomputed
+    imports_edited = any(entry[4] != files[rel][4] for rel, entry in before.items())
     changed = {rel for rel in files.keys() | before.keys() if (before.get(rel) or [None])[0] != files.get(rel, [None])[0]}
     modules = {module_name_for(rel): rel for rel in files.keys() | before.keys()}
     importers: dict[str, set[str]] = {}
     for table in (before, files):  # the old edges too: the dependants of a file now removed
-        for rel, (_, imported, _, _) in table.items():
+        for rel, (_, imported, *_) in table.items():
             for module in imported:
                 if module in modules:
                     importers.setdefault(modules[module], set()).add(rel)
     read_elsewhere = {rel for rel in changed if moved is None or not moved(rel, (before.get(rel) or [None])[0])}
-    return Plan(key, files, previous, _closure(read_elsewhere, importers) | changed, previous_touched)
+    return Plan(key, files, previous, _closure(read_elsewhere, importers) | changed, previous_touched, imports_edited)
 
 
 def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tuple[FileFacts, list]], relpath: str,
@@ -273,10 +282,22 @@ def save(store, run: Plan, diagnostics: list[Diagnostic], touched: dict[str, set
                         "touched": {path: sorted(codes) for path, codes in sorted(touched.items())}})
 
 
-def outline_digest(project: ProjectIndex, relpath: str) -> str:
+def imports_digest(project: ProjectIndex, relpath: str) -> str | None:
+    """A file's imports, positions left out: read by its importers (what it re-exports) and by
+    the rules in IMPORTS_ANYWHERE, which an edit of them alone leaves to be checked again."""
+    facts = project.files.get(relpath)
+    if facts is None:
+        return None
+    imports = [json_without(fact, FACT_LISTS["imports"], Position) for fact in facts.imports]
+    return hashlib.sha256(json.dumps(imports, default=str).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def outline_digest(project: ProjectIndex, relpath: str,
+                   import_outlines: dict[str, Callable[[FileFacts], Any]] | None = None) -> str:
     """What of a file every check may read for the whole project, positions left out (moving
-    code does not change it): its outline facts, if it holds contracts, and what is read of any
-    file's text for other files."""
+    code does not change it): its outline facts but its imports (imports_digest), if it holds
+    contracts, what the rules read of its imports for the whole project (`import_outlines`),
+    and what is read of any file's text for other files."""
     facts = project.files.get(relpath)
     text = project.texts.get(relpath, "")
     # Read from any file's text: the classes it defines (the project's own `Req` claims the name
@@ -286,5 +307,6 @@ def outline_digest(project: ProjectIndex, relpath: str) -> str:
                text if relpath == "setup.py" else None]
     if facts is not None:
         outline += [[json_without(fact, FACT_LISTS[name], Position) for fact in getattr(facts, name)]
-                    for name in OUTLINE_FACTS]
+                    for name in OUTLINE_FACTS if name != "imports"]
+        outline += [[name, read(facts)] for name, read in sorted((import_outlines or {}).items())]
     return hashlib.sha256(json.dumps(outline, default=str).encode("utf-8", "surrogateescape")).hexdigest()

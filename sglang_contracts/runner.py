@@ -275,7 +275,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
     from sglang_contracts import incremental
     from sglang_contracts.catalog import load_catalog
-    from sglang_contracts.contracts.base import CHECKS, WHOLE_PROJECT, CheckContext, run_checks, run_checks_in_two
+    from sglang_contracts.contracts.base import (CHECKS, IMPORT_OUTLINES, IMPORTS_ANYWHERE, WHOLE_PROJECT, CheckContext,
+                                                 run_checks, run_checks_in_two)
     from sglang_contracts.contracts.resolve import project_view
     from sglang_contracts.project.releasefacts import for_release
     from sglang_contracts.infra.parallel import default_workers, running_pool
@@ -316,8 +317,10 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
             if listed is not None else None)
     # An unused `# noqa` in one file may follow from a finding anywhere: every file is checked.
-    partial_run = incremental.plan(store("incremental"), salt, released, moved=keep.moved()) \
-        if salt and not options.report_unused_noqa else None
+    partial_run = incremental.plan(store("incremental"), salt, released, moved=keep.moved(),
+                                   import_outlines=IMPORT_OUTLINES) if salt and not options.report_unused_noqa else None
+    # The rules checked over every file in full when a run recomputes a few (incremental.py).
+    whole = WHOLE_PROJECT | IMPORTS_ANYWHERE if partial_run is not None and partial_run.imports_edited else WHOLE_PROJECT
     context = CheckContext(project=released, old=old, new=new,
                            report_unresolved=options.report_unresolved, settings=options.settings,
                            releases_memo=keep.releases_memo(old, new),
@@ -344,8 +347,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
             # The local rules see other files' outlines only: none of the whole project's analyses.
             local = dataclasses.replace(context, project=incremental.checked_project(released, in_full), memo={},
                                         placeless_memo={}, checked=frozenset(partial_run.recomputed))
-            found = set(run_checks(local, [code for code in codes if code not in WHOLE_PROJECT], problems))
-            found.update(run_checks(context, [code for code in codes if code in WHOLE_PROJECT], problems))
+            found = set(run_checks(local, [code for code in codes if code not in whole], problems))
+            found.update(run_checks(context, [code for code in codes if code in whole], problems))
             local.memo.clear()
         elif keep.checks_in_two:
             found = run_checks_in_two(context, codes, problems)
@@ -369,7 +372,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         diagnostics += [d for d in noqa.unused(active, recorded) if active(UNUSED_NOQA, d.path) and not noqa.suppresses(d)]
     diagnostics = [enrich(override_severity(d, options.severity), text, old, new) for d in diagnostics]
     if partial_run:
-        diagnostics, touched = incremental.merged(partial_run, diagnostics, WHOLE_PROJECT, touched)
+        diagnostics, touched = incremental.merged(partial_run, diagnostics, whole, touched)
         incremental.save(store("incremental"), partial_run, diagnostics, touched)
     if bump and partial_run is not None:
         diagnostics = bump_noise_filtered(diagnostics, touched)

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import NEW, OLD, PROJECT
 from downloads import download_sdist
-from sglang_contracts import incremental
+from sglang_contracts import incremental, runner
 from sglang_contracts.catalog import load_catalog
 from sglang_contracts.runner import CheckOptions, run_check
 
@@ -101,6 +101,32 @@ def test_a_project_wide_fact_that_changes_recomputes_everything(fixture_project,
     # The scheduler now sets an attribute borrowed code reads: a class's provided names change.
     edit(project / "demo_omni" / "omni_scheduler.py", "        self.max_running_requests = 4\n",
          "        self.max_running_requests = 4\n        self.mm_receiver = None\n")
+    same_as_a_full_run(project, options)
+    assert plans[-1].full
+
+
+
+def test_an_edit_of_imports_alone_rechecks_the_file_its_importers_and_the_rules_reading_imports_anywhere(
+        fixture_project, plans) -> None:
+    from sglang_contracts.contracts.base import IMPORTS_ANYWHERE
+
+    project, options = fixture_project
+    run_check([project], options)
+    # The broken import fixed to where the name lives now: only the imports' digest changes.
+    edit(project / "demo_omni" / "layers.py", "from sglang.srt.layers.layernorm import RMSNorm\n",
+         "from sglang.srt.layers.layernorm import RMSNorm\nfrom sglang.srt.layers.linear import RowParallelLinear\n")
+    same_as_a_full_run(project, options)
+    assert not plans[-1].full and plans[-1].imports_edited
+    assert "demo_omni/layers.py" in plans[-1].recomputed and len(plans[-1].recomputed) < 10
+    assert {"SGC404", "SGC601", "SGC705"} <= IMPORTS_ANYWHERE
+
+
+def test_an_edit_that_changes_whether_any_file_imports_server_args_recomputes_everything(
+        fixture_project, plans) -> None:
+    project, options = fixture_project
+    run_check([project], options)
+    # demo_omni/broken.py's import of ServerArgs is one of several: an outline part changes anyway.
+    edit(project / "demo_omni" / "broken.py", "from sglang.srt.server_args import ServerArgs\n", "")
     same_as_a_full_run(project, options)
     assert plans[-1].full
 
@@ -271,8 +297,12 @@ def _checked_context(project: Path, options: CheckOptions, monkeypatch):
 
     with monkeypatch.context() as patched:
         patched.setattr(base, "run_checks", recording)
+        # Every rule in this process: a forked copy's half (run_checks_in_two) is not recorded here.
+        patched.setattr(runner.Fresh, "checks_in_two", False)
         run_check([project], dataclasses.replace(options, replay=False))
-    return seen[0]
+    (context, codes), = seen
+    assert {"SGC101", "SGC201", "SGC705"} <= set(codes)
+    return context, codes
 
 
 def _locality_violations(context, codes) -> list[tuple[str, str, str]]:
@@ -347,6 +377,77 @@ def test_rules_not_checked_whole_read_the_fixture_projects_other_files_only_thro
     context, codes = _checked_context(project, options, monkeypatch)
     assert len(context.project.files) >= 10
     assert _locality_violations(context, codes) == []
+
+
+# -- which rules read other files' imports beyond their importers (contracts/base.py IMPORTS_ANYWHERE) --
+
+def _import_edit_violations(context, codes) -> list[tuple[str, str, str]]:
+    """(rule, file edited, finding) for each finding a partial run after an edit of a file's
+    imports alone would get wrong, for a rule checked on the recomputed files (in neither
+    WHOLE_PROJECT nor IMPORTS_ANYWHERE): one outside the file's importers that changes when the
+    file loses its imports (all of them, or one at a time), or one inside them that a run on
+    those files (the others reduced to their outlines) gives otherwise than a full run."""
+    from sglang_contracts.contracts.base import IMPORTS_ANYWHERE, WHOLE_PROJECT, run_checks
+    from sglang_contracts.contracts.resolve import project_view
+    from sglang_contracts.project.index import _link, module_name_for
+
+    project = context.project
+    whole = WHOLE_PROJECT | IMPORTS_ANYWHERE
+
+    def checked(index, only: set[str] | None = None) -> set:
+        only = frozenset(only) if only is not None else None
+        return {d for d in run_checks(dataclasses.replace(context, project=index, memo={}, checked=only), codes, [])
+                if d.code not in whole}
+
+    full = checked(project)
+    found = []
+    for edited in sorted(project.files):
+        imports = project.files[edited].imports
+        for kept in [[]] + [imports[:at] + imports[at + 1:] for at in range(len(imports))] if imports else []:
+            files = {**project.files, edited: dataclasses.replace(project.files[edited], imports=kept)}
+            variant = dataclasses.replace(project, files=files, exports={})
+            _link(variant)
+            modules = {module_name_for(rel): rel for rel in files}
+            importers: dict[str, set[str]] = {}
+            for index in (project, variant):  # the edges before and after, as incremental.plan has them
+                for rel in index.files:
+                    for module in incremental.imported_project_modules(index, rel):
+                        if module in modules:
+                            importers.setdefault(modules[module], set()).add(rel)
+            closure = incremental._closure({edited}, importers)
+            now = checked(variant)
+            in_full = closure | project_view(dataclasses.replace(context, project=variant, memo={})).ancestor_files(closure)
+            partial = checked(incremental.checked_project(variant, in_full), closure)
+            found += [(d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ full if d.path not in closure]
+            found += [(d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ partial if d.path in closure]
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("example", _multi_file_examples())
+def test_rules_checked_on_the_recomputed_files_read_other_files_imports_only_in_their_importers(
+        example, tmp_path, monkeypatch) -> None:
+    """Every rule's multi-file examples: a rule whose finding rests on imports anywhere in the
+    project (is ServerArgs imported at all, the first import that reaches a package) is in
+    IMPORTS_ANYWHERE, checked whole after an edit of imports, or a partial run would keep its
+    stale findings."""
+    from test_catalog import upstream_tree, write_tree
+
+    old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
+    new = old if example.pin_alone else upstream_tree(tmp_path / "new", example.new, "0.2.0")
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **example.project})
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", workers=1, **example.options)
+    context, codes = _checked_context(project, options, monkeypatch)
+    assert _import_edit_violations(context, codes) == []
+
+
+def test_rules_checked_on_the_recomputed_files_read_the_fixture_projects_imports_only_in_their_importers(
+        tmp_path, monkeypatch) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", workers=1)
+    context, codes = _checked_context(project, options, monkeypatch)
+    assert sum(len(facts.imports) for facts in context.project.files.values()) >= 20
+    assert _import_edit_violations(context, codes) == []
 
 
 def test_an_edit_of_setup_py_recomputes_everything(fixture_project, plans) -> None:

@@ -89,11 +89,33 @@ CHECKS: dict[str, Check] = {}
 # of it. A run that recomputes a few files checks these over every file in full and keeps none
 # of their last findings (incremental.py); the others are checked on the recomputed files.
 WHOLE_PROJECT: set[str] = set()
+# The rules whose finding in one file may rest on the imports of a file it does not import
+# (the first import anywhere that reaches a package, a patch target named by its string, the
+# modules imported anywhere). A run after an edit of imports alone (incremental.plan: every
+# outline but the imports as it was) checks these over every file in full too.
+IMPORTS_ANYWHERE: set[str] = set()
+# What the checks read of every file's imports for the whole project and that seldom changes
+# (does the file import ServerArgs at all): each file's part is in its outline
+# (incremental.outline_digest), so that an edit that changes it recomputes every file.
+IMPORT_OUTLINES: dict[str, Callable[[FileFacts], Any]] = {}
 
 
-def contract(code: str, *, whole_project: bool = False) -> Callable[[Check], Check]:
+def import_outline(name: str) -> Callable[[Callable[[FileFacts], Any]], Callable[[FileFacts], Any]]:
+    """Register what a file's imports give to a project-wide analysis (see IMPORT_OUTLINES):
+    a JSON value of the file's import facts alone, positions left out."""
+
+    def register(function: Callable[[FileFacts], Any]) -> Callable[[FileFacts], Any]:
+        if name in IMPORT_OUTLINES:
+            raise ValueError(f"two import outlines named {name}")
+        IMPORT_OUTLINES[name] = function
+        return function
+
+    return register
+
+
+def contract(code: str, *, whole_project: bool = False, imports_anywhere: bool = False) -> Callable[[Check], Check]:
     """Register the check for one rule code (its documentation lives in rules/<code>.toml).
-    `whole_project`: see WHOLE_PROJECT."""
+    `whole_project`, `imports_anywhere`: see WHOLE_PROJECT, IMPORTS_ANYWHERE."""
 
     def register(function: Check) -> Check:
         if code in CHECKS:
@@ -101,6 +123,8 @@ def contract(code: str, *, whole_project: bool = False) -> Callable[[Check], Che
         CHECKS[code] = function
         if whole_project:
             WHOLE_PROJECT.add(code)
+        if imports_anywhere:
+            IMPORTS_ANYWHERE.add(code)
         return function
 
     return register

@@ -49,7 +49,9 @@ def _patch_targets(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str
                     yield facts, position, f"{owner}.{text}", probe.function
 
 
-@contract("SGC601")
+# imports_anywhere: a target names a project module by its string (`patch("app.layers.rmsnorm")`),
+# read through that module's imports, which the patching file need not import.
+@contract("SGC601", imports_anywhere=True)
 def patch_target_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
     gone = [(facts, position, dotted, how) for facts, position, dotted, how in _patch_targets(ctx)
             if resolve_target(ctx.old, dotted).found and resolve_target(ctx.new, dotted).missing]

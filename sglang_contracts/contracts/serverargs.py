@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, contract, import_outline
 from sglang_contracts.contracts.commandline import prefixing_models
 from sglang_contracts.contracts.hints import rename_hint
 from sglang_contracts.contracts.resolve import Resolver, project_view, resolvers
@@ -25,9 +25,14 @@ from sglang_contracts.upstream.serverargs import SERVER_ARGS, FieldSet, server_a
 SKIP_LIST = re.compile(r"skip|exclude|ignore|drop|block|deny", re.I)
 
 
+@import_outline("names-server-args")
+def _imports_server_args(facts: FileFacts) -> bool:
+    """Whether the file imports ServerArgs: the project's server-args rules run only if one does."""
+    return any(fact.name == "ServerArgs" or fact.target == SERVER_ARGS for fact in facts.imports)
+
+
 def _mentions_server_args(ctx: CheckContext) -> bool:
-    return any(fact.name == "ServerArgs" or fact.target == SERVER_ARGS
-               for facts in ctx.project.files.values() for fact in facts.imports)
+    return any(_imports_server_args(facts) for facts in ctx.project.files.values())
 
 
 def field_sets(ctx: CheckContext) -> tuple[FieldSet | None, FieldSet | None]:

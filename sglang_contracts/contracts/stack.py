@@ -309,7 +309,8 @@ def _installed_by_sglang(pins: ReleasePins | None, distribution: str, extras: fr
     return pins is not None and any(pins.matching(distribution, environment, extras) for environment in environments())
 
 
-@contract("SGC705")
+# imports_anywhere: one finding per package, at the first import anywhere that reaches it.
+@contract("SGC705", imports_anywhere=True)
 def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
     """One finding per package, at the first import that now reaches it: the fix (declare it,
     or list it where SGLang's requirements are installed) is one line, wherever it is imported."""
