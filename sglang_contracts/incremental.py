@@ -10,8 +10,11 @@ modification time). A file's outline is what the checks read of it for other fil
 left out (OUTLINE_FACTS: its imports, which make the re-export table; its classes, with their
 bases, members, provided and typed attributes, what a `__getattr__` borrows; its functions'
 signatures; its version conditions and gates), and, for any Python file, scanned or not, the
-classes its text defines (a project class claims its snake name from SGC322). An outline that
-changed, or a key with no record, recomputes every file.
+classes its text defines (a project class claims its snake name from SGC322). Its imports are
+kept apart (imports_digest) from the rest, which holds instead what the checks read of them
+for the whole project and seldom changes (contracts/base.py IMPORT_OUTLINES: does the file
+import ServerArgs). A change to the rest of an outline, or a key with no record, recomputes
+every file; a change to the imports alone, the file and its dependants, as below.
 
 Otherwise the files to recompute are those whose content changed, and their dependants: every
 file that imports one of them, transitively (its subclasses, the importers of a re-export
@@ -28,9 +31,14 @@ files' findings are kept from that run; the rest are the last run's. The rules t
 of other files than their outlines (contracts/base.py WHOLE_PROJECT: a flag a launch script
 sets decides a finding at the wrapper; SGC602 reports at a test double what any file reads of
 its class, by position) are checked on the whole project, every file in full, and replace all
-their last findings. tests/test_incremental.py compares the result with a full run, on the
-fixture project and on real sglang-omni edits, and reduces each file of every multi-file rule
-example to its outline to find a rule that reads more of it and is not in WHOLE_PROJECT.
+their last findings; so, after an edit of imports, are the rules that read the imports of
+files they do not import (IMPORTS_ANYWHERE: the first import anywhere that reaches a package,
+a patch target named by its string). The loops of a partial run that report in the file they
+walk walk only the recomputed files (CheckContext.checked). tests/test_incremental.py compares
+the result with a full run, on the fixture project and on real sglang-omni edits, reduces each
+file of every multi-file rule example to its outline to find a rule that reads more of it and
+is not in WHOLE_PROJECT, and takes each of their imports away to find one that reads them
+beyond the file's importers and is not in IMPORTS_ANYWHERE.
 """
 
 from __future__ import annotations
