@@ -22,13 +22,20 @@ class ReleasePins:
     requires_python: SpecifierSet | None = None  # the Pythons the release installs on, when it says
     # (environment, extras asked) -> closed_extras: asked once per project pin and platform
     _closed: dict = field(default_factory=dict, compare=False, repr=False)
+    # normalized name -> its requirements, in order: asked for every declared requirement and platform
+    _by_name: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def _named(self, key: str) -> list[Requirement]:
+        if not self._by_name and self.requirements:
+            for requirement in self.requirements:
+                self._by_name.setdefault(normalized(requirement.name), []).append(requirement)
+        return self._by_name.get(key, [])
 
     def matching(self, name: str, environment: dict[str, str], extras: frozenset[str] = frozenset()) -> list[Requirement]:
         """The release's requirements on distribution `name` installed on `environment` with
         `extras` requested, and the extras they pull in (`all` -> `srt` -> `runtime_common`)."""
-        key = normalized(name)
         extras = self.closed_extras(environment, extras)
-        return [r for r in self.requirements if normalized(r.name) == key and applies(r.marker, environment, extras)]
+        return [r for r in self._named(normalized(name)) if applies(r.marker, environment, extras)]
 
     def closed_extras(self, environment: dict[str, str], extras: frozenset[str]) -> frozenset[str]:
         """`extras` with every extra that a requested one brings in through the release's own
@@ -48,7 +55,8 @@ class ReleasePins:
             closed |= more
 
     def names(self) -> set[str]:
-        return {normalized(r.name) for r in self.requirements}
+        self._named("")
+        return set(self._by_name)
 
     def exact_pin(self, name: str, extras: frozenset[str] = frozenset()) -> Version | None:
         """The version the release pins `name` to on the first platform that has a pin (None if none)."""
