@@ -23,6 +23,7 @@ from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
+from sglang_contracts.infra.files import unsaved_buffer
 from sglang_contracts.infra.roots import project_root_for
 from sglang_contracts.project.index import IndexMemo, ProjectIndex, build_index, read_python
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
@@ -128,6 +129,12 @@ class Fresh:
         """Where the checks keep what they derive from the releases and the whole project's
         facts without positions (CheckContext.of_placeless_project), asked once the run's plan
         is made."""
+        return {}
+
+    def files_memo(self, salt: str | None, setup_py: str | None) -> dict[str, Any]:
+        """Where the checks keep what they read of the project's files that are not Python and
+        of setup.py (CheckContext.of_stack_files), by the run's inputs but its Python files
+        (`salt`: incremental.py's) and setup.py's digest."""
         return {}
 
     def kept(self, result: CheckResult) -> None:
@@ -324,7 +331,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     context = CheckContext(project=released, old=old, new=new,
                            report_unresolved=options.report_unresolved, settings=options.settings,
                            releases_memo=keep.releases_memo(old, new),
-                           placeless_memo=keep.placeless_memo(old, new))  # after the plan: see ResidentEngine
+                           placeless_memo=keep.placeless_memo(old, new),  # after the plan: see ResidentEngine
+                           files_memo=keep.files_memo(salt, _setup_py_state(root, released)))
     catalog = load_catalog()
     active = partial(code_active, select=options.select, ignore=options.ignore,
                      per_file_ignores=options.per_file_ignores)
@@ -380,6 +388,15 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     _require_loaded(project, old)
     delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
     return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta)
+
+
+def _setup_py_state(root: Path, project: ProjectIndex) -> str | None:
+    """What the stack readers read of setup.py: its digest, or an unsaved buffer's where there
+    is no file (an editor's new setup.py)."""
+    buffer = unsaved_buffer(root / "setup.py")
+    if buffer is not None:
+        return hashlib.sha256(buffer).hexdigest()
+    return project.digests.get("setup.py")
 
 
 class _Once:

@@ -426,3 +426,41 @@ def test_a_server_engine_collects_garbage_between_runs_and_a_plain_one_as_always
         assert gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_what_the_checks_read_of_files_that_are_not_python_is_kept_until_one_changes(tmp_path, monkeypatch) -> None:
+    """The requirements declared (pyproject.toml, requirement files), read once while only
+    Python files change; read again once another file or setup.py changes; a requirement file
+    that cannot be read is reported by every run, the runs that reuse the reading too."""
+    import os
+
+    from sglang_contracts.contracts import stack
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    os.mkfifo(project / "requirements-dev.txt")  # listed, and not a file it can read
+    reads: list[Path] = []
+    real = stack.declared_requirements
+    monkeypatch.setattr(stack, "declared_requirements", lambda root: reads.append(root) or real(root))
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
+
+    def unreadable(result) -> list[str]:
+        return [d.path for d in result.diagnostics if d.code == "SGC000" and d.path == "requirements-dev.txt"]
+
+    first = engine.check([project], options)
+    assert len(reads) == 1 and unreadable(first) == ["requirements-dev.txt"]
+    edit(project / "demo_omni" / "omni_scheduler.py", "        self.max_running_requests = 4\n",
+         "        self.max_running_requests = 4\n        traced = False\n")
+    typed = engine.check([project], options)
+    assert len(reads) == 1, "only a Python file changed: the requirements are not read again"
+    assert unreadable(typed) == ["requirements-dev.txt"]
+    assert findings(typed) == fresh_findings(project, options, tmp_path / "fresh-1")
+    reads.clear()
+    edit(project / "pyproject.toml", '    "numpy",\n', '    "numpy",\n    "xgrammar",\n')
+    declared = engine.check([project], options)
+    assert len(reads) == 1, "pyproject.toml changed: read again"
+    assert findings(declared) == fresh_findings(project, options, tmp_path / "fresh-2")
+    with unsaved_buffers({str((project / "setup.py").resolve()): b"from setuptools import setup\nsetup()\n"}):
+        engine.check([project], options)
+    assert len(reads) == 2, "an unsaved setup.py declares requirements: read again"

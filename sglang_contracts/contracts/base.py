@@ -40,6 +40,10 @@ class CheckContext:
     # by a resident process while every file it re-read changed only where its code sits
     # (incremental.moved_only), with the same models (a fresh run starts with an empty one).
     placeless_memo: dict[str, Any] = field(default_factory=dict)
+    # What the checks read of the project's files that are not Python (requirements, scripts,
+    # Dockerfiles, patches) and of setup.py, with the releases: kept by a resident process while
+    # the run's inputs but its Python files (incremental.py's salt) and setup.py are the same.
+    files_memo: dict[str, Any] = field(default_factory=dict)
     # The files whose findings this run keeps (None: every file). A run that recomputes a few
     # files (incremental.py) keeps only theirs: the loops that report in the file they walk
     # walk these (checked_files), while what is looked up across files sees every file.
@@ -72,6 +76,21 @@ class CheckContext:
         if key not in self.placeless_memo:
             self.placeless_memo[key] = compute(self)
         return self.placeless_memo[key]
+
+    def of_stack_files(self, key: str, compute: Callable[["CheckContext"], Any]) -> Any:
+        """`shared` for what `compute` reads of the project's files that are not Python and of
+        setup.py, and derives from them, the settings and the releases alone (see files_memo).
+        What it could not read (SGC000) is noted again in each run that uses it."""
+        if key not in self.memo:
+            if key not in self.files_memo:
+                with collecting_problems() as noted:
+                    value = compute(self)
+                self.files_memo[key] = (value, list(noted))
+            value, problems = self.files_memo[key]
+            for problem in problems:
+                note(problem)
+            self.memo[key] = value
+        return self.memo[key]
 
     @property
     def old_version(self) -> str:

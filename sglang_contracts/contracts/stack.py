@@ -39,12 +39,12 @@ DISTRIBUTION_OF_IMPORT = {
 
 
 def _declared(ctx: CheckContext) -> list[DeclaredRequirement]:
-    return ctx.shared("declared-requirements", lambda c: declared_requirements(c.project.root))
+    return ctx.of_stack_files("declared-requirements", lambda c: declared_requirements(c.project.root))
 
 
 def _installed(ctx: CheckContext) -> list[DeclaredRequirement]:
     """What the project's shell scripts and Dockerfiles pip install (project/installs.py)."""
-    return ctx.shared("installed-requirements", lambda c: installed_requirements(c.project.root))
+    return ctx.of_stack_files("installed-requirements", lambda c: installed_requirements(c.project.root))
 
 
 def _pins(ctx: CheckContext) -> tuple[ReleasePins | None, ReleasePins | None]:
@@ -157,7 +157,8 @@ OTHER_PLATFORM = re.compile(r"(?i)rocm|mi\d{3}|npu|ascend|xpu|hpu|gaudi|musa|\bc
 def _all_mentions(ctx: CheckContext) -> list[ReleaseMention]:
     """Releases named in the stack files and, as data, in Python build scripts."""
     scripts = ctx.project.each_file("release-mentions", script_mentions, may_name_release, images)
-    return [*release_mentions(ctx.project.root), *(ReleaseMention(*fields) for fields in scripts)]
+    return [*ctx.of_stack_files("stack-release-mentions", lambda c: release_mentions(c.project.root)),
+            *(ReleaseMention(*fields) for fields in scripts)]
 
 
 def _lags_behind(mention: ReleaseMention, named: Version, old: Version) -> bool:
@@ -302,7 +303,7 @@ def _dependency_lists(ctx: CheckContext, pins: ReleasePins | None) -> list[str]:
 
 
 def _declared_below(ctx: CheckContext) -> list[DeclaredRequirement]:
-    return ctx.shared("requirements-below", lambda c: requirements_below(c.project.root))
+    return ctx.of_stack_files("requirements-below", lambda c: requirements_below(c.project.root))
 
 
 def _installed_by_sglang(pins: ReleasePins | None, distribution: str, extras: frozenset[str]) -> bool:
@@ -374,7 +375,7 @@ def _spans(minors: list[int]) -> str:
 
 @contract("SGC708")
 def python_no_longer_supported(ctx: CheckContext) -> Iterator[Diagnostic]:
-    declared = declared_python(ctx.project.root)
+    declared = ctx.of_stack_files("declared-python", lambda c: declared_python(c.project.root))
     old_pins, new_pins = _pins(ctx)
     now = new_pins.requires_python if new_pins is not None else None
     if declared is None or now is None:

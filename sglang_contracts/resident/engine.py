@@ -25,6 +25,11 @@ Kept, each under a key of everything that would change it:
   changed file the plan did not ask about or that changed more, starts it afresh);
 - the project's SGLang pin, by the path, size and time of every file the pin readers may read
   (pins.pin_may_read) and the unsaved buffers;
+- what the checks read of the project's files that are not Python and of setup.py
+  (CheckContext.of_stack_files: the requirements declared and installed, the releases the
+  stack files name, the Pythons declared), by the run's inputs but its Python files (the
+  incremental plan's salt: the options, both releases, every other file by path, size and
+  time) and setup.py's digest;
 - decoded cache records (project facts, upstream records), by their file's size and time
   (infra.cache.remember_records), once read back (what this process wrote is read as any
   record is: a record kept as written would hold tuples where a read gives lists); the catalog and the
@@ -92,6 +97,7 @@ class ResidentEngine(Fresh):
         self._changed: set[str] | None = None  # this run's: the Python files changed since the last run's index
         self._only_moved: set[str] = set()  # this run's: those of them moved_only said only moved
         self._pin: tuple[tuple[str, str], ProjectPin | None] | None = None  # (key, the pin read under it)
+        self._files_memo: tuple[tuple[str, str | None], dict] | None = None  # (key, CheckContext.files_memo)
         self.runs = 0  # computed runs (for tests and logs)
         self._owed = False  # the collector is off since the last run began (check)
 
@@ -216,6 +222,14 @@ class ResidentEngine(Fresh):
         if kept is None or kept[0] != self._given[0] or self._changed is None or self._changed - self._only_moved:
             kept = self._placeless_memo = (self._given[0], {})
         return kept[1]
+
+    def files_memo(self, salt: str | None, setup_py: str | None) -> dict:
+        """The last run's while its inputs but the Python files, and setup.py, are the same."""
+        if salt is None:
+            return {}
+        if self._files_memo is None or self._files_memo[0] != (salt, setup_py):
+            self._files_memo = ((salt, setup_py), {})
+        return self._files_memo[1]
 
     def index_memo(self) -> IndexMemo:
         return self._index_memo
