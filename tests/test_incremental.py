@@ -349,6 +349,25 @@ def _locality_violations(context, codes) -> list[tuple[str, str, str]]:
     return found
 
 
+def _example_context(example, tmp_path: Path, monkeypatch):
+    """The context and rule codes a full run checks a rule example's project with."""
+    from test_catalog import upstream_tree, write_tree
+
+    old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
+    new = old if example.pin_alone else upstream_tree(tmp_path / "new", example.new, "0.2.0")
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **example.project})
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", workers=1, **example.options)
+    return _checked_context(project, options, monkeypatch)
+
+
+def _fixture_context(tmp_path: Path, monkeypatch):
+    """The context and rule codes a full run checks a copy of the fixture project with."""
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", workers=1)
+    return _checked_context(project, options, monkeypatch)
+
+
 def _multi_file_examples():
     return [pytest.param(example, id=f"{code}-{index}") for code, rule in sorted(load_catalog().items())
             for index, example in enumerate(rule.examples) if len(example.project) >= 2]
@@ -359,22 +378,13 @@ def test_rules_not_checked_whole_read_other_files_only_through_their_outlines(ex
     """Every rule's multi-file examples: a rule that reads more of another file than its outline
     is in WHOLE_PROJECT, or a partial run would keep its stale findings (SGC509's once: a flag
     set in a launch script, its finding at the wrapper)."""
-    from test_catalog import upstream_tree, write_tree
-
-    old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
-    new = old if example.pin_alone else upstream_tree(tmp_path / "new", example.new, "0.2.0")
-    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **example.project})
-    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", workers=1, **example.options)
-    context, codes = _checked_context(project, options, monkeypatch)
+    context, codes = _example_context(example, tmp_path, monkeypatch)
     assert _locality_violations(context, codes) == []
 
 
 def test_rules_not_checked_whole_read_the_fixture_projects_other_files_only_through_their_outlines(
         tmp_path, monkeypatch) -> None:
-    project = tmp_path / "project"
-    shutil.copytree(PROJECT, project)
-    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", workers=1)
-    context, codes = _checked_context(project, options, monkeypatch)
+    context, codes = _fixture_context(tmp_path, monkeypatch)
     assert len(context.project.files) >= 10
     assert _locality_violations(context, codes) == []
 
@@ -430,22 +440,13 @@ def test_rules_checked_on_the_recomputed_files_read_other_files_imports_only_in_
     project (is ServerArgs imported at all, the first import that reaches a package) is in
     IMPORTS_ANYWHERE, checked whole after an edit of imports, or a partial run would keep its
     stale findings."""
-    from test_catalog import upstream_tree, write_tree
-
-    old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
-    new = old if example.pin_alone else upstream_tree(tmp_path / "new", example.new, "0.2.0")
-    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **example.project})
-    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", workers=1, **example.options)
-    context, codes = _checked_context(project, options, monkeypatch)
+    context, codes = _example_context(example, tmp_path, monkeypatch)
     assert _import_edit_violations(context, codes) == []
 
 
 def test_rules_checked_on_the_recomputed_files_read_the_fixture_projects_imports_only_in_their_importers(
         tmp_path, monkeypatch) -> None:
-    project = tmp_path / "project"
-    shutil.copytree(PROJECT, project)
-    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", workers=1)
-    context, codes = _checked_context(project, options, monkeypatch)
+    context, codes = _fixture_context(tmp_path, monkeypatch)
     assert sum(len(facts.imports) for facts in context.project.files.values()) >= 20
     assert _import_edit_violations(context, codes) == []
 
