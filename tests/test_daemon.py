@@ -108,6 +108,29 @@ def test_a_usage_error_is_the_same_through_the_daemon(project, daemon) -> None:
     assert checks_answered(project) == 1
 
 
+def test_a_daemon_started_on_unchanged_inputs_computes_its_first_check(project, monkeypatch) -> None:
+    """Its warm-up check replays the last run's findings (nothing changed since); it is then
+    computed, so that the first edit finds the records read and the rules imported."""
+    assert in_own_process(project, "check", *RELEASES).returncode == 1  # the run a replay replays
+    monkeypatch.chdir(project)
+    argv = ["daemon", "serve", *RELEASES]
+    args = build_parser().parse_args(argv)
+    root, identity, key = client.daemon_key(args, project)
+    daemon = Daemon(argv, root, identity, client.socket_path(args, key), 60.0)
+    replayed = []
+    check = daemon.engine.check
+
+    def recording(paths, options):
+        result = check(paths, options)
+        replayed.append(result.replayed_files_with_contracts is not None)
+        return result
+
+    monkeypatch.setattr(daemon.engine, "check", recording)
+    daemon._warm_up()
+    assert replayed == [True, False]
+    assert daemon.engine.runs == 1  # computed runs
+
+
 def _daemon_in_process(project: Path) -> Daemon:
     argv = ["daemon", "serve", *RELEASES]
     args = build_parser().parse_args(argv)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -22,9 +23,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sglang_contracts.resident.client import BUSY, PACKAGE_DIR, STALE, ask, daemon_key, private, socket_path
+
+if TYPE_CHECKING:
+    from sglang_contracts.runner import CheckOptions, CheckResult
 
 IDLE_TIMEOUT = 3600.0
 START_TIMEOUT = 600.0  # the first check of a fresh cache downloads and extracts both releases
@@ -142,11 +146,24 @@ class Daemon:
         return 0
 
     def _warm_up(self) -> None:
-        """The first check, before the socket exists: a `check` meanwhile runs on its own."""
+        """The first check, before the socket exists: a `check` meanwhile runs on its own. One
+        that replayed (no input changed since the last run) is computed again: a replay reads no
+        record and imports no rule, and the first edit paid for both (1.9 s against 0.45 s)."""
         from sglang_contracts.cli import run_command
 
+        runs: list[tuple[list[Path], CheckOptions, CheckResult]] = []
+
+        def check(paths: list[Path], options: CheckOptions) -> CheckResult:
+            result = self.engine.check(paths, options)
+            runs.append((paths, options, result))
+            return result
+
         with self._as_client(False, None):
-            run_command(self._check_args(["check", "--exit-zero", "-q"]), check=self.engine.check)
+            run_command(self._check_args(["check", "--exit-zero", "-q"]), check=check)
+        if runs and runs[-1][2].replayed_files_with_contracts is not None:
+            paths, options, _ = runs[-1]
+            self.engine.collect()
+            self.engine.check(paths, dataclasses.replace(options, replay=False))
         self.engine.collect()
 
     def _check_args(self, argv: list[str]) -> argparse.Namespace:
