@@ -13,7 +13,6 @@ repeated only when the reason changes, never a restart loop.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import os
 import sys
@@ -181,7 +180,7 @@ class ContractsServer(LanguageServer):
         paths, options, buffers = self.last_run
         try:
             with unsaved_buffers(buffers):
-                self.last_result = self.engine().check(paths, dataclasses.replace(options, replay=False))
+                self.last_result = self.engine().computed(paths, options, result)
         except Exception:  # noqa: BLE001 - no quick fix is better than a server that stops answering
             log.exception("check for code actions failed")
             return None

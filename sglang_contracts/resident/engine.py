@@ -44,6 +44,7 @@ real sglang-omni edits. This tool's own code is in no key: a process runs one ve
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import os
@@ -113,6 +114,14 @@ class ResidentEngine(Fresh):
                 gc.disable()
             self._asked, self._read, self._given = set(), set(), None
             return run_check(paths, options, keep=self)
+
+    def computed(self, paths: list[Path], options: CheckOptions, result: CheckResult) -> CheckResult:
+        """`result` of `check(paths, options)`, or, when it was replayed, the same check computed:
+        a replay holds the findings only (no project facts for a fix), reads no record and
+        imports no rule, which the next edit's check would otherwise pay for."""
+        if result.replayed_files_with_contracts is None:
+            return result
+        return self.check(paths, dataclasses.replace(options, replay=False))
 
     def collect(self) -> None:
         """The garbage the last run left, collected (between runs, when no one waits)."""
