@@ -34,3 +34,29 @@ def test_equal_tuples_of_plain_values_are_one_object_across_files_and_facts_roun
     assert a.classes[0].methods[0].params is b.classes[0].methods[0].params  # and across files
     assert a.attributes[0].attrs == b.attributes[0].attrs and a.attributes[0].attrs is b.attributes[0].attrs
     assert a.classes[0].bases is b.classes[0].bases
+
+
+def test_a_record_of_another_shape_is_refused_and_the_index_scans_the_file_again(tmp_path) -> None:
+    """A fact list one field short (or long) does not decode to a fact with a default filled in:
+    the record is refused (ValueError) and the scan reads the file again."""
+    import hashlib
+
+    import pytest
+
+    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.project.index import _facts_key, build_index
+
+    facts = scan_source("m.py", "m", SOURCE, ("m",))
+    for damaged in ("short", "long"):
+        data = json.loads(json.dumps(facts.to_json()))
+        row = data["reads"][0]
+        data["reads"][0] = row[:-1] if damaged == "short" else [*row, 0]
+        with pytest.raises(ValueError):
+            FileFacts.from_json(data)
+
+        (tmp_path / "m.py").write_text(SOURCE)
+        cache = JsonCache(tmp_path / f"cache-{damaged}")
+        digest = hashlib.sha256(SOURCE.encode()).hexdigest()
+        cache.put(_facts_key("m.py", "m", digest, ("m",)), data)
+        index = build_index(tmp_path, [tmp_path], cache, workers=1)
+        assert index.parsed == 1 and index.files["m.py"] == facts

@@ -289,7 +289,7 @@ class FileFacts:
         return cls(
             path=data["path"],
             module=data["module"],
-            **{name: [_decode(kind, raw) for raw in data[name]] for name, kind in FACT_LISTS.items()},
+            **{name: list(map(_decoder(kind), data[name])) for name, kind in FACT_LISTS.items()},
             noqa={int(line): codes for line, codes in data["noqa"].items()},
             parse_error=tuple(error) if error else None,
             problem=Problem.from_json(problem) if problem else None,
@@ -363,48 +363,54 @@ def forget_shared() -> None:
         table.clear()
 
 
-def _sharing(hint: Any, values_of: Callable[[Any], tuple], make: Callable[[tuple], Any]) -> Callable[[Any], Any]:
-    """A decoder giving one object per distinct value: `values_of(raw)` is the value (a tuple),
-    `make(value)` the object built the first time it is met."""
-    table = _shared.setdefault(hint, {})
-
-    def decode(raw: Any) -> Any:
-        values = values_of(raw)
-        found = table.get(values)
-        if found is None:
-            if len(table) >= SHARED_LIMIT:
-                table.clear()
-            found = table[values] = make(values)
-        return found
-
-    return decode
+# Decoders are generated as Python source, one function per dataclass and per tuple type: a
+# field is rebuilt inline (an int as it is, a string interned), not through a call per value,
+# which was most of what decoding a project's facts cost.
+_DECODER = """
+def decode(raw):
+    {unpack}return {value}
+"""
+_SHARED_DECODER = """
+def decode(raw):
+    {unpack}key = {value}
+    found = table.get(key)
+    if found is None:
+        if len(table) >= limit:
+            table.clear()
+        found = table[key] = make(key)
+    return found
+"""
 
 
 @lru_cache(maxsize=None)
 def _decoder(hint: Any) -> Callable[[Any], Any]:
     """A function rebuilding a value of type `hint` from its JSON form (`_encoder`'s output),
-    planned once per type: the facts of a large project hold hundreds of thousands of values."""
+    generated once per type: the facts of a large project hold hundreds of thousands of values.
+    A list of another length than the type's raises ValueError (index._scan then scans again)."""
+    namespace: dict[str, Any] = {"intern": sys.intern}
     if dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
-        plan = [_decoder(hints[f.name]) for f in dataclasses.fields(hint)]
+        names = [f"v{number}" for number in range(len(dataclasses.fields(hint)))]
+        values = ", ".join(_inline(hints[f.name], name, namespace) for f, name in zip(dataclasses.fields(hint), names))
         if hint in SHARED:
-            return _sharing(hint, lambda raw: tuple([decode(value) for decode, value in zip(plan, raw)]),
-                            lambda values: hint(*values))
-        if all(decode is _identity for decode in plan):
-            return lambda raw: hint(*raw)
-        return lambda raw: hint(*[decode(value) for decode, value in zip(plan, raw)])
+            return _generated(_SHARED_DECODER, names, f"({values},)", namespace, lambda key: hint(*key), hint)
+        return _generated(_DECODER, names, f"make({values})", namespace, hint)
     origin = typing.get_origin(hint)
     if origin is tuple:
         arguments = typing.get_args(hint)
         if len(arguments) == 2 and arguments[1] is Ellipsis:
-            item = _decoder(arguments[0])
-            build = tuple if item is _identity else (lambda raw: tuple(map(item, raw)))
+            item = _inline(arguments[0], "item", namespace)
+            names = []  # any length: the list is read whole
+            value = ("tuple(raw)" if item == "item" else "tuple(map(intern, raw))" if item == "intern(item)"
+                     else f"tuple([{item} for item in raw])")
         else:
-            items = [_decoder(argument) for argument in arguments]
-            build = lambda raw: tuple(decode(value) for decode, value in zip(items, raw))  # noqa: E731
+            names = [f"v{number}" for number in range(len(arguments))]
+            value = f"({', '.join(_inline(a, name, namespace) for a, name in zip(arguments, names))},)"
         # Tuples of plain values recur too (142,000 attribute chains of 5,900 distinct names, 131,000
         # parameter lists of 23,000 in sglang's tree: 20 MB of its 125 MB of facts).
-        return _sharing(hint, build, _identity) if _plain(hint) else build
+        if _plain(hint):
+            return _generated(_SHARED_DECODER, names, value, namespace, _identity, hint)
+        return _generated(_DECODER, names, value, namespace, _identity)
     if origin in (typing.Union, types.UnionType):
         option = _decoder(next(a for a in typing.get_args(hint) if a is not type(None)))
         return lambda raw: None if raw is None else option(raw)
@@ -415,12 +421,35 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
     return _identity
 
 
+def _inline(hint: Any, name: str, namespace: dict[str, Any]) -> str:
+    """An expression rebuilding the value the variable `name` holds, of type `hint`; the
+    decoders it calls are put in `namespace`."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        option = _inline(next(a for a in typing.get_args(hint) if a is not type(None)), name, namespace)
+        return name if option == name else f"(None if {name} is None else {option})"
+    if hint is str:
+        return f"intern({name})"
+    if dataclasses.is_dataclass(hint) or origin is tuple:
+        helper = f"decode_{len(namespace)}"
+        namespace[helper] = _decoder(hint)
+        return f"{helper}({name})"
+    return name
+
+
+def _generated(template: str, names: list[str], value: str, namespace: dict[str, Any],
+               make: Callable[[Any], Any], shared: Any = None) -> Callable[[Any], Any]:
+    """The decoder made from `template` (_DECODER, or _SHARED_DECODER with the type whose values
+    are `shared`: one object per distinct value, built by `make`)."""
+    unpack = f"{', '.join(names)}, = raw\n    " if names else ""
+    namespace.update(make=make, table=_shared.setdefault(shared, {}) if shared is not None else None,
+                     limit=SHARED_LIMIT)
+    exec(template.format(unpack=unpack, value=value), namespace)  # noqa: S102 - source made from our own type hints
+    return namespace["decode"]
+
+
 def _plain(hint: Any) -> bool:
     """A type of strings, numbers and flags only, in tuples: cheap to hash, equal values interchangeable."""
     if typing.get_origin(hint) is tuple:
         return all(argument is Ellipsis or _plain(argument) for argument in typing.get_args(hint))
     return hint in (str, int, bool)
-
-
-def _decode(kind: type, raw: dict[str, Any]) -> Any:
-    return _decoder(kind)(raw)
