@@ -85,7 +85,7 @@ class Plan:
 
 
 def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bool] | None = None,
-         import_outlines: dict[str, Callable[[FileFacts], Any]] | None = None) -> Plan:
+         import_outlines: dict[str, Callable[[FileFacts], Any]] | None = None, every_file: bool = False) -> Plan:
     """The files of `project` to recompute, against the last run with this salt in `store`.
     `moved(relpath, digest it had)`: whether a changed file changed nothing other files read of
     it but where its code sits (moved_only; a resident engine knows, having both versions): its
@@ -112,7 +112,7 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
             files[relpath] = [digest, imported_project_modules(project, relpath),
                               outline_digest(project, relpath, import_outlines), indexed, imports_digest(project, relpath)]
     absent = [None, None, None, None, None]
-    if previous is None or any((before.get(rel) or absent)[2:4] != (files.get(rel) or absent)[2:4]
+    if every_file or previous is None or any((before.get(rel) or absent)[2:4] != (files.get(rel) or absent)[2:4]
                                for rel in before.keys() | files.keys()):
         return Plan(key, files)  # a project-wide fact changed: every file is recomputed
     imports_edited = any(entry[4] != files[rel][4] for rel, entry in before.items())

@@ -38,7 +38,7 @@ def _version(distribution: str) -> str:
     except importlib.metadata.PackageNotFoundError:
         return f"{distribution} (unknown)"
 # Options that change how a run works, not what it finds; the baseline is applied after a replay.
-NOT_INPUTS = {"cache_dir", "use_cache", "replay", "workers", "baseline"}
+NOT_INPUTS = {"cache_dir", "use_cache", "replay", "recompute", "workers", "baseline"}
 
 
 @lru_cache(maxsize=1)

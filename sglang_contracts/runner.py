@@ -55,6 +55,10 @@ class CheckOptions:
     # of the files an edit cannot change (incremental.py). A replayed result holds no project
     # facts, so only callers that need nothing but the findings (the CLI, the LSP) opt in.
     replay: bool = False
+    # With `replay`: every finding computed again all the same (nothing replayed, no file's
+    # reused), and recorded for the next run as a replayable run records them: a resident
+    # process's warm-up (ResidentEngine.computed), after which an edit reuses what it recorded.
+    recompute: bool = False
     workers: int | None = None
     exclude: list[str] = field(default_factory=list)  # globs of project paths not to read
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)  # glob -> code prefixes
@@ -187,7 +191,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
 
     runs = store("runs")
     key = replay.run_key(root, paths, options, old_spec, listed) if listed is not None else None
-    saved = replay.replay_of(runs.get(key)) if key else None
+    saved = replay.replay_of(runs.get(key)) if key and not options.recompute else None
     if saved is not None:
         result = _replayed(saved, root, old_spec, options, download_cache, store, pin)
     else:
@@ -325,7 +329,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
             if listed is not None else None)
     # An unused `# noqa` in one file may follow from a finding anywhere: every file is checked.
     partial_run = incremental.plan(store("incremental"), salt, released, moved=keep.moved(),
-                                   import_outlines=IMPORT_OUTLINES) if salt and not options.report_unused_noqa else None
+                                   import_outlines=IMPORT_OUTLINES, every_file=options.recompute) \
+        if salt and not options.report_unused_noqa else None
     # The rules checked over every file in full when a run recomputes a few (incremental.py).
     whole = WHOLE_PROJECT | IMPORTS_ANYWHERE if partial_run is not None and partial_run.imports_edited else WHOLE_PROJECT
     context = CheckContext(project=released, old=old, new=new,

@@ -4,6 +4,7 @@ give the findings of a fresh full run, and reopen nothing that did not change.""
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from pathlib import Path
 
@@ -349,6 +350,41 @@ def test_an_edit_that_only_moves_code_rechecks_that_file_alone(tmp_path, monkeyp
         assert (recomputed == {seam}) == alone and (seam in recomputed), (step, recomputed)
         if not alone:
             assert "demo_omni/serving.py" in recomputed
+
+
+def test_an_edit_after_a_computed_warm_up_is_planned_against_the_warm_up(tmp_path, monkeypatch) -> None:
+    """A process that starts on a replayed check computes it again (ResidentEngine.computed, the
+    daemon's and the language server's warm-up) and records it: the first edit is planned
+    against the files as the warm-up read them, not against the last run recorded before (here
+    of another state of the edited file), so an edit that only moves code checks that file alone."""
+    from sglang_contracts import incremental
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    (project / "tests" / "test_doubles.py").unlink()  # test doubles make every edit a full run
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
+    seam = project / "demo_omni/vendor/sglang/server_args.py"
+    original, stamp = seam.read_text(), seam.stat()
+    run_check([project], options)  # the run the warm-up replays
+    edit(seam, "        setattr(server_args, name, value)\n", "        setattr(server_args, name, value)\n        x = 1\n")
+    run_check([project], options)  # the last run recorded: another state of the file
+    seam.write_text(original)
+    os.utime(seam, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))  # the files as the first run listed them
+
+    plans: list = []
+    plan = incremental.plan
+    monkeypatch.setattr(incremental, "plan", lambda *args, **kwargs: plans.append(plan(*args, **kwargs)) or plans[-1])
+    engine = ResidentEngine()
+    replayed = engine.check([project], options)
+    assert replayed.replayed_files_with_contracts is not None
+    warm = engine.computed([project], options, replayed)
+    assert warm.replayed_files_with_contracts is None and findings(warm) == findings(replayed)
+    assert plans[-1].full
+
+    edit(seam, '"""The one seam for ServerArgs mutation."""\n', '"""The one seam for ServerArgs mutation."""\n\n# one by one\n')
+    resident = engine.check([project], options)
+    assert findings(resident) == fresh_findings(project, options, tmp_path / "fresh")
+    assert plans[-1].recomputed == {"demo_omni/vendor/sglang/server_args.py"}
 
 
 # The whole-project analyses a resident engine keeps while edits only move code (CheckContext.

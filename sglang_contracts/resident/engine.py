@@ -118,10 +118,12 @@ class ResidentEngine(Fresh):
     def computed(self, paths: list[Path], options: CheckOptions, result: CheckResult) -> CheckResult:
         """`result` of `check(paths, options)`, or, when it was replayed, the same check computed:
         a replay holds the findings only (no project facts for a fix), reads no record and
-        imports no rule, which the next edit's check would otherwise pay for."""
+        imports no rule, which the next edit's check would otherwise pay for. Computed every
+        file again and recorded (CheckOptions.recompute): the next edit is planned against this
+        state of the files, not against whatever state the last recorded run saw."""
         if result.replayed_files_with_contracts is None:
             return result
-        return self.check(paths, dataclasses.replace(options, replay=False))
+        return self.check(paths, dataclasses.replace(options, recompute=True))
 
     def collect(self) -> None:
         """The garbage the last run left, collected (between runs, when no one waits)."""
