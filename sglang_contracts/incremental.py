@@ -13,8 +13,11 @@ signatures; its version conditions and gates), and, for any Python file, scanned
 classes its text defines (a project class claims its snake name from SGC322). Its imports are
 kept apart (imports_digest) from the rest, which holds instead what the checks read of them
 for the whole project and seldom changes (contracts/base.py IMPORT_OUTLINES: does the file
-import ServerArgs). A change to the rest of an outline, or a key with no record, recomputes
-every file; a change to the imports alone, the file and its dependants, as below.
+import ServerArgs). Its classes' members (methods, what instances are given, typed and borrowed
+attributes: members_digest) are kept apart too, the outline keeping each class's name and bases
+(CLASS_OUTLINE), which decide every class's ancestry. A change to the rest of an outline, or a
+key with no record, recomputes every file; a change to the imports or the members alone, the
+file and its dependants, as below.
 
 Otherwise the files to recompute are those whose content changed, and their dependants: every
 file that imports one of them, transitively (its subclasses, the importers of a re-export
@@ -33,12 +36,15 @@ sets decides a finding at the wrapper; SGC602 reports at a test double what any 
 its class, by position) are checked on the whole project, every file in full, and replace all
 their last findings; so, after an edit of imports, are the rules that read the imports of
 files they do not import (IMPORTS_ANYWHERE: the first import anywhere that reaches a package,
-a patch target named by its string). The loops of a partial run that report in the file they
+a patch target named by its string), and after an edit of members, those that read the
+members of classes in files they do not import (MEMBERS_ANYWHERE). The loops of a partial run that report in the file they
 walk walk only the recomputed files (CheckContext.checked). tests/test_incremental.py compares
 the result with a full run, on the fixture project and on real sglang-omni edits, reduces each
 file of every multi-file rule example to its outline to find a rule that reads more of it and
 is not in WHOLE_PROJECT, and takes each of their imports away to find one that reads them
-beyond the file's importers and is not in IMPORTS_ANYWHERE.
+beyond the file's importers and is not in IMPORTS_ANYWHERE; and empties each class's members
+(and gives it every attribute the project reads) to find one that reads them beyond the file's
+importers and is not in MEMBERS_ANYWHERE.
 """
 
 from __future__ import annotations
@@ -78,6 +84,9 @@ class Plan:
     # Some file's imports changed (and nothing else of any outline): the rules that read the
     # imports of files they do not import (contracts/base.py IMPORTS_ANYWHERE) are checked whole
     imports_edited: bool = False
+    # Some class's members changed (and nothing else of any outline but imports): the rules that
+    # read the members of classes in files they do not import (MEMBERS_ANYWHERE) are checked whole
+    members_edited: bool = False
 
     @property
     def full(self) -> bool:
@@ -106,16 +115,18 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
         entry = before.get(relpath)
         indexed = relpath in project.files
         # Same content and still indexed (or still not: that depends on other files): same facts.
-        if isinstance(entry, list) and len(entry) == 5 and entry[0] == digest and entry[3] == indexed:
+        if isinstance(entry, list) and len(entry) == 6 and entry[0] == digest and entry[3] == indexed:
             files[relpath] = entry
         else:
             files[relpath] = [digest, imported_project_modules(project, relpath),
-                              outline_digest(project, relpath, import_outlines), indexed, imports_digest(project, relpath)]
-    absent = [None, None, None, None, None]
+                              outline_digest(project, relpath, import_outlines), indexed, imports_digest(project, relpath),
+                              members_digest(project, relpath)]
+    absent = [None] * 6
     if every_file or previous is None or any((before.get(rel) or absent)[2:4] != (files.get(rel) or absent)[2:4]
                                for rel in before.keys() | files.keys()):
         return Plan(key, files)  # a project-wide fact changed: every file is recomputed
     imports_edited = any(entry[4] != files[rel][4] for rel, entry in before.items())
+    members_edited = any(entry[5] != files[rel][5] for rel, entry in before.items())
     changed = {rel for rel in files.keys() | before.keys() if (before.get(rel) or [None])[0] != files.get(rel, [None])[0]}
     modules = {module_name_for(rel): rel for rel in files.keys() | before.keys()}
     importers: dict[str, set[str]] = {}
@@ -125,7 +136,8 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
                 if module in modules:
                     importers.setdefault(modules[module], set()).add(rel)
     read_elsewhere = {rel for rel in changed if moved is None or not moved(rel, (before.get(rel) or [None])[0])}
-    return Plan(key, files, previous, _closure(read_elsewhere, importers) | changed, previous_touched, imports_edited)
+    return Plan(key, files, previous, _closure(read_elsewhere, importers) | changed, previous_touched, imports_edited,
+                members_edited)
 
 
 def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tuple[FileFacts, list]], relpath: str,
@@ -300,6 +312,23 @@ def imports_digest(project: ProjectIndex, relpath: str) -> str | None:
     return hashlib.sha256(json.dumps(imports, default=str).encode("utf-8", "surrogateescape")).hexdigest()
 
 
+# What of a class is its outline: its name and bases (the ancestry every check may follow from
+# any file); the rest, its members, is in members_digest.
+CLASS_OUTLINE = ("name", "bases")
+
+
+def members_digest(project: ProjectIndex, relpath: str) -> str | None:
+    """What a file's classes hold beyond CLASS_OUTLINE, positions left out: their methods,
+    what their instances are given (`self.x = ...`), their typed and borrowed attributes. Read
+    by the files that import it (its subclasses, the users of its classes) and by the rules in
+    MEMBERS_ANYWHERE, which an edit of them alone leaves to be checked again."""
+    facts = project.files.get(relpath)
+    if facts is None:
+        return None
+    members = [json_without(fact, FACT_LISTS["classes"], Position) for fact in facts.classes]
+    return hashlib.sha256(json.dumps(members, default=str).encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def outline_digest(project: ProjectIndex, relpath: str,
                    import_outlines: dict[str, Callable[[FileFacts], Any]] | None = None) -> str:
     """What of a file every check may read for the whole project, positions left out (moving
@@ -315,6 +344,7 @@ def outline_digest(project: ProjectIndex, relpath: str,
                text if relpath == "setup.py" else None]
     if facts is not None:
         outline += [[json_without(fact, FACT_LISTS[name], Position) for fact in getattr(facts, name)]
-                    for name in OUTLINE_FACTS if name != "imports"]
+                    for name in OUTLINE_FACTS if name not in ("imports", "classes")]
+        outline.append([[getattr(fact, part) for part in CLASS_OUTLINE] for fact in facts.classes])
         outline += [[name, read(facts)] for name, read in sorted((import_outlines or {}).items())]
     return hashlib.sha256(json.dumps(outline, default=str).encode("utf-8", "surrogateescape")).hexdigest()

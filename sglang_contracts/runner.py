@@ -286,8 +286,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
     from sglang_contracts import incremental
     from sglang_contracts.catalog import load_catalog
-    from sglang_contracts.contracts.base import (CHECKS, IMPORT_OUTLINES, IMPORTS_ANYWHERE, WHOLE_PROJECT, CheckContext,
-                                                 run_checks, run_checks_in_two)
+    from sglang_contracts.contracts.base import (CHECKS, IMPORT_OUTLINES, IMPORTS_ANYWHERE, MEMBERS_ANYWHERE,
+                                                 WHOLE_PROJECT, CheckContext, run_checks, run_checks_in_two)
     from sglang_contracts.contracts.resolve import project_view
     from sglang_contracts.project.releasefacts import for_release
     from sglang_contracts.infra.parallel import default_workers, running_pool
@@ -332,7 +332,11 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
                                    import_outlines=IMPORT_OUTLINES, every_file=options.recompute) \
         if salt and not options.report_unused_noqa else None
     # The rules checked over every file in full when a run recomputes a few (incremental.py).
-    whole = WHOLE_PROJECT | IMPORTS_ANYWHERE if partial_run is not None and partial_run.imports_edited else WHOLE_PROJECT
+    whole = set(WHOLE_PROJECT)
+    if partial_run is not None and partial_run.imports_edited:
+        whole |= IMPORTS_ANYWHERE
+    if partial_run is not None and partial_run.members_edited:
+        whole |= MEMBERS_ANYWHERE
     context = CheckContext(project=released, old=old, new=new,
                            report_unresolved=options.report_unresolved, settings=options.settings,
                            releases_memo=keep.releases_memo(old, new),

@@ -13,6 +13,7 @@ from conftest import NEW, OLD, PROJECT
 from downloads import download_sdist
 from sglang_contracts import incremental, runner
 from sglang_contracts.catalog import load_catalog
+from sglang_contracts.project.facts import FACT_LISTS
 from sglang_contracts.runner import CheckOptions, run_check
 
 
@@ -95,12 +96,27 @@ def test_a_reexport_module_rechecks_its_importers(fixture_project, plans) -> Non
     assert "demo_omni/model_runner.py" not in recomputed  # it imports nothing of the project's
 
 
-def test_a_project_wide_fact_that_changes_recomputes_everything(fixture_project, plans) -> None:
+def test_an_edit_of_a_class_s_members_alone_rechecks_its_file_its_importers_and_the_rules_reading_members_anywhere(
+        fixture_project, plans) -> None:
+    from sglang_contracts.contracts.base import MEMBERS_ANYWHERE, WHOLE_PROJECT
+
     project, options = fixture_project
     run_check([project], options)
     # The scheduler now sets an attribute borrowed code reads: a class's provided names change.
     edit(project / "demo_omni" / "omni_scheduler.py", "        self.max_running_requests = 4\n",
          "        self.max_running_requests = 4\n        self.mm_receiver = None\n")
+    same_as_a_full_run(project, options)
+    assert not plans[-1].full and plans[-1].members_edited and not plans[-1].imports_edited
+    assert "demo_omni/omni_scheduler.py" in plans[-1].recomputed
+    assert "demo_omni/model_runner.py" not in plans[-1].recomputed  # it imports nothing of the project's
+    assert "SGC322" in WHOLE_PROJECT | MEMBERS_ANYWHERE  # which attributes any project class provides
+
+
+def test_a_project_wide_fact_that_changes_recomputes_everything(fixture_project, plans) -> None:
+    project, options = fixture_project
+    run_check([project], options)
+    # The scheduler now subclasses SGLang's: every class's ancestry may change.
+    edit(project / "demo_omni" / "omni_scheduler.py", "class OmniScheduler:", "class OmniScheduler(_Upstream):")
     same_as_a_full_run(project, options)
     assert plans[-1].full
 
@@ -218,6 +234,11 @@ REAL_EDITS = [
     ("sglang_omni/scheduling/omni_scheduler.py", "class OmniScheduler(Generic[RequestDataT]):", None,
      lambda text, at: text[:text.index("    def __init__(", at)] + "    def traced(self) -> bool:\n        return False\n\n"
      + text[text.index("    def __init__(", at):]),
+    # a members edit: an attribute given in the __init__ of a class other files subclass (their
+    # files are checked again, and the rules that read any class's members, over every file)
+    ("sglang_omni/scheduling/omni_scheduler.py", "class OmniScheduler(Generic[RequestDataT]):", None,
+     lambda text, at: text[:text.index(":\n", text.index("    def __init__(", at)) + 2] + "        self.traced_by_edit = None\n"
+     + text[text.index(":\n", text.index("    def __init__(", at)) + 2:]),
     # an outline edit: an import added to a module that imports SGLang
     ("sglang_omni/scheduling/pd_scheduler.py", "import logging\n", "import logging\nimport os.path\n", None),
     # a statement added in a function of a module pd_scheduler.py imports: pd_scheduler.py is
@@ -236,6 +257,7 @@ def test_real_omni_edits_give_the_findings_of_a_full_run(version, real_cache, tm
     # A cache of its own for the findings, the shared one for the releases and the facts.
     run_check([project], options)
     partial = 0
+    members_edits = []  # whether each edit of a class's members alone was a partial run
     for relpath, anchor, replacement, transform in REAL_EDITS:
         path = project / relpath
         text = path.read_text()
@@ -244,7 +266,10 @@ def test_real_omni_edits_give_the_findings_of_a_full_run(version, real_cache, tm
         path.write_text(transform(text, text.index(anchor)) if transform else text.replace(anchor, replacement, 1))
         same_as_a_full_run(project, options)
         partial += not plans[-1].full
-    assert partial >= 2
+        if anchor.startswith("class OmniScheduler"):
+            members_edits.append(not plans[-1].full and plans[-1].members_edited)
+    assert partial >= 4
+    assert members_edits == [True, True]  # a method added, an attribute given: its dependants, not every file
 
 
 def test_a_check_run_does_not_import_the_fix_libraries() -> None:
@@ -449,6 +474,78 @@ def test_rules_checked_on_the_recomputed_files_read_the_fixture_projects_imports
     context, codes = _fixture_context(tmp_path, monkeypatch)
     assert sum(len(facts.imports) for facts in context.project.files.values()) >= 20
     assert _import_edit_violations(context, codes) == []
+
+
+# -- which rules read the members of classes beyond their files' importers (contracts/base.py MEMBERS_ANYWHERE) --
+
+# A ClassFact's members (what incremental.members_digest reads beyond CLASS_OUTLINE), emptied.
+NO_MEMBERS = {"methods": (), "provided": (), "attr_types": (), "getattr_sources": (), "getattr_names": (),
+              "init_calls_base": None, "none_only": (), "falsy_only": (), "values": (), "returns": (), "namespaces": ()}
+
+
+def _members_edit_violations(context, codes) -> list[tuple[str, str, str]]:
+    """(rule, file edited, finding) for each finding a partial run after an edit of class
+    members alone would get wrong, for a rule checked on the recomputed files (in none of
+    WHOLE_PROJECT, MEMBERS_ANYWHERE): one outside the file's importers that changes when one of
+    its classes loses its members (or gains one: `provided` grows by an attribute some file
+    reads), or one inside them that a run on those files (the others reduced to their
+    outlines) gives otherwise than a full run."""
+    from sglang_contracts.contracts.base import MEMBERS_ANYWHERE, WHOLE_PROJECT, run_checks
+    from sglang_contracts.contracts.resolve import project_view
+    from sglang_contracts.project.index import module_name_for
+
+    project = context.project
+    whole = WHOLE_PROJECT | MEMBERS_ANYWHERE
+    assert set(NO_MEMBERS) | set(incremental.CLASS_OUTLINE) | {"position"} == {
+        f.name for f in dataclasses.fields(FACT_LISTS["classes"])}
+
+    def checked(index, only: set[str] | None = None) -> set:
+        only = frozenset(only) if only is not None else None
+        return {d for d in run_checks(dataclasses.replace(context, project=index, memo={}, checked=only), codes, [])
+                if d.code not in whole}
+
+    full = checked(project)
+    modules = {module_name_for(rel): rel for rel in project.files}
+    importers: dict[str, set[str]] = {}
+    for rel in project.files:
+        for module in incremental.imported_project_modules(project, rel):
+            if module in modules:
+                importers.setdefault(modules[module], set()).add(rel)
+    read_names = sorted({read.attr for facts in project.files.values() for read in facts.reads})
+    found = []
+    for edited in sorted(project.files):
+        classes = project.files[edited].classes
+        variants = [[*classes[:at], dataclasses.replace(cls, **NO_MEMBERS), *classes[at + 1:]] for at, cls in enumerate(classes)]
+        variants += [[*classes[:at], dataclasses.replace(cls, provided=(*cls.provided, *read_names)), *classes[at + 1:]]
+                     for at, cls in enumerate(classes)]
+        for kept in variants:
+            variant = dataclasses.replace(project, files={**project.files, edited: dataclasses.replace(
+                project.files[edited], classes=kept)})
+            closure = incremental._closure({edited}, importers)
+            now = checked(variant)
+            in_full = closure | project_view(dataclasses.replace(context, project=variant, memo={})).ancestor_files(closure)
+            partial = checked(incremental.checked_project(variant, in_full), closure)
+            found += [(d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ full if d.path not in closure]
+            found += [(d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ partial if d.path in closure]
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("example", _multi_file_examples())
+def test_rules_checked_on_the_recomputed_files_read_other_files_class_members_only_in_their_importers(
+        example, tmp_path, monkeypatch) -> None:
+    """Every rule's multi-file examples: a rule whose finding rests on the members of a class in
+    a file that the finding's file does not import (which attributes any project class
+    provides) is in MEMBERS_ANYWHERE, checked whole after an edit of members, or a partial run
+    would keep its stale findings."""
+    context, codes = _example_context(example, tmp_path, monkeypatch)
+    assert _members_edit_violations(context, codes) == []
+
+
+def test_rules_checked_on_the_recomputed_files_read_the_fixture_projects_class_members_only_in_their_importers(
+        tmp_path, monkeypatch) -> None:
+    context, codes = _fixture_context(tmp_path, monkeypatch)
+    assert sum(len(facts.classes) for facts in context.project.files.values()) >= 5
+    assert _members_edit_violations(context, codes) == []
 
 
 def test_an_edit_of_setup_py_recomputes_everything(fixture_project, plans) -> None:

@@ -113,6 +113,10 @@ WHOLE_PROJECT: set[str] = set()
 # modules imported anywhere). A run after an edit of imports alone (incremental.plan: every
 # outline but the imports as it was) checks these over every file in full too.
 IMPORTS_ANYWHERE: set[str] = set()
+# The rules whose finding in one file may rest on the members of a class in a file it does not
+# import (which attributes any project class provides). A run after an edit of class members
+# alone (a method, a `self.x = ...`: incremental.members_digest) checks these over every file too.
+MEMBERS_ANYWHERE: set[str] = set()
 # What the checks read of every file's imports for the whole project and that seldom changes
 # (does the file import ServerArgs at all): each file's part is in its outline
 # (incremental.outline_digest), so that an edit that changes it recomputes every file.
@@ -132,9 +136,11 @@ def import_outline(name: str) -> Callable[[Callable[[FileFacts], Any]], Callable
     return register
 
 
-def contract(code: str, *, whole_project: bool = False, imports_anywhere: bool = False) -> Callable[[Check], Check]:
+def contract(code: str, *, whole_project: bool = False, imports_anywhere: bool = False,
+             members_anywhere: bool = False) -> Callable[[Check], Check]:
     """Register the check for one rule code (its documentation lives in rules/<code>.toml).
-    `whole_project`, `imports_anywhere`: see WHOLE_PROJECT, IMPORTS_ANYWHERE."""
+    `whole_project`, `imports_anywhere`, `members_anywhere`: see WHOLE_PROJECT, IMPORTS_ANYWHERE,
+    MEMBERS_ANYWHERE."""
 
     def register(function: Check) -> Check:
         if code in CHECKS:
@@ -144,6 +150,8 @@ def contract(code: str, *, whole_project: bool = False, imports_anywhere: bool =
             WHOLE_PROJECT.add(code)
         if imports_anywhere:
             IMPORTS_ANYWHERE.add(code)
+        if members_anywhere:
+            MEMBERS_ANYWHERE.add(code)
         return function
 
     return register
