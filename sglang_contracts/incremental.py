@@ -21,7 +21,8 @@ file and its dependants, as below.
 
 Otherwise the files to recompute are those whose content changed, and their dependants: every
 file that imports one of them, transitively (its subclasses, the importers of a re-export
-module). A resident process, which has both versions of a changed file, leaves its importers
+module); after an edit of members, also the files of the edited classes' project bases and
+their dependants (a base's method runs borrowed code with the subclass's object, and reports there). A resident process, which has both versions of a changed file, leaves its importers
 out when the edit only moved code (moved_only: the same facts but their positions, and each
 each_file analysis's rows of it the last ones with their lines moved; a statement typed in a
 method body): what other files read of it is as it was, and no finding elsewhere cites where
@@ -84,9 +85,24 @@ class Plan:
     # Some file's imports changed (and nothing else of any outline): the rules that read the
     # imports of files they do not import (contracts/base.py IMPORTS_ANYWHERE) are checked whole
     imports_edited: bool = False
-    # Some class's members changed (and nothing else of any outline but imports): the rules that
-    # read the members of classes in files they do not import (MEMBERS_ANYWHERE) are checked whole
-    members_edited: bool = False
+    # The files some class's members changed in (and nothing else of any outline but imports):
+    # the rules that read the members of classes in files they do not import (MEMBERS_ANYWHERE)
+    # are checked whole, and the files of those classes' project bases are recomputed (a base's
+    # method hands the subclass's object to borrowed code: SGC314 at the base, runner._computed)
+    members_changed: set[str] = field(default_factory=set)
+
+    # path -> the files that import it (both runs' edges): whose findings depend on it
+    importers: dict[str, set[str]] = field(default_factory=dict, repr=False)
+
+    @property
+    def members_edited(self) -> bool:
+        return bool(self.members_changed)
+
+    def recompute_with_dependants(self, paths: set[str]) -> None:
+        """Recompute these files too, and the files that import them, transitively (every file
+        whose findings may rest on theirs, as for a changed file)."""
+        if self.recomputed is not None:
+            self.recomputed |= _closure(paths, self.importers)
 
     @property
     def full(self) -> bool:
@@ -126,7 +142,7 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
                                for rel in before.keys() | files.keys()):
         return Plan(key, files)  # a project-wide fact changed: every file is recomputed
     imports_edited = any(entry[4] != files[rel][4] for rel, entry in before.items())
-    members_edited = any(entry[5] != files[rel][5] for rel, entry in before.items())
+    members_changed = {rel for rel, entry in before.items() if rel in files and entry[5] != files[rel][5]}
     changed = {rel for rel in files.keys() | before.keys() if (before.get(rel) or [None])[0] != files.get(rel, [None])[0]}
     modules = {module_name_for(rel): rel for rel in files.keys() | before.keys()}
     importers: dict[str, set[str]] = {}
@@ -137,7 +153,7 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
                     importers.setdefault(modules[module], set()).add(rel)
     read_elsewhere = {rel for rel in changed if moved is None or not moved(rel, (before.get(rel) or [None])[0])}
     return Plan(key, files, previous, _closure(read_elsewhere, importers) | changed, previous_touched, imports_edited,
-                members_edited)
+                members_changed, importers)
 
 
 def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tuple[FileFacts, list]], relpath: str,

@@ -112,6 +112,42 @@ def test_an_edit_of_a_class_s_members_alone_rechecks_its_file_its_importers_and_
     assert "SGC322" in WHOLE_PROJECT | MEMBERS_ANYWHERE  # which attributes any project class provides
 
 
+def test_an_edit_of_a_subclass_s_members_rechecks_its_bases_files_where_their_roots_report(tmp_path, plans) -> None:
+    """A base's methods that hand the object to borrowed code run with the subclass's members
+    (SGC314 at the base's call, for the subclass's stand-in): an edit of the subclass's
+    members alone checks the files of its project bases again, though they do not import it."""
+    from test_catalog import upstream_tree, write_tree
+
+    scheduler = "sglang/srt/managers/scheduler.py"
+    noop = "    def noop(self):\n        return None\n\n"
+    old = upstream_tree(tmp_path / "old", {scheduler: f"class Scheduler:\n{noop}    def flush_cache(self):\n"
+                                                      "        return not self.queue.items\n"}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {scheduler: f"class Scheduler:\n{noop}    def flush_cache(self):\n"
+                                                      "        return not self.queue.items and not self.queue.pending()\n"},
+                        "0.2.0")
+    project = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "app/base.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n\n"
+                       "class Base:\n    def flush(self):\n        return self.flush_cache()\n\n"
+                       "    def __getattr__(self, name):\n        return types.MethodType(getattr(_Upstream, name), self)\n",
+        # its own root reaches nothing new: the stand-in's finding is at the base's root
+        "app/decode.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n"
+                         "from app.base import Base\n\n\nclass Decode(Base):\n    def __init__(self):\n"
+                         "        self.queue = types.SimpleNamespace(items=[])\n\n"
+                         "    def idle(self):\n        return self.noop()\n\n"
+                         "    def __getattr__(self, name):\n        return types.MethodType(getattr(_Upstream, name), self)\n",
+    })
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, workers=1)
+    def found(result) -> list[tuple[str, str]]:
+        return [(d.path, d.code) for d in result.diagnostics if d.code != "SGC313"]  # the body change, at the base
+
+    assert found(run_check([project], options)) == [("app/base.py", "SGC314")]
+    edit(project / "app" / "decode.py", "SimpleNamespace(items=[])", "SimpleNamespace(items=[], pending=lambda: False)")
+    assert found(same_as_a_full_run(project, options)) == []
+    assert not plans[-1].full and plans[-1].members_edited
+    assert plans[-1].recomputed == {"app/decode.py", "app/base.py"}
+
+
 def test_a_project_wide_fact_that_changes_recomputes_everything(fixture_project, plans) -> None:
     project, options = fixture_project
     run_check([project], options)
@@ -521,9 +557,11 @@ def _members_edit_violations(context, codes) -> list[tuple[str, str, str]]:
         for kept in variants:
             variant = dataclasses.replace(project, files={**project.files, edited: dataclasses.replace(
                 project.files[edited], classes=kept)})
-            closure = incremental._closure({edited}, importers)
+            view = project_view(dataclasses.replace(context, project=variant, memo={}))
+            # as runner._computed has it: the file, its project bases' files, and their importers
+            closure = incremental._closure({edited} | view.ancestor_files({edited}), importers)
             now = checked(variant)
-            in_full = closure | project_view(dataclasses.replace(context, project=variant, memo={})).ancestor_files(closure)
+            in_full = closure | view.ancestor_files(closure)
             partial = checked(incremental.checked_project(variant, in_full), closure)
             found += [(d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ full if d.path not in closure]
             found += [(d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ partial if d.path in closure]
