@@ -13,6 +13,9 @@ sglang-omni 0.1.9 (a downstream project), each run a fresh process:
              for the project (`sglang-contracts daemon start`): the client's process start and
              the daemon's re-check on its resident state, the median of five such edits; peak
              memory is the daemon's
+  members-daemon the same file's class given an attribute in its __init__ (`self.x = None`, one
+             more each time), through the daemon: the class's file and its dependants are checked
+             (incremental.members_digest), the median of five such edits
   fixed-daemon   code2wav.py's import fixed, through the daemon
   lsp        `sglang-contracts lsp` over stdio, both files open: the time from an unsaved edit of
              a method body in omni_scheduler.py to that buffer's new diagnostics, the 0.1 s
@@ -173,13 +176,23 @@ def daemon_rows(project: Path, cache: Path) -> list:
             timed.append(seconds)
         print("edited-daemon edits:", " ".join(f"{t:.2f}" for t in timed), file=sys.stderr)
         rows.append(("edited-daemon", statistics.median(timed), peak(), lines))
+        # Five edits of a class's members: an attribute given in its __init__ (`self.x = None`),
+        # another each time; the class's file and its dependants are checked again.
+        timed = []
+        for edit in range(EDITS):
+            given = "".join(f"        self.daemon_given_{k} = None  # edited by the benchmark\n" for k in range(edit + 1))
+            edited.write_text(text[:body] + given + text[body:])
+            seconds, _, lines = run_once(project, cache)
+            timed.append(seconds)
+        print("members-daemon edits:", " ".join(f"{t:.2f}" for t in timed), file=sys.stderr)
+        rows.append(("members-daemon", statistics.median(timed), peak(), lines))
         fixed = project / FIXED
         fixed.write_text(fixed.read_text().replace(BROKEN_IMPORT, FIXED_IMPORT))
         seconds, _, lines = run_once(project, cache)
         rows.append(("fixed-daemon", seconds, peak(), lines))
         fixed.write_text(fixed.read_text().replace(FIXED_IMPORT, BROKEN_IMPORT))
         edited.write_text(text)
-        if int(daemon("status").rsplit(": ", 1)[1].split()[0]) < EDITS + 1:  # "N checks, idle for ..."
+        if int(daemon("status").rsplit(": ", 1)[1].split()[0]) < 2 * EDITS + 1:  # "N checks, idle for ..."
             sys.exit("the daemon answered not every check: the figures are of runs in their own process")
     finally:
         daemon("stop")
