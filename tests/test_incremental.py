@@ -459,7 +459,6 @@ def _import_edit_violations(context, codes) -> list[tuple[str, str, str]]:
     file loses its imports (all of them, or one at a time), or one inside them that a run on
     those files (the others reduced to their outlines) gives otherwise than a full run."""
     from sglang_contracts.contracts.base import IMPORTS_ANYWHERE, WHOLE_PROJECT, run_checks
-    from sglang_contracts.contracts.resolve import project_view
     from sglang_contracts.project.index import _link, module_name_for
 
     project = context.project
@@ -485,13 +484,22 @@ def _import_edit_violations(context, codes) -> list[tuple[str, str, str]]:
                     for module in incremental.imported_project_modules(index, rel):
                         if module in modules:
                             importers.setdefault(modules[module], set()).add(rel)
-            closure = incremental._closure({edited}, importers)
-            now = checked(variant)
-            in_full = closure | project_view(dataclasses.replace(context, project=variant, memo={})).ancestor_files(closure)
-            partial = checked(incremental.checked_project(variant, in_full), closure)
-            found += [(d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ full if d.path not in closure]
-            found += [(d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ partial if d.path in closure]
+            found += _partial_run_errors(context, variant, edited, incremental._closure({edited}, importers), checked, full)
     return sorted(set(found))
+
+
+def _partial_run_errors(context, variant, edited: str, closure: set[str], checked, full: set) -> list[tuple[str, str, str]]:
+    """(rule, file edited, finding) for what a partial run on `closure` (the other files reduced
+    to their outlines) gets wrong once `edited` made the project `variant`: a finding outside
+    the closure that changed (kept from the last run, it is stale), or one inside it that the
+    partial run gives otherwise than a full run. `checked(index, only)`: the findings compared."""
+    from sglang_contracts.contracts.resolve import project_view
+
+    now = checked(variant)
+    in_full = closure | project_view(dataclasses.replace(context, project=variant, memo={})).ancestor_files(closure)
+    partial = checked(incremental.checked_project(variant, in_full), closure)
+    return [*((d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ full if d.path not in closure),
+            *((d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ partial if d.path in closure)]
 
 
 @pytest.mark.parametrize("example", _multi_file_examples())
@@ -560,11 +568,7 @@ def _members_edit_violations(context, codes) -> list[tuple[str, str, str]]:
             view = project_view(dataclasses.replace(context, project=variant, memo={}))
             # as runner._computed has it: the file, its project bases' files, and their importers
             closure = incremental._closure({edited} | view.ancestor_files({edited}), importers)
-            now = checked(variant)
-            in_full = closure | view.ancestor_files(closure)
-            partial = checked(incremental.checked_project(variant, in_full), closure)
-            found += [(d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ full if d.path not in closure]
-            found += [(d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ partial if d.path in closure]
+            found += _partial_run_errors(context, variant, edited, closure, checked, full)
     return sorted(set(found))
 
 
