@@ -22,7 +22,8 @@ file and its dependants, as below.
 Otherwise the files to recompute are those whose content changed, and their dependants: every
 file that imports one of them, transitively (its subclasses, the importers of a re-export
 module); after an edit of members, also the files of the edited classes' project bases and
-their dependants (a base's method runs borrowed code with the subclass's object, and reports there). A resident process, which has both versions of a changed file, leaves its importers
+their dependants (a base's method runs borrowed code with the subclass's object, and reports
+there). A resident process, which has both versions of a changed file, leaves its importers
 out when the edit only moved code (moved_only: the same facts but their positions, and each
 each_file analysis's rows of it the last ones with their lines moved; a statement typed in a
 method body): what other files read of it is as it was, and no finding elsewhere cites where
@@ -38,8 +39,8 @@ its class, by position) are checked on the whole project, every file in full, an
 their last findings; so, after an edit of imports, are the rules that read the imports of
 files they do not import (IMPORTS_ANYWHERE: the first import anywhere that reaches a package,
 a patch target named by its string), and after an edit of members, those that read the
-members of classes in files they do not import (MEMBERS_ANYWHERE). The loops of a partial run that report in the file they
-walk walk only the recomputed files (CheckContext.checked). tests/test_incremental.py compares
+members of classes in files they do not import (MEMBERS_ANYWHERE). The loops of a partial run
+that report in the file they walk walk only the recomputed files (CheckContext.checked). tests/test_incremental.py compares
 the result with a full run, on the fixture project and on real sglang-omni edits, reduces each
 file of every multi-file rule example to its outline to find a rule that reads more of it and
 is not in WHOLE_PROJECT, and takes each of their imports away to find one that reads them
@@ -69,14 +70,17 @@ from sglang_contracts.project.named_reads import CLASS_DEFINITION
 OUTLINE_FACTS = ("imports", "classes", "functions", "conditions", "gates")
 
 
+# What the plan records of each file, in this order.
+FILE_ENTRY = ("content digest", "project modules it imports", "digest of its outline but its imports and members",
+              "whether it is indexed", "digest of its imports", "digest of its classes' members")
+
+
 @dataclass
 class Plan:
     """Which files a run recomputes (`recomputed`; None: all) and what it records for the next."""
 
     key: str
-    # relpath -> [content digest, project modules it imports, digest of its outline but its
-    # imports, whether it is indexed, digest of its imports]
-    files: dict[str, list[Any]]
+    files: dict[str, list[Any]]  # relpath -> FILE_ENTRY
     previous: list[Diagnostic] = field(default_factory=list)
     recomputed: set[str] | None = None
     # The last run's files with findings of the bump, by code (runner.bump_touched), before
@@ -122,6 +126,8 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
     saved = store.get(key)
     try:
         before: dict[str, list[Any]] = saved["files"]
+        if not all(isinstance(entry, list) and len(entry) == len(FILE_ENTRY) for entry in before.values()):
+            raise ValueError("a file entry of another shape")
         previous = [Diagnostic.from_json(item) for item in saved["diagnostics"]]
         previous_touched = {path: set(codes) for path, codes in saved["touched"].items()}
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -131,13 +137,13 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
         entry = before.get(relpath)
         indexed = relpath in project.files
         # Same content and still indexed (or still not: that depends on other files): same facts.
-        if isinstance(entry, list) and len(entry) == 6 and entry[0] == digest and entry[3] == indexed:
+        if entry is not None and entry[0] == digest and entry[3] == indexed:
             files[relpath] = entry
         else:
             files[relpath] = [digest, imported_project_modules(project, relpath),
                               outline_digest(project, relpath, import_outlines), indexed, imports_digest(project, relpath),
                               members_digest(project, relpath)]
-    absent = [None] * 6
+    absent = [None] * len(FILE_ENTRY)
     if every_file or previous is None or any((before.get(rel) or absent)[2:4] != (files.get(rel) or absent)[2:4]
                                for rel in before.keys() | files.keys()):
         return Plan(key, files)  # a project-wide fact changed: every file is recomputed

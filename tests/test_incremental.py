@@ -148,6 +148,25 @@ def test_an_edit_of_a_subclass_s_members_rechecks_its_bases_files_where_their_ro
     assert plans[-1].recomputed == {"app/decode.py", "app/base.py"}
 
 
+def test_a_record_whose_file_entries_have_another_shape_plans_a_full_run(fixture_project) -> None:
+    """A record of the plan with entries of another length (another version's, or damaged but
+    still JSON) is no record: every file is recomputed, and nothing raises."""
+    from sglang_contracts.infra.cache import JsonCache
+
+    project, options = fixture_project
+    result = run_check([project], dataclasses.replace(options, replay=False))
+    index = result.project
+    store = JsonCache(options.cache_dir / "incremental-test")
+    first = incremental.plan(store, "salt", index)
+    assert first.full and all(len(entry) == len(incremental.FILE_ENTRY) for entry in first.files.values())
+    incremental.save(store, first, result.diagnostics, {})
+    assert not incremental.plan(store, "salt", index).full  # the record as saved is used
+    for shape in (lambda entry: entry[:5], lambda entry: [*entry, None], lambda entry: None):
+        incremental.save(store, dataclasses.replace(first, files={rel: shape(entry) for rel, entry in first.files.items()}),
+                         result.diagnostics, {})
+        assert incremental.plan(store, "salt", index).full
+
+
 def test_a_project_wide_fact_that_changes_recomputes_everything(fixture_project, plans) -> None:
     project, options = fixture_project
     run_check([project], options)
