@@ -237,6 +237,41 @@ def test_the_pin_is_read_again_only_when_a_file_below_the_root_changed(tmp_path,
     assert findings(resident) == findings(fresh)
 
 
+def test_the_patch_stacks_are_read_again_only_when_a_file_their_readers_read_changed(tmp_path, monkeypatch) -> None:
+    """The Dockerfiles, shell scripts and patch files (patch/stack.py stack_may_read): a typed
+    module reads no stack again; an edited Dockerfile, script or patch does, and the findings are
+    those of a fresh run."""
+    from sglang_contracts.patch import stack as stack_module
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    reads: list[Path] = []
+    real = stack_module.patch_stacks
+    monkeypatch.setattr(stack_module, "patch_stacks", lambda root, named=(): reads.append(root) or real(root, named))
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
+    engine.check([project], options)
+    assert len(reads) == 1
+    edit(project / "demo_omni" / "omni_scheduler.py", "        self.max_running_requests = 4\n",
+         "        self.max_running_requests = 4\n        traced = False\n")
+    module = project / "demo_omni" / "layers.py"
+    with unsaved_buffers({str(module.resolve()): module.read_bytes() + b"\n# typed\n"}):
+        engine.check([project], options)
+    engine.check([project], options)
+    assert len(reads) == 1, "no file the stack readers read changed: the stacks are not read again"
+    script = project / "docker" / "apply.sh"
+    script.write_text("cd /sgl-workspace/sglang && git apply docker/patch/v0.9.0/sglang.patch\n")
+    resident = engine.check([project], options)
+    assert len(reads) == 2, "a new shell script may apply patches: the stacks are read again"
+    assert findings(resident) == fresh_findings(project, options, tmp_path / "fresh-script")  # reads them too
+    patch = project / "docker" / "patch" / "v0.9.0" / "sglang.patch"
+    patch.write_text(patch.read_text() + "\n")
+    before = len(reads)
+    resident = engine.check([project], options)
+    assert len(reads) == before + 1, "an edited patch file: the stacks are read again"
+    assert findings(resident) == fresh_findings(project, options, tmp_path / "fresh-patch")
+
+
 # Rules whose findings come from what a resident engine keeps between runs: each_file's tables
 # (HTTP requests, mirror citations, names read in files), the tree of an edited module shared
 # by two analyses, and what is derived from the releases alone (their import graphs and pins).

@@ -112,6 +112,13 @@ def applied_stacks(root: Path, patch_paths: set[str]) -> list[Stack]:
     return [*(plain or variants), *shells]
 
 
+def stack_may_read(name: str) -> bool:
+    """Could patch_stacks read a file of this name, without the `patch-files` setting (a resident
+    process reads the stacks again only when one of these changed)? Patch files, Dockerfiles
+    and their variants, shell scripts."""
+    return name.endswith(PATCH_SUFFIXES) or name.endswith(SHELL_SUFFIXES) or _is_dockerfile(name)
+
+
 def _is_dockerfile(name: str) -> bool:
     return name in ("Dockerfile", "Containerfile") or name.startswith("Dockerfile.") or name.endswith(".Dockerfile")
 

@@ -58,6 +58,7 @@ from sglang_contracts.infra.allocator import one_malloc_arena
 from sglang_contracts.infra.cache import JsonCache, remember_records
 from sglang_contracts.infra.collector import resident_process
 from sglang_contracts.infra.files import unsaved_buffer, unsaved_buffer_items
+from sglang_contracts.patch.stack import PatchStacks, stack_may_read
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import IndexMemo, ProjectIndex, read_python, updated_index
 from sglang_contracts.project.pins import ProjectPin, pin_may_read
@@ -98,6 +99,8 @@ class ResidentEngine(Fresh):
         self._changed: set[str] | None = None  # this run's: the Python files changed since the last run's index
         self._only_moved: set[str] = set()  # this run's: those of them moved_only said only moved
         self._pin: tuple[tuple[str, str], ProjectPin | None] | None = None  # (key, the pin read under it)
+        self._listed: list[tuple[str, str]] | None = None  # this run's listing (pin), None: not taken
+        self._stacks: tuple[tuple[str, str], PatchStacks, str] | None = None  # (key, stacks, their digest)
         self._files_memo: tuple[tuple[str, str | None], dict] | None = None  # (key, CheckContext.files_memo)
         self.runs = 0  # computed runs (for tests and logs)
         self._owed = False  # the collector is off since the last run began (check)
@@ -151,12 +154,11 @@ class ResidentEngine(Fresh):
 
     def models(self, root: Path, options: CheckOptions, old: Release, new: Release,
                store: Callable[[str], JsonCache]) -> tuple[UpstreamModel, UpstreamModel]:
-        stacks = _live_stacks(root, options)
+        stacks, stacked = self._live_stacks(root, options)
         kept = {id(release) for release in self._releases.values()}
         if stacks is None or id(old) not in kept or id(new) not in kept:
             return super().models(root, options, old, new, store)
         upstream = store("upstream")
-        stacked = hashlib.sha256(repr(stacks).encode("utf-8", "surrogateescape")).hexdigest()
         key = (id(old), id(new), str(upstream.folder), stacked)
         pair = self._models.get(key)
         if pair is None:
@@ -167,9 +169,31 @@ class ResidentEngine(Fresh):
         self._given = (key, pair)
         return pair
 
+    def _live_stacks(self, root: Path, options: CheckOptions) -> tuple[PatchStacks | None, str]:
+        """runner._live_stacks and a digest of them, read again only when a file their readers
+        may read (patch/stack.py stack_may_read: by path, size and time) or an unsaved buffer of
+        one changed (150 shell scripts' words were a second of each of miles' re-checks); every
+        run with `patch-files`, whose globs may name any file. A failure is not kept."""
+        named = options.settings.get("patch-files") or ()
+        if self._listed is not None and not named:
+            rows = [row for name, row in self._listed if stack_may_read(name)]
+            buffers = sorted((path, hashlib.sha256(data).hexdigest()) for path, data in unsaved_buffer_items()
+                             if stack_may_read(os.path.basename(path)))
+            key = (str(root), hashlib.sha256(repr((rows, buffers)).encode("utf-8", "surrogateescape")).hexdigest())
+            if self._stacks is not None and self._stacks[0] == key:
+                return self._stacks[1], self._stacks[2]
+        else:
+            key = None
+        stacks = _live_stacks(root, options)
+        stacked = hashlib.sha256(repr(stacks).encode("utf-8", "surrogateescape")).hexdigest()
+        self._stacks = (key, stacks, stacked) if key is not None and stacks is not None else None
+        return stacks, stacked
+
     def pin(self, root: Path, listed: list[tuple[str, str]] | None) -> tuple[ProjectPin | None, str]:
         """Read again when a file it may read (by path, size and time) or an unsaved buffer
-        changed: the pin readers read nothing else. A failure is not kept (each run says it)."""
+        changed: the pin readers read nothing else. A failure is not kept (each run says it).
+        `listed`, this run's listing, is kept for the run's other readers (_live_stacks)."""
+        self._listed = listed
         if listed is None:
             return super().pin(root, listed)
         rows = [row for _, row in listed if pin_may_read(row.partition("\0")[0])]
