@@ -619,3 +619,19 @@ def test_an_edit_of_setup_py_recomputes_everything(fixture_project, plans) -> No
     edit(project / "setup.py", "['torch']", "['torch', 'sglang==0.9.0']")
     same_as_a_full_run(project, options)
     assert plans[-1].full
+
+
+def test_the_rows_of_flag_uses_move_with_their_function_so_a_typed_line_only_moves_code() -> None:
+    """The command-line analysis names each use's function with its line (a list the line
+    shifting of incremental.moved_only moves, not `name@line` text): a line typed above the
+    function leaves the rows as they were, lines moved, and the file's importers are not checked
+    again for it (slime's and miles' sglang_engine.py)."""
+    from sglang_contracts.project.commandline import _scope, _use_rows
+
+    text = "import os\n\n\ndef launch(args):\n    if args.sglang_dp_size > 1:\n        return args.sglang_tp_size\n"
+    typed = text.replace("import os\n", "import os\ntraced = False\n")
+    before, after = (_use_rows("app/launch.py", source, "--sglang-", "sglang_") for source in (text, typed))
+    assert [row[2] for row in before] == ["sglang_dp_size", "sglang_tp_size"]
+    assert {_scope(row[-1]) for row in before} == {"launch@4"} and {_scope(row[-1]) for row in after} == {"launch@5"}
+    moved = incremental._lines_moved(before, incremental._moved_lines(text, typed))
+    assert incremental._as_json(moved) == incremental._as_json(after)

@@ -284,11 +284,13 @@ def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> lis
     own_option_strings: set[int] = set()
     found: list[list] = []
 
-    scopes: dict[int, str] = {}
+    # Each row's function as [name, line]: a line number the incremental check moves with the
+    # lines (incremental.moved_only), not a string that would make a typed line change the rows.
+    scopes: dict[int, list] = {}
     for function in ast.walk(tree):  # outer functions first: an inner one overrides for its own nodes
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for inner in ast.walk(function):
-                scopes[id(inner)] = f"{function.name}@{function.lineno}"
+                scopes[id(inner)] = [function.name, function.lineno]
 
     # Strings that describe an option to a reader (`help=`, `description=`): a flag named there is
     # prose, not a command line anything runs
@@ -525,11 +527,16 @@ def ignores_unknown_flags(text: str) -> bool:
     return "ignore_unknown_args" in text and IGNORES_UNKNOWN.search(text) is not None
 
 
+def _scope(row_scope: list | str) -> str:
+    """Use.scope of a row's [function name, line] ("" at module level)."""
+    return f"{row_scope[0]}@{row_scope[1]}" if row_scope else ""
+
+
 def direct_launch(project: ProjectIndex) -> PassThrough | None:
     """Upstream's server launched with flags the project writes itself; None when it never is."""
     module = sys.modules[__name__]
-    uses = [Use(relpath, Position(line, col), kind, name, value, how, scope) for relpath, kind, name, value, how, line,
-            col, scope in project.each_file("launch-lists", _launch_rows, lambda text: LAUNCHER in text, module)]
+    uses = [Use(relpath, Position(line, col), kind, name, value, how, _scope(scope)) for relpath, kind, name, value, how,
+            line, col, scope in project.each_file("launch-lists", _launch_rows, lambda text: LAUNCHER in text, module)]
     root = project.root.resolve()
     for path in walk_project([root], lambda name: name.endswith((".sh", ".bash"))):
         text = read_project_text(path, root)
@@ -562,7 +569,7 @@ def pass_through(project: ProjectIndex) -> list[PassThrough]:
         for relpath, kind, name, value, how, line, col, scope in project.each_file(
                 f"cli-uses {flag_prefix} {dest_prefix}", analyse,
                 lambda text, f=flag_prefix, d=dest_prefix: f in text or d in text, module):
-            result.uses.append(Use(relpath, Position(line, col), kind, name, value, how, scope))
+            result.uses.append(Use(relpath, Position(line, col), kind, name, value, how, _scope(scope)))
         for path, text in texts:
             if text and flag_prefix in text:
                 result.uses.extend(_text_flags(path.relative_to(root).as_posix(), text, flag_prefix))
