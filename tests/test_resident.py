@@ -274,8 +274,9 @@ def test_the_patch_stacks_are_read_again_only_when_a_file_their_readers_read_cha
 
 # Rules whose findings come from what a resident engine keeps between runs: each_file's tables
 # (HTTP requests, mirror citations, names read in files), the tree of an edited module shared
-# by two analyses, and what is derived from the releases alone (their import graphs and pins).
-MEMOIZED = ["SGC1101", "SGC706", "SGC322", "SGC705"]
+# by two analyses, and what is derived from the releases alone (their import graphs and pins,
+# the source texts that probes search).
+MEMOIZED = ["SGC1101", "SGC706", "SGC322", "SGC705", "SGC603"]
 
 
 @pytest.mark.parametrize("code", MEMOIZED)

@@ -208,6 +208,15 @@ def source_text(model: UpstreamModel, dotted: str) -> str | None:
     return textwrap.dedent(segment) if segment else None
 
 
+def source_texts(ctx: CheckContext, dotted: str) -> tuple[str | None, str | None]:
+    """source_text of `dotted` in the old and the new release, each found once while both
+    releases are kept (a resident process's re-checks parsed the probed modules every time)."""
+    found = ctx.of_releases("probed-source-texts", lambda c: {})
+    if dotted not in found:
+        found[dotted] = (source_text(ctx.old, dotted), source_text(ctx.new, dotted))
+    return found[dotted]
+
+
 def _matches(needle: str, regex: bool, text: str) -> bool | None:
     if not regex:
         return needle in text
@@ -225,7 +234,7 @@ def source_probe_no_longer_matches(ctx: CheckContext) -> Iterator[Diagnostic]:
             dotted = upstream_dotted(view, facts, probe.target)
             if dotted is None:
                 continue
-            before, after = source_text(ctx.old, dotted), source_text(ctx.new, dotted)
+            before, after = source_texts(ctx, dotted)
             if before is None or after is None:
                 continue
             if _matches(probe.needle, probe.regex, before) and _matches(probe.needle, probe.regex, after) is False:
@@ -247,7 +256,7 @@ def _lines_occur(needle: str, text: str) -> bool:
 def _data_probes_no_longer_matching(ctx: CheckContext) -> Iterator[Diagnostic]:
     """Probes kept as data (project/data_probes.py): a target and a `match` text."""
     for probe in data_probes(ctx.project):
-        before, after = source_text(ctx.old, probe.target), source_text(ctx.new, probe.target)
+        before, after = source_texts(ctx, probe.target)
         if before is None or after is None or not _lines_occur(probe.needle, before) or _lines_occur(probe.needle, after):
             continue
         flat = " ".join(probe.needle.split())
