@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sglang_contracts.diagnostics import Diagnostic
-from sglang_contracts.infra.files import any_unsaved
+from sglang_contracts.infra.files import any_unsaved, unsaved_buffer_items
 from sglang_contracts.project.index import skipped_folder
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
@@ -116,6 +116,11 @@ def inputs_key(root: Path, paths: list[Path], options: Any, old_spec: str, accep
     digest = hashlib.sha256(header.encode())
     for row in inventory(root, named_patches, accept, listed):
         digest.update(row.encode("utf-8", "surrogateescape") + b"\n")  # any bytes a file name holds
+    # An unsaved buffer of an accepted file (a Dockerfile typed in an editor) is an input its
+    # file's size and time do not show: by its content.
+    for path, data in sorted(unsaved_buffer_items()):
+        if accept(os.path.basename(path)):
+            digest.update(f"unsaved\0{path}\0{hashlib.sha256(data).hexdigest()}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 

@@ -536,3 +536,26 @@ def test_what_the_checks_read_of_files_that_are_not_python_is_kept_until_one_cha
     with unsaved_buffers({str((project / "setup.py").resolve()): b"from setuptools import setup\nsetup()\n"}):
         engine.check([project], options)
     assert len(reads) == 2, "an unsaved setup.py declares requirements: read again"
+
+
+def test_an_unsaved_buffer_of_a_file_that_is_not_python_is_checked_as_its_content(tmp_path) -> None:
+    """The incremental plan's key covers the files that are not Python by path, size and time,
+    and their unsaved buffers by content (helper-44's audit: a Dockerfile buffer kept the last
+    run's findings): the resident run after such a buffer equals a fresh run on the saved file."""
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
+    engine.check([project], options)
+    dockerfile = project / "docker" / "Dockerfile"
+    text = dockerfile.read_text()
+    assert "sglang:v0.9.0-cu129" in text
+    changed = text.replace("sglang:v0.9.0-cu129", "sglang:v0.9.1-cu129")  # the image's SGLang is another release
+    with unsaved_buffers({str(dockerfile.resolve()): changed.encode()}):
+        resident = engine.check([project], options)
+    saved = tmp_path / "saved"
+    shutil.copytree(project, saved)
+    (saved / "docker" / "Dockerfile").write_text(changed)
+    fresh = run_check([saved], dataclasses.replace(options, replay=False, cache_dir=tmp_path / "fresh"))
+    assert findings(resident) == findings(fresh)
+    assert findings(resident) != findings(engine.check([project], options))  # the buffer mattered
