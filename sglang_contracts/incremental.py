@@ -21,9 +21,9 @@ file and its dependants, as below.
 
 Otherwise the files to recompute are those whose content changed, and their dependants: every
 file that imports one of them, transitively (its subclasses, the importers of a re-export
-module); after an edit of members, also the files of the edited classes' project bases and
-their dependants (a base's method runs borrowed code with the subclass's object, and reports
-there). A resident process, which has both versions of a changed file, leaves its importers
+module); after an edit of members, also the files of the project bases of every class among
+them and their dependants (a base's method runs borrowed code with the subclass's object, and
+reports there; the subclass may be a user of the edited class: a mixin, a stand-in's class). A resident process, which has both versions of a changed file, leaves its importers
 out when the edit only moved code (moved_only: the same facts but their positions, and each
 each_file analysis's rows of it the last ones with their lines moved; a statement typed in a
 method body): what other files read of it is as it was, and no finding elsewhere cites where

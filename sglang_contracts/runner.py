@@ -360,11 +360,13 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         if partial_run is not None and not partial_run.full:
             # The rules that read only the recomputed files' own facts (and every file's
             # outline) on those; the others over the whole project (incremental.py).
-            # A class's members changed: its project bases' files are checked again (with their
-            # importers, which hold the other subclasses), since a base's method hands the
-            # subclass's object to borrowed code (SGC314 at the base's call).
+            # A class's members changed: the project bases of every class recomputed are checked
+            # again (with their importers, which hold the other subclasses), since a base's
+            # method hands the subclass's object to borrowed code (SGC314 at the base's call),
+            # and the subclass may be a user of the edited class (a mixin, a stand-in's class).
             view = project_view(context)
-            partial_run.recompute_with_dependants(view.ancestor_files(partial_run.members_changed))
+            if partial_run.members_edited:
+                partial_run.recompute_with_dependants(view.ancestor_files(partial_run.recomputed))
             in_full = partial_run.recomputed | view.ancestor_files(partial_run.recomputed)
             # The local rules see other files' outlines only: none of the whole project's analyses.
             local = dataclasses.replace(context, project=incremental.checked_project(released, in_full), memo={},

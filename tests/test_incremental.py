@@ -167,6 +167,42 @@ def test_a_record_whose_file_entries_have_another_shape_plans_a_full_run(fixture
         assert incremental.plan(store, "salt", index).full
 
 
+def test_an_edit_of_a_stand_in_s_class_rechecks_the_bases_of_the_classes_that_use_it(tmp_path, plans) -> None:
+    """The subclass builds its stand-in from a class of a third file that its base's file does
+    not import (helper-43's audit, slime's EmptyPreallocQueue): an edit of that class's members
+    checks the base's file again, where the subclass's SGC314 is reported."""
+    from test_catalog import upstream_tree, write_tree
+
+    scheduler = "sglang/srt/managers/scheduler.py"
+    noop = "    def noop(self):\n        return None\n\n"
+    old = upstream_tree(tmp_path / "old", {scheduler: f"class Scheduler:\n{noop}    def flush_cache(self):\n"
+                                                      "        return not self.queue.items\n"}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {scheduler: f"class Scheduler:\n{noop}    def flush_cache(self):\n"
+                                                      "        return not self.queue.items and not self.queue.pending()\n"},
+                        "0.2.0")
+    getattr_ = "    def __getattr__(self, name):\n        return types.MethodType(getattr(_Upstream, name), self)\n"
+    project = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "app/base.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n\n"
+                       f"class Base:\n    def flush(self):\n        return self.flush_cache()\n\n{getattr_}",
+        "app/queue.py": "class FakeQueue:\n    def __init__(self):\n        self.items = []\n",
+        "app/decode.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n"
+                         "from app.base import Base\nfrom app.queue import FakeQueue\n\n\nclass Decode(Base):\n"
+                         "    def __init__(self):\n        self.queue = FakeQueue()\n\n"
+                         f"    def idle(self):\n        return self.noop()\n\n{getattr_}",
+    })
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, workers=1)
+
+    def found(result) -> list[tuple[str, str]]:
+        return [(d.path, d.code) for d in result.diagnostics if d.code != "SGC313"]
+
+    assert found(run_check([project], options)) == [("app/base.py", "SGC314")]
+    edit(project / "app" / "queue.py", "        self.items = []\n",
+         "        self.items = []\n\n    def pending(self):\n        return False\n")
+    assert found(same_as_a_full_run(project, options)) == []
+    assert not plans[-1].full and "app/base.py" in plans[-1].recomputed
+
+
 def test_a_project_wide_fact_that_changes_recomputes_everything(fixture_project, plans) -> None:
     project, options = fixture_project
     run_check([project], options)
@@ -585,8 +621,10 @@ def _members_edit_violations(context, codes) -> list[tuple[str, str, str]]:
             variant = dataclasses.replace(project, files={**project.files, edited: dataclasses.replace(
                 project.files[edited], classes=kept)})
             view = project_view(dataclasses.replace(context, project=variant, memo={}))
-            # as runner._computed has it: the file, its project bases' files, and their importers
-            closure = incremental._closure({edited} | view.ancestor_files({edited}), importers)
+            # as runner._computed has it: the file and its importers, the project bases' files of
+            # every class among them, and their importers
+            closure = incremental._closure({edited}, importers)
+            closure = incremental._closure(closure | view.ancestor_files(closure), importers)
             found += _partial_run_errors(context, variant, edited, closure, checked, full)
     return sorted(set(found))
 
