@@ -23,7 +23,8 @@ Otherwise the files to recompute are those whose content changed, and their depe
 file that imports one of them, transitively (its subclasses, the importers of a re-export
 module); after an edit of members, also the files of the project bases of every class among
 them and their dependants (a base's method runs borrowed code with the subclass's object, and
-reports there; the subclass may be a user of the edited class: a mixin, a stand-in's class). A resident process, which has both versions of a changed file, leaves its importers
+reports there; the subclass may be a user of the edited class: a mixin, a stand-in's class).
+A resident process, which has both versions of a changed file, leaves its importers
 out when the edit only moved code (moved_only: the same facts but their positions, and each
 each_file analysis's rows of it the last ones with their lines moved; a statement typed in a
 method body): what other files read of it is as it was, and no finding elsewhere cites where
@@ -40,8 +41,8 @@ their last findings; so, after an edit of imports, are the rules that read the i
 files they do not import (IMPORTS_ANYWHERE: the first import anywhere that reaches a package,
 a patch target named by its string), and after an edit of members, those that read the
 members of classes in files they do not import (MEMBERS_ANYWHERE). The loops of a partial run
-that report in the file they walk walk only the recomputed files (CheckContext.checked). tests/test_incremental.py compares
-the result with a full run, on the fixture project and on real sglang-omni edits, reduces each
+that report in the file they walk walk only the recomputed files (CheckContext.checked).
+tests/test_incremental.py compares the result with a full run, on the fixture project and on real sglang-omni edits, reduces each
 file of every multi-file rule example to its outline to find a rule that reads more of it and
 is not in WHOLE_PROJECT, and takes each of their imports away to find one that reads them
 beyond the file's importers and is not in IMPORTS_ANYWHERE; and empties each class's members
@@ -91,8 +92,9 @@ class Plan:
     imports_edited: bool = False
     # The files some class's members changed in (and nothing else of any outline but imports):
     # the rules that read the members of classes in files they do not import (MEMBERS_ANYWHERE)
-    # are checked whole, and the files of those classes' project bases are recomputed (a base's
-    # method hands the subclass's object to borrowed code: SGC314 at the base, runner._computed)
+    # are checked whole, and the project bases' files of every class recomputed are recomputed
+    # too (a base's method hands the subclass's object to borrowed code: SGC314 at the base,
+    # runner._computed)
     members_changed: set[str] = field(default_factory=set)
 
     # path -> the files that import it (both runs' edges): whose findings depend on it

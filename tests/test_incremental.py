@@ -112,10 +112,14 @@ def test_an_edit_of_a_class_s_members_alone_rechecks_its_file_its_importers_and_
     assert "SGC322" in WHOLE_PROJECT | MEMBERS_ANYWHERE  # which attributes any project class provides
 
 
-def test_an_edit_of_a_subclass_s_members_rechecks_its_bases_files_where_their_roots_report(tmp_path, plans) -> None:
-    """A base's methods that hand the object to borrowed code run with the subclass's members
-    (SGC314 at the base's call, for the subclass's stand-in): an edit of the subclass's
-    members alone checks the files of its project bases again, though they do not import it."""
+# A class's __getattr__ that hands out SGLang's Scheduler methods as its own (sglang-omni's way).
+BORROWING_GETATTR = "    def __getattr__(self, name):\n        return types.MethodType(getattr(_Upstream, name), self)\n"
+
+
+def _borrowing_base_project(tmp_path: Path, files: dict[str, str]) -> tuple[Path, CheckOptions]:
+    """A project whose `app/base.py` Base borrows Scheduler's methods and hands itself to
+    `flush_cache`, which in the new release also calls `self.queue.pending()`; with `files`
+    (the subclass, and what builds its `queue`)."""
     from test_catalog import upstream_tree, write_tree
 
     scheduler = "sglang/srt/managers/scheduler.py"
@@ -128,22 +132,31 @@ def test_an_edit_of_a_subclass_s_members_rechecks_its_bases_files_where_their_ro
     project = write_tree(tmp_path / "project", {
         "pyproject.toml": "[project]\nname = 'app'\n",
         "app/base.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n\n"
-                       "class Base:\n    def flush(self):\n        return self.flush_cache()\n\n"
-                       "    def __getattr__(self, name):\n        return types.MethodType(getattr(_Upstream, name), self)\n",
+                       f"class Base:\n    def flush(self):\n        return self.flush_cache()\n\n{BORROWING_GETATTR}",
+        **files,
+    })
+    return project, CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, workers=1)
+
+
+def _but_the_body_change(result) -> list[tuple[str, str]]:
+    """(path, code) of the findings but SGC313 (flush_cache's body changed, at the base)."""
+    return [(d.path, d.code) for d in result.diagnostics if d.code != "SGC313"]
+
+
+def test_an_edit_of_a_subclass_s_members_rechecks_its_bases_files_where_their_roots_report(tmp_path, plans) -> None:
+    """A base's methods that hand the object to borrowed code run with the subclass's members
+    (SGC314 at the base's call, for the subclass's stand-in): an edit of the subclass's
+    members alone checks the files of its project bases again, though they do not import it."""
+    project, options = _borrowing_base_project(tmp_path, {
         # its own root reaches nothing new: the stand-in's finding is at the base's root
         "app/decode.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n"
                          "from app.base import Base\n\n\nclass Decode(Base):\n    def __init__(self):\n"
                          "        self.queue = types.SimpleNamespace(items=[])\n\n"
-                         "    def idle(self):\n        return self.noop()\n\n"
-                         "    def __getattr__(self, name):\n        return types.MethodType(getattr(_Upstream, name), self)\n",
+                         f"    def idle(self):\n        return self.noop()\n\n{BORROWING_GETATTR}",
     })
-    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, workers=1)
-    def found(result) -> list[tuple[str, str]]:
-        return [(d.path, d.code) for d in result.diagnostics if d.code != "SGC313"]  # the body change, at the base
-
-    assert found(run_check([project], options)) == [("app/base.py", "SGC314")]
+    assert _but_the_body_change(run_check([project], options)) == [("app/base.py", "SGC314")]
     edit(project / "app" / "decode.py", "SimpleNamespace(items=[])", "SimpleNamespace(items=[], pending=lambda: False)")
-    assert found(same_as_a_full_run(project, options)) == []
+    assert _but_the_body_change(same_as_a_full_run(project, options)) == []
     assert not plans[-1].full and plans[-1].members_edited
     assert plans[-1].recomputed == {"app/decode.py", "app/base.py"}
 
@@ -171,35 +184,17 @@ def test_an_edit_of_a_stand_in_s_class_rechecks_the_bases_of_the_classes_that_us
     """The subclass builds its stand-in from a class of a third file that its base's file does
     not import (helper-43's audit, slime's EmptyPreallocQueue): an edit of that class's members
     checks the base's file again, where the subclass's SGC314 is reported."""
-    from test_catalog import upstream_tree, write_tree
-
-    scheduler = "sglang/srt/managers/scheduler.py"
-    noop = "    def noop(self):\n        return None\n\n"
-    old = upstream_tree(tmp_path / "old", {scheduler: f"class Scheduler:\n{noop}    def flush_cache(self):\n"
-                                                      "        return not self.queue.items\n"}, "0.1.0")
-    new = upstream_tree(tmp_path / "new", {scheduler: f"class Scheduler:\n{noop}    def flush_cache(self):\n"
-                                                      "        return not self.queue.items and not self.queue.pending()\n"},
-                        "0.2.0")
-    getattr_ = "    def __getattr__(self, name):\n        return types.MethodType(getattr(_Upstream, name), self)\n"
-    project = write_tree(tmp_path / "project", {
-        "pyproject.toml": "[project]\nname = 'app'\n",
-        "app/base.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n\n"
-                       f"class Base:\n    def flush(self):\n        return self.flush_cache()\n\n{getattr_}",
+    project, options = _borrowing_base_project(tmp_path, {
         "app/queue.py": "class FakeQueue:\n    def __init__(self):\n        self.items = []\n",
         "app/decode.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n"
                          "from app.base import Base\nfrom app.queue import FakeQueue\n\n\nclass Decode(Base):\n"
                          "    def __init__(self):\n        self.queue = FakeQueue()\n\n"
-                         f"    def idle(self):\n        return self.noop()\n\n{getattr_}",
+                         f"    def idle(self):\n        return self.noop()\n\n{BORROWING_GETATTR}",
     })
-    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, workers=1)
-
-    def found(result) -> list[tuple[str, str]]:
-        return [(d.path, d.code) for d in result.diagnostics if d.code != "SGC313"]
-
-    assert found(run_check([project], options)) == [("app/base.py", "SGC314")]
+    assert _but_the_body_change(run_check([project], options)) == [("app/base.py", "SGC314")]
     edit(project / "app" / "queue.py", "        self.items = []\n",
          "        self.items = []\n\n    def pending(self):\n        return False\n")
-    assert found(same_as_a_full_run(project, options)) == []
+    assert _but_the_body_change(same_as_a_full_run(project, options)) == []
     assert not plans[-1].full and "app/base.py" in plans[-1].recomputed
 
 
@@ -513,17 +508,11 @@ def _import_edit_violations(context, codes) -> list[tuple[str, str, str]]:
     WHOLE_PROJECT nor IMPORTS_ANYWHERE): one outside the file's importers that changes when the
     file loses its imports (all of them, or one at a time), or one inside them that a run on
     those files (the others reduced to their outlines) gives otherwise than a full run."""
-    from sglang_contracts.contracts.base import IMPORTS_ANYWHERE, WHOLE_PROJECT, run_checks
+    from sglang_contracts.contracts.base import IMPORTS_ANYWHERE, WHOLE_PROJECT
     from sglang_contracts.project.index import _link, module_name_for
 
     project = context.project
-    whole = WHOLE_PROJECT | IMPORTS_ANYWHERE
-
-    def checked(index, only: set[str] | None = None) -> set:
-        only = frozenset(only) if only is not None else None
-        return {d for d in run_checks(dataclasses.replace(context, project=index, memo={}, checked=only), codes, [])
-                if d.code not in whole}
-
+    checked = _checker(context, codes, WHOLE_PROJECT | IMPORTS_ANYWHERE)
     full = checked(project)
     found = []
     for edited in sorted(project.files):
@@ -541,6 +530,19 @@ def _import_edit_violations(context, codes) -> list[tuple[str, str, str]]:
                             importers.setdefault(modules[module], set()).add(rel)
             found += _partial_run_errors(context, variant, edited, incremental._closure({edited}, importers), checked, full)
     return sorted(set(found))
+
+
+def _checker(context, codes, whole: set[str]):
+    """`checked(index, only)`: the findings of the rules not in `whole` (those a partial run
+    checks on the recomputed files) on `index`; `only`: the files a partial run keeps findings of."""
+    from sglang_contracts.contracts.base import run_checks
+
+    def checked(index, only: set[str] | None = None) -> set:
+        only = frozenset(only) if only is not None else None
+        return {d for d in run_checks(dataclasses.replace(context, project=index, memo={}, checked=only), codes, [])
+                if d.code not in whole}
+
+    return checked
 
 
 def _partial_run_errors(context, variant, edited: str, closure: set[str], checked, full: set) -> list[tuple[str, str, str]]:
@@ -589,20 +591,14 @@ def _members_edit_violations(context, codes) -> list[tuple[str, str, str]]:
     its classes loses its members (or gains one: `provided` grows by an attribute some file
     reads), or one inside them that a run on those files (the others reduced to their
     outlines) gives otherwise than a full run."""
-    from sglang_contracts.contracts.base import MEMBERS_ANYWHERE, WHOLE_PROJECT, run_checks
+    from sglang_contracts.contracts.base import MEMBERS_ANYWHERE, WHOLE_PROJECT
     from sglang_contracts.contracts.resolve import project_view
     from sglang_contracts.project.index import module_name_for
 
     project = context.project
-    whole = WHOLE_PROJECT | MEMBERS_ANYWHERE
     assert set(NO_MEMBERS) | set(incremental.CLASS_OUTLINE) | {"position"} == {
         f.name for f in dataclasses.fields(FACT_LISTS["classes"])}
-
-    def checked(index, only: set[str] | None = None) -> set:
-        only = frozenset(only) if only is not None else None
-        return {d for d in run_checks(dataclasses.replace(context, project=index, memo={}, checked=only), codes, [])
-                if d.code not in whole}
-
+    checked = _checker(context, codes, WHOLE_PROJECT | MEMBERS_ANYWHERE)
     full = checked(project)
     modules = {module_name_for(rel): rel for rel in project.files}
     importers: dict[str, set[str]] = {}

@@ -176,10 +176,8 @@ class ResidentEngine(Fresh):
         run with `patch-files`, whose globs may name any file. A failure is not kept."""
         named = options.settings.get("patch-files") or ()
         if self._listed is not None and not named:
-            rows = [row for name, row in self._listed if stack_may_read(name)]
-            buffers = sorted((path, hashlib.sha256(data).hexdigest()) for path, data in unsaved_buffer_items()
-                             if stack_may_read(os.path.basename(path)))
-            key = (str(root), hashlib.sha256(repr((rows, buffers)).encode("utf-8", "surrogateescape")).hexdigest())
+            key = _read_state(root, [row for name, row in self._listed if stack_may_read(name)],
+                              lambda path: stack_may_read(os.path.basename(path)))
             if self._stacks is not None and self._stacks[0] == key:
                 return self._stacks[1], self._stacks[2]
         else:
@@ -196,11 +194,9 @@ class ResidentEngine(Fresh):
         self._listed = listed
         if listed is None:
             return super().pin(root, listed)
-        rows = [row for _, row in listed if pin_may_read(row.partition("\0")[0])]
         # Only the buffers of files the readers may read: a module typed in is no pin file.
-        buffers = sorted((path, hashlib.sha256(data).hexdigest()) for path, data in unsaved_buffer_items()
-                         if _pin_may_read_path(root.resolve(), path))
-        key = (str(root), hashlib.sha256(repr((rows, buffers)).encode("utf-8", "surrogateescape")).hexdigest())
+        key = _read_state(root, [row for _, row in listed if pin_may_read(row.partition("\0")[0])],
+                          partial(_pin_may_read_path, root.resolve()))
         if self._pin is not None and self._pin[0] == key:
             return self._pin[1], ""
         pin, failure = super().pin(root, listed)
@@ -306,6 +302,14 @@ class ResidentEngine(Fresh):
         self._releases_memos = {key: memo for key, memo in self._releases_memos.items() if key in self._models}
         if self._placeless_memo is not None and self._placeless_memo[0] not in self._models:
             self._placeless_memo = None
+
+
+def _read_state(root: Path, rows: list[str], may_read: Callable[[str], bool]) -> tuple[str, str]:
+    """A key of what a reader of the project's files reads: the listing's rows of the files it
+    may read (by path, size and time) and the unsaved buffers (by content) of the paths
+    `may_read` accepts."""
+    buffers = sorted((path, hashlib.sha256(data).hexdigest()) for path, data in unsaved_buffer_items() if may_read(path))
+    return str(root), hashlib.sha256(repr((rows, buffers)).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _pin_may_read_path(root: Path, path: str) -> bool:
