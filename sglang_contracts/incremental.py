@@ -104,11 +104,11 @@ class Plan:
     def members_edited(self) -> bool:
         return bool(self.members_changed)
 
-    def recompute_with_dependants(self, paths: set[str]) -> None:
-        """Recompute these files too, and the files that import them, transitively (every file
-        whose findings may rest on theirs, as for a changed file)."""
+    def recompute(self, paths: set[str]) -> None:
+        """Recompute these files too (not their importers: their findings rest on nothing these
+        files' facts do not already give them)."""
         if self.recomputed is not None:
-            self.recomputed |= _closure(paths, self.importers)
+            self.recomputed |= paths
 
     @property
     def full(self) -> bool:

@@ -361,13 +361,15 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
             # The rules that read only the recomputed files' own facts (and every file's
             # outline) on those; the others over the whole project (incremental.py).
             # A class's members changed: the project bases of every class recomputed are checked
-            # again (with their importers, which hold the other subclasses), since a base's
-            # method hands the subclass's object to borrowed code (SGC314 at the base's call),
-            # and the subclass may be a user of the edited class (a mixin, a stand-in's class).
+            # again, since a base's method hands the subclass's object to borrowed code (SGC314
+            # at the base's call) and the subclass may be a user of the edited class (a mixin, a
+            # stand-in's class); their other subclasses are read in full for it, not checked.
             view = project_view(context)
+            bases = view.ancestor_files(partial_run.recomputed)
+            in_full = partial_run.recomputed | bases
             if partial_run.members_edited:
-                partial_run.recompute_with_dependants(view.ancestor_files(partial_run.recomputed))
-            in_full = partial_run.recomputed | view.ancestor_files(partial_run.recomputed)
+                partial_run.recompute(bases)
+                in_full |= view.descendant_files(bases)
             # The local rules see other files' outlines only: none of the whole project's analyses.
             local = dataclasses.replace(context, project=incremental.checked_project(released, in_full), memo={},
                                         placeless_memo={}, checked=frozenset(partial_run.recomputed))

@@ -545,15 +545,17 @@ def _checker(context, codes, whole: set[str]):
     return checked
 
 
-def _partial_run_errors(context, variant, edited: str, closure: set[str], checked, full: set) -> list[tuple[str, str, str]]:
+def _partial_run_errors(context, variant, edited: str, closure: set[str], checked, full: set,
+                        also_in_full: frozenset[str] = frozenset()) -> list[tuple[str, str, str]]:
     """(rule, file edited, finding) for what a partial run on `closure` (the other files reduced
-    to their outlines) gets wrong once `edited` made the project `variant`: a finding outside
-    the closure that changed (kept from the last run, it is stale), or one inside it that the
-    partial run gives otherwise than a full run. `checked(index, only)`: the findings compared."""
+    to their outlines but `also_in_full`) gets wrong once `edited` made the project `variant`: a
+    finding outside the closure that changed (kept from the last run, it is stale), or one
+    inside it that the partial run gives otherwise than a full run. `checked(index, only)`: the
+    findings compared."""
     from sglang_contracts.contracts.resolve import project_view
 
     now = checked(variant)
-    in_full = closure | project_view(dataclasses.replace(context, project=variant, memo={})).ancestor_files(closure)
+    in_full = closure | also_in_full | project_view(dataclasses.replace(context, project=variant, memo={})).ancestor_files(closure)
     partial = checked(incremental.checked_project(variant, in_full), closure)
     return [*((d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ full if d.path not in closure),
             *((d.code, edited, f"{d.path}:{d.line}: {d.message}") for d in now ^ partial if d.path in closure)]
@@ -617,11 +619,12 @@ def _members_edit_violations(context, codes) -> list[tuple[str, str, str]]:
             variant = dataclasses.replace(project, files={**project.files, edited: dataclasses.replace(
                 project.files[edited], classes=kept)})
             view = project_view(dataclasses.replace(context, project=variant, memo={}))
-            # as runner._computed has it: the file and its importers, the project bases' files of
-            # every class among them, and their importers
+            # as runner._computed has it: the file and its importers, and the project bases' files
+            # of every class among them, whose other subclasses are read in full
             closure = incremental._closure({edited}, importers)
-            closure = incremental._closure(closure | view.ancestor_files(closure), importers)
-            found += _partial_run_errors(context, variant, edited, closure, checked, full)
+            bases = view.ancestor_files(closure)
+            found += _partial_run_errors(context, variant, edited, closure | bases, checked, full,
+                                         frozenset(view.descendant_files(bases)))
     return sorted(set(found))
 
 
@@ -669,3 +672,29 @@ def test_the_rows_of_flag_uses_move_with_their_function_so_a_typed_line_only_mov
     assert {_scope(row[-1]) for row in before} == {"launch@4"} and {_scope(row[-1]) for row in after} == {"launch@5"}
     moved = incremental._lines_moved(before, incremental._moved_lines(text, typed))
     assert incremental._as_json(moved) == incremental._as_json(after)
+
+
+def test_an_edit_of_a_stand_in_s_class_keeps_the_base_s_findings_for_its_other_subclasses(tmp_path, plans) -> None:
+    """The base's file checked again after a stand-in's class changed (the test above) reports
+    for every subclass: a sibling in a file that neither the edited file nor its importers
+    reach is read in full, and its SGC314 at the base (one per call and stand-in's member, the
+    first subclass's) comes up once the edited one no longer lacks the member."""
+    project, options = _borrowing_base_project(tmp_path, {
+        "app/queue.py": "class FakeQueue:\n    def __init__(self):\n        self.items = []\n",
+        "app/decode.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n"
+                         "from app.base import Base\nfrom app.queue import FakeQueue\n\n\nclass Decode(Base):\n"
+                         "    def __init__(self):\n        self.queue = FakeQueue()\n\n"
+                         f"    def idle(self):\n        return self.noop()\n\n{BORROWING_GETATTR}",
+        "app/prefill.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n"
+                          "from app.base import Base\n\n\nclass Prefill(Base):\n    def __init__(self):\n"
+                          "        self.queue = types.SimpleNamespace(items=[])\n\n"
+                          f"    def idle(self):\n        return self.noop()\n\n{BORROWING_GETATTR}",
+    })
+    before = [d.message for d in run_check([project], options).diagnostics if d.code == "SGC314"]
+    assert len(before) == 1 and before[0].startswith("Decode.queue")
+    edit(project / "app" / "queue.py", "        self.items = []\n",
+         "        self.items = []\n\n    def pending(self):\n        return False\n")
+    after = same_as_a_full_run(project, options)
+    assert [(d.path, d.message.split(" ")[0]) for d in after.diagnostics if d.code == "SGC314"] == [
+        ("app/base.py", "Prefill.queue")]
+    assert not plans[-1].full and "app/prefill.py" not in plans[-1].recomputed

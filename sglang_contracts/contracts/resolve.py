@@ -101,6 +101,12 @@ class ProjectView:
         return {member.facts.path for cls in self.classes.values() if cls.facts.path in paths
                 for member in self.ancestry(cls)[0]}
 
+    def descendant_files(self, paths: set[str]) -> set[str]:
+        """The files that define the project classes that derive from a class in `paths` (what
+        a base's findings about the objects its subclasses hand to borrowed code read)."""
+        return {cls.facts.path for cls in self.classes.values()
+                if any(member.facts.path in paths for member in self.ancestry(cls)[0][1:])}
+
     def _provided(self, cls: ProjectClass) -> frozenset[str]:
         return frozenset(name for member in self.ancestry(cls)[0] for name in member.fact.provided)
 
