@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--write-baseline", type=Path, metavar="FILE",
                        help="write every finding to FILE as accepted (justifications already in FILE are kept) and exit 0")
     check.add_argument("--statistics", action="store_true", help="count the findings per code at the end")
+    check.add_argument("--daemon", action="store_true",
+                       help="with no daemon for these options, leave one after this run for the next check "
+                            "(as `daemon start`; a pre-commit hook's later runs are then answered in about 0.5 s)")
     _add_cache_options(check)
 
     fix = commands.add_parser("fix", help="rewrite what the bump breaks where the new release makes the fix certain")
@@ -306,6 +309,12 @@ def main(argv: list[str] | None = None) -> int:
         status = handed_over(argv if argv is not None else sys.argv[1:], args)
         if status is not None:  # the project's daemon ran it (resident/)
             return status
+        status = run_command(args, argv=argv)
+        if args.daemon and status != 2:  # not after a usage error, which its daemon would meet too
+            from sglang_contracts.resident.daemon import leave_daemon
+
+            leave_daemon(args, Path.cwd())
+        return status
     return run_command(args, argv=argv)
 
 

@@ -214,3 +214,54 @@ def test_an_idle_daemon_exits_and_takes_its_socket(project) -> None:
     assert not path.exists()
     assert run(project, "daemon", "status", *RELEASES).returncode == 1
     path.with_suffix(".log").unlink(missing_ok=True)
+
+
+def test_check_with_daemon_leaves_one_that_answers_the_next_check(project) -> None:
+    """`check --daemon` (a pre-commit hook's args): the first run is in its own process and
+    leaves a daemon with its run options, started detached; the next check is answered by it,
+    with the same output; a check while one runs or starts leaves no second one."""
+    path = _socket_of(project)
+    first = run(project, "check", *RELEASES, "--daemon")
+    assert same(first, in_own_process(project, "check", *RELEASES)) and first.returncode == 1
+    try:
+        deadline = time.monotonic() + 120
+        while run(project, "daemon", "status", *RELEASES).returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not path.with_suffix(".starting").exists()
+        pid = int(run(project, "daemon", "status", *RELEASES).stdout.split("daemon ")[1].split()[0])
+        second = run(project, "check", *RELEASES, "--daemon", "demo_omni/layers.py")
+        assert same(second, in_own_process(project, "check", *RELEASES, "demo_omni/layers.py"))
+        assert checks_answered(project) == 1
+        assert int(run(project, "daemon", "status", *RELEASES).stdout.split("daemon ")[1].split()[0]) == pid
+    finally:
+        run(project, "daemon", "stop", *RELEASES)
+        path.with_suffix(".log").unlink(missing_ok=True)
+
+
+def test_the_daemon_left_by_check_has_the_check_s_key(project, tmp_path) -> None:
+    """Whatever run options the check was given (releases, rules, a configuration file, the
+    cache), the daemon it leaves is the one a later check with those options is handed to."""
+    from sglang_contracts.resident.daemon import daemon_argv
+
+    (project / "alt.toml").write_text("[tool.sglang-contracts]\n")
+    for options in ([*RELEASES], [*RELEASES, "--select", "SGC1,SGC3", "--ignore", "SGC102"],
+                    [*RELEASES, "--config", "alt.toml", "--cache-dir", str(tmp_path / "c"), "--no-cache"]):
+        checked = build_parser().parse_args(["check", *options, "demo_omni/layers.py", "--daemon"])
+        root, _, _ = client.daemon_key(checked, project)
+        served = build_parser().parse_args(daemon_argv(checked, root, project))
+        assert served.action == "serve"
+        assert client.daemon_key(served, Path("/")) == client.daemon_key(checked, project), options
+
+
+def test_two_checks_that_end_together_start_one_daemon(project) -> None:
+    from sglang_contracts.resident.daemon import _claim_start
+
+    path = _socket_of(project)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        assert _claim_start(path) and not _claim_start(path)
+        old = time.time() - 3600
+        os.utime(path.with_suffix(".starting"), (old, old))  # a start that never came up
+        assert _claim_start(path)
+    finally:
+        path.with_suffix(".starting").unlink(missing_ok=True)

@@ -63,12 +63,7 @@ def daemon_command(args: argparse.Namespace, argv: list[str]) -> int:
 def _start(argv: list[str], path: Path, root: Path) -> int:
     """Run `daemon serve` detached and wait until it answers (after its first check)."""
     at = argv.index("start")
-    serve = [sys.executable, "-m", "sglang_contracts", *argv[:at], "serve", *argv[at + 1:]]
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    log = path.with_suffix(".log")
-    with open(log, "ab") as output:
-        process = subprocess.Popen(serve, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-                                   start_new_session=True)
+    process, log = _serve_detached([*argv[:at], "serve", *argv[at + 1:]], path)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -81,6 +76,78 @@ def _start(argv: list[str], path: Path, root: Path) -> int:
         time.sleep(0.1)
     print(f"sglang-contracts: error: the daemon did not answer in {START_TIMEOUT:.0f} s; see {log}", file=sys.stderr)
     return 2
+
+
+def _serve_detached(argv: list[str], path: Path) -> tuple[subprocess.Popen, Path]:
+    """`sglang-contracts ARGV` (a `daemon serve`) in a session of its own, its output in the log
+    beside its socket."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log = path.with_suffix(".log")
+    with open(log, "ab") as output:
+        process = subprocess.Popen([sys.executable, "-m", "sglang_contracts", *argv], stdin=subprocess.DEVNULL,
+                                   stdout=output, stderr=output, start_new_session=True)
+    return process, log
+
+
+# `check` options -> the flag that gives them (client.KEY_OPTIONS), as `daemon` takes them.
+_KEY_FLAGS = {"old": "--old", "new": "--new", "sglang_repo": "--sglang-repo", "config": "--config",
+              "select": "--select", "ignore": "--ignore", "no_cache": "--no-cache", "cache_dir": "--cache-dir"}
+
+
+def daemon_argv(args: argparse.Namespace, root: Path, cwd: Path) -> list[str]:
+    """The `daemon serve` command line with a `check`'s run options (the ones its key holds),
+    for the check's project root, its paths made absolute (`cwd`: the check's)."""
+    argv = ["daemon", "serve", str(root)]  # the paths before the options, as argparse takes them
+    for name, flag in _KEY_FLAGS.items():
+        value = getattr(args, name, None)
+        if value is None or value is False:
+            continue
+        if value is True:
+            argv.append(flag)
+        elif isinstance(value, Path):
+            argv += [flag, str(value if value.is_absolute() else (cwd / value).resolve())]
+        else:
+            argv += [flag, ",".join(value) if isinstance(value, list) else str(value)]
+    return argv
+
+
+def leave_daemon(args: argparse.Namespace, cwd: Path) -> None:
+    """After `check --daemon` ran in its own process: a daemon with its run options, started
+    detached and not waited for (its warm-up replays the run just recorded), unless one runs
+    or is starting. Nothing is said: a daemon that cannot start leaves the next check to run
+    in its own process, as it would without one."""
+    if os.environ.get("SGLANG_CONTRACTS_NO_DAEMON"):
+        return
+    try:
+        root, _, key = daemon_key(args, cwd)
+        path = socket_path(args, key)
+        if ask(path, {"status": True}, timeout=5.0) is not None:
+            return  # one runs (busy with another check when this one asked)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not private(path.parent) or not _claim_start(path):
+            return
+        _serve_detached(daemon_argv(args, root, cwd), path)
+    except (OSError, ValueError, RuntimeError):
+        return
+
+
+def _claim_start(path: Path) -> bool:
+    """Whether this process may start the socket's daemon: the first to create its `.starting`
+    mark (the daemon removes it once it listens), or the first after a mark older than a start
+    may take; two checks that end together start one daemon, not two."""
+    mark = path.with_suffix(".starting")
+    for _ in range(2):
+        try:
+            os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - mark.stat().st_mtime < START_TIMEOUT:
+                    return False
+                mark.unlink()
+            except FileNotFoundError:
+                pass
+    return False
 
 
 def _code_stamps() -> dict[str, tuple[int, int]]:
@@ -123,26 +190,38 @@ class Daemon:
         if not private(self.path.parent):
             print(f"sglang-contracts: error: {self.path.parent} is not this user's alone", file=sys.stderr)
             return 2
-        self._warm_up()
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
-            listener.bind(str(self.path))  # in a folder only this user can enter
-            listener.listen(8)
-            listener.settimeout(1.0)
-            try:
-                while not self.stopping.is_set():
-                    try:
-                        connection, _ = listener.accept()
-                    except socket.timeout:
-                        if not self.busy.locked() and time.monotonic() - self.last > self.idle_timeout:
-                            break
-                        continue
-                    threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
-            finally:
+        listened = False
+        try:
+            self._warm_up()
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
+                listener.bind(str(self.path))  # in a folder only this user can enter
+                listener.listen(8)
+                self._started()
+                listened = True
+                listener.settimeout(1.0)
+                try:
+                    while not self.stopping.is_set():
+                        try:
+                            connection, _ = listener.accept()
+                        except socket.timeout:
+                            if not self.busy.locked() and time.monotonic() - self.last > self.idle_timeout:
+                                break
+                            continue
+                        threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+                finally:
+                    with contextlib.suppress(FileNotFoundError):
+                        self.path.unlink()
+        finally:
+            if not listened:  # a warm-up that failed: the next `check --daemon` may try again
+                self._started()
         return 0
+
+    def _started(self) -> None:
+        """Remove the mark of a start under way (leave_daemon's): the socket listens, or never will."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path.with_suffix(".starting").unlink()
 
     def _warm_up(self) -> None:
         """The first check, before the socket exists: a `check` meanwhile runs on its own. One
