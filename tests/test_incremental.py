@@ -180,22 +180,52 @@ def test_a_record_whose_file_entries_have_another_shape_plans_a_full_run(fixture
         assert incremental.plan(store, "salt", index).full
 
 
+# A subclass whose stand-in is a class of a third file its base's file does not import, and the
+# edit that gives that class the member borrowed code now calls.
+STAND_IN_FROM_A_THIRD_FILE = {
+    "app/queue.py": "class FakeQueue:\n    def __init__(self):\n        self.items = []\n",
+    "app/decode.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n"
+                     "from app.base import Base\nfrom app.queue import FakeQueue\n\n\nclass Decode(Base):\n"
+                     "    def __init__(self):\n        self.queue = FakeQueue()\n\n"
+                     f"    def idle(self):\n        return self.noop()\n\n{BORROWING_GETATTR}",
+}
+
+
+def _give_the_stand_in_pending(project: Path) -> None:
+    edit(project / "app" / "queue.py", "        self.items = []\n",
+         "        self.items = []\n\n    def pending(self):\n        return False\n")
+
+
 def test_an_edit_of_a_stand_in_s_class_rechecks_the_bases_of_the_classes_that_use_it(tmp_path, plans) -> None:
     """The subclass builds its stand-in from a class of a third file that its base's file does
     not import (helper-43's audit, slime's EmptyPreallocQueue): an edit of that class's members
     checks the base's file again, where the subclass's SGC314 is reported."""
-    project, options = _borrowing_base_project(tmp_path, {
-        "app/queue.py": "class FakeQueue:\n    def __init__(self):\n        self.items = []\n",
-        "app/decode.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n"
-                         "from app.base import Base\nfrom app.queue import FakeQueue\n\n\nclass Decode(Base):\n"
-                         "    def __init__(self):\n        self.queue = FakeQueue()\n\n"
-                         f"    def idle(self):\n        return self.noop()\n\n{BORROWING_GETATTR}",
-    })
+    project, options = _borrowing_base_project(tmp_path, STAND_IN_FROM_A_THIRD_FILE)
     assert _but_the_body_change(run_check([project], options)) == [("app/base.py", "SGC314")]
-    edit(project / "app" / "queue.py", "        self.items = []\n",
-         "        self.items = []\n\n    def pending(self):\n        return False\n")
+    _give_the_stand_in_pending(project)
     assert _but_the_body_change(same_as_a_full_run(project, options)) == []
     assert not plans[-1].full and "app/base.py" in plans[-1].recomputed
+
+
+def test_an_edit_of_a_stand_in_s_class_keeps_the_base_s_findings_for_its_other_subclasses(tmp_path, plans) -> None:
+    """The base's file checked again after a stand-in's class changed (the test above) reports
+    for every subclass: a sibling in a file that neither the edited file nor its importers
+    reach is read in full, and its SGC314 at the base (one per call and stand-in's member, the
+    first subclass's) comes up once the edited one no longer lacks the member."""
+    project, options = _borrowing_base_project(tmp_path, {
+        **STAND_IN_FROM_A_THIRD_FILE,
+        "app/prefill.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n"
+                          "from app.base import Base\n\n\nclass Prefill(Base):\n    def __init__(self):\n"
+                          "        self.queue = types.SimpleNamespace(items=[])\n\n"
+                          f"    def idle(self):\n        return self.noop()\n\n{BORROWING_GETATTR}",
+    })
+    before = [d.message for d in run_check([project], options).diagnostics if d.code == "SGC314"]
+    assert len(before) == 1 and before[0].startswith("Decode.queue")
+    _give_the_stand_in_pending(project)
+    after = same_as_a_full_run(project, options)
+    assert [(d.path, d.message.split(" ")[0]) for d in after.diagnostics if d.code == "SGC314"] == [
+        ("app/base.py", "Prefill.queue")]
+    assert not plans[-1].full and "app/prefill.py" not in plans[-1].recomputed
 
 
 def test_a_project_wide_fact_that_changes_recomputes_everything(fixture_project, plans) -> None:
@@ -673,28 +703,3 @@ def test_the_rows_of_flag_uses_move_with_their_function_so_a_typed_line_only_mov
     moved = incremental._lines_moved(before, incremental._moved_lines(text, typed))
     assert incremental._as_json(moved) == incremental._as_json(after)
 
-
-def test_an_edit_of_a_stand_in_s_class_keeps_the_base_s_findings_for_its_other_subclasses(tmp_path, plans) -> None:
-    """The base's file checked again after a stand-in's class changed (the test above) reports
-    for every subclass: a sibling in a file that neither the edited file nor its importers
-    reach is read in full, and its SGC314 at the base (one per call and stand-in's member, the
-    first subclass's) comes up once the edited one no longer lacks the member."""
-    project, options = _borrowing_base_project(tmp_path, {
-        "app/queue.py": "class FakeQueue:\n    def __init__(self):\n        self.items = []\n",
-        "app/decode.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n"
-                         "from app.base import Base\nfrom app.queue import FakeQueue\n\n\nclass Decode(Base):\n"
-                         "    def __init__(self):\n        self.queue = FakeQueue()\n\n"
-                         f"    def idle(self):\n        return self.noop()\n\n{BORROWING_GETATTR}",
-        "app/prefill.py": "import types\n\nfrom sglang.srt.managers.scheduler import Scheduler as _Upstream\n\n"
-                          "from app.base import Base\n\n\nclass Prefill(Base):\n    def __init__(self):\n"
-                          "        self.queue = types.SimpleNamespace(items=[])\n\n"
-                          f"    def idle(self):\n        return self.noop()\n\n{BORROWING_GETATTR}",
-    })
-    before = [d.message for d in run_check([project], options).diagnostics if d.code == "SGC314"]
-    assert len(before) == 1 and before[0].startswith("Decode.queue")
-    edit(project / "app" / "queue.py", "        self.items = []\n",
-         "        self.items = []\n\n    def pending(self):\n        return False\n")
-    after = same_as_a_full_run(project, options)
-    assert [(d.path, d.message.split(" ")[0]) for d in after.diagnostics if d.code == "SGC314"] == [
-        ("app/base.py", "Prefill.queue")]
-    assert not plans[-1].full and "app/prefill.py" not in plans[-1].recomputed
