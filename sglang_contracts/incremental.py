@@ -55,6 +55,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -135,6 +136,7 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
     except (KeyError, TypeError, ValueError, AttributeError):
         before, previous, previous_touched = {}, None, {}
     files: dict[str, list[Any]] = {}
+    project_modules: set[str] | None = None
     for relpath, digest in project.digests.items():  # SHA-256 of each Python file's content
         entry = before.get(relpath)
         indexed = relpath in project.files
@@ -142,7 +144,10 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
         if entry is not None and entry[0] == digest and entry[3] == indexed:
             files[relpath] = entry
         else:
-            files[relpath] = [digest, imported_project_modules(project, relpath),
+            if project_modules is None:  # with the namespace packages (no __init__.py) above them
+                project_modules = {".".join(parts[:end]) for parts in (module_name_for(rel).split(".") for rel in project.digests)
+                                   for end in range(1, len(parts) + 1)}
+            files[relpath] = [digest, imported_project_modules(project, relpath, project_modules),
                               outline_digest(project, relpath, import_outlines), indexed, imports_digest(project, relpath),
                               members_digest(project, relpath)]
     absent = [None] * len(FILE_ENTRY)
@@ -263,20 +268,41 @@ def _closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
     return found
 
 
-def imported_project_modules(project: ProjectIndex, relpath: str) -> list[str]:
+def imported_project_modules(project: ProjectIndex, relpath: str, modules: set[str] | None = None) -> list[str]:
     """Project modules a file imports (each prefix of a dotted import too: a package's
-    `__init__` runs, and may re-export)."""
+    `__init__` runs, and may re-export), and, of `modules` (the project's), those it reaches
+    as attributes of a module it imports (`import pkg` then `pkg.fakes.Queue()`: pkg.fakes)."""
     facts = project.files.get(relpath)
     if facts is None:
         return []
     found: set[str] = set()
+    bound_modules: dict[str, str] = {}  # a name the file binds to a project module -> that module
     for fact in facts.imports:
         for dotted in (fact.module, fact.binds):
             parts = dotted.split(".")
             if parts[0] in project.packages:
                 # interned: every file repeats its packages' names (sglang's tree: 7 MB of copies)
                 found.update(sys.intern(".".join(parts[:end])) for end in range(1, len(parts) + 1))
+        if modules is not None and fact.binds in modules:
+            bound_modules[fact.bound] = fact.binds
+    if bound_modules:
+        found.update(_modules_reached_as_attributes(project.texts[relpath], bound_modules, modules or set()))
     return sorted(found)
+
+
+def _modules_reached_as_attributes(text: str, bound_modules: dict[str, str], modules: set[str]) -> set[str]:
+    """The `modules` a text names as `bound.sub...` of a name bound to a module: a superset
+    (comments and strings count), which only adds dependants."""
+    names = "|".join(re.escape(name) for name in sorted(bound_modules, key=len, reverse=True))
+    found = set()
+    for match in re.finditer(rf"(?<![\w.])({names})((?:\s*\.\s*[A-Za-z_]\w*)+)", text):
+        dotted = bound_modules[match[1]]
+        for attr in re.findall(r"[A-Za-z_]\w*", match[2]):
+            dotted = f"{dotted}.{attr}"
+            if dotted not in modules:
+                break
+            found.add(sys.intern(dotted))
+    return found
 
 
 def checked_project(project: ProjectIndex, in_full: set[str]) -> ProjectIndex:

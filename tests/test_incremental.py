@@ -207,6 +207,31 @@ def test_an_edit_of_a_stand_in_s_class_rechecks_the_bases_of_the_classes_that_us
     assert not plans[-1].full and "app/base.py" in plans[-1].recomputed
 
 
+def test_a_stand_in_s_class_reached_as_an_attribute_of_an_imported_package_is_a_dependency(tmp_path, plans) -> None:
+    """The subclass's file imports the package and builds the stand-in as `app.queue.FakeQueue()`
+    (helper-45's audit): no import names app.queue, yet an edit of FakeQueue's members checks
+    the subclass's file and its base's again."""
+    decode = STAND_IN_FROM_A_THIRD_FILE["app/decode.py"].replace("from app.queue import FakeQueue\n", "import app\n")
+    project, options = _borrowing_base_project(tmp_path, {
+        **STAND_IN_FROM_A_THIRD_FILE,
+        "app/__init__.py": "from app import queue  # noqa: F401\n",
+        "app/decode.py": decode.replace("self.queue = FakeQueue()", "self.queue = app.queue.FakeQueue()"),
+    })
+    assert _but_the_body_change(run_check([project], options)) == [("app/base.py", "SGC314")]
+    _give_the_stand_in_pending(project)
+    assert _but_the_body_change(same_as_a_full_run(project, options)) == []
+    assert not plans[-1].full and {"app/decode.py", "app/base.py"} <= plans[-1].recomputed
+
+
+def test_modules_reached_as_attributes_of_a_bound_module_are_found_by_text() -> None:
+    modules = {"app", "app.queue", "app.sub", "app.sub.deep"}
+    text = "import app\nx = app.queue.FakeQueue()\ny = app . sub.deep.thing\nz = notapp.sub\nw = other.app.sub\n"
+    assert incremental._modules_reached_as_attributes(text, {"app": "app"}, modules) == {
+        "app.queue", "app.sub", "app.sub.deep"}
+    assert incremental._modules_reached_as_attributes("from app import sub\nsub.deep.f()\n", {"sub": "app.sub"},
+                                                     modules) == {"app.sub.deep"}
+
+
 def test_an_edit_of_a_stand_in_s_class_keeps_the_base_s_findings_for_its_other_subclasses(tmp_path, plans) -> None:
     """The base's file checked again after a stand-in's class changed (the test above) reports
     for every subclass: a sibling in a file that neither the edited file nor its importers
