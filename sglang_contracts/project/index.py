@@ -165,6 +165,9 @@ class ProjectIndex:
     # each_file's tables as the last run of a resident process left them (IndexMemo.tables), by
     # key; None in a run of its own, which reads each once
     tables: dict[str, dict[str, list]] | None = field(default=None, repr=False)
+    # A resident process's tables changed but not yet written to the cache (IndexMemo.unwritten):
+    # written after the answer is out, not while the user waits; None: written at once
+    unwritten: dict[str, tuple[JsonCache, dict[str, list]]] | None = field(default=None, repr=False)
     # kind -> relpath -> the results of ON_THE_SCANNED_TREE analyses the scan jobs ran
     on_the_scanned_tree: dict[str, dict[str, list]] = field(default_factory=dict, repr=False)
     # table key -> (analyse, may_hold) of each_file's kinds this process ran (IndexMemo.analyses)
@@ -212,7 +215,10 @@ class ProjectIndex:
             fresh[relpath] = entry
             found.extend(entry[1])
         if recomputed or fresh.keys() != table.keys():
-            self.cache.put(table_key, fresh)
+            if self.unwritten is not None:
+                self.unwritten[table_key] = (self.cache, fresh)
+            else:
+                self.cache.put(table_key, fresh)
         if self.tables is not None:
             self.tables[table_key] = fresh
         return found
@@ -347,6 +353,15 @@ class IndexMemo:
     tables: dict[str, dict[str, list]] = field(default_factory=dict)
     # and the analysis behind each table, with its cheap test (the same code for the same key)
     analyses: dict[str, tuple[Callable[[str, str], list], Callable[[str], bool]]] = field(default_factory=dict)
+    # the tables changed since they were last written, by key, with the cache they go to
+    unwritten: dict[str, tuple[JsonCache, dict[str, list]]] = field(default_factory=dict)
+
+    def write_tables(self) -> None:
+        """Write the tables the runs since the last call changed (each a JSON record of a row
+        per project file: 3% of a re-check of omni when written before the answer)."""
+        while self.unwritten:
+            key, (cache, table) = self.unwritten.popitem()
+            cache.put(key, table)
 
     def sglang_mentioned(self, digest: str, text: str) -> bool:
         known = self.mentions.get(digest)
@@ -373,7 +388,8 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
     called with the index once the files that name SGLang are scanned (prefetch.EarlyExtraction)."""
     tables, analyses = (memo.tables, memo.analyses) if memo is not None else (None, None)
     memo = memo if memo is not None else IndexMemo()
-    index = ProjectIndex(root=root, cache=cache, tables=tables, analyses=analyses)
+    index = ProjectIndex(root=root, cache=cache, tables=tables, analyses=analyses,
+                         unwritten=memo.unwritten if tables is not None else None)
     texts = _read_project(index, root, paths, excluded, read)
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
@@ -426,7 +442,8 @@ def updated_index(previous: ProjectIndex, root: Path, paths: list[Path], cache: 
     file added, removed or unreadable; a changed file whose sglang mention, text-read imports,
     top-level bindings or used classes' modules differ), and build_index decides. Only the
     changed files are scanned; every other file keeps its facts."""
-    index = ProjectIndex(root=root, cache=cache, tables=memo.tables, analyses=memo.analyses, packages=previous.packages)
+    index = ProjectIndex(root=root, cache=cache, tables=memo.tables, analyses=memo.analyses, packages=previous.packages,
+                         unwritten=memo.unwritten)
     texts = _read_project(index, root, paths, excluded, read)
     if index.problems or index.digests.keys() != previous.digests.keys():
         return None

@@ -129,11 +129,13 @@ class ResidentEngine(Fresh):
         return self.check(paths, dataclasses.replace(options, recompute=True))
 
     def collect(self) -> None:
-        """The garbage the last run left, collected (between runs, when no one waits)."""
+        """The garbage the last run left, collected, and the per-file tables it changed written
+        (between runs, when no one waits)."""
         with self._lock:
             self._collect()
 
     def _collect(self) -> None:
+        self._index_memo.write_tables()
         if self._owed:
             self._owed = False
             gc.enable()
