@@ -316,3 +316,25 @@ def test_a_script_that_doubles_a_word_or_nests_loops_deeply_is_read_in_bounded_t
     assert time.monotonic() - started < 5
     # an unknown (or too long) variable matches any folder; the loops name no file
     assert [s.source.split(":")[0] for s in stacks.stacks] == ["docker/Dockerfile", "doubling.sh", "quotes.sh"]
+
+
+def test_a_loop_over_another_library_s_patches_is_no_stack_of_the_sglang_patch(tmp_path, three):
+    """miles 6bbc317's Dockerfile applies the TransformerEngine patches it COPY'd from
+    docker/patch/cu13/ (helper-45's audit): their glob's tail (`*.patch`) is no reference to
+    the one SGLang patch elsewhere (docker/npu_patch/, applied by hand), which stays unapplied
+    by any Dockerfile and is judged in name order."""
+    root = write(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "docker/Dockerfile": "COPY docker/patch/ /tmp/patches/\n"
+                             'RUN for p in /tmp/patches/cu13/*.patch; do patch -d "$TE_DIR" -p1 < "$p"; done\n',
+        "docker/patch/cu13/te_fa2_whitelist.patch": "--- a/transformer_engine/attention.py\n"
+                                                    "+++ b/transformer_engine/attention.py\n"
+                                                    "@@ -1,1 +1,1 @@\n-old\n+new\n",
+        "docker/npu_patch/sglang.patch": three[0],
+    })
+    assert [(s.source, s.patches) for s in patch_stacks(root).stacks] == [
+        ("name order", ["docker/npu_patch/sglang.patch"])]
+    # The same loop over a folder of SGLang patches still reads as their stack.
+    write(root, {"docker/patch/cu13/sglang.patch": three[0]})
+    assert [(s.source, s.patches) for s in patch_stacks(root).stacks] == [
+        ("docker/Dockerfile:2", ["docker/patch/cu13/sglang.patch"])]

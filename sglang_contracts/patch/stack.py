@@ -206,6 +206,18 @@ def _pattern(path: str) -> str:
     return path.replace(UNSET, "*")
 
 
+def _names_files(folder: Path, pattern: str) -> bool:
+    """Whether `pattern` (a path or glob, relative) names a file below `folder`."""
+    try:
+        return any(path.is_file() for path in folder.glob(pattern))
+    except (OSError, ValueError, NotImplementedError):  # an empty, absolute or odd pattern names nothing
+        return False
+
+
+def _is_glob(name: str) -> bool:
+    return any(character in name for character in "*?[")
+
+
 def _resolve(target: str, copies: list[tuple[list[str], str]], file: Path, root: Path,
              patch_paths: set[str]) -> list[str]:
     """Project patch files a target names, in name order: through the COPY that put it where
@@ -237,12 +249,15 @@ def _resolve(target: str, copies: list[tuple[list[str], str]], file: Path, root:
             if matches:
                 break
         pieces = pattern.split("/")
+        # Files of the project it names (miles' TransformerEngine patches, COPY'd beside SGLang's
+        # folder): the command applies those, so no tail of its path stands for an SGLang patch.
+        resolved = not matches and any(_names_files(root / context, pattern) for context in contexts)
         for start in range(1, len(pieces)):  # an absolute or unknown prefix: the longest tail that names files
-            if matches:
+            if matches or resolved:
                 break
             tail = "/".join(pieces[start:])
-            if set(pieces[start:]) <= {"*"}:
-                break
+            if set(pieces[start:]) <= {"*"} or (start == len(pieces) - 1 and _is_glob(tail)):
+                break  # a bare glob (`*.patch`) says nothing of which files
             matches = sorted(p for p in patch_paths if fnmatch.fnmatchcase(p, f"*/{tail}") or p == tail)
             if start == len(pieces) - 1 and len({str(PurePosixPath(p).parent) for p in matches}) > 1:
                 matches = []  # a bare name found in several folders says nothing of which
