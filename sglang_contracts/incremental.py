@@ -20,10 +20,11 @@ key with no record, recomputes every file; a change to the imports or the member
 file and its dependants, as below.
 
 Otherwise the files to recompute are those whose content changed, and their dependants: every
-file that imports one of them, transitively (its subclasses, the importers of a re-export
-module); after an edit of members, also the files of the project bases of every class among
-them and their dependants (a base's method runs borrowed code with the subclass's object, and
-reports there; the subclass may be a user of the edited class: a mixin, a stand-in's class).
+file that imports one of them, or reaches one as an attribute of a module it imports,
+transitively (its subclasses, the importers of a re-export module); after an edit of members,
+also the files of the project bases of every class among them (a base's method runs borrowed
+code with the subclass's object, and reports there; the subclass may be a user of the edited
+class: a mixin, a stand-in's class), with those bases' other subclasses read in full.
 A resident process, which has both versions of a changed file, leaves its importers
 out when the edit only moved code (moved_only: the same facts but their positions, and each
 each_file analysis's rows of it the last ones with their lines moved; a statement typed in a
