@@ -138,16 +138,21 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
         before, previous, previous_touched = {}, None, {}
     files: dict[str, list[Any]] = {}
     project_modules: set[str] | None = None
+    # A file added or removed may be a module another file reaches as an attribute (`pkg.new.X`):
+    # every file's project modules are read again (that plan is a full run anyway).
+    same_files = before.keys() == project.digests.keys()
     for relpath, digest in project.digests.items():  # SHA-256 of each Python file's content
         entry = before.get(relpath)
         indexed = relpath in project.files
+        if project_modules is None and not (same_files and entry is not None and entry[0] == digest):
+            # with the namespace packages (no __init__.py) above them
+            project_modules = {".".join(parts[:end]) for parts in (module_name_for(rel).split(".") for rel in project.digests)
+                               for end in range(1, len(parts) + 1)}
         # Same content and still indexed (or still not: that depends on other files): same facts.
         if entry is not None and entry[0] == digest and entry[3] == indexed:
-            files[relpath] = entry
+            files[relpath] = entry if same_files else [entry[0], imported_project_modules(project, relpath, project_modules),
+                                                       *entry[2:]]
         else:
-            if project_modules is None:  # with the namespace packages (no __init__.py) above them
-                project_modules = {".".join(parts[:end]) for parts in (module_name_for(rel).split(".") for rel in project.digests)
-                                   for end in range(1, len(parts) + 1)}
             files[relpath] = [digest, imported_project_modules(project, relpath, project_modules),
                               outline_digest(project, relpath, import_outlines), indexed, imports_digest(project, relpath),
                               members_digest(project, relpath)]

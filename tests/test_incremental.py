@@ -223,6 +223,24 @@ def test_a_stand_in_s_class_reached_as_an_attribute_of_an_imported_package_is_a_
     assert not plans[-1].full and {"app/decode.py", "app/base.py"} <= plans[-1].recomputed
 
 
+def test_a_module_reached_as_an_attribute_before_it_existed_is_a_dependency_once_it_does(tmp_path, plans) -> None:
+    """The subclass's file names `app.queue.FakeQueue()` before app/queue.py is written (helper-46's
+    audit): once the module exists, an edit of FakeQueue's members checks that file again,
+    though its content, and so its record, did not change."""
+    decode = STAND_IN_FROM_A_THIRD_FILE["app/decode.py"].replace("from app.queue import FakeQueue\n", "import app\n")
+    project, options = _borrowing_base_project(tmp_path, {
+        "app/__init__.py": "import importlib\n",
+        "app/decode.py": decode.replace("self.queue = FakeQueue()", "self.queue = app.queue.FakeQueue()"),
+    })
+    run_check([project], options)
+    (project / "app" / "__init__.py").write_text("from app import queue  # noqa: F401\n")
+    (project / "app" / "queue.py").write_text(STAND_IN_FROM_A_THIRD_FILE["app/queue.py"])
+    assert _but_the_body_change(same_as_a_full_run(project, options)) == [("app/base.py", "SGC314")]
+    _give_the_stand_in_pending(project)
+    assert _but_the_body_change(same_as_a_full_run(project, options)) == []
+    assert not plans[-1].full and "app/decode.py" in plans[-1].recomputed
+
+
 def test_modules_reached_as_attributes_of_a_bound_module_are_found_by_text() -> None:
     modules = {"app", "app.queue", "app.sub", "app.sub.deep"}
     text = "import app\nx = app.queue.FakeQueue()\ny = app . sub.deep.thing\nz = notapp.sub\nw = other.app.sub\n"
