@@ -338,3 +338,21 @@ def test_a_loop_over_another_library_s_patches_is_no_stack_of_the_sglang_patch(t
     write(root, {"docker/patch/cu13/sglang.patch": three[0]})
     assert [(s.source, s.patches) for s in patch_stacks(root).stacks] == [
         ("docker/Dockerfile:2", ["docker/patch/cu13/sglang.patch"])]
+
+
+def test_a_copied_patch_the_tree_lacks_is_no_patch_of_the_same_name_elsewhere(tmp_path, three):
+    """miles' Dockerfile.rocm_MI300 COPYs amd_patch/sglv0.5.7/sglang.patch, which the tree no
+    longer holds (helper-46's audit): the `git apply` of it is no stack of the sglang.patch in
+    another folder, which is judged in name order."""
+    root = write(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "docker/Dockerfile.rocm": "COPY amd_patch/sglv0.5.7/sglang.patch /app/patch/sglang.patch\n"
+                                  "RUN cd /app/sglang && git apply --3way /app/patch/sglang.patch\n",
+        "docker/npu_patch/sglang.patch": three[0],
+    })
+    assert [(s.source, s.patches) for s in patch_stacks(root).stacks] == [
+        ("name order", ["docker/npu_patch/sglang.patch"])]
+    # The COPY's source present: its stack.
+    write(root, {"docker/amd_patch/sglv0.5.7/sglang.patch": three[1]})
+    assert [(s.source, s.patches) for s in patch_stacks(root).stacks] == [
+        ("docker/Dockerfile.rocm:2", ["docker/amd_patch/sglv0.5.7/sglang.patch"])]

@@ -235,6 +235,10 @@ def _resolve(target: str, copies: list[tuple[list[str], str]], file: Path, root:
                 candidates.append(f"{source.rstrip('/')}/{rest}")
         if candidates:
             break
+    # A COPY's source is a path of the build context: one that names no file there is a patch the
+    # tree lacks, not one of the same name in another folder (miles' Dockerfile.rocm_MI300 COPYs
+    # amd_patch/sglv0.5.7/sglang.patch, which is not in the tree).
+    copied = bool(candidates)
     folder = file.parent.relative_to(root).as_posix()
     parts = [] if folder == "." else folder.split("/")
     contexts = ["", *("/".join(parts[:i]) for i in range(1, len(parts) + 1))]  # where a build may run
@@ -253,7 +257,7 @@ def _resolve(target: str, copies: list[tuple[list[str], str]], file: Path, root:
         # folder): the command applies those, so no tail of its path stands for an SGLang patch.
         resolved = not matches and any(_names_files(root / context, pattern) for context in contexts)
         for start in range(1, len(pieces)):  # an absolute or unknown prefix: the longest tail that names files
-            if matches or resolved:
+            if matches or resolved or copied:
                 break
             tail = "/".join(pieces[start:])
             if set(pieces[start:]) <= {"*"} or (start == len(pieces) - 1 and _is_glob(tail)):
