@@ -207,7 +207,9 @@ def _pattern(path: str) -> str:
 
 
 def _names_files(folder: Path, pattern: str) -> bool:
-    """Whether `pattern` (a path or glob, relative) names a file below `folder`."""
+    """Whether `pattern` (a path or glob, relative) names a file below `folder` (never above it)."""
+    if ".." in PurePosixPath(pattern).parts:
+        return False
     try:
         return any(path.is_file() for path in folder.glob(pattern))
     except (OSError, ValueError, NotImplementedError):  # an empty, absolute or odd pattern names nothing
