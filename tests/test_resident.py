@@ -4,6 +4,7 @@ give the findings of a fresh full run, and reopen nothing that did not change.""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 from pathlib import Path
@@ -559,3 +560,31 @@ def test_an_unsaved_buffer_of_a_file_that_is_not_python_is_checked_as_its_conten
     fresh = run_check([saved], dataclasses.replace(options, replay=False, cache_dir=tmp_path / "fresh"))
     assert findings(resident) == findings(fresh)
     assert findings(resident) != findings(engine.check([project], options))  # the buffer mattered
+
+
+def test_the_records_of_a_re_check_are_written_after_it_as_a_fresh_run_writes_them(tmp_path) -> None:
+    """A resident engine writes the edited file's facts and the per-file tables it changed
+    once the answer is out (collect): then the cache holds what a run in its own process would
+    have written, and such a run on it gives the same findings."""
+    from sglang_contracts.project.index import _facts_key
+    from sglang_contracts.project.scanner import scan_source
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine(collect_between=True)
+    engine.check([project], options)
+    engine.collect()
+    seam = "demo_omni/vendor/sglang/server_args.py"
+    edit(project / seam, "        setattr(server_args, name, value)\n",
+         "        setattr(server_args, name, value)\n        server_args.check_server_args()\n")
+    result = engine.check([project], options)
+    index = result.project
+    key = _facts_key(seam, index.files[seam].module, index.digests[seam], index.packages)
+    assert engine._index_memo.unwritten  # not yet: the answer is not out
+    engine.collect()
+    assert not engine._index_memo.unwritten
+    scanned = scan_source(seam, index.files[seam].module, (project / seam).read_text(), index.packages)
+    assert index.cache.get(key) == json.loads(json.dumps(scanned.to_json()))  # as read back: lists
+    own = run_check([project], dataclasses.replace(options, replay=False))
+    assert findings(own) == findings(result) == fresh_findings(project, options, tmp_path / "fresh")

@@ -136,16 +136,20 @@ def _scan_job(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tup
 
 def _scanned(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tuple[FileFacts, dict, dict[str, list]]:
     """A file's facts, as JSON too (written to the cache), and ON_THE_SCANNED_TREE's rows."""
+    facts, analyses = _scanned_facts(job)
+    result = facts.to_json()
+    job[4].put(job[5], result)
+    return facts, result, analyses
+
+
+def _scanned_facts(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tuple[FileFacts, dict[str, list]]:
+    """A file's facts and ON_THE_SCANNED_TREE's rows, nothing written."""
     from sglang_contracts.project.scanner import scan_source
 
-    relpath, module, text, packages, cache, key = job
+    relpath, module, text, packages, _, _ = job
     # A syntax tree and facts: many objects and no cycles, all freed as the scan returns.
     with collector_paused():
-        facts = scan_source(relpath, module, text, packages)
-        result = facts.to_json()
-        analyses = _on_the_scanned_tree(relpath, text)
-    cache.put(key, result)
-    return facts, result, analyses
+        return scan_source(relpath, module, text, packages), _on_the_scanned_tree(relpath, text)
 
 
 @dataclass
@@ -165,9 +169,9 @@ class ProjectIndex:
     # each_file's tables as the last run of a resident process left them (IndexMemo.tables), by
     # key; None in a run of its own, which reads each once
     tables: dict[str, dict[str, list]] | None = field(default=None, repr=False)
-    # A resident process's tables changed but not yet written to the cache (IndexMemo.unwritten):
+    # A resident process's records changed but not yet written to the cache (IndexMemo.unwritten):
     # written after the answer is out, not while the user waits; None: written at once
-    unwritten: dict[str, tuple[JsonCache, dict[str, list]]] | None = field(default=None, repr=False)
+    unwritten: dict[str, tuple[JsonCache, dict[str, list] | FileFacts]] | None = field(default=None, repr=False)
     # kind -> relpath -> the results of ON_THE_SCANNED_TREE analyses the scan jobs ran
     on_the_scanned_tree: dict[str, dict[str, list]] = field(default_factory=dict, repr=False)
     # table key -> (analyse, may_hold) of each_file's kinds this process ran (IndexMemo.analyses)
@@ -353,15 +357,17 @@ class IndexMemo:
     tables: dict[str, dict[str, list]] = field(default_factory=dict)
     # and the analysis behind each table, with its cheap test (the same code for the same key)
     analyses: dict[str, tuple[Callable[[str, str], list], Callable[[str], bool]]] = field(default_factory=dict)
-    # the tables changed since they were last written, by key, with the cache they go to
-    unwritten: dict[str, tuple[JsonCache, dict[str, list]]] = field(default_factory=dict)
+    # the records changed since they were last written, by key, with the cache they go to: the
+    # tables, and the facts of a file scanned again
+    unwritten: dict[str, tuple[JsonCache, dict[str, list] | FileFacts]] = field(default_factory=dict)
 
-    def write_tables(self) -> None:
-        """Write the tables the runs since the last call changed (each a JSON record of a row
-        per project file: 3% of a re-check of omni when written before the answer)."""
+    def write_records(self) -> None:
+        """Write the records the runs since the last call changed (each table a JSON record of a
+        row per project file, 3% of a re-check of omni when written before the answer; the
+        edited file's facts, their encoding 5%)."""
         while self.unwritten:
-            key, (cache, table) = self.unwritten.popitem()
-            cache.put(key, table)
+            key, (cache, record) = self.unwritten.popitem()
+            cache.put(key, record.to_json() if isinstance(record, FileFacts) else record)
 
     def sglang_mentioned(self, digest: str, text: str) -> bool:
         known = self.mentions.get(digest)
@@ -514,7 +520,11 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
         jobs.append((relpath, module, index.texts[relpath], index.packages, cache, key))
     index.parsed += len(jobs)
     if len(jobs) == 1:  # a re-check's edited file: here, and its facts as scanned (decoding them costs a tenth of it)
-        facts, _, analyses = _scanned(jobs[0])
+        if index.unwritten is not None:  # a resident process's: its record written after the answer
+            facts, analyses = _scanned_facts(jobs[0])
+            index.unwritten[jobs[0][5]] = (cache, facts)
+        else:
+            facts, _, analyses = _scanned(jobs[0])
         scanned[jobs[0][0]] = facts
         for kind, rows in analyses.items():
             index.on_the_scanned_tree.setdefault(kind, {})[jobs[0][0]] = rows

@@ -135,7 +135,7 @@ class ResidentEngine(Fresh):
             self._collect()
 
     def _collect(self) -> None:
-        self._index_memo.write_tables()
+        self._index_memo.write_records()
         if self._owed:
             self._owed = False
             gc.enable()
