@@ -54,6 +54,7 @@ importers and is not in MEMBERS_ANYWHERE.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -99,9 +100,6 @@ class Plan:
     # runner._computed)
     members_changed: set[str] = field(default_factory=set)
 
-    # path -> the files that import it (both runs' edges): whose findings depend on it
-    importers: dict[str, set[str]] = field(default_factory=dict, repr=False)
-
     @property
     def members_edited(self) -> bool:
         return bool(self.members_changed)
@@ -137,23 +135,22 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
     except (KeyError, TypeError, ValueError, AttributeError):
         before, previous, previous_touched = {}, None, {}
     files: dict[str, list[Any]] = {}
-    project_modules: set[str] | None = None
+    modules_once = functools.cache(lambda: project_modules(project))  # made when a file needs it
+
+    def imported(relpath: str) -> list[str]:
+        return imported_project_modules(project, relpath, modules_once())
+
     # A file added or removed may be a module another file reaches as an attribute (`pkg.new.X`):
     # every file's project modules are read again (that plan is a full run anyway).
     same_files = before.keys() == project.digests.keys()
     for relpath, digest in project.digests.items():  # SHA-256 of each Python file's content
         entry = before.get(relpath)
         indexed = relpath in project.files
-        if project_modules is None and not (same_files and entry is not None and entry[0] == digest):
-            # with the namespace packages (no __init__.py) above them
-            project_modules = {".".join(parts[:end]) for parts in (module_name_for(rel).split(".") for rel in project.digests)
-                               for end in range(1, len(parts) + 1)}
         # Same content and still indexed (or still not: that depends on other files): same facts.
         if entry is not None and entry[0] == digest and entry[3] == indexed:
-            files[relpath] = entry if same_files else [entry[0], imported_project_modules(project, relpath, project_modules),
-                                                       *entry[2:]]
+            files[relpath] = entry if same_files else [entry[0], imported(relpath), *entry[2:]]
         else:
-            files[relpath] = [digest, imported_project_modules(project, relpath, project_modules),
+            files[relpath] = [digest, imported(relpath),
                               outline_digest(project, relpath, import_outlines), indexed, imports_digest(project, relpath),
                               members_digest(project, relpath)]
     absent = [None] * len(FILE_ENTRY)
@@ -172,7 +169,7 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
                     importers.setdefault(modules[module], set()).add(rel)
     read_elsewhere = {rel for rel in changed if moved is None or not moved(rel, (before.get(rel) or [None])[0])}
     return Plan(key, files, previous, _closure(read_elsewhere, importers) | changed, previous_touched, imports_edited,
-                members_changed, importers)
+                members_changed)
 
 
 def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tuple[FileFacts, list]], relpath: str,
@@ -274,7 +271,13 @@ def _closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
     return found
 
 
-def imported_project_modules(project: ProjectIndex, relpath: str, modules: set[str] | None = None) -> list[str]:
+def project_modules(project: ProjectIndex) -> set[str]:
+    """The project's module names, with the namespace packages (no `__init__.py`) above them."""
+    return {".".join(parts[:end]) for parts in (module_name_for(rel).split(".") for rel in project.digests)
+            for end in range(1, len(parts) + 1)}
+
+
+def imported_project_modules(project: ProjectIndex, relpath: str, modules: set[str]) -> list[str]:
     """Project modules a file imports (each prefix of a dotted import too: a package's
     `__init__` runs, and may re-export), and, of `modules` (the project's), those it reaches
     as attributes of a module it imports (`import pkg` then `pkg.fakes.Queue()`: pkg.fakes)."""
@@ -289,10 +292,10 @@ def imported_project_modules(project: ProjectIndex, relpath: str, modules: set[s
             if parts[0] in project.packages:
                 # interned: every file repeats its packages' names (sglang's tree: 7 MB of copies)
                 found.update(sys.intern(".".join(parts[:end])) for end in range(1, len(parts) + 1))
-        if modules is not None and fact.binds in modules:
+        if fact.binds in modules:
             bound_modules[fact.bound] = fact.binds
     if bound_modules:
-        found.update(_modules_reached_as_attributes(project.texts[relpath], bound_modules, modules or set()))
+        found.update(_modules_reached_as_attributes(project.texts[relpath], bound_modules, modules))
     return sorted(found)
 
 

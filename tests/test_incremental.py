@@ -508,7 +508,8 @@ def _locality_violations(context, codes) -> list[tuple[str, str, str]]:
 
     full = checked(project)
     modules = {module_name_for(rel): rel for rel in project.files}
-    imports = {rel: {modules[m] for m in incremental.imported_project_modules(project, rel) if m in modules}
+    named = incremental.project_modules(project)
+    imports = {rel: {modules[m] for m in incremental.imported_project_modules(project, rel, named) if m in modules}
                for rel in project.files}
     importers: dict[str, set[str]] = {}
     for rel, imported in imports.items():
@@ -597,8 +598,9 @@ def _import_edit_violations(context, codes) -> list[tuple[str, str, str]]:
             modules = {module_name_for(rel): rel for rel in files}
             importers: dict[str, set[str]] = {}
             for index in (project, variant):  # the edges before and after, as incremental.plan has them
+                named = incremental.project_modules(index)
                 for rel in index.files:
-                    for module in incremental.imported_project_modules(index, rel):
+                    for module in incremental.imported_project_modules(index, rel, named):
                         if module in modules:
                             importers.setdefault(modules[module], set()).add(rel)
             found += _partial_run_errors(context, variant, edited, incremental._closure({edited}, importers), checked, full)
@@ -677,8 +679,9 @@ def _members_edit_violations(context, codes) -> list[tuple[str, str, str]]:
     full = checked(project)
     modules = {module_name_for(rel): rel for rel in project.files}
     importers: dict[str, set[str]] = {}
+    named = incremental.project_modules(project)
     for rel in project.files:
-        for module in incremental.imported_project_modules(project, rel):
+        for module in incremental.imported_project_modules(project, rel, named):
             if module in modules:
                 importers.setdefault(modules[module], set()).add(rel)
     read_names = sorted({read.attr for facts in project.files.values() for read in facts.reads})

@@ -318,41 +318,48 @@ def test_a_script_that_doubles_a_word_or_nests_loops_deeply_is_read_in_bounded_t
     assert [s.source.split(":")[0] for s in stacks.stacks] == ["docker/Dockerfile", "doubling.sh", "quotes.sh"]
 
 
+def _readings(root: Path) -> list[tuple[str, list[str]]]:
+    """(where each stack is read from, its patches in order)."""
+    return [(stack.source, stack.patches) for stack in patch_stacks(root).stacks]
+
+
+# What reads as miles' stack when no Dockerfile applies its one SGLang patch (applied by hand).
+NPU_PATCH_ALONE = [("name order", ["docker/npu_patch/sglang.patch"])]
+
+
+def _npu_patch_project(tmp_path: Path, three: list[str], files: dict[str, str]) -> Path:
+    """A project in miles' shape: one SGLang patch, docker/npu_patch/sglang.patch, and `files`."""
+    return write(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n",
+                                        "docker/npu_patch/sglang.patch": three[0], **files})
+
+
 def test_a_loop_over_another_library_s_patches_is_no_stack_of_the_sglang_patch(tmp_path, three):
     """miles 6bbc317's Dockerfile applies the TransformerEngine patches it COPY'd from
     docker/patch/cu13/ (helper-45's audit): their glob's tail (`*.patch`) is no reference to
     the one SGLang patch elsewhere (docker/npu_patch/, applied by hand), which stays unapplied
     by any Dockerfile and is judged in name order."""
-    root = write(tmp_path / "project", {
-        "pyproject.toml": "[project]\nname = 'app'\n",
+    root = _npu_patch_project(tmp_path, three, {
         "docker/Dockerfile": "COPY docker/patch/ /tmp/patches/\n"
                              'RUN for p in /tmp/patches/cu13/*.patch; do patch -d "$TE_DIR" -p1 < "$p"; done\n',
         "docker/patch/cu13/te_fa2_whitelist.patch": "--- a/transformer_engine/attention.py\n"
                                                     "+++ b/transformer_engine/attention.py\n"
                                                     "@@ -1,1 +1,1 @@\n-old\n+new\n",
-        "docker/npu_patch/sglang.patch": three[0],
     })
-    assert [(s.source, s.patches) for s in patch_stacks(root).stacks] == [
-        ("name order", ["docker/npu_patch/sglang.patch"])]
+    assert _readings(root) == NPU_PATCH_ALONE
     # The same loop over a folder of SGLang patches still reads as their stack.
     write(root, {"docker/patch/cu13/sglang.patch": three[0]})
-    assert [(s.source, s.patches) for s in patch_stacks(root).stacks] == [
-        ("docker/Dockerfile:2", ["docker/patch/cu13/sglang.patch"])]
+    assert _readings(root) == [("docker/Dockerfile:2", ["docker/patch/cu13/sglang.patch"])]
 
 
 def test_a_copied_patch_the_tree_lacks_is_no_patch_of_the_same_name_elsewhere(tmp_path, three):
     """miles' Dockerfile.rocm_MI300 COPYs amd_patch/sglv0.5.7/sglang.patch, which the tree no
     longer holds (helper-46's audit): the `git apply` of it is no stack of the sglang.patch in
     another folder, which is judged in name order."""
-    root = write(tmp_path / "project", {
-        "pyproject.toml": "[project]\nname = 'app'\n",
+    root = _npu_patch_project(tmp_path, three, {
         "docker/Dockerfile.rocm": "COPY amd_patch/sglv0.5.7/sglang.patch /app/patch/sglang.patch\n"
                                   "RUN cd /app/sglang && git apply --3way /app/patch/sglang.patch\n",
-        "docker/npu_patch/sglang.patch": three[0],
     })
-    assert [(s.source, s.patches) for s in patch_stacks(root).stacks] == [
-        ("name order", ["docker/npu_patch/sglang.patch"])]
+    assert _readings(root) == NPU_PATCH_ALONE
     # The COPY's source present: its stack.
     write(root, {"docker/amd_patch/sglv0.5.7/sglang.patch": three[1]})
-    assert [(s.source, s.patches) for s in patch_stacks(root).stacks] == [
-        ("docker/Dockerfile.rocm:2", ["docker/amd_patch/sglv0.5.7/sglang.patch"])]
+    assert _readings(root) == [("docker/Dockerfile.rocm:2", ["docker/amd_patch/sglv0.5.7/sglang.patch"])]

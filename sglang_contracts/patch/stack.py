@@ -257,9 +257,9 @@ def _resolve(target: str, copies: list[tuple[list[str], str]], file: Path, root:
         pieces = pattern.split("/")
         # Files of the project it names (miles' TransformerEngine patches, COPY'd beside SGLang's
         # folder): the command applies those, so no tail of its path stands for an SGLang patch.
-        resolved = not matches and any(_names_files(root / context, pattern) for context in contexts)
+        resolved = copied or (not matches and any(_names_files(root / context, pattern) for context in contexts))
         for start in range(1, len(pieces)):  # an absolute or unknown prefix: the longest tail that names files
-            if matches or resolved or copied:
+            if matches or resolved:
                 break
             tail = "/".join(pieces[start:])
             if set(pieces[start:]) <= {"*"} or (start == len(pieces) - 1 and _is_glob(tail)):

@@ -136,9 +136,10 @@ def _scan_job(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tup
 
 def _scanned(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tuple[FileFacts, dict, dict[str, list]]:
     """A file's facts, as JSON too (written to the cache), and ON_THE_SCANNED_TREE's rows."""
+    *_, cache, key = job
     facts, analyses = _scanned_facts(job)
     result = facts.to_json()
-    job[4].put(job[5], result)
+    cache.put(key, result)
     return facts, result, analyses
 
 

@@ -129,8 +129,9 @@ class ResidentEngine(Fresh):
         return self.check(paths, dataclasses.replace(options, recompute=True))
 
     def collect(self) -> None:
-        """The garbage the last run left, collected, and the per-file tables it changed written
-        (between runs, when no one waits)."""
+        """The garbage the last run left, collected, and the records it changed written (the
+        per-file tables, the edited file's facts: IndexMemo.write_records), between runs, when
+        no one waits."""
         with self._lock:
             self._collect()
 
