@@ -488,7 +488,7 @@ def problem_diagnostics(problems: list[Problem], root: Path) -> list[Diagnostic]
         elif problem.module:
             found.append(finding_at("SGC000", path, problem.line, problem.col, problem.module,
                                     what=f"cannot {problem.stage}", error=problem.error,
-                                    unchecked="the contracts with it are not checked", hint=""))
+                                    unchecked=problem.unchecked or "the contracts with it are not checked", hint=""))
         else:
             reading = problem.stage == "reading the file"
             found.append(finding_at("SGC000", path, problem.line, problem.col, "",
@@ -508,6 +508,18 @@ def _upstream_problems(project: ProjectIndex, models: list[UpstreamModel]) -> li
             for path, position in sites or [("", None)]:
                 found.append(Problem(path, position.line if position else 1, position.col if position else 1,
                                      stage, error, internal, module=module))
+    # Modules the project's patch stack leaves unanalysable, read as released: once at each
+    # patch of the module, naming the releases where it does.
+    broken: dict[tuple[str, int, str], tuple[list[str], str]] = {}
+    for model in models:
+        patches_of = getattr(model.tree, "patches_of", None)
+        for module, (relpath, error) in sorted(model.read_as_released.items()):
+            for path, line in patches_of(relpath) if patches_of else []:
+                broken.setdefault((path, line, module), ([], error))[0].append(model.release.label)
+    for (path, line, module), (labels, error) in broken.items():
+        found.append(Problem(path, line, 1, f"analyse {module} as this patch stack leaves it in {' and '.join(labels)}",
+                             error, False, module=module,
+                             unchecked="it is read as released, without the stack's changes to it"))
     return found
 
 

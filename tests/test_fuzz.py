@@ -357,12 +357,16 @@ def test_mutated_project_files(fuzz, mutation) -> None:
 # Defect: the image-tag pattern of release_mentions backtracked quadratically over a long run of
 # name characters before `sglang:` (a 100 kB line: minutes, a hang).
 LONG_DOCKERFILE_LINE = b"FRO" + b"x" * 100_000 + b"M lmsysorg/sglang:${SGLANG_IMAGE_TAG}\n"
+# Defect: a patch that puts a NUL byte in the scheduler module left the patched module
+# unparsable, and the control file's findings against it were lost.
+NUL_IN_PATCHED_MODULE = inputs.STACK_SEEDS["docker/patch/sglang.patch"].replace("+import os", "+\x00import os").encode()
 
 
 @fuzz_seed
 @fuzz_settings(examples=100)
 @given(mutation=mutated(inputs.STACK_SEEDS))
 @example(mutation=("docker/Dockerfile", LONG_DOCKERFILE_LINE))
+@example(mutation=("docker/patch/sglang.patch", NUL_IN_PATCHED_MODULE))
 def test_mutated_stack_files(fuzz, mutation) -> None:
     path, data = mutation
     fuzz.holds({path: data})

@@ -363,3 +363,26 @@ def test_a_copied_patch_the_tree_lacks_is_no_patch_of_the_same_name_elsewhere(tm
     # The COPY's source present: its stack.
     write(root, {"docker/amd_patch/sglv0.5.7/sglang.patch": three[1]})
     assert _readings(root) == [("docker/Dockerfile.rocm:2", ["docker/amd_patch/sglv0.5.7/sglang.patch"])]
+
+
+def test_a_module_the_stack_leaves_unparsable_is_read_as_released_and_the_patch_reported(tmp_path):
+    """A patch whose added line holds a NUL byte (or a syntax error): Python could not import the
+    patched module. It is read as released, so the project's contracts with it are still checked
+    (Req1 is gone in the target: SGC102), and the stack is one SGC000 at the patch, not silence."""
+    broken = DELTA_PATCH.replace("+class DeltaEncoding:", "+\0class DeltaEncoding:")
+    project = write(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "app/__init__.py": "",
+        "app/weights.py": "from sglang.srt.managers.io_struct import Req1\n",
+        "docker/Dockerfile": "COPY docker/patch/latest/sglang.patch /sgl-workspace/sglang/\n"
+                             "RUN cd /sgl-workspace/sglang && git apply sglang.patch\n",
+        "docker/patch/latest/sglang.patch": broken,
+    })
+    stock = {IO_STRUCT: IO_OLD, "python/sglang/srt/__init__.py": "", "python/sglang/srt/managers/__init__.py": ""}
+    target = {**stock, IO_STRUCT: IO_OLD.replace("class Req1:\n    pass\n", "")}
+    found = _check(project, stock, target, tmp_path)
+    assert found == ["app/weights.py:1: SGC102 error", "docker/patch/latest/sglang.patch:1: SGC000 error"]
+    result = run_check([project], CheckOptions(old=str(tmp_path / "old"), new=str(tmp_path / "new"), use_cache=False,
+                                               workers=1))
+    (message,) = [d.message for d in result.diagnostics if d.code == "SGC000"]
+    assert "sglang.srt.managers.io_struct" in message and "read as released" in message, message

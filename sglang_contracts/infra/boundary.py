@@ -54,6 +54,7 @@ class Problem:
     error: str  # what went wrong, one line
     internal: bool  # a bug of this tool (SGC001), or an input it cannot analyse (SGC000)
     module: str = ""  # the upstream module it is about, if any (reported where the project imports it)
+    unchecked: str = ""  # what goes unchecked because of it, where not the module's contracts
 
     def to_json(self) -> list:
         return [self.path, self.line, self.col, self.stage, self.error, self.internal]

@@ -109,6 +109,7 @@ class PatchedTree(ReleaseTree):
         self.patched = patched  # release relpath -> content, or None where the stack deleted it
         self.stacks = stacks
         self.results = results  # per stack of `stacks`, on the stock tree
+        self.given_up: dict[str, bytes] = {}  # what the stack left of modules served as released (as_released)
         self.carries_all_files = base.carries_all_files
         self.added: dict[str, set[str]] = {}
         for relpath, data in patched.items():
@@ -122,6 +123,18 @@ class PatchedTree(ReleaseTree):
 
     def in_forked_copy(self) -> None:
         self.base.in_forked_copy()
+
+    def as_released(self, relpath: str) -> bool:
+        if self.patched.get(relpath) is None or _stock_bytes(self.base, relpath) is None:
+            return False
+        self.given_up[relpath] = self.patched.pop(relpath)
+        return True
+
+    def patches_of(self, relpath: str) -> list[tuple[str, int]]:
+        """(patch file, line of its file patch) of each patch of the stacks that patches the
+        release's `relpath`, in stack order."""
+        return [(path, file.line) for stack in self.stacks.stacks for path in stack.patches
+                for file in self.stacks.patches[path].files if release_relpath(file.path) == relpath]
 
     def read_member(self, relpath: str) -> bytes | None:
         return self.patched[relpath] if relpath in self.patched else self.base.read_member(relpath)

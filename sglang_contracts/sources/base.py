@@ -58,6 +58,12 @@ class ReleaseTree(ABC):
         """Every file path below a folder, recursively, skipping folders that cannot be listed
         and never following a link to a folder (a link cycle cannot loop)."""
 
+    def as_released(self, relpath: str) -> bool:
+        """Serve the file as the release has it from now on, where this tree holds another
+        version of it (a patch stack's that leaves a module unanalysable); False when it holds
+        none, or the release has no such file."""
+        return False
+
     def read_member(self, relpath: str) -> bytes | None:
         """The file's bytes whatever its kind, for a patch against it (`read_bytes` may read a
         wheel's members other than modules and metadata as empty). Raises as `read_bytes` does."""

@@ -294,6 +294,9 @@ class UpstreamModel:
         self.tree = release.tree
         self.cache = cache
         self.stats = LoadStats()
+        # module -> (relpath, why it cannot be analysed) of the modules the project's patch stack
+        # leaves unanalysable, read as released instead (_readable)
+        self.read_as_released: dict[str, tuple[str, str]] = {}
         self._modules: dict[str, ModuleRecord | None] = {}
         self._listing = lru_cache(maxsize=None)(self.tree.list_dir)
         self._lines: dict[tuple[str, str, str], list[str]] = {}  # (module, class or "", name) -> body lines
@@ -374,7 +377,22 @@ class UpstreamModel:
         extracted = extract_stored(name, relpath, code)
         self.stats.parsed += 1
         self.cache.put(key, extracted)
-        return self._record(name, kind, relpath, extracted)
+        return self._readable(name, self._record(name, kind, relpath, extracted))
+
+    def _readable(self, name: str, record: ModuleRecord) -> ModuleRecord:
+        """The record; or, where the project's patch stack leaves the module unanalysable (a
+        syntax error, a NUL byte: Python could not import it either) and the release's own
+        version is not, that one's. The module is then read as released, by every reader of
+        the tree, and the stack is reported at its patches (runner._upstream_problems): a
+        broken stack costs its own changes to the module, not the project's other contracts."""
+        if record.opaque is None or record.problem is not None or record.relpath is None \
+                or not self.tree.as_released(record.relpath):
+            return record
+        released = self._load(name)  # keyed by the released content now
+        if released is None or released.opaque is not None:
+            return released or record
+        self.read_as_released[name] = (record.relpath, record.opaque)
+        return released
 
     def _unreadable(self, name: str, relpath: str | None, reason: str) -> ModuleRecord:
         """A module whose file (or folder) cannot be read: opaque, with the reason for the report."""
@@ -392,7 +410,7 @@ class UpstreamModel:
         if not isinstance(extracted, dict):
             return None
         self.stats.from_cache += 1
-        return self._record(name, kind, relpath, extracted)
+        return self._readable(name, self._record(name, kind, relpath, extracted))
 
     @staticmethod
     def _record(name: str, kind: str, relpath: str, extracted: dict[str, Any]) -> ModuleRecord:
@@ -442,7 +460,7 @@ class UpstreamModel:
         self.stats.parsed += 1
         if not stored:
             self.cache.put(key, extracted)
-        self._modules[name] = self._record(name, kind, relpath, extracted)
+        self._modules[name] = self._readable(name, self._record(name, kind, relpath, extracted))
 
     def loaded(self, name: str) -> ModuleRecord | None:
         """The module's record if it was already loaded; never loads."""
