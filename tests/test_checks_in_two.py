@@ -102,6 +102,37 @@ def test_an_upstream_module_only_the_copy_loads_is_reported_in_the_first(monkeyp
     assert [name for name, *_ in result.new.problems()] == ["sglang.srt.damaged_only_here"]
 
 
+def test_a_module_the_stack_breaks_that_only_the_copy_loads_is_reported_in_the_first(monkeypatch, project: Path,
+                                                                                      tmp_path: Path) -> None:
+    """The copy reads a module the project's patch stack leaves unparsable as released: the first
+    process reads it so too, and reports the patch (UpstreamModel.read_as_released)."""
+    releases = [Path(shutil.copytree(tree, tmp_path / name)) for tree, name in ((OLD, "old"), (NEW, "new"))]
+    for release in releases:
+        (release / "sglang" / "srt" / "patched_here.py").write_text("def helper():\n    return 1\n")
+    shutil.rmtree(project / "docker")  # the fixture's own stack: this one instead
+    (project / "docker").mkdir()
+    (project / "docker" / "Dockerfile").write_text("COPY docker/sglang.patch /sgl-workspace/sglang/\n"
+                                                   "RUN cd /sgl-workspace/sglang && git apply sglang.patch\n")
+    (project / "docker" / "sglang.patch").write_text(
+        "--- a/python/sglang/srt/patched_here.py\n+++ b/python/sglang/srt/patched_here.py\n"
+        "@@ -1,2 +1,3 @@\n+\0import os\n def helper():\n     return 1\n")
+    loaded_in: list[bool] = []
+    real = base.CHECKS["SGC101"]
+
+    def loads_it(ctx):
+        loaded_in.append(parallel._RUN.forked_copy)
+        ctx.new.module("sglang.srt.patched_here")
+        return real(ctx)
+
+    replaced(monkeypatch, "SGC101", loads_it)
+    result = run_check([project], CheckOptions(old=str(releases[0]), new=str(releases[1]), use_cache=False, workers=1),
+                       Fresh())
+    assert loaded_in == []  # appended to in the copy only: the rule ran there
+    assert list(result.new.read_as_released) == ["sglang.srt.patched_here"]
+    assert [(d.path, d.line) for d in result.diagnostics if d.code == "SGC000" and d.path.startswith("docker/")] \
+        == [("docker/sglang.patch", 1)]
+
+
 def test_a_progress_lock_held_at_the_fork_does_not_stall_the_copy(monkeypatch, project: Path) -> None:
     """The display's lock may be held by another thread when the copy is made (rich refreshes
     from a thread of its own): the copy shows nothing and takes no lock of the display."""

@@ -200,15 +200,15 @@ def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: lis
     both models as they are) runs the checks of SECOND_PROCESS_MODULES while this one runs
     the others. What the copy learns beside its findings comes back with them: the problems
     it met (its rules', the files its analyses could not read, the upstream modules it could
-    not load, which are loaded here again so the report names them). When the copy fails, or
-    stalls (COPY_GRACE), its checks run here. For a one-shot run only (infra/parallel.py
+    not load or read as released, which are loaded here again so the report names them).
+    When the copy fails, or stalls (COPY_GRACE), its checks run here. For a one-shot run only (infra/parallel.py
     start_forked)."""
     codes = sorted(codes)
     second = [code for code in codes if CHECKS[code].__module__.rsplit(".", 1)[-1] in SECOND_PROCESS_MODULES]
     first = [code for code in codes if code not in second]
     models = (context.old, context.new)
     known_problems = len(context.project.problems)
-    reported = [{name for name, *_ in model.problems()} for model in models]
+    reported = [_reported_modules(model) for model in models]
 
     def in_the_copy() -> tuple:
         for tree in {id(model.tree): model.tree for model in models}.values():
@@ -216,8 +216,7 @@ def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: lis
         own: list[Problem] = []
         with collecting_problems() as noted:
             found = list(run_checks(context, second, own))
-        unreadable = [sorted(name for name, *_ in model.problems() if name not in before)
-                      for model, before in zip(models, reported)]
+        unreadable = [sorted(_reported_modules(model) - before) for model, before in zip(models, reported)]
         return found, own, noted, context.project.problems[known_problems:], unreadable
 
     waiting = start_forked(in_the_copy) if second and first else (lambda patience=None: None)
@@ -242,6 +241,12 @@ def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: lis
         for name in names:
             model.module(name)
     return found
+
+
+def _reported_modules(model: UpstreamModel) -> set[str]:
+    """The modules loaded so far that the report names: those that could not be read or
+    analysed, and those the patch stack left unanalysable (read as released)."""
+    return {name for name, *_ in model.problems()} | set(model.read_as_released)
 
 
 def _guarded(context: CheckContext, code: str, problems: list[Problem]) -> list[Diagnostic]:
