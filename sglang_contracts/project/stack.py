@@ -302,11 +302,12 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
 
 # -- prose in Python code ---------------------------------------------------------------------
 
+@lru_cache(maxsize=2**16)  # asked of every file by several analyses, run after run
 def is_package_code(relpath: str) -> bool:
-    path = PurePosixPath(relpath)
-    if path.name.startswith("test_") or path.name.endswith("_test.py") or path.name == "conftest.py":
+    folders, _, name = relpath.rpartition("/")
+    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
         return False
-    return not NOT_PACKAGE_DIRS.intersection(path.parts[:-1])
+    return not NOT_PACKAGE_DIRS.intersection(folders.split("/"))
 
 
 # Where statements nest: a class or function is a statement, found only in these lists.
