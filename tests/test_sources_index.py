@@ -207,7 +207,8 @@ def test_the_wheel_is_read_in_place(tmp_path: Path, local_index: Path) -> None:
     assert sorted(path.name for path in cache.iterdir()) == ["wheels"]  # nothing unpacked
 
 
-@pytest.mark.parametrize("member", ["../escape.py", "/etc/evil.py", "sglang/../../escape.py", "C:/evil.py"])
+@pytest.mark.parametrize("member", ["../escape.py", "/etc/evil.py", "sglang/../../escape.py", "C:/evil.py", "./C:/evil.py",
+                                    "sglang\\..\\..\\escape.py", "//etc/evil.py", "sglang/./../../escape.py"])
 def test_unsafe_wheel_members_are_refused(tmp_path: Path, member: str) -> None:
     wheel = build_wheel(tmp_path / "bad", extra={member: "x = 1\n"})
     with pytest.raises(SourceError, match="refusing unsafe archive member"):

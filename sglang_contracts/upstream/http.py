@@ -82,10 +82,17 @@ class HttpApi:
     # Every route is listed: no router built by a call, mounted app or unreadable router module
     # may serve more. A route is said to be gone only from a complete table.
     complete: bool = True
+    # path -> its routes: each request is judged against both releases, route by route, and
+    # most of a project's requests share a few paths
+    _routes_of: dict[str, list[Route]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def route_for(self, path: str) -> list[Route]:
-        exact = [route for route in self.routes if route.path.rstrip("/") == path.rstrip("/")]
-        return exact or [route for route in self.routes if route.matches(path)]
+        """The routes that serve `path` (callers never change the list)."""
+        found = self._routes_of.get(path)
+        if found is None:
+            exact = [route for route in self.routes if route.path.rstrip("/") == path.rstrip("/")]
+            found = self._routes_of[path] = exact or [route for route in self.routes if route.matches(path)]
+        return found
 
     def request_shape(self, route: Route) -> RequestShape | None:
         if route.body in ("model", "construct") and route.request_type:
