@@ -5,7 +5,7 @@ sglang-omni 0.1.9 (a downstream project), each run a fresh process:
   cold-disk  wheels already downloaded, nothing else cached: unpack, extract, parse
   warm       everything cached (no input changed: the findings are replayed)
   edited     one project file changed since (a statement added in a method of omni_scheduler.py:
-             only it and its importers are checked again, incremental.py)
+             only it and its importers are checked again, check/incremental.py)
   fixed      another file changed so that a finding goes (code2wav.py's SGC102 import fixed)
   warm-dir   both releases read from unpacked wheels (directories), unchanged since the last run
   warm-git   both releases read as tags of a git clone (built here from the wheels), unchanged

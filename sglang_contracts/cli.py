@@ -12,7 +12,7 @@ from sglang_contracts import __version__
 from sglang_contracts.infra.errors import ContractsError, UsageError
 
 if TYPE_CHECKING:
-    from sglang_contracts.runner import CheckOptions
+    from sglang_contracts.check.runner import CheckOptions
 
 
 def _codes(value: str) -> list[str]:
@@ -120,7 +120,7 @@ def _first(*values):
 def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
     """The command line over the configuration file over the defaults."""
     from sglang_contracts.config import find_config, with_source
-    from sglang_contracts.runner import CheckOptions, project_root_for
+    from sglang_contracts.check.runner import CheckOptions, project_root_for
 
     for flag, given in (("--old", args.old), ("--new", args.new)):
         if given is not None and not given.strip():  # as a path, '' would be the current directory
@@ -156,8 +156,8 @@ def _check(args: argparse.Namespace, check=None) -> int:
     from sglang_contracts.infra.collector import one_run_process
     from sglang_contracts.reporters import REPORTERS
     from sglang_contracts.reporters.base import statistics_lines
-    from sglang_contracts.runner import run_check
-    from sglang_contracts.suppressions import INTERNAL_ERROR
+    from sglang_contracts.check.runner import run_check
+    from sglang_contracts.diagnostics.suppressions import INTERNAL_ERROR
 
     paths, options = _options(args)
     if check is None:
@@ -214,7 +214,7 @@ def _fix(args: argparse.Namespace) -> int:
 
 
 def _write_baseline(path: Path, result) -> int:
-    from sglang_contracts.baseline import read_baseline, write_baseline
+    from sglang_contracts.diagnostics.baseline import read_baseline, write_baseline
 
     previous = read_baseline(path) if path.is_file() else []
     count = write_baseline(path, result.diagnostics, previous)
@@ -255,7 +255,7 @@ def _patch_classify(args: argparse.Namespace) -> int:
 
 
 def _rules() -> int:
-    from sglang_contracts.catalog import load_catalog
+    from sglang_contracts.diagnostics.catalog import load_catalog
 
     rules = load_catalog().values()
     width = max(len(rule.name) for rule in rules)
@@ -265,7 +265,7 @@ def _rules() -> int:
 
 
 def _explain(code: str) -> int:
-    from sglang_contracts.catalog import explanation
+    from sglang_contracts.diagnostics.catalog import explanation
 
     print(explanation(code))
     return 0

@@ -17,7 +17,7 @@ os.environ.setdefault("SGLANG_CONTRACTS_DEBUG", "1")
 
 from sglang_contracts.infra.cache import cache_root  # noqa: E402
 from sglang_contracts.cli import main  # noqa: E402
-from sglang_contracts.runner import CheckOptions  # noqa: E402
+from sglang_contracts.check.runner import CheckOptions  # noqa: E402
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 FIXTURES = CHECKOUT / "fixtures"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_contracts.catalog import load_catalog
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.diagnostics.catalog import load_catalog
+from sglang_contracts.check.runner import CheckOptions, run_check
 from test_catalog import upstream_tree, write_tree
 
 

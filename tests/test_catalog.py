@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 import sglang_contracts.contracts  # noqa: F401  (registers the checks)
-from sglang_contracts.catalog import Example, load_catalog
+from sglang_contracts.diagnostics.catalog import Example, load_catalog
 from sglang_contracts.contracts.base import CHECKS
-from sglang_contracts.catalog import surface_for
-from sglang_contracts.runner import CheckOptions, run_check
-from sglang_contracts.suppressions import RUNNER_RULES
+from sglang_contracts.diagnostics.catalog import surface_for
+from sglang_contracts.check.runner import CheckOptions, run_check
+from sglang_contracts.diagnostics.suppressions import RUNNER_RULES
 
 CATALOG = load_catalog()
 EXAMPLES = [(code, example) for code, rule in CATALOG.items() for example in rule.examples]

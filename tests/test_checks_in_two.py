@@ -13,7 +13,7 @@ import pytest
 from conftest import NEW, OLD, PROJECT
 from sglang_contracts.contracts import base
 from sglang_contracts.infra import parallel
-from sglang_contracts.runner import CheckOptions, Fresh, run_check
+from sglang_contracts.check.runner import CheckOptions, Fresh, run_check
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 

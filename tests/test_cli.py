@@ -61,7 +61,7 @@ def test_an_unparsable_file_says_when_the_project_targets_a_newer_python(tmp_pat
     """Python's parser knows the grammar of the Python running the tool: a project that asks for
     a newer one is told to run the tool with it, rather than only shown a syntax error."""
     from conftest import NEW, OLD
-    from sglang_contracts.runner import CheckOptions, run_check
+    from sglang_contracts.check.runner import CheckOptions, run_check
 
     line = f'requires-python = "{requires}"\n' if requires else ""
     (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "demo"\n{line}')

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_contracts.catalog import load_catalog
+from sglang_contracts.diagnostics.catalog import load_catalog
 from sglang_contracts.infra.cache import JsonCache
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.commandline import command_line
 from sglang_contracts.upstream.model import UpstreamModel

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import sglang_contracts.contracts  # noqa: F401  (registers the checks)
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 from test_catalog import upstream_tree, write_tree
 
 REQ_OLD = '''

@@ -199,7 +199,7 @@ def test_the_client_imports_nothing_of_the_checker(project) -> None:
             "print(sorted(m for m in sys.modules if m.startswith('sglang_contracts')))")
     loaded = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True,
                             env=checkout_env(), check=True).stdout
-    assert "sglang_contracts.runner" not in loaded and "sglang_contracts.contracts" not in loaded
+    assert "sglang_contracts.check.runner" not in loaded and "sglang_contracts.contracts" not in loaded
     assert "sglang_contracts.resident.engine" not in loaded
 
 

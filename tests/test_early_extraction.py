@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from conftest import NEW, OLD, PROJECT
-from sglang_contracts.runner import CheckOptions, Fresh, run_check
+from sglang_contracts.check.runner import CheckOptions, Fresh, run_check
 from sglang_contracts.upstream import prefetch
 
 

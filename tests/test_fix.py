@@ -14,7 +14,7 @@ from conftest import NEW, OLD, PROJECT
 from sglang_contracts.cli import main
 from sglang_contracts.diagnostics import finding_at
 from sglang_contracts.fix.engine import apply_fixes, run_fix
-from sglang_contracts.runner import CheckOptions
+from sglang_contracts.check.runner import CheckOptions
 from test_reliability import write as tree
 
 # A name that moved unchanged (SGC102, safe), a mirrored pin SGLang moved (SGC701, safe).

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import NEW, OLD, PROJECT, checkout_env
 from sglang_contracts.project.pins import find_sglang_pin
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 
 # path:line:col: CODE -> severity, for sglang 0.9.0 -> 0.9.1 on fixtures/project.
 EXPECTED_SEVERITY = {

@@ -21,12 +21,12 @@ import jsonschema
 import pytest
 
 from conftest import NEW, OLD, PROJECT, checkout_env
-from sglang_contracts.catalog import load_catalog
+from sglang_contracts.diagnostics.catalog import load_catalog
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.reporters.base import repository_root
 from sglang_contracts.reporters.github import format_command
 from sglang_contracts.reporters.markdown import write_markdown
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.upstream.delta import DeltaCommit, MustRead, UpstreamDelta
 from test_fixture_project import EXPECTED, EXPECTED_SEVERITY
 

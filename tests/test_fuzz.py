@@ -43,7 +43,7 @@ from hypothesis import HealthCheck, example, given, seed, settings
 from hypothesis import strategies as st
 
 from sglang_contracts.reporters import REPORTERS
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 from tests import fuzz_inputs as inputs
 from tests.conftest import checkout_env
 from tests.test_reliability import write

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import sglang_contracts.contracts  # noqa: F401  (registers the checks)
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 from test_catalog import upstream_tree, write_tree
 
 NORM = "def rmsnorm(input, weight, eps=1e-6, out=None):\n    return input * weight\n"

@@ -175,7 +175,7 @@ def test_a_route_only_the_projects_patch_serves_is_the_patchs_contract(tmp_path:
     route the new release dropped still gets one."""
     import difflib
 
-    from sglang_contracts.runner import CheckOptions, run_check
+    from sglang_contracts.check.runner import CheckOptions, run_check
     from test_catalog import upstream_tree, write_tree
 
     server = "sglang/srt/entrypoints/http_server.py"

@@ -11,10 +11,10 @@ import pytest
 
 from conftest import NEW, OLD, PROJECT
 from downloads import download_sdist
-from sglang_contracts import incremental, runner
-from sglang_contracts.catalog import load_catalog
+from sglang_contracts.check import incremental, runner
+from sglang_contracts.diagnostics.catalog import load_catalog
 from sglang_contracts.project.facts import FACT_LISTS
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 
 
 @pytest.fixture
@@ -437,7 +437,7 @@ def test_a_check_run_does_not_import_the_fix_libraries() -> None:
     import subprocess
     import sys
 
-    code = "import sys, sglang_contracts.runner, sglang_contracts.cli; print(sorted({'libcst', 'git'} & set(sys.modules)))"
+    code = "import sys, sglang_contracts.check.runner, sglang_contracts.cli; print(sorted({'libcst', 'git'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 

@@ -12,7 +12,7 @@ from gitcheck import git_stack_verdicts, materialise
 from sglang_contracts.patch.gitapply import CONTEXT, check_patch, check_stack
 from sglang_contracts.patch.patchfile import parse_patch
 from sglang_contracts.patch.stack import patch_stacks
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 
 SCHEDULER = "python/sglang/srt/managers/scheduler.py"
 OLD = {SCHEDULER: "".join(f"step {i}\n" for i in range(1, 31))}

@@ -14,7 +14,7 @@ from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.cli import main
 from sglang_contracts.contracts.base import CheckContext
 from sglang_contracts.contracts.monkeypatches import _from_importers, patches
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
 from sglang_contracts.upstream.serverargs import server_args_fields

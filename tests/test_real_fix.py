@@ -12,7 +12,7 @@ import pytest
 
 from downloads import download_sdist
 from sglang_contracts.fix.engine import run_fix
-from sglang_contracts.runner import CheckOptions
+from sglang_contracts.check.runner import CheckOptions
 
 
 @pytest.fixture(scope="module")

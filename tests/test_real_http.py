@@ -11,7 +11,7 @@ from pathlib import Path
 
 from test_catalog import write_tree
 from sglang_contracts.infra.cache import JsonCache
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.http import http_api
 from sglang_contracts.upstream.model import UpstreamModel

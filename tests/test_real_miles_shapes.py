@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 
 HELPER = '''from unittest.mock import MagicMock
 

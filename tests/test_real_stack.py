@@ -19,7 +19,7 @@ from gitcheck import assert_agrees_with_git, git_stack_verdicts, materialise
 from sglang_contracts.patch.gitapply import ALREADY, APPLIES, CONTEXT, GONE, check_patch, check_stack
 from sglang_contracts.patch.release import find_moved, tree_reader
 from sglang_contracts.patch.patchfile import parse_patch
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.pins import release_pins
 

@@ -73,7 +73,7 @@ def test_omni_019_against_its_own_pin_reports_only_what_the_pin_alone_says(capsy
 
 
 def test_omni_018_bump_markdown_report_groups_the_real_findings_by_surface(capsys, monkeypatch, omni_018: Path) -> None:
-    from sglang_contracts.catalog import surface_for, surface_order
+    from sglang_contracts.diagnostics.catalog import surface_for, surface_order
     from test_formats import sections
 
     _, diagnostics = run_json(capsys, omni_018, monkeypatch, "--new", "0.5.22")

@@ -19,7 +19,7 @@ from sglang_contracts.contracts import base
 from sglang_contracts.diagnostics import finding
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES
 from sglang_contracts.project.facts import Position
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 from tests.conftest import checkout_env
 
 OLD = {"sglang/__init__.py": "", "sglang/version.py": '__version__ = "0.1.0"\n',
@@ -219,7 +219,7 @@ def test_d12_a_python_file_over_the_size_bound_is_one_sgc000(project, releases) 
 
 
 def test_d5_the_replay_key_takes_any_bytes_a_file_name_holds(project) -> None:
-    from sglang_contracts import replay
+    from sglang_contracts.check import replay
 
     options = CheckOptions(old="0.5.22", new="0.5.23")
     before = replay.run_key(project, [project], options, "0.5.22")
@@ -230,7 +230,7 @@ def test_d5_the_replay_key_takes_any_bytes_a_file_name_holds(project) -> None:
 
 
 def test_a_bug_in_reading_the_pin_costs_the_default_not_the_run(tmp_path, capsys, monkeypatch) -> None:
-    import sglang_contracts.runner as runner
+    import sglang_contracts.check.runner as runner
     from sglang_contracts.cli import main
 
     def broken(root):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NEW, OLD, PROJECT
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 
 
 def findings(result) -> list[dict]:
@@ -28,7 +28,7 @@ def test_an_unchanged_run_is_replayed_with_the_same_findings(published) -> None:
 
 def test_a_replay_opens_neither_release_until_one_is_read(published, monkeypatch) -> None:
     """Opening a wheel (its directory) or a clone's tree costs more than the replay itself."""
-    from sglang_contracts import runner
+    from sglang_contracts.check import runner
 
     project, options = published
     first = run_check([project], options)

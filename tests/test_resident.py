@@ -13,10 +13,10 @@ import pytest
 
 from conftest import NEW, OLD, PROJECT
 from downloads import download_sdist
-from sglang_contracts import runner
+from sglang_contracts.check import runner
 from sglang_contracts.infra.files import unsaved_buffers
 from sglang_contracts.resident.engine import ResidentEngine
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 
 
 def findings(result) -> list[dict]:
@@ -165,7 +165,7 @@ def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(
     subclass, an import added, a call added in a method and taken out), each run on the
     resident engine compared with a full run in a cache of its own (cold for the first: only
     the wheels in it). A statement that only moves the code below it re-checks its file alone."""
-    from sglang_contracts import incremental
+    from sglang_contracts.check import incremental
     from test_incremental import REAL_EDITS
 
     plans: list = []
@@ -285,7 +285,7 @@ def test_a_memoized_analysis_follows_an_edit_that_changes_it(tmp_path, code) -> 
     """The rule's catalog example, its Python files first empty, then as the example has them
     (the finding appears), then empty again (it goes): each resident run gives the findings
     of a fresh full run, so no kept table, tree or upstream analysis answers for the text before."""
-    from sglang_contracts.catalog import load_catalog
+    from sglang_contracts.diagnostics.catalog import load_catalog
     from test_catalog import upstream_tree, write_tree
 
     example = next(e for e in load_catalog()[code].examples if e.expect)
@@ -359,7 +359,7 @@ def test_an_edit_that_only_moves_code_rechecks_that_file_alone(tmp_path, monkeyp
     (incremental.moved_only), the resident engine checks that file alone; an edit of a fact or
     of what a text analysis reads (a citation in a comment) checks its importers too. Each run
     gives the findings of a fresh full run."""
-    from sglang_contracts import incremental
+    from sglang_contracts.check import incremental
 
     project = tmp_path / "project"
     shutil.copytree(PROJECT, project)
@@ -394,7 +394,7 @@ def test_an_edit_after_a_computed_warm_up_is_planned_against_the_warm_up(tmp_pat
     daemon's and the language server's warm-up) and records it: the first edit is planned
     against the files as the warm-up read them, not against the last run recorded before (here
     of another state of the edited file), so an edit that only moves code checks that file alone."""
-    from sglang_contracts import incremental
+    from sglang_contracts.check import incremental
 
     project = tmp_path / "project"
     shutil.copytree(PROJECT, project)
@@ -454,7 +454,7 @@ def test_a_whole_project_analysis_is_kept_while_edits_only_move_code(tmp_path, m
     moves code; each run gives the findings of a fresh full run."""
     import importlib
 
-    from sglang_contracts.catalog import load_catalog
+    from sglang_contracts.diagnostics.catalog import load_catalog
     from test_catalog import upstream_tree, write_tree
 
     example = next(e for e in load_catalog()[code].examples if e.expect)

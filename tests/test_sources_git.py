@@ -115,7 +115,7 @@ def test_a_folder_that_is_not_a_git_repository_is_an_error(check, tmp_path):
 
 
 def test_tags_replay_until_a_tag_names_another_commit(sglang_repo, tmp_path):
-    from sglang_contracts.runner import CheckOptions, run_check
+    from sglang_contracts.check.runner import CheckOptions, run_check
 
     project = tmp_path / "project"
     shutil.copytree(UPSTREAM.parent / "project", project)

@@ -10,7 +10,7 @@ from packaging.specifiers import SpecifierSet
 from test_catalog import upstream_tree, write_tree
 from sglang_contracts.contracts.stack import agrees
 from sglang_contracts.project.stack import declared_requirements, removal_requirement
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources.directory import DirectoryTree
 from sglang_contracts.upstream.pins import release_pins
 

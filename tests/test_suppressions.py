@@ -10,7 +10,7 @@ import pytest
 
 from conftest import PROJECT, add_settings
 from sglang_contracts.diagnostics import Diagnostic
-from sglang_contracts.suppressions import NoqaIndex, ProjectText
+from sglang_contracts.diagnostics.suppressions import NoqaIndex, ProjectText
 from test_fixture_project import EXPECTED, sort_key
 
 

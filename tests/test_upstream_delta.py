@@ -9,7 +9,7 @@ import git
 import pytest
 
 from test_sources_git import AUTHOR, PROJECT, UPSTREAM, _commit_release
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 
 
 def _commit(repo: git.Repo, message: str, changes: dict[str, str]) -> None:

@@ -23,7 +23,7 @@ import pytest
 from sglang_contracts.cli import main
 from sglang_contracts.infra.errors import SourceError
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable
-from sglang_contracts.runner import CheckOptions, run_check
+from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources.directory import DirectoryTree
 from sglang_contracts.sources.git import git_release
 from sglang_contracts.sources.index import WheelTree

@@ -8,14 +8,14 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sglang_contracts.catalog import rule
+from sglang_contracts.diagnostics.catalog import rule
 import sglang_contracts.contracts  # noqa: F401  (registers every fix beside its check)
 from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.fix.document import Document, NotRewritable, read_only, write_atomically
 from sglang_contracts.fix.python import ensure_import
 from sglang_contracts.infra.files import printable_path
-from sglang_contracts.runner import CheckOptions, CheckResult, run_check
+from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
 
 # Applying fixes can uncover more (a moved import that now resolves exposes its calls); ruff
 # re-checks until stable too. A bound keeps two fixes that undo each other from looping.

@@ -6,7 +6,7 @@ import re
 
 from lsprotocol import types
 
-from sglang_contracts.catalog import explanation, rule
+from sglang_contracts.diagnostics.catalog import explanation, rule
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.errors import ContractsError
 

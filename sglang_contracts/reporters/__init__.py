@@ -15,7 +15,7 @@ from sglang_contracts.reporters.sarif import write_sarif
 from sglang_contracts.reporters.text import write_text
 
 if TYPE_CHECKING:
-    from sglang_contracts.runner import CheckResult
+    from sglang_contracts.check.runner import CheckResult
 
 Reporter = Callable[["CheckResult", TextIO, bool], None]  # (result, out, quiet)
 REPORTERS: dict[str, Reporter] = {

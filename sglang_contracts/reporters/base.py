@@ -10,7 +10,7 @@ from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.files import printable_path
 
 if TYPE_CHECKING:
-    from sglang_contracts.runner import CheckResult
+    from sglang_contracts.check.runner import CheckResult
 
 SEVERITY_ORDER = ("error", "warning", "info")
 
@@ -59,7 +59,7 @@ def summary_line(diagnostics: list[Diagnostic]) -> str:
 
 def statistics_lines(diagnostics: list[Diagnostic]) -> list[str]:
     """flake8's --statistics: one line per code, with its count and the rule's name."""
-    from sglang_contracts.catalog import load_catalog
+    from sglang_contracts.diagnostics.catalog import load_catalog
 
     catalog = load_catalog()
     counts = Counter(d.code for d in diagnostics)

@@ -12,7 +12,7 @@ from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.reporters.base import repository_path
 
 if TYPE_CHECKING:
-    from sglang_contracts.runner import CheckResult
+    from sglang_contracts.check.runner import CheckResult
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 

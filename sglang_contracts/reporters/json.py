@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 from sglang_contracts.reporters.base import display_path
 
 if TYPE_CHECKING:
-    from sglang_contracts.runner import CheckResult
+    from sglang_contracts.check.runner import CheckResult
 
 
 def write_json(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:

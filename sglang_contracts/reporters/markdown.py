@@ -12,12 +12,12 @@ from collections import Counter
 from itertools import groupby
 from typing import TYPE_CHECKING, TextIO
 
-from sglang_contracts.catalog import surface_for, surface_order
+from sglang_contracts.diagnostics.catalog import surface_for, surface_order
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.reporters.base import SEVERITY_ORDER, plural, repository_path
 
 if TYPE_CHECKING:
-    from sglang_contracts.runner import CheckResult
+    from sglang_contracts.check.runner import CheckResult
 
 # Dotted names and snake_case identifiers: shown as code.
 NAME = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b[A-Za-z]\w*_\w+\b")

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
 from sglang_contracts import __version__
-from sglang_contracts.catalog import Rule, load_catalog, surface_for
+from sglang_contracts.diagnostics.catalog import Rule, load_catalog, surface_for
 from sglang_contracts.reporters.base import repository_path, repository_root
 
 if TYPE_CHECKING:
-    from sglang_contracts.runner import CheckResult
+    from sglang_contracts.check.runner import CheckResult
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}

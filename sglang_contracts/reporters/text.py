@@ -14,7 +14,7 @@ from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.reporters.base import display_path, summary_line
 
 if TYPE_CHECKING:
-    from sglang_contracts.runner import CheckResult
+    from sglang_contracts.check.runner import CheckResult
 
 COLOURS = {"error": "\033[1;31m", "warning": "\033[1;33m", "info": "\033[1;36m"}
 BOLD, DIM, RESET = "\033[1m", "\033[2m", "\033[0m"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from sglang_contracts.resident.client import BUSY, PACKAGE_DIR, STALE, ask, daemon_key, private, socket_path
 
 if TYPE_CHECKING:
-    from sglang_contracts.runner import CheckOptions, CheckResult
+    from sglang_contracts.check.runner import CheckOptions, CheckResult
 
 IDLE_TIMEOUT = 3600.0
 START_TIMEOUT = 600.0  # the first check of a fresh cache downloads and extracts both releases

@@ -53,7 +53,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from sglang_contracts.incremental import moved_only
+from sglang_contracts.check.incremental import moved_only
 from sglang_contracts.infra.allocator import one_malloc_arena
 from sglang_contracts.infra.cache import JsonCache, remember_records
 from sglang_contracts.infra.collector import resident_process
@@ -62,7 +62,7 @@ from sglang_contracts.patch.stack import PatchStacks, stack_may_read
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import IndexMemo, ProjectIndex, read_python, updated_index
 from sglang_contracts.project.pins import ProjectPin, pin_may_read
-from sglang_contracts.runner import (CheckOptions, CheckResult, Fresh, _as_the_image_has_them, _live_stacks, excluder,
+from sglang_contracts.check.runner import (CheckOptions, CheckResult, Fresh, _as_the_image_has_them, _live_stacks, excluder,
                                      run_check)
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from sglang_contracts.catalog import rule, surface_for
+from sglang_contracts.diagnostics.catalog import rule, surface_for
 from sglang_contracts.project.facts import FileFacts, Position
 
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 # What a replayed run needs; the checks and what feeds them are imported by _computed, so
 # that a replay (and the editor's first answer) does not pay for importing every rule.
-from sglang_contracts import baseline as baselines
-from sglang_contracts import replay
+from sglang_contracts.diagnostics import baseline as baselines
+from sglang_contracts.check import replay
 from sglang_contracts.infra.cache import JsonCache, cache_root
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
@@ -28,7 +28,7 @@ from sglang_contracts.infra.roots import project_root_for
 from sglang_contracts.project.index import IndexMemo, ProjectIndex, build_index, read_python
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
-from sglang_contracts.suppressions import (
+from sglang_contracts.diagnostics.suppressions import (
     INTERNAL_ERROR, UNUSED_NOQA, NoqaIndex, ProjectText, code_active, matches_path, override_severity,
 )
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
@@ -284,8 +284,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
               download_cache: Path, store: Callable[[str], JsonCache], keep: Fresh,
               listed: list[tuple[str, str]] | None) -> CheckResult:
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
-    from sglang_contracts import incremental
-    from sglang_contracts.catalog import load_catalog
+    from sglang_contracts.check import incremental
+    from sglang_contracts.diagnostics.catalog import load_catalog
     from sglang_contracts.contracts.base import (CHECKS, IMPORT_OUTLINES, IMPORTS_ANYWHERE, MEMBERS_ANYWHERE,
                                                  WHOLE_PROJECT, CheckContext, run_checks, run_checks_in_two)
     from sglang_contracts.contracts.resolve import project_view

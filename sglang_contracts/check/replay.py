@@ -28,7 +28,7 @@ from sglang_contracts.project.index import skipped_folder
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # this tool's code, every module of it
 READERS = ("griffe", "packaging")
 
 

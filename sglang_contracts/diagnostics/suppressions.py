@@ -82,7 +82,7 @@ class NoqaIndex:
         Only our own codes, and only codes that were checked for that file, can be judged; a
         blanket `# noqa` may be there for another tool and is never reported.
         """
-        from sglang_contracts.catalog import rule
+        from sglang_contracts.diagnostics.catalog import rule
         from sglang_contracts.project.scanner import NOQA
 
         entry = rule(UNUSED_NOQA)

@@ -109,8 +109,9 @@ class Rule:
 
 
 def catalog_dir() -> Path:
-    shipped = Path(__file__).parent / "_catalog"  # inside an installed wheel
-    return shipped if shipped.is_dir() else Path(__file__).resolve().parent.parent / "rules"
+    package = Path(__file__).resolve().parent.parent
+    shipped = package / "_catalog"  # inside an installed wheel
+    return shipped if shipped.is_dir() else package.parent / "rules"
 
 
 def _load_rule(path: Path) -> Rule:
