@@ -85,18 +85,25 @@ def test_a_rule_that_fails_in_the_copy_is_reported_as_in_one_process(monkeypatch
     assert report(project, Fresh()) == one
 
 
-def test_an_upstream_module_only_the_copy_loads_is_reported_in_the_first(monkeypatch, project: Path, tmp_path: Path) -> None:
-    new = Path(shutil.copytree(NEW, tmp_path / "new"))
-    os.mkfifo(new / "sglang" / "srt" / "damaged_only_here.py")  # unreadable, even as root
+def loading_in_the_rule(monkeypatch, module: str) -> list[bool]:
+    """SGC101 made to load the new release's `module` first; the list it returns is appended to
+    (with whether it ran in the forked copy) in the process where the rule runs."""
     loaded_in: list[bool] = []
     real = base.CHECKS["SGC101"]
 
     def loads_it(ctx):
         loaded_in.append(parallel._RUN.forked_copy)
-        ctx.new.module("sglang.srt.damaged_only_here")
+        ctx.new.module(module)
         return real(ctx)
 
     replaced(monkeypatch, "SGC101", loads_it)
+    return loaded_in
+
+
+def test_an_upstream_module_only_the_copy_loads_is_reported_in_the_first(monkeypatch, project: Path, tmp_path: Path) -> None:
+    new = Path(shutil.copytree(NEW, tmp_path / "new"))
+    os.mkfifo(new / "sglang" / "srt" / "damaged_only_here.py")  # unreadable, even as root
+    loaded_in = loading_in_the_rule(monkeypatch, "sglang.srt.damaged_only_here")
     result = run_check([project], CheckOptions(old=str(OLD), new=str(new), use_cache=False, workers=1), Fresh())
     assert loaded_in == []  # appended to in the copy only: the rule ran there
     assert [name for name, *_ in result.new.problems()] == ["sglang.srt.damaged_only_here"]
@@ -116,15 +123,7 @@ def test_a_module_the_stack_breaks_that_only_the_copy_loads_is_reported_in_the_f
     (project / "docker" / "sglang.patch").write_text(
         "--- a/python/sglang/srt/patched_here.py\n+++ b/python/sglang/srt/patched_here.py\n"
         "@@ -1,2 +1,3 @@\n+\0import os\n def helper():\n     return 1\n")
-    loaded_in: list[bool] = []
-    real = base.CHECKS["SGC101"]
-
-    def loads_it(ctx):
-        loaded_in.append(parallel._RUN.forked_copy)
-        ctx.new.module("sglang.srt.patched_here")
-        return real(ctx)
-
-    replaced(monkeypatch, "SGC101", loads_it)
+    loaded_in = loading_in_the_rule(monkeypatch, "sglang.srt.patched_here")
     result = run_check([project], CheckOptions(old=str(releases[0]), new=str(releases[1]), use_cache=False, workers=1),
                        Fresh())
     assert loaded_in == []  # appended to in the copy only: the rule ran there
