@@ -365,24 +365,77 @@ def test_a_copied_patch_the_tree_lacks_is_no_patch_of_the_same_name_elsewhere(tm
     assert _readings(root) == [("docker/Dockerfile.rocm:2", ["docker/amd_patch/sglv0.5.7/sglang.patch"])]
 
 
+BREAKING_PATCH = f"""\
+--- a/{IO_STRUCT}
++++ b/{IO_STRUCT}
+@@ -5,2 +5,3 @@
++\0import os
+ class Req2:
+     pass
+"""
+APPLY_LATEST = ("COPY docker/patch/latest/ /sgl-workspace/sglang/\n"
+                "RUN cd /sgl-workspace/sglang && for p in a.patch b.patch; do git apply $p; done\n")
+
+
+def _stack_project(tmp_path: Path, files: dict[str, str]) -> tuple[Path, dict[str, str], dict[str, str]]:
+    """(a project that imports Req1, whose class the target release drops, with these stack files;
+    the stock release; the target)."""
+    project = write(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", "app/__init__.py": "",
+                                           "app/weights.py": "from sglang.srt.managers.io_struct import Req1\n",
+                                           **files})
+    stock = {IO_STRUCT: IO_OLD, "python/sglang/srt/__init__.py": "", "python/sglang/srt/managers/__init__.py": ""}
+    return project, stock, {**stock, IO_STRUCT: IO_OLD.replace("class Req1:\n    pass\n", "")}
+
+
 def test_a_module_the_stack_leaves_unparsable_is_read_as_released_and_the_patch_reported(tmp_path):
     """A patch whose added line holds a NUL byte (or a syntax error): Python could not import the
     patched module. It is read as released, so the project's contracts with it are still checked
     (Req1 is gone in the target: SGC102), and the stack is one SGC000 at the patch, not silence."""
     broken = DELTA_PATCH.replace("+class DeltaEncoding:", "+\0class DeltaEncoding:")
-    project = write(tmp_path / "project", {
-        "pyproject.toml": "[project]\nname = 'app'\n",
-        "app/__init__.py": "",
-        "app/weights.py": "from sglang.srt.managers.io_struct import Req1\n",
+    project, stock, target = _stack_project(tmp_path, {
         "docker/Dockerfile": "COPY docker/patch/latest/sglang.patch /sgl-workspace/sglang/\n"
                              "RUN cd /sgl-workspace/sglang && git apply sglang.patch\n",
         "docker/patch/latest/sglang.patch": broken,
     })
-    stock = {IO_STRUCT: IO_OLD, "python/sglang/srt/__init__.py": "", "python/sglang/srt/managers/__init__.py": ""}
-    target = {**stock, IO_STRUCT: IO_OLD.replace("class Req1:\n    pass\n", "")}
     found = _check(project, stock, target, tmp_path)
     assert found == ["app/weights.py:1: SGC102 error", "docker/patch/latest/sglang.patch:1: SGC000 error"]
     result = run_check([project], CheckOptions(old=str(tmp_path / "old"), new=str(tmp_path / "new"), use_cache=False,
                                                workers=1))
     (message,) = [d.message for d in result.diagnostics if d.code == "SGC000"]
     assert "sglang.srt.managers.io_struct" in message and "read as released" in message, message
+
+
+def test_the_patch_that_leaves_the_module_unparsable_is_blamed_not_every_patch_of_it(tmp_path):
+    """a.patch adds a class and parses; b.patch, applied after it, adds a NUL byte: b alone is
+    reported, once though it patches the module in two sections (helper-1's audit)."""
+    twice = BREAKING_PATCH + BREAKING_PATCH.split("\n", 2)[2].replace("@@ -5,2 +5,3 @@", "@@ -17,2 +18,3 @@") \
+        .replace("+\0import os\n class Req2:", "+\0import sys\n class Req5:")
+    project, stock, target = _stack_project(tmp_path, {"docker/Dockerfile": APPLY_LATEST,
+                                                       "docker/patch/latest/a.patch": DELTA_PATCH,
+                                                       "docker/patch/latest/b.patch": twice})
+    assert _check(project, stock, target, tmp_path) == ["app/weights.py:1: SGC102 error",
+                                                        "docker/patch/latest/b.patch:1: SGC000 error"]
+
+
+def test_a_resident_process_forgets_the_broken_module_once_nothing_imports_it(tmp_path):
+    """The daemon's and the language server's models outlive a run: a module the stack broke,
+    read as released in one run, is not reported in the next unless that run reaches it too, as a
+    fresh run would (helper-1's audit)."""
+    from sglang_contracts.resident.engine import ResidentEngine
+
+    project, stock, target = _stack_project(tmp_path, {"docker/Dockerfile": APPLY_LATEST,
+                                                       "docker/patch/latest/a.patch": DELTA_PATCH,
+                                                       "docker/patch/latest/b.patch": BREAKING_PATCH})
+    _check(project, stock, target, tmp_path)  # writes both releases
+    options = CheckOptions(old=str(tmp_path / "old"), new=str(tmp_path / "new"), cache_dir=tmp_path / "cache",
+                           workers=1)
+    engine = ResidentEngine()
+
+    def codes() -> list[tuple[str, str]]:
+        resident = [(d.path, d.code) for d in engine.check([project], options).diagnostics]
+        assert resident == [(d.path, d.code) for d in run_check([project], options).diagnostics]
+        return resident
+
+    assert codes() == [("app/weights.py", "SGC102"), ("docker/patch/latest/b.patch", "SGC000")]
+    (project / "app" / "weights.py").write_text("WEIGHTS = 1\n")
+    assert codes() == []

@@ -508,17 +508,19 @@ def _upstream_problems(project: ProjectIndex, models: list[UpstreamModel]) -> li
             for path, position in sites or [("", None)]:
                 found.append(Problem(path, position.line if position else 1, position.col if position else 1,
                                      stage, error, internal, module=module))
-    # Modules the project's patch stack leaves unanalysable, read as released: once at each
-    # patch of the module, naming the releases where it does.
-    broken: dict[tuple[str, int, str], tuple[list[str], str]] = {}
+    # Modules the project's patch stack leaves unanalysable, read as released: once at the patch
+    # that breaks the module, naming the releases where it does (and why, where they differ).
+    broken: dict[tuple[str, int, str], tuple[list[str], list[str]]] = {}
     for model in models:
-        patches_of = getattr(model.tree, "patches_of", None)
+        blame = getattr(model.tree, "breaking_patches", None)
         for module, (relpath, error) in sorted(model.read_as_released.items()):
-            for path, line in patches_of(relpath) if patches_of else []:
-                broken.setdefault((path, line, module), ([], error))[0].append(model.release.label)
-    for (path, line, module), (labels, error) in broken.items():
+            for path, line in blame(relpath) if blame else []:
+                labels, errors = broken.setdefault((path, line, module), ([], []))
+                labels.append(model.release.label)
+                errors.extend([error] if error not in errors else [])
+    for (path, line, module), (labels, errors) in broken.items():
         found.append(Problem(path, line, 1, f"analyse {module} as this patch stack leaves it in {' and '.join(labels)}",
-                             error, False, module=module,
+                             "; ".join(errors), False, module=module,
                              unchecked="it is read as released, without the stack's changes to it"))
     return found
 

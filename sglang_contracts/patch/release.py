@@ -8,6 +8,7 @@ import hashlib
 from typing import TYPE_CHECKING, Iterator
 
 from sglang_contracts.infra.files import Unreadable
+from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.patch.gitapply import StackResult, check_stack
 from sglang_contracts.patch.patchfile import FilePatch, PatchFile
 from sglang_contracts.sources.base import PACKAGE, Release, ReleaseTree
@@ -130,11 +131,29 @@ class PatchedTree(ReleaseTree):
         self.given_up[relpath] = self.patched.pop(relpath)
         return True
 
-    def patches_of(self, relpath: str) -> list[tuple[str, int]]:
-        """(patch file, line of its file patch) of each patch of the stacks that patches the
-        release's `relpath`, in stack order."""
-        return [(path, file.line) for stack in self.stacks.stacks for path in stack.patches
-                for file in self.stacks.patches[path].files if release_relpath(file.path) == relpath]
+    def breaking_patches(self, relpath: str) -> list[tuple[str, int]]:
+        """Where to blame the stacks for leaving the release's `relpath` unparsable: in each stack
+        whose version of it does not parse, the patch after which it first does not (applied as
+        the image applies the stack), at the line of its first file patch of it. A file that
+        parses after every patch of every stack (griffe, not Python, refused it) blames every
+        patch of it in the stack it was read from."""
+        read, unchecked = tree_reader(self.base)
+        found: list[tuple[str, int]] = []
+        read_from: list[tuple[str, int]] = []  # the first stack that patches it: its version was read
+        for stack in self.stacks.stacks:
+            patches = [self.stacks.patches[path] for path in stack.patches]
+            touching = [(index, line) for index, patch in enumerate(patches)
+                        if (line := _first_line_patching(patch, relpath)) is not None]
+            if not touching:
+                continue
+            if not read_from:
+                read_from = [(stack.patches[index], line) for index, line in touching]
+            for index, line in touching:  # rare (a broken stack): each prefix applied anew
+                text = _text_of(check_stack(patches[:index + 1], read, unchecked).patched, relpath)
+                if text is not None and not _parses(text):
+                    found.append((stack.patches[index], line))
+                    break
+        return list(dict.fromkeys(found)) or read_from  # stacks may share a patch
 
     def read_member(self, relpath: str) -> bytes | None:
         return self.patched[relpath] if relpath in self.patched else self.base.read_member(relpath)
@@ -190,6 +209,23 @@ def with_stack_applied(release: Release, stacks: PatchStacks) -> Release:
     digest = hashlib.sha256(b"".join(p.encode() + b"\0" + (d or b"\1") + b"\0" for p, d in sorted(changed.items())))
     identity = f"{release.identity}+stack:{digest.hexdigest()[:16]}" if release.identity else None
     return dataclasses.replace(release, tree=tree, identity=identity)
+
+
+def _first_line_patching(patch: PatchFile, relpath: str) -> int | None:
+    return next((file.line for file in patch.files if release_relpath(file.path) == relpath), None)
+
+
+def _text_of(patched: dict[str, str | None], relpath: str) -> str | None:
+    """The text a stack's result holds for the release's `relpath` (its keys are patch paths)."""
+    return next((text for path, text in patched.items() if release_relpath(path) == relpath), None)
+
+
+def _parses(text: str) -> bool:
+    try:
+        parse_quietly(text)
+    except (SyntaxError, ValueError):  # ValueError: a NUL byte, or nested too deeply
+        return False
+    return True
 
 
 def _stock_bytes(tree: ReleaseTree, relpath: str) -> bytes | None:

@@ -8,7 +8,8 @@ Kept, each under a key of everything that would change it:
 - both releases' UpstreamModels, with every memo they fill (modules loaded, resolutions, class
   orders, members, body lines, whole-release searches), by the releases kept, the cache folder
   and the project's live patch stacks (by content); a pair that met a module it could not read
-  or analyse is not kept, since such a module is reported at the project's imports of it and a
+  or analyse, or one the project's patch stack left unanalysable (read as released), is not
+  kept, since such a module is reported (at the project's imports of it, or at the patch) and a
   fresh run reports only the modules it reaches;
 - each project Python file's digest and decoded text, by its size, modification and change
   times, inode and device; an editor's unsaved buffer is read in every run;
@@ -300,7 +301,10 @@ class ResidentEngine(Fresh):
         if self._given is not None:
             key, pair = self._given
             kept = {id(release) for release in self._releases.values()}
-            if key[0] in kept and key[1] in kept and not any(model.problems() for model in pair):
+            # A pair that met a module it could not read, or one the stack left unanalysable,
+            # is not kept: a fresh run reports only the modules it reaches.
+            if key[0] in kept and key[1] in kept and not any(model.problems() or model.read_as_released
+                                                             for model in pair):
                 self._models[key] = pair
         self._releases_memos = {key: memo for key, memo in self._releases_memos.items() if key in self._models}
         if self._placeless_memo is not None and self._placeless_memo[0] not in self._models:
