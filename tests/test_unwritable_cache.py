@@ -88,3 +88,38 @@ def test_a_baseline_that_cannot_be_written_is_one_error_line_naming_it(check, tm
     assert (result.status, result.out) == (2, "")
     assert result.err == (f"sglang-contracts: error: {plain / 'baseline.json'}: cannot write the baseline "
                           f"({plain} is not a folder)\n")
+
+
+@pytest.mark.parametrize("kind", ["upstream", "project", "runs", "incremental"])
+def test_a_cache_that_cannot_keep_records_is_one_warning_line_and_the_same_findings(
+        published, capsys, monkeypatch, tmp_path: Path, kind: str) -> None:
+    """The wheels are cached, but a folder of records is a file (helper-1's audit): the run is as
+    ever, and one line says why the next will compute everything again; none once it can."""
+    import shutil
+
+    from sglang_contracts.infra import cache as caches
+
+    project, options = published
+    clean = run(capsys, project, options.cache_dir)
+
+    def computed() -> tuple[int, str, str]:
+        """A run in a process of its own (one warning a process), with no run to replay."""
+        monkeypatch.setattr(caches, "_WARNED", set())
+        shutil.rmtree(options.cache_dir / "runs", ignore_errors=True)
+        return run(capsys, project, options.cache_dir)
+
+    shutil.rmtree(options.cache_dir / kind, ignore_errors=True)
+    (options.cache_dir / kind).write_text("")
+    for _ in range(2):
+        if kind == "runs":  # a file in its place: kept there, so no run is ever replayed
+            monkeypatch.setattr(caches, "_WARNED", set())
+            status, out, err = run(capsys, project, options.cache_dir)
+        else:
+            status, out, err = computed()
+        assert (status, out) == clean[:2]
+        (line,) = err.splitlines()
+        assert line == (f"sglang-contracts: warning: cannot write the cache folder {options.cache_dir / kind} "
+                        f"({options.cache_dir / kind} is not a folder); what this run computed is not kept for the "
+                        "next (give a writable --cache-dir)")
+    (options.cache_dir / kind).unlink()
+    assert computed() == clean

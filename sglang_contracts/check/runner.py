@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 # that a replay (and the editor's first answer) does not pay for importing every rule.
 from sglang_contracts.diagnostics import baseline as baselines
 from sglang_contracts.check import replay
-from sglang_contracts.infra.cache import JsonCache, cache_root
+from sglang_contracts.infra.cache import JsonCache, cache_root, unwritable_reason, warn_unwritable_once
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
@@ -205,11 +205,28 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         if key:
             runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),
                                         [result.old.release, result.new.release]))
+        if options.use_cache:
+            _tell_if_unkept(download_cache)
     result.notes = pin.notes(defaulted=options.old is None, from_clone=options.sglang_repo is not None) if pin else []
     if accepted_entries is not None:
         result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
         result.baselined = len(accepted)
     return result
+
+
+RECORD_FOLDERS = ("runs", "upstream", "project", "incremental")  # what a run keeps for the next, by kind
+
+
+def _tell_if_unkept(cache: Path) -> None:
+    """One warning line when a folder of the cache cannot take this run's records (a file in
+    its place, a read-only file system): every run then computes everything again, and the
+    user is told why it stays slow. Records that cannot be written never fail a run."""
+    for kind in RECORD_FOLDERS:
+        reason = unwritable_reason(cache / kind)
+        if reason is not None:
+            warn_unwritable_once(cache, f"cannot write the cache folder {shown(cache / kind)} ({reason}); what this "
+                                        "run computed is not kept for the next (give a writable --cache-dir)")
+            return
 
 
 def _read_pin(root: Path) -> tuple[ProjectPin | None, str]:

@@ -21,7 +21,9 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -101,6 +103,31 @@ def why_unwritable(folder: Path, error: OSError) -> str:
 # record path -> ((size, modification time) of the file when read, its decoded data), for a
 # process that runs many checks (the language server): a record unchanged on disk since it was
 # read is not read, hashed and decoded again. None: not kept (one run reads each record once).
+_WARNED: set[Path] = set()  # the caches the user was told cannot be written, once per process
+_WARNED_LOCK = threading.Lock()
+
+
+def warn_unwritable_once(cache: Path, message: str) -> None:
+    """One warning line on standard error, the first time this process finds a folder of the
+    `cache` folder unwritable: a cache the user gave once is told of once, whatever its parts."""
+    with _WARNED_LOCK:
+        if cache in _WARNED:
+            return
+        _WARNED.add(cache)
+    print(f"sglang-contracts: warning: {message}", file=sys.stderr, flush=True)
+
+
+def unwritable_reason(folder: Path) -> str | None:
+    """Why records cannot be written in `folder` (made if missing), or None when they can."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.access(folder, os.W_OK):
+            return None
+        raise PermissionError(13, "read-only")
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the name
+        return why_unwritable(folder, error) if isinstance(error, OSError) else str(error)
+
+
 _REMEMBERED: dict[Path, tuple[tuple[int, int], Any]] | None = None
 
 

@@ -32,7 +32,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import zipfile
 import zlib
 from functools import cached_property
@@ -42,7 +41,7 @@ from typing import Iterator
 from packaging.version import InvalidVersion, Version
 
 from sglang_contracts.infra import progress
-from sglang_contracts.infra.cache import atomic_write_bytes, why_unwritable
+from sglang_contracts.infra.cache import atomic_write_bytes, warn_unwritable_once, why_unwritable
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
@@ -136,10 +135,6 @@ def _pip_download(version: str, dest: Path) -> Path:
         return final
 
 
-_warned: set[Path] = set()  # the cache folders the user was told about, once per process
-_lock = threading.Lock()
-
-
 def _scratch_folder(unwritable: _Unwritable) -> Path:
     """A new temporary folder for one download, removed when the process ends; the user is
     told, once per cache folder, that the cache could not take it."""
@@ -149,12 +144,8 @@ def _scratch_folder(unwritable: _Unwritable) -> Path:
         raise SourceError(f"cannot write the cache folder {unwritable}, nor make a temporary folder "
                           f"({error.strerror or error}); give a writable --cache-dir") from None
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    with _lock:
-        if unwritable.folder not in _warned:
-            _warned.add(unwritable.folder)
-            print(f"sglang-contracts: warning: cannot write the cache folder {unwritable}; releases are "
-                  "downloaded to a temporary folder for this run only (give a writable --cache-dir)",
-                  file=sys.stderr, flush=True)
+    warn_unwritable_once(unwritable.folder.parent, f"cannot write the cache folder {unwritable}; releases are "
+                         "downloaded to a temporary folder for this run only (give a writable --cache-dir)")
     return folder
 
 
