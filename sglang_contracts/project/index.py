@@ -106,16 +106,13 @@ def module_name_for(relpath: str) -> str:
     return ".".join(parts)
 
 
-# Per-file analyses (ProjectIndex.each_file) that a scan job runs on the file it has just read:
-# kind -> (module, analysis, its cheap test). Those that read the syntax tree the scan made
-# (pysource.parse_shared keeps it) are not parsed again on the pool (sglang's own tree: 534 and
-# 266 files, 6.6 s of the workers' time); each_file takes their results for the files scanned.
+# Per-file analyses (ProjectIndex.each_file) that read the syntax tree the scan has just made
+# (pysource.parse_shared keeps it): kind -> (module, analysis, its cheap test). A scan job runs
+# them on that tree, and each_file takes their results for the files scanned instead of parsing
+# them again on the pool (sglang's own tree: 534 and 266 files, 6.6 s of the workers' time).
 ON_THE_SCANNED_TREE = {
     "http-requests": ("sglang_contracts.project.http", "_file_requests", "_may_request"),
     "release-mentions": ("sglang_contracts.project.images", "script_mentions", "may_name_release"),
-    # a regex over the text, not the tree, but over every file: in the workers, beside the scan,
-    # rather than over every text in the checking process (sglang's own tree: 62 MB, 4 s)
-    "names-in-files": ("sglang_contracts.project.named_reads", "file_names", "any_text"),
 }
 
 

@@ -42,13 +42,8 @@ class NamesInFiles:
     classes: set[str]  # names of classes the project's package code defines (test fakes aside)
 
 
-def file_names(relpath: str, text: str) -> list[list]:
+def _file_names(relpath: str, text: str) -> list[list]:
     return [[relpath, sorted(set(READ_FROM.findall(text))), sorted(set(CLASS_DEFINITION.findall(text)))]]
-
-
-def any_text(text: str) -> bool:
-    """Every file is read for names: a read in any of them may stand for an upstream object."""
-    return True
 
 
 def names_in_files(project: ProjectIndex) -> NamesInFiles:
@@ -56,7 +51,7 @@ def names_in_files(project: ProjectIndex) -> NamesInFiles:
     `a.name.x`), and which classes the package code defines, by text: a superset, cached
     per file."""
     found = NamesInFiles({}, set())
-    for relpath, read_from, classes in project.each_file("names-in-files", file_names, any_text,
+    for relpath, read_from, classes in project.each_file("names-in-files", _file_names, lambda text: True,
                                                        sys.modules[__name__], by_pattern=True):
         found.read_from[relpath] = set(read_from)
         if is_package_code(relpath):
