@@ -417,6 +417,22 @@ def test_the_patch_that_leaves_the_module_unparsable_is_blamed_not_every_patch_o
                                                         "docker/patch/latest/b.patch:1: SGC000 error"]
 
 
+def test_a_break_a_later_patch_repaired_is_not_the_one_blamed(tmp_path):
+    """a.patch leaves `Y = (` (unparsable), b.patch repairs it, c.patch adds `Z = (`: the image's
+    module is broken by c, the last patch after which it went from parsing to not (helper-3's audit)."""
+    def hunk(at: str, lines: str) -> str:
+        return f"--- a/{IO_STRUCT}\n+++ b/{IO_STRUCT}\n@@ {at} @@\n{lines}"
+
+    project, stock, target = _stack_project(tmp_path, {
+        "docker/Dockerfile": APPLY_LATEST.replace("a.patch b.patch", "a.patch b.patch c.patch"),
+        "docker/patch/latest/a.patch": hunk("-5,2 +5,3", "+Y = (\n class Req2:\n     pass\n"),
+        "docker/patch/latest/b.patch": hunk("-5,3 +5,3", "-Y = (\n+Y = 1\n class Req2:\n     pass\n"),
+        "docker/patch/latest/c.patch": hunk("-10,2 +10,3", "+Z = (\n class Req3:\n     pass\n"),
+    })
+    assert _check(project, stock, target, tmp_path) == ["app/weights.py:1: SGC102 error",
+                                                        "docker/patch/latest/c.patch:1: SGC000 error"]
+
+
 def test_a_resident_process_forgets_the_broken_module_once_nothing_imports_it(tmp_path):
     """The daemon's and the language server's models outlive a run: a module the stack broke,
     read as released in one run, is not reported in the next unless that run reaches it too, as a

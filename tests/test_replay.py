@@ -109,3 +109,17 @@ def test_a_damaged_record_is_recomputed(published) -> None:
     again = run_check([project], options)
     assert again.replayed_files_with_contracts is None
     assert findings(again) == findings(first)
+
+
+def test_a_cache_folder_inside_the_project_is_no_file_of_it(published) -> None:
+    """`--cache-dir .cache` in the project (helper-3's audit): the cache folder is tagged
+    (CACHEDIR.TAG) and no walk reads it, so its records are no files of the project (they grew
+    the findings run after run, SGC702 on the runs' records, and no run was ever replayed)."""
+    project, options = published
+    inside = dataclasses.replace(options, cache_dir=project / ".cache")
+    first = run_check([project], inside)
+    assert (project / ".cache" / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    again = run_check([project], inside)
+    assert again.replayed_files_with_contracts == len(first.project.files)
+    assert findings(again) == findings(first) == findings(run_check([project], options))
+    assert not any(d.path.startswith(".cache/") for d in first.diagnostics)

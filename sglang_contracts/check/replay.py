@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.infra.cache import CACHEDIR_TAG
 from sglang_contracts.infra.files import any_unsaved, unsaved_buffer_items
 from sglang_contracts.project.index import skipped_folder
 from sglang_contracts.sources import content_identity
@@ -61,6 +62,9 @@ def listing(root: Path, named_patches: list[str]) -> list[tuple[str, str]]:
     found: dict[tuple[str, ...], tuple[str, str]] = {}  # path parts -> (file name, path as the row shows it)
     top = os.fspath(root)
     for folder, dirs, files in os.walk(top):
+        if CACHEDIR_TAG in files:  # as walk_project: a cache folder holds no file a check reads
+            dirs[:] = []
+            continue
         dirs[:] = [d for d in dirs if not skipped_folder(d)]
         below = os.path.relpath(folder, top).replace(os.sep, "/")
         for name in files:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 # that a replay (and the editor's first answer) does not pay for importing every rule.
 from sglang_contracts.diagnostics import baseline as baselines
 from sglang_contracts.check import replay
-from sglang_contracts.infra.cache import JsonCache, cache_root, unwritable_reason, warn_unwritable_once
+from sglang_contracts.infra.cache import (JsonCache, cache_root, tag_cache_folder, unwritable_reason,
+                                          warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
@@ -169,6 +170,9 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     root = project_root_for(paths)
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
     old_spec = options.old
+    download_cache = options.cache_dir or cache_root()
+    if options.use_cache:
+        tag_cache_folder(download_cache)  # before the walks, which then pass over it (`--cache-dir .cache`)
     # One walk of the project for the run's keys (replay, incremental) and the pin a resident
     # engine keeps while the files are unchanged.
     listed = replay.listing(root, list(options.settings.get("patch-files") or ())) \
@@ -184,7 +188,6 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         old_spec = pin.version
     if options.new is None:
         raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory)")
-    download_cache = options.cache_dir or cache_root()
 
     def store(kind: str) -> JsonCache:
         return JsonCache(download_cache / kind if options.use_cache else None)

@@ -51,6 +51,27 @@ def cache_root() -> Path:
     return Path(platformdirs.user_cache_dir("sglang-contracts"))
 
 
+# The Cache Directory Tagging Specification's file (bford.info/cachedir): backup tools skip a folder
+# that holds it, and so does every walk of a project (project/index.py walk_project): a cache
+# folder given inside the project is never read as the project's own files.
+CACHEDIR_TAG = "CACHEDIR.TAG"
+CACHEDIR_TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+                     "# This file is a cache directory tag created by sglang-contracts.\n"
+                     "# For information about cache directory tags, see https://bford.info/cachedir/\n")
+
+
+def tag_cache_folder(cache: Path) -> None:
+    """The tag in the cache folder, where it is not yet and the folder can take it (a cache
+    that cannot be written is told of elsewhere, never fails a run)."""
+    tag = cache / CACHEDIR_TAG
+    try:
+        if not tag.is_file():
+            cache.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(tag, CACHEDIR_TAG_TEXT.encode())
+    except (OSError, ValueError):
+        pass
+
+
 _MADE_FOLDERS: set[Path] = set()  # folders this process made or found: a record write skips mkdir
 _WRITES = itertools.count()
 

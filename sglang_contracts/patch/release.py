@@ -133,10 +133,11 @@ class PatchedTree(ReleaseTree):
 
     def breaking_patches(self, relpath: str) -> list[tuple[str, int]]:
         """Where to blame the stacks for leaving the release's `relpath` unparsable: in each stack
-        whose version of it does not parse, the patch after which it first does not (applied as
-        the image applies the stack), at the line of its first file patch of it. A file that
-        parses after every patch of every stack (griffe, not Python, refused it) blames every
-        patch of it in the stack it was read from."""
+        whose version of it does not parse, the last patch after which it went from parsing to
+        not (applied as the image applies the stack: a break a later patch repaired is not the
+        one left), at the line of its first file patch of it. A file that parses after every
+        patch of every stack (griffe, not Python, refused it) blames every patch of it in the
+        stack it was read from."""
         read, unchecked = tree_reader(self.base)
         found: list[tuple[str, int]] = []
         read_from: list[tuple[str, int]] = []  # the first stack that patches it: its version was read
@@ -148,11 +149,15 @@ class PatchedTree(ReleaseTree):
                 continue
             if not read_from:
                 read_from = [(stack.patches[index], line) for index, line in touching]
+            broke, parsed = None, True  # the release's own version parses (UpstreamModel._readable)
             for index, line in touching:  # rare (a broken stack): each prefix applied anew
                 text = _text_of(check_stack(patches[:index + 1], read, unchecked).patched, relpath)
-                if text is not None and not _parses(text):
-                    found.append((stack.patches[index], line))
-                    break
+                parses = text is None or _parses(text)  # None: deleted, or untouched where it failed
+                if parsed and not parses:
+                    broke = (stack.patches[index], line)
+                parsed = parses
+            if not parsed and broke is not None:
+                found.append(broke)
         return list(dict.fromkeys(found)) or read_from  # stacks may share a patch
 
     def read_member(self, relpath: str) -> bytes | None:

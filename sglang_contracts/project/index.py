@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterator, MutableMapping
 
-from sglang_contracts.infra.cache import JsonCache, code_fingerprint
+from sglang_contracts.infra.cache import CACHEDIR_TAG, JsonCache, code_fingerprint
 from sglang_contracts.infra import pysource
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, problem_for
@@ -79,6 +79,9 @@ def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]
         # on strings, sorted as paths are (part by part): a Path per file, made and compared,
         # cost half of a re-check's walk.
         for folder, dirs, files in os.walk(path.resolve()):
+            if CACHEDIR_TAG in files:  # a cache folder (this tool's own, pytest's): no project file
+                dirs[:] = []
+                continue
             dirs[:] = [d for d in dirs if not skipped_folder(d)]
             found.update(os.path.join(folder, f) for f in files if accept(f))
     return [Path(name) for name in sorted(found, key=_path_parts)]
