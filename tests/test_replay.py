@@ -111,15 +111,20 @@ def test_a_damaged_record_is_recomputed(published) -> None:
     assert findings(again) == findings(first)
 
 
-def test_a_cache_folder_inside_the_project_is_no_file_of_it(published) -> None:
-    """`--cache-dir .cache` in the project (helper-3's audit): the cache folder is tagged
-    (CACHEDIR.TAG) and no walk reads it, so its records are no files of the project (they grew
-    the findings run after run, SGC702 on the runs' records, and no run was ever replayed)."""
+@pytest.mark.parametrize("inside", [".cache", ".", "demo_omni"])
+def test_a_cache_folder_inside_the_project_is_no_file_of_it(published, inside: str) -> None:
+    """`--cache-dir .cache` in the project (helper-3's audit): the folders the cache keeps are
+    tagged (CACHEDIR.TAG) and no walk reads them, so its records are no files of the project (they
+    grew the findings run after run, SGC702 on the runs' records, and no run was ever replayed).
+    The cache folder itself is never tagged: given as the project's root or a source folder, it
+    is still read (helper-4's audit: a tag there hid the whole project)."""
     project, options = published
-    inside = dataclasses.replace(options, cache_dir=project / ".cache")
-    first = run_check([project], inside)
-    assert (project / ".cache" / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
-    again = run_check([project], inside)
+    outside = findings(run_check([project], options))
+    given = dataclasses.replace(options, cache_dir=project / inside)
+    first = run_check([project], given)
+    assert (project / inside / "runs" / "CACHEDIR.TAG").read_text().startswith(
+        "Signature: 8a477f597d28d172789f06886806bc55")
+    assert not (project / inside / "CACHEDIR.TAG").exists()
+    again = run_check([project], given)
     assert again.replayed_files_with_contracts == len(first.project.files)
-    assert findings(again) == findings(first) == findings(run_check([project], options))
-    assert not any(d.path.startswith(".cache/") for d in first.diagnostics)
+    assert findings(again) == findings(first) == outside

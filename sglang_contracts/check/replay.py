@@ -62,7 +62,7 @@ def listing(root: Path, named_patches: list[str]) -> list[tuple[str, str]]:
     found: dict[tuple[str, ...], tuple[str, str]] = {}  # path parts -> (file name, path as the row shows it)
     top = os.fspath(root)
     for folder, dirs, files in os.walk(top):
-        if CACHEDIR_TAG in files:  # as walk_project: a cache folder holds no file a check reads
+        if CACHEDIR_TAG in files and folder != top:  # as walk_project: a cache folder below the top
             dirs[:] = []
             continue
         dirs[:] = [d for d in dirs if not skipped_folder(d)]

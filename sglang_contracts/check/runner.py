@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 # that a replay (and the editor's first answer) does not pay for importing every rule.
 from sglang_contracts.diagnostics import baseline as baselines
 from sglang_contracts.check import replay
-from sglang_contracts.infra.cache import (JsonCache, cache_root, tag_cache_folder, unwritable_reason,
+from sglang_contracts.infra.cache import (CACHEDIR_TAG, JsonCache, cache_root, tag_cache_folders, unwritable_reason,
                                           warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
@@ -172,7 +172,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     old_spec = options.old
     download_cache = options.cache_dir or cache_root()
     if options.use_cache:
-        tag_cache_folder(download_cache)  # before the walks, which then pass over it (`--cache-dir .cache`)
+        tag_cache_folders(download_cache)  # before the walks, which then pass over them (`--cache-dir .cache`)
     # One walk of the project for the run's keys (replay, incremental) and the pin a resident
     # engine keeps while the files are unchanged.
     listed = replay.listing(root, list(options.settings.get("patch-files") or ())) \
@@ -295,7 +295,7 @@ def _as_the_image_has_them(stacks: PatchStacks | None, *releases: Release) -> li
 def _nothing_cached(cache: JsonCache) -> bool:
     folder = cache.folder
     try:
-        return folder is None or next(folder.iterdir(), None) is None
+        return folder is None or next((entry for entry in folder.iterdir() if entry.name != CACHEDIR_TAG), None) is None
     except OSError:  # no folder yet (a first run), or one that cannot be listed
         return True
 

@@ -21,6 +21,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -52,24 +53,41 @@ def cache_root() -> Path:
 
 
 # The Cache Directory Tagging Specification's file (bford.info/cachedir): backup tools skip a folder
-# that holds it, and so does every walk of a project (project/index.py walk_project): a cache
-# folder given inside the project is never read as the project's own files.
+# that holds it, and so does every walk of a project below its top (project/index.py
+# walk_project): the folders this tool keeps in a cache given inside the project are never read
+# as the project's own files.
 CACHEDIR_TAG = "CACHEDIR.TAG"
 CACHEDIR_TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                      "# This file is a cache directory tag created by sglang-contracts.\n"
                      "# For information about cache directory tags, see https://bford.info/cachedir/\n")
+CACHE_FOLDERS = ("wheels", "runs", "upstream", "project", "incremental", "daemons")  # what a cache folder holds
+# What those folders hold, made by this tool: records by their key's first two digits, wheels,
+# their stamps and downloads, a daemon's socket, log and start mark.
+OWN_ENTRY = re.compile(r"[0-9a-f]{2}|\.?sglang-.*|\.download-.*|.*\.(?:sock|log|starting)")
 
 
-def tag_cache_folder(cache: Path) -> None:
-    """The tag in the cache folder, where it is not yet and the folder can take it (a cache
-    that cannot be written is told of elsewhere, never fails a run)."""
-    tag = cache / CACHEDIR_TAG
-    try:
-        if not tag.is_file():
-            cache.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(tag, CACHEDIR_TAG_TEXT.encode())
-    except (OSError, ValueError):
-        pass
+def tag_cache_folders(cache: Path) -> None:
+    """The tag in each folder of CACHE_FOLDERS, never in the cache folder itself: a user may give
+    any folder as the cache (the project's root, a source folder, their home), but those folders
+    hold only what this tool makes (one of those names holding anything else is the user's, and
+    left untagged). Made here, before the run walks the project and writes in them, but for the
+    daemons' (made private where a daemon starts; tagged once it is there). A cache that cannot
+    be written is told of elsewhere, and never fails a run."""
+    for name in CACHE_FOLDERS:
+        folder = cache / name
+        try:
+            if (folder / CACHEDIR_TAG).is_file():
+                continue
+            if folder.is_dir():
+                if not all(OWN_ENTRY.fullmatch(entry) for entry in os.listdir(folder)):
+                    continue
+            elif name == "daemons":
+                continue
+            else:
+                folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(folder / CACHEDIR_TAG, CACHEDIR_TAG_TEXT.encode())
+        except (OSError, ValueError):
+            pass
 
 
 _MADE_FOLDERS: set[Path] = set()  # folders this process made or found: a record write skips mkdir

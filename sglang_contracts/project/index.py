@@ -78,8 +78,11 @@ def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]
         # is already resolved (resolving 900 files one by one cost a third of a second). Walked
         # on strings, sorted as paths are (part by part): a Path per file, made and compared,
         # cost half of a re-check's walk.
-        for folder, dirs, files in os.walk(path.resolve()):
-            if CACHEDIR_TAG in files:  # a cache folder (this tool's own, pytest's): no project file
+        top = os.fspath(path.resolve())
+        for folder, dirs, files in os.walk(top):
+            # A cache folder below the top (this tool's own, pytest's) holds no project file; the
+            # top, which the user named, is read whatever it holds.
+            if CACHEDIR_TAG in files and folder != top:
                 dirs[:] = []
                 continue
             dirs[:] = [d for d in dirs if not skipped_folder(d)]
