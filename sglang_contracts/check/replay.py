@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sglang_contracts.diagnostics import Diagnostic
-from sglang_contracts.infra.cache import CACHEDIR_TAG
 from sglang_contracts.infra.files import any_unsaved, unsaved_buffer_items
-from sglang_contracts.project.index import skipped_folder
+from sglang_contracts.project.index import project_folders
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
 
@@ -56,16 +55,13 @@ def tool_fingerprint() -> str:
 
 def listing(root: Path, named_patches: list[str]) -> list[tuple[str, str]]:
     """(name, inventory row) of every file a check may read below the root, in path order: one
-    walk a run's keys share (each filters it by name). Walked on strings, as walk_project walks
-    (its skipped folders): Path objects for every file of a project cost most of a re-check's walk."""
+    walk a run's keys share (each filters it by name). Walked on strings, over the folders
+    walk_project reads (project_folders): Path objects for every file of a project cost most of
+    a re-check's walk."""
     root = root.resolve()
     found: dict[tuple[str, ...], tuple[str, str]] = {}  # path parts -> (file name, path as the row shows it)
     top = os.fspath(root)
-    for folder, dirs, files in os.walk(top):
-        if CACHEDIR_TAG in files and folder != top:  # as walk_project: a cache folder below the top
-            dirs[:] = []
-            continue
-        dirs[:] = [d for d in dirs if not skipped_folder(d)]
+    for folder, files in project_folders(top):
         below = os.path.relpath(folder, top).replace(os.sep, "/")
         for name in files:
             relpath = name if below == "." else f"{below}/{name}"

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 # that a replay (and the editor's first answer) does not pay for importing every rule.
 from sglang_contracts.diagnostics import baseline as baselines
 from sglang_contracts.check import replay
-from sglang_contracts.infra.cache import (CACHEDIR_TAG, JsonCache, cache_root, tag_cache_folders, unwritable_reason,
-                                          warn_unwritable_once)
+from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_root, tag_cache_folders,
+                                          unwritable_reason, warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
@@ -215,9 +215,6 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
         result.baselined = len(accepted)
     return result
-
-
-RECORD_FOLDERS = ("runs", "upstream", "project", "incremental")  # what a run keeps for the next, by kind
 
 
 def _tell_if_unkept(cache: Path) -> None:

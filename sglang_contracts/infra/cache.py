@@ -60,7 +60,8 @@ CACHEDIR_TAG = "CACHEDIR.TAG"
 CACHEDIR_TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                      "# This file is a cache directory tag created by sglang-contracts.\n"
                      "# For information about cache directory tags, see https://bford.info/cachedir/\n")
-CACHE_FOLDERS = ("wheels", "runs", "upstream", "project", "incremental", "daemons")  # what a cache folder holds
+RECORD_FOLDERS = ("runs", "upstream", "project", "incremental")  # what a run keeps for the next, by kind
+CACHE_FOLDERS = ("wheels", *RECORD_FOLDERS, "daemons")  # what a cache folder holds
 # What those folders hold, made by this tool: records by their key's first two digits, wheels,
 # their stamps and downloads, a daemon's socket, log and start mark.
 OWN_ENTRY = re.compile(r"[0-9a-f]{2}|\.?sglang-.*|\.download-.*|.*\.(?:sock|log|starting)")
@@ -160,11 +161,11 @@ def unwritable_reason(folder: Path) -> str | None:
     """Why records cannot be written in `folder` (made if missing), or None when they can."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        if os.access(folder, os.W_OK):
-            return None
-        raise PermissionError(13, "read-only")
-    except (OSError, ValueError) as error:  # ValueError: a NUL in the name
-        return why_unwritable(folder, error) if isinstance(error, OSError) else str(error)
+    except OSError as error:
+        return why_unwritable(folder, error)
+    except ValueError as error:  # a NUL in the name
+        return str(error)
+    return None if os.access(folder, os.W_OK) else "read-only"
 
 
 _REMEMBERED: dict[Path, tuple[tuple[int, int], Any]] | None = None

@@ -78,16 +78,22 @@ def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]
         # is already resolved (resolving 900 files one by one cost a third of a second). Walked
         # on strings, sorted as paths are (part by part): a Path per file, made and compared,
         # cost half of a re-check's walk.
-        top = os.fspath(path.resolve())
-        for folder, dirs, files in os.walk(top):
-            # A cache folder below the top (this tool's own, pytest's) holds no project file; the
-            # top, which the user named, is read whatever it holds.
-            if CACHEDIR_TAG in files and folder != top:
-                dirs[:] = []
-                continue
-            dirs[:] = [d for d in dirs if not skipped_folder(d)]
+        for folder, files in project_folders(os.fspath(path.resolve())):
             found.update(os.path.join(folder, f) for f in files if accept(f))
     return [Path(name) for name in sorted(found, key=_path_parts)]
+
+
+def project_folders(top: str) -> Iterator[tuple[str, list[str]]]:
+    """(folder, its file names) of the folders below `top` (itself included) that a reader looks
+    into: not tools', environments' or builds' (skipped_folder), nor a cache folder below the
+    top (this tool's own, pytest's: CACHEDIR.TAG); the top, which the user named, is read
+    whatever it holds. os.walk, which does not follow links to folders."""
+    for folder, dirs, files in os.walk(top):
+        if CACHEDIR_TAG in files and folder != top:
+            dirs[:] = []
+            continue
+        dirs[:] = [d for d in dirs if not skipped_folder(d)]
+        yield folder, files
 
 
 def _path_parts(name: str) -> list[str]:
