@@ -131,6 +131,8 @@ def check_file(file: FilePatch, read: Callable[[str], str | None], exists: Calla
     target = file.new_path if file.is_new else file.old_path
     if target is None:
         return every(UNKNOWN, "no file name")
+    if file.unsafe_reason:
+        return every(UNKNOWN, file.unsafe_reason)
     if unchecked(target):
         return every(UNKNOWN, unchecked(target))
     if file.is_new:

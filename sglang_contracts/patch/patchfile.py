@@ -27,6 +27,22 @@ def split_lines(text: str) -> list[str]:
     return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
+def unsafe_path_reason(patch_path: str) -> str:
+    """Why a path a patch names must never be read or written, or "": a patch comes from
+    another repository, and `rename to /home/u/.bashrc` or `b/python/sglang/../../.git/config`
+    would reach outside the tree it is applied to (git itself refuses these too)."""
+    if patch_path.startswith("/"):
+        return "an absolute path"
+    parts = patch_path.split("/")
+    if ".." in parts:
+        return "a `..` component"
+    if any(part.lower() == ".git" for part in parts):  # case-folding file systems read .GIT as .git
+        return "a `.git` component"
+    if "" in parts or "." in parts or "\0" in patch_path:
+        return "not a normalised path"
+    return ""
+
+
 @dataclass
 class Hunk:
     line: int  # 1-based line of its `@@` header in the patch file
@@ -77,6 +93,14 @@ class FilePatch:
     @property
     def path(self) -> str:
         return self.new_path if self.is_new or self.old_path is None else self.old_path
+
+    @property
+    def unsafe_reason(self) -> str:
+        """Why one of its paths (either side, a rename's or a copy's) must not be followed, or ""."""
+        for path in (self.old_path, self.new_path):
+            if path is not None and (why := unsafe_path_reason(path)):
+                return f"{why}: {path!r}"
+        return ""
 
 
 @dataclass

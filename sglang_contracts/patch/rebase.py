@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sglang_contracts.patch.gitapply import Image, what_changed
-from sglang_contracts.patch.release import find_moved, release_relpath, tree_reader
+from sglang_contracts.patch.release import find_moved, outside_package_reason, release_relpath, tree_reader
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import printable_path, read_limited
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
 from sglang_contracts.patch.classify import change_of, read_patch
-from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, unsafe_path_reason
 from sglang_contracts.sources.base import Release
 
 CARRIED = "carried"  # applies on B as it is (at an offset)
@@ -97,12 +97,18 @@ class Rebase:
 GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C",
            "GIT_AUTHOR_NAME": "sglang-contracts", "GIT_AUTHOR_EMAIL": "rebase@sglang-contracts.invalid",
            "GIT_COMMITTER_NAME": "sglang-contracts", "GIT_COMMITTER_EMAIL": "rebase@sglang-contracts.invalid"}
+# A tree this tool builds holds files a patch from another repository wrote: no setting of it
+# may make git run a command (an fsmonitor, a hook, a signing program) or rewrite what it reads.
+GIT_SAFETY = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false",
+              "-c", "core.autocrlf=false")
 
 
-def git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    """git itself, free of the user's configuration (a diff.noprefix, colours, autocrlf)."""
+def git(cwd: Path, *args: str, git_dir: Path | None = None) -> subprocess.CompletedProcess:
+    """git itself, free of the user's configuration (a diff.noprefix, colours, autocrlf) and of
+    any the tree could carry; with `git_dir`, the repository lives there, apart from the files."""
+    where = ["--git-dir", str(git_dir), "--work-tree", str(cwd)] if git_dir is not None else []
     try:
-        return subprocess.run(["git", "-c", "core.autocrlf=false", *args], cwd=cwd, capture_output=True,
+        return subprocess.run(["git", *GIT_SAFETY, *where, *args], cwd=cwd, capture_output=True,
                               env={**os.environ, **GIT_ENV}, text=True, encoding="utf-8", errors="surrogateescape")
     except FileNotFoundError:
         raise UsageError("patch rebase needs git on PATH (git apply and git merge-file do the work)") from None
@@ -111,6 +117,30 @@ def git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
+
+
+def write_under(root: Path, relpath: str, text: str | None) -> None:
+    """Write (None: remove) a file a patch names inside `root`, and nowhere else: the path is
+    checked as a patch path (no absolute path, no `..`, no `.git`), each folder on its way is
+    made or entered only if it is a real folder (never a link), and the file itself is never a
+    link followed out."""
+    why = unsafe_path_reason(relpath)
+    folder = root
+    for part in relpath.split("/")[:-1] if not why else ():
+        folder = folder / part
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            why = f"{printable_path(str(folder.relative_to(root)))} is not a folder of the tree"
+            break
+        folder.mkdir(exist_ok=True)
+    if why:
+        raise UsageError(f"refused to write {printable_path(relpath)} under {printable_path(str(root))}: {why}")
+    target = root / relpath
+    if text is None:
+        target.unlink()
+        return
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    with os.fdopen(fd, "wb") as file:
+        file.write(text.encode("utf-8", "surrogateescape"))
 
 
 class Merger:
@@ -209,7 +239,7 @@ class _Rebaser:
     def _file(self, file: FilePatch, index: int) -> list[Outcome]:
         target = file.new_path if file.is_new else file.old_path
         why = "binary patch" if file.binary else "" if target else "no file name"
-        why = why or self.unchecked_old(target) or self.unchecked_new(target)
+        why = why or outside_package_reason(file) or self.unchecked_old(target) or self.unchecked_new(target)
         if why:
             self.sections.append(("verbatim", _verbatim(self.lines, self.patch, index)))
             return self._every(file, UNCHECKED, f"{why}: carried as it is, not checked", label=self._label(target))
@@ -346,40 +376,41 @@ class _Rebaser:
 
 # -- the new patch, verified ------------------------------------------------------------------
 
-def _tree_of(folder: Path, files: list[RebasedFile]) -> Path:
-    """A git repository holding B's copies of `files` (committed), at their patch paths."""
+def _tree_of(folder: Path, files: list[RebasedFile], git_dir: Path | None = None) -> Path:
+    """A git repository holding B's copies of `files` (committed), at their patch paths; with
+    `git_dir`, the repository's own folder is there, out of reach of what the files are."""
     folder.mkdir(parents=True, exist_ok=True)
-    git(folder, "init", "-q")
+    git(folder, "init", "-q", git_dir=git_dir)
     for rebased in files:
         if rebased.before is not None:
-            _write(folder / rebased.path, rebased.before)
-    git(folder, "add", "-A")
-    git(folder, "commit", "-q", "--allow-empty", "-m", "release B")
+            write_under(folder, rebased.path, rebased.before)
+    git(folder, "add", "-A", git_dir=git_dir)
+    git(folder, "commit", "-q", "--allow-empty", "-m", "release B", git_dir=git_dir)
     return folder
 
 
 def _put_after(folder: Path, rebased: RebasedFile, text: str | None) -> None:
     if rebased.before is not None and (text is None or rebased.target != rebased.path):
-        (folder / rebased.path).unlink()
+        write_under(folder, rebased.path, None)
     if text is not None:
-        _write(folder / rebased.target, text)
+        write_under(folder, rebased.target, text)
 
 
 def new_patch_text(rebase: Rebase, scratch: Path) -> str:
     """`git diff` of B's files against their rebased contents, in the patch's file order; the
     sections carried unchecked as they were."""
-    repo = _tree_of(scratch, rebase.files)
+    repo = _tree_of(scratch / "tree", rebase.files, git_dir := scratch / "repository")
     for rebased in rebase.files:
         _put_after(repo, rebased, rebased.after)
-    git(repo, "add", "-A")
+    git(repo, "add", "-A", git_dir=git_dir)
     parts = []
     for kind, section in rebase.sections:
         if kind == "verbatim":
             parts.append(section)
             continue
         paths = sorted({section.path, section.target})
-        diff = git(repo, "diff", "--cached", "-M", "--no-color", "--no-ext-diff", "--src-prefix=a/",
-                   "--dst-prefix=b/", "HEAD", "--", *paths)
+        diff = git(repo, "diff", "--cached", "-M", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/",
+                   "--dst-prefix=b/", "HEAD", "--", *paths, git_dir=git_dir)
         parts.append(diff.stdout)
     return "".join(parts)
 
@@ -387,13 +418,14 @@ def new_patch_text(rebase: Rebase, scratch: Path) -> str:
 def verify(rebase: Rebase, scratch: Path) -> tuple[bool, str]:
     """Does `git apply --check` take the new patch on a fresh tree of B, and does every Python
     file it leaves parse? (ok, what was found)."""
-    repo = _tree_of(scratch / "fresh", rebase.files)
+    repo = _tree_of(scratch / "fresh", rebase.files, git_dir := scratch / "fresh-repository")
     patch_file = scratch / "new.patch"
     _write(patch_file, rebase.patch_text)
     unchecked = sorted({o.file.path for o in rebase.outcomes if o.verdict == UNCHECKED})
-    excluded = [f"--exclude={path}" for path in unchecked]
+    excluded = [f"--exclude={path}" for path in sorted({path for o in rebase.outcomes if o.verdict == UNCHECKED
+                                                        for path in (o.file.old_path, o.file.new_path) if path})]
     if rebase.patch_text.strip():
-        run = git(repo, "apply", "--check", *excluded, str(patch_file))
+        run = git(repo, "apply", "--check", *excluded, str(patch_file), git_dir=git_dir)
         if run.returncode:
             first = next((line for line in run.stderr.splitlines() if line.startswith("error:")), run.stderr.strip())
             return False, f"git apply --check of the new patch on a fresh tree of B fails: {first}"

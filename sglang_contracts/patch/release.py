@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Iterator
 from sglang_contracts.infra.files import Unreadable
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.patch.gitapply import StackResult, check_stack
-from sglang_contracts.patch.patchfile import FilePatch, PatchFile
+from sglang_contracts.patch.patchfile import FilePatch, PatchFile, unsafe_path_reason
 from sglang_contracts.sources.base import PACKAGE, Release, ReleaseTree
 
 if TYPE_CHECKING:
@@ -21,11 +21,22 @@ PYTHON = (".py", ".pyi")  # what every release carries whole
 
 def release_relpath(patch_path: str | None) -> str | None:
     """Where a patch path of SGLang's repository lives in a release tree (the folder holding
-    `sglang/`): `python/sglang/srt/x.py` -> `sglang/srt/x.py`; None for paths outside the package."""
-    if patch_path is None:
+    `sglang/`): `python/sglang/srt/x.py` -> `sglang/srt/x.py`; None for paths outside the package,
+    and for any path that could leave it (`unsafe_path_reason`)."""
+    if patch_path is None or unsafe_path_reason(patch_path):
         return None
     path = patch_path[len("python/"):] if patch_path.startswith("python/") else patch_path
     return path if path.startswith("sglang/") else None
+
+
+def outside_package_reason(file: FilePatch) -> str:
+    """Why a file patch is not judged against the release: one of its paths (both sides, a
+    rename's or a copy's too) is unsafe or lies outside the sglang package; or ""."""
+    if file.unsafe_reason:
+        return file.unsafe_reason
+    if any(path is not None and release_relpath(path) is None for path in (file.old_path, file.new_path)):
+        return "outside the sglang package"
+    return ""
 
 
 def targets_sglang(patch: PatchFile) -> bool:

@@ -1,0 +1,158 @@
+"""A patch comes from another repository: no path it names is read or written outside the tree
+it is applied to, and no git setting a tree could carry runs a command (issue 38, D1 and D2)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sglang_contracts.cli import main
+from sglang_contracts.infra.errors import UsageError
+from sglang_contracts.patch.gitapply import UNKNOWN, check_patch
+from sglang_contracts.patch.patchfile import parse_patch, unsafe_path_reason
+from sglang_contracts.patch.rebase import UNCHECKED, git, rebase_patch, write_under
+from sglang_contracts.patch.release import release_relpath
+from sglang_contracts.sources import open_release
+
+
+def release(root: Path, version: str) -> Path:
+    (root / "sglang" / "srt").mkdir(parents=True)
+    (root / "sglang" / "__init__.py").write_text("from sglang.version import __version__\n")
+    (root / "sglang" / "version.py").write_text(f'__version__ = "{version}"\n')
+    (root / "sglang" / "srt" / "a.py").write_text("x = 1\n")
+    return root
+
+
+@pytest.fixture
+def releases(tmp_path: Path) -> tuple[Path, Path]:
+    return release(tmp_path / "A", "1.0.0"), release(tmp_path / "B", "1.0.1")
+
+
+def hostile_patches(outside: Path) -> dict[str, str]:
+    """Each way a file patch can name a path out of its tree, aimed at `outside`."""
+    body = "@@ -1 +1,2 @@\n-x = 1\n+[core]\n+\tfsmonitor = \"touch {mark}; false\"\n"
+    rename = ("diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\nrename from python/sglang/srt/a.py\n"
+              "rename to {to}\n")
+    mark = outside / "EXECUTED"
+    return {
+        "rename to an absolute path": rename.format(to=outside / "WRITTEN"),
+        "rename up and out": rename.format(to="python/sglang/../../../WRITTEN"),
+        "rename onto .git/config": (rename.format(to=".git/config") + "--- a/python/sglang/srt/a.py\n+++ b/.git/config\n"
+                                    + body.format(mark=mark)),
+        "rename onto the package's .git": rename.format(to="python/sglang/.GIT/config"),
+        "copy to an absolute path": ("diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\ncopy from "
+                                     f"python/sglang/srt/a.py\ncopy to {outside / 'WRITTEN'}\n"),
+        "rename from outside": ("diff --git a/x b/python/sglang/srt/b.py\nrename from ../../etc/hostname\n"
+                                "rename to python/sglang/srt/b.py\n"),
+        "new file up and out": ("diff --git a/python/sglang/../../WRITTEN b/python/sglang/../../WRITTEN\nnew file mode 100644\n"
+                                "--- /dev/null\n+++ b/python/sglang/../../WRITTEN\n@@ -0,0 +1 @@\n+owned\n"),
+        "modified file up and out": ("--- a/python/sglang/srt/../../../../WRITTEN\n+++ b/python/sglang/srt/../../../../WRITTEN\n"
+                                     "@@ -1 +1 @@\n-x = 1\n+x = 2\n"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(hostile_patches(Path("/x"))))
+def test_no_patch_path_is_written_outside_the_tree(case: str, releases, tmp_path: Path, capsys) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    patch = work / "evil.patch"
+    patch.write_text(hostile_patches(outside)[case])
+    old, new = releases
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    main(["patch", "rebase", str(patch), "--old", str(old), "--new", str(new), "-o", str(work / "new.patch"),
+          "--plan", str(work / "plan.md"), "--tree", str(work / "tree"), "--cache-dir", str(tmp_path / "cache")])
+    err = capsys.readouterr().err
+    assert "not-checked" in err and "carried as it is" in err
+    assert not list(outside.iterdir())  # not written there, no command run
+    made = {p.relative_to(tmp_path) for p in tmp_path.rglob("*")} - set(before)
+    assert all(p.parts[0] in ("work", "cache") for p in made), made
+    tree_files = {p.relative_to(work / "tree").as_posix() for p in (work / "tree").rglob("*")
+                  if ".git" not in p.relative_to(work / "tree").parts}
+    assert not {p for p in tree_files if not p.startswith("python")}, tree_files
+    assert "fsmonitor" not in (work / "tree" / ".git" / "config").read_text()
+
+
+def test_a_section_with_an_unsafe_path_is_carried_unchecked(releases, tmp_path: Path) -> None:
+    text = hostile_patches(tmp_path)["rename onto .git/config"]
+    old, new = (open_release(str(r), sglang_repo=None, cache=tmp_path / "cache") for r in releases)
+    rebase = rebase_patch(parse_patch(text), text, old, new)
+    (outcome,) = rebase.outcomes
+    assert outcome.verdict == UNCHECKED and "a `.git` component" in outcome.detail
+    assert rebase.patch_text == text  # the section as it was, for the project to judge
+    assert rebase.verified and not rebase.complete
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "python/sglang/../../etc/passwd", "python/sglang/srt/../../../x",
+                                  ".git/config", "python/sglang/.git/hooks/pre-commit", "python/sglang/.Git/config",
+                                  "python/sglang//srt/a.py", "python/sglang/./a.py", "python/sglang/a\0.py"])
+def test_unsafe_paths_are_outside_the_package(path: str) -> None:
+    assert unsafe_path_reason(path)
+    assert release_relpath(path) is None
+
+
+def test_a_safe_path_is_in_the_package() -> None:
+    assert not unsafe_path_reason("python/sglang/srt/managers/scheduler.py")
+    assert release_relpath("python/sglang/srt/managers/scheduler.py") == "sglang/srt/managers/scheduler.py"
+    assert release_relpath("python/sglang/srt/..hidden/a.py") == "sglang/srt/..hidden/a.py"  # a name, not a `..`
+
+
+def test_the_check_never_reads_a_path_out_of_the_release(tmp_path: Path) -> None:
+    """The patch rules judge a stack in memory: a `..` path is not read from the release's folder."""
+    text = "--- a/python/sglang/../../secret.txt\n+++ b/python/sglang/../../secret.txt\n@@ -1 +1 @@\n-s3cret\n+x\n"
+    asked = []
+    (verdict,) = check_patch(parse_patch(text), lambda path: asked.append(path) or "s3cret\n")
+    assert verdict.status == UNKNOWN and "`..`" in verdict.detail
+    assert not asked
+
+
+def test_write_under_refuses_every_way_out(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (root / "python").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "victim").write_text("mine\n")
+    (root / "link.py").symlink_to(tmp_path / "victim")
+    for relpath in ("../x", "/tmp/x", ".git/config", "python/sglang/a.py", "link.py"):
+        with pytest.raises((UsageError, OSError)):
+            write_under(root, relpath, "owned\n")
+    assert not list((tmp_path / "elsewhere").iterdir())
+    assert (tmp_path / "victim").read_text() == "mine\n"
+    write_under(root, "sglang/srt/a.py", "x = 1\n")
+    assert (root / "sglang" / "srt" / "a.py").read_text() == "x = 1\n"
+
+
+def test_git_runs_no_command_a_tree_configures(tmp_path: Path) -> None:
+    """A repository's own settings (an fsmonitor, hooks) run nothing under this tool's git."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    mark = tmp_path / "EXECUTED"
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "pre-commit").write_text(f"#!/bin/sh\ntouch {mark}\n")
+    (hooks / "pre-commit").chmod(0o755)
+    with open(repo / ".git" / "config", "a") as config:
+        config.write(f'[core]\n\tfsmonitor = "touch {mark}; false"\n\thooksPath = {hooks}\n')
+    (repo / "a.py").write_text("x = 1\n")
+    for args in (("status",), ("add", "-A"), ("commit", "-qm", "x"), ("diff", "HEAD")):
+        git(repo, *args)
+    assert not mark.exists()
+    assert git(repo, "log", "--oneline").stdout.strip()  # the commit happened, without its hook
+
+
+def test_the_scratch_repository_lives_apart_from_its_files(tmp_path: Path) -> None:
+    """With `git_dir`, a file the tree holds at `.git/config` is only a file."""
+    tree, repository = tmp_path / "tree", tmp_path / "repository"
+    tree.mkdir()
+    git(tree, "init", "-q", git_dir=repository)
+    (tree / ".git").mkdir()
+    (tree / ".git" / "config").write_text(f'[core]\n\tfsmonitor = "touch {tmp_path / "EXECUTED"}; false"\n')
+    git(tree, "add", "-A", git_dir=repository)
+    git(tree, "status", git_dir=repository)
+    assert not (tmp_path / "EXECUTED").exists()
+    assert os.path.isfile(repository / "HEAD")
