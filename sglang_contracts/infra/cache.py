@@ -77,6 +77,8 @@ def tag_cache_folders(cache: Path) -> None:
     for name in CACHE_FOLDERS:
         folder = cache / name
         try:
+            if folder.is_symlink() or (folder.exists() and folder.stat().st_uid != os.getuid()):
+                continue  # another user's, in a shared cache: nothing is written through it
             if (folder / CACHEDIR_TAG).is_file():
                 continue
             if folder.is_dir():

@@ -14,6 +14,7 @@ import argparse
 import hashlib
 import json
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -63,13 +64,56 @@ def socket_path(args: argparse.Namespace, key: str) -> Path:
     return folder / f"{key}.sock"
 
 
-def private(folder: Path) -> bool:
-    """Whether a socket folder is this user's alone (a temporary folder is shared)."""
+def not_private_reason(folder: Path) -> str | None:
+    """Why a socket folder is not this user's alone, or None. Read with lstat, never through a
+    link: in a shared cache or temporary folder, another user may have made the folder, or a link
+    named like it to one of ours, for our socket and log to land in. Its parent must let nobody
+    else rename it away (not writable by others, or sticky as /tmp is)."""
     try:
-        status = folder.stat()
-    except OSError:
-        return False
-    return status.st_uid == os.getuid() and not status.st_mode & 0o077
+        status = os.lstat(folder)
+        parent = os.stat(folder.parent)
+    except OSError as error:
+        return f"{folder}: {error.strerror or error}"
+    if stat.S_ISLNK(status.st_mode):
+        return f"{folder} is a symbolic link"
+    if not stat.S_ISDIR(status.st_mode):
+        return f"{folder} is not a folder"
+    if status.st_uid != os.getuid():
+        return f"{folder} belongs to another user (uid {status.st_uid})"
+    if status.st_mode & 0o077:
+        return f"{folder} may be entered by other users (mode {stat.S_IMODE(status.st_mode):o})"
+    others_write = parent.st_mode & 0o002 or (parent.st_mode & 0o020 and parent.st_gid != os.getgid())
+    if others_write and not parent.st_mode & stat.S_ISVTX:  # the user's own group (umask 002) is theirs
+        return f"{folder.parent} may be written by other users, who could replace {folder.name}"
+    return None
+
+
+def private(folder: Path) -> bool:
+    """Whether a socket folder is this user's alone (not_private_reason)."""
+    return not_private_reason(folder) is None
+
+
+def make_private_folder(folder: Path) -> str | None:
+    """Create the socket folder (mode 700) unless it is there, then why it is not this user's
+    alone, or None. Nothing is created in it before this says None."""
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as error:
+        return f"cannot make {folder}: {error.strerror or error}"
+    return not_private_reason(folder)
+
+
+def same_user(connection) -> bool:
+    """Whether the process at the other end of a Unix socket runs as this user (SO_PEERCRED,
+    Linux's; elsewhere the private folder is the only guard)."""
+    option = getattr(_socket, "SO_PEERCRED", None)
+    if option is None:
+        return True
+    credentials = connection.getsockopt(_socket.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid
+    return int.from_bytes(credentials[4:8], sys.byteorder) == os.getuid()
 
 
 def ask(path: Path, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any] | None:
@@ -80,6 +124,8 @@ def ask(path: Path, request: dict[str, Any], timeout: float | None = None) -> di
         try:
             connection.settimeout(5.0)
             connection.connect(str(path))
+            if not same_user(connection):
+                return None  # another user's socket: nothing it says is believed
             connection.settimeout(timeout)
             connection.sendall(json.dumps(request).encode("utf-8", "surrogateescape") + b"\n")
             connection.shutdown(_socket.SHUT_WR)
@@ -88,8 +134,9 @@ def ask(path: Path, request: dict[str, Any], timeout: float | None = None) -> di
                 chunks.append(chunk)
         finally:
             connection.close()
-        return json.loads(b"".join(chunks).decode("utf-8", "surrogateescape"))
-    except (OSError, ValueError):  # refused: a daemon that died, its socket left (the next start replaces it)
+        answer = json.loads(b"".join(chunks).decode("utf-8", "surrogateescape"))
+        return answer if isinstance(answer, dict) else None
+    except (OSError, ValueError, RecursionError):  # refused: a daemon that died, its socket left (the next start replaces it)
         return None
 
 
@@ -108,8 +155,9 @@ def handed_over(argv: list[str], args: argparse.Namespace) -> int | None:
         return None
     answer = ask(path, {"check": argv, "identity": identity, "cwd": str(cwd), "tty": sys.stdout.isatty(),
                         "no_color": bool(os.environ.get("NO_COLOR"))})
-    if not answer or answer.get("refused") or not isinstance(answer.get("status"), int):
-        return None  # busy, stale, or no answer at all
+    if (not answer or answer.get("refused") or type(answer.get("status")) is not int
+            or not all(isinstance(answer.get(name, ""), str) for name in ("stdout", "stderr"))):
+        return None  # busy, stale, or no answer at all (or one no daemon of ours gives)
     sys.stdout.write(answer.get("stdout", ""))
     sys.stderr.write(answer.get("stderr", ""))
     return answer["status"]

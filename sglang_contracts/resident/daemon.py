@@ -24,7 +24,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sglang_contracts.resident.client import BUSY, PACKAGE_DIR, STALE, ask, daemon_key, private, socket_path
+from sglang_contracts.infra.files import printable_path
+from sglang_contracts.resident.client import (
+    BUSY, PACKAGE_DIR, STALE, ask, daemon_key, make_private_folder, not_private_reason, same_user, socket_path,
+)
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckOptions, CheckResult
@@ -39,37 +42,58 @@ def daemon_command(args: argparse.Namespace, argv: list[str]) -> int:
     path = socket_path(args, key)
     if args.action == "serve":
         return Daemon(argv, root, identity, path, args.idle_timeout).serve()
-    answer = ask(path, {"status": True}, timeout=5.0)
+    shown_root = printable_path(str(root))
+    why = make_private_folder(path.parent) if args.action == "start" else (
+        not_private_reason(path.parent) if os.path.lexists(path.parent) else None)
+    if why:
+        print(f"sglang-contracts: error: {printable_path(why)}: no daemon is started or asked there", file=sys.stderr)
+        return 2
+    answer = status_answer(ask(path, {"status": True}, timeout=5.0))
     if args.action == "status":
         if answer is None:
-            print(f"sglang-contracts: no daemon for {root} with these options")
+            print(f"sglang-contracts: no daemon for {shown_root} with these options")
             return 1
-        print(f"sglang-contracts: daemon {answer['pid']} for {root}: {answer['runs']} checks, "
+        print(f"sglang-contracts: daemon {answer['pid']} for {shown_root}: {answer['runs']} checks, "
               f"idle for {answer['idle']:.0f} s of {answer['idle_timeout']:.0f} s")
         return 0
     if args.action == "stop":
         if answer is None:
-            print(f"sglang-contracts: no daemon for {root} with these options")
+            print(f"sglang-contracts: no daemon for {shown_root} with these options")
             return 1
         ask(path, {"stop": True}, timeout=5.0)
         print(f"sglang-contracts: daemon {answer['pid']} stopped")
         return 0
     if answer is not None:
-        print(f"sglang-contracts: daemon {answer['pid']} already runs for {root}")
+        print(f"sglang-contracts: daemon {answer['pid']} already runs for {shown_root}")
         return 0
-    return _start(argv, path, root)
+    return _start(argv, path, shown_root)
 
 
-def _start(argv: list[str], path: Path, root: Path) -> int:
+def status_answer(answer: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A daemon's answer to `status` as this tool's daemon gives it, or None: a pid, counts and
+    times of the right types, never text to print."""
+    if answer is None:
+        return None
+    numbers = all(type(answer.get(name)) in (int, float) for name in ("idle", "idle_timeout"))
+    integers = all(type(answer.get(name)) is int for name in ("pid", "runs"))
+    return answer if numbers and integers else None
+
+
+def _start(argv: list[str], path: Path, root: str) -> int:
     """Run `daemon serve` detached and wait until it answers (after its first check)."""
     at = argv.index("start")
-    process, log = _serve_detached([*argv[:at], "serve", *argv[at + 1:]], path)
+    try:
+        process, log = _serve_detached([*argv[:at], "serve", *argv[at + 1:]], path)
+    except OSError as error:  # a link named as its log (O_NOFOLLOW), a full disk
+        print(f"sglang-contracts: error: cannot open the daemon's log {printable_path(str(path.with_suffix('.log')))} "
+              f"({error.strerror or error})", file=sys.stderr)
+        return 2
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
             print(f"sglang-contracts: error: the daemon exited ({process.returncode}); see {log}", file=sys.stderr)
             return 2
-        answer = ask(path, {"status": True}, timeout=5.0)
+        answer = status_answer(ask(path, {"status": True}, timeout=5.0))
         if answer is not None:
             print(f"sglang-contracts: daemon {answer['pid']} started for {root}")
             return 0
@@ -80,10 +104,11 @@ def _start(argv: list[str], path: Path, root: Path) -> int:
 
 def _serve_detached(argv: list[str], path: Path) -> tuple[subprocess.Popen, Path]:
     """`sglang-contracts ARGV` (a `daemon serve`) in a session of its own, its output in the log
-    beside its socket."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    beside its socket (in a folder the caller found private: make_private_folder). The log is
+    never opened through a link."""
     log = path.with_suffix(".log")
-    with open(log, "ab") as output:
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "ab") as output:
         process = subprocess.Popen([sys.executable, "-m", "sglang_contracts", *argv], stdin=subprocess.DEVNULL,
                                    stdout=output, stderr=output, start_new_session=True)
     return process, log
@@ -121,10 +146,11 @@ def leave_daemon(args: argparse.Namespace, cwd: Path) -> None:
     try:
         root, _, key = daemon_key(args, cwd)
         path = socket_path(args, key)
+        if make_private_folder(path.parent) is not None:
+            return
         if ask(path, {"status": True}, timeout=5.0) is not None:
             return  # one runs (busy with another check when this one asked)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not private(path.parent) or not _claim_start(path):
+        if not _claim_start(path):
             return
         _serve_detached(daemon_argv(args, root, cwd), path)
     except (OSError, ValueError, RuntimeError):
@@ -148,6 +174,18 @@ def _claim_start(path: Path) -> bool:
             except FileNotFoundError:
                 pass
     return False
+
+
+def _well_formed(request: object) -> bool:
+    """A request as this tool's client sends it: a status or stop, or a check with its command
+    line (strings) and working folder (a string); anything else is refused in one answer."""
+    if not isinstance(request, dict):
+        return False
+    if request.get("status") or request.get("stop"):
+        return True
+    command = request.get("check")
+    return (isinstance(command, list) and all(isinstance(part, str) for part in command)
+            and isinstance(request.get("cwd"), str) and isinstance(request.get("identity"), str))
 
 
 def _code_stamps() -> dict[str, tuple[int, int]]:
@@ -186,9 +224,8 @@ class Daemon:
         self.code = _code_stamps()
 
     def serve(self) -> int:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not private(self.path.parent):
-            print(f"sglang-contracts: error: {self.path.parent} is not this user's alone", file=sys.stderr)
+        if why := make_private_folder(self.path.parent):
+            print(f"sglang-contracts: error: {printable_path(why)}: no daemon serves there", file=sys.stderr)
             return 2
         listened = False
         try:
@@ -277,19 +314,31 @@ class Daemon:
     def _answer(self, connection: socket.socket) -> None:
         try:
             with connection:  # closed once the answer is sent: the client reads to the end
+                if not same_user(connection):
+                    return
                 connection.settimeout(10.0)
                 data = b""
                 while chunk := connection.recv(1 << 16):
                     data += chunk
                 request = json.loads(data.decode("utf-8", "surrogateescape"))
                 connection.settimeout(None)
-                answer = self._handle(request)
+                answer = self._safely_handled(request)
                 connection.sendall(json.dumps(answer).encode("utf-8", "surrogateescape"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             pass  # the client left, or sent nothing readable: it runs the check itself
         finally:
             if not self.busy.locked():  # the run's garbage, now that its answer is out
                 self.engine.collect()
+
+    def _safely_handled(self, request: object) -> dict[str, Any]:
+        """The answer; a request this daemon cannot serve is refused, and the client runs the
+        check itself (where any error is reported as a run reports it), with no traceback here."""
+        if not _well_formed(request):
+            return {"refused": "a malformed request"}
+        try:
+            return self._handle(request)
+        except Exception as error:  # noqa: BLE001 - the boundary of a request: the daemon serves on
+            return {"refused": f"cannot serve this request ({type(error).__name__})"}
 
     def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
         if request.get("status"):

@@ -1,0 +1,157 @@
+"""The daemon's folder, log and socket in a cache or temporary folder other users can write
+(issue 38, D18-D20): nothing is created or written through another user's folder or link, and
+nothing another process answers on a socket is believed or printed raw."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import NEW, OLD, PROJECT
+from sglang_contracts.cli import build_parser, main
+from sglang_contracts.resident import client
+from sglang_contracts.resident.daemon import Daemon
+
+RELEASES = ["--old", str(OLD), "--new", str(NEW)]
+
+
+@pytest.fixture
+def socket_file(tmp_path, monkeypatch) -> Path:
+    """The daemon socket `daemon start` would make for the fixture project, its folder not yet made
+    (a short cache path: the socket is in the cache's `daemons/`)."""
+    cache = Path(tempfile.mkdtemp(prefix="c", dir="/tmp"))
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(cache))
+    monkeypatch.chdir(PROJECT)
+    args = build_parser().parse_args(["daemon", "status", *RELEASES])
+    _, _, key = client.daemon_key(args, PROJECT)
+    path = client.socket_path(args, key)
+    assert path.parent == cache / "daemons"
+    yield path
+    for leftover in sorted(cache.rglob("*"), reverse=True):
+        leftover.unlink() if not leftover.is_dir() or leftover.is_symlink() else leftover.rmdir()
+    cache.rmdir()
+
+
+def victim_folder(tmp_path: Path) -> Path:
+    """A private folder of the user's own, with a file in it, that a link may point to."""
+    folder = tmp_path / "victim"
+    folder.mkdir(mode=0o700)
+    (folder / "notes.txt").write_text("mine\n")
+    return folder
+
+
+def test_a_link_named_as_the_daemons_folder_is_not_followed(socket_file: Path, tmp_path: Path, capsys) -> None:
+    victim = victim_folder(tmp_path)
+    socket_file.parent.parent.mkdir(parents=True, exist_ok=True)
+    socket_file.parent.symlink_to(victim)
+    assert main(["daemon", "start", *RELEASES]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a symbolic link" in err
+    assert sorted(p.name for p in victim.iterdir()) == ["notes.txt"]  # no socket, log or tag there
+
+
+def test_another_users_daemons_folder_is_refused(socket_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """Another user made `daemons/` (world-writable) and linked the log name to our file."""
+    victim = victim_folder(tmp_path)
+    socket_file.parent.mkdir(parents=True)
+    socket_file.parent.chmod(0o777)
+    socket_file.with_suffix(".log").symlink_to(victim / "notes.txt")
+    for action in ("start", "status", "stop"):
+        assert main(["daemon", action, *RELEASES]) == 2
+        assert "may be entered by other users" in capsys.readouterr().err
+    socket_file.parent.chmod(0o700)
+    monkeypatch.setattr(client.os, "getuid", lambda: os.geteuid() + 1)  # as seen by someone else
+    assert main(["daemon", "start", *RELEASES]) == 2
+    assert "belongs to another user" in capsys.readouterr().err
+    assert (victim / "notes.txt").read_text() == "mine\n"
+
+
+def test_the_log_is_never_opened_through_a_link(socket_file: Path, tmp_path: Path, capsys) -> None:
+    victim = victim_folder(tmp_path)
+    assert client.make_private_folder(socket_file.parent) is None
+    socket_file.with_suffix(".log").symlink_to(victim / "notes.txt")
+    assert main(["daemon", "start", *RELEASES]) == 2
+    assert "cannot open the daemon's log" in capsys.readouterr().err
+    assert (victim / "notes.txt").read_text() == "mine\n"
+
+
+def test_the_temporary_fallback_folder_is_checked_alike(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A cache path too long for a socket puts it in $TMPDIR/sglang-contracts-<uid>, which another
+    user may have made first."""
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / ("c" * 120)))
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    monkeypatch.chdir(PROJECT)
+    victim = victim_folder(tmp_path)
+    (shared / f"sglang-contracts-{os.getuid()}").symlink_to(victim)
+    assert main(["daemon", "start", *RELEASES]) == 2
+    assert "is a symbolic link" in capsys.readouterr().err
+    assert sorted(p.name for p in victim.iterdir()) == ["notes.txt"]
+
+
+def serve_once(path: Path, answer: bytes) -> threading.Thread:
+    """A process that is not this tool's daemon, answering every request on the socket with `answer`."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(4)
+    listener.settimeout(5.0)
+
+    def serve() -> None:
+        with listener:
+            for _ in range(4):
+                try:
+                    connection, _ = listener.accept()
+                except OSError:
+                    return
+                with connection, contextlib.suppress(OSError):  # a client that stops reading
+                    connection.recv(1 << 16)
+                    connection.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("answer", [b"{}", b"[1, 2]", b'{"pid": "\\u001b[2J\\u001b]0;owned\\u0007", "runs": 1, "idle": 0, '
+                                    b'"idle_timeout": 1}', b'{"pid": 1, "runs": "x", "idle": 0, "idle_timeout": 1}',
+                                    b"[" * 100000])
+def test_an_answer_no_daemon_of_ours_gives_is_not_believed(answer: bytes, socket_file: Path, capsys) -> None:
+    assert client.make_private_folder(socket_file.parent) is None
+    serve_once(socket_file, answer)
+    assert main(["daemon", "status", *RELEASES]) == 1
+    out, err = capsys.readouterr()
+    assert "no daemon for" in out and "\x1b" not in out + err and "internal error" not in out + err
+
+
+def test_a_socket_of_another_user_is_not_asked(socket_file: Path, monkeypatch) -> None:
+    assert client.make_private_folder(socket_file.parent) is None
+    serve_once(socket_file, json.dumps({"pid": 1, "runs": 0, "idle": 0, "idle_timeout": 1}).encode())
+    assert client.ask(socket_file, {"status": True}, timeout=5.0) is not None
+    monkeypatch.setattr(client.os, "getuid", lambda: os.geteuid() + 1)
+    assert client.ask(socket_file, {"status": True}, timeout=5.0) is None
+
+
+@pytest.mark.parametrize("request_bytes", [b"[]", b'"check"', b'{"check": 5}', b'{"check": ["check"], "cwd": 5}',
+                                           b'{"check": [1], "cwd": "/", "identity": "x"}', b"{" * 50000, b"\xff\xfe"])
+def test_a_malformed_request_is_refused_without_a_traceback(request_bytes: bytes, socket_file: Path, capfd) -> None:
+    argv = ["daemon", "serve", *RELEASES]
+    args = build_parser().parse_args(argv)
+    root, identity, key = client.daemon_key(args, PROJECT)
+    daemon = Daemon(argv, root, identity, socket_file, 60.0)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    theirs.sendall(request_bytes)
+    theirs.shutdown(socket.SHUT_WR)
+    daemon._answer(ours)
+    answer = theirs.recv(1 << 16)
+    theirs.close()
+    assert answer == b"" or "refused" in json.loads(answer)
+    assert "Traceback" not in capfd.readouterr().err
