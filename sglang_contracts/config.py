@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_text_limited
+from sglang_contracts.infra.tomltext import parse_toml
 
 TABLE = "sglang-contracts"
 SEVERITY_VALUES = ("error", "warning", "info")
@@ -175,7 +176,7 @@ def read_config(path: Path, *, required: bool) -> Config:
     except Unreadable as error:
         raise UsageError(f"{path}: cannot read the configuration ({error.reason})") from None
     try:
-        document = tomllib.loads(text)
+        document = parse_toml(text)
     except tomllib.TOMLDecodeError as error:
         if not required and f"tool.{TABLE}" not in text:
             return Config()  # a broken pyproject.toml that holds no configuration of ours
