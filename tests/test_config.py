@@ -53,6 +53,11 @@ def test_command_line_flags_win_over_the_file(check, project):
         ('source = "svn"\n', "source must be one of index, git, directory"),
         ('[tool.sglang-contracts.severity]\nSGC103 = "fatal"\n', "severity [SGC103] must be one of error, warning, info"),
         ('[tool.sglang-contracts.per-file-ignores]\n"tests/*" = 3\n', "per-file-ignores [tests/*] must be a list of strings"),
+        ('patch-files = ["/abs/x.patch"]\n',
+         "patch-files '/abs/x.patch' is absolute: give a path or glob relative to the project's root"),
+        ('patch-files = [""]\n', "patch-files '' names no file: give a path or glob relative to the project's root"),
+        ('patch-files = ["."]\n', "patch-files '.' names no file: give a path or glob relative to the project's root"),
+        ('patch-files = ["ops/*/a**.patch"]\n', "patch-files 'ops/*/a**.patch': `**` can only be a whole path component"),
     ],
 )
 def test_bad_configuration_is_a_one_line_error_naming_the_key(check, project, table, error):
