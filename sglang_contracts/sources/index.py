@@ -38,12 +38,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
-from packaging.version import InvalidVersion, Version
-
 from sglang_contracts.infra import progress
 from sglang_contracts.infra.cache import atomic_write_bytes, warn_unwritable_once, why_unwritable
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size
+from sglang_contracts.requirements import as_version
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 
 PUBLISHED = "pypi:sglang=={version}"  # a published release's identity: its content can never change
@@ -375,11 +374,9 @@ def _cached_tree(wheel: Path) -> WheelTree | None:
 
 
 def index_release(version: str, cache: Path) -> Release:
-    try:
-        Version(version)
-    except InvalidVersion:
+    if as_version(version) is None:
         raise SourceError(f"{shown(repr(version))} is not a version, a directory, or (with --sglang-repo) "
-                          "a git ref") from None
+                          "a git ref")
     wheels = cache / "wheels"
     wheel = _wheel_in(wheels, version)
     tree = _cached_tree(wheel) if wheel is not None else None
