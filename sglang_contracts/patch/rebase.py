@@ -27,6 +27,7 @@ from sglang_contracts.patch.gitapply import Image, what_changed
 from sglang_contracts.patch.release import find_moved, release_relpath, tree_reader
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import printable_path, read_limited
+from sglang_contracts.infra.output import standard_output, write_file, writing
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
 from sglang_contracts.patch.classify import change_of, read_patch
 from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile
@@ -109,8 +110,7 @@ def git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    write_file(path, text.encode("utf-8", "surrogateescape"))
 
 
 class Merger:
@@ -348,7 +348,8 @@ class _Rebaser:
 
 def _tree_of(folder: Path, files: list[RebasedFile]) -> Path:
     """A git repository holding B's copies of `files` (committed), at their patch paths."""
-    folder.mkdir(parents=True, exist_ok=True)
+    with writing(folder):
+        folder.mkdir(parents=True, exist_ok=True)
     git(folder, "init", "-q")
     for rebased in files:
         if rebased.before is not None:
@@ -556,7 +557,8 @@ def patch_rebase(args) -> int:
     if args.output:
         _write(args.output, rebase.patch_text)
     else:
-        sys.stdout.write(rebase.patch_text)
+        with standard_output():
+            sys.stdout.write(rebase.patch_text)
     left = sum(o.verdict in LEFT for o in rebase.outcomes)
     unchecked = rebase.count(UNCHECKED)
     print(f"{name}: verified: {rebase.verification}" + (f"; {left} hunk{' is' if left == 1 else 's are'} not in it" if left else "")

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sglang_contracts.infra.output import standard_output
 from sglang_contracts.infra.roots import project_root_for
 
 # The options a daemon is started with and a `check` must share to be handed to it; the
@@ -110,6 +111,7 @@ def handed_over(argv: list[str], args: argparse.Namespace) -> int | None:
                         "no_color": bool(os.environ.get("NO_COLOR"))})
     if not answer or answer.get("refused") or not isinstance(answer.get("status"), int):
         return None  # busy, stale, or no answer at all
-    sys.stdout.write(answer.get("stdout", ""))
+    with standard_output():
+        sys.stdout.write(answer.get("stdout", ""))
     sys.stderr.write(answer.get("stderr", ""))
     return answer["status"]

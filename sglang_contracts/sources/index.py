@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Iterator
 
 from sglang_contracts.infra import progress
-from sglang_contracts.infra.cache import atomic_write_bytes, warn_unwritable_once, why_unwritable
+from sglang_contracts.infra.cache import atomic_write_bytes, warn_unwritable_once
 from sglang_contracts.infra.errors import SourceError, shown
-from sglang_contracts.infra.files import Unreadable, describe_size
+from sglang_contracts.infra.files import Unreadable, describe_size, why_unwritable
 from sglang_contracts.requirements import as_version
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 
