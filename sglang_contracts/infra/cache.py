@@ -232,7 +232,7 @@ class JsonCache:
             return None  # another schema, another key's record, or damaged data
         try:
             return json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than any record this tool writes
             return None
 
     def put(self, key: str, data: Any) -> None:
