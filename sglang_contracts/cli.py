@@ -6,11 +6,11 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from sglang_contracts import __version__
 from sglang_contracts.infra.errors import ContractsError, UsageError
-from sglang_contracts.infra.output import standard_output
+from sglang_contracts.infra.output import discard_standard_output, standard_output
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckOptions
@@ -331,7 +331,10 @@ def run_command(args: argparse.Namespace, check=None, argv: list[str] | None = N
     return _guarded(lambda: _run(args, check, argv))
 
 
-def _guarded(command: Callable[[], int | None]) -> int | None:
+Status = TypeVar("Status")  # a command's exit status, or None for "not run here" (handed_over)
+
+
+def _guarded(command: Callable[[], Status]) -> Status | int:
     """What `command` returns, its errors said in one line (exit 2), never a traceback."""
     try:
         status = command()
@@ -344,6 +347,7 @@ def _guarded(command: Callable[[], int | None]) -> int | None:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # written outside standard_output(): the command's status is lost
+        discard_standard_output()
         return READER_LEFT
     except Exception as error:  # never a traceback for the user; SGLANG_CONTRACTS_DEBUG=1 shows it
         if os.environ.get("SGLANG_CONTRACTS_DEBUG"):

@@ -23,7 +23,7 @@ class WriteError(ContractsError):
     """An output the user named cannot be written."""
 
 
-def _discard_standard_output() -> None:
+def discard_standard_output() -> None:
     """What is still to be written, and the flush at exit, go to /dev/null: the output is gone."""
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, sys.stdout.fileno())
@@ -38,9 +38,9 @@ def standard_output() -> Iterator[None]:
         yield
         sys.stdout.flush()
     except BrokenPipeError:
-        _discard_standard_output()
+        discard_standard_output()
     except OSError as error:
-        _discard_standard_output()
+        discard_standard_output()
         raise WriteError(f"cannot write standard output ({error.strerror or type(error).__name__})") from None
 
 
