@@ -274,8 +274,9 @@ def _rules() -> int:
 def _explain(code: str) -> int:
     from sglang_contracts.diagnostics.catalog import explanation
 
+    text = explanation(code)
     with standard_output():
-        print(explanation(code))
+        print(text)
     return 0
 
 
