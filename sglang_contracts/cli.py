@@ -6,10 +6,11 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from sglang_contracts import __version__
 from sglang_contracts.infra.errors import ContractsError, UsageError
+from sglang_contracts.infra.output import discard_standard_output, standard_output
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckOptions
@@ -21,6 +22,7 @@ def _codes(value: str) -> list[str]:
 
 FORMATS = ("text", "json", "sarif", "github", "markdown")
 INCOMPLETE = 3  # exit status: the report was written, but an internal error (SGC001) left parts out
+READER_LEFT = 141  # 128 + SIGPIPE, as a shell tells of a writer whose reader left: the status was not yet known
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -170,11 +172,12 @@ def _check(args: argparse.Namespace, check=None) -> int:
             print(f"sglang-contracts: note: {note}", file=sys.stderr)
     if args.write_baseline:
         return _write_baseline(args.write_baseline, result)
-    REPORTERS[args.format](result, sys.stdout, args.quiet)
-    if args.statistics:  # after the text report, as flake8 does; elsewhere it must not break the format
-        stream = sys.stdout if args.format == "text" else sys.stderr
-        for line in statistics_lines(result.diagnostics):
-            print(line, file=stream)
+    with standard_output():
+        REPORTERS[args.format](result, sys.stdout, args.quiet)
+        if args.statistics:  # after the text report, as flake8 does; elsewhere it must not break the format
+            stream = sys.stdout if args.format == "text" else sys.stderr
+            for line in statistics_lines(result.diagnostics):
+                print(line, file=stream)
     if args.verbose:
         _say_what_was_loaded(result)
     internal = sum(d.code == INTERNAL_ERROR for d in result.diagnostics)
@@ -200,16 +203,18 @@ def _fix(args: argparse.Namespace) -> int:
     for line in report.notes:
         print(line, file=sys.stderr)
     if args.diff:
-        sys.stdout.write("".join(report.diffs))
+        with standard_output():
+            sys.stdout.write("".join(report.diffs))
         if not args.quiet:
             print(f"{report.found} findings: {report.fixed} would be fixed, {len(report.remaining)} remaining "
                   f"({len(report.changed)} file{'s' * (len(report.changed) != 1)} would change)", file=sys.stderr)
         return 1 if report.changed else 0
     root = report.last.project.root
-    for diagnostic in report.remaining:
-        print(format_line(diagnostic, display_path(root, diagnostic.path)))
-    if not args.quiet:
-        print(f"{report.found} findings: {report.fixed} fixed, {len(report.remaining)} remaining")
+    with standard_output():
+        for diagnostic in report.remaining:
+            print(format_line(diagnostic, display_path(root, diagnostic.path)))
+        if not args.quiet:
+            print(f"{report.found} findings: {report.fixed} fixed, {len(report.remaining)} remaining")
     return 1 if report.remaining or report.errors else 0
 
 
@@ -246,11 +251,12 @@ def _patch_classify(args: argparse.Namespace) -> int:
     from sglang_contracts.patch.classify import classify, read_patch, render_text
 
     classes = classify(read_patch(args.mine), read_patch(args.skeleton))
-    if args.format == "json":
-        json.dump([c.to_json() for c in classes], sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(render_text(classes, str(args.mine), str(args.skeleton)))
+    with standard_output():
+        if args.format == "json":
+            json.dump([c.to_json() for c in classes], sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            sys.stdout.write(render_text(classes, str(args.mine), str(args.skeleton)))
     return 0
 
 
@@ -259,15 +265,18 @@ def _rules() -> int:
 
     rules = load_catalog().values()
     width = max(len(rule.name) for rule in rules)
-    for rule in rules:
-        print(f"{rule.code}  {rule.name:<{width}} {rule.severity:<8} {rule.fix or '':<7} {rule.summary}")
+    with standard_output():
+        for rule in rules:
+            print(f"{rule.code}  {rule.name:<{width}} {rule.severity:<8} {rule.fix or '':<7} {rule.summary}")
     return 0
 
 
 def _explain(code: str) -> int:
     from sglang_contracts.diagnostics.catalog import explanation
 
-    print(explanation(code))
+    text = explanation(code)
+    with standard_output():
+        print(text)
     return 0
 
 
@@ -306,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check":
         from sglang_contracts.resident.client import handed_over
 
-        status = handed_over(argv if argv is not None else sys.argv[1:], args)
+        status = _guarded(lambda: handed_over(argv if argv is not None else sys.argv[1:], args))
         if status is not None:  # the project's daemon ran it (resident/)
             return status
         status = run_command(args, argv=argv)
@@ -320,18 +329,27 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_command(args: argparse.Namespace, check=None, argv: list[str] | None = None) -> int:
     """The command's exit status, its errors said in one line; `check`: as in _check."""
+    return _guarded(lambda: _run(args, check, argv))
+
+
+Status = TypeVar("Status")  # a command's exit status, or None for "not run here" (handed_over)
+
+
+def _guarded(command: Callable[[], Status]) -> Status | int:
+    """What `command` returns, its errors said in one line (exit 2), never a traceback."""
     try:
-        status = _run(args, check, argv)
-        sys.stdout.flush()  # inside the try: a reader that left shows here, not at interpreter exit
+        status = command()
+        with standard_output():  # a reader that left, or a full disk, shows here, not at interpreter exit
+            sys.stdout.flush()
         return status
     except ContractsError as error:
         print(f"sglang-contracts: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `sglang-contracts rules | head`: the reader left, which is not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    except BrokenPipeError:  # written outside standard_output(): the command's status is lost
+        discard_standard_output()
+        return READER_LEFT
     except Exception as error:  # never a traceback for the user; SGLANG_CONTRACTS_DEBUG=1 shows it
         if os.environ.get("SGLANG_CONTRACTS_DEBUG"):
             raise

@@ -11,11 +11,12 @@ import difflib
 import re
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Callable
 
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_text_limited
+from sglang_contracts.infra.tomltext import parse_toml
 
 TABLE = "sglang-contracts"
 SEVERITY_VALUES = ("error", "warning", "info")
@@ -52,6 +53,21 @@ def _strings(value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise _Invalid("must be a list of strings")
     return value
+
+
+def _globs(value: Any) -> list[str]:
+    """Paths or globs relative to the project's root, each one Path.glob takes (it refuses an
+    absolute one, an empty one and a `**` inside a name with an exception, not an answer)."""
+    patterns = _strings(value)
+    for pattern in patterns:
+        path = PurePath(pattern)
+        if path.is_absolute():
+            raise _Invalid(f"{pattern!r} is absolute: give a path or glob relative to the project's root")
+        if not path.parts or "\0" in pattern:
+            raise _Invalid(f"{pattern!r} names no file: give a path or glob relative to the project's root")
+        if any("**" in part and part != "**" for part in path.parts):
+            raise _Invalid(f"{pattern!r}: `**` can only be a whole path component")
+    return patterns
 
 
 def _codes(value: Any) -> list[str]:
@@ -108,7 +124,7 @@ KEYS: dict[str, Callable[[Any], Any]] = {
     # Read by the rules of their surface (ServerArgs, tests, patch files).
     "server-args-seam": _strings,
     "fakes": _table(_string),
-    "patch-files": _strings,
+    "patch-files": _globs,
 }
 RULE_SETTINGS = ("server-args-seam", "fakes", "patch-files")
 
@@ -175,7 +191,7 @@ def read_config(path: Path, *, required: bool) -> Config:
     except Unreadable as error:
         raise UsageError(f"{path}: cannot read the configuration ({error.reason})") from None
     try:
-        document = tomllib.loads(text)
+        document = parse_toml(text)
     except tomllib.TOMLDecodeError as error:
         if not required and f"tool.{TABLE}" not in text:
             return Config()  # a broken pyproject.toml that holds no configuration of ours

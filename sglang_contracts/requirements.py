@@ -7,13 +7,14 @@ Shared by both sides: SGLang's own pins (a wheel's `Requires-Dist`, a tag's
 from __future__ import annotations
 
 import re
+import sys
 from functools import lru_cache
 
 from packaging.markers import Marker, default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 # Markers are evaluated on these platforms (GPU servers, ARM servers, Apple laptops); two
 # requirements are compared where both apply on at least one of them.
@@ -30,9 +31,17 @@ def environments() -> tuple[dict[str, str], ...]:
     return tuple({**base, **platform} for platform in PLATFORMS)
 
 
+def _holds_too_long_a_number(text: str) -> bool:
+    """A number longer than Python converts to an int (4,300 digits): packaging compares the
+    versions of a specifier or a marker lazily, and meets it as a ValueError deep inside a
+    comparison, so such a text is no requirement or specifier at all."""
+    limit = sys.get_int_max_str_digits()
+    return bool(limit) and re.search(rf"\d{{{limit + 1}}}", text) is not None
+
+
 def parse_requirement(text: str) -> Requirement | None:
     text = text.strip()
-    if not text or text.startswith("-"):
+    if not text or text.startswith("-") or _holds_too_long_a_number(text):
         return None
     try:
         return Requirement(text)
@@ -44,7 +53,7 @@ def parse_specifier(text: str | None) -> SpecifierSet | None:
     """A version specifier (`>=3.10,<3.13`; "" admits every version), or None when there is
     none or it does not parse."""
     try:
-        return SpecifierSet(text) if text is not None else None
+        return SpecifierSet(text) if text is not None and not _holds_too_long_a_number(text) else None
     except InvalidSpecifier:
         return None
 
@@ -76,9 +85,10 @@ def exact_version(specifier: SpecifierSet) -> Version | None:
 
 
 def as_version(text: str) -> Version | None:
+    """`text` as a version, or None: the one parse of a version every reader goes through."""
     try:
         return Version(text)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a release number too long for an int (`1.` and 5,000 digits)
         return None
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_contracts.infra.cache import SCHEMA_VERSION, JsonCache
+from sglang_contracts.infra.cache import HEADER, SCHEMA_VERSION, JsonCache, data_digest
 from sglang_contracts.cli import main
 
 
@@ -44,6 +44,17 @@ def test_a_record_reads_back_only_under_its_own_key_and_intact(tmp_path: Path) -
     assert cache.get("aa11") is None
     cache.put("aa11", [1])  # a miss is rebuilt and overwritten
     assert cache.get("aa11") == [1]
+
+
+def test_a_record_nested_too_deeply_to_decode_is_a_miss(tmp_path: Path) -> None:
+    cache = JsonCache(tmp_path)
+    body = b"[" * 100_000 + b"]" * 100_000  # its digest holds: only decoding it fails
+    path = cache._path("cc33")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(f"{HEADER.format(schema=SCHEMA_VERSION, key='cc33')}{data_digest(body)}\n".encode() + body)
+    assert cache.get("cc33") is None
+    cache.put("cc33", [1])
+    assert cache.get("cc33") == [1]
 
 
 def test_swapped_records_are_rebuilt_and_the_findings_equal_a_clean_run(published, capsys) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -18,6 +19,28 @@ def test_a_reader_that_leaves_early_is_not_an_error() -> None:
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=60) == 0, stderr
     assert stderr == ""
+
+
+def test_a_reader_that_leaves_early_leaves_the_exit_status_of_the_check() -> None:
+    """`sglang-contracts check | head -1` in a pre-commit hook: the findings still fail it."""
+    from conftest import NEW, OLD, PROJECT
+
+    process = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "check", "-q", "--no-cache",
+                                "--old", str(OLD), "--new", str(NEW)],
+                               cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=checkout_env())
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 1, stderr
+    assert stderr == ""
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_standard_output_that_cannot_be_written_is_one_error_line() -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "sglang_contracts", "rules"], stdout=full,
+                              stderr=subprocess.PIPE, text=True, env=checkout_env(), timeout=60)
+    assert (done.returncode, done.stderr) == (
+        2, "sglang-contracts: error: cannot write standard output (No space left on device)\n")
 
 
 def test_compiler_warnings_in_read_code_are_not_shown_nor_fatal(tmp_path) -> None:

@@ -53,6 +53,11 @@ def test_command_line_flags_win_over_the_file(check, project):
         ('source = "svn"\n', "source must be one of index, git, directory"),
         ('[tool.sglang-contracts.severity]\nSGC103 = "fatal"\n', "severity [SGC103] must be one of error, warning, info"),
         ('[tool.sglang-contracts.per-file-ignores]\n"tests/*" = 3\n', "per-file-ignores [tests/*] must be a list of strings"),
+        ('patch-files = ["/abs/x.patch"]\n',
+         "patch-files '/abs/x.patch' is absolute: give a path or glob relative to the project's root"),
+        ('patch-files = [""]\n', "patch-files '' names no file: give a path or glob relative to the project's root"),
+        ('patch-files = ["."]\n', "patch-files '.' names no file: give a path or glob relative to the project's root"),
+        ('patch-files = ["ops/*/a**.patch"]\n', "patch-files 'ops/*/a**.patch': `**` can only be a whole path component"),
     ],
 )
 def test_bad_configuration_is_a_one_line_error_naming_the_key(check, project, table, error):
@@ -143,3 +148,20 @@ def test_patch_files_named_in_the_configuration_are_checked_whatever_their_name(
     result = check(cwd=project)
     assert result.status == 2 and result.out == ""
     assert result.err.strip() == f"sglang-contracts: error: patch-files: ops/missing.patch matches no file under {project.resolve()}"
+
+
+DEEP_ARRAY = "[" * 500 + "]" * 500  # deeper than Python's recursion limit lets tomllib read
+
+
+def test_a_configuration_nested_too_deeply_is_invalid_toml(check, project):
+    configure(project, f"x = {DEEP_ARRAY}\n")
+    result = check(cwd=project)
+    assert result.status == 2 and result.out == ""
+    assert result.err == f"sglang-contracts: error: {project / 'pyproject.toml'}: not valid TOML (nested too deeply)\n"
+
+
+def test_a_pyproject_nested_too_deeply_outside_the_table_does_not_stop_the_run(check, tmp_path):
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "p"\ndependencies = {DEEP_ARRAY}\n')
+    (tmp_path / "p.py").write_text("x = 1\n")
+    result = check(cwd=tmp_path)
+    assert (result.status, result.err) == (0, "")

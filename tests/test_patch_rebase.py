@@ -306,3 +306,16 @@ def test_releases_from_tags_of_a_clone(releases, project_patch: str, tmp_path: P
     assert status == 1 and "5 hunks: 2 carried, 1 merged, 1 dropped, 1 conflict" in err
     assert git_applies_whole(b_files(releases, ["python/sglang/srt/sched.py", "python/sglang/srt/utils/io.py"]),
                              (tmp_path / "new.patch").read_text())
+
+
+def test_outputs_that_cannot_be_written_are_one_line_naming_them(releases, project_patch: str, tmp_path: Path,
+                                                                  capsys) -> None:
+    (tmp_path / "p.patch").write_text(project_patch)
+    plain = tmp_path / "plain-file"
+    plain.write_text("")
+    rebase = ["patch", "rebase", str(tmp_path / "p.patch"), "--old", str(releases[0]), "--new", str(releases[1])]
+    for extra, said in ((["--plan", str(plain / "plan.md")], f"cannot write {plain / 'plan.md'} ({plain} is not a folder)"),
+                        (["--tree", str(plain / "tree")], f"cannot write {plain / 'tree'} ({plain} is not a folder)"),
+                        (["-o", "/dev/full"], "cannot write /dev/full (No space left on device)")):
+        status = main(rebase + extra)
+        assert (status, capsys.readouterr().err.splitlines()[-1]) == (2, f"sglang-contracts: error: {said}")

@@ -39,22 +39,31 @@ def test_server_args_fields_are_read_in_both_shapes(real_cache: Path) -> None:
     assert set(sets["0.5.22"].fields) - set(sets["0.5.23"].fields) == {"speculative_skip_dp_mlp_sync"}
 
 
-def test_a_server_args_without_fields_is_an_extraction_error(tmp_path: Path, capsys, monkeypatch) -> None:
+@pytest.mark.parametrize("server_args", [
+    "ServerArgs = build_server_args_somehow()\n",
+    "class ServerArgs:\n    def __init__(self, tp_size: int = 1):\n        self.tp_size = tp_size\n",
+])
+def test_a_server_args_without_fields_is_one_finding_saying_so(tmp_path: Path, capsys, monkeypatch,
+                                                               server_args: str) -> None:
     upstream = tmp_path / "upstream" / "sglang"
     (upstream / "srt").mkdir(parents=True)
     (upstream / "__init__.py").write_text("")
     (upstream / "version.py").write_text('__version__ = "9.9.9"\n')
-    (upstream / "srt" / "server_args.py").write_text("ServerArgs = build_server_args_somehow()\n")
+    (upstream / "srt" / "server_args.py").write_text(server_args)
     project = tmp_path / "project"
     (project / "app").mkdir(parents=True)
     (project / "pyproject.toml").write_text("[project]\nname = 'app'\n")
     (project / "app" / "run.py").write_text(
-        "from sglang.srt.server_args import ServerArgs\n\ndef f(a: ServerArgs):\n    return a.tp_size\n")
+        "from sglang.srt.server_args import ServerArgs\n\ndef f(a: ServerArgs):\n    return a.tp_size\n\n"
+        "def g():\n    from sglang.srt.server_args import ServerArgs\n    return ServerArgs().tp_size\n")
     monkeypatch.chdir(project)
     status = main(["check", "--old", str(upstream.parent), "--new", str(upstream.parent), "--no-cache"])
-    err = capsys.readouterr().err
-    assert status == 2
-    assert "no ServerArgs field could be read" in err and "Traceback" not in err
+    out, err = capsys.readouterr()
+    label = f"sglang at {upstream.parent}"  # once, though both sides are this release
+    assert (status, out, err) == (1, f"app/run.py:1:36: SGC000 cannot read the ServerArgs fields of {label} "
+                                     "(sglang.srt.server_args.ServerArgs is neither a dataclass nor namespaces "
+                                     "assembled by collect_input_fields); the contracts with its fields are not "
+                                     "checked\n", "")
 
 
 @pytest.mark.parametrize(("version", "old", "new"), [("0.1.8", "0.5.21", "0.5.22"), ("0.1.9", "0.5.22", "0.5.23")])

@@ -281,3 +281,27 @@ def test_a_run_of_the_command_line_asks_for_one_arena(monkeypatch, project, rele
     old, new = releases
     main(["check", str(project), "--old", str(old), "--new", str(new), "--no-cache", "--quiet"])
     assert asked == [True]
+
+
+TOO_LONG_FOR_AN_INT = "1" * 5000  # Python converts at most 4,300 digits
+
+
+def test_d31_numbers_too_long_for_an_int_in_versions_are_no_versions(project, releases) -> None:
+    digits = TOO_LONG_FOR_AN_INT
+    write(project, {
+        "pyproject.toml": f"[project]\nname = 'app'\nrequires-python = '>=3.{digits}'\n"
+                          f"dependencies = ['sglang==0.{digits}', 'torch; python_version >= \"3.{digits}\"']\n",
+        "requirements.txt": f"torch>=2.{digits}\n",
+        "app/gated.py": "import sglang\nfrom packaging import version\nv = version.parse(sglang.__version__)\n"
+                        f"if v.release[:2] < (0, 0x{'f' * 5000}) or v >= version.parse('1.{digits}'):\n"
+                        "    from sglang.srt.utils import kept\n",
+    })
+    assert codes(findings(project, releases)) == [OK_FINDING]
+
+
+def test_d31_a_new_release_number_too_long_for_an_int_is_one_error_line(check) -> None:
+    result = check(new=f"1.{TOO_LONG_FOR_AN_INT}")  # type: ignore[arg-type]
+    assert (result.status, result.out) == (2, "")
+    (line,) = result.err.splitlines()
+    assert line.startswith("sglang-contracts: error: '1.111") and line.endswith(
+        "is not a version, a directory, or (with --sglang-repo) a git ref") and len(line) < 300

@@ -6,6 +6,7 @@ with the machine's pip configuration switched off, so pip itself runs for real.
 
 from __future__ import annotations
 
+import struct
 import zipfile
 from pathlib import Path
 
@@ -166,6 +167,44 @@ def test_damage_found_while_reading_deletes_the_wheel_so_the_next_run_fetches_it
     assert not wheel.exists() and not stamp.exists()
     again = open_release(VERSION, sglang_repo=None, cache=cache)
     assert again.tree.read_text(SCHEDULER) == PACKAGE_FILES[SCHEDULER]
+
+
+def lie_in_the_directory(wheel: Path, member: str, field: str, value: int) -> None:
+    """Give `member` a ZIP64 `field` ("file_size" or "compress_size") of `value` in the archive's
+    central directory; the rest of the archive stays as it was."""
+    data = wheel.read_bytes()
+    end = data.rindex(b"PK\x05\x06")
+    size, start = struct.unpack("<II", data[end + 12:end + 20])
+    directory, entries, at = data[start:start + size], b"", 0
+    while at < len(directory):
+        fixed = bytearray(directory[at:at + 46])
+        name_length, extra_length, comment_length = struct.unpack("<HHH", fixed[28:34])
+        name = directory[at + 46:at + 46 + name_length]
+        rest = directory[at + 46 + name_length:at + 46 + name_length + extra_length + comment_length]
+        if name == member.encode():
+            compressed, uncompressed = struct.unpack("<II", fixed[20:28])
+            sizes = {"file_size": uncompressed, "compress_size": compressed, field: value}
+            fixed[20:28] = struct.pack("<II", 0xFFFFFFFF, 0xFFFFFFFF)  # "see the ZIP64 extra"
+            fixed[30:32] = struct.pack("<H", extra_length + 20)
+            rest = struct.pack("<HHQQ", 1, 16, sizes["file_size"], sizes["compress_size"]) + rest
+        entries += bytes(fixed) + name + rest
+        at += 46 + name_length + extra_length + comment_length
+    tail = bytearray(data[end:])
+    tail[12:16] = struct.pack("<I", len(entries))
+    wheel.write_bytes(data[:start] + entries + bytes(tail))
+
+
+@pytest.mark.parametrize("field, value", [("compress_size", 2**62), ("compress_size", 2**64 - 1), ("file_size", 2**62)])
+def test_a_cached_wheel_whose_directory_lies_about_a_size_is_fetched_again(
+        tmp_path: Path, local_index: Path, field: str, value: int) -> None:
+    cache = tmp_path / "cache"
+    open_release(VERSION, sglang_repo=None, cache=cache)
+    wheel = cached_wheel(cache)
+    lie_in_the_directory(wheel, SCHEDULER, field, value)
+    status = wheel.stat()
+    wheel.with_name(f".{wheel.name}.verified").write_text(f"{status.st_size} {status.st_mtime_ns}\n")  # unseen by the stamp
+    release = open_release(VERSION, sglang_repo=None, cache=cache)
+    assert release.tree.read_text(SCHEDULER) == PACKAGE_FILES[SCHEDULER]
 
 
 def test_version_that_does_not_exist(tmp_path: Path, local_index: Path) -> None:

@@ -18,9 +18,10 @@ from sglang_contracts.contracts.commandline import prefixing_models
 from sglang_contracts.contracts.hints import rename_hint
 from sglang_contracts.contracts.resolve import Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
-from sglang_contracts.project.facts import FileFacts, Position, Receiver
+from sglang_contracts.infra.boundary import Problem, note
+from sglang_contracts.project.facts import FileFacts, ImportFact, Position, Receiver
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
-from sglang_contracts.upstream.serverargs import SERVER_ARGS, FieldSet, server_args_fields
+from sglang_contracts.upstream.serverargs import SERVER_ARGS, FieldSet, FieldsUnreadable, server_args_fields
 
 SKIP_LIST = re.compile(r"skip|exclude|ignore|drop|block|deny", re.I)
 
@@ -28,20 +29,44 @@ SKIP_LIST = re.compile(r"skip|exclude|ignore|drop|block|deny", re.I)
 @import_outline("names-server-args")
 def _imports_server_args(facts: FileFacts) -> bool:
     """Whether the file imports ServerArgs: the project's server-args rules run only if one does."""
-    return any(fact.name == "ServerArgs" or fact.target == SERVER_ARGS for fact in facts.imports)
+    return any(_is_server_args_import(fact) for fact in facts.imports)
+
+
+def _is_server_args_import(fact: ImportFact) -> bool:
+    return fact.name == "ServerArgs" or fact.target == SERVER_ARGS
 
 
 def _mentions_server_args(ctx: CheckContext) -> bool:
     return any(_imports_server_args(facts) for facts in ctx.project.files.values())
 
 
+def _fields_or_why(model: UpstreamModel) -> FieldSet | FieldsUnreadable | None:
+    try:
+        return server_args_fields(model)
+    except FieldsUnreadable as unreadable:
+        return unreadable
+
+
 def field_sets(ctx: CheckContext) -> tuple[FieldSet | None, FieldSet | None]:
-    """Both releases' ServerArgs fields; (None, None) for a project that never names ServerArgs."""
+    """Both releases' ServerArgs fields; (None, None) for a project that never names ServerArgs.
+    A release whose ServerArgs yields no field (a plain class) gives None, said once by an SGC000
+    at the project's first import of ServerArgs, not by each rule that reads the fields."""
     def compute(context: CheckContext) -> tuple[FieldSet | None, FieldSet | None]:
         if not _mentions_server_args(context):
             return None, None
         # The releases' alone (a resident process reads them once: 5% of omni's re-check).
-        return context.of_releases("server-args-fields", lambda c: (server_args_fields(c.old), server_args_fields(c.new)))
+        both = context.of_releases("server-args-fields", lambda c: (_fields_or_why(c.old), _fields_or_why(c.new)))
+        unreadable = [side for side in both if isinstance(side, FieldsUnreadable)]
+        if unreadable:
+            path, position = min(((facts.path, fact.position) for facts in context.project.files.values()
+                                  for fact in facts.imports if _is_server_args_import(fact)),
+                                 key=lambda site: (site[0], site[1].line, site[1].col))
+            note(Problem(path, position.line, position.col,
+                         f"read the ServerArgs fields of {' and '.join(dict.fromkeys(side.release for side in unreadable))}",
+                         unreadable[0].why, internal=False, module=SERVER_ARGS,
+                         unchecked="the contracts with its fields are not checked"))
+        old, new = (None if isinstance(side, FieldsUnreadable) else side for side in both)
+        return old, new
 
     return ctx.shared("server-args-fields", compute)
 

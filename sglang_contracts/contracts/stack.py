@@ -137,10 +137,10 @@ def follow_mirrored_pin(diagnostic: Diagnostic, workspace) -> bool:
         document.note(diagnostic.line, diagnostic.col, "SGC701", f"sglang {diagnostic.data['new']} pins {name} "
                       f"differently per platform ({now}): choose the line's pin by hand")
         return False
-    if edits.exact_pin(spec.text) is not None and edits.as_version(now) is not None:
+    if edits.exact_pin(spec.text) is not None and as_version(now) is not None:
         replacement = f"=={now}"
     else:
-        replacement = edits.ordered_specifiers(now if edits.as_version(now) is None else f"=={now}")
+        replacement = edits.ordered_specifiers(now if as_version(now) is None else f"=={now}")
     return document.replace(diagnostic.line, spec.start, spec.end, replacement)
 
 
@@ -215,7 +215,7 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
             return False
         return document.replace(diagnostic.line, spec.start, spec.end, f"=={new}")
     number = edits.version_at(line, start)
-    named = edits.as_version(number.text) if number else None
+    named = as_version(number.text) if number else None
     if number is None or named is None or old is None or not names_release(named, old):
         return False  # the line is not what the check read: leave it
     after = re.match(r"[\w.+-]*@sha256:", line[number.end:])

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sglang_contracts.infra.cache import atomic_write_bytes, why_unwritable
+from sglang_contracts.infra.cache import atomic_write_bytes
 from sglang_contracts.diagnostics import Diagnostic
-from sglang_contracts.infra.errors import UsageError, shown
+from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_limited
+from sglang_contracts.infra.output import writing
 
 FORMAT_VERSION = 1
 FIELDS = ("code", "path", "symbol", "fingerprint", "justification")
@@ -101,8 +102,6 @@ def write_baseline(path: Path, diagnostics: list[Diagnostic], previous: list[Ent
                  "Write in each justification why the finding is accepted.",
         "findings": [entry.to_json() for entry in entries],
     }
-    try:
+    with writing(path):
         atomic_write_bytes(path, (json.dumps(document, indent=2) + "\n").encode())
-    except OSError as error:
-        raise UsageError(f"{shown(path)}: cannot write the baseline ({why_unwritable(path.parent, error)})") from None
     return len(entries)

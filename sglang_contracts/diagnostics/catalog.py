@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_contracts.infra.errors import ContractsError
+from sglang_contracts.infra.tomltext import parse_toml
 
 SEVERITIES = {"error", "warning"}
 # ruff's split: a safe fix is certain from the new release; an unsafe one is a judgement a
@@ -116,7 +117,7 @@ def catalog_dir() -> Path:
 
 def _load_rule(path: Path) -> Rule:
     try:
-        data = tomllib.loads(path.read_text())
+        data = parse_toml(path.read_text())
         examples = tuple(
             Example(
                 title=raw["title"],

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from packaging.version import InvalidVersion, Version
 
 # `name[extras] <specifiers>` up to a marker, a quote, a comment or the end of the string.
 REQUIREMENT = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*"
@@ -41,13 +40,6 @@ def version_at(line: str, start: int) -> Span | None:
     """The release number (after any `v`) of a tag or version that starts at `start`."""
     match = TAG_VERSION.match(line, start)
     return Span(match.start("number"), match.end("number"), match.group("number")) if match else None
-
-
-def as_version(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
 
 
 def ordered_specifiers(spelled: str) -> str:

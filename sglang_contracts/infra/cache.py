@@ -28,7 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from sglang_contracts.infra.errors import shown
+from sglang_contracts.infra.files import why_unwritable
 
 # Bump when the shape of any cached record changes: old entries are then ignored.
 SCHEMA_VERSION = 2
@@ -126,20 +126,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def data_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def why_unwritable(folder: Path, error: OSError) -> str:
-    """What stops `folder` being written: the first of it and its parents that exists and is
-    not a folder, or the system's reason."""
-    for path in (folder, *folder.parents):
-        try:
-            if path.exists():
-                if not path.is_dir():
-                    return f"{shown(path)} is not a folder"
-                break
-        except (OSError, ValueError):
-            continue
-    return error.strerror or type(error).__name__
 
 
 # record path -> ((size, modification time) of the file when read, its decoded data), for a
@@ -248,7 +234,7 @@ class JsonCache:
             return None  # another schema, another key's record, or damaged data
         try:
             return json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than any record this tool writes
             return None
 
     def put(self, key: str, data: Any) -> None:

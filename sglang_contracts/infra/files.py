@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from sglang_contracts.infra.errors import shown
+
 # Above the largest module SGLang ships (under 400 kB in 0.5.22) by a wide margin.
 MAX_PYTHON_BYTES = 4 * 1024 * 1024
 # Requirements, Dockerfiles, workflows, docs and patch files.
@@ -47,6 +49,20 @@ def os_reason(error: OSError) -> str:
         return "no such file (a dangling link?)"
     if error.errno == errno.ELOOP:
         return "a loop of symbolic links"
+    return error.strerror or type(error).__name__
+
+
+def why_unwritable(folder: Path, error: OSError) -> str:
+    """What stops `folder` being written: the first of it and its parents that exists and is
+    not a folder, or the system's reason."""
+    for path in (folder, *folder.parents):
+        try:
+            if path.exists():
+                if not path.is_dir():
+                    return f"{shown(path)} is not a folder"
+                break
+        except (OSError, ValueError):
+            continue
     return error.strerror or type(error).__name__
 
 

@@ -27,6 +27,7 @@ from sglang_contracts.patch.gitapply import Image, what_changed
 from sglang_contracts.patch.release import find_moved, outside_package_reason, release_relpath, tree_reader
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import printable_path, read_limited
+from sglang_contracts.infra.output import standard_output, write_file, writing
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
 from sglang_contracts.patch.classify import change_of, read_patch
 from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, unsafe_path_reason
@@ -115,8 +116,7 @@ def git(cwd: Path, *args: str, git_dir: Path | None = None) -> subprocess.Comple
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    write_file(path, text.encode("utf-8", "surrogateescape"))
 
 
 def write_under(root: Path, relpath: str, text: str | None) -> None:
@@ -125,22 +125,22 @@ def write_under(root: Path, relpath: str, text: str | None) -> None:
     made or entered only if it is a real folder (never a link), and the file itself is never a
     link followed out."""
     why = unsafe_path_reason(relpath)
-    folder = root
-    for part in relpath.split("/")[:-1] if not why else ():
-        folder = folder / part
-        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-            why = f"{printable_path(str(folder.relative_to(root)))} is not a folder of the tree"
-            break
-        folder.mkdir(exist_ok=True)
-    if why:
-        raise UsageError(f"refused to write {printable_path(relpath)} under {printable_path(str(root))}: {why}")
-    target = root / relpath
-    if text is None:
-        target.unlink()
-        return
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-    with os.fdopen(fd, "wb") as file:
-        file.write(text.encode("utf-8", "surrogateescape"))
+    folder, target = root, root / relpath
+    with writing(target):
+        for part in relpath.split("/")[:-1] if not why else ():
+            folder = folder / part
+            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+                why = f"{printable_path(str(folder.relative_to(root)))} is not a folder of the tree"
+                break
+            folder.mkdir(exist_ok=True)
+        if why:
+            raise UsageError(f"refused to write {printable_path(relpath)} under {printable_path(str(root))}: {why}")
+        if text is None:
+            target.unlink()
+            return
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        with os.fdopen(fd, "wb") as file:
+            file.write(text.encode("utf-8", "surrogateescape"))
 
 
 class Merger:
@@ -379,7 +379,8 @@ class _Rebaser:
 def _tree_of(folder: Path, files: list[RebasedFile], git_dir: Path | None = None) -> Path:
     """A git repository holding B's copies of `files` (committed), at their patch paths; with
     `git_dir`, the repository's own folder is there, out of reach of what the files are."""
-    folder.mkdir(parents=True, exist_ok=True)
+    with writing(folder):
+        folder.mkdir(parents=True, exist_ok=True)
     git(folder, "init", "-q", git_dir=git_dir)
     for rebased in files:
         if rebased.before is not None:
@@ -588,7 +589,8 @@ def patch_rebase(args) -> int:
     if args.output:
         _write(args.output, rebase.patch_text)
     else:
-        sys.stdout.write(rebase.patch_text)
+        with standard_output():
+            sys.stdout.write(rebase.patch_text)
     left = sum(o.verdict in LEFT for o in rebase.outcomes)
     unchecked = rebase.count(UNCHECKED)
     print(f"{name}: verified: {rebase.verification}" + (f"; {left} hunk{' is' if left == 1 else 's are'} not in it" if left else "")

@@ -26,7 +26,7 @@ import ast
 import dataclasses
 from typing import Callable
 
-from packaging.version import InvalidVersion, Version
+from sglang_contracts.requirements import as_version
 
 Atom = tuple[str, str]
 Gate = tuple[tuple[Atom, ...], ...]  # a disjunction of conjunctions
@@ -171,7 +171,9 @@ class ConditionReader:
                     and isinstance(node.args[0].value, str) and _parses(node.args[0].value):
                 return node.args[0].value
             return None
-        if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) and type(e.value) is int for e in node.elts):
+        # A release number fits 64 bits; `0x` and 5,000 digits would not even print (int's limit).
+        if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) and type(e.value) is int
+                                               and e.value.bit_length() <= 64 for e in node.elts):
             return ",".join(str(e.value) for e in node.elts)
         return None
 
@@ -268,11 +270,7 @@ def _names_sglang(node: ast.Call) -> bool:
 
 
 def _parses(text: str) -> bool:
-    try:
-        Version(text)
-    except InvalidVersion:
-        return False
-    return True
+    return as_version(text) is not None
 
 
 # -- judging gates ---------------------------------------------------------------------------------
@@ -309,12 +307,11 @@ def atom_holds(atom: Atom, release: Release, depth: int = 0) -> bool | None:
     kind, _, constant = value.partition(":")
     if kind == "s":
         return _compare(release.version, op, constant)
-    try:
-        version = Version(release.version)
-    except InvalidVersion:
+    version = as_version(release.version)
+    if version is None:
         return None
     if kind == "p":
-        return _compare(version, op, Version(constant))
+        return _compare(version, op, as_version(constant))  # the gate's reader took only one that parses
     length = int(kind[1:] or 0)
     numbers = version.release[:length] if length else version.release
     return _compare(numbers, op, tuple(int(part) for part in constant.split(",") if part))

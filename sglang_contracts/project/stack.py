@@ -25,6 +25,7 @@ from packaging.version import Version
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.infra.pysource import BRANCH_TYPES, child_nodes, parse_quietly, parse_shared
+from sglang_contracts.infra.tomltext import parse_toml
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.requirements import normalized, parse_requirement, parse_specifier
 
@@ -123,7 +124,7 @@ def _pyproject_requirements(root: Path) -> list[DeclaredRequirement]:
     path = root / "pyproject.toml"
     text = read_project_text(path, root) if path.exists() else None
     try:
-        wanted = set(_pyproject_requirement_strings(tomllib.loads(text))) if text is not None else set()
+        wanted = set(_pyproject_requirement_strings(parse_toml(text))) if text is not None else set()
     except tomllib.TOMLDecodeError:
         return []
     if not wanted:
@@ -159,7 +160,7 @@ def declared_python(root: Path) -> DeclaredPython | None:
     path = root / "pyproject.toml"
     text = read_project_text(path, root) if path.exists() else None
     try:
-        value = tomllib.loads(text).get("project", {}).get("requires-python") if text is not None else None
+        value = parse_toml(text).get("project", {}).get("requires-python") if text is not None else None
     except tomllib.TOMLDecodeError:
         return None
     specifier = parse_specifier(value) if isinstance(value, str) else None

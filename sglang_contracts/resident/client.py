@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sglang_contracts.infra.output import standard_output
 from sglang_contracts.infra.roots import project_root_for
 
 # The options a daemon is started with and a `check` must share to be handed to it; the
@@ -158,6 +159,7 @@ def handed_over(argv: list[str], args: argparse.Namespace) -> int | None:
     if (not answer or answer.get("refused") or type(answer.get("status")) is not int
             or not all(isinstance(answer.get(name, ""), str) for name in ("stdout", "stderr"))):
         return None  # busy, stale, or no answer at all (or one no daemon of ours gives)
-    sys.stdout.write(answer.get("stdout", ""))
+    with standard_output():
+        sys.stdout.write(answer.get("stdout", ""))
     sys.stderr.write(answer.get("stderr", ""))
     return answer["status"]

@@ -10,7 +10,8 @@ A cached wheel is trusted only as it was when last known whole. Next to it, a st
 when every file a run may read was last checked against the wheel's RECORD (its SHA-256s)
 and the archive's CRCs (0.5 s for a real release, once). A wheel whose stamp is missing or
 differs is checked that way; one that fails (truncated, damaged, rewritten) is deleted and
-downloaded again. A member found damaged while reading (the archive's CRC) ends the run
+downloaded again, as is one whose directory gives a member sizes the archive cannot hold (a
+lying ZIP64 size, which would ask to read 2**62 bytes), whenever it is opened. A member found damaged while reading (the archive's CRC) ends the run
 with a one-line error, and the wheel is deleted so that the next run downloads it anew.
 
 A cache folder that cannot take a download (read-only, a file where the folder should be,
@@ -38,12 +39,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
-from packaging.version import InvalidVersion, Version
-
 from sglang_contracts.infra import progress
-from sglang_contracts.infra.cache import atomic_write_bytes, warn_unwritable_once, why_unwritable
+from sglang_contracts.infra.cache import atomic_write_bytes, warn_unwritable_once
 from sglang_contracts.infra.errors import SourceError, shown
-from sglang_contracts.infra.files import Unreadable, describe_size
+from sglang_contracts.infra.files import Unreadable, describe_size, why_unwritable
+from sglang_contracts.requirements import as_version
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 
 PUBLISHED = "pypi:sglang=={version}"  # a published release's identity: its content can never change
@@ -52,7 +52,10 @@ PUBLISHED = "pypi:sglang=={version}"  # a published release's identity: its cont
 READ_SUFFIXES = (".py", ".pyi", ".typed", "METADATA", "RECORD", "WHEEL", "entry_points.txt")
 
 
-DAMAGE = (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError)  # what reading a bad archive raises
+# What reading a bad archive raises (OverflowError: a number in it too large for the system).
+DAMAGE = (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, OverflowError)
+LOCAL_HEADER_BYTES = 30
+DEFLATE_MOST = 1032  # deflate's best ratio: no deflated member inflates to more than this many times its size
 
 
 def _wheel_in(folder: Path, version: str) -> Path | None:
@@ -178,6 +181,19 @@ def _explain_pip_failure(version: str, stderr: str) -> str:
     return f"sglang {version}: download failed ({detail})"
 
 
+def _sizes_fit(info: zipfile.ZipInfo, archive_size: int) -> bool:
+    """Whether the sizes the archive's directory gives a member are ones the archive can hold:
+    its compressed bytes inside the file, as many uncompressed bytes as they can make. A lying
+    directory (a ZIP64 size of 2**62) would otherwise ask to read that much."""
+    if info.header_offset + LOCAL_HEADER_BYTES + info.compress_size > archive_size:
+        return False
+    if info.flag_bits & 0x1:  # encrypted: the sizes include its header
+        return True
+    if info.compress_type == zipfile.ZIP_STORED:
+        return info.file_size == info.compress_size
+    return info.compress_type != zipfile.ZIP_DEFLATED or info.file_size <= info.compress_size * DEFLATE_MOST
+
+
 def _safe_member(name: str) -> bool:
     """Neither absolute nor climbing out (`..`) nor naming a drive (`C:`), read as PurePosixPath
     reads it (empty and `.` parts dropped), on the string: a path per member was a third of
@@ -210,7 +226,10 @@ class WheelTree(ReleaseTree):
         self.archive = zipfile.ZipFile(wheel)  # BadZipFile for a truncated or corrupt download
         self.members: dict[str, zipfile.ZipInfo] = {}
         self.folders: dict[str, set[str]] = {}
+        archive_size = os.path.getsize(wheel)
         for info in self.archive.infolist():
+            if not _sizes_fit(info, archive_size):
+                raise zipfile.BadZipFile(f"the archive's directory gives {info.filename} sizes it cannot hold")
             if not _safe_member(info.filename):
                 raise SourceError(f"{wheel.name}: refusing unsafe archive member {info.filename!r}")
             if (info.external_attr >> 16) & 0o170000 == 0o120000:
@@ -282,11 +301,11 @@ class WheelTree(ReleaseTree):
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 0x1:
             with self.archive.open(info) as member:  # what zipfile reads (or refuses) itself
                 return member.read(most)
-        header = os.pread(self._fd, 30, info.header_offset)
-        if len(header) < 30 or header[:4] != b"PK\x03\x04":
+        header = os.pread(self._fd, LOCAL_HEADER_BYTES, info.header_offset)
+        if len(header) < LOCAL_HEADER_BYTES or header[:4] != b"PK\x03\x04":
             raise zipfile.BadZipFile(f"bad local header of {info.filename}")
         name_length, extra_length = struct.unpack("<HH", header[26:30])
-        stored = os.pread(self._fd, info.compress_size, info.header_offset + 30 + name_length + extra_length)
+        stored = os.pread(self._fd, info.compress_size, info.header_offset + LOCAL_HEADER_BYTES + name_length + extra_length)
         if len(stored) < info.compress_size:
             raise EOFError(f"{info.filename} is truncated")
         wanted = min(most, info.file_size)  # as zipfile, never past the size the directory gives
@@ -375,11 +394,9 @@ def _cached_tree(wheel: Path) -> WheelTree | None:
 
 
 def index_release(version: str, cache: Path) -> Release:
-    try:
-        Version(version)
-    except InvalidVersion:
+    if as_version(version) is None:
         raise SourceError(f"{shown(repr(version))} is not a version, a directory, or (with --sglang-repo) "
-                          "a git ref") from None
+                          "a git ref")
     wheels = cache / "wheels"
     wheel = _wheel_in(wheels, version)
     tree = _cached_tree(wheel) if wheel is not None else None

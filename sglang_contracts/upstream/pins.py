@@ -14,6 +14,7 @@ from sglang_contracts.requirements import (
     applies, environments, exact_version, normalized, parse_requirement, parse_specifier,
 )
 from sglang_contracts.sources.base import ReleaseTree
+from sglang_contracts.infra.tomltext import parse_toml
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def _from_metadata(text: str) -> tuple[list[str], str | None]:
 
 def _from_pyproject(text: str) -> tuple[list[str], str | None]:
     try:
-        project = tomllib.loads(text).get("project", {})
+        project = parse_toml(text).get("project", {})
     except tomllib.TOMLDecodeError:
         return [], None
     lines = [line for line in project.get("dependencies", []) if isinstance(line, str)]

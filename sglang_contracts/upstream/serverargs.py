@@ -6,7 +6,8 @@ fields are declared on namespace classes (`msgspec.Struct` subclasses under
 `collect_input_fields(...)`, and assembled with `msgspec.defstruct("ServerArgs", ...)`; the
 name `ServerArgs` then binds the assembled record, not a class statement. Both shapes are
 read here from the extracted class records; the list and the call are found with `ast`.
-A release whose `ServerArgs` yields no field is an extraction error, never a clean report.
+A release whose `ServerArgs` yields no field (a plain class) is FieldsUnreadable, never a clean
+report: one SGC000 says so (contracts/serverargs.py field_sets).
 """
 
 from __future__ import annotations
@@ -21,6 +22,16 @@ from sglang_contracts.upstream.model import UpstreamModel
 
 SERVER_ARGS = "sglang.srt.server_args.ServerArgs"
 COLLECTOR = "collect_input_fields"
+
+
+class FieldsUnreadable(ContractsError):
+    """A release has a `ServerArgs`, but no field can be read from it (a plain class, say)."""
+
+    def __init__(self, release: str, origin: str) -> None:
+        self.release = release
+        self.why = f"{origin} is neither a dataclass nor namespaces assembled by {COLLECTOR}"
+        super().__init__(f"{release}: no ServerArgs field could be read ({self.why}); "
+                         "refusing to judge ServerArgs contracts on nothing")
 
 
 @dataclass(frozen=True)
@@ -87,7 +98,7 @@ def _namespace_list(code: str) -> tuple[list[str], dict[str, int]]:
 
 def server_args_fields(model: UpstreamModel) -> FieldSet | None:
     """The release's `ServerArgs` fields; None when the release has no `ServerArgs` at all
-    (the import contracts report that). Raises ContractsError when it has one but no field
+    (the import contracts report that). Raises FieldsUnreadable when it has one but no field
     can be read from it."""
     symbol = model.resolve_path(SERVER_ARGS)
     if not symbol.found or not symbol.origin:
@@ -108,8 +119,5 @@ def server_args_fields(model: UpstreamModel) -> FieldSet | None:
         fields.update({name: Field(name, symbol.origin, line) for name, line in own.items()})
         shape = "namespaces"
     if not fields:
-        raise ContractsError(
-            f"{model.release.label}: no ServerArgs field could be read from {symbol.origin} (neither a dataclass "
-            f"nor namespaces assembled by {COLLECTOR}); refusing to judge ServerArgs contracts on nothing"
-        )
+        raise FieldsUnreadable(model.release.label, symbol.origin)
     return FieldSet(symbol.origin, shape, fields)

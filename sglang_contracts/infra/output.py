@@ -1,0 +1,62 @@
+"""What a command writes: its report on standard output, and the files the user names
+(`-o`, `--plan`, `--tree`, `--write-baseline`).
+
+A reader that leaves early (`check | head -1`) is not an error: it changes neither the rest of
+the run nor its exit status. An output that cannot be written (`> /dev/full`, a read-only
+folder, a path under a file) is one line, `error: cannot write X (reason)`, exit 2, never an
+internal error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from sglang_contracts.infra.files import why_unwritable
+from sglang_contracts.infra.errors import ContractsError, shown
+
+
+class WriteError(ContractsError):
+    """An output the user named cannot be written."""
+
+
+def discard_standard_output() -> None:
+    """What is still to be written, and the flush at exit, go to /dev/null: the output is gone."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+
+
+@contextmanager
+def standard_output() -> Iterator[None]:
+    """Around what a command writes to standard output (flushed at the end, where a pipe's
+    reader that left shows): a reader that left ends the writing, not the command."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        discard_standard_output()
+    except OSError as error:
+        discard_standard_output()
+        raise WriteError(f"cannot write standard output ({error.strerror or type(error).__name__})") from None
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Around the writing of `path`: an error is one line naming it and the reason."""
+    try:
+        yield
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the name
+        reason = why_unwritable(path.parent, error) if isinstance(error, OSError) else str(error)
+        raise WriteError(f"cannot write {shown(path)} ({reason})") from None
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """`data` in the file `path` (its folder made if missing), written in place: a name such as
+    /dev/stdout or a FIFO is written to, not replaced."""
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
