@@ -26,7 +26,8 @@ from pathlib import Path
 from sglang_contracts.patch.gitapply import Image, what_changed
 from sglang_contracts.patch.release import find_moved, release_relpath, tree_reader
 from sglang_contracts.infra.errors import UsageError
-from sglang_contracts.infra.files import printable_path, read_limited
+from sglang_contracts.infra.display import patch_for, printable, printable_lines, printable_path
+from sglang_contracts.infra.files import read_limited
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
 from sglang_contracts.patch.classify import change_of, read_patch
 from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile
@@ -458,11 +459,12 @@ def where(outcome: Outcome) -> str:
 
 
 def outcome_line(patch_name: str, outcome: Outcome) -> str:
+    """One printable line; `patch_name` as printable_path shows it (the line starts with it)."""
     line = outcome.hunk.line if outcome.hunk is not None else outcome.file.line
     moved = f", moved to {outcome.path}" if outcome.moved else ""
     label = f" [{outcome.label}]" if outcome.label else ""
     detail = f": {outcome.detail}" if outcome.detail else ""
-    return f"{patch_name}:{line}: {outcome.verdict}{label} {where(outcome)}{moved}{detail}"
+    return printable(f"{patch_name}:{line}: {outcome.verdict}{label} {where(outcome)}{moved}{detail}")
 
 
 def summary(rebase: Rebase) -> str:
@@ -546,21 +548,23 @@ def patch_rebase(args) -> int:
             print(outcome_line(name, outcome), file=sys.stderr)
         if outcome.conflict is not None and not args.plan:  # the plan holds them otherwise
             for title, part in zip((f"sglang {old.short}", "patched", f"sglang {new.short}"), outcome.conflict):
-                print(f"  {title}:\n" + "".join(f"    {line}\n" for line in part.splitlines()), end="", file=sys.stderr)
-    print(f"{name}: sglang {old.short} -> {new.short}: {summary(rebase)}", file=sys.stderr)
+                print(f"  {printable(title)}:\n" + "".join(f"    {line}\n" for line in printable_lines(part)), end="",
+                      file=sys.stderr)
+    print(printable(f"{name}: sglang {old.short} -> {new.short}: {summary(rebase)}"), file=sys.stderr)
     if args.plan:
         _write(args.plan, render_plan(rebase, name, old, new, args.skeleton and printable_path(str(args.skeleton))))
     if not rebase.verified:
-        print(f"{name}: not written: {rebase.verification}", file=sys.stderr)
+        print(printable(f"{name}: not written: {rebase.verification}"), file=sys.stderr)
         return 1
     if args.output:
         _write(args.output, rebase.patch_text)
     else:
-        sys.stdout.write(rebase.patch_text)
+        sys.stdout.write(patch_for(sys.stdout, rebase.patch_text))
     left = sum(o.verdict in LEFT for o in rebase.outcomes)
     unchecked = rebase.count(UNCHECKED)
-    print(f"{name}: verified: {rebase.verification}" + (f"; {left} hunk{' is' if left == 1 else 's are'} not in it" if left else "")
-          + (f"; {unchecked} were carried unchecked" if unchecked else ""), file=sys.stderr)
+    print(printable(f"{name}: verified: {rebase.verification}"
+                    + (f"; {left} hunk{' is' if left == 1 else 's are'} not in it" if left else "")
+                    + (f"; {unchecked} were carried unchecked" if unchecked else "")), file=sys.stderr)
     if args.tree and left:
-        print(f"{name}: resolve the conflicts in {args.tree} (git diff there is the patch)", file=sys.stderr)
+        print(printable(f"{name}: resolve the conflicts in {args.tree} (git diff there is the patch)"), file=sys.stderr)
     return 0 if rebase.complete else 1

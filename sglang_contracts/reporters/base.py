@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sglang_contracts.diagnostics import Diagnostic
-from sglang_contracts.infra.files import printable_path
+from sglang_contracts.infra.display import printable_path
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckResult

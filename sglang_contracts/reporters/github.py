@@ -9,12 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 
 from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.infra.display import printable
 from sglang_contracts.reporters.base import repository_path
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckResult
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
+CR_LF = "\r\n"
 
 
 def escape_data(value: str) -> str:
@@ -31,7 +33,8 @@ def format_command(d: Diagnostic, path: str) -> str:
         properties += [("endLine", d.end_line), ("endColumn", d.end_col)]
     properties.append(("title", d.code))
     rendered = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties)
-    return f"::{COMMANDS.get(d.severity, 'error')} {rendered}::{escape_data(d.message)}"
+    # The message's line breaks are the annotation's (escaped below); its other controls shown.
+    return f"::{COMMANDS.get(d.severity, 'error')} {rendered}::{escape_data(printable(d.message, keep=CR_LF))}"
 
 
 def write_github(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:

@@ -7,11 +7,11 @@ finding's line-independent fingerprint so code scanning tracks it across commits
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
 from sglang_contracts import __version__
+from sglang_contracts.infra.display import json_text
 from sglang_contracts.diagnostics.catalog import Rule, load_catalog, surface_for
 from sglang_contracts.reporters.base import repository_path, repository_root
 
@@ -84,5 +84,4 @@ def build_sarif(result: "CheckResult") -> dict[str, Any]:
 
 
 def write_sarif(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
-    json.dump(build_sarif(result), out, indent=2)
-    out.write("\n")
+    out.write(json_text(build_sarif(result)) + "\n")

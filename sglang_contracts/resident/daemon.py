@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sglang_contracts.infra.display import printable
 from sglang_contracts.resident.client import BUSY, PACKAGE_DIR, STALE, ask, daemon_key, private, socket_path
 
 if TYPE_CHECKING:
@@ -42,20 +43,20 @@ def daemon_command(args: argparse.Namespace, argv: list[str]) -> int:
     answer = ask(path, {"status": True}, timeout=5.0)
     if args.action == "status":
         if answer is None:
-            print(f"sglang-contracts: no daemon for {root} with these options")
+            print(f"sglang-contracts: no daemon for {printable(str(root))} with these options")
             return 1
-        print(f"sglang-contracts: daemon {answer['pid']} for {root}: {answer['runs']} checks, "
+        print(f"sglang-contracts: daemon {answer['pid']} for {printable(str(root))}: {answer['runs']} checks, "
               f"idle for {answer['idle']:.0f} s of {answer['idle_timeout']:.0f} s")
         return 0
     if args.action == "stop":
         if answer is None:
-            print(f"sglang-contracts: no daemon for {root} with these options")
+            print(f"sglang-contracts: no daemon for {printable(str(root))} with these options")
             return 1
         ask(path, {"stop": True}, timeout=5.0)
         print(f"sglang-contracts: daemon {answer['pid']} stopped")
         return 0
     if answer is not None:
-        print(f"sglang-contracts: daemon {answer['pid']} already runs for {root}")
+        print(f"sglang-contracts: daemon {answer['pid']} already runs for {printable(str(root))}")
         return 0
     return _start(argv, path, root)
 
@@ -67,14 +68,14 @@ def _start(argv: list[str], path: Path, root: Path) -> int:
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            print(f"sglang-contracts: error: the daemon exited ({process.returncode}); see {log}", file=sys.stderr)
+            print(f"sglang-contracts: error: the daemon exited ({process.returncode}); see {printable(str(log))}", file=sys.stderr)
             return 2
         answer = ask(path, {"status": True}, timeout=5.0)
         if answer is not None:
-            print(f"sglang-contracts: daemon {answer['pid']} started for {root}")
+            print(f"sglang-contracts: daemon {answer['pid']} started for {printable(str(root))}")
             return 0
         time.sleep(0.1)
-    print(f"sglang-contracts: error: the daemon did not answer in {START_TIMEOUT:.0f} s; see {log}", file=sys.stderr)
+    print(f"sglang-contracts: error: the daemon did not answer in {START_TIMEOUT:.0f} s; see {printable(str(log))}", file=sys.stderr)
     return 2
 
 
@@ -188,7 +189,7 @@ class Daemon:
     def serve(self) -> int:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not private(self.path.parent):
-            print(f"sglang-contracts: error: {self.path.parent} is not this user's alone", file=sys.stderr)
+            print(f"sglang-contracts: error: {printable(str(self.path.parent))} is not this user's alone", file=sys.stderr)
             return 2
         listened = False
         try:
