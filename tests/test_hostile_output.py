@@ -10,10 +10,12 @@ exist. Each command that prints project text runs here on a project full of such
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import unicodedata
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -97,6 +99,19 @@ def workflow_commands(text: str, stops: bool = False) -> list[str]:
     return found
 
 
+def github_command(line: str) -> tuple[str, dict[str, str], str]:
+    """(name, properties, message) of a workflow command, decoded as the runner decodes them."""
+    assert line.startswith("::"), line
+    info, separator, data = line[2:].partition("::")
+    assert separator, line
+    name, _, listed = info.partition(" ")
+    properties = dict(item.split("=", 1) for item in listed.split(","))
+    decode = lambda value, codes: re.sub("|".join(codes), lambda m: codes[m.group()], value)  # noqa: E731
+    data_codes = {"%0D": "\r", "%0A": "\n", "%25": "%"}
+    property_codes = {**data_codes, "%3A": ":", "%2C": ","}
+    return name, {key: decode(value, property_codes) for key, value in properties.items()}, decode(data, data_codes)
+
+
 def assert_inert(text: str, allowed: str = "\n") -> None:
     assert workflow_commands(text) == []
     assert raw_controls(text, allowed) == []
@@ -115,10 +130,11 @@ def test_a_check_of_hostile_names_prints_no_command_and_no_control_character(bum
 def test_github_commands_are_the_findings_only(bump, capsys):
     status, out, err = run(capsys, "check", "--format", "github", *bump)
     assert status == 1, err
-    lines = out.splitlines()
-    assert len(lines) == 2 * len(HOSTILE_NAMES) + 1  # and the Dockerfile's old tag
-    assert all(re.match(r"::(error|warning) (file=[^:]*,)?line=\d+,col=\d+,", line) for line in lines), lines
-    assert all("##[" not in line for line in lines)
+    commands = [github_command(line) for line in out.splitlines()]
+    assert len(commands) == 2 * len(HOSTILE_NAMES) + 1  # and the Dockerfile's old tag
+    # A line the runner parses as a `::` command is that command alone: it never looks for `##[` in it.
+    assert all(name in ("error", "warning") and properties["title"].startswith("SGC")
+               for name, properties, _ in commands)
     assert raw_controls(out) == []
     assert_inert(err)
 
@@ -218,6 +234,46 @@ def test_patch_rebase_prints_no_command_and_no_control_character(patches, capsys
     assert_inert(err)
     assert workflow_commands(out) != []  # the patch holds the project's lines as they are ...
     assert out.count("\n+    w = 90\n") == len(PATCHED_NAMES)
+
+
+# -- D26: locations that name the file as it is named -------------------------------------------
+
+# A workflow command cannot carry these (the runner decodes only %, CR, LF, `:` and `,`).
+NOT_CARRIED = {name for name in HOSTILE_NAMES if not all(char.isprintable() or char in " \r\n" for char in name)}
+
+
+def test_d26_github_annotations_name_the_file_as_it_is_named(bump, capsys):
+    out = run(capsys, "check", "--format", "github", *bump)[1]
+    annotated = set()
+    for _, properties, message in map(github_command, out.splitlines()):
+        if "file" in properties:
+            assert Path(properties["file"]).is_file(), properties["file"]
+            annotated.add(properties["file"])
+        else:  # named in the message, as the text format names it
+            assert re.match(r"\S+:1:\d+: (gone|moved) is no longer importable", message), message
+    assert annotated == {"Dockerfile", *HOSTILE_NAMES} - NOT_CARRIED
+    assert "new\n::error::line.py" in annotated and "50%25 a,b:c.py" in annotated
+    assert {"esc\x1b[31mred\x1b]0;title\x07.py", "caf\udcff.py"} <= NOT_CARRIED
+
+
+def test_d26_sarif_uris_are_uri_references_to_the_file_s_bytes(bump, capsys):
+    log = json.loads(run(capsys, "check", "--format", "sarif", *bump)[1])
+    uris = {result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for result in log["runs"][0]["results"]}
+    # RFC 3986: unreserved, sub-delims, `@`, `/` and percent-encodings; no `:`, which would read as a scheme.
+    assert all(re.fullmatch(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@/]|%[0-9A-F]{2})+", uri) for uri in uris), uris
+    assert {urllib.parse.unquote_to_bytes(uri) for uri in uris} == {b"Dockerfile", *map(os.fsencode, HOSTILE_NAMES)}
+    assert all(os.path.isfile(urllib.parse.unquote_to_bytes(uri)) for uri in uris)
+
+
+def test_github_escaping_of_a_path_and_a_message():
+    from sglang_contracts.diagnostics import Diagnostic
+    from sglang_contracts.reporters.github import format_command
+
+    d = Diagnostic("x", 3, 4, "SGC102", "info", "50% done\nsecond \x1b[2J line: x, y", "sglang.x")
+    assert format_command(d, "a\nb,c:d%.py") == (
+        "::notice file=a%0Ab%2Cc%3Ad%25.py,line=3,col=4,title=SGC102::50%25 done%0Asecond \\x1b[2J line: x, y")
+    assert format_command(d, "e\x1b.py") == (
+        "::notice title=SGC102::e\\x1b.py:3:4: 50%25 done%0Asecond \\x1b[2J line: x, y")
 
 
 # -- D8: a file named as a workflow command ------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from sglang_contracts.diagnostics.catalog import surface_for, surface_order
 from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.infra.display import printable_path
 from sglang_contracts.reporters.base import SEVERITY_ORDER, plural, repository_path
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def _surface_section(result: "CheckResult", title: str, what: str, diagnostics: 
     lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
     for (_, code, message), group in groupby(sorted(diagnostics, key=_group_key), key=_group_key):
         sites = list(group)
-        places = ", ".join(f"`{repository_path(result, d)}:{d.line}`" for d in sites)
+        places = ", ".join(f"`{printable_path(repository_path(result, d))}:{d.line}`" for d in sites)
         severity = sites[0].severity
         lines.append(f"- **{severity}** {code}: {inline(message)}  \n  {places}")
     return lines + [""]
