@@ -20,14 +20,18 @@ from pathlib import Path
 
 import pytest
 
+from markdown_it import MarkdownIt
+
 from sglang_contracts.cli import main
+from sglang_contracts.infra.display import printable, printable_path
 from test_reliability import write
 
 OLD = {"sglang/__init__.py": "", "sglang/version.py": '__version__ = "1.0.0"\n', "sglang/srt/__init__.py": "",
        "sglang/srt/a.py": "def moved(): ...\ndef gone(): ...\n"}
 NEW = {**OLD, "sglang/version.py": '__version__ = "1.0.1"\n', "sglang/srt/a.py": "",
        "sglang/srt/b.py": "def moved(): ...\n"}
-BROKEN = "from sglang.srt.a import gone, moved\n"  # SGC102 twice; `fix` moves `moved` to sglang.srt.b
+# SGC102 twice (`fix` moves `moved` to sglang.srt.b); a line that `fix --diff` shows as context.
+BROKEN = 'from sglang.srt.a import gone, moved\nNOTE = """\n::warning title=Context::x ##[stop-commands]t\n"""\n'
 
 # File names an attacker can give files in a pull request (paths: `/` makes folders).
 COMMAND = "::warning title=Approved::LGTM.py"
@@ -45,8 +49,11 @@ HOSTILE_NAMES = [
     "50%25 a,b:c.py",
     "caf\udcff.py",  # a byte that is not UTF-8, as os.fsdecode reads it
 ]
-# A Dockerfile value that reaches a note on standard error and the markdown report.
+# Dockerfile values that reach a note on standard error and the markdown report: a fork's
+# branch, and a default the tag's variable overrides (the pin, as written, in the checklist).
 HOSTILE_VALUE = "x`![v](https:/evil.example/v.png)`@octocat\x1b[31m##[stop-commands]t"
+HOSTILE_DEFAULT = "`![d](https:/evil.example/d.png)`@octocat\x1b]0;t\x07"
+DOCKERFILE = "pipe|![t](https:/evil.example/t.png)|/Dockerfile"  # a `|` ends a markdown table's cell
 
 LINE_BREAKS = re.compile(r"\r\n|\r|\n")  # where the Actions runner splits a step's output into lines
 ZWJ = "\u200d"
@@ -54,7 +61,8 @@ ZWJ = "\u200d"
 
 def make_project(root: Path) -> Path:
     write(root, {"pyproject.toml": '[project]\nname = "app"\n',
-                 "Dockerfile": f"ARG SGLANG_BRANCH={HOSTILE_VALUE}\nFROM lmsysorg/sglang:v1.0.0\n"})
+                 DOCKERFILE: f"ARG SGLANG_BRANCH={HOSTILE_VALUE}\nARG TAG=v1.0.0\n"
+                               f"FROM lmsysorg/sglang:${{TAG:-{HOSTILE_DEFAULT}}}\n"})
     for name in HOSTILE_NAMES:
         path = os.fsencode(root / name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -117,6 +125,17 @@ def assert_inert(text: str, allowed: str = "\n") -> None:
     assert raw_controls(text, allowed) == []
 
 
+def markdown_code(markdown: str) -> list[str]:
+    """What `markdown` shows as code (inline code, then blocks), asserting that it renders
+    nothing else from the project: no image, link or HTML, no mention (`@name` in text)."""
+    assert_inert(markdown, allowed="\n" + ZWJ)
+    blocks = MarkdownIt("commonmark").enable("table").parse(markdown)
+    inline = [child for block in blocks if block.type == "inline" for child in block.children or []]
+    assert [t.type for t in blocks + inline if t.type in ("image", "link_open", "html_inline", "html_block")] == []
+    assert [t.content for t in inline if t.type == "text" and re.search(r"@\w", t.content)] == []
+    return [t.content for t in inline if t.type == "code_inline"] + [b.content for b in blocks if b.type == "fence"]
+
+
 # -- the class: every command, every format ----------------------------------------------------
 
 @pytest.mark.parametrize("format", ["text", "json", "sarif"])
@@ -131,7 +150,7 @@ def test_github_commands_are_the_findings_only(bump, capsys):
     status, out, err = run(capsys, "check", "--format", "github", *bump)
     assert status == 1, err
     commands = [github_command(line) for line in out.splitlines()]
-    assert len(commands) == 2 * len(HOSTILE_NAMES) + 1  # and the Dockerfile's old tag
+    assert len(commands) == 2 * len(HOSTILE_NAMES)
     # A line the runner parses as a `::` command is that command alone: it never looks for `##[` in it.
     assert all(name in ("error", "warning") and properties["title"].startswith("SGC")
                for name, properties, _ in commands)
@@ -153,7 +172,7 @@ def test_fix_prints_no_command_and_no_control_character(bump, capsys):
 
 
 def test_a_patch_on_standard_output_is_the_project_s_text_but_runs_no_command(bump, capsys, monkeypatch):
-    """`fix --diff` prints the project's lines as they are (it is a patch), the Dockerfile's
+    """`fix --diff` prints the project's lines as they are (it is a patch), `::warning` and
     `##[stop-commands]` among them: in a GitHub Actions log, commands are stopped around it."""
     patch = run(capsys, "fix", "--diff", *bump)[1]
     assert "##[stop-commands]" in patch and workflow_commands(patch) != []
@@ -182,7 +201,9 @@ PATCHED_NAMES = [name for name in HOSTILE_NAMES if name.isascii()]
 CODE = ('import os\n\n\ndef f(v):  # `![x](https:/evil.example/p.png)`@octocat\x1b[2J\n'
         '    """\n    ::warning title=Code::x\n    ##[stop-commands]t\x1b[31m\n    """\n    v = 2\n    v = 3\n'
         + "".join(f"    w = {i}\n" for i in range(12)) + "    return v\n")
-PATCHED = CODE.replace("title=Code", "title=Patched").replace("w = 9", "w = 90")
+# The patched side of the conflict ends the plan's ``` block early if its fence is no longer.
+PATCHED = (CODE.replace("title=Code::x\n", "title=Patched::x\n```\n![c](https:/evil.example/c.png) @octocat\n")
+           .replace("w = 9", "w = 90"))
 UPSTREAM = CODE.replace("title=Code", "title=Upstream")  # the patch's first hunk conflicts on it
 
 
@@ -222,7 +243,7 @@ def test_patch_classify_prints_no_command_and_no_control_character(patches, caps
     assert_inert(out)
     assert err == ""
     if format == "text":  # lines start with the patch's name, as given
-        assert f"\n  ./{patches['mine']}:5: extra  @@ -3,7 +3,7 @@ import os\n" in out
+        assert f"\n  ./{patches['mine']}:5: extra  @@ -3,7 +3," in out
 
 
 def test_patch_rebase_prints_no_command_and_no_control_character(patches, capsys, tmp_path):
@@ -234,6 +255,45 @@ def test_patch_rebase_prints_no_command_and_no_control_character(patches, capsys
     assert_inert(err)
     assert workflow_commands(out) != []  # the patch holds the project's lines as they are ...
     assert out.count("\n+    w = 90\n") == len(PATCHED_NAMES)
+
+
+# -- D7: markdown that a backtick turns into an image or a mention ------------------------------
+
+def test_d7_a_backtick_in_a_file_name_stays_inside_its_code_span(bump, capsys):
+    status, out, err = run(capsys, "check", "--format", "markdown", *bump)
+    assert status == 1, err
+    shown = markdown_code(out)
+    assert {f"{printable_path(name)}:1" for name in HOSTILE_NAMES} <= set(shown)
+    assert_inert(err)
+
+
+def test_d7_dockerfile_values_in_the_markdown_report_render_as_code(bump, capsys):
+    shown = markdown_code(run(capsys, "check", "--format", "markdown", *bump)[1])
+    assert f"ARG TAG=v1.0.0 (FROM lmsysorg/sglang:${{TAG:-{printable(HOSTILE_DEFAULT)}}})" in shown  # the checklist
+    assert printable(HOSTILE_VALUE) in shown and DOCKERFILE in shown  # the note, the pins table
+
+
+def test_d7_the_rebase_plan_fences_code_longer_than_its_backtick_runs(patches, capsys, tmp_path):
+    status, _, err = run(capsys, "patch", "rebase", str(patches["mine"]), "--old", str(patches["A"]),
+                         "--new", str(patches["B"]), "--cache-dir", str(tmp_path / "cache"), "--plan", "plan.md")
+    assert status == 1, err
+    shown = markdown_code(Path("plan.md").read_text())
+    patched = "    \\x3a:warning title=Patched::x\n```\n![c](https:/evil.example/c.png) @octocat\n"
+    assert shown.count(patched) == len(PATCHED_NAMES)  # each conflict's patched side, whole, as code
+    assert {printable(f"python/sglang/srt/{name}") for name in PATCHED_NAMES} <= set(shown)
+    assert printable_path(str(patches["mine"])) in shown  # the title
+
+
+def test_markdown_code_spans_are_fenced_by_a_longer_run_and_prose_links_no_one():
+    from sglang_contracts.infra.markdown import code, code_spans, inline, plain
+
+    assert code("a``b") == "```a``b```" and code("`a") == "`` `a ``" and code(" a ") == "`  a  `"
+    assert plain("@octocat #12 ![x](y)") == f"@{ZWJ}octocat \\#{ZWJ}12 !\\[x\\](y)"
+    assert code_spans("a `` b` `` c ```") == [(False, "a "), (True, "b`"), (False, " c ```")]
+    # Two spans side by side are one: `x``y` would read as one unclosed run of two.
+    assert inline("`x`snake_name `![i](u)` and `a`") == "`xsnake_name` `![i](u)` and `a`"
+    for message in ("tag `a`![x](https:/e/p.png)`@octocat` kept", "x ``` y ` z `` w", "`" * 7):
+        markdown_code(inline(message))
 
 
 # -- D26: locations that name the file as it is named -------------------------------------------
@@ -251,7 +311,7 @@ def test_d26_github_annotations_name_the_file_as_it_is_named(bump, capsys):
             annotated.add(properties["file"])
         else:  # named in the message, as the text format names it
             assert re.match(r"\S+:1:\d+: (gone|moved) is no longer importable", message), message
-    assert annotated == {"Dockerfile", *HOSTILE_NAMES} - NOT_CARRIED
+    assert annotated == set(HOSTILE_NAMES) - NOT_CARRIED
     assert "new\n::error::line.py" in annotated and "50%25 a,b:c.py" in annotated
     assert {"esc\x1b[31mred\x1b]0;title\x07.py", "caf\udcff.py"} <= NOT_CARRIED
 
@@ -261,7 +321,7 @@ def test_d26_sarif_uris_are_uri_references_to_the_file_s_bytes(bump, capsys):
     uris = {result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for result in log["runs"][0]["results"]}
     # RFC 3986: unreserved, sub-delims, `@`, `/` and percent-encodings; no `:`, which would read as a scheme.
     assert all(re.fullmatch(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@/]|%[0-9A-F]{2})+", uri) for uri in uris), uris
-    assert {urllib.parse.unquote_to_bytes(uri) for uri in uris} == {b"Dockerfile", *map(os.fsencode, HOSTILE_NAMES)}
+    assert {urllib.parse.unquote_to_bytes(uri) for uri in uris} == set(map(os.fsencode, HOSTILE_NAMES))
     assert all(os.path.isfile(urllib.parse.unquote_to_bytes(uri)) for uri in uris)
 
 
