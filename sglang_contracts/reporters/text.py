@@ -44,7 +44,7 @@ def write_text(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
         if result.diagnostics:
             line = summary_line(result.diagnostics)
         else:
-            line = f"no broken contracts (sglang {result.old.release.short} -> {result.new.release.short})"
+            line = printable(f"no broken contracts (sglang {result.old.release.short} -> {result.new.release.short})")
         if result.baselined:
             line += f" ({result.baselined} more accepted by the baseline)"
         out.write((f"{BOLD}{line}{RESET}" if colour else line) + "\n")
