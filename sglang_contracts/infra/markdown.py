@@ -1,6 +1,6 @@
-"""Project text in GitHub markdown (the bump PR's report, `patch rebase --plan`), where the
-project may be an attacker's pull request: a backtick in a file name closed the code span
-around it, and `![x](https://evil.example/p.png)` after it rendered an image, `@octocat` a
+"""Project text in markdown (the bump PR's report, `patch rebase --plan`, the editor's hover),
+where the project may be an attacker's pull request: a backtick in a file name closed the code
+span around it, and `![x](https://evil.example/p.png)` after it rendered an image, `@octocat` a
 mention.
 
 Untrusted text is shown as code (`code`: fenced by a backtick run longer than any run inside,
