@@ -194,6 +194,13 @@ def test_a_patch_on_a_terminal_is_shown_printable():
     assert shown == " ARG X=\\x1b[31m#\\x23[x]\n+\tline\n \\x3a:error::x\n"
 
 
+def test_an_error_naming_what_the_user_gave_prints_no_command_and_no_control_character(capsys):
+    status, out, err = run(capsys, "explain", "\n::warning title=Approved::x\x1b[31m")
+    assert status == 2 and out == ""
+    assert err.startswith("sglang-contracts: error: \\n::WARNING") and err.count("\n") == 1
+    assert_inert(err)
+
+
 # Patches over hostile names, hostile lines in their hunks (`patch classify`, `patch rebase`).
 # git quotes a name's bytes above 0x7f in octal, which patchfile reads back per byte, not as
 # UTF-8: the names here are ASCII.
