@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 from sglang_contracts import __version__
+from sglang_contracts.infra.display import patch_for, printable
 from sglang_contracts.infra.errors import ContractsError, UsageError
 from sglang_contracts.infra.output import discard_standard_output, standard_output
 
@@ -169,7 +170,7 @@ def _check(args: argparse.Namespace, check=None) -> int:
         result = (check or run_check)(paths, options)
     if not args.quiet:
         for note in result.notes:
-            print(f"sglang-contracts: note: {note}", file=sys.stderr)
+            print(f"sglang-contracts: note: {printable(note)}", file=sys.stderr)
     if args.write_baseline:
         return _write_baseline(args.write_baseline, result)
     with standard_output():
@@ -199,12 +200,12 @@ def _fix(args: argparse.Namespace) -> int:
     with progress.showing(sys.stderr.isatty() and not args.quiet):
         report = run_fix(paths, options, unsafe=args.unsafe_fixes, write=not args.diff)
     for line in report.errors:
-        print(f"sglang-contracts: error: {line}", file=sys.stderr)
+        print(f"sglang-contracts: error: {printable(line)}", file=sys.stderr)
     for line in report.notes:
-        print(line, file=sys.stderr)
+        print(printable(line), file=sys.stderr)
     if args.diff:
         with standard_output():
-            sys.stdout.write("".join(report.diffs))
+            sys.stdout.write(patch_for(sys.stdout, "".join(report.diffs)))
         if not args.quiet:
             print(f"{report.found} findings: {report.fixed} would be fixed, {len(report.remaining)} remaining "
                   f"({len(report.changed)} file{'s' * (len(report.changed) != 1)} would change)", file=sys.stderr)
@@ -223,22 +224,22 @@ def _write_baseline(path: Path, result) -> int:
 
     previous = read_baseline(path) if path.is_file() else []
     count = write_baseline(path, result.diagnostics, previous)
-    print(f"sglang-contracts: wrote {count} accepted finding{'s' * (count != 1)} to {path}", file=sys.stderr)
+    print(f"sglang-contracts: wrote {count} accepted finding{'s' * (count != 1)} to {printable(str(path))}", file=sys.stderr)
     return 0
 
 
 def _say_what_was_loaded(result) -> None:
     if result.replayed_files_with_contracts is not None:
         print(f"no input changed since the last run with these options: its findings are replayed "
-              f"(project {result.project.root}: {result.project.scanned} files, "
+              f"(project {printable(str(result.project.root))}: {result.project.scanned} files, "
               f"{result.replayed_files_with_contracts} hold SGLang contracts)", file=sys.stderr)
         return
     for model in (result.old, result.new):
         stats = model.stats
-        print(f"{model.release.label}: {stats.modules} modules loaded ({stats.parsed} parsed, "
+        print(f"{printable(model.release.label)}: {stats.modules} modules loaded ({stats.parsed} parsed, "
               f"{stats.from_cache} from cache)", file=sys.stderr)
     project = result.project
-    print(f"project {project.root}: {project.scanned} files, {len(project.files)} hold SGLang contracts "
+    print(f"project {printable(str(project.root))}: {project.scanned} files, {len(project.files)} hold SGLang contracts "
           f"({project.parsed} parsed)", file=sys.stderr)
     if result.baselined or result.stale_baseline:
         print(f"baseline: {result.baselined} findings accepted, {len(result.stale_baseline)} entries match "
@@ -246,15 +247,13 @@ def _say_what_was_loaded(result) -> None:
 
 
 def _patch_classify(args: argparse.Namespace) -> int:
-    import json
-
+    from sglang_contracts.infra.display import json_text
     from sglang_contracts.patch.classify import classify, read_patch, render_text
 
     classes = classify(read_patch(args.mine), read_patch(args.skeleton))
     with standard_output():
         if args.format == "json":
-            json.dump([c.to_json() for c in classes], sys.stdout, indent=2)
-            sys.stdout.write("\n")
+            sys.stdout.write(json_text([c.to_json() for c in classes]) + "\n")
         else:
             sys.stdout.write(render_text(classes, str(args.mine), str(args.skeleton)))
     return 0
@@ -343,7 +342,7 @@ def _guarded(command: Callable[[], Status]) -> Status | int:
             sys.stdout.flush()
         return status
     except ContractsError as error:
-        print(f"sglang-contracts: error: {error}", file=sys.stderr)
+        print(f"sglang-contracts: error: {printable(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -353,6 +352,6 @@ def _guarded(command: Callable[[], Status]) -> Status | int:
     except Exception as error:  # never a traceback for the user; SGLANG_CONTRACTS_DEBUG=1 shows it
         if os.environ.get("SGLANG_CONTRACTS_DEBUG"):
             raise
-        print(f"sglang-contracts: internal error: {type(error).__name__}: {error} "
+        print(f"sglang-contracts: internal error: {type(error).__name__}: {printable(str(error))} "
               "(set SGLANG_CONTRACTS_DEBUG=1 for details)", file=sys.stderr)
         return 2

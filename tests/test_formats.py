@@ -317,7 +317,7 @@ def test_markdown_clean_bump_and_upstream_delta_section():
 
 
 def test_markdown_message_text_shows_names_as_code_and_escapes_the_rest():
-    from sglang_contracts.reporters.markdown import inline
+    from sglang_contracts.infra.markdown import inline
 
     assert inline("keyword `tp_rank` of sglang.srt.x.f, from .y import * <here> make_stages") == (
         "keyword `tp_rank` of `sglang.srt.x.f`, from .y import \\* \\<here\\> `make_stages`")

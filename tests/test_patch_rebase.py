@@ -170,7 +170,7 @@ def test_the_command_writes_the_patch_and_the_plan(releases, project_patch: str,
                     "## Dropped: already upstream (1)", "## Ported to moved files (1)", "## Conflicts left (1)",
                     "## What only a GPU run can verify"):
         assert heading in plan
-    assert "python/sglang/srt/io_utils.py -> python/sglang/srt/utils/io.py" in plan
+    assert "`python/sglang/srt/io_utils.py` -> `python/sglang/srt/utils/io.py`" in plan
 
 
 def test_a_clean_rebase_exits_zero(releases, tmp_path: Path, capsys) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 # that a replay (and the editor's first answer) does not pay for importing every rule.
 from sglang_contracts.diagnostics import baseline as baselines
 from sglang_contracts.check import replay
+from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_root, tag_cache_folders,
                                           unwritable_reason, warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
@@ -239,8 +240,8 @@ def _read_pin(root: Path) -> tuple[ProjectPin | None, str]:
     except Exception as error:  # noqa: BLE001 - the boundary of the pin reader
         if debugging():
             raise
-        print(f"sglang-contracts: warning: the SGLang pin could not be read: {type(error).__name__}: {error}",
-              file=sys.stderr)
+        print(f"sglang-contracts: warning: the SGLang pin could not be read: {type(error).__name__}: "
+              f"{printable(str(error))}", file=sys.stderr)
         return None, f"{type(error).__name__}: {error}"
 
 

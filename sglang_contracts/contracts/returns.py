@@ -24,6 +24,7 @@ from sglang_contracts.contracts.base import CheckContext, contract
 from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
 from sglang_contracts.contracts.subclasses import overrides
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.project.facts import CallFact, FileFacts
 from sglang_contracts.upstream.model import Member
 
@@ -185,7 +186,7 @@ def override_returns_old_shape(ctx: CheckContext) -> Iterator[Diagnostic]:
         if unpacking:
             use = f"{unpacking[0]} unpacks it into {now} names"
         elif new_callers or item.new.record.get("annotation"):
-            use = f"it is annotated `{item.new.record.get('annotation', '')}`"
+            use = f"it is annotated {code_span(item.new.record.get('annotation', ''))}"
         else:
             continue
         yield finding("SGC208", item.cls.facts, item.method.position, f"{item.new.owner}.{name}",

@@ -13,6 +13,7 @@ from packaging.version import Version
 
 from sglang_contracts.contracts.base import CheckContext, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.project import images
 from sglang_contracts.project.images import may_name_release, script_mentions
 from sglang_contracts.project.installs import installed_requirements
@@ -211,7 +212,7 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
         spec = requirement[1]
         if edits.exact_pin(spec.text) is None:
             document.note(diagnostic.line, diagnostic.col, "SGC702",
-                          f"`{spec.text}` is a range: choose the bound that admits {new} by hand")
+                          f"{code_span(spec.text)} is a range: choose the bound that admits {new} by hand")
             return False
         return document.replace(diagnostic.line, spec.start, spec.end, f"=={new}")
     number = edits.version_at(line, start)
@@ -386,4 +387,4 @@ def python_no_longer_supported(ctx: CheckContext) -> Iterator[Diagnostic]:
     if dropped:
         yield finding_at("SGC708", "pyproject.toml", declared.line, declared.col, "requires-python",
                          declared=declared.spelled, pythons=_spans(dropped), now=str(now),
-                         was=f"`{was}`" if was is not None else "no bound", old=ctx.old_version, new=ctx.new_version)
+                         was=code_span(str(was)) if was is not None else "no bound", old=ctx.old_version, new=ctx.new_version)

@@ -6,6 +6,7 @@ and examples; check functions in `contracts/` only produce the template's fields
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -14,11 +15,13 @@ from typing import Any
 
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.tomltext import parse_toml
+from sglang_contracts.infra.markdown import code_span
 
 SEVERITIES = {"error", "warning"}
 # ruff's split: a safe fix is certain from the new release; an unsafe one is a judgement a
 # maintainer should read, applied only with --unsafe-fixes.
 FIX_SAFETIES = {"safe", "unsafe"}
+QUOTED_FIELD = re.compile(r"`\{(\w+)\}`")  # a field a message template shows as code
 
 
 @dataclass(frozen=True)
@@ -105,8 +108,11 @@ class Rule:
     fix_examples: tuple[FixExample, ...] = ()
 
     def render(self, fields: dict[str, Any], *, unresolved: bool = False) -> str:
+        """The message; a field the template shows as code (`` `{written}` ``) fenced as its
+        own backticks need (a Dockerfile value may hold some)."""
         template = self.unresolved_message if unresolved and self.unresolved_message else self.message
-        return template.format(**fields)
+        return "".join(code_span(str(fields[piece])) if index % 2 else piece.format(**fields)
+                       for index, piece in enumerate(QUOTED_FIELD.split(template)))  # text, field, text, ...
 
 
 def catalog_dir() -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import libcst
 
+from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, MAX_TEXT_BYTES, Unreadable, read_limited
 
 
@@ -92,7 +93,7 @@ class Document:
         return True
 
     def note(self, line: int, col: int, code: str, why: str) -> None:
-        self.notes.append(f"{self.relpath}:{line}:{col}: {code} not fixed: {why}")
+        self.notes.append(f"{printable_path(self.relpath)}:{line}:{col}: {code} not fixed: {why}")
 
     def encoded(self) -> bytes:
         return self._text.encode(self.encoding)

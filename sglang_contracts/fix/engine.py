@@ -14,7 +14,7 @@ from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.fix.document import Document, NotRewritable, read_only, write_atomically
 from sglang_contracts.fix.python import ensure_import
-from sglang_contracts.infra.files import printable_path
+from sglang_contracts.infra.display import printable, printable_path
 from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
 
 # Applying fixes can uncover more (a moved import that now resolves exposes its calls); ruff
@@ -116,8 +116,9 @@ def apply_fixes(result: CheckResult, unsafe: bool,
 def unified_diff(document: Document) -> str:
     before = document.original.decode(document.encoding).splitlines(keepends=True)
     after = document.text.splitlines(keepends=True)
-    name = printable_path(document.relpath)
-    lines = difflib.unified_diff(before, after, fromfile=f"a/{name}", tofile=f"b/{name}")
+    # The headers' names shown printable, but never under ./ (git apply refuses a/./name).
+    lines = difflib.unified_diff(before, after, fromfile=printable(f"a/{document.relpath}"),
+                                 tofile=printable(f"b/{document.relpath}"))
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sglang_contracts.infra.files import why_unwritable
+from sglang_contracts.infra.errors import shown
+from sglang_contracts.infra.display import printable
 
 # Bump when the shape of any cached record changes: old entries are then ignored.
 SCHEMA_VERSION = 2
@@ -142,7 +144,7 @@ def warn_unwritable_once(cache: Path, message: str) -> None:
         if cache in _WARNED:
             return
         _WARNED.add(cache)
-    print(f"sglang-contracts: warning: {message}", file=sys.stderr, flush=True)
+    print(f"sglang-contracts: warning: {printable(message)}", file=sys.stderr, flush=True)
 
 
 def unwritable_reason(folder: Path) -> str | None:

@@ -140,16 +140,3 @@ def read_text_limited(path: Path | str, limit: int = MAX_TEXT_BYTES) -> str:
     pyproject must not cost the whole file)."""
     return read_limited(path, limit).decode("utf-8", "replace")
 
-
-def printable_path(path: str) -> str:
-    """A path as one printable line: a newline or another control character in a file name
-    would split a finding over two lines; bytes that are not UTF-8 show as \\xNN."""
-    out = []
-    for char in path:
-        if 0xDC80 <= ord(char) <= 0xDCFF:  # a byte os.fsdecode could not decode
-            out.append(f"\\x{ord(char) - 0xDC00:02x}")
-        elif char.isprintable() or char == " ":
-            out.append(char)
-        else:
-            out.append(char.encode("unicode_escape").decode("ascii"))
-    return "".join(out)

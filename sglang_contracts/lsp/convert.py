@@ -9,6 +9,7 @@ from lsprotocol import types
 from sglang_contracts.diagnostics.catalog import explanation, rule
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.errors import ContractsError
+from sglang_contracts.infra.markdown import code_block, inline
 
 SOURCE = "sglang-contracts"
 SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
@@ -49,15 +50,16 @@ def _reference(code: str) -> str | None:
 
 
 def hover_text(findings: list[types.Diagnostic]) -> str:
-    """Markdown: each finding's message, then its rule's explanation (`sglang-contracts explain`)."""
+    """Markdown: each finding's message (project text: shown as the markdown report shows it),
+    then its rule's explanation (`sglang-contracts explain`)."""
     parts = []
     for code in dict.fromkeys(str(d.code) for d in findings):
-        messages = "\n".join(f"- {d.message}" for d in findings if str(d.code) == code)
+        messages = "\n".join(f"- {inline(d.message)}" for d in findings if str(d.code) == code)
         try:
             text = explanation(code)
         except ContractsError:
             text = ""
-        parts.append(f"**{code}**\n\n{messages}\n\n```text\n{text}\n```")
+        parts.append(f"**{code}**\n\n{messages}\n\n{code_block(text, 'text')}")
     return "\n\n---\n\n".join(parts)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sglang_contracts.infra.display import printable, printable_path
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_limited
 from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch
@@ -176,19 +177,21 @@ def read_patch(path: Path) -> PatchFile:
 def render_text(classes: list[FileClass], mine: str, skeleton: str) -> str:
     """One line per file, and for a shared file one per hunk: `MINE:LINE: verdict  @@ ... @@`,
     a matched or modified hunk followed by the skeleton's (`SKELETON:LINE`). The patches are
-    named by the paths given, so two files both called `sglang.patch` read apart."""
+    named by the paths given, so two files both called `sglang.patch` read apart. Paths and
+    headers come from the patches: shown printable."""
+    mine, skeleton = printable_path(mine), printable_path(skeleton)
     words = {SAME: "the same change", "shared-with-extra": "extra changes on a shared file",
              "shared-partial": f"some of {skeleton}'s hunks are missing", ONLY_MINE: f"only in {mine}",
              "only-skeleton": f"only in {skeleton}"}
     out = []
     for file in classes:
-        moved = f" (moved from {file.moved_from} in {skeleton})" if file.moved_from else ""
-        out.append(f"{file.path}{moved}: {words[file.verdict]} ({len(file.hunks or file.dropped)} hunks)")
+        moved = f" (moved from {printable_path(file.moved_from)} in {skeleton})" if file.moved_from else ""
+        out.append(f"{printable_path(file.path)}{moved}: {words[file.verdict]} ({len(file.hunks or file.dropped)} hunks)")
         if file.verdict in ("shared-with-extra", "shared-partial") or (file.moved_from and file.verdict == SAME):
             for h in file.hunks:
-                out.append(f"  {mine}:{h.line}: {h.verdict}  {h.header}")
+                out.append(f"  {mine}:{h.line}: {h.verdict}  {printable(h.header)}")
                 if h.partner is not None and h.verdict != SAME:
                     out.append(f"    {skeleton}:{h.partner.line}: {'was' if h.verdict == MODIFIED else 'skeleton'}"
-                               f"  {h.partner.header}")
-            out += [f"  {skeleton}:{h.line}: {h.verdict}  {h.header}" for h in file.dropped]
+                               f"  {printable(h.partner.header)}")
+            out += [f"  {skeleton}:{h.line}: {h.verdict}  {printable(h.header)}" for h in file.dropped]
     return "".join(line + "\n" for line in out)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, split_lines
 
 APPLIES = "applies"
@@ -115,7 +116,7 @@ def what_changed(image_text: str, hunk: Hunk) -> str:
     for line in hunk.preimage:
         if line not in present and line.strip():
             kind = "removed" if line in hunk.removed else "context"
-            return f"{kind} line `{line.strip()}` is no longer in the file"
+            return f"{kind} line {code_span(line.strip())} is no longer in the file"
     return "its lines are still there but no longer together"
 
 

@@ -22,11 +22,14 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from sglang_contracts.patch.gitapply import Image, what_changed
 from sglang_contracts.patch.release import find_moved, outside_package_reason, release_relpath, tree_reader
 from sglang_contracts.infra.errors import UsageError
-from sglang_contracts.infra.files import printable_path, read_limited
+from sglang_contracts.infra.display import patch_for, printable, printable_lines, printable_path
+from sglang_contracts.infra.files import read_limited
+from sglang_contracts.infra.markdown import code, code_block, inline, plain
 from sglang_contracts.infra.output import standard_output, write_file, writing
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
 from sglang_contracts.patch.classify import change_of, read_patch
@@ -485,17 +488,19 @@ def write_tree(folder: Path, rebase: Rebase, rebaser: _Rebaser) -> None:
 
 # -- reports ---------------------------------------------------------------------------------
 
-def where(outcome: Outcome) -> str:
-    header = outcome.hunk.header.split(" @@")[0] + " @@" if outcome.hunk is not None else "the file patch"
-    return f"hunk #{outcome.number} of {outcome.file.path} ({header})"
+def where(outcome: Outcome, shown: Callable[[str], str] = str) -> str:
+    """`shown`: how the patch's path and header are shown (the plan shows them as code)."""
+    header = shown(outcome.hunk.header.split(" @@")[0] + " @@") if outcome.hunk is not None else "the file patch"
+    return f"hunk #{outcome.number} of {shown(outcome.file.path)} ({header})"
 
 
 def outcome_line(patch_name: str, outcome: Outcome) -> str:
+    """One printable line; `patch_name` as printable_path shows it (the line starts with it)."""
     line = outcome.hunk.line if outcome.hunk is not None else outcome.file.line
     moved = f", moved to {outcome.path}" if outcome.moved else ""
     label = f" [{outcome.label}]" if outcome.label else ""
     detail = f": {outcome.detail}" if outcome.detail else ""
-    return f"{patch_name}:{line}: {outcome.verdict}{label} {where(outcome)}{moved}{detail}"
+    return printable(f"{patch_name}:{line}: {outcome.verdict}{label} {where(outcome)}{moved}{detail}")
 
 
 def summary(rebase: Rebase) -> str:
@@ -504,47 +509,51 @@ def summary(rebase: Rebase) -> str:
 
 
 def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, skeleton_name: str | None) -> str:
-    """The upgrade decision log, in markdown."""
-    out = [f"# Rebase of {patch_name}: sglang {old.short} -> {new.short}", ""]
+    """The upgrade decision log, in markdown: the patch's paths, headers and lines shown as code,
+    the other text it brings (a verification's error, a line gone) as prose (infra/markdown)."""
+    old_short, new_short = plain(old.short), plain(new.short)
+    out = [f"# Rebase of {code(patch_name)}: sglang {old_short} -> {new_short}", ""]
     if skeleton_name:
-        out += [f"Skeleton: {skeleton_name} (class A: the skeleton's hunk; B: the project's extra change on a "
+        out += [f"Skeleton: {code(skeleton_name)} (class A: the skeleton's hunk; B: the project's extra change on a "
                 "file both patch; C: a file only the project patches).", ""]
-    out += [f"- {summary(rebase)}", f"- verification: {rebase.verification}", ""]
+    out += [f"- {plain(summary(rebase))}", f"- verification: {inline(rebase.verification)}", ""]
+    hunk = lambda o: where(o, code)  # noqa: E731
+    at = lambda o: f"at {code(f'{o.path}:{o.at}')}"  # noqa: E731
 
-    def section(title: str, outcomes: list[Outcome], explain=lambda o: o.detail) -> None:
+    def section(title: str, outcomes: list[Outcome], explain=lambda o: inline(o.detail)) -> None:
         out.extend([f"## {title} ({len(outcomes)})", ""])
         for o in outcomes:
             label = f" [{o.label}]" if o.label else ""
             why = explain(o)
-            out.append(f"- {where(o)}{label}" + (f": {why}" if why else ""))
+            out.append(f"- {hunk(o)}{label}" + (f": {why}" if why else ""))
         out.append("")
 
     by = lambda *verdicts: [o for o in rebase.outcomes if o.verdict in verdicts]  # noqa: E731
-    section("Kept as they were", by(CARRIED), lambda o: f"at {o.path}:{o.at}" + (f" ({o.detail})" if o.detail else ""))
+    section("Kept as they were", by(CARRIED), lambda o: at(o) + (f" ({inline(o.detail)})" if o.detail else ""))
     if skeleton_name:
-        section("Taken from the skeleton", by(SKELETON), lambda o: f"at {o.path}:{o.at}")
-    section("Merged three ways (git merge-file)", by(MERGED), lambda o: f"at {o.path}:{o.at}")
+        section("Taken from the skeleton", by(SKELETON), at)
+    section("Merged three ways (git merge-file)", by(MERGED), at)
     section("Dropped: already upstream", by(DROPPED))
     section("Ported to moved files", [o for o in rebase.outcomes if o.moved],
-            lambda o: f"{o.file.path} -> {o.path} ({o.verdict})")
+            lambda o: f"{code(o.file.path)} -> {code(o.path or '')} ({o.verdict})")
     out.extend([f"## Conflicts left ({len(by(*LEFT))})", ""])
     for o in by(*LEFT):
-        out.append(f"### {where(o)}: {o.verdict}\n\n{o.detail}\n")
+        out.append(f"### {hunk(o)}: {o.verdict}\n\n{inline(o.detail)}\n")
         if o.conflict is not None:
-            for title, text in zip((f"sglang {old.short}", "patched", f"sglang {new.short}"), o.conflict):
-                shown_text = text.rstrip("\n") if text.strip() else "(nothing here: the other two add lines at this place)"
-                out += [f"{title}:", "", "```", shown_text, "```", ""]
+            for title, text in zip((f"sglang {old_short}", "patched", f"sglang {new_short}"), o.conflict):
+                block = code_block(text.rstrip("\n")) if text.strip() else "(nothing here: the other two add lines at this place)"
+                out += [f"{title}:", "", block, ""]
     section("Not checked (carried as they were)", by(UNCHECKED))
     if rebase.skeleton_left:
         out.extend([f"## Skeleton hunks not taken: the project's patch does not make them ({len(rebase.skeleton_left)})", ""])
-        out += [f"- {path} ({hunk.header.split(' @@')[0]} @@)" for path, hunk in rebase.skeleton_left] + [""]
+        out += [f"- {code(path)} ({code(left.header.split(' @@')[0] + ' @@')})" for path, left in rebase.skeleton_left] + [""]
     out.extend(["## What only a GPU run can verify", ""])
     runtime = by(MERGED) + [o for o in rebase.outcomes if o.moved and o.verdict not in LEFT]
-    out += [f"- {where(o)}: {o.verdict} onto code that changed upstream; does it still do what it did?" for o in runtime]
-    out += [f"- {where(o)}: dropped as already upstream; does upstream's version behave as the patch's did?"
+    out += [f"- {hunk(o)}: {o.verdict} onto code that changed upstream; does it still do what it did?" for o in runtime]
+    out += [f"- {hunk(o)}: dropped as already upstream; does upstream's version behave as the patch's did?"
             for o in by(DROPPED)]
     out.append("- every carried hunk: its text is unchanged, but what the code around it calls may have changed "
-               f"between {old.short} and {new.short}; the project's GPU tests on the patched image are the check")
+               f"between {old_short} and {new_short}; the project's GPU tests on the patched image are the check")
     return "\n".join(out) + "\n"
 
 
@@ -579,22 +588,24 @@ def patch_rebase(args) -> int:
             print(outcome_line(name, outcome), file=sys.stderr)
         if outcome.conflict is not None and not args.plan:  # the plan holds them otherwise
             for title, part in zip((f"sglang {old.short}", "patched", f"sglang {new.short}"), outcome.conflict):
-                print(f"  {title}:\n" + "".join(f"    {line}\n" for line in part.splitlines()), end="", file=sys.stderr)
-    print(f"{name}: sglang {old.short} -> {new.short}: {summary(rebase)}", file=sys.stderr)
+                print(f"  {printable(title)}:\n" + "".join(f"    {line}\n" for line in printable_lines(part)), end="",
+                      file=sys.stderr)
+    print(printable(f"{name}: sglang {old.short} -> {new.short}: {summary(rebase)}"), file=sys.stderr)
     if args.plan:
         _write(args.plan, render_plan(rebase, name, old, new, args.skeleton and printable_path(str(args.skeleton))))
     if not rebase.verified:
-        print(f"{name}: not written: {rebase.verification}", file=sys.stderr)
+        print(printable(f"{name}: not written: {rebase.verification}"), file=sys.stderr)
         return 1
     if args.output:
         _write(args.output, rebase.patch_text)
     else:
         with standard_output():
-            sys.stdout.write(rebase.patch_text)
+            sys.stdout.write(patch_for(sys.stdout, rebase.patch_text))
     left = sum(o.verdict in LEFT for o in rebase.outcomes)
     unchecked = rebase.count(UNCHECKED)
-    print(f"{name}: verified: {rebase.verification}" + (f"; {left} hunk{' is' if left == 1 else 's are'} not in it" if left else "")
-          + (f"; {unchecked} were carried unchecked" if unchecked else ""), file=sys.stderr)
+    print(printable(f"{name}: verified: {rebase.verification}"
+                    + (f"; {left} hunk{' is' if left == 1 else 's are'} not in it" if left else "")
+                    + (f"; {unchecked} were carried unchecked" if unchecked else "")), file=sys.stderr)
     if args.tree and left:
-        print(f"{name}: resolve the conflicts in {args.tree} (git diff there is the patch)", file=sys.stderr)
+        print(printable(f"{name}: resolve the conflicts in {args.tree} (git diff there is the patch)"), file=sys.stderr)
     return 0 if rebase.complete else 1

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from sglang_contracts.infra.boundary import read_project_text
+from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.infra.pysource import parse_shared
 from sglang_contracts.project.index import names_sglang, walk_project
 from sglang_contracts.project.positions import SourcePositions
@@ -137,9 +138,9 @@ def dockerfile_pins(relpath: str, text: str) -> list[ImagePin]:
         repository = match.group("repo")
         note = None
         if repository not in STOCK_REPOSITORIES:
-            note = f"{relpath} starts from the image `{repository}`, not a stock SGLang build"
+            note = f"{relpath} starts from the image {code_span(repository)}, not a stock SGLang build"
         elif branch is not None:
-            note = (f"{relpath} installs SGLang from the branch `{branch[2]}` ({branch[1]}, line {branch[0]}), "
+            note = (f"{relpath} installs SGLang from the branch {code_span(branch[2])} ({branch[1]}, line {branch[0]}), "
                     "not a stock release")
         where_written = origin[1] if origin[1].startswith("FROM") else f"{origin[1]} ({written})"
         found.append(ImagePin(str(version), relpath, origin[0], where_written, repository, note))

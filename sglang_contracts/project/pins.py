@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.project.images import ImagePin, image_pins, is_main_dockerfile, may_be_build_script
 from sglang_contracts.project.stack import declared_requirements
 from sglang_contracts.requirements import exact_version, normalized
@@ -34,7 +35,7 @@ class ProjectPin:
         stands in for a fork (moot when the releases are refs of a clone)."""
         found = []
         if defaulted and self.reason:
-            found.append(f"--old {self.version} from {self.where}:{self.line} (`{self.written}`): {self.reason}")
+            found.append(f"--old {self.version} from {self.where}:{self.line} ({code_span(self.written)}): {self.reason}")
         if self.fork_note and not from_clone:
             found.append(f"{self.fork_note}; the stock release {self.version} stands in for the fork. To check "
                          "against the fork itself: --sglang-repo CLONE --old REF --new REF (refs of the fork's clone)")

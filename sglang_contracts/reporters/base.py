@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sglang_contracts.diagnostics import Diagnostic
-from sglang_contracts.infra.files import printable_path
+from sglang_contracts.infra.display import printable_path
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckResult
@@ -35,12 +35,14 @@ def repository_root(root: Path) -> Path:
 
 
 def repository_path(result: "CheckResult", d: Diagnostic) -> str:
+    """The finding's path relative to the repository root, as the file is named (a newline, a
+    byte that is not UTF-8 and all): each format that locates it encodes it its own way."""
     root = result.project.root
     absolute = root / d.path
     try:
-        return printable_path(absolute.relative_to(repository_root(root)).as_posix())
+        return absolute.relative_to(repository_root(root)).as_posix()
     except ValueError:
-        return printable_path(d.path)
+        return d.path
 
 
 def plural(count: int, noun: str) -> str:

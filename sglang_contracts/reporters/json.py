@@ -4,9 +4,9 @@ fingerprint."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, TextIO
 
+from sglang_contracts.infra.display import json_text
 from sglang_contracts.reporters.base import display_path
 
 if TYPE_CHECKING:
@@ -21,5 +21,4 @@ def write_json(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
     document: object = records
     if result.upstream_delta is not None:
         document = {"diagnostics": records, "upstream_delta": result.upstream_delta.to_json()}
-    json.dump(document, out, indent=2)
-    out.write("\n")
+    out.write(json_text(document) + "\n")

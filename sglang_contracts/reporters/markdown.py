@@ -7,33 +7,18 @@ upstream delta where one was computed, and a checklist of what a static check ca
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from itertools import groupby
 from typing import TYPE_CHECKING, TextIO
 
 from sglang_contracts.diagnostics.catalog import surface_for, surface_order
 from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.infra.display import printable_path
+from sglang_contracts.infra.markdown import cell, code, inline, plain
 from sglang_contracts.reporters.base import SEVERITY_ORDER, plural, repository_path
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckResult
-
-# Dotted names and snake_case identifiers: shown as code.
-NAME = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b[A-Za-z]\w*_\w+\b")
-CODE_OR_NAME = re.compile(r"`[^`\n]+`|" + NAME.pattern)
-SPECIAL = re.compile(r"([\\`*\[\]<>|#])")  # `_` inside words is literal in GitHub markdown
-
-
-def inline(text: str) -> str:
-    """Message text as markdown: code spans kept, names as code, everything else escaped."""
-    pieces, last = [], 0
-    for match in CODE_OR_NAME.finditer(text):
-        pieces.append(SPECIAL.sub(r"\\\1", text[last:match.start()]))
-        pieces.append(match.group() if match.group().startswith("`") else f"`{match.group()}`")
-        last = match.end()
-    pieces.append(SPECIAL.sub(r"\\\1", text[last:]))
-    return "".join(pieces)
 
 
 def _severity_counts(diagnostics: list[Diagnostic]) -> str:
@@ -44,12 +29,12 @@ def _severity_counts(diagnostics: list[Diagnostic]) -> str:
 
 def _pins(result: "CheckResult") -> list[str]:
     old, new = result.old.release, result.new.release
-    where = f" (`{result.pin.where}`)" if result.pin else ""
+    where = f" ({code(result.pin.where)})" if result.pin else ""
     pinned = result.pin.version if result.pin else old.short
     rows = ["| pin | now | after the bump |", "|---|---|---|",
-            f"| `sglang`{where} | `{pinned}` | `{new.short}` |"]
+            f"| `sglang`{cell(where)} | {cell(code(pinned))} | {cell(code(new.short))} |"]
     if result.pin and result.pin.version != old.short:
-        rows.append(f"\nChecked from {inline(old.label)} (not the pinned {result.pin.version}) to {inline(new.label)}.")
+        rows.append(f"\nChecked from {inline(old.label)} (not the pinned {plain(result.pin.version)}) to {inline(new.label)}.")
     rows += [f"\n> **Note:** {inline(note)}" for note in result.notes]
     return rows
 
@@ -60,11 +45,11 @@ def _group_key(d: Diagnostic) -> tuple:
 
 def _surface_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic]) -> list[str]:
     lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
-    for (_, code, message), group in groupby(sorted(diagnostics, key=_group_key), key=_group_key):
+    for (_, rule_code, message), group in groupby(sorted(diagnostics, key=_group_key), key=_group_key):
         sites = list(group)
-        places = ", ".join(f"`{repository_path(result, d)}:{d.line}`" for d in sites)
+        places = ", ".join(code(f"{printable_path(repository_path(result, d))}:{d.line}") for d in sites)
         severity = sites[0].severity
-        lines.append(f"- **{severity}** {code}: {inline(message)}  \n  {places}")
+        lines.append(f"- **{severity}** {rule_code}: {inline(message)}  \n  {places}")
     return lines + [""]
 
 
@@ -77,31 +62,33 @@ def upstream_delta_section(result: "CheckResult") -> list[str]:
     delta = result.upstream_delta
     if delta is None:
         return []
-    span = f"`{delta.old_ref}..{delta.new_ref}`"
+    span = code(f"{delta.old_ref}..{delta.new_ref}")
     lines = ["### Upstream delta", ""]
     if delta.commits:
         lines += [f"{len(delta.commits)} first-parent commits in {span} touch the upstream files behind "
                   "the project's contracts:", ""]
         for commit in delta.commits[:MAX_DELTA_COMMITS]:
-            files = ", ".join(f"`{name}`" for name in commit.files[:4]) + (" …" if len(commit.files) > 4 else "")
-            lines.append(f"- `{commit.sha[:10]}` {inline(commit.summary)} ({commit.author}, {commit.date[:10]}): {files}")
+            files = ", ".join(code(name) for name in commit.files[:4]) + (" …" if len(commit.files) > 4 else "")
+            lines.append(f"- {code(commit.sha[:10])} {inline(commit.summary)} ({plain(commit.author)}, "
+                         f"{plain(commit.date[:10])}): {files}")
         if len(delta.commits) > MAX_DELTA_COMMITS:
             lines.append(f"- … and {len(delta.commits) - MAX_DELTA_COMMITS} more: "
-                         f"`git log --first-parent {delta.old_ref}..{delta.new_ref}`")
+                         + code(f"git log --first-parent {delta.old_ref}..{delta.new_ref}"))
     else:
         lines.append(f"No first-parent commit in {span} touches the upstream files behind the project's contracts.")
     if delta.must_read:
         lines += ["", "Read these in full, whatever the log says (they changed):", ""]
-        lines += [f"- [ ] `{item.path}`: +{item.added} −{item.removed} in {item.files} files" for item in delta.must_read]
+        lines += [f"- [ ] {code(item.path)}: +{item.added} −{item.removed} in {item.files} files" for item in delta.must_read]
     return lines + [""]
 
 
 def _checklist(result: "CheckResult") -> list[str]:
-    old, new = result.old.release.short, result.new.release.short
-    where = f" in `{result.pin.where}`" if result.pin else ""
+    old, new = plain(result.old.release.short), plain(result.new.release.short)
+    where = f" in {code(result.pin.where)}" if result.pin else ""
     counts = Counter(d.severity for d in result.diagnostics)
     image = result.pin is not None and not result.pin.written.lower().startswith("sglang")
-    target = f"the SGLang image (`{result.pin.written}`) to {new}" if image else f"Pin `sglang=={new}`"
+    target = (f"the SGLang image ({code(result.pin.written)}) to {new}" if image
+              else f"Pin {code('sglang==' + result.new.release.short)}")
     items = [f"{'Move ' if image else ''}{target}{where}, and move the pins that mirror SGLang's stack with it"]
     if counts["error"]:
         items.append("Fix every error above, or accept it in the baseline with a written justification")
@@ -118,7 +105,8 @@ def _checklist(result: "CheckResult") -> list[str]:
 
 
 def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
-    old, new = result.old.release.short, result.new.release.short
+    """Every value of the project or the releases shown as code or as prose (infra/markdown)."""
+    old, new = plain(result.old.release.short), plain(result.new.release.short)
     diagnostics = result.diagnostics
     lines = [f"## SGLang contracts: {old} → {new}", "", *_pins(result), ""]
     if diagnostics:

@@ -7,11 +7,12 @@ finding's line-independent fingerprint so code scanning tracks it across commits
 
 from __future__ import annotations
 
-import json
+import os
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
 from sglang_contracts import __version__
+from sglang_contracts.infra.display import json_text
 from sglang_contracts.diagnostics.catalog import Rule, load_catalog, surface_for
 from sglang_contracts.reporters.base import repository_path, repository_root
 
@@ -41,6 +42,13 @@ def _rule_descriptor(code: str, rule: Rule | None) -> dict[str, Any]:
     return descriptor
 
 
+def artifact_uri(path: str) -> str:
+    """A relative path as a URI reference (RFC 3986) to the file's bytes: every byte but the
+    unreserved characters and `/` percent-encoded, a newline, a `:` (which a first segment may
+    not hold) and a byte that is not UTF-8 (os.fsdecode's surrogate) included."""
+    return quote(os.fsencode(path), safe="/")
+
+
 def build_sarif(result: "CheckResult") -> dict[str, Any]:
     catalog = load_catalog()
     codes = sorted(set(catalog) | {d.code for d in result.diagnostics})
@@ -56,7 +64,7 @@ def build_sarif(result: "CheckResult") -> dict[str, Any]:
             "level": LEVELS.get(d.severity, "error"),
             "message": {"text": d.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": quote(repository_path(result, d)), "uriBaseId": "%SRCROOT%"},
+                "artifactLocation": {"uri": artifact_uri(repository_path(result, d)), "uriBaseId": "%SRCROOT%"},
                 "region": region,
             }}],
             "partialFingerprints": {FINGERPRINT_KEY: d.fingerprint},
@@ -84,5 +92,4 @@ def build_sarif(result: "CheckResult") -> dict[str, Any]:
 
 
 def write_sarif(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
-    json.dump(build_sarif(result), out, indent=2)
-    out.write("\n")
+    out.write(json_text(build_sarif(result)) + "\n")

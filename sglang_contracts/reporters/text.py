@@ -11,6 +11,7 @@ import os
 from typing import TYPE_CHECKING, TextIO
 
 from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.infra.display import printable, printable_path
 from sglang_contracts.reporters.base import display_path, summary_line
 
 if TYPE_CHECKING:
@@ -21,14 +22,16 @@ BOLD, DIM, RESET = "\033[1m", "\033[2m", "\033[0m"
 
 
 def format_line(diagnostic: Diagnostic, path: str | None = None, colour: bool = False) -> str:
-    path = diagnostic.path if path is None else path
+    """`path`: as display_path shows it (else the project-relative path, shown printable)."""
+    path = printable_path(diagnostic.path) if path is None else path
+    message = printable(diagnostic.message)
     severity = "" if diagnostic.severity == "error" else f"{diagnostic.severity}: "
     if not colour:
-        return f"{path}:{diagnostic.line}:{diagnostic.col}: {diagnostic.code} {severity}{diagnostic.message}"
+        return f"{path}:{diagnostic.line}:{diagnostic.col}: {diagnostic.code} {severity}{message}"
     tint = COLOURS.get(diagnostic.severity, BOLD)
     severity = f"{tint}{severity}{RESET}" if severity else ""
     return (f"{BOLD}{path}{RESET}{DIM}:{diagnostic.line}:{diagnostic.col}:{RESET} "
-            f"{tint}{diagnostic.code}{RESET} {severity}{diagnostic.message}")
+            f"{tint}{diagnostic.code}{RESET} {severity}{message}")
 
 
 def write_text(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
@@ -41,7 +44,7 @@ def write_text(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
         if result.diagnostics:
             line = summary_line(result.diagnostics)
         else:
-            line = f"no broken contracts (sglang {result.old.release.short} -> {result.new.release.short})"
+            line = printable(f"no broken contracts (sglang {result.old.release.short} -> {result.new.release.short})")
         if result.baselined:
             line += f" ({result.baselined} more accepted by the baseline)"
         out.write((f"{BOLD}{line}{RESET}" if colour else line) + "\n")

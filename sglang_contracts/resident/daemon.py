@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sglang_contracts.infra.files import printable_path
+from sglang_contracts.infra.display import printable, printable_path
 from sglang_contracts.resident.client import (
     BUSY, PACKAGE_DIR, STALE, ask, daemon_key, make_private_folder, not_private_reason, same_user, socket_path,
 )
@@ -91,14 +91,14 @@ def _start(argv: list[str], path: Path, root: str) -> int:
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            print(f"sglang-contracts: error: the daemon exited ({process.returncode}); see {log}", file=sys.stderr)
+            print(f"sglang-contracts: error: the daemon exited ({process.returncode}); see {printable(str(log))}", file=sys.stderr)
             return 2
         answer = status_answer(ask(path, {"status": True}, timeout=5.0))
         if answer is not None:
             print(f"sglang-contracts: daemon {answer['pid']} started for {root}")
             return 0
         time.sleep(0.1)
-    print(f"sglang-contracts: error: the daemon did not answer in {START_TIMEOUT:.0f} s; see {log}", file=sys.stderr)
+    print(f"sglang-contracts: error: the daemon did not answer in {START_TIMEOUT:.0f} s; see {printable(str(log))}", file=sys.stderr)
     return 2
 
 
