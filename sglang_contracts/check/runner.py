@@ -118,9 +118,9 @@ class Fresh:
         below the root by path, size and time (replay.listing), when the run took them."""
         return _read_pin(root)
 
-    def read_python(self, path: Path) -> tuple[str, str]:
+    def read_python(self, path: Path, root: Path | None = None) -> tuple[str, str]:
         """(digest, text) of a project Python file (project/index.py)."""
-        return read_python(path)
+        return read_python(path, root)
 
     def moved(self) -> Callable[[str, str], bool] | None:
         """Which edited files changed only where their code sits (incremental.moved_only), for

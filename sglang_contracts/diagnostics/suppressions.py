@@ -32,7 +32,7 @@ class ProjectText:
     def lines(self, relpath: str) -> list[str]:
         if relpath not in self._lines:
             try:
-                self._lines[relpath] = read_text_limited(self.root / relpath).splitlines()
+                self._lines[relpath] = read_text_limited(self.root / relpath, within=self.root).splitlines()
             except (Unreadable, ValueError):  # a FIFO, a device, a file too large: no lines
                 self._lines[relpath] = []
         return self._lines[relpath]

@@ -101,7 +101,7 @@ def read_project_text(path: Path, root: Path, limit: int = MAX_TEXT_BYTES, error
     """A project file other than Python (requirements, a Dockerfile, a patch) as text, or None
     when it cannot be read, which is noted for the report (SGC000), never silent."""
     try:
-        return read_limited(path, limit).decode("utf-8", errors)
+        return read_limited(path, limit, within=root).decode("utf-8", errors)
     except Unreadable as unreadable:
         try:
             relpath = path.relative_to(root).as_posix()

@@ -101,9 +101,12 @@ def unsaved_buffer(path: Path | str) -> bytes | None:
     return _UNSAVED.get(os.fspath(path)) if _UNSAVED else None
 
 
-def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES) -> bytes:
+def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES, within: Path | str | None = None,
+                 within_what: str = "the project") -> bytes:
     """The bytes of a regular file (a link is followed to one) of at most `limit` bytes, or of
-    its unsaved editor buffer (`unsaved_buffers`)."""
+    its unsaved editor buffer (`unsaved_buffers`). With `within`, a file that is really outside
+    that folder (a link out, or a link to a folder on its way) is not read: a pull request's
+    `docs/env.md -> /proc/self/environ` would otherwise put the CI's secrets in a finding."""
     if (buffer := unsaved_buffer(path)) is not None:
         if len(buffer) > limit:
             raise Unreadable(f"{describe_size(len(buffer))}, over the {describe_size(limit)} this tool reads")
@@ -113,6 +116,8 @@ def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES) -> bytes:
     except OSError as error:
         raise Unreadable(os_reason(error)) from None
     try:
+        if within is not None and not _opened_within(fd, path, os.fspath(within)):
+            raise Unreadable(f"a link out of {within_what}, not read")
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Unreadable(f"{_kind(info.st_mode)}, not a regular file")
@@ -135,8 +140,20 @@ def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES) -> bytes:
         os.close(fd)
 
 
-def read_text_limited(path: Path | str, limit: int = MAX_TEXT_BYTES) -> str:
+def _opened_within(fd: int, path: Path | str, top: str) -> bool:
+    """Whether the file open as `fd` is below the folder `top`, links resolved: what the kernel
+    opened (/proc/self/fd, one call), not what the name says."""
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:  # no /proc (macOS): the name, resolved
+        real = os.path.realpath(path)
+    if real.startswith(os.path.join(top, "")):
+        return True
+    return real.startswith(os.path.join(os.path.realpath(top), ""))  # a top named through a link
+
+
+def read_text_limited(path: Path | str, limit: int = MAX_TEXT_BYTES, within: Path | str | None = None) -> str:
     """A text file as UTF-8, bytes that do not decode replaced (a latin-1 comment in a
     pyproject must not cost the whole file)."""
-    return read_limited(path, limit).decode("utf-8", "replace")
+    return read_limited(path, limit, within).decode("utf-8", "replace")
 

@@ -351,9 +351,10 @@ def _facts_key(relpath: str, module: str, content: str, packages: tuple[str, ...
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def read_python(path: Path) -> tuple[str, str]:
-    """(SHA-256 of a project Python file's bytes, its text decoded); raises Unreadable."""
-    data = read_limited(path, MAX_PYTHON_BYTES)
+def read_python(path: Path, root: Path | None = None) -> tuple[str, str]:
+    """(SHA-256 of a project Python file's bytes, its text decoded); raises Unreadable, as for a
+    link out of the project `root`."""
+    data = read_limited(path, MAX_PYTHON_BYTES, within=root)
     return hashlib.sha256(data).hexdigest(), pysource.decode_source(data)
 
 
@@ -406,7 +407,7 @@ class IndexMemo:
 
 def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None,
                 excluded: Callable[[str], bool] | None = None,
-                read: Callable[[Path], tuple[str, str]] = read_python, memo: IndexMemo | None = None,
+                read: Callable[[Path, Path], tuple[str, str]] = read_python, memo: IndexMemo | None = None,
                 after_first_round: Callable[[ProjectIndex], None] | None = None) -> ProjectIndex:
     """`read`: how a file is read (read_python; a resident engine's keeps the unchanged ones);
     `memo`: what earlier runs of a resident process derived (IndexMemo); `after_first_round`:
@@ -436,7 +437,7 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
 
 
 def _read_project(index: ProjectIndex, root: Path, paths: list[Path], excluded: Callable[[str], bool] | None,
-                  read: Callable[[Path], tuple[str, str]]) -> dict[str, tuple[str, str]]:
+                  read: Callable[[Path, Path], tuple[str, str]]) -> dict[str, tuple[str, str]]:
     """Every Python file's digest and text into the index; relpath -> (module, content digest)."""
     texts: dict[str, tuple[str, str]] = {}
     below = os.path.join(os.fspath(root), "")
@@ -452,7 +453,7 @@ def _read_project(index: ProjectIndex, root: Path, paths: list[Path], excluded: 
         try:
             # Only the decoded text and a digest are kept: the bytes of a large project's files
             # would otherwise stay in memory all run long.
-            digest, text = read(path)
+            digest, text = read(path, root)
         except Unreadable as unreadable:  # its contracts are lost: said, never silently
             index.problems.append(Problem(relpath, 1, 1, "reading the file", unreadable.reason, internal=False))
             continue
@@ -464,7 +465,7 @@ def _read_project(index: ProjectIndex, root: Path, paths: list[Path], excluded: 
 
 
 def updated_index(previous: ProjectIndex, root: Path, paths: list[Path], cache: JsonCache, workers: int | None,
-                  excluded: Callable[[str], bool] | None, read: Callable[[Path], tuple[str, str]],
+                  excluded: Callable[[str], bool] | None, read: Callable[[Path, Path], tuple[str, str]],
                   memo: IndexMemo) -> ProjectIndex | None:
     """The index build_index would build now, made from `previous` (the last one it built for
     these paths, with nothing a run added to it) when the files that changed since cannot

@@ -269,20 +269,20 @@ class ResidentEngine(Fresh):
     def index_memo(self) -> IndexMemo:
         return self._index_memo
 
-    def read_python(self, path: Path) -> tuple[str, str]:
+    def read_python(self, path: Path, root: Path | None = None) -> tuple[str, str]:
         name = os.fspath(path)
         if unsaved_buffer(name) is not None:
-            return read_python(path)
+            return read_python(path, root)
         try:
             status = os.stat(name)
         except (OSError, ValueError):
-            return read_python(path)  # which says why it cannot be read
+            return read_python(path, root)  # which says why it cannot be read
         stamp = (status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino, status.st_dev)
         self._read.add(name)
         kept = self._files.get(name)
         if kept is not None and kept[0] == stamp:
             return kept[1], kept[2]
-        digest, text = read_python(path)
+        digest, text = read_python(path, root)
         self._files[name] = (stamp, digest, text)
         return digest, text
 

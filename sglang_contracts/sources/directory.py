@@ -49,7 +49,7 @@ class DirectoryTree(ReleaseTree):
             raise Unreadable(os_reason(error)) from None
         if stat.S_ISDIR(info.st_mode):
             return None
-        return read_limited(path, read_limit(relpath))
+        return read_limited(path, read_limit(relpath), within=self.root, within_what="the release")
 
     def list_dir(self, relpath: str) -> list[str] | None:
         if _impossible(self.root / relpath):
@@ -87,7 +87,7 @@ class DirectoryTree(ReleaseTree):
         candidates = [dist_info / "METADATA" for dist_info in sorted(self.root.glob("sglang-*.dist-info"))]
         for path in [*candidates, self.root / "pyproject.toml"]:
             try:
-                return read_limited(path, MAX_TEXT_BYTES).decode("utf-8", "replace")
+                return read_limited(path, MAX_TEXT_BYTES, within=self.root, within_what="the release").decode("utf-8", "replace")
             except Unreadable:
                 continue  # missing, a folder, or unreadable: the version comes from the package then
         return None

@@ -1,0 +1,97 @@
+"""A link out of the project or the release is never read (issue 38, D24): a pull request's
+`docs/env.md -> /proc/self/environ`, or a requirements file linked to one outside, is one SGC000
+saying so, and nothing of what it points to reaches a finding, in any format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sglang_contracts.cli import main
+
+SECRET = "s3cr3t-" + "token"
+
+
+def release(root: Path, version: str, files: dict[str, str]) -> Path:
+    for relpath, text in {"sglang/__init__.py": "from sglang.version import __version__\n",
+                          "sglang/version.py": f'__version__ = "{version}"\n', **files}.items():
+        (root / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (root / relpath).write_text(text)
+    return root
+
+
+@pytest.fixture
+def releases(tmp_path: Path) -> tuple[Path, Path]:
+    old = release(tmp_path / "1.0.0", "1.0.0", {"sglang/srt/a.py": "x = 1\n", "sglang/srt/b.py": "def f(a, b):\n    pass\n"})
+    new = release(tmp_path / "1.0.1", "1.0.1", {"sglang/srt/a.py": "x = 1\n"})
+    outside = tmp_path / "outside.py"  # a file of the machine's, beside the release
+    outside.write_text(f'def f(a):\n    return "{SECRET}"\n')
+    (new / "sglang" / "srt" / "b.py").symlink_to(outside)
+    return old, new
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project whose pull request added links to files of the CI machine outside it."""
+    root = tmp_path / "p"
+    (root / "docs").mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "env.md").write_text(f"TOKEN={SECRET} pip install sglang==1.0.0 lmsysorg/sglang:v1.0.0-{SECRET}\n")
+    (secrets / "requirements.txt").write_text(f"sglang==1.0.0  # {SECRET}\n")
+    (secrets / "Dockerfile").write_text(f"FROM lmsysorg/sglang:v1.0.0-{SECRET}\n")
+    (secrets / "mod.py").write_text(f'from sglang.srt.a import x\nTOKEN = "{SECRET}"\n')
+    (root / "docs" / "env.md").symlink_to(secrets / "env.md")
+    (root / "requirements.txt").symlink_to(secrets / "requirements.txt")
+    (root / "Dockerfile").symlink_to(secrets / "Dockerfile")
+    (root / "linked.py").symlink_to(secrets / "mod.py")
+    (root / "via_folder").symlink_to(secrets, target_is_directory=True)
+    (root / "inside.py").write_text("from sglang.srt.b import f\nf(1, 2)\n")
+    (root / "alias.py").symlink_to(root / "inside.py")  # a link within the project is read
+    return root
+
+
+@pytest.mark.parametrize("form", ["text", "json", "github", "sarif", "markdown"])
+def test_a_link_out_is_one_sgc000_and_never_read(form: str, project: Path, releases, tmp_path: Path, capsys) -> None:
+    old, new = releases
+    status = main(["check", str(project), "--old", str(old), "--new", str(new), "--format", form,
+                   "--cache-dir", str(tmp_path / "cache")])
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert SECRET not in out + err
+    if form != "text":
+        return
+    sgc000 = [line for line in out.splitlines() if " SGC000 " in line]
+    links_out = sorted(line.split(":")[0].removeprefix(str(project) + "/") for line in sgc000
+                       if "a link out of the project" in line)
+    assert links_out == ["Dockerfile", "docs/env.md", "linked.py", "requirements.txt"]
+    release_links = [line for line in sgc000 if "a link out of the release" in line]
+    assert len(release_links) == 2 and all("sglang.srt.b" in line for line in release_links)  # inside.py, alias.py
+
+
+def test_the_sgc000_of_a_link_out_is_in_json_at_its_path(project: Path, releases, tmp_path: Path, capsys) -> None:
+    old, new = releases
+    main(["check", str(project), "--old", str(old), "--new", str(new), "--format", "json",
+          "--cache-dir", str(tmp_path / "cache")])
+    findings = json.loads(capsys.readouterr().out)
+    linked = [f for f in findings if f["code"] == "SGC000" and "a link out of the project" in f["message"]]
+    assert {Path(f["path"]).name for f in linked} == {"Dockerfile", "env.md", "linked.py", "requirements.txt"}
+
+
+def test_the_reader_refuses_what_leads_out_whatever_the_way(tmp_path: Path) -> None:
+    from sglang_contracts.infra.files import Unreadable, read_limited
+
+    root = tmp_path / "p"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "own.txt").write_text("own\n")
+    (root / "environ").symlink_to("/proc/self/environ")
+    (root / "up").symlink_to(tmp_path, target_is_directory=True)
+    (tmp_path / "other.txt").write_text(SECRET)
+    for name in ("environ", "up/other.txt", "up/p/../other.txt"):
+        with pytest.raises(Unreadable, match="a link out of the project"):
+            read_limited(root / name, within=root)
+    assert read_limited(root / "up" / "p" / "sub" / "own.txt", within=root) == b"own\n"  # out and back in
+    assert read_limited(root / "sub" / "own.txt", within=root / "up" / "p") == b"own\n"  # a root named via a link
