@@ -160,7 +160,7 @@ class ContractsServer(LanguageServer):
             if finding.path not in texts:
                 data = buffers.get(os.path.realpath(path))
                 try:
-                    texts[finding.path] = (data or read_limited(path)).decode("utf-8", "replace").splitlines()
+                    texts[finding.path] = (data or read_limited(path, within=root)).decode("utf-8", "replace").splitlines()
                 except Unreadable:
                     texts[finding.path] = []
             lines = texts[finding.path]
