@@ -14,6 +14,12 @@ import pytest
 # The error boundary turns a bug into an SGC001 finding and goes on; the tests want the
 # traceback instead, so that it hides nothing from them (tests of the boundary unset this).
 os.environ.setdefault("SGLANG_CONTRACTS_DEBUG", "1")
+# Real releases and downstream sdists are downloaded into the test session's own cache (in the
+# checkout, or SGLANG_CONTRACTS_TEST_CACHE), never the user's: 400 MB of wheels a suite fetches
+# are not theirs to keep, and a user's cache must not decide what a test sees. pip keeps no copy.
+TEST_CACHE = Path(os.environ.get("SGLANG_CONTRACTS_TEST_CACHE") or Path(__file__).resolve().parent.parent / ".test-cache")
+os.environ["SGLANG_CONTRACTS_CACHE"] = str(TEST_CACHE)
+os.environ["PIP_NO_CACHE_DIR"] = "1"
 
 from sglang_contracts.infra.cache import cache_root  # noqa: E402
 from sglang_contracts.cli import main  # noqa: E402
@@ -44,8 +50,9 @@ def add_settings(pyproject: Path, table: str) -> None:
 
 @pytest.fixture(scope="session")
 def real_cache() -> Path:
-    """The user's sglang-contracts cache: real downloads land here once and are reused offline."""
-    return cache_root()
+    """The test session's cache (TEST_CACHE): real downloads land here once and are reused offline."""
+    assert cache_root() == TEST_CACHE
+    return TEST_CACHE
 
 
 @dataclass
