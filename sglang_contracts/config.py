@@ -8,6 +8,7 @@ over the file (cli.py merges the two).
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -55,17 +56,28 @@ def _strings(value: Any) -> list[str]:
     return value
 
 
-def _globs(value: Any) -> list[str]:
-    """Paths or globs relative to the project's root, each one Path.glob takes (it refuses an
-    absolute one, an empty one and a `**` inside a name with an exception, not an answer)."""
-    patterns = _strings(value)
-    for pattern in patterns:
-        path = PurePath(pattern)
+def _within_project(value: Any) -> list[str]:
+    """Paths relative to the project's root that stay in it: the configuration is the project's
+    (a pull request's) text, and `paths = ["/home"]` or `["../.."]` would make the run read, and
+    `fix` write, outside the project."""
+    paths = _strings(value)
+    for given in paths:
+        path = PurePath(given)
         if path.is_absolute():
-            raise _Invalid(f"{pattern!r} is absolute: give a path or glob relative to the project's root")
-        if not path.parts or "\0" in pattern:
-            raise _Invalid(f"{pattern!r} names no file: give a path or glob relative to the project's root")
-        if any("**" in part and part != "**" for part in path.parts):
+            raise _Invalid(f"{given!r} is absolute: give a path or glob relative to the project's root")
+        if not path.parts or "\0" in given:
+            raise _Invalid(f"{given!r} names no file: give a path or glob relative to the project's root")
+        if ".." in path.parts:
+            raise _Invalid(f"{given!r} leaves the project: give a path or glob within the project's root")
+    return paths
+
+
+def _globs(value: Any) -> list[str]:
+    """Paths or globs within the project (_within_project), each one Path.glob takes (it refuses
+    a `**` inside a name with an exception, not an answer)."""
+    patterns = _within_project(value)
+    for pattern in patterns:
+        if any("**" in part and part != "**" for part in PurePath(pattern).parts):
             raise _Invalid(f"{pattern!r}: `**` can only be a whole path component")
     return patterns
 
@@ -108,7 +120,7 @@ def _code_key(key: str) -> str:
 
 # key -> validator. Kept in one place so the error for an unknown key can suggest a near one.
 KEYS: dict[str, Callable[[Any], Any]] = {
-    "paths": _strings,
+    "paths": _within_project,
     "exclude": _strings,
     "old": _release,
     "new": _release,
@@ -143,7 +155,8 @@ class Config:
 
     def path_value(self, key: str) -> Path | None:
         value = self.values.get(key)
-        return None if value is None else (self.folder / Path(value).expanduser()).resolve()
+        # As named, links not followed: whether it is a link out of the project is judged on that.
+        return None if value is None else Path(os.path.abspath(self.folder / Path(value).expanduser()))
 
     def release_spec(self, key: str) -> str | None:
         """`old`/`new` as written, with a relative directory made relative to the file's folder."""
@@ -180,14 +193,14 @@ def _validate(raw: Any, where: str) -> dict[str, Any]:
     return values
 
 
-def read_config(path: Path, *, required: bool) -> Config:
+def read_config(path: Path, *, required: bool, within: Path | None = None) -> Config:
     """The configuration in `path`: its `[tool.sglang-contracts]` table, or for a file that is
     not a pyproject.toml and has no such table, the whole file. A pyproject.toml without the
     table is no configuration (an error when the file was named with --config)."""
     try:
         # Bytes that are not UTF-8 (a latin-1 comment) are replaced: TOML then judges the
         # text, and a table of ours holding such a byte is reported as invalid there.
-        text = read_text_limited(path)
+        text = read_text_limited(path, within=within)  # the project's own, never a link out of it
     except Unreadable as error:
         raise UsageError(f"{path}: cannot read the configuration ({error.reason})") from None
     try:
@@ -210,7 +223,7 @@ def find_config(root: Path, explicit: Path | None) -> Config:
     if explicit is not None:
         return read_config(explicit, required=True)
     pyproject = root / "pyproject.toml"
-    return read_config(pyproject, required=False) if pyproject.is_file() else Config()
+    return read_config(pyproject, required=False, within=root) if pyproject.is_file() else Config()
 
 
 def with_source(spec: str | None, source: str | None) -> str | None:

@@ -95,3 +95,76 @@ def test_the_reader_refuses_what_leads_out_whatever_the_way(tmp_path: Path) -> N
             read_limited(root / name, within=root)
     assert read_limited(root / "up" / "p" / "sub" / "own.txt", within=root) == b"own\n"  # out and back in
     assert read_limited(root / "sub" / "own.txt", within=root / "up" / "p") == b"own\n"  # a root named via a link
+
+
+def small_releases(tmp_path: Path) -> tuple[Path, Path]:
+    return (release(tmp_path / "r0", "1.0.0", {"sglang/srt/a.py": "x = 1\n"}),
+            release(tmp_path / "r1", "1.0.1", {"sglang/srt/a.py": "y = 1\n"}))
+
+
+def test_a_link_out_named_as_the_path_checked_does_not_move_the_root(tmp_path: Path, monkeypatch, capsys) -> None:
+    """`check docs` or config `paths = ["docs"]` with docs a link out: the root stayed the link's
+    target, so its files were read and `fix` rewrote them."""
+    old, new = small_releases(tmp_path)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "notes.md").write_text("pip install sglang==1.0.0\n")
+    (victim / "v.py").write_text("from sglang.srt.a import x\n")
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(f'[project]\nname = "p"\n[tool.sglang-contracts]\npaths = ["docs"]\n'
+                                            f'old = "{old}"\nnew = "{new}"\n')
+    (project / "docs").symlink_to(victim, target_is_directory=True)
+    (project / "link.py").symlink_to(victim / "v.py")
+    monkeypatch.chdir(project)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    for argv in (["check"], ["check", "docs"], ["check", "docs/v.py"], ["fix", "--unsafe-fixes"], ["fix", "docs/notes.md"]):
+        main([*argv, *cache])
+        out = capsys.readouterr().out
+        assert "victim" not in out and "SGC102" not in out, argv
+    assert (victim / "notes.md").read_text() == "pip install sglang==1.0.0\n"
+    assert main(["check", "link.py", *cache]) == 1
+    assert "link.py:1:1: SGC000 cannot read this file (a link out of the project, not read)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("setting", ['paths = ["../victim"]', 'paths = ["/etc"]', 'patch-files = ["../../*"]',
+                                     'patch-files = ["/root/*"]'])
+def test_configured_paths_that_leave_the_project_are_refused(setting: str, tmp_path: Path, capsys) -> None:
+    old, new = small_releases(tmp_path)
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(f'[project]\nname = "p"\n[tool.sglang-contracts]\n{setting}\n')
+    assert main(["check", str(project), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ("leaves the project" in err or "is absolute" in err)
+
+
+def test_a_configuration_or_baseline_that_links_out_is_not_read(tmp_path: Path, capsys) -> None:
+    old, new = small_releases(tmp_path)
+    outside = tmp_path / "outside.toml"
+    outside.write_text(f'[tool.sglang-contracts]\nSECRET_{SECRET.replace("-", "_")} = "v"\n')
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pyproject.toml").symlink_to(outside)
+    argv = ["check", str(project), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "c")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "a link out of the project" in err and "SECRET" not in err
+    (project / "pyproject.toml").unlink()
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\n[tool.sglang-contracts]\nbaseline = "b.json"\n')
+    (project / "b.json").symlink_to("/proc/self/environ")
+    assert main(argv) == 2
+    assert "a link out of the project, not read as the baseline" in capsys.readouterr().err
+
+
+def test_a_release_whose_package_folder_is_a_link_is_read(tmp_path: Path, capsys) -> None:
+    """A Nix-style site-packages links each package's folder into a store: not a link out."""
+    old, new = small_releases(tmp_path)
+    linked = tmp_path / "site-packages"
+    linked.mkdir()
+    (linked / "sglang").symlink_to(new / "sglang", target_is_directory=True)
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "m.py").write_text("from sglang.srt.a import x\n")
+    assert main(["check", str(project), "--old", str(old), "--new", str(linked), "--cache-dir", str(tmp_path / "c")]) == 1
+    assert "m.py:1:26: SGC102" in capsys.readouterr().out

@@ -156,3 +156,70 @@ def test_the_scratch_repository_lives_apart_from_its_files(tmp_path: Path) -> No
     git(tree, "status", git_dir=repository)
     assert not (tmp_path / "EXECUTED").exists()
     assert os.path.isfile(repository / "HEAD")
+
+
+def test_a_nul_in_a_patch_path_is_one_line_not_an_internal_error(releases, tmp_path: Path, capsys) -> None:
+    patch = tmp_path / "nul.patch"
+    patch.write_text('--- a/python/sglang/srt/a.py\n+++ "b/python/sglang/srt/a\\000.py"\n@@ -1 +1 @@\n-x = 1\n+x = 2\n')
+    old, new = releases
+    status = main(["patch", "rebase", str(patch), "--old", str(old), "--new", str(new),
+                   "--cache-dir", str(tmp_path / "cache")])
+    err = capsys.readouterr().err
+    assert status == 1 and "internal error" not in err and "not written" in err
+
+
+def test_git_settings_files_a_patch_adds_are_carried_not_written_into_the_trees(releases, tmp_path: Path, capsys) -> None:
+    """A `.gitattributes` with `working-tree-encoding=UTF-16` made `git add` fail in the scratch
+    tree, and the new patch came out empty and "verified"."""
+    patch = tmp_path / "ga.patch"
+    patch.write_text("diff --git a/python/sglang/.gitattributes b/python/sglang/.gitattributes\nnew file mode 100644\n"
+                     "--- /dev/null\n+++ b/python/sglang/.gitattributes\n@@ -0,0 +1 @@\n+* working-tree-encoding=UTF-16\n"
+                     "--- a/python/sglang/srt/a.py\n+++ b/python/sglang/srt/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+    old, new = releases
+    out = tmp_path / "new.patch"
+    main(["patch", "rebase", str(patch), "--old", str(old), "--new", str(new), "-o", str(out),
+          "--cache-dir", str(tmp_path / "cache")])
+    assert "a file git reads as its own settings" in capsys.readouterr().err
+    assert "+x = 2" in out.read_text() and "working-tree-encoding" in out.read_text()
+
+
+def test_a_failing_git_step_is_one_line_not_a_patch_of_what_worked(tmp_path: Path) -> None:
+    from sglang_contracts.patch.rebase import done
+
+    with pytest.raises(ContractsError, match="failed on the rebased tree"):
+        done(git(tmp_path, "add", "no-such-file"))
+
+
+def test_a_bare_repository_in_the_project_is_not_read_and_no_repository_runs_a_command(tmp_path: Path, capsys) -> None:
+    """`sglang-repo` naming a bare repository committed in the pull request: its own settings
+    (log.showSignature with a gpg.program of its own) would run when git reads its history."""
+    source = tmp_path / "src"
+    (source / "python" / "sglang" / "srt").mkdir(parents=True)
+    (source / "python" / "sglang" / "__init__.py").write_text("from sglang.version import __version__\n")
+    (source / "python" / "sglang" / "srt" / "a.py").write_text("x = 1\n")
+    run = lambda *args, cwd=source: subprocess.run(["git", "-c", "user.name=a", "-c", "user.email=a@b", *args],  # noqa: E731
+                                                   cwd=cwd, check=True, capture_output=True)
+    run("init", "-q")
+    run("add", "-A")
+    run("commit", "-qm", "one")
+    run("tag", "v1.0.0")
+    (source / "python" / "sglang" / "srt" / "a.py").write_text("x = 2\n")
+    run("commit", "-qam", "two")
+    run("tag", "v1.0.1")
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "m.py").write_text("from sglang.srt.a import x\n")
+    mark = tmp_path / "EXECUTED"
+    for where, name in ((project, "vendor.git"), (tmp_path, "outside.git")):
+        run("clone", "-q", "--bare", str(source), str(where / name), cwd=tmp_path)
+        (where / name / "x.sh").write_text(f"#!/bin/sh\ntouch {mark}\n")
+        (where / name / "x.sh").chmod(0o755)
+        with open(where / name / "config", "a") as config:
+            config.write("[log]\n\tshowSignature = true\n[gpg]\n\tprogram = ./x.sh\n[core]\n\tfsmonitor = ./x.sh\n")
+    for repo, refused in (("vendor.git", True), ("../outside.git", False)):
+        (project / "pyproject.toml").write_text(f'[project]\nname = "p"\n[tool.sglang-contracts]\nsglang-repo = "{repo}"\n'
+                                                'old = "v1.0.0"\nnew = "v1.0.1"\n')
+        status = main(["check", str(project), "--cache-dir", str(tmp_path / "cache")])
+        err = capsys.readouterr().err
+        assert (status == 2 and "is not read" in err) if refused else status in (0, 1), err
+    assert not mark.exists()

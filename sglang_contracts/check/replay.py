@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.files import any_unsaved, unsaved_buffer_items
-from sglang_contracts.project.index import project_folders
+from sglang_contracts.project.index import as_named, project_folders
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
 
@@ -111,7 +111,7 @@ def inputs_key(root: Path, paths: list[Path], options: Any, old_spec: str, accep
     named_patches = list(options.settings.get("patch-files") or ())
     header = json.dumps({
         "tool": tool_fingerprint(), "python": list(sys.version_info[:2]), "releases": releases,
-        "options": fields, "root": str(root), "paths": sorted(str(p.resolve()) for p in paths),
+        "options": fields, "root": str(root), "paths": sorted(str(as_named(p, root)) for p in paths),
     }, sort_keys=True, default=str)
     digest = hashlib.sha256(header.encode())
     for row in inventory(root, named_patches, accept, listed):

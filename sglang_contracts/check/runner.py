@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import re
 import sys
 import threading
@@ -27,7 +28,7 @@ from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
 from sglang_contracts.infra.files import unsaved_buffer
 from sglang_contracts.infra.roots import project_root_for
-from sglang_contracts.project.index import IndexMemo, ProjectIndex, build_index, read_python
+from sglang_contracts.project.index import IndexMemo, ProjectIndex, as_named, build_index, links_out_of, read_python
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
 from sglang_contracts.diagnostics.suppressions import (
@@ -169,6 +170,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         if not exists:
             raise UsageError(f"{shown(path)}: no such file or directory")
     root = project_root_for(paths)
+    _refuse_what_leaves_the_project(root, options)
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
     old_spec = options.old
     download_cache = options.cache_dir or cache_root()
@@ -216,6 +218,20 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
         result.baselined = len(accepted)
     return result
+
+
+def _refuse_what_leaves_the_project(root: Path, options: CheckOptions) -> None:
+    """A baseline that is a link out of the project is not read, and a repository of SGLang
+    inside the project is read only when git keeps it (in a `.git` folder, as a clone or a
+    submodule has it): a bare repository committed as files is a pull request's, and its
+    configuration would be git's."""
+    if options.baseline is not None and links_out_of(options.baseline, root):
+        raise UsageError(f"{shown(options.baseline)}: a link out of the project, not read as the baseline")
+    repo = options.sglang_repo
+    if repo is not None and _under_any(Path(os.path.realpath(repo)), [root]) and not (
+            os.path.exists(os.path.join(repo, ".git")) or _under_any(Path(os.path.realpath(repo)), [root / ".git"])):
+        raise UsageError(f"--sglang-repo {shown(repo)}: a repository that is files of the project (not a clone's "
+                         "or a submodule's .git) is not read; give a clone of SGLang")
 
 
 def _tell_if_unkept(cache: Path) -> None:
@@ -336,7 +352,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     _yield_kept_sources(releases(), project)  # again after a first round: the same budgets
     old, new = opened()
     prefetch(project, [old, new], workers=options.workers, early=early)
-    wanted = [path.resolve() for path in paths]
+    # A named path that is a link out of the project is wanted where it is named: its SGC000.
+    wanted = [as_named(path, root) for path in paths]
 
     # The checks judge what runs on the target release: not branches for other SGLang versions,
     # nor import fallbacks it never takes (project/gates.py).

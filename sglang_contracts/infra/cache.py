@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 import threading
@@ -79,7 +80,7 @@ def tag_cache_folders(cache: Path) -> None:
     for name in CACHE_FOLDERS:
         folder = cache / name
         try:
-            if folder.is_symlink() or (folder.exists() and folder.stat().st_uid != os.getuid()):
+            if foreign_reason(folder) is not None:
                 continue  # another user's, in a shared cache: nothing is written through it
             if (folder / CACHEDIR_TAG).is_file():
                 continue
@@ -180,11 +181,31 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return status.st_size, status.st_mtime_ns
 
 
+def foreign_reason(folder: Path) -> str | None:
+    """Why a folder of the cache is not this user's to read records from or write them to, or
+    None (it is, or it is not there yet): in a cache other users may write (a shared one, /tmp),
+    another user may have made it, or a link by its name to a folder of theirs or of ours."""
+    try:
+        status = os.lstat(folder)
+    except OSError:
+        return None
+    if stat.S_ISLNK(status.st_mode):
+        return "a symbolic link"
+    if status.st_uid != os.getuid():
+        return f"another user's (uid {status.st_uid})"
+    return None
+
+
 class JsonCache:
     """A folder of JSON records addressed by key; corrupt, stale or misplaced records read as
-    missing (see the module's docstring for the format). Callers never change the data they get."""
+    missing (see the module's docstring for the format). Callers never change the data they get.
+    A folder that is not this user's (foreign_reason) is neither read nor written."""
 
     def __init__(self, folder: Path | None) -> None:
+        if folder is not None and (why := foreign_reason(folder)) is not None:
+            warn_unwritable_once(folder.parent, f"the cache folder {shown(folder)} is {why}: its records are "
+                                                "neither read nor written (give a --cache-dir of your own)")
+            folder = None
         self.folder = folder
 
     def _path(self, key: str) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -9,13 +10,25 @@ MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
 def project_root_for(paths: list[Path]) -> Path:
-    """The nearest folder at or above the first path with a pyproject.toml, setup.py or .git."""
-    start = paths[0].resolve() if paths else Path.cwd()
-    start = start if _safely(start.is_dir) else start.parent
-    for folder in (start, *start.parents):
-        if any(_safely((folder / marker).exists) for marker in MARKERS):
-            return folder
-    return start
+    """The nearest folder at or above the first path with a pyproject.toml, setup.py or .git,
+    resolved. Found by the names given, not through links: a path of a pull request's that is a
+    link out of the project (`docs -> /home/u`) is looked for where the link is, and a link below
+    the working folder is never taken for a project's root, so a link out cannot move the root
+    out of the project (and with it every check of what lies within it)."""
+    cwd = os.getcwd()
+    start = os.path.abspath(paths[0]) if paths else cwd
+    if not _safely(lambda: os.path.isdir(start) and not os.path.islink(start)):
+        start = os.path.dirname(start)
+    inside_cwd = os.path.join(cwd, "")
+    folder = start
+    while True:
+        link_below_cwd = folder.startswith(inside_cwd) and _safely(lambda: os.path.islink(folder))
+        if not link_below_cwd and any(_safely(lambda: os.path.exists(os.path.join(folder, marker))) for marker in MARKERS):
+            return Path(folder).resolve()
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return Path(start).resolve()
+        folder = parent
 
 
 def _safely(test: Callable[[], bool]) -> bool:

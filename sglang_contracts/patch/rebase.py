@@ -27,6 +27,7 @@ from typing import Callable
 from sglang_contracts.patch.gitapply import Image, what_changed
 from sglang_contracts.patch.release import find_moved, outside_package_reason, release_relpath, tree_reader
 from sglang_contracts.infra.errors import UsageError
+from sglang_contracts.infra.gitsafety import safe_git_options
 from sglang_contracts.infra.display import patch_for, printable, printable_lines, printable_path
 from sglang_contracts.infra.files import read_limited
 from sglang_contracts.infra.markdown import code, code_block, inline, plain
@@ -101,21 +102,26 @@ class Rebase:
 GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C",
            "GIT_AUTHOR_NAME": "sglang-contracts", "GIT_AUTHOR_EMAIL": "rebase@sglang-contracts.invalid",
            "GIT_COMMITTER_NAME": "sglang-contracts", "GIT_COMMITTER_EMAIL": "rebase@sglang-contracts.invalid"}
-# A tree this tool builds holds files a patch from another repository wrote: no setting of it
-# may make git run a command (an fsmonitor, a hook, a signing program) or rewrite what it reads.
-GIT_SAFETY = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false",
-              "-c", "core.autocrlf=false")
-
-
 def git(cwd: Path, *args: str, git_dir: Path | None = None) -> subprocess.CompletedProcess:
     """git itself, free of the user's configuration (a diff.noprefix, colours, autocrlf) and of
     any the tree could carry; with `git_dir`, the repository lives there, apart from the files."""
     where = ["--git-dir", str(git_dir), "--work-tree", str(cwd)] if git_dir is not None else []
     try:
-        return subprocess.run(["git", *GIT_SAFETY, *where, *args], cwd=cwd, capture_output=True,
+        return subprocess.run(["git", *safe_git_options(), *where, *args], cwd=cwd, capture_output=True,
                               env={**os.environ, **GIT_ENV}, text=True, encoding="utf-8", errors="surrogateescape")
     except FileNotFoundError:
         raise UsageError("patch rebase needs git on PATH (git apply and git merge-file do the work)") from None
+    except ValueError:  # a NUL byte in a path a patch names: no process can be given it
+        raise UsageError("a path of the patch holds a NUL byte; git cannot be given it") from None
+
+
+def done(run: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    """A git run on a tree this tool built, which must succeed: a failure (a file git cannot take)
+    is one line, never a patch made of what happened to work."""
+    if run.returncode:
+        first = next((line for line in run.stderr.splitlines() if line.strip()), f"exit status {run.returncode}")
+        raise UsageError(f"git {run.args[len(safe_git_options()) + 1]} failed on the rebased tree: {printable(first)}")
+    return run
 
 
 def _write(path: Path, text: str) -> None:
@@ -207,6 +213,17 @@ def _verbatim(text_lines: list[str], patch: PatchFile, index: int) -> str:
     return "".join(text_lines[start:end])
 
 
+GIT_CONTROL_FILES = (".gitattributes", ".gitignore", ".gitmodules")
+
+
+def git_control_file(file: FilePatch) -> str:
+    """Why a file patch is not written into the trees git diffs, or "": a `.gitattributes` there
+    would set filters and encodings for git's own reading (UTF-16 made `git add` fail, and the
+    new patch empty), a `.gitignore` would hide files from it."""
+    names = {path.rsplit("/", 1)[-1] for path in (file.old_path, file.new_path) if path}
+    return "a file git reads as its own settings" if names & set(GIT_CONTROL_FILES) else ""
+
+
 class _Rebaser:
     def __init__(self, patch: PatchFile, patch_text: str, old: Release, new: Release,
                  skeleton: PatchFile | None, scratch: Path) -> None:
@@ -242,7 +259,8 @@ class _Rebaser:
     def _file(self, file: FilePatch, index: int) -> list[Outcome]:
         target = file.new_path if file.is_new else file.old_path
         why = "binary patch" if file.binary else "" if target else "no file name"
-        why = why or outside_package_reason(file) or self.unchecked_old(target) or self.unchecked_new(target)
+        why = why or outside_package_reason(file) or git_control_file(file) or self.unchecked_old(target) \
+            or self.unchecked_new(target)
         if why:
             self.sections.append(("verbatim", _verbatim(self.lines, self.patch, index)))
             return self._every(file, UNCHECKED, f"{why}: carried as it is, not checked", label=self._label(target))
@@ -384,12 +402,12 @@ def _tree_of(folder: Path, files: list[RebasedFile], git_dir: Path | None = None
     `git_dir`, the repository's own folder is there, out of reach of what the files are."""
     with writing(folder):
         folder.mkdir(parents=True, exist_ok=True)
-    git(folder, "init", "-q", git_dir=git_dir)
+    done(git(folder, "init", "-q", git_dir=git_dir))
     for rebased in files:
         if rebased.before is not None:
             write_under(folder, rebased.path, rebased.before)
-    git(folder, "add", "-A", git_dir=git_dir)
-    git(folder, "commit", "-q", "--allow-empty", "-m", "release B", git_dir=git_dir)
+    done(git(folder, "add", "-A", git_dir=git_dir))
+    done(git(folder, "commit", "-q", "--allow-empty", "-m", "release B", git_dir=git_dir))
     return folder
 
 
@@ -406,15 +424,15 @@ def new_patch_text(rebase: Rebase, scratch: Path) -> str:
     repo = _tree_of(scratch / "tree", rebase.files, git_dir := scratch / "repository")
     for rebased in rebase.files:
         _put_after(repo, rebased, rebased.after)
-    git(repo, "add", "-A", git_dir=git_dir)
+    done(git(repo, "add", "-A", git_dir=git_dir))
     parts = []
     for kind, section in rebase.sections:
         if kind == "verbatim":
             parts.append(section)
             continue
         paths = sorted({section.path, section.target})
-        diff = git(repo, "diff", "--cached", "-M", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/",
-                   "--dst-prefix=b/", "HEAD", "--", *paths, git_dir=git_dir)
+        diff = done(git(repo, "diff", "--cached", "-M", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/",
+                   "--dst-prefix=b/", "HEAD", "--", *paths, git_dir=git_dir))
         parts.append(diff.stdout)
     return "".join(parts)
 
@@ -427,7 +445,7 @@ def verify(rebase: Rebase, scratch: Path) -> tuple[bool, str]:
     _write(patch_file, rebase.patch_text)
     unchecked = sorted({o.file.path for o in rebase.outcomes if o.verdict == UNCHECKED})
     excluded = [f"--exclude={path}" for path in sorted({path for o in rebase.outcomes if o.verdict == UNCHECKED
-                                                        for path in (o.file.old_path, o.file.new_path) if path})]
+                                                        for path in (o.file.old_path, o.file.new_path) if path and "\0" not in path})]
     if rebase.patch_text.strip():
         run = git(repo, "apply", "--check", *excluded, str(patch_file), git_dir=git_dir)
         if run.returncode:

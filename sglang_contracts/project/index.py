@@ -83,6 +83,20 @@ def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]
     return [Path(name) for name in sorted(found, key=_path_parts)]
 
 
+def links_out_of(path: Path, root: Path) -> bool:
+    """Whether a path named below `root` (as given, links not followed) is really outside it."""
+    named = os.path.abspath(path)
+    if not named.startswith(os.path.join(os.fspath(root), "")):
+        return False
+    return not os.path.realpath(named).startswith(os.path.join(os.path.realpath(root), ""))
+
+
+def as_named(path: Path, root: Path) -> Path:
+    """A path given to a run, as the run reports on it: resolved, but a link out of the project
+    where it is named (what its SGC000 is at, and what keys a run naming it)."""
+    return Path(os.path.abspath(path)) if links_out_of(path, root) else path.resolve()
+
+
 def project_folders(top: str) -> Iterator[tuple[str, list[str]]]:
     """(folder, its file names) of the folders below `top` (itself included) that a reader looks
     into: not tools', environments' or builds' (skipped_folder), nor a cache folder below the
@@ -102,8 +116,11 @@ def _path_parts(name: str) -> list[str]:
 
 def discover(root: Path, paths: list[Path], excluded: Callable[[str], bool] | None = None) -> list[Path]:
     """Python files below the given paths, without what `excluded` says of a path relative to
-    the root (the configured excludes)."""
-    found = walk_project(paths, lambda name: name.endswith(".py"))
+    the root (the configured excludes). A given path named within the root that is a link out
+    of it is not walked: it is kept as it is named, for its reading to say so (SGC000)."""
+    linked_out = [path for path in paths if links_out_of(path, root)]
+    found = walk_project([path for path in paths if path not in linked_out], lambda name: name.endswith(".py"))
+    found += [Path(os.path.abspath(path)) for path in linked_out]
     if excluded is None:
         return found
     return [path for path in found if not (path.is_relative_to(root) and excluded(path.relative_to(root).as_posix()))]

@@ -34,6 +34,9 @@ class DirectoryTree(ReleaseTree):
     def __init__(self, root: Path) -> None:
         self.root = root
         self._unlisted: dict[str, str] = {}  # relpath -> why it could not be listed
+        # What its files must lie in: the package where it really is (a Nix-style site-packages
+        # links each package's folder into a store), never a file a link leads out of it to.
+        self._package = os.path.realpath(root / PACKAGE)
 
     def read_bytes(self, relpath: str) -> bytes | None:
         path = self.root / relpath
@@ -49,7 +52,8 @@ class DirectoryTree(ReleaseTree):
             raise Unreadable(os_reason(error)) from None
         if stat.S_ISDIR(info.st_mode):
             return None
-        return read_limited(path, read_limit(relpath), within=self.root, within_what="the release")
+        within = self._package if relpath.startswith(PACKAGE + "/") else self.root
+        return read_limited(path, read_limit(relpath), within=within, within_what="the release")
 
     def list_dir(self, relpath: str) -> list[str] | None:
         if _impossible(self.root / relpath):

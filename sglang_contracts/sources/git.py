@@ -13,6 +13,7 @@ from typing import Iterator
 
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size
+from sglang_contracts.infra.gitsafety import SAFE_SETTINGS, safe_git_options
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 from sglang_contracts.sources.directory import version_from_tree
 
@@ -88,7 +89,9 @@ def open_repo(path: Path):
     import git
 
     try:
-        return git.Repo(path)
+        repo = git.Repo(path)
+        repo.git.set_persistent_git_options(c=list(SAFE_SETTINGS))  # nothing of the repository's runs
+        return repo
     except git.NoSuchPathError:
         raise SourceError(f"--sglang-repo {path}: no such directory") from None
     except git.InvalidGitRepositoryError:
@@ -113,7 +116,7 @@ def git_commit_identity(repo_path: Path, ref: str) -> str | None:
     candidates = [ref] if ref.startswith("v") or not re.match(r"\d", ref) else [ref, f"v{ref}"]
     for candidate in candidates:
         try:
-            done = subprocess.run(["git", "-C", str(repo_path), "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}"],
+            done = subprocess.run(["git", *safe_git_options(), "-C", str(repo_path), "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}"],
                                   capture_output=True, text=True, timeout=30, check=False)
         except (OSError, subprocess.SubprocessError, ValueError):
             return None

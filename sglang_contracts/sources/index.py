@@ -23,6 +23,7 @@ not be written. Only when no temporary folder can be made either is it an error.
 from __future__ import annotations
 
 import atexit
+import errno
 import base64
 import csv
 import hashlib
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sglang_contracts.infra import progress
-from sglang_contracts.infra.cache import atomic_write_bytes, warn_unwritable_once
+from sglang_contracts.infra.cache import atomic_write_bytes, foreign_reason, warn_unwritable_once
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size, why_unwritable
 from sglang_contracts.requirements import as_version
@@ -117,6 +118,8 @@ UNREACHABLE_MARKERS = ("NewConnectionError", "Could not fetch URL", "ConnectTime
 def _pip_download(version: str, dest: Path) -> Path:
     try:
         dest.mkdir(parents=True, exist_ok=True)
+        if (foreign := foreign_reason(dest)) is not None:  # never downloaded into another user's folder
+            raise PermissionError(errno.EPERM, f"the folder is {foreign}")
         staging = tempfile.TemporaryDirectory(dir=dest, prefix=".download-")
     except OSError as error:
         raise _Unwritable(dest, error) from None
@@ -398,7 +401,7 @@ def index_release(version: str, cache: Path) -> Release:
         raise SourceError(f"{shown(repr(version))} is not a version, a directory, or (with --sglang-repo) "
                           "a git ref")
     wheels = cache / "wheels"
-    wheel = _wheel_in(wheels, version)
+    wheel = _wheel_in(wheels, version) if foreign_reason(wheels) is None else None  # nor read from one
     tree = _cached_tree(wheel) if wheel is not None else None
     if tree is None:  # none cached, or a damaged one (now deleted): fetched again rather than trusted
         wheel = _download(version, wheels)
