@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
+import select
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
-from conftest import CHECKOUT, NEW, OLD
+from conftest import CHECKOUT, NEW, OLD, checkout_env
 
 PROJECT = CHECKOUT / "fixtures" / "project"
 TIMEOUT = 120  # the first check of a fresh cache extracts both releases
@@ -196,3 +201,51 @@ def test_after_a_replayed_check_the_server_computes_once_so_the_first_edit_reuse
     asyncio.run(server._check())
     asyncio.run(server._check())  # replayed again: already warm
     assert computed == [True]
+
+
+def _frame(message: dict, header: bytes = b"Content-Length", length_delta: int = 0) -> bytes:
+    body = json.dumps(message).encode()
+    return header + b": %d\r\n\r\n" % (len(body) + length_delta) + body
+
+
+def _answers(server: subprocess.Popen, ids: set[int], timeout: float) -> dict[int, dict]:
+    """id -> the server's answer, for each of `ids` it answers within `timeout` seconds."""
+    found: dict[int, dict] = {}
+    buffer = b""
+    deadline = time.monotonic() + timeout
+    while ids - found.keys() and time.monotonic() < deadline:
+        if not select.select([server.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            break
+        chunk = os.read(server.stdout.fileno(), 65536)
+        if not chunk:
+            break
+        buffer += chunk
+        while b"\r\n\r\n" in buffer:
+            head, rest = buffer.split(b"\r\n\r\n", 1)
+            length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+            if len(rest) < length:
+                break
+            message, buffer = json.loads(rest[:length]), rest[length:]
+            if message.get("id") in ids:
+                found[message["id"]] = message
+    return found
+
+
+@pytest.mark.parametrize("malformed", [
+    _frame({"jsonrpc": "2.0", "id": 1, "method": "sglang/unknown", "params": {}}, header=b"content-length"),
+    _frame({"jsonrpc": "2.0", "id": 1, "method": "sglang/unknown", "params": {}}, length_delta=-5),
+], ids=["lowercase header", "length short of the body"])
+def test_after_a_malformed_frame_the_server_answers_the_next_request(tmp_path, malformed):
+    initialize = {"jsonrpc": "2.0", "id": 2, "method": "initialize",
+                  "params": {"processId": None, "rootUri": from_fs_path(str(tmp_path)), "capabilities": {}}}
+    server = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "lsp"], cwd=tmp_path,
+                              env={**checkout_env(), "SGLANG_CONTRACTS_CACHE": str(tmp_path / "cache")},
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        server.stdin.write(malformed + _frame(initialize))
+        server.stdin.flush()
+        answers = _answers(server, {2}, timeout=30)
+        assert answers.get(2, {}).get("result", {}).get("serverInfo", {}).get("name") == "sglang-contracts"
+    finally:
+        server.kill()
+        server.wait()

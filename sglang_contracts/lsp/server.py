@@ -29,6 +29,7 @@ from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
 from sglang_contracts.lsp.actions import code_actions
 from sglang_contracts.lsp.convert import contains, hover_text, lsp_diagnostic
+from sglang_contracts.lsp.frames import FrameReader
 
 # Typing is checked once it pauses this long, each change putting the check back (schedule):
 # short, since the pause is part of what the user waits for (a re-check of one edited file of
@@ -298,7 +299,7 @@ async def code_action(ls: ContractsServer, params: types.CodeActionParams) -> li
 
 def main() -> int:
     remember_records()  # every check reads the same records: decode each once
-    server.start_io()
+    server.start_io(stdin=FrameReader(sys.stdin.buffer))  # not deaf after a malformed frame (frames.py)
     # pygls closes standard output with the connection; what runs after (the CLI's flush) writes nowhere.
     sys.stdout = open(os.devnull, "w")
     return 0
