@@ -21,6 +21,7 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from sglang_contracts import __version__
@@ -47,9 +48,28 @@ WORKSPACE_FILES = ("pyproject.toml", "setup.cfg", "requirements", "constraints")
 log = logging.getLogger(__name__)
 
 
+class ForgettingProtocol(LanguageServerProtocol):
+    """pygls's protocol, forgetting each handler's future once it is done. pygls keeps the
+    future of every handler that is a coroutine, a generator or runs on a thread, by message
+    id, and forgets it only when it answers a request: a notification's (didOpen, didClose,
+    didChange: each under an id of its own) and its built-in handlers' inner steps stayed for
+    good, about 5 kB per didOpen/didClose."""
+
+    def _execute_handler(self, msg_id: Any, handler: Any, callback: Any, args: Any = None, kwargs: Any = None) -> None:
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda done: self._forget(msg_id, done))
+
+    def _forget(self, msg_id: Any, future: Any) -> None:
+        if self._request_futures.get(msg_id) is future:  # not a later message's under the same id
+            del self._request_futures[msg_id]
+
+
 class ContractsServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("sglang-contracts", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("sglang-contracts", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=ForgettingProtocol)
         self.root: Path | None = None
         self.settings: dict[str, Any] = {}
         self.published: dict[str, list[types.Diagnostic]] = {}  # uri -> what the editor shows
