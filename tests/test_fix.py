@@ -3,14 +3,19 @@ tested by their catalog examples in test_catalog.py)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT
+from conftest import NEW, OLD, PROJECT, checkout_env
 from sglang_contracts.cli import main
 from sglang_contracts.diagnostics import finding_at
 from sglang_contracts.fix.engine import apply_fixes, run_fix
@@ -126,6 +131,30 @@ def test_a_written_file_keeps_its_mode_and_no_temporary_file_is_left(bump):
     run_fix([project], options)
     assert stat.S_IMODE((project / "app/devices.py").stat().st_mode) == 0o750
     assert not [p for p in project.rglob("*.tmp")]
+
+
+# A fix killed while it writes a file: after the temporary file's data is written, before it
+# is renamed over the file.
+KILLED_WHILE_WRITING = ("import os, signal, sys\n"
+                        "os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)\n"
+                        "from sglang_contracts.cli import main\n"
+                        "main(sys.argv[1:])\n")
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_a_temporary_file_a_killed_fix_left_is_removed_by_a_later_run_and_never_reported(bump, capsys, command):
+    project, args, _ = bump
+    killed = subprocess.run([sys.executable, "-c", KILLED_WHILE_WRITING, "fix", str(project), *args],
+                            env=checkout_env(), capture_output=True)
+    assert killed.returncode == -signal.SIGKILL
+    (left,) = project.rglob("*.tmp")
+    assert main([command, str(project), *args]) in (0, 1)
+    assert left.name not in capsys.readouterr().out  # the writer may not be gone yet: left alone, never shown
+    aged = time.time() - 3600
+    os.utime(left, (aged, aged))  # its writer is gone, and long ago
+    assert main([command, str(project), *args]) in (0, 1)
+    assert left.name not in capsys.readouterr().out
+    assert not list(project.rglob("*.tmp"))
 
 
 def test_a_file_that_does_not_parse_is_never_rewritten(tmp_path):

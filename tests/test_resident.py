@@ -110,6 +110,21 @@ def test_an_unsaved_buffer_is_read_and_then_the_file_again(tmp_path) -> None:
     assert findings(engine.check([project], options)) == on_disk  # the buffer closed: the file counts
 
 
+def test_each_over_bound_buffer_is_reported_with_its_own_size(tmp_path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    options = CheckOptions(old=str(OLD), new=str(NEW), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
+    layers = project / "demo_omni" / "layers.py"
+    reasons = []
+    for megabytes in (5, 9, 12):
+        with unsaved_buffers({str(layers.resolve()): b"#" * (megabytes * 1024 * 1024)}):
+            result = engine.check([project], options)
+        reasons += [d.message for d in result.diagnostics if d.code == "SGC000" and d.path == "demo_omni/layers.py"]
+    assert reasons == [f"cannot read this file ({size}, over the 4.0 MB this tool reads); its SGLang contracts are not checked"
+                       for size in ("5.0 MB", "9.0 MB", "12.0 MB")]
+
+
 def test_a_release_whose_content_changed_is_opened_again(tmp_path, opened) -> None:
     project = tmp_path / "project"
     shutil.copytree(PROJECT, project)

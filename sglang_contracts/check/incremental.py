@@ -168,8 +168,11 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
                 if module in modules:
                     importers.setdefault(modules[module], set()).add(rel)
     read_elsewhere = {rel for rel in changed if moved is None or not moved(rel, (before.get(rel) or [None])[0])}
-    return Plan(key, files, previous, _closure(read_elsewhere, importers) | changed, previous_touched, imports_edited,
-                members_changed)
+    # A file the index could not read has no digest to compare (too large, permission denied):
+    # why is this run's to say, the size of an editor's buffer included.
+    unread = {problem.path for problem in project.problems}
+    return Plan(key, files, previous, _closure(read_elsewhere, importers) | changed | unread, previous_touched,
+                imports_edited, members_changed)
 
 
 def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tuple[FileFacts, list]], relpath: str,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 import stat
-import tempfile
 import tokenize
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import libcst
 
 from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, MAX_TEXT_BYTES, Unreadable, read_limited
+from sglang_contracts.infra.temporaries import temporary_beside
 
 
 class NotRewritable(Exception):
@@ -122,7 +122,7 @@ def write_atomically(path: Path, data: bytes) -> None:
     """Write through a temporary file beside `path`, then rename over it, keeping its mode: a
     reader (or a crash) sees the old file or the new one, never half of one."""
     mode = stat.S_IMODE(path.stat().st_mode)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    descriptor, temporary = temporary_beside(path)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)

@@ -11,6 +11,8 @@ import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, nullcontext
+from functools import lru_cache
+from multiprocessing.connection import Connection
 from typing import Callable, Iterator, Sequence, TypeVar
 
 Job = TypeVar("Job")
@@ -96,7 +98,32 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
     # Workers fork from the server with the parsers already imported: a pool then costs no
     # import (griffe takes a third of a second per worker).
     context.set_forkserver_preload(PRELOAD)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_watch_parent,
+                               initargs=(_parent_alive(os.getpid())[0],))
+
+
+@lru_cache(maxsize=1)
+def _parent_alive(pid: int) -> tuple[Connection, Connection]:
+    """(read end, write end) of a pipe whose write end this process alone holds (`pid`: one
+    per process, a forked copy makes its own): a worker reading it meets its end when this
+    process ends, however it ends. A worker's own queues never end (it holds both of their
+    ends), and its parent is the fork server, not this process: without this, a run killed
+    with -9 left its workers, and through them the fork server and the resource tracker
+    (which wait for every holder of their pipes), alive for good."""
+    return multiprocessing.Pipe(duplex=False)
+
+
+def _watch_parent(parent_alive: Connection) -> None:
+    """A worker's initializer: the worker exits when the process that made its pool is gone."""
+    threading.Thread(target=_exit_at_end_of, args=(parent_alive,), name="parent watch", daemon=True).start()
+
+
+def _exit_at_end_of(parent_alive: Connection) -> None:
+    try:
+        parent_alive.recv_bytes()  # nothing is ever sent: this returns at the end of the pipe
+    except (EOFError, OSError):
+        pass
+    os._exit(1)
 
 
 @contextmanager

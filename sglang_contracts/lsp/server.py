@@ -21,6 +21,7 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from sglang_contracts import __version__
@@ -29,6 +30,7 @@ from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
 from sglang_contracts.lsp.actions import code_actions
 from sglang_contracts.lsp.convert import contains, hover_text, lsp_diagnostic
+from sglang_contracts.lsp.frames import FrameReader
 
 # Typing is checked once it pauses this long, each change putting the check back (schedule):
 # short, since the pause is part of what the user waits for (a re-check of one edited file of
@@ -46,9 +48,28 @@ WORKSPACE_FILES = ("pyproject.toml", "setup.cfg", "requirements", "constraints")
 log = logging.getLogger(__name__)
 
 
+class ForgettingProtocol(LanguageServerProtocol):
+    """pygls's protocol, forgetting each handler's future once it is done. pygls keeps the
+    future of every handler that is a coroutine, a generator or runs on a thread, by message
+    id, and forgets it only when it answers a request: a notification's (didOpen, didClose,
+    didChange: each under an id of its own) and its built-in handlers' inner steps stayed for
+    good, about 5 kB per didOpen/didClose."""
+
+    def _execute_handler(self, msg_id: Any, handler: Any, callback: Any, args: Any = None, kwargs: Any = None) -> None:
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda done: self._forget(msg_id, done))
+
+    def _forget(self, msg_id: Any, future: Any) -> None:
+        if self._request_futures.get(msg_id) is future:  # not a later message's under the same id
+            del self._request_futures[msg_id]
+
+
 class ContractsServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("sglang-contracts", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("sglang-contracts", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=ForgettingProtocol)
         self.root: Path | None = None
         self.settings: dict[str, Any] = {}
         self.published: dict[str, list[types.Diagnostic]] = {}  # uri -> what the editor shows
@@ -298,7 +319,7 @@ async def code_action(ls: ContractsServer, params: types.CodeActionParams) -> li
 
 def main() -> int:
     remember_records()  # every check reads the same records: decode each once
-    server.start_io()
+    server.start_io(stdin=FrameReader(sys.stdin.buffer))  # not deaf after a malformed frame (frames.py)
     # pygls closes standard output with the connection; what runs after (the CLI's flush) writes nowhere.
     sys.stdout = open(os.devnull, "w")
     return 0

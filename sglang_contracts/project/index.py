@@ -24,6 +24,7 @@ from sglang_contracts.infra.boundary import Problem, problem_for
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, read_limited
 from sglang_contracts.infra.lines import matches_at_line_start
 from sglang_contracts.infra.parallel import iter_jobs
+from sglang_contracts.infra.temporaries import is_temporary, remove_if_stale
 from sglang_contracts.project.facts import FileFacts, forget_shared
 from sglang_contracts.project.texts import ProjectTexts, as_text, held
 from sglang_contracts.upstream.model import is_upstream
@@ -101,13 +102,17 @@ def project_folders(top: str) -> Iterator[tuple[str, list[str]]]:
     """(folder, its file names) of the folders below `top` (itself included) that a reader looks
     into: not tools', environments' or builds' (skipped_folder), nor a cache folder below the
     top (this tool's own, pytest's: CACHEDIR.TAG); the top, which the user named, is read
-    whatever it holds. os.walk, which does not follow links to folders."""
+    whatever it holds. os.walk, which does not follow links to folders. A temporary file of a
+    `fix` is no file of the project: left out, and removed once its writer is gone."""
     for folder, dirs, files in os.walk(top):
         if CACHEDIR_TAG in files and folder != top:
             dirs[:] = []
             continue
         dirs[:] = [d for d in dirs if not skipped_folder(d)]
-        yield folder, files
+        temporaries = [name for name in files if is_temporary(name)]
+        for name in temporaries:
+            remove_if_stale(folder, name)
+        yield folder, [name for name in files if name not in temporaries] if temporaries else files
 
 
 def _path_parts(name: str) -> list[str]:

@@ -1,0 +1,63 @@
+"""The processes a run starts (its pool's workers, the fork server, the resource tracker) end
+with it, however it ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from conftest import NEW, OLD, checkout_env
+from test_reliability import write
+
+# Enough source for the scan to go to the pool (parallel.PARALLEL_MIN_BYTES), and to last a while.
+MODULE = "from sglang.srt.layers.linear import thing\n\n" + "".join(
+    f"def f{i}(x):\n    return thing(x) + {i}\n\n" for i in range(300))
+
+
+def _marked(marker: str) -> dict[int, int]:
+    """pid -> parent pid of every process whose environment holds `marker`."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if marker.encode() not in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                continue
+            found[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):  # gone meanwhile
+            continue
+    return found
+
+
+def _until(condition, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_a_check_killed_with_9_leaves_no_process_behind(tmp_path):
+    project = write(tmp_path / "project", {"app/__init__.py": "", **{f"app/m{n}.py": MODULE for n in range(80)}})
+    run_id = uuid.uuid4().hex
+    marker = f"SGLANG_CONTRACTS_TEST_RUN={run_id}"  # in the environment of every process the run starts
+    env = checkout_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"), SGLANG_CONTRACTS_TEST_RUN=run_id)
+    run = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", str(OLD),
+                            "--new", str(NEW)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        # Workers are the fork server's children; the server and the tracker are the run's.
+        assert _until(lambda: any(parent in found and parent != run.pid for found in [_marked(marker)]
+                                  for parent in found.values()), 60), "no worker started"
+        run.kill()
+        run.wait()
+        assert _until(lambda: not _marked(marker), 5), f"left running: {_marked(marker)}"
+    finally:
+        run.kill()
+        for pid in _marked(marker):  # what this test started, and only that
+            os.kill(pid, signal.SIGKILL)
