@@ -27,7 +27,7 @@ from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
 from sglang_contracts.infra.files import unsaved_buffer
 from sglang_contracts.infra.roots import project_root_for
-from sglang_contracts.project.index import IndexMemo, ProjectIndex, build_index, read_python
+from sglang_contracts.project.index import LISTING, IndexMemo, ProjectIndex, build_index, read_python
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
 from sglang_contracts.diagnostics.suppressions import (
@@ -507,6 +507,10 @@ def problem_diagnostics(problems: list[Problem], root: Path) -> list[Diagnostic]
             found.append(finding_at("SGC000", path, problem.line, problem.col, problem.module,
                                     what=f"cannot {problem.stage}", error=problem.error,
                                     unchecked=problem.unchecked or "the contracts with it are not checked", hint=""))
+        elif problem.stage == LISTING:
+            found.append(finding_at("SGC000", path, problem.line, problem.col, "", what="cannot list this folder",
+                                    error=problem.error, unchecked="the SGLang contracts of its files are not checked",
+                                    hint=""))
         else:
             reading = problem.stage == "reading the file"
             found.append(finding_at("SGC000", path, problem.line, problem.col, "",
