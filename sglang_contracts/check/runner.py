@@ -208,7 +208,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         keep.kept(result)
         if key:
             runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),
-                                        [result.old.release, result.new.release]))
+                                        [result.old.release, result.new.release], result.upstream_delta))
         if options.use_cache:
             _tell_if_unkept(download_cache)
     result.notes = pin.notes(defaulted=options.old is None, from_clone=options.sglang_repo is not None) if pin else []
@@ -254,7 +254,8 @@ def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOpt
                 for fields, spec in zip(saved.releases, (old_spec, options.new))]
     old, new = (UpstreamModel(release, store("upstream")) for release in releases)
     project = ProjectIndex(root=root, scanned=saved.scanned)
-    return CheckResult(saved.diagnostics, project, old, new, pin=pin, replayed_files_with_contracts=saved.with_contracts)
+    return CheckResult(saved.diagnostics, project, old, new, pin=pin, upstream_delta=saved.upstream_delta,
+                       replayed_files_with_contracts=saved.with_contracts)
 
 
 def _live_stacks(root: Path, options: CheckOptions) -> PatchStacks | None:
