@@ -68,14 +68,15 @@ def _workspace(tmp_path: Path, configured: bool) -> Path:
     return root
 
 
-async def _session(root: Path, cache: Path, initialization: dict, body) -> None:
+async def _session(root: Path, cache: Path, initialization: dict, body, root_uri: str | None = None) -> None:
+    """A server started in `root`, given `root_uri` as the workspace (`root`'s own by default)."""
     client = Client()
     env = {**os.environ, "SGLANG_CONTRACTS_CACHE": str(cache)}
     env.pop("SGLANG_CONTRACTS_DEBUG", None)  # the server must stay up whatever a check meets
     await client.start_io(sys.executable, "-m", "sglang_contracts", "lsp", cwd=str(root), env=env)
     try:
         await client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(), root_uri=from_fs_path(str(root)),
+            capabilities=types.ClientCapabilities(), root_uri=root_uri or from_fs_path(str(root)),
             initialization_options=initialization))
         client.initialized(types.InitializedParams())
         await body(client)
@@ -173,6 +174,35 @@ def test_a_check_that_cannot_run_is_one_message_and_the_server_stays(tmp_path):
         assert (5, "SGC102") in _codes(client.diagnostics[uri])
 
     asyncio.run(_session(root, tmp_path / "cache", {}, body))
+
+
+@pytest.mark.parametrize("root_uri, comes", [("file:///nowhere/project", "as a workspace folder"),
+                                              ("http://example.com/project", "with a file opened in it")])
+def test_a_root_that_is_no_folder_is_one_message_and_nothing_is_checked_until_one_comes(tmp_path, root_uri, comes):
+    """The server runs in a configured project, but the client names another root: its own
+    working directory is not checked in its place; the real folder, once given, is."""
+    root = _workspace(tmp_path, configured=True)
+    layers = root / "demo_omni" / "layers.py"
+    uri = from_fs_path(str(layers))
+
+    async def body(client: Client) -> None:
+        await client.until(lambda: client.messages)
+        await asyncio.sleep(1.5)  # a check of the working directory would have published by now
+        assert client.diagnostics == {}
+        (message,) = client.messages
+        assert message == (f"sglang-contracts: the workspace root {root_uri} is not a folder on this machine: nothing "
+                           "is checked until a workspace folder that exists is added, or a file in one is opened")
+        if comes == "as a workspace folder":
+            client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+                types.WorkspaceFoldersChangeEvent(added=[types.WorkspaceFolder(from_fs_path(str(root)), "project")],
+                                                  removed=[])))
+        else:
+            client.text_document_did_open(types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri=uri, language_id="python", version=1, text=layers.read_text())))
+        await client.until(lambda: uri in client.diagnostics)
+        assert (5, "SGC102") in _codes(client.diagnostics[uri]) and len(client.messages) == 1
+
+    asyncio.run(_session(root, tmp_path / "cache", {}, body, root_uri=root_uri))
 
 
 def test_after_a_replayed_check_the_server_computes_once_so_the_first_edit_reuses_it(monkeypatch):

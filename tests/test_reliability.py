@@ -203,6 +203,42 @@ def test_d8_an_unreadable_python_file_is_a_finding_not_silence(monkeypatch, proj
     assert "app/secret.py:1:1: SGC000 cannot read this file (permission denied); its SGLang contracts are not checked" in lines
 
 
+def test_d28_a_project_folder_that_cannot_be_listed_is_one_sgc000_naming_it(monkeypatch, project, releases) -> None:
+    write(project, {"app/hidden/uses.py": BROKEN_IMPORT})
+    hidden = os.fspath(project.resolve() / "app" / "hidden")
+    real_scandir = os.scandir
+
+    def denied(path=".", *args, **kwargs):  # chmod 000 denies nothing to root, who may run the tests
+        if os.fspath(path) == hidden:
+            raise PermissionError(13, "Permission denied", hidden)
+        return real_scandir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", denied)
+    assert findings(project, releases) == [
+        "app/hidden:1:1: SGC000 cannot list this folder (permission denied); "
+        "the SGLang contracts of its files are not checked",
+        "app/ok.py:1:30: SGC102 helper is no longer importable from sglang.srt.utils in sglang 0.2.0 "
+        "(it was in 0.1.0, defined at sglang.srt.utils.helper); no definition of helper was found elsewhere in the new release",
+    ]
+
+
+def test_d28_a_folder_deeper_than_the_system_can_name_is_one_sgc000(project, releases) -> None:
+    """Nested by descriptor, past the 4,096 bytes a path may hold: os.walk cannot list the deepest."""
+    level = "d" * 200
+    folder = os.open(project, os.O_RDONLY)
+    try:
+        for _ in range(25):
+            os.mkdir(level, dir_fd=folder)
+            inner = os.open(level, os.O_RDONLY, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+    finally:
+        os.close(folder)
+    (line,) = [line for line in findings(project, releases) if " SGC000 " in line]
+    assert line.startswith(f"{level}/") and line.endswith(
+        ":1:1: SGC000 cannot list this folder (File name too long); the SGLang contracts of its files are not checked")
+
+
 def test_d9_a_latin1_byte_in_a_pyproject_comment_is_tolerated(project, releases) -> None:
     (project / "pyproject.toml").write_bytes(b"# caf\xe9\n[project]\nname = 'app'\n")
     status, out, err = cli(project, releases)

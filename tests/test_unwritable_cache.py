@@ -4,6 +4,8 @@ when no temporary folder can be made either is it an error, in one line naming t
 
 from __future__ import annotations
 
+import errno
+import os
 import tempfile
 from pathlib import Path
 
@@ -122,3 +124,55 @@ def test_a_cache_that_cannot_keep_records_is_one_warning_line_and_the_same_findi
                         "next (give a writable --cache-dir)")
     (options.cache_dir / kind).unlink()
     assert computed() == clean
+
+
+@pytest.mark.parametrize("number", [errno.ENOSPC, errno.EFBIG])
+def test_a_full_disk_under_the_records_is_one_warning_line_and_the_same_findings(
+        published, capsys, monkeypatch, number: int) -> None:
+    """Every record write fails as on a full disk (or past the file size limit): the findings are
+    the same, and one line says why the next run will compute everything again."""
+    import shutil
+
+    from sglang_contracts.infra import cache as caches
+
+    project, options = published
+    clean = run(capsys, project, options.cache_dir)
+    shutil.rmtree(options.cache_dir / "runs")  # nothing to replay: the run computes and writes
+
+    def full(path: Path, data: bytes) -> None:
+        raise OSError(number, os.strerror(number), str(path))
+
+    monkeypatch.setattr(caches, "atomic_write_bytes", full)
+    monkeypatch.setattr(caches, "_WARNED", set())
+    status, out, err = run(capsys, project, options.cache_dir)
+    assert (status, out) == clean[:2]
+    assert err == (f"sglang-contracts: warning: cannot write the cache folder {options.cache_dir / 'runs'} "
+                   f"({os.strerror(number)}); what this run computed is not kept for the next "
+                   "(give a writable --cache-dir)\n")
+
+
+def test_a_download_on_a_full_disk_falls_back_to_a_temporary_folder(published, capsys, monkeypatch) -> None:
+    """pip fails writing the wheel into the cache for want of space: the release is downloaded to
+    a temporary folder, with one warning line, as for a cache that cannot be written."""
+    import subprocess
+
+    from sglang_contracts.sources import index
+
+    project, options = published
+    clean = run(capsys, project, options.cache_dir)
+    cache = options.cache_dir.parent / "full-cache"
+    real_run = subprocess.run
+
+    def pip_on_a_full_disk(command, *args, **kwargs):
+        if Path(command[command.index("--dest") + 1]).is_relative_to(cache):
+            return subprocess.CompletedProcess(command, 1, "", "ERROR: Could not install packages due to an "
+                                               "OSError: [Errno 28] No space left on device\n")
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(index.subprocess, "run", pip_on_a_full_disk)
+    status, out, err = run(capsys, project, cache)
+    assert (status, out) == clean[:2]
+    (line,) = err.splitlines()  # one line, for both releases
+    assert line == (f"sglang-contracts: warning: cannot write the cache folder {cache / 'wheels'} (No space left "
+                    "on device); releases are downloaded to a temporary folder for this run only "
+                    "(give a writable --cache-dir)")

@@ -90,3 +90,25 @@ def test_json_report_carries_the_delta_next_to_the_diagnostics(history, tmp_path
     document = json.loads(capsys.readouterr().out)
     assert document["diagnostics"] and all("code" in record for record in document["diagnostics"])
     assert [c["summary"] for c in document["upstream_delta"]["commits"]][0] == "Release 0.9.1"
+
+
+@pytest.mark.parametrize("form", ["json", "markdown"])
+def test_a_replayed_run_prints_the_delta_the_computed_run_printed(history, tmp_path, capsys, monkeypatch,
+                                                                  form) -> None:
+    from sglang_contracts.check import runner
+    from sglang_contracts.cli import main
+
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(PROJECT)
+    command = ["check", "--format", form, "--sglang-repo", str(history), "--old", "v0.9.0", "--new", "v0.9.1"]
+    main(command)
+    computed = capsys.readouterr()
+
+    def not_replayed(*args, **kwargs):
+        raise AssertionError("the second run was computed, not replayed")
+
+    monkeypatch.setattr(runner, "_computed", not_replayed)
+    main(command)
+    replayed = capsys.readouterr()
+    assert replayed.out == computed.out
+    assert {"json": '"upstream_delta"', "markdown": "### Upstream delta"}[form] in computed.out

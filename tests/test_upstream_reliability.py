@@ -12,6 +12,7 @@ import errno
 import io
 import os
 import signal
+import sys
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -129,6 +130,33 @@ def test_a_module_over_the_size_bound_is_not_read(project, releases) -> None:
     (new / DAMAGED).write_bytes(b"thing = 1\n" + b"#" * MAX_PYTHON_BYTES)
     lines = findings(project, old, new)
     assert lines[1:] == [sgc000(f"sglang at {new}", "4.0 MB, over the 4.0 MB this tool reads")]
+    assert codes(lines[:1]) == EXPECTED
+
+
+RUNNING = f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+@pytest.mark.parametrize("content, reason", [
+    pytest.param(b"type Thing = int\nthing = 1\n",
+                 f"does not parse: invalid syntax at line 1 on Python {RUNNING}; needs a newer Python?",
+                 marks=pytest.mark.skipif(sys.version_info >= (3, 12), reason="PEP 695 parses from 3.12"),
+                 id="pep-695-alias"),
+    pytest.param(b"def first[T](x: T) -> T: ...\nthing = 1\n",
+                 f"does not parse: expected '(' at line 1 on Python {RUNNING}; needs a newer Python?",
+                 marks=pytest.mark.skipif(sys.version_info >= (3, 12), reason="PEP 695 parses from 3.12"),
+                 id="pep-695-generic-function"),
+    pytest.param("thing = 1\n".encode("utf-16"), "does not parse: it holds NUL bytes, UTF-16 or not text?",
+                 id="utf-16"),
+    pytest.param(b"thing = " + b"-" * 5000 + b"1\n", "does not parse: nested too deeply for Python's parser",
+                 id="5000-deep"),
+    pytest.param(b"thing = " + b"(" * 5000 + b"1" + b")" * 5000 + b"\n",
+                 "does not parse: nested too deeply for Python's parser", id="5000-parentheses"),
+])
+def test_a_module_this_python_cannot_parse_is_one_sgc000_at_its_import(project, releases, content, reason) -> None:
+    old, new = releases
+    (new / DAMAGED).write_bytes(content)
+    lines = findings(project, old, new)
+    assert lines[1:] == [sgc000(f"sglang at {new}", reason)]
     assert codes(lines[:1]) == EXPECTED
 
 

@@ -28,7 +28,7 @@ from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
 from sglang_contracts.infra.files import unsaved_buffer
 from sglang_contracts.infra.roots import project_root_for
-from sglang_contracts.project.index import IndexMemo, ProjectIndex, as_named, build_index, links_out_of, read_python
+from sglang_contracts.project.index import LISTING, IndexMemo, ProjectIndex, as_named, build_index, links_out_of, read_python
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
 from sglang_contracts.diagnostics.suppressions import (
@@ -210,7 +210,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         keep.kept(result)
         if key:
             runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),
-                                        [result.old.release, result.new.release]))
+                                        [result.old.release, result.new.release], result.upstream_delta))
         if options.use_cache:
             _tell_if_unkept(download_cache)
     result.notes = pin.notes(defaulted=options.old is None, from_clone=options.sglang_repo is not None) if pin else []
@@ -270,7 +270,8 @@ def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOpt
                 for fields, spec in zip(saved.releases, (old_spec, options.new))]
     old, new = (UpstreamModel(release, store("upstream")) for release in releases)
     project = ProjectIndex(root=root, scanned=saved.scanned)
-    return CheckResult(saved.diagnostics, project, old, new, pin=pin, replayed_files_with_contracts=saved.with_contracts)
+    return CheckResult(saved.diagnostics, project, old, new, pin=pin, upstream_delta=saved.upstream_delta,
+                       replayed_files_with_contracts=saved.with_contracts)
 
 
 def _live_stacks(root: Path, options: CheckOptions) -> PatchStacks | None:
@@ -524,6 +525,10 @@ def problem_diagnostics(problems: list[Problem], root: Path) -> list[Diagnostic]
             found.append(finding_at("SGC000", path, problem.line, problem.col, problem.module,
                                     what=f"cannot {problem.stage}", error=problem.error,
                                     unchecked=problem.unchecked or "the contracts with it are not checked", hint=""))
+        elif problem.stage == LISTING:
+            found.append(finding_at("SGC000", path, problem.line, problem.col, "", what="cannot list this folder",
+                                    error=problem.error, unchecked="the SGLang contracts of its files are not checked",
+                                    hint=""))
         else:
             reading = problem.stage == "reading the file"
             found.append(finding_at("SGC000", path, problem.line, problem.col, "",

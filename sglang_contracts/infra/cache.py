@@ -17,6 +17,7 @@ overwrites the record.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import json
@@ -148,15 +149,25 @@ def warn_unwritable_once(cache: Path, message: str) -> None:
     print(f"sglang-contracts: warning: {printable(message)}", file=sys.stderr, flush=True)
 
 
+# What a write meets on a full disk, past the file size limit, or over the user's quota.
+NO_SPACE = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+# record folder -> why a record could not be written there for want of space, in this process
+# (a folder that can be written but not filled: unwritable_reason cannot see it beforehand).
+_UNKEPT: dict[Path, str] = {}
+
+
 def unwritable_reason(folder: Path) -> str | None:
-    """Why records cannot be written in `folder` (made if missing), or None when they can."""
+    """Why records cannot be written in `folder` (made if missing), or None when they can: it
+    cannot be written, or a record written there by this process found no space (told once)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         return why_unwritable(folder, error)
     except ValueError as error:  # a NUL in the name
         return str(error)
-    return None if os.access(folder, os.W_OK) else "read-only"
+    if not os.access(folder, os.W_OK):
+        return "read-only"
+    return _UNKEPT.pop(folder, None)
 
 
 _REMEMBERED: dict[Path, tuple[tuple[int, int], Any]] | None = None
@@ -267,5 +278,8 @@ class JsonCache:
         header = HEADER.format(schema=SCHEMA_VERSION, key=key) + data_digest(body)
         try:
             atomic_write_bytes(self._path(key), header.encode() + b"\n" + body)
-        except (OSError, ValueError):  # a read-only or full cache slows the next run down; it must not fail this one
+        except OSError as error:  # a read-only or full cache slows the next run down; it must not fail this one
+            if error.errno in NO_SPACE:
+                _UNKEPT.setdefault(self.folder, error.strerror or os.strerror(error.errno))
+        except ValueError:  # a key no file name can hold
             pass

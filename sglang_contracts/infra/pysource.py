@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import sys
 import tokenize
 import warnings
 from functools import lru_cache
@@ -42,6 +43,20 @@ def parse_quietly(code: str, filename: str = "<unknown>", mode: str = "exec") ->
             return ast.parse(code, filename=filename, mode=mode)
         except (RecursionError, MemoryError):
             raise TooComplex("nested too deeply for Python's parser") from None
+
+
+def why_unparsable(error: Exception) -> str:
+    """Why `parse_quietly` refused a text, in one line. A syntax error names its line and asks
+    whether the grammar is newer than the running Python's (PEP 695 `type X = int` on 3.11)."""
+    message = str(getattr(error, "msg", error))
+    if "null bytes" in message:  # a SyntaxError or a ValueError, by Python version
+        return "does not parse: it holds NUL bytes, UTF-16 or not text?"
+    if isinstance(error, TooComplex) or "too many nested" in message:
+        return "does not parse: nested too deeply for Python's parser"
+    if isinstance(error, SyntaxError):
+        running = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        return f"does not parse: {message} at line {error.lineno or 1} on Python {running}; needs a newer Python?"
+    return f"does not parse: {type(error).__name__}: {message}".splitlines()[0]
 
 
 def parse_shared(code: str, filename: str = "<unknown>") -> ast.AST:

@@ -26,8 +26,10 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from sglang_contracts import __version__
 from sglang_contracts.infra.cache import remember_records
+from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
+from sglang_contracts.infra.roots import project_root_for
 from sglang_contracts.lsp.actions import code_actions
 from sglang_contracts.lsp.convert import contains, hover_text, lsp_diagnostic
 from sglang_contracts.lsp.frames import FrameReader
@@ -70,7 +72,7 @@ class ContractsServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("sglang-contracts", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=ForgettingProtocol)
-        self.root: Path | None = None
+        self.root: Path | None = None  # None: no usable workspace root yet, and nothing is checked
         self.settings: dict[str, Any] = {}
         self.published: dict[str, list[types.Diagnostic]] = {}  # uri -> what the editor shows
         self.last_failure: str | None = None
@@ -82,6 +84,7 @@ class ContractsServer(LanguageServer):
         self._again = False
         self._warmed = False  # a check was computed (not replayed) in this process
         self._engine: Any = None  # the resident engine every check runs on (made on first use)
+        self.no_root = ""  # why the workspace root given is not usable, told once the client is ready
 
     def engine(self) -> Any:
         if self._engine is None:
@@ -98,7 +101,10 @@ class ContractsServer(LanguageServer):
     # -- scheduling ---------------------------------------------------------------------------
 
     def schedule(self, delay: float) -> None:
-        """Check the workspace after `delay` seconds of quiet (a later call moves it back)."""
+        """Check the workspace after `delay` seconds of quiet (a later call moves it back);
+        never without a usable root (the server's own working directory is no workspace)."""
+        if self.root is None:
+            return
         loop = asyncio.get_running_loop()
         if self._timer is not None:
             self._timer.cancel()
@@ -225,6 +231,18 @@ class ContractsServer(LanguageServer):
                 self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
         self.published = outcome
 
+    def adopt_root(self, folder: Path | None) -> bool:
+        """Make `folder` the workspace root, where it is a folder that exists: `check` reads the
+        configuration of the folder it runs in, so the server runs in it. False otherwise."""
+        try:
+            if folder is None or not folder.is_dir():
+                return False
+            os.chdir(folder)
+        except (OSError, ValueError):  # gone, not enterable, a name the system cannot hold
+            return False
+        self.root = folder
+        return True
+
     def configure(self, settings: Any) -> None:
         if isinstance(settings, dict):
             settings = settings.get("sglang-contracts", settings)
@@ -236,13 +254,22 @@ class ContractsServer(LanguageServer):
 server = ContractsServer()
 
 
+def _folder(uri: str) -> Path | None:
+    """The local path a `file:` URI names (None for another scheme: `http:`)."""
+    path = to_fs_path(uri)
+    return Path(path) if path else None
+
+
 @server.feature(types.INITIALIZE)
 def initialize(ls: ContractsServer, params: types.InitializeParams) -> None:
     folders = params.workspace_folders or []
     uri = folders[0].uri if folders else params.root_uri
-    path = to_fs_path(uri) if uri else params.root_path
-    ls.root = Path(path or os.getcwd())
-    os.chdir(ls.root)  # `check` reads the configuration of the folder it runs in
+    given = uri or params.root_path
+    root = (_folder(uri) if uri else Path(params.root_path)) if given else Path.cwd()  # no root given: where it runs
+    if not ls.adopt_root(root):
+        # Told once the client is ready (initialized); checked once a real folder comes.
+        ls.no_root = (f"the workspace root {printable(given)} is not a folder on this machine: nothing is checked until "
+                      "a workspace folder that exists is added, or a file in one is opened")
     ls.configure(params.initialization_options)
 
 
@@ -255,12 +282,29 @@ async def initialized(ls: ContractsServer, params: types.InitializedParams) -> N
         await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
             id="sglang-contracts-files", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
             register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))]))
+    if ls.root is None:
+        ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"sglang-contracts: {ls.no_root}"))
     ls.schedule(0)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 async def did_open(ls: ContractsServer, params: types.DidOpenTextDocumentParams) -> None:
+    if ls.root is None:  # no usable workspace root: the project of the file opened, if it is on disk
+        path = _folder(params.text_document.uri)
+        try:
+            ls.adopt_root(project_root_for([path]) if path is not None else None)
+        except ValueError:  # a NUL in the name
+            pass
     ls.schedule(0.05)  # an editor restoring a session opens many at once
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+async def did_change_workspace_folders(ls: ContractsServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    if ls.root is None:
+        for folder in params.event.added:
+            if ls.adopt_root(_folder(folder.uri)):
+                break
+        ls.schedule(0)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)

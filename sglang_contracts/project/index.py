@@ -21,7 +21,7 @@ from sglang_contracts.infra.cache import CACHEDIR_TAG, JsonCache, code_fingerpri
 from sglang_contracts.infra import pysource
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, problem_for
-from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, read_limited
+from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, os_reason, read_limited
 from sglang_contracts.infra.lines import matches_at_line_start
 from sglang_contracts.infra.parallel import iter_jobs
 from sglang_contracts.infra.temporaries import is_temporary, remove_if_stale
@@ -36,6 +36,7 @@ IMPORTS_SGLANG = re.compile(r"^[ \t]*(?:from|import)[ \t]+sglang\b", re.M)
 FROM_IMPORT = re.compile(r"from[ \t]+(?P<source>\.*[\w.]*)[ \t]+import[ \t]+(?P<clause>\([^)]*\)|[^\n]*)")
 IMPORTED_NAME = re.compile(r"\b(\w+)\b(?:\s+as\s+\w+)?")
 PLAIN_IMPORT = re.compile(r"import[ \t]+([^\n]*)")
+LISTING = "listing the folder"  # the stage of a Problem about a project folder that cannot be listed
 
 
 def mentions(text: str, word: str) -> Iterator[int]:
@@ -68,8 +69,10 @@ def skipped_folder(name: str) -> bool:
     return name in EXCLUDED_DIRS or name.endswith(".egg-info")
 
 
-def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]:
-    """Files below the given paths (files or folders) whose name `accept`s, sorted, without tool folders."""
+def walk_project(paths: list[Path], accept: Callable[[str], bool],
+                 unlisted: Callable[[str, str], None] | None = None) -> list[Path]:
+    """Files below the given paths (files or folders) whose name `accept`s, sorted, without tool
+    folders; `unlisted` is told each folder that cannot be listed, and why (project_folders)."""
     found: set[str] = set()
     for path in paths:
         if path.is_file():
@@ -79,7 +82,7 @@ def walk_project(paths: list[Path], accept: Callable[[str], bool]) -> list[Path]
         # is already resolved (resolving 900 files one by one cost a third of a second). Walked
         # on strings, sorted as paths are (part by part): a Path per file, made and compared,
         # cost half of a re-check's walk.
-        for folder, files in project_folders(os.fspath(path.resolve())):
+        for folder, files in project_folders(os.fspath(path.resolve()), unlisted):
             found.update(os.path.join(folder, f) for f in files if accept(f))
     return [Path(name) for name in sorted(found, key=_path_parts)]
 
@@ -98,13 +101,22 @@ def as_named(path: Path, root: Path) -> Path:
     return Path(os.path.abspath(path)) if links_out_of(path, root) else path.resolve()
 
 
-def project_folders(top: str) -> Iterator[tuple[str, list[str]]]:
+def project_folders(top: str, unlisted: Callable[[str, str], None] | None = None) -> Iterator[tuple[str, list[str]]]:
     """(folder, its file names) of the folders below `top` (itself included) that a reader looks
     into: not tools', environments' or builds' (skipped_folder), nor a cache folder below the
     top (this tool's own, pytest's: CACHEDIR.TAG); the top, which the user named, is read
-    whatever it holds. os.walk, which does not follow links to folders. A temporary file of a
-    `fix` is no file of the project: left out, and removed once its writer is gone."""
-    for folder, dirs, files in os.walk(top):
+    whatever it holds. os.walk, which does not follow links to folders. A folder that is there
+    but cannot be listed (permission denied, a path over the system's bound) is passed over
+    after telling `unlisted` (its path, why): its files' contracts are lost, never silently. A
+    temporary file of a `fix` is no file of the project: left out, and removed once its writer
+    is gone."""
+    def skipped(error: OSError) -> None:
+        # Gone since its parent was listed, or a file given as the top: nothing was lost.
+        if unlisted is not None and error.filename is not None \
+                and not isinstance(error, (FileNotFoundError, NotADirectoryError)):
+            unlisted(os.fsdecode(error.filename), os_reason(error))
+
+    for folder, dirs, files in os.walk(top, onerror=skipped):
         if CACHEDIR_TAG in files and folder != top:
             dirs[:] = []
             continue
@@ -119,12 +131,14 @@ def _path_parts(name: str) -> list[str]:
     return name.split(os.sep)
 
 
-def discover(root: Path, paths: list[Path], excluded: Callable[[str], bool] | None = None) -> list[Path]:
+def discover(root: Path, paths: list[Path], excluded: Callable[[str], bool] | None = None,
+             unlisted: Callable[[str, str], None] | None = None) -> list[Path]:
     """Python files below the given paths, without what `excluded` says of a path relative to
-    the root (the configured excludes). A given path named within the root that is a link out
-    of it is not walked: it is kept as it is named, for its reading to say so (SGC000)."""
+    the root (the configured excludes); `unlisted` as walk_project's. A given path named within
+    the root that is a link out of it is not walked: it is kept as it is named, for its reading
+    to say so (SGC000)."""
     linked_out = [path for path in paths if links_out_of(path, root)]
-    found = walk_project([path for path in paths if path not in linked_out], lambda name: name.endswith(".py"))
+    found = walk_project([path for path in paths if path not in linked_out], lambda name: name.endswith(".py"), unlisted)
     found += [Path(os.path.abspath(path)) for path in linked_out]
     if excluded is None:
         return found
@@ -463,15 +477,22 @@ def _read_project(index: ProjectIndex, root: Path, paths: list[Path], excluded: 
     """Every Python file's digest and text into the index; relpath -> (module, content digest)."""
     texts: dict[str, tuple[str, str]] = {}
     below = os.path.join(os.fspath(root), "")
-    for path in discover(root, paths, excluded):
-        name = os.fspath(path)
+
+    def relative(name: str) -> str:
         if name.startswith(below) and os.sep == "/":  # Path.relative_to, without a Path per file
-            relpath = name[len(below):]
-        else:
-            try:
-                relpath = path.relative_to(root).as_posix()
-            except ValueError:
-                relpath = path.as_posix()
+            return name[len(below):]
+        try:
+            return Path(name).relative_to(root).as_posix()
+        except ValueError:
+            return Path(name).as_posix()
+
+    def unlisted(folder: str, reason: str) -> None:  # the files below it are lost: said, never silently
+        relpath = relative(folder)
+        if excluded is None or not excluded(relpath):
+            index.problems.append(Problem(relpath, 1, 1, LISTING, reason, internal=False))
+
+    for path in discover(root, paths, excluded, unlisted):
+        relpath = relative(os.fspath(path))
         try:
             # Only the decoded text and a digest are kept: the bytes of a large project's files
             # would otherwise stay in memory all run long.

@@ -15,7 +15,7 @@ lying ZIP64 size, which would ask to read 2**62 bytes), whenever it is opened. A
 with a one-line error, and the wheel is deleted so that the next run downloads it anew.
 
 A cache folder that cannot take a download (read-only, a file where the folder should be,
-`--cache-dir /dev/null`) does not end the run: the wheel goes to a temporary folder, removed
+`--cache-dir /dev/null`, a full disk) does not end the run: the wheel goes to a temporary folder, removed
 when the process ends, and one warning line on standard error names the folder that could
 not be written. Only when no temporary folder can be made either is it an error.
 """
@@ -29,6 +29,7 @@ import csv
 import hashlib
 import io
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sglang_contracts.infra import progress
-from sglang_contracts.infra.cache import atomic_write_bytes, foreign_reason, warn_unwritable_once
+from sglang_contracts.infra.cache import NO_SPACE, atomic_write_bytes, foreign_reason, warn_unwritable_once
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size, why_unwritable
 from sglang_contracts.requirements import as_version
@@ -110,6 +111,7 @@ class _Unwritable(Exception):
         self.folder = folder
 
 
+PIP_OS_ERROR = re.compile(r"\[Errno (\d+)\]")
 UNREACHABLE_MARKERS = ("NewConnectionError", "Could not fetch URL", "ConnectTimeout", "ReadTimeout",
                        "Name or service not known", "Temporary failure in name resolution",
                        "Connection refused", "Network is unreachable", "ProxyError")
@@ -131,6 +133,9 @@ def _pip_download(version: str, dest: Path) -> Path:
         result = subprocess.run(command, capture_output=True, text=True)
         wheel = _wheel_in(Path(tmp), version)
         if result.returncode != 0 or wheel is None:
+            full = _no_space(result.stderr)
+            if full is not None:  # the cache's disk is full: as a cache that cannot be written
+                raise _Unwritable(dest, full)
             raise SourceError(_explain_pip_failure(version, result.stderr))
         final = dest / wheel.name
         try:
@@ -139,6 +144,15 @@ def _pip_download(version: str, dest: Path) -> Path:
             raise _Unwritable(dest, error) from None
         _stamp(final)  # just downloaded by pip, which checks the index's hashes
         return final
+
+
+def _no_space(stderr: str) -> OSError | None:
+    """The error pip met writing the download, when it is one of a full disk, a file size limit
+    or a quota (pip says `[Errno 28] No space left on device`)."""
+    for number in map(int, PIP_OS_ERROR.findall(stderr)):
+        if number in NO_SPACE:
+            return OSError(number, os.strerror(number))
+    return None
 
 
 def _scratch_folder(unwritable: _Unwritable) -> Path:

@@ -59,6 +59,13 @@ class UpstreamDelta:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "UpstreamDelta":
+        """What to_json wrote; raises KeyError, TypeError or ValueError for another shape."""
+        return cls(str(data["old_ref"]), str(data["new_ref"]), str(data["old_sha"]), str(data["new_sha"]),
+                   commits=[DeltaCommit(**{**commit, "files": tuple(commit["files"])}) for commit in data["commits"]],
+                   must_read=[MustRead(**item) for item in data["must_read"]])
+
 
 def _in_repo(relpath: str) -> str:
     return f"{PACKAGE_PREFIX}/{relpath}"

@@ -13,7 +13,7 @@ from typing import Any
 
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import problem_for
-from sglang_contracts.infra.pysource import parse_quietly, source_depth
+from sglang_contracts.infra.pysource import parse_quietly, source_depth, why_unparsable
 from sglang_contracts.upstream.bodies import BodyFacts, definition_lines, module_bodies
 
 UNION_WRAPPERS = {"Optional", "Union"}
@@ -310,6 +310,9 @@ def _extract(module_name: str, relpath: str, code: str, known_bodies: dict | Non
         # One parse for griffe and for the bodies: griffe.visit would parse the code itself,
         # so its Visitor is given the tree (as griffe.visit does after compiling it).
         tree = parse_quietly(code, str(filepath))
+    except (SyntaxError, ValueError) as error:  # a newer grammar, NUL bytes, too deep: opaque, and said so
+        return {"opaque": why_unparsable(error)}
+    try:
         # No extensions: griffe's only built-in one (dataclasses) acts on packages griffe loads
         # itself, never on one visited module, and dispatching its hooks at every node cost a
         # tenth of the extraction (dataclass fields are read here: _dataclass_fields).
@@ -318,7 +321,7 @@ def _extract(module_name: str, relpath: str, code: str, known_bodies: dict | Non
         visitor.visit(tree)
         module = visitor.current.module
     except Exception as error:  # a file griffe cannot read is opaque, not empty
-        return {"opaque": f"{type(error).__name__}: {error}".splitlines()[0]}
+        return {"opaque": f"griffe cannot analyse it: {type(error).__name__}: {error}".splitlines()[0]}
     bodies = module_bodies(tree, lines=False, code=code, known=known_bodies)  # the lines on demand: UpstreamModel.body_lines
     bindings: dict[str, Any] = {}
     wildcards: list[str] = []

@@ -384,13 +384,16 @@ class UpstreamModel:
         syntax error, a NUL byte: Python could not import it either) and the release's own
         version is not, that one's. The module is then read as released, by every reader of
         the tree, and the stack is reported at its patches (runner._upstream_problems): a
-        broken stack costs its own changes to the module, not the project's other contracts."""
-        if record.opaque is None or record.problem is not None or record.relpath is None \
-                or not self.tree.as_released(record.relpath):
+        broken stack costs its own changes to the module, not the project's other contracts.
+        A module whose text is there but cannot be known (it does not parse on this Python,
+        griffe refuses it) is unreadable: its contracts would otherwise pass unchecked."""
+        if record.opaque is None or record.problem is not None or record.relpath is None:
             return record
+        if not self.tree.as_released(record.relpath):
+            return self._unreadable(name, record.relpath, record.opaque)
         released = self._load(name)  # keyed by the released content now
         if released is None or released.opaque is not None:
-            return released or record
+            return released or self._unreadable(name, record.relpath, record.opaque)
         self.read_as_released[name] = (record.relpath, record.opaque)
         return released
 
