@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
+import tempfile
 import tomllib
 import zipfile
 from dataclasses import dataclass
@@ -14,10 +16,27 @@ import pytest
 # The error boundary turns a bug into an SGC001 finding and goes on; the tests want the
 # traceback instead, so that it hides nothing from them (tests of the boundary unset this).
 os.environ.setdefault("SGLANG_CONTRACTS_DEBUG", "1")
-# Real releases and downstream sdists are downloaded into the test session's own cache (in the
-# checkout, or SGLANG_CONTRACTS_TEST_CACHE), never the user's: 400 MB of wheels a suite fetches
-# are not theirs to keep, and a user's cache must not decide what a test sees. pip keeps no copy.
-TEST_CACHE = Path(os.environ.get("SGLANG_CONTRACTS_TEST_CACHE") or Path(__file__).resolve().parent.parent / ".test-cache")
+# Real releases and downstream sdists are downloaded into the test sessions' own cache, never
+# the user's: 400 MB of wheels a suite fetches are not theirs to keep, and a user's cache must
+# not decide what a test sees. pip keeps no copy. It is outside the checkout, whose paths the
+# reports show relative to the working folder. SGLANG_CONTRACTS_TEST_CACHE names another.
+
+
+def _test_cache() -> Path:
+    if os.environ.get("SGLANG_CONTRACTS_TEST_CACHE"):
+        return Path(os.environ["SGLANG_CONTRACTS_TEST_CACHE"])
+    folder = Path(tempfile.gettempdir()) / f"sglang-contracts-test-cache-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        status = os.lstat(folder)
+        if stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not status.st_mode & 0o077:
+            return folder  # ours alone: kept between sessions
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="sglang-contracts-test-cache-"))  # another user's name: one of our own
+
+
+TEST_CACHE = _test_cache()
 os.environ["SGLANG_CONTRACTS_CACHE"] = str(TEST_CACHE)
 os.environ["PIP_NO_CACHE_DIR"] = "1"
 
