@@ -23,6 +23,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sglang_contracts.infra.boundary import read_project_text
+from sglang_contracts.project.images import image_name
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.infra.pysource import BRANCH_TYPES, child_nodes, parse_quietly, parse_shared
 from sglang_contracts.project.positions import SourcePositions
@@ -39,9 +40,7 @@ STACK_NAMES = ("Dockerfile", "Containerfile", "Makefile", "Justfile")
 VERSION = r"v?\d+\.\d+(?:\.\d+)*(?:(?:a|b|rc|\.post|\.dev)\d+)*(?:[-+][\w.]+)?"
 MENTIONS = [
     # lmsysorg/sglang:v0.5.22-cu129, registry.example/sglang:0.5.22@sha256:... (FROM, ARG BASE_IMAGE=, image:)
-    # The image's name starts where no name character precedes it: tried from every character of
-    # a long run of them, the pattern would take time quadratic in its length (a 100 kB line, minutes).
-    ("image tag", re.compile(rf"(?<![\w.\-/])[\w.\-/]*\bsglang[\w\-]*:(?P<v>{VERSION})")),
+    ("image tag", re.compile(rf"{image_name('sglang')}:(?P<v>{VERSION})")),
     # SGLANG_IMAGE_TAG=v0.5.15.post1-cu129, SGLANG_VERSION: 0.5.22
     ("version variable", re.compile(rf"\bSGLANG_(?:IMAGE_)?(?:TAG|VERSION)\b\s*[:=]\s*[\"']?(?P<v>{VERSION})")),
     # pip install "sglang[all]==0.5.22", sglang.git@v0.5.22
