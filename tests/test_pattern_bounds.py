@@ -38,3 +38,11 @@ def test_d3_a_line_of_image_name_pieces_in_a_stack_file_is_read_in_time(project,
     # The image tag mention was tried once per run, but backtracked from each `sglang` in it.
     write(project, {"README.md": "Built on sglang:\n" + "sglang-" * 50000 + "\n"})
     checked_in_time(project, releases)
+
+
+def test_d4_a_requirement_comment_of_cue_words_is_read_in_time(project, releases) -> None:
+    # MATCHES_STACK read the rest of the comment again from every "match" (`[^#]*` then "sglang").
+    for release in releases:  # SGLang pins transformers: the line's comment is then read
+        write(release, {"pyproject.toml": '[project]\nname = "sglang"\ndependencies = ["transformers==4.50.0"]\n'})
+    write(project, {"requirements.txt": "transformers==4.50.0  # " + "match " * 12000 + "\n"})
+    checked_in_time(project, releases)

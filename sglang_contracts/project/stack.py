@@ -31,7 +31,9 @@ from sglang_contracts.requirements import normalized, parse_requirement, parse_s
 
 REQUIREMENT_FILES = ("requirements.txt", "requirements-*.txt", "requirements/*.txt", "constraints.txt", "constraints-*.txt")
 # A comment saying the line follows SGLang's own pin: "Match the pinned sglang stack", "sglang pin".
-MATCHES_STACK = re.compile(r"(?i)\b(?:match|mirror|same as|follow)\w*\b[^#]*\bsglang\b|\bsglang(?:'s)?\s+(?:pin|stack)\b")
+STACK_CUE = re.compile(r"(?i)\b(?:match|mirror|same as|follow)\w*\b")  # then "sglang", before any `#`
+SGLANG_WORD = re.compile(r"(?i)\bsglang\b")
+SGLANG_PIN = re.compile(r"(?i)\bsglang(?:'s)?\s+(?:pin|stack)\b")
 
 # Where a release is named outside Python code.
 STACK_SUFFIXES = (".md", ".mdx", ".rst", ".txt", ".adoc", ".sh", ".bash", ".yml", ".yaml", ".toml", ".cfg",
@@ -74,7 +76,7 @@ class DeclaredRequirement(Located):
 
     @property
     def matches_stack(self) -> bool:
-        return bool(MATCHES_STACK.search(self.comment))
+        return says_it_matches_stack(self.comment)
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,18 @@ class ProseNote(Located):
     where: str  # "comment" or "docstring"
     text: str  # the version named, or the removal requirement as written
     in_package: bool  # package code, not tests, docs or examples
+
+
+def says_it_matches_stack(comment: str) -> bool:
+    """Whether a requirement's comment says the line follows SGLang's pin: a cue word and, after
+    it in the same `#`-part, "sglang"; or "sglang('s) pin/stack". "sglang" is looked for once,
+    after the part's first cue: one pattern (`cue[^#]*sglang`) read the rest of the part again
+    from every cue word, 40 s and more on a comment of `"match " * 20000`."""
+    for part in comment.split("#"):
+        cue = STACK_CUE.search(part)
+        if cue is not None and SGLANG_WORD.search(part, cue.end()) is not None:
+            return True
+    return SGLANG_PIN.search(comment) is not None
 
 
 # -- declared requirements ------------------------------------------------------------------
