@@ -46,3 +46,9 @@ def test_d4_a_requirement_comment_of_cue_words_is_read_in_time(project, releases
         write(release, {"pyproject.toml": '[project]\nname = "sglang"\ndependencies = ["transformers==4.50.0"]\n'})
     write(project, {"requirements.txt": "transformers==4.50.0  # " + "match " * 12000 + "\n"})
     checked_in_time(project, releases)
+
+
+def test_d5_a_removal_condition_followed_by_quotes_is_read_in_time(project, releases) -> None:
+    # REQUIREMENT_END was tried from each quote of the run and backtracked over the rest of it.
+    write(project, {"app/overlay.py": "# Remove when: sglang>=0.2.0" + "`'" * 10000 + "x\nx = 1\n"})
+    checked_in_time(project, releases)

@@ -490,7 +490,10 @@ def prose_notes(project: ProjectIndex) -> tuple[list[ProseNote], list[ProseNote]
     return versions, removals
 
 
-REQUIREMENT_END = re.compile(r"[\s`'\"]*(?:$|[.;)](?:\s|$)|\s{2,}|\s+[-(]|\s+(?:and|or|once|because)\b)")
+# Where a removal condition's requirement ends: closing quotes and spaces, then the end, a full
+# stop, two spaces, a dash or a bracket, or a joining word. Tried only where a run of quotes and
+# spaces starts: from each character of a long run it backtracked over the rest (quadratic).
+REQUIREMENT_END = re.compile(r"(?<![\s`'\"])[\s`'\"]*(?:$|[.;)](?:\s|$)|\s{2,}|\s+[-(]|\s+(?:and|or|once|because)\b)")
 
 
 def removal_requirement(text: str) -> Requirement | None:
