@@ -8,13 +8,38 @@ at a size the old patterns took well over ten seconds on (the check takes about 
 
 from __future__ import annotations
 
+import signal
 import subprocess
+from contextlib import contextmanager
+from typing import Iterator
 
 import pytest
 
+from sglang_contracts.infra.shell import UNSET, expand
 from tests.test_reliability import OK_FINDING, cli, project, releases, write  # noqa: F401 (fixtures)
 
 SECONDS = 15
+BOUND = 2.0  # seconds for one pattern (or one function) on about a megabyte: linear takes milliseconds
+
+
+class TooSlow(Exception):
+    pass
+
+
+@contextmanager
+def time_bound(seconds: float) -> Iterator[None]:
+    """Stop what runs inside after `seconds` with TooSlow, so that a regression fails and does not
+    hang the suite (`re` looks at signals while it matches)."""
+    def stop(*_) -> None:
+        raise TooSlow(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def checked_in_time(project, releases) -> str:
@@ -52,3 +77,16 @@ def test_d5_a_removal_condition_followed_by_quotes_is_read_in_time(project, rele
     # REQUIREMENT_END was tried from each quote of the run and backtracked over the rest of it.
     write(project, {"app/overlay.py": "# Remove when: sglang>=0.2.0" + "`'" * 10000 + "x\nx = 1\n"})
     checked_in_time(project, releases)
+
+
+def test_d6_a_from_line_of_unclosed_variables_is_read_in_time(project, releases) -> None:
+    # VARIABLE was tried from each `${` and read the rest of the line again for its `}`.
+    write(project, {"Dockerfile": "FROM lmsysorg/sglang:" + "${A:-" * 20000 + "\n"})
+    checked_in_time(project, releases)
+
+
+def test_d6_a_shell_word_of_unclosed_variables_before_a_brace_expands_in_time() -> None:
+    # The cut of an unclosed `${...` at a word's end was a pattern tried from each `${`, reading
+    # on to the `}` each time; it is a search for the last `}` now.
+    with time_bound(BOUND):
+        assert expand("${" * 500_000 + "}x", {}) == UNSET
