@@ -8,6 +8,7 @@ the boundary to catch a fault unsets it first.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -57,15 +58,24 @@ def codes(lines: list[str]) -> list[str]:
     return [line.split(": ", 1)[0] + ": " + line.split(": ", 1)[1].split(" ", 1)[0] for line in lines]
 
 
-def cli(project: Path, releases: tuple[Path, Path], *extra: str) -> tuple[int, str, str]:
-    """The command line in a fresh process (what a hang or a crash would hit)."""
+def cli(project: Path, releases: tuple[Path, Path], *extra: str, timeout: float = 120) -> tuple[int, str, str]:
+    """The command line in a fresh process (what a hang or a crash would hit). After `timeout`
+    seconds it is stopped with the processes it started, whose pipes would keep a wait for its
+    output waiting as long as they run, and subprocess.TimeoutExpired is raised."""
     old, new = releases
     env = checkout_env()
     env.pop("SGLANG_CONTRACTS_DEBUG", None)
-    done = subprocess.run([sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", str(old),
+    with subprocess.Popen([sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", str(old),
                            "--new", str(new), "--no-cache", *extra],
-                          capture_output=True, env=env, timeout=120, cwd=project)
-    return done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=project,
+                          start_new_session=True) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+    return process.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
 OK_FINDING = "app/ok.py:1:30: SGC102"

@@ -302,12 +302,17 @@ def imported_project_modules(project: ProjectIndex, relpath: str, modules: set[s
     return sorted(found)
 
 
+def _attribute_chains(names: Iterable[str]) -> re.Pattern:
+    """`name.attr.attr` after one of `names`, in two groups: the name, then the attributes."""
+    alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.])({alternatives})((?:\s*\.\s*[A-Za-z_]\w*)+)")
+
+
 def _modules_reached_as_attributes(text: str, bound_modules: dict[str, str], modules: set[str]) -> set[str]:
     """The `modules` a text names as `bound.sub...` of a name bound to a module: a superset
     (comments and strings count), which only adds dependants."""
-    names = "|".join(re.escape(name) for name in sorted(bound_modules, key=len, reverse=True))
     found = set()
-    for match in re.finditer(rf"(?<![\w.])({names})((?:\s*\.\s*[A-Za-z_]\w*)+)", text):
+    for match in _attribute_chains(bound_modules).finditer(text):
         dotted = bound_modules[match[1]]
         for attr in re.findall(r"[A-Za-z_]\w*", match[2]):
             dotted = f"{dotted}.{attr}"

@@ -391,10 +391,15 @@ def pass_through_new_option_decides(ctx: CheckContext) -> Iterator[Diagnostic]:
                          help=target.help.strip().split(". ")[0][:160], **_common(ctx))
 
 
+def _mention_pattern(dest: str) -> re.Pattern:
+    """`dest` as a key or keyword: `kwargs["dest"] = ...`, `ServerArgs(dest=...)`."""
+    return re.compile(rf"[\"']{re.escape(dest)}[\"']|\b{re.escape(dest)}\s*=(?!=)")
+
+
 def _mentions(project_texts: list[str], dest: str) -> bool:
-    """Does the project's Python name the field as a key or keyword (`kwargs["dest"] = ...`,
-    `ServerArgs(dest=...)`): then it sets it on a road this model does not follow."""
-    pattern = re.compile(rf"[\"']{re.escape(dest)}[\"']|\b{re.escape(dest)}\s*=(?!=)")
+    """Does the project's Python name the field as a key or keyword: then it sets it on a road
+    this model does not follow."""
+    pattern = _mention_pattern(dest)
     return any(dest in text and pattern.search(text) for text in project_texts)
 
 

@@ -14,7 +14,10 @@ SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")", "do", "then", "else", "
 SHELL_SUFFIXES = (".sh", ".bash")
 MAX_WORD = 4096  # characters of an expanded word
 LEADING = {"if", "!", "while", "until", "time", "sudo", "command", "exec"}
-VARIABLE = re.compile(r"\$\{(\w+)(?:(:?[-=+?])([^}]*))?\}|\$(\w+)")
+# `${NAME}`, `${NAME:-word}`, `$NAME`; and an unclosed `${NAME:-...`, read once to the end as a
+# variable nothing sets (tried from each `${` of a long unclosed run, the first alternative read
+# the rest again each time: time quadratic in the run's length).
+VARIABLE = re.compile(r"\$\{(\w+)(?:(:?[-=+?])([^}]*+))?\}|\$(\w+)|\$\{\w+:?[-=+?][^}]*+\Z")
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
@@ -53,7 +56,9 @@ def expand(word: str, env: dict[str, str], keep: frozenset[str] = frozenset(), d
         return UNSET
 
     word = re.sub(r"\$\([^)]*\)?|`[^`]*`", UNSET, word)  # command substitution: not known
-    word = re.sub(r"\$\{[^}]*$", UNSET, word)  # what the shell split off the end of a word cut in two
+    unclosed = word.find("${", word.rfind("}") + 1)  # what the shell split off the end of a word cut in two
+    if unclosed >= 0:
+        word = word[:unclosed] + UNSET
     expanded = VARIABLE.sub(value, word)
     return expanded if len(expanded) <= MAX_WORD else UNSET  # `a=$a$a` over and over doubles a word
 

@@ -161,7 +161,7 @@ def _stack_of(path: Path, text: str, root: Path, patch_paths: set[str], is_docke
                 continue
             instruction, rest = match.group(1).upper(), match.group(2)
             if instruction in ("ARG", "ENV"):
-                for name, value in re.findall(r"(\w+)=(\S*)", rest):
+                for name, value in re.findall(r"\b(\w+)=(\S*)", rest):  # from a word's start only
                     env[name] = _expand(value.strip("\"'"), env)
                 continue
             if instruction in ("COPY", "ADD") and "--from=" not in rest:

@@ -23,11 +23,29 @@ from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.requirements import version_in_tag
 
 MAIN_DOCKERFILES = ("Dockerfile", "Containerfile")
-VARIABLE = re.compile(r"\$(?:\{(?P<braced>\w+)(?::?[-+](?P<default>[^}]*))?\}|(?P<bare>\w+))")
+# `${NAME}`, `${NAME:-default}`, `$NAME`; and an unclosed `${NAME:-...`, read once to the end as a
+# variable with no value (tried from each `${` of a long unclosed run, the first alternative read
+# the rest again each time: 52 s on a 200 kB FROM line).
+VARIABLE = re.compile(r"\$(?:\{(?P<braced>\w+)(?::?[-+](?P<default>[^}]*+))?\}|(?P<bare>\w+)|\{\w+:?[-+][^}]*+\Z)")
 # A name that says it holds SGLang's image or version: SGLANG_IMAGE_TAG, sglang_version, SGLANG_BASE_IMAGE.
-SGLANG_RELEASE_NAME = re.compile(r"(?i)sglang\w*(?:tag|version|image)|(?:tag|version|image)\w*sglang")
+# A word is tried from its start only, for its first "sglang" (or first "tag"...) and then the other
+# word after it (atomic): tried from each "sglang" of a long name, it read the rest again each time.
+SGLANG_RELEASE_NAME = re.compile(r"(?i)(?<!\w)(?>\w*?sglang)\w*?(?:tag|version|image)"
+                                 r"|(?<!\w)(?>\w*?(?:tag|version|image))\w*?sglang")
 BOUND_NAME = re.compile(r"(?i)min|max|least|lowest|oldest|compat|since|until|supported")  # a bound, not a setting
-IMAGE_REFERENCE = re.compile(r"(?P<repo>[\w.\-/]*\bsgl(?:ang)?[\w\-]*):(?P<tag>[\w.\-]+)")
+
+
+def image_name(word: str) -> str:
+    """The pattern of an image's name whose last part (after its last `/` or `.`) has `word` at
+    the start of a word: `lmsysorg/sglang`, `rocm/sgl-dev`, `registry.example/sglang-fork`.
+    A name is tried only where a run of name characters starts, and what is read of it is not
+    given back to be split another way (possessive, atomic): written plainly, the pattern was
+    tried from every character of a run and backtracked over the rest, minutes on a string of
+    `"sglang-" * 800` (time cubic in the run's length)."""
+    return rf"(?<![\w.\-/])(?:[\w\-]*+[./])*+(?>[\w\-]*?\b{word})[\w\-]*+"
+
+
+IMAGE_REFERENCE = re.compile(rf"(?P<repo>{image_name('sgl')}):(?P<tag>[\w.\-]+)")
 # Image repositories that publish stock SGLang builds; an image of another owner is a fork's.
 STOCK_REPOSITORIES = ("lmsysorg/sglang", "rocm/sgl-dev")
 # Branches of an SGLang clone that are stock: a release tag or the default branch.

@@ -84,7 +84,7 @@ def _script_commands(text: str, docker: bool) -> Iterator[tuple[int, list[str], 
         if docker:
             instruction, _, line = line.strip().partition(" ")
             if instruction.upper() in ("ARG", "ENV"):
-                for name, value in re.findall(r"(\w+)=(\S*)", line):
+                for name, value in re.findall(r"\b(\w+)=(\S*)", line):  # from a word's start only
                     env[name] = expand(value.strip("\"'"), env)
             if instruction.upper() != "RUN":
                 continue

@@ -24,7 +24,9 @@ COPY_CUE = re.compile(r"(?i)\b(?:mirror(?:s|ed|ing)?|copied|copy of|ported|adapt
 # The forms a citation takes, each giving a dotted target or an object and the file it is in.
 CITATIONS = [
     re.compile(r"(?P<target>\bsglang(?:\.\w+){2,})"),  # sglang.srt.layers.sampler.multinomial_with_seed
-    re.compile(r"`?(?P<object>[A-Za-z_]\w*(?:\.\w+)*)`?\s*\(\s*`?(?:python/)?(?P<path>sglang/[\w/]+\.py)`?\s*\)"),
+    # A name starts a word (or follows a dot not after a word): tried from every character of a long
+    # word, it read the rest of the word again each time.
+    re.compile(r"`?(?<!\w)(?<!\w\.)(?P<object>[A-Za-z_]\w*(?:\.\w+)*)`?\s*\(\s*`?(?:python/)?(?P<path>sglang/[\w/]+\.py)`?\s*\)"),
     re.compile(r"(?i)\bsglang's\s+`?(?P<name>[A-Za-z_]\w*(?:\.\w+)?)`?"),  # sglang's multinomial_with_seed
 ]
 

@@ -65,7 +65,7 @@ MOCK_OPTIONS = {"spec", "spec_set", "name", "side_effect", "return_value", "wrap
 PASS_THROUGH_ATTR = "sglang_"
 PASS_THROUGH_FLAG = "--sglang-"
 NOQA = re.compile(r"#\s*noqa(?P<colon>\s*:\s*(?P<codes>[^#\n]*))?", re.I)
-CODE = re.compile(r"[A-Z]+[0-9]+")
+CODE = re.compile(r"(?<![A-Z])[A-Z]+[0-9]+")  # from a run's start only: not from each letter of a long run
 
 
 def parse_noqa(text: str) -> dict[int, list[str] | None]:

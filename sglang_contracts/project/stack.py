@@ -23,6 +23,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sglang_contracts.infra.boundary import read_project_text
+from sglang_contracts.project.images import image_name
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.infra.pysource import BRANCH_TYPES, child_nodes, parse_quietly, parse_shared
 from sglang_contracts.infra.tomltext import parse_toml
@@ -31,7 +32,9 @@ from sglang_contracts.requirements import normalized, parse_requirement, parse_s
 
 REQUIREMENT_FILES = ("requirements.txt", "requirements-*.txt", "requirements/*.txt", "constraints.txt", "constraints-*.txt")
 # A comment saying the line follows SGLang's own pin: "Match the pinned sglang stack", "sglang pin".
-MATCHES_STACK = re.compile(r"(?i)\b(?:match|mirror|same as|follow)\w*\b[^#]*\bsglang\b|\bsglang(?:'s)?\s+(?:pin|stack)\b")
+STACK_CUE = re.compile(r"(?i)\b(?:match|mirror|same as|follow)\w*\b")  # then "sglang", before any `#`
+SGLANG_WORD = re.compile(r"(?i)\bsglang\b")
+SGLANG_PIN = re.compile(r"(?i)\bsglang(?:'s)?\s+(?:pin|stack)\b")
 
 # Where a release is named outside Python code.
 STACK_SUFFIXES = (".md", ".mdx", ".rst", ".txt", ".adoc", ".sh", ".bash", ".yml", ".yaml", ".toml", ".cfg",
@@ -40,9 +43,7 @@ STACK_NAMES = ("Dockerfile", "Containerfile", "Makefile", "Justfile")
 VERSION = r"v?\d+\.\d+(?:\.\d+)*(?:(?:a|b|rc|\.post|\.dev)\d+)*(?:[-+][\w.]+)?"
 MENTIONS = [
     # lmsysorg/sglang:v0.5.22-cu129, registry.example/sglang:0.5.22@sha256:... (FROM, ARG BASE_IMAGE=, image:)
-    # The image's name starts where no name character precedes it: tried from every character of
-    # a long run of them, the pattern would take time quadratic in its length (a 100 kB line, minutes).
-    ("image tag", re.compile(rf"(?<![\w.\-/])[\w.\-/]*\bsglang[\w\-]*:(?P<v>{VERSION})")),
+    ("image tag", re.compile(rf"{image_name('sglang')}:(?P<v>{VERSION})")),
     # SGLANG_IMAGE_TAG=v0.5.15.post1-cu129, SGLANG_VERSION: 0.5.22
     ("version variable", re.compile(rf"\bSGLANG_(?:IMAGE_)?(?:TAG|VERSION)\b\s*[:=]\s*[\"']?(?P<v>{VERSION})")),
     # pip install "sglang[all]==0.5.22", sglang.git@v0.5.22
@@ -76,7 +77,7 @@ class DeclaredRequirement(Located):
 
     @property
     def matches_stack(self) -> bool:
-        return bool(MATCHES_STACK.search(self.comment))
+        return says_it_matches_stack(self.comment)
 
 
 @dataclass(frozen=True)
@@ -97,11 +98,25 @@ class ProseNote(Located):
     in_package: bool  # package code, not tests, docs or examples
 
 
+def says_it_matches_stack(comment: str) -> bool:
+    """Whether a requirement's comment says the line follows SGLang's pin: a cue word and, after
+    it in the same `#`-part, "sglang"; or "sglang('s) pin/stack". "sglang" is looked for once,
+    after the part's first cue: one pattern (`cue[^#]*sglang`) read the rest of the part again
+    from every cue word, 40 s and more on a comment of `"match " * 20000`."""
+    for part in comment.split("#"):
+        cue = STACK_CUE.search(part)
+        if cue is not None and SGLANG_WORD.search(part, cue.end()) is not None:
+            return True
+    return SGLANG_PIN.search(comment) is not None
+
+
 # -- declared requirements ------------------------------------------------------------------
 
 def _strings_with_positions(text: str) -> Iterator[tuple[str, int, int, str]]:
     """(value, line, col, trailing comment) for each quoted string on each line of a TOML file."""
-    quoted = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
+    # A `"` after a backslash opens no string (TOML has none outside strings): an unclosed string
+    # `"\"\"\"...` was tried again from each of its escaped quotes, reading the rest each time.
+    quoted = re.compile(r'(?<!\\)"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
     for number, line in enumerate(text.splitlines(), start=1):
         for match in quoted.finditer(line):
             value = match.group(1) if match.group(1) is not None else match.group(2)
@@ -478,7 +493,10 @@ def prose_notes(project: ProjectIndex) -> tuple[list[ProseNote], list[ProseNote]
     return versions, removals
 
 
-REQUIREMENT_END = re.compile(r"[\s`'\"]*(?:$|[.;)](?:\s|$)|\s{2,}|\s+[-(]|\s+(?:and|or|once|because)\b)")
+# Where a removal condition's requirement ends: closing quotes and spaces, then the end, a full
+# stop, two spaces, a dash or a bracket, or a joining word. Tried only where a run of quotes and
+# spaces starts: from each character of a long run it backtracked over the rest (quadratic).
+REQUIREMENT_END = re.compile(r"(?<![\s`'\"])[\s`'\"]*(?:$|[.;)](?:\s|$)|\s{2,}|\s+[-(]|\s+(?:and|or|once|because)\b)")
 
 
 def removal_requirement(text: str) -> Requirement | None:
