@@ -31,12 +31,15 @@ def environments() -> tuple[dict[str, str], ...]:
     return tuple({**base, **platform} for platform in PLATFORMS)
 
 
+DIGIT_RUN = re.compile(r"\d+")
+
+
 def _holds_too_long_a_number(text: str) -> bool:
     """A number longer than Python converts to an int (4,300 digits): packaging compares the
     versions of a specifier or a marker lazily, and meets it as a ValueError deep inside a
     comparison, so such a text is no requirement or specifier at all."""
     limit = sys.get_int_max_str_digits()
-    return bool(limit) and re.search(rf"\d{{{limit + 1}}}", text) is not None
+    return bool(limit) and any(len(run) > limit for run in DIGIT_RUN.findall(text))  # `\d{4301}` tried at each digit
 
 
 def parse_requirement(text: str) -> Requirement | None:

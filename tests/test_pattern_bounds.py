@@ -306,11 +306,12 @@ def adversarial_inputs(pattern: re.Pattern) -> Iterator[str]:
 
 
 def run(use: Use, text: str) -> None:
+    subject = text.encode("utf-8", "surrogatepass") if isinstance(use.pattern.pattern, bytes) else text  # a frame's header
     if use.methods == SCAN:
-        for _ in use.pattern.finditer(text):
+        for _ in use.pattern.finditer(subject):
             pass
     for method in use.methods & ANCHORED:
-        getattr(use.pattern, method)(text)
+        getattr(use.pattern, method)(subject)
 
 
 USES = all_uses()
