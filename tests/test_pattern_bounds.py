@@ -59,8 +59,9 @@ BUILT: dict[tuple[str, str], Callable[[], re.Pattern]] = {
 NOT_PROJECT_TEXT = {
     ("sglang_contracts.contracts.attributes", "_set_by_name"): "searches the release's own source files",
     ("sglang_contracts.contracts.hints", "_declaration"): "matches a line of the release's own source",
-    ("sglang_contracts.contracts.doubles", "_matches"): "the pattern is the project's own (a source probe, "
-                                                         "SGC603), searched in the release's source",
+    ("sglang_contracts.contracts.doubles", "_matches"): "the pattern is the project's own (a source probe, SGC603), run "
+                                                         "on the release's source only when its backtracking is bounded "
+                                                         "(test_a_source_probe_whose_pattern_could_backtrack...)",
 }
 
 
@@ -397,3 +398,13 @@ def test_d6_a_shell_word_of_unclosed_variables_before_a_brace_expands_in_time() 
     # on to the `}` each time; it is a search for the last `}` now.
     with time_bound(BOUND):
         assert expand("${" * 500_000 + "}x", {}) == UNSET
+
+
+def test_a_source_probe_whose_pattern_could_backtrack_without_bound_is_not_run(project, releases) -> None:
+    # SGC603 runs the project's own pattern on the release's source: `(\w|\w)*@` takes 2**n steps
+    # on an n-character word without an `@`. Such a pattern is "cannot tell", never run.
+    for release in releases:
+        write(release, {"sglang/srt/slow.py": "def slow():\n    return " + "a" * 40 + "\n"})
+    write(project, {"app/probe.py": "import inspect\nimport re\n\nfrom sglang.srt.slow import slow\n\n"
+                                    "FIXED = re.search(r'(\\w|\\w)*@', inspect.getsource(slow))\n"})
+    checked_in_time(project, releases)

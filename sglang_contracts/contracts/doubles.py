@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import re
+import re._constants as re_constants
+import re._parser as re_parser
 import textwrap
 from dataclasses import dataclass
 from typing import Iterator
@@ -218,12 +220,58 @@ def source_texts(ctx: CheckContext, dotted: str) -> tuple[str | None, str | None
 
 
 def _matches(needle: str, regex: bool, text: str) -> bool | None:
+    """Whether the probe's text or pattern is in `text`; None when that cannot be told: a pattern
+    that is not valid, or one that could backtrack without bound. The pattern is the project's
+    (a pull request's), run here on the release's source: `(\\w|\\w)*@` would take hours."""
     if not regex:
         return needle in text
     try:
-        return re.search(needle, text, re.M) is not None
-    except re.error:
+        parsed = re_parser.parse(needle, re.M)
+    except (re.error, RecursionError, OverflowError):
         return None
+    if not _bounded_backtracking(parsed):
+        return None
+    return re.search(needle, text, re.M) is not None
+
+
+_REPEATS = {re_constants.MAX_REPEAT, re_constants.MIN_REPEAT}
+_MOST_UNBOUNDED = 3  # `\s*x\s*=\s*` is what probes look like; each more multiplies a worst case
+
+
+def _bounded_backtracking(parsed) -> bool:
+    """Whether a parsed pattern backtracks within a polynomial bound of low degree: no repeat
+    holds a repeat, an alternation or a back-reference (the exponential shapes `(a+)+`,
+    `(\\w|\\w)*`), no back-reference or look-around holds a repeat, and at most a few repeats are
+    unbounded."""
+    unbounded = 0
+
+    def walk(items, inside_repeat: bool) -> bool:
+        nonlocal unbounded
+        for op, value in items:
+            if op in _REPEATS:
+                low, high, body = value
+                if inside_repeat and high > 1:
+                    return False
+                unbounded += high == re_constants.MAXREPEAT
+                if not walk(body, inside_repeat or high > 1):
+                    return False
+            elif op is re_constants.BRANCH:
+                if inside_repeat or not all(walk(branch, inside_repeat) for branch in value[1]):
+                    return False
+            elif op is re_constants.GROUPREF or op is re_constants.GROUPREF_EXISTS:
+                return False
+            elif op is re_constants.SUBPATTERN:
+                if not walk(value[-1], inside_repeat):
+                    return False
+            elif op in (re_constants.ASSERT, re_constants.ASSERT_NOT, re_constants.ATOMIC_GROUP):
+                if not walk(value[-1] if op is not re_constants.ATOMIC_GROUP else value, True):
+                    return False
+            elif op is re_constants.POSSESSIVE_REPEAT:
+                if not walk(value[2], True):
+                    return False
+        return unbounded <= _MOST_UNBOUNDED
+
+    return walk(parsed, False)
 
 
 @contract("SGC603")
