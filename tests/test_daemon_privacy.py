@@ -155,3 +155,30 @@ def test_a_malformed_request_is_refused_without_a_traceback(request_bytes: bytes
     theirs.close()
     assert answer == b"" or "refused" in json.loads(answer)
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_shared_caches_folders_another_user_linked_are_neither_read_nor_written(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Another user links `runs/`, `project/`... of a shared cache to a folder of their choosing:
+    our records would land there (and theirs be read as ours). Our own link (a cache folder kept
+    on another disk) is used."""
+    from sglang_contracts.infra import cache as cache_module
+
+    shared, elsewhere = tmp_path / "shared", tmp_path / "elsewhere"
+    shared.mkdir()
+    elsewhere.mkdir()
+    for kind in ("runs", "project", "upstream", "incremental"):
+        (shared / kind).symlink_to(elsewhere, target_is_directory=True)
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "m.py").write_text("from sglang.srt.layers.quantization import Fp8Config\n")
+    argv = ["check", str(project), *RELEASES, "--cache-dir", str(shared)]
+    real_getuid = os.getuid
+    monkeypatch.setattr(cache_module.os, "getuid", lambda: real_getuid() + 1)  # the links are someone else's
+    main(argv)
+    assert "a link another user made" in capsys.readouterr().err
+    assert not [p for p in elsewhere.rglob("*") if p.name != "CACHEDIR.TAG"]
+    monkeypatch.setattr(cache_module.os, "getuid", real_getuid)  # now they are ours
+    monkeypatch.setattr(cache_module, "_WARNED", set())  # told again, as a new process would be
+    main(argv)
+    assert "link" not in capsys.readouterr().err
+    assert any(p.suffix == ".json" for p in elsewhere.rglob("*"))

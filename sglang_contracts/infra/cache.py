@@ -198,10 +198,12 @@ def foreign_reason(folder: Path) -> str | None:
     another user may have made it, or a link by its name to a folder of theirs or of ours."""
     try:
         status = os.lstat(folder)
+        if stat.S_ISLNK(status.st_mode):
+            if status.st_uid != os.getuid():
+                return f"a link another user made (uid {status.st_uid})"
+            status = os.stat(folder)  # the user's own link (wheels kept on another disk): its folder
     except OSError:
         return None
-    if stat.S_ISLNK(status.st_mode):
-        return "a symbolic link"
     if status.st_uid != os.getuid():
         return f"another user's (uid {status.st_uid})"
     return None
