@@ -67,7 +67,7 @@ def test_a_link_out_is_one_sgc000_and_never_read(form: str, project: Path, relea
     sgc000 = [line for line in out.splitlines() if " SGC000 " in line]
     links_out = sorted(line.split(":")[0].removeprefix(str(project) + "/") for line in sgc000
                        if "a link out of the project" in line)
-    assert links_out == ["Dockerfile", "docs/env.md", "linked.py", "requirements.txt"]
+    assert links_out == ["Dockerfile", "docs/env.md", "linked.py", "requirements.txt", "via_folder"]
     release_links = [line for line in sgc000 if "a link out of the release" in line]
     assert len(release_links) == 2 and all("sglang.srt.b" in line for line in release_links)  # inside.py, alias.py
 
@@ -78,7 +78,7 @@ def test_the_sgc000_of_a_link_out_is_in_json_at_its_path(project: Path, releases
           "--cache-dir", str(tmp_path / "cache")])
     findings = json.loads(capsys.readouterr().out)
     linked = [f for f in findings if f["code"] == "SGC000" and "a link out of the project" in f["message"]]
-    assert {Path(f["path"]).name for f in linked} == {"Dockerfile", "env.md", "linked.py", "requirements.txt"}
+    assert {Path(f["path"]).name for f in linked} == {"Dockerfile", "env.md", "linked.py", "requirements.txt", "via_folder"}
 
 
 def test_the_reader_refuses_what_leads_out_whatever_the_way(tmp_path: Path) -> None:

@@ -116,11 +116,17 @@ def project_folders(top: str, unlisted: Callable[[str, str], None] | None = None
                 and not isinstance(error, (FileNotFoundError, NotADirectoryError)):
             unlisted(os.fsdecode(error.filename), os_reason(error))
 
+    real_top = os.path.join(os.path.realpath(top), "") if unlisted is not None else ""
     for folder, dirs, files in os.walk(top, onerror=skipped):
         if CACHEDIR_TAG in files and folder != top:
             dirs[:] = []
             continue
         dirs[:] = [d for d in dirs if not skipped_folder(d)]
+        if unlisted is not None:  # a link to a folder is never walked; one out of the project is said
+            for name in dirs:
+                path = os.path.join(folder, name)
+                if os.path.islink(path) and not os.path.realpath(path).startswith(real_top):
+                    unlisted(path, "a link out of the project, not read")
         temporaries = [name for name in files if is_temporary(name)]
         for name in temporaries:
             remove_if_stale(folder, name)
