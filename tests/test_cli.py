@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from conftest import checkout_env
+from conftest import NEW, OLD, PROJECT, checkout_env
+from sglang_contracts.cli import main
 
 
 def test_a_reader_that_leaves_early_is_not_an_error() -> None:
@@ -95,3 +96,31 @@ def test_an_unparsable_file_says_when_the_project_targets_a_newer_python(tmp_pat
     assert diagnostic.message.startswith("cannot parse this file (")
     running = "{}.{}".format(*sys.version_info[:2])
     assert (f"the project requires Python 3.99+ and this tool runs on {running}" in diagnostic.message) is hinted
+
+
+def test_write_baseline_writes_into_a_device_or_fifo_never_replaces_it(tmp_path, capsys) -> None:
+    """helper-7's audit: the baseline's atomic write replaced /dev/full (and a FIFO) by a file."""
+    import stat as stat_module
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    device = tmp_path / "full"
+    os.symlink("/dev/full", device)
+    status = main(["check", str(PROJECT), "--old", str(OLD), "--new", str(NEW), "--write-baseline", str(device)])
+    assert status == 2 and "cannot write" in capsys.readouterr().err
+    assert os.path.islink(device) and stat_module.S_ISCHR(os.stat("/dev/full").st_mode)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        main(["check", str(PROJECT), "--old", str(OLD), "--new", str(NEW), "--write-baseline", str(fifo)])
+        assert b'"findings"' in os.read(reader, 1 << 20)
+    finally:
+        os.close(reader)
+    assert stat_module.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_a_baseline_nested_too_deeply_is_one_line(tmp_path, capsys) -> None:
+    baseline = tmp_path / "b.json"
+    baseline.write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["check", str(PROJECT), "--old", str(OLD), "--new", str(NEW), "--baseline", str(baseline)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nested too deeply" in err

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from sglang_contracts.cli import main
+
 from conftest import NEW, OLD, PROJECT, add_settings
 from sglang_contracts.cli import build_parser, _options
 from sglang_contracts.config import with_source
@@ -165,3 +167,28 @@ def test_a_pyproject_nested_too_deeply_outside_the_table_does_not_stop_the_run(c
     (tmp_path / "p.py").write_text("x = 1\n")
     result = check(cwd=tmp_path)
     assert (result.status, result.err) == (0, "")
+
+
+@pytest.mark.parametrize("table", ['[project]\nname = "q"\noptional-dependencies = "x"\n', 'project = "x"\n', "tool = 1\n",
+                                   '[tool]\nuv = "x"\n', 'dependency-groups = "x"\n[project]\nname = "q"\n'])
+def test_a_pyproject_value_that_is_no_table_is_no_internal_error(table: str, tmp_path: Path, capsys) -> None:
+    """helper-7's audit: `.values()` on a string gave three SGC001 (exit 3)."""
+    from conftest import NEW, OLD
+
+    project = tmp_path / "q"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(table)
+    (project / "m.py").write_text("x = 1\n")
+    status = main(["check", str(project), "--old", str(OLD), "--new", str(NEW), "--cache-dir", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    assert status in (0, 1) and "SGC001" not in out
+
+
+def test_a_pyproject_that_does_not_parse_is_an_sgc000(tmp_path: Path, capsys) -> None:
+    from conftest import NEW, OLD
+
+    project = tmp_path / "q"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project\nname="q"\ndependencies=["sglang==1.0.0"]\n')
+    assert main(["check", str(project), "--old", str(OLD), "--new", str(NEW), "--cache-dir", str(tmp_path / "c")]) == 1
+    assert "pyproject.toml:1:1: SGC000 cannot analyse this file (not valid TOML" in capsys.readouterr().out

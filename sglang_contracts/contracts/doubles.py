@@ -235,7 +235,34 @@ def _matches(needle: str, regex: bool, text: str) -> bool | None:
 
 
 _REPEATS = {re_constants.MAX_REPEAT, re_constants.MIN_REPEAT}
-_MOST_UNBOUNDED = 3  # `\s*x\s*=\s*` is what probes look like; each more multiplies a worst case
+_MOST_UNBOUNDED = 4  # `\s*x\s*=\s*\w+` is what probes look like; each more multiplies a worst case
+_COMPLEMENTS = {(re_constants.CATEGORY_SPACE, re_constants.CATEGORY_NOT_SPACE),
+                (re_constants.CATEGORY_WORD, re_constants.CATEGORY_NOT_WORD),
+                (re_constants.CATEGORY_DIGIT, re_constants.CATEGORY_NOT_DIGIT)}
+
+
+def _spans_lines(item, dotall: bool) -> bool:
+    """Whether a repeated item matches nearly any character, newlines included (`[^Q]`, `[\\s\\S]`,
+    `.` under DOTALL): each try of such a repeat runs to the end of the source, and a search
+    tries from every position of a 200 kB class, so 2 * 10**10 steps."""
+    op, value = item
+    if op is re_constants.NOT_LITERAL or (op is re_constants.ANY and dotall):
+        return True
+    if op is re_constants.IN:
+        kinds = {kind for kind, _ in value}
+        categories = {category for kind, category in value if kind is re_constants.CATEGORY}
+        return re_constants.NEGATE in kinds or any(pair <= categories for pair in map(set, _COMPLEMENTS))
+    return False
+
+
+def _leading_literals(parsed) -> list:
+    """The LITERAL items a parsed pattern begins with."""
+    leading = []
+    for item in parsed:
+        if item[0] is not re_constants.LITERAL:
+            break
+        leading.append(item)
+    return leading
 
 
 def _bounded_backtracking(parsed) -> bool:
@@ -244,6 +271,11 @@ def _bounded_backtracking(parsed) -> bool:
     `(\\w|\\w)*`), no back-reference or look-around holds a repeat, and at most a few repeats are
     unbounded."""
     unbounded = 0
+    dotall = bool(parsed.state.flags & re.S)
+    # A repeat spanning lines is cheap behind a rare anchor (`def forward\\([^)]*\\)`: tried only
+    # where the anchor is): at most one, behind a literal beginning of six characters, not all space.
+    anchor = "".join(chr(value) for op, value in _leading_literals(parsed))
+    broad_allowed = [len(anchor) >= 6 and not anchor.isspace()]
 
     def walk(items, inside_repeat: bool) -> bool:
         nonlocal unbounded
@@ -252,7 +284,14 @@ def _bounded_backtracking(parsed) -> bool:
                 low, high, body = value
                 if inside_repeat and high > 1:
                     return False
-                unbounded += high == re_constants.MAXREPEAT
+                if high == re_constants.MAXREPEAT:
+                    unbounded += 1
+                    if any(_spans_lines(item, dotall) for item in body):
+                        if not broad_allowed[0]:
+                            return False
+                        broad_allowed[0] = False
+                    elif sum(item[0] is re_constants.ANY for item in body) and unbounded > 2:
+                        return False
                 if not walk(body, inside_repeat or high > 1):
                     return False
             elif op is re_constants.BRANCH:

@@ -10,6 +10,8 @@ long as it is still about the same symbol in the same file.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,7 @@ from sglang_contracts.infra.cache import atomic_write_bytes
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_limited
-from sglang_contracts.infra.output import writing
+from sglang_contracts.infra.output import write_file, writing
 
 FORMAT_VERSION = 1
 FIELDS = ("code", "path", "symbol", "fingerprint", "justification")
@@ -47,6 +49,8 @@ def read_baseline(path: Path) -> list[Entry]:
         raise UsageError(f"{path}: cannot read the baseline ({error.reason})") from None
     except (ValueError, UnicodeDecodeError) as error:
         raise UsageError(f"{path}: the baseline is not valid JSON ({error})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: the baseline is not valid JSON (nested too deeply)") from None
     findings = data.get("findings") if isinstance(data, dict) else None
     if not isinstance(findings, list):
         raise UsageError(f"{path}: not a sglang-contracts baseline (no \"findings\" list)")
@@ -102,6 +106,19 @@ def write_baseline(path: Path, diagnostics: list[Diagnostic], previous: list[Ent
                  "Write in each justification why the finding is accepted.",
         "findings": [entry.to_json() for entry in entries],
     }
-    with writing(path):
-        atomic_write_bytes(path, (json.dumps(document, indent=2) + "\n").encode())
+    data = (json.dumps(document, indent=2) + "\n").encode()
+    if _regular_or_absent(path):
+        with writing(path):
+            atomic_write_bytes(path, data)  # whole or not at all
+    else:  # a device (/dev/stdout, /dev/full), a FIFO or a link the user named: written to, never replaced
+        write_file(path, data)
     return len(entries)
+
+
+def _regular_or_absent(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False

@@ -14,3 +14,11 @@ def parse_toml(text: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except RecursionError:
         raise tomllib.TOMLDecodeError("nested too deeply") from None
+
+
+def table(data: Any, *keys: str) -> dict[str, Any]:
+    """The table at `keys` in a parsed document, or {} where a level is missing or is not a table
+    (`optional-dependencies = "x"` in a project's pyproject is its text, not ours to trust)."""
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}

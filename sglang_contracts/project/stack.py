@@ -22,11 +22,11 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from sglang_contracts.infra.boundary import read_project_text
+from sglang_contracts.infra.boundary import Problem, note, read_project_text
 from sglang_contracts.project.images import image_name
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.infra.pysource import BRANCH_TYPES, child_nodes, parse_quietly, parse_shared
-from sglang_contracts.infra.tomltext import parse_toml
+from sglang_contracts.infra.tomltext import parse_toml, table
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.requirements import normalized, parse_requirement, parse_specifier
 
@@ -52,7 +52,8 @@ MENTIONS = [
 ]
 # "SGLang 0.5.22", "sglang v0.5.22", "sglang==0.5.21", "sglang>=0.5.16"
 SGLANG_VERSION_IN_PROSE = re.compile(
-    r"(?i)\bsglang\b(?:\s+version)?\s*(?:[=<>~!]=?|[@:(-])?\s*v?(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)\b")
+    # Possessive runs of space: two `\s*` around an optional operator split one long run every way.
+    r"(?i)\bsglang\b(?:\s++version)?\s*+(?:[=<>~!]=?|[@:(-])?\s*+v?(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)\b")
 REMOVE_WHEN = re.compile(r"(?i)\bremove\s+when\s*:\s*(?P<req>[^\n]+)")
 NOT_PACKAGE_DIRS = {"tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "benchmark"}
 
@@ -126,11 +127,11 @@ def _strings_with_positions(text: str) -> Iterator[tuple[str, int, int, str]]:
 
 
 def _pyproject_requirement_strings(data: dict[str, Any]) -> list[str]:
-    project = data.get("project", {})
+    project = table(data, "project")
     groups: list[Any] = [project.get("dependencies", [])]
-    groups += list(project.get("optional-dependencies", {}).values())
-    groups += list(data.get("dependency-groups", {}).values())
-    uv = data.get("tool", {}).get("uv", {})
+    groups += list(table(project, "optional-dependencies").values())
+    groups += list(table(data, "dependency-groups").values())
+    uv = table(data, "tool", "uv")
     groups += [uv.get("override-dependencies", []), uv.get("constraint-dependencies", [])]
     return [item for group in groups if isinstance(group, list) for item in group if isinstance(item, str)]
 
@@ -140,7 +141,8 @@ def _pyproject_requirements(root: Path) -> list[DeclaredRequirement]:
     text = read_project_text(path, root) if path.exists() else None
     try:
         wanted = set(_pyproject_requirement_strings(parse_toml(text))) if text is not None else set()
-    except tomllib.TOMLDecodeError:
+    except tomllib.TOMLDecodeError as error:  # its requirements are not checked: said, never silently
+        note(Problem("pyproject.toml", 1, 1, "analysing the file", f"not valid TOML: {error}", internal=False))
         return []
     if not wanted:
         return []
@@ -175,7 +177,7 @@ def declared_python(root: Path) -> DeclaredPython | None:
     path = root / "pyproject.toml"
     text = read_project_text(path, root) if path.exists() else None
     try:
-        value = parse_toml(text).get("project", {}).get("requires-python") if text is not None else None
+        value = table(parse_toml(text), "project").get("requires-python") if text is not None else None
     except tomllib.TOMLDecodeError:
         return None
     specifier = parse_specifier(value) if isinstance(value, str) else None

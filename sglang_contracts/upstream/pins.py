@@ -14,7 +14,7 @@ from sglang_contracts.requirements import (
     applies, environments, exact_version, normalized, parse_requirement, parse_specifier,
 )
 from sglang_contracts.sources.base import ReleaseTree
-from sglang_contracts.infra.tomltext import parse_toml
+from sglang_contracts.infra.tomltext import parse_toml, table
 
 
 @dataclass(frozen=True)
@@ -76,11 +76,12 @@ def _from_metadata(text: str) -> tuple[list[str], str | None]:
 
 def _from_pyproject(text: str) -> tuple[list[str], str | None]:
     try:
-        project = parse_toml(text).get("project", {})
+        project = table(parse_toml(text), "project")
     except tomllib.TOMLDecodeError:
         return [], None
-    lines = [line for line in project.get("dependencies", []) if isinstance(line, str)]
-    for extra, group in project.get("optional-dependencies", {}).items():
+    dependencies = project.get("dependencies", [])
+    lines = [line for line in dependencies if isinstance(line, str)] if isinstance(dependencies, list) else []
+    for extra, group in table(project, "optional-dependencies").items():
         for line in group if isinstance(group, list) else []:
             requirement = isinstance(line, str) and parse_requirement(line)
             if requirement:
