@@ -223,3 +223,23 @@ def test_a_bare_repository_in_the_project_is_not_read_and_no_repository_runs_a_c
         err = capsys.readouterr().err
         assert (status == 2 and "is not read" in err) if refused else status in (0, 1), err
     assert not mark.exists()
+
+
+@pytest.mark.parametrize("text", [
+    "diff --git a/python/sglang/srt/a.py b/python/sglang/srt/b.py\nsimilarity index 90%\ncopy from python/sglang/srt/a.py\n"
+    "copy to python/sglang/srt/b.py\n--- a/python/sglang/srt/a.py\n+++ b/python/sglang/srt/b.py\n@@ -1 +1 @@\n-x = 1\n+x = 5\n",
+    "diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\nold mode 100644\nnew mode 100755\n",
+    "diff --git a/python/sglang/srt/link b/python/sglang/srt/link\nnew file mode 120000\n--- /dev/null\n"
+    "+++ b/python/sglang/srt/link\n@@ -0,0 +1 @@\n+a.py\n\\ No newline at end of file\n",
+], ids=["copy", "mode", "symlink"])
+def test_a_copy_or_a_mode_change_is_carried_as_it_is_not_rewritten(text: str, releases, tmp_path: Path, capsys) -> None:
+    """helper-7's audit: a copy came out as an edit of its source, a link as a plain file, and a
+    mode change was lost (or the patch refused), each 'verified' with exit 0."""
+    patch = tmp_path / "p.patch"
+    patch.write_text(text)
+    old, new = releases
+    out = tmp_path / "new.patch"
+    status = main(["patch", "rebase", str(patch), "--old", str(old), "--new", str(new), "-o", str(out),
+                   "--cache-dir", str(tmp_path / "cache")])
+    assert status == 1 and "carried as it is, not checked" in capsys.readouterr().err
+    assert out.read_text() == text

@@ -87,6 +87,7 @@ class FilePatch:
     is_delete: bool = False
     is_rename: bool = False
     is_copy: bool = False
+    mode_change: bool = False  # an `old/new mode` pair, or a new or deleted file that is no plain file (a link, 100755)
     binary: bool = False
     hunks: list[Hunk] = field(default_factory=list)
 
@@ -211,8 +212,12 @@ def _parse_git_header(lines: list[str], start: int) -> tuple[FilePatch, int]:
             patch.is_delete = patch.new_path is None
         elif line.startswith("new file mode "):
             patch.is_new = True
+            patch.mode_change |= line.split()[-1] != "100644"
         elif line.startswith("deleted file mode "):
             patch.is_delete = True
+            patch.mode_change |= line.split()[-1] != "100644"
+        elif line.startswith(("old mode ", "new mode ")):
+            patch.mode_change = True
         elif line.startswith(("rename from ", "copy from ")):
             patch.old_path = line.split(" ", 2)[2].rstrip("\n")
         elif line.startswith(("rename to ", "copy to ")):
@@ -270,7 +275,7 @@ def parse_patch(text: str) -> PatchFile:
                 patch.binary = following.startswith("GIT binary patch") or following.rstrip("\n").endswith(" differ")
                 if patch.binary:
                     index += 1
-                elif not (patch.is_rename or patch.is_copy or patch.is_new or patch.is_delete):
+                elif not (patch.is_rename or patch.is_copy or patch.is_new or patch.is_delete or patch.mode_change):
                     raise _PatchError(index + 1, f"patch with only garbage at line {index + 1}")
     except _PatchError as error:
         return PatchFile(files, (error.line, error.message))

@@ -224,6 +224,15 @@ def git_control_file(file: FilePatch) -> str:
     return "a file git reads as its own settings" if names & set(GIT_CONTROL_FILES) else ""
 
 
+def _copy_or_mode(file: FilePatch) -> str:
+    """Why a file patch's change is not one the rebased trees can carry, or "": they hold text
+    files at B's paths, so a copy (a second file from the first) or a file mode (a link, an
+    executable) would come out as an edit of the source or a plain file."""
+    if file.is_copy:
+        return "a copy"
+    return "a change of file mode (a link or an executable)" if file.mode_change else ""
+
+
 class _Rebaser:
     def __init__(self, patch: PatchFile, patch_text: str, old: Release, new: Release,
                  skeleton: PatchFile | None, scratch: Path) -> None:
@@ -259,8 +268,8 @@ class _Rebaser:
     def _file(self, file: FilePatch, index: int) -> list[Outcome]:
         target = file.new_path if file.is_new else file.old_path
         why = "binary patch" if file.binary else "" if target else "no file name"
-        why = why or outside_package_reason(file) or git_control_file(file) or self.unchecked_old(target) \
-            or self.unchecked_new(target)
+        why = why or outside_package_reason(file) or git_control_file(file) or _copy_or_mode(file) \
+            or self.unchecked_old(target) or self.unchecked_new(target)
         if why:
             self.sections.append(("verbatim", _verbatim(self.lines, self.patch, index)))
             return self._every(file, UNCHECKED, f"{why}: carried as it is, not checked", label=self._label(target))
