@@ -61,3 +61,31 @@ def test_a_check_killed_with_9_leaves_no_process_behind(tmp_path):
         run.kill()
         for pid in _marked(marker):  # what this test started, and only that
             os.kill(pid, signal.SIGKILL)
+
+
+FORKING = """
+import time
+from sglang_contracts.infra.parallel import run_pool, start_forked
+with run_pool():
+    wait = start_forked(lambda: time.sleep(120))
+    print("forked", flush=True)
+    wait(None)
+"""
+
+
+def test_a_forked_copy_ends_when_the_process_that_made_it_is_killed() -> None:
+    """helper-7's audit: the copy a check makes for its second half (start_forked) had no watch on
+    its maker, and held the workers' watch pipe open: a kill -9 left it, and them, running."""
+    marker = f"SGLANG_CONTRACTS_TEST_MARK_{uuid.uuid4().hex}=1"
+    name, value = marker.split("=")
+    run = subprocess.Popen([sys.executable, "-c", FORKING], env=checkout_env(**{name: value}),
+                           stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert run.stdout.readline().strip() == "forked"
+        assert _until(lambda: len(_marked(marker)) >= 2, 10)  # the maker and its copy
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+        assert _until(lambda: not _marked(marker), 10), _marked(marker)
+    finally:
+        for pid in _marked(marker):
+            os.kill(pid, signal.SIGKILL)

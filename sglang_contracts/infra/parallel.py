@@ -110,12 +110,29 @@ def _parent_alive(pid: int) -> tuple[Connection, Connection]:
     ends), and its parent is the fork server, not this process: without this, a run killed
     with -9 left its workers, and through them the fork server and the resource tracker
     (which wait for every holder of their pipes), alive for good."""
-    return multiprocessing.Pipe(duplex=False)
+    pipe = multiprocessing.Pipe(duplex=False)
+    _ALIVE_WRITE_ENDS.append(pipe[1])
+    return pipe
+
+
+# The write ends of this process's _parent_alive pipes: a forked copy closes its inherited ones,
+# or the workers would wait for the copy too (helper-7's audit: they outlived a kill -9 by it).
+_ALIVE_WRITE_ENDS: list[Connection] = []
 
 
 def _watch_parent(parent_alive: Connection) -> None:
     """A worker's initializer: the worker exits when the process that made its pool is gone."""
     threading.Thread(target=_exit_at_end_of, args=(parent_alive,), name="parent watch", daemon=True).start()
+
+
+def _exit_at_end_of_fd(watched: int) -> None:
+    """A forked copy's watch: it exits when the process that made it is gone, as a worker does."""
+    try:
+        while os.read(watched, 1):
+            pass
+    except OSError:
+        pass
+    os._exit(1)
 
 
 def _exit_at_end_of(parent_alive: Connection) -> None:
@@ -196,6 +213,7 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
     if not hasattr(os, "fork"):
         return lambda patience=None: None
     read_end, write_end = os.pipe()
+    copy_watch, first_alive = os.pipe()  # the copy reads to its end when this process is gone
     try:
         with warnings.catch_warnings():
             # Python 3.12 warns of forking beside other threads: the copy never uses theirs (the
@@ -203,14 +221,19 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
     except OSError:
-        os.close(read_end)
-        os.close(write_end)
+        for end in (read_end, write_end, copy_watch, first_alive):
+            os.close(end)
         return lambda patience=None: None
     if pid == 0:
         status = 1
         try:
             from sglang_contracts.infra import progress
 
+            os.close(first_alive)
+            for inherited in _ALIVE_WRITE_ENDS:
+                inherited.close()
+            threading.Thread(target=_exit_at_end_of_fd, args=(copy_watch,), name="first process watch",
+                             daemon=True).start()
             os.close(read_end)
             progress.detach()
             _RUN.forked_copy = True
@@ -221,6 +244,7 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
         finally:
             os._exit(status)
     os.close(write_end)
+    os.close(copy_watch)
     received: list[bytes] = []
     # Read as it is written: a result larger than the pipe would otherwise stall the copy.
     reader = threading.Thread(target=lambda: received.append(_read_all(read_end)), daemon=True)
@@ -231,8 +255,10 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
         if reader.is_alive():
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+            os.close(first_alive)
             return None
         _, status = os.waitpid(pid, 0)
+        os.close(first_alive)  # held while the copy lives: its end, were this process killed, ends the copy
         if status != 0 or not received:
             return None
         try:
