@@ -425,3 +425,19 @@ def test_a_long_run_of_space_after_sglang_in_a_comment_is_read_in_time(project, 
     # run of spaces every way (200,000 spaces: minutes).
     write(project, {"app/m.py": "x = 1  # sglang" + " " * 200_000 + "x\n"})
     checked_in_time(project, releases)
+
+
+def test_a_source_probe_with_large_counted_repeats_is_not_run(project, releases) -> None:
+    # helper-8's audit: `{0,100000}` was counted as bounded, and two of them backtracked for minutes.
+    for release in releases:
+        write(release, {"sglang/srt/big.py": "class Big:\n    def f(self):\n" + "        x = 1  # a line\n" * 8000})
+    write(project, {"app/probe.py": "import inspect\nimport re\n\nfrom sglang.srt.big import Big\n\n"
+                                    "FIXED = re.sub(r'[^Q]{0,100000}[^Q]{0,100000}Q', '', inspect.getsource(Big))\n"})
+    checked_in_time(project, releases)
+
+
+def test_a_dotted_sglang_name_of_many_parts_is_resolved_in_time(project, releases) -> None:
+    # helper-8's audit: each prefix of `sglang.a.a.a...` (100,000 parts) was joined and looked up.
+    write(project, {"app/copied.py": "# copied from sglang" + ".a" * 100_000 + "(\n",
+                    "app/patched.py": "from unittest import mock\n\nmock.patch('sglang" + ".a" * 20_000 + "')\n"})
+    checked_in_time(project, releases)

@@ -235,6 +235,7 @@ def _matches(needle: str, regex: bool, text: str) -> bool | None:
 
 
 _REPEATS = {re_constants.MAX_REPEAT, re_constants.MIN_REPEAT}
+_MOST_REPEATS = 64  # a repeat allowing more counts as unbounded
 _MOST_UNBOUNDED = 4  # `\s*x\s*=\s*\w+` is what probes look like; each more multiplies a worst case
 _COMPLEMENTS = {(re_constants.CATEGORY_SPACE, re_constants.CATEGORY_NOT_SPACE),
                 (re_constants.CATEGORY_WORD, re_constants.CATEGORY_NOT_WORD),
@@ -284,7 +285,7 @@ def _bounded_backtracking(parsed) -> bool:
                 low, high, body = value
                 if inside_repeat and high > 1:
                     return False
-                if high == re_constants.MAXREPEAT:
+                if high > _MOST_REPEATS:  # `{0,100000}` backtracks as `*` does
                     unbounded += 1
                     if any(_spans_lines(item, dotall) for item in body):
                         if not broad_allowed[0]:

@@ -104,6 +104,11 @@ def _compact(value: Any) -> Any:
     return value
 
 
+# Deeper than any module path a release holds (SGLang's reach eight parts): a dotted name a
+# project writes may have 100,000 parts, and each prefix tried is joined anew.
+DEEPEST_MODULE = 24
+
+
 class Binding:
     """One top-level name of a module: `binding["kind"]`, `binding["line"]`, `binding["target"]`
     (an alias's) and `binding.get(...)`, as the record's dict had them, in a third of the
@@ -540,7 +545,7 @@ class UpstreamModel:
 
     def _resolve_path(self, dotted: str, _seen: frozenset) -> Symbol:
         parts = dotted.split(".")
-        for split in range(len(parts), 0, -1):
+        for split in range(min(len(parts), DEEPEST_MODULE), 0, -1):  # a project's `sglang.a.a.a...` is no module
             prefix = ".".join(parts[:split])
             if not self.module_exists(prefix):
                 continue

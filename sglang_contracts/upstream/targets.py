@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sglang_contracts.upstream.model import Member, Symbol, UpstreamModel
+from sglang_contracts.upstream.model import DEEPEST_MODULE, Member, Symbol, UpstreamModel
 
 
 FUNCTION_KINDS = ("function", "method")
@@ -55,7 +55,7 @@ def resolve_target(model: UpstreamModel, dotted: str) -> Target:
         record = model.function_record(symbol.origin) if symbol.kind == "function" else None
         return Target("found", symbol.kind, symbol.origin, record=record)
     parts = dotted.split(".")
-    for split in range(len(parts) - 1, 0, -1):
+    for split in range(min(len(parts) - 1, DEEPEST_MODULE + 1), 0, -1):  # a class is in a module
         origin = model.resolve_class(".".join(parts[:split]))
         if origin is None:
             continue
