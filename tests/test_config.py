@@ -166,7 +166,9 @@ def test_a_pyproject_nested_too_deeply_outside_the_table_does_not_stop_the_run(c
     (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "p"\ndependencies = {DEEP_ARRAY}\n')
     (tmp_path / "p.py").write_text("x = 1\n")
     result = check(cwd=tmp_path)
-    assert (result.status, result.err) == (0, "")
+    # Not a usage error: the run goes on, and says the file's requirements are not checked.
+    assert (result.status, result.err) == (1, "")
+    assert result.out.startswith("pyproject.toml:1:1: SGC000 cannot analyse this file (not valid TOML: nested too deeply")
 
 
 @pytest.mark.parametrize("table", ['[project]\nname = "q"\noptional-dependencies = "x"\n', 'project = "x"\n', "tool = 1\n",
