@@ -28,8 +28,9 @@ MAIN_DOCKERFILES = ("Dockerfile", "Containerfile")
 # the rest again each time: 52 s on a 200 kB FROM line).
 VARIABLE = re.compile(r"\$(?:\{(?P<braced>\w+)(?::?[-+](?P<default>[^}]*+))?\}|(?P<bare>\w+)|\{\w+:?[-+][^}]*+\Z)")
 # A name that says it holds SGLang's image or version: SGLANG_IMAGE_TAG, sglang_version, SGLANG_BASE_IMAGE.
-# A word is tried from its start only, for its first "sglang" (or first "tag"...) and then the other
-# word after it (atomic): tried from each "sglang" of a long name, it read the rest again each time.
+# A word is tried from its start only: its first "sglang" (or "tag", "version", "image"), taken
+# atomically, then the other after it; tried from each "sglang" of a long name, it read the rest
+# of the name again each time.
 SGLANG_RELEASE_NAME = re.compile(r"(?i)(?<!\w)(?>\w*?sglang)\w*?(?:tag|version|image)"
                                  r"|(?<!\w)(?>\w*?(?:tag|version|image))\w*?sglang")
 BOUND_NAME = re.compile(r"(?i)min|max|least|lowest|oldest|compat|since|until|supported")  # a bound, not a setting

@@ -115,8 +115,8 @@ def says_it_matches_stack(comment: str) -> bool:
 
 def _strings_with_positions(text: str) -> Iterator[tuple[str, int, int, str]]:
     """(value, line, col, trailing comment) for each quoted string on each line of a TOML file."""
-    # A `"` after a backslash opens no string (TOML has none outside strings): an unclosed string
-    # `"\"\"\"...` was tried again from each of its escaped quotes, reading the rest each time.
+    # A `"` after a backslash opens no string (TOML has no backslash outside strings): an unclosed
+    # string `"\"\"\"...` was tried again from each of its escaped quotes, reading the rest each time.
     quoted = re.compile(r'(?<!\\)"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
     for number, line in enumerate(text.splitlines(), start=1):
         for match in quoted.finditer(line):
