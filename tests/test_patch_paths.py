@@ -184,10 +184,9 @@ def test_git_settings_files_a_patch_adds_are_carried_not_written_into_the_trees(
 
 
 def test_a_failing_git_step_is_one_line_not_a_patch_of_what_worked(tmp_path: Path) -> None:
-    from sglang_contracts.patch.rebase import done
-
-    with pytest.raises(ContractsError, match="failed on the rebased tree"):
-        done(git(tmp_path, "add", "no-such-file"))
+    git(tmp_path, "init", "-q", git_dir=tmp_path / "repository")
+    with pytest.raises(ContractsError, match="^git add failed on the rebased tree"):
+        git(tmp_path, "add", "no-such-file", git_dir=tmp_path / "repository", must_succeed=True)
 
 
 def test_a_bare_repository_in_the_project_is_not_read_and_no_repository_runs_a_command(tmp_path: Path, capsys) -> None:

@@ -102,25 +102,24 @@ class Rebase:
 GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C",
            "GIT_AUTHOR_NAME": "sglang-contracts", "GIT_AUTHOR_EMAIL": "rebase@sglang-contracts.invalid",
            "GIT_COMMITTER_NAME": "sglang-contracts", "GIT_COMMITTER_EMAIL": "rebase@sglang-contracts.invalid"}
-def git(cwd: Path, *args: str, git_dir: Path | None = None) -> subprocess.CompletedProcess:
+
+
+def git(cwd: Path, *args: str, git_dir: Path | None = None, must_succeed: bool = False) -> subprocess.CompletedProcess:
     """git itself, free of the user's configuration (a diff.noprefix, colours, autocrlf) and of
-    any the tree could carry; with `git_dir`, the repository lives there, apart from the files."""
+    any the tree could carry; with `git_dir`, the repository lives there, apart from the files.
+    `must_succeed`: a run on a tree this tool built, whose failure (a file git cannot take) is
+    one line, never a patch made of what happened to work."""
     where = ["--git-dir", str(git_dir), "--work-tree", str(cwd)] if git_dir is not None else []
     try:
-        return subprocess.run(["git", *safe_git_options(), *where, *args], cwd=cwd, capture_output=True,
-                              env={**os.environ, **GIT_ENV}, text=True, encoding="utf-8", errors="surrogateescape")
+        run = subprocess.run(["git", *safe_git_options(), *where, *args], cwd=cwd, capture_output=True,
+                             env={**os.environ, **GIT_ENV}, text=True, encoding="utf-8", errors="surrogateescape")
     except FileNotFoundError:
         raise UsageError("patch rebase needs git on PATH (git apply and git merge-file do the work)") from None
     except ValueError:  # a NUL byte in a path a patch names: no process can be given it
         raise UsageError("a path of the patch holds a NUL byte; git cannot be given it") from None
-
-
-def done(run: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    """A git run on a tree this tool built, which must succeed: a failure (a file git cannot take)
-    is one line, never a patch made of what happened to work."""
-    if run.returncode:
+    if must_succeed and run.returncode:
         first = next((line for line in run.stderr.splitlines() if line.strip()), f"exit status {run.returncode}")
-        raise UsageError(f"git {run.args[len(safe_git_options()) + 1]} failed on the rebased tree: {printable(first)}")
+        raise UsageError(f"git {args[0]} failed on the rebased tree: {printable(first)}")
     return run
 
 
@@ -411,12 +410,12 @@ def _tree_of(folder: Path, files: list[RebasedFile], git_dir: Path | None = None
     `git_dir`, the repository's own folder is there, out of reach of what the files are."""
     with writing(folder):
         folder.mkdir(parents=True, exist_ok=True)
-    done(git(folder, "init", "-q", git_dir=git_dir))
+    git(folder, "init", "-q", git_dir=git_dir, must_succeed=True)
     for rebased in files:
         if rebased.before is not None:
             write_under(folder, rebased.path, rebased.before)
-    done(git(folder, "add", "-A", git_dir=git_dir))
-    done(git(folder, "commit", "-q", "--allow-empty", "-m", "release B", git_dir=git_dir))
+    git(folder, "add", "-A", git_dir=git_dir, must_succeed=True)
+    git(folder, "commit", "-q", "--allow-empty", "-m", "release B", git_dir=git_dir, must_succeed=True)
     return folder
 
 
@@ -433,15 +432,15 @@ def new_patch_text(rebase: Rebase, scratch: Path) -> str:
     repo = _tree_of(scratch / "tree", rebase.files, git_dir := scratch / "repository")
     for rebased in rebase.files:
         _put_after(repo, rebased, rebased.after)
-    done(git(repo, "add", "-A", git_dir=git_dir))
+    git(repo, "add", "-A", git_dir=git_dir, must_succeed=True)
     parts = []
     for kind, section in rebase.sections:
         if kind == "verbatim":
             parts.append(section)
             continue
         paths = sorted({section.path, section.target})
-        diff = done(git(repo, "diff", "--cached", "-M", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/",
-                   "--dst-prefix=b/", "HEAD", "--", *paths, git_dir=git_dir))
+        diff = git(repo, "diff", "--cached", "-M", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/",
+                   "--dst-prefix=b/", "HEAD", "--", *paths, git_dir=git_dir, must_succeed=True)
         parts.append(diff.stdout)
     return "".join(parts)
 
@@ -452,9 +451,11 @@ def verify(rebase: Rebase, scratch: Path) -> tuple[bool, str]:
     repo = _tree_of(scratch / "fresh", rebase.files, git_dir := scratch / "fresh-repository")
     patch_file = scratch / "new.patch"
     _write(patch_file, rebase.patch_text)
-    unchecked = sorted({o.file.path for o in rebase.outcomes if o.verdict == UNCHECKED})
-    excluded = [f"--exclude={path}" for path in sorted({path for o in rebase.outcomes if o.verdict == UNCHECKED
-                                                        for path in (o.file.old_path, o.file.new_path) if path and "\0" not in path})]
+    carried = [o.file for o in rebase.outcomes if o.verdict == UNCHECKED]
+    unchecked = sorted({file.path for file in carried})
+    # Both names (git's --exclude matches a rename by its new one); none git cannot be given.
+    named = {path for file in carried for path in (file.old_path, file.new_path) if path and "\0" not in path}
+    excluded = [f"--exclude={path}" for path in sorted(named)]
     if rebase.patch_text.strip():
         run = git(repo, "apply", "--check", *excluded, str(patch_file), git_dir=git_dir)
         if run.returncode:
