@@ -228,8 +228,9 @@ def _refuse_what_leaves_the_project(root: Path, options: CheckOptions) -> None:
     if options.baseline is not None and links_out_of(options.baseline, root):
         raise UsageError(f"{shown(options.baseline)}: a link out of the project, not read as the baseline")
     repo = options.sglang_repo
-    if repo is not None and _under_any(Path(os.path.realpath(repo)), [root]) and not (
-            os.path.exists(os.path.join(repo, ".git")) or _under_any(Path(os.path.realpath(repo)), [root / ".git"])):
+    real = Path(os.path.realpath(repo)) if repo is not None else None
+    if real is not None and _under_any(real, [root]) and not (
+            os.path.exists(os.path.join(repo, ".git")) or _under_any(real, [root / ".git"])):
         raise UsageError(f"--sglang-repo {shown(repo)}: a repository that is files of the project (not a clone's "
                          "or a submodule's .git) is not read; give a clone of SGLang")
 

@@ -10,6 +10,7 @@ import re._constants as re_constants
 import re._parser as re_parser
 import textwrap
 from dataclasses import dataclass
+from itertools import takewhile
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, contract, fixes
@@ -237,9 +238,9 @@ def _matches(needle: str, regex: bool, text: str) -> bool | None:
 _REPEATS = {re_constants.MAX_REPEAT, re_constants.MIN_REPEAT}
 _MOST_REPEATS = 64  # a repeat allowing more counts as unbounded
 _MOST_UNBOUNDED = 4  # `\s*x\s*=\s*\w+` is what probes look like; each more multiplies a worst case
-_COMPLEMENTS = {(re_constants.CATEGORY_SPACE, re_constants.CATEGORY_NOT_SPACE),
-                (re_constants.CATEGORY_WORD, re_constants.CATEGORY_NOT_WORD),
-                (re_constants.CATEGORY_DIGIT, re_constants.CATEGORY_NOT_DIGIT)}
+_COMPLEMENTS = ({re_constants.CATEGORY_SPACE, re_constants.CATEGORY_NOT_SPACE},
+                {re_constants.CATEGORY_WORD, re_constants.CATEGORY_NOT_WORD},
+                {re_constants.CATEGORY_DIGIT, re_constants.CATEGORY_NOT_DIGIT})
 
 
 def _spans_lines(item, dotall: bool) -> bool:
@@ -252,34 +253,25 @@ def _spans_lines(item, dotall: bool) -> bool:
     if op is re_constants.IN:
         kinds = {kind for kind, _ in value}
         categories = {category for kind, category in value if kind is re_constants.CATEGORY}
-        return re_constants.NEGATE in kinds or any(pair <= categories for pair in map(set, _COMPLEMENTS))
+        return re_constants.NEGATE in kinds or any(pair <= categories for pair in _COMPLEMENTS)
     return False
-
-
-def _leading_literals(parsed) -> list:
-    """The LITERAL items a parsed pattern begins with."""
-    leading = []
-    for item in parsed:
-        if item[0] is not re_constants.LITERAL:
-            break
-        leading.append(item)
-    return leading
 
 
 def _bounded_backtracking(parsed) -> bool:
     """Whether a parsed pattern backtracks within a polynomial bound of low degree: no repeat
     holds a repeat, an alternation or a back-reference (the exponential shapes `(a+)+`,
-    `(\\w|\\w)*`), no back-reference or look-around holds a repeat, and at most a few repeats are
-    unbounded."""
+    `(\\w|\\w)*`), no back-reference or look-around holds a repeat, at most a few repeats are
+    unbounded (over _MOST_REPEATS), no more than two of them of `.`, and one spanning lines
+    (_spans_lines) only behind a literal beginning."""
     unbounded = 0
     dotall = bool(parsed.state.flags & re.S)
     # A repeat spanning lines is cheap behind a rare anchor (`def forward\\([^)]*\\)`: tried only
     # where the anchor is): at most one, behind a literal beginning of six characters, not all space.
-    anchor = "".join(chr(value) for op, value in _leading_literals(parsed))
-    broad_allowed = [len(anchor) >= 6 and not anchor.isspace()]
+    anchor = "".join(chr(value) for _, value in takewhile(lambda item: item[0] is re_constants.LITERAL, parsed))
+    broad_allowed = len(anchor) >= 6 and not anchor.isspace()
 
     def walk(items, inside_repeat: bool) -> bool:
-        nonlocal unbounded
+        nonlocal unbounded, broad_allowed
         for op, value in items:
             if op in _REPEATS:
                 low, high, body = value
@@ -288,10 +280,10 @@ def _bounded_backtracking(parsed) -> bool:
                 if high > _MOST_REPEATS:  # `{0,100000}` backtracks as `*` does
                     unbounded += 1
                     if any(_spans_lines(item, dotall) for item in body):
-                        if not broad_allowed[0]:
+                        if not broad_allowed:
                             return False
-                        broad_allowed[0] = False
-                    elif sum(item[0] is re_constants.ANY for item in body) and unbounded > 2:
+                        broad_allowed = False
+                    elif any(item[0] is re_constants.ANY for item in body) and unbounded > 2:
                         return False
                 if not walk(body, inside_repeat or high > 1):
                     return False

@@ -147,9 +147,12 @@ def _opened_within(fd: int, path: Path | str, top: str) -> bool:
         real = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:  # no /proc (macOS): the name, resolved
         real = os.path.realpath(path)
-    if real.startswith(os.path.join(top, "")):
-        return True
-    return real.startswith(os.path.join(os.path.realpath(top), ""))  # a top named through a link
+    return is_below(real, top) or is_below(real, os.path.realpath(top))  # a top named through a link
+
+
+def is_below(path: str, folder: str) -> bool:
+    """Whether `path` lies in `folder`, by their names (`/p-secret` is not in `/p`)."""
+    return path.startswith(os.path.join(folder, ""))
 
 
 def read_text_limited(path: Path | str, limit: int = MAX_TEXT_BYTES, within: Path | str | None = None) -> str:

@@ -21,7 +21,7 @@ from sglang_contracts.infra.cache import CACHEDIR_TAG, JsonCache, code_fingerpri
 from sglang_contracts.infra import pysource
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, problem_for
-from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, os_reason, read_limited
+from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, is_below, os_reason, read_limited
 from sglang_contracts.infra.lines import matches_at_line_start
 from sglang_contracts.infra.parallel import iter_jobs
 from sglang_contracts.infra.temporaries import is_temporary, remove_if_stale
@@ -90,9 +90,7 @@ def walk_project(paths: list[Path], accept: Callable[[str], bool],
 def links_out_of(path: Path, root: Path) -> bool:
     """Whether a path named below `root` (as given, links not followed) is really outside it."""
     named = os.path.abspath(path)
-    if not named.startswith(os.path.join(os.fspath(root), "")):
-        return False
-    return not os.path.realpath(named).startswith(os.path.join(os.path.realpath(root), ""))
+    return is_below(named, os.fspath(root)) and not is_below(os.path.realpath(named), os.path.realpath(root))
 
 
 def as_named(path: Path, root: Path) -> Path:
@@ -116,7 +114,6 @@ def project_folders(top: str, unlisted: Callable[[str, str], None] | None = None
                 and not isinstance(error, (FileNotFoundError, NotADirectoryError)):
             unlisted(os.fsdecode(error.filename), os_reason(error))
 
-    real_top = os.path.join(os.path.realpath(top), "") if unlisted is not None else ""
     for folder, dirs, files in os.walk(top, onerror=skipped):
         if CACHEDIR_TAG in files and folder != top:
             dirs[:] = []
@@ -125,7 +122,7 @@ def project_folders(top: str, unlisted: Callable[[str, str], None] | None = None
         if unlisted is not None:  # a link to a folder is never walked; one out of the project is said
             for name in dirs:
                 path = os.path.join(folder, name)
-                if os.path.islink(path) and not os.path.realpath(path).startswith(real_top):
+                if os.path.islink(path) and links_out_of(Path(path), Path(top)):
                     unlisted(path, "a link out of the project, not read")
         temporaries = [name for name in files if is_temporary(name)]
         for name in temporaries:
@@ -140,12 +137,8 @@ def _path_parts(name: str) -> list[str]:
 def discover(root: Path, paths: list[Path], excluded: Callable[[str], bool] | None = None,
              unlisted: Callable[[str, str], None] | None = None) -> list[Path]:
     """Python files below the given paths, without what `excluded` says of a path relative to
-    the root (the configured excludes); `unlisted` as walk_project's. A given path named within
-    the root that is a link out of it is not walked: it is kept as it is named, for its reading
-    to say so (SGC000)."""
-    linked_out = [path for path in paths if links_out_of(path, root)]
-    found = walk_project([path for path in paths if path not in linked_out], lambda name: name.endswith(".py"), unlisted)
-    found += [Path(os.path.abspath(path)) for path in linked_out]
+    the root (the configured excludes); `unlisted` as walk_project's."""
+    found = walk_project(paths, lambda name: name.endswith(".py"), unlisted)
     if excluded is None:
         return found
     return [path for path in found if not (path.is_relative_to(root) and excluded(path.relative_to(root).as_posix()))]

@@ -46,7 +46,7 @@ def daemon_command(args: argparse.Namespace, argv: list[str]) -> int:
     why = make_private_folder(path.parent) if args.action == "start" else (
         not_private_reason(path.parent) if os.path.lexists(path.parent) else None)
     if why:
-        print(f"sglang-contracts: error: {printable_path(why)}: no daemon is started or asked there", file=sys.stderr)
+        print(f"sglang-contracts: error: {printable(why)}: no daemon is started or asked there", file=sys.stderr)
         return 2
     answer = status_answer(ask(path, {"status": True}, timeout=5.0))
     if args.action == "status":
@@ -225,7 +225,7 @@ class Daemon:
 
     def serve(self) -> int:
         if why := make_private_folder(self.path.parent):
-            print(f"sglang-contracts: error: {printable_path(why)}: no daemon serves there", file=sys.stderr)
+            print(f"sglang-contracts: error: {printable(why)}: no daemon serves there", file=sys.stderr)
             return 2
         listened = False
         try:
