@@ -102,6 +102,11 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
                                initargs=(_parent_alive(os.getpid())[0],))
 
 
+# The write ends of this process's _parent_alive pipes: a forked copy closes its inherited ones,
+# or the workers would wait for the copy too (helper-7's audit: they outlived a kill -9 by it).
+_ALIVE_WRITE_ENDS: list[Connection] = []
+
+
 @lru_cache(maxsize=1)
 def _parent_alive(pid: int) -> tuple[Connection, Connection]:
     """(read end, write end) of a pipe whose write end this process alone holds (`pid`: one
@@ -115,27 +120,13 @@ def _parent_alive(pid: int) -> tuple[Connection, Connection]:
     return pipe
 
 
-# The write ends of this process's _parent_alive pipes: a forked copy closes its inherited ones,
-# or the workers would wait for the copy too (helper-7's audit: they outlived a kill -9 by it).
-_ALIVE_WRITE_ENDS: list[Connection] = []
-
-
 def _watch_parent(parent_alive: Connection) -> None:
     """A worker's initializer: the worker exits when the process that made its pool is gone."""
     threading.Thread(target=_exit_at_end_of, args=(parent_alive,), name="parent watch", daemon=True).start()
 
 
-def _exit_at_end_of_fd(watched: int) -> None:
-    """A forked copy's watch: it exits when the process that made it is gone, as a worker does."""
-    try:
-        while os.read(watched, 1):
-            pass
-    except OSError:
-        pass
-    os._exit(1)
-
-
 def _exit_at_end_of(parent_alive: Connection) -> None:
+    """Exit once the other end of `parent_alive` is closed everywhere: the process holding it is gone."""
     try:
         parent_alive.recv_bytes()  # nothing is ever sent: this returns at the end of the pipe
     except (EOFError, OSError):
@@ -232,8 +223,8 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
             os.close(first_alive)
             for inherited in _ALIVE_WRITE_ENDS:
                 inherited.close()
-            threading.Thread(target=_exit_at_end_of_fd, args=(copy_watch,), name="first process watch",
-                             daemon=True).start()
+            threading.Thread(target=_exit_at_end_of, args=(Connection(copy_watch, writable=False),),
+                             name="first process watch", daemon=True).start()
             os.close(read_end)
             progress.detach()
             _RUN.forked_copy = True
