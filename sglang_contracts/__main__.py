@@ -1,3 +1,3 @@
-from sglang_contracts.cli import main
+from sglang_contracts.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -6,12 +6,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, NoReturn, TypeVar
 
 from sglang_contracts import __version__
 from sglang_contracts.infra.display import patch_for, printable
 from sglang_contracts.infra.errors import ContractsError, UsageError
 from sglang_contracts.infra.output import discard_standard_output, standard_output
+from sglang_contracts.infra.process_exit import exit_without_teardown
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckOptions
@@ -301,6 +302,12 @@ def _run(args: argparse.Namespace, check=None, argv: list[str] | None = None) ->
     if args.command == "patch":
         return _patch_classify(args)
     return _explain(args.code)
+
+
+def entry() -> NoReturn:
+    """The process's entry point (the console script, `python -m sglang_contracts`): main's
+    status, and an exit that frees nothing the run made (infra/process_exit.py)."""
+    exit_without_teardown(main())
 
 
 def main(argv: list[str] | None = None) -> int:
