@@ -266,6 +266,24 @@ class FileFacts:
     noqa: dict[int, list[str] | None] = field(default_factory=dict)  # line -> codes, None = all
     parse_error: tuple[int, int, str] | None = None
     problem: Problem | None = None  # the scan stopped short: a bug (SGC001) or a tree too deep (SGC000)
+    # The dotted names the file uses as types or bases (used_class_names), kept as the scan
+    # found them: the project index finds the files defining them without decoding a record's
+    # reads and calls (two thirds of it), which only the files a run checks need.
+    class_names: list[str] = field(default_factory=list)
+
+    def __getattr__(self, name: str) -> Any:
+        """A list of facts read from a record (from_json), decoded when first read: a re-check
+        after an edit reads the reads and calls of the files it checks, not of every file.
+        Python calls this only for an attribute not set."""
+        undecoded = self.__dict__.get("_undecoded")
+        raw = undecoded.get(name, _UNSET) if undecoded is not None else _UNSET
+        if raw is _UNSET:
+            if name in self.__dict__:  # decoded by another thread meanwhile
+                return self.__dict__[name]
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        decoded = self.__dict__.setdefault(name, list(map(_decoder(FACT_LISTS[name]), raw)))
+        undecoded.pop(name, None)
+        return decoded
 
     def bindings(self) -> dict[str, str]:
         """Local name -> the dotted path its import binds (star imports excluded)."""
@@ -276,7 +294,8 @@ class FileFacts:
         rebuild: a large project holds a hundred thousand facts)."""
         data: dict[str, Any] = {"path": self.path, "module": self.module, "parse_error": self.parse_error,
                                 "problem": self.problem.to_json() if self.problem else None,
-                                "noqa": {str(line): codes for line, codes in self.noqa.items()}}
+                                "noqa": {str(line): codes for line, codes in self.noqa.items()},
+                                "class_names": self.class_names}
         for name, kind in FACT_LISTS.items():
             encode = _encoder(kind)
             data[name] = [encode(fact) for fact in getattr(self, name)]
@@ -286,14 +305,50 @@ class FileFacts:
     def from_json(cls, data: dict[str, Any]) -> "FileFacts":
         error = data.get("parse_error")
         problem = data.get("problem")
-        return cls(
+        undecoded = {name: data[name] for name in FACT_LISTS}
+        # Each row's length is checked now (a record of another shape is refused here, and the
+        # index scans the file again); what a row holds, when the list is first read.
+        for name, raw in undecoded.items():
+            width = _ROW_WIDTH[name]
+            if type(raw) is not list or not all(type(row) is list and len(row) == width for row in raw):
+                raise ValueError(f"a record's {name} of another shape")
+        facts = cls(
             path=data["path"],
             module=data["module"],
-            **{name: list(map(_decoder(kind), data[name])) for name, kind in FACT_LISTS.items()},
             noqa={int(line): codes for line, codes in data["noqa"].items()},
             parse_error=tuple(error) if error else None,
             problem=Problem.from_json(problem) if problem else None,
+            class_names=list(map(str, data["class_names"])),
         )
+        for name in FACT_LISTS:  # each decoded by __getattr__ when first read
+            del facts.__dict__[name]
+        facts.__dict__["_undecoded"] = undecoded
+        return facts
+
+    def decoded(self) -> "FileFacts":
+        """These facts with every list decoded now (a record's facts that a check must find
+        whole, whatever reads them later)."""
+        for name in FACT_LISTS:
+            getattr(self, name)
+        return self
+
+
+def used_class_names(facts: FileFacts) -> set[str]:
+    """Dotted names a file uses as types or bases (`T:x.Y`, `R:Y`, `L:Y`, nested in `P:`/`E:`)."""
+    kinds = [kind for read in facts.reads for kind in read.receiver.types]
+    kinds += [kind for call in facts.calls for kind in call.callee.types if not kind.startswith("C:")]
+    kinds += [kind for cls in facts.classes for _, types in cls.attr_types for kind in types]
+    names = {base for cls in facts.classes for base in cls.bases}
+    for kind in kinds:
+        while kind[:2] in ("P:", "E:"):
+            kind = kind[2:].rpartition("|")[0]
+        # Classes are CapWords by convention; `x = helper()` names a function, whose file need not be read.
+        if kind[:2] in ("T:", "R:", "L:", "B:") and kind[2:].rpartition(".")[2][:1].isupper():
+            names.add(kind[2:])
+    return names
+
+
+_UNSET = object()
 
 
 # FileFacts' lists of facts and the type each holds: the cache's form of a file, both ways.
@@ -302,6 +357,10 @@ FACT_LISTS: dict[str, type] = {
     "patches": PatchFact, "functions": FunctionFact, "probes": ProbeFact, "source_probes": SourceProbeFact,
     "specs": SpecFact, "flags": FlagFact, "strings": StringsFact, "gates": GateFact, "conditions": ConditionFact,
 }
+
+
+# The length of each list's rows (a fact is a positional list of its fields).
+_ROW_WIDTH = {name: len(dataclasses.fields(kind)) for name, kind in FACT_LISTS.items()}
 
 
 def _identity(raw: Any) -> Any:

@@ -27,6 +27,7 @@ from sglang_contracts.infra.parallel import iter_jobs
 from sglang_contracts.infra.temporaries import is_temporary, remove_if_stale
 from sglang_contracts.project.facts import FileFacts, forget_shared
 from sglang_contracts.project.texts import ProjectTexts, as_text, held
+from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.upstream.model import is_upstream
 
 EXCLUDED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "build", "dist", "node_modules",
@@ -675,8 +676,12 @@ def _upstream_names(index: ProjectIndex, memo: IndexMemo, round_number: int) -> 
     if round_number < len(memo.upstream_names) and memo.upstream_names[round_number][0] == index.exports:
         return memo.upstream_names[round_number][1]
     upstream_names: dict[str, set[str]] = {}
+    # A name bound to a third-party module (most of them) resolves to no SGLang name in any
+    # round: only SGLang's and the project's own are followed through the re-export table.
+    followed = {*index.packages, PACKAGE}
     for module, table in index.exports.items():
-        names = {name for name in table if index.resolve_local(module, name)}
+        names = {name for name, target in table.items()
+                 if target.partition(".")[0] in followed and index.resolve_local(module, name)}
         if names:
             upstream_names[module] = names
     for _, dropped in memo.upstream_names[round_number:]:  # their verdicts go with them (ids are reused)
@@ -723,21 +728,6 @@ def _importers_of_reexports(index: ProjectIndex, texts: dict[str, tuple[str, str
     return found
 
 
-def _used_class_names(facts: FileFacts) -> set[str]:
-    """Dotted names a file uses as types or bases (`T:x.Y`, `R:Y`, `L:Y`, nested in `P:`/`E:`)."""
-    kinds = [kind for read in facts.reads for kind in read.receiver.types]
-    kinds += [kind for call in facts.calls for kind in call.callee.types if not kind.startswith("C:")]
-    kinds += [kind for cls in facts.classes for _, types in cls.attr_types for kind in types]
-    names = {base for cls in facts.classes for base in cls.bases}
-    for kind in kinds:
-        while kind[:2] in ("P:", "E:"):
-            kind = kind[2:].rpartition("|")[0]
-        # Classes are CapWords by convention; `x = helper()` names a function, whose file need not be read.
-        if kind[:2] in ("T:", "R:", "L:", "B:") and kind[2:].rpartition(".")[2][:1].isupper():
-            names.add(kind[2:])
-    return names
-
-
 def _definers_of_used_classes(scanned: list[FileFacts], index: ProjectIndex,
                               texts: dict[str, tuple[str, str]], memo: IndexMemo) -> set[str]:
     """Unscanned project files that define a class the files just scanned use as a type or a
@@ -759,7 +749,7 @@ def _class_modules(facts: FileFacts) -> list[str]:
     """The modules that may define a project class a file uses as a type or a base."""
     bindings = facts.bindings()
     found = []
-    for name in _used_class_names(facts):
+    for name in facts.class_names:
         head, _, rest = name.partition(".")
         target = bindings.get(head)
         if target is None or is_upstream(target):

@@ -31,6 +31,7 @@ from sglang_contracts.project.facts import (
     SourceProbeFact,
     SpecFact,
     StringsFact,
+    used_class_names,
 )
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
@@ -1005,6 +1006,7 @@ def scan_source(path: str, module_name: str, text: str, packages: tuple[str, ...
         clean = FileFacts(path=path, module=module_name, noqa=facts.noqa)
         clean.problem = problem_for(error, path, "scanning the file", depth=lambda: tree_depth(module))
         return clean
+    facts.class_names = sorted(used_class_names(facts))
     return facts
 
 
