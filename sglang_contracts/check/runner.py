@@ -323,7 +323,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     from sglang_contracts.check import incremental
     from sglang_contracts.diagnostics.catalog import load_catalog
     from sglang_contracts.contracts.base import (CHECKS, IMPORT_OUTLINES, IMPORTS_ANYWHERE, MEMBERS_ANYWHERE,
-                                                 WHOLE_PROJECT, CheckContext, run_checks, run_checks_in_two)
+                                                 WHOLE_PROJECT, CheckContext, run_checks, run_checks_in_two,
+                                                 run_parts_in_two)
     from sglang_contracts.contracts.resolve import project_view
     from sglang_contracts.project.releasefacts import for_release
     from sglang_contracts.infra.parallel import default_workers, running_pool
@@ -410,8 +411,13 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
             # The local rules see other files' outlines only: none of the whole project's analyses.
             local = dataclasses.replace(context, project=incremental.checked_project(released, in_full), memo={},
                                         placeless_memo={}, checked=frozenset(partial_run.recomputed))
-            found = set(run_checks(local, [code for code in codes if code not in whole], problems))
-            found.update(run_checks(context, [code for code in codes if code in whole], problems))
+            local_codes = [code for code in codes if code not in whole]
+            whole_codes = [code for code in codes if code in whole]
+            if keep.checks_in_two:  # the whole project's rules in a forked copy meanwhile
+                found = run_parts_in_two((local, local_codes), (context, whole_codes), problems)
+            else:
+                found = set(run_checks(local, local_codes, problems))
+                found.update(run_checks(context, whole_codes, problems))
             local.memo.clear()
         elif keep.checks_in_two:
             found = run_checks_in_two(context, codes, problems)

@@ -198,16 +198,25 @@ COPY_GRACE = 60.0  # seconds the copy may take beyond three times the first half
 def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: list[Problem]) -> set[Diagnostic]:
     """`run_checks` on two cores: a forked copy of this process (which has the project and
     both models as they are) runs the checks of SECOND_PROCESS_MODULES while this one runs
-    the others. What the copy learns beside its findings comes back with them: the problems
-    it met (its rules', the files its analyses could not read, the upstream modules it could
-    not load or read as released, which are loaded here again so the report names them).
-    When the copy fails, or stalls (COPY_GRACE), its checks run here. For a one-shot run only (infra/parallel.py
-    start_forked)."""
+    the others (run_parts_in_two)."""
     codes = sorted(codes)
     second = [code for code in codes if CHECKS[code].__module__.rsplit(".", 1)[-1] in SECOND_PROCESS_MODULES]
-    first = [code for code in codes if code not in second]
-    models = (context.old, context.new)
-    known_problems = len(context.project.problems)
+    return run_parts_in_two((context, [code for code in codes if code not in second]), (context, second), problems)
+
+
+def run_parts_in_two(first: tuple[CheckContext, list[str]], second: tuple[CheckContext, list[str]],
+                     problems: list[Problem]) -> set[Diagnostic]:
+    """The findings of `first`'s checks on its context, run here, and of `second`'s on its
+    context, run at the same time by a forked copy of this process (which has the project and
+    both models as they are): a full run's two halves, or a re-check's rules of the edited
+    files and those of the whole project. What the copy learns beside its findings comes back
+    with them: the problems it met (its rules', the files its analyses could not read, the
+    upstream modules it could not load or read as released, which are loaded here again so
+    the report names them). When the copy fails, or stalls (COPY_GRACE), its checks run
+    here. For a one-shot run only (infra/parallel.py start_forked)."""
+    (here, first_codes), (there, second_codes) = first, second
+    models = (there.old, there.new)
+    known_problems = len(there.project.problems)
     reported = [_reported_modules(model) for model in models]
 
     def in_the_copy() -> tuple:
@@ -215,28 +224,28 @@ def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: lis
             tree.in_forked_copy()
         own: list[Problem] = []
         with collecting_problems() as noted:
-            found = list(run_checks(context, second, own))
+            found = list(run_checks(there, second_codes, own))
         unreadable = [sorted(_reported_modules(model) - before) for model, before in zip(models, reported)]
-        return found, own, noted, context.project.problems[known_problems:], unreadable
+        return found, own, noted, there.project.problems[known_problems:], unreadable
 
-    waiting = start_forked(in_the_copy) if second and first else (lambda patience=None: None)
+    waiting = start_forked(in_the_copy) if second_codes and first_codes else (lambda patience=None: None)
     started = time.monotonic()
     try:
-        found = set(run_checks(context, first, problems))
+        found = set(run_checks(here, first_codes, problems))
     except BaseException:
         waiting(0)  # the run ends here: the copy is stopped, not left behind
         raise
     # The halves take about as long: a copy far behind is stalled, not slow.
     result = waiting(COPY_GRACE + 3 * (time.monotonic() - started))
     if result is None:
-        found.update(run_checks(context, second, problems))
+        found.update(run_checks(there, second_codes, problems))
         return found
     diagnostics, own, noted, project_problems, unreadable = result
     found.update(diagnostics)
     problems.extend(own)
     for problem in noted:
         note(problem)
-    context.project.problems.extend(project_problems)
+    there.project.problems.extend(project_problems)
     for model, names in zip(models, unreadable):
         for name in names:
             model.module(name)
