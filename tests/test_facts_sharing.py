@@ -60,3 +60,21 @@ def test_a_record_of_another_shape_is_refused_and_the_index_scans_the_file_again
         cache.put(_facts_key("m.py", "m", digest, ("m",)), data)
         index = build_index(tmp_path, [tmp_path], cache, workers=1)
         assert index.parsed == 1 and index.files["m.py"] == facts
+
+
+def test_an_index_read_from_records_decodes_no_list_until_it_is_read(tmp_path) -> None:
+    """A re-check reads the reads and calls of the files it checks, not of every file: the
+    index built from records leaves them undecoded, and a list read later is the one scanned."""
+    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.project.index import build_index
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "__init__.py").write_text(SOURCE)
+    cache = JsonCache(tmp_path / "cache")
+    scanned = build_index(tmp_path, [tmp_path], cache, workers=1).files["m/__init__.py"]
+    read = build_index(tmp_path, [tmp_path], cache, workers=1)
+    facts = read.files["m/__init__.py"]
+    assert read.parsed == 0
+    assert "reads" not in vars(facts) and "calls" not in vars(facts)
+    assert facts.reads == scanned.reads and facts.calls == scanned.calls and facts.reads
+    assert facts.class_names == scanned.class_names == ["Scheduler"]  # a base, as the file names it
