@@ -6,6 +6,7 @@ Facts are plain data (JSON-ready) so a file whose content has not changed is nev
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import types
 import typing
@@ -281,6 +282,10 @@ class FileFacts:
             if name in self.__dict__:  # decoded by another thread meanwhile
                 return self.__dict__[name]
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        if type(raw) is str:  # a list the record keeps as its JSON text (to_record)
+            raw = json.loads(raw)
+            if not all(type(row) is list and len(row) == _ROW_WIDTH[name] for row in raw):
+                raise ValueError(f"a record's {name} of another shape")
         decoded = self.__dict__.setdefault(name, list(map(_decoder(FACT_LISTS[name]), raw)))
         undecoded.pop(name, None)
         return decoded
@@ -301,15 +306,28 @@ class FileFacts:
             data[name] = [encode(fact) for fact in getattr(self, name)]
         return data
 
+    def to_record(self) -> dict[str, Any]:
+        """to_json's form for the cache: the lists a run reads only for the files it checks
+        (LOCAL_LISTS) kept as their JSON texts, which a record's reader skips over rather than
+        rebuilds (from_json decodes each when first read)."""
+        data = self.to_json()
+        for name in LOCAL_LISTS:
+            data[name] = json.dumps(data[name], separators=(",", ":"))
+        return data
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "FileFacts":
+        """The facts of to_json's or to_record's form, each list decoded when first read."""
         error = data.get("parse_error")
         problem = data.get("problem")
         undecoded = {name: data[name] for name in FACT_LISTS}
         # Each row's length is checked now (a record of another shape is refused here, and the
-        # index scans the file again); what a row holds, when the list is first read.
+        # index scans the file again); what a row holds, and a list kept as text, when the list
+        # is first read.
         for name, raw in undecoded.items():
             width = _ROW_WIDTH[name]
+            if type(raw) is str and name in LOCAL_LISTS:
+                continue
             if type(raw) is not list or not all(type(row) is list and len(row) == width for row in raw):
                 raise ValueError(f"a record's {name} of another shape")
         facts = cls(
@@ -324,13 +342,6 @@ class FileFacts:
             del facts.__dict__[name]
         facts.__dict__["_undecoded"] = undecoded
         return facts
-
-    def decoded(self) -> "FileFacts":
-        """These facts with every list decoded now (a record's facts that a check must find
-        whole, whatever reads them later)."""
-        for name in FACT_LISTS:
-            getattr(self, name)
-        return self
 
 
 def used_class_names(facts: FileFacts) -> set[str]:
@@ -359,6 +370,9 @@ FACT_LISTS: dict[str, type] = {
 }
 
 
+# The lists a run reads only for the files it checks (and their bases'), two thirds of a
+# record: the other files' are never decoded (incremental.py OUTLINE_FACTS are the rest).
+LOCAL_LISTS = ("reads", "calls", "attributes")
 # The length of each list's rows (a fact is a positional list of its fields).
 _ROW_WIDTH = {name: len(dataclasses.fields(kind)) for name, kind in FACT_LISTS.items()}
 

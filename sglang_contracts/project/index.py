@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterator, MutableMapping
+from typing import Any, Callable, Iterable, Iterator, MutableMapping
 
 from sglang_contracts.infra.cache import CACHEDIR_TAG, JsonCache, code_fingerprint
 from sglang_contracts.infra import pysource
@@ -192,7 +192,7 @@ def _scanned(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tupl
     """A file's facts, as JSON too (written to the cache), and ON_THE_SCANNED_TREE's rows."""
     *_, cache, key = job
     facts, analyses = _scanned_facts(job)
-    result = facts.to_json()
+    result = facts.to_record()
     cache.put(key, result)
     return facts, result, analyses
 
@@ -423,7 +423,7 @@ class IndexMemo:
         edited file's facts, their encoding 5%)."""
         while self.unwritten:
             key, (cache, record) = self.unwritten.popitem()
-            cache.put(key, record.to_json() if isinstance(record, FileFacts) else record)
+            cache.put(key, record.to_record() if isinstance(record, FileFacts) else record)
 
     def sglang_mentioned(self, digest: str, text: str) -> bool:
         known = self.mentions.get(digest)
@@ -456,20 +456,43 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
 
-    pending = {rel for rel, text in index.texts.items() if memo.sglang_mentioned(index.digests[rel], text)}
+    pending = _mentioning_sglang(index, memo)
     imports: dict[str, _Imports] = {}  # each file's import statements, read once however many rounds
     rounds = 0
     while pending:
         _scan(index, {rel: texts[rel] for rel in pending}, cache, workers)
-        _link(index)
+        scanned = [index.files[rel] for rel in sorted(pending) if rel in index.files]
+        # The files of earlier rounds are linked already, and come before these in index.files:
+        # linking these alone leaves the table as linking every file again would.
+        _link(index, scanned)
         if not rounds and after_first_round is not None:
             after_first_round(index)
-        scanned = [index.files[rel] for rel in pending if rel in index.files]
         pending = (_importers_of_reexports(index, texts, imports, memo, rounds)
                    | _definers_of_used_classes(scanned, index, texts, memo))
         rounds += 1
     memo.kept_for(index.digests)
     return index
+
+
+def _mentioning_sglang(index: ProjectIndex, memo: IndexMemo) -> set[str]:
+    """The files whose text mentions SGLang (mentions_sglang), each tested once per content: by
+    a resident process's memo, or in a table per project (a re-check in a fresh process tests
+    the edited files only; the test of every file cost a tenth of its index)."""
+    if all(digest in memo.mentions for digest in index.digests.values()):
+        return {rel for rel, digest in index.digests.items() if memo.mentions[digest]}
+    found = set(index.each_file("sglang-mentions", _mention_row, _may_mention_sglang, sys.modules[__name__],
+                                by_pattern=True))
+    for rel, digest in index.digests.items():
+        memo.mentions[digest] = rel in found
+    return found
+
+
+def _mention_row(relpath: str, text: str) -> list[str]:
+    return [relpath] if mentions_sglang(text) else []
+
+
+def _may_mention_sglang(text: str) -> bool:
+    return "sglang" in text
 
 
 def _read_project(index: ProjectIndex, root: Path, paths: list[Path], excluded: Callable[[str], bool] | None,
@@ -613,9 +636,10 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
         index.files[relpath] = scanned[relpath]
 
 
-def _link(index: ProjectIndex) -> None:
-    """Record what each scanned project module binds at its top level to an import target."""
-    for facts in index.files.values():
+def _link(index: ProjectIndex, files: Iterable[FileFacts] | None = None) -> None:
+    """Record what each scanned project module (of `files`, by default every one) binds at
+    its top level to an import target."""
+    for facts in index.files.values() if files is None else files:
         index.exports.setdefault(facts.module, {}).update(_top_level_bindings(facts))
 
 
