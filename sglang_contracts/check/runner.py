@@ -103,7 +103,7 @@ class Fresh:
                store: Callable[[str], JsonCache]) -> tuple[UpstreamModel, UpstreamModel]:
         """Both releases' models, as the image has them (the project's live patch stack applied)."""
         old, new = _as_the_image_has_them(_live_stacks(root, options), old, new)
-        return UpstreamModel(old, store("upstream")), UpstreamModel(new, store("upstream"))
+        return UpstreamModel.pair(old, new, store("upstream"))
 
     def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache],
               after_first_round: Callable[[ProjectIndex], None] | None = None) -> ProjectIndex:
@@ -269,7 +269,7 @@ def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOpt
     releases = [replay.replayed_release(fields, partial(open_release, spec, sglang_repo=options.sglang_repo,
                                                         cache=download_cache))
                 for fields, spec in zip(saved.releases, (old_spec, options.new))]
-    old, new = (UpstreamModel(release, store("upstream")) for release in releases)
+    old, new = UpstreamModel.pair(*releases, store("upstream"))
     project = ProjectIndex(root=root, scanned=saved.scanned)
     return CheckResult(saved.diagnostics, project, old, new, pin=pin, upstream_delta=saved.upstream_delta,
                        replayed_files_with_contracts=saved.with_contracts)

@@ -167,7 +167,7 @@ class ResidentEngine(Fresh):
         pair = self._models.get(key)
         if pair is None:
             patched_old, patched_new = _as_the_image_has_them(stacks, old, new)
-            pair = (UpstreamModel(patched_old, upstream), UpstreamModel(patched_new, upstream))
+            pair = UpstreamModel.pair(patched_old, patched_new, upstream)
         for model in pair:
             model.stats = LoadStats()  # what this run loaded, for `-v`
         self._given = (key, pair)

@@ -294,10 +294,13 @@ class LoadStats:
 
 
 class UpstreamModel:
-    def __init__(self, release: Release, cache: JsonCache) -> None:
+    def __init__(self, release: Release, cache: JsonCache, forms: dict[str, dict[str, Any]] | None = None) -> None:
+        """`forms`: the stored forms of module records read so far, by cache key, shared by
+        the models of a pair (pair)."""
         self.release = release
         self.tree = release.tree
         self.cache = cache
+        self._forms = forms if forms is not None else {}
         self.stats = LoadStats()
         # module -> (relpath, why it cannot be analysed) of the modules the project's patch stack
         # leaves unanalysable, read as released instead (_readable)
@@ -311,6 +314,13 @@ class UpstreamModel:
         self.member = lru_cache(maxsize=None)(self._member)
         self.resolve_class = lru_cache(maxsize=None)(self._resolve_class)
         self._searched: dict[str, Any] = {}  # whole_release_search's answers in this run
+
+    @classmethod
+    def pair(cls, old: Release, new: Release, cache: JsonCache) -> tuple["UpstreamModel", "UpstreamModel"]:
+        """The models of two releases, which read a module the releases have alike (most of
+        them: one cache key) once: its record is read and decoded for both."""
+        forms: dict[str, dict[str, Any]] = {}
+        return cls(old, cache, forms), cls(new, cache, forms)
 
     # -- modules -------------------------------------------------------------------------
 
@@ -379,7 +389,7 @@ class UpstreamModel:
             code = self.tree.read_source(relpath) or ""
         except Unreadable as unreadable:
             return self._unreadable(name, relpath, unreadable.reason)
-        extracted = extract_stored(name, relpath, code)
+        extracted = self._forms[key] = extract_stored(name, relpath, code)
         self.stats.parsed += 1
         self.cache.put(key, extracted)
         return self._readable(name, self._record(name, kind, relpath, extracted))
@@ -414,9 +424,12 @@ class UpstreamModel:
 
     def _cached(self, name: str, kind: str, relpath: str, key: str) -> ModuleRecord | None:
         """The module's record from the cache, or None when it must be extracted."""
-        extracted = self.cache.get(key)
-        if not isinstance(extracted, dict):
-            return None
+        extracted = self._forms.get(key)
+        if extracted is None:
+            extracted = self.cache.get(key)
+            if not isinstance(extracted, dict):
+                return None
+            self._forms[key] = extracted
         self.stats.from_cache += 1
         return self._readable(name, self._record(name, kind, relpath, extracted))
 
@@ -468,6 +481,7 @@ class UpstreamModel:
         self.stats.parsed += 1
         if not stored:
             self.cache.put(key, extracted)
+        self._forms[key] = extracted
         self._modules[name] = self._readable(name, self._record(name, kind, relpath, extracted))
 
     def loaded(self, name: str) -> ModuleRecord | None:
