@@ -703,9 +703,15 @@ def _upstream_names(index: ProjectIndex, memo: IndexMemo, round_number: int) -> 
     # A name bound to a third-party module (most of them) resolves to no SGLang name in any
     # round: only SGLang's and the project's own are followed through the re-export table.
     followed = {*index.packages, PACKAGE}
+    paths: dict[str, str | None] = {}  # one round's table leads a target to one path, whoever binds it
+
+    def reaches_sglang(target: str) -> bool:
+        if target not in paths:
+            paths[target] = index.upstream_path(target, 1) if target.partition(".")[0] in followed else None
+        return paths[target] is not None
+
     for module, table in index.exports.items():
-        names = {name for name, target in table.items()
-                 if target.partition(".")[0] in followed and index.resolve_local(module, name)}
+        names = {name for name, target in table.items() if reaches_sglang(target)}
         if names:
             upstream_names[module] = names
     for _, dropped in memo.upstream_names[round_number:]:  # their verdicts go with them (ids are reused)
