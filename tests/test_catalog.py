@@ -8,8 +8,8 @@ import pytest
 
 import sglang_contracts.contracts  # noqa: F401  (registers the checks)
 from sglang_contracts.diagnostics.catalog import Example, load_catalog
-from sglang_contracts.contracts.base import CHECKS
-from sglang_contracts.diagnostics.catalog import surface_for
+from sglang_contracts.contracts.base import CHECKS, contract
+from sglang_contracts.diagnostics.catalog import SURFACES, surface_for
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.diagnostics.suppressions import RUNNER_RULES
 
@@ -62,6 +62,35 @@ def test_rule_has_invalid_and_valid_examples(code: str) -> None:
 def test_every_check_is_documented_and_every_rule_checked() -> None:
     assert set(CHECKS) | RUNNER_RULES == set(CATALOG)
     assert not set(CHECKS) & RUNNER_RULES
+
+
+def test_code_families_are_prefix_disjoint() -> None:
+    """A code belongs to one group, and a code prefix selects one group: no group's family is a
+    prefix of another's (imports is SGC10, not SGC1, beside the HTTP API's SGC11), every rule's
+    code is in the family of the group its entry names, and no code is a prefix of another
+    (a rule SGC110 would be selected by `--select SGC110` with SGC1101-SGC1105)."""
+    families = [surface.family for surface in SURFACES.values()]
+    for one in families:
+        assert [other for other in families if other.startswith(one)] == [one], one
+    for code, rule in CATALOG.items():
+        assert code.startswith(SURFACES[rule.group].family), (code, rule.group)
+        assert surface_for(code) is SURFACES[rule.group]
+        assert [other for other in CATALOG if other.startswith(code)] == [code], code
+
+
+def test_every_check_is_named_after_its_rule_and_declares_its_decisions() -> None:
+    """`@contract("SGC102", reads=..., process=...)` on `def imported_name_removed`: a reader
+    finds the check from the rule's name, and what it reads and where it runs are declared
+    beside it."""
+    from sglang_contracts.contracts.base import READS, Process, Reads
+
+    for code, check in CHECKS.items():
+        assert check.__name__ == CATALOG[code].name.replace("-", "_"), (code, check.__name__)
+    assert set(READS) == set(CHECKS)
+    with pytest.raises(TypeError):
+        contract("SGC999", reads="whole-project", process=Process.MAIN)  # a string is no declaration
+    with pytest.raises(TypeError):
+        contract("SGC999", reads=Reads.WHOLE_PROJECT, process=None)
 
 
 def test_rule_messages_render_with_what_the_checks_provide(tmp_path: Path) -> None:

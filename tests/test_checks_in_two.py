@@ -1,5 +1,5 @@
 """The checks on two cores (contracts/base.py run_checks_in_two): a forked copy of the run
-checks the rules of SECOND_PROCESS_MODULES beside the first process; what it finds, and the
+checks the rules declared Process.COPY beside the first process; what it finds, and the
 problems it meets, are the report's as if one process had run every check."""
 
 from __future__ import annotations
@@ -35,8 +35,7 @@ def project(tmp_path: Path) -> Path:
 def second_process_codes() -> list[str]:
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
 
-    return sorted(code for code, check in base.CHECKS.items()
-                  if check.__module__.rsplit(".", 1)[-1] in base.SECOND_PROCESS_MODULES)
+    return sorted(code for code in base.CHECKS if code in base.IN_COPY)
 
 
 def test_both_halves_hold_real_checks() -> None:

@@ -1,7 +1,7 @@
 """`fix` on real history: sglang-omni 0.1.8 (pinned to sglang 0.5.21) fixed for 0.5.22, compared
 with what sglang-omni 0.1.9 changed by hand at the same places. Sites where the tool writes the
 very line the maintainers wrote are asserted here; the full comparison (identical, equivalent,
-different, tool-only) is in the README."""
+different, tool-only) is in docs/fixing.md."""
 
 from __future__ import annotations
 

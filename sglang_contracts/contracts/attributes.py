@@ -15,7 +15,7 @@ from typing import Iterator
 
 import ast
 
-from sglang_contracts.contracts.base import CheckContext, contract, fixes
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.imports import upstream_reads
 from sglang_contracts.contracts.resolve import Instance, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
@@ -124,7 +124,7 @@ def _report(code: str, ctx: CheckContext, lost: LostAttribute, **fields: str) ->
                    hint=relocation(ctx.new, lost.now_origins, lost.attr), **fields)
 
 
-@contract("SGC321")
+@contract("SGC321", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for lost in [*_typed_losses(ctx), *_class_attribute_losses(ctx)]:
         yield _report("SGC321", ctx, lost, renamed_to=renamed_attribute(ctx, lost))
@@ -266,7 +266,7 @@ def _set_by_name(model: UpstreamModel, snake: str, attr: str) -> bool:
         lambda: any(assigned.search(text) is not None for _, text in model.texts_mentioning(attr)))
 
 
-@contract("SGC322", whole_project=True)
-def attribute_removed_by_name(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC322", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
+def attribute_removed_by_receiver_name(ctx: CheckContext) -> Iterator[Diagnostic]:
     for lost, receiver in _named_losses(ctx):
         yield _report("SGC322", ctx, lost, receiver=receiver)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
 from sglang_contracts.contracts.borrowed import CALLABLE_KINDS, Needed, Root, reach
 from sglang_contracts.contracts.resolve import Resolver, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
@@ -100,8 +100,8 @@ def _init_value(resolver: Resolver, origin: str, attr: str) -> str | None:
     return None
 
 
-@contract("SGC315")
-def bare_instance_lacks_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC315", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
+def bare_instance_lacks_init_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = resolvers(ctx)
     for facts in ctx.project.files.values():
         if not any(kind.startswith("B:") for read in facts.reads for kind in read.receiver.types):

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from sglang_contracts.diagnostics import Diagnostic
@@ -103,20 +104,49 @@ class CheckContext:
 
 Check = Callable[[CheckContext], Iterable[Diagnostic]]
 CHECKS: dict[str, Check] = {}
-# The rules whose finding in one file may rest on what another file holds beyond its outline
-# (incremental.OUTLINE_FACTS): its calls, reads and probes, its text, the rows each_file reads
-# of it. A run that recomputes a few files checks these over every file in full and keeps none
-# of their last findings (incremental.py); the others are checked on the recomputed files.
+
+
+class Reads(Enum):
+    """What a rule's finding in one file may rest on: what an incremental re-check must check
+    again after an edit (check/incremental.py). Declared by every rule (`@contract(reads=...)`);
+    tests/test_incremental.py fails a rule that declares too little."""
+
+    # The file itself and the outlines (incremental.OUTLINE_FACTS) of the files it imports:
+    # checked again with the changed files and their importers.
+    FILE_AND_IMPORTS = "file-and-imports"
+    # Also the imports of files it does not import (the first import anywhere that reaches a
+    # package, a patch target named by its string, the modules imported anywhere): checked over
+    # every file after an edit of imports alone (incremental.plan).
+    IMPORTS_ANYWHERE = "imports-anywhere"
+    # Also the members of classes in files it does not import (which attributes any project
+    # class provides): checked over every file after an edit of class members alone (a method,
+    # a `self.x = ...`: incremental.members_digest). A rule that needs this and IMPORTS_ANYWHERE
+    # declares WHOLE_PROJECT.
+    MEMBERS_ANYWHERE = "members-anywhere"
+    # What another file holds beyond its outline: its calls, reads and probes, its text, the
+    # rows each_file reads of it. Checked over every file at every edit, keeping none of its
+    # last findings.
+    WHOLE_PROJECT = "whole-project"
+
+
+class Process(Enum):
+    """Which process of a one-shot run checks a rule (run_checks_in_two). A daemon or the
+    language server checks every rule in one process."""
+
+    MAIN = "main"
+    # The forked copy: the rules whose analyses read every file of a release (imports' hints,
+    # the import graph, a patched function's importers, the copies' citations), which then
+    # share the texts they read; about half of a cold run's checks (sglang-omni: 4.1 and 4.2 s
+    # of CPU).
+    COPY = "copy"
+
+
+# The codes of each declaration, as check/runner.py and incremental.py read them.
 WHOLE_PROJECT: set[str] = set()
-# The rules whose finding in one file may rest on the imports of a file it does not import
-# (the first import anywhere that reaches a package, a patch target named by its string, the
-# modules imported anywhere). A run after an edit of imports alone (incremental.plan: every
-# outline but the imports as it was) checks these over every file in full too.
 IMPORTS_ANYWHERE: set[str] = set()
-# The rules whose finding in one file may rest on the members of a class in a file it does not
-# import (which attributes any project class provides). A run after an edit of class members
-# alone (a method, a `self.x = ...`: incremental.members_digest) checks these over every file too.
 MEMBERS_ANYWHERE: set[str] = set()
+IN_COPY: set[str] = set()  # Process.COPY
+READS: dict[str, Reads] = {}
 # What the checks read of every file's imports for the whole project and that seldom changes
 # (does the file import ServerArgs at all): each file's part is in its outline
 # (incremental.outline_digest), so that an edit that changes it recomputes every file.
@@ -136,22 +166,23 @@ def import_outline(name: str) -> Callable[[Callable[[FileFacts], Any]], Callable
     return register
 
 
-def contract(code: str, *, whole_project: bool = False, imports_anywhere: bool = False,
-             members_anywhere: bool = False) -> Callable[[Check], Check]:
-    """Register the check for one rule code (its documentation lives in rules/<code>.toml).
-    `whole_project`, `imports_anywhere`, `members_anywhere`: see WHOLE_PROJECT, IMPORTS_ANYWHERE,
-    MEMBERS_ANYWHERE."""
+def contract(code: str, *, reads: Reads, process: Process) -> Callable[[Check], Check]:
+    """Register the check for one rule code, named as the rule is (`imported-name-removed`:
+    `imported_name_removed`); its documentation and report group live in rules/<code>.toml.
+    `reads`: what its finding in one file may rest on (Reads); `process`: where a one-shot run
+    checks it (Process). Both are the rule's to declare: neither has a default."""
+    if not isinstance(reads, Reads) or not isinstance(process, Process):
+        raise TypeError(f"{code}: reads must be a Reads and process a Process")
 
     def register(function: Check) -> Check:
         if code in CHECKS:
             raise ValueError(f"two checks registered for {code}")
         CHECKS[code] = function
-        if whole_project:
-            WHOLE_PROJECT.add(code)
-        if imports_anywhere:
-            IMPORTS_ANYWHERE.add(code)
-        if members_anywhere:
-            MEMBERS_ANYWHERE.add(code)
+        READS[code] = reads
+        {Reads.WHOLE_PROJECT: WHOLE_PROJECT, Reads.IMPORTS_ANYWHERE: IMPORTS_ANYWHERE,
+         Reads.MEMBERS_ANYWHERE: MEMBERS_ANYWHERE}.get(reads, set()).add(code)
+        if process is Process.COPY:
+            IN_COPY.add(code)
         return function
 
     return register
@@ -187,20 +218,15 @@ def run_checks(context: CheckContext, codes: Iterable[str], problems: list[Probl
         yield from _guarded(context, code, problems)
 
 
-# The checks a second process runs beside the first (run_checks_in_two): those whose analyses
-# read every file of a release (imports' hints, the import graph, a patched function's
-# importers, the copies' citations), which then share the texts they read; about half of a
-# cold run's checks (sglang-omni: 4.1 and 4.2 s of CPU).
-SECOND_PROCESS_MODULES = frozenset({"imports", "stack", "monkeypatches", "mirrors"})
 COPY_GRACE = 60.0  # seconds the copy may take beyond three times the first half's time
 
 
 def run_checks_in_two(context: CheckContext, codes: Iterable[str], problems: list[Problem]) -> set[Diagnostic]:
     """`run_checks` on two cores: a forked copy of this process (which has the project and
-    both models as they are) runs the checks of SECOND_PROCESS_MODULES while this one runs
-    the others (run_parts_in_two)."""
+    both models as they are) runs the checks declared Process.COPY while this one runs the
+    others (run_parts_in_two)."""
     codes = sorted(codes)
-    second = [code for code in codes if CHECKS[code].__module__.rsplit(".", 1)[-1] in SECOND_PROCESS_MODULES]
+    second = [code for code in codes if code in IN_COPY]
     return run_parts_in_two((context, [code for code in codes if code not in second]), (context, second), problems)
 
 

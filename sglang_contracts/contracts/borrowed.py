@@ -15,7 +15,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract, fixes
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.resolve import ProjectClass, ProjectView, Resolver, project_view, resolvers
 from sglang_contracts.contracts.subclasses import body_change, body_preview
 from sglang_contracts.diagnostics import Diagnostic, finding
@@ -366,7 +366,7 @@ def _settle(resolver: Resolver, borrower: Borrower, provided: set[str], values: 
             del values[name]
 
 
-@contract("SGC311")
+@contract("SGC311", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def borrowed_method_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = resolvers(ctx)
     for borrower in borrowers(ctx):
@@ -400,7 +400,7 @@ def upstream_setter(resolver: Resolver, borrower: Borrower, attr: str) -> tuple[
     return found
 
 
-@contract("SGC312")
+@contract("SGC312", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
     old, new = resolvers(ctx)
@@ -537,8 +537,8 @@ def _lacking(view: ProjectView, resolver: Resolver, borrower: Borrower,
     return lacks
 
 
-@contract("SGC314")
-def borrowed_code_uses_stand_in_member(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC314", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
+def borrowed_code_needs_stand_in_member(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
     old, new = resolvers(ctx)
     seen: set = set()  # a base's root and its subclass's stand-in, met from both classes: once
@@ -559,7 +559,7 @@ def borrowed_code_uses_stand_in_member(ctx: CheckContext) -> Iterator[Diagnostic
                           old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC313")
+@contract("SGC313", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def borrowed_method_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
     old, new = resolvers(ctx)

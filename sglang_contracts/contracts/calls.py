@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract, fixes
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.resolve import resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import ArgFact, CallFact, FileFacts, Position
@@ -207,23 +207,23 @@ def _signature_text(signature: Signature) -> str:
     return f"({', '.join(names + [rest])})"
 
 
-@contract("SGC201")
-def unexpected_keyword(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC201", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
+def call_keyword_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     yield from _report(ctx, {"SGC201"}, False, "SGC201")
 
 
-@contract("SGC202")
-def missing_required_argument(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC202", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
+def call_missing_required_argument(ctx: CheckContext) -> Iterator[Diagnostic]:
     yield from _report(ctx, {"SGC202"}, False, "SGC202")
 
 
-@contract("SGC203")
-def positional_arguments_moved(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC203", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
+def call_positional_arguments_moved(ctx: CheckContext) -> Iterator[Diagnostic]:
     yield from _report(ctx, {"SGC203"}, False, "SGC203")
     yield from _report(ctx, {"SGC203"}, True, "SGC203")
 
 
-@contract("SGC204")
+@contract("SGC204", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def dataclass_fields_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     yield from _report(ctx, {"SGC201", "SGC202"}, True, "SGC204")
 
@@ -236,7 +236,7 @@ def _retirement(model, owner: str) -> list[str] | None:
     return raised if raised and raised[0].rsplit(".", 1)[-1] != "NotImplementedError" else None
 
 
-@contract("SGC205")
+@contract("SGC205", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def call_of_retired_callable(ctx: CheckContext) -> Iterator[Diagnostic]:
     for item in call_breaks(ctx):
         if item.problem.code != "SGC205":

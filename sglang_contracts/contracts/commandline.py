@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.project.facts import Position
 from sglang_contracts.infra.errors import ContractsError
@@ -174,7 +174,7 @@ def _common(ctx: CheckContext) -> dict[str, str]:
     return dict(old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC504", whole_project=True)
+@contract("SGC504", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def pass_through_destination_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
     yield from _command_line_unreadable(ctx)
     for model, use in ((model, use) for model in pass_through_models(ctx) for use in model.facts.uses):
@@ -266,7 +266,7 @@ def _project_spelled(option: Option, wrapper: Wrapper) -> str:
     return "/".join(project_string(string, wrapper) for string in option.strings)
 
 
-@contract("SGC505", whole_project=True)
+@contract("SGC505", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
     for taken in _flag_uses(ctx):
         model, use, old_option, new_option = taken.model, taken.use, taken.old_option, taken.new_option
@@ -304,7 +304,7 @@ def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
                              **_common(ctx))
 
 
-@contract("SGC506", whole_project=True)
+@contract("SGC506", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def pass_through_choice_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for taken in _flag_uses(ctx):
         use, old_option, new_option = taken.use, taken.old_option, taken.new_option
@@ -334,7 +334,7 @@ def _matched(line: CommandLine, dest: str) -> list[Option]:
     return line.by_dest.get(dest, [])
 
 
-@contract("SGC507", whole_project=True)
+@contract("SGC507", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def pass_through_entry_match_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for model, text, position, table in _entries(ctx):
         wrapper = model.wrapper
@@ -363,7 +363,7 @@ def pass_through_entry_match_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
                          what=what, **_common(ctx))
 
 
-@contract("SGC508", whole_project=True)
+@contract("SGC508", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def pass_through_new_option_decides(ctx: CheckContext) -> Iterator[Diagnostic]:
     """A new option now decides what an old option the project uses did: the old one became a
     deprecated alias storing to the new option's dest, whose own default then applies."""
@@ -425,7 +425,7 @@ def _first_sentence(text: str) -> str:
     return text.strip().split(". ")[0][:160] or "(no help text)"
 
 
-@contract("SGC509", whole_project=True)
+@contract("SGC509", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def pass_through_default_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     """What upstream now does when the project leaves an option unset, as the new release's
     declarations show it: a changed default, or a switch folded into a new option whose default

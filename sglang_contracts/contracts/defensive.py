@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from sglang_contracts.contracts.attributes import lookup, relocation
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
 from sglang_contracts.contracts.resolve import Resolver, project_view, resolvers
 from sglang_contracts.contracts.serverargs import field_sets, typed_as_server_args
 from sglang_contracts.contracts.targets import upstream_dotted, where_defined
@@ -121,7 +121,7 @@ def _may_be_none(ctx: CheckContext, facts: FileFacts, subject: Receiver, nullabl
     return False
 
 
-@contract("SGC801")
+@contract("SGC801", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def probe_of_static_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts in ctx.project.files.values():
         for function, subject, name, position, nullable in _probes(facts):
@@ -132,7 +132,7 @@ def probe_of_static_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
                               old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC802")
+@contract("SGC802", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def attribute_error_guard_of_static_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts in ctx.project.files.values():
         for receiver, attr, position, nullable in _guarded_reads(facts):
@@ -173,7 +173,7 @@ def _removed(ctx: CheckContext, facts: FileFacts, subject: Receiver, name: str) 
     return old, relocation(ctx.new, [i.origin for i in instances if i.origin], name)
 
 
-@contract("SGC804")
+@contract("SGC804", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def probe_of_removed_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts in ctx.project.files.values():
         accesses = [(f"{function}() probes", subject, name, position)
@@ -201,7 +201,7 @@ def _introspected(ctx: CheckContext, model: UpstreamModel, dotted: str, function
     return callee.signature.params if callee is not None else None
 
 
-@contract("SGC803")
+@contract("SGC803", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def release_switch_by_introspection(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
     old_fields, new_fields = field_sets(ctx)

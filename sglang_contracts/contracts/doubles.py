@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import takewhile
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract, fixes
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.hints import moved_home
 from sglang_contracts.contracts.resolve import project_view, resolvers
 from sglang_contracts.contracts.serverargs import field_sets, typed_as_server_args
@@ -54,7 +54,7 @@ def _patch_targets(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str
 
 # imports_anywhere: a target names a project module by its string (`patch("app.layers.rmsnorm")`),
 # read through that module's imports, which the patching file need not import.
-@contract("SGC601", imports_anywhere=True)
+@contract("SGC601", reads=Reads.IMPORTS_ANYWHERE, process=Process.MAIN)
 def patch_target_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
     gone = [(facts, position, dotted, how) for facts, position, dotted, how in _patch_targets(ctx)
             if resolve_target(ctx.old, dotted).found and resolve_target(ctx.new, dotted).missing]
@@ -165,7 +165,7 @@ def _project_reads(ctx: CheckContext, upstream: str) -> dict[str, tuple[FileFact
     return reads
 
 
-@contract("SGC602", whole_project=True)
+@contract("SGC602", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def fake_drifted(ctx: CheckContext) -> Iterator[Diagnostic]:
     old_fields, new_fields = field_sets(ctx)
     for fake in _fakes(ctx):
@@ -306,7 +306,7 @@ def _bounded_backtracking(parsed) -> bool:
     return walk(parsed, False)
 
 
-@contract("SGC603")
+@contract("SGC603", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def source_probe_no_longer_matches(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
     for facts in ctx.project.files.values():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.patch.release import PatchedTree
 from sglang_contracts.project.http import SAMPLING, HttpFacts, HttpRequest, Key, http_facts
@@ -63,8 +63,8 @@ def _served_by_the_stack(model: UpstreamModel, route: Route) -> bool:
     return route.path not in stock
 
 
-@contract("SGC1101")
-def check_route_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC1101", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
+def http_route_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
     _, new, _ = _apis(ctx)
     reported = set()
     for request, old_routes, new_routes in _judged(ctx):
@@ -98,13 +98,13 @@ def _replacement(old_shape: RequestShape, new_shape: RequestShape, key: str) -> 
     return ""
 
 
-@contract("SGC1102")
-def check_request_key_rejected(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC1102", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
+def http_request_key_rejected(ctx: CheckContext) -> Iterator[Diagnostic]:
     yield from _key_findings(ctx, rejected=True)
 
 
-@contract("SGC1103")
-def check_request_key_ignored(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC1103", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
+def http_request_key_ignored(ctx: CheckContext) -> Iterator[Diagnostic]:
     yield from _key_findings(ctx, rejected=False)
 
 
@@ -124,8 +124,8 @@ def _key_findings(ctx: CheckContext, rejected: bool) -> Iterator[Diagnostic]:
                                  old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC1104")
-def check_required_key_missing(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC1104", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
+def http_required_key_missing(ctx: CheckContext) -> Iterator[Diagnostic]:
     for request, old_routes, new_routes in _judged(ctx):
         if not new_routes or not request.closed:
             continue
@@ -142,8 +142,8 @@ def check_required_key_missing(ctx: CheckContext) -> Iterator[Diagnostic]:
                              old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC1105")
-def check_sampling_param_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC1105", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
+def sampling_param_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     old_api, new_api, facts = _apis(ctx)
     if old_api is None or new_api is None:
         return

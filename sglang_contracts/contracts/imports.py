@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract, fixes
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.hints import home_hint, module_hint, moved_home
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
@@ -109,8 +109,8 @@ def _defined_at(symbol: Symbol) -> str:
     return f", defined at {symbol.origin}" if symbol.found and symbol.origin else ""
 
 
-@contract("SGC101")
-def module_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC101", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def imported_module_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     seen: set[tuple[str, Position]] = set()
     for outcome in _lost(ctx, "module-gone"):
         key = (outcome.facts.path, outcome.fact.module_position)
@@ -122,8 +122,8 @@ def module_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]:
                       new=ctx.new_version, hint=outcome.hint)
 
 
-@contract("SGC102")
-def name_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC102", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def imported_name_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for outcome in _lost(ctx, "name-gone"):
         yield finding("SGC102", outcome.facts, outcome.fact.position, outcome.fact.target,
                       severity=_severity(outcome), name=outcome.fact.name, module=outcome.fact.module,
@@ -144,8 +144,8 @@ def import_from_new_home(diagnostic: Diagnostic, workspace) -> bool:
     return python_edits.move_imported_name(document, diagnostic.line, diagnostic.col, diagnostic.data["name"], home)
 
 
-@contract("SGC103")
-def reexport_changed_origin(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC103", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def reexport_origin_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for outcome in import_outcomes(ctx):
         if outcome.change == "origin-moved":
             yield finding("SGC103", outcome.facts, outcome.fact.position, outcome.fact.target,
@@ -153,7 +153,7 @@ def reexport_changed_origin(ctx: CheckContext) -> Iterator[Diagnostic]:
                           new=ctx.new_version, old_origin=outcome.old.origin, new_origin=outcome.new.origin)
 
 
-@contract("SGC104")
+@contract("SGC104", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def guarded_import_falls_back(ctx: CheckContext) -> Iterator[Diagnostic]:
     for outcome in import_outcomes(ctx):
         if not outcome.fact.guarded or outcome.broken_on_old or outcome.change == "origin-moved":
@@ -196,8 +196,8 @@ def _is_module(model: UpstreamModel, dotted: str) -> bool:
     return model.resolve_path(dotted).kind == "module"
 
 
-@contract("SGC105")
-def module_attribute_no_longer_exists(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC105", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def module_attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     losses = list(_module_attribute_losses(ctx))
     found = ctx.new.find_definitions({attr for *_, attr in losses})
     for facts, position, module, attr in losses:
@@ -227,8 +227,8 @@ def read_from_new_home(diagnostic: Diagnostic, workspace) -> bool:
 NOT_CHECKED = "its SGLang contracts are not checked"
 
 
-@contract("SGC000")
-def unparsable_file(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC000", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def unanalysable_file(ctx: CheckContext) -> Iterator[Diagnostic]:
     broken = [facts for facts in ctx.project.files.values() if facts.parse_error]
     floor = python_floor(ctx.project.root) if broken else None
     running = sys.version_info[:2]

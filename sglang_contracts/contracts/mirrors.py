@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
 from sglang_contracts.contracts.subclasses import body_change
 from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding_at
@@ -83,7 +83,7 @@ def mirror_outcomes(ctx: CheckContext) -> list[MirrorOutcome]:
     return ctx.shared("mirrors", _outcomes)
 
 
-@contract("SGC706")
+@contract("SGC706", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def mirrored_code_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     changes: dict[tuple[str, str], tuple[int, int] | None] = {}  # the diff once per cited object
     for outcome in mirror_outcomes(ctx):
@@ -99,7 +99,7 @@ def mirrored_code_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
                              changed=change[0], total=change[1], old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC707")
+@contract("SGC707", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def mirrored_code_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
     moved_names = {o.old.qualname.rsplit(".", 1)[-1] for o in mirror_outcomes(ctx) if o.new is None}
     elsewhere = ctx.new.find_definitions(moved_names) if moved_names else {}

@@ -12,7 +12,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
 from sglang_contracts.contracts.calls import bind
 from sglang_contracts.contracts.resolve import project_view
 from sglang_contracts.contracts.subclasses import unaccepted_parameters, body_change
@@ -81,7 +81,7 @@ def _rename_hint(model: UpstreamModel, old_model: UpstreamModel, dotted: str) ->
     return f"; renamed to {close[0]}?" if close else ""
 
 
-@contract("SGC401")
+@contract("SGC401", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def patched_attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for patch in patches(ctx):
         if patch.new.missing:
@@ -117,7 +117,7 @@ def _replacement_problems(patch: Patch) -> list[str]:
     return problems
 
 
-@contract("SGC402")
+@contract("SGC402", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def patched_signature_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for patch in patches(ctx):
         if not (patch.old.callable and patch.new.callable):
@@ -144,7 +144,7 @@ def patched_signature_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
                               what=f"the call of the saved original {detail}", **common)
 
 
-@contract("SGC403")
+@contract("SGC403", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def patched_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for patch in patches(ctx):
         if patch.old.callable and patch.new.callable:
@@ -229,7 +229,7 @@ def _new_from_importers(ctx: CheckContext, patch: Patch) -> list[str]:
 
 
 # imports_anywhere: a module new in the release is news only if some file imports it (_new_from_importers).
-@contract("SGC404", imports_anywhere=True)
+@contract("SGC404", reads=Reads.IMPORTS_ANYWHERE, process=Process.COPY)
 def patch_bypassed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for patch in patches(ctx):
         if not (patch.old.callable and patch.new.callable):

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract, fixes
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.patch.gitapply import (
     ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_patch, check_stack,
@@ -78,7 +78,7 @@ def _line(verdict: HunkVerdict) -> int:
     return verdict.hunk.line if verdict.hunk is not None else verdict.file.line
 
 
-@contract("SGC901")
+@contract("SGC901", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def patch_hunk_no_longer_applies(ctx: CheckContext) -> Iterator[Diagnostic]:
     for judged in judged_stacks(ctx)[1]:
         relpath, patch, old, new = judged.relpath, judged.patch, judged.old, judged.new
@@ -98,7 +98,7 @@ def patch_hunk_no_longer_applies(ctx: CheckContext) -> Iterator[Diagnostic]:
                              what=_what(now), reason=_reason(ctx, now), old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC902")
+@contract("SGC902", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def patch_hunk_already_upstream(ctx: CheckContext) -> Iterator[Diagnostic]:
     for judged in judged_stacks(ctx)[1]:
         for was, now in zip(judged.old, judged.new):
@@ -111,7 +111,7 @@ def patch_hunk_already_upstream(ctx: CheckContext) -> Iterator[Diagnostic]:
                              what=_what(now), old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC903")
+@contract("SGC903", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def patch_not_judged(ctx: CheckContext) -> Iterator[Diagnostic]:
     """Info only, with --report-unresolved: nothing here is a break of the bump."""
     if not ctx.report_unresolved:

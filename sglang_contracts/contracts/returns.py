@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
 from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
 from sglang_contracts.contracts.subclasses import overrides
 from sglang_contracts.diagnostics import Diagnostic, finding
@@ -64,7 +64,7 @@ def _call_pairs(ctx: CheckContext) -> Iterator[tuple[FileFacts, CallFact, str, d
             yield facts, call, new[0], old[1], new[1]
 
 
-@contract("SGC206")
+@contract("SGC206", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def call_of_callable_that_changed_async(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts, call, owner, old, new in _call_pairs(ctx):
         was, now = bool(old.get("async")), bool(new.get("async"))
@@ -83,7 +83,7 @@ def call_of_callable_that_changed_async(ctx: CheckContext) -> Iterator[Diagnosti
                       old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC207")
+@contract("SGC207", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def unpacked_result_changed_shape(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts, call, owner, old, new in _call_pairs(ctx):
         if not call.use.startswith("unpack:"):
@@ -158,7 +158,7 @@ def _last(text: str) -> str:
     return text.replace(" ", "").replace('"', "").replace("'", "").rsplit(".", 1)[-1]
 
 
-@contract("SGC208")
+@contract("SGC208", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def override_returns_old_shape(ctx: CheckContext) -> Iterator[Diagnostic]:
     old_resolver, new_resolver = resolvers(ctx)
     for item in overrides(ctx):
@@ -194,7 +194,7 @@ def override_returns_old_shape(ctx: CheckContext) -> Iterator[Diagnostic]:
                       use=use, old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC209")
+@contract("SGC209", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def override_async_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
     _, new_resolver = resolvers(ctx)
     for item in overrides(ctx):

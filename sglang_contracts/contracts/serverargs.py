@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract, import_outline
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, import_outline
 from sglang_contracts.contracts.commandline import prefixing_models
 from sglang_contracts.contracts.hints import rename_hint
 from sglang_contracts.contracts.resolve import Resolver, project_view, resolvers
@@ -189,7 +189,7 @@ def _owner(field_set: FieldSet, field: str) -> str:
     return field_set.fields[field].owner.rsplit(".", 1)[-1]
 
 
-@contract("SGC501")
+@contract("SGC501", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def server_args_field_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     old_fields, new_fields = field_sets(ctx)
     if old_fields is None or new_fields is None:
@@ -202,7 +202,7 @@ def server_args_field_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
                           new=ctx.new_version, hint=_rename(ctx, use.field, old_fields, new_fields))
 
 
-@contract("SGC502")
+@contract("SGC502", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def server_args_written_outside_seam(ctx: CheckContext) -> Iterator[Diagnostic]:
     seams = _seams(ctx)
     _, new_fields = field_sets(ctx)
@@ -236,8 +236,8 @@ def _is_fields_call(facts: FileFacts, function: str) -> bool:
         or function == "fields" and bound.get("fields") == "dataclasses.fields"
 
 
-@contract("SGC503", whole_project=True)
-def pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC503", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
+def server_args_pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
     old_fields, new_fields = field_sets(ctx)
     if old_fields is None or new_fields is None:
         return

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from sglang_contracts.contracts.base import CheckContext, contract, fixes
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.project import images
@@ -111,7 +111,7 @@ def _mirror_outcomes(ctx: CheckContext) -> Iterator[tuple[DeclaredRequirement, s
             break  # one report per line, on the first platform where it disagrees
 
 
-@contract("SGC701")
+@contract("SGC701", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def mirrored_pin_disagrees(ctx: CheckContext) -> Iterator[Diagnostic]:
     for declared, was, now, broken_on_old in _mirror_outcomes(ctx):
         if broken_on_old and not ctx.report_unresolved:
@@ -171,7 +171,7 @@ def _lags_behind(mention: ReleaseMention, named: Version, old: Version) -> bool:
             and not mention.path.endswith(DOC_SUFFIXES) and not OTHER_PLATFORM.search(suffix))
 
 
-@contract("SGC702")
+@contract("SGC702", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
     if old is None or new is None or old == new:
@@ -233,8 +233,8 @@ def _prose(ctx: CheckContext):
     return ctx.shared("prose", lambda c: prose_notes(c.project))
 
 
-@contract("SGC703")
-def version_named_in_prose(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC703", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def version_named_in_code_prose(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
     if old is None or new is None or old == new:
         return
@@ -263,7 +263,7 @@ def _condition_holds(requirement, release_version: Version | None, pins: Release
     return requirement.specifier.contains(version, prereleases=True), f"{requirement.name} {version}"
 
 
-@contract("SGC704")
+@contract("SGC704", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def compat_overlay_removable(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
     old_pins, new_pins = _pins(ctx)
@@ -312,7 +312,7 @@ def _installed_by_sglang(pins: ReleasePins | None, distribution: str, extras: fr
 
 
 # imports_anywhere: one finding per package, at the first import anywhere that reaches it.
-@contract("SGC705", imports_anywhere=True)
+@contract("SGC705", reads=Reads.IMPORTS_ANYWHERE, process=Process.COPY)
 def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
     """One finding per package, at the first import that now reaches it: the fix (declare it,
     or list it where SGLang's requirements are installed) is one line, wherever it is imported."""
@@ -374,7 +374,7 @@ def _spans(minors: list[int]) -> str:
     return spelled[0] if len(spelled) == 1 else ", ".join(spelled[:-1]) + f" and {spelled[-1]}"
 
 
-@contract("SGC708")
+@contract("SGC708", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def python_no_longer_supported(ctx: CheckContext) -> Iterator[Diagnostic]:
     declared = ctx.of_stack_files("declared-python", lambda c: declared_python(c.project.root))
     old_pins, new_pins = _pins(ctx)

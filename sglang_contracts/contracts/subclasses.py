@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, contract, fixes
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.lines import source_segment
@@ -80,7 +80,7 @@ def overrides(ctx: CheckContext) -> list[Override]:
     return ctx.shared("overrides", _overrides)
 
 
-@contract("SGC301")
+@contract("SGC301", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def override_of_removed_method(ctx: CheckContext) -> Iterator[Diagnostic]:
     for item in overrides(ctx):
         if item.new is None:
@@ -108,7 +108,7 @@ def unaccepted_parameters(override: tuple[tuple[str, str, bool], ...], old: Memb
     return missing
 
 
-@contract("SGC302", whole_project=True)
+@contract("SGC302", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def override_signature_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
     from sglang_contracts.contracts.callers import passing_caller  # it builds on borrowed, which builds on this
 
@@ -257,8 +257,8 @@ def body_preview(ctx: CheckContext, old: Member, new: Member, lines: int = 3, wi
     return "; first change: " + " | ".join(shown) + more
 
 
-@contract("SGC303")
-def overridden_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
+@contract("SGC303", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
+def overridden_method_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     from sglang_contracts.contracts.borrowed import borrowers  # it builds on this module
 
     # An override that also runs the upstream method it replaces (`Scheduler.m(self)`) gets
@@ -293,7 +293,7 @@ def _abstract_methods(resolver: Resolver, cls: ProjectClass) -> dict[str, Member
     return found
 
 
-@contract("SGC304")
+@contract("SGC304", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def new_abstract_method(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
     old, new = resolvers(ctx)
@@ -306,7 +306,7 @@ def new_abstract_method(ctx: CheckContext) -> Iterator[Diagnostic]:
                               method=name, upstream=member.qualname, old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC305")
+@contract("SGC305", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def base_class_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
     for cls in checked_classes(ctx):

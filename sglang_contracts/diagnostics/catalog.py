@@ -26,39 +26,49 @@ QUOTED_FIELD = re.compile(r"`\{(\w+)\}`")  # a field a message template shows as
 
 @dataclass(frozen=True)
 class Surface:
-    """Where in the project a contract lives: the heading a finding is grouped under in reports."""
+    """Where in the project a contract lives: the group a finding is reported under. Each rule
+    names its group in its catalog entry (`group = "imports"`)."""
 
-    key: str  # stable identifier (JSON `surface`, SARIF rule tag)
+    key: str  # stable identifier (the rule's `group`, JSON `surface`, SARIF rule tag)
+    family: str  # the code prefix of the group's rules; no family is a prefix of another's
     title: str
     what: str  # one line for the markdown report
 
 
-OTHER_SURFACE = Surface("other", "Other contracts", "Contracts of rules without a surface of their own.")
-# Rule code prefix -> surface; the longest matching prefix wins, so a rule added later in a
-# family lands in its surface without being listed here. The order is the report's order.
-SURFACES: dict[str, Surface] = {
-    "SGC1": Surface("imports", "Imports", "Upstream modules and names the project imports or reads from modules."),
-    "SGC11": Surface("http", "HTTP API", "Routes, request keys and sampling parameters the project sends to SGLang's server."),
-    "SGC2": Surface("calls", "Calls", "Calls into upstream functions and constructors: their parameters and signatures."),
-    "SGC30": Surface("subclasses", "Subclasses", "Project classes that subclass upstream classes and override their methods."),
-    "SGC31": Surface("borrowed-methods", "Borrowed methods",
-                     "Upstream methods a project class borrows (bound to itself) and the state they read."),
-    "SGC32": Surface("attribute-reads", "Attribute reads", "Attributes of upstream objects the project reads."),
-    "SGC4": Surface("monkeypatches", "Monkeypatches", "Upstream names the project replaces at run time."),
-    "SGC5": Surface("server-args", "ServerArgs", "ServerArgs fields the project reads, sets or mirrors."),
-    "SGC6": Surface("tests", "Tests", "Upstream names the project's tests patch by string, and fakes of upstream classes."),
-    "SGC70": Surface("stack", "Stack", "Pins, versions and mirrored copies of upstream code."),
-    "SGC8": Surface("defensive-access", "Defensive access",
-                    "`getattr`/`hasattr` probes of upstream names whose fallback now runs."),
-    "SGC9": Surface("patch-files", "Patch files", "Patch files the project applies to upstream sources."),
-    "SGC0": Surface("project-files", "Project files", "Project files the check could not read, and its own comments."),
-}
+OTHER_SURFACE = Surface("other", "", "Other contracts", "Contracts of rules without a surface of their own.")
+# The groups, in the report's order. A rule's code starts with its group's family, and the
+# families are prefix-disjoint (tests/test_catalog.py), so `--select SGC11` selects the HTTP
+# group and nothing else, and a code no rule has yet still has one group.
+SURFACES: dict[str, Surface] = {surface.key: surface for surface in (
+    Surface("imports", "SGC10", "Imports", "Upstream modules and names the project imports or reads from modules."),
+    Surface("http", "SGC11", "HTTP API",
+            "Routes, request keys and sampling parameters the project sends to SGLang's server."),
+    Surface("calls", "SGC2", "Calls", "Calls into upstream functions and constructors: their parameters and signatures."),
+    Surface("subclasses", "SGC30", "Subclasses",
+            "Project classes that subclass upstream classes and override their methods."),
+    Surface("borrowed-methods", "SGC31", "Borrowed methods",
+            "Upstream methods a project class borrows (bound to itself) and the state they read."),
+    Surface("attribute-reads", "SGC32", "Attribute reads", "Attributes of upstream objects the project reads."),
+    Surface("monkeypatches", "SGC4", "Monkeypatches", "Upstream names the project replaces at run time."),
+    Surface("server-args", "SGC5", "ServerArgs", "ServerArgs fields the project reads, sets or mirrors."),
+    Surface("tests", "SGC6", "Tests",
+            "Upstream names the project's tests patch by string, and fakes of upstream classes."),
+    Surface("stack", "SGC70", "Stack", "Pins, versions and mirrored copies of upstream code."),
+    Surface("defensive-access", "SGC8", "Defensive access",
+            "`getattr`/`hasattr` probes of upstream names whose fallback now runs."),
+    Surface("patch-files", "SGC9", "Patch files", "Patch files the project applies to upstream sources."),
+    Surface("project-files", "SGC0", "Project files",
+            "Project files the check could not read, and its own comments."),
+)}
 
 
 def surface_for(code: str) -> Surface:
-    """The surface of any rule code, including codes this version has never seen."""
-    matches = [prefix for prefix in SURFACES if code.startswith(prefix)]
-    return SURFACES[max(matches, key=len)] if matches else OTHER_SURFACE
+    """The group of any rule code: the one its catalog entry names; for a code this version has
+    never seen (a baseline's, a newer tool's), the group whose family it is in."""
+    catalog = load_catalog()
+    if code in catalog:
+        return SURFACES[catalog[code].group]
+    return next((surface for surface in SURFACES.values() if code.startswith(surface.family)), OTHER_SURFACE)
 
 
 def surface_order() -> list[Surface]:
@@ -94,6 +104,7 @@ class Rule:
     code: str
     name: str
     severity: str
+    group: str  # the key of its Surface: where its findings are reported
     summary: str
     description: str
     message: str  # str.format template over the finding's fields
@@ -140,6 +151,7 @@ def _load_rule(path: Path) -> Rule:
             code=data["code"],
             name=data["name"],
             severity=data["severity"],
+            group=data["group"],
             summary=data["summary"],
             description=data["description"].strip(),
             message=data["message"],
@@ -159,6 +171,9 @@ def _load_rule(path: Path) -> Rule:
         raise ContractsError(f"{path}: malformed rule entry ({error})") from None
     if rule.severity not in SEVERITIES or path.stem != rule.code:
         raise ContractsError(f"{path}: code must match the file name and severity be error or warning")
+    if rule.group not in SURFACES or not rule.code.startswith(SURFACES[rule.group].family):
+        raise ContractsError(f"{path}: group must be one of {', '.join(SURFACES)}, whose code family"
+                             f" ({', '.join(s.family for s in SURFACES.values())}) the code is in")
     if rule.fix is not None and (rule.fix not in FIX_SAFETIES or not rule.fix_description):
         raise ContractsError(f"{path}: fix must be \"safe\" or \"unsafe\", with a fix_description")
     return rule
