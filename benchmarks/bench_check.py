@@ -32,7 +32,13 @@ Targets: no SGC001 (an internal error), cold under a minute, under 600 MB.
 Peak memory is that of the largest process of the run (the checker or one of its workers). The
 tool's bytecode is compiled first, as an installation has it (compiled_as_installed).
 
+With `--against DIR` (a checkout of the code before a change: `git worktree add /tmp/before REV`)
+every case runs for that code and for this checkout's, alternately, `--rounds` times each (the
+same machine's figures move by half from one hour to the next: only figures measured
+interleaved compare), and each row shows the range of its figures for both.
+
 Usage: python benchmarks/bench_check.py [--skip-download-run] [--case omni|sglang|both]
+                                        [--against DIR [--rounds N]]
 """
 
 from __future__ import annotations
@@ -330,33 +336,73 @@ def show(title: str, rows: list) -> None:
         print(f"{name:<14} {seconds:>8.2f} {peak:>8.0f} {len(lines):>12} {internal:>7}")
 
 
-def compiled_as_installed() -> None:
-    """The tool's bytecode, as pip compiles it when it installs a package: each measured process
-    starts as on a user's machine. Where PYTHONDONTWRITEBYTECODE is set (it is on this project's
-    machines) an editable checkout would otherwise compile its 108 modules in every process
-    (0.11 s of a warm run)."""
+def compiled_as_installed(package: Path | None = None) -> None:
+    """The tool's bytecode (this checkout's, or the package folder given), as pip compiles it
+    when it installs a package: each measured process starts as on a user's machine. Where
+    PYTHONDONTWRITEBYTECODE is set (it is on this project's machines) an editable checkout
+    would otherwise compile its 108 modules in every process (0.11 s of a warm run)."""
     import compileall
 
     import sglang_contracts
 
-    if not compileall.compile_dir(Path(sglang_contracts.__file__).parent, quiet=1):
+    if not compileall.compile_dir(package or Path(sglang_contracts.__file__).parent, quiet=1):
         sys.exit("could not compile the tool's bytecode")
+
+
+def compared(title: str, passes: dict[str, list[list]]) -> None:
+    """Each row's range over its passes, for each code."""
+    print(title)
+    names = list(passes)
+    print(f"{'run':<14} " + " ".join(f"{name + ' wall s':>20} {'peak MB':>9}" for name in names))
+    for number, (row, *_) in enumerate(passes[names[0]][0]):
+        cells = []
+        for name in names:
+            walls = [rows[number][1] for rows in passes[name]]
+            peaks = [rows[number][2] for rows in passes[name]]
+            cells.append(f"{min(walls):>9.2f}-{max(walls):<10.2f} {max(peaks):>9.0f}")
+        print(f"{row:<14} " + " ".join(cells))
+
+
+def in_code(tree: Path | None) -> None:
+    """The measured processes run the code of `tree` (None: this checkout's)."""
+    if tree is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = str(tree)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip-download-run", action="store_true", help="do not measure the run that downloads wheels")
     parser.add_argument("--case", choices=["omni", "sglang", "both"], default="both")
+    parser.add_argument("--against", type=Path, help="a checkout of the code before: both measured, alternately")
+    parser.add_argument("--rounds", type=int, default=2, help="with --against: the passes of each code")
     args = parser.parse_args()
     compiled_as_installed()
-    with tempfile.TemporaryDirectory(prefix="sglang-contracts-bench-") as scratch:
-        download = not args.skip_download_run and args.case != "sglang"
-        rows, wheels = release_wheels(download, scratch)
-        cores = f"{os.cpu_count()} cores"
-        if args.case in ("omni", "both"):
-            show(f"sglang-omni 0.1.9, sglang {OLD} -> {NEW}, {cores}", omni_case(scratch, rows, wheels))
-        if args.case in ("sglang", "both"):
-            show(f"sglang {OLD} itself as the project, sglang {OLD} -> {NEW}, {cores}", sglang_case(scratch, wheels))
+    if args.against is not None:
+        compiled_as_installed(args.against / "sglang_contracts")
+    cores = f"{os.cpu_count()} cores"
+    cases = [case for case in ("omni", "sglang") if args.case in (case, "both")]
+    codes = {"this": None} if args.against is None else {"before": args.against.resolve(), "after": None}
+    passes: dict[str, dict[str, list[list]]] = {case: {name: [] for name in codes} for case in cases}
+    for _ in range(args.rounds if args.against is not None else 1):
+        for name, tree in codes.items():
+            in_code(tree)
+            with tempfile.TemporaryDirectory(prefix="sglang-contracts-bench-") as scratch:
+                download = not args.skip_download_run and "omni" in cases
+                rows, wheels = release_wheels(download, scratch)
+                if "omni" in cases:
+                    passes["omni"][name].append(omni_case(scratch, rows, wheels))
+                if "sglang" in cases:
+                    passes["sglang"][name].append(sglang_case(scratch, wheels))
+    in_code(None)
+    titles = {"omni": f"sglang-omni 0.1.9, sglang {OLD} -> {NEW}, {cores}",
+              "sglang": f"sglang {OLD} itself as the project, sglang {OLD} -> {NEW}, {cores}"}
+    for case in cases:
+        if args.against is None:
+            show(titles[case], passes[case]["this"][0])
+        else:
+            compared(titles[case], passes[case])
 
 
 if __name__ == "__main__":
