@@ -62,6 +62,19 @@ def test_download_unpack_then_offline_reuse(tmp_path: Path, local_index: Path) -
     assert again.tree.read_text("sglang/srt/managers/scheduler.py") == release.tree.read_text("sglang/srt/managers/scheduler.py")
 
 
+@pytest.mark.parametrize("spelled", ["v0.9.0", "0.9.0.0", "V0.9"])  # each the index's 0.9.0
+def test_a_release_spelled_as_its_tag_is_the_release_downloaded_and_cached(
+        tmp_path: Path, local_index: Path, spelled: str) -> None:
+    """`--new v0.5.23` (a git tag's spelling) names the index's 0.5.23: downloaded once, then
+    found in the cache by either spelling; it failed with "pip gave no reason" (issue 37)."""
+    cache = tmp_path / "cache"
+    release = open_release(spelled, sglang_repo=None, cache=cache)
+    assert release.version == VERSION and "0.9.0" in release.label
+    for wheel in local_index.iterdir():
+        wheel.unlink()
+    assert open_release(VERSION, sglang_repo=None, cache=cache).version == VERSION
+
+
 def record_of(files: dict[str, str]) -> str:
     """A RECORD listing each file's SHA-256 as wheels do."""
     import base64

@@ -61,11 +61,14 @@ DEFLATE_MOST = 1032  # deflate's best ratio: no deflated member inflates to more
 
 
 def _wheel_in(folder: Path, version: str) -> Path | None:
+    """The sglang wheel of `version` in the folder, by version, not spelling: `0.5.23`, `v0.5.23`
+    (a tag's) and `0.5.23.0` are one release, and its wheel is named for its normal form."""
+    wanted = as_version(version)
     try:
-        wheels = sorted(folder.glob(f"sglang-{version}-*.whl")) if folder.is_dir() else []
+        wheels = sorted(folder.glob("sglang-*-*.whl")) if folder.is_dir() else []
     except (OSError, ValueError):  # a name too long to be a folder, say
         return None
-    return wheels[0] if wheels else None
+    return next((wheel for wheel in wheels if as_version(wheel.name.split("-")[1]) == wanted), None)
 
 
 def _stamp_path(wheel: Path) -> Path:
@@ -136,6 +139,10 @@ def _pip_download(version: str, dest: Path) -> Path:
             full = _no_space(result.stderr)
             if full is not None:  # the cache's disk is full: as a cache that cannot be written
                 raise _Unwritable(dest, full)
+            if result.returncode == 0:  # pip says it downloaded something, and it is not this wheel
+                got = ", ".join(sorted(path.name for path in Path(tmp).iterdir())) or "nothing"
+                raise SourceError(f"sglang {version}: pip downloaded no sglang {version} wheel (it downloaded: "
+                                  f"{shown(got)})")
             raise SourceError(_explain_pip_failure(version, result.stderr))
         final = dest / wheel.name
         try:
@@ -411,9 +418,11 @@ def _cached_tree(wheel: Path) -> WheelTree | None:
 
 
 def index_release(version: str, cache: Path) -> Release:
-    if as_version(version) is None:
+    parsed = as_version(version)
+    if parsed is None:
         raise SourceError(f"{shown(repr(version))} is not a version, a directory, or (with --sglang-repo) "
                           "a git ref")
+    version = str(parsed)  # `v0.5.23`, a tag's spelling, as the index spells it
     wheels = cache / "wheels"
     wheel = _wheel_in(wheels, version) if foreign_reason(wheels) is None else None  # nor read from one
     tree = _cached_tree(wheel) if wheel is not None else None
@@ -423,6 +432,7 @@ def index_release(version: str, cache: Path) -> Release:
             tree = WheelTree(wheel, cached=True)
         except DAMAGE as error:
             raise SourceError(f"sglang {version}: the downloaded wheel {shown(wheel)} is unreadable ({error})") from None
+    version = wheel.name.split("-")[1]  # as the release spells itself (`0.9` asked, 0.9.0 found)
     label = f"sglang {version} (package index)"
     check_is_sglang(tree, label)
     return Release(label=label, version=version, tree=tree, identity=PUBLISHED.format(version=version))
