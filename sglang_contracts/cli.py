@@ -36,7 +36,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     # Options that the configuration file can also set default to None: "not given here".
-    check = commands.add_parser("check", help="check a project against an SGLang bump")
+    check = commands.add_parser(
+        "check", help="check a project against an SGLang bump",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="--old defaults to the project's SGLang pin: an exact sglang==X requirement (pyproject.toml,\n"
+               "requirements files, setup.py) or an SGLang image tag in a Dockerfile or build script;\n"
+               "--new and both may be set in [tool.sglang-contracts] in pyproject.toml.\n\n"
+               f"exit status: 0 nothing reported (or --exit-zero); 1 something reported; 2 a usage or\n"
+               f"source error (one line on standard error); {INCOMPLETE} the report was written but is incomplete\n"
+               f"(an internal error, SGC001), whatever --exit-zero says; {READER_LEFT} the reader of the output left.")
     _add_run_options(check)
     check.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when something is reported")
@@ -101,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     """What `check` and `fix` share: the project, the releases, the configuration, the rules."""
     parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or folders to check (default: .)")
-    parser.add_argument("--old", help="the release the project works with (default: its sglang==X pin)")
+    parser.add_argument("--old", help="the release the project works with (default: the project's SGLang pin: its sglang==X requirement or image tag)")
     parser.add_argument("--new", help="the release to bump to: a version, a git ref with --sglang-repo, or a directory")
     parser.add_argument("--sglang-repo", type=Path, help="a local SGLang clone; --old/--new are then git refs (tags such as v0.5.22)")
     parser.add_argument("--config", type=Path, metavar="FILE",
