@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, NoReturn, TypeVar
 from sglang_contracts import __version__
 from sglang_contracts.infra.display import patch_for, printable
 from sglang_contracts.infra.errors import ContractsError, UsageError
-from sglang_contracts.infra.output import discard_standard_output, standard_output
+from sglang_contracts.infra.output import blocking_standard_streams, discard_standard_output, standard_output
 from sglang_contracts.infra.process_exit import exit_without_teardown
 
 if TYPE_CHECKING:
@@ -324,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    blocking_standard_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "check":

@@ -372,3 +372,35 @@ def test_an_escape_sequence_in_a_file_name_is_shown_escaped(bump, capsys):
     out = run(capsys, "check", *bump)[1]
     assert "esc\\x1b[31mred\\x1b]0;title\\x07.py:1:26: SGC102" in out
     assert "c1\\x9b31m.py:1:26:" in out and "bidi\\u202egnp.py:1:26:" in out
+
+
+def test_a_report_to_a_non_blocking_pipe_reaches_a_slow_reader_whole(tmp_path: Path) -> None:
+    """A parent may leave standard output a non-blocking pipe (a Node-based CI step can): the
+    report, 300 kB, larger than the pipe, reached a reader that waits a moment cut at 64 kB with
+    exit 1 and no word (issue 38's second campaign). It arrives whole."""
+    import fcntl
+    import sys
+    import time
+
+    from conftest import checkout_env
+
+    old = write(tmp_path / "old", {**OLD, "sglang/srt/a.py": "def f(a, b=1):\n    return a\n"})
+    new = write(tmp_path / "new", {**NEW, "sglang/srt/a.py": "def f(a, c=1):\n    return a\n"})
+    calls = "".join(f"f(1, b={number})\n" for number in range(3000))
+    project = write(tmp_path / "p", {"pyproject.toml": '[project]\nname = "p"\n',
+                                     "use.py": f"from sglang.srt.a import f\n{calls}"})
+    command = [sys.executable, "-m", "sglang_contracts", "check", "--old", str(old), "--new", str(new),
+               "--cache-dir", str(tmp_path / "cache")]
+    whole = subprocess.run(command, cwd=project, capture_output=True, env=checkout_env()).stdout
+    assert len(whole) > 200_000
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETFL, fcntl.fcntl(write_end, fcntl.F_GETFL) | os.O_NONBLOCK)
+    process = subprocess.Popen(command, cwd=project, stdout=write_end, stderr=subprocess.PIPE, env=checkout_env())
+    os.close(write_end)
+    time.sleep(3)  # the reader waits: the pipe fills
+    received = b""
+    while chunk := os.read(read_end, 1 << 16):
+        received += chunk
+    os.close(read_end)
+    assert (process.wait(), process.stderr.read()) == (1, b"")
+    assert received == whole

@@ -23,6 +23,20 @@ class WriteError(ContractsError):
     """An output the user named cannot be written."""
 
 
+def blocking_standard_streams() -> None:
+    """Standard output and error as blocking files. A parent may leave a pipe non-blocking (a
+    Node-based CI step can, and it is shared with the child): a write then fails part-way once
+    the pipe is full, and Python dropped the rest of the report with no word. Made blocking, a
+    full pipe waits for its reader."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            descriptor = stream.fileno()
+            if not os.get_blocking(descriptor):
+                os.set_blocking(descriptor, True)
+        except (AttributeError, OSError, ValueError):  # no descriptor (a test's capture), a closed one
+            pass
+
+
 def discard_standard_output() -> None:
     """What is still to be written, and the flush at exit, go to /dev/null: the output is gone."""
     null = os.open(os.devnull, os.O_WRONLY)
