@@ -182,3 +182,29 @@ def test_a_shared_caches_folders_another_user_linked_are_neither_read_nor_writte
     main(argv)
     assert "link" not in capsys.readouterr().err
     assert any(p.suffix == ".json" for p in elsewhere.rglob("*"))
+
+
+def test_a_daemons_folder_that_cannot_be_looked_into_leaves_the_check_to_its_own_process(
+        socket_file: Path, monkeypatch, capsys) -> None:
+    """In a cache two users share, one user's `daemons/` (mode 700, as `daemon start` makes it)
+    made every `check` of the other an internal error (PermissionError looking for the socket);
+    so did a temporary fallback folder named for this user that another made first (second
+    campaign). Such a folder means no daemon: the check runs in its own process."""
+    socket_file.parent.mkdir(parents=True)
+    if os.geteuid() == 0:  # root looks into any folder: the system's refusal, as another user meets it
+        real_stat = os.stat
+
+        def refusing(path, *args, **kwargs):
+            if os.fspath(path).startswith(os.path.join(socket_file.parent, "")):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return real_stat(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "stat", refusing)
+    else:  # a folder of one's own that cannot be entered, as another user's
+        socket_file.parent.chmod(0o000)
+    try:
+        status = main(["check", *RELEASES, "-q"])
+    finally:
+        socket_file.parent.chmod(0o700)
+    captured = capsys.readouterr()
+    assert (status, "error" in captured.err) == (1, False) and captured.out

@@ -152,7 +152,9 @@ def handed_over(argv: list[str], args: argparse.Namespace) -> int | None:
     except (OSError, ValueError, RuntimeError):
         return None
     path = socket_path(args, key)
-    if not path.exists() or not private(path.parent):
+    # The folder first, by lstat: another user's (a shared cache, a temporary folder named for
+    # this user that someone else made first) cannot even be looked into, and means no daemon.
+    if not private(path.parent) or not os.path.exists(path):
         return None
     answer = ask(path, {"check": argv, "identity": identity, "cwd": str(cwd), "tty": sys.stdout.isatty(),
                         "no_color": bool(os.environ.get("NO_COLOR"))})
