@@ -168,3 +168,31 @@ def test_a_release_whose_package_folder_is_a_link_is_read(tmp_path: Path, capsys
     (project / "m.py").write_text("from sglang.srt.a import x\n")
     assert main(["check", str(project), "--old", str(old), "--new", str(linked), "--cache-dir", str(tmp_path / "c")]) == 1
     assert "m.py:1:26: SGC102" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("linked", ["project", "wheels", "project/ab", "."])
+def test_a_cache_inside_the_project_that_holds_a_link_is_neither_read_nor_written(
+        linked: str, tmp_path: Path, monkeypatch, capsys) -> None:
+    """A CI job names a cache inside the project (`--cache-dir .sgc-cache`), and the pull
+    request commits it with a record folder that is a link out: the run wrote its records there,
+    outside the project (second campaign). Such a cache is not used: one warning line, nothing
+    written through the link, and the findings as ever."""
+    old, new = small_releases(tmp_path)
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (root / "use.py").write_text("from sglang.srt.a import x\n")
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    cache = root / ".sgc-cache"
+    if linked == ".":
+        cache.symlink_to(victim)
+    else:
+        (cache / linked).parent.mkdir(parents=True, exist_ok=True)
+        (cache / linked).symlink_to(victim)
+    monkeypatch.chdir(root)
+    status = main(["check", "--old", str(old), "--new", str(new), "--cache-dir", ".sgc-cache"])
+    out, err = capsys.readouterr()
+    assert status == 1 and "use.py:1:" in out
+    assert err.count("is inside the project and holds a symbolic link") == 1
+    assert list(victim.iterdir()) == []

@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from sglang_contracts.diagnostics import baseline as baselines
 from sglang_contracts.check import replay
 from sglang_contracts.infra.display import printable
-from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_root, tag_cache_folders,
-                                          unwritable_reason, warn_unwritable_once)
+from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_root, first_link_in,
+                                          tag_cache_folders, unwritable_reason, warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
-from sglang_contracts.infra.files import unsaved_buffer
+from sglang_contracts.infra.files import is_below, unsaved_buffer
 from sglang_contracts.infra.roots import project_root_for
+from sglang_contracts.infra.temporaries import private_temporary_folder
 from sglang_contracts.project.index import LISTING, IndexMemo, ProjectIndex, as_named, build_index, links_out_of, read_python
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
@@ -174,6 +175,13 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
     old_spec = options.old
     download_cache = options.cache_dir or cache_root()
+    if _linked_out_of_the_project(download_cache, root):
+        options = dataclasses.replace(options, use_cache=False)
+        try:
+            download_cache = private_temporary_folder("sglang-contracts-cache-")
+        except OSError as error:
+            raise UsageError(f"the cache folder {shown(download_cache)} cannot be used, nor a temporary folder made "
+                             f"({error.strerror or error}); give a --cache-dir outside the project") from None
     if options.use_cache:
         tag_cache_folders(download_cache)  # before the walks, which then pass over them (`--cache-dir .cache`)
     # One walk of the project for the run's keys (replay, incremental) and the pin a resident
@@ -233,6 +241,22 @@ def _refuse_what_leaves_the_project(root: Path, options: CheckOptions) -> None:
             os.path.exists(os.path.join(repo, ".git")) or _under_any(real, [root / ".git"])):
         raise UsageError(f"--sglang-repo {shown(repo)}: a repository that is files of the project (not a clone's "
                          "or a submodule's .git) is not read; give a clone of SGLang")
+
+
+def _linked_out_of_the_project(cache: Path, root: Path) -> bool:
+    """Whether a cache folder inside the project holds a symbolic link (first_link_in), said in
+    one warning line: the run then keeps nothing and downloads to a temporary folder, as for a
+    cache that cannot be written. A pull request may commit the cache folder a CI job names
+    (`--cache-dir .cache`) with a record folder that is a link out of the project."""
+    if not is_below(os.path.abspath(cache), os.fspath(root)):
+        return False
+    link = first_link_in(cache)
+    if link is None:
+        return False
+    warn_unwritable_once(Path(os.path.abspath(cache)), f"the cache folder {shown(cache)} is inside the project and holds a symbolic link "
+                                f"({shown(link)}): it is neither read nor written (give a --cache-dir outside the "
+                                "project)")
+    return True
 
 
 def _tell_if_unkept(cache: Path) -> None:

@@ -71,6 +71,27 @@ CACHE_FOLDERS = ("wheels", *RECORD_FOLDERS, "daemons")  # what a cache folder ho
 OWN_ENTRY = re.compile(r"[0-9a-f]{2}|\.?sglang-.*|\.download-.*|.*\.(?:sock|log|starting)")
 
 
+def first_link_in(cache: Path) -> str | None:
+    """The first symbolic link at or below a cache folder (the folder, what it keeps, anything
+    in those), or None. For a cache inside the project, whose files a pull request may have
+    committed: a record folder or a wheel that is a link would have this tool write or read
+    outside the project. Entries are told links by the folder listing alone (no call per file)."""
+    if os.path.islink(cache):
+        return os.fspath(cache)
+    pending = [os.fspath(cache)]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:  # not there yet, or not a folder: nothing in it is read or written
+            continue
+        for entry in entries:
+            if entry.is_symlink():
+                return entry.path
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(entry.path)
+    return None
+
+
 def tag_cache_folders(cache: Path) -> None:
     """The tag in each folder of CACHE_FOLDERS, never in the cache folder itself: a user may give
     any folder as the cache (the project's root, a source folder, their home), but those folders

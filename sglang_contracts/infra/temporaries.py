@@ -1,4 +1,5 @@
-"""The temporary files `fix` writes beside a project file before renaming them over it.
+"""Temporary folders for one process, and the temporary files `fix` writes beside a project
+file before renaming them over it.
 
 A fix killed between the two (kill -9, a power cut) leaves one behind. Its name says it is this
 tool's and which process wrote it (`.devices.py.sglang-contracts-4242-k3j2h1.tmp`), so that the
@@ -7,8 +8,10 @@ project walk never shows one to a reader, and removes one whose writer is gone.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -56,3 +59,11 @@ def _running(pid: int) -> bool:
     except (ProcessLookupError, OverflowError):
         return False
     return True
+
+
+def private_temporary_folder(prefix: str) -> Path:
+    """A new folder (mode 700) for this process alone, removed when it ends: where a download
+    goes when the cache cannot take it. Raises OSError when none can be made."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder

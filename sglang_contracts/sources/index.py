@@ -22,7 +22,6 @@ not be written. Only when no temporary folder can be made either is it an error.
 
 from __future__ import annotations
 
-import atexit
 import errno
 import base64
 import csv
@@ -30,7 +29,6 @@ import hashlib
 import io
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -45,6 +43,7 @@ from sglang_contracts.infra import progress
 from sglang_contracts.infra.cache import NO_SPACE, atomic_write_bytes, foreign_reason, warn_unwritable_once
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size, why_unwritable
+from sglang_contracts.infra.temporaries import private_temporary_folder
 from sglang_contracts.requirements import as_version
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 
@@ -166,11 +165,10 @@ def _scratch_folder(unwritable: _Unwritable) -> Path:
     """A new temporary folder for one download, removed when the process ends; the user is
     told, once per cache folder, that the cache could not take it."""
     try:
-        folder = Path(tempfile.mkdtemp(prefix="sglang-contracts-wheels-"))
+        folder = private_temporary_folder("sglang-contracts-wheels-")
     except OSError as error:
         raise SourceError(f"cannot write the cache folder {unwritable}, nor make a temporary folder "
                           f"({error.strerror or error}); give a writable --cache-dir") from None
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     warn_unwritable_once(unwritable.folder.parent, f"cannot write the cache folder {unwritable}; releases are "
                          "downloaded to a temporary folder for this run only (give a writable --cache-dir)")
     return folder
