@@ -324,3 +324,28 @@ def test_opening_and_closing_files_keeps_the_server_memory_flat(tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+def test_a_document_whose_uri_names_no_possible_file_stops_no_later_check(tmp_path):
+    """One didOpen of `file:///tmp/a%00b.py` (a NUL no file name holds) stopped every later check
+    of the server, with no word (second campaign): it is passed over, and an edit of a real file
+    is checked as ever."""
+    root = _workspace(tmp_path, configured=True)
+    layers = root / "demo_omni" / "layers.py"
+    uri, text = from_fs_path(str(layers)), layers.read_text()
+
+    async def body(client: Client) -> None:
+        client.text_document_did_open(types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri="file:///tmp/a%00b.py", language_id="python", version=1, text="x = 1\n")))
+        client.text_document_did_open(types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+        await client.until(lambda: uri in client.diagnostics)
+        opened = _codes(client.diagnostics[uri])
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            [types.TextDocumentContentChangePartial(
+                range=types.Range(types.Position(4, 0), types.Position(5, 0)), text="")]))
+        await client.until(lambda: _codes(client.diagnostics[uri]) != opened)
+        assert _codes(client.diagnostics[uri]) == [(4, "SGC103"), (7, "SGC104")]
+
+    asyncio.run(_session(root, tmp_path / "cache", {}, body))

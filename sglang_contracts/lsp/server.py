@@ -150,8 +150,8 @@ class ContractsServer(LanguageServer):
             text = document.source.encode("utf-8", "surrogateescape")
             try:
                 on_disk = read_limited(path)
-            except Unreadable:
-                continue  # a buffer for a file not on disk is not part of the project yet
+            except (Unreadable, ValueError):  # not on disk (not part of the project yet), or a name no file has (a NUL)
+                continue
             if text != on_disk:
                 found[os.path.realpath(path)] = text
         return found
