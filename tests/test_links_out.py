@@ -196,3 +196,43 @@ def test_a_cache_inside_the_project_that_holds_a_link_is_neither_read_nor_writte
     assert status == 1 and "use.py:1:" in out
     assert err.count("is inside the project and holds a symbolic link") == 1
     assert list(victim.iterdir()) == []
+
+
+def test_a_cache_inside_the_project_that_its_repository_tracks_is_neither_read_nor_written(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    """A pull request commits the cache folder a CI job names (a record of its own making, a
+    wheel taken for the release): what the repository tracks there is the pull request's, and
+    the cache is not used (second campaign). An untracked cache inside the project (restored
+    between jobs, or a developer's) is used as ever."""
+    import subprocess
+
+    old, new = small_releases(tmp_path)
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (root / "use.py").write_text("from sglang.srt.a import x\n")
+    monkeypatch.chdir(root)
+    command = ["check", "--old", str(old), "--new", str(new), "--cache-dir", ".sgc-cache"]
+    assert main(command) == 1  # untracked: used, records kept
+    assert "neither read nor written" not in capsys.readouterr().err
+    kept = sorted(path.relative_to(root) for path in (root / ".sgc-cache").rglob("*") if path.is_file())
+    assert any(part == "runs" for path in kept for part in path.parts)
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                       capture_output=True)
+
+    from sglang_contracts.infra.cache import JsonCache
+
+    runs = JsonCache(root / ".sgc-cache" / "runs")
+    for path in (root / ".sgc-cache" / "runs").rglob("*.json"):  # a replay of no finding, well formed
+        runs.put(path.stem, {**runs.get(path.stem), "diagnostics": []})
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "a pull request that commits the cache")
+    assert main(command) == 1  # what it committed is not believed
+    out, err = capsys.readouterr()
+    assert "use.py:1:" in out and "SGC102" in out
+    assert err.count("holds files the project's repository tracks") == 1
+    after = sorted(path.relative_to(root) for path in (root / ".sgc-cache").rglob("*") if path.is_file())
+    assert after == kept  # nothing written there either

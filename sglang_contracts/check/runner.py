@@ -21,7 +21,8 @@ from sglang_contracts.diagnostics import baseline as baselines
 from sglang_contracts.check import replay
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_root, first_link_in,
-                                          tag_cache_folders, unwritable_reason, warn_unwritable_once)
+                                          first_tracked_in, tag_cache_folders, unwritable_reason,
+                                          warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
@@ -175,7 +176,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
     old_spec = options.old
     download_cache = options.cache_dir or cache_root()
-    if _linked_out_of_the_project(download_cache, root):
+    if _the_pull_requests(download_cache, root):
         options = dataclasses.replace(options, use_cache=False)
         try:
             download_cache = private_temporary_folder("sglang-contracts-cache-")
@@ -243,19 +244,23 @@ def _refuse_what_leaves_the_project(root: Path, options: CheckOptions) -> None:
                          "or a submodule's .git) is not read; give a clone of SGLang")
 
 
-def _linked_out_of_the_project(cache: Path, root: Path) -> bool:
-    """Whether a cache folder inside the project holds a symbolic link (first_link_in), said in
-    one warning line: the run then keeps nothing and downloads to a temporary folder, as for a
-    cache that cannot be written. A pull request may commit the cache folder a CI job names
-    (`--cache-dir .cache`) with a record folder that is a link out of the project."""
+def _the_pull_requests(cache: Path, root: Path) -> bool:
+    """Whether a cache folder inside the project may be the pull request's, said in one warning
+    line: it holds a file git tracks (first_tracked_in: a record, a wheel of its own making, a
+    link out of the project the pull request committed) or a symbolic link (first_link_in). A CI
+    job may name a cache inside the project it checks (`--cache-dir .cache`, restored between
+    jobs, never committed); what a pull request put there is neither read nor written: the run
+    keeps nothing and downloads to a temporary folder, as for a cache that cannot be written."""
     if not is_below(os.path.abspath(cache), os.fspath(root)):
         return False
-    link = first_link_in(cache)
-    if link is None:
+    found = first_link_in(cache)
+    why = "holds a symbolic link" if found is not None else "holds files the project's repository tracks"
+    found = found or first_tracked_in(cache)
+    if found is None:
         return False
-    warn_unwritable_once(Path(os.path.abspath(cache)), f"the cache folder {shown(cache)} is inside the project and holds a symbolic link "
-                                f"({shown(link)}): it is neither read nor written (give a --cache-dir outside the "
-                                "project)")
+    warn_unwritable_once(Path(os.path.abspath(cache)), f"the cache folder {shown(cache)} is inside the project and "
+                                                       f"{why} ({shown(found)}): it is neither read nor written (give "
+                                                       "a --cache-dir outside the project)")
     return True
 
 

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import stat
+import subprocess
 import sys
 import tempfile
 import threading
@@ -33,6 +34,7 @@ from typing import Any, Callable
 from sglang_contracts.infra.files import why_unwritable
 from sglang_contracts.infra.errors import shown
 from sglang_contracts.infra.display import printable
+from sglang_contracts.infra.gitsafety import safe_git_options
 
 # Bump when the shape of any cached record changes: old entries are then ignored.
 SCHEMA_VERSION = 2
@@ -90,6 +92,21 @@ def first_link_in(cache: Path) -> str | None:
             if entry.is_dir(follow_symlinks=False):
                 pending.append(entry.path)
     return None
+
+
+def first_tracked_in(cache: Path) -> str | None:
+    """The first file below a cache folder that git tracks (a pull request committed it), or
+    None: also when the folder is in no repository or git cannot tell. Its repository may be
+    the pull request's: git runs with the settings no configuration of it can override."""
+    if not os.path.isdir(cache):
+        return None
+    command = ["git", *safe_git_options(), "-C", os.fspath(cache), "ls-files", "-z", "--", "."]
+    try:
+        listed = subprocess.run(command, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):  # no git, or one that does not answer
+        return None
+    first = listed.stdout.split(b"\0", 1)[0] if listed.returncode == 0 else b""
+    return os.path.join(os.fspath(cache), os.fsdecode(first)) if first else None
 
 
 def tag_cache_folders(cache: Path) -> None:
