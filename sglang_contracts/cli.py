@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Callable, NoReturn, TypeVar
 from sglang_contracts import __version__
 from sglang_contracts.infra.display import patch_for, printable
 from sglang_contracts.infra.errors import ContractsError, UsageError
-from sglang_contracts.infra.output import blocking_standard_streams, discard_standard_output, standard_output
+from sglang_contracts.infra.output import (blocking_standard_streams, discard_standard_output, standard_output,
+                                           usable_standard_streams)
 from sglang_contracts.infra.process_exit import exit_without_teardown
 
 if TYPE_CHECKING:
@@ -321,6 +322,7 @@ def entry() -> NoReturn:
 def main(argv: list[str] | None = None) -> int:
     # A file name may hold bytes that are not UTF-8 (os.fsdecode's surrogates): shown escaped,
     # never a UnicodeEncodeError at the first finding in it.
+    usable_standard_streams()
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")

@@ -404,3 +404,29 @@ def test_a_report_to_a_non_blocking_pipe_reaches_a_slow_reader_whole(tmp_path: P
     os.close(read_end)
     assert (process.wait(), process.stderr.read()) == (1, b"")
     assert received == whole
+
+
+@pytest.mark.parametrize("closed", ["stdout", "stderr"])
+def test_a_standard_stream_closed_at_start_costs_only_what_it_would_carry(closed: str, tmp_path: Path) -> None:
+    """`check >&-` (a daemonised CI step) ended in a traceback and an internal error; `2>&-`
+    reported no finding and printed the internal error on standard output (second campaign).
+    The open stream gets what is its, and the run its own status."""
+    import sys
+
+    from conftest import checkout_env
+
+    old = write(tmp_path / "old", {**OLD, "sglang/srt/a.py": "def f(a, b=1):\n    return a\n"})
+    new = write(tmp_path / "new", {**NEW, "sglang/srt/a.py": "def f(a, c=1):\n    return a\n"})
+    project = write(tmp_path / "p", {"pyproject.toml": '[project]\nname = "p"\n',
+                                     "use.py": "from sglang.srt.a import f\nf(1, b=2)\n"})
+    command = [sys.executable, "-m", "sglang_contracts", "check", "--old", str(old), "--new", str(new),
+               "--cache-dir", str(tmp_path / "cache")]
+    fd = 1 if closed == "stdout" else 2
+    completed = subprocess.run(["sh", "-c", f'"$@" {fd}>&-', "sh", *command], cwd=project, env=checkout_env(),
+                               capture_output=False, stdout=subprocess.PIPE if fd == 2 else None,
+                               stderr=subprocess.PIPE if fd == 1 else None)
+    assert completed.returncode == 1
+    if closed == "stdout":
+        assert completed.stderr == b""
+    else:
+        assert completed.stdout.decode().startswith("use.py:2:6: SGC201 ")

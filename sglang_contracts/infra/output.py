@@ -23,6 +23,16 @@ class WriteError(ContractsError):
     """An output the user named cannot be written."""
 
 
+def usable_standard_streams() -> None:
+    """A standard stream closed when the process started (`>&-`, a daemonised CI step) is None
+    in Python, and the first write to it an AttributeError: writes to it go nowhere instead,
+    so that the report reaches the stream that is open and the run keeps its own status."""
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the process's standard output, for good
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+
+
 def blocking_standard_streams() -> None:
     """Standard output and error as blocking files. A parent may leave a pipe non-blocking (a
     Node-based CI step can, and it is shared with the child): a write then fails part-way once

@@ -31,5 +31,5 @@ def _flush_standard_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a reader that left, a closed stream: nothing more to say
+        except (OSError, ValueError, AttributeError):  # a reader that left, a closed stream (None): nothing more to say
             pass
