@@ -77,8 +77,13 @@ def _globs(value: Any) -> list[str]:
     a `**` inside a name with an exception, not an answer)."""
     patterns = _within_project(value)
     for pattern in patterns:
-        if any("**" in part and part != "**" for part in PurePath(pattern).parts):
+        parts = PurePath(pattern).parts
+        if any("**" in part and part != "**" for part in parts):
             raise _Invalid(f"{pattern!r}: `**` can only be a whole path component")
+        # Each `**` walks every folder below each match of what precedes it: ten of them kept a
+        # run on 121 folders busy for minutes (a pull request can write the setting).
+        if parts.count("**") > 1:
+            raise _Invalid(f"{pattern!r}: a glob may have one `**` (it already matches any depth)")
     return patterns
 
 

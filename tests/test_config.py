@@ -60,6 +60,9 @@ def test_command_line_flags_win_over_the_file(check, project):
         ('patch-files = [""]\n', "patch-files '' names no file: give a path or glob relative to the project's root"),
         ('patch-files = ["."]\n', "patch-files '.' names no file: give a path or glob relative to the project's root"),
         ('patch-files = ["ops/*/a**.patch"]\n', "patch-files 'ops/*/a**.patch': `**` can only be a whole path component"),
+        # Each `**` walks every folder again: ten kept a run busy for minutes (second campaign).
+        ('patch-files = ["**/**/**/x.patch"]\n',
+         "patch-files '**/**/**/x.patch': a glob may have one `**` (it already matches any depth)"),
     ],
 )
 def test_bad_configuration_is_a_one_line_error_naming_the_key(check, project, table, error):
