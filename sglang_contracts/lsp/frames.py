@@ -15,6 +15,11 @@ import io
 import re
 from typing import BinaryIO
 
+# The largest frame read: a whole buffer of the largest Python file the checks read
+# (infra/files.py MAX_PYTHON_BYTES), escaped in JSON, with room to spare. A frame announcing
+# more (999999999999 bytes) was read at once, and the server died of a MemoryError; its
+# header is now passed over like any line a broken frame left, and the next frame read.
+MAX_FRAME_BYTES = 64 * 1024 * 1024
 # A Content-Length header, at the end of a line, after anything a broken frame left before it.
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d{1,12})[ \t]*\r?\n\Z", re.IGNORECASE)
 
@@ -50,5 +55,8 @@ class FrameReader:
             if (header := _CONTENT_LENGTH.search(line)) is not None:
                 length = int(header.group(1))
             elif length is not None and not line.strip():
+                if length > MAX_FRAME_BYTES:  # no frame: what follows is passed over up to the next header
+                    length = None
+                    continue
                 body = self._stream.read(length)
                 return body if len(body) == length else None
