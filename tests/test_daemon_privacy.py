@@ -10,6 +10,7 @@ import os
 import socket
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,22 @@ def test_a_daemons_folder_that_cannot_be_looked_into_leaves_the_check_to_its_own
         socket_file.parent.chmod(0o700)
     captured = capsys.readouterr()
     assert (status, "error" in captured.err) == (1, False) and captured.out
+
+
+def test_a_daemon_that_never_answers_leaves_the_check_to_its_own_process_within_seconds(
+        socket_file: Path, capsys) -> None:
+    """A daemon stopped or wedged (SIGSTOP) accepts connections and never answers: every check
+    handed to it waited forever (second campaign). One that does not acknowledge the request
+    within seconds is given up, and the check runs in its own process."""
+    assert client.make_private_folder(socket_file.parent) is None
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(socket_file))
+    listener.listen(4)  # accepted by the system, never by a process: as a stopped daemon's
+    started = time.monotonic()
+    try:
+        status = main(["check", *RELEASES, "-q"])
+    finally:
+        listener.close()
+    assert time.monotonic() - started < client.HEARD_WITHIN + 30
+    out = capsys.readouterr().out
+    assert status == 1 and out

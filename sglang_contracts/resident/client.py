@@ -27,6 +27,10 @@ from sglang_contracts.infra.roots import project_root_for
 KEY_OPTIONS = ("old", "new", "sglang_repo", "config", "select", "ignore", "no_cache", "cache_dir")
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 SOCKET_PATH_MAX = 100  # AF_UNIX paths are limited to 107 bytes
+# What a daemon sends as soon as it has a request (whitespace before its JSON answer), and how
+# long a client waits for it: a daemon stopped or wedged once kept every check waiting forever.
+ACKNOWLEDGED = b"\n"
+HEARD_WITHIN = 5.0
 BUSY, STALE = "busy", "stale"
 
 
@@ -127,10 +131,14 @@ def ask(path: Path, request: dict[str, Any], timeout: float | None = None) -> di
             connection.connect(str(path))
             if not same_user(connection):
                 return None  # another user's socket: nothing it says is believed
-            connection.settimeout(timeout)
             connection.sendall(json.dumps(request).encode("utf-8", "surrogateescape") + b"\n")
             connection.shutdown(_socket.SHUT_WR)
-            chunks = []
+            # A daemon acknowledges a request as soon as it has it (ACKNOWLEDGED): one that does
+            # not within seconds is stopped or wedged, and the check runs here; once heard, a
+            # check may take as long as it takes.
+            connection.settimeout(min(timeout, HEARD_WITHIN) if timeout is not None else HEARD_WITHIN)
+            chunks = [connection.recv(1 << 16)]
+            connection.settimeout(timeout)
             while chunk := connection.recv(1 << 16):
                 chunks.append(chunk)
         finally:

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from sglang_contracts.infra.display import printable, printable_path
 from sglang_contracts.resident.client import (
-    BUSY, PACKAGE_DIR, STALE, ask, daemon_key, make_private_folder, not_private_reason, same_user, socket_path,
+    ACKNOWLEDGED, BUSY, PACKAGE_DIR, STALE, ask, daemon_key, make_private_folder, not_private_reason, same_user,
+    socket_path,
 )
 
 if TYPE_CHECKING:
@@ -322,6 +323,7 @@ class Daemon:
                     data += chunk
                 request = json.loads(data.decode("utf-8", "surrogateescape"))
                 connection.settimeout(None)
+                connection.sendall(ACKNOWLEDGED)  # heard: the client now waits for the answer however long
                 answer = self._safely_handled(request)
                 connection.sendall(json.dumps(answer).encode("utf-8", "surrogateescape"))
         except (OSError, ValueError, RecursionError):
