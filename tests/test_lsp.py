@@ -350,3 +350,26 @@ def test_a_document_whose_uri_names_no_possible_file_stops_no_later_check(tmp_pa
         assert _codes(client.diagnostics[uri]) == [(4, "SGC103"), (7, "SGC104")]
 
     asyncio.run(_session(root, tmp_path / "cache", {}, body))
+
+
+@pytest.mark.parametrize("body", [b"{}", b"[1]", b"{x", b'{"jsonrpc":"2.0","method":"\xff"}',
+                                  b'{"jsonrpc": "2.0", "method": "textDocument/didOpen"}'],
+                         ids=["empty object", "a list", "not JSON", "not UTF-8", "didOpen without params"])
+def test_a_message_the_server_cannot_handle_is_one_log_line_and_no_popup(tmp_path, body):
+    """Each put a traceback on the server's standard error and an "Error in server" popup in the
+    editor (second campaign): one log line now, and the next request answered."""
+    initialize = {"jsonrpc": "2.0", "id": 2, "method": "initialize",
+                  "params": {"processId": None, "rootUri": from_fs_path(str(tmp_path)), "capabilities": {}}}
+    server = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "lsp"], cwd=tmp_path,
+                              env={**checkout_env(), "SGLANG_CONTRACTS_CACHE": str(tmp_path / "cache")},
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        server.stdin.write(_frame(initialize) + b"Content-Length: %d\r\n\r\n" % len(body) + body
+                           + _frame({**initialize, "id": 3}))
+        server.stdin.flush()
+        answers = _answers(server, {2, 3}, timeout=30)
+        assert set(answers) == {2, 3}
+    finally:
+        server.kill()
+        _, err = server.communicate()
+    assert b"Traceback" not in err and b"Error in server" not in err

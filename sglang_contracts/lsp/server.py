@@ -138,6 +138,12 @@ class ContractsServer(LanguageServer):
         finally:
             self._running = False
 
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A message the server could not handle (a body that is not JSON-RPC, a notification
+        without its params): one log line, no popup in the editor (pygls shows "Error in
+        server" for each), and the server answers on."""
+        log.warning("a message could not be handled: %s: %s", type(error).__name__, printable(str(error))[:200])
+
     # -- one check ------------------------------------------------------------------------------
 
     def _unsaved(self) -> dict[str, bytes]:
@@ -361,8 +367,30 @@ async def code_action(ls: ContractsServer, params: types.CodeActionParams) -> li
         None, lambda: code_actions(uri, ls.fixable_result(), relpath, document.source, ours))
 
 
+class _OneLine(logging.Filter):
+    """pygls logs a message it cannot parse or handle with its traceback (attached, or written
+    into the message): one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        lines = record.getMessage().splitlines()
+        text = lines[0] if lines else ""
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text = f"{text}: {type(error).__name__}: {error}"
+        record.msg, record.args = printable(text)[:300], ()
+        record.exc_info = record.exc_text = None
+        return True
+
+
 def main() -> int:
     remember_records()  # every check reads the same records: decode each once
+    root = logging.getLogger()
+    if not root.handlers:  # as logging's last resort would print them: standard error, warnings and worse
+        handler = logging.StreamHandler()
+        handler.setLevel(logging.WARNING)
+        root.addHandler(handler)
+    for handler in root.handlers:  # a handler's filter sees every logger's records, pygls's included
+        handler.addFilter(_OneLine())
     server.start_io(stdin=FrameReader(sys.stdin.buffer))  # not deaf after a malformed frame (frames.py)
     # pygls closes standard output with the connection; what runs after (the CLI's flush) writes nowhere.
     sys.stdout = open(os.devnull, "w")
