@@ -148,3 +148,79 @@ def test_a_language_server_decodes_an_unchanged_record_once(tmp_path, monkeypatc
     store.put("k" * 64, {"n": 22})  # another size: the remembered record is stale
     assert store.get_decoded("k" * 64, decode) == {"n": 22} and len(decoded) == 2
     assert store.get_decoded("missing" + "0" * 57, decode) is None
+
+
+def _crafted(cache: Path, kind: str, change) -> int:
+    """Rewrite each record of `kind` that `change` alters (it returns True), digest and all, as
+    one made by hand would be: the count."""
+    store, count = JsonCache(cache / kind), 0
+    for path in sorted((cache / kind).rglob("*.json")):
+        data = store.get(path.stem)
+        if isinstance(data, dict) and change(data):
+            store.put(path.stem, data)
+            count += 1
+    return count
+
+
+def _first_finding(data) -> bool:
+    if data.get("diagnostics"):
+        data["diagnostics"][0]["message"] = 123
+        return True
+    return False
+
+
+def _first_entry(data) -> bool:
+    if data.get("files"):
+        next(iter(data["files"].values()))[1] = 5
+        return True
+    return False
+
+
+def _first_class(data) -> bool:
+    if data.get("classes"):
+        data["classes"][next(iter(data["classes"]))] = 1.5
+        return True
+    return False
+
+
+def _first_import(data) -> bool:
+    if data.get("imports"):
+        data["imports"][0][2] = 123
+        return True
+    return False
+
+
+def _calls_text(data) -> bool:
+    if isinstance(data.get("calls"), str) and data["calls"] != "[]":
+        data["calls"] = "not json"
+        return True
+    return False
+
+
+@pytest.mark.parametrize("kind, change", [("runs", _first_finding), ("incremental", _first_entry),
+                                          ("upstream", _first_class), ("project", _first_import),
+                                          ("project", _calls_text)],
+                         ids=["a finding's message a number", "a file's imports a number", "a class a number",
+                              "an import's module a number", "a file's calls not JSON"])
+def test_a_record_made_by_hand_of_another_shape_is_computed_again_never_an_internal_error(
+        published, capsys, kind: str, change) -> None:
+    """A record whose digest holds and whose content is of another shape (made by hand: the
+    cache is the user's) stopped the run with an internal error (second campaign). It is
+    computed again, findings as a clean run's; a file's calls, read only where they are
+    checked, cost that file's contracts that read them, said as an SGC000."""
+    project, options = published
+    cache = options.cache_dir
+    clean = run(capsys, project, cache)
+    assert _crafted(cache, kind, change)
+    if kind != "runs":  # else the findings are replayed, and no other record is read
+        for path in (cache / "runs").rglob("*.json"):
+            path.unlink()
+    if kind in ("upstream", "project"):
+        for path in (cache / "incremental").rglob("*.json"):
+            path.unlink()
+    status, out, err = run(capsys, project, cache)
+    assert "internal error" not in err and "SGC001" not in out
+    if change is _calls_text:
+        assert status == 1 and "damaged" in out and "SGC000" in out
+    else:
+        assert (status, out, err) == clean

@@ -115,6 +115,15 @@ class Plan:
         return self.recomputed is None
 
 
+def _entry_shaped(entry: Any) -> bool:
+    """Whether a kept file entry is FILE_ENTRY's: digests as text, its imports a list of module
+    names, whether it is indexed a boolean (a record of another shape is not used)."""
+    return (isinstance(entry, list) and len(entry) == len(FILE_ENTRY)
+            and all(type(entry[index]) is str for index in (0, 2, 4, 5))
+            and type(entry[1]) is list and all(type(module) is str for module in entry[1])
+            and type(entry[3]) is bool)
+
+
 def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bool] | None = None,
          import_outlines: dict[str, Callable[[FileFacts], Any]] | None = None, every_file: bool = False) -> Plan:
     """The files of `project` to recompute, against the last run with this salt in `store`.
@@ -128,7 +137,7 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
     saved = store.get(key)
     try:
         before: dict[str, list[Any]] = saved["files"]
-        if not all(isinstance(entry, list) and len(entry) == len(FILE_ENTRY) for entry in before.values()):
+        if not all(_entry_shaped(entry) for entry in before.values()):
             raise ValueError("a file entry of another shape")
         previous = [Diagnostic.from_json(item) for item in saved["diagnostics"]]
         previous_touched = {path: set(codes) for path, codes in saved["touched"].items()}

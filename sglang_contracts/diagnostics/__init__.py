@@ -41,7 +41,18 @@ class Diagnostic:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Diagnostic":
-        return cls(**{key: value for key, value in data.items() if key not in ("surface", "data")})
+        """A finding a record kept (to_json's); TypeError for one of another shape (a record's
+        reader then computes it again rather than fail later on a message that is a number)."""
+        diagnostic = cls(**{key: value for key, value in data.items() if key not in ("surface", "data")})
+        if not (all(type(getattr(diagnostic, name)) is str for name in _TEXTS)
+                and all(type(getattr(diagnostic, name)) is int for name in ("line", "col"))
+                and all(type(value) in (int, type(None)) for value in (diagnostic.end_line, diagnostic.end_col))
+                and all(type(value) in (dict, type(None)) for value in (diagnostic.old, diagnostic.new))):
+            raise TypeError("a kept finding of another shape")
+        return diagnostic
+
+
+_TEXTS = ("path", "code", "severity", "message", "symbol", "fingerprint")
 
 
 def finding(code: str, facts: FileFacts, position: Position, symbol: str, *,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
-from sglang_contracts.infra.boundary import Problem
+from sglang_contracts.infra.boundary import Problem, note
 
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
@@ -282,11 +282,17 @@ class FileFacts:
             if name in self.__dict__:  # decoded by another thread meanwhile
                 return self.__dict__[name]
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        if type(raw) is str:  # a list the record keeps as its JSON text (to_record)
-            raw = json.loads(raw)
-            if not all(type(row) is list and len(row) == _ROW_WIDTH[name] for row in raw):
-                raise ValueError(f"a record's {name} of another shape")
-        decoded = self.__dict__.setdefault(name, list(map(_decoder(FACT_LISTS[name]), raw)))
+        try:
+            decoded = _decoded_list(name, raw)
+        except (TypeError, ValueError, KeyError, IndexError, RecursionError) as error:
+            # A record whose digest holds and whose content does not: made by hand (the cache is
+            # the user's). Its other lists were checked when it was read; this one costs the
+            # file's contracts that read it, said as such, never the run.
+            note(Problem(self.path, 1, 1, "reading its cached facts", f"the cache's record of this file is damaged "
+                         f"({type(error).__name__} in its {name}); remove the cache folder's project records",
+                         internal=False, unchecked=f"its contracts that read its {name}"))
+            decoded = []
+        decoded = self.__dict__.setdefault(name, decoded)
         undecoded.pop(name, None)
         return decoded
 
@@ -338,8 +344,11 @@ class FileFacts:
             problem=Problem.from_json(problem) if problem else None,
             class_names=list(map(str, data["class_names"])),
         )
-        for name in FACT_LISTS:  # each decoded by __getattr__ when first read
+        for name in LOCAL_LISTS:  # each decoded by __getattr__ when first read
             del facts.__dict__[name]
+        for name in FACT_LISTS:  # the others now: an error here refuses the record (the file is scanned again)
+            if name not in LOCAL_LISTS:
+                facts.__dict__[name] = _decoded_list(name, undecoded.pop(name))
         facts.__dict__["_undecoded"] = undecoded
         return facts
 
@@ -360,6 +369,15 @@ def used_class_names(facts: FileFacts) -> set[str]:
 
 
 _UNSET = object()
+
+
+def _decoded_list(name: str, raw: Any) -> list:
+    """A record's list of facts `name`, from its JSON form or its JSON text (to_record)."""
+    if type(raw) is str:
+        raw = json.loads(raw)
+        if type(raw) is not list or not all(type(row) is list and len(row) == _ROW_WIDTH[name] for row in raw):
+            raise ValueError(f"a record's {name} of another shape")
+    return list(map(_decoder(FACT_LISTS[name]), raw))
 
 
 # FileFacts' lists of facts and the type each holds: the cache's form of a file, both ways.

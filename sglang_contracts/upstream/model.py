@@ -86,6 +86,19 @@ def stored_form(extracted: dict[str, Any]) -> dict[str, Any]:
     return form
 
 
+def _form_shaped(form: dict[str, Any]) -> bool:
+    """Whether a cached record has stored_form's tables (a record of another shape is extracted
+    again rather than fail a check that reads a class that is a number): their entries are
+    texts, or what a process decoded of them; the methods a table per class."""
+    tables = (form.get("classes", {}), form.get("functions", {}))
+    methods = form.get("methods", {})
+    return (all(type(table) is dict and all(type(entry) in (str, dict) for entry in table.values()) for table in tables)
+            and type(methods) is dict and all(type(table) is dict and all(type(entry) in (str, dict)
+                                                                          for entry in table.values())
+                                              for table in methods.values())
+            and type(form.get("bindings") or {}) is dict and type(form.get("definitions", "")) in (str, type(None)))
+
+
 def extract_stored(module_name: str, relpath: str, code: str, known_bodies: dict | None = None) -> dict[str, Any]:
     """`extract_module`'s record in its stored form."""
     return stored_form(extract_module(module_name, relpath, code, known_bodies))
@@ -427,7 +440,7 @@ class UpstreamModel:
         extracted = self._forms.get(key)
         if extracted is None:
             extracted = self.cache.get(key)
-            if not isinstance(extracted, dict):
+            if not isinstance(extracted, dict) or not _form_shaped(extracted):
                 return None
             self._forms[key] = extracted
         self.stats.from_cache += 1
