@@ -364,11 +364,9 @@ def compared(title: str, passes: dict[str, list[list]]) -> None:
 
 
 def in_code(tree: Path | None) -> None:
-    """The measured processes run the code of `tree` (None: this checkout's)."""
-    if tree is None:
-        os.environ.pop("PYTHONPATH", None)
-    else:
-        os.environ["PYTHONPATH"] = str(tree)
+    """The measured processes run the code of `tree` (None: this checkout's, whatever copy of the
+    tool is installed)."""
+    os.environ["PYTHONPATH"] = str(tree or Path(__file__).resolve().parent.parent)
 
 
 def main() -> None:
