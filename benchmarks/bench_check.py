@@ -343,9 +343,7 @@ def compiled_as_installed(package: Path | None = None) -> None:
     would otherwise compile its 108 modules in every process (0.11 s of a warm run)."""
     import compileall
 
-    import sglang_contracts
-
-    if not compileall.compile_dir(package or Path(sglang_contracts.__file__).parent, quiet=1):
+    if not compileall.compile_dir(package or Path(__file__).resolve().parent.parent / "sglang_contracts", quiet=1):
         sys.exit("could not compile the tool's bytecode")
 
 
