@@ -119,7 +119,8 @@ def _entry_shaped(entry: Any) -> bool:
     """Whether a kept file entry is FILE_ENTRY's: digests as text, its imports a list of module
     names, whether it is indexed a boolean (a record of another shape is not used)."""
     return (isinstance(entry, list) and len(entry) == len(FILE_ENTRY)
-            and all(type(entry[index]) is str for index in (0, 2, 4, 5))
+            and type(entry[0]) is str and type(entry[2]) is str
+            and all(type(entry[index]) in (str, type(None)) for index in (4, 5))  # None: a file not indexed
             and type(entry[1]) is list and all(type(module) is str for module in entry[1])
             and type(entry[3]) is bool)
 
