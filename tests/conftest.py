@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import os
 import shutil
 import stat
@@ -65,6 +67,42 @@ def add_settings(pyproject: Path, table: str) -> None:
     given = {line.split("=")[0].strip() for line in table.split("\n[")[0].splitlines() if "=" in line}
     own = "".join(line for line in own.splitlines(keepends=True) if line.split("=")[0].strip() not in given)
     pyproject.write_text(text + "\n[tool.sglang-contracts]\n" + own + table)
+
+
+# -- the session's memory ------------------------------------------------------------------------
+# `main(["check", ...])` sets the cyclic collector's thresholds of a process that ends with its
+# run for good (infra/collector.one_run_process: a full collection every 180 million
+# allocations), and a run's models and facts are freed by that collector, not by reference
+# counting (their caches hold bound methods of their owners). In a test session, which runs
+# hundreds of checks, the garbage of every run then stayed: the pytest process grew to 930 MB,
+# and every forked copy a check makes of it (contracts/base.py run_checks_in_two) counted as
+# much again. Each test starts with the default thresholds, and a test after which the process
+# grew by COLLECT_GROWTH is followed by a full collection, with the freed memory handed back.
+DEFAULT_GC_THRESHOLDS = gc.get_threshold()
+COLLECT_GROWTH = 48 << 20
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_LIBC = ctypes.CDLL(None) if os.name == "posix" else None
+_collected_at = [0]
+
+
+def _resident_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):  # not Linux: collect after every test that may need it
+        return 1 << 62
+
+
+@pytest.fixture(autouse=True)
+def _collected_after_the_test():
+    yield
+    if gc.get_threshold() != DEFAULT_GC_THRESHOLDS:
+        gc.set_threshold(*DEFAULT_GC_THRESHOLDS)
+    if _resident_bytes() > _collected_at[0] + COLLECT_GROWTH:
+        gc.collect()
+        if _LIBC is not None and hasattr(_LIBC, "malloc_trim"):
+            _LIBC.malloc_trim(0)
+        _collected_at[0] = _resident_bytes()
 
 
 @pytest.fixture(scope="session")
