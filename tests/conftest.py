@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import json
 import os
 import shutil
 import stat
@@ -102,7 +103,16 @@ def collect_garbage() -> None:
 
 @pytest.fixture(autouse=True)
 def _collected_after_the_test():
+    from sglang_contracts.infra import cache
+
+    remembering = cache._REMEMBERED is not None
     yield
+    # A resident engine or a language server keeps every record it decodes for the rest of its
+    # process (cache.remember_records): in a test session, which is not theirs, every later run
+    # on the real releases then kept its records too (300 MB and more by the end).
+    if cache._REMEMBERED is not None and not remembering:
+        cache._REMEMBERED = None
+        cache._DECODED.clear()
     if gc.get_threshold() != DEFAULT_GC_THRESHOLDS:
         gc.set_threshold(*DEFAULT_GC_THRESHOLDS)
     if _resident_bytes() > _collected_at[0] + COLLECT_GROWTH:
@@ -110,6 +120,75 @@ def _collected_after_the_test():
         if _LIBC is not None and hasattr(_LIBC, "malloc_trim"):
             _LIBC.malloc_trim(0)
         _collected_at[0] = _resident_bytes()
+
+
+# -- pytest-xdist: which tests share a worker ---------------------------------------------------
+# `-n 2 --dist loadgroup` (pyproject.toml's addopts) runs the suite in two worker processes. The
+# tests on the real releases (those that take the session's cache, real_cache) run in one
+# worker, one after the other, so that two checks of sglang-omni against real wheels (250-460 MB
+# each) never run at once, and what their module fixtures make is made once; so do the tests of
+# a module whose fixtures outlive one test. Every other test goes to whichever worker is free.
+# pytest-xdist's own loadgroup reads `xdist_group` marks into the node ids, which pytest 9.2
+# no longer lets a plugin change: the workers write each test's group to a file instead, and
+# the controller's scheduler reads them.
+REAL_RELEASES_GROUP = "real-releases"
+GROUPS_FOLDER = "sglang_contracts_groups"  # the workers' input naming the folder of the files
+
+
+def worker_group(item) -> str | None:
+    """The group of tests `item` runs with in one worker, or None (any worker)."""
+    if "real_cache" in item.fixturenames:
+        return REAL_RELEASES_GROUP
+    info = getattr(item, "_fixtureinfo", None)
+    for definitions in (info.name2fixturedefs.values() if info is not None else ()):
+        if definitions and definitions[-1].scope in ("module", "class", "package"):
+            return item.nodeid.split("::", 1)[0]
+    return None
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    folder = getattr(config, "workerinput", {}).get(GROUPS_FOLDER)
+    if folder is None:
+        return
+    groups = {item.nodeid: group for item in items if (group := worker_group(item)) is not None}
+    target = Path(folder) / f"{config.workerinput['workerid']}.json"
+    target.with_suffix(".tmp").write_text(json.dumps(groups))
+    target.with_suffix(".tmp").replace(target)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    config = node.config
+    if not hasattr(config, "_sglang_contracts_groups"):
+        config._sglang_contracts_groups = tempfile.mkdtemp(prefix="sglang-contracts-test-groups-")
+    node.workerinput[GROUPS_FOLDER] = config._sglang_contracts_groups
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        """Load scheduling of units: a group's tests (worker_group), or one test."""
+
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # first asked once every worker has collected (and written)
+                self.groups = {}
+                for written in sorted(Path(config._sglang_contracts_groups).glob("*.json")):
+                    self.groups.update(json.loads(written.read_text()))
+            return self.groups.get(nodeid, nodeid)
+
+    return ByGroup(config, log)
+
+
+def pytest_unconfigure(config) -> None:
+    folder = getattr(config, "_sglang_contracts_groups", None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
