@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import gc
+import json
 import os
 import shutil
 import stat
@@ -65,6 +68,127 @@ def add_settings(pyproject: Path, table: str) -> None:
     given = {line.split("=")[0].strip() for line in table.split("\n[")[0].splitlines() if "=" in line}
     own = "".join(line for line in own.splitlines(keepends=True) if line.split("=")[0].strip() not in given)
     pyproject.write_text(text + "\n[tool.sglang-contracts]\n" + own + table)
+
+
+# -- the session's memory ------------------------------------------------------------------------
+# `main(["check", ...])` sets the cyclic collector's thresholds of a process that ends with its
+# run for good (infra/collector.one_run_process: a full collection every 180 million
+# allocations), and a run's models and facts are freed by that collector, not by reference
+# counting (their caches hold bound methods of their owners). In a test session, which runs
+# hundreds of checks, the garbage of every run then stayed: the pytest process grew to 930 MB,
+# and every forked copy a check makes of it (contracts/base.py run_checks_in_two) counted as
+# much again. Each test starts with the default thresholds, and a test after which the process
+# grew by COLLECT_GROWTH is followed by a full collection, with the freed memory handed back.
+DEFAULT_GC_THRESHOLDS = gc.get_threshold()
+COLLECT_GROWTH = 48 << 20
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_LIBC = ctypes.CDLL(None) if os.name == "posix" else None
+_collected_at = [0]
+
+
+def _resident_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):  # not Linux: collect after every test that may need it
+        return 1 << 62
+
+
+def collect_garbage() -> None:
+    """A full collection now, for a test that runs check after check on a large project: each
+    run's garbage waits for the cyclic collector, which the runs' own thresholds hold off, and a
+    dozen runs of sglang-omni kept that way took the process from 60 to 560 MB."""
+    gc.collect()
+
+
+@pytest.fixture(autouse=True)
+def _collected_after_the_test():
+    from sglang_contracts.infra import cache
+
+    remembering = cache._REMEMBERED is not None
+    yield
+    # A resident engine or a language server keeps every record it decodes for the rest of its
+    # process (cache.remember_records): in a test session, which is not theirs, every later run
+    # on the real releases then kept its records too (300 MB and more by the end).
+    if cache._REMEMBERED is not None and not remembering:
+        cache._REMEMBERED = None
+        cache._DECODED.clear()
+    if gc.get_threshold() != DEFAULT_GC_THRESHOLDS:
+        gc.set_threshold(*DEFAULT_GC_THRESHOLDS)
+    if _resident_bytes() > _collected_at[0] + COLLECT_GROWTH:
+        gc.collect()
+        if _LIBC is not None and hasattr(_LIBC, "malloc_trim"):
+            _LIBC.malloc_trim(0)
+        _collected_at[0] = _resident_bytes()
+
+
+# -- pytest-xdist: which tests share a worker ---------------------------------------------------
+# `-n 2 --dist loadgroup` (pyproject.toml's addopts) runs the suite in two worker processes. The
+# tests on the real releases (those that take the session's cache, real_cache) run in one
+# worker, one after the other, so that two checks of sglang-omni against real wheels (250-460 MB
+# each) never run at once, and what their module fixtures make is made once; so do the tests of
+# a module whose fixtures outlive one test. Every other test goes to whichever worker is free.
+# pytest-xdist's own loadgroup reads `xdist_group` marks into the node ids, which pytest 9.2
+# no longer lets a plugin change: the workers write each test's group to a file instead, and
+# the controller's scheduler reads them.
+REAL_RELEASES_GROUP = "real-releases"
+GROUPS_FOLDER = "sglang_contracts_groups"  # the workers' input naming the folder of the files
+
+
+def worker_group(item) -> str | None:
+    """The group of tests `item` runs with in one worker, or None (any worker)."""
+    if "real_cache" in item.fixturenames:
+        return REAL_RELEASES_GROUP
+    info = getattr(item, "_fixtureinfo", None)
+    for definitions in (info.name2fixturedefs.values() if info is not None else ()):
+        if definitions and definitions[-1].scope in ("module", "class", "package"):
+            return item.nodeid.split("::", 1)[0]
+    return None
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    folder = getattr(config, "workerinput", {}).get(GROUPS_FOLDER)
+    if folder is None:
+        return
+    groups = {item.nodeid: group for item in items if (group := worker_group(item)) is not None}
+    target = Path(folder) / f"{config.workerinput['workerid']}.json"
+    target.with_suffix(".tmp").write_text(json.dumps(groups))
+    target.with_suffix(".tmp").replace(target)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    config = node.config
+    if not hasattr(config, "_sglang_contracts_groups"):
+        config._sglang_contracts_groups = tempfile.mkdtemp(prefix="sglang-contracts-test-groups-")
+    node.workerinput[GROUPS_FOLDER] = config._sglang_contracts_groups
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        """Load scheduling of units: a group's tests (worker_group), or one test."""
+
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # first asked once every worker has collected (and written)
+                self.groups = {}
+                for written in sorted(Path(config._sglang_contracts_groups).glob("*.json")):
+                    self.groups.update(json.loads(written.read_text()))
+            return self.groups.get(nodeid, nodeid)
+
+    return ByGroup(config, log)
+
+
+def pytest_unconfigure(config) -> None:
+    folder = getattr(config, "_sglang_contracts_groups", None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

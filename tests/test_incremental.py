@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT
+from conftest import NEW, OLD, PROJECT, collect_garbage
 from downloads import download_sdist
 from sglang_contracts.check import incremental, runner
 from sglang_contracts.diagnostics.catalog import load_catalog
@@ -424,6 +424,7 @@ def test_real_omni_edits_give_the_findings_of_a_full_run(version, real_cache, tm
             continue
         path.write_text(transform(text, text.index(anchor)) if transform else text.replace(anchor, replacement, 1))
         same_as_a_full_run(project, options)
+        collect_garbage()
         partial += not plans[-1].full
         if anchor.startswith("class OmniScheduler"):
             members_edits.append(not plans[-1].full and plans[-1].members_edited)

@@ -28,6 +28,7 @@ import re._constants as sre  # a pattern's parsed form: the inputs are built fro
 import re._parser as sre_parse
 import signal
 import subprocess
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,24 +114,26 @@ MODULES = {_module_name(path): ast.parse(path.read_text(encoding="utf-8"))
            for path in sorted(PACKAGE.rglob("*.py")) if path.name != "__main__.py"}  # __main__ runs the CLI
 
 
-def _innermost_functions(tree: ast.Module) -> dict[ast.AST, str]:
-    found = {}
-    for function in ast.walk(tree):  # outer functions first: an inner one overwrites them
-        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for node in ast.walk(function):
-                found[node] = function.name
-    return found
+def _in_functions(tree: ast.Module) -> Iterator[tuple[ast.AST, str | None]]:
+    """Each node (in ast.walk's order) with the innermost function it is in (its decorators and
+    defaults too), or None: one walk, where a walk of each function's nodes took a second."""
+    todo = deque([(tree, None)])
+    while todo:
+        node, function = todo.popleft()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        todo.extend((child, function) for child in ast.iter_child_nodes(node))
+        yield node, function
 
 
 def _re_calls() -> Iterator[tuple[str, str | None, ast.Call]]:
     """(module, innermost function or None, call) of each `re.<function>(pattern, ...)`."""
     for module, tree in MODULES.items():
-        functions = _innermost_functions(tree)
-        for node in ast.walk(tree):
+        for node, function in _in_functions(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "re" \
                     and node.func.attr in SCANNING | ANCHORED | {"compile"}:
-                yield module, functions.get(node), node
+                yield module, function, node
 
 
 def _flag_value(node: ast.AST) -> int:
@@ -151,12 +154,13 @@ def _uses_of_names() -> dict[str, set[str]]:
     """How the code uses each name it reads: the method called on it, or "other" (handed on)."""
     uses: dict[str, set[str]] = {}
     for tree in MODULES.values():
-        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-        for node in ast.walk(tree):
+        nodes = list(ast.walk(tree))
+        # A name's method is the attribute read on it (`NAME.search`): the node is an attribute's value.
+        methods = {id(node.value): node.attr for node in nodes if isinstance(node, ast.Attribute)}
+        for node in nodes:
             if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
-                parent = parents.get(node)
-                method = parent.attr if isinstance(parent, ast.Attribute) and parent.value is node else "other"
-                uses.setdefault(node.id if isinstance(node, ast.Name) else node.attr, set()).add(method)
+                uses.setdefault(node.id if isinstance(node, ast.Name) else node.attr, set()).add(
+                    methods.get(id(node), "other"))
     return uses
 
 

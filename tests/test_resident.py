@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT
+from conftest import NEW, OLD, PROJECT, collect_garbage
 from downloads import download_sdist
 from sglang_contracts.check import runner
 from sglang_contracts.infra.files import unsaved_buffers
@@ -214,6 +214,7 @@ def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(
         opened_by_engine = len(opened)
         assert findings(resident) == expected, relpath
         compared.append(findings(resident))
+        collect_garbage()
     # The edits changed findings (the import fix takes its SGC102): the comparison could fail.
     assert len({str(found) for found in compared}) > 1
     # After a resident run, the statement re-checks its file alone; the read, a fact, does not.
