@@ -22,12 +22,12 @@ from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.files import Unreadable
 from sglang_contracts.sources.base import PACKAGE, Release
 from sglang_contracts.infra import pysource
-from sglang_contracts.upstream import bodies, extract
+from sglang_contracts.upstream import bodies, extract, toplevel
 from sglang_contracts.upstream.extract import extract_module
 
 # The shape a module's record is cached and held in (stored_form) is part of every key.
 RECORD_FORM = "lazy-1"
-EXTRACTOR = f"{code_fingerprint(extract, bodies, pysource)}-{RECORD_FORM}"
+EXTRACTOR = f"{code_fingerprint(extract, bodies, pysource, toplevel)}-{RECORD_FORM}"
 # Bases that add nothing a contract could rely on; any other base outside SGLang makes a
 # class's members partly unknown (torch.nn.Module, msgspec.Struct, ...).
 NEUTRAL_BASES = {"object", "abc.ABC", "ABC", "typing.Generic", "Generic", "typing.Protocol", "Protocol"}
@@ -227,7 +227,9 @@ class ModuleRecord:
     relpath: str | None
     bindings: dict[str, Binding] = field(default_factory=dict)
     wildcards: list[str] = field(default_factory=list)
-    exports: list[str] | None = None
+    # `__all__`: the names listed; None without one (every public name); or, where the module
+    # computes it, toplevel.evaluated_exports's rule
+    exports: list[str] | dict[str, Any] | None = None
     opaque: str | None = None  # why its contents cannot be known (extension module, unparsable file)
     classes: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     functions: Mapping[str, dict[str, Any]] = field(default_factory=dict)
@@ -540,11 +542,25 @@ class UpstreamModel:
         record = self.module(star_module)
         if record is None:
             return MISSING
+        if isinstance(record.exports, dict):
+            return self._through_computed(star_module, record.exports, name, seen)
         if record.exports is not None:
             return self.resolve_name(star_module, name, seen) if name in record.exports else MISSING
         if name.startswith("_"):
             return MISSING
         return self.resolve_name(star_module, name, seen)
+
+    def _through_computed(self, star_module: str, exports: dict[str, Any], name: str, seen: frozenset) -> Symbol:
+        """`name` through a star import of a module whose `__all__` is computed: listed, or a
+        global its comprehension keeps; a global that a part not evaluated may have added is
+        unknown, one the module does not have is missing."""
+        kept = exports.get("globals")
+        if name in exports.get("names", ()) or (kept is not None and toplevel.holds(kept, name)):
+            return self.resolve_name(star_module, name, seen)
+        if exports.get("unknown"):
+            symbol = self.resolve_name(star_module, name, seen)
+            return MISSING if symbol.missing else UNKNOWN
+        return MISSING
 
     def resolve_path(self, dotted: str, _seen: frozenset = frozenset()) -> Symbol:
         """Resolve `a.b.c.Name`: the longest module prefix, then names within it. Asked afresh

@@ -1,0 +1,246 @@
+"""What a module's top level makes at import time that griffe does not read: an `__all__`
+built by a comprehension over the module's globals, and attributes set by name at run time
+(`setattr(cls, name, ...)`, `globals()[name] = ...`).
+
+Both are read from the parsed tree, never run. A shape that cannot be evaluated is said to be
+so (an export rule of "unknown", a dynamic owner with its reason): the checks then say they
+could not verify, rather than claim a name is gone.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Iterator
+
+# What a comprehension may iterate to see every global of the module, as a name list.
+_GLOBALS_CALLS = {"globals", "dir", "vars", "locals"}
+_ORDERING_CALLS = {"list", "sorted", "tuple", "set", "frozenset"}
+# Methods of a literal container that add keys (dict/set/list), and those that only read it.
+_ADDERS = {"add", "append"}
+_EXTENDERS = {"update", "extend"}
+_READERS = {"get", "items", "keys", "values", "copy", "index", "count", "__contains__"}
+Predicate = list  # a JSON predicate over a name: ["and", p...], ["not", p], ["startswith", [..]], ...
+
+
+def _top_statements(body: list[ast.stmt], conditional: bool = False) -> Iterator[tuple[ast.stmt, bool]]:
+    """The module's statements in order, with those of top-level `if`/`try`/`with`/`for` blocks,
+    each with whether it runs only on some condition."""
+    for statement in body:
+        yield statement, conditional
+        if isinstance(statement, ast.If):
+            yield from _top_statements(statement.body, True)
+            yield from _top_statements(statement.orelse, True)
+        elif isinstance(statement, ast.Try | ast.TryStar):
+            yield from _top_statements(statement.body, conditional)
+            for handler in statement.handlers:
+                yield from _top_statements(handler.body, True)
+            yield from _top_statements(statement.orelse, True)
+            yield from _top_statements(statement.finalbody, conditional)
+        elif isinstance(statement, ast.With):
+            yield from _top_statements(statement.body, conditional)
+        elif isinstance(statement, ast.For | ast.While):
+            yield from _top_statements(statement.body, True)
+
+
+def _strings(node: ast.AST) -> list[str] | None:
+    """The strings a literal list, tuple or set (or a dict's keys) holds; None when not literal."""
+    if isinstance(node, ast.Dict):
+        items = node.keys
+    elif isinstance(node, ast.List | ast.Tuple | ast.Set):
+        items = node.elts
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords \
+            and node.func.id in ("set", "frozenset", "dict", "list", "tuple"):
+        return [] if not node.args else (_strings(node.args[0]) if len(node.args) == 1 else None)
+    else:
+        return None
+    if not all(isinstance(item, ast.Constant) and isinstance(item.value, str) for item in items):
+        return None
+    return [item.value for item in items]  # type: ignore[union-attr]
+
+
+def literal_containers(body: list[ast.stmt], until: int | None = None) -> dict[str, list[str] | None]:
+    """name -> the strings a module-level literal container holds once the statements before
+    line `until` ran (`X = {...}`, then `X["k"] = v`, `X.add("k")`, `X.update({...})`, `X |= {...}`);
+    None for a name changed otherwise, whose contents are then unknown."""
+    found: dict[str, list[str] | None] = {}
+
+    def change(name: str, added: list[str] | None) -> None:
+        if name in found and found[name] is not None:
+            found[name] = None if added is None else [*found[name], *added]  # type: ignore[misc]
+
+    for statement, conditional in _top_statements(body):
+        if until is not None and statement.lineno >= until:
+            break
+        if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    found[target.id] = None if conditional else _strings(statement.value)
+                elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    key = target.slice
+                    change(target.value.id, [key.value] if isinstance(key, ast.Constant) and isinstance(key.value, str)
+                           and not conditional else None)
+        elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+            change(statement.target.id, None if conditional else _strings(statement.value))
+        elif isinstance(statement, ast.Expr) and isinstance(call := statement.value, ast.Call) \
+                and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+            name, method = call.func.value.id, call.func.attr
+            argument = call.args[0] if len(call.args) == 1 and not call.keywords else None
+            if method in _READERS:
+                continue
+            if method in _ADDERS and isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+                change(name, None if conditional else [argument.value])
+            elif method in _EXTENDERS and argument is not None:
+                change(name, None if conditional else _strings(argument))
+            else:
+                change(name, None)
+        elif isinstance(statement, ast.Delete):
+            for target in statement.targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    change(target.value.id, None)  # a key taken out: the keys left are not known
+    return found
+
+
+# -- __all__ ----------------------------------------------------------------------------------
+
+def _concatenated(node: ast.expr) -> list[str] | None:
+    """The strings of a literal list, or of literal lists added together (`[...] + [...]`)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _concatenated(node.left), _concatenated(node.right)
+        return None if left is None or right is None else [*left, *right]
+    return _strings(node) if isinstance(node, ast.List | ast.Tuple) else None
+
+
+def _iterates_globals(node: ast.AST) -> bool:
+    """`globals()`, `list(globals())`, `globals().keys()`, `sorted(dir())`, ..."""
+    if isinstance(node, ast.Call) and not node.keywords:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _GLOBALS_CALLS and not node.args:
+            return True
+        if isinstance(func, ast.Name) and func.id in _ORDERING_CALLS and len(node.args) == 1:
+            return _iterates_globals(node.args[0])
+        if isinstance(func, ast.Attribute) and func.attr == "keys" and not node.args:
+            return _iterates_globals(func.value)
+    return False
+
+
+def _predicate(node: ast.expr, name: str, containers: dict[str, list[str] | None]) -> Predicate | None:
+    """The condition as a JSON predicate over the global's name; None when it cannot be read."""
+    if isinstance(node, ast.BoolOp):
+        parts = [_predicate(value, name, containers) for value in node.values]
+        if any(part is None for part in parts):
+            return None
+        return ["and" if isinstance(node.op, ast.And) else "or", *parts]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _predicate(node.operand, name, containers)
+        return None if inner is None else ["not", inner]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id == name and node.func.attr in ("startswith", "endswith") \
+            and len(node.args) == 1 and not node.keywords:
+        affixes = [node.args[0].value] if isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
+            else _strings(node.args[0])
+        return None if affixes is None else [node.func.attr, affixes]
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.left, ast.Name) and node.left.id == name:
+        operator, right = node.ops[0], node.comparators[0]
+        if isinstance(operator, ast.In | ast.NotIn):
+            members = containers.get(right.id) if isinstance(right, ast.Name) else _strings(right)
+            if members is None:
+                return None
+            return ["in", members] if isinstance(operator, ast.In) else ["not", ["in", members]]
+        if isinstance(operator, ast.Eq | ast.NotEq) and isinstance(right, ast.Constant) and isinstance(right.value, str):
+            return ["in", [right.value]] if isinstance(operator, ast.Eq) else ["not", ["in", [right.value]]]
+    return None
+
+
+def holds(predicate: Predicate, name: str) -> bool:
+    """Whether a name passes a predicate that `evaluated_exports` recorded."""
+    kind = predicate[0]
+    if kind == "and":
+        return all(holds(part, name) for part in predicate[1:])
+    if kind == "or":
+        return any(holds(part, name) for part in predicate[1:])
+    if kind == "not":
+        return not holds(predicate[1], name)
+    if kind == "startswith":
+        return name.startswith(tuple(predicate[1]))
+    if kind == "endswith":
+        return name.endswith(tuple(predicate[1]))
+    if kind == "in":
+        return name in predicate[1]
+    return False
+
+
+def _comprehension(node: ast.expr, containers: dict[str, list[str] | None]) -> Predicate | None:
+    """The predicate of `[n for n in list(globals()) if ...]` (any ordering wrapper, a set or
+    generator), which a global's name must pass to be exported; None for any other shape."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ORDERING_CALLS \
+            and len(node.args) == 1 and not node.keywords:
+        node = node.args[0]
+    if not isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp) or len(node.generators) != 1:
+        return None
+    generator = node.generators[0]
+    if not (isinstance(generator.target, ast.Name) and isinstance(node.elt, ast.Name)
+            and node.elt.id == generator.target.id and _iterates_globals(generator.iter)) or generator.is_async:
+        return None
+    parts = [_predicate(condition, generator.target.id, containers) for condition in generator.ifs]
+    if any(part is None for part in parts):
+        return None
+    return ["and", *parts]
+
+
+def evaluated_exports(tree: ast.Module) -> dict[str, Any] | None:
+    """The module's `__all__` where griffe's reading of it would be wrong: None when every
+    statement that makes it is a literal griffe reads (or there is none). Else
+    {"names": [...], "globals": predicate or None, "unknown": bool}: the names listed, the
+    public globals a comprehension over `globals()` keeps (`globals`: a global passing it is
+    exported), and whether some part could not be evaluated (the module's other globals are
+    then neither known to be exported nor known not to be)."""
+    names: list[str] = []
+    kept: Predicate | None = None
+    unknown = False
+    literal_only = True
+    seen = False
+    for statement, conditional in _top_statements(tree.body):
+        value: ast.expr | None = None
+        extend = False
+        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in statement.targets):
+            value = statement.value
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
+                and statement.target.id == "__all__" and statement.value is not None:
+            value = statement.value
+        elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name) and statement.target.id == "__all__":
+            value, extend = statement.value, True
+        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
+                and isinstance(statement.value.func, ast.Attribute) \
+                and isinstance(statement.value.func.value, ast.Name) and statement.value.func.value.id == "__all__":
+            call = statement.value
+            argument = call.args[0] if len(call.args) == 1 else None
+            if call.func.attr == "append" and argument is not None:  # type: ignore[union-attr]
+                value, extend = ast.List(elts=[argument]), True
+            elif call.func.attr == "extend" and argument is not None:  # type: ignore[union-attr]
+                value, extend = argument, True
+            else:
+                literal_only, unknown = False, True
+                continue
+        else:
+            continue
+        seen = True
+        listed = _concatenated(value)
+        rule = None if listed is not None else _comprehension(value, literal_containers(tree.body, statement.lineno))
+        if listed is None or conditional:
+            literal_only = False
+        if conditional:
+            unknown = True  # names added on a condition may or may not be there
+            continue
+        if listed is not None:
+            names = [*names, *listed] if extend else listed
+            kept, unknown = (kept, unknown) if extend else (None, False)
+        elif rule is not None and not extend:
+            names, kept, unknown = [], rule, False
+        else:
+            unknown = True
+            if not extend:
+                names, kept = [], None
+    if not seen or literal_only:
+        return None
+    return {"names": names, "globals": kept, "unknown": unknown}

@@ -1,0 +1,31 @@
+"""Issue 33's false-alarm shapes on the real releases that showed them (cached wheels)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sglang_contracts.cli import main
+
+
+def check_json(capsys, monkeypatch, project: Path, files: dict[str, str], *args: str) -> list[dict]:
+    for relpath, text in files.items():
+        (project / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (project / relpath).write_text(text)
+    monkeypatch.chdir(project)
+    main(["check", "--format", "json", *args])
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_computed_all_of_0_5_23_parallel_state_keeps_every_public_global_but_the_deprecated_getters(
+        tmp_path: Path, capsys, monkeypatch, real_cache: Path) -> None:
+    """0.5.21 builds `__all__` of sglang/srt/distributed/parallel_state.py from `globals()`,
+    leaving out the getters named in `_CONTEXT_NAME_OF`; the package re-exports it with `*`.
+    The getters are gone from `sglang.srt.distributed` (communication_op re-exports
+    get_tp_group, so it stays); everything else public stays importable."""
+    imports = ("from sglang.srt.distributed import (initialize_model_parallel, destroy_model_parallel, "
+               "get_tp_group, get_pp_group, get_tensor_model_parallel_rank)\n")
+    found = check_json(capsys, monkeypatch, tmp_path, {"app/dist.py": imports},
+                       "--old", "0.5.20", "--new", "0.5.23", "--select", "SGC102", "--cache-dir", str(real_cache))
+    assert sorted(d["message"].split()[0] for d in found) == ["get_pp_group", "get_tensor_model_parallel_rank"]
+    assert all(d["severity"] == "error" for d in found)

@@ -1,0 +1,57 @@
+"""What a module's top level makes at import time (upstream/toplevel.py): a computed `__all__`."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from sglang_contracts.upstream.toplevel import evaluated_exports, holds, literal_containers
+
+
+def exported(code: str, names: list[str]) -> dict[str, bool | None]:
+    """name -> exported (True), not (False), or not known (None), as the model reads the rule."""
+    rule = evaluated_exports(ast.parse(code))
+    assert rule is not None
+    answer: dict[str, bool | None] = {}
+    for name in names:
+        if name in rule["names"] or (rule["globals"] is not None and holds(rule["globals"], name)):
+            answer[name] = True
+        else:
+            answer[name] = None if rule["unknown"] else False
+    return answer
+
+
+def test_a_comprehension_over_globals_keeps_the_public_names_its_table_does_not_exclude() -> None:
+    code = (
+        "_EXCLUDED = {'get_world_group': 'world'}\n"
+        "_EXCLUDED['get_tp_size'] = 'tp'\n"
+        "__all__ = [n for n in list(globals()) if not n.startswith('_') and n not in _EXCLUDED]\n"
+    )
+    assert exported(code, ["init", "get_world_group", "get_tp_size", "_private"]) == {
+        "init": True, "get_world_group": False, "get_tp_size": False, "_private": False}
+
+
+def test_a_key_added_to_the_table_after_all_is_built_does_not_change_it() -> None:
+    code = ("_X = set()\n__all__ = [n for n in globals() if n not in _X]\n_X.add('late')\n")
+    assert exported(code, ["late"]) == {"late": True}
+
+
+@pytest.mark.parametrize("condition", ["callable(globals()[n])", "n not in _MADE", "n.isupper()"])
+def test_a_condition_that_cannot_be_read_leaves_the_globals_unknown(condition: str) -> None:
+    code = f"_MADE = make()\n__all__ = [n for n in dir() if {condition}]\n"
+    assert exported(code, ["anything"]) == {"anything": None}
+
+
+def test_literal_lists_are_left_to_griffe_and_shapes_it_reads_as_empty_are_not() -> None:
+    assert evaluated_exports(ast.parse("__all__ = ['a']\n__all__ += ['b']\n__all__.append('c')\n")) is None
+    assert evaluated_exports(ast.parse("x = 1\n")) is None
+    assert exported("__all__ = ['a'] + ['b']\nif X:\n    __all__.append('c')\n", ["a", "b", "c"]) == {
+        "a": True, "b": True, "c": None}
+    assert exported("__all__ = names()\n", ["a"]) == {"a": None}
+    assert exported("__all__ = ['a']\n__all__.extend(more)\n", ["a", "b"]) == {"a": True, "b": None}
+
+
+def test_a_table_changed_in_a_way_that_is_not_read_is_unknown() -> None:
+    tree = ast.parse("A = {'x': 1}\nA.pop('x')\nB = ['y']\nB.append('z')\nC = frozenset({'w'})\nif X:\n    C = set()\n")
+    assert literal_containers(tree.body) == {"A": None, "B": ["y", "z"], "C": None}
