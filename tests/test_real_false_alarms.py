@@ -29,3 +29,14 @@ def test_the_computed_all_of_0_5_23_parallel_state_keeps_every_public_global_but
                        "--old", "0.5.20", "--new", "0.5.23", "--select", "SGC102", "--cache-dir", str(real_cache))
     assert sorted(d["message"].split()[0] for d in found) == ["get_pp_group", "get_tensor_model_parallel_rank"]
     assert all(d["severity"] == "error" for d in found)
+
+
+def test_a_lost_getter_is_not_pointed_at_multimodal_gen_s_own_copy(tmp_path: Path, capsys, monkeypatch,
+                                                                   real_cache: Path) -> None:
+    """0.5.23's srt get_world_group changed, and sglang.multimodal_gen's parallel_state (there
+    in 0.5.20 already) still has the old text: another object, with its own process groups."""
+    found = check_json(capsys, monkeypatch, tmp_path, {"app/dist.py": "from sglang.srt.distributed import get_world_group\n"},
+                       "--old", "0.5.20", "--new", "0.5.23", "--select", "SGC102", "--cache-dir", str(real_cache))
+    (message,) = [d["message"] for d in found]
+    assert "did you mean" not in message
+    assert "unverified candidates" in message and "sglang.srt.distributed.parallel_state.get_world_group" in message
