@@ -40,3 +40,19 @@ def test_a_lost_getter_is_not_pointed_at_multimodal_gen_s_own_copy(tmp_path: Pat
     (message,) = [d["message"] for d in found]
     assert "did you mean" not in message
     assert "unverified candidates" in message and "sglang.srt.distributed.parallel_state.get_world_group" in message
+
+
+def test_speculative_algorithm_s_registered_members_in_0_5_5_could_not_be_verified(
+        tmp_path: Path, capsys, monkeypatch, real_cache: Path) -> None:
+    """0.5.4's SpeculativeAlgorithm is an IntEnum; 0.5.5 makes it a registry whose `register`
+    does `setattr(cls, normalized_name, algorithm)`, called at import time for NONE, EAGLE...:
+    the members are there, so "no longer exists" would be false; its methods are declared and
+    judged as before (is_eagle stayed)."""
+    code = ("from sglang.srt.speculative.spec_info import SpeculativeAlgorithm\n\n\n"
+            "def pick(algo: SpeculativeAlgorithm):\n"
+            "    return SpeculativeAlgorithm.NONE, SpeculativeAlgorithm.EAGLE3, algo.is_eagle()\n")
+    found = check_json(capsys, monkeypatch, tmp_path, {"app/spec.py": code},
+                       "--old", "0.5.4", "--new", "0.5.5", "--select", "SGC3", "--cache-dir", str(real_cache))
+    assert {(d["code"], d["symbol"].rsplit(".", 1)[1], d["severity"]) for d in found} == {
+        ("SGC321", "NONE", "warning"), ("SGC321", "EAGLE3", "warning")}
+    assert all("could not verify: SpeculativeAlgorithm sets attributes by name at run time" in d["message"] for d in found)

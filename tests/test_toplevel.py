@@ -55,3 +55,36 @@ def test_literal_lists_are_left_to_griffe_and_shapes_it_reads_as_empty_are_not()
 def test_a_table_changed_in_a_way_that_is_not_read_is_unknown() -> None:
     tree = ast.parse("A = {'x': 1}\nA.pop('x')\nB = ['y']\nB.append('z')\nC = frozenset({'w'})\nif X:\n    C = set()\n")
     assert literal_containers(tree.body) == {"A": None, "B": ["y", "z"], "C": None}
+
+
+def test_attributes_set_by_name_are_known_from_literals_and_unknown_otherwise() -> None:
+    from sglang_contracts.upstream.toplevel import MODULE, dynamic_setters
+
+    code = (
+        "import sys\n"
+        "class Registry:\n"
+        "    @classmethod\n"
+        "    def register(cls, name):\n"
+        "        setattr(cls, name.upper(), cls())\n"
+        "class Config:\n"
+        "    def __init__(self, **kwargs):\n"
+        "        for key, value in kwargs.items():\n"
+        "            setattr(self, key, value)\n"
+        "class Batch:\n"
+        "    def filter(self):\n"
+        "        for item in ('temperatures', 'top_ps'):\n"
+        "            setattr(self, item, None)\n"
+        "        for f in fields(self):\n"
+        "            setattr(self, f.name, None)\n"
+        "        setattr(self, 'extra', 1)\n"
+        "_TABLE = {'get_group': 1}\n"
+        "for _name in _TABLE:\n"
+        "    globals()[_name] = None\n"
+    )
+    literal, dynamic = dynamic_setters(ast.parse(code))
+    assert set(dynamic) == {"Registry", "Config"}
+    assert dynamic["Registry"] == "setattr(cls, name.upper(), ...) in Registry.register"
+    assert set(literal["Batch"]) == {"temperatures", "top_ps", "extra"}
+    assert set(literal[MODULE]) == {"get_group"}
+    _, dynamic = dynamic_setters(ast.parse("for n in load():\n    setattr(sys.modules[__name__], n, 1)\n"))
+    assert dynamic == {MODULE: "setattr(sys.modules[__name__], n, ...) in the module's top level"}

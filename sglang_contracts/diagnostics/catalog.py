@@ -86,6 +86,12 @@ class Example:
     expect: tuple[str, ...]  # "path:line:col: CODE" prefixes; empty for a valid example
     options: dict[str, Any] = field(default_factory=dict)
     pin_alone: bool = False  # checked as `--old X --new X`: `old` is both releases, `new` is unused
+    # the severity of expected entries where it is part of the example: "path:line:col: CODE" -> severity
+    severities: dict[str, str] = field(default_factory=dict)
+
+    def shown(self, entry: str) -> str:
+        """An expected entry as the documentation shows it, with its severity where the example states it."""
+        return f"{entry} ({self.severities[entry]})" if entry in self.severities else entry
 
 
 @dataclass(frozen=True)
@@ -144,6 +150,7 @@ def _load_rule(path: Path) -> Rule:
                 expect=tuple(raw.get("expect", [])),
                 options=raw.get("options", {}),
                 pin_alone=bool(raw.get("pin_alone", False)),
+                severities=raw.get("severities", {}),
             )
             for raw in data.get("examples", [])
         )
@@ -206,5 +213,5 @@ def explanation(code: str) -> str:
             for path, text in files.items():
                 out.append(f"  [{label}] {path}:")
                 out.extend(f"    {line}" for line in text.strip("\n").splitlines())
-        out.append("  reports: " + (", ".join(example.expect) if example.expect else "nothing"))
+        out.append("  reports: " + (", ".join(map(example.shown, example.expect)) if example.expect else "nothing"))
     return "\n".join(out)

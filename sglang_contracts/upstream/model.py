@@ -220,6 +220,12 @@ MISSING = Symbol("missing")
 UNKNOWN = Symbol("unknown")
 
 
+def set_at_run_time(module: str) -> Symbol:
+    """A name a module does not define statically, where it sets names by run-time strings
+    (`globals()[name] = ...`): unknown, its origin the module (the checks say they could not verify)."""
+    return Symbol("unknown", "dynamic", module)
+
+
 @dataclass
 class ModuleRecord:
     name: str
@@ -236,6 +242,7 @@ class ModuleRecord:
     # Why it could not be read or analysed: (stage, error, internal), reported as SGC000/SGC001.
     problem: tuple[str, str, bool] | None = None
     definitions: str | None = None  # bodies.definition_lines of its tree, as JSON text (decoded by _module_spans)
+    dynamic: str | None = None  # how it sets its own attributes by name at run time (toplevel.dynamic_setters)
 
 
 @dataclass(frozen=True)
@@ -450,6 +457,7 @@ class UpstreamModel:
             functions=LazyRecords(extracted.get("functions", {})),
             problem=tuple(extracted["problem"]) if extracted.get("problem") else None,
             definitions=extracted.get("definitions"),
+            dynamic=extracted.get("dynamic"),
         )
 
     def pending_extractions(self, names: Iterable[str]) -> list[tuple[str, str, str, str, str]]:
@@ -534,7 +542,7 @@ class UpstreamModel:
                 return symbol
         if "__getattr__" in record.bindings:
             return UNKNOWN  # PEP 562 module __getattr__ can produce any name
-        return MISSING
+        return set_at_run_time(module_name) if record.dynamic else MISSING
 
     def _through_star(self, star_module: str, name: str, seen: frozenset) -> Symbol:
         if not is_upstream(star_module):
@@ -659,6 +667,21 @@ class UpstreamModel:
             if any(field[0] == name and _is_attribute(field) for field in record["fields"]):
                 return Member(owner, name, "field", {"types": []})
         return None
+
+    def set_by_name(self, origin: str) -> str | None:
+        """How the class at `origin` (or an upstream base) sets its attributes by run-time names
+        (`setattr(cls, name, ...)` in a registration method), or None: a name it does not declare
+        may still be there, so its absence cannot be verified."""
+        for owner in self.mro(origin)[0]:
+            why = (self.class_record(owner) or {}).get("dynamic")
+            if why:
+                return f"{owner.rsplit('.', 1)[-1]} sets attributes by name at run time ({why})"
+        return None
+
+    def module_set_by_name(self, module: str) -> str | None:
+        """The same for a module (`globals()[name] = ...`)."""
+        record = self.module(module)
+        return f"{module} sets names at run time ({record.dynamic})" if record is not None and record.dynamic else None
 
     def member_names(self, origin: str) -> set[str]:
         """Every name `_member` finds on the class: methods, properties, class, instance and field attributes."""

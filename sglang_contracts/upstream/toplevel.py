@@ -244,3 +244,163 @@ def evaluated_exports(tree: ast.Module) -> dict[str, Any] | None:
     if not seen or literal_only:
         return None
     return {"names": names, "globals": kept, "unknown": unknown}
+
+
+# -- attributes set by name -------------------------------------------------------------------
+
+MODULE = ""  # the owner key of the module itself in dynamic_setters' answer
+
+
+class _Setters(ast.NodeVisitor):
+    """Every `setattr(owner, name, ...)` and `globals()[name] = ...` of a module, by owner."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+        self.module_aliases = {target.id for node in tree.body if isinstance(node, ast.Assign)
+                               and _is_this_module(node.value) for target in node.targets if isinstance(target, ast.Name)}
+        self.literal: dict[str, dict[str, tuple[int, str]]] = {}  # owner -> name -> (line, kind)
+        self.dynamic: dict[str, str] = {}  # owner -> why its attributes are not known
+        self.scope: list[ast.AST] = []
+
+    def _where(self) -> str:
+        names = [node.name for node in self.scope if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)]
+        return ".".join(names) if names else "the module's top level"
+
+    def _enclosing_class(self) -> str | None:
+        return next((node.name for node in reversed(self.scope) if isinstance(node, ast.ClassDef)), None)
+
+    def _owner(self, node: ast.expr) -> tuple[str, str] | None:
+        """(owner, kind of what is set on it) for the object a setattr targets, when it is a
+        class of this module (kind "class"), its instances ("instance"), or the module."""
+        if isinstance(node, ast.Name):
+            if node.id in self.classes:
+                return node.id, "class"
+            if node.id in self.module_aliases:
+                return MODULE, "attribute"
+            enclosing = self._enclosing_class()
+            if enclosing is not None and node.id in ("cls", "self", "mcs", "klass"):
+                return enclosing, "instance" if node.id == "self" else "class"
+        if _is_this_module(node):
+            return MODULE, "attribute"
+        enclosing = self._enclosing_class()
+        if enclosing is not None and (
+                (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+                 and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == "self")
+                or (isinstance(node, ast.Attribute) and node.attr == "__class__"
+                    and isinstance(node.value, ast.Name) and node.value.id == "self")):
+            return enclosing, "class"
+        return None
+
+    def _set(self, owner: str, kind: str, key: ast.expr, line: int, written: str) -> None:
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            self.literal.setdefault(owner, {}).setdefault(key.value, (line, kind))
+            return
+        names = self._loop_keys(key)
+        if names is not None:
+            for name in names:
+                self.literal.setdefault(owner, {}).setdefault(name, (line, kind))
+            return
+        self.dynamic.setdefault(owner, f"{written} in {self._where()}")
+
+    def _loop_keys(self, key: ast.expr) -> list[str] | None:
+        """The names a loop variable takes, where the loop runs over a literal (`for name in
+        ("a", "b")`), a module table read as a literal (`for _name, _r in _TABLE.items():
+        globals()[_name] = ...`), or the object's own fields (`for f in fields(self):
+        setattr(self, f.name, ...)` sets nothing new: no names); None otherwise."""
+        variable = key.value if isinstance(key, ast.Attribute) and key.attr == "name" else key
+        if not isinstance(variable, ast.Name):
+            return None
+        loop = next((node for node in reversed(self.scope) if isinstance(node, ast.For | ast.comprehension)
+                     and variable.id in {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}), None)
+        if loop is None:
+            return None
+        target = loop.target
+        first = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
+        source = loop.iter
+        if _own_fields(source):
+            return []  # each name is one the object already has
+        if key is not variable or not isinstance(first, ast.Name) or first.id != variable.id:
+            return None
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and source.func.attr in ("items", "keys") \
+                and not source.args:
+            source = source.func.value
+        elif isinstance(target, ast.Tuple):
+            return None
+        if isinstance(source, ast.Name):
+            top_level = not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in self.scope)
+            return literal_containers(self.tree.body, loop.lineno).get(source.id) if top_level else None
+        return _strings(source)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) >= 2:
+            owner = self._owner(node.args[0])
+            if owner is not None:
+                self._set(owner[0], owner[1], node.args[1], node.lineno,
+                          f"setattr({_short(node.args[0])}, {_short(node.args[1])}, ...)")
+        elif isinstance(func, ast.Attribute) and func.attr in ("update", "setdefault") and _is_globals(func.value):
+            self.dynamic.setdefault(MODULE, f"globals().{func.attr}(...) in {self._where()}")
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            for each in _flat(target):
+                if isinstance(each, ast.Subscript) and _is_globals(each.value):
+                    self._set(MODULE, "attribute", each.slice, node.lineno, f"globals()[{_short(each.slice)}] = ...")
+        self.generic_visit(node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        self.scope.append(node)
+        try:
+            super().generic_visit(node)
+        finally:
+            self.scope.pop()
+
+
+def _own_fields(node: ast.expr) -> bool:
+    """`fields(self)`, `dataclasses.fields(self)`, `vars(self)`, `self.__dict__` (or `.items()`/`.keys()`
+    of these), `self.__slots__`: what an object has already."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("items", "keys") \
+            and not node.args:
+        node = node.func.value
+    if isinstance(node, ast.Call) and len(node.args) == 1:
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        return called in ("fields", "vars") and isinstance(node.args[0], ast.Name) and node.args[0].id == "self"
+    return isinstance(node, ast.Attribute) and node.attr in ("__dict__", "__slots__", "__dataclass_fields__") \
+        and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _flat(target: ast.expr) -> Iterator[ast.expr]:
+    if isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _flat(element)
+    else:
+        yield target
+
+
+def _is_globals(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("globals", "vars") \
+        and not node.args
+
+
+def _is_this_module(node: ast.expr) -> bool:
+    """`sys.modules[__name__]`."""
+    return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) and node.slice.id == "__name__" \
+        and isinstance(node.value, ast.Attribute) and node.value.attr == "modules"
+
+
+def _short(node: ast.expr) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def dynamic_setters(tree: ast.Module) -> tuple[dict[str, dict[str, tuple[int, str]]], dict[str, str]]:
+    """(owner -> name -> (line, kind) of the attributes set by a literal name, owner -> why the
+    owner's other attributes are not known) for the module's classes and the module itself
+    (owner MODULE): `setattr(cls, name, ...)` in a registration method, `setattr(self, k, v)` over
+    keyword arguments, `globals()[name] = ...` in a loop over a table that cannot be read."""
+    setters = _Setters(tree)
+    setters.visit(tree)
+    return setters.literal, setters.dynamic
