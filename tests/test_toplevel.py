@@ -88,3 +88,22 @@ def test_attributes_set_by_name_are_known_from_literals_and_unknown_otherwise() 
     assert set(literal[MODULE]) == {"get_group"}
     _, dynamic = dynamic_setters(ast.parse("for n in load():\n    setattr(sys.modules[__name__], n, 1)\n"))
     assert dynamic == {MODULE: "setattr(sys.modules[__name__], n, ...) in the module's top level"}
+
+
+def test_a_member_of_a_class_that_sets_names_at_run_time_is_not_a_missing_target(tmp_path) -> None:
+    """What SGC401 and SGC601 patch: `Registry.NONE` may be there; `Plain.NONE` is not."""
+    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.sources.base import Release
+    from sglang_contracts.sources.directory import DirectoryTree
+    from sglang_contracts.upstream.model import UpstreamModel
+    from sglang_contracts.upstream.targets import resolve_target
+
+    files = {"sglang/__init__.py": "", "sglang/srt/registry.py": (
+        "class Registry:\n    @classmethod\n    def register(cls, name):\n        setattr(cls, name, cls())\n"
+        "Registry.register('NONE')\n\nclass Plain:\n    pass\n")}
+    for relpath, text in files.items():
+        (tmp_path / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relpath).write_text(text)
+    model = UpstreamModel(Release("sglang (test)", "0.1.0", DirectoryTree(tmp_path)), JsonCache(None))
+    assert resolve_target(model, "sglang.srt.registry.Registry.NONE").status == "unknown"
+    assert resolve_target(model, "sglang.srt.registry.Plain.NONE").status == "missing"
