@@ -184,9 +184,16 @@ def upstream_reads(ctx: CheckContext) -> Iterator[tuple[FileFacts, AttributeFact
 
 def _module_attribute_losses(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str, str, str | None]]:
     """(facts, position, module, attribute, why it cannot be verified or None) for reads of
-    module attributes the new release lost, or no longer declares but may set at run time."""
+    module attributes the new release lost, or no longer declares but may set at run time.
+    A read after the project's own assignment of the attribute (`m._TP_RANK = rank`, then
+    `m._TP_RANK`: in another file, or on an earlier line of this one) reads the project's
+    value, no contract with upstream; the save of an original before its patch is one."""
+    assigned = _assigned_by_project(ctx)
     for facts, chain, current in upstream_reads(ctx):
         for attr, position in zip(chain.attrs, chain.positions):
+            writers = assigned.get(f"{current}.{attr}", {})
+            if any(path != facts.path or line < position.line for path, line in writers.items()):
+                break
             if not _is_module(ctx.old, current) or not ctx.new.module_exists(current):
                 break
             old = ctx.old.resolve_name(current, attr)
@@ -199,11 +206,26 @@ def _module_attribute_losses(ctx: CheckContext) -> Iterator[tuple[FileFacts, Pos
             current = f"{current}.{attr}"
 
 
+def _assigned_by_project(ctx: CheckContext) -> dict[str, dict[str, int]]:
+    """upstream dotted path -> file -> the first line where the project assigns it (`m.x = ...`,
+    `(m.x, m.y) = ...`)."""
+    assigned: dict[str, dict[str, int]] = {}
+    for facts in ctx.project.files.values():
+        bindings = facts.bindings()
+        for chain in facts.attributes:
+            if chain.store and chain.root in bindings and chain.positions:
+                root = ctx.project.upstream_path(bindings[chain.root])
+                if root is not None:
+                    lines = assigned.setdefault(".".join((root, *chain.attrs)), {})
+                    lines[facts.path] = min(lines.get(facts.path, chain.positions[-1].line), chain.positions[-1].line)
+    return assigned
+
+
 def _is_module(model: UpstreamModel, dotted: str) -> bool:
     return model.resolve_path(dotted).kind == "module"
 
 
-@contract("SGC105", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+@contract("SGC105", reads=Reads.WHOLE_PROJECT, process=Process.COPY)  # another file's assignment counts
 def module_attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     losses = list(_module_attribute_losses(ctx))
     found = ctx.new.find_definitions({attr for _, _, _, attr, unverified in losses if not unverified})

@@ -86,8 +86,12 @@ def patched_attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for patch in patches(ctx):
         if patch.new.missing:
             yield finding("SGC401", patch.facts, patch.fact.position, patch.dotted, target=_leaf(patch.dotted),
-                          kind=patch.old.kind, old=ctx.old_version, new=ctx.new_version,
+                          kind=_with_article(patch.old.kind or "name"), old=ctx.old_version, new=ctx.new_version,
                           hint=_rename_hint(ctx.new, ctx.old, patch.dotted))
+
+
+def _with_article(kind: str) -> str:
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
 
 def _signature(target: Target) -> Signature:

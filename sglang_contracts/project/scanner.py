@@ -462,10 +462,17 @@ class _Collector:
     def _mark_store(self, target: ast.AST) -> None:
         if isinstance(target, ast.Attribute):
             self._stored.add(id(target))
+        elif isinstance(target, ast.Tuple | ast.List):  # `(m.a, m.b) = ...` writes both
+            for element in target.elts:
+                self._mark_store(element.value if isinstance(element, ast.Starred) else element)
 
     def _instance_write(self, target: ast.AST) -> None:
-        """`self.x = ...` in a method gives instances `x`, whatever the value (None included)."""
-        if self._receiver and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+        """`self.x = ...` in a method gives instances `x`, whatever the value (None included);
+        so does each of `self.x, self.y = ...`."""
+        if isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                self._instance_write(element.value if isinstance(element, ast.Starred) else element)
+        elif self._receiver and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                 and target.value.id == self._receiver:
             self._class.provided.add(target.attr)
 
@@ -479,6 +486,9 @@ class _Collector:
             return
         target, value = node.targets[0], node.value
         scope = self._scope
+        if isinstance(target, ast.Tuple | ast.List):
+            self._unpacked_patches(target, value)
+            return
         if isinstance(target, ast.Attribute):
             self._store_values[id(target)] = value_token(value)
         if isinstance(target, ast.Attribute) and (chain := dotted_chain(target)) is not None \
@@ -506,6 +516,20 @@ class _Collector:
             if spec is not None:
                 self._spec_vars[(scope, target.id)] = spec
         self._string_collection(target.id, value)
+
+    def _unpacked_patches(self, target: ast.Tuple | ast.List, value: ast.AST) -> None:
+        """`(m.a, m.b) = (x, y)` patches each attribute as `m.a = x` would; with a value that is
+        not a tuple of as many items, by a value that is not known."""
+        values = value.elts if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts) \
+            and not any(isinstance(item, ast.Starred) for item in value.elts) else [None] * len(target.elts)
+        for element, item in zip(target.elts, values):
+            if isinstance(element, ast.Attribute) and (chain := dotted_chain(element)) is not None \
+                    and chain[0] not in ("self", "cls") and not self._types_of(chain[0]):
+                self._store_values[id(element)] = value_token(item) if item is not None else ""
+                self.patches.append(("replace", full_name(element), self.at.attribute_name(element),
+                                     full_name(item) if item is not None else None, self._scope))
+            elif isinstance(element, ast.Tuple | ast.List):
+                self._unpacked_patches(element, item if item is not None else ast.Constant(None))
 
     def _string_collection(self, name: str, value: ast.AST) -> None:
         if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
