@@ -252,8 +252,8 @@ def version_named_in_code_prose(ctx: CheckContext) -> Iterator[Diagnostic]:
         return
     for note in _prose(ctx)[0]:
         named = as_version(note.text)
-        if not note.in_package or named is None or named > new:
-            continue
+        if not note.in_package or named is None or named > new or names_release(named, new):
+            continue  # a later release, or the one the project moves to: not made stale by this bump
         stale_before = named < old and not names_release(named, old)  # stale before this bump already
         if stale_before and not ctx.report_unresolved:
             continue
