@@ -165,7 +165,11 @@ def guarded_import_falls_back(ctx: CheckContext) -> Iterator[Diagnostic]:
             continue
         position = outcome.fact.module_position if outcome.change == "module-gone" else outcome.fact.position
         what = f"module {outcome.fact.module}" if outcome.change == "module-gone" else outcome.fact.target
+        stops = outcome.fact.guard_stops  # the handler raises again: no fallback, an error
         yield finding("SGC104", outcome.facts, position, outcome.fact.target, what=what,
+                      severity="error" if stops else None,
+                      effect=("fails with no fallback (its handler raises again: every run stops)" if stops
+                              else "silently takes its fallback"),
                       old=ctx.old_version, new=ctx.new_version, hint=outcome.hint)
 
 

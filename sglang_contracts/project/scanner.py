@@ -101,6 +101,18 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
     return handler.type is None or any(name in IMPORT_ERRORS for name in _handler_names(handler))
 
 
+# What ends a process from a handler: `sys.exit(1)`, `exit()`, `os._exit(1)`, `quit()`.
+EXITS = {"sys.exit", "exit", "quit", "os._exit"}
+
+
+def _stops(body: list[ast.stmt]) -> bool:
+    """Does a handler end in `raise` (the error again, or another) or an exit, with no
+    fallback: the import's failure then stops every run."""
+    last = body[-1] if body else None
+    return isinstance(last, ast.Raise) or (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+                                           and full_name(last.value.func) in EXITS)
+
+
 def _catches(handler: ast.ExceptHandler, names: set[str]) -> bool:
     """Does the handler name one of `names` (a bare `except:` names none: its intent is unknown)?"""
     return handler.type is not None and any(name in names for name in _handler_names(handler))
@@ -234,6 +246,7 @@ class _Collector:
         self.is_package = is_package
         self.at = at
         self.guard_depth = 0
+        self._guard_stops: list[bool] = []  # of each enclosing import guard: does its handler raise again?
         self.type_checking_depth = 0
         self.scope_depth = 0
         self.imports: list[tuple[dict, Position, Position]] = []  # (fact fields, name, module in statement)
@@ -302,7 +315,11 @@ class _Collector:
         attr_guarded = any(_catches(h, {"AttributeError"}) for h in node.handlers)
         self.guard_depth += guarded
         self.attr_guard_depth += attr_guarded
+        if guarded:
+            self._guard_stops.append(all(_stops(h.body) for h in node.handlers if _catches_import_error(h)))
         self._visit_all(node.body)
+        if guarded:
+            self._guard_stops.pop()
         self.guard_depth -= guarded
         self.attr_guard_depth -= attr_guarded
         # A handler of import errors after a body of SGLang imports only runs where one of
@@ -420,6 +437,7 @@ class _Collector:
     def _context(self) -> dict:
         return {
             "guarded": self.guard_depth > 0,
+            "guard_stops": bool(self._guard_stops) and all(self._guard_stops),
             "type_checking": self.type_checking_depth > 0,
             "module_level": self.scope_depth == 0,
         }
