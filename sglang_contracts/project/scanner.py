@@ -102,7 +102,7 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
 
 
 # What ends a process from a handler: `sys.exit(1)`, `exit()`, `os._exit(1)`, `quit()`.
-EXITS = {"sys.exit", "exit", "quit", "os._exit"}
+PROCESS_EXITS = {"sys.exit", "exit", "quit", "os._exit"}
 
 
 def _stops(body: list[ast.stmt]) -> bool:
@@ -110,7 +110,7 @@ def _stops(body: list[ast.stmt]) -> bool:
     fallback: the import's failure then stops every run."""
     last = body[-1] if body else None
     return isinstance(last, ast.Raise) or (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
-                                           and full_name(last.value.func) in EXITS)
+                                           and full_name(last.value.func) in PROCESS_EXITS)
 
 
 def _catches(handler: ast.ExceptHandler, names: set[str]) -> bool:
