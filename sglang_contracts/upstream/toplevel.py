@@ -251,7 +251,7 @@ def evaluated_exports(tree: ast.Module) -> dict[str, Any] | None:
 MODULE = ""  # the owner key of the module itself in dynamic_setters' answer
 
 
-class _Setters(ast.NodeVisitor):
+class _Setters:
     """Every `setattr(owner, name, ...)` and `globals()[name] = ...` of a module, by owner."""
 
     def __init__(self, tree: ast.Module) -> None:
@@ -332,7 +332,21 @@ class _Setters(ast.NodeVisitor):
             return literal_containers(self.tree.body, loop.lineno).get(source.id) if top_level else None
         return _strings(source)
 
-    def visit_Call(self, node: ast.Call) -> None:
+    def walk(self) -> None:
+        """Every node, with the scopes around it, by a stack: an expression nests a level per
+        link of a method chain, deeper than recursion may go."""
+        pending: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(self.tree, ())]
+        while pending:
+            node, scope = pending.pop()
+            self.scope = list(scope)
+            if isinstance(node, ast.Call):
+                self._call(node)
+            elif isinstance(node, ast.Assign):
+                self._assign(node)
+            inner = (*scope, node) if isinstance(node, _SCOPES) else scope
+            pending.extend((child, inner) for child in reversed(list(ast.iter_child_nodes(node))))
+
+    def _call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) >= 2:
             owner = self._owner(node.args[0])
@@ -341,21 +355,16 @@ class _Setters(ast.NodeVisitor):
                           f"setattr({_short(node.args[0])}, {_short(node.args[1])}, ...)")
         elif isinstance(func, ast.Attribute) and func.attr in ("update", "setdefault") and _is_globals(func.value):
             self.dynamic.setdefault(MODULE, f"globals().{func.attr}(...) in {self._where()}")
-        self.generic_visit(node)
 
-    def visit_Assign(self, node: ast.Assign) -> None:
+    def _assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             for each in _flat(target):
                 if isinstance(each, ast.Subscript) and _is_globals(each.value):
                     self._set(MODULE, "attribute", each.slice, node.lineno, f"globals()[{_short(each.slice)}] = ...")
-        self.generic_visit(node)
 
-    def generic_visit(self, node: ast.AST) -> None:
-        self.scope.append(node)
-        try:
-            super().generic_visit(node)
-        finally:
-            self.scope.pop()
+
+# What a setattr's place is judged by: the class or function it is in, the loop over its names.
+_SCOPES = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.For, ast.AsyncFor, ast.comprehension)
 
 
 def _own_fields(node: ast.expr) -> bool:
@@ -392,7 +401,10 @@ def _is_this_module(node: ast.expr) -> bool:
 
 
 def _short(node: ast.expr) -> str:
-    text = ast.unparse(node)
+    try:
+        text = ast.unparse(node)
+    except RecursionError:  # a chain deeper than unparse recurses: the reason needs no more than its start
+        return "..."
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -402,5 +414,5 @@ def dynamic_setters(tree: ast.Module) -> tuple[dict[str, dict[str, tuple[int, st
     (owner MODULE): `setattr(cls, name, ...)` in a registration method, `setattr(self, k, v)` over
     keyword arguments, `globals()[name] = ...` in a loop over a table that cannot be read."""
     setters = _Setters(tree)
-    setters.visit(tree)
+    setters.walk()
     return setters.literal, setters.dynamic
