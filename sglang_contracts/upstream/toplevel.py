@@ -105,10 +105,18 @@ def literal_containers(body: list[ast.stmt], until: int | None = None) -> dict[s
 
 def _concatenated(node: ast.expr) -> list[str] | None:
     """The strings of a literal list, or of literal lists added together (`[...] + [...]`)."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _concatenated(node.left), _concatenated(node.right)
-        return None if left is None or right is None else [*left, *right]
-    return _strings(node) if isinstance(node, ast.List | ast.Tuple) else None
+    parts: list[ast.expr] = []
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # nested to the left, a level per `+`
+        parts.append(node.right)
+        node = node.left
+    parts.append(node)
+    names: list[str] = []
+    for part in reversed(parts):
+        listed = _strings(part) if isinstance(part, ast.List | ast.Tuple) else None
+        if listed is None:
+            return None
+        names += listed
+    return names
 
 
 def _iterates_globals(node: ast.AST) -> bool:
