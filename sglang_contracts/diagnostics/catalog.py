@@ -123,11 +123,15 @@ class Rule:
     fix: str | None = None  # "safe" or "unsafe" when the rule can rewrite the project
     fix_description: str = ""
     fix_examples: tuple[FixExample, ...] = ()
+    # Values of message fields a check passes only when it says something else (the wording of
+    # a warning that could not be verified beside the rule's error): `message_defaults` in TOML.
+    message_defaults: dict[str, str] = field(default_factory=dict)
 
     def render(self, fields: dict[str, Any], *, unresolved: bool = False) -> str:
         """The message; a field the template shows as code (`` `{written}` ``) fenced as its
         own backticks need (a Dockerfile value may hold some)."""
         template = self.unresolved_message if unresolved and self.unresolved_message else self.message
+        fields = {**self.message_defaults, **fields}
         return "".join(code_span(str(fields[piece])) if index % 2 else piece.format(**fields)
                        for index, piece in enumerate(QUOTED_FIELD.split(template)))  # text, field, text, ...
 
@@ -166,6 +170,7 @@ def _load_rule(path: Path) -> Rule:
             examples=examples,
             source=path,
             unresolved_message=data.get("unresolved_message"),
+            message_defaults=data.get("message_defaults", {}),
             fix=data.get("fix"),
             fix_description=data.get("fix_description", "").strip(),
             fix_examples=tuple(
