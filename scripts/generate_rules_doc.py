@@ -51,7 +51,7 @@ def example_lines(example: Example) -> list[str]:
             out.append("")
     if example.options:
         out += ["- options: " + ", ".join(f"`{key} = {value!r}`" for key, value in sorted(example.options.items())), ""]
-    out += ["- reports: " + (", ".join(f"`{line}`" for line in example.expect) if example.expect else "nothing"), ""]
+    out += ["- reports: " + (", ".join(f"`{example.shown(line)}`" for line in example.expect) if example.expect else "nothing"), ""]
     return out
 
 

@@ -40,9 +40,21 @@ def run_example(tmp_path: Path, example: Example) -> list[str]:
     return [f"{d.path}:{d.line}:{d.col}: {d.code}" for d in result.diagnostics]
 
 
+def run_example_severities(tmp_path: Path, example: Example) -> list[tuple[str, str]]:
+    """(entry, severity) of each finding of the example, as run_example runs it."""
+    old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
+    new = old if example.pin_alone else upstream_tree(tmp_path / "new", example.new, "0.2.0")
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **example.project})
+    options = CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1, **example.options)
+    return [(f"{d.path}:{d.line}:{d.col}: {d.code}", d.severity) for d in run_check([project], options).diagnostics]
+
+
 @pytest.mark.parametrize(("code", "example"), EXAMPLES, ids=[f"{c}-{e.title[:40]}" for c, e in EXAMPLES])
 def test_rule_example(tmp_path: Path, code: str, example: Example) -> None:
-    assert run_example(tmp_path, example) == list(example.expect)
+    found = run_example_severities(tmp_path, example)
+    assert [entry for entry, _ in found] == list(example.expect)
+    # the severities the example states (a warning that could not be verified, an error that is one)
+    assert {entry: severity for entry, severity in found if entry in example.severities} == example.severities
 
 
 # Rules no input of a correct tool triggers (a bug met at the error boundary): their reporting

@@ -59,7 +59,7 @@ EXPECTED_SEVERITY = {
     # (no SGC705 for it: the image's patch imports xgrammar on 0.9.0 already, and the project is
     # checked against the releases as the image has them)
     "docker/patch/v0.9.0/sglang.patch:12:1: SGC901": "error",  # prepare_server_args is gone
-    "demo_omni/model_patch.py:9:17: SGC401": "warning",  # patches apply_qk_norm, gone from models.utils
+    "demo_omni/model_patch.py:9:17: SGC401": "error",  # patches apply_qk_norm, moved unchanged to layers.layernorm
     "demo_omni/vendor/sglang/layers.py:11:12: SGC402": "error",  # the saved original's call misses a new keyword
     "demo_omni/vendor/sglang/layers.py:18:9: SGC402": "error",  # the replacement cannot take it either
     "demo_omni/vendor/sglang/layers.py:18:9: SGC403": "warning",  # the patched forward_cuda's body changed

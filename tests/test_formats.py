@@ -275,7 +275,7 @@ def test_markdown_bump_section(check):
     by_heading = sections(text)
     assert list(by_heading) == [
         "Imports: 6 errors, 3 warnings", "Calls: 6 errors", "Subclasses: 3 errors, 2 warnings",
-        "Borrowed methods: 2 errors, 1 warning", "Attribute reads: 3 errors", "Monkeypatches: 2 errors, 4 warnings",
+        "Borrowed methods: 2 errors, 1 warning", "Attribute reads: 3 errors", "Monkeypatches: 3 errors, 3 warnings",
         "ServerArgs: 2 errors, 2 warnings", "Tests: 1 error, 3 warnings", "Stack: 9 warnings",
         "Defensive access: 1 warning", "Patch files: 2 errors", "Project files: 1 error", "Before merging"]
     imports = by_heading["Imports: 6 errors, 3 warnings"]

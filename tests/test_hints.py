@@ -98,3 +98,30 @@ def test_where_the_release_itself_imports_the_name_from_outside_is_said(tmp_path
                             "sglang.srt.layers.other and 1 more), a package outside it, "
                             "so that definition is not verified")  # two importers; flashinfer's is another name
     assert "did you mean" not in message
+
+
+def test_another_subsystem_s_copy_is_suggested_only_where_the_definition_moved(tmp_path: Path) -> None:
+    """sglang.multimodal_gen keeps its own copy of parallel_state: the same text, other module
+    globals. A lost name is not pointed there when the copy was already there; it is when the
+    definition moved there."""
+    group = "def get_world_group():\n    return _WORLD\n"
+    # 0.5.21's shape: the getter is changed and left out of the package's star export
+    changed = ("def get_world_group():\n    return get_parallel().world_group\n_DEPRECATED = {'get_world_group': 1}\n"
+               "__all__ = [n for n in list(globals()) if not n.startswith('_') and n not in _DEPRECATED]\n")
+    helper = "def barrier():\n    return None\n"
+    found = messages(
+        tmp_path,
+        {"sglang/srt/distributed/__init__.py": "from sglang.srt.distributed.parallel_state import *\n",
+         "sglang/srt/distributed/parallel_state.py": group + helper,
+         "sglang/multimodal_gen/runtime/distributed/parallel_state.py": group},
+        {"sglang/srt/distributed/__init__.py": "from sglang.srt.distributed.parallel_state import *\n",
+         "sglang/srt/distributed/parallel_state.py": changed,
+         "sglang/multimodal_gen/runtime/distributed/parallel_state.py": group,
+         "sglang/common/sync.py": helper},
+        {"app/dist.py": "from sglang.srt.distributed import get_world_group\nfrom sglang.srt.distributed import barrier\n"},
+    )
+    assert sorted(found) == ["app/dist.py:1:36: SGC102", "app/dist.py:2:36: SGC102"]
+    copied = found["app/dist.py:1:36: SGC102"]
+    assert "did you mean" not in copied and "multimodal_gen" in copied
+    assert copied.index("sglang.srt.distributed.parallel_state.get_world_group") < copied.index("multimodal_gen")
+    assert found["app/dist.py:2:36: SGC102"].endswith("; did you mean sglang.common.sync.barrier?")

@@ -129,3 +129,20 @@ def test_configured_old_overrides_the_image_and_the_fork_note_reaches_stderr_and
     assert "| `sglang` (`docker/Dockerfile`) | `0.1.6` |" in captured.out
     assert "> **Note:**" in captured.out and "sglang-app" in captured.out
     assert "Move the SGLang image" in captured.out
+
+
+def test_the_main_requirement_file_wins_over_a_variant_and_the_note_says_which(tmp_path: Path) -> None:
+    """`requirements-rocm.txt` sorts before `requirements.txt`; the variant's older pin was
+    taken with nothing said."""
+    write_tree(tmp_path, {"requirements-rocm.txt": "sglang==0.1.4\n", "requirements.txt": "torch\nsglang==0.1.5\n"})
+    pin = find_sglang_pin(tmp_path)
+    assert (pin.version, pin.where, pin.line) == ("0.1.5", "requirements.txt", 2)
+    (taken,) = pin.notes(defaulted=True, from_clone=False)
+    assert taken.startswith("--old 0.1.5 from requirements.txt:2 (`sglang==0.1.5`): taken as the exact SGLang "
+                            "requirement of the main requirement file over requirements-rocm.txt:1 names 0.1.4")
+
+
+def test_variants_alone_agreeing_need_no_note(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"requirements-rocm.txt": "sglang==0.1.4\n", "requirements/cuda.txt": "sglang==0.1.4\n"})
+    pin = find_sglang_pin(tmp_path)
+    assert (pin.version, pin.where, pin.reason) == ("0.1.4", "requirements-rocm.txt", "")

@@ -110,11 +110,13 @@ def push_adapter(host, port, name, config, tensors):
 
 def test_a_renamed_required_key_of_a_real_request(tmp_path: Path, real_cache: Path) -> None:
     """0.5.18 renamed LoadLoRAAdapterFromTensorsReqInput.serialized_tensors (required) to
-    serialized_named_tensors (required): FastAPI drops the old key and refuses the body (422)."""
+    serialized_named_tensors (required): FastAPI drops the old key and refuses the body (422):
+    one break, one error at the key, not "silently ignored" beside a missing-key SGC1104."""
     project = write_tree(tmp_path / "lora", {"pyproject.toml": "[project]\nname = 'app'\n", "app/lora.py": LORA})
     options = CheckOptions(old="0.5.16", new="0.5.18", cache_dir=real_cache, workers=1)
-    found = [(d.line, d.col, d.code, d.severity) for d in run_check([project], options).diagnostics]
-    assert found == [(6, 58, "SGC1103", "warning"), (7, 26, "SGC1104", "error")]
+    found = run_check([project], options).diagnostics
+    assert [(d.line, d.col, d.code, d.severity) for d in found] == [(6, 58, "SGC1103", "error")]
+    assert "the request is rejected, since it now requires serialized_named_tensors" in found[0].message
     (project / "app" / "lora.py").write_text(LORA.replace("serialized_tensors", "serialized_named_tensors"))
     assert run_check([project], dataclasses.replace(options, old="0.5.18")).diagnostics == []
     # ... and, sent to 0.5.16, the new name was not accepted there: no contract held, nothing to report.

@@ -33,6 +33,7 @@ class LostAttribute:
     attr: str
     was: Member
     now_origins: list[str]  # the receiver's classes in the new release
+    unverified: str | None = None  # why the new release may still set it at run time (a warning)
 
 
 def lookup(resolver: Resolver, instances: list[Instance], attr: str) -> tuple[Member | None, bool, bool]:
@@ -84,8 +85,9 @@ def _typed_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
                 continue
             now, provided, dynamic = lookup(new, after, read.attr)
             if now is None and not provided and not dynamic:
-                yield LostAttribute(facts, read.position, was.owner, read.attr, was,
-                                    [i.origin for i in after if i.origin])
+                origins = [i.origin for i in after if i.origin]
+                yield LostAttribute(facts, read.position, was.owner, read.attr, was, origins,
+                                    _set_by_name_in(ctx.new, origins))
 
 
 def _class_attribute_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
@@ -100,9 +102,16 @@ def _class_attribute_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
                 now_origin = ctx.new.resolve_class(current)
                 if was is not None and now_origin is not None and ctx.new.member(now_origin, attr) is None \
                         and ctx.new.member(now_origin, "__getattr__") is None:
-                    yield LostAttribute(facts, position, was.owner, attr, was, [now_origin])
+                    yield LostAttribute(facts, position, was.owner, attr, was, [now_origin],
+                                        _set_by_name_in(ctx.new, [now_origin]))
                 break
             current = f"{current}.{attr}"
+
+
+def _set_by_name_in(model: UpstreamModel, origins: list[str]) -> str | None:
+    """Why one of the receiver's classes may set the attribute at run time, where it does
+    (SpeculativeAlgorithm in 0.5.5 registers NONE, EAGLE... with `setattr(cls, name, ...)`)."""
+    return next((why for why in map(model.set_by_name, origins) if why), None)
 
 
 def relocation(model: UpstreamModel, origins: list[str], attr: str) -> str:
@@ -117,17 +126,22 @@ def relocation(model: UpstreamModel, origins: list[str], attr: str) -> str:
     return ""
 
 
-def _report(code: str, ctx: CheckContext, lost: LostAttribute, **fields: str) -> Diagnostic:
+def _report(code: str, ctx: CheckContext, lost: LostAttribute, **fields: str | None) -> Diagnostic:
     kind = {"method": "method", "property": "property"}.get(lost.was.kind, "attribute")
+    if lost.unverified:  # not an error: the new release may set it, which cannot be read statically
+        verdict, was = "is no longer declared", "was"
+        hint = f"; could not verify: {lost.unverified}"
+    else:
+        verdict, was, hint = "no longer exists", "did", relocation(ctx.new, lost.now_origins, lost.attr)
     return finding(code, lost.facts, lost.position, f"{lost.owner}.{lost.attr}", owner=lost.owner.rsplit(".", 1)[-1],
-                   attr=lost.attr, kind=kind, old=ctx.old_version, new=ctx.new_version,
-                   hint=relocation(ctx.new, lost.now_origins, lost.attr), **fields)
+                   severity="warning" if lost.unverified else None, attr=lost.attr, kind=kind,
+                   verdict=verdict, was=was, old=ctx.old_version, new=ctx.new_version, hint=hint, **fields)
 
 
 @contract("SGC321", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for lost in [*_typed_losses(ctx), *_class_attribute_losses(ctx)]:
-        yield _report("SGC321", ctx, lost, renamed_to=renamed_attribute(ctx, lost))
+        yield _report("SGC321", ctx, lost, renamed_to=None if lost.unverified else renamed_attribute(ctx, lost))
 
 
 def _assignments(model: UpstreamModel, classes: list[str]) -> dict[tuple[str, str], str]:
@@ -202,8 +216,9 @@ def _lost_names(ctx: CheckContext, path: str, origin: str) -> tuple[str | None, 
     now = ctx.new.resolve_class(path)
     if now is None or ctx.old.mro(origin)[1] or ctx.new.mro(now)[1]:
         return now, set()
-    if ctx.old.member(origin, "__getattr__") is not None or ctx.new.member(now, "__getattr__") is not None:
-        return now, set()
+    if ctx.old.member(origin, "__getattr__") is not None or ctx.new.member(now, "__getattr__") is not None \
+            or ctx.new.set_by_name(now):
+        return now, set()  # the name may be answered or set at run time: a guess by name is not made
     return now, {name for name in ctx.old.member_names(origin) - ctx.new.member_names(now) if not name.startswith("__")}
 
 

@@ -117,6 +117,10 @@ def _landing_changes(old: Binding, new: Binding, call: CallFact, old_signature: 
             continue
         if now is None and kinds.get(was) == "ko":
             changes.append(Problem("SGC203", f"{was} became keyword-only", arg.position))
+        elif now is not None and now != was and now not in old_names and was in new_names:
+            # what changed is a parameter inserted before it, not the one it used to fill
+            changes.append(Problem("SGC203", f"the new parameter {now} now takes argument {index + 1}, which was {was}",
+                                   arg.position))
         elif now is not None and now != was and (now in old_names or was in new_names):
             changes.append(Problem("SGC203", f"argument {index + 1} now lands on {now} (it was {was})", arg.position))
     return changes
@@ -146,6 +150,9 @@ def _analyse_calls(ctx: CheckContext) -> list[CallBreak]:
             # A keyword the old release took into an opaque `**kwargs` never provably bound.
             problems = [p for p in new_binding.problems if not (p.code == "SGC201" and p.detail in old_binding.unknown)]
             moved = landing + [p for p in problems if p.code == "SGC203"]
+            if moved:  # one break, one finding: what the shift leaves unfilled is the shift's doing
+                shifted = {name for index, name in old_binding.landed.items() if call.args[index].kind == "pos"}
+                problems = [p for p in problems if not (p.code == "SGC202" and p.detail in shifted)]
             # One positional report per call (its first argument out of place); one per keyword.
             for problem in [p for p in problems if p.code != "SGC203"] + moved[:1]:
                 breaks.append(CallBreak(facts, call, problem, old_callee.signature, new_callee.signature))
@@ -162,7 +169,8 @@ def _fields(item: CallBreak, old_version: str) -> dict[str, str]:
     if item.problem.code == "SGC201":
         return {"name": name, "change": f"has no field {name} any more", "renamed_to": renamed_in_place(item, name)}
     if item.problem.code == "SGC202":
-        was = "optional" if any(p[0] == name for p in item.old.params) else "absent"
+        was = "optional" if any(p[0] == name and p[2] for p in item.old.params) else \
+            "required, and passed" if any(p[0] == name for p in item.old.params) else "absent"
         return {"name": name, "was": was,
                 "change": f"has a new required field {name} ({was} in {old_version}) that this call does not set"}
     return {"change": name, "new_params": _signature_text(item.new), "old_params": _signature_text(item.old)}

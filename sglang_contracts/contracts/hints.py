@@ -6,6 +6,8 @@ only when the definition there is the same as the one the project used: a functi
 with the same parameters and the same normalised body (the body fingerprint SGC303/SGC706
 compare), a class with the same methods and constructor, a ServerArgs field declared alike;
 or a re-export of such a definition, named then by where it is defined, not by the shim.
+A definition in another top-level subsystem (`sglang.multimodal_gen` beside `sglang.srt`) is
+suggested only where the definition moved, not where a copy of its own already lived.
 Otherwise up to three candidates are listed with their signatures, marked unverified, or the
 hint says that none was found; and where the new release's own code imports the name from a
 package outside it (sglang 0.5.23's layers take `rmsnorm` from `sgl_kernel`), that is said too,
@@ -94,7 +96,30 @@ def verified_home(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, na
     if not (old_symbol.found and old_symbol.origin):
         return None
     return next((origin for origin in _origins(new, name, candidates, reference)
-                 if same_definition(old, old_symbol.origin, new, origin)), None)
+                 if _same_object(old, old_symbol.origin, new, origin)), None)
+
+
+def _subsystem(dotted: str) -> str:
+    """`srt` of `sglang.srt.layers.x`, `multimodal_gen` of `sglang.multimodal_gen.runtime.y`."""
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 2 else ""
+
+
+def _moved_there(old: UpstreamModel, old_origin: str, new_origin: str) -> bool:
+    """Whether the old release had no other definition at `new_origin`: it had none there, or
+    that place re-exported the very definition the project used."""
+    module, _, leaf = new_origin.rpartition(".")
+    before = old.resolve_name(module, leaf) if old.module_exists(module) else None
+    return before is None or not before.found or before.origin == old_origin
+
+
+def _same_object(old: UpstreamModel, old_origin: str, new: UpstreamModel, new_origin: str) -> bool:
+    """The same definition, and not another subsystem's copy of it: sglang.multimodal_gen keeps
+    its own parallel_state with its own module globals (`get_world_group` there reads another
+    `_WORLD`), so a definition in another top-level subsystem counts only where it moved."""
+    if not same_definition(old, old_origin, new, new_origin):
+        return False
+    return _subsystem(old_origin) == _subsystem(new_origin) or _moved_there(old, old_origin, new_origin)
 
 
 def moved_home(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str,
@@ -104,11 +129,7 @@ def moved_home(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name:
     copy that already lived elsewhere (sglang.multimodal_gen's copy of parallel_state) is another
     object, with its own module globals: the hint may name it, a fix must not import it."""
     home = verified_home(old, old_symbol, new, name, candidates, reference)
-    if home is None:
-        return None
-    module, _, leaf = home.rpartition(".")
-    before = old.resolve_name(module, leaf) if old.module_exists(module) else None
-    return home if before is None or not before.found or before.origin == old_symbol.origin else None
+    return home if home is not None and _moved_there(old, old_symbol.origin or "", home) else None
 
 
 def home_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str,
@@ -182,7 +203,7 @@ def module_hint(old: UpstreamModel, new: UpstreamModel, module: str, names: list
 
 def _same_at(old: UpstreamModel, symbol: Symbol, new: UpstreamModel, module: str, name: str) -> bool:
     found = new.resolve_name(module, name)
-    return bool(found.found and found.origin and same_definition(old, symbol.origin, new, found.origin))
+    return bool(found.found and found.origin and symbol.origin and _same_object(old, symbol.origin, new, found.origin))
 
 
 def _by_closeness(candidates: Iterable[str], reference: str) -> list[str]:

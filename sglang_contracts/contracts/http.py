@@ -108,6 +108,21 @@ def http_request_key_ignored(ctx: CheckContext) -> Iterator[Diagnostic]:
     yield from _key_findings(ctx, rejected=False)
 
 
+def _dropped(request, old_shape: RequestShape, new_shape: RequestShape) -> list:
+    """The keys of the payload the old request type read and the new one does not take."""
+    return [key for key in dict.fromkeys(request.keys)
+            if key.name in old_shape.fields and not _accepts(new_shape, key.name)]
+
+
+def _newly_required(request, old_shape: RequestShape, new_shape: RequestShape) -> list[str]:
+    """The keys the new request type requires (and the old did not) that a closed payload lacks."""
+    if not request.closed:
+        return []
+    given = {key.name for key in request.keys}
+    return [name for name, required in new_shape.fields.items()
+            if required and name not in given and not old_shape.fields.get(name, False)]
+
+
 def _key_findings(ctx: CheckContext, rejected: bool) -> Iterator[Diagnostic]:
     code = "SGC1102" if rejected else "SGC1103"
     for request, old_routes, new_routes in _judged(ctx):
@@ -116,12 +131,18 @@ def _key_findings(ctx: CheckContext, rejected: bool) -> Iterator[Diagnostic]:
         old_shape, new_shape = _shapes(ctx, old_routes, new_routes)
         if old_shape is None or new_shape is None:
             continue
-        for key in dict.fromkeys(request.keys):
-            if key.name in old_shape.fields and not _accepts(new_shape, key.name):
-                yield finding_at(code, request.path, key.line, key.col, f"{new_shape.origin}.{key.name}",
-                                 key=key.name, route=request.route, request_type=new_shape.origin.rsplit(".", 1)[-1],
-                                 hint=_replacement(old_shape, new_shape, key.name),
-                                 old=ctx.old_version, new=ctx.new_version)
+        # A dropped key beside a newly required one the payload lacks (0.5.18 renamed the LoRA
+        # request's required serialized_tensors to serialized_named_tensors): not ignored but
+        # rejected, an error, reported here once for both (SGC1104 then leaves the request).
+        missing = _newly_required(request, old_shape, new_shape)
+        effect = (f"the request is rejected, since it now requires {', '.join(missing)}, which the payload does not send"
+                  if missing else "it is silently ignored")
+        for key in _dropped(request, old_shape, new_shape):
+            yield finding_at(code, request.path, key.line, key.col, f"{new_shape.origin}.{key.name}",
+                             severity="error" if missing else None, effect=effect,
+                             key=key.name, route=request.route, request_type=new_shape.origin.rsplit(".", 1)[-1],
+                             hint=_replacement(old_shape, new_shape, key.name),
+                             old=ctx.old_version, new=ctx.new_version)
 
 
 @contract("SGC1104", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
@@ -132,9 +153,9 @@ def http_required_key_missing(ctx: CheckContext) -> Iterator[Diagnostic]:
         old_shape, new_shape = _shapes(ctx, old_routes, new_routes)
         if old_shape is None or new_shape is None:
             continue
-        given = {key.name for key in request.keys}
-        missing = [name for name, required in new_shape.fields.items()
-                   if required and name not in given and not old_shape.fields.get(name, False)]
+        missing = _newly_required(request, old_shape, new_shape)
+        if missing and _dropped(request, old_shape, new_shape):
+            continue  # one break, one finding: SGC1102/SGC1103 report it at the dropped key
         if missing:
             yield finding_at("SGC1104", request.path, request.line, request.col, new_shape.origin,
                              keys=", ".join(missing), route=request.route,

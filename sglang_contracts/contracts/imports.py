@@ -19,7 +19,7 @@ from sglang_contracts.upstream.model import MISSING, Symbol, UpstreamModel, is_u
 class ImportOutcome:
     facts: FileFacts
     fact: ImportFact
-    change: str  # "module-gone", "name-gone", "origin-moved"
+    change: str  # "module-gone", "name-gone", "origin-moved", "name-unverified" (the module sets names at run time)
     old: Symbol
     new: Symbol
     broken_on_old: bool  # the contract did not hold on the old release either
@@ -57,6 +57,9 @@ def _analyse_one(ctx: CheckContext, facts: FileFacts, fact: ImportFact) -> Impor
     old = ctx.old.resolve_name(fact.module, fact.name) if old_module else MISSING
     if new.missing and not old.status == "unknown":
         return ImportOutcome(facts, fact, "name-gone", old, new, not old.found)
+    if new.kind == "dynamic" and old.found and new.origin:
+        return ImportOutcome(facts, fact, "name-unverified", old, new, False,
+                             hint=f"; could not verify: {ctx.new.module_set_by_name(new.origin)}")
     here = f"{fact.module}.{fact.name}"
     if old.found and new.found and old.origin != new.origin and here not in (old.origin, new.origin):
         return ImportOutcome(facts, fact, "origin-moved", old, new, False)
@@ -124,11 +127,13 @@ def imported_module_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 @contract("SGC102", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def imported_name_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for outcome in _lost(ctx, "name-gone"):
+    for outcome in [*_lost(ctx, "name-gone"), *_lost(ctx, "name-unverified")]:
+        unverified = outcome.change == "name-unverified"  # a warning: the name may be set at run time
         yield finding("SGC102", outcome.facts, outcome.fact.position, outcome.fact.target,
-                      severity=_severity(outcome), name=outcome.fact.name, module=outcome.fact.module,
-                      old=ctx.old_version, new=ctx.new_version, was=_defined_at(outcome.old), hint=outcome.hint,
-                      home=outcome.home)
+                      severity="warning" if unverified else _severity(outcome), name=outcome.fact.name,
+                      verdict="is no longer statically importable" if unverified else "is no longer importable",
+                      module=outcome.fact.module, old=ctx.old_version, new=ctx.new_version,
+                      was=_defined_at(outcome.old), hint=outcome.hint, home=outcome.home)
 
 
 @fixes("SGC102")
@@ -156,11 +161,15 @@ def reexport_origin_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
 @contract("SGC104", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def guarded_import_falls_back(ctx: CheckContext) -> Iterator[Diagnostic]:
     for outcome in import_outcomes(ctx):
-        if not outcome.fact.guarded or outcome.broken_on_old or outcome.change == "origin-moved":
+        if not outcome.fact.guarded or outcome.broken_on_old or outcome.change in ("origin-moved", "name-unverified"):
             continue
         position = outcome.fact.module_position if outcome.change == "module-gone" else outcome.fact.position
         what = f"module {outcome.fact.module}" if outcome.change == "module-gone" else outcome.fact.target
+        stops = outcome.fact.guard_stops  # the handler raises again: no fallback, an error
         yield finding("SGC104", outcome.facts, position, outcome.fact.target, what=what,
+                      severity="error" if stops else None,
+                      effect=("fails with no fallback (its handler raises again: every run stops)" if stops
+                              else "silently takes its fallback"),
                       old=ctx.old_version, new=ctx.new_version, hint=outcome.hint)
 
 
@@ -177,35 +186,64 @@ def upstream_reads(ctx: CheckContext) -> Iterator[tuple[FileFacts, AttributeFact
                 yield facts, chain, root
 
 
-def _module_attribute_losses(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str, str]]:
-    """(facts, position, module, attribute) for reads of module attributes the new release lost."""
+def _module_attribute_losses(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str, str, str | None]]:
+    """(facts, position, module, attribute, why it cannot be verified or None) for reads of
+    module attributes the new release lost, or no longer declares but may set at run time.
+    A read after the project's own assignment of the attribute (`m._TP_RANK = rank`, then
+    `m._TP_RANK`: in another file, or on an earlier line of this one) reads the project's
+    value, no contract with upstream; the save of an original before its patch is one."""
+    assigned = _assigned_by_project(ctx)
     for facts, chain, current in upstream_reads(ctx):
         for attr, position in zip(chain.attrs, chain.positions):
+            writers = assigned.get(f"{current}.{attr}", {})
+            if any(path != facts.path or line < position.line for path, line in writers.items()):
+                break
             if not _is_module(ctx.old, current) or not ctx.new.module_exists(current):
                 break
             old = ctx.old.resolve_name(current, attr)
             if not old.found:
                 break
-            if ctx.new.resolve_name(current, attr).missing:
-                yield facts, position, current, attr
+            new = ctx.new.resolve_name(current, attr)
+            if new.missing or (new.kind == "dynamic" and new.origin):
+                yield facts, position, current, attr, None if new.missing else ctx.new.module_set_by_name(new.origin)
                 break
             current = f"{current}.{attr}"
+
+
+def _assigned_by_project(ctx: CheckContext) -> dict[str, dict[str, int]]:
+    """upstream dotted path -> file -> the first line where the project assigns it (`m.x = ...`,
+    `(m.x, m.y) = ...`)."""
+    assigned: dict[str, dict[str, int]] = {}
+    for facts in ctx.project.files.values():
+        bindings = facts.bindings()
+        for chain in facts.attributes:
+            if chain.store and chain.root in bindings and chain.positions:
+                root = ctx.project.upstream_path(bindings[chain.root])
+                if root is not None:
+                    lines = assigned.setdefault(".".join((root, *chain.attrs)), {})
+                    lines[facts.path] = min(lines.get(facts.path, chain.positions[-1].line), chain.positions[-1].line)
+    return assigned
 
 
 def _is_module(model: UpstreamModel, dotted: str) -> bool:
     return model.resolve_path(dotted).kind == "module"
 
 
-@contract("SGC105", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+@contract("SGC105", reads=Reads.WHOLE_PROJECT, process=Process.COPY)  # another file's assignment counts
 def module_attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     losses = list(_module_attribute_losses(ctx))
-    found = ctx.new.find_definitions({attr for *_, attr in losses})
-    for facts, position, module, attr in losses:
+    found = ctx.new.find_definitions({attr for _, _, _, attr, unverified in losses if not unverified})
+    for facts, position, module, attr, unverified in losses:
+        if unverified:  # a warning: the module may set it at run time
+            yield finding("SGC105", facts, position, f"{module}.{attr}", severity="warning", module=module,
+                          attr=attr, verdict="no longer declares attribute", old=ctx.old_version,
+                          new=ctx.new_version, hint=f"; could not verify: {unverified}", home=None)
+            continue
         was = ctx.old.resolve_name(module, attr)
         hint = home_hint(ctx.old, was, ctx.new, attr, found.get(attr, []), module)
         home = moved_home(ctx.old, was, ctx.new, attr, found.get(attr, []), module)
         yield finding("SGC105", facts, position, f"{module}.{attr}", module=module, attr=attr,
-                      old=ctx.old_version, new=ctx.new_version, hint=hint, home=home)
+                      verdict="no longer has attribute", old=ctx.old_version, new=ctx.new_version, hint=hint, home=home)
 
 
 @fixes("SGC105")

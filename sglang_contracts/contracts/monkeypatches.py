@@ -14,6 +14,7 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
 from sglang_contracts.contracts.calls import bind
+from sglang_contracts.contracts.hints import moved_home
 from sglang_contracts.contracts.resolve import project_view
 from sglang_contracts.contracts.subclasses import unaccepted_parameters, body_change
 from sglang_contracts.contracts.targets import upstream_dotted
@@ -83,11 +84,37 @@ def _rename_hint(model: UpstreamModel, old_model: UpstreamModel, dotted: str) ->
 
 @contract("SGC401", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def patched_attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for patch in patches(ctx):
-        if patch.new.missing:
-            yield finding("SGC401", patch.facts, patch.fact.position, patch.dotted, target=_leaf(patch.dotted),
-                          kind=patch.old.kind, old=ctx.old_version, new=ctx.new_version,
-                          hint=_rename_hint(ctx.new, ctx.old, patch.dotted))
+    lost = [patch for patch in patches(ctx) if patch.new.missing]
+    homes = _moved_homes(ctx, lost)
+    for patch in lost:
+        home = homes.get(patch.dotted)
+        # Moved (the same definition elsewhere, verified): the code that runs is no longer the
+        # patched one, for certain: an error. Gone: perhaps fixed upstream, a warning.
+        hint = (f"; the same definition moved to {home}: patch it there" if home
+                else _rename_hint(ctx.new, ctx.old, patch.dotted))
+        yield finding("SGC401", patch.facts, patch.fact.position, patch.dotted, target=_leaf(patch.dotted),
+                      severity="error" if home else None, kind=_with_article(patch.old.kind or "name"),
+                      old=ctx.old_version, new=ctx.new_version, hint=hint)
+
+
+def _moved_homes(ctx: CheckContext, lost: list[Patch]) -> dict[str, str]:
+    """dotted -> where the new release moved the very definition a patched module attribute had."""
+    module_level = {patch.dotted for patch in lost if ctx.old.module_exists(patch.dotted.rpartition(".")[0])}
+    if not module_level:
+        return {}
+    names = {dotted.rpartition(".")[2] for dotted in module_level}
+    found = ctx.new.find_definitions(names)
+    homes = {}
+    for dotted in module_level:
+        module, _, name = dotted.rpartition(".")
+        home = moved_home(ctx.old, ctx.old.resolve_name(module, name), ctx.new, name, found.get(name, []), module)
+        if home is not None:
+            homes[dotted] = home
+    return homes
+
+
+def _with_article(kind: str) -> str:
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
 
 def _signature(target: Target) -> Signature:

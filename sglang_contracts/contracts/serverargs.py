@@ -267,12 +267,19 @@ def server_args_pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnost
         names += [(probe.string_at(1)[0][len("sglang_"):], probe.string_at(1)[1], "attr") for probe in facts.probes
                   if probe.function in ("getattr", "hasattr", "setattr") and probe.string_at(1)
                   and probe.string_at(1)[0].startswith("sglang_")]
+        # One removed field, one finding per file: at its first use, naming the lines of the others.
+        uses: dict[str, list[tuple[Position, str]]] = {}
         for field, position, kind in names:
             if field in old_fields and field not in new_fields:
-                spelled = f"--sglang-{field.replace('_', '-')}" if kind == "flag" else f"sglang_{field}"
-                yield finding("SGC503", facts, position, f"{SERVER_ARGS}.{field}", **common,
-                              what=f"the pass-through {spelled} names ServerArgs.{field}, which is gone"
-                                   f"{_rename(ctx, field, old_fields, new_fields)}")
+                uses.setdefault(field, []).append((position, kind))
+        for field, found in uses.items():
+            (position, kind), *more = sorted(found, key=lambda use: (use[0].line, use[0].col))
+            spelled = f"--sglang-{field.replace('_', '-')}" if kind == "flag" else f"sglang_{field}"
+            lines = sorted({p.line for p, _ in more} - {position.line})
+            also = f" (used here on line{'s' * (len(lines) > 1)} {', '.join(map(str, lines))} too)" if lines else ""
+            yield finding("SGC503", facts, position, f"{SERVER_ARGS}.{field}", **common,
+                          what=f"the pass-through {spelled} names ServerArgs.{field}, which is gone"
+                               f"{_rename(ctx, field, old_fields, new_fields)}{also}")
     for facts in files:
         for strings in facts.strings:
             if strings.name in skip_lists:

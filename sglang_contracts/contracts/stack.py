@@ -91,9 +91,13 @@ def _mirror_outcomes(ctx: CheckContext) -> Iterator[tuple[DeclaredRequirement, s
     if old_pins is None or new_pins is None:
         return
     extras = _sglang_extras(ctx)
-    for declared in (*_declared(ctx), *_installed(ctx)):
+    declared_all = (*_declared(ctx), *_installed(ctx))
+    bumped = {str(v) for v in _versions(ctx) if v is not None}
+    for declared in declared_all:
         if declared.name == SGLANG or declared.name not in old_pins.names() | new_pins.names():
             continue
+        if _file_pins_another_release(declared_all, declared.path, bumped):
+            continue  # the file's environment installs that release: its pins mirror that one's
         for environment in environments():
             if not applies(declared.requirement.marker, environment):
                 continue
@@ -109,6 +113,14 @@ def _mirror_outcomes(ctx: CheckContext) -> Iterator[tuple[DeclaredRequirement, s
             spelled_new = "; ".join(_spelled(u.specifier) for u in news)
             yield declared, spelled_old, spelled_new, broken_on_old
             break  # one report per line, on the first platform where it disagrees
+
+
+def _file_pins_another_release(declared: tuple[DeclaredRequirement, ...], path: str, bumped: set[str]) -> bool:
+    """Whether the file pins SGLang exactly to a release the bump neither leaves nor reaches
+    (`requirements-rocm.txt` with `sglang==0.5.4` beside a 0.5.9 -> 0.5.10 bump)."""
+    pins = {str(version) for d in declared if d.path == path and d.name == SGLANG
+            and (version := exact_version(d.requirement.specifier)) is not None}
+    return bool(pins) and not pins & bumped
 
 
 @contract("SGC701", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
@@ -240,8 +252,8 @@ def version_named_in_code_prose(ctx: CheckContext) -> Iterator[Diagnostic]:
         return
     for note in _prose(ctx)[0]:
         named = as_version(note.text)
-        if not note.in_package or named is None or named > new:
-            continue
+        if not note.in_package or named is None or named > new or names_release(named, new):
+            continue  # a later release, or the one the project moves to: not made stale by this bump
         stale_before = named < old and not names_release(named, old)  # stale before this bump already
         if stale_before and not ctx.report_unresolved:
             continue

@@ -86,6 +86,12 @@ class Example:
     expect: tuple[str, ...]  # "path:line:col: CODE" prefixes; empty for a valid example
     options: dict[str, Any] = field(default_factory=dict)
     pin_alone: bool = False  # checked as `--old X --new X`: `old` is both releases, `new` is unused
+    # the severity of expected entries where it is part of the example: "path:line:col: CODE" -> severity
+    severities: dict[str, str] = field(default_factory=dict)
+
+    def shown(self, entry: str) -> str:
+        """An expected entry as the documentation shows it, with its severity where the example states it."""
+        return f"{entry} ({self.severities[entry]})" if entry in self.severities else entry
 
 
 @dataclass(frozen=True)
@@ -117,11 +123,15 @@ class Rule:
     fix: str | None = None  # "safe" or "unsafe" when the rule can rewrite the project
     fix_description: str = ""
     fix_examples: tuple[FixExample, ...] = ()
+    # Values of message fields a check passes only when it says something else (the wording of
+    # a warning that could not be verified beside the rule's error): `message_defaults` in TOML.
+    message_defaults: dict[str, str] = field(default_factory=dict)
 
     def render(self, fields: dict[str, Any], *, unresolved: bool = False) -> str:
         """The message; a field the template shows as code (`` `{written}` ``) fenced as its
         own backticks need (a Dockerfile value may hold some)."""
         template = self.unresolved_message if unresolved and self.unresolved_message else self.message
+        fields = {**self.message_defaults, **fields}
         return "".join(code_span(str(fields[piece])) if index % 2 else piece.format(**fields)
                        for index, piece in enumerate(QUOTED_FIELD.split(template)))  # text, field, text, ...
 
@@ -144,6 +154,7 @@ def _load_rule(path: Path) -> Rule:
                 expect=tuple(raw.get("expect", [])),
                 options=raw.get("options", {}),
                 pin_alone=bool(raw.get("pin_alone", False)),
+                severities=raw.get("severities", {}),
             )
             for raw in data.get("examples", [])
         )
@@ -159,6 +170,7 @@ def _load_rule(path: Path) -> Rule:
             examples=examples,
             source=path,
             unresolved_message=data.get("unresolved_message"),
+            message_defaults=data.get("message_defaults", {}),
             fix=data.get("fix"),
             fix_description=data.get("fix_description", "").strip(),
             fix_examples=tuple(
@@ -206,5 +218,5 @@ def explanation(code: str) -> str:
             for path, text in files.items():
                 out.append(f"  [{label}] {path}:")
                 out.extend(f"    {line}" for line in text.strip("\n").splitlines())
-        out.append("  reports: " + (", ".join(example.expect) if example.expect else "nothing"))
+        out.append("  reports: " + (", ".join(map(example.shown, example.expect)) if example.expect else "nothing"))
     return "\n".join(out)

@@ -33,6 +33,8 @@ class ImportFact:
     name: str | None
     bound: str  # the local name the statement binds
     guarded: bool = False  # inside `try:` whose handler catches ImportError
+    # every handler that catches its failure raises or exits again: the failure stops the run
+    guard_stops: bool = False
     type_checking: bool = False  # under `if TYPE_CHECKING:`
     module_level: bool = True  # visible to other modules as an attribute of this one
 

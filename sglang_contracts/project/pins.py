@@ -1,6 +1,7 @@
 """The project's own SGLang pin: the default `--old` release.
 
-An exact `sglang==X` requirement wins (pyproject.toml, setup.py, requirement files). Without
+An exact `sglang==X` requirement wins (pyproject.toml, setup.py, requirement files): the main
+files' (`requirements.txt`) over variants' (`requirements-rocm.txt`), as for Dockerfiles. Without
 one, the release of the SGLang image the project builds on: the main Dockerfile's (`Dockerfile`,
 shallowest first) over its variants (`Dockerfile.rocm`), and those over the tags a build
 script passes to variants. When the places disagree, the pin says which was taken and why;
@@ -68,18 +69,32 @@ def pin_may_read(relpath: str) -> bool:
     return not relpath.endswith(".py") or relpath == "setup.py" or may_be_build_script(relpath)
 
 
+# The files that declare the project's own requirements; any other requirement file
+# (`requirements-rocm.txt`, `requirements/cuda13.txt`) is a variant for one environment.
+MAIN_REQUIREMENT_FILES = {"pyproject.toml", "setup.py", "requirements.txt", "constraints.txt"}
+
+
+def _requirement_rank(pin: ImagePin) -> tuple:
+    """The main requirement files first (the shallowest first), then variants, in the order written."""
+    path = PurePosixPath(pin.path)
+    return path.name not in MAIN_REQUIREMENT_FILES, len(path.parts), pin.path, pin.line
+
+
 def find_sglang_pin(root: Path) -> ProjectPin | None:
     """The release the project pins SGLang to, and where; None when nothing names one."""
     images = image_pins(root)
-    for declared in declared_requirements(root):
-        if normalized(declared.requirement.name) != "sglang":
-            continue
-        version = exact_version(declared.requirement.specifier)
-        if version is not None:
-            others = [pin for pin in images if pin.version != str(version)]
-            reason = _reason("the exact SGLang requirement", others) if others else ""
-            return ProjectPin(str(version), declared.path, declared.line, str(declared.requirement),
-                              reason, tuple(others))
+    exact = [ImagePin(str(version), declared.path, declared.line, str(declared.requirement))
+             for declared in declared_requirements(root) if normalized(declared.requirement.name) == "sglang"
+             and (version := exact_version(declared.requirement.specifier)) is not None]
+    if exact:
+        chosen = min(exact, key=_requirement_rank)
+        variants = [pin for pin in exact if pin.version != chosen.version]
+        others = variants + [pin for pin in images if pin.version != chosen.version]
+        taken = "the exact SGLang requirement" + (
+            "" if not variants else " of the main requirement file" if _requirement_rank(chosen)[0] is False
+            else " of the first requirement file")
+        reason = _reason(taken, others) if others else ""
+        return ProjectPin(chosen.version, chosen.path, chosen.line, chosen.written, reason, tuple(others))
     if not images:
         return None
     chosen = min(images, key=_rank)

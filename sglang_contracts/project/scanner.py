@@ -101,6 +101,18 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
     return handler.type is None or any(name in IMPORT_ERRORS for name in _handler_names(handler))
 
 
+# What ends a process from a handler: `sys.exit(1)`, `exit()`, `os._exit(1)`, `quit()`.
+PROCESS_EXITS = {"sys.exit", "exit", "quit", "os._exit"}
+
+
+def _stops(body: list[ast.stmt]) -> bool:
+    """Does a handler end in `raise` (the error again, or another) or an exit, with no
+    fallback: the import's failure then stops every run."""
+    last = body[-1] if body else None
+    return isinstance(last, ast.Raise) or (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+                                           and full_name(last.value.func) in PROCESS_EXITS)
+
+
 def _catches(handler: ast.ExceptHandler, names: set[str]) -> bool:
     """Does the handler name one of `names` (a bare `except:` names none: its intent is unknown)?"""
     return handler.type is not None and any(name in names for name in _handler_names(handler))
@@ -234,6 +246,7 @@ class _Collector:
         self.is_package = is_package
         self.at = at
         self.guard_depth = 0
+        self._guard_stops: list[bool] = []  # of each enclosing import guard: does its handler raise again?
         self.type_checking_depth = 0
         self.scope_depth = 0
         self.imports: list[tuple[dict, Position, Position]] = []  # (fact fields, name, module in statement)
@@ -302,7 +315,11 @@ class _Collector:
         attr_guarded = any(_catches(h, {"AttributeError"}) for h in node.handlers)
         self.guard_depth += guarded
         self.attr_guard_depth += attr_guarded
+        if guarded:
+            self._guard_stops.append(all(_stops(h.body) for h in node.handlers if _catches_import_error(h)))
         self._visit_all(node.body)
+        if guarded:
+            self._guard_stops.pop()
         self.guard_depth -= guarded
         self.attr_guard_depth -= attr_guarded
         # A handler of import errors after a body of SGLang imports only runs where one of
@@ -420,6 +437,7 @@ class _Collector:
     def _context(self) -> dict:
         return {
             "guarded": self.guard_depth > 0,
+            "guard_stops": bool(self._guard_stops) and all(self._guard_stops),
             "type_checking": self.type_checking_depth > 0,
             "module_level": self.scope_depth == 0,
         }
@@ -462,10 +480,17 @@ class _Collector:
     def _mark_store(self, target: ast.AST) -> None:
         if isinstance(target, ast.Attribute):
             self._stored.add(id(target))
+        elif isinstance(target, ast.Tuple | ast.List):  # `(m.a, m.b) = ...` writes both
+            for element in target.elts:
+                self._mark_store(element.value if isinstance(element, ast.Starred) else element)
 
     def _instance_write(self, target: ast.AST) -> None:
-        """`self.x = ...` in a method gives instances `x`, whatever the value (None included)."""
-        if self._receiver and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+        """`self.x = ...` in a method gives instances `x`, whatever the value (None included);
+        so does each of `self.x, self.y = ...`."""
+        if isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                self._instance_write(element.value if isinstance(element, ast.Starred) else element)
+        elif self._receiver and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                 and target.value.id == self._receiver:
             self._class.provided.add(target.attr)
 
@@ -479,6 +504,9 @@ class _Collector:
             return
         target, value = node.targets[0], node.value
         scope = self._scope
+        if isinstance(target, ast.Tuple | ast.List):
+            self._unpacked_patches(target, value)
+            return
         if isinstance(target, ast.Attribute):
             self._store_values[id(target)] = value_token(value)
         if isinstance(target, ast.Attribute) and (chain := dotted_chain(target)) is not None \
@@ -506,6 +534,20 @@ class _Collector:
             if spec is not None:
                 self._spec_vars[(scope, target.id)] = spec
         self._string_collection(target.id, value)
+
+    def _unpacked_patches(self, target: ast.Tuple | ast.List, value: ast.AST) -> None:
+        """`(m.a, m.b) = (x, y)` patches each attribute as `m.a = x` would; with a value that is
+        not a tuple of as many items, by a value that is not known."""
+        values = value.elts if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts) \
+            and not any(isinstance(item, ast.Starred) for item in value.elts) else [None] * len(target.elts)
+        for element, item in zip(target.elts, values):
+            if isinstance(element, ast.Attribute) and (chain := dotted_chain(element)) is not None \
+                    and chain[0] not in ("self", "cls") and not self._types_of(chain[0]):
+                self._store_values[id(element)] = value_token(item) if item is not None else ""
+                self.patches.append(("replace", full_name(element), self.at.attribute_name(element),
+                                     full_name(item) if item is not None else None, self._scope))
+            elif isinstance(element, ast.Tuple | ast.List):
+                self._unpacked_patches(element, item if item is not None else ast.Constant(None))
 
     def _string_collection(self, name: str, value: ast.AST) -> None:
         if isinstance(value, (ast.List, ast.Tuple, ast.Set)):

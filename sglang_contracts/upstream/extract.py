@@ -15,6 +15,7 @@ from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import problem_for
 from sglang_contracts.infra.pysource import parse_quietly, source_depth, why_unparsable
 from sglang_contracts.upstream.bodies import BodyFacts, definition_lines, module_bodies
+from sglang_contracts.upstream.toplevel import MODULE, dynamic_setters, evaluated_exports
 
 UNION_WRAPPERS = {"Optional", "Union"}
 # Containers whose items a `for` loop yields (their lower-cased names).
@@ -338,10 +339,29 @@ def _extract(module_name: str, relpath: str, code: str, known_bodies: dict | Non
             classes[name] = _class(member, bodies.get(name, {}), module_name)
         elif member.is_function:
             functions[name] = _function(member, bodies.get("", {}).get(name))
-    exports = module.exports
+    # Attributes set by name at run time (toplevel.dynamic_setters): a literal name is one more
+    # attribute; any other makes the owner's attributes unknown beyond what is declared.
+    literal, dynamic = dynamic_setters(tree)
+    for owner, names in literal.items():
+        if owner == MODULE:
+            for name, (line, _) in names.items():
+                bindings.setdefault(name, {"kind": "attribute", "line": line})
+        elif owner in classes:
+            attributes = classes[owner]["attributes"]
+            for name, (line, kind) in names.items():
+                if name not in classes[owner]["methods"]:
+                    attributes.setdefault(name, {"line": line, "kind": kind, "types": []})
+    for owner, why in dynamic.items():
+        if owner in classes:
+            classes[owner]["dynamic"] = why
+    exports: Any = module.exports
     if exports is not None and not all(isinstance(item, str) for item in exports):
         exports = None  # built from other modules' __all__: treat every public name as exported
+    elif (computed := evaluated_exports(tree)) is not None:
+        exports = computed  # a comprehension over globals(), or parts griffe reads as an empty list
     # Which lines each definition has (UpstreamModel.body_lines): from this tree, so that no
     # module is parsed again in the checking process for the bodies a comparison reads.
-    return {"bindings": bindings, "wildcards": wildcards, "exports": list(exports) if exports is not None else None,
-            "classes": classes, "functions": functions, "definitions": definition_lines(tree)}
+    return {"bindings": bindings, "wildcards": wildcards,
+            "exports": list(exports) if isinstance(exports, list | tuple) else exports,
+            "classes": classes, "functions": functions, "definitions": definition_lines(tree),
+            **({"dynamic": dynamic[MODULE]} if MODULE in dynamic else {})}

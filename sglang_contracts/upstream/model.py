@@ -22,12 +22,12 @@ from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.files import Unreadable
 from sglang_contracts.sources.base import PACKAGE, Release
 from sglang_contracts.infra import pysource
-from sglang_contracts.upstream import bodies, extract
+from sglang_contracts.upstream import bodies, extract, toplevel
 from sglang_contracts.upstream.extract import extract_module
 
 # The shape a module's record is cached and held in (stored_form) is part of every key.
 RECORD_FORM = "lazy-1"
-EXTRACTOR = f"{code_fingerprint(extract, bodies, pysource)}-{RECORD_FORM}"
+EXTRACTOR = f"{code_fingerprint(extract, bodies, pysource, toplevel)}-{RECORD_FORM}"
 # Bases that add nothing a contract could rely on; any other base outside SGLang makes a
 # class's members partly unknown (torch.nn.Module, msgspec.Struct, ...).
 NEUTRAL_BASES = {"object", "abc.ABC", "ABC", "typing.Generic", "Generic", "typing.Protocol", "Protocol"}
@@ -233,6 +233,12 @@ MISSING = Symbol("missing")
 UNKNOWN = Symbol("unknown")
 
 
+def set_at_run_time(module: str) -> Symbol:
+    """A name a module does not define statically, where it sets names by run-time strings
+    (`globals()[name] = ...`): unknown, its origin the module (the checks say they could not verify)."""
+    return Symbol("unknown", "dynamic", module)
+
+
 @dataclass
 class ModuleRecord:
     name: str
@@ -240,13 +246,16 @@ class ModuleRecord:
     relpath: str | None
     bindings: dict[str, Binding] = field(default_factory=dict)
     wildcards: list[str] = field(default_factory=list)
-    exports: list[str] | None = None
+    # `__all__`: the names listed; None without one (every public name); or, where the module
+    # computes it, toplevel.evaluated_exports's rule
+    exports: list[str] | dict[str, Any] | None = None
     opaque: str | None = None  # why its contents cannot be known (extension module, unparsable file)
     classes: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     functions: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     # Why it could not be read or analysed: (stage, error, internal), reported as SGC000/SGC001.
     problem: tuple[str, str, bool] | None = None
     definitions: str | None = None  # bodies.definition_lines of its tree, as JSON text (decoded by _module_spans)
+    dynamic: str | None = None  # how it sets its own attributes by name at run time (toplevel.dynamic_setters)
 
 
 @dataclass(frozen=True)
@@ -461,6 +470,7 @@ class UpstreamModel:
             functions=LazyRecords(extracted.get("functions", {})),
             problem=tuple(extracted["problem"]) if extracted.get("problem") else None,
             definitions=extracted.get("definitions"),
+            dynamic=extracted.get("dynamic"),
         )
 
     def pending_extractions(self, names: Iterable[str]) -> list[tuple[str, str, str, str, str]]:
@@ -545,7 +555,7 @@ class UpstreamModel:
                 return symbol
         if "__getattr__" in record.bindings:
             return UNKNOWN  # PEP 562 module __getattr__ can produce any name
-        return MISSING
+        return set_at_run_time(module_name) if record.dynamic else MISSING
 
     def _through_star(self, star_module: str, name: str, seen: frozenset) -> Symbol:
         if not is_upstream(star_module):
@@ -553,11 +563,25 @@ class UpstreamModel:
         record = self.module(star_module)
         if record is None:
             return MISSING
+        if isinstance(record.exports, dict):
+            return self._through_computed(star_module, record.exports, name, seen)
         if record.exports is not None:
             return self.resolve_name(star_module, name, seen) if name in record.exports else MISSING
         if name.startswith("_"):
             return MISSING
         return self.resolve_name(star_module, name, seen)
+
+    def _through_computed(self, star_module: str, exports: dict[str, Any], name: str, seen: frozenset) -> Symbol:
+        """`name` through a star import of a module whose `__all__` is computed: listed, or a
+        global its comprehension keeps; a global that a part not evaluated may have added is
+        unknown, one the module does not have is missing."""
+        kept = exports.get("globals")
+        if name in exports.get("names", ()) or (kept is not None and toplevel.holds(kept, name)):
+            return self.resolve_name(star_module, name, seen)
+        if exports.get("unknown"):
+            symbol = self.resolve_name(star_module, name, seen)
+            return MISSING if symbol.missing else UNKNOWN
+        return MISSING
 
     def resolve_path(self, dotted: str, _seen: frozenset = frozenset()) -> Symbol:
         """Resolve `a.b.c.Name`: the longest module prefix, then names within it. Asked afresh
@@ -656,6 +680,21 @@ class UpstreamModel:
             if any(field[0] == name and _is_attribute(field) for field in record["fields"]):
                 return Member(owner, name, "field", {"types": []})
         return None
+
+    def set_by_name(self, origin: str) -> str | None:
+        """How the class at `origin` (or an upstream base) sets its attributes by run-time names
+        (`setattr(cls, name, ...)` in a registration method), or None: a name it does not declare
+        may still be there, so its absence cannot be verified."""
+        for owner in self.mro(origin)[0]:
+            why = (self.class_record(owner) or {}).get("dynamic")
+            if why:
+                return f"{owner.rsplit('.', 1)[-1]} sets attributes by name at run time ({why})"
+        return None
+
+    def module_set_by_name(self, module: str) -> str | None:
+        """The same for a module (`globals()[name] = ...`)."""
+        record = self.module(module)
+        return f"{module} sets names at run time ({record.dynamic})" if record is not None and record.dynamic else None
 
     def member_names(self, origin: str) -> set[str]:
         """Every name `_member` finds on the class: methods, properties, class, instance and field attributes."""

@@ -63,7 +63,8 @@ def resolve_target(model: UpstreamModel, dotted: str) -> Target:
             return UNKNOWN_TARGET  # an attribute of a member: its type decides, not this path
         member = model.member(origin, parts[-1])
         if member is None:
-            dynamic = model.member(origin, "__getattr__") is not None
+            # answered by __getattr__, or set by name at run time (a registry): not known to be gone
+            dynamic = model.member(origin, "__getattr__") is not None or model.set_by_name(origin) is not None
             return UNKNOWN_TARGET if dynamic else Target("missing")
         kind = "method" if member.kind in ("method", "property") else member.kind
         origin_path = f"{member.owner}.{member.name}"
