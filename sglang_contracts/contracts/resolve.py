@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable
+from typing import Callable, Iterable
 
 from sglang_contracts.contracts.base import CheckContext
-from sglang_contracts.project.facts import ClassFact, FileFacts, Receiver
+from sglang_contracts.contracts.inference import ReleaseInference, changed_names
+from sglang_contracts.project.facts import CallFact, ClassFact, FileFacts, Position, Receiver
 from sglang_contracts.upstream.model import Member, Signature, UpstreamModel, is_upstream
 from sglang_contracts.upstream.targets import resolve_target
 
@@ -128,9 +129,15 @@ def project_view(ctx: CheckContext) -> ProjectView:
 class Resolver:
     """Types and callees in one release."""
 
-    def __init__(self, view: ProjectView, model: UpstreamModel) -> None:
+    def __init__(self, view: ProjectView, model: UpstreamModel, inference: ReleaseInference | None = None,
+                 changed: Callable[[FileFacts], frozenset[str]] | None = None) -> None:
         self.view = view
         self.model = model
+        # astroid over this release, asked where the types above stop and the name read is one
+        # the bump changed (`changed`: those names, for a file)
+        self.inference = inference
+        self.changed = changed
+        self._inferred: dict[tuple[str, Position, str], tuple[Instance, ...] | None] = {}
         self.upstream_bases = lru_cache(maxsize=None)(self._upstream_bases)
         # Many facts share a receiver (`self.x` across a class's methods) and several checks
         # ask about the same ones: each is resolved once per file and release.
@@ -354,6 +361,46 @@ class Resolver:
         member, provided = self.attribute(instances[0], method)
         return None if provided else self._bound(member)
 
+    def callee_at(self, facts: FileFacts, call: CallFact) -> Callee | None:
+        """`callee`, or where its receiver's type is unknown, the method of the instances
+        astroid infers it to be, when they all bind the call alike."""
+        found = self.callee(facts, call.callee)
+        if found is not None or not call.callee.attrs or call.callee.types[0].startswith(("C:", "U:")):
+            return found
+        method = call.callee.attrs[-1]
+        instances = self.inferred(facts, call.position, method)
+        callees = []
+        for instance in instances or ():
+            member, provided = self.attribute(instance, method)
+            callee = None if provided else self._bound(member)
+            if callee is None:
+                return None
+            callees.append(callee)
+        if not callees or any(callee.signature.params != callees[0].signature.params for callee in callees):
+            return None
+        return callees[0]
+
+    def inferred(self, facts: FileFacts, position: Position, attr: str) -> tuple[Instance, ...] | None:
+        """What astroid infers the receiver of `.attr` at `position` to be in this release, at
+        a site where the bump changed `attr` (on a class of an SGLang module the file imports);
+        None when it cannot decide or the site is no candidate."""
+        if self.inference is None or self.changed is None or attr not in self.changed(facts):
+            return None
+        key = (facts.path, position, attr)
+        if key not in self._inferred:
+            text = self.view.ctx.project.texts.get(facts.path)
+            names = self.inference.classes_at(facts.module, facts.path, text, position, attr) if text else None
+            instances: list[Instance] = []
+            for name in names or ():
+                cls = None if is_upstream(name) else self.view.project_class(name)
+                origin = self.model.resolve_class(name) if is_upstream(name) else None
+                if cls is None and origin is None:
+                    instances = []
+                    break
+                instances.append(Instance(origin=origin, project=cls))
+            self._inferred[key] = tuple(instances) or None
+        return self._inferred[key]
+
     def _bound(self, member: Member | None) -> Callee | None:
         if member is None or member.kind != "method":
             return None
@@ -363,6 +410,33 @@ class Resolver:
 def resolvers(ctx: CheckContext) -> tuple[Resolver, Resolver]:
     def build(context: CheckContext) -> tuple[Resolver, Resolver]:
         view = project_view(context)
-        return Resolver(view, context.old), Resolver(view, context.new)
+        by_module = context.of_releases("changed-names", lambda _: {})
+        by_file: dict[str, frozenset[str]] = {}
+
+        def changed(facts: FileFacts) -> frozenset[str]:
+            if facts.path not in by_file:
+                by_file[facts.path] = frozenset().union(
+                    *(changed_names(context.old, context.new, by_module, module)
+                      for module in _upstream_modules(context.old, facts)))
+            return by_file[facts.path]
+
+        inference = context.of_releases("inference", lambda c: (ReleaseInference(c.old), ReleaseInference(c.new)))
+        return Resolver(view, context.old, inference[0], changed), Resolver(view, context.new, inference[1], changed)
 
     return ctx.shared("resolvers", build)
+
+
+def _upstream_modules(model: UpstreamModel, facts: FileFacts) -> list[str]:
+    """The SGLang modules a file imports, and those that define the classes it imports by name."""
+    modules: dict[str, None] = {}
+    for fact in facts.imports:
+        if not is_upstream(fact.module) or fact.name == "*":
+            continue
+        if model.module_exists(fact.module):
+            modules[fact.module] = None
+        symbol = model.resolve_path(fact.target) if fact.name is not None else None
+        if symbol is not None and symbol.found and symbol.kind == "module":
+            modules[symbol.origin] = None
+        elif symbol is not None and symbol.found and symbol.kind == "class":
+            modules[symbol.origin.rpartition(".")[0]] = None
+    return list(modules)
