@@ -212,8 +212,12 @@ class Resolver:
                 if origin is not None:
                     instances.append(Instance(origin=origin))
                 elif tag == "R":
+                    # a function's or a method's return annotation (`Adapter.create(...) -> Adapter`)
                     record = self.model.function_record(self.model.resolve_path(dotted).origin or "")
-                    returned = self._from_upstream_types(record["returns"]) if record else []
+                    if record is None:
+                        target = resolve_target(self.model, dotted)
+                        record = target.record if target.member is not None and target.member.kind == "method" else None
+                    returned = self._from_upstream_types(record.get("returns", [])) if record else []
                     if not returned:
                         return None
                     instances.extend(returned)
