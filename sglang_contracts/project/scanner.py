@@ -44,6 +44,7 @@ from sglang_contracts.project.scopes import (
     Function,
     TypeTable,
     annotation_types,
+    bound_methods,
     call_types,
     decorator_names,
     dotted_chain,
@@ -259,6 +260,7 @@ class _Collector:
         # Names whose calls may build an object a chain reads on (_result_chain): the names
         # imports bind, and the module's own functions and classes.
         self.factories: set[str] = set()
+        self.bound_methods: dict[str, tuple[str, ...]] = {}  # scopes.bound_methods
         # (function, subject, [(string, position, index)], nargs, keywords, position, scope, guarded)
         self.probes: list[tuple[str, Receiver | None, list[tuple[str, Position, int]], int, tuple[str, ...], Position, str, bool, bool]] = []
         self.source_probes: list[tuple[str, str, bool, Position, str]] = []
@@ -371,7 +373,7 @@ class _Collector:
             scope = f"{self._class.name}.{node.name}"
             self._receiver = receiver_name(node, True)
         else:
-            types = function_types(node, None)
+            types = function_types(node, None, bound_as=self.bound_methods.get(node.name, ()) if self.scope_depth == 1 else ())
             outer = self._functions[-1][0] if self._functions else ""
             scope = f"{outer}.{node.name}" if outer else node.name
         self._functions.append((scope, types))
@@ -1059,6 +1061,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     collector = _Collector(module_name, path.endswith("__init__.py"), at)
     collector.factories.update(statement.name for statement in module.body
                                if isinstance(statement, (*FUNCTIONS, ast.ClassDef)))
+    collector.bound_methods = bound_methods(module, text)
     collector.visit(module)
     bound_names = {fact["bound"] for fact, _, _ in collector.imports}
     # Monkeypatches of import-bound objects, and the names their originals are saved under.

@@ -9,6 +9,7 @@ contract is never judged on a guess.
 from __future__ import annotations
 
 import ast
+import re
 
 from sglang_contracts.infra.pysource import parse_quietly
 
@@ -302,16 +303,20 @@ def receiver_name(function: Function, in_class: bool) -> str | None:
     return positional[0].arg if positional else None
 
 
-def _parameter_types(function: Function, receiver: str | None, class_name: str | None) -> TypeTable:
+def _parameter_types(function: Function, receiver: str | None, class_name: str | None,
+                     bound_as: tuple[str, ...] = ()) -> TypeTable:
     table = TypeTable()
     a = function.args
-    defaults = dict(zip([p.arg for p in [*a.posonlyargs, *a.args]][::-1], a.defaults[::-1]))
+    positional = [*a.posonlyargs, *a.args]
+    defaults = dict(zip([p.arg for p in positional][::-1], a.defaults[::-1]))
     defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
     for param in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
         if admits_none(param.annotation) or _is_none(defaults.get(param.arg)):
             table.nullable.add(param.arg)
         if param.arg == receiver:
             table.bind(param.arg, (f"S:{class_name}",))
+        elif bound_as and param is positional[0] and param.annotation is None:
+            table.bind(param.arg, bound_as)  # a function the module binds as a method of these classes
         else:
             table.bind(param.arg, annotation_types(param.annotation) or POISON)
     for star in (a.vararg, a.kwarg):
@@ -321,13 +326,15 @@ def _parameter_types(function: Function, receiver: str | None, class_name: str |
 
 
 def function_types(function: Function, class_name: str | None,
-                   attributes: TypeTable | None = None) -> dict[str, tuple[str, ...]]:
+                   attributes: TypeTable | None = None, bound_as: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
     """The typed names of one function: parameters, then every binding in its body.
-    Bindings of `self.<attr>` are added to `attributes` (the class's attribute table)."""
+    Bindings of `self.<attr>` are added to `attributes` (the class's attribute table).
+    `bound_as`: the types of the instance a plain function's first parameter receives, where
+    the module binds it as a method (bound_methods)."""
     receiver = receiver_name(function, class_name is not None)
     poisoned: set[str] = set()
     while True:
-        table = _parameter_types(function, receiver, class_name)
+        table = _parameter_types(function, receiver, class_name, bound_as)
         bindings = _Bindings(table, receiver, poisoned)
         bindings.walk(function.body)
         # `y = x.a` took x's types as bound so far; x may be rebound to something untyped
@@ -343,3 +350,48 @@ def function_types(function: Function, class_name: str | None,
     if receiver is not None and typed.get(receiver) != (f"S:{class_name}",):
         typed.pop(receiver, None)  # `self` rebound: trust nothing about it
     return typed
+
+
+METHOD_BINDERS = {"MethodType", "types.MethodType"}
+
+
+def bound_methods(module: ast.Module, text: str) -> dict[str, tuple[str, ...]]:
+    """Module-level functions the module binds as methods, and the types of the instance their
+    first parameter then receives: `Owner.name = func` and `setattr(Owner, "name", func)` give
+    `T:Owner`; `types.MethodType(func, self.x)` in a method of a module-level class gives what
+    `self.x` is there. Read only in files whose text shows such a binding."""
+    if "MethodType" not in text and not _ASSIGNED_NAME.search(text):
+        return {}
+    functions = {statement.name for statement in module.body if isinstance(statement, FUNCTIONS)}
+    found: dict[str, list[str]] = {}
+
+    def bind(name: str, kind: str | None) -> None:
+        if name in functions and kind:
+            found.setdefault(name, [])
+            if kind not in found[name]:
+                found[name].append(kind)
+
+    for statement in module.body:
+        owner = statement.name if isinstance(statement, ast.ClassDef) else None
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Name) \
+                    and isinstance(node.targets[0], ast.Attribute):
+                target = full_name(node.targets[0].value)
+                if target and target.split(".")[0] not in ("self", "cls"):
+                    bind(node.value.id, f"T:{target}")
+            elif isinstance(node, ast.Call) and len(node.args) in (2, 3) and isinstance(node.args[-1 if len(node.args) == 3 else 0], ast.Name):
+                callee = full_name(node.func)
+                if callee == "setattr" and len(node.args) == 3 and string_value(node.args[1]) is not None:
+                    target = full_name(node.args[0])
+                    if target and target.split(".")[0] not in ("self", "cls"):
+                        bind(node.args[2].id, f"T:{target}")
+                elif callee in METHOD_BINDERS and len(node.args) == 2 and owner is not None:
+                    chain = dotted_chain(node.args[1]) if isinstance(node.args[1], (ast.Name, ast.Attribute)) else None
+                    if chain is not None and chain[0] == "self":
+                        path = ".".join(a.attr for a in chain[1])
+                        bind(node.args[0].id, f"P:S:{owner}|{path}" if path else f"S:{owner}")
+    return {name: tuple(kinds) for name, kinds in found.items()}
+
+
+# `Owner.name = func` (or `setattr(..., func)`): an attribute assigned a bare name, on one line.
+_ASSIGNED_NAME = re.compile(r"^[ \t]*(?!self\.|cls\.)[A-Za-z_][\w.]*\.\w+[ \t]*=[ \t]*[A-Za-z_]\w*[ \t]*(?:#.*)?$|setattr\(", re.M)
