@@ -348,7 +348,10 @@ class Resolver:
         kind = receiver.types[0] if len(receiver.types) == 1 else ""
         if kind.startswith("C:"):
             dotted = self.view.dotted(facts, kind[2:])
-            return self.object_at(dotted) if dotted and is_upstream(dotted) else None
+            if dotted and is_upstream(dotted):
+                return self.object_at(dotted)
+            cls = self.view.project_class(dotted) if dotted else None
+            return self._inherited_constructor(cls) if cls is not None and not receiver.attrs else None
         if not receiver.attrs:
             return None
         method = receiver.attrs[-1]
@@ -364,6 +367,21 @@ class Resolver:
             return None
         member, provided = self.attribute(instances[0], method)
         return None if provided else self._bound(member)
+
+    def _inherited_constructor(self, cls: ProjectClass) -> Callee | None:
+        """What building a project class binds to when neither it nor its project bases define
+        `__init__` or `__new__`: its first upstream base's constructor."""
+        chain = self.view.ancestry(cls)[0]
+        if any(member.fact.decorated or {"__init__", "__new__"} & set(member.fact.provided) for member in chain):
+            return None
+        for member in chain:  # a base from elsewhere (torch, abc) may define `__init__` itself
+            for base in member.fact.bases:
+                dotted = self.view.dotted(member.facts, base)
+                if not dotted or not is_upstream(dotted) and self.view.project_class(dotted) is None:
+                    return None
+        bases = self.upstream_bases(cls)
+        signature = self.model.constructor(bases[0]) if bases else None
+        return Callee(signature) if signature is not None else None
 
     def callee_at(self, facts: FileFacts, call: CallFact) -> Callee | None:
         """`callee`, or where its receiver's type is unknown, the method of the instances

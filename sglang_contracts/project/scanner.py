@@ -224,6 +224,7 @@ class _ClassSummary:
             values=self.values,
             returns=self.returns,
             namespaces=self.namespaces,
+            decorated=bool(self.node.decorator_list or self.node.keywords),
         )
 
 
@@ -1084,10 +1085,12 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     facts.classes = [summary.fact(at) for summary in collector.classes]
     # Calls of plain names matter when the name is imported (or holds a saved original);
     # calls on typed receivers always.
+    # A module-level subclass is built with its bases' `__init__` when it has none (resolve.py).
+    subclasses = {summary.name for summary in collector.classes if summary.bases}
     facts.calls = [
         CallFact(callee, where, tuple(ArgFact(*arg) for arg in args), scope, use)
         for root, callee, where, args, scope, use in collector.calls
-        if (root is None or root in bound_names or root in saved)
+        if (root is None or root in bound_names or root in saved or root in subclasses)
         and not _inert(callee, closed, walked=1) and not _foreign(callee.types, foreign)
     ]
     facts.reads = [ReadFact(receiver, attr, where, store, scope, guarded, nullable, value)
