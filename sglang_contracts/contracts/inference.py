@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from typing import Any
 
 from sglang_contracts.project.facts import Position
@@ -26,7 +27,7 @@ from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 
 MODULES_PER_SITE = 24  # modules one inference may reach (the file and the release's modules it imports)
-SECONDS_PER_SITE = 5.0  # a safety net against a pathological module: never reached on real projects
+SECONDS_PER_SITE = 30.0  # a safety net against a pathological module: far above any real site (a few seconds)
 NOT_A_CLASS = frozenset({"builtins"})  # instances of its classes are values, not SGLang objects
 
 _LOCK = threading.Lock()  # astroid keeps its modules and caches in process-wide state
@@ -97,7 +98,7 @@ class ReleaseInference:
     def classes_at(self, module: str, path: str, text: str, position: Position, attr: str) -> tuple[str, ...] | None:
         """The qualified names of the classes whose instances the receiver of `.attr` at
         `position` may be (None: undecided, or no such read there)."""
-        with _LOCK:
+        with _LOCK, warnings.catch_warnings():
             started = time.monotonic()
             self.sites += 1
             try:
@@ -127,6 +128,9 @@ class ReleaseInference:
         self._reached = set()
         self._deadline = time.monotonic() + SECONDS_PER_SITE
         try:
+            # astroid compiles each module it builds: what Python warns of there (an invalid
+            # escape in a release's regex) is no news of this run's
+            warnings.simplefilter("ignore")
             receiver = _receiver_at(self.module(module), text, position, attr, nodes)
             if receiver is None:
                 return None
