@@ -389,6 +389,8 @@ class Resolver:
         found = self.callee(facts, call.callee)
         if found is not None or not call.callee.attrs or call.callee.types[0].startswith(("C:", "U:")):
             return found
+        if self.receiver(facts, Receiver(call.callee.types, call.callee.attrs[:-1])) is not None:
+            return None  # the receiver's type is known: the method is the project's own, or none
         method = call.callee.attrs[-1]
         instances = self.inferred(facts, call.position, method)
         callees = []
