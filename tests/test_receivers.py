@@ -201,3 +201,15 @@ def test_inference_stops_at_its_budget_of_modules(tmp_path) -> None:
         f"sglang.srt.m{MODULES_PER_SITE - 2}.Batch",)
     long = _inference(tmp_path / "long", chain(MODULES_PER_SITE + 5))
     assert long.classes_at("app.m", "app/m.py", text, Position(4, 19), "run") is None
+
+
+def test_a_factorys_return_annotation_types_its_result() -> None:
+    source = ("from typing import Optional\nfrom sglang.srt.model_executor.model_runner import ModelRunner\n\n"
+              "def build(cfg) -> Optional[ModelRunner]:\n    return REGISTRY[cfg]\n\n"
+              "class Stage:\n    @classmethod\n    def runner(cls) -> 'ModelRunner':\n        return REGISTRY[0]\n\n"
+              "    def go(self):\n        r = Stage.runner()\n        return r.tp_rank, build(1).tp_size\n\n"
+              "def unannotated():\n    return REGISTRY[0]\n\n"
+              "def f():\n    return unannotated().graph\n")
+    found = receivers(scan_source("app/m.py", "app.m", source))
+    assert found["tp_rank"] == found["tp_size"] == {(("T:ModelRunner",), ())}
+    assert found["graph"] == {(("R:unannotated",), ())}  # astroid's to infer, where the bump changed `graph`

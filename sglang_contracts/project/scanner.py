@@ -50,6 +50,7 @@ from sglang_contracts.project.scopes import (
     dotted_chain,
     full_name,
     function_types,
+    module_returns,
     parameter_list,
     receiver_name,
     string_value,
@@ -168,7 +169,7 @@ def _annotation_text(function: Function) -> str:
 class _ClassSummary:
     """What a module-level class gives its instances, gathered before its body is visited."""
 
-    def __init__(self, node: ast.ClassDef) -> None:
+    def __init__(self, node: ast.ClassDef, returns: dict[str, tuple[str, ...]] | None = None) -> None:
         self.node = node
         self.name = node.name
         self.bases = tuple(name for base in node.bases if (name := full_name(base)))
@@ -186,7 +187,7 @@ class _ClassSummary:
                 self.provided.add(statement.name)
         for method in methods:
             self.provided.add(method.name)
-            self.method_types[id(method)] = function_types(method, self.name, self.attributes)
+            self.method_types[id(method)] = function_types(method, self.name, self.attributes, returns=returns)
         self.provided.update(self.attributes.names)
         self.methods = methods
         self.method_ids = {id(m) for m in methods}
@@ -262,6 +263,7 @@ class _Collector:
         # imports bind, and the module's own functions and classes.
         self.factories: set[str] = set()
         self.bound_methods: dict[str, tuple[str, ...]] = {}  # scopes.bound_methods
+        self.returns: dict[str, tuple[str, ...]] = {}  # scopes.module_returns
         # (function, subject, [(string, position, index)], nargs, keywords, position, scope, guarded)
         self.probes: list[tuple[str, Receiver | None, list[tuple[str, Position, int]], int, tuple[str, ...], Position, str, bool, bool]] = []
         self.source_probes: list[tuple[str, str, bool, Position, str]] = []
@@ -374,7 +376,8 @@ class _Collector:
             scope = f"{self._class.name}.{node.name}"
             self._receiver = receiver_name(node, True)
         else:
-            types = function_types(node, None, bound_as=self.bound_methods.get(node.name, ()) if self.scope_depth == 1 else ())
+            types = function_types(node, None, bound_as=self.bound_methods.get(node.name, ()) if self.scope_depth == 1 else (),
+                                   returns=self.returns)
             outer = self._functions[-1][0] if self._functions else ""
             scope = f"{outer}.{node.name}" if outer else node.name
         self._functions.append((scope, types))
@@ -392,7 +395,7 @@ class _Collector:
         outer = self._class
         summarised = outer is None
         if summarised:
-            self._class = _ClassSummary(node)
+            self._class = _ClassSummary(node, self.returns)
             self.classes.append(self._class)
         self.scope_depth += 1
         self._visit_all([*node.decorator_list, *node.bases, *node.keywords, *node.body])
@@ -635,7 +638,7 @@ class _Collector:
         if not isinstance(node, ast.Call) or (chain := dotted_chain(node.func)) is None \
                 or chain[0] not in self.factories or self._types_of(chain[0]):
             return None
-        types = call_types(node)
+        types = call_types(node, self.returns)
         return (types, attributes[::-1]) if types else None
 
     def _subject(self, node: ast.AST) -> Receiver | None:
@@ -1063,6 +1066,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     collector.factories.update(statement.name for statement in module.body
                                if isinstance(statement, (*FUNCTIONS, ast.ClassDef)))
     collector.bound_methods = bound_methods(module, text)
+    collector.returns = module_returns(module)
     collector.visit(module)
     bound_names = {fact["bound"] for fact, _, _ in collector.imports}
     # Monkeypatches of import-bound objects, and the names their originals are saved under.

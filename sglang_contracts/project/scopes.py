@@ -141,11 +141,14 @@ def _is_none(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def call_types(node: ast.Call) -> tuple[str, ...]:
+def call_types(node: ast.Call, returns: dict[str, tuple[str, ...]] | None = None) -> tuple[str, ...]:
     """The type of a call's result as far as the call says: `T(...)` -> R:T (a constructor, or
     a function whose return annotation tells), `object.__new__(T)` -> B:T (an instance built
-    bare); nothing for calls through self or super()."""
+    bare); nothing for calls through self or super(). `returns`: what the module's own
+    functions' return annotations say they return (module_returns)."""
     callee = full_name(node.func)
+    if returns and callee in returns and isinstance(node.func, (ast.Name, ast.Attribute)):
+        return returns[callee]
     if callee and callee.endswith(".__new__") and node.args and (built := full_name(node.args[0])):
         # `object.__new__(C)` / `C.__new__(C)`: an instance of C whose `__init__` never ran
         return (f"B:{built}",) if not built.startswith(("self.", "cls.")) else POISON
@@ -203,8 +206,10 @@ class _Bindings:
     walk cheap: comprehension variables stay local to their comprehension anyway, and a name
     bound only by `:=` simply gets no type."""
 
-    def __init__(self, table: TypeTable, receiver: str | None, poisoned: set[str]) -> None:
+    def __init__(self, table: TypeTable, receiver: str | None, poisoned: set[str],
+                 returns: dict[str, tuple[str, ...]] | None = None) -> None:
         self.table = table
+        self.returns = returns
         self.receiver = receiver
         self.poisoned = poisoned  # names known to be bound to something untyped somewhere
         self.derived = False  # did a binding take its type from another name's?
@@ -247,7 +252,7 @@ class _Bindings:
                 types = None  # `x = None` narrows nothing and widens nothing
                 self.table.nullable.update(t.id for t in node.targets if isinstance(t, ast.Name))
             elif isinstance(node.value, ast.Call):
-                types = call_types(node.value)
+                types = call_types(node.value, self.returns)
             else:
                 types = self._derived("P", node.value)
             for target in node.targets:
@@ -325,17 +330,18 @@ def _parameter_types(function: Function, receiver: str | None, class_name: str |
     return table
 
 
-def function_types(function: Function, class_name: str | None,
-                   attributes: TypeTable | None = None, bound_as: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
+def function_types(function: Function, class_name: str | None, attributes: TypeTable | None = None,
+                   bound_as: tuple[str, ...] = (), returns: dict[str, tuple[str, ...]] | None = None
+                   ) -> dict[str, tuple[str, ...]]:
     """The typed names of one function: parameters, then every binding in its body.
     Bindings of `self.<attr>` are added to `attributes` (the class's attribute table).
     `bound_as`: the types of the instance a plain function's first parameter receives, where
-    the module binds it as a method (bound_methods)."""
+    the module binds it as a method (bound_methods). `returns`: as for call_types."""
     receiver = receiver_name(function, class_name is not None)
     poisoned: set[str] = set()
     while True:
         table = _parameter_types(function, receiver, class_name, bound_as)
-        bindings = _Bindings(table, receiver, poisoned)
+        bindings = _Bindings(table, receiver, poisoned, returns)
         bindings.walk(function.body)
         # `y = x.a` took x's types as bound so far; x may be rebound to something untyped
         # further down. Walk again knowing every poisoned name, until no more are.
@@ -395,3 +401,18 @@ def bound_methods(module: ast.Module, text: str) -> dict[str, tuple[str, ...]]:
 
 # `Owner.name = func` (or `setattr(..., func)`): an attribute assigned a bare name, on one line.
 _ASSIGNED_NAME = re.compile(r"^[ \t]*(?!self\.|cls\.)[A-Za-z_][\w.]*\.\w+[ \t]*=[ \t]*[A-Za-z_]\w*[ \t]*(?:#.*)?$|setattr\(", re.M)
+
+
+def module_returns(module: ast.Module) -> dict[str, tuple[str, ...]]:
+    """What the module's own functions, and its classes' methods, say they return, by the name a
+    call spells (`make`, `Runner.create`): an unannotated factory's result is astroid's to
+    infer where it matters (contracts/inference.py), an annotated one's is known here."""
+    found: dict[str, tuple[str, ...]] = {}
+    for statement in module.body:
+        if isinstance(statement, FUNCTIONS) and (types := annotation_types(statement.returns)):
+            found[statement.name] = types
+        elif isinstance(statement, ast.ClassDef):
+            for method in statement.body:
+                if isinstance(method, FUNCTIONS) and (types := annotation_types(method.returns)):
+                    found[f"{statement.name}.{method.name}"] = types
+    return found
