@@ -131,7 +131,8 @@ def test_a_module_level_function_bound_as_a_method_types_its_first_parameter() -
               "class Stage:\n    def __init__(self, runner: ModelRunner):\n        self.runner = runner\n"
               "        self.hook = types.MethodType(hook, self.runner)\n\n"
               "ModelRunner.forward = forward\n")
-    found = receivers(scan_source("app/m.py", "app.m", source))
+    found = receivers(scan_source("app/m.py", "app.m", source + "ModelRunner.listener = on_event\n\n"
+                                  "def on_event(*, key, **kwargs):\n    return key.name\n"))
     assert found["graph_runner"] == {(("T:ModelRunner",), ())}
     assert found["tp_group"] == {(("P:S:Stage|runner",), ())}  # `free` is bound nowhere: untyped
 

@@ -320,7 +320,7 @@ def _parameter_types(function: Function, receiver: str | None, class_name: str |
             table.nullable.add(param.arg)
         if param.arg == receiver:
             table.bind(param.arg, (f"S:{class_name}",))
-        elif bound_as and param is positional[0] and param.annotation is None:
+        elif bound_as and positional and param is positional[0] and param.annotation is None:
             table.bind(param.arg, bound_as)  # a function the module binds as a method of these classes
         else:
             table.bind(param.arg, annotation_types(param.annotation) or POISON)
