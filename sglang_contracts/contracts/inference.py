@@ -26,7 +26,7 @@ from sglang_contracts.project.facts import Position
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 
-MODULES_PER_SITE = 24  # modules one inference may reach (the file and the release's modules it imports)
+MODULES_PER_SITE = 8  # modules one inference may reach: the file and the release's modules (ScheduleBatch.init_new decides with 4)
 SECONDS_PER_SITE = 30.0  # a safety net against a pathological module: far above any real site (a few seconds)
 NOT_A_CLASS = frozenset({"builtins"})  # instances of its classes are values, not SGLang objects
 
