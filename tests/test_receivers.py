@@ -210,7 +210,9 @@ def test_a_factorys_return_annotation_types_its_result() -> None:
               "class Stage:\n    @classmethod\n    def runner(cls) -> 'ModelRunner':\n        return REGISTRY[0]\n\n"
               "    def go(self):\n        r = Stage.runner()\n        return r.tp_rank, build(1).tp_size\n\n"
               "def unannotated():\n    return REGISTRY[0]\n\n"
-              "def f():\n    return unannotated().graph\n")
+              "def bare() -> ModelRunner:\n    return ModelRunner.__new__(ModelRunner)\n\n"
+              "def f():\n    return unannotated().graph, bare().forward\n")
     found = receivers(scan_source("app/m.py", "app.m", source))
     assert found["tp_rank"] == found["tp_size"] == {(("T:ModelRunner",), ())}
     assert found["graph"] == {(("R:unannotated",), ())}  # astroid's to infer, where the bump changed `graph`
+    assert found["forward"] == {(("R:bare",), ())}  # a bare build: SGC315 follows it by its builder

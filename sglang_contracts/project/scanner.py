@@ -1066,7 +1066,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     collector.factories.update(statement.name for statement in module.body
                                if isinstance(statement, (*FUNCTIONS, ast.ClassDef)))
     collector.bound_methods = bound_methods(module, text)
-    collector.returns = module_returns(module)
+    collector.returns = module_returns(module, text)
     collector.visit(module)
     bound_names = {fact["bound"] for fact, _, _ in collector.imports}
     # Monkeypatches of import-bound objects, and the names their originals are saved under.

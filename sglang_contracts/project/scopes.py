@@ -403,16 +403,25 @@ def bound_methods(module: ast.Module, text: str) -> dict[str, tuple[str, ...]]:
 _ASSIGNED_NAME = re.compile(r"^[ \t]*(?!self\.|cls\.)[A-Za-z_][\w.]*\.\w+[ \t]*=[ \t]*[A-Za-z_]\w*[ \t]*(?:#.*)?$|setattr\(", re.M)
 
 
-def module_returns(module: ast.Module) -> dict[str, tuple[str, ...]]:
+def module_returns(module: ast.Module, text: str) -> dict[str, tuple[str, ...]]:
     """What the module's own functions, and its classes' methods, say they return, by the name a
     call spells (`make`, `Runner.create`): an unannotated factory's result is astroid's to
-    infer where it matters (contracts/inference.py), an annotated one's is known here."""
+    infer where it matters (contracts/inference.py), an annotated one's is known here. A
+    function that builds an object bare (`C.__new__(C)`) is left out: its result's kind is
+    `R:<function>`, which SGC315 follows to what its callers set and call."""
+    lines = text.splitlines() if "__new__" in text else None
+
+    def builds_bare(function: Function) -> bool:
+        return lines is not None and any("__new__" in line for line in lines[function.lineno - 1:function.end_lineno])
+
     found: dict[str, tuple[str, ...]] = {}
     for statement in module.body:
-        if isinstance(statement, FUNCTIONS) and (types := annotation_types(statement.returns)):
+        if isinstance(statement, FUNCTIONS) and (types := annotation_types(statement.returns)) \
+                and not builds_bare(statement):
             found[statement.name] = types
         elif isinstance(statement, ast.ClassDef):
             for method in statement.body:
-                if isinstance(method, FUNCTIONS) and (types := annotation_types(method.returns)):
+                if isinstance(method, FUNCTIONS) and (types := annotation_types(method.returns)) \
+                        and not builds_bare(method):
                     found[f"{statement.name}.{method.name}"] = types
     return found
