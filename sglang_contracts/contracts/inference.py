@@ -194,8 +194,10 @@ def changed_names(old: UpstreamModel, new: UpstreamModel, modules: dict[str, fro
         found |= before - after
         for member in before & after:
             was, is_ = old.member(origin, member), new.member(now, member)
+            # the parameters as written (a candidate is a name, not a verdict: cheaper than
+            # following each signature's forwarding chain)
             if was is not None and is_ is not None and was.kind == is_.kind == "method" \
-                    and old.method_signature(was, bound=True).params != new.method_signature(is_, bound=True).params:
+                    and was.record.get("params") != is_.record.get("params"):
                 found.add(member)
     modules[module] = frozenset(found)
     return modules[module]
