@@ -176,28 +176,46 @@ class _AttributeShape:
         self.end_col_offset = node.end_col_offset
 
 
-def changed_names(old: UpstreamModel, new: UpstreamModel, modules: dict[str, frozenset[str]], module: str) -> frozenset[str]:
-    """The member names the bump changed on the classes `module` defines in the old release: gone
-    from the class in the new release (what SGC322 collects), or a method whose parameters
-    changed. `modules` keeps each module's answer (it depends on the releases alone)."""
-    if module in modules:
-        return modules[module]
-    found: set[str] = set()
-    record = old.module(module)
-    for name in list(record.classes) if record is not None else ():
-        origin = f"{module}.{name}"
-        if old.class_record(origin) is None:
-            continue
-        now = new.resolve_class(origin)
-        before = {member for member in old.member_names(origin) if not member.startswith("__") or member == "__init__"}
-        after = new.member_names(now) if now is not None else set()
-        found |= before - after
-        for member in before & after:
-            was, is_ = old.member(origin, member), new.member(now, member)
-            # the parameters as written (a candidate is a name, not a verdict: cheaper than
-            # following each signature's forwarding chain)
-            if was is not None and is_ is not None and was.kind == is_.kind == "method" \
-                    and was.record.get("params") != is_.record.get("params"):
-                found.add(member)
-    modules[module] = frozenset(found)
-    return modules[module]
+class ChangedNames:
+    """Whether the bump changed a member name on an upstream class (with its bases): gone from
+    the class in the new release (what SGC322 collects), or a method whose parameters changed.
+    It depends on the releases alone. Asked name by name: a method's record is decoded only
+    when its name is asked about (most of a class's never are)."""
+
+    def __init__(self, old: UpstreamModel, new: UpstreamModel) -> None:
+        self.old, self.new = old, new
+        self._lost: dict[str, frozenset[str]] = {}
+        self._own: dict[tuple[int, str], frozenset[str]] = {}  # (release, class) -> names it defines itself
+        self._params: dict[tuple[str, str], bool] = {}
+
+    def changed(self, origin: str, name: str) -> bool:
+        return name in self.lost(origin) or self.parameters_changed(origin, name)
+
+    def lost(self, origin: str) -> frozenset[str]:
+        if origin not in self._lost:
+            now = self.new.resolve_class(origin)
+            gone = self._names(self.old, origin) - (self._names(self.new, now) if now is not None else set())
+            self._lost[origin] = frozenset(name for name in gone if not name.startswith("__") or name == "__init__")
+        return self._lost[origin]
+
+    def parameters_changed(self, origin: str, name: str) -> bool:
+        """The method's parameters as written (a candidate is a name, not a verdict)."""
+        key = (origin, name)
+        if key not in self._params:
+            was = self.old.member(origin, name)
+            now = self.new.resolve_class(origin)
+            is_ = self.new.member(now, name) if now is not None and was is not None else None
+            self._params[key] = was is not None and is_ is not None and was.kind == is_.kind == "method" \
+                and was.record.get("params") != is_.record.get("params")
+        return self._params[key]
+
+    def _names(self, model: UpstreamModel, origin: str) -> set[str]:
+        """Every name `member` finds on the class, from each class of its MRO's own names."""
+        names: set[str] = set()
+        for owner in model.mro(origin)[0]:
+            key = (id(model), owner)
+            if key not in self._own:  # an InitVar field counts too: a candidate is a name, not a verdict
+                record = model.class_record(owner)
+                self._own[key] = frozenset([*record["methods"], *record["attributes"], *(f[0] for f in record["fields"])])
+            names |= self._own[key]
+        return names

@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Callable, Iterable
 
 from sglang_contracts.contracts.base import CheckContext
-from sglang_contracts.contracts.inference import ReleaseInference, changed_names
+from sglang_contracts.contracts.inference import ChangedNames, ReleaseInference
 from sglang_contracts.project.facts import CallFact, ClassFact, FileFacts, Position, Receiver
 from sglang_contracts.upstream.model import Member, Signature, UpstreamModel, is_upstream
 from sglang_contracts.upstream.targets import resolve_target
@@ -130,11 +130,11 @@ class Resolver:
     """Types and callees in one release."""
 
     def __init__(self, view: ProjectView, model: UpstreamModel, inference: ReleaseInference | None = None,
-                 changed: Callable[[FileFacts], frozenset[str]] | None = None) -> None:
+                 changed: Callable[[FileFacts, str], bool] | None = None) -> None:
         self.view = view
         self.model = model
         # astroid over this release, asked where the types above stop and the name read is one
-        # the bump changed (`changed`: those names, for a file)
+        # the bump changed (`changed`: on a class the file imports)
         self.inference = inference
         self.changed = changed
         self._inferred: dict[tuple[str, Position, str], tuple[Instance, ...] | None] = {}
@@ -406,9 +406,9 @@ class Resolver:
 
     def inferred(self, facts: FileFacts, position: Position, attr: str) -> tuple[Instance, ...] | None:
         """What astroid infers the receiver of `.attr` at `position` to be in this release, at
-        a site where the bump changed `attr` (on a class of an SGLang module the file imports);
+        a site where the bump changed `attr` (on an SGLang class the file imports by name);
         None when it cannot decide or the site is no candidate."""
-        if self.inference is None or self.changed is None or attr not in self.changed(facts):
+        if self.inference is None or self.changed is None or not self.changed(facts, attr):
             return None
         key = (facts.path, position, attr)
         if key not in self._inferred:
@@ -434,15 +434,13 @@ class Resolver:
 def resolvers(ctx: CheckContext) -> tuple[Resolver, Resolver]:
     def build(context: CheckContext) -> tuple[Resolver, Resolver]:
         view = project_view(context)
-        by_module = context.of_releases("changed-names", lambda _: {})
-        by_file: dict[str, frozenset[str]] = {}
+        names = context.of_releases("changed-names", lambda c: ChangedNames(c.old, c.new))
+        by_file: dict[str, list[str]] = {}
 
-        def changed(facts: FileFacts) -> frozenset[str]:
+        def changed(facts: FileFacts, attr: str) -> bool:
             if facts.path not in by_file:
-                by_file[facts.path] = frozenset().union(
-                    *(changed_names(context.old, context.new, by_module, module)
-                      for module in _upstream_modules(context.old, facts)))
-            return by_file[facts.path]
+                by_file[facts.path] = _upstream_classes(context.old, facts)
+            return any(names.changed(origin, attr) for origin in by_file[facts.path])
 
         inference = context.of_releases("inference", lambda c: (ReleaseInference(c.old), ReleaseInference(c.new)))
         return Resolver(view, context.old, inference[0], changed), Resolver(view, context.new, inference[1], changed)
@@ -450,17 +448,12 @@ def resolvers(ctx: CheckContext) -> tuple[Resolver, Resolver]:
     return ctx.shared("resolvers", build)
 
 
-def _upstream_modules(model: UpstreamModel, facts: FileFacts) -> list[str]:
-    """The SGLang modules a file imports, and those that define the classes it imports by name."""
-    modules: dict[str, None] = {}
+def _upstream_classes(model: UpstreamModel, facts: FileFacts) -> list[str]:
+    """The SGLang classes a file imports by name (those whose names SGC322 follows), as origins."""
+    found: dict[str, None] = {}
     for fact in facts.imports:
-        if not is_upstream(fact.module) or fact.name == "*":
-            continue
-        if model.module_exists(fact.module):
-            modules[fact.module] = None
-        symbol = model.resolve_path(fact.target) if fact.name is not None else None
-        if symbol is not None and symbol.found and symbol.kind == "module":
-            modules[symbol.origin] = None
-        elif symbol is not None and symbol.found and symbol.kind == "class":
-            modules[symbol.origin.rpartition(".")[0]] = None
-    return list(modules)
+        if fact.name is not None and fact.name != "*" and is_upstream(fact.module):
+            origin = model.resolve_class(fact.target)
+            if origin is not None:
+                found[origin] = None
+    return list(found)
