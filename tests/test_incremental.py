@@ -659,7 +659,8 @@ def test_rules_checked_on_the_recomputed_files_read_the_fixture_projects_imports
 
 # A ClassFact's members (what incremental.members_digest reads beyond CLASS_OUTLINE), emptied.
 NO_MEMBERS = {"methods": (), "provided": (), "attr_types": (), "getattr_sources": (), "getattr_names": (),
-              "init_calls_base": None, "none_only": (), "falsy_only": (), "values": (), "returns": (), "namespaces": ()}
+              "init_calls_base": None, "none_only": (), "falsy_only": (), "values": (), "returns": (), "namespaces": (),
+              "decorated": False}
 
 
 def _members_edit_violations(context, codes) -> list[tuple[str, str, str]]:

@@ -119,3 +119,100 @@ def test_facts_about_third_party_names_are_not_kept_once_the_project_packages_ar
     assert {r.attr for r in project_only.reads} == {"rid"}  # nn.Module's self and torch.Tensor dropped
     assert {c.callee.types[0] for c in everything.calls} >= {"C:torch.zeros", "C:helper"}
     assert {c.callee.types[0] for c in project_only.calls} == {"C:helper"}  # the project's own call stays
+
+
+# -- receivers no annotation types (issue 33): the scanner's facts, astroid's inference ---------
+
+def test_a_module_level_function_bound_as_a_method_types_its_first_parameter() -> None:
+    source = ("import types\nfrom sglang.srt.model_executor.model_runner import ModelRunner\n\n"
+              "def forward(self, batch):\n    return self.graph_runner\n\n"
+              "def hook(runner):\n    return runner.tp_group\n\n"
+              "def free(runner):\n    return runner.tp_group\n\n"
+              "class Stage:\n    def __init__(self, runner: ModelRunner):\n        self.runner = runner\n"
+              "        self.hook = types.MethodType(hook, self.runner)\n\n"
+              "ModelRunner.forward = forward\n")
+    found = receivers(scan_source("app/m.py", "app.m", source + "ModelRunner.listener = on_event\n\n"
+                                  "def on_event(*, key, **kwargs):\n    return key.name\n"))
+    assert found["graph_runner"] == {(("T:ModelRunner",), ())}
+    assert found["tp_group"] == {(("P:S:Stage|runner",), ())}  # `free` is bound nowhere: untyped
+
+
+def test_what_a_call_returns_is_a_receiver_when_the_callee_is_imported_or_the_modules_own() -> None:
+    source = ("from sglang.srt.utils import Adapter\n\n"
+              "def make():\n    return Adapter()\n\n"
+              "def f(x):\n    Adapter.create(x).pause(1)\n    make().region.tag\n    str(x).split()\n    x().pause()\n")
+    facts = scan_source("app/m.py", "app.m", source)
+    assert receivers(facts) == {"pause": {(("R:Adapter.create",), ())}, "region": {(("R:make",), ())},
+                                "tag": {(("R:make",), ("region",))}}
+    assert [(c.callee.types, c.callee.attrs, c.position.col) for c in facts.calls if c.callee.attrs] == [
+        (("R:Adapter.create",), ("pause",), 23)]
+
+
+def _inference(tmp_path, release: dict[str, str]):
+    from sglang_contracts.contracts.inference import ReleaseInference
+    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.sources import open_release
+    from sglang_contracts.upstream.model import UpstreamModel
+
+    for relpath, text in {"sglang/__init__.py": "", **release}.items():
+        (tmp_path / "release" / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "release" / relpath).write_text(text)
+    model = UpstreamModel(open_release(str(tmp_path / "release"), sglang_repo=None, cache=tmp_path), JsonCache(None))
+    return ReleaseInference(model)
+
+
+def test_inference_reads_the_release_as_text_and_imports_nothing(tmp_path, monkeypatch) -> None:
+    """An SGLang installed where Python would find it, and a module of the project's, are neither
+    imported nor read: the release given is what the receiver is inferred against."""
+    import sys
+    from sglang_contracts.project.facts import Position
+
+    installed = tmp_path / "site"
+    (installed / "sglang" / "srt").mkdir(parents=True)
+    (installed / "sglang" / "__init__.py").write_text("raise SystemExit('imported')\n")
+    (installed / "sglang" / "srt" / "batch.py").write_text("class Installed:\n    pass\n"
+                                                          "class Batch:\n    @classmethod\n    def new(cls):\n"
+                                                          "        return Installed()\n")
+    (installed / "side_effect_probe.py").write_text("raise SystemExit('imported')\n")
+    monkeypatch.syspath_prepend(str(installed))
+    inference = _inference(tmp_path, {"sglang/srt/batch.py": "class Batch:\n    @classmethod\n    def new(cls):\n"
+                                                             "        batch = cls()\n        return batch\n"})
+    text = ("import side_effect_probe\nfrom sglang.srt.batch import Batch\n\n"
+            "def f():\n    batch = Batch.new()\n    return batch.run()\n")
+    before = set(sys.modules)
+    assert inference.classes_at("app.m", "app/m.py", text, Position(6, 18), "run") == ("sglang.srt.batch.Batch",)
+    assert not {"sglang", "side_effect_probe"} & set(sys.modules) - before
+    # a position with no such read, a file that does not parse: undecided, never an error
+    assert inference.classes_at("app.m", "app/m.py", text, Position(6, 5), "run") is None
+    assert inference.classes_at("app.m", "app/m.py", "def f(:\n", Position(1, 1), "run") is None
+
+
+def test_inference_stops_at_its_budget_of_modules(tmp_path) -> None:
+    from sglang_contracts.contracts.inference import MODULES_PER_SITE
+    from sglang_contracts.project.facts import Position
+
+    def chain(length: int) -> dict[str, str]:
+        files = {f"sglang/srt/m{i}.py": f"from sglang.srt.m{i + 1} import make\n" for i in range(length)}
+        files[f"sglang/srt/m{length}.py"] = "class Batch:\n    pass\n\ndef make():\n    return Batch()\n"
+        return files
+
+    text = "from sglang.srt.m0 import make\n\ndef f():\n    return make().run()\n"
+    short = _inference(tmp_path / "short", chain(MODULES_PER_SITE - 2))
+    assert short.classes_at("app.m", "app/m.py", text, Position(4, 19), "run") == (
+        f"sglang.srt.m{MODULES_PER_SITE - 2}.Batch",)
+    long = _inference(tmp_path / "long", chain(MODULES_PER_SITE + 5))
+    assert long.classes_at("app.m", "app/m.py", text, Position(4, 19), "run") is None
+
+
+def test_a_factorys_return_annotation_types_its_result() -> None:
+    source = ("from typing import Optional\nfrom sglang.srt.model_executor.model_runner import ModelRunner\n\n"
+              "def build(cfg) -> Optional[ModelRunner]:\n    return REGISTRY[cfg]\n\n"
+              "class Stage:\n    @classmethod\n    def runner(cls) -> 'ModelRunner':\n        return REGISTRY[0]\n\n"
+              "    def go(self):\n        r = Stage.runner()\n        return r.tp_rank, build(1).tp_size\n\n"
+              "def unannotated():\n    return REGISTRY[0]\n\n"
+              "def bare() -> ModelRunner:\n    return ModelRunner.__new__(ModelRunner)\n\n"
+              "def f():\n    return unannotated().graph, bare().forward\n")
+    found = receivers(scan_source("app/m.py", "app.m", source))
+    assert found["tp_rank"] == found["tp_size"] == {(("T:ModelRunner",), ())}
+    assert found["graph"] == {(("R:unannotated",), ())}  # astroid's to infer, where the bump changed `graph`
+    assert found["forward"] == {(("R:bare",), ())}  # a bare build: SGC315 follows it by its builder

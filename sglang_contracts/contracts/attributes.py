@@ -58,9 +58,14 @@ def _super_instances(resolver: Resolver, facts: FileFacts, read: ReadFact) -> li
 
 
 def read_instances(resolver: Resolver, facts: FileFacts, read: ReadFact) -> list[Instance] | None:
+    """The instances a read's receiver stands for: its types, else (where the bump changed the
+    attribute) what astroid infers it to be."""
     if read.receiver.types[0].startswith("U:"):
         return _super_instances(resolver, facts, read) if not read.receiver.attrs else None
-    return resolver.receiver(facts, read.receiver)
+    found = resolver.receiver(facts, read.receiver)
+    if found is None and not read.store:
+        found = resolver.inferred(facts, read.position, read.attr)
+    return found
 
 
 def _typed_losses(ctx: CheckContext) -> Iterator[LostAttribute]:

@@ -131,10 +131,10 @@ def _analyse_calls(ctx: CheckContext) -> list[CallBreak]:
     breaks: list[CallBreak] = []
     for facts in ctx.project.files.values():
         for call in facts.calls:
-            old_callee = old_resolver.callee(facts, call.callee)
+            old_callee = old_resolver.callee_at(facts, call)
             if old_callee is None:
                 continue
-            new_callee = new_resolver.callee(facts, call.callee)
+            new_callee = new_resolver.callee_at(facts, call)
             # Functions and constructors only: a method's raise may be a base's, answered by an override.
             if new_callee is not None and new_callee.member is None and _retirement(ctx.new, new_callee.signature.owner) \
                     and not _retirement(ctx.old, old_callee.signature.owner):

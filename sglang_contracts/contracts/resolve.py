@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable
+from typing import Callable, Iterable
 
 from sglang_contracts.contracts.base import CheckContext
-from sglang_contracts.project.facts import ClassFact, FileFacts, Receiver
+from sglang_contracts.contracts.inference import ChangedNames, ReleaseInference
+from sglang_contracts.project.facts import CallFact, ClassFact, FileFacts, Position, Receiver
 from sglang_contracts.upstream.model import Member, Signature, UpstreamModel, is_upstream
 from sglang_contracts.upstream.targets import resolve_target
 
@@ -128,9 +129,15 @@ def project_view(ctx: CheckContext) -> ProjectView:
 class Resolver:
     """Types and callees in one release."""
 
-    def __init__(self, view: ProjectView, model: UpstreamModel) -> None:
+    def __init__(self, view: ProjectView, model: UpstreamModel, inference: ReleaseInference | None = None,
+                 changed: Callable[[FileFacts, str], bool] | None = None) -> None:
         self.view = view
         self.model = model
+        # astroid over this release, asked where the types above stop and the name read is one
+        # the bump changed (`changed`: on a class the file imports)
+        self.inference = inference
+        self.changed = changed
+        self._inferred: dict[tuple[str, Position, str], tuple[Instance, ...] | None] = {}
         self.upstream_bases = lru_cache(maxsize=None)(self._upstream_bases)
         # Many facts share a receiver (`self.x` across a class's methods) and several checks
         # ask about the same ones: each is resolved once per file and release.
@@ -205,8 +212,12 @@ class Resolver:
                 if origin is not None:
                     instances.append(Instance(origin=origin))
                 elif tag == "R":
+                    # a function's or a method's return annotation (`Adapter.create(...) -> Adapter`)
                     record = self.model.function_record(self.model.resolve_path(dotted).origin or "")
-                    returned = self._from_upstream_types(record["returns"]) if record else []
+                    if record is None:
+                        target = resolve_target(self.model, dotted)
+                        record = target.record if target.member is not None and target.member.kind == "method" else None
+                    returned = self._from_upstream_types(record.get("returns", [])) if record else []
                     if not returned:
                         return None
                     instances.extend(returned)
@@ -337,7 +348,10 @@ class Resolver:
         kind = receiver.types[0] if len(receiver.types) == 1 else ""
         if kind.startswith("C:"):
             dotted = self.view.dotted(facts, kind[2:])
-            return self.object_at(dotted) if dotted and is_upstream(dotted) else None
+            if dotted and is_upstream(dotted):
+                return self.object_at(dotted)
+            cls = self.view.project_class(dotted) if dotted else None
+            return self._inherited_constructor(cls) if cls is not None and not receiver.attrs else None
         if not receiver.attrs:
             return None
         method = receiver.attrs[-1]
@@ -354,6 +368,63 @@ class Resolver:
         member, provided = self.attribute(instances[0], method)
         return None if provided else self._bound(member)
 
+    def _inherited_constructor(self, cls: ProjectClass) -> Callee | None:
+        """What building a project class binds to when neither it nor its project bases define
+        `__init__` or `__new__`: its first upstream base's constructor."""
+        chain = self.view.ancestry(cls)[0]
+        if any(member.fact.decorated or {"__init__", "__new__"} & set(member.fact.provided) for member in chain):
+            return None
+        for member in chain:  # a base from elsewhere (torch, abc) may define `__init__` itself
+            for base in member.fact.bases:
+                dotted = self.view.dotted(member.facts, base)
+                if not dotted or not is_upstream(dotted) and self.view.project_class(dotted) is None:
+                    return None
+        bases = self.upstream_bases(cls)
+        signature = self.model.constructor(bases[0]) if bases else None
+        return Callee(signature) if signature is not None else None
+
+    def callee_at(self, facts: FileFacts, call: CallFact) -> Callee | None:
+        """`callee`, or where its receiver's type is unknown, the method of the instances
+        astroid infers it to be, when they all bind the call alike."""
+        found = self.callee(facts, call.callee)
+        if found is not None or not call.callee.attrs or call.callee.types[0].startswith(("C:", "U:")):
+            return found
+        if self.receiver(facts, Receiver(call.callee.types, call.callee.attrs[:-1])) is not None:
+            return None  # the receiver's type is known: the method is the project's own, or none
+        method = call.callee.attrs[-1]
+        instances = self.inferred(facts, call.position, method)
+        callees = []
+        for instance in instances or ():
+            member, provided = self.attribute(instance, method)
+            callee = None if provided else self._bound(member)
+            if callee is None:
+                return None
+            callees.append(callee)
+        if not callees or any(callee.signature.params != callees[0].signature.params for callee in callees):
+            return None
+        return callees[0]
+
+    def inferred(self, facts: FileFacts, position: Position, attr: str) -> tuple[Instance, ...] | None:
+        """What astroid infers the receiver of `.attr` at `position` to be in this release, at
+        a site where the bump changed `attr` (on an SGLang class the file imports by name);
+        None when it cannot decide or the site is no candidate."""
+        if self.inference is None or self.changed is None or not self.changed(facts, attr):
+            return None
+        key = (facts.path, position, attr)
+        if key not in self._inferred:
+            text = self.view.ctx.project.texts.get(facts.path)
+            names = self.inference.classes_at(facts.module, facts.path, text, position, attr) if text else None
+            instances: list[Instance] = []
+            for name in names or ():
+                cls = None if is_upstream(name) else self.view.project_class(name)
+                origin = self.model.resolve_class(name) if is_upstream(name) else None
+                if cls is None and origin is None:
+                    instances = []
+                    break
+                instances.append(Instance(origin=origin, project=cls))
+            self._inferred[key] = tuple(instances) or None
+        return self._inferred[key]
+
     def _bound(self, member: Member | None) -> Callee | None:
         if member is None or member.kind != "method":
             return None
@@ -363,6 +434,26 @@ class Resolver:
 def resolvers(ctx: CheckContext) -> tuple[Resolver, Resolver]:
     def build(context: CheckContext) -> tuple[Resolver, Resolver]:
         view = project_view(context)
-        return Resolver(view, context.old), Resolver(view, context.new)
+        names = context.of_releases("changed-names", lambda c: ChangedNames(c.old, c.new))
+        by_file: dict[str, list[str]] = {}
+
+        def changed(facts: FileFacts, attr: str) -> bool:
+            if facts.path not in by_file:
+                by_file[facts.path] = _upstream_classes(context.old, facts)
+            return any(names.changed(origin, attr) for origin in by_file[facts.path])
+
+        inference = context.of_releases("inference", lambda c: (ReleaseInference(c.old), ReleaseInference(c.new)))
+        return Resolver(view, context.old, inference[0], changed), Resolver(view, context.new, inference[1], changed)
 
     return ctx.shared("resolvers", build)
+
+
+def _upstream_classes(model: UpstreamModel, facts: FileFacts) -> list[str]:
+    """The SGLang classes a file imports by name (those whose names SGC322 follows), as origins."""
+    found: dict[str, None] = {}
+    for fact in facts.imports:
+        if fact.name is not None and fact.name != "*" and is_upstream(fact.module):
+            origin = model.resolve_class(fact.target)
+            if origin is not None:
+                found[origin] = None
+    return list(found)

@@ -35,7 +35,7 @@ AWAITABLE_WORDS = ("Awaitable", "Coroutine", "Future", "Task", "Deferred")
 def _record(resolver: Resolver, facts: FileFacts, call: CallFact) -> tuple[str, dict[str, Any]] | None:
     """(owner, record) of the upstream function or method a project call reaches; None for a
     constructor or what cannot be resolved."""
-    callee = resolver.callee(facts, call.callee)
+    callee = resolver.callee_at(facts, call)
     if callee is None or callee.signature.dataclass or callee.signature.owner.endswith(".__init__"):
         return None
     record = callee.member.record if callee.member is not None else resolver.model.callable_record(callee.signature.owner)

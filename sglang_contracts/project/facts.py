@@ -221,6 +221,9 @@ class ClassFact:
     returns: tuple[tuple[str, str], ...] = ()
     # attribute -> members, for attributes only ever built as `SimpleNamespace(member=...)`
     namespaces: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # decorated, or given a metaclass or class keywords: what calling the class does is not for
+    # its bases' `__init__` to say (a dataclass generates its own)
+    decorated: bool = False
 
     def method(self, name: str) -> MethodFact | None:
         return next((m for m in self.methods if m.name == name), None)

@@ -44,10 +44,13 @@ from sglang_contracts.project.scopes import (
     Function,
     TypeTable,
     annotation_types,
+    bound_methods,
+    call_types,
     decorator_names,
     dotted_chain,
     full_name,
     function_types,
+    module_returns,
     parameter_list,
     receiver_name,
     string_value,
@@ -178,7 +181,7 @@ def _annotation_text(function: Function) -> str:
 class _ClassSummary:
     """What a module-level class gives its instances, gathered before its body is visited."""
 
-    def __init__(self, node: ast.ClassDef) -> None:
+    def __init__(self, node: ast.ClassDef, returns: dict[str, tuple[str, ...]] | None = None) -> None:
         self.node = node
         self.name = node.name
         self.bases = tuple(name for base in node.bases if (name := full_name(base)))
@@ -196,7 +199,7 @@ class _ClassSummary:
                 self.provided.add(statement.name)
         for method in methods:
             self.provided.add(method.name)
-            self.method_types[id(method)] = function_types(method, self.name, self.attributes)
+            self.method_types[id(method)] = function_types(method, self.name, self.attributes, returns=returns)
         self.provided.update(self.attributes.names)
         self.methods = methods
         self.method_ids = {id(m) for m in methods}
@@ -234,6 +237,7 @@ class _ClassSummary:
             values=self.values,
             returns=self.returns,
             namespaces=self.namespaces,
+            decorated=bool(self.node.decorator_list or self.node.keywords),
         )
 
 
@@ -268,6 +272,11 @@ class _Collector:
         # (kind, target as written, position, value, scope): monkeypatches and saved originals
         self.patches: list[tuple[str, str, Position, str | None, str]] = []
         self.functions: list[Function] = []  # module level
+        # Names whose calls may build an object a chain reads on (_result_chain): the names
+        # imports bind, and the module's own functions and classes.
+        self.factories: set[str] = set()
+        self.bound_methods: dict[str, tuple[str, ...]] = {}  # scopes.bound_methods
+        self.returns: dict[str, tuple[str, ...]] = {}  # scopes.module_returns
         # (function, subject, [(string, position, index)], nargs, keywords, position, scope, guarded)
         self.probes: list[tuple[str, Receiver | None, list[tuple[str, Position, int]], int, tuple[str, ...], Position, str, bool, bool]] = []
         self.source_probes: list[tuple[str, str, bool, Position, str]] = []
@@ -384,7 +393,8 @@ class _Collector:
             scope = f"{self._class.name}.{node.name}"
             self._receiver = receiver_name(node, True)
         else:
-            types = function_types(node, None)
+            types = function_types(node, None, bound_as=self.bound_methods.get(node.name, ()) if self.scope_depth == 1 else (),
+                                   returns=self.returns)
             outer = self._functions[-1][0] if self._functions else ""
             scope = f"{outer}.{node.name}" if outer else node.name
         self._functions.append((scope, types))
@@ -402,7 +412,7 @@ class _Collector:
         outer = self._class
         summarised = outer is None
         if summarised:
-            self._class = _ClassSummary(node)
+            self._class = _ClassSummary(node, self.returns)
             self.classes.append(self._class)
         self.scope_depth += 1
         self._visit_all([*node.decorator_list, *node.bases, *node.keywords, *node.body])
@@ -449,6 +459,7 @@ class _Collector:
             self.conditions.scope = self._scope
             self.conditions.bind_import(alias.name, None, bound, False)
             fact = {"module": alias.name, "name": None, "bound": bound, **self._context()}
+            self.factories.add(bound)
             where = self.at.start(alias)
             self.imports.append((fact, where, where))
         return False
@@ -473,6 +484,7 @@ class _Collector:
             self.conditions.scope = self._scope
             self.conditions.bind_import(module, alias.name, bound, not is_upstream(module))
             fact = {"module": module, "name": alias.name, "bound": bound, **self._context()}
+            self.factories.add(bound)
             self.imports.append((fact, self.at.start(alias), anchor))
         return False
 
@@ -620,6 +632,15 @@ class _Collector:
                 self.reads.append((Receiver((f"U:{owner}",)), node.attr, self.at.attribute_name(node), store,
                                    self._scope, self.attr_guard_depth > 0, False, ""))
             return True
+        if not isinstance(node.value, ast.Name) and (result := self._result_chain(node)) is not None:
+            types, attributes = result
+            for index, attribute in enumerate(attributes):
+                last = index == len(attributes) - 1
+                self.reads.append((Receiver(types, tuple(a.attr for a in attributes[:index])), attribute.attr,
+                                   self.at.attribute_name(attribute), store and last, self._scope,
+                                   self.attr_guard_depth > 0, False, ""))
+            self._visit_expression(_chain_call(node))  # the call itself, and its arguments
+            return False
         chain = dotted_chain(node)
         if chain is None:
             return True
@@ -648,6 +669,20 @@ class _Collector:
         return False  # a pure dotted chain holds nothing else to visit
 
     # -- calls -------------------------------------------------------------------------
+    def _result_chain(self, node: ast.Attribute) -> tuple[tuple[str, ...], list[ast.Attribute]] | None:
+        """`f(...).a.b`, `f` a dotted name from an import or a module-level definition (a factory
+        whose result no annotation may type; contracts/inference.py infers it where it matters):
+        (the types of the call's result, the Attribute nodes of .a and .b)."""
+        attributes: list[ast.Attribute] = []
+        while isinstance(node, ast.Attribute):
+            attributes.append(node)
+            node = node.value
+        if not isinstance(node, ast.Call) or (chain := dotted_chain(node.func)) is None \
+                or chain[0] not in self.factories or self._types_of(chain[0]):
+            return None
+        types = call_types(node, self.returns)
+        return (types, attributes[::-1]) if types else None
+
     def _subject(self, node: ast.AST) -> Receiver | None:
         """What a call's first argument names: a typed receiver, or a dotted name (`C:`)."""
         if isinstance(node, ast.Name):
@@ -757,6 +792,12 @@ class _Collector:
                 root, names = func.id, []
             elif isinstance(func, ast.Attribute) and (chain := dotted_chain(func)) is not None:
                 root, names = chain
+            elif isinstance(func, ast.Attribute) and (result := self._result_chain(func)) is not None:
+                # `Adapter.create(...).pause()`: a method of what a call returns
+                types, names = result
+                self.calls.append((None, Receiver(types, tuple(n.attr for n in names)), self.at.attribute_name(func),
+                                   self._arguments(node), self._scope, self._uses.pop(id(node), "")))
+                return
             else:
                 return
             where = self.at.attribute_name(names[-1]) if names else self.at.start(func)
@@ -787,6 +828,13 @@ _VISITORS = {
     ast.Compare: _Collector._visit_compare, ast.Attribute: _Collector._visit_attribute,
     ast.Call: _Collector._visit_call, ast.Await: _Collector._visit_await,
 }
+
+
+def _chain_call(node: ast.AST) -> ast.AST:
+    """The call a chain of attributes starts from (`f(...).a.b` -> `f(...)`)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node
 
 
 def _syntax_error(error: Exception) -> tuple[int, int, str]:
@@ -1057,6 +1105,10 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     """Visit the parsed module and fill `facts` with what matters for SGLang's contracts."""
     at = SourcePositions(text)
     collector = _Collector(module_name, path.endswith("__init__.py"), at)
+    collector.factories.update(statement.name for statement in module.body
+                               if isinstance(statement, (*FUNCTIONS, ast.ClassDef)))
+    collector.bound_methods = bound_methods(module, text)
+    collector.returns = module_returns(module, text)
     collector.visit(module)
     bound_names = {fact["bound"] for fact, _, _ in collector.imports}
     # Monkeypatches of import-bound objects, and the names their originals are saved under.
@@ -1079,10 +1131,12 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     facts.classes = [summary.fact(at) for summary in collector.classes]
     # Calls of plain names matter when the name is imported (or holds a saved original);
     # calls on typed receivers always.
+    # A module-level subclass is built with its bases' `__init__` when it has none (resolve.py).
+    subclasses = {summary.name for summary in collector.classes if summary.bases}
     facts.calls = [
         CallFact(callee, where, tuple(ArgFact(*arg) for arg in args), scope, use)
         for root, callee, where, args, scope, use in collector.calls
-        if (root is None or root in bound_names or root in saved)
+        if (root is None or root in bound_names or root in saved or root in subclasses)
         and not _inert(callee, closed, walked=1) and not _foreign(callee.types, foreign)
     ]
     facts.reads = [ReadFact(receiver, attr, where, store, scope, guarded, nullable, value)

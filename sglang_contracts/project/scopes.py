@@ -9,6 +9,7 @@ contract is never judged on a guess.
 from __future__ import annotations
 
 import ast
+import re
 
 from sglang_contracts.infra.pysource import parse_quietly
 
@@ -140,11 +141,14 @@ def _is_none(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def call_types(node: ast.Call) -> tuple[str, ...]:
+def call_types(node: ast.Call, returns: dict[str, tuple[str, ...]] | None = None) -> tuple[str, ...]:
     """The type of a call's result as far as the call says: `T(...)` -> R:T (a constructor, or
     a function whose return annotation tells), `object.__new__(T)` -> B:T (an instance built
-    bare); nothing for calls through self or super()."""
+    bare); nothing for calls through self or super(). `returns`: what the module's own
+    functions' return annotations say they return (module_returns)."""
     callee = full_name(node.func)
+    if returns and callee in returns and isinstance(node.func, (ast.Name, ast.Attribute)):
+        return returns[callee]
     if callee and callee.endswith(".__new__") and node.args and (built := full_name(node.args[0])):
         # `object.__new__(C)` / `C.__new__(C)`: an instance of C whose `__init__` never ran
         return (f"B:{built}",) if not built.startswith(("self.", "cls.")) else POISON
@@ -202,8 +206,10 @@ class _Bindings:
     walk cheap: comprehension variables stay local to their comprehension anyway, and a name
     bound only by `:=` simply gets no type."""
 
-    def __init__(self, table: TypeTable, receiver: str | None, poisoned: set[str]) -> None:
+    def __init__(self, table: TypeTable, receiver: str | None, poisoned: set[str],
+                 returns: dict[str, tuple[str, ...]] | None = None) -> None:
         self.table = table
+        self.returns = returns
         self.receiver = receiver
         self.poisoned = poisoned  # names known to be bound to something untyped somewhere
         self.derived = False  # did a binding take its type from another name's?
@@ -246,7 +252,7 @@ class _Bindings:
                 types = None  # `x = None` narrows nothing and widens nothing
                 self.table.nullable.update(t.id for t in node.targets if isinstance(t, ast.Name))
             elif isinstance(node.value, ast.Call):
-                types = call_types(node.value)
+                types = call_types(node.value, self.returns)
             else:
                 types = self._derived("P", node.value)
             for target in node.targets:
@@ -302,16 +308,20 @@ def receiver_name(function: Function, in_class: bool) -> str | None:
     return positional[0].arg if positional else None
 
 
-def _parameter_types(function: Function, receiver: str | None, class_name: str | None) -> TypeTable:
+def _parameter_types(function: Function, receiver: str | None, class_name: str | None,
+                     bound_as: tuple[str, ...] = ()) -> TypeTable:
     table = TypeTable()
     a = function.args
-    defaults = dict(zip([p.arg for p in [*a.posonlyargs, *a.args]][::-1], a.defaults[::-1]))
+    positional = [*a.posonlyargs, *a.args]
+    defaults = dict(zip([p.arg for p in positional][::-1], a.defaults[::-1]))
     defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
     for param in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
         if admits_none(param.annotation) or _is_none(defaults.get(param.arg)):
             table.nullable.add(param.arg)
         if param.arg == receiver:
             table.bind(param.arg, (f"S:{class_name}",))
+        elif bound_as and positional and param is positional[0] and param.annotation is None:
+            table.bind(param.arg, bound_as)  # a function the module binds as a method of these classes
         else:
             table.bind(param.arg, annotation_types(param.annotation) or POISON)
     for star in (a.vararg, a.kwarg):
@@ -320,15 +330,18 @@ def _parameter_types(function: Function, receiver: str | None, class_name: str |
     return table
 
 
-def function_types(function: Function, class_name: str | None,
-                   attributes: TypeTable | None = None) -> dict[str, tuple[str, ...]]:
+def function_types(function: Function, class_name: str | None, attributes: TypeTable | None = None,
+                   bound_as: tuple[str, ...] = (), returns: dict[str, tuple[str, ...]] | None = None
+                   ) -> dict[str, tuple[str, ...]]:
     """The typed names of one function: parameters, then every binding in its body.
-    Bindings of `self.<attr>` are added to `attributes` (the class's attribute table)."""
+    Bindings of `self.<attr>` are added to `attributes` (the class's attribute table).
+    `bound_as`: the types of the instance a plain function's first parameter receives, where
+    the module binds it as a method (bound_methods). `returns`: as for call_types."""
     receiver = receiver_name(function, class_name is not None)
     poisoned: set[str] = set()
     while True:
-        table = _parameter_types(function, receiver, class_name)
-        bindings = _Bindings(table, receiver, poisoned)
+        table = _parameter_types(function, receiver, class_name, bound_as)
+        bindings = _Bindings(table, receiver, poisoned, returns)
         bindings.walk(function.body)
         # `y = x.a` took x's types as bound so far; x may be rebound to something untyped
         # further down. Walk again knowing every poisoned name, until no more are.
@@ -343,3 +356,72 @@ def function_types(function: Function, class_name: str | None,
     if receiver is not None and typed.get(receiver) != (f"S:{class_name}",):
         typed.pop(receiver, None)  # `self` rebound: trust nothing about it
     return typed
+
+
+METHOD_BINDERS = {"MethodType", "types.MethodType"}
+
+
+def bound_methods(module: ast.Module, text: str) -> dict[str, tuple[str, ...]]:
+    """Module-level functions the module binds as methods, and the types of the instance their
+    first parameter then receives: `Owner.name = func` and `setattr(Owner, "name", func)` give
+    `T:Owner`; `types.MethodType(func, self.x)` in a method of a module-level class gives what
+    `self.x` is there. Read only in files whose text shows such a binding."""
+    if "MethodType" not in text and not _ASSIGNED_NAME.search(text):
+        return {}
+    functions = {statement.name for statement in module.body if isinstance(statement, FUNCTIONS)}
+    found: dict[str, list[str]] = {}
+
+    def bind(name: str, kind: str | None) -> None:
+        if name in functions and kind:
+            found.setdefault(name, [])
+            if kind not in found[name]:
+                found[name].append(kind)
+
+    for statement in module.body:
+        owner = statement.name if isinstance(statement, ast.ClassDef) else None
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Name) \
+                    and isinstance(node.targets[0], ast.Attribute):
+                target = full_name(node.targets[0].value)
+                if target and target.split(".")[0] not in ("self", "cls"):
+                    bind(node.value.id, f"T:{target}")
+            elif isinstance(node, ast.Call) and len(node.args) in (2, 3) and isinstance(node.args[-1 if len(node.args) == 3 else 0], ast.Name):
+                callee = full_name(node.func)
+                if callee == "setattr" and len(node.args) == 3 and string_value(node.args[1]) is not None:
+                    target = full_name(node.args[0])
+                    if target and target.split(".")[0] not in ("self", "cls"):
+                        bind(node.args[2].id, f"T:{target}")
+                elif callee in METHOD_BINDERS and len(node.args) == 2 and owner is not None:
+                    chain = dotted_chain(node.args[1]) if isinstance(node.args[1], (ast.Name, ast.Attribute)) else None
+                    if chain is not None and chain[0] == "self":
+                        path = ".".join(a.attr for a in chain[1])
+                        bind(node.args[0].id, f"P:S:{owner}|{path}" if path else f"S:{owner}")
+    return {name: tuple(kinds) for name, kinds in found.items()}
+
+
+# `Owner.name = func` (or `setattr(..., func)`): an attribute assigned a bare name, on one line.
+_ASSIGNED_NAME = re.compile(r"^[ \t]*(?!self\.|cls\.)[A-Za-z_][\w.]*\.\w+[ \t]*=[ \t]*[A-Za-z_]\w*[ \t]*(?:#.*)?$|setattr\(", re.M)
+
+
+def module_returns(module: ast.Module, text: str) -> dict[str, tuple[str, ...]]:
+    """What the module's own functions, and its classes' methods, say they return, by the name a
+    call spells (`make`, `Runner.create`): an unannotated factory's result is astroid's to
+    infer where it matters (contracts/inference.py), an annotated one's is known here. A
+    function that builds an object bare (`C.__new__(C)`) is left out: its result's kind is
+    `R:<function>`, which SGC315 follows to what its callers set and call."""
+    lines = text.splitlines() if "__new__" in text else None
+
+    def builds_bare(function: Function) -> bool:
+        return lines is not None and any("__new__" in line for line in lines[function.lineno - 1:function.end_lineno])
+
+    found: dict[str, tuple[str, ...]] = {}
+    for statement in module.body:
+        if isinstance(statement, FUNCTIONS) and (types := annotation_types(statement.returns)) \
+                and not builds_bare(statement):
+            found[statement.name] = types
+        elif isinstance(statement, ast.ClassDef):
+            for method in statement.body:
+                if isinstance(method, FUNCTIONS) and (types := annotation_types(method.returns)) \
+                        and not builds_bare(method):
+                    found[f"{statement.name}.{method.name}"] = types
+    return found

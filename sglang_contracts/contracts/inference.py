@@ -1,0 +1,221 @@
+"""astroid's inference, at the few sites where no annotation says what a receiver is.
+
+`batch = ScheduleBatch.init_new(...)`, `Worker = A if fast else B; self.worker = Worker()`,
+`TorchMemorySaverAdapter.create(...).pause()`: the scanner's types stop at a call whose
+result nothing annotates. Where a rule meets such a receiver and the attribute or method it
+reads is one the bump changed (resolve.py asks only then), this module infers the receiver
+with astroid, against one release at a time: the project's file and the release's own
+modules are given to astroid as source text, and every other import fails, so nothing is
+imported, and nothing installed (another SGLang, torch) is read. The answer is the classes
+whose instances the receiver may be; anything else it may be (a value astroid cannot infer,
+a function, a module) leaves it undecided, and the rule stays as silent as before.
+
+The cost is bounded per site, deterministically: astroid's own count of inferred nodes
+(InferenceContext.max_inferred) and the number of modules one inference may reach
+(MODULES_PER_SITE); a wall-clock limit is a safety net only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from typing import Any
+
+from sglang_contracts.project.facts import Position
+from sglang_contracts.project.positions import SourcePositions
+from sglang_contracts.upstream.model import UpstreamModel, is_upstream
+
+MODULES_PER_SITE = 8  # modules one inference may reach: the file and the release's modules (ScheduleBatch.init_new decides with 4)
+SECONDS_PER_SITE = 30.0  # a safety net against a pathological module: far above any real site (a few seconds)
+NOT_A_CLASS = frozenset({"builtins"})  # instances of its classes are values, not SGLang objects
+
+_LOCK = threading.Lock()  # astroid keeps its modules and caches in process-wide state
+_ACTIVE: list["ReleaseInference"] = []  # the session astroid's module lookups are served from
+_INSTALLED = False
+
+
+def _install() -> None:
+    """Route astroid's every module lookup to the active session. astroid would otherwise find
+    modules on sys.path (an installed SGLang, not the release being read) and import C
+    extensions to introspect them; a lookup outside a session keeps astroid's own behaviour."""
+    global _INSTALLED
+    if _INSTALLED:
+        return
+    from astroid.manager import AstroidManager
+
+    original = AstroidManager.ast_from_module_name
+
+    def served(self: Any, modname: str | None, context_file: str | None = None, use_cache: bool = True) -> Any:
+        if not _ACTIVE:
+            return original(self, modname, context_file, use_cache)
+        return _ACTIVE[-1].module(modname or "")
+
+    AstroidManager.ast_from_module_name = served
+    _INSTALLED = True
+
+
+class ReleaseInference:
+    """astroid's modules of one release, built from its text as sites ask for them."""
+
+    def __init__(self, model: UpstreamModel) -> None:
+        self.model = model
+        self._modules: dict[str, Any] = {}  # the release's modules built so far
+        self._project: tuple[str, str, str, Any] | None = None  # (module, path, text, built) of the site's file
+        self._scratch: dict[str, Any] = {}  # astroid's own module cache while a site is inferred
+        self._reached: set[str] = set()
+        self._deadline = 0.0
+        self.sites = 0  # inferences asked for, and the time they took (benchmarks, tests)
+        self.seconds = 0.0
+
+    def module(self, name: str) -> Any:
+        """astroid's module `name`: the site's project file, or the release's module; an import
+        error for anything else, and for a module past the site's budget."""
+        from astroid.builder import AstroidBuilder
+        from astroid.exceptions import AstroidImportError
+        from astroid.manager import AstroidManager
+
+        if name == "builtins":
+            return self._scratch["builtins"]
+        if name not in self._reached:
+            if len(self._reached) >= MODULES_PER_SITE or time.monotonic() > self._deadline:
+                raise AstroidImportError("{modname}: past the inference budget of one site", modname=name)
+            self._reached.add(name)
+        module, path, text, built = self._project or ("", "", "", None)
+        if name == module:  # the project's module shadows the release's of that name (sglang's own tree)
+            if built is None:
+                built = AstroidBuilder(AstroidManager()).string_build(text, name, path)
+                self._project = (module, path, text, built)
+            return built
+        if name not in self._modules:
+            source = self.model.module_text(name) if is_upstream(name) else None
+            if source is None:
+                raise AstroidImportError("{modname} is neither the file nor a module of the release", modname=name)
+            relpath, code = source
+            self._modules[name] = AstroidBuilder(AstroidManager()).string_build(code, name, relpath)
+        return self._modules[name]
+
+    def classes_at(self, module: str, path: str, text: str, position: Position, attr: str) -> tuple[str, ...] | None:
+        """The qualified names of the classes whose instances the receiver of `.attr` at
+        `position` may be (None: undecided, or no such read there)."""
+        with _LOCK, warnings.catch_warnings():
+            started = time.monotonic()
+            self.sites += 1
+            try:
+                return self._classes_at(module, path, text, position, attr)
+            except (Exception, RecursionError):  # astroid met what it cannot handle: undecided
+                return None
+            finally:
+                self.seconds += time.monotonic() - started
+
+    def _classes_at(self, module: str, path: str, text: str, position: Position, attr: str) -> tuple[str, ...] | None:
+        _install()
+        from astroid import bases, nodes
+        from astroid.context import InferenceContext, _invalidate_cache
+        from astroid.manager import AstroidManager
+        from astroid.util import UninferableBase
+
+        brain = AstroidManager.brain
+        if "builtins" not in brain["astroid_cache"]:
+            AstroidManager().bootstrap()  # astroid's builtins, introspected from this interpreter's
+        saved = brain["astroid_cache"]
+        # astroid's builder files each module it builds in its process-wide cache: a scratch one
+        # per site, so that neither release's modules linger there for the other's sites.
+        self._scratch = brain["astroid_cache"] = {"builtins": saved["builtins"]}
+        _ACTIVE.append(self)
+        if self._project is None or self._project[:3] != (module, path, text):
+            self._project = (module, path, text, None)
+        self._reached = set()
+        self._deadline = time.monotonic() + SECONDS_PER_SITE
+        try:
+            # astroid compiles each module it builds: what Python warns of there (an invalid
+            # escape in a release's regex) is no news of this run's
+            warnings.simplefilter("ignore")
+            receiver = _receiver_at(self.module(module), text, position, attr, nodes)
+            if receiver is None:
+                return None
+            found: list[str] = []
+            for value in receiver.infer(context=InferenceContext()):
+                if isinstance(value, UninferableBase):
+                    return None
+                if isinstance(value, nodes.Const) and value.value is None:
+                    continue  # `self.x = None` before it is built narrows nothing, as for the scanner
+                if type(value) is not bases.Instance or not isinstance(value._proxied, nodes.ClassDef):
+                    return None
+                name = value._proxied.qname()
+                if name.split(".")[0] in NOT_A_CLASS:
+                    return None
+                if name not in found:
+                    found.append(name)
+            return tuple(found) or None
+        finally:
+            _ACTIVE.pop()
+            brain["astroid_cache"] = saved
+            _invalidate_cache()  # astroid's memo of inferred nodes: each site starts alike, whatever came before
+
+
+def _receiver_at(tree: Any, text: str, position: Position, attr: str, nodes: Any) -> Any:
+    """The receiver expression of the `.attr` load whose name is at `position`."""
+    at = SourcePositions(text)
+    for node in tree.nodes_of_class(nodes.Attribute):
+        if node.attrname != attr or node.end_lineno != position.line:
+            continue
+        if at.attribute_name(_AttributeShape(node)) == position:
+            return node.expr
+    return None
+
+
+class _AttributeShape:
+    """An astroid Attribute in the shape SourcePositions reads of `ast.Attribute` (astroid keeps ast's offsets)."""
+
+    __slots__ = ("attr", "end_lineno", "end_col_offset")
+
+    def __init__(self, node: Any) -> None:
+        self.attr = node.attrname
+        self.end_lineno = node.end_lineno
+        self.end_col_offset = node.end_col_offset
+
+
+class ChangedNames:
+    """Whether the bump changed a member name on an upstream class (with its bases): gone from
+    the class in the new release (what SGC322 collects), or a method whose parameters changed.
+    It depends on the releases alone. Asked name by name: a method's record is decoded only
+    when its name is asked about (most of a class's never are)."""
+
+    def __init__(self, old: UpstreamModel, new: UpstreamModel) -> None:
+        self.old, self.new = old, new
+        self._lost: dict[str, frozenset[str]] = {}
+        self._own: dict[tuple[int, str], frozenset[str]] = {}  # (release, class) -> names it defines itself
+        self._params: dict[tuple[str, str], bool] = {}
+
+    def changed(self, origin: str, name: str) -> bool:
+        return name in self.lost(origin) or self.parameters_changed(origin, name)
+
+    def lost(self, origin: str) -> frozenset[str]:
+        if origin not in self._lost:
+            now = self.new.resolve_class(origin)
+            gone = self._names(self.old, origin) - (self._names(self.new, now) if now is not None else set())
+            self._lost[origin] = frozenset(name for name in gone if not name.startswith("__") or name == "__init__")
+        return self._lost[origin]
+
+    def parameters_changed(self, origin: str, name: str) -> bool:
+        """The method's parameters as written (a candidate is a name, not a verdict)."""
+        key = (origin, name)
+        if key not in self._params:
+            was = self.old.member(origin, name)
+            now = self.new.resolve_class(origin)
+            is_ = self.new.member(now, name) if now is not None and was is not None else None
+            self._params[key] = was is not None and is_ is not None and was.kind == is_.kind == "method" \
+                and was.record.get("params") != is_.record.get("params")
+        return self._params[key]
+
+    def _names(self, model: UpstreamModel, origin: str) -> set[str]:
+        """Every name `member` finds on the class, from each class of its MRO's own names."""
+        names: set[str] = set()
+        for owner in model.mro(origin)[0]:
+            key = (id(model), owner)
+            if key not in self._own:  # an InitVar field counts too: a candidate is a name, not a verdict
+                record = model.class_record(owner)
+                self._own[key] = frozenset([*record["methods"], *record["attributes"], *(f[0] for f in record["fields"])])
+            names |= self._own[key]
+        return names
