@@ -31,6 +31,7 @@ from sglang_contracts.infra.files import is_below, unsaved_buffer
 from sglang_contracts.infra.roots import project_root_for
 from sglang_contracts.infra.temporaries import private_temporary_folder
 from sglang_contracts.project.index import LISTING, IndexMemo, ProjectIndex, as_named, build_index, links_out_of, read_python
+from sglang_contracts.project.pin_history import names_the_same_release, pin_before_the_bump
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
 from sglang_contracts.diagnostics.suppressions import (
@@ -200,6 +201,12 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         old_spec = pin.version
     if options.new is None:
         raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory)")
+    if options.old is None and pin is not None and names_the_same_release(pin.version, options.new):
+        pin, why_not = pin_before_the_bump(root, pin)
+        if pin is None:
+            raise UsageError(f"--old not given and the project's pin already names --new {options.new} ({why_not}); "
+                             "give --old, the release the bump leaves")
+        old_spec = pin.version
 
     def store(kind: str) -> JsonCache:
         return JsonCache(download_cache / kind if options.use_cache else None)

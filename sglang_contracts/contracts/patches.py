@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.patch.gitapply import (
     ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_patch, check_stack,
 )
 from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, split_lines
 from sglang_contracts.patch.release import PatchedTree, find_moved, stock_tree, tree_reader
 from sglang_contracts.patch.stack import PatchStacks, patch_stacks
+from sglang_contracts.requirements import version_in_tag
 
 
 @dataclass
@@ -139,6 +142,12 @@ def drop_upstream_hunk(diagnostic: Diagnostic, workspace) -> bool:
     lines. Written only if every other hunk gets the same `git apply --check` verdict against
     the new release as before; a patch whose every hunk is upstream is left whole (delete it)."""
     document = workspace.document(diagnostic.path)
+    release_folder = next((part for part in PurePosixPath(diagnostic.path).parts[:-1] if version_in_tag(part)), None)
+    if release_folder is not None:  # a build of that release still applies it as it is
+        document.note(diagnostic.line, diagnostic.col, "SGC902", f"the patch is in {code_span(release_folder + '/')}, "
+                      "the stack of that release: the new release's stack goes in a folder of its own "
+                      "(`sglang-contracts patch rebase`)")
+        return False
     patch = parse_patch(document.text)
     if patch.error is not None:
         return False

@@ -3,9 +3,10 @@ dependencies, supported Pythons."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 from packaging.specifiers import SpecifierSet
@@ -16,6 +17,7 @@ from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.project import images
 from sglang_contracts.project.images import may_name_release, script_mentions
+from sglang_contracts.project.index import project_folders
 from sglang_contracts.project.installs import installed_requirements
 from sglang_contracts.contracts.importgraph import ImportGraph
 from sglang_contracts.fix import text as edits
@@ -138,7 +140,9 @@ def mirrored_pin_disagrees(ctx: CheckContext) -> Iterator[Diagnostic]:
 @fixes("SGC701")
 def follow_mirrored_pin(diagnostic: Diagnostic, workspace) -> bool:
     """Move the pin at the finding to the new release's: an exact pin to its version, a range
-    marked as following SGLang to SGLang's range. Pins that differ by platform are left."""
+    marked as following SGLang to SGLang's range. Left, with a note: pins that differ by
+    platform, a local build (`+cu129`), and a pin that moves with others SGLang's change does
+    not move too (torch's torchvision; an assert of its version)."""
     document = workspace.document(diagnostic.path)
     now = diagnostic.data["change"].rpartition(" -> ")[2]
     line = document.line(diagnostic.line) or ""
@@ -150,11 +154,43 @@ def follow_mirrored_pin(diagnostic: Diagnostic, workspace) -> bool:
         document.note(diagnostic.line, diagnostic.col, "SGC701", f"sglang {diagnostic.data['new']} pins {name} "
                       f"differently per platform ({now}): choose the line's pin by hand")
         return False
-    if edits.exact_pin(spec.text) is not None and as_version(now) is not None:
+    written = edits.exact_pin(spec.text)
+    if written is not None and "+" in written:
+        document.note(diagnostic.line, diagnostic.col, "SGC701", f"{code_span(name + spec.text)} is a local build "
+                      f"(+{written.partition('+')[2]}): name the build of {now} and its index by hand")
+        return False
+    held = _held_with(diagnostic, workspace, document, name, written)
+    if held:
+        document.note(diagnostic.line, diagnostic.col, "SGC701", f"{name} moves with {held}: move them together "
+                      f"by hand (this fix would edit {name} alone)")
+        return False
+    if written is not None and as_version(now) is not None:
         replacement = f"=={now}"
     else:
         replacement = edits.ordered_specifiers(now if as_version(now) is None else f"=={now}")
     return document.replace(diagnostic.line, spec.start, spec.end, replacement)
+
+
+def _held_with(diagnostic: Diagnostic, workspace, document, name: str, written: str | None) -> str:
+    """What else in the finding's file names the build being replaced and is not fixed with it:
+    an exact pin of a distribution released with it (torchvision beside torch) that no SGC701
+    finding moves, or another line naming the pinned version with the package (an assert of
+    `torch.__version__`). "" when nothing does."""
+    fixed_lines = {(d.path, d.line, normalized(d.symbol or "")) for d in workspace.result.diagnostics
+                   if d.code == "SGC701"} if workspace.result is not None else set()
+    family = edits.moves_with(normalized(name))
+    module = normalized(name).replace("-", "_")
+    held = []
+    for number, text in enumerate(document.text.splitlines(), start=1):
+        for other, spec in edits.requirements_in(text):
+            other = normalized(other)
+            if other in family and edits.exact_pin(spec.text) is not None \
+                    and (diagnostic.path, number, other) not in fixed_lines:
+                held.append(f"{code_span(other + spec.text)} (line {number})")
+        if written and number != diagnostic.line and module in text and re.search(
+                rf"(?<![\w.]){re.escape(written)}(?![\w.])", text) and not edits.requirements_in(text):
+            held.append(f"line {number}'s check of {written}")
+    return ", ".join(held[:3])
 
 
 # -- SGC702 ---------------------------------------------------------------------------------
@@ -231,12 +267,69 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
     named = as_version(number.text) if number else None
     if number is None or named is None or old is None or not names_release(named, old):
         return False  # the line is not what the check read: leave it
+    suffix = edits.tag_suffix(line, number.end)
+    if not edits.PLAIN_TAG_SUFFIX.fullmatch(suffix.partition("@")[0]):
+        document.note(diagnostic.line, diagnostic.col, "SGC702", f"{code_span(line[start:number.end] + suffix)}"
+                      " is a dated or platform build: name the new build's tag by hand (its shape may not exist "
+                      f"for {new})")
+        return False
+    commit = next((match for match in map(edits.COMMIT_SETTING.search, document.text.splitlines()) if match), None)
+    if commit is not None:
+        document.note(diagnostic.line, diagnostic.col, "SGC702", f"{commit.group('name')} names the commit of the "
+                      f"release being replaced, which moves with it: set both by hand (the commit of {new} is "
+                      "known only from a clone: --sglang-repo)")
+        return False
+    held = _settings_left(diagnostic, workspace, document, old)
+    if held:
+        document.note(diagnostic.line, diagnostic.col, "SGC702", f"{held} names the same release and moves with it: "
+                      "set them together by hand (this fix would edit one)")
+        return False
+    folder = _folder_named(workspace.root, line[start:number.end] + suffix) if _names_a_path(line, document.text) else None
+    if folder is not None and not (folder.parent / (line[start:number.start] + new + suffix)).exists():
+        document.note(diagnostic.line, diagnostic.col, "SGC702", f"{code_span(folder.relative_to(workspace.root).as_posix())}"
+                      f" is named by this value, and no folder for {new} is beside it: make it first "
+                      "(`sglang-contracts patch rebase`), then name it")
+        return False
     after = re.match(r"[\w.+-]*@sha256:", line[number.end:])
     if after:
         document.note(diagnostic.line, diagnostic.col, "SGC702", "the image is pinned by digest (@sha256:), which "
                       "cannot be resolved offline: name the new image's tag and digest by hand")
         return False
     return document.replace(diagnostic.line, number.start, number.end, new)
+
+
+def _settings_left(diagnostic: Diagnostic, workspace, document, old: Version) -> str:
+    """Another setting of the finding's file that names the release being replaced and that no
+    SGC702 finding moves (`PATCH_VERSION=v0.5.15.post1` beside `SGLANG_VERSION`), as `NAME (line N)`."""
+    fixed = {(d.path, d.line) for d in workspace.result.diagnostics if d.code == "SGC702"} \
+        if workspace.result is not None else set()
+    for number, text in enumerate(document.text.splitlines(), start=1):
+        match = edits.SETTING.match(text)
+        named = version_in_tag(match.group("value")) if match else None
+        if named is not None and names_release(named, old) and (diagnostic.path, number) not in fixed:
+            return f"{match.group('name')} (line {number})"
+    return ""
+
+
+def _names_a_path(line: str, text: str) -> bool:
+    """Is the line a setting whose variable the file uses as a part of a path
+    (`PATCH_VERSION=v0.5.15.post1`, then `docker/patch/$PATCH_VERSION/`)?"""
+    setting = edits.SETTING.match(line)
+    if setting is None:
+        return False
+    variable = re.escape(setting.group("name"))
+    return re.search(rf"/\$(?:{variable}\b|\{{{variable}\}})|\$(?:{variable}\b|\{{{variable}\}})/", text) is not None
+
+
+def _folder_named(root, name: str):
+    """A folder of the project named exactly `name` (`docker/patch/v0.5.15.post1`), or None: a
+    value that names one is a path, and its new value must name a folder that exists."""
+    if not name or "/" in name or name in (".", ".."):
+        return None
+    for folder, _ in project_folders(os.fspath(root)):
+        if os.path.basename(folder) == name:
+            return Path(folder)
+    return None
 
 
 # -- SGC703, SGC704 ---------------------------------------------------------------------------
