@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NoReturn, TypeVar
@@ -274,10 +275,20 @@ def _rules() -> int:
 
     rules = load_catalog().values()
     width = max(len(rule.name) for rule in rules)
+    columns = terminal_columns()
     with standard_output():
         for rule in rules:
-            print(f"{rule.code}  {rule.name:<{width}} {rule.severity:<8} {rule.fix or '':<7} {rule.summary}")
+            line = f"{rule.code:<8}{rule.name:<{width}} {rule.severity:<8}{rule.fix or '':<7}{rule.summary}"
+            print(line if columns is None or len(line) <= columns else line[:columns - 1] + "…")
     return 0
+
+
+def terminal_columns() -> int | None:
+    """The width to fit lines to: the terminal's, or COLUMNS when set; None for a pipe or a file
+    (a line cut there would be lost to grep)."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return max(40, int(os.environ["COLUMNS"]))
+    return max(40, shutil.get_terminal_size().columns) if sys.stdout.isatty() else None
 
 
 def _explain(code: str) -> int:

@@ -7,6 +7,7 @@ and examples; check functions in `contracts/` only produce the template's fields
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -24,6 +25,8 @@ FIX_SAFETIES = {"safe", "unsafe"}
 QUOTED_FIELD = re.compile(r"`\{(\w+)\}`")  # a field a message template shows as code
 # Where a rule file's examples start: a run reads only the entry above them (the examples are
 # four fifths of the catalog's text, and a run that parsed them all spent 0.1 s on it).
+# The paragraph of a rule's description that says what to do (explain shows it first).
+WHAT_TO_DO = re.compile(r"(?:^|\n)What to do:.*?(?=\n\s*\n|\Z)", re.DOTALL)
 EXAMPLES_START = re.compile(r"^\[\[(?:fix_)?examples\]\]", re.MULTILINE)
 
 
@@ -218,7 +221,8 @@ def _examples(path: Path) -> tuple[tuple[Example, ...], tuple[FixExample, ...]]:
 @lru_cache(maxsize=1)
 def load_catalog() -> dict[str, Rule]:
     folder = catalog_dir()
-    return {rule.code: rule for rule in map(load_rule, sorted(folder.glob("SGC*.toml")))}
+    rules = map(load_rule, folder.glob("SGC*.toml"))
+    return {rule.code: rule for rule in sorted(rules, key=lambda rule: code_order(rule.code))}
 
 
 def rule(code: str) -> Rule:
@@ -229,12 +233,16 @@ def rule(code: str) -> Rule:
 
 
 def explanation(code: str) -> str:
-    """What `sglang-contracts explain CODE` prints: the rule, why it matters, its examples."""
+    """What `sglang-contracts explain CODE` prints: the rule and what to do first, then why it
+    matters, its message and fix, and its examples last (they run to hundreds of lines)."""
     entry = rule(code.upper())
-    out = [f"{entry.code} {entry.name} ({entry.severity})\n\n{entry.summary}\n\n{entry.description}\n",
-           f"Message: {entry.message}\nReference: {entry.reference}"]
+    why, to_do = split_what_to_do(entry.description)
+    out = [f"{entry.code} {entry.name} ({entry.severity})\n\n{entry.summary}\n"]
+    if to_do:
+        out.append(f"{to_do}\n")
     if entry.fix:
-        out.append(f"\nFix ({entry.fix}{', with --unsafe-fixes' * (entry.fix == 'unsafe')}): {entry.fix_description}")
+        out.append(f"Fix ({entry.fix}{', with --unsafe-fixes' * (entry.fix == 'unsafe')}): {entry.fix_description}\n")
+    out.append(f"Why:\n{why}\n\nMessage: {entry.message}\nReference: {entry.reference}")
     for example in entry.examples:
         out.append(f"\nExample: {example.title}" + (" (the pin alone: --old X --new X)" if example.pin_alone else ""))
         releases = (("sglang", example.old),) if example.pin_alone else (("old sglang", example.old), ("new sglang", example.new))
@@ -244,3 +252,17 @@ def explanation(code: str) -> str:
                 out.extend(f"    {line}" for line in text.strip("\n").splitlines())
         out.append("  reports: " + (", ".join(map(example.shown, example.expect)) if example.expect else "nothing"))
     return "\n".join(out)
+
+
+def split_what_to_do(description: str) -> tuple[str, str]:
+    """(the description without its "What to do:" paragraph, that paragraph), or (all of it, "")."""
+    match = WHAT_TO_DO.search(description)
+    if match is None:
+        return description, ""
+    return (description[:match.start()] + description[match.end():]).strip(), match.group(0).strip()
+
+
+def code_order(code: str) -> tuple[int, str]:
+    """Rule codes in number order (SGC105, SGC201, ... SGC903, SGC1101), not as strings."""
+    digits = code[3:]
+    return (int(digits), code) if digits.isdigit() else (sys.maxsize, code)
