@@ -15,6 +15,7 @@ from typing import Iterator
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.resolve import resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.infra.wording import plural
 from sglang_contracts.project.facts import ArgFact, CallFact, FileFacts, Position
 from sglang_contracts.upstream.model import Signature
 
@@ -56,7 +57,7 @@ def bind(signature: Signature, args: tuple[ArgFact, ...]) -> Binding:
             filled.add(positional[count][0])
         elif not var_positional:
             given = sum(1 for a in args if a.kind == "pos")
-            binding.problems.append(Problem("SGC203", f"{given} positional arguments given, it takes {len(positional)}",
+            binding.problems.append(Problem("SGC203", f"{plural(given, 'positional argument')} given, it takes {len(positional)}",
                                             arg.position))
             break
         count += 1

@@ -20,6 +20,7 @@ from sglang_contracts.contracts.subclasses import unaccepted_parameters, body_ch
 from sglang_contracts.contracts.targets import upstream_dotted
 from sglang_contracts.upstream.targets import Target, resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.infra.wording import with_article
 from sglang_contracts.project.facts import CallFact, FileFacts, FunctionFact, PatchFact
 from sglang_contracts.project.index import from_imports
 from sglang_contracts.upstream.model import Signature, UpstreamModel
@@ -93,7 +94,7 @@ def patched_attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
         hint = (f"; the same definition moved to {home}: patch it there" if home
                 else _rename_hint(ctx.new, ctx.old, patch.dotted))
         yield finding("SGC401", patch.facts, patch.fact.position, patch.dotted, target=_leaf(patch.dotted),
-                      severity="error" if home else None, kind=_with_article(patch.old.kind or "name"),
+                      severity="error" if home else None, kind=with_article(patch.old.kind or "name"),
                       old=ctx.old_version, new=ctx.new_version, hint=hint)
 
 
@@ -111,10 +112,6 @@ def _moved_homes(ctx: CheckContext, lost: list[Patch]) -> dict[str, str]:
         if home is not None:
             homes[dotted] = home
     return homes
-
-
-def _with_article(kind: str) -> str:
-    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
 
 def _signature(target: Target) -> Signature:

@@ -15,7 +15,8 @@ from sglang_contracts.diagnostics.catalog import surface_for, surface_order
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.markdown import cell, code, inline, plain
-from sglang_contracts.reporters.base import SEVERITY_ORDER, plural, repository_path
+from sglang_contracts.infra.wording import plural
+from sglang_contracts.reporters.base import SEVERITY_ORDER, repository_path
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckResult
