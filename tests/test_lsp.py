@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -373,3 +374,18 @@ def test_a_message_the_server_cannot_handle_is_one_log_line_and_no_popup(tmp_pat
         server.kill()
         _, err = server.communicate()
     assert b"Traceback" not in err and b"Error in server" not in err
+
+
+def test_a_diagnostic_links_to_its_rule_entry() -> None:
+    """The code's link opens the rule (what it reports, what to do, its examples), not the
+    general documentation the rule cites (Python's import system for SGC101)."""
+    from sglang_contracts.diagnostics import finding_at
+    from sglang_contracts.diagnostics.catalog import load_catalog
+    from sglang_contracts.lsp.convert import lsp_diagnostic
+
+    found = finding_at("SGC101", "app/m.py", 1, 8, "sglang.srt.gone", module="sglang.srt.gone", hint="",
+                       old="0.1.0", new="0.2.0")
+    link = lsp_diagnostic(found, "import sglang.srt.gone\n").code_description.href
+    assert link == load_catalog()["SGC101"].source.resolve().as_uri() and link.endswith("/SGC101.toml")
+    unknown = finding_at("SGC101", "app/m.py", 1, 8, "x", module="x", hint="", old="0.1.0", new="0.2.0")
+    assert lsp_diagnostic(dataclasses.replace(unknown, code="SGC999"), "x\n").code_description is None
