@@ -198,7 +198,19 @@ def _check(args: argparse.Namespace, check=None) -> int:
               f"{'s' * (internal != 1)} (SGC001); please report {'them' if internal != 1 else 'it'}",
               file=sys.stderr)
         return INCOMPLETE
-    return 1 if result.diagnostics and not args.exit_zero else 0
+    if result.diagnostics and not args.exit_zero:
+        if os.environ.get("PRE_COMMIT") and options.baseline is None and not args.quiet:
+            print(BASELINE_HINT, file=sys.stderr)
+        return 1
+    return 0
+
+
+# A hook's first commit in a project with findings of the bump is held until they are fixed:
+# said where pre-commit runs it (it sets PRE_COMMIT), with the way to commit meanwhile.
+BASELINE_HINT = ("sglang-contracts: the commit waits for these findings. To commit before they are fixed, record them "
+                 "once with `sglang-contracts check --write-baseline contracts-baseline.json` (and the hook's "
+                 "--old/--new), commit that file, and set `baseline = \"contracts-baseline.json\"` in "
+                 "[tool.sglang-contracts]: only new findings stop a commit then (docs/ci.md)")
 
 
 def _fix(args: argparse.Namespace) -> int:

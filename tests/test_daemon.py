@@ -265,3 +265,33 @@ def test_two_checks_that_end_together_start_one_daemon(project) -> None:
         assert _claim_start(path)
     finally:
         path.with_suffix(".starting").unlink(missing_ok=True)
+
+
+def test_stop_stops_the_daemon_another_installation_left(project, tmp_path) -> None:
+    """pre-commit runs the hook from its own installation of the tool: the daemon it leaves is
+    not this installation's (the socket's name holds the installation), yet `daemon stop` with
+    the same options stops it, and one serving other options is left."""
+    other_install = tmp_path / "pre-commit-env"
+    shutil.copytree(Path(client.__file__).parents[1], other_install / "sglang_contracts",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    elsewhere = {"PYTHONPATH": str(other_install)}
+    started = subprocess.run([sys.executable, "-m", "sglang_contracts", "daemon", "start", *RELEASES,
+                              "--idle-timeout", "120"], cwd=project, capture_output=True, text=True, timeout=300,
+                             env={**os.environ, **elsewhere})
+    assert started.returncode == 0, started.stderr
+    pid = int(started.stdout.split("daemon ")[1].split()[0])
+    try:
+        assert run(project, "daemon", "status", *RELEASES).returncode == 1  # not this installation's
+        assert run(project, "daemon", "stop", "--old", str(OLD), "--new", str(OLD)).returncode == 1  # other options
+        stopped = run(project, "daemon", "stop", *RELEASES)
+        assert stopped.returncode == 0 and f"daemon {pid} (of the tool installed at" in stopped.stdout
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}") \
+                and not open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+            time.sleep(0.1)
+        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -59,8 +59,15 @@ def daemon_command(args: argparse.Namespace, argv: list[str]) -> int:
         return 0
     if args.action == "stop":
         if answer is None:
-            print(f"sglang-contracts: no daemon for {shown_root} with these options")
-            return 1
+            # pre-commit's hook runs its own installation of the tool: its daemon is stopped too
+            others = _other_installations(path.parent, identity)
+            for socket, other in others:
+                ask(socket, {"stop": True}, timeout=5.0)
+                print(f"sglang-contracts: daemon {other['pid']} (of the tool installed at "
+                      f"{printable_path(other['tool'])}) stopped")
+            if not others:
+                print(f"sglang-contracts: no daemon for {shown_root} with these options")
+            return 0 if others else 1
         ask(path, {"stop": True}, timeout=5.0)
         print(f"sglang-contracts: daemon {answer['pid']} stopped")
         return 0
@@ -78,6 +85,35 @@ def status_answer(answer: dict[str, Any] | None) -> dict[str, Any] | None:
     numbers = all(type(answer.get(name)) in (int, float) for name in ("idle", "idle_timeout"))
     integers = all(type(answer.get(name)) is int for name in ("pid", "runs"))
     return answer if numbers and integers else None
+
+
+def _other_installations(folder: Path, identity: str) -> list[tuple[Path, dict[str, Any]]]:
+    """(socket, status with the tool's folder) of each daemon in `folder` that serves the same
+    root with the same options as `identity` from another installation of this tool (a
+    pre-commit environment's): its socket has another name, since the installation is in it."""
+    wanted = _without_tool(identity)
+    found = []
+    try:
+        sockets = sorted(folder.glob("*.sock"))
+    except OSError:
+        return []
+    for socket in sockets:
+        answer = status_answer(ask(socket, {"status": True}, timeout=5.0))
+        theirs = answer.get("identity") if answer is not None else None
+        if isinstance(theirs, str) and theirs != identity and _without_tool(theirs) == wanted:
+            found.append((socket, {**answer, "tool": str(json.loads(theirs).get("tool", "?"))}))
+    return found
+
+
+def _without_tool(identity: str) -> Any:
+    """What a daemon serves (root, options, debug), whichever installation of the tool it runs."""
+    try:
+        served = json.loads(identity)
+    except ValueError:
+        return None
+    if isinstance(served, dict):
+        served.pop("tool", None)
+    return served
 
 
 def _start(argv: list[str], path: Path, root: str) -> int:
@@ -344,7 +380,7 @@ class Daemon:
 
     def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
         if request.get("status"):
-            return {"pid": os.getpid(), "root": str(self.root), "runs": self.runs,
+            return {"pid": os.getpid(), "root": str(self.root), "runs": self.runs, "identity": self.identity,
                     "idle": time.monotonic() - self.last, "idle_timeout": self.idle_timeout}
         if request.get("stop"):
             self.stopping.set()
