@@ -237,8 +237,8 @@ def _fix(args: argparse.Namespace) -> int:
     with standard_output():
         for diagnostic in report.remaining:
             print(format_line(diagnostic, display_path(root, diagnostic.path)))
-        if not args.quiet:
-            print(f"{report.found} findings: {report.fixed} fixed, {len(report.remaining)} remaining")
+    if not args.quiet:  # as with --diff: standard output holds only what a pipe reads on
+        print(f"{report.found} findings: {report.fixed} fixed, {len(report.remaining)} remaining", file=sys.stderr)
     return 1 if report.remaining or report.errors else 0
 
 

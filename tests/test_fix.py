@@ -64,7 +64,8 @@ def test_diff_prints_the_patch_writes_nothing_and_exits_1_then_0(bump, capsys):
     assert '+    "torch==2.9.1",  # sglang pin\n' in out
     assert snapshot(project) == before
     assert main(["fix", str(project), *args]) == 0  # everything fixed: nothing remains
-    assert "2 findings: 2 fixed, 0 remaining" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "2 findings: 2 fixed, 0 remaining" in captured.err and "remaining" not in captured.out
     assert main(["fix", str(project), *args, "--diff"]) == 0
     assert capsys.readouterr().out == ""
 
@@ -120,7 +121,7 @@ def test_a_read_only_file_is_one_error_line_and_the_rest_is_fixed(bump, capsys):
         assert "Traceback" not in captured.err
         assert pins.read_text() == PYPROJECT and stat.S_IMODE(pins.stat().st_mode) == 0o444
         assert "from sglang.srt.utils.device import get_device" in (project / "app/devices.py").read_text()
-        assert "1 fixed, 1 remaining" in captured.out and "SGC701" in captured.out
+        assert "1 fixed, 1 remaining" in captured.err and "SGC701" in captured.out
     finally:
         pins.chmod(0o644)
 
