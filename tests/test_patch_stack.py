@@ -455,3 +455,32 @@ def test_a_resident_process_forgets_the_broken_module_once_nothing_imports_it(tm
     assert codes() == [("app/weights.py", "SGC102"), ("docker/patch/latest/b.patch", "SGC000")]
     (project / "app" / "weights.py").write_text("WEIGHTS = 1\n")
     assert codes() == []
+
+
+def test_a_copy_of_the_live_stack_that_another_build_applies_is_judged_once(slime_shaped, tmp_path):
+    """slime's build_conda.sh applies `v0.5.15.post1/`, a copy of the Dockerfile's `latest/`:
+    its breaks came twice (153 and 129 hunks). The copy is judged in the live stack's place,
+    with one line naming it."""
+    for name in ("sglang.patch", "sglang-top_p.patch", "sglang-pull_weights.patch"):
+        write(slime_shaped, {f"docker/patch/v0.1.0/{name}": (slime_shaped / "docker/patch/latest" / name).read_text()})
+    write(slime_shaped, {"build_conda.sh": "cd sglang\nfor p in sglang.patch sglang-top_p.patch "
+                                           "sglang-pull_weights.patch; do\n  git apply ../docker/patch/v0.1.0/$p\ndone\n"})
+    stacks = patch_stacks(slime_shaped)
+    assert [s.patches for s in stacks.stacks] == [LATEST]
+    assert [(copy.source, twin.source) for copy, twin in stacks.duplicates] == [("build_conda.sh:3", "docker/Dockerfile:8")]
+    assert _check(slime_shaped, OLD, NEW, tmp_path) == ["docker/patch/latest/sglang-pull_weights.patch:5: SGC901 error",
+                                                        "docker/patch/v0.1.0/sglang.patch:1: SGC903 info"]
+    # A stack that differs by one patch is a stack of its own, judged as such.
+    write(slime_shaped, {"build_conda.sh": "cd sglang\nfor p in sglang.patch sglang-top_p.patch; do\n"
+                                           "  git apply ../docker/patch/v0.1.0/$p\ndone\n"})
+    differing = patch_stacks(slime_shaped)
+    assert len(differing.stacks) == 2 and not differing.duplicates
+
+
+def test_stacks_guessed_for_want_of_a_command_are_said_by_default(slime_shaped, tmp_path):
+    write(slime_shaped, {"docker/Dockerfile": "RUN echo no patches here\n"})
+    stacks = patch_stacks(slime_shaped)
+    assert stacks.guessed and len(stacks.stacks) == 4
+    found = _check(slime_shaped, OLD, NEW, tmp_path / "guessed")
+    assert found.count("docker/npu_patch/sglang.patch:1: SGC903 info") == 1
+    assert not patch_stacks(tmp_path / "guessed").guessed  # no patch at all: nothing guessed
