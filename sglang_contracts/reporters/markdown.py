@@ -2,7 +2,11 @@
 
 It says which pins move, what breaks grouped by surface (imports, calls, subclasses, ...:
 `catalog.SURFACES`), with one bullet per distinct break and the places it occurs, the
-upstream delta where one was computed, and a checklist of what a static check cannot prove.
+patch stack as counts per patch, the upstream behaviour the project inherits in a section of
+its own, the upstream delta where one was computed, and a checklist of what a static check
+cannot prove. It fits a pull request's description (GitHub refuses one over 65,536
+characters): the longest groups are cut to their first findings, each cut naming the command
+that lists the rest.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from collections import Counter
 from itertools import groupby
 from typing import TYPE_CHECKING, TextIO
 
-from sglang_contracts.diagnostics.catalog import surface_for, surface_order
+from sglang_contracts.diagnostics.catalog import load_catalog, surface_for, surface_order
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.markdown import cell, code, inline, plain
@@ -44,14 +48,72 @@ def _group_key(d: Diagnostic) -> tuple:
     return (SEVERITY_ORDER.index(d.severity) if d.severity in SEVERITY_ORDER else 9, d.code, d.message)
 
 
-def _surface_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic]) -> list[str]:
-    lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
+# Under GitHub's 65,536 for a pull request's body, with room for the author's own words.
+MAX_CHARACTERS = 60_000
+MAX_PLACES = 8  # of one break, in a report cut to fit; the rest counted
+# Upstream bodies the project's overrides and borrowed methods run that changed: behaviour the
+# project inherits, which a reviewer reads apart from what breaks (the bump guide's own list).
+INHERITED = ("SGC303", "SGC313")
+PATCH_HUNKS = {"SGC901": ("no longer applies", "no longer apply"), "SGC902": ("is already upstream", "are already upstream")}
+
+
+def _bullets(result: "CheckResult", diagnostics: list[Diagnostic], cut: bool = False) -> list[str]:
+    """One bullet per distinct break (severity, rule, message), errors first, with its places
+    (MAX_PLACES of them when the report is `cut`)."""
+    bullets = []
     for (_, rule_code, message), group in groupby(sorted(diagnostics, key=_group_key), key=_group_key):
         sites = list(group)
-        places = ", ".join(code(f"{printable_path(repository_path(result, d))}:{d.line}") for d in sites)
-        severity = sites[0].severity
-        lines.append(f"- **{severity}** {rule_code}: {inline(message)}  \n  {places}")
+        listed = sites[:MAX_PLACES] if cut else sites
+        places = ", ".join(code(f"{printable_path(repository_path(result, d))}:{d.line}") for d in listed)
+        if len(sites) > len(listed):
+            places += f" and {len(sites) - len(listed)} more"
+        bullets.append(f"- **{sites[0].severity}** {rule_code}: {inline(message)}  \n  {places}")
+    return bullets
+
+
+def _cut(bullets: list[str], shown: int | None, diagnostics: list[Diagnostic], new: str) -> list[str]:
+    if shown is None or len(bullets) <= shown:
+        return bullets
+    codes = ",".join(sorted({d.code for d in diagnostics}))
+    return [*bullets[:shown], f"- … and {len(bullets) - shown} more: {code(f'sglang-contracts check --new {new} --select {codes}')}"]
+
+
+def _surface_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic],
+                     shown: int | None = None) -> list[str]:
+    lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
+    return lines + _cut(_bullets(result, diagnostics, shown is not None), shown, diagnostics, result.new.release.short) + [""]
+
+
+def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic],
+                   shown: int | None = None) -> list[str]:
+    """The stack as counts per patch file (a hunk per bullet ran to 286 lines on slime), the
+    rest of the surface's findings as bullets, and the command that rebases each patch."""
+    lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
+    by_patch: dict[str, Counter] = {}
+    for d in diagnostics:
+        if d.code in PATCH_HUNKS:
+            by_patch.setdefault(printable_path(repository_path(result, d)), Counter())[d.code] += 1
+    for path, counts in sorted(by_patch.items()):
+        said = ", ".join(f"{plural(counts[c], 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})"
+                         for c in PATCH_HUNKS if counts[c])
+        lines.append(f"- {code(path)}: {said}")
+    others = [d for d in diagnostics if d.code not in PATCH_HUNKS]
+    lines += _cut(_bullets(result, others, shown is not None), shown, others, result.new.release.short)
+    if by_patch:
+        old, new = result.old.release.short, result.new.release.short
+        lines += ["", f"Rebase each onto {plain(new)}, the hunks' texts and the decisions in its plan: "
+                  f"{code(f'sglang-contracts patch rebase PATCH --old {old} --new {new} --plan PLAN.md')}"]
     return lines + [""]
+
+
+def _inherited_section(result: "CheckResult", diagnostics: list[Diagnostic], shown: int | None = None) -> list[str]:
+    if not diagnostics:
+        return []
+    old, new = plain(result.old.release.short), plain(result.new.release.short)
+    lines = [f"### Inherited upstream behaviour: {plural(len(diagnostics), 'method')}", "",
+             f"_Upstream methods the project overrides or runs as its own whose bodies changed from {old} to "
+             f"{new}: nothing raises, but what runs is not what ran. Read each._", ""]
+    return lines + _cut(_bullets(result, diagnostics, shown is not None), shown, diagnostics, result.new.release.short) + [""]
 
 
 MAX_DELTA_COMMITS = 30  # a PR description, not a log: the rest is one `git log` away
@@ -91,6 +153,11 @@ def _checklist(result: "CheckResult") -> list[str]:
     target = (f"the SGLang image ({code(result.pin.written)}) to {new}" if image
               else f"Pin {code('sglang==' + result.new.release.short)}")
     items = [f"{'Move ' if image else ''}{target}{where}, and move the pins that mirror SGLang's stack with it"]
+    catalog = load_catalog()
+    fixable = sum(1 for d in result.diagnostics if d.code in catalog and catalog[d.code].fix == "safe")
+    if fixable:
+        items.append(f"Apply the safe fixes ({plural(fixable, 'finding')}): "
+                     f"{code(f'sglang-contracts fix --new {result.new.release.short}')}, and review the diff")
     if counts["error"]:
         items.append("Fix every error above, or accept it in the baseline with a written justification")
     if counts["warning"]:
@@ -106,7 +173,16 @@ def _checklist(result: "CheckResult") -> list[str]:
 
 
 def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
-    """Every value of the project or the releases shown as code or as prose (infra/markdown)."""
+    """Every value of the project or the releases shown as code or as prose (infra/markdown).
+    Groups are cut to fewer findings each until the whole fits MAX_CHARACTERS."""
+    for shown in (None, 40, 20, 10, 5, 2, 1, 0):
+        text = _report(result, shown)
+        if len(text) <= MAX_CHARACTERS:
+            break
+    out.write(text)
+
+
+def _report(result: "CheckResult", shown: int | None) -> str:
     old, new = plain(result.old.release.short), plain(result.new.release.short)
     diagnostics = result.diagnostics
     lines = [f"## SGLang contracts: {old} → {new}", "", *_pins(result), ""]
@@ -115,6 +191,8 @@ def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False) -> N
         lines.append(f"**{plural(len(diagnostics), 'contract')} with SGLang break** in this bump "
                      f"({_severity_counts(diagnostics)}, in {plural(files, 'file')}): each held on {old} "
                      f"and fails on {new}.")
+        lines.append(f"Read statically from both releases and the project, nothing run; what only running "
+                     f"can show is in the checklist at the end.")
     else:
         lines.append(f"**No contract breaks.** Every contract with SGLang that a static check can see "
                      f"holds on {new} as it did on {old}.")
@@ -123,10 +201,13 @@ def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False) -> N
     lines.append("")
     by_surface: dict[str, list[Diagnostic]] = {}
     for d in diagnostics:
-        by_surface.setdefault(surface_for(d.code).key, []).append(d)
+        if d.code not in INHERITED:
+            by_surface.setdefault(surface_for(d.code).key, []).append(d)
     for surface in surface_order():
         if surface.key in by_surface:
-            lines += _surface_section(result, surface.title, surface.what, by_surface[surface.key])
+            section = _patch_section if surface.key == "patch-files" else _surface_section
+            lines += section(result, surface.title, surface.what, by_surface[surface.key], shown)
+    lines += _inherited_section(result, [d for d in diagnostics if d.code in INHERITED], shown)
     lines += upstream_delta_section(result)
     lines += _checklist(result)
-    out.write("\n".join(lines).rstrip("\n") + "\n")
+    return "\n".join(lines).rstrip("\n") + "\n"
