@@ -224,3 +224,29 @@ def test_a_record_made_by_hand_of_another_shape_is_computed_again_never_an_inter
         assert status == 1 and "damaged" in out and "SGC000" in out
     else:
         assert (status, out, err) == clean
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to a device", "too large"])
+def test_a_record_that_is_no_regular_file_of_a_record_s_size_is_absent(tmp_path: Path, kind: str, monkeypatch) -> None:
+    """A FIFO blocked the run forever, a link to /dev/zero read until memory ran out (third
+    campaign D10): records are read as every other file is, regular and bounded."""
+    import os
+
+    from sglang_contracts.infra import cache as cache_module
+    from sglang_contracts.infra.cache import JsonCache
+
+    store = JsonCache(tmp_path / "records")
+    store.put("ab" * 32, {"kept": True})
+    assert store.get("ab" * 32) == {"kept": True}
+    path = tmp_path / "records" / "ab" / f"{'ab' * 32}.json"
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link to a device":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_bytes(b"x" * 1024)
+        monkeypatch.setattr(cache_module, "MAX_RECORD_BYTES", 100)
+    assert store.get("ab" * 32) is None
+    store.put("ab" * 32, {"kept": "again"})  # computed again, written in its place
+    assert store.get("ab" * 32) == {"kept": "again"}

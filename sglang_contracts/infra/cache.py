@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from sglang_contracts.infra.files import why_unwritable
+from sglang_contracts.infra.files import Unreadable, read_limited, why_unwritable
 from sglang_contracts.infra.errors import shown
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.gitsafety import safe_git_options
@@ -39,6 +39,9 @@ from sglang_contracts.infra.gitsafety import safe_git_options
 # Bump when the shape of any cached record changes: old entries are then ignored.
 SCHEMA_VERSION = 2
 HEADER = "sglang-contracts-cache/{schema} {key} blake2b="
+# Far over any record this tool writes (sglang's own tree as the project: 6 MB): a larger one,
+# like a FIFO or a link to a device, is not one of its records (read_limited refuses them).
+MAX_RECORD_BYTES = 256 * 1024 * 1024
 
 
 def code_fingerprint(*modules) -> str:
@@ -299,8 +302,8 @@ class JsonCache:
 
     def _read(self, key: str) -> Any | None:
         try:
-            raw = self._path(key).read_bytes()
-        except (OSError, ValueError):  # ValueError: a key no file name can hold
+            raw = read_limited(self._path(key), MAX_RECORD_BYTES)
+        except (Unreadable, OSError, ValueError):  # ValueError: a key no file name can hold
             return None
         header, newline, body = raw.partition(b"\n")
         expected = HEADER.format(schema=SCHEMA_VERSION, key=key).encode()
