@@ -248,5 +248,6 @@ def test_a_record_that_is_no_regular_file_of_a_record_s_size_is_absent(tmp_path:
         path.write_bytes(b"x" * 1024)
         monkeypatch.setattr(cache_module, "MAX_RECORD_BYTES", 100)
     assert store.get("ab" * 32) is None
+    monkeypatch.setattr(cache_module, "MAX_RECORD_BYTES", 1 << 20)
     store.put("ab" * 32, {"kept": "again"})  # computed again, written in its place
     assert store.get("ab" * 32) == {"kept": "again"}
