@@ -37,6 +37,7 @@ UNKNOWN_ATOM: Atom = ("?", "")  # a condition on something else than the release
 UNKNOWN: Gate = ((UNKNOWN_ATOM,),)
 MAX_TERMS = 32  # a condition larger than this is left undecided
 VERSION_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+VERSION_SYMBOLS = frozenset(VERSION_OPS.values())  # the atoms that compare the release's version
 FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "==",
            "import-fails": "import-ok", "import-ok": "import-fails", "flag": "not-flag", "not-flag": "flag",

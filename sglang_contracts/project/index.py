@@ -375,9 +375,9 @@ def _analysis_job(job: tuple[Callable[[str, str], list], str, str | bytes]) -> l
 @lru_cache(maxsize=1)
 def _scanner_fingerprint() -> str:
     from sglang_contracts.infra import pysource
-    from sglang_contracts.project import facts, gates, positions, scanner, scopes
+    from sglang_contracts.project import dispatches, facts, gates, positions, scanner, scopes
 
-    return code_fingerprint(scanner, scopes, facts, positions, gates, pysource)
+    return code_fingerprint(scanner, scopes, facts, positions, gates, dispatches, pysource)
 
 
 def _facts_key(relpath: str, module: str, content: str, packages: tuple[str, ...]) -> str:
