@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ast
 import json
+import re
+from typing import Collection
 
 from sglang_contracts.project.gates import ConditionReader
 
@@ -135,3 +137,21 @@ def module_for(template: Template, package: str, version: str) -> str | None:
     base = parts[: len(parts) - (level - 1)]
     rest = text[level:]
     return ".".join(base + ([rest] if rest else []))
+
+
+_ANY_VERSION = "\0"  # stands for the version while the template's other parts are resolved
+
+
+def named_modules(template: Template, package: str, modules: Collection[str]) -> list[str]:
+    """The modules of `modules` the template may name on some release, whichever: the folders
+    for other releases (`pkg.v0_5_19_patch`) that this choice loads on none of the two."""
+    tables = [json.loads(value) for kind, value in template if kind == "table"]
+    if tables:  # the names a table gives, whatever version picks them
+        versions = {version for table in tables for version in table}
+        named = {module_for(template, package, version) for version in versions}
+        return sorted(name for name in named if name is not None and name in modules)
+    skeleton = module_for(template, package, _ANY_VERSION)
+    if skeleton is None:
+        return []
+    pattern = re.compile(".+?".join(re.escape(piece) for piece in skeleton.split(_ANY_VERSION)))
+    return sorted(name for name in modules if pattern.fullmatch(name))
