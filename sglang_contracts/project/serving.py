@@ -80,8 +80,10 @@ def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: d
         return [modules[name] for name in (".".join(parts[:n]) for n in range(1, len(parts) + 1)) if name in modules]
 
     def add(importer: str, targets: list[str], on: frozenset[str]) -> None:
+        # The importer's own packages ran before it did: importing a sibling loads none of them.
+        own = set(loaded(module_name_for(importer)))
         for target in targets:
-            if target != importer:
+            if target not in own:
                 edges.setdefault(target, []).append((importer, on))
                 if on != labels:
                     chosen.add(target)
