@@ -68,6 +68,8 @@ def _configured(relpath: str, serves: dict[str, list[str]]) -> str | None:
 
 def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: dict[str, list[str]]) -> Serving:
     """Which releases (`releases`: OLD and NEW, as gates are judged) each project module serves."""
+    if not serves and not any(facts.gates or facts.dispatches for facts in project.files.values()):
+        return Serving()  # nothing chooses by release: every module serves both
     modules = {module_name_for(relpath): relpath for relpath in project.digests}
     labels = frozenset(releases)
     # target relpath -> [(importer relpath, the releases the import runs on)]
@@ -79,9 +81,7 @@ def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: d
         parts = module.split(".")
         return [modules[name] for name in (".".join(parts[:n]) for n in range(1, len(parts) + 1)) if name in modules]
 
-    def add(importer: str, targets: list[str], on: frozenset[str]) -> None:
-        # The importer's own packages ran before it did: importing a sibling loads none of them.
-        own = set(loaded(module_name_for(importer)))
+    def add(importer: str, own: set[str], targets: list[str], on: frozenset[str]) -> None:
         for target in targets:
             if target not in own:
                 edges.setdefault(target, []).append((importer, on))
@@ -89,6 +89,8 @@ def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: d
                     chosen.add(target)
 
     for relpath, facts in project.files.items():
+        # The importer's own packages ran before it did: importing a sibling loads none of them.
+        own = set(loaded(module_name_for(relpath)))
         def runs_here(position) -> frozenset[str]:
             gate = gate_at(facts.gates, position)
             return labels if gate is None else frozenset(l for l in labels if runs_on(gate, releases[l]))
@@ -99,7 +101,7 @@ def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: d
             targets = loaded(fact.module)
             if fact.name not in (None, "*") and f"{fact.module}.{fact.name}" in modules:
                 targets.append(modules[f"{fact.module}.{fact.name}"])
-            add(relpath, targets, runs_here(fact.position))
+            add(relpath, own, targets, runs_here(fact.position))
         for dispatch in facts.dispatches:
             if dispatch.kind != "import":
                 continue
@@ -109,7 +111,7 @@ def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: d
             for label in on:
                 name = module_for(dispatch.template, dispatch.package, releases[label].version or "")
                 if name is not None:
-                    add(relpath, loaded(name), frozenset((label,)))
+                    add(relpath, own, loaded(name), frozenset((label,)))
 
     fixed = {}
     for relpath in project.digests:
