@@ -208,12 +208,24 @@ class ConditionReader:
         result = TRUE
         operands = [node.left, *node.comparators]
         for left, op, right in zip(operands, node.ops, operands[1:]):
+            if isinstance(op, (ast.In, ast.NotIn)):
+                result = conjoin(result, self._membership(left, right, isinstance(op, ast.In)))
+                continue
             symbol = VERSION_OPS.get(type(op))
             atom = self._atom(left, symbol, right) if symbol else None
             if atom is None and symbol:
                 atom = self._atom(right, FLIPPED[symbol], left)
             result = conjoin(result, ((atom or UNKNOWN_ATOM,),))  # a link not about the release: undecided
         return result
+
+    def _membership(self, version: ast.AST, options: ast.AST, inside: bool) -> Gate:
+        """`V in ["0.5.4.post2", "0.5.7"]`: V equals one of them (`not in`: none of them)."""
+        if not isinstance(options, (ast.List, ast.Tuple, ast.Set)) or not options.elts:
+            return UNKNOWN
+        atoms = [self._atom(version, "==" if inside else "!=", option) for option in options.elts]
+        if any(atom is None for atom in atoms):
+            return UNKNOWN
+        return tuple((atom,) for atom in atoms) if inside else (tuple(atoms),)
 
     def _atom(self, version: ast.AST, op: str, constant: ast.AST) -> Atom | None:
         found = self.version_of(version)
