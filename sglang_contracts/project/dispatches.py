@@ -23,6 +23,7 @@ from typing import Collection
 from sglang_contracts.project.gates import ConditionReader
 
 Template = tuple[tuple[str, str], ...]
+MAX_DEPTH = 32  # parts of a module name built by `+` and f-strings, more than any name has
 IMPORTERS = {"importlib.import_module", "import_module"}  # what loads a module by a name computed at run time
 
 
@@ -48,8 +49,11 @@ class TemplateReader:
         if template is not None and any(kind != "text" for kind, _ in template):
             self.templates[key] = template
 
-    def template(self, scope: str, node: ast.AST) -> Template | None:
-        """The parts of a string expression built from the release's version; None: not one."""
+    def template(self, scope: str, node: ast.AST, depth: int = 0) -> Template | None:
+        """The parts of a string expression built from the release's version; None: not one
+        (nor one nested deeper than a module name is ever built: `"a" + "b" + ...` 5,000 times)."""
+        if depth > MAX_DEPTH:
+            return None
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return (("text", node.value),)
         if isinstance(node, ast.JoinedStr):
@@ -58,15 +62,15 @@ class TemplateReader:
                 if isinstance(value, ast.FormattedValue):
                     if value.format_spec is not None or value.conversion not in (-1, ord("s")):
                         return None
-                    inner = self.template(scope, value.value)
+                    inner = self.template(scope, value.value, depth + 1)
                 else:
-                    inner = self.template(scope, value)
+                    inner = self.template(scope, value, depth + 1)
                 if inner is None:
                     return None
                 parts += inner
             return tuple(parts)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            left, right = self.template(scope, node.left), self.template(scope, node.right)
+            left, right = self.template(scope, node.left, depth + 1), self.template(scope, node.right, depth + 1)
             return left + right if left is not None and right is not None else None
         if isinstance(node, ast.Name) and (found := self._lookup(self.templates, scope, node.id)) is not None:
             return found
@@ -77,21 +81,25 @@ class TemplateReader:
                 return self._from_table(scope, node.func.value.id, node.args[0])
             if node.func.attr == "replace" and len(node.args) == 2 and all(
                     isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
-                inner = self._version(scope, node.func.value)
+                inner = self._version(scope, node.func.value, depth + 1)
                 if inner is not None:
                     return (("version", json.dumps([*json.loads(inner), [node.args[0].value, node.args[1].value]])),)
-        if (version := self._version(scope, node)) is not None:
+        if (version := self._version(scope, node, depth)) is not None:
             return (("version", version),)
         return None
 
-    def _version(self, scope: str, node: ast.AST) -> str | None:
-        """The replacements made on the release's version string `node` is (JSON), if it is one."""
+    def _version(self, scope: str, node: ast.AST, depth: int) -> str | None:
+        """The replacements made on the release's version string `node` is (JSON), if it is one:
+        the version itself, a name bound to it, or `.replace(a, b)` of one of those."""
         self.conditions.scope = scope
         if self.conditions.version_of(node) == ("s", 0):
             return "[]"
-        found = self.template(scope, node) if isinstance(node, ast.Name) else None
-        if found is not None and len(found) == 1 and found[0][0] == "version":
-            return found[0][1]
+        if isinstance(node, ast.Name):
+            found = self._lookup(self.templates, scope, node.id)
+            return found[0][1] if found is not None and len(found) == 1 and found[0][0] == "version" else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "replace":
+            found = self.template(scope, node, depth + 1)
+            return found[0][1] if found is not None and len(found) == 1 and found[0][0] == "version" else None
         return None
 
     def _from_table(self, scope: str, table: str, key: ast.AST) -> Template | None:
