@@ -43,6 +43,14 @@ def release_dispatch_refuses_new(ctx: CheckContext) -> Iterator[Diagnostic]:
                          else f", whose table has no entry for {new.version}")
             loaded = ctx.serving.loaded_on_old_only.get(facts.path, []) if ctx.serving is not None else []
             yield finding("SGC106", facts, dispatch.position, reached, old=ctx.old_version, new=ctx.new_version,
-                          reached=reached, named=named,
-                          loaded=("loads " + ", ".join(module_name_for(relpath) for relpath in loaded))
-                          if loaded else "took another branch")
+                          reached=reached, named=named, loaded=_what_loads(loaded))
+
+
+def _what_loads(relpaths: list[str], shown: int = 3) -> str:
+    """The top modules of what the old release loads here (a package, not each of its modules)."""
+    names = sorted(module_name_for(relpath) for relpath in relpaths)
+    tops = [name for name in names if not any(name.startswith(f"{other}.") for other in names)]
+    if not tops:
+        return "took another branch"
+    more = f" and {len(tops) - shown} more" if len(tops) > shown else ""
+    return "loads " + ", ".join(tops[:shown]) + more
