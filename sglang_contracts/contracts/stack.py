@@ -196,10 +196,14 @@ def _pinned_per_release(ctx: CheckContext) -> set[str]:
     exactly, and they pin two or more. They are that release's, not a pin the bump forgot:
     those named after their release, and all of them where the code chooses by release
     (project/serving.py). A main file and a lagging variant (`requirements-rocm.txt`) are not."""
-    pinned: dict[str, set[Version]] = {}
+    pinned: dict[str, set[Version | None]] = {}
     for declared in _declared(ctx):
         if declared.name == SGLANG:
             pinned.setdefault(declared.path, set()).add(exact_version(declared.requirement.specifier))
+    for mention in ctx.shared("release-mentions", _all_mentions):  # `requirements_torch280.txt` too
+        name = PurePosixPath(mention.path).name
+        if mention.kind == "pin" and name.endswith(".txt") and name.startswith(("requirements", "constraints")):
+            pinned.setdefault(mention.path, set()).add(version_in_tag(mention.version))
     single = {path: next(iter(versions)) for path, versions in pinned.items()
               if len(versions) == 1 and None not in versions}
     if len(set(single.values())) < 2:

@@ -688,6 +688,14 @@ class _Imports:
         return not self.modules.isdisjoint(upstream_names)
 
 
+def imports_by_text(index: ProjectIndex) -> dict[str, tuple[list[tuple[str, list[str]]], list[str]]]:
+    """relpath -> (source module and names of each `from` import, modules of plain imports) of
+    every Python file, read from its text without parsing it: what the files the scan left out
+    import (a package's `from . import engine`). Cached per content, in the table the index reads."""
+    rows = index.each_file("imports", _imports_row, lambda text: True, sys.modules[__name__], by_pattern=True)
+    return {relpath: ([(source, names) for source, names in froms], modules) for relpath, froms, modules in rows}
+
+
 def _imports_row(relpath: str, text: str) -> list[list]:
     read = _Imports.read(relpath, module_name_for(relpath), text)
     return [[relpath, read.froms, sorted(read.modules)]]

@@ -22,7 +22,7 @@ from pathlib import PurePosixPath
 
 from sglang_contracts.project.dispatches import module_for, named_modules
 from sglang_contracts.project.gates import Release, runs_on
-from sglang_contracts.project.index import ProjectIndex, module_name_for
+from sglang_contracts.project.index import ProjectIndex, imports_by_text, module_name_for
 from sglang_contracts.project.releasefacts import gate_at
 from sglang_contracts.requirements import as_version, parse_specifier
 
@@ -113,6 +113,18 @@ def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: d
                 if name is not None:
                     add(relpath, own, loaded(name), frozenset((label,)))
 
+    if chosen or serves:
+        # The files the scan left out (they name no SGLang: a package's `from . import engine`)
+        # carry the choice on to what they import, on every release: their imports, read from their text.
+        for relpath, (froms, plain) in imports_by_text(project).items():
+            if relpath in project.files:
+                continue
+            own = set(loaded(module_name_for(relpath)))
+            for source, names in froms:
+                add(relpath, own, loaded(source) + [modules[f"{source}.{name}"] for name in names
+                                                    if f"{source}.{name}" in modules], labels)
+            for module in plain:
+                add(relpath, own, loaded(module), labels)
     fixed = {}
     for relpath in project.digests:
         key = _configured(relpath, serves)
