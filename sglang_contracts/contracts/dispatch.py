@@ -27,7 +27,6 @@ def release_dispatch_refuses_new(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts in ctx.checked_files():
         for dispatch in facts.dispatches:
             gate = gate_at(facts.gates, dispatch.position)
-            ran_on_old = gate is None or evaluate(gate, old) is not False
             if dispatch.kind == "raise":
                 # Reached on the new release for certain, never on the old one: the choice held there.
                 if gate is None or evaluate(gate, old) is not False or evaluate(gate, new) is not True:
@@ -36,6 +35,7 @@ def release_dispatch_refuses_new(ctx: CheckContext) -> Iterator[Diagnostic]:
             else:
                 on_old = module_for(dispatch.template, dispatch.package, old.version or "")
                 on_new = module_for(dispatch.template, dispatch.package, new.version or "")
+                ran_on_old = gate is None or evaluate(gate, old) is not False
                 if not ran_on_old or on_old not in modules or on_new in modules:
                     continue
                 reached = f"importlib.import_module({dispatch.detail})"

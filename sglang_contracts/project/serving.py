@@ -91,6 +91,7 @@ def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: d
     for relpath, facts in project.files.items():
         # The importer's own packages ran before it did: importing a sibling loads none of them.
         own = set(loaded(module_name_for(relpath)))
+
         def runs_here(position) -> frozenset[str]:
             gate = gate_at(facts.gates, position)
             return labels if gate is None else frozenset(l for l in labels if runs_on(gate, releases[l]))
@@ -157,13 +158,14 @@ def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: d
                     via.add(importer)
                 elif reach:
                     via |= leads.get(importer, frozenset())
-            if now != served[relpath] or via != leads[relpath]:
-                served[relpath], leads[relpath] = frozenset(now | served[relpath]), frozenset(via | leads[relpath])
+            grown, led = served[relpath] | now, leads[relpath] | via
+            if grown != served[relpath] or led != leads[relpath]:
+                served[relpath], leads[relpath] = grown, led
                 changed = True
-    restricted = {relpath: releases_ for relpath, releases_ in served.items() if releases_ != labels}
+    restricted = {relpath: on for relpath, on in served.items() if on != labels}
     old_only: dict[str, list[str]] = {}
-    for relpath, releases_ in restricted.items():
-        if releases_ == {OLD}:
+    for relpath, on in restricted.items():
+        if on == {OLD}:
             for dispatcher in leads.get(relpath, ()):
                 old_only.setdefault(dispatcher, []).append(relpath)
     return Serving(restricted, {relpath: leads[relpath] for relpath in restricted},
