@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from typing import Collection
 
 from sglang_contracts.project.gates import ConditionReader
@@ -161,5 +160,20 @@ def named_modules(template: Template, package: str, modules: Collection[str]) ->
     skeleton = module_for(template, package, _ANY_VERSION)
     if skeleton is None:
         return []
-    pattern = re.compile(".+?".join(re.escape(piece) for piece in skeleton.split(_ANY_VERSION)))
-    return sorted(name for name in modules if pattern.fullmatch(name))
+    pieces = skeleton.split(_ANY_VERSION)
+    return sorted(name for name in modules if _fills(name, pieces))
+
+
+def _fills(name: str, pieces: list[str]) -> bool:
+    """Is `name` the pieces in order, each gap between two of them filled by some text (a
+    version)? Read left to right, each piece at its first place: no pattern, no backtracking."""
+    if not name.startswith(pieces[0]) or not name.endswith(pieces[-1]) \
+            or len(name) <= len(pieces[0]) + len(pieces[-1]) + len(pieces) - 2:
+        return False
+    at, end = len(pieces[0]), len(name) - len(pieces[-1])
+    for piece in pieces[1:-1]:
+        found = name.find(piece, at + 1, end - 1) if piece else at + 1
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return at < end
