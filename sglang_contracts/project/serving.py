@@ -66,20 +66,40 @@ def _configured(relpath: str, serves: dict[str, list[str]]) -> str | None:
     return max(matches, key=lambda key: len(PurePosixPath(key).parts), default=None)
 
 
+def _chooses(project: ProjectIndex, releases: dict[str, Release], modules: dict[str, str]) -> bool:
+    """Does some file load a project module by name from the version, or import one under a
+    branch that some release of the two does not take? (Most projects' branches import SGLang.)"""
+    for facts in project.files.values():
+        if any(dispatch.kind == "import" for dispatch in facts.dispatches):
+            return True
+        for fact in facts.imports if facts.gates else ():
+            if fact.module.partition(".")[0] not in project.packages or fact.type_checking:
+                continue
+            gate = gate_at(facts.gates, fact.position)
+            if gate is not None and not all(runs_on(gate, release) for release in releases.values()):
+                return True
+    return False
+
+
 def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: dict[str, list[str]]) -> Serving:
     """Which releases (`releases`: OLD and NEW, as gates are judged) each project module serves."""
-    if not serves and not any(facts.gates or facts.dispatches for facts in project.files.values()):
-        return Serving()  # nothing chooses by release: every module serves both
     modules = {module_name_for(relpath): relpath for relpath in project.digests}
     labels = frozenset(releases)
+    if not serves and not _chooses(project, releases, modules):
+        return Serving()  # nothing chooses by release: every module serves both
     # target relpath -> [(importer relpath, the releases the import runs on)]
     edges: dict[str, list[tuple[str, frozenset[str]]]] = {}
     chosen: set[str] = set()  # the modules some choice of release loads
 
+    known: dict[str, list[str]] = {}
+
     def loaded(module: str) -> list[str]:
         """The project files importing `module` runs: it and the packages above it."""
-        parts = module.split(".")
-        return [modules[name] for name in (".".join(parts[:n]) for n in range(1, len(parts) + 1)) if name in modules]
+        if module not in known:
+            parts = module.split(".")
+            known[module] = [modules[name] for name in (".".join(parts[:n]) for n in range(1, len(parts) + 1))
+                             if name in modules]
+        return list(known[module])
 
     def add(importer: str, own: set[str], targets: list[str], on: frozenset[str]) -> None:
         for target in targets:
@@ -127,7 +147,7 @@ def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: d
             for module in plain:
                 add(relpath, own, loaded(module), labels)
     fixed = {}
-    for relpath in project.digests:
+    for relpath in project.digests if serves else ():
         key = _configured(relpath, serves)
         if key is not None:
             fixed[relpath] = frozenset(l for l in labels if configured_serves(serves[key], releases[l].version or ""))
@@ -144,24 +164,23 @@ def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: d
             pending.extend(imports_of.get(relpath, ()))
     served = {relpath: fixed.get(relpath, frozenset()) for relpath in decided}
     leads: dict[str, frozenset[str]] = {relpath: frozenset() for relpath in decided}
-    changed = True
-    while changed:  # grows monotonically to the least fixed point
-        changed = False
-        for relpath in decided:
-            if relpath in fixed:
-                continue
-            now, via = set(), set()
-            for importer, on in edges.get(relpath, ()):
-                reach = served.get(importer, labels) & on
-                now |= reach
-                if reach and on != labels:
-                    via.add(importer)
-                elif reach:
-                    via |= leads.get(importer, frozenset())
-            grown, led = served[relpath] | now, leads[relpath] | via
-            if grown != served[relpath] or led != leads[relpath]:
-                served[relpath], leads[relpath] = grown, led
-                changed = True
+    pending = sorted(decided)
+    while pending:  # each module's releases and leads only grow: the least fixed point
+        relpath = pending.pop()
+        if relpath in fixed:
+            continue
+        now, via = set(), set()
+        for importer, on in edges.get(relpath, ()):
+            reach = served.get(importer, labels) & on
+            now |= reach
+            if reach and on != labels:
+                via.add(importer)
+            elif reach:
+                via |= leads.get(importer, frozenset())
+        grown, led = served[relpath] | now, leads[relpath] | via
+        if grown != served[relpath] or led != leads[relpath]:
+            served[relpath], leads[relpath] = grown, led
+            pending.extend(target for target in imports_of.get(relpath, ()) if target in decided)
     restricted = {relpath: on for relpath, on in served.items() if on != labels}
     old_only: dict[str, list[str]] = {}
     for relpath, on in restricted.items():
