@@ -362,7 +362,9 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
                                                  WHOLE_PROJECT, CheckContext, run_checks, run_checks_in_two,
                                                  run_parts_in_two)
     from sglang_contracts.contracts.resolve import project_view
-    from sglang_contracts.project.releasefacts import for_release
+    from sglang_contracts.project.releasefacts import for_release, judged_release
+    from sglang_contracts.project.serving import NEW, OLD, serving_model
+    from sglang_contracts.check.served import judged_as_served
     from sglang_contracts.infra.parallel import default_workers, running_pool
     from sglang_contracts.upstream.prefetch import EarlyExtraction, prefetch
 
@@ -397,6 +399,9 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     # The checks judge what runs on the target release: not branches for other SGLang versions,
     # nor import fallbacks it never takes (project/gates.py).
     released = for_release(project, new)
+    # Which releases each module serves, from the imports as written (the old release's branches too).
+    serving = serving_model(project, {OLD: judged_release(project, old), NEW: judged_release(project, new)},
+                            options.settings.get("serves", {}))
     # The record holds every file's findings, whatever paths were named (a pre-commit run names
     # the staged files): the next run, whichever files it names, reuses it.
     salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
@@ -415,7 +420,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
                            report_unresolved=options.report_unresolved, settings=options.settings,
                            releases_memo=keep.releases_memo(old, new),
                            placeless_memo=keep.placeless_memo(old, new),  # after the plan: see ResidentEngine
-                           files_memo=keep.files_memo(salt, _setup_py_state(root, released)))
+                           files_memo=keep.files_memo(salt, _setup_py_state(root, released)), serving=serving)
     catalog = load_catalog()
     active = partial(code_active, select=options.select, ignore=options.ignore,
                      per_file_ignores=options.per_file_ignores)
@@ -481,6 +486,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         incremental.save(store("incremental"), partial_run, diagnostics, touched)
     if bump and partial_run is not None:
         diagnostics = bump_noise_filtered(diagnostics, touched)
+    if serving.served:  # after the record is kept: an edit of the choice alone changes what is judged
+        diagnostics = judged_as_served(diagnostics, serving, old.release.short, new.release.short)
     diagnostics = [d for d in diagnostics if reported(d.path)]
     _require_loaded(project, old)
     delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None

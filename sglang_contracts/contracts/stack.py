@@ -219,13 +219,46 @@ def _lags_behind(mention: ReleaseMention, named: Version, old: Version) -> bool:
             and not mention.path.endswith(DOC_SUFFIXES) and not OTHER_PLATFORM.search(suffix))
 
 
-@contract("SGC702", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def _named_after(path: str, release: Version) -> bool:
+    """Does a file's name name the release (`sglang-0.5.20.txt`, `requirements_0_5_20.txt`, `v0520`)?"""
+    numbers = [str(part) for part in release.release]
+    stem = PurePosixPath(path).name
+    return any(separator.join(numbers) in stem for separator in (".", "_", "-", ""))
+
+
+def _pinned_per_release(ctx: CheckContext) -> set[str]:
+    """The requirement files a project that serves several releases keeps one per release (or
+    per torch build, each pinning its own release) on purpose: each pins one SGLang release
+    exactly, and they pin two or more. They are that release's, not a pin the bump forgot:
+    those named after their release, and all of them where the code chooses by release
+    (project/serving.py). A main file and a lagging variant (`requirements-rocm.txt`) are not."""
+    pinned: dict[str, set[Version | None]] = {}
+    for declared in _declared(ctx):
+        if declared.name == SGLANG:
+            pinned.setdefault(declared.path, set()).add(exact_version(declared.requirement.specifier))
+    for mention in ctx.shared("release-mentions", _all_mentions):  # `requirements_torch280.txt` too
+        name = PurePosixPath(mention.path).name
+        if mention.kind == "pin" and name.endswith(".txt") and name.startswith(("requirements", "constraints")):
+            pinned.setdefault(mention.path, set()).add(version_in_tag(mention.version))
+    single = {path: next(iter(versions)) for path, versions in pinned.items()
+              if len(versions) == 1 and None not in versions}
+    if len(set(single.values())) < 2:
+        return set()
+    chooses = ctx.serving is not None and bool(ctx.serving.served)
+    return {path for path, release in single.items() if chooses or _named_after(path, release)}
+
+
+# Whether the code chooses by release (ctx.serving) is the whole project's: checked at every edit.
+@contract("SGC702", reads=Reads.WHOLE_PROJECT, process=Process.COPY)
 def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
     if old is None or new is None or old == new:
         return
     replaced = "the release being replaced"
+    per_release = _pinned_per_release(ctx)
     for declared in _declared(ctx):
+        if declared.path in per_release:
+            continue
         specifier = declared.requirement.specifier
         if declared.name == SGLANG and specifier.contains(old, prereleases=True) and not specifier.contains(new, prereleases=True):
             yield finding_at("SGC702", declared.path, declared.line, declared.col, SGLANG,
@@ -233,7 +266,7 @@ def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
                              named=ctx.old_version, which=replaced, old=ctx.old_version, new=ctx.new_version)
     for mention in ctx.shared("release-mentions", _all_mentions):
         named = version_in_tag(mention.version)
-        if named is None or named == new:
+        if named is None or named == new or mention.path in per_release:
             continue
         if names_release(named, old):
             which = replaced

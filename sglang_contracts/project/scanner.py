@@ -10,13 +10,14 @@ from __future__ import annotations
 import ast
 import re
 
-from sglang_contracts.project import gates
+from sglang_contracts.project import dispatches, gates
 from sglang_contracts.project.facts import (
     ArgFact,
     AttributeFact,
     CallFact,
     ClassFact,
     ConditionFact,
+    DispatchFact,
     FileFacts,
     FlagFact,
     FunctionFact,
@@ -288,6 +289,8 @@ class _Collector:
         self.conditions = gates.ConditionReader()  # names bound to the release's version, and tests of it
         self.gate: gates.Gate = gates.TRUE  # the condition the code being visited runs under (simplified)
         self.gates: list[GateFact] = []  # blocks under a condition on the release, outer ones first
+        self.templates = dispatches.TemplateReader(self.conditions)  # module names built from the version
+        self.dispatches: list[DispatchFact] = []
 
     def visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.expr):
@@ -488,6 +491,30 @@ class _Collector:
             self.imports.append((fact, self.at.start(alias), anchor))
         return False
 
+    def _dynamic_import(self, node: ast.Call) -> None:
+        """`importlib.import_module(name[, package])` with a name built from the release's version."""
+        template = self.templates.template(self._scope, node.args[0])
+        if template is None or all(kind == "text" for kind, _ in template):
+            return  # a literal name is no dispatch; one that cannot be read is the `serves` setting's
+        anchor = node.args[1] if len(node.args) > 1 else next(
+            (k.value for k in node.keywords if k.arg == "package"), None)
+        package = ""
+        if isinstance(anchor, ast.Name) and anchor.id == "__package__":
+            package = self.module_name if self.is_package else self.module_name.rpartition(".")[0]
+        elif isinstance(anchor, ast.Name) and anchor.id == "__name__":
+            package = self.module_name
+        elif isinstance(anchor, ast.Constant) and isinstance(anchor.value, str):
+            package = anchor.value
+        self.dispatches.append(DispatchFact("import", self.at.start(node), ast.unparse(node.args[0])[:200],
+                                            template, package))
+
+    def _visit_raise(self, node: ast.Raise) -> None:
+        """A `raise` that only some releases reach: the end of a dispatch on the version."""
+        if node.exc is not None and any(op in gates.VERSION_SYMBOLS or op in ("flag", "not-flag")
+                                        for term in self.gate for op, _ in term):
+            exception = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            self.dispatches.append(DispatchFact("raise", self.at.start(node), full_name(exception) or "an exception"))
+
     # -- dotted reads and writes -----------------------------------------------------------
     def _mark_store(self, target: ast.AST) -> None:
         if isinstance(target, ast.Attribute):
@@ -535,6 +562,7 @@ class _Collector:
             self._dict_keys[(scope, target.id)] = keys
         self.conditions.scope = scope
         self.conditions.bind(target.id, value)
+        self.templates.bind(scope, target.id, value)
         if isinstance(value, ast.Attribute) and (chain := dotted_chain(value)) is not None \
                 and chain[0] not in ("self", "cls"):
             self.patches.append(("save", full_name(value), self.at.attribute_name(value), target.id, scope))
@@ -766,6 +794,8 @@ class _Collector:
     def _visit_call(self, node: ast.Call) -> None:
         func = node.func
         function = full_name(func)
+        if function in dispatches.IMPORTERS and node.args:
+            self._dynamic_import(node)
         if function:
             last = function.rsplit(".", 1)[-1]
             if last in PROBES:
@@ -826,7 +856,7 @@ _VISITORS = {
     ast.AnnAssign: _Collector._visit_annotated, ast.Delete: _Collector._visit_delete,
     ast.Constant: _Collector._visit_constant, ast.JoinedStr: _Collector._visit_fstring,
     ast.Compare: _Collector._visit_compare, ast.Attribute: _Collector._visit_attribute,
-    ast.Call: _Collector._visit_call, ast.Await: _Collector._visit_await,
+    ast.Call: _Collector._visit_call, ast.Await: _Collector._visit_await, ast.Raise: _Collector._visit_raise,
 }
 
 
@@ -1156,6 +1186,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
                    if spec.split(".")[0] in bound_names]
     facts.flags = [FlagFact(*flag) for flag in collector.flags]
     facts.gates = collector.gates
+    facts.dispatches = collector.dispatches
     facts.conditions = [ConditionFact(name, gate) for name, gate in collector.conditions.module_conditions().items()]
     keep_strings = "ServerArgs" in text or "add_cli_args" in text
     facts.strings = [StringsFact(name, tuple(items)) for name, items in collector.strings] if keep_strings else []

@@ -1,6 +1,7 @@
 """A JSON list of diagnostics: path, line, col, end_line, end_col (null where not known), code,
 severity, surface, message, symbol, old/new (what each release says of the symbol, or null),
-fingerprint."""
+fingerprint; and `grouped_under`, the `path:line:col` of the SGC106 a finding in code for the old
+release only is listed under (check/served.py), where it is."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ def write_json(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
     an object holding that list (`diagnostics`) and the delta (`upstream_delta`)."""
     root = result.project.root
     records = [{**d.to_json(), "path": display_path(root, d.path)} for d in result.diagnostics]
+    for record in records:  # the finding a record is grouped under, named as the records name their paths
+        if "grouped_under" in record:
+            path, line, col = record["grouped_under"].rsplit(":", 2)
+            record["grouped_under"] = f"{display_path(root, path)}:{line}:{col}"
     document: object = records
     if result.upstream_delta is not None:
         document = {"diagnostics": records, "upstream_delta": result.upstream_delta.to_json()}
