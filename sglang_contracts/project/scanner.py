@@ -625,6 +625,8 @@ class _Collector:
             self._mark_store(target)
 
     def _visit_attribute(self, node: ast.Attribute) -> bool:
+        if type(node.value) is ast.Call:
+            self._uses.setdefault(id(node.value), f"attr:{node.attr}")
         store = id(node) in self._stored
         if isinstance(node.value, ast.Call) and full_name(node.value.func) == "super":
             owner = self._super_class()
@@ -814,6 +816,14 @@ class _Collector:
         if isinstance(node.value, ast.Call):
             self._uses[id(node.value)] = "await"
 
+    def _visit_subscript(self, node: ast.Subscript) -> None:
+        if type(node.value) is ast.Call:
+            self._uses[id(node.value)] = "index"
+
+    def _visit_loop(self, node: ast.For | ast.AsyncFor | ast.comprehension) -> None:
+        if type(node.iter) is ast.Call:
+            self._uses[id(node.iter)] = "iter"
+
 
 # A visitor returning False has visited the node's children itself, or wants them skipped.
 # Plain functions, not methods bound to a collector: a table of those would hold the collector
@@ -827,6 +837,8 @@ _VISITORS = {
     ast.Constant: _Collector._visit_constant, ast.JoinedStr: _Collector._visit_fstring,
     ast.Compare: _Collector._visit_compare, ast.Attribute: _Collector._visit_attribute,
     ast.Call: _Collector._visit_call, ast.Await: _Collector._visit_await,
+    ast.Subscript: _Collector._visit_subscript, ast.For: _Collector._visit_loop, ast.AsyncFor: _Collector._visit_loop,
+    ast.comprehension: _Collector._visit_loop,
 }
 
 
