@@ -521,9 +521,12 @@ class _Collector:
             return
         if isinstance(target, ast.Attribute):
             self._store_values[id(target)] = value_token(value)
-        if isinstance(target, ast.Attribute) and (chain := dotted_chain(target)) is not None \
-                and chain[0] not in ("self", "cls") and not self._types_of(chain[0]):
-            self.patches.append(("replace", full_name(target), self.at.attribute_name(target), full_name(value), scope))
+        if isinstance(target, ast.Attribute) and (owner := self._patched_owner(target.value)) is not None:
+            self.patches.append(("replace", f"{owner}.{target.attr}", self.at.attribute_name(target), full_name(value), scope))
+        elif isinstance(target, ast.Subscript) and (key := string_value(target.slice)) is not None \
+                and (owner := self._namespace_owner(target.value)) is not None:
+            # `m.__dict__["n"] = f`, `vars(m)["n"] = f`: the module's namespace is its attributes
+            self.patches.append(("replace", f"{owner}.{key}", self.at.start(target.slice), full_name(value), scope))
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
                 and (keys := self._dict_keys.get((scope, target.value.id))) is not None \
                 and (key := string_value(target.slice)) is not None:
@@ -712,10 +715,30 @@ class _Collector:
         self.probes.append((function, subject, [(text, self.at.start(value), index) for text, value, index in strings],
                             len(positional), keywords, where, self._scope, self.attr_guard_depth > 0, nullable))
         if function == "setattr" and len(positional) == 3 and len(strings) == 1 and strings[0][2] == 1:
-            owner = full_name(positional[0])
-            if owner and owner.split(".")[0] not in ("self", "cls") and not self._types_of(owner.split(".")[0]):
+            owner = self._patched_owner(positional[0])
+            if owner is not None:
                 self.patches.append(("replace", f"{owner}.{strings[0][0]}", self.at.start(positional[1]),
                                      full_name(positional[2]), self._scope))
+
+    def _patched_owner(self, node: ast.AST) -> str | None:
+        """The object a patch writes an attribute of, as written (`m`, `a.b.C`), or the absolute
+        name of a module reached by `sys.modules["a.b"]`; None for self, cls, a typed local
+        (an instance, not a module or class) or anything else."""
+        if isinstance(node, ast.Subscript) and full_name(node.value) == "sys.modules" and type(node.value) is ast.Attribute:
+            return string_value(node.slice)
+        chain = dotted_chain(node)
+        if chain is None or chain[0] in ("self", "cls") or self._types_of(chain[0]):
+            return None
+        return full_name(node)
+
+    def _namespace_owner(self, node: ast.AST) -> str | None:
+        """The object whose namespace `node` is: `m.__dict__`, `vars(m)` (m as `_patched_owner` reads it)."""
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return self._patched_owner(node.value)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" \
+                and len(node.args) == 1 and not node.keywords:
+            return self._patched_owner(node.args[0])
+        return None
 
     def _text_probe(self, node: ast.Call, function: str) -> None:
         """`src.replace("old", ...)` and `re.sub("pattern", ..., src)` on upstream source text."""
@@ -1124,7 +1147,8 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     collector.visit(module)
     bound_names = {fact["bound"] for fact, _, _ in collector.imports}
     # Monkeypatches of import-bound objects, and the names their originals are saved under.
-    patches = [p for p in collector.patches if p[1].split(".")[0] in bound_names]
+    # A target that starts at `sglang` with nothing binding it was reached through `sys.modules`.
+    patches = [p for p in collector.patches if p[1].split(".")[0] in bound_names or is_upstream(p[1])]
     saved = {p[3] for p in patches if p[0] == "save"}
     replacements = {p[3] for p in patches if p[0] == "replace" and p[3]}
     # `self.x` in a class with no base and no __getattr__ can only reach the class itself.
