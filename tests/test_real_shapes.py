@@ -55,7 +55,7 @@ def test_model_runner_forward_became_a_model_runner_output_in_0_5_7(tmp_path: Pa
     main(["check", "--format", "json", "--old", "0.5.6", "--new", "0.5.7", "--select", "SGC2"])
     found = json.loads(capsys.readouterr().out)
     assert [(d["path"], d["line"], d["col"], d["code"], d["severity"]) for d in found] == [
-        ("app/worker.py", 9, 46, "SGC207", "error"), ("app/worker.py", 13, 40, "SGC207", "error")]
+        ("app/worker.py", 9, 46, "SGC207", "error"), ("app/worker.py", 13, 34, "SGC207", "error")]
     assert "returns a ModelRunnerOutput in sglang 0.5.7 (a tuple of 2 in 0.5.6): unpacking it into 2 names" \
         in found[0]["message"]
     assert "indexing it raises TypeError" in found[1]["message"]
