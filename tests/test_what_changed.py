@@ -33,3 +33,21 @@ def test_a_missing_argument_says_what_changed_upstream(tmp_path: Path) -> None:
         "set_gpu_proc_affinity() requires argument pp_size in sglang 0.2.0 (a new first positional parameter, "
         "absent in 0.1.0), and this call does not pass it",
     ]
+
+
+def test_a_lost_patch_target_is_called_renamed_only_when_the_same_definition(tmp_path: Path) -> None:
+    """_post_load_weights -> post_load_weights, the same body: a rename, said so. forward_cuda
+    beside a new forward_cuda_graph with other parameters: named alike, another definition."""
+    renamed = messages(tmp_path / "renamed", "SGC401", "a patched loader hook was renamed")
+    assert renamed["app/patches.py:6:8: SGC401"][0].endswith(
+        "; renamed to post_load_weights (the same definition): patch it there")
+    other = messages(tmp_path / "other", "SGC401", "a patched method is gone, and the new release has a method named")
+    (message,) = other["app/patches.py:6:9: SGC401"]
+    assert "forward_cuda_graph" not in message and "renamed" not in message
+
+
+def test_a_binding_moved_inside_a_function_names_the_function_and_the_module_to_patch(tmp_path: Path) -> None:
+    found = messages(tmp_path, "SGC404", "the patched module binding moved inside the function")
+    (message,) = found["app/patches.py:6:18: SGC404"]
+    assert "Scheduler.__init__ imports it from sglang.srt.utils.common when it runs" in message
+    assert message.endswith("patch sglang.srt.utils.common.get_bool_env")
