@@ -266,6 +266,9 @@ class _Collector:
         # (callee root or None, Receiver, position of the callee's name, [(kind, name, position)], scope)
         self.calls: list[tuple[str | None, Receiver, Position, list[tuple[str, str | None, Position]], str, str]] = []
         self._uses: dict[int, str] = {}  # id of a call node -> what is done with its result (CallFact.use)
+        # (scope, name) -> index in `calls` of the call whose result the name was last assigned
+        # (`out = f(...)`): a later `a, b = out`, `out[0]`, `for x in out`, `out.x` is that call's use
+        self._results: dict[tuple[str, str], int] = {}
         self.reads: list[tuple[Receiver, str, Position, bool, str, bool, bool, str]] = []
         self.attr_guard_depth = 0
         self._receiver: str | None = None  # the instance's name in the module-level class's method
@@ -507,8 +510,16 @@ class _Collector:
             self._class.provided.add(target.attr)
 
     def _visit_assign(self, node: ast.Assign) -> None:
-        if len(node.targets) == 1 and isinstance(node.value, ast.Call) and (count := unpack_count(node.targets[0])):
-            self._uses[id(node.value)] = f"unpack:{count}"
+        if len(node.targets) == 1 and (count := unpack_count(node.targets[0])):
+            if isinstance(node.value, ast.Call):
+                self._uses[id(node.value)] = f"unpack:{count}"
+            elif type(node.value) is ast.Name:
+                self._result_used(node.value, f"unpack:{count}")
+        for target in node.targets:
+            if type(target) is ast.Name and self._results:
+                self._results.pop((self._scope, target.id), None)  # rebound: no longer that result
+        if len(node.targets) == 1 and type(node.targets[0]) is ast.Name and isinstance(node.value, ast.Call):
+            self._uses[id(node.value)] = f"bind:{node.targets[0].id}"
         for target in node.targets:
             self._mark_store(target)
             self._instance_write(target)
@@ -630,6 +641,8 @@ class _Collector:
     def _visit_attribute(self, node: ast.Attribute) -> bool:
         if type(node.value) is ast.Call:
             self._uses.setdefault(id(node.value), f"attr:{node.attr}")
+        elif self._results and type(node.value) is ast.Name:
+            self._result_used(node.value, f"attr:{node.attr}")
         store = id(node) in self._stored
         if isinstance(node.value, ast.Call) and full_name(node.value.func) == "super":
             owner = self._super_class()
@@ -820,8 +833,7 @@ class _Collector:
             elif isinstance(func, ast.Attribute) and (result := self._result_chain(func)) is not None:
                 # `Adapter.create(...).pause()`: a method of what a call returns
                 types, names = result
-                self.calls.append((None, Receiver(types, tuple(n.attr for n in names)), self.at.attribute_name(func),
-                                   self._arguments(node), self._scope, self._uses.pop(id(node), "")))
+                self._call_fact(None, Receiver(types, tuple(n.attr for n in names)), self.at.attribute_name(func), node)
                 return
             else:
                 return
@@ -833,7 +845,7 @@ class _Collector:
                 return
             else:
                 callee = Receiver((f"C:{function}",))
-        self.calls.append((root, callee, where, self._arguments(node), self._scope, self._uses.pop(id(node), "")))
+        self._call_fact(root, callee, where, node)
 
     def _visit_await(self, node: ast.Await) -> None:
         if isinstance(node.value, ast.Call):
@@ -842,10 +854,28 @@ class _Collector:
     def _visit_subscript(self, node: ast.Subscript) -> None:
         if type(node.value) is ast.Call:
             self._uses[id(node.value)] = "index"
+        elif self._results and type(node.value) is ast.Name:
+            self._result_used(node.value, "index")
 
     def _visit_loop(self, node: ast.For | ast.AsyncFor | ast.comprehension) -> None:
         if type(node.iter) is ast.Call:
             self._uses[id(node.iter)] = "iter"
+        elif self._results and type(node.iter) is ast.Name:
+            self._result_used(node.iter, "iter")
+
+    def _result_used(self, name: ast.Name, use: str) -> None:
+        """A use of a name bound to a call's result: the call's use, unless it has one already."""
+        index = self._results.get((self._scope, name.id))
+        if index is not None and not self.calls[index][5]:
+            self.calls[index] = (*self.calls[index][:5], use)
+
+    def _call_fact(self, root: str | None, callee: Receiver, where: Position, node: ast.Call) -> None:
+        """Record a call; one whose result is assigned to a name waits for that name's use."""
+        use = self._uses.pop(id(node), "")
+        if use.startswith("bind:"):
+            self._results[(self._scope, use[5:])] = len(self.calls)
+            use = ""
+        self.calls.append((root, callee, where, self._arguments(node), self._scope, use))
 
 
 # A visitor returning False has visited the node's children itself, or wants them skipped.
