@@ -136,7 +136,7 @@ def _use_breaks(use: str, model_old: UpstreamModel, was: Result, now: Result) ->
             else ("iterating over it", "raises TypeError (it is not iterable)")
     if kind == "attr" and was.classes and now.length is not None \
             and all(model_old.member(origin, detail) is not None for origin in was.classes):
-        return f"reading .{detail} of it", "raises AttributeError (a tuple has no such attribute)"
+        return f"reading or setting .{detail} on it", "raises AttributeError (a tuple has no such attribute)"
     return None
 
 
