@@ -255,14 +255,38 @@ def _new_from_importers(ctx: CheckContext, patch: Patch) -> list[str]:
     """Modules that bind the patched function by `from ... import` in the new release and did
     not in the old one. The old side is searched under every path the function had there (the
     patched path and where it was defined), so a module that imported it from its defining
-    module all along is no news. A module new in the release that the project does not import
-    is no bypass of the project's patch either."""
+    module all along is no news. A module new in the release is a bypass only where the project
+    imports it, or a module the old release had imports it (the name is now reached through it)."""
     old_importers, new_importers = ctx.shared("monkeypatch-importers", _importers_of_patched)
     before = set().union(*(old_importers[path] for path in _searched_paths(patch, "old")))
     after = set().union(*(new_importers[path] for path in _searched_paths(patch, "new")))
     imported = {fact.module for facts in ctx.project.files.values() for fact in facts.imports}
-    return sorted(module for module in after - before
-                  if ctx.old.module_exists(module) or any(i == module or i.startswith(f"{module}.") for i in imported))
+    news = sorted(module for module in after - before if not ctx.old.module_exists(module)
+                  and not any(i == module or i.startswith(f"{module}.") for i in imported))
+    # A new module that code the old release had imports (at its top or inside a function) is
+    # how the name is now reached: its binding is what that code now calls.
+    reached = _reached_from_old_code(ctx, news)
+    return sorted(module for module in after - before if module not in news or module in reached)
+
+
+def _reached_from_old_code(ctx: CheckContext, modules: list[str]) -> set[str]:
+    """The modules (new in the release) that some module the old release had imports."""
+    if not modules:
+        return set()
+    whats = {f"importers {module}": module for module in modules}
+
+    def search(wanted: list[str]) -> list[list[str]]:
+        importers: list[set[str]] = [set() for _ in wanted]
+        for relpath, text in ctx.new.texts_mentioning_any(set(wanted)):
+            importer = ctx.new.module_name_of(relpath)
+            for index, module in enumerate(wanted):
+                if module in text and any(source == module for source, _ in from_imports(relpath, importer, text)):
+                    importers[index].add(importer)
+        return [sorted(found) for found in importers]
+
+    found = ctx.new.whole_release_searches(whats, search)
+    return {module for what, module in whats.items()
+            if any(ctx.old.module_exists(importer) for importer in found.get(what) or ())}
 
 
 def _local_imports(model: UpstreamModel, module: str, name: str) -> list[tuple[str, str]]:
