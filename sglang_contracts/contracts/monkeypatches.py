@@ -2,7 +2,8 @@
 
 A patch is an assignment to an attribute of an import-bound upstream object
 (`RMSNorm.forward_cuda = f`, `import sglang.srt.models.utils as m; m.apply_qk_norm = f`,
-`setattr(RMSNorm, "forward_cuda", f)`), seen through the project's own re-exports; the
+`setattr(RMSNorm, "forward_cuda", f)`, `m.__dict__["n"] = f`, `vars(m)["n"] = f`, each also
+with `sys.modules["sglang...."]` for `m`), seen through the project's own re-exports; the
 original it saves (`_orig = RMSNorm.forward_cuda`) and calls is checked with it.
 """
 
