@@ -535,7 +535,7 @@ class _Collector:
         if isinstance(target, ast.Attribute) and (owner := self._patched_owner(target.value)) is not None:
             self.patches.append(("replace", f"{owner}.{target.attr}", self.at.attribute_name(target), full_name(value), scope))
         elif isinstance(target, ast.Subscript) and (key := string_value(target.slice)) is not None \
-                and (owner := self._namespace_owner(target.value)) is not None:
+                and key.isidentifier() and (owner := self._namespace_owner(target.value)) is not None:
             # `m.__dict__["n"] = f`, `vars(m)["n"] = f`: the module's namespace is its attributes
             self.patches.append(("replace", f"{owner}.{key}", self.at.start(target.slice), full_name(value), scope))
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
@@ -738,7 +738,8 @@ class _Collector:
         name of a module reached by `sys.modules["a.b"]`; None for self, cls, a typed local
         (an instance, not a module or class) or anything else."""
         if isinstance(node, ast.Subscript) and full_name(node.value) == "sys.modules" and type(node.value) is ast.Attribute:
-            return string_value(node.slice)
+            module = string_value(node.slice)
+            return module if module and all(part.isidentifier() for part in module.split(".")) else None
         chain = dotted_chain(node)
         if chain is None or chain[0] in ("self", "cls") or self._types_of(chain[0]):
             return None
