@@ -61,10 +61,14 @@ def _borrowers(ctx: CheckContext) -> list[Borrower]:
     old, new = resolvers(ctx)
     borrowers = []
     for cls in view.classes.values():
-        if not cls.facts.calls and not cls.facts.reads:
-            continue  # no root can be found (a file a partial run reduced to its outline)
         through_getattr = bool(view.borrow_sources(cls))
         implicit = through_getattr or _skips_base_init(view, old, cls)
+        if not cls.facts.calls and not cls.facts.reads:
+            # No root of its own can be found (a file a partial run reduced to its outline);
+            # the project may still run its upstream methods elsewhere (_add_outside_roots).
+            if implicit:
+                borrowers.append(Borrower(cls, [], through_getattr))
+            continue
         roots = []
         provided = view.provided(cls)
         # Roots are taken from the class's own methods: a subclass inherits its bases' roots,
