@@ -170,11 +170,28 @@ def _fields(item: CallBreak, old_version: str) -> dict[str, str]:
     if item.problem.code == "SGC201":
         return {"name": name, "change": f"has no field {name} any more", "renamed_to": renamed_in_place(item, name)}
     if item.problem.code == "SGC202":
-        was = "optional" if any(p[0] == name and p[2] for p in item.old.params) else \
-            "required, and passed" if any(p[0] == name for p in item.old.params) else "absent"
+        was = _requirement_change(item.old, item.new, name, old_version)
         return {"name": name, "was": was,
-                "change": f"has a new required field {name} ({was} in {old_version}) that this call does not set"}
+                "change": f"has a new required field {name} ({was}) that this call does not set"}
     return {"change": name, "new_params": _signature_text(item.new), "old_params": _signature_text(item.old)}
+
+
+def _requirement_change(old: Signature, new: Signature, name: str, old_version: str) -> str:
+    """What changed upstream that makes `name` required where this call does not pass it: a
+    new parameter (and where it went), or a default taken away (and what was put before it)."""
+    before = next((param for param in old.params if param[0] == name), None)
+    positional = [param for param, kind, _ in new.params if kind in ("po", "pk")]
+    ahead = positional[:positional.index(name)] if name in positional else []
+    if before is None:
+        if positional and positional[0] == name and len(positional) > 1:
+            return f"a new first positional parameter, absent in {old_version}"
+        return f"a new parameter, absent in {old_version}"
+    if before[2]:
+        inserted = [param for param in ahead if param not in old.names()]
+        put = (f"; the new parameter{'s' if len(inserted) > 1 else ''} {', '.join(inserted)} "
+               f"now come{'' if len(inserted) > 1 else 's'} before it") if inserted else ""
+        return f"it had a default in {old_version}{put}"
+    return f"required in {old_version} too, where this call passed it"
 
 
 def renamed_in_place(item: CallBreak, name: str) -> str | None:

@@ -63,7 +63,7 @@ def _analyse_one(ctx: CheckContext, facts: FileFacts, fact: ImportFact) -> Impor
         return ImportOutcome(facts, fact, "name-gone", old, new, not old.found)
     if new.kind == "dynamic" and old.found and new.origin:
         return ImportOutcome(facts, fact, "name-unverified", old, new, False,
-                             hint=f"; could not verify: {ctx.new.module_set_by_name(new.origin)}")
+                             hint=f"; could not verify: {ctx.new.module_unverifiable(new.origin)}")
     here = f"{fact.module}.{fact.name}"
     if old.found and new.found and old.origin != new.origin and here not in (old.origin, new.origin):
         return ImportOutcome(facts, fact, "origin-moved", old, new, False)
@@ -219,7 +219,7 @@ def _module_attribute_losses(ctx: CheckContext) -> Iterator[tuple[FileFacts, Pos
                 break
             new = ctx.new.resolve_name(current, attr)
             if new.missing or (new.kind == "dynamic" and new.origin):
-                yield facts, position, current, attr, None if new.missing else ctx.new.module_set_by_name(new.origin)
+                yield facts, position, current, attr, None if new.missing else ctx.new.module_unverifiable(new.origin)
                 break
             current = f"{current}.{attr}"
 

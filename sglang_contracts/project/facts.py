@@ -89,7 +89,8 @@ class CallFact:
     position: Position  # of the callee's last name
     args: tuple[ArgFact, ...]
     scope: str  # "Class.method" or "function" that makes the call ("" at module level)
-    # What is done with the result: "await" (`await f()`), "unpack:N" (`a, b = f()`), else ""
+    # What is done with the result: "await" (`await f()`), "unpack:N" (`a, b = f()`), "index"
+    # (`f()[0]`), "iter" (`for x in f()`), "attr:<name>" (`f().name`), else ""
     use: str = ""
 
 
