@@ -187,8 +187,8 @@ def _held_with(diagnostic: Diagnostic, workspace, document, name: str, written: 
             if other in family and edits.exact_pin(spec.text) is not None \
                     and (diagnostic.path, number, other) not in fixed_lines:
                 held.append(f"{code_span(other + spec.text)} (line {number})")
-        if written and number != diagnostic.line and module in text and re.search(
-                rf"(?<![\w.]){re.escape(written)}(?![\w.])", text) and not edits.requirements_in(text):
+        if written and number != diagnostic.line and module in text and edits.names_version(text, written) \
+                and not edits.requirements_in(text):
             held.append(f"line {number}'s check of {written}")
     return ", ".join(held[:3])
 
@@ -306,9 +306,9 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
                       " is a dated or platform build: name the new build's tag by hand (its shape may not exist "
                       f"for {new})")
         return False
-    commit = next((match for match in map(edits.COMMIT_SETTING.search, document.text.splitlines()) if match), None)
+    commit = next((name for name in map(edits.commit_setting, document.text.splitlines()) if name), None)
     if commit is not None:
-        document.note(diagnostic.line, diagnostic.col, "SGC702", f"{commit.group('name')} names the commit of the "
+        document.note(diagnostic.line, diagnostic.col, "SGC702", f"{commit} names the commit of the "
                       f"release being replaced, which moves with it: set both by hand (the commit of {new} is "
                       "known only from a clone: --sglang-repo)")
         return False
@@ -348,10 +348,7 @@ def _names_a_path(line: str, text: str) -> bool:
     """Is the line a setting whose variable the file uses as a part of a path
     (`PATCH_VERSION=v0.5.15.post1`, then `docker/patch/$PATCH_VERSION/`)?"""
     setting = edits.SETTING.match(line)
-    if setting is None:
-        return False
-    variable = re.escape(setting.group("name"))
-    return re.search(rf"/\$(?:{variable}\b|\{{{variable}\}})|\$(?:{variable}\b|\{{{variable}\}})/", text) is not None
+    return setting is not None and edits.used_in_a_path(setting.group("name"), text)
 
 
 def _folder_named(root, name: str):
