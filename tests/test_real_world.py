@@ -62,13 +62,15 @@ def test_omni_019_released_against_0522_has_no_import_errors_for_that_bump(capsy
 
 
 def test_omni_019_against_its_own_pin_reports_only_what_the_pin_alone_says(capsys, monkeypatch, omni_019: Path) -> None:
-    status, diagnostics = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.22")
+    # The pin alone, asked for: `--old` as the pin (without it, a pin naming --new is a bump
+    # already made, and --old comes from the history: tests/test_pin_history.py).
+    status, diagnostics = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.22", "--old", "0.5.22")
     # Only the rules that judge one release: probes of upstream state 0.5.22 defines statically.
     assert {d["code"][:4] for d in diagnostics} == {"SGC8"}
     assert {d["severity"] for d in diagnostics} == {"warning"} and status == 1
     probes = {(d["path"], d["symbol"]) for d in diagnostics if d["code"] == "SGC801"}
     assert ("sglang_omni/quantization.py", "sglang.srt.configs.model_config.ModelConfig.hf_config") in probes
-    clean = main(["check", "--new", "0.5.22", "--ignore", "SGC8", "--format", "json"])
+    clean = main(["check", "--new", "0.5.22", "--old", "0.5.22", "--ignore", "SGC8", "--format", "json"])
     assert (clean, json.loads(capsys.readouterr().out)) == (0, [])
 
 
