@@ -142,8 +142,11 @@ KEYS: dict[str, Callable[[Any], Any]] = {
     "server-args-seam": _strings,
     "fakes": _table(_string),
     "patch-files": _globs,
+    # Where the dependency closure's metadata comes from: a simple index's URL, a folder holding
+    # one, or "none" (the cache only); pip's configured index when absent (closure/index.py).
+    "package-index": _string,
 }
-RULE_SETTINGS = ("server-args-seam", "fakes", "patch-files")
+RULE_SETTINGS = ("server-args-seam", "fakes", "patch-files", "package-index")
 
 
 @dataclass

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import Requirement
 
-from sglang_contracts.closure.source import MetadataSource
-from sglang_contracts.requirements import applies, exact_version, normalized, parse_specifier
-from sglang_contracts.upstream.pins import ReleasePins
+from sglang_contracts.requirements import exact_version, normalized, parse_specifier
+
+if TYPE_CHECKING:
+    from sglang_contracts.closure.source import MetadataSource
+    from sglang_contracts.upstream.pins import ReleasePins
 
 MOST_DEPTH = 8  # sglang -> torch -> cuda-toolkit -> nvidia-cublas: real chains are 4 deep
 MOST_PACKAGES = 600  # sglang 0.5.23 with every extra on Linux reaches about 250
@@ -89,14 +91,6 @@ class Closure:
         return closure
 
 
-def _applying(pins: ReleasePins, environment: dict[str, str], extras: frozenset[str]) -> list[Requirement]:
-    """The requirements a package installs on the environment with the extras asked, its own
-    extras' references to itself (`sglang[srt]`) followed, not listed."""
-    closed = pins.closed_extras(environment, extras)
-    own = normalized(pins.name)
-    return [r for r in pins.requirements if normalized(r.name) != own and applies(r.marker, environment, closed)]
-
-
 def _need(requirement: Requirement, chain: tuple[str, ...]) -> Need:
     return Need(normalized(requirement.name), str(requirement.specifier), tuple(sorted(requirement.extras)), chain)
 
@@ -106,7 +100,7 @@ def walk(release: ReleasePins, extras: frozenset[str], environment: dict[str, st
     closure = Closure(platform_name(environment))
     if release.requires_python is not None:
         closure.requires_python[ROOT] = str(release.requires_python)
-    level = [_need(r, (ROOT,)) for r in _applying(release, environment, extras)]
+    level = [_need(r, (ROOT,)) for r in release.installed_on(environment, extras)]
     expanded: dict[tuple[str, str], frozenset[str]] = {}  # (name, version) -> the extras it was followed with
     for _ in range(most_depth):
         to_follow: dict[tuple[str, str], tuple[Need, set[str]]] = {}  # the first need that pins it, every extra asked
@@ -133,9 +127,9 @@ def walk(release: ReleasePins, extras: frozenset[str], environment: dict[str, st
             if pins.requires_python is not None:
                 closure.requires_python[f"{name}=={version}"] = str(pins.requires_python)
             chain = (*need.chain, f"{name}=={version}")
-            found = _applying(pins, environment, wanted)
+            found = pins.installed_on(environment, wanted)
             if previously is not None:  # followed before with fewer extras: only what the new ones add
-                already = set(map(str, _applying(pins, environment, previously)))
+                already = set(map(str, pins.installed_on(environment, previously)))
                 found = [r for r in found if str(r) not in already]
             level += [_need(r, chain) for r in found]
         if not level:

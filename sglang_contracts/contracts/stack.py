@@ -39,16 +39,16 @@ DISTRIBUTION_OF_IMPORT = {
 }
 
 
-def _declared(ctx: CheckContext) -> list[DeclaredRequirement]:
+def declared_by_project(ctx: CheckContext) -> list[DeclaredRequirement]:
     return ctx.of_stack_files("declared-requirements", lambda c: declared_requirements(c.project.root))
 
 
-def _installed(ctx: CheckContext) -> list[DeclaredRequirement]:
+def installed_by_project(ctx: CheckContext) -> list[DeclaredRequirement]:
     """What the project's shell scripts and Dockerfiles pip install (project/installs.py)."""
     return ctx.of_stack_files("installed-requirements", lambda c: installed_requirements(c.project.root))
 
 
-def _pins(ctx: CheckContext) -> tuple[ReleasePins | None, ReleasePins | None]:
+def pins_of_releases(ctx: CheckContext) -> tuple[ReleasePins | None, ReleasePins | None]:
     return ctx.of_releases("release-pins", lambda c: (release_pins(c.old.release.tree), release_pins(c.new.release.tree)))
 
 
@@ -56,9 +56,9 @@ def _versions(ctx: CheckContext) -> tuple[Version | None, Version | None]:
     return as_version(ctx.old.release.version or ""), as_version(ctx.new.release.version or "")
 
 
-def _sglang_extras(ctx: CheckContext) -> frozenset[str]:
+def sglang_extras(ctx: CheckContext) -> frozenset[str]:
     """The extras of SGLang the project installs (`sglang[diffusion]`): their pins apply too."""
-    return frozenset(e for d in _declared(ctx) if d.name == SGLANG for e in d.requirement.extras)
+    return frozenset(e for d in declared_by_project(ctx) if d.name == SGLANG for e in d.requirement.extras)
 
 
 # -- SGC701 ---------------------------------------------------------------------------------
@@ -87,11 +87,11 @@ def _spelled(specifier: SpecifierSet) -> str:
 
 def _mirror_outcomes(ctx: CheckContext) -> Iterator[tuple[DeclaredRequirement, str, str, bool]]:
     """(requirement, upstream spelling on old, on new, already disagreed on old) for pins that now disagree."""
-    old_pins, new_pins = _pins(ctx)
+    old_pins, new_pins = pins_of_releases(ctx)
     if old_pins is None or new_pins is None:
         return
-    extras = _sglang_extras(ctx)
-    declared_all = (*_declared(ctx), *_installed(ctx))
+    extras = sglang_extras(ctx)
+    declared_all = (*declared_by_project(ctx), *installed_by_project(ctx))
     bumped = {str(v) for v in _versions(ctx) if v is not None}
     for declared in declared_all:
         if declared.name == SGLANG or declared.name not in old_pins.names() | new_pins.names():
@@ -189,7 +189,7 @@ def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
     if old is None or new is None or old == new:
         return
     replaced = "the release being replaced"
-    for declared in _declared(ctx):
+    for declared in declared_by_project(ctx):
         specifier = declared.requirement.specifier
         if declared.name == SGLANG and specifier.contains(old, prereleases=True) and not specifier.contains(new, prereleases=True):
             yield finding_at("SGC702", declared.path, declared.line, declared.col, SGLANG,
@@ -278,8 +278,8 @@ def _condition_holds(requirement, release_version: Version | None, pins: Release
 @contract("SGC704", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def compat_overlay_removable(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
-    old_pins, new_pins = _pins(ctx)
-    extras = _sglang_extras(ctx)
+    old_pins, new_pins = pins_of_releases(ctx)
+    extras = sglang_extras(ctx)
     for note in _prose(ctx)[1]:
         requirement = removal_requirement(note.text)
         if requirement is None:
@@ -328,9 +328,9 @@ def _installed_by_sglang(pins: ReleasePins | None, distribution: str, extras: fr
 def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
     """One finding per package, at the first import that now reaches it: the fix (declare it,
     or list it where SGLang's requirements are installed) is one line, wherever it is imported."""
-    declared = {d.name for d in (*_declared(ctx), *_declared_below(ctx))}
-    old_pins, new_pins = _pins(ctx)
-    extras = _sglang_extras(ctx)
+    declared = {d.name for d in (*declared_by_project(ctx), *_declared_below(ctx))}
+    old_pins, new_pins = pins_of_releases(ctx)
+    extras = sglang_extras(ctx)
     lists = _dependency_lists(ctx, old_pins)
     old_graph, new_graph = ctx.of_releases("import-graphs", lambda c: (ImportGraph(c.old), ImportGraph(c.new)))
     sites: dict[str, list[tuple[str, Any, str]]] = {}  # package -> (path, import, module) of each import reaching it
@@ -389,7 +389,7 @@ def _spans(minors: list[int]) -> str:
 @contract("SGC708", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def python_no_longer_supported(ctx: CheckContext) -> Iterator[Diagnostic]:
     declared = ctx.of_stack_files("declared-python", lambda c: declared_python(c.project.root))
-    old_pins, new_pins = _pins(ctx)
+    old_pins, new_pins = pins_of_releases(ctx)
     now = new_pins.requires_python if new_pins is not None else None
     if declared is None or now is None:
         return

@@ -56,6 +56,13 @@ class ReleasePins:
                 return frozenset(closed)
             closed |= more
 
+    def installed_on(self, environment: dict[str, str], extras: frozenset[str] = frozenset()) -> list[Requirement]:
+        """Every requirement installed on `environment` with `extras` asked; the distribution's
+        requirements on its own extras (`sglang[srt]`) are followed, not listed."""
+        closed = self.closed_extras(environment, extras)
+        own = normalized(self.name)
+        return [r for r in self.requirements if normalized(r.name) != own and applies(r.marker, environment, closed)]
+
     def names(self) -> set[str]:
         self._named("")
         return set(self._by_name)

@@ -1,0 +1,183 @@
+"""Dependency-closure contracts (SGC711, SGC712): the project's pins and install lines held
+against what the new release brings, SGLang's pins and their pins in turn (closure/).
+
+The closures are computed once per run, before the checks (check/runner.py calls
+`compute_closures`), from the package index's metadata and the tool's cache: the checks only
+read them, and a run whose index cannot be reached checks against what is known.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from packaging.version import Version
+
+from sglang_contracts.closure.delta import ClosureDelta, closure_delta
+from sglang_contracts.closure.source import NO_INDEX, MetadataSource
+from sglang_contracts.closure.walk import ROOT, Closure, Need, platform_name, walk
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
+from sglang_contracts.contracts.stack import SGLANG, declared_by_project, installed_by_project, pins_of_releases, sglang_extras
+from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.project.platforms import build_environments
+from sglang_contracts.project.stack import DeclaredRequirement
+from sglang_contracts.requirements import applies, as_version, environments, exact_version, without_marker
+from sglang_contracts.upstream.pins import ReleasePins
+
+CLOSURES = "dependency-closures"
+INDEX_SETTING = "package-index"
+INDEX_VARIABLE = "SGLANG_CONTRACTS_PACKAGE_INDEX"  # the setting's default, for a session (the tests': none)
+MOST_PROJECT_PINS = 200  # the project's own exact pins whose requirements are read
+
+
+@dataclass
+class BumpClosures:
+    old: dict[str, Closure]  # platform -> the old release's closure
+    new: dict[str, Closure]
+    pinned: dict[tuple[str, str], ReleasePins | None]  # (name, version) of a project pin -> its own requirements
+    delta: ClosureDelta
+
+
+def index_setting(ctx: CheckContext) -> str | None:
+    """The index the closure reads: the `package-index` setting (a URL, a folder relative to the
+    project's root, or "none"), else $SGLANG_CONTRACTS_PACKAGE_INDEX, else pip's."""
+    given = ctx.settings.get(INDEX_SETTING) or os.environ.get(INDEX_VARIABLE) or None
+    if given and given != NO_INDEX and "://" not in given:
+        return str(ctx.project.root / Path(given).expanduser())
+    return given
+
+
+def compute_closures(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
+    """The closures of both releases, kept with what the run reads of the stack files."""
+    return ctx.of_stack_files(CLOSURES, lambda c: _computed(c, cache))
+
+
+def closures(ctx: CheckContext) -> BumpClosures | None:
+    """What compute_closures computed for this run (None when it was not asked)."""
+    return ctx.of_stack_files(CLOSURES, lambda c: None)
+
+
+def _exact_project_pins(ctx: CheckContext) -> list[tuple[str, str]]:
+    """(name, version) of the project's exact pins that the index can hold (no local `+cu129`)."""
+    found = []
+    for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
+        version = exact_version(declared.requirement.specifier)
+        if declared.name != SGLANG and version is not None and not version.local:
+            found.append((declared.name, str(version)))
+    return list(dict.fromkeys(found))[:MOST_PROJECT_PINS]
+
+
+def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
+    old_pins, new_pins = pins_of_releases(ctx)
+    if old_pins is None or new_pins is None:
+        return None
+    extras = sglang_extras(ctx)
+    setting = index_setting(ctx)
+    source = MetadataSource(cache, setting)
+    old, new = {}, {}
+    for environment in build_environments(ctx.project.root):
+        platform = platform_name(environment)
+        old[platform] = walk(old_pins, extras, environment, source)
+        new[platform] = walk(new_pins, extras, environment, source)
+    wanted = _exact_project_pins(ctx)
+    source.prefetch(wanted)
+    pinned = {pin: source.pins(*pin) for pin in wanted}
+    delta = closure_delta(old, new, ctx.old_version, ctx.new_version)
+    if source.unreachable:
+        delta.notes.append(f"the dependency closure was not computed past what is cached: the package index could not "
+                           f"be read ({source.unreachable})")
+    elif setting == NO_INDEX:
+        delta.notes.append("the package index is not read (package-index = \"none\"): the closure holds SGLang's own "
+                           "pins and what is cached")
+    unknown = sorted({item for closure in (*old.values(), *new.values()) for item in closure.unknown})
+    if unknown and not source.offline:
+        delta.notes.append(f"no wheel metadata on the index for {', '.join(unknown[:6])}"
+                           f"{f' and {len(unknown) - 6} more' if len(unknown) > 6 else ''}: what they require is not in the closure")
+    if any(closure.cut_short for closure in (*old.values(), *new.values())):
+        delta.notes.append("the closure was cut short at its bounds (depth, count): deeper requirements are not in it")
+    return BumpClosures(old, new, pinned, delta)
+
+
+def _platforms_of(declared: DeclaredRequirement, found: BumpClosures) -> Iterator[tuple[dict[str, str], str]]:
+    """(environment, platform) of each platform both closures were computed for where the line installs."""
+    for environment in environments():
+        platform = platform_name(environment)
+        if platform in found.new and platform in found.old and applies(declared.requirement.marker, environment):
+            yield environment, platform
+
+
+def _chain(need: Need | None) -> str:
+    return need.path() if need is not None else ""
+
+
+# -- SGC711 ---------------------------------------------------------------------------------
+
+@contract("SGC711", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def install_below_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """A pin or install line below the version the new closure pins, that was not below the old
+    closure's: an upgrade on the old release that the bump turns into a downgrade. A mirror of
+    SGLang's own pin that agreed on the old release is SGC701's."""
+    found = closures(ctx)
+    if found is None:
+        return
+    for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
+        mine = exact_version(declared.requirement.specifier)
+        if declared.name == SGLANG or mine is None:
+            continue
+        mine = Version(mine.public)  # `2.14.1+cu129` is a build of 2.14.1
+        for _, platform in _platforms_of(declared, found):
+            new_need, old_need = found.new[platform].first(declared.name), found.old[platform].first(declared.name)
+            now = as_version(new_need.version or "") if new_need is not None else None
+            was = as_version(old_need.version or "") if old_need is not None else None
+            if now is None or mine >= now or (was is not None and mine < was):
+                continue
+            direct = new_need.chain == (ROOT,)
+            if direct and was is not None and mine == was and old_need.chain == (ROOT,):
+                break  # a mirror of SGLang's own pin, which agreed: SGC701 says the pin moved
+            before = f"sglang {ctx.old_version} brought {was}" if was is not None else \
+                f"sglang {ctx.old_version} did not bring it"
+            yield finding_at("SGC711", declared.path, declared.line, declared.col, declared.name,
+                             severity=None if direct else "warning", pinned=without_marker(declared.requirement),
+                             name=declared.name, version=str(now), chain=_chain(new_need), before=before,
+                             platform=platform, old=ctx.old_version, new=ctx.new_version)
+            break  # one report per line, on the first platform where it is a downgrade
+
+
+# -- SGC712 ---------------------------------------------------------------------------------
+
+@contract("SGC712", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def pin_requires_other_than_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """An exact pin whose own requirements (its metadata at that version) admit what the old
+    closure pins and exclude what the new one pins (`torchvision==0.24.1` needs `torch==2.9.1`)."""
+    found = closures(ctx)
+    if found is None:
+        return
+    for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
+        mine = exact_version(declared.requirement.specifier)
+        own = found.pinned.get((declared.name, str(mine))) if mine is not None else None
+        if declared.name == SGLANG or own is None:
+            continue
+        for environment, platform in _platforms_of(declared, found):
+            new_closure, old_closure = found.new[platform], found.old[platform]
+            if new_closure.version(declared.name) not in (None, str(mine)):
+                break  # the pin itself moves with the release: SGC701 or SGC711 says so
+            conflicts = []
+            for requirement in own.installed_on(environment, frozenset(declared.requirement.extras)):
+                now, was = new_closure.version(requirement.name), old_closure.version(requirement.name)
+                now_version, was_version = as_version(now or ""), as_version(was or "")
+                if now_version is None or requirement.specifier.contains(now_version, prereleases=True):
+                    continue
+                if was_version is not None and not requirement.specifier.contains(was_version, prereleases=True):
+                    continue  # already at odds with the old release: not the bump's doing
+                conflicts.append((requirement, now, new_closure.first(requirement.name)))
+            if conflicts:
+                requirement, now, need = conflicts[0]
+                more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+                yield finding_at("SGC712", declared.path, declared.line, declared.col, declared.name,
+                                 pinned=without_marker(declared.requirement), requires=without_marker(requirement),
+                                 name=requirement.name, version=now, chain=_chain(need), more=more,
+                                 platform=platform, old=ctx.old_version, new=ctx.new_version)
+                break
