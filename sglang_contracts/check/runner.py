@@ -417,8 +417,6 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     active = partial(code_active, select=options.select, ignore=options.ignore,
                      per_file_ignores=options.per_file_ignores)
     codes = [code for code in CHECKS if code in catalog and active(code, "")]
-    # Before the checks, in this process: the forked copy that runs the closure's rules reads it.
-    closures = _closures(context, store) if old.release.short != new.release.short else None
 
     def recorded(relpath: str) -> bool:
         return not _excluded(relpath, options.exclude)
@@ -430,6 +428,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     noqa = NoqaIndex(project.files, text)
     problems: list[Problem] = []
     with collecting_problems() as noted:  # what the readers of non-Python files could not read
+        # Before the checks, in this process: the forked copy that runs the closure's rules reads it.
+        closures = _closures(context, store) if old.release.short != new.release.short else None
         if partial_run is not None and not partial_run.full:
             # The rules that read only the recomputed files' own facts (and every file's
             # outline) on those; the others over the whole project (incremental.py).

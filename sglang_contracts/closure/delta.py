@@ -46,10 +46,19 @@ class ClosureDelta:
     python: tuple[str, str] | None = None  # the Pythons every package of each closure installs on, when they differ
     sizes: tuple[int, int] = (0, 0)  # packages in each closure (the first platform's)
     notes: list[str] = field(default_factory=list)  # what could not be read: the index, a package's metadata
+    # Whether the closure reaches past SGLang's own pins (an index was to be read): with
+    # `package-index = "none"` the moves are SGLang's pins alone, which SGC701 already reports,
+    # and the reports keep their shape (the JSON a list, no markdown section).
+    transitive: bool = True
+
+    @property
+    def reported(self) -> bool:
+        return self.transitive and bool(self.moves or self.python)
 
     def to_json(self) -> dict[str, Any]:
         return {"old": self.old, "new": self.new, "moves": [move.to_json() for move in self.moves],
-                "python": list(self.python) if self.python else None, "sizes": list(self.sizes), "notes": self.notes}
+                "python": list(self.python) if self.python else None, "sizes": list(self.sizes), "notes": self.notes,
+                "transitive": self.transitive}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ClosureDelta":
@@ -58,7 +67,7 @@ class ClosureDelta:
         python = data["python"]
         old_size, new_size = data["sizes"]
         return cls(str(data["old"]), str(data["new"]), moves, (str(python[0]), str(python[1])) if python else None,
-                   (int(old_size), int(new_size)), [str(note) for note in data["notes"]])
+                   (int(old_size), int(new_size)), [str(note) for note in data["notes"]], bool(data["transitive"]))
 
 
 def _text(value: Any) -> str | None:

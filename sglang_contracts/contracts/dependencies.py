@@ -86,12 +86,10 @@ def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
     source.prefetch(wanted)
     pinned = {pin: source.pins(*pin) for pin in wanted}
     delta = closure_delta(old, new, ctx.old_version, ctx.new_version)
+    delta.transitive = setting != NO_INDEX
     if source.unreachable:
         delta.notes.append(f"the dependency closure was not computed past what is cached: the package index could not "
                            f"be read ({source.unreachable})")
-    elif setting == NO_INDEX:
-        delta.notes.append("the package index is not read (package-index = \"none\"): the closure holds SGLang's own "
-                           "pins and what is cached")
     unknown = sorted({item for closure in (*old.values(), *new.values()) for item in closure.unknown})
     if unknown and not source.offline:
         delta.notes.append(f"no wheel metadata on the index for {', '.join(unknown[:6])}"

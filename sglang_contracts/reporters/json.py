@@ -21,7 +21,7 @@ def write_json(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
     root = result.project.root
     records = [{**d.to_json(), "path": display_path(root, d.path)} for d in result.diagnostics]
     document: object = records
-    closure = result.closure_delta if result.closure_delta is not None and result.closure_delta.moves else None
+    closure = result.closure_delta if result.closure_delta is not None and result.closure_delta.reported else None
     if result.upstream_delta is not None or closure is not None:
         document = {"diagnostics": records,
                     "upstream_delta": result.upstream_delta.to_json() if result.upstream_delta is not None else None,

@@ -96,7 +96,7 @@ def closure_section(result: "CheckResult") -> list[str]:
     """What moves between the two releases' dependency closures (closure/delta.py): the
     stack's heavy parts with the chain that brings each, then the other packages by name."""
     delta = result.closure_delta
-    if delta is None or not (delta.moves or delta.python):
+    if delta is None or not delta.reported:
         return []
     old, new = plain(result.old.release.short), plain(result.new.release.short)
     lines = ["### What moves together", "",
