@@ -126,7 +126,7 @@ def walk(release: ReleasePins, extras: frozenset[str], environment: dict[str, st
                 continue
             if pins.requires_python is not None:
                 closure.requires_python[f"{name}=={version}"] = str(pins.requires_python)
-            chain = (*need.chain, f"{name}=={version}")
+            chain = (*need.chain, need.spelled())
             found = pins.installed_on(environment, wanted)
             if previously is not None:  # followed before with fewer extras: only what the new ones add
                 already = set(map(str, pins.installed_on(environment, previously)))
