@@ -8,6 +8,8 @@ read them, and a run whose index cannot be reached checks against what is known.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,7 @@ from sglang_contracts.closure.walk import ROOT, Closure, Need, platform_name, wa
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
 from sglang_contracts.contracts.stack import SGLANG, declared_by_project, installed_by_project, pins_of_releases, sglang_extras
 from sglang_contracts.diagnostics import Diagnostic, finding_at
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import JsonCache, code_fingerprint
 from sglang_contracts.project.platforms import build_environments
 from sglang_contracts.project.stack import DeclaredRequirement
 from sglang_contracts.requirements import applies, as_version, environments, exact_version, without_marker
@@ -70,6 +72,40 @@ def _exact_project_pins(ctx: CheckContext) -> list[tuple[str, str]]:
     return list(dict.fromkeys(found))[:MOST_PROJECT_PINS]
 
 
+def _pair_key(old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str], platforms: list[str],
+              setting: str | None) -> str:
+    """The closures' record: by both releases' requirements as written (not by their names: a
+    directory's release may change), the extras, the platforms, the index and this code."""
+    import sglang_contracts.closure.delta as delta_module
+    import sglang_contracts.closure.walk as walk_module
+
+    releases = [[sorted(map(str, pins.requirements)), str(pins.requires_python)] for pins in (old_pins, new_pins)]
+    text = json.dumps([code_fingerprint(walk_module, delta_module), releases, sorted(extras), platforms, setting])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _walked(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str],
+            environments_built: list[dict[str, str]], source: MetadataSource) -> tuple[dict[str, Closure], dict[str, Closure]]:
+    """Both releases' closures on each platform: from their record when one was kept (reading
+    each package's metadata record again cost a third of a second), else walked."""
+    kept = cache.get(key)
+    try:
+        if isinstance(kept, dict):
+            return tuple({platform: Closure.from_json(data) for platform, data in kept[side].items()}  # type: ignore[return-value]
+                         for side in ("old", "new"))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        pass  # a record of another shape: walked again and written over
+    old, new = {}, {}
+    for environment in environments_built:
+        platform = platform_name(environment)
+        old[platform] = walk(old_pins, extras, environment, source)
+        new[platform] = walk(new_pins, extras, environment, source)
+    if source.unreachable is None:  # a closure cut short by the network is walked again next time
+        cache.put(key, {side: {platform: closure.to_json() for platform, closure in walked.items()}
+                        for side, walked in (("old", old), ("new", new))})
+    return old, new
+
+
 def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
     old_pins, new_pins = pins_of_releases(ctx)
     if old_pins is None or new_pins is None:
@@ -77,11 +113,9 @@ def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
     extras = sglang_extras(ctx)
     setting = index_setting(ctx)
     source = MetadataSource(cache, setting)
-    old, new = {}, {}
-    for environment in build_environments(ctx.project.root):
-        platform = platform_name(environment)
-        old[platform] = walk(old_pins, extras, environment, source)
-        new[platform] = walk(new_pins, extras, environment, source)
+    built = build_environments(ctx.project.root)
+    key = _pair_key(old_pins, new_pins, extras, [platform_name(e) for e in built], setting)
+    old, new = _walked(cache, key, old_pins, new_pins, extras, built, source)
     wanted = _exact_project_pins(ctx)
     source.prefetch(wanted)
     pinned = {pin: source.pins(*pin) for pin in wanted}
