@@ -84,7 +84,7 @@ def _pair_key(old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[st
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _walked(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str],
+def walked_closures(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str],
             environments_built: list[dict[str, str]], source: MetadataSource) -> tuple[dict[str, Closure], dict[str, Closure]]:
     """Both releases' closures on each platform: from their record when one was kept (reading
     each package's metadata record again cost a third of a second), else walked."""
@@ -115,7 +115,7 @@ def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
     source = MetadataSource(cache, setting)
     built = build_environments(ctx.project.root)
     key = _pair_key(old_pins, new_pins, extras, [platform_name(e) for e in built], setting)
-    old, new = _walked(cache, key, old_pins, new_pins, extras, built, source)
+    old, new = walked_closures(cache, key, old_pins, new_pins, extras, built, source)
     wanted = _exact_project_pins(ctx)
     source.prefetch(wanted)
     pinned = {pin: source.pins(*pin) for pin in wanted}
