@@ -244,7 +244,10 @@ def test_a_bump_reports_the_projects_installs_against_the_new_closure(tmp_path: 
     assert found == ["docker/Dockerfile:3:35: SGC711 error", "docker/Dockerfile:4:17: SGC711 warning",
                      "requirements.txt:1:1: SGC712 error"]
     messages = {d.code + str(d.line): d.message for d in result.diagnostics}
-    assert "sglang 0.2.0 requires: 4.8.0 (sglang -> nvidia-cutlass-dsl[cu13]==4.8.0; sglang 0.1.0 brought 4.6.0)" in messages["SGC7113"]
+    assert messages["SGC7113"].endswith("sglang 0.2.0 requires: 4.8.0 (sglang -> nvidia-cutlass-dsl[cu13]==4.8.0; sglang "
+                                        "0.1.0 brought 4.6.0); the line says it follows SGLang's stack: set it to "
+                                        "nvidia-cutlass-dsl==4.8.0")
+    assert "follows" not in messages["SGC7114"]  # no comment says so above it
     assert "sglang -> torch==2.14.1 -> nvidia-nccl-cu13==2.30.7" in messages["SGC7114"]
     assert "`torchvision==0.24.1` requires `torch==2.9.1`, which sglang 0.1.0 met" in messages["SGC7121"]
     moves = {move.name for move in result.closure_delta.moves}

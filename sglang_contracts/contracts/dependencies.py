@@ -25,7 +25,8 @@ from sglang_contracts.contracts.stack import SGLANG, declared_by_project, instal
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
 from sglang_contracts.project.platforms import build_environments
-from sglang_contracts.project.stack import DeclaredRequirement
+from sglang_contracts.infra.boundary import read_project_text
+from sglang_contracts.project.stack import DeclaredRequirement, says_it_matches_stack
 from sglang_contracts.requirements import applies, as_version, environments, exact_version, without_marker
 from sglang_contracts.upstream.pins import ReleasePins
 
@@ -141,6 +142,24 @@ def _platforms_of(declared: DeclaredRequirement, found: BumpClosures) -> Iterato
             yield environment, platform
 
 
+def _says_it_follows_sglang(ctx: CheckContext, declared: DeclaredRequirement) -> bool:
+    """Whether the line's comment, or the comment just above the command it is part of (miles'
+    `# Reconcile apache-tvm-ffi with sglang's pin` over its `RUN pip install`), says the line
+    follows SGLang's stack: the kind of line that must be revisited at each bump."""
+    if declared.matches_stack:
+        return True
+    text = read_project_text(ctx.project.root / declared.path, ctx.project.root)
+    lines = text.splitlines() if text is not None else []
+    row = min(declared.line - 1, len(lines))
+    while row > 0 and lines[row - 1].rstrip().endswith("\\"):  # the command's first line
+        row -= 1
+    while row > 0 and lines[row - 1].lstrip().startswith("#"):
+        row -= 1
+        if says_it_matches_stack(lines[row]):
+            return True
+    return False
+
+
 def _chain(need: Need | None) -> str:
     return need.path() if need is not None else ""
 
@@ -171,10 +190,12 @@ def install_below_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
                 break  # a mirror of SGLang's own pin, which agreed: SGC701 says the pin moved
             before = f"sglang {ctx.old_version} brought {was}" if was is not None else \
                 f"sglang {ctx.old_version} did not bring it"
+            revisit = (f"; the line says it follows SGLang's stack: set it to {declared.name}=={now}"
+                       if _says_it_follows_sglang(ctx, declared) else "")
             yield finding_at("SGC711", declared.path, declared.line, declared.col, declared.name,
                              severity=None if direct else "warning", pinned=without_marker(declared.requirement),
                              name=declared.name, version=str(now), chain=_chain(new_need), before=before,
-                             platform=platform, old=ctx.old_version, new=ctx.new_version)
+                             revisit=revisit, platform=platform, old=ctx.old_version, new=ctx.new_version)
             break  # one report per line, on the first platform where it is a downgrade
 
 
