@@ -269,3 +269,22 @@ def test_once_cached_a_bump_needs_no_index(tmp_path: Path, file_index: str) -> N
     offline, result = _bump(tmp_path, MILES_SHAPED, {"package-index": UNREACHABLE})
     assert offline == online and len(online) == 3
     assert result.notes == first.notes and result.closure_delta.moves == first.closure_delta.moves
+
+
+def test_fix_moves_sglangs_own_pin_and_leaves_what_another_pin_brings(tmp_path: Path, file_index: str) -> None:
+    from sglang_contracts.fix.engine import run_fix
+
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/utils.py": "", "sglang-0.1.0.dist-info/METADATA": SGLANG_OLD}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/utils.py": "", "sglang-0.2.0.dist-info/METADATA": SGLANG_NEW}, "0.2.0")
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **MILES_SHAPED,
+                                                "build.sh": "pip install nvidia-cutlass-dsl==4.6.2+cu129\n"})
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "c", workers=1,
+                           settings={"package-index": file_index})
+    report = run_fix([project], options, unsafe=False)
+    dockerfile = (project / "docker/Dockerfile").read_text().splitlines()
+    assert dockerfile[2] == "RUN pip install --force-reinstall nvidia-cutlass-dsl==4.8.0"
+    assert dockerfile[3] == "RUN pip install nvidia-nccl-cu13==2.29.0 nvidia-nccl-cu13==2.30.7"  # torch's: by hand
+    assert (project / "build.sh").read_text() == "pip install nvidia-cutlass-dsl==4.6.2+cu129\n"  # a local build: by hand
+    said = "\n".join(report.notes)
+    assert "comes through another pin (sglang -> torch==2.14.1 -> nvidia-nccl-cu13==2.30.7)" in said
+    assert "nvidia-cutlass-dsl==4.6.2+cu129 is not an exact public version: move it to 4.8.0 by hand" in said

@@ -20,14 +20,15 @@ from packaging.version import Version
 from sglang_contracts.closure.delta import ClosureDelta, closure_delta
 from sglang_contracts.closure.source import NO_INDEX, MetadataSource
 from sglang_contracts.closure.walk import ROOT, Closure, Need, platform_name, walk
-from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.stack import SGLANG, declared_by_project, installed_by_project, pins_of_releases, sglang_extras
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
 from sglang_contracts.project.platforms import build_environments
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.project.stack import DeclaredRequirement, says_it_matches_stack
-from sglang_contracts.requirements import applies, as_version, environments, exact_version, without_marker
+from sglang_contracts.fix import text as edits
+from sglang_contracts.requirements import applies, as_version, environments, exact_version, normalized, without_marker
 from sglang_contracts.upstream.pins import ReleasePins
 
 CLOSURES = "dependency-closures"
@@ -195,8 +196,31 @@ def install_below_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
             yield finding_at("SGC711", declared.path, declared.line, declared.col, declared.name,
                              severity=None if direct else "warning", pinned=without_marker(declared.requirement),
                              name=declared.name, version=str(now), chain=_chain(new_need), before=before,
-                             revisit=revisit, platform=platform, old=ctx.old_version, new=ctx.new_version)
+                             revisit=revisit, platform=platform, old=ctx.old_version, new=ctx.new_version,
+                             pinned_by_sglang=direct)
             break  # one report per line, on the first platform where it is a downgrade
+
+
+@fixes("SGC711")
+def follow_new_closure(diagnostic: Diagnostic, workspace) -> bool:
+    """Move an exact pin of a package SGLang itself pins exactly to the new release's version: the
+    one rewrite the closure makes certain. A package another pin brings (the warning), a build
+    with a local version (`+cu129`: which build is the project's choice) and a range are left."""
+    document = workspace.document(diagnostic.path)
+    if not diagnostic.data.get("pinned_by_sglang"):
+        document.note(diagnostic.line, diagnostic.col, "SGC711", f"{diagnostic.data['name']} comes through another pin "
+                      f"({diagnostic.data['chain']}): move the line, or drop it, by hand")
+        return False
+    found = edits.requirement_at(document.line(diagnostic.line) or "", diagnostic.col - 1)
+    if found is None or normalized(found[0]) != normalized(diagnostic.data["name"]):
+        return False  # the line is not what the check read: leave it
+    name, spec = found
+    pinned = edits.exact_pin(spec.text)
+    if pinned is None or "+" in pinned:
+        document.note(diagnostic.line, diagnostic.col, "SGC711", f"{name}{spec.text} is not an exact public version: "
+                      f"move it to {diagnostic.data['version']} by hand")
+        return False
+    return document.replace(diagnostic.line, spec.start, spec.end, f"=={diagnostic.data['version']}")
 
 
 # -- SGC712 ---------------------------------------------------------------------------------
