@@ -21,10 +21,14 @@ from sglang_contracts.closure.delta import ClosureDelta, closure_delta
 from sglang_contracts.closure.source import NO_INDEX, MetadataSource
 from sglang_contracts.closure.walk import ROOT, Closure, Need, platform_name, walk
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
-from sglang_contracts.contracts.stack import SGLANG, declared_by_project, installed_by_project, pins_of_releases, sglang_extras
+from sglang_contracts.contracts.stack import (
+    SGLANG, declared_by_project, distribution_of, installed_by_project, pins_of_releases, sglang_extras,
+)
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
+from sglang_contracts.project import version_asserts
 from sglang_contracts.project.platforms import build_environments
+from sglang_contracts.project.version_asserts import file_version_asserts, may_assert_version
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.project.stack import DeclaredRequirement, says_it_matches_stack
 from sglang_contracts.fix import text as edits
@@ -258,3 +262,42 @@ def pin_requires_other_than_new_closure(ctx: CheckContext) -> Iterator[Diagnosti
                                  name=requirement.name, version=now, chain=_chain(need), more=more,
                                  platform=platform, old=ctx.old_version, new=ctx.new_version)
                 break
+
+
+def _holds(operator: str, asserted: str, version: str) -> bool | None:
+    """Whether `<module>.__version__ <operator> "<asserted>"` holds for the release `version`
+    (None when the assert cannot be read as a version). A build's local part (`+cu129`) is the
+    wheel's choice, not the release's: versions are compared by their public part."""
+    if operator == "startswith":
+        return version.startswith(asserted)
+    mine, theirs = as_version(asserted), as_version(version)
+    if mine is None or theirs is None:
+        return None
+    mine = Version(mine.public)
+    return {"==": theirs == mine, "!=": theirs != mine, ">=": theirs >= mine, "<=": theirs <= mine,
+            ">": theirs > mine, "<": theirs < mine}[operator]
+
+
+@contract("SGC713", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def version_assert_broken_by_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """An assert on a package's `__version__` that the old closure's version meets and the new
+    one's does not, on the first platform where both pin it exactly."""
+    found = closures(ctx)
+    if found is None:
+        return
+    rows = ctx.project.each_file("version-asserts", file_version_asserts, may_assert_version, version_asserts,
+                                 by_pattern=True)
+    for path, line, col, module, operator, asserted, written in rows:
+        if ctx.checked is not None and path not in ctx.checked:
+            continue  # a file whose findings this run keeps from the last (every Python file has its row)
+        name = distribution_of(module)
+        for platform, new_closure in found.new.items():
+            old_closure = found.old.get(platform)
+            now, was = new_closure.version(name), old_closure.version(name) if old_closure else None
+            if now is None or was is None:
+                continue
+            if _holds(operator, asserted, was) and _holds(operator, asserted, now) is False:
+                yield finding_at("SGC713", path, line, col, f"{module}.__version__", written=written, name=name,
+                                 version=now, was=was, chain=_chain(new_closure.first(name)),
+                                 old=ctx.old_version, new=ctx.new_version)
+            break

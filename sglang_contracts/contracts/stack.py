@@ -35,7 +35,7 @@ DISTRIBUTION_OF_IMPORT = {
     "PIL": "pillow", "yaml": "pyyaml", "cv2": "opencv-python", "sklearn": "scikit-learn", "zmq": "pyzmq",
     "google": "protobuf", "attr": "attrs", "dateutil": "python-dateutil", "sgl_kernel": "sglang-kernel",
     "deep_gemm": "sgl-deep-gemm", "deep_ep": "sgl-deep-ep", "flash_attn": "flash-attn", "cuda": "cuda-python",
-    "pynvml": "nvidia-ml-py", "multipart": "python-multipart", "partial_json_parser": "partial-json-parser",
+    "pynvml": "nvidia-ml-py", "flashinfer": "flashinfer-python", "multipart": "python-multipart", "partial_json_parser": "partial-json-parser",
 }
 
 
@@ -297,7 +297,8 @@ def compat_overlay_removable(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 # -- SGC705 ---------------------------------------------------------------------------------
 
-def _distribution(top: str) -> str:
+def distribution_of(top: str) -> str:
+    """The distribution an import's top-level name is installed by (`PIL` -> pillow)."""
     return normalized(DISTRIBUTION_OF_IMPORT.get(top, top))
 
 
@@ -342,12 +343,12 @@ def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
             if not (ctx.old.module_exists(module) and ctx.new.module_exists(module)):
                 continue  # a module gone or new is another rule's business
             for top in new_graph.packages_reached(module) - old_graph.packages_reached(module):
-                if _distribution(top) not in declared:
+                if distribution_of(top) not in declared:
                     sites.setdefault(top, []).append((facts.path, fact, module))
     old_graph.save()
     new_graph.save()
     for top, found in sorted(sites.items()):
-        required = _installed_by_sglang(new_pins, _distribution(top), extras)
+        required = _installed_by_sglang(new_pins, distribution_of(top), extras)
         if required and not lists:
             continue  # SGLang's own requirement, installed with it: not news
         direct = [site for site in found if top in new_graph.direct(site[2])[1]]
