@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -22,7 +23,8 @@ from sglang_contracts.closure.source import NO_INDEX, MetadataSource
 from sglang_contracts.closure.walk import ROOT, Closure, Need, platform_name, walk
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.stack import (
-    SGLANG, declared_by_project, distribution_of, installed_by_project, pins_of_releases, sglang_extras,
+    DOC_SUFFIXES, SGLANG, all_release_mentions, declared_by_project, distribution_of, installed_by_project, pins_of_releases,
+    sglang_extras,
 )
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
@@ -32,7 +34,9 @@ from sglang_contracts.project.version_asserts import file_version_asserts, may_a
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.project.stack import DeclaredRequirement, says_it_matches_stack
 from sglang_contracts.fix import text as edits
-from sglang_contracts.requirements import applies, as_version, environments, exact_version, normalized, without_marker
+from sglang_contracts.requirements import (
+    applies, as_version, environments, exact_version, names_release, normalized, version_in_tag, without_marker,
+)
 from sglang_contracts.upstream.pins import ReleasePins
 
 CLOSURES = "dependency-closures"
@@ -301,3 +305,50 @@ def version_assert_broken_by_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
                                  version=now, was=was, chain=_chain(new_closure.first(name)),
                                  old=ctx.old_version, new=ctx.new_version)
             break
+
+
+CUDA_TAG = re.compile(r"-cu(\d{2,3})(?![\d.])")  # `v0.5.22-cu129`: CUDA 12.9; `-cu13`: CUDA 13
+TORCH_CUDA_LIBRARY = re.compile(r"nvidia-[a-z0-9-]+-cu(\d+)")  # torch's own NCCL, cuDNN, cuBLAS wheels
+
+
+def tag_cuda_major(tag: str) -> int | None:
+    match = CUDA_TAG.search(tag)
+    if match is None:
+        return None
+    digits = match.group(1)
+    return int(digits[:2] if len(digits) == 3 else digits)
+
+
+def torch_cuda_major(closure: Closure) -> tuple[int, Need] | None:
+    """The CUDA major torch's own CUDA libraries are built for in the closure (`nvidia-nccl-cu13`
+    brought by torch: 13), with the requirement that says so."""
+    for name, needs in sorted(closure.needs.items()):
+        match = TORCH_CUDA_LIBRARY.fullmatch(name)
+        through_torch = [need for need in needs if len(need.chain) > 1 and need.chain[1].startswith("torch==")]
+        if match and through_torch:
+            return int(match.group(1)), through_torch[0]
+    return None
+
+
+@contract("SGC714", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def image_cuda_behind_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """An SGLang image tag whose CUDA suffix matched the CUDA of the old closure's torch, and not
+    the new one's (on the first platform)."""
+    found = closures(ctx)
+    if found is None or not found.new or not found.old:
+        return
+    platform = next(iter(found.new))
+    was, now = torch_cuda_major(found.old.get(platform, Closure(platform))), torch_cuda_major(found.new[platform])
+    if was is None or now is None or was[0] == now[0]:
+        return
+    releases = [version for version in (as_version(ctx.old_version), as_version(ctx.new_version)) if version is not None]
+    for mention in all_release_mentions(ctx):
+        named = version_in_tag(mention.version)
+        if mention.kind != "image tag" or named is None or mention.path.endswith(DOC_SUFFIXES) \
+                or not any(names_release(named, release) for release in releases):
+            continue  # an image of another release, or a doc's example: not what the bump builds on
+        major = tag_cuda_major(mention.version)
+        if major == was[0]:
+            yield finding_at("SGC714", mention.path, mention.line, mention.col, "sglang", written=mention.written,
+                             major=str(major), now=str(now[0]), chain=now[1].path(), was=str(was[0]),
+                             old=ctx.old_version, new=ctx.new_version)

@@ -167,7 +167,7 @@ DOC_SUFFIXES = (".md", ".mdx", ".rst", ".txt", ".adoc")
 OTHER_PLATFORM = re.compile(r"(?i)rocm|mi\d{3}|npu|ascend|xpu|hpu|gaudi|musa|\bcpu\b")
 
 
-def _all_mentions(ctx: CheckContext) -> list[ReleaseMention]:
+def all_release_mentions(ctx: CheckContext) -> list[ReleaseMention]:
     """Releases named in the stack files and, as data, in Python build scripts."""
     scripts = ctx.project.each_file("release-mentions", script_mentions, may_name_release, images)
     return [*ctx.of_stack_files("stack-release-mentions", lambda c: release_mentions(c.project.root)),
@@ -195,7 +195,7 @@ def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
             yield finding_at("SGC702", declared.path, declared.line, declared.col, SGLANG,
                              written=without_marker(declared.requirement), what="the SGLang requirement",
                              named=ctx.old_version, which=replaced, old=ctx.old_version, new=ctx.new_version)
-    for mention in ctx.shared("release-mentions", _all_mentions):
+    for mention in ctx.shared("release-mentions", all_release_mentions):
         named = version_in_tag(mention.version)
         if named is None or named == new:
             continue
