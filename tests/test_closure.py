@@ -116,7 +116,7 @@ def test_the_delta_names_each_move_and_the_chain_that_brings_it(tmp_path: Path, 
     assert moves["nvidia-nccl-cu12"].chain == "sglang -> torch==2.9.1 -> nvidia-nccl-cu12==2.27.5"  # gone: the old chain
     assert "transformers" not in moves and "huggingface-hub" not in moves  # the same on both
     assert moves["torch"].key and not moves["filelock"].key
-    assert delta.python == ("3.10 and later", "3.11 and later (sglang)")
+    assert delta.python == ("3.10 and later", "3.11 and later (sglang)")  # only what drops 3.10 is named
     assert [move.name for move in delta.moves][:2] == ["nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base"]  # key first
 
 

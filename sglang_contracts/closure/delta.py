@@ -87,20 +87,34 @@ def spelled_in(closure: Closure, name: str) -> str | None:
     return ",".join(ranges) or "(any version)"
 
 
-def pythons(closure: Closure) -> tuple[str, str]:
-    """(the Pythons every package of the closure installs on, the packages that bound them)."""
-    admitted, bounding = [], []
-    for minor in PYTHON_MINORS:
-        excluding = [who for who, spec in closure.requires_python.items()
-                     if (parsed := parse_specifier(spec)) is not None and not parsed.contains(f"3.{minor}")]
-        if excluding:
-            bounding += [who for who in excluding if who not in bounding]
-        else:
-            admitted.append(minor)
+MOST_NAMED = 4  # the packages named as the ones that drop a Python
+
+
+def _excluding(closure: Closure, minor: int) -> list[str]:
+    return [who for who, spec in closure.requires_python.items()
+            if (parsed := parse_specifier(spec)) is not None and not parsed.contains(f"3.{minor}")]
+
+
+def pythons(closure: Closure) -> tuple[str, list[int]]:
+    """(the Pythons every package of the closure installs on, spelled; their minors)."""
+    admitted = [minor for minor in PYTHON_MINORS if not _excluding(closure, minor)]
     if not admitted:
-        return "none", ", ".join(bounding)
+        return "none", []
     spelled = f"3.{admitted[0]}" + (" and later" if admitted[-1] == PYTHON_MINORS[-1] else f" to 3.{admitted[-1]}")
-    return spelled, ", ".join(bounding)
+    return spelled, admitted
+
+
+def _python_move(old: Closure, new: Closure) -> tuple[str, str] | None:
+    """The Pythons of each closure where they differ, the new side naming what drops the Pythons
+    the old one installed on (sglang's own `Requires-Python` first)."""
+    (was, old_minors), (now, new_minors) = pythons(old), pythons(new)
+    if was == now:
+        return None
+    dropping: list[str] = []
+    for minor in sorted(set(old_minors) - set(new_minors)):
+        dropping += [who for who in _excluding(new, minor) if who not in dropping]
+    named = ", ".join(dropping[:MOST_NAMED]) + (f" and {len(dropping) - MOST_NAMED} more" if len(dropping) > MOST_NAMED else "")
+    return was, f"{now} ({named})" if named else now
 
 
 def closure_delta(old: dict[str, Closure], new: dict[str, Closure], old_label: str, new_label: str) -> ClosureDelta:
@@ -123,7 +137,5 @@ def closure_delta(old: dict[str, Closure], new: dict[str, Closure], old_label: s
     if old and new:
         first_old, first_new = next(iter(old.values())), next(iter(new.values()))
         delta.sizes = (len(first_old.needs), len(first_new.needs))
-        (was, _), (now, bound) = pythons(first_old), pythons(first_new)
-        if was != now:
-            delta.python = (was, f"{now} ({bound})" if bound else now)
+        delta.python = _python_move(first_old, first_new)
     return delta

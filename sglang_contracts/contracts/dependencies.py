@@ -35,7 +35,8 @@ from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.project.stack import DeclaredRequirement, says_it_matches_stack
 from sglang_contracts.fix import text as edits
 from sglang_contracts.requirements import (
-    applies, as_version, environments, exact_version, names_release, normalized, version_in_tag, without_marker,
+    applies, as_version, environments, exact_version, names_release, normalized, parse_specifier, version_in_tag,
+    without_marker,
 )
 from sglang_contracts.upstream.pins import ReleasePins
 
@@ -192,7 +193,18 @@ def install_below_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
             new_need, old_need = found.new[platform].first(declared.name), found.old[platform].first(declared.name)
             now = as_version(new_need.version or "") if new_need is not None else None
             was = as_version(old_need.version or "") if old_need is not None else None
-            if now is None or mine >= now or (was is not None and mine < was):
+            if now is None:
+                outside = _outside_new_ranges(found.old[platform], found.new[platform], declared.name, mine)
+                if outside is not None:
+                    yield finding_at("SGC711", declared.path, declared.line, declared.col, declared.name,
+                                     severity="warning", pinned=without_marker(declared.requirement),
+                                     name=declared.name, relation="outside", version=outside.specifier,
+                                     chain=outside.path(), before=f"sglang {ctx.old_version} admitted it",
+                                     revisit="", platform=platform, old=ctx.old_version, new=ctx.new_version,
+                                     pinned_by_sglang=False)
+                    break
+                continue
+            if mine >= now or (was is not None and mine < was):
                 continue
             direct = new_need.chain == (ROOT,)
             if direct and was is not None and mine == was and old_need.chain == (ROOT,):
@@ -203,10 +215,23 @@ def install_below_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
                        if _says_it_follows_sglang(ctx, declared) else "")
             yield finding_at("SGC711", declared.path, declared.line, declared.col, declared.name,
                              severity=None if direct else "warning", pinned=without_marker(declared.requirement),
-                             name=declared.name, version=str(now), chain=_chain(new_need), before=before,
+                             name=declared.name, relation="below", version=str(now), chain=_chain(new_need), before=before,
                              revisit=revisit, platform=platform, old=ctx.old_version, new=ctx.new_version,
                              pinned_by_sglang=direct)
             break  # one report per line, on the first platform where it is a downgrade
+
+
+def _outside_new_ranges(old: Closure, new: Closure, name: str, mine: Version) -> Need | None:
+    """The new closure's range on `name` that excludes the pin, when every range of the old
+    closure admitted it (flashinfer 0.7's `apache-tvm-ffi>=0.1.11` over a `==0.1.9` that
+    reconciled with 0.6's); None when the new closure admits it or the old did not."""
+    def excludes(need: Need) -> bool:
+        specifier = parse_specifier(need.specifier) if need.specifier else None
+        return specifier is not None and not specifier.contains(mine, prereleases=True)
+
+    if any(excludes(need) for need in old.needs.get(name, ())):
+        return None
+    return next((need for need in new.needs.get(name, ()) if excludes(need)), None)
 
 
 @fixes("SGC711")
