@@ -84,15 +84,23 @@ def configured_index(explicit: str | None = None) -> IndexSettings:
     """The indexes to read: `explicit` (a URL, or a folder holding a simple index) alone when
     given, else pip's index and extra indexes."""
     config = _pip_config()
-    timeout = as_version(_setting(config, "timeout") or _setting(config, "default-timeout") or "")
     cafile = _setting(config, "cert")
-    settings = dict(timeout=float(str(timeout)) if timeout is not None else DEFAULT_TIMEOUT,
+    settings = dict(timeout=_seconds(_setting(config, "timeout") or _setting(config, "default-timeout")),
                     cafile=cafile if cafile and os.path.isfile(cafile) else None)
     if explicit:
         return IndexSettings((as_url(explicit),), **settings)
     main = _setting(config, "index-url") or PYPI
     extras = (_setting(config, "extra-index-url") or "").split()
     return IndexSettings(tuple(dict.fromkeys([main, *extras])), **settings)
+
+
+def _seconds(text: str | None) -> float:
+    """pip's `timeout` setting, else the default (a value pip would refuse too)."""
+    try:
+        seconds = float(text) if text else DEFAULT_TIMEOUT
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return seconds if 0 < seconds < 3600 else DEFAULT_TIMEOUT
 
 
 def as_url(location: str) -> str:
