@@ -117,7 +117,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="configuration file (default: [tool.sglang-contracts] in the project's pyproject.toml)")
     parser.add_argument("--select", type=_codes, help="comma-separated code prefixes to report (default: SGC)")
     parser.add_argument("--ignore", type=_codes, help="comma-separated code prefixes not to report")
-    parser.add_argument("--package-index", metavar="URL|DIR|none",
+    parser.add_argument("--package-index", metavar="URL|DIR|none", type=_index_location,
                         help="where the dependency closure reads package metadata (default: pip's configured index; "
                              "none: the cache only)")
 
@@ -133,14 +133,17 @@ def _first(*values):
     return next((value for value in values if value is not None), None)
 
 
-def _package_index(given: str | None) -> dict[str, str]:
-    """`--package-index` as the setting: a folder named on the command line is relative to the
-    working folder, not to the project's root as the configuration's is."""
-    if not given:
-        return {}
+def _index_location(given: str) -> str:
+    """`--package-index`: a folder named on the command line is relative to the working folder
+    (not to the project's root, as the configuration's is), made absolute at once so that a
+    daemon handed the flag reads the same folder."""
     if given != "none" and "://" not in given:
-        given = os.path.abspath(os.path.expanduser(given))
-    return {"package-index": given}
+        return os.path.abspath(os.path.expanduser(given))
+    return given
+
+
+def _package_index(given: str | None) -> dict[str, str]:
+    return {"package-index": given} if given else {}
 
 
 def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:

@@ -288,3 +288,20 @@ def test_fix_moves_sglangs_own_pin_and_leaves_what_another_pin_brings(tmp_path: 
     said = "\n".join(report.notes)
     assert "comes through another pin (sglang -> torch==2.14.1 -> nvidia-nccl-cu13==2.30.7)" in said
     assert "nvidia-cutlass-dsl==4.6.2+cu129 is not an exact public version: move it to 4.8.0 by hand" in said
+
+
+def test_the_command_line_names_the_index_by_a_folder_relative_to_where_it_runs(tmp_path: Path, monkeypatch,
+                                                                                 capsys) -> None:
+    from sglang_contracts.cli import main
+
+    write_index(tmp_path / "index", PACKAGES)
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/utils.py": "", "sglang-0.1.0.dist-info/METADATA": SGLANG_OLD}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/utils.py": "", "sglang-0.2.0.dist-info/METADATA": SGLANG_NEW}, "0.2.0")
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **MILES_SHAPED})
+    monkeypatch.chdir(tmp_path)
+    argv = ["check", "project", "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "c"), "-q"]
+    assert main([*argv, "--package-index", "index"]) == 1
+    assert "requirements.txt:1:1: SGC712" in capsys.readouterr().out  # torchvision's metadata came from ./index
+    assert main([*argv, "--package-index", "none", "--no-cache"]) == 1
+    assert "SGC712" not in capsys.readouterr().out  # no index, nothing cached: torchvision's requirements unknown
+    assert project.is_dir()
