@@ -13,6 +13,7 @@ would have to be built, which runs its code).
 
 from __future__ import annotations
 
+import http.client
 import io
 import json
 import os
@@ -172,7 +173,7 @@ class PackageIndex:
             if error.code in (404, 410):
                 raise FileNotFoundError(url) from None
             raise IndexUnreachable(f"{url}: HTTP {error.code}") from None
-        except (urllib.error.URLError, OSError, ValueError) as error:
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as error:  # IncompleteRead too
             reason = getattr(error, "reason", None) or error
             raise IndexUnreachable(f"{_host(url)}: {reason}") from None
 
@@ -292,7 +293,7 @@ class _RemoteArchive(io.RawIOBase):
             if error.code in (404, 410):
                 raise FileNotFoundError(self._url) from None
             raise IndexUnreachable(f"{_host(self._url)}: HTTP {error.code}") from None
-        except (urllib.error.URLError, OSError) as error:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
             raise IndexUnreachable(f"{_host(self._url)}: {getattr(error, 'reason', None) or error}") from None
 
     def seekable(self) -> bool:
