@@ -118,6 +118,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="configuration file (default: [tool.sglang-contracts] in the project's pyproject.toml)")
     parser.add_argument("--select", type=_codes, help="comma-separated code prefixes to report (default: SGC)")
     parser.add_argument("--ignore", type=_codes, help="comma-separated code prefixes not to report")
+    parser.add_argument("--package-index", metavar="URL|DIR|none", type=_index_location,
+                        help="where the dependency closure reads package metadata (default: pip's configured index; "
+                             "none: the cache only)")
 
 
 def _add_cache_options(parser: argparse.ArgumentParser) -> None:
@@ -129,6 +132,19 @@ def _add_cache_options(parser: argparse.ArgumentParser) -> None:
 
 def _first(*values):
     return next((value for value in values if value is not None), None)
+
+
+def _index_location(given: str) -> str:
+    """`--package-index`: a folder named on the command line is relative to the working folder
+    (not to the project's root, as the configuration's is), made absolute at once so that a
+    daemon handed the flag reads the same folder."""
+    if given != "none" and "://" not in given:
+        return os.path.abspath(os.path.expanduser(given))
+    return given
+
+
+def _package_index(given: str | None) -> dict[str, str]:
+    return {"package-index": given} if given else {}
 
 
 def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
@@ -155,7 +171,7 @@ def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
         per_file_ignores=config.get("per-file-ignores", {}),
         severity=config.get("severity", {}),
         baseline=None if args.write_baseline else _first(args.baseline, config.path_value("baseline")),
-        settings=config.settings(),
+        settings={**config.settings(), **_package_index(getattr(args, "package_index", None))},
     )
     if options.new is None:
         raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory), "

@@ -148,8 +148,11 @@ KEYS: dict[str, Callable[[Any], Any]] = {
     "fakes": _table(_string),
     "patch-files": _globs,
     "serves": _table(_strings, _within_project_key),
+    # Where the dependency closure's metadata comes from: a simple index's URL, a folder holding
+    # one, or "none" (the cache only); pip's configured index when absent (closure/index.py).
+    "package-index": _string,
 }
-RULE_SETTINGS = ("server-args-seam", "fakes", "patch-files", "serves")
+RULE_SETTINGS = ("server-args-seam", "fakes", "patch-files", "serves", "package-index")
 
 
 @dataclass

@@ -64,7 +64,7 @@ def test_swapped_records_are_rebuilt_and_the_findings_equal_a_clean_run(publishe
     assert clean[0] == 1 and clean[1].count("\n") > 40
     written = records(cache)
     kinds = {path.relative_to(cache).parts[0] for path in written}
-    assert kinds == {"runs", "upstream", "project", "incremental"}
+    assert kinds == {"runs", "upstream", "project", "incremental", "closure"}
     paths = list(written)
     for path, other in zip(paths, paths[1:] + paths[:1]):  # every record now holds another's data
         path.write_bytes(written[other])
@@ -75,7 +75,7 @@ def test_swapped_records_are_rebuilt_and_the_findings_equal_a_clean_run(publishe
     assert run(capsys, project, cache) == clean  # and now replayed
 
 
-@pytest.mark.parametrize("kind", ["runs", "upstream", "project", "incremental"])
+@pytest.mark.parametrize("kind", ["runs", "upstream", "project", "incremental", "closure"])
 def test_one_flipped_digit_is_rebuilt_and_the_findings_equal_a_clean_run(published, capsys, kind: str) -> None:
     project, options = published
     cache = options.cache_dir
@@ -94,7 +94,7 @@ def test_one_flipped_digit_is_rebuilt_and_the_findings_equal_a_clean_run(publish
     if kind != "runs":  # else the findings are replayed, and no other record is read
         for path in (cache / "runs").rglob("*.json"):
             path.unlink()
-    if kind in ("upstream", "project"):  # else the unchanged files' findings are reused (incremental.py)
+    if kind in ("upstream", "project", "closure"):  # else the unchanged files' findings are reused (incremental.py)
         for path in (cache / "incremental").rglob("*.json"):
             path.unlink()
     assert run(capsys, project, cache) == clean

@@ -91,7 +91,7 @@ def test_a_baseline_that_cannot_be_written_is_one_error_line_naming_it(check, tm
     assert result.err == f"sglang-contracts: error: cannot write {plain / 'baseline.json'} ({plain} is not a folder)\n"
 
 
-@pytest.mark.parametrize("kind", ["upstream", "project", "runs", "incremental"])
+@pytest.mark.parametrize("kind", ["upstream", "project", "runs", "incremental", "closure"])
 def test_a_cache_that_cannot_keep_records_is_one_warning_line_and_the_same_findings(
         published, capsys, monkeypatch, tmp_path: Path, kind: str) -> None:
     """The wheels are cached, but a folder of records is a file (helper-1's audit): the run is as

@@ -42,6 +42,7 @@ from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 if TYPE_CHECKING:
     from sglang_contracts.patch.stack import PatchStacks
     from sglang_contracts.sources.base import Release
+    from sglang_contracts.closure.delta import ClosureDelta
     from sglang_contracts.upstream.delta import UpstreamDelta
 
 IDENTIFIER_AT = re.compile(r"[A-Za-z_][\w.]*")
@@ -86,6 +87,7 @@ class CheckResult:
     baselined: int = 0  # findings the baseline accepted (not in `diagnostics`)
     stale_baseline: list[baselines.Entry] = field(default_factory=list)  # entries nothing matched
     upstream_delta: UpstreamDelta | None = None  # with --sglang-repo: the commits behind the contracts
+    closure_delta: ClosureDelta | None = None  # what moves between the releases' dependency closures (closure/)
     # Set when no input changed since a run whose findings are replayed (replay.py): how many
     # files held contracts then (the project index is not rebuilt).
     replayed_files_with_contracts: int | None = None
@@ -226,10 +228,12 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         keep.kept(result)
         if key:
             runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),
-                                        [result.old.release, result.new.release], result.upstream_delta))
+                                        [result.old.release, result.new.release], result.upstream_delta,
+                                        result.closure_delta))
         if options.use_cache:
             _tell_if_unkept(download_cache)
     result.notes = pin.notes(defaulted=options.old is None, from_clone=options.sglang_repo is not None) if pin else []
+    result.notes += result.closure_delta.notes if result.closure_delta is not None else []
     if accepted_entries is not None:
         result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
         result.baselined = len(accepted)
@@ -308,7 +312,7 @@ def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOpt
     old, new = UpstreamModel.pair(*releases, store("upstream"))
     project = ProjectIndex(root=root, scanned=saved.scanned)
     return CheckResult(saved.diagnostics, project, old, new, pin=pin, upstream_delta=saved.upstream_delta,
-                       replayed_files_with_contracts=saved.with_contracts)
+                       closure_delta=saved.closure_delta, replayed_files_with_contracts=saved.with_contracts)
 
 
 def _live_stacks(root: Path, options: CheckOptions) -> PatchStacks | None:
@@ -436,6 +440,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     noqa = NoqaIndex(project.files, text)
     problems: list[Problem] = []
     with collecting_problems() as noted:  # what the readers of non-Python files could not read
+        # Before the checks, in this process: the forked copy that runs the closure's rules reads it.
+        closures = _closures(context, store) if old.release.short != new.release.short else None
         if partial_run is not None and not partial_run.full:
             # The rules that read only the recomputed files' own facts (and every file's
             # outline) on those; the others over the whole project (incremental.py).
@@ -491,7 +497,26 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     diagnostics = [d for d in diagnostics if reported(d.path)]
     _require_loaded(project, old)
     delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
-    return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta)
+    return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta,
+                       closure_delta=closures)
+
+
+def _closures(context: Any, store: Callable[[str], JsonCache]) -> ClosureDelta | None:
+    """The releases' dependency closures (closure/, contracts/dependencies.py), and what moves
+    between them; a bug in computing them costs the closure's rules and section, not the run."""
+    from sglang_contracts.contracts.dependencies import compute_closures
+
+    try:
+        found = compute_closures(context, store("closure"))
+    except ContractsError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the boundary of the closure
+        if debugging():
+            raise
+        print(f"sglang-contracts: warning: the dependency closure could not be computed: {type(error).__name__}: "
+              f"{printable(str(error))}", file=sys.stderr)
+        return None
+    return found.delta if found is not None else None
 
 
 def _setup_py_state(root: Path, project: ProjectIndex) -> str | None:

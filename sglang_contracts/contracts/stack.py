@@ -37,20 +37,20 @@ DISTRIBUTION_OF_IMPORT = {
     "PIL": "pillow", "yaml": "pyyaml", "cv2": "opencv-python", "sklearn": "scikit-learn", "zmq": "pyzmq",
     "google": "protobuf", "attr": "attrs", "dateutil": "python-dateutil", "sgl_kernel": "sglang-kernel",
     "deep_gemm": "sgl-deep-gemm", "deep_ep": "sgl-deep-ep", "flash_attn": "flash-attn", "cuda": "cuda-python",
-    "pynvml": "nvidia-ml-py", "multipart": "python-multipart", "partial_json_parser": "partial-json-parser",
+    "pynvml": "nvidia-ml-py", "flashinfer": "flashinfer-python", "multipart": "python-multipart", "partial_json_parser": "partial-json-parser",
 }
 
 
-def _declared(ctx: CheckContext) -> list[DeclaredRequirement]:
+def declared_by_project(ctx: CheckContext) -> list[DeclaredRequirement]:
     return ctx.of_stack_files("declared-requirements", lambda c: declared_requirements(c.project.root))
 
 
-def _installed(ctx: CheckContext) -> list[DeclaredRequirement]:
+def installed_by_project(ctx: CheckContext) -> list[DeclaredRequirement]:
     """What the project's shell scripts and Dockerfiles pip install (project/installs.py)."""
     return ctx.of_stack_files("installed-requirements", lambda c: installed_requirements(c.project.root))
 
 
-def _pins(ctx: CheckContext) -> tuple[ReleasePins | None, ReleasePins | None]:
+def pins_of_releases(ctx: CheckContext) -> tuple[ReleasePins | None, ReleasePins | None]:
     return ctx.of_releases("release-pins", lambda c: (release_pins(c.old.release.tree), release_pins(c.new.release.tree)))
 
 
@@ -58,9 +58,9 @@ def _versions(ctx: CheckContext) -> tuple[Version | None, Version | None]:
     return as_version(ctx.old.release.version or ""), as_version(ctx.new.release.version or "")
 
 
-def _sglang_extras(ctx: CheckContext) -> frozenset[str]:
+def sglang_extras(ctx: CheckContext) -> frozenset[str]:
     """The extras of SGLang the project installs (`sglang[diffusion]`): their pins apply too."""
-    return frozenset(e for d in _declared(ctx) if d.name == SGLANG for e in d.requirement.extras)
+    return frozenset(e for d in declared_by_project(ctx) if d.name == SGLANG for e in d.requirement.extras)
 
 
 # -- SGC701 ---------------------------------------------------------------------------------
@@ -89,11 +89,11 @@ def _spelled(specifier: SpecifierSet) -> str:
 
 def _mirror_outcomes(ctx: CheckContext) -> Iterator[tuple[DeclaredRequirement, str, str, bool]]:
     """(requirement, upstream spelling on old, on new, already disagreed on old) for pins that now disagree."""
-    old_pins, new_pins = _pins(ctx)
+    old_pins, new_pins = pins_of_releases(ctx)
     if old_pins is None or new_pins is None:
         return
-    extras = _sglang_extras(ctx)
-    declared_all = (*_declared(ctx), *_installed(ctx))
+    extras = sglang_extras(ctx)
+    declared_all = (*declared_by_project(ctx), *installed_by_project(ctx))
     bumped = {str(v) for v in _versions(ctx) if v is not None}
     for declared in declared_all:
         if declared.name == SGLANG or declared.name not in old_pins.names() | new_pins.names():
@@ -203,7 +203,7 @@ DOC_SUFFIXES = (".md", ".mdx", ".rst", ".txt", ".adoc")
 OTHER_PLATFORM = re.compile(r"(?i)rocm|mi\d{3}|npu|ascend|xpu|hpu|gaudi|musa|\bcpu\b")
 
 
-def _all_mentions(ctx: CheckContext) -> list[ReleaseMention]:
+def all_release_mentions(ctx: CheckContext) -> list[ReleaseMention]:
     """Releases named in the stack files and, as data, in Python build scripts."""
     scripts = ctx.project.each_file("release-mentions", script_mentions, may_name_release, images)
     return [*ctx.of_stack_files("stack-release-mentions", lambda c: release_mentions(c.project.root)),
@@ -233,7 +233,7 @@ def _pinned_per_release(ctx: CheckContext) -> set[str]:
     those named after their release, and all of them where the code chooses by release
     (project/serving.py). A main file and a lagging variant (`requirements-rocm.txt`) are not."""
     pinned: dict[str, set[Version | None]] = {}
-    for declared in _declared(ctx):
+    for declared in declared_by_project(ctx):
         if declared.name == SGLANG:
             pinned.setdefault(declared.path, set()).add(exact_version(declared.requirement.specifier))
     for mention in ctx.shared("release-mentions", _all_mentions):  # `requirements_torch280.txt` too
@@ -256,7 +256,7 @@ def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
         return
     replaced = "the release being replaced"
     per_release = _pinned_per_release(ctx)
-    for declared in _declared(ctx):
+    for declared in declared_by_project(ctx):
         if declared.path in per_release:
             continue
         specifier = declared.requirement.specifier
@@ -264,7 +264,7 @@ def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
             yield finding_at("SGC702", declared.path, declared.line, declared.col, SGLANG,
                              written=without_marker(declared.requirement), what="the SGLang requirement",
                              named=ctx.old_version, which=replaced, old=ctx.old_version, new=ctx.new_version)
-    for mention in ctx.shared("release-mentions", _all_mentions):
+    for mention in ctx.shared("release-mentions", all_release_mentions):
         named = version_in_tag(mention.version)
         if named is None or named == new or mention.path in per_release:
             continue
@@ -401,8 +401,8 @@ def _condition_holds(requirement, release_version: Version | None, pins: Release
 @contract("SGC704", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def compat_overlay_removable(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
-    old_pins, new_pins = _pins(ctx)
-    extras = _sglang_extras(ctx)
+    old_pins, new_pins = pins_of_releases(ctx)
+    extras = sglang_extras(ctx)
     for note in _prose(ctx)[1]:
         requirement = removal_requirement(note.text)
         if requirement is None:
@@ -420,7 +420,8 @@ def compat_overlay_removable(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 # -- SGC705 ---------------------------------------------------------------------------------
 
-def _distribution(top: str) -> str:
+def distribution_of(top: str) -> str:
+    """The distribution an import's top-level name is installed by (`PIL` -> pillow)."""
     return normalized(DISTRIBUTION_OF_IMPORT.get(top, top))
 
 
@@ -451,9 +452,9 @@ def _installed_by_sglang(pins: ReleasePins | None, distribution: str, extras: fr
 def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
     """One finding per package, at the first import that now reaches it: the fix (declare it,
     or list it where SGLang's requirements are installed) is one line, wherever it is imported."""
-    declared = {d.name for d in (*_declared(ctx), *_declared_below(ctx))}
-    old_pins, new_pins = _pins(ctx)
-    extras = _sglang_extras(ctx)
+    declared = {d.name for d in (*declared_by_project(ctx), *_declared_below(ctx))}
+    old_pins, new_pins = pins_of_releases(ctx)
+    extras = sglang_extras(ctx)
     lists = _dependency_lists(ctx, old_pins)
     old_graph, new_graph = ctx.of_releases("import-graphs", lambda c: (ImportGraph(c.old), ImportGraph(c.new)))
     sites: dict[str, list[tuple[str, Any, str]]] = {}  # package -> (path, import, module) of each import reaching it
@@ -465,12 +466,12 @@ def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
             if not (ctx.old.module_exists(module) and ctx.new.module_exists(module)):
                 continue  # a module gone or new is another rule's business
             for top in new_graph.packages_reached(module) - old_graph.packages_reached(module):
-                if _distribution(top) not in declared:
+                if distribution_of(top) not in declared:
                     sites.setdefault(top, []).append((facts.path, fact, module))
     old_graph.save()
     new_graph.save()
     for top, found in sorted(sites.items()):
-        required = _installed_by_sglang(new_pins, _distribution(top), extras)
+        required = _installed_by_sglang(new_pins, distribution_of(top), extras)
         if required and not lists:
             continue  # SGLang's own requirement, installed with it: not news
         direct = [site for site in found if top in new_graph.direct(site[2])[1]]
@@ -512,7 +513,7 @@ def _spans(minors: list[int]) -> str:
 @contract("SGC708", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def python_no_longer_supported(ctx: CheckContext) -> Iterator[Diagnostic]:
     declared = ctx.of_stack_files("declared-python", lambda c: declared_python(c.project.root))
-    old_pins, new_pins = _pins(ctx)
+    old_pins, new_pins = pins_of_releases(ctx)
     now = new_pins.requires_python if new_pins is not None else None
     if declared is None or now is None:
         return

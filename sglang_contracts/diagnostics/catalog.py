@@ -60,6 +60,9 @@ SURFACES: dict[str, Surface] = {surface.key: surface for surface in (
     Surface("tests", "SGC6", "Tests",
             "Upstream names the project's tests patch by string, and fakes of upstream classes."),
     Surface("stack", "SGC70", "Stack", "Pins, versions and mirrored copies of upstream code."),
+    Surface("dependency-closure", "SGC71", "What moves together",
+            "The project's installs held against the new release's dependency closure: SGLang's pins, and their "
+            "pins in turn."),
     Surface("defensive-access", "SGC8", "Defensive access",
             "`getattr`/`hasattr` probes of upstream names whose fallback now runs."),
     Surface("patch-files", "SGC9", "Patch files", "Patch files the project applies to upstream sources."),

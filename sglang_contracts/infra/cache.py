@@ -69,7 +69,7 @@ CACHEDIR_TAG = "CACHEDIR.TAG"
 CACHEDIR_TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                      "# This file is a cache directory tag created by sglang-contracts.\n"
                      "# For information about cache directory tags, see https://bford.info/cachedir/\n")
-RECORD_FOLDERS = ("runs", "upstream", "project", "incremental")  # what a run keeps for the next, by kind
+RECORD_FOLDERS = ("runs", "upstream", "project", "incremental", "closure")  # what a run keeps for the next, by kind
 CACHE_FOLDERS = ("wheels", *RECORD_FOLDERS, "daemons")  # what a cache folder holds
 # What those folders hold, made by this tool: records by their key's first two digits, wheels,
 # their stamps and downloads, a daemon's socket, log and start mark.

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 
 def write_json(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
     """The list of diagnostics; where a git clone gave the upstream delta between the two tags,
-    an object holding that list (`diagnostics`) and the delta (`upstream_delta`)."""
+    or the dependency closures moved, an object holding that list (`diagnostics`), the delta
+    (`upstream_delta`) and the closure's moves (`closure_delta`: each package's old and new
+    version, the chain that brings it, its platforms)."""
     root = result.project.root
     records = [{**d.to_json(), "path": display_path(root, d.path)} for d in result.diagnostics]
     for record in records:  # the finding a record is grouped under, named as the records name their paths
@@ -24,6 +26,9 @@ def write_json(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
             path, line, col = record["grouped_under"].rsplit(":", 2)
             record["grouped_under"] = f"{display_path(root, path)}:{line}:{col}"
     document: object = records
-    if result.upstream_delta is not None:
-        document = {"diagnostics": records, "upstream_delta": result.upstream_delta.to_json()}
+    closure = result.closure_delta if result.closure_delta is not None and result.closure_delta.reported else None
+    if result.upstream_delta is not None or closure is not None:
+        document = {"diagnostics": records,
+                    "upstream_delta": result.upstream_delta.to_json() if result.upstream_delta is not None else None,
+                    "closure_delta": closure.to_json() if closure is not None else None}
     out.write(json_text(document) + "\n")

@@ -24,6 +24,7 @@ from sglang_contracts.reporters.base import SEVERITY_ORDER, repository_path
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckResult
+    from sglang_contracts.closure.delta import Move
 
 
 def _severity_counts(diagnostics: list[Diagnostic]) -> str:
@@ -145,6 +146,44 @@ def upstream_delta_section(result: "CheckResult") -> list[str]:
     return lines + [""]
 
 
+MAX_OTHER_MOVES = 40  # the stack's heavy parts are listed in full; the rest by name, up to this many
+
+
+def _moved(move: "Move") -> str:
+    was = code(move.old) if move.old is not None else "(not required)"
+    now = code(move.new) if move.new is not None else "(no longer required)"
+    return f"{was} → {now}"
+
+
+def closure_section(result: "CheckResult") -> list[str]:
+    """What moves between the two releases' dependency closures (closure/delta.py): the
+    stack's heavy parts with the chain that brings each, then the other packages by name."""
+    delta = result.closure_delta
+    if delta is None or not delta.reported:
+        return []
+    old, new = plain(result.old.release.short), plain(result.new.release.short)
+    lines = ["### What moves together", "",
+             f"The dependency closure (SGLang's requirements, then each exact pin's own, transitively) has "
+             f"{delta.sizes[0]} packages on {old} and {delta.sizes[1]} on {new}. Installs the project makes of these "
+             "packages must move with them.", ""]
+    key = [move for move in delta.moves if move.key]
+    if key or delta.python:
+        lines += ["| package | moves | brought by | platforms |", "|---|---|---|---|"]
+        if delta.python:
+            lines.append(f"| Python | {cell(code(delta.python[0]))} → {cell(code(delta.python[1]))} | every package's "
+                         "`Requires-Python` | |")
+        for move in key:
+            lines.append(f"| {cell(code(move.name))} | {cell(_moved(move))} | {cell(code(move.chain))} | "
+                         f"{cell(', '.join(move.platforms))} |")
+        lines.append("")
+    others = [move for move in delta.moves if not move.key]
+    if others:
+        listed = ", ".join(f"{code(move.name)} {_moved(move)}" for move in others[:MAX_OTHER_MOVES])
+        more = f", and {len(others) - MAX_OTHER_MOVES} more" if len(others) > MAX_OTHER_MOVES else ""
+        lines += [f"Also moving: {listed}{more}.", ""]
+    return lines
+
+
 def _checklist(result: "CheckResult") -> list[str]:
     old, new = plain(result.old.release.short), plain(result.new.release.short)
     where = f" in {code(result.pin.where)}" if result.pin else ""
@@ -208,6 +247,7 @@ def _report(result: "CheckResult", shown: int | None) -> str:
             section = _patch_section if surface.key == "patch-files" else _surface_section
             lines += section(result, surface.title, surface.what, by_surface[surface.key], shown)
     lines += _inherited_section(result, [d for d in diagnostics if d.code in INHERITED], shown)
+    lines += closure_section(result)
     lines += upstream_delta_section(result)
     lines += _checklist(result)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -153,7 +153,8 @@ def _serve_detached(argv: list[str], path: Path) -> tuple[subprocess.Popen, Path
 
 # `check` options -> the flag that gives them (client.KEY_OPTIONS), as `daemon` takes them.
 _KEY_FLAGS = {"old": "--old", "new": "--new", "sglang_repo": "--sglang-repo", "config": "--config",
-              "select": "--select", "ignore": "--ignore", "no_cache": "--no-cache", "cache_dir": "--cache-dir"}
+              "select": "--select", "ignore": "--ignore", "no_cache": "--no-cache", "cache_dir": "--cache-dir",
+              "package_index": "--package-index"}
 
 
 def daemon_argv(args: argparse.Namespace, root: Path, cwd: Path) -> list[str]:
