@@ -295,3 +295,32 @@ def test_stop_stops_the_daemon_another_installation_left(project, tmp_path) -> N
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def test_a_request_longer_than_any_command_line_is_refused_before_it_is_read(project, monkeypatch) -> None:
+    """Appending each chunk of a 100 MB request cost the daemon 100 s of CPU (third campaign
+    D06): past MAX_REQUEST_BYTES it answers a refusal and stops reading."""
+    import socket
+    import threading
+
+    from sglang_contracts.resident import daemon as daemon_module
+
+    monkeypatch.setattr(daemon_module, "MAX_REQUEST_BYTES", 100_000)
+    daemon = _daemon_in_process(project)
+    collected = []
+    daemon.engine = type("Engine", (), {"collect": lambda self: collected.append(True)})()
+    ours, theirs = socket.socketpair(socket.AF_UNIX)
+    answering = threading.Thread(target=daemon._answer, args=(theirs,))
+    answering.start()
+    sent = 0
+    try:
+        while sent < 10_000_000:
+            ours.sendall(b" " * 65536)
+            sent += 65536
+    except OSError:  # the daemon closed its end: it read no further
+        pass
+    answering.join(30)
+    assert not answering.is_alive() and sent < 10_000_000
+    answer = ours.recv(1 << 16)
+    assert answer.startswith(client.ACKNOWLEDGED) and b"a request too long" in answer
+    ours.close()

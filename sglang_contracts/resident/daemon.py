@@ -37,6 +37,12 @@ IDLE_TIMEOUT = 3600.0
 START_TIMEOUT = 600.0  # the first check of a fresh cache downloads and extracts both releases
 
 
+# A request is a command line (pre-commit's: a path per staged file), its folder and its
+# options' identity: far below this. A client sending more is refused before it is all read
+# (appending 100 MB cost the daemon 100 s of CPU).
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+
+
 def daemon_command(args: argparse.Namespace, argv: list[str]) -> int:
     """start, stop, status (and serve: the daemon itself, which start runs detached)."""
     root, identity, key = daemon_key(args, Path.cwd())
@@ -355,10 +361,14 @@ class Daemon:
                 if not same_user(connection):
                     return
                 connection.settimeout(10.0)
-                data = b""
+                chunks, size = [], 0
                 while chunk := connection.recv(1 << 16):
-                    data += chunk
-                request = json.loads(data.decode("utf-8", "surrogateescape"))
+                    size += len(chunk)
+                    if size > MAX_REQUEST_BYTES:  # no command line is this long: refused unread
+                        connection.sendall(ACKNOWLEDGED + json.dumps({"refused": "a request too long"}).encode())
+                        return
+                    chunks.append(chunk)
+                request = json.loads(b"".join(chunks).decode("utf-8", "surrogateescape"))
                 connection.settimeout(None)
                 connection.sendall(ACKNOWLEDGED)  # heard: the client now waits for the answer however long
                 answer = self._safely_handled(request)
