@@ -389,3 +389,29 @@ def test_a_diagnostic_links_to_its_rule_entry() -> None:
     assert link == load_catalog()["SGC101"].source.resolve().as_uri() and link.endswith("/SGC101.toml")
     unknown = finding_at("SGC101", "app/m.py", 1, 8, "x", module="x", hint="", old="0.1.0", new="0.2.0")
     assert lsp_diagnostic(dataclasses.replace(unknown, code="SGC999"), "x\n").code_description is None
+
+
+def test_a_line_of_any_length_between_frames_is_read_in_bounded_pieces() -> None:
+    """A 300 MB line with no newline took the server's memory to 663 MB (third campaign D07): it
+    is read in pieces and dropped, and the frame after it is read as it comes."""
+    import io
+
+    from sglang_contracts.lsp import frames
+
+    class Counting(io.BytesIO):
+        longest = 0
+
+        def readline(self, size: int = -1) -> bytes:
+            line = super().readline(size)
+            Counting.longest = max(Counting.longest, len(line))
+            return line
+
+    body = b'{"jsonrpc": "2.0", "id": 9, "method": "shutdown"}'
+    junk = b"a" * (5 * frames.MAX_LINE_BYTES + 17)
+    stream = Counting(junk + b"Content-Length: %d\r\n\r\n" % len(body) + body
+                      + junk + b"\r\n" + b"Content-Length: 2\r\n\r\n{}")
+    reader = frames.FrameReader(stream)
+    first = reader.readline() + reader.readline() + reader.read(len(body))
+    assert first.endswith(body) and first.startswith(b"Content-Length: %d" % len(body))
+    assert reader.readline() + reader.readline() + reader.read(2) == b"Content-Length: 2\r\n\r\n{}"
+    assert Counting.longest <= frames.MAX_LINE_BYTES
