@@ -484,3 +484,24 @@ def test_stacks_guessed_for_want_of_a_command_are_said_by_default(slime_shaped, 
     found = _check(slime_shaped, OLD, NEW, tmp_path / "guessed")
     assert found.count("docker/npu_patch/sglang.patch:1: SGC903 info") == 1
     assert not patch_stacks(tmp_path / "guessed").guessed  # no patch at all: nothing guessed
+
+
+def test_a_script_target_with_many_recursive_wildcards_walks_the_tree_once_at_most(tmp_path, three, monkeypatch):
+    """`git apply **/**/**/**/**/**/**/**/**/**/none.patch` in a pull request's script: each `**`
+    walked every folder again, minutes for thirty such lines (third campaign D05). A target with
+    more than one `**` names no file by globbing; the live stack is still found."""
+    from pathlib import Path as PathType
+
+    project = write(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n",
+                                           "docker/patch/ok.patch": three[0],
+                                           "apply.sh": "".join(f"git apply {'**/' * 10}none{i}.patch\n" for i in range(30))
+                                           + "git apply docker/patch/ok.patch\n"})
+    for a in range(3):
+        for b in range(3):
+            (project / f"src/d{a}/d{b}").mkdir(parents=True)
+    globbed = []
+    real_glob = PathType.glob
+    monkeypatch.setattr(PathType, "glob", lambda self, pattern: globbed.append(pattern) or real_glob(self, pattern))
+    stacks = patch_stacks(project)
+    assert [s.patches for s in stacks.stacks] == [["docker/patch/ok.patch"]]
+    assert not [pattern for pattern in globbed if pattern.count("**") > 1]
