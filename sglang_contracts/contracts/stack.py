@@ -236,7 +236,7 @@ def _pinned_per_release(ctx: CheckContext) -> set[str]:
     for declared in declared_by_project(ctx):
         if declared.name == SGLANG:
             pinned.setdefault(declared.path, set()).add(exact_version(declared.requirement.specifier))
-    for mention in ctx.shared("release-mentions", _all_mentions):  # `requirements_torch280.txt` too
+    for mention in ctx.shared("release-mentions", all_release_mentions):  # `requirements_torch280.txt` too
         name = PurePosixPath(mention.path).name
         if mention.kind == "pin" and name.endswith(".txt") and name.startswith(("requirements", "constraints")):
             pinned.setdefault(mention.path, set()).add(version_in_tag(mention.version))

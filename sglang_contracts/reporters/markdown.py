@@ -230,8 +230,8 @@ def _report(result: "CheckResult", shown: int | None) -> str:
         lines.append(f"**{plural(len(diagnostics), 'contract')} with SGLang break** in this bump "
                      f"({_severity_counts(diagnostics)}, in {plural(files, 'file')}): each held on {old} "
                      f"and fails on {new}.")
-        lines.append(f"Read statically from both releases and the project, nothing run; what only running "
-                     f"can show is in the checklist at the end.")
+        lines.append("Read statically from both releases and the project, nothing run; what only running "
+                     "can show is in the checklist at the end.")
     else:
         lines.append(f"**No contract breaks.** Every contract with SGLang that a static check can see "
                      f"holds on {new} as it did on {old}.")

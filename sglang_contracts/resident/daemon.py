@@ -67,8 +67,8 @@ def daemon_command(args: argparse.Namespace, argv: list[str]) -> int:
         if answer is None:
             # pre-commit's hook runs its own installation of the tool: its daemon is stopped too
             others = _other_installations(path.parent, identity)
-            for socket, other in others:
-                ask(socket, {"stop": True}, timeout=5.0)
+            for other_socket, other in others:
+                ask(other_socket, {"stop": True}, timeout=5.0)
                 print(f"sglang-contracts: daemon {other['pid']} (of the tool installed at "
                       f"{printable_path(other['tool'])}) stopped")
             if not others:
@@ -103,11 +103,11 @@ def _other_installations(folder: Path, identity: str) -> list[tuple[Path, dict[s
         sockets = sorted(folder.glob("*.sock"))
     except OSError:
         return []
-    for socket in sockets:
-        answer = status_answer(ask(socket, {"status": True}, timeout=5.0))
+    for path in sockets:
+        answer = status_answer(ask(path, {"status": True}, timeout=5.0))
         theirs = answer.get("identity") if answer is not None else None
         if isinstance(theirs, str) and theirs != identity and _without_tool(theirs) == wanted:
-            found.append((socket, {**answer, "tool": str(json.loads(theirs).get("tool", "?"))}))
+            found.append((path, {**answer, "tool": str(json.loads(theirs).get("tool", "?"))}))
     return found
 
 
