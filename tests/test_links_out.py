@@ -236,3 +236,36 @@ def test_a_cache_inside_the_project_that_its_repository_tracks_is_neither_read_n
     assert err.count("holds files the project's repository tracks") == 1
     after = sorted(path.relative_to(root) for path in (root / ".sgc-cache").rglob("*") if path.is_file())
     assert after == kept  # nothing written there either
+
+
+def test_a_committed_cache_made_to_look_like_a_bare_repository_is_not_used(tmp_path: Path, monkeypatch, capsys) -> None:
+    """HEAD, objects/ and refs/ added to a committed cache folder: git took it for an empty bare
+    repository, listed nothing tracked, and the pull request's records were read (third
+    campaign D08)."""
+    import subprocess
+
+    old, new = small_releases(tmp_path)
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (root / "use.py").write_text("from sglang.srt.a import x\n")
+    monkeypatch.chdir(root)
+    command = ["check", "--old", str(old), "--new", str(new), "--cache-dir", ".sgc-cache"]
+    assert main(command) == 1
+    capsys.readouterr()
+    cache = root / ".sgc-cache"
+    (cache / "HEAD").write_text("ref: refs/heads/main\n")
+    for name in ("objects", "refs"):
+        (cache / name).mkdir()
+        (cache / name / ".keep").write_text("")
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "a pull request that commits a cache dressed as a repository")
+    assert main(command) == 1
+    out, err = capsys.readouterr()
+    assert "use.py:1:" in out and err.count("holds files the project's repository tracks") == 1

@@ -103,11 +103,17 @@ def first_tracked_in(cache: Path) -> str | None:
     the pull request's: git runs with the settings no configuration of it can override."""
     if not os.path.isdir(cache):
         return None
-    command = ["git", *safe_git_options(), "-C", os.fspath(cache), "ls-files", "-z", "--", "."]
+    # A folder a pull request made to look like a bare repository (HEAD, objects/, refs/) would
+    # be taken for one, which tracks nothing, and the committed cache read (third campaign D08):
+    # git is told to take no repository it was not pointed at, and such a folder is refused.
+    command = ["git", *safe_git_options(), "-c", "safe.bareRepository=explicit", "-C", os.fspath(cache),
+               "ls-files", "-z", "--", "."]
     try:
         listed = subprocess.run(command, capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):  # no git, or one that does not answer
         return None
+    if listed.returncode != 0 and b"bare repositor" in listed.stderr:
+        return os.fspath(cache)
     first = listed.stdout.split(b"\0", 1)[0] if listed.returncode == 0 else b""
     return os.path.join(os.fspath(cache), os.fsdecode(first)) if first else None
 
