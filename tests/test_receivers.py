@@ -216,3 +216,33 @@ def test_a_factorys_return_annotation_types_its_result() -> None:
     assert found["tp_rank"] == found["tp_size"] == {(("T:ModelRunner",), ())}
     assert found["graph"] == {(("R:unannotated",), ())}  # astroid's to infer, where the bump changed `graph`
     assert found["forward"] == {(("R:bare",), ())}  # a bare build: SGC315 follows it by its builder
+
+
+def test_a_file_of_many_sites_is_built_and_indexed_once_and_inferred_within_its_budget(tmp_path, monkeypatch) -> None:
+    """Issue 38 D04: every `make().m` read of a member the bump removed was one inference that
+    read the whole file's positions again (CPU per read grew with the file: 5,000 reads of a
+    160 kB file, over 120 s). The file is indexed once, and past its budget a site is left
+    undecided without inference, as a site astroid cannot decide is."""
+    from sglang_contracts.contracts import inference as inference_module
+    from sglang_contracts.project.facts import Position
+
+    scans = []
+
+    class CountedPositions(inference_module.SourcePositions):
+        def __init__(self, text: str) -> None:
+            scans.append(1)
+            super().__init__(text)
+
+    monkeypatch.setattr(inference_module, "SourcePositions", CountedPositions)
+    budget = inference_module.SITES_PER_FILE
+    inference = _inference(tmp_path, {"sglang/srt/a.py": "class C:\n    pass\n"})
+    sites = budget + 20
+    text = "from sglang.srt.a import C\n\ndef make():\n    return C()\n" + "".join(
+        f"\ndef g{i}():\n    return make().m\n" for i in range(sites))
+    found = [inference.classes_at("app.m", "app/m.py", text, Position(7 + 3 * i, 19), "m") for i in range(sites)]
+    assert found == [("sglang.srt.a.C",)] * budget + [None] * 20
+    assert len(scans) == 1 and inference.sites == budget and inference.over_budget == 20
+    # another file has its own budget, and the run's bounds them all
+    assert inference.classes_at("app.n", "app/n.py", text, Position(7, 19), "m") == ("sglang.srt.a.C",)
+    monkeypatch.setattr(inference_module, "SITES_PER_RUN", inference.sites)
+    assert inference.classes_at("app.o", "app/o.py", text, Position(7, 19), "m") is None

@@ -12,7 +12,9 @@ a function, a module) leaves it undecided, and the rule stays as silent as befor
 
 The cost is bounded per site, deterministically: astroid's own count of inferred nodes
 (InferenceContext.max_inferred) and the number of modules one inference may reach
-(MODULES_PER_SITE); a wall-clock limit is a safety net only.
+(MODULES_PER_SITE); a wall-clock limit is a safety net only. It is bounded per file and per
+run too: a file is built and its reads indexed once, and past SITES_PER_FILE (or SITES_PER_RUN)
+sites are left undecided without inference, since a pull request may hold thousands of them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 
 MODULES_PER_SITE = 8  # modules one inference may reach: the file and the release's modules (ScheduleBatch.init_new decides with 4)
 SECONDS_PER_SITE = 30.0  # a safety net against a pathological module: far above any real site (a few seconds)
+SITES_PER_FILE = 64  # inferences per project file and release (sglang's own tree as a project: 68 sites in all)
+SITES_PER_RUN = 512  # inferences per release and run
 NOT_A_CLASS = frozenset({"builtins"})  # instances of its classes are values, not SGLang objects
 
 _LOCK = threading.Lock()  # astroid keeps its modules and caches in process-wide state
@@ -55,18 +59,44 @@ def _install() -> None:
     _INSTALLED = True
 
 
+class _ProjectFile:
+    """The site's project file as astroid builds it, and its attribute reads by where their
+    names are: built and indexed once for all the file's sites."""
+
+    def __init__(self, module: str, path: str, text: str) -> None:
+        self.module, self.path, self.text = module, path, text
+        self.built: Any = None
+        self.receivers: dict[tuple[str, Position], Any] | None = None  # (attr, name's position) -> receiver
+
+    def same(self, module: str, path: str, text: str) -> bool:
+        return (self.module, self.path) == (module, path) and (self.text is text or self.text == text)
+
+    def receiver(self, attr: str, position: Position) -> Any:
+        """The receiver expression of the `.attr` load whose name is at `position`."""
+        if self.receivers is None:
+            from astroid import nodes
+
+            at = SourcePositions(self.text)
+            self.receivers = {}
+            for node in self.built.nodes_of_class(nodes.Attribute):
+                self.receivers.setdefault((node.attrname, at.attribute_name(_AttributeShape(node))), node.expr)
+        return self.receivers.get((attr, position))
+
+
 class ReleaseInference:
     """astroid's modules of one release, built from its text as sites ask for them."""
 
     def __init__(self, model: UpstreamModel) -> None:
         self.model = model
         self._modules: dict[str, Any] = {}  # the release's modules built so far
-        self._project: tuple[str, str, str, Any] | None = None  # (module, path, text, built) of the site's file
+        self._project: _ProjectFile | None = None  # the site's file
         self._scratch: dict[str, Any] = {}  # astroid's own module cache while a site is inferred
         self._reached: set[str] = set()
         self._deadline = 0.0
-        self.sites = 0  # inferences asked for, and the time they took (benchmarks, tests)
+        self._sites_by_file: dict[str, int] = {}
+        self.sites = 0  # inferences run, and the time they took (benchmarks, tests)
         self.seconds = 0.0
+        self.over_budget = 0  # sites left undecided without inference, past the file's or the run's budget
 
     def module(self, name: str) -> Any:
         """astroid's module `name`: the site's project file, or the release's module; an import
@@ -81,12 +111,11 @@ class ReleaseInference:
             if len(self._reached) >= MODULES_PER_SITE or time.monotonic() > self._deadline:
                 raise AstroidImportError("{modname}: past the inference budget of one site", modname=name)
             self._reached.add(name)
-        module, path, text, built = self._project or ("", "", "", None)
-        if name == module:  # the project's module shadows the release's of that name (sglang's own tree)
-            if built is None:
-                built = AstroidBuilder(AstroidManager()).string_build(text, name, path)
-                self._project = (module, path, text, built)
-            return built
+        project = self._project
+        if project is not None and name == project.module:  # it shadows the release's module of that name (sglang's own tree)
+            if project.built is None:
+                project.built = AstroidBuilder(AstroidManager()).string_build(project.text, name, project.path)
+            return project.built
         if name not in self._modules:
             source = self.model.module_text(name) if is_upstream(name) else None
             if source is None:
@@ -99,6 +128,11 @@ class ReleaseInference:
         """The qualified names of the classes whose instances the receiver of `.attr` at
         `position` may be (None: undecided, or no such read there)."""
         with _LOCK, warnings.catch_warnings():
+            asked = self._sites_by_file.get(path, 0)
+            if asked >= SITES_PER_FILE or self.sites >= SITES_PER_RUN:
+                self.over_budget += 1
+                return None
+            self._sites_by_file[path] = asked + 1
             started = time.monotonic()
             self.sites += 1
             try:
@@ -123,15 +157,16 @@ class ReleaseInference:
         # per site, so that neither release's modules linger there for the other's sites.
         self._scratch = brain["astroid_cache"] = {"builtins": saved["builtins"]}
         _ACTIVE.append(self)
-        if self._project is None or self._project[:3] != (module, path, text):
-            self._project = (module, path, text, None)
+        if self._project is None or not self._project.same(module, path, text):
+            self._project = _ProjectFile(module, path, text)
         self._reached = set()
         self._deadline = time.monotonic() + SECONDS_PER_SITE
         try:
             # astroid compiles each module it builds: what Python warns of there (an invalid
             # escape in a release's regex) is no news of this run's
             warnings.simplefilter("ignore")
-            receiver = _receiver_at(self.module(module), text, position, attr, nodes)
+            self.module(module)
+            receiver = self._project.receiver(attr, position)
             if receiver is None:
                 return None
             found: list[str] = []
@@ -152,17 +187,6 @@ class ReleaseInference:
             _ACTIVE.pop()
             brain["astroid_cache"] = saved
             _invalidate_cache()  # astroid's memo of inferred nodes: each site starts alike, whatever came before
-
-
-def _receiver_at(tree: Any, text: str, position: Position, attr: str, nodes: Any) -> Any:
-    """The receiver expression of the `.attr` load whose name is at `position`."""
-    at = SourcePositions(text)
-    for node in tree.nodes_of_class(nodes.Attribute):
-        if node.attrname != attr or node.end_lineno != position.line:
-            continue
-        if at.attribute_name(_AttributeShape(node)) == position:
-            return node.expr
-    return None
 
 
 class _AttributeShape:
