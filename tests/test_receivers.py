@@ -246,3 +246,50 @@ def test_a_file_of_many_sites_is_built_and_indexed_once_and_inferred_within_its_
     assert inference.classes_at("app.n", "app/n.py", text, Position(7, 19), "m") == ("sglang.srt.a.C",)
     monkeypatch.setattr(inference_module, "SITES_PER_RUN", inference.sites)
     assert inference.classes_at("app.o", "app/o.py", text, Position(7, 19), "m") is None
+
+
+def _class_chain(length: int, sites: int = 1) -> str:
+    """A project file: a chain of classes over an SGLang class, and reads of `deep().m`."""
+    lines = ["from sglang.srt.a import C", "class K0(C):", "    pass"]
+    for i in range(1, length):
+        lines += [f"class K{i}(K{i - 1}):", "    pass"]
+    lines += ["def deep():", f"    return K{length - 1}()"]
+    for j in range(sites):
+        lines += [f"def g{j}():", "    return deep().m"]
+    return "\n".join(lines) + "\n"
+
+
+def test_one_inference_is_stopped_inside_astroid_past_its_steps_or_its_time(tmp_path, monkeypatch) -> None:
+    """Issue 38 D09: astroid's cost grows with the cube of a class chain (400 classes: 12 s a
+    read), and the time limit was looked at only when a new module was reached, so it never
+    stopped one. The limits are checked at every node astroid infers; a stopped site is undecided."""
+    from sglang_contracts.contracts import inference as inference_module
+    from sglang_contracts.project.facts import Position
+
+    inference = _inference(tmp_path, {"sglang/srt/a.py": "class C:\n    def m(self):\n        pass\n"})
+    short = _class_chain(3)
+    assert inference.classes_at("app.m", "app/m.py", short, Position(11, 19), "m") == ("app.m.K2",)
+    assert inference.stopped == 0 and 0 < inference.steps < 200
+
+    monkeypatch.setattr(inference_module, "STEPS_PER_SITE", 2_000)
+    chain = _class_chain(100)  # 10,600 steps unbounded
+    before = inference.steps
+    assert inference.classes_at("app.m", "app/m.py", chain, Position(205, 19), "m") is None
+    assert inference.stopped == 1 and inference.steps - before <= 2_001
+
+    monkeypatch.setattr(inference_module, "SECONDS_PER_SITE", 0.0)  # the time is up at once: stopped within 64 steps
+    before = inference.steps
+    assert inference.classes_at("app.n", "app/n.py", chain, Position(205, 19), "m") is None
+    assert inference.stopped == 2 and inference.steps - before <= 64
+
+
+def test_a_files_stopped_sites_spend_its_budget_of_steps_once(tmp_path, monkeypatch) -> None:
+    from sglang_contracts.contracts import inference as inference_module
+    from sglang_contracts.project.facts import Position
+
+    monkeypatch.setattr(inference_module, "STEPS_PER_SITE", 2_000)
+    monkeypatch.setattr(inference_module, "STEPS_PER_FILE", 5_000)
+    inference = _inference(tmp_path, {"sglang/srt/a.py": "class C:\n    def m(self):\n        pass\n"})
+    chain = _class_chain(100, sites=5)
+    found = [inference.classes_at("app.m", "app/m.py", chain, Position(205 + 2 * j, 19), "m") for j in range(5)]
+    assert found == [None] * 5 and inference.steps <= 5_003 and inference.sites == 3 and inference.over_budget == 2
