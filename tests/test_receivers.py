@@ -293,3 +293,37 @@ def test_a_files_stopped_sites_spend_its_budget_of_steps_once(tmp_path, monkeypa
     chain = _class_chain(100, sites=5)
     found = [inference.classes_at("app.m", "app/m.py", chain, Position(205 + 2 * j, 19), "m") for j in range(5)]
     assert found == [None] * 5 and inference.steps <= 5_003 and inference.sites == 3 and inference.over_budget == 2
+
+
+def test_astroid_that_cannot_be_imported_is_said_once_not_silently_dropped(tmp_path, monkeypatch, capsys) -> None:
+    """Issue 38: with astroid missing from the environment, every inference returned None
+    (its ImportError was caught with astroid's own errors), and the breaks behind unannotated
+    receivers went unreported with no word."""
+    import sys
+    from sglang_contracts.contracts import inference as inference_module
+    from sglang_contracts.project.facts import Position
+
+    monkeypatch.setattr(inference_module, "_UNUSABLE", [])
+    inference = _inference(tmp_path, {"sglang/srt/a.py": "class C:\n    pass\n"})
+    text = "from sglang.srt.a import C\n\ndef make():\n    return C()\n\ndef g():\n    return make().m\n"
+    for name in [name for name in sys.modules if name == "astroid" or name.startswith("astroid.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # what an import finds when it cannot be imported
+    assert inference.classes_at("app.m", "app/m.py", text, Position(7, 19), "m") is None
+    assert inference.classes_at("app.m", "app/m.py", text, Position(7, 19), "m") is None
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sglang-contracts: note: astroid cannot be imported"), lines
+
+
+def test_a_run_without_astroid_says_so_in_its_notes(tmp_path, monkeypatch) -> None:
+    import importlib.util
+    from pathlib import Path
+    from sglang_contracts.check.runner import CheckOptions, run_check
+
+    fixtures = Path(__file__).parent.parent / "fixtures"
+    options = CheckOptions(old=str(fixtures / "upstream" / "old"), new=str(fixtures / "upstream" / "new"),
+                           use_cache=False, workers=1)
+    assert not [note for note in run_check([fixtures / "project"], options).notes if "astroid" in note]
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == "astroid" else find_spec(name, *rest))
+    (note,) = [note for note in run_check([fixtures / "project"], options).notes if "astroid" in note]
+    assert note.startswith("astroid is not installed: receivers no annotation types are not inferred")

@@ -21,11 +21,13 @@ sites are left undecided without inference, since a pull request may hold thousa
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import warnings
 from typing import Any
 
+from sglang_contracts.infra.display import printable
 from sglang_contracts.project.facts import Position
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
@@ -83,6 +85,18 @@ def _install() -> None:
 class _SiteStopped(BaseException):
     """A site's inference went past its budget. Not an Exception, so that none of astroid's
     handlers (it turns many errors into "uninferable" and goes on) takes it for its own."""
+
+
+_UNUSABLE: list[str] = []  # why astroid could not be imported, once said
+
+
+def _say_astroid_is_unusable(error: ImportError) -> None:
+    """An astroid that is installed and cannot be imported (the run's notes say when it is not
+    installed): said once on standard error, never silently dropped."""
+    if not _UNUSABLE:
+        _UNUSABLE.append(str(error))
+        print(f"sglang-contracts: note: astroid cannot be imported ({printable(str(error))}): receivers no "
+              "annotation types are not inferred", file=sys.stderr)
 
 
 class _ProjectFile:
@@ -181,6 +195,11 @@ class ReleaseInference:
             try:
                 found = self._classes_at(module, path, text, position, attr)
                 return None if self._stopped else found  # astroid may have taken the stop for an error of its own
+            except ImportError as error:
+                if error.name is None or error.name.split(".")[0] != "astroid":
+                    return None  # astroid's own lookups fail on imports outside the release: undecided
+                _say_astroid_is_unusable(error)
+                return None
             except (Exception, RecursionError, _SiteStopped):  # astroid met what it cannot handle, or the budget: undecided
                 return None
             finally:
