@@ -255,3 +255,44 @@ def test_rules_and_explain_say_which_rules_fix(capsys):
     assert rows["SGC102"] == "safe" and rows["SGC302"] == "unsafe" and rows["SGC101"] not in ("safe", "unsafe")
     assert main(["explain", "SGC312"]) == 0
     assert "Fix (unsafe, with --unsafe-fixes): Sets each attribute" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("home", ["sglang.srt.evil; import os.get_device", "sglang.srt.q import x as _, os as y #.get_device",
+                                  "sglang.srt.class.get_device"])
+@pytest.mark.parametrize("code, line, col, data", [
+    ("SGC102", 3, 5, {"name": "get_device", "module": "sglang.srt.utils.common"}),
+    ("SGC105", 7, 18, {"module": "sglang.srt.utils.common", "attr": "get_device", "verdict": "no longer has attribute"}),
+])
+def test_a_home_that_is_no_python_name_is_never_written_and_the_finding_says_why(tmp_path, home, code, line, col, data):
+    """Issue 38 D13: a release module named `evil; import os` was offered as a moved name's
+    home, and `fix` stopped with "internal error: ParserSyntaxError". A fix that cannot be built
+    is skipped with a note; the file is left as it was."""
+    text = IMPORTS + "\nfrom sglang.srt.utils import common\nX = common.get_device\n"
+    if code == "SGC105":
+        line, col = text.splitlines().index("X = common.get_device") + 1, 12
+    root = tree(tmp_path, {"pyproject.toml": "", "app/devices.py": text})
+    found = finding_at(code, "app/devices.py", line, col, f"sglang.srt.utils.common.get_device", old="0.1.0",
+                       new="0.2.0", was="", hint="", home=home, **data)
+    result = SimpleNamespace(diagnostics=[found], project=SimpleNamespace(root=root))
+    notes: dict = {}
+    workspace, fixed, errors = apply_fixes(result, unsafe=True, notes=notes)
+    assert fixed == [] and errors == [] and not any(document.changed for document in workspace.documents.values())
+    (said,) = notes.values()
+    assert said == [f"app/devices.py:{line}:{col}: {code} not fixed: the fix cannot be built "
+                    f"({home} is not a Python name)"], said
+
+
+def test_a_release_module_whose_name_is_no_python_name_is_never_offered_as_a_home(tmp_path):
+    """What a hint names is a module an import can spell: a wheel member `sglang/srt/evil; import
+    os.py` defining the lost name is no candidate, nor a folder `3rdparty` holding a module of the
+    gone module's name."""
+    from sglang_contracts.check.runner import run_check
+
+    new = {**UPSTREAM_NEW, "sglang/srt/utils/device.py": "",
+           "sglang/srt/evil; import os.py": "def get_device(n):\n    return n\n",
+           "sglang/srt/class/device.py": "def get_device(n):\n    return n\n"}
+    old, new = tree(tmp_path / "old", UPSTREAM_OLD), tree(tmp_path / "new", new)
+    project = tree(tmp_path / "project", {"pyproject.toml": PYPROJECT, "app/devices.py": IMPORTS})
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+    (message,) = [d.message for d in result.diagnostics if d.code == "SGC102"]
+    assert message.endswith("no definition of get_device was found elsewhere in the new release"), message

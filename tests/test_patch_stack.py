@@ -505,3 +505,34 @@ def test_a_script_target_with_many_recursive_wildcards_walks_the_tree_once_at_mo
     stacks = patch_stacks(project)
     assert [s.patches for s in stacks.stacks] == [["docker/patch/ok.patch"]]
     assert not [pattern for pattern in globbed if pattern.count("**") > 1]
+
+
+def test_a_patch_that_adds_thousands_of_loops_is_read_in_one_pass_over_the_patched_module(tmp_path, monkeypatch):
+    """Issue 38 D03: a pull request's patch adding `for n in T: globals()[n] = 1` loops to an
+    upstream module made its extraction read the module's top level once per loop (6,000
+    loops: over 120 s). The patched module is read in one pass, as a released one is."""
+    from sglang_contracts.upstream import toplevel
+
+    loops = 300
+    added = ["T = ['a']"] + ["for n in T:", "    globals()[n] = 1"] * loops
+    patch = (f"--- a/{IO_STRUCT}\n+++ b/{IO_STRUCT}\n@@ -17,4 +17,{4 + len(added)} @@ class Req4:\n"
+             " class Req5:\n     pass\n" + "".join(f"+{line}\n" for line in added) + " \n \n")
+    project, stock, target = _stack_project(tmp_path, {
+        "docker/Dockerfile": "COPY docker/patch/latest/sglang.patch /sgl-workspace/sglang/\n"
+                             "RUN cd /sgl-workspace/sglang && git apply sglang.patch\n",
+        "docker/patch/latest/sglang.patch": patch,
+    })
+    read: list[int] = []
+    patched_statements = 5 + 1 + 2 * loops  # the module's five classes, the table, the loops' statements
+    original = toplevel._top_statements
+
+    def counted(body, conditional=False):
+        for item in original(body, conditional):
+            read.append(1)
+            yield item
+
+    monkeypatch.setattr(toplevel, "_top_statements", counted)
+    assert _check(project, stock, target, tmp_path) == ["app/weights.py:1: SGC102 error"]
+    # Both releases, patched, each read by dynamic_setters and evaluated_exports: a few passes
+    # over each module; before, a pass per loop (about loops * statements / 2).
+    assert 0 < len(read) <= 12 * patched_statements, len(read)

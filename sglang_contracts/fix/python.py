@@ -8,7 +8,8 @@ from typing import Callable, Sequence
 import libcst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from sglang_contracts.fix.document import Document
+from sglang_contracts.fix.document import Document, FixNotBuilt
+from sglang_contracts.infra.pysource import is_dotted_name
 
 Edit = Callable[[libcst.CSTNode], libcst.CSTNode | libcst.FlattenSentinel | libcst.RemovalSentinel]
 
@@ -71,6 +72,8 @@ def nodes_at(document: Document, line: int, col: int, kinds: tuple[type, ...]) -
 
 def dotted(name: str) -> libcst.Attribute | libcst.Name:
     """`a.b.c` as an expression node."""
+    if not is_dotted_name(name):  # parsed as an expression, `x; import os` would not even be one
+        raise FixNotBuilt(f"{name} is not a Python name")
     return libcst.parse_expression(name)  # type: ignore[return-value]
 
 
@@ -105,6 +108,8 @@ class _MoveImportedName(libcst.CSTTransformer):
 
     def __init__(self, line: int, column: int, name: str, home: str) -> None:
         super().__init__()
+        if not is_dotted_name(home) or not is_dotted_name(name):
+            raise FixNotBuilt(f"{home if is_dotted_name(name) else name} is not a Python name")
         self.target, self.name = (line, column), name
         self.module, _, self.leaf = home.rpartition(".")
         self.done = False
@@ -164,6 +169,8 @@ def replace_attribute(document: Document, line: int, col: int, replacement: str)
 
 def ensure_import(document: Document, module_name: str) -> None:
     """`import module_name` at module level, after the last top-level import, unless the file has it."""
+    if not is_dotted_name(module_name):
+        raise FixNotBuilt(f"{module_name} is not a Python name")
     module = document.module
     last = -1
     for index, statement in enumerate(module.body):

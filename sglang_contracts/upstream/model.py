@@ -886,8 +886,11 @@ class UpstreamModel:
 
     @cached_property
     def _source_files(self) -> list[str]:
-        """Every .py path of the release, listed once however many searches run."""
-        return [relpath for relpath in self.tree.iter_files(ROOT) if relpath.endswith(".py")]
+        """Every .py path of the release that is a module an import can name, listed once however
+        many searches run: a file named `evil; import os.py` is no module, and no search may
+        offer it as one (a hint's home, a fix's import)."""
+        return [relpath for relpath in self.tree.iter_files(ROOT)
+                if relpath.endswith(".py") and pysource.is_dotted_name(self.module_name_of(relpath))]
 
     @cached_property
     def _top_level_definitions(self) -> dict[str, list[str]]:
