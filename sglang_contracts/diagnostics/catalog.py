@@ -60,7 +60,7 @@ SURFACES: dict[str, Surface] = {surface.key: surface for surface in (
     Surface("tests", "SGC6", "Tests",
             "Upstream names the project's tests patch by string, and fakes of upstream classes."),
     Surface("stack", "SGC70", "Stack", "Pins, versions and mirrored copies of upstream code."),
-    Surface("dependency-closure", "SGC71", "What moves together",
+    Surface("dependency-closure", "SGC71", "Installs against the new closure",
             "The project's installs held against the new release's dependency closure: SGLang's pins, and their "
             "pins in turn."),
     Surface("defensive-access", "SGC8", "Defensive access",
