@@ -234,6 +234,16 @@ def test_after_a_replayed_check_the_server_computes_once_so_the_first_edit_reuse
     assert computed == [True]
 
 
+def _raw_server(tmp_path: Path, stderr: int) -> tuple[dict, subprocess.Popen]:
+    """(an initialize request for `tmp_path`, a language server on raw pipes there)."""
+    initialize = {"jsonrpc": "2.0", "id": 2, "method": "initialize",
+                  "params": {"processId": None, "rootUri": from_fs_path(str(tmp_path)), "capabilities": {}}}
+    server = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "lsp"], cwd=tmp_path,
+                              env={**checkout_env(), "SGLANG_CONTRACTS_CACHE": str(tmp_path / "cache")},
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+    return initialize, server
+
+
 def _frame(message: dict, header: bytes = b"Content-Length", length_delta: int = 0) -> bytes:
     body = json.dumps(message).encode()
     return header + b": %d\r\n\r\n" % (len(body) + length_delta) + body
@@ -268,11 +278,7 @@ def _answers(server: subprocess.Popen, ids: set[int], timeout: float) -> dict[in
     b"Content-Length: 999999999999\r\n\r\n{}",  # the server died of a MemoryError (second campaign)
 ], ids=["lowercase header", "length short of the body", "length no frame has"])
 def test_after_a_malformed_frame_the_server_answers_the_next_request(tmp_path, malformed):
-    initialize = {"jsonrpc": "2.0", "id": 2, "method": "initialize",
-                  "params": {"processId": None, "rootUri": from_fs_path(str(tmp_path)), "capabilities": {}}}
-    server = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "lsp"], cwd=tmp_path,
-                              env={**checkout_env(), "SGLANG_CONTRACTS_CACHE": str(tmp_path / "cache")},
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    initialize, server = _raw_server(tmp_path, stderr=subprocess.DEVNULL)
     try:
         server.stdin.write(malformed + _frame(initialize))
         server.stdin.flush()
@@ -359,11 +365,7 @@ def test_a_document_whose_uri_names_no_possible_file_stops_no_later_check(tmp_pa
 def test_a_message_the_server_cannot_handle_is_one_log_line_and_no_popup(tmp_path, body):
     """Each put a traceback on the server's standard error and an "Error in server" popup in the
     editor (second campaign): one log line now, and the next request answered."""
-    initialize = {"jsonrpc": "2.0", "id": 2, "method": "initialize",
-                  "params": {"processId": None, "rootUri": from_fs_path(str(tmp_path)), "capabilities": {}}}
-    server = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "lsp"], cwd=tmp_path,
-                              env={**checkout_env(), "SGLANG_CONTRACTS_CACHE": str(tmp_path / "cache")},
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    initialize, server = _raw_server(tmp_path, stderr=subprocess.PIPE)
     try:
         server.stdin.write(_frame(initialize) + b"Content-Length: %d\r\n\r\n" % len(body) + body
                            + _frame({**initialize, "id": 3}))
