@@ -171,13 +171,18 @@ def follow_mirrored_pin(diagnostic: Diagnostic, workspace) -> bool:
     return document.replace(diagnostic.line, spec.start, spec.end, replacement)
 
 
+def _findings_of(workspace, code: str) -> list[tuple[str, int, str]]:
+    """(path, line, symbol) of the round's findings of `code`: the places its fixes move too."""
+    found = workspace.result.diagnostics if workspace.result is not None else []
+    return [(d.path, d.line, d.symbol or "") for d in found if d.code == code]
+
+
 def _held_with(diagnostic: Diagnostic, workspace, document, name: str, written: str | None) -> str:
     """What else in the finding's file names the build being replaced and is not fixed with it:
     an exact pin of a distribution released with it (torchvision beside torch) that no SGC701
     finding moves, or another line naming the pinned version with the package (an assert of
     `torch.__version__`). "" when nothing does."""
-    fixed_lines = {(d.path, d.line, normalized(d.symbol or "")) for d in workspace.result.diagnostics
-                   if d.code == "SGC701"} if workspace.result is not None else set()
+    fixed_lines = {(path, line, normalized(symbol)) for path, line, symbol in _findings_of(workspace, "SGC701")}
     family = edits.moves_with(normalized(name))
     module = normalized(name).replace("-", "_")
     held = []
@@ -334,8 +339,7 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
 def _settings_left(diagnostic: Diagnostic, workspace, document, old: Version) -> str:
     """Another setting of the finding's file that names the release being replaced and that no
     SGC702 finding moves (`PATCH_VERSION=v0.5.15.post1` beside `SGLANG_VERSION`), as `NAME (line N)`."""
-    fixed = {(d.path, d.line) for d in workspace.result.diagnostics if d.code == "SGC702"} \
-        if workspace.result is not None else set()
+    fixed = {(path, line) for path, line, _ in _findings_of(workspace, "SGC702")}
     for number, text in enumerate(document.text.splitlines(), start=1):
         match = edits.SETTING.match(text)
         named = version_in_tag(match.group("value")) if match else None

@@ -65,12 +65,7 @@ def ordered_specifiers(spelled: str) -> str:
 def requirements_in(line: str) -> list[tuple[str, Span]]:
     """(name, specifier span) of every requirement written in a line (a `pip install` of several),
     each matched where a word starts (a scan for them from every position backtracks)."""
-    found = []
-    for word in WORD_START.finditer(line):
-        match = REQUIREMENT.match(line, word.start())
-        if match is not None:
-            found.append((match.group("name"), Span(match.start("spec"), match.end("spec"), match.group("spec"))))
-    return found
+    return [found for word in WORD_START.finditer(line) if (found := requirement_at(line, word.start())) is not None]
 
 
 def commit_setting(line: str) -> str | None:
