@@ -143,13 +143,17 @@ class Rule:
                        for index, piece in enumerate(QUOTED_FIELD.split(template)))  # text, field, text, ...
 
     @cached_property
-    def examples(self) -> tuple[Example, ...]:
-        """The entry's examples, read from its file when first asked for (tests, docs, explain)."""
-        return _examples(self.source)[0]
+    def _all_examples(self) -> tuple[tuple[Example, ...], tuple[FixExample, ...]]:
+        """Both kinds, from one read of the entry's file when first asked for (tests, docs, explain)."""
+        return _examples(self.source)
 
-    @cached_property
+    @property
+    def examples(self) -> tuple[Example, ...]:
+        return self._all_examples[0]
+
+    @property
     def fix_examples(self) -> tuple[FixExample, ...]:
-        return _examples(self.source)[1]
+        return self._all_examples[1]
 
 
 def catalog_dir() -> Path:
