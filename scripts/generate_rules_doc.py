@@ -4,7 +4,7 @@
     python scripts/generate_rules_doc.py --check   # exit 1 when docs/rules.md is not what it would write
 
 docs/rules.md is never edited by hand: edit the rule's TOML file and run this again.
-tests/test_rules_doc.py fails when the checked-in file is stale.
+tests/rules/test_rules_doc.py fails when the checked-in file is stale.
 """
 
 from __future__ import annotations

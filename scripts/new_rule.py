@@ -11,7 +11,7 @@ Writes:
   checks; a new module is added to contracts/__init__.py);
 - docs/rules.md, regenerated (scripts/generate_rules_doc.py).
 
-The reported example fails until the check finds it: `python -m pytest -q tests/test_catalog.py -k CODE`.
+The reported example fails until the check finds it: `python -m pytest -q tests/rules/test_catalog.py -k CODE`.
 See CONTRIBUTING.md, "Adding a rule".
 """
 
@@ -50,7 +50,7 @@ What to do: TODO.
 """
 message = "TODO: {{symbol}} ... in sglang {{new}} (it was ... in {{old}})"
 
-# The examples run with every rule on, each in a project of its own (tests/test_catalog.py):
+# The examples run with every rule on, each in a project of its own (tests/rules/test_catalog.py):
 # `expect` lists every finding, as `path:line:col: CODE`.
 
 [[examples]]
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"""next:
   1. write the summary, description, message and examples in rules/{code}.toml
   2. implement {function} in sglang_contracts/contracts/{module}.py (reads={Reads(args.reads).name}, process={Process(args.process).name}: see contracts/base.py)
-  3. python -m pytest -q tests/test_catalog.py -k {code}     # the reported example fails until the check finds it
+  3. python -m pytest -q tests/rules/test_catalog.py -k {code}     # the reported example fails until the check finds it
   4. python scripts/generate_rules_doc.py                  # after every edit of the entry""")
     return 0
 

@@ -20,7 +20,7 @@ import pytest
 # traceback instead, so that it hides nothing from them (tests of the boundary unset this).
 os.environ.setdefault("SGLANG_CONTRACTS_DEBUG", "1")
 # The dependency closure reads no package index unless a test names one (a local index it
-# writes, or the real one in tests/test_real_closure.py): the suite's other bumps stay offline.
+# writes, or the real one in tests/real/test_closure.py): the suite's other bumps stay offline.
 os.environ["SGLANG_CONTRACTS_PACKAGE_INDEX"] = "none"
 # Real releases and downstream sdists are downloaded into the test sessions' own cache, never
 # the user's: 400 MB of wheels a suite fetches are not theirs to keep, and a user's cache must
@@ -49,29 +49,7 @@ os.environ["PIP_NO_CACHE_DIR"] = "1"
 from sglang_contracts.infra.cache import cache_root  # noqa: E402
 from sglang_contracts.cli import main  # noqa: E402
 from sglang_contracts.check.runner import CheckOptions  # noqa: E402
-
-CHECKOUT = Path(__file__).resolve().parent.parent
-FIXTURES = CHECKOUT / "fixtures"
-PROJECT = FIXTURES / "project"
-OLD = FIXTURES / "upstream" / "old"
-NEW = FIXTURES / "upstream" / "new"
-
-
-def checkout_env(**extra: str) -> dict[str, str]:
-    """The environment for a subprocess that must run this checkout's package, whatever copy
-    of it is installed and whatever its working directory."""
-    path = os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": path, **extra}
-
-
-def add_settings(pyproject: Path, table: str) -> None:
-    """Add keys to a pyproject's [tool.sglang-contracts] table, keeping the keys it has that
-    `table` does not set (the fixture project declares its ServerArgs seam there)."""
-    text, _, own = pyproject.read_text().partition("[tool.sglang-contracts]\n")
-    given = {line.split("=")[0].strip() for line in table.split("\n[")[0].splitlines() if "=" in line}
-    own = "".join(line for line in own.splitlines(keepends=True) if line.split("=")[0].strip() not in given)
-    pyproject.write_text(text + "\n[tool.sglang-contracts]\n" + own + table)
-
+from tests.helpers import NEW, OLD, PROJECT  # noqa: E402
 
 # -- the session's memory ------------------------------------------------------------------------
 # `main(["check", ...])` sets the cyclic collector's thresholds of a process that ends with its
@@ -95,13 +73,6 @@ def _resident_bytes() -> int:
             return int(statm.read().split()[1]) * _PAGE
     except (OSError, IndexError, ValueError):  # not Linux: collect after every test that may need it
         return 1 << 62
-
-
-def collect_garbage() -> None:
-    """A full collection now, for a test that runs check after check on a large project: each
-    run's garbage waits for the cyclic collector, which the runs' own thresholds hold off, and a
-    dozen runs of sglang-omni kept that way took the process from 60 to 560 MB."""
-    gc.collect()
 
 
 @pytest.fixture(autouse=True)
@@ -149,7 +120,11 @@ def worker_group(item) -> str | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks
 def pytest_collection_modifyitems(config, items) -> None:
+    unmarked = [item.nodeid for item in items if "real_cache" in item.fixturenames and not item.get_closest_marker("network")]
+    if unmarked:  # so that `-m "not network"` is an offline run
+        raise pytest.UsageError("tests that take real_cache (real downloads) must be marked network: " + ", ".join(unmarked))
     folder = getattr(config, "workerinput", {}).get(GROUPS_FOLDER)
     if folder is None:
         return

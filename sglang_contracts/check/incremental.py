@@ -43,7 +43,7 @@ files they do not import (IMPORTS_ANYWHERE: the first import anywhere that reach
 a patch target named by its string), and after an edit of members, those that read the
 members of classes in files they do not import (MEMBERS_ANYWHERE). The loops of a partial run
 that report in the file they walk walk only the recomputed files (CheckContext.checked).
-tests/test_incremental.py compares the result with a full run, on the fixture project and on real sglang-omni edits, reduces each
+tests/check/test_incremental.py compares the result with a full run, on the fixture project and on real sglang-omni edits, reduces each
 file of every multi-file rule example to its outline to find a rule that reads more of it and
 is not in WHOLE_PROJECT, and takes each of their imports away to find one that reads them
 beyond the file's importers and is not in IMPORTS_ANYWHERE; and empties each class's members

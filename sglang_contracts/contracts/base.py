@@ -113,7 +113,7 @@ CHECKS: dict[str, Check] = {}
 class Reads(Enum):
     """What a rule's finding in one file may rest on: what an incremental re-check must check
     again after an edit (check/incremental.py). Declared by every rule (`@contract(reads=...)`);
-    tests/test_incremental.py fails a rule that declares too little."""
+    tests/check/test_incremental.py fails a rule that declares too little."""
 
     # The file itself and the outlines (incremental.OUTLINE_FACTS) of the files it imports:
     # checked again with the changed files and their importers.

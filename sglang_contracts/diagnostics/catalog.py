@@ -43,7 +43,7 @@ class Surface:
 
 OTHER_SURFACE = Surface("other", "", "Other contracts", "Contracts of rules without a surface of their own.")
 # The groups, in the report's order. A rule's code starts with its group's family, and the
-# families are prefix-disjoint (tests/test_catalog.py), so `--select SGC11` selects the HTTP
+# families are prefix-disjoint (tests/rules/test_catalog.py), so `--select SGC11` selects the HTTP
 # group and nothing else, and a code no rule has yet still has one group.
 SURFACES: dict[str, Surface] = {surface.key: surface for surface in (
     Surface("imports", "SGC10", "Imports", "Upstream modules and names the project imports or reads from modules."),

@@ -38,7 +38,7 @@ Kept, each under a key of everything that would change it:
 
 Everything else, the plan of which files to recompute among them (incremental.py) included,
 is the ordinary run's (runner.run_check with this engine as its `keep`), so that the findings
-are those of a fresh run: tests/test_resident.py compares them, on the fixture project and on
+are those of a fresh run: tests/resident/test_resident.py compares them, on the fixture project and on
 real sglang-omni edits. This tool's own code is in no key: a process runs one version of it
 (the daemon exits when its files change).
 """

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT
+from tests.helpers import NEW, OLD, PROJECT
 from sglang_contracts.contracts import base
 from sglang_contracts.infra import parallel
 from sglang_contracts.check.runner import CheckOptions, Fresh, run_check

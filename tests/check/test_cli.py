@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT, checkout_env
+from tests.helpers import NEW, OLD, PROJECT, checkout_env
 from sglang_contracts.cli import main
 
 
@@ -24,7 +24,7 @@ def test_a_reader_that_leaves_early_is_not_an_error() -> None:
 
 def test_a_reader_that_leaves_early_leaves_the_exit_status_of_the_check() -> None:
     """`sglang-contracts check | head -1` in a pre-commit hook: the findings still fail it."""
-    from conftest import NEW, OLD, PROJECT
+    from tests.helpers import NEW, OLD, PROJECT
 
     process = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "check", "-q", "--no-cache",
                                 "--old", str(OLD), "--new", str(NEW)],
@@ -47,7 +47,7 @@ def test_standard_output_that_cannot_be_written_is_one_error_line() -> None:
 def test_compiler_warnings_in_read_code_are_not_shown_nor_fatal(tmp_path) -> None:
     """An invalid escape sequence warns when compiled (a SyntaxWarning from Python 3.12): not the
     tool's business. Under `-W error` it would even stop the file from parsing."""
-    from conftest import NEW, OLD
+    from tests.helpers import NEW, OLD
 
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n')
     (tmp_path / "demo").mkdir()
@@ -63,7 +63,7 @@ def test_compiler_warnings_in_read_code_are_not_shown_nor_fatal(tmp_path) -> Non
 def test_source_encodings_are_read_as_python_reads_them(tmp_path) -> None:
     """A UTF-8 byte-order mark and a PEP 263 coding comment are valid Python: the file is read,
     and columns count characters after the mark, as flake8 does."""
-    from conftest import NEW, OLD
+    from tests.helpers import NEW, OLD
 
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n')
     (tmp_path / "demo").mkdir()
@@ -84,7 +84,7 @@ def test_source_encodings_are_read_as_python_reads_them(tmp_path) -> None:
 def test_an_unparsable_file_says_when_the_project_targets_a_newer_python(tmp_path, requires, hinted) -> None:
     """Python's parser knows the grammar of the Python running the tool: a project that asks for
     a newer one is told to run the tool with it, rather than only shown a syntax error."""
-    from conftest import NEW, OLD
+    from tests.helpers import NEW, OLD
     from sglang_contracts.check.runner import CheckOptions, run_check
 
     line = f'requires-python = "{requires}"\n' if requires else ""

@@ -10,10 +10,10 @@ import pytest
 
 from sglang_contracts.cli import main
 
-from conftest import NEW, OLD, PROJECT, add_settings
+from tests.helpers import NEW, OLD, PROJECT, add_settings
 from sglang_contracts.cli import build_parser, _options
 from sglang_contracts.config import with_source
-from test_fixture_project import EXPECTED, EXPECTED_SEVERITY, UNRESOLVED
+from tests.helpers import EXPECTED, EXPECTED_SEVERITY, UNRESOLVED
 
 
 @pytest.fixture
@@ -178,7 +178,7 @@ def test_a_pyproject_nested_too_deeply_outside_the_table_does_not_stop_the_run(c
                                    '[tool]\nuv = "x"\n', 'dependency-groups = "x"\n[project]\nname = "q"\n'])
 def test_a_pyproject_value_that_is_no_table_is_no_internal_error(table: str, tmp_path: Path, capsys) -> None:
     """helper-7's audit: `.values()` on a string gave three SGC001 (exit 3)."""
-    from conftest import NEW, OLD
+    from tests.helpers import NEW, OLD
 
     project = tmp_path / "q"
     project.mkdir()
@@ -190,7 +190,7 @@ def test_a_pyproject_value_that_is_no_table_is_no_internal_error(table: str, tmp
 
 
 def test_a_pyproject_that_does_not_parse_is_an_sgc000(tmp_path: Path, capsys) -> None:
-    from conftest import NEW, OLD
+    from tests.helpers import NEW, OLD
 
     project = tmp_path / "q"
     project.mkdir()

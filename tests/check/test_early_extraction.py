@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import NEW, OLD, PROJECT
+from tests.helpers import NEW, OLD, PROJECT
 from sglang_contracts.check.runner import CheckOptions, Fresh, run_check
 from sglang_contracts.upstream import prefetch
 

@@ -14,94 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT, checkout_env
+from tests.helpers import (EXPECTED, EXPECTED_SEVERITY, NEW, OLD, PIN_ALONE, PIN_ALONE_ONLY, PROJECT, UNRESOLVED,
+                           checkout_env, coded, sort_key)
 from sglang_contracts.project.pins import find_sglang_pin
 from sglang_contracts.check.runner import CheckOptions, run_check
 
-# path:line:col: CODE -> severity, for sglang 0.9.0 -> 0.9.1 on fixtures/project.
-EXPECTED_SEVERITY = {
-    "demo_omni/broken.py:5:15: SGC000": "error",  # syntax error
-    "demo_omni/compat.py:5:44: SGC102": "error",  # `# noqa: some-other-tool` does not silence
-    "demo_omni/compat.py:6:36: SGC102": "error",  # `# noqa: E402, SGC101` names another code
-    "demo_omni/engine.py:8:28: SGC105": "error",  # module re-exported by the vendor layer
-    "demo_omni/layers.py:4:35: SGC103": "warning",  # moe re-export re-pointed
-    "demo_omni/layers.py:5:75: SGC102": "error",  # dropped from __all__ behind `import *`
-    "demo_omni/layers.py:8:56: SGC104": "warning",  # guarded import now falls back
-    "demo_omni/model.py:8:48: SGC201": "error",  # RowParallelLinear(tp_rank=...)
-    "demo_omni/model.py:8:62: SGC201": "error",  # RowParallelLinear(tp_size=...)
-    "demo_omni/model.py:12:18: SGC202": "error",  # filter_batch on an annotated receiver
-    "demo_omni/model.py:16:30: SGC203": "error",  # a parameter inserted before the positional ones
-    "demo_omni/model.py:20:12: SGC204": "error",  # AbortReq gained the required field rid
-    "demo_omni/model.py:20:21: SGC204": "error",  # AbortReq lost abort_all
-    "demo_omni/model_patch.py:5:39: SGC105": "error",  # model_utils.apply_qk_norm
-    "demo_omni/model_runner.py:9:9: SGC303": "warning",  # the overridden load_model changed
-    "demo_omni/model_runner.py:12:9: SGC301": "warning",  # init_cuda_graphs is gone upstream
-    "demo_omni/model_runner.py:15:9: SGC302": "error",  # forward gained skip_attn_backend_init
-    "demo_omni/model_runner.py:19:7: SGC304": "error",  # a new abstract method
-    "demo_omni/model_runner.py:24:7: SGC305": "error",  # sampler.Sampler became a function
-    "demo_omni/model_runner.py:33:34: SGC321": "error",  # self.model_runner.tp_group, now .ps.tp_group
-    "demo_omni/model_runner.py:36:29: SGC706": "warning",  # marked copy of ModelRunner.load_model, which changed
-    "demo_omni/model_runner.py:42:19: SGC707": "warning",  # copy of ModelRunner.init_cuda_graphs, now gone
-    "demo_omni/omni_scheduler.py:16:21: SGC312": "error",  # two levels down: self.mm_receiver
-    "demo_omni/omni_scheduler.py:19:21: SGC311": "error",  # borrowed get_num_allocatable_reqs is gone
-    "demo_omni/omni_scheduler.py:22:26: SGC313": "warning",  # Scheduler.get_new_batch_prefill(self) changed
-    "demo_omni/omni_scheduler.py:25:45: SGC321": "error",  # req.extend_range on `Req | None`
-    "demo_omni/scheduling.py:7:8: SGC101": "error",  # module-level import of a removed module
-    "demo_omni/scheduling.py:10:10: SGC101": "warning",  # same, under `if TYPE_CHECKING:`
-    "demo_omni/overlays.py:3:14: SGC704": "warning",  # `Remove when: sglang>=0.9.1` now holds
-    "demo_omni/overlays.py:6:10: SGC703": "warning",  # a comment naming sglang 0.9.0
-    "pyproject.toml:7:6: SGC702": "warning",  # the pin sglang==0.9.0
-    "pyproject.toml:9:6: SGC701": "warning",  # transformers mirrors SGLang's pin, which moved
-    "docker/Dockerfile:1:32: SGC702": "warning",  # ARG BASE_IMAGE=lmsysorg/sglang:v0.9.0-cu129
-    ".github/workflows/ci.yml:7:30: SGC702": "warning",  # image: lmsysorg/sglang:v0.9.0
-    "docs/install.md:5:26: SGC702": "warning",  # pip install "sglang==0.9.0"
-    "docker/patch/v0.9.0/sglang.patch:4:1: SGC902": "error",  # upstream added the same import: git apply fails
-    # (no SGC705 for it: the image's patch imports xgrammar on 0.9.0 already, and the project is
-    # checked against the releases as the image has them)
-    "docker/patch/v0.9.0/sglang.patch:12:1: SGC901": "error",  # prepare_server_args is gone
-    "demo_omni/model_patch.py:9:17: SGC401": "error",  # patches apply_qk_norm, moved unchanged to layers.layernorm
-    "demo_omni/vendor/sglang/layers.py:11:12: SGC402": "error",  # the saved original's call misses a new keyword
-    "demo_omni/vendor/sglang/layers.py:18:9: SGC402": "error",  # the replacement cannot take it either
-    "demo_omni/vendor/sglang/layers.py:18:9: SGC403": "warning",  # the patched forward_cuda's body changed
-    "demo_omni/vendor/sglang/layers.py:18:9: SGC404": "warning",  # RMSNorm.forward no longer calls forward_cuda
-    "demo_omni/vendor/sglang/layers.py:19:18: SGC401": "warning",  # setattr of the removed forward_npu
-    "demo_omni/serving.py:12:20: SGC321": "error",  # a ServerArgs dataclass field read (typed)
-    "demo_omni/serving.py:13:50: SGC501": "error",  # the same field set through the declared seam
-    "demo_omni/serving.py:14:17: SGC502": "warning",  # a field written outside the seam
-    "demo_omni/arguments.py:5:31: SGC503": "warning",  # a skip-list entry names the removed field
-    "demo_omni/arguments.py:14:38: SGC503": "error",  # args.sglang_enable_ep_moe
-    "tests/test_doubles.py:11:7: SGC602": "warning",  # FakeServerArgs lacks the new default_chat_template_kwargs
-    "tests/test_doubles.py:16:13: SGC601": "error",  # mock.patch of the renamed get_num_allocatable_reqs
-    "tests/test_doubles.py:19:44: SGC602": "warning",  # Mock(spec=ServerArgs) keeps the removed enable_ep_moe
-    "tests/test_doubles.py:20:12: SGC603": "warning",  # "self.forward_cuda(" left RMSNorm.forward's source
-    "demo_omni/defensive.py:15:23: SGC802": "warning",  # except AttributeError around runner.model
-}
-# Broken on 0.9.0 already (a typo inside a function): reported only with --report-unresolved.
-UNRESOLVED = "demo_omni/scheduling.py:22:47: SGC102"
-
-
-def sort_key(prefix: str) -> tuple:
-    """The tool's order: path, then line and column as numbers, then code."""
-    path, line, col, code = prefix.replace(": ", ":").split(":")
-    return path, int(line), int(col), code
-
-
-# In a bump run SGC801/SGC803 are reported only in files with other findings of the bump;
-# defensive.py has none (its SGC802 holds on the pin alone too): these show on the pin alone.
-PIN_ALONE_ONLY = [
-    "demo_omni/defensive.py:10:25: SGC801",  # getattr(req, "prefix_indices", []) on a static attribute
-    "demo_omni/defensive.py:21:24: SGC803",  # inspect.signature(Req.__init__), the same in both
-]
-EXPECTED = sorted(EXPECTED_SEVERITY, key=sort_key)
 
 
 def without(*codes: str) -> list[str]:
     return [p for p in EXPECTED if not p.endswith(codes)]
 
 
-def coded(prefix: str) -> list[str]:
-    """The expected diagnostics whose code starts with `prefix`."""
-    return [p for p in EXPECTED if p.rsplit(" ", 1)[1].startswith(prefix)]
 
 
 def test_reports_every_broken_contract_and_exits_1(check):
@@ -147,8 +70,6 @@ def test_exit_zero_reports_the_same_and_exits_0(check):
     assert result.status == 0
 
 
-# What the pin alone says (--old X --new X): the rules that judge one release, not a bump.
-PIN_ALONE = ["demo_omni/broken.py:5:15: SGC000", *coded("SGC8"), *PIN_ALONE_ONLY, "demo_omni/serving.py:14:17: SGC502"]
 
 
 def test_same_release_on_both_sides_reports_only_what_the_pin_alone_says(check):

@@ -9,18 +9,15 @@ from __future__ import annotations
 import collections
 import importlib.resources
 import json
-import os
-import pty
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from conftest import NEW, OLD, PROJECT, checkout_env
+from tests.helpers import (EXPECTED, EXPECTED_SEVERITY, NEW, OLD, PROJECT, checkout_env, markdown_sections,
+                           run_in_terminal)
 from sglang_contracts.diagnostics.catalog import load_catalog
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.reporters.base import repository_root
@@ -28,7 +25,6 @@ from sglang_contracts.reporters.github import format_command
 from sglang_contracts.reporters.markdown import write_markdown
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.upstream.delta import DeltaCommit, MustRead, UpstreamDelta
-from test_fixture_project import EXPECTED, EXPECTED_SEVERITY
 
 SEVERITIES = list(EXPECTED_SEVERITY.values())
 ERRORS, WARNINGS = SEVERITIES.count("error"), SEVERITIES.count("warning")
@@ -160,46 +156,6 @@ def test_github_command_escaping():
 
 # -- text ----------------------------------------------------------------------------------------
 
-def run_in_terminal(args: list[str], cwd: Path, env: dict[str, str], stderr_terminal: bool = False) -> tuple[int, str, str]:
-    """Run the CLI with its standard output (and optionally its standard error) on a pseudo-terminal."""
-    primary, secondary = pty.openpty()
-    err_primary, err_secondary = pty.openpty() if stderr_terminal else (None, None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "sglang_contracts", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-        stdout=secondary, stderr=err_secondary if stderr_terminal else subprocess.PIPE,
-    )
-    os.close(secondary)
-    if err_secondary is not None:
-        os.close(err_secondary)
-
-    def drain(fd: int) -> bytes:
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # the terminal closed with the process
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        os.close(fd)
-        return b"".join(chunks)
-
-    import threading
-
-    err_chunks: list[bytes] = []
-    reader = None
-    if err_primary is not None:
-        reader = threading.Thread(target=lambda: err_chunks.append(drain(err_primary)))
-        reader.start()
-    out = drain(primary)
-    err = process.stderr.read() if process.stderr else b""
-    status = process.wait()
-    if reader is not None:
-        reader.join()
-        err = err_chunks[0]
-    return status, out.decode(), err.decode()
-
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -258,12 +214,6 @@ def test_no_progress_when_stderr_is_not_a_terminal(check):
 
 # -- markdown ------------------------------------------------------------------------------------
 
-def sections(markdown: str) -> dict[str, str]:
-    """`### heading` -> the text under it."""
-    parts = re.split(r"^### (.+)$", markdown, flags=re.M)
-    return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
-
-
 def test_markdown_bump_section(check):
     result = check("--format", "markdown")
     assert result.status == 1
@@ -272,7 +222,7 @@ def test_markdown_bump_section(check):
     assert "| `sglang` (`pyproject.toml`) | `0.9.0` | `0.9.1` |" in text
     assert (f"**{len(EXPECTED)} contracts with SGLang break** in this bump "
             f"({ERRORS} errors, {WARNINGS} warnings, in {FILES} files)") in text
-    by_heading = sections(text)
+    by_heading = markdown_sections(text)
     assert list(by_heading) == [
         "Imports: 6 errors, 3 warnings", "Calls: 6 errors", "Subclasses: 3 errors, 1 warning",
         "Borrowed methods: 2 errors", "Attribute reads: 3 errors", "Monkeypatches: 3 errors, 3 warnings",
@@ -317,8 +267,8 @@ def test_markdown_clean_bump_and_upstream_delta_section():
     write_markdown(result, out)
     text = "".join(out)
     assert "**No contract breaks.**" in text
-    assert list(sections(text)) == ["Upstream delta", "Before merging"]
-    delta = sections(text)["Upstream delta"]
+    assert list(markdown_sections(text)) == ["Upstream delta", "Before merging"]
+    delta = markdown_sections(text)["Upstream delta"]
     assert "1 first-parent commits in `v0.9.0..v0.9.1` touch the upstream files" in delta
     assert "- `cccccccccc` Scheduler: split the mixins (Dev, 2026-11-01): `sglang/srt/managers/scheduler.py`" in delta
     assert "- [ ] `sglang/srt/managers/scheduler.py`: +12 −3 in 1 files" in delta
@@ -353,7 +303,7 @@ def test_markdown_report_fits_a_pull_request_however_many_findings():
     write_markdown(result, out)
     text = "".join(out)
     assert len(text) <= MAX_CHARACTERS
-    by_heading = sections(text)
+    by_heading = markdown_sections(text)
     patches = next(body for heading, body in by_heading.items() if heading.startswith("Patch files"))
     for n in range(5):
         assert f"- `{IN_REPOSITORY}docker/patch/latest/p{n}.patch`: 600 hunks no longer apply (SGC901)" in patches

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT, collect_garbage
-from downloads import download_sdist
+from tests.helpers import NEW, OLD, PROJECT, REAL_EDITS, collect_garbage
+from tests.downloads import download_sdist
 from sglang_contracts.check import incremental, runner
 from sglang_contracts.diagnostics.catalog import load_catalog
 from sglang_contracts.project.facts import FACT_LISTS
@@ -120,7 +120,7 @@ def _borrowing_base_project(tmp_path: Path, files: dict[str, str]) -> tuple[Path
     """A project whose `app/base.py` Base borrows Scheduler's methods and hands itself to
     `flush_cache`, which in the new release also calls `self.queue.pending()`; with `files`
     (the subclass, and what builds its `queue`)."""
-    from test_catalog import upstream_tree, write_tree
+    from tests.helpers import upstream_tree, write_tree
 
     scheduler = "sglang/srt/managers/scheduler.py"
     noop = "    def noop(self):\n        return None\n\n"
@@ -327,7 +327,7 @@ def test_a_test_double_is_checked_again_when_a_file_that_reads_its_class_changes
     reader's position: an edit of the reader (the fake's file untouched, not importing it)
     changes the fake's findings, so the rule is checked over the whole project (WHOLE_PROJECT)
     while the other rules recompute the edited file alone."""
-    from test_catalog import upstream_tree, write_tree
+    from tests.helpers import upstream_tree, write_tree
 
     example = next(e for e in load_catalog()["SGC602"].examples if e.expect)
     old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
@@ -350,7 +350,7 @@ def test_a_probe_is_shown_where_a_finding_checked_whole_makes_its_file_touched_b
     wrapper (no import between them) takes away, and then brings back, the SGC505 of a command
     line in a test file, which is checked whole while the test file keeps its last findings:
     its SGC801 must go and come back with it (slime's audit: kept stale, then lost)."""
-    from test_catalog import upstream_tree, write_tree
+    from tests.helpers import upstream_tree, write_tree
 
     example = next(e for e in load_catalog()["SGC505"].examples if "skip list" in e.title)
     old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
@@ -380,34 +380,9 @@ def test_a_probe_is_shown_where_a_finding_checked_whole_makes_its_file_touched_b
 
 # -- real sglang-omni: edits as a developer makes them, each compared with a full run -------------
 
-REAL_EDITS = [
-    # a statement added in a method body
-    ("sglang_omni/scheduling/omni_scheduler.py", "    def __init__(self", None,
-     lambda text, at: text[:text.index(":\n", at) + 2] + "        trace_enabled = False  # edited\n" + text[text.index(":\n", at) + 2:]),
-    # the real SGC102 fixed by importing from where the name now lives
-    ("sglang_omni/models/qwen3_omni/components/code2wav.py", "from sglang.kernels.ops.layernorm import rmsnorm",
-     "from sglang.kernels.ops.layernorm.norm import rmsnorm", None),
-    # lines added at the top of a module others import
-    ("sglang_omni/scheduling/omni_scheduler.py", '"""', '"""Edited.\n\n', None),
-    # an outline edit: a method added to a class other files subclass (PDKVLifecycle, NemotronTalkerScheduler)
-    ("sglang_omni/scheduling/omni_scheduler.py", "class OmniScheduler(Generic[RequestDataT]):", None,
-     lambda text, at: text[:text.index("    def __init__(", at)] + "    def traced(self) -> bool:\n        return False\n\n"
-     + text[text.index("    def __init__(", at):]),
-    # a members edit: an attribute given in the __init__ of a class other files subclass (their
-    # files are checked again, and the rules that read any class's members, over every file)
-    ("sglang_omni/scheduling/omni_scheduler.py", "class OmniScheduler(Generic[RequestDataT]):", None,
-     lambda text, at: text[:text.index(":\n", text.index("    def __init__(", at)) + 2] + "        self.traced_by_edit = None\n"
-     + text[text.index(":\n", text.index("    def __init__(", at)) + 2:]),
-    # an outline edit: an import added to a module that imports SGLang
-    ("sglang_omni/scheduling/pd_scheduler.py", "import logging\n", "import logging\nimport os.path\n", None),
-    # a statement added in a function of a module pd_scheduler.py imports: pd_scheduler.py is
-    # checked again, and its classes' SGC312 paths need their project bases' own calls (once
-    # read from the bases' outlines, which hold none: a finding lost)
-    ("sglang_omni/scheduling/pd_utils.py", "def continuation_from_req(", None,
-     lambda text, at: text[:text.index(":\n", at) + 2] + "    traced = False  # edited\n" + text[text.index(":\n", at) + 2:]),
-]
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("version", ["0.1.8", "0.1.9"])
 def test_real_omni_edits_give_the_findings_of_a_full_run(version, real_cache, tmp_path, plans) -> None:
     project = tmp_path / "omni"
@@ -447,7 +422,7 @@ def test_a_class_defined_in_a_file_that_names_no_sglang_is_seen_by_every_file(tm
     """SGC322 leaves `attention_backend.x` alone when the project defines its own
     `AttentionBackend`, wherever (its files are read as text, not scanned): a file that defines
     one is a project-wide fact, though it imports nothing and nothing imports it."""
-    from test_catalog import upstream_tree, write_tree
+    from tests.helpers import upstream_tree, write_tree
 
     backend = "sglang/srt/layers/attention/base_attn_backend.py"
     old = upstream_tree(tmp_path / "old", {backend: "class AttentionBackend:\n    def snapshot(self):\n        return None\n"}, "0.1.0")
@@ -537,7 +512,7 @@ def _locality_violations(context, codes) -> list[tuple[str, str, str]]:
 
 def _example_context(example, tmp_path: Path, monkeypatch):
     """The context and rule codes a full run checks a rule example's project with."""
-    from test_catalog import upstream_tree, write_tree
+    from tests.helpers import upstream_tree, write_tree
 
     old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
     new = old if example.pin_alone else upstream_tree(tmp_path / "new", example.new, "0.2.0")

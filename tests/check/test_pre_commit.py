@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CHECKOUT, NEW, OLD, PROJECT, add_settings, checkout_env
-from test_fixture_project import EXPECTED
+from tests.helpers import CHECKOUT, NEW, OLD, PROJECT, add_settings, checkout_env
+from tests.helpers import EXPECTED
 
 GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
                 "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}

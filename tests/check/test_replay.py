@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT
+from tests.helpers import NEW, OLD, PROJECT
 from sglang_contracts.check.runner import CheckOptions, run_check
 
 

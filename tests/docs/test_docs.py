@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import CHECKOUT
+from tests.helpers import CHECKOUT
 
 FIRST_SCREEN = 30  # lines
 LINK = re.compile(r"\]\(([^)\s]+)\)")

@@ -15,12 +15,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT, checkout_env
+from tests.helpers import NEW, OLD, PROJECT, checkout_env
 from sglang_contracts.cli import main
 from sglang_contracts.diagnostics import finding_at
 from sglang_contracts.fix.engine import apply_fixes, run_fix
 from sglang_contracts.check.runner import CheckOptions
-from test_reliability import write as tree
+from tests.helpers import write_tree as tree
 
 # A name that moved unchanged (SGC102, safe), a mirrored pin SGLang moved (SGC701, safe).
 UPSTREAM_OLD = {

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import CHECKOUT, NEW, OLD, PROJECT, checkout_env
-from test_fixture_project import EXPECTED_SEVERITY, EXPECTED, UNRESOLVED, sort_key
-from test_formats import run_in_terminal
+from tests.helpers import CHECKOUT, NEW, OLD, PROJECT, checkout_env
+from tests.helpers import EXPECTED_SEVERITY, EXPECTED, UNRESOLVED, sort_key
+from tests.helpers import run_in_terminal
 
 DOC = CHECKOUT / "docs" / "editors.md"
 

@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
-from conftest import CHECKOUT, NEW, OLD, checkout_env
+from tests.helpers import CHECKOUT, NEW, OLD, checkout_env
 
 PROJECT = CHECKOUT / "fixtures" / "project"
 TIMEOUT = 120  # the first check of a fresh cache extracts both releases

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitcheck import materialise
+from tests.gitcheck import materialise
 from sglang_contracts.cli import main
 
 BASE = {

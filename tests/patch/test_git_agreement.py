@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitcheck import assert_agrees_with_git, git_applies_whole
+from tests.gitcheck import assert_agrees_with_git, git_applies_whole
 from sglang_contracts.patch.gitapply import ALREADY, APPLIES, CONTEXT, EXISTS, GONE, check_patch
 from sglang_contracts.patch.patchfile import parse_patch
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitcheck import git_applies_whole
+from tests.gitcheck import git_applies_whole
 from sglang_contracts.cli import main
 from sglang_contracts.patch.rebase import (
     CARRIED, CONFLICT, DROPPED, GONE, MERGED, NOT_ON_OLD, SKELETON, UNCHECKED, rebase_patch, verify,

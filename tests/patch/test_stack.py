@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitcheck import git_stack_verdicts, materialise
+from tests.gitcheck import git_stack_verdicts, materialise
 from sglang_contracts.patch.gitapply import CONTEXT, check_patch, check_stack
 from sglang_contracts.patch.patchfile import parse_patch
 from sglang_contracts.patch.stack import patch_stacks

@@ -54,7 +54,7 @@ def test_many_citations_of_one_object_diff_its_bodies_once(tmp_path: Path, check
     import shutil
 
     from sglang_contracts.contracts import mirrors
-    from tests.conftest import PROJECT
+    from tests.helpers import PROJECT
 
     project = tmp_path / "project"
     shutil.copytree(PROJECT, project)

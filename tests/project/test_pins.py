@@ -10,7 +10,7 @@ import pytest
 from sglang_contracts.cli import main
 from sglang_contracts.project.pins import find_sglang_pin
 from sglang_contracts.project.stack import declared_requirements
-from test_catalog import upstream_tree, write_tree
+from tests.helpers import upstream_tree, write_tree
 
 MILES_DOCKERFILE = """\
 # Build via docker/build.py.

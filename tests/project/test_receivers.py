@@ -319,7 +319,7 @@ def test_a_run_without_astroid_says_so_in_its_notes(tmp_path, monkeypatch) -> No
     from pathlib import Path
     from sglang_contracts.check.runner import CheckOptions, run_check
 
-    fixtures = Path(__file__).parent.parent / "fixtures"
+    fixtures = Path(__file__).parents[2] / "fixtures"
     options = CheckOptions(old=str(fixtures / "upstream" / "old"), new=str(fixtures / "upstream" / "new"),
                            use_cache=False, workers=1)
     assert not [note for note in run_check([fixtures / "project"], options).notes if "astroid" in note]

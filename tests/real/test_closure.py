@@ -18,7 +18,9 @@ from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.requirements import environments
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.pins import release_pins
-from test_catalog import write_tree
+from tests.helpers import write_tree
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,9 @@ from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.commandline import command_line
 from sglang_contracts.upstream.model import UpstreamModel
-from test_catalog import write_tree
+from tests.helpers import write_tree
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 WRAPPER = '''from sglang.srt.server_args import ServerArgs
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from downloads import download_sdist
+from tests.downloads import download_sdist
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.cli import main
 from sglang_contracts.contracts.base import CheckContext
@@ -18,6 +18,8 @@ from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
 from sglang_contracts.upstream.serverargs import server_args_fields
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 
 def model(version: str, cache: Path) -> UpstreamModel:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from sglang_contracts.cli import main
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 
 def check_json(capsys, monkeypatch, project: Path, files: dict[str, str], *args: str) -> list[dict]:

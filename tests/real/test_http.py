@@ -9,12 +9,16 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from test_catalog import write_tree
+import pytest
+
+from tests.helpers import write_tree
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.http import http_api
 from sglang_contracts.upstream.model import UpstreamModel
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 ROLLOUT = '''"""Rollout against the sglang router (the shape of miles' sglang_rollout.generate)."""
 import aiohttp

@@ -16,6 +16,8 @@ import pytest
 
 from sglang_contracts.check.runner import CheckOptions, run_check
 
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
+
 HELPER = '''from unittest.mock import MagicMock
 
 from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat

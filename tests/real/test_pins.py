@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from sglang_contracts.cli import main
-from test_catalog import write_tree
+from tests.helpers import write_tree
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 MILES_CPU_CI = """\
 # SGLang runtime imports reached by the CPU suite (the images get them from their SGLang base).

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from gitcheck import git_applies_whole, materialise
+from tests.gitcheck import git_applies_whole, materialise
 from sglang_contracts.patch.rebase import CARRIED, CONFLICT, DROPPED, MERGED, SKELETON, rebase_patch
 from sglang_contracts.patch.patchfile import parse_patch
 from sglang_contracts.sources import open_release
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 COMMENT = lambda line: line.rstrip("\n") + "  # downstream edit\n"  # noqa: E731
 UPSTREAM_0523 = ("    # The projection that consumes this norm's output; see fuse_input_quant().\n"

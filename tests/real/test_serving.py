@@ -8,7 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from sglang_contracts.cli import main
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 DISPATCH = '''import sglang
 from packaging.version import Version

@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from sglang_contracts.cli import main
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 
 def model(version: str, cache: Path) -> UpstreamModel:

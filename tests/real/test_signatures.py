@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from downloads import download_sdist
+from tests.downloads import download_sdist
 from sglang_contracts.cli import main
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 
 @pytest.fixture(scope="module")

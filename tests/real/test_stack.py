@@ -14,14 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from downloads import download_sdist
-from gitcheck import assert_agrees_with_git, git_stack_verdicts, materialise
+from tests.downloads import download_sdist
+from tests.gitcheck import assert_agrees_with_git, git_stack_verdicts, materialise
 from sglang_contracts.patch.gitapply import ALREADY, APPLIES, CONTEXT, GONE, check_patch, check_stack
 from sglang_contracts.patch.release import find_moved, tree_reader
 from sglang_contracts.patch.patchfile import parse_patch
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.pins import release_pins
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 # (file, anchor line): each anchor line of the 0.5.21 wheel gets a trailing comment.
 EDITS = [

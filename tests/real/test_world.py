@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from downloads import download_sdist
+from tests.downloads import download_sdist
 from sglang_contracts.cli import main
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
 from sglang_contracts.infra.cache import JsonCache
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 
 def run_json(capsys, project: Path, monkeypatch, *args: str) -> tuple[int, list[dict]]:
@@ -63,7 +65,7 @@ def test_omni_019_released_against_0522_has_no_import_errors_for_that_bump(capsy
 
 def test_omni_019_against_its_own_pin_reports_only_what_the_pin_alone_says(capsys, monkeypatch, omni_019: Path) -> None:
     # The pin alone, asked for: `--old` as the pin (without it, a pin naming --new is a bump
-    # already made, and --old comes from the history: tests/test_pin_history.py).
+    # already made, and --old comes from the history: tests/project/test_pin_history.py).
     status, diagnostics = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.22", "--old", "0.5.22")
     # Only the rules that judge one release: probes of upstream state 0.5.22 defines statically.
     assert {d["code"][:4] for d in diagnostics} == {"SGC8"}
@@ -77,7 +79,7 @@ def test_omni_019_against_its_own_pin_reports_only_what_the_pin_alone_says(capsy
 def test_omni_018_bump_markdown_report_groups_the_real_findings_by_surface(capsys, monkeypatch, omni_018: Path) -> None:
     from sglang_contracts.diagnostics.catalog import surface_for, surface_order
     from sglang_contracts.reporters.markdown import INHERITED
-    from test_formats import sections
+    from tests.helpers import markdown_sections
 
     _, diagnostics = run_json(capsys, omni_018, monkeypatch, "--new", "0.5.22")
     status = main(["check", "--new", "0.5.22", "--format", "markdown"])
@@ -85,7 +87,7 @@ def test_omni_018_bump_markdown_report_groups_the_real_findings_by_surface(capsy
     assert status == 1
     assert report.startswith("## SGLang contracts: 0.5.21 → 0.5.22\n")
     assert "| `sglang` (`pyproject.toml`) | `0.5.21` | `0.5.22` |" in report
-    by_heading = sections(report)
+    by_heading = markdown_sections(report)
     titles = [heading.split(":")[0] for heading in by_heading]
     assert titles[-1] == "Before merging"
     order = [surface.title for surface in surface_order()]

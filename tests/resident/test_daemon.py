@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT, checkout_env
+from tests.helpers import NEW, OLD, PROJECT, checkout_env
 from sglang_contracts.cli import build_parser
 from sglang_contracts.resident import client
 from sglang_contracts.resident.daemon import Daemon

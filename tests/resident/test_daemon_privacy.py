@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT
+from tests.helpers import NEW, OLD, PROJECT
 from sglang_contracts.cli import build_parser, main
 from sglang_contracts.resident import client
 from sglang_contracts.resident.daemon import Daemon

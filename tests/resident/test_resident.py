@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEW, OLD, PROJECT, collect_garbage
-from downloads import download_sdist
+from tests.helpers import NEW, OLD, PROJECT, collect_garbage
+from tests.downloads import download_sdist
 from sglang_contracts.check import runner
 from sglang_contracts.infra.files import unsaved_buffers
 from sglang_contracts.resident.engine import ResidentEngine
@@ -173,6 +173,7 @@ RESIDENT_EDITS = [
 ]
 
 
+@pytest.mark.network
 def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(real_cache, tmp_path, opened,
                                                                                  monkeypatch) -> None:
     """sglang-omni 0.1.9 on 0.5.22 -> 0.5.23, edited as a developer edits it (a method body,
@@ -181,7 +182,7 @@ def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(
     resident engine compared with a full run in a cache of its own (cold for the first: only
     the wheels in it). A statement that only moves the code below it re-checks its file alone."""
     from sglang_contracts.check import incremental
-    from test_incremental import REAL_EDITS
+    from tests.helpers import REAL_EDITS
 
     plans: list = []
     plan = incremental.plan
@@ -302,7 +303,7 @@ def test_a_memoized_analysis_follows_an_edit_that_changes_it(tmp_path, code) -> 
     (the finding appears), then empty again (it goes): each resident run gives the findings
     of a fresh full run, so no kept table, tree or upstream analysis answers for the text before."""
     from sglang_contracts.diagnostics.catalog import load_catalog
-    from test_catalog import upstream_tree, write_tree
+    from tests.helpers import upstream_tree, write_tree
 
     example = next(e for e in load_catalog()[code].examples if e.expect)
     old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
@@ -334,7 +335,7 @@ def test_an_index_made_from_the_last_one_is_the_one_a_fresh_build_makes(tmp_path
     exactly where an edit may change which files are scanned or what a name resolves to."""
     from sglang_contracts.infra.cache import JsonCache
     from sglang_contracts.project.index import IndexMemo, build_index, read_python, updated_index
-    from test_catalog import write_tree
+    from tests.helpers import write_tree
 
     root = write_tree(tmp_path / "project", {
         "pyproject.toml": "[project]\nname = 'app'\n",
@@ -471,7 +472,7 @@ def test_a_whole_project_analysis_is_kept_while_edits_only_move_code(tmp_path, m
     import importlib
 
     from sglang_contracts.diagnostics.catalog import load_catalog
-    from test_catalog import upstream_tree, write_tree
+    from tests.helpers import upstream_tree, write_tree
 
     example = next(e for e in load_catalog()[code].examples if e.expect)
     old = upstream_tree(tmp_path / "old", example.old, "0.1.0")

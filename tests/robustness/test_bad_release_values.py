@@ -33,7 +33,7 @@ def test_an_empty_new_release_is_a_usage_error(check) -> None:
 def test_an_empty_old_release_in_the_configuration_is_a_usage_error(check, tmp_path: Path) -> None:
     import shutil
 
-    from conftest import PROJECT, add_settings
+    from tests.helpers import PROJECT, add_settings
 
     project = tmp_path / "project"
     shutil.copytree(PROJECT, project)

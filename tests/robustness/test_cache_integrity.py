@@ -113,7 +113,7 @@ def test_two_runs_at_once_share_one_fresh_cache(published, capsys) -> None:
     import subprocess
     import sys
 
-    from conftest import checkout_env
+    from tests.helpers import checkout_env
 
     project, options = published
     command = [sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", "0.9.0", "--new", "0.9.1",

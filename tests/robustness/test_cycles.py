@@ -13,7 +13,7 @@ import pytest
 
 import sglang_contracts.contracts  # noqa: F401  (registers the checks)
 from sglang_contracts.check.runner import CheckOptions, run_check
-from test_catalog import upstream_tree, write_tree
+from tests.helpers import upstream_tree, write_tree
 
 REQ_OLD = '''
 from typing import Optional
@@ -422,6 +422,7 @@ class OmniScheduler:
 REAL_FILES = ["sglang/srt/layers/attention/flashmla_backend.py", "sglang/srt/models/minimax_m3.py"]
 
 
+@pytest.mark.network
 def test_sglang_0522s_own_lazy_caches_checked_as_project_files(tmp_path: Path, real_cache: Path) -> None:
     """sglang 0.5.22's flashmla_backend.py (`buf = self._eager_kv_indices_buf; ...;
     self._eager_kv_indices_buf = buf`) and models/minimax_m3.py (the same for

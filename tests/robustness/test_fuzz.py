@@ -2,7 +2,7 @@
 internal error (an exception here, where SGLANG_CONTRACTS_DEBUG=1, or an SGC001) or a hang, and
 the findings of the other files do not change.
 
-Each example is one full check of a small project in sglang-omni's shape (tests/fuzz_inputs.py)
+Each example is one full check of a small project in sglang-omni's shape (tests/robustness/fuzz_inputs.py)
 against two small SGLang-shaped releases, with one file replaced by a fuzzed one: a Python
 program Hypothesmith generates from the grammar, or a seed file (Python or stack: pyproject.toml,
 requirements.txt, a Dockerfile, a workflow, a .patch against sglang/) mutated by truncation,
@@ -12,7 +12,7 @@ reported identically beside the fuzzed file.
 
 The seed is fixed and the examples few, so CI stays within a couple of minutes; a campaign:
 
-    SGLANG_CONTRACTS_FUZZ_EXAMPLES=5000 pytest tests/test_fuzz.py -p no:cacheprovider
+    SGLANG_CONTRACTS_FUZZ_EXAMPLES=5000 pytest tests/robustness/test_fuzz.py -p no:cacheprovider
 
 (a campaign draws a new seed each run, which a failure prints; SGLANG_CONTRACTS_FUZZ_SEED=N
 replays one).
@@ -44,9 +44,9 @@ from hypothesis import strategies as st
 
 from sglang_contracts.reporters import REPORTERS
 from sglang_contracts.check.runner import CheckOptions, run_check
-from tests import fuzz_inputs as inputs
-from tests.conftest import checkout_env
-from tests.test_reliability import write
+from tests.robustness import fuzz_inputs as inputs
+from tests.helpers import checkout_env
+from tests.helpers import write_tree as write
 
 CAMPAIGN = int(os.environ.get("SGLANG_CONTRACTS_FUZZ_EXAMPLES", "0"))
 # Far above a check of this project (a tenth of a second), far below a hang's patience.

@@ -24,7 +24,7 @@ from markdown_it import MarkdownIt
 
 from sglang_contracts.cli import main
 from sglang_contracts.infra.display import printable, printable_path
-from test_reliability import write
+from tests.helpers import write_tree as write
 
 OLD = {"sglang/__init__.py": "", "sglang/version.py": '__version__ = "1.0.0"\n', "sglang/srt/__init__.py": "",
        "sglang/srt/a.py": "def moved(): ...\ndef gone(): ...\n"}
@@ -382,7 +382,7 @@ def test_a_report_to_a_non_blocking_pipe_reaches_a_slow_reader_whole(tmp_path: P
     import sys
     import time
 
-    from conftest import checkout_env
+    from tests.helpers import checkout_env
 
     old = write(tmp_path / "old", {**OLD, "sglang/srt/a.py": "def f(a, b=1):\n    return a\n"})
     new = write(tmp_path / "new", {**NEW, "sglang/srt/a.py": "def f(a, c=1):\n    return a\n"})
@@ -413,7 +413,7 @@ def test_a_standard_stream_closed_at_start_costs_only_what_it_would_carry(closed
     The open stream gets what is its, and the run its own status."""
     import sys
 
-    from conftest import checkout_env
+    from tests.helpers import checkout_env
 
     old = write(tmp_path / "old", {**OLD, "sglang/srt/a.py": "def f(a, b=1):\n    return a\n"})
     new = write(tmp_path / "new", {**NEW, "sglang/srt/a.py": "def f(a, c=1):\n    return a\n"})

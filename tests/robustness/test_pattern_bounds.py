@@ -41,7 +41,8 @@ from sglang_contracts.check import incremental
 from sglang_contracts.contracts import commandline as commandline_contracts
 from sglang_contracts.infra.shell import UNSET, expand
 from sglang_contracts.project import commandline as commandline_project
-from tests.test_reliability import OK_FINDING, cli, project, releases, write  # noqa: F401 (fixtures)
+from tests.helpers import write_tree as write
+from tests.robustness.bump import OK_FINDING, cli
 
 SECONDS = 15
 BOUND = 1.0  # seconds for one pattern on one input (or one function on a megabyte)

@@ -11,8 +11,8 @@ import time
 import uuid
 from pathlib import Path
 
-from conftest import NEW, OLD, checkout_env
-from test_reliability import write
+from tests.helpers import NEW, OLD, checkout_env
+from tests.helpers import write_tree as write
 
 # Enough source for the scan to go to the pool (parallel.PARALLEL_MIN_BYTES), and to last a while.
 MODULE = "from sglang.srt.layers.linear import thing\n\n" + "".join(

@@ -8,7 +8,6 @@ the boundary to catch a fault unsets it first.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,31 +20,8 @@ from sglang_contracts.diagnostics import finding
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES
 from sglang_contracts.project.facts import Position
 from sglang_contracts.check.runner import CheckOptions, run_check
-from tests.conftest import checkout_env
-
-OLD = {"sglang/__init__.py": "", "sglang/version.py": '__version__ = "0.1.0"\n',
-       "sglang/srt/__init__.py": "", "sglang/srt/utils.py": "def helper(): ...\ndef kept(): ...\n"}
-NEW = {**OLD, "sglang/version.py": '__version__ = "0.2.0"\n', "sglang/srt/utils.py": "def kept(): ...\n"}
-BROKEN_IMPORT = "from sglang.srt.utils import helper\n"  # SGC101/SGC102 on the bump
-
-
-def write(root: Path, files: dict[str, str | bytes]) -> Path:
-    for relpath, content in files.items():
-        path = root / relpath
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    return root
-
-
-@pytest.fixture
-def releases(tmp_path: Path) -> tuple[Path, Path]:
-    return write(tmp_path / "old", OLD), write(tmp_path / "new", NEW)
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    return write(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n",
-                                         "app/__init__.py": "", "app/ok.py": BROKEN_IMPORT})
+from tests.helpers import checkout_env, write_tree as write
+from tests.robustness.bump import BROKEN_IMPORT, OK_FINDING, cli, codes
 
 
 def findings(project: Path, releases: tuple[Path, Path]) -> list[str]:
@@ -54,31 +30,7 @@ def findings(project: Path, releases: tuple[Path, Path]) -> list[str]:
     return [f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}" for d in result.diagnostics]
 
 
-def codes(lines: list[str]) -> list[str]:
-    return [line.split(": ", 1)[0] + ": " + line.split(": ", 1)[1].split(" ", 1)[0] for line in lines]
 
-
-def cli(project: Path, releases: tuple[Path, Path], *extra: str, timeout: float = 120) -> tuple[int, str, str]:
-    """The command line in a fresh process (what a hang or a crash would hit). After `timeout`
-    seconds it is stopped with the processes it started, whose pipes would keep a wait for its
-    output waiting as long as they run, and subprocess.TimeoutExpired is raised."""
-    old, new = releases
-    env = checkout_env()
-    env.pop("SGLANG_CONTRACTS_DEBUG", None)
-    with subprocess.Popen([sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", str(old),
-                           "--new", str(new), "--no-cache", *extra],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=project,
-                          start_new_session=True) as process:
-        try:
-            out, err = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            raise
-    return process.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-
-
-OK_FINDING = "app/ok.py:1:30: SGC102"
 
 
 # -- the error boundary --------------------------------------------------------------------

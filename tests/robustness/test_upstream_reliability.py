@@ -28,7 +28,8 @@ from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources.directory import DirectoryTree
 from sglang_contracts.sources.git import git_release
 from sglang_contracts.sources.index import WheelTree
-from tests.test_reliability import BROKEN_IMPORT, NEW, OK_FINDING, OLD, codes, write
+from tests.helpers import write_tree as write
+from tests.robustness.bump import BROKEN_IMPORT, NEW, OK_FINDING, OLD, codes
 
 DAMAGED = "sglang/srt/damaged.py"
 USES_DAMAGED = "from sglang.srt.damaged import thing\n"
@@ -339,7 +340,7 @@ def test_a_member_whose_header_understates_its_size_is_never_read_past_the_claim
     assert "Bad CRC-32" in str(error.value) and "\n" not in str(error.value)
 
 
-# Found by fuzzing (tests/test_fuzz.py): names from the project that no file can have, asked
+# Found by fuzzing (tests/robustness/test_fuzz.py): names from the project that no file can have, asked
 # of a folder release. Each used to end the run (ENAMETOOLONG out of prefetch) or be an SGC001.
 @pytest.mark.parametrize("files", [
     {"app/long.py": "from sglang." + "x" * 300 + " import y\n"},

@@ -1,4 +1,4 @@
-"""SGC312's severity and message, on its catalog examples (tests/test_catalog.py checks only places)."""
+"""SGC312's severity and message, on its catalog examples (tests/rules/test_catalog.py checks only places)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sglang_contracts.diagnostics.catalog import load_catalog
 from sglang_contracts.check.runner import CheckOptions, run_check
-from test_catalog import upstream_tree, write_tree
+from tests.helpers import upstream_tree, write_tree
 
 
 def _run(tmp_path: Path, title: str):

@@ -14,23 +14,12 @@ from sglang_contracts.contracts.base import CHECKS, contract
 from sglang_contracts.diagnostics.catalog import SURFACES, surface_for
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.diagnostics.suppressions import RUNNER_RULES
+from tests.helpers import upstream_tree, write_tree
 
 CATALOG = load_catalog()
 EXAMPLES = [(code, example) for code, rule in CATALOG.items() for example in rule.examples]
 
 
-def write_tree(root: Path, files: dict[str, str]) -> Path:
-    for relpath, text in files.items():
-        path = root / relpath
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
-def upstream_tree(root: Path, files: dict[str, str], version: str) -> Path:
-    """An example's upstream files, completed with what every release has."""
-    defaults = {"sglang/__init__.py": "", "sglang/version.py": f'__version__ = "{version}"\n'}
-    return write_tree(root, {**defaults, **files})
 
 
 def run_example(tmp_path: Path, example: Example) -> list[str]:

@@ -12,7 +12,7 @@ from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.commandline import command_line
 from sglang_contracts.upstream.model import UpstreamModel
-from test_catalog import upstream_tree, write_tree
+from tests.helpers import upstream_tree, write_tree
 
 EXAMPLE = load_catalog()["SGC504"].examples[0]
 GENERATOR = EXAMPLE.new["sglang/srt/arg_groups/arg_utils.py"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import sglang_contracts.contracts  # noqa: F401  (registers the checks)
 from sglang_contracts.check.runner import CheckOptions, run_check
-from test_catalog import upstream_tree, write_tree
+from tests.helpers import upstream_tree, write_tree
 
 NORM = "def rmsnorm(input, weight, eps=1e-6, out=None):\n    return input * weight\n"
 INPLACE = "def rmsnorm(input, weight, out=None, eps=1e-6):\n    out.copy_(input * weight)\n"

@@ -176,7 +176,7 @@ def test_a_route_only_the_projects_patch_serves_is_the_patchs_contract(tmp_path:
     import difflib
 
     from sglang_contracts.check.runner import CheckOptions, run_check
-    from test_catalog import upstream_tree, write_tree
+    from tests.helpers import upstream_tree, write_tree
 
     server = "sglang/srt/entrypoints/http_server.py"
     stock = ('from fastapi import FastAPI, Request\n\napp = FastAPI()\n\n\n@app.get("/get_weight_version")\n'

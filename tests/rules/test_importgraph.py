@@ -8,7 +8,7 @@ from sglang_contracts.contracts.importgraph import ImportGraph, module_level_sta
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
-from test_catalog import upstream_tree
+from tests.helpers import upstream_tree
 
 MODULE = '''"""Tool calls.
 

@@ -12,10 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import CHECKOUT
+from tests.helpers import CHECKOUT
 
-COPIED = ["sglang_contracts", "rules", "scripts", "docs", "pyproject.toml",
-          "tests/conftest.py", "tests/test_catalog.py", "tests/test_rules_doc.py"]
+COPIED = ["sglang_contracts", "rules", "scripts", "docs", "pyproject.toml", "tests/__init__.py", "tests/conftest.py",
+          "tests/helpers.py", "tests/rules/__init__.py", "tests/rules/test_catalog.py", "tests/rules/test_rules_doc.py"]
 
 
 def _copy(root: Path) -> Path:
@@ -47,15 +47,15 @@ def test_a_scaffolded_rule_is_picked_up_by_the_registry_tests(tmp_path: Path) ->
         in (copy / "sglang_contracts/contracts/http.py").read_text()
     assert " scaffolded," in (copy / "sglang_contracts/contracts/__init__.py").read_text()
 
-    selected = ["tests/test_catalog.py::test_every_check_is_documented_and_every_rule_checked",
-                "tests/test_catalog.py::test_code_families_are_prefix_disjoint",
-                "tests/test_catalog.py::test_every_check_is_named_after_its_rule_and_declares_its_decisions",
-                "tests/test_rules_doc.py::test_the_rule_reference_is_not_stale"]
+    selected = ["tests/rules/test_catalog.py::test_every_check_is_documented_and_every_rule_checked",
+                "tests/rules/test_catalog.py::test_code_families_are_prefix_disjoint",
+                "tests/rules/test_catalog.py::test_every_check_is_named_after_its_rule_and_declares_its_decisions",
+                "tests/rules/test_rules_doc.py::test_the_rule_reference_is_not_stale"]
     for code in ("SGC1106", "SGC709"):
-        selected += [f"tests/test_catalog.py::test_rule_has_invalid_and_valid_examples[{code}]",
-                     f"tests/test_catalog.py::test_fix_is_documented_with_examples[{code}]"]
+        selected += [f"tests/rules/test_catalog.py::test_rule_has_invalid_and_valid_examples[{code}]",
+                     f"tests/rules/test_catalog.py::test_fix_is_documented_with_examples[{code}]"]
     tests = _run(copy, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *selected,
-                 "tests/test_catalog.py::test_rule_example", "-k", "not test_rule_example or SGC1106 or SGC709")
+                 "tests/rules/test_catalog.py::test_rule_example", "-k", "not test_rule_example or SGC1106 or SGC709")
     outcomes = {line.split(" ", 1)[1].split(" - ")[0]: line.split(" ", 1)[0]
                 for line in tests.stdout.splitlines() if line.startswith(("PASSED ", "FAILED ", "ERROR "))}
     for test in selected:

@@ -8,7 +8,7 @@ import importlib.util
 import subprocess
 import sys
 
-from conftest import CHECKOUT
+from tests.helpers import CHECKOUT
 
 SCRIPT = CHECKOUT / "scripts" / "generate_rules_doc.py"
 

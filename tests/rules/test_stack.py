@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from test_catalog import upstream_tree, write_tree
+from tests.helpers import upstream_tree, write_tree
 from sglang_contracts.contracts.stack import agrees
 from sglang_contracts.project.stack import declared_requirements, removal_requirement
 from sglang_contracts.check.runner import CheckOptions, run_check

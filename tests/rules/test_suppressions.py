@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROJECT, add_settings
+from tests.helpers import PROJECT, add_settings
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.diagnostics.suppressions import NoqaIndex, ProjectText
-from test_fixture_project import EXPECTED, sort_key
+from tests.helpers import EXPECTED, sort_key
 
 
 @pytest.fixture

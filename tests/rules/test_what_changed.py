@@ -1,5 +1,5 @@
 """Messages that say what changed (issue 33): run catalog examples and read their messages,
-not only their positions (tests/test_catalog.py checks those)."""
+not only their positions (tests/rules/test_catalog.py checks those)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.diagnostics.catalog import load_catalog
-from test_catalog import upstream_tree, write_tree
+from tests.helpers import upstream_tree, write_tree
 
 
 def messages(tmp_path: Path, code: str, title_start: str) -> dict[str, list[str]]:

@@ -22,7 +22,7 @@ from sglang_contracts.closure.walk import walk
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.requirements import environments
 from sglang_contracts.upstream.pins import metadata_pins
-from test_catalog import upstream_tree, write_tree
+from tests.helpers import upstream_tree, write_tree
 
 X86, ARM = environments()[0], environments()[1]
 UNREACHABLE = "http://127.0.0.1:9/simple/"  # the discard port: nothing listens there

@@ -9,23 +9,9 @@ import git
 import pytest
 
 from sglang_contracts.cli import main
-from test_fixture_project import PIN_ALONE, sort_key
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-PROJECT = FIXTURES / "project"
-UPSTREAM = FIXTURES / "upstream"
-AUTHOR = git.Actor("Fixture Bot", "fixture@example.invalid")
+from tests.helpers import AUTHOR, PIN_ALONE, PROJECT, UPSTREAM, commit_release, sort_key
 
 
-def _commit_release(repo: git.Repo, source: Path, version: str) -> None:
-    """Make python/ hold `source` (as SGLang's repo does), commit it and tag v<version>."""
-    python = Path(repo.working_tree_dir) / "python"
-    shutil.rmtree(python / "sglang", ignore_errors=True)
-    shutil.copytree(source / "sglang", python / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(source / "pyproject.toml", python / "pyproject.toml")  # the release's pins, as in SGLang's repo
-    repo.git.add("--all")
-    repo.index.commit(f"Release {version}", author=AUTHOR, committer=AUTHOR)
-    repo.create_tag(f"v{version}")
 
 
 @pytest.fixture
@@ -33,8 +19,8 @@ def sglang_repo(tmp_path) -> Path:
     """v0.9.0 and v0.9.1 tags; the working tree is left at a third, uncommitted state."""
     path = tmp_path / "sglang"
     repo = git.Repo.init(path)
-    _commit_release(repo, UPSTREAM / "old", "0.9.0")
-    _commit_release(repo, UPSTREAM / "new", "0.9.1")
+    commit_release(repo, UPSTREAM / "old", "0.9.0")
+    commit_release(repo, UPSTREAM / "new", "0.9.1")
     package = path / "python" / "sglang"
     # A state that would change the report if the working tree were read instead of the tags.
     (package / "srt" / "models" / "utils.py").write_text("def apply_qk_norm(q, k, q_norm, k_norm): ...\n")

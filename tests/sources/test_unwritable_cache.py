@@ -69,7 +69,7 @@ def test_the_fallback_folder_is_removed_when_the_process_ends(published, tmp_pat
     import subprocess
     import sys
 
-    from conftest import checkout_env
+    from tests.helpers import checkout_env
 
     project, _ = published
     scratch = tmp_path / "tmp"

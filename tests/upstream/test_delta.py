@@ -8,7 +8,7 @@ from pathlib import Path
 import git
 import pytest
 
-from test_sources_git import AUTHOR, PROJECT, UPSTREAM, _commit_release
+from tests.helpers import AUTHOR, PROJECT, UPSTREAM, commit_release
 from sglang_contracts.check.runner import CheckOptions, run_check
 
 
@@ -27,7 +27,7 @@ def history(tmp_path) -> Path:
     commit (server_args), the 0.9.1 tree, and a mem_cache file outside the contracts (tagged v0.9.1)."""
     path = tmp_path / "sglang"
     repo = git.Repo.init(path, initial_branch="main")
-    _commit_release(repo, UPSTREAM / "old", "0.9.0")
+    commit_release(repo, UPSTREAM / "old", "0.9.0")
     scheduler = path / "python/sglang/srt/managers/scheduler.py"
     _commit(repo, "Scheduler: document the port args", {str(scheduler): scheduler.read_text() + "# ports\n"})
     _commit(repo, "Docs only", {"docs/index.md": "hello\n"})
@@ -37,7 +37,7 @@ def history(tmp_path) -> Path:
     repo.git.checkout("main")
     repo.git.merge("--no-ff", "-m", "Merge branch side", "side", env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
                                                                      "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"})
-    _commit_release(repo, UPSTREAM / "new", "0.9.1")
+    commit_release(repo, UPSTREAM / "new", "0.9.1")
     _commit(repo, "Radix cache rewrite", {"python/sglang/srt/mem_cache/radix_cache.py": "class RadixCache: ...\n"})
     repo.create_tag("v0.9.1", force=True)  # the release is cut after it
     return path
