@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, NoReturn, TypeVar
 
 from sglang_contracts import __version__
 from sglang_contracts.infra.display import patch_for, printable
-from sglang_contracts.infra.errors import ContractsError, UsageError
+from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.output import (blocking_standard_streams, discard_standard_output, standard_output,
                                            usable_standard_streams)
 from sglang_contracts.infra.process_exit import exit_without_teardown
@@ -130,10 +130,6 @@ def _add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="say what was loaded, on standard error")
 
 
-def _first(*values):
-    return next((value for value in values if value is not None), None)
-
-
 def _index_location(given: str) -> str:
     """`--package-index`: a folder named on the command line is relative to the working folder
     (not to the project's root, as the configuration's is), made absolute at once so that a
@@ -143,40 +139,15 @@ def _index_location(given: str) -> str:
     return given
 
 
-def _package_index(given: str | None) -> dict[str, str]:
-    return {"package-index": given} if given else {}
-
-
 def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
     """The command line over the configuration file over the defaults."""
-    from sglang_contracts.config import find_config, with_source
-    from sglang_contracts.check.runner import CheckOptions, project_root_for
+    from sglang_contracts.config import Overrides, resolve_options
 
-    for flag, given in (("--old", args.old), ("--new", args.new)):
-        if given is not None and not given.strip():  # as a path, '' would be the current directory
-            raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
-    config = find_config(project_root_for(args.paths), args.config)
-    paths = args.paths or [config.folder / p for p in config.get("paths", [])]
-    source = config.get("source")
-    options = CheckOptions(
-        old=with_source(_first(args.old, config.release_spec("old")), source),
-        new=with_source(_first(args.new, config.release_spec("new")), source),
-        sglang_repo=_first(args.sglang_repo, config.path_value("sglang-repo")),
-        select=_first(args.select, config.get("select"), ["SGC"]),
-        ignore=_first(args.ignore, config.get("ignore"), []),
-        report_unresolved=bool(_first(args.report_unresolved, config.get("report-unresolved"))),
-        report_unused_noqa=bool(_first(args.report_unused_noqa, config.get("report-unused-noqa"))),
-        cache_dir=args.cache_dir, use_cache=not args.no_cache, replay=True,
-        exclude=config.get("exclude", []),
-        per_file_ignores=config.get("per-file-ignores", {}),
-        severity=config.get("severity", {}),
-        baseline=None if args.write_baseline else _first(args.baseline, config.path_value("baseline")),
-        settings={**config.settings(), **_package_index(getattr(args, "package_index", None))},
-    )
-    if options.new is None:
-        raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory), "
-                         "on the command line or as `new` in [tool.sglang-contracts]")
-    return paths, options
+    return resolve_options(args.paths, Overrides(
+        old=args.old, new=args.new, sglang_repo=args.sglang_repo, config=args.config, select=args.select,
+        ignore=args.ignore, report_unresolved=args.report_unresolved, report_unused_noqa=args.report_unused_noqa,
+        baseline=args.baseline, writes_baseline=bool(args.write_baseline),
+        package_index=getattr(args, "package_index", None), cache_dir=args.cache_dir, use_cache=not args.no_cache))
 
 
 def _check(args: argparse.Namespace, check=None) -> int:
@@ -332,9 +303,10 @@ def _run(args: argparse.Namespace, check=None, argv: list[str] | None = None) ->
     if args.command == "check":
         return _check(args, check)
     if args.command == "daemon":
-        from sglang_contracts.resident.daemon import daemon_command
+        from sglang_contracts.resident.daemon import CommandLine, daemon_command
 
-        return daemon_command(args, argv if argv is not None else sys.argv[1:])
+        return daemon_command(args, argv if argv is not None else sys.argv[1:],
+                              CommandLine(parse=build_parser().parse_args, run=run_command))
     if args.command == "fix":
         return _fix(args)
     if args.command == "rules":

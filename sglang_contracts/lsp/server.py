@@ -25,6 +25,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from sglang_contracts import __version__
+from sglang_contracts.config import Overrides, resolve_options
 from sglang_contracts.infra.cache import remember_records
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.errors import ContractsError
@@ -41,9 +42,11 @@ from sglang_contracts.lsp.frames import FrameReader
 # run one at a time, and what changed meanwhile gets one more.
 DEBOUNCE_SECONDS = 0.1
 # Release options the client may set (initializationOptions, or didChangeConfiguration's
-# settings under "sglang-contracts"), as `check`'s flags.
-RELEASE_OPTIONS = {"old": "--old", "new": "--new", "sglang-repo": "--sglang-repo", "sglangRepo": "--sglang-repo",
-                   "config": "--config", "cache-dir": "--cache-dir", "cacheDir": "--cache-dir"}
+# settings under "sglang-contracts"): setting -> the config.Overrides field it sets, as
+# `check`'s flag of the same name would.
+RELEASE_OPTIONS = {"old": "old", "new": "new", "sglang-repo": "sglang_repo", "sglangRepo": "sglang_repo",
+                   "config": "config", "cache-dir": "cache_dir", "cacheDir": "cache_dir"}
+PATH_OPTIONS = {"sglang_repo", "config", "cache_dir"}
 # Files whose change may change every finding: the configuration and the pins.
 WORKSPACE_FILES = ("pyproject.toml", "setup.cfg", "requirements", "constraints")
 
@@ -164,20 +167,14 @@ class ContractsServer(LanguageServer):
 
     def _run(self, buffers: dict[str, bytes]) -> dict[str, list[types.Diagnostic]] | str:
         """uri -> diagnostics of every file with findings, or why the check could not run."""
-        from sglang_contracts.cli import _options, build_parser
-
-        argv = ["check"]
-        for key, flag in RELEASE_OPTIONS.items():
-            if self.settings.get(key):
-                argv += [flag, str(self.settings[key])]
+        given = {field: Path(str(value)) if field in PATH_OPTIONS else str(value)
+                 for key, field in RELEASE_OPTIONS.items() if (value := self.settings.get(key))}
         try:
-            paths, options = _options(build_parser().parse_args(argv))
+            paths, options = resolve_options([], Overrides(**given))
             with unsaved_buffers(buffers):
                 result = self.engine().check(paths, options)
         except ContractsError as error:
             return str(error)
-        except SystemExit:  # argparse refused a setting
-            return f"a release option is not valid: {argv[1:]}"
         except Exception as error:  # a bug: said once, never a crash of the server
             if os.environ.get("SGLANG_CONTRACTS_DEBUG"):
                 raise

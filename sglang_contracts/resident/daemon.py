@@ -3,7 +3,7 @@
 
 One request at a time: a `check` that finds the daemon busy with another is told so at once
 and runs in its own process (the findings and the exit status are the same either way, since
-both run cli.run_command). Each request is a whole `check` run on the engine, which re-reads
+both run the command line's own `check`, which cli.py hands the daemon). Each request is a whole `check` run on the engine, which re-reads
 the configuration and re-stats the project as any run does, so no stale tree is ever served;
 and the daemon stops (answering `stale`) when this tool's own files change under it. It exits
 after `--idle-timeout` seconds without a request.
@@ -22,7 +22,8 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
 from sglang_contracts.infra.display import printable, printable_path
 from sglang_contracts.resident.client import (
@@ -43,12 +44,22 @@ START_TIMEOUT = 600.0  # the first check of a fresh cache downloads and extracts
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 
 
-def daemon_command(args: argparse.Namespace, argv: list[str]) -> int:
+@dataclass(frozen=True)
+class CommandLine:
+    """How the daemon runs a `check` command line as the tool's own command does (cli.py gives
+    it: the daemon imports no command line): `parse` reads one (SystemExit when it is refused),
+    `run` runs it with a check function and returns its exit status."""
+
+    parse: Callable[[list[str]], argparse.Namespace]
+    run: Callable[..., int]  # run(args, check=...)
+
+
+def daemon_command(args: argparse.Namespace, argv: list[str], command_line: CommandLine) -> int:
     """start, stop, status (and serve: the daemon itself, which start runs detached)."""
     root, identity, key = daemon_key(args, Path.cwd())
     path = socket_path(args, key)
     if args.action == "serve":
-        return Daemon(argv, root, identity, path, args.idle_timeout).serve()
+        return Daemon(argv, root, identity, path, args.idle_timeout, command_line).serve()
     shown_root = printable_path(str(root))
     why = make_private_folder(path.parent) if args.action == "start" else (
         not_private_reason(path.parent) if os.path.lexists(path.parent) else None)
@@ -255,10 +266,12 @@ class _Terminal(io.StringIO):
 
 
 class Daemon:
-    def __init__(self, argv: list[str], root: Path, identity: str, path: Path, idle_timeout: float) -> None:
+    def __init__(self, argv: list[str], root: Path, identity: str, path: Path, idle_timeout: float,
+                 command_line: CommandLine) -> None:
         from sglang_contracts.resident.engine import ResidentEngine
 
         self.argv, self.root, self.identity, self.path = argv, root, identity, path
+        self.command_line = command_line
         self.engine = ResidentEngine(collect_between=True)
         self.idle_timeout = idle_timeout
         self.busy = threading.Lock()
@@ -308,8 +321,6 @@ class Daemon:
         """The first check, before the socket exists: a `check` meanwhile runs on its own. One
         that replayed (no input changed since the last run) is computed again (engine.computed):
         the first edit paid for reading the records and importing the rules (1.9 s against 0.45 s)."""
-        from sglang_contracts.cli import run_command
-
         ran: list[tuple[list[Path], CheckOptions, CheckResult]] = []
 
         def check(paths: list[Path], options: CheckOptions) -> CheckResult:
@@ -317,7 +328,7 @@ class Daemon:
             return ran[-1][2]
 
         with self._as_client(False, None):
-            run_command(self._check_args(["check", "--exit-zero", "-q"]), check=check)
+            self.command_line.run(self._check_args(["check", "--exit-zero", "-q"]), check=check)
         if ran:
             self.engine.collect()
             self.engine.computed(*ran[-1])
@@ -325,8 +336,6 @@ class Daemon:
 
     def _check_args(self, argv: list[str]) -> argparse.Namespace:
         """`check ARGV` with the run options this daemon was started with."""
-        from sglang_contracts.cli import build_parser
-
         at = self.argv.index("serve")  # `daemon [options] serve [options]`
         own, skip = [], False
         for part in [*self.argv[1:at], *self.argv[at + 1:]]:
@@ -336,7 +345,7 @@ class Daemon:
                 skip = True
             elif not part.startswith("--idle-timeout="):
                 own.append(part)
-        return build_parser().parse_args([*argv, *own])
+        return self.command_line.parse([*argv, *own])
 
     @contextlib.contextmanager
     def _as_client(self, terminal: bool, no_color: bool | None):
@@ -410,18 +419,16 @@ class Daemon:
             self.busy.release()
 
     def _check(self, request: dict[str, Any]) -> dict[str, Any]:
-        from sglang_contracts.cli import build_parser, run_command
-
         argv = [str(part) for part in request["check"]]
         cwd = os.getcwd()
         try:
             os.chdir(request["cwd"])
-            args = build_parser().parse_args(argv)
+            args = self.command_line.parse(argv)
         except (OSError, SystemExit):
             return {"refused": "cannot run this command line here"}
         try:
             with self._as_client(bool(request.get("tty")), bool(request.get("no_color"))) as (out, err):
-                status = run_command(args, check=self.engine.check)
+                status = self.command_line.run(args, check=self.engine.check)
         finally:
             os.chdir(cwd)
         self.runs += 1

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import NEW, OLD, PROJECT, checkout_env
-from sglang_contracts.cli import build_parser
+from sglang_contracts.cli import build_parser, run_command
 from sglang_contracts.resident import client
-from sglang_contracts.resident.daemon import Daemon
+from sglang_contracts.resident.daemon import CommandLine, Daemon
 
 RELEASES = ["--old", str(OLD), "--new", str(NEW)]
 
@@ -116,7 +116,7 @@ def test_a_daemon_started_on_unchanged_inputs_computes_its_first_check(project, 
     argv = ["daemon", "serve", *RELEASES]
     args = build_parser().parse_args(argv)
     root, identity, key = client.daemon_key(args, project)
-    daemon = Daemon(argv, root, identity, client.socket_path(args, key), 60.0)
+    daemon = Daemon(argv, root, identity, client.socket_path(args, key), 60.0, CommandLine(build_parser().parse_args, run_command))
     replayed = []
     check = daemon.engine.check
 

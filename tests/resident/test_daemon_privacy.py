@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import NEW, OLD, PROJECT
-from sglang_contracts.cli import build_parser, main
+from sglang_contracts.cli import build_parser, run_command, main
 from sglang_contracts.resident import client
-from sglang_contracts.resident.daemon import Daemon
+from sglang_contracts.resident.daemon import CommandLine, Daemon
 
 RELEASES = ["--old", str(OLD), "--new", str(NEW)]
 
@@ -147,7 +147,7 @@ def test_a_malformed_request_is_refused_without_a_traceback(request_bytes: bytes
     argv = ["daemon", "serve", *RELEASES]
     args = build_parser().parse_args(argv)
     root, identity, key = client.daemon_key(args, PROJECT)
-    daemon = Daemon(argv, root, identity, socket_file, 60.0)
+    daemon = Daemon(argv, root, identity, socket_file, 60.0, CommandLine(build_parser().parse_args, run_command))
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     theirs.sendall(request_bytes)
     theirs.shutdown(socket.SHUT_WR)
