@@ -381,7 +381,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     from sglang_contracts.project.serving import NEW, OLD, serving_model
     from sglang_contracts.check.served import judged_as_served
     from sglang_contracts.infra.parallel import default_workers, running_pool
-    from sglang_contracts.upstream.prefetch import EarlyExtraction, prefetch
+    from sglang_contracts.check.prefetch import EarlyExtraction, prefetch
 
     # Downloading the releases (on a first run) overlaps with parsing the project (a process pool).
     with ThreadPoolExecutor(max_workers=3) as threads:

@@ -38,7 +38,7 @@ from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
 from sglang_contracts.infra.pysource import CHILDLESS, SCOPES, TooComplex, branch_nodes, child_nodes, parse_shared, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
-from sglang_contracts.upstream.bodies import MUTATING, add_mutated, value_token
+from sglang_contracts.infra.writes import add_mutated, value_token
 from sglang_contracts.upstream.model import is_upstream
 from sglang_contracts.project.scopes import (
     FUNCTIONS,
@@ -974,7 +974,7 @@ class _MethodWalk:
     `writes`: (attribute, the value assigned, None when not a plain assignment) of each
     `self.<x>` write; None when the method may set names it does not spell (`setattr(self,
     ...)`, `self.__dict__`), except in `__getattr__`, which only runs for names not set yet.
-    `mutates`: the `self.<x>` its body may fill or hand on (upstream.bodies.add_mutated).
+    `mutates`: the `self.<x>` its body may fill or hand on (infra.writes.add_mutated).
     `built`/`unbuilt`: attributes written as `self.x = SimpleNamespace(a=..., ...)` with those
     members, and attributes written (or given members) any other way.
     `calls_base_init`: does it call `super().__init__(...)` or `Base.__init__(self, ...)`?

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.lines import line_starts
+from sglang_contracts.infra.writes import MUTATING, add_mutated, self_attribute, value_token
 from sglang_contracts.infra.pysource import BRANCH_TYPES, SCOPES, branch_nodes, node_fields, nodes_below as _nodes, own_nodes as _own_nodes, parse_quietly, returned_shape, unpack_count
 
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
@@ -182,13 +183,6 @@ def normalised_lines(node: AnyFunction) -> list[str]:
     return [_line_hash(line) for line in text.splitlines() if line.strip()]
 
 
-def _self_attribute(node: ast.AST, receiver: str) -> str | None:
-    """`name` when the node is `<receiver>.name` (`self.name`), else None."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == receiver:
-        return node.attr
-    return None
-
-
 def _tested(test: ast.expr) -> tuple[ast.expr, str] | None:
     """(what, "none") for `what is None`, (what, "falsy") for `not what`; a test `a or b`
     holds whenever `a` does, so its first operand counts."""
@@ -223,7 +217,7 @@ def none_guard(node: AnyFunction, receiver: str) -> list[str] | None:
         if not (isinstance(what, ast.Name) and what.id == alias[0]):
             return None
         what = alias[1]
-    name = _self_attribute(what, receiver)
+    name = self_attribute(what, receiver)
     return [name, kind] if name is not None else None
 
 
@@ -258,7 +252,7 @@ def _wrapper_reads(node: AnyFunction, every: list[ast.AST]) -> set[str]:
         if not arguments or arguments[0].arg != "self":
             continue
         found |= {child.attr for child in _nodes(inner)
-                  if _self_attribute(child, "self") is not None and isinstance(child.ctx, ast.Load)}
+                  if self_attribute(child, "self") is not None and isinstance(child.ctx, ast.Load)}
     return found
 
 
@@ -290,13 +284,13 @@ def _self_calls_use(own: list[ast.AST], receiver: str, facts: "BodyFacts") -> No
         if isinstance(child, ast.Await) and isinstance(child.value, ast.Call):
             awaited.add(id(child.value))
         elif isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.value, ast.Call) \
-                and (method := _self_attribute(child.value.func, receiver)) is not None \
+                and (method := self_attribute(child.value.func, receiver)) is not None \
                 and (count := unpack_count(child.targets[0])) is not None:
             known = facts.unpacks.setdefault(method, count)
             if known != count:
                 facts.unpacks[method] = -1  # unpacked in two ways: not one shape
     for child in own:
-        if isinstance(child, ast.Call) and (method := _self_attribute(child.func, receiver)) is not None:
+        if isinstance(child, ast.Call) and (method := self_attribute(child.func, receiver)) is not None:
             (facts.awaits if id(child) in awaited else facts.plain_calls).add(method)
     facts.unpacks = {name: count for name, count in facts.unpacks.items() if count >= 0}
 
@@ -339,17 +333,17 @@ def body_facts(node: AnyFunction, in_class: bool, lines: bool = True) -> BodyFac
         if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
             callee = _written_name(child.value.func)
             for target in child.targets:
-                written = _self_attribute(target, receiver) if callee else None
+                written = self_attribute(target, receiver) if callee else None
                 if written is not None:
                     facts.constructed.setdefault(written, set()).add(callee)
-        elif isinstance(child, ast.AugAssign) and (written := _self_attribute(child.target, receiver)) is not None:
+        elif isinstance(child, ast.AugAssign) and (written := self_attribute(child.target, receiver)) is not None:
             augmented.add(written)
-        if (name := _self_attribute(child, receiver)) is not None:
+        if (name := self_attribute(child, receiver)) is not None:
             (facts.writes if isinstance(child.ctx, (ast.Store, ast.Del)) else facts.reads).add(name)
         elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load) \
-                and (name := _self_attribute(child.value, receiver)) is not None:
+                and (name := self_attribute(child.value, receiver)) is not None:
             facts.members.setdefault(name, set()).add(child.attr)
-        elif isinstance(child, ast.Call) and (name := _self_attribute(child.func, receiver)) is not None:
+        elif isinstance(child, ast.Call) and (name := self_attribute(child.func, receiver)) is not None:
             facts.calls.add(name)
         if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
             call = _call_shape(child, receiver)
@@ -410,12 +404,12 @@ def _read_before_written(node: AnyFunction, receiver: str, candidates: set[str])
     while pending:
         child = pending.pop()
         if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            if isinstance(child, ast.AugAssign) and (name := _self_attribute(child.target, receiver)) is not None:
+            if isinstance(child, ast.AugAssign) and (name := self_attribute(child.target, receiver)) is not None:
                 first.setdefault(name, True)  # `self.x += 1` reads x first
             targets = child.targets if isinstance(child, ast.Assign) else [child.target]
             pending.extend(reversed([*([child.value] if child.value is not None else []), *targets]))
             continue
-        if (name := _self_attribute(child, receiver)) is not None:
+        if (name := self_attribute(child, receiver)) is not None:
             first.setdefault(name, isinstance(child.ctx, ast.Load))
         pending.extend(reversed(branch_nodes(child)))
     return {attr for attr, is_read in first.items() if is_read and attr in candidates}
@@ -545,38 +539,10 @@ def module_definition_lines(tree: ast.Module, table: str, name: str) -> list[str
 
 # -- branch conditions -------------------------------------------------------------------------
 
-# Methods of a container (or any object) that only look at it or take from it: an empty one stays empty.
-_READ_ONLY = frozenset({"get", "keys", "values", "items", "copy", "count", "index", "qsize", "empty",
-                        "full", "is_set", "startswith", "endswith", "format", "split", "strip",
-                        "clear", "pop", "popleft", "popitem", "remove", "discard", "get_nowait"})
-# Builtins that only look at their argument.
-_LOOKERS = frozenset({"len", "bool", "isinstance", "any", "all", "sorted", "list", "tuple", "set", "sum",
-                      "min", "max", "id", "repr", "str", "hasattr", "getattr", "iter", "enumerate", "type"})
 _NEGATED = {"truthy": "falsy", "falsy": "truthy", "none": "notnone", "notnone": "none", "eq": "ne", "ne": "eq",
             "in": "notin", "notin": "in"}
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _SCOPE_TYPES = frozenset(SCOPES)
-
-
-def value_token(node: ast.AST | None) -> str:
-    """What a value written or compared is, when the source says it: "c:<repr>" for a literal
-    (None, True, 0, "x"), "e:Enum.MEMBER" for a dotted name ending in an upper-case member,
-    "empty" for an empty list, dict, set, tuple or deque; "" for anything else."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (type(None), bool, int, float, str, bytes)):
-        return f"c:{node.value!r}"
-    if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute)) \
-            and node.attr.isupper() and node.attr[:1].isalpha():
-        owner = node.value.attr if isinstance(node.value, ast.Attribute) else node.value.id
-        return f"e:{owner}.{node.attr}" if owner[:1].isupper() else ""
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and not node.elts \
-            or isinstance(node, ast.Dict) and not node.keys:
-        return "empty"
-    if isinstance(node, ast.Call) and not node.args and not node.keywords:
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if name in ("list", "dict", "set", "tuple", "deque", "OrderedDict", "defaultdict"):
-            return "empty"
-    return ""
 
 
 def _atom(test: ast.expr, receiver: str) -> list[str] | None:
@@ -586,13 +552,13 @@ def _atom(test: ast.expr, receiver: str) -> list[str] | None:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = _atom(test.operand, receiver)
         return [inner[0], _NEGATED[inner[1]], inner[2]] if inner else None
-    if (name := _self_attribute(test, receiver)) is not None:
+    if (name := self_attribute(test, receiver)) is not None:
         return [name, "truthy", ""]
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, op, right = test.left, test.ops[0], test.comparators[0]
-        if _self_attribute(left, receiver) is None and isinstance(op, (ast.Eq, ast.NotEq)):
+        if self_attribute(left, receiver) is None and isinstance(op, (ast.Eq, ast.NotEq)):
             left, right = right, left
-        name = _self_attribute(left, receiver)
+        name = self_attribute(left, receiver)
         if name is None:
             return None
         if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
@@ -658,7 +624,7 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
             continue
         if kind is ast.For or kind is ast.AsyncFor:
             pending.extend([(child.iter, conds), (child.target, conds), (list(child.orelse), conds)])
-            name = _self_attribute(child.iter, receiver)
+            name = self_attribute(child.iter, receiver)
             pending.append((list(child.body), conds + (((name, "truthy", ""),) if name else ())))
             continue
         if kind is ast.IfExp:
@@ -677,14 +643,14 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
             conds = ()  # runs when called, not here: unconditioned, as the plain reads count it
         if kind is ast.Assign:
             for target in child.targets:
-                if (name := _self_attribute(target, receiver)) is not None:
+                if (name := self_attribute(target, receiver)) is not None:
                     written.setdefault(name, []).append((child.lineno, child.col_offset, _short(child.value)))
         elif kind is ast.AnnAssign and child.value is not None \
-                and (name := _self_attribute(child.target, receiver)) is not None:
+                and (name := self_attribute(child.target, receiver)) is not None:
             written.setdefault(name, []).append((child.lineno, child.col_offset, _short(child.value)))
         if kind in MUTATING:
             add_mutated(child, receiver, mutates)
-        if kind is ast.Attribute and (name := _self_attribute(child, receiver)) is not None:
+        if kind is ast.Attribute and (name := self_attribute(child, receiver)) is not None:
             key = name if isinstance(child.ctx, ast.Load) else f"={name}"
             places.setdefault(key, []).append(conds)
         # A name, a literal or a context holds nothing the loop looks for: not pushed at all.
@@ -707,35 +673,6 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
         texts = list(dict.fromkeys(text for _, _, text in sorted(values)))
         assigns[name] = " or ".join(texts[:2]) + (f" (or {len(texts) - 2} more)" if len(texts) > 2 else "")
     return gated, mutates, assigns
-
-
-# The nodes through which code may fill `self.<name>` or hand it on (add_mutated).
-MUTATING = frozenset({ast.Assign, ast.AugAssign, ast.Subscript, ast.Call})
-
-
-def add_mutated(child: ast.AST, receiver: str, mutates: set[str]) -> None:
-    """Add to `mutates` the self.<name> that the node itself may fill or hand on: `y = self.x`
-    (an alias that may be filled), `self.x += ...`, `self.x[k] = v`, `self.x.append(...)`,
-    `f(self.x)` (not a builtin that only looks, not a method that only reads)."""
-    if isinstance(child, ast.Assign):
-        if (name := _self_attribute(child.value, receiver)) is not None:
-            mutates.add(name)
-    elif isinstance(child, ast.AugAssign):
-        if (name := _self_attribute(child.target, receiver)) is not None:
-            mutates.add(name)
-    elif isinstance(child, ast.Subscript):
-        if isinstance(child.ctx, (ast.Store, ast.Del)) and (name := _self_attribute(child.value, receiver)) is not None:
-            mutates.add(name)
-    elif isinstance(child, ast.Call):
-        func = child.func
-        if isinstance(func, ast.Attribute) and (name := _self_attribute(func.value, receiver)) is not None \
-                and func.attr not in _READ_ONLY:
-            mutates.add(name)
-        if not (isinstance(func, ast.Name) and func.id in _LOOKERS):
-            for argument in [*child.args, *(k.value for k in child.keywords)]:
-                argument = argument.value if isinstance(argument, ast.Starred) else argument
-                if (name := _self_attribute(argument, receiver)) is not None:
-                    mutates.add(name)
 
 
 def _short(value: ast.AST) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.helpers import NEW, OLD, PROJECT
 from sglang_contracts.check.runner import CheckOptions, Fresh, run_check
-from sglang_contracts.upstream import prefetch
+from sglang_contracts.check import prefetch
 
 
 class OneProcess(Fresh):

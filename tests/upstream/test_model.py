@@ -168,7 +168,7 @@ def test_records_are_decoded_when_asked_once_for_both_models_and_read_as_extract
     both releases' models share the stored form of a module they have in common and decode it
     once; what they give is what the extraction recorded."""
     from sglang_contracts.upstream.extract import extract_module
-    from sglang_contracts.upstream.prefetch import _extract_all
+    from sglang_contracts.check.prefetch import _extract_all
 
     release = release_at(tmp_path / "tree", "pypi:sglang==0.1.0")
     (tmp_path / "tree/sglang/srt/two.py").write_text(TWO_CLASSES)
