@@ -24,14 +24,15 @@ builds the model runner, when the project builds its own) does not count.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sglang_contracts.contracts.base import CheckContext
-from sglang_contracts.contracts.borrowed import Borrower, Root, _reached, _skips_base_init, borrowers
-from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view
+from sglang_contracts.analysis.borrowing import CALLABLE_KINDS, Borrower, Root, borrowers, reached, skips_base_init
+from sglang_contracts.analysis.resolve import ProjectClass, Resolver, project_view
 from sglang_contracts.project.facts import Receiver
 from sglang_contracts.upstream.model import Member
 
-CALLABLE_KINDS = ("method", "property")
+if TYPE_CHECKING:
+    from sglang_contracts.contracts.base import CheckContext
 
 
 @dataclass
@@ -108,7 +109,7 @@ def _reach(ctx: CheckContext, resolver: Resolver) -> Reach:
         roots: list[Root] = []
         for member in view.ancestry(cls)[0]:  # a project base's code runs with the subclass's objects
             roots += explicit.get(member.key, []) + typed.get(member.key, []) + _own_roots(ctx, resolver, member)
-        if resolver.upstream_bases(cls) and not _skips_base_init(view, resolver, cls):
+        if resolver.upstream_bases(cls) and not skips_base_init(view, resolver, cls):
             roots.append(Root(cls.facts, cls.fact.position, f"{cls.fact.name}()", "__init__", None))
         provided = set(view.provided(cls))
         for member in view.ancestry(cls)[0]:
@@ -116,7 +117,7 @@ def _reach(ctx: CheckContext, resolver: Resolver) -> Reach:
         borrower = Borrower(cls, roots, bool(view.borrow_sources(cls)))
         entered: list[tuple[Member, list[str]]] = []
         for root in roots:
-            _reached(resolver, borrower, root, provided, {}, entered=entered)
+            reached(resolver, borrower, root, provided, {}, entered=entered)
         per_class[cls.key] = entered
         for member, path in entered:
             anywhere.setdefault((member.owner, member.name), (member, path))

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-from sglang_contracts.contracts.base import CheckContext
-from sglang_contracts.contracts.inference import ChangedNames, ReleaseInference
+from sglang_contracts.analysis.inference import ChangedNames, ReleaseInference
 from sglang_contracts.project.facts import CallFact, ClassFact, FileFacts, Position, Receiver
 from sglang_contracts.upstream.model import Member, Signature, UpstreamModel, is_upstream
 from sglang_contracts.upstream.targets import resolve_target
+
+if TYPE_CHECKING:
+    from sglang_contracts.contracts.base import CheckContext
 
 
 @dataclass(frozen=True, eq=False)  # one object per class: identity is equality

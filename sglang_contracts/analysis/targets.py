@@ -8,7 +8,7 @@ string) rather than by a typed read.
 
 from __future__ import annotations
 
-from sglang_contracts.contracts.resolve import ProjectView
+from sglang_contracts.analysis.resolve import ProjectView
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.targets import Target

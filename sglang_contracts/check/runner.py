@@ -108,7 +108,7 @@ class Fresh:
     def models(self, root: Path, options: CheckOptions, old: Release, new: Release,
                store: Callable[[str], JsonCache]) -> tuple[UpstreamModel, UpstreamModel]:
         """Both releases' models, as the image has them (the project's live patch stack applied)."""
-        old, new = _as_the_image_has_them(_live_stacks(root, options), old, new)
+        old, new = as_the_image_has_them(live_stacks(root, options), old, new)
         return UpstreamModel.pair(old, new, store("upstream"))
 
     def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache],
@@ -326,7 +326,7 @@ def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOpt
                        closure_delta=saved.closure_delta, replayed_files_with_contracts=saved.with_contracts)
 
 
-def _live_stacks(root: Path, options: CheckOptions) -> PatchStacks | None:
+def live_stacks(root: Path, options: CheckOptions) -> PatchStacks | None:
     """The project's live patch stacks (patch/stack.py); None when reading them met a bug,
     which costs the overlay, not the run: the patch rules then judge the stock trees themselves,
     inside the error boundary."""
@@ -342,9 +342,9 @@ def _live_stacks(root: Path, options: CheckOptions) -> PatchStacks | None:
         return None
 
 
-def _as_the_image_has_them(stacks: PatchStacks | None, *releases: Release) -> list[Release]:
+def as_the_image_has_them(stacks: PatchStacks | None, *releases: Release) -> list[Release]:
     """The releases with the project's live patch stacks applied (patch/), so that the names
-    the stack adds upstream resolve; a bug here costs the overlay, as in _live_stacks."""
+    the stack adds upstream resolve; a bug here costs the overlay, as in live_stacks."""
     from sglang_contracts.patch.release import with_stack_applied
 
     if stacks is None:
@@ -376,7 +376,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     from sglang_contracts.contracts.base import (CHECKS, IMPORT_OUTLINES, IMPORTS_ANYWHERE, MEMBERS_ANYWHERE,
                                                  WHOLE_PROJECT, CheckContext, run_checks, run_checks_in_two,
                                                  run_parts_in_two)
-    from sglang_contracts.contracts.resolve import project_view
+    from sglang_contracts.analysis.resolve import project_view
     from sglang_contracts.project.releasefacts import for_release, judged_release
     from sglang_contracts.project.serving import NEW, OLD, serving_model
     from sglang_contracts.check.served import judged_as_served

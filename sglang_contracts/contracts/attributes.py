@@ -17,7 +17,7 @@ import ast
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.imports import upstream_reads
-from sglang_contracts.contracts.resolve import Instance, Resolver, project_view, resolvers
+from sglang_contracts.analysis.resolve import Instance, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
 from sglang_contracts.project.index import mentions

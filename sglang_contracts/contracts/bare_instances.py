@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
-from sglang_contracts.contracts.borrowed import CALLABLE_KINDS, Needed, Root, reach
-from sglang_contracts.contracts.resolve import Resolver, resolvers
+from sglang_contracts.analysis.borrowing import CALLABLE_KINDS, Needed, Root, reach
+from sglang_contracts.analysis.resolve import Resolver, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.upstream.model import is_upstream

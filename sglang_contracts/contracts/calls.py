@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
-from sglang_contracts.contracts.resolve import resolvers
+from sglang_contracts.analysis.resolve import resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.project.facts import ArgFact, CallFact, FileFacts, Position

@@ -12,9 +12,9 @@ from typing import Iterator
 
 from sglang_contracts.contracts.attributes import lookup, relocation
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
-from sglang_contracts.contracts.resolve import Resolver, project_view, resolvers
+from sglang_contracts.analysis.resolve import Resolver, project_view, resolvers
 from sglang_contracts.contracts.serverargs import field_sets, typed_as_server_args
-from sglang_contracts.contracts.targets import upstream_dotted, where_defined
+from sglang_contracts.analysis.targets import upstream_dotted, where_defined
 from sglang_contracts.upstream.targets import Target, resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import FileFacts, Position, Receiver

@@ -14,10 +14,10 @@ from itertools import takewhile
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
-from sglang_contracts.contracts.hints import moved_home
-from sglang_contracts.contracts.resolve import project_view, resolvers
+from sglang_contracts.analysis.hints import moved_home
+from sglang_contracts.analysis.resolve import project_view, resolvers
 from sglang_contracts.contracts.serverargs import field_sets, typed_as_server_args
-from sglang_contracts.contracts.targets import upstream_dotted
+from sglang_contracts.analysis.targets import upstream_dotted
 from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding, finding_at
 from sglang_contracts.project.data_probes import data_probes

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
-from sglang_contracts.contracts.hints import home_hint, module_hint, moved_home
+from sglang_contracts.analysis.hints import home_hint, module_hint, moved_home
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
 from sglang_contracts.project.stack import python_floor
@@ -72,7 +72,7 @@ def _analyse_one(ctx: CheckContext, facts: FileFacts, fact: ImportFact) -> Impor
 
 def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
     """Where the new release defines the lost name or module elsewhere, say where, once the
-    definition there is verified to be the same (contracts/hints.py)."""
+    definition there is verified to be the same (analysis/hints.py)."""
     live = [o for o in outcomes if not o.broken_on_old and o.change in ("name-gone", "module-gone")]
     names = {o.fact.name for o in live if o.fact.name not in (None, "*")}
     found = ctx.new.find_definitions(names) if names else {}

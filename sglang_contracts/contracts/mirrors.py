@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
-from sglang_contracts.contracts.subclasses import body_change
+from sglang_contracts.analysis.body_changes import body_change
 from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.project.mirrors import Citation, mirror_citations

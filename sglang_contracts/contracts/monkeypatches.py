@@ -16,10 +16,11 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
 from sglang_contracts.contracts.calls import bind
-from sglang_contracts.contracts.hints import moved_home, same_callable
-from sglang_contracts.contracts.resolve import project_view
-from sglang_contracts.contracts.subclasses import unaccepted_parameters, body_change
-from sglang_contracts.contracts.targets import upstream_dotted
+from sglang_contracts.analysis.hints import moved_home, same_callable
+from sglang_contracts.analysis.resolve import project_view
+from sglang_contracts.analysis.body_changes import body_change
+from sglang_contracts.analysis.overrides import unaccepted_parameters
+from sglang_contracts.analysis.targets import upstream_dotted
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.upstream.targets import Target, resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
-from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
-from sglang_contracts.contracts.subclasses import overrides
+from sglang_contracts.analysis.resolve import ProjectClass, Resolver, project_view, resolvers
+from sglang_contracts.analysis.overrides import overrides
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.project.facts import CallFact, FileFacts

@@ -15,8 +15,8 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, import_outline
 from sglang_contracts.contracts.commandline import prefixing_models
-from sglang_contracts.contracts.hints import rename_hint
-from sglang_contracts.contracts.resolve import Resolver, project_view, resolvers
+from sglang_contracts.analysis.hints import rename_hint
+from sglang_contracts.analysis.resolve import Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.boundary import Problem, note
 from sglang_contracts.project.facts import FileFacts, ImportFact, Position, Receiver
@@ -182,7 +182,7 @@ def field_uses(ctx: CheckContext) -> list[FieldUse]:
 
 
 def _rename(ctx: CheckContext, field: str, old: FieldSet, new: FieldSet) -> str:
-    return rename_hint(ctx.old, ctx.new, field, old, new)  # verified: declared alike (contracts/hints.py)
+    return rename_hint(ctx.old, ctx.new, field, old, new)  # verified: declared alike (analysis/hints.py)
 
 
 def _owner(field_set: FieldSet, field: str) -> str:

@@ -19,7 +19,7 @@ from sglang_contracts.project import images
 from sglang_contracts.project.images import may_name_release, script_mentions
 from sglang_contracts.project.index import project_folders
 from sglang_contracts.project.installs import installed_requirements
-from sglang_contracts.contracts.importgraph import ImportGraph
+from sglang_contracts.analysis.importgraph import ImportGraph
 from sglang_contracts.fix import text as edits
 from sglang_contracts.project.stack import (
     DeclaredRequirement, ReleaseMention, declared_python, declared_requirements, prose_notes, release_mentions,

@@ -717,7 +717,7 @@ class _Collector:
     # -- calls -------------------------------------------------------------------------
     def _result_chain(self, node: ast.Attribute) -> tuple[tuple[str, ...], list[ast.Attribute]] | None:
         """`f(...).a.b`, `f` a dotted name from an import or a module-level definition (a factory
-        whose result no annotation may type; contracts/inference.py infers it where it matters):
+        whose result no annotation may type; analysis/inference.py infers it where it matters):
         (the types of the call's result, the Attribute nodes of .a and .b)."""
         attributes: list[ast.Attribute] = []
         while isinstance(node, ast.Attribute):

@@ -406,7 +406,7 @@ _ASSIGNED_NAME = re.compile(r"^[ \t]*(?!self\.|cls\.)[A-Za-z_][\w.]*\.\w+[ \t]*=
 def module_returns(module: ast.Module, text: str) -> dict[str, tuple[str, ...]]:
     """What the module's own functions, and its classes' methods, say they return, by the name a
     call spells (`make`, `Runner.create`): an unannotated factory's result is astroid's to
-    infer where it matters (contracts/inference.py), an annotated one's is known here. A
+    infer where it matters (analysis/inference.py), an annotated one's is known here. A
     function that builds an object bare (`C.__new__(C)`) is left out: its result's kind is
     `R:<function>`, which SGC315 follows to what its callers set and call."""
     lines = text.splitlines() if "__new__" in text else None

@@ -63,7 +63,7 @@ from sglang_contracts.patch.stack import PatchStacks, stack_may_read
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import IndexMemo, ProjectIndex, read_python, updated_index
 from sglang_contracts.project.pins import ProjectPin, pin_may_read
-from sglang_contracts.check.runner import (CheckOptions, CheckResult, Fresh, _as_the_image_has_them, _live_stacks, excluder,
+from sglang_contracts.check.runner import (CheckOptions, CheckResult, Fresh, as_the_image_has_them, live_stacks, excluder,
                                      run_check)
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
@@ -166,7 +166,7 @@ class ResidentEngine(Fresh):
         key = (id(old), id(new), str(upstream.folder), stacked)
         pair = self._models.get(key)
         if pair is None:
-            patched_old, patched_new = _as_the_image_has_them(stacks, old, new)
+            patched_old, patched_new = as_the_image_has_them(stacks, old, new)
             pair = UpstreamModel.pair(patched_old, patched_new, upstream)
         for model in pair:
             model.stats = LoadStats()  # what this run loaded, for `-v`
@@ -174,7 +174,7 @@ class ResidentEngine(Fresh):
         return pair
 
     def _live_stacks(self, root: Path, options: CheckOptions) -> tuple[PatchStacks | None, str]:
-        """runner._live_stacks and a digest of them, read again only when a file their readers
+        """runner.live_stacks and a digest of them, read again only when a file their readers
         may read (patch/stack.py stack_may_read: by path, size and time) or an unsaved buffer of
         one changed (150 shell scripts' words were a second of each of miles' re-checks); every
         run with `patch-files`, whose globs may name any file. A failure is not kept."""
@@ -186,7 +186,7 @@ class ResidentEngine(Fresh):
                 return self._stacks[1], self._stacks[2]
         else:
             key = None
-        stacks = _live_stacks(root, options)
+        stacks = live_stacks(root, options)
         stacked = hashlib.sha256(repr(stacks).encode("utf-8", "surrogateescape")).hexdigest()
         self._stacks = (key, stacks, stacked) if key is not None and stacks is not None else None
         return stacks, stacked

@@ -134,7 +134,7 @@ def _line_hash(line: str) -> str:
     return hashlib.blake2b(line.strip().encode(), digest_size=5).hexdigest()
 
 
-def _statements(node: AnyFunction) -> list[ast.stmt]:
+def body_statements(node: AnyFunction) -> list[ast.stmt]:
     """The body's statements after its docstring."""
     statements = list(node.body)
     if statements and isinstance(statements[0], ast.Expr) and isinstance(getattr(statements[0], "value", None), ast.Constant) \
@@ -179,7 +179,7 @@ def _dumped(node: ast.AST) -> str:
 
 
 def normalised_lines(node: AnyFunction) -> list[str]:
-    text = "\n".join(unparsed(statement) for statement in _statements(node))  # a docstring edit changes nothing
+    text = "\n".join(unparsed(statement) for statement in body_statements(node))  # a docstring edit changes nothing
     return [_line_hash(line) for line in text.splitlines() if line.strip()]
 
 
@@ -200,7 +200,7 @@ def none_guard(node: AnyFunction, receiver: str) -> list[str] | None:
     """[`<name>`, "none" or "falsy"] when the body opens with `if self.<name> is None: return`
     (or `if not self.<name>`, or either as the first operand of an `or`), directly or through
     a local (`req = self.<name>` first): nothing else runs while it is None (or falsy)."""
-    statements = _statements(node)
+    statements = body_statements(node)
     alias = None
     if len(statements) > 1 and isinstance(statements[0], ast.Assign) and len(statements[0].targets) == 1 \
             and isinstance(statements[0].targets[0], ast.Name):
@@ -258,7 +258,7 @@ def _wrapper_reads(node: AnyFunction, every: list[ast.AST]) -> set[str]:
 
 def _raised(node: AnyFunction) -> list[str] | None:
     """[exception, message] when the body (after its docstring) opens with `raise X(...)`."""
-    statements = _statements(node)
+    statements = body_statements(node)
     first = statements[0] if statements else None
     if not isinstance(first, ast.Raise) or first.exc is None:
         return None

@@ -472,7 +472,7 @@ def _locality_violations(context, codes) -> list[tuple[str, str, str]]:
     flags, which the outline digest reads), or one inside them that changes when the files they
     do not import are reduced to their outlines."""
     from sglang_contracts.contracts.base import WHOLE_PROJECT, run_checks
-    from sglang_contracts.contracts.resolve import project_view
+    from sglang_contracts.analysis.resolve import project_view
     from sglang_contracts.project.index import module_name_for
 
     project = context.project
@@ -603,7 +603,7 @@ def _partial_run_errors(context, variant, edited: str, closure: set[str], checke
     finding outside the closure that changed (kept from the last run, it is stale), or one
     inside it that the partial run gives otherwise than a full run. `checked(index, only)`: the
     findings compared."""
-    from sglang_contracts.contracts.resolve import project_view
+    from sglang_contracts.analysis.resolve import project_view
 
     now = checked(variant)
     in_full = closure | also_in_full | project_view(dataclasses.replace(context, project=variant, memo={})).ancestor_files(closure)
@@ -646,7 +646,7 @@ def _members_edit_violations(context, codes) -> list[tuple[str, str, str]]:
     reads), or one inside them that a run on those files (the others reduced to their
     outlines) gives otherwise than a full run."""
     from sglang_contracts.contracts.base import MEMBERS_ANYWHERE, WHOLE_PROJECT
-    from sglang_contracts.contracts.resolve import project_view
+    from sglang_contracts.analysis.resolve import project_view
     from sglang_contracts.project.index import module_name_for
 
     project = context.project

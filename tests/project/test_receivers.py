@@ -149,7 +149,7 @@ def test_what_a_call_returns_is_a_receiver_when_the_callee_is_imported_or_the_mo
 
 
 def _inference(tmp_path, release: dict[str, str]):
-    from sglang_contracts.contracts.inference import ReleaseInference
+    from sglang_contracts.analysis.inference import ReleaseInference
     from sglang_contracts.infra.cache import JsonCache
     from sglang_contracts.sources import open_release
     from sglang_contracts.upstream.model import UpstreamModel
@@ -188,7 +188,7 @@ def test_inference_reads_the_release_as_text_and_imports_nothing(tmp_path, monke
 
 
 def test_inference_stops_at_its_budget_of_modules(tmp_path) -> None:
-    from sglang_contracts.contracts.inference import MODULES_PER_SITE
+    from sglang_contracts.analysis.inference import MODULES_PER_SITE
     from sglang_contracts.project.facts import Position
 
     def chain(length: int) -> dict[str, str]:
@@ -223,7 +223,7 @@ def test_a_file_of_many_sites_is_built_and_indexed_once_and_inferred_within_its_
     read the whole file's positions again (CPU per read grew with the file: 5,000 reads of a
     160 kB file, over 120 s). The file is indexed once, and past its budget a site is left
     undecided without inference, as a site astroid cannot decide is."""
-    from sglang_contracts.contracts import inference as inference_module
+    from sglang_contracts.analysis import inference as inference_module
     from sglang_contracts.project.facts import Position
 
     scans = []
@@ -263,7 +263,7 @@ def test_one_inference_is_stopped_inside_astroid_past_its_steps_or_its_time(tmp_
     """Issue 38 D09: astroid's cost grows with the cube of a class chain (400 classes: 12 s a
     read), and the time limit was looked at only when a new module was reached, so it never
     stopped one. The limits are checked at every node astroid infers; a stopped site is undecided."""
-    from sglang_contracts.contracts import inference as inference_module
+    from sglang_contracts.analysis import inference as inference_module
     from sglang_contracts.project.facts import Position
 
     inference = _inference(tmp_path, {"sglang/srt/a.py": "class C:\n    def m(self):\n        pass\n"})
@@ -284,7 +284,7 @@ def test_one_inference_is_stopped_inside_astroid_past_its_steps_or_its_time(tmp_
 
 
 def test_a_files_stopped_sites_spend_its_budget_of_steps_once(tmp_path, monkeypatch) -> None:
-    from sglang_contracts.contracts import inference as inference_module
+    from sglang_contracts.analysis import inference as inference_module
     from sglang_contracts.project.facts import Position
 
     monkeypatch.setattr(inference_module, "STEPS_PER_SITE", 2_000)
@@ -300,7 +300,7 @@ def test_astroid_that_cannot_be_imported_is_said_once_not_silently_dropped(tmp_p
     (its ImportError was caught with astroid's own errors), and the breaks behind unannotated
     receivers went unreported with no word."""
     import sys
-    from sglang_contracts.contracts import inference as inference_module
+    from sglang_contracts.analysis import inference as inference_module
     from sglang_contracts.project.facts import Position
 
     monkeypatch.setattr(inference_module, "_UNUSABLE", [])

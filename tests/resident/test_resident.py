@@ -446,7 +446,7 @@ def test_an_edit_after_a_computed_warm_up_is_planned_against_the_warm_up(tmp_pat
 # the rule's findings, whether the analysis is computed again): an edit that moves code, one
 # that changes what the analysis reads, and back.
 PLACELESS = [
-    ("SGC302", "sglang_contracts.contracts.callers", "_reach", "app/scheduler.py", [
+    ("SGC302", "sglang_contracts.analysis.callers", "_reach", "app/scheduler.py", [
         (None, None, ["app/scheduler.py:4:9"], True),
         ("class OmniScheduler", "# moved down a line\nclass OmniScheduler", ["app/scheduler.py:5:9"], False),
         ("        return self.run_step(batch)\n", "        return None\n", [], True),  # the caller no longer runs

@@ -1,4 +1,4 @@
-"""A "did you mean" names the same definition (contracts/hints.py): a moved function whose
+"""A "did you mean" names the same definition (analysis/hints.py): a moved function whose
 parameters or body differ is listed as an unverified candidate with its signature, never
 suggested; a moved identical one is suggested by where it is defined, not by a re-export shim."""
 

@@ -1,10 +1,10 @@
-"""SGC705's reading of what importing an upstream module imports (contracts/importgraph.py)."""
+"""SGC705's reading of what importing an upstream module imports (analysis/importgraph.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_contracts.contracts.importgraph import ImportGraph, module_level_statements
+from sglang_contracts.analysis.importgraph import ImportGraph, module_level_statements
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
