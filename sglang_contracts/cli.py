@@ -201,7 +201,7 @@ BASELINE_HINT = ("sglang-contracts: the commit waits for these findings. To comm
 
 
 def _fix(args: argparse.Namespace) -> int:
-    from sglang_contracts.fix.engine import run_fix
+    from sglang_contracts.check.fixes import run_fix
     from sglang_contracts.infra import progress
     from sglang_contracts.reporters.base import display_path
     from sglang_contracts.reporters.text import format_line

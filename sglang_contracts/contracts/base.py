@@ -23,7 +23,7 @@ from sglang_contracts.infra.pysource import source_depth
 from sglang_contracts.upstream.model import UpstreamModel
 
 if TYPE_CHECKING:
-    from sglang_contracts.fix.engine import Workspace
+    from sglang_contracts.check.fixes import Workspace
 
 
 @dataclass

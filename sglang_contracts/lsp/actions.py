@@ -1,6 +1,6 @@
 """Code actions on a finding: the fixes of `sglang-contracts fix`, and a `# noqa` for the line.
 
-The fixes are `sglang_contracts.fix.engine.lsp_fixes`: (title, the file's whole new text) for
+The fixes are `sglang_contracts.check.fixes.lsp_fixes`: (title, the file's whole new text) for
 the fix of the finding `data` names (the diagnostic's data: code, symbol, fingerprint) in the
 last check's result, applied to `text`, the buffer as the editor has it.
 """
@@ -20,7 +20,7 @@ def code_actions(uri: str, result: Any, relpath: str, text: str,
                  findings: list[types.Diagnostic]) -> list[types.CodeAction]:
     """Quick fixes and `# noqa` for the findings the editor asks about; `result` is the last
     check's CheckResult (None before the first)."""
-    from sglang_contracts.fix.engine import lsp_fixes  # the fix engine loads with the first request
+    from sglang_contracts.check.fixes import lsp_fixes  # the fix engine loads with the first request
 
     actions: list[types.CodeAction] = []
     lines = text.splitlines(keepends=True)

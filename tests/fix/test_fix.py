@@ -18,7 +18,7 @@ import pytest
 from tests.helpers import NEW, OLD, PROJECT, checkout_env
 from sglang_contracts.cli import main
 from sglang_contracts.diagnostics import finding_at
-from sglang_contracts.fix.engine import apply_fixes, run_fix
+from sglang_contracts.check.fixes import apply_fixes, run_fix
 from sglang_contracts.check.runner import CheckOptions
 from tests.helpers import write_tree as tree
 

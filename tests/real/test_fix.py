@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.downloads import download_sdist
-from sglang_contracts.fix.engine import run_fix
+from sglang_contracts.check.fixes import run_fix
 from sglang_contracts.check.runner import CheckOptions
 
 pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache

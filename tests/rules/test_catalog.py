@@ -118,7 +118,7 @@ FIX_EXAMPLES = [(code, example) for code, rule in CATALOG.items() for example in
 def test_fix_example(tmp_path: Path, code: str, example) -> None:
     """`fix` turns the example's project into its `after` (every other file byte-identical),
     and a second run changes nothing."""
-    from sglang_contracts.fix.engine import run_fix
+    from sglang_contracts.check.fixes import run_fix
 
     old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
     new = upstream_tree(tmp_path / "new", example.new, "0.2.0")

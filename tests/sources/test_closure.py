@@ -272,7 +272,7 @@ def test_once_cached_a_bump_needs_no_index(tmp_path: Path, file_index: str) -> N
 
 
 def test_fix_moves_sglangs_own_pin_and_leaves_what_another_pin_brings(tmp_path: Path, file_index: str) -> None:
-    from sglang_contracts.fix.engine import run_fix
+    from sglang_contracts.check.fixes import run_fix
 
     old = upstream_tree(tmp_path / "old", {"sglang/srt/utils.py": "", "sglang-0.1.0.dist-info/METADATA": SGLANG_OLD}, "0.1.0")
     new = upstream_tree(tmp_path / "new", {"sglang/srt/utils.py": "", "sglang-0.2.0.dist-info/METADATA": SGLANG_NEW}, "0.2.0")
