@@ -262,10 +262,10 @@ def _place_cost(record: dict, name: str, values: dict[str, frozenset[str]]) -> i
     return min(live) if live else None
 
 
-def reached(resolver: Resolver, borrower: Borrower, root: Root, provided: set[str],
-             values: dict[str, frozenset[str]], stand_ins: dict[str, frozenset[str]] | None = None,
-             lacks: dict | None = None, entered: list[tuple[Member, list[str]]] | None = None,
-             ) -> tuple[dict[str, Needed], set[str], set[str], set[str]]:
+def reached_from_root(resolver: Resolver, borrower: Borrower, root: Root, provided: set[str],
+                      values: dict[str, frozenset[str]], stand_ins: dict[str, frozenset[str]] | None = None,
+                      lacks: dict | None = None, entered: list[tuple[Member, list[str]]] | None = None,
+                      ) -> tuple[dict[str, Needed], set[str], set[str], set[str]]:
     """What one root of a borrower reaches (see `reach`)."""
     return reach(resolver, lambda name: resolver.upstream_member(borrower.cls, name),
                  root_member(resolver, borrower, root), root, provided, values, stand_ins, lacks, entered)
@@ -393,7 +393,7 @@ def _settle(resolver: Resolver, borrower: Borrower, provided: set[str], values: 
     """What every root reaches, once the values that reached code sets or fills are dropped
     from `values` (in place): the branches on them may run."""
     while True:
-        reached = [reached(resolver, borrower, root, provided, values)
+        reached = [reached_from_root(resolver, borrower, root, provided, values)
                    for root in borrower.roots + borrower.inherited_roots]
         writes = set().union(*(root_writes for _, root_writes, _, _ in reached))
         assigned = set().union(*(root_assigned for _, _, root_assigned, _ in reached))

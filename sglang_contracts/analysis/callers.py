@@ -26,7 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sglang_contracts.analysis.borrowing import CALLABLE_KINDS, Borrower, Root, borrowers, reached, skips_base_init
+from sglang_contracts.analysis.borrowing import (CALLABLE_KINDS, Borrower, Root, borrowers, reached_from_root,
+                                                 skips_base_init)
 from sglang_contracts.analysis.resolve import ProjectClass, Resolver, project_view
 from sglang_contracts.project.facts import Receiver
 from sglang_contracts.upstream.model import Member
@@ -117,7 +118,7 @@ def _reach(ctx: CheckContext, resolver: Resolver) -> Reach:
         borrower = Borrower(cls, roots, bool(view.borrow_sources(cls)))
         entered: list[tuple[Member, list[str]]] = []
         for root in roots:
-            reached(resolver, borrower, root, provided, {}, entered=entered)
+            reached_from_root(resolver, borrower, root, provided, {}, entered=entered)
         per_class[cls.key] = entered
         for member, path in entered:
             anywhere.setdefault((member.owner, member.name), (member, path))

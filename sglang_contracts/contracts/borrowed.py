@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from sglang_contracts.analysis.body_changes import body_change, body_preview
-from sglang_contracts.analysis.borrowing import (Borrower, Needed, borrowers, needed_by_root, reached, root_member,
-                                                 settled_reach)
+from sglang_contracts.analysis.borrowing import (Borrower, Needed, borrowers, needed_by_root, reached_from_root,
+                                                 root_member, settled_reach)
 from sglang_contracts.analysis.resolve import ProjectClass, ProjectView, Resolver, project_view, resolvers
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding
@@ -182,7 +182,7 @@ def _lacking(view: ProjectView, resolver: Resolver, borrower: Borrower,
     # The bases' roots too: a subclass builds the stand-in that a base's method hands upstream
     # (sglang-omni's OmniDecodeScheduler, PDKVLifecycle.is_fully_idle)
     for root in borrower.roots + borrower.inherited_roots:
-        reached(resolver, borrower, root, provided, values, {name: members for name, (members, _) in built.items()}, lacks)
+        reached_from_root(resolver, borrower, root, provided, values, {name: members for name, (members, _) in built.items()}, lacks)
     return lacks
 
 
