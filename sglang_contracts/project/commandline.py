@@ -272,31 +272,81 @@ def _dest_of(call: ast.Call) -> str | None:
     return long.lstrip("-").replace("-", "_") if long else None
 
 
+@dataclass
+class _FileUses:
+    """What _uses_in's stages share for one file: how to read it, and the rows found so far
+    ([kind, name, value, how, line, col, scope], in the order the tree is walked)."""
+
+    at: SourcePositions
+    lines: list[str]
+    flags: re.Pattern
+    flag_prefix: str
+    dest_prefix: str
+    scopes: dict[int, list]
+    prose: set[int]
+    guarded: set[int]
+    docstrings: set[int]
+    own_option_strings: set[int] = field(default_factory=set)
+    found: list[list] = field(default_factory=list)
+
+    def add(self, node: ast.AST, kind: str, name: str, how: str, value: str = "") -> None:
+        where = self.at.attribute_name(node) if isinstance(node, ast.Attribute) else self.at.start(node)
+        self.found.append([kind, name, value, how, where.line, where.col, self.scopes.get(id(node), "")])
+
+    def named(self, value: object) -> bool:
+        """Whether `value` is a string naming a pass-through dest (`sglang_x`)."""
+        return isinstance(value, str) and value.startswith(self.dest_prefix)
+
+
 def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> list[list]:
+    """The rows of every use of the pass-through in one Python file: its names written, read and
+    probed in code (one walk of the tree), then its flags in strings (a second walk)."""
     try:
         tree = parse_quietly(text, relpath)
     except Exception:
         return []
-    at = SourcePositions(text)
-    lines = LINE_BREAK.split(text)
-    flags = _flag_pattern(flag_prefix)
-    docstrings = _docstrings(tree)
-    own_option_strings: set[int] = set()
-    found: list[list] = []
+    uses = _FileUses(SourcePositions(text), LINE_BREAK.split(text), _flag_pattern(flag_prefix), flag_prefix,
+                     dest_prefix, _function_scopes(tree), _prose_nodes(tree), _hasattr_guarded(tree),
+                     _docstrings(tree))
+    for node in ast.walk(tree):
+        _record_writes(uses, node)
+        _keyword_writes(uses, node)
+        if isinstance(node, ast.Attribute) and uses.named(node.attr):
+            _attribute_use(uses, node)
+        elif isinstance(node, ast.Call):
+            _call_use(uses, node)
+        elif isinstance(node, ast.Subscript) and _is_vars_call(node.value):
+            _vars_item_use(uses, node)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            _f_string_flags(uses, node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in uses.docstrings \
+                and id(node) not in uses.own_option_strings and flag_prefix in node.value:
+            _string_flags(uses, node)
+    return uses.found
 
-    # Each row's function as [name, line]: a line number the incremental check moves with the
-    # lines (incremental.moved_only), not a string that would make a typed line change the rows.
+
+def _function_scopes(tree: ast.Module) -> dict[int, list]:
+    """Each node's function as [name, line]: a line number the incremental check moves with the
+    lines (incremental.moved_only), not a string that would make a typed line change the rows."""
     scopes: dict[int, list] = {}
     for function in ast.walk(tree):  # outer functions first: an inner one overrides for its own nodes
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for inner in ast.walk(function):
                 scopes[id(inner)] = [function.name, function.lineno]
+    return scopes
 
-    # Strings that describe an option to a reader (`help=`, `description=`): a flag named there is
-    # prose, not a command line anything runs
-    prose = {id(node) for keyword in ast.walk(tree) if isinstance(keyword, ast.keyword)
-             and keyword.arg in PROSE_KEYWORDS for node in ast.walk(keyword.value)}
-    guarded: set[int] = set()  # reads inside `if hasattr(x, "sglang_y"):`, which cannot raise
+
+def _prose_nodes(tree: ast.Module) -> set[int]:
+    """Strings that describe an option to a reader (`help=`, `description=`): a flag named there
+    is prose, not a command line anything runs."""
+    return {id(node) for keyword in ast.walk(tree) if isinstance(keyword, ast.keyword)
+            and keyword.arg in PROSE_KEYWORDS for node in ast.walk(keyword.value)}
+
+
+def _hasattr_guarded(tree: ast.Module) -> set[int]:
+    """Reads inside `if hasattr(x, "sglang_y"):`, which cannot raise."""
+    guarded: set[int] = set()
     for branch in ast.walk(tree):
         if isinstance(branch, ast.If):
             probed = {call.args[1].value for call in ast.walk(branch.test) if isinstance(call, ast.Call)
@@ -304,83 +354,109 @@ def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> lis
                       and isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str)}
             guarded.update(id(node) for statement in branch.body for node in ast.walk(statement)
                            if isinstance(node, ast.Attribute) and node.attr in probed)
+    return guarded
 
-    def add(node: ast.AST, kind: str, name: str, how: str, value: str = "") -> None:
-        where = at.attribute_name(node) if isinstance(node, ast.Attribute) else at.start(node)
-        found.append([kind, name, value, how, where.line, where.col, scopes.get(id(node), "")])
 
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):  # the project's own record of such names (a config class)
-            for item in node.body:
-                targets = [item.target] if isinstance(item, ast.AnnAssign) else \
-                    item.targets if isinstance(item, ast.Assign) else []
-                for target in targets:
-                    if isinstance(target, ast.Name) and target.id.startswith(dest_prefix):
-                        add(target, "write", target.id, "class field")
-        elif isinstance(node, ast.Dict):
-            for key in node.keys:
-                if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.startswith(dest_prefix):
-                    add(key, "write", key.value, "dict key")
-        elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) \
-                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str) \
-                and node.slice.value.startswith(dest_prefix):
-            add(node.slice, "write", node.slice.value, "item assignment")
-        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Attribute) and node.func.attr == "set_defaults"):
-            for keyword in node.keywords:
-                if keyword.arg and keyword.arg.startswith(dest_prefix):
-                    add(keyword.value, "write", keyword.arg, "keyword")
-        if isinstance(node, ast.Attribute) and node.attr.startswith(dest_prefix):
-            if isinstance(node.ctx, ast.Load) and id(node) not in guarded:
-                add(node, "read", node.attr, "attribute")
-            else:
-                add(node, "write", node.attr, "assignment")
-        elif isinstance(node, ast.Call):
-            callee = node.func.id if isinstance(node.func, ast.Name) else \
-                node.func.attr if isinstance(node.func, ast.Attribute) else ""
-            literal = node.args[1] if len(node.args) > 1 else None
-            name = literal.value if isinstance(literal, ast.Constant) and isinstance(literal.value, str) else None
-            if callee in ("getattr", "hasattr", "setattr") and name and name.startswith(dest_prefix):
-                kind = "write" if callee == "setattr" else "probe" if callee == "hasattr" or len(node.args) > 2 else "read"
-                add(literal, kind, name, callee)
-            elif callee == "set_defaults":
-                for keyword in node.keywords:
-                    if keyword.arg and keyword.arg.startswith(dest_prefix):
-                        add(keyword, "default", keyword.arg, "set_defaults")
-            elif callee == "add_argument":
-                own_option_strings.update(id(a) for a in node.args)
-                dest = _dest_of(node)
-                if dest and dest.startswith(dest_prefix):
-                    add(node, "write", dest, "add_argument")
-            elif callee == "get" and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call) \
-                    and isinstance(node.func.value.func, ast.Name) and node.func.value.func.id == "vars" and node.args:
-                key = node.args[0]
-                if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.startswith(dest_prefix):
-                    add(key, "probe", key.value, "vars().get")
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) \
-                and isinstance(node.value.func, ast.Name) and node.value.func.id == "vars":
-            key = node.slice
-            if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.startswith(dest_prefix):
-                add(key, "read" if isinstance(node.ctx, ast.Load) else "write", key.value, "vars()[...]")
-    for node in ast.walk(tree):
-        if isinstance(node, ast.JoinedStr):
-            for part in node.values:
-                if isinstance(part, ast.Constant) and isinstance(part.value, str):
-                    own_option_strings.add(id(part))
-                    for match in flags.finditer(part.value):
-                        # f-string parts carry no position of their own: the f-string's start is given
-                        add(node, "flag", flag_prefix + match.group(1), "prose" if id(node) in prose else "string",
-                            match.group(2) or "")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
-                and id(node) not in own_option_strings and flag_prefix in node.value:
-            start = at.start(node)
-            single = "\n" not in node.value and node.end_lineno == node.lineno
-            written = None if single else _written_at(lines, node, start)
-            for match in flags.finditer(node.value):
-                flag = flag_prefix + match.group(1)
-                line, col = (start.line, start.col + match.start() + 1) if written is None else written(flag)
-                found.append(["flag", flag, match.group(2) or "", "prose" if id(node) in prose else "string",
-                              line, col, scopes.get(id(node), "")])
-    return found
+def _record_writes(uses: _FileUses, node: ast.AST) -> None:
+    """The project's own record of such names: a config class's fields, a dict's keys, an item assigned."""
+    if isinstance(node, ast.ClassDef):
+        _class_fields(uses, node)
+    elif isinstance(node, ast.Dict):
+        for key in node.keys:
+            if isinstance(key, ast.Constant) and uses.named(key.value):
+                uses.add(key, "write", key.value, "dict key")
+    elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) \
+            and isinstance(node.slice, ast.Constant) and uses.named(node.slice.value):
+        uses.add(node.slice, "write", node.slice.value, "item assignment")
+
+
+def _class_fields(uses: _FileUses, node: ast.ClassDef) -> None:
+    for item in node.body:
+        targets = [item.target] if isinstance(item, ast.AnnAssign) else \
+            item.targets if isinstance(item, ast.Assign) else []
+        for target in targets:
+            if isinstance(target, ast.Name) and uses.named(target.id):
+                uses.add(target, "write", target.id, "class field")
+
+
+def _keyword_writes(uses: _FileUses, node: ast.AST) -> None:
+    """`f(sglang_x=...)`, but for set_defaults (a default: _call_use)."""
+    if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Attribute) and node.func.attr == "set_defaults"):
+        for keyword in node.keywords:
+            if keyword.arg and uses.named(keyword.arg):
+                uses.add(keyword.value, "write", keyword.arg, "keyword")
+
+
+def _attribute_use(uses: _FileUses, node: ast.Attribute) -> None:
+    """`args.sglang_x`: a read, unless under a hasattr guard or assigned."""
+    if isinstance(node.ctx, ast.Load) and id(node) not in uses.guarded:
+        uses.add(node, "read", node.attr, "attribute")
+    else:
+        uses.add(node, "write", node.attr, "assignment")
+
+
+def _call_use(uses: _FileUses, node: ast.Call) -> None:
+    """getattr/hasattr/setattr of a named dest, set_defaults, the project's own add_argument, and
+    `vars(args).get("sglang_x")`."""
+    callee = node.func.id if isinstance(node.func, ast.Name) else \
+        node.func.attr if isinstance(node.func, ast.Attribute) else ""
+    literal = node.args[1] if len(node.args) > 1 else None
+    name = literal.value if isinstance(literal, ast.Constant) and isinstance(literal.value, str) else None
+    if callee in ("getattr", "hasattr", "setattr") and name and uses.named(name):
+        kind = "write" if callee == "setattr" else "probe" if callee == "hasattr" or len(node.args) > 2 else "read"
+        uses.add(literal, kind, name, callee)
+    elif callee == "set_defaults":
+        for keyword in node.keywords:
+            if keyword.arg and uses.named(keyword.arg):
+                uses.add(keyword, "default", keyword.arg, "set_defaults")
+    elif callee == "add_argument":
+        _own_add_argument(uses, node)
+    elif callee == "get" and isinstance(node.func, ast.Attribute) and _is_vars_call(node.func.value) and node.args:
+        key = node.args[0]
+        if isinstance(key, ast.Constant) and uses.named(key.value):
+            uses.add(key, "probe", key.value, "vars().get")
+
+
+def _own_add_argument(uses: _FileUses, node: ast.Call) -> None:
+    """The project's own `add_argument`: its option strings are no flag uses, its dest a write."""
+    uses.own_option_strings.update(id(a) for a in node.args)
+    dest = _dest_of(node)
+    if dest and uses.named(dest):
+        uses.add(node, "write", dest, "add_argument")
+
+
+def _is_vars_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars"
+
+
+def _vars_item_use(uses: _FileUses, node: ast.Subscript) -> None:
+    """`vars(args)["sglang_x"]`, read or written."""
+    key = node.slice
+    if isinstance(key, ast.Constant) and uses.named(key.value):
+        uses.add(key, "read" if isinstance(node.ctx, ast.Load) else "write", key.value, "vars()[...]")
+
+
+def _f_string_flags(uses: _FileUses, node: ast.JoinedStr) -> None:
+    """Flags in an f-string's literal parts, which carry no position of their own: the
+    f-string's start is given."""
+    for part in node.values:
+        if isinstance(part, ast.Constant) and isinstance(part.value, str):
+            uses.own_option_strings.add(id(part))
+            how = "prose" if id(node) in uses.prose else "string"
+            for match in uses.flags.finditer(part.value):
+                uses.add(node, "flag", uses.flag_prefix + match.group(1), how, match.group(2) or "")
+
+
+def _string_flags(uses: _FileUses, node: ast.Constant) -> None:
+    """Flags in a string, each at the place it is written."""
+    start = uses.at.start(node)
+    single = "\n" not in node.value and node.end_lineno == node.lineno
+    written = None if single else _written_at(uses.lines, node, start)
+    for match in uses.flags.finditer(node.value):
+        flag = uses.flag_prefix + match.group(1)
+        line, col = (start.line, start.col + match.start() + 1) if written is None else written(flag)
+        uses.found.append(["flag", flag, match.group(2) or "", "prose" if id(node) in uses.prose else "string",
+                           line, col, uses.scopes.get(id(node), "")])
 
 
 def _written_at(lines: list[str], node: ast.Constant, start: Position) -> Callable[[str], tuple[int, int]]:

@@ -263,15 +263,41 @@ def _name_rule(tree: ast.Module, function: str) -> tuple[str, tuple[str, str]] |
 
 
 def generator_rules(model: UpstreamModel, dotted: str) -> GeneratorRules:
+    """The rules of the option generator `dotted` (module.function), read from its code: the
+    metadata class and annotation names of its module, then what the generator's body does
+    with a field (one walk of it)."""
     module, _, name = dotted.rpartition(".")
     tree = _module_tree(model, module)
     generator = _function(tree, name) if tree is not None else None
     if tree is None or generator is None:
         raise ContractsError(f"{model.release.label}: the option generator {dotted} cannot be read")
+    meta_class, bare = _metadata_class(tree)
+    body = _GeneratorBody()
+    for node in ast.walk(generator):
+        body.read(tree, node)
+    if not (meta_class and body.aliases_attr and body.cli_name_attr and body.name_rule):
+        missing = [what for what, got in (("its metadata class", meta_class),
+                                          ("where aliases come from", body.aliases_attr),
+                                          ("the explicit name", body.cli_name_attr),
+                                          ("how a field is named", body.name_rule)) if not got]
+        raise ContractsError(f"{model.release.label}: cannot read the rules of the option generator {dotted} "
+                             f"({', '.join(missing)} not found)")
+    return GeneratorRules(dotted, meta_class, tuple(sorted(_annotated_names(tree))), bare, body.aliases_attr,
+                          body.cli_name_attr, body.name_rule[0], body.name_rule[1], body.dest_is_field,
+                          tuple(body.skip_attrs), body.needs_meta, body.bool_action or "store", body.list_nargs or "+")
+
+
+def _annotated_names(tree: ast.Module) -> set[str]:
+    """`Annotated` and the module's aliases of it (`A = Annotated`)."""
+    return {"Annotated"} | {target.id for node in tree.body if isinstance(node, ast.Assign)
+                            and isinstance(node.value, ast.Name) and node.value.id == "Annotated"
+                            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def _metadata_class(tree: ast.Module) -> tuple[str, bool]:
+    """(the module's class the generator tests metadata against with isinstance, whether it
+    also takes a bare string there)."""
     classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
-    annotated = {"Annotated"} | {target.id for node in tree.body if isinstance(node, ast.Assign)
-                                 and isinstance(node.value, ast.Name) and node.value.id == "Annotated"
-                                 for target in node.targets if isinstance(target, ast.Name)}
     meta_class, bare = "", False
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
@@ -279,46 +305,53 @@ def generator_rules(model: UpstreamModel, dotted: str) -> GeneratorRules:
             if node.args[1].id in classes and not meta_class:
                 meta_class = node.args[1].id
             bare = bare or node.args[1].id == "str"
-    aliases_attr = cli_name_attr = bool_action = list_nargs = ""
-    name_rule = None
-    dest_is_field = needs_meta = False
-    skip_attrs: list[str] = []
-    for node in ast.walk(generator):
+    return meta_class, bare
+
+
+@dataclass
+class _GeneratorBody:
+    """What the generator's body does with a field, as its nodes are read in walk order."""
+
+    aliases_attr: str = ""  # `[...] + (meta.aliases or [])`
+    cli_name_attr: str = ""  # `meta.cli_name or helper(field.name)`
+    name_rule: tuple[str, tuple[str, str]] | None = None  # the helper's `"--" + name.replace("_", "-")`
+    list_nargs: str = ""  # `meta.nargs or "+"`
+    dest_is_field: bool = False  # `{"dest": field.name}`
+    skip_attrs: list[str] = field(default_factory=list)  # `if meta.skip: continue`
+    needs_meta: bool = False  # `if meta is None: continue`
+    bool_action: str = ""  # `if ... is bool: ... action="store_true"`
+
+    def read(self, tree: ast.Module, node: ast.AST) -> None:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            value = node.value
-            if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and isinstance(value.left, ast.List):
-                held = _or_of_attr(value.right)
-                aliases_attr = held[0] if held else aliases_attr
-            held = _or_of_attr(value)
-            if held and isinstance(held[1], ast.Call) and isinstance(held[1].func, ast.Name) and held[1].args \
-                    and isinstance(held[1].args[0], ast.Attribute) and held[1].args[0].attr == "name":
-                cli_name_attr, name_rule = held[0], _name_rule(tree, held[1].func.id)
-            if held and _string(held[1]) is not None:
-                list_nargs = _string(held[1]) or list_nargs
+            self._assignment(tree, node.value)
         if isinstance(node, ast.Dict):
-            dest_is_field |= any(_string(key) == "dest" and isinstance(value, ast.Attribute) and value.attr == "name"
-                                 for key, value in zip(node.keys, node.values))
+            self.dest_is_field |= any(_string(key) == "dest" and isinstance(value, ast.Attribute)
+                                      and value.attr == "name" for key, value in zip(node.keys, node.values))
         if isinstance(node, ast.If) and any(isinstance(item, ast.Continue) for item in node.body):
-            test = node.test
-            if isinstance(test, ast.Attribute):
-                skip_attrs.append(test.attr)
-            elif isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Is) \
-                    and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
-                needs_meta = True
+            self._skip(node.test)
         if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and isinstance(node.test.ops[0], ast.Is) \
                 and isinstance(node.test.comparators[0], ast.Name) and node.test.comparators[0].id == "bool":
             for inner in ast.walk(node):
                 if isinstance(inner, ast.keyword) and inner.arg == "action" and _string(inner.value):
-                    bool_action = _string(inner.value) or ""
-    if not (meta_class and aliases_attr and cli_name_attr and name_rule):
-        missing = [what for what, got in (("its metadata class", meta_class), ("where aliases come from", aliases_attr),
-                                          ("the explicit name", cli_name_attr), ("how a field is named", name_rule))
-                   if not got]
-        raise ContractsError(f"{model.release.label}: cannot read the rules of the option generator {dotted} "
-                             f"({', '.join(missing)} not found)")
-    return GeneratorRules(dotted, meta_class, tuple(sorted(annotated)), bare, aliases_attr, cli_name_attr,
-                          name_rule[0], name_rule[1], dest_is_field, tuple(skip_attrs), needs_meta,
-                          bool_action or "store", list_nargs or "+")
+                    self.bool_action = _string(inner.value) or ""
+
+    def _assignment(self, tree: ast.Module, value: ast.AST) -> None:
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and isinstance(value.left, ast.List):
+            held = _or_of_attr(value.right)
+            self.aliases_attr = held[0] if held else self.aliases_attr
+        held = _or_of_attr(value)
+        if held and isinstance(held[1], ast.Call) and isinstance(held[1].func, ast.Name) and held[1].args \
+                and isinstance(held[1].args[0], ast.Attribute) and held[1].args[0].attr == "name":
+            self.cli_name_attr, self.name_rule = held[0], _name_rule(tree, held[1].func.id)
+        if held and _string(held[1]) is not None:
+            self.list_nargs = _string(held[1]) or self.list_nargs
+
+    def _skip(self, test: ast.expr) -> None:
+        if isinstance(test, ast.Attribute):
+            self.skip_attrs.append(test.attr)
+        elif isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Is) \
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+            self.needs_meta = True
 
 
 def _class_annotations(model: UpstreamModel, origin: str) -> dict[str, ast.AnnAssign]:
