@@ -82,106 +82,20 @@ def _chooses(project: ProjectIndex, releases: dict[str, Release], modules: dict[
 
 
 def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: dict[str, list[str]]) -> Serving:
-    """Which releases (`releases`: OLD and NEW, as gates are judged) each project module serves."""
+    """Which releases (`releases`: OLD and NEW, as gates are judged) each project module serves:
+    the project's imports as a graph whose edges run on some releases, the modules a choice of
+    release decides, and the releases each of those is reached on (a least fixed point)."""
     modules = {module_name_for(relpath): relpath for relpath in project.digests}
-    labels = frozenset(releases)
     if not serves and not _chooses(project, releases, modules):
         return Serving()  # nothing chooses by release: every module serves both
-    # target relpath -> [(importer relpath, the releases the import runs on)]
-    edges: dict[str, list[tuple[str, frozenset[str]]]] = {}
-    chosen: set[str] = set()  # the modules some choice of release loads
-
-    known: dict[str, list[str]] = {}
-
-    def loaded(module: str) -> list[str]:
-        """The project files importing `module` runs: it and the packages above it."""
-        if module not in known:
-            parts = module.split(".")
-            known[module] = [modules[name] for name in (".".join(parts[:n]) for n in range(1, len(parts) + 1))
-                             if name in modules]
-        return list(known[module])
-
-    def add(importer: str, own: set[str], targets: list[str], on: frozenset[str]) -> None:
-        for target in targets:
-            if target not in own:
-                edges.setdefault(target, []).append((importer, on))
-                if on != labels:
-                    chosen.add(target)
-
-    for relpath, facts in project.files.items():
-        # The importer's own packages ran before it did: importing a sibling loads none of them.
-        own = set(loaded(module_name_for(relpath)))
-
-        def runs_here(position) -> frozenset[str]:
-            gate = gate_at(facts.gates, position)
-            return labels if gate is None else frozenset(l for l in labels if runs_on(gate, releases[l]))
-
-        for fact in facts.imports:
-            if fact.type_checking:
-                continue
-            targets = loaded(fact.module)
-            if fact.name not in (None, "*") and f"{fact.module}.{fact.name}" in modules:
-                targets.append(modules[f"{fact.module}.{fact.name}"])
-            add(relpath, own, targets, runs_here(fact.position))
-        for dispatch in facts.dispatches:
-            if dispatch.kind != "import":
-                continue
-            # Every module the choice may name is chosen: one no release of the two picks serves neither.
-            chosen.update(modules[name] for name in named_modules(dispatch.template, dispatch.package, modules))
-            on = runs_here(dispatch.position)
-            for label in on:
-                name = module_for(dispatch.template, dispatch.package, releases[label].version or "")
-                if name is not None:
-                    add(relpath, own, loaded(name), frozenset((label,)))
-
-    if chosen or serves:
-        # The files the scan left out (they name no SGLang: a package's `from . import engine`)
-        # carry the choice on to what they import, on every release: their imports, read from their text.
-        for relpath, (froms, plain) in imports_by_text(project).items():
-            if relpath in project.files:
-                continue
-            own = set(loaded(module_name_for(relpath)))
-            for source, names in froms:
-                add(relpath, own, loaded(source) + [modules[f"{source}.{name}"] for name in names
-                                                    if f"{source}.{name}" in modules], labels)
-            for module in plain:
-                add(relpath, own, loaded(module), labels)
-    fixed = {}
-    for relpath in project.digests if serves else ():
-        key = _configured(relpath, serves)
-        if key is not None:
-            fixed[relpath] = frozenset(l for l in labels if configured_serves(serves[key], releases[l].version or ""))
-    # The modules a choice decides: the chosen ones, the configured ones, and what only they load.
-    imports_of: dict[str, set[str]] = {}
-    for target, importers in edges.items():
-        for importer, _ in importers:
-            imports_of.setdefault(importer, set()).add(target)
-    decided, pending = set(), [*chosen, *fixed]
-    while pending:
-        relpath = pending.pop()
-        if relpath not in decided:
-            decided.add(relpath)
-            pending.extend(imports_of.get(relpath, ()))
-    served = {relpath: fixed.get(relpath, frozenset()) for relpath in decided}
-    leads: dict[str, frozenset[str]] = {relpath: frozenset() for relpath in decided}
-    pending = sorted(decided)
-    while pending:  # each module's releases and leads only grow: the least fixed point
-        relpath = pending.pop()
-        if relpath in fixed:
-            continue
-        now, via = set(), set()
-        for importer, on in edges.get(relpath, ()):
-            reach = served.get(importer, labels) & on
-            now |= reach
-            if reach and on != labels:
-                via.add(importer)
-            elif reach:
-                via |= leads.get(importer, frozenset())
-        grown, led = served[relpath] | now, leads[relpath] | via
-        if grown != served[relpath] or led != leads[relpath]:
-            served[relpath], leads[relpath] = grown, led
-            pending.extend(target for target in imports_of.get(relpath, ()) if target in decided)
-    restricted = {relpath: on for relpath, on in served.items() if on != labels}
+    graph = _ImportGraph(modules, releases)
+    graph.add_scanned_files(project)
+    if graph.chosen or serves:
+        graph.add_unscanned_files(project)
+    fixed = _configured_releases(project, graph.labels, releases, serves)
+    decided = graph.reached_from([*graph.chosen, *fixed])
+    served, leads = graph.served(decided, fixed)
+    restricted = {relpath: on for relpath, on in served.items() if on != graph.labels}
     old_only: dict[str, list[str]] = {}
     for relpath, on in restricted.items():
         if on == {OLD}:
@@ -189,3 +103,125 @@ def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: d
                 old_only.setdefault(dispatcher, []).append(relpath)
     return Serving(restricted, {relpath: leads[relpath] for relpath in restricted},
                    {dispatcher: sorted(found) for dispatcher, found in old_only.items()})
+
+
+class _ImportGraph:
+    """The project's imports: target relpath -> [(importer relpath, the releases the import
+    runs on)], and the modules some choice of release loads."""
+
+    def __init__(self, modules: dict[str, str], releases: dict[str, Release]) -> None:
+        self.modules, self.releases = modules, releases
+        self.labels = frozenset(releases)
+        self.edges: dict[str, list[tuple[str, frozenset[str]]]] = {}
+        self.chosen: set[str] = set()
+        self._known: dict[str, list[str]] = {}
+
+    def loaded(self, module: str) -> list[str]:
+        """The project files importing `module` runs: it and the packages above it."""
+        if module not in self._known:
+            parts = module.split(".")
+            names = (".".join(parts[:n]) for n in range(1, len(parts) + 1))
+            self._known[module] = [self.modules[name] for name in names if name in self.modules]
+        return list(self._known[module])
+
+    def add(self, importer: str, own: set[str], targets: list[str], on: frozenset[str]) -> None:
+        for target in targets:
+            if target not in own:
+                self.edges.setdefault(target, []).append((importer, on))
+                if on != self.labels:
+                    self.chosen.add(target)
+
+    def add_scanned_files(self, project: ProjectIndex) -> None:
+        for relpath, facts in project.files.items():
+            # The importer's own packages ran before it did: importing a sibling loads none of them.
+            own = set(self.loaded(module_name_for(relpath)))
+            for fact in facts.imports:
+                if fact.type_checking:
+                    continue
+                targets = self.loaded(fact.module)
+                if fact.name not in (None, "*") and f"{fact.module}.{fact.name}" in self.modules:
+                    targets.append(self.modules[f"{fact.module}.{fact.name}"])
+                self.add(relpath, own, targets, self._runs_at(facts, fact.position))
+            for dispatch in facts.dispatches:
+                if dispatch.kind == "import":
+                    self._add_dispatch(relpath, own, facts, dispatch)
+
+    def _runs_at(self, facts, position) -> frozenset[str]:
+        gate = gate_at(facts.gates, position)
+        return self.labels if gate is None else frozenset(l for l in self.labels if runs_on(gate, self.releases[l]))
+
+    def _add_dispatch(self, relpath: str, own: set[str], facts, dispatch) -> None:
+        # Every module the choice may name is chosen: one no release of the two picks serves neither.
+        named = named_modules(dispatch.template, dispatch.package, self.modules)
+        self.chosen.update(self.modules[name] for name in named)
+        for label in self._runs_at(facts, dispatch.position):
+            name = module_for(dispatch.template, dispatch.package, self.releases[label].version or "")
+            if name is not None:
+                self.add(relpath, own, self.loaded(name), frozenset((label,)))
+
+    def add_unscanned_files(self, project: ProjectIndex) -> None:
+        """The files the scan left out (they name no SGLang: a package's `from . import engine`)
+        carry the choice on to what they import, on every release: their imports, read from their text."""
+        for relpath, (froms, plain) in imports_by_text(project).items():
+            if relpath in project.files:
+                continue
+            own = set(self.loaded(module_name_for(relpath)))
+            for source, names in froms:
+                self.add(relpath, own, self.loaded(source) + [self.modules[f"{source}.{name}"] for name in names
+                                                              if f"{source}.{name}" in self.modules], self.labels)
+            for module in plain:
+                self.add(relpath, own, self.loaded(module), self.labels)
+
+    def imports_of(self) -> dict[str, set[str]]:
+        imports: dict[str, set[str]] = {}
+        for target, importers in self.edges.items():
+            for importer, _ in importers:
+                imports.setdefault(importer, set()).add(target)
+        return imports
+
+    def reached_from(self, starts: list[str]) -> set[str]:
+        """The modules a choice decides: the chosen ones, the configured ones, and what only they load."""
+        imports_of = self.imports_of()
+        decided, pending = set(), list(starts)
+        while pending:
+            relpath = pending.pop()
+            if relpath not in decided:
+                decided.add(relpath)
+                pending.extend(imports_of.get(relpath, ()))
+        return decided
+
+    def served(self, decided: set[str], fixed: dict[str, frozenset[str]],
+               ) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+        """(the releases each decided module is reached on, the dispatchers that lead to it)."""
+        imports_of = self.imports_of()
+        served = {relpath: fixed.get(relpath, frozenset()) for relpath in decided}
+        leads: dict[str, frozenset[str]] = {relpath: frozenset() for relpath in decided}
+        pending = sorted(decided)
+        while pending:  # each module's releases and leads only grow: the least fixed point
+            relpath = pending.pop()
+            if relpath in fixed:
+                continue
+            now, via = set(), set()
+            for importer, on in self.edges.get(relpath, ()):
+                reach = served.get(importer, self.labels) & on
+                now |= reach
+                if reach and on != self.labels:
+                    via.add(importer)
+                elif reach:
+                    via |= leads.get(importer, frozenset())
+            grown, led = served[relpath] | now, leads[relpath] | via
+            if grown != served[relpath] or led != leads[relpath]:
+                served[relpath], leads[relpath] = grown, led
+                pending.extend(target for target in imports_of.get(relpath, ()) if target in decided)
+        return served, leads
+
+
+def _configured_releases(project: ProjectIndex, labels: frozenset[str], releases: dict[str, Release],
+                         serves: dict[str, list[str]]) -> dict[str, frozenset[str]]:
+    """The releases `[tool.sglang-contracts] serves` gives each project file it covers."""
+    fixed = {}
+    for relpath in project.digests if serves else ():
+        key = _configured(relpath, serves)
+        if key is not None:
+            fixed[relpath] = frozenset(l for l in labels if configured_serves(serves[key], releases[l].version or ""))
+    return fixed
