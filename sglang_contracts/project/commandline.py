@@ -173,14 +173,11 @@ def _calls_add_cli_args(function: ast.AST) -> bool:
 def _wrapper_in(function: ast.FunctionDef, module: ast.Module, relpath: str, at: SourcePositions,
                 bindings: dict[str, ast.AST]) -> list | None:
     """The wrapper a function installs around `ServerArgs.add_cli_args(parser)`, as JSON, with
-    its parameters bound as at one call (`bindings`)."""
-    replaced = {node.value.id for node in ast.walk(function)
-                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
-                and any(isinstance(t, ast.Attribute) and t.attr == "add_argument" for t in node.targets)}
-    inner = [node for node in ast.walk(function) if isinstance(node, ast.FunctionDef) and node.name in replaced]
-    if not inner:
+    its parameters bound as at one call (`bindings`): its replacement of `add_argument`, the
+    prefixes its f-strings build, its skip list and its rename table."""
+    body = _replacement(function)
+    if body is None:
         return None
-    body = inner[0]
     heads = [_template(node, bindings) for node in ast.walk(body) if isinstance(node, ast.JoinedStr)]
     flag_prefix = next((h for h in heads if h and FLAG_PREFIX.fullmatch(h)), None)
     dest_prefix = next((h for h in heads if h and DEST_PREFIX.fullmatch(h)), None)
@@ -192,7 +189,22 @@ def _wrapper_in(function: ast.FunctionDef, module: ast.Module, relpath: str, at:
         items = _list_items(value, lists)
         if items is not None:
             lists[name] = items
-    tables = _assigned_tables([module, function])
+    skip_list, entries = _skip_list(body, lists, at)
+    renames = _renames(body, _assigned_tables([module, function]), at)
+    return ["wrapper", relpath, function.lineno, flag_prefix, dest_prefix, skip_list, entries, renames]
+
+
+def _replacement(function: ast.FunctionDef) -> ast.FunctionDef | None:
+    """The inner function the wrapper assigns to `parser.add_argument`."""
+    replaced = {node.value.id for node in ast.walk(function)
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+                and any(isinstance(t, ast.Attribute) and t.attr == "add_argument" for t in node.targets)}
+    return next((node for node in ast.walk(function) if isinstance(node, ast.FunctionDef) and node.name in replaced),
+                None)
+
+
+def _skip_list(body: ast.FunctionDef, lists: dict[str, list], at: SourcePositions) -> tuple[str, list]:
+    """(the list `if NAME in LIST: return` skips by, its entries as [value, line, col]); the last one found."""
     skip_list, entries = "", []
     for node in ast.walk(body):
         if isinstance(node, ast.If) and isinstance(node.test, (ast.Compare, ast.BoolOp)) \
@@ -202,6 +214,12 @@ def _wrapper_in(function: ast.FunctionDef, module: ast.Module, relpath: str, at:
                         and isinstance(compare.comparators[0], ast.Name) and compare.comparators[0].id in lists:
                     skip_list = compare.comparators[0].id
                     entries = [[item.value, at.start(item).line, at.start(item).col] for item in lists[skip_list]]
+    return skip_list, entries
+
+
+def _renames(body: ast.FunctionDef, tables: dict[str, ast.Dict], at: SourcePositions) -> list:
+    """The rename table used as `TABLE.get(name, name)` or `TABLE[name]`, as [upstream name,
+    project name, line, col] rows; the last one found."""
     renames = []
     for node in ast.walk(body):
         table = None
@@ -213,7 +231,7 @@ def _wrapper_in(function: ast.FunctionDef, module: ast.Module, relpath: str, at:
         if table in tables:
             renames = [[key.value, value.value, at.start(key).line, at.start(key).col] for key, value in
                        zip(tables[table].keys, tables[table].values)]
-    return ["wrapper", relpath, function.lineno, flag_prefix, dest_prefix, skip_list, entries, renames]
+    return renames
 
 
 def _call_bindings(function: ast.FunctionDef, module: ast.Module) -> list[dict[str, ast.AST]]:

@@ -370,60 +370,79 @@ def _subscript_name(node: ast.AST) -> str:
 
 def _generated(field_name: str, owner: str, declaration: ast.AnnAssign, rules: GeneratorRules,
                constants: _Constants) -> Option | None:
+    """The option the generator makes of one annotated field, as `rules` say it does: none for a
+    field without metadata, or with a skip attribute set."""
     annotation = declaration.annotation
     if _subscript_name(annotation) not in rules.annotated or not isinstance(annotation, ast.Subscript):
         return None  # no metadata: the generator leaves it to hand-written code
     parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
     inner, metas = parts[0], parts[1:]
-    meta: dict[str, ast.AST] | None = None
-    for item in metas:
-        if isinstance(item, ast.Call) and unparsed(item.func).rsplit(".", 1)[-1] == rules.meta_class:
-            meta = _keywords(item)
-            if item.args:
-                meta.setdefault("help", item.args[0])
-            break
-        if rules.bare_string_is_help and _string(item) is not None:
-            meta = {"help": item}
-            break
+    meta = _field_metadata(metas, rules)
     if meta is None:
         return None
     if any(isinstance(meta.get(attr), ast.Constant) and meta[attr].value for attr in rules.skip_attrs):
         return None
-    explicit = _string(meta.get(rules.cli_name_attr))
-    cli_name = explicit or rules.prefix + field_name.replace(*rules.replace)
-    aliases = meta.get(rules.aliases_attr)
-    alias_strings = tuple(text for text in (_string(e) for e in aliases.elts) if text) \
-        if isinstance(aliases, (ast.List, ast.Tuple)) else ()
-    strings = (cli_name, *alias_strings)
-    inner_text = unparsed(inner)
-    optional = inner
-    if isinstance(inner, ast.Subscript) and _subscript_name(inner) in ("Optional", "Union"):
-        optional = inner.slice.elts[0] if isinstance(inner.slice, ast.Tuple) else inner.slice
-    elif isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.BitOr):
-        sides = [inner.left, inner.right]
-        kept = [side for side in sides if not (isinstance(side, ast.Constant) and side.value is None)]
-        optional = kept[0] if len(kept) == 1 else inner
+    strings = _option_strings(field_name, meta, rules)
+    optional = _without_none(inner)
     choices = constants.choices(meta.get("choices"))
     if choices is None and _subscript_name(optional) == "Literal":
         choices = constants.choices(ast.Tuple(optional.slice.elts if isinstance(optional.slice, ast.Tuple)
                                               else [optional.slice]))
-    if "action" in meta:
-        action = _string(meta["action"]) or unparsed(meta["action"])
-    elif isinstance(optional, ast.Name) and optional.id == "bool":
-        action = rules.bool_action
-    else:
-        action = "store"
+    action = _generated_action(meta, optional, rules)
     nargs = _string(meta.get("nargs")) or ""
     if not nargs and _subscript_name(optional) in ("list", "List") and "type_parser" not in meta:
         nargs = rules.list_nargs
     help_text = _text(meta.get("help"))
     return Option(
         strings=strings, dest=field_name if rules.dest_is_field else argparse_dest(strings), action=action,
-        type=unparsed(meta["type_parser"]) if "type_parser" in meta else inner_text, choices=choices,
+        type=unparsed(meta["type_parser"]) if "type_parser" in meta else unparsed(inner), choices=choices,
         default=unparsed(declaration.value) if declaration.value is not None else "", nargs=nargs, help=help_text,
         deprecated=_deprecated(action, help_text), line=declaration.lineno,
         declared_by=f"{owner.rsplit('.', 1)[-1]}.{field_name}",
     )
+
+
+def _field_metadata(metas: list[ast.AST], rules: GeneratorRules) -> dict[str, ast.AST] | None:
+    """The keywords of the field's metadata (an instance of the metadata class, its first
+    argument the help; or a bare string, the help, where the generator takes one)."""
+    for item in metas:
+        if isinstance(item, ast.Call) and unparsed(item.func).rsplit(".", 1)[-1] == rules.meta_class:
+            meta = _keywords(item)
+            if item.args:
+                meta.setdefault("help", item.args[0])
+            return meta
+        if rules.bare_string_is_help and _string(item) is not None:
+            return {"help": item}
+    return None
+
+
+def _option_strings(field_name: str, meta: dict[str, ast.AST], rules: GeneratorRules) -> tuple[str, ...]:
+    """The explicit name or the one made of the field's, then the aliases."""
+    explicit = _string(meta.get(rules.cli_name_attr))
+    cli_name = explicit or rules.prefix + field_name.replace(*rules.replace)
+    aliases = meta.get(rules.aliases_attr)
+    alias_strings = tuple(text for text in (_string(e) for e in aliases.elts) if text) \
+        if isinstance(aliases, (ast.List, ast.Tuple)) else ()
+    return (cli_name, *alias_strings)
+
+
+def _without_none(inner: ast.AST) -> ast.AST:
+    """`Optional[X]`, `Union[X, ...]`'s first, `X | None`: X; any other type as it is."""
+    if isinstance(inner, ast.Subscript) and _subscript_name(inner) in ("Optional", "Union"):
+        return inner.slice.elts[0] if isinstance(inner.slice, ast.Tuple) else inner.slice
+    if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.BitOr):
+        kept = [side for side in (inner.left, inner.right)
+                if not (isinstance(side, ast.Constant) and side.value is None)]
+        return kept[0] if len(kept) == 1 else inner
+    return inner
+
+
+def _generated_action(meta: dict[str, ast.AST], optional: ast.AST, rules: GeneratorRules) -> str:
+    if "action" in meta:
+        return _string(meta["action"]) or unparsed(meta["action"])
+    if isinstance(optional, ast.Name) and optional.id == "bool":
+        return rules.bool_action
+    return "store"
 
 
 def _entry(tree: ast.Module) -> ast.FunctionDef | None:
