@@ -5,6 +5,7 @@ from here, never from one another (conftest.py holds the fixtures and the sessio
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
 import pty
 import re
@@ -22,6 +23,14 @@ PROJECT = FIXTURES / "project"
 UPSTREAM = FIXTURES / "upstream"
 OLD = UPSTREAM / "old"
 NEW = UPSTREAM / "new"
+
+
+def load_script(name: str):
+    """scripts/<name>.py as a module (the scripts are run, not imported: no package holds them)."""
+    spec = importlib.util.spec_from_file_location(name, CHECKOUT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def checkout_env(**extra: str) -> dict[str, str]:

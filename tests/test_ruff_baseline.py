@@ -5,19 +5,13 @@ count only goes down. CI runs the test command, so this is how the gate runs in 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
-from tests.helpers import CHECKOUT
-
-SCRIPT = CHECKOUT / "scripts" / "ruff_baseline.py"
+from tests.helpers import load_script
 
 
 def _baseline_script():
-    spec = importlib.util.spec_from_file_location("ruff_baseline", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("ruff_baseline")
 
 
 def test_no_file_is_more_complex_or_has_longer_lines_than_its_baseline() -> None:
@@ -27,7 +21,7 @@ def test_no_file_is_more_complex_or_has_longer_lines_than_its_baseline() -> None
     assert now == baseline, f"the code is below its baseline: run `{script.COMMAND}` and commit the result"
 
 
-def test_the_gate_counts_what_it_says(tmp_path) -> None:
+def test_the_gate_counts_what_it_says() -> None:
     """over_baseline names a file above its count, and a file absent from the baseline counts 0."""
     script = _baseline_script()
     assert script.over_baseline({"a.py": {"C901": 2}, "b.py": {"E501": 1}}, {"a.py": {"C901": 2}}) == [

@@ -4,20 +4,16 @@ to its hooks."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
-from tests.helpers import CHECKOUT
+from tests.helpers import CHECKOUT, load_script
 
 SCRIPT = CHECKOUT / "scripts" / "generate_rules_doc.py"
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("generate_rules_doc", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("generate_rules_doc")
 
 
 def test_the_rule_reference_is_not_stale() -> None:
