@@ -18,6 +18,19 @@ def is_dotted_name(text: str) -> bool:
     return bool(text) and all(part.isidentifier() and not keyword.iskeyword(part) for part in text.split("."))
 
 
+def absolute_import(node: ast.ImportFrom, module_name: str, is_package: bool) -> str | None:
+    """The module a from-import in module `module_name` names, its dots resolved (`from .io import
+    x` in `sglang.srt.managers.scheduler` -> `sglang.srt.managers.io`); None past the top."""
+    module = node.module or ""
+    if not node.level:
+        return module
+    package = module_name.split(".") if is_package else module_name.split(".")[:-1]
+    if node.level - 1 > len(package):
+        return None
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
 def decode_source(data: bytes) -> str:
     """Python source as the interpreter reads it: a UTF-8 byte-order mark or a PEP 263 coding
     comment names the encoding, UTF-8 otherwise. Bytes that do not decode are replaced, so
