@@ -34,7 +34,7 @@ from sglang_contracts.infra.temporaries import private_temporary_folder
 from sglang_contracts.project.index import LISTING, IndexMemo, ProjectIndex, as_named, build_index, links_out_of, read_python
 from sglang_contracts.project.pin_history import names_the_same_release, pin_before_the_bump
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
-from sglang_contracts.sources import open_release
+from sglang_contracts.sources import open_release, pinned_release_spec
 from sglang_contracts.diagnostics.suppressions import (
     INTERNAL_ERROR, UNUSED_NOQA, NoqaIndex, ProjectText, code_active, matches_path, override_severity,
 )
@@ -201,7 +201,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         if pin is None:
             raise UsageError(f"--old not given and no SGLang pin found in {root} (an exact sglang==X requirement, "
                              "or an SGLang image tag in a Dockerfile or build script)")
-        old_spec = pin.version
+        old_spec = pinned_release_spec(pin.version, options.sglang_repo)
     if options.new is None:
         raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory)")
     if options.old is None and pin is not None and names_the_same_release(pin.version, options.new):
@@ -209,7 +209,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         if pin is None:
             raise UsageError(f"--old not given and the project's pin already names --new {options.new} ({why_not}); "
                              "give --old, the release the bump leaves")
-        old_spec = pin.version
+        old_spec = pinned_release_spec(pin.version, options.sglang_repo)
 
     def store(kind: str) -> JsonCache:
         return JsonCache(download_cache / kind if options.use_cache else None)
