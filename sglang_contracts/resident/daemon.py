@@ -416,7 +416,10 @@ class Daemon:
         cwd = os.getcwd()
         try:
             os.chdir(request["cwd"])
-            args = build_parser().parse_args(argv)
+            # What argparse prints of a line it refuses or answers (usage, --help, --version) is
+            # for no one here: it went to the daemon's log, which only grew
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                args = build_parser().parse_args(argv)
         except (OSError, SystemExit):
             return {"refused": "cannot run this command line here"}
         try:
