@@ -29,7 +29,7 @@ from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
 from sglang_contracts.infra.files import is_below, unsaved_buffer
-from sglang_contracts.infra.roots import project_root_for
+from sglang_contracts.infra.roots import project_root_for, require_existing
 from sglang_contracts.infra.temporaries import private_temporary_folder
 from sglang_contracts.project.index import LISTING, IndexMemo, ProjectIndex, as_named, build_index, links_out_of, read_python
 from sglang_contracts.project.pin_history import names_the_same_release, pin_before_the_bump
@@ -168,13 +168,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     for flag, spec in (("--old", options.old), ("--new", options.new)):
         if spec is not None and not spec.strip():  # as a path, '' would be the current directory
             raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
-    for path in paths:
-        try:
-            exists = path.exists()
-        except (OSError, ValueError) as error:  # a name too long for the system, a NUL in it
-            raise UsageError(f"{shown(path)}: {getattr(error, 'strerror', None) or error}") from None
-        if not exists:
-            raise UsageError(f"{shown(path)}: no such file or directory")
+    require_existing(paths)
     root = project_root_for(paths)
     _refuse_what_leaves_the_project(root, options)
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
