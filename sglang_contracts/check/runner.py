@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import os
@@ -29,12 +30,12 @@ from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
 from sglang_contracts.infra.files import is_below, unsaved_buffer
-from sglang_contracts.infra.roots import project_root_for
+from sglang_contracts.infra.roots import project_root_for, require_existing
 from sglang_contracts.infra.temporaries import private_temporary_folder
 from sglang_contracts.project.index import LISTING, IndexMemo, ProjectIndex, as_named, build_index, links_out_of, read_python
 from sglang_contracts.project.pin_history import names_the_same_release, pin_before_the_bump
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
-from sglang_contracts.sources import open_release
+from sglang_contracts.sources import open_release, pinned_release_spec
 from sglang_contracts.diagnostics.suppressions import (
     INTERNAL_ERROR, UNUSED_NOQA, NoqaIndex, ProjectText, code_active, matches_path, override_severity,
 )
@@ -168,13 +169,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     for flag, spec in (("--old", options.old), ("--new", options.new)):
         if spec is not None and not spec.strip():  # as a path, '' would be the current directory
             raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
-    for path in paths:
-        try:
-            exists = path.exists()
-        except (OSError, ValueError) as error:  # a name too long for the system, a NUL in it
-            raise UsageError(f"{shown(path)}: {getattr(error, 'strerror', None) or error}") from None
-        if not exists:
-            raise UsageError(f"{shown(path)}: no such file or directory")
+    require_existing(paths)
     root = project_root_for(paths)
     _refuse_what_leaves_the_project(root, options)
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
@@ -201,7 +196,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         if pin is None:
             raise UsageError(f"--old not given and no SGLang pin found in {root} (an exact sglang==X requirement, "
                              "or an SGLang image tag in a Dockerfile or build script)")
-        old_spec = pin.version
+        old_spec = pinned_release_spec(pin.version, options.sglang_repo)
     if options.new is None:
         raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory)")
     if options.old is None and pin is not None and names_the_same_release(pin.version, options.new):
@@ -209,7 +204,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         if pin is None:
             raise UsageError(f"--old not given and the project's pin already names --new {options.new} ({why_not}); "
                              "give --old, the release the bump leaves")
-        old_spec = pin.version
+        old_spec = pinned_release_spec(pin.version, options.sglang_repo)
 
     def store(kind: str) -> JsonCache:
         return JsonCache(download_cache / kind if options.use_cache else None)
@@ -705,9 +700,26 @@ def enrich(d: Diagnostic, text: ProjectText, old: UpstreamModel, new: UpstreamMo
     if d.old is None and d.new is None and is_upstream(d.symbol):
         changes.update(old=_symbol_facts(old, d.symbol), new=_symbol_facts(new, d.symbol))
     if not d.fingerprint:
-        key = "\0".join([d.code, d.path, d.symbol, " ".join(line.split())])
+        key = "\0".join([d.code, d.path, d.symbol, _collapsed(line)])
         changes["fingerprint"] = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
     return dataclasses.replace(d, **changes) if changes else d
+
+
+# A line longer than this enters a fingerprint by its digest (see _collapsed).
+LONGEST_FINGERPRINTED_LINE = 1000
+
+
+@functools.lru_cache(maxsize=256)
+def _collapsed(line: str) -> str:
+    """What a fingerprint keeps of the finding's line: its runs of blanks made one space, and a
+    line longer than LONGEST_FINGERPRINTED_LINE as its digest. Once per line: a pull request's
+    line of 16,000 findings cost their number times its length to collapse and to hash, minutes
+    (campaign 4, D06). ProjectText gives one string object per line, whose hash Python keeps,
+    so a lookup costs no pass over it."""
+    collapsed = " ".join(line.split())
+    if len(collapsed) <= LONGEST_FINGERPRINTED_LINE:
+        return collapsed
+    return "sha256:" + hashlib.sha256(collapsed.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _symbol_facts(model: UpstreamModel, dotted: str) -> dict[str, Any]:
