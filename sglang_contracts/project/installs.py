@@ -138,7 +138,8 @@ def file_version_markers(relpath: str, text: str) -> list[DeclaredRequirement]:
         for variable, value in re.findall(r"\b(\w+)=(\S+)", rest):
             named = VERSION_VARIABLE.fullmatch(variable)
             version = value.strip("\"'").removeprefix("v")
-            if named is None or re.search(rf"\$\{{?{variable}\b", text) or not re.fullmatch(r"\d+(\.\w+)*", version):
+            read = f"${variable}" in text or f"${{{variable}" in text  # `$X_VERSION_SUFFIX` too: then not judged
+            if named is None or read or not re.fullmatch(r"\d+(\.\w+)*", version):
                 continue
             requirement = parse_requirement(f"{named.group(1).lower().replace('_', '-')}=={version}")
             written = find_from(lines, f"{variable}=", number - 1, 0)
