@@ -59,3 +59,35 @@ def test_model_runner_forward_became_a_model_runner_output_in_0_5_7(tmp_path: Pa
     assert "returns a ModelRunnerOutput in sglang 0.5.7 (a tuple of 2 in 0.5.6): unpacking it into 2 names" \
         in found[0]["message"]
     assert "indexing it raises TypeError" in found[1]["message"]
+
+
+SERVER = '''from sglang.srt.entrypoints.http_server import _launch_subprocesses
+
+
+class AsyncSglangServer:
+    def launch_server(self, server_args):
+        self.tokenizer_manager, self.template_manager, self.scheduler_info = _launch_subprocesses(
+            server_args=server_args)
+'''
+
+
+def test_launch_subprocesses_returns_four_values_under_a_stale_annotation_in_0_5_5(
+        tmp_path: Path, real_cache: Path, capsys, monkeypatch) -> None:
+    """0.5.5's `_launch_subprocesses` is still annotated `Tuple[TokenizerManager, TemplateManager,
+    Dict]`, but every `return` of it is a 4-tuple display (`..., port_args`): verl's three-name
+    unpack (async_sglang_server.py at ab25997bc^) raises ValueError on 0.5.5."""
+    old, new = model("0.5.2", real_cache), model("0.5.5", real_cache)
+    path = "sglang.srt.entrypoints.engine._launch_subprocesses"
+    assert old.callable_record(path)["shape"] == 3
+    record = new.callable_record(path)
+    assert record["annotation"] == "Tuple[TokenizerManager, TemplateManager, Dict]" and record["shape"] == 4
+
+    project = tmp_path / "project"
+    (project / "app").mkdir(parents=True)
+    (project / "app" / "server.py").write_text(SERVER)
+    monkeypatch.chdir(project)
+    main(["check", "--format", "json", "--old", "0.5.2", "--new", "0.5.5", "--select", "SGC207"])
+    found = json.loads(capsys.readouterr().out)
+    assert [(d["path"], d["line"], d["code"], d["severity"]) for d in found] == [("app/server.py", 6, "SGC207", "error")]
+    assert "returns a tuple of 4 in sglang 0.5.5 (a tuple of 3 in 0.5.2): unpacking it into 3 names raises ValueError" \
+        in found[0]["message"]

@@ -12,9 +12,10 @@ function, and the shape of the tuple it returns, both ways across the project bo
   override still returns the old one; or the base became async (or stopped being) and the
   override did not follow, so upstream's `await self.m()` raises or its coroutine never runs.
 
-A shape is read from the return annotation (`tuple[A, B]`, or a class of SGLang's that is no
-sequence), or where there is none from the body, only when every `return` is a tuple display
-of one length; anything else is unknown and never judged.
+A shape is read from the body when every `return` is a tuple display of one length (over
+the annotation: a stale `Tuple[A, B, C]` above `return a, b, c, d` says less than the body),
+else from the return annotation (`tuple[A, B]`, or a class of SGLang's that is no sequence);
+anything else is unknown and never judged.
 """
 
 from __future__ import annotations
