@@ -171,24 +171,33 @@ def _taken_in_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, n
     0.5.10): "; moved into Engine.name (a classmethod now)?", verified as a move is, the
     same parameters (a classmethod's `cls` aside) and body; else listed with its signature."""
     origin = old_symbol.origin if old_symbol.found else None
-    record = old.function_record(origin) if origin else None
-    module = origin.rpartition(".")[0] if origin else ""
-    found = new.module(module) if record is not None and new.module_exists(module) else None
-    if found is None:
+    taken = taken_in(old, origin, new) if origin else None
+    if taken is None:
         return ""
-    for cls in sorted(found.classes):
+    module, cls, kind, method = taken
+    record = old.function_record(origin) or {}
+    params = _params(method)[1:] if kind == "classmethod" else _params(method)
+    if params == _params(record) and old.body_lines(Member(module, name, "function", record)) \
+            == new.body_lines(Member(f"{module}.{cls}", name, "method", method)):
+        return f"; did you mean {module}.{cls}.{name} (a {kind} now)?"
+    return (f"; moved into {cls}.{name}? a {kind} of {module} now, not the same definition: "
+            f"{cls}.{signature_text(new, name, method)}; it was {signature_text(old, origin)}")
+
+
+def taken_in(old: UpstreamModel, origin: str, new: UpstreamModel) -> tuple[str, str, str, dict] | None:
+    """(module, class, "classmethod" or "staticmethod", record) of the static or class method
+    that took in the module function at `origin` (of the old release): the first class of its
+    module in the new release with one of its name, when the module no longer defines it."""
+    module, _, name = origin.rpartition(".")
+    if old.function_record(origin) is None or not new.module_exists(module) or new.function_record(origin) is not None:
+        return None
+    found = new.module(module)
+    for cls in sorted(found.classes) if found is not None else ():
         method = (found.classes[cls].get("methods") or {}).get(name)
         kinds = [kind for kind in STATIC_KINDS if kind in method.get("decorators", ())] if method else []
-        if not kinds:
-            continue
-        params = _params(method)[1:] if kinds[0] == "classmethod" else _params(method)
-        same = params == _params(record) and old.body_lines(Member(module, name, "function", record)) \
-            == new.body_lines(Member(f"{module}.{cls}", name, "method", method))
-        if same:
-            return f"; did you mean {module}.{cls}.{name} (a {kinds[0]} now)?"
-        return (f"; moved into {cls}.{name}? a {kinds[0]} of {module} now, not the same definition: "
-                f"{cls}.{signature_text(new, name, method)}; it was {signature_text(old, origin)}")
-    return ""
+        if kinds:
+            return module, cls, kinds[0], method
+    return None
 
 
 def _renamed_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str) -> str:
