@@ -157,6 +157,29 @@ def _pyproject_requirements(root: Path) -> list[DeclaredRequirement]:
     return found
 
 
+def pyproject_extra_of(root: Path, written: str) -> str | None:
+    """The optional extra (`agentic-sglang`) or dependency group of pyproject.toml whose list
+    holds the requirement `written` (as `str(Requirement)` spells it), when the main
+    dependencies do not: where a pin read from the file is only one environment's."""
+    path = root / "pyproject.toml"
+    text = read_project_text(path, root) if path.exists() else None
+    try:
+        data = parse_toml(text) if text is not None else {}
+    except tomllib.TOMLDecodeError:
+        return None
+    project = table(data, "project")
+
+    def holds(group: Any) -> bool:
+        return isinstance(group, list) and any(
+            isinstance(item, str) and (found := parse_requirement(item)) is not None and str(found) == written
+            for item in group)
+
+    if holds(project.get("dependencies", [])):
+        return None
+    named = [*table(project, "optional-dependencies").items(), *table(data, "dependency-groups").items()]
+    return next((str(name) for name, group in named if holds(group)), None)
+
+
 @dataclass(frozen=True)
 class DeclaredPython:
     """The project's `requires-python`, and where pyproject.toml spells it."""
