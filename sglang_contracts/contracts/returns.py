@@ -12,9 +12,10 @@ function, and the shape of the tuple it returns, both ways across the project bo
   override still returns the old one; or the base became async (or stopped being) and the
   override did not follow, so upstream's `await self.m()` raises or its coroutine never runs.
 
-A shape is read from the return annotation (`tuple[A, B]`, or a class of SGLang's that is no
-sequence), or where there is none from the body, only when every `return` is a tuple display
-of one length; anything else is unknown and never judged.
+A shape is read from the body when every `return` is a tuple display of one length (over
+the annotation: a stale `Tuple[A, B, C]` above `return a, b, c, d` says less than the body),
+else from the return annotation (`tuple[A, B]`, or a class of SGLang's that is no sequence);
+anything else is unknown and never judged.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
+from sglang_contracts.contracts.hints import taken_in
 from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
 from sglang_contracts.contracts.subclasses import overrides
 from sglang_contracts.diagnostics import Diagnostic, finding
@@ -61,10 +63,18 @@ def _call_pairs(ctx: CheckContext) -> Iterator[tuple[FileFacts, CallFact, str, d
             old = _record(old_resolver, facts, call)
             if old is None:
                 continue
-            new = _record(new_resolver, facts, call)
+            new = _record(new_resolver, facts, call) or _taken_in(ctx, old[0])
             if new is None:
                 continue
             yield facts, call, new[0], old[1], new[1]
+
+
+def _taken_in(ctx: CheckContext, owner: str) -> tuple[str, dict[str, Any]] | None:
+    """A module function the new release made a static or class method of a class of its module
+    (0.5.10's `Engine._launch_subprocesses`): the project's call is judged against that method,
+    what its import must be rewritten to (SGC102 names it)."""
+    taken = taken_in(ctx.old, owner, ctx.new)
+    return (f"{taken[0]}.{taken[1]}.{owner.rpartition('.')[2]}", taken[3]) if taken is not None else None
 
 
 @contract("SGC206", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)

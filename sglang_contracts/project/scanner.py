@@ -408,6 +408,9 @@ class _Collector:
         self._visit_all([*node.decorator_list, node.args, *([node.returns] if node.returns else []), *node.body])
         if method:
             self._receiver = None
+        elif self.scope_depth == 1:  # a module function: a version helper is called as the version itself
+            self.conditions.scope = scope
+            self.conditions.read_getter(node)
         self.scope_depth -= 1
         self._functions.pop()
         return False

@@ -53,7 +53,12 @@ MENTIONS = [
 # "SGLang 0.5.22", "sglang v0.5.22", "sglang==0.5.21", "sglang>=0.5.16"
 SGLANG_VERSION_IN_PROSE = re.compile(
     # Possessive runs of space: two `\s*` around an optional operator split one long run every way.
-    r"(?i)\bsglang\b(?:\s++version)?\s*+(?:[=<>~!]=?|[@:(-])?\s*+v?(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)\b")
+    r"(?i)\bsglang\b(?:\s++version)?\s*+(?:(?P<op>[<>~!]=|[<>])|==?|[@:(-])?\s*+v?(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)\b")
+# "compatible with sglang 0.5.3", "for compatibility with SGLang 0.5.3": the releases the code
+# below serves, like `sglang>=0.5.3`, not a narration of what one release did
+COMPATIBLE_WITH = re.compile(r"(?i)\bcompatib(?:le|ility)\s+(?:with\s+)?$")
+# A condition that asks for a change once it holds ("TODO: remove this once we bump to sglang>=0.5.1")
+CHANGE_CUE = re.compile(r"(?i)\b(?:todo|fixme|remove|drop|delete|once|bump|upgrade)\b")
 REMOVE_WHEN = re.compile(r"(?i)\bremove\s+when\s*:\s*(?P<req>[^\n]+)")
 NOT_PACKAGE_DIRS = {"tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "benchmark"}
 
@@ -155,6 +160,29 @@ def _pyproject_requirements(root: Path) -> list[DeclaredRequirement]:
         if requirement is not None:
             found.append(DeclaredRequirement("pyproject.toml", line, col, requirement, comment))
     return found
+
+
+def pyproject_extra_of(root: Path, written: str) -> str | None:
+    """The optional extra (`agentic-sglang`) or dependency group of pyproject.toml whose list
+    holds the requirement `written` (as `str(Requirement)` spells it), when the main
+    dependencies do not: where a pin read from the file is only one environment's."""
+    path = root / "pyproject.toml"
+    text = read_project_text(path, root) if path.exists() else None
+    try:
+        data = parse_toml(text) if text is not None else {}
+    except tomllib.TOMLDecodeError:
+        return None
+    project = table(data, "project")
+
+    def holds(group: Any) -> bool:
+        return isinstance(group, list) and any(
+            isinstance(item, str) and (found := parse_requirement(item)) is not None and str(found) == written
+            for item in group)
+
+    if holds(project.get("dependencies", [])):
+        return None
+    named = [*table(project, "optional-dependencies").items(), *table(data, "dependency-groups").items()]
+    return next((str(name) for name, group in named if holds(group)), None)
 
 
 @dataclass(frozen=True)
@@ -488,9 +516,22 @@ def _file_notes(relpath: str, text: str) -> list[list]:
         for match in SGLANG_VERSION_IN_PROSE.finditer(raw):
             if any(start <= match.start() < end for start, end in removal_spans):
                 continue
+            if _states_a_condition(raw, match):
+                continue
             at = offset_position(line, col, raw, match.start("v"))
             found.append(["version", relpath, *at, where, match.group("v"), package])
     return found
+
+
+def _states_a_condition(raw: str, match: re.Match) -> bool:
+    """Does the prose give the version as a condition on the release (`supported in sglang>=0.5.3`,
+    `for sglang < 0.5.0`, `compatible with sglang 0.5.3`)? That says which releases the code it
+    sits on serves, as true after a bump as before (the code that keeps serving them is what
+    the contracts judge); unless it asks for a change once it holds (`remove this once we bump
+    to sglang>=0.5.1`), which a bump may have made due."""
+    if not (match.group("op") or COMPATIBLE_WITH.search(raw, max(0, match.start() - 40), match.start())):
+        return False
+    return CHANGE_CUE.search(raw) is None
 
 
 def prose_notes(project: ProjectIndex) -> tuple[list[ProseNote], list[ProseNote]]:
