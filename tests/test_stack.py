@@ -54,6 +54,23 @@ def test_declared_requirements_with_positions_and_comments(tmp_path: Path) -> No
                      ("pyproject.toml", 9, 27, "protobuf", False), ("requirements/ci.txt", 2, 1, "openai", True)}
 
 
+@pytest.mark.parametrize("sglang_in, apart", [
+    ("serve", {"vllm", "pytest"}),  # the extra and the group uv keeps apart from SGLang's extra
+    ("dependencies", set()),  # SGLang in every environment: any extra may join it
+    (None, set()),  # no SGLang at all (a base image's): nothing is known apart
+])
+def test_extras_that_uv_keeps_apart_from_sglang_are_not_declared(tmp_path: Path, sglang_in, apart) -> None:
+    base = '"sglang==0.5.4", ' if sglang_in == "dependencies" else ""
+    serve = '"sglang==0.5.4", ' if sglang_in == "serve" else ""
+    write_tree(tmp_path, {"pyproject.toml": (
+        f'[project]\nname = "x"\ndependencies = [{base}"numpy"]\n'
+        f'[project.optional-dependencies]\nserve = [{serve}"torch==2.8.0"]\nrollout = ["vllm==0.8.5"]\n'
+        'sim = ["mujoco==3.0"]\n[dependency-groups]\ndev = ["pytest==8.0"]\n'
+        '[tool.uv]\nconflicts = [[{ extra = "serve" }, { extra = "rollout" }], [{ extra = "serve" }, { group = "dev" }]]\n')})
+    names = {d.name for d in declared_requirements(tmp_path)}
+    assert names == {"sglang", "numpy", "torch", "vllm", "mujoco", "pytest"} - apart - ({"sglang"} if sglang_in is None else set())
+
+
 def test_pins_from_a_source_pyproject_keep_extras_as_markers(tmp_path: Path) -> None:
     write_tree(tmp_path, {"pyproject.toml": '[project]\nname = "sglang"\ndependencies = ["torch==2.9.1"]\n'
                                             '[project.optional-dependencies]\ntest = ["pytest==8.0.0; python_version >= \'3.8\'"]\n'})
