@@ -157,6 +157,27 @@ def _apart_from_sglang(data: dict[str, Any], choices: dict[tuple[str, str], Any]
     return {key for key in choices if key not in bringing and bringing <= apart.get(key, set())}
 
 
+@dataclass(frozen=True)
+class SglangExtras:
+    """How the project's own pyproject.toml installs SGLang: with its dependencies (`base`, so
+    `uv sync` or `pip install .` brings it), or with these extras (`uv sync --extra serve`)."""
+
+    base: bool = False
+    extras: frozenset[str] = frozenset()
+
+
+def sglang_extras_of(root: Path) -> SglangExtras:
+    path = root / "pyproject.toml"
+    text = read_project_text(path, root) if path.is_file() else None
+    try:
+        data = parse_toml(text) if text is not None else {}
+    except tomllib.TOMLDecodeError:  # said where the requirements are read (_pyproject_requirements)
+        return SglangExtras()
+    project = table(data, "project")
+    extras = frozenset(name for name, group in table(project, "optional-dependencies").items() if _brings_sglang(group))
+    return SglangExtras(_brings_sglang(project.get("dependencies")), extras)
+
+
 def _pyproject_requirement_strings(data: dict[str, Any]) -> list[str]:
     """The requirements of pyproject.toml that may be installed beside SGLang (_apart_from_sglang)."""
     project = table(data, "project")
