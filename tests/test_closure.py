@@ -120,6 +120,26 @@ def test_the_delta_names_each_move_and_the_chain_that_brings_it(tmp_path: Path, 
     assert [move.name for move in delta.moves][:2] == ["nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base"]  # key first
 
 
+def test_the_chain_names_the_requirement_that_moved_not_the_first_path(tmp_path: Path) -> None:
+    # humming-kernels asks for any triton and any cuda-bindings, first in the walk; torch pins
+    # triton's minor, and cutlass's libraries add a floor on cuda-bindings in the new release
+    packages = {
+        ("humming-kernels", "0.1.12"): metadata("humming-kernels", "0.1.12", "triton", "cuda-bindings"),
+        ("torch", "2.13.0"): metadata("torch", "2.13.0", "triton~=3.7.1", "cuda-bindings<14,>=13.0.3"),
+        ("torch", "2.14.1"): metadata("torch", "2.14.1", "triton~=3.8.0", "cuda-bindings<14,>=13.0.3"),
+        ("nvidia-cutlass-dsl-libs-base", "4.8.0"): metadata("nvidia-cutlass-dsl-libs-base", "4.8.0", "cuda-bindings>=12.8"),
+    }
+    source = source_for(tmp_path, write_index(tmp_path / "index", packages).as_uri())
+    old_sglang = metadata("sglang", "0.1.0", "humming-kernels==0.1.12", "torch==2.13.0")
+    new_sglang = metadata("sglang", "0.2.0", "humming-kernels==0.1.12", "torch==2.14.1", "nvidia-cutlass-dsl-libs-base==4.8.0")
+    old = {"linux/x86_64": walk(metadata_pins(old_sglang), frozenset(), X86, source)}
+    new = {"linux/x86_64": walk(metadata_pins(new_sglang), frozenset(), X86, source)}
+    moves = {move.name: move for move in closure_delta(old, new, "0.1.0", "0.2.0").moves}
+    assert (moves["triton"].new, moves["triton"].chain) == ("~=3.8.0", "sglang -> torch==2.14.1 -> triton~=3.8.0")
+    assert moves["cuda-bindings"].chain == "sglang -> nvidia-cutlass-dsl-libs-base==4.8.0 -> cuda-bindings>=12.8"
+    assert new["linux/x86_64"].first("triton").chain == ("sglang", "torch==2.14.1")  # a version asked over none
+
+
 def test_the_walk_is_bounded(tmp_path: Path, file_index: str) -> None:
     shallow = walk(metadata_pins(SGLANG_NEW), frozenset(), X86, source_for(tmp_path, file_index), most_depth=1)
     assert shallow.cut_short and "nvidia-nccl-cu13" not in shallow.needs

@@ -128,7 +128,7 @@ def closure_delta(old: dict[str, Closure], new: dict[str, Closure], old_label: s
             was, now = spelled_in(old_closure, name), spelled_in(new_closure, name)
             if was == now:
                 continue
-            bringing = new_closure.first(name) or old_closure.first(name)
+            bringing = new_closure.first(name, old_closure) or old_closure.first(name, new_closure)
             chain = bringing.path() if bringing is not None else name
             seen = merged.get((name, was, now))
             merged[name, was, now] = Move(name, was, now, seen.chain if seen else chain,

@@ -193,7 +193,7 @@ def install_below_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
         mine = Version(mine.public)  # `2.14.1+cu129` is a build of 2.14.1
         verb = "names" if declared.marker else "installs"
         for _, platform in _platforms_of(declared, found):
-            new_need, old_need = found.new[platform].first(declared.name), found.old[platform].first(declared.name)
+            new_need, old_need = found.new[platform].first(declared.name, found.old[platform]), found.old[platform].first(declared.name)
             now = as_version(new_need.version or "") if new_need is not None else None
             was = as_version(old_need.version or "") if old_need is not None else None
             if now is None:
@@ -305,7 +305,7 @@ def pin_requires_other_than_new_closure(ctx: CheckContext) -> Iterator[Diagnosti
                     continue
                 if was_version is not None and not requirement.specifier.contains(was_version, prereleases=True):
                     continue  # already at odds with the old release: not the bump's doing
-                conflicts.append((requirement, now, new_closure.first(requirement.name)))
+                conflicts.append((requirement, now, new_closure.first(requirement.name, old_closure)))
             if conflicts:
                 requirement, now, need = conflicts[0]
                 more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
@@ -350,7 +350,7 @@ def version_assert_broken_by_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
                 continue
             if _holds(operator, asserted, was) and _holds(operator, asserted, now) is False:
                 yield finding_at("SGC713", path, line, col, f"{module}.__version__", written=written, name=name,
-                                 version=now, was=was, chain=_chain(new_closure.first(name)),
+                                 version=now, was=was, chain=_chain(new_closure.first(name, old_closure)),
                                  old=ctx.old_version, new=ctx.new_version)
             break
 
