@@ -291,6 +291,26 @@ def test_once_cached_a_bump_needs_no_index(tmp_path: Path, file_index: str) -> N
     assert result.notes == first.notes and result.closure_delta.moves == first.closure_delta.moves
 
 
+def test_package_index_none_reads_the_closure_the_cache_holds(tmp_path: Path, file_index: str) -> None:
+    import json
+
+    from sglang_contracts.reporters.json import write_json
+
+    def shape(result) -> str:
+        out = io.StringIO()
+        write_json(result, out)
+        return type(json.loads(out.getvalue())).__name__
+
+    _, cold = _bump(tmp_path / "cold", MILES_SHAPED, {"package-index": "none"})  # nothing cached: SGLang's pins alone
+    assert not cold.closure_delta.reported and shape(cold) == "list" and not cold.notes
+    online, first = _bump(tmp_path, MILES_SHAPED, {"package-index": file_index})
+    offline, result = _bump(tmp_path, MILES_SHAPED, {"package-index": "none"})
+    # the same cache, the same report: findings, moves (the "What moves together" section), notes, JSON shape
+    assert offline == online and result.closure_delta.reported
+    assert result.closure_delta.moves == first.closure_delta.moves and result.notes == first.notes
+    assert shape(result) == shape(first) == "dict"
+
+
 def test_fix_moves_sglangs_own_pin_and_leaves_what_another_pin_brings(tmp_path: Path, file_index: str) -> None:
     from sglang_contracts.fix.engine import run_fix
 

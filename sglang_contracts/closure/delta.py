@@ -46,9 +46,11 @@ class ClosureDelta:
     python: tuple[str, str] | None = None  # the Pythons every package of each closure installs on, when they differ
     sizes: tuple[int, int] = (0, 0)  # packages in each closure (the first platform's)
     notes: list[str] = field(default_factory=list)  # what could not be read: the index, a package's metadata
-    # Whether the closure reaches past SGLang's own pins (an index was to be read): with
-    # `package-index = "none"` the moves are SGLang's pins alone, which SGC701 already reports,
-    # and the reports keep their shape (the JSON a list, no markdown section).
+    # Whether the closure reaches past SGLang's own pins: an index was to be read, or (with
+    # `package-index = "none"`, the cache only) the cache held some pin's metadata. Without,
+    # the moves are SGLang's pins alone, which SGC701 already reports, and the reports keep
+    # their shape (the JSON a list, no markdown section): the same cache gives the same report
+    # with or without the index.
     transitive: bool = True
 
     @property

@@ -113,7 +113,7 @@ def walked_closures(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins:
         platform = platform_name(environment)
         old[platform] = walk(old_pins, extras, environment, source)
         new[platform] = walk(new_pins, extras, environment, source)
-    if source.unreachable is None:  # a closure cut short by the network is walked again next time
+    if source.unreachable is None and not source.uncached:  # one cut short by what could not be read is walked again next time
         cache.put(key, {side: {platform: closure.to_json() for platform, closure in walked.items()}
                         for side, walked in (("old", old), ("new", new))})
     return old, new
@@ -133,12 +133,20 @@ def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
     source.prefetch(wanted)
     pinned = {pin: source.pins(*pin) for pin in wanted}
     delta = closure_delta(old, new, ctx.old_version, ctx.new_version)
-    delta.transitive = setting != NO_INDEX
+    # `none` reads the cache only: what it holds of the pins' metadata is the closure, as an
+    # index's would be; with nothing of it cached the moves are SGLang's own pins (SGC701's)
+    delta.transitive = setting != NO_INDEX or any(
+        len(need.chain) > 1 for closure in (*old.values(), *new.values()) for needs in closure.needs.values() for need in needs)
     if source.unreachable:
         delta.notes.append(f"the dependency closure was not computed past what is cached: the package index could not "
                            f"be read ({source.unreachable})")
-    unknown = sorted({item for closure in (*old.values(), *new.values()) for item in closure.unknown})
-    if unknown and not source.offline:
+    elif delta.transitive and source.uncached:
+        delta.notes.append(f"the package index was not read (package-index none): the closure stops at what is cached, "
+                           f"not {', '.join(source.uncached[:6])}"
+                           f"{f' and {len(source.uncached) - 6} more' if len(source.uncached) > 6 else ''}")
+    unknown = sorted({item for closure in (*old.values(), *new.values()) for item in closure.unknown}
+                     - set(source.uncached))  # those the index was asked for (now or when cached) and lacks
+    if unknown and (not source.offline or setting == NO_INDEX):
         delta.notes.append(f"no wheel metadata on the index for {', '.join(unknown[:6])}"
                            f"{f' and {len(unknown) - 6} more' if len(unknown) > 6 else ''}: what they require is not in the closure")
     if any(closure.cut_short for closure in (*old.values(), *new.values())):
