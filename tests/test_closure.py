@@ -295,6 +295,7 @@ def test_package_index_none_reads_the_closure_the_cache_holds(tmp_path: Path, fi
     import json
 
     from sglang_contracts.reporters.json import write_json
+    from sglang_contracts.reporters.markdown import write_markdown
 
     def shape(result) -> str:
         out = io.StringIO()
@@ -304,11 +305,19 @@ def test_package_index_none_reads_the_closure_the_cache_holds(tmp_path: Path, fi
     _, cold = _bump(tmp_path / "cold", MILES_SHAPED, {"package-index": "none"})  # nothing cached: SGLang's pins alone
     assert not cold.closure_delta.reported and shape(cold) == "list" and not cold.notes
     online, first = _bump(tmp_path, MILES_SHAPED, {"package-index": file_index})
-    offline, result = _bump(tmp_path, MILES_SHAPED, {"package-index": "none"})
-    # the same cache, the same report: findings, moves (the "What moves together" section), notes, JSON shape
+    # one pin more, whose metadata the cache never held
+    offline, result = _bump(tmp_path, {**MILES_SHAPED, "build.sh": "pip install torchaudio==2.8.0\n"}, {"package-index": "none"})
+    # the same cache, the same findings and moves (the "What moves together" section), which says
+    # in one line what the cache lacked; nothing more on standard error, and the JSON keeps the
+    # list `none` always gives, whatever the cache holds
     assert offline == online and result.closure_delta.reported
-    assert result.closure_delta.moves == first.closure_delta.moves and result.notes == first.notes
-    assert shape(result) == shape(first) == "dict"
+    assert result.closure_delta.moves == first.closure_delta.moves and not result.notes
+    assert result.closure_delta.unread.startswith("The package index was not read (`--package-index none`): the closure "
+                                                  "stops at what is cached, not torchaudio==2.8.0")
+    out = io.StringIO()
+    write_markdown(result, out)
+    assert "### What moves together" in out.getvalue() and result.closure_delta.unread[:40] in out.getvalue()
+    assert (shape(result), shape(cold), shape(first)) == ("list", "list", "dict")
 
 
 def test_fix_moves_sglangs_own_pin_and_leaves_what_another_pin_brings(tmp_path: Path, file_index: str) -> None:

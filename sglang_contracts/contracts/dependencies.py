@@ -135,18 +135,20 @@ def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
     delta = closure_delta(old, new, ctx.old_version, ctx.new_version)
     # `none` reads the cache only: what it holds of the pins' metadata is the closure, as an
     # index's would be; with nothing of it cached the moves are SGLang's own pins (SGC701's)
-    delta.transitive = setting != NO_INDEX or any(
+    delta.index_read = setting != NO_INDEX
+    delta.transitive = delta.index_read or any(
         len(need.chain) > 1 for closure in (*old.values(), *new.values()) for needs in closure.needs.values() for need in needs)
     if source.unreachable:
         delta.notes.append(f"the dependency closure was not computed past what is cached: the package index could not "
                            f"be read ({source.unreachable})")
-    elif delta.transitive and source.uncached:
-        delta.notes.append(f"the package index was not read (package-index none): the closure stops at what is cached, "
-                           f"not {', '.join(source.uncached[:6])}"
-                           f"{f' and {len(source.uncached) - 6} more' if len(source.uncached) > 6 else ''}")
-    unknown = sorted({item for closure in (*old.values(), *new.values()) for item in closure.unknown}
-                     - set(source.uncached))  # those the index was asked for (now or when cached) and lacks
-    if unknown and (not source.offline or setting == NO_INDEX):
+    elif not delta.index_read and delta.transitive and source.uncached:
+        # said with the closure's moves (the markdown report), not on standard error: a run that
+        # chose "none" (CI, editors, the tests) keeps its output whatever a shared cache holds
+        delta.unread = (f"The package index was not read (`--package-index none`): the closure stops at what is "
+                        f"cached, not {', '.join(source.uncached[:6])}"
+                        f"{f' and {len(source.uncached) - 6} more' if len(source.uncached) > 6 else ''}.")
+    unknown = sorted({item for closure in (*old.values(), *new.values()) for item in closure.unknown})
+    if unknown and not source.offline:
         delta.notes.append(f"no wheel metadata on the index for {', '.join(unknown[:6])}"
                            f"{f' and {len(unknown) - 6} more' if len(unknown) > 6 else ''}: what they require is not in the closure")
     if any(closure.cut_short for closure in (*old.values(), *new.values())):
