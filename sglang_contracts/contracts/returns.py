@@ -84,7 +84,8 @@ def call_of_callable_that_changed_async(ctx: CheckContext) -> Iterator[Diagnosti
         if was == now or "property" in new.get("decorators", ()):
             continue
         awaited = call.use == "await"
-        if now and not awaited and not _awaitable(old):
+        # `return f()`: the coroutine goes to the caller, who awaits it (SGC209 judges an override's caller)
+        if now and not awaited and call.use != "return" and not _awaitable(old):
             change = (f"is `async def` in sglang {ctx.new_version} (a plain function in {ctx.old_version}): "
                       "this call without `await` gets a coroutine that never runs")
         elif was and awaited and not _awaitable(new):
@@ -273,8 +274,11 @@ def override_async_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
         was, now = bool(item.old.record.get("async")), bool(item.new.record.get("async"))
         if was == now or item.method.is_async != was:
             continue
-        if now and any(word in item.method.annotation for word in AWAITABLE_WORDS):
-            continue  # a plain override that returns an awaitable still works under `await`
+        if now and (item.method.delegates or any(word in item.method.annotation for word in AWAITABLE_WORDS)):
+            # A plain override that returns an awaitable still works under `await`: one annotated
+            # so, or one that hands back the base's own (now coroutine) result, as a version-guarded
+            # `if new_release: return super().m(x)` does on the path that release takes.
+            continue
         callers = _callers(ctx, new_resolver, item.cls, item.method.name)
         key = "awaits" if now else "plain_calls"
         named = [member.qualname for member, body in callers if item.method.name in body.get(key, ())]

@@ -134,20 +134,73 @@ def _strings_with_positions(text: str) -> Iterator[tuple[str, int, int, str]]:
             yield value, number, match.start() + 2, comment
 
 
-def _pyproject_requirement_strings(data: dict[str, Any]) -> list[str]:
+def _strings(group: Any) -> list[str]:
+    return [item for item in group if isinstance(item, str)] if isinstance(group, list) else []
+
+
+def _brings_sglang(group: Any) -> bool:
+    return any((r := parse_requirement(item)) is not None and normalized(r.name) == "sglang" for item in _strings(group))
+
+
+def _apart_from_sglang(data: dict[str, Any], choices: dict[tuple[str, str], Any]) -> set[tuple[str, str]]:
+    """The extras and dependency groups (("extra"|"group", name)) that `[tool.uv] conflicts`
+    keeps apart from every one that brings SGLang: uv never installs them beside it, so what
+    they pin is not held against SGLang's requirements. None when SGLang comes with the
+    project's own dependencies (every extra may join it) or with no extra or group."""
+    if _brings_sglang(table(data, "project").get("dependencies")):
+        return set()
+    bringing = {key for key, group in choices.items() if _brings_sglang(group)}
+    sets = table(data, "tool", "uv").get("conflicts")
+    if not bringing or not isinstance(sets, list):
+        return set()
+    apart: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for conflict in sets:  # each a list of {extra = "x"} / {group = "y"}: no two of them together
+        members = {(kind, item[kind]) for item in conflict if isinstance(item, dict) for kind in ("extra", "group")
+                   if isinstance(item.get(kind), str)} if isinstance(conflict, list) else set()
+        for member in members:
+            apart.setdefault(member, set()).update(members - {member})
+    return {key for key in choices if key not in bringing and bringing <= apart.get(key, set())}
+
+
+@dataclass(frozen=True)
+class SglangExtras:
+    """How the project's own pyproject.toml installs SGLang: with its dependencies (`base`, so
+    `uv sync` or `pip install .` brings it), or with these extras (`uv sync --extra serve`)."""
+
+    base: bool = False
+    extras: frozenset[str] = frozenset()
+
+
+def sglang_extras_of(root: Path) -> SglangExtras:
+    path = root / "pyproject.toml"
+    text = read_project_text(path, root) if path.is_file() else None
+    try:
+        data = parse_toml(text) if text is not None else {}
+    except tomllib.TOMLDecodeError:  # said where the requirements are read (_pyproject_requirements)
+        return SglangExtras()
     project = table(data, "project")
-    groups: list[Any] = [project.get("dependencies", [])]
-    groups += list(table(project, "optional-dependencies").values())
-    groups += list(table(data, "dependency-groups").values())
+    extras = frozenset(name for name, group in table(project, "optional-dependencies").items() if _brings_sglang(group))
+    return SglangExtras(_brings_sglang(project.get("dependencies")), extras)
+
+
+def _pyproject_requirement_strings(data: dict[str, Any]) -> list[str]:
+    """The requirements of pyproject.toml that may be installed beside SGLang (_apart_from_sglang)."""
+    project = table(data, "project")
+    choices = {("extra", name): group for name, group in table(project, "optional-dependencies").items()}
+    choices.update((("group", name), group) for name, group in table(data, "dependency-groups").items())
+    apart = _apart_from_sglang(data, choices)
     uv = table(data, "tool", "uv")
-    groups += [uv.get("override-dependencies", []), uv.get("constraint-dependencies", [])]
-    return [item for group in groups if isinstance(group, list) for item in group if isinstance(item, str)]
+    groups: list[Any] = [project.get("dependencies"), uv.get("override-dependencies"), uv.get("constraint-dependencies")]
+    groups += [group for key, group in choices.items() if key not in apart]
+    return [item for group in groups for item in _strings(group)]
 
 
 def _pyproject_requirements(root: Path) -> list[DeclaredRequirement]:
     path = root / "pyproject.toml"
     text = read_project_text(path, root) if path.exists() else None
     try:
+        # By value: a string also written in an extra kept apart from SGLang's is read where it
+        # stands too (its position is not told apart), the rare side to err on.
         wanted = set(_pyproject_requirement_strings(parse_toml(text))) if text is not None else set()
     except tomllib.TOMLDecodeError as error:  # its requirements are not checked: said, never silently
         note(Problem("pyproject.toml", 1, 1, "analysing the file", f"not valid TOML: {error}", internal=False))
