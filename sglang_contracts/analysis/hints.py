@@ -8,8 +8,12 @@ compare), a class with the same methods and constructor, a ServerArgs field decl
 or a re-export of such a definition, named then by where it is defined, not by the shim.
 A definition in another top-level subsystem (`sglang.multimodal_gen` beside `sglang.srt`) is
 suggested only where the definition moved, not where a copy of its own already lived.
-Otherwise up to three candidates are listed with their signatures, marked unverified, or the
-hint says that none was found; and where the new release's own code imports the name from a
+Otherwise up to three candidates are listed with their signatures, marked unverified; where
+no other module binds the name, a static or class method of that name in a class of its own
+module ("moved into Engine._launch_subprocesses?") or a definition the new release added under
+a name holding the lost one, with its fields or methods (`BatchTokenIDOut` ->
+`BatchTokenIDOutput`, "renamed to ...?"), each verified as above; or the hint says that none
+was found; and where the new release's own code imports the name from a
 package outside it (sglang 0.5.23's layers take `rmsnorm` from `sgl_kernel`), that is said too,
 as a lead that cannot be verified here. Used by SGC101, SGC102, SGC104, SGC105 and SGC503.
 """
@@ -51,10 +55,11 @@ def _params(record: dict) -> tuple:
     return tuple(tuple(p) for p in record.get("params", []))
 
 
-def signature_text(model: UpstreamModel, origin: str) -> str:
-    """`name(a, b=..., *, c)` for a function, `class name(a, ...)` for a class; the bare name else."""
+def signature_text(model: UpstreamModel, origin: str, method: dict | None = None) -> str:
+    """`name(a, b=..., *, c)` for a function (or the `method` record given), `class name(a, ...)`
+    for a class; the bare name else."""
     leaf = origin.rsplit(".", 1)[-1]
-    record = model.function_record(origin)
+    record = method if method is not None else model.function_record(origin)
     kind = ""
     if record is None and model.resolve_class(origin) == origin:
         init = (model.class_record(origin) or {}).get("methods", {}).get("__init__")
@@ -150,10 +155,103 @@ def home_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: 
     origins = _origins(new, name, candidates, reference)
     outside = _outside_hint(new, name, reference)
     if not origins:
-        return f"; no definition of {name} was found elsewhere in the new release{outside}"
+        taken_in = _taken_in_hint(old, old_symbol, new, name) or _renamed_hint(old, old_symbol, new, name)
+        return taken_in or f"; no definition of {name} was found elsewhere in the new release{outside}"
     listed = ", ".join(f"{o.rpartition('.')[0]}.{signature_text(new, o)}" for o in origins[:MAX_CANDIDATES])
     was = f"; it was {signature_text(old, old_symbol.origin)}" if old_symbol.found and old_symbol.origin else ""
     return f"; unverified candidates, not the same definition: {listed}{was}{outside}"
+
+
+STATIC_KINDS = ("classmethod", "staticmethod")
+
+
+def _taken_in_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str) -> str:
+    """A module function that a class of its module took in as a static or class method of the
+    same name (0.5.9's `engine._launch_subprocesses`, `Engine._launch_subprocesses` in
+    0.5.10): "; moved into Engine.name (a classmethod now)?", verified as a move is, the
+    same parameters (a classmethod's `cls` aside) and body; else listed with its signature."""
+    origin = old_symbol.origin if old_symbol.found else None
+    taken = taken_in(old, origin, new) if origin else None
+    if taken is None:
+        return ""
+    module, cls, kind, method = taken
+    record = old.function_record(origin) or {}
+    params = _params(method)[1:] if kind == "classmethod" else _params(method)
+    if params == _params(record) and old.body_lines(Member(module, name, "function", record)) \
+            == new.body_lines(Member(f"{module}.{cls}", name, "method", method)):
+        return f"; did you mean {module}.{cls}.{name} (a {kind} now)?"
+    return (f"; moved into {cls}.{name}? a {kind} of {module} now, not the same definition: "
+            f"{cls}.{signature_text(new, name, method)}; it was {signature_text(old, origin)}")
+
+
+def taken_in(old: UpstreamModel, origin: str, new: UpstreamModel) -> tuple[str, str, str, dict] | None:
+    """(module, class, "classmethod" or "staticmethod", record) of the static or class method
+    that took in the module function at `origin` (of the old release): the first class of its
+    module in the new release with one of its name, when the module no longer defines it."""
+    module, _, name = origin.rpartition(".")
+    if old.function_record(origin) is None or not new.module_exists(module) or new.function_record(origin) is not None:
+        return None
+    found = new.module(module)
+    for cls in sorted(found.classes) if found is not None else ():
+        method = (found.classes[cls].get("methods") or {}).get(name)
+        kinds = [kind for kind in STATIC_KINDS if kind in method.get("decorators", ())] if method else []
+        if kinds:
+            return module, cls, kinds[0], method
+    return None
+
+
+def _renamed_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, name: str) -> str:
+    """A definition the new release added under a name that holds the lost one's (its leading
+    underscores aside: `BatchTokenIDOut` in `BatchTokenIDOutput`, `_Communicator` in
+    `FanOutCommunicator`): "; did you mean X?" when it is the same definition; "; renamed to
+    X?" when it has the lost one's shape (a class's methods and constructor, or most of a
+    dataclass's fields; a function's parameters), unverified; else nothing."""
+    origin = old_symbol.origin if old_symbol.found else None
+    core = name.lstrip("_")
+    if not origin or len(core) < 6:
+        return ""  # a short name is inside too many others to say anything
+    found = new.whole_release_search(f"names holding {core}", lambda: _names_holding(new, core))
+    if not isinstance(found, dict):
+        return ""
+    for other, modules in sorted(found.items(), key=lambda item: (len(item[0]), item[0])):
+        if other == name:
+            continue
+        for module in _by_closeness(modules, origin):
+            symbol = new.resolve_name(module, other)
+            if not (symbol.found and symbol.origin == f"{module}.{other}") or old.resolve_name(module, other).found:
+                continue  # a re-export, or a definition the old release had too: no rename
+            if _same_object(old, origin, new, symbol.origin):
+                return f"; did you mean {symbol.origin}?"
+            alike = _alike(old, origin, new, symbol.origin)
+            if alike:
+                return f"; renamed to {symbol.origin}? it has {alike} of {name}, not the same definition"
+    return ""
+
+
+def _names_holding(model: UpstreamModel, core: str) -> dict[str, list[str]]:
+    """name -> modules that define, at top level, a name holding `core`."""
+    texts = model.texts_mentioning(core)
+    return {name: modules for name, modules in model.definitions_in(texts).items() if core in name}
+
+
+def _alike(old: UpstreamModel, old_origin: str, new: UpstreamModel, new_origin: str) -> str:
+    """What a renamed definition keeps of the lost one's shape, said in words; "" for nothing."""
+    was, now = old.function_record(old_origin), new.function_record(new_origin)
+    if was is not None or now is not None:
+        return "the parameters" if was is not None and now is not None and _params(was) == _params(now) else ""
+    before, after = old.class_record(old_origin), new.class_record(new_origin)
+    if before is None or after is None:
+        return ""
+    fields = [field[0] for field in before.get("fields", [])]
+    if fields:
+        kept = set(fields) & {field[0] for field in after.get("fields", [])} | (set(fields) & new.member_names(new_origin))
+        share = f"all {len(fields)}" if len(kept) == len(fields) else f"{len(kept)} of the {len(fields)}"
+        return f"{share} fields" if len(kept) * 5 >= len(fields) * 4 else ""
+    methods, init = set(before.get("methods", {})), before.get("methods", {}).get("__init__")
+    later = after.get("methods", {})
+    if methods and methods == set(later) and (init is None or _params(init) == _params(later.get("__init__", {}))):
+        return "the methods and constructor"
+    return ""
 
 
 _FROM_IMPORT = re.compile(r"from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)")  # at a line's start

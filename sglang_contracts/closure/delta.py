@@ -46,10 +46,15 @@ class ClosureDelta:
     python: tuple[str, str] | None = None  # the Pythons every package of each closure installs on, when they differ
     sizes: tuple[int, int] = (0, 0)  # packages in each closure (the first platform's)
     notes: list[str] = field(default_factory=list)  # what could not be read: the index, a package's metadata
-    # Whether the closure reaches past SGLang's own pins (an index was to be read): with
-    # `package-index = "none"` the moves are SGLang's pins alone, which SGC701 already reports,
-    # and the reports keep their shape (the JSON a list, no markdown section).
+    # Whether the closure reaches past SGLang's own pins: an index was to be read, or (with
+    # `package-index = "none"`, the cache only) the cache held some pin's metadata. Without,
+    # the moves are SGLang's pins alone, which SGC701 already reports: no markdown section.
     transitive: bool = True
+    # Whether an index was to be read (any `package-index` but "none"). The JSON document is an
+    # object only then: with "none" it stays the list whatever a (shared) cache holds, the one
+    # shape CI jobs, editors and the test suite that set "none" parse.
+    index_read: bool = True
+    unread: str = ""  # with "none": the one line naming the pins the cache did not hold
 
     @property
     def reported(self) -> bool:
@@ -58,7 +63,7 @@ class ClosureDelta:
     def to_json(self) -> dict[str, Any]:
         return {"old": self.old, "new": self.new, "moves": [move.to_json() for move in self.moves],
                 "python": list(self.python) if self.python else None, "sizes": list(self.sizes), "notes": self.notes,
-                "transitive": self.transitive}
+                "transitive": self.transitive, "index_read": self.index_read, "unread": self.unread}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ClosureDelta":
@@ -67,7 +72,8 @@ class ClosureDelta:
         python = data["python"]
         old_size, new_size = data["sizes"]
         return cls(str(data["old"]), str(data["new"]), moves, (str(python[0]), str(python[1])) if python else None,
-                   (int(old_size), int(new_size)), [str(note) for note in data["notes"]], bool(data["transitive"]))
+                   (int(old_size), int(new_size)), [str(note) for note in data["notes"]], bool(data["transitive"]),
+                   bool(data.get("index_read", True)), str(data.get("unread", "")))
 
 
 def _text(value: Any) -> str | None:
@@ -128,7 +134,7 @@ def closure_delta(old: dict[str, Closure], new: dict[str, Closure], old_label: s
             was, now = spelled_in(old_closure, name), spelled_in(new_closure, name)
             if was == now:
                 continue
-            bringing = new_closure.first(name) or old_closure.first(name)
+            bringing = new_closure.first(name, old_closure) or old_closure.first(name, new_closure)
             chain = bringing.path() if bringing is not None else name
             seen = merged.get((name, was, now))
             merged[name, was, now] = Move(name, was, now, seen.chain if seen else chain,

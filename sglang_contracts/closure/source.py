@@ -39,6 +39,7 @@ class MetadataSource:
     unreachable: str | None = None  # why the index could not be read, the first time it could not
     fetched: int = 0  # read from the index in this run
     missing: list[str] = field(default_factory=list)  # `name==version` the index has no wheel of
+    uncached: list[str] = field(default_factory=list)  # `name==version` not cached, the index not read (offline)
     _index: PackageIndex | None = None
     _known: dict[tuple[str, str], ReleasePins | None] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -63,6 +64,8 @@ class MetadataSource:
             else:
                 misses.append((name, version))
         if not misses or self.offline:
+            if self.offline:
+                self.uncached += [f"{name}=={version}" for name, version in misses if f"{name}=={version}" not in self.uncached]
             return
         index = self._open_index()
         if index is None:

@@ -71,10 +71,16 @@ class Closure:
         """The version the closure pins `name` to exactly (the first exact requirement's)."""
         return next((need.version for need in self.needs.get(normalized(name), ()) if need.version), None)
 
-    def first(self, name: str) -> Need | None:
-        """The requirement that fixes `name`: its first exact pin, else its first requirement."""
+    def first(self, name: str, other: "Closure | None" = None) -> Need | None:
+        """The requirement that fixes `name`: its first exact pin, else its first requirement
+        with a specifier, else its first. With `other`, the closure it is compared with, one
+        whose specifier `other` does not ask of `name` comes first: the requirement that moved
+        (torch 2.14.1's `triton~=3.8.0`, not the bare `triton` of a shorter chain beside it)."""
         needs = self.needs.get(normalized(name), [])
-        return next((need for need in needs if need.version), needs[0] if needs else None)
+        asked = {need.specifier for need in other.needs.get(normalized(name), ())} if other is not None else set()
+        moved = [need for need in needs if need.specifier and need.specifier not in asked]
+        return next((need for need in moved if need.version), next((need for need in needs if need.version),
+                    next(iter(moved), next((need for need in needs if need.specifier), needs[0] if needs else None))))
 
     def to_json(self) -> dict[str, Any]:
         return {"platform": self.platform, "requires_python": self.requires_python, "unknown": self.unknown,

@@ -113,7 +113,7 @@ def walked_closures(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins:
         platform = platform_name(environment)
         old[platform] = walk(old_pins, extras, environment, source)
         new[platform] = walk(new_pins, extras, environment, source)
-    if source.unreachable is None:  # a closure cut short by the network is walked again next time
+    if source.unreachable is None and not source.uncached:  # one cut short by what could not be read is walked again next time
         cache.put(key, {side: {platform: closure.to_json() for platform, closure in walked.items()}
                         for side, walked in (("old", old), ("new", new))})
     return old, new
@@ -133,10 +133,20 @@ def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
     source.prefetch(wanted)
     pinned = {pin: source.pins(*pin) for pin in wanted}
     delta = closure_delta(old, new, ctx.old_version, ctx.new_version)
-    delta.transitive = setting != NO_INDEX
+    # `none` reads the cache only: what it holds of the pins' metadata is the closure, as an
+    # index's would be; with nothing of it cached the moves are SGLang's own pins (SGC701's)
+    delta.index_read = setting != NO_INDEX
+    delta.transitive = delta.index_read or any(
+        len(need.chain) > 1 for closure in (*old.values(), *new.values()) for needs in closure.needs.values() for need in needs)
     if source.unreachable:
         delta.notes.append(f"the dependency closure was not computed past what is cached: the package index could not "
                            f"be read ({source.unreachable})")
+    elif not delta.index_read and delta.transitive and source.uncached:
+        # said with the closure's moves (the markdown report), not on standard error: a run that
+        # chose "none" (CI, editors, the tests) keeps its output whatever a shared cache holds
+        delta.unread = (f"The package index was not read (`--package-index none`): the closure stops at what is "
+                        f"cached, not {', '.join(source.uncached[:6])}"
+                        f"{f' and {len(source.uncached) - 6} more' if len(source.uncached) > 6 else ''}.")
     unknown = sorted({item for closure in (*old.values(), *new.values()) for item in closure.unknown})
     if unknown and not source.offline:
         delta.notes.append(f"no wheel metadata on the index for {', '.join(unknown[:6])}"
@@ -193,7 +203,7 @@ def install_below_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
         mine = Version(mine.public)  # `2.14.1+cu129` is a build of 2.14.1
         verb = "names" if declared.marker else "installs"
         for _, platform in _platforms_of(declared, found):
-            new_need, old_need = found.new[platform].first(declared.name), found.old[platform].first(declared.name)
+            new_need, old_need = found.new[platform].first(declared.name, found.old[platform]), found.old[platform].first(declared.name)
             now = as_version(new_need.version or "") if new_need is not None else None
             was = as_version(old_need.version or "") if old_need is not None else None
             if now is None:
@@ -305,7 +315,7 @@ def pin_requires_other_than_new_closure(ctx: CheckContext) -> Iterator[Diagnosti
                     continue
                 if was_version is not None and not requirement.specifier.contains(was_version, prereleases=True):
                     continue  # already at odds with the old release: not the bump's doing
-                conflicts.append((requirement, now, new_closure.first(requirement.name)))
+                conflicts.append((requirement, now, new_closure.first(requirement.name, old_closure)))
             if conflicts:
                 requirement, now, need = conflicts[0]
                 more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
@@ -350,7 +360,7 @@ def version_assert_broken_by_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
                 continue
             if _holds(operator, asserted, was) and _holds(operator, asserted, now) is False:
                 yield finding_at("SGC713", path, line, col, f"{module}.__version__", written=written, name=name,
-                                 version=now, was=was, chain=_chain(new_closure.first(name)),
+                                 version=now, was=was, chain=_chain(new_closure.first(name, old_closure)),
                                  old=ctx.old_version, new=ctx.new_version)
             break
 

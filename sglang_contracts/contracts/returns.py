@@ -12,9 +12,10 @@ function, and the shape of the tuple it returns, both ways across the project bo
   override still returns the old one; or the base became async (or stopped being) and the
   override did not follow, so upstream's `await self.m()` raises or its coroutine never runs.
 
-A shape is read from the return annotation (`tuple[A, B]`, or a class of SGLang's that is no
-sequence), or where there is none from the body, only when every `return` is a tuple display
-of one length; anything else is unknown and never judged.
+A shape is read from the body when every `return` is a tuple display of one length (over
+the annotation: a stale `Tuple[A, B, C]` above `return a, b, c, d` says less than the body),
+else from the return annotation (`tuple[A, B]`, or a class of SGLang's that is no sequence);
+anything else is unknown and never judged.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
+from sglang_contracts.analysis.hints import taken_in
 from sglang_contracts.analysis.resolve import ProjectClass, Resolver, project_view, resolvers
 from sglang_contracts.analysis.overrides import overrides
 from sglang_contracts.diagnostics import Diagnostic, finding
@@ -61,10 +63,18 @@ def _call_pairs(ctx: CheckContext) -> Iterator[tuple[FileFacts, CallFact, str, d
             old = _record(old_resolver, facts, call)
             if old is None:
                 continue
-            new = _record(new_resolver, facts, call)
+            new = _record(new_resolver, facts, call) or _taken_in(ctx, old[0])
             if new is None:
                 continue
             yield facts, call, new[0], old[1], new[1]
+
+
+def _taken_in(ctx: CheckContext, owner: str) -> tuple[str, dict[str, Any]] | None:
+    """A module function the new release made a static or class method of a class of its module
+    (0.5.10's `Engine._launch_subprocesses`): the project's call is judged against that method,
+    what its import must be rewritten to (SGC102 names it)."""
+    taken = taken_in(ctx.old, owner, ctx.new)
+    return (f"{taken[0]}.{taken[1]}.{owner.rpartition('.')[2]}", taken[3]) if taken is not None else None
 
 
 @contract("SGC206", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
@@ -74,7 +84,8 @@ def call_of_callable_that_changed_async(ctx: CheckContext) -> Iterator[Diagnosti
         if was == now or "property" in new.get("decorators", ()):
             continue
         awaited = call.use == "await"
-        if now and not awaited and not _awaitable(old):
+        # `return f()`: the coroutine goes to the caller, who awaits it (SGC209 judges an override's caller)
+        if now and not awaited and call.use != "return" and not _awaitable(old):
             change = (f"is `async def` in sglang {ctx.new_version} (a plain function in {ctx.old_version}): "
                       "this call without `await` gets a coroutine that never runs")
         elif was and awaited and not _awaitable(new):
@@ -263,8 +274,11 @@ def override_async_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
         was, now = bool(item.old.record.get("async")), bool(item.new.record.get("async"))
         if was == now or item.method.is_async != was:
             continue
-        if now and any(word in item.method.annotation for word in AWAITABLE_WORDS):
-            continue  # a plain override that returns an awaitable still works under `await`
+        if now and (item.method.delegates or any(word in item.method.annotation for word in AWAITABLE_WORDS)):
+            # A plain override that returns an awaitable still works under `await`: one annotated
+            # so, or one that hands back the base's own (now coroutine) result, as a version-guarded
+            # `if new_release: return super().m(x)` does on the path that release takes.
+            continue
         callers = _callers(ctx, new_resolver, item.cls, item.method.name)
         key = "awaits" if now else "plain_calls"
         named = [member.qualname for member, body in callers if item.method.name in body.get(key, ())]

@@ -138,30 +138,50 @@ def tag_cache_folders(cache: Path) -> None:
             elif name == "daemons":
                 continue
             else:
-                folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(folder / CACHEDIR_TAG, CACHEDIR_TAG_TEXT.encode())
+                make_private_folder(folder)
+            atomic_write_bytes(folder / CACHEDIR_TAG, CACHEDIR_TAG_TEXT.encode(), private=True)
         except (OSError, ValueError):
             pass
 
 
 _MADE_FOLDERS: set[Path] = set()  # folders this process made or found: a record write skips mkdir
+
+
+def make_private_folder(folder: Path) -> None:
+    """`folder` and its missing parents, made readable and writable by this user alone whatever
+    the umask: under umask 000 (some CI containers, a shared build box) the cache's folders were
+    0777, and another user replaced a run record with one of no findings (campaign 4, D08)."""
+    missing = []
+    while not folder.is_dir():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for made in reversed(missing):
+        try:
+            os.mkdir(made, 0o700)  # the umask only ever takes bits away from 0o700
+        except FileExistsError:
+            if not made.is_dir():  # a file in its place; a folder is another process's, made meanwhile
+                raise
 _WRITES = itertools.count()
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, private: bool = False) -> None:
     """Write `data` to `path` whole or not at all (a temporary file beside it, renamed over it).
     The temporary name is this process's and a counter's, created exclusively: mkstemp's random
-    names cost half as much again, for the thousands of records of a first run."""
+    names cost half as much again, for the thousands of records of a first run. `private`: a
+    missing folder is made this user's alone (the cache's: make_private_folder)."""
     folder = path.parent
+    make = make_private_folder if private else lambda made: made.mkdir(parents=True, exist_ok=True)
     if folder not in _MADE_FOLDERS:
-        folder.mkdir(parents=True, exist_ok=True)
+        make(folder)
         _MADE_FOLDERS.add(folder)
     tmp = folder / f".tmp-{os.getpid()}-{next(_WRITES)}{path.suffix}"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileNotFoundError:  # the folder went away since: make it again
         _MADE_FOLDERS.discard(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        make(folder)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:  # left by an earlier process of the same number
         fd, name = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=path.suffix)
@@ -207,7 +227,7 @@ def unwritable_reason(folder: Path) -> str | None:
     """Why records cannot be written in `folder` (made if missing), or None when they can: it
     cannot be written, or a record written there by this process found no space (told once)."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_private_folder(folder)
     except OSError as error:
         return why_unwritable(folder, error)
     except ValueError as error:  # a NUL in the name
@@ -308,7 +328,7 @@ class JsonCache:
 
     def _read(self, key: str) -> Any | None:
         try:
-            raw = read_limited(self._path(key), MAX_RECORD_BYTES)
+            raw = read_limited(self._path(key), MAX_RECORD_BYTES, owned=True)  # never a record another user put there
         except (Unreadable, OSError, ValueError):  # ValueError: a key no file name can hold
             return None
         header, newline, body = raw.partition(b"\n")
@@ -326,7 +346,7 @@ class JsonCache:
         body = json.dumps(data, separators=(",", ":")).encode()
         header = HEADER.format(schema=SCHEMA_VERSION, key=key) + data_digest(body)
         try:
-            atomic_write_bytes(self._path(key), header.encode() + b"\n" + body)
+            atomic_write_bytes(self._path(key), header.encode() + b"\n" + body, private=True)
         except OSError as error:  # a read-only or full cache slows the next run down; it must not fail this one
             if error.errno in NO_SPACE:
                 _UNKEPT.setdefault(self.folder, error.strerror or os.strerror(error.errno))

@@ -102,7 +102,7 @@ def unsaved_buffer(path: Path | str) -> bytes | None:
 
 
 def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES, within: Path | str | None = None,
-                 within_what: str = "the project") -> bytes:
+                 within_what: str = "the project", owned: bool = False) -> bytes:
     """The bytes of a regular file (a link is followed to one) of at most `limit` bytes, or of
     its unsaved editor buffer (`unsaved_buffers`). With `within`, a file that is really outside
     that folder (a link out, or a link to a folder on its way) is not read: a pull request's
@@ -121,6 +121,8 @@ def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES, within: Path | s
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Unreadable(f"{_kind(info.st_mode)}, not a regular file")
+        if owned and info.st_uid != os.getuid():  # `owned`: a record of the user's cache, not another user's
+            raise Unreadable(f"another user's file (uid {info.st_uid})")
         if info.st_size > limit:
             raise Unreadable(f"{describe_size(info.st_size)}, over the {describe_size(limit)} this tool reads")
         chunks, left = [], limit + 1  # the size can grow between fstat and read

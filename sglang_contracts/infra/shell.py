@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Iterator
 
 UNSET = "\0"  # a variable nothing sets: stands for any path segment
 SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")", "do", "then", "else", "elif", "{", "}"}
@@ -73,16 +74,21 @@ def words(line: str) -> list[str]:
         return line.split()
 
 
-def commands(words: list[str]) -> list[list[str]]:
-    """Simple commands, without the keywords that lead into them (`if ! git apply ...`)."""
-    commands, current = [], []
+def split_commands(words: list[str]) -> Iterator[tuple[list[str], str]]:
+    """Each simple command, without the keywords that lead into them (`if ! git apply ...`),
+    with the separator that ends it (`;;`, `)`, `{`: what a reader of the script's structure
+    needs); empty between two separators."""
+    current: list[str] = []
     for word in [*words, ";"]:
         if word in SEPARATORS or set(word) <= set(";&|()"):
             while current and current[0] in LEADING:
                 current.pop(0)
-            if current:
-                commands.append(current)
+            yield current, word
             current = []
         else:
             current.append(word)
-    return commands
+
+
+def commands(words: list[str]) -> list[list[str]]:
+    """Simple commands, without the keywords that lead into them (`if ! git apply ...`)."""
+    return [command for command, _ in split_commands(words) if command]

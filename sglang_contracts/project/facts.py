@@ -90,7 +90,7 @@ class CallFact:
     args: tuple[ArgFact, ...]
     scope: str  # "Class.method" or "function" that makes the call ("" at module level)
     # What is done with the result: "await" (`await f()`), "unpack:N" (`a, b = f()`), "index"
-    # (`f()[0]`), "iter" (`for x in f()`), "attr:<name>" (`f().name`), else ""
+    # (`f()[0]`), "iter" (`for x in f()`), "attr:<name>" (`f().name`), "return" (`return f()`), else ""
     use: str = ""
 
 
@@ -201,6 +201,10 @@ class MethodFact:
     is_async: bool = False  # `async def`
     annotation: str = ""  # the return annotation as written
     shape: int | None = None  # the tuple length every `return` gives (upstream.bodies.returned_shape)
+    # Some `return` hands back the base's own method's result (`return super().m(x)`,
+    # `return Base.m(self, x)`): on that path the override is whatever the base is, a
+    # coroutine function's result included.
+    delegates: bool = False
 
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build

@@ -26,6 +26,7 @@ import ast
 import dataclasses
 from typing import Callable
 
+from sglang_contracts.infra.pysource import own_nodes
 from sglang_contracts.requirements import as_version
 
 Atom = tuple[str, str]
@@ -35,6 +36,7 @@ TRUE: Gate = ((),)  # always runs
 FALSE: Gate = ()  # never runs
 UNKNOWN_ATOM: Atom = ("?", "")  # a condition on something else than the release: may hold or not
 UNKNOWN: Gate = ((UNKNOWN_ATOM,),)
+TRUE_ATOM: Atom = ("true", "")  # holds on every installed release (`V is not None`)
 MAX_TERMS = 32  # a condition larger than this is left undecided
 VERSION_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 VERSION_SYMBOLS = frozenset(VERSION_OPS.values())  # the atoms that compare the release's version
@@ -71,8 +73,9 @@ def negate(gate: Gate) -> Gate:
 
 
 def simplified(gate: Gate) -> Gate:
-    """For judging only: undecided atoms dropped (they may hold), TRUE where any term is left empty."""
-    terms = tuple(dict.fromkeys(tuple(atom for atom in term if atom != UNKNOWN_ATOM) for term in gate))
+    """For judging only: undecided atoms dropped (they may hold), and those that always hold;
+    TRUE where any term is left empty."""
+    terms = tuple(dict.fromkeys(tuple(atom for atom in term if atom not in (UNKNOWN_ATOM, TRUE_ATOM)) for term in gate))
     return TRUE if () in terms else terms
 
 
@@ -96,6 +99,11 @@ class ConditionReader:
         self.imported_flags: dict[str, str] = {}  # name -> "module.NAME" of a project module
         self.metadata_versions: set[str] = {"importlib.metadata.version", "importlib_metadata.version",
                                             "metadata.version"}  # what reads a distribution's version
+        # The module's functions that return the SGLang version (`def get_version(pkg): return
+        # parse(version(pkg))`): name -> (kind, tuple length, index of the parameter that names
+        # the package, -1 for none: the function reads sglang's own)
+        self.getters: dict[str, tuple[str, int, int]] = {}
+        self.strings: dict[tuple[str, str], str | None] = {}  # (scope, name) -> the string constant bound to it
 
     # The version itself: (kind, n) with kind "p" parsed, "s" string, "t" tuple of n numbers.
     def version_of(self, node: ast.AST) -> tuple[str, int] | None:
@@ -123,6 +131,8 @@ class ConditionReader:
         name = (_dotted(node.func) or "").rsplit(".", 1)[-1]
         if _names_sglang(node) and _dotted(node.func) in self.metadata_versions:
             return ("s", 0)  # importlib.metadata.version("sglang")
+        if isinstance(node.func, ast.Name) and node.func.id in self.getters:
+            return self._getter_call(node, *self.getters[node.func.id])
         if len(node.args) != 1 or node.keywords:
             return None
         argument = node.args[0]
@@ -131,6 +141,57 @@ class ConditionReader:
             return ("p", 0) if inner and inner[0] == "s" else None
         if name in ("tuple", "list"):
             return self._numbers(argument)
+        return None
+
+    def _getter_call(self, node: ast.Call, kind: str, length: int, index: int) -> tuple[str, int] | None:
+        """The version a call of one of the module's version functions gives: sglang's, when the
+        function reads sglang's own or the call names "sglang" (literally or by a name bound to it)."""
+        if index < 0:
+            return (kind, length)
+        argument = node.args[index] if index < len(node.args) and not any(
+            isinstance(a, ast.Starred) for a in node.args[:index + 1]) else None
+        if argument is None or isinstance(argument, ast.Name) and self._lookup(self.strings, argument.id) != "sglang" \
+                or not isinstance(argument, ast.Name) and not _is_sglang(argument):
+            return None
+        return (kind, length)
+
+    def read_getter(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """A module-level function every `return` of which gives the release's version (or None,
+        where SGLang is not installed), read after its body (so `self.scope` is its own and its
+        names are bound): `return parse(importlib.metadata.version(pkg))` of a parameter `pkg`,
+        `return version("sglang")`, `return sglang.__version__`. A project that wraps the
+        version in such a helper (RLinf's `get_version("sglang")`) dispatches on it as on the
+        version itself."""
+        self.getters.pop(node.name, None)
+        if isinstance(node, ast.AsyncFunctionDef) or node.args.vararg is not None:
+            return
+        parameters = [argument.arg for argument in [*node.args.posonlyargs, *node.args.args]]
+        found: set[tuple[str, int, int]] = set()
+        for child in own_nodes(node):
+            if isinstance(child, (ast.Yield, ast.YieldFrom)):
+                return
+            if not isinstance(child, ast.Return) or child.value is None \
+                    or isinstance(child.value, ast.Constant) and child.value.value is None:
+                continue  # `return None`: not installed (a version compared is never None then)
+            returned = self._returned_version(child.value, parameters)
+            if returned is None:
+                return
+            found.add(returned)
+        if len(found) == 1:
+            self.getters[node.name] = found.pop()
+
+    def _returned_version(self, value: ast.AST, parameters: list[str]) -> tuple[str, int, int] | None:
+        if (version := self.version_of(value)) is not None:
+            return (*version, -1)
+        if not isinstance(value, ast.Call) or len(value.args) != 1 or value.keywords:
+            return None
+        argument = value.args[0]
+        if _dotted(value.func) in self.metadata_versions and isinstance(argument, ast.Name) \
+                and argument.id in parameters:
+            return ("s", 0, parameters.index(argument.id))  # version(pkg)
+        if (_dotted(value.func) or "").rsplit(".", 1)[-1] in PARSERS:
+            inner = self._returned_version(argument, parameters)
+            return ("p", 0, inner[2]) if inner is not None and inner[0] == "s" else None
         return None
 
     def _numbers(self, node: ast.AST) -> tuple[str, int] | None:
@@ -197,6 +258,16 @@ class ConditionReader:
             return self._compare(node)
         return UNKNOWN
 
+    def _none_test(self, left: ast.AST, op: ast.cmpop, right: ast.AST) -> Atom | None:
+        """`V is None` of the release's version (a helper's "not installed"): false wherever a
+        release is installed, which every judged release is; `is not None` true."""
+        if not isinstance(op, (ast.Is, ast.IsNot)):
+            return None
+        for version, other in ((left, right), (right, left)):
+            if isinstance(other, ast.Constant) and other.value is None and self.version_of(version) is not None:
+                return ("false" if isinstance(op, ast.Is) else "true", "")
+        return None
+
     def _lookup(self, table: dict, name: str):
         """The current scope's binding of a name, else the module's."""
         for key in ((self.scope, name), ("", name)):
@@ -210,6 +281,9 @@ class ConditionReader:
         for left, op, right in zip(operands, node.ops, operands[1:]):
             if isinstance(op, (ast.In, ast.NotIn)):
                 result = conjoin(result, self._membership(left, right, isinstance(op, ast.In)))
+                continue
+            if (atom := self._none_test(left, op, right)) is not None:
+                result = conjoin(result, ((atom,),))
                 continue
             symbol = VERSION_OPS.get(type(op))
             atom = self._atom(left, symbol, right) if symbol else None
@@ -246,8 +320,11 @@ class ConditionReader:
         self.versions[key] = version if key not in self.versions or self.versions[key] == version else None
         known = decided(gate) and (key not in self.conditions or self.conditions[key] == gate)
         self.conditions[key] = gate if known else None
+        string = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+        self.strings[key] = string if key not in self.strings or self.strings[key] == string else None
         if not self.scope:
             self.imported_flags.pop(name, None)
+            self.getters.pop(name, None)
 
     def module_conditions(self) -> dict[str, Gate]:
         """The module-level names bound to a condition on the release, and only to it."""
@@ -279,7 +356,11 @@ def _dotted(node: ast.AST | None) -> str | None:
 
 
 def _names_sglang(node: ast.Call) -> bool:
-    return len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and node.args[0].value == "sglang"
+    return len(node.args) == 1 and _is_sglang(node.args[0])
+
+
+def _is_sglang(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == "sglang"
 
 
 def _parses(text: str) -> bool:

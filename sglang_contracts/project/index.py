@@ -50,10 +50,14 @@ def mentions(text: str, word: str) -> Iterator[int]:
 
 
 def mentions_sglang(text: str) -> bool:
-    """`sglang.` anywhere (imports, patch targets in strings) or an import of the bare package.
+    """`sglang.` anywhere (imports, patch targets in strings) or an import of the bare package;
+    or the package's name quoted in a file that reads a version (`get_version("sglang")`, a
+    dispatch on `importlib.metadata.version` of it that imports nothing of SGLang).
     Found by plain search first: a project's own name (sglang_omni) puts "sglang" in most of its files."""
     if any(text.startswith(".", at + 6) and not (at and (text[at - 1].isalnum() or text[at - 1] == "_"))
            for at in mentions(text, "sglang")):
+        return True
+    if ('"sglang"' in text or "'sglang'" in text) and ("version(" in text or "__version__" in text):
         return True
     return IMPORTS_SGLANG.search(text) is not None
 

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path, PurePosixPath
-from typing import Iterator
+from typing import Any, Iterator
 
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.infra.lines import comment_start, find_from
-from sglang_contracts.infra.shell import SHELL_SUFFIXES, UNSET, commands, expand, logical_lines, words
+from sglang_contracts.infra.shell import SHELL_SUFFIXES, UNSET, expand, logical_lines, split_commands, words
 from sglang_contracts.project.images import is_dockerfile, is_main_dockerfile
 from sglang_contracts.project.index import walk_project
-from sglang_contracts.project.stack import DeclaredRequirement
-from sglang_contracts.requirements import parse_requirement
+from sglang_contracts.project.stack import DeclaredRequirement, SglangExtras, sglang_extras_of
+from sglang_contracts.requirements import normalized, parse_requirement
 
 # Options of `pip install` and `uv pip install` whose value is the next word.
 VALUE_OPTIONS = frozenset({
@@ -74,9 +74,162 @@ def requirement_words(arguments: list[str]) -> Iterator[str]:
             yield word
 
 
-def _script_commands(text: str, docker: bool) -> Iterator[tuple[int, list[str], dict[str, str]]]:
-    """(first line, words, variables set so far) of each simple command a shell script or a
-    Dockerfile's RUN lines run."""
+# -- which environment a script's install line serves ---------------------------------------
+
+FUNCTION_NAME = re.compile(r"[A-Za-z_][\w.:-]*")
+HEREDOC = re.compile(r"<<-?(\w*)")  # quotes already removed by words()
+CASE_ENDS = frozenset({";;", ";&", ";;&"})
+PACKAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+SGLANG = "sglang"
+PATH_EXTRAS = re.compile(r"[^\[\]]*\[([^\[\]]*)\]")
+
+
+class ScriptStructure:
+    """The functions and `case` branches of a shell script, what each runs (installs, calls
+    of the script's functions, `case` statements), and from that which of them may run in
+    the environment that installs SGLang.
+
+    RLinf's install.sh builds one environment per target: `install_agentic` runs `uv sync
+    --extra agentic-sglang`, the `genesis)` branch `uv sync --extra embodied` then
+    `install_genesis_env`, whose `transformers==4.57.6` never meets SGLang. A region (a
+    function, a branch, the script's top) may run beside SGLang when something it runs may
+    install SGLang, or when it is entered (called, or its branch taken) from a region that
+    may, or where something else runs that may: another `case` of the same region, never a
+    sibling branch of its own (those exclude each other). Read from the words as the shell
+    splits them; `if`/loops are not told apart (their body runs with their region), a call
+    through a variable (`install_${ENV}_env`) is not followed, and a here-document's body
+    is no structure."""
+
+    def __init__(self) -> None:
+        self.branch_of: dict[int, int] = {}  # branch region -> its `case` element
+        self.functions: dict[str, list[int]] = {}  # name -> the regions of its definitions
+        # (region, kind, value): kind "install" (value: does it install SGLang), "call" (the
+        # name), "case" (its branch regions)
+        self.elements: list[tuple[int, str, Any]] = []
+        self._regions = 1  # region 0: the script's top
+        # ["body", region] (a function's, or the enclosing one for a `{ ...; }` group);
+        # ["case", element, branch | None, the enclosing region]: each frame knows its region,
+        # never looked for below it (a run of unclosed `{` is as deep as it is long)
+        self._stack: list[list[Any]] = []
+        self._pending: str | None = None  # a function's name, its `{` still to come
+        self._heredoc: str | None = None  # the word that ends the here-document being read
+
+    def region(self) -> int:
+        if not self._stack:
+            return 0
+        top = self._stack[-1]
+        return top[1] if top[0] == "body" else top[3] if top[2] is None else top[2]
+
+    def line(self, line: str) -> Iterator[tuple[list[str], int]]:
+        """Each simple command of one logical line with the region it runs in."""
+        in_heredoc = self._heredoc is not None
+        if in_heredoc and line.strip() == self._heredoc:
+            self._heredoc = None
+        for command, separator in split_commands(words(line)):
+            region = self.region()
+            if not in_heredoc:  # its lines are still read for installs, as before, not for structure
+                self._structure(command, separator, region)
+            if command:
+                yield command, region
+
+    def installs_sglang(self, region: int) -> None:
+        self.elements.append((region, "install", True))
+
+    def _new_region(self) -> int:
+        self._regions += 1
+        return self._regions - 1
+
+    def _structure(self, command: list[str], separator: str, region: int) -> None:
+        top = self._stack[-1] if self._stack else None
+        for word in command:
+            heredoc = HEREDOC.fullmatch(word) if word.startswith("<<") else None
+            if heredoc is not None:
+                following = command[command.index(word) + 1:]
+                self._heredoc = heredoc.group(1) or (following[0] if following else None)
+                break
+        if top is not None and top[0] == "case" and top[2] is None:  # a pattern: `nvidia)`, `*)`
+            if command[:1] == ["esac"]:
+                self._stack.pop()
+            elif separator == ")":
+                top[2] = self._new_region()
+                self.branch_of[top[2]] = top[1]
+                self.elements[top[1]][2].append(top[2])
+            return
+        if command[:1] == ["esac"]:
+            while self._stack and self._stack[-1][0] != "case":
+                self._stack.pop()
+            if self._stack:
+                self._stack.pop()
+        elif command[:1] == ["case"] and command[-1:] == ["in"]:
+            self.elements.append((region, "case", []))
+            self._stack.append(["case", len(self.elements) - 1, None, region])
+        elif command[:1] == ["function"] and len(command) == 2:
+            self._pending = command[1]
+        elif len(command) == 1 and separator == "()" and FUNCTION_NAME.fullmatch(command[0]):
+            self._pending = command[0]
+        elif command:
+            self._pending = None
+            if FUNCTION_NAME.fullmatch(command[0]):
+                self.elements.append((region, "call", command[0]))
+        if separator == "{":
+            name, self._pending = self._pending, None
+            self._stack.append(["body", region if name is None else self._new_region()])
+            if name is not None:
+                self.functions.setdefault(name, []).append(self._stack[-1][1])
+        elif separator == "}":
+            while self._stack and self._stack[-1][0] != "body":
+                self._stack.pop()
+            if self._stack:
+                self._stack.pop()
+        elif separator in CASE_ENDS and top is not None and top[0] == "case":
+            top[2] = None
+
+    def beside_sglang(self) -> set[int] | None:
+        """The regions whose installs may run in the environment that installs SGLang; None
+        when nothing in the script installs it (it comes from elsewhere: a base image)."""
+        if not any(kind == "install" and value for _, kind, value in self.elements):
+            return None
+        # Which elements (and regions) may install SGLang: from the installs up to what runs them.
+        entered_by: dict[int, list[int]] = {}  # region -> the elements that enter it
+        enters: dict[int, list[int]] = {}  # region -> the regions its elements enter
+        for index, (region, kind, value) in enumerate(self.elements):
+            for target in (self.functions.get(value, ()) if kind == "call" else value if kind == "case" else ()):
+                entered_by.setdefault(target, []).append(index)
+                enters.setdefault(region, []).append(target)
+        may = [kind == "install" and value for _, kind, value in self.elements]
+        pending = [index for index, flag in enumerate(may) if flag]
+        may_region: set[int] = set()
+        while pending:
+            region = self.elements[pending.pop()][0]
+            if region in may_region:
+                continue
+            may_region.add(region)
+            for index in entered_by.get(region, ()):
+                if not may[index]:
+                    may[index] = True
+                    pending.append(index)
+        count = [0] * self._regions  # elements of each region that may install SGLang
+        for index, (region, _, _) in enumerate(self.elements):
+            count[region] += may[index]
+        # A region entered from one that may meet SGLang elsewhere (not through this entry), or
+        # from one already beside it, is beside it.
+        beside = {region for region, entries in entered_by.items()
+                  if any(count[self.elements[index][0]] - may[index] > 0 for index in entries)}
+        pending = list(beside)
+        while pending:
+            for target in enters.get(pending.pop(), ()):
+                if target not in beside:
+                    beside.add(target)
+                    pending.append(target)
+        return beside | {region for region in range(self._regions) if count[region]}
+
+
+def _script_commands(text: str, docker: bool, structure: ScriptStructure | None = None
+                     ) -> Iterator[tuple[int, list[str], dict[str, str], int]]:
+    """(first line, words, variables set so far, region) of each simple command a shell script
+    or a Dockerfile's RUN lines run; the region, the function or `case` branch it runs in, as
+    `structure` reads it (0 without one)."""
+    structure = structure or ScriptStructure()
     env: dict[str, str] = {}
     for number, line in logical_lines(text):
         cut = comment_start(line, spaced=True)
@@ -88,20 +241,50 @@ def _script_commands(text: str, docker: bool) -> Iterator[tuple[int, list[str], 
                     env[name] = expand(value.strip("\"'"), env)
             if instruction.upper() != "RUN":
                 continue
-        for command in commands(words(line)):
+        for command, region in structure.line(line):
             spoken = command[1:] if command[0] in ("export", "local", "readonly", "declare") else command
             assignment = ASSIGNMENT.fullmatch(spoken[0]) if len(spoken) == 1 else None
             if assignment:
                 env[assignment.group(1)] = expand(assignment.group(2), env)
                 continue
-            yield number, command, env
+            yield number, command, env, region
 
 
-def file_installs(relpath: str, text: str, docker: bool) -> list[DeclaredRequirement]:
-    """The requirements one script's or Dockerfile's pip install lines name, where each is written."""
+def installs_sglang(command: list[str], env: dict[str, str], project: SglangExtras) -> bool:
+    """Does the command install SGLang: `pip install "sglang[all]==${V}"`, `pip install -e
+    .[serve]` or `uv sync --extra serve` of an extra of the project's that brings it, `uv sync`
+    or `pip install .` of a project whose own dependencies do?"""
+    at = 0
+    while at < len(command) and ASSIGNMENT.fullmatch(command[at]):
+        at += 1
+    if command[at:at + 2] == ["uv", "sync"]:
+        chosen = [expand(word, env) for word in command[at + 2:]]
+        extras = {word.partition("=")[2] for word in chosen if word.startswith("--extra=")}
+        extras |= {value for option, value in zip(chosen, chosen[1:]) if option == "--extra"}
+        return project.base or bool(project.extras & extras) or ("--all-extras" in chosen and bool(project.extras))
+    arguments = install_arguments(command)
+    for word in arguments or ():
+        value = expand(word, env)
+        name = PACKAGE_NAME.match(value)
+        if name is not None and normalized(name.group()) == SGLANG:  # `sglang-router` is another name
+            return True
+        extras = PATH_EXTRAS.fullmatch(value) if value[:1] in "./" or "/" in value else None
+        if extras is not None and project.extras & {e.strip() for e in extras.group(1).split(",")}:
+            return True
+        if value in (".", "./") and project.base:
+            return True
+    return False
+
+
+def file_installs(relpath: str, text: str, docker: bool, project: SglangExtras = SglangExtras()) -> list[DeclaredRequirement]:
+    """The requirements one script's or Dockerfile's pip install lines name, where each is
+    written; a script's only where they may run beside SGLang (ScriptStructure)."""
     lines = text.splitlines()
-    found = []
-    for number, command, env in _script_commands(text, docker):
+    found: list[tuple[int, DeclaredRequirement]] = []
+    structure = ScriptStructure()
+    for number, command, env, region in _script_commands(text, docker, structure):
+        if not docker and installs_sglang(command, env, project):
+            structure.installs_sglang(region)
         arguments = install_arguments(command)
         if arguments is None:
             continue
@@ -116,8 +299,9 @@ def file_installs(relpath: str, text: str, docker: bool) -> list[DeclaredRequire
             value = expand(word, env)
             requirement = parse_requirement(value) if UNSET not in value else None
             if requirement is not None and requirement.url is None:
-                found.append(DeclaredRequirement(relpath, row + 1, col + 1, requirement, ""))
-    return found
+                found.append((region, DeclaredRequirement(relpath, row + 1, col + 1, requirement, "")))
+    beside = None if docker else structure.beside_sglang()
+    return [declared for region, declared in found if beside is None or region in beside]
 
 
 # `FLASHINFER_VERSION=0.6.15.post1`: a variable that names a package's version.
@@ -138,7 +322,8 @@ def file_version_markers(relpath: str, text: str) -> list[DeclaredRequirement]:
         for variable, value in re.findall(r"\b(\w+)=(\S+)", rest):
             named = VERSION_VARIABLE.fullmatch(variable)
             version = value.strip("\"'").removeprefix("v")
-            if named is None or re.search(rf"\$\{{?{variable}\b", text) or not re.fullmatch(r"\d+(\.\w+)*", version):
+            read = f"${variable}" in text or f"${{{variable}" in text  # `$X_VERSION_SUFFIX` too: then not judged
+            if named is None or read or not re.fullmatch(r"\d+(\.\w+)*", version):
                 continue
             requirement = parse_requirement(f"{named.group(1).lower().replace('_', '-')}=={version}")
             written = find_from(lines, f"{variable}=", number - 1, 0)
@@ -166,6 +351,7 @@ def _is_install_script(name: str) -> bool:
 def installed_requirements(root: Path) -> list[DeclaredRequirement]:
     """Every requirement the project's shell scripts and main Dockerfiles pip install."""
     root = root.resolve()
+    project = sglang_extras_of(root)
     found = []
     for path in walk_project([root], _is_install_script):
         relpath = path.relative_to(root).as_posix()
@@ -174,5 +360,5 @@ def installed_requirements(root: Path) -> list[DeclaredRequirement]:
             continue
         text = read_project_text(path, root)
         if text is not None and "install" in text:
-            found += file_installs(relpath, text, docker)
+            found += file_installs(relpath, text, docker, project)
     return found

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.project.images import ImagePin, image_pins, is_main_dockerfile, may_be_build_script
-from sglang_contracts.project.stack import declared_requirements
+from sglang_contracts.project.stack import declared_requirements, pyproject_extra_of
 from sglang_contracts.requirements import exact_version, normalized
 
 
@@ -57,10 +57,11 @@ def _kind_of(pin: ImagePin) -> str:
 
 
 def _reason(chosen: str, others: list[ImagePin]) -> str:
-    """Why one place was taken over the others that name another release."""
+    """Why one place was taken over the others that name another release (or alone, when none do)."""
     listed = ", ".join(f"{o.path}:{o.line} names {o.version}" for o in others[:4])
     more = f" and {len(others) - 4} more" if len(others) > 4 else ""
-    return f"taken as {chosen} over {listed}{more}; give --old or `old` in [tool.sglang-contracts] to choose another"
+    over = f" over {listed}{more}" if others else ""
+    return f"taken as {chosen}{over}; give --old or `old` in [tool.sglang-contracts] to choose another"
 
 
 def pin_may_read(relpath: str) -> bool:
@@ -93,7 +94,12 @@ def find_sglang_pin(root: Path) -> ProjectPin | None:
         taken = "the exact SGLang requirement" + (
             "" if not variants else " of the main requirement file" if _requirement_rank(chosen)[0] is False
             else " of the first requirement file")
-        reason = _reason(taken, others) if others else ""
+        # A pin in one optional extra is one environment's (RLinf's `agentic-sglang`): said, so a
+        # user whose real release comes from elsewhere (an install script) knows to give --old.
+        extra = pyproject_extra_of(root, chosen.written) if chosen.path == "pyproject.toml" else None
+        if extra is not None:
+            taken += f" of the optional extra `{extra}` (the main dependencies pin no SGLang)"
+        reason = _reason(taken, others) if others or extra is not None else ""
         return ProjectPin(chosen.version, chosen.path, chosen.line, chosen.written, reason, tuple(others))
     if not images:
         return None

@@ -226,7 +226,8 @@ class _ClassSummary:
             methods=tuple(
                 MethodFact(m.name, at.definition_name(m), parameter_list(m), decorator_names(m),
                            isinstance(m, ast.AsyncFunctionDef), _annotation_text(m),
-                           returned_shape(m, self.walks[id(m)].exits)) for m in self.methods
+                           returned_shape(m, self.walks[id(m)].exits),
+                           _returns_base_call(m, self.walks[id(m)].exits, self.bases)) for m in self.methods
             ),
             provided=tuple(sorted(self.provided)),
             attr_types=tuple(sorted(self.attributes.typed().items())),
@@ -408,6 +409,9 @@ class _Collector:
         self._visit_all([*node.decorator_list, node.args, *([node.returns] if node.returns else []), *node.body])
         if method:
             self._receiver = None
+        elif self.scope_depth == 1:  # a module function: a version helper is called as the version itself
+            self.conditions.scope = scope
+            self.conditions.read_getter(node)
         self.scope_depth -= 1
         self._functions.pop()
         return False
@@ -872,6 +876,13 @@ class _Collector:
         if isinstance(node.value, ast.Call):
             self._uses[id(node.value)] = "await"
 
+    def _visit_return(self, node: ast.Return) -> None:
+        # The result goes to the caller, who may await it: not a coroutine left unrun.
+        if type(node.value) is ast.Call:
+            self._uses[id(node.value)] = "return"
+        elif self._results and type(node.value) is ast.Name:
+            self._result_used(node.value, "return")
+
     def _visit_subscript(self, node: ast.Subscript) -> None:
         if type(node.value) is ast.Call:
             self._uses[id(node.value)] = "index"
@@ -911,6 +922,7 @@ _VISITORS = {
     ast.Constant: _Collector._visit_constant, ast.JoinedStr: _Collector._visit_fstring,
     ast.Compare: _Collector._visit_compare, ast.Attribute: _Collector._visit_attribute,
     ast.Call: _Collector._visit_call, ast.Await: _Collector._visit_await, ast.Raise: _Collector._visit_raise,
+    ast.Return: _Collector._visit_return,
     ast.Subscript: _Collector._visit_subscript, ast.For: _Collector._visit_loop, ast.AsyncFor: _Collector._visit_loop,
     ast.comprehension: _Collector._visit_loop,
 }
@@ -956,6 +968,19 @@ def _constant(node: ast.AST | None) -> str:
         if node.value in (False, 0, "", b""):
             return "falsy"
     return ""
+
+
+def _returns_base_call(method: Function, exits: list[ast.AST], bases: tuple[str, ...]) -> bool:
+    """Does some `return` of the method's own body give its base's method of the same name
+    called directly: `return super().m(...)` or `return Base.m(self, ...)` (MethodFact.delegates)?"""
+    for node in exits:
+        value = node.value if type(node) is ast.Return else None
+        if type(value) is not ast.Call or type(value.func) is not ast.Attribute or value.func.attr != method.name:
+            continue
+        owner = value.func.value
+        if isinstance(owner, ast.Call) and full_name(owner.func) == "super" or full_name(owner) in bases:
+            return True
+    return False
 
 
 class _MethodWalk:

@@ -53,7 +53,12 @@ MENTIONS = [
 # "SGLang 0.5.22", "sglang v0.5.22", "sglang==0.5.21", "sglang>=0.5.16"
 SGLANG_VERSION_IN_PROSE = re.compile(
     # Possessive runs of space: two `\s*` around an optional operator split one long run every way.
-    r"(?i)\bsglang\b(?:\s++version)?\s*+(?:[=<>~!]=?|[@:(-])?\s*+v?(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)\b")
+    r"(?i)\bsglang\b(?:\s++version)?\s*+(?:(?P<op>[<>~!]=|[<>])|==?|[@:(-])?\s*+v?(?P<v>\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)\b")
+# "compatible with sglang 0.5.3", "for compatibility with SGLang 0.5.3": the releases the code
+# below serves, like `sglang>=0.5.3`, not a narration of what one release did
+COMPATIBLE_WITH = re.compile(r"(?i)\bcompatib(?:le|ility)\s+(?:with\s+)?$")
+# A condition that asks for a change once it holds ("TODO: remove this once we bump to sglang>=0.5.1")
+CHANGE_CUE = re.compile(r"(?i)\b(?:todo|fixme|remove|drop|delete|once|bump|upgrade)\b")
 REMOVE_WHEN = re.compile(r"(?i)\bremove\s+when\s*:\s*(?P<req>[^\n]+)")
 NOT_PACKAGE_DIRS = {"tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "benchmark"}
 
@@ -129,20 +134,73 @@ def _strings_with_positions(text: str) -> Iterator[tuple[str, int, int, str]]:
             yield value, number, match.start() + 2, comment
 
 
-def _pyproject_requirement_strings(data: dict[str, Any]) -> list[str]:
+def _strings(group: Any) -> list[str]:
+    return [item for item in group if isinstance(item, str)] if isinstance(group, list) else []
+
+
+def _brings_sglang(group: Any) -> bool:
+    return any((r := parse_requirement(item)) is not None and normalized(r.name) == "sglang" for item in _strings(group))
+
+
+def _apart_from_sglang(data: dict[str, Any], choices: dict[tuple[str, str], Any]) -> set[tuple[str, str]]:
+    """The extras and dependency groups (("extra"|"group", name)) that `[tool.uv] conflicts`
+    keeps apart from every one that brings SGLang: uv never installs them beside it, so what
+    they pin is not held against SGLang's requirements. None when SGLang comes with the
+    project's own dependencies (every extra may join it) or with no extra or group."""
+    if _brings_sglang(table(data, "project").get("dependencies")):
+        return set()
+    bringing = {key for key, group in choices.items() if _brings_sglang(group)}
+    sets = table(data, "tool", "uv").get("conflicts")
+    if not bringing or not isinstance(sets, list):
+        return set()
+    apart: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for conflict in sets:  # each a list of {extra = "x"} / {group = "y"}: no two of them together
+        members = {(kind, item[kind]) for item in conflict if isinstance(item, dict) for kind in ("extra", "group")
+                   if isinstance(item.get(kind), str)} if isinstance(conflict, list) else set()
+        for member in members:
+            apart.setdefault(member, set()).update(members - {member})
+    return {key for key in choices if key not in bringing and bringing <= apart.get(key, set())}
+
+
+@dataclass(frozen=True)
+class SglangExtras:
+    """How the project's own pyproject.toml installs SGLang: with its dependencies (`base`, so
+    `uv sync` or `pip install .` brings it), or with these extras (`uv sync --extra serve`)."""
+
+    base: bool = False
+    extras: frozenset[str] = frozenset()
+
+
+def sglang_extras_of(root: Path) -> SglangExtras:
+    path = root / "pyproject.toml"
+    text = read_project_text(path, root) if path.is_file() else None
+    try:
+        data = parse_toml(text) if text is not None else {}
+    except tomllib.TOMLDecodeError:  # said where the requirements are read (_pyproject_requirements)
+        return SglangExtras()
     project = table(data, "project")
-    groups: list[Any] = [project.get("dependencies", [])]
-    groups += list(table(project, "optional-dependencies").values())
-    groups += list(table(data, "dependency-groups").values())
+    extras = frozenset(name for name, group in table(project, "optional-dependencies").items() if _brings_sglang(group))
+    return SglangExtras(_brings_sglang(project.get("dependencies")), extras)
+
+
+def _pyproject_requirement_strings(data: dict[str, Any]) -> list[str]:
+    """The requirements of pyproject.toml that may be installed beside SGLang (_apart_from_sglang)."""
+    project = table(data, "project")
+    choices = {("extra", name): group for name, group in table(project, "optional-dependencies").items()}
+    choices.update((("group", name), group) for name, group in table(data, "dependency-groups").items())
+    apart = _apart_from_sglang(data, choices)
     uv = table(data, "tool", "uv")
-    groups += [uv.get("override-dependencies", []), uv.get("constraint-dependencies", [])]
-    return [item for group in groups if isinstance(group, list) for item in group if isinstance(item, str)]
+    groups: list[Any] = [project.get("dependencies"), uv.get("override-dependencies"), uv.get("constraint-dependencies")]
+    groups += [group for key, group in choices.items() if key not in apart]
+    return [item for group in groups for item in _strings(group)]
 
 
 def _pyproject_requirements(root: Path) -> list[DeclaredRequirement]:
     path = root / "pyproject.toml"
     text = read_project_text(path, root) if path.exists() else None
     try:
+        # By value: a string also written in an extra kept apart from SGLang's is read where it
+        # stands too (its position is not told apart), the rare side to err on.
         wanted = set(_pyproject_requirement_strings(parse_toml(text))) if text is not None else set()
     except tomllib.TOMLDecodeError as error:  # its requirements are not checked: said, never silently
         note(Problem("pyproject.toml", 1, 1, "analysing the file", f"not valid TOML: {error}", internal=False))
@@ -155,6 +213,29 @@ def _pyproject_requirements(root: Path) -> list[DeclaredRequirement]:
         if requirement is not None:
             found.append(DeclaredRequirement("pyproject.toml", line, col, requirement, comment))
     return found
+
+
+def pyproject_extra_of(root: Path, written: str) -> str | None:
+    """The optional extra (`agentic-sglang`) or dependency group of pyproject.toml whose list
+    holds the requirement `written` (as `str(Requirement)` spells it), when the main
+    dependencies do not: where a pin read from the file is only one environment's."""
+    path = root / "pyproject.toml"
+    text = read_project_text(path, root) if path.exists() else None
+    try:
+        data = parse_toml(text) if text is not None else {}
+    except tomllib.TOMLDecodeError:
+        return None
+    project = table(data, "project")
+
+    def holds(group: Any) -> bool:
+        return isinstance(group, list) and any(
+            isinstance(item, str) and (found := parse_requirement(item)) is not None and str(found) == written
+            for item in group)
+
+    if holds(project.get("dependencies", [])):
+        return None
+    named = [*table(project, "optional-dependencies").items(), *table(data, "dependency-groups").items()]
+    return next((str(name) for name, group in named if holds(group)), None)
 
 
 @dataclass(frozen=True)
@@ -488,9 +569,22 @@ def _file_notes(relpath: str, text: str) -> list[list]:
         for match in SGLANG_VERSION_IN_PROSE.finditer(raw):
             if any(start <= match.start() < end for start, end in removal_spans):
                 continue
+            if _states_a_condition(raw, match):
+                continue
             at = offset_position(line, col, raw, match.start("v"))
             found.append(["version", relpath, *at, where, match.group("v"), package])
     return found
+
+
+def _states_a_condition(raw: str, match: re.Match) -> bool:
+    """Does the prose give the version as a condition on the release (`supported in sglang>=0.5.3`,
+    `for sglang < 0.5.0`, `compatible with sglang 0.5.3`)? That says which releases the code it
+    sits on serves, as true after a bump as before (the code that keeps serving them is what
+    the contracts judge); unless it asks for a change once it holds (`remove this once we bump
+    to sglang>=0.5.1`), which a bump may have made due."""
+    if not (match.group("op") or COMPATIBLE_WITH.search(raw, max(0, match.start() - 40), match.start())):
+        return False
+    return CHANGE_CUE.search(raw) is None
 
 
 def prose_notes(project: ProjectIndex) -> tuple[list[ProseNote], list[ProseNote]]:

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 def write_json(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
     """The list of diagnostics; where a git clone gave the upstream delta between the two tags,
-    or the dependency closures moved, an object holding that list (`diagnostics`), the delta
+    or the dependency closures moved (as read from an index: never with `package-index =
+    "none"`, whose list does not change with what the cache holds), an object holding that list (`diagnostics`), the delta
     (`upstream_delta`) and the closure's moves (`closure_delta`: each package's old and new
     version, the chain that brings it, its platforms)."""
     root = result.project.root
@@ -26,7 +27,8 @@ def write_json(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
             path, line, col = record["grouped_under"].rsplit(":", 2)
             record["grouped_under"] = f"{display_path(root, path)}:{line}:{col}"
     document: object = records
-    closure = result.closure_delta if result.closure_delta is not None and result.closure_delta.reported else None
+    delta = result.closure_delta
+    closure = delta if delta is not None and delta.reported and delta.index_read else None  # (ClosureDelta.index_read)
     if result.upstream_delta is not None or closure is not None:
         document = {"diagnostics": records,
                     "upstream_delta": result.upstream_delta.to_json() if result.upstream_delta is not None else None,

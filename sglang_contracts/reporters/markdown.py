@@ -166,6 +166,7 @@ def closure_section(result: "CheckResult") -> list[str]:
              f"The dependency closure (SGLang's requirements, then each exact pin's own, transitively) has "
              f"{delta.sizes[0]} packages on {old} and {delta.sizes[1]} on {new}. Installs the project makes of these "
              "packages must move with them.", ""]
+    lines += [inline(delta.unread), ""] if delta.unread else []
     key = [move for move in delta.moves if move.key]
     if key or delta.python:
         lines += ["| package | moves | brought by | platforms |", "|---|---|---|---|"]

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sglang_contracts.infra import progress
-from sglang_contracts.infra.cache import NO_SPACE, atomic_write_bytes, foreign_reason, warn_unwritable_once
+from sglang_contracts.infra.cache import NO_SPACE, atomic_write_bytes, foreign_reason, make_private_folder, warn_unwritable_once
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size, why_unwritable
 from sglang_contracts.infra.temporaries import private_temporary_folder
@@ -67,7 +67,16 @@ def _wheel_in(folder: Path, version: str) -> Path | None:
         wheels = sorted(folder.glob("sglang-*-*.whl")) if folder.is_dir() else []
     except (OSError, ValueError):  # a name too long to be a folder, say
         return None
-    return next((wheel for wheel in wheels if as_version(wheel.name.split("-")[1]) == wanted), None)
+    return next((wheel for wheel in wheels if as_version(wheel.name.split("-")[1]) == wanted and _own(wheel)), None)
+
+
+def _own(wheel: Path) -> bool:
+    """A wheel this user's download put there, not one another user left in a folder others
+    may write (made under umask 000): it would stand in for the release."""
+    try:
+        return wheel.stat().st_uid == os.getuid()
+    except OSError:
+        return False
 
 
 def _stamp_path(wheel: Path) -> Path:
@@ -83,7 +92,7 @@ def _stamp(wheel: Path) -> None:
     """Record that `wheel`, as it is now, is known whole (best effort: a read-only cache only
     means checking it again next time)."""
     try:
-        atomic_write_bytes(_stamp_path(wheel), _stamp_of(wheel))
+        atomic_write_bytes(_stamp_path(wheel), _stamp_of(wheel), private=True)
     except OSError:
         pass
 
@@ -121,7 +130,7 @@ UNREACHABLE_MARKERS = ("NewConnectionError", "Could not fetch URL", "ConnectTime
 
 def _pip_download(version: str, dest: Path) -> Path:
     try:
-        dest.mkdir(parents=True, exist_ok=True)
+        make_private_folder(dest)
         if (foreign := foreign_reason(dest)) is not None:  # never downloaded into another user's folder
             raise PermissionError(errno.EPERM, f"the folder is {foreign}")
         staging = tempfile.TemporaryDirectory(dir=dest, prefix=".download-")

@@ -169,11 +169,13 @@ def _function(function, body: BodyFacts | None) -> dict[str, Any]:
     if body is not None:
         record.update(body.to_json())
     if function.returns is not None:
-        # The annotation says the shape; the body's returns speak only where there is none.
         record["annotation"] = str(function.returns)
+        # The body, when every `return` is a tuple display of one length, is what callers get,
+        # even under an annotation that says otherwise (0.5.5's `_launch_subprocesses` returns
+        # four values under a stale `Tuple[TokenizerManager, TemplateManager, Dict]`); the
+        # annotation says the shape where the body does not.
         length = tuple_length(function.returns)
-        record.pop("shape", None)
-        if length is not None:
+        if record.get("shape") is None and length is not None:
             record["shape"] = length
     return record
 

@@ -907,6 +907,10 @@ class UpstreamModel:
         (a project asks about one or two names a run; the table costs 0.6 s a release)."""
         return self._definitions_in(self.texts_mentioning_any(names), names)
 
+    def definitions_in(self, texts: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+        """name -> the modules among `texts` (relpath, source) that define it at column 0, textually."""
+        return self._definitions_in(texts, None)
+
     def _definitions_in(self, texts: Iterable[tuple[str, str]], names: set[str] | None) -> dict[str, list[str]]:
         """name (of `names`, or any when None) -> the modules among `texts` that define it at
         column 0, in their order."""

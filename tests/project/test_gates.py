@@ -91,3 +91,52 @@ if sgl.__version__ in versions_from_a_file():
     release = lambda version: Release(version, lambda module, name: True)  # noqa: E731
     assert _running(facts, release("0.5.7")) == ["listed", "undecided"]
     assert _running(facts, release("0.5.4")) == ["unlisted", "undecided"]
+
+
+def test_a_module_function_that_returns_the_release_is_read_as_the_release() -> None:
+    """A helper whose every `return` gives sglang's version (or None, where it is not installed)
+    stands for the version where it is called: RLinf's `get_version(pkg)` of `parse(version(pkg))`
+    called with a name bound to "sglang", and helpers that read sglang's own version."""
+    facts = scan_source("app/m.py", "app.m", '''
+import sglang
+from importlib import metadata
+from importlib.metadata import PackageNotFoundError, version
+from packaging.version import parse
+
+def get_version(pkg):
+    try:
+        return parse(version(pkg))
+    except PackageNotFoundError:
+        return None
+
+def raw():
+    return metadata.version("sglang")
+
+def attribute():
+    found = sglang.__version__
+    return found
+
+def other():
+    if sglang:
+        return version("sglang")
+    return "0.0.0"
+
+name = "sglang"
+V = get_version(name)
+if V is None:
+    from sglang.a import missing
+elif V >= parse("0.5.6") and V <= parse("0.5.9"):
+    from sglang.a import ranged
+if get_version("vllm") >= parse("0.5.6"):
+    from sglang.a import vllm
+if parse(raw()) < parse("0.5.6"):
+    from sglang.a import old_raw
+if attribute() == "0.5.9":
+    from sglang.a import exact
+if other() == "0.5.9":
+    from sglang.a import undecided
+''')
+    release = lambda version: Release(version, lambda module, name: True)  # noqa: E731
+    assert _running(facts, release("0.5.9")) == ["ranged", "vllm", "exact", "undecided"]
+    assert _running(facts, release("0.5.4")) == ["vllm", "old_raw", "undecided"]
+    assert _running(facts, release("0.5.10")) == ["vllm", "undecided"]

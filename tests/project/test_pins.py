@@ -159,3 +159,32 @@ def test_a_setup_py_chain_deeper_than_recursion_still_gives_its_pins(tmp_path) -
     assert found[:2] == [("setup.py", "sglang==1.0.0"), ("setup.py", "pkg4999==1.0")]
     assert len(found) == 5002 and found[-1] == ("requirements.txt", "sglang==1.0.0")
     assert find_sglang_pin(tmp_path).version == "1.0.0"
+
+
+def test_a_pin_in_an_optional_extra_says_which_extra(tmp_path: Path) -> None:
+    """RLinf's pyproject pins sglang only in its `agentic-sglang` extra (its environments install
+    other releases through a script): the note names the file, the line and the extra."""
+    write_tree(tmp_path, {"pyproject.toml": """[project]
+name = "app"
+dependencies = ["torch"]
+
+[project.optional-dependencies]
+agentic-vllm = ["vllm==0.8.5"]
+agentic-sglang = [
+    "sglang[all]==0.4.6.post5",
+]
+"""})
+    pin = find_sglang_pin(tmp_path)
+    assert (pin.version, pin.where, pin.line) == ("0.4.6.post5", "pyproject.toml", 8)
+    (taken,) = pin.notes(defaulted=True, from_clone=False)
+    assert taken.startswith("--old 0.4.6.post5 from pyproject.toml:8 (`sglang[all]==0.4.6.post5`): taken as the exact "
+                            "SGLang requirement of the optional extra `agentic-sglang` (the main dependencies pin no SGLang)")
+    # a pin among the main dependencies needs no note, whatever an extra repeats
+    write_tree(tmp_path, {"pyproject.toml": """[project]
+name = "app"
+dependencies = ["sglang[all]==0.4.6.post5"]
+
+[project.optional-dependencies]
+agentic-sglang = ["sglang[all]==0.4.6.post5"]
+"""})
+    assert find_sglang_pin(tmp_path).notes(defaulted=True, from_clone=False) == []

@@ -238,7 +238,7 @@ def test_a_command_line_argparse_answers_or_refuses_leaves_nothing_in_the_log(li
     argv = ["daemon", "serve", *RELEASES]
     args = build_parser().parse_args(argv)
     root, identity, _ = client.daemon_key(args, PROJECT)
-    daemon = Daemon(argv, root, identity, socket_file, 60.0)
+    daemon = Daemon(argv, root, identity, socket_file, 60.0, CommandLine(build_parser().parse_args, run_command))
     assert daemon._check({"check": line, "cwd": "/"}) == {"refused": "cannot run this command line here"}
     out, err = capfd.readouterr()
     assert out == "" and err == ""

@@ -251,3 +251,32 @@ def test_a_record_that_is_no_regular_file_of_a_record_s_size_is_absent(tmp_path:
     monkeypatch.setattr(cache_module, "MAX_RECORD_BYTES", 1 << 20)
     store.put("ab" * 32, {"kept": "again"})  # computed again, written in its place
     assert store.get("ab" * 32) == {"kept": "again"}
+
+
+def test_cache_folders_are_the_users_alone_whatever_the_umask(tmp_path: Path) -> None:
+    """Campaign 4's D08: under umask 000 the cache's folders were 0777, and another user
+    replaced a run record with one of no findings."""
+    import os
+    import stat
+
+    previous = os.umask(0)
+    try:
+        JsonCache(tmp_path / "cache" / "runs").put("ab" * 32, {"diagnostics": []})
+    finally:
+        os.umask(previous)
+    for folder in (tmp_path / "cache", tmp_path / "cache" / "runs", tmp_path / "cache" / "runs" / "ab"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+def test_a_record_another_user_owns_is_never_read(tmp_path: Path, monkeypatch) -> None:
+    """A record file another user put in a folder others could write (made before D08's fix, or
+    by another tool) is not this user's record, however well it is formed."""
+    import os
+
+    from sglang_contracts.infra import files
+
+    cache = JsonCache(tmp_path / "runs")
+    cache.put("cd" * 32, {"diagnostics": []})
+    assert cache.get("cd" * 32) == {"diagnostics": []}
+    monkeypatch.setattr(files.os, "getuid", lambda: os.geteuid() + 1)  # as another user sees it
+    assert cache.get("cd" * 32) is None

@@ -125,3 +125,57 @@ def test_another_subsystem_s_copy_is_suggested_only_where_the_definition_moved(t
     assert "did you mean" not in copied and "multimodal_gen" in copied
     assert copied.index("sglang.srt.distributed.parallel_state.get_world_group") < copied.index("multimodal_gen")
     assert found["app/dist.py:2:36: SGC102"].endswith("; did you mean sglang.common.sync.barrier?")
+
+
+LAUNCH = "def _launch_subprocesses(server_args, port_args=None):\n    return server_args, port_args\n"
+
+
+def test_a_module_function_a_class_of_its_module_took_in_is_named(tmp_path: Path) -> None:
+    """0.5.10 made engine._launch_subprocesses the classmethod Engine._launch_subprocesses."""
+    same = ("class Engine:\n    @classmethod\n    def _launch_subprocesses(cls, server_args, port_args=None):\n"
+            "        return server_args, port_args\n")
+    changed = same.replace("return server_args, port_args", "return port_args, server_args, None")
+    project = {"app/launch.py": "from sglang.srt.entrypoints.engine import _launch_subprocesses\n"}
+    old = {"sglang/srt/entrypoints/engine.py": LAUNCH}
+    found = messages(tmp_path / "same", old, {"sglang/srt/entrypoints/engine.py": same}, project)
+    assert found["app/launch.py:1:43: SGC102"].endswith(
+        "; did you mean sglang.srt.entrypoints.engine.Engine._launch_subprocesses (a classmethod now)?")
+    found = messages(tmp_path / "changed", old, {"sglang/srt/entrypoints/engine.py": changed}, project)
+    assert found["app/launch.py:1:43: SGC102"].endswith(
+        "; moved into Engine._launch_subprocesses? a classmethod of sglang.srt.entrypoints.engine now, not the "
+        "same definition: Engine._launch_subprocesses(cls, server_args, port_args=...); "
+        "it was _launch_subprocesses(server_args, port_args=...)")
+    # a plain method of that name is no home for a module function
+    plain = changed.replace("    @classmethod\n", "")
+    found = messages(tmp_path / "plain", old, {"sglang/srt/entrypoints/engine.py": plain}, project)
+    assert found["app/launch.py:1:43: SGC102"].endswith("no definition of _launch_subprocesses was found elsewhere in the new release")
+
+
+OUT = "from dataclasses import dataclass\n\n@dataclass\nclass BatchTokenIDOut:\n    rids: list\n    decoded_texts: list\n    output_ids: list\n"
+COMMUNICATOR = ("class _Communicator:\n    def __init__(self, sender, fan_out):\n        self._sender = sender\n\n"
+                "    async def __call__(self, obj):\n        return obj\n")
+
+
+def test_a_definition_renamed_with_its_shape_is_named(tmp_path: Path) -> None:
+    """0.5.4 renamed io_struct.BatchTokenIDOut to BatchTokenIDOutput (fields kept, a base
+    added); 0.5.12 tokenizer_communicator_mixin._Communicator to communicator.FanOutCommunicator."""
+    renamed = OUT.replace("BatchTokenIDOut:", "BatchTokenIDOutput(Base):").replace(
+        "@dataclass", "class Base:\n    pass\n\n@dataclass") + "    token_steps: list = None\n"
+    fan_out = COMMUNICATOR.replace("_Communicator", "FanOutCommunicator").replace("return obj", "return [obj]")
+    project = {"app/out.py": "from sglang.srt.managers.io_struct import BatchTokenIDOut\n"
+                             "from sglang.srt.managers.mixin import _Communicator\n"}
+    found = messages(tmp_path / "renamed", {"sglang/srt/managers/io_struct.py": OUT, "sglang/srt/managers/mixin.py": COMMUNICATOR},
+                     {"sglang/srt/managers/io_struct.py": renamed, "sglang/srt/managers/communicator.py": fan_out}, project)
+    assert found["app/out.py:1:43: SGC102"].endswith(
+        "; renamed to sglang.srt.managers.io_struct.BatchTokenIDOutput? it has all 3 fields of BatchTokenIDOut, "
+        "not the same definition")
+    assert found["app/out.py:2:6: SGC101"].endswith(
+        "; renamed to sglang.srt.managers.communicator.FanOutCommunicator? it has the methods and constructor of "
+        "_Communicator, not the same definition")
+    # Names that hold the lost one but are other things (other fields, other methods) are not named.
+    other = "class BatchTokenIDOutputProcessor:\n    def run(self):\n        return 1\n"
+    found = messages(tmp_path / "other", {"sglang/srt/managers/io_struct.py": OUT, "sglang/srt/managers/mixin.py": COMMUNICATOR},
+                     {"sglang/srt/managers/io_struct.py": other,
+                      "sglang/srt/managers/communicator.py": "class CommunicatorPool:\n    def get(self):\n        return 1\n"}, project)
+    assert found["app/out.py:1:43: SGC102"].endswith("no definition of BatchTokenIDOut was found elsewhere in the new release")
+    assert found["app/out.py:2:6: SGC101"].endswith("no definition of _Communicator was found elsewhere in the new release")

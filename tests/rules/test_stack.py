@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from packaging.specifiers import SpecifierSet
 
 from tests.helpers import upstream_tree, write_tree
 from sglang_contracts.contracts.stack import agrees
+from sglang_contracts.project.installs import file_installs, installed_requirements
 from sglang_contracts.project.stack import declared_requirements, removal_requirement
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources.directory import DirectoryTree
@@ -52,6 +54,23 @@ def test_declared_requirements_with_positions_and_comments(tmp_path: Path) -> No
     found = {(d.path, d.line, d.col, d.name, d.matches_stack) for d in declared_requirements(tmp_path)}
     assert found == {("pyproject.toml", 4, 4, "torch", True), ("pyproject.toml", 7, 11, "soundfile", False),
                      ("pyproject.toml", 9, 27, "protobuf", False), ("requirements/ci.txt", 2, 1, "openai", True)}
+
+
+@pytest.mark.parametrize("sglang_in, apart", [
+    ("serve", {"vllm", "pytest"}),  # the extra and the group uv keeps apart from SGLang's extra
+    ("dependencies", set()),  # SGLang in every environment: any extra may join it
+    (None, set()),  # no SGLang at all (a base image's): nothing is known apart
+])
+def test_extras_that_uv_keeps_apart_from_sglang_are_not_declared(tmp_path: Path, sglang_in, apart) -> None:
+    base = '"sglang==0.5.4", ' if sglang_in == "dependencies" else ""
+    serve = '"sglang==0.5.4", ' if sglang_in == "serve" else ""
+    write_tree(tmp_path, {"pyproject.toml": (
+        f'[project]\nname = "x"\ndependencies = [{base}"numpy"]\n'
+        f'[project.optional-dependencies]\nserve = [{serve}"torch==2.8.0"]\nrollout = ["vllm==0.8.5"]\n'
+        'sim = ["mujoco==3.0"]\n[dependency-groups]\ndev = ["pytest==8.0"]\n'
+        '[tool.uv]\nconflicts = [[{ extra = "serve" }, { extra = "rollout" }], [{ extra = "serve" }, { group = "dev" }]]\n')})
+    names = {d.name for d in declared_requirements(tmp_path)}
+    assert names == {"sglang", "numpy", "torch", "vllm", "mujoco", "pytest"} - apart - ({"sglang"} if sglang_in is None else set())
 
 
 def test_pins_from_a_source_pyproject_keep_extras_as_markers(tmp_path: Path) -> None:
@@ -99,3 +118,63 @@ def test_the_prose_of_a_file_read_line_by_line_is_that_of_its_whole_tokenization
     docstrings = _docstring_starts(parse_quietly(text))
     whole = _prose_of_tokens(tokenize.generate_tokens(io.StringIO(text).readline), docstrings)
     assert whole and _prose_pieces(text) == whole
+
+
+
+SERVE_AND_SIM = """#!/bin/bash
+a(){ pip install "sglang[all]==${SGLANG_VERSION}"; pip install torch==2.8.0; }
+function b {
+    pip install torch==2.8.0  # `}` and `esac` in a comment
+}
+shared() { pip install numpy==1.26.4; }
+notes() {
+    python - <<'END'
+d = {"k": 1}
+END
+    pip install notes==1.0
+}
+case "$1" in
+    serve) a; shared; notes ;;
+    sim)
+        b
+        shared
+        ;;
+esac
+pip install top==1.0
+"""
+
+
+@pytest.mark.parametrize("script, expected", [
+    # a (installs SGLang), what a branch that runs `a` runs, and the script's top: beside SGLang;
+    # b, run only from a branch that installs none: another environment
+    (SERVE_AND_SIM, {(2, "torch"), (6, "numpy"), (11, "notes"), (20, "top")}),
+    # nothing installs SGLang here (a base image brings it): every line, as before
+    (SERVE_AND_SIM.replace('pip install "sglang[all]==${SGLANG_VERSION}";', "true;"),
+     {(2, "torch"), (4, "torch"), (6, "numpy"), (11, "notes"), (20, "top")}),
+    # installed at the top, SGLang is in every environment
+    (SERVE_AND_SIM + "pip install sglang\n",
+     {(2, "torch"), (4, "torch"), (6, "numpy"), (11, "notes"), (20, "top"), (21, "sglang")}),
+])
+def test_script_installs_beside_sglang_only(script, expected) -> None:
+    assert {(d.line, d.name) for d in file_installs("install.sh", script, False)} == expected
+
+
+def test_uv_sync_of_the_extra_that_brings_sglang_installs_it(tmp_path: Path) -> None:
+    write_tree(tmp_path, {
+        "pyproject.toml": '[project]\nname = "x"\n[project.optional-dependencies]\nserve = ["sglang"]\nsim = ["numpy"]\n',
+        "install.sh": ("serve_env() { uv sync --extra=serve; pip install torch==2.8.0; }\n"
+                       "sim_env() { uv sync --extra sim; pip install torch==2.7.0; }\n"
+                       'case "$T" in\n  serve) serve_env ;;\n  sim) sim_env ;;\nesac\n'),
+    })
+    assert {str(d.requirement) for d in installed_requirements(tmp_path)} == {"torch==2.8.0"}
+
+
+@pytest.mark.parametrize("piece", ["{ ", "f() { ", "case x in\n a) ", ";;\n", "}\n", "esac\n", "<<E\n"])
+def test_script_structure_is_read_in_linear_time(piece) -> None:
+    timings = []
+    for size in (1 << 15, 1 << 17):
+        text = "f() { pip install sglang; }\n" + (piece * (size // len(piece))) + "\npip install torch==1.0\n"
+        start = time.perf_counter()
+        file_installs("install.sh", text, False)
+        timings.append(time.perf_counter() - start)
+    assert timings[1] < 8 * timings[0] + 0.5  # four times the text: linear, with room for noise

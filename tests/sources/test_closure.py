@@ -120,6 +120,26 @@ def test_the_delta_names_each_move_and_the_chain_that_brings_it(tmp_path: Path, 
     assert [move.name for move in delta.moves][:2] == ["nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base"]  # key first
 
 
+def test_the_chain_names_the_requirement_that_moved_not_the_first_path(tmp_path: Path) -> None:
+    # humming-kernels asks for any triton and any cuda-bindings, first in the walk; torch pins
+    # triton's minor, and cutlass's libraries add a floor on cuda-bindings in the new release
+    packages = {
+        ("humming-kernels", "0.1.12"): metadata("humming-kernels", "0.1.12", "triton", "cuda-bindings"),
+        ("torch", "2.13.0"): metadata("torch", "2.13.0", "triton~=3.7.1", "cuda-bindings<14,>=13.0.3"),
+        ("torch", "2.14.1"): metadata("torch", "2.14.1", "triton~=3.8.0", "cuda-bindings<14,>=13.0.3"),
+        ("nvidia-cutlass-dsl-libs-base", "4.8.0"): metadata("nvidia-cutlass-dsl-libs-base", "4.8.0", "cuda-bindings>=12.8"),
+    }
+    source = source_for(tmp_path, write_index(tmp_path / "index", packages).as_uri())
+    old_sglang = metadata("sglang", "0.1.0", "humming-kernels==0.1.12", "torch==2.13.0")
+    new_sglang = metadata("sglang", "0.2.0", "humming-kernels==0.1.12", "torch==2.14.1", "nvidia-cutlass-dsl-libs-base==4.8.0")
+    old = {"linux/x86_64": walk(metadata_pins(old_sglang), frozenset(), X86, source)}
+    new = {"linux/x86_64": walk(metadata_pins(new_sglang), frozenset(), X86, source)}
+    moves = {move.name: move for move in closure_delta(old, new, "0.1.0", "0.2.0").moves}
+    assert (moves["triton"].new, moves["triton"].chain) == ("~=3.8.0", "sglang -> torch==2.14.1 -> triton~=3.8.0")
+    assert moves["cuda-bindings"].chain == "sglang -> nvidia-cutlass-dsl-libs-base==4.8.0 -> cuda-bindings>=12.8"
+    assert new["linux/x86_64"].first("triton").chain == ("sglang", "torch==2.14.1")  # a version asked over none
+
+
 def test_the_walk_is_bounded(tmp_path: Path, file_index: str) -> None:
     shallow = walk(metadata_pins(SGLANG_NEW), frozenset(), X86, source_for(tmp_path, file_index), most_depth=1)
     assert shallow.cut_short and "nvidia-nccl-cu13" not in shallow.needs
@@ -269,6 +289,35 @@ def test_once_cached_a_bump_needs_no_index(tmp_path: Path, file_index: str) -> N
     offline, result = _bump(tmp_path, MILES_SHAPED, {"package-index": UNREACHABLE})
     assert offline == online and len(online) == 3
     assert result.notes == first.notes and result.closure_delta.moves == first.closure_delta.moves
+
+
+def test_package_index_none_reads_the_closure_the_cache_holds(tmp_path: Path, file_index: str) -> None:
+    import json
+
+    from sglang_contracts.reporters.json import write_json
+    from sglang_contracts.reporters.markdown import write_markdown
+
+    def shape(result) -> str:
+        out = io.StringIO()
+        write_json(result, out)
+        return type(json.loads(out.getvalue())).__name__
+
+    _, cold = _bump(tmp_path / "cold", MILES_SHAPED, {"package-index": "none"})  # nothing cached: SGLang's pins alone
+    assert not cold.closure_delta.reported and shape(cold) == "list" and not cold.notes
+    online, first = _bump(tmp_path, MILES_SHAPED, {"package-index": file_index})
+    # one pin more, whose metadata the cache never held
+    offline, result = _bump(tmp_path, {**MILES_SHAPED, "build.sh": "pip install torchaudio==2.8.0\n"}, {"package-index": "none"})
+    # the same cache, the same findings and moves (the "What moves together" section), which says
+    # in one line what the cache lacked; nothing more on standard error, and the JSON keeps the
+    # list `none` always gives, whatever the cache holds
+    assert offline == online and result.closure_delta.reported
+    assert result.closure_delta.moves == first.closure_delta.moves and not result.notes
+    assert result.closure_delta.unread.startswith("The package index was not read (`--package-index none`): the closure "
+                                                  "stops at what is cached, not torchaudio==2.8.0")
+    out = io.StringIO()
+    write_markdown(result, out)
+    assert "### What moves together" in out.getvalue() and result.closure_delta.unread[:40] in out.getvalue()
+    assert (shape(result), shape(cold), shape(first)) == ("list", "list", "dict")
 
 
 def test_fix_moves_sglangs_own_pin_and_leaves_what_another_pin_brings(tmp_path: Path, file_index: str) -> None:

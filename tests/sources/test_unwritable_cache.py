@@ -139,7 +139,7 @@ def test_a_full_disk_under_the_records_is_one_warning_line_and_the_same_findings
     clean = run(capsys, project, options.cache_dir)
     shutil.rmtree(options.cache_dir / "runs")  # nothing to replay: the run computes and writes
 
-    def full(path: Path, data: bytes) -> None:
+    def full(path: Path, data: bytes, private: bool = False) -> None:
         raise OSError(number, os.strerror(number), str(path))
 
     monkeypatch.setattr(caches, "atomic_write_bytes", full)
