@@ -6,7 +6,7 @@ import argparse
 import os
 import shutil
 import sys
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Callable, NoReturn, TypeVar
 
 from sglang_contracts import __version__
@@ -18,6 +18,7 @@ from sglang_contracts.infra.process_exit import exit_without_teardown
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckOptions
+    from sglang_contracts.config import Config
 
 
 def _codes(value: str) -> list[str]:
@@ -78,16 +79,27 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("mine", type=Path, metavar="MINE.patch")
     classify.add_argument("skeleton", type=Path, metavar="SKELETON.patch")
     classify.add_argument("--format", choices=["text", "json"], default="text", help="output format (default: text)")
-    rebase = patch_commands.add_parser("rebase", help="rewrite a patch made against release A for release B, verified")
-    rebase.add_argument("patch", type=Path, metavar="PATCH")
-    rebase.add_argument("--old", required=True, help="the release PATCH is against (version, git ref, directory)")
-    rebase.add_argument("--new", required=True, help="the release to rebase it onto")
-    rebase.add_argument("-o", "--output", type=Path, metavar="NEW.patch", help="where to write it (default: standard output)")
-    rebase.add_argument("--skeleton", type=Path, metavar="SKELETON.patch",
-                        help="a patch of the new release to take the same changes from (slime's, for Relax)")
-    rebase.add_argument("--plan", type=Path, metavar="PLAN.md", help="write the upgrade decision log there")
+    rebase = patch_commands.add_parser(
+        "rebase", help="rewrite a patch, or the project's live patch stack, made against release A for release B, verified",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Without PATCH, in a project's root: the stack its Dockerfile or build script applies, each patch onto\n"
+               "B with the earlier ones rebased, written to a folder named for B (or in place for latest/), the\n"
+               "plan always written. --old defaults to the project's SGLang pin, as for check.")
+    rebase.add_argument("patch", type=Path, metavar="PATCH", nargs="?",
+                        help="one patch file (default: the project's live stack)")
+    rebase.add_argument("--old", help="the release PATCH is against (default: the project's SGLang pin)")
+    rebase.add_argument("--new", help="the release to rebase it onto (default: `new` in [tool.sglang-contracts])")
+    rebase.add_argument("-o", "--output", type=Path, metavar="NEW.patch|FOLDER",
+                        help="where to write it (default: standard output; a stack: a folder named for the new "
+                             "release beside the old one's, or the same folder)")
+    rebase.add_argument("--skeleton", type=Path, metavar="SKELETON.patch|DIR",
+                        help="a patch (a stack: a folder of patches) of the new release to take the same changes from "
+                             "(slime's, for Relax)")
+    rebase.add_argument("--plan", type=Path, metavar="PLAN.md",
+                        help="write the upgrade decision log there (a stack: default docs/draft/sglang-NEW-upgrade-plan.md)")
     rebase.add_argument("--tree", type=Path, metavar="DIR",
-                        help="write the new release's touched files there, rebased, conflict markers in place")
+                        help="write the new release's touched files there, rebased, conflict markers in place "
+                             "(a stack: a folder per patch with hunks left; default beside the plan)")
     rebase.add_argument("--sglang-repo", type=Path, help="a local SGLang clone; --old/--new are then git refs")
     rebase.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
 
@@ -298,6 +310,43 @@ def _patch_classify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _releases_of_project(args: argparse.Namespace) -> tuple[Path, "Config"]:
+    """The project's root and configuration; `args.old`/`args.new` as given, else as `check`
+    takes them (the configuration's `new`; the project's pin, or the pin before the bump)."""
+    from sglang_contracts.check.runner import project_old_release
+    from sglang_contracts.config import find_config, with_source
+    from sglang_contracts.infra.roots import project_root_for
+
+    root = project_root_for([])
+    config = find_config(root, getattr(args, "config", None))
+    for flag, given in (("--old", args.old), ("--new", args.new)):
+        if given is not None and not given.strip():
+            raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
+    args.new = args.new or with_source(config.release_spec("new"), config.get("source"))
+    if args.old is None:
+        args.old = project_old_release(root, None, args.new)[0]
+    return root, config
+
+
+def project_file(root: Path, given: Path | None, config: "Config", key: str, default: str, new: str) -> Path:
+    """A file the command writes: as given (relative to the working folder), else the
+    configuration's `key` or `default` (relative to the root), `{new}` the release bumped to."""
+    if given is not None:
+        return given
+    return root / (config.get(key) or default).replace("{new}", PurePath(new.rsplit(":", 1)[-1]).name)
+
+
+def _patch_rebase(args: argparse.Namespace) -> int:
+    from sglang_contracts.patch.rebase import patch_rebase
+    from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN, patch_rebase_stack
+
+    root, config = _releases_of_project(args)
+    if args.patch is not None:
+        return patch_rebase(args)
+    plan = project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, args.new)
+    return patch_rebase_stack(args, root, plan)
+
+
 def _rules() -> int:
     from sglang_contracts.diagnostics.catalog import load_catalog
 
@@ -340,9 +389,7 @@ def _run(args: argparse.Namespace, check=None, argv: list[str] | None = None) ->
     if args.command == "rules":
         return _rules()
     if args.command == "patch" and args.patch_command == "rebase":
-        from sglang_contracts.patch.rebase import patch_rebase
-
-        return patch_rebase(args)
+        return _patch_rebase(args)
     if args.command == "lsp":
         from sglang_contracts.lsp.server import main as serve
 
