@@ -6,7 +6,7 @@ import argparse
 import os
 import shutil
 import sys
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NoReturn, TypeVar
 
 from sglang_contracts import __version__
@@ -322,18 +322,19 @@ def _releases_of_project(args: argparse.Namespace) -> tuple[Path, "Config"]:
     for flag, given in (("--old", args.old), ("--new", args.new)):
         if given is not None and not given.strip():
             raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
-    args.new = args.new or with_source(config.release_spec("new"), config.get("source"))
-    if args.old is None:
-        args.old = project_old_release(root, None, args.new)[0]
+    source = config.get("source")
+    args.new = args.new or with_source(config.release_spec("new"), source)
+    args.old = project_old_release(root, args.old or with_source(config.release_spec("old"), source), args.new)[0]
     return root, config
 
 
 def project_file(root: Path, given: Path | None, config: "Config", key: str, default: str, new: str) -> Path:
     """A file the command writes: as given (relative to the working folder), else the
-    configuration's `key` or `default` (relative to the root), `{new}` the release bumped to."""
+    configuration's `key` or `default` (relative to the root), `{new}` the release bumped to
+    (`new`: its version)."""
     if given is not None:
         return given
-    return root / (config.get(key) or default).replace("{new}", PurePath(new.rsplit(":", 1)[-1]).name)
+    return root / (config.get(key) or default).replace("{new}", new)
 
 
 def _patch_rebase(args: argparse.Namespace) -> int:
@@ -343,8 +344,7 @@ def _patch_rebase(args: argparse.Namespace) -> int:
     root, config = _releases_of_project(args)
     if args.patch is not None:
         return patch_rebase(args)
-    plan = project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, args.new)
-    return patch_rebase_stack(args, root, plan)
+    return patch_rebase_stack(args, root, lambda new: project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, new))
 
 
 def _rules() -> int:

@@ -522,7 +522,8 @@ def check_tree_folder(folder: Path) -> None:
     except OSError as error:
         raise UsageError(f"--tree {folder}: {error.strerror}") from None
     if taken:
-        raise UsageError(f"--tree {folder}: not an empty folder")
+        raise UsageError(f"--tree {folder}: not an empty folder (an earlier run's conflicts? resolve them, or give "
+                         "another --tree)")
 
 
 def write_tree(folder: Path, rebase: Rebase, rebaser: _Rebaser) -> None:

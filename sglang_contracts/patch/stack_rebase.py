@@ -20,6 +20,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 from sglang_contracts.infra.display import printable, printable_path, unified_text_diff
 from sglang_contracts.infra.errors import UsageError
@@ -30,7 +31,8 @@ from sglang_contracts.patch.classify import read_patch
 from sglang_contracts.patch.gitapply import check_stack
 from sglang_contracts.patch.patchfile import PATCH_SUFFIXES, PatchFile, parse_patch, unsafe_path_reason
 from sglang_contracts.patch.rebase import (
-    CARRIED, CONFLICT, DROPPED, GONE, LEFT, MERGED, NOT_ON_OLD, SKELETON, UNCHECKED, Rebase, git, read_patch_text,
+    CARRIED, CONFLICT, DROPPED, GONE, LEFT, MERGED, NOT_ON_OLD, SKELETON, UNCHECKED, Rebase, check_tree_folder, git,
+    read_patch_text,
     rebase_patch, release_tree, render_plan, unchecked_excludes, where, write_under,
 )
 from sglang_contracts.patch.release import PatchedTree, release_relpath, tree_reader
@@ -285,13 +287,15 @@ def rebase_live_stack(root: Path, old: Release, new: Release, named: list[str] |
     """The live stack rebased and verified, and the edits that write it (not yet written)."""
     stack, stacks = live_stack(root, named)
     kept = _folder_of(stack) if folder is None else None
+    new_folder = folder if folder is not None else new_folder_for(kept, new)
+    if unsafe_path_reason(new_folder):
+        raise UsageError(f"-o {new_folder}: {unsafe_path_reason(new_folder)}: give a folder of the project")
+    if trees is not None:
+        check_tree_folder(trees)  # an earlier run's conflicts, maybe half resolved: never overwritten
     patches, texts = {}, {}
     for relpath in stack.patches:
         patches[relpath], texts[relpath] = read_patch_text(root / relpath)
     done = rebase_stack(stack, patches, texts, old, new, _skeletons(skeleton, stack), trees)
-    new_folder = folder if folder is not None else new_folder_for(kept, new)
-    if unsafe_path_reason(new_folder):
-        raise UsageError(f"-o {new_folder}: {unsafe_path_reason(new_folder)}: give a folder of the project")
     result = StackRebase(stack, old, new, done, kept or new_folder, new_folder,
                          others=[s for s in stacks.stacks if s is not stack])
     with tempfile.TemporaryDirectory(prefix="sglang-contracts-stack-") as scratch:
@@ -361,9 +365,10 @@ def summary_lines(result: StackRebase) -> list[str]:
     return [printable(line) for line in lines]
 
 
-def patch_rebase_stack(args, root: Path, plan: Path) -> int:
+def patch_rebase_stack(args, root: Path, plan_for: Callable[[str], Path]) -> int:
     """The command's stack form: 0 when every hunk was rebased and the stack verified, else 1.
-    `args.old`/`args.new`: the releases as the project names them (cli.py)."""
+    `args.old`/`args.new`: the releases as the project names them (cli.py); `plan_for`: where
+    the plan goes, given the new release's version."""
     from sglang_contracts.config import find_config
     from sglang_contracts.infra.cache import cache_root
     from sglang_contracts.sources import open_release
@@ -371,6 +376,7 @@ def patch_rebase_stack(args, root: Path, plan: Path) -> int:
     cache = args.cache_dir or cache_root()
     old, new = (open_release(spec, sglang_repo=args.sglang_repo, cache=cache) for spec in (args.old, args.new))
     named = find_config(root, None).get("patch-files") or ()
+    plan = plan_for(new.short)
     trees = args.tree if args.tree is not None else plan.parent / f"sglang-{new.short}-conflicts"
     folder = args.output.as_posix() if args.output is not None else None
     result = rebase_live_stack(root, old, new, named, args.skeleton, trees, folder)

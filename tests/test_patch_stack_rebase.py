@@ -1,0 +1,185 @@
+"""`patch rebase --new B` in a project: the live stack rebased as a stack, written where the project
+keeps it, verified by real git in order. Small releases and patches written here."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gitcheck import materialise
+from sglang_contracts.cli import main
+from sglang_contracts.patch.rebase import CARRIED, CONFLICT, NOT_ON_OLD, rebase_patch
+from sglang_contracts.patch.patchfile import parse_patch
+from sglang_contracts.patch.stack_rebase import rebase_live_stack
+from sglang_contracts.sources import open_release
+
+FUNCTION = "    a = x + 1\n    b = a * 2\n    c = b - 3\n    d = c * 4\n    e = d + 5\n    f = e - 6\n    return f\n\n\n"
+SCHED_A = "import os\n\n\n" + "".join(f"def {name}(x):\n{FUNCTION}" for name in ("alpha", "beta", "gamma", "delta"))
+# B: two lines more at the top (every hunk at an offset), gamma's `b =` rewritten (a conflict)
+SCHED_B = ("import os\nimport sys\n\nVERSION = 2\n\n\n" + SCHED_A.split("\n\n\n", 1)[1]).replace(
+    "def gamma(x):\n    a = x + 1\n    b = a * 2\n", "def gamma(x):\n    a = x + 1\n    b = a * 3\n")
+KERNEL = "// a kernel the wheel ships beside the modules\n" + "".join(f"int step_{i}(int x) {{ return x + {i}; }}\n"
+                                                                   for i in range(12))
+OLD_KERNEL, NEW_KERNEL = "sglang/jit_kernel/gemm/quant.cuh", "sglang/kernels/jit/gemm/quant.cuh"
+
+
+def release(root: Path, version: str, files: dict[str, str]) -> Path:
+    for relpath, text in {"sglang/__init__.py": "", "sglang/srt/__init__.py": "",
+                          "sglang/version.py": f'__version__ = "{version}"\n', **files}.items():
+        (root / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (root / relpath).write_text(text)
+    return root
+
+
+@pytest.fixture
+def releases(tmp_path: Path) -> tuple[Path, Path]:
+    return (release(tmp_path / "A", "0.5.1", {"sglang/srt/sched.py": SCHED_A, OLD_KERNEL: KERNEL}),
+            release(tmp_path / "B", "0.5.2", {"sglang/srt/sched.py": SCHED_B, NEW_KERNEL: KERNEL}))
+
+
+def git_diff(before: dict[str, str], after: dict[str, str], folder: Path) -> str:
+    """The patch `git diff` makes of `after` over `before` (release paths, under python/)."""
+    repo = materialise({f"python/{p}": text for p, text in before.items()}, folder)
+    run = lambda *args: subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)  # noqa: E731
+    run("add", "-A")
+    run("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "A")
+    for relpath, text in after.items():
+        (repo / "python" / relpath).write_text(text)
+    return run("diff").stdout
+
+
+FIRST = {"sglang/srt/sched.py": SCHED_A.replace("def alpha(x):\n    a = x + 1\n", "def alpha(x):\n    a = x + 100\n")
+         .replace("def gamma(x):\n    a = x + 1\n    b = a * 2\n", "def gamma(x):\n    a = x + 1\n    b = a * 5\n"),
+         OLD_KERNEL: KERNEL.replace("return x + 3;", "return x + 30;")}
+# The second patch's context holds the first's line: it applies only on top of it.
+SECOND = {"sglang/srt/sched.py": FIRST["sglang/srt/sched.py"].replace("    a = x + 100\n    b = a * 2\n",
+                                                                      "    a = x + 100\n    b = a * 20\n")}
+
+
+def stack_patches(tmp_path: Path) -> dict[str, str]:
+    a_files = {"sglang/srt/sched.py": SCHED_A, OLD_KERNEL: KERNEL}
+    first = git_diff(a_files, FIRST, tmp_path / "first")
+    second = git_diff({**a_files, **FIRST}, SECOND, tmp_path / "second")
+    return {"first.patch": first, "second.patch": second}
+
+
+DOCKERFILE = """ARG SGLANG_IMAGE_TAG=v0.5.1-cu129
+FROM lmsysorg/sglang:${{SGLANG_IMAGE_TAG}}
+ARG PATCH_VERSION={folder}
+COPY docker/patch/${{PATCH_VERSION}}/sglang*.patch /sgl-workspace/sglang/
+RUN cd /sgl-workspace/sglang && \\
+    for patch in sglang-first.patch sglang-second.patch; do git apply {flags}"$patch" || exit 1; done
+"""
+
+
+def project(tmp_path: Path, folder: str, flags: str = "") -> Path:
+    root = tmp_path / "project"
+    (root / "docker" / "patch" / folder).mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (root / "docker" / "Dockerfile").write_text(DOCKERFILE.format(folder=folder, flags=flags))
+    for name, text in stack_patches(tmp_path).items():
+        (root / "docker" / "patch" / folder / f"sglang-{name}").write_text(text)
+    return root
+
+
+def rebase_in(root: Path, releases, monkeypatch, *extra: str) -> int:
+    monkeypatch.chdir(root)
+    return main(["patch", "rebase", "--old", str(releases[0]), "--new", str(releases[1]), *extra])
+
+
+def applies_in_order(files: dict[str, str], patches: list[str], folder: Path, *flags: str) -> bool:
+    """Real git: each patch, in order, `git apply --check` then applied, on a fresh tree."""
+    repo = materialise(files, folder)
+    git = lambda *args: subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)  # noqa: E731
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "B")
+    for index, text in enumerate(patches):
+        (folder.parent / f"{index}.patch").write_text(text)
+        if git("apply", "--check", *flags, str(folder.parent / f"{index}.patch")).returncode:
+            return False
+        git("apply", *flags, str(folder.parent / f"{index}.patch"))
+        git("add", "-A")
+    return True
+
+
+def b_files(releases) -> dict[str, str]:
+    return {f"python/{p}": (releases[1] / p).read_text() for p in ("sglang/srt/sched.py", NEW_KERNEL)}
+
+
+def test_a_folder_per_release_gets_a_new_folder_and_the_dockerfile_names_it(releases, tmp_path: Path, monkeypatch,
+                                                                            capsys) -> None:
+    root = project(tmp_path, "v0.5.1")
+    old_folder = {p.name: p.read_bytes() for p in (root / "docker/patch/v0.5.1").iterdir()}
+    assert rebase_in(root, releases, monkeypatch) == 1  # a conflict is left
+    err = capsys.readouterr().err
+    new_folder = root / "docker/patch/v0.5.2"
+    assert sorted(p.name for p in new_folder.iterdir()) == ["sglang-first.patch", "sglang-second.patch"]
+    assert {p.name: p.read_bytes() for p in (root / "docker/patch/v0.5.1").iterdir()} == old_folder  # never edited
+    dockerfile = (root / "docker/Dockerfile").read_text()
+    assert "ARG PATCH_VERSION=v0.5.2\n" in dockerfile and "SGLANG_IMAGE_TAG=v0.5.1-cu129" in dockerfile
+    first, second = ((new_folder / name).read_text() for name in ("sglang-first.patch", "sglang-second.patch"))
+    # the kernel moved: its hunk is carried to the new path; the conflicting hunk is not in the patch
+    assert f"+++ b/python/{NEW_KERNEL}" in first and OLD_KERNEL not in first and "b = a * 5" not in first
+    assert "a = x + 100" in first and "b = a * 20" in second
+    assert applies_in_order(b_files(releases), [first, second], tmp_path / "check" / "tree")
+    assert "verified: the 2 new patches apply in order with git apply --check" in err
+    assert "sglang-0.5.2-conflicts/sglang-first.patch" in err and "b = a * 5" not in err  # no conflict text there
+    plan = (root / "docs/draft/sglang-0.5.2-upgrade-plan.md").read_text()
+    assert "## Conflicts to resolve" in plan and "b = a * 5" in plan and "`docker/patch/v0.5.1/` is left as it is" in plan
+    marked = (root / "docs/draft/sglang-0.5.2-conflicts/sglang-first.patch/python/sglang/srt/sched.py").read_text()
+    assert "<<<<<<< patched\n    b = a * 5\n||||||| release-A\n    b = a * 2\n=======\n    b = a * 3\n>>>>>>> release-B\n" in marked
+
+
+def test_a_latest_folder_is_rebased_in_place(releases, tmp_path: Path, monkeypatch, capsys) -> None:
+    root = project(tmp_path, "latest")
+    dockerfile = (root / "docker/Dockerfile").read_text()
+    rebase_in(root, releases, monkeypatch, "--plan", str(tmp_path / "plan.md"))
+    assert sorted(p.name for p in (root / "docker/patch").iterdir()) == ["latest"]
+    assert (root / "docker/Dockerfile").read_text() == dockerfile
+    first = (root / "docker/patch/latest/sglang-first.patch").read_text()
+    assert f"+++ b/python/{NEW_KERNEL}" in first and "@@ -5,7 +5,7 @@ VERSION = 2" in first  # at B's lines now
+    assert (tmp_path / "plan.md").is_file() and "docker/patch/latest/ -> docker/patch/latest/" in capsys.readouterr().err
+
+
+def test_each_patch_is_rebased_on_the_earlier_ones(releases, tmp_path: Path) -> None:
+    root = project(tmp_path, "v0.5.1")
+    old, new = (open_release(str(p), sglang_repo=None, cache=tmp_path / "cache") for p in releases)
+    result = rebase_live_stack(root, old, new)
+    verdicts = [[o.verdict for o in each.rebase.outcomes] for each in result.patches]
+    assert verdicts == [[CARRIED, CARRIED, CONFLICT], [CARRIED]] and result.verified, result.verification
+    # alone, on the plain releases, the second patch's context is nowhere: what the stack form is for
+    text = (root / "docker/patch/v0.5.1/sglang-second.patch").read_text()
+    alone = rebase_patch(parse_patch(text), text, old, new)
+    assert [o.verdict for o in alone.outcomes] == [NOT_ON_OLD]
+
+
+def test_a_stack_that_git_does_not_take_is_not_verified_and_names_the_patch(releases, tmp_path: Path) -> None:
+    root = project(tmp_path, "v0.5.1")
+    second = root / "docker/patch/v0.5.1/sglang-second.patch"
+    second.write_text(second.read_text().replace("+    b = a * 20\n", "+    b = (a * 20\n"))  # no longer parses
+    old, new = (open_release(str(p), sglang_repo=None, cache=tmp_path / "cache") for p in releases)
+    result = rebase_live_stack(root, old, new)
+    assert not result.verified and result.verification.startswith("sglang-second.patch:")
+    assert "no longer parse" in result.verification
+
+
+def test_git_apply_3way_is_checked_where_the_dockerfile_uses_it(releases, tmp_path: Path, monkeypatch, capsys) -> None:
+    root = project(tmp_path, "v0.5.1", flags="--3way ")
+    rebase_in(root, releases, monkeypatch)
+    assert "verified: the 2 new patches apply in order with git apply --check --3way" in capsys.readouterr().err
+
+
+def test_a_new_folder_that_is_a_link_out_of_the_project_is_refused(releases, tmp_path: Path, monkeypatch,
+                                                                  capsys) -> None:
+    root = project(tmp_path, "v0.5.1")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "docker/patch/v0.5.2").symlink_to(outside)
+    assert rebase_in(root, releases, monkeypatch) == 2
+    assert "refused to write" in capsys.readouterr().err and not list(outside.iterdir())
+    assert rebase_in(root, releases, monkeypatch, "-o", "../elsewhere", "--tree", str(tmp_path / "trees")) == 2
+    assert "a `..` component" in capsys.readouterr().err and not (tmp_path / "trees").exists()
+    assert rebase_in(root, releases, monkeypatch) == 2  # the conflicts of the first run are kept
+    assert "not an empty folder" in capsys.readouterr().err
