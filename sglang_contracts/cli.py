@@ -72,6 +72,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cache_options(fix)
     fix.set_defaults(write_baseline=None, report_unresolved=None, report_unused_noqa=None)
 
+    bump = commands.add_parser(
+        "bump", help="the bump in one command: the safe fixes, the patch stack rebased, the plan and the PR body, "
+                     "a last check", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Each step is its command's code: fix, patch rebase (of the live stack), check --format markdown.\n"
+               "The plan and the PR body go to docs/draft/sglang-NEW-upgrade-plan.md and -pr-body.md, or where\n"
+               "`upgrade-plan` and `pr-body` in [tool.sglang-contracts] say. Exit status: 0 nothing left to do,\n"
+               "1 something is (the PR body's checklist), 2 a usage or source error.")
+    _add_run_options(bump)
+    bump.add_argument("--dry-run", action="store_true", help="print everything it would write as one unified diff, "
+                                                             "and write nothing")
+    bump.add_argument("--plan", type=Path, metavar="PLAN.md", help="where the stack's upgrade plan goes")
+    bump.add_argument("--pr-body", type=Path, metavar="BODY.md", help="where the pull request's description goes")
+    bump.add_argument("--tree", type=Path, metavar="DIR",
+                      help="where the files with conflict markers go, a folder per patch (default: beside the plan)")
+    _add_cache_options(bump)
+    bump.set_defaults(write_baseline=None, report_unresolved=None, report_unused_noqa=None, baseline=None)
+
     patch = commands.add_parser("patch", help="work with .patch files against SGLang")
     patch_commands = patch.add_subparsers(dest="patch_command", required=True)
     classify = patch_commands.add_parser(
@@ -270,6 +287,41 @@ def _fix(args: argparse.Namespace) -> int:
     return 1 if report.remaining or report.errors else 0
 
 
+def _bump(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from sglang_contracts.bump import DEFAULT_PR_BODY, bump_diff, run_bump
+    from sglang_contracts.infra import progress
+    from sglang_contracts.infra.cache import cache_root
+    from sglang_contracts.infra.wording import plural
+    from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN, summary_lines
+    from sglang_contracts.sources import open_release
+
+    paths, options = _options(args)
+    root, config = _releases_of_project(args)
+    options = dataclasses.replace(options, old=args.old)
+    version = open_release(options.new, sglang_repo=options.sglang_repo, cache=options.cache_dir or cache_root()).short
+    plan = project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, version)
+    body = project_file(root, args.pr_body, config, "pr-body", DEFAULT_PR_BODY, version)
+    trees = args.tree if args.tree is not None else plan.parent / f"sglang-{version}-conflicts"
+    with progress.showing(sys.stderr.isatty() and not args.quiet):
+        bump = run_bump(paths, options, root, plan, body, config.get("patch-files") or (), trees, args.dry_run)
+    for line in bump.fix.errors:
+        print(f"sglang-contracts: error: {printable(line)}", file=sys.stderr)
+    if not args.quiet:
+        print(f"fix: {bump.fix.found} findings, {bump.fix.fixed} {'would be ' * args.dry_run}fixed", file=sys.stderr)
+        for line in summary_lines(bump.stack) if bump.stack is not None else ["no patch stack to rebase"]:
+            print(line, file=sys.stderr)
+        print(printable(f"check: {plural(len(bump.last.diagnostics), 'finding')} left (the PR body's checklist); "
+                        f"plan: {plan}; PR body: {body}{' (not written: --dry-run)' * args.dry_run}"), file=sys.stderr)
+    if args.dry_run:
+        with standard_output():
+            sys.stdout.write(patch_for(sys.stdout, bump_diff(bump)))
+        return 1 if bump.files else 0
+    left = bump.last.diagnostics or (bump.stack is not None and not bump.stack.complete) or bump.fix.errors
+    return 1 if left else 0
+
+
 def _write_baseline(path: Path, result) -> int:
     from sglang_contracts.diagnostics.baseline import read_baseline, write_baseline
 
@@ -386,6 +438,8 @@ def _run(args: argparse.Namespace, check=None, argv: list[str] | None = None) ->
         return daemon_command(args, argv if argv is not None else sys.argv[1:])
     if args.command == "fix":
         return _fix(args)
+    if args.command == "bump":
+        return _bump(args)
     if args.command == "rules":
         return _rules()
     if args.command == "patch" and args.patch_command == "rebase":
