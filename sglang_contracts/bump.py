@@ -22,7 +22,7 @@ from sglang_contracts.infra.display import unified_text_diff
 from sglang_contracts.infra.markdown import code, inline, plain
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.patch.stack_rebase import (
-    COLUMNS, StackRebase, rebase_live_stack, render_stack_plan, stack_edits, write_edits, write_file_below,
+    COLUMNS, StackRebase, rebase_live_stack, render_stack_plan, shown_path, write_edits, write_file_below,
 )
 from sglang_contracts.patch.rebase import LEFT
 from sglang_contracts.patch.release import PatchedTree
@@ -51,7 +51,7 @@ def run_bump(paths: list[Path], options: CheckOptions, root: Path, plan: Path, b
     if _applies_patches(fixed.last):
         cache = options.cache_dir or cache_root()
         old, new = (open_release(spec, sglang_repo=options.sglang_repo, cache=cache) for spec in (options.old, options.new))
-        stack = rebase_live_stack(root, old, new, named, trees=None if dry_run else trees, current=planned.get)
+        stack = rebase_live_stack(root, old, new, named, trees=trees, current=planned.get, write_trees=not dry_run)
         if not dry_run:
             write_edits(root, stack.edits)
     if dry_run:  # the old stack's findings are the rebase's to report (the last check reads the new one)
@@ -84,7 +84,7 @@ def _planned_files(root: Path, fixed: FixReport, stack: StackRebase | None,
     for edit in stack.edits if stack is not None else []:
         files[edit.relpath] = (files[edit.relpath][0] if edit.relpath in files else edit.before, edit.after)
     for path, text in documents.items():
-        relpath = _shown(path, root)
+        relpath = shown_path(path, root)
         absolute = path if path.is_absolute() else Path.cwd() / path
         before = absolute.read_text(errors="surrogateescape") if absolute.is_file() else None
         files[relpath] = (before, text)
@@ -112,10 +112,10 @@ def _what_was_done(bump: Bump) -> list[str]:
                   f"({plain(str(len(stack.patches)))} patches, {stack.hunks} hunks: {counts}) written to "
                   f"{code(stack.new_folder + '/')}; {'verified' if stack.verified else 'not verified'}: "
                   f"{inline(stack.verification)}",
-                  f"- the decisions, hunk by hunk: {code(_shown(bump.plan, bump.last.project.root))}"]
+                  f"- the decisions, hunk by hunk: {code(shown_path(bump.plan, bump.last.project.root))}"]
     root = bump.last.project.root
     checklist = [f"Resolve {plural(sum(o.verdict in LEFT for o in each.rebase.outcomes), 'hunk')} of {code(each.name)} "
-                 f"left in conflict: in {code(_shown(each.tree, root))}, then `git diff` there is the patch"
+                 f"left in conflict: in {code(shown_path(each.tree, root))}, then `git diff` there is the patch"
                  for each in (stack.patches if stack is not None else []) if each.tree is not None]
     checklist += [f"{inline(note)}" for note in (stack.notes if stack is not None else [])]
     if bump.last.diagnostics:
@@ -123,12 +123,6 @@ def _what_was_done(bump: Bump) -> list[str]:
     if checklist:
         lines += ["", "Left to do:", ""] + [f"- [ ] {item}" for item in checklist]
     return lines + [""]
-
-
-def _shown(path: Path, root: Path) -> str:
-    """A path the bump wrote, relative to the project's root when it is in it."""
-    absolute = path if path.is_absolute() else Path.cwd() / path
-    return absolute.relative_to(root).as_posix() if absolute.is_relative_to(root) else str(path)
 
 
 def pr_body(bump: Bump) -> str:

@@ -66,6 +66,7 @@ class PatchRebase:
 
 @dataclass
 class StackRebase:
+    root: Path
     stack: Stack
     old: Release
     new: Release
@@ -124,10 +125,12 @@ def _after_rebase(rebase: Rebase) -> dict[str, str | None]:
 
 
 def rebase_stack(stack: Stack, patches: dict[str, PatchFile], texts: dict[str, str], old: Release, new: Release,
-                 skeletons: dict[str, PatchFile] | None = None, trees: Path | None = None) -> list[PatchRebase]:
+                 skeletons: dict[str, PatchFile] | None = None, trees: Path | None = None,
+                 write_trees: bool = True) -> list[PatchRebase]:
     """Each patch of `stack` rebased from A with the earlier originals applied (as check_stack
     applies them: what applies of each) onto B with the earlier patches as rebased; `trees`:
-    a folder per patch with hunks left, its files there with git's conflict markers."""
+    a folder per patch with hunks left, its files there with git's conflict markers (only
+    named, with `write_trees` False: bump's dry run)."""
     on_old: dict[str, str | None] = {}
     on_new: dict[str, str | None] = {}
     done = []
@@ -135,7 +138,7 @@ def rebase_stack(stack: Stack, patches: dict[str, PatchFile], texts: dict[str, s
         name = PurePosixPath(relpath).name
         old_here, new_here = _overlay(old, on_old), _overlay(new, on_new)
         rebase = rebase_patch(patches[relpath], texts[relpath], old_here, new_here, (skeletons or {}).get(name),
-                              tree=trees / name if trees is not None else None, tree_if_left=True)
+                              tree=trees / name if trees is not None and write_trees else None, tree_if_left=True)
         left = any(o.verdict in LEFT for o in rebase.outcomes)
         done.append(PatchRebase(relpath, rebase, trees / name if trees is not None and left else None))
         on_old.update(check_stack([patches[relpath]], *tree_reader(old_here.tree)).patched)
@@ -283,20 +286,21 @@ def _skeletons(given: Path | None, stack: Stack) -> dict[str, PatchFile]:
 
 def rebase_live_stack(root: Path, old: Release, new: Release, named: list[str] | tuple[str, ...] = (),
                       skeleton: Path | None = None, trees: Path | None = None, folder: str | None = None,
-                      current=None) -> StackRebase:
-    """The live stack rebased and verified, and the edits that write it (not yet written)."""
+                      current=None, write_trees: bool = True) -> StackRebase:
+    """The live stack rebased and verified, and the edits that write it (not yet written);
+    the conflicts' trees are written unless `write_trees` is False."""
     stack, stacks = live_stack(root, named)
     kept = _folder_of(stack) if folder is None else None
     new_folder = folder if folder is not None else new_folder_for(kept, new)
     if unsafe_path_reason(new_folder):
         raise UsageError(f"-o {new_folder}: {unsafe_path_reason(new_folder)}: give a folder of the project")
-    if trees is not None:
+    if trees is not None and write_trees:
         check_tree_folder(trees)  # an earlier run's conflicts, maybe half resolved: never overwritten
     patches, texts = {}, {}
     for relpath in stack.patches:
         patches[relpath], texts[relpath] = read_patch_text(root / relpath)
-    done = rebase_stack(stack, patches, texts, old, new, _skeletons(skeleton, stack), trees)
-    result = StackRebase(stack, old, new, done, kept or new_folder, new_folder,
+    done = rebase_stack(stack, patches, texts, old, new, _skeletons(skeleton, stack), trees, write_trees)
+    result = StackRebase(root, stack, old, new, done, kept or new_folder, new_folder,
                          others=[s for s in stacks.stacks if s is not stack])
     with tempfile.TemporaryDirectory(prefix="sglang-contracts-stack-") as scratch:
         result.verified, result.verification = verify_stack(done, new, stack.three_way, Path(scratch))
@@ -338,7 +342,7 @@ def render_stack_plan(result: StackRebase) -> str:
         out += ["## Conflicts to resolve", "",
                 "Each folder holds the files of the patch as rebased, git's conflict markers where hunks are left; "
                 "resolve them there, and `git diff` there is the patch.", ""]
-        out += [f"- {code(each.name)}: {code(str(each.tree))}, "
+        out += [f"- {code(each.name)}: {code(shown_path(each.tree, result.root))}, "
                 + ", ".join(code(where(o)) for o in each.rebase.outcomes if o.verdict in LEFT) for each in trees]
         out.append("")
     if result.notes or result.others:
@@ -387,6 +391,12 @@ def patch_rebase_stack(args, root: Path, plan_for: Callable[[str], Path]) -> int
     print(printable(f"written: {', '.join(edit.relpath for edit in result.edits) or 'nothing'}; plan: {plan}"),
           file=sys.stderr)
     return 0 if result.complete else 1
+
+
+def shown_path(path: Path, root: Path) -> str:
+    """A path the run wrote, relative to the project's root when it is in it."""
+    absolute = path if path.is_absolute() else Path.cwd() / path
+    return absolute.relative_to(root).as_posix() if absolute.is_relative_to(root) else str(path)
 
 
 def write_file_below(root: Path, path: Path, text: str) -> None:
