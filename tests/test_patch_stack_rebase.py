@@ -3,12 +3,11 @@ keeps it, verified by real git in order. Small releases and patches written here
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from gitcheck import materialise
+from gitcheck import applies_in_order
 from stack_project import KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, SCHED_B, project, release
 from sglang_contracts.cli import main
 from sglang_contracts.patch.rebase import CARRIED, CONFLICT, NOT_ON_OLD, rebase_patch
@@ -26,21 +25,6 @@ def releases(tmp_path: Path) -> tuple[Path, Path]:
 def rebase_in(root: Path, releases, monkeypatch, *extra: str) -> int:
     monkeypatch.chdir(root)
     return main(["patch", "rebase", "--old", str(releases[0]), "--new", str(releases[1]), *extra])
-
-
-def applies_in_order(files: dict[str, str], patches: list[str], folder: Path, *flags: str) -> bool:
-    """Real git: each patch, in order, `git apply --check` then applied, on a fresh tree."""
-    repo = materialise(files, folder)
-    git = lambda *args: subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)  # noqa: E731
-    git("add", "-A")
-    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "B")
-    for index, text in enumerate(patches):
-        (folder.parent / f"{index}.patch").write_text(text)
-        if git("apply", "--check", *flags, str(folder.parent / f"{index}.patch")).returncode:
-            return False
-        git("apply", *flags, str(folder.parent / f"{index}.patch"))
-        git("add", "-A")
-    return True
 
 
 def b_files(releases) -> dict[str, str]:
