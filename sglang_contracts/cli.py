@@ -294,7 +294,7 @@ def _bump(args: argparse.Namespace) -> int:
     from sglang_contracts.infra import progress
     from sglang_contracts.infra.cache import cache_root
     from sglang_contracts.infra.wording import plural
-    from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN, summary_lines
+    from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN, shown_path, summary_lines
     from sglang_contracts.sources import open_release
 
     paths, options = _options(args)
@@ -310,10 +310,11 @@ def _bump(args: argparse.Namespace) -> int:
         print(f"sglang-contracts: error: {printable(line)}", file=sys.stderr)
     if not args.quiet:
         print(f"fix: {bump.fix.found} findings, {bump.fix.fixed} {'would be ' * args.dry_run}fixed", file=sys.stderr)
-        for line in summary_lines(bump.stack) if bump.stack is not None else ["no patch stack to rebase"]:
+        for line in summary_lines(bump.stack, not args.dry_run) if bump.stack is not None else ["no patch stack to rebase"]:
             print(line, file=sys.stderr)
         print(printable(f"check: {plural(len(bump.last.diagnostics), 'finding')} left (the PR body's checklist); "
-                        f"plan: {plan}; PR body: {body}{' (not written: --dry-run)' * args.dry_run}"), file=sys.stderr)
+                        f"plan: {shown_path(plan, root)}; PR body: {shown_path(body, root)}"
+                        f"{' (not written: --dry-run)' * args.dry_run}"), file=sys.stderr)
     if args.dry_run:
         with standard_output():
             sys.stdout.write(patch_for(sys.stdout, bump_diff(bump)))

@@ -356,14 +356,16 @@ def render_stack_plan(result: StackRebase) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def summary_lines(result: StackRebase) -> list[str]:
-    """What the terminal gets: where the stack went, the table, git's verdict, what is left."""
+def summary_lines(result: StackRebase, written: bool = True) -> list[str]:
+    """What the terminal gets: where the stack went, the table, git's verdict, what is left
+    (`written` False: a dry run's, whose conflicts' files are not written)."""
     lines = [f"{result.folder}/ -> {result.new_folder}/: sglang {result.old.short} -> {result.new.short} "
              f"({result.stack.source}{', git apply --3way' if result.stack.three_way else ''})",
              *summary_table(result).splitlines(),
              f"{'verified' if result.verified else 'not verified'}: {result.verification}"]
-    lines += [f"conflicts left in {each.name}: resolve them in {each.tree} (git diff there is the patch)"
-              for each in result.patches if each.tree is not None]
+    lines += [f"conflicts left in {each.name}: resolve them in {shown_path(each.tree, result.root)} (git diff there is "
+              "the patch)" if written else f"conflicts left in {each.name}: a run that writes puts its files, with "
+              f"git's markers, in {shown_path(each.tree, result.root)}" for each in result.patches if each.tree is not None]
     lines += result.notes
     lines += [f"not rebased: the stack of {other.source}" for other in result.others]
     return [printable(line) for line in lines]
@@ -388,8 +390,8 @@ def patch_rebase_stack(args, root: Path, plan_for: Callable[[str], Path]) -> int
     write_file_below(root, plan, render_stack_plan(result))
     for line in summary_lines(result):
         print(line, file=sys.stderr)
-    print(printable(f"written: {', '.join(edit.relpath for edit in result.edits) or 'nothing'}; plan: {plan}"),
-          file=sys.stderr)
+    print(printable(f"written: {', '.join(edit.relpath for edit in result.edits) or 'nothing'}; "
+                    f"plan: {shown_path(plan, root)}"), file=sys.stderr)
     return 0 if result.complete else 1
 
 
