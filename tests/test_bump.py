@@ -88,3 +88,12 @@ def test_the_plan_and_body_go_where_the_settings_say(releases, tmp_path: Path, m
     assert (root / "notes/plan-0.5.2.md").is_file() and (root / "notes/body.md").is_file()
     bump(root, releases, monkeypatch, "--pr-body", str(tmp_path / "elsewhere.md"), "--tree", str(tmp_path / "trees"))
     assert (tmp_path / "elsewhere.md").read_text().startswith("## What the bump did")
+
+
+def test_a_project_without_a_patch_stack_gets_the_fixes_and_the_body(releases, tmp_path: Path, monkeypatch) -> None:
+    root = bump_project(tmp_path)
+    subprocess.run(["git", "rm", "-rqf", "docker"], cwd=root, check=True)
+    bump(root, releases, monkeypatch)
+    body = (root / "docs/draft/sglang-0.5.2-pr-body.md").read_text()
+    assert "- no patch stack against SGLang to rebase" in body and "`app.py`" in body
+    assert not (root / "docs/draft/sglang-0.5.2-upgrade-plan.md").exists()

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from gitcheck import applies_in_order
-from stack_project import KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, SCHED_B, project, release
+from stack_project import KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, SCHED_B, git_diff, project, release
 from sglang_contracts.cli import main
-from sglang_contracts.patch.rebase import CARRIED, CONFLICT, NOT_ON_OLD, rebase_patch
+from sglang_contracts.patch.rebase import CARRIED, CONFLICT, NOT_ON_OLD, SKELETON, UNCHECKED, rebase_patch
 from sglang_contracts.patch.patchfile import parse_patch
-from sglang_contracts.patch.stack_rebase import rebase_live_stack
+from sglang_contracts.patch.stack_rebase import folder_renamed, rebase_live_stack
 from sglang_contracts.sources import open_release
 
 
@@ -106,3 +106,42 @@ def test_a_new_folder_that_is_a_link_out_of_the_project_is_refused(releases, tmp
     assert "a `..` component" in capsys.readouterr().err and not (tmp_path / "trees").exists()
     assert rebase_in(root, releases, monkeypatch) == 2  # the conflicts of the first run are kept
     assert "not an empty folder" in capsys.readouterr().err
+
+
+def test_a_skeleton_stack_gives_each_patch_the_skeletons_patch_of_its_name(releases, tmp_path: Path) -> None:
+    root = project(tmp_path, "v0.5.1")
+    skeleton = tmp_path / "skeleton"
+    skeleton.mkdir()
+    b_alpha = SCHED_B.replace("def alpha(x):\n    a = x + 1\n", "def alpha(x):\n    a = x + 100\n")
+    (skeleton / "sglang-first.patch").write_text(
+        git_diff({"sglang/srt/sched.py": SCHED_B}, {"sglang/srt/sched.py": b_alpha}, tmp_path / "maker"))
+    old, new = (open_release(str(p), sglang_repo=None, cache=tmp_path / "cache") for p in releases)
+    result = rebase_live_stack(root, old, new, skeleton=skeleton)
+    first = {(o.file.path.rsplit("/", 1)[-1], o.number): (o.verdict, o.label) for o in result.patches[0].rebase.outcomes}
+    assert first[("sched.py", 1)] == (SKELETON, "A") and first[("quant.cuh", 1)] == (CARRIED, "C")
+    assert {o.label for o in result.patches[1].rebase.outcomes} == {""}  # no skeleton patch of its name
+    assert result.verified, result.verification
+
+
+def test_a_patch_naming_a_path_out_of_the_tree_writes_nothing_there(releases, tmp_path: Path) -> None:
+    root = project(tmp_path, "v0.5.1")
+    first = root / "docker/patch/v0.5.1/sglang-first.patch"
+    escape = ("diff --git a/../../escaped.txt b/../../escaped.txt\nnew file mode 100644\n--- /dev/null\n"
+              "+++ b/../../escaped.txt\n@@ -0,0 +1 @@\n+written outside\n")
+    first.write_text(first.read_text() + escape)
+    old, new = (open_release(str(p), sglang_repo=None, cache=tmp_path / "cache") for p in releases)
+    result = rebase_live_stack(root, old, new, trees=tmp_path / "trees")
+    assert [o.verdict for o in result.patches[0].rebase.outcomes][-1] == UNCHECKED
+    assert not list(tmp_path.rglob("escaped.txt")) and not list(Path("/tmp").glob("escaped.txt"))
+
+
+@pytest.mark.parametrize("before, after", [
+    ("ARG PATCH_VERSION=v0.5.14\n", "ARG PATCH_VERSION=v0.5.23\n"),
+    ('export PATCH_VERSION="v0.5.14"\n', 'export PATCH_VERSION="v0.5.23"\n'),
+    ('TARGET="${1:-v0.5.14}"\n', 'TARGET="${1:-v0.5.23}"\n'),
+    ("COPY docker/patch/v0.5.14/sglang.patch /sgl/\n", "COPY docker/patch/v0.5.23/sglang.patch /sgl/\n"),
+    ("ARG SGLANG_IMAGE_TAG=v0.5.14-cu129\n", "ARG SGLANG_IMAGE_TAG=v0.5.14-cu129\n"),  # an image tag: fix's
+    ("# built for v0.5.14 and later\n", "# built for v0.5.14 and later\n"),  # prose
+])
+def test_the_value_that_names_the_folder_moves_to_the_new_one(before: str, after: str) -> None:
+    assert folder_renamed(before, "v0.5.14", "v0.5.23") == after

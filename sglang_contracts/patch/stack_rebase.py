@@ -214,7 +214,7 @@ def new_folder_for(folder: str, new: Release) -> str:
     return str(path.parent / f"{prefix}{new.version}")
 
 
-def _folder_renamed(text: str, old_name: str, new_name: str) -> str:
+def folder_renamed(text: str, old_name: str, new_name: str) -> str:
     """The text of the file that applies the stack with its folder's name moved where it is a
     value (`ARG PATCH_VERSION=v0.5.14`, `export V="v0.5.14"`, `${1:-v0.5.14}`) or a path's part
     (`docker/patch/v0.5.14/`); an image tag that starts alike (`v0.5.14-cu129`) is not it."""
@@ -250,7 +250,7 @@ def stack_edits(root: Path, result: StackRebase, current=None) -> list[Edit]:
         return edits
     source = result.stack.source.rsplit(":", 1)[0]
     text = text_of(source) if ":" in result.stack.source else None
-    renamed = _folder_renamed(text, PurePosixPath(result.folder).name, PurePosixPath(result.new_folder).name) \
+    renamed = folder_renamed(text, PurePosixPath(result.folder).name, PurePosixPath(result.new_folder).name) \
         if text is not None else None
     if renamed is not None and renamed != text:
         edits.append(Edit(source, text, renamed))
