@@ -28,7 +28,7 @@ from sglang_contracts.patch.gitapply import Image, what_changed
 from sglang_contracts.patch.release import find_moved, outside_package_reason, release_relpath, tree_reader
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.gitsafety import safe_git_options
-from sglang_contracts.infra.display import patch_for, printable, printable_lines, printable_path
+from sglang_contracts.infra.display import patch_for, printable, printable_path
 from sglang_contracts.infra.files import read_limited
 from sglang_contracts.infra.markdown import code, code_block, inline, plain
 from sglang_contracts.infra.output import standard_output, write_file, writing
@@ -637,11 +637,11 @@ def patch_rebase(args) -> int:
     for outcome in rebase.outcomes:
         if outcome.verdict != CARRIED or outcome.moved:
             print(outcome_line(name, outcome), file=sys.stderr)
-        if outcome.conflict is not None and not args.plan:  # the plan holds them otherwise
-            for title, part in zip((f"sglang {old.short}", "patched", f"sglang {new.short}"), outcome.conflict):
-                print(f"  {printable(title)}:\n" + "".join(f"    {line}\n" for line in printable_lines(part)), end="",
-                      file=sys.stderr)
     print(printable(f"{name}: sglang {old.short} -> {new.short}: {summary(rebase)}"), file=sys.stderr)
+    conflicts = sum(outcome.conflict is not None for outcome in rebase.outcomes)
+    if conflicts and not args.plan:  # their three texts ran to thousands of lines on slime's stack
+        print(printable(f"{name}: the three texts of {conflicts} conflict{'s' * (conflicts != 1)} are in the plan: "
+                        "give --plan PLAN.md (or --tree DIR for the files with git's markers)"), file=sys.stderr)
     if args.plan:
         _write(args.plan, render_plan(rebase, name, old, new, args.skeleton and printable_path(str(args.skeleton))))
     if not rebase.verified:
