@@ -26,6 +26,7 @@ from sglang_contracts.patch.stack_rebase import (
 )
 from sglang_contracts.patch.rebase import LEFT
 from sglang_contracts.patch.release import PatchedTree
+from sglang_contracts.project.pins import ProjectPin
 from sglang_contracts.reporters.markdown import write_markdown
 from sglang_contracts.sources import open_release
 
@@ -42,9 +43,10 @@ class Bump:
     files: dict[str, tuple[str | None, str]] = field(default_factory=dict)  # relpath -> (before, after), dry_run
 
 
-def run_bump(paths: list[Path], options: CheckOptions, root: Path, plan: Path, body: Path,
+def run_bump(paths: list[Path], options: CheckOptions, root: Path, plan: Path, body: Path, pin: ProjectPin | None,
              named: list[str] | tuple[str, ...] = (), trees: Path | None = None, dry_run: bool = False) -> Bump:
-    """`options.old` set: every step works from the same release A (the fixes move the pin)."""
+    """`options.old` set: every step works from the same release A (the fixes move the pin);
+    `pin`: the project's pin before the bump, which the PR body's pins table moves from."""
     fixed = run_fix(paths, options, write=not dry_run)
     planned = {relpath: after for relpath, (_, after) in fixed.texts.items()}
     stack = None
@@ -59,6 +61,7 @@ def run_bump(paths: list[Path], options: CheckOptions, root: Path, plan: Path, b
         last = dataclasses.replace(fixed.last, diagnostics=[d for d in fixed.remaining if d.path not in rebased])
     else:
         last = run_check(paths, dataclasses.replace(options, replay=False))
+    last = dataclasses.replace(last, pin=pin if pin is not None else last.pin)  # the fixes moved the file's pin
     bump = Bump(fixed, stack, last, plan, body)
     documents = {plan: render_stack_plan(stack)} if stack is not None else {}
     documents[body] = pr_body(bump)

@@ -19,6 +19,7 @@ from sglang_contracts.infra.process_exit import exit_without_teardown
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckOptions
     from sglang_contracts.config import Config
+    from sglang_contracts.project.pins import ProjectPin
 
 
 def _codes(value: str) -> list[str]:
@@ -298,14 +299,14 @@ def _bump(args: argparse.Namespace) -> int:
     from sglang_contracts.sources import open_release
 
     paths, options = _options(args)
-    root, config = _releases_of_project(args)
+    root, config, pin = _releases_of_project(args)
     options = dataclasses.replace(options, old=args.old)
     version = open_release(options.new, sglang_repo=options.sglang_repo, cache=options.cache_dir or cache_root()).short
     plan = project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, version)
     body = project_file(root, args.pr_body, config, "pr-body", DEFAULT_PR_BODY, version)
     trees = args.tree if args.tree is not None else plan.parent / f"sglang-{version}-conflicts"
     with progress.showing(sys.stderr.isatty() and not args.quiet):
-        bump = run_bump(paths, options, root, plan, body, config.get("patch-files") or (), trees, args.dry_run)
+        bump = run_bump(paths, options, root, plan, body, pin, config.get("patch-files") or (), trees, args.dry_run)
     for line in bump.fix.errors:
         print(f"sglang-contracts: error: {printable(line)}", file=sys.stderr)
     if not args.quiet:
@@ -363,9 +364,9 @@ def _patch_classify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _releases_of_project(args: argparse.Namespace) -> tuple[Path, "Config"]:
-    """The project's root and configuration; `args.old`/`args.new` as given, else as `check`
-    takes them (the configuration's `new`; the project's pin, or the pin before the bump)."""
+def _releases_of_project(args: argparse.Namespace) -> tuple[Path, "Config", "ProjectPin | None"]:
+    """The project's root, configuration and SGLang pin; `args.old`/`args.new` as given, else as
+    `check` takes them (the configuration's `new`; the project's pin, or the pin before the bump)."""
     from sglang_contracts.check.runner import project_old_release
     from sglang_contracts.config import find_config, with_source
     from sglang_contracts.infra.roots import project_root_for
@@ -377,8 +378,8 @@ def _releases_of_project(args: argparse.Namespace) -> tuple[Path, "Config"]:
             raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
     source = config.get("source")
     args.new = args.new or with_source(config.release_spec("new"), source)
-    args.old = project_old_release(root, args.old or with_source(config.release_spec("old"), source), args.new)[0]
-    return root, config
+    args.old, pin = project_old_release(root, args.old or with_source(config.release_spec("old"), source), args.new)
+    return root, config, pin
 
 
 def project_file(root: Path, given: Path | None, config: "Config", key: str, default: str, new: str) -> Path:
@@ -394,7 +395,7 @@ def _patch_rebase(args: argparse.Namespace) -> int:
     from sglang_contracts.patch.rebase import patch_rebase
     from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN, patch_rebase_stack
 
-    root, config = _releases_of_project(args)
+    root, config, _ = _releases_of_project(args)
     if args.patch is not None:
         return patch_rebase(args)
     return patch_rebase_stack(args, root, lambda new: project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, new))

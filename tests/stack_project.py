@@ -42,16 +42,21 @@ def git_diff(before: dict[str, str], after: dict[str, str], folder: Path) -> str
 FIRST = {"sglang/srt/sched.py": SCHED_A.replace("def alpha(x):\n    a = x + 1\n", "def alpha(x):\n    a = x + 100\n")
          .replace("def gamma(x):\n    a = x + 1\n    b = a * 2\n", "def gamma(x):\n    a = x + 1\n    b = a * 5\n"),
          OLD_KERNEL: KERNEL.replace("return x + 3;", "return x + 30;")}
-# The second patch's context holds the first's line: it applies only on top of it.
-SECOND = {"sglang/srt/sched.py": FIRST["sglang/srt/sched.py"].replace("    a = x + 100\n    b = a * 2\n",
-                                                                      "    a = x + 100\n    b = a * 20\n")}
+# A change release B makes too (bump's tests: the first patch makes it, and `fix` drops its hunk)
+DELTA_UPSTREAM = ("def delta(x):\n    a = x + 1\n", "def delta(x):\n    a = x + 10\n")
 
 
-def stack_patches(tmp_path: Path) -> dict[str, str]:
+def stack_patches(tmp_path: Path, upstream: bool = False) -> dict[str, str]:
+    """The two patches; with `upstream`, the first also makes B's change of delta."""
     a_files = {"sglang/srt/sched.py": SCHED_A, OLD_KERNEL: KERNEL}
-    first = git_diff(a_files, FIRST, tmp_path / "first")
-    second = git_diff({**a_files, **FIRST}, SECOND, tmp_path / "second")
-    return {"first.patch": first, "second.patch": second}
+    first = dict(FIRST)
+    if upstream:
+        first["sglang/srt/sched.py"] = first["sglang/srt/sched.py"].replace(*DELTA_UPSTREAM)
+    # The second patch's context holds the first's line: it applies only on top of it.
+    second = {"sglang/srt/sched.py": first["sglang/srt/sched.py"].replace("    a = x + 100\n    b = a * 2\n",
+                                                                           "    a = x + 100\n    b = a * 20\n")}
+    return {"first.patch": git_diff(a_files, first, tmp_path / "first"),
+            "second.patch": git_diff({**a_files, **first}, second, tmp_path / "second")}
 
 
 DOCKERFILE = """ARG SGLANG_IMAGE_TAG=v0.5.1-cu129
@@ -63,11 +68,11 @@ RUN cd /sgl-workspace/sglang && \\
 """
 
 
-def project(tmp_path: Path, folder: str, flags: str = "") -> Path:
+def project(tmp_path: Path, folder: str, flags: str = "", upstream: bool = False) -> Path:
     root = tmp_path / "project"
     (root / "docker" / "patch" / folder).mkdir(parents=True)
     (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
     (root / "docker" / "Dockerfile").write_text(DOCKERFILE.format(folder=folder, flags=flags))
-    for name, text in stack_patches(tmp_path).items():
+    for name, text in stack_patches(tmp_path, upstream).items():
         (root / "docker" / "patch" / folder / f"sglang-{name}").write_text(text)
     return root

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stack_project import KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, SCHED_B, project, release
+from stack_project import DELTA_UPSTREAM, KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, SCHED_B, project, release
 from sglang_contracts.cli import main
 
 HELPER = "def helper(x):\n    return x\n"
@@ -19,12 +19,14 @@ def releases(tmp_path: Path) -> tuple[Path, Path]:
     """The stack's releases, and a helper B moved to another module (a safe fix of the import)."""
     return (release(tmp_path / "A", "0.5.1", {"sglang/srt/sched.py": SCHED_A, OLD_KERNEL: KERNEL,
                                               "sglang/srt/utils.py": HELPER}),
-            release(tmp_path / "B", "0.5.2", {"sglang/srt/sched.py": SCHED_B, NEW_KERNEL: KERNEL,
+            release(tmp_path / "B", "0.5.2", {"sglang/srt/sched.py": SCHED_B.replace(*DELTA_UPSTREAM), NEW_KERNEL: KERNEL,
                                               "sglang/srt/utils.py": "OTHER = 1\n", "sglang/srt/helpers.py": HELPER}))
 
 
-def bump_project(tmp_path: Path, settings: str = "") -> Path:
-    root = project(tmp_path, "v0.5.1")
+def bump_project(tmp_path: Path, settings: str = "", folder: str = "v0.5.1") -> Path:
+    """The stack's project, its first patch making B's change of delta too, and a module
+    importing the helper B moved."""
+    root = project(tmp_path, folder, upstream=True)
     (root / "app.py").write_text("from sglang.srt.utils import helper\nfrom sglang.srt.sched import alpha\n\n"
                                  "print(helper(alpha(1)))\n")
     if settings:
@@ -66,14 +68,16 @@ def test_bump_fixes_rebases_and_writes_the_plan_and_the_pr_body(releases, tmp_pa
     assert "verified: the 2 new patches apply in order" in err
 
 
+@pytest.mark.parametrize("folder", ["v0.5.1", "latest"])  # in latest/, `fix` drops the upstream hunk first
 def test_dry_run_is_the_same_change_as_one_diff_and_writes_nothing(releases, tmp_path: Path, monkeypatch,
-                                                                  capsys) -> None:
-    dry, real = (bump_project(tmp_path / side) for side in ("dry", "real"))
+                                                                  capsys, folder: str) -> None:
+    dry, real = (bump_project(tmp_path / side, folder=folder) for side in ("dry", "real"))
     before = files_of(dry)
     assert bump(dry, releases, monkeypatch, "--dry-run") == 1
     diff = capsys.readouterr().out
     assert files_of(dry) == before and not (dry / "docs").exists()
-    assert "-ARG PATCH_VERSION=v0.5.1\n+ARG PATCH_VERSION=v0.5.2\n" in diff and "+from sglang.srt.helpers import helper" in diff
+    assert "+from sglang.srt.helpers import helper" in diff
+    assert ("-ARG PATCH_VERSION=v0.5.1\n+ARG PATCH_VERSION=v0.5.2\n" in diff) == (folder == "v0.5.1")
     bump(real, releases, monkeypatch)
     # the diff, applied by git, makes the files the bump writes (here the last check finds what
     # the fixes leave, so the PR body is the same too)

@@ -34,7 +34,7 @@ from sglang_contracts.infra.markdown import code, code_block, inline, plain
 from sglang_contracts.infra.output import standard_output, write_file, writing
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
 from sglang_contracts.patch.classify import change_of, read_patch
-from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, unsafe_path_reason
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, unsafe_path_reason
 from sglang_contracts.sources.base import Release
 
 CARRIED = "carried"  # applies on B as it is (at an offset)
@@ -610,10 +610,16 @@ def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, ske
 
 # -- the command -----------------------------------------------------------------------------
 
-def read_patch_text(path: Path) -> tuple[PatchFile, str]:
-    """The patch and its text; one-line errors for what git would reject whole."""
-    patch = read_patch(path)
-    text = read_limited(path).decode("utf-8", "surrogateescape")
+def read_patch_text(path: Path, text: str | None = None) -> tuple[PatchFile, str]:
+    """The patch and its text (`text`: as an earlier step left the file, not yet written);
+    one-line errors for what git would reject whole."""
+    if text is None:
+        patch = read_patch(path)
+        text = read_limited(path).decode("utf-8", "surrogateescape")
+    else:
+        patch = parse_patch(text)
+        if patch.error is not None:
+            raise UsageError(f"{path}: git apply would reject it: {patch.error[1]}")
     headers = [line for line in text.split("\n") if line.startswith(("diff --git ", "--- ", "+++ ", "@@ "))]
     if headers and all(line.endswith("\r") for line in headers):
         raise UsageError(f"{path}: its lines end in CRLF; git apply compares the carriage returns too and "

@@ -230,7 +230,7 @@ def _project_text(root: Path, relpath: str) -> str | None:
         return None
 
 
-def stack_edits(root: Path, result: StackRebase, current=None) -> list[Edit]:
+def stack_edits(root: Path, result: StackRebase, current: Callable[[str], str | None] | None = None) -> list[Edit]:
     """The files the rebase writes: each new patch, and the file that applies the stack when the
     new folder needs naming there. `current(relpath)`: a file's text as an earlier step left it
     (bump's fixes, not yet written), else None for the file as it is."""
@@ -286,7 +286,7 @@ def _skeletons(given: Path | None, stack: Stack) -> dict[str, PatchFile]:
 
 def rebase_live_stack(root: Path, old: Release, new: Release, named: list[str] | tuple[str, ...] = (),
                       skeleton: Path | None = None, trees: Path | None = None, folder: str | None = None,
-                      current=None, write_trees: bool = True) -> StackRebase:
+                      current: Callable[[str], str | None] | None = None, write_trees: bool = True) -> StackRebase:
     """The live stack rebased and verified, and the edits that write it (not yet written);
     the conflicts' trees are written unless `write_trees` is False."""
     stack, stacks = live_stack(root, named)
@@ -297,8 +297,8 @@ def rebase_live_stack(root: Path, old: Release, new: Release, named: list[str] |
     if trees is not None and write_trees:
         check_tree_folder(trees)  # an earlier run's conflicts, maybe half resolved: never overwritten
     patches, texts = {}, {}
-    for relpath in stack.patches:
-        patches[relpath], texts[relpath] = read_patch_text(root / relpath)
+    for relpath in stack.patches:  # as bump's fixes left them (an upstream hunk dropped), when they did
+        patches[relpath], texts[relpath] = read_patch_text(root / relpath, current(relpath) if current else None)
     done = rebase_stack(stack, patches, texts, old, new, _skeletons(skeleton, stack), trees, write_trees)
     result = StackRebase(root, stack, old, new, done, kept or new_folder, new_folder,
                          others=[s for s in stacks.stacks if s is not stack])
