@@ -313,9 +313,10 @@ def _bump(args: argparse.Namespace) -> int:
         print(f"fix: {bump.fix.found} findings, {bump.fix.fixed} {'would be ' * args.dry_run}fixed", file=sys.stderr)
         for line in summary_lines(bump.stack, not args.dry_run) if bump.stack is not None else ["no patch stack to rebase"]:
             print(line, file=sys.stderr)
+        planned = f"plan: {shown_path(plan, root)}; " if bump.stack is not None else ""
         print(printable(f"check: {plural(len(bump.last.diagnostics), 'finding')} left (the PR body's checklist); "
-                        f"plan: {shown_path(plan, root)}; PR body: {shown_path(body, root)}"
-                        f"{' (not written: --dry-run)' * args.dry_run}"), file=sys.stderr)
+                        f"{planned}PR body: {shown_path(body, root)}{' (not written: --dry-run)' * args.dry_run}"),
+              file=sys.stderr)
     if args.dry_run:
         with standard_output():
             sys.stdout.write(patch_for(sys.stdout, bump_diff(bump)))
