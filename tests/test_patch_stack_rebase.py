@@ -101,9 +101,16 @@ def test_a_new_folder_that_is_a_link_out_of_the_project_is_refused(releases, tmp
     outside.mkdir()
     (root / "docker/patch/v0.5.2").symlink_to(outside)
     assert rebase_in(root, releases, monkeypatch) == 2
-    assert "refused to write" in capsys.readouterr().err and not list(outside.iterdir())
+    assert "leads out of the project" in capsys.readouterr().err and not list(outside.iterdir())
+    assert not (root / "docs").exists()  # refused before anything was written
     assert rebase_in(root, releases, monkeypatch, "-o", "../elsewhere", "--tree", str(tmp_path / "trees")) == 2
     assert "a `..` component" in capsys.readouterr().err and not (tmp_path / "trees").exists()
+    (root / "docs").mkdir()
+    (root / "docs/out").symlink_to(outside)  # the conflicts' folder, through a link out of the project
+    assert rebase_in(root, releases, monkeypatch, "--tree", "docs/out/trees", "-o", "docker/patch/other") == 2
+    assert "leads out of the project" in capsys.readouterr().err and not list(outside.iterdir())
+    (root / "docker/patch/v0.5.2").unlink()
+    assert rebase_in(root, releases, monkeypatch) == 1
     assert rebase_in(root, releases, monkeypatch) == 2  # the conflicts of the first run are kept
     assert "not an empty folder" in capsys.readouterr().err
 

@@ -15,6 +15,7 @@ the project applies with it) on a fresh tree of B with the ones before it applie
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import sys
 import tempfile
@@ -89,6 +90,16 @@ class StackRebase:
     @property
     def complete(self) -> bool:
         return self.verified and not any(self.count(v) for v in (*LEFT, UNCHECKED))
+
+
+def _refuse_link_out(root: Path, folder: Path, what: str) -> None:
+    """A folder named below the root (the new stack's, the conflicts' beside the plan) that a
+    link on its way leads out of the project is refused before anything is written: a pull
+    request's `docs/draft -> ~/.ssh`."""
+    absolute = Path(os.path.abspath(folder))
+    real_root = Path(os.path.realpath(root))
+    if absolute.is_relative_to(root) and not Path(os.path.realpath(absolute)).is_relative_to(real_root):
+        raise UsageError(f"{what} {folder}: a link on its way leads out of the project; give another")
 
 
 def live_stack(root: Path, named: list[str] | tuple[str, ...] = ()) -> tuple[Stack, PatchStacks]:
@@ -294,8 +305,10 @@ def rebase_live_stack(root: Path, old: Release, new: Release, named: list[str] |
     new_folder = folder if folder is not None else new_folder_for(kept, new)
     if unsafe_path_reason(new_folder):
         raise UsageError(f"-o {new_folder}: {unsafe_path_reason(new_folder)}: give a folder of the project")
+    _refuse_link_out(root, root / new_folder, "the new stack's folder")
     if trees is not None and write_trees:
         check_tree_folder(trees)  # an earlier run's conflicts, maybe half resolved: never overwritten
+        _refuse_link_out(root, trees, "--tree")
     patches, texts = {}, {}
     for relpath in stack.patches:  # as bump's fixes left them (an upstream hunk dropped), when they did
         patches[relpath], texts[relpath] = read_patch_text(root / relpath, current(relpath) if current else None)
