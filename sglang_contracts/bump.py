@@ -24,7 +24,7 @@ from sglang_contracts.infra.wording import plural
 from sglang_contracts.patch.stack_rebase import (
     COLUMNS, StackRebase, rebase_live_stack, render_stack_plan, shown_path, write_edits, write_file_below,
 )
-from sglang_contracts.patch.rebase import LEFT
+from sglang_contracts.patch.rebase import LEFT, check_tree_folder
 from sglang_contracts.patch.release import PatchedTree
 from sglang_contracts.project.pins import ProjectPin
 from sglang_contracts.reporters.markdown import write_markdown
@@ -47,6 +47,8 @@ def run_bump(paths: list[Path], options: CheckOptions, root: Path, plan: Path, b
              named: list[str] | tuple[str, ...] = (), trees: Path | None = None, dry_run: bool = False) -> Bump:
     """`options.old` set: every step works from the same release A (the fixes move the pin);
     `pin`: the project's pin before the bump, which the PR body's pins table moves from."""
+    if trees is not None and not dry_run:
+        check_tree_folder(trees)  # before the fixes write: an earlier bump's conflicts stop this one whole
     fixed = run_fix(paths, options, write=not dry_run)
     planned = {relpath: after for relpath, (_, after) in fixed.texts.items()}
     stack = None

@@ -66,6 +66,10 @@ def test_bump_fixes_rebases_and_writes_the_plan_and_the_pr_body(releases, tmp_pa
     # the last check reads the new stack: the old folder's patches are no finding of it
     assert "docker/patch/v0.5.1/sglang-first.patch" not in body.split("## SGLang contracts")[1]
     assert "verified: the 2 new patches apply in order" in err
+    app = (root / "app.py").read_text()
+    subprocess.run(["git", "checkout", "--", "app.py"], cwd=root, check=True)
+    assert bump(root, releases, monkeypatch) == 2  # the first bump's conflicts are kept, and nothing is fixed
+    assert "not an empty folder" in capsys.readouterr().err and (root / "app.py").read_text() != app
 
 
 @pytest.mark.parametrize("folder", ["v0.5.1", "latest"])  # in latest/, `fix` drops the upstream hunk first
