@@ -89,7 +89,7 @@ def _exists(tree: ReleaseTree, relpath: str) -> bool:
         return True  # there, though it cannot be read
 
 
-def _member_text(tree: ReleaseTree, relpath: str) -> str | None:
+def member_text(tree: ReleaseTree, relpath: str) -> str | None:
     """A file of the release whatever its kind (a wheel reads its `.cuh` members as empty
     otherwise: read_member), or None when it is not there or cannot be read."""
     try:
@@ -113,10 +113,10 @@ def find_moved(file: FilePatch, new: ReleaseTree, old: ReleaseTree | None) -> st
     was = None
     if old is not None:
         candidates = [p for p in candidates if not _exists(old, p)]
-        was = _member_text(old, relpath)
+        was = member_text(old, relpath)
     best, best_score = None, (0, False)
     for candidate in candidates:
-        text = _member_text(new, candidate) or ""
+        text = member_text(new, candidate) or ""
         if was is not None and text == was:
             return candidate
         score = (len(wanted & _significant(text.splitlines())), candidate.rsplit("/", 1)[-1] == name)
