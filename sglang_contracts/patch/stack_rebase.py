@@ -229,8 +229,13 @@ def folder_renamed(text: str, old_name: str, new_name: str) -> str:
     """The text of the file that applies the stack with its folder's name moved where it is a
     value (`ARG PATCH_VERSION=v0.5.14`, `export V="v0.5.14"`, `${1:-v0.5.14}`) or a path's part
     (`docker/patch/v0.5.14/`); an image tag that starts alike (`v0.5.14-cu129`) is not it."""
-    pattern = re.compile(r"(?:(?<==)|(?<==[\"'])|(?<=:-)|(?<=/))" + re.escape(old_name) + r"(?=[\"'/}\s]|$)", re.M)
-    return pattern.sub(new_name, text)
+    return folder_pattern(old_name).sub(new_name, text)
+
+
+def folder_pattern(name: str) -> re.Pattern:
+    """`name` where folder_renamed moves it: after `=`, `="`, `:-` or `/`, before a quote, `/`,
+    `}`, a blank or the line's end (a literal between fixed contexts: linear on any text)."""
+    return re.compile(r"(?:(?<==)|(?<==[\"'])|(?<=:-)|(?<=/))" + re.escape(name) + r"(?=[\"'/}\s]|$)", re.M)
 
 
 def _project_text(root: Path, relpath: str) -> str | None:
