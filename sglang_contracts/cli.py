@@ -13,7 +13,7 @@ from sglang_contracts import __version__
 from sglang_contracts.infra.display import patch_for, printable
 from sglang_contracts.infra.errors import ContractsError, UsageError
 from sglang_contracts.infra.output import (blocking_standard_streams, discard_standard_output, standard_output,
-                                           usable_standard_streams)
+                                           usable_standard_streams, WholeWrites)
 from sglang_contracts.infra.process_exit import exit_without_teardown
 
 if TYPE_CHECKING:
@@ -231,7 +231,7 @@ def _check(args: argparse.Namespace, check=None) -> int:
     if args.write_baseline:
         return _write_baseline(args.write_baseline, result)
     with standard_output():
-        REPORTERS[args.format](result, sys.stdout, args.quiet)
+        REPORTERS[args.format](result, WholeWrites(sys.stdout), args.quiet)
         if args.statistics:  # after the text report, as flake8 does; elsewhere it must not break the format
             stream = sys.stdout if args.format == "text" else sys.stderr
             for line in statistics_lines(result.diagnostics):
@@ -379,7 +379,8 @@ def _releases_of_project(args: argparse.Namespace) -> tuple[Path, "Config", "Pro
             raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
     source = config.get("source")
     args.new = args.new or with_source(config.release_spec("new"), source)
-    args.old, pin = project_old_release(root, args.old or with_source(config.release_spec("old"), source), args.new)
+    args.old, pin = project_old_release(root, args.old or with_source(config.release_spec("old"), source), args.new,
+                                        args.sglang_repo)
     return root, config, pin
 
 

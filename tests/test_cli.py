@@ -44,6 +44,23 @@ def test_standard_output_that_cannot_be_written_is_one_error_line() -> None:
         2, "sglang-contracts: error: cannot write standard output (No space left on device)\n")
 
 
+@pytest.mark.parametrize("form", ["json", "sarif", "markdown", "text"])
+def test_a_report_the_file_system_takes_only_part_of_is_an_error_not_a_whole_report(form: str, tmp_path) -> None:
+    """Campaign 4's D09: under a file size limit a JSON, SARIF or markdown report written in one
+    piece was cut at the limit with no error and exit 1, as if it were whole."""
+    import resource
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))
+
+    with open(tmp_path / "report", "w") as report:
+        done = subprocess.run([sys.executable, "-m", "sglang_contracts", "check", "-q", "--no-cache",
+                               "--old", str(OLD), "--new", str(NEW), "--format", form], cwd=PROJECT, stdout=report,
+                              stderr=subprocess.PIPE, text=True, env=checkout_env(), timeout=120,
+                              preexec_fn=limit_file_size)
+    assert (done.returncode, done.stderr) == (2, "sglang-contracts: error: cannot write standard output (File too large)\n")
+
+
 def test_compiler_warnings_in_read_code_are_not_shown_nor_fatal(tmp_path) -> None:
     """An invalid escape sequence warns when compiled (a SyntaxWarning from Python 3.12): not the
     tool's business. Under `-W error` it would even stop the file from parsing."""

@@ -324,3 +324,14 @@ def test_a_request_longer_than_any_command_line_is_refused_before_it_is_read(pro
     answer = ours.recv(1 << 16)
     assert answer.startswith(client.ACKNOWLEDGED) and b"a request too long" in answer
     ours.close()
+
+
+def test_a_daemon_is_not_started_for_a_path_that_is_not_there(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Campaign 4's D05: `daemon start /nonexistent` started a daemon for `/` and exited 0."""
+    from sglang_contracts.cli import main
+
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "cache"))
+    status = main(["daemon", "start", str(tmp_path / "nonexistent"), *RELEASES])
+    out, err = capsys.readouterr()
+    assert status == 2 and "nonexistent: no such file or directory" in err and "started" not in out
+    assert not (tmp_path / "cache" / "daemons").exists() or not any((tmp_path / "cache" / "daemons").glob("*.sock"))

@@ -228,3 +228,17 @@ def test_a_daemon_that_never_answers_leaves_the_check_to_its_own_process_within_
     assert time.monotonic() - started < client.HEARD_WITHIN + 30
     out = capsys.readouterr().out
     assert status == 1 and out
+
+
+@pytest.mark.parametrize("line", [["check", "--help"], ["--version"], ["check", "--format", "evil"]])
+def test_a_command_line_argparse_answers_or_refuses_leaves_nothing_in_the_log(line: list[str], socket_file: Path,
+                                                                             capfd) -> None:
+    """Campaign 4's D04: the usage or version text of a refused line was written where the
+    daemon's standard error goes (its log), 300 requests making 446 KB."""
+    argv = ["daemon", "serve", *RELEASES]
+    args = build_parser().parse_args(argv)
+    root, identity, _ = client.daemon_key(args, PROJECT)
+    daemon = Daemon(argv, root, identity, socket_file, 60.0)
+    assert daemon._check({"check": line, "cwd": "/"}) == {"refused": "cannot run this command line here"}
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""

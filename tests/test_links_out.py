@@ -261,3 +261,26 @@ def test_a_committed_cache_made_to_look_like_a_bare_repository_is_not_used(tmp_p
     assert main(command) == 1
     out, err = capsys.readouterr()
     assert "use.py:1:" in out and err.count("holds files the project's repository tracks") == 1
+
+
+def test_a_pin_read_from_the_project_is_never_a_folder_of_it(tmp_path: Path, releases, monkeypatch, capsys) -> None:
+    """Campaign 4's D01: `sglang==0.5.22` in requirements.txt, and a pull request's folder
+    `0.5.22/sglang/` beside it (or a link out named so), run from the project's root as CI does:
+    the pin names the published release, never that folder, which would stand in for it."""
+    _, new = releases
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (root / "requirements.txt").write_text("sglang==0.5.22\n")
+    (root / "m.py").write_text("from sglang.srt.b import f\nf(1, 2)\n")
+    release(root / "0.5.22", "0.5.22", {"sglang/srt/b.py": "def f(a, b):\n    pass\n"})
+    # Nothing cached and no index to read from: the published release cannot be had here.
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.chdir(root)
+    status = main(["check", "--new", str(new), "--format", "json"])
+    captured = capsys.readouterr()
+    assert status == 2, captured.out  # the folder was not read as the release
+    assert "0.5.22" in captured.err and "1.0.0" not in captured.out + captured.err
+    assert "SGC201" not in captured.out

@@ -319,3 +319,15 @@ def test_outputs_that_cannot_be_written_are_one_line_naming_them(releases, proje
                         (["-o", "/dev/full"], "cannot write /dev/full (No space left on device)")):
         status = main(rebase + extra)
         assert (status, capsys.readouterr().err.splitlines()[-1]) == (2, f"sglang-contracts: error: {said}")
+
+
+def test_a_new_file_is_kept_at_its_path_with_no_line_in_the_plan(releases, tmp_path: Path, capsys) -> None:
+    """Campaign 4's D03: a carried hunk that creates a file was logged `at path:None`."""
+    (tmp_path / "n.patch").write_text("diff --git a/python/sglang/srt/new.py b/python/sglang/srt/new.py\nnew file mode 100644\n"
+                                      "--- /dev/null\n+++ b/python/sglang/srt/new.py\n@@ -0,0 +1 @@\n+x = 2\n")
+    status = main(["patch", "rebase", str(tmp_path / "n.patch"), "--old", str(releases[0]), "--new", str(releases[1]),
+                   "-o", str(tmp_path / "new.patch"), "--plan", str(tmp_path / "plan.md")])
+    capsys.readouterr()
+    plan = (tmp_path / "plan.md").read_text()
+    assert status == 0
+    assert "at `python/sglang/srt/new.py` (a new file)" in plan and "None" not in plan

@@ -440,3 +440,19 @@ def test_a_dotted_sglang_name_of_many_parts_is_resolved_in_time(project, release
     write(project, {"app/copied.py": "# copied from sglang" + ".a" * 100_000 + "(\n",
                     "app/patched.py": "from unittest import mock\n\nmock.patch('sglang" + ".a" * 20_000 + "')\n"})
     checked_in_time(project, releases)
+
+
+# -- work per finding, and per match, on one long line (not patterns: campaign 4) ----------------
+
+def test_a_line_of_thousands_of_findings_is_reported_in_time(project, releases) -> None:
+    # D06: each finding's fingerprint collapsed and hashed its whole line again (52 s of CPU for
+    # 16,000 findings on a 400 kB line of install.md).
+    write(project, {"docs/install.md": "pip install sglang==0.1.0 " * 12000 + "\n"})
+    out = checked_in_time(project, releases)
+    assert out.count("docs/install.md:1:") == 12000
+
+
+def test_a_comment_of_a_hundred_thousand_imports_is_read_in_time(project, releases) -> None:
+    # D07: matches_at_line_start took the text from the line's start to each match (196 s on 1 MB).
+    write(project, {"app/words.py": "# " + "import " * 100000 + "\nx = 1\n"})
+    checked_in_time(project, releases)

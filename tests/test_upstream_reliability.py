@@ -149,6 +149,13 @@ RUNNING = f"{sys.version_info[0]}.{sys.version_info[1]}"
                  id="utf-16"),
     pytest.param(b"thing = " + b"-" * 5000 + b"1\n", "does not parse: nested too deeply for Python's parser",
                  id="5000-deep"),
+    # Campaign 4's D02: Python refuses to import it (SyntaxError: unknown encoding), so must the check
+    pytest.param(b"# -*- coding: bogus-codec -*-\nthing = 1\n",
+                 "does not parse: unknown encoding: bogus-codec (its coding comment names no codec Python can read it with)",
+                 id="unknown-coding-comment"),
+    pytest.param(b"# coding: rot13\nthing = 1\n",
+                 "does not parse: encoding problem: rot13 (its coding comment names no codec Python can read it with)",
+                 id="transform-coding-comment"),
     pytest.param(b"thing = " + b"(" * 5000 + b"1" + b")" * 5000 + b"\n",
                  "does not parse: nested too deeply for Python's parser", id="5000-parentheses"),
 ])

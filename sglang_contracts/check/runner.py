@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import os
@@ -29,12 +30,12 @@ from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
 from sglang_contracts.infra.files import is_below, unsaved_buffer
-from sglang_contracts.infra.roots import project_root_for
+from sglang_contracts.infra.roots import project_root_for, require_existing
 from sglang_contracts.infra.temporaries import private_temporary_folder
 from sglang_contracts.project.index import LISTING, IndexMemo, ProjectIndex, as_named, build_index, links_out_of, read_python
 from sglang_contracts.project.pin_history import names_the_same_release, pin_before_the_bump
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
-from sglang_contracts.sources import open_release
+from sglang_contracts.sources import open_release, pinned_release_spec
 from sglang_contracts.diagnostics.suppressions import (
     INTERNAL_ERROR, UNUSED_NOQA, NoqaIndex, ProjectText, code_active, matches_path, override_severity,
 )
@@ -168,13 +169,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     for flag, spec in (("--old", options.old), ("--new", options.new)):
         if spec is not None and not spec.strip():  # as a path, '' would be the current directory
             raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
-    for path in paths:
-        try:
-            exists = path.exists()
-        except (OSError, ValueError) as error:  # a name too long for the system, a NUL in it
-            raise UsageError(f"{shown(path)}: {getattr(error, 'strerror', None) or error}") from None
-        if not exists:
-            raise UsageError(f"{shown(path)}: no such file or directory")
+    require_existing(paths)
     root = project_root_for(paths)
     _refuse_what_leaves_the_project(root, options)
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
@@ -192,7 +187,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     # engine keeps while the files are unchanged.
     listed = replay.listing(root, list(options.settings.get("patch-files") or ())) \
         if options.use_cache and options.replay else None
-    old_spec, pin = old_release_spec(root, options.old, options.new, *keep.pin(root, listed))
+    old_spec, pin = old_release_spec(root, options.old, options.new, *keep.pin(root, listed), options.sglang_repo)
 
     def store(kind: str) -> JsonCache:
         return JsonCache(download_cache / kind if options.use_cache else None)
@@ -226,10 +221,10 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
 
 
 def old_release_spec(root: Path, old: str | None, new: str | None, pin: ProjectPin | None,
-                     pin_failure: str = "") -> tuple[str, ProjectPin | None]:
+                     pin_failure: str = "", sglang_repo: Path | None = None) -> tuple[str, ProjectPin | None]:
     """The release the bump leaves, and the project's pin: `old` as given, else the pin (the
-    pin before the bump when the pin already names `new`: a bump branch, or after `fix`).
-    `pin_failure`: why the pin could not be read (_read_pin)."""
+    pin before the bump when the pin already names `new`: a bump branch, or after `fix`), as a
+    published release (pinned_release_spec). `pin_failure`: why the pin could not be read (_read_pin)."""
     if new is None:
         raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory)")
     if old is not None:
@@ -245,12 +240,13 @@ def old_release_spec(root: Path, old: str | None, new: str | None, pin: ProjectP
         if pin is None:
             raise UsageError(f"--old not given and the project's pin already names --new {new} ({why_not}); "
                              "give --old, the release the bump leaves")
-    return pin.version, pin
+    return pinned_release_spec(pin.version, sglang_repo), pin
 
 
-def project_old_release(root: Path, old: str | None, new: str | None) -> tuple[str, ProjectPin | None]:
+def project_old_release(root: Path, old: str | None, new: str | None,
+                        sglang_repo: Path | None = None) -> tuple[str, ProjectPin | None]:
     """old_release_spec with the project's pin read from its files, as a check reads it."""
-    return old_release_spec(root, old, new, *_read_pin(root))
+    return old_release_spec(root, old, new, *_read_pin(root), sglang_repo)
 
 
 def _missing_dependencies() -> list[str]:
@@ -716,9 +712,26 @@ def enrich(d: Diagnostic, text: ProjectText, old: UpstreamModel, new: UpstreamMo
     if d.old is None and d.new is None and is_upstream(d.symbol):
         changes.update(old=_symbol_facts(old, d.symbol), new=_symbol_facts(new, d.symbol))
     if not d.fingerprint:
-        key = "\0".join([d.code, d.path, d.symbol, " ".join(line.split())])
+        key = "\0".join([d.code, d.path, d.symbol, _collapsed(line)])
         changes["fingerprint"] = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
     return dataclasses.replace(d, **changes) if changes else d
+
+
+# A line longer than this enters a fingerprint by its digest (see _collapsed).
+LONGEST_FINGERPRINTED_LINE = 1000
+
+
+@functools.lru_cache(maxsize=256)
+def _collapsed(line: str) -> str:
+    """What a fingerprint keeps of the finding's line: its runs of blanks made one space, and a
+    line longer than LONGEST_FINGERPRINTED_LINE as its digest. Once per line: a pull request's
+    line of 16,000 findings cost their number times its length to collapse and to hash, minutes
+    (campaign 4, D06). ProjectText gives one string object per line, whose hash Python keeps,
+    so a lookup costs no pass over it."""
+    collapsed = " ".join(line.split())
+    if len(collapsed) <= LONGEST_FINGERPRINTED_LINE:
+        return collapsed
+    return "sha256:" + hashlib.sha256(collapsed.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _symbol_facts(model: UpstreamModel, dotted: str) -> dict[str, Any]:

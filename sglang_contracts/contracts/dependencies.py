@@ -8,6 +8,7 @@ read them, and a run whose index cannot be reached checks against what is known.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from packaging.requirements import Requirement
 from packaging.version import Version
 
 from sglang_contracts.closure.delta import ClosureDelta, closure_delta
@@ -23,8 +25,8 @@ from sglang_contracts.closure.source import NO_INDEX, MetadataSource
 from sglang_contracts.closure.walk import ROOT, Closure, Need, platform_name, walk
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.stack import (
-    DOC_SUFFIXES, SGLANG, all_release_mentions, declared_by_project, distribution_of, installed_by_project, pins_of_releases,
-    sglang_extras,
+    DOC_SUFFIXES, SGLANG, all_release_mentions, declared_by_project, distribution_of, installed_by_project, marked_by_project,
+    pins_of_releases, sglang_extras,
 )
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
@@ -184,11 +186,12 @@ def install_below_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
     found = closures(ctx)
     if found is None:
         return
-    for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
+    for declared in (*declared_by_project(ctx), *installed_by_project(ctx), *_markers_in_closure(ctx, found)):
         mine = exact_version(declared.requirement.specifier)
         if declared.name == SGLANG or mine is None:
             continue
         mine = Version(mine.public)  # `2.14.1+cu129` is a build of 2.14.1
+        verb = "names" if declared.marker else "installs"
         for _, platform in _platforms_of(declared, found):
             new_need, old_need = found.new[platform].first(declared.name), found.old[platform].first(declared.name)
             now = as_version(new_need.version or "") if new_need is not None else None
@@ -201,7 +204,7 @@ def install_below_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
                                      name=declared.name, relation="outside", version=outside.specifier,
                                      chain=outside.path(), before=f"sglang {ctx.old_version} admitted it",
                                      revisit="", platform=platform, old=ctx.old_version, new=ctx.new_version,
-                                     pinned_by_sglang=False)
+                                     pinned_by_sglang=False, verb=verb, marker=declared.marker)
                     break
                 continue
             if mine >= now or (was is not None and mine < was):
@@ -213,12 +216,28 @@ def install_below_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
                 f"sglang {ctx.old_version} did not bring it"
             revisit = (f"; the line says it follows SGLang's stack: set it to {declared.name}=={now}"
                        if _says_it_follows_sglang(ctx, declared) else "")
+            # A marker installs nothing: what it misleads (a script reading the image's
+            # FLASHINFER_VERSION) is the project's to judge, a warning
             yield finding_at("SGC711", declared.path, declared.line, declared.col, declared.name,
-                             severity=None if direct else "warning", pinned=without_marker(declared.requirement),
+                             severity=None if direct and not declared.marker else "warning",
+                             pinned=f"{declared.marker}={mine}" if declared.marker else without_marker(declared.requirement),
                              name=declared.name, relation="below", version=str(now), chain=_chain(new_need), before=before,
                              revisit=revisit, platform=platform, old=ctx.old_version, new=ctx.new_version,
-                             pinned_by_sglang=direct)
+                             pinned_by_sglang=direct, verb=verb, marker=declared.marker)
             break  # one report per line, on the first platform where it is a downgrade
+
+
+def _markers_in_closure(ctx: CheckContext, found: BumpClosures) -> Iterator[DeclaredRequirement]:
+    """The project's version markers whose variable names a package of the new closure
+    (`FLASHINFER_VERSION` -> flashinfer-python, `CUTLASS_DSL_VERSION` -> nvidia-cutlass-dsl),
+    as requirements of that package; a marker of anything else (`CUDA_VERSION`) says nothing."""
+    known = {name for closure in found.new.values() for name in closure.needs}
+    for marker in marked_by_project(ctx):
+        stem = marker.name
+        for name in (stem, distribution_of(stem.replace("-", "_")), f"nvidia-{stem}"):
+            if name in known:
+                yield dataclasses.replace(marker, requirement=Requirement(f"{name}{marker.requirement.specifier}"))
+                break
 
 
 def _outside_new_ranges(old: Closure, new: Closure, name: str, mine: Version) -> Need | None:
@@ -240,6 +259,10 @@ def follow_new_closure(diagnostic: Diagnostic, workspace) -> bool:
     one rewrite the closure makes certain. A package another pin brings (the warning), a build
     with a local version (`+cu129`: which build is the project's choice) and a range are left."""
     document = workspace.document(diagnostic.path)
+    if diagnostic.data.get("marker"):
+        document.note(diagnostic.line, diagnostic.col, "SGC711", f"{diagnostic.data['marker']} marks a version the "
+                      f"image installs: keep it in step with the install it marks, by hand")
+        return False
     if not diagnostic.data.get("pinned_by_sglang"):
         document.note(diagnostic.line, diagnostic.col, "SGC711", f"{diagnostic.data['name']} comes through another pin "
                       f"({diagnostic.data['chain']}): move the line, or drop it, by hand")

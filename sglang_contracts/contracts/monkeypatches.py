@@ -20,7 +20,7 @@ from sglang_contracts.contracts.hints import moved_home, same_callable
 from sglang_contracts.contracts.resolve import project_view
 from sglang_contracts.contracts.subclasses import unaccepted_parameters, body_change
 from sglang_contracts.contracts.targets import upstream_dotted
-from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.pysource import absolute_import, parse_quietly
 from sglang_contracts.upstream.targets import Target, resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.wording import with_article
@@ -290,8 +290,8 @@ def _reached_from_old_code(ctx: CheckContext, modules: list[str]) -> set[str]:
 def _local_imports(model: UpstreamModel, module: str, name: str) -> list[tuple[str, str]]:
     """(function, source module) of each `from source import name` inside a function of
     `module` (`Scheduler.__init__`), in the release of `model`: it binds the name when the
-    function runs, from the source, never from `module`'s own attribute. Absolute imports only,
-    as SGLang writes its own."""
+    function runs, from the source, never from `module`'s own attribute. A relative import
+    (`from .utils import name`) names its module from `module`'s package."""
     found = model.module_text(module)
     if found is None or name not in found[1]:
         return []
@@ -304,9 +304,11 @@ def _local_imports(model: UpstreamModel, module: str, name: str) -> list[tuple[s
     while pending:
         node, scope, in_function = pending.pop()
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ImportFrom) and in_function and not child.level and child.module \
+            if isinstance(child, ast.ImportFrom) and in_function \
                     and any(alias.name == name and alias.asname in (None, name) for alias in child.names):
-                imports.append((scope, child.module))
+                source = absolute_import(child, module, found[0].endswith("__init__.py"))
+                if source:
+                    imports.append((scope, source))
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 inner = f"{scope}.{child.name}" if scope else child.name
                 pending.append((child, inner, in_function or not isinstance(child, ast.ClassDef)))

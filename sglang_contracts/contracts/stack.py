@@ -18,7 +18,7 @@ from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.project import images
 from sglang_contracts.project.images import may_name_release, script_mentions
 from sglang_contracts.project.index import project_folders
-from sglang_contracts.project.installs import installed_requirements
+from sglang_contracts.project.installs import installed_requirements, version_markers
 from sglang_contracts.contracts.importgraph import ImportGraph
 from sglang_contracts.fix import text as edits
 from sglang_contracts.project.stack import (
@@ -48,6 +48,11 @@ def declared_by_project(ctx: CheckContext) -> list[DeclaredRequirement]:
 def installed_by_project(ctx: CheckContext) -> list[DeclaredRequirement]:
     """What the project's shell scripts and Dockerfiles pip install (project/installs.py)."""
     return ctx.of_stack_files("installed-requirements", lambda c: installed_requirements(c.project.root))
+
+
+def marked_by_project(ctx: CheckContext) -> list[DeclaredRequirement]:
+    """The version markers of the project's Dockerfiles (project/installs.py version_markers)."""
+    return ctx.of_stack_files("version-markers", lambda c: version_markers(c.project.root))
 
 
 def pins_of_releases(ctx: CheckContext) -> tuple[ReleasePins | None, ReleasePins | None]:

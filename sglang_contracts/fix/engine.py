@@ -15,6 +15,7 @@ from sglang_contracts.fix.document import Document, FixNotBuilt, NotRewritable, 
 from sglang_contracts.fix.python import ensure_import
 from sglang_contracts.infra.display import printable_path, unified_text_diff
 from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
+from sglang_contracts.sources import pinned_release_spec
 
 # Applying fixes can uncover more (a moved import that now resolves exposes its calls); ruff
 # re-checks until stable too. A bound keeps two fixes that undo each other from looping.
@@ -158,7 +159,7 @@ def run_fix(paths: list[Path], options: CheckOptions, *, unsafe: bool = False, w
     result = run_check(paths, options)
     if options.old is None and result.pin is not None:
         # The old release stays what it was: the fix moves the project's own pin to the new one.
-        options = dataclasses.replace(options, old=result.pin.version)
+        options = dataclasses.replace(options, old=pinned_release_spec(result.pin.version, options.sglang_repo))
     first = result.diagnostics
     report = FixReport(found=len(first))
     fixed_all: list[Diagnostic] = []

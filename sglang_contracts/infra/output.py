@@ -9,11 +9,12 @@ internal error.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, TextIO
 
 from sglang_contracts.infra.files import why_unwritable
 from sglang_contracts.infra.errors import ContractsError, shown
@@ -52,6 +53,34 @@ def discard_standard_output() -> None:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, sys.stdout.fileno())
     os.close(null)
+
+
+class WholeWrites:
+    """A text stream (standard output) whose every write reaches its file whole, or raises. A
+    write Python's buffered file makes in one piece that the system takes only part of (a file
+    size limit, a full disk) was cut short with no error: a JSON or SARIF report left half
+    written, exit 1, as if it were whole (campaign 4, D09). Here each write goes to the file
+    descriptor until every byte is taken; the system's refusal of the rest is the OSError."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def write(self, text: str) -> int:
+        try:
+            descriptor = self._stream.fileno()
+        except (AttributeError, OSError, ValueError):  # no descriptor (a test's capture): as it is
+            return self._stream.write(text)
+        self._stream.flush()  # what was written before goes first
+        view = memoryview(text.encode(self._stream.encoding or "utf-8", self._stream.errors or "strict"))
+        while view:
+            written = os.write(descriptor, view)
+            if not written:
+                raise OSError(errno.EIO, "the output took nothing")
+            view = view[written:]
+        return len(text)
 
 
 @contextmanager

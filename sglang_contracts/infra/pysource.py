@@ -18,6 +18,19 @@ def is_dotted_name(text: str) -> bool:
     return bool(text) and all(part.isidentifier() and not keyword.iskeyword(part) for part in text.split("."))
 
 
+def absolute_import(node: ast.ImportFrom, module_name: str, is_package: bool) -> str | None:
+    """The module a from-import in module `module_name` names, its dots resolved (`from .io import
+    x` in `sglang.srt.managers.scheduler` -> `sglang.srt.managers.io`); None past the top."""
+    module = node.module or ""
+    if not node.level:
+        return module
+    package = module_name.split(".") if is_package else module_name.split(".")[:-1]
+    if node.level - 1 > len(package):
+        return None
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
 def decode_source(data: bytes) -> str:
     """Python source as the interpreter reads it: a UTF-8 byte-order mark or a PEP 263 coding
     comment names the encoding, UTF-8 otherwise. Bytes that do not decode are replaced, so
@@ -44,12 +57,27 @@ def parse_quietly(code: str, filename: str = "<unknown>", mode: str = "exec") ->
     SyntaxWarning from Python 3.12) kept off the user's terminal: they are the business of
     the code's own linters, not of its contracts with SGLang. Source too deep for the parser
     is a `TooComplex` (a ValueError, as for NUL bytes), never a RecursionError."""
+    _refuse_unknown_encoding(code)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             return ast.parse(code, filename=filename, mode=mode)
         except (RecursionError, MemoryError):
             raise TooComplex("nested too deeply for Python's parser") from None
+
+
+def _refuse_unknown_encoding(code: str) -> None:
+    """A coding comment that names no text codec (`# -*- coding: bogus-codec -*-`, `rot13`) makes
+    Python refuse to import the module, while `ast.parse` of a decoded text ignores the comment:
+    raise the SyntaxError the import would."""
+    if "coding" not in code[:400]:
+        return
+    head = b"".join(code.encode("utf-8", "surrogateescape").splitlines(keepends=True)[:2])
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
+        b"x".decode(encoding)  # a transform (rot13) is no text codec: LookupError
+    except (LookupError, UnicodeError):  # `undefined` raises whatever it is asked to decode
+        raise SyntaxError(f"encoding problem: {encoding}") from None
 
 
 def why_unparsable(error: Exception) -> str:
@@ -60,6 +88,8 @@ def why_unparsable(error: Exception) -> str:
         return "does not parse: it holds NUL bytes, UTF-16 or not text?"
     if isinstance(error, TooComplex) or "too many nested" in message:
         return "does not parse: nested too deeply for Python's parser"
+    if isinstance(error, SyntaxError) and message.startswith(("unknown encoding", "encoding problem")):
+        return f"does not parse: {message} (its coding comment names no codec Python can read it with)"
     if isinstance(error, SyntaxError):
         running = f"{sys.version_info[0]}.{sys.version_info[1]}"
         return f"does not parse: {message} at line {error.lineno or 1} on Python {running}; needs a newer Python?"

@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from sglang_contracts.infra.errors import UsageError, shown
+
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
@@ -29,6 +31,18 @@ def project_root_for(paths: list[Path]) -> Path:
         if parent == folder:
             return Path(start).resolve()
         folder = parent
+
+
+def require_existing(paths: list[Path]) -> None:
+    """Refuse, in one line, a path named on the command line that is not there (or cannot be
+    looked up): a check of it, or a daemon started for it, would serve the folder above."""
+    for path in paths:
+        try:
+            exists = path.exists()
+        except (OSError, ValueError) as error:  # a name too long for the system, a NUL in it
+            raise UsageError(f"{shown(path)}: {getattr(error, 'strerror', None) or error}") from None
+        if not exists:
+            raise UsageError(f"{shown(path)}: no such file or directory")
 
 
 def _safely(test: Callable[[], bool]) -> bool:

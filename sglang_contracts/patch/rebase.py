@@ -569,7 +569,7 @@ def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, ske
                 "file both patch; C: a file only the project patches).", ""]
     out += [f"- {plain(summary(rebase))}", f"- verification: {inline(rebase.verification)}", ""]
     hunk = lambda o: where(o, code)  # noqa: E731
-    at = lambda o: f"at {code(f'{o.path}:{o.at}')}"  # noqa: E731
+    at = lambda o: f"at {code(f'{o.path}:{o.at}' if o.at is not None else o.path)}"  # noqa: E731  (a new file has no line)
 
     def section(title: str, outcomes: list[Outcome], explain=lambda o: inline(o.detail)) -> None:
         out.extend([f"{heading} {title} ({len(outcomes)})", ""])

@@ -705,9 +705,10 @@ def _upstream_names(index: ProjectIndex, memo: IndexMemo, round_number: int) -> 
     """module -> the top-level names it binds to SGLang, through the re-export table. The
     same table gives the same names: a resident process's later runs find each round's table
     as it was unless an edit changed what some module binds."""
-    if round_number < len(memo.upstream_names) and memo.upstream_names[round_number][0] == index.exports:
+    derived = _upstream_subclasses(index)
+    if round_number < len(memo.upstream_names) and memo.upstream_names[round_number][0] == (index.exports, derived):
         return memo.upstream_names[round_number][1]
-    upstream_names: dict[str, set[str]] = {}
+    upstream_names: dict[str, set[str]] = {module: set(names) for module, names in derived.items()}
     # A name bound to a third-party module (most of them) resolves to no SGLang name in any
     # round: only SGLang's and the project's own are followed through the re-export table.
     followed = {*index.packages, PACKAGE}
@@ -721,12 +722,44 @@ def _upstream_names(index: ProjectIndex, memo: IndexMemo, round_number: int) -> 
     for module, table in index.exports.items():
         names = {name for name, target in table.items() if reaches_sglang(target)}
         if names:
-            upstream_names[module] = names
+            upstream_names.setdefault(module, set()).update(names)
     for _, dropped in memo.upstream_names[round_number:]:  # their verdicts go with them (ids are reused)
         memo.reexported.pop(id(dropped), None)
     del memo.upstream_names[round_number:]
-    memo.upstream_names.append(({module: dict(table) for module, table in index.exports.items()}, upstream_names))
+    memo.upstream_names.append((({module: dict(table) for module, table in index.exports.items()}, derived),
+                                upstream_names))
     return upstream_names
+
+
+def _upstream_subclasses(index: ProjectIndex) -> dict[str, frozenset[str]]:
+    """module -> the classes the scanned files define on an SGLang class, directly or through
+    the project's own (`class MyScheduler(Scheduler)`): a file that imports one and runs it
+    (`MyScheduler(args).event_loop_normal()` in an entry point that imports nothing of SGLang)
+    runs upstream code, so it is scanned like an importer of SGLang's names."""
+    defined = {(facts.module, cls.name): (facts, cls) for facts in index.files.values() if facts.module
+               for cls in facts.classes if "." not in cls.name}
+    found: set[tuple[str, str]] = set()
+    for _ in range(8):  # a subclass of a subclass: a few levels settle every real project
+        grown = False
+        for key, (facts, cls) in defined.items():
+            if key in found:
+                continue
+            bindings = facts.bindings()
+            for base in cls.bases:
+                head, _, rest = base.partition(".")
+                target = bindings.get(head, f"{facts.module}.{head}")
+                dotted = f"{target}.{rest}" if rest else target
+                owner, _, name = dotted.rpartition(".")
+                if (owner, name) in found or index.upstream_path(dotted) is not None:
+                    found.add(key)
+                    grown = True
+                    break
+        if not grown:
+            break
+    modules: dict[str, set[str]] = {}
+    for module, name in found:
+        modules.setdefault(module, set()).add(name)
+    return {module: frozenset(names) for module, names in modules.items()}
 
 
 def _read_imports(index: ProjectIndex, memo: IndexMemo) -> dict[str, _Imports]:

@@ -120,6 +120,45 @@ def file_installs(relpath: str, text: str, docker: bool) -> list[DeclaredRequire
     return found
 
 
+# `FLASHINFER_VERSION=0.6.15.post1`: a variable that names a package's version.
+VERSION_VARIABLE = re.compile(r"([A-Za-z][A-Za-z0-9_]*?)_VERSION")
+
+
+def file_version_markers(relpath: str, text: str) -> list[DeclaredRequirement]:
+    """The `ENV`/`ARG NAME_VERSION=<version>` lines of a Dockerfile that nothing in it reads:
+    markers the image exports for its users (miles keeps flashinfer's in step with what it
+    force-installs), as `name==version` requirements with the variable kept. A variable the
+    file reads (`pip install torch==${TORCH_VERSION}`) is judged where it is read."""
+    lines = text.splitlines()
+    found = []
+    for number, line in logical_lines(text):
+        instruction, _, rest = line.strip().partition(" ")
+        if instruction.upper() not in ("ARG", "ENV"):
+            continue
+        for variable, value in re.findall(r"\b(\w+)=(\S+)", rest):
+            named = VERSION_VARIABLE.fullmatch(variable)
+            version = value.strip("\"'").removeprefix("v")
+            if named is None or re.search(rf"\$\{{?{variable}\b", text) or not re.fullmatch(r"\d+(\.\w+)*", version):
+                continue
+            requirement = parse_requirement(f"{named.group(1).lower().replace('_', '-')}=={version}")
+            written = find_from(lines, f"{variable}=", number - 1, 0)
+            if requirement is not None and written is not None:
+                found.append(DeclaredRequirement(relpath, written[0] + 1, written[1] + 1, requirement, "", marker=variable))
+    return found
+
+
+def version_markers(root: Path) -> list[DeclaredRequirement]:
+    """Every version marker (file_version_markers) of the project's main Dockerfiles."""
+    root = root.resolve()
+    found = []
+    for path in walk_project([root], is_dockerfile):
+        relpath = path.relative_to(root).as_posix()
+        text = read_project_text(path, root) if is_main_dockerfile(relpath) else None
+        if text is not None and "_VERSION=" in text:
+            found += file_version_markers(relpath, text)
+    return found
+
+
 def _is_install_script(name: str) -> bool:
     return name.endswith(SHELL_SUFFIXES) or is_dockerfile(name)
 

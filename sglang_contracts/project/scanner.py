@@ -36,7 +36,7 @@ from sglang_contracts.project.facts import (
 )
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
-from sglang_contracts.infra.pysource import CHILDLESS, SCOPES, TooComplex, branch_nodes, child_nodes, parse_shared, returned_shape, tree_depth, unpack_count
+from sglang_contracts.infra.pysource import CHILDLESS, SCOPES, TooComplex, absolute_import, branch_nodes, child_nodes, parse_shared, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.upstream.bodies import MUTATING, add_mutated, value_token
 from sglang_contracts.upstream.model import is_upstream
@@ -470,18 +470,8 @@ class _Collector:
             self.imports.append((fact, where, where))
         return False
 
-    def _absolute(self, node: ast.ImportFrom) -> str | None:
-        module = node.module or ""
-        if not node.level:
-            return module
-        package = self.module_name.split(".") if self.is_package else self.module_name.split(".")[:-1]
-        if node.level - 1 > len(package):
-            return None
-        base = package[: len(package) - (node.level - 1)]
-        return ".".join(base + ([module] if module else []))
-
     def _visit_import_from(self, node: ast.ImportFrom) -> bool:
-        module = self._absolute(node)
+        module = absolute_import(node, self.module_name, self.is_package)
         if not module:
             return False
         anchor = self.at.imported_module(node)

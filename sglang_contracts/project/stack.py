@@ -71,6 +71,9 @@ class DeclaredRequirement(Located):
 
     requirement: Requirement
     comment: str  # the line's trailing comment, if any
+    # The variable when the line only names a version (`ENV FLASHINFER_VERSION=0.6.15.post1`,
+    # a marker a base image exports for its users) and installs nothing; "" for a requirement
+    marker: str = ""
 
     @property
     def name(self) -> str:

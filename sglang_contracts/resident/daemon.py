@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sglang_contracts.infra.display import printable, printable_path
+from sglang_contracts.infra.roots import require_existing
 from sglang_contracts.resident.client import (
     ACKNOWLEDGED, BUSY, PACKAGE_DIR, STALE, ask, daemon_key, make_private_folder, not_private_reason, same_user,
     socket_path,
@@ -45,6 +46,8 @@ MAX_REQUEST_BYTES = 16 * 1024 * 1024
 
 def daemon_command(args: argparse.Namespace, argv: list[str]) -> int:
     """start, stop, status (and serve: the daemon itself, which start runs detached)."""
+    if args.action == "start":  # as `check` refuses it: a daemon for a missing path served the folder above
+        require_existing([path if path.is_absolute() else Path.cwd() / path for path in args.paths])
     root, identity, key = daemon_key(args, Path.cwd())
     path = socket_path(args, key)
     if args.action == "serve":
@@ -416,7 +419,10 @@ class Daemon:
         cwd = os.getcwd()
         try:
             os.chdir(request["cwd"])
-            args = build_parser().parse_args(argv)
+            # What argparse prints of a line it refuses or answers (usage, --help, --version) is
+            # for no one here: it went to the daemon's log, which only grew
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                args = build_parser().parse_args(argv)
         except (OSError, SystemExit):
             return {"refused": "cannot run this command line here"}
         try:

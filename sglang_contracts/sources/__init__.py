@@ -10,7 +10,7 @@ from sglang_contracts.sources.directory import directory_identity, directory_rel
 from sglang_contracts.sources.git import git_commit_identity, git_release
 from sglang_contracts.sources.index import PUBLISHED, index_release
 
-__all__ = ["Release", "ReleaseTree", "SourceError", "open_release"]
+__all__ = ["Release", "ReleaseTree", "SourceError", "open_release", "pinned_release_spec"]
 
 
 def _kind(spec: str, sglang_repo: Path | None) -> tuple[str, str]:
@@ -25,6 +25,13 @@ def _kind(spec: str, sglang_repo: Path | None) -> tuple[str, str]:
     if is_dir:
         return "dir", spec
     return ("git" if sglang_repo is not None else "pypi"), spec
+
+
+def pinned_release_spec(version: str, sglang_repo: Path | None) -> str:
+    """The release a pin read from the project's files names: a published version (a ref of
+    the clone with --sglang-repo), never a folder. Read as a path, a pull request could add a
+    folder `0.5.22/sglang/` (or a link out of the project) and have it taken for the release."""
+    return f"{'git' if sglang_repo is not None else 'pypi'}:{version}"
 
 
 def open_release(spec: str, *, sglang_repo: Path | None, cache: Path) -> Release:

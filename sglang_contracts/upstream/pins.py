@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
@@ -78,7 +79,10 @@ class ReleasePins:
 
 
 def _from_metadata(text: str) -> tuple[list[str], str | None]:
-    headers = HeaderParser().parsestr(text)
+    # The headers end at the first empty line; the description after it (often most of the
+    # text) is not fed to the parser, which cost a tenth of a second per run on the closure.
+    head = re.split(r"\r?\n\r?\n", text, maxsplit=1)[0]
+    headers = HeaderParser().parsestr(head)
     return headers.get_all("Requires-Dist") or [], headers.get("Requires-Python")
 
 
