@@ -120,3 +120,14 @@ def applies_in_order(files: dict[str, str], patches: list[str], folder: Path, *f
         _git(repo, "apply", *flags, str(path))
         _git(repo, "add", "-A")
     return True
+
+
+def edit_at_anchors(repo: Path, edits) -> None:
+    """Each (release path, anchor pattern, edit) made to the one line of `repo/python/PATH` the
+    anchor matches: edits at known places of a real release's files, for a test's own patch."""
+    for path, anchor, edit in edits:
+        file = repo / "python" / path
+        lines = file.read_text().splitlines(keepends=True)
+        (index,) = [i for i, line in enumerate(lines) if re.match(anchor, line.rstrip("\n"))]
+        lines[index] = edit(lines[index])
+        file.write_text("".join(lines))

@@ -8,13 +8,12 @@ The second patch's context holds a line of the first; one file moved in 0.5.23
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from gitcheck import applies_in_order, materialise
+from gitcheck import applies_in_order, edit_at_anchors, materialise
 from sglang_contracts.patch.rebase import CARRIED, LEFT
 from sglang_contracts.patch.stack_rebase import rebase_live_stack, write_edits
 from sglang_contracts.sources import open_release
@@ -39,12 +38,7 @@ def releases(real_cache: Path) -> dict:
 def edited(repo: Path, edits) -> str:
     """`git diff` of `edits` over what the repository holds, committed after."""
     git = lambda *args: subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)  # noqa: E731
-    for path, anchor, edit in edits:
-        file = repo / "python" / path
-        lines = file.read_text().splitlines(keepends=True)
-        (index,) = [i for i, line in enumerate(lines) if re.match(anchor, line.rstrip("\n"))]
-        lines[index] = edit(lines[index])
-        file.write_text("".join(lines))
+    edit_at_anchors(repo, edits)
     diff = git("diff").stdout
     git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qam", "patch")
     return diff
