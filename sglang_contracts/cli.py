@@ -18,6 +18,8 @@ from sglang_contracts.infra.process_exit import exit_without_teardown
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckOptions
+    from sglang_contracts.config import Config
+    from sglang_contracts.project.pins import ProjectPin
 
 
 def _codes(value: str) -> list[str]:
@@ -71,6 +73,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cache_options(fix)
     fix.set_defaults(write_baseline=None, report_unresolved=None, report_unused_noqa=None)
 
+    bump = commands.add_parser(
+        "bump", help="the bump in one command: the safe fixes, the patch stack rebased, the plan and the PR body, "
+                     "a last check", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Each step is its command's code: fix, patch rebase (of the live stack), check --format markdown.\n"
+               "The plan and the PR body go to docs/draft/sglang-NEW-upgrade-plan.md and -pr-body.md, or where\n"
+               "`upgrade-plan` and `pr-body` in [tool.sglang-contracts] say. Exit status: 0 nothing left to do,\n"
+               "1 something is (the PR body's checklist), 2 a usage or source error.")
+    _add_run_options(bump)
+    bump.add_argument("--dry-run", action="store_true", help="print everything it would write as one unified diff, "
+                                                             "and write nothing")
+    bump.add_argument("--plan", type=Path, metavar="PLAN.md", help="where the stack's upgrade plan goes")
+    bump.add_argument("--pr-body", type=Path, metavar="BODY.md", help="where the pull request's description goes")
+    bump.add_argument("--tree", type=Path, metavar="DIR",
+                      help="where the files with conflict markers go, a folder per patch (default: beside the plan)")
+    _add_cache_options(bump)
+    bump.set_defaults(write_baseline=None, report_unresolved=None, report_unused_noqa=None, baseline=None)
+
     patch = commands.add_parser("patch", help="work with .patch files against SGLang")
     patch_commands = patch.add_subparsers(dest="patch_command", required=True)
     classify = patch_commands.add_parser(
@@ -78,16 +97,27 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("mine", type=Path, metavar="MINE.patch")
     classify.add_argument("skeleton", type=Path, metavar="SKELETON.patch")
     classify.add_argument("--format", choices=["text", "json"], default="text", help="output format (default: text)")
-    rebase = patch_commands.add_parser("rebase", help="rewrite a patch made against release A for release B, verified")
-    rebase.add_argument("patch", type=Path, metavar="PATCH")
-    rebase.add_argument("--old", required=True, help="the release PATCH is against (version, git ref, directory)")
-    rebase.add_argument("--new", required=True, help="the release to rebase it onto")
-    rebase.add_argument("-o", "--output", type=Path, metavar="NEW.patch", help="where to write it (default: standard output)")
-    rebase.add_argument("--skeleton", type=Path, metavar="SKELETON.patch",
-                        help="a patch of the new release to take the same changes from (slime's, for Relax)")
-    rebase.add_argument("--plan", type=Path, metavar="PLAN.md", help="write the upgrade decision log there")
+    rebase = patch_commands.add_parser(
+        "rebase", help="rewrite a patch, or the project's live patch stack, made against release A for release B, verified",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Without PATCH, in a project's root: the stack its Dockerfile or build script applies, each patch onto\n"
+               "B with the earlier ones rebased, written to a folder named for B (or in place for latest/), the\n"
+               "plan always written. --old defaults to the project's SGLang pin, as for check.")
+    rebase.add_argument("patch", type=Path, metavar="PATCH", nargs="?",
+                        help="one patch file (default: the project's live stack)")
+    rebase.add_argument("--old", help="the release PATCH is against (default: the project's SGLang pin)")
+    rebase.add_argument("--new", help="the release to rebase it onto (default: `new` in [tool.sglang-contracts])")
+    rebase.add_argument("-o", "--output", type=Path, metavar="NEW.patch|FOLDER",
+                        help="where to write it (default: standard output; a stack: a folder named for the new "
+                             "release beside the old one's, or the same folder)")
+    rebase.add_argument("--skeleton", type=Path, metavar="SKELETON.patch|DIR",
+                        help="a patch (a stack: a folder of patches) of the new release to take the same changes from "
+                             "(slime's, for Relax)")
+    rebase.add_argument("--plan", type=Path, metavar="PLAN.md",
+                        help="write the upgrade decision log there (a stack: default docs/draft/sglang-NEW-upgrade-plan.md)")
     rebase.add_argument("--tree", type=Path, metavar="DIR",
-                        help="write the new release's touched files there, rebased, conflict markers in place")
+                        help="write the new release's touched files there, rebased, conflict markers in place "
+                             "(a stack: a folder per patch with hunks left; default beside the plan)")
     rebase.add_argument("--sglang-repo", type=Path, help="a local SGLang clone; --old/--new are then git refs")
     rebase.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
 
@@ -229,6 +259,43 @@ def _fix(args: argparse.Namespace) -> int:
     return 1 if report.remaining or report.errors else 0
 
 
+def _bump(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from sglang_contracts.bump import DEFAULT_PR_BODY, bump_diff, run_bump
+    from sglang_contracts.infra import progress
+    from sglang_contracts.infra.cache import cache_root
+    from sglang_contracts.infra.wording import plural
+    from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN, shown_path, summary_lines
+    from sglang_contracts.sources import open_release
+
+    paths, options = _options(args)
+    root, config, pin = _releases_of_project(args)
+    options = dataclasses.replace(options, old=args.old)
+    version = open_release(options.new, sglang_repo=options.sglang_repo, cache=options.cache_dir or cache_root()).short
+    plan = project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, version)
+    body = project_file(root, args.pr_body, config, "pr-body", DEFAULT_PR_BODY, version)
+    trees = args.tree if args.tree is not None else plan.parent / f"sglang-{version}-conflicts"
+    with progress.showing(sys.stderr.isatty() and not args.quiet):
+        bump = run_bump(paths, options, root, plan, body, pin, config.get("patch-files") or (), trees, args.dry_run)
+    for line in bump.fix.errors:
+        print(f"sglang-contracts: error: {printable(line)}", file=sys.stderr)
+    if not args.quiet:
+        print(f"fix: {bump.fix.found} findings, {bump.fix.fixed} {'would be ' * args.dry_run}fixed", file=sys.stderr)
+        for line in summary_lines(bump.stack, not args.dry_run) if bump.stack is not None else ["no patch stack to rebase"]:
+            print(line, file=sys.stderr)
+        planned = f"plan: {shown_path(plan, root)}; " if bump.stack is not None else ""
+        print(printable(f"check: {plural(len(bump.last.diagnostics), 'finding')} left (the PR body's checklist); "
+                        f"{planned}PR body: {shown_path(body, root)}{' (not written: --dry-run)' * args.dry_run}"),
+              file=sys.stderr)
+    if args.dry_run:
+        with standard_output():
+            sys.stdout.write(patch_for(sys.stdout, bump_diff(bump)))
+        return 1 if bump.files else 0
+    left = bump.last.diagnostics or (bump.stack is not None and not bump.stack.complete) or bump.fix.errors
+    return 1 if left else 0
+
+
 def _write_baseline(path: Path, result) -> int:
     from sglang_contracts.diagnostics.baseline import read_baseline, write_baseline
 
@@ -267,6 +334,44 @@ def _patch_classify(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(render_text(classes, str(args.mine), str(args.skeleton)))
     return 0
+
+
+def _releases_of_project(args: argparse.Namespace) -> tuple[Path, "Config", "ProjectPin | None"]:
+    """The project's root, configuration and SGLang pin; `args.old`/`args.new` as given, else as
+    `check` takes them (the configuration's `new`; the project's pin, or the pin before the bump)."""
+    from sglang_contracts.check.runner import project_old_release
+    from sglang_contracts.config import find_config, with_source
+    from sglang_contracts.infra.roots import project_root_for
+
+    root = project_root_for([])
+    config = find_config(root, getattr(args, "config", None))
+    for flag, given in (("--old", args.old), ("--new", args.new)):
+        if given is not None and not given.strip():
+            raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
+    source = config.get("source")
+    args.new = args.new or with_source(config.release_spec("new"), source)
+    args.old, pin = project_old_release(root, args.old or with_source(config.release_spec("old"), source), args.new,
+                                        args.sglang_repo)
+    return root, config, pin
+
+
+def project_file(root: Path, given: Path | None, config: "Config", key: str, default: str, new: str) -> Path:
+    """A file the command writes: as given (relative to the working folder), else the
+    configuration's `key` or `default` (relative to the root), `{new}` the release bumped to
+    (`new`: its version)."""
+    if given is not None:
+        return given
+    return root / (config.get(key) or default).replace("{new}", new)
+
+
+def _patch_rebase(args: argparse.Namespace) -> int:
+    from sglang_contracts.patch.rebase import patch_rebase
+    from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN, patch_rebase_stack
+
+    root, config, _ = _releases_of_project(args)
+    if args.patch is not None:
+        return patch_rebase(args)
+    return patch_rebase_stack(args, root, lambda new: project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, new))
 
 
 def _rules() -> int:
@@ -309,12 +414,12 @@ def _run(args: argparse.Namespace, check=None, argv: list[str] | None = None) ->
                               CommandLine(parse=build_parser().parse_args, run=run_command))
     if args.command == "fix":
         return _fix(args)
+    if args.command == "bump":
+        return _bump(args)
     if args.command == "rules":
         return _rules()
     if args.command == "patch" and args.patch_command == "rebase":
-        from sglang_contracts.patch.rebase import patch_rebase
-
-        return patch_rebase(args)
+        return _patch_rebase(args)
     if args.command == "lsp":
         from sglang_contracts.lsp.server import main as serve
 

@@ -123,6 +123,11 @@ def _table(check_value: Callable[[Any], Any], check_key: Callable[[str], str] = 
     return check
 
 
+def _project_file(value: Any) -> str:
+    """One file of the project, by its path relative to the root (_within_project)."""
+    return _within_project(_string(value))[0]
+
+
 def _within_project_key(key: str) -> str:
     """A folder or file of the project, as its relative POSIX path (`serves`' keys)."""
     return PurePath(_within_project(key)[0]).as_posix()
@@ -155,6 +160,10 @@ KEYS: dict[str, Callable[[Any], Any]] = {
     # Where the dependency closure's metadata comes from: a simple index's URL, a folder holding
     # one, or "none" (the cache only); pip's configured index when absent (closure/index.py).
     "package-index": _string,
+    # Where `patch rebase` (of the stack) and `bump` write the plan and the pull request's body;
+    # `{new}` is the release bumped to.
+    "upgrade-plan": _project_file,
+    "pr-body": _project_file,
 }
 RULE_SETTINGS = ("server-args-seam", "fakes", "patch-files", "serves", "package-index")
 

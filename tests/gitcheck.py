@@ -104,3 +104,30 @@ def assert_agrees_with_git(files: dict[str, str], patch_text: str, verdicts: lis
             continue
         in_reverse = git_applies_whole(files, single_hunk_patch(verdict.file, verdict.hunk), reverse=True)
         assert in_reverse == (verdict.status == "already-applied"), (verdict.file.path, verdict.number, verdict.status)
+
+
+def applies_in_order(files: dict[str, str], patches: list[str], folder: Path, *flags: str) -> bool:
+    """Real git, as a Dockerfile's loop applies a stack: each patch `git apply --check`ed, then
+    applied, in order, on a fresh tree of `files` (committed)."""
+    repo = materialise(files, folder)
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "release")
+    for index, text in enumerate(patches):
+        path = folder.parent / f"{folder.name}-{index}.patch"
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+        if _git(repo, "apply", "--check", *flags, str(path)).returncode:
+            return False
+        _git(repo, "apply", *flags, str(path))
+        _git(repo, "add", "-A")
+    return True
+
+
+def edit_at_anchors(repo: Path, edits) -> None:
+    """Each (release path, anchor pattern, edit) made to the one line of `repo/python/PATH` the
+    anchor matches: edits at known places of a real release's files, for a test's own patch."""
+    for path, anchor, edit in edits:
+        file = repo / "python" / path
+        lines = file.read_text().splitlines(keepends=True)
+        (index,) = [i for i, line in enumerate(lines) if re.match(anchor, line.rstrip("\n"))]
+        lines[index] = edit(lines[index])
+        file.write_text("".join(lines))

@@ -4,7 +4,6 @@ atomically (or show the diff), and check again until nothing more can be fixed, 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.fix.document import Document, FixNotBuilt, NotRewritable, read_only, write_atomically
 from sglang_contracts.fix.python import ensure_import
-from sglang_contracts.infra.display import printable, printable_path
+from sglang_contracts.infra.display import printable_path, unified_text_diff
 from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
 from sglang_contracts.sources import pinned_release_spec
 
@@ -78,6 +77,7 @@ class FixReport:
     changed: list[str] = field(default_factory=list)  # relpaths written, or that would be
     errors: list[str] = field(default_factory=list)  # a file a fix could not touch: one line each
     notes: list[str] = field(default_factory=list)  # a finding left, with why
+    texts: dict[str, tuple[str, str]] = field(default_factory=dict)  # without `write`: relpath -> (before, after)
     last: CheckResult | None = None
 
 
@@ -124,12 +124,7 @@ def apply_fixes(result: CheckResult, unsafe: bool,
 
 
 def unified_diff(document: Document) -> str:
-    before = document.original.decode(document.encoding).splitlines(keepends=True)
-    after = document.text.splitlines(keepends=True)
-    # The headers' names shown printable, but never under ./ (git apply refuses a/./name).
-    lines = difflib.unified_diff(before, after, fromfile=printable(f"a/{document.relpath}"),
-                                 tofile=printable(f"b/{document.relpath}"))
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+    return unified_text_diff(document.relpath, document.original.decode(document.encoding), document.text)
 
 
 def _key(diagnostic: Diagnostic) -> tuple:
@@ -177,6 +172,7 @@ def run_fix(paths: list[Path], options: CheckOptions, *, unsafe: bool = False, w
             fixed_all += fixed
             report.diffs = [unified_diff(doc) for doc in sorted(changed, key=lambda d: d.relpath)]
             report.changed = sorted(doc.relpath for doc in changed)
+            report.texts = {doc.relpath: (doc.original.decode(doc.encoding), doc.text) for doc in changed}
             break
         written = set()
         for document in changed:

@@ -173,7 +173,6 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     root = project_root_for(paths)
     _refuse_what_leaves_the_project(root, options)
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
-    old_spec = options.old
     download_cache = options.cache_dir or cache_root()
     if _the_pull_requests(download_cache, root):
         options = dataclasses.replace(options, use_cache=False)
@@ -188,23 +187,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     # engine keeps while the files are unchanged.
     listed = replay.listing(root, list(options.settings.get("patch-files") or ())) \
         if options.use_cache and options.replay else None
-    pin, pin_failure = keep.pin(root, listed)
-    if old_spec is None:
-        if pin_failure:
-            raise UsageError(f"--old not given and the project's SGLang pin could not be read ({pin_failure}); "
-                             "give --old")
-        if pin is None:
-            raise UsageError(f"--old not given and no SGLang pin found in {root} (an exact sglang==X requirement, "
-                             "or an SGLang image tag in a Dockerfile or build script)")
-        old_spec = pinned_release_spec(pin.version, options.sglang_repo)
-    if options.new is None:
-        raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory)")
-    if options.old is None and pin is not None and names_the_same_release(pin.version, options.new):
-        pin, why_not = pin_before_the_bump(root, pin)
-        if pin is None:
-            raise UsageError(f"--old not given and the project's pin already names --new {options.new} ({why_not}); "
-                             "give --old, the release the bump leaves")
-        old_spec = pinned_release_spec(pin.version, options.sglang_repo)
+    old_spec, pin = old_release_spec(root, options.old, options.new, *keep.pin(root, listed), options.sglang_repo)
 
     def store(kind: str) -> JsonCache:
         return JsonCache(download_cache / kind if options.use_cache else None)
@@ -235,6 +218,35 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
         result.baselined = len(accepted)
     return result
+
+
+def old_release_spec(root: Path, old: str | None, new: str | None, pin: ProjectPin | None,
+                     pin_failure: str = "", sglang_repo: Path | None = None) -> tuple[str, ProjectPin | None]:
+    """The release the bump leaves, and the project's pin: `old` as given, else the pin (the
+    pin before the bump when the pin already names `new`: a bump branch, or after `fix`), as a
+    published release (pinned_release_spec). `pin_failure`: why the pin could not be read (_read_pin)."""
+    if new is None:
+        raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory)")
+    if old is not None:
+        return old, pin
+    if pin_failure:
+        raise UsageError(f"--old not given and the project's SGLang pin could not be read ({pin_failure}); "
+                         "give --old")
+    if pin is None:
+        raise UsageError(f"--old not given and no SGLang pin found in {root} (an exact sglang==X requirement, "
+                         "or an SGLang image tag in a Dockerfile or build script)")
+    if names_the_same_release(pin.version, new):
+        pin, why_not = pin_before_the_bump(root, pin)
+        if pin is None:
+            raise UsageError(f"--old not given and the project's pin already names --new {new} ({why_not}); "
+                             "give --old, the release the bump leaves")
+    return pinned_release_spec(pin.version, sglang_repo), pin
+
+
+def project_old_release(root: Path, old: str | None, new: str | None,
+                        sglang_repo: Path | None = None) -> tuple[str, ProjectPin | None]:
+    """old_release_spec with the project's pin read from its files, as a check reads it."""
+    return old_release_spec(root, old, new, *_read_pin(root), sglang_repo)
 
 
 def _missing_dependencies() -> list[str]:

@@ -12,6 +12,7 @@ around it instead.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -78,3 +79,12 @@ def _is_file(stream: TextIO) -> bool:
         return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
     except (OSError, ValueError, AttributeError):  # a stream without a descriptor (a test's capture)
         return False
+
+
+def unified_text_diff(relpath: str, before: str | None, after: str | None) -> str:
+    """`diff -u` of one file of the project, as git would name it (None: no such file), that
+    `git apply` takes; the names shown printable, but never under ./ (git apply refuses a/./name)."""
+    lines = difflib.unified_diff((before or "").splitlines(keepends=True), (after or "").splitlines(keepends=True),
+                                 fromfile="/dev/null" if before is None else printable(f"a/{relpath}"),
+                                 tofile="/dev/null" if after is None else printable(f"b/{relpath}"))
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)

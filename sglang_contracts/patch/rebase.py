@@ -28,13 +28,13 @@ from sglang_contracts.patch.gitapply import Image, what_changed
 from sglang_contracts.patch.release import find_moved, outside_package_reason, release_relpath, tree_reader
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.gitsafety import safe_git_options
-from sglang_contracts.infra.display import patch_for, printable, printable_lines, printable_path
+from sglang_contracts.infra.display import patch_for, printable, printable_path
 from sglang_contracts.infra.files import read_limited
 from sglang_contracts.infra.markdown import code, code_block, inline, plain
 from sglang_contracts.infra.output import standard_output, write_file, writing
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
 from sglang_contracts.patch.classify import change_of, read_patch
-from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, unsafe_path_reason
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, unsafe_path_reason
 from sglang_contracts.sources.base import Release
 
 CARRIED = "carried"  # applies on B as it is (at an offset)
@@ -268,7 +268,7 @@ class _Rebaser:
         target = file.new_path if file.is_new else file.old_path
         why = "binary patch" if file.binary else "" if target else "no file name"
         why = why or outside_package_reason(file) or git_control_file(file) or _copy_or_mode(file) \
-            or self.unchecked_old(target) or self.unchecked_new(target)
+            or self.unchecked_old(target) or self._unchecked_on_new(file, target)
         if why:
             self.sections.append(("verbatim", _verbatim(self.lines, self.patch, index)))
             return self._every(file, UNCHECKED, f"{why}: carried as it is, not checked", label=self._label(target))
@@ -298,6 +298,15 @@ class _Rebaser:
         if not file.hunks:  # a pure rename
             return self._every(file, CARRIED, "a rename", path=path, label=self._label(path))
         return self._hunks(file, rebased, a_text)
+
+    def _unchecked_on_new(self, file: FilePatch, target: str) -> str:
+        """Why B's file cannot be judged, or "": a file B's wheel lacks that A's shipped has
+        moved or gone (0.5.23 ships 0.5.15.post1's `jit_kernel/csrc/gemm/*.cuh` under
+        `kernels/jit/csrc/gemm/`), and is followed as a Python file is, not carried unchecked."""
+        why = self.unchecked_new(target)
+        if why and not file.is_new and self.read_new(target) is None and self.read_old(target) is not None:
+            return ""
+        return why
 
     def _new_file(self, file: FilePatch, target: str) -> list[Outcome]:
         content = "".join(line for hunk in file.hunks for line in hunk.postimage)
@@ -405,18 +414,22 @@ class _Rebaser:
 
 # -- the new patch, verified ------------------------------------------------------------------
 
-def _tree_of(folder: Path, files: list[RebasedFile], git_dir: Path | None = None) -> Path:
-    """A git repository holding B's copies of `files` (committed), at their patch paths; with
+def release_tree(folder: Path, texts: dict[str, str], git_dir: Path | None = None) -> Path:
+    """A git repository holding `texts` (patch path -> a file of release B), committed; with
     `git_dir`, the repository's own folder is there, out of reach of what the files are."""
     with writing(folder):
         folder.mkdir(parents=True, exist_ok=True)
     git(folder, "init", "-q", git_dir=git_dir, must_succeed=True)
-    for rebased in files:
-        if rebased.before is not None:
-            write_under(folder, rebased.path, rebased.before)
+    for path, text in texts.items():
+        write_under(folder, path, text)
     git(folder, "add", "-A", git_dir=git_dir, must_succeed=True)
     git(folder, "commit", "-q", "--allow-empty", "-m", "release B", git_dir=git_dir, must_succeed=True)
     return folder
+
+
+def _tree_of(folder: Path, files: list[RebasedFile], git_dir: Path | None = None) -> Path:
+    """release_tree of B's copies of `files`, at their patch paths."""
+    return release_tree(folder, {f.path: f.before for f in files if f.before is not None}, git_dir)
 
 
 def _put_after(folder: Path, rebased: RebasedFile, text: str | None) -> None:
@@ -445,17 +458,22 @@ def new_patch_text(rebase: Rebase, scratch: Path) -> str:
     return "".join(parts)
 
 
+def unchecked_excludes(rebase: Rebase) -> list[str]:
+    """`git apply --exclude` of each file patch carried unchecked: both names (git's --exclude
+    matches a rename by its new one); none git cannot be given."""
+    carried = [o.file for o in rebase.outcomes if o.verdict == UNCHECKED]
+    named = {path for file in carried for path in (file.old_path, file.new_path) if path and "\0" not in path}
+    return [f"--exclude={path}" for path in sorted(named)]
+
+
 def verify(rebase: Rebase, scratch: Path) -> tuple[bool, str]:
     """Does `git apply --check` take the new patch on a fresh tree of B, and does every Python
     file it leaves parse? (ok, what was found)."""
     repo = _tree_of(scratch / "fresh", rebase.files, git_dir := scratch / "fresh-repository")
     patch_file = scratch / "new.patch"
     _write(patch_file, rebase.patch_text)
-    carried = [o.file for o in rebase.outcomes if o.verdict == UNCHECKED]
-    unchecked = sorted({file.path for file in carried})
-    # Both names (git's --exclude matches a rename by its new one); none git cannot be given.
-    named = {path for file in carried for path in (file.old_path, file.new_path) if path and "\0" not in path}
-    excluded = [f"--exclude={path}" for path in sorted(named)]
+    unchecked = sorted({o.file.path for o in rebase.outcomes if o.verdict == UNCHECKED})
+    excluded = unchecked_excludes(rebase)
     if rebase.patch_text.strip():
         run = git(repo, "apply", "--check", *excluded, str(patch_file), git_dir=git_dir)
         if run.returncode:
@@ -480,9 +498,10 @@ def verify(rebase: Rebase, scratch: Path) -> tuple[bool, str]:
 
 
 def rebase_patch(patch: PatchFile, patch_text: str, old: Release, new: Release,
-                 skeleton: PatchFile | None = None, tree: Path | None = None) -> Rebase:
+                 skeleton: PatchFile | None = None, tree: Path | None = None, tree_if_left: bool = False) -> Rebase:
     """Rebase `patch` (parsed from `patch_text`, made against `old`) onto `new`, verified; with
-    `tree`, also write B's touched files there as a git repository, rebased, markers in place."""
+    `tree`, also write B's touched files there as a git repository, rebased, markers in place
+    (with `tree_if_left`, only when hunks are left to resolve)."""
     if tree is not None:
         check_tree_folder(tree)
     with tempfile.TemporaryDirectory(prefix="sglang-contracts-rebase-") as scratch:
@@ -492,7 +511,7 @@ def rebase_patch(patch: PatchFile, patch_text: str, old: Release, new: Release,
         rebase = rebaser.run()
         rebase.patch_text = new_patch_text(rebase, scratch_path / "diff")
         rebase.verified, rebase.verification = verify(rebase, scratch_path)
-        if tree is not None:
+        if tree is not None and (not tree_if_left or any(o.verdict in LEFT for o in rebase.outcomes)):
             write_tree(tree, rebase, rebaser)
     return rebase
 
@@ -503,7 +522,8 @@ def check_tree_folder(folder: Path) -> None:
     except OSError as error:
         raise UsageError(f"--tree {folder}: {error.strerror}") from None
     if taken:
-        raise UsageError(f"--tree {folder}: not an empty folder")
+        raise UsageError(f"--tree {folder}: not an empty folder (an earlier run's conflicts? resolve them, or give "
+                         "another --tree)")
 
 
 def write_tree(folder: Path, rebase: Rebase, rebaser: _Rebaser) -> None:
@@ -536,11 +556,14 @@ def summary(rebase: Rebase) -> str:
     return f"{len(rebase.outcomes)} hunks: " + ", ".join(f"{n} {v}" for n, v in counts if n)
 
 
-def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, skeleton_name: str | None) -> str:
+def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, skeleton_name: str | None,
+                depth: int = 1) -> str:
     """The upgrade decision log, in markdown: the patch's paths, headers and lines shown as code,
-    the other text it brings (a verification's error, a line gone) as prose (infra/markdown)."""
+    the other text it brings (a verification's error, a line gone) as prose (infra/markdown).
+    `depth`: the level of its title (a stack's plan holds one per patch, one level down)."""
     old_short, new_short = plain(old.short), plain(new.short)
-    out = [f"# Rebase of {code(patch_name)}: sglang {old_short} -> {new_short}", ""]
+    title, heading, entry = ("#" * (depth + level) for level in range(3))
+    out = [f"{title} Rebase of {code(patch_name)}: sglang {old_short} -> {new_short}", ""]
     if skeleton_name:
         out += [f"Skeleton: {code(skeleton_name)} (class A: the skeleton's hunk; B: the project's extra change on a "
                 "file both patch; C: a file only the project patches).", ""]
@@ -549,7 +572,7 @@ def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, ske
     at = lambda o: f"at {code(f'{o.path}:{o.at}' if o.at is not None else o.path)}"  # noqa: E731  (a new file has no line)
 
     def section(title: str, outcomes: list[Outcome], explain=lambda o: inline(o.detail)) -> None:
-        out.extend([f"## {title} ({len(outcomes)})", ""])
+        out.extend([f"{heading} {title} ({len(outcomes)})", ""])
         for o in outcomes:
             label = f" [{o.label}]" if o.label else ""
             why = explain(o)
@@ -564,18 +587,18 @@ def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, ske
     section("Dropped: already upstream", by(DROPPED))
     section("Ported to moved files", [o for o in rebase.outcomes if o.moved],
             lambda o: f"{code(o.file.path)} -> {code(o.path or '')} ({o.verdict})")
-    out.extend([f"## Conflicts left ({len(by(*LEFT))})", ""])
+    out.extend([f"{heading} Conflicts left ({len(by(*LEFT))})", ""])
     for o in by(*LEFT):
-        out.append(f"### {hunk(o)}: {o.verdict}\n\n{inline(o.detail)}\n")
+        out.append(f"{entry} {hunk(o)}: {o.verdict}\n\n{inline(o.detail)}\n")
         if o.conflict is not None:
             for title, text in zip((f"sglang {old_short}", "patched", f"sglang {new_short}"), o.conflict):
                 block = code_block(text.rstrip("\n")) if text.strip() else "(nothing here: the other two add lines at this place)"
                 out += [f"{title}:", "", block, ""]
     section("Not checked (carried as they were)", by(UNCHECKED))
     if rebase.skeleton_left:
-        out.extend([f"## Skeleton hunks not taken: the project's patch does not make them ({len(rebase.skeleton_left)})", ""])
+        out.extend([f"{heading} Skeleton hunks not taken: the project's patch does not make them ({len(rebase.skeleton_left)})", ""])
         out += [f"- {code(path)} ({code(left.header.split(' @@')[0] + ' @@')})" for path, left in rebase.skeleton_left] + [""]
-    out.extend(["## What only a GPU run can verify", ""])
+    out.extend([f"{heading} What only a GPU run can verify", ""])
     runtime = by(MERGED) + [o for o in rebase.outcomes if o.moved and o.verdict not in LEFT]
     out += [f"- {hunk(o)}: {o.verdict} onto code that changed upstream; does it still do what it did?" for o in runtime]
     out += [f"- {hunk(o)}: dropped as already upstream; does upstream's version behave as the patch's did?"
@@ -587,10 +610,16 @@ def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, ske
 
 # -- the command -----------------------------------------------------------------------------
 
-def _read(path: Path) -> tuple[PatchFile, str]:
-    """The patch and its text; one-line errors for what git would reject whole."""
-    patch = read_patch(path)
-    text = read_limited(path).decode("utf-8", "surrogateescape")
+def read_patch_text(path: Path, text: str | None = None) -> tuple[PatchFile, str]:
+    """The patch and its text (`text`: as an earlier step left the file, not yet written);
+    one-line errors for what git would reject whole."""
+    if text is None:
+        patch = read_patch(path)
+        text = read_limited(path).decode("utf-8", "surrogateescape")
+    else:
+        patch = parse_patch(text)
+        if patch.error is not None:
+            raise UsageError(f"{path}: git apply would reject it: {patch.error[1]}")
     headers = [line for line in text.split("\n") if line.startswith(("diff --git ", "--- ", "+++ ", "@@ "))]
     if headers and all(line.endswith("\r") for line in headers):
         raise UsageError(f"{path}: its lines end in CRLF; git apply compares the carriage returns too and "
@@ -605,8 +634,8 @@ def patch_rebase(args) -> int:
     from sglang_contracts.infra.cache import cache_root
     from sglang_contracts.sources import open_release
 
-    patch, text = _read(args.patch)
-    skeleton = _read(args.skeleton)[0] if args.skeleton else None
+    patch, text = read_patch_text(args.patch)
+    skeleton = read_patch_text(args.skeleton)[0] if args.skeleton else None
     cache = args.cache_dir or cache_root()
     old, new = (open_release(spec, sglang_repo=args.sglang_repo, cache=cache) for spec in (args.old, args.new))
     rebase = rebase_patch(patch, text, old, new, skeleton, args.tree)
@@ -614,11 +643,11 @@ def patch_rebase(args) -> int:
     for outcome in rebase.outcomes:
         if outcome.verdict != CARRIED or outcome.moved:
             print(outcome_line(name, outcome), file=sys.stderr)
-        if outcome.conflict is not None and not args.plan:  # the plan holds them otherwise
-            for title, part in zip((f"sglang {old.short}", "patched", f"sglang {new.short}"), outcome.conflict):
-                print(f"  {printable(title)}:\n" + "".join(f"    {line}\n" for line in printable_lines(part)), end="",
-                      file=sys.stderr)
     print(printable(f"{name}: sglang {old.short} -> {new.short}: {summary(rebase)}"), file=sys.stderr)
+    conflicts = sum(outcome.conflict is not None for outcome in rebase.outcomes)
+    if conflicts and not args.plan:  # their three texts ran to thousands of lines on slime's stack
+        print(printable(f"{name}: the three texts of {conflicts} conflict{'s' * (conflicts != 1)} are in the plan: "
+                        "give --plan PLAN.md (or --tree DIR for the files with git's markers)"), file=sys.stderr)
     if args.plan:
         _write(args.plan, render_plan(rebase, name, old, new, args.skeleton and printable_path(str(args.skeleton))))
     if not rebase.verified:

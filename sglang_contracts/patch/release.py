@@ -89,24 +89,40 @@ def _exists(tree: ReleaseTree, relpath: str) -> bool:
         return True  # there, though it cannot be read
 
 
+def member_text(tree: ReleaseTree, relpath: str) -> str | None:
+    """A file of the release whatever its kind (a wheel reads its `.cuh` members as empty
+    otherwise: read_member), or None when it is not there or cannot be read."""
+    try:
+        data = tree.read_member(relpath)
+    except Unreadable:
+        return None
+    return None if data is None else data.decode("utf-8", "surrogateescape")
+
+
 def find_moved(file: FilePatch, new: ReleaseTree, old: ReleaseTree | None) -> str | None:
     """The likely new home of a patched file the new release no longer has: the file added by the
-    bump (or any file, without an old release) holding most of the patch's preimage lines."""
+    bump (or any file, without an old release) with the old release's content unchanged, else
+    the one holding most of the patch's preimage lines (the same name first, on a tie)."""
     wanted = _significant([line for hunk in file.hunks for line in hunk.preimage])
     relpath = release_relpath(file.old_path)
     if not wanted or relpath is None:
         return None
     suffix = relpath.rsplit(".", 1)[-1]
+    name = relpath.rsplit("/", 1)[-1]
     candidates = [p for p in new.iter_files(PACKAGE) if p.endswith("." + suffix)]
+    was = None
     if old is not None:
         candidates = [p for p in candidates if not _exists(old, p)]
-    best, best_score = None, 0
+        was = member_text(old, relpath)
+    best, best_score = None, (0, False)
     for candidate in candidates:
-        text = new.readable_text(candidate) or ""
-        score = len(wanted & _significant(text.splitlines()))
+        text = member_text(new, candidate) or ""
+        if was is not None and text == was:
+            return candidate
+        score = (len(wanted & _significant(text.splitlines())), candidate.rsplit("/", 1)[-1] == name)
         if score > best_score:
             best, best_score = candidate, score
-    return best if best is not None and best_score * 2 >= len(wanted) else None
+    return best if best is not None and best_score[0] * 2 >= len(wanted) else None
 
 
 class PatchedTree(ReleaseTree):

@@ -38,6 +38,7 @@ class Stack:
 
     source: str  # where the order comes from: `docker/Dockerfile:138`, `patch-files`, `name order`
     patches: list[str] = field(default_factory=list)  # project-relative paths
+    three_way: bool = False  # applied with `git apply --3way` (slime's Dockerfile before 0.5.15.post1)
 
 
 @dataclass
@@ -210,6 +211,7 @@ def _stack_of(path: Path, text: str, root: Path, patch_paths: set[str], is_docke
                             if not stack.patches:
                                 stack.source = f"{relpath}:{number}"
                             stack.patches.append(found)
+                            stack.three_way |= command[:2] == ["git", "apply"] and bool({"--3way", "-3"} & set(command))
     return stack
 
 

@@ -102,8 +102,9 @@ def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: li
     lines += _cut(_bullets(result, others, shown is not None), shown, others, result.new.release.short)
     if by_patch:
         old, new = result.old.release.short, result.new.release.short
-        lines += ["", f"Rebase each onto {plain(new)}, the hunks' texts and the decisions in its plan: "
-                  f"{code(f'sglang-contracts patch rebase PATCH --old {old} --new {new} --plan PLAN.md')}"]
+        lines += ["", f"Rebase the stack onto {plain(new)}, each patch on the ones before it, into its new folder, "
+                  f"the decisions in the plan: {code(f'sglang-contracts patch rebase --old {old} --new {new}')} "
+                  f"(one patch: {code(f'sglang-contracts patch rebase PATCH --old {old} --new {new} --plan PLAN.md')})"]
     return lines + [""]
 
 

@@ -236,6 +236,7 @@ def test_markdown_bump_section(check):
     patches = by_heading["Patch files: 2 errors"]
     assert (f"- `{IN_REPOSITORY}docker/patch/v0.9.0/sglang.patch`: 1 hunk no longer applies (SGC901), "
             "1 hunk is already upstream (SGC902)") in patches
+    assert "`sglang-contracts patch rebase --old 0.9.0 --new 0.9.1`" in patches  # the stack
     assert "`sglang-contracts patch rebase PATCH --old 0.9.0 --new 0.9.1 --plan PLAN.md`" in patches
     imports = by_heading["Imports: 6 errors, 3 warnings"]
     # One bullet per distinct break, with all the places it occurs; errors before warnings.

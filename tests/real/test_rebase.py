@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitcheck import git_applies_whole, materialise
+from tests.gitcheck import edit_at_anchors, git_applies_whole, materialise
 from sglang_contracts.patch.rebase import CARRIED, CONFLICT, DROPPED, MERGED, SKELETON, rebase_patch
 from sglang_contracts.patch.patchfile import parse_patch
 from sglang_contracts.sources import open_release
@@ -50,12 +50,7 @@ def make_patch(tree, edits, folder: Path) -> str:
     git = lambda *args: subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)  # noqa: E731
     git("add", "-A")
     git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "release")
-    for path, anchor, edit in edits:
-        file = repo / "python" / path
-        lines = file.read_text().splitlines(keepends=True)
-        (index,) = [i for i, line in enumerate(lines) if re.match(anchor, line.rstrip("\n"))]
-        lines[index] = edit(lines[index])
-        file.write_text("".join(lines))
+    edit_at_anchors(repo, edits)
     return git("diff").stdout
 
 

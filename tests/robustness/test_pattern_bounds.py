@@ -40,6 +40,7 @@ import sglang_contracts
 from sglang_contracts.check import incremental
 from sglang_contracts.contracts import commandline as commandline_contracts
 from sglang_contracts.infra.shell import UNSET, expand
+from sglang_contracts.patch import stack_rebase
 from sglang_contracts.project import commandline as commandline_project
 from tests.helpers import write_tree as write
 from tests.robustness.bump import OK_FINDING, cli
@@ -56,6 +57,7 @@ BUILT: dict[tuple[str, str], Callable[[], re.Pattern]] = {
     ("sglang_contracts.check.incremental", "_attribute_chains"): lambda: incremental._attribute_chains(["np", "torch"]),
     ("sglang_contracts.contracts.commandline", "_mention_pattern"): lambda: commandline_contracts._mention_pattern("tp_size"),
     ("sglang_contracts.project.commandline", "_flag_pattern"): lambda: commandline_project._flag_pattern("--tool-"),
+    ("sglang_contracts.patch.stack_rebase", "folder_pattern"): lambda: stack_rebase.folder_pattern("v0.5.14"),
 }
 # Functions that build a pattern no project text is searched with.
 NOT_PROJECT_TEXT = {

@@ -1,0 +1,107 @@
+"""`bump`: the safe fixes, the live stack rebased into its new folder, the plan and the PR body,
+a last check; `--dry-run` is all of it as one diff, and writes nothing."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from stack_project import DELTA_UPSTREAM, KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, SCHED_B, project, release
+from sglang_contracts.cli import main
+
+HELPER = "def helper(x):\n    return x\n"
+
+
+@pytest.fixture
+def releases(tmp_path: Path) -> tuple[Path, Path]:
+    """The stack's releases, and a helper B moved to another module (a safe fix of the import)."""
+    return (release(tmp_path / "A", "0.5.1", {"sglang/srt/sched.py": SCHED_A, OLD_KERNEL: KERNEL,
+                                              "sglang/srt/utils.py": HELPER}),
+            release(tmp_path / "B", "0.5.2", {"sglang/srt/sched.py": SCHED_B.replace(*DELTA_UPSTREAM), NEW_KERNEL: KERNEL,
+                                              "sglang/srt/utils.py": "OTHER = 1\n", "sglang/srt/helpers.py": HELPER}))
+
+
+def bump_project(tmp_path: Path, settings: str = "", folder: str = "v0.5.1") -> Path:
+    """The stack's project, its first patch making B's change of delta too, and a module
+    importing the helper B moved."""
+    root = project(tmp_path, folder, upstream=True)
+    (root / "app.py").write_text("from sglang.srt.utils import helper\nfrom sglang.srt.sched import alpha\n\n"
+                                 "print(helper(alpha(1)))\n")
+    if settings:
+        (root / "pyproject.toml").write_text(f'[project]\nname = "p"\n\n[tool.sglang-contracts]\n{settings}')
+    git = lambda *args: subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "before the bump")
+    return root
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    """Every file of the project but git's and the conflicts' trees (repositories of their own)."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and ".git" not in p.relative_to(root).parts and "-conflicts" not in p.as_posix()}
+
+
+def bump(root: Path, releases, monkeypatch, *extra: str) -> int:
+    monkeypatch.chdir(root)
+    return main(["bump", "--old", str(releases[0]), "--new", str(releases[1]), "--cache-dir", str(root.parent / "cache"),
+                 *extra])
+
+
+def test_bump_fixes_rebases_and_writes_the_plan_and_the_pr_body(releases, tmp_path: Path, monkeypatch, capsys) -> None:
+    root = bump_project(tmp_path)
+    assert bump(root, releases, monkeypatch) == 1  # a conflict is left to resolve
+    err = capsys.readouterr().err
+    assert (root / "app.py").read_text().startswith("from sglang.srt.helpers import helper\n")  # the safe fix
+    assert "ARG PATCH_VERSION=v0.5.2\n" in (root / "docker/Dockerfile").read_text()
+    assert sorted(p.name for p in (root / "docker/patch/v0.5.2").iterdir()) == ["sglang-first.patch", "sglang-second.patch"]
+    plan = (root / "docs/draft/sglang-0.5.2-upgrade-plan.md").read_text()
+    body = (root / "docs/draft/sglang-0.5.2-pr-body.md").read_text()
+    assert plan.startswith("# Rebase of the patch stack `docker/patch/v0.5.1/`: sglang 0.5.1 -> 0.5.2")
+    assert body.startswith("## What the bump did\n") and "## SGLang contracts: 0.5.1 → 0.5.2" in body
+    assert "1 of " in body and "`app.py`" in body and "written to `docker/patch/v0.5.2/`; verified" in body
+    assert "- [ ] Resolve 1 hunk of `sglang-first.patch` left in conflict" in body
+    # the last check reads the new stack: the old folder's patches are no finding of it
+    assert "docker/patch/v0.5.1/sglang-first.patch" not in body.split("## SGLang contracts")[1]
+    assert "verified: the 2 new patches apply in order" in err
+    app = (root / "app.py").read_text()
+    subprocess.run(["git", "checkout", "--", "app.py"], cwd=root, check=True)
+    assert bump(root, releases, monkeypatch) == 2  # the first bump's conflicts are kept, and nothing is fixed
+    assert "not an empty folder" in capsys.readouterr().err and (root / "app.py").read_text() != app
+
+
+@pytest.mark.parametrize("folder", ["v0.5.1", "latest"])  # in latest/, `fix` drops the upstream hunk first
+def test_dry_run_is_the_same_change_as_one_diff_and_writes_nothing(releases, tmp_path: Path, monkeypatch,
+                                                                  capsys, folder: str) -> None:
+    dry, real = (bump_project(tmp_path / side, folder=folder) for side in ("dry", "real"))
+    before = files_of(dry)
+    assert bump(dry, releases, monkeypatch, "--dry-run") == 1
+    diff = capsys.readouterr().out
+    assert files_of(dry) == before and not (dry / "docs").exists()
+    assert "+from sglang.srt.helpers import helper" in diff
+    assert ("-ARG PATCH_VERSION=v0.5.1\n+ARG PATCH_VERSION=v0.5.2\n" in diff) == (folder == "v0.5.1")
+    bump(real, releases, monkeypatch)
+    # the diff, applied by git, makes the files the bump writes (here the last check finds what
+    # the fixes leave, so the PR body is the same too)
+    (tmp_path / "dry.diff").write_text(diff)
+    subprocess.run(["git", "apply", str(tmp_path / "dry.diff")], cwd=dry, check=True, capture_output=True)
+    assert files_of(real) == files_of(dry)
+
+
+def test_the_plan_and_body_go_where_the_settings_say(releases, tmp_path: Path, monkeypatch) -> None:
+    root = bump_project(tmp_path, 'upgrade-plan = "notes/plan-{new}.md"\npr-body = "notes/body.md"\n')
+    bump(root, releases, monkeypatch)
+    assert (root / "notes/plan-0.5.2.md").is_file() and (root / "notes/body.md").is_file()
+    bump(root, releases, monkeypatch, "--pr-body", str(tmp_path / "elsewhere.md"), "--tree", str(tmp_path / "trees"))
+    assert (tmp_path / "elsewhere.md").read_text().startswith("## What the bump did")
+
+
+def test_a_project_without_a_patch_stack_gets_the_fixes_and_the_body(releases, tmp_path: Path, monkeypatch) -> None:
+    root = bump_project(tmp_path)
+    subprocess.run(["git", "rm", "-rqf", "docker"], cwd=root, check=True)
+    bump(root, releases, monkeypatch)
+    body = (root / "docs/draft/sglang-0.5.2-pr-body.md").read_text()
+    assert "- no patch stack against SGLang to rebase" in body and "`app.py`" in body
+    assert not (root / "docs/draft/sglang-0.5.2-upgrade-plan.md").exists()
