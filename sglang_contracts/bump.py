@@ -1,6 +1,6 @@
 """`sglang-contracts bump --new B`: the bump's mechanical part in one command.
 
-Each step is the code of its own command, run once: the safe fixes (`fix`: fix/engine.py), the
+Each step is the code of its own command, run once: the safe fixes (`fix`: check/fixes.py), the
 live patch stack rebased into its new folder (`patch rebase`: patch/stack_rebase.py), the plan
 written, then a last `check`, whose markdown report (`check --format markdown`) is the pull
 request's body below what the bump did, its findings the checklist. With `dry_run` nothing is
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
-from sglang_contracts.fix.engine import FixReport, run_fix
+from sglang_contracts.check.fixes import FixReport, run_fix
 from sglang_contracts.infra.cache import cache_root
 from sglang_contracts.infra.display import unified_text_diff
 from sglang_contracts.infra.markdown import code, inline, plain

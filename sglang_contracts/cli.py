@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, NoReturn, TypeVar
 
 from sglang_contracts import __version__
 from sglang_contracts.infra.display import patch_for, printable
-from sglang_contracts.infra.errors import ContractsError
+from sglang_contracts.infra.errors import ContractsError, UsageError
 from sglang_contracts.infra.output import (blocking_standard_streams, discard_standard_output, standard_output,
                                            usable_standard_streams, WholeWrites)
 from sglang_contracts.infra.process_exit import exit_without_teardown
@@ -171,7 +171,7 @@ def _index_location(given: str) -> str:
 
 def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
     """The command line over the configuration file over the defaults."""
-    from sglang_contracts.config import Overrides, resolve_options
+    from sglang_contracts.check.options import Overrides, resolve_options
 
     return resolve_options(args.paths, Overrides(
         old=args.old, new=args.new, sglang_repo=args.sglang_repo, config=args.config, select=args.select,

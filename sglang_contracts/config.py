@@ -3,7 +3,8 @@
 Every key is checked: an unknown key, or a value of the wrong type, is an error that names
 it. Relative paths are relative to the configuration file's folder. What a run is given
 (the command line's flags, a language client's settings) wins over the file:
-resolve_options merges the two, for the command line, the daemon and the language server alike.
+check/options.py resolve_options merges the two, for the command line, the daemon and the
+language server alike.
 """
 
 from __future__ import annotations
@@ -14,14 +15,11 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_text_limited
 from sglang_contracts.infra.tomltext import parse_toml
-
-if TYPE_CHECKING:
-    from sglang_contracts.check.runner import CheckOptions
 
 TABLE = "sglang-contracts"
 SEVERITY_VALUES = ("error", "warning", "info")
@@ -262,60 +260,3 @@ def with_source(spec: str | None, source: str | None) -> str | None:
         return spec  # said explicitly
     return f"{SOURCES[source]}:{spec}"
 
-
-@dataclass(frozen=True)
-class Overrides:
-    """What a run is given over the configuration file: None leaves the file's value (or the
-    default). The command line's flags (cli.py), a language client's settings (lsp/server.py)."""
-
-    old: str | None = None
-    new: str | None = None
-    sglang_repo: Path | None = None
-    config: Path | None = None  # the configuration file, in place of the project's pyproject.toml
-    select: list[str] | None = None
-    ignore: list[str] | None = None
-    report_unresolved: bool | None = None
-    report_unused_noqa: bool | None = None
-    baseline: Path | None = None
-    writes_baseline: bool = False  # `--write-baseline`: every finding is recorded, none accepted
-    package_index: str | None = None
-    cache_dir: Path | None = None
-    use_cache: bool = True
-
-
-def _first(*values: Any) -> Any:
-    return next((value for value in values if value is not None), None)
-
-
-def resolve_options(paths: list[Path], overrides: Overrides) -> tuple[list[Path], CheckOptions]:
-    """The paths to check and the run's options: `overrides` over the configuration file over
-    the defaults. No path given: the configuration's `paths`."""
-    from sglang_contracts.check.runner import CheckOptions
-    from sglang_contracts.infra.roots import project_root_for
-
-    for flag, given in (("--old", overrides.old), ("--new", overrides.new)):
-        if given is not None and not given.strip():  # as a path, '' would be the current directory
-            raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
-    config = find_config(project_root_for(paths), overrides.config)
-    paths = paths or [config.folder / p for p in config.get("paths", [])]
-    source = config.get("source")
-    index = {"package-index": overrides.package_index} if overrides.package_index else {}
-    options = CheckOptions(
-        old=with_source(_first(overrides.old, config.release_spec("old")), source),
-        new=with_source(_first(overrides.new, config.release_spec("new")), source),
-        sglang_repo=_first(overrides.sglang_repo, config.path_value("sglang-repo")),
-        select=_first(overrides.select, config.get("select"), ["SGC"]),
-        ignore=_first(overrides.ignore, config.get("ignore"), []),
-        report_unresolved=bool(_first(overrides.report_unresolved, config.get("report-unresolved"))),
-        report_unused_noqa=bool(_first(overrides.report_unused_noqa, config.get("report-unused-noqa"))),
-        cache_dir=overrides.cache_dir, use_cache=overrides.use_cache, replay=True,
-        exclude=config.get("exclude", []),
-        per_file_ignores=config.get("per-file-ignores", {}),
-        severity=config.get("severity", {}),
-        baseline=None if overrides.writes_baseline else _first(overrides.baseline, config.path_value("baseline")),
-        settings={**config.settings(), **index},
-    )
-    if options.new is None:
-        raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory), "
-                         "on the command line or as `new` in [tool.sglang-contracts]")
-    return paths, options

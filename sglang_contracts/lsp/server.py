@@ -25,7 +25,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from sglang_contracts import __version__
-from sglang_contracts.config import Overrides, resolve_options
+from sglang_contracts.check.options import Overrides, resolve_options
 from sglang_contracts.infra.cache import remember_records
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.errors import ContractsError

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from gitcheck import materialise
+from tests.gitcheck import materialise
 
 FUNCTION = "    a = x + 1\n    b = a * 2\n    c = b - 3\n    d = c * 4\n    e = d + 5\n    f = e - 6\n    return f\n\n\n"
 SCHED_A = "import os\n\n\n" + "".join(f"def {name}(x):\n{FUNCTION}" for name in ("alpha", "beta", "gamma", "delta"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stack_project import DELTA_UPSTREAM, KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, SCHED_B, project, release
+from tests.patch.stack_project import DELTA_UPSTREAM, KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, SCHED_B, project, release
 from sglang_contracts.cli import main
 
 HELPER = "def helper(x):\n    return x\n"

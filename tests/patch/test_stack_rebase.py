@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gitcheck import applies_in_order
-from stack_project import KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, SCHED_B, git_diff, project, release
+from tests.gitcheck import applies_in_order
+from tests.patch.stack_project import KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, SCHED_B, git_diff, project, release
 from sglang_contracts.cli import main
 from sglang_contracts.patch.rebase import CARRIED, CONFLICT, NOT_ON_OLD, SKELETON, UNCHECKED, rebase_patch
 from sglang_contracts.patch.patchfile import parse_patch

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from gitcheck import applies_in_order, edit_at_anchors, materialise
+from tests.gitcheck import applies_in_order, edit_at_anchors, materialise
 from sglang_contracts.patch.rebase import CARRIED, LEFT
 from sglang_contracts.patch.stack_rebase import rebase_live_stack, write_edits
 from sglang_contracts.sources import open_release
+
+pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
 SCHEDULER = "sglang/srt/managers/scheduler.py"
 GATING = "sglang/kernels/ops/attention/fla/fused_gdn_gating.py"
