@@ -10,11 +10,14 @@ positions after a `*args` are not counted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.resolve import resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.migrations.edits import verdict
+from sglang_contracts.migrations.learn import Migrations
+from sglang_contracts.migrations.sites import ProjectSites
 from sglang_contracts.project.facts import ArgFact, CallFact, FileFacts, Position
 from sglang_contracts.upstream.model import Signature
 
@@ -163,6 +166,62 @@ def call_breaks(ctx: CheckContext) -> list[CallBreak]:
     return ctx.shared("calls", _analyse_calls)
 
 
+def upstream_migrations(ctx: CheckContext) -> Migrations:
+    """What upstream's own code did with the APIs the bump changed (migrations/)."""
+    return ctx.of_releases("migrations", lambda c: Migrations(c.old, c.new))
+
+
+def project_sites(ctx: CheckContext) -> ProjectSites:
+    return ctx.shared("project-sites", lambda c: ProjectSites(c.project.texts))
+
+
+def _migration(ctx: CheckContext, item: CallBreak) -> dict[str, Any]:
+    """What upstream did with its own calls of the callee that passed the keyword, for the
+    message (`migration`) and the fix (`migrated`, `fix_safety`; `unmigrated`: why not)."""
+    variants = upstream_migrations(ctx).calls(item.old.owner, item.new.owner)
+    use = project_sites(ctx).use(item.facts, item.call.position.line, item.call.position.col, item.call.scope) \
+        if variants else None
+    found = verdict(variants, item.problem.detail, use, "calls") if use is not None else None
+    if found is None:
+        return {}
+    fields: dict[str, Any] = {"migration": f"; {found.message}"}
+    plan = found.data()
+    why = found.why or (_unbindable(ctx, item, plan) if plan else "")
+    if plan and not why:
+        fields.update(migrated=plan, fix_safety=found.safety,
+                      call_at=[item.call.position.line, item.call.position.col])
+    else:
+        fields["unmigrated"] = why
+    return fields
+
+
+def _unbindable(ctx: CheckContext, item: CallBreak, plan: dict[str, Any]) -> str:
+    """Why the call rewritten as planned would not do, or "": only keywords are rewritten, the
+    result must bind to the new signature, and a name it needs must not mean something else here."""
+    written = [slot for slot, _ in plan["write"]]
+    if not all(slot.isidentifier() for slot in [*plan["remove"], *written]):
+        return "upstream's edit rewrote positional or unpacked arguments too"
+    kept = tuple(arg for arg in item.call.args if not (arg.kind == "kw" and arg.name in plan["remove"]))
+    if any(arg.kind == "kw" and arg.name in written for arg in kept):
+        return f"the call already passes {', '.join(written)}"
+    rewritten = kept + tuple(ArgFact("kw", slot, item.call.position) for slot in written)
+    if bind(item.new, rewritten).problems:
+        return "the call rewritten so would not bind to the new signature"
+    bindings = item.facts.bindings()
+    for name, path in plan["imports"]:
+        if name not in bindings:
+            if path.rpartition(".")[2] != name or "." not in path:
+                return f"upstream's new code needs {name} bound as {path}"
+        elif bindings[name] != path and not _same_object(ctx, bindings[name], path):
+            return f"{name} means something else in this file"
+    return ""
+
+
+def _same_object(ctx: CheckContext, one: str, other: str) -> bool:
+    first, second = ctx.new.resolve_path(one), ctx.new.resolve_path(other)
+    return first.found and second.found and first.origin == second.origin
+
+
 def _fields(item: CallBreak, old_version: str) -> dict[str, str]:
     """What changed upstream for this call, in the words each rule's message uses."""
     name = item.problem.detail
@@ -187,13 +246,28 @@ def renamed_in_place(item: CallBreak, name: str) -> str | None:
 
 
 @fixes("SGC201")
-def rename_keyword(diagnostic: Diagnostic, workspace) -> bool:
-    """Pass the keyword under its new name, where the new release renamed it in place."""
+def rewrite_call(diagnostic: Diagnostic, workspace) -> bool:
+    """Rewrite the call's arguments as upstream rewrote its own calls (the finding's plan:
+    migrations/), else pass the keyword under its new name where the new release renamed it
+    in place."""
     import libcst
     from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
 
+    plan = diagnostic.data.get("migrated")
+    if plan:
+        document = workspace.document(diagnostic.path)
+        if not document.python:
+            return False
+        for name, path in plan["imports"]:
+            module, _, leaf = path.rpartition(".")
+            if leaf == name and module:
+                document.names_needed.add((module, name))
+        return python_edits.rewrite_arguments(document, *diagnostic.data["call_at"], diagnostic.data["name"],
+                                              set(plan["remove"]), [tuple(pair) for pair in plan["write"]])
+    why = diagnostic.data.get("unmigrated")
     return python_edits.rename_at(diagnostic, workspace, (libcst.Arg,),
                                   lambda arg, new: arg.with_changes(keyword=libcst.Name(new)),
+                                  f"{why}; port the call by hand" if why else
                                   "the new release removed the keyword, it did not rename it in place: port the call by hand")
 
 
@@ -204,8 +278,9 @@ def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> I
         position = item.problem.position or item.call.position
         # A parameter's own qualified name, so two findings on one call stay distinct.
         symbol = item.new.owner if item.problem.code == "SGC203" else f"{item.new.owner}.{item.problem.detail}"
+        migration = _migration(ctx, item) if code == "SGC201" else {}
         yield finding(code, item.facts, position, symbol, callee=_display(item.new.owner),
-                      old=ctx.old_version, new=ctx.new_version, **_fields(item, ctx.old_version))
+                      old=ctx.old_version, new=ctx.new_version, **_fields(item, ctx.old_version), **migration)
 
 
 def _signature_text(signature: Signature) -> str:

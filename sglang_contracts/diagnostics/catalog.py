@@ -103,6 +103,9 @@ class FixExample:
     new: dict[str, str]
     before: dict[str, str]
     after: dict[str, str]
+    # run with --unsafe-fixes or not; None: as the rule's fix is declared. An example whose
+    # `after` is its `before` shows a fix refused (it says why).
+    unsafe_fixes: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,9 @@ class Rule:
     unresolved_message: str | None = None
     fix: str | None = None  # "safe" or "unsafe" when the rule can rewrite the project
     fix_description: str = ""
+    # When one finding's fix of a rule whose fix is unsafe is safe: the finding says so itself
+    # (`fix_safety` in its data), as upstream's own examples decide (migrations/).
+    fix_safe_when: str = ""
     fix_examples: tuple[FixExample, ...] = ()
     # Values of message fields a check passes only when it says something else (the wording of
     # a warning that could not be verified beside the rule's error): `message_defaults` in TOML.
@@ -173,9 +179,10 @@ def _load_rule(path: Path) -> Rule:
             message_defaults=data.get("message_defaults", {}),
             fix=data.get("fix"),
             fix_description=data.get("fix_description", "").strip(),
+            fix_safe_when=data.get("fix_safe_when", "").strip(),
             fix_examples=tuple(
                 FixExample(title=raw["title"], old=raw.get("old", {}), new=raw.get("new", {}),
-                           before=raw["before"], after=raw["after"])
+                           before=raw["before"], after=raw["after"], unsafe_fixes=raw.get("unsafe_fixes"))
                 for raw in data.get("fix_examples", [])
             ),
         )
@@ -188,6 +195,8 @@ def _load_rule(path: Path) -> Rule:
                              f" ({', '.join(s.family for s in SURFACES.values())}) the code is in")
     if rule.fix is not None and (rule.fix not in FIX_SAFETIES or not rule.fix_description):
         raise ContractsError(f"{path}: fix must be \"safe\" or \"unsafe\", with a fix_description")
+    if rule.fix_safe_when and rule.fix != "unsafe":
+        raise ContractsError(f"{path}: fix_safe_when belongs to a rule whose fix is unsafe")
     return rule
 
 
@@ -211,6 +220,8 @@ def explanation(code: str) -> str:
            f"Message: {entry.message}\nReference: {entry.reference}"]
     if entry.fix:
         out.append(f"\nFix ({entry.fix}{', with --unsafe-fixes' * (entry.fix == 'unsafe')}): {entry.fix_description}")
+    if entry.fix_safe_when:
+        out.append(f"Safe, without --unsafe-fixes, when: {entry.fix_safe_when}")
     for example in entry.examples:
         out.append(f"\nExample: {example.title}" + (" (the pin alone: --old X --new X)" if example.pin_alone else ""))
         releases = (("sglang", example.old),) if example.pin_alone else (("old sglang", example.old), ("new sglang", example.new))

@@ -13,7 +13,7 @@ import sglang_contracts.contracts  # noqa: F401  (registers every fix beside its
 from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.fix.document import Document, NotRewritable, read_only, write_atomically
-from sglang_contracts.fix.python import ensure_import
+from sglang_contracts.fix.python import ensure_import, ensure_name_import
 from sglang_contracts.infra.display import printable, printable_path
 from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
 
@@ -49,6 +49,8 @@ class Workspace:
         for document in self.documents.values():
             for module in sorted(document.imports_needed):
                 ensure_import(document, module)
+            for module, name in sorted(document.names_needed):
+                ensure_name_import(document, module, name)
 
     def path_of(self, relpath: str) -> Path:
         path = (self.root / relpath).resolve()
@@ -77,10 +79,18 @@ class FixReport:
     last: CheckResult | None = None
 
 
+def fix_safety(diagnostic: Diagnostic) -> str | None:
+    """"safe" or "unsafe": the rule's, or the finding's own where its rule lets a finding
+    say (fix_safe_when: a rewrite upstream's examples make certain); None: no fix."""
+    entry = rule(diagnostic.code)
+    said = diagnostic.data.get("fix_safety")
+    return said if entry.fix_safe_when and said in ("safe", "unsafe") else entry.fix
+
+
 def can_fix(diagnostic: Diagnostic, unsafe: bool) -> bool:
     if diagnostic.code not in FIXES or diagnostic.severity == "info":  # info: broken before the bump
         return False
-    return rule(diagnostic.code).fix == "safe" or unsafe
+    return fix_safety(diagnostic) == "safe" or unsafe
 
 
 def apply_fixes(result: CheckResult, unsafe: bool,
@@ -219,5 +229,5 @@ def lsp_fixes(result: CheckResult, relpath: str, text: str, data: dict) -> list[
     if any(other.changed for path, other in workspace.documents.items() if path != relpath) or not document.changed:
         return []
     entry = rule(diagnostic.code)
-    kind = "" if entry.fix == "safe" else " (unsafe: review it)"
+    kind = "" if fix_safety(diagnostic) == "safe" else " (unsafe: review it)"
     return [(f"Fix {diagnostic.code} ({entry.name}){kind}", document.text)]

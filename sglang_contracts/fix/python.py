@@ -164,21 +164,37 @@ def replace_attribute(document: Document, line: int, col: int, replacement: str)
 
 def ensure_import(document: Document, module_name: str) -> None:
     """`import module_name` at module level, after the last top-level import, unless the file has it."""
+    _ensure(document, f"import {module_name}\n", lambda small: isinstance(small, libcst.Import) and any(
+        dotted_text(alias.name) == module_name and alias.asname is None for alias in small.names))
+
+
+def ensure_name_import(document: Document, module_name: str, name: str) -> None:
+    """`from module_name import name` at module level, after the last top-level import, unless
+    the file has it."""
+    _ensure(document, f"from {module_name} import {name}\n", lambda small: _imports_name_from(small, module_name, name))
+
+
+def _imports_name_from(small: libcst.CSTNode, source: str, name: str) -> bool:
+    return (isinstance(small, libcst.ImportFrom) and small.module is not None and not small.relative
+            and dotted_text(small.module) == source and not isinstance(small.names, libcst.ImportStar)
+            and any(a.asname is None and dotted_text(a.name) == name for a in small.names))
+
+
+def _ensure(document: Document, statement: str, present) -> None:
+    """`statement` after the last top-level import, unless one of them is `present`."""
     module = document.module
     last = -1
     for index, statement in enumerate(module.body):
         if not isinstance(statement, libcst.SimpleStatementLine):
             continue
         for small in statement.body:
-            if isinstance(small, libcst.Import):
+            if isinstance(small, (libcst.Import, libcst.ImportFrom)):
                 last = index
-                if any(dotted_text(alias.name) == module_name and alias.asname is None for alias in small.names):
+                if present(small):
                     return
-            elif isinstance(small, libcst.ImportFrom):
-                last = index
     if last == -1 and module.body and _is_docstring(module.body[0]):
         last = 0
-    added = libcst.parse_statement(f"import {module_name}\n")
+    added = libcst.parse_statement(statement)
     body = list(module.body)
     body.insert(last + 1, added)
     document.module = module.with_changes(body=body)
@@ -228,14 +244,8 @@ def plain_value(value: str, document: Document) -> str | None:
 
 
 def _imports_name(module: libcst.Module, source: str, name: str) -> bool:
-    for statement in module.body:
-        if isinstance(statement, libcst.SimpleStatementLine):
-            for small in statement.body:
-                if (isinstance(small, libcst.ImportFrom) and small.module is not None
-                        and dotted_text(small.module) == source and not isinstance(small.names, libcst.ImportStar)
-                        and any(a.asname is None and dotted_text(a.name) == name for a in small.names)):
-                    return True
-    return False
+    return any(_imports_name_from(small, source, name) for statement in module.body
+               if isinstance(statement, libcst.SimpleStatementLine) for small in statement.body)
 
 
 def _self_assignment(statement: libcst.CSTNode) -> bool:
@@ -346,3 +356,51 @@ class _AddParameters(libcst.CSTTransformer):
 
 def add_parameters(document: Document, line: int, col: int, method: str, added: list[tuple[str, str, str]]) -> bool:
     return transform(document, _AddParameters(line, col - 1, method, added))
+
+
+class _RewriteArguments(libcst.CSTTransformer):
+    """The call whose callee's last name is at line:column: the keyword arguments `remove`
+    dropped, and `write` ((keyword, expression text) pairs) put where the first of them was,
+    in its formatting. `already`: the call was rewritten so before (a sibling finding's fix)."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, keyword: str, remove: set[str], write: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.target, self.keyword, self.remove, self.write = (line, column), keyword, remove, write
+        self.done = self.already = False
+
+    def leave_Call(self, original: libcst.Call, updated: libcst.Call):
+        func = original.func
+        name = func.attr if isinstance(func, libcst.Attribute) else func
+        start = self.get_metadata(PositionProvider, name).start
+        if self.done or (start.line, start.column) != self.target:
+            return updated
+        self.done = True
+        keywords = [arg.keyword.value if arg.keyword is not None else None for arg in updated.args]
+        if self.keyword not in keywords:
+            self.already = not self.remove & set(keywords) and all(slot in keywords for slot, _ in self.write)
+            return updated
+        dropped = [index for index, keyword in enumerate(keywords) if keyword in self.remove]
+        arguments = []
+        for index, argument in enumerate(updated.args):
+            if index == dropped[0]:
+                for number, (slot, text) in enumerate(self.write):
+                    comma = argument.comma
+                    if number < len(self.write) - 1 and not isinstance(comma, libcst.Comma):
+                        comma = libcst.Comma(whitespace_after=libcst.SimpleWhitespace(" "))
+                    arguments.append(argument.with_changes(keyword=libcst.Name(slot), value=libcst.parse_expression(text),
+                                                           comma=comma))
+            elif index not in dropped:
+                arguments.append(argument)
+        if arguments and dropped[-1] == len(updated.args) - 1 and (not self.write or dropped[0] != dropped[-1]):
+            arguments[-1] = arguments[-1].with_changes(comma=updated.args[-1].comma)  # the line's end before `)`
+        return updated.with_changes(args=arguments)
+
+
+def rewrite_arguments(document: Document, line: int, col: int, keyword: str, remove: set[str],
+                      write: list[tuple[str, str]]) -> bool:
+    """Rewrite the arguments of the call whose callee is named at 1-based line:col, where it
+    passes `keyword`; True also when a fix of the same call's other finding did it already."""
+    transformer = _RewriteArguments(line, col - 1, keyword, remove, write)
+    return transform(document, transformer) or transformer.already

@@ -1,0 +1,162 @@
+"""What upstream's own code did, between two releases, with an API a finding is about: its
+uses in the old release (by resolved target), each paired with its counterpart in the new
+release, their edits generalised into variants. Learned once per release pair and API, and
+kept in the cache for releases whose content cannot change (a published version, a commit)."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import sys
+from typing import Callable, Iterable
+
+from sglang_contracts.infra.cache import code_fingerprint
+from sglang_contracts.migrations import edits, pairing, sites
+from sglang_contracts.migrations.edits import Variant
+from sglang_contracts.migrations.pairing import Statement
+from sglang_contracts.migrations.sites import ReleaseFile, read_release_file
+from sglang_contracts.project import scanner
+from sglang_contracts.upstream.bodies import unparsed
+from sglang_contracts.upstream.model import UpstreamModel
+
+LEARNER = code_fingerprint(edits, pairing, sites, scanner, sys.modules[__name__])
+
+
+class Migrations:
+    """The learned migrations of one release pair, asked by the checks (CheckContext.of_releases)."""
+
+    def __init__(self, old: UpstreamModel, new: UpstreamModel) -> None:
+        self.old, self.new = old, new
+        self._files: dict[tuple[bool, str], ReleaseFile | None] = {}
+        self._scopes: dict[tuple[bool, str], dict[str, list[Statement]]] = {}
+        self._learned: dict[str, list[Variant]] = {}
+
+    # -- what the checks ask ---------------------------------------------------------------------
+
+    def calls(self, old_owner: str, new_owner: str) -> list[Variant]:
+        """How upstream rewrote its calls of a callable (signature owners as the call contracts
+        name them: `pkg.mod.Class.__init__`, `pkg.mod.func`, `pkg.mod.Class.method`)."""
+        return self._known(f"calls\0{old_owner}\0{new_owner}", lambda: self._learn_calls(old_owner, new_owner))
+
+    def reads(self, owner: str, attr: str) -> list[Variant]:
+        """How upstream rewrote its reads of `attr` on instances of the class `owner` defines it in."""
+        return self._known(f"reads\0{owner}\0{attr}", lambda: self._learn_reads(owner, attr))
+
+    # -- learning --------------------------------------------------------------------------------
+
+    def _known(self, what: str, learn: Callable[[], list[Variant]]) -> list[Variant]:
+        if what in self._learned:
+            return self._learned[what]
+        identities = (self.old.release.identity, self.new.release.identity)
+        key = hashlib.sha256(f"{LEARNER}\0migrations\0{identities}\0{what}".encode()).hexdigest() \
+            if all(identities) else None
+        cached = self.old.cache.get(key) if key else None
+        try:
+            found = [Variant.from_json(row) for row in cached] if isinstance(cached, list) else None
+        except (TypeError, ValueError):  # a record of another shape: learned again
+            found = None
+        if found is None:
+            found = learn()
+            if key:
+                self.old.cache.put(key, [variant.to_json() for variant in found])
+        self._learned[what] = found
+        return found
+
+    def _file(self, new: bool, relpath: str) -> ReleaseFile | None:
+        if (new, relpath) not in self._files:
+            self._files[new, relpath] = read_release_file(self.new if new else self.old, relpath)
+        return self._files[new, relpath]
+
+    def _statements(self, file: ReleaseFile, new: bool) -> dict[str, list[Statement]]:
+        if (new, file.relpath) not in self._scopes:
+            self._scopes[new, file.relpath] = pairing.scoped_statements(file.tree)
+        return self._scopes[new, file.relpath]
+
+    def _candidates(self, needles: Iterable[str], also: str | None = None) -> list[str]:
+        """The old release's files whose text mentions one of `needles` (and `also`)."""
+        return [relpath for relpath, text in self.old.texts_mentioning_any(list(needles))
+                if also is None or also in text]
+
+    def _counterparts(self, old_file: ReleaseFile, nodes: list[tuple[str, ast.AST]]
+                      ) -> Iterable[tuple[ast.AST, ast.AST, ReleaseFile, Callable[[str], str | None]]]:
+        """(old node, the node at its place in the new release, the new file, what the old
+        use's local names hold) of each (scope, node) of the old file that has a counterpart."""
+        new_file = self._file(True, old_file.relpath) if nodes else None
+        if new_file is None:
+            return
+        old_scopes, new_scopes = self._statements(old_file, False), self._statements(new_file, True)
+        alignments: dict[str, dict[int, int]] = {}
+        for scope, node in nodes:
+            before, after = old_scopes.get(scope), new_scopes.get(scope)
+            if not before or not after:
+                continue
+            if scope not in alignments:
+                alignments[scope] = pairing.aligned(before, after)
+            located = pairing.statement_of(before, node)
+            index = alignments[scope].get(located[0]) if located else None
+            if index is None:
+                continue
+            counterpart = pairing.follow(before[located[0]].node, after[index].node, located[1])
+            if counterpart is not None:
+                yield node, counterpart, new_file, self._defined(old_file, before, located[0])
+
+    def _defined(self, file: ReleaseFile, statements: list[Statement], index: int) -> Callable[[str], str | None]:
+        bindings = file.facts.bindings()
+        return lambda name: None if name in bindings else pairing.definition(statements, index, name)
+
+    def _bound(self, file: ReleaseFile) -> Callable[[str], str | None]:
+        """The path a name of a new-release file is bound to at its top level."""
+        bindings = file.facts.bindings()
+
+        def bound(name: str) -> str | None:
+            if name in bindings:
+                return bindings[name]
+            return f"{file.module}.{name}" if self.new.resolve_name(file.module, name).found else None
+
+        return bound
+
+    def _learn_calls(self, old_owner: str, new_owner: str) -> list[Variant]:
+        parts = old_owner.split(".")
+        needle = parts[-2] if parts[-1] == "__init__" else parts[-1]
+        found: list[Variant] = []
+        for relpath in self._candidates([needle]):
+            old_file = self._file(False, relpath)
+            if old_file is None:
+                continue
+            uses = [(call.scope, old_file.calls[call.position.line, call.position.col]) for call in old_file.facts.calls
+                    if sites.called_name(call) == needle and (call.position.line, call.position.col) in old_file.calls
+                    and sites.call_owner(self.old, old_file, call) == old_owner]
+            for old_node, new_node, new_file, defined in self._counterparts(old_file, uses):
+                if not isinstance(new_node, ast.Call) or self._new_owner(new_file, new_node) != new_owner:
+                    continue
+                edit = edits.call_edit(old_node, new_node)
+                if edit is not None:
+                    found.append(edits.generalised(edit[0], edit[1], new_file.at.lines, self._bound(new_file),
+                                                   old_file.at.lines, f"{relpath}:{old_node.lineno}", defined))
+        return edits.merged(found)
+
+    def _new_owner(self, file: ReleaseFile, node: ast.Call) -> str | None:
+        func = node.func
+        where = file.at.attribute_name(func) if isinstance(func, ast.Attribute) else file.at.start(func)
+        for call in file.facts.calls:
+            if call.position == where:
+                return sites.call_owner(self.new, file, call)
+        return None
+
+    def _learn_reads(self, owner: str, attr: str) -> list[Variant]:
+        leaf = owner.rsplit(".", 1)[-1]
+        found: list[Variant] = []
+        for relpath in self._candidates([f".{attr}"], also=leaf):
+            old_file = self._file(False, relpath)
+            if old_file is None:
+                continue
+            uses = [(read.scope, old_file.attributes[read.position.line, read.position.col]) for read in old_file.facts.reads
+                    if read.attr == attr and (read.position.line, read.position.col) in old_file.attributes
+                    and sites.read_owner(self.old, old_file, read) == owner]
+            for old_node, new_node, new_file, defined in self._counterparts(old_file, uses):
+                if not isinstance(new_node, ast.expr) or unparsed(old_node) == unparsed(new_node):
+                    continue
+                found.append(edits.generalised([("expr", old_node)], [("expr", new_node)], new_file.at.lines,
+                                               self._bound(new_file), old_file.at.lines, f"{relpath}:{old_node.lineno}",
+                                               defined, receiver=unparsed(old_node.value)))
+        return edits.merged(found)

@@ -1,0 +1,171 @@
+"""Upstream's own uses of an API in one file of a release: the project scanner's facts of that
+file, resolved against that release alone (every class there is upstream's), and the syntax
+tree the uses sit in."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sglang_contracts.infra.pysource import parse_shared
+from sglang_contracts.migrations.edits import Use, call_slots
+from sglang_contracts.migrations.pairing import Statement, definition, scoped_statements, statement_of
+from sglang_contracts.project.facts import CallFact, FileFacts, ReadFact, Receiver
+from sglang_contracts.project.positions import SourcePositions
+from sglang_contracts.project.scanner import scan_source
+from sglang_contracts.upstream.model import UpstreamModel
+from sglang_contracts.upstream.targets import callable_signature
+
+
+@dataclass
+class ReleaseFile:
+    relpath: str
+    module: str
+    text: str
+    tree: ast.Module
+    facts: FileFacts
+    at: SourcePositions
+    # (line, column) of a call's callee's last name, or of an attribute's name -> its node
+    calls: dict[tuple[int, int], ast.Call] = field(default_factory=dict)
+    attributes: dict[tuple[int, int], ast.Attribute] = field(default_factory=dict)
+
+
+def read_release_file(model: UpstreamModel, relpath: str) -> ReleaseFile | None:
+    """One file of the release, parsed and scanned; None when it cannot be read or parsed."""
+    text = model.tree.readable_source(relpath)
+    if text is None:
+        return None
+    facts = scan_source(relpath, model.module_name_of(relpath), text)
+    if facts.parse_error or facts.problem:
+        return None
+    tree = parse_shared(text, relpath)  # the scan's own tree
+    found = ReleaseFile(relpath, facts.module, text, tree, facts, SourcePositions(text))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            where = found.at.attribute_name(func) if isinstance(func, ast.Attribute) else found.at.start(func)
+            found.calls[where.line, where.col] = node
+        elif isinstance(node, ast.Attribute):
+            where = found.at.attribute_name(node)
+            found.attributes[where.line, where.col] = node
+    return found
+
+
+def dotted_name(model: UpstreamModel, file: ReleaseFile, name: str) -> str | None:
+    """The upstream path a name written in the file stands for: through its imports, or a
+    name the module itself defines."""
+    head, _, rest = name.partition(".")
+    target = file.facts.bindings().get(head)
+    if target is None and model.resolve_name(file.module, head).found:
+        target = f"{file.module}.{head}"
+    if target is None:
+        return None
+    return f"{target}.{rest}" if rest else target
+
+
+def receiver_classes(model: UpstreamModel, file: ReleaseFile, receiver: Receiver) -> list[str] | None:
+    """The upstream classes a receiver in the file stands for, through annotations, `self` and
+    the classes' attribute types in this release; None when any alternative is unknown."""
+    current: list[str] = []
+    for kind in receiver.types:
+        tag, _, name = kind.partition(":")
+        dotted = f"{file.module}.{name}" if tag == "S" else dotted_name(model, file, name) if tag == "T" else None
+        origin = model.resolve_class(dotted) if dotted else None
+        if origin is None:
+            return None
+        current.append(origin)
+    for attr in receiver.attrs:
+        following: list[str] = []
+        for origin in current:
+            member = model.member(origin, attr)
+            if member is None or member.kind == "method":
+                return None
+            types = member.record.get("returns" if member.kind == "property" else "types", [])
+            classes = [found for found in map(model.resolve_class, types) if found is not None]
+            if not classes:
+                return None
+            following += classes
+        current = following
+    return current or None
+
+
+def called_name(call: CallFact) -> str:
+    """The last name of what a call calls (`Class`, `method`)."""
+    return call.callee.attrs[-1] if call.callee.attrs else call.callee.types[0].partition(":")[2].rpartition(".")[2]
+
+
+def call_owner(model: UpstreamModel, file: ReleaseFile, call: CallFact) -> str | None:
+    """The signature owner a call binds to (`pkg.mod.Class.__init__`, `pkg.mod.func`), as the
+    call contracts name it."""
+    kinds = call.callee.types
+    if len(kinds) == 1 and kinds[0].startswith("C:") and not call.callee.attrs:
+        dotted = dotted_name(model, file, kinds[0][2:])
+        found = callable_signature(model, dotted) if dotted else None
+        return found[0].owner if found is not None else None
+    if not call.callee.attrs or kinds[0].startswith(("C:", "U:")):
+        return None
+    classes = receiver_classes(model, file, Receiver(kinds, call.callee.attrs[:-1]))
+    if not classes or len(classes) != 1:
+        return None
+    member = model.member(classes[0], call.callee.attrs[-1])
+    if member is None or member.kind != "method":
+        return None
+    return model.method_signature(member, bound=True).owner
+
+
+def read_owner(model: UpstreamModel, file: ReleaseFile, read: ReadFact) -> str | None:
+    """The class that defines the attribute a read reaches (`pkg.mod.Class`), when its
+    receiver's type is known in this release."""
+    if read.store or read.receiver.types[0].startswith("U:"):
+        return None
+    classes = receiver_classes(model, file, read.receiver)
+    owners = {member.owner for member in (model.member(origin, read.attr) for origin in classes or ()) if member}
+    return owners.pop() if len(owners) == 1 else None
+
+
+class ProjectSites:
+    """A project's uses, read as upstream's are: a call's arguments by slot, an attribute
+    read's expression, and what the local names there hold. Each file is parsed once a run."""
+
+    def __init__(self, texts: Mapping[str, str]) -> None:
+        self.texts = texts
+        self._files: dict[str, tuple[dict[tuple[int, int], ast.AST], dict[str, list[Statement]]] | None] = {}
+
+    def _file(self, relpath: str) -> tuple[dict[tuple[int, int], ast.AST], dict[str, list[Statement]]] | None:
+        if relpath not in self._files:
+            text = self.texts.get(relpath)
+            try:
+                tree = parse_shared(text, relpath) if text is not None else None
+            except (SyntaxError, ValueError):
+                tree = None
+            if tree is None:
+                self._files[relpath] = None
+            else:
+                at = SourcePositions(text)
+                places: dict[tuple[int, int], ast.AST] = {}
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Call):
+                        func = node.func
+                        where = at.attribute_name(func) if isinstance(func, ast.Attribute) else at.start(func)
+                        places.setdefault((where.line, where.col), node)
+                    elif isinstance(node, ast.Attribute):
+                        where = at.attribute_name(node)
+                        places.setdefault((where.line, where.col), node)
+                self._files[relpath] = places, scoped_statements(tree)
+        return self._files[relpath]
+
+    def use(self, facts: FileFacts, line: int, col: int, scope: str) -> Use | None:
+        """The use whose call's callee (or whose attribute) is named at line:col, in `scope`."""
+        found = self._file(facts.path)
+        node = found[0].get((line, col)) if found else None
+        statements = found[1].get(scope) if found else None
+        located = statement_of(statements, node) if node is not None and statements else None
+        if located is None:
+            return None
+        bindings = facts.bindings()
+        defined = lambda name: None if name in bindings else definition(statements, located[0], name)  # noqa: E731
+        if isinstance(node, ast.Call):
+            slots = call_slots(node)
+            return Use(slots, defined, node) if slots is not None else None
+        return Use({"expr": node}, defined, node)
