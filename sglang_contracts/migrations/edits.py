@@ -26,6 +26,7 @@ from sglang_contracts.upstream.bodies import unparsed
 
 RECEIVER = "__receiver"  # the placeholder of an attribute read's receiver
 PLACEHOLDER = "__{}"  # the placeholder of the n-th name an edit carries over
+VALUE = "__value{}"  # the placeholder of the n-th argument passed on as it was under another keyword
 MAX_SHOWN = 3  # variants a message lists
 
 
@@ -80,22 +81,39 @@ def call_slots(call: ast.Call) -> dict[str, ast.expr] | None:
     return slots
 
 
-def call_edit(old: ast.Call, new: ast.Call) -> tuple[list[tuple[str, ast.expr]], list[tuple[str, ast.expr]]] | None:
-    """(old arguments, new arguments) of the slots that differ, in the calls' order; None when
-    nothing differs or the slots are ambiguous."""
+def call_edit(old: ast.Call, new: ast.Call, old_keywords: set[str], new_keywords: set[str]
+              ) -> tuple[list[tuple[str, ast.expr]], list[tuple[str, ast.expr]]] | None:
+    """(old arguments, new arguments) of the slots the change of signature forced, in the
+    calls' order: positional and unpacked arguments that differ, keywords the new signature
+    (`new_keywords`) no longer takes and keywords the old one (`old_keywords`) did not take. A
+    keyword both take that the call now passes otherwise is a choice of its own, not the
+    migration's (0.5.22's `reduce_results=False` beside some `parallel_group="attn_tp"`).
+    None when nothing was forced or the slots are ambiguous."""
     before, after = call_slots(old), call_slots(new)
     if before is None or after is None:
         return None
-    changed = {slot for slot in before.keys() | after.keys()
-               if slot not in before or slot not in after or unparsed(before[slot]) != unparsed(after[slot])}
+
+    def forced(slot: str) -> bool:
+        if not slot.isidentifier():
+            return slot not in before or slot not in after or unparsed(before[slot]) != unparsed(after[slot])
+        return slot in before and slot not in new_keywords or slot in after and slot not in old_keywords
+
+    changed = {slot for slot in before.keys() | after.keys() if forced(slot)}
     if not changed:
         return None
     return ([(slot, value) for slot, value in before.items() if slot in changed],
             [(slot, value) for slot, value in after.items() if slot in changed])
 
 
+def _placeholder(node: ast.expr, values: dict[str, str]) -> ast.expr:
+    """The argument, or the placeholder of an argument passed on as it was."""
+    text = unparsed(node)
+    return ast.copy_location(ast.Name(values[text], ast.Load()), node) if text in values else node
+
+
 def _names(node: ast.AST) -> list[str]:
-    return [child.id for child in ast.walk(node) if isinstance(child, ast.Name)]
+    """The names an expression reads, not the placeholders of arguments passed on."""
+    return [child.id for child in ast.walk(node) if isinstance(child, ast.Name) and not child.id.startswith(VALUE[:-2])]
 
 
 def _renamed(node: ast.expr, names: dict[str, str], receiver: str | None = None) -> str:
@@ -128,6 +146,8 @@ def source_of(lines: list[str], node: ast.expr) -> str:
 def _template(node: ast.expr, lines: list[str], names: dict[str, str], receiver: str | None) -> tuple[str, ...]:
     """The new argument as upstream wrote it (one line), its placeholders cut out: literal and
     placeholder pieces alternating; unparsed where it spans lines."""
+    if isinstance(node, ast.Name) and node.id.startswith("__"):
+        return "", node.id, ""
     segment = source_of(lines, node)
     if "\n" in segment or not segment:
         pattern = _renamed(node, names, receiver)
@@ -182,6 +202,14 @@ def generalised(before: list[tuple[str, ast.expr]], after: list[tuple[str, ast.e
     at its top level (an import, its own definition), or None; `defined`: what a local name of
     the old use holds there (pairing.definition), None for a name the module binds. `receiver`: an attribute read's
     receiver as written, which any receiver of the same class may stand for."""
+    # An argument passed on as it was, under another keyword, stands for any argument.
+    values = {}
+    for _, node in before:
+        text = unparsed(node)
+        if text not in values and any(unparsed(other) == text for _, other in after):
+            values[text] = VALUE.format(len(values) + 1)
+    before = [(slot, _placeholder(node, values)) for slot, node in before]
+    after = [(slot, _placeholder(node, values)) for slot, node in after]
     receiver_names = set(_names(ast.parse(receiver, mode="eval").body)) if receiver is not None else set()
     carried = ({name for _, node in after for name in _names(node)}
                & {name for _, node in before for name in _names(node)}) - receiver_names
@@ -233,7 +261,7 @@ def _match(pattern: ast.AST, node: ast.AST, bindings: dict[str, str]) -> bool:
     """Whether `node` is `pattern` with its placeholders filled: a carried name's by a name
     (the same one wherever it recurs), the receiver's by any expression."""
     if isinstance(pattern, ast.Name) and pattern.id.startswith("__"):
-        if pattern.id != RECEIVER and not isinstance(node, ast.Name):
+        if not pattern.id.startswith((RECEIVER, VALUE[:-2])) and not isinstance(node, ast.Name):
             return False
         text = unparsed(node)
         return bindings.setdefault(pattern.id, text) == text

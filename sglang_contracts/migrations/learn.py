@@ -17,7 +17,7 @@ from sglang_contracts.migrations.pairing import Statement
 from sglang_contracts.migrations.sites import ReleaseFile, read_release_file
 from sglang_contracts.project import scanner
 from sglang_contracts.upstream.bodies import unparsed
-from sglang_contracts.upstream.model import UpstreamModel
+from sglang_contracts.upstream.model import Signature, UpstreamModel
 
 LEARNER = code_fingerprint(edits, pairing, sites, scanner, sys.modules[__name__])
 
@@ -123,24 +123,31 @@ class Migrations:
             old_file = self._file(False, relpath)
             if old_file is None:
                 continue
-            uses = [(call.scope, old_file.calls[call.position.line, call.position.col]) for call in old_file.facts.calls
-                    if sites.called_name(call) == needle and (call.position.line, call.position.col) in old_file.calls
-                    and sites.call_owner(self.old, old_file, call) == old_owner]
-            for old_node, new_node, new_file, defined in self._counterparts(old_file, uses):
-                if not isinstance(new_node, ast.Call) or self._new_owner(new_file, new_node) != new_owner:
+            uses, signatures = [], {}
+            for call in old_file.facts.calls:
+                node = old_file.calls.get((call.position.line, call.position.col))
+                if node is None or sites.called_name(call) != needle:
                     continue
-                edit = edits.call_edit(old_node, new_node)
+                signature = sites.call_signature(self.old, old_file, call)
+                if signature is not None and signature.owner == old_owner:
+                    uses.append((call.scope, node))
+                    signatures[id(node)] = signature
+            for old_node, new_node, new_file, defined in self._counterparts(old_file, uses):
+                new_signature = self._new_signature(new_file, new_node) if isinstance(new_node, ast.Call) else None
+                if new_signature is None or new_signature.owner != new_owner:
+                    continue
+                edit = edits.call_edit(old_node, new_node, _keywords(signatures[id(old_node)]), _keywords(new_signature))
                 if edit is not None:
                     found.append(edits.generalised(edit[0], edit[1], new_file.at.lines, self._bound(new_file),
                                                    old_file.at.lines, f"{relpath}:{old_node.lineno}", defined))
         return edits.merged(found)
 
-    def _new_owner(self, file: ReleaseFile, node: ast.Call) -> str | None:
+    def _new_signature(self, file: ReleaseFile, node: ast.Call) -> Signature | None:
         func = node.func
         where = file.at.attribute_name(func) if isinstance(func, ast.Attribute) else file.at.start(func)
         for call in file.facts.calls:
             if call.position == where:
-                return sites.call_owner(self.new, file, call)
+                return sites.call_signature(self.new, file, call)
         return None
 
     def _learn_reads(self, owner: str, attr: str) -> list[Variant]:
@@ -160,3 +167,8 @@ class Migrations:
                                                self._bound(new_file), old_file.at.lines, f"{relpath}:{old_node.lineno}",
                                                defined, receiver=unparsed(old_node.value)))
         return edits.merged(found)
+
+
+def _keywords(signature: Signature) -> set[str]:
+    """The names a call may pass by keyword."""
+    return {name for name, kind, _ in signature.params if kind in ("pk", "ko")}

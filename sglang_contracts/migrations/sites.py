@@ -14,7 +14,7 @@ from sglang_contracts.migrations.pairing import Statement, definition, scoped_st
 from sglang_contracts.project.facts import CallFact, FileFacts, ReadFact, Receiver
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.project.scanner import scan_source
-from sglang_contracts.upstream.model import UpstreamModel
+from sglang_contracts.upstream.model import Signature, UpstreamModel
 from sglang_contracts.upstream.targets import callable_signature
 
 
@@ -95,14 +95,14 @@ def called_name(call: CallFact) -> str:
     return call.callee.attrs[-1] if call.callee.attrs else call.callee.types[0].partition(":")[2].rpartition(".")[2]
 
 
-def call_owner(model: UpstreamModel, file: ReleaseFile, call: CallFact) -> str | None:
-    """The signature owner a call binds to (`pkg.mod.Class.__init__`, `pkg.mod.func`), as the
-    call contracts name it."""
+def call_signature(model: UpstreamModel, file: ReleaseFile, call: CallFact) -> Signature | None:
+    """The signature a call binds to, whose owner is named as the call contracts name it
+    (`pkg.mod.Class.__init__`, `pkg.mod.func`, `pkg.mod.Class.method`)."""
     kinds = call.callee.types
     if len(kinds) == 1 and kinds[0].startswith("C:") and not call.callee.attrs:
         dotted = dotted_name(model, file, kinds[0][2:])
         found = callable_signature(model, dotted) if dotted else None
-        return found[0].owner if found is not None else None
+        return found[0] if found is not None else None
     if not call.callee.attrs or kinds[0].startswith(("C:", "U:")):
         return None
     classes = receiver_classes(model, file, Receiver(kinds, call.callee.attrs[:-1]))
@@ -111,7 +111,7 @@ def call_owner(model: UpstreamModel, file: ReleaseFile, call: CallFact) -> str |
     member = model.member(classes[0], call.callee.attrs[-1])
     if member is None or member.kind != "method":
         return None
-    return model.method_signature(member, bound=True).owner
+    return model.method_signature(member, bound=True)
 
 
 def read_owner(model: UpstreamModel, file: ReleaseFile, read: ReadFact) -> str | None:
