@@ -17,6 +17,7 @@ import ast
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.imports import upstream_reads
+from sglang_contracts.contracts.migrated import import_needed_names, migration_fields, upstream_migrations
 from sglang_contracts.contracts.resolve import Instance, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
@@ -34,6 +35,7 @@ class LostAttribute:
     was: Member
     now_origins: list[str]  # the receiver's classes in the new release
     unverified: str | None = None  # why the new release may still set it at run time (a warning)
+    scope: str | None = None  # the function the read is in, where the read's facts say
 
 
 def lookup(resolver: Resolver, instances: list[Instance], attr: str) -> tuple[Member | None, bool, bool]:
@@ -92,7 +94,7 @@ def _typed_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
             if now is None and not provided and not dynamic:
                 origins = [i.origin for i in after if i.origin]
                 yield LostAttribute(facts, read.position, was.owner, read.attr, was, origins,
-                                    _set_by_name_in(ctx.new, origins))
+                                    _set_by_name_in(ctx.new, origins), read.scope)
 
 
 def _class_attribute_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
@@ -146,7 +148,16 @@ def _report(code: str, ctx: CheckContext, lost: LostAttribute, **fields: str | N
 @contract("SGC321", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for lost in [*_typed_losses(ctx), *_class_attribute_losses(ctx)]:
-        yield _report("SGC321", ctx, lost, renamed_to=None if lost.unverified else renamed_attribute(ctx, lost))
+        migration = _migration(ctx, lost) if not lost.unverified and lost.scope is not None else {}
+        yield _report("SGC321", ctx, lost, renamed_to=None if lost.unverified else renamed_attribute(ctx, lost),
+                      **migration)
+
+
+def _migration(ctx: CheckContext, lost: LostAttribute) -> dict:
+    """What upstream did with its own reads of the attribute (`model_runner.tp_size` ->
+    `get_parallel().tp_size`)."""
+    variants = upstream_migrations(ctx).reads(lost.owner, lost.attr)
+    return migration_fields(ctx, lost.facts, lost.position, lost.scope, variants, "expr", "reads", lambda plan: "")
 
 
 def _assignments(model: UpstreamModel, classes: list[str]) -> dict[tuple[str, str], str]:
@@ -185,15 +196,25 @@ def _parsed(value: str):
 
 
 @fixes("SGC321")
-def read_renamed_attribute(diagnostic: Diagnostic, workspace) -> bool:
-    """Read the attribute under its new name, where the new release renamed it in place."""
+def rewrite_read(diagnostic: Diagnostic, workspace) -> bool:
+    """Read it as upstream now reads it (the finding's plan: migrations/), else under its new
+    name where the new release renamed it in place."""
     import libcst
     from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
 
+    plan = diagnostic.data.get("migrated")
+    if plan:
+        document = workspace.document(diagnostic.path)
+        if not document.python:
+            return False
+        import_needed_names(document, plan)
+        (_, text), = plan["write"]
+        return python_edits.replace_attribute(document, diagnostic.line, diagnostic.col, text)
     attr = diagnostic.data["attr"]
+    why = diagnostic.data.get("unmigrated")
     return python_edits.rename_at(diagnostic, workspace, (libcst.Name,),
                                   lambda name, new: name.with_changes(value=new) if name.value == attr else name,
-                                  "the new release shows no rename in place")
+                                  why or "the new release shows no rename in place")
 
 
 # -- SGC322 ---------------------------------------------------------------------------------

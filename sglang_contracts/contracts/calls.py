@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
+from sglang_contracts.contracts.migrated import import_needed_names, migration_fields, upstream_migrations
 from sglang_contracts.contracts.resolve import resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
-from sglang_contracts.migrations.edits import verdict
-from sglang_contracts.migrations.learn import Migrations
-from sglang_contracts.migrations.sites import ProjectSites
 from sglang_contracts.project.facts import ArgFact, CallFact, FileFacts, Position
 from sglang_contracts.upstream.model import Signature
 
@@ -166,38 +164,16 @@ def call_breaks(ctx: CheckContext) -> list[CallBreak]:
     return ctx.shared("calls", _analyse_calls)
 
 
-def upstream_migrations(ctx: CheckContext) -> Migrations:
-    """What upstream's own code did with the APIs the bump changed (migrations/)."""
-    return ctx.of_releases("migrations", lambda c: Migrations(c.old, c.new))
-
-
-def project_sites(ctx: CheckContext) -> ProjectSites:
-    return ctx.shared("project-sites", lambda c: ProjectSites(c.project.texts))
-
-
 def _migration(ctx: CheckContext, item: CallBreak) -> dict[str, Any]:
-    """What upstream did with its own calls of the callee that passed the keyword, for the
-    message (`migration`) and the fix (`migrated`, `fix_safety`; `unmigrated`: why not)."""
+    """What upstream did with its own calls of the callee that passed the keyword."""
     variants = upstream_migrations(ctx).calls(item.old.owner, item.new.owner)
-    use = project_sites(ctx).use(item.facts, item.call.position.line, item.call.position.col, item.call.scope) \
-        if variants else None
-    found = verdict(variants, item.problem.detail, use, "calls") if use is not None else None
-    if found is None:
-        return {}
-    fields: dict[str, Any] = {"migration": f"; {found.message}"}
-    plan = found.data()
-    why = found.why or (_unbindable(ctx, item, plan) if plan else "")
-    if plan and not why:
-        fields.update(migrated=plan, fix_safety=found.safety,
-                      call_at=[item.call.position.line, item.call.position.col])
-    else:
-        fields["unmigrated"] = why
-    return fields
+    return migration_fields(ctx, item.facts, item.call.position, item.call.scope, variants, item.problem.detail,
+                            "calls", lambda plan: _unbindable(item, plan))
 
 
-def _unbindable(ctx: CheckContext, item: CallBreak, plan: dict[str, Any]) -> str:
-    """Why the call rewritten as planned would not do, or "": only keywords are rewritten, the
-    result must bind to the new signature, and a name it needs must not mean something else here."""
+def _unbindable(item: CallBreak, plan: dict[str, Any]) -> str:
+    """Why the call rewritten as planned would not do, or "": only keywords are rewritten, and
+    the result must bind to the new signature."""
     written = [slot for slot, _ in plan["write"]]
     if not all(slot.isidentifier() for slot in [*plan["remove"], *written]):
         return "upstream's edit rewrote positional or unpacked arguments too"
@@ -207,19 +183,7 @@ def _unbindable(ctx: CheckContext, item: CallBreak, plan: dict[str, Any]) -> str
     rewritten = kept + tuple(ArgFact("kw", slot, item.call.position) for slot in written)
     if bind(item.new, rewritten).problems:
         return "the call rewritten so would not bind to the new signature"
-    bindings = item.facts.bindings()
-    for name, path in plan["imports"]:
-        if name not in bindings:
-            if path.rpartition(".")[2] != name or "." not in path:
-                return f"upstream's new code needs {name} bound as {path}"
-        elif bindings[name] != path and not _same_object(ctx, bindings[name], path):
-            return f"{name} means something else in this file"
     return ""
-
-
-def _same_object(ctx: CheckContext, one: str, other: str) -> bool:
-    first, second = ctx.new.resolve_path(one), ctx.new.resolve_path(other)
-    return first.found and second.found and first.origin == second.origin
 
 
 def _fields(item: CallBreak, old_version: str) -> dict[str, str]:
@@ -258,11 +222,8 @@ def rewrite_call(diagnostic: Diagnostic, workspace) -> bool:
         document = workspace.document(diagnostic.path)
         if not document.python:
             return False
-        for name, path in plan["imports"]:
-            module, _, leaf = path.rpartition(".")
-            if leaf == name and module:
-                document.names_needed.add((module, name))
-        return python_edits.rewrite_arguments(document, *diagnostic.data["call_at"], diagnostic.data["name"],
+        import_needed_names(document, plan)
+        return python_edits.rewrite_arguments(document, *diagnostic.data["use_at"], diagnostic.data["name"],
                                               set(plan["remove"]), [tuple(pair) for pair in plan["write"]])
     why = diagnostic.data.get("unmigrated")
     return python_edits.rename_at(diagnostic, workspace, (libcst.Arg,),

@@ -180,8 +180,8 @@ def _imports_name_from(small: libcst.CSTNode, source: str, name: str) -> bool:
             and any(a.asname is None and dotted_text(a.name) == name for a in small.names))
 
 
-def _ensure(document: Document, statement: str, present) -> None:
-    """`statement` after the last top-level import, unless one of them is `present`."""
+def _ensure(document: Document, import_line: str, present) -> None:
+    """`import_line` after the last top-level import, unless one of them is `present`."""
     module = document.module
     last = -1
     for index, statement in enumerate(module.body):
@@ -194,7 +194,7 @@ def _ensure(document: Document, statement: str, present) -> None:
                     return
     if last == -1 and module.body and _is_docstring(module.body[0]):
         last = 0
-    added = libcst.parse_statement(statement)
+    added = libcst.parse_statement(import_line)
     body = list(module.body)
     body.insert(last + 1, added)
     document.module = module.with_changes(body=body)

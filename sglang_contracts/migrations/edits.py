@@ -261,6 +261,8 @@ def _match(pattern: ast.AST, node: ast.AST, bindings: dict[str, str]) -> bool:
     """Whether `node` is `pattern` with its placeholders filled: a carried name's by a name
     (the same one wherever it recurs), the receiver's by any expression."""
     if isinstance(pattern, ast.Name) and pattern.id.startswith("__"):
+        if pattern.id == RECEIVER and not _plain_chain(node):
+            return False  # a receiver the rewrite drops must do nothing when read (no call)
         if not pattern.id.startswith((RECEIVER, VALUE[:-2])) and not isinstance(node, ast.Name):
             return False
         text = unparsed(node)
@@ -284,6 +286,13 @@ def _match(pattern: ast.AST, node: ast.AST, bindings: dict[str, str]) -> bool:
         elif name != "ctx" and value != other:
             return False
     return True
+
+
+def _plain_chain(node: ast.AST) -> bool:
+    """`name` or `name.attr.attr`."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
 
 
 def matched(variant: Variant, use: "Use") -> dict[str, str] | None:

@@ -1,0 +1,65 @@
+"""What upstream's own code did with an API a finding is about (migrations/), in the words of
+the finding: its message's `migration` field, and the plan its fix applies (`migrated`, with
+the finding's own `fix_safety`), or why there is none (`unmigrated`)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from sglang_contracts.contracts.base import CheckContext
+from sglang_contracts.migrations.edits import Variant, verdict
+from sglang_contracts.migrations.learn import Migrations
+from sglang_contracts.migrations.sites import ProjectSites
+from sglang_contracts.project.facts import FileFacts, Position
+
+
+def upstream_migrations(ctx: CheckContext) -> Migrations:
+    return ctx.of_releases("migrations", lambda c: Migrations(c.old, c.new))
+
+
+def project_sites(ctx: CheckContext) -> ProjectSites:
+    return ctx.shared("project-sites", lambda c: ProjectSites(c.project.texts))
+
+
+def migration_fields(ctx: CheckContext, facts: FileFacts, at: Position, scope: str, variants: list[Variant],
+                     slot: str, noun: str, unfit: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
+    """The finding's fields for the project's use named at `at` (a call's callee, a read's
+    attribute) in `scope`: `unfit(plan)` says why the planned rewrite would not do there."""
+    use = project_sites(ctx).use(facts, at.line, at.col, scope) if variants else None
+    found = verdict(variants, slot, use, noun) if use is not None else None
+    if found is None:
+        return {}
+    fields: dict[str, Any] = {"migration": f"; {found.message}"}
+    plan = found.data()
+    why = found.why or (unfit(plan) or _imports_unfit(ctx, facts, plan) if plan else "")
+    if plan and not why:
+        fields.update(migrated=plan, fix_safety=found.safety, use_at=[at.line, at.col])
+    else:
+        fields["unmigrated"] = why
+    return fields
+
+
+def _imports_unfit(ctx: CheckContext, facts: FileFacts, plan: dict[str, Any]) -> str:
+    """Why a name the new code needs cannot be bound in this file as upstream's file binds it."""
+    bindings = facts.bindings()
+    for name, path in plan["imports"]:
+        if name not in bindings:
+            if path.rpartition(".")[2] != name or "." not in path:
+                return f"upstream's new code needs {name} bound as {path}"
+        elif bindings[name] != path and not _same_object(ctx, bindings[name], path):
+            return f"{name} means something else in this file"
+    return ""
+
+
+def _same_object(ctx: CheckContext, one: str, other: str) -> bool:
+    first, second = ctx.new.resolve_path(one), ctx.new.resolve_path(other)
+    return first.found and second.found and first.origin == second.origin
+
+
+def import_needed_names(document, plan: dict[str, Any]) -> None:
+    """Have the fix run import what the rewrite needs (`from module import name`), once its
+    edits are made."""
+    for name, path in plan["imports"]:
+        module, _, leaf = path.rpartition(".")
+        if leaf == name and module:
+            document.names_needed.add((module, name))
