@@ -404,3 +404,28 @@ def rewrite_arguments(document: Document, line: int, col: int, keyword: str, rem
     passes `keyword`; True also when a fix of the same call's other finding did it already."""
     transformer = _RewriteArguments(line, col - 1, keyword, remove, write)
     return transform(document, transformer) or transformer.already
+
+
+class _ImportModule(libcst.CSTTransformer):
+    """`from old import ...` whose module is at line:column -> `from new import ...`."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, module: str) -> None:
+        super().__init__()
+        self.target, self.module = (line, column), module
+        self.done = False
+
+    def leave_ImportFrom(self, original: libcst.ImportFrom, updated: libcst.ImportFrom) -> libcst.ImportFrom:
+        if self.done or original.module is None or original.relative:
+            return updated
+        start = self.get_metadata(PositionProvider, original.module).start
+        if (start.line, start.column) != self.target:
+            return updated
+        self.done = True
+        return updated.with_changes(module=dotted(self.module))
+
+
+def replace_import_module(document: Document, line: int, col: int, module: str) -> bool:
+    """The `from ... import` whose module is named at 1-based line:col imports from `module`."""
+    return transform(document, _ImportModule(line, col - 1, module))

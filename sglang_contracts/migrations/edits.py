@@ -394,4 +394,19 @@ def _listed(variants: list[Variant], noun: str) -> str:
     shown = "; ".join(f"{v.shown()} ({v.count}, e.g. {v.where})" for v in variants[:MAX_SHOWN])
     more = f"; and {len(variants) - MAX_SHOWN} more" if len(variants) > MAX_SHOWN else ""
     total = sum(v.count for v in variants)
-    return f"upstream migrated {total} {noun} in {len(variants)} ways, so no edit is certain: {shown}{more}"
+    return f"upstream rewrote {total} {noun} in {len(variants)} ways, so no edit is certain: {shown}{more}"
+
+
+def module_verdict(variants: list[Variant], home: str | None) -> Verdict | None:
+    """What upstream's own imports from a lost module say: where they moved, and whether that
+    is `home`, the module verified to define the same names; None without an example."""
+    if not variants:
+        return None
+    kinds = merged(variants)
+    if len(kinds) > 1:
+        return Verdict(_listed(kinds, "imports"), why="upstream's imports moved to different modules")
+    variant = kinds[0]
+    message = f"upstream moved {variant.count} imports: {variant.shown()} (e.g. {variant.where})"
+    if home is None or variant.after != (("module", home),):
+        return Verdict(message, why="upstream's imports moved elsewhere than a module defining the same names")
+    return Verdict(message, "safe", variant, [("module", home)])

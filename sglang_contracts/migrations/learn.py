@@ -42,6 +42,10 @@ class Migrations:
         """How upstream rewrote its reads of `attr` on instances of the class `owner` defines it in."""
         return self._known(f"reads\0{owner}\0{attr}", lambda: self._learn_reads(owner, attr))
 
+    def imports(self, module: str) -> list[Variant]:
+        """Where upstream's own `from <module> import ...` statements went (slot `module`)."""
+        return self._known(f"imports\0{module}", lambda: self._learn_imports(module))
+
     # -- learning --------------------------------------------------------------------------------
 
     def _known(self, what: str, learn: Callable[[], list[Variant]]) -> list[Variant]:
@@ -142,6 +146,30 @@ class Migrations:
                                                    old_file.at.lines, f"{relpath}:{old_node.lineno}", defined))
         return edits.merged(found)
 
+    def _learn_imports(self, module: str) -> list[Variant]:
+        parts = module.split(".")
+        needles = [".".join(parts[-2:]), f"from .{parts[-1]} import"] if len(parts) > 1 else [module]
+        found: list[Variant] = []
+        for relpath in self._candidates(needles):
+            old_file = self._file(False, relpath)
+            statements = _import_statements(old_file, module) if old_file is not None else {}
+            if not statements:
+                continue
+            scopes = self._statements(old_file, False)
+            uses = [(scope, node) for node in statements.values()
+                    for scope, listed in scopes.items() if any(s.node is node for s in listed)]
+            for old_node, new_node, new_file, _ in self._counterparts(old_file, uses):
+                if not isinstance(new_node, ast.ImportFrom) \
+                        or {a.name for a in new_node.names} != {a.name for a in old_node.names}:
+                    continue
+                moved = _imported_from(new_file, new_node)
+                if moved is None or moved == module:
+                    continue
+                found.append(Variant(before=(("module", module),), after=(("module", moved),), imports=(), foreign=(),
+                                     templates=(("module", (moved,)),), shown_before=f"from {module}",
+                                     shown_after=f"from {moved}", where=f"{relpath}:{old_node.lineno}"))
+        return edits.merged(found)
+
     def _new_signature(self, file: ReleaseFile, node: ast.Call) -> Signature | None:
         func = node.func
         where = file.at.attribute_name(func) if isinstance(func, ast.Attribute) else file.at.start(func)
@@ -172,3 +200,18 @@ class Migrations:
 def _keywords(signature: Signature) -> set[str]:
     """The names a call may pass by keyword."""
     return {name for name, kind, _ in signature.params if kind in ("pk", "ko")}
+
+
+def _import_statements(file: ReleaseFile, module: str) -> dict[int, ast.ImportFrom]:
+    """line -> the `from <module> import ...` statement there (relative ones resolved)."""
+    lines = {fact.module_position.line for fact in file.facts.imports if fact.module == module and fact.name}
+    return {node.lineno: node for node in ast.walk(file.tree)
+            if isinstance(node, ast.ImportFrom) and any(node.lineno <= line <= (node.end_lineno or node.lineno)
+                                                          for line in lines)}
+
+
+def _imported_from(file: ReleaseFile, node: ast.ImportFrom) -> str | None:
+    """The absolute module a `from ... import` statement of the file imports from."""
+    modules = {fact.module for fact in file.facts.imports
+               if fact.name and node.lineno <= fact.module_position.line <= (node.end_lineno or node.lineno)}
+    return modules.pop() if len(modules) == 1 else None

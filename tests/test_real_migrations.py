@@ -1,0 +1,71 @@
+"""Migration by upstream example on real releases: what SGLang did with its own uses of the APIs
+it changed (issue 34), learned from the wheels, and what the findings on sglang-omni 0.1.8's
+bump to 0.5.22 say and write with it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from downloads import download_sdist
+from sglang_contracts.cli import main
+from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.migrations.learn import Migrations
+from sglang_contracts.sources import open_release
+from sglang_contracts.upstream.model import UpstreamModel
+
+LINEAR = "sglang.srt.layers.linear"
+
+
+@pytest.fixture(scope="module")
+def learned_0522(real_cache: Path) -> Migrations:
+    old = open_release("0.5.21", sglang_repo=None, cache=real_cache)
+    new = open_release("0.5.22", sglang_repo=None, cache=real_cache)
+    return Migrations(*UpstreamModel.pair(old, new, JsonCache(None)))
+
+
+def test_the_parallel_linear_layers_keywords_became_parallel_group_attn_tp_in_upstreams_own_calls(learned_0522) -> None:
+    """0.5.22 replaced `tp_rank=attn_tp_rank, tp_size=attn_tp_size` by `parallel_group="attn_tp"`
+    in its own models, where `attn_tp_rank` held the attention rank; grok's `attn_tp_rank` held
+    the tensor-parallel rank and its call dropped the keywords: another shape, not a disagreement."""
+    variants = learned_0522.calls(f"{LINEAR}.QKVParallelLinear.__init__", f"{LINEAR}.QKVParallelLinear.__init__")
+    top = variants[0]
+    assert top.shown() == 'tp_rank=attn_tp_rank, tp_size=attn_tp_size -> parallel_group="attn_tp"'
+    assert top.count >= 20 and not top.foreign and not top.imports
+    assert ("=attn_tp_rank", "get_parallel().attn_tp_rank") in top.before
+    grok = [v for v in variants if v.where.startswith("sglang/srt/models/grok.py")]
+    assert grok and grok[0].after == () and ("=attn_tp_rank", "get_parallel().tp_rank") in grok[0].before
+
+
+def test_model_runner_tp_size_reads_became_get_parallel_tp_size(learned_0522) -> None:
+    (variant,) = learned_0522.reads("sglang.srt.model_executor.model_runner.ModelRunner", "tp_size")
+    assert variant.shown_after == "get_parallel().tp_size" and variant.count >= 6
+    assert variant.before == (("expr", "__receiver.tp_size"),)
+    ((name, path),) = variant.imports
+    assert name == "get_parallel" and path.startswith("sglang.srt.")
+
+
+def test_omni_018_findings_say_what_upstream_did_and_its_safe_fix_writes_what_019_wrote(
+        capsys, monkeypatch, real_cache: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from sglang_contracts.check.runner import CheckOptions
+    from sglang_contracts.fix.engine import run_fix
+
+    project = tmp_path / "omni"
+    shutil.copytree(download_sdist("sglang-omni", "0.1.8", real_cache), project)
+    released = download_sdist("sglang-omni", "0.1.9", real_cache)
+    monkeypatch.chdir(project)
+    main(["check", "--format", "json", "--old", "0.5.21", "--new", "0.5.22", "--select", "SGC201"])
+    found = {(d["path"], d["line"]): d["message"] for d in json.loads(capsys.readouterr().out)}
+    thinker = "sglang_omni/models/ming_omni/thinker.py"
+    assert 'upstream migrated 21 calls: tp_rank=attn_tp_rank, tp_size=attn_tp_size -> parallel_group="attn_tp"' \
+        in found[thinker, 114]
+    assert "-> parallel_group=parallel_group" in found[thinker, 236]  # upstream's own parameter: no rewrite
+    report = run_fix([project], CheckOptions(old="0.5.21", new="0.5.22", cache_dir=real_cache, select=["SGC201"]))
+    ours = (project / thinker).read_text().splitlines()
+    theirs = (released / thinker).read_text().splitlines()
+    assert ours[113] == theirs[115] == '            parallel_group="attn_tp",'  # written where tp_rank was
+    assert thinker in report.changed and not report.errors
