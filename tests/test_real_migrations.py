@@ -69,3 +69,27 @@ def test_omni_018_findings_say_what_upstream_did_and_its_safe_fix_writes_what_01
     theirs = (released / thinker).read_text().splitlines()
     assert ours[113] == theirs[115] == '            parallel_group="attn_tp",'  # written where tp_rank was
     assert thinker in report.changed and not report.errors
+
+
+def test_a_module_moved_with_the_same_definitions_is_imported_from_where_upstream_moved_its_imports(
+        real_cache: Path, tmp_path: Path) -> None:
+    """0.5.18 moved sglang.jit_kernel.rope to sglang.kernels.ops.attention.rope (0.5.16 has the
+    first, not the second), and moved its own four imports of it there."""
+    from sglang_contracts.check.runner import CheckOptions
+    from sglang_contracts.fix.engine import run_fix
+
+    old = open_release("0.5.16", sglang_repo=None, cache=real_cache)
+    new = open_release("0.5.18", sglang_repo=None, cache=real_cache)
+    (variant,) = Migrations(*UpstreamModel.pair(old, new, JsonCache(None))).imports("sglang.jit_kernel.rope")
+    assert variant.shown() == "from sglang.jit_kernel.rope -> from sglang.kernels.ops.attention.rope"
+    assert variant.count >= 3
+    project = tmp_path / "project"
+    (project / "app").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'app'\n")
+    (project / "app" / "kernels.py").write_text(
+        "from sglang.jit_kernel.rope import apply_rope_with_cos_sin_cache_inplace\n"
+        "from sglang.srt.layers.rotary_embedding.base import RotaryEmbedding\n")
+    report = run_fix([project], CheckOptions(old="0.5.16", new="0.5.18", cache_dir=real_cache))  # safe fixes only
+    assert report.fixed == 1 and not report.remaining and not report.errors
+    assert (project / "app" / "kernels.py").read_text().splitlines()[0] == \
+        "from sglang.kernels.ops.attention.rope import apply_rope_with_cos_sin_cache_inplace"

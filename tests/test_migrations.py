@@ -1,0 +1,156 @@
+"""Migration by upstream example (migrations/): upstream's uses paired across two releases, the
+edits generalised, what the findings say, which fixes are safe, and the cache per release pair."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import sglang_contracts.contracts  # noqa: F401  (registers the checks)
+from sglang_contracts.check.runner import CheckOptions, run_check
+from sglang_contracts.fix.engine import run_fix
+from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.migrations import pairing
+from sglang_contracts.migrations.learn import Migrations
+from sglang_contracts.sources import open_release
+from sglang_contracts.upstream.model import UpstreamModel
+from test_catalog import upstream_tree, write_tree
+
+LINEAR_OLD = """
+class RowParallelLinear:
+    def __init__(self, input_size, output_size, reduce_results=True, tp_rank=None, tp_size=None):
+        pass
+"""
+LINEAR_NEW = """
+class RowParallelLinear:
+    def __init__(self, input_size, output_size, reduce_results=True, *, parallel_group="tp"):
+        pass
+"""
+
+
+def model_file(calls: list[str]) -> str:
+    functions = "".join(f"\n\ndef layer_{index}(size, attn_tp_rank, attn_tp_size, rank, world):\n"
+                        f"    return RowParallelLinear({call})\n" for index, call in enumerate(calls))
+    return "from sglang.srt.layers.linear import RowParallelLinear\n" + functions
+
+
+def releases(tmp_path: Path, old_calls: list[str], new_calls: list[str]) -> tuple[Path, Path]:
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/layers/linear.py": LINEAR_OLD,
+                                           "sglang/srt/models/llama.py": model_file(old_calls)}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/layers/linear.py": LINEAR_NEW,
+                                           "sglang/srt/models/llama.py": model_file(new_calls)}, "0.2.0")
+    return old, new
+
+
+PROJECT = """
+from sglang.srt.layers.linear import RowParallelLinear
+
+
+def proj(size, attn_tp_rank, attn_tp_size):
+    return RowParallelLinear(size, size, tp_rank=attn_tp_rank, tp_size=attn_tp_size)
+"""
+
+
+def checked(tmp_path: Path, old: Path, new: Path, project_text: str = PROJECT):
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", "app/layers.py": project_text})
+    options = CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1)
+    return project, options, run_check([project], options).diagnostics
+
+
+def test_the_message_counts_upstreams_calls_of_the_same_shape_and_names_one(tmp_path: Path) -> None:
+    old, new = releases(tmp_path, ["size, size, tp_rank=attn_tp_rank, tp_size=attn_tp_size"] * 3,
+                        ['size, size, parallel_group="attn_tp"'] * 3)
+    _, _, found = checked(tmp_path, old, new)
+    assert [d.code for d in found] == ["SGC201", "SGC201"]
+    assert found[0].message.endswith('; upstream migrated 3 calls: tp_rank=attn_tp_rank, tp_size=attn_tp_size'
+                                      ' -> parallel_group="attn_tp" (e.g. sglang/srt/models/llama.py:5)')
+    assert found[0].data["fix_safety"] == "safe"
+
+
+def test_a_keyword_both_signatures_take_is_no_part_of_the_learned_edit(tmp_path: Path) -> None:
+    """Some of upstream's calls also began passing `reduce_results=False`, which the old
+    signature took as well: a choice of those calls, not the migration, so the examples agree."""
+    old, new = releases(tmp_path, ["size, size, tp_rank=attn_tp_rank, tp_size=attn_tp_size"] * 2,
+                        ['size, size, parallel_group="attn_tp"', 'size, size, reduce_results=False, parallel_group="attn_tp"'])
+    _, _, found = checked(tmp_path, old, new)
+    assert "upstream migrated 2 calls: tp_rank=attn_tp_rank, tp_size=attn_tp_size -> parallel_group=" in found[0].message
+
+
+def test_examples_that_disagree_are_listed_and_nothing_is_written_even_with_unsafe_fixes(tmp_path: Path) -> None:
+    old, new = releases(tmp_path, ["size, size, tp_rank=attn_tp_rank, tp_size=attn_tp_size"] * 3,
+                        ['size, size, parallel_group="attn_tp"', 'size, size, parallel_group="attn_tp"',
+                         'size, size, parallel_group="tp"'])
+    project, options, found = checked(tmp_path, old, new)
+    assert "upstream rewrote 3 calls in 2 ways, so no edit is certain: " in found[0].message
+    assert '-> parallel_group="attn_tp" (2, e.g. ' in found[0].message and '-> parallel_group="tp" (1, e.g. ' in found[0].message
+    report = run_fix([project], options, unsafe=True)
+    assert not report.fixed and (project / "app/layers.py").read_text() == PROJECT
+    assert any("upstream's examples of this shape disagree" in note for note in report.notes)
+
+
+def test_a_call_whose_arguments_differ_from_upstreams_is_rewritten_only_with_unsafe_fixes(tmp_path: Path) -> None:
+    old, new = releases(tmp_path, ["size, size, tp_rank=attn_tp_rank, tp_size=attn_tp_size"],
+                        ['size, size, parallel_group="attn_tp"'])
+    other = PROJECT.replace("tp_rank=attn_tp_rank, tp_size=attn_tp_size", "tp_rank=rank_here, tp_size=attn_tp_size")
+    project, options, found = checked(tmp_path, old, new, other)
+    assert found[0].data["fix_safety"] == "unsafe"
+    assert not run_fix([project], options).fixed  # safe fixes only
+    report = run_fix([project], options, unsafe=True)
+    assert report.fixed == 2  # both findings of the call, by one rewrite
+    assert 'RowParallelLinear(size, size, parallel_group="attn_tp")' in (project / "app/layers.py").read_text()
+
+
+def test_a_local_name_holding_something_else_than_upstreams_is_another_shape(tmp_path: Path) -> None:
+    """grok's `attn_tp_rank` held the tensor-parallel rank; its call dropped the keywords."""
+    old, new = releases(tmp_path, ["size, size, tp_rank=attn_tp_rank, tp_size=attn_tp_size"],
+                        ['size, size, parallel_group="attn_tp"'])
+    shadowed = PROJECT.replace("    return RowParallelLinear(", "    attn_tp_rank = 0\n    return RowParallelLinear(")
+    _, _, found = checked(tmp_path, old, new, shadowed)
+    assert found[0].data["fix_safety"] == "unsafe"  # the examples agree, the project's name differs
+
+
+def test_new_arguments_naming_upstreams_own_function_are_never_written(tmp_path: Path) -> None:
+    old, new = releases(tmp_path, ["size, size, tp_rank=rank, tp_size=world"], ["size, size, parallel_group=group"])
+    other = PROJECT.replace("attn_tp_rank", "rank").replace("attn_tp_size", "world")
+    project, options, found = checked(tmp_path, old, new, other)
+    assert "-> parallel_group=group" in found[0].message and "fix_safety" not in found[0].data
+    assert "group, of its own function" in found[0].data["unmigrated"]
+
+
+def test_statements_pair_by_what_they_assign_within_a_changed_run() -> None:
+    old = pairing.scoped_statements(ast.parse("def f():\n    a = g()\n    b = h(1)\n    c = k()\n    return c\n"))["f"]
+    new = pairing.scoped_statements(ast.parse("def f():\n    b = h(2)\n    c = k(3)\n    return c\n"))["f"]
+    assert pairing.aligned(old, new) == {1: 0, 2: 1, 3: 2}
+
+
+def test_what_a_local_name_holds_is_its_one_plain_assignment_before_the_use() -> None:
+    statements = pairing.scoped_statements(ast.parse(
+        "def f(p):\n    a = g()\n    b, c = 0, 1\n    for d in x:\n        pass\n    a2 = 1\n    a2 = 2\n    use()\n"))["f"]
+    use = len(statements) - 1
+    assert pairing.definition(statements, use, "a") == "g()"
+    assert pairing.definition(statements, use, "c") == "1"
+    assert pairing.definition(statements, use, "d") == pairing.REASSIGNED
+    assert pairing.definition(statements, use, "a2") == pairing.REASSIGNED
+    assert pairing.definition(statements, use, "p") == pairing.UNASSIGNED
+
+
+def test_what_is_learned_is_kept_per_release_pair(tmp_path: Path, monkeypatch) -> None:
+    """A published release pair's migrations are learned once: a second run reads them."""
+    old, new = releases(tmp_path, ["size, size, tp_rank=attn_tp_rank, tp_size=attn_tp_size"],
+                        ['size, size, parallel_group="attn_tp"'])
+    cache = JsonCache(tmp_path / "cache")
+    owner = "sglang.srt.layers.linear.RowParallelLinear.__init__"
+
+    def pair() -> Migrations:
+        models = UpstreamModel.pair(open_release(str(old), sglang_repo=None, cache=tmp_path),
+                                    open_release(str(new), sglang_repo=None, cache=tmp_path), cache)
+        for model, identity in zip(models, ("old-identity", "new-identity")):
+            monkeypatch.setattr(model.release, "identity", identity, raising=False)
+        return Migrations(*models)
+
+    learned = pair().calls(owner, owner)
+    assert learned and learned[0].count == 1
+    monkeypatch.setattr(Migrations, "_learn_calls", lambda *_: pytest.fail("learned again"))
+    assert pair().calls(owner, owner) == learned
