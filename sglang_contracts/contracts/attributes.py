@@ -209,7 +209,7 @@ def rewrite_read(diagnostic: Diagnostic, workspace) -> bool:
             return False
         import_needed_names(document, plan)
         (_, text), = plan["write"]
-        return python_edits.replace_attribute(document, diagnostic.line, diagnostic.col, text)
+        return python_edits.replace_attribute(document, *diagnostic.data["use_at"], text)
     attr = diagnostic.data["attr"]
     why = diagnostic.data.get("unmigrated")
     return python_edits.rename_at(diagnostic, workspace, (libcst.Name,),

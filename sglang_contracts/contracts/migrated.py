@@ -33,7 +33,8 @@ def migration_fields(ctx: CheckContext, facts: FileFacts, at: Position, scope: s
     plan = found.data()
     why = found.why or (unfit(plan) or _imports_unfit(ctx, facts, plan) if plan else "")
     if plan and not why:
-        fields.update(migrated=plan, fix_safety=found.safety, use_at=[at.line, at.col])
+        where = use.chain[plan["level"]][1] if use.chain else at
+        fields.update(migrated=plan, fix_safety=found.safety, use_at=[where.line, where.col])
     else:
         fields["unmigrated"] = why
     return fields

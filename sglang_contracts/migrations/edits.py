@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from sglang_contracts.upstream.bodies import unparsed
@@ -27,7 +28,9 @@ from sglang_contracts.upstream.bodies import unparsed
 RECEIVER = "__receiver"  # the placeholder of an attribute read's receiver
 PLACEHOLDER = "__{}"  # the placeholder of the n-th name an edit carries over
 VALUE = "__value{}"  # the placeholder of the n-th argument passed on as it was under another keyword
+LEVEL = "__level"  # where in a read's chain of attributes the pattern matched
 MAX_SHOWN = 3  # variants a message lists
+MIN_SAFE_EXAMPLES = 2  # upstream uses that must have made an edit for it to be safe
 
 
 @dataclass(frozen=True)
@@ -303,6 +306,12 @@ def matched(variant: Variant, use: "Use") -> dict[str, str] | None:
         if slot.startswith("="):
             if use.defined(slot[1:]) != pattern:
                 return None
+        elif slot == "expr" and use.chain:
+            tree = ast.parse(pattern, mode="eval").body
+            level = next((index for index, (node, _) in enumerate(use.chain) if _match(tree, node, bindings)), None)
+            if level is None:
+                return None
+            bindings[LEVEL] = str(level)
         elif slot not in use.slots or not _match(ast.parse(pattern, mode="eval").body, use.slots[slot], bindings):
             return None
     return bindings
@@ -315,7 +324,9 @@ class Use:
 
     slots: dict[str, ast.expr]
     defined: Callable[[str], str | None]
-    node: ast.AST | None = None
+    # A read's expression and each attribute read on it in turn, with where its name is: the
+    # level an upstream pattern matches is the one rewritten (`req.extend_range.end`).
+    chain: list[tuple[ast.expr, Any]] = field(default_factory=list)
 
 
 def written(variant: Variant, bindings: dict[str, str]) -> list[tuple[str, str]] | None:
@@ -340,12 +351,14 @@ class Verdict:
     variant: Variant | None = None
     values: list[tuple[str, str]] | None = None  # (slot, text) to write
     why: str = ""  # why no edit
+    level: int = 0  # a read's: which of its chain's expressions is rewritten (Use.chain)
 
     def data(self) -> dict[str, Any] | None:
         """What the fix reads."""
         if self.variant is None or self.values is None:
             return None
-        return {"remove": sorted(self.variant.slots), "write": self.values, "imports": list(self.variant.imports)}
+        return {"remove": sorted(self.variant.slots), "write": self.values, "imports": list(self.variant.imports),
+                "level": self.level}
 
 
 def verdict(variants: list[Variant], slot: str, use: Use, noun: str) -> Verdict | None:
@@ -363,8 +376,9 @@ def verdict(variants: list[Variant], slot: str, use: Use, noun: str) -> Verdict 
             return Verdict(_listed(kinds, noun), why="upstream's examples of this shape disagree")
         variant, bindings = exact[0]
         count = sum(v.count for v, _ in exact)
+        # One example is too thin to call a rewrite certain: a pairing may be a coincidence.
         return _applied(variant, bindings, f"upstream migrated {count} {noun}: {variant.shown()} (e.g. {variant.where})",
-                        "safe")
+                        "safe" if count >= MIN_SAFE_EXAMPLES else "unsafe")
     agreeing = {(tuple(sorted(v.slots)), v.after, v.imports, v.foreign) for v in relevant}
     if len(agreeing) > 1:
         return Verdict(_listed(relevant, noun), why="upstream's examples disagree")
@@ -376,6 +390,8 @@ def verdict(variants: list[Variant], slot: str, use: Use, noun: str) -> Verdict 
             bindings[pattern] = unparsed(slots[slot_name])
     if not variant.slots <= slots.keys():
         return Verdict(message, why=f"this use does not pass {', '.join(sorted(variant.slots - slots.keys()))} as upstream's did")
+    if use.chain and not any(re.fullmatch(rf"{RECEIVER}\.\w+", pattern) for name, pattern in variant.before if name == "expr"):
+        return Verdict(message, why="upstream's reads that changed so read more than this one does")
     return _applied(variant, bindings, message, "unsafe")
 
 
@@ -386,7 +402,7 @@ def _applied(variant: Variant, bindings: dict[str, str], message: str, safety: s
     values = written(variant, bindings)
     if values is None:
         return Verdict(message, variant=variant, why="the new code reuses what this use writes otherwise")
-    return Verdict(message, safety, variant, values)
+    return Verdict(message, safety, variant, values, level=int(bindings.get(LEVEL, 0)))
 
 
 def _listed(variants: list[Variant], noun: str) -> str:

@@ -84,25 +84,37 @@ class Migrations:
     def _counterparts(self, old_file: ReleaseFile, nodes: list[tuple[str, ast.AST]]
                       ) -> Iterable[tuple[ast.AST, ast.AST, ReleaseFile, Callable[[str], str | None]]]:
         """(old node, the node at its place in the new release, the new file, what the old
-        use's local names hold) of each (scope, node) of the old file that has a counterpart."""
+        use's local names hold) of each (scope, node) of the old file that has a counterpart:
+        the same scope's statement that it pairs with (pairing.aligned), which differs from it
+        only where the statement's uses are (else the pair says nothing certain of them)."""
         new_file = self._file(True, old_file.relpath) if nodes else None
         if new_file is None:
             return
         old_scopes, new_scopes = self._statements(old_file, False), self._statements(new_file, True)
         alignments: dict[str, dict[int, int]] = {}
+        by_statement: dict[tuple[str, int], list[tuple[ast.AST, list[tuple]]]] = {}
         for scope, node in nodes:
             before, after = old_scopes.get(scope), new_scopes.get(scope)
             if not before or not after:
                 continue
+            located = pairing.statement_of(before, node)
+            if located is not None:
+                by_statement.setdefault((scope, located[0]), []).append((node, located[1]))
+        for (scope, index), uses in by_statement.items():
+            before, after = old_scopes[scope], new_scopes[scope]
             if scope not in alignments:
                 alignments[scope] = pairing.aligned(before, after)
-            located = pairing.statement_of(before, node)
-            index = alignments[scope].get(located[0]) if located else None
-            if index is None:
+            paired = alignments[scope].get(index)
+            if paired is None:
                 continue
-            counterpart = pairing.follow(before[located[0]].node, after[index].node, located[1])
-            if counterpart is not None:
-                yield node, counterpart, new_file, self._defined(old_file, before, located[0])
+            counterparts = [pairing.follow(before[index].node, after[paired].node, path) for _, path in uses]
+            if any(found is None for found in counterparts) or pairing.substituted(
+                    before[index].node, [(path, found) for (_, path), found in zip(uses, counterparts)]) \
+                    != after[paired].key:
+                continue
+            defined = self._defined(old_file, before, index)
+            for (node, _), found in zip(uses, counterparts):
+                yield node, found, new_file, defined
 
     def _defined(self, file: ReleaseFile, statements: list[Statement], index: int) -> Callable[[str], str | None]:
         bindings = file.facts.bindings()
@@ -185,22 +197,23 @@ class Migrations:
             old_file = self._file(False, relpath)
             if old_file is None:
                 continue
-            uses = [(read.scope, old_file.attributes[read.position.line, read.position.col]) for read in old_file.facts.reads
-                    if read.attr == attr and (read.position.line, read.position.col) in old_file.attributes
-                    and sites.read_owner(self.old, old_file, read) == owner]
+            reads: dict[int, ast.Attribute] = {}
+            scopes: dict[int, str] = {}
+            for read in old_file.facts.reads:
+                node = old_file.attributes.get((read.position.line, read.position.col))
+                if node is not None and read.attr == attr and sites.read_owner(self.old, old_file, read) == owner:
+                    reads[id(node)], scopes[id(node)] = node, read.scope
+            # The use is the read with what is read on it in turn: `req.extend_range.end`.
+            uses = [(scopes[key], sites.chain_above(node, old_file.tree)[-1]) for key, node in reads.items()]
             for old_node, new_node, new_file, defined in self._counterparts(old_file, uses):
+                old_node, new_node = _without_common_members(old_node, new_node, reads)
                 if not isinstance(new_node, ast.expr) or unparsed(old_node) == unparsed(new_node):
                     continue
+                read = next(node for node in sites.chain_above_inside(old_node) if id(node) in reads)
                 found.append(edits.generalised([("expr", old_node)], [("expr", new_node)], new_file.at.lines,
                                                self._bound(new_file), old_file.at.lines, f"{relpath}:{old_node.lineno}",
-                                               defined, receiver=unparsed(old_node.value)))
+                                               defined, receiver=unparsed(read.value)))
         return edits.merged(found)
-
-
-def _keywords(signature: Signature) -> set[str]:
-    """The names a call may pass by keyword."""
-    return {name for name, kind, _ in signature.params if kind in ("pk", "ko")}
-
 
 def _import_statements(file: ReleaseFile, module: str) -> dict[int, ast.ImportFrom]:
     """line -> the `from <module> import ...` statement there (relative ones resolved)."""
@@ -215,3 +228,18 @@ def _imported_from(file: ReleaseFile, node: ast.ImportFrom) -> str | None:
     modules = {fact.module for fact in file.facts.imports
                if fact.name and node.lineno <= fact.module_position.line <= (node.end_lineno or node.lineno)}
     return modules.pop() if len(modules) == 1 else None
+
+
+def _without_common_members(old: ast.AST, new: ast.AST, reads: dict[int, ast.Attribute]) -> tuple[ast.AST, ast.AST]:
+    """A read's chain and its counterpart without the members both end with (`.cpu_group` of
+    `self.model_runner.tp_group.cpu_group` -> `get_parallel().tp_group.cpu_group`), down to
+    the read itself: the smallest edit."""
+    while id(old) not in reads and isinstance(old, ast.Attribute) and isinstance(new, ast.Attribute) \
+            and old.attr == new.attr:
+        old, new = old.value, new.value
+    return old, new
+
+
+def _keywords(signature: Signature) -> set[str]:
+    """The names a call may pass by keyword."""
+    return {name for name, kind, _ in signature.params if kind in ("pk", "ko")}

@@ -6,6 +6,7 @@ place within the statement."""
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
 from functools import cached_property
 
@@ -193,3 +194,26 @@ def definition(statements: list[Statement], before: int, name: str) -> str:
     if not values:
         return UNASSIGNED
     return values[0] if len(set(values)) == 1 else REASSIGNED
+
+
+def substituted(statement: ast.stmt, replacements: list[tuple[list[tuple], ast.AST]]) -> str:
+    """The statement's key (`Statement.key`) with the nodes at `paths` replaced: equal to its
+    counterpart's key exactly when the uses were all that changed in it."""
+    copied = copy.deepcopy(statement)
+    for path, node in sorted(replacements, key=lambda item: -len(item[0])):
+        parent: ast.AST = copied
+        for step in path[:-1]:
+            parent = dict(_children(parent, parent is copied))[step]
+        field, *rest = path[-1] if path else (None,)
+        if field is None:
+            return _key(node) if isinstance(node, ast.stmt) else ""
+        value = getattr(parent, field)
+        if not rest:
+            setattr(parent, field, node)
+        elif isinstance(rest[0], int):
+            value[rest[0]] = node
+        else:
+            index = next(i for i, item in enumerate(value) if isinstance(item, ast.keyword)
+                         and (item.arg or f"**{i}") == rest[0])
+            value[index] = node
+    return _key(copied)

@@ -52,6 +52,26 @@ def read_release_file(model: UpstreamModel, relpath: str) -> ReleaseFile | None:
     return found
 
 
+def chain_above(read: ast.Attribute, tree: ast.AST) -> list[ast.Attribute]:
+    """The read, then each attribute read on it in turn: `req.extend_range`, then
+    `req.extend_range.end` (an edit may rewrite a member of what was lost with it)."""
+    above = {id(node.value): node for node in ast.walk(tree)
+             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)}
+    chain = [read]
+    while id(chain[-1]) in above:
+        chain.append(above[id(chain[-1])])
+    return chain
+
+
+def chain_above_inside(outer: ast.AST) -> list[ast.Attribute]:
+    """The attributes of a chain from the outermost in: `a.b.c`, `a.b`."""
+    found = []
+    while isinstance(outer, ast.Attribute):
+        found.append(outer)
+        outer = outer.value
+    return found
+
+
 def dotted_name(model: UpstreamModel, file: ReleaseFile, name: str) -> str | None:
     """The upstream path a name written in the file stands for: through its imports, or a
     name the module itself defines."""
@@ -130,6 +150,8 @@ class ProjectSites:
 
     def __init__(self, texts: Mapping[str, str]) -> None:
         self.texts = texts
+        self._at: dict[str, SourcePositions] = {}
+        self._above: dict[str, dict[int, ast.Attribute]] = {}  # per file: id(node) -> the attribute read on it
         self._files: dict[str, tuple[dict[tuple[int, int], ast.AST], dict[str, list[Statement]]] | None] = {}
 
     def _file(self, relpath: str) -> tuple[dict[tuple[int, int], ast.AST], dict[str, list[Statement]]] | None:
@@ -142,7 +164,9 @@ class ProjectSites:
             if tree is None:
                 self._files[relpath] = None
             else:
-                at = SourcePositions(text)
+                at = self._at[relpath] = SourcePositions(text)
+                self._above[relpath] = {id(node.value): node for node in ast.walk(tree)
+                                        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)}
                 places: dict[tuple[int, int], ast.AST] = {}
                 for node in ast.walk(tree):
                     if isinstance(node, ast.Call):
@@ -167,5 +191,13 @@ class ProjectSites:
         defined = lambda name: None if name in bindings else definition(statements, located[0], name)  # noqa: E731
         if isinstance(node, ast.Call):
             slots = call_slots(node)
-            return Use(slots, defined, node) if slots is not None else None
-        return Use({"expr": node}, defined, node)
+            return Use(slots, defined) if slots is not None else None
+        chain = self._chain(facts.path, node)
+        return Use({"expr": node}, defined, chain=[(level, self._at[facts.path].attribute_name(level)) for level in chain])
+
+    def _chain(self, relpath: str, node: ast.Attribute) -> list[ast.Attribute]:
+        above = self._above.get(relpath, {})
+        chain = [node]
+        while id(chain[-1]) in above:
+            chain.append(above[id(chain[-1])])
+        return chain
