@@ -377,13 +377,13 @@ def verdict(variants: list[Variant], slot: str, use: Use, noun: str) -> Verdict 
         variant, bindings = exact[0]
         count = sum(v.count for v, _ in exact)
         # One example is too thin to call a rewrite certain: a pairing may be a coincidence.
-        return _applied(variant, bindings, f"upstream migrated {count} {noun}: {variant.shown()} (e.g. {variant.where})",
+        return _applied(variant, bindings, f"upstream migrated {_many(count, noun)}: {variant.shown()} (e.g. {variant.where})",
                         "safe" if count >= MIN_SAFE_EXAMPLES else "unsafe")
     agreeing = {(tuple(sorted(v.slots)), v.after, v.imports, v.foreign) for v in relevant}
     if len(agreeing) > 1:
         return Verdict(_listed(relevant, noun), why="upstream's examples disagree")
     variant = relevant[0]
-    message = f"upstream migrated {total} {noun}: {variant.shown()} (e.g. {variant.where})"
+    message = f"upstream migrated {_many(total, noun)}: {variant.shown()} (e.g. {variant.where})"
     bindings = {}
     for slot_name, pattern in variant.before:  # a placeholder alone stands for whatever is there
         if pattern.startswith("__") and pattern.isidentifier() and slot_name in slots:
@@ -410,7 +410,12 @@ def _listed(variants: list[Variant], noun: str) -> str:
     shown = "; ".join(f"{v.shown()} ({v.count}, e.g. {v.where})" for v in variants[:MAX_SHOWN])
     more = f"; and {len(variants) - MAX_SHOWN} more" if len(variants) > MAX_SHOWN else ""
     total = sum(v.count for v in variants)
-    return f"upstream rewrote {total} {noun} in {len(variants)} ways, so no edit is certain: {shown}{more}"
+    return f"upstream rewrote {_many(total, noun)} in {len(variants)} ways, so no edit is certain: {shown}{more}"
+
+
+def _many(count: int, noun: str) -> str:
+    """`3 calls`, `1 call`."""
+    return f"{count} {noun if count != 1 else noun.removesuffix('s')}"
 
 
 def module_verdict(variants: list[Variant], home: str | None) -> Verdict | None:
@@ -422,7 +427,7 @@ def module_verdict(variants: list[Variant], home: str | None) -> Verdict | None:
     if len(kinds) > 1:
         return Verdict(_listed(kinds, "imports"), why="upstream's imports moved to different modules")
     variant = kinds[0]
-    message = f"upstream moved {variant.count} imports: {variant.shown()} (e.g. {variant.where})"
+    message = f"upstream moved {_many(variant.count, 'imports')}: {variant.shown()} (e.g. {variant.where})"
     if home is None or variant.after != (("module", home),):
         return Verdict(message, why="upstream's imports moved elsewhere than a module defining the same names")
     return Verdict(message, "safe", variant, [("module", home)])

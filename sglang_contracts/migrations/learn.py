@@ -55,14 +55,14 @@ class Migrations:
         key = hashlib.sha256(f"{LEARNER}\0migrations\0{identities}\0{what}".encode()).hexdigest() \
             if all(identities) else None
         cached = self.old.cache.get(key) if key else None
-        try:
-            found = [Variant.from_json(row) for row in cached] if isinstance(cached, list) else None
-        except (TypeError, ValueError):  # a record of another shape: learned again
-            found = None
+        found = _read_back(cached) if isinstance(cached, list) else None
         if found is None:
             found = learn()
             if key:
                 self.old.cache.put(key, [variant.to_json() for variant in found])
+            # A release's parsed files are many megabytes: kept for one question's learning only.
+            self._files.clear()
+            self._scopes.clear()
         self._learned[what] = found
         return found
 
@@ -243,3 +243,20 @@ def _without_common_members(old: ast.AST, new: ast.AST, reads: dict[int, ast.Att
 def _keywords(signature: Signature) -> set[str]:
     """The names a call may pass by keyword."""
     return {name for name, kind, _ in signature.params if kind in ("pk", "ko")}
+
+
+def _read_back(rows: list) -> list[Variant] | None:
+    """Variants as the cache kept them; None for a record of another shape (learned again
+    rather than fail a check on a pattern that does not parse)."""
+    try:
+        found = [Variant.from_json(row) for row in rows]
+        for variant in found:
+            for _, pattern in (*variant.before, *variant.after):
+                if not isinstance(pattern, str):
+                    raise TypeError("a pattern that is no text")
+            for slot, pattern in (*variant.before, *variant.after):
+                if slot != "module" and not slot.startswith("="):
+                    ast.parse(pattern, mode="eval")
+        return found
+    except (TypeError, ValueError, SyntaxError, RecursionError, MemoryError):
+        return None
