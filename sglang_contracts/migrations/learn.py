@@ -81,10 +81,10 @@ class Migrations:
         return [relpath for relpath, text in self.old.texts_mentioning_any(list(needles))
                 if also is None or also in text]
 
-    def _counterparts(self, old_file: ReleaseFile, nodes: list[tuple[str, ast.AST]]
+    def _counterparts(self, old_file: ReleaseFile, nodes: list[tuple[str | None, ast.AST]]
                       ) -> Iterable[tuple[ast.AST, ast.AST, ReleaseFile, Callable[[str], str | None]]]:
         """(old node, the node at its place in the new release, the new file, what the old
-        use's local names hold) of each (scope, node) of the old file that has a counterpart:
+        use's local names hold) of each (scope or None, node) of the old file that has a counterpart:
         the same scope's statement that it pairs with (pairing.aligned), which differs from it
         only where the statement's uses are (else the pair says nothing certain of them)."""
         new_file = self._file(True, old_file.relpath) if nodes else None
@@ -94,12 +94,13 @@ class Migrations:
         alignments: dict[str, dict[int, int]] = {}
         by_statement: dict[tuple[str, int], list[tuple[ast.AST, list[tuple]]]] = {}
         for scope, node in nodes:
-            before, after = old_scopes.get(scope), new_scopes.get(scope)
-            if not before or not after:
-                continue
-            located = pairing.statement_of(before, node)
-            if located is not None:
-                by_statement.setdefault((scope, located[0]), []).append((node, located[1]))
+            # A use whose scope is not known is looked for in every scope (its line first).
+            for where in ([scope] if scope is not None else list(old_scopes)):
+                before, after = old_scopes.get(where), new_scopes.get(where)
+                located = pairing.statement_of(before, node) if before and after else None
+                if located is not None:
+                    by_statement.setdefault((where, located[0]), []).append((node, located[1]))
+                    break
         for (scope, index), uses in by_statement.items():
             before, after = old_scopes[scope], new_scopes[scope]
             if scope not in alignments:
@@ -117,12 +118,12 @@ class Migrations:
                 yield node, found, new_file, defined
 
     def _defined(self, file: ReleaseFile, statements: list[Statement], index: int) -> Callable[[str], str | None]:
-        bindings = file.facts.bindings()
+        bindings = file.bindings
         return lambda name: None if name in bindings else pairing.definition(statements, index, name)
 
     def _bound(self, file: ReleaseFile) -> Callable[[str], str | None]:
         """The path a name of a new-release file is bound to at its top level."""
-        bindings = file.facts.bindings()
+        bindings = file.bindings
 
         def bound(name: str) -> str | None:
             if name in bindings:
@@ -140,16 +141,15 @@ class Migrations:
             if old_file is None:
                 continue
             uses, signatures = [], {}
-            for call in old_file.facts.calls:
-                node = old_file.calls.get((call.position.line, call.position.col))
-                if node is None or sites.called_name(call) != needle:
+            for node in ast.walk(old_file.tree):
+                if not isinstance(node, ast.Call) or _called_name(node) != needle:
                     continue
-                signature = sites.call_signature(self.old, old_file, call)
+                signature = sites.node_signature(self.old, old_file, node)
                 if signature is not None and signature.owner == old_owner:
-                    uses.append((call.scope, node))
+                    uses.append((None, node))
                     signatures[id(node)] = signature
             for old_node, new_node, new_file, defined in self._counterparts(old_file, uses):
-                new_signature = self._new_signature(new_file, new_node) if isinstance(new_node, ast.Call) else None
+                new_signature = sites.node_signature(self.new, new_file, new_node) if isinstance(new_node, ast.Call) else None
                 if new_signature is None or new_signature.owner != new_owner:
                     continue
                 edit = edits.call_edit(old_node, new_node, _keywords(signatures[id(old_node)]), _keywords(new_signature))
@@ -164,31 +164,21 @@ class Migrations:
         found: list[Variant] = []
         for relpath in self._candidates(needles):
             old_file = self._file(False, relpath)
-            statements = _import_statements(old_file, module) if old_file is not None else {}
+            statements = _import_statements(old_file, module) if old_file is not None else []
             if not statements:
                 continue
-            scopes = self._statements(old_file, False)
-            uses = [(scope, node) for node in statements.values()
-                    for scope, listed in scopes.items() if any(s.node is node for s in listed)]
+            uses = [(None, node) for node in statements]
             for old_node, new_node, new_file, _ in self._counterparts(old_file, uses):
                 if not isinstance(new_node, ast.ImportFrom) \
                         or {a.name for a in new_node.names} != {a.name for a in old_node.names}:
                     continue
-                moved = _imported_from(new_file, new_node)
-                if moved is None or moved == module:
+                moved = sites.imported_from(new_file, new_node)
+                if moved == module:
                     continue
                 found.append(Variant(before=(("module", module),), after=(("module", moved),), imports=(), foreign=(),
                                      templates=(("module", (moved,)),), shown_before=f"from {module}",
                                      shown_after=f"from {moved}", where=f"{relpath}:{old_node.lineno}"))
         return edits.merged(found)
-
-    def _new_signature(self, file: ReleaseFile, node: ast.Call) -> Signature | None:
-        func = node.func
-        where = file.at.attribute_name(func) if isinstance(func, ast.Attribute) else file.at.start(func)
-        for call in file.facts.calls:
-            if call.position == where:
-                return sites.call_signature(self.new, file, call)
-        return None
 
     def _learn_reads(self, owner: str, attr: str) -> list[Variant]:
         leaf = owner.rsplit(".", 1)[-1]
@@ -199,7 +189,7 @@ class Migrations:
                 continue
             reads: dict[int, ast.Attribute] = {}
             scopes: dict[int, str] = {}
-            for read in old_file.facts.reads:
+            for read in old_file.facts.reads if old_file.facts is not None else ():
                 node = old_file.attributes.get((read.position.line, read.position.col))
                 if node is not None and read.attr == attr and sites.read_owner(self.old, old_file, read) == owner:
                     reads[id(node)], scopes[id(node)] = node, read.scope
@@ -215,19 +205,16 @@ class Migrations:
                                                defined, receiver=unparsed(read.value)))
         return edits.merged(found)
 
-def _import_statements(file: ReleaseFile, module: str) -> dict[int, ast.ImportFrom]:
-    """line -> the `from <module> import ...` statement there (relative ones resolved)."""
-    lines = {fact.module_position.line for fact in file.facts.imports if fact.module == module and fact.name}
-    return {node.lineno: node for node in ast.walk(file.tree)
-            if isinstance(node, ast.ImportFrom) and any(node.lineno <= line <= (node.end_lineno or node.lineno)
-                                                          for line in lines)}
+def _import_statements(file: ReleaseFile, module: str) -> list[ast.ImportFrom]:
+    """The file's `from <module> import ...` statements (relative ones resolved)."""
+    return [node for node in ast.walk(file.tree)
+            if isinstance(node, ast.ImportFrom) and sites.imported_from(file, node) == module]
 
 
-def _imported_from(file: ReleaseFile, node: ast.ImportFrom) -> str | None:
-    """The absolute module a `from ... import` statement of the file imports from."""
-    modules = {fact.module for fact in file.facts.imports
-               if fact.name and node.lineno <= fact.module_position.line <= (node.end_lineno or node.lineno)}
-    return modules.pop() if len(modules) == 1 else None
+def _called_name(node: ast.Call) -> str | None:
+    """The last name of what a call calls (`Class` of `mod.Class(...)`)."""
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
 def _without_common_members(old: ast.AST, new: ast.AST, reads: dict[int, ast.Attribute]) -> tuple[ast.AST, ast.AST]:

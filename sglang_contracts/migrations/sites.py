@@ -6,50 +6,77 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from functools import cached_property
 
-from sglang_contracts.infra.pysource import parse_shared
+from sglang_contracts.infra.pysource import parse_quietly, parse_shared
 from sglang_contracts.migrations.edits import Use, call_slots
 from sglang_contracts.migrations.pairing import Statement, definition, scoped_statements, statement_of
 from sglang_contracts.project.facts import CallFact, FileFacts, ReadFact, Receiver
+from sglang_contracts.project.index import absolute_module
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.project.scanner import scan_source
+from sglang_contracts.project.scopes import dotted_chain
 from sglang_contracts.upstream.model import Signature, UpstreamModel
 from sglang_contracts.upstream.targets import callable_signature
 
 
-@dataclass
 class ReleaseFile:
-    relpath: str
-    module: str
-    text: str
-    tree: ast.Module
-    facts: FileFacts
-    at: SourcePositions
-    # (line, column) of a call's callee's last name, or of an attribute's name -> its node
-    calls: dict[tuple[int, int], ast.Call] = field(default_factory=dict)
-    attributes: dict[tuple[int, int], ast.Attribute] = field(default_factory=dict)
+    """One parsed file of a release. The project scanner's facts (receivers' types) are made
+    only for the files whose uses need them: a method's receiver, an attribute read."""
+
+    def __init__(self, relpath: str, module: str, text: str, tree: ast.Module) -> None:
+        self.relpath, self.module, self.text, self.tree = relpath, module, text, tree
+        self.at = SourcePositions(text)
+
+    @cached_property
+    def facts(self) -> FileFacts | None:
+        facts = scan_source(self.relpath, self.module, self.text)
+        return None if facts.parse_error or facts.problem else facts
+
+    @cached_property
+    def bindings(self) -> dict[str, str]:
+        """Name -> the dotted path its import binds, read from the tree alone (any depth)."""
+        found: dict[str, str] = {}
+        package = self.relpath.endswith("__init__.py")
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    found[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                source = absolute_module(self.module, package, "." * node.level + (node.module or ""))
+                for alias in node.names:
+                    if alias.name != "*":
+                        found[alias.asname or alias.name] = f"{source}.{alias.name}"
+        return found
+
+    @cached_property
+    def calls(self) -> dict[tuple[int, int], ast.Call]:
+        """(line, column) of a call's callee's last name (as the scanner places it) -> the call."""
+        found = {}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                where = self.at.attribute_name(func) if isinstance(func, ast.Attribute) else self.at.start(func)
+                found[where.line, where.col] = node
+        return found
+
+    @cached_property
+    def attributes(self) -> dict[tuple[int, int], ast.Attribute]:
+        """(line, column) of an attribute's name -> the attribute."""
+        return {(where.line, where.col): node for node in ast.walk(self.tree) if isinstance(node, ast.Attribute)
+                for where in (self.at.attribute_name(node),)}
 
 
 def read_release_file(model: UpstreamModel, relpath: str) -> ReleaseFile | None:
-    """One file of the release, parsed and scanned; None when it cannot be read or parsed."""
+    """One file of the release, parsed; None when it cannot be read or parsed."""
     text = model.tree.readable_source(relpath)
     if text is None:
         return None
-    facts = scan_source(relpath, model.module_name_of(relpath), text)
-    if facts.parse_error or facts.problem:
+    try:
+        tree = parse_quietly(text, relpath)
+    except (SyntaxError, ValueError):  # ValueError: a NUL byte, or too deep for the parser
         return None
-    tree = parse_shared(text, relpath)  # the scan's own tree
-    found = ReleaseFile(relpath, facts.module, text, tree, facts, SourcePositions(text))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            where = found.at.attribute_name(func) if isinstance(func, ast.Attribute) else found.at.start(func)
-            found.calls[where.line, where.col] = node
-        elif isinstance(node, ast.Attribute):
-            where = found.at.attribute_name(node)
-            found.attributes[where.line, where.col] = node
-    return found
+    return ReleaseFile(relpath, model.module_name_of(relpath), text, tree)
 
 
 def chain_above(read: ast.Attribute, tree: ast.AST) -> list[ast.Attribute]:
@@ -76,7 +103,7 @@ def dotted_name(model: UpstreamModel, file: ReleaseFile, name: str) -> str | Non
     """The upstream path a name written in the file stands for: through its imports, or a
     name the module itself defines."""
     head, _, rest = name.partition(".")
-    target = file.facts.bindings().get(head)
+    target = file.bindings.get(head)
     if target is None and model.resolve_name(file.module, head).found:
         target = f"{file.module}.{head}"
     if target is None:
@@ -110,9 +137,20 @@ def receiver_classes(model: UpstreamModel, file: ReleaseFile, receiver: Receiver
     return current or None
 
 
-def called_name(call: CallFact) -> str:
-    """The last name of what a call calls (`Class`, `method`)."""
-    return call.callee.attrs[-1] if call.callee.attrs else call.callee.types[0].partition(":")[2].rpartition(".")[2]
+def node_signature(model: UpstreamModel, file: ReleaseFile, node: ast.Call) -> Signature | None:
+    """The signature a call of the file binds to: through its imports where it calls a name or
+    a dotted path they bind (no scan needed), else through the scanner's receiver types."""
+    chain = dotted_chain(node.func)
+    if chain is not None and chain[0] not in ("self", "cls"):
+        dotted = dotted_name(model, file, ".".join([chain[0], *(attribute.attr for attribute in chain[1])]))
+        if dotted is not None:
+            found = callable_signature(model, dotted)
+            return found[0] if found is not None else None
+    facts = file.facts
+    func = node.func
+    where = file.at.attribute_name(func) if isinstance(func, ast.Attribute) else file.at.start(func)
+    fact = next((call for call in facts.calls if call.position == where), None) if facts is not None else None
+    return call_signature(model, file, fact) if fact is not None else None
 
 
 def call_signature(model: UpstreamModel, file: ReleaseFile, call: CallFact) -> Signature | None:
@@ -201,3 +239,8 @@ class ProjectSites:
         while id(chain[-1]) in above:
             chain.append(above[id(chain[-1])])
         return chain
+
+
+def imported_from(file: ReleaseFile, node: ast.ImportFrom) -> str:
+    """The absolute module a `from ... import` statement of the file imports from."""
+    return absolute_module(file.module, file.relpath.endswith("__init__.py"), "." * node.level + (node.module or ""))
