@@ -141,12 +141,10 @@ class Migrations:
             if old_file is None:
                 continue
             uses, signatures = [], {}
-            for node in ast.walk(old_file.tree):
-                if not isinstance(node, ast.Call) or _called_name(node) != needle:
-                    continue
+            for scope, node in self._calls_named(old_file, needle):
                 signature = sites.node_signature(self.old, old_file, node)
                 if signature is not None and signature.owner == old_owner:
-                    uses.append((None, node))
+                    uses.append((scope, node))
                     signatures[id(node)] = signature
             for old_node, new_node, new_file, defined in self._counterparts(old_file, uses):
                 new_signature = sites.node_signature(self.new, new_file, new_node) if isinstance(new_node, ast.Call) else None
@@ -157,6 +155,19 @@ class Migrations:
                     found.append(edits.generalised(edit[0], edit[1], new_file.at.lines, self._bound(new_file),
                                                    old_file.at.lines, f"{relpath}:{old_node.lineno}", defined))
         return edits.merged(found)
+
+    def _calls_named(self, file: ReleaseFile, needle: str) -> Iterable[tuple[str, ast.Call]]:
+        """(scope, call) of the calls of `needle` in the file: only the statements on the lines
+        that name it are walked (walking a model file's every expression cost more than parsing it)."""
+        lines = {number for number, line in enumerate(file.at.lines, 1) if needle in line}
+        for scope, statements in self._statements(file, False).items():
+            for statement in statements:
+                node = statement.node
+                if not any(node.lineno <= line <= (node.end_lineno or node.lineno) for line in lines):
+                    continue
+                for found in pairing.own_nodes(node):
+                    if isinstance(found, ast.Call) and _called_name(found) == needle:
+                        yield scope, found
 
     def _learn_imports(self, module: str) -> list[Variant]:
         parts = module.split(".")

@@ -122,6 +122,17 @@ def _children(node: ast.AST, top: bool) -> list[tuple[tuple, ast.AST]]:
     return found
 
 
+def own_nodes(statement: ast.stmt) -> list[ast.AST]:
+    """The nodes of a statement's own expressions (a compound statement's header alone)."""
+    found: list[ast.AST] = []
+    pending: list[ast.AST] = [statement]
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        pending += [child for _, child in _children(node, node is statement)]
+    return found
+
+
 def path_to(statement: ast.stmt, target: ast.AST) -> list[tuple] | None:
     """The steps from a statement to a node within its own expressions."""
     pending: list[tuple[ast.AST, list[tuple]]] = [(statement, [])]

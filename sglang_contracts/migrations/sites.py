@@ -38,7 +38,7 @@ class ReleaseFile:
         """Name -> the dotted path its import binds, read from the tree alone (any depth)."""
         found: dict[str, str] = {}
         package = self.relpath.endswith("__init__.py")
-        for node in ast.walk(self.tree):
+        for node in statements_below(self.tree):  # imports are statements: no expression is walked
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     found[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
@@ -65,6 +65,19 @@ class ReleaseFile:
         """(line, column) of an attribute's name -> the attribute."""
         return {(where.line, where.col): node for node in ast.walk(self.tree) if isinstance(node, ast.Attribute)
                 for where in (self.at.attribute_name(node),)}
+
+
+def statements_below(tree: ast.AST) -> list[ast.stmt]:
+    """Every statement of a tree, at any depth, without walking an expression."""
+    found: list[ast.stmt] = []
+    pending = list(getattr(tree, "body", []))
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(node, block, None) or []:
+                pending.extend([child] if isinstance(child, ast.stmt) else getattr(child, "body", []))
+    return found
 
 
 def read_release_file(model: UpstreamModel, relpath: str) -> ReleaseFile | None:
