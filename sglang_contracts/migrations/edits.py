@@ -250,8 +250,16 @@ def merged(variants: list[Variant]) -> list[Variant]:
     found: dict[tuple, Variant] = {}
     for variant in variants:
         known = found.get(variant.key())
-        found[variant.key()] = variant if known is None else _counted(known, known.count + variant.count)
-    return sorted(found.values(), key=lambda v: (-v.count, v.where))
+        if known is not None:  # the example shown is the first in the release's order, whatever the search's
+            first = min(known, variant, key=_place)
+            variant = _counted(first, known.count + variant.count)
+        found[variant.key()] = variant
+    return sorted(found.values(), key=lambda v: (-v.count, _place(v)))
+
+
+def _place(variant: Variant) -> tuple[str, int]:
+    path, _, line = variant.where.rpartition(":")
+    return path, int(line) if line.isdigit() else 0
 
 
 def _counted(variant: Variant, count: int) -> Variant:
