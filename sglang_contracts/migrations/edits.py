@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import re
 import copy
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -299,6 +298,12 @@ def _match(pattern: ast.AST, node: ast.AST, bindings: dict[str, str]) -> bool:
     return True
 
 
+def _bare_read(pattern: str) -> bool:
+    """`__receiver.attr`: a read of the attribute alone."""
+    head, _, attr = pattern.partition(".")
+    return head == RECEIVER and attr.isidentifier()
+
+
 def _plain_chain(node: ast.AST) -> bool:
     """`name` or `name.attr.attr`."""
     while isinstance(node, ast.Attribute):
@@ -398,7 +403,7 @@ def verdict(variants: list[Variant], slot: str, use: Use, noun: str) -> Verdict 
             bindings[pattern] = unparsed(slots[slot_name])
     if not variant.slots <= slots.keys():
         return Verdict(message, why=f"this use does not pass {', '.join(sorted(variant.slots - slots.keys()))} as upstream's did")
-    if use.chain and not any(re.fullmatch(rf"{RECEIVER}\.\w+", pattern) for name, pattern in variant.before if name == "expr"):
+    if use.chain and not any(_bare_read(pattern) for name, pattern in variant.before if name == "expr"):
         return Verdict(message, why="upstream's reads that changed so read more than this one does")
     return _applied(variant, bindings, message, "unsafe")
 
