@@ -155,7 +155,8 @@ def import_from_moved_module(diagnostic: Diagnostic, workspace) -> bool:
     if not document.python:
         return False
     if not home:
-        why = diagnostic.data.get("unmigrated") or "no upstream import of the module shows where it moved"
+        why = diagnostic.data.get("unmigrated") or \
+            "no module of the new release defines the same names where upstream's own imports of it moved"
         document.note(diagnostic.line, diagnostic.col, diagnostic.code, why)
         return False
     return python_edits.replace_import_module(document, diagnostic.line, diagnostic.col, home)
