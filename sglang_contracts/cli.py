@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NoReturn, TypeVar
@@ -117,6 +118,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="configuration file (default: [tool.sglang-contracts] in the project's pyproject.toml)")
     parser.add_argument("--select", type=_codes, help="comma-separated code prefixes to report (default: SGC)")
     parser.add_argument("--ignore", type=_codes, help="comma-separated code prefixes not to report")
+    parser.add_argument("--package-index", metavar="URL|DIR|none", type=_index_location,
+                        help="where the dependency closure reads package metadata (default: pip's configured index; "
+                             "none: the cache only)")
 
 
 def _add_cache_options(parser: argparse.ArgumentParser) -> None:
@@ -128,6 +132,19 @@ def _add_cache_options(parser: argparse.ArgumentParser) -> None:
 
 def _first(*values):
     return next((value for value in values if value is not None), None)
+
+
+def _index_location(given: str) -> str:
+    """`--package-index`: a folder named on the command line is relative to the working folder
+    (not to the project's root, as the configuration's is), made absolute at once so that a
+    daemon handed the flag reads the same folder."""
+    if given != "none" and "://" not in given:
+        return os.path.abspath(os.path.expanduser(given))
+    return given
+
+
+def _package_index(given: str | None) -> dict[str, str]:
+    return {"package-index": given} if given else {}
 
 
 def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
@@ -154,7 +171,7 @@ def _options(args: argparse.Namespace) -> tuple[list[Path], "CheckOptions"]:
         per_file_ignores=config.get("per-file-ignores", {}),
         severity=config.get("severity", {}),
         baseline=None if args.write_baseline else _first(args.baseline, config.path_value("baseline")),
-        settings=config.settings(),
+        settings={**config.settings(), **_package_index(getattr(args, "package_index", None))},
     )
     if options.new is None:
         raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory), "
@@ -197,7 +214,19 @@ def _check(args: argparse.Namespace, check=None) -> int:
               f"{'s' * (internal != 1)} (SGC001); please report {'them' if internal != 1 else 'it'}",
               file=sys.stderr)
         return INCOMPLETE
-    return 1 if result.diagnostics and not args.exit_zero else 0
+    if result.diagnostics and not args.exit_zero:
+        if os.environ.get("PRE_COMMIT") and options.baseline is None and not args.quiet:
+            print(BASELINE_HINT, file=sys.stderr)
+        return 1
+    return 0
+
+
+# A hook's first commit in a project with findings of the bump is held until they are fixed:
+# said where pre-commit runs it (it sets PRE_COMMIT), with the way to commit meanwhile.
+BASELINE_HINT = ("sglang-contracts: the commit waits for these findings. To commit before they are fixed, record them "
+                 "once with `sglang-contracts check --write-baseline contracts-baseline.json` (and the hook's "
+                 "--old/--new), commit that file, and set `baseline = \"contracts-baseline.json\"` in "
+                 "[tool.sglang-contracts]: only new findings stop a commit then (docs/ci.md)")
 
 
 def _fix(args: argparse.Namespace) -> int:
@@ -224,8 +253,8 @@ def _fix(args: argparse.Namespace) -> int:
     with standard_output():
         for diagnostic in report.remaining:
             print(format_line(diagnostic, display_path(root, diagnostic.path)))
-        if not args.quiet:
-            print(f"{report.found} findings: {report.fixed} fixed, {len(report.remaining)} remaining")
+    if not args.quiet:  # as with --diff: standard output holds only what a pipe reads on
+        print(f"{report.found} findings: {report.fixed} fixed, {len(report.remaining)} remaining", file=sys.stderr)
     return 1 if report.remaining or report.errors else 0
 
 
@@ -274,10 +303,20 @@ def _rules() -> int:
 
     rules = load_catalog().values()
     width = max(len(rule.name) for rule in rules)
+    columns = terminal_columns()
     with standard_output():
         for rule in rules:
-            print(f"{rule.code}  {rule.name:<{width}} {rule.severity:<8} {rule.fix or '':<7} {rule.summary}")
+            line = f"{rule.code:<8}{rule.name:<{width}} {rule.severity:<8}{rule.fix or '':<7}{rule.summary}"
+            print(line if columns is None or len(line) <= columns else line[:columns - 1] + "…")
     return 0
+
+
+def terminal_columns() -> int | None:
+    """The width to fit lines to: the terminal's, or COLUMNS when set; None for a pipe or a file
+    (a line cut there would be lost to grep)."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return max(40, int(os.environ["COLUMNS"]))
+    return max(40, shutil.get_terminal_size().columns) if sys.stdout.isatty() else None
 
 
 def _explain(code: str) -> int:

@@ -119,6 +119,11 @@ def _table(check_value: Callable[[Any], Any], check_key: Callable[[str], str] = 
     return check
 
 
+def _within_project_key(key: str) -> str:
+    """A folder or file of the project, as its relative POSIX path (`serves`' keys)."""
+    return PurePath(_within_project(key)[0]).as_posix()
+
+
 def _code_key(key: str) -> str:
     return _codes([key])[0]
 
@@ -142,8 +147,12 @@ KEYS: dict[str, Callable[[Any], Any]] = {
     "server-args-seam": _strings,
     "fakes": _table(_string),
     "patch-files": _globs,
+    "serves": _table(_strings, _within_project_key),
+    # Where the dependency closure's metadata comes from: a simple index's URL, a folder holding
+    # one, or "none" (the cache only); pip's configured index when absent (closure/index.py).
+    "package-index": _string,
 }
-RULE_SETTINGS = ("server-args-seam", "fakes", "patch-files")
+RULE_SETTINGS = ("server-args-seam", "fakes", "patch-files", "serves", "package-index")
 
 
 @dataclass

@@ -19,6 +19,9 @@ import pytest
 # The error boundary turns a bug into an SGC001 finding and goes on; the tests want the
 # traceback instead, so that it hides nothing from them (tests of the boundary unset this).
 os.environ.setdefault("SGLANG_CONTRACTS_DEBUG", "1")
+# The dependency closure reads no package index unless a test names one (a local index it
+# writes, or the real one in tests/test_real_closure.py): the suite's other bumps stay offline.
+os.environ["SGLANG_CONTRACTS_PACKAGE_INDEX"] = "none"
 # Real releases and downstream sdists are downloaded into the test sessions' own cache, never
 # the user's: 400 MB of wheels a suite fetches are not theirs to keep, and a user's cache must
 # not decide what a test sees. pip keeps no copy. It is outside the checkout, whose paths the

@@ -64,7 +64,7 @@ def test_swapped_records_are_rebuilt_and_the_findings_equal_a_clean_run(publishe
     assert clean[0] == 1 and clean[1].count("\n") > 40
     written = records(cache)
     kinds = {path.relative_to(cache).parts[0] for path in written}
-    assert kinds == {"runs", "upstream", "project", "incremental"}
+    assert kinds == {"runs", "upstream", "project", "incremental", "closure"}
     paths = list(written)
     for path, other in zip(paths, paths[1:] + paths[:1]):  # every record now holds another's data
         path.write_bytes(written[other])
@@ -75,7 +75,7 @@ def test_swapped_records_are_rebuilt_and_the_findings_equal_a_clean_run(publishe
     assert run(capsys, project, cache) == clean  # and now replayed
 
 
-@pytest.mark.parametrize("kind", ["runs", "upstream", "project", "incremental"])
+@pytest.mark.parametrize("kind", ["runs", "upstream", "project", "incremental", "closure"])
 def test_one_flipped_digit_is_rebuilt_and_the_findings_equal_a_clean_run(published, capsys, kind: str) -> None:
     project, options = published
     cache = options.cache_dir
@@ -94,7 +94,7 @@ def test_one_flipped_digit_is_rebuilt_and_the_findings_equal_a_clean_run(publish
     if kind != "runs":  # else the findings are replayed, and no other record is read
         for path in (cache / "runs").rglob("*.json"):
             path.unlink()
-    if kind in ("upstream", "project"):  # else the unchanged files' findings are reused (incremental.py)
+    if kind in ("upstream", "project", "closure"):  # else the unchanged files' findings are reused (incremental.py)
         for path in (cache / "incremental").rglob("*.json"):
             path.unlink()
     assert run(capsys, project, cache) == clean
@@ -224,3 +224,30 @@ def test_a_record_made_by_hand_of_another_shape_is_computed_again_never_an_inter
         assert status == 1 and "damaged" in out and "SGC000" in out
     else:
         assert (status, out, err) == clean
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to a device", "too large"])
+def test_a_record_that_is_no_regular_file_of_a_record_s_size_is_absent(tmp_path: Path, kind: str, monkeypatch) -> None:
+    """A FIFO blocked the run forever, a link to /dev/zero read until memory ran out (third
+    campaign D10): records are read as every other file is, regular and bounded."""
+    import os
+
+    from sglang_contracts.infra import cache as cache_module
+    from sglang_contracts.infra.cache import JsonCache
+
+    store = JsonCache(tmp_path / "records")
+    store.put("ab" * 32, {"kept": True})
+    assert store.get("ab" * 32) == {"kept": True}
+    path = tmp_path / "records" / "ab" / f"{'ab' * 32}.json"
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link to a device":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_bytes(b"x" * 1024)
+        monkeypatch.setattr(cache_module, "MAX_RECORD_BYTES", 100)
+    assert store.get("ab" * 32) is None
+    monkeypatch.setattr(cache_module, "MAX_RECORD_BYTES", 1 << 20)
+    store.put("ab" * 32, {"kept": "again"})  # computed again, written in its place
+    assert store.get("ab" * 32) == {"kept": "again"}

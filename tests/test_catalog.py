@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import tomllib
 from pathlib import Path
 
 import pytest
 
 import sglang_contracts.contracts  # noqa: F401  (registers the checks)
-from sglang_contracts.diagnostics.catalog import Example, load_catalog
+from sglang_contracts.diagnostics.catalog import Example, load_rule, load_catalog
 from sglang_contracts.contracts.base import CHECKS, contract
 from sglang_contracts.diagnostics.catalog import SURFACES, surface_for
 from sglang_contracts.check.runner import CheckOptions, run_check
@@ -158,3 +160,29 @@ def test_fix_is_documented_with_examples(code: str) -> None:
     assert (code in FIXES) == (rule.fix is not None)
     if rule.fix:
         assert rule.fix_description and rule.fix_examples
+
+
+@pytest.mark.parametrize("code", sorted(CATALOG))
+def test_an_entry_read_without_its_examples_is_the_entry_read_whole(code: str) -> None:
+    """A run reads each entry up to its first example (catalog.EXAMPLES_START): a key written
+    after the examples (a `[message_defaults]` table at the end) would be lost that way."""
+    rule = CATALOG[code]
+    whole = tomllib.loads(rule.source.read_text())
+    read = dataclasses.asdict(rule)
+    for key, value in whole.items():
+        if key in ("examples", "fix_examples"):
+            assert len(getattr(rule, key)) == len(value)
+        else:
+            assert read[key] == (value.strip() if key in ("description", "fix_description", "fix_safe_when") else value), key
+
+
+def test_an_entry_whose_cut_falls_inside_a_string_is_read_whole(tmp_path: Path) -> None:
+    text = CATALOG["SGC101"].source.read_text()
+    head, _, tail = text.partition("[[examples]]")
+    # a description that shows an example table at the start of a line: the cut there is no TOML
+    cut = head.replace('description = """\n', 'description = """\n[[examples]]\n', 1) + "[[examples]]" + tail
+    path = tmp_path / "SGC101.toml"
+    path.write_text(cut)
+    rule = load_rule(path)
+    assert rule.description.startswith("[[examples]]") and rule.message == CATALOG["SGC101"].message
+    assert len(rule.examples) == len(CATALOG["SGC101"].examples)

@@ -124,3 +124,23 @@ def test_a_baseline_nested_too_deeply_is_one_line(tmp_path, capsys) -> None:
     assert main(["check", str(PROJECT), "--old", str(OLD), "--new", str(NEW), "--baseline", str(baseline)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nested too deeply" in err
+
+
+def test_rules_are_listed_in_number_order_and_fit_the_given_width(capsys, monkeypatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert main(["rules"]) == 0
+    codes = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert codes.index("SGC105") < codes.index("SGC201") < codes.index("SGC903") < codes.index("SGC1101")
+    assert codes == sorted(codes, key=lambda code: int(code[3:]))
+    monkeypatch.setenv("COLUMNS", "90")
+    assert main(["rules"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(codes) and max(map(len, lines)) == 90 and lines[0].endswith("…")
+
+
+def test_explain_says_what_to_do_before_why_and_the_examples_last(capsys) -> None:
+    assert main(["explain", "SGC312"]) == 0
+    out = capsys.readouterr().out
+    to_do, fix, why, first_example = (out.index(mark) for mark in ("What to do:", "Fix (unsafe", "Why:", "Example: "))
+    assert to_do < fix < why < first_example < len(out)
+    assert out.count("What to do:") == 1 and to_do < 600

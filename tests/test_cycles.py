@@ -448,3 +448,35 @@ def test_sglang_0522s_own_lazy_caches_checked_as_project_files(tmp_path: Path, r
     # The lazily built caches themselves are unknown receivers: nothing is judged through them.
     lines = {(d.path, d.line) for d in result.diagnostics}
     assert not {("app/flashmla_backend.py", line) for line in range(147, 154)} & lines
+
+
+# -- issue 38 D12: receivers nested deeper than recursion goes -----------------------------------
+
+C_OLD = "class C:\n    def m(self, a):\n        pass\n"
+C_NEW = "class C:\n    def m(self):\n        pass\n"
+
+
+def links_in_init(links: int, read_at: int) -> str:
+    lines = ["from sglang.srt.a import C", "class W:", "    def __init__(self):", "        self.c0 = C()"]
+    lines += [f"        self.c{i + 1} = self.c{i}" for i in range(links)]
+    lines += ["    def g(self):", f"        self.c{links}.m(1)", f"        return self.c{read_at}.m(1)"]  # the deep one asked first
+    return "\n".join(lines) + "\n"
+
+
+def links_over_methods(links: int, read_at: int) -> str:
+    lines = ["from sglang.srt.a import C", "class W:", "    def __init__(self):", "        self.c0 = C()"]
+    for i in range(links):
+        lines += [f"    def s{i}(self):", f"        self.c{i + 1} = self.c{i}"]
+    lines += ["    def g(self):", f"        self.c{links}.m(1)", f"        return self.c{read_at}.m(1)"]  # the deep one asked first
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("shape", [links_in_init, links_over_methods])
+def test_an_attribute_copied_along_300_links_is_unknown_past_the_depth_bound(tmp_path: Path, shape) -> None:
+    """`self.c1 = self.c0`, ..., `self.c300 = self.c299`: the resolution recursed once per link,
+    past Python's limit (8 SGC001). Past RECEIVER_DEPTH links the receiver is unknown, whichever
+    receiver is asked first; a short walk down the same chain is still judged."""
+    text = shape(300, read_at=20)  # within RECEIVER_DEPTH
+    found = check(tmp_path, {"sglang/srt/a.py": C_OLD}, {"sglang/srt/a.py": C_NEW}, {"app/u.py": text})
+    short_read = text.splitlines().index("        return self.c20.m(1)") + 1
+    assert found == [f"app/u.py:{short_read}:27: SGC203"]

@@ -265,3 +265,62 @@ def test_two_checks_that_end_together_start_one_daemon(project) -> None:
         assert _claim_start(path)
     finally:
         path.with_suffix(".starting").unlink(missing_ok=True)
+
+
+def test_stop_stops_the_daemon_another_installation_left(project, tmp_path) -> None:
+    """pre-commit runs the hook from its own installation of the tool: the daemon it leaves is
+    not this installation's (the socket's name holds the installation), yet `daemon stop` with
+    the same options stops it, and one serving other options is left."""
+    other_install = tmp_path / "pre-commit-env"
+    shutil.copytree(Path(client.__file__).parents[1], other_install / "sglang_contracts",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    elsewhere = {"PYTHONPATH": str(other_install)}
+    started = subprocess.run([sys.executable, "-m", "sglang_contracts", "daemon", "start", *RELEASES,
+                              "--idle-timeout", "120"], cwd=project, capture_output=True, text=True, timeout=300,
+                             env={**os.environ, **elsewhere})
+    assert started.returncode == 0, started.stderr
+    pid = int(started.stdout.split("daemon ")[1].split()[0])
+    try:
+        assert run(project, "daemon", "status", *RELEASES).returncode == 1  # not this installation's
+        assert run(project, "daemon", "stop", "--old", str(OLD), "--new", str(OLD)).returncode == 1  # other options
+        stopped = run(project, "daemon", "stop", *RELEASES)
+        assert stopped.returncode == 0 and f"daemon {pid} (of the tool installed at" in stopped.stdout
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}") \
+                and not open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+            time.sleep(0.1)
+        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_a_request_longer_than_any_command_line_is_refused_before_it_is_read(project, monkeypatch) -> None:
+    """Appending each chunk of a 100 MB request cost the daemon 100 s of CPU (third campaign
+    D06): past MAX_REQUEST_BYTES it answers a refusal and stops reading."""
+    import socket
+    import threading
+
+    from sglang_contracts.resident import daemon as daemon_module
+
+    monkeypatch.setattr(daemon_module, "MAX_REQUEST_BYTES", 100_000)
+    daemon = _daemon_in_process(project)
+    collected = []
+    daemon.engine = type("Engine", (), {"collect": lambda self: collected.append(True)})()
+    ours, theirs = socket.socketpair(socket.AF_UNIX)
+    answering = threading.Thread(target=daemon._answer, args=(theirs,))
+    answering.start()
+    sent = 0
+    try:
+        while sent < 10_000_000:
+            ours.sendall(b" " * 65536)
+            sent += 65536
+    except OSError:  # the daemon closed its end: it read no further
+        pass
+    answering.join(30)
+    assert not answering.is_alive() and sent < 10_000_000
+    answer = ours.recv(1 << 16)
+    assert answer.startswith(client.ACKNOWLEDGED) and b"a request too long" in answer
+    ours.close()

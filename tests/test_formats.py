@@ -274,10 +274,19 @@ def test_markdown_bump_section(check):
             f"({ERRORS} errors, {WARNINGS} warnings, in {FILES} files)") in text
     by_heading = sections(text)
     assert list(by_heading) == [
-        "Imports: 6 errors, 3 warnings", "Calls: 6 errors", "Subclasses: 3 errors, 2 warnings",
-        "Borrowed methods: 2 errors, 1 warning", "Attribute reads: 3 errors", "Monkeypatches: 3 errors, 3 warnings",
+        "Imports: 6 errors, 3 warnings", "Calls: 6 errors", "Subclasses: 3 errors, 1 warning",
+        "Borrowed methods: 2 errors", "Attribute reads: 3 errors", "Monkeypatches: 3 errors, 3 warnings",
         "ServerArgs: 2 errors, 2 warnings", "Tests: 1 error, 3 warnings", "Stack: 9 warnings",
-        "Defensive access: 1 warning", "Patch files: 2 errors", "Project files: 1 error", "Before merging"]
+        "Defensive access: 1 warning", "Patch files: 2 errors", "Project files: 1 error",
+        "Inherited upstream behaviour: 2 methods", "Before merging"]
+    # the overridden and borrowed upstream bodies that changed (SGC303, SGC313): their own section
+    inherited = by_heading["Inherited upstream behaviour: 2 methods"]
+    assert [line.split()[2] for line in inherited.splitlines() if line.startswith("- ")] == ["SGC303:", "SGC313:"]
+    # the patch stack: counts per patch file, and how to rebase it
+    patches = by_heading["Patch files: 2 errors"]
+    assert (f"- `{IN_REPOSITORY}docker/patch/v0.9.0/sglang.patch`: 1 hunk no longer applies (SGC901), "
+            "1 hunk is already upstream (SGC902)") in patches
+    assert "`sglang-contracts patch rebase PATCH --old 0.9.0 --new 0.9.1 --plan PLAN.md`" in patches
     imports = by_heading["Imports: 6 errors, 3 warnings"]
     # One bullet per distinct break, with all the places it occurs; errors before warnings.
     bullets = [line for line in imports.splitlines() if line.startswith("- ")]
@@ -321,3 +330,33 @@ def test_markdown_message_text_shows_names_as_code_and_escapes_the_rest():
 
     assert inline("keyword `tp_rank` of sglang.srt.x.f, from .y import * <here> make_stages") == (
         "keyword `tp_rank` of `sglang.srt.x.f`, from .y import \\* \\<here\\> `make_stages`")
+
+
+def test_markdown_report_fits_a_pull_request_however_many_findings():
+    """slime's report was 69,986 characters (GitHub refuses a PR body over 65,536), 286 of its
+    447 lines patch hunks: hunks are counted per patch, and the longest groups are cut to their
+    first findings, each cut naming the command that lists the rest."""
+    from sglang_contracts.diagnostics import finding_at
+    from sglang_contracts.reporters.markdown import MAX_CHARACTERS
+
+    result = run_check([PROJECT], CheckOptions(old=str(OLD), new=str(NEW), use_cache=False))
+    many = [finding_at("SGC901", f"docker/patch/latest/p{n % 5}.patch", n, 1, "x.py", what=f"hunk #{n} of x.py",
+                       reason="its context changed (" + "y" * 80 + ")", old="0.9.0", new="0.9.1") for n in range(3000)]
+    many += [finding_at("SGC201", f"app/m{n % 40}.py", n, 5, f"f{n}", callee=f"sglang.srt.layers.linear.Layer{n}",
+                        name=f"keyword_{n}", old="0.9.0", new="0.9.1") for n in range(2000)]
+    result.diagnostics = sorted([*result.diagnostics, *many], key=Diagnostic.sort_key)
+
+    class Out(list):
+        write = list.append
+
+    out = Out()
+    write_markdown(result, out)
+    text = "".join(out)
+    assert len(text) <= MAX_CHARACTERS
+    by_heading = sections(text)
+    patches = next(body for heading, body in by_heading.items() if heading.startswith("Patch files"))
+    for n in range(5):
+        assert f"- `{IN_REPOSITORY}docker/patch/latest/p{n}.patch`: 600 hunks no longer apply (SGC901)" in patches
+    calls = next(body for heading, body in by_heading.items() if heading.startswith("Calls"))
+    assert re.search(r"- … and \d+ more: `sglang-contracts check --new 0\.9\.1 --select (?:SGC20[1-4],?)+`", calls)
+    assert "Before merging" in by_heading  # the checklist is never cut

@@ -76,3 +76,18 @@ def test_gated_imports_run_on_the_releases_their_conditions_name() -> None:
     # A version that cannot be known decides nothing: every branch is judged.
     assert _running(facts, release(None, True)) == [
         "__version__", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "y", "x9", "z", "z2"]
+
+
+def test_a_version_in_a_literal_list_runs_on_the_releases_listed() -> None:
+    facts = scan_source("app/m.py", "app.m", '''
+import sglang as sgl
+if sgl.__version__ in ["0.5.4.post2", "0.5.7"]:
+    from sglang.a import listed
+if sgl.__version__ not in ("0.5.4.post2", "0.5.7"):
+    from sglang.a import unlisted
+if sgl.__version__ in versions_from_a_file():
+    from sglang.a import undecided
+''')
+    release = lambda version: Release(version, lambda module, name: True)  # noqa: E731
+    assert _running(facts, release("0.5.7")) == ["listed", "undecided"]
+    assert _running(facts, release("0.5.4")) == ["unlisted", "undecided"]

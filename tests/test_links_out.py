@@ -102,6 +102,26 @@ def small_releases(tmp_path: Path) -> tuple[Path, Path]:
             release(tmp_path / "r1", "1.0.1", {"sglang/srt/a.py": "y = 1\n"}))
 
 
+def project_using(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(the project's root, the old release, the new) for a project whose one file imports a name
+    both releases have."""
+    old, new = small_releases(tmp_path)
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (root / "use.py").write_text("from sglang.srt.a import x\n")
+    return root, old, new
+
+
+def commit_all(root: Path, message: str) -> None:
+    """The project's files committed in a new repository, as a pull request's checkout has them."""
+    import subprocess
+
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", message)):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                       capture_output=True)
+
+
 def test_a_link_out_named_as_the_path_checked_does_not_move_the_root(tmp_path: Path, monkeypatch, capsys) -> None:
     """`check docs` or config `paths = ["docs"]` with docs a link out: the root stayed the link's
     target, so its files were read and `fix` rewrote them."""
@@ -177,11 +197,7 @@ def test_a_cache_inside_the_project_that_holds_a_link_is_neither_read_nor_writte
     request commits it with a record folder that is a link out: the run wrote its records there,
     outside the project (second campaign). Such a cache is not used: one warning line, nothing
     written through the link, and the findings as ever."""
-    old, new = small_releases(tmp_path)
-    root = tmp_path / "p"
-    root.mkdir()
-    (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
-    (root / "use.py").write_text("from sglang.srt.a import x\n")
+    root, old, new = project_using(tmp_path)
     victim = tmp_path / "victim"
     victim.mkdir()
     cache = root / ".sgc-cache"
@@ -204,13 +220,7 @@ def test_a_cache_inside_the_project_that_its_repository_tracks_is_neither_read_n
     wheel taken for the release): what the repository tracks there is the pull request's, and
     the cache is not used (second campaign). An untracked cache inside the project (restored
     between jobs, or a developer's) is used as ever."""
-    import subprocess
-
-    old, new = small_releases(tmp_path)
-    root = tmp_path / "p"
-    root.mkdir()
-    (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
-    (root / "use.py").write_text("from sglang.srt.a import x\n")
+    root, old, new = project_using(tmp_path)
     monkeypatch.chdir(root)
     command = ["check", "--old", str(old), "--new", str(new), "--cache-dir", ".sgc-cache"]
     assert main(command) == 1  # untracked: used, records kept
@@ -218,21 +228,36 @@ def test_a_cache_inside_the_project_that_its_repository_tracks_is_neither_read_n
     kept = sorted(path.relative_to(root) for path in (root / ".sgc-cache").rglob("*") if path.is_file())
     assert any(part == "runs" for path in kept for part in path.parts)
 
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
-                       capture_output=True)
-
     from sglang_contracts.infra.cache import JsonCache
 
     runs = JsonCache(root / ".sgc-cache" / "runs")
     for path in (root / ".sgc-cache" / "runs").rglob("*.json"):  # a replay of no finding, well formed
         runs.put(path.stem, {**runs.get(path.stem), "diagnostics": []})
-    git("init", "-q")
-    git("add", "-A")
-    git("commit", "-q", "-m", "a pull request that commits the cache")
+    commit_all(root, "a pull request that commits the cache")
     assert main(command) == 1  # what it committed is not believed
     out, err = capsys.readouterr()
     assert "use.py:1:" in out and "SGC102" in out
     assert err.count("holds files the project's repository tracks") == 1
     after = sorted(path.relative_to(root) for path in (root / ".sgc-cache").rglob("*") if path.is_file())
     assert after == kept  # nothing written there either
+
+
+def test_a_committed_cache_made_to_look_like_a_bare_repository_is_not_used(tmp_path: Path, monkeypatch, capsys) -> None:
+    """HEAD, objects/ and refs/ added to a committed cache folder: git took it for an empty bare
+    repository, listed nothing tracked, and the pull request's records were read (third
+    campaign D08)."""
+    root, old, new = project_using(tmp_path)
+    monkeypatch.chdir(root)
+    command = ["check", "--old", str(old), "--new", str(new), "--cache-dir", ".sgc-cache"]
+    assert main(command) == 1
+    capsys.readouterr()
+    cache = root / ".sgc-cache"
+    (cache / "HEAD").write_text("ref: refs/heads/main\n")
+    for name in ("objects", "refs"):
+        (cache / name).mkdir()
+        (cache / name / ".keep").write_text("")
+
+    commit_all(root, "a pull request that commits a cache dressed as a repository")
+    assert main(command) == 1
+    out, err = capsys.readouterr()
+    assert "use.py:1:" in out and err.count("holds files the project's repository tracks") == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -233,6 +234,16 @@ def test_after_a_replayed_check_the_server_computes_once_so_the_first_edit_reuse
     assert computed == [True]
 
 
+def _raw_server(tmp_path: Path, stderr: int) -> tuple[dict, subprocess.Popen]:
+    """(an initialize request for `tmp_path`, a language server on raw pipes there)."""
+    initialize = {"jsonrpc": "2.0", "id": 2, "method": "initialize",
+                  "params": {"processId": None, "rootUri": from_fs_path(str(tmp_path)), "capabilities": {}}}
+    server = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "lsp"], cwd=tmp_path,
+                              env={**checkout_env(), "SGLANG_CONTRACTS_CACHE": str(tmp_path / "cache")},
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+    return initialize, server
+
+
 def _frame(message: dict, header: bytes = b"Content-Length", length_delta: int = 0) -> bytes:
     body = json.dumps(message).encode()
     return header + b": %d\r\n\r\n" % (len(body) + length_delta) + body
@@ -267,11 +278,7 @@ def _answers(server: subprocess.Popen, ids: set[int], timeout: float) -> dict[in
     b"Content-Length: 999999999999\r\n\r\n{}",  # the server died of a MemoryError (second campaign)
 ], ids=["lowercase header", "length short of the body", "length no frame has"])
 def test_after_a_malformed_frame_the_server_answers_the_next_request(tmp_path, malformed):
-    initialize = {"jsonrpc": "2.0", "id": 2, "method": "initialize",
-                  "params": {"processId": None, "rootUri": from_fs_path(str(tmp_path)), "capabilities": {}}}
-    server = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "lsp"], cwd=tmp_path,
-                              env={**checkout_env(), "SGLANG_CONTRACTS_CACHE": str(tmp_path / "cache")},
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    initialize, server = _raw_server(tmp_path, stderr=subprocess.DEVNULL)
     try:
         server.stdin.write(malformed + _frame(initialize))
         server.stdin.flush()
@@ -358,11 +365,7 @@ def test_a_document_whose_uri_names_no_possible_file_stops_no_later_check(tmp_pa
 def test_a_message_the_server_cannot_handle_is_one_log_line_and_no_popup(tmp_path, body):
     """Each put a traceback on the server's standard error and an "Error in server" popup in the
     editor (second campaign): one log line now, and the next request answered."""
-    initialize = {"jsonrpc": "2.0", "id": 2, "method": "initialize",
-                  "params": {"processId": None, "rootUri": from_fs_path(str(tmp_path)), "capabilities": {}}}
-    server = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "lsp"], cwd=tmp_path,
-                              env={**checkout_env(), "SGLANG_CONTRACTS_CACHE": str(tmp_path / "cache")},
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    initialize, server = _raw_server(tmp_path, stderr=subprocess.PIPE)
     try:
         server.stdin.write(_frame(initialize) + b"Content-Length: %d\r\n\r\n" % len(body) + body
                            + _frame({**initialize, "id": 3}))
@@ -373,3 +376,44 @@ def test_a_message_the_server_cannot_handle_is_one_log_line_and_no_popup(tmp_pat
         server.kill()
         _, err = server.communicate()
     assert b"Traceback" not in err and b"Error in server" not in err
+
+
+def test_a_diagnostic_links_to_its_rule_entry() -> None:
+    """The code's link opens the rule (what it reports, what to do, its examples), not the
+    general documentation the rule cites (Python's import system for SGC101)."""
+    from sglang_contracts.diagnostics import finding_at
+    from sglang_contracts.diagnostics.catalog import load_catalog
+    from sglang_contracts.lsp.convert import lsp_diagnostic
+
+    found = finding_at("SGC101", "app/m.py", 1, 8, "sglang.srt.gone", module="sglang.srt.gone", hint="",
+                       old="0.1.0", new="0.2.0")
+    link = lsp_diagnostic(found, "import sglang.srt.gone\n").code_description.href
+    assert link == load_catalog()["SGC101"].source.resolve().as_uri() and link.endswith("/SGC101.toml")
+    unknown = finding_at("SGC101", "app/m.py", 1, 8, "x", module="x", hint="", old="0.1.0", new="0.2.0")
+    assert lsp_diagnostic(dataclasses.replace(unknown, code="SGC999"), "x\n").code_description is None
+
+
+def test_a_line_of_any_length_between_frames_is_read_in_bounded_pieces() -> None:
+    """A 300 MB line with no newline took the server's memory to 663 MB (third campaign D07): it
+    is read in pieces and dropped, and the frame after it is read as it comes."""
+    import io
+
+    from sglang_contracts.lsp import frames
+
+    class Counting(io.BytesIO):
+        longest = 0
+
+        def readline(self, size: int = -1) -> bytes:
+            line = super().readline(size)
+            Counting.longest = max(Counting.longest, len(line))
+            return line
+
+    body = b'{"jsonrpc": "2.0", "id": 9, "method": "shutdown"}'
+    junk = b"a" * (5 * frames.MAX_LINE_BYTES + 17)
+    stream = Counting(junk + b"Content-Length: %d\r\n\r\n" % len(body) + body
+                      + junk + b"\r\n" + b"Content-Length: 2\r\n\r\n{}")
+    reader = frames.FrameReader(stream)
+    first = reader.readline() + reader.readline() + reader.read(len(body))
+    assert first.endswith(body) and first.startswith(b"Content-Length: %d" % len(body))
+    assert reader.readline() + reader.readline() + reader.read(2) == b"Content-Length: 2\r\n\r\n{}"
+    assert Counting.longest <= frames.MAX_LINE_BYTES

@@ -455,3 +455,84 @@ def test_a_resident_process_forgets_the_broken_module_once_nothing_imports_it(tm
     assert codes() == [("app/weights.py", "SGC102"), ("docker/patch/latest/b.patch", "SGC000")]
     (project / "app" / "weights.py").write_text("WEIGHTS = 1\n")
     assert codes() == []
+
+
+def test_a_copy_of_the_live_stack_that_another_build_applies_is_judged_once(slime_shaped, tmp_path):
+    """slime's build_conda.sh applies `v0.5.15.post1/`, a copy of the Dockerfile's `latest/`:
+    its breaks came twice (153 and 129 hunks). The copy is judged in the live stack's place,
+    with one line naming it."""
+    for name in ("sglang.patch", "sglang-top_p.patch", "sglang-pull_weights.patch"):
+        write(slime_shaped, {f"docker/patch/v0.1.0/{name}": (slime_shaped / "docker/patch/latest" / name).read_text()})
+    write(slime_shaped, {"build_conda.sh": "cd sglang\nfor p in sglang.patch sglang-top_p.patch "
+                                           "sglang-pull_weights.patch; do\n  git apply ../docker/patch/v0.1.0/$p\ndone\n"})
+    stacks = patch_stacks(slime_shaped)
+    assert [s.patches for s in stacks.stacks] == [LATEST]
+    assert [(copy.source, twin.source) for copy, twin in stacks.duplicates] == [("build_conda.sh:3", "docker/Dockerfile:8")]
+    assert _check(slime_shaped, OLD, NEW, tmp_path) == ["docker/patch/latest/sglang-pull_weights.patch:5: SGC901 error",
+                                                        "docker/patch/v0.1.0/sglang.patch:1: SGC903 info"]
+    # A stack that differs by one patch is a stack of its own, judged as such.
+    write(slime_shaped, {"build_conda.sh": "cd sglang\nfor p in sglang.patch sglang-top_p.patch; do\n"
+                                           "  git apply ../docker/patch/v0.1.0/$p\ndone\n"})
+    differing = patch_stacks(slime_shaped)
+    assert len(differing.stacks) == 2 and not differing.duplicates
+
+
+def test_stacks_guessed_for_want_of_a_command_are_said_by_default(slime_shaped, tmp_path):
+    write(slime_shaped, {"docker/Dockerfile": "RUN echo no patches here\n"})
+    stacks = patch_stacks(slime_shaped)
+    assert stacks.guessed and len(stacks.stacks) == 4
+    found = _check(slime_shaped, OLD, NEW, tmp_path / "guessed")
+    assert found.count("docker/npu_patch/sglang.patch:1: SGC903 info") == 1
+    assert not patch_stacks(tmp_path / "guessed").guessed  # no patch at all: nothing guessed
+
+
+def test_a_script_target_with_many_recursive_wildcards_walks_the_tree_once_at_most(tmp_path, three, monkeypatch):
+    """`git apply **/**/**/**/**/**/**/**/**/**/none.patch` in a pull request's script: each `**`
+    walked every folder again, minutes for thirty such lines (third campaign D05). A target with
+    more than one `**` names no file by globbing; the live stack is still found."""
+    from pathlib import Path as PathType
+
+    project = write(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n",
+                                           "docker/patch/ok.patch": three[0],
+                                           "apply.sh": "".join(f"git apply {'**/' * 10}none{i}.patch\n" for i in range(30))
+                                           + "git apply docker/patch/ok.patch\n"})
+    for a in range(3):
+        for b in range(3):
+            (project / f"src/d{a}/d{b}").mkdir(parents=True)
+    globbed = []
+    real_glob = PathType.glob
+    monkeypatch.setattr(PathType, "glob", lambda self, pattern: globbed.append(pattern) or real_glob(self, pattern))
+    stacks = patch_stacks(project)
+    assert [s.patches for s in stacks.stacks] == [["docker/patch/ok.patch"]]
+    assert not [pattern for pattern in globbed if pattern.count("**") > 1]
+
+
+def test_a_patch_that_adds_thousands_of_loops_is_read_in_one_pass_over_the_patched_module(tmp_path, monkeypatch):
+    """Issue 38 D03: a pull request's patch adding `for n in T: globals()[n] = 1` loops to an
+    upstream module made its extraction read the module's top level once per loop (6,000
+    loops: over 120 s). The patched module is read in one pass, as a released one is."""
+    from sglang_contracts.upstream import toplevel
+
+    loops = 300
+    added = ["T = ['a']"] + ["for n in T:", "    globals()[n] = 1"] * loops
+    patch = (f"--- a/{IO_STRUCT}\n+++ b/{IO_STRUCT}\n@@ -17,4 +17,{4 + len(added)} @@ class Req4:\n"
+             " class Req5:\n     pass\n" + "".join(f"+{line}\n" for line in added) + " \n \n")
+    project, stock, target = _stack_project(tmp_path, {
+        "docker/Dockerfile": "COPY docker/patch/latest/sglang.patch /sgl-workspace/sglang/\n"
+                             "RUN cd /sgl-workspace/sglang && git apply sglang.patch\n",
+        "docker/patch/latest/sglang.patch": patch,
+    })
+    read: list[int] = []
+    patched_statements = 5 + 1 + 2 * loops  # the module's five classes, the table, the loops' statements
+    original = toplevel._top_statements
+
+    def counted(body, conditional=False):
+        for item in original(body, conditional):
+            read.append(1)
+            yield item
+
+    monkeypatch.setattr(toplevel, "_top_statements", counted)
+    assert _check(project, stock, target, tmp_path) == ["app/weights.py:1: SGC102 error"]
+    # Both releases, patched, each read by dynamic_setters and evaluated_exports: a few passes
+    # over each module; before, a pass per loop (about loops * statements / 2).
+    assert 0 < len(read) <= 12 * patched_statements, len(read)

@@ -146,3 +146,16 @@ def test_variants_alone_agreeing_need_no_note(tmp_path: Path) -> None:
     write_tree(tmp_path, {"requirements-rocm.txt": "sglang==0.1.4\n", "requirements/cuda.txt": "sglang==0.1.4\n"})
     pin = find_sglang_pin(tmp_path)
     assert (pin.version, pin.where, pin.reason) == ("0.1.4", "requirements-rocm.txt", "")
+
+
+def test_a_setup_py_chain_deeper_than_recursion_still_gives_its_pins(tmp_path) -> None:
+    """`r0 = r1 + [...]` over 5,000 names raised RecursionError and stopped a run that had
+    sglang's pin in requirements.txt (third campaign D11): the chain is followed, in order."""
+    chain = "".join(f'r{i} = r{i + 1} + ["pkg{i}==1.0"]\n' for i in range(5000))
+    write_tree(tmp_path, {"setup.py": f'from setuptools import setup\n{chain}r5000 = ["sglang==1.0.0"]\n'
+                                      "setup(name='p', install_requires=r0)\n",
+                          "requirements.txt": "sglang==1.0.0\n"})
+    found = [(d.path, str(d.requirement)) for d in declared_requirements(tmp_path)]
+    assert found[:2] == [("setup.py", "sglang==1.0.0"), ("setup.py", "pkg4999==1.0")]
+    assert len(found) == 5002 and found[-1] == ("requirements.txt", "sglang==1.0.0")
+    assert find_sglang_pin(tmp_path).version == "1.0.0"

@@ -27,10 +27,16 @@ def test_omni_019_bump_to_0523_reports_prefill_load_batch_overrides_that_return_
     """PrefillCudaGraphRunner.load_batch returns (batch, shared_read_ends) in 0.5.23 and execute
     unpacks it; omni's two overrides return the batch: every prefill graph replay raises. The
     Whisper runner overrides execute too, but hands on to super().execute, which unpacks."""
-    diagnostics = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.23", "--select", "SGC208,SGC204")
+    diagnostics = run_json(capsys, omni_019, monkeypatch, "--new", "0.5.23", "--select", "SGC208,SGC204,SGC207")
     found = {(d["path"], d["line"], d["code"]) for d in diagnostics}
     assert ("sglang_omni/model_runner/request_id_prefill_cuda_graph_runner.py", 16, "SGC208") in found
     assert ("sglang_omni/model_runner/whisper_prefill_cuda_graph_runner.py", 74, "SGC208") in found
+    # And each override sets attributes on what super().load_batch returns, now a tuple (issue 33, section 3).
+    assert ("sglang_omni/model_runner/request_id_prefill_cuda_graph_runner.py", 21, "SGC207") in found
+    assert ("sglang_omni/model_runner/whisper_prefill_cuda_graph_runner.py", 79, "SGC207") in found
+    for item in diagnostics:
+        if item["code"] == "SGC207":
+            assert "load_batch() returns a tuple of 2 in sglang 0.5.23 (a ForwardBatch in 0.5.22)" in item["message"]
     for item in diagnostics:
         if item["code"] == "SGC208":
             assert item["severity"] == "error"

@@ -216,3 +216,114 @@ def test_a_factorys_return_annotation_types_its_result() -> None:
     assert found["tp_rank"] == found["tp_size"] == {(("T:ModelRunner",), ())}
     assert found["graph"] == {(("R:unannotated",), ())}  # astroid's to infer, where the bump changed `graph`
     assert found["forward"] == {(("R:bare",), ())}  # a bare build: SGC315 follows it by its builder
+
+
+def test_a_file_of_many_sites_is_built_and_indexed_once_and_inferred_within_its_budget(tmp_path, monkeypatch) -> None:
+    """Issue 38 D04: every `make().m` read of a member the bump removed was one inference that
+    read the whole file's positions again (CPU per read grew with the file: 5,000 reads of a
+    160 kB file, over 120 s). The file is indexed once, and past its budget a site is left
+    undecided without inference, as a site astroid cannot decide is."""
+    from sglang_contracts.contracts import inference as inference_module
+    from sglang_contracts.project.facts import Position
+
+    scans = []
+
+    class CountedPositions(inference_module.SourcePositions):
+        def __init__(self, text: str) -> None:
+            scans.append(1)
+            super().__init__(text)
+
+    monkeypatch.setattr(inference_module, "SourcePositions", CountedPositions)
+    budget = inference_module.SITES_PER_FILE
+    inference = _inference(tmp_path, {"sglang/srt/a.py": "class C:\n    pass\n"})
+    sites = budget + 20
+    text = "from sglang.srt.a import C\n\ndef make():\n    return C()\n" + "".join(
+        f"\ndef g{i}():\n    return make().m\n" for i in range(sites))
+    found = [inference.classes_at("app.m", "app/m.py", text, Position(7 + 3 * i, 19), "m") for i in range(sites)]
+    assert found == [("sglang.srt.a.C",)] * budget + [None] * 20
+    assert len(scans) == 1 and inference.sites == budget and inference.over_budget == 20
+    # another file has its own budget, and the run's bounds them all
+    assert inference.classes_at("app.n", "app/n.py", text, Position(7, 19), "m") == ("sglang.srt.a.C",)
+    monkeypatch.setattr(inference_module, "SITES_PER_RUN", inference.sites)
+    assert inference.classes_at("app.o", "app/o.py", text, Position(7, 19), "m") is None
+
+
+def _class_chain(length: int, sites: int = 1) -> str:
+    """A project file: a chain of classes over an SGLang class, and reads of `deep().m`."""
+    lines = ["from sglang.srt.a import C", "class K0(C):", "    pass"]
+    for i in range(1, length):
+        lines += [f"class K{i}(K{i - 1}):", "    pass"]
+    lines += ["def deep():", f"    return K{length - 1}()"]
+    for j in range(sites):
+        lines += [f"def g{j}():", "    return deep().m"]
+    return "\n".join(lines) + "\n"
+
+
+def test_one_inference_is_stopped_inside_astroid_past_its_steps_or_its_time(tmp_path, monkeypatch) -> None:
+    """Issue 38 D09: astroid's cost grows with the cube of a class chain (400 classes: 12 s a
+    read), and the time limit was looked at only when a new module was reached, so it never
+    stopped one. The limits are checked at every node astroid infers; a stopped site is undecided."""
+    from sglang_contracts.contracts import inference as inference_module
+    from sglang_contracts.project.facts import Position
+
+    inference = _inference(tmp_path, {"sglang/srt/a.py": "class C:\n    def m(self):\n        pass\n"})
+    short = _class_chain(3)
+    assert inference.classes_at("app.m", "app/m.py", short, Position(11, 19), "m") == ("app.m.K2",)
+    assert inference.stopped == 0 and 0 < inference.steps < 200
+
+    monkeypatch.setattr(inference_module, "STEPS_PER_SITE", 2_000)
+    chain = _class_chain(100)  # 10,600 steps unbounded
+    before = inference.steps
+    assert inference.classes_at("app.m", "app/m.py", chain, Position(205, 19), "m") is None
+    assert inference.stopped == 1 and inference.steps - before <= 2_001
+
+    monkeypatch.setattr(inference_module, "SECONDS_PER_SITE", 0.0)  # the time is up at once: stopped within 64 steps
+    before = inference.steps
+    assert inference.classes_at("app.n", "app/n.py", chain, Position(205, 19), "m") is None
+    assert inference.stopped == 2 and inference.steps - before <= 64
+
+
+def test_a_files_stopped_sites_spend_its_budget_of_steps_once(tmp_path, monkeypatch) -> None:
+    from sglang_contracts.contracts import inference as inference_module
+    from sglang_contracts.project.facts import Position
+
+    monkeypatch.setattr(inference_module, "STEPS_PER_SITE", 2_000)
+    monkeypatch.setattr(inference_module, "STEPS_PER_FILE", 5_000)
+    inference = _inference(tmp_path, {"sglang/srt/a.py": "class C:\n    def m(self):\n        pass\n"})
+    chain = _class_chain(100, sites=5)
+    found = [inference.classes_at("app.m", "app/m.py", chain, Position(205 + 2 * j, 19), "m") for j in range(5)]
+    assert found == [None] * 5 and inference.steps <= 5_003 and inference.sites == 3 and inference.over_budget == 2
+
+
+def test_astroid_that_cannot_be_imported_is_said_once_not_silently_dropped(tmp_path, monkeypatch, capsys) -> None:
+    """Issue 38: with astroid missing from the environment, every inference returned None
+    (its ImportError was caught with astroid's own errors), and the breaks behind unannotated
+    receivers went unreported with no word."""
+    import sys
+    from sglang_contracts.contracts import inference as inference_module
+    from sglang_contracts.project.facts import Position
+
+    monkeypatch.setattr(inference_module, "_UNUSABLE", [])
+    inference = _inference(tmp_path, {"sglang/srt/a.py": "class C:\n    pass\n"})
+    text = "from sglang.srt.a import C\n\ndef make():\n    return C()\n\ndef g():\n    return make().m\n"
+    for name in [name for name in sys.modules if name == "astroid" or name.startswith("astroid.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # what an import finds when it cannot be imported
+    assert inference.classes_at("app.m", "app/m.py", text, Position(7, 19), "m") is None
+    assert inference.classes_at("app.m", "app/m.py", text, Position(7, 19), "m") is None
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sglang-contracts: note: astroid cannot be imported"), lines
+
+
+def test_a_run_without_astroid_says_so_in_its_notes(tmp_path, monkeypatch) -> None:
+    import importlib.util
+    from pathlib import Path
+    from sglang_contracts.check.runner import CheckOptions, run_check
+
+    fixtures = Path(__file__).parent.parent / "fixtures"
+    options = CheckOptions(old=str(fixtures / "upstream" / "old"), new=str(fixtures / "upstream" / "new"),
+                           use_cache=False, workers=1)
+    assert not [note for note in run_check([fixtures / "project"], options).notes if "astroid" in note]
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == "astroid" else find_spec(name, *rest))
+    (note,) = [note for note in run_check([fixtures / "project"], options).notes if "astroid" in note]
+    assert note.startswith("astroid is not installed: receivers no annotation types are not inferred")

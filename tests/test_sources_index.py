@@ -356,6 +356,9 @@ ABSENT = ("ERROR: Could not find a version that satisfies the requirement sglang
     (RETRIED.split("\n", 1)[1], "the package index could not be reached"),  # no retries: nothing listed
     (ABSENT, "no such release on the package index"),
     ("ERROR: THESE PACKAGES DO NOT MATCH THE HASHES\n", "download failed"),
+    ("WARNING: one\nWARNING: Skipping page https://x/simple/sglang/ because of Content-Type: text/plain\n",
+     "download failed (WARNING: one / WARNING: Skipping page https://x/simple/sglang/"),
+    ("", "download failed (pip gave no reason)"),
 ])
 def test_pip_failures_are_told_apart(stderr: str, said: str) -> None:
     message = _explain_pip_failure("0.5.22", stderr)

@@ -115,3 +115,17 @@ def test_bad_baseline_is_a_one_line_error(check, project, content, says):
     assert result.status == 2 and result.out == ""
     (line,) = result.err.splitlines()
     assert says in line and str(baseline) in line
+
+
+def test_a_hook_held_by_findings_says_how_to_commit_meanwhile(check, project, monkeypatch):
+    """pre-commit sets PRE_COMMIT: a first commit held by the bump's findings is told about the
+    baseline; a CI run (no PRE_COMMIT), a run with a baseline, and a run that passes are not."""
+    ci = check(cwd=project)
+    assert ci.status == 1 and "--write-baseline" not in ci.err
+    monkeypatch.setenv("PRE_COMMIT", "1")
+    held = check(cwd=project)
+    assert held.status == 1 and held.err.count("--write-baseline contracts-baseline.json") == 1
+    baseline = project / "contracts-baseline.json"
+    assert check("--write-baseline", str(baseline), cwd=project).status == 0
+    with_baseline = check("--baseline", str(baseline), cwd=project)
+    assert with_baseline.status == 0 and "--write-baseline" not in with_baseline.err

@@ -107,3 +107,48 @@ def test_a_member_of_a_class_that_sets_names_at_run_time_is_not_a_missing_target
     model = UpstreamModel(Release("sglang (test)", "0.1.0", DirectoryTree(tmp_path)), JsonCache(None))
     assert resolve_target(model, "sglang.srt.registry.Registry.NONE").status == "unknown"
     assert resolve_target(model, "sglang.srt.registry.Plain.NONE").status == "missing"
+
+
+def _statements_read(monkeypatch) -> list[int]:
+    """A counter of the top-level statements toplevel.py reads, however many passes it makes."""
+    from sglang_contracts.upstream import toplevel
+
+    count = [0]
+    original = toplevel._top_statements
+
+    def counted(body, conditional=False):
+        for item in original(body, conditional):
+            count[0] += 1
+            yield item
+
+    monkeypatch.setattr(toplevel, "_top_statements", counted)
+    return count
+
+
+def test_loops_over_a_table_read_the_top_level_once_however_many_there_are(monkeypatch) -> None:
+    """Issue 38 D01/D03: each `for n in T: globals()[n] = 1` read the whole top level again
+    (3,000 loops: 55 s); the names they set are still the table's, as of each loop."""
+    from sglang_contracts.upstream.toplevel import MODULE, dynamic_setters
+
+    loops = 400
+    code = "T = ['a']\n" + "for n in T:\n    globals()[n] = 1\nT.append('b')\n" * loops + "x = 1\n"
+    count = _statements_read(monkeypatch)
+    literal, dynamic = dynamic_setters(ast.parse(code))
+    statements = 2 + 3 * loops
+    assert count[0] <= 2 * statements  # quadratic before: about loops * statements / 2
+    assert list(literal[MODULE]) == ["a", "b"] and literal[MODULE]["b"] == (6, "attribute") and not dynamic
+
+
+def test_all_extended_by_calls_reads_the_top_level_once(monkeypatch) -> None:
+    """Issue 38 D02: each `__all__ += f()` read the whole top level again (4,000 lines: 40 s)."""
+    lines = 400
+    code = "x = ['x']\n__all__ = []\n" + "__all__ += f()\n__all__ += ['a']\n" * lines
+    count = _statements_read(monkeypatch)
+    assert evaluated_exports(ast.parse(code)) == {"names": ["a"] * lines, "globals": None, "unknown": True}
+    assert count[0] <= 2 * (2 + 2 * lines)
+
+
+def test_a_rebuilt_all_keeps_the_table_as_of_its_last_comprehension() -> None:
+    code = ("_X = {'a'}\n__all__ = [n for n in globals() if n not in _X]\n_X.add('b')\n"
+            "__all__ = [n for n in globals() if n not in _X]\n_X.add('c')\n")
+    assert exported(code, ["a", "b", "c"]) == {"a": False, "b": False, "c": True}

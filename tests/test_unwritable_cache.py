@@ -91,7 +91,7 @@ def test_a_baseline_that_cannot_be_written_is_one_error_line_naming_it(check, tm
     assert result.err == f"sglang-contracts: error: cannot write {plain / 'baseline.json'} ({plain} is not a folder)\n"
 
 
-@pytest.mark.parametrize("kind", ["upstream", "project", "runs", "incremental"])
+@pytest.mark.parametrize("kind", ["upstream", "project", "runs", "incremental", "closure"])
 def test_a_cache_that_cannot_keep_records_is_one_warning_line_and_the_same_findings(
         published, capsys, monkeypatch, tmp_path: Path, kind: str) -> None:
     """The wheels are cached, but a folder of records is a file (helper-1's audit): the run is as
@@ -176,3 +176,22 @@ def test_a_download_on_a_full_disk_falls_back_to_a_temporary_folder(published, c
     assert line == (f"sglang-contracts: warning: cannot write the cache folder {cache / 'wheels'} (No space left "
                     "on device); releases are downloaded to a temporary folder for this run only "
                     "(give a writable --cache-dir)")
+
+
+def test_the_pool_s_head_start_says_nothing_whatever_stops_it(monkeypatch, capsys) -> None:
+    """Under load the run ended (and took its temporary folder) while the pool was starting: the
+    warm-up thread's traceback was a second line on standard error (seen by three helpers)."""
+    import threading
+
+    from sglang_contracts.infra import parallel
+
+    class Failing:
+        def submit(self, *_):
+            raise FileNotFoundError(2, "No such file or directory", "/tmp/pymp-gone/listener-x")
+
+    errors: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", lambda arguments: errors.append(arguments.exc_value))
+    thread = threading.Thread(target=parallel._warm, args=(Failing(), 2))
+    thread.start()
+    thread.join()
+    assert errors == [] and capsys.readouterr().err == ""

@@ -27,6 +27,7 @@ from sglang_contracts.infra.files import any_unsaved, unsaved_buffer_items
 from sglang_contracts.project.index import as_named, project_folders
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
+from sglang_contracts.closure.delta import ClosureDelta
 from sglang_contracts.upstream.delta import UpstreamDelta
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # this tool's code, every module of it
@@ -131,11 +132,12 @@ RELEASE_FIELDS = ("label", "version", "ref", "identity", "name")
 
 
 def record(diagnostics: list[Diagnostic], scanned: int, with_contracts: int, releases: list[Release],
-           delta: UpstreamDelta | None) -> dict[str, Any]:
-    """What a replay reports: everything a report prints, the upstream delta included."""
+           delta: UpstreamDelta | None, closure: ClosureDelta | None = None) -> dict[str, Any]:
+    """What a replay reports: everything a report prints, the upstream and closure deltas included."""
     return {"diagnostics": [d.to_json() for d in diagnostics], "scanned": scanned, "with_contracts": with_contracts,
             "releases": [{name: getattr(release, name) for name in RELEASE_FIELDS} for release in releases],
-            "upstream_delta": delta.to_json() if delta is not None else None}
+            "upstream_delta": delta.to_json() if delta is not None else None,
+            "closure_delta": closure.to_json() if closure is not None else None}
 
 
 @dataclass
@@ -145,6 +147,7 @@ class Replay:
     with_contracts: int
     releases: list[dict[str, str | None]]  # old, new: RELEASE_FIELDS
     upstream_delta: UpstreamDelta | None  # with --sglang-repo and two refs
+    closure_delta: ClosureDelta | None  # what moves between the dependency closures
 
 
 def replay_of(saved: Any) -> Replay | None:
@@ -153,10 +156,11 @@ def replay_of(saved: Any) -> Replay | None:
         releases = [{name: _optional_text(fields[name]) for name in RELEASE_FIELDS} for fields in saved["releases"]]
         if len(releases) != 2 or not all(fields["label"] for fields in releases):
             return None
-        delta = saved["upstream_delta"]
+        delta, closure = saved["upstream_delta"], saved["closure_delta"]
         return Replay([Diagnostic.from_json(item) for item in saved["diagnostics"]],
                       int(saved["scanned"]), int(saved["with_contracts"]), releases,
-                      UpstreamDelta.from_json(delta) if delta is not None else None)
+                      UpstreamDelta.from_json(delta) if delta is not None else None,
+                      ClosureDelta.from_json(closure) if closure is not None else None)
     except (KeyError, TypeError, ValueError):
         return None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import os
 import re
 import sys
@@ -31,6 +32,7 @@ from sglang_contracts.infra.files import is_below, unsaved_buffer
 from sglang_contracts.infra.roots import project_root_for
 from sglang_contracts.infra.temporaries import private_temporary_folder
 from sglang_contracts.project.index import LISTING, IndexMemo, ProjectIndex, as_named, build_index, links_out_of, read_python
+from sglang_contracts.project.pin_history import names_the_same_release, pin_before_the_bump
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release
 from sglang_contracts.diagnostics.suppressions import (
@@ -41,6 +43,7 @@ from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 if TYPE_CHECKING:
     from sglang_contracts.patch.stack import PatchStacks
     from sglang_contracts.sources.base import Release
+    from sglang_contracts.closure.delta import ClosureDelta
     from sglang_contracts.upstream.delta import UpstreamDelta
 
 IDENTIFIER_AT = re.compile(r"[A-Za-z_][\w.]*")
@@ -85,6 +88,7 @@ class CheckResult:
     baselined: int = 0  # findings the baseline accepted (not in `diagnostics`)
     stale_baseline: list[baselines.Entry] = field(default_factory=list)  # entries nothing matched
     upstream_delta: UpstreamDelta | None = None  # with --sglang-repo: the commits behind the contracts
+    closure_delta: ClosureDelta | None = None  # what moves between the releases' dependency closures (closure/)
     # Set when no input changed since a run whose findings are replayed (replay.py): how many
     # files held contracts then (the project index is not rebuilt).
     replayed_files_with_contracts: int | None = None
@@ -200,6 +204,12 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         old_spec = pin.version
     if options.new is None:
         raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory)")
+    if options.old is None and pin is not None and names_the_same_release(pin.version, options.new):
+        pin, why_not = pin_before_the_bump(root, pin)
+        if pin is None:
+            raise UsageError(f"--old not given and the project's pin already names --new {options.new} ({why_not}); "
+                             "give --old, the release the bump leaves")
+        old_spec = pin.version
 
     def store(kind: str) -> JsonCache:
         return JsonCache(download_cache / kind if options.use_cache else None)
@@ -219,14 +229,26 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
         keep.kept(result)
         if key:
             runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),
-                                        [result.old.release, result.new.release], result.upstream_delta))
+                                        [result.old.release, result.new.release], result.upstream_delta,
+                                        result.closure_delta))
         if options.use_cache:
             _tell_if_unkept(download_cache)
     result.notes = pin.notes(defaulted=options.old is None, from_clone=options.sglang_repo is not None) if pin else []
+    result.notes += result.closure_delta.notes if result.closure_delta is not None else []
+    result.notes += _missing_dependencies()
     if accepted_entries is not None:
         result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
         result.baselined = len(accepted)
     return result
+
+
+def _missing_dependencies() -> list[str]:
+    """A note for each dependency a check would go without, silently otherwise: astroid is looked
+    for, not imported (0.4 s a run, a replay's whole time)."""
+    if importlib.util.find_spec("astroid") is None:
+        return ["astroid is not installed: receivers no annotation types are not inferred, and the breaks "
+                "behind them are not reported (install this tool's dependencies: pip install sglang-contracts)"]
+    return []
 
 
 def _refuse_what_leaves_the_project(root: Path, options: CheckOptions) -> None:
@@ -301,7 +323,7 @@ def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOpt
     old, new = UpstreamModel.pair(*releases, store("upstream"))
     project = ProjectIndex(root=root, scanned=saved.scanned)
     return CheckResult(saved.diagnostics, project, old, new, pin=pin, upstream_delta=saved.upstream_delta,
-                       replayed_files_with_contracts=saved.with_contracts)
+                       closure_delta=saved.closure_delta, replayed_files_with_contracts=saved.with_contracts)
 
 
 def _live_stacks(root: Path, options: CheckOptions) -> PatchStacks | None:
@@ -355,7 +377,9 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
                                                  WHOLE_PROJECT, CheckContext, run_checks, run_checks_in_two,
                                                  run_parts_in_two)
     from sglang_contracts.contracts.resolve import project_view
-    from sglang_contracts.project.releasefacts import for_release
+    from sglang_contracts.project.releasefacts import for_release, judged_release
+    from sglang_contracts.project.serving import NEW, OLD, serving_model
+    from sglang_contracts.check.served import judged_as_served
     from sglang_contracts.infra.parallel import default_workers, running_pool
     from sglang_contracts.upstream.prefetch import EarlyExtraction, prefetch
 
@@ -390,6 +414,9 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     # The checks judge what runs on the target release: not branches for other SGLang versions,
     # nor import fallbacks it never takes (project/gates.py).
     released = for_release(project, new)
+    # Which releases each module serves, from the imports as written (the old release's branches too).
+    serving = serving_model(project, {OLD: judged_release(project, old), NEW: judged_release(project, new)},
+                            options.settings.get("serves", {}))
     # The record holds every file's findings, whatever paths were named (a pre-commit run names
     # the staged files): the next run, whichever files it names, reuses it.
     salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
@@ -408,7 +435,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
                            report_unresolved=options.report_unresolved, settings=options.settings,
                            releases_memo=keep.releases_memo(old, new),
                            placeless_memo=keep.placeless_memo(old, new),  # after the plan: see ResidentEngine
-                           files_memo=keep.files_memo(salt, _setup_py_state(root, released)))
+                           files_memo=keep.files_memo(salt, _setup_py_state(root, released)), serving=serving)
     catalog = load_catalog()
     active = partial(code_active, select=options.select, ignore=options.ignore,
                      per_file_ignores=options.per_file_ignores)
@@ -424,6 +451,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     noqa = NoqaIndex(project.files, text)
     problems: list[Problem] = []
     with collecting_problems() as noted:  # what the readers of non-Python files could not read
+        # Before the checks, in this process: the forked copy that runs the closure's rules reads it.
+        closures = _closures(context, store) if old.release.short != new.release.short else None
         if partial_run is not None and not partial_run.full:
             # The rules that read only the recomputed files' own facts (and every file's
             # outline) on those; the others over the whole project (incremental.py).
@@ -474,10 +503,31 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         incremental.save(store("incremental"), partial_run, diagnostics, touched)
     if bump and partial_run is not None:
         diagnostics = bump_noise_filtered(diagnostics, touched)
+    if serving.served:  # after the record is kept: an edit of the choice alone changes what is judged
+        diagnostics = judged_as_served(diagnostics, serving, old.release.short, new.release.short)
     diagnostics = [d for d in diagnostics if reported(d.path)]
     _require_loaded(project, old)
     delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
-    return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta)
+    return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta,
+                       closure_delta=closures)
+
+
+def _closures(context: Any, store: Callable[[str], JsonCache]) -> ClosureDelta | None:
+    """The releases' dependency closures (closure/, contracts/dependencies.py), and what moves
+    between them; a bug in computing them costs the closure's rules and section, not the run."""
+    from sglang_contracts.contracts.dependencies import compute_closures
+
+    try:
+        found = compute_closures(context, store("closure"))
+    except ContractsError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the boundary of the closure
+        if debugging():
+            raise
+        print(f"sglang-contracts: warning: the dependency closure could not be computed: {type(error).__name__}: "
+              f"{printable(str(error))}", file=sys.stderr)
+        return None
+    return found.delta if found is not None else None
 
 
 def _setup_py_state(root: Path, project: ProjectIndex) -> str | None:

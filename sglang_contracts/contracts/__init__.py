@@ -4,7 +4,6 @@ Importing this package registers every check (one function per rule code).
 """
 
 from sglang_contracts.contracts import (  # noqa: F401
-    attributes, bare_instances, borrowed, calls, commandline, defensive, doubles, http, imports, mirrors, monkeypatches,
-    patches, returns, serverargs,
-    stack, subclasses,
+    attributes, bare_instances, borrowed, calls, commandline, defensive, dependencies, dispatch, doubles,
+    http, imports, mirrors, monkeypatches, patches, returns, serverargs, stack, subclasses,
 )

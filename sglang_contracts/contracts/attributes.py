@@ -207,9 +207,11 @@ def rewrite_read(diagnostic: Diagnostic, workspace) -> bool:
         document = workspace.document(diagnostic.path)
         if not document.python:
             return False
-        import_needed_names(document, plan)
         (_, text), = plan["write"]
-        return python_edits.replace_attribute(document, *diagnostic.data["use_at"], text)
+        rewritten = python_edits.rewrite_read(document, *diagnostic.data["use_at"], text)
+        if rewritten:
+            import_needed_names(document, plan)
+        return rewritten
     attr = diagnostic.data["attr"]
     why = diagnostic.data.get("unmigrated")
     return python_edits.rename_at(diagnostic, workspace, (libcst.Name,),

@@ -18,6 +18,7 @@ from sglang_contracts.infra.boundary import Problem, collecting_problems, note, 
 from sglang_contracts.infra.parallel import start_forked
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import ProjectIndex
+from sglang_contracts.project.serving import Serving
 from sglang_contracts.infra.pysource import source_depth
 from sglang_contracts.upstream.model import UpstreamModel
 
@@ -49,6 +50,9 @@ class CheckContext:
     # files (incremental.py) keeps only theirs: the loops that report in the file they walk
     # walk these (checked_files), while what is looked up across files sees every file.
     checked: frozenset[str] | None = None
+    # Which releases each project module serves (project/serving.py), from every file's imports
+    # as written, version branches for the old release included; None where no run computed it.
+    serving: Serving | None = None
 
     def checked_files(self) -> list[FileFacts]:
         """The facts of the files whose findings this run keeps, in the project's order."""

@@ -61,10 +61,14 @@ def _borrowers(ctx: CheckContext) -> list[Borrower]:
     old, new = resolvers(ctx)
     borrowers = []
     for cls in view.classes.values():
-        if not cls.facts.calls and not cls.facts.reads:
-            continue  # no root can be found (a file a partial run reduced to its outline)
         through_getattr = bool(view.borrow_sources(cls))
         implicit = through_getattr or _skips_base_init(view, old, cls)
+        if not cls.facts.calls and not cls.facts.reads:
+            # No root of its own can be found (a file a partial run reduced to its outline);
+            # the project may still run its upstream methods elsewhere (_add_outside_roots).
+            if implicit:
+                borrowers.append(Borrower(cls, [], through_getattr))
+            continue
         roots = []
         provided = view.provided(cls)
         # Roots are taken from the class's own methods: a subclass inherits its bases' roots,
@@ -90,14 +94,48 @@ def _borrowers(ctx: CheckContext) -> list[Borrower]:
                 found = old.upstream_member(cls, read.attr) or new.upstream_member(cls, read.attr)
                 if found is not None and found.kind in CALLABLE_KINDS:
                     roots.append(Root(cls.facts, read.position, read.scope, read.attr, None))
-        if roots:
+        if roots or implicit:
             borrowers.append(Borrower(cls, roots, through_getattr))
+    _add_outside_roots(ctx, view, old, new, borrowers)
+    borrowers = [borrower for borrower in borrowers if borrower.roots]
     by_class = {id(borrower.cls): borrower for borrower in borrowers}
     for borrower in borrowers:
         for base in view.ancestry(borrower.cls)[0][1:]:
             if id(base) in by_class:
                 borrower.inherited_roots += by_class[id(base)].roots
     return borrowers
+
+
+def _add_outside_roots(ctx: CheckContext, view: ProjectView, old: Resolver, new: Resolver,
+                       borrowers: list[Borrower]) -> None:
+    """Roots outside the classes' own methods: an upstream method the project runs on one of
+    their instances wherever it is (`obj = MyScheduler(...); obj.event_loop_normal()` in an
+    entry point, `threading.Thread(target=obj.event_loop_normal)`), for the classes whose
+    upstream state nothing but the project sets (a `__getattr__` that borrows, an `__init__`
+    copied rather than called). Only names that some such class may borrow are resolved."""
+    implicit = {id(b.cls): b for b in borrowers
+                if b.through_getattr or _skips_base_init(view, old, b.cls)}
+    if not implicit:
+        return
+    names: set[str] = set()
+    for borrower in implicit.values():
+        for resolver in (old, new):
+            origins = list(resolver.upstream_bases(borrower.cls))
+            origins += [o for source in view.borrow_sources(borrower.cls)
+                        if (o := resolver.model.resolve_class(source)) is not None]
+            names.update(name for origin in origins for name in resolver.model.member_names(origin))
+    for facts in ctx.checked_files():
+        for read in facts.reads:
+            if read.store or read.attr not in names \
+                    or not read.receiver.attrs and all(kind.startswith("S:") for kind in read.receiver.types):
+                continue  # `self.m` in a method: the class's own roots
+            for instance in old.receiver(facts, read.receiver) or ():
+                borrower = implicit.get(id(instance.project)) if instance.project is not None else None
+                if borrower is None or read.attr in view.provided(borrower.cls):
+                    continue
+                found = old.upstream_member(borrower.cls, read.attr) or new.upstream_member(borrower.cls, read.attr)
+                if found is not None and found.kind in CALLABLE_KINDS:
+                    borrower.roots.append(Root(facts, read.position, read.scope or "<module>", read.attr, None))
 
 
 def borrowers(ctx: CheckContext) -> list[Borrower]:

@@ -16,6 +16,7 @@ from sglang_contracts.contracts.base import CheckContext, Process, Reads, contra
 from sglang_contracts.contracts.migrated import import_needed_names, migration_fields, upstream_migrations
 from sglang_contracts.contracts.resolve import resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.infra.wording import plural
 from sglang_contracts.project.facts import ArgFact, CallFact, FileFacts, Position
 from sglang_contracts.upstream.model import Signature
 
@@ -57,7 +58,7 @@ def bind(signature: Signature, args: tuple[ArgFact, ...]) -> Binding:
             filled.add(positional[count][0])
         elif not var_positional:
             given = sum(1 for a in args if a.kind == "pos")
-            binding.problems.append(Problem("SGC203", f"{given} positional arguments given, it takes {len(positional)}",
+            binding.problems.append(Problem("SGC203", f"{plural(given, 'positional argument')} given, it takes {len(positional)}",
                                             arg.position))
             break
         count += 1
@@ -192,11 +193,28 @@ def _fields(item: CallBreak, old_version: str) -> dict[str, str]:
     if item.problem.code == "SGC201":
         return {"name": name, "change": f"has no field {name} any more", "renamed_to": renamed_in_place(item, name)}
     if item.problem.code == "SGC202":
-        was = "optional" if any(p[0] == name and p[2] for p in item.old.params) else \
-            "required, and passed" if any(p[0] == name for p in item.old.params) else "absent"
+        was = _requirement_change(item.old, item.new, name, old_version)
         return {"name": name, "was": was,
-                "change": f"has a new required field {name} ({was} in {old_version}) that this call does not set"}
+                "change": f"has a new required field {name} ({was}) that this call does not set"}
     return {"change": name, "new_params": _signature_text(item.new), "old_params": _signature_text(item.old)}
+
+
+def _requirement_change(old: Signature, new: Signature, name: str, old_version: str) -> str:
+    """What changed upstream that makes `name` required where this call does not pass it: a
+    new parameter (and where it went), or a default taken away (and what was put before it)."""
+    before = next((param for param in old.params if param[0] == name), None)
+    positional = [param for param, kind, _ in new.params if kind in ("po", "pk")]
+    ahead = positional[:positional.index(name)] if name in positional else []
+    if before is None:
+        if positional and positional[0] == name and len(positional) > 1:
+            return f"a new first positional parameter, absent in {old_version}"
+        return f"a new parameter, absent in {old_version}"
+    if before[2]:
+        inserted = [param for param in ahead if param not in old.names()]
+        put = (f"; the new parameter{'s' if len(inserted) > 1 else ''} {', '.join(inserted)} "
+               f"now come{'' if len(inserted) > 1 else 's'} before it") if inserted else ""
+        return f"it had a default in {old_version}{put}"
+    return f"required in {old_version} too, where this call passed it"
 
 
 def renamed_in_place(item: CallBreak, name: str) -> str | None:
@@ -222,9 +240,11 @@ def rewrite_call(diagnostic: Diagnostic, workspace) -> bool:
         document = workspace.document(diagnostic.path)
         if not document.python:
             return False
-        import_needed_names(document, plan)
-        return python_edits.rewrite_arguments(document, *diagnostic.data["use_at"], diagnostic.data["name"],
-                                              set(plan["remove"]), [tuple(pair) for pair in plan["write"]])
+        rewritten = python_edits.rewrite_arguments(document, *diagnostic.data["use_at"], diagnostic.data["name"],
+                                                   set(plan["remove"]), [tuple(pair) for pair in plan["write"]])
+        if rewritten:
+            import_needed_names(document, plan)
+        return rewritten
     why = diagnostic.data.get("unmigrated")
     return python_edits.rename_at(diagnostic, workspace, (libcst.Arg,),
                                   lambda arg, new: arg.with_changes(keyword=libcst.Name(new)),

@@ -41,6 +41,12 @@ def _definition(model: UpstreamModel, origin: str) -> tuple | None:
     return None
 
 
+def same_callable(old: UpstreamModel, was: Member, new: UpstreamModel, now: Member) -> bool:
+    """Whether two functions or methods are the same definition, perhaps under another name:
+    the same parameters and the same normalised body."""
+    return _params(was.record) == _params(now.record) and old.body_lines(was) == new.body_lines(now)
+
+
 def _params(record: dict) -> tuple:
     return tuple(tuple(p) for p in record.get("params", []))
 

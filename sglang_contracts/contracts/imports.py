@@ -52,7 +52,11 @@ def _analyse_one(ctx: CheckContext, facts: FileFacts, fact: ImportFact) -> Impor
     old_module, new_module = ctx.old.module_exists(fact.module), ctx.new.module_exists(fact.module)
     module_symbol = lambda exists: Symbol("found", "module", fact.module) if exists else MISSING  # noqa: E731
     if not new_module:
-        return ImportOutcome(facts, fact, "module-gone", module_symbol(old_module), MISSING, not old_module)
+        # `from m import n` where the old release's m lacks n failed there already: not the bump's.
+        name_lost_on_old = old_module and fact.name not in (None, "*") \
+            and ctx.old.resolve_name(fact.module, fact.name).status == "missing"
+        return ImportOutcome(facts, fact, "module-gone", module_symbol(old_module), MISSING,
+                             not old_module or name_lost_on_old)
     if fact.name in (None, "*"):
         return None
     new = ctx.new.resolve_name(fact.module, fact.name)
@@ -61,7 +65,7 @@ def _analyse_one(ctx: CheckContext, facts: FileFacts, fact: ImportFact) -> Impor
         return ImportOutcome(facts, fact, "name-gone", old, new, not old.found)
     if new.kind == "dynamic" and old.found and new.origin:
         return ImportOutcome(facts, fact, "name-unverified", old, new, False,
-                             hint=f"; could not verify: {ctx.new.module_set_by_name(new.origin)}")
+                             hint=f"; could not verify: {ctx.new.module_unverifiable(new.origin)}")
     here = f"{fact.module}.{fact.name}"
     if old.found and new.found and old.origin != new.origin and here not in (old.origin, new.origin):
         return ImportOutcome(facts, fact, "origin-moved", old, new, False)
@@ -116,18 +120,28 @@ def _defined_at(symbol: Symbol) -> str:
     return f", defined at {symbol.origin}" if symbol.found and symbol.origin else ""
 
 
+def _broken_before(ctx: CheckContext, outcome: ImportOutcome) -> str:
+    """How the old release already broke a lost module's import (the unresolved message's)."""
+    if outcome.old.found:
+        return f", and sglang {ctx.old_version}'s {outcome.fact.module} lacked {outcome.fact.name}"
+    return f", nor in {ctx.old_version}"
+
+
 @contract("SGC101", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def imported_module_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     seen: set[tuple[str, Position]] = set()
+    # A statement one of whose names the old release lacked never ran there: none of it is the bump's.
+    broken = {(o.facts.path, o.fact.module_position) for o in import_outcomes(ctx)
+              if o.change == "module-gone" and o.broken_on_old}
     for outcome in _lost(ctx, "module-gone"):
         key = (outcome.facts.path, outcome.fact.module_position)
-        if key in seen:
+        if key in seen or (key in broken and not outcome.broken_on_old):
             continue  # one report per statement, not per imported name
         seen.add(key)
         migration = _module_migration(ctx, outcome) if outcome.home and not outcome.broken_on_old else {}
         yield finding("SGC101", outcome.facts, outcome.fact.module_position, outcome.fact.module,
                       severity=_severity(outcome), module=outcome.fact.module, old=ctx.old_version,
-                      new=ctx.new_version, hint=outcome.hint, **migration)
+                      new=ctx.new_version, hint=outcome.hint, before=_broken_before(ctx, outcome), **migration)
 
 
 def _module_migration(ctx: CheckContext, outcome: ImportOutcome) -> dict:
@@ -242,7 +256,7 @@ def _module_attribute_losses(ctx: CheckContext) -> Iterator[tuple[FileFacts, Pos
                 break
             new = ctx.new.resolve_name(current, attr)
             if new.missing or (new.kind == "dynamic" and new.origin):
-                yield facts, position, current, attr, None if new.missing else ctx.new.module_set_by_name(new.origin)
+                yield facts, position, current, attr, None if new.missing else ctx.new.module_unverifiable(new.origin)
                 break
             current = f"{current}.{attr}"
 

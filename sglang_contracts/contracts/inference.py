@@ -11,23 +11,37 @@ whose instances the receiver may be; anything else it may be (a value astroid ca
 a function, a module) leaves it undecided, and the rule stays as silent as before.
 
 The cost is bounded per site, deterministically: astroid's own count of inferred nodes
-(InferenceContext.max_inferred) and the number of modules one inference may reach
-(MODULES_PER_SITE); a wall-clock limit is a safety net only.
+(InferenceContext.max_inferred), the number of modules one inference may reach
+(MODULES_PER_SITE), and the number of nodes it may ask astroid to infer (STEPS_PER_SITE),
+counted and checked inside astroid's inference itself, where a wall-clock limit is checked
+too as a safety net: a site stopped by either is undecided. It is bounded per file and per
+run too: a file is built and its reads indexed once, and past SITES_PER_FILE (or SITES_PER_RUN)
+sites are left undecided without inference, since a pull request may hold thousands of them.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import warnings
 from typing import Any
 
+from sglang_contracts.infra.display import printable
 from sglang_contracts.project.facts import Position
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 
 MODULES_PER_SITE = 8  # modules one inference may reach: the file and the release's modules (ScheduleBatch.init_new decides with 4)
 SECONDS_PER_SITE = 30.0  # a safety net against a pathological module: far above any real site (a few seconds)
+# Nodes one inference may ask astroid to infer: sglang 0.5.22's ScheduleBatch.init_new(...),
+# Scheduler(...) and ModelRunner() sites ask 3,000-5,600; a chain of 400 project classes asked
+# 162,000 (astroid's cost grows with the cube of such a chain: 12 s a site).
+STEPS_PER_SITE = 50_000
+STEPS_PER_FILE = 150_000  # and per project file and release, and per release and run: what a
+STEPS_PER_RUN = 600_000  # stopped site cost is not spent again at each of the file's sites
+SITES_PER_FILE = 64  # inferences per project file and release (sglang's own tree as a project: 68 sites in all)
+SITES_PER_RUN = 512  # inferences per release and run
 NOT_A_CLASS = frozenset({"builtins"})  # instances of its classes are values, not SGLang objects
 
 _LOCK = threading.Lock()  # astroid keeps its modules and caches in process-wide state
@@ -52,7 +66,61 @@ def _install() -> None:
         return _ACTIVE[-1].module(modname or "")
 
     AstroidManager.ast_from_module_name = served
+
+    from astroid.nodes.node_ng import NodeNG
+
+    inferred = NodeNG.infer
+
+    def budgeted(self: Any, context: Any = None, **kwargs: Any) -> Any:
+        # every inference of every node goes through here, so the limits stop a single
+        # inference however astroid recurses, not only when it reaches a new module
+        if _ACTIVE:
+            _ACTIVE[-1].step()
+        return inferred(self, context, **kwargs)
+
+    NodeNG.infer = budgeted
     _INSTALLED = True
+
+
+class _SiteStopped(BaseException):
+    """A site's inference went past its budget. Not an Exception, so that none of astroid's
+    handlers (it turns many errors into "uninferable" and goes on) takes it for its own."""
+
+
+_UNUSABLE: list[str] = []  # why astroid could not be imported, once said
+
+
+def _say_astroid_is_unusable(error: ImportError) -> None:
+    """An astroid that is installed and cannot be imported (the run's notes say when it is not
+    installed): said once on standard error, never silently dropped."""
+    if not _UNUSABLE:
+        _UNUSABLE.append(str(error))
+        print(f"sglang-contracts: note: astroid cannot be imported ({printable(str(error))}): receivers no "
+              "annotation types are not inferred", file=sys.stderr)
+
+
+class _ProjectFile:
+    """The site's project file as astroid builds it, and its attribute reads by where their
+    names are: built and indexed once for all the file's sites."""
+
+    def __init__(self, module: str, path: str, text: str) -> None:
+        self.module, self.path, self.text = module, path, text
+        self.built: Any = None
+        self.receivers: dict[tuple[str, Position], Any] | None = None  # (attr, name's position) -> receiver
+
+    def same(self, module: str, path: str, text: str) -> bool:
+        return (self.module, self.path) == (module, path) and (self.text is text or self.text == text)
+
+    def receiver(self, attr: str, position: Position) -> Any:
+        """The receiver expression of the `.attr` load whose name is at `position`."""
+        if self.receivers is None:
+            from astroid import nodes
+
+            at = SourcePositions(self.text)
+            self.receivers = {}
+            for node in self.built.nodes_of_class(nodes.Attribute):
+                self.receivers.setdefault((node.attrname, at.attribute_name(_AttributeShape(node))), node.expr)
+        return self.receivers.get((attr, position))
 
 
 class ReleaseInference:
@@ -61,12 +129,28 @@ class ReleaseInference:
     def __init__(self, model: UpstreamModel) -> None:
         self.model = model
         self._modules: dict[str, Any] = {}  # the release's modules built so far
-        self._project: tuple[str, str, str, Any] | None = None  # (module, path, text, built) of the site's file
+        self._project: _ProjectFile | None = None  # the site's file
         self._scratch: dict[str, Any] = {}  # astroid's own module cache while a site is inferred
         self._reached: set[str] = set()
         self._deadline = 0.0
-        self.sites = 0  # inferences asked for, and the time they took (benchmarks, tests)
+        self._steps = 0
+        self._limit = 0  # the steps the site may take: its own budget, or what is left of its file's or the run's
+        self._stopped = False
+        self._steps_by_file: dict[str, int] = {}
+        self._sites_by_file: dict[str, int] = {}
+        self.sites = 0  # inferences run, and the time they took (benchmarks, tests)
         self.seconds = 0.0
+        self.over_budget = 0  # sites left undecided without inference, past the file's or the run's budget
+        self.stopped = 0  # inferences stopped past their steps or time
+        self.steps = 0  # nodes astroid was asked to infer, over every site (tests)
+
+    def step(self) -> None:
+        """One more node to infer for the site: stopped past its budget of steps or of time."""
+        self._steps += 1
+        self.steps += 1
+        if self._stopped or self._steps > self._limit or (self._steps % 64 == 0 and time.monotonic() > self._deadline):
+            self._stopped = True
+            raise _SiteStopped
 
     def module(self, name: str) -> Any:
         """astroid's module `name`: the site's project file, or the release's module; an import
@@ -78,15 +162,14 @@ class ReleaseInference:
         if name == "builtins":
             return self._scratch["builtins"]
         if name not in self._reached:
-            if len(self._reached) >= MODULES_PER_SITE or time.monotonic() > self._deadline:
+            if len(self._reached) >= MODULES_PER_SITE:  # (the time is checked at each step: step())
                 raise AstroidImportError("{modname}: past the inference budget of one site", modname=name)
             self._reached.add(name)
-        module, path, text, built = self._project or ("", "", "", None)
-        if name == module:  # the project's module shadows the release's of that name (sglang's own tree)
-            if built is None:
-                built = AstroidBuilder(AstroidManager()).string_build(text, name, path)
-                self._project = (module, path, text, built)
-            return built
+        project = self._project
+        if project is not None and name == project.module:  # it shadows the release's module of that name (sglang's own tree)
+            if project.built is None:
+                project.built = AstroidBuilder(AstroidManager()).string_build(project.text, name, project.path)
+            return project.built
         if name not in self._modules:
             source = self.model.module_text(name) if is_upstream(name) else None
             if source is None:
@@ -99,13 +182,29 @@ class ReleaseInference:
         """The qualified names of the classes whose instances the receiver of `.attr` at
         `position` may be (None: undecided, or no such read there)."""
         with _LOCK, warnings.catch_warnings():
+            asked, spent = self._sites_by_file.get(path, 0), self._steps_by_file.get(path, 0)
+            self._limit = min(STEPS_PER_SITE, STEPS_PER_FILE - spent, STEPS_PER_RUN - self.steps)
+            if asked >= SITES_PER_FILE or self.sites >= SITES_PER_RUN or self._limit <= 0:
+                self.over_budget += 1
+                return None
+            self._sites_by_file[path] = asked + 1
             started = time.monotonic()
             self.sites += 1
+            self._deadline = started + SECONDS_PER_SITE
+            self._steps, self._stopped = 0, False
             try:
-                return self._classes_at(module, path, text, position, attr)
-            except (Exception, RecursionError):  # astroid met what it cannot handle: undecided
+                found = self._classes_at(module, path, text, position, attr)
+                return None if self._stopped else found  # astroid may have taken the stop for an error of its own
+            except ImportError as error:
+                if error.name is None or error.name.split(".")[0] != "astroid":
+                    return None  # astroid's own lookups fail on imports outside the release: undecided
+                _say_astroid_is_unusable(error)
+                return None
+            except (Exception, RecursionError, _SiteStopped):  # astroid met what it cannot handle, or the budget: undecided
                 return None
             finally:
+                self.stopped += self._stopped
+                self._steps_by_file[path] = spent + self._steps
                 self.seconds += time.monotonic() - started
 
     def _classes_at(self, module: str, path: str, text: str, position: Position, attr: str) -> tuple[str, ...] | None:
@@ -123,15 +222,15 @@ class ReleaseInference:
         # per site, so that neither release's modules linger there for the other's sites.
         self._scratch = brain["astroid_cache"] = {"builtins": saved["builtins"]}
         _ACTIVE.append(self)
-        if self._project is None or self._project[:3] != (module, path, text):
-            self._project = (module, path, text, None)
+        if self._project is None or not self._project.same(module, path, text):
+            self._project = _ProjectFile(module, path, text)
         self._reached = set()
-        self._deadline = time.monotonic() + SECONDS_PER_SITE
         try:
             # astroid compiles each module it builds: what Python warns of there (an invalid
             # escape in a release's regex) is no news of this run's
             warnings.simplefilter("ignore")
-            receiver = _receiver_at(self.module(module), text, position, attr, nodes)
+            self.module(module)
+            receiver = self._project.receiver(attr, position)
             if receiver is None:
                 return None
             found: list[str] = []
@@ -152,17 +251,6 @@ class ReleaseInference:
             _ACTIVE.pop()
             brain["astroid_cache"] = saved
             _invalidate_cache()  # astroid's memo of inferred nodes: each site starts alike, whatever came before
-
-
-def _receiver_at(tree: Any, text: str, position: Position, attr: str, nodes: Any) -> Any:
-    """The receiver expression of the `.attr` load whose name is at `position`."""
-    at = SourcePositions(text)
-    for node in tree.nodes_of_class(nodes.Attribute):
-        if node.attrname != attr or node.end_lineno != position.line:
-            continue
-        if at.attribute_name(_AttributeShape(node)) == position:
-            return node.expr
-    return None
 
 
 class _AttributeShape:

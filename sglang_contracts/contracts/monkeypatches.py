@@ -2,24 +2,28 @@
 
 A patch is an assignment to an attribute of an import-bound upstream object
 (`RMSNorm.forward_cuda = f`, `import sglang.srt.models.utils as m; m.apply_qk_norm = f`,
-`setattr(RMSNorm, "forward_cuda", f)`), seen through the project's own re-exports; the
+`setattr(RMSNorm, "forward_cuda", f)`, `m.__dict__["n"] = f`, `vars(m)["n"] = f`, each also
+with `sys.modules["sglang...."]` for `m`), seen through the project's own re-exports; the
 original it saves (`_orig = RMSNorm.forward_cuda`) and calls is checked with it.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
 from sglang_contracts.contracts.calls import bind
-from sglang_contracts.contracts.hints import moved_home
+from sglang_contracts.contracts.hints import moved_home, same_callable
 from sglang_contracts.contracts.resolve import project_view
 from sglang_contracts.contracts.subclasses import unaccepted_parameters, body_change
 from sglang_contracts.contracts.targets import upstream_dotted
+from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.upstream.targets import Target, resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.infra.wording import with_article
 from sglang_contracts.project.facts import CallFact, FileFacts, FunctionFact, PatchFact
 from sglang_contracts.project.index import from_imports
 from sglang_contracts.upstream.model import Signature, UpstreamModel
@@ -66,9 +70,11 @@ def _leaf(dotted: str) -> str:
     return ".".join(dotted.split(".")[-2:]) if dotted.split(".")[-2][:1].isupper() else dotted.rsplit(".", 1)[-1]
 
 
-def _rename_hint(model: UpstreamModel, old_model: UpstreamModel, dotted: str) -> str:
-    """A name the new release added next to the lost one that looks like it."""
-    owner, _, name = dotted.rpartition(".")
+def _rename_hint(model: UpstreamModel, old_model: UpstreamModel, patch: Patch) -> str:
+    """A name the new release added next to the lost one that looks like it, when it is verified
+    to be the same definition renamed (its parameters and normalised body): a name that only
+    looks alike is another object (an unrelated class), and patching it would be wrong."""
+    owner, _, name = patch.dotted.rpartition(".")
     origin = model.resolve_class(owner)
     if origin is not None:
         names = {n for o in model.mro(origin)[0] for n in model.class_record(o)["methods"]}
@@ -78,22 +84,28 @@ def _rename_hint(model: UpstreamModel, old_model: UpstreamModel, dotted: str) ->
         record, old_record = model.module(owner), old_model.module(owner)
         names = set(record.bindings) if record else set()
         before = set(old_record.bindings) if old_record else set()
-    close = difflib.get_close_matches(name, sorted(names - before), n=1, cutoff=0.6)
-    return f"; renamed to {close[0]}?" if close else ""
+    if not patch.old.callable:
+        return ""
+    for close in difflib.get_close_matches(name, sorted(names - before), n=3, cutoff=0.6):
+        renamed = resolve_target(model, f"{owner}.{close}")
+        if renamed.callable and same_callable(old_model, patch.old.as_member(), model, renamed.as_member()):
+            return f"; renamed to {close} (the same definition): patch it there"
+    return ""
 
 
 @contract("SGC401", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def patched_attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    lost = [patch for patch in patches(ctx) if patch.new.missing]
+    # A binding the module now takes inside a function is a bypass, SGC404's: one break, one finding
+    lost = [patch for patch in patches(ctx) if patch.new.missing and not _local_imports_of(ctx, patch)]
     homes = _moved_homes(ctx, lost)
     for patch in lost:
         home = homes.get(patch.dotted)
         # Moved (the same definition elsewhere, verified): the code that runs is no longer the
         # patched one, for certain: an error. Gone: perhaps fixed upstream, a warning.
         hint = (f"; the same definition moved to {home}: patch it there" if home
-                else _rename_hint(ctx.new, ctx.old, patch.dotted))
+                else _rename_hint(ctx.new, ctx.old, patch))
         yield finding("SGC401", patch.facts, patch.fact.position, patch.dotted, target=_leaf(patch.dotted),
-                      severity="error" if home else None, kind=_with_article(patch.old.kind or "name"),
+                      severity="error" if home else None, kind=with_article(patch.old.kind or "name"),
                       old=ctx.old_version, new=ctx.new_version, hint=hint)
 
 
@@ -111,10 +123,6 @@ def _moved_homes(ctx: CheckContext, lost: list[Patch]) -> dict[str, str]:
         if home is not None:
             homes[dotted] = home
     return homes
-
-
-def _with_article(kind: str) -> str:
-    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
 
 def _signature(target: Target) -> Signature:
@@ -245,20 +253,96 @@ def _new_from_importers(ctx: CheckContext, patch: Patch) -> list[str]:
     """Modules that bind the patched function by `from ... import` in the new release and did
     not in the old one. The old side is searched under every path the function had there (the
     patched path and where it was defined), so a module that imported it from its defining
-    module all along is no news. A module new in the release that the project does not import
-    is no bypass of the project's patch either."""
+    module all along is no news. A module new in the release is a bypass only where the project
+    imports it, or a module the old release had imports it (the name is now reached through it)."""
     old_importers, new_importers = ctx.shared("monkeypatch-importers", _importers_of_patched)
     before = set().union(*(old_importers[path] for path in _searched_paths(patch, "old")))
     after = set().union(*(new_importers[path] for path in _searched_paths(patch, "new")))
     imported = {fact.module for facts in ctx.project.files.values() for fact in facts.imports}
-    return sorted(module for module in after - before
-                  if ctx.old.module_exists(module) or any(i == module or i.startswith(f"{module}.") for i in imported))
+    news = sorted(module for module in after - before if not ctx.old.module_exists(module)
+                  and not any(i == module or i.startswith(f"{module}.") for i in imported))
+    # A new module that code the old release had imports (at its top or inside a function) is
+    # how the name is now reached: its binding is what that code now calls.
+    reached = _reached_from_old_code(ctx, news)
+    return sorted(module for module in after - before if module not in news or module in reached)
+
+
+def _reached_from_old_code(ctx: CheckContext, modules: list[str]) -> set[str]:
+    """The modules (new in the release) that some module the old release had imports."""
+    if not modules:
+        return set()
+    whats = {f"importers {module}": module for module in modules}
+
+    def search(wanted: list[str]) -> list[list[str]]:
+        importers: list[set[str]] = [set() for _ in wanted]
+        for relpath, text in ctx.new.texts_mentioning_any(set(wanted)):
+            importer = ctx.new.module_name_of(relpath)
+            for index, module in enumerate(wanted):
+                if module in text and any(source == module for source, _ in from_imports(relpath, importer, text)):
+                    importers[index].add(importer)
+        return [sorted(found) for found in importers]
+
+    found = ctx.new.whole_release_searches(whats, search)
+    return {module for what, module in whats.items()
+            if any(ctx.old.module_exists(importer) for importer in found.get(what) or ())}
+
+
+def _local_imports(model: UpstreamModel, module: str, name: str) -> list[tuple[str, str]]:
+    """(function, source module) of each `from source import name` inside a function of
+    `module` (`Scheduler.__init__`), in the release of `model`: it binds the name when the
+    function runs, from the source, never from `module`'s own attribute. Absolute imports only,
+    as SGLang writes its own."""
+    found = model.module_text(module)
+    if found is None or name not in found[1]:
+        return []
+    try:
+        tree = parse_quietly(found[1], found[0])
+    except (SyntaxError, ValueError):
+        return []
+    imports: list[tuple[str, str]] = []
+    pending: list[tuple[ast.AST, str, bool]] = [(tree, "", False)]  # (node, qualified scope, in a function)
+    while pending:
+        node, scope, in_function = pending.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ImportFrom) and in_function and not child.level and child.module \
+                    and any(alias.name == name and alias.asname in (None, name) for alias in child.names):
+                imports.append((scope, child.module))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = f"{scope}.{child.name}" if scope else child.name
+                pending.append((child, inner, in_function or not isinstance(child, ast.ClassDef)))
+            elif isinstance(child, ast.stmt):
+                pending.append((child, scope, in_function))
+    return sorted(imports)
+
+
+def _local_imports_of(ctx: CheckContext, patch: Patch) -> list[tuple[str, str]]:
+    """For a patch of the name a module bound by a module-level from-import (the object is
+    defined elsewhere), which the new release's module no longer binds: the functions that now
+    import it inside their bodies (`_local_imports`). Empty for any other patch."""
+    if not (patch.new.missing and patch.old.kind == "function" and patch.old.origin
+            and patch.old.origin != patch.dotted):
+        return []
+    memo = ctx.memo.setdefault("monkeypatch-local-imports", {})
+    if patch.dotted not in memo:
+        module, _, name = patch.dotted.rpartition(".")
+        memo[patch.dotted] = _local_imports(ctx.new, module, name) if ctx.new.module_exists(module) else []
+    return memo[patch.dotted]
 
 
 # imports_anywhere: a module new in the release is news only if some file imports it (_new_from_importers).
 @contract("SGC404", reads=Reads.IMPORTS_ANYWHERE, process=Process.COPY)
 def patch_bypassed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for patch in patches(ctx):
+        local = _local_imports_of(ctx, patch)
+        if local:
+            module, _, name = patch.dotted.rpartition(".")
+            function, source = local[0]
+            yield finding("SGC404", patch.facts, patch.fact.position, patch.dotted, severity="error",
+                          target=_leaf(patch.dotted), old=ctx.old_version, new=ctx.new_version,
+                          how=f"{module} no longer binds {name} at import time (it did in {ctx.old_version}); "
+                              f"{function} imports it from {source} when it runs, so what it calls is "
+                              f"{source}.{name}, never the patched {module}.{name}: patch {source}.{name}")
+            continue
         if not (patch.old.callable and patch.new.callable):
             continue
         common = dict(target=_leaf(patch.dotted), old=ctx.old_version, new=ctx.new_version)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.patch.gitapply import (
     ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_patch, check_stack,
 )
 from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, split_lines
 from sglang_contracts.patch.release import PatchedTree, find_moved, stock_tree, tree_reader
-from sglang_contracts.patch.stack import PatchStacks, patch_stacks
+from sglang_contracts.patch.stack import PatchStacks, Stack as PatchStack, patch_stacks
+from sglang_contracts.requirements import version_in_tag
 
 
 @dataclass
@@ -48,6 +51,12 @@ def judged_stacks(ctx: CheckContext) -> tuple[PatchStacks, list[Judged]]:
         return stacks, sorted(judged, key=lambda j: j.relpath)
 
     return ctx.shared("patch-verdicts", compute)
+
+
+def _folder(stack: PatchStack) -> str:
+    """`docker/patch/latest/`: where a stack's patches are, when they are in one folder."""
+    folders = {str(PurePosixPath(path).parent) for path in stack.patches}
+    return f"{folders.pop()}/" if len(folders) == 1 else f"of {len(stack.patches)} patches"
 
 
 def _reason(ctx: CheckContext, verdict: HunkVerdict) -> str:
@@ -113,10 +122,25 @@ def patch_hunk_already_upstream(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 @contract("SGC903", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def patch_not_judged(ctx: CheckContext) -> Iterator[Diagnostic]:
-    """Info only, with --report-unresolved: nothing here is a break of the bump."""
+    """Info only: nothing here is a break of the bump. Said always: a stack judged in place of
+    an identical one, and stacks guessed for want of any command that applies a patch (which
+    were judged wrongly on a project whose live stack no script names); the rest with
+    --report-unresolved."""
+    stacks, judged = judged_stacks(ctx)
+    for stack, twin in stacks.duplicates:
+        yield finding_at("SGC903", stack.patches[0], 1, 1, stack.patches[0], severity="info",
+                         what=f"the stack {_folder(stack)} ({stack.source})",
+                         reason=f"it is the stack {_folder(twin)} ({twin.source}), patch for patch: judged there",
+                         old=ctx.old_version, new=ctx.new_version)
+    if stacks.guessed:
+        first = stacks.stacks[0].patches[0]
+        yield finding_at("SGC903", first, 1, 1, first, severity="info",
+                         what=f"which of the {len(stacks.patches)} patch files the image applies",
+                         reason="no Dockerfile or script applies one, so each folder was judged as a stack in name "
+                                "order; name the live stack in `patch-files` ([tool.sglang-contracts])",
+                         old=ctx.old_version, new=ctx.new_version)
     if not ctx.report_unresolved:
         return
-    stacks, judged = judged_stacks(ctx)
     if stacks.unapplied:
         folders = sorted({p.rsplit("/", 1)[0] if "/" in p else "." for p in stacks.unapplied})
         shown = ", ".join(folders[:6]) + (f" and {len(folders) - 6} more" if len(folders) > 6 else "")
@@ -139,6 +163,12 @@ def drop_upstream_hunk(diagnostic: Diagnostic, workspace) -> bool:
     lines. Written only if every other hunk gets the same `git apply --check` verdict against
     the new release as before; a patch whose every hunk is upstream is left whole (delete it)."""
     document = workspace.document(diagnostic.path)
+    release_folder = next((part for part in PurePosixPath(diagnostic.path).parts[:-1] if version_in_tag(part)), None)
+    if release_folder is not None:  # a build of that release still applies it as it is
+        document.note(diagnostic.line, diagnostic.col, "SGC902", f"the patch is in {code_span(release_folder + '/')}, "
+                      "the stack of that release: the new release's stack goes in a folder of its own "
+                      "(`sglang-contracts patch rebase`)")
+        return False
     patch = parse_patch(document.text)
     if patch.error is not None:
         return False

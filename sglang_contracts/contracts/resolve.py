@@ -126,6 +126,12 @@ def project_view(ctx: CheckContext) -> ProjectView:
     return ctx.shared("project-view", ProjectView)
 
 
+# Receivers resolved one inside another (`self.b = self.a`, then `self.c = self.b`, ...): real
+# code needs a few; each level takes four frames of Python's recursion (its limit, 1,000, was met
+# at about 200 links).
+RECEIVER_DEPTH = 64
+
+
 class Resolver:
     """Types and callees in one release."""
 
@@ -141,7 +147,9 @@ class Resolver:
         self.upstream_bases = lru_cache(maxsize=None)(self._upstream_bases)
         # Many facts share a receiver (`self.x` across a class's methods) and several checks
         # ask about the same ones: each is resolved once per file and release.
-        self._receivers: dict[tuple[str, Receiver], tuple[Instance, ...] | None] = {}
+        self._receivers: dict[tuple[str, Receiver], tuple[tuple[Instance, ...] | None, int]] = {}  # with its height
+        self._height = 0  # of the receivers resolved so far inside the one being resolved
+        self._cut = False  # whether one of them was cut by RECEIVER_DEPTH
         # Receivers being resolved: one met again while it is resolved depends on itself
         # (`self.cur = self.cur.next`, two classes typing each other's attributes).
         self._resolving: set[tuple[str, Receiver]] = set()
@@ -286,18 +294,38 @@ class Resolver:
         whose types depend on its own is unknown: the resolver solves no recursive equations.
         Since any unknown alternative makes a receiver unknown, every receiver on such a cycle
         resolves to None, whichever of them is asked first, so what is cached does not depend
-        on the order of the questions."""
+        on the order of the questions.
+
+        Depth is bounded too (`self.c1 = self.c0` over 300 links recursed past Python's limit):
+        a receiver whose resolution needs more than RECEIVER_DEPTH receivers one inside the
+        other is unknown. Each answer is kept with that height, so that a receiver met deep in
+        another's resolution is unknown there even when it was known asked alone; an answer cut
+        by the bound is not kept, so that none depends on the order of the questions either."""
         key = (facts.path, receiver)
+        depth = len(self._resolving)
         if key in self._receivers:
-            return self._receivers[key]
+            found, height = self._receivers[key]
+            if found is not None and depth + height > RECEIVER_DEPTH:
+                self._cut = True
+                return None
+            self._height = max(self._height, height)
+            return found
         if key in self._resolving:
             return None
+        if depth >= RECEIVER_DEPTH:
+            self._cut = True
+            return None
         self._resolving.add(key)
+        outer_height, outer_cut = self._height, self._cut
+        self._height, self._cut = 0, False
         try:
             found = self._receiver(facts, receiver)
         finally:
             self._resolving.discard(key)
-        self._receivers[key] = found
+            height, cut = self._height + 1, self._cut
+            self._height, self._cut = max(outer_height, height), outer_cut or cut
+        if not cut:
+            self._receivers[key] = (found, height)
         return found
 
     def _receiver(self, facts: FileFacts, receiver: Receiver) -> tuple[Instance, ...] | None:

@@ -4,20 +4,23 @@ function, and the shape of the tuple it returns, both ways across the project bo
 - The project calls upstream (SGC206, SGC207): a function that became `async def` returns a
   coroutine that never runs where the project calls it without `await`; one that became a
   plain `def` makes the project's `await` raise TypeError; `a, b, c = f()` raises once `f`
-  returns a tuple of another length.
+  returns a tuple of another length, and `a, b = f()`, `f()[0]` and `for x in f()` once it
+  returns a dataclass (0.5.7's `ModelRunner.forward` -> `ModelRunnerOutput`) where it
+  returned a tuple; `f().name` once it returns a tuple where it returned an object.
 - Upstream calls the project's override (SGC208, SGC209): the base method's return shape
   changed (its annotation, or its upstream callers now unpack `a, b = self.m(...)`) and the
   override still returns the old one; or the base became async (or stopped being) and the
   override did not follow, so upstream's `await self.m()` raises or its coroutine never runs.
 
-A shape is read from the return annotation (`tuple[A, B]`), or where there is none from the
-body, only when every `return` is a tuple display of one length; anything else is unknown
-and never judged.
+A shape is read from the return annotation (`tuple[A, B]`, or a class of SGLang's that is no
+sequence), or where there is none from the body, only when every `return` is a tuple display
+of one length; anything else is unknown and never judged.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract
@@ -26,7 +29,7 @@ from sglang_contracts.contracts.subclasses import overrides
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.project.facts import CallFact, FileFacts
-from sglang_contracts.upstream.model import Member
+from sglang_contracts.upstream.model import Member, UpstreamModel
 
 # Return annotations of a plain function that still hands back something awaitable.
 AWAITABLE_WORDS = ("Awaitable", "Coroutine", "Future", "Task", "Deferred")
@@ -83,17 +86,74 @@ def call_of_callable_that_changed_async(ctx: CheckContext) -> Iterator[Diagnosti
                       old=ctx.old_version, new=ctx.new_version)
 
 
+@dataclass(frozen=True)
+class Result:
+    """What a callable returns, as far as one release says: a tuple of `length` values, or an
+    instance of one of `classes` (upstream classes none of which can be unpacked, indexed or
+    iterated: no `__iter__`, `__getitem__` or base outside SGLang, as a dataclass)."""
+
+    length: int | None = None
+    classes: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        if self.length is not None:
+            return f"a tuple of {self.length}"
+        return " or ".join(f"a {origin.rsplit('.', 1)[-1]}" for origin in self.classes)
+
+
+# Members that let an object be unpacked, indexed or iterated like a tuple.
+SEQUENCE_MEMBERS = frozenset({"__iter__", "__getitem__"})
+
+
+def _result(model: UpstreamModel, record: dict[str, Any]) -> Result | None:
+    """What the function or method of `record` returns in the release of `model`; None unknown."""
+    if record.get("shape") is not None:
+        return Result(length=record["shape"])
+    origins = [model.resolve_class(path) for path in record.get("returns", [])]
+    annotation = record.get("annotation", "")
+    if not origins or None in origins or "None" in annotation or "Optional" in annotation:
+        return None  # a result that may be None, or of a class not read: not judged
+    for origin in origins:
+        if model.mro(origin)[1] or SEQUENCE_MEMBERS & model.member_names(origin):
+            return None  # a base outside SGLang (a NamedTuple), or a sequence: it may unpack
+    return Result(classes=tuple(origins))
+
+
+def _use_breaks(use: str, model_old: UpstreamModel, was: Result, now: Result) -> tuple[str, str] | None:
+    """(what the call does with the result, what goes wrong) when a use that fits the old
+    result fails on the new one; None when it does not, or either is unknown."""
+    kind, _, detail = use.partition(":")
+    if kind == "unpack":
+        count = int(detail)
+        if was.length != count:
+            return None  # the call did not fit the old shape either (or it is unknown)
+        doing = f"unpacking it into {count} names"
+        if now.length is not None:
+            return (doing, "raises ValueError") if now.length != count else None
+        return doing, "raises TypeError (it cannot be unpacked)"
+    if kind in ("index", "iter") and was.length is not None and now.classes:
+        return ("indexing it", "raises TypeError (it is not subscriptable)") if kind == "index" \
+            else ("iterating over it", "raises TypeError (it is not iterable)")
+    if kind == "attr" and was.classes and now.length is not None \
+            and all(model_old.member(origin, detail) is not None for origin in was.classes):
+        return f"reading or setting .{detail} on it", "raises AttributeError (a tuple has no such attribute)"
+    return None
+
+
 @contract("SGC207", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def unpacked_result_changed_shape(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts, call, owner, old, new in _call_pairs(ctx):
-        if not call.use.startswith("unpack:"):
+        if not call.use or call.use == "await":
             continue
-        count = int(call.use.split(":", 1)[1])
-        was, now = old.get("shape"), new.get("shape")
-        if was != count or now is None or now == count:
-            continue  # unknown, or the call did not fit the old shape either
-        yield finding("SGC207", facts, call.position, owner, callee=f"{_display(owner)}()", count=str(count),
-                      shape=str(now), was=str(was), old=ctx.old_version, new=ctx.new_version)
+        was, now = _result(ctx.old, old), _result(ctx.new, new)
+        if was is None or now is None or was == now:
+            continue
+        broken = _use_breaks(call.use, ctx.old, was, now)
+        if broken is None:
+            continue
+        doing, effect = broken
+        yield finding("SGC207", facts, call.position, owner, callee=f"{_display(owner)}()", now=now.text(),
+                      was=was.text(), doing=doing, effect=effect, old=ctx.old_version, new=ctx.new_version)
 
 
 # -- upstream calling the project's override ----------------------------------------------

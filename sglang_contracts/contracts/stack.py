@@ -3,9 +3,10 @@ dependencies, supported Pythons."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 from packaging.specifiers import SpecifierSet
@@ -16,6 +17,7 @@ from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.project import images
 from sglang_contracts.project.images import may_name_release, script_mentions
+from sglang_contracts.project.index import project_folders
 from sglang_contracts.project.installs import installed_requirements
 from sglang_contracts.contracts.importgraph import ImportGraph
 from sglang_contracts.fix import text as edits
@@ -35,20 +37,20 @@ DISTRIBUTION_OF_IMPORT = {
     "PIL": "pillow", "yaml": "pyyaml", "cv2": "opencv-python", "sklearn": "scikit-learn", "zmq": "pyzmq",
     "google": "protobuf", "attr": "attrs", "dateutil": "python-dateutil", "sgl_kernel": "sglang-kernel",
     "deep_gemm": "sgl-deep-gemm", "deep_ep": "sgl-deep-ep", "flash_attn": "flash-attn", "cuda": "cuda-python",
-    "pynvml": "nvidia-ml-py", "multipart": "python-multipart", "partial_json_parser": "partial-json-parser",
+    "pynvml": "nvidia-ml-py", "flashinfer": "flashinfer-python", "multipart": "python-multipart", "partial_json_parser": "partial-json-parser",
 }
 
 
-def _declared(ctx: CheckContext) -> list[DeclaredRequirement]:
+def declared_by_project(ctx: CheckContext) -> list[DeclaredRequirement]:
     return ctx.of_stack_files("declared-requirements", lambda c: declared_requirements(c.project.root))
 
 
-def _installed(ctx: CheckContext) -> list[DeclaredRequirement]:
+def installed_by_project(ctx: CheckContext) -> list[DeclaredRequirement]:
     """What the project's shell scripts and Dockerfiles pip install (project/installs.py)."""
     return ctx.of_stack_files("installed-requirements", lambda c: installed_requirements(c.project.root))
 
 
-def _pins(ctx: CheckContext) -> tuple[ReleasePins | None, ReleasePins | None]:
+def pins_of_releases(ctx: CheckContext) -> tuple[ReleasePins | None, ReleasePins | None]:
     return ctx.of_releases("release-pins", lambda c: (release_pins(c.old.release.tree), release_pins(c.new.release.tree)))
 
 
@@ -56,9 +58,9 @@ def _versions(ctx: CheckContext) -> tuple[Version | None, Version | None]:
     return as_version(ctx.old.release.version or ""), as_version(ctx.new.release.version or "")
 
 
-def _sglang_extras(ctx: CheckContext) -> frozenset[str]:
+def sglang_extras(ctx: CheckContext) -> frozenset[str]:
     """The extras of SGLang the project installs (`sglang[diffusion]`): their pins apply too."""
-    return frozenset(e for d in _declared(ctx) if d.name == SGLANG for e in d.requirement.extras)
+    return frozenset(e for d in declared_by_project(ctx) if d.name == SGLANG for e in d.requirement.extras)
 
 
 # -- SGC701 ---------------------------------------------------------------------------------
@@ -87,11 +89,11 @@ def _spelled(specifier: SpecifierSet) -> str:
 
 def _mirror_outcomes(ctx: CheckContext) -> Iterator[tuple[DeclaredRequirement, str, str, bool]]:
     """(requirement, upstream spelling on old, on new, already disagreed on old) for pins that now disagree."""
-    old_pins, new_pins = _pins(ctx)
+    old_pins, new_pins = pins_of_releases(ctx)
     if old_pins is None or new_pins is None:
         return
-    extras = _sglang_extras(ctx)
-    declared_all = (*_declared(ctx), *_installed(ctx))
+    extras = sglang_extras(ctx)
+    declared_all = (*declared_by_project(ctx), *installed_by_project(ctx))
     bumped = {str(v) for v in _versions(ctx) if v is not None}
     for declared in declared_all:
         if declared.name == SGLANG or declared.name not in old_pins.names() | new_pins.names():
@@ -138,7 +140,9 @@ def mirrored_pin_disagrees(ctx: CheckContext) -> Iterator[Diagnostic]:
 @fixes("SGC701")
 def follow_mirrored_pin(diagnostic: Diagnostic, workspace) -> bool:
     """Move the pin at the finding to the new release's: an exact pin to its version, a range
-    marked as following SGLang to SGLang's range. Pins that differ by platform are left."""
+    marked as following SGLang to SGLang's range. Left, with a note: pins that differ by
+    platform, a local build (`+cu129`), and a pin that moves with others SGLang's change does
+    not move too (torch's torchvision; an assert of its version)."""
     document = workspace.document(diagnostic.path)
     now = diagnostic.data["change"].rpartition(" -> ")[2]
     line = document.line(diagnostic.line) or ""
@@ -150,11 +154,48 @@ def follow_mirrored_pin(diagnostic: Diagnostic, workspace) -> bool:
         document.note(diagnostic.line, diagnostic.col, "SGC701", f"sglang {diagnostic.data['new']} pins {name} "
                       f"differently per platform ({now}): choose the line's pin by hand")
         return False
-    if edits.exact_pin(spec.text) is not None and as_version(now) is not None:
+    written = edits.exact_pin(spec.text)
+    if written is not None and "+" in written:
+        document.note(diagnostic.line, diagnostic.col, "SGC701", f"{code_span(name + spec.text)} is a local build "
+                      f"(+{written.partition('+')[2]}): name the build of {now} and its index by hand")
+        return False
+    held = _held_with(diagnostic, workspace, document, name, written)
+    if held:
+        document.note(diagnostic.line, diagnostic.col, "SGC701", f"{name} moves with {held}: move them together "
+                      f"by hand (this fix would edit {name} alone)")
+        return False
+    if written is not None and as_version(now) is not None:
         replacement = f"=={now}"
     else:
         replacement = edits.ordered_specifiers(now if as_version(now) is None else f"=={now}")
     return document.replace(diagnostic.line, spec.start, spec.end, replacement)
+
+
+def _findings_of(workspace, code: str) -> list[tuple[str, int, str]]:
+    """(path, line, symbol) of the round's findings of `code`: the places its fixes move too."""
+    found = workspace.result.diagnostics if workspace.result is not None else []
+    return [(d.path, d.line, d.symbol or "") for d in found if d.code == code]
+
+
+def _held_with(diagnostic: Diagnostic, workspace, document, name: str, written: str | None) -> str:
+    """What else in the finding's file names the build being replaced and is not fixed with it:
+    an exact pin of a distribution released with it (torchvision beside torch) that no SGC701
+    finding moves, or another line naming the pinned version with the package (an assert of
+    `torch.__version__`). "" when nothing does."""
+    fixed_lines = {(path, line, normalized(symbol)) for path, line, symbol in _findings_of(workspace, "SGC701")}
+    family = edits.moves_with(normalized(name))
+    module = normalized(name).replace("-", "_")
+    held = []
+    for number, text in enumerate(document.text.splitlines(), start=1):
+        for other, spec in edits.requirements_in(text):
+            other = normalized(other)
+            if other in family and edits.exact_pin(spec.text) is not None \
+                    and (diagnostic.path, number, other) not in fixed_lines:
+                held.append(f"{code_span(other + spec.text)} (line {number})")
+        if written and number != diagnostic.line and module in text and edits.names_version(text, written) \
+                and not edits.requirements_in(text):
+            held.append(f"line {number}'s check of {written}")
+    return ", ".join(held[:3])
 
 
 # -- SGC702 ---------------------------------------------------------------------------------
@@ -167,7 +208,7 @@ DOC_SUFFIXES = (".md", ".mdx", ".rst", ".txt", ".adoc")
 OTHER_PLATFORM = re.compile(r"(?i)rocm|mi\d{3}|npu|ascend|xpu|hpu|gaudi|musa|\bcpu\b")
 
 
-def _all_mentions(ctx: CheckContext) -> list[ReleaseMention]:
+def all_release_mentions(ctx: CheckContext) -> list[ReleaseMention]:
     """Releases named in the stack files and, as data, in Python build scripts."""
     scripts = ctx.project.each_file("release-mentions", script_mentions, may_name_release, images)
     return [*ctx.of_stack_files("stack-release-mentions", lambda c: release_mentions(c.project.root)),
@@ -183,21 +224,54 @@ def _lags_behind(mention: ReleaseMention, named: Version, old: Version) -> bool:
             and not mention.path.endswith(DOC_SUFFIXES) and not OTHER_PLATFORM.search(suffix))
 
 
-@contract("SGC702", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def _named_after(path: str, release: Version) -> bool:
+    """Does a file's name name the release (`sglang-0.5.20.txt`, `requirements_0_5_20.txt`, `v0520`)?"""
+    numbers = [str(part) for part in release.release]
+    stem = PurePosixPath(path).name
+    return any(separator.join(numbers) in stem for separator in (".", "_", "-", ""))
+
+
+def _pinned_per_release(ctx: CheckContext) -> set[str]:
+    """The requirement files a project that serves several releases keeps one per release (or
+    per torch build, each pinning its own release) on purpose: each pins one SGLang release
+    exactly, and they pin two or more. They are that release's, not a pin the bump forgot:
+    those named after their release, and all of them where the code chooses by release
+    (project/serving.py). A main file and a lagging variant (`requirements-rocm.txt`) are not."""
+    pinned: dict[str, set[Version | None]] = {}
+    for declared in declared_by_project(ctx):
+        if declared.name == SGLANG:
+            pinned.setdefault(declared.path, set()).add(exact_version(declared.requirement.specifier))
+    for mention in ctx.shared("release-mentions", all_release_mentions):  # `requirements_torch280.txt` too
+        name = PurePosixPath(mention.path).name
+        if mention.kind == "pin" and name.endswith(".txt") and name.startswith(("requirements", "constraints")):
+            pinned.setdefault(mention.path, set()).add(version_in_tag(mention.version))
+    single = {path: next(iter(versions)) for path, versions in pinned.items()
+              if len(versions) == 1 and None not in versions}
+    if len(set(single.values())) < 2:
+        return set()
+    chooses = ctx.serving is not None and bool(ctx.serving.served)
+    return {path for path, release in single.items() if chooses or _named_after(path, release)}
+
+
+# Whether the code chooses by release (ctx.serving) is the whole project's: checked at every edit.
+@contract("SGC702", reads=Reads.WHOLE_PROJECT, process=Process.COPY)
 def old_release_still_named(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
     if old is None or new is None or old == new:
         return
     replaced = "the release being replaced"
-    for declared in _declared(ctx):
+    per_release = _pinned_per_release(ctx)
+    for declared in declared_by_project(ctx):
+        if declared.path in per_release:
+            continue
         specifier = declared.requirement.specifier
         if declared.name == SGLANG and specifier.contains(old, prereleases=True) and not specifier.contains(new, prereleases=True):
             yield finding_at("SGC702", declared.path, declared.line, declared.col, SGLANG,
                              written=without_marker(declared.requirement), what="the SGLang requirement",
                              named=ctx.old_version, which=replaced, old=ctx.old_version, new=ctx.new_version)
-    for mention in ctx.shared("release-mentions", _all_mentions):
+    for mention in ctx.shared("release-mentions", all_release_mentions):
         named = version_in_tag(mention.version)
-        if named is None or named == new:
+        if named is None or named == new or mention.path in per_release:
             continue
         if names_release(named, old):
             which = replaced
@@ -231,12 +305,65 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
     named = as_version(number.text) if number else None
     if number is None or named is None or old is None or not names_release(named, old):
         return False  # the line is not what the check read: leave it
+    suffix = edits.tag_suffix(line, number.end)
+    if not edits.PLAIN_TAG_SUFFIX.fullmatch(suffix.partition("@")[0]):
+        document.note(diagnostic.line, diagnostic.col, "SGC702", f"{code_span(line[start:number.end] + suffix)}"
+                      " is a dated or platform build: name the new build's tag by hand (its shape may not exist "
+                      f"for {new})")
+        return False
+    commit = next((name for name in map(edits.commit_setting, document.text.splitlines()) if name), None)
+    if commit is not None:
+        document.note(diagnostic.line, diagnostic.col, "SGC702", f"{commit} names the commit of the "
+                      f"release being replaced, which moves with it: set both by hand (the commit of {new} is "
+                      "known only from a clone: --sglang-repo)")
+        return False
+    held = _settings_left(diagnostic, workspace, document, old)
+    if held:
+        document.note(diagnostic.line, diagnostic.col, "SGC702", f"{held} names the same release and moves with it: "
+                      "set them together by hand (this fix would edit one)")
+        return False
+    folder = _folder_named(workspace.root, line[start:number.end] + suffix) if _names_a_path(line, document.text) else None
+    if folder is not None and not (folder.parent / (line[start:number.start] + new + suffix)).exists():
+        document.note(diagnostic.line, diagnostic.col, "SGC702", f"{code_span(folder.relative_to(workspace.root).as_posix())}"
+                      f" is named by this value, and no folder for {new} is beside it: make it first "
+                      "(`sglang-contracts patch rebase`), then name it")
+        return False
     after = re.match(r"[\w.+-]*@sha256:", line[number.end:])
     if after:
         document.note(diagnostic.line, diagnostic.col, "SGC702", "the image is pinned by digest (@sha256:), which "
                       "cannot be resolved offline: name the new image's tag and digest by hand")
         return False
     return document.replace(diagnostic.line, number.start, number.end, new)
+
+
+def _settings_left(diagnostic: Diagnostic, workspace, document, old: Version) -> str:
+    """Another setting of the finding's file that names the release being replaced and that no
+    SGC702 finding moves (`PATCH_VERSION=v0.5.15.post1` beside `SGLANG_VERSION`), as `NAME (line N)`."""
+    fixed = {(path, line) for path, line, _ in _findings_of(workspace, "SGC702")}
+    for number, text in enumerate(document.text.splitlines(), start=1):
+        match = edits.SETTING.match(text)
+        named = version_in_tag(match.group("value")) if match else None
+        if named is not None and names_release(named, old) and (diagnostic.path, number) not in fixed:
+            return f"{match.group('name')} (line {number})"
+    return ""
+
+
+def _names_a_path(line: str, text: str) -> bool:
+    """Is the line a setting whose variable the file uses as a part of a path
+    (`PATCH_VERSION=v0.5.15.post1`, then `docker/patch/$PATCH_VERSION/`)?"""
+    setting = edits.SETTING.match(line)
+    return setting is not None and edits.used_in_a_path(setting.group("name"), text)
+
+
+def _folder_named(root, name: str):
+    """A folder of the project named exactly `name` (`docker/patch/v0.5.15.post1`), or None: a
+    value that names one is a path, and its new value must name a folder that exists."""
+    if not name or "/" in name or name in (".", ".."):
+        return None
+    for folder, _ in project_folders(os.fspath(root)):
+        if os.path.basename(folder) == name:
+            return Path(folder)
+    return None
 
 
 # -- SGC703, SGC704 ---------------------------------------------------------------------------
@@ -278,8 +405,8 @@ def _condition_holds(requirement, release_version: Version | None, pins: Release
 @contract("SGC704", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def compat_overlay_removable(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = _versions(ctx)
-    old_pins, new_pins = _pins(ctx)
-    extras = _sglang_extras(ctx)
+    old_pins, new_pins = pins_of_releases(ctx)
+    extras = sglang_extras(ctx)
     for note in _prose(ctx)[1]:
         requirement = removal_requirement(note.text)
         if requirement is None:
@@ -297,7 +424,8 @@ def compat_overlay_removable(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 # -- SGC705 ---------------------------------------------------------------------------------
 
-def _distribution(top: str) -> str:
+def distribution_of(top: str) -> str:
+    """The distribution an import's top-level name is installed by (`PIL` -> pillow)."""
     return normalized(DISTRIBUTION_OF_IMPORT.get(top, top))
 
 
@@ -328,9 +456,9 @@ def _installed_by_sglang(pins: ReleasePins | None, distribution: str, extras: fr
 def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
     """One finding per package, at the first import that now reaches it: the fix (declare it,
     or list it where SGLang's requirements are installed) is one line, wherever it is imported."""
-    declared = {d.name for d in (*_declared(ctx), *_declared_below(ctx))}
-    old_pins, new_pins = _pins(ctx)
-    extras = _sglang_extras(ctx)
+    declared = {d.name for d in (*declared_by_project(ctx), *_declared_below(ctx))}
+    old_pins, new_pins = pins_of_releases(ctx)
+    extras = sglang_extras(ctx)
     lists = _dependency_lists(ctx, old_pins)
     old_graph, new_graph = ctx.of_releases("import-graphs", lambda c: (ImportGraph(c.old), ImportGraph(c.new)))
     sites: dict[str, list[tuple[str, Any, str]]] = {}  # package -> (path, import, module) of each import reaching it
@@ -342,12 +470,12 @@ def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
             if not (ctx.old.module_exists(module) and ctx.new.module_exists(module)):
                 continue  # a module gone or new is another rule's business
             for top in new_graph.packages_reached(module) - old_graph.packages_reached(module):
-                if _distribution(top) not in declared:
+                if distribution_of(top) not in declared:
                     sites.setdefault(top, []).append((facts.path, fact, module))
     old_graph.save()
     new_graph.save()
     for top, found in sorted(sites.items()):
-        required = _installed_by_sglang(new_pins, _distribution(top), extras)
+        required = _installed_by_sglang(new_pins, distribution_of(top), extras)
         if required and not lists:
             continue  # SGLang's own requirement, installed with it: not news
         direct = [site for site in found if top in new_graph.direct(site[2])[1]]
@@ -389,7 +517,7 @@ def _spans(minors: list[int]) -> str:
 @contract("SGC708", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def python_no_longer_supported(ctx: CheckContext) -> Iterator[Diagnostic]:
     declared = ctx.of_stack_files("declared-python", lambda c: declared_python(c.project.root))
-    old_pins, new_pins = _pins(ctx)
+    old_pins, new_pins = pins_of_releases(ctx)
     now = new_pins.requires_python if new_pins is not None else None
     if declared is None or now is None:
         return

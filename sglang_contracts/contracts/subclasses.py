@@ -18,6 +18,7 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.resolve import ProjectClass, Resolver, project_view, resolvers
+from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.lines import source_segment
 from sglang_contracts.infra.pysource import parse_quietly
@@ -250,7 +251,9 @@ def body_preview(ctx: CheckContext, old: Member, new: Member, lines: int = 3, wi
         others = [o[1:] for o in changed if o[:1] != row[:1]]
         shared = max((len(os.path.commonprefix([row[1:], o])) for o in others), default=0)
         text = row[1:] if shared <= 30 else "..." + row[1 + shared - 20:]
-        return row[0] + (text if len(text) <= width else text[: width - 3] + "...")
+        # One code span per line, cut or not: a report that marks names as code (markdown)
+        # would otherwise mark the halves of names the cut left.
+        return row[0] + code_span(text if len(text) <= width else text[: width - 3] + "...")
 
     shown = [clipped(row) for row in changed[:lines]]
     more = f" | ({len(changed) - lines} more)" if len(changed) > lines else ""

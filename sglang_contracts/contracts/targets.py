@@ -14,8 +14,12 @@ from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.targets import Target
 
 def upstream_dotted(view: ProjectView, facts: FileFacts, written: str) -> str | None:
-    """The upstream path a dotted name written in a project file stands for, if any."""
+    """The upstream path a dotted name written in a project file stands for, if any. A name
+    that starts at `sglang` with nothing in the file binding it is absolute: the scanner
+    writes a module reached through `sys.modules["sglang..."]` so."""
     dotted = view.dotted(facts, written)
+    if dotted is None and is_upstream(written):
+        dotted = written
     return dotted if dotted and is_upstream(dotted) else None
 
 

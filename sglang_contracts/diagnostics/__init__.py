@@ -27,6 +27,10 @@ class Diagnostic:
     # The fields the message was rendered from (and any a check adds for its fix, such as the
     # verified new home of a moved name): what a fix reads instead of parsing the message.
     data: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # `path:line:col` of the finding this one is reported under: a break of the module serving
+    # the old release only, listed as what the new release's module must change under the
+    # SGC106 that says no code serves the new release (check/served.py)
+    grouped_under: str | None = field(default=None, compare=False)
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.col, self.code, self.message)
@@ -37,6 +41,7 @@ class Diagnostic:
             "end_col": self.end_col, "code": self.code, "severity": self.severity,
             "surface": surface_for(self.code).key, "message": self.message, "symbol": self.symbol,
             "old": self.old, "new": self.new, "fingerprint": self.fingerprint,
+            **({"grouped_under": self.grouped_under} if self.grouped_under else {}),
         }
 
     @classmethod
@@ -47,7 +52,8 @@ class Diagnostic:
         if not (all(type(getattr(diagnostic, name)) is str for name in _TEXTS)
                 and all(type(getattr(diagnostic, name)) is int for name in ("line", "col"))
                 and all(type(value) in (int, type(None)) for value in (diagnostic.end_line, diagnostic.end_col))
-                and all(type(value) in (dict, type(None)) for value in (diagnostic.old, diagnostic.new))):
+                and all(type(value) in (dict, type(None)) for value in (diagnostic.old, diagnostic.new))
+                and type(diagnostic.grouped_under) in (str, type(None))):
             raise TypeError("a kept finding of another shape")
         return diagnostic
 

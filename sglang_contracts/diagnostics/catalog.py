@@ -7,9 +7,10 @@ and examples; check functions in `contracts/` only produce the template's fields
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,11 @@ SEVERITIES = {"error", "warning"}
 # maintainer should read, applied only with --unsafe-fixes.
 FIX_SAFETIES = {"safe", "unsafe"}
 QUOTED_FIELD = re.compile(r"`\{(\w+)\}`")  # a field a message template shows as code
+# Where a rule file's examples start: a run reads only the entry above them (the examples are
+# four fifths of the catalog's text, and a run that parsed them all spent 0.1 s on it).
+# The paragraph of a rule's description that says what to do (explain shows it first).
+WHAT_TO_DO = re.compile(r"(?:^|\n)What to do:.*?(?=\n\s*\n|\Z)", re.DOTALL)
+EXAMPLES_START = re.compile(r"^\[\[(?:fix_)?examples\]\]", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,9 @@ SURFACES: dict[str, Surface] = {surface.key: surface for surface in (
     Surface("tests", "SGC6", "Tests",
             "Upstream names the project's tests patch by string, and fakes of upstream classes."),
     Surface("stack", "SGC70", "Stack", "Pins, versions and mirrored copies of upstream code."),
+    Surface("dependency-closure", "SGC71", "Installs against the new closure",
+            "The project's installs held against the new release's dependency closure: SGLang's pins, and their "
+            "pins in turn."),
     Surface("defensive-access", "SGC8", "Defensive access",
             "`getattr`/`hasattr` probes of upstream names whose fallback now runs."),
     Surface("patch-files", "SGC9", "Patch files", "Patch files the project applies to upstream sources."),
@@ -118,7 +127,6 @@ class Rule:
     description: str
     message: str  # str.format template over the finding's fields
     reference: str
-    examples: tuple[Example, ...]
     source: Path
     # For contracts already broken on the old release (--report-unresolved): the change
     # the main message describes did not happen, so it needs its own words.
@@ -128,7 +136,6 @@ class Rule:
     # When one finding's fix of a rule whose fix is unsafe is safe: the finding says so itself
     # (`fix_safety` in its data), as upstream's own examples decide (migrations/).
     fix_safe_when: str = ""
-    fix_examples: tuple[FixExample, ...] = ()
     # Values of message fields a check passes only when it says something else (the wording of
     # a warning that could not be verified beside the rule's error): `message_defaults` in TOML.
     message_defaults: dict[str, str] = field(default_factory=dict)
@@ -141,6 +148,19 @@ class Rule:
         return "".join(code_span(str(fields[piece])) if index % 2 else piece.format(**fields)
                        for index, piece in enumerate(QUOTED_FIELD.split(template)))  # text, field, text, ...
 
+    @cached_property
+    def _all_examples(self) -> tuple[tuple[Example, ...], tuple[FixExample, ...]]:
+        """Both kinds, from one read of the entry's file when first asked for (tests, docs, explain)."""
+        return _examples(self.source)
+
+    @property
+    def examples(self) -> tuple[Example, ...]:
+        return self._all_examples[0]
+
+    @property
+    def fix_examples(self) -> tuple[FixExample, ...]:
+        return self._all_examples[1]
+
 
 def catalog_dir() -> Path:
     package = Path(__file__).resolve().parent.parent
@@ -148,7 +168,47 @@ def catalog_dir() -> Path:
     return shipped if shipped.is_dir() else package.parent / "rules"
 
 
-def _load_rule(path: Path) -> Rule:
+def load_rule(path: Path) -> Rule:
+    """One catalog entry, its examples read when first asked for."""
+    text = path.read_text()
+    start = EXAMPLES_START.search(text)
+    try:
+        try:
+            data = parse_toml(text[:start.start()] if start else text)
+        except tomllib.TOMLDecodeError:  # the cut fell inside a string: the whole text
+            data = parse_toml(text)
+        rule = Rule(
+            code=data["code"],
+            name=data["name"],
+            severity=data["severity"],
+            group=data["group"],
+            summary=data["summary"],
+            description=data["description"].strip(),
+            message=data["message"],
+            reference=data.get("reference", ""),
+            source=path,
+            unresolved_message=data.get("unresolved_message"),
+            message_defaults=data.get("message_defaults", {}),
+            fix=data.get("fix"),
+            fix_description=data.get("fix_description", "").strip(),
+            fix_safe_when=data.get("fix_safe_when", "").strip(),
+        )
+    except (KeyError, TypeError, AttributeError, tomllib.TOMLDecodeError) as error:
+        raise ContractsError(f"{path}: malformed rule entry ({error!r})") from None
+    if rule.severity not in SEVERITIES or path.stem != rule.code:
+        raise ContractsError(f"{path}: code must match the file name and severity be error or warning")
+    if rule.group not in SURFACES or not rule.code.startswith(SURFACES[rule.group].family):
+        raise ContractsError(f"{path}: group must be one of {', '.join(SURFACES)}, whose code family"
+                             f" ({', '.join(s.family for s in SURFACES.values())}) the code is in")
+    if rule.fix is not None and (rule.fix not in FIX_SAFETIES or not rule.fix_description):
+        raise ContractsError(f"{path}: fix must be \"safe\" or \"unsafe\", with a fix_description")
+    if rule.fix_safe_when and rule.fix != "unsafe":
+        raise ContractsError(f"{path}: fix_safe_when belongs to a rule whose fix is unsafe")
+    return rule
+
+
+def _examples(path: Path) -> tuple[tuple[Example, ...], tuple[FixExample, ...]]:
+    """A rule file's examples and fix examples."""
     try:
         data = parse_toml(path.read_text())
         examples = tuple(
@@ -164,46 +224,21 @@ def _load_rule(path: Path) -> Rule:
             )
             for raw in data.get("examples", [])
         )
-        rule = Rule(
-            code=data["code"],
-            name=data["name"],
-            severity=data["severity"],
-            group=data["group"],
-            summary=data["summary"],
-            description=data["description"].strip(),
-            message=data["message"],
-            reference=data.get("reference", ""),
-            examples=examples,
-            source=path,
-            unresolved_message=data.get("unresolved_message"),
-            message_defaults=data.get("message_defaults", {}),
-            fix=data.get("fix"),
-            fix_description=data.get("fix_description", "").strip(),
-            fix_safe_when=data.get("fix_safe_when", "").strip(),
-            fix_examples=tuple(
-                FixExample(title=raw["title"], old=raw.get("old", {}), new=raw.get("new", {}),
-                           before=raw["before"], after=raw["after"], unsafe_fixes=raw.get("unsafe_fixes"))
-                for raw in data.get("fix_examples", [])
-            ),
+        fix_examples = tuple(
+            FixExample(title=raw["title"], old=raw.get("old", {}), new=raw.get("new", {}),
+                       before=raw["before"], after=raw["after"], unsafe_fixes=raw.get("unsafe_fixes"))
+            for raw in data.get("fix_examples", [])
         )
-    except (KeyError, TypeError, tomllib.TOMLDecodeError) as error:
-        raise ContractsError(f"{path}: malformed rule entry ({error})") from None
-    if rule.severity not in SEVERITIES or path.stem != rule.code:
-        raise ContractsError(f"{path}: code must match the file name and severity be error or warning")
-    if rule.group not in SURFACES or not rule.code.startswith(SURFACES[rule.group].family):
-        raise ContractsError(f"{path}: group must be one of {', '.join(SURFACES)}, whose code family"
-                             f" ({', '.join(s.family for s in SURFACES.values())}) the code is in")
-    if rule.fix is not None and (rule.fix not in FIX_SAFETIES or not rule.fix_description):
-        raise ContractsError(f"{path}: fix must be \"safe\" or \"unsafe\", with a fix_description")
-    if rule.fix_safe_when and rule.fix != "unsafe":
-        raise ContractsError(f"{path}: fix_safe_when belongs to a rule whose fix is unsafe")
-    return rule
+    except (KeyError, TypeError, AttributeError, tomllib.TOMLDecodeError) as error:
+        raise ContractsError(f"{path}: malformed examples ({error!r})") from None
+    return examples, fix_examples
 
 
 @lru_cache(maxsize=1)
 def load_catalog() -> dict[str, Rule]:
     folder = catalog_dir()
-    return {rule.code: rule for rule in map(_load_rule, sorted(folder.glob("SGC*.toml")))}
+    rules = map(load_rule, folder.glob("SGC*.toml"))
+    return {rule.code: rule for rule in sorted(rules, key=lambda rule: code_order(rule.code))}
 
 
 def rule(code: str) -> Rule:
@@ -214,14 +249,18 @@ def rule(code: str) -> Rule:
 
 
 def explanation(code: str) -> str:
-    """What `sglang-contracts explain CODE` prints: the rule, why it matters, its examples."""
+    """What `sglang-contracts explain CODE` prints: the rule and what to do first, then why it
+    matters, its message and fix, and its examples last (they run to hundreds of lines)."""
     entry = rule(code.upper())
-    out = [f"{entry.code} {entry.name} ({entry.severity})\n\n{entry.summary}\n\n{entry.description}\n",
-           f"Message: {entry.message}\nReference: {entry.reference}"]
+    why, to_do = split_what_to_do(entry.description)
+    out = [f"{entry.code} {entry.name} ({entry.severity})\n\n{entry.summary}\n"]
+    if to_do:
+        out.append(f"{to_do}\n")
     if entry.fix:
-        out.append(f"\nFix ({entry.fix}{', with --unsafe-fixes' * (entry.fix == 'unsafe')}): {entry.fix_description}")
+        out.append(f"Fix ({entry.fix}{', with --unsafe-fixes' * (entry.fix == 'unsafe')}): {entry.fix_description}\n")
     if entry.fix_safe_when:
-        out.append(f"Safe, without --unsafe-fixes, when: {entry.fix_safe_when}")
+        out.append(f"Safe, without --unsafe-fixes, when: {entry.fix_safe_when}\n")
+    out.append(f"Why:\n{why}\n\nMessage: {entry.message}\nReference: {entry.reference}")
     for example in entry.examples:
         out.append(f"\nExample: {example.title}" + (" (the pin alone: --old X --new X)" if example.pin_alone else ""))
         releases = (("sglang", example.old),) if example.pin_alone else (("old sglang", example.old), ("new sglang", example.new))
@@ -231,3 +270,17 @@ def explanation(code: str) -> str:
                 out.extend(f"    {line}" for line in text.strip("\n").splitlines())
         out.append("  reports: " + (", ".join(map(example.shown, example.expect)) if example.expect else "nothing"))
     return "\n".join(out)
+
+
+def split_what_to_do(description: str) -> tuple[str, str]:
+    """(the description without its "What to do:" paragraph, that paragraph), or (all of it, "")."""
+    match = WHAT_TO_DO.search(description)
+    if match is None:
+        return description, ""
+    return (description[:match.start()] + description[match.end():]).strip(), match.group(0).strip()
+
+
+def code_order(code: str) -> tuple[int, str]:
+    """Rule codes in number order (SGC105, SGC201, ... SGC903, SGC1101), not as strings."""
+    digits = code[3:]
+    return (int(digits), code) if digits.isdigit() else (sys.maxsize, code)

@@ -20,6 +20,11 @@ class NotRewritable(Exception):
     """A file no fix may touch, with the reason in words."""
 
 
+class FixNotBuilt(Exception):
+    """A fix whose new code cannot be built (a name that is no Python name): it is skipped, with
+    the reason in words, and the file is left as it was."""
+
+
 class Document:
     def __init__(self, relpath: str, raw: bytes, *, python: bool) -> None:
         self.relpath = relpath

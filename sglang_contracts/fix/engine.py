@@ -12,7 +12,7 @@ from sglang_contracts.diagnostics.catalog import rule
 import sglang_contracts.contracts  # noqa: F401  (registers every fix beside its check)
 from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import Diagnostic
-from sglang_contracts.fix.document import Document, NotRewritable, read_only, write_atomically
+from sglang_contracts.fix.document import Document, FixNotBuilt, NotRewritable, read_only, write_atomically
 from sglang_contracts.fix.python import ensure_import, ensure_name_import
 from sglang_contracts.infra.display import printable, printable_path
 from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
@@ -48,9 +48,15 @@ class Workspace:
         the top earlier would move every place a later fix points at)."""
         for document in self.documents.values():
             for module in sorted(document.imports_needed):
-                ensure_import(document, module)
+                try:
+                    ensure_import(document, module)
+                except FixNotBuilt as error:
+                    document.note(1, 1, "import", f"the fix cannot be built ({error})")
             for module, name in sorted(document.names_needed):
-                ensure_name_import(document, module, name)
+                try:
+                    ensure_name_import(document, module, name)
+                except FixNotBuilt as error:
+                    document.note(1, 1, "import", f"the fix cannot be built ({error})")
 
     def path_of(self, relpath: str) -> Path:
         path = (self.root / relpath).resolve()
@@ -107,9 +113,12 @@ def apply_fixes(result: CheckResult, unsafe: bool,
     ordered = sorted((d for d in diagnostics if can_fix(d, unsafe)), key=lambda d: (d.path, -d.line, -d.col, d.code))
     for diagnostic in ordered:
         try:
-            workspace.document(diagnostic.path)
-            if FIXES[diagnostic.code](diagnostic, workspace):
-                fixed.append(diagnostic)
+            document = workspace.document(diagnostic.path)
+            try:
+                if FIXES[diagnostic.code](diagnostic, workspace):
+                    fixed.append(diagnostic)
+            except FixNotBuilt as error:  # the finding stays, and says why it was not fixed
+                document.note(diagnostic.line, diagnostic.col, diagnostic.code, f"the fix cannot be built ({error})")
             said = [line for document in workspace.documents.values() for line in document.notes]
             for document in workspace.documents.values():
                 document.notes.clear()
@@ -120,6 +129,9 @@ def apply_fixes(result: CheckResult, unsafe: bool,
             if line not in errors:
                 errors.append(line)
     workspace.add_needed_imports()
+    for document in workspace.documents.values():  # an import a fix needed that could not be built
+        errors += [line for line in document.notes if line not in errors]
+        document.notes.clear()
     return workspace, fixed, errors
 
 
@@ -225,7 +237,11 @@ def lsp_fixes(result: CheckResult, relpath: str, text: str, data: dict) -> list[
             return []
     except NotRewritable:
         return []  # the fix needs another file it may not touch
+    except FixNotBuilt:
+        return []  # its new code cannot be built: no quick fix to offer
     workspace.add_needed_imports()
+    if document.notes:  # an import it needs could not be built
+        return []
     if any(other.changed for path, other in workspace.documents.items() if path != relpath) or not document.changed:
         return []
     entry = rule(diagnostic.code)

@@ -8,7 +8,8 @@ from typing import Callable, Sequence
 import libcst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from sglang_contracts.fix.document import Document
+from sglang_contracts.fix.document import Document, FixNotBuilt
+from sglang_contracts.infra.pysource import is_dotted_name
 
 Edit = Callable[[libcst.CSTNode], libcst.CSTNode | libcst.FlattenSentinel | libcst.RemovalSentinel]
 
@@ -71,7 +72,18 @@ def nodes_at(document: Document, line: int, col: int, kinds: tuple[type, ...]) -
 
 def dotted(name: str) -> libcst.Attribute | libcst.Name:
     """`a.b.c` as an expression node."""
+    if not is_dotted_name(name):  # parsed as an expression, `x; import os` would not even be one
+        raise FixNotBuilt(f"{name} is not a Python name")
     return libcst.parse_expression(name)  # type: ignore[return-value]
+
+
+def expression(text: str) -> libcst.BaseExpression:
+    """An expression a fix writes (upstream's own code, learned), as a node; one that is not a
+    single Python expression is never written."""
+    try:
+        return libcst.parse_expression(text)
+    except libcst.ParserSyntaxError:
+        raise FixNotBuilt(f"{text} is not a Python expression") from None
 
 
 def dotted_text(node: libcst.CSTNode) -> str:
@@ -105,6 +117,8 @@ class _MoveImportedName(libcst.CSTTransformer):
 
     def __init__(self, line: int, column: int, name: str, home: str) -> None:
         super().__init__()
+        if not is_dotted_name(home) or not is_dotted_name(name):
+            raise FixNotBuilt(f"{home if is_dotted_name(name) else name} is not a Python name")
         self.target, self.name = (line, column), name
         self.module, _, self.leaf = home.rpartition(".")
         self.done = False
@@ -144,7 +158,7 @@ class _ReplaceAttribute(libcst.CSTTransformer):
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, line: int, column: int, replacement: str) -> None:
+    def __init__(self, line: int, column: int, replacement: libcst.BaseExpression) -> None:
         super().__init__()
         self.target, self.replacement = (line, column), replacement
         self.done = False
@@ -154,16 +168,24 @@ class _ReplaceAttribute(libcst.CSTTransformer):
             start = self.get_metadata(PositionProvider, original.attr).start
             if (start.line, start.column) == self.target:
                 self.done = True
-                return dotted(self.replacement).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+                return self.replacement.with_changes(lpar=updated.lpar, rpar=updated.rpar)
         return updated
 
 
 def replace_attribute(document: Document, line: int, col: int, replacement: str) -> bool:
-    return transform(document, _ReplaceAttribute(line, col - 1, replacement))
+    """`m.name` -> the dotted name `replacement`."""
+    return transform(document, _ReplaceAttribute(line, col - 1, dotted(replacement)))
+
+
+def rewrite_read(document: Document, line: int, col: int, replacement: str) -> bool:
+    """`m.name` -> the expression `replacement` (as upstream now reads the value)."""
+    return transform(document, _ReplaceAttribute(line, col - 1, expression(replacement)))
 
 
 def ensure_import(document: Document, module_name: str) -> None:
     """`import module_name` at module level, after the last top-level import, unless the file has it."""
+    if not is_dotted_name(module_name):
+        raise FixNotBuilt(f"{module_name} is not a Python name")
     _ensure(document, f"import {module_name}\n", lambda small: isinstance(small, libcst.Import) and any(
         dotted_text(alias.name) == module_name and alias.asname is None for alias in small.names))
 
@@ -171,6 +193,8 @@ def ensure_import(document: Document, module_name: str) -> None:
 def ensure_name_import(document: Document, module_name: str, name: str) -> None:
     """`from module_name import name` at module level, after the last top-level import, unless
     the file has it."""
+    if not is_dotted_name(module_name) or not is_dotted_name(name) or "." in name:
+        raise FixNotBuilt(f"from {module_name} import {name} is not a Python import")
     _ensure(document, f"from {module_name} import {name}\n", lambda small: _imports_name_from(small, module_name, name))
 
 
@@ -389,7 +413,7 @@ class _RewriteArguments(libcst.CSTTransformer):
                     comma = argument.comma
                     if number < len(self.write) - 1 and not isinstance(comma, libcst.Comma):
                         comma = libcst.Comma(whitespace_after=libcst.SimpleWhitespace(" "))
-                    arguments.append(argument.with_changes(keyword=libcst.Name(slot), value=libcst.parse_expression(text),
+                    arguments.append(argument.with_changes(keyword=libcst.Name(slot), value=expression(text),
                                                            comma=comma))
             elif index not in dropped:
                 arguments.append(argument)

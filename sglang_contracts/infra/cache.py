@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from sglang_contracts.infra.files import why_unwritable
+from sglang_contracts.infra.files import Unreadable, read_limited, why_unwritable
 from sglang_contracts.infra.errors import shown
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.gitsafety import safe_git_options
@@ -39,6 +39,9 @@ from sglang_contracts.infra.gitsafety import safe_git_options
 # Bump when the shape of any cached record changes: old entries are then ignored.
 SCHEMA_VERSION = 2
 HEADER = "sglang-contracts-cache/{schema} {key} blake2b="
+# Far over any record this tool writes (sglang's own tree as the project: 6 MB): a larger one,
+# like a FIFO or a link to a device, is not one of its records (read_limited refuses them).
+MAX_RECORD_BYTES = 256 * 1024 * 1024
 
 
 def code_fingerprint(*modules) -> str:
@@ -66,7 +69,7 @@ CACHEDIR_TAG = "CACHEDIR.TAG"
 CACHEDIR_TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                      "# This file is a cache directory tag created by sglang-contracts.\n"
                      "# For information about cache directory tags, see https://bford.info/cachedir/\n")
-RECORD_FOLDERS = ("runs", "upstream", "project", "incremental")  # what a run keeps for the next, by kind
+RECORD_FOLDERS = ("runs", "upstream", "project", "incremental", "closure")  # what a run keeps for the next, by kind
 CACHE_FOLDERS = ("wheels", *RECORD_FOLDERS, "daemons")  # what a cache folder holds
 # What those folders hold, made by this tool: records by their key's first two digits, wheels,
 # their stamps and downloads, a daemon's socket, log and start mark.
@@ -100,11 +103,17 @@ def first_tracked_in(cache: Path) -> str | None:
     the pull request's: git runs with the settings no configuration of it can override."""
     if not os.path.isdir(cache):
         return None
-    command = ["git", *safe_git_options(), "-C", os.fspath(cache), "ls-files", "-z", "--", "."]
+    # A folder a pull request made to look like a bare repository (HEAD, objects/, refs/) would
+    # be taken for one, which tracks nothing, and the committed cache read (third campaign D08):
+    # git is told to take no repository it was not pointed at, and such a folder is refused.
+    command = ["git", *safe_git_options(), "-c", "safe.bareRepository=explicit", "-C", os.fspath(cache),
+               "ls-files", "-z", "--", "."]
     try:
         listed = subprocess.run(command, capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):  # no git, or one that does not answer
         return None
+    if listed.returncode != 0 and b"bare repositor" in listed.stderr:
+        return os.fspath(cache)
     first = listed.stdout.split(b"\0", 1)[0] if listed.returncode == 0 else b""
     return os.path.join(os.fspath(cache), os.fsdecode(first)) if first else None
 
@@ -299,8 +308,8 @@ class JsonCache:
 
     def _read(self, key: str) -> Any | None:
         try:
-            raw = self._path(key).read_bytes()
-        except (OSError, ValueError):  # ValueError: a key no file name can hold
+            raw = read_limited(self._path(key), MAX_RECORD_BYTES)
+        except (Unreadable, OSError, ValueError):  # ValueError: a key no file name can hold
             return None
         header, newline, body = raw.partition(b"\n")
         expected = HEADER.format(schema=SCHEMA_VERSION, key=key).encode()

@@ -84,10 +84,14 @@ def running_pool() -> ProcessPoolExecutor | None:
 
 
 def _warm(pool: ProcessPoolExecutor, workers: int) -> None:
+    """Start the workers ahead of their first job. Only a head start: whatever stops it (the run
+    ended first and shut the pool down, or took its temporary folder, where the forkserver's
+    socket is, away under load) is met again, and reported, by the job that needs the pool; a
+    traceback from this thread was a second line on standard error."""
     try:
         for _ in range(workers):  # the executor starts a worker per job submitted while none is idle
             pool.submit(os.getpid)
-    except RuntimeError:  # the run ended first (the pool is shut down): nothing to start
+    except Exception:  # noqa: BLE001 - see above
         pass
 
 

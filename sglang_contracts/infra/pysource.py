@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import ast
 import io
+import keyword
 import re
 import sys
 import tokenize
 import warnings
 from functools import lru_cache
+
+
+def is_dotted_name(text: str) -> bool:
+    """Whether `text` is a name an import statement can spell (`sglang.srt.x`, `Req`): each part
+    an identifier and no keyword. A release's file may be named anything (`evil; import os.py`)."""
+    return bool(text) and all(part.isidentifier() and not keyword.iskeyword(part) for part in text.split("."))
 
 
 def decode_source(data: bytes) -> str:

@@ -42,11 +42,12 @@ def lsp_diagnostic(finding: Diagnostic, line_text: str) -> types.Diagnostic:
 
 
 def _reference(code: str) -> str | None:
+    """The rule's own entry (its TOML file: what it reports, what to do, its examples), which the
+    editor opens from the diagnostic's code; not the rule's outside reference, which is general."""
     try:
-        reference = rule(code).reference
-    except ContractsError:
+        return rule(code).source.resolve().as_uri()
+    except (ContractsError, OSError, ValueError):
         return None
-    return reference if reference.startswith(("http://", "https://")) else None
 
 
 def hover_text(findings: list[types.Diagnostic]) -> str:

@@ -20,6 +20,10 @@ from typing import BinaryIO
 # more (999999999999 bytes) was read at once, and the server died of a MemoryError; its
 # header is now passed over like any line a broken frame left, and the next frame read.
 MAX_FRAME_BYTES = 64 * 1024 * 1024
+# The longest line kept whole between frames: a header is a few dozen bytes. A longer line (what
+# a broken frame left, or 300 MB sent with no newline) is read in pieces of this size and
+# dropped, its last bytes kept to find a header at its end: read whole, it took memory to 663 MB.
+MAX_LINE_BYTES = 64 * 1024
 # A Content-Length header, at the end of a line, after anything a broken frame left before it.
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d{1,12})[ \t]*\r?\n\Z", re.IGNORECASE)
 
@@ -49,7 +53,7 @@ class FrameReader:
         Content-Length; other lines (Content-Type, what a broken frame left) are passed over."""
         length = None
         while True:
-            line = self._stream.readline()
+            line = self._bounded_line()
             if not line:
                 return None
             if (header := _CONTENT_LENGTH.search(line)) is not None:
@@ -60,3 +64,14 @@ class FrameReader:
                     continue
                 body = self._stream.read(length)
                 return body if len(body) == length else None
+
+    def _bounded_line(self) -> bytes:
+        """The next line, or of a line over MAX_LINE_BYTES its last bytes (where a header of
+        the next frame would be); b"" at the end of input."""
+        line = self._stream.readline(MAX_LINE_BYTES)
+        while line and not line.endswith(b"\n"):
+            more = self._stream.readline(MAX_LINE_BYTES)
+            if not more:
+                return line[-256:]
+            line = line[-256:] + more
+        return line

@@ -45,6 +45,11 @@ class PatchStacks:
     patches: dict[str, PatchFile]  # every patch file against SGLang in the project, by path
     stacks: list[Stack]
     unapplied: list[str]  # patch files no stack applies: not judged
+    # (a stack, the earlier one with the same patches that is judged in its place): slime's
+    # `v0.5.15.post1/` that build_conda.sh applies, a copy of the Dockerfile's `latest/`
+    duplicates: list[tuple[Stack, Stack]] = field(default_factory=list)
+    # nothing applies any patch, and they are in several folders: each is taken as a stack, in name order
+    guessed: bool = False
 
 
 def sglang_patch_files(root: Path) -> dict[str, PatchFile]:
@@ -91,9 +96,23 @@ def patch_stacks(root: Path, named: list[str] | tuple[str, ...] = ()) -> PatchSt
             by_folder: dict[str, Stack] = {}
             for relpath in sorted(patches):
                 by_folder.setdefault(str(PurePosixPath(relpath).parent), Stack("name order")).patches.append(relpath)
-            chosen = list(by_folder.values())
+            return PatchStacks(patches, list(by_folder.values()), [], guessed=len(by_folder) > 1)
     applied = {path for stack in chosen for path in stack.patches}
-    return PatchStacks(patches, chosen, sorted(set(patches) - applied))
+    kept: list[Stack] = []
+    duplicates: list[tuple[Stack, Stack]] = []
+    for stack in chosen:
+        twin = next((other for other in kept if _same_patches(other, stack, patches)), None)
+        if twin is None:
+            kept.append(stack)
+        else:
+            duplicates.append((stack, twin))
+    return PatchStacks(patches, kept, sorted(set(patches) - applied), duplicates)
+
+
+def _same_patches(one: Stack, other: Stack, patches: dict[str, PatchFile]) -> bool:
+    """The same patches in the same order (by what they change, wherever they are kept)."""
+    return len(one.patches) == len(other.patches) and all(
+        patches.get(a) == patches.get(b) for a, b in zip(one.patches, other.patches))
 
 
 def applied_stacks(root: Path, patch_paths: set[str]) -> list[Stack]:
@@ -208,7 +227,11 @@ def _pattern(path: str) -> str:
 
 def _names_files(folder: Path, pattern: str) -> bool:
     """Whether `pattern` (a path or glob, relative) names a file below `folder` (never above it)."""
-    if ".." in PurePosixPath(pattern).parts:
+    parts = PurePosixPath(pattern).parts
+    # Each `**` walks every folder below each match of what precedes it: thirty lines of ten
+    # `**` in a pull request's script kept a run busy for minutes (third campaign D05), as the
+    # `patch-files` setting did before it was held to one (config.py).
+    if ".." in parts or parts.count("**") > 1:
         return False
     try:
         return any(path.is_file() for path in folder.glob(pattern))

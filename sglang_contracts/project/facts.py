@@ -89,7 +89,8 @@ class CallFact:
     position: Position  # of the callee's last name
     args: tuple[ArgFact, ...]
     scope: str  # "Class.method" or "function" that makes the call ("" at module level)
-    # What is done with the result: "await" (`await f()`), "unpack:N" (`a, b = f()`), else ""
+    # What is done with the result: "await" (`await f()`), "unpack:N" (`a, b = f()`), "index"
+    # (`f()[0]`), "iter" (`for x in f()`), "attr:<name>" (`f().name`), else ""
     use: str = ""
 
 
@@ -251,6 +252,21 @@ class ConditionFact:
     gate: Gate
 
 
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
+class DispatchFact:
+    """A step that depends on which SGLang release is installed (project/dispatches.py): a
+    `raise` under a branch on the release's version (kind "raise", `detail` the exception as
+    written), or `importlib.import_module(...)` of a module named from the version (kind
+    "import", `detail` the argument as written, `template` its parts, `package` what a
+    relative name is resolved against)."""
+
+    kind: str
+    position: Position
+    detail: str
+    template: tuple[tuple[str, str], ...] = ()
+    package: str = ""
+
+
 @dataclass
 class FileFacts:
     path: str  # relative to the project root, POSIX
@@ -269,6 +285,7 @@ class FileFacts:
     strings: list[StringsFact] = field(default_factory=list)
     gates: list[GateFact] = field(default_factory=list)  # innermost last where they nest
     conditions: list[ConditionFact] = field(default_factory=list)
+    dispatches: list[DispatchFact] = field(default_factory=list)
     noqa: dict[int, list[str] | None] = field(default_factory=dict)  # line -> codes, None = all
     parse_error: tuple[int, int, str] | None = None
     problem: Problem | None = None  # the scan stopped short: a bug (SGC001) or a tree too deep (SGC000)
@@ -390,6 +407,7 @@ FACT_LISTS: dict[str, type] = {
     "imports": ImportFact, "attributes": AttributeFact, "classes": ClassFact, "calls": CallFact, "reads": ReadFact,
     "patches": PatchFact, "functions": FunctionFact, "probes": ProbeFact, "source_probes": SourceProbeFact,
     "specs": SpecFact, "flags": FlagFact, "strings": StringsFact, "gates": GateFact, "conditions": ConditionFact,
+    "dispatches": DispatchFact,
 }
 
 

@@ -37,6 +37,7 @@ UNKNOWN_ATOM: Atom = ("?", "")  # a condition on something else than the release
 UNKNOWN: Gate = ((UNKNOWN_ATOM,),)
 MAX_TERMS = 32  # a condition larger than this is left undecided
 VERSION_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+VERSION_SYMBOLS = frozenset(VERSION_OPS.values())  # the atoms that compare the release's version
 FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "==",
            "import-fails": "import-ok", "import-ok": "import-fails", "flag": "not-flag", "not-flag": "flag",
@@ -207,12 +208,24 @@ class ConditionReader:
         result = TRUE
         operands = [node.left, *node.comparators]
         for left, op, right in zip(operands, node.ops, operands[1:]):
+            if isinstance(op, (ast.In, ast.NotIn)):
+                result = conjoin(result, self._membership(left, right, isinstance(op, ast.In)))
+                continue
             symbol = VERSION_OPS.get(type(op))
             atom = self._atom(left, symbol, right) if symbol else None
             if atom is None and symbol:
                 atom = self._atom(right, FLIPPED[symbol], left)
             result = conjoin(result, ((atom or UNKNOWN_ATOM,),))  # a link not about the release: undecided
         return result
+
+    def _membership(self, version: ast.AST, options: ast.AST, inside: bool) -> Gate:
+        """`V in ["0.5.4.post2", "0.5.7"]`: V equals one of them (`not in`: none of them)."""
+        if not isinstance(options, (ast.List, ast.Tuple, ast.Set)) or not options.elts:
+            return UNKNOWN
+        atoms = [self._atom(version, "==" if inside else "!=", option) for option in options.elts]
+        if any(atom is None for atom in atoms):
+            return UNKNOWN
+        return tuple((atom,) for atom in atoms) if inside else (tuple(atoms),)
 
     def _atom(self, version: ast.AST, op: str, constant: ast.AST) -> Atom | None:
         found = self.version_of(version)

@@ -375,9 +375,9 @@ def _analysis_job(job: tuple[Callable[[str, str], list], str, str | bytes]) -> l
 @lru_cache(maxsize=1)
 def _scanner_fingerprint() -> str:
     from sglang_contracts.infra import pysource
-    from sglang_contracts.project import facts, gates, positions, scanner, scopes
+    from sglang_contracts.project import dispatches, facts, gates, positions, scanner, scopes
 
-    return code_fingerprint(scanner, scopes, facts, positions, gates, pysource)
+    return code_fingerprint(scanner, scopes, facts, positions, gates, dispatches, pysource)
 
 
 def _facts_key(relpath: str, module: str, content: str, packages: tuple[str, ...]) -> str:
@@ -686,6 +686,14 @@ class _Imports:
             if names and ("*" in imported or names.intersection(imported)):
                 return True
         return not self.modules.isdisjoint(upstream_names)
+
+
+def imports_by_text(index: ProjectIndex) -> dict[str, tuple[list[tuple[str, list[str]]], list[str]]]:
+    """relpath -> (source module and names of each `from` import, modules of plain imports) of
+    every Python file, read from its text without parsing it: what the files the scan left out
+    import (a package's `from . import engine`). Cached per content, in the table the index reads."""
+    rows = index.each_file("imports", _imports_row, lambda text: True, sys.modules[__name__], by_pattern=True)
+    return {relpath: ([(source, names) for source, names in froms], modules) for relpath, froms, modules in rows}
 
 
 def _imports_row(relpath: str, text: str) -> list[list]:

@@ -41,7 +41,7 @@ def _where(fact: Any) -> Position | None:
     return position
 
 
-def _gate_at(gates: list[GateFact], where: Position) -> Gate | None:
+def gate_at(gates: list[GateFact], where: Position) -> Gate | None:
     """The gate of the innermost gated block holding a position (blocks are listed outer first)."""
     key = (where.line, where.col)
     for block in reversed(gates):
@@ -50,13 +50,20 @@ def _gate_at(gates: list[GateFact], where: Position) -> Gate | None:
     return None
 
 
+def judged_release(project: ProjectIndex, model: UpstreamModel) -> Release:
+    """A release as the project's gates are judged against it, the project's own version flags
+    (`from .compat import SGLANG_GE_0_5_6`) included."""
+    conditions = {f"{facts.module}.{c.name}": c.gate for facts in project.files.values() for c in facts.conditions}
+    release = release_of(model)
+    release.flag = conditions.get
+    return release
+
+
 def for_release(project: ProjectIndex, model: UpstreamModel) -> ProjectIndex:
     """The project as the target release runs it; the same index when nothing is gated."""
     if not any(facts.gates for facts in project.files.values()):
         return project
-    conditions = {f"{facts.module}.{c.name}": c.gate for facts in project.files.values() for c in facts.conditions}
-    release = release_of(model)
-    release.flag = conditions.get
+    release = judged_release(project, model)
     verdicts: dict[Gate, bool] = {}
 
     def runs(gate: Gate) -> bool:
@@ -74,7 +81,7 @@ def for_release(project: ProjectIndex, model: UpstreamModel) -> ProjectIndex:
             if name in ("gates", "conditions"):
                 continue
             kept[name] = [fact for fact in getattr(facts, name)
-                          if (where := _where(fact)) is None or (gate := _gate_at(facts.gates, where)) is None
+                          if (where := _where(fact)) is None or (gate := gate_at(facts.gates, where)) is None
                           or runs(gate)]
         files[relpath] = dataclasses.replace(facts, **kept)
     exports: dict[str, dict[str, str]] = {}

@@ -10,13 +10,14 @@ from __future__ import annotations
 import ast
 import re
 
-from sglang_contracts.project import gates
+from sglang_contracts.project import dispatches, gates
 from sglang_contracts.project.facts import (
     ArgFact,
     AttributeFact,
     CallFact,
     ClassFact,
     ConditionFact,
+    DispatchFact,
     FileFacts,
     FlagFact,
     FunctionFact,
@@ -266,6 +267,9 @@ class _Collector:
         # (callee root or None, Receiver, position of the callee's name, [(kind, name, position)], scope)
         self.calls: list[tuple[str | None, Receiver, Position, list[tuple[str, str | None, Position]], str, str]] = []
         self._uses: dict[int, str] = {}  # id of a call node -> what is done with its result (CallFact.use)
+        # (scope, name) -> index in `calls` of the call whose result the name was last assigned
+        # (`out = f(...)`): a later `a, b = out`, `out[0]`, `for x in out`, `out.x` is that call's use
+        self._results: dict[tuple[str, str], int] = {}
         self.reads: list[tuple[Receiver, str, Position, bool, str, bool, bool, str]] = []
         self.attr_guard_depth = 0
         self._receiver: str | None = None  # the instance's name in the module-level class's method
@@ -288,6 +292,8 @@ class _Collector:
         self.conditions = gates.ConditionReader()  # names bound to the release's version, and tests of it
         self.gate: gates.Gate = gates.TRUE  # the condition the code being visited runs under (simplified)
         self.gates: list[GateFact] = []  # blocks under a condition on the release, outer ones first
+        self.templates = dispatches.TemplateReader(self.conditions)  # module names built from the version
+        self.dispatches: list[DispatchFact] = []
 
     def visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.expr):
@@ -488,6 +494,30 @@ class _Collector:
             self.imports.append((fact, self.at.start(alias), anchor))
         return False
 
+    def _dynamic_import(self, node: ast.Call) -> None:
+        """`importlib.import_module(name[, package])` with a name built from the release's version."""
+        template = self.templates.template(self._scope, node.args[0])
+        if template is None or all(kind == "text" for kind, _ in template):
+            return  # a literal name is no dispatch; one that cannot be read is the `serves` setting's
+        anchor = node.args[1] if len(node.args) > 1 else next(
+            (k.value for k in node.keywords if k.arg == "package"), None)
+        package = ""
+        if isinstance(anchor, ast.Name) and anchor.id == "__package__":
+            package = self.module_name if self.is_package else self.module_name.rpartition(".")[0]
+        elif isinstance(anchor, ast.Name) and anchor.id == "__name__":
+            package = self.module_name
+        elif isinstance(anchor, ast.Constant) and isinstance(anchor.value, str):
+            package = anchor.value
+        self.dispatches.append(DispatchFact("import", self.at.start(node), ast.unparse(node.args[0])[:200],
+                                            template, package))
+
+    def _visit_raise(self, node: ast.Raise) -> None:
+        """A `raise` that only some releases reach: the end of a dispatch on the version."""
+        if node.exc is not None and any(op in gates.VERSION_SYMBOLS or op in ("flag", "not-flag")
+                                        for term in self.gate for op, _ in term):
+            exception = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            self.dispatches.append(DispatchFact("raise", self.at.start(node), full_name(exception) or "an exception"))
+
     # -- dotted reads and writes -----------------------------------------------------------
     def _mark_store(self, target: ast.AST) -> None:
         if isinstance(target, ast.Attribute):
@@ -507,8 +537,16 @@ class _Collector:
             self._class.provided.add(target.attr)
 
     def _visit_assign(self, node: ast.Assign) -> None:
-        if len(node.targets) == 1 and isinstance(node.value, ast.Call) and (count := unpack_count(node.targets[0])):
-            self._uses[id(node.value)] = f"unpack:{count}"
+        if len(node.targets) == 1 and (count := unpack_count(node.targets[0])):
+            if isinstance(node.value, ast.Call):
+                self._uses[id(node.value)] = f"unpack:{count}"
+            elif type(node.value) is ast.Name:
+                self._result_used(node.value, f"unpack:{count}")
+        for target in node.targets:
+            if type(target) is ast.Name and self._results:
+                self._results.pop((self._scope, target.id), None)  # rebound: no longer that result
+        if len(node.targets) == 1 and type(node.targets[0]) is ast.Name and isinstance(node.value, ast.Call):
+            self._uses[id(node.value)] = f"bind:{node.targets[0].id}"
         for target in node.targets:
             self._mark_store(target)
             self._instance_write(target)
@@ -521,9 +559,12 @@ class _Collector:
             return
         if isinstance(target, ast.Attribute):
             self._store_values[id(target)] = value_token(value)
-        if isinstance(target, ast.Attribute) and (chain := dotted_chain(target)) is not None \
-                and chain[0] not in ("self", "cls") and not self._types_of(chain[0]):
-            self.patches.append(("replace", full_name(target), self.at.attribute_name(target), full_name(value), scope))
+        if isinstance(target, ast.Attribute) and (owner := self._patched_owner(target.value)) is not None:
+            self.patches.append(("replace", f"{owner}.{target.attr}", self.at.attribute_name(target), full_name(value), scope))
+        elif isinstance(target, ast.Subscript) and (key := string_value(target.slice)) is not None \
+                and key.isidentifier() and (owner := self._namespace_owner(target.value)) is not None:
+            # `m.__dict__["n"] = f`, `vars(m)["n"] = f`: the module's namespace is its attributes
+            self.patches.append(("replace", f"{owner}.{key}", self.at.start(target.slice), full_name(value), scope))
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
                 and (keys := self._dict_keys.get((scope, target.value.id))) is not None \
                 and (key := string_value(target.slice)) is not None:
@@ -535,6 +576,7 @@ class _Collector:
             self._dict_keys[(scope, target.id)] = keys
         self.conditions.scope = scope
         self.conditions.bind(target.id, value)
+        self.templates.bind(scope, target.id, value)
         if isinstance(value, ast.Attribute) and (chain := dotted_chain(value)) is not None \
                 and chain[0] not in ("self", "cls"):
             self.patches.append(("save", full_name(value), self.at.attribute_name(value), target.id, scope))
@@ -625,6 +667,10 @@ class _Collector:
             self._mark_store(target)
 
     def _visit_attribute(self, node: ast.Attribute) -> bool:
+        if type(node.value) is ast.Call:
+            self._uses.setdefault(id(node.value), f"attr:{node.attr}")
+        elif self._results and type(node.value) is ast.Name:
+            self._result_used(node.value, f"attr:{node.attr}")
         store = id(node) in self._stored
         if isinstance(node.value, ast.Call) and full_name(node.value.func) == "super":
             owner = self._super_class()
@@ -710,10 +756,31 @@ class _Collector:
         self.probes.append((function, subject, [(text, self.at.start(value), index) for text, value, index in strings],
                             len(positional), keywords, where, self._scope, self.attr_guard_depth > 0, nullable))
         if function == "setattr" and len(positional) == 3 and len(strings) == 1 and strings[0][2] == 1:
-            owner = full_name(positional[0])
-            if owner and owner.split(".")[0] not in ("self", "cls") and not self._types_of(owner.split(".")[0]):
+            owner = self._patched_owner(positional[0])
+            if owner is not None:
                 self.patches.append(("replace", f"{owner}.{strings[0][0]}", self.at.start(positional[1]),
                                      full_name(positional[2]), self._scope))
+
+    def _patched_owner(self, node: ast.AST) -> str | None:
+        """The object a patch writes an attribute of, as written (`m`, `a.b.C`), or the absolute
+        name of a module reached by `sys.modules["a.b"]`; None for self, cls, a typed local
+        (an instance, not a module or class) or anything else."""
+        if isinstance(node, ast.Subscript) and full_name(node.value) == "sys.modules" and type(node.value) is ast.Attribute:
+            module = string_value(node.slice)
+            return module if module and all(part.isidentifier() for part in module.split(".")) else None
+        chain = dotted_chain(node)
+        if chain is None or chain[0] in ("self", "cls") or self._types_of(chain[0]):
+            return None
+        return full_name(node)
+
+    def _namespace_owner(self, node: ast.AST) -> str | None:
+        """The object whose namespace `node` is: `m.__dict__`, `vars(m)` (m as `_patched_owner` reads it)."""
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return self._patched_owner(node.value)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" \
+                and len(node.args) == 1 and not node.keywords:
+            return self._patched_owner(node.args[0])
+        return None
 
     def _text_probe(self, node: ast.Call, function: str) -> None:
         """`src.replace("old", ...)` and `re.sub("pattern", ..., src)` on upstream source text."""
@@ -766,6 +833,8 @@ class _Collector:
     def _visit_call(self, node: ast.Call) -> None:
         func = node.func
         function = full_name(func)
+        if function in dispatches.IMPORTERS and node.args:
+            self._dynamic_import(node)
         if function:
             last = function.rsplit(".", 1)[-1]
             if last in PROBES:
@@ -795,8 +864,7 @@ class _Collector:
             elif isinstance(func, ast.Attribute) and (result := self._result_chain(func)) is not None:
                 # `Adapter.create(...).pause()`: a method of what a call returns
                 types, names = result
-                self.calls.append((None, Receiver(types, tuple(n.attr for n in names)), self.at.attribute_name(func),
-                                   self._arguments(node), self._scope, self._uses.pop(id(node), "")))
+                self._call_fact(None, Receiver(types, tuple(n.attr for n in names)), self.at.attribute_name(func), node)
                 return
             else:
                 return
@@ -808,11 +876,37 @@ class _Collector:
                 return
             else:
                 callee = Receiver((f"C:{function}",))
-        self.calls.append((root, callee, where, self._arguments(node), self._scope, self._uses.pop(id(node), "")))
+        self._call_fact(root, callee, where, node)
 
     def _visit_await(self, node: ast.Await) -> None:
         if isinstance(node.value, ast.Call):
             self._uses[id(node.value)] = "await"
+
+    def _visit_subscript(self, node: ast.Subscript) -> None:
+        if type(node.value) is ast.Call:
+            self._uses[id(node.value)] = "index"
+        elif self._results and type(node.value) is ast.Name:
+            self._result_used(node.value, "index")
+
+    def _visit_loop(self, node: ast.For | ast.AsyncFor | ast.comprehension) -> None:
+        if type(node.iter) is ast.Call:
+            self._uses[id(node.iter)] = "iter"
+        elif self._results and type(node.iter) is ast.Name:
+            self._result_used(node.iter, "iter")
+
+    def _result_used(self, name: ast.Name, use: str) -> None:
+        """A use of a name bound to a call's result: the call's use, unless it has one already."""
+        index = self._results.get((self._scope, name.id))
+        if index is not None and not self.calls[index][5]:
+            self.calls[index] = (*self.calls[index][:5], use)
+
+    def _call_fact(self, root: str | None, callee: Receiver, where: Position, node: ast.Call) -> None:
+        """Record a call; one whose result is assigned to a name waits for that name's use."""
+        use = self._uses.pop(id(node), "")
+        if use.startswith("bind:"):
+            self._results[(self._scope, use[5:])] = len(self.calls)
+            use = ""
+        self.calls.append((root, callee, where, self._arguments(node), self._scope, use))
 
 
 # A visitor returning False has visited the node's children itself, or wants them skipped.
@@ -826,7 +920,9 @@ _VISITORS = {
     ast.AnnAssign: _Collector._visit_annotated, ast.Delete: _Collector._visit_delete,
     ast.Constant: _Collector._visit_constant, ast.JoinedStr: _Collector._visit_fstring,
     ast.Compare: _Collector._visit_compare, ast.Attribute: _Collector._visit_attribute,
-    ast.Call: _Collector._visit_call, ast.Await: _Collector._visit_await,
+    ast.Call: _Collector._visit_call, ast.Await: _Collector._visit_await, ast.Raise: _Collector._visit_raise,
+    ast.Subscript: _Collector._visit_subscript, ast.For: _Collector._visit_loop, ast.AsyncFor: _Collector._visit_loop,
+    ast.comprehension: _Collector._visit_loop,
 }
 
 
@@ -1112,7 +1208,8 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     collector.visit(module)
     bound_names = {fact["bound"] for fact, _, _ in collector.imports}
     # Monkeypatches of import-bound objects, and the names their originals are saved under.
-    patches = [p for p in collector.patches if p[1].split(".")[0] in bound_names]
+    # A target that starts at `sglang` with nothing binding it was reached through `sys.modules`.
+    patches = [p for p in collector.patches if p[1].split(".")[0] in bound_names or is_upstream(p[1])]
     saved = {p[3] for p in patches if p[0] == "save"}
     replacements = {p[3] for p in patches if p[0] == "replace" and p[3]}
     # `self.x` in a class with no base and no __getattr__ can only reach the class itself.
@@ -1156,6 +1253,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
                    if spec.split(".")[0] in bound_names]
     facts.flags = [FlagFact(*flag) for flag in collector.flags]
     facts.gates = collector.gates
+    facts.dispatches = collector.dispatches
     facts.conditions = [ConditionFact(name, gate) for name, gate in collector.conditions.module_conditions().items()]
     keep_strings = "ServerArgs" in text or "add_cli_args" in text
     facts.strings = [StringsFact(name, tuple(items)) for name, items in collector.strings] if keep_strings else []

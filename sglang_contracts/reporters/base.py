@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.display import printable_path
+from sglang_contracts.infra.wording import plural
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckResult
@@ -43,10 +44,6 @@ def repository_path(result: "CheckResult", d: Diagnostic) -> str:
         return absolute.relative_to(repository_root(root)).as_posix()
     except ValueError:
         return d.path
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def summary_line(diagnostics: list[Diagnostic]) -> str:

@@ -2,7 +2,11 @@
 
 It says which pins move, what breaks grouped by surface (imports, calls, subclasses, ...:
 `catalog.SURFACES`), with one bullet per distinct break and the places it occurs, the
-upstream delta where one was computed, and a checklist of what a static check cannot prove.
+patch stack as counts per patch, the upstream behaviour the project inherits in a section of
+its own, the upstream delta where one was computed, and a checklist of what a static check
+cannot prove. It fits a pull request's description (GitHub refuses one over 65,536
+characters): the longest groups are cut to their first findings, each cut naming the command
+that lists the rest.
 """
 
 from __future__ import annotations
@@ -11,14 +15,16 @@ from collections import Counter
 from itertools import groupby
 from typing import TYPE_CHECKING, TextIO
 
-from sglang_contracts.diagnostics.catalog import surface_for, surface_order
+from sglang_contracts.diagnostics.catalog import load_catalog, surface_for, surface_order
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.markdown import cell, code, inline, plain
-from sglang_contracts.reporters.base import SEVERITY_ORDER, plural, repository_path
+from sglang_contracts.infra.wording import plural
+from sglang_contracts.reporters.base import SEVERITY_ORDER, repository_path
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckResult
+    from sglang_contracts.closure.delta import Move
 
 
 def _severity_counts(diagnostics: list[Diagnostic]) -> str:
@@ -43,14 +49,72 @@ def _group_key(d: Diagnostic) -> tuple:
     return (SEVERITY_ORDER.index(d.severity) if d.severity in SEVERITY_ORDER else 9, d.code, d.message)
 
 
-def _surface_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic]) -> list[str]:
-    lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
+# Under GitHub's 65,536 for a pull request's body, with room for the author's own words.
+MAX_CHARACTERS = 60_000
+MAX_PLACES = 8  # of one break, in a report cut to fit; the rest counted
+# Upstream bodies the project's overrides and borrowed methods run that changed: behaviour the
+# project inherits, which a reviewer reads apart from what breaks (the bump guide's own list).
+INHERITED = ("SGC303", "SGC313")
+PATCH_HUNKS = {"SGC901": ("no longer applies", "no longer apply"), "SGC902": ("is already upstream", "are already upstream")}
+
+
+def _bullets(result: "CheckResult", diagnostics: list[Diagnostic], cut: bool = False) -> list[str]:
+    """One bullet per distinct break (severity, rule, message), errors first, with its places
+    (MAX_PLACES of them when the report is `cut`)."""
+    bullets = []
     for (_, rule_code, message), group in groupby(sorted(diagnostics, key=_group_key), key=_group_key):
         sites = list(group)
-        places = ", ".join(code(f"{printable_path(repository_path(result, d))}:{d.line}") for d in sites)
-        severity = sites[0].severity
-        lines.append(f"- **{severity}** {rule_code}: {inline(message)}  \n  {places}")
+        listed = sites[:MAX_PLACES] if cut else sites
+        places = ", ".join(code(f"{printable_path(repository_path(result, d))}:{d.line}") for d in listed)
+        if len(sites) > len(listed):
+            places += f" and {len(sites) - len(listed)} more"
+        bullets.append(f"- **{sites[0].severity}** {rule_code}: {inline(message)}  \n  {places}")
+    return bullets
+
+
+def _cut(bullets: list[str], shown: int | None, diagnostics: list[Diagnostic], new: str) -> list[str]:
+    if shown is None or len(bullets) <= shown:
+        return bullets
+    codes = ",".join(sorted({d.code for d in diagnostics}))
+    return [*bullets[:shown], f"- … and {len(bullets) - shown} more: {code(f'sglang-contracts check --new {new} --select {codes}')}"]
+
+
+def _surface_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic],
+                     shown: int | None = None) -> list[str]:
+    lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
+    return lines + _cut(_bullets(result, diagnostics, shown is not None), shown, diagnostics, result.new.release.short) + [""]
+
+
+def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic],
+                   shown: int | None = None) -> list[str]:
+    """The stack as counts per patch file (a hunk per bullet ran to 286 lines on slime), the
+    rest of the surface's findings as bullets, and the command that rebases each patch."""
+    lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
+    by_patch: dict[str, Counter] = {}
+    for d in diagnostics:
+        if d.code in PATCH_HUNKS:
+            by_patch.setdefault(printable_path(repository_path(result, d)), Counter())[d.code] += 1
+    for path, counts in sorted(by_patch.items()):
+        said = ", ".join(f"{plural(counts[c], 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})"
+                         for c in PATCH_HUNKS if counts[c])
+        lines.append(f"- {code(path)}: {said}")
+    others = [d for d in diagnostics if d.code not in PATCH_HUNKS]
+    lines += _cut(_bullets(result, others, shown is not None), shown, others, result.new.release.short)
+    if by_patch:
+        old, new = result.old.release.short, result.new.release.short
+        lines += ["", f"Rebase each onto {plain(new)}, the hunks' texts and the decisions in its plan: "
+                  f"{code(f'sglang-contracts patch rebase PATCH --old {old} --new {new} --plan PLAN.md')}"]
     return lines + [""]
+
+
+def _inherited_section(result: "CheckResult", diagnostics: list[Diagnostic], shown: int | None = None) -> list[str]:
+    if not diagnostics:
+        return []
+    old, new = plain(result.old.release.short), plain(result.new.release.short)
+    lines = [f"### Inherited upstream behaviour: {plural(len(diagnostics), 'method')}", "",
+             f"_Upstream methods the project overrides or runs as its own whose bodies changed from {old} to "
+             f"{new}: nothing raises, but what runs is not what ran. Read each._", ""]
+    return lines + _cut(_bullets(result, diagnostics, shown is not None), shown, diagnostics, result.new.release.short) + [""]
 
 
 MAX_DELTA_COMMITS = 30  # a PR description, not a log: the rest is one `git log` away
@@ -82,6 +146,44 @@ def upstream_delta_section(result: "CheckResult") -> list[str]:
     return lines + [""]
 
 
+MAX_OTHER_MOVES = 40  # the stack's heavy parts are listed in full; the rest by name, up to this many
+
+
+def _moved(move: "Move") -> str:
+    was = code(move.old) if move.old is not None else "(not required)"
+    now = code(move.new) if move.new is not None else "(no longer required)"
+    return f"{was} → {now}"
+
+
+def closure_section(result: "CheckResult") -> list[str]:
+    """What moves between the two releases' dependency closures (closure/delta.py): the
+    stack's heavy parts with the chain that brings each, then the other packages by name."""
+    delta = result.closure_delta
+    if delta is None or not delta.reported:
+        return []
+    old, new = plain(result.old.release.short), plain(result.new.release.short)
+    lines = ["### What moves together", "",
+             f"The dependency closure (SGLang's requirements, then each exact pin's own, transitively) has "
+             f"{delta.sizes[0]} packages on {old} and {delta.sizes[1]} on {new}. Installs the project makes of these "
+             "packages must move with them.", ""]
+    key = [move for move in delta.moves if move.key]
+    if key or delta.python:
+        lines += ["| package | moves | brought by | platforms |", "|---|---|---|---|"]
+        if delta.python:
+            lines.append(f"| Python | {cell(code(delta.python[0]))} → {cell(code(delta.python[1]))} | every package's "
+                         "`Requires-Python` | |")
+        for move in key:
+            lines.append(f"| {cell(code(move.name))} | {cell(_moved(move))} | {cell(code(move.chain))} | "
+                         f"{cell(', '.join(move.platforms))} |")
+        lines.append("")
+    others = [move for move in delta.moves if not move.key]
+    if others:
+        listed = ", ".join(f"{code(move.name)} {_moved(move)}" for move in others[:MAX_OTHER_MOVES])
+        more = f", and {len(others) - MAX_OTHER_MOVES} more" if len(others) > MAX_OTHER_MOVES else ""
+        lines += [f"Also moving: {listed}{more}.", ""]
+    return lines
+
+
 def _checklist(result: "CheckResult") -> list[str]:
     old, new = plain(result.old.release.short), plain(result.new.release.short)
     where = f" in {code(result.pin.where)}" if result.pin else ""
@@ -90,6 +192,11 @@ def _checklist(result: "CheckResult") -> list[str]:
     target = (f"the SGLang image ({code(result.pin.written)}) to {new}" if image
               else f"Pin {code('sglang==' + result.new.release.short)}")
     items = [f"{'Move ' if image else ''}{target}{where}, and move the pins that mirror SGLang's stack with it"]
+    catalog = load_catalog()
+    fixable = sum(1 for d in result.diagnostics if d.code in catalog and catalog[d.code].fix == "safe")
+    if fixable:
+        items.append(f"Apply the safe fixes ({plural(fixable, 'finding')}): "
+                     f"{code(f'sglang-contracts fix --new {result.new.release.short}')}, and review the diff")
     if counts["error"]:
         items.append("Fix every error above, or accept it in the baseline with a written justification")
     if counts["warning"]:
@@ -105,7 +212,16 @@ def _checklist(result: "CheckResult") -> list[str]:
 
 
 def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
-    """Every value of the project or the releases shown as code or as prose (infra/markdown)."""
+    """Every value of the project or the releases shown as code or as prose (infra/markdown).
+    Groups are cut to fewer findings each until the whole fits MAX_CHARACTERS."""
+    for shown in (None, 40, 20, 10, 5, 2, 1, 0):
+        text = _report(result, shown)
+        if len(text) <= MAX_CHARACTERS:
+            break
+    out.write(text)
+
+
+def _report(result: "CheckResult", shown: int | None) -> str:
     old, new = plain(result.old.release.short), plain(result.new.release.short)
     diagnostics = result.diagnostics
     lines = [f"## SGLang contracts: {old} → {new}", "", *_pins(result), ""]
@@ -114,6 +230,8 @@ def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False) -> N
         lines.append(f"**{plural(len(diagnostics), 'contract')} with SGLang break** in this bump "
                      f"({_severity_counts(diagnostics)}, in {plural(files, 'file')}): each held on {old} "
                      f"and fails on {new}.")
+        lines.append("Read statically from both releases and the project, nothing run; what only running "
+                     "can show is in the checklist at the end.")
     else:
         lines.append(f"**No contract breaks.** Every contract with SGLang that a static check can see "
                      f"holds on {new} as it did on {old}.")
@@ -122,10 +240,14 @@ def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False) -> N
     lines.append("")
     by_surface: dict[str, list[Diagnostic]] = {}
     for d in diagnostics:
-        by_surface.setdefault(surface_for(d.code).key, []).append(d)
+        if d.code not in INHERITED:
+            by_surface.setdefault(surface_for(d.code).key, []).append(d)
     for surface in surface_order():
         if surface.key in by_surface:
-            lines += _surface_section(result, surface.title, surface.what, by_surface[surface.key])
+            section = _patch_section if surface.key == "patch-files" else _surface_section
+            lines += section(result, surface.title, surface.what, by_surface[surface.key], shown)
+    lines += _inherited_section(result, [d for d in diagnostics if d.code in INHERITED], shown)
+    lines += closure_section(result)
     lines += upstream_delta_section(result)
     lines += _checklist(result)
-    out.write("\n".join(lines).rstrip("\n") + "\n")
+    return "\n".join(lines).rstrip("\n") + "\n"

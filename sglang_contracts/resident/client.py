@@ -24,7 +24,7 @@ from sglang_contracts.infra.roots import project_root_for
 
 # The options a daemon is started with and a `check` must share to be handed to it; the
 # others (the format, --exit-zero, --baseline, the paths...) are the request's own.
-KEY_OPTIONS = ("old", "new", "sglang_repo", "config", "select", "ignore", "no_cache", "cache_dir")
+KEY_OPTIONS = ("old", "new", "sglang_repo", "config", "select", "ignore", "no_cache", "cache_dir", "package_index")
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 SOCKET_PATH_MAX = 100  # AF_UNIX paths are limited to 107 bytes
 # What a daemon sends as soon as it has a request (whitespace before its JSON answer), and how

@@ -37,6 +37,12 @@ IDLE_TIMEOUT = 3600.0
 START_TIMEOUT = 600.0  # the first check of a fresh cache downloads and extracts both releases
 
 
+# A request is a command line (pre-commit's: a path per staged file), its folder and its
+# options' identity: far below this. A client sending more is refused before it is all read
+# (appending 100 MB cost the daemon 100 s of CPU).
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+
+
 def daemon_command(args: argparse.Namespace, argv: list[str]) -> int:
     """start, stop, status (and serve: the daemon itself, which start runs detached)."""
     root, identity, key = daemon_key(args, Path.cwd())
@@ -59,8 +65,15 @@ def daemon_command(args: argparse.Namespace, argv: list[str]) -> int:
         return 0
     if args.action == "stop":
         if answer is None:
-            print(f"sglang-contracts: no daemon for {shown_root} with these options")
-            return 1
+            # pre-commit's hook runs its own installation of the tool: its daemon is stopped too
+            others = _other_installations(path.parent, identity)
+            for other_socket, other in others:
+                ask(other_socket, {"stop": True}, timeout=5.0)
+                print(f"sglang-contracts: daemon {other['pid']} (of the tool installed at "
+                      f"{printable_path(other['tool'])}) stopped")
+            if not others:
+                print(f"sglang-contracts: no daemon for {shown_root} with these options")
+            return 0 if others else 1
         ask(path, {"stop": True}, timeout=5.0)
         print(f"sglang-contracts: daemon {answer['pid']} stopped")
         return 0
@@ -78,6 +91,35 @@ def status_answer(answer: dict[str, Any] | None) -> dict[str, Any] | None:
     numbers = all(type(answer.get(name)) in (int, float) for name in ("idle", "idle_timeout"))
     integers = all(type(answer.get(name)) is int for name in ("pid", "runs"))
     return answer if numbers and integers else None
+
+
+def _other_installations(folder: Path, identity: str) -> list[tuple[Path, dict[str, Any]]]:
+    """(socket, status with the tool's folder) of each daemon in `folder` that serves the same
+    root with the same options as `identity` from another installation of this tool (a
+    pre-commit environment's): its socket has another name, since the installation is in it."""
+    wanted = _without_tool(identity)
+    found = []
+    try:
+        sockets = sorted(folder.glob("*.sock"))
+    except OSError:
+        return []
+    for path in sockets:
+        answer = status_answer(ask(path, {"status": True}, timeout=5.0))
+        theirs = answer.get("identity") if answer is not None else None
+        if isinstance(theirs, str) and theirs != identity and _without_tool(theirs) == wanted:
+            found.append((path, {**answer, "tool": str(json.loads(theirs).get("tool", "?"))}))
+    return found
+
+
+def _without_tool(identity: str) -> Any:
+    """What a daemon serves (root, options, debug), whichever installation of the tool it runs."""
+    try:
+        served = json.loads(identity)
+    except ValueError:
+        return None
+    if isinstance(served, dict):
+        served.pop("tool", None)
+    return served
 
 
 def _start(argv: list[str], path: Path, root: str) -> int:
@@ -117,7 +159,8 @@ def _serve_detached(argv: list[str], path: Path) -> tuple[subprocess.Popen, Path
 
 # `check` options -> the flag that gives them (client.KEY_OPTIONS), as `daemon` takes them.
 _KEY_FLAGS = {"old": "--old", "new": "--new", "sglang_repo": "--sglang-repo", "config": "--config",
-              "select": "--select", "ignore": "--ignore", "no_cache": "--no-cache", "cache_dir": "--cache-dir"}
+              "select": "--select", "ignore": "--ignore", "no_cache": "--no-cache", "cache_dir": "--cache-dir",
+              "package_index": "--package-index"}
 
 
 def daemon_argv(args: argparse.Namespace, root: Path, cwd: Path) -> list[str]:
@@ -318,10 +361,14 @@ class Daemon:
                 if not same_user(connection):
                     return
                 connection.settimeout(10.0)
-                data = b""
+                chunks, size = [], 0
                 while chunk := connection.recv(1 << 16):
-                    data += chunk
-                request = json.loads(data.decode("utf-8", "surrogateescape"))
+                    size += len(chunk)
+                    if size > MAX_REQUEST_BYTES:  # no command line is this long: refused unread
+                        connection.sendall(ACKNOWLEDGED + json.dumps({"refused": "a request too long"}).encode())
+                        return
+                    chunks.append(chunk)
+                request = json.loads(b"".join(chunks).decode("utf-8", "surrogateescape"))
                 connection.settimeout(None)
                 connection.sendall(ACKNOWLEDGED)  # heard: the client now waits for the answer however long
                 answer = self._safely_handled(request)
@@ -344,7 +391,7 @@ class Daemon:
 
     def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
         if request.get("status"):
-            return {"pid": os.getpid(), "root": str(self.root), "runs": self.runs,
+            return {"pid": os.getpid(), "root": str(self.root), "runs": self.runs, "identity": self.identity,
                     "idle": time.monotonic() - self.last, "idle_timeout": self.idle_timeout}
         if request.get("stop"):
             self.stopping.set()

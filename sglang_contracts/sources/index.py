@@ -190,7 +190,8 @@ def _download(version: str, wheels: Path) -> Path:
 def _explain_pip_failure(version: str, stderr: str) -> str:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     errors = [line for line in lines if not line.startswith("WARNING")]
-    detail = errors[-1] if errors else "pip gave no reason"
+    # pip's last words: its error, else its last warnings (a failure it only warned about)
+    detail = errors[-1] if errors else " / ".join(lines[-2:]) if lines else "pip gave no reason"
     # pip names connection failures only in its retry warnings, and not at all with no retries.
     unreachable = any(marker in line for line in lines for marker in UNREACHABLE_MARKERS)
     if any("No matching distribution" in line or "Could not find a version" in line for line in errors):

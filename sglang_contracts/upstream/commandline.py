@@ -469,21 +469,39 @@ def _field_defaults_resolved(model: UpstreamModel, options: list[Option]) -> lis
     return resolved
 
 
-FACTORY = re.compile(r"(?:dataclasses\.)?field\(default_factory=(?:lambda: )?(?P<made>.+)\)")
 MADE_EMPTY = {"list": "[]", "dict": "{}", "set": "set()", "tuple": "()"}
 
 
 def default_spelled(option: Option) -> str:
     """The option's default as argparse ends up with it, spelled comparably across releases and
-    shapes: argparse's implicit ones (`False` for `store_true`, `None`), a dataclass factory as
-    what it makes (`field(default_factory=list)` is `[]`)."""
-    text = option.default
-    made = FACTORY.fullmatch(text)
-    if made:
-        text = MADE_EMPTY.get(made.group("made"), made.group("made"))
+    shapes: argparse's implicit ones (`False` for `store_true`, `None`), a field declared with a
+    factory or a default as what it gives (`field(default_factory=list)`,
+    `msgspec.field(default_factory=list)` and `[]` are one default)."""
+    text = _field_value(option.default) or option.default
     if not text:
         text = {"store_true": "False", "store_false": "True"}.get(option.action, "None")
     return text
+
+
+def _field_value(text: str) -> str | None:
+    """What `field(...)` (dataclasses', msgspec's) gives a field that is not set: its default,
+    or what its factory makes (`[]` for `list`, the body of a `lambda:`); None for anything else."""
+    if "field(" not in text:
+        return None
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if not isinstance(node, ast.Call) or (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) != "field":
+        return None
+    for keyword in node.keywords:
+        value = keyword.value
+        if keyword.arg == "default_factory":
+            made = unparsed(value.body if isinstance(value, ast.Lambda) and not value.args.args else value)
+            return MADE_EMPTY.get(made, made if isinstance(value, ast.Lambda) else f"{made}()")
+        if keyword.arg == "default":
+            return unparsed(value)
+    return None
 
 
 def is_argument_parser(node: ast.AST) -> bool:

@@ -235,7 +235,8 @@ UNKNOWN = Symbol("unknown")
 
 def set_at_run_time(module: str) -> Symbol:
     """A name a module does not define statically, where it sets names by run-time strings
-    (`globals()[name] = ...`): unknown, its origin the module (the checks say they could not verify)."""
+    (`globals()[name] = ...`), or may export by an `__all__` not evaluated: unknown, its origin
+    the module (the checks say they could not verify, `module_unverifiable` why)."""
     return Symbol("unknown", "dynamic", module)
 
 
@@ -579,8 +580,9 @@ class UpstreamModel:
         if name in exports.get("names", ()) or (kept is not None and toplevel.holds(kept, name)):
             return self.resolve_name(star_module, name, seen)
         if exports.get("unknown"):
+            # a global that a part not evaluated may export: could not verify, never missing
             symbol = self.resolve_name(star_module, name, seen)
-            return MISSING if symbol.missing else UNKNOWN
+            return MISSING if symbol.missing else set_at_run_time(star_module) if symbol.found else symbol
         return MISSING
 
     def resolve_path(self, dotted: str, _seen: frozenset = frozenset()) -> Symbol:
@@ -691,10 +693,18 @@ class UpstreamModel:
                 return f"{owner.rsplit('.', 1)[-1]} sets attributes by name at run time ({why})"
         return None
 
-    def module_set_by_name(self, module: str) -> str | None:
-        """The same for a module (`globals()[name] = ...`)."""
+    def module_unverifiable(self, module: str) -> str | None:
+        """Why a name of the module cannot be verified: it sets names at run time
+        (`globals()[name] = ...`), or computes its `__all__` in a way not evaluated; None when
+        neither."""
         record = self.module(module)
-        return f"{module} sets names at run time ({record.dynamic})" if record is not None and record.dynamic else None
+        if record is None:
+            return None
+        if record.dynamic:
+            return f"{module} sets names at run time ({record.dynamic})"
+        if isinstance(record.exports, dict) and record.exports.get("unknown"):
+            return f"{module} computes its __all__ in a way not read statically"
+        return None
 
     def member_names(self, origin: str) -> set[str]:
         """Every name `_member` finds on the class: methods, properties, class, instance and field attributes."""
@@ -876,8 +886,11 @@ class UpstreamModel:
 
     @cached_property
     def _source_files(self) -> list[str]:
-        """Every .py path of the release, listed once however many searches run."""
-        return [relpath for relpath in self.tree.iter_files(ROOT) if relpath.endswith(".py")]
+        """Every .py path of the release that is a module an import can name, listed once however
+        many searches run: a file named `evil; import os.py` is no module, and no search may
+        offer it as one (a hint's home, a fix's import)."""
+        return [relpath for relpath in self.tree.iter_files(ROOT)
+                if relpath.endswith(".py") and pysource.is_dotted_name(self.module_name_of(relpath))]
 
     @cached_property
     def _top_level_definitions(self) -> dict[str, list[str]]:

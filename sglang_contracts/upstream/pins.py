@@ -21,6 +21,7 @@ from sglang_contracts.infra.tomltext import parse_toml, table
 class ReleasePins:
     requirements: tuple[Requirement, ...]  # extras appear in markers (`extra == "test"`)
     requires_python: SpecifierSet | None = None  # the Pythons the release installs on, when it says
+    name: str = "sglang"  # the distribution whose requirements these are (its own extras name it)
     # (environment, extras asked) -> closed_extras: asked once per project pin and platform
     _closed: dict = field(default_factory=dict, compare=False, repr=False)
     # normalized name -> its requirements, in order: asked for every declared requirement and platform
@@ -40,7 +41,7 @@ class ReleasePins:
 
     def closed_extras(self, environment: dict[str, str], extras: frozenset[str]) -> frozenset[str]:
         """`extras` with every extra that a requested one brings in through the release's own
-        `sglang[x]` requirements, to any depth (a set that only grows: it ends)."""
+        `sglang[x]` requirements (the distribution's own), to any depth (a set that only grows: it ends)."""
         key = (tuple(sorted(environment.items())), extras)
         if key not in self._closed:
             self._closed[key] = self._closed_extras(environment, extras)
@@ -49,11 +50,18 @@ class ReleasePins:
     def _closed_extras(self, environment: dict[str, str], extras: frozenset[str]) -> frozenset[str]:
         closed = set(extras)
         while True:
-            more = {extra for r in self.requirements if normalized(r.name) == "sglang"
+            more = {extra for r in self.requirements if normalized(r.name) == normalized(self.name)
                     and applies(r.marker, environment, frozenset(closed)) for extra in r.extras} - closed
             if not more:
                 return frozenset(closed)
             closed |= more
+
+    def installed_on(self, environment: dict[str, str], extras: frozenset[str] = frozenset()) -> list[Requirement]:
+        """Every requirement installed on `environment` with `extras` asked; the distribution's
+        requirements on its own extras (`sglang[srt]`) are followed, not listed."""
+        closed = self.closed_extras(environment, extras)
+        own = normalized(self.name)
+        return [r for r in self.requirements if normalized(r.name) != own and applies(r.marker, environment, closed)]
 
     def names(self) -> set[str]:
         self._named("")
@@ -98,6 +106,14 @@ def release_pins(tree: ReleaseTree) -> ReleasePins | None:
     if text is None:
         return None
     is_metadata = text.lstrip().startswith("Metadata-Version") or "\nRequires-Dist:" in text
-    lines, python = _from_metadata(text) if is_metadata else _from_pyproject(text)
+    return metadata_pins(text) if is_metadata else _pins_of(*_from_pyproject(text))
+
+
+def metadata_pins(text: str, name: str = "sglang") -> ReleasePins:
+    """The requirements a distribution's core metadata (`METADATA`, PEP 658's `.metadata`) states."""
+    return _pins_of(*_from_metadata(text), name=name)
+
+
+def _pins_of(lines: list[str], python: str | None, name: str = "sglang") -> ReleasePins:
     parsed = (parse_requirement(line) for line in lines)
-    return ReleasePins(tuple(r for r in parsed if r is not None), parse_specifier(python or None))  # an empty header says nothing
+    return ReleasePins(tuple(r for r in parsed if r is not None), parse_specifier(python or None), name)  # an empty header says nothing

@@ -10,7 +10,8 @@ could not verify, rather than claim a name is gone.
 from __future__ import annotations
 
 import ast
-from typing import Any, Iterator
+import bisect
+from typing import Any, Callable, Iterator
 
 # What a comprehension may iterate to see every global of the module, as a name list.
 _GLOBALS_CALLS = {"globals", "dir", "vars", "locals"}
@@ -58,47 +59,92 @@ def _strings(node: ast.AST) -> list[str] | None:
     return [item.value for item in items]  # type: ignore[union-attr]
 
 
-def literal_containers(body: list[ast.stmt], until: int | None = None) -> dict[str, list[str] | None]:
-    """name -> the strings a module-level literal container holds once the statements before
-    line `until` ran (`X = {...}`, then `X["k"] = v`, `X.add("k")`, `X.update({...})`, `X |= {...}`);
-    None for a name changed otherwise, whose contents are then unknown."""
-    found: dict[str, list[str] | None] = {}
+class LiteralContainers:
+    """Each module-level literal container's strings as of any line, from one pass over the
+    top level (`X = {...}`, then `X["k"] = v`, `X.add("k")`, `X.update({...})`, `X |= {...}`).
 
-    def change(name: str, added: list[str] | None) -> None:
-        if name in found and found[name] is not None:
-            found[name] = None if added is None else [*found[name], *added]  # type: ignore[misc]
+    Asked once per loop or `__all__` statement, so it must not read the top level again for
+    each: a module of thousands of such statements took minutes. Each name keeps its versions
+    (line, strings so far, how many of them); keys added one by one extend one shared list, so
+    the pass is linear however often a table grows."""
 
-    for statement, conditional in _top_statements(body):
-        if until is not None and statement.lineno >= until:
-            break
+    def __init__(self, body: list[ast.stmt]) -> None:
+        # name -> [(line of the statement that made this version, its list or None, its length)]
+        self._versions: dict[str, list[tuple[int, list[str] | None, int]]] = {}
+        for statement, conditional in _top_statements(body):
+            self._read(statement, conditional)
+
+    def _make(self, name: str, line: int, strings: list[str] | None) -> None:
+        self._versions.setdefault(name, []).append((line, strings, 0 if strings is None else len(strings)))
+
+    def _change(self, name: str, line: int, added: list[str] | None) -> None:
+        versions = self._versions.get(name)
+        if not versions or versions[-1][1] is None:
+            return  # not a literal container, or one already unknown
+        strings = versions[-1][1]
+        if added is None:
+            versions.append((line, None, 0))
+            return
+        strings.extend(added)  # the earlier versions keep their length: a prefix of this list
+        versions.append((line, strings, len(strings)))
+
+    def _read(self, statement: ast.stmt, conditional: bool) -> None:
+        line = statement.lineno
         if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             for target in targets:
-                if isinstance(target, ast.Name):
-                    found[target.id] = None if conditional else _strings(statement.value)
+                if isinstance(target, ast.Name):  # a list of its own per name: `A = B = [...]`, then A grows
+                    strings = None if conditional else _strings(statement.value)
+                    self._make(target.id, line, None if strings is None else list(strings))
                 elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                     key = target.slice
-                    change(target.value.id, [key.value] if isinstance(key, ast.Constant) and isinstance(key.value, str)
-                           and not conditional else None)
+                    self._change(target.value.id, line, [key.value] if isinstance(key, ast.Constant)
+                                 and isinstance(key.value, str) and not conditional else None)
         elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
-            change(statement.target.id, None if conditional else _strings(statement.value))
+            self._change(statement.target.id, line, None if conditional else _strings(statement.value))
         elif isinstance(statement, ast.Expr) and isinstance(call := statement.value, ast.Call) \
                 and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
             name, method = call.func.value.id, call.func.attr
             argument = call.args[0] if len(call.args) == 1 and not call.keywords else None
             if method in _READERS:
-                continue
+                return
             if method in _ADDERS and isinstance(argument, ast.Constant) and isinstance(argument.value, str):
-                change(name, None if conditional else [argument.value])
+                self._change(name, line, None if conditional else [argument.value])
             elif method in _EXTENDERS and argument is not None:
-                change(name, None if conditional else _strings(argument))
+                self._change(name, line, None if conditional else _strings(argument))
             else:
-                change(name, None)
+                self._change(name, line, None)
         elif isinstance(statement, ast.Delete):
             for target in statement.targets:
                 if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-                    change(target.value.id, None)  # a key taken out: the keys left are not known
-    return found
+                    self._change(target.value.id, line, None)  # a key taken out: the keys left are not known
+
+    def _latest(self, name: str, until: int | None) -> tuple[int, list[str] | None, int] | None:
+        """The name's last version made before line `until`; None when it had none yet."""
+        versions = self._versions.get(name, [])
+        index = len(versions) if until is None else bisect.bisect_left(versions, until, key=lambda version: version[0])
+        return versions[index - 1] if index else None
+
+    def version(self, name: str, until: int | None = None) -> tuple[list[str], int] | None:
+        """(the shared list, how many of its strings) the container holds once the statements
+        before line `until` ran; None when it is not a literal container then."""
+        latest = self._latest(name, until)
+        return None if latest is None or latest[1] is None else (latest[1], latest[2])
+
+    def strings(self, name: str, until: int | None = None) -> list[str] | None:
+        """The strings the container holds once the statements before line `until` ran."""
+        version = self.version(name, until)
+        return None if version is None else version[0][:version[1]]
+
+    def at(self, until: int | None = None) -> dict[str, list[str] | None]:
+        """name -> strings (None: changed otherwise) for every name made before line `until`."""
+        return {name: self.strings(name, until) for name in self._versions if self._latest(name, until) is not None}
+
+
+def literal_containers(body: list[ast.stmt], until: int | None = None) -> dict[str, list[str] | None]:
+    """name -> the strings a module-level literal container holds once the statements before
+    line `until` ran; None for a name changed otherwise, whose contents are then unknown."""
+    return LiteralContainers(body).at(until)
 
 
 # -- __all__ ----------------------------------------------------------------------------------
@@ -132,7 +178,11 @@ def _iterates_globals(node: ast.AST) -> bool:
     return False
 
 
-def _predicate(node: ast.expr, name: str, containers: dict[str, list[str] | None]) -> Predicate | None:
+# The strings a module-level container holds where a comprehension reads it (None: not known).
+ContainerLookup = Callable[[str], "list[str] | None"]
+
+
+def _predicate(node: ast.expr, name: str, containers: ContainerLookup) -> Predicate | None:
     """The condition as a JSON predicate over the global's name; None when it cannot be read."""
     if isinstance(node, ast.BoolOp):
         parts = [_predicate(value, name, containers) for value in node.values]
@@ -151,7 +201,7 @@ def _predicate(node: ast.expr, name: str, containers: dict[str, list[str] | None
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.left, ast.Name) and node.left.id == name:
         operator, right = node.ops[0], node.comparators[0]
         if isinstance(operator, ast.In | ast.NotIn):
-            members = containers.get(right.id) if isinstance(right, ast.Name) else _strings(right)
+            members = containers(right.id) if isinstance(right, ast.Name) else _strings(right)
             if members is None:
                 return None
             return ["in", members] if isinstance(operator, ast.In) else ["not", ["in", members]]
@@ -178,7 +228,7 @@ def holds(predicate: Predicate, name: str) -> bool:
     return False
 
 
-def _comprehension(node: ast.expr, containers: dict[str, list[str] | None]) -> Predicate | None:
+def _comprehension(node: ast.expr, containers: ContainerLookup) -> Predicate | None:
     """The predicate of `[n for n in list(globals()) if ...]` (any ordering wrapper, a set or
     generator), which a global's name must pass to be exported; None for any other shape."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ORDERING_CALLS \
@@ -204,10 +254,17 @@ def evaluated_exports(tree: ast.Module) -> dict[str, Any] | None:
     exported), and whether some part could not be evaluated (the module's other globals are
     then neither known to be exported nor known not to be)."""
     names: list[str] = []
-    kept: Predicate | None = None
+    kept: tuple[ast.expr, int] | None = None  # the comprehension whose rule is kept, and its line
     unknown = False
     literal_only = True
     seen = False
+    tables: list[LiteralContainers] = []  # made at the first comprehension: most modules have none
+
+    def table() -> LiteralContainers:
+        if not tables:
+            tables.append(LiteralContainers(tree.body))
+        return tables[0]
+
     for statement, conditional in _top_statements(tree.body):
         value: ast.expr | None = None
         extend = False
@@ -234,24 +291,37 @@ def evaluated_exports(tree: ast.Module) -> dict[str, Any] | None:
             continue
         seen = True
         listed = _concatenated(value)
-        rule = None if listed is not None else _comprehension(value, literal_containers(tree.body, statement.lineno))
+        # Whether the comprehension can be read; its rule, with the tables' strings, is built for
+        # the one kept at the end only, since a module may rebuild `__all__` thousands of times.
+        line = statement.lineno
+        readable = listed is None and _comprehension(
+            value, lambda name: _KNOWN if table().version(name, line) is not None else None) is not None
         if listed is None or conditional:
             literal_only = False
         if conditional:
             unknown = True  # names added on a condition may or may not be there
             continue
         if listed is not None:
-            names = [*names, *listed] if extend else listed
-            kept, unknown = (kept, unknown) if extend else (None, False)
-        elif rule is not None and not extend:
-            names, kept, unknown = [], rule, False
+            if extend:
+                names.extend(listed)  # in place: `__all__ += [...]` on every line stays linear
+            else:
+                names, kept, unknown = list(listed), None, False
+        elif readable and not extend:
+            names, kept, unknown = [], (value, line), False
         else:
             unknown = True
             if not extend:
                 names, kept = [], None
     if not seen or literal_only:
         return None
-    return {"names": names, "globals": kept, "unknown": unknown}
+    rule = None
+    if kept is not None:
+        comprehension, at = kept
+        rule = _comprehension(comprehension, lambda name: table().strings(name, at))
+    return {"names": names, "globals": rule, "unknown": unknown}
+
+
+_KNOWN: list[str] = []  # what a table read as known answers before its strings are needed
 
 
 # -- attributes set by name -------------------------------------------------------------------
@@ -270,6 +340,11 @@ class _Setters:
         self.literal: dict[str, dict[str, tuple[int, str]]] = {}  # owner -> name -> (line, kind)
         self.dynamic: dict[str, str] = {}  # owner -> why its attributes are not known
         self.scope: list[ast.AST] = []
+        self.table = LiteralContainers(tree.body)
+        # (owner, id of a table's list) -> how many of its strings were set on the owner: a loop
+        # over the table again sets only the strings added since (thousands of loops over one
+        # table stay linear). The table keeps its lists alive, so an id is never reused.
+        self.applied: dict[tuple[str, int], int] = {}
 
     def _where(self) -> str:
         names = [node.name for node in self.scope if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)]
@@ -304,16 +379,22 @@ class _Setters:
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
             self.literal.setdefault(owner, {}).setdefault(key.value, (line, kind))
             return
-        names = self._loop_keys(key)
-        if names is not None:
-            for name in names:
+        keys = self._loop_keys(key)
+        if keys is not None:
+            names, count, from_table = keys
+            start = 0
+            if from_table:
+                start = self.applied.get((owner, id(names)), 0)
+                self.applied[(owner, id(names))] = max(start, count)
+            for name in names[start:count]:  # the first setting of a name is the one kept
                 self.literal.setdefault(owner, {}).setdefault(name, (line, kind))
             return
         self.dynamic.setdefault(owner, f"{written} in {self._where()}")
 
-    def _loop_keys(self, key: ast.expr) -> list[str] | None:
-        """The names a loop variable takes, where the loop runs over a literal (`for name in
-        ("a", "b")`), a module table read as a literal (`for _name, _r in _TABLE.items():
+    def _loop_keys(self, key: ast.expr) -> tuple[list[str], int, bool] | None:
+        """The names a loop variable takes, as (a list, how many of its first strings, whether
+        the list is a module table's), where the loop runs over a literal (`for name in ("a",
+        "b")`), a module table read as a literal (`for _name, _r in _TABLE.items():
         globals()[_name] = ...`), or the object's own fields (`for f in fields(self):
         setattr(self, f.name, ...)` sets nothing new: no names); None otherwise."""
         variable = key.value if isinstance(key, ast.Attribute) and key.attr == "name" else key
@@ -327,7 +408,7 @@ class _Setters:
         first = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
         source = loop.iter
         if _own_fields(source):
-            return []  # each name is one the object already has
+            return [], 0, False  # each name is one the object already has
         if key is not variable or not isinstance(first, ast.Name) or first.id != variable.id:
             return None
         if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and source.func.attr in ("items", "keys") \
@@ -337,8 +418,10 @@ class _Setters:
             return None
         if isinstance(source, ast.Name):
             top_level = not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in self.scope)
-            return literal_containers(self.tree.body, loop.lineno).get(source.id) if top_level else None
-        return _strings(source)
+            version = self.table.version(source.id, loop.lineno) if top_level else None
+            return None if version is None else (*version, True)
+        listed = _strings(source)
+        return None if listed is None else (listed, len(listed), False)
 
     def walk(self) -> None:
         """Every node, with the scopes around it, by a stack: an expression nests a level per

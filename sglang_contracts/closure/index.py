@@ -1,0 +1,340 @@
+"""A package's core metadata at one version, read from a simple package index, never installed.
+
+The index is the one pip is configured for (`pip config list`: `index-url`, `extra-index-url`,
+from pip's files and its `PIP_*` environment, as pip itself reads them), or the one the
+`package-index` setting names. Each index is read through the simple API (PEP 691's JSON, or
+PEP 503's HTML: a `file://` index is a folder of `index.html` pages). For a wheel of the
+version, the metadata file PEP 658 publishes beside it (`<wheel>.metadata`) is read when the
+index offers one; else only the wheel's `*.dist-info/METADATA` member is read, by ranges of the
+remote archive (its central directory, then the one member): a torch wheel is 500 MB, its
+metadata 2 kB. A version published only as a source distribution is not read (its metadata
+would have to be built, which runs its code).
+"""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import os
+import re
+import ssl
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+import zlib
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from sglang_contracts.requirements import as_version, normalized
+
+PYPI = "https://pypi.org/simple/"
+JSON_ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
+DEFAULT_TIMEOUT = 30.0
+MOST_METADATA_BYTES = 4 << 20  # a METADATA member larger than this is no package's metadata
+MOST_PAGE_BYTES = 64 << 20  # torch's JSON page is 3 MB; a page past this is not read
+TAIL_BYTES = 1 << 16  # the end of an archive read at once: its central directory, mostly
+# Wheels of the platforms the closure is read for come first: a package whose metadata differs
+# by wheel (rare) is read as a Linux server installs it.
+PREFERRED_PLATFORMS = ("manylinux", "linux_x86_64", "any")
+
+
+class IndexUnreachable(Exception):
+    """The package index could not be read: no network, a refused connection, a server error."""
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    urls: tuple[str, ...]  # the index first, then the extra indexes
+    timeout: float = DEFAULT_TIMEOUT
+    cafile: str | None = None  # pip's `cert`: the certificate authorities of a private index
+
+
+def _pip_config() -> dict[str, str]:
+    """`pip config list` as {"global.index-url": value, ":env:.index-url": value, ...}: pip's own
+    reading of its files and environment (empty when pip cannot be run)."""
+    try:
+        listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
+                                text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    found = {}
+    for line in listed.stdout.splitlines():
+        key, equals, value = line.partition("=")
+        if equals:
+            found[key.strip()] = value.strip().strip("'\"")
+    return found
+
+
+def _setting(config: dict[str, str], name: str) -> str | None:
+    """A pip setting as `pip install` sees it: its environment variable over its `install`
+    section over its `global` one."""
+    for section in (":env:", "install", "global"):
+        if f"{section}.{name}" in config:
+            return config[f"{section}.{name}"]
+    return None
+
+
+def configured_index(explicit: str | None = None) -> IndexSettings:
+    """The indexes to read: `explicit` (a URL, or a folder holding a simple index) alone when
+    given, else pip's index and extra indexes."""
+    config = _pip_config()
+    cafile = _setting(config, "cert")
+    settings = dict(timeout=_seconds(_setting(config, "timeout") or _setting(config, "default-timeout")),
+                    cafile=cafile if cafile and os.path.isfile(cafile) else None)
+    if explicit:
+        return IndexSettings((as_url(explicit),), **settings)
+    main = _setting(config, "index-url") or PYPI
+    extras = (_setting(config, "extra-index-url") or "").split()
+    return IndexSettings(tuple(dict.fromkeys([main, *extras])), **settings)
+
+
+def _seconds(text: str | None) -> float:
+    """pip's `timeout` setting, else the default (a value pip would refuse too)."""
+    try:
+        seconds = float(text) if text else DEFAULT_TIMEOUT
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return seconds if 0 < seconds < 3600 else DEFAULT_TIMEOUT
+
+
+def as_url(location: str) -> str:
+    """An index named by URL, or by a folder on disk (then as a `file://` URL)."""
+    if re.match(r"[a-z][a-z0-9+.-]*://", location, re.I):
+        return location
+    return Path(location).expanduser().resolve().as_uri()
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    filename: str
+    url: str
+    metadata_offered: bool  # PEP 658/714: `<url>.metadata` holds its METADATA
+
+
+class _Anchors(HTMLParser):
+    """The links of a PEP 503 page, with their PEP 658/714 metadata attribute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, str, bool]] = []
+        self._open: tuple[str, bool] | None = None
+        self._text = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            values = dict(attrs)
+            offered = any(values.get(key) not in (None, "false") for key in ("data-core-metadata", "data-dist-info-metadata")
+                          if key in values)
+            self._open = (values.get("href") or "", offered)
+            self._text = ""
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._text += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._open is not None:
+            self.links.append((self._text.strip(), *self._open))
+            self._open = None
+
+
+class PackageIndex:
+    def __init__(self, settings: IndexSettings) -> None:
+        self.settings = settings
+        context = ssl.create_default_context(cafile=settings.cafile) if settings.cafile else None
+        self._opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
+
+    def _get(self, url: str, headers: dict[str, str] | None = None, most: int = MOST_PAGE_BYTES) -> tuple[bytes, str]:
+        """(body, content type) of `url`; FileNotFoundError for a page the index does not have,
+        IndexUnreachable when the index does not answer."""
+        if url.startswith("file:"):
+            path = Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
+            if path.is_dir():
+                path = path / "index.html"
+            try:
+                with path.open("rb") as handle:
+                    return handle.read(most + 1)[:most], "text/html"
+            except (FileNotFoundError, NotADirectoryError):
+                raise FileNotFoundError(url) from None
+            except OSError as error:
+                raise IndexUnreachable(f"{url}: {error.strerror or error}") from None
+        request = urllib.request.Request(url, headers=headers or {})
+        try:
+            with self._opener.open(request, timeout=self.settings.timeout) as response:
+                return response.read(most + 1)[:most], response.headers.get("Content-Type", "")
+        except urllib.error.HTTPError as error:
+            if error.code in (404, 410):
+                raise FileNotFoundError(url) from None
+            raise IndexUnreachable(f"{url}: HTTP {error.code}") from None
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as error:  # IncompleteRead too
+            reason = getattr(error, "reason", None) or error
+            raise IndexUnreachable(f"{_host(url)}: {reason}") from None
+
+    def files(self, name: str, version: str) -> list[IndexFile]:
+        """The wheels of `name` at `version` on the first index that lists any, the preferred
+        platforms first."""
+        wanted = as_version(version)
+        for base in self.settings.urls:
+            page = urllib.parse.urljoin(base.rstrip("/") + "/", f"{normalized(name)}/")
+            try:
+                body, kind = self._get(page, {"Accept": JSON_ACCEPT})
+            except FileNotFoundError:
+                continue
+            links = _json_links(body) if "json" in kind else _html_links(body)
+            found = []
+            for filename, href, offered in links:
+                try:
+                    _, file_version, _, tags = parse_wheel_filename(filename)
+                except InvalidWheelFilename:
+                    continue  # a source distribution, or not a distribution at all
+                if file_version == wanted:
+                    platform = " ".join(tag.platform for tag in tags)
+                    rank = next((i for i, p in enumerate(PREFERRED_PLATFORMS) if p in platform), len(PREFERRED_PLATFORMS))
+                    found.append((rank, IndexFile(filename, urllib.parse.urljoin(page, href.split("#")[0]), offered)))
+            if found:
+                return [file for _, file in sorted(found, key=lambda pair: pair[0])]
+        return []
+
+    def metadata_text(self, name: str, version: str) -> str | None:
+        """The METADATA of `name` at `version`, or None when no index has a wheel of it."""
+        files = self.files(name, version)
+        for file in files[:3]:
+            if file.metadata_offered or file.url.startswith("file:"):
+                try:
+                    body, _ = self._get(file.url + ".metadata", most=MOST_METADATA_BYTES)
+                    return body.decode("utf-8", "replace")
+                except FileNotFoundError:
+                    pass
+            text = self._metadata_in_wheel(file)
+            if text is not None:
+                return text
+        return None
+
+    def _metadata_in_wheel(self, file: IndexFile) -> str | None:
+        if file.url.startswith("file:"):
+            source = Path(urllib.request.url2pathname(urllib.parse.urlparse(file.url).path))
+            try:
+                return _metadata_member(zipfile.ZipFile(source))
+            except FileNotFoundError:
+                return None
+            except (OSError, zipfile.BadZipFile, zlib.error, EOFError, ValueError):
+                return None
+        try:
+            return _metadata_member(zipfile.ZipFile(_RemoteArchive(self, file.url)))
+        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, FileNotFoundError):
+            return None
+
+
+def _host(url: str) -> str:
+    return urllib.parse.urlparse(url).netloc or url
+
+
+def _json_links(body: bytes) -> list[tuple[str, str, bool]]:
+    try:
+        page = json.loads(body)
+        return [(f["filename"], f["url"], bool(f.get("core-metadata") or f.get("dist-info-metadata")))
+                for f in page.get("files", []) if isinstance(f, dict) and isinstance(f.get("filename"), str)
+                and isinstance(f.get("url"), str)]
+    except (ValueError, AttributeError, RecursionError):
+        return []
+
+
+def _html_links(body: bytes) -> list[tuple[str, str, bool]]:
+    parser = _Anchors()
+    try:
+        parser.feed(body.decode("utf-8", "replace"))
+    except (AssertionError, ValueError):  # HTMLParser on markup it cannot follow
+        pass
+    return [(text or href.split("#")[0].rsplit("/", 1)[-1], href, offered) for text, href, offered in parser.links]
+
+
+def _metadata_member(archive: zipfile.ZipFile) -> str | None:
+    """The `*.dist-info/METADATA` at the top of a wheel, decoded."""
+    with archive:
+        for info in archive.infolist():
+            parts = info.filename.split("/")
+            if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA":
+                if info.file_size > MOST_METADATA_BYTES:
+                    return None
+                return archive.read(info).decode("utf-8", "replace")
+    return None
+
+
+class _RemoteArchive(io.RawIOBase):
+    """A remote file read by HTTP ranges, as zipfile reads an archive: seek to the end for the
+    central directory, then to one member. The last TAIL_BYTES are read in one request."""
+
+    def __init__(self, index: PackageIndex, url: str) -> None:
+        super().__init__()
+        self._index, self._url, self._at = index, url, 0
+        body, _, total = self._range(f"-{TAIL_BYTES}")
+        self._size = total if total is not None else len(body)
+        self._tail_start = self._size - len(body)
+        self._tail = body
+        self._block: tuple[int, bytes] = (0, b"")
+
+    def _range(self, spec: str) -> tuple[bytes, str, int | None]:
+        request = urllib.request.Request(self._url, headers={"Range": f"bytes={spec}"})
+        try:
+            with self._index._opener.open(request, timeout=self._index.settings.timeout) as response:
+                if response.status != 206:
+                    raise ValueError("the server does not serve ranges")  # a whole wheel is not read for its metadata
+                content_range = response.headers.get("Content-Range", "")
+                total = content_range.rpartition("/")[2]
+                return response.read(MOST_PAGE_BYTES), content_range, int(total) if total.isdigit() else None
+        except urllib.error.HTTPError as error:
+            if error.code in (404, 410):
+                raise FileNotFoundError(self._url) from None
+            raise IndexUnreachable(f"{_host(self._url)}: HTTP {error.code}") from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
+            raise IndexUnreachable(f"{_host(self._url)}: {getattr(error, 'reason', None) or error}") from None
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._at
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._at, io.SEEK_END: self._size}[whence]
+        self._at = max(0, base + offset)
+        return self._at
+
+    def read(self, size: int = -1) -> bytes:
+        end = self._size if size is None or size < 0 else min(self._size, self._at + size)
+        if end <= self._at:
+            return b""
+        if self._at >= self._tail_start:
+            data = self._tail[self._at - self._tail_start:end - self._tail_start]
+        elif end >= self._tail_start:  # the central directory, which starts before the tail read at first
+            if self._tail_start - self._at > MOST_PAGE_BYTES:
+                raise ValueError("a central directory larger than any wheel's")
+            data = self._range(f"{self._at}-{self._tail_start - 1}")[0] + self._tail[:end - self._tail_start]
+        else:
+            if end - self._at > MOST_METADATA_BYTES:
+                raise ValueError("a read larger than any metadata member")
+            block_start, block = self._block
+            if not (block_start <= self._at and end <= block_start + len(block)):
+                # zipfile reads a member's header, name and data in small reads: one request
+                # reads ahead for all of them
+                ahead = min(self._tail_start, max(end, self._at + TAIL_BYTES))
+                block_start, block = self._at, self._range(f"{self._at}-{ahead - 1}")[0]
+                self._block = (block_start, block)
+            data = block[self._at - block_start:end - block_start]
+        self._at += len(data)
+        return data
+
+    def readinto(self, buffer) -> int:  # io.RawIOBase's other reader
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)

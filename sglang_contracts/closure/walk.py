@@ -1,0 +1,139 @@
+"""A release's dependency closure on one platform: SGLang's requirements, then, through every
+exact pin, the pinned package's own requirements at that version, level by level.
+
+Only exact pins are followed (`torch==2.14.1`): a range (`triton~=3.8.0`) is listed with its
+range, since which version it resolves to is the installer's choice on the day. A requirement's
+extras are followed into the package's own (`nvidia-cutlass-dsl[cu13]==4.8.0` brings its `cu13`
+requirements), and markers are evaluated with `packaging` on the platform's environment. The
+walk is bounded (MOST_DEPTH levels, MOST_PACKAGES packages): a closure cut short says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from packaging.requirements import Requirement
+
+from sglang_contracts.requirements import exact_version, normalized, parse_specifier
+
+if TYPE_CHECKING:
+    from sglang_contracts.closure.source import MetadataSource
+    from sglang_contracts.upstream.pins import ReleasePins
+
+MOST_DEPTH = 8  # sglang -> torch -> cuda-toolkit -> nvidia-cublas: real chains are 4 deep
+MOST_PACKAGES = 600  # sglang 0.5.23 with every extra on Linux reaches about 250
+ROOT = "sglang"
+
+
+def platform_name(environment: dict[str, str]) -> str:
+    return f"{environment['sys_platform']}/{environment['platform_machine']}"
+
+
+@dataclass(frozen=True)
+class Need:
+    """One requirement in the closure: what it asks of `name`, and the chain that brings it
+    (`("sglang", "torch==2.14.1")` for torch's own requirement on NCCL)."""
+
+    name: str  # normalized
+    specifier: str  # "==2.30.7", ">=4.10.0", "" (any version)
+    extras: tuple[str, ...]
+    chain: tuple[str, ...]
+
+    @cached_property
+    def version(self) -> str | None:
+        """The one version an exact pin names (None for a range)."""
+        specifier = parse_specifier(self.specifier) if self.specifier else None
+        exact = exact_version(specifier) if specifier is not None else None
+        return str(exact) if exact is not None else None
+
+    def spelled(self) -> str:
+        extras = f"[{','.join(self.extras)}]" if self.extras else ""
+        return f"{self.name}{extras}{self.specifier}"
+
+    def path(self) -> str:
+        """`sglang -> torch==2.14.1 -> nvidia-nccl-cu13==2.30.7`"""
+        return " -> ".join((*self.chain, self.spelled()))
+
+
+@dataclass
+class Closure:
+    """Every package the release brings on one platform, with every requirement on each."""
+
+    platform: str
+    needs: dict[str, list[Need]] = field(default_factory=dict)  # name -> its requirements, the shortest chain first
+    requires_python: dict[str, str] = field(default_factory=dict)  # `name==version` -> its Requires-Python
+    unknown: list[str] = field(default_factory=list)  # `name==version` pinned, its metadata not known
+    cut_short: bool = False  # the walk met its bounds
+
+    def version(self, name: str) -> str | None:
+        """The version the closure pins `name` to exactly (the first exact requirement's)."""
+        return next((need.version for need in self.needs.get(normalized(name), ()) if need.version), None)
+
+    def first(self, name: str) -> Need | None:
+        """The requirement that fixes `name`: its first exact pin, else its first requirement."""
+        needs = self.needs.get(normalized(name), [])
+        return next((need for need in needs if need.version), needs[0] if needs else None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"platform": self.platform, "requires_python": self.requires_python, "unknown": self.unknown,
+                "cut_short": self.cut_short,
+                "needs": [[n.name, n.specifier, list(n.extras), list(n.chain)] for needs in self.needs.values() for n in needs]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Closure":
+        closure = cls(str(data["platform"]), requires_python={str(k): str(v) for k, v in data["requires_python"].items()},
+                      unknown=[str(item) for item in data["unknown"]], cut_short=bool(data["cut_short"]))
+        for name, specifier, extras, chain in data["needs"]:
+            closure.needs.setdefault(str(name), []).append(
+                Need(str(name), str(specifier), tuple(map(str, extras)), tuple(map(str, chain))))
+        return closure
+
+
+def _need(requirement: Requirement, chain: tuple[str, ...]) -> Need:
+    return Need(normalized(requirement.name), str(requirement.specifier), tuple(sorted(requirement.extras)), chain)
+
+
+def walk(release: ReleasePins, extras: frozenset[str], environment: dict[str, str], source: MetadataSource,
+         most_depth: int = MOST_DEPTH, most_packages: int = MOST_PACKAGES) -> Closure:
+    closure = Closure(platform_name(environment))
+    if release.requires_python is not None:
+        closure.requires_python[ROOT] = str(release.requires_python)
+    level = [_need(r, (ROOT,)) for r in release.installed_on(environment, extras)]
+    expanded: dict[tuple[str, str], frozenset[str]] = {}  # (name, version) -> the extras it was followed with
+    for _ in range(most_depth):
+        to_follow: dict[tuple[str, str], tuple[Need, set[str]]] = {}  # the first need that pins it, every extra asked
+        for need in level:
+            closure.needs.setdefault(need.name, []).append(need)
+            if need.version is not None:
+                to_follow.setdefault((need.name, need.version), (need, set()))[1].update(need.extras)
+        to_follow = {key: (need, extras) for key, (need, extras) in to_follow.items()
+                     if key not in expanded or not extras <= expanded[key]}
+        if len(closure.needs) >= most_packages:
+            closure.cut_short = bool(to_follow)
+            break
+        source.prefetch(to_follow)
+        level = []
+        for (name, version), (need, extras) in to_follow.items():
+            previously = expanded.get((name, version))
+            wanted = frozenset(extras) | (previously or frozenset())
+            expanded[name, version] = wanted
+            pins = source.pins(name, version)
+            if pins is None:
+                if f"{name}=={version}" not in closure.unknown:
+                    closure.unknown.append(f"{name}=={version}")
+                continue
+            if pins.requires_python is not None:
+                closure.requires_python[f"{name}=={version}"] = str(pins.requires_python)
+            chain = (*need.chain, need.spelled())
+            found = pins.installed_on(environment, wanted)
+            if previously is not None:  # followed before with fewer extras: only what the new ones add
+                already = set(map(str, pins.installed_on(environment, previously)))
+                found = [r for r in found if str(r) not in already]
+            level += [_need(r, chain) for r in found]
+        if not level:
+            break
+    else:
+        closure.cut_short = bool(level)
+    return closure

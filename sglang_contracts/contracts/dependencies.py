@@ -1,0 +1,379 @@
+"""Dependency-closure contracts (SGC711, SGC712): the project's pins and install lines held
+against what the new release brings, SGLang's pins and their pins in turn (closure/).
+
+The closures are computed once per run, before the checks (check/runner.py calls
+`compute_closures`), from the package index's metadata and the tool's cache: the checks only
+read them, and a run whose index cannot be reached checks against what is known.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from packaging.version import Version
+
+from sglang_contracts.closure.delta import ClosureDelta, closure_delta
+from sglang_contracts.closure.source import NO_INDEX, MetadataSource
+from sglang_contracts.closure.walk import ROOT, Closure, Need, platform_name, walk
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
+from sglang_contracts.contracts.stack import (
+    DOC_SUFFIXES, SGLANG, all_release_mentions, declared_by_project, distribution_of, installed_by_project, pins_of_releases,
+    sglang_extras,
+)
+from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.infra.cache import JsonCache, code_fingerprint
+from sglang_contracts.project import version_asserts
+from sglang_contracts.project.platforms import build_environments
+from sglang_contracts.project.version_asserts import file_version_asserts, may_assert_version
+from sglang_contracts.infra.boundary import read_project_text
+from sglang_contracts.project.stack import DeclaredRequirement, says_it_matches_stack
+from sglang_contracts.fix import text as edits
+from sglang_contracts.requirements import (
+    applies, as_version, environments, exact_version, names_release, normalized, parse_specifier, version_in_tag,
+    without_marker,
+)
+from sglang_contracts.upstream.pins import ReleasePins
+
+CLOSURES = "dependency-closures"
+INDEX_SETTING = "package-index"
+INDEX_VARIABLE = "SGLANG_CONTRACTS_PACKAGE_INDEX"  # the setting's default, for a session (the tests': none)
+MOST_PROJECT_PINS = 200  # the project's own exact pins whose requirements are read
+
+
+@dataclass
+class BumpClosures:
+    old: dict[str, Closure]  # platform -> the old release's closure
+    new: dict[str, Closure]
+    pinned: dict[tuple[str, str], ReleasePins | None]  # (name, version) of a project pin -> its own requirements
+    delta: ClosureDelta
+
+
+def index_setting(ctx: CheckContext) -> str | None:
+    """The index the closure reads: the `package-index` setting (a URL, a folder relative to the
+    project's root, or "none"), else $SGLANG_CONTRACTS_PACKAGE_INDEX, else pip's."""
+    given = ctx.settings.get(INDEX_SETTING) or os.environ.get(INDEX_VARIABLE) or None
+    if given and given != NO_INDEX and "://" not in given:
+        return str(ctx.project.root / Path(given).expanduser())
+    return given
+
+
+def compute_closures(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
+    """The closures of both releases, kept with what the run reads of the stack files."""
+    return ctx.of_stack_files(CLOSURES, lambda c: _computed(c, cache))
+
+
+def closures(ctx: CheckContext) -> BumpClosures | None:
+    """What compute_closures computed for this run (None when it was not asked)."""
+    return ctx.of_stack_files(CLOSURES, lambda c: None)
+
+
+def _exact_project_pins(ctx: CheckContext) -> list[tuple[str, str]]:
+    """(name, version) of the project's exact pins that the index can hold (no local `+cu129`)."""
+    found = []
+    for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
+        version = exact_version(declared.requirement.specifier)
+        if declared.name != SGLANG and version is not None and not version.local:
+            found.append((declared.name, str(version)))
+    return list(dict.fromkeys(found))[:MOST_PROJECT_PINS]
+
+
+def _pair_key(old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str], platforms: list[str],
+              setting: str | None) -> str:
+    """The closures' record: by both releases' requirements as written (not by their names: a
+    directory's release may change), the extras, the platforms, the index and this code."""
+    import sglang_contracts.closure.delta as delta_module
+    import sglang_contracts.closure.walk as walk_module
+
+    releases = [[sorted(map(str, pins.requirements)), str(pins.requires_python)] for pins in (old_pins, new_pins)]
+    text = json.dumps([code_fingerprint(walk_module, delta_module), releases, sorted(extras), platforms, setting])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def walked_closures(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str],
+            environments_built: list[dict[str, str]], source: MetadataSource) -> tuple[dict[str, Closure], dict[str, Closure]]:
+    """Both releases' closures on each platform: from their record when one was kept (reading
+    each package's metadata record again cost a third of a second), else walked."""
+    kept = cache.get(key)
+    try:
+        if isinstance(kept, dict):
+            return tuple({platform: Closure.from_json(data) for platform, data in kept[side].items()}  # type: ignore[return-value]
+                         for side in ("old", "new"))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        pass  # a record of another shape: walked again and written over
+    old, new = {}, {}
+    for environment in environments_built:
+        platform = platform_name(environment)
+        old[platform] = walk(old_pins, extras, environment, source)
+        new[platform] = walk(new_pins, extras, environment, source)
+    if source.unreachable is None:  # a closure cut short by the network is walked again next time
+        cache.put(key, {side: {platform: closure.to_json() for platform, closure in walked.items()}
+                        for side, walked in (("old", old), ("new", new))})
+    return old, new
+
+
+def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
+    old_pins, new_pins = pins_of_releases(ctx)
+    if old_pins is None or new_pins is None:
+        return None
+    extras = sglang_extras(ctx)
+    setting = index_setting(ctx)
+    source = MetadataSource(cache, setting)
+    built = build_environments(ctx.project.root)
+    key = _pair_key(old_pins, new_pins, extras, [platform_name(e) for e in built], setting)
+    old, new = walked_closures(cache, key, old_pins, new_pins, extras, built, source)
+    wanted = _exact_project_pins(ctx)
+    source.prefetch(wanted)
+    pinned = {pin: source.pins(*pin) for pin in wanted}
+    delta = closure_delta(old, new, ctx.old_version, ctx.new_version)
+    delta.transitive = setting != NO_INDEX
+    if source.unreachable:
+        delta.notes.append(f"the dependency closure was not computed past what is cached: the package index could not "
+                           f"be read ({source.unreachable})")
+    unknown = sorted({item for closure in (*old.values(), *new.values()) for item in closure.unknown})
+    if unknown and not source.offline:
+        delta.notes.append(f"no wheel metadata on the index for {', '.join(unknown[:6])}"
+                           f"{f' and {len(unknown) - 6} more' if len(unknown) > 6 else ''}: what they require is not in the closure")
+    if any(closure.cut_short for closure in (*old.values(), *new.values())):
+        delta.notes.append("the closure was cut short at its bounds (depth, count): deeper requirements are not in it")
+    return BumpClosures(old, new, pinned, delta)
+
+
+def _platforms_of(declared: DeclaredRequirement, found: BumpClosures) -> Iterator[tuple[dict[str, str], str]]:
+    """(environment, platform) of each platform both closures were computed for where the line installs."""
+    for environment in environments():
+        platform = platform_name(environment)
+        if platform in found.new and platform in found.old and applies(declared.requirement.marker, environment):
+            yield environment, platform
+
+
+def _says_it_follows_sglang(ctx: CheckContext, declared: DeclaredRequirement) -> bool:
+    """Whether the line's comment, or the comment just above the command it is part of (miles'
+    `# Reconcile apache-tvm-ffi with sglang's pin` over its `RUN pip install`), says the line
+    follows SGLang's stack: the kind of line that must be revisited at each bump."""
+    if declared.matches_stack:
+        return True
+    text = read_project_text(ctx.project.root / declared.path, ctx.project.root)
+    lines = text.splitlines() if text is not None else []
+    row = min(declared.line - 1, len(lines))
+    while row > 0 and lines[row - 1].rstrip().endswith("\\"):  # the command's first line
+        row -= 1
+    while row > 0 and lines[row - 1].lstrip().startswith("#"):
+        row -= 1
+        if says_it_matches_stack(lines[row]):
+            return True
+    return False
+
+
+def _chain(need: Need | None) -> str:
+    return need.path() if need is not None else ""
+
+
+# -- SGC711 ---------------------------------------------------------------------------------
+
+@contract("SGC711", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def install_below_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """A pin or install line below the version the new closure pins, that was not below the old
+    closure's: an upgrade on the old release that the bump turns into a downgrade. A mirror of
+    SGLang's own pin that agreed on the old release is SGC701's."""
+    found = closures(ctx)
+    if found is None:
+        return
+    for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
+        mine = exact_version(declared.requirement.specifier)
+        if declared.name == SGLANG or mine is None:
+            continue
+        mine = Version(mine.public)  # `2.14.1+cu129` is a build of 2.14.1
+        for _, platform in _platforms_of(declared, found):
+            new_need, old_need = found.new[platform].first(declared.name), found.old[platform].first(declared.name)
+            now = as_version(new_need.version or "") if new_need is not None else None
+            was = as_version(old_need.version or "") if old_need is not None else None
+            if now is None:
+                outside = _outside_new_ranges(found.old[platform], found.new[platform], declared.name, mine)
+                if outside is not None:
+                    yield finding_at("SGC711", declared.path, declared.line, declared.col, declared.name,
+                                     severity="warning", pinned=without_marker(declared.requirement),
+                                     name=declared.name, relation="outside", version=outside.specifier,
+                                     chain=outside.path(), before=f"sglang {ctx.old_version} admitted it",
+                                     revisit="", platform=platform, old=ctx.old_version, new=ctx.new_version,
+                                     pinned_by_sglang=False)
+                    break
+                continue
+            if mine >= now or (was is not None and mine < was):
+                continue
+            direct = new_need.chain == (ROOT,)
+            if direct and was is not None and mine == was and old_need.chain == (ROOT,):
+                break  # a mirror of SGLang's own pin, which agreed: SGC701 says the pin moved
+            before = f"sglang {ctx.old_version} brought {was}" if was is not None else \
+                f"sglang {ctx.old_version} did not bring it"
+            revisit = (f"; the line says it follows SGLang's stack: set it to {declared.name}=={now}"
+                       if _says_it_follows_sglang(ctx, declared) else "")
+            yield finding_at("SGC711", declared.path, declared.line, declared.col, declared.name,
+                             severity=None if direct else "warning", pinned=without_marker(declared.requirement),
+                             name=declared.name, relation="below", version=str(now), chain=_chain(new_need), before=before,
+                             revisit=revisit, platform=platform, old=ctx.old_version, new=ctx.new_version,
+                             pinned_by_sglang=direct)
+            break  # one report per line, on the first platform where it is a downgrade
+
+
+def _outside_new_ranges(old: Closure, new: Closure, name: str, mine: Version) -> Need | None:
+    """The new closure's range on `name` that excludes the pin, when every range of the old
+    closure admitted it (flashinfer 0.7's `apache-tvm-ffi>=0.1.11` over a `==0.1.9` that
+    reconciled with 0.6's); None when the new closure admits it or the old did not."""
+    def excludes(need: Need) -> bool:
+        specifier = parse_specifier(need.specifier) if need.specifier else None
+        return specifier is not None and not specifier.contains(mine, prereleases=True)
+
+    if any(excludes(need) for need in old.needs.get(name, ())):
+        return None
+    return next((need for need in new.needs.get(name, ()) if excludes(need)), None)
+
+
+@fixes("SGC711")
+def follow_new_closure(diagnostic: Diagnostic, workspace) -> bool:
+    """Move an exact pin of a package SGLang itself pins exactly to the new release's version: the
+    one rewrite the closure makes certain. A package another pin brings (the warning), a build
+    with a local version (`+cu129`: which build is the project's choice) and a range are left."""
+    document = workspace.document(diagnostic.path)
+    if not diagnostic.data.get("pinned_by_sglang"):
+        document.note(diagnostic.line, diagnostic.col, "SGC711", f"{diagnostic.data['name']} comes through another pin "
+                      f"({diagnostic.data['chain']}): move the line, or drop it, by hand")
+        return False
+    found = edits.requirement_at(document.line(diagnostic.line) or "", diagnostic.col - 1)
+    if found is None or normalized(found[0]) != normalized(diagnostic.data["name"]):
+        return False  # the line is not what the check read: leave it
+    name, spec = found
+    pinned = edits.exact_pin(spec.text)
+    if pinned is None or "+" in pinned:
+        document.note(diagnostic.line, diagnostic.col, "SGC711", f"{name}{spec.text} is not an exact public version: "
+                      f"move it to {diagnostic.data['version']} by hand")
+        return False
+    return document.replace(diagnostic.line, spec.start, spec.end, f"=={diagnostic.data['version']}")
+
+
+# -- SGC712 ---------------------------------------------------------------------------------
+
+@contract("SGC712", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def pin_requires_other_than_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """An exact pin whose own requirements (its metadata at that version) admit what the old
+    closure pins and exclude what the new one pins (`torchvision==0.24.1` needs `torch==2.9.1`)."""
+    found = closures(ctx)
+    if found is None:
+        return
+    for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
+        mine = exact_version(declared.requirement.specifier)
+        own = found.pinned.get((declared.name, str(mine))) if mine is not None else None
+        if declared.name == SGLANG or own is None:
+            continue
+        for environment, platform in _platforms_of(declared, found):
+            new_closure, old_closure = found.new[platform], found.old[platform]
+            if new_closure.version(declared.name) not in (None, str(mine)):
+                break  # the pin itself moves with the release: SGC701 or SGC711 says so
+            conflicts = []
+            for requirement in own.installed_on(environment, frozenset(declared.requirement.extras)):
+                now, was = new_closure.version(requirement.name), old_closure.version(requirement.name)
+                now_version, was_version = as_version(now or ""), as_version(was or "")
+                if now_version is None or requirement.specifier.contains(now_version, prereleases=True):
+                    continue
+                if was_version is not None and not requirement.specifier.contains(was_version, prereleases=True):
+                    continue  # already at odds with the old release: not the bump's doing
+                conflicts.append((requirement, now, new_closure.first(requirement.name)))
+            if conflicts:
+                requirement, now, need = conflicts[0]
+                more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+                yield finding_at("SGC712", declared.path, declared.line, declared.col, declared.name,
+                                 pinned=without_marker(declared.requirement), requires=without_marker(requirement),
+                                 name=requirement.name, version=now, chain=_chain(need), more=more,
+                                 platform=platform, old=ctx.old_version, new=ctx.new_version)
+                break
+
+
+def _holds(operator: str, asserted: str, version: str) -> bool | None:
+    """Whether `<module>.__version__ <operator> "<asserted>"` holds for the release `version`
+    (None when the assert cannot be read as a version). A build's local part (`+cu129`) is the
+    wheel's choice, not the release's: versions are compared by their public part."""
+    if operator == "startswith":
+        return version.startswith(asserted)
+    mine, theirs = as_version(asserted), as_version(version)
+    if mine is None or theirs is None:
+        return None
+    mine = Version(mine.public)
+    return {"==": theirs == mine, "!=": theirs != mine, ">=": theirs >= mine, "<=": theirs <= mine,
+            ">": theirs > mine, "<": theirs < mine}[operator]
+
+
+@contract("SGC713", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def version_assert_broken_by_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """An assert on a package's `__version__` that the old closure's version meets and the new
+    one's does not, on the first platform where both pin it exactly."""
+    found = closures(ctx)
+    if found is None:
+        return
+    rows = ctx.project.each_file("version-asserts", file_version_asserts, may_assert_version, version_asserts,
+                                 by_pattern=True)
+    for path, line, col, module, operator, asserted, written in rows:
+        if ctx.checked is not None and path not in ctx.checked:
+            continue  # a file whose findings this run keeps from the last (every Python file has its row)
+        name = distribution_of(module)
+        for platform, new_closure in found.new.items():
+            old_closure = found.old.get(platform)
+            now, was = new_closure.version(name), old_closure.version(name) if old_closure else None
+            if now is None or was is None:
+                continue
+            if _holds(operator, asserted, was) and _holds(operator, asserted, now) is False:
+                yield finding_at("SGC713", path, line, col, f"{module}.__version__", written=written, name=name,
+                                 version=now, was=was, chain=_chain(new_closure.first(name)),
+                                 old=ctx.old_version, new=ctx.new_version)
+            break
+
+
+CUDA_TAG = re.compile(r"-cu(\d{2,3})(?![\d.])")  # `v0.5.22-cu129`: CUDA 12.9; `-cu13`: CUDA 13
+TORCH_CUDA_LIBRARY = re.compile(r"nvidia-[a-z0-9-]+-cu(\d+)")  # torch's own NCCL, cuDNN, cuBLAS wheels
+
+
+def tag_cuda_major(tag: str) -> int | None:
+    match = CUDA_TAG.search(tag)
+    if match is None:
+        return None
+    digits = match.group(1)
+    return int(digits[:2] if len(digits) == 3 else digits)
+
+
+def torch_cuda_major(closure: Closure) -> tuple[int, Need] | None:
+    """The CUDA major torch's own CUDA libraries are built for in the closure (`nvidia-nccl-cu13`
+    brought by torch: 13), with the requirement that says so."""
+    for name, needs in sorted(closure.needs.items()):
+        match = TORCH_CUDA_LIBRARY.fullmatch(name)
+        through_torch = [need for need in needs if len(need.chain) > 1 and need.chain[1].startswith("torch==")]
+        if match and through_torch:
+            return int(match.group(1)), through_torch[0]
+    return None
+
+
+@contract("SGC714", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def image_cuda_behind_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """An SGLang image tag whose CUDA suffix matched the CUDA of the old closure's torch, and not
+    the new one's (on the first platform)."""
+    found = closures(ctx)
+    if found is None or not found.new or not found.old:
+        return
+    platform = next(iter(found.new))
+    was, now = torch_cuda_major(found.old.get(platform, Closure(platform))), torch_cuda_major(found.new[platform])
+    if was is None or now is None or was[0] == now[0]:
+        return
+    releases = [version for version in (as_version(ctx.old_version), as_version(ctx.new_version)) if version is not None]
+    for mention in all_release_mentions(ctx):
+        named = version_in_tag(mention.version)
+        if mention.kind != "image tag" or named is None or mention.path.endswith(DOC_SUFFIXES) \
+                or not any(names_release(named, release) for release in releases):
+            continue  # an image of another release, or a doc's example: not what the bump builds on
+        major = tag_cuda_major(mention.version)
+        if major == was[0]:
+            yield finding_at("SGC714", mention.path, mention.line, mention.col, "sglang", written=mention.written,
+                             major=str(major), now=str(now[0]), chain=now[1].path(), was=str(was[0]),
+                             old=ctx.old_version, new=ctx.new_version)

@@ -1,0 +1,307 @@
+"""The dependency closure (closure/) against small package indexes written here: a `file://`
+simple index with PEP 658 `.metadata` files, and a local HTTP index that serves some wheels'
+metadata and, for the others, only the wheel by ranges."""
+
+from __future__ import annotations
+
+import io
+import threading
+import zipfile
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from sglang_contracts.check.runner import CheckOptions, run_check
+from sglang_contracts.closure import index as index_module
+from sglang_contracts.closure.delta import closure_delta
+from sglang_contracts.closure.index import IndexSettings, PackageIndex, configured_index
+from sglang_contracts.closure.source import NO_INDEX, MetadataSource
+from sglang_contracts.closure.walk import walk
+from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.requirements import environments
+from sglang_contracts.upstream.pins import metadata_pins
+from test_catalog import upstream_tree, write_tree
+
+X86, ARM = environments()[0], environments()[1]
+UNREACHABLE = "http://127.0.0.1:9/simple/"  # the discard port: nothing listens there
+
+
+def metadata(name: str, version: str, *requirements: str, python: str | None = None) -> str:
+    lines = ["Metadata-Version: 2.4", f"Name: {name}", f"Version: {version}"]
+    lines += [f"Requires-Python: {python}"] if python else []
+    return "\n".join(lines + [f"Requires-Dist: {r}" for r in requirements]) + "\n"
+
+
+SGLANG_OLD = metadata("sglang", "0.1.0", "torch==2.9.1", "nvidia-cutlass-dsl==4.6.0", "transformers==5.19.0",
+                      python=">=3.10")
+SGLANG_NEW = metadata("sglang", "0.2.0", "torch==2.14.1", "nvidia-cutlass-dsl[cu13]==4.8.0", "transformers==5.19.0",
+                      'torchcodec==0.17.0; platform_machine != "aarch64"', "triton>=3.8", python=">=3.11")
+PACKAGES = {
+    ("torch", "2.9.1"): metadata("torch", "2.9.1", 'nvidia-nccl-cu12==2.27.5; platform_system == "Linux"'),
+    ("torch", "2.14.1"): metadata("torch", "2.14.1", 'nvidia-nccl-cu13==2.30.7; platform_system == "Linux"',
+                                  'optree>=0.13; extra == "optree"', "filelock"),
+    ("nvidia-cutlass-dsl", "4.6.0"): metadata("nvidia-cutlass-dsl", "4.6.0", "nvidia-cutlass-dsl-libs-base==4.6.0"),
+    ("nvidia-cutlass-dsl", "4.8.0"): metadata("nvidia-cutlass-dsl", "4.8.0", "nvidia-cutlass-dsl-libs-base==4.8.0",
+                                              'nvidia-cutlass-dsl-libs-cu13==4.8.0; extra == "cu13"'),
+    ("transformers", "5.19.0"): metadata("transformers", "5.19.0", "huggingface-hub>=1.0"),
+    ("nvidia-nccl-cu13", "2.30.7"): metadata("nvidia-nccl-cu13", "2.30.7"),
+    ("torchvision", "0.24.1"): metadata("torchvision", "0.24.1", "torch==2.9.1", "numpy"),
+}
+
+
+def wheel_name(name: str, version: str) -> str:
+    return f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
+
+
+def write_index(root: Path, packages: dict[tuple[str, str], str], metadata_files: bool = True,
+                offered: bool = False) -> Path:
+    """A PEP 503 index: one page per project; beside each wheel its `.metadata` file (PEP 658)
+    when `metadata_files`, else the wheel itself, whose METADATA member is the only way in."""
+    pages: dict[str, list[str]] = {}
+    for (name, version), text in packages.items():
+        wheel = wheel_name(name, version)
+        attribute = ' data-core-metadata="true"' if offered else ""
+        pages.setdefault(name, []).append(f'<a href="{wheel}"{attribute}>{wheel}</a>')
+        folder = root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        if metadata_files:
+            (folder / f"{wheel}.metadata").write_text(text)
+        else:
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+                archive.writestr(f"{name}/__init__.py", "# " + "x" * 200_000)  # the tail read at first misses METADATA
+                archive.writestr(f"{name.replace('-', '_')}-{version}.dist-info/METADATA", text)
+            (folder / wheel).write_bytes(buffer.getvalue())
+        (folder / "index.html").write_text("<html><body>\n" + "\n".join(pages[name]) + "\n</body></html>\n")
+    return root
+
+
+def source_for(tmp_path: Path, setting: str | None, name: str = "cache") -> MetadataSource:
+    return MetadataSource(JsonCache(tmp_path / name), setting)
+
+
+@pytest.fixture
+def file_index(tmp_path: Path) -> str:
+    return write_index(tmp_path / "index", PACKAGES).as_uri()
+
+
+def test_the_walk_follows_exact_pins_their_extras_and_the_platforms_markers(tmp_path: Path, file_index: str) -> None:
+    source = source_for(tmp_path, file_index)
+    closure = walk(metadata_pins(SGLANG_NEW), frozenset(), X86, source)
+    assert closure.first("nvidia-nccl-cu13").path() == "sglang -> torch==2.14.1 -> nvidia-nccl-cu13==2.30.7"
+    # the `[cu13]` asked of cutlass-dsl brings its cu13 libraries; torch's `optree` extra was not asked
+    assert closure.version("nvidia-cutlass-dsl-libs-cu13") == "4.8.0"
+    assert closure.first("nvidia-cutlass-dsl-libs-cu13").chain == ("sglang", "nvidia-cutlass-dsl[cu13]==4.8.0")
+    assert "optree" not in closure.needs
+    assert closure.version("triton") is None and closure.first("triton").specifier == ">=3.8"  # a range is not followed
+    assert closure.version("torchcodec") == "0.17.0"
+    assert sorted(closure.unknown) == ["nvidia-cutlass-dsl-libs-base==4.8.0", "nvidia-cutlass-dsl-libs-cu13==4.8.0",
+                                       "torchcodec==0.17.0"]  # pinned, and not on this index
+    assert closure.requires_python["sglang"] == ">=3.11"
+    on_arm = walk(metadata_pins(SGLANG_NEW), frozenset(), ARM, source)
+    assert "torchcodec" not in on_arm.needs and on_arm.version("nvidia-nccl-cu13") == "2.30.7"
+
+
+def test_the_delta_names_each_move_and_the_chain_that_brings_it(tmp_path: Path, file_index: str) -> None:
+    source = source_for(tmp_path, file_index)
+    old = {"linux/x86_64": walk(metadata_pins(SGLANG_OLD), frozenset(), X86, source)}
+    new = {"linux/x86_64": walk(metadata_pins(SGLANG_NEW), frozenset(), X86, source)}
+    delta = closure_delta(old, new, "0.1.0", "0.2.0")
+    moves = {move.name: move for move in delta.moves}
+    assert (moves["torch"].old, moves["torch"].new, moves["torch"].chain) == ("2.9.1", "2.14.1", "sglang -> torch==2.14.1")
+    assert moves["nvidia-nccl-cu13"].chain == "sglang -> torch==2.14.1 -> nvidia-nccl-cu13==2.30.7"
+    assert (moves["nvidia-nccl-cu12"].old, moves["nvidia-nccl-cu12"].new) == ("2.27.5", None)
+    assert moves["nvidia-nccl-cu12"].chain == "sglang -> torch==2.9.1 -> nvidia-nccl-cu12==2.27.5"  # gone: the old chain
+    assert "transformers" not in moves and "huggingface-hub" not in moves  # the same on both
+    assert moves["torch"].key and not moves["filelock"].key
+    assert delta.python == ("3.10 and later", "3.11 and later (sglang)")  # only what drops 3.10 is named
+    assert [move.name for move in delta.moves][:2] == ["nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base"]  # key first
+
+
+def test_the_walk_is_bounded(tmp_path: Path, file_index: str) -> None:
+    shallow = walk(metadata_pins(SGLANG_NEW), frozenset(), X86, source_for(tmp_path, file_index), most_depth=1)
+    assert shallow.cut_short and "nvidia-nccl-cu13" not in shallow.needs
+    few = walk(metadata_pins(SGLANG_NEW), frozenset(), X86, source_for(tmp_path, file_index), most_packages=3)
+    assert few.cut_short and len(few.needs) < 8
+
+
+def test_what_was_read_once_is_read_offline(tmp_path: Path, file_index: str) -> None:
+    first = walk(metadata_pins(SGLANG_NEW), frozenset(), X86, source_for(tmp_path, file_index))
+    offline = source_for(tmp_path, UNREACHABLE)
+    again = walk(metadata_pins(SGLANG_NEW), frozenset(), X86, offline)
+    assert again.to_json() == first.to_json()
+    assert offline.fetched == 0 and offline.unreachable is None  # every package version cached, the missing one too
+
+
+def test_an_unreachable_index_leaves_the_closure_at_what_is_known(tmp_path: Path) -> None:
+    source = source_for(tmp_path, UNREACHABLE)
+    closure = walk(metadata_pins(SGLANG_NEW), frozenset(), X86, source)
+    assert source.unreachable and "127.0.0.1:9" in source.unreachable
+    assert closure.version("torch") == "2.14.1" and "nvidia-nccl-cu13" not in closure.needs
+    assert source_for(tmp_path, UNREACHABLE).pins("torch", "2.14.1") is None  # nothing was cached as known
+
+
+def test_no_index_reads_nothing_but_the_cache(tmp_path: Path, file_index: str) -> None:
+    source_for(tmp_path, file_index).pins("torch", "2.14.1")
+    cached_only = source_for(tmp_path, NO_INDEX)
+    assert cached_only.pins("torch", "2.14.1") is not None
+    assert cached_only.pins("torch", "2.9.1") is None and cached_only.fetched == 0
+
+
+def test_malformed_pages_and_metadata_are_unknown_packages_not_failures(tmp_path: Path) -> None:
+    root = write_index(tmp_path / "index", {("torch", "2.14.1"): "Requires-Dist: ((( not a requirement\n\x00\xff",
+                                             ("transformers", "5.19.0"): "x"})
+    (root / "nvidia-cutlass-dsl").mkdir()
+    (root / "nvidia-cutlass-dsl" / "index.html").write_text('<a href="nvidia_cutlass_dsl-4.8.0-py3-none-any.whl">'
+                                                             '<<<</a><a href=nvidia_cutlass_dsl-4.8.0.whl>no wheel')
+    closure = walk(metadata_pins(SGLANG_NEW), frozenset(), X86, source_for(tmp_path, root.as_uri()))
+    assert closure.version("torch") == "2.14.1" and "nvidia-nccl-cu13" not in closure.needs
+    assert "nvidia-cutlass-dsl==4.8.0" in closure.unknown
+
+
+class RangeHandler(SimpleHTTPRequestHandler):
+    """A simple index over HTTP that honours `Range: bytes=a-b` and `bytes=-n`, and logs what it served."""
+
+    served: list[tuple[str, str | None]]
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.served.append((self.path, self.headers.get("Range")))
+        wanted = self.headers.get("Range")
+        path = Path(self.translate_path(self.path))
+        if not wanted or not path.is_file():
+            return super().do_GET()
+        data = path.read_bytes()
+        first, _, last = wanted.removeprefix("bytes=").partition("-")
+        start, end = (len(data) - int(last), len(data) - 1) if not first else (int(first), min(int(last), len(data) - 1))
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+        self.send_header("Content-Length", str(end - start + 1))
+        self.end_headers()
+        self.wfile.write(data[start:end + 1])
+
+
+@pytest.fixture
+def http_index(tmp_path: Path):
+    served: list[tuple[str, str | None]] = []
+    handler = type("Handler", (RangeHandler,), {"served": served})
+    root = tmp_path / "www"
+    write_index(root / "simple", {k: v for k, v in PACKAGES.items() if k[0] == "torch"}, offered=True)
+    write_index(root / "simple", {k: v for k, v in PACKAGES.items() if k[0] != "torch"}, metadata_files=False)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/simple/", served
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_http_index_is_read_by_its_metadata_files_or_by_ranges_of_the_wheel(tmp_path: Path, http_index) -> None:
+    url, served = http_index
+    index = PackageIndex(IndexSettings((url,), timeout=10))
+    assert "nvidia-nccl-cu13==2.30.7" in index.metadata_text("torch", "2.14.1")  # PEP 658, offered on the page
+    assert "nvidia-cutlass-dsl-libs-base==4.8.0" in index.metadata_text("nvidia-cutlass-dsl", "4.8.0")  # by ranges
+    wheels = [(path, ranged) for path, ranged in served if path.endswith(".whl")]
+    assert wheels and all(ranged for _, ranged in wheels)  # no wheel was read whole
+    assert index.metadata_text("torch", "9.9.9") is None  # no such version
+    assert index.metadata_text("no-such-package", "1.0") is None
+
+
+def test_pip_settings_are_read_as_pip_reads_them(monkeypatch) -> None:
+    config = {"global.index-url": "https://global.example/simple", "install.index-url": "https://install.example/simple",
+              "global.extra-index-url": "file:///opt/a/simple file:///opt/b/simple", "global.timeout": "7"}
+    monkeypatch.setattr(index_module, "_pip_config", lambda: dict(config))
+    assert configured_index().urls == ("https://install.example/simple", "file:///opt/a/simple", "file:///opt/b/simple")
+    assert configured_index().timeout == 7.0
+    config[":env:.index-url"] = "https://env.example/simple"
+    assert configured_index().urls[0] == "https://env.example/simple"
+    assert configured_index("https://given.example/simple").urls == ("https://given.example/simple",)
+    monkeypatch.setattr(index_module, "_pip_config", lambda: {})
+    assert configured_index().urls == ("https://pypi.org/simple/",)
+
+
+def _bump(tmp_path: Path, project: dict[str, str], settings: dict) -> tuple[list[str], object]:
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/utils.py": "", "sglang-0.1.0.dist-info/METADATA": SGLANG_OLD}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/utils.py": "", "sglang-0.2.0.dist-info/METADATA": SGLANG_NEW}, "0.2.0")
+    root = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **project})
+    result = run_check([root], CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "c", workers=1,
+                                            settings=settings))
+    return [f"{d.path}:{d.line}:{d.col}: {d.code} {d.severity}" for d in result.diagnostics], result
+
+
+MILES_SHAPED = {"docker/Dockerfile": "FROM ubuntu:24.04\n# Reconcile with sglang's pin\n"
+                                     "RUN pip install --force-reinstall nvidia-cutlass-dsl==4.6.2\n"
+                                     "RUN pip install nvidia-nccl-cu13==2.29.0 nvidia-nccl-cu13==2.30.7\n",
+                "requirements.txt": "torchvision==0.24.1\ntransformers==5.19.0\n"}
+
+
+def test_a_bump_reports_the_projects_installs_against_the_new_closure(tmp_path: Path, file_index: str) -> None:
+    found, result = _bump(tmp_path, MILES_SHAPED, {"package-index": file_index})
+    assert found == ["docker/Dockerfile:3:35: SGC711 error", "docker/Dockerfile:4:17: SGC711 warning",
+                     "requirements.txt:1:1: SGC712 error"]
+    messages = {d.code + str(d.line): d.message for d in result.diagnostics}
+    assert messages["SGC7113"].endswith("sglang 0.2.0 requires: 4.8.0 (sglang -> nvidia-cutlass-dsl[cu13]==4.8.0; sglang "
+                                        "0.1.0 brought 4.6.0); the line says it follows SGLang's stack: set it to "
+                                        "nvidia-cutlass-dsl==4.8.0")
+    assert "follows" not in messages["SGC7114"]  # no comment says so above it
+    assert "sglang -> torch==2.14.1 -> nvidia-nccl-cu13==2.30.7" in messages["SGC7114"]
+    assert "`torchvision==0.24.1` requires `torch==2.9.1`, which sglang 0.1.0 met" in messages["SGC7121"]
+    moves = {move.name for move in result.closure_delta.moves}
+    assert {"torch", "nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-cutlass-dsl"} <= moves
+    assert result.closure_delta.transitive
+    (note,) = result.closure_delta.notes  # what this small index lacks
+    assert note.startswith("no wheel metadata on the index for nvidia-cutlass-dsl-libs-base==4.6.0, ")
+
+
+def test_an_unreachable_index_is_one_note_and_the_run_goes_on(tmp_path: Path) -> None:
+    found, result = _bump(tmp_path, MILES_SHAPED, {"package-index": UNREACHABLE})
+    assert found == ["docker/Dockerfile:3:35: SGC711 error"]  # SGLang's own pin needs no index
+    (note,) = [note for note in result.notes if "closure" in note]
+    assert note.startswith("the dependency closure was not computed past what is cached: the package index could not be read")
+
+
+def test_once_cached_a_bump_needs_no_index(tmp_path: Path, file_index: str) -> None:
+    online, first = _bump(tmp_path, MILES_SHAPED, {"package-index": file_index})
+    offline, result = _bump(tmp_path, MILES_SHAPED, {"package-index": UNREACHABLE})
+    assert offline == online and len(online) == 3
+    assert result.notes == first.notes and result.closure_delta.moves == first.closure_delta.moves
+
+
+def test_fix_moves_sglangs_own_pin_and_leaves_what_another_pin_brings(tmp_path: Path, file_index: str) -> None:
+    from sglang_contracts.fix.engine import run_fix
+
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/utils.py": "", "sglang-0.1.0.dist-info/METADATA": SGLANG_OLD}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/utils.py": "", "sglang-0.2.0.dist-info/METADATA": SGLANG_NEW}, "0.2.0")
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **MILES_SHAPED,
+                                                "build.sh": "pip install nvidia-cutlass-dsl==4.6.2+cu129\n"})
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "c", workers=1,
+                           settings={"package-index": file_index})
+    report = run_fix([project], options, unsafe=False)
+    dockerfile = (project / "docker/Dockerfile").read_text().splitlines()
+    assert dockerfile[2] == "RUN pip install --force-reinstall nvidia-cutlass-dsl==4.8.0"
+    assert dockerfile[3] == "RUN pip install nvidia-nccl-cu13==2.29.0 nvidia-nccl-cu13==2.30.7"  # torch's: by hand
+    assert (project / "build.sh").read_text() == "pip install nvidia-cutlass-dsl==4.6.2+cu129\n"  # a local build: by hand
+    said = "\n".join(report.notes)
+    assert "comes through another pin (sglang -> torch==2.14.1 -> nvidia-nccl-cu13==2.30.7)" in said
+    assert "nvidia-cutlass-dsl==4.6.2+cu129 is not an exact public version: move it to 4.8.0 by hand" in said
+
+
+def test_the_command_line_names_the_index_by_a_folder_relative_to_where_it_runs(tmp_path: Path, monkeypatch,
+                                                                                 capsys) -> None:
+    from sglang_contracts.cli import main
+
+    write_index(tmp_path / "index", PACKAGES)
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/utils.py": "", "sglang-0.1.0.dist-info/METADATA": SGLANG_OLD}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/utils.py": "", "sglang-0.2.0.dist-info/METADATA": SGLANG_NEW}, "0.2.0")
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **MILES_SHAPED})
+    monkeypatch.chdir(tmp_path)
+    argv = ["check", "project", "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "c"), "-q"]
+    assert main([*argv, "--package-index", "index"]) == 1
+    assert "requirements.txt:1:1: SGC712" in capsys.readouterr().out  # torchvision's metadata came from ./index
+    assert main([*argv, "--package-index", "none", "--no-cache"]) == 1
+    assert "SGC712" not in capsys.readouterr().out  # no index, nothing cached: torchvision's requirements unknown
+    assert project.is_dir()
