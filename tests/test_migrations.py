@@ -13,7 +13,7 @@ from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.fix.engine import run_fix
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.migrations import pairing
-from sglang_contracts.migrations.learn import Migrations
+from sglang_contracts.migrations.learn import Migrations, Question
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
 from test_catalog import upstream_tree, write_tree
@@ -150,7 +150,51 @@ def test_what_is_learned_is_kept_per_release_pair(tmp_path: Path, monkeypatch) -
             monkeypatch.setattr(model.release, "identity", identity, raising=False)
         return Migrations(*models)
 
-    learned = pair().calls(owner, owner)
-    assert learned and learned[0].count == 1
-    monkeypatch.setattr(Migrations, "_learn_calls", lambda *_: pytest.fail("learned again"))
-    assert pair().calls(owner, owner) == learned
+    first = pair()
+    learned = first.calls(owner, owner).variants
+    assert learned and learned[0].count == 1 and first.files_read == 2  # linear.py and llama.py
+    second = pair()
+    assert second.calls(owner, owner).variants == learned and second.files_read == 0
+
+
+def test_every_question_a_run_expects_is_learned_in_one_pass_and_one_record(tmp_path: Path, monkeypatch) -> None:
+    """The questions of a run are learned together: each file that names any of them is read
+    once, and the record of the release pair holds them all (a second learner reads them back)."""
+    old, new = releases(tmp_path, ["size, size, tp_rank=attn_tp_rank, tp_size=attn_tp_size"] * 2,
+                        ['size, size, parallel_group="attn_tp"'] * 2)
+    cache = JsonCache(tmp_path / "cache")
+    owner = "sglang.srt.layers.linear.RowParallelLinear.__init__"
+    questions = [Question("calls", (owner, owner)), Question("imports", ("sglang.srt.layers.linear",)),
+                 Question("reads", ("sglang.srt.layers.linear.RowParallelLinear", "tp_size"))]
+    models = UpstreamModel.pair(open_release(str(old), sglang_repo=None, cache=tmp_path),
+                                open_release(str(new), sglang_repo=None, cache=tmp_path), cache)
+    for model, identity in zip(models, ("old-identity", "new-identity")):
+        monkeypatch.setattr(model.release, "identity", identity, raising=False)
+    migrations = Migrations(*models)
+    migrations.expect(questions)
+    assert migrations.calls(owner, owner).variants[0].count == 2
+    read = migrations.files_read
+    assert read == 2  # llama.py and linear.py, each read once for the three questions
+    assert [migrations.answer(question).unlearned for question in questions] == ["", "", ""]
+    assert migrations.files_read == read
+    again = Migrations(*models)
+    assert [again.answer(q).variants for q in questions] == [migrations.answer(q).variants for q in questions]
+    assert again.files_read == 0
+
+
+def test_a_question_whose_files_exceed_the_budget_says_not_learned_budget(tmp_path: Path) -> None:
+    """The budget is the number of the old release's files a pass reads: a question that does
+    not fit is answered "not learned: budget", in the finding's message and its fix's note."""
+    old, new = releases(tmp_path, ["size, size, tp_rank=attn_tp_rank, tp_size=attn_tp_size"] * 3,
+                        ['size, size, parallel_group="attn_tp"'] * 3)
+    monkeypatch_budget = pytest.MonkeyPatch()
+    monkeypatch_budget.setattr("sglang_contracts.migrations.learn.FILE_BUDGET", 0)
+    try:
+        project, options, found = checked(tmp_path, old, new)
+        assert [d.code for d in found] == ["SGC201", "SGC201"]
+        assert found[0].message.endswith("; upstream's migration not learned: budget (upstream uses it in 2 changed "
+                                         "files; a run reads at most 0, 0 of them taken by narrower questions)")
+        report = run_fix([project], options, unsafe=True)
+    finally:
+        monkeypatch_budget.undo()
+    assert not report.fixed and any("not learned: budget" in note for note in report.notes)

@@ -12,25 +12,39 @@ import pytest
 from downloads import download_sdist
 from sglang_contracts.cli import main
 from sglang_contracts.infra.cache import JsonCache
-from sglang_contracts.migrations.learn import Migrations
+from sglang_contracts.migrations.learn import FILE_BUDGET, Migrations, Question
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
 
 LINEAR = "sglang.srt.layers.linear"
 
 
+QKV = f"{LINEAR}.QKVParallelLinear.__init__"
+MODEL_RUNNER = "sglang.srt.model_executor.model_runner.ModelRunner"
+
+
 @pytest.fixture(scope="module")
 def learned_0522(real_cache: Path) -> Migrations:
+    """Both questions of the tests below, learned in one pass (nothing cached: JsonCache(None))."""
     old = open_release("0.5.21", sglang_repo=None, cache=real_cache)
     new = open_release("0.5.22", sglang_repo=None, cache=real_cache)
-    return Migrations(*UpstreamModel.pair(old, new, JsonCache(None)))
+    migrations = Migrations(*UpstreamModel.pair(old, new, JsonCache(None)))
+    migrations.expect([Question("calls", (QKV, QKV)), Question("reads", (MODEL_RUNNER, "tp_size"))])
+    return migrations
+
+
+def test_one_pass_learns_both_questions_within_the_budget(learned_0522) -> None:
+    """The pass reads each of 0.5.21's files that names either API and changed in 0.5.22 once:
+    well inside the budget, and in no more files than the two questions' own."""
+    assert not learned_0522.calls(QKV, QKV).unlearned and not learned_0522.reads(MODEL_RUNNER, "tp_size").unlearned
+    assert 50 < learned_0522.files_read <= 200 < FILE_BUDGET
 
 
 def test_the_parallel_linear_layers_keywords_became_parallel_group_attn_tp_in_upstreams_own_calls(learned_0522) -> None:
     """0.5.22 replaced `tp_rank=attn_tp_rank, tp_size=attn_tp_size` by `parallel_group="attn_tp"`
     in its own models, where `attn_tp_rank` held the attention rank; grok's `attn_tp_rank` held
     the tensor-parallel rank and its call dropped the keywords: another shape, not a disagreement."""
-    variants = learned_0522.calls(f"{LINEAR}.QKVParallelLinear.__init__", f"{LINEAR}.QKVParallelLinear.__init__")
+    variants = learned_0522.calls(QKV, QKV).variants
     top = variants[0]
     assert top.shown() == 'tp_rank=attn_tp_rank, tp_size=attn_tp_size -> parallel_group="attn_tp"'
     assert top.count >= 20 and not top.foreign and not top.imports
@@ -40,7 +54,7 @@ def test_the_parallel_linear_layers_keywords_became_parallel_group_attn_tp_in_up
 
 
 def test_model_runner_tp_size_reads_became_get_parallel_tp_size(learned_0522) -> None:
-    (variant,) = learned_0522.reads("sglang.srt.model_executor.model_runner.ModelRunner", "tp_size")
+    (variant,) = learned_0522.reads(MODEL_RUNNER, "tp_size").variants
     assert variant.shown_after == "get_parallel().tp_size" and variant.count >= 5
     assert variant.before == (("expr", "__receiver.tp_size"),)
     ((name, path),) = variant.imports
@@ -80,7 +94,7 @@ def test_a_module_moved_with_the_same_definitions_is_imported_from_where_upstrea
 
     old = open_release("0.5.16", sglang_repo=None, cache=real_cache)
     new = open_release("0.5.18", sglang_repo=None, cache=real_cache)
-    (variant,) = Migrations(*UpstreamModel.pair(old, new, JsonCache(None))).imports("sglang.jit_kernel.rope")
+    (variant,) = Migrations(*UpstreamModel.pair(old, new, JsonCache(None))).imports("sglang.jit_kernel.rope").variants
     assert variant.shown() == "from sglang.jit_kernel.rope -> from sglang.kernels.ops.attention.rope"
     assert variant.count >= 3
     project = tmp_path / "project"

@@ -17,9 +17,10 @@ import ast
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.imports import upstream_reads
-from sglang_contracts.contracts.migrated import import_needed_names, migration_fields, upstream_migrations
+from sglang_contracts.contracts.migrated import asks_upstream, import_needed_names, migration_fields, upstream_migrations
 from sglang_contracts.contracts.resolve import Instance, Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.migrations.learn import Question
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
 from sglang_contracts.project.index import mentions
 from sglang_contracts.project.named_reads import named_reads, names_in_files, snake_name
@@ -145,10 +146,19 @@ def _report(code: str, ctx: CheckContext, lost: LostAttribute, **fields: str | N
                    verdict=verdict, was=was, old=ctx.old_version, new=ctx.new_version, hint=hint, **fields)
 
 
+def _lost_attributes(ctx: CheckContext) -> list[LostAttribute]:
+    return ctx.shared("lost attributes", lambda c: [*_typed_losses(c), *_class_attribute_losses(c)])
+
+
+def _migrated(lost: LostAttribute) -> bool:
+    """Whether upstream's migration is asked about: a loss verified, at a read in a known scope."""
+    return not lost.unverified and lost.scope is not None
+
+
 @contract("SGC321", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for lost in [*_typed_losses(ctx), *_class_attribute_losses(ctx)]:
-        migration = _migration(ctx, lost) if not lost.unverified and lost.scope is not None else {}
+    for lost in _lost_attributes(ctx):
+        migration = _migration(ctx, lost) if _migrated(lost) else {}
         yield _report("SGC321", ctx, lost, renamed_to=None if lost.unverified else renamed_attribute(ctx, lost),
                       **migration)
 
@@ -156,8 +166,15 @@ def attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
 def _migration(ctx: CheckContext, lost: LostAttribute) -> dict:
     """What upstream did with its own reads of the attribute (`model_runner.tp_size` ->
     `get_parallel().tp_size`)."""
-    variants = upstream_migrations(ctx).reads(lost.owner, lost.attr)
-    return migration_fields(ctx, lost.facts, lost.position, lost.scope, variants, "expr", "reads", lambda plan: "")
+    answer = upstream_migrations(ctx).reads(lost.owner, lost.attr)
+    return migration_fields(ctx, lost.facts, lost.position, lost.scope, answer, "expr", "reads", lambda plan: "")
+
+
+@asks_upstream("SGC321")
+def _migration_questions(ctx: CheckContext) -> Iterator[Question]:
+    for lost in _lost_attributes(ctx):
+        if _migrated(lost):
+            yield Question("reads", (lost.owner, lost.attr))
 
 
 def _assignments(model: UpstreamModel, classes: list[str]) -> dict[tuple[str, str], str]:

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
-from sglang_contracts.contracts.migrated import import_needed_names, migration_fields, upstream_migrations
+from sglang_contracts.contracts.migrated import asks_upstream, import_needed_names, migration_fields, upstream_migrations
 from sglang_contracts.contracts.resolve import resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.wording import plural
+from sglang_contracts.migrations.learn import Question
 from sglang_contracts.project.facts import ArgFact, CallFact, FileFacts, Position
 from sglang_contracts.upstream.model import Signature
 
@@ -167,9 +168,17 @@ def call_breaks(ctx: CheckContext) -> list[CallBreak]:
 
 def _migration(ctx: CheckContext, item: CallBreak) -> dict[str, Any]:
     """What upstream did with its own calls of the callee that passed the keyword."""
-    variants = upstream_migrations(ctx).calls(item.old.owner, item.new.owner)
-    return migration_fields(ctx, item.facts, item.call.position, item.call.scope, variants, item.problem.detail,
+    answer = upstream_migrations(ctx).calls(item.old.owner, item.new.owner)
+    return migration_fields(ctx, item.facts, item.call.position, item.call.scope, answer, item.problem.detail,
                             "calls", lambda plan: _unbindable(item, plan))
+
+
+@asks_upstream("SGC201")
+def _migration_questions(ctx: CheckContext) -> Iterator[Question]:
+    """The callables SGC201's findings will ask about (_report)."""
+    for item in call_breaks(ctx):
+        if item.problem.code == "SGC201" and not item.new.dataclass:
+            yield Question("calls", (item.old.owner, item.new.owner))
 
 
 def _unbindable(item: CallBreak, plan: dict[str, Any]) -> str:

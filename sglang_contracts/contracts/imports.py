@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
-from sglang_contracts.contracts.migrated import upstream_migrations
+from sglang_contracts.contracts.migrated import asks_upstream, unlearned_fields, upstream_migrations
 from sglang_contracts.migrations.edits import module_verdict
+from sglang_contracts.migrations.learn import Question
 from sglang_contracts.contracts.hints import home_hint, module_hint, moved_home, moved_module
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
@@ -138,16 +139,31 @@ def imported_module_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
         if key in seen or (key in broken and not outcome.broken_on_old):
             continue  # one report per statement, not per imported name
         seen.add(key)
-        migration = _module_migration(ctx, outcome) if outcome.home and not outcome.broken_on_old else {}
+        migration = _module_migration(ctx, outcome) if _migrated(outcome) else {}
         yield finding("SGC101", outcome.facts, outcome.fact.module_position, outcome.fact.module,
                       severity=_severity(outcome), module=outcome.fact.module, old=ctx.old_version,
                       new=ctx.new_version, hint=outcome.hint, before=_broken_before(ctx, outcome), **migration)
 
 
+def _migrated(outcome: ImportOutcome) -> bool:
+    """Whether upstream's migration is asked about: a lost module with a verified home."""
+    return bool(outcome.home) and not outcome.broken_on_old
+
+
+@asks_upstream("SGC101")
+def _migration_questions(ctx: CheckContext) -> Iterator[Question]:
+    for outcome in _lost(ctx, "module-gone"):
+        if _migrated(outcome):
+            yield Question("imports", (outcome.fact.module,))
+
+
 def _module_migration(ctx: CheckContext, outcome: ImportOutcome) -> dict:
     """What upstream did with its own imports from the module: where they moved to, and the
     plan of the fix where they all moved to the verified home (`home`)."""
-    found = module_verdict(upstream_migrations(ctx).imports(outcome.fact.module), outcome.home)
+    answer = upstream_migrations(ctx).imports(outcome.fact.module)
+    if answer.unlearned:
+        return unlearned_fields(answer)
+    found = module_verdict(answer.variants, outcome.home)
     if found is None:
         return {}
     fields = {"migration": f"; {found.message}"}

@@ -8,7 +8,7 @@ import ast
 from collections.abc import Mapping
 from functools import cached_property
 
-from sglang_contracts.infra.pysource import parse_quietly, parse_shared
+from sglang_contracts.infra.pysource import parse_shared
 from sglang_contracts.migrations.edits import Use, call_slots
 from sglang_contracts.migrations.pairing import Statement, definition, scoped_statements, statement_of
 from sglang_contracts.project.facts import CallFact, FileFacts, ReadFact, Receiver
@@ -50,21 +50,38 @@ class ReleaseFile:
         return found
 
     @cached_property
-    def calls(self) -> dict[tuple[int, int], ast.Call]:
-        """(line, column) of a call's callee's last name (as the scanner places it) -> the call."""
-        found = {}
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call):
-                func = node.func
-                where = self.at.attribute_name(func) if isinstance(func, ast.Attribute) else self.at.start(func)
-                found[where.line, where.col] = node
-        return found
+    def defined(self) -> frozenset[str] | None:
+        """The names the module's own top-level statements define (`def`, `class`, an
+        assignment); None when a star import may define others (the release's model knows)."""
+        found: set[str] = set()
+        for node in self.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    found.update(child.id for child in ast.walk(target) if isinstance(child, ast.Name))
+            elif isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+                return None
+        return frozenset(found)
 
     @cached_property
     def attributes(self) -> dict[tuple[int, int], ast.Attribute]:
         """(line, column) of an attribute's name -> the attribute."""
         return {(where.line, where.col): node for node in ast.walk(self.tree) if isinstance(node, ast.Attribute)
                 for where in (self.at.attribute_name(node),)}
+
+    @cached_property
+    def _read_on(self) -> dict[int, ast.Attribute]:
+        """id(node) -> the attribute read on it."""
+        return {id(node.value): node for node in self.attributes.values() if isinstance(node.value, ast.Attribute)}
+
+    def chain_above(self, read: ast.Attribute) -> list[ast.Attribute]:
+        """The read, then each attribute read on it in turn: `req.extend_range`, then
+        `req.extend_range.end` (an edit may rewrite a member of what was lost with it)."""
+        chain = [read]
+        while id(chain[-1]) in self._read_on:
+            chain.append(self._read_on[id(chain[-1])])
+        return chain
 
 
 def statements_below(tree: ast.AST) -> list[ast.stmt]:
@@ -86,21 +103,10 @@ def read_release_file(model: UpstreamModel, relpath: str) -> ReleaseFile | None:
     if text is None:
         return None
     try:
-        tree = parse_quietly(text, relpath)
+        tree = parse_shared(text, relpath)  # the scanner's own parse, when the file's receivers are asked for
     except (SyntaxError, ValueError):  # ValueError: a NUL byte, or too deep for the parser
         return None
     return ReleaseFile(relpath, model.module_name_of(relpath), text, tree)
-
-
-def chain_above(read: ast.Attribute, tree: ast.AST) -> list[ast.Attribute]:
-    """The read, then each attribute read on it in turn: `req.extend_range`, then
-    `req.extend_range.end` (an edit may rewrite a member of what was lost with it)."""
-    above = {id(node.value): node for node in ast.walk(tree)
-             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)}
-    chain = [read]
-    while id(chain[-1]) in above:
-        chain.append(above[id(chain[-1])])
-    return chain
 
 
 def chain_above_inside(outer: ast.AST) -> list[ast.Attribute]:
@@ -117,7 +123,8 @@ def dotted_name(model: UpstreamModel, file: ReleaseFile, name: str) -> str | Non
     name the module itself defines."""
     head, _, rest = name.partition(".")
     target = file.bindings.get(head)
-    if target is None and model.resolve_name(file.module, head).found:
+    defined = file.defined
+    if target is None and (head in defined if defined is not None else model.resolve_name(file.module, head).found):
         target = f"{file.module}.{head}"
     if target is None:
         return None
@@ -150,20 +157,36 @@ def receiver_classes(model: UpstreamModel, file: ReleaseFile, receiver: Receiver
     return current or None
 
 
-def node_signature(model: UpstreamModel, file: ReleaseFile, node: ast.Call) -> Signature | None:
+def node_signature(model: UpstreamModel, file: ReleaseFile, node: ast.Call, scan: bool = True) -> Signature | None:
     """The signature a call of the file binds to: through its imports where it calls a name or
-    a dotted path they bind (no scan needed), else through the scanner's receiver types."""
+    a dotted path they bind (no scan needed), else (`scan`) through the scanner's receiver types."""
     chain = dotted_chain(node.func)
     if chain is not None and chain[0] not in ("self", "cls"):
         dotted = dotted_name(model, file, ".".join([chain[0], *(attribute.attr for attribute in chain[1])]))
         if dotted is not None:
             found = callable_signature(model, dotted)
             return found[0] if found is not None else None
+    if not scan:
+        return None
     facts = file.facts
     func = node.func
     where = file.at.attribute_name(func) if isinstance(func, ast.Attribute) else file.at.start(func)
     fact = next((call for call in facts.calls if call.position == where), None) if facts is not None else None
     return call_signature(model, file, fact) if fact is not None else None
+
+
+def owner_signature(model: UpstreamModel, owner: str) -> Signature | None:
+    """The signature of a callable named as the call contracts name it (`pkg.mod.Class.__init__`,
+    `pkg.mod.func`, `pkg.mod.Class.method`, bound)."""
+    head, _, leaf = owner.rpartition(".")
+    origin = model.resolve_class(head) if head else None
+    if origin is None:
+        found = callable_signature(model, owner)
+        return found[0] if found is not None else None
+    if leaf == "__init__":
+        return model.constructor(origin)
+    member = model.member(origin, leaf)
+    return model.method_signature(member, bound=True) if member is not None and member.kind == "method" else None
 
 
 def call_signature(model: UpstreamModel, file: ReleaseFile, call: CallFact) -> Signature | None:
