@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable
 from sglang_contracts.contracts.base import CheckContext
 from sglang_contracts.migrations.edits import verdict
 from sglang_contracts.migrations.learn import Answer, Migrations, Question
-from sglang_contracts.migrations.sites import ProjectSites
+from sglang_contracts.migrations.sites import ProjectSites, same_object
 from sglang_contracts.project.facts import FileFacts, Position
 
 # rule code -> the questions its findings will ask of upstream's migrations: a run learns the
@@ -75,14 +75,9 @@ def _imports_unfit(ctx: CheckContext, facts: FileFacts, plan: dict[str, Any]) ->
         if name not in bindings:
             if path.rpartition(".")[2] != name or "." not in path:
                 return f"upstream's new code needs {name} bound as {path}"
-        elif bindings[name] != path and not _same_object(ctx, bindings[name], path):
+        elif not same_object(ctx.new, bindings[name], path):
             return f"{name} means something else in this file"
     return ""
-
-
-def _same_object(ctx: CheckContext, one: str, other: str) -> bool:
-    first, second = ctx.new.resolve_path(one), ctx.new.resolve_path(other)
-    return first.found and second.found and first.origin == second.origin
 
 
 def import_needed_names(document, plan: dict[str, Any]) -> None:

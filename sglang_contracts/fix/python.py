@@ -183,11 +183,43 @@ def rewrite_read(document: Document, line: int, col: int, replacement: str) -> b
 
 
 def ensure_import(document: Document, module_name: str) -> None:
-    """`import module_name` at module level, after the last top-level import, unless the file has it."""
+    """`import module_name` at module level, unless the file has it (LibCST's AddImportsVisitor:
+    after the file's top block of imports, its docstring and `__future__` imports kept first)."""
     if not is_dotted_name(module_name):
         raise FixNotBuilt(f"{module_name} is not a Python name")
-    _ensure(document, f"import {module_name}\n", lambda small: isinstance(small, libcst.Import) and any(
-        dotted_text(alias.name) == module_name and alias.asname is None for alias in small.names))
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
+    context = CodemodContext()
+    AddImportsVisitor.add_needed_import(context, module_name)
+    document.module = AddImportsVisitor(context).transform_module(document.module)
+
+
+class _ReplaceCallee(libcst.CSTTransformer):
+    """`f(...)`, `m.f(...)` (the callee's last name at line:column) -> `replacement(...)`."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, replacement: libcst.BaseExpression) -> None:
+        super().__init__()
+        self.target, self.replacement = (line, column), replacement
+        self.done = False
+
+    def leave_Call(self, original: libcst.Call, updated: libcst.Call) -> libcst.Call:
+        if self.done:
+            return updated
+        func = original.func
+        named = func.attr if isinstance(func, libcst.Attribute) else func
+        start = self.get_metadata(PositionProvider, named).start
+        if (start.line, start.column) != self.target:
+            return updated
+        self.done = True
+        return updated.with_changes(func=self.replacement)
+
+
+def replace_callee(document: Document, line: int, col: int, replacement: str) -> bool:
+    """The call whose callee's last name is at 1-based line:col now calls the dotted `replacement`."""
+    return transform(document, _ReplaceCallee(line, col - 1, dotted(replacement)))
 
 
 def ensure_name_import(document: Document, module_name: str, name: str) -> None:

@@ -280,3 +280,39 @@ class ProjectSites:
 def imported_from(file: ReleaseFile, node: ast.ImportFrom) -> str:
     """The absolute module a `from ... import` statement of the file imports from."""
     return absolute_module(file.module, file.relpath.endswith("__init__.py"), "." * node.level + (node.module or ""))
+
+
+def calls_on(model: UpstreamModel, callee: str, argument: str) -> list[str]:
+    """Where the release's own code calls `callee` (a dotted path: `msgspec.structs.fields`) on
+    the object `argument` names (`sglang.srt.server_args.ServerArgs`), as `relpath:line`: how
+    upstream now does what a project's call no longer can. The argument's own module first,
+    then the release's order. Only the files that write the callee's last two names are parsed."""
+    tail = ".".join(callee.split(".")[-2:])
+    leaf = argument.rpartition(".")[2]
+    found = []
+    for relpath, text in model.texts_mentioning(f"{tail}("):
+        if leaf not in text:
+            continue
+        file = read_release_file(model, relpath)
+        for node in ast.walk(file.tree) if file is not None else ():
+            if not isinstance(node, ast.Call) or len(node.args) != 1 or node.keywords:
+                continue
+            chain, subject = dotted_chain(node.func), dotted_chain(node.args[0])
+            if chain is None or subject is None or chain[0] in ("self", "cls") or subject[0] in ("self", "cls"):
+                continue
+            written = ".".join([chain[0], *(attribute.attr for attribute in chain[1])])
+            named = ".".join([subject[0], *(attribute.attr for attribute in subject[1])])
+            if dotted_name(model, file, written) == callee and same_object(model, dotted_name(model, file, named), argument):
+                found.append(f"{relpath}:{node.lineno}")
+    home = argument.rpartition(".")[0].replace(".", "/")
+    return sorted(found, key=lambda where: not where.startswith((f"{home}.py:", f"{home}/__init__.py:")))
+
+
+def same_object(model: UpstreamModel, path: str | None, other: str) -> bool:
+    """Whether two paths name the same object of the release (one re-exports the other)."""
+    if path is None:
+        return False
+    if path == other:
+        return True
+    first, second = model.resolve_path(path), model.resolve_path(other)
+    return first.found and second.found and first.origin == second.origin
