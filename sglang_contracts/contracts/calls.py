@@ -196,11 +196,13 @@ def _unbindable(item: CallBreak, plan: dict[str, Any]) -> str:
     return ""
 
 
-def _fields(item: CallBreak, old_version: str) -> dict[str, str]:
+def _fields(ctx: CheckContext, item: CallBreak) -> dict[str, str | None]:
     """What changed upstream for this call, in the words each rule's message uses."""
-    name = item.problem.detail
+    name, old_version = item.problem.detail, ctx.old_version
     if item.problem.code == "SGC201":
-        return {"name": name, "change": f"has no field {name} any more", "renamed_to": renamed_in_place(item, name)}
+        renamed, refused = renamed_in_place(ctx, item, name)
+        return {"name": name, "change": f"has no field {name} any more", "renamed_to": renamed,
+                **({"rename_refused": refused} if refused else {})}
     if item.problem.code == "SGC202":
         was = _requirement_change(item.old, item.new, name, old_version)
         return {"name": name, "was": was,
@@ -226,14 +228,41 @@ def _requirement_change(old: Signature, new: Signature, name: str, old_version: 
     return f"required in {old_version} too, where this call passed it"
 
 
-def renamed_in_place(item: CallBreak, name: str) -> str | None:
-    """The new name of a keyword renamed in place: the new release has, where `name` was, a
-    parameter the old one had not, of the same kind and default-ness, after the same parameters."""
+def renamed_in_place(ctx: CheckContext, item: CallBreak, name: str) -> tuple[str | None, str]:
+    """(the new name of a keyword renamed in place, or None; why a parameter in its place is
+    no rename, or ""). A rename is where the new release has, where `name` was, a parameter
+    the old one had not, of the same kind and default-ness, after the same parameters, and the
+    two are the same thing: both annotated alike, or upstream's own calls passed their argument
+    under the new name (`dp_size: int` then `model_runner: ModelRunner` is another parameter)."""
     old, new = item.old.params, item.new.params
     index = next((i for i, p in enumerate(old) if p[0] == name), None)
     if index is None or index >= len(new) or old[:index] != new[:index] or new[index][0] in {p[0] for p in old}:
-        return None
-    return new[index][0] if new[index][1:] == old[index][1:] and new[index][1] in ("pk", "ko") else None
+        return None, ""
+    if new[index][1:] != old[index][1:] or new[index][1] not in ("pk", "ko"):
+        return None, ""
+    renamed = new[index][0]
+    before, after = _annotation(ctx.old, item.old.owner, name), _annotation(ctx.new, item.new.owner, renamed)
+    if before is not None and before == after or _renamed_upstream(ctx, item, name, renamed):
+        return renamed, ""
+    typed = f"{renamed}: {after}" if after is not None else f"{renamed} (unannotated)"
+    was = f"{name}: {before}" if before is not None else f"{name} (unannotated)"
+    return None, (f"{typed} took the place of {was}, and upstream's own calls did not pass the one as the other: "
+                  f"not a rename; port the call by hand")
+
+
+def _annotation(model, owner: str, parameter: str) -> str | None:
+    record = model.callable_record(owner)
+    return (record or {}).get("annotations", {}).get(parameter)
+
+
+def _renamed_upstream(ctx: CheckContext, item: CallBreak, name: str, renamed: str) -> bool:
+    """Whether upstream's own calls of the callable passed their argument of `name` on, as it
+    was, under `renamed` (a learned edit `name=x` -> `renamed=x`)."""
+    if item.new.dataclass:
+        return False
+    answer = upstream_migrations(ctx).calls(item.old.owner, item.new.owner)
+    return any(dict(variant.before).get(name) == dict(variant.after).get(renamed) is not None
+               and set(dict(variant.after)) == {renamed} for variant in answer.variants)
 
 
 @fixes("SGC201")
@@ -257,7 +286,7 @@ def rewrite_call(diagnostic: Diagnostic, workspace) -> bool:
     why = diagnostic.data.get("unmigrated")
     return python_edits.rename_at(diagnostic, workspace, (libcst.Arg,),
                                   lambda arg, new: arg.with_changes(keyword=libcst.Name(new)),
-                                  f"{why}; port the call by hand" if why else
+                                  f"{why}; port the call by hand" if why else diagnostic.data.get("rename_refused") or
                                   "the new release removed the keyword, it did not rename it in place: port the call by hand")
 
 
@@ -270,7 +299,7 @@ def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> I
         symbol = item.new.owner if item.problem.code == "SGC203" else f"{item.new.owner}.{item.problem.detail}"
         migration = _migration(ctx, item) if code == "SGC201" else {}
         yield finding(code, item.facts, position, symbol, callee=_display(item.new.owner),
-                      old=ctx.old_version, new=ctx.new_version, **_fields(item, ctx.old_version), **migration)
+                      old=ctx.old_version, new=ctx.new_version, **_fields(ctx, item), **migration)
 
 
 def _signature_text(signature: Signature) -> str:
