@@ -198,3 +198,37 @@ def test_a_question_whose_files_exceed_the_budget_says_not_learned_budget(tmp_pa
     finally:
         monkeypatch_budget.undo()
     assert not report.fixed and any("not learned: budget" in note for note in report.notes)
+
+
+REQ_OLD = "class Req:\n    def __init__(self):\n        self.prefix_indices = []\n"
+REQ_NEW = "class Req:\n    def __init__(self):\n        self.prefix_len = 0\n"
+
+
+def scheduler(bodies: list[str]) -> str:
+    functions = "".join(f"\n\ndef step_{index}(req: Req, joint_len):\n    {body}\n    return n\n"
+                        for index, body in enumerate(bodies))
+    return "from sglang.srt.managers.schedule_batch import Req\n" + functions
+
+
+def test_a_read_upstream_rewrote_with_the_call_around_it_is_learned_whole_and_a_value_of_its_own_is_set_aside(
+        tmp_path: Path) -> None:
+    """0.5.22 rewrote `len(req.prefix_indices)` as `req.prefix_len` (23 times) and once as a
+    local of its own function (`joint_len`): the read is learned with the call it is the one
+    argument of, the local's example is set aside (an unsafe rewrite, since not every example
+    agrees), and `--unsafe-fixes` writes the call as upstream's others."""
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/managers/schedule_batch.py": REQ_OLD,
+                                           "sglang/srt/managers/scheduler.py": scheduler(["n = len(req.prefix_indices)"] * 3)},
+                        "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/managers/schedule_batch.py": REQ_NEW,
+                                           "sglang/srt/managers/scheduler.py": scheduler(["n = req.prefix_len"] * 2 + ["n = joint_len"])},
+                        "0.2.0")
+    text = "from sglang.srt.managers.schedule_batch import Req\n\n\ndef cached(req: Req) -> int:\n    return len(req.prefix_indices)\n"
+    project, options, found = checked(tmp_path, old, new, text)
+    (finding,) = [d for d in found if d.code == "SGC321"]
+    assert finding.message.endswith("; upstream migrated 2 reads: len(req.prefix_indices) -> req.prefix_len (e.g. "
+                                    "sglang/srt/managers/scheduler.py:5); 1 read used a value of its own function "
+                                    "instead (len(req.prefix_indices) -> joint_len, e.g. sglang/srt/managers/scheduler.py:15)")
+    assert finding.data["fix_safety"] == "unsafe"
+    assert not run_fix([project], options, unsafe=False).fixed
+    run_fix([project], options, unsafe=True)
+    assert (project / "app" / "layers.py").read_text().splitlines()[-1] == "    return req.prefix_len"

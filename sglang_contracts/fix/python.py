@@ -154,7 +154,7 @@ def move_imported_name(document: Document, line: int, col: int, name: str, home:
 
 
 class _ReplaceAttribute(libcst.CSTTransformer):
-    """`m.name` (its `name` at line:column) -> the expression `replacement`."""
+    """`m.name` (its `name` at line:column), or `f(...)` (its `f` there) -> the expression `replacement`."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
@@ -166,6 +166,15 @@ class _ReplaceAttribute(libcst.CSTTransformer):
     def leave_Attribute(self, original: libcst.Attribute, updated: libcst.Attribute):
         if not self.done:
             start = self.get_metadata(PositionProvider, original.attr).start
+            if (start.line, start.column) == self.target:
+                self.done = True
+                return self.replacement.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+        return updated
+
+    def leave_Call(self, original: libcst.Call, updated: libcst.Call):
+        """`f(m.name)` (its `f` at line:column: a read's level that upstream rewrote whole)."""
+        if not self.done and isinstance(original.func, libcst.Name):
+            start = self.get_metadata(PositionProvider, original.func).start
             if (start.line, start.column) == self.target:
                 self.done = True
                 return self.replacement.with_changes(lpar=updated.lpar, rpar=updated.rpar)

@@ -385,6 +385,17 @@ def verdict(variants: list[Variant], slot: str, use: Use, noun: str) -> Verdict 
     exact = [(v, b) for v in relevant if (b := matched(v, use)) is not None]
     if exact:
         kinds = merged([v for v, _ in exact])
+        portable = [v for v in kinds if not v.foreign]
+        if len(kinds) > 1 and len(portable) == 1:
+            # The others rewrote the use with a value of their own function (`joint_len`): no
+            # other way a project could write it, but not the examples' agreement either.
+            variant = portable[0]
+            bindings = next(b for v, b in exact if v.key() == variant.key())
+            aside = sum(v.count for v in kinds if v.foreign)
+            other = next(v for v in kinds if v.foreign)
+            return _applied(variant, bindings, f"upstream migrated {_many(variant.count, noun)}: {variant.shown()} "
+                            f"(e.g. {variant.where}); {_many(aside, noun)} used a value of its own function instead "
+                            f"({other.shown()}, e.g. {other.where})", "unsafe")
         if len(kinds) > 1:
             return Verdict(_listed(kinds, noun), why="upstream's examples of this shape disagree")
         variant, bindings = exact[0]

@@ -294,9 +294,15 @@ class _Pass:
             node = old_file.attributes.get((read.position.line, read.position.col))
             if node is not None and pair.changed(node) and sites.read_owner(self.old, old_file, read) == owner:
                 reads[id(node)], scopes[id(node)] = node, read.scope
-        # The use is the read with what is read on it in turn: `req.extend_range.end`.
+        # The use is the read with what is read on it in turn: `req.extend_range.end`; where
+        # that has no counterpart, the call it is the one argument of (`len(req.prefix_indices)`
+        # -> `req.prefix_len`).
         uses = [(scopes[key], old_file.chain_above(node)[-1]) for key, node in reads.items()]
-        for old_node, new_node, new_file, defined in pair.counterparts(uses):
+        paired = list(pair.counterparts(uses))
+        done = {id(old_node) for old_node, *_ in paired}
+        wrapped = [(scope, old_file.wrapping[id(node)]) for scope, node in uses
+                   if id(node) not in done and id(node) in old_file.wrapping]
+        for old_node, new_node, new_file, defined in paired + list(pair.counterparts(wrapped)):
             old_node, new_node = _without_common_members(old_node, new_node, reads)
             if not isinstance(new_node, ast.expr) or unparsed(old_node) == unparsed(new_node):
                 continue

@@ -83,6 +83,20 @@ class ReleaseFile:
             chain.append(self._read_on[id(chain[-1])])
         return chain
 
+    @cached_property
+    def wrapping(self) -> dict[int, ast.Call]:
+        """id(node) -> the call of a plain name that takes it as its one argument (`len(x)`,
+        `int(x)`): what an edit may have rewritten with a read (`len(req.prefix_indices)` ->
+        `req.prefix_len`)."""
+        return wrapping_calls(self.tree)
+
+
+def wrapping_calls(tree: ast.AST) -> dict[int, ast.Call]:
+    """id(argument) -> `f(argument)`, for calls of a plain name with one argument and nothing else."""
+    return {id(node.args[0]): node for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1
+            and not node.keywords and not isinstance(node.args[0], ast.Starred)}
+
 
 def statements_below(tree: ast.AST) -> list[ast.stmt]:
     """Every statement of a tree, at any depth, without walking an expression."""
@@ -110,7 +124,9 @@ def read_release_file(model: UpstreamModel, relpath: str) -> ReleaseFile | None:
 
 
 def chain_above_inside(outer: ast.AST) -> list[ast.Attribute]:
-    """The attributes of a chain from the outermost in: `a.b.c`, `a.b`."""
+    """The attributes of a chain from the outermost in: `a.b.c`, `a.b` (of `len(a.b.c)` too)."""
+    if isinstance(outer, ast.Call) and len(outer.args) == 1:
+        outer = outer.args[0]
     found = []
     while isinstance(outer, ast.Attribute):
         found.append(outer)
@@ -226,6 +242,7 @@ class ProjectSites:
         self.texts = texts
         self._at: dict[str, SourcePositions] = {}
         self._above: dict[str, dict[int, ast.Attribute]] = {}  # per file: id(node) -> the attribute read on it
+        self._wrapping: dict[str, dict[int, ast.Call]] = {}  # per file: id(node) -> `f(node)` (wrapping_calls)
         self._files: dict[str, tuple[dict[tuple[int, int], ast.AST], dict[str, list[Statement]]] | None] = {}
 
     def _file(self, relpath: str) -> tuple[dict[tuple[int, int], ast.AST], dict[str, list[Statement]]] | None:
@@ -241,6 +258,7 @@ class ProjectSites:
                 at = self._at[relpath] = SourcePositions(text)
                 self._above[relpath] = {id(node.value): node for node in ast.walk(tree)
                                         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)}
+                self._wrapping[relpath] = wrapping_calls(tree)
                 places: dict[tuple[int, int], ast.AST] = {}
                 for node in ast.walk(tree):
                     if isinstance(node, ast.Call):
@@ -266,15 +284,20 @@ class ProjectSites:
         if isinstance(node, ast.Call):
             slots = call_slots(node)
             return Use(slots, defined) if slots is not None else None
-        chain = self._chain(facts.path, node)
-        return Use({"expr": node}, defined, chain=[(level, self._at[facts.path].attribute_name(level)) for level in chain])
+        at = self._at[facts.path]
+        chain = [(level, at.attribute_name(level) if isinstance(level, ast.Attribute) else at.start(level.func))
+                 for level in self._chain(facts.path, node)]
+        return Use({"expr": node}, defined, chain=chain)
 
-    def _chain(self, relpath: str, node: ast.Attribute) -> list[ast.Attribute]:
+    def _chain(self, relpath: str, node: ast.Attribute) -> list[ast.expr]:
+        """The read, each attribute read on it in turn, and the call of a plain name that takes
+        the last as its one argument (`len(req.prefix_indices)`), if one does."""
         above = self._above.get(relpath, {})
-        chain = [node]
+        chain: list[ast.expr] = [node]
         while id(chain[-1]) in above:
             chain.append(above[id(chain[-1])])
-        return chain
+        wrapping = self._wrapping.get(relpath, {}).get(id(chain[-1]))
+        return chain + [wrapping] if wrapping is not None else chain
 
 
 def imported_from(file: ReleaseFile, node: ast.ImportFrom) -> str:
