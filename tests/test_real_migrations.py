@@ -21,6 +21,7 @@ LINEAR = "sglang.srt.layers.linear"
 
 QKV = f"{LINEAR}.QKVParallelLinear.__init__"
 MODEL_RUNNER = "sglang.srt.model_executor.model_runner.ModelRunner"
+REQ = "sglang.srt.managers.schedule_batch.Req"
 
 
 @pytest.fixture(scope="module")
@@ -29,15 +30,25 @@ def learned_0522(real_cache: Path) -> Migrations:
     old = open_release("0.5.21", sglang_repo=None, cache=real_cache)
     new = open_release("0.5.22", sglang_repo=None, cache=real_cache)
     migrations = Migrations(*UpstreamModel.pair(old, new, JsonCache(None)))
-    migrations.expect([Question("calls", (QKV, QKV)), Question("reads", (MODEL_RUNNER, "tp_size"))])
+    migrations.expect([Question("calls", (QKV, QKV)), Question("reads", (MODEL_RUNNER, "tp_size")),
+                       Question("reads", (REQ, "prefix_indices"))])
     return migrations
 
 
-def test_one_pass_learns_both_questions_within_the_budget(learned_0522) -> None:
-    """The pass reads each of 0.5.21's files that names either API and changed in 0.5.22 once:
-    well inside the budget, and in no more files than the two questions' own."""
+def test_one_pass_learns_the_three_questions_within_the_budget(learned_0522) -> None:
+    """The pass reads each of 0.5.21's files that names one of the APIs and changed in 0.5.22
+    once: well inside the budget (the time this test takes is bounded by it)."""
     assert not learned_0522.calls(QKV, QKV).unlearned and not learned_0522.reads(MODEL_RUNNER, "tp_size").unlearned
     assert 50 < learned_0522.files_read <= 200 < FILE_BUDGET
+
+
+def test_len_of_req_prefix_indices_became_req_prefix_len(learned_0522) -> None:
+    """0.5.22 rewrote `len(req.prefix_indices)` as `req.prefix_len`: learned with the call
+    around the read, one example (a local of its own function) set aside."""
+    variants = learned_0522.reads(REQ, "prefix_indices").variants
+    top = variants[0]
+    assert top.after == (("expr", "__receiver.prefix_len"),) and top.count >= 20 and not top.foreign
+    assert top.before == (("expr", "len(__receiver.prefix_indices)"),)
 
 
 def test_the_parallel_linear_layers_keywords_became_parallel_group_attn_tp_in_upstreams_own_calls(learned_0522) -> None:
