@@ -47,14 +47,11 @@ class Workspace:
         """The `import x` lines the round's edits need, once they are all made (a line added at
         the top earlier would move every place a later fix points at)."""
         for document in self.documents.values():
-            for module in sorted(document.imports_needed):
+            needed = [(ensure_import, (module,)) for module in sorted(document.imports_needed)]
+            needed += [(ensure_name_import, pair) for pair in sorted(document.names_needed)]
+            for ensure, names in needed:
                 try:
-                    ensure_import(document, module)
-                except FixNotBuilt as error:
-                    document.note(1, 1, "import", f"the fix cannot be built ({error})")
-            for module, name in sorted(document.names_needed):
-                try:
-                    ensure_name_import(document, module, name)
+                    ensure(document, *names)
                 except FixNotBuilt as error:
                     document.note(1, 1, "import", f"the fix cannot be built ({error})")
 
