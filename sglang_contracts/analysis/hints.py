@@ -295,14 +295,24 @@ def module_hint(old: UpstreamModel, new: UpstreamModel, module: str, names: list
     name as the old module did (`same_leaf` are the modules named like the lost one); else
     where the first name's definition went (`homes`), through `home_hint`."""
     if names:
-        olds = {n: old.resolve_name(module, n) for n in names}
-        for candidate in _by_closeness(same_leaf, module):
-            if all(s.found and s.origin and _same_at(old, s, new, candidate, n) for n, s in olds.items()):
-                return f"; did you mean {candidate}?"
+        candidate = moved_module(old, new, module, names, same_leaf)
+        if candidate is not None:
+            return f"; did you mean {candidate}?"
         first = names[0]
-        return home_hint(old, olds[first], new, first, homes.get(first, []), module)
+        return home_hint(old, old.resolve_name(module, first), new, first, homes.get(first, []), module)
     listed = list(_by_closeness(same_leaf, module))[:MAX_CANDIDATES]
     return f"; unverified candidates: {', '.join(listed)}" if listed else ""
+
+
+def moved_module(old: UpstreamModel, new: UpstreamModel, module: str, names: list[str],
+                 same_leaf: Iterable[str]) -> str | None:
+    """The module of the new release, named like the lost one, that defines every one of
+    `names` as the lost module did (the same definitions), the closest first; None if none."""
+    olds = {n: old.resolve_name(module, n) for n in names}
+    for candidate in _by_closeness(same_leaf, module):
+        if all(s.found and s.origin and _same_at(old, s, new, candidate, n) for n, s in olds.items()):
+            return candidate
+    return None
 
 
 def _same_at(old: UpstreamModel, symbol: Symbol, new: UpstreamModel, module: str, name: str) -> bool:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from sglang_contracts.analysis.inference import ChangedNames, ReleaseInference
 from sglang_contracts.project.facts import CallFact, ClassFact, FileFacts, Position, Receiver
 from sglang_contracts.upstream.model import Member, Signature, UpstreamModel, is_upstream
-from sglang_contracts.upstream.targets import resolve_target
+from sglang_contracts.upstream.targets import callable_signature, resolve_target
 
 if TYPE_CHECKING:
     from sglang_contracts.contracts.base import CheckContext
@@ -356,15 +356,8 @@ class Resolver:
         return self._objects[dotted]
 
     def _object_at(self, dotted: str) -> Callee | None:
-        target = resolve_target(self.model, dotted)
-        if target.found and target.kind == "class" and target.origin:
-            signature = self.model.constructor(target.origin)
-            return Callee(signature) if signature else None
-        if not target.callable:
-            return None
-        if target.member is None:
-            return Callee(self.model.function_signature(target.origin))
-        return Callee(self.model.method_signature(target.member, bound=False), target.member)
+        found = callable_signature(self.model, dotted)
+        return Callee(*found) if found is not None else None
 
     def callee(self, facts: FileFacts, receiver: Receiver) -> Callee | None:
         """What a call of `receiver` in `facts` binds to; a file calls the same callee many

@@ -12,8 +12,8 @@ import sglang_contracts.contracts  # noqa: F401  (registers every fix beside its
 from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.fix.document import Document, FixNotBuilt, NotRewritable, read_only, write_atomically
-from sglang_contracts.fix.python import ensure_import
-from sglang_contracts.infra.display import printable_path, unified_text_diff
+from sglang_contracts.fix.python import ensure_import, ensure_name_import
+from sglang_contracts.infra.display import printable, printable_path, unified_text_diff
 from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
 from sglang_contracts.sources import pinned_release_spec
 
@@ -47,9 +47,11 @@ class Workspace:
         """The `import x` lines the round's edits need, once they are all made (a line added at
         the top earlier would move every place a later fix points at)."""
         for document in self.documents.values():
-            for module in sorted(document.imports_needed):
+            needed = [(ensure_import, (module,)) for module in sorted(document.imports_needed)]
+            needed += [(ensure_name_import, pair) for pair in sorted(document.names_needed)]
+            for ensure, names in needed:
                 try:
-                    ensure_import(document, module)
+                    ensure(document, *names)
                 except FixNotBuilt as error:
                     document.note(1, 1, "import", f"the fix cannot be built ({error})")
 
@@ -81,10 +83,18 @@ class FixReport:
     last: CheckResult | None = None
 
 
+def fix_safety(diagnostic: Diagnostic) -> str | None:
+    """"safe" or "unsafe": the rule's, or the finding's own where its rule lets a finding
+    say (fix_safe_when: a rewrite upstream's examples make certain); None: no fix."""
+    entry = rule(diagnostic.code)
+    said = diagnostic.data.get("fix_safety")
+    return said if entry.fix_safe_when and said in ("safe", "unsafe") else entry.fix
+
+
 def can_fix(diagnostic: Diagnostic, unsafe: bool) -> bool:
     if diagnostic.code not in FIXES or diagnostic.severity == "info":  # info: broken before the bump
         return False
-    return rule(diagnostic.code).fix == "safe" or unsafe
+    return fix_safety(diagnostic) == "safe" or unsafe
 
 
 def apply_fixes(result: CheckResult, unsafe: bool,
@@ -229,5 +239,5 @@ def lsp_fixes(result: CheckResult, relpath: str, text: str, data: dict) -> list[
     if any(other.changed for path, other in workspace.documents.items() if path != relpath) or not document.changed:
         return []
     entry = rule(diagnostic.code)
-    kind = "" if entry.fix == "safe" else " (unsafe: review it)"
+    kind = "" if fix_safety(diagnostic) == "safe" else " (unsafe: review it)"
     return [(f"Fix {diagnostic.code} ({entry.name}){kind}", document.text)]

@@ -18,7 +18,9 @@ import ast
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.imports import upstream_reads
 from sglang_contracts.analysis.resolve import Instance, Resolver, project_view, resolvers
+from sglang_contracts.analysis.migrated import asks_upstream, import_needed_names, migration_fields, upstream_migrations
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.migrations.learn import Question
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
 from sglang_contracts.project.index import mentions
 from sglang_contracts.project.named_reads import named_reads, names_in_files, snake_name
@@ -34,6 +36,7 @@ class LostAttribute:
     was: Member
     now_origins: list[str]  # the receiver's classes in the new release
     unverified: str | None = None  # why the new release may still set it at run time (a warning)
+    scope: str | None = None  # the function the read is in, where the read's facts say
 
 
 def lookup(resolver: Resolver, instances: list[Instance], attr: str) -> tuple[Member | None, bool, bool]:
@@ -92,7 +95,7 @@ def _typed_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
             if now is None and not provided and not dynamic:
                 origins = [i.origin for i in after if i.origin]
                 yield LostAttribute(facts, read.position, was.owner, read.attr, was, origins,
-                                    _set_by_name_in(ctx.new, origins))
+                                    _set_by_name_in(ctx.new, origins), read.scope)
 
 
 def _class_attribute_losses(ctx: CheckContext) -> Iterator[LostAttribute]:
@@ -143,10 +146,35 @@ def _report(code: str, ctx: CheckContext, lost: LostAttribute, **fields: str | N
                    verdict=verdict, was=was, old=ctx.old_version, new=ctx.new_version, hint=hint, **fields)
 
 
+def _lost_attributes(ctx: CheckContext) -> list[LostAttribute]:
+    return ctx.shared("lost attributes", lambda c: [*_typed_losses(c), *_class_attribute_losses(c)])
+
+
+def _migrated(lost: LostAttribute) -> bool:
+    """Whether upstream's migration is asked about: a loss verified, at a read in a known scope."""
+    return not lost.unverified and lost.scope is not None
+
+
 @contract("SGC321", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for lost in [*_typed_losses(ctx), *_class_attribute_losses(ctx)]:
-        yield _report("SGC321", ctx, lost, renamed_to=None if lost.unverified else renamed_attribute(ctx, lost))
+    for lost in _lost_attributes(ctx):
+        migration = _migration(ctx, lost) if _migrated(lost) else {}
+        yield _report("SGC321", ctx, lost, renamed_to=None if lost.unverified else renamed_attribute(ctx, lost),
+                      **migration)
+
+
+def _migration(ctx: CheckContext, lost: LostAttribute) -> dict:
+    """What upstream did with its own reads of the attribute (`model_runner.tp_size` ->
+    `get_parallel().tp_size`)."""
+    answer = upstream_migrations(ctx).reads(lost.owner, lost.attr)
+    return migration_fields(ctx, lost.facts, lost.position, lost.scope, answer, "expr", "reads", lambda plan: "")
+
+
+@asks_upstream("SGC321")
+def _migration_questions(ctx: CheckContext) -> Iterator[Question]:
+    for lost in _lost_attributes(ctx):
+        if _migrated(lost):
+            yield Question("reads", (lost.owner, lost.attr))
 
 
 def _assignments(model: UpstreamModel, classes: list[str]) -> dict[tuple[str, str], str]:
@@ -185,15 +213,27 @@ def _parsed(value: str):
 
 
 @fixes("SGC321")
-def read_renamed_attribute(diagnostic: Diagnostic, workspace) -> bool:
-    """Read the attribute under its new name, where the new release renamed it in place."""
+def rewrite_read(diagnostic: Diagnostic, workspace) -> bool:
+    """Read it as upstream now reads it (the finding's plan: migrations/), else under its new
+    name where the new release renamed it in place."""
     import libcst
     from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
 
+    plan = diagnostic.data.get("migrated")
+    if plan:
+        document = workspace.document(diagnostic.path)
+        if not document.python:
+            return False
+        (_, text), = plan["write"]
+        rewritten = python_edits.rewrite_read(document, *diagnostic.data["use_at"], text)
+        if rewritten:
+            import_needed_names(document, plan)
+        return rewritten
     attr = diagnostic.data["attr"]
+    why = diagnostic.data.get("unmigrated")
     return python_edits.rename_at(diagnostic, workspace, (libcst.Name,),
                                   lambda name, new: name.with_changes(value=new) if name.value == attr else name,
-                                  "the new release shows no rename in place")
+                                  why or "the new release shows no rename in place")
 
 
 # -- SGC322 ---------------------------------------------------------------------------------

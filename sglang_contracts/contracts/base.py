@@ -53,6 +53,9 @@ class CheckContext:
     # Which releases each project module serves (project/serving.py), from every file's imports
     # as written, version branches for the old release included; None where no run computed it.
     serving: Serving | None = None
+    # The rules this process's run_checks runs: what a shared analysis may prepare for at once
+    # (the migrations every one of them will ask about, learned in one pass: analysis/migrated.py).
+    running: frozenset[str] = frozenset()
 
     def checked_files(self) -> list[FileFacts]:
         """The facts of the files whose findings this run keeps, in the project's order."""
@@ -218,7 +221,9 @@ def run_checks(context: CheckContext, codes: Iterable[str], problems: list[Probl
     """Every rule's findings. A rule that raises is run again without the project file it was
     analysing (found in the traceback), so one bad file costs that file's part of the rule,
     not the rule; what was lost is added to `problems`."""
-    for code in sorted(codes):
+    codes = sorted(codes)
+    context = dataclasses.replace(context, running=context.running | frozenset(codes))
+    for code in codes:
         yield from _guarded(context, code, problems)
 
 

@@ -10,12 +10,14 @@ positions after a `*args` are not counted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.analysis.resolve import resolvers
+from sglang_contracts.analysis.migrated import asks_upstream, import_needed_names, migration_fields, upstream_migrations
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.wording import plural
+from sglang_contracts.migrations.learn import Question
 from sglang_contracts.project.facts import ArgFact, CallFact, FileFacts, Position
 from sglang_contracts.upstream.model import Signature
 
@@ -164,11 +166,43 @@ def call_breaks(ctx: CheckContext) -> list[CallBreak]:
     return ctx.shared("calls", _analyse_calls)
 
 
-def _fields(item: CallBreak, old_version: str) -> dict[str, str]:
+def _migration(ctx: CheckContext, item: CallBreak) -> dict[str, Any]:
+    """What upstream did with its own calls of the callee that passed the keyword."""
+    answer = upstream_migrations(ctx).calls(item.old.owner, item.new.owner)
+    return migration_fields(ctx, item.facts, item.call.position, item.call.scope, answer, item.problem.detail,
+                            "calls", lambda plan: _unbindable(item, plan))
+
+
+@asks_upstream("SGC201")
+def _migration_questions(ctx: CheckContext) -> Iterator[Question]:
+    """The callables SGC201's findings will ask about (_report)."""
+    for item in call_breaks(ctx):
+        if item.problem.code == "SGC201" and not item.new.dataclass:
+            yield Question("calls", (item.old.owner, item.new.owner))
+
+
+def _unbindable(item: CallBreak, plan: dict[str, Any]) -> str:
+    """Why the call rewritten as planned would not do, or "": only keywords are rewritten, and
+    the result must bind to the new signature."""
+    written = [slot for slot, _ in plan["write"]]
+    if not all(slot.isidentifier() for slot in [*plan["remove"], *written]):
+        return "upstream's edit rewrote positional or unpacked arguments too"
+    kept = tuple(arg for arg in item.call.args if not (arg.kind == "kw" and arg.name in plan["remove"]))
+    if any(arg.kind == "kw" and arg.name in written for arg in kept):
+        return f"the call already passes {', '.join(written)}"
+    rewritten = kept + tuple(ArgFact("kw", slot, item.call.position) for slot in written)
+    if bind(item.new, rewritten).problems:
+        return "the call rewritten so would not bind to the new signature"
+    return ""
+
+
+def _fields(ctx: CheckContext, item: CallBreak) -> dict[str, str | None]:
     """What changed upstream for this call, in the words each rule's message uses."""
-    name = item.problem.detail
+    name, old_version = item.problem.detail, ctx.old_version
     if item.problem.code == "SGC201":
-        return {"name": name, "change": f"has no field {name} any more", "renamed_to": renamed_in_place(item, name)}
+        renamed, refused = renamed_in_place(ctx, item, name)
+        return {"name": name, "change": f"has no field {name} any more", "renamed_to": renamed,
+                **({"rename_refused": refused} if refused else {})}
     if item.problem.code == "SGC202":
         was = _requirement_change(item.old, item.new, name, old_version)
         return {"name": name, "was": was,
@@ -194,24 +228,65 @@ def _requirement_change(old: Signature, new: Signature, name: str, old_version: 
     return f"required in {old_version} too, where this call passed it"
 
 
-def renamed_in_place(item: CallBreak, name: str) -> str | None:
-    """The new name of a keyword renamed in place: the new release has, where `name` was, a
-    parameter the old one had not, of the same kind and default-ness, after the same parameters."""
+def renamed_in_place(ctx: CheckContext, item: CallBreak, name: str) -> tuple[str | None, str]:
+    """(the new name of a keyword renamed in place, or None; why a parameter in its place is
+    no rename, or ""). A rename is where the new release has, where `name` was, a parameter
+    the old one had not, of the same kind and default-ness, after the same parameters, and the
+    two are the same thing: both annotated alike, or upstream's own calls passed their argument
+    under the new name (`dp_size: int` then `model_runner: ModelRunner` is another parameter)."""
     old, new = item.old.params, item.new.params
     index = next((i for i, p in enumerate(old) if p[0] == name), None)
     if index is None or index >= len(new) or old[:index] != new[:index] or new[index][0] in {p[0] for p in old}:
-        return None
-    return new[index][0] if new[index][1:] == old[index][1:] and new[index][1] in ("pk", "ko") else None
+        return None, ""
+    if new[index][1:] != old[index][1:] or new[index][1] not in ("pk", "ko"):
+        return None, ""
+    renamed = new[index][0]
+    before, after = _annotation(ctx.old, item.old.owner, name), _annotation(ctx.new, item.new.owner, renamed)
+    if before is not None and before == after or _renamed_upstream(ctx, item, name, renamed):
+        return renamed, ""
+    typed = f"{renamed}: {after}" if after is not None else f"{renamed} (unannotated)"
+    was = f"{name}: {before}" if before is not None else f"{name} (unannotated)"
+    return None, (f"{typed} took the place of {was}, and upstream's own calls did not pass the one as the other: "
+                  f"not a rename; port the call by hand")
+
+
+def _annotation(model, owner: str, parameter: str) -> str | None:
+    record = model.callable_record(owner)
+    return (record or {}).get("annotations", {}).get(parameter)
+
+
+def _renamed_upstream(ctx: CheckContext, item: CallBreak, name: str, renamed: str) -> bool:
+    """Whether upstream's own calls of the callable passed their argument of `name` on, as it
+    was, under `renamed` (a learned edit `name=x` -> `renamed=x`)."""
+    if item.new.dataclass:
+        return False
+    answer = upstream_migrations(ctx).calls(item.old.owner, item.new.owner)
+    return any(dict(variant.before).get(name) == dict(variant.after).get(renamed) is not None
+               and set(dict(variant.after)) == {renamed} for variant in answer.variants)
 
 
 @fixes("SGC201")
-def rename_keyword(diagnostic: Diagnostic, workspace) -> bool:
-    """Pass the keyword under its new name, where the new release renamed it in place."""
+def rewrite_call(diagnostic: Diagnostic, workspace) -> bool:
+    """Rewrite the call's arguments as upstream rewrote its own calls (the finding's plan:
+    migrations/), else pass the keyword under its new name where the new release renamed it
+    in place."""
     import libcst
     from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
 
+    plan = diagnostic.data.get("migrated")
+    if plan:
+        document = workspace.document(diagnostic.path)
+        if not document.python:
+            return False
+        rewritten = python_edits.rewrite_arguments(document, *diagnostic.data["use_at"], diagnostic.data["name"],
+                                                   set(plan["remove"]), [tuple(pair) for pair in plan["write"]])
+        if rewritten:
+            import_needed_names(document, plan)
+        return rewritten
+    why = diagnostic.data.get("unmigrated")
     return python_edits.rename_at(diagnostic, workspace, (libcst.Arg,),
                                   lambda arg, new: arg.with_changes(keyword=libcst.Name(new)),
+                                  f"{why}; port the call by hand" if why else diagnostic.data.get("rename_refused") or
                                   "the new release removed the keyword, it did not rename it in place: port the call by hand")
 
 
@@ -222,8 +297,9 @@ def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> I
         position = item.problem.position or item.call.position
         # A parameter's own qualified name, so two findings on one call stay distinct.
         symbol = item.new.owner if item.problem.code == "SGC203" else f"{item.new.owner}.{item.problem.detail}"
+        migration = _migration(ctx, item) if code == "SGC201" else {}
         yield finding(code, item.facts, position, symbol, callee=_display(item.new.owner),
-                      old=ctx.old_version, new=ctx.new_version, **_fields(item, ctx.old_version))
+                      old=ctx.old_version, new=ctx.new_version, **_fields(ctx, item), **migration)
 
 
 def _signature_text(signature: Signature) -> str:

@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
-from sglang_contracts.analysis.hints import home_hint, module_hint, moved_home
+from sglang_contracts.analysis.hints import home_hint, module_hint, moved_home, moved_module
+from sglang_contracts.analysis.migrated import asks_upstream, unlearned_fields, upstream_migrations
+from sglang_contracts.migrations.edits import module_verdict
+from sglang_contracts.migrations.learn import Question
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
 from sglang_contracts.project.stack import python_floor
@@ -89,8 +92,10 @@ def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
         else:
             leaf = outcome.fact.module.rsplit(".", 1)[-1]
             imported = statements.get((outcome.facts.path, outcome.fact.module_position), [])
-            outcome.hint = module_hint(ctx.old, ctx.new, outcome.fact.module, imported,
-                                       ctx.new.find_modules_named(leaf), found)
+            same_leaf = ctx.new.find_modules_named(leaf)
+            outcome.hint = module_hint(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf, found)
+            if imported:
+                outcome.home = moved_module(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf)
 
 
 def import_outcomes(ctx: CheckContext) -> list[ImportOutcome]:
@@ -134,9 +139,57 @@ def imported_module_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
         if key in seen or (key in broken and not outcome.broken_on_old):
             continue  # one report per statement, not per imported name
         seen.add(key)
+        migration = _module_migration(ctx, outcome) if _migrated(outcome) else {}
         yield finding("SGC101", outcome.facts, outcome.fact.module_position, outcome.fact.module,
                       severity=_severity(outcome), module=outcome.fact.module, old=ctx.old_version,
-                      new=ctx.new_version, hint=outcome.hint, before=_broken_before(ctx, outcome))
+                      new=ctx.new_version, hint=outcome.hint, before=_broken_before(ctx, outcome), **migration)
+
+
+def _migrated(outcome: ImportOutcome) -> bool:
+    """Whether upstream's migration is asked about: a lost module with a verified home."""
+    return bool(outcome.home) and not outcome.broken_on_old
+
+
+@asks_upstream("SGC101")
+def _migration_questions(ctx: CheckContext) -> Iterator[Question]:
+    for outcome in _lost(ctx, "module-gone"):
+        if _migrated(outcome):
+            yield Question("imports", (outcome.fact.module,))
+
+
+def _module_migration(ctx: CheckContext, outcome: ImportOutcome) -> dict:
+    """What upstream did with its own imports from the module: where they moved to, and the
+    plan of the fix where they all moved to the verified home (`home`)."""
+    answer = upstream_migrations(ctx).imports(outcome.fact.module)
+    if answer.unlearned:
+        return unlearned_fields(answer)
+    found = module_verdict(answer.variants, outcome.home)
+    if found is None:
+        return {}
+    fields = {"migration": f"; {found.message}"}
+    if found.safety:
+        fields.update(moved_to=outcome.home, fix_safety=found.safety)
+    else:
+        fields["unmigrated"] = found.why
+    return fields
+
+
+@fixes("SGC101")
+def import_from_moved_module(diagnostic: Diagnostic, workspace) -> bool:
+    """`from old.module import ...` -> `from new.module import ...`, where the new module defines
+    the same names as the old one did and upstream moved its own imports there."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
+    home = diagnostic.data.get("moved_to")
+    document = workspace.document(diagnostic.path)
+    if not document.python:
+        return False
+    if not home:
+        why = diagnostic.data.get("unmigrated") or \
+            "no module of the new release defines the same names where upstream's own imports of it moved"
+        document.note(diagnostic.line, diagnostic.col, diagnostic.code, why)
+        return False
+    return python_edits.replace_import_module(document, diagnostic.line, diagnostic.col, home)
 
 
 @contract("SGC102", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)

@@ -8,18 +8,23 @@ typed attribute (the project's or upstream's) or an upstream function's return a
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, import_outline
+from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes, import_outline
 from sglang_contracts.contracts.commandline import prefixing_models
 from sglang_contracts.analysis.hints import rename_hint
 from sglang_contracts.analysis.resolve import Resolver, project_view, resolvers
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.boundary import Problem, note
+from sglang_contracts.infra.pysource import parse_shared
+from sglang_contracts.infra.wording import plural
+from sglang_contracts.migrations.sites import calls_on
 from sglang_contracts.project.facts import FileFacts, ImportFact, Position, Receiver
+from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.serverargs import SERVER_ARGS, FieldSet, FieldsUnreadable, server_args_fields
 
@@ -236,6 +241,76 @@ def _is_fields_call(facts: FileFacts, function: str) -> bool:
         or function == "fields" and bound.get("fields") == "dataclasses.fields"
 
 
+FIELDS_READER = "msgspec.structs.fields"  # what reads a msgspec Struct's fields, ServerArgs's from 0.5.20
+# What a msgspec FieldInfo and a dataclasses.Field both hold, meaning the same (a default that
+# is not set is msgspec.NODEFAULT on one and dataclasses.MISSING on the other; only one has metadata).
+READ_ALIKE = frozenset({"name", "type"})
+
+
+def _fields_migration(ctx: CheckContext, facts: FileFacts, at: Position) -> dict:
+    """How the new release reads ServerArgs's fields itself (msgspec.structs.fields), and the
+    fix's plan where it is certain: the project reads the fields only for what both kinds hold alike."""
+    examples = ctx.of_releases("server-args fields readers", lambda c: calls_on(c.new, FIELDS_READER, SERVER_ARGS))
+    if not examples:
+        return {"unmigrated": f"sglang {ctx.new_version} never reads ServerArgs's fields with {FIELDS_READER}"}
+    said = {"migration": f"; upstream reads them with {FIELDS_READER}(ServerArgs) ({plural(len(examples), 'call')}, "
+                         f"e.g. {examples[0]})"}
+    text = ctx.project.texts.get(facts.path)
+    if text is None or not fields_read_alike(text, facts.path, at):
+        return {**said, "unmigrated": "the fields are read for more than their .name and .type, which a msgspec "
+                                      "field spells otherwise (.default, .metadata): port the call by hand"}
+    return {**said, "fields_reader": FIELDS_READER}
+
+
+def fields_read_alike(text: str, relpath: str, at: Position) -> bool:
+    """Whether the fields the call whose callee's last name is at `at` returns are read only
+    for what both kinds of field hold alike: the call is what a comprehension or a `for` loop
+    iterates, and its target name is read only as `.name` or `.type` there."""
+    try:
+        tree = parse_shared(text, relpath)
+    except (SyntaxError, ValueError):
+        return False
+    where = SourcePositions(text)
+    for node in ast.walk(tree):
+        owners = [(node, generator) for generator in node.generators] \
+            if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) else \
+            [(ast.Module(body=node.body + node.orelse, type_ignores=[]), node)] if isinstance(node, ast.For) else []
+        for scope, loop in owners:
+            call = loop.iter
+            if not isinstance(call, ast.Call) or not isinstance(loop.target, ast.Name):
+                continue
+            named = where.attribute_name(call.func) if isinstance(call.func, ast.Attribute) else where.start(call.func)
+            if (named.line, named.col) != (at.line, at.col):
+                continue
+            target = loop.target.id
+            parents = {id(child): parent for parent in ast.walk(scope) for child in ast.iter_child_nodes(parent)}
+            uses = [name for name in ast.walk(scope) if isinstance(name, ast.Name) and name.id == target
+                    and name is not loop.target]
+            return all(isinstance(parents.get(id(name)), ast.Attribute) and parents[id(name)].attr in READ_ALIKE
+                       for name in uses)
+    return False
+
+
+@fixes("SGC503")
+def read_fields_as_upstream(diagnostic: Diagnostic, workspace) -> bool:
+    """`dataclasses.fields(ServerArgs)` -> `msgspec.structs.fields(ServerArgs)`, as the new
+    release reads them, `import msgspec` added; the other findings are left."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
+    document = workspace.document(diagnostic.path)
+    reader = diagnostic.data.get("fields_reader")
+    if not document.python:
+        return False
+    if not reader:
+        document.note(diagnostic.line, diagnostic.col, diagnostic.code, diagnostic.data.get("unmigrated")
+                      or "only dataclasses.fields(ServerArgs) is rewritten; port the pass-through by hand")
+        return False
+    rewritten = python_edits.replace_callee(document, diagnostic.line, diagnostic.col, reader)
+    if rewritten:
+        document.imports_needed.add(reader.partition(".")[0])
+    return rewritten
+
+
 @contract("SGC503", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def server_args_pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
     old_fields, new_fields = field_sets(ctx)
@@ -252,7 +327,8 @@ def server_args_pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnost
                         and _names_server_args(ctx.old, view.dotted(facts, subject[2:]), False):
                     yield finding("SGC503", facts, probe.position, SERVER_ARGS, **common,
                                   what="dataclasses.fields(ServerArgs) raises TypeError: ServerArgs is no longer "
-                                       "a dataclass (its fields live on namespace structs)")
+                                       "a dataclass (its fields live on namespace structs)",
+                                  **_fields_migration(ctx, facts, probe.position))
     files = _pass_through_files(ctx)
     if not files:
         return

@@ -112,6 +112,9 @@ class FixExample:
     new: dict[str, str]
     before: dict[str, str]
     after: dict[str, str]
+    # run with --unsafe-fixes or not; None: as the rule's fix is declared. An example whose
+    # `after` is its `before` shows a fix refused (it says why).
+    unsafe_fixes: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,9 @@ class Rule:
     unresolved_message: str | None = None
     fix: str | None = None  # "safe" or "unsafe" when the rule can rewrite the project
     fix_description: str = ""
+    # When one finding's fix of a rule whose fix is unsafe is safe: the finding says so itself
+    # (`fix_safety` in its data), as upstream's own examples decide (migrations/).
+    fix_safe_when: str = ""
     # Values of message fields a check passes only when it says something else (the wording of
     # a warning that could not be verified beside the rule's error): `message_defaults` in TOML.
     message_defaults: dict[str, str] = field(default_factory=dict)
@@ -185,6 +191,7 @@ def load_rule(path: Path) -> Rule:
             message_defaults=data.get("message_defaults", {}),
             fix=data.get("fix"),
             fix_description=data.get("fix_description", "").strip(),
+            fix_safe_when=data.get("fix_safe_when", "").strip(),
         )
     except (KeyError, TypeError, AttributeError, tomllib.TOMLDecodeError) as error:
         raise ContractsError(f"{path}: malformed rule entry ({error!r})") from None
@@ -195,6 +202,8 @@ def load_rule(path: Path) -> Rule:
                              f" ({', '.join(s.family for s in SURFACES.values())}) the code is in")
     if rule.fix is not None and (rule.fix not in FIX_SAFETIES or not rule.fix_description):
         raise ContractsError(f"{path}: fix must be \"safe\" or \"unsafe\", with a fix_description")
+    if rule.fix_safe_when and rule.fix != "unsafe":
+        raise ContractsError(f"{path}: fix_safe_when belongs to a rule whose fix is unsafe")
     return rule
 
 
@@ -217,7 +226,7 @@ def _examples(path: Path) -> tuple[tuple[Example, ...], tuple[FixExample, ...]]:
         )
         fix_examples = tuple(
             FixExample(title=raw["title"], old=raw.get("old", {}), new=raw.get("new", {}),
-                       before=raw["before"], after=raw["after"])
+                       before=raw["before"], after=raw["after"], unsafe_fixes=raw.get("unsafe_fixes"))
             for raw in data.get("fix_examples", [])
         )
     except (KeyError, TypeError, AttributeError, tomllib.TOMLDecodeError) as error:
@@ -249,6 +258,8 @@ def explanation(code: str) -> str:
         out.append(f"{to_do}\n")
     if entry.fix:
         out.append(f"Fix ({entry.fix}{', with --unsafe-fixes' * (entry.fix == 'unsafe')}): {entry.fix_description}\n")
+    if entry.fix_safe_when:
+        out.append(f"Safe, without --unsafe-fixes, when: {entry.fix_safe_when}\n")
     out.append(f"Why:\n{why}\n\nMessage: {entry.message}\nReference: {entry.reference}")
     for example in entry.examples:
         out.append(f"\nExample: {example.title}" + (" (the pin alone: --old X --new X)" if example.pin_alone else ""))

@@ -34,6 +34,8 @@ class Document:
         # `import x` statements the edits need, added once the round's edits are done (a line
         # added at the top would move every place a later fix points at).
         self.imports_needed: set[str] = set()
+        # (module, name) of `from module import name` statements the edits need, added likewise.
+        self.names_needed: set[tuple[str, str]] = set()
         # Python as the interpreter reads it (a BOM is `utf-8-sig`, stripped as the check's
         # positions assume); other files as UTF-8 with any BOM kept as its character.
         self.encoding = _python_encoding(raw) if python else "utf-8"

@@ -77,6 +77,15 @@ def dotted(name: str) -> libcst.Attribute | libcst.Name:
     return libcst.parse_expression(name)  # type: ignore[return-value]
 
 
+def expression(text: str) -> libcst.BaseExpression:
+    """An expression a fix writes (upstream's own code, learned), as a node; one that is not a
+    single Python expression is never written."""
+    try:
+        return libcst.parse_expression(text)
+    except libcst.ParserSyntaxError:
+        raise FixNotBuilt(f"{text} is not a Python expression") from None
+
+
 def dotted_text(node: libcst.CSTNode) -> str:
     return libcst.Module([]).code_for_node(node)
 
@@ -145,11 +154,11 @@ def move_imported_name(document: Document, line: int, col: int, name: str, home:
 
 
 class _ReplaceAttribute(libcst.CSTTransformer):
-    """`m.name` (its `name` at line:column) -> the expression `replacement`."""
+    """`m.name` (its `name` at line:column), or `f(...)` (its `f` there) -> the expression `replacement`."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, line: int, column: int, replacement: str) -> None:
+    def __init__(self, line: int, column: int, replacement: libcst.BaseExpression) -> None:
         super().__init__()
         self.target, self.replacement = (line, column), replacement
         self.done = False
@@ -159,33 +168,98 @@ class _ReplaceAttribute(libcst.CSTTransformer):
             start = self.get_metadata(PositionProvider, original.attr).start
             if (start.line, start.column) == self.target:
                 self.done = True
-                return dotted(self.replacement).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+                return self.replacement.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+        return updated
+
+    def leave_Call(self, original: libcst.Call, updated: libcst.Call):
+        """`f(m.name)` (its `f` at line:column: a read's level that upstream rewrote whole)."""
+        if not self.done and isinstance(original.func, libcst.Name):
+            start = self.get_metadata(PositionProvider, original.func).start
+            if (start.line, start.column) == self.target:
+                self.done = True
+                return self.replacement.with_changes(lpar=updated.lpar, rpar=updated.rpar)
         return updated
 
 
 def replace_attribute(document: Document, line: int, col: int, replacement: str) -> bool:
-    return transform(document, _ReplaceAttribute(line, col - 1, replacement))
+    """`m.name` -> the dotted name `replacement`."""
+    return transform(document, _ReplaceAttribute(line, col - 1, dotted(replacement)))
+
+
+def rewrite_read(document: Document, line: int, col: int, replacement: str) -> bool:
+    """`m.name` -> the expression `replacement` (as upstream now reads the value)."""
+    return transform(document, _ReplaceAttribute(line, col - 1, expression(replacement)))
 
 
 def ensure_import(document: Document, module_name: str) -> None:
-    """`import module_name` at module level, after the last top-level import, unless the file has it."""
+    """`import module_name` at module level, unless the file has it (LibCST's AddImportsVisitor:
+    after the file's top block of imports, its docstring and `__future__` imports kept first)."""
     if not is_dotted_name(module_name):
         raise FixNotBuilt(f"{module_name} is not a Python name")
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
+    context = CodemodContext()
+    AddImportsVisitor.add_needed_import(context, module_name)
+    document.module = AddImportsVisitor(context).transform_module(document.module)
+
+
+class _ReplaceCallee(libcst.CSTTransformer):
+    """`f(...)`, `m.f(...)` (the callee's last name at line:column) -> `replacement(...)`."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, replacement: libcst.BaseExpression) -> None:
+        super().__init__()
+        self.target, self.replacement = (line, column), replacement
+        self.done = False
+
+    def leave_Call(self, original: libcst.Call, updated: libcst.Call) -> libcst.Call:
+        if self.done:
+            return updated
+        func = original.func
+        named = func.attr if isinstance(func, libcst.Attribute) else func
+        start = self.get_metadata(PositionProvider, named).start
+        if (start.line, start.column) != self.target:
+            return updated
+        self.done = True
+        return updated.with_changes(func=self.replacement)
+
+
+def replace_callee(document: Document, line: int, col: int, replacement: str) -> bool:
+    """The call whose callee's last name is at 1-based line:col now calls the dotted `replacement`."""
+    return transform(document, _ReplaceCallee(line, col - 1, dotted(replacement)))
+
+
+def ensure_name_import(document: Document, module_name: str, name: str) -> None:
+    """`from module_name import name` at module level, after the last top-level import, unless
+    the file has it."""
+    if not is_dotted_name(module_name) or not is_dotted_name(name) or "." in name:
+        raise FixNotBuilt(f"from {module_name} import {name} is not a Python import")
+    _ensure(document, f"from {module_name} import {name}\n", lambda small: _imports_name_from(small, module_name, name))
+
+
+def _imports_name_from(small: libcst.CSTNode, source: str, name: str) -> bool:
+    return (isinstance(small, libcst.ImportFrom) and small.module is not None and not small.relative
+            and dotted_text(small.module) == source and not isinstance(small.names, libcst.ImportStar)
+            and any(a.asname is None and dotted_text(a.name) == name for a in small.names))
+
+
+def _ensure(document: Document, import_line: str, present) -> None:
+    """`import_line` after the last top-level import, unless one of them is `present`."""
     module = document.module
     last = -1
     for index, statement in enumerate(module.body):
         if not isinstance(statement, libcst.SimpleStatementLine):
             continue
         for small in statement.body:
-            if isinstance(small, libcst.Import):
+            if isinstance(small, (libcst.Import, libcst.ImportFrom)):
                 last = index
-                if any(dotted_text(alias.name) == module_name and alias.asname is None for alias in small.names):
+                if present(small):
                     return
-            elif isinstance(small, libcst.ImportFrom):
-                last = index
     if last == -1 and module.body and _is_docstring(module.body[0]):
         last = 0
-    added = libcst.parse_statement(f"import {module_name}\n")
+    added = libcst.parse_statement(import_line)
     body = list(module.body)
     body.insert(last + 1, added)
     document.module = module.with_changes(body=body)
@@ -235,14 +309,8 @@ def plain_value(value: str, document: Document) -> str | None:
 
 
 def _imports_name(module: libcst.Module, source: str, name: str) -> bool:
-    for statement in module.body:
-        if isinstance(statement, libcst.SimpleStatementLine):
-            for small in statement.body:
-                if (isinstance(small, libcst.ImportFrom) and small.module is not None
-                        and dotted_text(small.module) == source and not isinstance(small.names, libcst.ImportStar)
-                        and any(a.asname is None and dotted_text(a.name) == name for a in small.names)):
-                    return True
-    return False
+    return any(_imports_name_from(small, source, name) for statement in module.body
+               if isinstance(statement, libcst.SimpleStatementLine) for small in statement.body)
 
 
 def _self_assignment(statement: libcst.CSTNode) -> bool:
@@ -353,3 +421,76 @@ class _AddParameters(libcst.CSTTransformer):
 
 def add_parameters(document: Document, line: int, col: int, method: str, added: list[tuple[str, str, str]]) -> bool:
     return transform(document, _AddParameters(line, col - 1, method, added))
+
+
+class _RewriteArguments(libcst.CSTTransformer):
+    """The call whose callee's last name is at line:column: the keyword arguments `remove`
+    dropped, and `write` ((keyword, expression text) pairs) put where the first of them was,
+    in its formatting. `already`: the call was rewritten so before (a sibling finding's fix)."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, keyword: str, remove: set[str], write: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.target, self.keyword, self.remove, self.write = (line, column), keyword, remove, write
+        self.done = self.already = False
+
+    def leave_Call(self, original: libcst.Call, updated: libcst.Call):
+        func = original.func
+        name = func.attr if isinstance(func, libcst.Attribute) else func
+        start = self.get_metadata(PositionProvider, name).start
+        if self.done or (start.line, start.column) != self.target:
+            return updated
+        self.done = True
+        keywords = [arg.keyword.value if arg.keyword is not None else None for arg in updated.args]
+        if self.keyword not in keywords:
+            self.already = not self.remove & set(keywords) and all(slot in keywords for slot, _ in self.write)
+            return updated
+        dropped = [index for index, keyword in enumerate(keywords) if keyword in self.remove]
+        arguments = []
+        for index, argument in enumerate(updated.args):
+            if index == dropped[0]:
+                for number, (slot, text) in enumerate(self.write):
+                    comma = argument.comma
+                    if number < len(self.write) - 1 and not isinstance(comma, libcst.Comma):
+                        comma = libcst.Comma(whitespace_after=libcst.SimpleWhitespace(" "))
+                    arguments.append(argument.with_changes(keyword=libcst.Name(slot), value=expression(text),
+                                                           comma=comma))
+            elif index not in dropped:
+                arguments.append(argument)
+        if arguments and dropped[-1] == len(updated.args) - 1 and (not self.write or dropped[0] != dropped[-1]):
+            arguments[-1] = arguments[-1].with_changes(comma=updated.args[-1].comma)  # the line's end before `)`
+        return updated.with_changes(args=arguments)
+
+
+def rewrite_arguments(document: Document, line: int, col: int, keyword: str, remove: set[str],
+                      write: list[tuple[str, str]]) -> bool:
+    """Rewrite the arguments of the call whose callee is named at 1-based line:col, where it
+    passes `keyword`; True also when a fix of the same call's other finding did it already."""
+    transformer = _RewriteArguments(line, col - 1, keyword, remove, write)
+    return transform(document, transformer) or transformer.already
+
+
+class _ImportModule(libcst.CSTTransformer):
+    """`from old import ...` whose module is at line:column -> `from new import ...`."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, module: str) -> None:
+        super().__init__()
+        self.target, self.module = (line, column), module
+        self.done = False
+
+    def leave_ImportFrom(self, original: libcst.ImportFrom, updated: libcst.ImportFrom) -> libcst.ImportFrom:
+        if self.done or original.module is None or original.relative:
+            return updated
+        start = self.get_metadata(PositionProvider, original.module).start
+        if (start.line, start.column) != self.target:
+            return updated
+        self.done = True
+        return updated.with_changes(module=dotted(self.module))
+
+
+def replace_import_module(document: Document, line: int, col: int, module: str) -> bool:
+    """The `from ... import` whose module is named at 1-based line:col imports from `module`."""
+    return transform(document, _ImportModule(line, col - 1, module))

@@ -647,7 +647,7 @@ def _link(index: ProjectIndex, files: Iterable[FileFacts] | None = None) -> None
         index.exports.setdefault(facts.module, {}).update(_top_level_bindings(facts))
 
 
-def _absolute_module(module: str, is_package: bool, target: str) -> str:
+def absolute_module(module: str, is_package: bool, target: str) -> str:
     level = len(target) - len(target.lstrip("."))
     if not level:
         return target
@@ -666,7 +666,7 @@ def from_imports(relpath: str, module: str, text: str, module_level: bool = Fals
             continue
         clause = match.group("clause")
         names = IMPORTED_NAME.findall(clause.strip("()")) + (["*"] if "*" in clause else [])
-        yield _absolute_module(module, is_package, match.group("source")), names
+        yield absolute_module(module, is_package, match.group("source")), names
 
 
 @dataclass

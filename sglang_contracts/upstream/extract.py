@@ -164,6 +164,9 @@ def _function(function, body: BodyFacts | None) -> dict[str, Any]:
         "decorators": sorted({str(d.value).split("(")[0].rsplit(".", 1)[-1] for d in function.decorators}),
         "returns": annotation_types(function.returns) if function.returns is not None else [],
     }
+    annotations = {p.name: str(p.annotation) for p in function.parameters if p.annotation is not None}
+    if annotations:  # a renamed keyword is told from another parameter by its type (contracts/calls.py)
+        record["annotations"] = annotations
     if "property" in record["decorators"] and admits_none(function.returns):
         record["nullable"] = True  # a property that may return None
     if body is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sglang_contracts.upstream.model import DEEPEST_MODULE, Member, Symbol, UpstreamModel
+from sglang_contracts.upstream.model import DEEPEST_MODULE, Member, Signature, Symbol, UpstreamModel
 
 
 FUNCTION_KINDS = ("function", "method")
@@ -71,3 +71,18 @@ def resolve_target(model: UpstreamModel, dotted: str) -> Target:
         record = member.record if member.kind == "method" else None
         return Target("found", kind if record is not None else member.kind, origin_path, record=record, member=member)
     return UNKNOWN_TARGET
+
+
+def callable_signature(model: UpstreamModel, dotted: str) -> tuple[Signature, Member | None] | None:
+    """What calling the object at `dotted` binds to in one release: a class's constructor, a
+    function, or a method reached through its class (`Scheduler.step(self, ...)`), with the
+    method's member; None when it is no callable the release shows."""
+    target = resolve_target(model, dotted)
+    if target.found and target.kind == "class" and target.origin:
+        signature = model.constructor(target.origin)
+        return (signature, None) if signature else None
+    if not target.callable:
+        return None
+    if target.member is None:
+        return model.function_signature(target.origin), None
+    return model.method_signature(target.member, bound=False), target.member

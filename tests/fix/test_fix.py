@@ -252,9 +252,12 @@ def test_stack_fixes_work_wherever_a_finding_points(tmp_path):
 def test_rules_and_explain_say_which_rules_fix(capsys):
     assert main(["rules"]) == 0
     rows = {line.split()[0]: line.split()[3] for line in capsys.readouterr().out.splitlines()}
-    assert rows["SGC102"] == "safe" and rows["SGC302"] == "unsafe" and rows["SGC101"] not in ("safe", "unsafe")
+    assert rows["SGC102"] == "safe" and rows["SGC302"] == "unsafe" and rows["SGC103"] not in ("safe", "unsafe")
     assert main(["explain", "SGC312"]) == 0
     assert "Fix (unsafe, with --unsafe-fixes): Sets each attribute" in capsys.readouterr().out
+    # A rule whose fix is unsafe but safe for the findings upstream's examples make certain says when.
+    assert main(["explain", "SGC201"]) == 0
+    assert "Safe, without --unsafe-fixes, when: The call passes the same argument expressions" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("home", ["sglang.srt.evil; import os.get_device", "sglang.srt.q import x as _, os as y #.get_device",

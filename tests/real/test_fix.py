@@ -34,7 +34,7 @@ def lines(root: Path, relpath: str) -> list[str]:
 
 def test_the_safe_fixes_write_the_pins_sglang_omni_019_wrote(fixed_018) -> None:
     fixed, released, (safe, _) = fixed_018
-    assert safe.changed == ["pyproject.toml"] and not safe.errors
+    assert "pyproject.toml" in safe.changed and not safe.errors
     ours, theirs = lines(fixed, "pyproject.toml"), lines(released, "pyproject.toml")
     for pin in ('"transformers==5.19.0",  # Match the pinned sglang stack', '"torchcodec==0.17.0",'):
         assert pin in ours and pin in theirs, pin
@@ -62,3 +62,16 @@ def test_the_unsafe_fixes_rename_the_keyword_and_set_the_flag_as_019_did(fixed_0
     assert [(d.code, d.symbol) for d in unsafe.remaining if d.code in ("SGC312", "SGC701", "SGC702")] == [
         ("SGC701", "torch")]  # left with torchvision (above)
     assert any(d.code == "SGC201" for d in unsafe.remaining)  # removed keywords (tp_rank) stay to port
+
+
+def test_the_safe_fixes_learned_from_upstream_write_the_lines_019_wrote(fixed_018) -> None:
+    """Rewrites upstream's own code shows (issue 34): the parallel linear layers' keywords and
+    ModelRunner.tp_group, written as sglang-omni 0.1.9 wrote them."""
+    fixed, released, (safe, _) = fixed_018
+    for relpath, line in [("sglang_omni/models/ming_omni/thinker.py", 'parallel_group="attn_tp",'),
+                          ("sglang_omni/models/qwen3_omni/components/thinker_model.py", 'parallel_group="attn_tp",'),
+                          ("sglang_omni/model_runner/model_worker.py", "return get_parallel().tp_group"),
+                          ("sglang_omni/model_runner/model_worker.py", "from sglang.srt.runtime_context import get_parallel")]:
+        assert relpath in safe.changed
+        assert line in lines(fixed, relpath) and line in lines(released, relpath), (relpath, line)
+    assert "tp_rank=attn_tp_rank," not in lines(fixed, "sglang_omni/models/ming_omni/thinker.py")

@@ -125,9 +125,12 @@ def test_fix_example(tmp_path: Path, code: str, example) -> None:
     before = {"pyproject.toml": "[project]\nname = 'app'\n", **example.before}
     project = write_tree(tmp_path / "project", before)
     options = CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1)
-    unsafe = CATALOG[code].fix == "unsafe"
+    unsafe = CATALOG[code].fix == "unsafe" if example.unsafe_fixes is None else example.unsafe_fixes
     report = run_fix([project], options, unsafe=unsafe)
-    assert report.fixed and not report.errors
+    refused = example.after == example.before  # a fix refused: it rewrites nothing, and says why
+    assert bool(report.fixed) != refused and not report.errors
+    if refused:
+        assert any(f" {code} not fixed: " in note for note in report.notes), report.notes
     for relpath, text in before.items():
         assert (project / relpath).read_bytes().decode() == example.after.get(relpath, text), relpath
     # What the fix leaves, it says why it left.
@@ -159,7 +162,7 @@ def test_an_entry_read_without_its_examples_is_the_entry_read_whole(code: str) -
         if key in ("examples", "fix_examples"):
             assert len(getattr(rule, key)) == len(value)
         else:
-            assert read[key] == (value.strip() if key in ("description", "fix_description") else value), key
+            assert read[key] == (value.strip() if key in ("description", "fix_description", "fix_safe_when") else value), key
 
 
 def test_an_entry_whose_cut_falls_inside_a_string_is_read_whole(tmp_path: Path) -> None:
