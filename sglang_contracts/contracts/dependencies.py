@@ -113,7 +113,9 @@ def walked_closures(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins:
         platform = platform_name(environment)
         old[platform] = walk(old_pins, extras, environment, source)
         new[platform] = walk(new_pins, extras, environment, source)
-    if source.unreachable is None and not source.uncached:  # one cut short by what could not be read is walked again next time
+    # One cut short by an index that could not be read is walked again next time; with no index
+    # (`package-index = "none"`) the cache is all there is, and what it held is the closure kept
+    if source.unreachable is None and (not source.uncached or source.index_setting == NO_INDEX):
         cache.put(key, {side: {platform: closure.to_json() for platform, closure in walked.items()}
                         for side, walked in (("old", old), ("new", new))})
     return old, new
@@ -285,6 +287,16 @@ def follow_new_closure(diagnostic: Diagnostic, workspace) -> bool:
     if pinned is None or "+" in pinned:
         document.note(diagnostic.line, diagnostic.col, "SGC711", f"{name}{spec.text} is not an exact public version: "
                       f"move it to {diagnostic.data['version']} by hand")
+        return False
+    # The same version elsewhere in the command (miles' `nvidia-cutlass-dsl-libs-*==4.6.2` beside
+    # `nvidia-cutlass-dsl==4.6.2`, and the assert that all five are 4.6.2) moves with this pin:
+    # moving one of them alone fails the build
+    lines = document.text.splitlines()
+    first, last = edits.command_at(lines, diagnostic.line - 1)
+    command = "\n".join(lines[first:last + 1])
+    if command.count(pinned) > 1:
+        document.note(diagnostic.line, diagnostic.col, "SGC711", f"{pinned} is named elsewhere in this command (the "
+                      f"pins or checks that move with {name}): move them together, or drop the block, by hand")
         return False
     return document.replace(diagnostic.line, spec.start, spec.end, f"=={diagnostic.data['version']}")
 

@@ -16,7 +16,7 @@ from sglang_contracts.patch.gitapply import (
 from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, split_lines
 from sglang_contracts.patch.release import PatchedTree, find_moved, stock_tree, tree_reader
 from sglang_contracts.patch.stack import PatchStacks, Stack as PatchStack, patch_stacks
-from sglang_contracts.requirements import version_in_tag
+from sglang_contracts.requirements import names_release, version_in_tag
 
 
 @dataclass
@@ -168,6 +168,16 @@ def drop_upstream_hunk(diagnostic: Diagnostic, workspace) -> bool:
         document.note(diagnostic.line, diagnostic.col, "SGC902", f"the patch is in {code_span(release_folder + '/')}, "
                       "the stack of that release: the new release's stack goes in a folder of its own "
                       "(`sglang-contracts patch rebase`)")
+        return False
+    pin = workspace.result.pin if workspace.result is not None else None
+    pinned = version_in_tag(pin.version) if pin is not None else None
+    replaced = version_in_tag(str(diagnostic.data.get("old", "")))
+    if pin is not None and pinned is not None and replaced is not None and names_release(pinned, replaced):
+        # The build applies the stack to the release its pin names: until the stack is rebased for
+        # the new one (slime's latest/ under a v0.5.15.post1 image), the hunk is what adds the code
+        document.note(diagnostic.line, diagnostic.col, "SGC902", f"the project builds on sglang {pin.version} "
+                      f"({pin.where}), where this stack applies the hunk: drop it when the stack is rebased for "
+                      f"{diagnostic.data['new']} (`sglang-contracts bump`)")
         return False
     patch = parse_patch(document.text)
     if patch.error is not None:

@@ -21,6 +21,7 @@ from sglang_contracts.project.index import project_folders
 from sglang_contracts.project.installs import installed_requirements, version_markers
 from sglang_contracts.analysis.importgraph import ImportGraph
 from sglang_contracts.fix import text as edits
+from sglang_contracts.patch.stack import patch_stacks
 from sglang_contracts.project.stack import (
     DeclaredRequirement, ReleaseMention, declared_python, declared_requirements, prose_notes, release_mentions,
     removal_requirement, requirements_below,
@@ -200,6 +201,9 @@ def _held_with(diagnostic: Diagnostic, workspace, document, name: str, written: 
         if written and number != diagnostic.line and module in text and edits.names_version(text, written) \
                 and not edits.requirements_in(text):
             held.append(f"line {number}'s check of {written}")
+        commit = edits.commit_setting(text)
+        if commit:  # the file builds SGLang from that commit, which no fix can move (slime's build_conda.sh)
+            held.append(f"{commit} (line {number}), the commit of SGLang this file builds")
     return ", ".join(held[:3])
 
 
@@ -298,6 +302,12 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
     line = document.line(diagnostic.line) or ""
     start = diagnostic.col - 1
     new, old = diagnostic.data["new"], as_version(diagnostic.data["old"])
+    applied = _stack_applied(workspace.root, new)
+    if applied:
+        document.note(diagnostic.line, diagnostic.col, "SGC702", f"the build applies the patch stack of {applied} "
+                      f"to this release: rebase it for {new} first (`sglang-contracts patch rebase --new {new}`, or "
+                      "`sglang-contracts bump`), then name the new release")
+        return False
     requirement = edits.requirement_at(line, start)
     if requirement is not None and normalized(requirement[0]) == SGLANG:
         spec = requirement[1]
@@ -339,6 +349,18 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
                       "cannot be resolved offline: name the new image's tag and digest by hand")
         return False
     return document.replace(diagnostic.line, number.start, number.end, new)
+
+
+def _stack_applied(root: Path, new: str) -> str:
+    """Where the build applies a patch stack to SGLang (`docker/Dockerfile:140`) when its patches
+    are not in a folder named for the new release: moving the release under it alone breaks the
+    build (slime's `latest/` on a v0.5.23 image: 62 of 84 hunks fail); "" when none is."""
+    wanted, found = as_version(new), patch_stacks(root)
+    for stack in found.stacks if not found.guessed else ():
+        folders = {PurePosixPath(path).parent.name for path in stack.patches}
+        if stack.patches and not any(version_in_tag(folder) == wanted for folder in folders):
+            return stack.source
+    return ""
 
 
 def _settings_left(diagnostic: Diagnostic, workspace, document, old: Version) -> str:

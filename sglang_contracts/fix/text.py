@@ -69,11 +69,25 @@ def requirements_in(line: str) -> list[tuple[str, Span]]:
 
 
 def commit_setting(line: str) -> str | None:
-    """The name of the setting a line makes when it names a commit (`SGLANG_COMMIT=3f2a9c8`)."""
+    """The name of the setting a line makes when it names a commit of SGLang (`SGLANG_COMMIT=3f2a9c8`);
+    another project's commit (slime's `MEGATRON_COMMIT`) is not one."""
     setting = SETTING.match(line)
-    if setting is None or not any(word in setting.group("name").upper() for word in COMMIT_WORDS):
+    name = setting.group("name").upper() if setting is not None else ""
+    if "SGL" not in name or not any(word in name for word in COMMIT_WORDS):
         return None
     return setting.group("name") if COMMIT_VALUE.fullmatch(setting.group("value")) else None
+
+
+def command_at(lines: list[str], row: int) -> tuple[int, int]:
+    """The 0-based rows [first, last] of the shell command or Dockerfile instruction that line
+    `row` is part of: its lines joined by trailing backslashes."""
+    first = row
+    while first > 0 and lines[first - 1].rstrip().endswith("\\"):
+        first -= 1
+    last = row
+    while last < len(lines) - 1 and lines[last].rstrip().endswith("\\"):
+        last += 1
+    return first, last
 
 
 def names_version(text: str, version: str) -> bool:

@@ -70,7 +70,8 @@ def test_fix_hook_rewrites_the_named_files_and_fails_the_commit(try_repo, repo):
         assert result.returncode == 1, result.stdout + result.stderr
         assert "files were modified by this hook" in result.stdout
         after = (repo / "pyproject.toml").read_text()
-        assert '"sglang==0.9.1"' in after and '"transformers==4.51.0"' in after
+        # the sglang pin waits for the patch stack the Dockerfile applies to be rebased (docs/fixing.md)
+        assert '"sglang==0.9.0"' in after and '"transformers==4.51.0"' in after
         assert (repo / "docs/install.md").read_text().count("sglang==0.9.0") == 1  # not a named file
     finally:
         (repo / "pyproject.toml").write_text(before)

@@ -186,11 +186,11 @@ def test_a_file_outside_the_project_is_never_touched(tmp_path):
 
 
 # What fixtures/README.md says `fix` changes in the bundled example, safe fixes only.
+# The places naming 0.9.0 are left: the Dockerfile applies docker/patch/v0.9.0/ to that image,
+# and the release moves under it only once the stack is rebased (helper-29's review: slime's image
+# moved alone under a stack that fails on the new release).
 BUNDLED_SAFE_EDITS = {
-    "pyproject.toml": [('"sglang==0.9.0"', '"sglang==0.9.1"'), ('"transformers==4.50.0"', '"transformers==4.51.0"')],
-    "docs/install.md": [('"sglang==0.9.0"', '"sglang==0.9.1"')],
-    "docker/Dockerfile": [("sglang:v0.9.0-cu129", "sglang:v0.9.1-cu129")],
-    ".github/workflows/ci.yml": [("sglang:v0.9.0", "sglang:v0.9.1")],
+    "pyproject.toml": [('"transformers==4.50.0"', '"transformers==4.51.0"')],
     "demo_omni/layers.py": [("from sglang.srt.layers.quantization import Fp8Config, QuantizationConfig, get_quantization_config",
                              "from sglang.srt.layers.quantization import Fp8Config, QuantizationConfig\n"
                              "from sglang.srt.layers.quantization.base_config import get_quantization_config")],
@@ -223,6 +223,8 @@ def test_the_bundled_example_gets_what_the_readme_says_and_the_rest_stays_report
     codes = {d.code for d in report.remaining}
     assert {"SGC000", "SGC101", "SGC201", "SGC302", "SGC312", "SGC401", "SGC902"} <= codes  # reported, not fixed
     assert "SGC701" not in codes
+    assert any("docker/Dockerfile:1:32: SGC702 not fixed: the build applies the patch stack of docker/Dockerfile" in note
+               for note in report.notes), report.notes
     assert after["demo_omni/broken.py"] == before["demo_omni/broken.py"]
 
 

@@ -96,7 +96,9 @@ def test_omni_018_bump_markdown_report_groups_the_real_findings_by_surface(capsy
     def section_of(d: dict) -> str:
         return inherited if d["code"] in INHERITED else surface_for(d["code"]).title
 
-    assert titles[:-1] == sorted({section_of(d) for d in diagnostics}, key=[*order, inherited].index)
+    # "What moves together" (the closures' delta, from what the test cache holds) is no surface of findings
+    surfaces = [title for title in titles[:-1] if title != "What moves together"]
+    assert surfaces == sorted({section_of(d) for d in diagnostics}, key=[*order, inherited].index)
     assert inherited in titles  # omni's overrides of bodies that changed
     for d in diagnostics:  # every finding is listed, under its section's heading
         (body,) = [text for heading, text in by_heading.items() if heading.split(":")[0] == section_of(d)]
