@@ -31,6 +31,7 @@ from sglang_contracts.infra.output import write_file
 from sglang_contracts.patch.classify import read_patch
 from sglang_contracts.patch.gitapply import check_stack
 from sglang_contracts.patch.patchfile import PATCH_SUFFIXES, PatchFile, parse_patch, unsafe_path_reason
+from sglang_contracts.infra.wording import plural
 from sglang_contracts.patch.rebase import (
     CARRIED, CONFLICT, DROPPED, GONE, LEFT, MERGED, NOT_ON_OLD, SKELETON, UNCHECKED, Rebase, check_tree_folder, git,
     read_patch_text,
@@ -328,13 +329,24 @@ def rebase_live_stack(root: Path, old: Release, new: Release, named: list[str] |
 
 # -- reports ---------------------------------------------------------------------------------
 
+def _left_out(count: int) -> str:
+    """What a "verified" stack lacks: git takes the written patches, which miss the hunks left
+    out (conflicts, files gone), so it is not the stack yet (helper-30's reading of slime's)."""
+    return f"; {plural(count, 'hunk')} left out, not in it" if count else ""
+
+
+def _applies(verified: bool, left: int) -> str:
+    return ("yes" if not left else f"without {left} left out") if verified else "no"
+
+
 def summary_table(result: StackRebase) -> str:
     """One row per patch: its hunks by verdict, and whether its rebased text verified."""
     shown = [v for v in COLUMNS if result.count(v)]
     header = ["patch", "hunks", *shown, "verified"]
     rows = [[printable_path(each.name), str(len(each.rebase.outcomes)), *(str(each.rebase.count(v)) for v in shown),
-             "yes" if each.rebase.verified else "no"] for each in result.patches]
-    rows.append(["(stack)", str(result.hunks), *(str(result.count(v)) for v in shown), "yes" if result.verified else "no"])
+             _applies(each.rebase.verified, sum(each.rebase.count(v) for v in LEFT))] for each in result.patches]
+    rows.append(["(stack)", str(result.hunks), *(str(result.count(v)) for v in shown),
+                 _applies(result.verified, sum(result.count(v) for v in LEFT))])
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     line = lambda row: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))  # noqa: E731
     return "\n".join(line(row).rstrip() for row in [header, *rows]) + "\n"
@@ -348,12 +360,14 @@ def render_stack_plan(result: StackRebase) -> str:
     out = [f"# Rebase of the patch stack {code(result.folder + '/')}: sglang {old} -> {new}", "",
            f"- applied by {code(result.stack.source)}" + (" with `git apply --3way`" if result.stack.three_way else ""),
            f"- written to {code(result.new_folder + '/')}" + (f" ({code(result.folder + '/')} is left as it is)" if moved else ""),
-           f"- {'verified' if result.verified else 'not verified'}: {inline(result.verification)}", ""]
+           f"- {'verified' if result.verified else 'not verified'}: {inline(result.verification)}"
+           f"{_left_out(sum(result.count(v) for v in LEFT)) if result.verified else ''}", ""]
     shown = [v for v in COLUMNS if result.count(v)]
     out += ["| patch | hunks | " + " | ".join(shown) + " | verified |", "|---" * (len(shown) + 3) + "|"]
     for each in result.patches:
         out.append(f"| {cell(code(each.name))} | {len(each.rebase.outcomes)} | "
-                   + " | ".join(str(each.rebase.count(v)) for v in shown) + f" | {'yes' if each.rebase.verified else 'no'} |")
+                   + " | ".join(str(each.rebase.count(v)) for v in shown)
+                   + f" | {_applies(each.rebase.verified, sum(each.rebase.count(v) for v in LEFT))} |")
     out.append("")
     trees = [each for each in result.patches if each.tree is not None]
     if trees:
@@ -380,7 +394,8 @@ def summary_lines(result: StackRebase, written: bool = True) -> list[str]:
     lines = [f"{result.folder}/ -> {result.new_folder}/: sglang {result.old.short} -> {result.new.short} "
              f"({result.stack.source}{', git apply --3way' if result.stack.three_way else ''})",
              *summary_table(result).splitlines(),
-             f"{'verified' if result.verified else 'not verified'}: {result.verification}"]
+             f"{'verified' if result.verified else 'not verified'}: {result.verification}"
+             f"{_left_out(sum(result.count(v) for v in LEFT)) if result.verified else ''}"]
     lines += [f"conflicts left in {each.name}: resolve them in {shown_path(each.tree, result.root)} (git diff there is "
               "the patch)" if written else f"conflicts left in {each.name}: a run that writes puts its files, with "
               f"git's markers, in {shown_path(each.tree, result.root)}" for each in result.patches if each.tree is not None]

@@ -12,7 +12,7 @@ from tests.patch.stack_project import KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, S
 from sglang_contracts.cli import main
 from sglang_contracts.patch.rebase import CARRIED, CONFLICT, NOT_ON_OLD, SKELETON, UNCHECKED, rebase_patch
 from sglang_contracts.patch.patchfile import parse_patch
-from sglang_contracts.patch.stack_rebase import folder_renamed, rebase_live_stack
+from sglang_contracts.patch.stack_rebase import folder_renamed, rebase_live_stack, summary_lines, summary_table
 from sglang_contracts.sources import open_release
 
 
@@ -72,6 +72,9 @@ def test_each_patch_is_rebased_on_the_earlier_ones(releases, tmp_path: Path) -> 
     result = rebase_live_stack(root, old, new)
     verdicts = [[o.verdict for o in each.rebase.outcomes] for each in result.patches]
     assert verdicts == [[CARRIED, CARRIED, CONFLICT], [CARRIED]] and result.verified, result.verification
+    # git takes the written stack, which lacks the conflict: said beside "verified" (helper-30)
+    assert "verified: " in (said := "\n".join(summary_lines(result, written=False))) and "; 1 hunk left out, not in it" in said
+    assert "without 1 left out" in summary_table(result)
     # alone, on the plain releases, the second patch's context is nowhere: what the stack form is for
     text = (root / "docker/patch/v0.5.1/sglang-second.patch").read_text()
     alone = rebase_patch(parse_patch(text), text, old, new)
