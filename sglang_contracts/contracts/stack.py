@@ -21,7 +21,7 @@ from sglang_contracts.project.index import project_folders
 from sglang_contracts.project.installs import installed_requirements, version_markers
 from sglang_contracts.analysis.importgraph import ImportGraph
 from sglang_contracts.fix import text as edits
-from sglang_contracts.patch.stack import patch_stacks
+from sglang_contracts.patch.stack import NAME_ORDER, patch_stacks
 from sglang_contracts.project.stack import (
     DeclaredRequirement, ReleaseMention, declared_python, declared_requirements, prose_notes, release_mentions,
     removal_requirement, requirements_below,
@@ -357,6 +357,8 @@ def _stack_applied(root: Path, new: str) -> str:
     build (slime's `latest/` on a v0.5.23 image: 62 of 84 hunks fail); "" when none is."""
     wanted, found = as_version(new), patch_stacks(root)
     for stack in found.stacks if not found.guessed else ():
+        if stack.source == NAME_ORDER:  # no build applies it (miles' npu_patch/, applied by hand elsewhere)
+            continue
         folders = {PurePosixPath(path).parent.name for path in stack.patches}
         if stack.patches and not any(version_in_tag(folder) == wanted for folder in folders):
             return stack.source

@@ -41,6 +41,11 @@ class Stack:
     three_way: bool = False  # applied with `git apply --3way` (slime's Dockerfile before 0.5.15.post1)
 
 
+# The source of a stack nothing applies: the patch files of a folder, in name order (judged, but
+# no build is known to put them under a release)
+NAME_ORDER = "name order"
+
+
 @dataclass
 class PatchStacks:
     patches: dict[str, PatchFile]  # every patch file against SGLang in the project, by path
@@ -96,7 +101,7 @@ def patch_stacks(root: Path, named: list[str] | tuple[str, ...] = ()) -> PatchSt
         if not chosen:
             by_folder: dict[str, Stack] = {}
             for relpath in sorted(patches):
-                by_folder.setdefault(str(PurePosixPath(relpath).parent), Stack("name order")).patches.append(relpath)
+                by_folder.setdefault(str(PurePosixPath(relpath).parent), Stack(NAME_ORDER)).patches.append(relpath)
             return PatchStacks(patches, list(by_folder.values()), [], guessed=len(by_folder) > 1)
     applied = {path for stack in chosen for path in stack.patches}
     kept: list[Stack] = []
