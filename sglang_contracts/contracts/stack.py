@@ -332,6 +332,11 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
                       f"release being replaced, which moves with it: set both by hand (the commit of {new} is "
                       "known only from a clone: --sglang-repo)")
         return False
+    blocks = _install_blocks_held(diagnostic, workspace)
+    if blocks:
+        document.note(diagnostic.line, diagnostic.col, "SGC702", f"the image installs {blocks} below what sglang {new} "
+                      "requires, in blocks that move together: drop or move them with the release, by hand")
+        return False
     held = _settings_left(diagnostic, workspace, document, old)
     if held:
         document.note(diagnostic.line, diagnostic.col, "SGC702", f"{held} names the same release and moves with it: "
@@ -363,6 +368,19 @@ def _stack_applied(root: Path, new: str) -> str:
         if stack.patches and not any(version_in_tag(folder) == wanted for folder in folders):
             return stack.source
     return ""
+
+
+def _install_blocks_held(diagnostic: Diagnostic, workspace) -> str:
+    """The packages the finding's file installs below the new release's closure (SGC711) in a
+    command that names their version again, which no fix moves: miles' force-installs of
+    flashinfer 0.6.15.post1 and cutlass-dsl 4.6.2 under a base image that moved to 0.5.23 raise
+    at the engine's start. "" when there are none."""
+    found = workspace.result.diagnostics if workspace.result is not None else []
+    # the finding's own file, and the Dockerfiles the image is built from (a build script's tag names that image)
+    held = {f"{d.symbol} ({d.path}:{d.line})" for d in found
+            if d.code == "SGC711" and (d.path == diagnostic.path or images.is_dockerfile(PurePosixPath(d.path).name))
+            and edits.held_in_command(workspace.document(d.path).text.splitlines(), d.line - 1, d.col - 1)}
+    return ", ".join(sorted(held)[:3])
 
 
 def _settings_left(diagnostic: Diagnostic, workspace, document, old: Version) -> str:

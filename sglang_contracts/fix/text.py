@@ -90,6 +90,18 @@ def command_at(lines: list[str], row: int) -> tuple[int, int]:
     return first, last
 
 
+def held_in_command(lines: list[str], row: int, col: int) -> str | None:
+    """The exact version of the requirement at (row, col) when its command names that version
+    again (the pins of its companions, an assert of them all: miles' cutlass-dsl block), so that
+    it moves only with them; None otherwise."""
+    found = requirement_at(lines[row], col) if 0 <= row < len(lines) else None
+    pinned = exact_pin(found[1].text) if found is not None else None
+    if pinned is None:
+        return None
+    first, last = command_at(lines, row)
+    return pinned if "\n".join(lines[first:last + 1]).count(pinned) > 1 else None
+
+
 def names_version(text: str, version: str) -> bool:
     """Does `text` name `version` as a whole (`2.11.0` in `== "2.11.0+cu129"`, not in `12.11.0`)?"""
     start = text.find(version)
