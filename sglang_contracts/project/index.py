@@ -740,26 +740,24 @@ def _upstream_subclasses(index: ProjectIndex) -> dict[str, frozenset[str]]:
     the project's own (`class MyScheduler(Scheduler)`): a file that imports one and runs it
     (`MyScheduler(args).event_loop_normal()` in an entry point that imports nothing of SGLang)
     runs upstream code, so it is scanned like an importer of SGLang's names."""
-    defined = {(facts.module, cls.name): (facts, cls) for facts in index.files.values() if facts.module
-               for cls in facts.classes if "." not in cls.name}
-    found: set[tuple[str, str]] = set()
-    for _ in range(8):  # a subclass of a subclass: a few levels settle every real project
-        grown = False
-        for key, (facts, cls) in defined.items():
-            if key in found:
-                continue
-            bindings = facts.bindings()
+    bases: dict[tuple[str, str], list[str]] = {}  # (module, class) -> its bases as dotted paths
+    for facts in index.files.values():
+        named = [cls for cls in facts.classes if "." not in cls.name] if facts.module else []
+        bindings = facts.bindings() if named else {}
+        for cls in named:
+            dotted = []
             for base in cls.bases:
                 head, _, rest = base.partition(".")
                 target = bindings.get(head, f"{facts.module}.{head}")
-                dotted = f"{target}.{rest}" if rest else target
-                owner, _, name = dotted.rpartition(".")
-                if (owner, name) in found or index.upstream_path(dotted) is not None:
-                    found.add(key)
-                    grown = True
-                    break
+                dotted.append(f"{target}.{rest}" if rest else target)
+            bases[(facts.module, cls.name)] = dotted
+    found = {key for key, dotted in bases.items() if any(index.upstream_path(base) is not None for base in dotted)}
+    for _ in range(8):  # a subclass of a subclass: a few levels settle every real project
+        grown = {key for key, dotted in bases.items()
+                 if key not in found and any(tuple(base.rpartition(".")[::2]) in found for base in dotted)}
         if not grown:
             break
+        found |= grown
     modules: dict[str, set[str]] = {}
     for module, name in found:
         modules.setdefault(module, set()).add(name)
