@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sglang_contracts.diagnostics.catalog import rule
 import sglang_contracts.contracts  # noqa: F401  (registers every fix beside its check)
@@ -31,6 +32,9 @@ class Workspace:
         self.result = result  # the check the findings come from: the releases, for fixes that re-check
         self.documents: dict[str, Document] = {}
         self.refused = dict(refused)  # relpath -> why no fix may touch it
+        # What the round's fixes derive from the project once, not at each finding (the patch
+        # stacks its build applies: every patch file parsed)
+        self.derived: dict[str, Any] = {}
 
     def document(self, relpath: str) -> Document:
         if relpath in self.refused:

@@ -21,6 +21,7 @@ from sglang_contracts.project.index import project_folders
 from sglang_contracts.project.installs import installed_requirements, version_markers
 from sglang_contracts.analysis.importgraph import ImportGraph
 from sglang_contracts.fix import text as edits
+from sglang_contracts.fix.document import NotRewritable
 from sglang_contracts.patch.stack import NAME_ORDER, patch_stacks
 from sglang_contracts.project.stack import (
     DeclaredRequirement, ReleaseMention, declared_python, declared_requirements, prose_notes, release_mentions,
@@ -302,7 +303,7 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
     line = document.line(diagnostic.line) or ""
     start = diagnostic.col - 1
     new, old = diagnostic.data["new"], as_version(diagnostic.data["old"])
-    applied = _stack_applied(workspace.root, new)
+    applied = _stack_applied(workspace, new)
     if applied:
         document.note(diagnostic.line, diagnostic.col, "SGC702", f"the build applies the patch stack of {applied} "
                       f"to this release: rebase it for {new} first (`sglang-contracts patch rebase --new {new}`, or "
@@ -356,11 +357,13 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
     return document.replace(diagnostic.line, number.start, number.end, new)
 
 
-def _stack_applied(root: Path, new: str) -> str:
+def _stack_applied(workspace, new: str) -> str:
     """Where the build applies a patch stack to SGLang (`docker/Dockerfile:140`) when its patches
     are not in a folder named for the new release: moving the release under it alone breaks the
     build (slime's `latest/` on a v0.5.23 image: 62 of 84 hunks fail); "" when none is."""
-    wanted, found = as_version(new), patch_stacks(root)
+    if "patch-stacks" not in workspace.derived:
+        workspace.derived["patch-stacks"] = patch_stacks(workspace.root)
+    wanted, found = as_version(new), workspace.derived["patch-stacks"]
     for stack in found.stacks if not found.guessed else ():
         if stack.source == NAME_ORDER:  # no build applies it (miles' npu_patch/, applied by hand elsewhere)
             continue
@@ -377,9 +380,16 @@ def _install_blocks_held(diagnostic: Diagnostic, workspace) -> str:
     at the engine's start. "" when there are none."""
     found = workspace.result.diagnostics if workspace.result is not None else []
     # the finding's own file, and the Dockerfiles the image is built from (a build script's tag names that image)
-    held = {f"{d.symbol} ({d.path}:{d.line})" for d in found
-            if d.code == "SGC711" and (d.path == diagnostic.path or images.is_dockerfile(PurePosixPath(d.path).name))
-            and edits.held_in_command(workspace.document(d.path).text.splitlines(), d.line - 1, d.col - 1)}
+    held = set()
+    for d in found:
+        if d.code != "SGC711" or not (d.path == diagnostic.path or images.is_dockerfile(PurePosixPath(d.path).name)):
+            continue
+        try:
+            lines = workspace.document(d.path).text.splitlines()
+        except NotRewritable:  # a Dockerfile no fix may open (a link out): its blocks are not known
+            continue
+        if edits.held_in_command(lines, d.line - 1, d.col - 1):
+            held.add(f"{d.symbol} ({d.path}:{d.line})")
     return ", ".join(sorted(held)[:3])
 
 
