@@ -101,9 +101,10 @@ def private(folder: Path) -> bool:
 def make_private_folder(folder: Path) -> str | None:
     """Create the socket folder (mode 700) unless it is there, then why it is not this user's
     alone, or None. Nothing is created in it before this says None."""
+    from sglang_contracts.infra.cache import make_private_folder as make_folder  # lazily: the client stays light
+
     try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        os.mkdir(folder, 0o700)
+        make_folder(folder)  # its missing parents too, the user's alone whatever the umask (campaign 4, D08)
     except FileExistsError:
         pass
     except OSError as error:
