@@ -158,12 +158,15 @@ KEYS: dict[str, Callable[[Any], Any]] = {
     # Where the dependency closure's metadata comes from: a simple index's URL, a folder holding
     # one, or "none" (the cache only); pip's configured index when absent (closure/index.py).
     "package-index": _string,
+    # Where the CUDA build's own torch, torchvision, torchaudio are read (`cu129` builds: PyTorch's
+    # index, https://download.pytorch.org/whl/{cuda}); a URL or folder, `{cuda}` naming the build.
+    "cuda-build-index": _string,
     # Where `patch rebase` (of the stack) and `bump` write the plan and the pull request's body;
     # `{new}` is the release bumped to.
     "upgrade-plan": _project_file,
     "pr-body": _project_file,
 }
-RULE_SETTINGS = ("server-args-seam", "fakes", "patch-files", "serves", "package-index")
+RULE_SETTINGS = ("server-args-seam", "fakes", "patch-files", "serves", "package-index", "cuda-build-index")
 
 
 @dataclass

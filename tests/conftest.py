@@ -22,6 +22,8 @@ os.environ.setdefault("SGLANG_CONTRACTS_DEBUG", "1")
 # The dependency closure reads no package index unless a test names one (a local index it
 # writes, or the real one in tests/real/test_closure.py): the suite's other bumps stay offline.
 os.environ["SGLANG_CONTRACTS_PACKAGE_INDEX"] = "none"
+# nor PyTorch's index of a CUDA build (closure/flavour.py)
+os.environ["SGLANG_CONTRACTS_CUDA_BUILD_INDEX"] = "none"
 # Real releases and downstream sdists are downloaded into the test sessions' own cache, never
 # the user's: 400 MB of wheels a suite fetches are not theirs to keep, and a user's cache must
 # not decide what a test sees. pip keeps no copy. It is outside the checkout, whose paths the

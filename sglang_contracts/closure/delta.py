@@ -55,6 +55,7 @@ class ClosureDelta:
     # shape CI jobs, editors and the test suite that set "none" parse.
     index_read: bool = True
     unread: str = ""  # with "none": the one line naming the pins the cache did not hold
+    cuda_build: str = ""  # the CUDA build the closures are read for, and where the project names it
 
     @property
     def reported(self) -> bool:
@@ -63,7 +64,8 @@ class ClosureDelta:
     def to_json(self) -> dict[str, Any]:
         return {"old": self.old, "new": self.new, "moves": [move.to_json() for move in self.moves],
                 "python": list(self.python) if self.python else None, "sizes": list(self.sizes), "notes": self.notes,
-                "transitive": self.transitive, "index_read": self.index_read, "unread": self.unread}
+                "transitive": self.transitive, "index_read": self.index_read, "unread": self.unread,
+                "cuda_build": self.cuda_build}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ClosureDelta":
@@ -73,7 +75,7 @@ class ClosureDelta:
         old_size, new_size = data["sizes"]
         return cls(str(data["old"]), str(data["new"]), moves, (str(python[0]), str(python[1])) if python else None,
                    (int(old_size), int(new_size)), [str(note) for note in data["notes"]], bool(data["transitive"]),
-                   bool(data.get("index_read", True)), str(data.get("unread", "")))
+                   bool(data.get("index_read", True)), str(data.get("unread", "")), str(data.get("cuda_build", "")))
 
 
 def _text(value: Any) -> str | None:

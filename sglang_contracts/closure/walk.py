@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import Requirement
 
+from sglang_contracts.closure.flavour import CudaBuild, built_extras, is_cuda_library, of_another_build, offered_extras
 from sglang_contracts.requirements import exact_version, normalized, parse_specifier
+
+from sglang_contracts.upstream.pins import ReleasePins
 
 if TYPE_CHECKING:
     from sglang_contracts.closure.source import MetadataSource
-    from sglang_contracts.upstream.pins import ReleasePins
 
 MOST_DEPTH = 8  # sglang -> torch -> cuda-toolkit -> nvidia-cublas: real chains are 4 deep
 MOST_PACKAGES = 600  # sglang 0.5.23 with every extra on Linux reaches about 250
@@ -66,6 +68,11 @@ class Closure:
     requires_python: dict[str, str] = field(default_factory=dict)  # `name==version` -> its Requires-Python
     unknown: list[str] = field(default_factory=list)  # `name==version` pinned, its metadata not known
     cut_short: bool = False  # the walk met its bounds
+    cuda_build: str | None = None  # the CUDA build read (`cu129`), when the project names one
+    build_unread: list[str] = field(default_factory=list)  # `torch==2.14.1+cu129`: the build's metadata not known
+    # The CUDA libraries the index's build (not the project's) brings, left out of the closure:
+    # `sglang -> torch==2.14.1 -> nvidia-nccl-cu13==2.30.7` (SGC714 reads torch's CUDA from them)
+    other_build: list[str] = field(default_factory=list)
 
     def version(self, name: str) -> str | None:
         """The version the closure pins `name` to exactly (the first exact requirement's)."""
@@ -84,13 +91,17 @@ class Closure:
 
     def to_json(self) -> dict[str, Any]:
         return {"platform": self.platform, "requires_python": self.requires_python, "unknown": self.unknown,
-                "cut_short": self.cut_short,
+                "cut_short": self.cut_short, "cuda_build": self.cuda_build, "build_unread": self.build_unread,
+                "other_build": self.other_build,
                 "needs": [[n.name, n.specifier, list(n.extras), list(n.chain)] for needs in self.needs.values() for n in needs]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Closure":
         closure = cls(str(data["platform"]), requires_python={str(k): str(v) for k, v in data["requires_python"].items()},
-                      unknown=[str(item) for item in data["unknown"]], cut_short=bool(data["cut_short"]))
+                      unknown=[str(item) for item in data["unknown"]], cut_short=bool(data["cut_short"]),
+                      cuda_build=data.get("cuda_build"),
+                      build_unread=[str(item) for item in data.get("build_unread", [])],
+                      other_build=[str(item) for item in data.get("other_build", [])])
         for name, specifier, extras, chain in data["needs"]:
             closure.needs.setdefault(str(name), []).append(
                 Need(str(name), str(specifier), tuple(map(str, extras)), tuple(map(str, chain))))
@@ -101,9 +112,38 @@ def _need(requirement: Requirement, chain: tuple[str, ...]) -> Need:
     return Need(normalized(requirement.name), str(requirement.specifier), tuple(sorted(requirement.extras)), chain)
 
 
+def _of_build(closure: Closure, need: Need, pins: ReleasePins, wanted: frozenset[str], environment: dict[str, str],
+              build: CudaBuild, build_source: MetadataSource | None) -> tuple[ReleasePins, frozenset[str]]:
+    """The package as the project's CUDA build installs it: its extras of that build, and for
+    PyTorch's packages of another build, the build's own metadata (`torch==2.14.1+cu129` from
+    PyTorch's index), else the index's without its CUDA libraries (listed as not read)."""
+    wanted = built_extras(wanted, offered_extras(pins.requirements), build)
+    installed = pins.installed_on(environment, wanted)
+    version = need.version or ""
+    if not of_another_build(need.name, installed, build) or "+" in version:
+        return pins, wanted
+    built = build_source.pins(need.name, f"{version}+{build.tag}") if build_source is not None else None
+    if built is not None:
+        return built, wanted
+    _left_out(closure, need, installed, f"{need.name}=={version}+{build.tag}")
+    kept = tuple(r for r in pins.requirements if not is_cuda_library(r))
+    return ReleasePins(kept, pins.requires_python, pins.name), wanted
+
+
+def _left_out(closure: Closure, need: Need, installed: list[Requirement], local: str) -> None:
+    """A build whose own metadata was not read: named, and the index's CUDA libraries kept aside."""
+    if local not in closure.build_unread:
+        closure.build_unread.append(local)
+        chain = (*need.chain, need.spelled())
+        closure.other_build += [_need(r, chain).path() for r in installed if is_cuda_library(r)]
+
+
 def walk(release: ReleasePins, extras: frozenset[str], environment: dict[str, str], source: MetadataSource,
-         most_depth: int = MOST_DEPTH, most_packages: int = MOST_PACKAGES) -> Closure:
-    closure = Closure(platform_name(environment))
+         most_depth: int = MOST_DEPTH, most_packages: int = MOST_PACKAGES, build: CudaBuild | None = None,
+         build_source: MetadataSource | None = None) -> Closure:
+    """The release's closure on `environment`; with `build`, the closure of that CUDA build
+    (closure/flavour.py), PyTorch's packages of the build read from `build_source`."""
+    closure = Closure(platform_name(environment), cuda_build=build.tag if build else None)
     if release.requires_python is not None:
         closure.requires_python[ROOT] = str(release.requires_python)
     level = [_need(r, (ROOT,)) for r in release.installed_on(environment, extras)]
@@ -126,6 +166,8 @@ def walk(release: ReleasePins, extras: frozenset[str], environment: dict[str, st
             wanted = frozenset(extras) | (previously or frozenset())
             expanded[name, version] = wanted
             pins = source.pins(name, version)
+            if pins is not None and build is not None:
+                pins, wanted = _of_build(closure, need, pins, wanted, environment, build, build_source)
             if pins is None:
                 if f"{name}=={version}" not in closure.unknown:
                     closure.unknown.append(f"{name}=={version}")

@@ -21,6 +21,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from sglang_contracts.closure.delta import ClosureDelta, closure_delta
+from sglang_contracts.closure.flavour import PYTORCH_BUILDS, PYTORCH_INDEX, CudaBuild, build_of
 from sglang_contracts.closure.source import NO_INDEX, MetadataSource
 from sglang_contracts.closure.walk import ROOT, Closure, Need, platform_name, walk
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
@@ -34,7 +35,7 @@ from sglang_contracts.project import version_asserts
 from sglang_contracts.project.platforms import build_environments
 from sglang_contracts.project.version_asserts import file_version_asserts, may_assert_version
 from sglang_contracts.infra.boundary import read_project_text
-from sglang_contracts.project.stack import DeclaredRequirement, says_it_matches_stack
+from sglang_contracts.project.stack import DeclaredRequirement, ReleaseMention, says_it_matches_stack
 from sglang_contracts.fix import text as edits
 from sglang_contracts.requirements import (
     applies, as_version, environments, exact_version, names_release, normalized, parse_specifier, version_in_tag,
@@ -45,6 +46,8 @@ from sglang_contracts.upstream.pins import ReleasePins
 CLOSURES = "dependency-closures"
 INDEX_SETTING = "package-index"
 INDEX_VARIABLE = "SGLANG_CONTRACTS_PACKAGE_INDEX"  # the setting's default, for a session (the tests': none)
+BUILD_INDEX_SETTING = "cuda-build-index"  # PyTorch's index of a CUDA build; `{cuda}` names it (`cu129`)
+BUILD_INDEX_VARIABLE = "SGLANG_CONTRACTS_CUDA_BUILD_INDEX"
 MOST_PROJECT_PINS = 200  # the project's own exact pins whose requirements are read
 
 
@@ -63,6 +66,46 @@ def index_setting(ctx: CheckContext) -> str | None:
     if given and given != NO_INDEX and "://" not in given:
         return str(ctx.project.root / Path(given).expanduser())
     return given
+
+
+def build_index_setting(ctx: CheckContext, setting: str | None) -> str:
+    """Where the CUDA build's own PyTorch packages are read: the `cuda-build-index` setting,
+    else $SGLANG_CONTRACTS_CUDA_BUILD_INDEX, else PyTorch's; the cache only when the package
+    index is "none"."""
+    given = ctx.settings.get(BUILD_INDEX_SETTING) or os.environ.get(BUILD_INDEX_VARIABLE) or None
+    if setting == NO_INDEX:
+        return NO_INDEX
+    if given and given != NO_INDEX and "://" not in given:
+        return str(ctx.project.root / Path(given).expanduser())
+    return given or PYTORCH_INDEX
+
+
+def cuda_build(ctx: CheckContext) -> CudaBuild | None:
+    """The CUDA build the project installs: the build suffix of the image tag of the pinned or
+    the new release it builds on (`lmsysorg/sglang:v0.5.22-cu129`), a Dockerfile's first, else
+    the local version of its own torch pin (`torch==2.9.1+cu129`); None when it names none
+    (the release's own build, as its wheel says)."""
+    releases = [release for release in map(as_version, (ctx.old_version, ctx.new_version)) if release is not None]
+    tagged = [(not Path(mention.path).name.startswith("Dockerfile"), mention.path, mention.line, build)
+              for mention, build in _tagged_builds(ctx, releases)]
+    if tagged:
+        _, path, line, build = min(tagged)
+        return CudaBuild(build, f"{path}:{line}")
+    for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
+        version = exact_version(declared.requirement.specifier)
+        if declared.name in PYTORCH_BUILDS and version is not None and build_of(f"+{version.local or ''}"):
+            return CudaBuild(str(build_of(f"+{version.local}")), f"{declared.path}:{declared.line}")
+    return None
+
+
+def _tagged_builds(ctx: CheckContext, releases: list[Version]) -> Iterator[tuple[ReleaseMention, str]]:
+    """The image tags (not in docs) of the bumped releases that name a CUDA build, with it."""
+    for mention in all_release_mentions(ctx):
+        build = build_of(mention.version.partition("-")[2])
+        named = version_in_tag(mention.version) if build else None
+        if mention.kind == "image tag" and named is not None and not mention.path.endswith(DOC_SUFFIXES) \
+                and any(names_release(named, release) for release in releases):
+            yield mention, str(build)
 
 
 def compute_closures(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
@@ -86,19 +129,23 @@ def _exact_project_pins(ctx: CheckContext) -> list[tuple[str, str]]:
 
 
 def _pair_key(old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str], platforms: list[str],
-              setting: str | None) -> str:
+              setting: str | None, build: str | None = None) -> str:
     """The closures' record: by both releases' requirements as written (not by their names: a
     directory's release may change), the extras, the platforms, the index and this code."""
     import sglang_contracts.closure.delta as delta_module
     import sglang_contracts.closure.walk as walk_module
 
     releases = [[sorted(map(str, pins.requirements)), str(pins.requires_python)] for pins in (old_pins, new_pins)]
-    text = json.dumps([code_fingerprint(walk_module, delta_module), releases, sorted(extras), platforms, setting])
+    import sglang_contracts.closure.flavour as flavour_module
+
+    text = json.dumps([code_fingerprint(walk_module, delta_module, flavour_module), releases, sorted(extras), platforms,
+                       setting, build])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def walked_closures(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str],
-            environments_built: list[dict[str, str]], source: MetadataSource) -> tuple[dict[str, Closure], dict[str, Closure]]:
+            environments_built: list[dict[str, str]], source: MetadataSource, build: CudaBuild | None = None,
+            build_source: MetadataSource | None = None) -> tuple[dict[str, Closure], dict[str, Closure]]:
     """Both releases' closures on each platform: from their record when one was kept (reading
     each package's metadata record again cost a third of a second), else walked."""
     kept = cache.get(key)
@@ -111,11 +158,12 @@ def walked_closures(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins:
     old, new = {}, {}
     for environment in environments_built:
         platform = platform_name(environment)
-        old[platform] = walk(old_pins, extras, environment, source)
-        new[platform] = walk(new_pins, extras, environment, source)
+        old[platform] = walk(old_pins, extras, environment, source, build=build, build_source=build_source)
+        new[platform] = walk(new_pins, extras, environment, source, build=build, build_source=build_source)
     # One cut short by an index that could not be read is walked again next time; with no index
     # (`package-index = "none"`) the cache is all there is, and what it held is the closure kept
-    if source.unreachable is None and (not source.uncached or source.index_setting == NO_INDEX):
+    builds_read = build_source is None or build_source.unreachable is None
+    if source.unreachable is None and builds_read and (not source.uncached or source.index_setting == NO_INDEX):
         cache.put(key, {side: {platform: closure.to_json() for platform, closure in walked.items()}
                         for side, walked in (("old", old), ("new", new))})
     return old, new
@@ -129,8 +177,12 @@ def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
     setting = index_setting(ctx)
     source = MetadataSource(cache, setting)
     built = build_environments(ctx.project.root)
-    key = _pair_key(old_pins, new_pins, extras, [platform_name(e) for e in built], setting)
-    old, new = walked_closures(cache, key, old_pins, new_pins, extras, built, source)
+    build = cuda_build(ctx)
+    build_index = build.index_url(build_index_setting(ctx, setting)) if build is not None else None
+    build_source = MetadataSource(cache, build_index) if build_index is not None else None
+    key = _pair_key(old_pins, new_pins, extras, [platform_name(e) for e in built], setting,
+                    f"{build.tag} {build_index}" if build is not None else None)
+    old, new = walked_closures(cache, key, old_pins, new_pins, extras, built, source, build, build_source)
     wanted = _exact_project_pins(ctx)
     source.prefetch(wanted)
     pinned = {pin: source.pins(*pin) for pin in wanted}
@@ -153,9 +205,27 @@ def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
     if unknown and not source.offline:
         delta.notes.append(f"no wheel metadata on the index for {', '.join(unknown[:6])}"
                            f"{f' and {len(unknown) - 6} more' if len(unknown) > 6 else ''}: what they require is not in the closure")
+    if build is not None:
+        delta.cuda_build = f"{build.tag} the project builds on ({build.where})"
+        _note_unread_builds(delta, old, new, build_index, build_source)
     if any(closure.cut_short for closure in (*old.values(), *new.values())):
         delta.notes.append("the closure was cut short at its bounds (depth, count): deeper requirements are not in it")
     return BumpClosures(old, new, pinned, delta)
+
+
+def _note_unread_builds(delta: ClosureDelta, old: dict[str, Closure], new: dict[str, Closure], build_index: str | None,
+                        build_source: MetadataSource | None) -> None:
+    """One note naming the CUDA build's packages whose own metadata was not read: their CUDA
+    libraries are not in the closures (the index's are of another build)."""
+    unread = sorted({item for closure in (*old.values(), *new.values()) for item in closure.build_unread})
+    if not unread:
+        return
+    why = (build_source.unreachable if build_source is not None and build_source.unreachable
+           else "not cached, and the package index is not read" if build_index == NO_INDEX else "not on that index")
+    more = " and more" if len(unread) > 4 else ""
+    delta.notes.append(f"the CUDA build's own metadata of {', '.join(unread[:4])}{more} was not read from "
+                       f"{build_index} ({why}): the CUDA libraries they bring are not in the closure (`cuda-build-index` names "
+                       "another index)")
 
 
 def _platforms_of(declared: DeclaredRequirement, found: BumpClosures) -> Iterator[tuple[dict[str, str], str]]:
@@ -386,14 +456,17 @@ def tag_cuda_major(tag: str) -> int | None:
     return int(digits[:2] if len(digits) == 3 else digits)
 
 
-def torch_cuda_major(closure: Closure) -> tuple[int, Need] | None:
+def torch_cuda_major(closure: Closure) -> tuple[int, str] | None:
     """The CUDA major torch's own CUDA libraries are built for in the closure (`nvidia-nccl-cu13`
-    brought by torch: 13), with the requirement that says so."""
-    for name, needs in sorted(closure.needs.items()):
-        match = TORCH_CUDA_LIBRARY.fullmatch(name)
-        through_torch = [need for need in needs if len(need.chain) > 1 and need.chain[1].startswith("torch==")]
-        if match and through_torch:
-            return int(match.group(1)), through_torch[0]
+    brought by torch: 13), with the chain that says so; where the closure is of the project's
+    CUDA build and that build's torch was not read, the index's torch says it."""
+    paths = [need.path() for name, needs in sorted(closure.needs.items()) if TORCH_CUDA_LIBRARY.fullmatch(name)
+             for need in needs]
+    for path in (*paths, *closure.other_build):
+        parts = path.split(" -> ")
+        match = TORCH_CUDA_LIBRARY.match(parts[-1])
+        if match and len(parts) > 2 and parts[1].startswith("torch=="):
+            return int(match.group(1)), path
     return None
 
 
@@ -417,5 +490,5 @@ def image_cuda_behind_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
         major = tag_cuda_major(mention.version)
         if major == was[0]:
             yield finding_at("SGC714", mention.path, mention.line, mention.col, "sglang", written=mention.written,
-                             major=str(major), now=str(now[0]), chain=now[1].path(), was=str(was[0]),
+                             major=str(major), now=str(now[0]), chain=now[1], was=str(was[0]),
                              old=ctx.old_version, new=ctx.new_version)

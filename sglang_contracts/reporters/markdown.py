@@ -165,8 +165,9 @@ def closure_section(result: "CheckResult") -> list[str]:
     old, new = plain(result.old.release.short), plain(result.new.release.short)
     lines = ["### What moves together", "",
              f"The dependency closure (SGLang's requirements, then each exact pin's own, transitively) has "
-             f"{delta.sizes[0]} packages on {old} and {delta.sizes[1]} on {new}. Installs the project makes of these "
-             "packages must move with them.", ""]
+             f"{delta.sizes[0]} packages on {old} and {delta.sizes[1]} on {new}"
+             f"{f', read for the CUDA build {inline(delta.cuda_build)}' if delta.cuda_build else ''}. Installs the "
+             "project makes of these packages must move with them.", ""]
     lines += [inline(delta.unread), ""] if delta.unread else []
     key = [move for move in delta.moves if move.key]
     if key or delta.python:

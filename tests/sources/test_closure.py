@@ -354,3 +354,73 @@ def test_the_command_line_names_the_index_by_a_folder_relative_to_where_it_runs(
     assert main([*argv, "--package-index", "none", "--no-cache"]) == 1
     assert "SGC712" not in capsys.readouterr().out  # no index, nothing cached: torchvision's requirements unknown
     assert project.is_dir()
+
+
+# The CUDA 12 build of the same releases (closure/flavour.py): PyTorch's index serves torch
+# 2.14.1 as `2.14.1+cu129`, whose CUDA libraries are cu12 ones; flashinfer offers both builds'
+# extras, cutlass-dsl only `cu13` (its base requirements are the CUDA 12 build)
+CU12_SGLANG_NEW = metadata("sglang", "0.2.0", "torch==2.14.1", "nvidia-cutlass-dsl[cu13]==4.8.0",
+                           "flashinfer-python[cu13]==0.7.2")
+CU12_PACKAGES = {**PACKAGES, ("flashinfer-python", "0.7.2"): metadata(
+    "flashinfer-python", "0.7.2", 'nvidia-cutlass-dsl>=4.7; extra == "cu12"',
+    'nvidia-cudnn-frontend-cu13>=1.0; extra == "cu13"', 'nvidia-cudnn-frontend-cu12>=1.0; extra == "cu12"')}
+TORCH_CU129 = {("torch", "2.14.1+cu129"): metadata("torch", "2.14.1+cu129",
+                                                   'nvidia-nccl-cu12==2.28.3; platform_system == "Linux"', "filelock")}
+
+
+def test_the_closure_of_a_cuda_12_build_takes_its_extras_and_pytorchs_build(tmp_path: Path, file_index: str) -> None:
+    from sglang_contracts.closure.flavour import CudaBuild
+
+    index = write_index(tmp_path / "index12", CU12_PACKAGES).as_uri()
+    builds = write_index(tmp_path / "cu129", TORCH_CU129).as_uri()
+    build = CudaBuild("cu129", "docker/Dockerfile:1")
+    closure = walk(metadata_pins(CU12_SGLANG_NEW), frozenset(), X86, source_for(tmp_path, index), build=build,
+                   build_source=source_for(tmp_path, builds, "builds"))
+    assert closure.first("nvidia-nccl-cu12").path() == "sglang -> torch==2.14.1 -> nvidia-nccl-cu12==2.28.3"
+    assert "nvidia-nccl-cu13" not in closure.needs and "nvidia-cutlass-dsl-libs-cu13" not in closure.needs
+    assert "nvidia-cudnn-frontend-cu12" in closure.needs and "nvidia-cudnn-frontend-cu13" not in closure.needs
+    assert closure.build_unread == [] and closure.cuda_build == "cu129"
+    # the same release with no build named is the index's build: its cu13 libraries
+    default = walk(metadata_pins(CU12_SGLANG_NEW), frozenset(), X86, source_for(tmp_path, index))
+    assert default.version("nvidia-nccl-cu13") == "2.30.7" and "nvidia-cudnn-frontend-cu13" in default.needs
+    assert "nvidia-nccl-cu12" not in default.needs
+
+
+def test_a_cuda_build_whose_own_torch_is_not_read_leaves_its_cuda_libraries_out(tmp_path: Path) -> None:
+    from sglang_contracts.closure.flavour import CudaBuild
+
+    index = write_index(tmp_path / "index12", CU12_PACKAGES).as_uri()
+    build = CudaBuild("cu129", "docker/Dockerfile:1")
+    closure = walk(metadata_pins(CU12_SGLANG_NEW), frozenset(), X86, source_for(tmp_path, index), build=build,
+                   build_source=source_for(tmp_path, UNREACHABLE, "builds"))
+    assert closure.build_unread == ["torch==2.14.1+cu129"]
+    assert "nvidia-nccl-cu13" not in closure.needs and "nvidia-nccl-cu12" not in closure.needs
+    assert closure.version("filelock") is None and "filelock" in closure.needs  # torch's other requirements stay
+    assert closure.other_build == ["sglang -> torch==2.14.1 -> nvidia-nccl-cu13==2.30.7"]
+    assert type(closure).from_json(closure.to_json()) == closure
+
+
+CU129_PROJECT = {"docker/Dockerfile": "FROM lmsysorg/sglang:v0.1.0-cu129\n"
+                                      "RUN pip install nvidia-nccl-cu13==2.29.0\n"}
+
+
+def test_a_bump_on_a_cu129_image_is_judged_on_that_build(tmp_path: Path) -> None:
+    index = write_index(tmp_path / "index12", CU12_PACKAGES).as_uri()
+    builds = write_index(tmp_path / "cu129", TORCH_CU129)
+    found, result = _bump(tmp_path, CU129_PROJECT, {"package-index": index, "cuda-build-index": str(builds)})
+    moves = {move.name: move for move in result.closure_delta.moves}
+    assert (moves["nvidia-nccl-cu12"].old, moves["nvidia-nccl-cu12"].new) == ("2.27.5", "2.28.3")
+    assert "nvidia-nccl-cu13" not in moves  # the index's build, not the image's
+    assert result.closure_delta.cuda_build == "cu129 the project builds on (docker/Dockerfile:1)"
+    assert not any(code.split()[1] == "SGC714" for code in found)  # torch 2.14.1 is built for CUDA 12.9 too
+    # an install of the other build's library is no longer judged against a closure that lacks it
+    assert "docker/Dockerfile:2:17: SGC711 warning" not in found
+    # PyTorch's index unreachable: the libraries it would bring are left out, one note says so,
+    # and the image's CUDA is judged by the index's torch, as without a build
+    offline = {"package-index": index, "cuda-build-index": UNREACHABLE}
+    found, result = _bump(tmp_path / "offline", CU129_PROJECT, offline)
+    assert "docker/Dockerfile:1:22: SGC714 warning" in found
+    assert "nvidia-nccl-cu13" not in {move.name for move in result.closure_delta.moves}
+    (note,) = [note for note in result.closure_delta.notes if "CUDA build" in note]
+    assert note.startswith("the CUDA build's own metadata of torch==2.14.1+cu129 was not read from "
+                           "http://127.0.0.1:9/simple/ (127.0.0.1:9: ")
