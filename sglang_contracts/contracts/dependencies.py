@@ -26,12 +26,12 @@ from sglang_contracts.closure.source import NO_INDEX, MetadataSource
 from sglang_contracts.closure.walk import ROOT, Closure, Need, platform_name, walk
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.stack import (
-    DOC_SUFFIXES, SGLANG, all_release_mentions, declared_by_project, distribution_of, installed_by_project, marked_by_project,
-    pins_of_releases, sglang_extras,
+    DOC_SUFFIXES, OTHER_PLATFORM, SGLANG, all_release_mentions, declared_by_project, distribution_of,
+    installed_by_project, marked_by_project, pins_of_releases, sglang_extras,
 )
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
-from sglang_contracts.project import version_asserts
+from sglang_contracts.project import images, version_asserts
 from sglang_contracts.project.platforms import build_environments
 from sglang_contracts.project.version_asserts import file_version_asserts, may_assert_version
 from sglang_contracts.infra.boundary import read_project_text
@@ -81,31 +81,42 @@ def build_index_setting(ctx: CheckContext, setting: str | None) -> str:
 
 
 def cuda_build(ctx: CheckContext) -> CudaBuild | None:
-    """The CUDA build the project installs: the build suffix of the image tag of the pinned or
-    the new release it builds on (`lmsysorg/sglang:v0.5.22-cu129`), a Dockerfile's first, else
-    the local version of its own torch pin (`torch==2.9.1+cu129`); None when it names none
-    (the release's own build, as its wheel says)."""
+    """The CUDA build the project installs: the build suffix of the pinned or new release's
+    image tag where the project sets the release it builds on (`ARG SGLANG_IMAGE_TAG=v0.5.22-cu129`),
+    its main Dockerfile's when it names one, else every setting's when they agree; else the
+    local version of its own torch pin (`torch==2.9.1+cu129`). None when a main Dockerfile's tag
+    names no build (miles' `v0.5.16`, its `-cu129` a variant's in build.py), or settings disagree:
+    the release's own build, as its wheel says."""
     releases = [release for release in map(as_version, (ctx.old_version, ctx.new_version)) if release is not None]
-    tagged = [(not Path(mention.path).name.startswith("Dockerfile"), mention.path, mention.line, build)
-              for mention, build in _tagged_builds(ctx, releases)]
-    if tagged:
-        _, path, line, build = min(tagged)
-        return CudaBuild(build, f"{path}:{line}")
+    settings = list(_release_settings(ctx, releases))
+    chosen = [item for item in settings if images.is_main_dockerfile(item[0].path)] or settings
+    if not chosen:
+        return _pinned_build(ctx)
+    mention, build = chosen[0]
+    agreed = build is not None and all(other == build for _, other in chosen)
+    return CudaBuild(build, f"{mention.path}:{mention.line}") if agreed else None
+
+
+def _pinned_build(ctx: CheckContext) -> CudaBuild | None:
+    """The CUDA build the local version of the project's own torch pin names (`+cu129`)."""
     for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
         version = exact_version(declared.requirement.specifier)
-        if declared.name in PYTORCH_BUILDS and version is not None and build_of(f"+{version.local or ''}"):
-            return CudaBuild(str(build_of(f"+{version.local}")), f"{declared.path}:{declared.line}")
+        build = build_of(f"+{version.local}") if version is not None and version.local else None
+        if declared.name in PYTORCH_BUILDS and build is not None:
+            return CudaBuild(build, f"{declared.path}:{declared.line}")
     return None
 
 
-def _tagged_builds(ctx: CheckContext, releases: list[Version]) -> Iterator[tuple[ReleaseMention, str]]:
-    """The image tags (not in docs) of the bumped releases that name a CUDA build, with it."""
+def _release_settings(ctx: CheckContext, releases: list[Version]) -> Iterator[tuple[ReleaseMention, str | None]]:
+    """Where the project sets a bumped release as an image tag (not docs, not another
+    platform's `-rocm700` tag), with the CUDA build the tag names."""
     for mention in all_release_mentions(ctx):
-        build = build_of(mention.version.partition("-")[2])
-        named = version_in_tag(mention.version) if build else None
-        if mention.kind == "image tag" and named is not None and not mention.path.endswith(DOC_SUFFIXES) \
+        named = version_in_tag(mention.version)
+        suffix = mention.version.partition("-")[2]
+        if mention.kind in ("image tag", "version variable", "build setting") and named is not None \
+                and not mention.path.endswith(DOC_SUFFIXES) and not OTHER_PLATFORM.search(suffix) \
                 and any(names_release(named, release) for release in releases):
-            yield mention, str(build)
+            yield mention, build_of(suffix)
 
 
 def compute_closures(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:

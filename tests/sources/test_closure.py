@@ -424,3 +424,18 @@ def test_a_bump_on_a_cu129_image_is_judged_on_that_build(tmp_path: Path) -> None
     (note,) = [note for note in result.closure_delta.notes if "CUDA build" in note]
     assert note.startswith("the CUDA build's own metadata of torch==2.14.1+cu129 was not read from "
                            "http://127.0.0.1:9/simple/ (127.0.0.1:9: ")
+
+
+def test_the_build_is_the_main_dockerfiles_and_a_variants_suffix_does_not_choose_it(tmp_path: Path) -> None:
+    # miles' shape: the main Dockerfile builds on the release's own image (`v0.1.0`), a variant
+    # of build.py on its `-cu129` one: the closure is the wheel's build, with no build named
+    index = write_index(tmp_path / "index12", CU12_PACKAGES).as_uri()
+    project = {"docker/Dockerfile": "ARG SGLANG_IMAGE_TAG=v0.1.0\nFROM lmsysorg/sglang:${SGLANG_IMAGE_TAG}\n",
+               "docker/build.py": 'VARIANTS = {"cu12": {"SGLANG_IMAGE_TAG": "v0.1.0-cu129"}}\n'}
+    _, result = _bump(tmp_path, project, {"package-index": index})
+    assert result.closure_delta.cuda_build == ""
+    assert "nvidia-nccl-cu13" in {move.name for move in result.closure_delta.moves}
+    # a project that pins its torch build instead of an image
+    pinned = {"requirements.txt": "torch==2.9.1+cu129\n"}
+    _, result = _bump(tmp_path / "pinned", pinned, {"package-index": index, "cuda-build-index": UNREACHABLE})
+    assert result.closure_delta.cuda_build == "cu129 the project builds on (requirements.txt:1)"
