@@ -56,6 +56,7 @@ class ClosureDelta:
     index_read: bool = True
     unread: str = ""  # with "none": the one line naming the pins the cache did not hold
     cuda_build: str = ""  # the CUDA build the closures are read for, and where the project names it
+    build_unread: str = ""  # the one line saying which of the build's packages were not read
 
     @property
     def reported(self) -> bool:
@@ -65,7 +66,7 @@ class ClosureDelta:
         return {"old": self.old, "new": self.new, "moves": [move.to_json() for move in self.moves],
                 "python": list(self.python) if self.python else None, "sizes": list(self.sizes), "notes": self.notes,
                 "transitive": self.transitive, "index_read": self.index_read, "unread": self.unread,
-                "cuda_build": self.cuda_build}
+                "cuda_build": self.cuda_build, "build_unread": self.build_unread}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ClosureDelta":
@@ -75,7 +76,8 @@ class ClosureDelta:
         old_size, new_size = data["sizes"]
         return cls(str(data["old"]), str(data["new"]), moves, (str(python[0]), str(python[1])) if python else None,
                    (int(old_size), int(new_size)), [str(note) for note in data["notes"]], bool(data["transitive"]),
-                   bool(data.get("index_read", True)), str(data.get("unread", "")), str(data.get("cuda_build", "")))
+                   bool(data.get("index_read", True)), str(data.get("unread", "")), str(data.get("cuda_build", "")),
+                   str(data.get("build_unread", "")))
 
 
 def _text(value: Any) -> str | None:

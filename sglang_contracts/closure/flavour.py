@@ -13,13 +13,16 @@ or not cached offline), its CUDA libraries are left out of the closure and a not
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from typing import Iterable
 
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
-from sglang_contracts.requirements import normalized
+from sglang_contracts.requirements import exact_version, normalized
 
 BUILD_EXTRA = re.compile(r"cu(\d{2,3})")  # `cu13`, `cu12`: the extra that picks a CUDA build
 BUILD_SUFFIX = re.compile(r"-cu(\d{2,3})$")  # `nvidia-nccl-cu13`: a library of one CUDA major
@@ -28,6 +31,9 @@ BUILD_TAG = re.compile(r"(?:^|[-+])cu(\d{2,3})(?![\d.])")  # `v0.5.22-cu129`, `2
 PYTORCH_BUILDS = frozenset({"torch", "torchvision", "torchaudio"})
 PYTORCH_INDEX = "https://download.pytorch.org/whl/{cuda}"
 EXTRA_TEST = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+# CUDA's own Python packages, whose major is CUDA's: the cu12 images ask `cuda-python>=12,<13`
+# where the wheel asks `cuda-python>=13.0`
+CUDA_MAJOR_PACKAGES = frozenset({"cuda-python", "cuda-bindings"})
 
 
 def cuda_major(digits: str) -> int:
@@ -72,9 +78,30 @@ def built_extras(wanted: frozenset[str], offered: set[str], build: CudaBuild) ->
         match = BUILD_EXTRA.fullmatch(extra)
         if match is None or cuda_major(match.group(1)) == build.major:
             kept.add(extra)
-        elif f"cu{build.major}" in offered:
-            kept.add(f"cu{build.major}")
+        else:  # the build's own extra (`cu129`) first, then its major's (`cu12`)
+            kept.update([name for name in (build.tag, f"cu{build.major}") if name in offered][:1])
     return frozenset(kept)
+
+
+def built_requirement(requirement: Requirement, build: CudaBuild) -> Requirement | None:
+    """A requirement as the build installs it: a library of another CUDA major by name
+    (`nvshmem4py-cu13`) as the build's (`nvshmem4py-cu12`), CUDA's own Python packages held to
+    the build's major (`cuda-python>=13.0` -> `>=12,<13`); None for an exact pin of another
+    major's library, whose version the build may not have."""
+    name = normalized(requirement.name)
+    match = BUILD_SUFFIX.search(name)
+    if match and cuda_major(match.group(1)) != build.major:
+        if exact_version(requirement.specifier) is not None:
+            return None
+        built = copy.copy(requirement)
+        built.name = f"{name[:match.start()]}-cu{build.major}"
+        return built
+    if name in CUDA_MAJOR_PACKAGES and not any(requirement.specifier.contains(Version(f"{build.major}.{minor}"))
+                                               for minor in range(10)):
+        built = copy.copy(requirement)
+        built.specifier = SpecifierSet(f">={build.major},<{build.major + 1}")
+        return built
+    return requirement
 
 
 def is_cuda_library(requirement: Requirement) -> bool:

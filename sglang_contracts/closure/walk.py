@@ -10,13 +10,16 @@ walk is bounded (MOST_DEPTH levels, MOST_PACKAGES packages): a closure cut short
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import Requirement
 
-from sglang_contracts.closure.flavour import CudaBuild, built_extras, is_cuda_library, of_another_build, offered_extras
+from sglang_contracts.closure.flavour import (
+    CudaBuild, built_extras, built_requirement, is_cuda_library, of_another_build, offered_extras,
+)
 from sglang_contracts.requirements import exact_version, normalized, parse_specifier
 
 from sglang_contracts.upstream.pins import ReleasePins
@@ -138,6 +141,27 @@ def _left_out(closure: Closure, need: Need, installed: list[Requirement], local:
         closure.other_build += [_need(r, chain).path() for r in installed if is_cuda_library(r)]
 
 
+def _spelled_as_built(need: Need, wanted: frozenset[str], build: CudaBuild | None) -> str:
+    """The requirement as a chain shows it: with the extras the build asked (`[cu12]`, none)."""
+    return need.spelled() if build is None else dataclasses.replace(need, extras=tuple(sorted(wanted))).spelled()
+
+
+def _as_built(closure: Closure, chain: tuple[str, ...], requirements: list[Requirement],
+              build: CudaBuild | None) -> list[Requirement]:
+    """The requirements as the project's CUDA build installs them (flavour.built_requirement);
+    an exact pin of another major's library is kept aside, as a build not read is."""
+    if build is None:
+        return requirements
+    kept = []
+    for requirement in requirements:
+        built = built_requirement(requirement, build)
+        if built is None:
+            closure.other_build.append(_need(requirement, chain).path())
+        else:
+            kept.append(built)
+    return kept
+
+
 def walk(release: ReleasePins, extras: frozenset[str], environment: dict[str, str], source: MetadataSource,
          most_depth: int = MOST_DEPTH, most_packages: int = MOST_PACKAGES, build: CudaBuild | None = None,
          build_source: MetadataSource | None = None) -> Closure:
@@ -146,7 +170,7 @@ def walk(release: ReleasePins, extras: frozenset[str], environment: dict[str, st
     closure = Closure(platform_name(environment), cuda_build=build.tag if build else None)
     if release.requires_python is not None:
         closure.requires_python[ROOT] = str(release.requires_python)
-    level = [_need(r, (ROOT,)) for r in release.installed_on(environment, extras)]
+    level = [_need(r, (ROOT,)) for r in _as_built(closure, (ROOT,), release.installed_on(environment, extras), build)]
     expanded: dict[tuple[str, str], frozenset[str]] = {}  # (name, version) -> the extras it was followed with
     for _ in range(most_depth):
         to_follow: dict[tuple[str, str], tuple[Need, set[str]]] = {}  # the first need that pins it, every extra asked
@@ -174,12 +198,13 @@ def walk(release: ReleasePins, extras: frozenset[str], environment: dict[str, st
                 continue
             if pins.requires_python is not None:
                 closure.requires_python[f"{name}=={version}"] = str(pins.requires_python)
-            chain = (*need.chain, need.spelled())
+            chain = (*need.chain, _spelled_as_built(need, wanted, build))
             found = pins.installed_on(environment, wanted)
             if previously is not None:  # followed before with fewer extras: only what the new ones add
-                already = set(map(str, pins.installed_on(environment, previously)))
+                asked = built_extras(previously, offered_extras(pins.requirements), build) if build else previously
+                already = set(map(str, pins.installed_on(environment, asked)))
                 found = [r for r in found if str(r) not in already]
-            level += [_need(r, chain) for r in found]
+            level += [_need(r, chain) for r in _as_built(closure, chain, found, build)]
         if not level:
             break
     else:

@@ -130,13 +130,23 @@ def closures(ctx: CheckContext) -> BumpClosures | None:
 
 
 def _exact_project_pins(ctx: CheckContext) -> list[tuple[str, str]]:
-    """(name, version) of the project's exact pins that the index can hold (no local `+cu129`)."""
+    """(name, version) of the project's exact pins that the index can hold: no local version
+    (`+cu129`: which build is the project's choice), but PyTorch's own builds, whose public
+    version's requirements are read (`torchvision==0.26.0+cu129` asks torch 2.11.0 as 0.26.0 does)."""
     found = []
     for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
-        version = exact_version(declared.requirement.specifier)
-        if declared.name != SGLANG and version is not None and not version.local:
-            found.append((declared.name, str(version)))
+        version = _readable_version(declared)
+        if declared.name != SGLANG and version is not None:
+            found.append((declared.name, version))
     return list(dict.fromkeys(found))[:MOST_PROJECT_PINS]
+
+
+def _readable_version(declared: DeclaredRequirement) -> str | None:
+    """The version of an exact pin whose requirements the index holds (see _exact_project_pins)."""
+    version = exact_version(declared.requirement.specifier)
+    if version is None or (version.local and declared.name not in PYTORCH_BUILDS):
+        return None
+    return version.public
 
 
 def _pair_key(old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str], platforms: list[str],
@@ -235,8 +245,10 @@ def _note_unread_builds(delta: ClosureDelta, old: dict[str, Closure], new: dict[
            else "not cached, and the package index is not read" if build_index == NO_INDEX else "not on that index")
     more = " and more" if len(unread) > 4 else ""
     delta.notes.append(f"the CUDA build's own metadata of {', '.join(unread[:4])}{more} was not read from "
-                       f"{build_index} ({why}): the CUDA libraries they bring are not in the closure (`cuda-build-index` names "
-                       "another index)")
+                       f"{build_index} ({why}): the CUDA libraries they bring are not in the closure (the "
+                       "`cuda-build-index` setting names another index to read them from)")
+    delta.build_unread = (f"The CUDA libraries {', '.join(unread[:4])}{more} bring are not in it: that build's "
+                          f"metadata was not read ({why}).")
 
 
 def _platforms_of(declared: DeclaredRequirement, found: BumpClosures) -> Iterator[tuple[dict[str, str], str]]:
@@ -390,12 +402,13 @@ def pin_requires_other_than_new_closure(ctx: CheckContext) -> Iterator[Diagnosti
         return
     for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
         mine = exact_version(declared.requirement.specifier)
-        own = found.pinned.get((declared.name, str(mine))) if mine is not None else None
-        if declared.name == SGLANG or own is None:
+        readable = _readable_version(declared)
+        own = found.pinned.get((declared.name, readable)) if readable is not None else None
+        if declared.name == SGLANG or own is None or mine is None:
             continue
         for environment, platform in _platforms_of(declared, found):
             new_closure, old_closure = found.new[platform], found.old[platform]
-            if new_closure.version(declared.name) not in (None, str(mine)):
+            if new_closure.version(declared.name) not in (None, str(mine), mine.public):
                 break  # the pin itself moves with the release: SGC701 or SGC711 says so
             conflicts = []
             for requirement in own.installed_on(environment, frozenset(declared.requirement.extras)):

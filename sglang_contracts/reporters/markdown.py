@@ -169,6 +169,7 @@ def closure_section(result: "CheckResult") -> list[str]:
              f"{f', read for the CUDA build {inline(delta.cuda_build)}' if delta.cuda_build else ''}. Installs the "
              "project makes of these packages must move with them.", ""]
     lines += [inline(delta.unread), ""] if delta.unread else []
+    lines += [inline(delta.build_unread), ""] if delta.build_unread else []
     key = [move for move in delta.moves if move.key]
     if key or delta.python:
         lines += ["| package | moves | brought by | platforms |", "|---|---|---|---|"]

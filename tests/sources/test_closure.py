@@ -360,10 +360,13 @@ def test_the_command_line_names_the_index_by_a_folder_relative_to_where_it_runs(
 # 2.14.1 as `2.14.1+cu129`, whose CUDA libraries are cu12 ones; flashinfer offers both builds'
 # extras, cutlass-dsl only `cu13` (its base requirements are the CUDA 12 build)
 CU12_SGLANG_NEW = metadata("sglang", "0.2.0", "torch==2.14.1", "nvidia-cutlass-dsl[cu13]==4.8.0",
-                           "flashinfer-python[cu13]==0.7.2")
+                           "flashinfer-python[cu13]==0.7.2", "nvshmem4py-cu13", "cuda-python>=13.0",
+                           "nvidia-nvshmem-cu13==3.4.5", "humming-kernels[cu13]==0.1.12")
 CU12_PACKAGES = {**PACKAGES, ("flashinfer-python", "0.7.2"): metadata(
     "flashinfer-python", "0.7.2", 'nvidia-cutlass-dsl>=4.7; extra == "cu12"',
     'nvidia-cudnn-frontend-cu13>=1.0; extra == "cu13"', 'nvidia-cudnn-frontend-cu12>=1.0; extra == "cu12"')}
+CU12_PACKAGES[("humming-kernels", "0.1.12")] = metadata(
+    "humming-kernels", "0.1.12", 'nvidia-cuda-runtime-cu12; extra == "cu129"', 'nvidia-cuda-runtime; extra == "cu13"')
 TORCH_CU129 = {("torch", "2.14.1+cu129"): metadata("torch", "2.14.1+cu129",
                                                    'nvidia-nccl-cu12==2.28.3; platform_system == "Linux"', "filelock")}
 
@@ -380,9 +383,18 @@ def test_the_closure_of_a_cuda_12_build_takes_its_extras_and_pytorchs_build(tmp_
     assert "nvidia-nccl-cu13" not in closure.needs and "nvidia-cutlass-dsl-libs-cu13" not in closure.needs
     assert "nvidia-cudnn-frontend-cu12" in closure.needs and "nvidia-cudnn-frontend-cu13" not in closure.needs
     assert closure.build_unread == [] and closure.cuda_build == "cu129"
+    # named for another major: renamed to the build's when any version goes, left out when pinned
+    assert "nvshmem4py-cu12" in closure.needs and "nvshmem4py-cu13" not in closure.needs
+    assert "nvidia-nvshmem-cu13" not in closure.needs
+    assert "sglang -> nvidia-nvshmem-cu13==3.4.5" in closure.other_build
+    assert closure.first("cuda-python").specifier == "<13,>=12"  # as the CUDA 12 images ask it
+    # an extra named for the build itself (`cu129`) is taken over its major's, and chains say so
+    assert closure.first("nvidia-cuda-runtime-cu12").path() == (
+        "sglang -> humming-kernels[cu129]==0.1.12 -> nvidia-cuda-runtime-cu12")
     # the same release with no build named is the index's build: its cu13 libraries
     default = walk(metadata_pins(CU12_SGLANG_NEW), frozenset(), X86, source_for(tmp_path, index))
     assert default.version("nvidia-nccl-cu13") == "2.30.7" and "nvidia-cudnn-frontend-cu13" in default.needs
+    assert "nvshmem4py-cu13" in default.needs and default.first("cuda-python").specifier == ">=13.0"
     assert "nvidia-nccl-cu12" not in default.needs
 
 
@@ -396,7 +408,8 @@ def test_a_cuda_build_whose_own_torch_is_not_read_leaves_its_cuda_libraries_out(
     assert closure.build_unread == ["torch==2.14.1+cu129"]
     assert "nvidia-nccl-cu13" not in closure.needs and "nvidia-nccl-cu12" not in closure.needs
     assert closure.version("filelock") is None and "filelock" in closure.needs  # torch's other requirements stay
-    assert closure.other_build == ["sglang -> torch==2.14.1 -> nvidia-nccl-cu13==2.30.7"]
+    assert closure.other_build == ["sglang -> nvidia-nvshmem-cu13==3.4.5",
+                                   "sglang -> torch==2.14.1 -> nvidia-nccl-cu13==2.30.7"]
     assert type(closure).from_json(closure.to_json()) == closure
 
 
@@ -424,6 +437,7 @@ def test_a_bump_on_a_cu129_image_is_judged_on_that_build(tmp_path: Path) -> None
     (note,) = [note for note in result.closure_delta.notes if "CUDA build" in note]
     assert note.startswith("the CUDA build's own metadata of torch==2.14.1+cu129 was not read from "
                            "http://127.0.0.1:9/simple/ (127.0.0.1:9: ")
+    assert result.closure_delta.build_unread.startswith("The CUDA libraries torch==2.14.1+cu129 bring are not in it")
 
 
 def test_the_build_is_the_main_dockerfiles_and_a_variants_suffix_does_not_choose_it(tmp_path: Path) -> None:
@@ -436,6 +450,8 @@ def test_the_build_is_the_main_dockerfiles_and_a_variants_suffix_does_not_choose
     assert result.closure_delta.cuda_build == ""
     assert "nvidia-nccl-cu13" in {move.name for move in result.closure_delta.moves}
     # a project that pins its torch build instead of an image
-    pinned = {"requirements.txt": "torch==2.9.1+cu129\n"}
-    _, result = _bump(tmp_path / "pinned", pinned, {"package-index": index, "cuda-build-index": UNREACHABLE})
+    pinned = {"requirements.txt": "torch==2.9.1+cu129\ntorchvision==0.24.1+cu129\n"}
+    found, result = _bump(tmp_path / "pinned", pinned, {"package-index": index, "cuda-build-index": UNREACHABLE})
     assert result.closure_delta.cuda_build == "cu129 the project builds on (requirements.txt:1)"
+    # a build of PyTorch's pinned exactly is held to the new closure by its public version's requirements
+    assert "requirements.txt:2:1: SGC712 error" in found
