@@ -8,12 +8,14 @@ import os
 import stat
 import tokenize
 from pathlib import Path
-
-import libcst
+from typing import TYPE_CHECKING
 
 from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, MAX_TEXT_BYTES, Unreadable, read_limited
 from sglang_contracts.infra.temporaries import temporary_beside
+
+if TYPE_CHECKING:
+    import libcst
 
 
 class NotRewritable(Exception):
@@ -68,6 +70,8 @@ class Document:
     @property
     def module(self) -> libcst.Module:
         if self._module is None:
+            import libcst  # only a fix that edits a tree pays its import: a check run never does
+
             try:
                 self._module = libcst.parse_module(self._text)
             except (libcst.ParserSyntaxError, RecursionError) as error:
