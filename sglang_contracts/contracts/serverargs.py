@@ -63,17 +63,22 @@ def field_sets(ctx: CheckContext) -> tuple[FieldSet | None, FieldSet | None]:
         both = context.of_releases("server-args-fields", lambda c: (_fields_or_why(c.old), _fields_or_why(c.new)))
         unreadable = [side for side in both if isinstance(side, FieldsUnreadable)]
         if unreadable:
-            path, position = min(((facts.path, fact.position) for facts in context.project.files.values()
-                                  for fact in facts.imports if _is_server_args_import(fact)),
-                                 key=lambda site: (site[0], site[1].line, site[1].col))
-            note(Problem(path, position.line, position.col,
-                         f"read the ServerArgs fields of {' and '.join(dict.fromkeys(side.release for side in unreadable))}",
-                         unreadable[0].why, internal=False, module=SERVER_ARGS,
-                         unchecked="the contracts with its fields are not checked"))
+            _note_unreadable_fields(context, unreadable)
         old, new = (None if isinstance(side, FieldsUnreadable) else side for side in both)
         return old, new
 
     return ctx.shared("server-args-fields", compute)
+
+
+def _note_unreadable_fields(ctx: CheckContext, unreadable: list[FieldsUnreadable]) -> None:
+    """Say once, at the project's first import of ServerArgs, which release's fields are unreadable."""
+    path, position = min(((facts.path, fact.position) for facts in ctx.project.files.values()
+                          for fact in facts.imports if _is_server_args_import(fact)),
+                         key=lambda site: (site[0], site[1].line, site[1].col))
+    note(Problem(path, position.line, position.col,
+                 f"read the ServerArgs fields of {' and '.join(dict.fromkeys(side.release for side in unreadable))}",
+                 unreadable[0].why, internal=False, module=SERVER_ARGS,
+                 unchecked="the contracts with its fields are not checked"))
 
 
 def _names_server_args(model: UpstreamModel, dotted: str | None, called: bool) -> bool:
@@ -106,24 +111,25 @@ def _typed_as_server_args(resolver: Resolver, facts: FileFacts, receiver: Receiv
     if not receiver.types or any(kind.startswith(("C:", "U:")) for kind in receiver.types):
         return False
     if not receiver.attrs:
-        return all(kind[:2] in ("T:", "R:") and _names_server_args(model, view.dotted(facts, kind[2:]), kind[:2] == "R:")
+        return all(kind[:2] in ("T:", "R:")
+                   and _names_server_args(model, view.dotted(facts, kind[2:]), kind[:2] == "R:")
                    for kind in receiver.types)
     holders = resolver.receiver(facts, Receiver(receiver.types, receiver.attrs[:-1]))
     if not holders:
         return False
     name = receiver.attrs[-1]
-    for holder in holders:
-        if holder.project is not None:
-            kinds = resolver.project_attribute_kinds(holder.project, name) or ()
-            owner = resolver.owner_facts(holder.project, name)
-            if not kinds or not typed_as_server_args(resolver, owner, Receiver(kinds)):
-                return False
-        else:
-            member = model.member(holder.origin, name)
-            types = (member.record.get("returns" if member.kind == "property" else "types", []) if member else [])
-            if SERVER_ARGS not in types:
-                return False
-    return True
+    return all(_holds_server_args(resolver, holder, name) for holder in holders)
+
+
+def _holds_server_args(resolver: Resolver, holder, name: str) -> bool:
+    """Is the holder's attribute `name` typed as a ServerArgs (a project class's or upstream's)?"""
+    if holder.project is not None:
+        kinds = resolver.project_attribute_kinds(holder.project, name) or ()
+        owner = resolver.owner_facts(holder.project, name)
+        return bool(kinds) and typed_as_server_args(resolver, owner, Receiver(kinds))
+    member = resolver.model.member(holder.origin, name)
+    types = (member.record.get("returns" if member.kind == "property" else "types", []) if member else [])
+    return SERVER_ARGS in types
 
 
 @dataclass
@@ -154,32 +160,51 @@ def _uses(ctx: CheckContext) -> list[FieldUse]:
     seams = _seams(ctx)
     # While both releases make ServerArgs a class, the call and attribute contracts judge its
     # constructor keywords (SGC204) and typed reads (SGC321).
-    constructor_judged = ctx.old.resolve_class(SERVER_ARGS) is not None and ctx.new.resolve_class(SERVER_ARGS) is not None
+    constructor_judged = ctx.old.resolve_class(SERVER_ARGS) is not None \
+        and ctx.new.resolve_class(SERVER_ARGS) is not None
     uses = []
     for facts in ctx.project.files.values():
-        for read in facts.reads:
-            if (read.store or not constructor_judged) and typed_as_server_args(old, facts, read.receiver) \
-                    and typed_as_server_args(new, facts, read.receiver):
-                uses.append(FieldUse(facts, read.position, read.attr, "write" if read.store else "read", read.scope))
-        for probe in facts.probes:
-            if probe.function in ("getattr", "hasattr", "setattr") and probe.subject is not None and probe.string_at(1) \
-                    and typed_as_server_args(old, facts, probe.subject) and typed_as_server_args(new, facts, probe.subject):
-                text, position = probe.string_at(1)
-                uses.append(FieldUse(facts, position, text, "write" if probe.function == "setattr" else "read",
-                                     probe.scope))
-        for call in facts.calls:
-            kind = call.callee.types[0]
-            if not kind.startswith("C:") or call.callee.attrs:
-                continue
-            dotted = view.dotted(facts, kind[2:])
-            if dotted in seams:
-                how = "seam"
-            elif not constructor_judged and _names_server_args(ctx.old, dotted, False):
-                how = "keyword"
-            else:
-                continue
-            uses.extend(FieldUse(facts, arg.position, arg.name, how, call.scope) for arg in call.args if arg.kind == "kw")
+        uses.extend(_read_uses(facts, old, new, constructor_judged))
+        uses.extend(_probe_uses(facts, old, new))
+        uses.extend(_call_uses(ctx, view, facts, seams, constructor_judged))
     return uses
+
+
+def _typed_in_both(old: Resolver, new: Resolver, facts: FileFacts, receiver: Receiver) -> bool:
+    return typed_as_server_args(old, facts, receiver) and typed_as_server_args(new, facts, receiver)
+
+
+def _read_uses(facts: FileFacts, old: Resolver, new: Resolver, constructor_judged: bool) -> Iterator[FieldUse]:
+    """The file's attribute reads and writes of a ServerArgs (writes alone while the constructor is judged)."""
+    for read in facts.reads:
+        if (read.store or not constructor_judged) and _typed_in_both(old, new, facts, read.receiver):
+            yield FieldUse(facts, read.position, read.attr, "write" if read.store else "read", read.scope)
+
+
+def _probe_uses(facts: FileFacts, old: Resolver, new: Resolver) -> Iterator[FieldUse]:
+    """The file's `getattr`/`hasattr`/`setattr` of a ServerArgs with a literal field name."""
+    for probe in facts.probes:
+        if probe.function in ("getattr", "hasattr", "setattr") and probe.subject is not None and probe.string_at(1) \
+                and _typed_in_both(old, new, facts, probe.subject):
+            text, position = probe.string_at(1)
+            yield FieldUse(facts, position, text, "write" if probe.function == "setattr" else "read", probe.scope)
+
+
+def _call_uses(ctx: CheckContext, view, facts: FileFacts, seams: list[str],
+               constructor_judged: bool) -> Iterator[FieldUse]:
+    """The keywords the file passes to a seam or (while not judged as a class's) to ServerArgs()."""
+    for call in facts.calls:
+        kind = call.callee.types[0]
+        if not kind.startswith("C:") or call.callee.attrs:
+            continue
+        dotted = view.dotted(facts, kind[2:])
+        if dotted in seams:
+            how = "seam"
+        elif not constructor_judged and _names_server_args(ctx.old, dotted, False):
+            how = "keyword"
+        else:
+            continue
+        yield from (FieldUse(facts, arg.position, arg.name, how, call.scope) for arg in call.args if arg.kind == "kw")
 
 
 def field_uses(ctx: CheckContext) -> list[FieldUse]:
@@ -272,23 +297,38 @@ def fields_read_alike(text: str, relpath: str, at: Position) -> bool:
         return False
     where = SourcePositions(text)
     for node in ast.walk(tree):
-        owners = [(node, generator) for generator in node.generators] \
-            if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) else \
-            [(ast.Module(body=node.body + node.orelse, type_ignores=[]), node)] if isinstance(node, ast.For) else []
-        for scope, loop in owners:
-            call = loop.iter
-            if not isinstance(call, ast.Call) or not isinstance(loop.target, ast.Name):
-                continue
-            named = where.attribute_name(call.func) if isinstance(call.func, ast.Attribute) else where.start(call.func)
-            if (named.line, named.col) != (at.line, at.col):
-                continue
-            target = loop.target.id
-            parents = {id(child): parent for parent in ast.walk(scope) for child in ast.iter_child_nodes(parent)}
-            uses = [name for name in ast.walk(scope) if isinstance(name, ast.Name) and name.id == target
-                    and name is not loop.target]
-            return all(isinstance(parents.get(id(name)), ast.Attribute) and parents[id(name)].attr in READ_ALIKE
-                       for name in uses)
+        for scope, loop in _iterations(node):
+            if _iterates_call_at(where, loop, at):
+                return _target_read_alike(scope, loop)
     return False
+
+
+def _iterations(node: ast.AST) -> list[tuple[ast.AST, ast.comprehension | ast.For]]:
+    """The (scope, loop) pairs of a comprehension's generators or of a `for` loop (its body and else)."""
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        return [(node, generator) for generator in node.generators]
+    if isinstance(node, ast.For):
+        return [(ast.Module(body=node.body + node.orelse, type_ignores=[]), node)]
+    return []
+
+
+def _iterates_call_at(where: SourcePositions, loop: ast.comprehension | ast.For, at: Position) -> bool:
+    """Does the loop bind a plain name to what the call whose callee's last name is at `at` returns?"""
+    call = loop.iter
+    if not isinstance(call, ast.Call) or not isinstance(loop.target, ast.Name):
+        return False
+    named = where.attribute_name(call.func) if isinstance(call.func, ast.Attribute) else where.start(call.func)
+    return (named.line, named.col) == (at.line, at.col)
+
+
+def _target_read_alike(scope: ast.AST, loop: ast.comprehension | ast.For) -> bool:
+    """Is the loop's target read in the scope only as `.name` or `.type`?"""
+    target = loop.target.id
+    parents = {id(child): parent for parent in ast.walk(scope) for child in ast.iter_child_nodes(parent)}
+    uses = [name for name in ast.walk(scope) if isinstance(name, ast.Name) and name.id == target
+            and name is not loop.target]
+    return all(isinstance(parents.get(id(name)), ast.Attribute) and parents[id(name)].attr in READ_ALIKE
+               for name in uses)
 
 
 @fixes("SGC503")
@@ -317,18 +357,7 @@ def server_args_pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnost
     if old_fields is None or new_fields is None:
         return
     common = dict(old=ctx.old_version, new=ctx.new_version)
-    view = project_view(ctx)
-    # dataclasses.fields(ServerArgs) copies the flags back by name: it stops working with the shape.
-    if old_fields.shape == "dataclass" and new_fields.shape != "dataclass":
-        for facts in ctx.project.files.values():
-            for probe in facts.probes:
-                subject = probe.subject.types[0] if probe.subject else ""
-                if _is_fields_call(facts, probe.function) and subject.startswith("C:") \
-                        and _names_server_args(ctx.old, view.dotted(facts, subject[2:]), False):
-                    yield finding("SGC503", facts, probe.position, SERVER_ARGS, **common,
-                                  what="dataclasses.fields(ServerArgs) raises TypeError: ServerArgs is no longer "
-                                       "a dataclass (its fields live on namespace structs)",
-                                  **_fields_migration(ctx, facts, probe.position))
+    yield from _fields_call_findings(ctx, old_fields, new_fields, common)
     files = _pass_through_files(ctx)
     if not files:
         return
@@ -339,38 +368,83 @@ def server_args_pass_through_out_of_date(ctx: CheckContext) -> Iterator[Diagnost
     judged_by_command_line = bool(wrappers)
     skip_lists = {wrapper.skip_list for wrapper in wrappers}
     for facts in ctx.project.files.values() if not judged_by_command_line else ():
-        names = [(flag.field, flag.position, flag.kind) for flag in facts.flags]
-        names += [(probe.string_at(1)[0][len("sglang_"):], probe.string_at(1)[1], "attr") for probe in facts.probes
-                  if probe.function in ("getattr", "hasattr", "setattr") and probe.string_at(1)
-                  and probe.string_at(1)[0].startswith("sglang_")]
-        # One removed field, one finding per file: at its first use, naming the lines of the others.
-        uses: dict[str, list[tuple[Position, str]]] = {}
-        for field, position, kind in names:
-            if field in old_fields and field not in new_fields:
-                uses.setdefault(field, []).append((position, kind))
-        for field, found in uses.items():
-            (position, kind), *more = sorted(found, key=lambda use: (use[0].line, use[0].col))
-            spelled = f"--sglang-{field.replace('_', '-')}" if kind == "flag" else f"sglang_{field}"
-            lines = sorted({p.line for p, _ in more} - {position.line})
-            also = f" (used here on line{'s' * (len(lines) > 1)} {', '.join(map(str, lines))} too)" if lines else ""
-            yield finding("SGC503", facts, position, f"{SERVER_ARGS}.{field}", **common,
-                          what=f"the pass-through {spelled} names ServerArgs.{field}, which is gone"
-                               f"{_rename(ctx, field, old_fields, new_fields)}{also}")
+        yield from _gone_pass_through_findings(ctx, facts, old_fields, new_fields, common)
     for facts in files:
-        for strings in facts.strings:
-            if strings.name in skip_lists:
-                continue
-            listed = [text for text, _ in strings.items]
-            for text, position in strings.items:
-                if text in old_fields and text not in new_fields:
-                    yield finding("SGC503", facts, position, f"{SERVER_ARGS}.{text}", severity="warning", **common,
-                                  what=f"{strings.name} lists {text}, no longer a ServerArgs field"
-                                       f"{_rename(ctx, text, old_fields, new_fields)}")
-            known = [text for text in listed if text in old_fields]
-            if len(known) >= 3 and len(known) >= 0.8 * len(listed) and not SKIP_LIST.search(strings.name):
-                added = sorted(set(new_fields.fields) - set(old_fields.fields) - set(listed))
-                if added:
-                    shown = ", ".join(added[:5]) + (f" and {len(added) - 5} more" if len(added) > 5 else "")
-                    yield finding("SGC503", facts, strings.items[0][1], f"{SERVER_ARGS}", severity="warning",
-                                  **common, what=f"{strings.name} lists ServerArgs fields explicitly and would drop "
-                                                 f"{len(added)} new ones: {shown}")
+        yield from _string_lists_findings(ctx, facts, skip_lists, old_fields, new_fields, common)
+
+
+def _fields_call_findings(ctx: CheckContext, old_fields: FieldSet, new_fields: FieldSet,
+                          common: dict) -> Iterator[Diagnostic]:
+    """Each `dataclasses.fields(ServerArgs)`, which raises once ServerArgs is no longer a dataclass:
+    it copies the flags back by name, so it stops working with the shape."""
+    if old_fields.shape != "dataclass" or new_fields.shape == "dataclass":
+        return
+    view = project_view(ctx)
+    for facts in ctx.project.files.values():
+        for probe in facts.probes:
+            subject = probe.subject.types[0] if probe.subject else ""
+            if _is_fields_call(facts, probe.function) and subject.startswith("C:") \
+                    and _names_server_args(ctx.old, view.dotted(facts, subject[2:]), False):
+                yield finding("SGC503", facts, probe.position, SERVER_ARGS, **common,
+                              what="dataclasses.fields(ServerArgs) raises TypeError: ServerArgs is no longer "
+                                   "a dataclass (its fields live on namespace structs)",
+                              **_fields_migration(ctx, facts, probe.position))
+
+
+def _pass_through_names(facts: FileFacts) -> list[tuple[str, Position, str]]:
+    """The fields the file's `--sglang-<field>` flags and `sglang_<field>` attribute probes name."""
+    names = [(flag.field, flag.position, flag.kind) for flag in facts.flags]
+    names += [(probe.string_at(1)[0][len("sglang_"):], probe.string_at(1)[1], "attr") for probe in facts.probes
+              if probe.function in ("getattr", "hasattr", "setattr") and probe.string_at(1)
+              and probe.string_at(1)[0].startswith("sglang_")]
+    return names
+
+
+def _gone_pass_through_findings(ctx: CheckContext, facts: FileFacts, old_fields: FieldSet, new_fields: FieldSet,
+                                common: dict) -> Iterator[Diagnostic]:
+    """One removed field, one finding per file: at its first use, naming the lines of the others."""
+    uses: dict[str, list[tuple[Position, str]]] = {}
+    for field, position, kind in _pass_through_names(facts):
+        if field in old_fields and field not in new_fields:
+            uses.setdefault(field, []).append((position, kind))
+    for field, found in uses.items():
+        (position, kind), *more = sorted(found, key=lambda use: (use[0].line, use[0].col))
+        spelled = f"--sglang-{field.replace('_', '-')}" if kind == "flag" else f"sglang_{field}"
+        lines = sorted({p.line for p, _ in more} - {position.line})
+        also = f" (used here on line{'s' * (len(lines) > 1)} {', '.join(map(str, lines))} too)" if lines else ""
+        yield finding("SGC503", facts, position, f"{SERVER_ARGS}.{field}", **common,
+                      what=f"the pass-through {spelled} names ServerArgs.{field}, which is gone"
+                           f"{_rename(ctx, field, old_fields, new_fields)}{also}")
+
+
+def _string_lists_findings(ctx: CheckContext, facts: FileFacts, skip_lists: set, old_fields: FieldSet,
+                           new_fields: FieldSet, common: dict) -> Iterator[Diagnostic]:
+    """The findings of the file's string lists of fields, but for a wrapper's skip lists."""
+    for strings in facts.strings:
+        if strings.name not in skip_lists:
+            yield from _listed_fields_findings(ctx, facts, strings, old_fields, new_fields, common)
+
+
+def _listed_fields_findings(ctx: CheckContext, facts: FileFacts, strings, old_fields: FieldSet,
+                            new_fields: FieldSet, common: dict) -> Iterator[Diagnostic]:
+    """A string list's removed fields, and the new fields an explicit list of them would drop."""
+    listed = [text for text, _ in strings.items]
+    for text, position in strings.items:
+        if text in old_fields and text not in new_fields:
+            yield finding("SGC503", facts, position, f"{SERVER_ARGS}.{text}", severity="warning", **common,
+                          what=f"{strings.name} lists {text}, no longer a ServerArgs field"
+                               f"{_rename(ctx, text, old_fields, new_fields)}")
+    known = [text for text in listed if text in old_fields]
+    if len(known) >= 3 and len(known) >= 0.8 * len(listed) and not SKIP_LIST.search(strings.name):
+        yield from _dropped_new_fields(facts, strings, listed, old_fields, new_fields, common)
+
+
+def _dropped_new_fields(facts: FileFacts, strings, listed: list[str], old_fields: FieldSet, new_fields: FieldSet,
+                        common: dict) -> Iterator[Diagnostic]:
+    """The new fields an explicit list of the old ones would drop."""
+    added = sorted(set(new_fields.fields) - set(old_fields.fields) - set(listed))
+    if added:
+        shown = ", ".join(added[:5]) + (f" and {len(added) - 5} more" if len(added) > 5 else "")
+        yield finding("SGC503", facts, strings.items[0][1], f"{SERVER_ARGS}", severity="warning",
+                      **common, what=f"{strings.name} lists ServerArgs fields explicitly and would drop "
+                                     f"{len(added)} new ones: {shown}")
