@@ -39,15 +39,18 @@ class Binding:
 
 def bind(signature: Signature, args: tuple[ArgFact, ...]) -> Binding:
     """Python's argument binding, as far as the call's text shows it."""
-    params = signature.params
-    positional = [p for p in params if p[1] in ("po", "pk")]
-    keywords = {name for name, kind, _ in params if kind in ("pk", "ko")}
-    var_positional = any(kind == "va" for _, kind, _ in params)
-    var_keyword = any(kind == "vk" for _, kind, _ in params)
-    has_star = any(a.kind == "star" for a in args)
-    has_dstar = any(a.kind == "dstar" for a in args)
     binding = Binding({}, [])
     filled: set[str] = set()
+    _bind_positionals(signature.params, args, binding, filled)
+    _bind_keywords(signature, args, binding, filled)
+    _require_unfilled(signature.params, args, binding, filled)
+    return binding
+
+
+def _bind_positionals(params, args: tuple[ArgFact, ...], binding: Binding, filled: set[str]) -> None:
+    """Land the positional arguments up to a `*args` splat, or report one too many."""
+    positional = [p for p in params if p[1] in ("po", "pk")]
+    var_positional = any(kind == "va" for _, kind, _ in params)
     count = 0
     for index, arg in enumerate(args):
         if arg.kind == "star":
@@ -58,11 +61,21 @@ def bind(signature: Signature, args: tuple[ArgFact, ...]) -> Binding:
             binding.landed[index] = positional[count][0]
             filled.add(positional[count][0])
         elif not var_positional:
-            given = sum(1 for a in args if a.kind == "pos")
-            binding.problems.append(Problem("SGC203", f"{plural(given, 'positional argument')} given, it takes {len(positional)}",
-                                            arg.position))
+            binding.problems.append(_too_many_positionals(args, len(positional), arg))
             break
         count += 1
+
+
+def _too_many_positionals(args: tuple[ArgFact, ...], takes: int, arg: ArgFact) -> Problem:
+    given = sum(1 for a in args if a.kind == "pos")
+    return Problem("SGC203", f"{plural(given, 'positional argument')} given, it takes {takes}", arg.position)
+
+
+def _bind_keywords(signature: Signature, args: tuple[ArgFact, ...], binding: Binding, filled: set[str]) -> None:
+    """Land the keyword arguments on their parameters or in a `**kwargs`."""
+    params = signature.params
+    keywords = {name for name, kind, _ in params if kind in ("pk", "ko")}
+    var_keyword = any(kind == "vk" for _, kind, _ in params)
     for index, arg in enumerate(args):
         if arg.kind != "kw":
             continue
@@ -74,19 +87,33 @@ def bind(signature: Signature, args: tuple[ArgFact, ...]) -> Binding:
             binding.landed[index] = arg.name
         elif not var_keyword:
             binding.problems.append(Problem("SGC201", arg.name, arg.position))
-        else:  # `**kwargs` takes it; where it goes on to is known only when the body forwards it
-            accepted = signature.accepts_forwarded(arg.name)
-            if accepted is False:
-                binding.problems.append(Problem("SGC201", arg.name, arg.position))
-            elif accepted is None:
-                binding.unknown.add(arg.name)
+        else:
+            _bind_to_var_keyword(signature, arg, binding)
+
+
+def _bind_to_var_keyword(signature: Signature, arg: ArgFact, binding: Binding) -> None:
+    """`**kwargs` takes the keyword; where it goes on to is known only when the body forwards it."""
+    accepted = signature.accepts_forwarded(arg.name)
+    if accepted is False:
+        binding.problems.append(Problem("SGC201", arg.name, arg.position))
+    elif accepted is None:
+        binding.unknown.add(arg.name)
+
+
+def _require_unfilled(params, args: tuple[ArgFact, ...], binding: Binding, filled: set[str]) -> None:
+    """Report each required parameter left unfilled that no splat may supply."""
+    has_star = any(a.kind == "star" for a in args)
+    has_dstar = any(a.kind == "dstar" for a in args)
     for name, kind, has_default in params:
         if has_default or name in filled or kind in ("va", "vk"):
             continue
-        if has_dstar and kind in ("pk", "ko") or has_star and kind in ("po", "pk"):
-            continue  # a splat may supply it
+        if _splat_may_supply(kind, has_star, has_dstar):
+            continue
         binding.problems.append(Problem("SGC202", name, None))
-    return binding
+
+
+def _splat_may_supply(kind: str, has_star: bool, has_dstar: bool) -> bool:
+    return has_dstar and kind in ("pk", "ko") or has_star and kind in ("po", "pk")
 
 
 def _display(owner: str) -> str:
@@ -114,19 +141,27 @@ def _landing_changes(old: Binding, new: Binding, call: CallFact, old_signature: 
     old_names, new_names = old_signature.names(), new_signature.names()
     kinds = {name: kind for name, kind, _ in new_signature.params}
     for index, was in old.landed.items():
-        now = new.landed.get(index)
         arg = call.args[index]
         if arg.kind != "pos":
             continue
-        if now is None and kinds.get(was) == "ko":
-            changes.append(Problem("SGC203", f"{was} became keyword-only", arg.position))
-        elif now is not None and now != was and now not in old_names and was in new_names:
-            # what changed is a parameter inserted before it, not the one it used to fill
-            changes.append(Problem("SGC203", f"the new parameter {now} now takes argument {index + 1}, which was {was}",
-                                   arg.position))
-        elif now is not None and now != was and (now in old_names or was in new_names):
-            changes.append(Problem("SGC203", f"argument {index + 1} now lands on {now} (it was {was})", arg.position))
+        change = _landing_change(index, was, new.landed.get(index), kinds, old_names, new_names)
+        if change:
+            changes.append(Problem("SGC203", change, arg.position))
     return changes
+
+
+def _landing_change(index: int, was: str, now: str | None, kinds: dict[str, str], old_names, new_names) -> str:
+    """How the positional argument at `index`, which filled `was`, lands now ("": as it did)."""
+    if now is None and kinds.get(was) == "ko":
+        return f"{was} became keyword-only"
+    if now is None or now == was:
+        return ""
+    if now not in old_names and was in new_names:
+        # what changed is a parameter inserted before it, not the one it used to fill
+        return f"the new parameter {now} now takes argument {index + 1}, which was {was}"
+    if now in old_names or was in new_names:
+        return f"argument {index + 1} now lands on {now} (it was {was})"
+    return ""
 
 
 def _analyse_calls(ctx: CheckContext) -> list[CallBreak]:
@@ -135,31 +170,53 @@ def _analyse_calls(ctx: CheckContext) -> list[CallBreak]:
     for facts in ctx.project.files.values():
         for call in facts.calls:
             old_callee = old_resolver.callee_at(facts, call)
-            if old_callee is None:
-                continue
-            new_callee = new_resolver.callee_at(facts, call)
-            # Functions and constructors only: a method's raise may be a base's, answered by an override.
-            if new_callee is not None and new_callee.member is None and _retirement(ctx.new, new_callee.signature.owner) \
-                    and not _retirement(ctx.old, old_callee.signature.owner):
-                breaks.append(CallBreak(facts, call, Problem("SGC205", "", None), old_callee.signature,
-                                        new_callee.signature))
-            old_binding = bind(old_callee.signature, call.args)
-            if old_binding.problems:
-                continue  # did not bind on the old release either: not this bump's break
-            if new_callee is None:
-                continue  # gone or unknowable: the import and attribute contracts say which
-            new_binding = bind(new_callee.signature, call.args)
-            landing = _landing_changes(old_binding, new_binding, call, old_callee.signature, new_callee.signature)
-            # A keyword the old release took into an opaque `**kwargs` never provably bound.
-            problems = [p for p in new_binding.problems if not (p.code == "SGC201" and p.detail in old_binding.unknown)]
-            moved = landing + [p for p in problems if p.code == "SGC203"]
-            if moved:  # one break, one finding: what the shift leaves unfilled is the shift's doing
-                shifted = {name for index, name in old_binding.landed.items() if call.args[index].kind == "pos"}
-                problems = [p for p in problems if not (p.code == "SGC202" and p.detail in shifted)]
-            # One positional report per call (its first argument out of place); one per keyword.
-            for problem in [p for p in problems if p.code != "SGC203"] + moved[:1]:
-                breaks.append(CallBreak(facts, call, problem, old_callee.signature, new_callee.signature))
+            if old_callee is not None:
+                breaks.extend(_breaks_of_call(ctx, facts, call, old_callee, new_resolver.callee_at(facts, call)))
     return breaks
+
+
+def _breaks_of_call(ctx: CheckContext, facts: FileFacts, call: CallFact, old_callee, new_callee) -> list[CallBreak]:
+    """The call's breaks: its callee newly retired, and what no longer binds on the new signature."""
+    breaks: list[CallBreak] = []
+    if _newly_retired(ctx, old_callee, new_callee):
+        breaks.append(CallBreak(facts, call, Problem("SGC205", "", None), old_callee.signature,
+                                new_callee.signature))
+    old_binding = bind(old_callee.signature, call.args)
+    if old_binding.problems:
+        return breaks  # did not bind on the old release either: not this bump's break
+    if new_callee is None:
+        return breaks  # gone or unknowable: the import and attribute contracts say which
+    new_binding = bind(new_callee.signature, call.args)
+    for problem in _binding_problems(old_binding, new_binding, call, old_callee.signature, new_callee.signature):
+        breaks.append(CallBreak(facts, call, problem, old_callee.signature, new_callee.signature))
+    return breaks
+
+
+def _newly_retired(ctx: CheckContext, old_callee, new_callee) -> bool:
+    """Functions and constructors only: a method's raise may be a base's, answered by an override."""
+    if new_callee is None or new_callee.member is not None:
+        return False
+    retired_now = bool(_retirement(ctx.new, new_callee.signature.owner))
+    return retired_now and not _retirement(ctx.old, old_callee.signature.owner)
+
+
+def _binding_problems(old_binding: Binding, new_binding: Binding, call: CallFact, old_signature: Signature,
+                      new_signature: Signature) -> list[Problem]:
+    """What the new binding gets wrong that the old did not: one positional report per call (its
+    first argument out of place), one per keyword."""
+    landing = _landing_changes(old_binding, new_binding, call, old_signature, new_signature)
+    # A keyword the old release took into an opaque `**kwargs` never provably bound.
+    problems = [p for p in new_binding.problems if not (p.code == "SGC201" and p.detail in old_binding.unknown)]
+    moved = landing + [p for p in problems if p.code == "SGC203"]
+    if moved:  # one break, one finding: what the shift leaves unfilled is the shift's doing
+        problems = _not_left_by_shift(problems, old_binding, call)
+    return [p for p in problems if p.code != "SGC203"] + moved[:1]
+
+
+def _not_left_by_shift(problems: list[Problem], old_binding: Binding, call: CallFact) -> list[Problem]:
+    """The problems but the required parameters the positional arguments filled before they moved."""
+    shifted = {name for index, name in old_binding.landed.items() if call.args[index].kind == "pos"}
+    return [p for p in problems if not (p.code == "SGC202" and p.detail in shifted)]
 
 
 def call_breaks(ctx: CheckContext) -> list[CallBreak]:
@@ -187,13 +244,17 @@ def _unbindable(item: CallBreak, plan: dict[str, Any]) -> str:
     written = [slot for slot, _ in plan["write"]]
     if not all(slot.isidentifier() for slot in [*plan["remove"], *written]):
         return "upstream's edit rewrote positional or unpacked arguments too"
-    kept = tuple(arg for arg in item.call.args if not (arg.kind == "kw" and arg.name in plan["remove"]))
-    if any(arg.kind == "kw" and arg.name in written for arg in kept):
+    kept = tuple(arg for arg in item.call.args if not _passes_keyword(arg, plan["remove"]))
+    if any(_passes_keyword(arg, written) for arg in kept):
         return f"the call already passes {', '.join(written)}"
     rewritten = kept + tuple(ArgFact("kw", slot, item.call.position) for slot in written)
     if bind(item.new, rewritten).problems:
         return "the call rewritten so would not bind to the new signature"
     return ""
+
+
+def _passes_keyword(arg: ArgFact, names) -> bool:
+    return arg.kind == "kw" and arg.name in names
 
 
 def _fields(ctx: CheckContext, item: CallBreak) -> dict[str, str | None]:
@@ -214,18 +275,25 @@ def _requirement_change(old: Signature, new: Signature, name: str, old_version: 
     """What changed upstream that makes `name` required where this call does not pass it: a
     new parameter (and where it went), or a default taken away (and what was put before it)."""
     before = next((param for param in old.params if param[0] == name), None)
-    positional = [param for param, kind, _ in new.params if kind in ("po", "pk")]
-    ahead = positional[:positional.index(name)] if name in positional else []
     if before is None:
+        positional = [param for param, kind, _ in new.params if kind in ("po", "pk")]
         if positional and positional[0] == name and len(positional) > 1:
             return f"a new first positional parameter, absent in {old_version}"
         return f"a new parameter, absent in {old_version}"
     if before[2]:
-        inserted = [param for param in ahead if param not in old.names()]
-        put = (f"; the new parameter{'s' if len(inserted) > 1 else ''} {', '.join(inserted)} "
-               f"now come{'' if len(inserted) > 1 else 's'} before it") if inserted else ""
-        return f"it had a default in {old_version}{put}"
+        return f"it had a default in {old_version}{_put_before(old, new, name)}"
     return f"required in {old_version} too, where this call passed it"
+
+
+def _put_before(old: Signature, new: Signature, name: str) -> str:
+    """Which new positional parameters now come before `name` ("": none)."""
+    positional = [param for param, kind, _ in new.params if kind in ("po", "pk")]
+    ahead = positional[:positional.index(name)] if name in positional else []
+    inserted = [param for param in ahead if param not in old.names()]
+    if not inserted:
+        return ""
+    return (f"; the new parameter{'s' if len(inserted) > 1 else ''} {', '.join(inserted)} "
+            f"now come{'' if len(inserted) > 1 else 's'} before it")
 
 
 def renamed_in_place(ctx: CheckContext, item: CallBreak, name: str) -> tuple[str | None, str]:
@@ -234,13 +302,9 @@ def renamed_in_place(ctx: CheckContext, item: CallBreak, name: str) -> tuple[str
     the old one had not, of the same kind and default-ness, after the same parameters, and the
     two are the same thing: both annotated alike, or upstream's own calls passed their argument
     under the new name (`dp_size: int` then `model_runner: ModelRunner` is another parameter)."""
-    old, new = item.old.params, item.new.params
-    index = next((i for i, p in enumerate(old) if p[0] == name), None)
-    if index is None or index >= len(new) or old[:index] != new[:index] or new[index][0] in {p[0] for p in old}:
+    renamed = _in_place_of(item.old.params, item.new.params, name)
+    if renamed is None:
         return None, ""
-    if new[index][1:] != old[index][1:] or new[index][1] not in ("pk", "ko"):
-        return None, ""
-    renamed = new[index][0]
     before, after = _annotation(ctx.old, item.old.owner, name), _annotation(ctx.new, item.new.owner, renamed)
     if before is not None and before == after or _renamed_upstream(ctx, item, name, renamed):
         return renamed, ""
@@ -248,6 +312,17 @@ def renamed_in_place(ctx: CheckContext, item: CallBreak, name: str) -> tuple[str
     was = f"{name}: {before}" if before is not None else f"{name} (unannotated)"
     return None, (f"{typed} took the place of {was}, and upstream's own calls did not pass the one as the other: "
                   f"not a rename; port the call by hand")
+
+
+def _in_place_of(old, new, name: str) -> str | None:
+    """The parameter the new release has where `name` was, if the old one had it not, of the same
+    kind and default-ness, after the same parameters; else None."""
+    index = next((i for i, p in enumerate(old) if p[0] == name), None)
+    if index is None or index >= len(new) or old[:index] != new[:index] or new[index][0] in {p[0] for p in old}:
+        return None
+    if new[index][1:] != old[index][1:] or new[index][1] not in ("pk", "ko"):
+        return None
+    return new[index][0]
 
 
 def _annotation(model, owner: str, parameter: str) -> str | None:
