@@ -37,19 +37,31 @@ def _patch_targets(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str
     view = project_view(ctx)
     for facts in ctx.project.files.values():
         for probe in facts.probes:
-            last = probe.function.rsplit(".", 1)[-1]
-            patcher = last == "patch" or last == "setattr" and probe.function != "setattr"
-            if patcher and probe.string_at(0):  # patch("sglang.x.y.name")
-                text, position = probe.string_at(0)
-                dotted = text if is_upstream(text) else ctx.project.upstream_path(text)
-                if dotted and "." in text:
-                    yield facts, position, dotted, probe.function
-            elif (patcher or last == "object" and ".patch." in f".{probe.function}") and probe.subject is not None \
-                    and probe.subject.types[0].startswith("C:") and probe.string_at(1):  # patch.object(Cls, "name")
-                owner = upstream_dotted(view, facts, probe.subject.types[0][2:])
-                if owner:
-                    text, position = probe.string_at(1)
-                    yield facts, position, f"{owner}.{text}", probe.function
+            target = _patch_target(ctx, view, facts, probe)
+            if target:
+                yield facts, *target
+
+
+def _patch_target(ctx: CheckContext, view, facts: FileFacts, probe) -> tuple[Position, str, str] | None:
+    """(position, upstream dotted target, how) when the probe patches an upstream name, else None."""
+    last = probe.function.rsplit(".", 1)[-1]
+    patcher = last == "patch" or last == "setattr" and probe.function != "setattr"
+    if patcher and probe.string_at(0):  # patch("sglang.x.y.name")
+        text, position = probe.string_at(0)
+        dotted = text if is_upstream(text) else ctx.project.upstream_path(text)
+        return (position, dotted, probe.function) if dotted and "." in text else None
+    if _patches_class_attribute(probe, patcher, last):  # patch.object(Cls, "name")
+        owner = upstream_dotted(view, facts, probe.subject.types[0][2:])
+        if owner:
+            text, position = probe.string_at(1)
+            return position, f"{owner}.{text}", probe.function
+    return None
+
+
+def _patches_class_attribute(probe, patcher: bool, last: str) -> bool:
+    """`patch.object(Cls, "name")` or `monkeypatch.setattr(Cls, "name", ...)` on a class."""
+    return (patcher or last == "object" and ".patch." in f".{probe.function}") and probe.subject is not None \
+        and probe.subject.types[0].startswith("C:") and bool(probe.string_at(1))
 
 
 # imports_anywhere: a target names a project module by its string (`patch("app.layers.rmsnorm")`),
@@ -128,10 +140,8 @@ def _fakes(ctx: CheckContext) -> list[Fake]:
     for key, cls in view.classes.items():
         upstream = configured.get(key)
         if upstream is None:
-            match = FAKE_NAME.match(cls.fact.name)
-            named = match and (match.group("a") or match.group("b"))
-            upstream = upstream_dotted(view, cls.facts, named) if named else None
-            if upstream is None or any(upstream_dotted(view, cls.facts, base) == upstream for base in cls.fact.bases):
+            upstream = _named_after_upstream(view, cls)
+            if upstream is None:
                 continue  # not named after an imported upstream class, or a subclass of it
         where = {method.name: method.position for method in cls.fact.methods}
         provided = {name: where.get(name, cls.fact.position) for name in cls.fact.provided}
@@ -143,6 +153,16 @@ def _fakes(ctx: CheckContext) -> list[Fake]:
             if upstream:
                 found.append(Fake(facts, spec.position, f"Mock(spec={spec.spec})", upstream, dict(spec.attrs), False))
     return found
+
+
+def _named_after_upstream(view, cls) -> str | None:
+    """The imported upstream class a class is named a fake of (`FakeScheduler`), unless it subclasses it."""
+    match = FAKE_NAME.match(cls.fact.name)
+    named = match and (match.group("a") or match.group("b"))
+    upstream = upstream_dotted(view, cls.facts, named) if named else None
+    if upstream is None or any(upstream_dotted(view, cls.facts, base) == upstream for base in cls.fact.bases):
+        return None
+    return upstream
 
 
 def _project_reads(ctx: CheckContext, upstream: str) -> dict[str, tuple[FileFacts, Position]]:
@@ -173,17 +193,28 @@ def fake_drifted(ctx: CheckContext) -> Iterator[Diagnostic]:
         after = _members(ctx, ctx.new, fake.upstream, new_fields)
         if before is None or after is None:
             continue
-        common = dict(fake=fake.name, upstream=fake.upstream.rsplit(".", 1)[-1], old=ctx.old_version, new=ctx.new_version)
-        for name, position in sorted(fake.provided.items()):
-            if name in before and name not in after and not (name.startswith("__") and name.endswith("__")):
-                yield finding("SGC602", fake.facts, position, f"{fake.upstream}.{name}", **common,
-                              change=f"still defines {name}, which upstream removed")
-        if not fake.complete:
-            continue
-        for name, (facts, position) in sorted(_project_reads(ctx, fake.upstream).items()):
-            if name in after and name not in before and name not in fake.provided:
-                yield finding("SGC602", fake.facts, fake.position, f"{fake.upstream}.{name}", **common,
-                              change=f"lacks {name}, which upstream added and {facts.path}:{position.line} reads")
+        common = dict(fake=fake.name, upstream=fake.upstream.rsplit(".", 1)[-1], old=ctx.old_version,
+                      new=ctx.new_version)
+        yield from _defines_removed(fake, before, after, common)
+        if fake.complete:
+            yield from _lacks_added(ctx, fake, before, after, common)
+
+
+def _defines_removed(fake: Fake, before: set[str], after: set[str], common: dict) -> Iterator[Diagnostic]:
+    """The names the fake still defines that upstream removed (dunders aside)."""
+    for name, position in sorted(fake.provided.items()):
+        if name in before and name not in after and not (name.startswith("__") and name.endswith("__")):
+            yield finding("SGC602", fake.facts, position, f"{fake.upstream}.{name}", **common,
+                          change=f"still defines {name}, which upstream removed")
+
+
+def _lacks_added(ctx: CheckContext, fake: Fake, before: set[str], after: set[str],
+                 common: dict) -> Iterator[Diagnostic]:
+    """The names upstream added, the project reads, and the (complete) fake lacks."""
+    for name, (facts, position) in sorted(_project_reads(ctx, fake.upstream).items()):
+        if name in after and name not in before and name not in fake.provided:
+            yield finding("SGC602", fake.facts, fake.position, f"{fake.upstream}.{name}", **common,
+                          change=f"lacks {name}, which upstream added and {facts.path}:{position.line} reads")
 
 
 # -- SGC603: probes of upstream source text -----------------------------------------------
@@ -198,7 +229,15 @@ def source_text(model: UpstreamModel, dotted: str) -> str | None:
     if text is None or target.kind == "module":
         return text
     module = model.module_name_of(relpath)
-    path = target.origin[len(module) + 1:].split(".")
+    node = _definition_node(text, target.origin[len(module) + 1:].split("."))
+    if node is None:
+        return None
+    segment = source_segment(text, node, padded=True)
+    return textwrap.dedent(segment) if segment else None
+
+
+def _definition_node(text: str, path: list[str]) -> ast.AST | None:
+    """The node of the class, function or method at `path` in the module's text; None if absent."""
     try:
         node: ast.AST = parse_quietly(text)
     except (SyntaxError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
@@ -207,8 +246,7 @@ def source_text(model: UpstreamModel, dotted: str) -> str | None:
         node = next((child for child in getattr(node, "body", []) if getattr(child, "name", None) == part), None)
         if node is None:
             return None
-    segment = source_segment(text, node, padded=True)
-    return textwrap.dedent(segment) if segment else None
+    return node
 
 
 def source_texts(ctx: CheckContext, dotted: str) -> tuple[str | None, str | None]:
@@ -263,47 +301,62 @@ def _bounded_backtracking(parsed) -> bool:
     `(\\w|\\w)*`), no back-reference or look-around holds a repeat, at most a few repeats are
     unbounded (over _MOST_REPEATS), no more than two of them of `.`, and one spanning lines
     (_spans_lines) only behind a literal beginning."""
-    unbounded = 0
     dotall = bool(parsed.state.flags & re.S)
     # A repeat spanning lines is cheap behind a rare anchor (`def forward\\([^)]*\\)`: tried only
     # where the anchor is): at most one, behind a literal beginning of six characters, not all space.
     anchor = "".join(chr(value) for _, value in takewhile(lambda item: item[0] is re_constants.LITERAL, parsed))
-    broad_allowed = len(anchor) >= 6 and not anchor.isspace()
+    return _BacktrackingBudget(dotall, len(anchor) >= 6 and not anchor.isspace()).walk(parsed, False)
 
-    def walk(items, inside_repeat: bool) -> bool:
-        nonlocal unbounded, broad_allowed
+
+class _BacktrackingBudget:
+    """The walk of _bounded_backtracking over a parsed pattern, with what it has spent so far:
+    the unbounded repeats met, and whether a repeat spanning lines is still allowed."""
+
+    def __init__(self, dotall: bool, broad_allowed: bool):
+        self.dotall = dotall
+        self.broad_allowed = broad_allowed
+        self.unbounded = 0
+
+    def walk(self, items, inside_repeat: bool) -> bool:
         for op, value in items:
-            if op in _REPEATS:
-                low, high, body = value
-                if inside_repeat and high > 1:
-                    return False
-                if high > _MOST_REPEATS:  # `{0,100000}` backtracks as `*` does
-                    unbounded += 1
-                    if any(_spans_lines(item, dotall) for item in body):
-                        if not broad_allowed:
-                            return False
-                        broad_allowed = False
-                    elif any(item[0] is re_constants.ANY for item in body) and unbounded > 2:
-                        return False
-                if not walk(body, inside_repeat or high > 1):
-                    return False
-            elif op is re_constants.BRANCH:
-                if inside_repeat or not all(walk(branch, inside_repeat) for branch in value[1]):
-                    return False
-            elif op is re_constants.GROUPREF or op is re_constants.GROUPREF_EXISTS:
+            if not self._item_bounded(op, value, inside_repeat):
                 return False
-            elif op is re_constants.SUBPATTERN:
-                if not walk(value[-1], inside_repeat):
-                    return False
-            elif op in (re_constants.ASSERT, re_constants.ASSERT_NOT, re_constants.ATOMIC_GROUP):
-                if not walk(value[-1] if op is not re_constants.ATOMIC_GROUP else value, True):
-                    return False
-            elif op is re_constants.POSSESSIVE_REPEAT:
-                if not walk(value[2], True):
-                    return False
-        return unbounded <= _MOST_UNBOUNDED
+        return self.unbounded <= _MOST_UNBOUNDED
 
-    return walk(parsed, False)
+    def _item_bounded(self, op, value, inside_repeat: bool) -> bool:
+        if op in _REPEATS:
+            return self._repeat_bounded(value, inside_repeat)
+        if op is re_constants.BRANCH:
+            return not inside_repeat and all(self.walk(branch, inside_repeat) for branch in value[1])
+        if op in (re_constants.GROUPREF, re_constants.GROUPREF_EXISTS):
+            return False
+        if op is re_constants.SUBPATTERN:
+            return self.walk(value[-1], inside_repeat)
+        if op in (re_constants.ASSERT, re_constants.ASSERT_NOT):
+            return self.walk(value[-1], True)
+        if op is re_constants.ATOMIC_GROUP:
+            return self.walk(value, True)
+        if op is re_constants.POSSESSIVE_REPEAT:
+            return self.walk(value[2], True)
+        return True
+
+    def _repeat_bounded(self, value, inside_repeat: bool) -> bool:
+        low, high, body = value
+        if inside_repeat and high > 1:
+            return False
+        if high > _MOST_REPEATS and not self._spend_unbounded(body):  # `{0,100000}` backtracks as `*` does
+            return False
+        return self.walk(body, inside_repeat or high > 1)
+
+    def _spend_unbounded(self, body) -> bool:
+        """Count an unbounded repeat; False when the pattern can no longer afford it."""
+        self.unbounded += 1
+        if any(_spans_lines(item, self.dotall) for item in body):
+            if not self.broad_allowed:
+                return False
+            self.broad_allowed = False
+            return True
+        return not (any(item[0] is re_constants.ANY for item in body) and self.unbounded > 2)
 
 
 @contract("SGC603", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
