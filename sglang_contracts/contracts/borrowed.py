@@ -37,16 +37,23 @@ def upstream_setter(resolver: Resolver, borrower: Borrower, attr: str) -> tuple[
     origins += [o for source in resolver.view.borrow_sources(borrower.cls)
                 if (o := resolver.model.resolve_class(source)) is not None]
     found = None
+    for owner, name, value in _assignments(resolver, origins, attr):
+        if found is None or name == "__init__":
+            found = (f"{owner.rsplit('.', 1)[-1]}.{name}", value)
+            if name == "__init__":
+                return found
+    return found
+
+
+def _assignments(resolver: Resolver, origins: list[str], attr: str) -> Iterator[tuple[str, str, str]]:
+    """(owner, method, value as written) of each upstream method assigning `attr`, in lookup order."""
     for origin in origins:
         for owner in resolver.model.mro(origin)[0]:
             record = resolver.model.class_record(owner) or {}
             for name, method in record.get("methods", {}).items():
                 value = method.get("assigns", {}).get(attr)
-                if value is not None and (found is None or name == "__init__"):
-                    found = (f"{owner.rsplit('.', 1)[-1]}.{name}", value)
-                    if name == "__init__":
-                        return found
-    return found
+                if value is not None:
+                    yield owner, name, value
 
 
 @contract("SGC312", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
@@ -57,53 +64,83 @@ def borrowed_code_reads_new_attribute(ctx: CheckContext) -> Iterator[Diagnostic]
         # Per root: an attribute that old code read on some path (one that never ran, say a
         # disaggregation mode) is still news on a path that did not read it.
         before = needed_by_root(view, old, borrower)
-        # Methods that on the old release already read an attribute the class never set: a
-        # path through one raised there before, so it could not have run (a warning, not news).
-        raised_before: dict[str, str] = {}
-        for was in before:
-            for missing, need in was.items():
-                for reader in need.readers:
-                    raised_before.setdefault(reader, missing)
-        reported: set[str] = set()
-        # One finding per fix: the attributes one upstream method (an `init_*` helper, not
-        # `__init__`) sets together are reported once, at the first place that needs any.
-        groups: dict[str, list[tuple[str, Needed, tuple[str, str] | None]]] = {}
-        # Every root's path to each new read: a later root may reach it on a path that runs where
-        # the first root's does not (sglang-omni's own _add_request_to_queue override)
-        elsewhere: dict[str, list[Needed]] = {}
-        for was, now in zip(before, needed_by_root(view, new, borrower)):
-            for attr, need in sorted(now.items()):
-                if attr in was:
-                    continue
-                elsewhere.setdefault(attr, []).append(need)
-                if attr in reported:
-                    continue
-                reported.add(attr)
-                setter = upstream_setter(new, borrower, attr)
-                # `__init__` sets everything: calling it is no fix, each attribute is its own
-                together = setter is not None and not setter[0].endswith(".__init__")
-                groups.setdefault(setter[0] if together else f"?{attr}", []).append((attr, need, setter))
+        raised_before = _raised_before(before)
+        groups, elsewhere = _new_reads_by_setter(new, borrower, before, needed_by_root(view, new, borrower))
         for members in groups.values():
-            attr, need, _ = members[0]
-            names = [f"self.{name}" for name, _, _ in members]
-            listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
-            path = " -> ".join(need.path + [f"reads self.{attr}"])
-            other = min((n for n in elsewhere[attr][1:] if n.root.scope != need.root.scope),
-                        key=lambda n: (n.cost, len(n.path)), default=None)
-            other_path = other.path if other is not None else need.other
-            if other_path:
-                path += f" (also through {' -> '.join(other_path)})"
-            sets = [f"{name} = {setter[1]}" for name, _, setter in members if setter]
-            where = f"; upstream {members[0][2][0]} sets {', '.join(sets)}" if sets else ""
-            stale = next((m for m in need.path[1:] if m in raised_before), None)
-            note = (f" (in sglang {ctx.old_version} {stale} already read self.{raised_before[stale]}, which "
-                    f"{borrower.cls.fact.name} never sets: this path could not run before either)") if stale else ""
-            yield finding("SGC312", need.root.facts, need.root.position, f"{borrower.cls.key}.{attr}",
-                          severity="warning" if stale else None,
-                          cls=borrower.cls.fact.name, attr=attr, attrs=listed, call_path=path, setter=where,
-                          note=note, old=ctx.old_version, new=ctx.new_version,
-                          values={name: setter[1] if setter else None for name, _, setter in members},
-                          class_path=borrower.cls.facts.path, class_line=borrower.cls.fact.position.line)
+            yield _new_attribute_finding(ctx, borrower, members, elsewhere, raised_before)
+
+
+def _raised_before(before: list[dict[str, Needed]]) -> dict[str, str]:
+    """Methods that on the old release already read an attribute the class never set: a path
+    through one raised there before, so it could not have run (a warning, not news)."""
+    raised_before: dict[str, str] = {}
+    for was in before:
+        for missing, need in was.items():
+            for reader in need.readers:
+                raised_before.setdefault(reader, missing)
+    return raised_before
+
+
+def _new_reads_by_setter(new: Resolver, borrower: Borrower, before: list[dict[str, Needed]],
+                         after: list[dict[str, Needed]]) -> tuple[dict, dict[str, list[Needed]]]:
+    """(groups, elsewhere). One finding per fix: the attributes one upstream method (an `init_*`
+    helper, not `__init__`) sets together are grouped, at the first place that needs any. Every
+    root's path to each new read is kept: a later root may reach it on a path that runs where the
+    first root's does not (sglang-omni's own _add_request_to_queue override)."""
+    reported: set[str] = set()
+    groups: dict[str, list[tuple[str, Needed, tuple[str, str] | None]]] = {}
+    elsewhere: dict[str, list[Needed]] = {}
+    for was, now in zip(before, after):
+        for attr, need in sorted(now.items()):
+            if attr in was:
+                continue
+            elsewhere.setdefault(attr, []).append(need)
+            if attr in reported:
+                continue
+            reported.add(attr)
+            setter = upstream_setter(new, borrower, attr)
+            # `__init__` sets everything: calling it is no fix, each attribute is its own
+            together = setter is not None and not setter[0].endswith(".__init__")
+            groups.setdefault(setter[0] if together else f"?{attr}", []).append((attr, need, setter))
+    return groups, elsewhere
+
+
+def _new_attribute_finding(ctx: CheckContext, borrower: Borrower, members: list,
+                           elsewhere: dict[str, list[Needed]], raised_before: dict[str, str]) -> Diagnostic:
+    """The SGC312 finding of one group of new reads, at its first."""
+    attr, need, _ = members[0]
+    names = [f"self.{name}" for name, _, _ in members]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+    sets = [f"{name} = {setter[1]}" for name, _, setter in members if setter]
+    where = f"; upstream {members[0][2][0]} sets {', '.join(sets)}" if sets else ""
+    note = _could_not_run_before(ctx, borrower, need, raised_before)
+    return finding("SGC312", need.root.facts, need.root.position, f"{borrower.cls.key}.{attr}",
+                   severity="warning" if note else None,
+                   cls=borrower.cls.fact.name, attr=attr, attrs=listed, call_path=_call_path(attr, need, elsewhere),
+                   setter=where, note=note, old=ctx.old_version, new=ctx.new_version,
+                   values={name: setter[1] if setter else None for name, _, setter in members},
+                   class_path=borrower.cls.facts.path, class_line=borrower.cls.fact.position.line)
+
+
+def _could_not_run_before(ctx: CheckContext, borrower: Borrower, need: Needed,
+                          raised_before: dict[str, str]) -> str:
+    """What to say of a path through a method that already raised on the old release, or ""."""
+    stale = next((m for m in need.path[1:] if m in raised_before), None)
+    if not stale:
+        return ""
+    return (f" (in sglang {ctx.old_version} {stale} already read self.{raised_before[stale]}, which "
+            f"{borrower.cls.fact.name} never sets: this path could not run before either)")
+
+
+def _call_path(attr: str, need: Needed, elsewhere: dict[str, list[Needed]]) -> str:
+    """The calls that reach the read, and the cheapest other root's path to it if any."""
+    path = " -> ".join(need.path + [f"reads self.{attr}"])
+    other = min((n for n in elsewhere[attr][1:] if n.root.scope != need.root.scope),
+                key=lambda n: (n.cost, len(n.path)), default=None)
+    other_path = other.path if other is not None else need.other
+    if other_path:
+        path += f" (also through {' -> '.join(other_path)})"
+    return path
 
 
 @fixes("SGC312")
@@ -130,7 +167,8 @@ def set_in_init(diagnostic: Diagnostic, workspace) -> bool:
     return python_edits.set_in_init(document, diagnostic.data["cls"], diagnostic.data["class_line"], settable)
 
 
-def _small_class_members(view: ProjectView, facts: FileFacts, types: tuple[str, ...]) -> tuple[frozenset[str], str] | None:
+def _small_class_members(view: ProjectView, facts: FileFacts,
+                         types: tuple[str, ...]) -> tuple[frozenset[str], str] | None:
     """(members, name) when every type alternative is one project class whose whole ancestry is
     the project's own, spelled out: no upstream or third-party base, no `__getattr__`."""
     names = {kind[2:] for kind in types if kind[:2] in ("R:", "T:")}
@@ -140,16 +178,21 @@ def _small_class_members(view: ProjectView, facts: FileFacts, types: tuple[str, 
     if cls is None:
         return None
     chain, upstream = view.ancestry(cls)
-    for member in chain:
-        if member.fact.getattr_sources or member.fact.getattr_names \
-                or {"__getattr__", "__getattribute__"} & {m.name for m in member.fact.methods}:
-            return None
-        if len(member.fact.bases) != sum(view.project_class(view.dotted(member.facts, b)) is not None
-                                         for b in member.fact.bases if b != "object") + ("object" in member.fact.bases):
-            return None  # a base outside the project (MagicMock, a third-party class) may hold anything
+    if any(_opaque(view, member) for member in chain):
+        return None
     if upstream:
         return None
     return view.provided(cls), cls.fact.name
+
+
+def _opaque(view: ProjectView, member: ProjectClass) -> bool:
+    """Whether the class may hold more than it spells out: a `__getattr__` (or its like), or a
+    base outside the project (MagicMock, a third-party class), which may hold anything."""
+    if member.fact.getattr_sources or member.fact.getattr_names \
+            or {"__getattr__", "__getattribute__"} & {m.name for m in member.fact.methods}:
+        return True
+    return len(member.fact.bases) != sum(view.project_class(view.dotted(member.facts, b)) is not None
+                                         for b in member.fact.bases if b != "object") + ("object" in member.fact.bases)
 
 
 def stand_ins(view: ProjectView, cls: ProjectClass) -> dict[str, tuple[frozenset[str], str]]:
@@ -182,7 +225,8 @@ def _lacking(view: ProjectView, resolver: Resolver, borrower: Borrower,
     # The bases' roots too: a subclass builds the stand-in that a base's method hands upstream
     # (sglang-omni's OmniDecodeScheduler, PDKVLifecycle.is_fully_idle)
     for root in borrower.roots + borrower.inherited_roots:
-        reached_from_root(resolver, borrower, root, provided, values, {name: members for name, (members, _) in built.items()}, lacks)
+        reached_from_root(resolver, borrower, root, provided, values,
+                          {name: members for name, (members, _) in built.items()}, lacks)
     return lacks
 
 
@@ -224,16 +268,20 @@ def borrowed_method_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
             change = body_change(ctx.old, was, ctx.new, now)
             if change:
                 reported.add(now.qualname)
-                # The change matters for sure when the call now reaches a read the class
-                # cannot answer: it raises (the attribute's own finding is SGC312's).
-                news = sorted(attr for attr in after[index] if attr not in before[index])
-                raises = ""
-                if news:
-                    need = after[index][news[0]]
-                    raises = (f"; the call now reaches a read of self.{news[0]}, which {borrower.cls.fact.name} "
-                              f"never sets, so it raises AttributeError: {' -> '.join(need.path)}")
+                raises = _now_raises(borrower, before[index], after[index])
                 yield finding("SGC313", root.facts, root.position, f"{now.owner}.{root.name}",
-                              severity="error" if news else None,
+                              severity="error" if raises else None,
                               cls=borrower.cls.fact.name, upstream=now.qualname, changed=change[0],
                               total=change[1], old=ctx.old_version, new=ctx.new_version,
                               diff=body_preview(ctx, was, now), raises=raises)
+
+
+def _now_raises(borrower: Borrower, was: dict[str, Needed], now: dict[str, Needed]) -> str:
+    """The change matters for sure when the call now reaches a read the class cannot answer: it
+    raises (the attribute's own finding is SGC312's). What to say of it, or ""."""
+    news = sorted(attr for attr in now if attr not in was)
+    if not news:
+        return ""
+    need = now[news[0]]
+    return (f"; the call now reaches a read of self.{news[0]}, which {borrower.cls.fact.name} "
+            f"never sets, so it raises AttributeError: {' -> '.join(need.path)}")
