@@ -165,29 +165,42 @@ def _pair_key(old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[st
 
 
 def walked_closures(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str],
-            environments_built: list[dict[str, str]], source: MetadataSource, build: CudaBuild | None = None,
-            build_source: MetadataSource | None = None) -> tuple[dict[str, Closure], dict[str, Closure]]:
+                    environments_built: list[dict[str, str]], source: MetadataSource, build: CudaBuild | None = None,
+                    build_source: MetadataSource | None = None) -> tuple[dict[str, Closure], dict[str, Closure]]:
     """Both releases' closures on each platform: from their record when one was kept (reading
     each package's metadata record again cost a third of a second), else walked."""
-    kept = cache.get(key)
-    try:
-        if isinstance(kept, dict):
-            return tuple({platform: Closure.from_json(data) for platform, data in kept[side].items()}  # type: ignore[return-value]
-                         for side in ("old", "new"))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        pass  # a record of another shape: walked again and written over
+    kept = _kept_closures(cache.get(key))
+    if kept is not None:
+        return kept
     old, new = {}, {}
     for environment in environments_built:
         platform = platform_name(environment)
         old[platform] = walk(old_pins, extras, environment, source, build=build, build_source=build_source)
         new[platform] = walk(new_pins, extras, environment, source, build=build, build_source=build_source)
-    # One cut short by an index that could not be read is walked again next time; with no index
-    # (`package-index = "none"`) the cache is all there is, and what it held is the closure kept
-    builds_read = build_source is None or build_source.unreachable is None
-    if source.unreachable is None and builds_read and (not source.uncached or source.index_setting == NO_INDEX):
+    if _walk_complete(source, build_source):
         cache.put(key, {side: {platform: closure.to_json() for platform, closure in walked.items()}
                         for side, walked in (("old", old), ("new", new))})
     return old, new
+
+
+def _kept_closures(kept) -> tuple[dict[str, Closure], dict[str, Closure]] | None:
+    """Both releases' closures from their record; None for no record, or one of another shape
+    (walked again and written over)."""
+    if not isinstance(kept, dict):
+        return None
+    try:
+        return tuple({platform: Closure.from_json(data) for platform, data in kept[side].items()}  # type: ignore[return-value]
+                     for side in ("old", "new"))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _walk_complete(source: MetadataSource, build_source: MetadataSource | None) -> bool:
+    """Whether the walked closures are worth keeping. One cut short by an index that could not be
+    read is walked again next time; with no index (`package-index = "none"`) the cache is all
+    there is, and what it held is the closure kept."""
+    builds_read = build_source is None or build_source.unreachable is None
+    return source.unreachable is None and builds_read and (not source.uncached or source.index_setting == NO_INDEX)
 
 
 def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
@@ -199,8 +212,7 @@ def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
     source = MetadataSource(cache, setting)
     built = build_environments(ctx.project.root)
     build = cuda_build(ctx)
-    build_index = build.index_url(build_index_setting(ctx, setting)) if build is not None else None
-    build_source = MetadataSource(cache, build_index) if build_index is not None else None
+    build_index, build_source = _build_index_and_source(ctx, cache, setting, build)
     key = _pair_key(old_pins, new_pins, extras, [platform_name(e) for e in built], setting,
                     f"{build.tag} {build_index}" if build is not None else None)
     old, new = walked_closures(cache, key, old_pins, new_pins, extras, built, source, build, build_source)
@@ -211,8 +223,43 @@ def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
     # `none` reads the cache only: what it holds of the pins' metadata is the closure, as an
     # index's would be; with nothing of it cached the moves are SGLang's own pins (SGC701's)
     delta.index_read = setting != NO_INDEX
-    delta.transitive = delta.index_read or any(
-        len(need.chain) > 1 for closure in (*old.values(), *new.values()) for needs in closure.needs.values() for need in needs)
+    delta.transitive = delta.index_read or _any_transitive(old, new)
+    _note_what_is_missing(delta, source, old, new, build, build_index, build_source)
+    return BumpClosures(old, new, pinned, delta)
+
+
+def _note_what_is_missing(delta: ClosureDelta, source: MetadataSource, old: dict[str, Closure],
+                          new: dict[str, Closure], build: CudaBuild | None, build_index: str | None,
+                          build_source: MetadataSource | None) -> None:
+    """Say with the closures' moves what they lack: an index not read, wheels without metadata,
+    the CUDA build's metadata not read, bounds met."""
+    _note_index_unread(delta, source)
+    unknown = sorted({item for closure in (*old.values(), *new.values()) for item in closure.unknown})
+    if unknown and not source.offline:
+        delta.notes.append(_unknown_note(unknown))
+    if build is not None:
+        delta.cuda_build = f"{build.tag} the project builds on ({build.where})"
+        _note_unread_builds(delta, old, new, build_index, build_source)
+    if any(closure.cut_short for closure in (*old.values(), *new.values())):
+        delta.notes.append("the closure was cut short at its bounds (depth, count): deeper requirements are not in it")
+
+
+def _build_index_and_source(ctx: CheckContext, cache: JsonCache, setting: str | None,
+                            build: CudaBuild | None) -> tuple[str | None, MetadataSource | None]:
+    """Where the CUDA build's own packages are read, and the source reading them (None, None without a build)."""
+    build_index = build.index_url(build_index_setting(ctx, setting)) if build is not None else None
+    build_source = MetadataSource(cache, build_index) if build_index is not None else None
+    return build_index, build_source
+
+
+def _any_transitive(old: dict[str, Closure], new: dict[str, Closure]) -> bool:
+    """Whether either closure holds a requirement of a requirement (not SGLang's own alone)."""
+    return any(len(need.chain) > 1 for closure in (*old.values(), *new.values()) for needs in closure.needs.values()
+               for need in needs)
+
+
+def _note_index_unread(delta: ClosureDelta, source: MetadataSource) -> None:
+    """Say with the closures' moves that the package index was not read, or could not be."""
     if source.unreachable:
         delta.notes.append(f"the dependency closure was not computed past what is cached: the package index could not "
                            f"be read ({source.unreachable})")
@@ -222,16 +269,11 @@ def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
         delta.unread = (f"The package index was not read (`--package-index none`): the closure stops at what is "
                         f"cached, not {', '.join(source.uncached[:6])}"
                         f"{f' and {len(source.uncached) - 6} more' if len(source.uncached) > 6 else ''}.")
-    unknown = sorted({item for closure in (*old.values(), *new.values()) for item in closure.unknown})
-    if unknown and not source.offline:
-        delta.notes.append(f"no wheel metadata on the index for {', '.join(unknown[:6])}"
-                           f"{f' and {len(unknown) - 6} more' if len(unknown) > 6 else ''}: what they require is not in the closure")
-    if build is not None:
-        delta.cuda_build = f"{build.tag} the project builds on ({build.where})"
-        _note_unread_builds(delta, old, new, build_index, build_source)
-    if any(closure.cut_short for closure in (*old.values(), *new.values())):
-        delta.notes.append("the closure was cut short at its bounds (depth, count): deeper requirements are not in it")
-    return BumpClosures(old, new, pinned, delta)
+
+
+def _unknown_note(unknown: list[str]) -> str:
+    more = f" and {len(unknown) - 6} more" if len(unknown) > 6 else ""
+    return f"no wheel metadata on the index for {', '.join(unknown[:6])}{more}: what they require is not in the closure"
 
 
 def _note_unread_builds(delta: ClosureDelta, old: dict[str, Closure], new: dict[str, Closure], build_index: str | None,
@@ -295,41 +337,68 @@ def install_below_new_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
         mine = exact_version(declared.requirement.specifier)
         if declared.name == SGLANG or mine is None:
             continue
-        mine = Version(mine.public)  # `2.14.1+cu129` is a build of 2.14.1
-        verb = "names" if declared.marker else "installs"
-        for _, platform in _platforms_of(declared, found):
-            new_need, old_need = found.new[platform].first(declared.name, found.old[platform]), found.old[platform].first(declared.name)
-            now = as_version(new_need.version or "") if new_need is not None else None
-            was = as_version(old_need.version or "") if old_need is not None else None
-            if now is None:
-                outside = _outside_new_ranges(found.old[platform], found.new[platform], declared.name, mine)
-                if outside is not None:
-                    yield finding_at("SGC711", declared.path, declared.line, declared.col, declared.name,
-                                     severity="warning", pinned=without_marker(declared.requirement),
-                                     name=declared.name, relation="outside", version=outside.specifier,
-                                     chain=outside.path(), before=f"sglang {ctx.old_version} admitted it",
-                                     revisit="", platform=platform, old=ctx.old_version, new=ctx.new_version,
-                                     pinned_by_sglang=False, verb=verb, marker=declared.marker)
-                    break
-                continue
-            if mine >= now or (was is not None and mine < was):
-                continue
-            direct = new_need.chain == (ROOT,)
-            if direct and was is not None and mine == was and old_need.chain == (ROOT,):
-                break  # a mirror of SGLang's own pin, which agreed: SGC701 says the pin moved
-            before = f"sglang {ctx.old_version} brought {was}" if was is not None else \
-                f"sglang {ctx.old_version} did not bring it"
-            revisit = (f"; the line says it follows SGLang's stack: set it to {declared.name}=={now}"
-                       if _says_it_follows_sglang(ctx, declared) else "")
-            # A marker installs nothing: what it misleads (a script reading the image's
-            # FLASHINFER_VERSION) is the project's to judge, a warning
-            yield finding_at("SGC711", declared.path, declared.line, declared.col, declared.name,
-                             severity=None if direct and not declared.marker else "warning",
-                             pinned=f"{declared.marker}={mine}" if declared.marker else without_marker(declared.requirement),
-                             name=declared.name, relation="below", version=str(now), chain=_chain(new_need), before=before,
-                             revisit=revisit, platform=platform, old=ctx.old_version, new=ctx.new_version,
-                             pinned_by_sglang=direct, verb=verb, marker=declared.marker)
-            break  # one report per line, on the first platform where it is a downgrade
+        diagnostic = _first_downgrade(ctx, found, declared, Version(mine.public))  # `2.14.1+cu129` is a build of 2.14.1
+        if diagnostic is not None:
+            yield diagnostic
+
+
+def _first_downgrade(ctx: CheckContext, found: BumpClosures, declared: DeclaredRequirement,
+                     mine: Version) -> Diagnostic | None:
+    """One report per line, on the first platform where it is a downgrade (or outside the new
+    closure's ranges); None where it is none, or mirrors SGLang's own pin."""
+    for _, platform in _platforms_of(declared, found):
+        new_need, old_need = found.new[platform].first(declared.name, found.old[platform]), \
+            found.old[platform].first(declared.name)
+        now, was = _need_version(new_need), _need_version(old_need)
+        if now is None:
+            outside = _outside_new_ranges(found.old[platform], found.new[platform], declared.name, mine)
+            if outside is not None:
+                return _outside_finding(ctx, declared, platform, outside)
+            continue
+        if mine >= now or (was is not None and mine < was):
+            continue
+        if _mirrors_sglang_pin(new_need, old_need, mine, was):
+            return None  # a mirror of SGLang's own pin, which agreed: SGC701 says the pin moved
+        return _below_finding(ctx, declared, platform, mine, now, was, new_need)
+    return None
+
+
+def _need_version(need: Need | None) -> Version | None:
+    return as_version(need.version or "") if need is not None else None
+
+
+def _mirrors_sglang_pin(new_need: Need, old_need: Need | None, mine: Version, was: Version | None) -> bool:
+    return new_need.chain == (ROOT,) and was is not None and mine == was and old_need.chain == (ROOT,)
+
+
+def _verb(declared: DeclaredRequirement) -> str:
+    return "names" if declared.marker else "installs"
+
+
+def _outside_finding(ctx: CheckContext, declared: DeclaredRequirement, platform: str, outside: Need) -> Diagnostic:
+    return finding_at("SGC711", declared.path, declared.line, declared.col, declared.name,
+                      severity="warning", pinned=without_marker(declared.requirement),
+                      name=declared.name, relation="outside", version=outside.specifier,
+                      chain=outside.path(), before=f"sglang {ctx.old_version} admitted it",
+                      revisit="", platform=platform, old=ctx.old_version, new=ctx.new_version,
+                      pinned_by_sglang=False, verb=_verb(declared), marker=declared.marker)
+
+
+def _below_finding(ctx: CheckContext, declared: DeclaredRequirement, platform: str, mine: Version, now: Version,
+                   was: Version | None, new_need: Need) -> Diagnostic:
+    direct = new_need.chain == (ROOT,)
+    before = f"sglang {ctx.old_version} brought {was}" if was is not None else \
+        f"sglang {ctx.old_version} did not bring it"
+    revisit = (f"; the line says it follows SGLang's stack: set it to {declared.name}=={now}"
+               if _says_it_follows_sglang(ctx, declared) else "")
+    # A marker installs nothing: what it misleads (a script reading the image's
+    # FLASHINFER_VERSION) is the project's to judge, a warning
+    return finding_at("SGC711", declared.path, declared.line, declared.col, declared.name,
+                      severity=None if direct and not declared.marker else "warning",
+                      pinned=f"{declared.marker}={mine}" if declared.marker else without_marker(declared.requirement),
+                      name=declared.name, relation="below", version=str(now), chain=_chain(new_need), before=before,
+                      revisit=revisit, platform=platform, old=ctx.old_version, new=ctx.new_version,
+                      pinned_by_sglang=direct, verb=_verb(declared), marker=declared.marker)
 
 
 def _markers_in_closure(ctx: CheckContext, found: BumpClosures) -> Iterator[DeclaredRequirement]:
@@ -402,23 +471,14 @@ def pin_requires_other_than_new_closure(ctx: CheckContext) -> Iterator[Diagnosti
         return
     for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
         mine = exact_version(declared.requirement.specifier)
-        readable = _readable_version(declared)
-        own = found.pinned.get((declared.name, readable)) if readable is not None else None
+        own = _own_requirements(found, declared)
         if declared.name == SGLANG or own is None or mine is None:
             continue
         for environment, platform in _platforms_of(declared, found):
             new_closure, old_closure = found.new[platform], found.old[platform]
             if new_closure.version(declared.name) not in (None, str(mine), mine.public):
                 break  # the pin itself moves with the release: SGC701 or SGC711 says so
-            conflicts = []
-            for requirement in own.installed_on(environment, frozenset(declared.requirement.extras)):
-                now, was = new_closure.version(requirement.name), old_closure.version(requirement.name)
-                now_version, was_version = as_version(now or ""), as_version(was or "")
-                if now_version is None or requirement.specifier.contains(now_version, prereleases=True):
-                    continue
-                if was_version is not None and not requirement.specifier.contains(was_version, prereleases=True):
-                    continue  # already at odds with the old release: not the bump's doing
-                conflicts.append((requirement, now, new_closure.first(requirement.name, old_closure)))
+            conflicts = _conflicts(own, environment, declared, new_closure, old_closure)
             if conflicts:
                 requirement, now, need = conflicts[0]
                 more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
@@ -427,6 +487,28 @@ def pin_requires_other_than_new_closure(ctx: CheckContext) -> Iterator[Diagnosti
                                  name=requirement.name, version=now, chain=_chain(need), more=more,
                                  platform=platform, old=ctx.old_version, new=ctx.new_version)
                 break
+
+
+def _own_requirements(found: BumpClosures, declared: DeclaredRequirement) -> ReleasePins | None:
+    """The requirements of the exact pin's version, as read from the index (None when not read)."""
+    readable = _readable_version(declared)
+    return found.pinned.get((declared.name, readable)) if readable is not None else None
+
+
+def _conflicts(own: ReleasePins, environment: dict[str, str], declared: DeclaredRequirement, new_closure: Closure,
+               old_closure: Closure) -> list[tuple[Requirement, str, Need | None]]:
+    """(requirement, new version, need) of each of the pin's own requirements the new closure
+    breaks and the old one met."""
+    conflicts = []
+    for requirement in own.installed_on(environment, frozenset(declared.requirement.extras)):
+        now, was = new_closure.version(requirement.name), old_closure.version(requirement.name)
+        now_version, was_version = as_version(now or ""), as_version(was or "")
+        if now_version is None or requirement.specifier.contains(now_version, prereleases=True):
+            continue
+        if was_version is not None and not requirement.specifier.contains(was_version, prereleases=True):
+            continue  # already at odds with the old release: not the bump's doing
+        conflicts.append((requirement, now, new_closure.first(requirement.name, old_closure)))
+    return conflicts
 
 
 def _holds(operator: str, asserted: str, version: str) -> bool | None:
@@ -456,16 +538,24 @@ def version_assert_broken_by_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
         if ctx.checked is not None and path not in ctx.checked:
             continue  # a file whose findings this run keeps from the last (every Python file has its row)
         name = distribution_of(module)
-        for platform, new_closure in found.new.items():
-            old_closure = found.old.get(platform)
-            now, was = new_closure.version(name), old_closure.version(name) if old_closure else None
-            if now is None or was is None:
-                continue
-            if _holds(operator, asserted, was) and _holds(operator, asserted, now) is False:
-                yield finding_at("SGC713", path, line, col, f"{module}.__version__", written=written, name=name,
-                                 version=now, was=was, chain=_chain(new_closure.first(name, old_closure)),
-                                 old=ctx.old_version, new=ctx.new_version)
-            break
+        pinned = _first_pinned_by_both(found, name)
+        if pinned is None:
+            continue
+        new_closure, old_closure, now, was = pinned
+        if _holds(operator, asserted, was) and _holds(operator, asserted, now) is False:
+            yield finding_at("SGC713", path, line, col, f"{module}.__version__", written=written, name=name,
+                             version=now, was=was, chain=_chain(new_closure.first(name, old_closure)),
+                             old=ctx.old_version, new=ctx.new_version)
+
+
+def _first_pinned_by_both(found: BumpClosures, name: str) -> tuple[Closure, Closure | None, str, str] | None:
+    """(new closure, old closure, new version, old version) on the first platform where both pin `name`."""
+    for platform, new_closure in found.new.items():
+        old_closure = found.old.get(platform)
+        now, was = new_closure.version(name), old_closure.version(name) if old_closure else None
+        if now is not None and was is not None:
+            return new_closure, old_closure, now, was
+    return None
 
 
 CUDA_TAG = re.compile(r"-cu(\d{2,3})(?![\d.])")  # `v0.5.22-cu129`: CUDA 12.9; `-cu13`: CUDA 13
@@ -498,21 +588,35 @@ def torch_cuda_major(closure: Closure) -> tuple[int, str] | None:
 def image_cuda_behind_closure(ctx: CheckContext) -> Iterator[Diagnostic]:
     """An SGLang image tag whose CUDA suffix matched the CUDA of the old closure's torch, and not
     the new one's (on the first platform)."""
-    found = closures(ctx)
-    if found is None or not found.new or not found.old:
+    moved = _torch_cuda_moved(closures(ctx))
+    if moved is None:
         return
-    platform = next(iter(found.new))
-    was, now = torch_cuda_major(found.old.get(platform, Closure(platform))), torch_cuda_major(found.new[platform])
-    if was is None or now is None or was[0] == now[0]:
-        return
-    releases = [version for version in (as_version(ctx.old_version), as_version(ctx.new_version)) if version is not None]
+    was, now = moved
+    releases = [version for version in (as_version(ctx.old_version), as_version(ctx.new_version))
+                if version is not None]
     for mention in all_release_mentions(ctx):
-        named = version_in_tag(mention.version)
-        if mention.kind != "image tag" or named is None or mention.path.endswith(DOC_SUFFIXES) \
-                or not any(names_release(named, release) for release in releases):
+        if not _image_of_the_bump(mention, releases):
             continue  # an image of another release, or a doc's example: not what the bump builds on
         major = tag_cuda_major(mention.version)
         if major == was[0]:
             yield finding_at("SGC714", mention.path, mention.line, mention.col, "sglang", written=mention.written,
                              major=str(major), now=str(now[0]), chain=now[1], was=str(was[0]),
                              old=ctx.old_version, new=ctx.new_version)
+
+
+def _torch_cuda_moved(found: BumpClosures | None) -> tuple[tuple[int, str], tuple[int, str]] | None:
+    """(old, new) CUDA major of torch's libraries on the first platform, when it moved; else None."""
+    if found is None or not found.new or not found.old:
+        return None
+    platform = next(iter(found.new))
+    was, now = torch_cuda_major(found.old.get(platform, Closure(platform))), torch_cuda_major(found.new[platform])
+    if was is None or now is None or was[0] == now[0]:
+        return None
+    return was, now
+
+
+def _image_of_the_bump(mention: ReleaseMention, releases: list[Version]) -> bool:
+    """Whether the mention is an image tag of either release outside the docs."""
+    named = version_in_tag(mention.version)
+    return not (mention.kind != "image tag" or named is None or mention.path.endswith(DOC_SUFFIXES)
+                or not any(names_release(named, release) for release in releases))
