@@ -284,24 +284,38 @@ def pass_through_flag_not_accepted(ctx: CheckContext) -> Iterator[Diagnostic]:
                                     f"(argparse's abbreviation, storing to {project_dest(new_option, model.wrapper)})",
                              option=was, now="", **_common(ctx))
         elif new_option is None:
-            now = _where_now(model, old_option)
-            if taken.abbreviated and not taken.new_abbreviates:
-                now = f"; its parser no longer takes abbreviations (allow_abbrev=False): write {_project_spelled(old_option, model.wrapper)}"
-            effect, severity = "no longer accepts it", _refused(use)
-            if severity is None and _dropped_silently(ctx, model):  # where it runs, not in docs or prose
-                effect = ("no longer accepts it (the project parses with ignore_unknown_args=True: the flag is "
-                          "dropped without a word, and the value it sets is lost)")
-                severity = "warning"
-            yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name,
-                             severity=severity, flag=use.name, effect=effect,
-                             option=was, now=now, **_common(ctx))
+            yield _gone_flag_finding(ctx, taken, was)
         elif new_option.deprecated:
-            replacement = f": use {project_string(new_option.replacement, model.wrapper)}" if new_option.replacement else ""
-            yield finding_at("SGC505", use.path, use.position.line, use.position.col, use.name, severity="warning",
-                             flag=use.name, effect="accepts it only as a deprecated alias",
-                             option=was,
-                             now=f"{replacement} (it stores to {project_dest(new_option, model.wrapper)})",
-                             **_common(ctx))
+            yield _deprecated_flag_finding(ctx, taken, was)
+
+
+def _gone_flag_finding(ctx: CheckContext, taken: TakenFlag, was: str) -> Diagnostic:
+    """SGC505 for a flag the new release no longer accepts (dropped silently where the project
+    parses with ignore_unknown_args=True)."""
+    model, use, old_option = taken.model, taken.use, taken.old_option
+    now = _where_now(model, old_option)
+    if taken.abbreviated and not taken.new_abbreviates:
+        now = ("; its parser no longer takes abbreviations (allow_abbrev=False): "
+               f"write {_project_spelled(old_option, model.wrapper)}")
+    effect, severity = "no longer accepts it", _refused(use)
+    if severity is None and _dropped_silently(ctx, model):  # where it runs, not in docs or prose
+        effect = ("no longer accepts it (the project parses with ignore_unknown_args=True: the flag is "
+                  "dropped without a word, and the value it sets is lost)")
+        severity = "warning"
+    return finding_at("SGC505", use.path, use.position.line, use.position.col, use.name,
+                      severity=severity, flag=use.name, effect=effect,
+                      option=was, now=now, **_common(ctx))
+
+
+def _deprecated_flag_finding(ctx: CheckContext, taken: TakenFlag, was: str) -> Diagnostic:
+    """SGC505 for a flag the new release accepts only as a deprecated alias."""
+    model, use, new_option = taken.model, taken.use, taken.new_option
+    replacement = f": use {project_string(new_option.replacement, model.wrapper)}" if new_option.replacement else ""
+    return finding_at("SGC505", use.path, use.position.line, use.position.col, use.name, severity="warning",
+                      flag=use.name, effect="accepts it only as a deprecated alias",
+                      option=was,
+                      now=f"{replacement} (it stores to {project_dest(new_option, model.wrapper)})",
+                      **_common(ctx))
 
 
 @contract("SGC506", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
@@ -344,18 +358,9 @@ def pass_through_entry_match_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
         if strings_before == strings_after:
             continue
         if not after:
-            what = f"matches no option any more (it matched {'/'.join(sorted(strings_before))})"
-            moved = next((o for o in (_same_option_in(model.new_line, option) for option in before) if o), None)
-            if moved is not None:
-                what += f"; that option now has dest {moved.dest}"
-                if table.startswith("skip"):
-                    what += f" and is no longer skipped: {project_string(moved.strings[0], wrapper)} appears"
+            what = _no_longer_matched(model, table, before, strings_before)
         elif not before:
-            what = f"now matches {'/'.join(sorted(strings_after))}, which it did not"
-            exposed = sorted(project_string(s, wrapper) for s in strings_after
-                             if project_string(s, wrapper) in model.old.by_string)
-            if exposed and table.startswith("skip"):
-                what += f": {', '.join(exposed)} and the option's {wrapper.dest_prefix}* dest stop existing"
+            what = _newly_matched(model, table, strings_after)
         else:
             what = (f"now matches {'/'.join(sorted(strings_after))} instead of "
                     f"{'/'.join(sorted(strings_before))}")
@@ -363,32 +368,77 @@ def pass_through_entry_match_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
                          what=what, **_common(ctx))
 
 
+def _no_longer_matched(model: PassThroughModel, table: str, before: list[Option], strings_before: set[str]) -> str:
+    """What an entry that matches no option any more did match, and where that option went."""
+    what = f"matches no option any more (it matched {'/'.join(sorted(strings_before))})"
+    moved = next((o for o in (_same_option_in(model.new_line, option) for option in before) if o), None)
+    if moved is not None:
+        what += f"; that option now has dest {moved.dest}"
+        if table.startswith("skip"):
+            what += f" and is no longer skipped: {project_string(moved.strings[0], model.wrapper)} appears"
+    return what
+
+
+def _newly_matched(model: PassThroughModel, table: str, strings_after: set[str]) -> str:
+    """What an entry that matched nothing now matches, and (a skip list's) what it hides."""
+    wrapper = model.wrapper
+    what = f"now matches {'/'.join(sorted(strings_after))}, which it did not"
+    exposed = sorted(project_string(s, wrapper) for s in strings_after
+                     if project_string(s, wrapper) in model.old.by_string)
+    if exposed and table.startswith("skip"):
+        what += f": {', '.join(exposed)} and the option's {wrapper.dest_prefix}* dest stop existing"
+    return what
+
+
 @contract("SGC508", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def pass_through_new_option_decides(ctx: CheckContext) -> Iterator[Diagnostic]:
     """A new option now decides what an old option the project uses did: the old one became a
     deprecated alias storing to the new option's dest, whose own default then applies."""
     seen: set[tuple[str, str, str]] = set()
-    for model, use in ((model, use) for model in pass_through_models(ctx) for use in model.facts.uses):
+    for model in pass_through_models(ctx):
         old_dests = set(model.old_line.by_dest)
-        old_option = model.old.by_string.get(use.name) if use.kind == "flag" else \
-            model.old.by_dest.get(use.name) if use.kind in ("read", "probe", "write") else None
-        if old_option is None or old_option.deprecated:
-            continue
-        now = _same_option_in(model.new_line, old_option)
-        # Only a switch folded into one value of a new option (`new_flag="--x=value"`) leaves the
-        # rest to that option's default; a plain rename keeps the behaviour.
-        if now is None or not now.deprecated or now.dest in old_dests or "=" not in now.replacement:
-            continue
-        target = next((o for o in model.new_line.live(now.dest)), None)
-        key = (use.path, use.scope or str(use.position.line), now.dest)  # once per function and new option
-        if target is None or key in seen:
-            continue
-        seen.add(key)
-        choices = f", one of {', '.join(target.choices)}" if target.choices else ""
-        yield finding_at("SGC508", use.path, use.position.line, use.position.col, target.dest, severity="info",
-                         used=use.name, option=project_string(target.strings[0], model.wrapper),
-                         default=target.default or "unset", choices=choices,
-                         help=target.help.strip().split(". ")[0][:160], **_common(ctx))
+        for use in model.facts.uses:
+            diagnostic = _new_option_decides(ctx, model, use, old_dests, seen)
+            if diagnostic is not None:
+                yield diagnostic
+
+
+def _new_option_decides(ctx: CheckContext, model: PassThroughModel, use, old_dests: set[str],
+                        seen: set[tuple[str, str, str]]) -> Diagnostic | None:
+    """SGC508 for the use, once per function and new option; None where no new option decides."""
+    now = _folded_switch(model, use, old_dests)
+    if now is None:
+        return None
+    target = next((o for o in model.new_line.live(now.dest)), None)
+    key = (use.path, use.scope or str(use.position.line), now.dest)  # once per function and new option
+    if target is None or key in seen:
+        return None
+    seen.add(key)
+    choices = f", one of {', '.join(target.choices)}" if target.choices else ""
+    return finding_at("SGC508", use.path, use.position.line, use.position.col, target.dest, severity="info",
+                      used=use.name, option=project_string(target.strings[0], model.wrapper),
+                      default=target.default or "unset", choices=choices,
+                      help=target.help.strip().split(". ")[0][:160], **_common(ctx))
+
+
+def _folded_switch(model: PassThroughModel, use, old_dests: set[str]) -> Option | None:
+    """The new release's deprecated alias of the (live) old option the use names, when it folds the
+    switch into one value of a new option (`new_flag="--x=value"`): only that leaves the rest to
+    that option's default; a plain rename keeps the behaviour."""
+    old_option = _old_option_used(model, use)
+    if old_option is None or old_option.deprecated:
+        return None
+    now = _same_option_in(model.new_line, old_option)
+    if now is None or not now.deprecated or now.dest in old_dests or "=" not in now.replacement:
+        return None
+    return now
+
+
+def _old_option_used(model: PassThroughModel, use) -> Option | None:
+    """The old release's option a flag, or a read, probe or write of a destination, names."""
+    if use.kind == "flag":
+        return model.old.by_string.get(use.name)
+    return model.old.by_dest.get(use.name) if use.kind in ("read", "probe", "write") else None
 
 
 def _mention_pattern(dest: str) -> re.Pattern:
@@ -435,38 +485,58 @@ def pass_through_default_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     texts = list(ctx.project.texts.values()) if models else []
     seen: set[str] = set()
     for model in models:
-        path, line = _where_told(model)
-        old_dests = set(model.old_line.by_dest)
-        folded: dict[str, list[Option]] = {}  # the new option's dest -> the old switches now feeding it
-        for option in model.old_line.options:
-            if option.deprecated or option.dest in model.new.skipped:
-                continue
-            now = _same_option_in(model.new_line, option)
-            if now is None:
-                continue
-            if now.deprecated and "=" in now.replacement and now.dest not in old_dests:
-                folded.setdefault(now.dest, []).append(option)
-            elif not now.deprecated and now.dest == option.dest and default_spelled(option) != default_spelled(now) \
-                    and option.dest not in seen:
-                seen.add(option.dest)  # set by the project through one model: known to it through all
-                if _set_by_project(model, now, texts):
-                    continue
+        yield from _default_changes_of(ctx, model, texts, seen)
+
+
+def _default_changes_of(ctx: CheckContext, model: PassThroughModel, texts: list[str],
+                        seen: set[str]) -> Iterator[Diagnostic]:
+    """One model's SGC509 findings: its changed defaults, then its switches folded into a new
+    option. An option set by the project through one model is known to it through all (`seen`)."""
+    path, line = _where_told(model)
+    old_dests = set(model.old_line.by_dest)
+    folded: dict[str, list[Option]] = {}  # the new option's dest -> the old switches now feeding it
+    for option in model.old_line.options:
+        now = _live_counterpart(model, option)
+        if now is None:
+            continue
+        if now.deprecated and "=" in now.replacement and now.dest not in old_dests:
+            folded.setdefault(now.dest, []).append(option)
+        elif _default_moved(option, now) and option.dest not in seen:
+            seen.add(option.dest)
+            if not _set_by_project(model, now, texts):
                 yield finding_at("SGC509", path, line, 1, option.dest, severity="info",
                                  option=project_string(now.strings[0], model.wrapper),
                                  change=f"changed its default from {default_spelled(option)} to {default_spelled(now)}",
                                  help=_first_sentence(now.help), **_common(ctx))
-        for dest, switches in sorted(folded.items()):
-            target = next(iter(model.new_line.live(dest)), None)
-            if target is None or dest in seen:
-                continue
-            seen.add(dest)
-            if _set_by_project(model, target, texts) or any(_set_by_project(model, switch, texts) for switch in switches):
-                continue  # a project that sets one of them is told by SGC508 (or has chosen)
-            olds = ", ".join(f"{project_string(s.strings[0], model.wrapper)} (default {default_spelled(s)})"
-                             for s in switches)
-            choices = f", one of {', '.join(target.choices)}" if target.choices else ""
-            yield finding_at("SGC509", path, line, 1, dest, severity="info",
-                             option=project_string(target.strings[0], model.wrapper),
-                             change=f"is new, and its default ({default_spelled(target)}{choices}) now decides what "
-                                    f"{olds} did: they became its deprecated aliases",
-                             help=_first_sentence(target.help), **_common(ctx))
+    yield from _folded_defaults(ctx, model, folded, texts, seen, path, line)
+
+
+def _live_counterpart(model: PassThroughModel, option: Option) -> Option | None:
+    """The new release's option for an old one the project does not skip (not a deprecated alias)."""
+    if option.deprecated or option.dest in model.new.skipped:
+        return None
+    return _same_option_in(model.new_line, option)
+
+
+def _default_moved(option: Option, now: Option) -> bool:
+    return not now.deprecated and now.dest == option.dest and default_spelled(option) != default_spelled(now)
+
+
+def _folded_defaults(ctx: CheckContext, model: PassThroughModel, folded: dict[str, list[Option]], texts: list[str],
+                     seen: set[str], path: str, line: int) -> Iterator[Diagnostic]:
+    """SGC509 for each new option whose default now decides what old switches, folded into it, did."""
+    for dest, switches in sorted(folded.items()):
+        target = next(iter(model.new_line.live(dest)), None)
+        if target is None or dest in seen:
+            continue
+        seen.add(dest)
+        if _set_by_project(model, target, texts) or any(_set_by_project(model, switch, texts) for switch in switches):
+            continue  # a project that sets one of them is told by SGC508 (or has chosen)
+        olds = ", ".join(f"{project_string(s.strings[0], model.wrapper)} (default {default_spelled(s)})"
+                         for s in switches)
+        choices = f", one of {', '.join(target.choices)}" if target.choices else ""
+        yield finding_at("SGC509", path, line, 1, dest, severity="info",
+                         option=project_string(target.strings[0], model.wrapper),
+                         change=f"is new, and its default ({default_spelled(target)}{choices}) now decides what "
+                                f"{olds} did: they became its deprecated aliases",
+                         help=_first_sentence(target.help), **_common(ctx))
