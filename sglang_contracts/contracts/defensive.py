@@ -33,19 +33,27 @@ def _typed_member(resolver: Resolver, facts: FileFacts, receiver: Receiver, name
         return None
     found = None
     for instance in instances:
-        member, provided = resolver.attribute(instance, name)
-        if provided or member is None:
-            return None
-        if instance.origin and resolver.model.member(instance.origin, "__getattr__") is not None:
-            return None
-        target = Target("found", member.kind, f"{member.owner}.{name}", member=member)
-        if not target.static:
+        target = _static_member_of(resolver, instance, name)
+        if target is None:
             return None
         found = found or target
     return found
 
 
-def _path_targets(ctx: CheckContext, facts: FileFacts, subject: Receiver, name: str) -> tuple[str, Target, Target] | None:
+def _static_member_of(resolver: Resolver, instance, name: str) -> Target | None:
+    """The instance's static upstream definition of `name`; None for a name the project provides,
+    one answered dynamically (`__getattr__`) or one not defined statically."""
+    member, provided = resolver.attribute(instance, name)
+    if provided or member is None:
+        return None
+    if instance.origin and resolver.model.member(instance.origin, "__getattr__") is not None:
+        return None
+    target = Target("found", member.kind, f"{member.owner}.{name}", member=member)
+    return target if target.static else None
+
+
+def _path_targets(ctx: CheckContext, facts: FileFacts, subject: Receiver,
+                  name: str) -> tuple[str, Target, Target] | None:
     """(the upstream path, old, new) of `name` on a subject that names an upstream class or
     module (`C:` kinds), or None when the subject stands for nothing upstream."""
     owner = upstream_dotted(project_view(ctx), facts, subject.types[0][2:])
@@ -149,14 +157,7 @@ def _removed(ctx: CheckContext, facts: FileFacts, subject: Receiver, name: str) 
     if subject.types[0].startswith("U:"):
         return None
     if subject.types[0].startswith("C:"):
-        targets = _path_targets(ctx, facts, subject, name)
-        if targets is None:
-            return None
-        owner, old, new = targets
-        cls = ctx.new.resolve_class(owner)
-        if not (old.static and old.kind != "module" and new.missing) or cls is not None and ctx.new.mro(cls)[1]:
-            return None
-        return old, relocation(ctx.new, [cls] if cls else [], name)
+        return _removed_on_path(ctx, facts, subject, name)
     old_fields, new_fields = field_sets(ctx)
     old_resolver, new_resolver = resolvers(ctx)
     old = _typed_member(old_resolver, facts, subject, name, old_fields)
@@ -165,12 +166,30 @@ def _removed(ctx: CheckContext, facts: FileFacts, subject: Receiver, name: str) 
     if new_fields is not None and typed_as_server_args(new_resolver, facts, subject):
         return (old, "") if name not in new_fields.fields else None
     instances = new_resolver.receiver(facts, subject)
-    if not instances or any(i.origin is None or ctx.new.mro(i.origin)[1] for i in instances):
-        return None
-    member, provided, dynamic = lookup(new_resolver, list(instances), name)
-    if member is not None or provided or dynamic:
+    if not _none_defines(ctx, new_resolver, instances, name):
         return None
     return old, relocation(ctx.new, [i.origin for i in instances if i.origin], name)
+
+
+def _removed_on_path(ctx: CheckContext, facts: FileFacts, subject: Receiver, name: str) -> tuple[Target, str] | None:
+    """_removed for a subject that names an upstream class or module (`C:` kinds)."""
+    targets = _path_targets(ctx, facts, subject, name)
+    if targets is None:
+        return None
+    owner, old, new = targets
+    cls = ctx.new.resolve_class(owner)
+    if not (old.static and old.kind != "module" and new.missing) or cls is not None and ctx.new.mro(cls)[1]:
+        return None
+    return old, relocation(ctx.new, [cls] if cls else [], name)
+
+
+def _none_defines(ctx: CheckContext, resolver: Resolver, instances, name: str) -> bool:
+    """Whether the new release's instances provably lack `name`: upstream classes inheriting nothing
+    from outside SGLang, with no such member, none provided by the project, none answered dynamically."""
+    if not instances or any(i.origin is None or ctx.new.mro(i.origin)[1] for i in instances):
+        return False
+    member, provided, dynamic = lookup(resolver, list(instances), name)
+    return not (member is not None or provided or dynamic)
 
 
 @contract("SGC804", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
@@ -201,6 +220,16 @@ def _introspected(ctx: CheckContext, model: UpstreamModel, dotted: str, function
     return callee.signature.params if callee is not None else None
 
 
+INTROSPECTIONS = {"inspect.signature": "signature", "dataclasses.fields": "fields"}
+
+
+def _introspection(bound: dict[str, str], function: str) -> str | None:
+    """"signature" or "fields" for a call of `inspect.signature` or `dataclasses.fields` as imported."""
+    head, _, last = function.rpartition(".")
+    origin = f"{bound.get(head, head)}.{last}" if head else bound.get(last, "")
+    return INTROSPECTIONS.get(origin)
+
+
 @contract("SGC803", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def release_switch_by_introspection(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
@@ -208,9 +237,7 @@ def release_switch_by_introspection(ctx: CheckContext) -> Iterator[Diagnostic]:
     for facts in ctx.project.files.values():
         bound = {fact.bound: fact.target for fact in facts.imports}
         for probe in facts.probes:
-            head, _, last = probe.function.rpartition(".")
-            origin = f"{bound.get(head, head)}.{last}" if head else bound.get(last, "")
-            kind = {"inspect.signature": "signature", "dataclasses.fields": "fields"}.get(origin)
+            kind = _introspection(bound, probe.function)
             if kind is None or probe.subject is None or not probe.subject.types[0].startswith("C:"):
                 continue
             dotted = upstream_dotted(view, facts, probe.subject.types[0][2:])

@@ -26,24 +26,39 @@ def release_dispatch_refuses_new(ctx: CheckContext) -> Iterator[Diagnostic]:
     modules = {module_name_for(relpath) for relpath in ctx.project.digests}
     for facts in ctx.checked_files():
         for dispatch in facts.dispatches:
-            gate = gate_at(facts.gates, dispatch.position)
-            if dispatch.kind == "raise":
-                # Reached on the new release for certain, never on the old one: the choice held there.
-                if gate is None or evaluate(gate, old) is not False or evaluate(gate, new) is not True:
-                    continue
-                reached, named = f"raise {dispatch.detail}", ""
-            else:
-                on_old = module_for(dispatch.template, dispatch.package, old.version or "")
-                on_new = module_for(dispatch.template, dispatch.package, new.version or "")
-                ran_on_old = gate is None or evaluate(gate, old) is not False
-                if not ran_on_old or on_old not in modules or on_new in modules:
-                    continue
-                reached = f"importlib.import_module({dispatch.detail})"
-                named = (f", which names {on_new}" if on_new is not None
-                         else f", whose table has no entry for {new.version}")
+            refused = _refusal(dispatch, gate_at(facts.gates, dispatch.position), old, new, modules)
+            if refused is None:
+                continue
+            reached, named = refused
             loaded = ctx.serving.loaded_on_old_only.get(facts.path, []) if ctx.serving is not None else []
             yield finding("SGC106", facts, dispatch.position, reached, old=ctx.old_version, new=ctx.new_version,
                           reached=reached, named=named, loaded=_what_loads(loaded))
+
+
+def _refusal(dispatch, gate, old, new, modules: set[str]) -> tuple[str, str] | None:
+    """(what the choice reaches, what it names) when it refuses the new release and held on the old one."""
+    if dispatch.kind == "raise":
+        return _raise_refusal(dispatch, gate, old, new)
+    return _import_refusal(dispatch, gate, old, new, modules)
+
+
+def _raise_refusal(dispatch, gate, old, new) -> tuple[str, str] | None:
+    """Reached on the new release for certain, never on the old one: the choice held there."""
+    if gate is None or evaluate(gate, old) is not False or evaluate(gate, new) is not True:
+        return None
+    return f"raise {dispatch.detail}", ""
+
+
+def _import_refusal(dispatch, gate, old, new, modules: set[str]) -> tuple[str, str] | None:
+    """A module chosen by the release's name that the project has for the old release, not the new."""
+    on_old = module_for(dispatch.template, dispatch.package, old.version or "")
+    on_new = module_for(dispatch.template, dispatch.package, new.version or "")
+    ran_on_old = gate is None or evaluate(gate, old) is not False
+    if not ran_on_old or on_old not in modules or on_new in modules:
+        return None
+    named = (f", which names {on_new}" if on_new is not None
+             else f", whose table has no entry for {new.version}")
+    return f"importlib.import_module({dispatch.detail})", named
 
 
 def _what_loads(relpaths: list[str], shown: int = 3) -> str:
