@@ -43,7 +43,8 @@ def _record(resolver: Resolver, facts: FileFacts, call: CallFact) -> tuple[str, 
     callee = resolver.callee_at(facts, call)
     if callee is None or callee.signature.dataclass or callee.signature.owner.endswith(".__init__"):
         return None
-    record = callee.member.record if callee.member is not None else resolver.model.callable_record(callee.signature.owner)
+    record = callee.member.record if callee.member is not None \
+        else resolver.model.callable_record(callee.signature.owner)
     return (callee.signature.owner, record) if record is not None else None
 
 
@@ -83,18 +84,25 @@ def call_of_callable_that_changed_async(ctx: CheckContext) -> Iterator[Diagnosti
         was, now = bool(old.get("async")), bool(new.get("async"))
         if was == now or "property" in new.get("decorators", ()):
             continue
-        awaited = call.use == "await"
-        # `return f()`: the coroutine goes to the caller, who awaits it (SGC209 judges an override's caller)
-        if now and not awaited and call.use != "return" and not _awaitable(old):
-            change = (f"is `async def` in sglang {ctx.new_version} (a plain function in {ctx.old_version}): "
-                      "this call without `await` gets a coroutine that never runs")
-        elif was and awaited and not _awaitable(new):
-            change = (f"is a plain function in sglang {ctx.new_version} (`async def` in {ctx.old_version}): "
-                      "awaiting its result raises TypeError")
-        else:
+        change = _async_change(ctx, call, old, new, was, now)
+        if change is None:
             continue
         yield finding("SGC206", facts, call.position, owner, callee=f"{_display(owner)}()", change=change,
                       old=ctx.old_version, new=ctx.new_version)
+
+
+def _async_change(ctx: CheckContext, call: CallFact, old: dict[str, Any], new: dict[str, Any], was: bool,
+                  now: bool) -> str | None:
+    """What the callee's change to or from `async def` does to this call; None where it works on."""
+    awaited = call.use == "await"
+    # `return f()`: the coroutine goes to the caller, who awaits it (SGC209 judges an override's caller)
+    if now and not awaited and call.use != "return" and not _awaitable(old):
+        return (f"is `async def` in sglang {ctx.new_version} (a plain function in {ctx.old_version}): "
+                "this call without `await` gets a coroutine that never runs")
+    if was and awaited and not _awaitable(new):
+        return (f"is a plain function in sglang {ctx.new_version} (`async def` in {ctx.old_version}): "
+                "awaiting its result raises TypeError")
+    return None
 
 
 @dataclass(frozen=True)
@@ -135,20 +143,28 @@ def _use_breaks(use: str, model_old: UpstreamModel, was: Result, now: Result) ->
     result fails on the new one; None when it does not, or either is unknown."""
     kind, _, detail = use.partition(":")
     if kind == "unpack":
-        count = int(detail)
-        if was.length != count:
-            return None  # the call did not fit the old shape either (or it is unknown)
-        doing = f"unpacking it into {count} names"
-        if now.length is not None:
-            return (doing, "raises ValueError") if now.length != count else None
-        return doing, "raises TypeError (it cannot be unpacked)"
+        return _unpack_breaks(int(detail), was, now)
     if kind in ("index", "iter") and was.length is not None and now.classes:
-        return ("indexing it", "raises TypeError (it is not subscriptable)") if kind == "index" \
-            else ("iterating over it", "raises TypeError (it is not iterable)")
+        return SUBSCRIPT_BREAKS[kind]
     if kind == "attr" and was.classes and now.length is not None \
             and all(model_old.member(origin, detail) is not None for origin in was.classes):
         return f"reading or setting .{detail} on it", "raises AttributeError (a tuple has no such attribute)"
     return None
+
+
+# What indexing or iterating over a result that was a tuple, and is now an object, does.
+SUBSCRIPT_BREAKS = {"index": ("indexing it", "raises TypeError (it is not subscriptable)"),
+                    "iter": ("iterating over it", "raises TypeError (it is not iterable)")}
+
+
+def _unpack_breaks(count: int, was: Result, now: Result) -> tuple[str, str] | None:
+    """_use_breaks for `a, b, ... = f()` into `count` names."""
+    if was.length != count:
+        return None  # the call did not fit the old shape either (or it is unknown)
+    doing = f"unpacking it into {count} names"
+    if now.length is not None:
+        return (doing, "raises ValueError") if now.length != count else None
+    return doing, "raises TypeError (it cannot be unpacked)"
 
 
 @contract("SGC207", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
@@ -190,21 +206,34 @@ def _callers(ctx: CheckContext, resolver: Resolver, cls: ProjectClass, method: s
         for owner in resolver.model.mro(origin)[0]:
             record = resolver.model.class_record(owner)
             for name, body in sorted(record["methods"].items()):
-                if (owner, name) in seen or name == method:
+                if (owner, name) in seen or name == method or not _calls_self_method(body, method):
                     continue
-                if method in body.get("unpacks", {}) or method in body.get("awaits", ()) \
-                        or method in body.get("plain_calls", ()):
-                    seen.add((owner, name))
-                    reached = resolver.model.member(origin, name)
-                    if not _overridden(ctx, cls, name) and reached is not None and reached.owner == owner:
-                        found.append((Member(owner, name, "method", body), body))
+                seen.add((owner, name))
+                if _runs_upstream_method(ctx, resolver, cls, origin, owner, name):
+                    found.append((Member(owner, name, "method", body), body))
     return found
 
 
-def _expected_shape(record: dict[str, Any], callers: list[tuple[Member, dict]], method: str) -> tuple[int | None, list[str]]:
+def _calls_self_method(body: dict, method: str) -> bool:
+    """Whether the upstream method's body unpacks, awaits or plainly calls `self.<method>(...)`."""
+    return method in body.get("unpacks", {}) or method in body.get("awaits", ()) \
+        or method in body.get("plain_calls", ())
+
+
+def _runs_upstream_method(ctx: CheckContext, resolver: Resolver, cls: ProjectClass, origin: str, owner: str,
+                          name: str) -> bool:
+    """Whether the project's instances run `owner`'s own `name`: the project does not override it,
+    and the upstream base `origin` reaches it as `owner`'s."""
+    reached = resolver.model.member(origin, name)
+    return not _overridden(ctx, cls, name) and reached is not None and reached.owner == owner
+
+
+def _expected_shape(record: dict[str, Any], callers: list[tuple[Member, dict]],
+                    method: str) -> tuple[int | None, list[str]]:
     """The tuple length upstream expects of the method: its annotation's (or body's), or what
     every caller unpacks; and the callers that unpack it."""
-    unpacking = [(member.qualname, body["unpacks"][method]) for member, body in callers if method in body.get("unpacks", {})]
+    unpacking = [(member.qualname, body["unpacks"][method]) for member, body in callers
+                 if method in body.get("unpacks", {})]
     counts = {count for _, count in unpacking}
     shape = record.get("shape")
     if shape is None and len(counts) == 1:
@@ -233,7 +262,7 @@ def _last(text: str) -> str:
 def override_returns_old_shape(ctx: CheckContext) -> Iterator[Diagnostic]:
     old_resolver, new_resolver = resolvers(ctx)
     for item in overrides(ctx):
-        if item.new is None or item.new.kind != "method" or item.old.kind != "method" or item.method.name == "__init__":
+        if not _overrides_method(item) or item.method.name == "__init__":
             continue
         name = item.method.name
         new_callers = _callers(ctx, new_resolver, item.cls, name)
@@ -243,17 +272,9 @@ def override_returns_old_shape(ctx: CheckContext) -> Iterator[Diagnostic]:
         was, _ = _expected_shape(item.old.record, _callers(ctx, old_resolver, item.cls, name), name)
         if was == now:
             continue
-        returns = item.method.shape if item.method.shape is not None else _annotation_length(item.method.annotation)
-        old_annotation = item.old.record.get("annotation", "")
-        if returns is not None:
-            if returns == now:
-                continue
-            gives = f"a {returns}-tuple"
-        elif item.method.annotation and old_annotation and _last(item.method.annotation) == _last(old_annotation) \
-                and _last(old_annotation) != _last(item.new.record.get("annotation", "")):
-            gives = f"{item.method.annotation}, as {item.old.qualname} did in {ctx.old_version}"
-        else:
-            continue  # what the override returns is unknown: not judged
+        gives = _old_shape_given(ctx, item, now)
+        if gives is None:
+            continue  # what the override returns is unknown (or fits): not judged
         if unpacking:
             use = f"{unpacking[0]} unpacks it into {now} names"
         elif new_callers or item.new.record.get("annotation"):
@@ -265,29 +286,57 @@ def override_returns_old_shape(ctx: CheckContext) -> Iterator[Diagnostic]:
                       use=use, old=ctx.old_version, new=ctx.new_version)
 
 
+def _overrides_method(item) -> bool:
+    """Whether the override overrides a method in both releases."""
+    return item.new is not None and item.new.kind == "method" and item.old.kind == "method"
+
+
+def _old_shape_given(ctx: CheckContext, item, now: int) -> str | None:
+    """What the override returns when it is not the `now`-tuple upstream expects: its own tuple
+    length, or the old base's annotation it copied; None when that is unknown, or fits."""
+    returns = item.method.shape if item.method.shape is not None else _annotation_length(item.method.annotation)
+    old_annotation = item.old.record.get("annotation", "")
+    if returns is not None:
+        return f"a {returns}-tuple" if returns != now else None
+    if item.method.annotation and old_annotation and _last(item.method.annotation) == _last(old_annotation) \
+            and _last(old_annotation) != _last(item.new.record.get("annotation", "")):
+        return f"{item.method.annotation}, as {item.old.qualname} did in {ctx.old_version}"
+    return None
+
+
 @contract("SGC209", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def override_async_out_of_date(ctx: CheckContext) -> Iterator[Diagnostic]:
     _, new_resolver = resolvers(ctx)
     for item in overrides(ctx):
-        if item.new is None or item.new.kind != "method" or item.old.kind != "method":
+        if not _overrides_method(item):
             continue
         was, now = bool(item.old.record.get("async")), bool(item.new.record.get("async"))
         if was == now or item.method.is_async != was:
             continue
-        if now and (item.method.delegates or any(word in item.method.annotation for word in AWAITABLE_WORDS)):
-            # A plain override that returns an awaitable still works under `await`: one annotated
-            # so, or one that hands back the base's own (now coroutine) result, as a version-guarded
-            # `if new_release: return super().m(x)` does on the path that release takes.
+        if now and _hands_back_awaitable(item.method):
             continue
         callers = _callers(ctx, new_resolver, item.cls, item.method.name)
-        key = "awaits" if now else "plain_calls"
-        named = [member.qualname for member, body in callers if item.method.name in body.get(key, ())]
-        where = f"; {named[0]} calls it" if named else ""
-        if now:
-            effect = f"became `async def` in sglang {ctx.new_version}, so upstream awaits it: awaiting this plain method's result raises TypeError{where}"
-        else:
-            effect = f"is a plain method in sglang {ctx.new_version}, so upstream calls it without `await`: this coroutine never runs{where}"
         yield finding("SGC209", item.cls.facts, item.method.position, f"{item.new.owner}.{item.method.name}",
-                      cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname, effect=effect,
+                      cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname,
+                      effect=_async_effect(ctx, item.method.name, callers, now),
                       kind="a plain `def`" if not item.method.is_async else "`async def`",
                       old=ctx.old_version, new=ctx.new_version)
+
+
+def _hands_back_awaitable(method) -> bool:
+    """A plain override that returns an awaitable still works under `await`: one annotated so, or
+    one that hands back the base's own (now coroutine) result, as a version-guarded
+    `if new_release: return super().m(x)` does on the path that release takes."""
+    return bool(method.delegates) or any(word in method.annotation for word in AWAITABLE_WORDS)
+
+
+def _async_effect(ctx: CheckContext, name: str, callers: list[tuple[Member, dict]], now: bool) -> str:
+    """What upstream's calls now do with the override that did not follow its base to or from `async def`."""
+    key = "awaits" if now else "plain_calls"
+    named = [member.qualname for member, body in callers if name in body.get(key, ())]
+    where = f"; {named[0]} calls it" if named else ""
+    if now:
+        return (f"became `async def` in sglang {ctx.new_version}, so upstream awaits it: awaiting this plain "
+                f"method's result raises TypeError{where}")
+    return (f"is a plain method in sglang {ctx.new_version}, so upstream calls it without `await`: this coroutine "
+            f"never runs{where}")
