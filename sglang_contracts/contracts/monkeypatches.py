@@ -56,11 +56,15 @@ def _patches(ctx: CheckContext) -> list[Patch]:
             old = resolve_target(ctx.old, dotted)
             if not old.found:
                 continue  # the patch adds a name upstream never had: its own business
-            saved = {p.value for p in facts.patches if p.kind == "save" and upstream_dotted(view, facts, p.target) == dotted}
-            calls = [call for call in facts.calls if call.callee.types[0][2:] in saved and call.callee.types[0][:2] == "C:"]
             found.append(Patch(facts, fact, dotted, old, resolve_target(ctx.new, dotted),
-                               functions.get(fact.value or ""), calls))
+                               functions.get(fact.value or ""), _saved_original_calls(view, facts, dotted)))
     return found
+
+
+def _saved_original_calls(view, facts: FileFacts, dotted: str) -> list[CallFact]:
+    """The file's calls of the original it saved of the patched upstream path (`_orig = X.f`)."""
+    saved = {p.value for p in facts.patches if p.kind == "save" and upstream_dotted(view, facts, p.target) == dotted}
+    return [call for call in facts.calls if call.callee.types[0][2:] in saved and call.callee.types[0][:2] == "C:"]
 
 
 def patches(ctx: CheckContext) -> list[Patch]:
@@ -75,23 +79,28 @@ def _rename_hint(model: UpstreamModel, old_model: UpstreamModel, patch: Patch) -
     """A name the new release added next to the lost one that looks like it, when it is verified
     to be the same definition renamed (its parameters and normalised body): a name that only
     looks alike is another object (an unrelated class), and patching it would be wrong."""
-    owner, _, name = patch.dotted.rpartition(".")
-    origin = model.resolve_class(owner)
-    if origin is not None:
-        names = {n for o in model.mro(origin)[0] for n in model.class_record(o)["methods"]}
-        old_origin = old_model.resolve_class(owner)
-        before = {n for o in old_model.mro(old_origin)[0] for n in old_model.class_record(o)["methods"]} if old_origin else set()
-    else:
-        record, old_record = model.module(owner), old_model.module(owner)
-        names = set(record.bindings) if record else set()
-        before = set(old_record.bindings) if old_record else set()
     if not patch.old.callable:
         return ""
+    owner, _, name = patch.dotted.rpartition(".")
+    names, before = _names_beside(model, old_model, owner)
     for close in difflib.get_close_matches(name, sorted(names - before), n=3, cutoff=0.6):
         renamed = resolve_target(model, f"{owner}.{close}")
         if renamed.callable and same_callable(old_model, patch.old.as_member(), model, renamed.as_member()):
             return f"; renamed to {close} (the same definition): patch it there"
     return ""
+
+
+def _names_beside(model: UpstreamModel, old_model: UpstreamModel, owner: str) -> tuple[set[str], set[str]]:
+    """(new, old) names of the owner: a class's methods (with its bases'), or a module's bindings."""
+    origin = model.resolve_class(owner)
+    if origin is not None:
+        names = {n for o in model.mro(origin)[0] for n in model.class_record(o)["methods"]}
+        old_origin = old_model.resolve_class(owner)
+        before = {n for o in old_model.mro(old_origin)[0] for n in old_model.class_record(o)["methods"]} \
+            if old_origin else set()
+        return names, before
+    record, old_record = model.module(owner), old_model.module(owner)
+    return set(record.bindings) if record else set(), set(old_record.bindings) if old_record else set()
 
 
 @contract("SGC401", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
@@ -144,7 +153,8 @@ def _text(signature: Signature) -> str:
 def _replacement_problems(patch: Patch) -> list[str]:
     """Why the replacement cannot stand in for the new upstream callable."""
     replacement = patch.replacement
-    problems = [f"cannot take {name}" for name in unaccepted_parameters(replacement.params, patch.old.as_member(), patch.new.as_member())]
+    problems = [f"cannot take {name}"
+                for name in unaccepted_parameters(replacement.params, patch.old.as_member(), patch.new.as_member())]
     new_names = {name for name, *_ in patch.new.record.get("params", [])}
     old_names = {name for name, *_ in patch.old.record.get("params", [])}
     for name, kind, has_default in replacement.params:
@@ -168,16 +178,25 @@ def patched_signature_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
             if problems:
                 yield finding("SGC402", patch.facts, patch.fact.position, patch.dotted,
                               what=f"the replacement {patch.replacement.name} {', '.join(problems)}", **common)
-        for call in patch.original_calls:
-            if bind(old_signature, call.args).problems:
-                continue
-            problems = bind(new_signature, call.args).problems
-            if problems:
-                detail = problems[0].detail if problems[0].code == "SGC203" else {
-                    "SGC201": "passes {} it no longer takes", "SGC202": "does not pass the new required {}",
-                }[problems[0].code].format(problems[0].detail)
-                yield finding("SGC402", patch.facts, call.position, patch.dotted,
-                              what=f"the call of the saved original {detail}", **common)
+        yield from _original_call_findings(patch, old_signature, new_signature, common)
+
+
+# How a call of the saved original fails on the new signature, by the call contracts' codes.
+ORIGINAL_CALL_BREAKS = {"SGC201": "passes {} it no longer takes", "SGC202": "does not pass the new required {}"}
+
+
+def _original_call_findings(patch: Patch, old_signature: Signature, new_signature: Signature,
+                            common: dict) -> Iterator[Diagnostic]:
+    """SGC402 for each call of the saved original that bound on the old signature, not the new."""
+    for call in patch.original_calls:
+        if bind(old_signature, call.args).problems:
+            continue
+        problems = bind(new_signature, call.args).problems
+        if problems:
+            detail = problems[0].detail if problems[0].code == "SGC203" else \
+                ORIGINAL_CALL_BREAKS[problems[0].code].format(problems[0].detail)
+            yield finding("SGC402", patch.facts, call.position, patch.dotted,
+                          what=f"the call of the saved original {detail}", **common)
 
 
 @contract("SGC403", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
@@ -225,16 +244,21 @@ def _scan_from_importers(model: UpstreamModel, dotteds: list[str]) -> list[set[s
     targets = [dotted.rpartition(".") for dotted in dotteds]
     importers: list[set[str]] = [set() for _ in dotteds]
     for relpath, text in model.texts_mentioning_any({name for _, _, name in targets}):
-        importer = model.module_name_of(relpath)
-        statements = None
-        for index, (module, _, name) in enumerate(targets):
-            if name not in text:
-                continue
-            if statements is None:
-                statements = list(from_imports(relpath, importer, text, module_level=True))
-            if any(source == module and name in names for source, names in statements):
-                importers[index].add(importer)
+        _add_from_importer(relpath, model.module_name_of(relpath), text, targets, importers)
     return importers
+
+
+def _add_from_importer(relpath: str, importer: str, text: str, targets: list[tuple[str, str, str]],
+                       importers: list[set[str]]) -> None:
+    """Add the module to the importers of each target it binds by a module-level from-import."""
+    statements = None  # parsed once, for the first target the text names
+    for index, (module, _, name) in enumerate(targets):
+        if name not in text:
+            continue
+        if statements is None:
+            statements = list(from_imports(relpath, importer, text, module_level=True))
+        if any(source == module and name in names for source, names in statements):
+            importers[index].add(importer)
 
 
 def _searched_paths(patch: Patch, side: str) -> set[str]:
@@ -259,13 +283,18 @@ def _new_from_importers(ctx: CheckContext, patch: Patch) -> list[str]:
     old_importers, new_importers = ctx.shared("monkeypatch-importers", _importers_of_patched)
     before = set().union(*(old_importers[path] for path in _searched_paths(patch, "old")))
     after = set().union(*(new_importers[path] for path in _searched_paths(patch, "new")))
-    imported = {fact.module for facts in ctx.project.files.values() for fact in facts.imports}
-    news = sorted(module for module in after - before if not ctx.old.module_exists(module)
-                  and not any(i == module or i.startswith(f"{module}.") for i in imported))
+    news = _new_modules_not_imported(ctx, after - before)
     # A new module that code the old release had imports (at its top or inside a function) is
     # how the name is now reached: its binding is what that code now calls.
     reached = _reached_from_old_code(ctx, news)
     return sorted(module for module in after - before if module not in news or module in reached)
+
+
+def _new_modules_not_imported(ctx: CheckContext, modules: set[str]) -> list[str]:
+    """The modules new in the release that the project does not import (nor a submodule of)."""
+    imported = {fact.module for facts in ctx.project.files.values() for fact in facts.imports}
+    return sorted(module for module in modules if not ctx.old.module_exists(module)
+                  and not any(i == module or i.startswith(f"{module}.") for i in imported))
 
 
 def _reached_from_old_code(ctx: CheckContext, modules: list[str]) -> set[str]:
@@ -300,22 +329,36 @@ def _local_imports(model: UpstreamModel, module: str, name: str) -> list[tuple[s
         tree = parse_quietly(found[1], found[0])
     except (SyntaxError, ValueError):
         return []
+    return sorted(_imports_in_functions(tree, module, found[0].endswith("__init__.py"), name))
+
+
+def _imports_in_functions(tree: ast.AST, module: str, is_package: bool, name: str) -> list[tuple[str, str]]:
+    """(function, source module) of each `from source import name` inside a function of the tree."""
     imports: list[tuple[str, str]] = []
     pending: list[tuple[ast.AST, str, bool]] = [(tree, "", False)]  # (node, qualified scope, in a function)
     while pending:
         node, scope, in_function = pending.pop()
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ImportFrom) and in_function \
-                    and any(alias.name == name and alias.asname in (None, name) for alias in child.names):
-                source = absolute_import(child, module, found[0].endswith("__init__.py"))
+            if isinstance(child, ast.ImportFrom) and in_function and _imports_as_itself(child, name):
+                source = absolute_import(child, module, is_package)
                 if source:
                     imports.append((scope, source))
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                inner = f"{scope}.{child.name}" if scope else child.name
-                pending.append((child, inner, in_function or not isinstance(child, ast.ClassDef)))
+                pending.append(_entered(child, scope, in_function))
             elif isinstance(child, ast.stmt):
                 pending.append((child, scope, in_function))
-    return sorted(imports)
+    return imports
+
+
+def _imports_as_itself(node: ast.ImportFrom, name: str) -> bool:
+    return any(alias.name == name and alias.asname in (None, name) for alias in node.names)
+
+
+def _entered(definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, scope: str,
+             in_function: bool) -> tuple[ast.AST, str, bool]:
+    """(node, qualified scope, in a function) inside a function or class definition."""
+    inner = f"{scope}.{definition.name}" if scope else definition.name
+    return definition, inner, in_function or not isinstance(definition, ast.ClassDef)
 
 
 def _local_imports_of(ctx: CheckContext, patch: Patch) -> list[tuple[str, str]]:
@@ -338,28 +381,38 @@ def patch_bypassed(ctx: CheckContext) -> Iterator[Diagnostic]:
     for patch in patches(ctx):
         local = _local_imports_of(ctx, patch)
         if local:
-            module, _, name = patch.dotted.rpartition(".")
-            function, source = local[0]
-            yield finding("SGC404", patch.facts, patch.fact.position, patch.dotted, severity="error",
-                          target=_leaf(patch.dotted), old=ctx.old_version, new=ctx.new_version,
-                          how=f"{module} no longer binds {name} at import time (it did in {ctx.old_version}); "
-                              f"{function} imports it from {source} when it runs, so what it calls is "
-                              f"{source}.{name}, never the patched {module}.{name}: patch {source}.{name}")
+            yield _bound_inside_function_finding(ctx, patch, local[0])
             continue
         if not (patch.old.callable and patch.new.callable):
             continue
         common = dict(target=_leaf(patch.dotted), old=ctx.old_version, new=ctx.new_version)
         if patch.old.kind == "method":
-            before, after = _callers(ctx.old, patch.dotted), _callers(ctx.new, patch.dotted)
-            lost = [caller for method, caller in before.items() if method not in after
-                    and (not after or _has_method(ctx.new, patch.dotted, method))]
-            if lost:
-                yield finding("SGC404", patch.facts, patch.fact.position, patch.dotted,
-                              how=f"{', '.join(sorted(lost))} no longer reaches it (it did in {ctx.old_version})",
-                              **common)
+            yield from _lost_callers_findings(ctx, patch, common)
         elif patch.old.kind == "function":
             for module in _new_from_importers(ctx, patch):
                 yield finding("SGC404", patch.facts, patch.fact.position, patch.dotted,
                               how=f"{module} now binds it with `from ... import {patch.dotted.rsplit('.', 1)[-1]}` "
                                   f"at import time and keeps the unpatched original (it did not in {ctx.old_version})",
                               **common)
+
+
+def _bound_inside_function_finding(ctx: CheckContext, patch: Patch, local: tuple[str, str]) -> Diagnostic:
+    """SGC404 for a name the module now binds only inside a function, from its source."""
+    module, _, name = patch.dotted.rpartition(".")
+    function, source = local
+    return finding("SGC404", patch.facts, patch.fact.position, patch.dotted, severity="error",
+                   target=_leaf(patch.dotted), old=ctx.old_version, new=ctx.new_version,
+                   how=f"{module} no longer binds {name} at import time (it did in {ctx.old_version}); "
+                       f"{function} imports it from {source} when it runs, so what it calls is "
+                       f"{source}.{name}, never the patched {module}.{name}: patch {source}.{name}")
+
+
+def _lost_callers_findings(ctx: CheckContext, patch: Patch, common: dict) -> Iterator[Diagnostic]:
+    """SGC404 for a patched method that methods of its class no longer reach through `self`."""
+    before, after = _callers(ctx.old, patch.dotted), _callers(ctx.new, patch.dotted)
+    lost = [caller for method, caller in before.items() if method not in after
+            and (not after or _has_method(ctx.new, patch.dotted, method))]
+    if lost:
+        yield finding("SGC404", patch.facts, patch.fact.position, patch.dotted,
+                      how=f"{', '.join(sorted(lost))} no longer reaches it (it did in {ctx.old_version})",
+                      **common)
