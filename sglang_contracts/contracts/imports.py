@@ -51,15 +51,23 @@ def _analyse_imports(ctx: CheckContext) -> list[ImportOutcome]:
 
 def _analyse_one(ctx: CheckContext, facts: FileFacts, fact: ImportFact) -> ImportOutcome | None:
     old_module, new_module = ctx.old.module_exists(fact.module), ctx.new.module_exists(fact.module)
-    module_symbol = lambda exists: Symbol("found", "module", fact.module) if exists else MISSING  # noqa: E731
     if not new_module:
         # `from m import n` where the old release's m lacks n failed there already: not the bump's.
         name_lost_on_old = old_module and fact.name not in (None, "*") \
             and ctx.old.resolve_name(fact.module, fact.name).status == "missing"
-        return ImportOutcome(facts, fact, "module-gone", module_symbol(old_module), MISSING,
+        return ImportOutcome(facts, fact, "module-gone", _module_symbol(fact.module, old_module), MISSING,
                              not old_module or name_lost_on_old)
     if fact.name in (None, "*"):
         return None
+    return _name_outcome(ctx, facts, fact, old_module)
+
+
+def _module_symbol(module: str, exists: bool) -> Symbol:
+    return Symbol("found", "module", module) if exists else MISSING
+
+
+def _name_outcome(ctx: CheckContext, facts: FileFacts, fact: ImportFact, old_module: bool) -> ImportOutcome | None:
+    """What became of the name a `from m import n` imports, from a module both releases have."""
     new = ctx.new.resolve_name(fact.module, fact.name)
     old = ctx.old.resolve_name(fact.module, fact.name) if old_module else MISSING
     if new.missing and not old.status == "unknown":
@@ -67,10 +75,15 @@ def _analyse_one(ctx: CheckContext, facts: FileFacts, fact: ImportFact) -> Impor
     if new.kind == "dynamic" and old.found and new.origin:
         return ImportOutcome(facts, fact, "name-unverified", old, new, False,
                              hint=f"; could not verify: {ctx.new.module_unverifiable(new.origin)}")
-    here = f"{fact.module}.{fact.name}"
-    if old.found and new.found and old.origin != new.origin and here not in (old.origin, new.origin):
+    if _origin_moved(fact, old, new):
         return ImportOutcome(facts, fact, "origin-moved", old, new, False)
     return None
+
+
+def _origin_moved(fact: ImportFact, old: Symbol, new: Symbol) -> bool:
+    """Whether the imported name is defined elsewhere in the new release, neither here nor where it was."""
+    here = f"{fact.module}.{fact.name}"
+    return old.found and new.found and old.origin != new.origin and here not in (old.origin, new.origin)
 
 
 def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
@@ -79,10 +92,7 @@ def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
     live = [o for o in outcomes if not o.broken_on_old and o.change in ("name-gone", "module-gone")]
     names = {o.fact.name for o in live if o.fact.name not in (None, "*")}
     found = ctx.new.find_definitions(names) if names else {}
-    statements: dict[tuple[str, Position], list[str]] = {}
-    for outcome in live:
-        if outcome.change == "module-gone" and outcome.fact.name not in (None, "*"):
-            statements.setdefault((outcome.facts.path, outcome.fact.module_position), []).append(outcome.fact.name)
+    statements = _names_from_gone_modules(live)
     for outcome in live:
         if outcome.change == "name-gone":
             reference = outcome.old.origin or outcome.fact.module
@@ -90,12 +100,27 @@ def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
             outcome.hint = home_hint(ctx.old, outcome.old, ctx.new, outcome.fact.name, candidates, reference)
             outcome.home = moved_home(ctx.old, outcome.old, ctx.new, outcome.fact.name, candidates, reference)
         else:
-            leaf = outcome.fact.module.rsplit(".", 1)[-1]
-            imported = statements.get((outcome.facts.path, outcome.fact.module_position), [])
-            same_leaf = ctx.new.find_modules_named(leaf)
-            outcome.hint = module_hint(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf, found)
-            if imported:
-                outcome.home = moved_module(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf)
+            _add_module_hint(ctx, outcome, statements, found)
+
+
+def _names_from_gone_modules(live: list[ImportOutcome]) -> dict[tuple[str, Position], list[str]]:
+    """(path, module position) of each `from m import ...` of a gone module -> the names it imports."""
+    statements: dict[tuple[str, Position], list[str]] = {}
+    for outcome in live:
+        if outcome.change == "module-gone" and outcome.fact.name not in (None, "*"):
+            statements.setdefault((outcome.facts.path, outcome.fact.module_position), []).append(outcome.fact.name)
+    return statements
+
+
+def _add_module_hint(ctx: CheckContext, outcome: ImportOutcome, statements: dict[tuple[str, Position], list[str]],
+                     found: dict) -> None:
+    """Where the new release has the gone module's names (or a module of the same leaf)."""
+    leaf = outcome.fact.module.rsplit(".", 1)[-1]
+    imported = statements.get((outcome.facts.path, outcome.fact.module_position), [])
+    same_leaf = ctx.new.find_modules_named(leaf)
+    outcome.hint = module_hint(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf, found)
+    if imported:
+        outcome.home = moved_module(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf)
 
 
 def import_outcomes(ctx: CheckContext) -> list[ImportOutcome]:
@@ -261,20 +286,33 @@ def _module_attribute_losses(ctx: CheckContext) -> Iterator[tuple[FileFacts, Pos
     value, no contract with upstream; the save of an original before its patch is one."""
     assigned = _assigned_by_project(ctx)
     for facts, chain, current in upstream_reads(ctx):
-        for attr, position in zip(chain.attrs, chain.positions):
-            writers = assigned.get(f"{current}.{attr}", {})
-            if any(path != facts.path or line < position.line for path, line in writers.items()):
-                break
-            if not _is_module(ctx.old, current) or not ctx.new.module_exists(current):
-                break
-            old = ctx.old.resolve_name(current, attr)
-            if not old.found:
-                break
-            new = ctx.new.resolve_name(current, attr)
-            if new.missing or (new.kind == "dynamic" and new.origin):
-                yield facts, position, current, attr, None if new.missing else ctx.new.module_unverifiable(new.origin)
-                break
-            current = f"{current}.{attr}"
+        loss = _first_loss(ctx, assigned, facts, chain, current)
+        if loss is not None:
+            yield (facts, *loss)
+
+
+def _first_loss(ctx: CheckContext, assigned: dict[str, dict[str, int]], facts: FileFacts, chain: AttributeFact,
+                current: str) -> tuple[Position, str, str, str | None] | None:
+    """(position, module, attribute, why unverifiable or None) of the first attribute along the
+    chain of module attributes the new release lost; None where the chain reads none."""
+    for attr, position in zip(chain.attrs, chain.positions):
+        if _assigned_before(assigned.get(f"{current}.{attr}", {}), facts.path, position.line):
+            return None
+        if not _is_module(ctx.old, current) or not ctx.new.module_exists(current):
+            return None
+        old = ctx.old.resolve_name(current, attr)
+        if not old.found:
+            return None
+        new = ctx.new.resolve_name(current, attr)
+        if new.missing or (new.kind == "dynamic" and new.origin):
+            return position, current, attr, None if new.missing else ctx.new.module_unverifiable(new.origin)
+        current = f"{current}.{attr}"
+    return None
+
+
+def _assigned_before(writers: dict[str, int], path: str, line: int) -> bool:
+    """Whether the project assigns the attribute in another file, or on an earlier line of this one."""
+    return any(written != path or first < line for written, first in writers.items())
 
 
 def _assigned_by_project(ctx: CheckContext) -> dict[str, dict[str, int]]:
