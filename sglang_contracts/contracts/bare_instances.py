@@ -43,29 +43,47 @@ def _bare_builds(facts: FileFacts) -> list[BareBuild]:
     """The builds of a file. The object is followed in the scope that builds it and, when that
     scope is a function, in the same file's scopes that call it (`serving = _make_serving(t)`):
     what those set on its result is set, what they call on it is called."""
+    builds = _bare_objects(facts)
+    by_result = {f"R:{build.builder}": build for build in builds.values() if build.builder}
+    by_bare = {(build.builder, f"B:{build.cls}"): build for build in builds.values()}
+    _add_writes(facts, by_bare, by_result)
+    _add_calls(facts, by_bare, by_result)
+    return [build for build in builds.values() if build.calls]
+
+
+def _add_writes(facts: FileFacts, by_bare: dict[tuple[str, str], BareBuild], by_result: dict[str, BareBuild]) -> None:
+    """What the file sets on each bare object (and its values as written)."""
+    for read in facts.reads:
+        build = _build_of(by_bare, by_result, read.scope, read.receiver.types)
+        if build is not None and not read.receiver.attrs and read.store:
+            build.provided.add(read.attr)
+            build.written.setdefault(read.attr, set()).add(read.value)
+
+
+def _add_calls(facts: FileFacts, by_bare: dict[tuple[str, str], BareBuild], by_result: dict[str, BareBuild]) -> None:
+    """The methods the file calls on each bare object."""
+    for call in facts.calls:
+        build = _build_of(by_bare, by_result, call.scope, call.callee.types)
+        if build is not None and len(call.callee.attrs) == 1:
+            build.calls.append(Root(facts, call.position, call.scope or "<module>", call.callee.attrs[0], None))
+
+
+def _bare_objects(facts: FileFacts) -> dict[tuple[str, str], BareBuild]:
+    """(scope, class) -> a build, for each `object.__new__(cls)` the file reads as a bare object."""
     builds: dict[tuple[str, str], BareBuild] = {}
     for read in facts.reads:
         for kind in read.receiver.types:
             if kind.startswith("B:") and not read.receiver.attrs:
                 builds.setdefault((read.scope, kind[2:]), BareBuild(facts, kind[2:], read.scope))
-    by_result = {f"R:{build.builder}": build for build in builds.values() if build.builder}
-    by_bare = {(build.builder, f"B:{build.cls}"): build for build in builds.values()}
+    return builds
 
-    def build_of(scope: str, types: tuple[str, ...]) -> BareBuild | None:
-        if len(types) != 1:
-            return None
-        return by_bare.get((scope, types[0])) or by_result.get(types[0])
 
-    for read in facts.reads:
-        build = build_of(read.scope, read.receiver.types)
-        if build is not None and not read.receiver.attrs and read.store:
-            build.provided.add(read.attr)
-            build.written.setdefault(read.attr, set()).add(read.value)
-    for call in facts.calls:
-        build = build_of(call.scope, call.callee.types)
-        if build is not None and len(call.callee.attrs) == 1:
-            build.calls.append(Root(facts, call.position, call.scope or "<module>", call.callee.attrs[0], None))
-    return [build for build in builds.values() if build.calls]
+def _build_of(by_bare: dict[tuple[str, str], BareBuild], by_result: dict[str, BareBuild], scope: str,
+              types: tuple[str, ...]) -> BareBuild | None:
+    """The build a receiver of these types stands for in the scope: the bare object, or what its builder returns."""
+    if len(types) != 1:
+        return None
+    return by_bare.get((scope, types[0])) or by_result.get(types[0])
 
 
 def _needed(resolver: Resolver, build: BareBuild) -> dict[str, tuple[Needed, str]] | None:
@@ -85,10 +103,16 @@ def _needed(resolver: Resolver, build: BareBuild) -> dict[str, tuple[Needed, str
             continue
         reads, writes, _, _ = reach(resolver, lambda name: model.member(origin, name), first, root,
                                     set(build.provided), values)
-        for attr, need in reads.items():
-            if attr not in writes and (attr not in needed or need.cost < needed[attr][0].cost):
-                needed[attr] = (need, origin)
+        _keep_least_guarded(needed, reads, writes, origin)
     return needed
+
+
+def _keep_least_guarded(needed: dict[str, tuple[Needed, str]], reads: dict[str, Needed], writes,
+                        origin: str) -> None:
+    """Keep in `needed` each read attribute the methods do not write, at its least-guarded read."""
+    for attr, need in reads.items():
+        if attr not in writes and (attr not in needed or need.cost < needed[attr][0].cost):
+            needed[attr] = (need, origin)
 
 
 def _init_value(resolver: Resolver, origin: str, attr: str) -> str | None:
@@ -104,7 +128,7 @@ def _init_value(resolver: Resolver, origin: str, attr: str) -> str | None:
 def bare_instance_lacks_init_attribute(ctx: CheckContext) -> Iterator[Diagnostic]:
     old, new = resolvers(ctx)
     for facts in ctx.project.files.values():
-        if not any(kind.startswith("B:") for read in facts.reads for kind in read.receiver.types):
+        if not _builds_bare(facts):
             continue
         for build in _bare_builds(facts):
             before, now = _needed(old, build), _needed(new, build)
@@ -112,14 +136,23 @@ def bare_instance_lacks_init_attribute(ctx: CheckContext) -> Iterator[Diagnostic
                 continue
             # One finding per object: the attributes one `__init__` sets are one fix.
             news = sorted(attr for attr in now if attr not in before)
-            if not news:
-                continue
-            need, origin = now[news[0]]
-            cls = origin.rsplit(".", 1)[-1]
-            values = [f"{attr} = {value}" for attr in news if (value := _init_value(new, origin, attr)) is not None]
-            listed = ", ".join(f"self.{attr}" for attr in news)
-            yield finding("SGC315", need.root.facts, need.root.position, f"{origin}.{news[0]}",
-                          cls=cls, builder=build.builder or "module level", attrs=listed,
-                          call_path=" -> ".join(need.path + [f"reads self.{news[0]}"]),
-                          init=f"; upstream {cls}.__init__ sets {', '.join(values)}" if values else "",
-                          old=ctx.old_version, new=ctx.new_version)
+            if news:
+                yield _lacks_init_finding(ctx, new, build, now, news)
+
+
+def _builds_bare(facts: FileFacts) -> bool:
+    return any(kind.startswith("B:") for read in facts.reads for kind in read.receiver.types)
+
+
+def _lacks_init_finding(ctx: CheckContext, new: Resolver, build: BareBuild, now: dict[str, tuple[Needed, str]],
+                        news: list[str]) -> Diagnostic:
+    """SGC315 at the first new read, naming every attribute the new `__init__` would have set."""
+    need, origin = now[news[0]]
+    cls = origin.rsplit(".", 1)[-1]
+    values = [f"{attr} = {value}" for attr in news if (value := _init_value(new, origin, attr)) is not None]
+    listed = ", ".join(f"self.{attr}" for attr in news)
+    return finding("SGC315", need.root.facts, need.root.position, f"{origin}.{news[0]}",
+                   cls=cls, builder=build.builder or "module level", attrs=listed,
+                   call_path=" -> ".join(need.path + [f"reads self.{news[0]}"]),
+                   init=f"; upstream {cls}.__init__ sets {', '.join(values)}" if values else "",
+                   old=ctx.old_version, new=ctx.new_version)

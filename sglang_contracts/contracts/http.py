@@ -163,14 +163,8 @@ def http_required_key_missing(ctx: CheckContext) -> Iterator[Diagnostic]:
                              old=ctx.old_version, new=ctx.new_version)
 
 
-@contract("SGC1105", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
-def sampling_param_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    old_api, new_api, facts = _apis(ctx)
-    if old_api is None or new_api is None:
-        return
-    old_shape, new_shape = old_api.sampling_shape(), new_api.sampling_shape()
-    if old_shape is None or new_shape is None or new_shape.open:
-        return
+def _sampled_keys(ctx: CheckContext, old_api: HttpApi, facts: HttpFacts) -> list[tuple[str, Key]]:
+    """(path, key) of each sampling parameter the project sends to a route that took them."""
     sampled: list[tuple[str, Key]] = []
     files = set()
     for request, old_routes, _ in _judged(ctx):
@@ -180,7 +174,18 @@ def sampling_param_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
             sampled.extend((request.path, key) for key in request.sampling)
     # Assignments to a `sampling_params` dict count in files that send one to the server.
     sampled.extend((path, key) for path, key in facts.sampling if path in files)
-    for path, key in dict.fromkeys(sampled):
+    return sampled
+
+
+@contract("SGC1105", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
+def sampling_param_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
+    old_api, new_api, facts = _apis(ctx)
+    if old_api is None or new_api is None:
+        return
+    old_shape, new_shape = old_api.sampling_shape(), new_api.sampling_shape()
+    if old_shape is None or new_shape is None or new_shape.open:
+        return
+    for path, key in dict.fromkeys(_sampled_keys(ctx, old_api, facts)):
         if key.name in old_shape.fields and key.name not in new_shape.fields:
             yield finding_at("SGC1105", path, key.line, key.col, f"{new_shape.origin}.{key.name}", key=key.name,
                              old=ctx.old_version, new=ctx.new_version)
