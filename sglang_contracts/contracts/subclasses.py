@@ -16,11 +16,11 @@ from sglang_contracts.analysis.body_changes import body_change, body_preview, de
 from sglang_contracts.analysis.borrowing import borrowers
 from sglang_contracts.analysis.callers import passing_caller
 from sglang_contracts.analysis.overrides import checked_classes, derived_classes, overrides, unaccepted_parameters
-from sglang_contracts.analysis.resolve import ProjectClass, Resolver, project_view, resolvers
+from sglang_contracts.analysis.resolve import ProjectClass, ProjectView, Resolver, project_view, resolvers
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.lines import source_segment
-from sglang_contracts.upstream.model import Member, UpstreamModel
+from sglang_contracts.upstream.model import Member, Symbol, UpstreamModel
 
 
 @contract("SGC301", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
@@ -106,7 +106,7 @@ def overridden_method_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
     borrowed = {(b.cls.key, root.name) for b in borrowers(ctx) for root in b.roots
                 if root.via is not None or b.through_getattr}
     for item in overrides(ctx):
-        if item.new is None or any("abstractmethod" in m.record.get("decorators", []) for m in (item.old, item.new)):
+        if item.new is None or _abstract_on_either_side(item):
             continue  # an abstract stub's body is not behaviour an override mirrors
         if (item.cls.key, item.method.name) in borrowed:
             continue
@@ -116,6 +116,10 @@ def overridden_method_body_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
                           cls=item.cls.fact.name, method=item.method.name, upstream=item.new.qualname,
                           changed=change[0], total=change[1], old=ctx.old_version, new=ctx.new_version,
                           diff=body_preview(ctx, item.old, item.new))
+
+
+def _abstract_on_either_side(item) -> bool:
+    return any("abstractmethod" in m.record.get("decorators", []) for m in (item.old, item.new))
 
 
 def _abstract_methods(resolver: Resolver, cls: ProjectClass) -> dict[str, Member]:
@@ -151,16 +155,28 @@ def base_class_gone(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
     for cls in checked_classes(ctx):
         for written in cls.fact.bases:
-            dotted = view.dotted(cls.facts, written)
-            if not dotted or view.project_class(dotted) is not None or ctx.old.resolve_class(dotted) is None:
-                continue
-            if ctx.new.resolve_class(dotted) is not None:
-                continue
-            symbol = ctx.new.resolve_path(dotted)
-            if symbol.missing and "." not in written:
-                continue  # a bare imported name: the broken import is reported where it is (SGC102)
-            if symbol.status == "unknown" or symbol.found and symbol.kind == "class":
-                continue  # not knowable, or a class whose definition lies outside SGLang
-            now = f"is now a {symbol.kind}" if symbol.found else "no longer exists"
-            yield finding("SGC305", cls.facts, cls.fact.position, dotted, cls=cls.fact.name, base=dotted,
-                          now=now, old=ctx.old_version, new=ctx.new_version)
+            gone = _gone_base(ctx, view, cls, written)
+            if gone is not None:
+                dotted, now = gone
+                yield finding("SGC305", cls.facts, cls.fact.position, dotted, cls=cls.fact.name, base=dotted,
+                              now=now, old=ctx.old_version, new=ctx.new_version)
+
+
+def _gone_base(ctx: CheckContext, view: ProjectView, cls: ProjectClass, written: str) -> tuple[str, str] | None:
+    """(dotted base, what it became) for an upstream base class of the old release that the new
+    one no longer has as a class; None otherwise."""
+    dotted = view.dotted(cls.facts, written)
+    if not dotted or view.project_class(dotted) is not None or ctx.old.resolve_class(dotted) is None:
+        return None
+    if ctx.new.resolve_class(dotted) is not None:
+        return None
+    now = _what_base_became(ctx.new.resolve_path(dotted), written)
+    return (dotted, now) if now is not None else None
+
+
+def _what_base_became(symbol: Symbol, written: str) -> str | None:
+    if symbol.missing and "." not in written:
+        return None  # a bare imported name: the broken import is reported where it is (SGC102)
+    if symbol.status == "unknown" or symbol.found and symbol.kind == "class":
+        return None  # not knowable, or a class whose definition lies outside SGLang
+    return f"is now a {symbol.kind}" if symbol.found else "no longer exists"
