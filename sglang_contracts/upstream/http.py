@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from sglang_contracts.infra.errors import ContractsError
-from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.pysource import absolute_from_imports, parse_quietly
 from sglang_contracts.upstream.bodies import unparsed
 from sglang_contracts.upstream.extract import STRUCT_BASES
 from sglang_contracts.upstream.model import UpstreamModel
@@ -257,7 +257,7 @@ def _read_routes(code: str) -> dict[str, Any]:
     tree = _parsed(code)
     if tree is None or not code.strip():  # unreadable (or nothing to read): may serve anything
         return {"routes": [], "included": [], "prefixes": {}, "opaque": [1]}
-    imported = _imported_names(tree)
+    imported = absolute_from_imports(tree)
     functions = _functions_by_name(tree)
     table: dict[str, Any] = {"routes": [], "included": [], "prefixes": {}, "opaque": []}
     for node in ast.walk(tree):
@@ -270,13 +270,6 @@ def _read_routes(code: str) -> dict[str, Any]:
                 if isinstance(target, ast.Name):
                     table["prefixes"][target.id] = _keyword_text(node.value, "prefix")
     return table
-
-
-def _imported_names(tree: ast.Module) -> dict[str, str]:
-    """Local name -> dotted path of each `from M import x [as y]` at the top level (absolute only)."""
-    return {alias.asname or alias.name: f"{node.module}.{alias.name}"
-            for node in tree.body if isinstance(node, ast.ImportFrom) and node.module and not node.level
-            for alias in node.names}
 
 
 def _functions_by_name(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
