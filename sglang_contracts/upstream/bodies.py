@@ -755,9 +755,9 @@ class _BranchWalk:
     def _if(self, child: ast.If | ast.IfExp, conds: tuple) -> None:
         pending = self.pending
         pending.append((child.test, conds))
-        pending.append((list(child.body) if type(child) is ast.If else child.body, conds + self._holding(child.test, True)))
-        pending.append((list(child.orelse) if type(child) is ast.If else child.orelse,
-                        conds + self._holding(child.test, False)))
+        statements = type(child) is ast.If  # an `if` statement's blocks, or a conditional expression's parts
+        pending.append((list(child.body) if statements else child.body, conds + self._holding(child.test, True)))
+        pending.append((list(child.orelse) if statements else child.orelse, conds + self._holding(child.test, False)))
 
     def _while(self, child: ast.While, conds: tuple) -> None:
         pending = self.pending

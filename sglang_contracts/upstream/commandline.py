@@ -171,7 +171,8 @@ def _module_values(tree: ast.Module) -> dict[str, ast.AST]:
     """Name -> value of each `NAME = value` and `NAME: T = value` of the module's top level (the last wins)."""
     values: dict[str, ast.AST] = {}
     for statement in tree.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0], ast.Name):
             values[statement.targets[0].id] = statement.value
         elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
             values[statement.target.id] = statement.value
