@@ -127,22 +127,27 @@ def _python_move(old: Closure, new: Closure) -> tuple[str, str] | None:
     return was, f"{now} ({named})" if named else now
 
 
+def _merge_moves(merged: dict[tuple[str, str | None, str | None], Move], platform: str, old_closure: Closure,
+                 new_closure: Closure) -> None:
+    """Add one platform's moves to `merged`: a move seen on another platform gains this one."""
+    for name in sorted(set(old_closure.needs) | set(new_closure.needs)):
+        was, now = spelled_in(old_closure, name), spelled_in(new_closure, name)
+        if was == now:
+            continue
+        bringing = new_closure.first(name, old_closure) or old_closure.first(name, new_closure)
+        chain = bringing.path() if bringing is not None else name
+        seen = merged.get((name, was, now))
+        merged[name, was, now] = Move(name, was, now, seen.chain if seen else chain,
+                                      (*seen.platforms, platform) if seen else (platform,))
+
+
 def closure_delta(old: dict[str, Closure], new: dict[str, Closure], old_label: str, new_label: str) -> ClosureDelta:
     """The moves between the closures of each platform both were computed for."""
     merged: dict[tuple[str, str | None, str | None], Move] = {}
     for platform, new_closure in new.items():
         old_closure = old.get(platform)
-        if old_closure is None:
-            continue
-        for name in sorted(set(old_closure.needs) | set(new_closure.needs)):
-            was, now = spelled_in(old_closure, name), spelled_in(new_closure, name)
-            if was == now:
-                continue
-            bringing = new_closure.first(name, old_closure) or old_closure.first(name, new_closure)
-            chain = bringing.path() if bringing is not None else name
-            seen = merged.get((name, was, now))
-            merged[name, was, now] = Move(name, was, now, seen.chain if seen else chain,
-                                          (*seen.platforms, platform) if seen else (platform,))
+        if old_closure is not None:
+            _merge_moves(merged, platform, old_closure, new_closure)
     delta = ClosureDelta(old_label, new_label, sorted(merged.values(), key=lambda m: (not m.key, m.name)))
     if old and new:
         first_old, first_new = next(iter(old.values())), next(iter(new.values()))

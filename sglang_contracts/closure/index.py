@@ -31,6 +31,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import Version
 
 from sglang_contracts.requirements import as_version, normalized
 
@@ -145,6 +146,37 @@ class _Anchors(HTMLParser):
             self._open = None
 
 
+def _file_page(url: str, most: int) -> tuple[bytes, str]:
+    """PackageIndex._get of a `file:` URL: a folder's index.html, or the file."""
+    path = Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
+    if path.is_dir():
+        path = path / "index.html"
+    try:
+        with path.open("rb") as handle:
+            return handle.read(most + 1)[:most], "text/html"
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(url) from None
+    except OSError as error:
+        raise IndexUnreachable(f"{url}: {error.strerror or error}") from None
+
+
+def _ranked_wheels(links: list[tuple[str, str, bool]], wanted: Version | None,
+                   page: str) -> list[tuple[int, IndexFile]]:
+    """(rank of its platform among PREFERRED_PLATFORMS, file) of each wheel of version `wanted`
+    the page links to (`links`: (filename, href, whether its metadata is offered))."""
+    found = []
+    for filename, href, offered in links:
+        try:
+            _, file_version, _, tags = parse_wheel_filename(filename)
+        except InvalidWheelFilename:
+            continue  # a source distribution, or not a distribution at all
+        if file_version == wanted:
+            platform = " ".join(tag.platform for tag in tags)
+            rank = next((i for i, p in enumerate(PREFERRED_PLATFORMS) if p in platform), len(PREFERRED_PLATFORMS))
+            found.append((rank, IndexFile(filename, urllib.parse.urljoin(page, href.split("#")[0]), offered)))
+    return found
+
+
 class PackageIndex:
     def __init__(self, settings: IndexSettings) -> None:
         self.settings = settings
@@ -155,16 +187,10 @@ class PackageIndex:
         """(body, content type) of `url`; FileNotFoundError for a page the index does not have,
         IndexUnreachable when the index does not answer."""
         if url.startswith("file:"):
-            path = Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
-            if path.is_dir():
-                path = path / "index.html"
-            try:
-                with path.open("rb") as handle:
-                    return handle.read(most + 1)[:most], "text/html"
-            except (FileNotFoundError, NotADirectoryError):
-                raise FileNotFoundError(url) from None
-            except OSError as error:
-                raise IndexUnreachable(f"{url}: {error.strerror or error}") from None
+            return _file_page(url, most)
+        return self._http_page(url, headers, most)
+
+    def _http_page(self, url: str, headers: dict[str, str] | None, most: int) -> tuple[bytes, str]:
         request = urllib.request.Request(url, headers=headers or {})
         try:
             with self._opener.open(request, timeout=self.settings.timeout) as response:
@@ -188,16 +214,7 @@ class PackageIndex:
             except FileNotFoundError:
                 continue
             links = _json_links(body) if "json" in kind else _html_links(body)
-            found = []
-            for filename, href, offered in links:
-                try:
-                    _, file_version, _, tags = parse_wheel_filename(filename)
-                except InvalidWheelFilename:
-                    continue  # a source distribution, or not a distribution at all
-                if file_version == wanted:
-                    platform = " ".join(tag.platform for tag in tags)
-                    rank = next((i for i, p in enumerate(PREFERRED_PLATFORMS) if p in platform), len(PREFERRED_PLATFORMS))
-                    found.append((rank, IndexFile(filename, urllib.parse.urljoin(page, href.split("#")[0]), offered)))
+            found = _ranked_wheels(links, wanted, page)
             if found:
                 return [file for _, file in sorted(found, key=lambda pair: pair[0])]
         return []

@@ -54,6 +54,18 @@ class MetadataSource:
 
     def prefetch(self, wanted: Iterable[tuple[str, str]]) -> None:
         """Read the metadata of every (name, version), the misses from the index at once."""
+        misses = self._read_cached(wanted)
+        if not misses or self.offline:
+            if self.offline:
+                self.uncached += [f"{name}=={version}" for name, version in misses if f"{name}=={version}" not in self.uncached]
+            return
+        index = self._open_index()
+        if index is None:
+            return
+        self._fetch_all(index, misses)
+
+    def _read_cached(self, wanted: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Take in the cached metadata of each (name, version) not known yet; return the others."""
         misses = []
         for name, version in dict.fromkeys((normalized(n), v) for n, v in wanted):
             if (name, version) in self._known:
@@ -63,13 +75,10 @@ class MetadataSource:
                 self._known[name, version] = self._decoded(name, record["metadata"])
             else:
                 misses.append((name, version))
-        if not misses or self.offline:
-            if self.offline:
-                self.uncached += [f"{name}=={version}" for name, version in misses if f"{name}=={version}" not in self.uncached]
-            return
-        index = self._open_index()
-        if index is None:
-            return
+        return misses
+
+    def _fetch_all(self, index: PackageIndex, misses: list[tuple[str, str]]) -> None:
+        """Read the metadata of each (name, version) from the index, a few at once, and cache it."""
         with ThreadPoolExecutor(max_workers=min(FETCHERS, len(misses))) as pool:
             for (name, version), text in zip(misses, pool.map(lambda pair: self._fetch(index, *pair), misses)):
                 if text is False:

@@ -89,8 +89,7 @@ class Closure:
         needs = self.needs.get(normalized(name), [])
         asked = {need.specifier for need in other.needs.get(normalized(name), ())} if other is not None else set()
         moved = [need for need in needs if need.specifier and need.specifier not in asked]
-        return next((need for need in moved if need.version), next((need for need in needs if need.version),
-                    next(iter(moved), next((need for need in needs if need.specifier), needs[0] if needs else None))))
+        return _fixing(needs, moved)
 
     def to_json(self) -> dict[str, Any]:
         return {"platform": self.platform, "requires_python": self.requires_python, "unknown": self.unknown,
@@ -109,6 +108,13 @@ class Closure:
             closure.needs.setdefault(str(name), []).append(
                 Need(str(name), str(specifier), tuple(map(str, extras)), tuple(map(str, chain))))
         return closure
+
+
+def _fixing(needs: list[Need], moved: list[Need]) -> Need | None:
+    """Closure.first's choice: the first exact pin among `moved`, then among `needs`; the first
+    of `moved`; the first of `needs` with a specifier; the first of `needs`."""
+    return next((need for need in moved if need.version), next((need for need in needs if need.version),
+                next(iter(moved), next((need for need in needs if need.specifier), needs[0] if needs else None))))
 
 
 def _need(requirement: Requirement, chain: tuple[str, ...]) -> Need:
@@ -171,42 +177,74 @@ def walk(release: ReleasePins, extras: frozenset[str], environment: dict[str, st
     if release.requires_python is not None:
         closure.requires_python[ROOT] = str(release.requires_python)
     level = [_need(r, (ROOT,)) for r in _as_built(closure, (ROOT,), release.installed_on(environment, extras), build)]
-    expanded: dict[tuple[str, str], frozenset[str]] = {}  # (name, version) -> the extras it was followed with
+    walking = _Walk(closure, source, environment, build, build_source)
     for _ in range(most_depth):
-        to_follow: dict[tuple[str, str], tuple[Need, set[str]]] = {}  # the first need that pins it, every extra asked
-        for need in level:
-            closure.needs.setdefault(need.name, []).append(need)
-            if need.version is not None:
-                to_follow.setdefault((need.name, need.version), (need, set()))[1].update(need.extras)
-        to_follow = {key: (need, extras) for key, (need, extras) in to_follow.items()
-                     if key not in expanded or not extras <= expanded[key]}
+        to_follow = walking.record(level)
         if len(closure.needs) >= most_packages:
             closure.cut_short = bool(to_follow)
             break
         source.prefetch(to_follow)
         level = []
         for (name, version), (need, extras) in to_follow.items():
-            previously = expanded.get((name, version))
-            wanted = frozenset(extras) | (previously or frozenset())
-            expanded[name, version] = wanted
-            pins = source.pins(name, version)
-            if pins is not None and build is not None:
-                pins, wanted = _of_build(closure, need, pins, wanted, environment, build, build_source)
-            if pins is None:
-                if f"{name}=={version}" not in closure.unknown:
-                    closure.unknown.append(f"{name}=={version}")
-                continue
-            if pins.requires_python is not None:
-                closure.requires_python[f"{name}=={version}"] = str(pins.requires_python)
-            chain = (*need.chain, _spelled_as_built(need, wanted, build))
-            found = pins.installed_on(environment, wanted)
-            if previously is not None:  # followed before with fewer extras: only what the new ones add
-                asked = built_extras(previously, offered_extras(pins.requirements), build) if build else previously
-                already = set(map(str, pins.installed_on(environment, asked)))
-                found = [r for r in found if str(r) not in already]
-            level += [_need(r, chain) for r in _as_built(closure, chain, found, build)]
+            level += walking.follow(name, version, need, extras)
         if not level:
             break
     else:
         closure.cut_short = bool(level)
     return closure
+
+
+def _added_requirements(pins: ReleasePins, environment: dict[str, str], wanted: frozenset[str],
+                        previously: frozenset[str] | None, build: CudaBuild | None) -> list[Requirement]:
+    """The package's requirements with `wanted` extras; when it was followed before with fewer
+    extras, only what the new ones add."""
+    found = pins.installed_on(environment, wanted)
+    if previously is None:
+        return found
+    asked = built_extras(previously, offered_extras(pins.requirements), build) if build else previously
+    already = set(map(str, pins.installed_on(environment, asked)))
+    return [r for r in found if str(r) not in already]
+
+
+class _Walk:
+    """walk's state: the closure so far, and the extras each pinned package was followed with."""
+
+    def __init__(self, closure: Closure, source: MetadataSource, environment: dict[str, str],
+                 build: CudaBuild | None = None, build_source: MetadataSource | None = None) -> None:
+        self.closure, self.source, self.environment = closure, source, environment
+        self.build, self.build_source = build, build_source  # the project's CUDA build (closure/flavour.py)
+        self.expanded: dict[tuple[str, str], frozenset[str]] = {}  # (name, version) -> the extras it was followed with
+
+    def record(self, level: list[Need]) -> dict[tuple[str, str], tuple[Need, set[str]]]:
+        """Add a level's needs to the closure; return the packages they pin that are to be
+        followed (again, when asked with extras not followed yet): the first need that pins
+        each, with every extra asked."""
+        to_follow: dict[tuple[str, str], tuple[Need, set[str]]] = {}
+        for need in level:
+            self.closure.needs.setdefault(need.name, []).append(need)
+            if need.version is not None:
+                to_follow.setdefault((need.name, need.version), (need, set()))[1].update(need.extras)
+        expanded = self.expanded
+        return {key: (need, extras) for key, (need, extras) in to_follow.items()
+                if key not in expanded or not extras <= expanded[key]}
+
+    def follow(self, name: str, version: str, need: Need, extras: set[str]) -> list[Need]:
+        """The requirements of `name==version` with `extras`, the next level's needs (only what
+        new extras add when it was followed before)."""
+        closure = self.closure
+        previously = self.expanded.get((name, version))
+        wanted = frozenset(extras) | (previously or frozenset())
+        self.expanded[name, version] = wanted
+        pins = self.source.pins(name, version)
+        build = self.build
+        if pins is not None and build is not None:
+            pins, wanted = _of_build(closure, need, pins, wanted, self.environment, build, self.build_source)
+        if pins is None:
+            if f"{name}=={version}" not in closure.unknown:
+                closure.unknown.append(f"{name}=={version}")
+            return []
+        if pins.requires_python is not None:
+            closure.requires_python[f"{name}=={version}"] = str(pins.requires_python)
+        chain = (*need.chain, _spelled_as_built(need, wanted, build))
+        found = _added_requirements(pins, self.environment, wanted, previously, build)
+        return [_need(r, chain) for r in _as_built(closure, chain, found, build)]

@@ -116,30 +116,41 @@ def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES, within: Path | s
     except OSError as error:
         raise Unreadable(os_reason(error)) from None
     try:
-        if within is not None and not _opened_within(fd, path, os.fspath(within)):
-            raise Unreadable(f"a link out of {within_what}, not read")
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Unreadable(f"{_kind(info.st_mode)}, not a regular file")
-        if owned and info.st_uid != os.getuid():  # `owned`: a record of the user's cache, not another user's
-            raise Unreadable(f"another user's file (uid {info.st_uid})")
-        if info.st_size > limit:
-            raise Unreadable(f"{describe_size(info.st_size)}, over the {describe_size(limit)} this tool reads")
-        chunks, left = [], limit + 1  # the size can grow between fstat and read
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > limit:
-            raise Unreadable(f"over the {describe_size(limit)} this tool reads")
-        return data
+        _refuse_unfit(fd, path, limit, within, within_what, owned)
+        return _read_at_most(fd, limit)
     except OSError as error:
         raise Unreadable(os_reason(error)) from None
     finally:
         os.close(fd)
+
+
+def _refuse_unfit(fd: int, path: Path | str, limit: int, within: Path | str | None, within_what: str,
+                  owned: bool) -> None:
+    """Raise Unreadable unless the file open as `fd` is one read_limited reads."""
+    if within is not None and not _opened_within(fd, path, os.fspath(within)):
+        raise Unreadable(f"a link out of {within_what}, not read")
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise Unreadable(f"{_kind(info.st_mode)}, not a regular file")
+    if owned and info.st_uid != os.getuid():  # `owned`: a record of the user's cache, not another user's
+        raise Unreadable(f"another user's file (uid {info.st_uid})")
+    if info.st_size > limit:
+        raise Unreadable(f"{describe_size(info.st_size)}, over the {describe_size(limit)} this tool reads")
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    """The file's bytes; Unreadable when it has grown past `limit` since it was looked at."""
+    chunks, left = [], limit + 1  # the size can grow between fstat and read
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise Unreadable(f"over the {describe_size(limit)} this tool reads")
+    return data
 
 
 def _opened_within(fd: int, path: Path | str, top: str) -> bool:

@@ -174,10 +174,7 @@ def iter_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int,
 
     workers = workers if workers is not None else default_workers()
     with display.task(progress, total=len(jobs)) if progress else nullcontext(display.Task()) as task:
-        # A pool already running costs nothing to start: a smaller stage pays for it, where the
-        # caller says this process has nothing else to do meanwhile (`small`).
-        least = RUNNING_POOL_MIN_BYTES if small and running_pool() is not None else PARALLEL_MIN_BYTES
-        if workers <= 1 or size < least or len(jobs) < 2 or _RUN.forked_copy:
+        if _in_this_process(len(jobs), size, workers, small):
             for job in jobs:
                 yield _counted(function(job), task)
             return
@@ -187,6 +184,14 @@ def iter_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int,
         with _pool(workers) as pool:
             for result in pool.map(function, jobs, chunksize=chunk):
                 yield _counted(result, task)
+
+
+def _in_this_process(count: int, size: int, workers: int, small: bool) -> bool:
+    """Whether `count` jobs of `size` bytes in all are run here rather than in the pool."""
+    # A pool already running costs nothing to start: a smaller stage pays for it, where the
+    # caller says this process has nothing else to do meanwhile (`small`).
+    least = RUNNING_POOL_MIN_BYTES if small and running_pool() is not None else PARALLEL_MIN_BYTES
+    return workers <= 1 or size < least or count < 2 or _RUN.forked_copy
 
 
 def _counted(result: Result, task) -> Result:

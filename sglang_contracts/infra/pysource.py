@@ -31,6 +31,14 @@ def absolute_import(node: ast.ImportFrom, module_name: str, is_package: bool) ->
     return ".".join(base + ([module] if module else []))
 
 
+def absolute_from_imports(tree: ast.Module) -> dict[str, str]:
+    """Local name -> dotted path of each absolute `from M import x [as y]` of the module's top
+    level (not under an `if` or a `try`), in source order."""
+    return {alias.asname or alias.name: f"{node.module}.{alias.name}"
+            for node in tree.body if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            for alias in node.names}
+
+
 def decode_source(data: bytes) -> str:
     """Python source as the interpreter reads it: a UTF-8 byte-order mark or a PEP 263 coding
     comment names the encoding, UTF-8 otherwise. Bytes that do not decode are replaced, so

@@ -144,14 +144,7 @@ def _pip_download(version: str, dest: Path) -> Path:
         result = subprocess.run(command, capture_output=True, text=True)
         wheel = _wheel_in(Path(tmp), version)
         if result.returncode != 0 or wheel is None:
-            full = _no_space(result.stderr)
-            if full is not None:  # the cache's disk is full: as a cache that cannot be written
-                raise _Unwritable(dest, full)
-            if result.returncode == 0:  # pip says it downloaded something, and it is not this wheel
-                got = ", ".join(sorted(path.name for path in Path(tmp).iterdir())) or "nothing"
-                raise SourceError(f"sglang {version}: pip downloaded no sglang {version} wheel (it downloaded: "
-                                  f"{shown(got)})")
-            raise SourceError(_explain_pip_failure(version, result.stderr))
+            raise _download_failure(version, dest, result, Path(tmp))
         final = dest / wheel.name
         try:
             wheel.replace(final)
@@ -159,6 +152,18 @@ def _pip_download(version: str, dest: Path) -> Path:
             raise _Unwritable(dest, error) from None
         _stamp(final)  # just downloaded by pip, which checks the index's hashes
         return final
+
+
+def _download_failure(version: str, dest: Path, result: subprocess.CompletedProcess, tmp: Path) -> Exception:
+    """What to raise when pip failed, or downloaded no wheel of the release into `tmp`."""
+    full = _no_space(result.stderr)
+    if full is not None:  # the cache's disk is full: as a cache that cannot be written
+        return _Unwritable(dest, full)
+    if result.returncode == 0:  # pip says it downloaded something, and it is not this wheel
+        got = ", ".join(sorted(path.name for path in tmp.iterdir())) or "nothing"
+        return SourceError(f"sglang {version}: pip downloaded no sglang {version} wheel (it downloaded: "
+                           f"{shown(got)})")
+    return SourceError(_explain_pip_failure(version, result.stderr))
 
 
 def _no_space(stderr: str) -> OSError | None:
@@ -196,14 +201,29 @@ def _download(version: str, wheels: Path) -> Path:
                               "give a writable --cache-dir") from None
 
 
-def _explain_pip_failure(version: str, stderr: str) -> str:
+def _pip_output(stderr: str) -> tuple[list[str], list[str]]:
+    """pip's non-blank lines, stripped, and those of them that are not warnings."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    errors = [line for line in lines if not line.startswith("WARNING")]
+    return lines, [line for line in lines if not line.startswith("WARNING")]
+
+
+def _mentions_unreachable(lines: list[str]) -> bool:
+    """Whether pip's output says the index could not be reached: pip names connection failures
+    only in its retry warnings, and not at all with no retries."""
+    return any(marker in line for line in lines for marker in UNREACHABLE_MARKERS)
+
+
+def _says_not_found(errors: list[str]) -> bool:
+    """Whether pip's errors say it found no such version."""
+    return any("No matching distribution" in line or "Could not find a version" in line for line in errors)
+
+
+def _explain_pip_failure(version: str, stderr: str) -> str:
+    lines, errors = _pip_output(stderr)
     # pip's last words: its error, else its last warnings (a failure it only warned about)
     detail = errors[-1] if errors else " / ".join(lines[-2:]) if lines else "pip gave no reason"
-    # pip names connection failures only in its retry warnings, and not at all with no retries.
-    unreachable = any(marker in line for line in lines for marker in UNREACHABLE_MARKERS)
-    if any("No matching distribution" in line or "Could not find a version" in line for line in errors):
+    unreachable = _mentions_unreachable(lines)
+    if _says_not_found(errors):
         if unreachable or any("(from versions: none)" in line for line in errors):
             return (f"sglang {version}: the package index could not be reached (or lists no sglang release) "
                     f"and no cached copy exists ({detail})")
@@ -333,13 +353,7 @@ class WheelTree(ReleaseTree):
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 0x1:
             with self.archive.open(info) as member:  # what zipfile reads (or refuses) itself
                 return member.read(most)
-        header = os.pread(self._fd, LOCAL_HEADER_BYTES, info.header_offset)
-        if len(header) < LOCAL_HEADER_BYTES or header[:4] != b"PK\x03\x04":
-            raise zipfile.BadZipFile(f"bad local header of {info.filename}")
-        name_length, extra_length = struct.unpack("<HH", header[26:30])
-        stored = os.pread(self._fd, info.compress_size, info.header_offset + LOCAL_HEADER_BYTES + name_length + extra_length)
-        if len(stored) < info.compress_size:
-            raise EOFError(f"{info.filename} is truncated")
+        stored = self._stored_bytes(info)
         wanted = min(most, info.file_size)  # as zipfile, never past the size the directory gives
         if info.compress_type == zipfile.ZIP_STORED:
             data = stored[:wanted]
@@ -351,6 +365,18 @@ class WheelTree(ReleaseTree):
         if len(data) < most and zlib.crc32(data) != info.CRC:
             raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")
         return data
+
+    def _stored_bytes(self, info: zipfile.ZipInfo) -> bytes:
+        """A member's stored (compressed) bytes, read past its local header."""
+        header = os.pread(self._fd, LOCAL_HEADER_BYTES, info.header_offset)
+        if len(header) < LOCAL_HEADER_BYTES or header[:4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile(f"bad local header of {info.filename}")
+        name_length, extra_length = struct.unpack("<HH", header[26:30])
+        start = info.header_offset + LOCAL_HEADER_BYTES + name_length + extra_length
+        stored = os.pread(self._fd, info.compress_size, start)
+        if len(stored) < info.compress_size:
+            raise EOFError(f"{info.filename} is truncated")
+        return stored
 
     def verify(self) -> bool:
         """Every file a run may read decompresses (its CRC holds) to the SHA-256 RECORD lists."""

@@ -79,55 +79,60 @@ class BodyFacts:
         self.call_args += [call for call in other.call_args if call not in self.call_args]
         self.is_async = self.is_async and other.is_async
         self.shape = self.shape if self.shape == other.shape else None
-        self.unpacks = {name: count for name, count in self.unpacks.items() if other.unpacks.get(name, count) == count}
+        self.unpacks = _agreeing_counts(self.unpacks, other.unpacks)
         self.awaits |= other.awaits
         self.plain_calls |= other.plain_calls
         self.gated = {}  # which of them runs is unknown: every read counts
         self.mutates |= other.mutates
-        for name, found in other.members.items():
-            self.members.setdefault(name, set()).update(found)
+        _add_each(self.members, other.members)
         for name, text in other.assigns.items():
             self.assigns.setdefault(name, text)
-        for name, callees in other.constructed.items():
-            self.constructed.setdefault(name, set()).update(callees)
+        _add_each(self.constructed, other.constructed)
 
     def to_json(self) -> dict:
         record = {"reads": sorted(self.reads), "calls": sorted(self.calls), "writes": sorted(self.writes)}
-        if self.lines is not None:
-            record["body"] = self.lines
-        if self.read_first:
-            record["read_first"] = sorted(self.read_first)
-        if self.guard is not None:
-            record["guard"] = self.guard
-        if self.forwards is not None:
-            record["forwards"] = self.forwards
-        if self.raises is not None:
-            record["raises"] = self.raises
-        if self.wrapper_reads:
-            record["wrapper_reads"] = sorted(self.wrapper_reads)
-        if self.call_args:
-            record["call_args"] = self.call_args
-        if self.is_async:
-            record["async"] = True
-        if self.shape is not None:
-            record["shape"] = self.shape
-        if self.unpacks:
-            record["unpacks"] = dict(sorted(self.unpacks.items()))
-        if self.awaits:
-            record["awaits"] = sorted(self.awaits)
-        if self.plain_calls:
-            record["plain_calls"] = sorted(self.plain_calls)
-        if self.gated:
-            record["gated"] = self.gated
-        if self.mutates:
-            record["mutates"] = sorted(self.mutates)
-        if self.assigns:
-            record["assigns"] = self.assigns
-        if self.members:
-            record["members"] = {name: sorted(found) for name, found in sorted(self.members.items())}
-        if self.constructed:
-            record["constructed"] = {name: sorted(callees) for name, callees in sorted(self.constructed.items())}
+        for key, attribute, unless_none, shown in _OPTIONAL_RECORD_FIELDS:
+            value = getattr(self, attribute)
+            if (value is not None) if unless_none else value:
+                record[key] = shown(value) if shown is not None else value
         return record
+
+
+def _agreeing_counts(mine: dict[str, int], theirs: dict[str, int]) -> dict[str, int]:
+    """The entries of `mine` that `theirs` has alike or not at all."""
+    return {name: count for name, count in mine.items() if theirs.get(name, count) == count}
+
+
+def _add_each(mine: dict[str, set[str]], theirs: dict[str, set[str]]) -> None:
+    for name, found in theirs.items():
+        mine.setdefault(name, set()).update(found)
+
+
+def _sorted_by_name(table: dict[str, set[str]]) -> dict[str, list[str]]:
+    return {name: sorted(found) for name, found in sorted(table.items())}
+
+
+# BodyFacts.to_json's optional entries, in record order: (key, attribute, kept unless None (else
+# unless empty), how the record holds it (None: as it is)).
+_OPTIONAL_RECORD_FIELDS = (
+    ("body", "lines", True, None),
+    ("read_first", "read_first", False, sorted),
+    ("guard", "guard", True, None),
+    ("forwards", "forwards", True, None),
+    ("raises", "raises", True, None),
+    ("wrapper_reads", "wrapper_reads", False, sorted),
+    ("call_args", "call_args", False, None),
+    ("async", "is_async", False, None),
+    ("shape", "shape", True, None),
+    ("unpacks", "unpacks", False, lambda unpacks: dict(sorted(unpacks.items()))),
+    ("awaits", "awaits", False, sorted),
+    ("plain_calls", "plain_calls", False, sorted),
+    ("gated", "gated", False, None),
+    ("mutates", "mutates", False, sorted),
+    ("assigns", "assigns", False, None),
+    ("members", "members", False, _sorted_by_name),
+    ("constructed", "constructed", False, _sorted_by_name),
+)
 
 
 def _line_hash(line: str) -> str:
@@ -200,14 +205,9 @@ def none_guard(node: AnyFunction, receiver: str) -> list[str] | None:
     """[`<name>`, "none" or "falsy"] when the body opens with `if self.<name> is None: return`
     (or `if not self.<name>`, or either as the first operand of an `or`), directly or through
     a local (`req = self.<name>` first): nothing else runs while it is None (or falsy)."""
-    statements = body_statements(node)
-    alias = None
-    if len(statements) > 1 and isinstance(statements[0], ast.Assign) and len(statements[0].targets) == 1 \
-            and isinstance(statements[0].targets[0], ast.Name):
-        alias = statements[0].targets[0].id, statements[0].value
-        statements = statements[1:]
+    alias, statements = _leading_alias(body_statements(node))
     first = statements[0] if statements else None
-    if not (isinstance(first, ast.If) and not first.orelse and len(first.body) == 1 and isinstance(first.body[0], ast.Return)):
+    if not _returns_at_once(first):
         return None
     tested = _tested(first.test)
     if tested is None:
@@ -219,6 +219,21 @@ def none_guard(node: AnyFunction, receiver: str) -> list[str] | None:
         what = alias[1]
     name = self_attribute(what, receiver)
     return [name, kind] if name is not None else None
+
+
+def _leading_alias(statements: list[ast.stmt]) -> tuple[tuple[str, ast.expr] | None, list[ast.stmt]]:
+    """((local, its value), the statements after) when the body opens with `local = value` and
+    goes on; (None, the statements) otherwise."""
+    opening = statements[0] if len(statements) > 1 else None
+    if isinstance(opening, ast.Assign) and len(opening.targets) == 1 and isinstance(opening.targets[0], ast.Name):
+        return (opening.targets[0].id, opening.value), statements[1:]
+    return None, statements
+
+
+def _returns_at_once(statement: ast.stmt | None) -> bool:
+    """Whether the statement is `if <test>: return ...` with no `else`."""
+    return isinstance(statement, ast.If) and not statement.orelse and len(statement.body) == 1 \
+        and isinstance(statement.body[0], ast.Return)
 
 
 def _decorator_name(decorator: ast.expr) -> str:
@@ -266,14 +281,17 @@ def _raised(node: AnyFunction) -> list[str] | None:
     name = _written_name(exception) or (exception.id if isinstance(exception, ast.Name) else None)
     if name is None:
         return None
-    message = ""
-    if isinstance(first.exc, ast.Call) and first.exc.args:
-        parts = first.exc.args[0]
-        if isinstance(parts, ast.Constant) and isinstance(parts.value, str):
-            message = parts.value
-        elif isinstance(parts, ast.JoinedStr):  # an f-string: its literal parts
-            message = "".join(v.value for v in parts.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    message = _raised_message(first.exc.args[0]) if isinstance(first.exc, ast.Call) and first.exc.args else ""
     return [name, " ".join(message.split())]
+
+
+def _raised_message(parts: ast.expr) -> str:
+    """The text of an exception's first argument: a string, or an f-string's literal parts."""
+    if isinstance(parts, ast.Constant) and isinstance(parts.value, str):
+        return parts.value
+    if isinstance(parts, ast.JoinedStr):
+        return "".join(v.value for v in parts.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    return ""
 
 
 def _self_calls_use(own: list[ast.AST], receiver: str, facts: "BodyFacts") -> None:
@@ -283,16 +301,29 @@ def _self_calls_use(own: list[ast.AST], receiver: str, facts: "BodyFacts") -> No
     for child in own:
         if isinstance(child, ast.Await) and isinstance(child.value, ast.Call):
             awaited.add(id(child.value))
-        elif isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.value, ast.Call) \
-                and (method := self_attribute(child.value.func, receiver)) is not None \
-                and (count := unpack_count(child.targets[0])) is not None:
+        elif (unpacked := _unpacked_self_call(child, receiver)) is not None:
+            method, count = unpacked
             known = facts.unpacks.setdefault(method, count)
             if known != count:
                 facts.unpacks[method] = -1  # unpacked in two ways: not one shape
+    _sort_self_calls(own, receiver, awaited, facts)
+    facts.unpacks = {name: count for name, count in facts.unpacks.items() if count >= 0}
+
+
+def _unpacked_self_call(child: ast.AST, receiver: str) -> tuple[str, int] | None:
+    """(method, how many targets) for `a, b = self.<method>(...)`."""
+    if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.value, ast.Call) \
+            and (method := self_attribute(child.value.func, receiver)) is not None \
+            and (count := unpack_count(child.targets[0])) is not None:
+        return method, count
+    return None
+
+
+def _sort_self_calls(own: list[ast.AST], receiver: str, awaited: set[int], facts: "BodyFacts") -> None:
+    """Each `self.<method>(...)` into the awaited calls (its node's id in `awaited`) or the plain ones."""
     for child in own:
         if isinstance(child, ast.Call) and (method := self_attribute(child.func, receiver)) is not None:
             (facts.awaits if id(child) in awaited else facts.plain_calls).add(method)
-    facts.unpacks = {name: count for name, count in facts.unpacks.items() if count >= 0}
 
 
 def _every_and_own(node: AnyFunction) -> tuple[list[ast.AST], list[ast.AST]]:
@@ -328,31 +359,49 @@ def body_facts(node: AnyFunction, in_class: bool, lines: bool = True) -> BodyFac
         return facts
     facts.guard = none_guard(node, receiver)
     facts.forwards = super_forward(node) if node.args.kwarg is not None else None
-    augmented: set[str] = set()  # `self.x += ...`: a store that reads x first
-    for child in every:
-        if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
-            callee = _written_name(child.value.func)
-            for target in child.targets:
-                written = self_attribute(target, receiver) if callee else None
-                if written is not None:
-                    facts.constructed.setdefault(written, set()).add(callee)
-        elif isinstance(child, ast.AugAssign) and (written := self_attribute(child.target, receiver)) is not None:
-            augmented.add(written)
-        if (name := self_attribute(child, receiver)) is not None:
-            (facts.writes if isinstance(child.ctx, (ast.Store, ast.Del)) else facts.reads).add(name)
-        elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load) \
-                and (name := self_attribute(child.value, receiver)) is not None:
-            facts.members.setdefault(name, set()).add(child.attr)
-        elif isinstance(child, ast.Call) and (name := self_attribute(child.func, receiver)) is not None:
-            facts.calls.add(name)
-        if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
-            call = _call_shape(child, receiver)
-            if call not in facts.call_args:
-                facts.call_args.append(call)
+    augmented = _record_self_uses(every, receiver, facts)
     both = facts.reads & facts.writes | augmented
     facts.read_first = _read_before_written(node, receiver, both) if both else set()
     facts.gated, facts.mutates, facts.assigns = _branches(node, receiver)
     return facts
+
+
+def _record_self_uses(every: list[ast.AST], receiver: str, facts: BodyFacts) -> set[str]:
+    """Record what the nodes (`every`) construct into, read, write and call on `self`, and the
+    shape of each method call; return the attributes stored by `self.x += ...` (a store that
+    reads x first)."""
+    augmented: set[str] = set()
+    for child in every:
+        if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
+            _record_constructed(child, receiver, facts)
+        elif isinstance(child, ast.AugAssign) and (written := self_attribute(child.target, receiver)) is not None:
+            augmented.add(written)
+        _record_self_access(child, receiver, facts)
+        if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
+            call = _call_shape(child, receiver)
+            if call not in facts.call_args:
+                facts.call_args.append(call)
+    return augmented
+
+
+def _record_constructed(assignment: ast.Assign, receiver: str, facts: BodyFacts) -> None:
+    """`self.x = Callee(...)`: the callee as written, for each attribute of self it is given to."""
+    callee = _written_name(assignment.value.func)
+    for target in assignment.targets:
+        written = self_attribute(target, receiver) if callee else None
+        if written is not None:
+            facts.constructed.setdefault(written, set()).add(callee)
+
+
+def _record_self_access(child: ast.AST, receiver: str, facts: BodyFacts) -> None:
+    """`self.x` read or written, `self.x.member` read, or `self.x(...)` called."""
+    if (name := self_attribute(child, receiver)) is not None:
+        (facts.writes if isinstance(child.ctx, (ast.Store, ast.Del)) else facts.reads).add(name)
+    elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load) \
+            and (name := self_attribute(child.value, receiver)) is not None:
+        facts.members.setdefault(name, set()).add(child.attr)
+    elif isinstance(child, ast.Call) and (name := self_attribute(child.func, receiver)) is not None:
+        facts.calls.add(name)
 
 
 def _call_shape(call: ast.Call, receiver: str) -> list:
@@ -377,23 +426,52 @@ def super_forward(node: AnyFunction) -> list | None:
     if arguments.kwarg is None:
         return None
     splatted = {arguments.kwarg.arg, *([arguments.vararg.arg] if arguments.vararg else [])}
-    uses = [child for child in ast.walk(node) if isinstance(child, ast.Name) and child.id in splatted]
-    calls = [child for child in ast.walk(node) if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
-             and child.func.attr == node.name and isinstance(child.func.value, ast.Call)
-             and isinstance(child.func.value.func, ast.Name) and child.func.value.func.id == "super"
-             and not child.func.value.args]
+    uses = _name_uses(node, splatted)
+    calls = [child for child in ast.walk(node) if _is_super_call_of(child, node.name)]
     for call in calls:
-        kwargs_splat = [k for k in call.keywords if k.arg is None and isinstance(k.value, ast.Name)
-                        and k.value.id == arguments.kwarg.arg]
-        args_splat = [a for a in call.args if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name)
-                      and arguments.vararg is not None and a.value.id == arguments.vararg.arg]
-        if len(kwargs_splat) == 1 and len(uses) == 1 + len(args_splat) and len(args_splat) == (arguments.vararg is not None):
-            if any(k.arg is None for k in call.keywords if k not in kwargs_splat) \
-                    or any(isinstance(a, ast.Starred) for a in call.args if a not in args_splat):
+        kwargs_splat = _kwargs_splats(call, arguments.kwarg.arg)
+        args_splat = _args_splats(call, arguments.vararg)
+        if len(kwargs_splat) == 1 and uses == 1 + len(args_splat) and len(args_splat) == (arguments.vararg is not None):
+            if _other_splats(call, kwargs_splat, args_splat):
                 return None  # other splats: what lands where is unknown
-            positional = sum(1 for a in call.args if not isinstance(a, ast.Starred))
-            return [positional, sorted(k.arg for k in call.keywords if k.arg is not None)]
+            return _passed_besides_splats(call)
     return None
+
+
+def _passed_besides_splats(call: ast.Call) -> list:
+    """[positional arguments, sorted keywords] of a call, its splats left out."""
+    positional = sum(1 for a in call.args if not isinstance(a, ast.Starred))
+    return [positional, sorted(k.arg for k in call.keywords if k.arg is not None)]
+
+
+def _name_uses(node: ast.AST, names: set[str]) -> int:
+    """How many times the names occur under `node`."""
+    return sum(1 for child in ast.walk(node) if isinstance(child, ast.Name) and child.id in names)
+
+
+def _is_super_call_of(child: ast.AST, method: str) -> bool:
+    """Whether the node is `super().<method>(...)`."""
+    return isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
+        and child.func.attr == method and isinstance(child.func.value, ast.Call) \
+        and isinstance(child.func.value.func, ast.Name) and child.func.value.func.id == "super" \
+        and not child.func.value.args
+
+
+def _kwargs_splats(call: ast.Call, kwargs: str) -> list[ast.keyword]:
+    """The call's `**<kwargs>` arguments."""
+    return [k for k in call.keywords if k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwargs]
+
+
+def _args_splats(call: ast.Call, vararg: ast.arg | None) -> list[ast.expr]:
+    """The call's `*<vararg>` arguments (none without a `*vararg`)."""
+    return [a for a in call.args if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name)
+            and vararg is not None and a.value.id == vararg.arg]
+
+
+def _other_splats(call: ast.Call, kwargs_splat: list[ast.keyword], args_splat: list[ast.expr]) -> bool:
+    """Whether the call splats anything besides `kwargs_splat` and `args_splat`."""
+    return any(k.arg is None for k in call.keywords if k not in kwargs_splat) \
+        or any(isinstance(a, ast.Starred) for a in call.args if a not in args_splat)
 
 
 def _read_before_written(node: AnyFunction, receiver: str, candidates: set[str]) -> set[str]:
@@ -404,15 +482,22 @@ def _read_before_written(node: AnyFunction, receiver: str, candidates: set[str])
     while pending:
         child = pending.pop()
         if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            if isinstance(child, ast.AugAssign) and (name := self_attribute(child.target, receiver)) is not None:
-                first.setdefault(name, True)  # `self.x += 1` reads x first
-            targets = child.targets if isinstance(child, ast.Assign) else [child.target]
-            pending.extend(reversed([*([child.value] if child.value is not None else []), *targets]))
+            _visit_assignment(child, receiver, first, pending)
             continue
         if (name := self_attribute(child, receiver)) is not None:
             first.setdefault(name, isinstance(child.ctx, ast.Load))
         pending.extend(reversed(branch_nodes(child)))
     return {attr for attr, is_read in first.items() if is_read and attr in candidates}
+
+
+def _visit_assignment(child: ast.Assign | ast.AnnAssign | ast.AugAssign, receiver: str, first: dict[str, bool],
+                      pending: list[ast.AST]) -> None:
+    """_read_before_written's step at an assignment: `self.x += 1` reads x first, and the value
+    is visited before the targets."""
+    if isinstance(child, ast.AugAssign) and (name := self_attribute(child.target, receiver)) is not None:
+        first.setdefault(name, True)
+    targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+    pending.extend(reversed([*([child.value] if child.value is not None else []), *targets]))
 
 
 def _written_name(func: ast.expr) -> str | None:
@@ -520,6 +605,12 @@ def definition_node(text: str, span: list[int], name: str) -> AnyFunction | None
             tree = parse_quietly(padding + segment)
     except (SyntaxError, ValueError):  # ValueError: TooComplex, or a NUL byte
         return None
+    return _lone_definition(tree, column, name)
+
+
+def _lone_definition(tree: ast.Module, column: int, name: str) -> AnyFunction | None:
+    """The definition `name` when it is all the parsed segment holds (under the `if 1:` put
+    before an indented one)."""
     body = tree.body if column == 0 else getattr(tree.body[0], "body", []) if tree.body else []
     if len(body) != 1 or not isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) or body[0].name != name:
         return None
@@ -555,20 +646,40 @@ def _atom(test: ast.expr, receiver: str) -> list[str] | None:
     if (name := self_attribute(test, receiver)) is not None:
         return [name, "truthy", ""]
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        left, op, right = test.left, test.ops[0], test.comparators[0]
-        if self_attribute(left, receiver) is None and isinstance(op, (ast.Eq, ast.NotEq)):
-            left, right = right, left
-        name = self_attribute(left, receiver)
-        if name is None:
-            return None
-        if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
-            return [name, "none" if isinstance(op, ast.Is) else "notnone", ""]
-        if isinstance(op, (ast.Eq, ast.NotEq)) and (token := value_token(right)) and token != "empty":
-            return [name, "eq" if isinstance(op, ast.Eq) else "ne", token]
-        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)) and right.elts:
-            tokens = [value_token(element) for element in right.elts]
-            if all(tokens) and "empty" not in tokens:
-                return [name, "in" if isinstance(op, ast.In) else "notin", "|".join(tokens)]
+        return _compared_atom(test, receiver)
+    return None
+
+
+def _compared_atom(test: ast.Compare, receiver: str) -> list[str] | None:
+    """_atom of a comparison with one operator, `self.x` on either side of `==`/`!=`."""
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if self_attribute(left, receiver) is None and isinstance(op, (ast.Eq, ast.NotEq)):
+        left, right = right, left
+    name = self_attribute(left, receiver)
+    if name is None:
+        return None
+    compared = _comparison(op, right)
+    return [name, *compared] if compared is not None else None
+
+
+def _comparison(op: ast.cmpop, right: ast.expr) -> tuple[str, str] | None:
+    """(test, value) of `<attribute> <op> <right>`, when the source says what `right` is."""
+    if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+        return "none" if isinstance(op, ast.Is) else "notnone", ""
+    if isinstance(op, (ast.Eq, ast.NotEq)) and (token := value_token(right)) and token != "empty":
+        return "eq" if isinstance(op, ast.Eq) else "ne", token
+    if isinstance(op, (ast.In, ast.NotIn)):
+        return _membership(op, right)
+    return None
+
+
+def _membership(op: ast.In | ast.NotIn, right: ast.expr) -> tuple[str, str] | None:
+    """(test, values) of `<attribute> in (K, ...)`, when every K is a known value."""
+    if not (isinstance(right, (ast.Tuple, ast.List, ast.Set)) and right.elts):
+        return None
+    tokens = [value_token(element) for element in right.elts]
+    if all(tokens) and "empty" not in tokens:
+        return "in" if isinstance(op, ast.In) else "notin", "|".join(tokens)
     return None
 
 
@@ -596,64 +707,102 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
     `else`, early exits (`if C: return` guards the statements after it), `while`, `for` over
     `self.x` (not entered while it is empty), `and`/`or` operands and conditional expressions.
     Nested functions and lambdas are left to the caller's plain reads."""
-    places: dict[str, list[tuple[tuple[str, ...], ...]]] = {}
-    mutates: set[str] = set()
-    written: dict[str, list[tuple[int, int, str]]] = {}  # name -> (line, column, value text)
-    # (node, conditions holding there); statements lists are walked with their early exits
-    pending: list[tuple[object, tuple]] = [(list(node.body), ())]
-    while pending:
-        item, conds = pending.pop()
-        if isinstance(item, list):  # a block of statements
-            running = conds
-            for statement in item:
-                pending.append((statement, running))
-                if isinstance(statement, ast.If) and _exits(statement.body) and not statement.orelse:
-                    running = running + tuple(tuple(c) for c in branch_conditions(statement.test, receiver, False))
-            continue
-        child = item
-        kind = type(child)  # tests of the class itself: this loop sees every node of every body
-        if kind is ast.If:
-            pending.append((child.test, conds))
-            pending.append((list(child.body), conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, True))))
-            pending.append((list(child.orelse), conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, False))))
-            continue
-        if kind is ast.While:
-            pending.append((child.test, conds))
-            pending.append((list(child.body), conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, True))))
-            pending.append((list(child.orelse), conds))
-            continue
-        if kind is ast.For or kind is ast.AsyncFor:
-            pending.extend([(child.iter, conds), (child.target, conds), (list(child.orelse), conds)])
-            name = self_attribute(child.iter, receiver)
-            pending.append((list(child.body), conds + (((name, "truthy", ""),) if name else ())))
-            continue
-        if kind is ast.IfExp:
-            pending.append((child.test, conds))
-            pending.append((child.body, conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, True))))
-            pending.append((child.orelse, conds + tuple(tuple(c) for c in branch_conditions(child.test, receiver, False))))
-            continue
-        if kind is ast.BoolOp:
-            running = conds
-            for value in child.values:
-                pending.append((value, running))
-                holds = isinstance(child.op, ast.And)  # the next operand runs when this one is (not) true
-                running = running + tuple(tuple(c) for c in branch_conditions(value, receiver, holds))
-            continue
-        if kind in _SCOPE_TYPES:
-            conds = ()  # runs when called, not here: unconditioned, as the plain reads count it
-        if kind is ast.Assign:
-            for target in child.targets:
-                if (name := self_attribute(target, receiver)) is not None:
-                    written.setdefault(name, []).append((child.lineno, child.col_offset, _short(child.value)))
-        elif kind is ast.AnnAssign and child.value is not None \
-                and (name := self_attribute(child.target, receiver)) is not None:
-            written.setdefault(name, []).append((child.lineno, child.col_offset, _short(child.value)))
+    walk = _BranchWalk(receiver)
+    walk.run(node.body)
+    return _gated(walk.places), walk.mutates, _assigned_values(walk.written)
+
+
+class _BranchWalk:
+    """_branches' walk: every node of a body, each with the conditions on `self` holding there
+    (a stack of (node, conditions); a statements list is walked with its early exits)."""
+
+    __slots__ = ("receiver", "pending", "places", "mutates", "written")
+
+    def __init__(self, receiver: str) -> None:
+        self.receiver = receiver
+        self.pending: list[tuple[object, tuple]] = []
+        self.places: dict[str, list[tuple[tuple[str, ...], ...]]] = {}
+        self.mutates: set[str] = set()
+        self.written: dict[str, list[tuple[int, int, str]]] = {}  # name -> (line, column, value text)
+
+    def run(self, body: list[ast.stmt]) -> None:
+        pending = self.pending
+        pending.append((list(body), ()))
+        while pending:
+            item, conds = pending.pop()
+            if isinstance(item, list):  # a block of statements
+                self._block(item, conds)
+                continue
+            kind = type(item)  # tests of the class itself: this loop sees every node of every body
+            branching = _BRANCHING.get(kind)
+            if branching is not None:
+                branching(self, item, conds)
+                continue
+            # a nested scope runs when called, not here: unconditioned, as the plain reads count it
+            self._plain(item, kind, () if kind in _SCOPE_TYPES else conds)
+
+    def _holding(self, test: ast.expr, holds: bool) -> tuple:
+        """The conditions that hold where `test` is `holds`, as tuples."""
+        return tuple(tuple(c) for c in branch_conditions(test, self.receiver, holds))
+
+    def _block(self, statements: list[ast.stmt], conds: tuple) -> None:
+        running = conds
+        for statement in statements:
+            self.pending.append((statement, running))
+            if isinstance(statement, ast.If) and _exits(statement.body) and not statement.orelse:
+                running = running + self._holding(statement.test, False)
+
+    def _if(self, child: ast.If | ast.IfExp, conds: tuple) -> None:
+        pending = self.pending
+        pending.append((child.test, conds))
+        statements = type(child) is ast.If  # an `if` statement's blocks, or a conditional expression's parts
+        pending.append((list(child.body) if statements else child.body, conds + self._holding(child.test, True)))
+        pending.append((list(child.orelse) if statements else child.orelse, conds + self._holding(child.test, False)))
+
+    def _while(self, child: ast.While, conds: tuple) -> None:
+        pending = self.pending
+        pending.append((child.test, conds))
+        pending.append((list(child.body), conds + self._holding(child.test, True)))
+        pending.append((list(child.orelse), conds))
+
+    def _for(self, child: ast.For | ast.AsyncFor, conds: tuple) -> None:
+        self.pending.extend([(child.iter, conds), (child.target, conds), (list(child.orelse), conds)])
+        name = self_attribute(child.iter, self.receiver)
+        self.pending.append((list(child.body), conds + (((name, "truthy", ""),) if name else ())))
+
+    def _boolean(self, child: ast.BoolOp, conds: tuple) -> None:
+        running = conds
+        holds = isinstance(child.op, ast.And)  # the next operand runs when this one is (not) true
+        for value in child.values:
+            self.pending.append((value, running))
+            running = running + self._holding(value, holds)
+
+    def _plain(self, child: ast.AST, kind: type, conds: tuple) -> None:
+        """Record what a node writes, fills or reads on `self`, and push the nodes below it."""
+        if kind is ast.Assign or kind is ast.AnnAssign:
+            self._record_written(child)
         if kind in MUTATING:
-            add_mutated(child, receiver, mutates)
-        if kind is ast.Attribute and (name := self_attribute(child, receiver)) is not None:
+            add_mutated(child, self.receiver, self.mutates)
+        if kind is ast.Attribute and (name := self_attribute(child, self.receiver)) is not None:
             key = name if isinstance(child.ctx, ast.Load) else f"={name}"
-            places.setdefault(key, []).append(conds)
+            self.places.setdefault(key, []).append(conds)
+        self._push_below(child, kind, conds)
+
+    def _record_written(self, child: ast.Assign | ast.AnnAssign) -> None:
+        """`self.x = value`: the value's text, where it is written."""
+        if type(child) is ast.Assign:
+            targets = child.targets
+        elif child.value is not None:
+            targets = [child.target]
+        else:
+            return
+        for target in targets:
+            if (name := self_attribute(target, self.receiver)) is not None:
+                self.written.setdefault(name, []).append((child.lineno, child.col_offset, _short(child.value)))
+
+    def _push_below(self, child: ast.AST, kind: type, conds: tuple) -> None:
         # A name, a literal or a context holds nothing the loop looks for: not pushed at all.
+        pending = self.pending
         for field_name in node_fields(kind):
             value = getattr(child, field_name, None)
             if type(value) is list:
@@ -663,16 +812,29 @@ def _branches(node: AnyFunction, receiver: str) -> tuple[dict, set[str], dict[st
                     pending.extend([(v, conds) for v in value if type(v) in BRANCH_TYPES])
             elif type(value) in BRANCH_TYPES:
                 pending.append((value, conds))
+
+
+# _BranchWalk's steps at the nodes whose parts run under conditions
+_BRANCHING = {ast.If: _BranchWalk._if, ast.IfExp: _BranchWalk._if, ast.While: _BranchWalk._while,
+              ast.For: _BranchWalk._for, ast.AsyncFor: _BranchWalk._for, ast.BoolOp: _BranchWalk._boolean}
+
+
+def _gated(places: dict[str, list[tuple[tuple[str, ...], ...]]]) -> dict[str, list[list[list[str]]]]:
+    """The names every place of which has a condition, with each place's conditions."""
     gated = {}
     for name, where in places.items():
-        if all(where):  # every place has a condition
-            gated[name] = sorted({tuple(sorted(set(c))) for c in where})
-            gated[name] = [[list(cond) for cond in place] for place in gated[name]]
+        if all(where):
+            gated[name] = [[list(cond) for cond in place] for place in sorted({tuple(sorted(set(c))) for c in where})]
+    return gated
+
+
+def _assigned_values(written: dict[str, list[tuple[int, int, str]]]) -> dict[str, str]:
+    """Per name, the values written in source order: the first two, and how many more."""
     assigns = {}
     for name, values in written.items():
         texts = list(dict.fromkeys(text for _, _, text in sorted(values)))
         assigns[name] = " or ".join(texts[:2]) + (f" (or {len(texts) - 2} more)" if len(texts) > 2 else "")
-    return gated, mutates, assigns
+    return assigns
 
 
 def _short(value: ast.AST) -> str:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
 from sglang_contracts.infra.errors import ContractsError
-from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.pysource import absolute_from_imports, parse_quietly
 from sglang_contracts.upstream.bodies import unparsed
 from sglang_contracts.upstream.model import UpstreamModel
 from sglang_contracts.upstream.serverargs import SERVER_ARGS, server_args_fields
@@ -139,37 +139,56 @@ class _Constants:
 
     def __init__(self, model: UpstreamModel, module: str, tree: ast.Module, seen: frozenset[str] = frozenset()) -> None:
         self.model, self.module, self.seen = model, module, seen | {module}
-        self.values: dict[str, ast.AST] = {}
-        self.imported: dict[str, str] = {}
-        for statement in tree.body:
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
-                self.values[statement.targets[0].id] = statement.value
-            elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
-                self.values[statement.target.id] = statement.value
-            elif isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
-                for alias in statement.names:
-                    self.imported[alias.asname or alias.name] = f"{statement.module}.{alias.name}"
+        self.values = _module_values(tree)
+        self.imported = absolute_from_imports(tree)
 
     def choices(self, node: ast.AST | None, depth: int = 0) -> tuple[str, ...] | None:
         if node is None or depth > 4:
             return None
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            values = [element.value for element in node.elts if isinstance(element, ast.Constant)]
-            return tuple(str(value) for value in values) if len(values) == len(node.elts) else None
+            return _literal_choices(node)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             left, right = self.choices(node.left, depth + 1), self.choices(node.right, depth + 1)
             return left + right if left is not None and right is not None else None
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple") \
-                and len(node.args) == 1:
-            return self.choices(node.args[0], depth + 1)
+        if _is_list_or_tuple_of_one(node):
+            return self.choices(node.args[0], depth + 1)  # type: ignore[attr-defined]
         if isinstance(node, ast.Name):
-            if node.id in self.values:
-                return self.choices(self.values[node.id], depth + 1)
-            if node.id in self.imported:
-                module, _, name = self.imported[node.id].rpartition(".")
-                other = _module_constants(self.model, module, self.seen)
-                return other.choices(ast.Name(name), depth + 1) if other is not None else None
+            return self._named_choices(node.id, depth)
         return None
+
+    def _named_choices(self, name: str, depth: int) -> tuple[str, ...] | None:
+        """The choices a module-level name holds, defined here or imported from another module."""
+        if name in self.values:
+            return self.choices(self.values[name], depth + 1)
+        if name in self.imported:
+            module, _, imported_name = self.imported[name].rpartition(".")
+            other = _module_constants(self.model, module, self.seen)
+            return other.choices(ast.Name(imported_name), depth + 1) if other is not None else None
+        return None
+
+
+def _module_values(tree: ast.Module) -> dict[str, ast.AST]:
+    """Name -> value of each `NAME = value` and `NAME: T = value` of the module's top level (the last wins)."""
+    values: dict[str, ast.AST] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0], ast.Name):
+            values[statement.targets[0].id] = statement.value
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
+            values[statement.target.id] = statement.value
+    return values
+
+
+def _literal_choices(node: ast.List | ast.Tuple | ast.Set) -> tuple[str, ...] | None:
+    """The constants a list, tuple or set display holds, as text; None when one is not a constant."""
+    values = [element.value for element in node.elts if isinstance(element, ast.Constant)]
+    return tuple(str(value) for value in values) if len(values) == len(node.elts) else None
+
+
+def _is_list_or_tuple_of_one(node: ast.AST) -> bool:
+    """`list(x)` or `tuple(x)`."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple") \
+        and len(node.args) == 1
 
 
 def _module_tree(model: UpstreamModel, module: str) -> ast.Module | None:
@@ -215,8 +234,13 @@ def _deprecated(action: str, help_text: str) -> bool:
         or lowered.startswith("deprecated")
 
 
+def _flags(call: ast.Call) -> tuple[str, ...]:
+    """The call's positional arguments that are literal option strings (`"--tp-size"`)."""
+    return tuple(text for text in (_string(arg) for arg in call.args) if text is not None and text.startswith("-"))
+
+
 def _hand_written(call: ast.Call, constants: _Constants) -> Option | None:
-    strings = tuple(text for text in (_string(arg) for arg in call.args) if text is not None and text.startswith("-"))
+    strings = _flags(call)
     if not strings or len(strings) != len(call.args):
         return None  # options whose strings are computed are not known statically
     kwargs = _keywords(call)
@@ -252,14 +276,27 @@ def _name_rule(tree: ast.Module, function: str) -> tuple[str, tuple[str, str]] |
     """`return "--" + name.replace("_", "-")` in the named helper -> ("--", ("_", "-"))."""
     helper = _function(tree, function)
     for node in ast.walk(helper) if helper else ():
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
-            prefix, call = _string(node.value.left), node.value.right
-            if prefix is not None and isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
-                    and call.func.attr == "replace" and len(call.args) == 2:
-                old, new = _string(call.args[0]), _string(call.args[1])
-                if old is not None and new is not None:
-                    return prefix, (old, new)
+        rule = _prefix_and_replace(node)
+        if rule is not None:
+            return rule
     return None
+
+
+def _prefix_and_replace(node: ast.AST) -> tuple[str, tuple[str, str]] | None:
+    """("--", ("_", "-")) of `return "--" + name.replace("_", "-")`."""
+    if not (isinstance(node, ast.Return) and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add)):
+        return None
+    prefix, call = _string(node.value.left), node.value.right
+    if prefix is None or not _is_replace_call(call):
+        return None
+    old, new = _string(call.args[0]), _string(call.args[1])  # type: ignore[attr-defined]
+    return (prefix, (old, new)) if old is not None and new is not None else None
+
+
+def _is_replace_call(node: ast.AST) -> bool:
+    """`x.replace(a, b)`."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "replace" \
+        and len(node.args) == 2
 
 
 def generator_rules(model: UpstreamModel, dotted: str) -> GeneratorRules:
@@ -275,16 +312,21 @@ def generator_rules(model: UpstreamModel, dotted: str) -> GeneratorRules:
     body = _GeneratorBody()
     for node in ast.walk(generator):
         body.read(tree, node)
-    if not (meta_class and body.aliases_attr and body.cli_name_attr and body.name_rule):
-        missing = [what for what, got in (("its metadata class", meta_class),
-                                          ("where aliases come from", body.aliases_attr),
-                                          ("the explicit name", body.cli_name_attr),
-                                          ("how a field is named", body.name_rule)) if not got]
+    missing = _missing_rules(meta_class, body)
+    if missing:
         raise ContractsError(f"{model.release.label}: cannot read the rules of the option generator {dotted} "
                              f"({', '.join(missing)} not found)")
     return GeneratorRules(dotted, meta_class, tuple(sorted(_annotated_names(tree))), bare, body.aliases_attr,
                           body.cli_name_attr, body.name_rule[0], body.name_rule[1], body.dest_is_field,
                           tuple(body.skip_attrs), body.needs_meta, body.bool_action or "store", body.list_nargs or "+")
+
+
+def _missing_rules(meta_class: str, body: _GeneratorBody) -> list[str]:
+    """What of the generator's rules could not be read, in words."""
+    return [what for what, got in (("its metadata class", meta_class),
+                                   ("where aliases come from", body.aliases_attr),
+                                   ("the explicit name", body.cli_name_attr),
+                                   ("how a field is named", body.name_rule)) if not got]
 
 
 def _annotated_names(tree: ast.Module) -> set[str]:
@@ -300,12 +342,21 @@ def _metadata_class(tree: ast.Module) -> tuple[str, bool]:
     classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
     meta_class, bare = "", False
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
-                and len(node.args) == 2 and isinstance(node.args[1], ast.Name):
-            if node.args[1].id in classes and not meta_class:
-                meta_class = node.args[1].id
-            bare = bare or node.args[1].id == "str"
+        tested = _isinstance_class(node)
+        if tested is None:
+            continue
+        if tested in classes and not meta_class:
+            meta_class = tested
+        bare = bare or tested == "str"
     return meta_class, bare
+
+
+def _isinstance_class(node: ast.AST) -> str | None:
+    """`C` of `isinstance(x, C)`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
+            and len(node.args) == 2 and isinstance(node.args[1], ast.Name):
+        return node.args[1].id
+    return None
 
 
 @dataclass
@@ -325,23 +376,24 @@ class _GeneratorBody:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             self._assignment(tree, node.value)
         if isinstance(node, ast.Dict):
-            self.dest_is_field |= any(_string(key) == "dest" and isinstance(value, ast.Attribute)
-                                      and value.attr == "name" for key, value in zip(node.keys, node.values))
+            self.dest_is_field |= _gives_field_name_as_dest(node)
         if isinstance(node, ast.If) and any(isinstance(item, ast.Continue) for item in node.body):
             self._skip(node.test)
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and isinstance(node.test.ops[0], ast.Is) \
-                and isinstance(node.test.comparators[0], ast.Name) and node.test.comparators[0].id == "bool":
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.keyword) and inner.arg == "action" and _string(inner.value):
-                    self.bool_action = _string(inner.value) or ""
+        if _tests_is_bool(node):
+            self._bool_action(node)
+
+    def _bool_action(self, branch: ast.If) -> None:
+        """The last literal `action=` under `if ... is bool:`."""
+        for inner in ast.walk(branch):
+            if isinstance(inner, ast.keyword) and inner.arg == "action" and _string(inner.value):
+                self.bool_action = _string(inner.value) or ""
 
     def _assignment(self, tree: ast.Module, value: ast.AST) -> None:
         if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and isinstance(value.left, ast.List):
             held = _or_of_attr(value.right)
             self.aliases_attr = held[0] if held else self.aliases_attr
         held = _or_of_attr(value)
-        if held and isinstance(held[1], ast.Call) and isinstance(held[1].func, ast.Name) and held[1].args \
-                and isinstance(held[1].args[0], ast.Attribute) and held[1].args[0].attr == "name":
+        if held and _called_on_field_name(held[1]):
             self.cli_name_attr, self.name_rule = held[0], _name_rule(tree, held[1].func.id)
         if held and _string(held[1]) is not None:
             self.list_nargs = _string(held[1]) or self.list_nargs
@@ -352,6 +404,24 @@ class _GeneratorBody:
         elif isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Is) \
                 and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
             self.needs_meta = True
+
+
+def _gives_field_name_as_dest(node: ast.Dict) -> bool:
+    """`{"dest": field.name, ...}`."""
+    return any(_string(key) == "dest" and isinstance(value, ast.Attribute) and value.attr == "name"
+               for key, value in zip(node.keys, node.values))
+
+
+def _tests_is_bool(node: ast.AST) -> bool:
+    """`if <x> is bool:`."""
+    return isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and isinstance(node.test.ops[0], ast.Is) \
+        and isinstance(node.test.comparators[0], ast.Name) and node.test.comparators[0].id == "bool"
+
+
+def _called_on_field_name(node: ast.AST | None) -> bool:
+    """`helper(field.name, ...)`."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and bool(node.args) \
+        and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "name"
 
 
 def _class_annotations(model: UpstreamModel, origin: str) -> dict[str, ast.AnnAssign]:
@@ -375,23 +445,16 @@ def _generated(field_name: str, owner: str, declaration: ast.AnnAssign, rules: G
     annotation = declaration.annotation
     if _subscript_name(annotation) not in rules.annotated or not isinstance(annotation, ast.Subscript):
         return None  # no metadata: the generator leaves it to hand-written code
-    parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+    parts = _slice_items(annotation)
     inner, metas = parts[0], parts[1:]
     meta = _field_metadata(metas, rules)
-    if meta is None:
-        return None
-    if any(isinstance(meta.get(attr), ast.Constant) and meta[attr].value for attr in rules.skip_attrs):
+    if meta is None or _skipped(meta, rules):
         return None
     strings = _option_strings(field_name, meta, rules)
     optional = _without_none(inner)
-    choices = constants.choices(meta.get("choices"))
-    if choices is None and _subscript_name(optional) == "Literal":
-        choices = constants.choices(ast.Tuple(optional.slice.elts if isinstance(optional.slice, ast.Tuple)
-                                              else [optional.slice]))
+    choices = _generated_choices(meta, optional, constants)
     action = _generated_action(meta, optional, rules)
-    nargs = _string(meta.get("nargs")) or ""
-    if not nargs and _subscript_name(optional) in ("list", "List") and "type_parser" not in meta:
-        nargs = rules.list_nargs
+    nargs = _generated_nargs(meta, optional, rules)
     help_text = _text(meta.get("help"))
     return Option(
         strings=strings, dest=field_name if rules.dest_is_field else argparse_dest(strings), action=action,
@@ -400,6 +463,32 @@ def _generated(field_name: str, owner: str, declaration: ast.AnnAssign, rules: G
         deprecated=_deprecated(action, help_text), line=declaration.lineno,
         declared_by=f"{owner.rsplit('.', 1)[-1]}.{field_name}",
     )
+
+
+def _slice_items(subscript: ast.Subscript) -> list[ast.expr]:
+    """`[A, B]` of `X[A, B]`, `[A]` of `X[A]`."""
+    return subscript.slice.elts if isinstance(subscript.slice, ast.Tuple) else [subscript.slice]
+
+
+def _skipped(meta: dict[str, ast.AST], rules: GeneratorRules) -> bool:
+    """Whether the metadata sets a skip attribute (`Arg(skip=True)`): the generator makes no option."""
+    return any(isinstance(meta.get(attr), ast.Constant) and meta[attr].value for attr in rules.skip_attrs)
+
+
+def _generated_choices(meta: dict[str, ast.AST], optional: ast.AST, constants: _Constants) -> tuple[str, ...] | None:
+    """The metadata's `choices=`, or the values of a `Literal[...]` type."""
+    choices = constants.choices(meta.get("choices"))
+    if choices is None and _subscript_name(optional) == "Literal":
+        choices = constants.choices(ast.Tuple(_slice_items(optional)))  # type: ignore[arg-type]
+    return choices
+
+
+def _generated_nargs(meta: dict[str, ast.AST], optional: ast.AST, rules: GeneratorRules) -> str:
+    """The metadata's `nargs=`, or the generator's for a list field it has no type parser for."""
+    nargs = _string(meta.get("nargs")) or ""
+    if not nargs and _subscript_name(optional) in ("list", "List") and "type_parser" not in meta:
+        nargs = rules.list_nargs
+    return nargs
 
 
 def _field_metadata(metas: list[ast.AST], rules: GeneratorRules) -> dict[str, ast.AST] | None:
@@ -463,39 +552,58 @@ def _extract(model: UpstreamModel) -> dict:
         return {"error": f"no ServerArgs.{ENTRY} found in {module}"}
     parser = entry.args.args[0].arg if entry.args.args else "parser"
     constants = _Constants(model, module, tree)
-    imported = constants.imported
     options: list[Option] = []
     generated = hand = 0
     for node in ast.walk(entry):
-        if not isinstance(node, ast.Call):
-            continue
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument" \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == parser:
+        if _is_add_argument(node, parser):
             option = _hand_written(node, constants)
             if option is not None:
                 options.append(option)
                 hand += 1
-        elif isinstance(node.func, ast.Name) and node.args and isinstance(node.args[0], ast.Name) \
-                and node.args[0].id == parser and node.func.id in imported:
-            target = imported[node.func.id]
-            if len(node.args) < 2 or unparsed(node.args[1]) != "ServerArgs":
-                continue
-            rules = generator_rules(model, target)
-            fields = server_args_fields(model)
-            for name, declared in (fields.fields.items() if fields else ()):
-                declaration = _class_annotations(model, declared.owner).get(name)
-                if declaration is None:
-                    continue
-                owner_module = declared.owner.rpartition(".")[0]
-                owner_constants = constants if owner_module == module else \
-                    (_module_constants(model, owner_module, frozenset()) or constants)
-                option = _generated(name, declared.owner, declaration, rules, owner_constants)
-                if option is not None:
-                    options.append(option)
-                    generated += 1
-    shape = "mixed" if generated and hand else "generated" if generated else "hand-written"
+        elif _calls_generator(node, parser, constants.imported):
+            made = _generated_options(model, module, constants, constants.imported[node.func.id])
+            options += made
+            generated += len(made)
+    shape = _shape(generated, hand)
     options = _field_defaults_resolved(model, options)
     return {"shape": shape, "options": [asdict(option) for option in options], "allow_abbrev": _allows_abbrev(tree)}
+
+
+def _is_add_argument(node: ast.AST, parser: str) -> bool:
+    """`<parser>.add_argument(...)`."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument" \
+        and isinstance(node.func.value, ast.Name) and node.func.value.id == parser
+
+
+def _calls_generator(node: ast.AST, parser: str, imported: dict[str, str]) -> bool:
+    """`imported_generator(<parser>, ServerArgs, ...)`."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and bool(node.args) \
+        and isinstance(node.args[0], ast.Name) and node.args[0].id == parser and node.func.id in imported \
+        and len(node.args) >= 2 and unparsed(node.args[1]) == "ServerArgs"
+
+
+def _generated_options(model: UpstreamModel, module: str, constants: _Constants, generator: str) -> list[Option]:
+    """The options the generator `generator` makes of ServerArgs' fields, each read with the
+    constants of the module its field is declared in."""
+    rules = generator_rules(model, generator)
+    fields = server_args_fields(model)
+    options = []
+    for name, declared in (fields.fields.items() if fields else ()):
+        declaration = _class_annotations(model, declared.owner).get(name)
+        if declaration is None:
+            continue
+        owner_module = declared.owner.rpartition(".")[0]
+        owner_constants = constants if owner_module == module else \
+            (_module_constants(model, owner_module, frozenset()) or constants)
+        option = _generated(name, declared.owner, declaration, rules, owner_constants)
+        if option is not None:
+            options.append(option)
+    return options
+
+
+def _shape(generated: int, hand: int) -> str:
+    """The command line's shape by how many of its options were generated and hand-written."""
+    return "mixed" if generated and hand else "generated" if generated else "hand-written"
 
 
 FIELD_REFERENCE = re.compile(r"ServerArgs\.(\w+)")
@@ -544,21 +652,30 @@ def _field_value(text: str) -> str | None:
         node = ast.parse(text.strip(), mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    if not isinstance(node, ast.Call) or (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) != "field":
+    if not isinstance(node, ast.Call) or _callee_name(node) != "field":
         return None
     for keyword in node.keywords:
-        value = keyword.value
         if keyword.arg == "default_factory":
-            made = unparsed(value.body if isinstance(value, ast.Lambda) and not value.args.args else value)
-            return MADE_EMPTY.get(made, made if isinstance(value, ast.Lambda) else f"{made}()")
+            return _factory_made(keyword.value)
         if keyword.arg == "default":
-            return unparsed(value)
+            return unparsed(keyword.value)
     return None
+
+
+def _factory_made(factory: ast.expr) -> str:
+    """What a `default_factory` makes: `[]` for `list`, the body of a `lambda:`, `f()` for `f`."""
+    made = unparsed(factory.body if isinstance(factory, ast.Lambda) and not factory.args.args else factory)
+    return MADE_EMPTY.get(made, made if isinstance(factory, ast.Lambda) else f"{made}()")
+
+
+def _callee_name(call: ast.Call) -> str | None:
+    """`f` of `f(...)` or of `mod.f(...)` (an attribute's name, else a name's)."""
+    return getattr(call.func, "attr", None) or getattr(call.func, "id", None)
 
 
 def is_argument_parser(node: ast.AST) -> bool:
     """An `ArgumentParser(...)` or `argparse.ArgumentParser(...)` call."""
-    return isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "ArgumentParser"
+    return isinstance(node, ast.Call) and _callee_name(node) == "ArgumentParser"
 
 
 def allow_abbrev(call: ast.Call) -> bool | None:

@@ -82,12 +82,23 @@ def upstream_delta(repo_path: Path, old_ref: str, new_ref: str, files: Iterable[
     if watched:
         log = repo.git.log("--first-parent", "--name-only", f"--format={RECORD}%H{UNIT}%aI{UNIT}%an{UNIT}%s",
                            f"{old_commit.hexsha}..{new_commit.hexsha}", "--", *map(_in_repo, watched))
-        for record in log.split(RECORD)[1:]:
-            header, _, names = record.partition("\n")
-            sha, date, author, summary = header.split(UNIT, 3)
-            touched = tuple(name[len(PACKAGE_PREFIX) + 1:] for name in names.split("\n") if name.strip())
-            delta.commits.append(DeltaCommit(sha, date, author, summary, touched))
+        delta.commits.extend(_logged_commit(record) for record in log.split(RECORD)[1:])
     numstat = repo.git.diff("--numstat", old_commit.hexsha, new_commit.hexsha, "--", *map(_in_repo, MUST_READ))
+    totals = _must_read_totals(numstat)
+    delta.must_read = [MustRead(entry, *totals[entry]) for entry in MUST_READ if entry in totals]
+    return delta
+
+
+def _logged_commit(record: str) -> DeltaCommit:
+    """One commit of `git log --name-only` in the RECORD/UNIT format, with the files it touched."""
+    header, _, names = record.partition("\n")
+    sha, date, author, summary = header.split(UNIT, 3)
+    touched = tuple(name[len(PACKAGE_PREFIX) + 1:] for name in names.split("\n") if name.strip())
+    return DeltaCommit(sha, date, author, summary, touched)
+
+
+def _must_read_totals(numstat: str) -> dict[str, list[int]]:
+    """[lines added, lines removed, files] per MUST_READ entry, from `git diff --numstat`."""
     totals: dict[str, list[int]] = {}
     for line in numstat.splitlines():
         added, removed, name = line.split("\t", 2)
@@ -98,5 +109,4 @@ def upstream_delta(repo_path: Path, old_ref: str, new_ref: str, files: Iterable[
                 total[0] += int(added) if added.isdigit() else 0
                 total[1] += int(removed) if removed.isdigit() else 0
                 total[2] += 1
-    delta.must_read = [MustRead(entry, *totals[entry]) for entry in MUST_READ if entry in totals]
-    return delta
+    return totals

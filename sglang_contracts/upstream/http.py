@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from sglang_contracts.infra.errors import ContractsError
-from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.pysource import absolute_from_imports, parse_quietly
 from sglang_contracts.upstream.bodies import unparsed
 from sglang_contracts.upstream.extract import STRUCT_BASES
 from sglang_contracts.upstream.model import UpstreamModel
@@ -111,15 +111,23 @@ class HttpApi:
 def accepted_keys(model: UpstreamModel, origin: str) -> RequestShape | None:
     """The keywords `origin(...)` takes: its `__init__`'s, or its dataclass/struct fields."""
     order, open_ended = model.mro(origin)
-    for owner in order:
-        record = model.class_record(owner)
-        if "__init__" in record["methods"]:
-            signature = model.constructor(origin)
-            if signature is None:
-                return None
-            fields = {name: not has_default for name, kind, has_default in signature.params if kind in ("pk", "ko")}
-            takes_more = any(kind == "vk" for _, kind, _ in signature.params)
-            return RequestShape(origin, fields, open=takes_more, aliases=_aliases(model, order, fields))
+    if any("__init__" in model.class_record(owner)["methods"] for owner in order):
+        return _constructor_shape(model, origin, order)
+    return _fields_shape(model, origin, order, open_ended)
+
+
+def _constructor_shape(model: UpstreamModel, origin: str, order: tuple[str, ...]) -> RequestShape | None:
+    """accepted_keys of a class with an `__init__` of its own or inherited: its parameters."""
+    signature = model.constructor(origin)
+    if signature is None:
+        return None
+    fields = {name: not has_default for name, kind, has_default in signature.params if kind in ("pk", "ko")}
+    takes_more = any(kind == "vk" for _, kind, _ in signature.params)
+    return RequestShape(origin, fields, open=takes_more, aliases=_aliases(model, order, fields))
+
+
+def _fields_shape(model: UpstreamModel, origin: str, order: tuple[str, ...], open_ended: bool) -> RequestShape | None:
+    """accepted_keys of a class whose constructor is generated: its dataclass or struct fields."""
     # A msgspec struct's generated constructor refuses unknown keywords like a dataclass's.
     struct = any(base in STRUCT_BASES for owner in order for base in model.class_record(owner)["bases"])
     fields = {}
@@ -162,14 +170,24 @@ def _read_classes(code: str) -> dict[str, dict[str, Any]]:
     for node in tree.body if tree is not None else ():
         if not isinstance(node, ast.ClassDef):
             continue
-        annotated[node.name] = [[item.target.id, item.value is not None] for item in node.body
-                                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
-                                and "ClassVar" not in unparsed(item.annotation)]
+        annotated[node.name] = _annotated_names(node)
         for inner in ast.walk(node):
-            if isinstance(inner, ast.Assign) and len(inner.targets) == 1 and _self_attr(inner.targets[0]) \
-                    and _self_attr(inner.value):
+            if _is_self_copy(inner):
                 aliases.setdefault(node.name, {})[_self_attr(inner.value)] = _self_attr(inner.targets[0])
     return {"aliases": aliases, "annotated": annotated}
+
+
+def _annotated_names(node: ast.ClassDef) -> list[list[Any]]:
+    """[name, whether it has a default] of each class-level annotated name but the `ClassVar`s."""
+    return [[item.target.id, item.value is not None] for item in node.body
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+            and "ClassVar" not in unparsed(item.annotation)]
+
+
+def _is_self_copy(node: ast.AST) -> bool:
+    """`self.new = self.old`."""
+    return isinstance(node, ast.Assign) and len(node.targets) == 1 and bool(_self_attr(node.targets[0])) \
+        and bool(_self_attr(node.value))
 
 
 def _self_attr(node: ast.AST) -> str | None:
@@ -239,40 +257,59 @@ def _read_routes(code: str) -> dict[str, Any]:
     tree = _parsed(code)
     if tree is None or not code.strip():  # unreadable (or nothing to read): may serve anything
         return {"routes": [], "included": [], "prefixes": {}, "opaque": [1]}
-    imported = {alias.asname or alias.name: f"{node.module}.{alias.name}"
-                for node in tree.body if isinstance(node, ast.ImportFrom) and node.module and not node.level
-                for alias in node.names}
-    functions = {node.name: node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    routes: list[dict[str, Any]] = []
-    included: list[list[str]] = []
-    opaque: list[int] = []
-    prefixes: dict[str, str] = {}
+    imported = absolute_from_imports(tree)
+    functions = _functions_by_name(tree)
+    table: dict[str, Any] = {"routes": [], "included": [], "prefixes": {}, "opaque": []}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for decorator in node.decorator_list:
-                found = _route_of(decorator)
-                if found:
-                    routes.append({**found, **_body_of(node), "handler": node.name, "line": node.lineno})
+            table["routes"].extend(_decorated_routes(node))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr == "add_api_route" and len(node.args) >= 2 and _text(node.args[0]) is not None:
-                handler = functions.get(unparsed(node.args[1]).rsplit(".", 1)[-1])
-                routes.append({"path": _text(node.args[0]), "methods": _methods(node, "GET"),
-                               "owner": unparsed(node.func.value), **(_body_of(handler) if handler else _no_body()),
-                               "handler": handler.name if handler else unparsed(node.args[1]), "line": node.lineno})
-            elif node.func.attr in ("include_router", "mount"):
-                # A router imported by name is followed; any other (built by a call, a mounted app)
-                # may serve routes this table cannot list.
-                if node.func.attr == "include_router" and node.args and isinstance(node.args[0], ast.Name) \
-                        and node.args[0].id in imported:
-                    included.append([imported[node.args[0].id], _keyword_text(node, "prefix")])
-                else:
-                    opaque.append(node.lineno)
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
-                and unparsed(node.value.func).rsplit(".", 1)[-1] == "APIRouter":
+            _read_router_call(node, functions, imported, table)
+        elif _makes_router(node):
             for target in node.targets:
                 if isinstance(target, ast.Name):
-                    prefixes[target.id] = _keyword_text(node.value, "prefix")
-    return {"routes": routes, "included": included, "prefixes": prefixes, "opaque": opaque}
+                    table["prefixes"][target.id] = _keyword_text(node.value, "prefix")
+    return table
+
+
+def _functions_by_name(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Every function of the module by name (the last of a name wins)."""
+    return {node.name: node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _decorated_routes(handler: ast.FunctionDef | ast.AsyncFunctionDef) -> list[dict[str, Any]]:
+    """The routes a function's decorators make of it (`@app.post("/generate")`)."""
+    return [{**found, **_body_of(handler), "handler": handler.name, "line": handler.lineno}
+            for found in map(_route_of, handler.decorator_list) if found]
+
+
+def _read_router_call(node: ast.Call, functions: dict[str, ast.AST], imported: dict[str, str],
+                      table: dict[str, Any]) -> None:
+    """`r.add_api_route(path, handler)`, `app.include_router(r)`, `app.mount(...)` into the route table."""
+    if node.func.attr == "add_api_route" and len(node.args) >= 2 and _text(node.args[0]) is not None:
+        table["routes"].append(_added_route(node, functions))
+    elif node.func.attr in ("include_router", "mount"):
+        # A router imported by name is followed; any other (built by a call, a mounted app)
+        # may serve routes this table cannot list.
+        if node.func.attr == "include_router" and node.args and isinstance(node.args[0], ast.Name) \
+                and node.args[0].id in imported:
+            table["included"].append([imported[node.args[0].id], _keyword_text(node, "prefix")])
+        else:
+            table["opaque"].append(node.lineno)
+
+
+def _added_route(node: ast.Call, functions: dict[str, ast.AST]) -> dict[str, Any]:
+    """The route of `r.add_api_route(path, handler, ...)`, the handler read when it is defined here."""
+    handler = functions.get(unparsed(node.args[1]).rsplit(".", 1)[-1])
+    return {"path": _text(node.args[0]), "methods": _methods(node, "GET"),
+            "owner": unparsed(node.func.value), **(_body_of(handler) if handler else _no_body()),
+            "handler": handler.name if handler else unparsed(node.args[1]), "line": node.lineno}
+
+
+def _makes_router(node: ast.AST) -> bool:
+    """`name = APIRouter(...)` (or `fastapi.APIRouter(...)`)."""
+    return isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+        and unparsed(node.value.func).rsplit(".", 1)[-1] == "APIRouter"
 
 
 def _route_of(decorator: ast.AST) -> dict[str, Any] | None:
@@ -312,33 +349,78 @@ def _no_body() -> dict[str, Any]:
 
 def _body_of(handler: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, Any]:
     """How a handler reads its body (see the module's docstring)."""
-    arguments = [*handler.args.posonlyargs, *handler.args.args, *handler.args.kwonlyargs]
-    for argument in arguments:
-        body_type = _body_type(argument.annotation)
-        if body_type:
-            return {**_no_body(), "body": "model", "request_type": body_type}
-    json_names: set[str] = set()
-    for node in ast.walk(handler):
-        if isinstance(node, ast.Assign) and _reads_json(node.value):
-            json_names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    for node in ast.walk(handler):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            spread = [k.value for k in node.keywords if k.arg is None]
-            if any(_reads_json(value) or (isinstance(value, ast.Name) and value.id in json_names) for value in spread):
-                return {**_no_body(), "body": "construct", "request_type": node.func.id}
-    keys: dict[str, bool] = {}
-    for node in ast.walk(handler):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id in json_names and node.args \
-                and _text(node.args[0]):
-            keys.setdefault(_text(node.args[0]), False)
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in json_names \
-                and isinstance(node.ctx, ast.Load) and _text(node.slice):
-            keys[_text(node.slice)] = True
+    body_type = _typed_body(handler)
+    if body_type:
+        return {**_no_body(), "body": "model", "request_type": body_type}
+    json_names = _json_names(handler)
+    constructed = _constructed_from_json(handler, json_names)
+    if constructed is not None:
+        return {**_no_body(), "body": "construct", "request_type": constructed}
+    keys = _json_keys(handler, json_names)
     if keys:
         return {"body": "dict", "request_type": "", "keys": sorted(keys),
                 "required": sorted(key for key, required in keys.items() if required)}
     return _no_body()
+
+
+def _typed_body(handler: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """The class of the handler's first parameter annotated as the body (_body_type); "" when none is."""
+    for argument in [*handler.args.posonlyargs, *handler.args.args, *handler.args.kwonlyargs]:
+        body_type = _body_type(argument.annotation)
+        if body_type:
+            return body_type
+    return ""
+
+
+def _json_names(handler: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names the handler gives the request's JSON (`body = await request.json()`)."""
+    json_names: set[str] = set()
+    for node in ast.walk(handler):
+        if isinstance(node, ast.Assign) and _reads_json(node.value):
+            json_names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return json_names
+
+
+def _constructed_from_json(handler: ast.FunctionDef | ast.AsyncFunctionDef, json_names: set[str]) -> str | None:
+    """`T` of the first `T(**body)` whose spread is the request's JSON (read there or into `json_names`)."""
+    for node in ast.walk(handler):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            spread = [k.value for k in node.keywords if k.arg is None]
+            if any(_is_json(value, json_names) for value in spread):
+                return node.func.id
+    return None
+
+
+def _is_json(value: ast.expr, json_names: set[str]) -> bool:
+    return _reads_json(value) or (isinstance(value, ast.Name) and value.id in json_names)
+
+
+def _json_keys(handler: ast.FunctionDef | ast.AsyncFunctionDef, json_names: set[str]) -> dict[str, bool]:
+    """The keys the handler reads from the JSON it holds in `json_names`, each with whether it is
+    required (`body["k"]`) or not (`body.get("k")`)."""
+    keys: dict[str, bool] = {}
+    for node in ast.walk(handler):
+        if (key := _got_key(node, json_names)) is not None:
+            keys.setdefault(key, False)
+        elif (key := _subscripted_key(node, json_names)) is not None:
+            keys[key] = True
+    return keys
+
+
+def _got_key(node: ast.AST, json_names: set[str]) -> str | None:
+    """"k" of `body.get("k", ...)` for a name in `json_names`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+            and isinstance(node.func.value, ast.Name) and node.func.value.id in json_names and node.args:
+        return _text(node.args[0]) or None
+    return None
+
+
+def _subscripted_key(node: ast.AST, json_names: set[str]) -> str | None:
+    """"k" of a read `body["k"]` for a name in `json_names`."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in json_names \
+            and isinstance(node.ctx, ast.Load):
+        return _text(node.slice) or None
+    return None
 
 
 def _body_type(annotation: ast.AST | None) -> str:

@@ -92,11 +92,19 @@ def _form_shaped(form: dict[str, Any]) -> bool:
     texts, or what a process decoded of them; the methods a table per class."""
     tables = (form.get("classes", {}), form.get("functions", {}))
     methods = form.get("methods", {})
-    return (all(type(table) is dict and all(type(entry) in (str, dict) for entry in table.values()) for table in tables)
-            and type(methods) is dict and all(type(table) is dict and all(type(entry) in (str, dict)
-                                                                          for entry in table.values())
-                                              for table in methods.values())
+    return (all(_is_entry_table(table) for table in tables)
+            and type(methods) is dict and all(_is_entry_table(table) for table in methods.values())
             and type(form.get("bindings") or {}) is dict and type(form.get("definitions", "")) in (str, type(None)))
+
+
+def _is_entry_table(table: Any) -> bool:
+    """A dict of stored_form's entries: texts, or what a process decoded of them."""
+    return type(table) is dict and all(type(entry) in (str, dict) for entry in table.values())
+
+
+def _has_extension(entries: Iterable[str], leaf: str) -> bool:
+    """Whether a folder's entries hold a compiled module `leaf` (`leaf.cpython-311-x86_64-linux-gnu.so`)."""
+    return any(entry.startswith(leaf + ".") and entry.endswith((".so", ".pyd")) for entry in entries)
 
 
 def extract_stored(module_name: str, relpath: str, code: str, known_bodies: dict | None = None) -> dict[str, Any]:
@@ -357,20 +365,25 @@ class UpstreamModel:
             return (UNLISTED, folder) if self.tree.unlisted(folder) else ("", None)
         leaf = parts[-1]
         path = f"{folder}/{leaf}" if folder else leaf
-        if leaf in entries:
-            inner = self._listing(path)
-            if inner is None and self.tree.unlisted(path):
-                return UNLISTED, path
-            if inner is not None:
-                if "__init__.py" in inner:
-                    return "package", f"{path}/__init__.py"
-                if any(entry.endswith((".py", ".pyi", ".so")) or self._listing(f"{path}/{entry}") is not None for entry in inner):
-                    return "namespace", None
+        if leaf in entries and (package := self._locate_package(path)) is not None:
+            return package
         if f"{leaf}.py" in entries:
             return "module", f"{path}.py"
-        if any(entry.startswith(leaf + ".") and entry.endswith((".so", ".pyd")) for entry in entries):
+        if _has_extension(entries, leaf):
             return "extension", None
         return "", None
+
+    def _locate_package(self, path: str) -> tuple[str, str | None] | None:
+        """_locate's answer for the folder at `path` when it is a package (regular or namespace)
+        or cannot be listed; None when it holds no module."""
+        inner = self._listing(path)
+        if inner is None:
+            return (UNLISTED, path) if self.tree.unlisted(path) else None
+        if "__init__.py" in inner:
+            return "package", f"{path}/__init__.py"
+        if any(entry.endswith((".py", ".pyi", ".so")) or self._listing(f"{path}/{entry}") is not None for entry in inner):
+            return "namespace", None
+        return None
 
     def module(self, name: str) -> ModuleRecord | None:
         if name in self._modules:
@@ -539,13 +552,22 @@ class UpstreamModel:
         if record is None:
             return MISSING
         binding = record.bindings.get(name)
-        if binding is not None and binding["kind"] != "alias":
-            return Symbol("found", binding["kind"], f"{module_name}.{name}", binding.get("line"))
         if binding is not None:
-            target = binding["target"]
-            if not is_upstream(target):
-                return Symbol("found", "external", target, binding.get("line"))
-            return self.resolve_path(target, seen)
+            return self._bound(module_name, name, binding, seen)
+        return self._not_bound(record, module_name, name, seen)
+
+    def _bound(self, module_name: str, name: str, binding: dict[str, Any], seen: frozenset) -> Symbol:
+        """resolve_name of a name the module binds: defined there, or imported (followed when upstream)."""
+        if binding["kind"] != "alias":
+            return Symbol("found", binding["kind"], f"{module_name}.{name}", binding.get("line"))
+        target = binding["target"]
+        if not is_upstream(target):
+            return Symbol("found", "external", target, binding.get("line"))
+        return self.resolve_path(target, seen)
+
+    def _not_bound(self, record: ModuleRecord, module_name: str, name: str, seen: frozenset) -> Symbol:
+        """resolve_name of a name the module does not bind: a submodule, a star import's, or a
+        name made at run time."""
         if self.module_exists(f"{module_name}.{name}"):
             return Symbol("found", "module", f"{module_name}.{name}")
         if record.opaque:
@@ -955,16 +977,21 @@ class UpstreamModel:
         if not self.release.identity:
             return dict(zip(whats, compute(list(whats.values())))) if whats else {}
         keys = {what: self._search_key(what, compute.__module__) for what in whats}
-        found: dict[str, Any] = {}
-        for what, key in keys.items():
-            cached = self.cache.get(key)
-            if cached is not None:
-                found[what] = cached
+        found = self._cached_searches(keys)
         missing = [what for what in whats if what not in found]
         if missing:
             for what, result in zip(missing, compute([whats[what] for what in missing])):
                 self.cache.put(keys[what], result)
                 found[what] = result
+        return found
+
+    def _cached_searches(self, keys: dict[str, str]) -> dict[str, Any]:
+        """{what: result} of the searches (by their cache keys) whose results are cached."""
+        found: dict[str, Any] = {}
+        for what, key in keys.items():
+            cached = self.cache.get(key)
+            if cached is not None:
+                found[what] = cached
         return found
 
     def find_definitions(self, names: set[str]) -> dict[str, list[str]]:

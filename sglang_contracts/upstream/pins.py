@@ -94,14 +94,21 @@ def _from_pyproject(text: str) -> tuple[list[str], str | None]:
     dependencies = project.get("dependencies", [])
     lines = [line for line in dependencies if isinstance(line, str)] if isinstance(dependencies, list) else []
     for extra, group in table(project, "optional-dependencies").items():
-        for line in group if isinstance(group, list) else []:
-            requirement = isinstance(line, str) and parse_requirement(line)
-            if requirement:
-                marker = f"({requirement.marker}) and " if requirement.marker else ""
-                requirement.marker = None
-                lines.append(f'{requirement}; {marker}extra == "{extra}"')
+        lines += _extra_lines(extra, group)
     python = project.get("requires-python")
     return lines, python if isinstance(python, str) else None
+
+
+def _extra_lines(extra: str, group: object) -> list[str]:
+    """An optional-dependencies group's requirements as metadata lines, each marked with its extra."""
+    lines = []
+    for line in group if isinstance(group, list) else []:
+        requirement = isinstance(line, str) and parse_requirement(line)
+        if requirement:
+            marker = f"({requirement.marker}) and " if requirement.marker else ""
+            requirement.marker = None
+            lines.append(f'{requirement}; {marker}extra == "{extra}"')
+    return lines
 
 
 def release_pins(tree: ReleaseTree) -> ReleasePins | None:

@@ -79,21 +79,49 @@ def _namespace_list(code: str) -> tuple[list[str], dict[str, int]]:
     own: dict[str, int] = {}
     for statement in tree.body:
         if isinstance(statement, ast.Assign) and isinstance(statement.value, (ast.List, ast.Tuple)):
-            names = [unparsed(element) for element in statement.value.elts
-                     if isinstance(element, (ast.Name, ast.Attribute))]
-            for target in statement.targets:
-                if isinstance(target, ast.Name):
-                    lists[target.id] = names
+            _add_named_list(statement, lists)
         if isinstance(statement, ast.ClassDef) and statement.name == "ServerArgs":
-            for item in statement.body:
-                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
-                        and "ClassVar" not in unparsed(item.annotation):
-                    own[item.target.id] = item.lineno
-        for node in ast.walk(statement) if isinstance(statement, (ast.Assign, ast.Expr)) else ():
-            if isinstance(node, ast.Call) and unparsed(node.func).rsplit(".", 1)[-1] == COLLECTOR \
-                    and node.args and isinstance(node.args[0], ast.Name):
-                collected.append(node.args[0].id)
+            own.update(_own_annotated_lines(statement))
+        if isinstance(statement, (ast.Assign, ast.Expr)):
+            collected += _collected_lists(statement)
     return [name for listed in collected for name in lists.get(listed, [])], own
+
+
+def _add_named_list(statement: ast.Assign, lists: dict[str, list[str]]) -> None:
+    """`NAME = [A, b.B, ...]`: the names it lists, as written, under each name it is given."""
+    names = [unparsed(element) for element in statement.value.elts if isinstance(element, (ast.Name, ast.Attribute))]
+    for target in statement.targets:
+        if isinstance(target, ast.Name):
+            lists[target.id] = names
+
+
+def _own_annotated_lines(cls: ast.ClassDef) -> dict[str, int]:
+    """The line of each class-level annotated name of the class but the `ClassVar`s."""
+    return {item.target.id: item.lineno for item in cls.body
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+            and "ClassVar" not in unparsed(item.annotation)}
+
+
+def _collected_lists(statement: ast.stmt) -> list[str]:
+    """NAME of each `collect_input_fields(NAME)` in the statement, in walk order."""
+    return [node.args[0].id for node in ast.walk(statement)
+            if isinstance(node, ast.Call) and unparsed(node.func).rsplit(".", 1)[-1] == COLLECTOR
+            and node.args and isinstance(node.args[0], ast.Name)]
+
+
+def _namespace_fields(model: UpstreamModel, module_name: str, origin: str) -> dict[str, Field]:
+    """The fields of a `ServerArgs` collected from namespace classes (`collect_input_fields`),
+    then those the module's own `class ServerArgs` annotates."""
+    record = model.module(module_name)
+    code = model.tree.readable_source(record.relpath) if record is not None and record.relpath else ""
+    names, own = _namespace_list(code or "")
+    fields: dict[str, Field] = {}
+    for name in names:
+        namespace = model.resolve_class(f"{module_name}.{name}") or model.resolve_class(name)
+        if namespace is not None:
+            fields.update(_declared(model, namespace))
+    fields.update({name: Field(name, origin, line) for name, line in own.items()})
+    return fields
 
 
 def server_args_fields(model: UpstreamModel) -> FieldSet | None:
@@ -108,15 +136,7 @@ def server_args_fields(model: UpstreamModel) -> FieldSet | None:
         fields = _declared(model, symbol.origin)
         shape = "dataclass"
     else:
-        record = model.module(module_name)
-        code = model.tree.readable_source(record.relpath) if record is not None and record.relpath else ""
-        names, own = _namespace_list(code or "")
-        fields = {}
-        for name in names:
-            origin = model.resolve_class(f"{module_name}.{name}") or model.resolve_class(name)
-            if origin is not None:
-                fields.update(_declared(model, origin))
-        fields.update({name: Field(name, symbol.origin, line) for name, line in own.items()})
+        fields = _namespace_fields(model, module_name, symbol.origin)
         shape = "namespaces"
     if not fields:
         raise FieldsUnreadable(model.release.label, symbol.origin)

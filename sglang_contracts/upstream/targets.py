@@ -61,16 +61,21 @@ def resolve_target(model: UpstreamModel, dotted: str) -> Target:
             continue
         if split != len(parts) - 1:
             return UNKNOWN_TARGET  # an attribute of a member: its type decides, not this path
-        member = model.member(origin, parts[-1])
-        if member is None:
-            # answered by __getattr__, or set by name at run time (a registry): not known to be gone
-            dynamic = model.member(origin, "__getattr__") is not None or model.set_by_name(origin) is not None
-            return UNKNOWN_TARGET if dynamic else Target("missing")
-        kind = "method" if member.kind in ("method", "property") else member.kind
-        origin_path = f"{member.owner}.{member.name}"
-        record = member.record if member.kind == "method" else None
-        return Target("found", kind if record is not None else member.kind, origin_path, record=record, member=member)
+        return _member_target(model, origin, parts[-1])
     return UNKNOWN_TARGET
+
+
+def _member_target(model: UpstreamModel, origin: str, name: str) -> Target:
+    """What member `name` of the class at `origin` is."""
+    member = model.member(origin, name)
+    if member is None:
+        # answered by __getattr__, or set by name at run time (a registry): not known to be gone
+        dynamic = model.member(origin, "__getattr__") is not None or model.set_by_name(origin) is not None
+        return UNKNOWN_TARGET if dynamic else Target("missing")
+    kind = "method" if member.kind in ("method", "property") else member.kind
+    origin_path = f"{member.owner}.{member.name}"
+    record = member.record if member.kind == "method" else None
+    return Target("found", kind if record is not None else member.kind, origin_path, record=record, member=member)
 
 
 def callable_signature(model: UpstreamModel, dotted: str) -> tuple[Signature, Member | None] | None:

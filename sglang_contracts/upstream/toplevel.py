@@ -45,18 +45,27 @@ def _top_statements(body: list[ast.stmt], conditional: bool = False) -> Iterator
 
 def _strings(node: ast.AST) -> list[str] | None:
     """The strings a literal list, tuple or set (or a dict's keys) holds; None when not literal."""
-    if isinstance(node, ast.Dict):
-        items = node.keys
-    elif isinstance(node, ast.List | ast.Tuple | ast.Set):
-        items = node.elts
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords \
-            and node.func.id in ("set", "frozenset", "dict", "list", "tuple"):
+    if _is_container_call(node):
         return [] if not node.args else (_strings(node.args[0]) if len(node.args) == 1 else None)
-    else:
-        return None
-    if not all(isinstance(item, ast.Constant) and isinstance(item.value, str) for item in items):
+    items = _literal_items(node)
+    if items is None or not all(isinstance(item, ast.Constant) and isinstance(item.value, str) for item in items):
         return None
     return [item.value for item in items]  # type: ignore[union-attr]
+
+
+def _is_container_call(node: ast.AST) -> bool:
+    """`set(...)`, `frozenset(...)`, `dict(...)`, `list(...)` or `tuple(...)` without keywords."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords \
+        and node.func.id in ("set", "frozenset", "dict", "list", "tuple")
+
+
+def _literal_items(node: ast.AST) -> list[ast.expr | None] | None:
+    """The elements of a list, tuple or set display, the keys of a dict display; None for any other node."""
+    if isinstance(node, ast.Dict):
+        return node.keys
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return node.elts
+    return None
 
 
 class LiteralContainers:
@@ -91,33 +100,28 @@ class LiteralContainers:
     def _read(self, statement: ast.stmt, conditional: bool) -> None:
         line = statement.lineno
         if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            for target in targets:
-                if isinstance(target, ast.Name):  # a list of its own per name: `A = B = [...]`, then A grows
-                    strings = None if conditional else _strings(statement.value)
-                    self._make(target.id, line, None if strings is None else list(strings))
-                elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-                    key = target.slice
-                    self._change(target.value.id, line, [key.value] if isinstance(key, ast.Constant)
-                                 and isinstance(key.value, str) and not conditional else None)
+            self._read_assignment(statement, line, conditional)
         elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
             self._change(statement.target.id, line, None if conditional else _strings(statement.value))
-        elif isinstance(statement, ast.Expr) and isinstance(call := statement.value, ast.Call) \
-                and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
-            name, method = call.func.value.id, call.func.attr
-            argument = call.args[0] if len(call.args) == 1 and not call.keywords else None
-            if method in _READERS:
-                return
-            if method in _ADDERS and isinstance(argument, ast.Constant) and isinstance(argument.value, str):
-                self._change(name, line, None if conditional else [argument.value])
-            elif method in _EXTENDERS and argument is not None:
-                self._change(name, line, None if conditional else _strings(argument))
-            else:
-                self._change(name, line, None)
+        elif (call := _method_call_on_name(statement)) is not None:
+            if call.func.attr not in _READERS:
+                self._change(call.func.value.id, line, _added_by(call, conditional))
         elif isinstance(statement, ast.Delete):
-            for target in statement.targets:
-                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-                    self._change(target.value.id, line, None)  # a key taken out: the keys left are not known
+            self._read_delete(statement, line)
+
+    def _read_assignment(self, statement: ast.Assign | ast.AnnAssign, line: int, conditional: bool) -> None:
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        for target in targets:
+            if isinstance(target, ast.Name):  # a list of its own per name: `A = B = [...]`, then A grows
+                strings = None if conditional else _strings(statement.value)
+                self._make(target.id, line, None if strings is None else list(strings))
+            elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                self._change(target.value.id, line, None if conditional else _string_key(target.slice))
+
+    def _read_delete(self, statement: ast.Delete, line: int) -> None:
+        for target in statement.targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                self._change(target.value.id, line, None)  # a key taken out: the keys left are not known
 
     def _latest(self, name: str, until: int | None) -> tuple[int, list[str] | None, int] | None:
         """The name's last version made before line `until`; None when it had none yet."""
@@ -139,6 +143,31 @@ class LiteralContainers:
     def at(self, until: int | None = None) -> dict[str, list[str] | None]:
         """name -> strings (None: changed otherwise) for every name made before line `until`."""
         return {name: self.strings(name, until) for name in self._versions if self._latest(name, until) is not None}
+
+
+def _method_call_on_name(statement: ast.stmt) -> ast.Call | None:
+    """The call of a statement `NAME.method(...)`."""
+    if isinstance(statement, ast.Expr) and isinstance(call := statement.value, ast.Call) \
+            and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+        return call
+    return None
+
+
+def _string_key(key: ast.expr) -> list[str] | None:
+    """[the key] of `X["key"] = ...`; None when it is not a string literal."""
+    return [key.value] if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
+def _added_by(call: ast.Call, conditional: bool) -> list[str] | None:
+    """The strings `X.add("k")`, `X.append("k")`, `X.update({...})` or `X.extend([...])` add to a
+    literal container; None when they are not known (any other method, or on a condition)."""
+    method = call.func.attr  # type: ignore[attr-defined]
+    argument = call.args[0] if len(call.args) == 1 and not call.keywords else None
+    if method in _ADDERS and isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+        return None if conditional else [argument.value]
+    if method in _EXTENDERS and argument is not None:
+        return None if conditional else _strings(argument)
+    return None
 
 
 def literal_containers(body: list[ast.stmt], until: int | None = None) -> dict[str, list[str] | None]:
@@ -167,14 +196,22 @@ def _concatenated(node: ast.expr) -> list[str] | None:
 
 def _iterates_globals(node: ast.AST) -> bool:
     """`globals()`, `list(globals())`, `globals().keys()`, `sorted(dir())`, ..."""
-    if isinstance(node, ast.Call) and not node.keywords:
-        func = node.func
-        if isinstance(func, ast.Name) and func.id in _GLOBALS_CALLS and not node.args:
-            return True
-        if isinstance(func, ast.Name) and func.id in _ORDERING_CALLS and len(node.args) == 1:
-            return _iterates_globals(node.args[0])
-        if isinstance(func, ast.Attribute) and func.attr == "keys" and not node.args:
-            return _iterates_globals(func.value)
+    if not (isinstance(node, ast.Call) and not node.keywords):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return _call_iterates_globals(func.id, node.args)
+    if isinstance(func, ast.Attribute) and func.attr == "keys" and not node.args:
+        return _iterates_globals(func.value)
+    return False
+
+
+def _call_iterates_globals(called: str, arguments: list[ast.expr]) -> bool:
+    """Whether `called(*arguments)` iterates the globals: `globals()`, or an ordering of them."""
+    if called in _GLOBALS_CALLS and not arguments:
+        return True
+    if called in _ORDERING_CALLS and len(arguments) == 1:
+        return _iterates_globals(arguments[0])
     return False
 
 
@@ -185,28 +222,49 @@ ContainerLookup = Callable[[str], "list[str] | None"]
 def _predicate(node: ast.expr, name: str, containers: ContainerLookup) -> Predicate | None:
     """The condition as a JSON predicate over the global's name; None when it cannot be read."""
     if isinstance(node, ast.BoolOp):
-        parts = [_predicate(value, name, containers) for value in node.values]
-        if any(part is None for part in parts):
-            return None
-        return ["and" if isinstance(node.op, ast.And) else "or", *parts]
+        return _combined_predicate(node, name, containers)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         inner = _predicate(node.operand, name, containers)
         return None if inner is None else ["not", inner]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
-            and node.func.value.id == name and node.func.attr in ("startswith", "endswith") \
-            and len(node.args) == 1 and not node.keywords:
-        affixes = [node.args[0].value] if isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
-            else _strings(node.args[0])
-        return None if affixes is None else [node.func.attr, affixes]
+    if _is_affix_test(node, name):
+        return _affix_predicate(node)  # type: ignore[arg-type]
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.left, ast.Name) and node.left.id == name:
-        operator, right = node.ops[0], node.comparators[0]
-        if isinstance(operator, ast.In | ast.NotIn):
-            members = containers(right.id) if isinstance(right, ast.Name) else _strings(right)
-            if members is None:
-                return None
-            return ["in", members] if isinstance(operator, ast.In) else ["not", ["in", members]]
-        if isinstance(operator, ast.Eq | ast.NotEq) and isinstance(right, ast.Constant) and isinstance(right.value, str):
-            return ["in", [right.value]] if isinstance(operator, ast.Eq) else ["not", ["in", [right.value]]]
+        return _compared_predicate(node.ops[0], node.comparators[0], containers)
+    return None
+
+
+def _combined_predicate(node: ast.BoolOp, name: str, containers: ContainerLookup) -> Predicate | None:
+    """["and"/"or", parts...] of `a and b`, `a or b`; None when a part cannot be read."""
+    parts = [_predicate(value, name, containers) for value in node.values]
+    if any(part is None for part in parts):
+        return None
+    return ["and" if isinstance(node.op, ast.And) else "or", *parts]
+
+
+def _is_affix_test(node: ast.expr, name: str) -> bool:
+    """`<name>.startswith(x)` or `<name>.endswith(x)`, one argument."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        and isinstance(node.func.value, ast.Name) and node.func.value.id == name \
+        and node.func.attr in ("startswith", "endswith") and len(node.args) == 1 and not node.keywords
+
+
+def _affix_predicate(node: ast.Call) -> Predicate | None:
+    """["startswith"/"endswith", affixes] of an affix test (_is_affix_test)."""
+    argument = node.args[0]
+    affixes = [argument.value] if isinstance(argument, ast.Constant) and isinstance(argument.value, str) \
+        else _strings(argument)
+    return None if affixes is None else [node.func.attr, affixes]  # type: ignore[attr-defined]
+
+
+def _compared_predicate(operator: ast.cmpop, right: ast.expr, containers: ContainerLookup) -> Predicate | None:
+    """The predicate of `<name> in X`, `<name> not in X`, `<name> == "s"`, `<name> != "s"`."""
+    if isinstance(operator, ast.In | ast.NotIn):
+        members = containers(right.id) if isinstance(right, ast.Name) else _strings(right)
+        if members is None:
+            return None
+        return ["in", members] if isinstance(operator, ast.In) else ["not", ["in", members]]
+    if isinstance(operator, ast.Eq | ast.NotEq) and isinstance(right, ast.Constant) and isinstance(right.value, str):
+        return ["in", [right.value]] if isinstance(operator, ast.Eq) else ["not", ["in", [right.value]]]
     return None
 
 
@@ -231,19 +289,30 @@ def holds(predicate: Predicate, name: str) -> bool:
 def _comprehension(node: ast.expr, containers: ContainerLookup) -> Predicate | None:
     """The predicate of `[n for n in list(globals()) if ...]` (any ordering wrapper, a set or
     generator), which a global's name must pass to be exported; None for any other shape."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ORDERING_CALLS \
-            and len(node.args) == 1 and not node.keywords:
-        node = node.args[0]
+    node = _ordered_inner(node)
     if not isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp) or len(node.generators) != 1:
         return None
     generator = node.generators[0]
-    if not (isinstance(generator.target, ast.Name) and isinstance(node.elt, ast.Name)
-            and node.elt.id == generator.target.id and _iterates_globals(generator.iter)) or generator.is_async:
+    if not _yields_each_global(node, generator):
         return None
     parts = [_predicate(condition, generator.target.id, containers) for condition in generator.ifs]
     if any(part is None for part in parts):
         return None
     return ["and", *parts]
+
+
+def _ordered_inner(node: ast.expr) -> ast.expr:
+    """X of `list(X)`, `sorted(X)`, `tuple(X)`, ... (an ordering wrapper); the node itself otherwise."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ORDERING_CALLS \
+            and len(node.args) == 1 and not node.keywords:
+        return node.args[0]
+    return node
+
+
+def _yields_each_global(node: ast.ListComp | ast.SetComp | ast.GeneratorExp, generator: ast.comprehension) -> bool:
+    """Whether the comprehension's one (not async) generator yields its variable, over the globals."""
+    return isinstance(generator.target, ast.Name) and isinstance(node.elt, ast.Name) \
+        and node.elt.id == generator.target.id and _iterates_globals(generator.iter) and not generator.is_async
 
 
 def evaluated_exports(tree: ast.Module) -> dict[str, Any] | None:
@@ -253,72 +322,108 @@ def evaluated_exports(tree: ast.Module) -> dict[str, Any] | None:
     public globals a comprehension over `globals()` keeps (`globals`: a global passing it is
     exported), and whether some part could not be evaluated (the module's other globals are
     then neither known to be exported nor known not to be)."""
-    names: list[str] = []
-    kept: tuple[ast.expr, int] | None = None  # the comprehension whose rule is kept, and its line
-    unknown = False
-    literal_only = True
-    seen = False
-    tables: list[LiteralContainers] = []  # made at the first comprehension: most modules have none
-
-    def table() -> LiteralContainers:
-        if not tables:
-            tables.append(LiteralContainers(tree.body))
-        return tables[0]
-
+    reading = _ExportsReading(tree)
     for statement, conditional in _top_statements(tree.body):
-        value: ast.expr | None = None
-        extend = False
-        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in statement.targets):
-            value = statement.value
-        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
-                and statement.target.id == "__all__" and statement.value is not None:
-            value = statement.value
-        elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name) and statement.target.id == "__all__":
-            value, extend = statement.value, True
-        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
-                and isinstance(statement.value.func, ast.Attribute) \
-                and isinstance(statement.value.func.value, ast.Name) and statement.value.func.value.id == "__all__":
-            call = statement.value
-            argument = call.args[0] if len(call.args) == 1 else None
-            if call.func.attr == "append" and argument is not None:  # type: ignore[union-attr]
-                value, extend = ast.List(elts=[argument]), True
-            elif call.func.attr == "extend" and argument is not None:  # type: ignore[union-attr]
-                value, extend = argument, True
-            else:
-                literal_only, unknown = False, True
-                continue
-        else:
-            continue
-        seen = True
+        reading.read(statement, conditional)
+    return reading.result()
+
+
+class _ExportsReading:
+    """evaluated_exports' reading of the statements that make `__all__`, in order."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.names: list[str] = []
+        self.kept: tuple[ast.expr, int] | None = None  # the comprehension whose rule is kept, and its line
+        self.unknown = False
+        self.literal_only = True
+        self.seen = False
+        self._table: LiteralContainers | None = None  # made at the first comprehension: most modules have none
+
+    def table(self) -> LiteralContainers:
+        if self._table is None:
+            self._table = LiteralContainers(self.tree.body)
+        return self._table
+
+    def read(self, statement: ast.stmt, conditional: bool) -> None:
+        change = _change_of_all(statement)
+        if change is None:
+            return
+        value, extend = change
+        if value is None:  # changed by a method that is not read
+            self.literal_only, self.unknown = False, True
+            return
+        self.seen = True
         listed = _concatenated(value)
         # Whether the comprehension can be read; its rule, with the tables' strings, is built for
         # the one kept at the end only, since a module may rebuild `__all__` thousands of times.
         line = statement.lineno
         readable = listed is None and _comprehension(
-            value, lambda name: _KNOWN if table().version(name, line) is not None else None) is not None
+            value, lambda name: _KNOWN if self.table().version(name, line) is not None else None) is not None
         if listed is None or conditional:
-            literal_only = False
+            self.literal_only = False
         if conditional:
-            unknown = True  # names added on a condition may or may not be there
-            continue
+            self.unknown = True  # names added on a condition may or may not be there
+            return
+        self._take(value, extend, listed, readable, line)
+
+    def _take(self, value: ast.expr, extend: bool, listed: list[str] | None, readable: bool, line: int) -> None:
+        """An unconditional setting (or extension) of `__all__`."""
         if listed is not None:
             if extend:
-                names.extend(listed)  # in place: `__all__ += [...]` on every line stays linear
+                self.names.extend(listed)  # in place: `__all__ += [...]` on every line stays linear
             else:
-                names, kept, unknown = list(listed), None, False
+                self.names, self.kept, self.unknown = list(listed), None, False
         elif readable and not extend:
-            names, kept, unknown = [], (value, line), False
+            self.names, self.kept, self.unknown = [], (value, line), False
         else:
-            unknown = True
+            self.unknown = True
             if not extend:
-                names, kept = [], None
-    if not seen or literal_only:
+                self.names, self.kept = [], None
+
+    def result(self) -> dict[str, Any] | None:
+        if not self.seen or self.literal_only:
+            return None
+        rule = None
+        if self.kept is not None:
+            comprehension, at = self.kept
+            rule = _comprehension(comprehension, lambda name: self.table().strings(name, at))
+        return {"names": self.names, "globals": rule, "unknown": self.unknown}
+
+
+def _is_all(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "__all__"
+
+
+def _change_of_all(statement: ast.stmt) -> tuple[ast.expr | None, bool] | None:
+    """(the value, whether it extends `__all__`) of a statement that sets or extends it ((None,
+    True) for a method call on it that is not read); None for any other statement."""
+    if isinstance(statement, ast.Expr):
+        return _method_call_on_all(statement.value)
+    return _assignment_to_all(statement)
+
+
+def _assignment_to_all(statement: ast.stmt) -> tuple[ast.expr, bool] | None:
+    """`__all__ = ...`, `__all__: T = ...`, `__all__ += ...`."""
+    if isinstance(statement, ast.Assign) and any(_is_all(target) for target in statement.targets):
+        return statement.value, False
+    if isinstance(statement, ast.AnnAssign) and _is_all(statement.target) and statement.value is not None:
+        return statement.value, False
+    if isinstance(statement, ast.AugAssign) and _is_all(statement.target):
+        return statement.value, True
+    return None
+
+
+def _method_call_on_all(value: ast.expr) -> tuple[ast.expr | None, bool] | None:
+    """`__all__.append(x)` (as `[x]`), `__all__.extend(x)`; (None, True) for another call on it."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and _is_all(value.func.value)):
         return None
-    rule = None
-    if kept is not None:
-        comprehension, at = kept
-        rule = _comprehension(comprehension, lambda name: table().strings(name, at))
-    return {"names": names, "globals": rule, "unknown": unknown}
+    argument = value.args[0] if len(value.args) == 1 else None
+    if value.func.attr == "append" and argument is not None:
+        return ast.List(elts=[argument]), True
+    if value.func.attr == "extend" and argument is not None:
+        return argument, True
+    return None, True
 
 
 _KNOWN: list[str] = []  # what a table read as known answers before its strings are needed
@@ -357,22 +462,23 @@ class _Setters:
         """(owner, kind of what is set on it) for the object a setattr targets, when it is a
         class of this module (kind "class"), its instances ("instance"), or the module."""
         if isinstance(node, ast.Name):
-            if node.id in self.classes:
-                return node.id, "class"
-            if node.id in self.module_aliases:
-                return MODULE, "attribute"
-            enclosing = self._enclosing_class()
-            if enclosing is not None and node.id in ("cls", "self", "mcs", "klass"):
-                return enclosing, "instance" if node.id == "self" else "class"
+            return self._named_owner(node.id)
         if _is_this_module(node):
             return MODULE, "attribute"
         enclosing = self._enclosing_class()
-        if enclosing is not None and (
-                (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
-                 and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == "self")
-                or (isinstance(node, ast.Attribute) and node.attr == "__class__"
-                    and isinstance(node.value, ast.Name) and node.value.id == "self")):
+        if enclosing is not None and (_is_type_of_self(node) or _is_class_of_self(node)):
             return enclosing, "class"
+        return None
+
+    def _named_owner(self, name: str) -> tuple[str, str] | None:
+        """_owner of a name: a class of the module, an alias of the module, or `self`/`cls` in a class."""
+        if name in self.classes:
+            return name, "class"
+        if name in self.module_aliases:
+            return MODULE, "attribute"
+        enclosing = self._enclosing_class()
+        if enclosing is not None and name in ("cls", "self", "mcs", "klass"):
+            return enclosing, "instance" if name == "self" else "class"
         return None
 
     def _set(self, owner: str, kind: str, key: ast.expr, line: int, written: str) -> None:
@@ -400,22 +506,26 @@ class _Setters:
         variable = key.value if isinstance(key, ast.Attribute) and key.attr == "name" else key
         if not isinstance(variable, ast.Name):
             return None
-        loop = next((node for node in reversed(self.scope) if isinstance(node, ast.For | ast.comprehension)
-                     and variable.id in {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}), None)
+        loop = self._loop_over(variable.id)
         if loop is None:
             return None
-        target = loop.target
-        first = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
-        source = loop.iter
-        if _own_fields(source):
+        if _own_fields(loop.iter):
             return [], 0, False  # each name is one the object already has
-        if key is not variable or not isinstance(first, ast.Name) or first.id != variable.id:
+        if key is not variable or not _first_target_is(loop.target, variable.id):
             return None
-        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and source.func.attr in ("items", "keys") \
-                and not source.args:
-            source = source.func.value
-        elif isinstance(target, ast.Tuple):
-            return None
+        return self._iterated_strings(loop)
+
+    def _loop_over(self, name: str) -> ast.For | ast.comprehension | None:
+        """The innermost loop around here whose target binds `name`."""
+        return next((node for node in reversed(self.scope) if isinstance(node, ast.For | ast.comprehension)
+                     and name in {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}), None)
+
+    def _iterated_strings(self, loop: ast.For | ast.comprehension) -> tuple[list[str], int, bool] | None:
+        """_loop_keys' answer for the strings the loop iterates (a mapping's keys, with `.items()`
+        or `.keys()`), when it runs over a literal or a module table read as one."""
+        source = _mapping_of_keys(loop.iter)
+        if source is loop.iter and isinstance(loop.target, ast.Tuple):
+            return None  # unpacking what is not a mapping's items
         if isinstance(source, ast.Name):
             top_level = not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in self.scope)
             version = self.table.version(source.id, loop.lineno) if top_level else None
@@ -461,15 +571,45 @@ _SCOPES = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.For, ast.Asy
 def _own_fields(node: ast.expr) -> bool:
     """`fields(self)`, `dataclasses.fields(self)`, `vars(self)`, `self.__dict__` (or `.items()`/`.keys()`
     of these), `self.__slots__`: what an object has already."""
+    node = _mapping_of_keys(node)
+    if isinstance(node, ast.Call) and len(node.args) == 1:
+        return _called_name(node.func) in ("fields", "vars") and _is_self(node.args[0])
+    return isinstance(node, ast.Attribute) and node.attr in ("__dict__", "__slots__", "__dataclass_fields__") \
+        and _is_self(node.value)
+
+
+def _mapping_of_keys(node: ast.expr) -> ast.expr:
+    """X of `X.items()` or `X.keys()`; the node itself otherwise."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("items", "keys") \
             and not node.args:
-        node = node.func.value
-    if isinstance(node, ast.Call) and len(node.args) == 1:
-        func = node.func
-        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-        return called in ("fields", "vars") and isinstance(node.args[0], ast.Name) and node.args[0].id == "self"
-    return isinstance(node, ast.Attribute) and node.attr in ("__dict__", "__slots__", "__dataclass_fields__") \
-        and isinstance(node.value, ast.Name) and node.value.id == "self"
+        return node.func.value
+    return node
+
+
+def _called_name(func: ast.expr) -> str:
+    """`f` of `f(...)` or of `mod.f(...)`; "" for any other callee."""
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _first_target_is(target: ast.expr, name: str) -> bool:
+    """Whether a loop's target is `name`, or a tuple whose first element is."""
+    first = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
+    return isinstance(first, ast.Name) and first.id == name
+
+
+def _is_type_of_self(node: ast.expr) -> bool:
+    """`type(self)`."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
+        and len(node.args) == 1 and _is_self(node.args[0])
+
+
+def _is_class_of_self(node: ast.expr) -> bool:
+    """`self.__class__`."""
+    return isinstance(node, ast.Attribute) and node.attr == "__class__" and _is_self(node.value)
 
 
 def _flat(target: ast.expr) -> Iterator[ast.expr]:
