@@ -185,10 +185,7 @@ def _check(args: argparse.Namespace, check=None) -> int:
     from sglang_contracts.infra import progress
     from sglang_contracts.infra.allocator import one_malloc_arena
     from sglang_contracts.infra.collector import one_run_process
-    from sglang_contracts.reporters import REPORTERS
-    from sglang_contracts.reporters.base import statistics_lines
     from sglang_contracts.check.runner import run_check
-    from sglang_contracts.diagnostics.suppressions import INTERNAL_ERROR
 
     paths, options = _options(args)
     if check is None:
@@ -201,14 +198,30 @@ def _check(args: argparse.Namespace, check=None) -> int:
             print(f"sglang-contracts: note: {printable(note)}", file=sys.stderr)
     if args.write_baseline:
         return _write_baseline(args.write_baseline, result)
+    _report(args, result)
+    if args.verbose:
+        _say_what_was_loaded(result)
+    return _check_status(args, options, result)
+
+
+def _report(args: argparse.Namespace, result) -> None:
+    """The check's report on standard output, in the format asked for, with --statistics."""
+    from sglang_contracts.reporters import REPORTERS
+    from sglang_contracts.reporters.base import statistics_lines
+
     with standard_output():
         REPORTERS[args.format](result, WholeWrites(sys.stdout), args.quiet)
         if args.statistics:  # after the text report, as flake8 does; elsewhere it must not break the format
             stream = sys.stdout if args.format == "text" else sys.stderr
             for line in statistics_lines(result.diagnostics):
                 print(line, file=stream)
-    if args.verbose:
-        _say_what_was_loaded(result)
+
+
+def _check_status(args: argparse.Namespace, options: "CheckOptions", result) -> int:
+    """The check's exit status: INCOMPLETE after an internal error, 1 for findings (unless
+    --exit-zero), else 0."""
+    from sglang_contracts.diagnostics.suppressions import INTERNAL_ERROR
+
     internal = sum(d.code == INTERNAL_ERROR for d in result.diagnostics)
     if internal:  # whatever --exit-zero says: the report is missing parts
         print(f"sglang-contracts: the report is incomplete: {internal} internal error"
@@ -239,17 +252,9 @@ def _fix(args: argparse.Namespace) -> int:
     paths, options = _options(args)
     with progress.showing(sys.stderr.isatty() and not args.quiet):
         report = run_fix(paths, options, unsafe=args.unsafe_fixes, write=not args.diff)
-    for line in report.errors:
-        print(f"sglang-contracts: error: {printable(line)}", file=sys.stderr)
-    for line in report.notes:
-        print(printable(line), file=sys.stderr)
+    _say_fix_errors_and_notes(report)
     if args.diff:
-        with standard_output():
-            sys.stdout.write(patch_for(sys.stdout, "".join(report.diffs)))
-        if not args.quiet:
-            print(f"{report.found} findings: {report.fixed} would be fixed, {len(report.remaining)} remaining "
-                  f"({len(report.changed)} file{'s' * (len(report.changed) != 1)} would change)", file=sys.stderr)
-        return 1 if report.changed else 0
+        return _show_fix_diff(args, report)
     root = report.last.project.root
     with standard_output():
         for diagnostic in report.remaining:
@@ -259,14 +264,30 @@ def _fix(args: argparse.Namespace) -> int:
     return 1 if report.remaining or report.errors else 0
 
 
+def _say_fix_errors_and_notes(report) -> None:
+    for line in report.errors:
+        print(f"sglang-contracts: error: {printable(line)}", file=sys.stderr)
+    for line in report.notes:
+        print(printable(line), file=sys.stderr)
+
+
+def _show_fix_diff(args: argparse.Namespace, report) -> int:
+    """`fix --diff`: the fixes as a patch on standard output, nothing written; 1 when a file would change."""
+    with standard_output():
+        sys.stdout.write(patch_for(sys.stdout, "".join(report.diffs)))
+    if not args.quiet:
+        print(f"{report.found} findings: {report.fixed} would be fixed, {len(report.remaining)} remaining "
+              f"({len(report.changed)} file{'s' * (len(report.changed) != 1)} would change)", file=sys.stderr)
+    return 1 if report.changed else 0
+
+
 def _bump(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from sglang_contracts.bump import DEFAULT_PR_BODY, bump_diff, run_bump
+    from sglang_contracts.bump import DEFAULT_PR_BODY, run_bump
     from sglang_contracts.infra import progress
     from sglang_contracts.infra.cache import cache_root
-    from sglang_contracts.infra.wording import plural
-    from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN, shown_path, summary_lines
+    from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN
     from sglang_contracts.sources import open_release
 
     paths, options = _options(args)
@@ -281,19 +302,35 @@ def _bump(args: argparse.Namespace) -> int:
     for line in bump.fix.errors:
         print(f"sglang-contracts: error: {printable(line)}", file=sys.stderr)
     if not args.quiet:
-        print(f"fix: {bump.fix.found} findings, {bump.fix.fixed} {'would be ' * args.dry_run}fixed", file=sys.stderr)
-        for line in summary_lines(bump.stack, not args.dry_run) if bump.stack is not None else ["no patch stack to rebase"]:
-            print(line, file=sys.stderr)
-        planned = f"plan: {shown_path(plan, root)}; " if bump.stack is not None else ""
-        print(printable(f"check: {plural(len(bump.last.diagnostics), 'finding')} left (the PR body's checklist); "
-                        f"{planned}PR body: {shown_path(body, root)}{' (not written: --dry-run)' * args.dry_run}"),
-              file=sys.stderr)
-    if args.dry_run:
+        _say_what_the_bump_did(bump, root, plan, body, args.dry_run)
+    return _bump_status(bump, args.dry_run)
+
+
+def _bump_status(bump, dry_run: bool) -> int:
+    """1 when the bump leaves work (findings, an incomplete rebase, errors); with --dry-run, the
+    bump's changes as a patch on standard output, and 1 when a file would change."""
+    from sglang_contracts.bump import bump_diff
+
+    if dry_run:
         with standard_output():
             sys.stdout.write(patch_for(sys.stdout, bump_diff(bump)))
         return 1 if bump.files else 0
     left = bump.last.diagnostics or (bump.stack is not None and not bump.stack.complete) or bump.fix.errors
     return 1 if left else 0
+
+
+def _say_what_the_bump_did(bump, root: Path, plan: Path, body: Path, dry_run: bool) -> None:
+    """The bump's fixes, its patch stack's rebase and the check's findings left, on standard error."""
+    from sglang_contracts.infra.wording import plural
+    from sglang_contracts.patch.stack_rebase import shown_path, summary_lines
+
+    print(f"fix: {bump.fix.found} findings, {bump.fix.fixed} {'would be ' * dry_run}fixed", file=sys.stderr)
+    for line in summary_lines(bump.stack, not dry_run) if bump.stack is not None else ["no patch stack to rebase"]:
+        print(line, file=sys.stderr)
+    planned = f"plan: {shown_path(plan, root)}; " if bump.stack is not None else ""
+    print(printable(f"check: {plural(len(bump.last.diagnostics), 'finding')} left (the PR body's checklist); "
+                    f"{planned}PR body: {shown_path(body, root)}{' (not written: --dry-run)' * dry_run}"),
+          file=sys.stderr)
 
 
 def _write_baseline(path: Path, result) -> int:
@@ -412,21 +449,24 @@ def _run(args: argparse.Namespace, check=None, argv: list[str] | None = None) ->
 
         return daemon_command(args, argv if argv is not None else sys.argv[1:],
                               CommandLine(parse=build_parser().parse_args, run=run_command))
-    if args.command == "fix":
-        return _fix(args)
-    if args.command == "bump":
-        return _bump(args)
-    if args.command == "rules":
-        return _rules()
-    if args.command == "patch" and args.patch_command == "rebase":
-        return _patch_rebase(args)
-    if args.command == "lsp":
-        from sglang_contracts.lsp.server import main as serve
+    command = _COMMANDS.get(args.command)
+    return command(args) if command is not None else _explain(args.code)
 
-        return serve()
-    if args.command == "patch":
-        return _patch_classify(args)
-    return _explain(args.code)
+
+def _patch(args: argparse.Namespace) -> int:
+    return _patch_rebase(args) if args.patch_command == "rebase" else _patch_classify(args)
+
+
+def _lsp(args: argparse.Namespace) -> int:
+    from sglang_contracts.lsp.server import main as serve
+
+    return serve()
+
+
+# The commands but check, daemon and explain (the default): command -> its run, given the arguments.
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "fix": _fix, "bump": _bump, "rules": lambda args: _rules(), "patch": _patch, "lsp": _lsp,
+}
 
 
 def entry() -> NoReturn:

@@ -95,8 +95,14 @@ def definition(model: UpstreamModel, member: Member) -> tuple[ast.FunctionDef | 
     text = model.tree.read_source(relpath) if relpath else None
     line = member.record.get("line")
     tree = _parsed_module(text) if text and line else None
-    for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == member.name \
+    node = _function_at(tree, member.name, line) if tree is not None else None
+    return (node, text) if node is not None else (None, text or "")
+
+
+def _function_at(tree: ast.AST, name: str, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function or method `name` of the tree whose definition (or a decorator of it) is at `line`."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name \
                 and line in (node.lineno, *(d.lineno for d in node.decorator_list)):
-            return node, text
-    return None, text or ""
+            return node
+    return None

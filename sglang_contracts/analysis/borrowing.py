@@ -16,10 +16,10 @@ from __future__ import annotations
 import heapq
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from sglang_contracts.analysis.resolve import ProjectClass, ProjectView, Resolver, project_view, resolvers
-from sglang_contracts.project.facts import FileFacts, Position
+from sglang_contracts.project.facts import CallFact, ClassFact, FileFacts, Position, ReadFact
 from sglang_contracts.upstream.model import Member, is_upstream
 
 if TYPE_CHECKING:
@@ -64,49 +64,85 @@ def _borrowers(ctx: CheckContext) -> list[Borrower]:
     old, new = resolvers(ctx)
     borrowers = []
     for cls in view.classes.values():
-        through_getattr = bool(view.borrow_sources(cls))
-        implicit = through_getattr or skips_base_init(view, old, cls)
-        if not cls.facts.calls and not cls.facts.reads:
-            # No root of its own can be found (a file a partial run reduced to its outline);
-            # the project may still run its upstream methods elsewhere (_add_outside_roots).
-            if implicit:
-                borrowers.append(Borrower(cls, [], through_getattr))
-            continue
-        roots = []
-        provided = view.provided(cls)
-        # Roots are taken from the class's own methods: a subclass inherits its bases' roots,
-        # and reporting them again for every subclass would repeat one finding.
-        prefix = f"{cls.fact.name}."
-        inherited = {owner for base in old.upstream_bases(cls) for owner in old.model.mro(base)[0]}
-        for call in cls.facts.calls:
-            kind = call.callee.types[0]
-            if not call.scope.startswith(prefix) or not kind.startswith("C:") or not call.args \
-                    or call.args[0].kind != "pos" or call.args[0].name != "self":
-                continue
-            owner, _, name = kind[2:].rpartition(".")
-            dotted = view.dotted(cls.facts, owner) if owner else None
-            origin = (old.model.resolve_class(dotted) or new.model.resolve_class(dotted)) \
-                if dotted and is_upstream(dotted) else None
-            if origin and origin not in inherited:  # `Base.m(self)` in a subclass is a super() call
-                roots.append(Root(cls.facts, call.position, call.scope, name, dotted))
-        for read in cls.facts.reads if implicit else ():
-            if read.receiver.types == (f"S:{cls.fact.name}",) and not read.receiver.attrs \
-                    and read.scope.startswith(prefix) and read.attr not in provided and not read.store:
-                # A method new in the target release that the project calls (written for it)
-                # is a root too: what it sets is set (sglang-omni 0.1.5's init_load_publisher).
-                found = old.upstream_member(cls, read.attr) or new.upstream_member(cls, read.attr)
-                if found is not None and found.kind in CALLABLE_KINDS:
-                    roots.append(Root(cls.facts, read.position, read.scope, read.attr, None))
-        if roots or implicit:
-            borrowers.append(Borrower(cls, roots, through_getattr))
+        borrower = _borrower(view, old, new, cls)
+        if borrower is not None:
+            borrowers.append(borrower)
     _add_outside_roots(ctx, view, old, new, borrowers)
     borrowers = [borrower for borrower in borrowers if borrower.roots]
+    _add_inherited_roots(view, borrowers)
+    return borrowers
+
+
+def _borrower(view: ProjectView, old: Resolver, new: Resolver, cls: ProjectClass) -> Borrower | None:
+    """The class as a borrower, with the roots in its own methods; None when it borrows nothing."""
+    through_getattr = bool(view.borrow_sources(cls))
+    implicit = through_getattr or skips_base_init(view, old, cls)
+    if not cls.facts.calls and not cls.facts.reads:
+        # No root of its own can be found (a file a partial run reduced to its outline);
+        # the project may still run its upstream methods elsewhere (_add_outside_roots).
+        return Borrower(cls, [], through_getattr) if implicit else None
+    # Roots are taken from the class's own methods: a subclass inherits its bases' roots,
+    # and reporting them again for every subclass would repeat one finding.
+    prefix = f"{cls.fact.name}."
+    roots = _explicit_roots(view, old, new, cls, prefix)
+    if implicit:
+        roots += _roots_through_self(old, new, cls, prefix, view.provided(cls))
+    return Borrower(cls, roots, through_getattr) if roots or implicit else None
+
+
+def _explicit_roots(view: ProjectView, old: Resolver, new: Resolver, cls: ProjectClass, prefix: str) -> list[Root]:
+    """`Upstream.m(self, ...)` in the class's own methods (`prefix`), for an upstream class it
+    does not inherit from: `Base.m(self)` in a subclass is a super() call."""
+    inherited = {owner for base in old.upstream_bases(cls) for owner in old.model.mro(base)[0]}
+    roots = []
+    for call in cls.facts.calls:
+        kind = call.callee.types[0]
+        if not _hands_self(call, prefix, kind):
+            continue
+        owner, _, name = kind[2:].rpartition(".")
+        dotted = view.dotted(cls.facts, owner) if owner else None
+        origin = _upstream_class(old, new, dotted)
+        if origin and origin not in inherited:
+            roots.append(Root(cls.facts, call.position, call.scope, name, dotted))
+    return roots
+
+
+def _hands_self(call: CallFact, prefix: str, kind: str) -> bool:
+    """A call in the class's own methods (`prefix`) of a class's function (`kind` "C:..."), with `self` first."""
+    return call.scope.startswith(prefix) and kind.startswith("C:") and bool(call.args) \
+        and call.args[0].kind == "pos" and call.args[0].name == "self"
+
+
+def _upstream_class(old: Resolver, new: Resolver, dotted: str | None) -> str | None:
+    """The upstream class `dotted` names, in the old release or else the new."""
+    if not dotted or not is_upstream(dotted):
+        return None
+    return old.model.resolve_class(dotted) or new.model.resolve_class(dotted)
+
+
+def _roots_through_self(old: Resolver, new: Resolver, cls: ProjectClass, prefix: str,
+                        provided: frozenset[str]) -> list[Root]:
+    """`self.m` in the class's own methods (`prefix`) for an upstream method or property the
+    project does not provide."""
+    roots = []
+    for read in cls.facts.reads:
+        if read.receiver.types == (f"S:{cls.fact.name}",) and not read.receiver.attrs \
+                and read.scope.startswith(prefix) and read.attr not in provided and not read.store:
+            # A method new in the target release that the project calls (written for it)
+            # is a root too: what it sets is set (sglang-omni 0.1.5's init_load_publisher).
+            found = old.upstream_member(cls, read.attr) or new.upstream_member(cls, read.attr)
+            if found is not None and found.kind in CALLABLE_KINDS:
+                roots.append(Root(cls.facts, read.position, read.scope, read.attr, None))
+    return roots
+
+
+def _add_inherited_roots(view: ProjectView, borrowers: list[Borrower]) -> None:
+    """Each borrower's inherited_roots: the roots of its project bases that borrow too."""
     by_class = {id(borrower.cls): borrower for borrower in borrowers}
     for borrower in borrowers:
         for base in view.ancestry(borrower.cls)[0][1:]:
             if id(base) in by_class:
                 borrower.inherited_roots += by_class[id(base)].roots
-    return borrowers
 
 
 def _add_outside_roots(ctx: CheckContext, view: ProjectView, old: Resolver, new: Resolver,
@@ -116,29 +152,47 @@ def _add_outside_roots(ctx: CheckContext, view: ProjectView, old: Resolver, new:
     entry point, `threading.Thread(target=obj.event_loop_normal)`), for the classes whose
     upstream state nothing but the project sets (a `__getattr__` that borrows, an `__init__`
     copied rather than called). Only names that some such class may borrow are resolved."""
-    implicit = {id(b.cls): b for b in borrowers
-                if b.through_getattr or skips_base_init(view, old, b.cls)}
+    implicit = _implicit_borrowers(view, old, borrowers)
     if not implicit:
         return
-    names: set[str] = set()
-    for borrower in implicit.values():
-        for resolver in (old, new):
-            origins = list(resolver.upstream_bases(borrower.cls))
-            origins += [o for source in view.borrow_sources(borrower.cls)
-                        if (o := resolver.model.resolve_class(source)) is not None]
-            names.update(name for origin in origins for name in resolver.model.member_names(origin))
+    names = _borrowable_names(view, old, new, implicit.values())
     for facts in ctx.checked_files():
         for read in facts.reads:
             if read.store or read.attr not in names \
                     or not read.receiver.attrs and all(kind.startswith("S:") for kind in read.receiver.types):
                 continue  # `self.m` in a method: the class's own roots
-            for instance in old.receiver(facts, read.receiver) or ():
-                borrower = implicit.get(id(instance.project)) if instance.project is not None else None
-                if borrower is None or read.attr in view.provided(borrower.cls):
-                    continue
-                found = old.upstream_member(borrower.cls, read.attr) or new.upstream_member(borrower.cls, read.attr)
-                if found is not None and found.kind in CALLABLE_KINDS:
-                    borrower.roots.append(Root(facts, read.position, read.scope or "<module>", read.attr, None))
+            _add_roots_of_read(view, old, new, implicit, facts, read)
+
+
+def _implicit_borrowers(view: ProjectView, old: Resolver, borrowers: list[Borrower]) -> dict[int, Borrower]:
+    """id(class) -> borrower, for the borrowers whose upstream state nothing but the project sets."""
+    return {id(b.cls): b for b in borrowers
+            if b.through_getattr or skips_base_init(view, old, b.cls)}
+
+
+def _borrowable_names(view: ProjectView, old: Resolver, new: Resolver, borrowers: Iterable[Borrower]) -> set[str]:
+    """The names of the upstream members the borrowers may borrow, in either release."""
+    names: set[str] = set()
+    for borrower in borrowers:
+        for resolver in (old, new):
+            origins = list(resolver.upstream_bases(borrower.cls))
+            origins += [o for source in view.borrow_sources(borrower.cls)
+                        if (o := resolver.model.resolve_class(source)) is not None]
+            names.update(name for origin in origins for name in resolver.model.member_names(origin))
+    return names
+
+
+def _add_roots_of_read(view: ProjectView, old: Resolver, new: Resolver, implicit: dict[int, Borrower],
+                       facts: FileFacts, read: ReadFact) -> None:
+    """A root for each implicit borrower whose instance the read's receiver may be, where the
+    attribute read is an upstream method or property the project does not provide."""
+    for instance in old.receiver(facts, read.receiver) or ():
+        borrower = implicit.get(id(instance.project)) if instance.project is not None else None
+        if borrower is None or read.attr in view.provided(borrower.cls):
+            continue
+        found = old.upstream_member(borrower.cls, read.attr) or new.upstream_member(borrower.cls, read.attr)
+        if found is not None and found.kind in CALLABLE_KINDS:
+            borrower.roots.append(Root(facts, read.position, read.scope or "<module>", read.attr, None))
 
 
 def borrowers(ctx: CheckContext) -> list[Borrower]:
@@ -176,31 +230,49 @@ def project_values(view: ProjectView, cls: ProjectClass) -> dict[str, frozenset[
     literals, enum members, empty containers nothing in the project fills, or `self.m()` where
     the class's `m` returns one of those (`initial_disaggregation_mode`)."""
     ancestry = view.ancestry(cls)[0]
-    returns: dict[str, str | None] = {}
-    for member in reversed(ancestry):  # bases first: the most derived definition wins
-        own = dict(member.fact.returns)
-        for method in member.fact.methods:
-            returns[method.name] = own.get(method.name)
+    returns = _method_returns(ancestry)
     found: dict[str, set[str]] = {}
     unknown: set[str] = set()
     filled: set[str] = set()
     for member in ancestry:
         values = dict(member.fact.values)
-        for name in member.fact.provided:
-            if name not in values and name not in {m.name for m in member.fact.methods}:
-                unknown.add(name)  # set in a way the facts do not spell out
+        _add_unspelled(member.fact, values, unknown)
         for name, tokens in values.items():
-            for token in tokens:
-                if token == "filled":
-                    filled.add(name)
-                    continue
-                if token.startswith("m:"):
-                    token = returns.get(token[2:]) or ""
-                if not token:
-                    unknown.add(name)
-                found.setdefault(name, set()).add(token)
+            _add_written_tokens(name, tokens, returns, found, unknown, filled)
     unknown |= {name for name in filled if "empty" in found.get(name, ())}
     return {name: frozenset(tokens) for name, tokens in found.items() if name not in unknown and tokens}
+
+
+def _method_returns(ancestry: list[ProjectClass]) -> dict[str, str | None]:
+    """method -> the value token it returns, if one, of the most derived definition in `ancestry`."""
+    returns: dict[str, str | None] = {}
+    for member in reversed(ancestry):  # bases first: the most derived definition wins
+        own = dict(member.fact.returns)
+        for method in member.fact.methods:
+            returns[method.name] = own.get(method.name)
+    return returns
+
+
+def _add_unspelled(fact: ClassFact, values: dict[str, list[str]], unknown: set[str]) -> None:
+    """The attributes the class sets in a way the facts do not spell out, added to `unknown`."""
+    for name in fact.provided:
+        if name not in values and name not in {m.name for m in fact.methods}:
+            unknown.add(name)
+
+
+def _add_written_tokens(name: str, tokens: list[str], returns: dict[str, str | None], found: dict[str, set[str]],
+                        unknown: set[str], filled: set[str]) -> None:
+    """The values written to `name` added to `found` (a `self.m()` as what `m` returns); an
+    unknown value makes the attribute unknown, and "filled" says something fills it."""
+    for token in tokens:
+        if token == "filled":
+            filled.add(name)
+            continue
+        if token.startswith("m:"):
+            token = returns.get(token[2:]) or ""
+        if not token:
+            unknown.add(name)
+        found.setdefault(name, set()).add(token)
 
 
 def _literal(token: str):
@@ -225,22 +297,35 @@ def cannot_hold(condition: list[str], values: dict[str, frozenset[str]]) -> bool
     tokens = values.get(name)
     if not tokens:
         return False
-    if test == "truthy":
-        return tokens <= FALSY
-    if test == "falsy":
-        return all(t.startswith("c:") and t not in FALSY for t in tokens)
-    if test == "none":
-        return "c:None" not in tokens
-    if test == "notnone":
-        return tokens == {"c:None"}
+    false_for = _FALSE_FOR.get(test)
+    return false_for(tokens, argument) if false_for is not None else False
+
+
+def _all_truthy_literals(tokens: frozenset[str], argument: str) -> bool:
+    return all(t.startswith("c:") and t not in FALSY for t in tokens)
+
+
+def _none_equal(tokens: frozenset[str], argument: str) -> bool:
     options = argument.split("|")
-    if test in ("eq", "in"):
-        return all(_distinct(t, option) for t in tokens for option in options)
-    if test == "ne":
-        return tokens == {argument}
-    if test == "notin":
-        return all(any(t == option for option in options) for t in tokens)
-    return False
+    return all(_distinct(t, option) for t in tokens for option in options)
+
+
+def _all_among(tokens: frozenset[str], argument: str) -> bool:
+    options = argument.split("|")
+    return all(any(t == option for option in options) for t in tokens)
+
+
+# test of a branch condition -> whether it is false for every one of the values (tokens) written
+_FALSE_FOR: dict[str, Callable[[frozenset[str], str], bool]] = {
+    "truthy": lambda tokens, argument: tokens <= FALSY,
+    "falsy": _all_truthy_literals,
+    "none": lambda tokens, argument: "c:None" not in tokens,
+    "notnone": lambda tokens, argument: tokens == {"c:None"},
+    "eq": _none_equal,
+    "in": _none_equal,
+    "ne": lambda tokens, argument: tokens == {argument},
+    "notin": _all_among,
+}
 
 
 def _guard_holds(guard: list[str] | None, values: dict[str, frozenset[str]]) -> bool:
@@ -281,43 +366,83 @@ def reach(resolver: Resolver, lookup: Callable[[str], Member | None], first: Mem
     paths first. A branch whose condition the project's values make false is not entered; a
     method whose opening guard holds returns at once. `entered`, if given, collects each method
     entered with the path that reaches it."""
-    counter = itertools.count()
-    queue: list = [(0, 0, next(counter), first, [root.scope, first.qualname])] if first else []
-    visited: set[tuple[str, str]] = set()
-    callers: dict[str, str] = {}  # method -> the caller the cheapest path reached it from
-    others: dict[str, list[str]] = {}  # method -> the cheapest path to it from another caller
-    reads: dict[str, Needed] = {}
-    writes: set[str] = set()
-    assigned: set[str] = set()
-    filled: set[str] = set()
-    while queue:
-        cost, _, _, member, path = heapq.heappop(queue)
-        if (member.owner, member.name) in visited:
-            if path[-2] != callers.get(member.qualname):
-                others.setdefault(member.qualname, path)
-            continue
-        if _guard_holds(member.record.get("guard"), values):
-            continue
-        visited.add((member.owner, member.name))
-        callers[member.qualname] = path[-2]
-        if entered is not None:
-            entered.append((member, path))
+    walk = _Reach(resolver, lookup, root, provided, values, stand_ins, lacks, entered)
+    if first:
+        walk.push(0, 0, first, [root.scope, first.qualname])
+    return walk.run()
+
+
+class _Reach:
+    """One walk of `reach`: the methods to enter, cheapest first, and what those entered read and set."""
+
+    def __init__(self, resolver: Resolver, lookup: Callable[[str], Member | None], root: Root, provided: set[str],
+                 values: dict[str, frozenset[str]], stand_ins: dict[str, frozenset[str]] | None, lacks: dict | None,
+                 entered: list[tuple[Member, list[str]]] | None) -> None:
+        self.resolver, self.lookup, self.root, self.provided, self.values = resolver, lookup, root, provided, values
+        self.stand_ins, self.lacks, self.entered = stand_ins, lacks, entered
+        self.counter = itertools.count()
+        self.queue: list = []
+        self.visited: set[tuple[str, str]] = set()
+        self.callers: dict[str, str] = {}  # method -> the caller the cheapest path reached it from
+        self.others: dict[str, list[str]] = {}  # method -> the cheapest path to it from another caller
+        self.reads: dict[str, Needed] = {}
+        self.writes: set[str] = set()
+        self.assigned: set[str] = set()
+        self.filled: set[str] = set()
+
+    def push(self, cost: int, depth: int, member: Member, path: list[str]) -> None:
+        heapq.heappush(self.queue, (cost, depth, next(self.counter), member, path))
+
+    def run(self) -> tuple[dict[str, Needed], set[str], set[str], set[str]]:
+        queue = self.queue
+        while queue:
+            cost, _, _, member, path = heapq.heappop(queue)
+            if self._entered_before(member, path) or _guard_holds(member.record.get("guard"), self.values):
+                continue
+            self._enter(member, path)
+            self._follow(cost, member, path)
+        for need in self.reads.values():
+            need.other = self.others.get(need.path[-1])
+        return self.reads, self.writes, self.assigned, self.filled
+
+    def _entered_before(self, member: Member, path: list[str]) -> bool:
+        """Whether the member was entered already; a path to it from another caller is kept."""
+        if (member.owner, member.name) not in self.visited:
+            return False
+        if path[-2] != self.callers.get(member.qualname):
+            self.others.setdefault(member.qualname, path)
+        return True
+
+    def _enter(self, member: Member, path: list[str]) -> None:
+        """Notes what the member sets and fills, and the stand-ins' members it lacks."""
+        self.visited.add((member.owner, member.name))
+        self.callers[member.qualname] = path[-2]
+        if self.entered is not None:
+            self.entered.append((member, path))
         record = member.record
+        values = self.values
         live_writes = {name for name in record.get("writes", []) if _place_cost(record, f"={name}", values) is not None}
         # A method that reads an attribute before it first sets it never gets to set it when
         # nothing else did: `prev = self._prev_end; self._prev_end = now` fails on its first run.
-        writes.update(live_writes - set(record.get("read_first", [])))
-        assigned.update(live_writes)
-        filled.update(record.get("mutates", []))
-        for name, members in record.get("members", {}).items() if stand_ins else ():
+        self.writes.update(live_writes - set(record.get("read_first", [])))
+        self.assigned.update(live_writes)
+        self.filled.update(record.get("mutates", []))
+        if self.stand_ins:
+            self._note_lacks(record, path)
+
+    def _note_lacks(self, record: dict, path: list[str]) -> None:
+        stand_ins = self.stand_ins
+        for name, members in record.get("members", {}).items():
             if name in stand_ins \
-                    and _place_cost(record, name, values) is not None:
+                    and _place_cost(record, name, self.values) is not None:
                 for missing in sorted(set(members) - stand_ins[name]):
-                    lacks.setdefault((name, missing), (path, root))
-        sources = [(record.get("reads", []), path, record)]
-        sources += [(wrapper.get("wrapper_reads", []), path + [f"@{name}"], {})
-                    for name, wrapper in _decorators(resolver, member)]
-        for attrs, where, owner_record in sources:
+                    self.lacks.setdefault((name, missing), (path, self.root))
+
+    def _follow(self, cost: int, member: Member, path: list[str]) -> None:
+        """The member's reads of `self` (its own, its upstream decorators' wrappers'): a method
+        or property is entered next, another attribute is one the project's object must have."""
+        provided, values, lookup = self.provided, self.values, self.lookup
+        for attrs, where, owner_record in _read_sources(self.resolver, member, path):
             for attr in attrs:
                 if attr in provided:
                     continue  # the project's own attribute or override
@@ -326,16 +451,27 @@ def reach(resolver: Resolver, lookup: Callable[[str], Member | None], first: Mem
                     continue  # only behind conditions that cannot hold for the project
                 target = lookup(attr)
                 if target is not None and target.kind in CALLABLE_KINDS:
-                    heapq.heappush(queue, (cost + step, len(where), next(counter), target, where + [target.qualname]))
+                    self.push(cost + step, len(where), target, where + [target.qualname])
                 elif target is None or target.kind in ("instance", "field"):
-                    need = reads.get(attr)
-                    if need is None or (cost + step, len(where)) < (need.cost, len(need.path)):
-                        readers = need.readers if need else set()
-                        need = reads[attr] = Needed(where, root, cost + step, readers)
-                    need.readers.add(member.qualname if where is path else where[-1])
-    for need in reads.values():
-        need.other = others.get(need.path[-1])
-    return reads, writes, assigned, filled
+                    self._note_read(attr, where, cost + step, member.qualname if where is path else where[-1])
+
+    def _note_read(self, attr: str, where: list[str], cost: int, reader: str) -> None:
+        """`attr` read at the end of `where`, kept when it is the least-guarded path to it so far."""
+        need = self.reads.get(attr)
+        if need is None or (cost, len(where)) < (need.cost, len(need.path)):
+            readers = need.readers if need else set()
+            need = self.reads[attr] = Needed(where, self.root, cost, readers)
+        need.readers.add(reader)
+
+
+def _read_sources(resolver: Resolver, member: Member, path: list[str]) -> list[tuple[list[str], list[str], dict]]:
+    """(attributes read, the path to the reader, the record placing the reads) of the member's
+    body and of its upstream decorators' wrappers, which run with the same `self`."""
+    record = member.record
+    sources = [(record.get("reads", []), path, record)]
+    sources += [(wrapper.get("wrapper_reads", []), path + [f"@{name}"], {})
+                for name, wrapper in _decorators(resolver, member)]
+    return sources
 
 
 def _decorators(resolver: Resolver, member: Member) -> list[tuple[str, dict]]:
@@ -398,10 +534,19 @@ def _settle(resolver: Resolver, borrower: Borrower, provided: set[str], values: 
         writes = set().union(*(root_writes for _, root_writes, _, _ in reached))
         assigned = set().union(*(root_assigned for _, _, root_assigned, _ in reached))
         filled = set().union(*(root_filled for _, _, _, root_filled in reached))
-        broken = {name for name, tokens in values.items()
-                  if name in assigned or name in filled and "empty" in tokens}
+        broken = _set_by_reached_code(values, assigned, filled)
         if not broken:
-            return [({attr: need for attr, need in reads.items() if attr not in writes}, w, a, f)
-                    for reads, w, a, f in reached]
+            return [(_unwritten(reads, writes), w, a, f) for reads, w, a, f in reached]
         for name in broken:  # reached code sets it after all: the branches on it may run
             del values[name]
+
+
+def _set_by_reached_code(values: dict[str, frozenset[str]], assigned: set[str], filled: set[str]) -> set[str]:
+    """The attributes of `values` that reached code sets, or fills while the project leaves them empty."""
+    return {name for name, tokens in values.items()
+            if name in assigned or name in filled and "empty" in tokens}
+
+
+def _unwritten(reads: dict[str, Needed], writes: set[str]) -> dict[str, Needed]:
+    """The attributes read that no reached method sets."""
+    return {attr: need for attr, need in reads.items() if attr not in writes}

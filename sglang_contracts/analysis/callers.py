@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 from sglang_contracts.analysis.borrowing import (CALLABLE_KINDS, Borrower, Root, borrowers, reached_from_root,
                                                  skips_base_init)
-from sglang_contracts.analysis.resolve import ProjectClass, Resolver, project_view
-from sglang_contracts.project.facts import Receiver
+from sglang_contracts.analysis.resolve import ProjectClass, ProjectView, Resolver, project_view
+from sglang_contracts.project.facts import CallFact, FileFacts, Receiver
 from sglang_contracts.upstream.model import Member
 
 if TYPE_CHECKING:
@@ -49,8 +49,18 @@ def _own_roots(ctx: CheckContext, resolver: Resolver, cls: ProjectClass) -> list
     of inherited upstream methods."""
     view = project_view(ctx)
     provided = view.provided(cls)
-    parents = view.ancestry(cls)[0][1:]
     prefix = f"{cls.fact.name}."
+    roots = _own_call_roots(resolver, cls, prefix, provided, view.ancestry(cls)[0][1:])
+    for read in cls.facts.reads:
+        if read.receiver.types == (f"S:{cls.fact.name}",) and not read.receiver.attrs and not read.store \
+                and read.scope.startswith(prefix) and read.attr not in provided:
+            roots.append(Root(cls.facts, read.position, read.scope, read.attr, None))
+    return roots
+
+
+def _own_call_roots(resolver: Resolver, cls: ProjectClass, prefix: str, provided: frozenset[str],
+                    parents: list[ProjectClass]) -> list[Root]:
+    """`self.m()` and `super().m()` calls in the class's own methods (`prefix`) of inherited upstream methods."""
     roots = []
     for call in cls.facts.calls:
         kind = call.callee.types[0] if call.callee.types else ""
@@ -59,41 +69,59 @@ def _own_roots(ctx: CheckContext, resolver: Resolver, cls: ProjectClass) -> list
         name = call.callee.attrs[0]
         if kind == f"S:{cls.fact.name}" and name not in provided:
             roots.append(Root(cls.facts, call.position, call.scope, name, None))
-        elif kind == f"U:{cls.fact.name}" and not any(name in parent.fact.provided for parent in parents):
-            # `super().m()` reaches upstream only past the project's own bases, and never
-            # through `__getattr__`, which a `super()` proxy does not consult
-            member = resolver.upstream_member(cls, name, borrowed=False)
-            if member is not None and member.kind in CALLABLE_KINDS:
-                roots.append(Root(cls.facts, call.position, call.scope, name, member.owner))
-    for read in cls.facts.reads:
-        if read.receiver.types == (f"S:{cls.fact.name}",) and not read.receiver.attrs and not read.store \
-                and read.scope.startswith(prefix) and read.attr not in provided:
-            roots.append(Root(cls.facts, read.position, read.scope, read.attr, None))
+        elif kind == f"U:{cls.fact.name}":
+            roots += _super_call_roots(resolver, cls, call, name, parents)
     return roots
+
+
+def _super_call_roots(resolver: Resolver, cls: ProjectClass, call: CallFact, name: str,
+                      parents: list[ProjectClass]) -> list[Root]:
+    """A root for `super().name()`: `super().m()` reaches upstream only past the project's own
+    bases, and never through `__getattr__`, which a `super()` proxy does not consult."""
+    if any(name in parent.fact.provided for parent in parents):
+        return []
+    member = resolver.upstream_member(cls, name, borrowed=False)
+    if member is not None and member.kind in CALLABLE_KINDS:
+        return [Root(cls.facts, call.position, call.scope, name, member.owner)]
+    return []
 
 
 def _typed_roots(ctx: CheckContext, resolver: Resolver) -> dict[str, list[Root]]:
     """Per project class, calls of its inherited upstream methods on typed instances of it."""
     view = project_view(ctx)
     found: dict[str, list[Root]] = {}
-    # An instance typed as an upstream class may be one of the project's subclasses of it.
-    subclasses: dict[str, list[ProjectClass]] = {}
-    for cls in view.classes.values():
-        for base in resolver.upstream_bases(cls):
-            for origin in resolver.model.mro(base)[0]:
-                subclasses.setdefault(origin, []).append(cls)
+    subclasses = _upstream_subclasses(view, resolver)
     for facts in ctx.project.files.values():
         for call in facts.calls:
             types = call.callee.types
             if not call.callee.attrs or not types or any(kind.startswith(("C:", "U:", "S:")) for kind in types):
                 continue
-            instances = resolver.receiver(facts, Receiver(types, call.callee.attrs[:-1]))
-            name = call.callee.attrs[-1]
-            for instance in instances or ():
-                for cls in [instance.project] if instance.project is not None else subclasses.get(instance.origin or "", []):
-                    if name not in view.provided(cls):
-                        found.setdefault(cls.key, []).append(Root(facts, call.position, call.scope or facts.module, name, None))
+            _add_typed_call_roots(view, resolver, subclasses, facts, call, found)
     return found
+
+
+def _upstream_subclasses(view: ProjectView, resolver: Resolver) -> dict[str, list[ProjectClass]]:
+    """upstream class -> the project's subclasses of it: an instance typed as an upstream class
+    may be one of them."""
+    subclasses: dict[str, list[ProjectClass]] = {}
+    for cls in view.classes.values():
+        for base in resolver.upstream_bases(cls):
+            for origin in resolver.model.mro(base)[0]:
+                subclasses.setdefault(origin, []).append(cls)
+    return subclasses
+
+
+def _add_typed_call_roots(view: ProjectView, resolver: Resolver, subclasses: dict[str, list[ProjectClass]],
+                          facts: FileFacts, call: CallFact, found: dict[str, list[Root]]) -> None:
+    """A root in `found`, per project class the call's receiver may be, for the method it calls
+    when the class does not provide it."""
+    types = call.callee.types
+    instances = resolver.receiver(facts, Receiver(types, call.callee.attrs[:-1]))
+    name = call.callee.attrs[-1]
+    for instance in instances or ():
+        for cls in [instance.project] if instance.project is not None else subclasses.get(instance.origin or "", []):
+            if name not in view.provided(cls):
+                found.setdefault(cls.key, []).append(Root(facts, call.position, call.scope or facts.module, name, None))
 
 
 def _reach(ctx: CheckContext, resolver: Resolver) -> Reach:
@@ -107,11 +135,7 @@ def _reach(ctx: CheckContext, resolver: Resolver) -> Reach:
     for cls in view.classes.values():
         if not resolver.upstream_bases(cls) and not view.borrow_sources(cls):
             continue
-        roots: list[Root] = []
-        for member in view.ancestry(cls)[0]:  # a project base's code runs with the subclass's objects
-            roots += explicit.get(member.key, []) + typed.get(member.key, []) + _own_roots(ctx, resolver, member)
-        if resolver.upstream_bases(cls) and not skips_base_init(view, resolver, cls):
-            roots.append(Root(cls.facts, cls.fact.position, f"{cls.fact.name}()", "__init__", None))
+        roots = _class_roots(ctx, view, resolver, cls, explicit, typed)
         provided = set(view.provided(cls))
         for member in view.ancestry(cls)[0]:
             provided.update(member.fact.getattr_names)
@@ -123,6 +147,18 @@ def _reach(ctx: CheckContext, resolver: Resolver) -> Reach:
         for member, path in entered:
             anywhere.setdefault((member.owner, member.name), (member, path))
     return Reach(per_class, anywhere)
+
+
+def _class_roots(ctx: CheckContext, view: ProjectView, resolver: Resolver, cls: ProjectClass,
+                 explicit: dict[str, list[Root]], typed: dict[str, list[Root]]) -> list[Root]:
+    """Every root of the class's upstream code: its and its project bases' (whose code runs with
+    the subclass's objects), and the upstream `__init__` it runs."""
+    roots: list[Root] = []
+    for member in view.ancestry(cls)[0]:
+        roots += explicit.get(member.key, []) + typed.get(member.key, []) + _own_roots(ctx, resolver, member)
+    if resolver.upstream_bases(cls) and not skips_base_init(view, resolver, cls):
+        roots.append(Root(cls.facts, cls.fact.position, f"{cls.fact.name}()", "__init__", None))
+    return roots
 
 
 def reach(ctx: CheckContext, resolver: Resolver) -> Reach:

@@ -66,10 +66,17 @@ def signature_text(model: UpstreamModel, origin: str, method: dict | None = None
         record, kind = init, "class "
     if record is None:
         return f"{kind}{leaf}"
+    parts = _param_texts(record.get("params", []), skip_self=bool(kind))
+    return f"{kind}{leaf}({', '.join(parts)})"
+
+
+def _param_texts(params: list, skip_self: bool) -> list[str]:
+    """`a`, `b=...`, `*`, `*args`, `**kwargs` for each recorded parameter [name, kind, has a
+    default]; `skip_self`: a leading `self` or `cls` left out (a class's constructor)."""
     parts: list[str] = []
     star = False
-    for name, param_kind, has_default in record.get("params", []):
-        if kind and name in ("self", "cls") and not parts:
+    for name, param_kind, has_default in params:
+        if skip_self and name in ("self", "cls") and not parts:
             continue
         if param_kind == "va":
             parts.append(f"*{name}")
@@ -81,7 +88,7 @@ def signature_text(model: UpstreamModel, origin: str, method: dict | None = None
                 parts.append("*")
                 star = True
             parts.append(f"{name}=..." if has_default else name)
-    return f"{kind}{leaf}({', '.join(parts)})"
+    return parts
 
 
 def same_definition(old: UpstreamModel, old_origin: str, new: UpstreamModel, new_origin: str) -> bool:
@@ -192,11 +199,18 @@ def taken_in(old: UpstreamModel, origin: str, new: UpstreamModel) -> tuple[str, 
     if old.function_record(origin) is None or not new.module_exists(module) or new.function_record(origin) is not None:
         return None
     found = new.module(module)
-    for cls in sorted(found.classes) if found is not None else ():
-        method = (found.classes[cls].get("methods") or {}).get(name)
+    taken = _static_method_named(found.classes, name) if found is not None else None
+    return (module, *taken) if taken is not None else None
+
+
+def _static_method_named(classes: dict[str, dict], name: str) -> tuple[str, str, dict] | None:
+    """(class, "classmethod" or "staticmethod", record) of the first class, by name, with a
+    static or class method `name`."""
+    for cls in sorted(classes):
+        method = (classes[cls].get("methods") or {}).get(name)
         kinds = [kind for kind in STATIC_KINDS if kind in method.get("decorators", ())] if method else []
         if kinds:
-            return module, cls, kinds[0], method
+            return cls, kinds[0], method
     return None
 
 
@@ -214,17 +228,25 @@ def _renamed_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, na
     if not isinstance(found, dict):
         return ""
     for other, modules in sorted(found.items(), key=lambda item: (len(item[0]), item[0])):
-        if other == name:
-            continue
-        for module in _by_closeness(modules, origin):
-            symbol = new.resolve_name(module, other)
-            if not (symbol.found and symbol.origin == f"{module}.{other}") or old.resolve_name(module, other).found:
-                continue  # a re-export, or a definition the old release had too: no rename
-            if _same_object(old, origin, new, symbol.origin):
-                return f"; did you mean {symbol.origin}?"
-            alike = _alike(old, origin, new, symbol.origin)
-            if alike:
-                return f"; renamed to {symbol.origin}? it has {alike} of {name}, not the same definition"
+        hint = _renamed_to(old, origin, new, name, other, modules) if other != name else ""
+        if hint:
+            return hint
+    return ""
+
+
+def _renamed_to(old: UpstreamModel, origin: str, new: UpstreamModel, name: str, other: str,
+                modules: list[str]) -> str:
+    """The hint of `_renamed_hint` for `other`, defined in `modules` of the new release (the
+    closest to `origin` first); "" when none of them defines it as a rename."""
+    for module in _by_closeness(modules, origin):
+        symbol = new.resolve_name(module, other)
+        if not (symbol.found and symbol.origin == f"{module}.{other}") or old.resolve_name(module, other).found:
+            continue  # a re-export, or a definition the old release had too: no rename
+        if _same_object(old, origin, new, symbol.origin):
+            return f"; did you mean {symbol.origin}?"
+        alike = _alike(old, origin, new, symbol.origin)
+        if alike:
+            return f"; renamed to {symbol.origin}? it has {alike} of {name}, not the same definition"
     return ""
 
 
@@ -244,9 +266,20 @@ def _alike(old: UpstreamModel, old_origin: str, new: UpstreamModel, new_origin: 
         return ""
     fields = [field[0] for field in before.get("fields", [])]
     if fields:
-        kept = set(fields) & {field[0] for field in after.get("fields", [])} | (set(fields) & new.member_names(new_origin))
-        share = f"all {len(fields)}" if len(kept) == len(fields) else f"{len(kept)} of the {len(fields)}"
-        return f"{share} fields" if len(kept) * 5 >= len(fields) * 4 else ""
+        return _fields_alike(fields, after, new.member_names(new_origin))
+    return _methods_alike(before, after)
+
+
+def _fields_alike(fields: list[str], after: dict, members: set[str]) -> str:
+    """"all N fields" or "K of the N fields" a dataclass kept (as fields or members), when it
+    kept four fifths of them; "" else."""
+    kept = set(fields) & {field[0] for field in after.get("fields", [])} | (set(fields) & members)
+    share = f"all {len(fields)}" if len(kept) == len(fields) else f"{len(kept)} of the {len(fields)}"
+    return f"{share} fields" if len(kept) * 5 >= len(fields) * 4 else ""
+
+
+def _methods_alike(before: dict, after: dict) -> str:
+    """"the methods and constructor" when a class kept its method names and constructor's parameters."""
     methods, init = set(before.get("methods", {})), before.get("methods", {}).get("__init__")
     later = after.get("methods", {})
     if methods and methods == set(later) and (init is None or _params(init) == _params(later.get("__init__", {}))):

@@ -46,12 +46,7 @@ def _long_string_spans(text: str) -> list[tuple[int, int]]:
 def module_level_statements(text: str) -> str:
     """The import statements at column 0 (never under `try`, `if` or a function), outside
     docstrings, one after another: a few hundred bytes for the patterns to read, not the file."""
-    starts = {0} if text.startswith(("import ", "from ")) else set()
-    for keyword in ("\nimport ", "\nfrom "):
-        at = text.find(keyword)
-        while at != -1:
-            starts.add(at + 1)
-            at = text.find(keyword, at + 1)
+    starts = _import_line_starts(text)
     spans = _long_string_spans(text) if starts else []
     begins = [begin for begin, _ in spans]  # in order, never overlapping
     statements = []
@@ -59,13 +54,29 @@ def module_level_statements(text: str) -> str:
         inside = bisect.bisect_right(begins, start) - 1
         if inside >= 0 and start < spans[inside][1]:
             continue
-        end = text.find("\n", start)
-        end = len(text) if end == -1 else end
-        if "(" in text[start:end] and ")" not in text[start:end]:  # `from x import (\n a,\n b)`
-            close = text.find(")", start)
-            end = len(text) if close == -1 else close + 1
-        statements.append(text[start:end])
+        statements.append(text[start:_statement_end(text, start)])
     return "\n".join(statements)
+
+
+def _import_line_starts(text: str) -> set[int]:
+    """Where the lines that begin with `import ` or `from ` start."""
+    starts = {0} if text.startswith(("import ", "from ")) else set()
+    for keyword in ("\nimport ", "\nfrom "):
+        at = text.find(keyword)
+        while at != -1:
+            starts.add(at + 1)
+            at = text.find(keyword, at + 1)
+    return starts
+
+
+def _statement_end(text: str, start: int) -> int:
+    """Where the import statement at `start` ends: its line's end, or its closing parenthesis."""
+    end = text.find("\n", start)
+    end = len(text) if end == -1 else end
+    if "(" in text[start:end] and ")" not in text[start:end]:  # `from x import (\n a,\n b)`
+        close = text.find(")", start)
+        end = len(text) if close == -1 else close + 1
+    return end
 
 
 @dataclass
@@ -160,22 +171,27 @@ class ImportGraph:
                 if work:
                     low[work[-1][0]] = min(low[work[-1][0]], low[node])
                 if low[node] == index[node]:
-                    members = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        members.append(member)
-                        if member == node:
-                            break
-                    packages: set[str] = set()
-                    for member in members:
-                        modules, own = self.direct(member)
-                        packages.update(own)
-                        for module in modules:
-                            packages.update(self._reach.get(module, ()))
-                    for member in members:
-                        self._reach[member] = frozenset(packages)
+                    self._settle_component(node, stack, on_stack)
         return self._reach[start]
+
+    def _settle_component(self, node: str, stack: list[str], on_stack: set[str]) -> None:
+        """The strongly connected component whose root is `node` popped off Tarjan's stack, and
+        the packages its members import, with those of what they import, kept for each."""
+        members = []
+        while True:
+            member = stack.pop()
+            on_stack.discard(member)
+            members.append(member)
+            if member == node:
+                break
+        packages: set[str] = set()
+        for member in members:
+            modules, own = self.direct(member)
+            packages.update(own)
+            for module in modules:
+                packages.update(self._reach.get(module, ()))
+        for member in members:
+            self._reach[member] = frozenset(packages)
 
     def chain(self, start: str, package: str) -> tuple[str, ...]:
         """The shortest chain of modules from `start` to one that imports `package` itself."""

@@ -209,10 +209,8 @@ class ReleaseInference:
 
     def _classes_at(self, module: str, path: str, text: str, position: Position, attr: str) -> tuple[str, ...] | None:
         _install()
-        from astroid import bases, nodes
-        from astroid.context import InferenceContext, _invalidate_cache
+        from astroid.context import _invalidate_cache
         from astroid.manager import AstroidManager
-        from astroid.util import UninferableBase
 
         brain = AstroidManager.brain
         if "builtins" not in brain["astroid_cache"]:
@@ -231,26 +229,34 @@ class ReleaseInference:
             warnings.simplefilter("ignore")
             self.module(module)
             receiver = self._project.receiver(attr, position)
-            if receiver is None:
-                return None
-            found: list[str] = []
-            for value in receiver.infer(context=InferenceContext()):
-                if isinstance(value, UninferableBase):
-                    return None
-                if isinstance(value, nodes.Const) and value.value is None:
-                    continue  # `self.x = None` before it is built narrows nothing, as for the scanner
-                if type(value) is not bases.Instance or not isinstance(value._proxied, nodes.ClassDef):
-                    return None
-                name = value._proxied.qname()
-                if name.split(".")[0] in NOT_A_CLASS:
-                    return None
-                if name not in found:
-                    found.append(name)
-            return tuple(found) or None
+            return _instance_classes(receiver) if receiver is not None else None
         finally:
             _ACTIVE.pop()
             brain["astroid_cache"] = saved
             _invalidate_cache()  # astroid's memo of inferred nodes: each site starts alike, whatever came before
+
+
+def _instance_classes(receiver: Any) -> tuple[str, ...] | None:
+    """The qualified names of the classes astroid infers the receiver (a node) to be an
+    instance of; None when it cannot tell, or it may be something else."""
+    from astroid import bases, nodes
+    from astroid.context import InferenceContext
+    from astroid.util import UninferableBase
+
+    found: list[str] = []
+    for value in receiver.infer(context=InferenceContext()):
+        if isinstance(value, UninferableBase):
+            return None
+        if isinstance(value, nodes.Const) and value.value is None:
+            continue  # `self.x = None` before it is built narrows nothing, as for the scanner
+        if type(value) is not bases.Instance or not isinstance(value._proxied, nodes.ClassDef):
+            return None
+        name = value._proxied.qname()
+        if name.split(".")[0] in NOT_A_CLASS:
+            return None
+        if name not in found:
+            found.append(name)
+    return tuple(found) or None
 
 
 class _AttributeShape:

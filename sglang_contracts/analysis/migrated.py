@@ -55,13 +55,22 @@ def migration_fields(ctx: CheckContext, facts: FileFacts, at: Position, scope: s
         return {}
     fields: dict[str, Any] = {"migration": f"; {found.message}"}
     plan = found.data()
-    why = found.why or (unfit(plan) or _imports_unfit(ctx, facts, plan) if plan else "")
+    why = found.why or _why_unfit(ctx, facts, plan, unfit)
     if plan and not why:
         where = use.chain[plan["level"]][1] if use.chain else at
         fields.update(migrated=plan, fix_safety=found.safety, use_at=[where.line, where.col])
     else:
         fields["unmigrated"] = why
     return fields
+
+
+def _why_unfit(ctx: CheckContext, facts: FileFacts, plan: dict[str, Any] | None,
+               unfit: Callable[[dict[str, Any]], str]) -> str:
+    """Why the planned rewrite would not do here (`unfit`, or the names it needs cannot be
+    bound in the file); "" when it would, or there is no plan."""
+    if not plan:
+        return ""
+    return unfit(plan) or _imports_unfit(ctx, facts, plan)
 
 
 def unlearned_fields(answer: Answer) -> dict[str, Any]:

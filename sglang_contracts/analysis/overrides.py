@@ -76,10 +76,7 @@ def overrides(ctx: CheckContext) -> list[Override]:
 def unaccepted_parameters(override: tuple[tuple[str, str, bool], ...], old: Member, new: Member) -> list[str]:
     """Parameters the new upstream method has, the old one had not, and the override cannot take."""
     before = {p[0] for p in old.record.get("params", [])}
-    names = {name for name, kind, _ in override if kind in ("pk", "ko")}
-    takes_kwargs = any(kind == "vk" for _, kind, _ in override)
-    takes_args = any(kind == "va" for _, kind, _ in override)
-    positional_slots = sum(1 for _, kind, _ in override if kind in ("po", "pk"))
+    names, takes_kwargs, takes_args, positional_slots = _what_the_override_takes(override)
     missing = []
     new_params = new.record.get("params", [])
     for index, (name, kind, _) in enumerate(new_params):
@@ -87,6 +84,23 @@ def unaccepted_parameters(override: tuple[tuple[str, str, bool], ...], old: Memb
             continue
         by_keyword = name in names or takes_kwargs
         by_position = index < positional_slots or takes_args
-        if kind == "ko" and not by_keyword or kind == "po" and not by_position or kind == "pk" and not (by_keyword or by_position):
+        if _cannot_pass(kind, by_keyword, by_position):
             missing.append(name)
     return missing
+
+
+def _what_the_override_takes(override: tuple[tuple[str, str, bool], ...]) -> tuple[set[str], bool, bool, int]:
+    """(its parameters a keyword can pass, whether it takes **kwargs, whether it takes *args,
+    how many parameters a position can pass)."""
+    names = {name for name, kind, _ in override if kind in ("pk", "ko")}
+    takes_kwargs = any(kind == "vk" for _, kind, _ in override)
+    takes_args = any(kind == "va" for _, kind, _ in override)
+    positional_slots = sum(1 for _, kind, _ in override if kind in ("po", "pk"))
+    return names, takes_kwargs, takes_args, positional_slots
+
+
+def _cannot_pass(kind: str, by_keyword: bool, by_position: bool) -> bool:
+    """Whether a caller cannot pass a parameter of this kind (keyword-only "ko", positional-only
+    "po", either "pk") to the override, given how the override can take it."""
+    return kind == "ko" and not by_keyword or kind == "po" and not by_position \
+        or kind == "pk" and not (by_keyword or by_position)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from sglang_contracts.analysis.inference import ChangedNames, ReleaseInference
 from sglang_contracts.project.facts import CallFact, ClassFact, FileFacts, Position, Receiver
@@ -198,44 +198,52 @@ class Resolver:
         """Instances a receiver's type alternatives stand for; None if any is unknown."""
         instances: list[Instance] = []
         for kind in kinds:
-            tag, _, name = kind.partition(":")
-            if tag in ("P", "E"):
-                inner, _, attrs = name.rpartition("|")
-                path = tuple(attrs.split(".")) if attrs else ()
-                found = self.receiver(facts, Receiver((inner,), path)) if tag == "P" else self._items(facts, inner, path)
-                if not found:
-                    return None
-                instances.extend(found)
-                continue
-            if tag == "S":
-                cls = self.view.classes.get(f"{facts.module}.{name}")
-                if cls is None:
-                    return None
-                instances.append(Instance(project=cls))
-                continue
-            dotted = self.view.dotted(facts, name)
-            cls = self.view.project_class(dotted)
-            if tag in ("T", "R", "B") and cls is not None:
-                instances.append(Instance(project=cls))
-            elif dotted and is_upstream(dotted) and tag in ("T", "R", "B"):
-                origin = self.model.resolve_class(dotted)
-                if origin is not None:
-                    instances.append(Instance(origin=origin))
-                elif tag == "R":
-                    # a function's or a method's return annotation (`Adapter.create(...) -> Adapter`)
-                    record = self.model.function_record(self.model.resolve_path(dotted).origin or "")
-                    if record is None:
-                        target = resolve_target(self.model, dotted)
-                        record = target.record if target.member is not None and target.member.kind == "method" else None
-                    returned = self._from_upstream_types(record.get("returns", [])) if record else []
-                    if not returned:
-                        return None
-                    instances.extend(returned)
-                else:
-                    return None
-            else:
+            found = self._from_kind(facts, kind)
+            if found is None:
                 return None
+            instances.extend(found)
         return instances
+
+    def _from_kind(self, facts: FileFacts, kind: str) -> Sequence[Instance] | None:
+        """Instances one type alternative stands for (never empty); None if unknown."""
+        tag, _, name = kind.partition(":")
+        if tag in ("P", "E"):
+            return self._walked_instances(facts, tag, name)
+        if tag == "S":
+            cls = self.view.classes.get(f"{facts.module}.{name}")
+            return [Instance(project=cls)] if cls is not None else None
+        if tag in ("T", "R", "B"):
+            return self._annotated_instances(facts, tag, name)
+        return None
+
+    def _walked_instances(self, facts: FileFacts, tag: str, name: str) -> Sequence[Instance] | None:
+        """What a "P:" kind (`receiver|attr.attr`) stands for, or the items of an "E:" one (a `for` loop's)."""
+        inner, _, attrs = name.rpartition("|")
+        path = tuple(attrs.split(".")) if attrs else ()
+        found = self.receiver(facts, Receiver((inner,), path)) if tag == "P" else self._items(facts, inner, path)
+        return found or None
+
+    def _annotated_instances(self, facts: FileFacts, tag: str, name: str) -> list[Instance] | None:
+        """What an annotation (a "T:", "R:" (return) or "B:" kind) naming `name` stands for."""
+        dotted = self.view.dotted(facts, name)
+        cls = self.view.project_class(dotted)
+        if cls is not None:
+            return [Instance(project=cls)]
+        if not dotted or not is_upstream(dotted):
+            return None
+        origin = self.model.resolve_class(dotted)
+        if origin is not None:
+            return [Instance(origin=origin)]
+        # a function's or a method's return annotation (`Adapter.create(...) -> Adapter`)
+        return (self._returned_instances(dotted) or None) if tag == "R" else None
+
+    def _returned_instances(self, dotted: str) -> list[Instance]:
+        """The instances the upstream function or method at `dotted` is annotated to return."""
+        record = self.model.function_record(self.model.resolve_path(dotted).origin or "")
+        if record is None:
+            target = resolve_target(self.model, dotted)
+            record = target.record if target.member is not None and target.member.kind == "method" else None
+        return self._from_upstream_types(record.get("returns", [])) if record else []
 
     def _items(self, facts: FileFacts, kind: str, attrs: tuple[str, ...]) -> list[Instance] | None:
         """What a `for` loop over `kind` walked through `attrs` yields."""
@@ -246,17 +254,20 @@ class Resolver:
             return None
         items: list[Instance] = []
         for holder in holders:
-            if holder.project is not None:
-                kinds = self.project_attribute_kinds(holder.project, attrs[-1])
-                containers = [f"T:{k[2:]}" for k in kinds or () if k.startswith("L:")]
-                found = self._from_kinds(self.owner_facts(holder.project, attrs[-1]), containers) if containers else None
-            else:
-                member = self.model.member(holder.origin, attrs[-1])
-                found = self._from_upstream_types(member.record.get("items", [])) if member else None
+            found = self._held_items(holder, attrs[-1])
             if not found:
                 return None
             items.extend(found)
         return items
+
+    def _held_items(self, holder: Instance, attr: str) -> list[Instance] | None:
+        """What the container in `holder.attr` holds, by its annotation (`list[X]`)."""
+        if holder.project is None:
+            member = self.model.member(holder.origin, attr)
+            return self._from_upstream_types(member.record.get("items", [])) if member else None
+        kinds = self.project_attribute_kinds(holder.project, attr)
+        containers = [f"T:{k[2:]}" for k in kinds or () if k.startswith("L:")]
+        return self._from_kinds(self.owner_facts(holder.project, attr), containers) if containers else None
 
     def project_attribute_kinds(self, cls: ProjectClass, name: str) -> tuple[str, ...] | None:
         for member in self.view.ancestry(cls)[0]:
@@ -370,26 +381,35 @@ class Resolver:
     def _callee(self, facts: FileFacts, receiver: Receiver) -> Callee | None:
         kind = receiver.types[0] if len(receiver.types) == 1 else ""
         if kind.startswith("C:"):
-            dotted = self.view.dotted(facts, kind[2:])
-            if dotted and is_upstream(dotted):
-                return self.object_at(dotted)
-            cls = self.view.project_class(dotted) if dotted else None
-            return self._inherited_constructor(cls) if cls is not None and not receiver.attrs else None
+            return self._class_callee(facts, kind[2:], receiver.attrs)
         if not receiver.attrs:
             return None
         method = receiver.attrs[-1]
         if kind.startswith("U:"):
-            cls = self.view.classes.get(f"{facts.module}.{kind[2:]}")
-            parents = self.view.ancestry(cls)[0][1:] if cls else []
-            if cls is None or any(method in parent.fact.provided for parent in parents):
-                return None
-            member = self.upstream_member(cls, method)
-            return self._bound(member)
+            return self._upstream_method_of_own_class(facts, kind[2:], method)
         instances = self.receiver(facts, Receiver(receiver.types, receiver.attrs[:-1]))
         if not instances or len(instances) != 1:
             return None
         member, provided = self.attribute(instances[0], method)
         return None if provided else self._bound(member)
+
+    def _class_callee(self, facts: FileFacts, name: str, attrs: tuple[str, ...]) -> Callee | None:
+        """What calling the class `name` binds to: an upstream object, or a project class's
+        inherited upstream constructor (`attrs`: a walk from the class, none for a construction)."""
+        dotted = self.view.dotted(facts, name)
+        if dotted and is_upstream(dotted):
+            return self.object_at(dotted)
+        cls = self.view.project_class(dotted) if dotted else None
+        return self._inherited_constructor(cls) if cls is not None and not attrs else None
+
+    def _upstream_method_of_own_class(self, facts: FileFacts, name: str, method: str) -> Callee | None:
+        """The upstream `method` a project class of this file (`name`) inherits, unless a project base provides it."""
+        cls = self.view.classes.get(f"{facts.module}.{name}")
+        parents = self.view.ancestry(cls)[0][1:] if cls else []
+        if cls is None or any(method in parent.fact.provided for parent in parents):
+            return None
+        member = self.upstream_member(cls, method)
+        return self._bound(member)
 
     def _inherited_constructor(self, cls: ProjectClass) -> Callee | None:
         """What building a project class binds to when neither it nor its project bases define
@@ -397,14 +417,21 @@ class Resolver:
         chain = self.view.ancestry(cls)[0]
         if any(member.fact.decorated or {"__init__", "__new__"} & set(member.fact.provided) for member in chain):
             return None
-        for member in chain:  # a base from elsewhere (torch, abc) may define `__init__` itself
-            for base in member.fact.bases:
-                dotted = self.view.dotted(member.facts, base)
-                if not dotted or not is_upstream(dotted) and self.view.project_class(dotted) is None:
-                    return None
+        if not self._bases_known(chain):
+            return None
         bases = self.upstream_bases(cls)
         signature = self.model.constructor(bases[0]) if bases else None
         return Callee(signature) if signature is not None else None
+
+    def _bases_known(self, chain: list[ProjectClass]) -> bool:
+        """Whether every base of the classes in `chain` is upstream or the project's: a base from
+        elsewhere (torch, abc) may define `__init__` itself."""
+        for member in chain:
+            for base in member.fact.bases:
+                dotted = self.view.dotted(member.facts, base)
+                if not dotted or not is_upstream(dotted) and self.view.project_class(dotted) is None:
+                    return False
+        return True
 
     def callee_at(self, facts: FileFacts, call: CallFact) -> Callee | None:
         """`callee`, or where its receiver's type is unknown, the method of the instances
@@ -415,9 +442,12 @@ class Resolver:
         if self.receiver(facts, Receiver(call.callee.types, call.callee.attrs[:-1])) is not None:
             return None  # the receiver's type is known: the method is the project's own, or none
         method = call.callee.attrs[-1]
-        instances = self.inferred(facts, call.position, method)
+        return self._bound_alike(self.inferred(facts, call.position, method) or (), method)
+
+    def _bound_alike(self, instances: Iterable[Instance], method: str) -> Callee | None:
+        """The method the instances all bind alike (the same parameters); None where one binds none."""
         callees = []
-        for instance in instances or ():
+        for instance in instances:
             member, provided = self.attribute(instance, method)
             callee = None if provided else self._bound(member)
             if callee is None:
@@ -437,16 +467,19 @@ class Resolver:
         if key not in self._inferred:
             text = self.view.ctx.project.texts.get(facts.path)
             names = self.inference.classes_at(facts.module, facts.path, text, position, attr) if text else None
-            instances: list[Instance] = []
-            for name in names or ():
-                cls = None if is_upstream(name) else self.view.project_class(name)
-                origin = self.model.resolve_class(name) if is_upstream(name) else None
-                if cls is None and origin is None:
-                    instances = []
-                    break
-                instances.append(Instance(origin=origin, project=cls))
-            self._inferred[key] = tuple(instances) or None
+            self._inferred[key] = self._named_instances(names or ())
         return self._inferred[key]
+
+    def _named_instances(self, names: Iterable[str]) -> tuple[Instance, ...] | None:
+        """The instances of the classes named (dotted), upstream or the project's; None when one is neither."""
+        instances: list[Instance] = []
+        for name in names:
+            cls = None if is_upstream(name) else self.view.project_class(name)
+            origin = self.model.resolve_class(name) if is_upstream(name) else None
+            if cls is None and origin is None:
+                return None
+            instances.append(Instance(origin=origin, project=cls))
+        return tuple(instances) or None
 
     def _bound(self, member: Member | None) -> Callee | None:
         if member is None or member.kind != "method":

@@ -23,16 +23,26 @@ def upstream_dotted(view: ProjectView, facts: FileFacts, written: str) -> str | 
     return dotted if dotted and is_upstream(dotted) else None
 
 
+def _recorded_line(target: Target) -> int | None:
+    """The line its member's record, or else its own, gives."""
+    return (target.member.record.get("line") if target.member else None) or (target.record or {}).get("line")
+
+
+def _binding_line(model: UpstreamModel, origin: str) -> int | None:
+    """The line where the module binds the name at `origin`, as far as it says."""
+    module, _, name = origin.rpartition(".")
+    record = model.module(module)
+    return record.bindings.get(name, {}).get("line") if record is not None else None
+
+
 def where_defined(model: UpstreamModel, target: Target) -> str:
     """`sglang/srt/x.py:12` for a found target, as far as the release says."""
     if not target.found or not target.origin:
         return ""
     relpath = model.relpath_of(target.member.owner if target.member else target.origin)
-    line = (target.member.record.get("line") if target.member else None) or (target.record or {}).get("line")
+    line = _recorded_line(target)
     if line is None and target.kind in ("class", "function", "attribute"):
-        module, _, name = target.origin.rpartition(".")
-        record = model.module(module)
-        line = record.bindings.get(name, {}).get("line") if record is not None else None
+        line = _binding_line(model, target.origin)
     if not relpath:
         return target.origin
     return f"{relpath}:{line}" if line else relpath

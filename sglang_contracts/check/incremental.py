@@ -135,7 +135,24 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
     import_outlines = import_outlines or {}
     # The project's top-level packages tell its imports from third-party ones, in every file's facts.
     key = hashlib.sha256(f"{salt}\0{project.packages}".encode("utf-8", "surrogateescape")).hexdigest()
-    saved = store.get(key)
+    before, previous, previous_touched = _saved_run(store.get(key))
+    files = _file_entries(project, before, import_outlines)
+    if every_file or previous is None or _outlines_changed(before, files):
+        return Plan(key, files)  # a project-wide fact changed: every file is recomputed
+    imports_edited = any(entry[4] != files[rel][4] for rel, entry in before.items())
+    members_changed = {rel for rel, entry in before.items() if rel in files and entry[5] != files[rel][5]}
+    changed = _changed_files(before, files)
+    read_elsewhere = _read_elsewhere(changed, before, moved)
+    # A file the index could not read has no digest to compare (too large, permission denied):
+    # why is this run's to say, the size of an editor's buffer included.
+    unread = {problem.path for problem in project.problems}
+    return Plan(key, files, previous, _closure(read_elsewhere, _importers(before, files)) | changed | unread,
+                previous_touched, imports_edited, members_changed)
+
+
+def _saved_run(saved: Any) -> tuple[dict[str, list[Any]], list[Diagnostic] | None, dict[str, set[str]]]:
+    """(file entries, findings, codes of the bump by file) of the last run's record; nothing
+    from a record that is missing or of another shape."""
     try:
         before: dict[str, list[Any]] = saved["files"]
         if not all(_entry_shaped(entry) for entry in before.values()):
@@ -143,7 +160,13 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
         previous = [Diagnostic.from_json(item) for item in saved["diagnostics"]]
         previous_touched = {path: set(codes) for path, codes in saved["touched"].items()}
     except (KeyError, TypeError, ValueError, AttributeError):
-        before, previous, previous_touched = {}, None, {}
+        return {}, None, {}
+    return before, previous, previous_touched
+
+
+def _file_entries(project: ProjectIndex, before: dict[str, list[Any]],
+                  import_outlines: dict[str, Callable[[FileFacts], Any]]) -> dict[str, list[Any]]:
+    """Each Python file's FILE_ENTRY, the last run's where its facts are the same."""
     files: dict[str, list[Any]] = {}
     modules_once = functools.cache(lambda: project_modules(project))  # made when a file needs it
 
@@ -163,13 +186,29 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
             files[relpath] = [digest, imported(relpath),
                               outline_digest(project, relpath, import_outlines), indexed, imports_digest(project, relpath),
                               members_digest(project, relpath)]
+    return files
+
+
+def _outlines_changed(before: dict[str, list[Any]], files: dict[str, list[Any]]) -> bool:
+    """Whether a file's outline or whether it is indexed changed, or a file came or went."""
     absent = [None] * len(FILE_ENTRY)
-    if every_file or previous is None or any((before.get(rel) or absent)[2:4] != (files.get(rel) or absent)[2:4]
-                               for rel in before.keys() | files.keys()):
-        return Plan(key, files)  # a project-wide fact changed: every file is recomputed
-    imports_edited = any(entry[4] != files[rel][4] for rel, entry in before.items())
-    members_changed = {rel for rel, entry in before.items() if rel in files and entry[5] != files[rel][5]}
-    changed = {rel for rel in files.keys() | before.keys() if (before.get(rel) or [None])[0] != files.get(rel, [None])[0]}
+    return any((before.get(rel) or absent)[2:4] != (files.get(rel) or absent)[2:4]
+               for rel in before.keys() | files.keys())
+
+
+def _changed_files(before: dict[str, list[Any]], files: dict[str, list[Any]]) -> set[str]:
+    """The files whose content changed, or that came or went."""
+    return {rel for rel in files.keys() | before.keys() if (before.get(rel) or [None])[0] != files.get(rel, [None])[0]}
+
+
+def _read_elsewhere(changed: set[str], before: dict[str, list[Any]],
+                   moved: Callable[[str, str], bool] | None) -> set[str]:
+    """The changed files whose importers' findings may change: all but those that only moved."""
+    return {rel for rel in changed if moved is None or not moved(rel, (before.get(rel) or [None])[0])}
+
+
+def _importers(before: dict[str, list[Any]], files: dict[str, list[Any]]) -> dict[str, set[str]]:
+    """file -> the files that import it, now or in the last run."""
     modules = {module_name_for(rel): rel for rel in files.keys() | before.keys()}
     importers: dict[str, set[str]] = {}
     for table in (before, files):  # the old edges too: the dependants of a file now removed
@@ -177,12 +216,7 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
             for module in imported:
                 if module in modules:
                     importers.setdefault(modules[module], set()).add(rel)
-    read_elsewhere = {rel for rel in changed if moved is None or not moved(rel, (before.get(rel) or [None])[0])}
-    # A file the index could not read has no digest to compare (too large, permission denied):
-    # why is this run's to say, the size of an editor's buffer included.
-    unread = {problem.path for problem in project.problems}
-    return Plan(key, files, previous, _closure(read_elsewhere, importers) | changed | unread, previous_touched,
-                imports_edited, members_changed)
+    return importers
 
 
 def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tuple[FileFacts, list]], relpath: str,
@@ -196,39 +230,57 @@ def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tup
     rules checked whole at every edit (SGC602's). Each row this computes for the file
     is kept in its table, for each_file to use as it would its own; `placeless`: the facts
     without positions of the files this process compared, by path (the caller's to keep)."""
-    if digest_before is None or before.digests.get(relpath) != digest_before or relpath not in now.digests \
-            or now.tables is None or now.analyses is None:
+    if not _comparable(before, now, relpath, digest_before):
         return False
-    old, new = before.files.get(relpath), now.files.get(relpath)
-    if (old is None) != (new is None):
-        return False
-    if old is not None and new is not None and (old.parse_error or new.parse_error or old.problem or new.problem
-                                                 or _placeless(old, placeless) != _placeless(new, placeless)):
+    if not _same_placeless_facts(before.files.get(relpath), now.files.get(relpath), placeless):
         return False
     texts = before.texts[relpath], now.texts[relpath]
     lines = _moved_lines(*texts)
     for table_key, table in now.tables.items():
         if table_key not in now.analyses:
             return False
-        entry = table.get(relpath)
-        analysis = now.analyses[table_key]
-
-        def rows_of(digest: str, text: str, scanned: list | None = None) -> list:
-            """Kept in the table, found by the scan job on the tree it had just made (a second
-            parse of a 160 KB module costs 40 ms of a re-check), or read from the text."""
-            if isinstance(entry, list) and entry[0] == digest:
-                return entry[1]
-            return scanned if scanned is not None else _rows(analysis, relpath, text)
-
-        try:  # each table's rows of the file as it was and as it is
-            rows = [rows_of(digest_before, texts[0]),
-                    rows_of(now.digests[relpath], texts[1], now.scanned_rows(analysis[0], relpath))]
-        except Exception:  # each_file reports it, as it always does
-            return False
-        if _as_json(_lines_moved(rows[0], lines)) != _as_json(rows[1]):
+        rows = _rows_then_and_now(now, table.get(relpath), now.analyses[table_key], relpath, digest_before, texts)
+        if rows is None or _as_json(_lines_moved(rows[0], lines)) != _as_json(rows[1]):
             return False
         table[relpath] = [now.digests[relpath], rows[1]]
     return True
+
+
+def _comparable(before: ProjectIndex, now: ProjectIndex, relpath: str, digest_before: str | None) -> bool:
+    """Whether the index before the edit had the file as `digest_before` says, the file is still
+    there, and the index now has the analyses' tables to compare."""
+    return not (digest_before is None or before.digests.get(relpath) != digest_before
+                or relpath not in now.digests or now.tables is None or now.analyses is None)
+
+
+def _same_placeless_facts(old: FileFacts | None, new: FileFacts | None,
+                          placeless: dict[str, tuple[FileFacts, list]]) -> bool:
+    """Whether the file's facts are the same but their positions (both parsed, nothing that
+    could not be read), or the file is indexed in neither."""
+    if (old is None) != (new is None):
+        return False
+    return old is None or new is None or not (old.parse_error or new.parse_error or old.problem or new.problem
+                                              or _placeless(old, placeless) != _placeless(new, placeless))
+
+
+def _rows_then_and_now(now: ProjectIndex, entry: Any, analysis: tuple, relpath: str, digest_before: str,
+                       texts: tuple[str, str]) -> list[list] | None:
+    """An analysis table's rows of the file as it was and as it is; None when the analysis fails
+    (each_file reports it, as it always does)."""
+    try:
+        return [_table_rows(entry, analysis, relpath, digest_before, texts[0]),
+                _table_rows(entry, analysis, relpath, now.digests[relpath], texts[1],
+                            now.scanned_rows(analysis[0], relpath))]
+    except Exception:
+        return None
+
+
+def _table_rows(entry: Any, analysis: tuple, relpath: str, digest: str, text: str, scanned: list | None = None) -> list:
+    """Kept in the table (`entry`), found by the scan job on the tree it had just made (a second
+    parse of a 160 KB module costs 40 ms of a re-check), or read from the text."""
+    if isinstance(entry, list) and entry[0] == digest:
+        return entry[1]
+    return scanned if scanned is not None else _rows(analysis, relpath, text)
 
 
 def _rows(analysis: tuple[Callable[[str, str], list], Callable[[str], bool]], relpath: str, text: str) -> list:
@@ -363,13 +415,19 @@ def merged(run: Plan, diagnostics: list[Diagnostic], whole_project: Iterable[str
 
     kept = sorted([*(d for d in diagnostics if ours(d.path, d.code)),
                    *(d for d in run.previous if not ours(d.path, d.code))], key=Diagnostic.sort_key)
+    return kept, _merged_touched(touched, run.previous_touched, ours)
+
+
+def _merged_touched(touched: dict[str, set[str]], previous_touched: dict[str, set[str]],
+                    ours: Callable[[str, str], bool]) -> dict[str, set[str]]:
+    """The codes of the bump by file: this run's where it checked them (`ours`), the last run's elsewhere."""
     files: dict[str, set[str]] = {}
-    for table, mine in ((touched, True), (run.previous_touched, False)):
+    for table, mine in ((touched, True), (previous_touched, False)):
         for path, codes in table.items():
             codes = {code for code in codes if ours(path, code) == mine}
             if codes:
                 files.setdefault(path, set()).update(codes)
-    return kept, files
+    return files
 
 
 def save(store, run: Plan, diagnostics: list[Diagnostic], touched: dict[str, set[str]]) -> None:

@@ -86,6 +86,12 @@ def prefetch(project: ProjectIndex, models: list[UpstreamModel], workers: int | 
     first, named = _first_names(imported)
     for part in _slices(first):
         _extract_all(models, {id(model): part for model in models}, workers)
+    _prefetch_ancestry(models, imported, named, workers)
+
+
+def _prefetch_ancestry(models: list[UpstreamModel], imported: list[tuple[str, str | None]], named: set[str],
+                       workers: int | None) -> None:
+    """What resolving the project's names reads beyond their own modules, a round at a time."""
     # Then, a round at a time, the modules the imported names are re-exported from (one step of
     # each chain) and those of the bases of the classes the project names, and of their bases:
     # resolution reads each to look a member up (a Scheduler has a dozen mixins), one at a time

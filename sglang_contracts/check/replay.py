@@ -61,19 +61,9 @@ def listing(root: Path, named_patches: list[str]) -> list[tuple[str, str]]:
     walk_project reads (project_folders): Path objects for every file of a project cost most of
     a re-check's walk."""
     root = root.resolve()
-    found: dict[tuple[str, ...], tuple[str, str]] = {}  # path parts -> (file name, path as the row shows it)
     top = os.fspath(root)
-    for folder, files in project_folders(top):
-        below = os.path.relpath(folder, top).replace(os.sep, "/")
-        for name in files:
-            relpath = name if below == "." else f"{below}/{name}"
-            found[tuple(relpath.split("/"))] = (name, relpath)
-    for pattern in named_patches:  # `patch-files` may name files in folders the walk skips
-        for path in root.glob(pattern):
-            if path.is_file():
-                path = path.resolve()
-                shown = path.relative_to(root).as_posix() if path.is_relative_to(root) else os.fspath(path)
-                found[path.relative_to(root).parts if path.is_relative_to(root) else path.parts] = (path.name, shown)
+    found = _walked_files(top)
+    found.update(_named_patch_files(root, named_patches))  # `patch-files` may name files in folders the walk skips
     rows = []
     for parts in sorted(found):
         name, shown = found[parts]
@@ -83,6 +73,30 @@ def listing(root: Path, named_patches: list[str]) -> list[tuple[str, str]]:
             continue
         rows.append((name, f"{shown}\0{status.st_size}\0{status.st_mtime_ns}"))
     return rows
+
+
+def _walked_files(top: str) -> dict[tuple[str, ...], tuple[str, str]]:
+    """path parts -> (file name, path as the row shows it) of the files walk_project reads below `top`."""
+    found: dict[tuple[str, ...], tuple[str, str]] = {}
+    for folder, files in project_folders(top):
+        below = os.path.relpath(folder, top).replace(os.sep, "/")
+        for name in files:
+            relpath = name if below == "." else f"{below}/{name}"
+            found[tuple(relpath.split("/"))] = (name, relpath)
+    return found
+
+
+def _named_patch_files(root: Path, named_patches: list[str]) -> dict[tuple[str, ...], tuple[str, str]]:
+    """The same for the files the `patch-files` patterns name (resolved: relative to the root
+    where they are below it, else absolute)."""
+    found: dict[tuple[str, ...], tuple[str, str]] = {}
+    for pattern in named_patches:
+        for path in root.glob(pattern):
+            if path.is_file():
+                path = path.resolve()
+                shown = path.relative_to(root).as_posix() if path.is_relative_to(root) else os.fspath(path)
+                found[path.relative_to(root).parts if path.is_relative_to(root) else path.parts] = (path.name, shown)
+    return found
 
 
 def inventory(root: Path, named_patches: list[str], accept=lambda name: True,

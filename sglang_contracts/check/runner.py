@@ -166,27 +166,13 @@ def run_check(paths: list[Path], options: CheckOptions, keep: Fresh = FRESH) -> 
 
 def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckResult:
     paths = paths or [Path.cwd()]
-    for flag, spec in (("--old", options.old), ("--new", options.new)):
-        if spec is not None and not spec.strip():  # as a path, '' would be the current directory
-            raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
+    _refuse_empty_releases(options)
     require_existing(paths)
     root = project_root_for(paths)
     _refuse_what_leaves_the_project(root, options)
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
-    download_cache = options.cache_dir or cache_root()
-    if _the_pull_requests(download_cache, root):
-        options = dataclasses.replace(options, use_cache=False)
-        try:
-            download_cache = private_temporary_folder("sglang-contracts-cache-")
-        except OSError as error:
-            raise UsageError(f"the cache folder {shown(download_cache)} cannot be used, nor a temporary folder made "
-                             f"({error.strerror or error}); give a --cache-dir outside the project") from None
-    if options.use_cache:
-        tag_cache_folders(download_cache)  # before the walks, which then pass over them (`--cache-dir .cache`)
-    # One walk of the project for the run's keys (replay, incremental) and the pin a resident
-    # engine keeps while the files are unchanged.
-    listed = replay.listing(root, list(options.settings.get("patch-files") or ())) \
-        if options.use_cache and options.replay else None
+    options, download_cache = _with_usable_cache(options, root)
+    listed = _listed(root, options)
     old_spec, pin = old_release_spec(root, options.old, options.new, *keep.pin(root, listed), options.sglang_repo)
 
     def store(kind: str) -> JsonCache:
@@ -198,26 +184,80 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     if saved is not None:
         result = _replayed(saved, root, old_spec, options, download_cache, store, pin)
     else:
-        from sglang_contracts.infra.parallel import run_pool, start_early  # not for a replay, which starts no worker
-
-        with run_pool():  # one pool of workers for the scan, the extraction and the per-file analyses
-            if _nothing_cached(store("project")):  # the whole project is to be scanned: on the workers
-                start_early(options.workers)
-            result = _computed(paths, options, root, old_spec, pin, download_cache, store, keep, listed)
-        keep.kept(result)
-        if key:
-            runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),
-                                        [result.old.release, result.new.release], result.upstream_delta,
-                                        result.closure_delta))
-        if options.use_cache:
-            _tell_if_unkept(download_cache)
-    result.notes = pin.notes(defaulted=options.old is None, from_clone=options.sglang_repo is not None) if pin else []
-    result.notes += result.closure_delta.notes if result.closure_delta is not None else []
-    result.notes += _missing_dependencies()
+        result = _computed_on_a_pool(paths, options, root, old_spec, pin, download_cache, store, keep, listed)
+        _keep_computed(result, keep, options, download_cache, runs, key)
+    result.notes = _run_notes(result, pin, options)
     if accepted_entries is not None:
-        result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
-        result.baselined = len(accepted)
+        _apply_baseline(result, accepted_entries)
     return result
+
+
+def _apply_baseline(result: CheckResult, accepted_entries: list[baselines.Entry]) -> None:
+    """Leaves out of the result the findings the baseline accepts, and says which entries nothing matched."""
+    result.diagnostics, accepted, result.stale_baseline = baselines.match(result.diagnostics, accepted_entries)
+    result.baselined = len(accepted)
+
+
+def _refuse_empty_releases(options: CheckOptions) -> None:
+    for flag, spec in (("--old", options.old), ("--new", options.new)):
+        if spec is not None and not spec.strip():  # as a path, '' would be the current directory
+            raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
+
+
+def _with_usable_cache(options: CheckOptions, root: Path) -> tuple[CheckOptions, Path]:
+    """The options and the cache folder the run uses: a temporary folder, nothing kept, when the
+    configured one may be the pull request's (_the_pull_requests)."""
+    download_cache = options.cache_dir or cache_root()
+    if _the_pull_requests(download_cache, root):
+        options = dataclasses.replace(options, use_cache=False)
+        try:
+            download_cache = private_temporary_folder("sglang-contracts-cache-")
+        except OSError as error:
+            raise UsageError(f"the cache folder {shown(download_cache)} cannot be used, nor a temporary folder made "
+                             f"({error.strerror or error}); give a --cache-dir outside the project") from None
+    if options.use_cache:
+        tag_cache_folders(download_cache)  # before the walks, which then pass over them (`--cache-dir .cache`)
+    return options, download_cache
+
+
+def _listed(root: Path, options: CheckOptions) -> list[tuple[str, str]] | None:
+    """One walk of the project for the run's keys (replay, incremental) and the pin a resident
+    engine keeps while the files are unchanged; None for a run that keeps or replays nothing."""
+    if not (options.use_cache and options.replay):
+        return None
+    return replay.listing(root, list(options.settings.get("patch-files") or ()))
+
+
+def _computed_on_a_pool(paths: list[Path], options: CheckOptions, root: Path, old_spec: str,
+                        pin: ProjectPin | None, download_cache: Path, store: Callable[[str], JsonCache], keep: Fresh,
+                        listed: list[tuple[str, str]] | None) -> CheckResult:
+    """_computed, with one pool of workers for the scan, the extraction and the per-file analyses."""
+    from sglang_contracts.infra.parallel import run_pool, start_early  # not for a replay, which starts no worker
+
+    with run_pool():
+        if _nothing_cached(store("project")):  # the whole project is to be scanned: on the workers
+            start_early(options.workers)
+        return _computed(paths, options, root, old_spec, pin, download_cache, store, keep, listed)
+
+
+def _keep_computed(result: CheckResult, keep: Fresh, options: CheckOptions, download_cache: Path,
+                   runs: JsonCache, key: str | None) -> None:
+    """A computed result kept for the next runs: by `keep`, and in `runs` under `key` (replay.py)."""
+    keep.kept(result)
+    if key:
+        runs.put(key, replay.record(result.diagnostics, result.project.scanned, len(result.project.files),
+                                    [result.old.release, result.new.release], result.upstream_delta,
+                                    result.closure_delta))
+    if options.use_cache:
+        _tell_if_unkept(download_cache)
+
+
+def _run_notes(result: CheckResult, pin: ProjectPin | None, options: CheckOptions) -> list[str]:
+    """What to know about the pin, the dependency closures and this tool's missing dependencies."""
+    notes = pin.notes(defaulted=options.old is None, from_clone=options.sglang_repo is not None) if pin else []
+    notes += result.closure_delta.notes if result.closure_delta is not None else []
+    notes += _missing_dependencies()
+    return notes
 
 
 def old_release_spec(root: Path, old: str | None, new: str | None, pin: ProjectPin | None,
@@ -378,17 +418,80 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
               download_cache: Path, store: Callable[[str], JsonCache], keep: Fresh,
               listed: list[tuple[str, str]] | None) -> CheckResult:
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
-    from sglang_contracts.check import incremental
-    from sglang_contracts.diagnostics.catalog import load_catalog
-    from sglang_contracts.contracts.base import (CHECKS, IMPORT_OUTLINES, IMPORTS_ANYWHERE, MEMBERS_ANYWHERE,
-                                                 WHOLE_PROJECT, CheckContext, run_checks, run_checks_in_two,
-                                                 run_parts_in_two)
-    from sglang_contracts.analysis.resolve import project_view
+    from sglang_contracts.contracts.base import CheckContext
     from sglang_contracts.project.releasefacts import for_release, judged_release
     from sglang_contracts.project.serving import NEW, OLD, serving_model
     from sglang_contracts.check.served import judged_as_served
+    from sglang_contracts.check.prefetch import prefetch
+
+    project, releases, opened, early = _opened_inputs(options, root, old_spec, download_cache, store, keep)
+    _yield_kept_sources(releases, project)  # again after a first round: the same budgets
+    old, new = opened()
+    prefetch(project, [old, new], workers=options.workers, early=early)
+    # A named path that is a link out of the project is wanted where it is named: its SGC000.
+    wanted = [as_named(path, root) for path in paths]
+
+    # The checks judge what runs on the target release: not branches for other SGLang versions,
+    # nor import fallbacks it never takes (project/gates.py).
+    released = for_release(project, new)
+    # Which releases each module serves, from the imports as written (the old release's branches too).
+    serving = serving_model(project, {OLD: judged_release(project, old), NEW: judged_release(project, new)},
+                            options.settings.get("serves", {}))
+    salt = _files_salt(root, options, old_spec, listed)
+    partial_run = _partial_run(store, salt, released, options, keep)
+    whole = _checked_over_the_whole_project(partial_run)
+    context = CheckContext(project=released, old=old, new=new,
+                           report_unresolved=options.report_unresolved, settings=options.settings,
+                           releases_memo=keep.releases_memo(old, new),
+                           placeless_memo=keep.placeless_memo(old, new),  # after the plan: see ResidentEngine
+                           files_memo=keep.files_memo(salt, _setup_py_state(root, released)), serving=serving)
+    active = partial(code_active, select=options.select, ignore=options.ignore,
+                     per_file_ignores=options.per_file_ignores)
+    codes = _active_codes(active)
+
+    def recorded(relpath: str) -> bool:
+        return not _excluded(relpath, options.exclude)
+
+    def reported(relpath: str) -> bool:
+        return _under_any(root / relpath, wanted) and recorded(relpath)
+
+    text = ProjectText(root)
+    noqa = NoqaIndex(project.files, text)
+    problems: list[Problem] = []
+    with collecting_problems() as noted:  # what the readers of non-Python files could not read
+        # Before the checks, in this process: the forked copy that runs the closure's rules reads it.
+        closures = _closures(context, store)
+        found = _found(context, codes, whole, partial_run, keep.checks_in_two, problems)
+    context.memo.clear()  # the checks' shared analyses: what follows needs none of them
+    # Which files the bump touches, by this run's findings before any is suppressed; the
+    # SGC801/SGC803 of the others are left out once the last run's findings are merged in.
+    touched = bump_touched(found)
+    bump = old.release.short != new.release.short
+    if bump and partial_run is None:  # no record to keep them for: left out before a `# noqa` can count as used (SGC010)
+        found = set(bump_noise_filtered(found, touched))
+    problems = [*_index_problems(project), *_upstream_problems(project, [old, new]), *noted, *problems]
+    found.update(problem_diagnostics(problems, root))
+    diagnostics = _unsuppressed(found, options, active, recorded, noqa)
+    diagnostics = _enriched(diagnostics, options.severity, text, old, new)
+    diagnostics, touched = _merged_and_recorded(store, partial_run, diagnostics, whole, touched)
+    if bump and partial_run is not None:
+        diagnostics = bump_noise_filtered(diagnostics, touched)
+    if serving.served:  # after the record is kept: an edit of the choice alone changes what is judged
+        diagnostics = judged_as_served(diagnostics, serving, old.release.short, new.release.short)
+    diagnostics = [d for d in diagnostics if reported(d.path)]
+    _require_loaded(project, old)
+    delta = _delta(options.sglang_repo, project, old, new)
+    return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta,
+                       closure_delta=closures)
+
+
+def _opened_inputs(options: CheckOptions, root: Path, old_spec: str, download_cache: Path,
+                   store: Callable[[str], JsonCache], keep: Fresh
+                   ) -> tuple[ProjectIndex, list[Release], Callable[[], list[UpstreamModel]], Any]:
+    """The project's index, the two releases, their models (opened when first asked) and the
+    early extraction, if any: the releases download while the project is parsed."""
     from sglang_contracts.infra.parallel import default_workers, running_pool
-    from sglang_contracts.check.prefetch import EarlyExtraction, prefetch
+    from sglang_contracts.check.prefetch import EarlyExtraction
 
     # Downloading the releases (on a first run) overlaps with parsing the project (a process pool).
     with ThreadPoolExecutor(max_workers=3) as threads:
@@ -412,111 +515,135 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         indexing = threads.submit(keep.index, root, options, store, first_round if early else None)
         releases()  # a release that cannot be opened is said before the project's index is waited for
         project = indexing.result()
-    _yield_kept_sources(releases(), project)  # again after a first round: the same budgets
-    old, new = opened()
-    prefetch(project, [old, new], workers=options.workers, early=early)
-    # A named path that is a link out of the project is wanted where it is named: its SGC000.
-    wanted = [as_named(path, root) for path in paths]
+    return project, releases(), opened, early
 
-    # The checks judge what runs on the target release: not branches for other SGLang versions,
-    # nor import fallbacks it never takes (project/gates.py).
-    released = for_release(project, new)
-    # Which releases each module serves, from the imports as written (the old release's branches too).
-    serving = serving_model(project, {OLD: judged_release(project, old), NEW: judged_release(project, new)},
-                            options.settings.get("serves", {}))
+
+def _files_salt(root: Path, options: CheckOptions, old_spec: str, listed: list[tuple[str, str]] | None) -> str | None:
+    """The run's inputs but its Python files, when the run listed the project (incremental.py)."""
     # The record holds every file's findings, whatever paths were named (a pre-commit run names
     # the staged files): the next run, whichever files it names, reuses it.
-    salt = (replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
-            if listed is not None else None)
+    if listed is None:
+        return None
+    return replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
+
+
+def _partial_run(store: Callable[[str], JsonCache], salt: str | None, released: ProjectIndex,
+                 options: CheckOptions, keep: Fresh) -> Any:
+    """The incremental plan (incremental.plan), or None when every file is checked."""
+    from sglang_contracts.check import incremental
+    from sglang_contracts.contracts.base import IMPORT_OUTLINES
+
     # An unused `# noqa` in one file may follow from a finding anywhere: every file is checked.
-    partial_run = incremental.plan(store("incremental"), salt, released, moved=keep.moved(),
-                                   import_outlines=IMPORT_OUTLINES, every_file=options.recompute) \
-        if salt and not options.report_unused_noqa else None
-    # The rules checked over every file in full when a run recomputes a few (incremental.py).
+    if not salt or options.report_unused_noqa:
+        return None
+    return incremental.plan(store("incremental"), salt, released, moved=keep.moved(),
+                            import_outlines=IMPORT_OUTLINES, every_file=options.recompute)
+
+
+def _checked_over_the_whole_project(partial_run: Any) -> set[str]:
+    """The rules checked over every file in full when a run recomputes a few (incremental.py)."""
+    from sglang_contracts.contracts.base import IMPORTS_ANYWHERE, MEMBERS_ANYWHERE, WHOLE_PROJECT
+
     whole = set(WHOLE_PROJECT)
-    if partial_run is not None and partial_run.imports_edited:
+    if partial_run is None:
+        return whole
+    if partial_run.imports_edited:
         whole |= IMPORTS_ANYWHERE
-    if partial_run is not None and partial_run.members_edited:
+    if partial_run.members_edited:
         whole |= MEMBERS_ANYWHERE
-    context = CheckContext(project=released, old=old, new=new,
-                           report_unresolved=options.report_unresolved, settings=options.settings,
-                           releases_memo=keep.releases_memo(old, new),
-                           placeless_memo=keep.placeless_memo(old, new),  # after the plan: see ResidentEngine
-                           files_memo=keep.files_memo(salt, _setup_py_state(root, released)), serving=serving)
+    return whole
+
+
+def _found(context: Any, codes: list[str], whole: set[str], partial_run: Any, checks_in_two: bool,
+           problems: list[Problem]) -> set[Diagnostic]:
+    """What the checks find: on every file, or (a partial run) the local rules on the files recomputed."""
+    from sglang_contracts.contracts.base import run_checks, run_checks_in_two
+
+    if partial_run is not None and not partial_run.full:
+        return _found_in_part(context, codes, whole, partial_run, checks_in_two, problems)
+    if checks_in_two:
+        return run_checks_in_two(context, codes, problems)
+    return set(run_checks(context, codes, problems))
+
+
+def _found_in_part(context: Any, codes: list[str], whole: set[str], partial_run: Any, checks_in_two: bool,
+                   problems: list[Problem]) -> set[Diagnostic]:
+    """The rules that read only the recomputed files' own facts (and every file's outline) on
+    those; the others over the whole project (incremental.py)."""
+    from sglang_contracts.check import incremental
+    from sglang_contracts.contracts.base import run_checks, run_parts_in_two
+    from sglang_contracts.analysis.resolve import project_view
+
+    # A class's members changed: the project bases of every class recomputed are checked
+    # again, since a base's method hands the subclass's object to borrowed code (SGC314
+    # at the base's call) and the subclass may be a user of the edited class (a mixin, a
+    # stand-in's class); their other subclasses are read in full for it, not checked.
+    view = project_view(context)
+    bases = view.ancestor_files(partial_run.recomputed)
+    in_full = partial_run.recomputed | bases
+    if partial_run.members_edited:
+        partial_run.recompute(bases)
+        in_full |= view.descendant_files(bases)
+    # The local rules see other files' outlines only: none of the whole project's analyses.
+    local = dataclasses.replace(context, project=incremental.checked_project(context.project, in_full), memo={},
+                                placeless_memo={}, checked=frozenset(partial_run.recomputed))
+    local_codes = [code for code in codes if code not in whole]
+    whole_codes = [code for code in codes if code in whole]
+    if checks_in_two:  # the whole project's rules in a forked copy meanwhile
+        found = run_parts_in_two((local, local_codes), (context, whole_codes), problems)
+    else:
+        found = set(run_checks(local, local_codes, problems))
+        found.update(run_checks(context, whole_codes, problems))
+    local.memo.clear()
+    return found
+
+
+def _merged_and_recorded(store: Callable[[str], JsonCache], partial_run: Any, diagnostics: list[Diagnostic],
+                         whole: set[str], touched: dict[str, set[str]]
+                         ) -> tuple[list[Diagnostic], dict[str, set[str]]]:
+    """With an incremental plan: the last run's findings of the files not checked again merged
+    in, and the result recorded for the next run (incremental.py)."""
+    from sglang_contracts.check import incremental
+
+    if not partial_run:
+        return diagnostics, touched
+    diagnostics, touched = incremental.merged(partial_run, diagnostics, whole, touched)
+    incremental.save(store("incremental"), partial_run, diagnostics, touched)
+    return diagnostics, touched
+
+
+def _active_codes(active: Callable[[str, str], bool]) -> list[str]:
+    """The rules the run checks: those of the catalog the configuration selects."""
+    from sglang_contracts.diagnostics.catalog import load_catalog
+    from sglang_contracts.contracts.base import CHECKS
+
     catalog = load_catalog()
-    active = partial(code_active, select=options.select, ignore=options.ignore,
-                     per_file_ignores=options.per_file_ignores)
-    codes = [code for code in CHECKS if code in catalog and active(code, "")]
+    return [code for code in CHECKS if code in catalog and active(code, "")]
 
-    def recorded(relpath: str) -> bool:
-        return not _excluded(relpath, options.exclude)
 
-    def reported(relpath: str) -> bool:
-        return _under_any(root / relpath, wanted) and recorded(relpath)
+def _index_problems(project: ProjectIndex) -> list[Problem]:
+    """What the project's index could not read or analyse: of the project, then of each file."""
+    return [*project.problems, *(f.problem for f in project.files.values() if f.problem)]
 
-    text = ProjectText(root)
-    noqa = NoqaIndex(project.files, text)
-    problems: list[Problem] = []
-    with collecting_problems() as noted:  # what the readers of non-Python files could not read
-        # Before the checks, in this process: the forked copy that runs the closure's rules reads it.
-        closures = _closures(context, store) if old.release.short != new.release.short else None
-        if partial_run is not None and not partial_run.full:
-            # The rules that read only the recomputed files' own facts (and every file's
-            # outline) on those; the others over the whole project (incremental.py).
-            # A class's members changed: the project bases of every class recomputed are checked
-            # again, since a base's method hands the subclass's object to borrowed code (SGC314
-            # at the base's call) and the subclass may be a user of the edited class (a mixin, a
-            # stand-in's class); their other subclasses are read in full for it, not checked.
-            view = project_view(context)
-            bases = view.ancestor_files(partial_run.recomputed)
-            in_full = partial_run.recomputed | bases
-            if partial_run.members_edited:
-                partial_run.recompute(bases)
-                in_full |= view.descendant_files(bases)
-            # The local rules see other files' outlines only: none of the whole project's analyses.
-            local = dataclasses.replace(context, project=incremental.checked_project(released, in_full), memo={},
-                                        placeless_memo={}, checked=frozenset(partial_run.recomputed))
-            local_codes = [code for code in codes if code not in whole]
-            whole_codes = [code for code in codes if code in whole]
-            if keep.checks_in_two:  # the whole project's rules in a forked copy meanwhile
-                found = run_parts_in_two((local, local_codes), (context, whole_codes), problems)
-            else:
-                found = set(run_checks(local, local_codes, problems))
-                found.update(run_checks(context, whole_codes, problems))
-            local.memo.clear()
-        elif keep.checks_in_two:
-            found = run_checks_in_two(context, codes, problems)
-        else:
-            found = set(run_checks(context, codes, problems))
-    context.memo.clear()  # the checks' shared analyses: what follows needs none of them
-    # Which files the bump touches, by this run's findings before any is suppressed; the
-    # SGC801/SGC803 of the others are left out once the last run's findings are merged in.
-    touched = bump_touched(found)
-    bump = old.release.short != new.release.short
-    if bump and partial_run is None:  # no record to keep them for: left out before a `# noqa` can count as used (SGC010)
-        found = set(bump_noise_filtered(found, touched))
-    problems = [*project.problems, *(f.problem for f in project.files.values() if f.problem),
-                *_upstream_problems(project, [old, new]), *noted, *problems]
-    found.update(problem_diagnostics(problems, root))
+
+def _enriched(diagnostics: list[Diagnostic], severity: dict[str, str], text: ProjectText, old: UpstreamModel,
+              new: UpstreamModel) -> list[Diagnostic]:
+    """Each finding at its configured severity, with what every report can use (enrich)."""
+    return [enrich(override_severity(d, severity), text, old, new) for d in diagnostics]
+
+
+def _unsuppressed(found: set[Diagnostic], options: CheckOptions, active: Callable[[str, str], bool],
+                  recorded: Callable[[str], bool], noqa: NoqaIndex) -> list[Diagnostic]:
+    """The findings the configuration keeps and no `# noqa` suppresses, in report order, and
+    the unused `# noqa` comments when asked for."""
     diagnostics = [
         d for d in sorted(found, key=Diagnostic.sort_key)
         if active(d.code, d.path) and recorded(d.path) and not noqa.suppresses(d)
     ]
     if options.report_unused_noqa:
-        diagnostics += [d for d in noqa.unused(active, recorded) if active(UNUSED_NOQA, d.path) and not noqa.suppresses(d)]
-    diagnostics = [enrich(override_severity(d, options.severity), text, old, new) for d in diagnostics]
-    if partial_run:
-        diagnostics, touched = incremental.merged(partial_run, diagnostics, whole, touched)
-        incremental.save(store("incremental"), partial_run, diagnostics, touched)
-    if bump and partial_run is not None:
-        diagnostics = bump_noise_filtered(diagnostics, touched)
-    if serving.served:  # after the record is kept: an edit of the choice alone changes what is judged
-        diagnostics = judged_as_served(diagnostics, serving, old.release.short, new.release.short)
-    diagnostics = [d for d in diagnostics if reported(d.path)]
-    _require_loaded(project, old)
-    delta = _delta(options.sglang_repo, project, old, new) if options.sglang_repo is not None else None
-    return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta,
-                       closure_delta=closures)
+        diagnostics += [d for d in noqa.unused(active, recorded)
+                        if active(UNUSED_NOQA, d.path) and not noqa.suppresses(d)]
+    return diagnostics
 
 
 def _closures(context: Any, store: Callable[[str], JsonCache]) -> ClosureDelta | None:
@@ -524,6 +651,8 @@ def _closures(context: Any, store: Callable[[str], JsonCache]) -> ClosureDelta |
     between them; a bug in computing them costs the closure's rules and section, not the run."""
     from sglang_contracts.contracts.dependencies import compute_closures
 
+    if context.old.release.short == context.new.release.short:  # no bump: nothing moves
+        return None
     try:
         found = compute_closures(context, store("closure"))
     except ContractsError:
@@ -636,13 +765,23 @@ def _upstream_problems(project: ProjectIndex, models: list[UpstreamModel]) -> li
     found = []
     for model in models:
         for module, stage, error, internal in model.problems():
-            sites = [(facts.path, fact.position) for facts in project.files.values() for fact in facts.imports
-                     if fact.module == module or fact.binds == module]
-            for path, position in sites or [("", None)]:
+            for path, position in _import_sites(project, module) or [("", None)]:
                 found.append(Problem(path, position.line if position else 1, position.col if position else 1,
                                      stage, error, internal, module=module))
-    # Modules the project's patch stack leaves unanalysable, read as released: once at the patch
-    # that breaks the module, naming the releases where it does (and why, where they differ).
+    found += _broken_by_the_patches(models)
+    return found
+
+
+def _import_sites(project: ProjectIndex, module: str) -> list[tuple[str, Any]]:
+    """Where the project imports `module` (or binds it): (path, position) of each import."""
+    return [(facts.path, fact.position) for facts in project.files.values() for fact in facts.imports
+            if fact.module == module or fact.binds == module]
+
+
+def _broken_by_the_patches(models: list[UpstreamModel]) -> list[Problem]:
+    """Modules the project's patch stack leaves unanalysable, read as released: once at the patch
+    that breaks the module, naming the releases where it does (and why, where they differ)."""
+    found = []
     broken: dict[tuple[str, int, str], tuple[list[str], list[str]]] = {}
     for model in models:
         blame = getattr(model.tree, "breaking_patches", None)
@@ -658,18 +797,12 @@ def _upstream_problems(project: ProjectIndex, models: list[UpstreamModel]) -> li
     return found
 
 
-def _delta(repo: Path, project: ProjectIndex, old: UpstreamModel, new: UpstreamModel) -> UpstreamDelta | None:
-    """The upstream delta behind the project's contracts, when both releases are refs of the clone."""
-    if old.release.ref is None or new.release.ref is None:
+def _delta(repo: Path | None, project: ProjectIndex, old: UpstreamModel,
+           new: UpstreamModel) -> UpstreamDelta | None:
+    """The upstream delta behind the project's contracts, when both releases are refs of a clone (`repo`)."""
+    if repo is None or old.release.ref is None or new.release.ref is None:
         return None
-    files = set()
-    for facts in project.files.values():
-        for fact in facts.imports:
-            for name in (fact.module, fact.target):
-                for model in (old, new):
-                    record = model.module(name) if is_upstream(name) else None
-                    if record is not None and record.relpath:
-                        files.add(record.relpath)
+    files = _imported_release_files(project, (old, new))
     from git import GitCommandError  # GitPython costs 40 ms to import; only clones need it
 
     from sglang_contracts.upstream.delta import upstream_delta
@@ -679,6 +812,24 @@ def _delta(repo: Path, project: ProjectIndex, old: UpstreamModel, new: UpstreamM
     except (ContractsError, GitCommandError):  # context for a reviewer: never worth losing the report over
         return None
 
+
+
+def _imported_release_files(project: ProjectIndex, models: tuple[UpstreamModel, ...]) -> set[str]:
+    """The releases' files of the upstream modules the project imports (from), in any of `models`."""
+    files = set()
+    for facts in project.files.values():
+        for fact in facts.imports:
+            for name in (fact.module, fact.target):
+                files.update(_release_files(name, models))
+    return files
+
+
+def _release_files(name: str, models: tuple[UpstreamModel, ...]) -> list[str]:
+    """The file of module `name` in each of `models` that has it."""
+    if not is_upstream(name):
+        return []
+    records = [model.module(name) for model in models]
+    return [record.relpath for record in records if record is not None and record.relpath]
 
 
 def _under_any(path: Path, folders: list[Path]) -> bool:
@@ -701,20 +852,27 @@ def enrich(d: Diagnostic, text: ProjectText, old: UpstreamModel, new: UpstreamMo
     line = text.line(d.path, d.line)
     changes: dict[str, Any] = {}
     if d.end_line is None and d.symbol:
-        match = IDENTIFIER_AT.match(line, max(d.col - 1, 0))
-        if match:
-            parts = d.symbol.split(".")
-            for start in range(len(parts)):
-                suffix = ".".join(parts[start:])
-                if match.group().startswith(suffix):
-                    changes.update(end_line=d.line, end_col=d.col + len(suffix))
-                    break
+        changes.update(_symbol_span(d, line))
     if d.old is None and d.new is None and is_upstream(d.symbol):
         changes.update(old=_symbol_facts(old, d.symbol), new=_symbol_facts(new, d.symbol))
     if not d.fingerprint:
         key = "\0".join([d.code, d.path, d.symbol, _collapsed(line)])
         changes["fingerprint"] = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
     return dataclasses.replace(d, **changes) if changes else d
+
+
+def _symbol_span(d: Diagnostic, line: str) -> dict[str, int]:
+    """The end of the reported span where `line` shows the symbol's name (its longest dotted
+    suffix) at the finding's position; nothing where it does not."""
+    match = IDENTIFIER_AT.match(line, max(d.col - 1, 0))
+    if not match:
+        return {}
+    parts = d.symbol.split(".")
+    for start in range(len(parts)):
+        suffix = ".".join(parts[start:])
+        if match.group().startswith(suffix):
+            return {"end_line": d.line, "end_col": d.col + len(suffix)}
+    return {}
 
 
 # A line longer than this enters a fingerprint by its digest (see _collapsed).

@@ -49,16 +49,21 @@ class Diagnostic:
         """A finding a record kept (to_json's); TypeError for one of another shape (a record's
         reader then computes it again rather than fail later on a message that is a number)."""
         diagnostic = cls(**{key: value for key, value in data.items() if key not in ("surface", "data")})
-        if not (all(type(getattr(diagnostic, name)) is str for name in _TEXTS)
-                and all(type(getattr(diagnostic, name)) is int for name in ("line", "col"))
-                and all(type(value) in (int, type(None)) for value in (diagnostic.end_line, diagnostic.end_col))
-                and all(type(value) in (dict, type(None)) for value in (diagnostic.old, diagnostic.new))
-                and type(diagnostic.grouped_under) in (str, type(None))):
+        if not _of_the_kept_shape(diagnostic):
             raise TypeError("a kept finding of another shape")
         return diagnostic
 
 
 _TEXTS = ("path", "code", "severity", "message", "symbol", "fingerprint")
+
+
+def _of_the_kept_shape(diagnostic: Diagnostic) -> bool:
+    """Whether each field of a finding read back has the type to_json gives it."""
+    return (all(type(getattr(diagnostic, name)) is str for name in _TEXTS)
+            and all(type(getattr(diagnostic, name)) is int for name in ("line", "col"))
+            and all(type(value) in (int, type(None)) for value in (diagnostic.end_line, diagnostic.end_col))
+            and all(type(value) in (dict, type(None)) for value in (diagnostic.old, diagnostic.new))
+            and type(diagnostic.grouped_under) in (str, type(None)))
 
 
 def finding(code: str, facts: FileFacts, position: Position, symbol: str, *,

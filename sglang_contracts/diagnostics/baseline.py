@@ -15,7 +15,7 @@ import stat
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from sglang_contracts.infra.cache import atomic_write_bytes
 from sglang_contracts.diagnostics import Diagnostic
@@ -43,17 +43,7 @@ class Entry:
 
 
 def read_baseline(path: Path) -> list[Entry]:
-    try:
-        data = json.loads(read_limited(path))
-    except Unreadable as error:
-        raise UsageError(f"{path}: cannot read the baseline ({error.reason})") from None
-    except (ValueError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path}: the baseline is not valid JSON ({error})") from None
-    except RecursionError:
-        raise UsageError(f"{path}: the baseline is not valid JSON (nested too deeply)") from None
-    findings = data.get("findings") if isinstance(data, dict) else None
-    if not isinstance(findings, list):
-        raise UsageError(f"{path}: not a sglang-contracts baseline (no \"findings\" list)")
+    findings = _baseline_findings(path)
     entries = []
     for number, raw in enumerate(findings, start=1):
         if not isinstance(raw, dict) or not all(isinstance(raw.get(key, ""), str) for key in FIELDS) \
@@ -66,6 +56,22 @@ def read_baseline(path: Path) -> list[Entry]:
     return entries
 
 
+def _baseline_findings(path: Path) -> list:
+    """The baseline file's "findings" list, as JSON has it; a UsageError for any other file."""
+    try:
+        data = json.loads(read_limited(path))
+    except Unreadable as error:
+        raise UsageError(f"{path}: cannot read the baseline ({error.reason})") from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: the baseline is not valid JSON ({error})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: the baseline is not valid JSON (nested too deeply)") from None
+    findings = data.get("findings") if isinstance(data, dict) else None
+    if not isinstance(findings, list):
+        raise UsageError(f"{path}: not a sglang-contracts baseline (no \"findings\" list)")
+    return findings
+
+
 def match(diagnostics: list[Diagnostic], entries: list[Entry]) -> tuple[list[Diagnostic], dict[int, Entry], list[Entry]]:
     """(diagnostics no entry accepts, index of each accepted diagnostic -> its entry, unused entries)."""
     by_fingerprint: dict[tuple, list[Entry]] = defaultdict(list)
@@ -73,22 +79,25 @@ def match(diagnostics: list[Diagnostic], entries: list[Entry]) -> tuple[list[Dia
     for entry in entries:
         by_fingerprint[(entry.code, entry.path, entry.symbol, entry.fingerprint)].append(entry)
     accepted: dict[int, Entry] = {}
-    for index, d in enumerate(diagnostics):
-        bucket = by_fingerprint.get((d.code, d.path, d.symbol, d.fingerprint))
-        if bucket:
-            accepted[index] = bucket.pop(0)
+    _accept(diagnostics, accepted, by_fingerprint, lambda d: (d.code, d.path, d.symbol, d.fingerprint))
     for bucket in by_fingerprint.values():
         for entry in bucket:
             by_symbol[(entry.code, entry.path, entry.symbol)].append(entry)
-    for index, d in enumerate(diagnostics):
-        if index in accepted:
-            continue
-        bucket = by_symbol.get((d.code, d.path, d.symbol))
-        if bucket:
-            accepted[index] = bucket.pop(0)
+    _accept(diagnostics, accepted, by_symbol, lambda d: (d.code, d.path, d.symbol))
     new = [d for index, d in enumerate(diagnostics) if index not in accepted]
     unused = [entry for bucket in by_symbol.values() for entry in bucket]
     return new, accepted, unused
+
+
+def _accept(diagnostics: list[Diagnostic], accepted: dict[int, Entry], buckets: dict[tuple, list[Entry]],
+            key: Callable[[Diagnostic], tuple]) -> None:
+    """Each diagnostic not yet `accepted` takes the first entry left in its bucket (by `key`), if any."""
+    for index, d in enumerate(diagnostics):
+        if index in accepted:
+            continue
+        bucket = buckets.get(key(d))
+        if bucket:
+            accepted[index] = bucket.pop(0)
 
 
 def write_baseline(path: Path, diagnostics: list[Diagnostic], previous: list[Entry]) -> int:

@@ -195,16 +195,25 @@ def load_rule(path: Path) -> Rule:
         )
     except (KeyError, TypeError, AttributeError, tomllib.TOMLDecodeError) as error:
         raise ContractsError(f"{path}: malformed rule entry ({error!r})") from None
+    _refuse_inconsistent(rule, path)
+    return rule
+
+
+def _refuse_inconsistent(rule: Rule, path: Path) -> None:
+    """A ContractsError for an entry whose code, severity, group or fix do not fit together."""
     if rule.severity not in SEVERITIES or path.stem != rule.code:
         raise ContractsError(f"{path}: code must match the file name and severity be error or warning")
     if rule.group not in SURFACES or not rule.code.startswith(SURFACES[rule.group].family):
         raise ContractsError(f"{path}: group must be one of {', '.join(SURFACES)}, whose code family"
                              f" ({', '.join(s.family for s in SURFACES.values())}) the code is in")
+    _refuse_inconsistent_fix(rule, path)
+
+
+def _refuse_inconsistent_fix(rule: Rule, path: Path) -> None:
     if rule.fix is not None and (rule.fix not in FIX_SAFETIES or not rule.fix_description):
         raise ContractsError(f"{path}: fix must be \"safe\" or \"unsafe\", with a fix_description")
     if rule.fix_safe_when and rule.fix != "unsafe":
         raise ContractsError(f"{path}: fix_safe_when belongs to a rule whose fix is unsafe")
-    return rule
 
 
 def _examples(path: Path) -> tuple[tuple[Example, ...], tuple[FixExample, ...]]:
@@ -262,14 +271,20 @@ def explanation(code: str) -> str:
         out.append(f"Safe, without --unsafe-fixes, when: {entry.fix_safe_when}\n")
     out.append(f"Why:\n{why}\n\nMessage: {entry.message}\nReference: {entry.reference}")
     for example in entry.examples:
-        out.append(f"\nExample: {example.title}" + (" (the pin alone: --old X --new X)" if example.pin_alone else ""))
-        releases = (("sglang", example.old),) if example.pin_alone else (("old sglang", example.old), ("new sglang", example.new))
-        for label, files in (*releases, ("project", example.project)):
-            for path, text in files.items():
-                out.append(f"  [{label}] {path}:")
-                out.extend(f"    {line}" for line in text.strip("\n").splitlines())
-        out.append("  reports: " + (", ".join(map(example.shown, example.expect)) if example.expect else "nothing"))
+        out += _example_lines(example)
     return "\n".join(out)
+
+
+def _example_lines(example: Example) -> list[str]:
+    """An example as `explain` shows it: its files by release, then what it reports."""
+    out = [f"\nExample: {example.title}" + (" (the pin alone: --old X --new X)" if example.pin_alone else "")]
+    releases = (("sglang", example.old),) if example.pin_alone else (("old sglang", example.old), ("new sglang", example.new))
+    for label, files in (*releases, ("project", example.project)):
+        for path, text in files.items():
+            out.append(f"  [{label}] {path}:")
+            out.extend(f"    {line}" for line in text.strip("\n").splitlines())
+    out.append("  reports: " + (", ".join(map(example.shown, example.expect)) if example.expect else "nothing"))
+    return out
 
 
 def split_what_to_do(description: str) -> tuple[str, str]:

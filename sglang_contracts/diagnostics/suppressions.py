@@ -10,7 +10,7 @@ import dataclasses
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from sglang_contracts.diagnostics import Diagnostic, code_selected, longest_prefix
 from sglang_contracts.infra.files import Unreadable, read_text_limited
@@ -83,7 +83,6 @@ class NoqaIndex:
         blanket `# noqa` may be there for another tool and is never reported.
         """
         from sglang_contracts.diagnostics.catalog import rule
-        from sglang_contracts.project.scanner import NOQA
 
         entry = rule(UNUSED_NOQA)
         for relpath, facts in sorted(self.files.items()):
@@ -92,15 +91,20 @@ class NoqaIndex:
             for line, codes in sorted(facts.noqa.items()):
                 unused = [code for code in codes or [] if code.startswith("SGC") and active(code, relpath)
                           and (relpath, line, code) not in self.used]
-                if not unused:
-                    continue
-                match = NOQA.search(self.text.line(relpath, line))
-                col = match.start() + 1 if match else 1
-                yield Diagnostic(
-                    path=relpath, line=line, col=col, code=UNUSED_NOQA, severity=entry.severity,
-                    message=entry.render({"codes": ", ".join(unused), "symbol": ""}), symbol="",
-                    end_line=line if match else None, end_col=match.end() + 1 if match else None,
-                )
+                if unused:
+                    yield self._unused_noqa_finding(entry, relpath, line, unused)
+
+    def _unused_noqa_finding(self, entry: Any, relpath: str, line: int, unused: list[str]) -> Diagnostic:
+        """The SGC010 finding for the `unused` codes of the `# noqa` comment on the line, at the comment."""
+        from sglang_contracts.project.scanner import NOQA
+
+        match = NOQA.search(self.text.line(relpath, line))
+        col = match.start() + 1 if match else 1
+        return Diagnostic(
+            path=relpath, line=line, col=col, code=UNUSED_NOQA, severity=entry.severity,
+            message=entry.render({"codes": ", ".join(unused), "symbol": ""}), symbol="",
+            end_line=line if match else None, end_col=match.end() + 1 if match else None,
+        )
 
 
 def matches_path(relpath: str, pattern: str) -> bool:

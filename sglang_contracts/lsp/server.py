@@ -182,21 +182,7 @@ class ContractsServer(LanguageServer):
             return f"internal error: {type(error).__name__}: {error}"
         self.last_result = result  # what code actions fix
         self.last_run = (paths, options, buffers)
-        root = result.project.root
-        texts: dict[str, list[str]] = {}
-        by_uri: dict[str, list[types.Diagnostic]] = {}
-        for finding in result.diagnostics:
-            path = root / finding.path
-            if finding.path not in texts:
-                data = buffers.get(os.path.realpath(path))
-                try:
-                    texts[finding.path] = (data or read_limited(path, within=root)).decode("utf-8", "replace").splitlines()
-                except Unreadable:
-                    texts[finding.path] = []
-            lines = texts[finding.path]
-            line_text = lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
-            by_uri.setdefault(from_fs_path(str(path)), []).append(lsp_diagnostic(finding, line_text))
-        return by_uri
+        return _by_uri(result, buffers)
 
     def _replayed(self) -> bool:
         return self.last_result is not None and self.last_result.replayed_files_with_contracts is not None
@@ -392,3 +378,23 @@ def main() -> int:
     # pygls closes standard output with the connection; what runs after (the CLI's flush) writes nowhere.
     sys.stdout = open(os.devnull, "w")
     return 0
+
+
+def _by_uri(result: Any, buffers: dict[str, bytes]) -> dict[str, list[types.Diagnostic]]:
+    """uri -> the editor's diagnostics of each file with findings, each with its line's text
+    (from the unsaved buffer where there is one)."""
+    root = result.project.root
+    texts: dict[str, list[str]] = {}
+    by_uri: dict[str, list[types.Diagnostic]] = {}
+    for finding in result.diagnostics:
+        path = root / finding.path
+        if finding.path not in texts:
+            data = buffers.get(os.path.realpath(path))
+            try:
+                texts[finding.path] = (data or read_limited(path, within=root)).decode("utf-8", "replace").splitlines()
+            except Unreadable:
+                texts[finding.path] = []
+        lines = texts[finding.path]
+        line_text = lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
+        by_uri.setdefault(from_fs_path(str(path)), []).append(lsp_diagnostic(finding, line_text))
+    return by_uri

@@ -87,10 +87,16 @@ def not_private_reason(folder: Path) -> str | None:
         return f"{folder} belongs to another user (uid {status.st_uid})"
     if status.st_mode & 0o077:
         return f"{folder} may be entered by other users (mode {stat.S_IMODE(status.st_mode):o})"
-    others_write = parent.st_mode & 0o002 or (parent.st_mode & 0o020 and parent.st_gid != os.getgid())
-    if others_write and not parent.st_mode & stat.S_ISVTX:  # the user's own group (umask 002) is theirs
+    if _others_may_rename_in(parent):
         return f"{folder.parent} may be written by other users, who could replace {folder.name}"
     return None
+
+
+def _others_may_rename_in(parent: os.stat_result) -> bool:
+    """Whether other users may write in a folder without its sticky bit (the user's own group,
+    umask 002, is theirs)."""
+    others_write = parent.st_mode & 0o002 or (parent.st_mode & 0o020 and parent.st_gid != os.getgid())
+    return bool(others_write and not parent.st_mode & stat.S_ISVTX)
 
 
 def private(folder: Path) -> bool:
@@ -150,6 +156,13 @@ def ask(path: Path, request: dict[str, Any], timeout: float | None = None) -> di
         return None
 
 
+def _a_check_answer(answer: dict[str, Any] | None) -> bool:
+    """Whether the daemon ran the check and answered as this tool's daemon does: a status, and
+    the output as text."""
+    return not (not answer or answer.get("refused") or type(answer.get("status")) is not int
+                or not all(isinstance(answer.get(name, ""), str) for name in ("stdout", "stderr")))
+
+
 def handed_over(argv: list[str], args: argparse.Namespace) -> int | None:
     """Run `check` on the project's daemon: its exit status, with its output written here;
     None when no daemon took it (then the caller runs it in this process)."""
@@ -167,8 +180,7 @@ def handed_over(argv: list[str], args: argparse.Namespace) -> int | None:
         return None
     answer = ask(path, {"check": argv, "identity": identity, "cwd": str(cwd), "tty": sys.stdout.isatty(),
                         "no_color": bool(os.environ.get("NO_COLOR"))})
-    if (not answer or answer.get("refused") or type(answer.get("status")) is not int
-            or not all(isinstance(answer.get(name, ""), str) for name in ("stdout", "stderr"))):
+    if not _a_check_answer(answer):
         return None  # busy, stale, or no answer at all (or one no daemon of ours gives)
     with standard_output():
         sys.stdout.write(answer.get("stdout", ""))

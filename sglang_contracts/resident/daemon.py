@@ -64,37 +64,55 @@ def daemon_command(args: argparse.Namespace, argv: list[str], command_line: Comm
     if args.action == "serve":
         return Daemon(argv, root, identity, path, args.idle_timeout, command_line).serve()
     shown_root = printable_path(str(root))
-    why = make_private_folder(path.parent) if args.action == "start" else (
-        not_private_reason(path.parent) if os.path.lexists(path.parent) else None)
+    why = _folder_refusal(args.action, path.parent)
     if why:
         print(f"sglang-contracts: error: {printable(why)}: no daemon is started or asked there", file=sys.stderr)
         return 2
     answer = status_answer(ask(path, {"status": True}, timeout=5.0))
     if args.action == "status":
-        if answer is None:
-            print(f"sglang-contracts: no daemon for {shown_root} with these options")
-            return 1
-        print(f"sglang-contracts: daemon {answer['pid']} for {shown_root}: {answer['runs']} checks, "
-              f"idle for {answer['idle']:.0f} s of {answer['idle_timeout']:.0f} s")
-        return 0
+        return _say_status(answer, shown_root)
     if args.action == "stop":
-        if answer is None:
-            # pre-commit's hook runs its own installation of the tool: its daemon is stopped too
-            others = _other_installations(path.parent, identity)
-            for other_socket, other in others:
-                ask(other_socket, {"stop": True}, timeout=5.0)
-                print(f"sglang-contracts: daemon {other['pid']} (of the tool installed at "
-                      f"{printable_path(other['tool'])}) stopped")
-            if not others:
-                print(f"sglang-contracts: no daemon for {shown_root} with these options")
-            return 0 if others else 1
-        ask(path, {"stop": True}, timeout=5.0)
-        print(f"sglang-contracts: daemon {answer['pid']} stopped")
-        return 0
+        return _stop(answer, path, identity, shown_root)
     if answer is not None:
         print(f"sglang-contracts: daemon {answer['pid']} already runs for {shown_root}")
         return 0
     return _start(argv, path, shown_root)
+
+
+def _folder_refusal(action: str, folder: Path) -> str | None:
+    """Why the daemons' folder may not be used: `start` makes it, private, where it is missing;
+    the other actions only read one that exists."""
+    if action == "start":
+        return make_private_folder(folder)
+    return not_private_reason(folder) if os.path.lexists(folder) else None
+
+
+def _say_status(answer: dict[str, Any] | None, shown_root: str) -> int:
+    """`daemon status`: 0 when a daemon serves the root with these options, 1 else."""
+    if answer is None:
+        print(f"sglang-contracts: no daemon for {shown_root} with these options")
+        return 1
+    print(f"sglang-contracts: daemon {answer['pid']} for {shown_root}: {answer['runs']} checks, "
+          f"idle for {answer['idle']:.0f} s of {answer['idle_timeout']:.0f} s")
+    return 0
+
+
+def _stop(answer: dict[str, Any] | None, path: Path, identity: str, shown_root: str) -> int:
+    """`daemon stop`: the daemon at `path` (its status `answer`), or else those of the tool's
+    other installations for the same root and options; 1 when there was none."""
+    if answer is not None:
+        ask(path, {"stop": True}, timeout=5.0)
+        print(f"sglang-contracts: daemon {answer['pid']} stopped")
+        return 0
+    # pre-commit's hook runs its own installation of the tool: its daemon is stopped too
+    others = _other_installations(path.parent, identity)
+    for other_socket, other in others:
+        ask(other_socket, {"stop": True}, timeout=5.0)
+        print(f"sglang-contracts: daemon {other['pid']} (of the tool installed at "
+              f"{printable_path(other['tool'])}) stopped")
+    if not others:
+        print(f"sglang-contracts: no daemon for {shown_root} with these options")
+    return 0 if others else 1
 
 
 def status_answer(answer: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -293,22 +293,30 @@ class ResidentEngine(Fresh):
         if self._index is not None:  # only the facts the index holds now can be compared again
             files = self._index[1].files
             self._placeless = {rel: kept for rel, kept in self._placeless.items() if files.get(rel) is kept[0]}
+        self._drop_unused_releases_and_files()
+        self._models = {}
+        if self._given is not None and self._keeps_models(*self._given):
+            key, pair = self._given
+            self._models[key] = pair
+        self._releases_memos = {key: memo for key, memo in self._releases_memos.items() if key in self._models}
+        if self._placeless_memo is not None and self._placeless_memo[0] not in self._models:
+            self._placeless_memo = None
+
+
+    def _drop_unused_releases_and_files(self) -> None:
+        """The releases this run did not ask for and the files it did not read are let go."""
         for key in self._releases.keys() - self._asked:
             del self._releases[key]
         for name in self._files.keys() - self._read:
             del self._files[name]
-        self._models = {}
-        if self._given is not None:
-            key, pair = self._given
-            kept = {id(release) for release in self._releases.values()}
-            # A pair that met a module it could not read, or one the stack left unanalysable,
-            # is not kept: a fresh run reports only the modules it reaches.
-            if key[0] in kept and key[1] in kept and not any(model.problems() or model.read_as_released
-                                                             for model in pair):
-                self._models[key] = pair
-        self._releases_memos = {key: memo for key, memo in self._releases_memos.items() if key in self._models}
-        if self._placeless_memo is not None and self._placeless_memo[0] not in self._models:
-            self._placeless_memo = None
+
+    def _keeps_models(self, key: tuple, pair: tuple) -> bool:
+        """Whether the models this run was given are kept: both releases are, and neither model
+        met a module it could not read, or one the stack left unanalysable (a fresh run reports
+        only the modules it reaches)."""
+        kept = {id(release) for release in self._releases.values()}
+        return key[0] in kept and key[1] in kept and not any(model.problems() or model.read_as_released
+                                                             for model in pair)
 
 
 def _read_state(root: Path, rows: list[str], may_read: Callable[[str], bool]) -> tuple[str, str]:
