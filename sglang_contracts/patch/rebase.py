@@ -20,7 +20,9 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Callable
 
@@ -34,7 +36,7 @@ from sglang_contracts.infra.markdown import code, code_block, inline, plain
 from sglang_contracts.infra.output import standard_output, write_file, writing
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
 from sglang_contracts.patch.classify import change_of, read_patch
-from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, unsafe_path_reason
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, split_lines, unsafe_path_reason
 from sglang_contracts.sources.base import Release
 
 CARRIED = "carried"  # applies on B as it is (at an offset)
@@ -187,6 +189,42 @@ def conflict_texts(merged: str) -> tuple[str, str, str]:
         elif state is not None:
             parts[state].append(line)
     return "".join(parts["base"]), "".join(parts["ours"]), "".join(parts["theirs"])
+
+
+def _significant_lines(lines: list[str]) -> list[str]:
+    """The lines that say something (stripped; not blank, not a lone bracket or keyword)."""
+    return [line.strip() for line in lines if len(line.strip()) >= 8 and any(c.isalnum() for c in line)]
+
+
+def upstream_has_it(hunk: Hunk, base: str, b_text: str, near: int) -> int | None:
+    """Where B already holds what the hunk adds, or None: every line it adds that says
+    something is one upstream added between A (`base`, with the patch's earlier hunks) and B
+    (the same line, or one that differs by a character or two: `.shape` for `tuple(.shape)`),
+    within a hunk's length of `near` (0-based: where the three-way merge puts the hunk), and
+    every line it removes is gone from B. Merged, they would be there twice (slime's
+    `and "zero" not in weight_name` inside and outside the parenthesis). The 0-based line of
+    B where the first of them is."""
+    added = _significant_lines(hunk.added)
+    if sum(map(len, added)) < 24:  # too little to tell upstream's lines from a coincidence
+        return None
+    b_lines = [line.strip() for line in split_lines(b_text)]
+    a_counts, b_counts = Counter(line.strip() for line in split_lines(base)), Counter(b_lines)
+    gained, lost = b_counts - a_counts, a_counts - b_counts
+    for line in _significant_lines(hunk.removed):  # upstream removed them too
+        if lost[line] <= 0:
+            return None
+        lost[line] -= 1
+    window = len(hunk.body) + 8
+    nearby = [index for index in range(max(0, near - window), min(len(b_lines), near + window + 1))]
+    first = None
+    for line in added:
+        found = line if gained[line] > 0 else next(iter(get_close_matches(line, list(+gained), n=1, cutoff=0.9)), None)
+        at = next((index for index in sorted(nearby, key=lambda i: abs(i - near)) if b_lines[index] == found), None)
+        if found is None or at is None:
+            return None
+        gained[found] -= 1
+        first = at if first is None else min(first, at)
+    return first
 
 
 # -- rebasing --------------------------------------------------------------------------------
@@ -356,37 +394,58 @@ class _Rebaser:
                     rebased.hunks.append((hunk, False))
                     continue
             before = on_b.text()
+            # A context that matches several places of B (blank lines, a `def` every class has):
+            # git takes the one nearest the header's line, which can be another class; where the
+            # three-way merge puts it, by the whole file's alignment, is the place (rebasecmp).
+            ambiguous = placed_on_a and on_b.places(hunk) > 1
             at = on_b.apply(hunk)
+            note = ""
             if at is not None:
-                offset = at + 1 - hunk.new_start
-                outcomes.append(made(CARRIED, f"offset {offset:+d}" if offset else "", at=at + 1))
-                rebased.hunks.append((hunk, False))
-                continue
-            already = Image(before).find(hunk.reversed())
-            if already is not None:
-                outcomes.append(made(DROPPED, f"{self.new.short} has its lines at {path}:{already + 1}", at=already + 1))
-                rebased.hunks.append((hunk, False))
-                continue
-            if not placed_on_a:
-                if a_text is None:
-                    outcomes.append(made(NOT_ON_OLD, f"{self.old.short} has no {file.path}: the patch is not against it"))
-                else:
-                    outcomes.append(made(NOT_ON_OLD, f"it does not apply on {self.old.short} either: "
-                                                     f"{what_changed(base, hunk)}"))
-                continue
+                merged, conflicts = self.merger.merge(on_a.text(), base, before) if ambiguous else (on_b.text(), 0)
+                if not conflicts and merged == on_b.text():
+                    offset = at + 1 - hunk.new_start
+                    detail = f"offset {offset:+d}" if offset else ""
+                    if ambiguous:
+                        detail += ("; " if detail else "") + "its context matches several places, and the three-way " \
+                                  "merge puts it at the same one"
+                    outcomes.append(made(CARRIED, detail, at=at + 1))
+                    rebased.hunks.append((hunk, False))
+                    continue
+                on_b = Image(before)
+                note = f"its context matches several places: git apply would put it at {path}:{at + 1}, which the " \
+                       "three-way merge of the whole file does not; "
+            else:
+                already = Image(before).find(hunk.reversed())
+                if already is not None:
+                    outcomes.append(made(DROPPED, f"{self.new.short} has its lines at {path}:{already + 1}",
+                                         at=already + 1))
+                    rebased.hunks.append((hunk, False))
+                    continue
+                if not placed_on_a:
+                    outcomes.append(made(NOT_ON_OLD, f"{self.old.short} has no {file.path}: the patch is not against it"
+                                         if a_text is None else f"it does not apply on {self.old.short} either: "
+                                         f"{what_changed(base, hunk)}"))
+                    continue
             merged, conflicts = self.merger.merge(on_a.text(), base, before)
+            upstream = upstream_has_it(hunk, base, before, _first_difference(before, merged) - 1)
+            if upstream is not None:
+                outcomes.append(made(DROPPED, f"{note}{self.new.short} already has the lines it adds (upstream added "
+                                              f"them, at {path}:{upstream + 1}): merged, they would be there twice",
+                                     at=upstream + 1))
+                rebased.hunks.append((hunk, False))
+                continue
             if conflicts:
-                texts = conflict_texts(merged)
-                outcomes.append(made(CONFLICT, f"{conflicts} conflict{'s' * (conflicts != 1)} in the three-way merge",
-                                     at=_first_difference(before, merged), conflict=texts))
+                outcomes.append(made(CONFLICT, f"{note}{conflicts} conflict{'s' * (conflicts != 1)} in the three-way "
+                                               "merge", at=_first_difference(before, merged),
+                                     conflict=conflict_texts(merged)))
                 rebased.hunks.append((hunk, True))
                 continue
             rebased.hunks.append((hunk, False))
             if merged == before:
-                outcomes.append(made(DROPPED, f"the three-way merge leaves {self.new.short}'s {path} as it is: "
+                outcomes.append(made(DROPPED, f"{note}the three-way merge leaves {self.new.short}'s {path} as it is: "
                                               "it already makes this change"))
                 continue
-            outcomes.append(made(MERGED, "", at=_first_difference(before, merged)))
+            outcomes.append(made(MERGED, note.removesuffix("; "), at=_first_difference(before, merged)))
             on_b = Image(merged)
         if a_text is not None:
             self.a_after[file.path] = on_a.text()
