@@ -1,0 +1,97 @@
+"""What two reviews of `patch rebase` on slime's stack (0.5.13 -> 0.5.15.post1) found wrong, on small
+trees in slime's shape: a hunk whose context is blank lines put in another class, a hunk whose
+added lines upstream already has merged a second time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.patch.stack_project import git_diff, release
+from sglang_contracts.patch.patchfile import parse_patch
+from sglang_contracts.patch.rebase import DROPPED, MERGED, rebase_patch
+from sglang_contracts.sources import open_release
+
+POOL = "sglang/srt/mem_cache/memory_pool_host.py"
+LOGICAL = "class LogicalHostPool:\n    def size(self):\n        return 2\n\n\n"
+GROUP = "class HostPoolGroup:\n    def available_size(self):\n        return 3\n"
+MLA = "class MLATokenToKVPoolHost:\n    def size(self):\n        return 5\n\n\n"
+# slime's release_hicache hunk #8: one blank line of context on each side (its patches have one or two)
+BLANK_CONTEXT_PATCH = f"""diff --git a/python/{POOL} b/python/{POOL}
+--- a/python/{POOL}
++++ b/python/{POOL}
+@@ -4,2 +4,8 @@ class LogicalHostPool:
+ 
++    def release_memory_occupation(self):
++        pass
++
++    def resume_memory_occupation(self):
++        pass
++
+ 
+"""
+
+
+def rebased(tmp_path: Path, a_files: dict[str, str], b_files: dict[str, str], text: str):
+    old = release(tmp_path / "A", "0.5.13", a_files)
+    new = release(tmp_path / "B", "0.5.15.post1", b_files)
+    old_release, new_release = (open_release(str(p), sglang_repo=None, cache=tmp_path / "cache") for p in (old, new))
+    return rebase_patch(parse_patch(text), text, old_release, new_release)
+
+
+def test_a_hunk_whose_context_is_blank_lines_stays_in_its_class(tmp_path: Path) -> None:
+    # B puts a class where LogicalHostPool was: its blank lines are the nearest match of the hunk's
+    result = rebased(tmp_path, {POOL: LOGICAL + GROUP}, {POOL: MLA + LOGICAL + GROUP}, BLANK_CONTEXT_PATCH)
+    [outcome] = result.outcomes
+    assert outcome.verdict == MERGED and "matches several places" in outcome.detail, outcome
+    after = result.files[0].after
+    mla, logical = after.split("class LogicalHostPool:")
+    assert "release_memory_occupation" not in mla
+    assert "def size(self):\n        return 2\n\n    def release_memory_occupation(self):" in logical
+    assert result.verified, result.verification
+
+
+def test_a_hunk_placed_alike_by_git_and_the_merge_is_carried(tmp_path: Path) -> None:
+    result = rebased(tmp_path, {POOL: LOGICAL + GROUP}, {POOL: LOGICAL + GROUP + "\n\n" + MLA}, BLANK_CONTEXT_PATCH)
+    assert [o.verdict for o in result.outcomes] == ["carried"]
+
+
+LOADER = """def load(method, weight_name, loaded_weight):
+    return (
+        loaded_weight.view(-1)
+        if (
+            method
+            in [
+                "CompressedTensorsWNA16MoE",
+            ]
+        )
+        else loaded_weight
+    )
+"""
+
+
+def test_a_hunk_whose_added_line_upstream_added_beside_it_is_dropped_not_merged(tmp_path: Path) -> None:
+    # slime's fused_moe_triton/layer.py: the patch adds the test inside the parenthesis, 0.5.15.post1
+    # one line lower, outside it; the three-way merge is clean and would test it twice
+    patched = LOADER.replace('            ]\n', '            ]\n            and "zero" not in weight_name\n')
+    upstream = LOADER.replace('        )\n        else', '        )\n        and "zero" not in weight_name\n        else')
+    text = git_diff({"sglang/srt/layer.py": LOADER}, {"sglang/srt/layer.py": patched}, tmp_path / "maker")
+    result = rebased(tmp_path, {"sglang/srt/layer.py": LOADER}, {"sglang/srt/layer.py": upstream}, text)
+    [outcome] = result.outcomes
+    assert outcome.verdict == DROPPED and "already has the lines it adds" in outcome.detail, outcome
+    assert outcome.at == 10
+    assert result.files[0].after == upstream
+
+
+def test_an_added_line_upstream_added_far_from_the_hunk_is_merged(tmp_path: Path) -> None:
+    # slime's hiradix_cache.py hunk #2: its one line is one upstream added to another method
+    evict = "def evict(node):\n    node.clear()\n    self._update_leaf_status(node.parent)\n    return 0\n"
+    filler = "".join(f"def step_{i}(x):\n    return x + {i}\n\n\n" for i in range(20))
+    a_text = evict + "\n\n" + filler + "def split(node):\n    node.cut()\n    return node\n"
+    patched = a_text.replace("    self._update_leaf_status(node.parent)\n",
+                             "    self._update_leaf_status(node.parent)\n    self._update_host_leaf_status(node.parent)\n")
+    upstream = a_text.replace("    node.clear()\n", "    node.clear(True)\n").replace(
+        "    node.cut()\n", "    node.cut()\n    self._update_host_leaf_status(node.parent)\n")
+    text = git_diff({"sglang/srt/radix.py": a_text}, {"sglang/srt/radix.py": patched}, tmp_path / "maker")
+    result = rebased(tmp_path, {"sglang/srt/radix.py": a_text}, {"sglang/srt/radix.py": upstream}, text)
+    assert [o.verdict for o in result.outcomes] == [MERGED]
+    assert result.files[0].after.count("self._update_host_leaf_status(node.parent)") == 2
