@@ -34,6 +34,7 @@ from sglang_contracts.infra.display import patch_for, printable, printable_path
 from sglang_contracts.infra.files import read_limited
 from sglang_contracts.infra.markdown import code, code_block, inline, plain
 from sglang_contracts.infra.output import standard_output, write_file, writing
+from sglang_contracts.infra.wording import plural
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
 from sglang_contracts.patch.classify import change_of, read_patch
 from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, split_lines, unsafe_path_reason
@@ -615,6 +616,19 @@ def summary(rebase: Rebase) -> str:
     return f"{len(rebase.outcomes)} hunks: " + ", ".join(f"{n} {v}" for n, v in counts if n)
 
 
+def verification_said(verified: bool, verification: str, left: int) -> str:
+    """`verified: ...` only for a stack with nothing left out: git taking the written patches,
+    which miss the hunks left in conflict, is no verification of the stack (rebasecmp: "verified:
+    yes" beside 43 conflicts, and the stack not importable)."""
+    if not verified:
+        return f"not verified: {verification}"
+    if left:
+        return (f"not verified: {plural(left, 'hunk')} left out of the written patches (resolve "
+                f"{'it' if left == 1 else 'them'}, then rebase again); without {'it' if left == 1 else 'them'}, "
+                f"{verification}")
+    return f"verified: {verification}"
+
+
 def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, skeleton_name: str | None,
                 depth: int = 1) -> str:
     """The upgrade decision log, in markdown: the patch's paths, headers and lines shown as code,
@@ -626,7 +640,9 @@ def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, ske
     if skeleton_name:
         out += [f"Skeleton: {code(skeleton_name)} (class A: the skeleton's hunk; B: the project's extra change on a "
                 "file both patch; C: a file only the project patches).", ""]
-    out += [f"- {plain(summary(rebase))}", f"- verification: {inline(rebase.verification)}", ""]
+    left = sum(o.verdict in LEFT for o in rebase.outcomes)
+    out += [f"- {plain(summary(rebase))}", f"- {inline(verification_said(rebase.verified, rebase.verification, left))}",
+            ""]
     hunk = lambda o: where(o, code)  # noqa: E731
     at = lambda o: f"at {code(f'{o.path}:{o.at}' if o.at is not None else o.path)}"  # noqa: E731  (a new file has no line)
 
@@ -719,8 +735,7 @@ def patch_rebase(args) -> int:
             sys.stdout.write(patch_for(sys.stdout, rebase.patch_text))
     left = sum(o.verdict in LEFT for o in rebase.outcomes)
     unchecked = rebase.count(UNCHECKED)
-    print(printable(f"{name}: verified: {rebase.verification}"
-                    + (f"; {left} hunk{' is' if left == 1 else 's are'} not in it" if left else "")
+    print(printable(f"{name}: {verification_said(rebase.verified, rebase.verification, left)}"
                     + (f"; {unchecked} were carried unchecked" if unchecked else "")), file=sys.stderr)
     if args.tree and left:
         print(printable(f"{name}: resolve the conflicts in {args.tree} (git diff there is the patch)"), file=sys.stderr)
