@@ -15,7 +15,7 @@ from collections import Counter
 from itertools import groupby
 from typing import TYPE_CHECKING, TextIO
 
-from sglang_contracts.diagnostics.catalog import load_catalog, surface_for, surface_order
+from sglang_contracts.diagnostics.catalog import surface_for, surface_order
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.markdown import cell, code, inline, plain
@@ -91,13 +91,16 @@ def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: li
     rest of the surface's findings as bullets, and the command that rebases each patch."""
     lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
     by_patch: dict[str, Counter] = {}
+    copies: dict[str, list[str]] = {}
     for d in diagnostics:
         if d.code in PATCH_HUNKS:
-            by_patch.setdefault(printable_path(repository_path(result, d)), Counter())[d.code] += 1
+            path = printable_path(repository_path(result, d))
+            by_patch.setdefault(path, Counter())[d.code] += 1
+            copies[path] = list(d.data.get("copies") or ())
     for path, counts in sorted(by_patch.items()):
         said = ", ".join(f"{plural(counts[c], 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})"
                          for c in PATCH_HUNKS if counts[c])
-        lines.append(f"- {code(path)}: {said}")
+        lines.append(f"- {code(path)}{_also_in(copies[path])}: {said}")
     others = [d for d in diagnostics if d.code not in PATCH_HUNKS]
     lines += _cut(_bullets(result, others, shown is not None), shown, others, result.new.release.short)
     if by_patch:
@@ -106,6 +109,12 @@ def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: li
                   f"the decisions in the plan: {code(f'sglang-contracts patch rebase --old {old} --new {new}')} "
                   f"(one patch: {code(f'sglang-contracts patch rebase PATCH --old {old} --new {new} --plan PLAN.md')})"]
     return lines + [""]
+
+
+def _also_in(copies: list[str]) -> str:
+    """The folders that keep the same patch, judged once (slime's `v0.5.15.post1/` beside `latest/`)."""
+    folders = sorted({printable_path(path.rsplit("/", 1)[0] + "/") if "/" in path else "./" for path in copies})
+    return f" (judged once; the same file is in {', '.join(code(folder) for folder in folders)})" if folders else ""
 
 
 def _inherited_section(result: "CheckResult", diagnostics: list[Diagnostic], shown: int | None = None) -> list[str]:
@@ -186,7 +195,7 @@ def closure_section(result: "CheckResult") -> list[str]:
     return lines
 
 
-def _checklist(result: "CheckResult") -> list[str]:
+def _checklist(result: "CheckResult", fixes: tuple[int, list[str]]) -> list[str]:
     old, new = plain(result.old.release.short), plain(result.new.release.short)
     where = f" in {code(result.pin.where)}" if result.pin else ""
     counts = Counter(d.severity for d in result.diagnostics)
@@ -194,11 +203,13 @@ def _checklist(result: "CheckResult") -> list[str]:
     target = (f"the SGLang image ({code(result.pin.written)}) to {new}" if image
               else f"Pin {code('sglang==' + result.new.release.short)}")
     items = [f"{'Move ' if image else ''}{target}{where}, and move the pins that mirror SGLang's stack with it"]
-    catalog = load_catalog()
-    fixable = sum(1 for d in result.diagnostics if d.code in catalog and catalog[d.code].fix == "safe")
-    if fixable:
-        items.append(f"Apply the safe fixes ({plural(fixable, 'finding')}): "
-                     f"{code(f'sglang-contracts fix --new {result.new.release.short}')}, and review the diff")
+    fixed, changed = fixes
+    if fixed:
+        shown = ", ".join(code(printable_path(path)) for path in changed[:MAX_PLACES])
+        more = f" and {len(changed) - MAX_PLACES} more" if len(changed) > MAX_PLACES else ""
+        items.append(f"Apply the safe fixes: {code(f'sglang-contracts fix --new {result.new.release.short}')} fixes "
+                     f"{plural(fixed, 'finding')} in {plural(len(changed), 'file')} ({shown}{more}); review the diff, "
+                     "the other findings are by hand")
     if counts["error"]:
         items.append("Fix every error above, or accept it in the baseline with a written justification")
     if counts["warning"]:
@@ -213,17 +224,30 @@ def _checklist(result: "CheckResult") -> list[str]:
     return ["### Before merging", "", *(f"- [ ] {item}" for item in items), ""]
 
 
+def what_fix_writes(result: "CheckResult") -> tuple[int, list[str]]:
+    """The findings `fix` fixes and the files it changes, as `fix --diff` counts them (its
+    first round, nothing written): not the rules' fix class, which counted slime's 18 where fix
+    fixes 9 (a pin a fix refuses, a patch hunk of a past release's folder)."""
+    from sglang_contracts.check.fixes import apply_fixes
+
+    if not any(d.severity != "info" for d in result.diagnostics):
+        return 0, []
+    workspace, fixed, _ = apply_fixes(result, unsafe=False)
+    return len(fixed), sorted(doc.relpath for doc in workspace.documents.values() if doc.changed)
+
+
 def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
     """Every value of the project or the releases shown as code or as prose (infra/markdown).
     Groups are cut to fewer findings each until the whole fits MAX_CHARACTERS."""
+    fixes = what_fix_writes(result)
     for shown in (None, 40, 20, 10, 5, 2, 1, 0):
-        text = _report(result, shown)
+        text = _report(result, shown, fixes)
         if len(text) <= MAX_CHARACTERS:
             break
     out.write(text)
 
 
-def _report(result: "CheckResult", shown: int | None) -> str:
+def _report(result: "CheckResult", shown: int | None, fixes: tuple[int, list[str]]) -> str:
     old, new = plain(result.old.release.short), plain(result.new.release.short)
     diagnostics = result.diagnostics
     lines = [f"## SGLang contracts: {old} → {new}", "", *_pins(result), ""]
@@ -251,5 +275,5 @@ def _report(result: "CheckResult", shown: int | None) -> str:
     lines += _inherited_section(result, [d for d in diagnostics if d.code in INHERITED], shown)
     lines += closure_section(result)
     lines += upstream_delta_section(result)
-    lines += _checklist(result)
+    lines += _checklist(result, fixes)
     return "\n".join(lines).rstrip("\n") + "\n"

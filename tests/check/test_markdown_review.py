@@ -1,0 +1,62 @@
+"""The markdown report read as the bump PR's reviewer would (mdreview on slime, miles and
+sglang-omni): the safe fixes counted as `fix` makes them, patches kept in two folders judged
+once and said so, the upstream change behind most findings named."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tests.helpers import NEW, OLD, PROJECT, markdown_sections
+from sglang_contracts.check.fixes import run_fix
+from sglang_contracts.check.runner import CheckOptions, run_check
+from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.infra.wording import plural
+from sglang_contracts.reporters.markdown import write_markdown
+
+
+@pytest.fixture(scope="module")
+def fixture_result():
+    return run_check([PROJECT], CheckOptions(old=str(OLD), new=str(NEW), use_cache=False))
+
+
+def markdown(result) -> str:
+    class Out(list):
+        write = list.append
+
+    out = Out()
+    write_markdown(result, out)
+    return "".join(out)
+
+
+def test_the_safe_fixes_are_counted_as_fix_makes_them(fixture_result) -> None:
+    """slime's checklist said 18 findings where `fix --diff` fixed 9 (miles 15 vs 5, omni 4 vs 3):
+    it counted the rules' fix class."""
+    would = run_fix([PROJECT], CheckOptions(old=str(OLD), new=str(NEW), use_cache=False), write=False)
+    checklist = markdown_sections(markdown(fixture_result))["Before merging"]
+    assert would.fixed and would.changed
+    said = (f"`sglang-contracts fix --new 0.9.1` fixes {plural(would.fixed, 'finding')} in "
+            f"{plural(len(would.changed), 'file')}")
+    assert said in checklist, checklist
+    assert all(f"`{path}`" in checklist for path in would.changed[:8])
+
+
+def test_no_fix_item_when_fix_would_change_nothing(fixture_result) -> None:
+    result = dataclasses.replace(fixture_result, diagnostics=[d for d in fixture_result.diagnostics
+                                                               if d.code.startswith("SGC3")])
+    assert "Apply the safe fixes" not in markdown(result)
+
+
+def test_a_patch_kept_in_two_folders_is_one_line_naming_both(fixture_result) -> None:
+    copies = ["docker/patch/v0.5.15.post1/sglang.patch"]
+    hunks = [finding_at("SGC901", "docker/patch/latest/sglang.patch", n, 1, "x.py", what=f"hunk #{n} of x.py",
+                        reason="its context changed", old="0.9.0", new="0.9.1", copies=copies) for n in range(3)]
+    result = dataclasses.replace(fixture_result, diagnostics=sorted([*fixture_result.diagnostics, *hunks],
+                                                                    key=Diagnostic.sort_key))
+    patches = next(body for heading, body in markdown_sections(markdown(result)).items()
+                   if heading.startswith("Patch files"))
+    [line] = [line for line in patches.splitlines() if "docker/patch/latest/sglang.patch" in line]
+    assert "3 hunks no longer apply" in line
+    assert "(judged once; the same file is in `docker/patch/v0.5.15.post1/`)" in line
+    assert "v0.5.15.post1/sglang.patch`:" not in patches
