@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from typing import TYPE_CHECKING, Iterator
 
 from sglang_contracts.infra.files import Unreadable
@@ -265,3 +266,40 @@ def _stock_bytes(tree: ReleaseTree, relpath: str) -> bytes | None:
         return tree.read_member(relpath)
     except Unreadable:
         return None
+
+
+
+# What a patch's added line defines: a function, a class, a field or a variable, a flag, a route
+DEFINED = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)|^\s*(?:self\.)?(\w+)\s*(?::[^=\n]+)?=(?!=)"
+                     r"|^\s*(\w+)\s*:\s*\S|[\"']--([\w-]+)[\"']|[\"']/(\w+)[\"']")
+WORD = re.compile(r"\w+")
+
+
+def defined_names(text: str) -> set[str]:
+    """The names the lines of `text` define (flags as fields are named: `--a-b` is `a_b`)."""
+    found = set()
+    for line in text.splitlines():
+        for match in DEFINED.finditer(line):
+            found.update(group.replace("-", "_") for group in match.groups() if group and len(group) >= 6)
+    return found
+
+
+def names_the_stack_adds(release: Release) -> dict[str, str]:
+    """The names the project's live patch stack defines in the release (a function, a field, a
+    flag, a route) that the stock file it patches never mentions: name -> the patch. A
+    finding about one is the stack's, not upstream's (slime's `router_gemm_batch_invariant`,
+    which `sglang-deterministic.patch` adds, was reported as a name 0.5.23 removed)."""
+    tree = release.tree
+    if not isinstance(tree, PatchedTree):
+        return {}
+    added: dict[str, str] = {}
+    for stack in tree.stacks.stacks:
+        for patch_path in stack.patches:
+            for file in tree.stacks.patches[patch_path].files:
+                relpath = release_relpath(file.new_path or file.old_path)
+                if relpath is None:
+                    continue
+                stock = set(WORD.findall(member_text(tree.base, relpath) or ""))
+                for name in defined_names("".join(line for hunk in file.hunks for line in hunk.added)) - stock:
+                    added.setdefault(name, patch_path)
+    return added

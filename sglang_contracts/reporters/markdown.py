@@ -11,6 +11,7 @@ that lists the rest.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from itertools import groupby
 from typing import TYPE_CHECKING, TextIO
@@ -20,6 +21,7 @@ from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.markdown import cell, code, inline, plain
 from sglang_contracts.infra.wording import plural
+from sglang_contracts.patch.release import names_the_stack_adds
 from sglang_contracts.reporters.base import SEVERITY_ORDER, repository_path
 
 if TYPE_CHECKING:
@@ -86,7 +88,7 @@ def _surface_section(result: "CheckResult", title: str, what: str, diagnostics: 
 
 
 def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic],
-                   shown: int | None = None) -> list[str]:
+                   shown: int | None = None, stacks: dict[int, str] | None = None) -> list[str]:
     """The stack as counts per patch file (a hunk per bullet ran to 286 lines on slime), the
     rest of the surface's findings as bullets, and the command that rebases each patch."""
     lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
@@ -101,14 +103,38 @@ def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: li
         said = ", ".join(f"{plural(counts[c], 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})"
                          for c in PATCH_HUNKS if counts[c])
         lines.append(f"- {code(path)}{_also_in(copies[path])}: {said}")
-    others = [d for d in diagnostics if d.code not in PATCH_HUNKS]
+    stacks = stacks or {}
+    others = [d for d in diagnostics if d.code not in PATCH_HUNKS and id(d) not in stacks]
     lines += _cut(_bullets(result, others, shown is not None), shown, others, result.new.release.short)
+    ours = [d for d in diagnostics if id(d) in stacks]
+    if ours:
+        patches = ", ".join(code(printable_path(path)) for path in sorted(set(stacks.values())))
+        lines += ["", f"Names the stack's own patches define ({patches}), gone from {plain(result.new.release.short)} "
+                  "with the hunks that no longer apply there, not removed upstream: they come back when the stack "
+                  "is rebased.", ""]
+        lines += _cut(_bullets(result, ours, shown is not None), shown, ours, result.new.release.short)
     if by_patch:
         old, new = result.old.release.short, result.new.release.short
         lines += ["", f"Rebase the stack onto {plain(new)}, each patch on the ones before it, into its new folder, "
                   f"the decisions in the plan: {code(f'sglang-contracts patch rebase --old {old} --new {new}')} "
                   f"(one patch: {code(f'sglang-contracts patch rebase PATCH --old {old} --new {new} --plan PLAN.md')})"]
     return lines + [""]
+
+
+def stack_findings(result: "CheckResult") -> dict[int, str]:
+    """The findings (by id) about a name the project's own patch stack defines, not upstream
+    (slime's `router_gemm_batch_invariant`, `--enable-fp32-moe-router`): -> the patch. Read
+    from the old release as the image has it (the stack applied)."""
+    added = names_the_stack_adds(result.old.release)
+    found: dict[int, str] = {}
+    for d in result.diagnostics if added else ():
+        if surface_for(d.code).key == "patch-files":
+            continue
+        names = {word.replace("-", "_") for word in re.findall(r"[\w-]+", d.message)}
+        patch = next((added[name] for name in sorted(names) if name in added), None)
+        if patch is not None:
+            found[id(d)] = patch
+    return found
 
 
 def _also_in(copies: list[str]) -> str:
@@ -239,15 +265,15 @@ def what_fix_writes(result: "CheckResult") -> tuple[int, list[str]]:
 def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
     """Every value of the project or the releases shown as code or as prose (infra/markdown).
     Groups are cut to fewer findings each until the whole fits MAX_CHARACTERS."""
-    fixes = what_fix_writes(result)
+    fixes, stacks = what_fix_writes(result), stack_findings(result)
     for shown in (None, 40, 20, 10, 5, 2, 1, 0):
-        text = _report(result, shown, fixes)
+        text = _report(result, shown, fixes, stacks)
         if len(text) <= MAX_CHARACTERS:
             break
     out.write(text)
 
 
-def _report(result: "CheckResult", shown: int | None, fixes: tuple[int, list[str]]) -> str:
+def _report(result: "CheckResult", shown: int | None, fixes: tuple[int, list[str]], stacks: dict[int, str]) -> str:
     old, new = plain(result.old.release.short), plain(result.new.release.short)
     diagnostics = result.diagnostics
     lines = [f"## SGLang contracts: {old} → {new}", "", *_pins(result), ""]
@@ -267,11 +293,13 @@ def _report(result: "CheckResult", shown: int | None, fixes: tuple[int, list[str
     by_surface: dict[str, list[Diagnostic]] = {}
     for d in diagnostics:
         if d.code not in INHERITED:
-            by_surface.setdefault(surface_for(d.code).key, []).append(d)
+            by_surface.setdefault("patch-files" if id(d) in stacks else surface_for(d.code).key, []).append(d)
     for surface in surface_order():
         if surface.key in by_surface:
-            section = _patch_section if surface.key == "patch-files" else _surface_section
-            lines += section(result, surface.title, surface.what, by_surface[surface.key], shown)
+            if surface.key == "patch-files":
+                lines += _patch_section(result, surface.title, surface.what, by_surface[surface.key], shown, stacks)
+            else:
+                lines += _surface_section(result, surface.title, surface.what, by_surface[surface.key], shown)
     lines += _inherited_section(result, [d for d in diagnostics if d.code in INHERITED], shown)
     lines += closure_section(result)
     lines += upstream_delta_section(result)

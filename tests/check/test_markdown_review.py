@@ -5,6 +5,7 @@ once and said so, the upstream change behind most findings named."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,50 @@ def test_a_patch_kept_in_two_folders_is_one_line_naming_both(fixture_result) -> 
     assert "3 hunks no longer apply" in line
     assert "(judged once; the same file is in `docker/patch/v0.5.15.post1/`)" in line
     assert "v0.5.15.post1/sglang.patch`:" not in patches
+
+
+IO_STRUCT = "sglang/srt/managers/io_struct.py"
+IO_OLD = "".join(f"class Req{i}:\n    pass\n\n\n" for i in range(1, 6))
+DELTA_PATCH = f"""\
+--- a/python/{IO_STRUCT}
++++ b/python/{IO_STRUCT}
+@@ -17,4 +17,8 @@ class Req4:
+ class Req5:
+     pass
++
++
++class DeltaEncoding:
++    pass
+ 
+ 
+"""
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for relpath, text in files.items():
+        (root / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (root / relpath).write_text(text)
+    return root
+
+
+def test_a_name_the_project_s_own_patch_defines_is_no_upstream_removal(tmp_path: Path) -> None:
+    """slime's `router_gemm_batch_invariant` and `--enable-fp32-moe-router` exist only through its
+    patches: gone on 0.5.23 with the hunks that add them, they were reported as upstream's."""
+    project = write(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n", "app/__init__.py": "",
+        "app/weights.py": "from sglang.srt.managers.io_struct import DeltaEncoding\n",
+        "docker/Dockerfile": "COPY docker/patch/latest/sglang.patch /sgl-workspace/sglang/\n"
+                             "RUN cd /sgl-workspace/sglang && git apply sglang.patch\n",
+        "docker/patch/latest/sglang.patch": DELTA_PATCH})
+    stock = {IO_STRUCT: IO_OLD, "sglang/srt/__init__.py": "", "sglang/srt/managers/__init__.py": "",
+             "sglang/__init__.py": ""}
+    old = write(tmp_path / "old", {**stock, "sglang/version.py": '__version__ = "0.1.0"\n'})
+    new = write(tmp_path / "new", {**stock, IO_STRUCT: IO_OLD.replace("class Req5:", "class Req5(Base):"),
+                                   "sglang/version.py": '__version__ = "0.2.0"\n'})
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+    assert sorted(d.code for d in result.diagnostics) == ["SGC102", "SGC901"]
+    sections = markdown_sections(markdown(result))
+    assert not any(heading.startswith("Imports") for heading in sections)
+    patches = next(body for heading, body in sections.items() if heading.startswith("Patch files"))
+    stack_part = patches.split("Names the stack's own patches define (`docker/patch/latest/sglang.patch`)", 1)[1]
+    assert "SGC102: DeltaEncoding is no longer importable" in stack_part, patches
