@@ -137,6 +137,62 @@ def stack_findings(result: "CheckResult") -> dict[int, str]:
     return found
 
 
+def _upstream_place(d: Diagnostic) -> str | None:
+    """The upstream name a finding is about, dotted (a patch hunk's file `python/sglang/srt/x.py`
+    is `sglang.srt.x`); None for the project's own names and the pins."""
+    if d.code in PATCH_HUNKS and "sglang/" in d.symbol:
+        return d.symbol[d.symbol.index("sglang/"):].removesuffix(".py").replace("/", ".")
+    return d.symbol if d.symbol.startswith("sglang.") else None
+
+
+def dominant_change(diagnostics: list[Diagnostic]) -> list[tuple[str, int, int]]:
+    """The upstream places behind most of the findings, as (dotted prefix, distinct breaks, patch
+    hunks), at most two: from the area (`sglang.srt.X`, `sglang.X`) holding most, down to the
+    part of it holding two thirds of them (`sglang.srt.server_args.ServerArgs`). What a
+    reviewer reads first; inferred from where the findings point, not measured."""
+    breaks: dict[str, set] = {}
+    hunks: Counter = Counter()
+    for d in diagnostics:
+        parts = (_upstream_place(d) or "").split(".")
+        for depth in range(2, len(parts) + 1):
+            prefix = ".".join(parts[:depth])
+            if prefix == "sglang.srt":
+                continue
+            if d.code in PATCH_HUNKS:
+                hunks[prefix] += 1
+            else:
+                breaks.setdefault(prefix, set()).add((d.code, d.message))
+    score = lambda prefix: len(breaks.get(prefix, ())) + hunks[prefix]  # noqa: E731
+    areas = sorted({p for p in [*breaks, *hunks] if p.count(".") == (2 if p.startswith("sglang.srt.") else 1)},
+                   key=lambda p: (-score(p), p))
+    total = len({(d.code, d.message) for d in diagnostics if d.code not in PATCH_HUNKS}) + sum(
+        d.code in PATCH_HUNKS for d in diagnostics)
+    chosen: list[tuple[str, int, int]] = []
+    for area in areas[:2]:
+        if score(area) < max(3, total / 5) or (chosen and score(area) * 2 < chosen[0][1] + chosen[0][2]):
+            break
+        place = area
+        while True:
+            children = [p for p in [*breaks, *hunks] if p.startswith(place + ".") and p.count(".") == place.count(".") + 1]
+            best = max(children, key=score, default=None)
+            if best is None or score(best) * 3 < score(place) * 2:
+                break
+            place = best
+        chosen.append((place, len(breaks.get(place, ())), hunks[place]))
+    return chosen
+
+
+def _dominant_line(diagnostics: list[Diagnostic]) -> list[str]:
+    found = dominant_change(diagnostics)
+    if not found:
+        return []
+    distinct = len({(d.code, d.message) for d in diagnostics if d.code not in PATCH_HUNKS})
+    said = "; then ".join(f"{code(place)} ({plural(breaks, 'distinct break')} of {distinct}"
+                          + (f", {plural(hunks, 'patch hunk')}" if hunks else "") + ")" for place, breaks, hunks in found)
+    return ["", f"**Dominant upstream change:** {said}. Inferred from where the findings point: read what changed "
+            "there first.", ""]
+
+
 def _also_in(copies: list[str]) -> str:
     """The folders that keep the same patch, judged once (slime's `v0.5.15.post1/` beside `latest/`)."""
     folders = sorted({printable_path(path.rsplit("/", 1)[0] + "/") if "/" in path else "./" for path in copies})
@@ -287,6 +343,7 @@ def _report(result: "CheckResult", shown: int | None, fixes: tuple[int, list[str
     else:
         lines.append(f"**No contract breaks.** Every contract with SGLang that a static check can see "
                      f"holds on {new} as it did on {old}.")
+    lines += _dominant_line(diagnostics)
     if result.baselined:
         lines.append(f"{plural(result.baselined, 'finding')} accepted in the baseline {'is' if result.baselined == 1 else 'are'} not listed.")
     lines.append("")

@@ -5,6 +5,7 @@ once and said so, the upstream change behind most findings named."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,21 @@ def test_a_name_the_project_s_own_patch_defines_is_no_upstream_removal(tmp_path:
     patches = next(body for heading, body in sections.items() if heading.startswith("Patch files"))
     stack_part = patches.split("Names the stack's own patches define (`docker/patch/latest/sglang.patch`)", 1)[1]
     assert "SGC102: DeltaEncoding is no longer importable" in stack_part, patches
+
+
+def test_the_upstream_change_behind_most_findings_is_named(fixture_result) -> None:
+    """The bump guide's PR names the one upstream change that dominates the adaptation: slime's
+    0.5.23 ServerArgs rewrite (SGC503, SGC509 x11, the server_args.py hunks of four patches)."""
+    fields = [finding_at("SGC503", "app/args.py", n, 1, f"sglang.srt.server_args.ServerArgs.field_{n}",
+                         what=f"ServerArgs.field_{n} is gone", old="0.9.0", new="0.9.1") for n in range(1, 40)]
+    hunks = [finding_at("SGC901", "docker/patch/latest/sglang.patch", n, 1, "python/sglang/srt/server_args.py",
+                        what=f"hunk #{n} of python/sglang/srt/server_args.py", reason="its context changed",
+                        old="0.9.0", new="0.9.1") for n in range(1, 6)]
+    result = dataclasses.replace(fixture_result, diagnostics=sorted([*fixture_result.diagnostics, *fields, *hunks],
+                                                                    key=Diagnostic.sort_key))
+    text = markdown(result)
+    [line] = [line for line in text.splitlines() if line.startswith("**Dominant upstream change:**")]
+    assert line.startswith("**Dominant upstream change:** `sglang.srt.server_args")
+    breaks, of = map(int, re.search(r"\((\d+) distinct breaks of (\d+)", line).groups())
+    assert 39 <= breaks < of and "Inferred from where the findings point" in line
+    assert text.index("**Dominant upstream change:**") < text.index("### ")  # at the top, before the sections
