@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Callable
 
 from sglang_contracts.patch.gitapply import Image, what_changed
-from sglang_contracts.patch.release import find_moved, outside_package_reason, release_relpath, tree_reader
+from sglang_contracts.patch.release import (
+    files_added, find_moved, outside_package_reason, release_relpath, tree_reader,
+)
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.gitsafety import safe_git_options
 from sglang_contracts.infra.display import patch_for, printable, printable_path
@@ -285,6 +287,7 @@ class _Rebaser:
         self.skeleton = {f.path: f for f in skeleton.files} if skeleton is not None else None
         self.skeleton_used: set[tuple[str, int]] = set()
         self.a_after: dict[str, str] = {}  # A's file after the file patches before this one (a file patched twice)
+        self.added_files: list[str] | None = None  # B's modules A lacks, release paths (once asked)
 
     def run(self) -> Rebase:
         for index, file in enumerate(self.patch.files):
@@ -435,6 +438,12 @@ class _Rebaser:
                                      at=upstream + 1))
                 rebased.hunks.append((hunk, False))
                 continue
+            ported = self._port_elsewhere(hunk, path) if conflicts else None
+            if ported is not None:
+                outcomes.append(made(CARRIED, f"{note}its lines are no longer together in {path}: they moved to "
+                                              f"{ported[0]}, a file {self.new.short} added, where it applies",
+                                     path=ported[0], at=ported[1] + 1))
+                continue
             if conflicts:
                 outcomes.append(made(CONFLICT, f"{note}{conflicts} conflict{'s' * (conflicts != 1)} in the three-way "
                                                "merge", at=_first_difference(before, merged),
@@ -458,6 +467,32 @@ class _Rebaser:
         else:
             rebased.after = on_b.text()
         return outcomes
+
+    def _port_elsewhere(self, hunk: Hunk, path: str) -> tuple[str, int] | None:
+        """A hunk its file no longer takes, applied to a file B added that holds its lines in the
+        one place (0.5.15's `pool_host/base.py`, where `HostKVCache` went from
+        `memory_pool_host.py`): (that file's patch path, the 0-based line), or None."""
+        if len(_significant_lines(hunk.preimage)) < 2:  # blank lines or a bracket: any file has them
+            return None
+        if self.added_files is None:
+            self.added_files = files_added(self.new.tree, self.old.tree, ".py")
+        wanted = [line for line in hunk.preimage if line.strip()]
+        for relpath in self.added_files:
+            candidate = _prefix(path) + relpath
+            rebased = self.files.get(candidate)
+            text = rebased.after if rebased is not None else self.read_new(candidate)
+            if candidate == path or not text or not all(line in text for line in wanted):
+                continue
+            image = Image(text)
+            if image.places(hunk) != 1:
+                continue
+            at = image.apply(hunk)
+            if rebased is None:
+                rebased = self.files[candidate] = RebasedFile(candidate, text, text, candidate)
+                self.sections.append(("file", rebased))
+            rebased.after = image.text()
+            return candidate, at
+        return None
 
     def conflicted_text(self, rebased: RebasedFile) -> str | None:
         """The rebased file with git's markers at each hunk left in conflict (for --tree)."""

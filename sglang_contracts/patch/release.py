@@ -100,6 +100,13 @@ def member_text(tree: ReleaseTree, relpath: str) -> str | None:
     return None if data is None else data.decode("utf-8", "surrogateescape")
 
 
+def files_added(new: ReleaseTree, old: ReleaseTree, suffix: str) -> list[str]:
+    """The files of the new release the old one lacks, of a kind (`.py`): where code that left a
+    file it still has may have gone (0.5.15 moved `HostKVCache` out of `memory_pool_host.py` into
+    the new `mem_cache/pool_host/base.py`)."""
+    return [path for path in new.iter_files(PACKAGE) if path.endswith(suffix) and not _exists(old, path)]
+
+
 def find_moved(file: FilePatch, new: ReleaseTree, old: ReleaseTree | None) -> str | None:
     """The likely new home of a patched file the new release no longer has: the file added by the
     bump (or any file, without an old release) with the old release's content unchanged, else

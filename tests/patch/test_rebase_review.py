@@ -95,3 +95,32 @@ def test_an_added_line_upstream_added_far_from_the_hunk_is_merged(tmp_path: Path
     result = rebased(tmp_path, {"sglang/srt/radix.py": a_text}, {"sglang/srt/radix.py": upstream}, text)
     assert [o.verdict for o in result.outcomes] == [MERGED]
     assert result.files[0].after.count("self._update_host_leaf_status(node.parent)") == 2
+
+
+HOST_KV = """class HostKVCache:
+    def __init__(self, size):
+        self.size = size
+        host_mem = psutil.virtual_memory()
+        requested_bytes = self.size * self.size_per_token
+        available_bytes = host_mem.available - RESERVE
+        self.kv_buffer = self.init_kv_buffer()
+
+
+"""
+OTHER_POOL = "class MHATokenToKVPoolHost(HostKVCache):\n    def init_kv_buffer(self):\n        return []\n"
+
+
+def test_a_hunk_whose_class_moved_to_a_file_b_added_is_carried_there(tmp_path: Path) -> None:
+    # 0.5.15 moved HostKVCache out of memory_pool_host.py (still there, for the pools) into the
+    # new pool_host/base.py: release_hicache's hunks on it were conflicts against the old file
+    base = "sglang/srt/mem_cache/pool_host/base.py"
+    patched = HOST_KV.replace("        requested_bytes = self.size * self.size_per_token\n",
+                              "        requested_bytes = self._requested_host_memory_bytes()\n")
+    text = git_diff({POOL: HOST_KV + OTHER_POOL}, {POOL: patched + OTHER_POOL}, tmp_path / "maker")
+    b_files = {POOL: "from sglang.srt.mem_cache.pool_host.base import HostKVCache\n\n\n" + OTHER_POOL,
+               base: "import psutil\n\n\n" + HOST_KV}
+    result = rebased(tmp_path, {POOL: HOST_KV + OTHER_POOL}, b_files, text)
+    [outcome] = result.outcomes
+    assert outcome.verdict == "carried" and outcome.path == f"python/{base}" and outcome.moved, outcome
+    assert f"+++ b/python/{base}" in result.patch_text and "_requested_host_memory_bytes()" in result.patch_text
+    assert result.verified, result.verification
