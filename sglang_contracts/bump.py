@@ -132,5 +132,5 @@ def _what_was_done(bump: Bump) -> list[str]:
 
 def pr_body(bump: Bump) -> str:
     out = io.StringIO()
-    write_markdown(bump.last, out)
+    write_markdown(bump.last, out, fixes=(0, []))  # the fixes ran: "What the bump did" says what they did
     return "\n".join(_what_was_done(bump)) + "\n" + out.getvalue()

@@ -318,10 +318,12 @@ def what_fix_writes(result: "CheckResult") -> tuple[int, list[str]]:
     return len(fixed), sorted(doc.relpath for doc in workspace.documents.values() if doc.changed)
 
 
-def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
+def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False,
+                   fixes: tuple[int, list[str]] | None = None) -> None:
     """Every value of the project or the releases shown as code or as prose (infra/markdown).
-    Groups are cut to fewer findings each until the whole fits MAX_CHARACTERS."""
-    fixes, stacks = what_fix_writes(result), stack_findings(result)
+    Groups are cut to fewer findings each until the whole fits MAX_CHARACTERS. `fixes`: what
+    `fix` fixes, when the caller knows (bump, which ran it, says so itself)."""
+    fixes, stacks = what_fix_writes(result) if fixes is None else fixes, stack_findings(result)
     for shown in (None, 40, 20, 10, 5, 2, 1, 0):
         text = _report(result, shown, fixes, stacks)
         if len(text) <= MAX_CHARACTERS:
