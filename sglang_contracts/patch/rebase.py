@@ -327,8 +327,7 @@ class _Rebaser:
             if moved is None:
                 if file.is_delete:
                     return self._every(file, DROPPED, f"{self.new.short} no longer has {target}")
-                why = f"{self.new.short} no longer has {target}, and no file it added holds the hunks' lines"
-                return self._every(file, GONE, why)
+                return self._hunks_gone(file, target)
             path, moved_from = _prefix(target) + moved, target
             rebased = self.files.get(path)
             b_text = rebased.after if rebased is not None else self.read_new(path)
@@ -466,6 +465,22 @@ class _Rebaser:
             rebased.after = None
         else:
             rebased.after = on_b.text()
+        return outcomes
+
+    def _hunks_gone(self, file: FilePatch, target: str) -> list[Outcome]:
+        """The hunks of a file B no longer has, with no one file of B holding them: each carried
+        where a file B added has its lines in one place (a file split in two: 0.5.23's
+        `kernels/jit/utils/compile/paths.py` from `jit_kernel/utils.py`), the rest gone."""
+        why = f"{self.new.short} no longer has {target}, and no file it added holds the hunks' lines"
+        outcomes = []
+        for number, hunk in enumerate(file.hunks or [None], 1):
+            ported = self._port_elsewhere(hunk, target) if hunk is not None else None
+            if ported is None:
+                outcomes.append(Outcome(file, hunk, number, GONE, why))
+            else:
+                outcomes.append(Outcome(file, hunk, number, CARRIED, f"{self.new.short} no longer has {target}: "
+                                        f"its lines are in {ported[0]}, a file it added, where it applies",
+                                        path=ported[0], at=ported[1] + 1, label=self._label(ported[0])))
         return outcomes
 
     def _port_elsewhere(self, hunk: Hunk, path: str) -> tuple[str, int] | None:

@@ -124,3 +124,25 @@ def test_a_hunk_whose_class_moved_to_a_file_b_added_is_carried_there(tmp_path: P
     assert outcome.verdict == "carried" and outcome.path == f"python/{base}" and outcome.moved, outcome
     assert f"+++ b/python/{base}" in result.patch_text and "_requested_host_memory_bytes()" in result.patch_text
     assert result.verified, result.verification
+
+
+def test_the_hunks_of_a_file_split_in_two_go_each_to_its_part(tmp_path: Path) -> None:
+    # slime's deterministic patch on 0.5.15's jit_kernel/utils.py, whose code 0.5.23 spread over
+    # kernels/jit/utils/compile/: no one file of B holds most of the hunks' lines
+    first = "def resolve_kernel_path():\n    here = locate()\n    return here.parent\n\n\n"
+    second = "def load_jit(name, files):\n    paths = [KERNEL / f for f in files]\n    return compile_all(paths)\n"
+    gone = "def twice(x):\n    y = x * 2\n    return y + 1\n\n\n"
+    filler = lambda name: "".join(f"{name}_{n} = {n}\n" for n in range(30)) + "\n\n"  # noqa: E731  (a hunk each)
+    util = "sglang/jit_kernel/utils.py"
+    original = "import os\n\n\n" + first + filler("X") + gone + filler("Y") + second
+    patched = (original.replace("    here = locate()\n", "    here = locate(extra=True)\n")
+               .replace("    y = x * 2\n", "    y = x * 3\n")
+               .replace("    return compile_all(paths)\n", "    return compile_all(paths, verbose=True)\n"))
+    text = git_diff({util: original}, {util: patched}, tmp_path / "maker")
+    b_files = {"sglang/kernels/jit/paths.py": "import os\n\n\n" + first,
+               "sglang/kernels/jit/loader.py": "import os\n\n\n" + second}
+    result = rebased(tmp_path, {util: original}, b_files, text)
+    assert [(o.verdict, o.path) for o in result.outcomes] == [
+        ("carried", "python/sglang/kernels/jit/paths.py"), ("file-gone", None),
+        ("carried", "python/sglang/kernels/jit/loader.py")]
+    assert result.verified and "locate(extra=True)" in result.patch_text and "verbose=True" in result.patch_text
