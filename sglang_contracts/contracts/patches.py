@@ -184,8 +184,8 @@ def _copies_judged_once(ctx: CheckContext, stacks: PatchStacks, judged: list[Jud
         names = ", ".join(PurePosixPath(path).name for path in copies)
         where = sorted({str(PurePosixPath(judged_as[path].relpath).parent) + "/" for path in copies})
         yield finding_at("SGC903", copies[0], 1, 1, copies[0], severity="info",
-                         what=f"{len(copies)} of the {len(stack.patches)} patches of {_folder(stack)} ({stack.source}): "
-                              f"{names}",
+                         what=f"{len(copies)} of the {len(stack.patches)} patches of {_folder(stack)} "
+                              f"({stack.source}): {names}",
                          reason=f"each is the patch of the same name in {', '.join(where)}, applied on the same "
                                 "patches before it: judged there, once",
                          old=ctx.old_version, new=ctx.new_version)

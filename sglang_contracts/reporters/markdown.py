@@ -173,7 +173,8 @@ def dominant_change(diagnostics: list[Diagnostic]) -> list[tuple[str, int, int]]
             break
         place = area
         while True:
-            children = [p for p in [*breaks, *hunks] if p.startswith(place + ".") and p.count(".") == place.count(".") + 1]
+            depth = place.count(".") + 1
+            children = [p for p in [*breaks, *hunks] if p.startswith(place + ".") and p.count(".") == depth]
             best = max(children, key=score, default=None)
             if best is None or score(best) * 3 < score(place) * 2:
                 break
@@ -188,7 +189,8 @@ def _dominant_line(diagnostics: list[Diagnostic]) -> list[str]:
         return []
     distinct = len({(d.code, d.message) for d in diagnostics if d.code not in PATCH_HUNKS})
     said = "; then ".join(f"{code(place)} ({plural(breaks, 'distinct break')} of {distinct}"
-                          + (f", {plural(hunks, 'patch hunk')}" if hunks else "") + ")" for place, breaks, hunks in found)
+                          + (f", {plural(hunks, 'patch hunk')}" if hunks else "") + ")"
+                          for place, breaks, hunks in found)
     return ["", f"**Dominant upstream change:** {said}. Inferred from where the findings point: read what changed "
             "there first.", ""]
 

@@ -73,7 +73,8 @@ def test_a_hunk_whose_added_line_upstream_added_beside_it_is_dropped_not_merged(
     # slime's fused_moe_triton/layer.py: the patch adds the test inside the parenthesis, 0.5.15.post1
     # one line lower, outside it; the three-way merge is clean and would test it twice
     patched = LOADER.replace('            ]\n', '            ]\n            and "zero" not in weight_name\n')
-    upstream = LOADER.replace('        )\n        else', '        )\n        and "zero" not in weight_name\n        else')
+    upstream = LOADER.replace('        )\n        else',
+                              '        )\n        and "zero" not in weight_name\n        else')
     text = git_diff({"sglang/srt/layer.py": LOADER}, {"sglang/srt/layer.py": patched}, tmp_path / "maker")
     result = rebased(tmp_path, {"sglang/srt/layer.py": LOADER}, {"sglang/srt/layer.py": upstream}, text)
     [outcome] = result.outcomes
@@ -87,8 +88,8 @@ def test_an_added_line_upstream_added_far_from_the_hunk_is_merged(tmp_path: Path
     evict = "def evict(node):\n    node.clear()\n    self._update_leaf_status(node.parent)\n    return 0\n"
     filler = "".join(f"def step_{i}(x):\n    return x + {i}\n\n\n" for i in range(20))
     a_text = evict + "\n\n" + filler + "def split(node):\n    node.cut()\n    return node\n"
-    patched = a_text.replace("    self._update_leaf_status(node.parent)\n",
-                             "    self._update_leaf_status(node.parent)\n    self._update_host_leaf_status(node.parent)\n")
+    leaf = "    self._update_leaf_status(node.parent)\n"
+    patched = a_text.replace(leaf, leaf + "    self._update_host_leaf_status(node.parent)\n")
     upstream = a_text.replace("    node.clear()\n", "    node.clear(True)\n").replace(
         "    node.cut()\n", "    node.cut()\n    self._update_host_leaf_status(node.parent)\n")
     text = git_diff({"sglang/srt/radix.py": a_text}, {"sglang/srt/radix.py": patched}, tmp_path / "maker")

@@ -488,8 +488,9 @@ def test_copies_of_live_patches_in_a_stack_of_its_own_are_judged_once(slime_shap
     for name in ("sglang.patch", "sglang-top_p.patch", "sglang-pull_weights.patch"):
         write(slime_shaped, {f"docker/patch/v0.1.0/{name}": (slime_shaped / "docker/patch/latest" / name).read_text()})
     write(slime_shaped, {"docker/patch/v0.1.0/sglang-extra.patch": EXTRA,
-                         "build_conda.sh": "cd sglang\nfor p in sglang.patch sglang-top_p.patch sglang-pull_weights.patch "
-                                           "sglang-extra.patch; do\n  git apply ../docker/patch/v0.1.0/$p\ndone\n"})
+                         "build_conda.sh": "cd sglang\nfor p in sglang.patch sglang-top_p.patch "
+                                           "sglang-pull_weights.patch sglang-extra.patch; do\n"
+                                           "  git apply ../docker/patch/v0.1.0/$p\ndone\n"})
     assert len(patch_stacks(slime_shaped).stacks) == 2
     found = _check(slime_shaped, OLD, NEW, tmp_path)
     assert found == ["docker/patch/latest/sglang-pull_weights.patch:5: SGC901 error",
