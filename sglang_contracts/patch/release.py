@@ -291,22 +291,19 @@ def defined_names(text: str) -> set[str]:
     return found
 
 
-def names_the_stack_adds(release: Release) -> dict[str, str]:
-    """The names the project's live patch stack defines in the release (a function, a field, a
-    flag, a route) that the stock file it patches never mentions: name -> the patch. A
-    finding about one is the stack's, not upstream's (slime's `router_gemm_batch_invariant`,
-    which `sglang-deterministic.patch` adds, was reported as a name 0.5.23 removed)."""
-    tree = release.tree
-    if not isinstance(tree, PatchedTree):
-        return {}
+def names_the_stack_adds(stacks: PatchStacks, stock: ReleaseTree) -> dict[str, str]:
+    """The names the live patch `stacks` define in the release (a function, a field, a flag, a
+    route) that the `stock` file each patches never mentions: name -> the patch. A finding
+    about one is the stack's, not upstream's (slime's `router_gemm_batch_invariant`, which
+    `sglang-deterministic.patch` adds, was reported as a name 0.5.23 removed)."""
     added: dict[str, str] = {}
-    for stack in tree.stacks.stacks:
+    for stack in stacks.stacks:
         for patch_path in stack.patches:
-            for file in tree.stacks.patches[patch_path].files:
+            for file in stacks.patches[patch_path].files:
                 relpath = release_relpath(file.new_path or file.old_path)
                 if relpath is None:
                     continue
-                stock = set(WORD.findall(member_text(tree.base, relpath) or ""))
-                for name in defined_names("".join(line for hunk in file.hunks for line in hunk.added)) - stock:
+                mentioned = set(WORD.findall(member_text(stock, relpath) or ""))
+                for name in defined_names("".join(line for hunk in file.hunks for line in hunk.added)) - mentioned:
                     added.setdefault(name, patch_path)
     return added

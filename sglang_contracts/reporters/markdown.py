@@ -21,7 +21,9 @@ from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.markdown import cell, code, inline, plain
 from sglang_contracts.infra.wording import plural
-from sglang_contracts.patch.release import names_the_stack_adds
+from sglang_contracts.config import find_config
+from sglang_contracts.patch.release import PatchedTree, names_the_stack_adds
+from sglang_contracts.patch.stack import patch_stacks
 from sglang_contracts.reporters.base import SEVERITY_ORDER, repository_path
 
 if TYPE_CHECKING:
@@ -125,7 +127,14 @@ def stack_findings(result: "CheckResult") -> dict[int, str]:
     """The findings (by id) about a name the project's own patch stack defines, not upstream
     (slime's `router_gemm_batch_invariant`, `--enable-fp32-moe-router`): -> the patch. Read
     from the old release as the image has it (the stack applied)."""
-    added = names_the_stack_adds(result.old.release)
+    tree = result.old.release.tree
+    if isinstance(tree, PatchedTree):
+        added = names_the_stack_adds(tree.stacks, tree.base)
+    elif result.replayed_files_with_contracts is not None:  # a replay names the stock release: read the stacks
+        root = result.project.root
+        added = names_the_stack_adds(patch_stacks(root, find_config(root, None).get("patch-files") or ()), tree)
+    else:
+        return {}
     found: dict[int, str] = {}
     for d in result.diagnostics if added else ():
         if surface_for(d.code).key == "patch-files":
