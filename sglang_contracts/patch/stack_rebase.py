@@ -374,12 +374,20 @@ def render_stack_plan(result: StackRebase) -> str:
     if result.notes or result.others:
         out += ["## Left to do by hand", ""]
         out += [f"- {inline(note)}" for note in result.notes]
-        out += [f"- the stack of {code(other.source)} ({plain(str(len(other.patches)))} patches) was not rebased: "
-                "it is not the one the image applies" for other in result.others]
+        out += [f"- {inline(not_rebased(other, result.new))}" for other in result.others]
         out.append("")
     for each in result.patches:
         out.append(render_plan(each.rebase, each.relpath, result.old, result.new, None, depth=2))
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def not_rebased(other: Stack, new: Release) -> str:
+    """The line for a live stack this rebase leaves as it is (slime's `build_conda.sh` applies
+    `sglang.patch` of another folder to another build): which, and how to rebase it."""
+    folders = sorted({str(PurePosixPath(path).parent) + "/" for path in other.patches})
+    return (f"not rebased: the stack of {other.source} ({plural(len(other.patches), 'patch')} in "
+            f"{', '.join(folders)}), which another build applies: only the image's stack is rebased; rebase it "
+            f"with `patch-files` naming it, or each patch with `sglang-contracts patch rebase PATCH --new {new.short}`")
 
 
 def summary_lines(result: StackRebase, written: bool = True) -> list[str]:
@@ -393,7 +401,7 @@ def summary_lines(result: StackRebase, written: bool = True) -> list[str]:
               "the patch)" if written else f"conflicts left in {each.name}: a run that writes puts its files, with "
               f"git's markers, in {shown_path(each.tree, result.root)}" for each in result.patches if each.tree is not None]
     lines += result.notes
-    lines += [f"not rebased: the stack of {other.source}" for other in result.others]
+    lines += [not_rebased(other, result.new) for other in result.others]
     return [printable(line) for line in lines]
 
 

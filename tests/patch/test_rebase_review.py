@@ -147,3 +147,23 @@ def test_the_hunks_of_a_file_split_in_two_go_each_to_its_part(tmp_path: Path) ->
         ("carried", "python/sglang/kernels/jit/paths.py"), ("file-gone", None),
         ("carried", "python/sglang/kernels/jit/loader.py")]
     assert result.verified and "locate(extra=True)" in result.patch_text and "verbose=True" in result.patch_text
+
+
+def test_a_live_stack_left_as_it_is_is_said_with_its_folder_and_how(tmp_path: Path) -> None:
+    from tests.patch.stack_project import KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, SCHED_B, project
+    from sglang_contracts.patch.stack_rebase import rebase_live_stack, render_stack_plan, summary_lines
+
+    root = project(tmp_path, "v0.5.1")
+    (root / "docker/patch/conda").mkdir()
+    (root / "docker/patch/conda/sglang.patch").write_text(
+        (root / "docker/patch/v0.5.1/sglang-first.patch").read_text().replace("x + 100", "x + 200"))
+    (root / "build_conda.sh").write_text("cd sglang\ngit apply ../docker/patch/conda/sglang.patch\n")
+    old = release(tmp_path / "A", "0.5.1", {"sglang/srt/sched.py": SCHED_A, OLD_KERNEL: KERNEL})
+    new = release(tmp_path / "B", "0.5.2", {"sglang/srt/sched.py": SCHED_B, NEW_KERNEL: KERNEL})
+    result = rebase_live_stack(root, *(open_release(str(p), sglang_repo=None, cache=tmp_path / "cache")
+                                       for p in (old, new)), write_trees=False)
+    said = [line for line in summary_lines(result, written=False) if line.startswith("not rebased")]
+    assert said == ["not rebased: the stack of build_conda.sh:2 (1 patch in docker/patch/conda/), which another "
+                    "build applies: only the image's stack is rebased; rebase it with `patch-files` naming it, or "
+                    "each patch with `sglang-contracts patch rebase PATCH --new 0.5.2`"]
+    assert "docker/patch/conda/" in render_stack_plan(result)
