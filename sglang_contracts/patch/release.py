@@ -276,10 +276,16 @@ def _stock_bytes(tree: ReleaseTree, relpath: str) -> bytes | None:
 
 
 
-# What a patch's added line defines: a function, a class, a field or a variable, a flag, a route
-DEFINED = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)|^\s*(?:self\.)?(\w+)\s*(?::[^=\n]+)?=(?!=)"
+# What a patch's added line defines: a function, a class, a field (annotated, or `self.x =`),
+# a module's variable, a flag, a route; a local variable is none of these
+DEFINED = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)|^\s*(?:self\.)(\w+)\s*=(?!=)|^(\w+)\s*=(?!=)"
                      r"|^\s*(\w+)\s*:\s*\S|[\"']--([\w-]+)[\"']|[\"']/(\w+)[\"']")
 WORD = re.compile(r"\w+")
+
+
+def _a_program_name(name: str) -> bool:
+    """snake_case or CamelCase, long enough not to be a word of prose (`release`, `device`)."""
+    return len(name) >= 8 and ("_" in name.strip("_") or any(c.isupper() for c in name[1:]))
 
 
 def defined_names(text: str) -> set[str]:
@@ -287,7 +293,7 @@ def defined_names(text: str) -> set[str]:
     found = set()
     for line in text.splitlines():
         for match in DEFINED.finditer(line):
-            found.update(group.replace("-", "_") for group in match.groups() if group and len(group) >= 6)
+            found.update(name for group in match.groups() if group and _a_program_name(name := group.replace("-", "_")))
     return found
 
 

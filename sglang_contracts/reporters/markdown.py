@@ -123,6 +123,16 @@ def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: li
     return lines + [""]
 
 
+def _subject_names(d: Diagnostic) -> set[str]:
+    """The names a finding is about: its symbol's last part, and the flags and routes its
+    message names (`--enable-fp32-moe-router` as the field `enable_fp32_moe_router`); not every
+    word of it (`hidden_states` in a signature the patch also touches)."""
+    names = {d.symbol.rsplit(".", 1)[-1]}
+    names.update(flag.replace("-", "_") for flag in re.findall(r"(?<![\w-])--([\w-]+)", d.message))
+    names.update(re.findall(r"(?<![\w.])/(\w+)", d.message))
+    return names
+
+
 def stack_findings(result: "CheckResult") -> dict[int, str]:
     """The findings (by id) about a name the project's own patch stack defines, not upstream
     (slime's `router_gemm_batch_invariant`, `--enable-fp32-moe-router`): -> the patch. Read
@@ -139,8 +149,7 @@ def stack_findings(result: "CheckResult") -> dict[int, str]:
     for d in result.diagnostics if added else ():
         if surface_for(d.code).key == "patch-files":
             continue
-        names = {word.replace("-", "_") for word in re.findall(r"[\w-]+", d.message)}
-        patch = next((added[name] for name in sorted(names) if name in added), None)
+        patch = next((added[name] for name in sorted(_subject_names(d)) if name in added), None)
         if patch is not None:
             found[id(d)] = patch
     return found
@@ -197,9 +206,14 @@ def _dominant_line(diagnostics: list[Diagnostic]) -> list[str]:
     if not found:
         return []
     distinct = len({(d.code, d.message) for d in diagnostics if d.code not in PATCH_HUNKS})
-    said = "; then ".join(f"{code(place)} ({plural(breaks, 'distinct break')} of {distinct}"
-                          + (f", {plural(hunks, 'patch hunk')}" if hunks else "") + ")"
-                          for place, breaks, hunks in found)
+    hunks_all = sum(d.code in PATCH_HUNKS for d in diagnostics)
+
+    def share(breaks: int, hunks: int) -> str:
+        parts = [f"{breaks} of the {distinct} distinct breaks" if breaks else "",
+                 f"{hunks} of the {hunks_all} patch hunks" if hunks else ""]
+        return ", ".join(part for part in parts if part)
+
+    said = "; then ".join(f"{code(place)} ({share(breaks, hunks)})" for place, breaks, hunks in found)
     return ["", f"**Dominant upstream change:** {said}. Inferred from where the findings point: read what changed "
             "there first.", ""]
 

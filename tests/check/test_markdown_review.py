@@ -131,6 +131,6 @@ def test_the_upstream_change_behind_most_findings_is_named(fixture_result) -> No
     text = markdown(result)
     [line] = [line for line in text.splitlines() if line.startswith("**Dominant upstream change:**")]
     assert line.startswith("**Dominant upstream change:** `sglang.srt.server_args")
-    breaks, of = map(int, re.search(r"\((\d+) distinct breaks of (\d+)", line).groups())
+    breaks, of = map(int, re.search(r"\((\d+) of the (\d+) distinct breaks", line).groups())
     assert 39 <= breaks < of and "Inferred from where the findings point" in line
     assert text.index("**Dominant upstream change:**") < text.index("### ")  # at the top, before the sections

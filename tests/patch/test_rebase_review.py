@@ -167,3 +167,14 @@ def test_a_live_stack_left_as_it_is_is_said_with_its_folder_and_how(tmp_path: Pa
                     "build applies: only the image's stack is rebased; rebase it with `patch-files` naming it, or "
                     "each patch with `sglang-contracts patch rebase PATCH --new 0.5.2`"]
     assert "docker/patch/conda/" in render_stack_plan(result)
+
+
+def test_the_names_a_patch_defines_are_program_names_not_locals_or_words() -> None:
+    from sglang_contracts.patch.release import defined_names
+
+    added = ("def router_gemm_batch_invariant(x):\n    enable_fp32_moe_router: bool = False\n"
+             "    parser.add_argument(\"--custom-pull-weights-pre-read-hook\")\n@app.get(\"/get_weight_version\")\n"
+             "        self.release_hicache = x\n        release = getattr(x, 'y')\n        local_thing = 3\n"
+             "MAX_PD_TOP_P_TOKEN_IDS = 4\n    device: str = 'cuda'\n")
+    assert defined_names(added) == {"router_gemm_batch_invariant", "enable_fp32_moe_router", "get_weight_version",
+                                    "custom_pull_weights_pre_read_hook", "release_hicache", "MAX_PD_TOP_P_TOKEN_IDS"}
