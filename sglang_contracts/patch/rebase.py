@@ -273,6 +273,20 @@ def _copy_or_mode(file: FilePatch) -> str:
     return "a change of file mode (a link or an executable)" if file.mode_change else ""
 
 
+@dataclass
+class _Step:
+    """One hunk being rebased: how its outcome is made, and A's file around it."""
+
+    made: Callable[..., Outcome]
+    file: FilePatch
+    hunk: Hunk
+    path: str  # the patch path on B
+    on_a: Image  # A's file with the patch's hunks so far, this one included where it applied
+    base: str  # A's file before this hunk: the merge's base
+    placed_on_a: bool
+    a_known: bool  # A has the file
+
+
 class _Rebaser:
     def __init__(self, patch: PatchFile, patch_text: str, old: Release, new: Release,
                  skeleton: PatchFile | None, scratch: Path) -> None:
@@ -388,74 +402,11 @@ class _Rebaser:
                 file, hunk, number, verdict, detail, **{"path": path, "label": self._label(path), **extra})
             base = on_a.text()
             placed_on_a = a_text is not None and on_a.apply(hunk) is not None
-            partner = self._skeleton_partner(path, hunk)
-            if partner is not None:
-                at = on_b.apply(partner[1])
-                if at is not None:
-                    self.skeleton_used.add((path, partner[0]))
-                    outcomes.append(made(SKELETON, "the skeleton's hunk, the same change", at=at + 1, label="A"))
-                    rebased.hunks.append((hunk, False))
-                    continue
-            before = on_b.text()
-            # A context that matches several places of B (blank lines, a `def` every class has):
-            # git takes the one nearest the header's line, which can be another class; where the
-            # three-way merge puts it, by the whole file's alignment, is the place (rebasecmp).
-            ambiguous = placed_on_a and on_b.places(hunk) > 1
-            at = on_b.apply(hunk)
-            note = ""
-            if at is not None:
-                merged, conflicts = self.merger.merge(on_a.text(), base, before) if ambiguous else (on_b.text(), 0)
-                if not conflicts and merged == on_b.text():
-                    offset = at + 1 - hunk.new_start
-                    detail = f"offset {offset:+d}" if offset else ""
-                    if ambiguous:
-                        detail += ("; " if detail else "") + "its context matches several places, and the three-way " \
-                                  "merge puts it at the same one"
-                    outcomes.append(made(CARRIED, detail, at=at + 1))
-                    rebased.hunks.append((hunk, False))
-                    continue
-                on_b = Image(before)
-                note = f"its context matches several places: git apply would put it at {path}:{at + 1}, which the " \
-                       "three-way merge of the whole file does not; "
-            else:
-                already = Image(before).find(hunk.reversed())
-                if already is not None:
-                    outcomes.append(made(DROPPED, f"{self.new.short} has its lines at {path}:{already + 1}",
-                                         at=already + 1))
-                    rebased.hunks.append((hunk, False))
-                    continue
-                if not placed_on_a:
-                    outcomes.append(made(NOT_ON_OLD, f"{self.old.short} has no {file.path}: the patch is not against it"
-                                         if a_text is None else f"it does not apply on {self.old.short} either: "
-                                         f"{what_changed(base, hunk)}"))
-                    continue
-            merged, conflicts = self.merger.merge(on_a.text(), base, before)
-            upstream = upstream_has_it(hunk, base, before, _first_difference(before, merged) - 1)
-            if upstream is not None:
-                outcomes.append(made(DROPPED, f"{note}{self.new.short} already has the lines it adds (upstream added "
-                                              f"them, at {path}:{upstream + 1}): merged, they would be there twice",
-                                     at=upstream + 1))
-                rebased.hunks.append((hunk, False))
-                continue
-            ported = self._port_elsewhere(hunk, path) if conflicts else None
-            if ported is not None:
-                outcomes.append(made(CARRIED, f"{note}its lines are no longer together in {path}: they moved to "
-                                              f"{ported[0]}, a file {self.new.short} added, where it applies",
-                                     path=ported[0], at=ported[1] + 1))
-                continue
-            if conflicts:
-                outcomes.append(made(CONFLICT, f"{note}{conflicts} conflict{'s' * (conflicts != 1)} in the three-way "
-                                               "merge", at=_first_difference(before, merged),
-                                     conflict=conflict_texts(merged)))
-                rebased.hunks.append((hunk, True))
-                continue
-            rebased.hunks.append((hunk, False))
-            if merged == before:
-                outcomes.append(made(DROPPED, f"{note}the three-way merge leaves {self.new.short}'s {path} as it is: "
-                                              "it already makes this change"))
-                continue
-            outcomes.append(made(MERGED, note.removesuffix("; "), at=_first_difference(before, merged)))
-            on_b = Image(merged)
+            step = _Step(made, file, hunk, path, on_a, base, placed_on_a, a_text is not None)
+            outcome, on_b, conflicted = self._rebase_hunk(step, on_b)
+            outcomes.append(outcome)
+            if conflicted is not None:  # what --tree's conflicted_text replays
+                rebased.hunks.append((hunk, conflicted))
         if a_text is not None:
             self.a_after[file.path] = on_a.text()
         if file.is_delete:
@@ -466,6 +417,64 @@ class _Rebaser:
         else:
             rebased.after = on_b.text()
         return outcomes
+
+    def _rebase_hunk(self, step: "_Step", on_b: Image) -> tuple[Outcome, Image, bool | None]:
+        """One hunk on B's file as rebased so far: its outcome, B's file after it, and whether
+        it is left in conflict (None: not against A, nothing to replay)."""
+        hunk, path, made = step.hunk, step.path, step.made
+        partner = self._skeleton_partner(path, hunk)
+        at = on_b.apply(partner[1]) if partner is not None else None
+        if partner is not None and at is not None:
+            self.skeleton_used.add((path, partner[0]))
+            return made(SKELETON, "the skeleton's hunk, the same change", at=at + 1, label="A"), on_b, False
+        before = on_b.text()
+        # A context that matches several places of B (blank lines, a `def` every class has):
+        # git takes the one nearest the header's line, which can be another class; where the
+        # three-way merge puts it, by the whole file's alignment, is the place (rebasecmp).
+        ambiguous = step.placed_on_a and on_b.places(hunk) > 1
+        at = on_b.apply(hunk)
+        if at is None:
+            already = Image(before).find(hunk.reversed())
+            if already is not None:
+                return made(DROPPED, f"{self.new.short} has its lines at {path}:{already + 1}", at=already + 1), \
+                    on_b, False
+            if not step.placed_on_a:
+                return made(NOT_ON_OLD, f"{self.old.short} has no {step.file.path}: the patch is not against it"
+                            if not step.a_known else f"it does not apply on {self.old.short} either: "
+                            f"{what_changed(step.base, hunk)}"), on_b, None
+            return self._merged(step, before, on_b, "")
+        merged, conflicts = self.merger.merge(step.on_a.text(), step.base, before) if ambiguous else (on_b.text(), 0)
+        if not conflicts and merged == on_b.text():
+            offset = at + 1 - hunk.new_start
+            detail = ", ".join(part for part in (f"offset {offset:+d}" if offset else "", "its context matches several "
+                               "places, and the three-way merge puts it at the same one" if ambiguous else "") if part)
+            return made(CARRIED, detail, at=at + 1), on_b, False
+        note = f"its context matches several places: git apply would put it at {path}:{at + 1}, which the " \
+               "three-way merge of the whole file does not; "
+        return self._merged(step, before, Image(before), note)
+
+    def _merged(self, step: "_Step", before: str, on_b: Image, note: str) -> tuple[Outcome, Image, bool | None]:
+        """A hunk B's file does not take as it is, merged three ways (git merge-file): dropped
+        when upstream has its lines or the merge changes nothing, carried to a file B added
+        that holds its lines, left in conflict, or merged."""
+        hunk, path, made = step.hunk, step.path, step.made
+        merged, conflicts = self.merger.merge(step.on_a.text(), step.base, before)
+        upstream = upstream_has_it(hunk, step.base, before, _first_difference(before, merged) - 1)
+        if upstream is not None:
+            return made(DROPPED, f"{note}{self.new.short} already has the lines it adds (upstream added them, at "
+                                 f"{path}:{upstream + 1}): merged, they would be there twice", at=upstream + 1), on_b, False
+        ported = self._port_elsewhere(hunk, path) if conflicts else None
+        if ported is not None:
+            return made(CARRIED, f"{note}its lines are no longer together in {path}: they moved to {ported[0]}, a "
+                                 f"file {self.new.short} added, where it applies", path=ported[0], at=ported[1] + 1), \
+                on_b, None
+        if conflicts:
+            return made(CONFLICT, f"{note}{conflicts} conflict{'s' * (conflicts != 1)} in the three-way merge",
+                        at=_first_difference(before, merged), conflict=conflict_texts(merged)), on_b, True
+        if merged == before:
+            return made(DROPPED, f"{note}the three-way merge leaves {self.new.short}'s {path} as it is: it already "
+                                 "makes this change"), on_b, False
+        return made(MERGED, note.removesuffix("; "), at=_first_difference(before, merged)), Image(merged), False
 
     def _hunks_gone(self, file: FilePatch, target: str) -> list[Outcome]:
         """The hunks of a file B no longer has, with no one file of B holding them: each carried

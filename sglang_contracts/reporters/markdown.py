@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from itertools import groupby
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Callable, TextIO
 
 from sglang_contracts.diagnostics.catalog import surface_for, surface_order
 from sglang_contracts.diagnostics import Diagnostic
@@ -89,34 +89,43 @@ def _surface_section(result: "CheckResult", title: str, what: str, diagnostics: 
     return lines + _cut(_bullets(result, diagnostics, shown is not None), shown, diagnostics, result.new.release.short) + [""]
 
 
-def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic],
-                   shown: int | None = None, stacks: dict[int, str] | None = None) -> list[str]:
-    """The stack as counts per patch file (a hunk per bullet ran to 286 lines on slime), the
-    rest of the surface's findings as bullets, and the command that rebases each patch."""
-    lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
+def _per_patch(result: "CheckResult", diagnostics: list[Diagnostic]) -> list[str]:
+    """One line per patch file: its hunks that no longer apply and those already upstream, and
+    the folders that keep a copy of it (judged once)."""
     by_patch: dict[str, Counter] = {}
     copies: dict[str, list[str]] = {}
-    for d in diagnostics:
-        if d.code in PATCH_HUNKS:
-            path = printable_path(repository_path(result, d))
-            by_patch.setdefault(path, Counter())[d.code] += 1
-            copies[path] = list(d.data.get("copies") or ())
+    for d in (d for d in diagnostics if d.code in PATCH_HUNKS):
+        path = printable_path(repository_path(result, d))
+        by_patch.setdefault(path, Counter())[d.code] += 1
+        copies[path] = list(d.data.get("copies") or ())
+    lines = []
     for path, counts in sorted(by_patch.items()):
         said = ", ".join(f"{plural(counts[c], 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})"
                          for c in PATCH_HUNKS if counts[c])
         lines.append(f"- {code(path)}{_also_in(copies[path])}: {said}")
+    return lines
+
+
+def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic],
+                   shown: int | None = None, stacks: dict[int, str] | None = None) -> list[str]:
+    """The stack as counts per patch file (a hunk per bullet ran to 286 lines on slime), the
+    rest of the surface's findings as bullets, those about names the stack's own patches define
+    apart, and the command that rebases the stack."""
+    lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
+    per_patch = _per_patch(result, diagnostics)
+    lines += per_patch
     stacks = stacks or {}
+    new = result.new.release.short
     others = [d for d in diagnostics if d.code not in PATCH_HUNKS and id(d) not in stacks]
-    lines += _cut(_bullets(result, others, shown is not None), shown, others, result.new.release.short)
+    lines += _cut(_bullets(result, others, shown is not None), shown, others, new)
     ours = [d for d in diagnostics if id(d) in stacks]
     if ours:
         patches = ", ".join(code(printable_path(path)) for path in sorted(set(stacks.values())))
-        lines += ["", f"Names the stack's own patches define ({patches}), gone from {plain(result.new.release.short)} "
-                  "with the hunks that no longer apply there, not removed upstream: they come back when the stack "
-                  "is rebased.", ""]
-        lines += _cut(_bullets(result, ours, shown is not None), shown, ours, result.new.release.short)
-    if by_patch:
-        old, new = result.old.release.short, result.new.release.short
+        lines += ["", f"Names the stack's own patches define ({patches}), gone from {plain(new)} with the hunks that "
+                  "no longer apply there, not removed upstream: they come back when the stack is rebased.", ""]
+        lines += _cut(_bullets(result, ours, shown is not None), shown, ours, new)
+    if per_patch:
+        old = result.old.release.short
         lines += ["", f"Rebase the stack onto {plain(new)}, each patch on the ones before it, into its new folder, "
                   f"the decisions in the plan: {code(f'sglang-contracts patch rebase --old {old} --new {new}')} "
                   f"(one patch: {code(f'sglang-contracts patch rebase PATCH --old {old} --new {new} --plan PLAN.md')})"]
@@ -163,25 +172,41 @@ def _upstream_place(d: Diagnostic) -> str | None:
     return d.symbol if d.symbol.startswith("sglang.") else None
 
 
+def _weights(diagnostics: list[Diagnostic]) -> tuple[dict[str, set], Counter]:
+    """Per dotted prefix of the upstream names the findings are about (`sglang.srt` itself
+    aside): its distinct breaks (code, message), and its patch hunks."""
+    breaks: dict[str, set] = {}
+    hunks: Counter = Counter()
+    for d in diagnostics:
+        parts = (_upstream_place(d) or "").split(".")
+        prefixes = (".".join(parts[:depth]) for depth in range(2, len(parts) + 1))
+        for prefix in (p for p in prefixes if p != "sglang.srt"):
+            if d.code in PATCH_HUNKS:
+                hunks[prefix] += 1
+            else:
+                breaks.setdefault(prefix, set()).add((d.code, d.message))
+    return breaks, hunks
+
+
+def _narrowed(place: str, places: set[str], score: Callable[[str], int]) -> str:
+    """From an area down to its part holding two thirds of what it holds, while one does."""
+    while True:
+        depth = place.count(".") + 1
+        best = max((p for p in places if p.startswith(place + ".") and p.count(".") == depth), key=score, default=None)
+        if best is None or score(best) * 3 < score(place) * 2:
+            return place
+        place = best
+
+
 def dominant_change(diagnostics: list[Diagnostic]) -> list[tuple[str, int, int]]:
     """The upstream places behind most of the findings, as (dotted prefix, distinct breaks, patch
     hunks), at most two: from the area (`sglang.srt.X`, `sglang.X`) holding most, down to the
     part of it holding two thirds of them (`sglang.srt.server_args.ServerArgs`). What a
     reviewer reads first; inferred from where the findings point, not measured."""
-    breaks: dict[str, set] = {}
-    hunks: Counter = Counter()
-    for d in diagnostics:
-        parts = (_upstream_place(d) or "").split(".")
-        for depth in range(2, len(parts) + 1):
-            prefix = ".".join(parts[:depth])
-            if prefix == "sglang.srt":
-                continue
-            if d.code in PATCH_HUNKS:
-                hunks[prefix] += 1
-            else:
-                breaks.setdefault(prefix, set()).add((d.code, d.message))
+    breaks, hunks = _weights(diagnostics)
     score = lambda prefix: len(breaks.get(prefix, ())) + hunks[prefix]  # noqa: E731
-    areas = sorted({p for p in [*breaks, *hunks] if p.count(".") == (2 if p.startswith("sglang.srt.") else 1)},
+    places = {*breaks, *hunks}
+    areas = sorted((p for p in places if p.count(".") == (2 if p.startswith("sglang.srt.") else 1)),
                    key=lambda p: (-score(p), p))
     total = len({(d.code, d.message) for d in diagnostics if d.code not in PATCH_HUNKS}) + sum(
         d.code in PATCH_HUNKS for d in diagnostics)
@@ -189,14 +214,7 @@ def dominant_change(diagnostics: list[Diagnostic]) -> list[tuple[str, int, int]]
     for area in areas[:2]:
         if score(area) < max(3, total / 5) or (chosen and score(area) * 2 < chosen[0][1] + chosen[0][2]):
             break
-        place = area
-        while True:
-            depth = place.count(".") + 1
-            children = [p for p in [*breaks, *hunks] if p.startswith(place + ".") and p.count(".") == depth]
-            best = max(children, key=score, default=None)
-            if best is None or score(best) * 3 < score(place) * 2:
-                break
-            place = best
+        place = _narrowed(area, places, score)
         chosen.append((place, len(breaks.get(place, ())), hunks[place]))
     return chosen
 
