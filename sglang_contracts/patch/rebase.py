@@ -212,22 +212,20 @@ def upstream_has_it(hunk: Hunk, base: str, b_text: str, near: int) -> int | None
         return None
     b_lines = [line.strip() for line in split_lines(b_text)]
     a_counts, b_counts = Counter(line.strip() for line in split_lines(base)), Counter(b_lines)
-    gained, lost = b_counts - a_counts, a_counts - b_counts
-    for line in _significant_lines(hunk.removed):  # upstream removed them too
-        if lost[line] <= 0:
-            return None
-        lost[line] -= 1
+    if Counter(_significant_lines(hunk.removed)) - (a_counts - b_counts):  # a line it removes that B keeps
+        return None
+    gained = b_counts - a_counts
     window = len(hunk.body) + 8
-    nearby = [index for index in range(max(0, near - window), min(len(b_lines), near + window + 1))]
-    first = None
+    nearby = sorted(range(max(0, near - window), min(len(b_lines), near + window + 1)), key=lambda i: abs(i - near))
+    found = []
     for line in added:
-        found = line if gained[line] > 0 else next(iter(get_close_matches(line, list(+gained), n=1, cutoff=0.9)), None)
-        at = next((index for index in sorted(nearby, key=lambda i: abs(i - near)) if b_lines[index] == found), None)
-        if found is None or at is None:
+        upstream = line if gained[line] > 0 else next(iter(get_close_matches(line, list(+gained), n=1, cutoff=0.9)), None)
+        at = next((index for index in nearby if b_lines[index] == upstream), None) if upstream is not None else None
+        if at is None:
             return None
-        gained[found] -= 1
-        first = at if first is None else min(first, at)
-    return first
+        gained[upstream] -= 1
+        found.append(at)
+    return min(found)
 
 
 # -- rebasing --------------------------------------------------------------------------------

@@ -374,17 +374,22 @@ def render_stack_plan(result: StackRebase) -> str:
     if result.notes or result.others:
         out += ["## Left to do by hand", ""]
         out += [f"- {inline(note)}" for note in result.notes]
-        out += [f"- {inline(not_rebased(other, result.new))}" for other in result.others]
+        out += [f"- {inline(not_rebased(other, result.new, result.stack))}" for other in result.others]
         out.append("")
     for each in result.patches:
         out.append(render_plan(each.rebase, each.relpath, result.old, result.new, None, depth=2))
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def not_rebased(other: Stack, new: Release) -> str:
-    """The line for a live stack this rebase leaves as it is (slime's `build_conda.sh` applies
-    `sglang.patch` of another folder to another build): which, and how to rebase it."""
+def not_rebased(other: Stack, new: Release, rebased: Stack | None = None) -> str:
+    """The line for another live stack (slime's `build_conda.sh`): when it applies the first
+    patches of the rebased stack, that it is rebased with it; else which it is, and how to
+    rebase it."""
     folders = sorted({str(PurePosixPath(path).parent) + "/" for path in other.patches})
+    if rebased is not None and other.patches == rebased.patches[:len(other.patches)]:
+        names = ", ".join(PurePosixPath(path).name for path in other.patches)
+        first = "the first patch" if len(other.patches) == 1 else f"the first {len(other.patches)} patches"
+        return f"rebased with it: the stack of {other.source} applies {first} of this one ({names} in {', '.join(folders)})"
     return (f"not rebased: the stack of {other.source} ({plural(len(other.patches), 'patch')} in "
             f"{', '.join(folders)}), which another build applies: only the image's stack is rebased; rebase it "
             f"with `patch-files` naming it, or each patch with `sglang-contracts patch rebase PATCH --new {new.short}`")
@@ -401,7 +406,7 @@ def summary_lines(result: StackRebase, written: bool = True) -> list[str]:
               "the patch)" if written else f"conflicts left in {each.name}: a run that writes puts its files, with "
               f"git's markers, in {shown_path(each.tree, result.root)}" for each in result.patches if each.tree is not None]
     lines += result.notes
-    lines += [not_rebased(other, result.new) for other in result.others]
+    lines += [not_rebased(other, result.new, result.stack) for other in result.others]
     return [printable(line) for line in lines]
 
 

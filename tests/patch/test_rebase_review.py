@@ -178,3 +178,20 @@ def test_the_names_a_patch_defines_are_program_names_not_locals_or_words() -> No
              "MAX_PD_TOP_P_TOKEN_IDS = 4\n    device: str = 'cuda'\n")
     assert defined_names(added) == {"router_gemm_batch_invariant", "enable_fp32_moe_router", "get_weight_version",
                                     "custom_pull_weights_pre_read_hook", "release_hicache", "MAX_PD_TOP_P_TOKEN_IDS"}
+
+
+def test_a_build_that_applies_the_first_patches_of_the_stack_is_rebased_with_it(tmp_path: Path) -> None:
+    # slime's build_conda.sh applies latest/sglang.patch, the first of the image's stack, rewritten in place
+    from tests.patch.stack_project import KERNEL, NEW_KERNEL, OLD_KERNEL, SCHED_A, SCHED_B, project
+    from sglang_contracts.patch.stack_rebase import rebase_live_stack, summary_lines
+
+    root = project(tmp_path, "latest")
+    (root / "build_conda.sh").write_text("cd sglang\ngit apply ../docker/patch/latest/sglang-first.patch\n")
+    old = release(tmp_path / "A", "0.5.1", {"sglang/srt/sched.py": SCHED_A, OLD_KERNEL: KERNEL})
+    new = release(tmp_path / "B", "0.5.2", {"sglang/srt/sched.py": SCHED_B, NEW_KERNEL: KERNEL})
+    result = rebase_live_stack(root, *(open_release(str(p), sglang_repo=None, cache=tmp_path / "cache")
+                                       for p in (old, new)), write_trees=False)
+    said = summary_lines(result, written=False)
+    assert "rebased with it: the stack of build_conda.sh:2 applies the first patch of this one " \
+           "(sglang-first.patch in docker/patch/latest/)" in said
+    assert not any(line.startswith("not rebased") for line in said)
