@@ -219,7 +219,8 @@ def upstream_has_it(hunk: Hunk, base: str, b_text: str, near: int) -> int | None
     nearby = sorted(range(max(0, near - window), min(len(b_lines), near + window + 1)), key=lambda i: abs(i - near))
     found = []
     for line in added:
-        upstream = line if gained[line] > 0 else next(iter(get_close_matches(line, list(+gained), n=1, cutoff=0.9)), None)
+        close = get_close_matches(line, list(+gained), n=1, cutoff=0.9)
+        upstream = line if gained[line] > 0 else next(iter(close), None)
         at = next((index for index in nearby if b_lines[index] == upstream), None) if upstream is not None else None
         if at is None:
             return None
@@ -459,8 +460,9 @@ class _Rebaser:
         merged, conflicts = self.merger.merge(step.on_a.text(), step.base, before)
         upstream = upstream_has_it(hunk, step.base, before, _first_difference(before, merged) - 1)
         if upstream is not None:
-            return made(DROPPED, f"{note}{self.new.short} already has the lines it adds (upstream added them, at "
-                                 f"{path}:{upstream + 1}): merged, they would be there twice", at=upstream + 1), on_b, False
+            said = f"{note}{self.new.short} already has the lines it adds (upstream added them, at {path}:" \
+                   f"{upstream + 1})"
+            return made(DROPPED, f"{said}: merged, they would be there twice", at=upstream + 1), on_b, False
         ported = self._port_elsewhere(hunk, path) if conflicts else None
         if ported is not None:
             return made(CARRIED, f"{note}its lines are no longer together in {path}: they moved to {ported[0]}, a "

@@ -389,7 +389,8 @@ def not_rebased(other: Stack, new: Release, rebased: Stack | None = None) -> str
     if rebased is not None and other.patches == rebased.patches[:len(other.patches)]:
         names = ", ".join(PurePosixPath(path).name for path in other.patches)
         first = "the first patch" if len(other.patches) == 1 else f"the first {len(other.patches)} patches"
-        return f"rebased with it: the stack of {other.source} applies {first} of this one ({names} in {', '.join(folders)})"
+        return (f"rebased with it: the stack of {other.source} applies {first} of this one ({names} in "
+                f"{', '.join(folders)})")
     return (f"not rebased: the stack of {other.source} ({plural(len(other.patches), 'patch')} in "
             f"{', '.join(folders)}), which another build applies: only the image's stack is rebased; rebase it "
             f"with `patch-files` naming it, or each patch with `sglang-contracts patch rebase PATCH --new {new.short}`")
