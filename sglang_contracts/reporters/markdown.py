@@ -28,6 +28,8 @@ from sglang_contracts.reporters.base import SEVERITY_ORDER, repository_path
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckResult
+    from sglang_contracts.patch.stack import PatchStacks
+    from sglang_contracts.sources.base import ReleaseTree
     from sglang_contracts.closure.delta import Move
 
 
@@ -90,17 +92,23 @@ def _surface_section(result: "CheckResult", title: str, what: str, diagnostics: 
 
 
 def _per_patch(result: "CheckResult", diagnostics: list[Diagnostic]) -> list[str]:
-    """One line per patch file: its hunks that no longer apply and those already upstream, and
-    the folders that keep a copy of it (judged once)."""
+    """One line per patch file: its hunks that no longer apply and those already upstream, of
+    how many it has, and the folders that keep a copy of it (judged once)."""
     by_patch: dict[str, Counter] = {}
     copies: dict[str, list[str]] = {}
+    project_path: dict[str, str] = {}
     for d in (d for d in diagnostics if d.code in PATCH_HUNKS):
         path = printable_path(repository_path(result, d))
         by_patch.setdefault(path, Counter())[d.code] += 1
-        copies[path] = list(d.data.get("copies") or ())
+        copies[path], project_path[path] = list(d.data.get("copies") or ()), d.path
+    stacks = _live_stacks(result)[0] if by_patch else None
+    sizes = {relpath: sum(len(f.hunks) for f in patch.files) for relpath, patch in stacks.patches.items()} \
+        if stacks is not None else {}
     lines = []
     for path, counts in sorted(by_patch.items()):
-        said = ", ".join(f"{plural(counts[c], 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})"
+        size = sizes.get(project_path[path])
+        said = ", ".join(f"{counts[c]} of {plural(size, 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})" if size
+                         else f"{plural(counts[c], 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})"
                          for c in PATCH_HUNKS if counts[c])
         lines.append(f"- {code(path)}{_also_in(copies[path])}: {said}")
     return lines
@@ -142,18 +150,25 @@ def _subject_names(d: Diagnostic) -> set[str]:
     return names
 
 
+def _live_stacks(result: "CheckResult") -> tuple["PatchStacks | None", "ReleaseTree"]:
+    """The live patch stacks the check judged, and the old release as published: from the old
+    release as the image has it (the stacks applied), else, for a replay, which names the stock
+    release, read again from the project."""
+    tree = result.old.release.tree
+    if isinstance(tree, PatchedTree):
+        return tree.stacks, tree.base
+    if result.replayed_files_with_contracts is not None:
+        root = result.project.root
+        return patch_stacks(root, find_config(root, None).get("patch-files") or ()), tree
+    return None, tree
+
+
 def stack_findings(result: "CheckResult") -> dict[int, str]:
     """The findings (by id) about a name the project's own patch stack defines, not upstream
     (slime's `router_gemm_batch_invariant`, `--enable-fp32-moe-router`): -> the patch. Read
     from the old release as the image has it (the stack applied)."""
-    tree = result.old.release.tree
-    if isinstance(tree, PatchedTree):
-        added = names_the_stack_adds(tree.stacks, tree.base)
-    elif result.replayed_files_with_contracts is not None:  # a replay names the stock release: read the stacks
-        root = result.project.root
-        added = names_the_stack_adds(patch_stacks(root, find_config(root, None).get("patch-files") or ()), tree)
-    else:
-        return {}
+    stacks, stock = _live_stacks(result)
+    added = names_the_stack_adds(stacks, stock) if stacks is not None else {}
     found: dict[int, str] = {}
     for d in result.diagnostics if added else ():
         if surface_for(d.code).key == "patch-files":
