@@ -24,7 +24,7 @@ from sglang_contracts.infra.wording import plural
 from sglang_contracts.patch.stack_rebase import (
     COLUMNS, StackRebase, rebase_live_stack, render_stack_plan, shown_path, write_edits, write_file_below,
 )
-from sglang_contracts.patch.rebase import LEFT, check_tree_folder
+from sglang_contracts.patch.rebase import LEFT, check_tree_folder, verification_said
 from sglang_contracts.patch.release import PatchedTree
 from sglang_contracts.project.pins import ProjectPin
 from sglang_contracts.reporters.markdown import write_markdown
@@ -115,8 +115,8 @@ def _what_was_done(bump: Bump) -> list[str]:
         counts = ", ".join(f"{stack.count(v)} {v}" for v in shown)
         lines += [f"- `sglang-contracts patch rebase`: the stack {code(stack.folder + '/')} "
                   f"({plain(str(len(stack.patches)))} patches, {stack.hunks} hunks: {counts}) written to "
-                  f"{code(stack.new_folder + '/')}; {'verified' if stack.verified else 'not verified'}: "
-                  f"{inline(stack.verification)}",
+                  f"{code(stack.new_folder + '/')}; "
+                  f"{inline(verification_said(stack.verified, stack.verification, sum(stack.count(v) for v in LEFT)))}",
                   f"- the decisions, hunk by hunk: {code(shown_path(bump.plan, bump.last.project.root))}"]
     root = bump.last.project.root
     checklist = [f"Resolve {plural(sum(o.verdict in LEFT for o in each.rebase.outcomes), 'hunk')} of {code(each.name)} "
@@ -132,5 +132,5 @@ def _what_was_done(bump: Bump) -> list[str]:
 
 def pr_body(bump: Bump) -> str:
     out = io.StringIO()
-    write_markdown(bump.last, out)
+    write_markdown(bump.last, out, fixes=(0, []))  # the fixes ran: "What the bump did" says what they did
     return "\n".join(_what_was_done(bump)) + "\n" + out.getvalue()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Iterator
 
@@ -27,6 +27,17 @@ class Judged:
     patch: PatchFile
     old: list[HunkVerdict]
     new: list[HunkVerdict]
+    before: list[str] = field(default_factory=list)  # the patches its stack applies before it
+    # the same patch kept in other folders, applied on the same patches (slime's `v0.5.15.post1/`
+    # beside `latest/`, one patch more): judged once, here (mdreview: 131 findings twice)
+    copies: list[str] = field(default_factory=list)
+
+
+def _same_on_same_tree(stacks: PatchStacks, judged: Judged, stack: PatchStack, position: int) -> bool:
+    """Is the patch at `position` of `stack` the judged one, applied after the same patches?"""
+    mine = [stacks.patches[path] for path in stack.patches[:position + 1]]
+    theirs = [stacks.patches[path] for path in [*judged.before, judged.relpath]]
+    return mine == theirs
 
 
 def judged_stacks(ctx: CheckContext) -> tuple[PatchStacks, list[Judged]]:
@@ -44,10 +55,15 @@ def judged_stacks(ctx: CheckContext) -> tuple[PatchStacks, list[Judged]]:
         seen, judged = set(), []
         for index, stack in enumerate(stacks.stacks):
             for position, relpath in enumerate(stack.patches):
-                if relpath not in seen:  # a file in two stacks is judged in the first
-                    seen.add(relpath)
-                    judged.append(Judged(relpath, stacks.patches[relpath], on_old[index][position],
-                                         on_new[index][position]))
+                if relpath in seen:  # a file in two stacks is judged in the first
+                    continue
+                seen.add(relpath)
+                twin = next((j for j in judged if _same_on_same_tree(stacks, j, stack, position)), None)
+                if twin is not None:  # a copy in another folder, on the same patches: the same verdicts
+                    twin.copies.append(relpath)
+                    continue
+                judged.append(Judged(relpath, stacks.patches[relpath], on_old[index][position],
+                                     on_new[index][position], stack.patches[:position]))
         return stacks, sorted(judged, key=lambda j: j.relpath)
 
     return ctx.shared("patch-verdicts", compute)
@@ -104,7 +120,8 @@ def patch_hunk_no_longer_applies(ctx: CheckContext) -> Iterator[Diagnostic]:
             if broken_before and not ctx.report_unresolved:
                 continue
             yield finding_at("SGC901", relpath, _line(now), 1, now.file.path, severity="info" if broken_before else None,
-                             what=_what(now), reason=_reason(ctx, now), old=ctx.old_version, new=ctx.new_version)
+                             what=_what(now), reason=_reason(ctx, now), old=ctx.old_version, new=ctx.new_version,
+                             copies=judged.copies)
 
 
 @contract("SGC902", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
@@ -117,7 +134,7 @@ def patch_hunk_already_upstream(ctx: CheckContext) -> Iterator[Diagnostic]:
             if broken_before and not ctx.report_unresolved:
                 continue
             yield finding_at("SGC902", judged.relpath, _line(now), 1, now.file.path, severity="info" if broken_before else None,
-                             what=_what(now), old=ctx.old_version, new=ctx.new_version)
+                             what=_what(now), old=ctx.old_version, new=ctx.new_version, copies=judged.copies)
 
 
 @contract("SGC903", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
@@ -132,6 +149,7 @@ def patch_not_judged(ctx: CheckContext) -> Iterator[Diagnostic]:
                          what=f"the stack {_folder(stack)} ({stack.source})",
                          reason=f"it is the stack {_folder(twin)} ({twin.source}), patch for patch: judged there",
                          old=ctx.old_version, new=ctx.new_version)
+    yield from _copies_judged_once(ctx, stacks, judged)
     if stacks.guessed:
         first = stacks.stacks[0].patches[0]
         yield finding_at("SGC903", first, 1, 1, first, severity="info",
@@ -156,6 +174,23 @@ def patch_not_judged(ctx: CheckContext) -> Iterator[Diagnostic]:
                 yield finding_at("SGC903", each.relpath, verdict.file.line, 1, verdict.file.path, severity="info",
                                  what=f"the patch of {verdict.file.path}", reason=verdict.detail,
                                  old=ctx.old_version, new=ctx.new_version)
+def _copies_judged_once(ctx: CheckContext, stacks: PatchStacks, judged: list[Judged]) -> Iterator[Diagnostic]:
+    """One line per stack whose patches (some of them) are copies of patches judged in another."""
+    judged_as = {copy: each for each in judged for copy in each.copies}
+    for stack in stacks.stacks:
+        copies = [path for path in stack.patches if path in judged_as]
+        if not copies:
+            continue
+        names = ", ".join(PurePosixPath(path).name for path in copies)
+        where = sorted({str(PurePosixPath(judged_as[path].relpath).parent) + "/" for path in copies})
+        yield finding_at("SGC903", copies[0], 1, 1, copies[0], severity="info",
+                         what=f"{len(copies)} of the {len(stack.patches)} patches of {_folder(stack)} "
+                              f"({stack.source}): {names}",
+                         reason=f"each is the patch of the same name in {', '.join(where)}, applied on the same "
+                                "patches before it: judged there, once",
+                         old=ctx.old_version, new=ctx.new_version)
+
+
 @fixes("SGC902")
 def drop_upstream_hunk(diagnostic: Diagnostic, workspace) -> bool:
     """Drop the hunk the new release already contains (its file's section, when it was the

@@ -91,6 +91,21 @@ class Image:
                 break
             step += 1
 
+    def places(self, hunk: Hunk, enough: int = 2) -> int:
+        """How many places the hunk's preimage matches, counted up to `enough`: more than one,
+        and where git puts it is only the one nearest its header's line (a context of blank
+        lines matches in every class)."""
+        preimage = hunk.preimage
+        match_beginning, match_end = hunk.old_start <= 1, hunk.trailing == 0
+        found = 0
+        first = preimage[0] if preimage else None
+        for at in range(len(self.lines) - len(preimage) + 1):
+            if (first is None or self.lines[at] == first) and self.matches(at, preimage, match_beginning, match_end):
+                found += 1
+                if found >= enough:
+                    break
+        return found
+
     def apply(self, hunk: Hunk) -> int | None:
         at = self.find(hunk)
         if at is None:

@@ -20,21 +20,26 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Callable
 
 from sglang_contracts.patch.gitapply import Image, what_changed
-from sglang_contracts.patch.release import find_moved, outside_package_reason, release_relpath, tree_reader
+from sglang_contracts.patch.release import (
+    files_added, find_moved, outside_package_reason, release_relpath, tree_reader,
+)
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.gitsafety import safe_git_options
 from sglang_contracts.infra.display import patch_for, printable, printable_path
 from sglang_contracts.infra.files import read_limited
 from sglang_contracts.infra.markdown import code, code_block, inline, plain
 from sglang_contracts.infra.output import standard_output, write_file, writing
+from sglang_contracts.infra.wording import plural
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
 from sglang_contracts.patch.classify import change_of, read_patch
-from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, unsafe_path_reason
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, split_lines, unsafe_path_reason
 from sglang_contracts.sources.base import Release
 
 CARRIED = "carried"  # applies on B as it is (at an offset)
@@ -189,6 +194,41 @@ def conflict_texts(merged: str) -> tuple[str, str, str]:
     return "".join(parts["base"]), "".join(parts["ours"]), "".join(parts["theirs"])
 
 
+def _significant_lines(lines: list[str]) -> list[str]:
+    """The lines that say something (stripped; not blank, not a lone bracket or keyword)."""
+    return [line.strip() for line in lines if len(line.strip()) >= 8 and any(c.isalnum() for c in line)]
+
+
+def upstream_has_it(hunk: Hunk, base: str, b_text: str, near: int) -> int | None:
+    """Where B already holds what the hunk adds, or None: every line it adds that says
+    something is one upstream added between A (`base`, with the patch's earlier hunks) and B
+    (the same line, or one that differs by a character or two: `.shape` for `tuple(.shape)`),
+    within a hunk's length of `near` (0-based: where the three-way merge puts the hunk), and
+    every line it removes is gone from B. Merged, they would be there twice (slime's
+    `and "zero" not in weight_name` inside and outside the parenthesis). The 0-based line of
+    B where the first of them is."""
+    added = _significant_lines(hunk.added)
+    if sum(map(len, added)) < 24:  # too little to tell upstream's lines from a coincidence
+        return None
+    b_lines = [line.strip() for line in split_lines(b_text)]
+    a_counts, b_counts = Counter(line.strip() for line in split_lines(base)), Counter(b_lines)
+    if Counter(_significant_lines(hunk.removed)) - (a_counts - b_counts):  # a line it removes that B keeps
+        return None
+    gained = b_counts - a_counts
+    window = len(hunk.body) + 8
+    nearby = sorted(range(max(0, near - window), min(len(b_lines), near + window + 1)), key=lambda i: abs(i - near))
+    found = []
+    for line in added:
+        close = get_close_matches(line, list(+gained), n=1, cutoff=0.9)
+        upstream = line if gained[line] > 0 else next(iter(close), None)
+        at = next((index for index in nearby if b_lines[index] == upstream), None) if upstream is not None else None
+        if at is None:
+            return None
+        gained[upstream] -= 1
+        found.append(at)
+    return min(found)
+
+
 # -- rebasing --------------------------------------------------------------------------------
 
 def _prefix(path: str) -> str:
@@ -232,6 +272,20 @@ def _copy_or_mode(file: FilePatch) -> str:
     return "a change of file mode (a link or an executable)" if file.mode_change else ""
 
 
+@dataclass
+class _Step:
+    """One hunk being rebased: how its outcome is made, and A's file around it."""
+
+    made: Callable[..., Outcome]
+    file: FilePatch
+    hunk: Hunk
+    path: str  # the patch path on B
+    on_a: Image  # A's file with the patch's hunks so far, this one included where it applied
+    base: str  # A's file before this hunk: the merge's base
+    placed_on_a: bool
+    a_known: bool  # A has the file
+
+
 class _Rebaser:
     def __init__(self, patch: PatchFile, patch_text: str, old: Release, new: Release,
                  skeleton: PatchFile | None, scratch: Path) -> None:
@@ -246,6 +300,7 @@ class _Rebaser:
         self.skeleton = {f.path: f for f in skeleton.files} if skeleton is not None else None
         self.skeleton_used: set[tuple[str, int]] = set()
         self.a_after: dict[str, str] = {}  # A's file after the file patches before this one (a file patched twice)
+        self.added_files: list[str] | None = None  # B's modules A lacks, release paths (once asked)
 
     def run(self) -> Rebase:
         for index, file in enumerate(self.patch.files):
@@ -285,8 +340,7 @@ class _Rebaser:
             if moved is None:
                 if file.is_delete:
                     return self._every(file, DROPPED, f"{self.new.short} no longer has {target}")
-                why = f"{self.new.short} no longer has {target}, and no file it added holds the hunks' lines"
-                return self._every(file, GONE, why)
+                return self._hunks_gone(file, target)
             path, moved_from = _prefix(target) + moved, target
             rebased = self.files.get(path)
             b_text = rebased.after if rebased is not None else self.read_new(path)
@@ -347,47 +401,11 @@ class _Rebaser:
                 file, hunk, number, verdict, detail, **{"path": path, "label": self._label(path), **extra})
             base = on_a.text()
             placed_on_a = a_text is not None and on_a.apply(hunk) is not None
-            partner = self._skeleton_partner(path, hunk)
-            if partner is not None:
-                at = on_b.apply(partner[1])
-                if at is not None:
-                    self.skeleton_used.add((path, partner[0]))
-                    outcomes.append(made(SKELETON, "the skeleton's hunk, the same change", at=at + 1, label="A"))
-                    rebased.hunks.append((hunk, False))
-                    continue
-            before = on_b.text()
-            at = on_b.apply(hunk)
-            if at is not None:
-                offset = at + 1 - hunk.new_start
-                outcomes.append(made(CARRIED, f"offset {offset:+d}" if offset else "", at=at + 1))
-                rebased.hunks.append((hunk, False))
-                continue
-            already = Image(before).find(hunk.reversed())
-            if already is not None:
-                outcomes.append(made(DROPPED, f"{self.new.short} has its lines at {path}:{already + 1}", at=already + 1))
-                rebased.hunks.append((hunk, False))
-                continue
-            if not placed_on_a:
-                if a_text is None:
-                    outcomes.append(made(NOT_ON_OLD, f"{self.old.short} has no {file.path}: the patch is not against it"))
-                else:
-                    outcomes.append(made(NOT_ON_OLD, f"it does not apply on {self.old.short} either: "
-                                                     f"{what_changed(base, hunk)}"))
-                continue
-            merged, conflicts = self.merger.merge(on_a.text(), base, before)
-            if conflicts:
-                texts = conflict_texts(merged)
-                outcomes.append(made(CONFLICT, f"{conflicts} conflict{'s' * (conflicts != 1)} in the three-way merge",
-                                     at=_first_difference(before, merged), conflict=texts))
-                rebased.hunks.append((hunk, True))
-                continue
-            rebased.hunks.append((hunk, False))
-            if merged == before:
-                outcomes.append(made(DROPPED, f"the three-way merge leaves {self.new.short}'s {path} as it is: "
-                                              "it already makes this change"))
-                continue
-            outcomes.append(made(MERGED, "", at=_first_difference(before, merged)))
-            on_b = Image(merged)
+            step = _Step(made, file, hunk, path, on_a, base, placed_on_a, a_text is not None)
+            outcome, on_b, conflicted = self._rebase_hunk(step, on_b)
+            outcomes.append(outcome)
+            if conflicted is not None:  # what --tree's conflicted_text replays
+                rebased.hunks.append((hunk, conflicted))
         if a_text is not None:
             self.a_after[file.path] = on_a.text()
         if file.is_delete:
@@ -398,6 +416,107 @@ class _Rebaser:
         else:
             rebased.after = on_b.text()
         return outcomes
+
+    def _rebase_hunk(self, step: "_Step", on_b: Image) -> tuple[Outcome, Image, bool | None]:
+        """One hunk on B's file as rebased so far: its outcome, B's file after it, and whether
+        it is left in conflict (None: not against A, nothing to replay)."""
+        hunk, path, made = step.hunk, step.path, step.made
+        partner = self._skeleton_partner(path, hunk)
+        at = on_b.apply(partner[1]) if partner is not None else None
+        if partner is not None and at is not None:
+            self.skeleton_used.add((path, partner[0]))
+            return made(SKELETON, "the skeleton's hunk, the same change", at=at + 1, label="A"), on_b, False
+        before = on_b.text()
+        # A context that matches several places of B (blank lines, a `def` every class has):
+        # git takes the one nearest the header's line, which can be another class; where the
+        # three-way merge puts it, by the whole file's alignment, is the place (rebasecmp).
+        ambiguous = step.placed_on_a and on_b.places(hunk) > 1
+        at = on_b.apply(hunk)
+        if at is None:
+            already = Image(before).find(hunk.reversed())
+            if already is not None:
+                return made(DROPPED, f"{self.new.short} has its lines at {path}:{already + 1}", at=already + 1), \
+                    on_b, False
+            if not step.placed_on_a:
+                return made(NOT_ON_OLD, f"{self.old.short} has no {step.file.path}: the patch is not against it"
+                            if not step.a_known else f"it does not apply on {self.old.short} either: "
+                            f"{what_changed(step.base, hunk)}"), on_b, None
+            return self._merged(step, before, on_b, "")
+        merged, conflicts = self.merger.merge(step.on_a.text(), step.base, before) if ambiguous else (on_b.text(), 0)
+        if not conflicts and merged == on_b.text():
+            offset = at + 1 - hunk.new_start
+            detail = ", ".join(part for part in (f"offset {offset:+d}" if offset else "", "its context matches several "
+                               "places, and the three-way merge puts it at the same one" if ambiguous else "") if part)
+            return made(CARRIED, detail, at=at + 1), on_b, False
+        note = f"its context matches several places: git apply would put it at {path}:{at + 1}, which the " \
+               "three-way merge of the whole file does not; "
+        return self._merged(step, before, Image(before), note)
+
+    def _merged(self, step: "_Step", before: str, on_b: Image, note: str) -> tuple[Outcome, Image, bool | None]:
+        """A hunk B's file does not take as it is, merged three ways (git merge-file): dropped
+        when upstream has its lines or the merge changes nothing, carried to a file B added
+        that holds its lines, left in conflict, or merged."""
+        hunk, path, made = step.hunk, step.path, step.made
+        merged, conflicts = self.merger.merge(step.on_a.text(), step.base, before)
+        upstream = upstream_has_it(hunk, step.base, before, _first_difference(before, merged) - 1)
+        if upstream is not None:
+            said = f"{note}{self.new.short} already has the lines it adds (upstream added them, at {path}:" \
+                   f"{upstream + 1})"
+            return made(DROPPED, f"{said}: merged, they would be there twice", at=upstream + 1), on_b, False
+        ported = self._port_elsewhere(hunk, path) if conflicts else None
+        if ported is not None:
+            return made(CARRIED, f"{note}its lines are no longer together in {path}: they moved to {ported[0]}, a "
+                                 f"file {self.new.short} added, where it applies", path=ported[0], at=ported[1] + 1), \
+                on_b, None
+        if conflicts:
+            return made(CONFLICT, f"{note}{conflicts} conflict{'s' * (conflicts != 1)} in the three-way merge",
+                        at=_first_difference(before, merged), conflict=conflict_texts(merged)), on_b, True
+        if merged == before:
+            return made(DROPPED, f"{note}the three-way merge leaves {self.new.short}'s {path} as it is: it already "
+                                 "makes this change"), on_b, False
+        return made(MERGED, note.removesuffix("; "), at=_first_difference(before, merged)), Image(merged), False
+
+    def _hunks_gone(self, file: FilePatch, target: str) -> list[Outcome]:
+        """The hunks of a file B no longer has, with no one file of B holding them: each carried
+        where a file B added has its lines in one place (a file split in two: 0.5.23's
+        `kernels/jit/utils/compile/paths.py` from `jit_kernel/utils.py`), the rest gone."""
+        why = f"{self.new.short} no longer has {target}, and no file it added holds the hunks' lines"
+        outcomes = []
+        for number, hunk in enumerate(file.hunks or [None], 1):
+            ported = self._port_elsewhere(hunk, target) if hunk is not None else None
+            if ported is None:
+                outcomes.append(Outcome(file, hunk, number, GONE, why))
+            else:
+                outcomes.append(Outcome(file, hunk, number, CARRIED, f"{self.new.short} no longer has {target}: "
+                                        f"its lines are in {ported[0]}, a file it added, where it applies",
+                                        path=ported[0], at=ported[1] + 1, label=self._label(ported[0])))
+        return outcomes
+
+    def _port_elsewhere(self, hunk: Hunk, path: str) -> tuple[str, int] | None:
+        """A hunk its file no longer takes, applied to a file B added that holds its lines in the
+        one place (0.5.15's `pool_host/base.py`, where `HostKVCache` went from
+        `memory_pool_host.py`): (that file's patch path, the 0-based line), or None."""
+        if len(_significant_lines(hunk.preimage)) < 2:  # blank lines or a bracket: any file has them
+            return None
+        if self.added_files is None:
+            self.added_files = files_added(self.new.tree, self.old.tree, ".py")
+        wanted = [line for line in hunk.preimage if line.strip()]
+        for relpath in self.added_files:
+            candidate = _prefix(path) + relpath
+            rebased = self.files.get(candidate)
+            text = rebased.after if rebased is not None else self.read_new(candidate)
+            if candidate == path or not text or not all(line in text for line in wanted):
+                continue
+            image = Image(text)
+            if image.places(hunk) != 1:
+                continue
+            at = image.apply(hunk)
+            if rebased is None:
+                rebased = self.files[candidate] = RebasedFile(candidate, text, text, candidate)
+                self.sections.append(("file", rebased))
+            rebased.after = image.text()
+            return candidate, at
+        return None
 
     def conflicted_text(self, rebased: RebasedFile) -> str | None:
         """The rebased file with git's markers at each hunk left in conflict (for --tree)."""
@@ -556,6 +675,19 @@ def summary(rebase: Rebase) -> str:
     return f"{len(rebase.outcomes)} hunks: " + ", ".join(f"{n} {v}" for n, v in counts if n)
 
 
+def verification_said(verified: bool, verification: str, left: int) -> str:
+    """`verified: ...` only for a stack with nothing left out: git taking the written patches,
+    which miss the hunks left in conflict, is no verification of the stack (rebasecmp: "verified:
+    yes" beside 43 conflicts, and the stack not importable)."""
+    if not verified:
+        return f"not verified: {verification}"
+    if left:
+        return (f"not verified: {plural(left, 'hunk')} left out of the written patches (resolve "
+                f"{'it' if left == 1 else 'them'}, then rebase again); without {'it' if left == 1 else 'them'}, "
+                f"{verification}")
+    return f"verified: {verification}"
+
+
 def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, skeleton_name: str | None,
                 depth: int = 1) -> str:
     """The upgrade decision log, in markdown: the patch's paths, headers and lines shown as code,
@@ -567,7 +699,9 @@ def render_plan(rebase: Rebase, patch_name: str, old: Release, new: Release, ske
     if skeleton_name:
         out += [f"Skeleton: {code(skeleton_name)} (class A: the skeleton's hunk; B: the project's extra change on a "
                 "file both patch; C: a file only the project patches).", ""]
-    out += [f"- {plain(summary(rebase))}", f"- verification: {inline(rebase.verification)}", ""]
+    left = sum(o.verdict in LEFT for o in rebase.outcomes)
+    out += [f"- {plain(summary(rebase))}", f"- {inline(verification_said(rebase.verified, rebase.verification, left))}",
+            ""]
     hunk = lambda o: where(o, code)  # noqa: E731
     at = lambda o: f"at {code(f'{o.path}:{o.at}' if o.at is not None else o.path)}"  # noqa: E731  (a new file has no line)
 
@@ -660,8 +794,7 @@ def patch_rebase(args) -> int:
             sys.stdout.write(patch_for(sys.stdout, rebase.patch_text))
     left = sum(o.verdict in LEFT for o in rebase.outcomes)
     unchecked = rebase.count(UNCHECKED)
-    print(printable(f"{name}: verified: {rebase.verification}"
-                    + (f"; {left} hunk{' is' if left == 1 else 's are'} not in it" if left else "")
+    print(printable(f"{name}: {verification_said(rebase.verified, rebase.verification, left)}"
                     + (f"; {unchecked} were carried unchecked" if unchecked else "")), file=sys.stderr)
     if args.tree and left:
         print(printable(f"{name}: resolve the conflicts in {args.tree} (git diff there is the patch)"), file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from typing import TYPE_CHECKING, Iterator
 
 from sglang_contracts.infra.files import Unreadable
@@ -97,6 +98,13 @@ def member_text(tree: ReleaseTree, relpath: str) -> str | None:
     except Unreadable:
         return None
     return None if data is None else data.decode("utf-8", "surrogateescape")
+
+
+def files_added(new: ReleaseTree, old: ReleaseTree, suffix: str) -> list[str]:
+    """The files of the new release the old one lacks, of a kind (`.py`): where code that left a
+    file it still has may have gone (0.5.15 moved `HostKVCache` out of `memory_pool_host.py` into
+    the new `mem_cache/pool_host/base.py`)."""
+    return [path for path in new.iter_files(PACKAGE) if path.endswith(suffix) and not _exists(old, path)]
 
 
 def find_moved(file: FilePatch, new: ReleaseTree, old: ReleaseTree | None) -> str | None:
@@ -265,3 +273,43 @@ def _stock_bytes(tree: ReleaseTree, relpath: str) -> bytes | None:
         return tree.read_member(relpath)
     except Unreadable:
         return None
+
+
+
+# What a patch's added line defines: a function, a class, a field (annotated, or `self.x =`),
+# a module's variable, a flag, a route; a local variable is none of these
+DEFINED = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)|^\s*(?:self\.)(\w+)\s*=(?!=)|^(\w+)\s*=(?!=)"
+                     r"|^\s*(\w+)\s*:\s*\S|[\"']--([\w-]+)[\"']|[\"']/(\w+)[\"']")
+WORD = re.compile(r"\w+")
+
+
+def _a_program_name(name: str) -> bool:
+    """snake_case or CamelCase, long enough not to be a word of prose (`release`, `device`)."""
+    return len(name) >= 8 and ("_" in name.strip("_") or any(c.isupper() for c in name[1:]))
+
+
+def defined_names(text: str) -> set[str]:
+    """The names the lines of `text` define (flags as fields are named: `--a-b` is `a_b`)."""
+    found = set()
+    for line in text.splitlines():
+        for match in DEFINED.finditer(line):
+            found.update(name for group in match.groups() if group and _a_program_name(name := group.replace("-", "_")))
+    return found
+
+
+def names_the_stack_adds(stacks: PatchStacks, stock: ReleaseTree) -> dict[str, str]:
+    """The names the live patch `stacks` define in the release (a function, a field, a flag, a
+    route) that the `stock` file each patches never mentions: name -> the patch. A finding
+    about one is the stack's, not upstream's (slime's `router_gemm_batch_invariant`, which
+    `sglang-deterministic.patch` adds, was reported as a name 0.5.23 removed)."""
+    added: dict[str, str] = {}
+    for stack in stacks.stacks:
+        for patch_path in stack.patches:
+            for file in stacks.patches[patch_path].files:
+                relpath = release_relpath(file.new_path or file.old_path)
+                if relpath is None:
+                    continue
+                mentioned = set(WORD.findall(member_text(stock, relpath) or ""))
+                for name in defined_names("".join(line for hunk in file.hunks for line in hunk.added)) - mentioned:
+                    added.setdefault(name, patch_path)
+    return added

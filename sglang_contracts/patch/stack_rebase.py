@@ -34,8 +34,8 @@ from sglang_contracts.patch.patchfile import PATCH_SUFFIXES, PatchFile, parse_pa
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.patch.rebase import (
     CARRIED, CONFLICT, DROPPED, GONE, LEFT, MERGED, NOT_ON_OLD, SKELETON, UNCHECKED, Rebase, check_tree_folder, git,
-    read_patch_text,
-    rebase_patch, release_tree, render_plan, unchecked_excludes, where, write_under,
+    read_patch_text, rebase_patch, release_tree, render_plan, unchecked_excludes, verification_said, where,
+    write_under,
 )
 from sglang_contracts.patch.release import PatchedTree, release_relpath, tree_reader
 from sglang_contracts.patch.stack import PatchStacks, Stack, patch_stacks
@@ -329,14 +329,8 @@ def rebase_live_stack(root: Path, old: Release, new: Release, named: list[str] |
 
 # -- reports ---------------------------------------------------------------------------------
 
-def _left_out(count: int) -> str:
-    """What a "verified" stack lacks: git takes the written patches, which miss the hunks left
-    out (conflicts, files gone), so it is not the stack yet (helper-30's reading of slime's)."""
-    return f"; {plural(count, 'hunk')} left out, not in it" if count else ""
-
-
 def _applies(verified: bool, left: int) -> str:
-    return ("yes" if not left else f"without {left} left out") if verified else "no"
+    return ("yes" if not left else f"no: {left} left out") if verified else "no"
 
 
 def summary_table(result: StackRebase) -> str:
@@ -360,8 +354,8 @@ def render_stack_plan(result: StackRebase) -> str:
     out = [f"# Rebase of the patch stack {code(result.folder + '/')}: sglang {old} -> {new}", "",
            f"- applied by {code(result.stack.source)}" + (" with `git apply --3way`" if result.stack.three_way else ""),
            f"- written to {code(result.new_folder + '/')}" + (f" ({code(result.folder + '/')} is left as it is)" if moved else ""),
-           f"- {'verified' if result.verified else 'not verified'}: {inline(result.verification)}"
-           f"{_left_out(sum(result.count(v) for v in LEFT)) if result.verified else ''}", ""]
+           f"- {inline(verification_said(result.verified, result.verification, sum(result.count(v) for v in LEFT)))}",
+           ""]
     shown = [v for v in COLUMNS if result.count(v)]
     out += ["| patch | hunks | " + " | ".join(shown) + " | verified |", "|---" * (len(shown) + 3) + "|"]
     for each in result.patches:
@@ -380,12 +374,26 @@ def render_stack_plan(result: StackRebase) -> str:
     if result.notes or result.others:
         out += ["## Left to do by hand", ""]
         out += [f"- {inline(note)}" for note in result.notes]
-        out += [f"- the stack of {code(other.source)} ({plain(str(len(other.patches)))} patches) was not rebased: "
-                "it is not the one the image applies" for other in result.others]
+        out += [f"- {inline(not_rebased(other, result.new, result.stack))}" for other in result.others]
         out.append("")
     for each in result.patches:
         out.append(render_plan(each.rebase, each.relpath, result.old, result.new, None, depth=2))
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def not_rebased(other: Stack, new: Release, rebased: Stack | None = None) -> str:
+    """The line for another live stack (slime's `build_conda.sh`): when it applies the first
+    patches of the rebased stack, that it is rebased with it; else which it is, and how to
+    rebase it."""
+    folders = sorted({str(PurePosixPath(path).parent) + "/" for path in other.patches})
+    if rebased is not None and other.patches == rebased.patches[:len(other.patches)]:
+        names = ", ".join(PurePosixPath(path).name for path in other.patches)
+        first = "the first patch" if len(other.patches) == 1 else f"the first {len(other.patches)} patches"
+        return (f"rebased with it: the stack of {other.source} applies {first} of this one ({names} in "
+                f"{', '.join(folders)})")
+    return (f"not rebased: the stack of {other.source} ({plural(len(other.patches), 'patch')} in "
+            f"{', '.join(folders)}), which another build applies: only the image's stack is rebased; rebase it "
+            f"with `patch-files` naming it, or each patch with `sglang-contracts patch rebase PATCH --new {new.short}`")
 
 
 def summary_lines(result: StackRebase, written: bool = True) -> list[str]:
@@ -394,13 +402,12 @@ def summary_lines(result: StackRebase, written: bool = True) -> list[str]:
     lines = [f"{result.folder}/ -> {result.new_folder}/: sglang {result.old.short} -> {result.new.short} "
              f"({result.stack.source}{', git apply --3way' if result.stack.three_way else ''})",
              *summary_table(result).splitlines(),
-             f"{'verified' if result.verified else 'not verified'}: {result.verification}"
-             f"{_left_out(sum(result.count(v) for v in LEFT)) if result.verified else ''}"]
+             verification_said(result.verified, result.verification, sum(result.count(v) for v in LEFT))]
     lines += [f"conflicts left in {each.name}: resolve them in {shown_path(each.tree, result.root)} (git diff there is "
               "the patch)" if written else f"conflicts left in {each.name}: a run that writes puts its files, with "
               f"git's markers, in {shown_path(each.tree, result.root)}" for each in result.patches if each.tree is not None]
     lines += result.notes
-    lines += [f"not rebased: the stack of {other.source}" for other in result.others]
+    lines += [not_rebased(other, result.new, result.stack) for other in result.others]
     return [printable(line) for line in lines]
 
 

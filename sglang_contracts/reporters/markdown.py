@@ -11,19 +11,25 @@ that lists the rest.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from itertools import groupby
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Callable, TextIO
 
-from sglang_contracts.diagnostics.catalog import load_catalog, surface_for, surface_order
+from sglang_contracts.diagnostics.catalog import surface_for, surface_order
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.markdown import cell, code, inline, plain
 from sglang_contracts.infra.wording import plural
+from sglang_contracts.config import find_config
+from sglang_contracts.patch.release import PatchedTree, names_the_stack_adds
+from sglang_contracts.patch.stack import patch_stacks
 from sglang_contracts.reporters.base import SEVERITY_ORDER, repository_path
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckResult
+    from sglang_contracts.patch.stack import PatchStacks
+    from sglang_contracts.sources.base import ReleaseTree
     from sglang_contracts.closure.delta import Move
 
 
@@ -85,27 +91,170 @@ def _surface_section(result: "CheckResult", title: str, what: str, diagnostics: 
     return lines + _cut(_bullets(result, diagnostics, shown is not None), shown, diagnostics, result.new.release.short) + [""]
 
 
-def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic],
-                   shown: int | None = None) -> list[str]:
-    """The stack as counts per patch file (a hunk per bullet ran to 286 lines on slime), the
-    rest of the surface's findings as bullets, and the command that rebases each patch."""
-    lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
+def _per_patch(result: "CheckResult", diagnostics: list[Diagnostic]) -> list[str]:
+    """One line per patch file: its hunks that no longer apply and those already upstream, of
+    how many it has, and the folders that keep a copy of it (judged once)."""
     by_patch: dict[str, Counter] = {}
-    for d in diagnostics:
-        if d.code in PATCH_HUNKS:
-            by_patch.setdefault(printable_path(repository_path(result, d)), Counter())[d.code] += 1
+    copies: dict[str, list[str]] = {}
+    project_path: dict[str, str] = {}
+    for d in (d for d in diagnostics if d.code in PATCH_HUNKS):
+        path = printable_path(repository_path(result, d))
+        by_patch.setdefault(path, Counter())[d.code] += 1
+        copies[path], project_path[path] = list(d.data.get("copies") or ()), d.path
+    stacks = _live_stacks(result)[0] if by_patch else None
+    sizes = {relpath: sum(len(f.hunks) for f in patch.files) for relpath, patch in stacks.patches.items()} \
+        if stacks is not None else {}
+    lines = []
     for path, counts in sorted(by_patch.items()):
-        said = ", ".join(f"{plural(counts[c], 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})"
+        size = sizes.get(project_path[path])
+        said = ", ".join(f"{counts[c]} of {plural(size, 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})" if size
+                         else f"{plural(counts[c], 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})"
                          for c in PATCH_HUNKS if counts[c])
-        lines.append(f"- {code(path)}: {said}")
-    others = [d for d in diagnostics if d.code not in PATCH_HUNKS]
-    lines += _cut(_bullets(result, others, shown is not None), shown, others, result.new.release.short)
-    if by_patch:
-        old, new = result.old.release.short, result.new.release.short
+        lines.append(f"- {code(path)}{_also_in(copies[path])}: {said}")
+    return lines
+
+
+def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: list[Diagnostic],
+                   shown: int | None = None, stacks: dict[int, str] | None = None) -> list[str]:
+    """The stack as counts per patch file (a hunk per bullet ran to 286 lines on slime), the
+    rest of the surface's findings as bullets, those about names the stack's own patches define
+    apart, and the command that rebases the stack."""
+    lines = [f"### {title}: {_severity_counts(diagnostics)}", "", f"_{what}_", ""]
+    per_patch = _per_patch(result, diagnostics)
+    lines += per_patch
+    stacks = stacks or {}
+    new = result.new.release.short
+    others = [d for d in diagnostics if d.code not in PATCH_HUNKS and id(d) not in stacks]
+    lines += _cut(_bullets(result, others, shown is not None), shown, others, new)
+    ours = [d for d in diagnostics if id(d) in stacks]
+    if ours:
+        patches = ", ".join(code(printable_path(path)) for path in sorted(set(stacks.values())))
+        lines += ["", f"Names the stack's own patches define ({patches}), gone from {plain(new)} with the hunks that "
+                  "no longer apply there, not removed upstream: they come back when the stack is rebased.", ""]
+        lines += _cut(_bullets(result, ours, shown is not None), shown, ours, new)
+    if per_patch:
+        old = result.old.release.short
         lines += ["", f"Rebase the stack onto {plain(new)}, each patch on the ones before it, into its new folder, "
                   f"the decisions in the plan: {code(f'sglang-contracts patch rebase --old {old} --new {new}')} "
                   f"(one patch: {code(f'sglang-contracts patch rebase PATCH --old {old} --new {new} --plan PLAN.md')})"]
     return lines + [""]
+
+
+def _subject_names(d: Diagnostic) -> set[str]:
+    """The names a finding is about: its symbol's last part, and the flags and routes its
+    message names (`--enable-fp32-moe-router` as the field `enable_fp32_moe_router`); not every
+    word of it (`hidden_states` in a signature the patch also touches)."""
+    names = {d.symbol.rsplit(".", 1)[-1]}
+    names.update(flag.replace("-", "_") for flag in re.findall(r"(?<![\w-])--([\w-]+)", d.message))
+    names.update(re.findall(r"(?<![\w.])/(\w+)", d.message))
+    return names
+
+
+def _live_stacks(result: "CheckResult") -> tuple["PatchStacks | None", "ReleaseTree"]:
+    """The live patch stacks the check judged, and the old release as published: from the old
+    release as the image has it (the stacks applied), else, for a replay, which names the stock
+    release, read again from the project."""
+    tree = result.old.release.tree
+    if isinstance(tree, PatchedTree):
+        return tree.stacks, tree.base
+    if result.replayed_files_with_contracts is not None:
+        root = result.project.root
+        return patch_stacks(root, find_config(root, None).get("patch-files") or ()), tree
+    return None, tree
+
+
+def stack_findings(result: "CheckResult") -> dict[int, str]:
+    """The findings (by id) about a name the project's own patch stack defines, not upstream
+    (slime's `router_gemm_batch_invariant`, `--enable-fp32-moe-router`): -> the patch. Read
+    from the old release as the image has it (the stack applied)."""
+    stacks, stock = _live_stacks(result)
+    added = names_the_stack_adds(stacks, stock) if stacks is not None else {}
+    found: dict[int, str] = {}
+    for d in result.diagnostics if added else ():
+        if surface_for(d.code).key == "patch-files":
+            continue
+        patch = next((added[name] for name in sorted(_subject_names(d)) if name in added), None)
+        if patch is not None:
+            found[id(d)] = patch
+    return found
+
+
+def _upstream_place(d: Diagnostic) -> str | None:
+    """The upstream name a finding is about, dotted (a patch hunk's file `python/sglang/srt/x.py`
+    is `sglang.srt.x`); None for the project's own names and the pins."""
+    if d.code in PATCH_HUNKS and "sglang/" in d.symbol:
+        return d.symbol[d.symbol.index("sglang/"):].removesuffix(".py").replace("/", ".")
+    return d.symbol if d.symbol.startswith("sglang.") else None
+
+
+def _weights(diagnostics: list[Diagnostic]) -> tuple[dict[str, set], Counter]:
+    """Per dotted prefix of the upstream names the findings are about (`sglang.srt` itself
+    aside): its distinct breaks (code, message), and its patch hunks."""
+    breaks: dict[str, set] = {}
+    hunks: Counter = Counter()
+    for d in diagnostics:
+        parts = (_upstream_place(d) or "").split(".")
+        prefixes = (".".join(parts[:depth]) for depth in range(2, len(parts) + 1))
+        for prefix in (p for p in prefixes if p != "sglang.srt"):
+            if d.code in PATCH_HUNKS:
+                hunks[prefix] += 1
+            else:
+                breaks.setdefault(prefix, set()).add((d.code, d.message))
+    return breaks, hunks
+
+
+def _narrowed(place: str, places: set[str], score: Callable[[str], int]) -> str:
+    """From an area down to its part holding two thirds of what it holds, while one does."""
+    while True:
+        depth = place.count(".") + 1
+        best = max((p for p in places if p.startswith(place + ".") and p.count(".") == depth), key=score, default=None)
+        if best is None or score(best) * 3 < score(place) * 2:
+            return place
+        place = best
+
+
+def dominant_change(diagnostics: list[Diagnostic]) -> list[tuple[str, int, int]]:
+    """The upstream places behind most of the findings, as (dotted prefix, distinct breaks, patch
+    hunks), at most two: from the area (`sglang.srt.X`, `sglang.X`) holding most, down to the
+    part of it holding two thirds of them (`sglang.srt.server_args.ServerArgs`). What a
+    reviewer reads first; inferred from where the findings point, not measured."""
+    breaks, hunks = _weights(diagnostics)
+    score = lambda prefix: len(breaks.get(prefix, ())) + hunks[prefix]  # noqa: E731
+    places = {*breaks, *hunks}
+    areas = sorted((p for p in places if p.count(".") == (2 if p.startswith("sglang.srt.") else 1)),
+                   key=lambda p: (-score(p), p))
+    total = len({(d.code, d.message) for d in diagnostics if d.code not in PATCH_HUNKS}) + sum(
+        d.code in PATCH_HUNKS for d in diagnostics)
+    chosen: list[tuple[str, int, int]] = []
+    for area in areas[:2]:
+        if score(area) < max(3, total / 5) or (chosen and score(area) * 2 < chosen[0][1] + chosen[0][2]):
+            break
+        place = _narrowed(area, places, score)
+        chosen.append((place, len(breaks.get(place, ())), hunks[place]))
+    return chosen
+
+
+def _dominant_line(diagnostics: list[Diagnostic]) -> list[str]:
+    found = dominant_change(diagnostics)
+    if not found:
+        return []
+    distinct = len({(d.code, d.message) for d in diagnostics if d.code not in PATCH_HUNKS})
+    hunks_all = sum(d.code in PATCH_HUNKS for d in diagnostics)
+
+    def share(breaks: int, hunks: int) -> str:
+        parts = [f"{breaks} of the {distinct} distinct breaks" if breaks else "",
+                 f"{hunks} of the {hunks_all} patch hunks" if hunks else ""]
+        return ", ".join(part for part in parts if part)
+
+    said = "; then ".join(f"{code(place)} ({share(breaks, hunks)})" for place, breaks, hunks in found)
+    return ["", f"**Dominant upstream change:** {said}. Inferred from where the findings point: read what changed "
+            "there first.", ""]
+
+
+def _also_in(copies: list[str]) -> str:
+    """The folders that keep the same patch, judged once (slime's `v0.5.15.post1/` beside `latest/`)."""
+    folders = sorted({printable_path(path.rsplit("/", 1)[0] + "/") if "/" in path else "./" for path in copies})
+    return f" (judged once; the same file is in {', '.join(code(folder) for folder in folders)})" if folders else ""
 
 
 def _inherited_section(result: "CheckResult", diagnostics: list[Diagnostic], shown: int | None = None) -> list[str]:
@@ -188,7 +337,7 @@ def closure_section(result: "CheckResult") -> list[str]:
     return lines
 
 
-def _checklist(result: "CheckResult") -> list[str]:
+def _checklist(result: "CheckResult", fixes: tuple[int, list[str]]) -> list[str]:
     old, new = plain(result.old.release.short), plain(result.new.release.short)
     where = f" in {code(result.pin.where)}" if result.pin else ""
     counts = Counter(d.severity for d in result.diagnostics)
@@ -196,11 +345,13 @@ def _checklist(result: "CheckResult") -> list[str]:
     target = (f"the SGLang image ({code(result.pin.written)}) to {new}" if image
               else f"Pin {code('sglang==' + result.new.release.short)}")
     items = [f"{'Move ' if image else ''}{target}{where}, and move the pins that mirror SGLang's stack with it"]
-    catalog = load_catalog()
-    fixable = sum(1 for d in result.diagnostics if d.code in catalog and catalog[d.code].fix == "safe")
-    if fixable:
-        items.append(f"Apply the safe fixes ({plural(fixable, 'finding')}): "
-                     f"{code(f'sglang-contracts fix --new {result.new.release.short}')}, and review the diff")
+    fixed, changed = fixes
+    if fixed:
+        shown = ", ".join(code(printable_path(path)) for path in changed[:MAX_PLACES])
+        more = f" and {len(changed) - MAX_PLACES} more" if len(changed) > MAX_PLACES else ""
+        items.append(f"Apply the safe fixes: {code(f'sglang-contracts fix --new {result.new.release.short}')} fixes "
+                     f"{plural(fixed, 'finding')} in {plural(len(changed), 'file')} ({shown}{more}); review the diff, "
+                     "the other findings are by hand")
     if counts["error"]:
         items.append("Fix every error above, or accept it in the baseline with a written justification")
     if counts["warning"]:
@@ -215,17 +366,32 @@ def _checklist(result: "CheckResult") -> list[str]:
     return ["### Before merging", "", *(f"- [ ] {item}" for item in items), ""]
 
 
-def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False) -> None:
+def what_fix_writes(result: "CheckResult") -> tuple[int, list[str]]:
+    """The findings `fix` fixes and the files it changes, as `fix --diff` counts them (its
+    first round, nothing written): not the rules' fix class, which counted slime's 18 where fix
+    fixes 9 (a pin a fix refuses, a patch hunk of a past release's folder)."""
+    from sglang_contracts.check.fixes import apply_fixes
+
+    if not any(d.severity != "info" for d in result.diagnostics):
+        return 0, []
+    workspace, fixed, _ = apply_fixes(result, unsafe=False)
+    return len(fixed), sorted(doc.relpath for doc in workspace.documents.values() if doc.changed)
+
+
+def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False,
+                   fixes: tuple[int, list[str]] | None = None) -> None:
     """Every value of the project or the releases shown as code or as prose (infra/markdown).
-    Groups are cut to fewer findings each until the whole fits MAX_CHARACTERS."""
+    Groups are cut to fewer findings each until the whole fits MAX_CHARACTERS. `fixes`: what
+    `fix` fixes, when the caller knows (bump, which ran it, says so itself)."""
+    fixes, stacks = what_fix_writes(result) if fixes is None else fixes, stack_findings(result)
     for shown in (None, 40, 20, 10, 5, 2, 1, 0):
-        text = _report(result, shown)
+        text = _report(result, shown, fixes, stacks)
         if len(text) <= MAX_CHARACTERS:
             break
     out.write(text)
 
 
-def _report(result: "CheckResult", shown: int | None) -> str:
+def _report(result: "CheckResult", shown: int | None, fixes: tuple[int, list[str]], stacks: dict[int, str]) -> str:
     old, new = plain(result.old.release.short), plain(result.new.release.short)
     diagnostics = result.diagnostics
     lines = [f"## SGLang contracts: {old} → {new}", "", *_pins(result), ""]
@@ -239,19 +405,22 @@ def _report(result: "CheckResult", shown: int | None) -> str:
     else:
         lines.append(f"**No contract breaks.** Every contract with SGLang that a static check can see "
                      f"holds on {new} as it did on {old}.")
+    lines += _dominant_line(diagnostics)
     if result.baselined:
         lines.append(f"{plural(result.baselined, 'finding')} accepted in the baseline {'is' if result.baselined == 1 else 'are'} not listed.")
     lines.append("")
     by_surface: dict[str, list[Diagnostic]] = {}
     for d in diagnostics:
         if d.code not in INHERITED:
-            by_surface.setdefault(surface_for(d.code).key, []).append(d)
+            by_surface.setdefault("patch-files" if id(d) in stacks else surface_for(d.code).key, []).append(d)
     for surface in surface_order():
         if surface.key in by_surface:
-            section = _patch_section if surface.key == "patch-files" else _surface_section
-            lines += section(result, surface.title, surface.what, by_surface[surface.key], shown)
+            if surface.key == "patch-files":
+                lines += _patch_section(result, surface.title, surface.what, by_surface[surface.key], shown, stacks)
+            else:
+                lines += _surface_section(result, surface.title, surface.what, by_surface[surface.key], shown)
     lines += _inherited_section(result, [d for d in diagnostics if d.code in INHERITED], shown)
     lines += closure_section(result)
     lines += upstream_delta_section(result)
-    lines += _checklist(result)
+    lines += _checklist(result, fixes)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -234,8 +234,9 @@ def test_markdown_bump_section(check):
     assert [line.split()[2] for line in inherited.splitlines() if line.startswith("- ")] == ["SGC303:", "SGC313:"]
     # the patch stack: counts per patch file, and how to rebase it
     patches = by_heading["Patch files: 2 errors"]
-    assert (f"- `{IN_REPOSITORY}docker/patch/v0.9.0/sglang.patch`: 1 hunk no longer applies (SGC901), "
-            "1 hunk is already upstream (SGC902)") in patches
+    # of how many hunks the patch has (mdreview: "62 hunks no longer apply" had no denominator)
+    assert (f"- `{IN_REPOSITORY}docker/patch/v0.9.0/sglang.patch`: 1 of 2 hunks no longer applies (SGC901), "
+            "1 of 2 hunks is already upstream (SGC902)") in patches
     assert "`sglang-contracts patch rebase --old 0.9.0 --new 0.9.1`" in patches  # the stack
     assert "`sglang-contracts patch rebase PATCH --old 0.9.0 --new 0.9.1 --plan PLAN.md`" in patches
     imports = by_heading["Imports: 6 errors, 3 warnings"]

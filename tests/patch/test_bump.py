@@ -61,11 +61,12 @@ def test_bump_fixes_rebases_and_writes_the_plan_and_the_pr_body(releases, tmp_pa
     body = (root / "docs/draft/sglang-0.5.2-pr-body.md").read_text()
     assert plan.startswith("# Rebase of the patch stack `docker/patch/v0.5.1/`: sglang 0.5.1 -> 0.5.2")
     assert body.startswith("## What the bump did\n") and "## SGLang contracts: 0.5.1 → 0.5.2" in body
-    assert "1 of " in body and "`app.py`" in body and "written to `docker/patch/v0.5.2/`; verified" in body
+    assert "1 of " in body and "`app.py`" in body
+    assert "written to `docker/patch/v0.5.2/`; not verified: 1 hunk left out" in body
     assert "- [ ] Resolve 1 hunk of `sglang-first.patch` left in conflict" in body
     # the last check reads the new stack: the old folder's patches are no finding of it
     assert "docker/patch/v0.5.1/sglang-first.patch" not in body.split("## SGLang contracts")[1]
-    assert "verified: the 2 new patches apply in order" in err
+    assert "not verified: 1 hunk left out" in err and "without it, the 2 new patches apply in order" in err
     app = (root / "app.py").read_text()
     subprocess.run(["git", "checkout", "--", "app.py"], cwd=root, check=True)
     assert bump(root, releases, monkeypatch) == 2  # the first bump's conflicts are kept, and nothing is fixed

@@ -477,6 +477,26 @@ def test_a_copy_of_the_live_stack_that_another_build_applies_is_judged_once(slim
     assert len(differing.stacks) == 2 and not differing.duplicates
 
 
+EXTRA = ("diff --git a/python/sglang/extra.py b/python/sglang/extra.py\nnew file mode 100644\n--- /dev/null\n"
+         "+++ b/python/sglang/extra.py\n@@ -0,0 +1 @@\n+X = 1\n")
+
+
+def test_copies_of_live_patches_in_a_stack_of_its_own_are_judged_once(slime_shaped, tmp_path):
+    """slime's `v0.5.15.post1/` holds four of the five patches of `latest/`, byte for byte, in
+    the same order: a stack of its own, whose copies were judged again (131 findings twice).
+    A patch applied on the same patches before it is judged once; one line names the copies."""
+    for name in ("sglang.patch", "sglang-top_p.patch", "sglang-pull_weights.patch"):
+        write(slime_shaped, {f"docker/patch/v0.1.0/{name}": (slime_shaped / "docker/patch/latest" / name).read_text()})
+    write(slime_shaped, {"docker/patch/v0.1.0/sglang-extra.patch": EXTRA,
+                         "build_conda.sh": "cd sglang\nfor p in sglang.patch sglang-top_p.patch "
+                                           "sglang-pull_weights.patch sglang-extra.patch; do\n"
+                                           "  git apply ../docker/patch/v0.1.0/$p\ndone\n"})
+    assert len(patch_stacks(slime_shaped).stacks) == 2
+    found = _check(slime_shaped, OLD, NEW, tmp_path)
+    assert found == ["docker/patch/latest/sglang-pull_weights.patch:5: SGC901 error",
+                     "docker/patch/v0.1.0/sglang.patch:1: SGC903 info"]
+
+
 def test_stacks_guessed_for_want_of_a_command_are_said_by_default(slime_shaped, tmp_path):
     write(slime_shaped, {"docker/Dockerfile": "RUN echo no patches here\n"})
     stacks = patch_stacks(slime_shaped)

@@ -47,7 +47,9 @@ def test_a_folder_per_release_gets_a_new_folder_and_the_dockerfile_names_it(rele
     assert f"+++ b/python/{NEW_KERNEL}" in first and OLD_KERNEL not in first and "b = a * 5" not in first
     assert "a = x + 100" in first and "b = a * 20" in second
     assert applies_in_order(b_files(releases), [first, second], tmp_path / "check" / "tree")
-    assert "verified: the 2 new patches apply in order with git apply --check" in err
+    # a conflict is left: git takes the written patches, but the stack is not verified (rebasecmp)
+    assert "not verified: 1 hunk left out of the written patches" in err and "\nverified:" not in err
+    assert "without it, the 2 new patches apply in order with git apply --check" in err
     assert "sglang-0.5.2-conflicts/sglang-first.patch" in err and "b = a * 5" not in err  # no conflict text there
     plan = (root / "docs/draft/sglang-0.5.2-upgrade-plan.md").read_text()
     assert "## Conflicts to resolve" in plan and "b = a * 5" in plan and "`docker/patch/v0.5.1/` is left as it is" in plan
@@ -72,9 +74,10 @@ def test_each_patch_is_rebased_on_the_earlier_ones(releases, tmp_path: Path) -> 
     result = rebase_live_stack(root, old, new)
     verdicts = [[o.verdict for o in each.rebase.outcomes] for each in result.patches]
     assert verdicts == [[CARRIED, CARRIED, CONFLICT], [CARRIED]] and result.verified, result.verification
-    # git takes the written stack, which lacks the conflict: said beside "verified" (helper-30)
-    assert "verified: " in (said := "\n".join(summary_lines(result, written=False))) and "; 1 hunk left out, not in it" in said
-    assert "without 1 left out" in summary_table(result)
+    # git takes the written stack, which lacks the conflict: not "verified" (helper-30, rebasecmp)
+    said = "\n".join(summary_lines(result, written=False))
+    assert "not verified: 1 hunk left out of the written patches" in said and "\nverified:" not in said
+    assert "no: 1 left out" in summary_table(result) and " yes" not in summary_table(result).splitlines()[1]
     # alone, on the plain releases, the second patch's context is nowhere: what the stack form is for
     text = (root / "docker/patch/v0.5.1/sglang-second.patch").read_text()
     alone = rebase_patch(parse_patch(text), text, old, new)
@@ -94,7 +97,7 @@ def test_a_stack_that_git_does_not_take_is_not_verified_and_names_the_patch(rele
 def test_git_apply_3way_is_checked_where_the_dockerfile_uses_it(releases, tmp_path: Path, monkeypatch, capsys) -> None:
     root = project(tmp_path, "v0.5.1", flags="--3way ")
     rebase_in(root, releases, monkeypatch)
-    assert "verified: the 2 new patches apply in order with git apply --check --3way" in capsys.readouterr().err
+    assert "without it, the 2 new patches apply in order with git apply --check --3way" in capsys.readouterr().err
 
 
 def test_a_new_folder_that_is_a_link_out_of_the_project_is_refused(releases, tmp_path: Path, monkeypatch,
