@@ -321,10 +321,13 @@ def matched(variant: Variant, use: "Use") -> dict[str, str] | None:
                 return None
         elif slot == "expr" and use.chain:
             tree = ast.parse(pattern, mode="eval").body
-            level = next((index for index, (node, _) in enumerate(use.chain) if _match(tree, node, bindings)), None)
+            # Each level is tried on its own bindings: a level that fails part way (the receiver
+            # bound to `data` of `data.req.extend_range`) binds nothing for the next.
+            tried = ((index, dict(bindings)) for index in range(len(use.chain)))
+            level = next(((index, trial) for index, trial in tried if _match(tree, use.chain[index][0], trial)), None)
             if level is None:
                 return None
-            bindings[LEVEL] = str(level)
+            bindings = {**level[1], LEVEL: str(level[0])}
         elif slot not in use.slots or not _match(ast.parse(pattern, mode="eval").body, use.slots[slot], bindings):
             return None
     return bindings

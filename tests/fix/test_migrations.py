@@ -232,3 +232,29 @@ def test_a_read_upstream_rewrote_with_the_call_around_it_is_learned_whole_and_a_
     assert not run_fix([project], options, unsafe=False).fixed
     run_fix([project], options, unsafe=True)
     assert (project / "app" / "layers.py").read_text().splitlines()[-1] == "    return req.prefix_len"
+
+
+RANGE_OLD = ("class Range:\n    def __init__(self, start, end):\n        self.start, self.end = start, end\n\n\n"
+             "class Req:\n    def __init__(self):\n        self.extend_range = Range(0, 0)\n")
+RANGE_NEW = "class Req:\n    def __init__(self):\n        self.extend_end = 0\n"
+
+
+def test_a_read_through_a_chain_receiver_matches_the_pattern_its_attributes_make(tmp_path: Path) -> None:
+    """`data.req.extend_range.end` is upstream's `req.extend_range.end` read on another receiver:
+    trying the pattern at the chain's first level (`data.req.extend_range`, which binds the
+    receiver to `data` before it fails) must leave nothing bound for the level that matches."""
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/managers/schedule_batch.py": RANGE_OLD,
+                                           "sglang/srt/managers/scheduler.py": scheduler(["n = req.extend_range.end"] * 2)},
+                        "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/managers/schedule_batch.py": RANGE_NEW,
+                                           "sglang/srt/managers/scheduler.py": scheduler(["n = req.extend_end"] * 2)},
+                        "0.2.0")
+    text = ("from sglang.srt.managers.schedule_batch import Req\n\n\nclass Data:\n    req: Req\n\n\n"
+            "def end(data: Data) -> int:\n    return data.req.extend_range.end\n")
+    project, options, found = checked(tmp_path, old, new, text)
+    (finding,) = [d for d in found if d.code == "SGC321"]
+    assert finding.message.endswith("; upstream migrated 2 reads: req.extend_range.end -> req.extend_end "
+                                    "(e.g. sglang/srt/managers/scheduler.py:5)")
+    assert finding.data["fix_safety"] == "safe"
+    run_fix([project], options)
+    assert (project / "app" / "layers.py").read_text().splitlines()[-1] == "    return data.req.extend_end"
