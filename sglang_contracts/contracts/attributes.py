@@ -205,6 +205,21 @@ def renamed_attribute(ctx: CheckContext, lost: LostAttribute) -> str | None:
     return renames.pop() if len(renames) == 1 else None
 
 
+def _rewrite_as_upstream(diagnostic: Diagnostic, workspace) -> bool:
+    """The read rewritten as the finding's plan says (upstream's own reads: migrations/)."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
+    plan = diagnostic.data["migrated"]
+    document = workspace.document(diagnostic.path)
+    if not document.python:
+        return False
+    (_, text), = plan["write"]
+    rewritten = python_edits.rewrite_read(document, *diagnostic.data["use_at"], text)
+    if rewritten:
+        import_needed_names(document, plan)
+    return rewritten
+
+
 def _parsed(value: str):
     try:
         return ast.parse(value, mode="eval").body
@@ -219,16 +234,8 @@ def rewrite_read(diagnostic: Diagnostic, workspace) -> bool:
     import libcst
     from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
 
-    plan = diagnostic.data.get("migrated")
-    if plan:
-        document = workspace.document(diagnostic.path)
-        if not document.python:
-            return False
-        (_, text), = plan["write"]
-        rewritten = python_edits.rewrite_read(document, *diagnostic.data["use_at"], text)
-        if rewritten:
-            import_needed_names(document, plan)
-        return rewritten
+    if diagnostic.data.get("migrated"):
+        return _rewrite_as_upstream(diagnostic, workspace)
     attr = diagnostic.data["attr"]
     why = diagnostic.data.get("unmigrated")
     return python_edits.rename_at(diagnostic, workspace, (libcst.Name,),
@@ -267,8 +274,13 @@ def _lost_names(ctx: CheckContext, path: str, origin: str) -> tuple[str | None, 
     return now, {name for name in ctx.old.member_names(origin) - ctx.new.member_names(now) if not name.startswith("__")}
 
 
-def _named_losses(ctx: CheckContext) -> Iterator[tuple[LostAttribute, str]]:
-    """Reads of `req.attr` on an untyped `req` where `Req` lost `attr`, with the name read from."""
+def _named_losses(ctx: CheckContext) -> list[tuple[LostAttribute, str]]:
+    """Reads of `req.attr` on an untyped `req` where `Req` lost `attr`, with the name read from
+    (once a run: the questions to upstream's migrations ask of them too)."""
+    return ctx.shared("named losses", lambda c: list(_each_named_loss(c)))
+
+
+def _each_named_loss(ctx: CheckContext) -> Iterator[tuple[LostAttribute, str]]:
     names_by_file, suspects = ctx.of_placeless_project("named-losses", _suspects)
     for snake, origin, now, lost in suspects:
         for attr in lost:
@@ -329,4 +341,35 @@ def _set_by_name(model: UpstreamModel, snake: str, attr: str) -> bool:
 @contract("SGC322", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def attribute_removed_by_receiver_name(ctx: CheckContext) -> Iterator[Diagnostic]:
     for lost, receiver in _named_losses(ctx):
-        yield _report("SGC322", ctx, lost, receiver=receiver)
+        yield _report("SGC322", ctx, lost, receiver=receiver, **_named_migration(ctx, lost))
+
+
+def _named_migration(ctx: CheckContext, lost: LostAttribute) -> dict:
+    """What upstream did with its own reads of the attribute, for a read whose receiver only its
+    name types: the learned rewrite is never more than unsafe here (the receiver may not be
+    what its name says)."""
+    if lost.unverified:
+        return {}
+    fields = _migration(ctx, lost)
+    if "migrated" in fields:
+        fields["fix_safety"] = "unsafe"
+    return fields
+
+
+@asks_upstream("SGC322")
+def _named_migration_questions(ctx: CheckContext) -> Iterator[Question]:
+    for lost, _ in _named_losses(ctx):
+        if not lost.unverified:
+            yield Question("reads", (lost.owner, lost.attr))
+
+
+@fixes("SGC322")
+def rewrite_named_read(diagnostic: Diagnostic, workspace) -> bool:
+    """Read it as upstream now reads it, where upstream's own reads say how (the finding's plan)."""
+    if diagnostic.data.get("migrated"):
+        return _rewrite_as_upstream(diagnostic, workspace)
+    document = workspace.document(diagnostic.path)
+    if document.python:
+        document.note(diagnostic.line, diagnostic.col, diagnostic.code,
+                      diagnostic.data.get("unmigrated") or "upstream's own reads of the attribute show no rewrite")
+    return False

@@ -258,3 +258,25 @@ def test_a_read_through_a_chain_receiver_matches_the_pattern_its_attributes_make
     assert finding.data["fix_safety"] == "safe"
     run_fix([project], options)
     assert (project / "app" / "layers.py").read_text().splitlines()[-1] == "    return data.req.extend_end"
+
+
+def test_an_untyped_read_named_like_the_class_gets_upstreams_rewrite_as_an_unsafe_fix(tmp_path: Path) -> None:
+    """SGC322: `data.req.prefix_indices` on an untyped `req` is the read upstream rewrote in all
+    its examples; the message says so, and the rewrite is written with --unsafe-fixes only,
+    since the receiver's type is read from its name."""
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/managers/schedule_batch.py": REQ_OLD,
+                                           "sglang/srt/managers/scheduler.py": scheduler(["n = len(req.prefix_indices)"] * 3)},
+                        "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/managers/schedule_batch.py": REQ_NEW,
+                                           "sglang/srt/managers/scheduler.py": scheduler(["n = req.prefix_len"] * 3)},
+                        "0.2.0")
+    text = "from sglang.srt.managers.schedule_batch import Req\n\n\ndef cached(data):\n    return len(data.req.prefix_indices)\n"
+    project, options, found = checked(tmp_path, old, new, text)
+    (finding,) = [d for d in found if d.code == "SGC322"]
+    assert finding.message.endswith("; upstream migrated 3 reads: len(req.prefix_indices) -> req.prefix_len "
+                                    "(e.g. sglang/srt/managers/scheduler.py:5)")
+    assert finding.data["fix_safety"] == "unsafe"
+    assert not run_fix([project], options).fixed
+    assert (project / "app" / "layers.py").read_text() == text
+    assert run_fix([project], options, unsafe=True).fixed == 1
+    assert (project / "app" / "layers.py").read_text().splitlines()[-1] == "    return data.req.prefix_len"
