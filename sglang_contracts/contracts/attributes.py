@@ -18,7 +18,8 @@ import ast
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.imports import upstream_reads
 from sglang_contracts.analysis.resolve import Instance, Resolver, project_view, resolvers
-from sglang_contracts.analysis.migrated import asks_upstream, import_needed_names, migration_fields, upstream_migrations
+from sglang_contracts.analysis.migrated import (asks_upstream, import_needed_names, migration_fields, project_sites,
+                                                upstream_migrations)
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.migrations.learn import Question
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
@@ -167,7 +168,47 @@ def _migration(ctx: CheckContext, lost: LostAttribute) -> dict:
     """What upstream did with its own reads of the attribute (`model_runner.tp_size` ->
     `get_parallel().tp_size`)."""
     answer = upstream_migrations(ctx).reads(lost.owner, lost.attr)
-    return migration_fields(ctx, lost.facts, lost.position, lost.scope, answer, "expr", "reads", lambda plan: "")
+    fields = migration_fields(ctx, lost.facts, lost.position, lost.scope, answer, "expr", "reads", lambda plan: "")
+    if "migrated" in fields:
+        _without_redundant_conversion(ctx, lost, fields)
+    return fields
+
+
+# Builtin conversions a rewrite drops where the new release declares the new value of that type.
+CONVERSIONS = ("int", "float", "str", "bool")
+
+
+def _without_redundant_conversion(ctx: CheckContext, lost: LostAttribute, fields: dict) -> None:
+    """`int(req.extend_range.length)` rewritten whole, as `req.extend_len`, where the new release
+    declares `Req.extend_len` an int: the conversion is a no-op on the value upstream declares
+    (and upstream reads it bare). Unsafe then: the declaration is upstream's word, not proven."""
+    plan = fields["migrated"]
+    use = project_sites(ctx).use(lost.facts, lost.position.line, lost.position.col, lost.scope)
+    level = plan["level"]
+    if use is None or level + 1 >= len(use.chain) or len(plan["write"]) != 1:
+        return
+    outer, where = use.chain[level + 1]
+    read = use.chain[0][0]
+    written = _parsed(plan["write"][0][1])
+    if not (isinstance(outer, ast.Call) and isinstance(outer.func, ast.Name) and outer.func.id in CONVERSIONS
+            and outer.func.id not in lost.facts.bindings() and isinstance(read, ast.Attribute)
+            and isinstance(written, ast.Attribute) and ast.unparse(written.value) == ast.unparse(read.value)):
+        return
+    declared = {tuple(_declared_types(ctx.new, origin, written.attr)) for origin in lost.now_origins}
+    if declared != {(outer.func.id,)}:
+        return
+    fields.update(migrated={**plan, "level": level + 1}, use_at=[where.line, where.col], fix_safety="unsafe",
+                  migration=f"{fields['migration']}; the {outer.func.id}() around it is dropped: sglang "
+                            f"{ctx.new_version} declares {written.attr} {outer.func.id}")
+
+
+def _declared_types(model: UpstreamModel, origin: str, attr: str) -> list[str]:
+    """The types the release declares a class's attribute or property to hold (`["int"]`)."""
+    member = model.member(origin, attr)
+    if member is None:
+        return []
+    return member.record.get("returns" if member.kind == "property" else "types", []) \
+        if member.kind in ("property", "instance") else []
 
 
 @asks_upstream("SGC321")

@@ -280,3 +280,33 @@ def test_an_untyped_read_named_like_the_class_gets_upstreams_rewrite_as_an_unsaf
     assert (project / "app" / "layers.py").read_text() == text
     assert run_fix([project], options, unsafe=True).fixed == 1
     assert (project / "app" / "layers.py").read_text().splitlines()[-1] == "    return data.req.prefix_len"
+
+
+LENGTH_OLD = ("class Range:\n    def __init__(self, start, end):\n        self.start, self.end = start, end\n\n"
+              "    @property\n    def length(self) -> int:\n        return self.end - self.start\n\n\n"
+              "class Req:\n    def __init__(self):\n        self.extend_range = Range(0, 0)\n")
+LENGTH_NEW = ("class Req:\n    def __init__(self):\n        self.prefix_len = 0\n        self.extend_end = 0\n\n"
+              "    @property\n    def extend_len(self) -> int:\n        return self.extend_end - self.prefix_len\n")
+
+
+@pytest.mark.parametrize(("declared", "written"), [("int", "    return req.extend_len"),
+                                                   ("float", "    return int(req.extend_len)")])
+def test_a_conversion_to_the_type_the_new_release_declares_is_dropped_with_the_read(
+        tmp_path: Path, declared: str, written: str) -> None:
+    """`int(req.extend_range.length)` -> `req.extend_len` where 0.2.0 declares `extend_len` an
+    int, as upstream reads it (unsafe: the declaration is upstream's word); the conversion stays
+    where the declared type is another."""
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/managers/schedule_batch.py": LENGTH_OLD,
+                                           "sglang/srt/managers/scheduler.py": scheduler(["n = req.extend_range.length"] * 2)},
+                        "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/managers/schedule_batch.py": LENGTH_NEW.replace("-> int", f"-> {declared}"),
+                                           "sglang/srt/managers/scheduler.py": scheduler(["n = req.extend_len"] * 2)},
+                        "0.2.0")
+    text = "from sglang.srt.managers.schedule_batch import Req\n\n\ndef extent(req: Req) -> int:\n    return int(req.extend_range.length)\n"
+    project, options, found = checked(tmp_path, old, new, text)
+    (finding,) = [d for d in found if d.code == "SGC321"]
+    dropped = declared == "int"
+    assert finding.message.endswith("sglang 0.2.0 declares extend_len int") == dropped
+    assert finding.data["fix_safety"] == ("unsafe" if dropped else "safe")
+    run_fix([project], options, unsafe=True)
+    assert (project / "app" / "layers.py").read_text().splitlines()[-1] == written
