@@ -233,12 +233,12 @@ def _sorted_into_imports(module: libcst.Module, module_name: str) -> libcst.Modu
     imports, moved to where isort's default order has it in that block: `import msgspec` before
     `from sglang... import`, a standard library module among the others of its section."""
     body = list(module.body)
-    index = next((i for i, statement in enumerate(body) if _import_key(statement) == (_section(module_name), 0, module_name)
+    key = (_section(module_name), 0, module_name)
+    index = next((i for i, statement in enumerate(body) if _import_key(statement) == key
                   and len(statement.body) == 1 and statement.body[0].names[0].asname is None), None)
     if index is None:
         return module
     added = body.pop(index)
-    key = _import_key(added)
     first = next((i for i, statement in enumerate(body) if _import_key(statement) is not None), None)
     if first is None:
         return module
@@ -266,7 +266,8 @@ def _sorted_into_imports(module: libcst.Module, module_name: str) -> libcst.Modu
     return module.with_changes(body=body)
 
 
-ImportSpec = tuple[str, "str | None", "str | None"]  # (module, name imported from it, alias), as RemoveImportsVisitor takes
+# (module, the name imported from it, its alias), as RemoveImportsVisitor takes an import
+ImportSpec = tuple[str, "str | None", "str | None"]
 
 
 def imports_in_use(module: libcst.Module) -> set[ImportSpec]:
