@@ -181,6 +181,14 @@ def _migration_questions(ctx: CheckContext) -> Iterator[Question]:
             yield Question("calls", (item.old.owner, item.new.owner))
 
 
+@asks_upstream("SGC202")
+def _required_questions(ctx: CheckContext) -> Iterator[Question]:
+    """The callables SGC202's findings will ask about: what upstream's calls now pass."""
+    for item in call_breaks(ctx):
+        if item.problem.code == "SGC202" and not item.new.dataclass:
+            yield Question("calls", (item.old.owner, item.new.owner))
+
+
 def _unbindable(item: CallBreak, plan: dict[str, Any]) -> str:
     """Why the call rewritten as planned would not do, or "": only keywords are rewritten, and
     the result must bind to the new signature."""
@@ -290,6 +298,26 @@ def rewrite_call(diagnostic: Diagnostic, workspace) -> bool:
                                   "the new release removed the keyword, it did not rename it in place: port the call by hand")
 
 
+@fixes("SGC202")
+def pass_required_argument(diagnostic: Diagnostic, workspace) -> bool:
+    """Pass the argument as upstream's own calls that passed none of the changed ones now pass it
+    (the finding's plan: migrations/)."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
+    plan = diagnostic.data.get("migrated")
+    document = workspace.document(diagnostic.path)
+    if not document.python:
+        return False
+    if not plan:
+        document.note(diagnostic.line, diagnostic.col, diagnostic.code, diagnostic.data.get("unmigrated")
+                      or "upstream's own calls show no argument to pass: pass it by hand")
+        return False
+    added = python_edits.add_arguments(document, *diagnostic.data["use_at"], [tuple(pair) for pair in plan["write"]])
+    if added:
+        import_needed_names(document, plan)
+    return added
+
+
 def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> Iterator[Diagnostic]:
     for item in call_breaks(ctx):
         if item.problem.code not in codes or item.new.dataclass != dataclass:
@@ -297,7 +325,7 @@ def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> I
         position = item.problem.position or item.call.position
         # A parameter's own qualified name, so two findings on one call stay distinct.
         symbol = item.new.owner if item.problem.code == "SGC203" else f"{item.new.owner}.{item.problem.detail}"
-        migration = _migration(ctx, item) if code == "SGC201" else {}
+        migration = _migration(ctx, item) if code in ("SGC201", "SGC202") else {}
         yield finding(code, item.facts, position, symbol, callee=_display(item.new.owner),
                       old=ctx.old_version, new=ctx.new_version, **_fields(ctx, item), **migration)
 

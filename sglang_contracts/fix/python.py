@@ -583,6 +583,45 @@ def rewrite_arguments(document: Document, line: int, col: int, keyword: str, rem
     return transform(document, transformer) or transformer.already
 
 
+class _AddArguments(libcst.CSTTransformer):
+    """The call whose callee's last name is at line:column gets the keyword arguments `write`
+    ((keyword, expression text) pairs) after its last argument, unless it passes one of them."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, write: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.target, self.write = (line, column), write
+        self.done = False
+
+    def leave_Call(self, original: libcst.Call, updated: libcst.Call):
+        func = original.func
+        name = func.attr if isinstance(func, libcst.Attribute) else func
+        if self.done or (self.get_metadata(PositionProvider, name).start.line,
+                         self.get_metadata(PositionProvider, name).start.column) != self.target:
+            return updated
+        self.done = True
+        arguments = list(updated.args)
+        if any(arg.keyword is not None and arg.keyword.value == slot for arg in arguments for slot, _ in self.write):
+            return updated
+        between = arguments[-2].comma if len(arguments) > 1 else None  # the call's own separator
+        closing = arguments[-1].comma if arguments else libcst.MaybeSentinel.DEFAULT
+        if not isinstance(between, libcst.Comma):
+            between = libcst.Comma(whitespace_after=libcst.SimpleWhitespace(" "))
+        added = [libcst.Arg(expression(text), keyword=libcst.Name(slot), comma=between,
+                            equal=libcst.AssignEqual(libcst.SimpleWhitespace(""), libcst.SimpleWhitespace("")))
+                 for slot, text in self.write]
+        if arguments:
+            arguments[-1] = arguments[-1].with_changes(comma=between)
+        added[-1] = added[-1].with_changes(comma=closing)
+        return updated.with_changes(args=[*arguments, *added])
+
+
+def add_arguments(document: Document, line: int, col: int, write: list[tuple[str, str]]) -> bool:
+    """Pass the keyword arguments `write` to the call whose callee is named at 1-based line:col."""
+    return transform(document, _AddArguments(line, col - 1, write))
+
+
 class _ImportModule(libcst.CSTTransformer):
     """`from old import ...` whose module is at line:column -> `from new import ...`."""
 

@@ -381,7 +381,10 @@ def verdict(variants: list[Variant], slot: str, use: Use, noun: str) -> Verdict 
     """What upstream's edits of uses like this one (those whose old side has `slot`) say of the
     project's use; None when upstream has no such example."""
     slots = use.slots
-    relevant = [v for v in variants if slot in v.slots]
+    # A call's argument the new signature requires (SGC202): upstream's calls that passed none
+    # of the arguments the change forced and now pass it (`() -> checkpoint=True`).
+    relevant = [v for v in variants if slot in v.slots] \
+        or [v for v in variants if not v.slots and slot in dict(v.after)]
     if not relevant:
         return None
     total = sum(v.count for v in relevant)

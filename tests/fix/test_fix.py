@@ -329,3 +329,18 @@ def test_an_import_the_edits_left_unused_is_removed_and_one_never_read_is_kept()
     document.text = text.replace("dataclasses.fields", "msgspec.structs.fields")
     remove_imports_left_unused(document)
     assert document.text == "import os  # for its side effects\nfrom a import b\n\nN = msgspec.structs.fields(b)\n"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("f(a, b)\n", "f(a, b, checkpoint=True)\n"),
+    ("f()\n", "f(checkpoint=True)\n"),
+    ("f(\n    a,\n    b,\n)\n", "f(\n    a,\n    b,\n    checkpoint=True,\n)\n"),
+    ("f(a, checkpoint=False)\n", "f(a, checkpoint=False)\n"),  # passed already: left
+])
+def test_an_added_keyword_argument_follows_the_calls_last_in_its_formatting(text: str, expected: str) -> None:
+    from sglang_contracts.fix.document import Document
+    from sglang_contracts.fix.python import add_arguments
+
+    document = Document("app/a.py", text.encode(), python=True)
+    add_arguments(document, 1, 1, [("checkpoint", "True")])
+    assert document.text == expected
