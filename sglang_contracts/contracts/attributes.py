@@ -407,10 +407,9 @@ def _named_migration_questions(ctx: CheckContext) -> Iterator[Question]:
 @fixes("SGC322")
 def rewrite_named_read(diagnostic: Diagnostic, workspace) -> bool:
     """Read it as upstream now reads it, where upstream's own reads say how (the finding's plan)."""
-    if diagnostic.data.get("migrated"):
-        return _rewrite_as_upstream(diagnostic, workspace)
-    document = workspace.document(diagnostic.path)
-    if document.python:
-        document.note(diagnostic.line, diagnostic.col, diagnostic.code,
-                      diagnostic.data.get("unmigrated") or "upstream's own reads of the attribute show no rewrite")
-    return False
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
+    ready = bool(diagnostic.data.get("migrated"))
+    document = python_edits.document_to_rewrite(diagnostic, workspace, ready, diagnostic.data.get("unmigrated")
+                                                or "upstream's own reads of the attribute show no rewrite")
+    return document is not None and _rewrite_as_upstream(diagnostic, workspace)

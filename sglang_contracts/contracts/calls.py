@@ -305,12 +305,9 @@ def pass_required_argument(diagnostic: Diagnostic, workspace) -> bool:
     from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
 
     plan = diagnostic.data.get("migrated")
-    document = workspace.document(diagnostic.path)
-    if not document.python:
-        return False
-    if not plan:
-        document.note(diagnostic.line, diagnostic.col, diagnostic.code, diagnostic.data.get("unmigrated")
-                      or "upstream's own calls show no argument to pass: pass it by hand")
+    document = python_edits.document_to_rewrite(diagnostic, workspace, bool(plan), diagnostic.data.get("unmigrated")
+                                                or "upstream's own calls show no argument to pass: pass it by hand")
+    if document is None:
         return False
     added = python_edits.add_arguments(document, *diagnostic.data["use_at"], [tuple(pair) for pair in plan["write"]])
     if added:

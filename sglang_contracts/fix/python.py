@@ -53,6 +53,18 @@ def rename_at(diagnostic, workspace, kinds: tuple[type, ...], rename: Callable[[
     return edit_at(document, diagnostic.line, diagnostic.col, kinds, lambda node: rename(node, renamed))
 
 
+def document_to_rewrite(diagnostic, workspace, ready: bool, why: str) -> Document | None:
+    """The finding's Python file, when its fix has what it needs (`ready`); else None, the
+    finding noted with `why` (and None, nothing said, for a file that is not Python)."""
+    document = workspace.document(diagnostic.path)
+    if not document.python:
+        return None
+    if not ready:
+        document.note(diagnostic.line, diagnostic.col, diagnostic.code, why)
+        return None
+    return document
+
+
 def transform(document: Document, transformer: libcst.CSTTransformer) -> bool:
     """Run a transformer that sets `done` when it found its node; whether the file changed."""
     module = MetadataWrapper(document.module).visit(transformer)
