@@ -90,6 +90,8 @@ def main() -> None:
                 continue
             if our_change is None:
                 verdict = "untouched"
+                why = [note.split(" not fixed: ", 1)[1] for note in fixed.stderr.splitlines()
+                       if note.startswith(f"{path}:{line}:") and " not fixed: " in note]
             else:
                 removed, written = map(normalised, our_change)
                 their_removed, their_written = map(normalised, their_change)
@@ -97,6 +99,7 @@ def main() -> None:
                     else "otherwise"
             counts[verdict] += 1
             shown.append(f"{verdict:10} {path}:{line} {','.join(codes)}"
+                         + (f"\n           why: {'; '.join(why)}" if verdict == "untouched" and why else "")
                          + (f"\n           ours:   {normalised(our_change[1])}\n           theirs: {normalised(their_change[1])[:6]}"
                             if verdict == "otherwise" else ""))
     forced = counts["as-release"] + counts["otherwise"] + counts["untouched"]

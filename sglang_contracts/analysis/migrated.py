@@ -42,7 +42,7 @@ def project_sites(ctx: CheckContext) -> ProjectSites:
     return ctx.shared("project-sites", lambda c: ProjectSites(c.project.texts))
 
 
-def migration_fields(ctx: CheckContext, facts: FileFacts, at: Position, scope: str, answer: Answer,
+def migration_fields(ctx: CheckContext, facts: FileFacts, at: Position, scope: str | None, answer: Answer,
                      slot: str, noun: str, unfit: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
     """The finding's fields for the project's use named at `at` (a call's callee, a read's
     attribute) in `scope`: `unfit(plan)` says why the planned rewrite would not do there."""

@@ -13,7 +13,7 @@ import sglang_contracts.contracts  # noqa: F401  (registers every fix beside its
 from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.fix.document import Document, FixNotBuilt, NotRewritable, read_only, write_atomically
-from sglang_contracts.fix.python import ensure_import, ensure_name_import
+from sglang_contracts.fix.python import ensure_import, ensure_name_import, remove_imports_left_unused
 from sglang_contracts.infra.display import printable, printable_path, unified_text_diff
 from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
 from sglang_contracts.sources import pinned_release_spec
@@ -49,8 +49,10 @@ class Workspace:
 
     def add_needed_imports(self) -> None:
         """The `import x` lines the round's edits need, once they are all made (a line added at
-        the top earlier would move every place a later fix points at)."""
+        the top earlier would move every place a later fix points at), and without those whose
+        last use the edits rewrote."""
         for document in self.documents.values():
+            remove_imports_left_unused(document)
             needed = [(ensure_import, (module,)) for module in sorted(document.imports_needed)]
             needed += [(ensure_name_import, pair) for pair in sorted(document.names_needed)]
             for ensure, names in needed:

@@ -18,7 +18,8 @@ import ast
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.imports import upstream_reads
 from sglang_contracts.analysis.resolve import Instance, Resolver, project_view, resolvers
-from sglang_contracts.analysis.migrated import asks_upstream, import_needed_names, migration_fields, upstream_migrations
+from sglang_contracts.analysis.migrated import (asks_upstream, import_needed_names, migration_fields, project_sites,
+                                                upstream_migrations)
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.migrations.learn import Question
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
@@ -167,7 +168,47 @@ def _migration(ctx: CheckContext, lost: LostAttribute) -> dict:
     """What upstream did with its own reads of the attribute (`model_runner.tp_size` ->
     `get_parallel().tp_size`)."""
     answer = upstream_migrations(ctx).reads(lost.owner, lost.attr)
-    return migration_fields(ctx, lost.facts, lost.position, lost.scope, answer, "expr", "reads", lambda plan: "")
+    fields = migration_fields(ctx, lost.facts, lost.position, lost.scope, answer, "expr", "reads", lambda plan: "")
+    if "migrated" in fields:
+        _without_redundant_conversion(ctx, lost, fields)
+    return fields
+
+
+# Builtin conversions a rewrite drops where the new release declares the new value of that type.
+CONVERSIONS = ("int", "float", "str", "bool")
+
+
+def _without_redundant_conversion(ctx: CheckContext, lost: LostAttribute, fields: dict) -> None:
+    """`int(req.extend_range.length)` rewritten whole, as `req.extend_len`, where the new release
+    declares `Req.extend_len` an int: the conversion is a no-op on the value upstream declares
+    (and upstream reads it bare). Unsafe then: the declaration is upstream's word, not proven."""
+    plan = fields["migrated"]
+    use = project_sites(ctx).use(lost.facts, lost.position.line, lost.position.col, lost.scope)
+    level = plan["level"]
+    if use is None or level + 1 >= len(use.chain) or len(plan["write"]) != 1:
+        return
+    outer, where = use.chain[level + 1]
+    read = use.chain[0][0]
+    written = _parsed(plan["write"][0][1])
+    if not (isinstance(outer, ast.Call) and isinstance(outer.func, ast.Name) and outer.func.id in CONVERSIONS
+            and outer.func.id not in lost.facts.bindings() and isinstance(read, ast.Attribute)
+            and isinstance(written, ast.Attribute) and ast.unparse(written.value) == ast.unparse(read.value)):
+        return
+    declared = {tuple(_declared_types(ctx.new, origin, written.attr)) for origin in lost.now_origins}
+    if declared != {(outer.func.id,)}:
+        return
+    fields.update(migrated={**plan, "level": level + 1}, use_at=[where.line, where.col], fix_safety="unsafe",
+                  migration=f"{fields['migration']}; the {outer.func.id}() around it is dropped: sglang "
+                            f"{ctx.new_version} declares {written.attr} {outer.func.id}")
+
+
+def _declared_types(model: UpstreamModel, origin: str, attr: str) -> list[str]:
+    """The types the release declares a class's attribute or property to hold (`["int"]`)."""
+    member = model.member(origin, attr)
+    if member is None:
+        return []
+    return member.record.get("returns" if member.kind == "property" else "types", []) \
+        if member.kind in ("property", "instance") else []
 
 
 @asks_upstream("SGC321")
@@ -205,6 +246,21 @@ def renamed_attribute(ctx: CheckContext, lost: LostAttribute) -> str | None:
     return renames.pop() if len(renames) == 1 else None
 
 
+def _rewrite_as_upstream(diagnostic: Diagnostic, workspace) -> bool:
+    """The read rewritten as the finding's plan says (upstream's own reads: migrations/)."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
+    plan = diagnostic.data["migrated"]
+    document = workspace.document(diagnostic.path)
+    if not document.python:
+        return False
+    (_, text), = plan["write"]
+    rewritten = python_edits.rewrite_read(document, *diagnostic.data["use_at"], text)
+    if rewritten:
+        import_needed_names(document, plan)
+    return rewritten
+
+
 def _parsed(value: str):
     try:
         return ast.parse(value, mode="eval").body
@@ -219,16 +275,8 @@ def rewrite_read(diagnostic: Diagnostic, workspace) -> bool:
     import libcst
     from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
 
-    plan = diagnostic.data.get("migrated")
-    if plan:
-        document = workspace.document(diagnostic.path)
-        if not document.python:
-            return False
-        (_, text), = plan["write"]
-        rewritten = python_edits.rewrite_read(document, *diagnostic.data["use_at"], text)
-        if rewritten:
-            import_needed_names(document, plan)
-        return rewritten
+    if diagnostic.data.get("migrated"):
+        return _rewrite_as_upstream(diagnostic, workspace)
     attr = diagnostic.data["attr"]
     why = diagnostic.data.get("unmigrated")
     return python_edits.rename_at(diagnostic, workspace, (libcst.Name,),
@@ -267,8 +315,13 @@ def _lost_names(ctx: CheckContext, path: str, origin: str) -> tuple[str | None, 
     return now, {name for name in ctx.old.member_names(origin) - ctx.new.member_names(now) if not name.startswith("__")}
 
 
-def _named_losses(ctx: CheckContext) -> Iterator[tuple[LostAttribute, str]]:
-    """Reads of `req.attr` on an untyped `req` where `Req` lost `attr`, with the name read from."""
+def _named_losses(ctx: CheckContext) -> list[tuple[LostAttribute, str]]:
+    """Reads of `req.attr` on an untyped `req` where `Req` lost `attr`, with the name read from
+    (once a run: the questions to upstream's migrations ask of them too)."""
+    return ctx.shared("named losses", lambda c: list(_each_named_loss(c)))
+
+
+def _each_named_loss(ctx: CheckContext) -> Iterator[tuple[LostAttribute, str]]:
     names_by_file, suspects = ctx.of_placeless_project("named-losses", _suspects)
     for snake, origin, now, lost in suspects:
         for attr in lost:
@@ -329,4 +382,34 @@ def _set_by_name(model: UpstreamModel, snake: str, attr: str) -> bool:
 @contract("SGC322", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def attribute_removed_by_receiver_name(ctx: CheckContext) -> Iterator[Diagnostic]:
     for lost, receiver in _named_losses(ctx):
-        yield _report("SGC322", ctx, lost, receiver=receiver)
+        yield _report("SGC322", ctx, lost, receiver=receiver, **_named_migration(ctx, lost))
+
+
+def _named_migration(ctx: CheckContext, lost: LostAttribute) -> dict:
+    """What upstream did with its own reads of the attribute, for a read whose receiver only its
+    name types: the learned rewrite is never more than unsafe here (the receiver may not be
+    what its name says)."""
+    if lost.unverified:
+        return {}
+    fields = _migration(ctx, lost)
+    if "migrated" in fields:
+        fields["fix_safety"] = "unsafe"
+    return fields
+
+
+@asks_upstream("SGC322")
+def _named_migration_questions(ctx: CheckContext) -> Iterator[Question]:
+    for lost, _ in _named_losses(ctx):
+        if not lost.unverified:
+            yield Question("reads", (lost.owner, lost.attr))
+
+
+@fixes("SGC322")
+def rewrite_named_read(diagnostic: Diagnostic, workspace) -> bool:
+    """Read it as upstream now reads it, where upstream's own reads say how (the finding's plan)."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
+    ready = bool(diagnostic.data.get("migrated"))
+    document = python_edits.document_to_rewrite(diagnostic, workspace, ready, diagnostic.data.get("unmigrated")
+                                                or "upstream's own reads of the attribute show no rewrite")
+    return document is not None and _rewrite_as_upstream(diagnostic, workspace)

@@ -238,6 +238,22 @@ def _migration_questions(ctx: CheckContext) -> Iterator[Question]:
             yield Question("calls", (item.old.owner, item.new.owner))
 
 
+@asks_upstream("SGC202")
+def _required_questions(ctx: CheckContext) -> Iterator[Question]:
+    """The callables SGC202's findings will ask about: what upstream's calls now pass."""
+    for item in call_breaks(ctx):
+        if item.problem.code == "SGC202" and not item.new.dataclass:
+            yield Question("calls", (item.old.owner, item.new.owner))
+
+
+@asks_upstream("SGC204")
+def _field_questions(ctx: CheckContext) -> Iterator[Question]:
+    """The dataclasses SGC204's findings will ask about: how upstream now builds them."""
+    for item in call_breaks(ctx):
+        if item.problem.code in ("SGC201", "SGC202") and item.new.dataclass:
+            yield Question("calls", (item.old.owner, item.new.owner))
+
+
 def _unbindable(item: CallBreak, plan: dict[str, Any]) -> str:
     """Why the call rewritten as planned would not do, or "": only keywords are rewritten, and
     the result must bind to the new signature."""
@@ -348,21 +364,55 @@ def rewrite_call(diagnostic: Diagnostic, workspace) -> bool:
     import libcst
     from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
 
-    plan = diagnostic.data.get("migrated")
-    if plan:
+    if diagnostic.data.get("migrated"):
         document = workspace.document(diagnostic.path)
-        if not document.python:
-            return False
-        rewritten = python_edits.rewrite_arguments(document, *diagnostic.data["use_at"], diagnostic.data["name"],
-                                                   set(plan["remove"]), [tuple(pair) for pair in plan["write"]])
-        if rewritten:
-            import_needed_names(document, plan)
-        return rewritten
+        return document.python and _rewritten_as_planned(diagnostic, document)
     why = diagnostic.data.get("unmigrated")
     return python_edits.rename_at(diagnostic, workspace, (libcst.Arg,),
                                   lambda arg, new: arg.with_changes(keyword=libcst.Name(new)),
                                   f"{why}; port the call by hand" if why else diagnostic.data.get("rename_refused") or
                                   "the new release removed the keyword, it did not rename it in place: port the call by hand")
+
+
+@fixes("SGC202")
+def pass_required_argument(diagnostic: Diagnostic, workspace) -> bool:
+    """Pass the argument as upstream's own calls that passed none of the changed ones now pass it
+    (the finding's plan: migrations/)."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
+    document = python_edits.document_to_rewrite(diagnostic, workspace, bool(diagnostic.data.get("migrated")),
+                                                diagnostic.data.get("unmigrated")
+                                                or "upstream's own calls show no argument to pass: pass it by hand")
+    return document is not None and _rewritten_as_planned(diagnostic, document)
+
+
+@fixes("SGC204")
+def rebuild_as_upstream(diagnostic: Diagnostic, workspace) -> bool:
+    """Build the dataclass as upstream's own constructions of it now do: the field it lost
+    dropped, or the one it requires passed (the finding's plan: migrations/)."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
+    document = python_edits.document_to_rewrite(diagnostic, workspace, bool(diagnostic.data.get("migrated")),
+                                                diagnostic.data.get("unmigrated")
+                                                or "upstream's own constructions show no rewrite: port it by hand")
+    return document is not None and _rewritten_as_planned(diagnostic, document)
+
+
+def _rewritten_as_planned(diagnostic: Diagnostic, document) -> bool:
+    """The call's arguments rewritten as the finding's plan says: the keywords upstream's calls
+    dropped or renamed, or (none dropped) the one they now pass added after the last."""
+    from sglang_contracts.fix import python as python_edits  # libcst: only a fix run pays its import
+
+    plan = diagnostic.data["migrated"]
+    write = [tuple(pair) for pair in plan["write"]]
+    if plan["remove"]:
+        done = python_edits.rewrite_arguments(document, *diagnostic.data["use_at"], diagnostic.data["name"],
+                                              set(plan["remove"]), write)
+    else:
+        done = python_edits.add_arguments(document, *diagnostic.data["use_at"], write)
+    if done:
+        import_needed_names(document, plan)
+    return done
 
 
 def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> Iterator[Diagnostic]:
@@ -372,7 +422,7 @@ def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> I
         position = item.problem.position or item.call.position
         # A parameter's own qualified name, so two findings on one call stay distinct.
         symbol = item.new.owner if item.problem.code == "SGC203" else f"{item.new.owner}.{item.problem.detail}"
-        migration = _migration(ctx, item) if code == "SGC201" else {}
+        migration = _migration(ctx, item) if code in ("SGC201", "SGC202", "SGC204") else {}
         yield finding(code, item.facts, position, symbol, callee=_display(item.new.owner),
                       old=ctx.old_version, new=ctx.new_version, **_fields(ctx, item), **migration)
 

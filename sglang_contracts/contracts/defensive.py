@@ -212,7 +212,8 @@ def _introspected(ctx: CheckContext, model: UpstreamModel, dotted: str, function
     resolver = resolvers(ctx)[0 if model is ctx.old else 1]
     if function == "fields":
         if fields is not None and model.resolve_path(dotted).origin == SERVER_ARGS:
-            return tuple(sorted(fields.fields))
+            # dataclasses.fields() raises on the namespaces' shape: the same names are not the same answer.
+            return fields.shape, tuple(sorted(fields.fields))
         origin = model.resolve_class(dotted)
         signature = model.constructor(origin) if origin else None
         return tuple(sorted(signature.names())) if signature is not None and signature.dataclass else None

@@ -584,4 +584,34 @@ def python_no_longer_supported(ctx: CheckContext) -> Iterator[Diagnostic]:
     if dropped:
         yield finding_at("SGC708", "pyproject.toml", declared.line, declared.col, "requires-python",
                          declared=declared.spelled, pythons=_spans(dropped), now=str(now),
-                         was=code_span(str(was)) if was is not None else "no bound", old=ctx.old_version, new=ctx.new_version)
+                         was=code_span(str(was)) if was is not None else "no bound", old=ctx.old_version, new=ctx.new_version,
+                         raised_to=_raised_floor(declared, now, dropped))
+
+
+FLOOR = re.compile(r">=\s*3\.(\d+)(?:\.\d+)?")
+
+
+def _raised_floor(declared, now, dropped: list[int]) -> str | None:
+    """`>=3.11,<3.13` for `>=3.10,<3.13` where the new release dropped 3.10: the declared floor
+    raised to the lowest Python both admit; None where the dropped ones are not all below it or
+    the floor is no single `>=3.N` clause."""
+    kept = [minor for minor in PYTHON_MINORS
+            if declared.specifier.contains(f"3.{minor}") and now.contains(f"3.{minor}")]
+    floors = FLOOR.findall(declared.spelled)
+    if not kept or len(floors) != 1 or max(dropped) > kept[0]:
+        return None
+    return FLOOR.sub(f">=3.{kept[0]}", declared.spelled)
+
+
+@fixes("SGC708")
+def raise_python_floor(diagnostic: Diagnostic, workspace) -> bool:
+    """requires-python's floor raised to the lowest Python both it and the new release admit."""
+    document = workspace.document(diagnostic.path)
+    raised, declared = diagnostic.data.get("raised_to"), diagnostic.data["declared"]
+    line = document.line(diagnostic.line) or ""
+    start = line.find(declared, diagnostic.col - 1)
+    if not raised or start < 0:
+        document.note(diagnostic.line, diagnostic.col, "SGC708", "the floor is no single `>=3.N` below the Pythons "
+                      "the new release keeps: raise requires-python by hand")
+        return False
+    return document.replace(diagnostic.line, start, start + len(declared), raised)

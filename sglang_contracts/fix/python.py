@@ -53,6 +53,18 @@ def rename_at(diagnostic, workspace, kinds: tuple[type, ...], rename: Callable[[
     return edit_at(document, diagnostic.line, diagnostic.col, kinds, lambda node: rename(node, renamed))
 
 
+def document_to_rewrite(diagnostic, workspace, ready: bool, why: str) -> Document | None:
+    """The finding's Python file, when its fix has what it needs (`ready`); else None, the
+    finding noted with `why` (and None, nothing said, for a file that is not Python)."""
+    document = workspace.document(diagnostic.path)
+    if not document.python:
+        return None
+    if not ready:
+        document.note(diagnostic.line, diagnostic.col, diagnostic.code, why)
+        return None
+    return document
+
+
 def transform(document: Document, transformer: libcst.CSTTransformer) -> bool:
     """Run a transformer that sets `done` when it found its node; whether the file changed."""
     module = MetadataWrapper(document.module).visit(transformer)
@@ -201,7 +213,119 @@ def ensure_import(document: Document, module_name: str) -> None:
 
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, module_name)
-    document.module = AddImportsVisitor(context).transform_module(document.module)
+    added = AddImportsVisitor(context).transform_module(document.module)
+    if added.code != document.module.code:
+        document.module = _sorted_into_imports(added, module_name)
+
+
+def _import_key(statement: libcst.CSTNode) -> tuple[int, int, str] | None:
+    """Where isort's default order puts a top-level import statement: (section: `__future__`,
+    the standard library, the others, relative; `import x` before `from x import`; the module)."""
+    if not isinstance(statement, libcst.SimpleStatementLine) or not statement.body:
+        return None
+    small = statement.body[0]
+    if isinstance(small, libcst.Import):
+        name = dotted_text(small.names[0].name)
+        return _section(name), 0, name
+    if isinstance(small, libcst.ImportFrom):
+        name = dotted_text(small.module) if small.module is not None else ""
+        return (3 if small.relative else _section(name)), 1, name
+    return None
+
+
+def _section(module_name: str) -> int:
+    import sys
+
+    top = module_name.partition(".")[0]
+    return 0 if top == "__future__" else 1 if top in sys.stdlib_module_names else 2
+
+
+def _sorted_into_imports(module: libcst.Module, module_name: str) -> libcst.Module:
+    """The `import module_name` statement AddImportsVisitor put after the file's top block of
+    imports, moved to where isort's default order has it in that block: `import msgspec` before
+    `from sglang... import`, a standard library module among the others of its section."""
+    body = list(module.body)
+    key = (_section(module_name), 0, module_name)
+    index = next((i for i, statement in enumerate(body) if _import_key(statement) == key
+                  and len(statement.body) == 1 and statement.body[0].names[0].asname is None), None)
+    if index is None:
+        return module
+    added = body.pop(index)
+    first = next((i for i, statement in enumerate(body) if _import_key(statement) is not None), None)
+    if first is None:
+        return module
+    last = first
+    while last + 1 < len(body) and _import_key(body[last + 1]) is not None:
+        last += 1
+    later = next((i for i in range(first, last + 1) if _import_key(body[i]) > key), None)
+    if later is None:  # after the block's last import, a section of its own when it is another
+        fresh = _import_key(body[last])[0] != key[0]
+        body.insert(last + 1, added.with_changes(leading_lines=[libcst.EmptyLine()] if fresh else []))
+        return module.with_changes(body=body)
+    following = body[later]
+    lines = list(following.leading_lines)
+    blank = next((i for i, line in enumerate(lines) if line.comment is not None), len(lines))
+    if _import_key(following)[0] == key[0]:  # it takes the blank lines before the section; a comment stays
+        body[later] = following.with_changes(leading_lines=lines[blank:])
+        body.insert(later, added.with_changes(leading_lines=lines[:blank]))
+    elif later == first:  # a section of its own, first in the block
+        body[later] = following.with_changes(leading_lines=[libcst.EmptyLine(), *lines[blank:]])
+        body.insert(later, added.with_changes(leading_lines=lines[:blank]))
+    elif _import_key(body[later - 1])[0] == key[0]:  # the last of its section
+        body.insert(later, added.with_changes(leading_lines=[]))
+    else:  # a section of its own, between two others
+        body.insert(later, added.with_changes(leading_lines=[libcst.EmptyLine()]))
+    return module.with_changes(body=body)
+
+
+# (module, the name imported from it, its alias), as RemoveImportsVisitor takes an import
+ImportSpec = tuple[str, "str | None", "str | None"]
+
+
+def imports_in_use(module: libcst.Module) -> set[ImportSpec]:
+    """The module's top-level imports whose names its code reads."""
+    from libcst.metadata import GlobalScope, ScopeProvider
+
+    scopes = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)
+    scope = next((found for found in scopes.values() if isinstance(found, GlobalScope)), None)
+    read = {assignment.name for assignment in scope.assignments if assignment.references} if scope else set()
+    return {spec for spec, names in _top_level_imports(module) if names & read}
+
+
+def _top_level_imports(module: libcst.Module) -> list[tuple[ImportSpec, set[str]]]:
+    """Each top-level import's alias, with the names it binds (`import a.b`: `a.b` and `a`)."""
+    found = []
+    for statement in module.body:
+        for small in statement.body if isinstance(statement, libcst.SimpleStatementLine) else ():
+            if isinstance(small, libcst.Import):
+                for alias in small.names:
+                    name, asname = alias.evaluated_name, alias.evaluated_alias
+                    found.append(((name, None, asname), {asname} if asname else {name, name.partition(".")[0]}))
+            elif isinstance(small, libcst.ImportFrom) and not small.relative and small.module is not None \
+                    and not isinstance(small.names, libcst.ImportStar):
+                for alias in small.names:
+                    name, asname = alias.evaluated_name, alias.evaluated_alias
+                    found.append(((dotted_text(small.module), name, asname), {asname or name}))
+    return found
+
+
+def remove_imports_left_unused(document: Document) -> None:
+    """Remove the imports the edits left unused: those the file read before them (an import the
+    file never read, it may keep for its side effects or to re-export; LibCST's
+    RemoveImportsVisitor keeps one `__all__` names, too)."""
+    if not document.python or not document.changed:
+        return
+    present = {spec for spec, _ in _top_level_imports(document.module)}
+    gone = (imports_in_use(libcst.parse_module(document.original)) & present) - imports_in_use(document.module)
+    if not gone:
+        return
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import RemoveImportsVisitor
+
+    context = CodemodContext()
+    for module_name, name, asname in sorted(gone, key=repr):
+        RemoveImportsVisitor.remove_unused_import(context, module_name, name, asname)
+    document.module = RemoveImportsVisitor(context).transform_module(document.module)
 
 
 class _ReplaceCallee(libcst.CSTTransformer):
@@ -469,6 +593,45 @@ def rewrite_arguments(document: Document, line: int, col: int, keyword: str, rem
     passes `keyword`; True also when a fix of the same call's other finding did it already."""
     transformer = _RewriteArguments(line, col - 1, keyword, remove, write)
     return transform(document, transformer) or transformer.already
+
+
+class _AddArguments(libcst.CSTTransformer):
+    """The call whose callee's last name is at line:column gets the keyword arguments `write`
+    ((keyword, expression text) pairs) after its last argument, unless it passes one of them."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, line: int, column: int, write: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.target, self.write = (line, column), write
+        self.done = False
+
+    def leave_Call(self, original: libcst.Call, updated: libcst.Call):
+        func = original.func
+        name = func.attr if isinstance(func, libcst.Attribute) else func
+        if self.done or (self.get_metadata(PositionProvider, name).start.line,
+                         self.get_metadata(PositionProvider, name).start.column) != self.target:
+            return updated
+        self.done = True
+        arguments = list(updated.args)
+        if any(arg.keyword is not None and arg.keyword.value == slot for arg in arguments for slot, _ in self.write):
+            return updated
+        between = arguments[-2].comma if len(arguments) > 1 else None  # the call's own separator
+        closing = arguments[-1].comma if arguments else libcst.MaybeSentinel.DEFAULT
+        if not isinstance(between, libcst.Comma):
+            between = libcst.Comma(whitespace_after=libcst.SimpleWhitespace(" "))
+        added = [libcst.Arg(expression(text), keyword=libcst.Name(slot), comma=between,
+                            equal=libcst.AssignEqual(libcst.SimpleWhitespace(""), libcst.SimpleWhitespace("")))
+                 for slot, text in self.write]
+        if arguments:
+            arguments[-1] = arguments[-1].with_changes(comma=between)
+        added[-1] = added[-1].with_changes(comma=closing)
+        return updated.with_changes(args=[*arguments, *added])
+
+
+def add_arguments(document: Document, line: int, col: int, write: list[tuple[str, str]]) -> bool:
+    """Pass the keyword arguments `write` to the call whose callee is named at 1-based line:col."""
+    return transform(document, _AddArguments(line, col - 1, write))
 
 
 class _ImportModule(libcst.CSTTransformer):

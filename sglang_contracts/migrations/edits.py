@@ -321,10 +321,13 @@ def matched(variant: Variant, use: "Use") -> dict[str, str] | None:
                 return None
         elif slot == "expr" and use.chain:
             tree = ast.parse(pattern, mode="eval").body
-            level = next((index for index, (node, _) in enumerate(use.chain) if _match(tree, node, bindings)), None)
+            # Each level is tried on its own bindings: a level that fails part way (the receiver
+            # bound to `data` of `data.req.extend_range`) binds nothing for the next.
+            tried = ((index, dict(bindings)) for index in range(len(use.chain)))
+            level = next(((index, trial) for index, trial in tried if _match(tree, use.chain[index][0], trial)), None)
             if level is None:
                 return None
-            bindings[LEVEL] = str(level)
+            bindings = {**level[1], LEVEL: str(level[0])}
         elif slot not in use.slots or not _match(ast.parse(pattern, mode="eval").body, use.slots[slot], bindings):
             return None
     return bindings
@@ -378,7 +381,10 @@ def verdict(variants: list[Variant], slot: str, use: Use, noun: str) -> Verdict 
     """What upstream's edits of uses like this one (those whose old side has `slot`) say of the
     project's use; None when upstream has no such example."""
     slots = use.slots
-    relevant = [v for v in variants if slot in v.slots]
+    # A call's argument the new signature requires (SGC202): upstream's calls that passed none
+    # of the arguments the change forced and now pass it (`() -> checkpoint=True`).
+    relevant = [v for v in variants if slot in v.slots] \
+        or [v for v in variants if not v.slots and slot in dict(v.after)]
     if not relevant:
         return None
     total = sum(v.count for v in relevant)

@@ -271,12 +271,19 @@ class ProjectSites:
                 self._files[relpath] = places, scoped_statements(tree)
         return self._files[relpath]
 
-    def use(self, facts: FileFacts, line: int, col: int, scope: str) -> Use | None:
-        """The use whose call's callee (or whose attribute) is named at line:col, in `scope`."""
+    def use(self, facts: FileFacts, line: int, col: int, scope: str | None) -> Use | None:
+        """The use whose call's callee (or whose attribute) is named at line:col, in `scope`
+        (None: a read the scanner kept no fact of, looked for in every scope)."""
         found = self._file(facts.path)
         node = found[0].get((line, col)) if found else None
-        statements = found[1].get(scope) if found else None
-        located = statement_of(statements, node) if node is not None and statements else None
+        if node is None:
+            return None
+        located = statements = None
+        for where in [scope] if scope is not None else list(found[1]):
+            statements = found[1].get(where)
+            located = statement_of(statements, node) if statements else None
+            if located is not None:
+                break
         if located is None:
             return None
         bindings = facts.bindings()

@@ -216,7 +216,7 @@ def test_the_bundled_example_gets_what_the_readme_says_and_the_rest_stays_report
             expected = expected.replace(old, new, 1)
         if path == "demo_omni/model_patch.py":
             expected = expected.replace("import sglang.srt.models.utils as model_utils\n",
-                                        "import sglang.srt.models.utils as model_utils\nimport sglang.srt.layers.layernorm\n")
+                                        "import sglang.srt.layers.layernorm\nimport sglang.srt.models.utils as model_utils\n")
         assert after[path].decode() == expected, path
     assert any("docker/patch/v0.9.0/sglang.patch:4:1: SGC902 not fixed: the patch is in `v0.9.0/`" in note
                for note in report.notes), report.notes
@@ -301,3 +301,46 @@ def test_a_release_module_whose_name_is_no_python_name_is_never_offered_as_a_hom
     result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
     (message,) = [d.message for d in result.diagnostics if d.code == "SGC102"]
     assert message.endswith("no definition of get_device was found elsewhere in the new release"), message
+
+
+@pytest.mark.parametrize(("text", "module", "expected"), [
+    ('"""Doc."""\nimport dataclasses\n\nfrom sglang.srt.server_args import ServerArgs\n', "msgspec",
+     '"""Doc."""\nimport dataclasses\n\nimport msgspec\nfrom sglang.srt.server_args import ServerArgs\n'),
+    ("import types\n\nfrom sglang import x\n", "collections", "import collections\nimport types\n\nfrom sglang import x\n"),
+    ("from sglang import x\n\nY = 1\n", "os", "import os\n\nfrom sglang import x\n\nY = 1\n"),
+    ("import os\n\nimport torch\n# the project's own\nfrom . import y\n", "zmq",
+     "import os\n\nimport torch\nimport zmq\n# the project's own\nfrom . import y\n"),
+])
+def test_an_added_import_goes_where_isorts_default_order_puts_it(text: str, module: str, expected: str) -> None:
+    from sglang_contracts.fix.document import Document
+    from sglang_contracts.fix.python import ensure_import
+
+    document = Document("app/a.py", text.encode(), python=True)
+    ensure_import(document, module)
+    assert document.text == expected
+
+
+def test_an_import_the_edits_left_unused_is_removed_and_one_never_read_is_kept() -> None:
+    from sglang_contracts.fix.document import Document
+    from sglang_contracts.fix.python import remove_imports_left_unused
+
+    text = "import dataclasses\nimport os  # for its side effects\nfrom a import b\n\nN = dataclasses.fields(b)\n"
+    document = Document("app/a.py", text.encode(), python=True)
+    document.text = text.replace("dataclasses.fields", "msgspec.structs.fields")
+    remove_imports_left_unused(document)
+    assert document.text == "import os  # for its side effects\nfrom a import b\n\nN = msgspec.structs.fields(b)\n"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("f(a, b)\n", "f(a, b, checkpoint=True)\n"),
+    ("f()\n", "f(checkpoint=True)\n"),
+    ("f(\n    a,\n    b,\n)\n", "f(\n    a,\n    b,\n    checkpoint=True,\n)\n"),
+    ("f(a, checkpoint=False)\n", "f(a, checkpoint=False)\n"),  # passed already: left
+])
+def test_an_added_keyword_argument_follows_the_calls_last_in_its_formatting(text: str, expected: str) -> None:
+    from sglang_contracts.fix.document import Document
+    from sglang_contracts.fix.python import add_arguments
+
+    document = Document("app/a.py", text.encode(), python=True)
+    add_arguments(document, 1, 1, [("checkpoint", "True")])
+    assert document.text == expected

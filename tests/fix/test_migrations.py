@@ -232,3 +232,77 @@ def test_a_read_upstream_rewrote_with_the_call_around_it_is_learned_whole_and_a_
     assert not run_fix([project], options, unsafe=False).fixed
     run_fix([project], options, unsafe=True)
     assert (project / "app" / "layers.py").read_text().splitlines()[-1] == "    return req.prefix_len"
+
+
+def scheduler_releases(tmp_path: Path, req: tuple[str, str], bodies: tuple[list[str], list[str]]) -> tuple[Path, Path]:
+    """Two releases of `Req` (old, new text) and of a scheduler whose functions' bodies upstream
+    rewrote (old, new bodies)."""
+    return tuple(upstream_tree(tmp_path / side, {"sglang/srt/managers/schedule_batch.py": text,
+                                                 "sglang/srt/managers/scheduler.py": scheduler(body)}, version)
+                 for side, text, body, version in zip(("old", "new"), req, bodies, ("0.1.0", "0.2.0")))
+
+
+RANGE_OLD = ("class Range:\n    def __init__(self, start, end):\n        self.start, self.end = start, end\n\n\n"
+             "class Req:\n    def __init__(self):\n        self.extend_range = Range(0, 0)\n")
+RANGE_NEW = "class Req:\n    def __init__(self):\n        self.extend_end = 0\n"
+
+
+def test_a_read_through_a_chain_receiver_matches_the_pattern_its_attributes_make(tmp_path: Path) -> None:
+    """`data.req.extend_range.end` is upstream's `req.extend_range.end` read on another receiver:
+    trying the pattern at the chain's first level (`data.req.extend_range`, which binds the
+    receiver to `data` before it fails) must leave nothing bound for the level that matches."""
+    old, new = scheduler_releases(tmp_path, (RANGE_OLD, RANGE_NEW),
+                                  (["n = req.extend_range.end"] * 2, ["n = req.extend_end"] * 2))
+    text = ("from sglang.srt.managers.schedule_batch import Req\n\n\nclass Data:\n    req: Req\n\n\n"
+            "def end(data: Data) -> int:\n    return data.req.extend_range.end\n")
+    project, options, found = checked(tmp_path, old, new, text)
+    (finding,) = [d for d in found if d.code == "SGC321"]
+    assert finding.message.endswith("; upstream migrated 2 reads: req.extend_range.end -> req.extend_end "
+                                    "(e.g. sglang/srt/managers/scheduler.py:5)")
+    assert finding.data["fix_safety"] == "safe"
+    run_fix([project], options)
+    assert (project / "app" / "layers.py").read_text().splitlines()[-1] == "    return data.req.extend_end"
+
+
+def test_an_untyped_read_named_like_the_class_gets_upstreams_rewrite_as_an_unsafe_fix(tmp_path: Path) -> None:
+    """SGC322: `data.req.prefix_indices` on an untyped `req` is the read upstream rewrote in all
+    its examples; the message says so, and the rewrite is written with --unsafe-fixes only,
+    since the receiver's type is read from its name."""
+    old, new = scheduler_releases(tmp_path, (REQ_OLD, REQ_NEW),
+                                  (["n = len(req.prefix_indices)"] * 3, ["n = req.prefix_len"] * 3))
+    text = "from sglang.srt.managers.schedule_batch import Req\n\n\ndef cached(data):\n    return len(data.req.prefix_indices)\n"
+    project, options, found = checked(tmp_path, old, new, text)
+    (finding,) = [d for d in found if d.code == "SGC322"]
+    assert finding.message.endswith("; upstream migrated 3 reads: len(req.prefix_indices) -> req.prefix_len "
+                                    "(e.g. sglang/srt/managers/scheduler.py:5)")
+    assert finding.data["fix_safety"] == "unsafe"
+    assert not run_fix([project], options).fixed
+    assert (project / "app" / "layers.py").read_text() == text
+    assert run_fix([project], options, unsafe=True).fixed == 1
+    assert (project / "app" / "layers.py").read_text().splitlines()[-1] == "    return data.req.prefix_len"
+
+
+LENGTH_OLD = ("class Range:\n    def __init__(self, start, end):\n        self.start, self.end = start, end\n\n"
+              "    @property\n    def length(self) -> int:\n        return self.end - self.start\n\n\n"
+              "class Req:\n    def __init__(self):\n        self.extend_range = Range(0, 0)\n")
+LENGTH_NEW = ("class Req:\n    def __init__(self):\n        self.prefix_len = 0\n        self.extend_end = 0\n\n"
+              "    @property\n    def extend_len(self) -> int:\n        return self.extend_end - self.prefix_len\n")
+
+
+@pytest.mark.parametrize(("declared", "written"), [("int", "    return req.extend_len"),
+                                                   ("float", "    return int(req.extend_len)")])
+def test_a_conversion_to_the_type_the_new_release_declares_is_dropped_with_the_read(
+        tmp_path: Path, declared: str, written: str) -> None:
+    """`int(req.extend_range.length)` -> `req.extend_len` where 0.2.0 declares `extend_len` an
+    int, as upstream reads it (unsafe: the declaration is upstream's word); the conversion stays
+    where the declared type is another."""
+    old, new = scheduler_releases(tmp_path, (LENGTH_OLD, LENGTH_NEW.replace("-> int", f"-> {declared}")),
+                                  (["n = req.extend_range.length"] * 2, ["n = req.extend_len"] * 2))
+    text = "from sglang.srt.managers.schedule_batch import Req\n\n\ndef extent(req: Req) -> int:\n    return int(req.extend_range.length)\n"
+    project, options, found = checked(tmp_path, old, new, text)
+    (finding,) = [d for d in found if d.code == "SGC321"]
+    dropped = declared == "int"
+    assert finding.message.endswith("sglang 0.2.0 declares extend_len int") == dropped
+    assert finding.data["fix_safety"] == ("unsafe" if dropped else "safe")
+    run_fix([project], options, unsafe=True)
+    assert (project / "app" / "layers.py").read_text().splitlines()[-1] == written

@@ -75,3 +75,16 @@ def test_the_safe_fixes_learned_from_upstream_write_the_lines_019_wrote(fixed_01
         assert relpath in safe.changed
         assert line in lines(fixed, relpath) and line in lines(released, relpath), (relpath, line)
     assert "tp_rank=attn_tp_rank," not in lines(fixed, "sglang_omni/models/ming_omni/thinker.py")
+
+
+def test_the_unsafe_fixes_write_the_untyped_reads_the_required_argument_and_the_python_floor_as_019_did(
+        fixed_018) -> None:
+    """SGC322's learned reads on an unannotated `req` (the `int()` around `extend_len` dropped, as
+    0.5.22 declares it an int), SGC202's `checkpoint=True` from upstream's own calls, SGC708's
+    raised floor: each line as sglang-omni 0.1.9 wrote it."""
+    fixed, released, _ = fixed_018
+    for relpath, line in [("sglang_omni/models/zonos2/model_runner.py", "prefix_len = req.prefix_len"),
+                          ("sglang_omni/models/zonos2/model_runner.py", "req_len = req.extend_len"),
+                          ("sglang_omni/scheduling/dllm_scheduler.py", "release_kv_cache(req, tree_cache, checkpoint=True)"),
+                          ("pyproject.toml", 'requires-python = ">=3.11,<3.13"')]:
+        assert line in lines(fixed, relpath) and line in lines(released, relpath), (relpath, line)

@@ -120,3 +120,24 @@ def test_a_module_moved_with_the_same_definitions_is_imported_from_where_upstrea
     assert report.fixed == 1 and not report.remaining and not report.errors
     assert (project / "app" / "kernels.py").read_text().splitlines()[0] == \
         "from sglang.kernels.ops.attention.rope import apply_rope_with_cos_sin_cache_inplace"
+
+
+def test_0522s_own_calls_show_the_argument_release_kv_cache_now_requires_and_the_fields_a_dataclass_lost(
+        real_cache: Path) -> None:
+    """0.5.22 made `checkpoint` required: its calls that passed no `is_insert` now pass
+    `checkpoint=True` (SGC202's rewrite); it dropped `get_last_batch`/`get_running_batch` from
+    its own SchedulerPoolStatsObserver(...) (SGC204's, asked of the class, a dataclass); and it
+    read `req.extend_range.length` as `req.extend_len` (SGC321's and SGC322's)."""
+    release_kv_cache = "sglang.srt.mem_cache.common.release_kv_cache"
+    observer = "sglang.srt.managers.scheduler_components.pool_stats_observer.SchedulerPoolStatsObserver"
+    old = open_release("0.5.21", sglang_repo=None, cache=real_cache)
+    new = open_release("0.5.22", sglang_repo=None, cache=real_cache)
+    migrations = Migrations(*UpstreamModel.pair(old, new, JsonCache(None)))
+    migrations.expect([Question("calls", (release_kv_cache, release_kv_cache)), Question("calls", (observer, observer)),
+                       Question("reads", (REQ, "extend_range"))])
+    added = [v for v in migrations.calls(release_kv_cache, release_kv_cache).variants if not v.before]
+    assert len(added) == 1 and added[0].after == (("checkpoint", "True"),) and added[0].count >= 2
+    (dropped,) = migrations.calls(observer, observer).variants
+    assert {slot for slot, _ in dropped.before} == {"get_last_batch", "get_running_batch"} and dropped.after == ()
+    shapes = {v.before: v.after for v in migrations.reads(REQ, "extend_range").variants}
+    assert shapes[(("expr", "__receiver.extend_range.length"),)] == (("expr", "__receiver.extend_len"),)
