@@ -17,7 +17,9 @@ Merging is git's: no diff3 of our own.
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import subprocess
 import tempfile
 from collections import Counter
@@ -227,6 +229,46 @@ def upstream_has_it(hunk: Hunk, base: str, b_text: str, near: int) -> int | None
         gained[upstream] -= 1
         found.append(at)
     return min(found)
+
+
+DEFINED = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)\s*\(")
+
+
+def _definition_of(name: str) -> re.Pattern[str]:
+    """A `def name(` at a line's start."""
+    return re.compile(rf"(?m)^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(name)}[ \t]*\(")
+
+
+def defined_twice(hunk: Hunk, before: str, after: str) -> str | None:
+    """`Class.method` when the hunk defines a method its class in B already defines (B's
+    `DecodePreallocQueue.release_memory_occupation`, which the patch adds again at the class's
+    end): the second definition silently replaces the first. None when it does not, or when
+    either text does not parse. Only hunks adding a `def` whose name B's file has are parsed."""
+    names = {name for name in _added_definitions(hunk) if f"def {name}" in before}
+    if not names:
+        return None
+    was, now = _methods_named(before, names), _methods_named(after, names)
+    if was is None or now is None:
+        return None
+    twice = sorted(key for key, number in now.items() if number > 1 and number > was[key] >= 1)
+    return ".".join(twice[0]) if twice else None
+
+
+def _added_definitions(hunk: Hunk) -> set[str]:
+    """The names of the functions the hunk's added lines define."""
+    return {match.group(1) for line in hunk.added if (match := DEFINED.match(line))}
+
+
+def _methods_named(text: str, names: set[str]) -> Counter | None:
+    """(class, method) -> how many times the class body defines it, for the undecorated
+    methods named in `names` (a property's setter is decorated); None when it does not parse."""
+    try:
+        tree = parse_quietly(text)
+    except (SyntaxError, ValueError, TooComplex):
+        return None
+    return Counter((node.name, member.name) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+                   for member in node.body if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and member.name in names and not member.decorator_list)
 
 
 # -- rebasing --------------------------------------------------------------------------------
@@ -443,6 +485,9 @@ class _Rebaser:
                             f"{what_changed(step.base, hunk)}"), on_b, None
             return self._merged(step, before, on_b, "")
         merged, conflicts = self.merger.merge(step.on_a.text(), step.base, before) if ambiguous else (on_b.text(), 0)
+        twice = defined_twice(hunk, before, on_b.text()) if not conflicts and merged == on_b.text() else None
+        if twice is not None:
+            return self._defined_again(step, before, twice)
         if not conflicts and merged == on_b.text():
             offset = at + 1 - hunk.new_start
             detail = ", ".join(part for part in (f"offset {offset:+d}" if offset else "", "its context matches several "
@@ -474,7 +519,22 @@ class _Rebaser:
         if merged == before:
             return made(DROPPED, f"{note}the three-way merge leaves {self.new.short}'s {path} as it is: it already "
                                  "makes this change"), on_b, False
+        twice = defined_twice(hunk, before, merged)
+        if twice is not None:
+            return self._defined_again(step, before, twice)
         return made(MERGED, note.removesuffix("; "), at=_first_difference(before, merged)), Image(merged), False
+
+    def _defined_again(self, step: "_Step", before: str, twice: str) -> tuple[Outcome, Image, bool | None]:
+        """A hunk that would define a method its class in B already has: left in conflict, the
+        patch's definition beside B's, for a person to choose or join them."""
+        method = twice.rpartition(".")[2]
+        ours = "".join(line for line in step.hunk.added)
+        found = _definition_of(method).search(before)
+        return step.made(CONFLICT, f"{self.new.short} already defines {twice}: the hunk would define it a second "
+                                   "time in the class, and the second would replace the first",
+                         at=before.count("\n", 0, found.start()) + 1 if found else None,
+                         conflict=("", ours, before[found.start():found.start() + len(ours)] if found else "")), \
+            Image(before), True
 
     def _hunks_gone(self, file: FilePatch, target: str) -> list[Outcome]:
         """The hunks of a file B no longer has, with no one file of B holding them: each carried

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.patch.stack_project import git_diff, release
 from sglang_contracts.patch.patchfile import parse_patch
-from sglang_contracts.patch.rebase import DROPPED, MERGED, rebase_patch
+from sglang_contracts.patch.rebase import CONFLICT, DROPPED, MERGED, rebase_patch
 from sglang_contracts.sources import open_release
 
 POOL = "sglang/srt/mem_cache/memory_pool_host.py"
@@ -195,3 +195,35 @@ def test_a_build_that_applies_the_first_patches_of_the_stack_is_rebased_with_it(
     assert "rebased with it: the stack of build_conda.sh:2 applies the first patch of this one " \
            "(sglang-first.patch in docker/patch/latest/)" in said
     assert not any(line.startswith("not rebased") for line in said)
+
+
+DECODE = "sglang/srt/disaggregation/decode.py"
+QUEUE_A = "class DecodePreallocQueue:\n    def pop(self):\n        return 1\n"
+# B adds the method the patch adds, in another place of the class (decode.py #3 of slime's stack)
+QUEUE_B = ("class DecodePreallocQueue:\n    def release_memory_occupation(self):\n        self.kv.release()\n\n"
+           "    def pop(self):\n        return 1\n")
+QUEUE_PATCH = f"""diff --git a/python/{DECODE} b/python/{DECODE}
+--- a/python/{DECODE}
++++ b/python/{DECODE}
+@@ -1,3 +1,6 @@
+ class DecodePreallocQueue:
+     def pop(self):
+         return 1
++
++    def release_memory_occupation(self):
++        self.queue.clear()
+"""
+
+
+def test_a_hunk_defining_a_method_its_class_in_b_already_has_is_a_conflict_not_a_second_definition(
+        tmp_path: Path) -> None:
+    result = rebased(tmp_path, {DECODE: QUEUE_A}, {DECODE: QUEUE_B}, QUEUE_PATCH)
+    [outcome] = result.outcomes
+    assert outcome.verdict == CONFLICT, outcome
+    assert "already defines DecodePreallocQueue.release_memory_occupation" in outcome.detail
+    assert result.files[0].after.count("def release_memory_occupation") == 1
+    assert not result.complete  # left out: the written patch verifies, the rebase is not whole
+    # a method B does not have is merged in as before
+    other = rebased(tmp_path / "other", {DECODE: QUEUE_A}, {DECODE: QUEUE_B},
+                    QUEUE_PATCH.replace("release_memory_occupation", "drain"))
+    assert [o.verdict for o in other.outcomes] == [MERGED] and "def drain" in other.files[0].after
