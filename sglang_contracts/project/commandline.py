@@ -197,15 +197,18 @@ def _wrapper_in(function: ast.FunctionDef, module: ast.Module, relpath: str, at:
 def _prefixes(body: ast.FunctionDef, bindings: dict[str, ast.AST]) -> tuple[str, str] | None:
     """(option prefix, dest prefix) the replacement's f-strings build (the dest's, from the
     option's when none builds one); None when no option prefix can be told."""
-    heads = [_template(node, bindings) for node in ast.walk(body) if isinstance(node, ast.JoinedStr)]
-    flag_prefix = _first_matching(heads, FLAG_PREFIX)
+    heads = _f_string_heads(body, bindings)
+    # Each pattern named where it is matched: tests/robustness reads how the code uses it.
+    flag_prefix = next((h for h in heads if h and FLAG_PREFIX.fullmatch(h)), None)
     if flag_prefix is None:
         return None
-    return flag_prefix, _first_matching(heads, DEST_PREFIX) or flag_prefix[2:].replace("-", "_")
+    dest_prefix = next((h for h in heads if h and DEST_PREFIX.fullmatch(h)), None)
+    return flag_prefix, dest_prefix or flag_prefix[2:].replace("-", "_")
 
 
-def _first_matching(heads: list[str | None], pattern: re.Pattern) -> str | None:
-    return next((h for h in heads if h and pattern.fullmatch(h)), None)
+def _f_string_heads(body: ast.FunctionDef, bindings: dict[str, ast.AST]) -> list[str | None]:
+    """The _template of each f-string in the replacement."""
+    return [_template(node, bindings) for node in ast.walk(body) if isinstance(node, ast.JoinedStr)]
 
 
 def _bound_lists(module: ast.Module, function: ast.FunctionDef, bindings: dict[str, ast.AST]
