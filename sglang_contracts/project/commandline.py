@@ -124,9 +124,12 @@ FLAG_PREFIX = re.compile(r"--[A-Za-z][\w-]*-")
 DEST_PREFIX = re.compile(r"[A-Za-z]\w*_")
 
 
+def _is_string(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
 def _strings_of(node: ast.AST) -> list[ast.Constant] | None:
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and node.elts \
-            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and node.elts and all(_is_string(e) for e in node.elts):
         return list(node.elts)  # type: ignore[arg-type]
     return None
 
@@ -156,12 +159,16 @@ def _assigned_tables(scopes: list[ast.AST]) -> dict[str, ast.Dict]:
     found: dict[str, ast.Dict] = {}
     for scope in scopes:
         for node in ast.walk(scope):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                    and isinstance(node.value, ast.Dict) and node.value.keys \
-                    and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.value.keys) \
-                    and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in node.value.values):
+            if _assigns_string_table(node):
                 found[node.targets[0].id] = node.value
     return found
+
+
+def _assigns_string_table(node: ast.AST) -> bool:
+    """`NAME = {"a": "b", ...}`: a name assigned a non-empty dict of strings to strings."""
+    return isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+        and isinstance(node.value, ast.Dict) and bool(node.value.keys) \
+        and all(_is_string(k) for k in node.value.keys) and all(_is_string(v) for v in node.value.values)
 
 
 def _calls_add_cli_args(function: ast.AST) -> bool:
@@ -178,20 +185,41 @@ def _wrapper_in(function: ast.FunctionDef, module: ast.Module, relpath: str, at:
     body = _replacement(function)
     if body is None:
         return None
-    heads = [_template(node, bindings) for node in ast.walk(body) if isinstance(node, ast.JoinedStr)]
-    flag_prefix = next((h for h in heads if h and FLAG_PREFIX.fullmatch(h)), None)
-    dest_prefix = next((h for h in heads if h and DEST_PREFIX.fullmatch(h)), None)
-    if flag_prefix is None:
+    prefixes = _prefixes(body, bindings)
+    if prefixes is None:
         return None  # a prefix this tool cannot tell: no judgement rather than a wrong one
-    dest_prefix = dest_prefix or flag_prefix[2:].replace("-", "_")
+    flag_prefix, dest_prefix = prefixes
+    skip_list, entries = _skip_list(body, _bound_lists(module, function, bindings), at)
+    renames = _renames(body, _assigned_tables([module, function]), at)
+    return ["wrapper", relpath, function.lineno, flag_prefix, dest_prefix, skip_list, entries, renames]
+
+
+def _prefixes(body: ast.FunctionDef, bindings: dict[str, ast.AST]) -> tuple[str, str] | None:
+    """(option prefix, dest prefix) the replacement's f-strings build (the dest's, from the
+    option's when none builds one); None when no option prefix can be told."""
+    heads = _f_string_heads(body, bindings)
+    # Each pattern named where it is matched: tests/robustness reads how the code uses it.
+    flag_prefix = next((h for h in heads if h and FLAG_PREFIX.fullmatch(h)), None)
+    if flag_prefix is None:
+        return None
+    dest_prefix = next((h for h in heads if h and DEST_PREFIX.fullmatch(h)), None)
+    return flag_prefix, dest_prefix or flag_prefix[2:].replace("-", "_")
+
+
+def _f_string_heads(body: ast.FunctionDef, bindings: dict[str, ast.AST]) -> list[str | None]:
+    """The _template of each f-string in the replacement."""
+    return [_template(node, bindings) for node in ast.walk(body) if isinstance(node, ast.JoinedStr)]
+
+
+def _bound_lists(module: ast.Module, function: ast.FunctionDef, bindings: dict[str, ast.AST]
+                 ) -> dict[str, list[ast.Constant]]:
+    """The lists of strings the module and function assign, and the parameters bound to one."""
     lists = _assigned_lists([module, function])
     for name, value in bindings.items():
         items = _list_items(value, lists)
         if items is not None:
             lists[name] = items
-    skip_list, entries = _skip_list(body, lists, at)
-    renames = _renames(body, _assigned_tables([module, function]), at)
-    return ["wrapper", relpath, function.lineno, flag_prefix, dest_prefix, skip_list, entries, renames]
+    return lists
 
 
 def _replacement(function: ast.FunctionDef) -> ast.FunctionDef | None:
@@ -207,14 +235,25 @@ def _skip_list(body: ast.FunctionDef, lists: dict[str, list], at: SourcePosition
     """(the list `if NAME in LIST: return` skips by, its entries as [value, line, col]); the last one found."""
     skip_list, entries = "", []
     for node in ast.walk(body):
-        if isinstance(node, ast.If) and isinstance(node.test, (ast.Compare, ast.BoolOp)) \
-                and any(isinstance(item, SKIP_EXITS) for item in node.body):
-            for compare in ast.walk(node.test):
-                if isinstance(compare, ast.Compare) and isinstance(compare.ops[0], ast.In) \
-                        and isinstance(compare.comparators[0], ast.Name) and compare.comparators[0].id in lists:
-                    skip_list = compare.comparators[0].id
-                    entries = [[item.value, at.start(item).line, at.start(item).col] for item in lists[skip_list]]
+        if not _skips(node):
+            continue
+        for compare in ast.walk(node.test):
+            if _member_of_list(compare, lists):
+                skip_list = compare.comparators[0].id
+                entries = [[item.value, at.start(item).line, at.start(item).col] for item in lists[skip_list]]
     return skip_list, entries
+
+
+def _skips(node: ast.AST) -> bool:
+    """`if <test>: return` (or `continue`), the test a comparison."""
+    return isinstance(node, ast.If) and isinstance(node.test, (ast.Compare, ast.BoolOp)) \
+        and any(isinstance(item, SKIP_EXITS) for item in node.body)
+
+
+def _member_of_list(compare: ast.AST, lists: dict[str, list]) -> bool:
+    """`X in LIST`, LIST one of `lists`."""
+    return isinstance(compare, ast.Compare) and isinstance(compare.ops[0], ast.In) \
+        and isinstance(compare.comparators[0], ast.Name) and compare.comparators[0].id in lists
 
 
 def _renames(body: ast.FunctionDef, tables: dict[str, ast.Dict], at: SourcePositions) -> list:
@@ -222,16 +261,21 @@ def _renames(body: ast.FunctionDef, tables: dict[str, ast.Dict], at: SourcePosit
     project name, line, col] rows; the last one found."""
     renames = []
     for node in ast.walk(body):
-        table = None
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
-                and isinstance(node.func.value, ast.Name):
-            table = node.func.value.id
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load):
-            table = node.value.id
+        table = _looked_up(node)
         if table in tables:
             renames = [[key.value, value.value, at.start(key).line, at.start(key).col] for key, value in
                        zip(tables[table].keys, tables[table].values)]
     return renames
+
+
+def _looked_up(node: ast.AST) -> str | None:
+    """The name of the dict `NAME.get(...)` or `NAME[...]` reads from; None for another node."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+            and isinstance(node.func.value, ast.Name):
+        return node.func.value.id
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load):
+        return node.value.id
+    return None
 
 
 def _call_bindings(function: ast.FunctionDef, module: ast.Module) -> list[dict[str, ast.AST]]:
@@ -282,12 +326,20 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 
 def _dest_of(call: ast.Call) -> str | None:
-    for keyword in call.keywords:
-        if keyword.arg == "dest" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
-            return keyword.value.value
+    dest = _dest_keyword(call)
+    if dest is not None:
+        return dest
     strings = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     long = next((s for s in strings if s.startswith("--")), None)
     return long.lstrip("-").replace("-", "_") if long else None
+
+
+def _dest_keyword(call: ast.Call) -> str | None:
+    """`dest="name"`, given as a literal."""
+    for keyword in call.keywords:
+        if keyword.arg == "dest" and _is_string(keyword.value):
+            return keyword.value.value
+    return None
 
 
 @dataclass
@@ -326,6 +378,13 @@ def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> lis
     uses = _FileUses(SourcePositions(text), LINE_BREAK.split(text), _flag_pattern(flag_prefix), flag_prefix,
                      dest_prefix, _function_scopes(tree), _prose_nodes(tree), _hasattr_guarded(tree),
                      _docstrings(tree))
+    _code_uses(uses, tree)
+    _string_uses(uses, tree)
+    return uses.found
+
+
+def _code_uses(uses: _FileUses, tree: ast.Module) -> None:
+    """The pass-through's names written, read and probed in code."""
     for node in ast.walk(tree):
         _record_writes(uses, node)
         _keyword_writes(uses, node)
@@ -335,13 +394,16 @@ def _uses_in(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> lis
             _call_use(uses, node)
         elif isinstance(node, ast.Subscript) and _is_vars_call(node.value):
             _vars_item_use(uses, node)
+
+
+def _string_uses(uses: _FileUses, tree: ast.Module) -> None:
+    """The pass-through's flags in strings and f-strings (not docstrings, nor the project's own option strings)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
             _f_string_flags(uses, node)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in uses.docstrings \
-                and id(node) not in uses.own_option_strings and flag_prefix in node.value:
+                and id(node) not in uses.own_option_strings and uses.flag_prefix in node.value:
             _string_flags(uses, node)
-    return uses.found
 
 
 def _function_scopes(tree: ast.Module) -> dict[int, list]:
@@ -367,12 +429,16 @@ def _hasattr_guarded(tree: ast.Module) -> set[int]:
     guarded: set[int] = set()
     for branch in ast.walk(tree):
         if isinstance(branch, ast.If):
-            probed = {call.args[1].value for call in ast.walk(branch.test) if isinstance(call, ast.Call)
-                      and isinstance(call.func, ast.Name) and call.func.id == "hasattr" and len(call.args) == 2
-                      and isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str)}
+            probed = {call.args[1].value for call in ast.walk(branch.test) if _is_hasattr_of_string(call)}
             guarded.update(id(node) for statement in branch.body for node in ast.walk(statement)
                            if isinstance(node, ast.Attribute) and node.attr in probed)
     return guarded
+
+
+def _is_hasattr_of_string(call: ast.AST) -> bool:
+    """`hasattr(x, "name")`."""
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "hasattr" \
+        and len(call.args) == 2 and _is_string(call.args[1])
 
 
 def _record_writes(uses: _FileUses, node: ast.AST) -> None:
@@ -418,21 +484,39 @@ def _call_use(uses: _FileUses, node: ast.Call) -> None:
     `vars(args).get("sglang_x")`."""
     callee = node.func.id if isinstance(node.func, ast.Name) else \
         node.func.attr if isinstance(node.func, ast.Attribute) else ""
-    literal = node.args[1] if len(node.args) > 1 else None
-    name = literal.value if isinstance(literal, ast.Constant) and isinstance(literal.value, str) else None
-    if callee in ("getattr", "hasattr", "setattr") and name and uses.named(name):
-        kind = "write" if callee == "setattr" else "probe" if callee == "hasattr" or len(node.args) > 2 else "read"
-        uses.add(literal, kind, name, callee)
+    if callee in ("getattr", "hasattr", "setattr"):
+        _attribute_function_use(uses, node, callee)
     elif callee == "set_defaults":
-        for keyword in node.keywords:
-            if keyword.arg and uses.named(keyword.arg):
-                uses.add(keyword, "default", keyword.arg, "set_defaults")
+        _defaults_use(uses, node)
     elif callee == "add_argument":
         _own_add_argument(uses, node)
-    elif callee == "get" and isinstance(node.func, ast.Attribute) and _is_vars_call(node.func.value) and node.args:
-        key = node.args[0]
-        if isinstance(key, ast.Constant) and uses.named(key.value):
-            uses.add(key, "probe", key.value, "vars().get")
+    elif callee == "get":
+        _vars_get_use(uses, node)
+
+
+def _vars_get_use(uses: _FileUses, node: ast.Call) -> None:
+    """`vars(args).get("sglang_x")`: a probe."""
+    if not (isinstance(node.func, ast.Attribute) and _is_vars_call(node.func.value) and node.args):
+        return
+    key = node.args[0]
+    if isinstance(key, ast.Constant) and uses.named(key.value):
+        uses.add(key, "probe", key.value, "vars().get")
+
+
+def _attribute_function_use(uses: _FileUses, node: ast.Call, callee: str) -> None:
+    """`getattr(args, "sglang_x"[, default])` (a probe with a default), `hasattr`, `setattr`."""
+    literal = node.args[1] if len(node.args) > 1 else None
+    name = literal.value if _is_string(literal) else None
+    if name and uses.named(name):
+        kind = "write" if callee == "setattr" else "probe" if callee == "hasattr" or len(node.args) > 2 else "read"
+        uses.add(literal, kind, name, callee)
+
+
+def _defaults_use(uses: _FileUses, node: ast.Call) -> None:
+    """`parser.set_defaults(sglang_x=...)`."""
+    for keyword in node.keywords:
+        if keyword.arg and uses.named(keyword.arg):
+            uses.add(keyword, "default", keyword.arg, "set_defaults")
 
 
 def _own_add_argument(uses: _FileUses, node: ast.Call) -> None:
@@ -540,48 +624,71 @@ def _launch_flags(relpath: str, text: str) -> list[list]:
         return []
     at = SourcePositions(text)
     scopes = [node for node in ast.walk(tree) if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))]
-    found: list[list] = []
-    if any(_names_a_flag(node) for node in ast.walk(tree)):
-        # A config class of the project whose fields this file turns into `--<field>` flags.
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
-                            and not item.target.id.startswith("_"):
-                        where = at.start(item.target)
-                        found.append(["flag", "--" + item.target.id.replace("_", "-"), "", "config field",
-                                      where.line, where.col, ""])
+    found = _config_field_flags(tree, at) if any(_names_a_flag(node) for node in ast.walk(tree)) else []
     for scope in scopes:
-        body = list(_own_nodes(scope))
-        lists = [node for node in body if isinstance(node, (ast.List, ast.Tuple))]
-        if not any(isinstance(e, ast.Constant) and e.value == LAUNCHER for node in lists for e in node.elts):
-            continue
-        for node in lists:
-            elements = node.elts
-            for index, element in enumerate(elements):
-                if isinstance(element, ast.Constant) and isinstance(element.value, str) \
-                        and LONG_FLAG.fullmatch(element.value.split("=")[0]):
-                    flag, _, value = element.value.partition("=")
-                    following = elements[index + 1] if index + 1 < len(elements) else None
-                    if not value and isinstance(following, ast.Constant) and isinstance(following.value, str) \
-                            and not following.value.startswith("-"):
-                        value = following.value
-                    where = at.start(element)
-                    found.append(["flag", flag, value, "launch list", where.line, where.col + 1, ""])
+        found += _launch_list_flags(scope, at)
     return found
+
+
+def _config_field_flags(tree: ast.Module, at: SourcePositions) -> list[list]:
+    """A config class of the project whose fields this file turns into `--<field>` flags."""
+    found: list[list] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
+                        and not item.target.id.startswith("_"):
+                    where = at.start(item.target)
+                    found.append(["flag", "--" + item.target.id.replace("_", "-"), "", "config field",
+                                  where.line, where.col, ""])
+    return found
+
+
+def _launch_list_flags(scope: ast.AST, at: SourcePositions) -> list[list]:
+    """The flags of the list literals of a function (or module) whose own code names the launcher in one."""
+    lists = [node for node in _own_nodes(scope) if isinstance(node, (ast.List, ast.Tuple))]
+    if not _names_launcher(lists):
+        return []
+    found: list[list] = []
+    for node in lists:
+        elements = node.elts
+        for index, element in enumerate(elements):
+            flag = _list_flag(element, elements[index + 1] if index + 1 < len(elements) else None)
+            if flag is not None:
+                where = at.start(element)
+                found.append(["flag", *flag, "launch list", where.line, where.col + 1, ""])
+    return found
+
+
+def _names_launcher(lists: list[ast.List | ast.Tuple]) -> bool:
+    return any(isinstance(e, ast.Constant) and e.value == LAUNCHER for node in lists for e in node.elts)
+
+
+def _list_flag(element: ast.expr, following: ast.expr | None) -> tuple[str, str] | None:
+    """(flag, value) of a list element `"--x=v"`, or `"--x"` followed by its value; None for another element."""
+    if not (_is_string(element) and LONG_FLAG.fullmatch(element.value.split("=")[0])):
+        return None
+    flag, _, value = element.value.partition("=")
+    if not value and _is_string(following) and not following.value.startswith("-"):
+        value = following.value
+    return flag, value
 
 
 def _names_a_flag(node: ast.AST) -> bool:
     """`f"--{name.replace('_', '-')}"` or `"--" + name.replace("_", "-")`: a field name made a flag."""
+    value = _dashed_part(node)
+    return value is not None and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+        and value.func.attr == "replace" and [getattr(arg, "value", None) for arg in value.args] == ["_", "-"]
+
+
+def _dashed_part(node: ast.AST) -> ast.AST | None:
+    """X of `f"--{X}"` or `"--" + X`; None for another node."""
     if isinstance(node, ast.JoinedStr) and _literal_head(node) == "--":
-        value = node.values[1].value
-    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant) \
+        return node.values[1].value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant) \
             and node.left.value == "--":
-        value = node.right
-    else:
-        return False
-    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "replace" \
-        and [getattr(arg, "value", None) for arg in value.args] == ["_", "-"]
+        return node.right
+    return None
 
 
 def _own_nodes(scope: ast.AST):
@@ -647,27 +754,34 @@ def pass_through(project: ProjectIndex) -> list[PassThrough]:
     """The project's pass-throughs of upstream's command line, one per wrapper (miles prefixes
     it twice: `--sglang-` and `--eval-sglang-`), with the uses of each prefix."""
     module = sys.modules[__name__]
-    raw = project.each_file("cli-wrappers", _file_wrappers, lambda text: ENTRY in text and "add_argument" in text, module)
-    wrappers = [Wrapper(path, line, flag_prefix, dest_prefix,
-                        tuple((text, Position(l, c)) for text, l, c in entries), skip_list,
-                        tuple((old, new, Position(l, c)) for old, new, l, c in renames))
-                for _, path, line, flag_prefix, dest_prefix, skip_list, entries, renames in raw]
-    found = []
+    wrappers = _wrappers(project, module)
     root = project.root.resolve()
     texts = [(path, read_project_text(path, root)) for path in walk_project([root], _accept_text)] if wrappers else []
-    for wrapper in wrappers:
-        flag_prefix, dest_prefix = wrapper.flag_prefix, wrapper.dest_prefix
-        result = PassThrough([wrapper])
+    return [_wrapper_pass_through(project, wrapper, texts, root, module) for wrapper in wrappers]
 
-        analyse = partial(_use_rows, flag_prefix=flag_prefix, dest_prefix=dest_prefix)  # sendable to a worker
-        for relpath, kind, name, value, how, line, col, scope in project.each_file(
-                f"cli-uses {flag_prefix} {dest_prefix}", analyse,
-                lambda text, f=flag_prefix, d=dest_prefix: f in text or d in text, module):
-            result.uses.append(Use(relpath, Position(line, col), kind, name, value, how, _scope(scope)))
-        for path, text in texts:
-            if text and flag_prefix in text:
-                result.uses.extend(_text_flags(path.relative_to(root).as_posix(), text, flag_prefix))
-        result.uses.sort(key=lambda use: (use.path, use.position.line, use.position.col))
-        result.index()
-        found.append(result)
-    return found
+
+def _wrappers(project: ProjectIndex, module: object) -> list[Wrapper]:
+    """Every wrapper of `add_cli_args` in the project's Python files."""
+    raw = project.each_file("cli-wrappers", _file_wrappers, lambda text: ENTRY in text and "add_argument" in text, module)
+    return [Wrapper(path, line, flag_prefix, dest_prefix,
+                    tuple((text, Position(l, c)) for text, l, c in entries), skip_list,
+                    tuple((old, new, Position(l, c)) for old, new, l, c in renames))
+            for _, path, line, flag_prefix, dest_prefix, skip_list, entries, renames in raw]
+
+
+def _wrapper_pass_through(project: ProjectIndex, wrapper: Wrapper, texts: list[tuple[Path, str | None]], root: Path,
+                          module: object) -> PassThrough:
+    """One wrapper's pass-through, with the uses of its prefix in the Python files and the text files."""
+    flag_prefix, dest_prefix = wrapper.flag_prefix, wrapper.dest_prefix
+    result = PassThrough([wrapper])
+    analyse = partial(_use_rows, flag_prefix=flag_prefix, dest_prefix=dest_prefix)  # sendable to a worker
+    for relpath, kind, name, value, how, line, col, scope in project.each_file(
+            f"cli-uses {flag_prefix} {dest_prefix}", analyse,
+            lambda text, f=flag_prefix, d=dest_prefix: f in text or d in text, module):
+        result.uses.append(Use(relpath, Position(line, col), kind, name, value, how, _scope(scope)))
+    for path, text in texts:
+        if text and flag_prefix in text:
+            result.uses.extend(_text_flags(path.relative_to(root).as_posix(), text, flag_prefix))
+    result.uses.sort(key=lambda use: (use.path, use.position.line, use.position.col))
+    result.index()
+    return result

@@ -57,11 +57,16 @@ def _file_probes(relpath: str, text: str) -> list[list]:
             found.extend([relpath, *where, target, needle]
                          for where, (target, needle) in zip(_match_keys(lines, node), yaml_probes(node.value)) if target)
         elif isinstance(node, ast.Dict):
-            target = _entry(node, "target")
-            if isinstance(target, ast.Constant) and isinstance(target.value, str) and target.value.startswith("sglang."):
-                for match in _dict_matches(node):
-                    found.append([relpath, match.lineno, match.col_offset + 1, target.value, match.value])
+            found += _dict_probes(relpath, node)
     return found
+
+
+def _dict_probes(relpath: str, node: ast.Dict) -> list[list]:
+    """The probes of a dict whose "target" names `sglang.`, one per match it gives."""
+    target = _entry(node, "target")
+    if not (isinstance(target, ast.Constant) and isinstance(target.value, str) and target.value.startswith("sglang.")):
+        return []
+    return [[relpath, match.lineno, match.col_offset + 1, target.value, match.value] for match in _dict_matches(node)]
 
 
 def yaml_probes(text: str) -> list[tuple[str, str]]:

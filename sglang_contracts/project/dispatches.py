@@ -39,9 +39,7 @@ class TemplateReader:
         key = (scope, name)
         self.templates.pop(key, None)
         self.tables.pop(key, None)
-        if isinstance(value, ast.Dict) and value.keys and all(
-                isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys) \
-                and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in value.values):
+        if _is_string_table(value):
             self.tables[key] = {k.value: v.value for k, v in zip(value.keys, value.values)}
             return
         template = self.template(scope, value)
@@ -53,39 +51,58 @@ class TemplateReader:
         (nor one nested deeper than a module name is ever built: `"a" + "b" + ...` 5,000 times)."""
         if depth > MAX_DEPTH:
             return None
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return (("text", node.value),)
-        if isinstance(node, ast.JoinedStr):
-            parts: list[tuple[str, str]] = []
-            for value in node.values:
-                if isinstance(value, ast.FormattedValue):
-                    if value.format_spec is not None or value.conversion not in (-1, ord("s")):
-                        return None
-                    inner = self.template(scope, value.value, depth + 1)
-                else:
-                    inner = self.template(scope, value, depth + 1)
-                if inner is None:
-                    return None
-                parts += inner
-            return tuple(parts)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            left, right = self.template(scope, node.left, depth + 1), self.template(scope, node.right, depth + 1)
-            return left + right if left is not None and right is not None else None
+        built = self._built(scope, node, depth)
+        if built is not _NOT_BUILT:
+            return built
         if isinstance(node, ast.Name) and (found := self._lookup(self.templates, scope, node.id)) is not None:
             return found
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            return self._from_table(scope, node.value.id, node.slice)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
-            if node.func.attr == "get" and isinstance(node.func.value, ast.Name) and len(node.args) == 1:
-                return self._from_table(scope, node.func.value.id, node.args[0])
-            if node.func.attr == "replace" and len(node.args) == 2 and all(
-                    isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
-                inner = self._version(scope, node.func.value, depth + 1)
-                if inner is not None:
-                    return (("version", json.dumps([*json.loads(inner), [node.args[0].value, node.args[1].value]])),)
+        if _is_text_replace(node) and (replaced := self._replaced(scope, node, depth)) is not None:
+            return replaced
         if (version := self._version(scope, node, depth)) is not None:
             return (("version", version),)
         return None
+
+    def _built(self, scope: str, node: ast.AST, depth: int) -> Template | None | object:
+        """The template of a string literal, an f-string, a `+` of strings, or a lookup in a table
+        of a version; _NOT_BUILT for any other node."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return (("text", node.value),)
+        if isinstance(node, ast.JoinedStr):
+            return self._f_string(scope, node, depth)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self._sum(scope, node, depth)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            return self._from_table(scope, node.value.id, node.slice)
+        if _is_table_get(node):
+            return self._from_table(scope, node.func.value.id, node.args[0])
+        return _NOT_BUILT
+
+    def _f_string(self, scope: str, node: ast.JoinedStr, depth: int) -> Template | None:
+        """An f-string's parts, each a template (a formatted value with no format of its own)."""
+        parts: list[tuple[str, str]] = []
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                if value.format_spec is not None or value.conversion not in (-1, ord("s")):
+                    return None
+                inner = self.template(scope, value.value, depth + 1)
+            else:
+                inner = self.template(scope, value, depth + 1)
+            if inner is None:
+                return None
+            parts += inner
+        return tuple(parts)
+
+    def _sum(self, scope: str, node: ast.BinOp, depth: int) -> Template | None:
+        """`a + b`: both operands' parts, when both are templates."""
+        left, right = self.template(scope, node.left, depth + 1), self.template(scope, node.right, depth + 1)
+        return left + right if left is not None and right is not None else None
+
+    def _replaced(self, scope: str, node: ast.Call, depth: int) -> Template | None:
+        """`V.replace("a", "b")` of the release's version: the version with one more replacement."""
+        inner = self._version(scope, node.func.value, depth + 1)
+        if inner is None:
+            return None
+        return (("version", json.dumps([*json.loads(inner), [node.args[0].value, node.args[1].value]])),)
 
     def _version(self, scope: str, node: ast.AST, depth: int) -> str | None:
         """The replacements made on the release's version string `node` is (JSON), if it is one:
@@ -94,11 +111,9 @@ class TemplateReader:
         if self.conditions.version_of(node) == ("s", 0):
             return "[]"
         if isinstance(node, ast.Name):
-            found = self._lookup(self.templates, scope, node.id)
-            return found[0][1] if found is not None and len(found) == 1 and found[0][0] == "version" else None
+            return _replacements(self._lookup(self.templates, scope, node.id))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "replace":
-            found = self.template(scope, node, depth + 1)
-            return found[0][1] if found is not None and len(found) == 1 and found[0][0] == "version" else None
+            return _replacements(self.template(scope, node, depth + 1))
         return None
 
     def _from_table(self, scope: str, table: str, key: ast.AST) -> Template | None:
@@ -118,9 +133,53 @@ class TemplateReader:
         return None
 
 
+_NOT_BUILT = object()  # TemplateReader._built's answer for a node it does not build
+
+
+def _is_string_table(value: ast.AST) -> bool:
+    """`{"0.5.20": "pkg.for_0_5_20", ...}`: a non-empty dict literal of strings to strings."""
+    return isinstance(value, ast.Dict) and bool(value.keys) \
+        and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys) \
+        and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in value.values)
+
+
+def _is_table_get(node: ast.AST) -> bool:
+    """`TABLE.get(key)`."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords \
+        and node.func.attr == "get" and isinstance(node.func.value, ast.Name) and len(node.args) == 1
+
+
+def _is_text_replace(node: ast.AST) -> bool:
+    """`X.replace("a", "b")`, both literals."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords \
+        and node.func.attr == "replace" and len(node.args) == 2 \
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+
+
+def _replacements(found: Template | None) -> str | None:
+    """The replacements of a template that is the version alone, None for any other."""
+    return found[0][1] if found is not None and len(found) == 1 and found[0][0] == "version" else None
+
+
 def module_for(template: Template, package: str, version: str) -> str | None:
     """The absolute module the template names on a release of this version; None where the
     release gets none (a table without its version: the lookup fails)."""
+    text = _module_text(template, version)
+    if text is None:
+        return None
+    if not text.startswith("."):
+        return text
+    level = len(text) - len(text.lstrip("."))
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts) or not package:
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    rest = text[level:]
+    return ".".join(base + ([rest] if rest else []))
+
+
+def _module_text(template: Template, version: str) -> str | None:
+    """The module name the template spells on a release of this version, as written (relative or not)."""
     text = ""
     for kind, value in template:
         if kind == "text":
@@ -135,15 +194,7 @@ def module_for(template: Template, package: str, version: str) -> str | None:
             if mapped is None:
                 return None
             text += mapped
-    if not text.startswith("."):
-        return text
-    level = len(text) - len(text.lstrip("."))
-    parts = package.split(".") if package else []
-    if level - 1 > len(parts) or not package:
-        return None
-    base = parts[: len(parts) - (level - 1)]
-    rest = text[level:]
-    return ".".join(base + ([rest] if rest else []))
+    return text
 
 
 _ANY_VERSION = "\0"  # stands for the version while the template's other parts are resolved
@@ -154,14 +205,20 @@ def named_modules(template: Template, package: str, modules: Collection[str]) ->
     for other releases (`pkg.v0_5_19_patch`) that this choice loads on none of the two."""
     tables = [json.loads(value) for kind, value in template if kind == "table"]
     if tables:  # the names a table gives, whatever version picks them
-        versions = {version for table in tables for version in table}
-        named = {module_for(template, package, version) for version in versions}
-        return sorted(name for name in named if name is not None and name in modules)
+        return _table_modules(template, package, modules, tables)
     skeleton = module_for(template, package, _ANY_VERSION)
     if skeleton is None:
         return []
     pieces = skeleton.split(_ANY_VERSION)
     return sorted(name for name in modules if _fills(name, pieces))
+
+
+def _table_modules(template: Template, package: str, modules: Collection[str], tables: list[dict[str, str]]
+                   ) -> list[str]:
+    """The modules of `modules` the template names on the versions its tables list."""
+    versions = {version for table in tables for version in table}
+    named = {module_for(template, package, version) for version in versions}
+    return sorted(name for name in named if name is not None and name in modules)
 
 
 def _fills(name: str, pieces: list[str]) -> bool:

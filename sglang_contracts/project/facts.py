@@ -356,12 +356,7 @@ class FileFacts:
         # Each row's length is checked now (a record of another shape is refused here, and the
         # index scans the file again); what a row holds, and a list kept as text, when the list
         # is first read.
-        for name, raw in undecoded.items():
-            width = _ROW_WIDTH[name]
-            if type(raw) is str and name in LOCAL_LISTS:
-                continue
-            if type(raw) is not list or not all(type(row) is list and len(row) == width for row in raw):
-                raise ValueError(f"a record's {name} of another shape")
+        _check_shapes(undecoded)
         facts = cls(
             path=data["path"],
             module=data["module"],
@@ -379,19 +374,46 @@ class FileFacts:
         return facts
 
 
+def _check_shapes(undecoded: dict[str, Any]) -> None:
+    """Refuse a record whose rows are not of their fact's length (a list kept as text is checked when decoded)."""
+    for name, raw in undecoded.items():
+        if type(raw) is str and name in LOCAL_LISTS:
+            continue
+        if not _rows_fit(raw, _ROW_WIDTH[name]):
+            raise ValueError(f"a record's {name} of another shape")
+
+
+def _rows_fit(raw: Any, width: int) -> bool:
+    """Is `raw` a list of rows, each a list of `width` fields?"""
+    return type(raw) is list and all(type(row) is list and len(row) == width for row in raw)
+
+
 def used_class_names(facts: FileFacts) -> set[str]:
     """Dotted names a file uses as types or bases (`T:x.Y`, `R:Y`, `L:Y`, nested in `P:`/`E:`)."""
+    names = {base for cls in facts.classes for base in cls.bases}
+    for kind in _used_kinds(facts):
+        name = _class_of_kind(kind)
+        if name is not None:
+            names.add(name)
+    return names
+
+
+def _used_kinds(facts: FileFacts) -> list[str]:
+    """The kinds of the file's receivers, of what it calls (not a name's `C:`), of its classes' attributes."""
     kinds = [kind for read in facts.reads for kind in read.receiver.types]
     kinds += [kind for call in facts.calls for kind in call.callee.types if not kind.startswith("C:")]
     kinds += [kind for cls in facts.classes for _, types in cls.attr_types for kind in types]
-    names = {base for cls in facts.classes for base in cls.bases}
-    for kind in kinds:
-        while kind[:2] in ("P:", "E:"):
-            kind = kind[2:].rpartition("|")[0]
-        # Classes are CapWords by convention; `x = helper()` names a function, whose file need not be read.
-        if kind[:2] in ("T:", "R:", "L:", "B:") and kind[2:].rpartition(".")[2][:1].isupper():
-            names.add(kind[2:])
-    return names
+    return kinds
+
+
+def _class_of_kind(kind: str) -> str | None:
+    """The dotted class a kind names (under any `P:`/`E:`), None for another kind."""
+    while kind[:2] in ("P:", "E:"):
+        kind = kind[2:].rpartition("|")[0]
+    # Classes are CapWords by convention; `x = helper()` names a function, whose file need not be read.
+    if kind[:2] in ("T:", "R:", "L:", "B:") and kind[2:].rpartition(".")[2][:1].isupper():
+        return kind[2:]
+    return None
 
 
 _UNSET = object()
@@ -401,7 +423,7 @@ def _decoded_list(name: str, raw: Any) -> list:
     """A record's list of facts `name`, from its JSON form or its JSON text (to_record)."""
     if type(raw) is str:
         raw = json.loads(raw)
-        if type(raw) is not list or not all(type(row) is list and len(row) == _ROW_WIDTH[name] for row in raw):
+        if not _rows_fit(raw, _ROW_WIDTH[name]):
             raise ValueError(f"a record's {name} of another shape")
     return list(map(_decoder(FACT_LISTS[name]), raw))
 
@@ -442,26 +464,41 @@ def _encoder(hint: Any, left_out: type | None = None) -> Callable[[Any], Any]:
     if left_out is not None and hint is left_out:
         return _nothing
     if dataclasses.is_dataclass(hint):
-        hints = typing.get_type_hints(hint)
-        plan = [(f.name, _encoder(hints[f.name], left_out)) for f in dataclasses.fields(hint)]
-        if all(encode is _identity for _, encode in plan):
-            names = [name for name, _ in plan]
-            return lambda value: [getattr(value, name) for name in names]
-        return lambda value: [encode(getattr(value, name)) for name, encode in plan]
+        return _dataclass_encoder(hint, left_out)
     origin = typing.get_origin(hint)
     if origin is tuple:
-        arguments = typing.get_args(hint)
-        if len(arguments) == 2 and arguments[1] is Ellipsis:
-            item = _encoder(arguments[0], left_out)
-            return _identity if item is _identity else (lambda raw: [item(value) for value in raw])
-        items = [_encoder(argument, left_out) for argument in arguments]
-        if all(encode is _identity for encode in items):
-            return _identity
-        return lambda raw: [encode(value) for encode, value in zip(items, raw)]
+        return _tuple_encoder(hint, left_out)
     if origin in (typing.Union, types.UnionType):
-        option = _encoder(next(a for a in typing.get_args(hint) if a is not type(None)), left_out)
-        return _identity if option is _identity else (lambda raw: None if raw is None else option(raw))
+        return _optional_encoder(hint, left_out)
     return _identity
+
+
+def _dataclass_encoder(hint: Any, left_out: type | None) -> Callable[[Any], Any]:
+    """_encoder of a dataclass: the positional list of its fields' JSON forms."""
+    hints = typing.get_type_hints(hint)
+    plan = [(f.name, _encoder(hints[f.name], left_out)) for f in dataclasses.fields(hint)]
+    if all(encode is _identity for _, encode in plan):
+        names = [name for name, _ in plan]
+        return lambda value: [getattr(value, name) for name in names]
+    return lambda value: [encode(getattr(value, name)) for name, encode in plan]
+
+
+def _tuple_encoder(hint: Any, left_out: type | None) -> Callable[[Any], Any]:
+    """_encoder of a tuple type, of any length (`tuple[T, ...]`) or of fixed items."""
+    arguments = typing.get_args(hint)
+    if len(arguments) == 2 and arguments[1] is Ellipsis:
+        item = _encoder(arguments[0], left_out)
+        return _identity if item is _identity else (lambda raw: [item(value) for value in raw])
+    items = [_encoder(argument, left_out) for argument in arguments]
+    if all(encode is _identity for encode in items):
+        return _identity
+    return lambda raw: [encode(value) for encode, value in zip(items, raw)]
+
+
+def _optional_encoder(hint: Any, left_out: type | None) -> Callable[[Any], Any]:
+    """_encoder of `T | None`: None as it is, else T's form."""
+    option = _encoder(next(a for a in typing.get_args(hint) if a is not type(None)), left_out)
+    return _identity if option is _identity else (lambda raw: None if raw is None else option(raw))
 
 
 # Values that recur across a project's facts, each decoded to one shared object per value (facts
@@ -505,30 +542,11 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
     """A function rebuilding a value of type `hint` from its JSON form (`_encoder`'s output),
     generated once per type: the facts of a large project hold hundreds of thousands of values.
     A list of another length than the type's raises ValueError (index._scan then scans again)."""
-    namespace: dict[str, Any] = {"intern": sys.intern}
     if dataclasses.is_dataclass(hint):
-        hints = typing.get_type_hints(hint)
-        names = [f"v{number}" for number in range(len(dataclasses.fields(hint)))]
-        values = ", ".join(_inline(hints[f.name], name, namespace) for f, name in zip(dataclasses.fields(hint), names))
-        if hint in SHARED:
-            return _generated(_SHARED_DECODER, names, f"({values},)", namespace, lambda key: hint(*key), hint)
-        return _generated(_DECODER, names, f"make({values})", namespace, hint)
+        return _dataclass_decoder(hint)
     origin = typing.get_origin(hint)
     if origin is tuple:
-        arguments = typing.get_args(hint)
-        if len(arguments) == 2 and arguments[1] is Ellipsis:
-            item = _inline(arguments[0], "item", namespace)
-            names = []  # any length: the list is read whole
-            value = ("tuple(raw)" if item == "item" else "tuple(map(intern, raw))" if item == "intern(item)"
-                     else f"tuple([{item} for item in raw])")
-        else:
-            names = [f"v{number}" for number in range(len(arguments))]
-            value = f"({', '.join(_inline(a, name, namespace) for a, name in zip(arguments, names))},)"
-        # Tuples of plain values recur too (142,000 attribute chains of 5,900 distinct names, 131,000
-        # parameter lists of 23,000 in sglang's tree: 20 MB of its 125 MB of facts).
-        if _plain(hint):
-            return _generated(_SHARED_DECODER, names, value, namespace, _identity, hint)
-        return _generated(_DECODER, names, value, namespace, _identity)
+        return _tuple_decoder(hint)
     if origin in (typing.Union, types.UnionType):
         option = _decoder(next(a for a in typing.get_args(hint) if a is not type(None)))
         return lambda raw: None if raw is None else option(raw)
@@ -537,6 +555,36 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
         # facts: one string object each, not one per fact (a third of the facts' memory).
         return sys.intern
     return _identity
+
+
+def _dataclass_decoder(hint: Any) -> Callable[[Any], Any]:
+    """_decoder of a dataclass: its fields rebuilt inline; one object per value for SHARED types."""
+    namespace: dict[str, Any] = {"intern": sys.intern}
+    hints = typing.get_type_hints(hint)
+    names = [f"v{number}" for number in range(len(dataclasses.fields(hint)))]
+    values = ", ".join(_inline(hints[f.name], name, namespace) for f, name in zip(dataclasses.fields(hint), names))
+    if hint in SHARED:
+        return _generated(_SHARED_DECODER, names, f"({values},)", namespace, lambda key: hint(*key), hint)
+    return _generated(_DECODER, names, f"make({values})", namespace, hint)
+
+
+def _tuple_decoder(hint: Any) -> Callable[[Any], Any]:
+    """_decoder of a tuple type, of any length (`tuple[T, ...]`) or of fixed items."""
+    namespace: dict[str, Any] = {"intern": sys.intern}
+    arguments = typing.get_args(hint)
+    if len(arguments) == 2 and arguments[1] is Ellipsis:
+        item = _inline(arguments[0], "item", namespace)
+        names = []  # any length: the list is read whole
+        value = ("tuple(raw)" if item == "item" else "tuple(map(intern, raw))" if item == "intern(item)"
+                 else f"tuple([{item} for item in raw])")
+    else:
+        names = [f"v{number}" for number in range(len(arguments))]
+        value = f"({', '.join(_inline(a, name, namespace) for a, name in zip(arguments, names))},)"
+    # Tuples of plain values recur too (142,000 attribute chains of 5,900 distinct names, 131,000
+    # parameter lists of 23,000 in sglang's tree: 20 MB of its 125 MB of facts).
+    if _plain(hint):
+        return _generated(_SHARED_DECODER, names, value, namespace, _identity, hint)
+    return _generated(_DECODER, names, value, namespace, _identity)
 
 
 def _inline(hint: Any, name: str, namespace: dict[str, Any]) -> str:

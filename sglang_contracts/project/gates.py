@@ -45,6 +45,7 @@ NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "==",
            "import-fails": "import-ok", "import-ok": "import-fails", "flag": "not-flag", "not-flag": "flag",
            "?": "?", "false": "true", "true": "false"}
 PARSERS = {"parse", "Version", "LooseVersion", "StrictVersion", "parse_version"}
+PARSED_VIEWS = {"release": ("t", 0), "base_version": ("s", 0)}  # a parsed version's attribute -> what it gives
 
 
 def conjoin(a: Gate, b: Gate) -> Gate:
@@ -110,24 +111,35 @@ class ConditionReader:
         if isinstance(node, ast.Name):
             return self._lookup(self.versions, node.id)
         if isinstance(node, ast.Attribute):
-            if node.attr == "__version__" and _dotted(node.value) in self.sglang_modules:
-                return ("s", 0)
-            if node.attr == "version" and isinstance(node.value, ast.Call) and _names_sglang(node.value):
-                return ("s", 0)  # pkg_resources.get_distribution("sglang").version
-            if node.attr == "release" and (inner := self.version_of(node.value)) and inner[0] == "p":
-                return ("t", 0)
-            if node.attr == "base_version" and (inner := self.version_of(node.value)) and inner[0] == "p":
-                return ("s", 0)
-            return None
+            return self._attribute_version(node)
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
-            inner = self.version_of(node.value)
-            bound = node.slice
-            if inner and inner[0] == "t" and bound.lower is None and bound.step is None \
-                    and isinstance(bound.upper, ast.Constant) and isinstance(bound.upper.value, int):
-                return ("t", bound.upper.value)
-            return None
-        if not isinstance(node, ast.Call):
-            return None
+            return self._sliced_version(node)
+        if isinstance(node, ast.Call):
+            return self._call_version(node)
+        return None
+
+    def _attribute_version(self, node: ast.Attribute) -> tuple[str, int] | None:
+        """`sglang.__version__`, a distribution's `.version`, a parsed version's `.release` or `.base_version`."""
+        if node.attr == "__version__" and _dotted(node.value) in self.sglang_modules:
+            return ("s", 0)
+        if node.attr == "version" and isinstance(node.value, ast.Call) and _names_sglang(node.value):
+            return ("s", 0)  # pkg_resources.get_distribution("sglang").version
+        view = PARSED_VIEWS.get(node.attr)
+        if view is not None and (inner := self.version_of(node.value)) and inner[0] == "p":
+            return view
+        return None
+
+    def _sliced_version(self, node: ast.Subscript) -> tuple[str, int] | None:
+        """`V.release[:n]`: a tuple of the first n numbers."""
+        inner = self.version_of(node.value)
+        bound = node.slice
+        if inner and inner[0] == "t" and bound.lower is None and bound.step is None \
+                and isinstance(bound.upper, ast.Constant) and isinstance(bound.upper.value, int):
+            return ("t", bound.upper.value)
+        return None
+
+    def _call_version(self, node: ast.Call) -> tuple[str, int] | None:
+        """`version("sglang")`, a call of a version helper, `parse(V)`, `tuple(...)` of V's numbers."""
         name = (_dotted(node.func) or "").rsplit(".", 1)[-1]
         if _names_sglang(node) and _dotted(node.func) in self.metadata_versions:
             return ("s", 0)  # importlib.metadata.version("sglang")
@@ -137,11 +149,15 @@ class ConditionReader:
             return None
         argument = node.args[0]
         if name in PARSERS:
-            inner = self.version_of(argument)
-            return ("p", 0) if inner and inner[0] == "s" else None
+            return self._parsed(argument)
         if name in ("tuple", "list"):
             return self._numbers(argument)
         return None
+
+    def _parsed(self, argument: ast.AST) -> tuple[str, int] | None:
+        """`parse(V)` of the version's string: the parsed version."""
+        inner = self.version_of(argument)
+        return ("p", 0) if inner and inner[0] == "s" else None
 
     def _getter_call(self, node: ast.Call, kind: str, length: int, index: int) -> tuple[str, int] | None:
         """The version a call of one of the module's version functions gives: sglang's, when the
@@ -170,8 +186,7 @@ class ConditionReader:
         for child in own_nodes(node):
             if isinstance(child, (ast.Yield, ast.YieldFrom)):
                 return
-            if not isinstance(child, ast.Return) or child.value is None \
-                    or isinstance(child.value, ast.Constant) and child.value.value is None:
+            if not _returns_a_value(child):
                 continue  # `return None`: not installed (a version compared is never None then)
             returned = self._returned_version(child.value, parameters)
             if returned is None:
@@ -190,9 +205,13 @@ class ConditionReader:
                 and argument.id in parameters:
             return ("s", 0, parameters.index(argument.id))  # version(pkg)
         if (_dotted(value.func) or "").rsplit(".", 1)[-1] in PARSERS:
-            inner = self._returned_version(argument, parameters)
-            return ("p", 0, inner[2]) if inner is not None and inner[0] == "s" else None
+            return self._parsed_returned(argument, parameters)
         return None
+
+    def _parsed_returned(self, argument: ast.AST, parameters: list[str]) -> tuple[str, int, int] | None:
+        """`return parse(X)` of a returned version string X: the parsed version."""
+        inner = self._returned_version(argument, parameters)
+        return ("p", 0, inner[2]) if inner is not None and inner[0] == "s" else None
 
     def _numbers(self, node: ast.AST) -> tuple[str, int] | None:
         """`map(int, V.split(".")[:n])`, `int(x) for x in V.split(".")[:n]`: a tuple of n numbers."""
@@ -200,44 +219,30 @@ class ConditionReader:
                 and _dotted(node.args[0]) == "int":
             return self._split(node.args[1])
         if isinstance(node, (ast.GeneratorExp, ast.ListComp)) and len(node.generators) == 1:
-            element, loop = node.elt, node.generators[0]
-            if isinstance(element, ast.Call) and _dotted(element.func) == "int" and len(element.args) == 1 \
-                    and isinstance(element.args[0], ast.Name) and isinstance(loop.target, ast.Name) \
-                    and element.args[0].id == loop.target.id and not loop.ifs:
-                return self._split(loop.iter)
+            iterated = _ints_of_loop(node.elt, node.generators[0])
+            if iterated is not None:
+                return self._split(iterated)
         return None
 
     def _split(self, node: ast.AST) -> tuple[str, int] | None:
         length = 0
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
-            bound = node.slice
-            if bound.lower is not None or bound.step is not None or not (
-                    isinstance(bound.upper, ast.Constant) and isinstance(bound.upper.value, int)):
+            leading = _leading_count(node.slice)
+            if leading is None:
                 return None
-            length, node = bound.upper.value, node.value
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "split" \
-                and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and node.args[0].value == ".":
-            inner = self.version_of(node.func.value)
-            if inner == ("s", 0):
-                return ("t", length)
+            length, node = leading, node.value
+        if _splits_on_dots(node) and self.version_of(node.func.value) == ("s", 0):
+            return ("t", length)
         return None
 
     @staticmethod
     def constant_of(node: ast.AST, kind: str) -> str | None:
         """The constant a version of `kind` is compared with, as the atom's value text."""
         if kind == "s":
-            return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+            return _string_constant(node)
         if kind == "p":
-            if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in PARSERS \
-                    and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) \
-                    and isinstance(node.args[0].value, str) and _parses(node.args[0].value):
-                return node.args[0].value
-            return None
-        # A release number fits 64 bits; `0x` and 5,000 digits would not even print (int's limit).
-        if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) and type(e.value) is int
-                                               and e.value.bit_length() <= 64 for e in node.elts):
-            return ",".join(str(e.value) for e in node.elts)
-        return None
+            return _parsed_constant(node)
+        return _numbers_constant(node)
 
     def gate(self, node: ast.AST) -> Gate:
         """The gate a test stands for; what is not about the release is undecided (UNKNOWN)."""
@@ -317,14 +322,19 @@ class ConditionReader:
         key = (self.scope, name)
         version = self.version_of(value) if value is not None else None
         gate = self.gate(value) if value is not None and version is None else UNKNOWN
-        self.versions[key] = version if key not in self.versions or self.versions[key] == version else None
-        known = decided(gate) and (key not in self.conditions or self.conditions[key] == gate)
-        self.conditions[key] = gate if known else None
-        string = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
-        self.strings[key] = string if key not in self.strings or self.strings[key] == string else None
+        self.versions[key] = _rebound(self.versions, key, version)
+        self.conditions[key] = _rebound(self.conditions, key, gate) if decided(gate) else None
+        self.strings[key] = _rebound(self.strings, key, _string_constant(value))
         if not self.scope:
             self.imported_flags.pop(name, None)
             self.getters.pop(name, None)
+
+    def _bind_module(self, module: str, bound: str) -> None:
+        """`import module [as bound]`: a name for the sglang package or sglang.version."""
+        if module.startswith("sglang.") and bound == "sglang":  # `import sglang.x` binds sglang
+            self.sglang_modules.update(("sglang", "sglang.version"))
+        elif module in ("sglang", "sglang.version"):
+            self.sglang_modules.add(bound)
 
     def module_conditions(self) -> dict[str, Gate]:
         """The module-level names bound to a condition on the release, and only to it."""
@@ -332,10 +342,7 @@ class ConditionReader:
 
     def bind_import(self, module: str, name: str | None, bound: str, project_module: bool) -> None:
         if name is None:
-            if module.startswith("sglang.") and bound == "sglang":  # `import sglang.x` binds sglang
-                self.sglang_modules.update(("sglang", "sglang.version"))
-            elif module in ("sglang", "sglang.version"):
-                self.sglang_modules.add(bound)
+            self._bind_module(module, bound)
             return
         if module in ("importlib.metadata", "importlib_metadata") and name == "version":
             self.metadata_versions.add(bound)
@@ -353,6 +360,62 @@ def _dotted(node: ast.AST | None) -> str | None:
         parts.append(node.attr)
         node = node.value
     return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
+def _rebound(table: dict, key: tuple[str, str], value):
+    """What a name holds after another binding: the value, unless it was bound to another before (None)."""
+    return value if key not in table or table[key] == value else None
+
+
+def _returns_a_value(node: ast.AST) -> bool:
+    """A `return` of something else than None."""
+    return isinstance(node, ast.Return) and node.value is not None \
+        and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+
+
+def _ints_of_loop(element: ast.expr, loop: ast.comprehension) -> ast.expr | None:
+    """`int(x) for x in ITER` (no condition): ITER; None for any other comprehension."""
+    if isinstance(element, ast.Call) and _dotted(element.func) == "int" and len(element.args) == 1 \
+            and isinstance(element.args[0], ast.Name) and isinstance(loop.target, ast.Name) \
+            and element.args[0].id == loop.target.id and not loop.ifs:
+        return loop.iter
+    return None
+
+
+def _leading_count(bound: ast.Slice) -> int | None:
+    """`[:n]`, n a literal: n; None for any other slice."""
+    if bound.lower is not None or bound.step is not None or not (
+            isinstance(bound.upper, ast.Constant) and isinstance(bound.upper.value, int)):
+        return None
+    return bound.upper.value
+
+
+def _splits_on_dots(node: ast.AST) -> bool:
+    """`X.split(".")`."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "split" \
+        and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and node.args[0].value == "."
+
+
+def _string_constant(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _parsed_constant(node: ast.AST) -> str | None:
+    """`parse("0.5.6")` (any of PARSERS) of a version that parses: its text."""
+    if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in PARSERS \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, str) and _parses(node.args[0].value):
+        return node.args[0].value
+    return None
+
+
+def _numbers_constant(node: ast.AST) -> str | None:
+    """A tuple of release numbers, `(0, 5, 6)`: "0,5,6"."""
+    # A release number fits 64 bits; `0x` and 5,000 digits would not even print (int's limit).
+    if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) and type(e.value) is int
+                                           and e.value.bit_length() <= 64 for e in node.elts):
+        return ",".join(str(e.value) for e in node.elts)
+    return None
 
 
 def _names_sglang(node: ast.Call) -> bool:
@@ -385,17 +448,32 @@ def _compare(left, op: str, right) -> bool:
 def atom_holds(atom: Atom, release: Release, depth: int = 0) -> bool | None:
     op, value = atom
     if op in ("import-fails", "import-ok"):
-        module, _, name = value.partition(":")
-        succeeds = release.imports(module, name or None)
-        return None if succeeds is None else succeeds == (op == "import-ok")
+        return _import_holds(op, value, release)
     if op in ("flag", "not-flag"):
-        gate = release.flag(value) if depth < 10 else None
-        holds = None if gate is None else evaluate(gate, release, depth + 1)
-        return None if holds is None else holds == (op == "flag")
+        return _flag_holds(op, value, release, depth)
     if op in ("false", "true"):
         return op == "true"
     if op == "?":
         return None
+    return _version_holds(op, value, release)
+
+
+def _import_holds(op: str, value: str, release: Release) -> bool | None:
+    """Does the release's import of `module:name` fail (`import-fails`) or succeed (`import-ok`)?"""
+    module, _, name = value.partition(":")
+    succeeds = release.imports(module, name or None)
+    return None if succeeds is None else succeeds == (op == "import-ok")
+
+
+def _flag_holds(op: str, value: str, release: Release, depth: int) -> bool | None:
+    """Does a project module's named condition hold (`flag`) or not (`not-flag`) on the release?"""
+    gate = release.flag(value) if depth < 10 else None
+    holds = None if gate is None else evaluate(gate, release, depth + 1)
+    return None if holds is None else holds == (op == "flag")
+
+
+def _version_holds(op: str, value: str, release: Release) -> bool | None:
+    """Does the release's version compare with the atom's constant as `op` says?"""
     if release.version is None:
         return None
     kind, _, constant = value.partition(":")

@@ -122,6 +122,11 @@ def rendered(node: ast.AST) -> str | None:
         return "".join(part.value if isinstance(part, ast.Constant) else PLACEHOLDER for part in node.values)
     if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
         return None
+    return _rendered_sum(node)
+
+
+def _rendered_sum(node: ast.BinOp) -> str | None:
+    """rendered of `a + b + ...`: None when no operand is a string expression."""
     pieces: list[str | None] = []
     pending: list[ast.AST] = [node]
     while pending:
@@ -150,6 +155,24 @@ def url_path(text: str) -> str | None:
     return path if path.startswith("/") else None
 
 
+def _in_order(found: list[list]) -> list[list]:
+    return sorted(found, key=lambda key: (key[1], key[2]))
+
+
+def _updates(node: ast.AST, name: str) -> bool:
+    """`name.update(...)`: keys added that cannot be told."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
+        and isinstance(node.func.value, ast.Name) and node.func.value.id == name
+
+
+def _string_key_owner(target: ast.AST) -> str | None:
+    """`NAME["key"]` (a string key): NAME; None for another target."""
+    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+            and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+        return target.value.id
+    return None
+
+
 class _Reader:
     def __init__(self, relpath: str, positions: SourcePositions) -> None:
         self.relpath = relpath
@@ -164,61 +187,77 @@ class _Reader:
         if node is None:
             return [], False, []  # no payload seen: nothing known of it
         if isinstance(node, ast.BoolOp):  # `payload or {}`
-            parts = [self.keys(value, scope, seen) for value in node.values]
-            return ([k for p in parts for k in p[0]], all(p[1] for p in parts), [k for p in parts for k in p[2]])
+            return self._either_keys(node, scope, seen)
         if isinstance(node, ast.Dict):
-            keys, closed, sampling = [], True, []
-            for key, value in zip(node.keys, node.values):
-                if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                    keys.append(self._key(key.value, key))
-                    if key.value == SAMPLING:
-                        sampling.extend(self.keys(value, scope, seen)[0])
-                else:
-                    closed = False
-            return keys, closed, sampling
+            return self._dict_keys(node, scope, seen)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
-            keys = [self._key(k.arg, k.value) for k in node.keywords if k.arg]
-            sampling = [s for k in node.keywords if k.arg == SAMPLING for s in self.keys(k.value, scope, seen)[0]]
-            return keys, all(k.arg for k in node.keywords), sampling
+            return self._keyword_keys(node, scope, seen)
         if isinstance(node, ast.Name) and node.id not in seen:
             return self._bound_keys(node.id, scope, seen | {node.id})
         return [], False, []
+
+    def _either_keys(self, node: ast.BoolOp, scope: list[ast.AST], seen: frozenset[str]
+                     ) -> tuple[list[list], bool, list[list]]:
+        """`payload or {}`: the keys of every operand, closed where all are."""
+        parts = [self.keys(value, scope, seen) for value in node.values]
+        return ([k for p in parts for k in p[0]], all(p[1] for p in parts), [k for p in parts for k in p[2]])
+
+    def _dict_keys(self, node: ast.Dict, scope: list[ast.AST], seen: frozenset[str]
+                   ) -> tuple[list[list], bool, list[list]]:
+        """A dict literal: its string keys, closed unless some key is not a string (`**other`)."""
+        keys, closed, sampling = [], True, []
+        for key, value in zip(node.keys, node.values):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                keys.append(self._key(key.value, key))
+                if key.value == SAMPLING:
+                    sampling.extend(self.keys(value, scope, seen)[0])
+            else:
+                closed = False
+        return keys, closed, sampling
+
+    def _keyword_keys(self, node: ast.Call, scope: list[ast.AST], seen: frozenset[str]
+                      ) -> tuple[list[list], bool, list[list]]:
+        """`dict(k=..., ...)`: its keywords, closed unless one is `**other`."""
+        keys = [self._key(k.arg, k.value) for k in node.keywords if k.arg]
+        sampling = [s for k in node.keywords if k.arg == SAMPLING for s in self.keys(k.value, scope, seen)[0]]
+        return keys, all(k.arg for k in node.keywords), sampling
 
     def _bound_keys(self, name: str, scope: list[ast.AST], seen: frozenset[str]) -> tuple[list[list], bool, list[list]]:
         keys, closed, sampling, bound = [], True, [], False
         for node in scope:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
-                    if isinstance(target, ast.Name) and target.id == name:
-                        # `payload = other`: another name's keys are not followed (they may change between)
-                        aliased = isinstance(node.value, ast.Name)
-                        found = ([], False, []) if aliased else self.keys(node.value, scope, seen)
-                        keys += found[0]
-                        closed &= found[1] and isinstance(node.value, (ast.Dict, ast.Call))
-                        sampling += found[2]
-                        bound = True
-                    elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                            and target.value.id == name and isinstance(target.slice, ast.Constant) \
-                            and isinstance(target.slice.value, str):
-                        keys.append(self._key(target.slice.value, target.slice))
-                        if target.slice.value == SAMPLING:
-                            sampling += self.keys(node.value, scope, seen)[0]
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+                    part = self._target_keys(node, target, name, scope, seen)
+                    if part is not None:
+                        keys += part[0]
+                        closed &= part[1]
+                        sampling += part[2]
+                        bound |= part[3]
+            elif _updates(node, name):
                 closed = False
-        def in_order(found: list[list]) -> list[list]:
-            return sorted(found, key=lambda key: (key[1], key[2]))
+        return _in_order(keys), closed and bound, _in_order(sampling)
 
-        return in_order(keys), closed and bound, in_order(sampling)
+    def _target_keys(self, node: ast.Assign, target: ast.expr, name: str, scope: list[ast.AST],
+                     seen: frozenset[str]) -> tuple[list[list], bool, list[list], bool] | None:
+        """(keys, closed, sampling keys, binds the name) an assignment's target adds to what `name`
+        holds: `name = {...}` binds it, `name["k"] = v` adds a key; None for another target."""
+        if isinstance(target, ast.Name) and target.id == name:
+            # `payload = other`: another name's keys are not followed (they may change between)
+            aliased = isinstance(node.value, ast.Name)
+            found = ([], False, []) if aliased else self.keys(node.value, scope, seen)
+            return found[0], found[1] and isinstance(node.value, (ast.Dict, ast.Call)), found[2], True
+        if _string_key_owner(target) == name:
+            sampling = self.keys(node.value, scope, seen)[0] if target.slice.value == SAMPLING else []
+            return [self._key(target.slice.value, target.slice)], True, sampling, False
+        return None
 
     def sampling_assignments(self, scope: list[ast.AST]) -> list[list]:
         found = []
         for node in scope:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
-                    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                            and target.value.id.endswith(SAMPLING) and isinstance(target.slice, ast.Constant) \
-                            and isinstance(target.slice.value, str):
+                    owner = _string_key_owner(target)
+                    if owner is not None and owner.endswith(SAMPLING):
                         found.append(self._key(target.slice.value, target.slice))
         return found
 
@@ -265,25 +304,35 @@ class _Reader:
         params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
         names = self._url_names(scope)
         for node in scope:
-            if not isinstance(node, ast.Call):
-                continue
-            url = self._url_argument(node, names) or self._templated(node, names)
-            if url is None or not isinstance(url, ast.JoinedStr) or not isinstance(url.values[-1], ast.FormattedValue):
-                continue
-            last = url.values[-1].value
-            text = rendered(url)
-            path = url_path(text) if text else None
-            if not (isinstance(last, ast.Name) and last.id in params and path and path.endswith("/" + PLACEHOLDER)):
-                continue
-            payload = self._payload(node)
-            payload_names = {n.id for n in ast.walk(payload) if isinstance(n, ast.Name)} if payload is not None else set()
-            payload_param = next((p for p in params if p in payload_names), None)
-            offset = 1 if params and params[0] in ("self", "cls") else 0
-            return {"prefix": path[:-1], "endpoint": last.id, "endpoint_index": params.index(last.id) - offset,
-                    "payload": payload_param,
-                    "payload_index": params.index(payload_param) - offset if payload_param else -1,
-                    "method": self._method(node)}
+            if isinstance(node, ast.Call):
+                found = self._endpoint_call(node, names, params)
+                if found is not None:
+                    return found
         return None
+
+    def _endpoint_call(self, node: ast.Call, names: dict[str, ast.AST], params: list[str]) -> dict | None:
+        """A call to a URL whose path ends in a parameter of the function (`f"{base}/{endpoint}"`):
+        the helper it makes of the function; None for another call."""
+        url = self._url_argument(node, names) or self._templated(node, names)
+        if url is None or not isinstance(url, ast.JoinedStr) or not isinstance(url.values[-1], ast.FormattedValue):
+            return None
+        last = url.values[-1].value
+        text = rendered(url)
+        path = url_path(text) if text else None
+        if not (isinstance(last, ast.Name) and last.id in params and path and path.endswith("/" + PLACEHOLDER)):
+            return None
+        return self._helper_of(node, params, path, last.id)
+
+    def _helper_of(self, node: ast.Call, params: list[str], path: str, endpoint: str) -> dict:
+        """The helper: its URL prefix, which parameters give the endpoint and the payload, its method."""
+        payload = self._payload(node)
+        payload_names = {n.id for n in ast.walk(payload) if isinstance(n, ast.Name)} if payload is not None else set()
+        payload_param = next((p for p in params if p in payload_names), None)
+        offset = 1 if params and params[0] in ("self", "cls") else 0
+        return {"prefix": path[:-1], "endpoint": endpoint, "endpoint_index": params.index(endpoint) - offset,
+                "payload": payload_param,
+                "payload_index": params.index(payload_param) - offset if payload_param else -1,
+                "method": self._method(node)}
 
     def _templated(self, call: ast.Call, names: dict[str, ast.AST]) -> ast.AST | None:
         """A URL argument whose path ends in a formatted parameter (`/{endpoint}`)."""

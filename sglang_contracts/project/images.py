@@ -126,44 +126,69 @@ def _substitute(text: str, values: dict[str, str]) -> str | None:
 
 def dockerfile_pins(relpath: str, text: str) -> list[ImagePin]:
     """Every SGLang image a Dockerfile's FROM lines start from, with the ARG that set its tag."""
-    values: dict[str, str] = {}
-    set_at: dict[str, tuple[int, str]] = {}  # variable -> (line, the ARG as written)
-    froms: list[tuple[int, str, str]] = []
-    branch: tuple[int, str, str] | None = None  # (line, variable, value) of a fork branch or repository
+    settings = _Settings()
     for line, keyword, arguments in _instructions(text):
         if keyword == "ARG":
-            for name, value in _arg_defaults(arguments).items():
-                values[name] = value
-                set_at[name] = (line, f"ARG {name}={value}")
-                if branch is None and re.fullmatch(r"(?i)sglang_(?:branch|repo)\w*", name) and value \
-                        and not STOCK_BRANCH.fullmatch(value) and "sgl-project/sglang" not in value:
-                    branch = (line, name, value)
+            settings.read_arg(line, arguments)
         elif keyword == "FROM":
             words = [w for w in arguments.split() if not w.startswith("--")]
             if words:
-                froms.append((line, words[0], f"FROM {words[0]}"))
+                settings.froms.append((line, words[0], f"FROM {words[0]}"))
     found = []
-    for line, image, written in froms:
-        resolved = _substitute(image, values)
+    for line, image, written in settings.froms:
+        pin = settings.image_pin(relpath, line, image, written)
+        if pin is not None:
+            found.append(pin)
+    return found
+
+
+class _Settings:
+    """What a Dockerfile's ARG and FROM lines set, in order."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+        self.set_at: dict[str, tuple[int, str]] = {}  # variable -> (line, the ARG as written)
+        self.froms: list[tuple[int, str, str]] = []
+        self.branch: tuple[int, str, str] | None = None  # (line, variable, value) of a fork branch or repository
+
+    def read_arg(self, line: int, arguments: str) -> None:
+        for name, value in _arg_defaults(arguments).items():
+            self.values[name] = value
+            self.set_at[name] = (line, f"ARG {name}={value}")
+            if self.branch is None and _names_fork(name, value):
+                self.branch = (line, name, value)
+
+    def image_pin(self, relpath: str, line: int, image: str, written: str) -> ImagePin | None:
+        """The release an SGLang image a FROM line names is tagged with; None for another image or tag."""
+        resolved = _substitute(image, self.values)
         match = IMAGE_REFERENCE.fullmatch(resolved or "")
         if match is None:
-            continue
+            return None
         version = version_in_tag(match.group("tag"))
         if version is None:
-            continue  # `latest`, `nightly-dev-20260103-24c91001`: no release to check against
+            return None  # `latest`, `nightly-dev-20260103-24c91001`: no release to check against
         # Where the tag was set: the ARG a ${VAR} in the tag names, else the FROM line itself.
         used = [m.group("braced") or m.group("bare") for m in VARIABLE.finditer(image)]
-        origin = next((set_at[name] for name in reversed(used) if name in set_at), (line, written))
+        origin = next((self.set_at[name] for name in reversed(used) if name in self.set_at), (line, written))
         repository = match.group("repo")
-        note = None
-        if repository not in STOCK_REPOSITORIES:
-            note = f"{relpath} starts from the image {code_span(repository)}, not a stock SGLang build"
-        elif branch is not None:
-            note = (f"{relpath} installs SGLang from the branch {code_span(branch[2])} ({branch[1]}, line {branch[0]}), "
-                    "not a stock release")
         where_written = origin[1] if origin[1].startswith("FROM") else f"{origin[1]} ({written})"
-        found.append(ImagePin(str(version), relpath, origin[0], where_written, repository, note))
-    return found
+        return ImagePin(str(version), relpath, origin[0], where_written, repository,
+                        self._fork_note(relpath, repository))
+
+    def _fork_note(self, relpath: str, repository: str) -> str | None:
+        """Why the image may not be a stock SGLang build: another repository, or a fork's branch installed."""
+        if repository not in STOCK_REPOSITORIES:
+            return f"{relpath} starts from the image {code_span(repository)}, not a stock SGLang build"
+        if self.branch is not None:
+            return (f"{relpath} installs SGLang from the branch {code_span(self.branch[2])} ({self.branch[1]}, "
+                    f"line {self.branch[0]}), not a stock release")
+        return None
+
+
+def _names_fork(name: str, value: str) -> bool:
+    """`ARG SGLANG_BRANCH=my-fix`: a branch or repository of SGLang other than the stock ones."""
+    return bool(re.fullmatch(r"(?i)sglang_(?:branch|repo)\w*", name) and value
+                and not STOCK_BRANCH.fullmatch(value) and "sgl-project/sglang" not in value)
 
 
 def _key_name(node: ast.AST) -> str | None:
@@ -182,20 +207,24 @@ def _named_strings(tree: ast.AST) -> list[tuple[str, ast.Constant]]:
     """(name, string) for each string given a name: a dict entry, an assignment, a keyword."""
     found = []
     for node in ast.walk(tree):
-        pairs: list[tuple[ast.AST | str | None, ast.AST]] = []
-        if isinstance(node, ast.Dict):
-            pairs = [(key, value) for key, value in zip(node.keys, node.values) if key is not None]
-        elif isinstance(node, ast.Assign):
-            pairs = [(target, node.value) for target in node.targets]
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            pairs = [(node.target, node.value)]
-        elif isinstance(node, ast.keyword) and node.arg:
-            pairs = [(node.arg, node.value)]
-        for key, value in pairs:
+        for key, value in _named_values(node):
             name = key if isinstance(key, str) else _key_name(key) if key is not None else None
             if name and isinstance(value, ast.Constant) and isinstance(value.value, str):
                 found.append((name, value))
     return found
+
+
+def _named_values(node: ast.AST) -> list[tuple[ast.AST | str | None, ast.AST]]:
+    """(name, value) of what a node names: a dict's entries, an assignment's targets, a keyword."""
+    if isinstance(node, ast.Dict):
+        return [(key, value) for key, value in zip(node.keys, node.values) if key is not None]
+    if isinstance(node, ast.Assign):
+        return [(target, node.value) for target in node.targets]
+    if isinstance(node, ast.AnnAssign) and node.value is not None:
+        return [(node.target, node.value)]
+    if isinstance(node, ast.keyword) and node.arg:
+        return [(node.arg, node.value)]
+    return []
 
 
 def may_name_release(text: str) -> bool:

@@ -125,14 +125,23 @@ def project_folders(top: str, unlisted: Callable[[str, str], None] | None = None
             continue
         dirs[:] = [d for d in dirs if not skipped_folder(d)]
         if unlisted is not None:  # a link to a folder is never walked; one out of the project is said
-            for name in dirs:
-                path = os.path.join(folder, name)
-                if os.path.islink(path) and links_out_of(Path(path), Path(top)):
-                    unlisted(path, "a link out of the project, not read")
-        temporaries = [name for name in files if is_temporary(name)]
-        for name in temporaries:
-            remove_if_stale(folder, name)
-        yield folder, [name for name in files if name not in temporaries] if temporaries else files
+            _tell_links_out(folder, dirs, top, unlisted)
+        yield folder, _project_files(folder, files)
+
+
+def _tell_links_out(folder: str, dirs: list[str], top: str, unlisted: Callable[[str, str], None]) -> None:
+    for name in dirs:
+        path = os.path.join(folder, name)
+        if os.path.islink(path) and links_out_of(Path(path), Path(top)):
+            unlisted(path, "a link out of the project, not read")
+
+
+def _project_files(folder: str, files: list[str]) -> list[str]:
+    """A folder's files but a `fix`'s temporary ones, which are removed once their writer is gone."""
+    temporaries = [name for name in files if is_temporary(name)]
+    for name in temporaries:
+        remove_if_stale(folder, name)
+    return [name for name in files if name not in temporaries] if temporaries else files
 
 
 def _path_parts(name: str) -> list[str]:
@@ -249,19 +258,43 @@ class ProjectIndex:
         sending the texts to the workers (omni's 9.8 MB: 0.37 s here, 0.53 s there)."""
         fingerprint = code_fingerprint(pysource, *code)  # pysource: how `text` was decoded
         table_key = hashlib.sha256(f"{fingerprint}\0{kind}\0{self.root}".encode("utf-8", "surrogateescape")).hexdigest()
-        # A resident process's own last table: the record it wrote is not read and decoded again.
+        table = self._stored_table(table_key)
+        computed = self._computed(kind, analyse, may_hold, table, by_pattern)
+        if self.analyses is not None:
+            self.analyses[table_key] = (analyse, may_hold)
+        fresh, recomputed, found = self._refreshed(table, computed)
+        if recomputed or fresh.keys() != table.keys():
+            if self.unwritten is not None:
+                self.unwritten[table_key] = (self.cache, fresh)
+            else:
+                self.cache.put(table_key, fresh)
+        if self.tables is not None:
+            self.tables[table_key] = fresh
+        return found
+
+    def _stored_table(self, table_key: str) -> dict[str, list]:
+        """each_file's table as last kept: a resident process's own (the record it wrote is not
+        read and decoded again), or the cache's record; empty when there is none."""
         stored = self.tables.get(table_key) if self.tables is not None else None
         if stored is None:
             stored = self.cache.get(table_key)
-        table: dict[str, list] = stored if isinstance(stored, dict) else {}
+        return stored if isinstance(stored, dict) else {}
+
+    def _computed(self, kind: str, analyse: Callable[[str, str], list], may_hold: Callable[[str], bool],
+                  table: dict[str, list], by_pattern: bool) -> dict[str, list | None]:
+        """The results of the files the table holds none for (or a stale one) that `may_hold`
+        something: what the scan jobs found already, else analysed now (None where it failed)."""
         stale = [relpath for relpath, digest in sorted(self.digests.items())
                  if not _entry_holds(table.get(relpath), digest) and may_hold(self.texts[relpath])]
         premade = self._premade(kind, analyse)
         computed = {relpath: premade[relpath] for relpath in stale if relpath in premade}
         computed.update(self._analysed_all(kind, analyse, [relpath for relpath in stale if relpath not in computed],
                                            in_process=by_pattern))
-        if self.analyses is not None:
-            self.analyses[table_key] = (analyse, may_hold)
+        return computed
+
+    def _refreshed(self, table: dict[str, list], computed: dict[str, list | None]
+                   ) -> tuple[dict[str, list], bool, list]:
+        """(the table now, was any entry computed again, every file's results in path order)."""
         fresh: dict[str, list] = {}
         recomputed = False
         found: list = []
@@ -277,14 +310,7 @@ class ProjectIndex:
                 recomputed = True
             fresh[relpath] = entry
             found.extend(entry[1])
-        if recomputed or fresh.keys() != table.keys():
-            if self.unwritten is not None:
-                self.unwritten[table_key] = (self.cache, fresh)
-            else:
-                self.cache.put(table_key, fresh)
-        if self.tables is not None:
-            self.tables[table_key] = fresh
-        return found
+        return fresh, recomputed, found
 
     def scanned_rows(self, analyse: Callable[[str, str], list], relpath: str) -> list | None:
         """What this index's scan job found in a file with `analyse` (ON_THE_SCANNED_TREE), if
@@ -460,6 +486,15 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
 
+    _scan_rounds(index, texts, cache, workers, memo, after_first_round)
+    memo.kept_for(index.digests)
+    return index
+
+
+def _scan_rounds(index: ProjectIndex, texts: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None,
+                 memo: IndexMemo, after_first_round: Callable[[ProjectIndex], None] | None) -> None:
+    """Scan the files that name SGLang, then, round after round, those they make matter: the
+    importers of names they re-export from SGLang, the definers of classes they use."""
     pending = _mentioning_sglang(index, memo)
     imports: dict[str, _Imports] = {}  # each file's import statements, read once however many rounds
     rounds = 0
@@ -474,8 +509,6 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
         pending = (_importers_of_reexports(index, texts, imports, memo, rounds)
                    | _definers_of_used_classes(scanned, index, texts, memo))
         rounds += 1
-    memo.kept_for(index.digests)
-    return index
 
 
 def _mentioning_sglang(index: ProjectIndex, memo: IndexMemo) -> set[str]:
@@ -552,31 +585,10 @@ def updated_index(previous: ProjectIndex, root: Path, paths: list[Path], cache: 
     index.files = dict(previous.files)
     relinked = False
     for rel in changed:
-        old_mention = memo.mentions.get(previous.digests[rel])
-        if old_mention is None or old_mention != memo.sglang_mentioned(index.digests[rel], index.texts[rel]):
+        relink = _rescanned(index, previous, rel, texts, cache, workers, memo)
+        if relink is None:
             return None
-        if not old_mention:  # scanned, if at all, for what it imports (a re-export's importer)
-            kept = memo.imports.get(rel)
-            if kept is None or kept[0] != previous.digests[rel]:
-                return None
-            module, _ = texts[rel]
-            imports = _Imports.read(rel, module, index.texts[rel])
-            if imports != kept[1]:
-                return None
-            memo.imports[rel] = (index.digests[rel], imports)
-        if rel not in previous.files:
-            continue
-        _scan(index, {rel: texts[rel]}, cache, workers)  # in its place: the files keep their order
-        before, now = previous.files[rel], index.files[rel]
-        kept_classes = memo.class_modules.get(rel)
-        if kept_classes is None or kept_classes[0] is not before or _class_modules(now) != kept_classes[1]:
-            return None
-        bindings = _top_level_bindings(now), _top_level_bindings(before)
-        if bindings[0] != bindings[1]:
-            if not _resolve_alike(*bindings):
-                return None
-            relinked = True
-        memo.class_modules[rel] = (now, kept_classes[1])
+        relinked |= relink
     if relinked:
         _link(index)
     else:
@@ -584,6 +596,47 @@ def updated_index(previous: ProjectIndex, root: Path, paths: list[Path], cache: 
     memo.kept_for(index.digests)
     forget_shared()
     return index
+
+
+def _rescanned(index: ProjectIndex, previous: ProjectIndex, rel: str, texts: dict[str, tuple[str, str]],
+               cache: JsonCache, workers: int | None, memo: IndexMemo) -> bool | None:
+    """A changed file taken into `index` (scanned again if `previous` had scanned it): whether the
+    re-export table must be linked again; None when the change may change which files are scanned."""
+    if not _same_reach(index, previous, rel, texts, memo):
+        return None
+    if rel not in previous.files:
+        return False
+    _scan(index, {rel: texts[rel]}, cache, workers)  # in its place: the files keep their order
+    before, now = previous.files[rel], index.files[rel]
+    kept_classes = memo.class_modules.get(rel)
+    if kept_classes is None or kept_classes[0] is not before or _class_modules(now) != kept_classes[1]:
+        return None
+    bindings = _top_level_bindings(now), _top_level_bindings(before)
+    relink = bindings[0] != bindings[1]
+    if relink and not _resolve_alike(*bindings):
+        return None
+    memo.class_modules[rel] = (now, kept_classes[1])
+    return relink
+
+
+def _same_reach(index: ProjectIndex, previous: ProjectIndex, rel: str, texts: dict[str, tuple[str, str]],
+                memo: IndexMemo) -> bool:
+    """Does a changed file mention SGLang as it did and, where it does not, import what it did
+    (scanned, if at all, as a re-export's importer)?"""
+    old_mention = memo.mentions.get(previous.digests[rel])
+    if old_mention is None or old_mention != memo.sglang_mentioned(index.digests[rel], index.texts[rel]):
+        return False
+    if old_mention:
+        return True
+    kept = memo.imports.get(rel)
+    if kept is None or kept[0] != previous.digests[rel]:
+        return False
+    module, _ = texts[rel]
+    imports = _Imports.read(rel, module, index.texts[rel])
+    if imports != kept[1]:
+        return False
+    memo.imports[rel] = (index.digests[rel], imports)
+    return True
 
 
 def _top_level_bindings(facts: FileFacts) -> list[tuple[str, str]]:
@@ -601,6 +654,29 @@ def _resolve_alike(now: list[tuple[str, str]], before: list[tuple[str, str]]) ->
 
 
 def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None) -> None:
+    jobs, scanned = _uncached(index, batch, cache)
+    index.parsed += len(jobs)
+    if len(jobs) == 1:  # a re-check's edited file: here, and its facts as scanned (decoding them costs a tenth of it)
+        scanned[jobs[0][0]] = _scanned_here(index, jobs[0], cache)
+        jobs = []
+    # The largest first: a round waits for its last file, which is then a small one.
+    by_size = sorted(jobs, key=lambda job: -len(job[2]))
+    # Each file's facts are decoded as they come: the JSON of every file at once would double the
+    # peak.
+    results = iter_jobs(_scan_job, by_size, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project",
+                        small=True)  # the run waits for the facts
+    for job, (result, analyses) in zip(by_size, results):
+        scanned[job[0]] = FileFacts.from_json(result)
+        _keep_analyses(index, job[0], analyses)
+    # Cached or not, in path order: the order of the project's classes decides which of two
+    # subclasses a finding names (SGC314 once per root and member), whatever the cache held.
+    for relpath in sorted(batch):
+        index.files[relpath] = scanned[relpath]
+
+
+def _uncached(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCache
+              ) -> tuple[list[tuple[str, str, str, tuple[str, ...], JsonCache, str]], dict[str, FileFacts]]:
+    """(the scan jobs of the batch's files the cache holds no facts of, the facts it holds)."""
     jobs: list[tuple[str, str, str, tuple[str, ...], JsonCache, str]] = []
     scanned: dict[str, FileFacts] = {}
     for relpath, (module, digest) in sorted(batch.items()):
@@ -613,31 +689,25 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
             scanned[relpath] = cached
             continue
         jobs.append((relpath, module, index.texts[relpath], index.packages, cache, key))
-    index.parsed += len(jobs)
-    if len(jobs) == 1:  # a re-check's edited file: here, and its facts as scanned (decoding them costs a tenth of it)
-        if index.unwritten is not None:  # a resident process's: its record written after the answer
-            facts, analyses = _scanned_facts(jobs[0])
-            index.unwritten[jobs[0][5]] = (cache, facts)
-        else:
-            facts, _, analyses = _scanned(jobs[0])
-        scanned[jobs[0][0]] = facts
-        for kind, rows in analyses.items():
-            index.on_the_scanned_tree.setdefault(kind, {})[jobs[0][0]] = rows
-        jobs = []
-    # The largest first: a round waits for its last file, which is then a small one.
-    by_size = sorted(jobs, key=lambda job: -len(job[2]))
-    # Each file's facts are decoded as they come: the JSON of every file at once would double the
-    # peak.
-    results = iter_jobs(_scan_job, by_size, sum(len(job[2]) for job in jobs), workers, progress="Scanning the project",
-                        small=True)  # the run waits for the facts
-    for job, (result, analyses) in zip(by_size, results):
-        scanned[job[0]] = FileFacts.from_json(result)
-        for kind, rows in analyses.items():
-            index.on_the_scanned_tree.setdefault(kind, {})[job[0]] = rows
-    # Cached or not, in path order: the order of the project's classes decides which of two
-    # subclasses a finding names (SGC314 once per root and member), whatever the cache held.
-    for relpath in sorted(batch):
-        index.files[relpath] = scanned[relpath]
+    return jobs, scanned
+
+
+def _scanned_here(index: ProjectIndex, job: tuple[str, str, str, tuple[str, ...], JsonCache, str],
+                  cache: JsonCache) -> FileFacts:
+    """One file's facts, scanned in this process (a resident one's record is written after the answer)."""
+    if index.unwritten is not None:
+        facts, analyses = _scanned_facts(job)
+        index.unwritten[job[5]] = (cache, facts)
+    else:
+        facts, _, analyses = _scanned(job)
+    _keep_analyses(index, job[0], analyses)
+    return facts
+
+
+def _keep_analyses(index: ProjectIndex, relpath: str, analyses: dict[str, list]) -> None:
+    """What the scan job's analyses found in a file (ON_THE_SCANNED_TREE), for each_file."""
+    for kind, rows in analyses.items():
+        index.on_the_scanned_tree.setdefault(kind, {})[relpath] = rows
 
 
 def _link(index: ProjectIndex, files: Iterable[FileFacts] | None = None) -> None:
@@ -740,28 +810,45 @@ def _upstream_subclasses(index: ProjectIndex) -> dict[str, frozenset[str]]:
     the project's own (`class MyScheduler(Scheduler)`): a file that imports one and runs it
     (`MyScheduler(args).event_loop_normal()` in an entry point that imports nothing of SGLang)
     runs upstream code, so it is scanned like an importer of SGLang's names."""
-    bases: dict[tuple[str, str], list[str]] = {}  # (module, class) -> its bases as dotted paths
+    bases = _class_bases(index)
+    found = {key for key, dotted in bases.items() if any(index.upstream_path(base) is not None for base in dotted)}
+    found = _with_subclasses(bases, found)
+    modules: dict[str, set[str]] = {}
+    for module, name in found:
+        modules.setdefault(module, set()).add(name)
+    return {module: frozenset(names) for module, names in modules.items()}
+
+
+def _class_bases(index: ProjectIndex) -> dict[tuple[str, str], list[str]]:
+    """(module, class) -> its bases as dotted paths, for the top-level classes of the scanned files."""
+    bases: dict[tuple[str, str], list[str]] = {}
     for facts in index.files.values():
         named = [cls for cls in facts.classes if "." not in cls.name] if facts.module else []
         bindings = facts.bindings() if named else {}
         for cls in named:
-            dotted = []
-            for base in cls.bases:
-                head, _, rest = base.partition(".")
-                target = bindings.get(head, f"{facts.module}.{head}")
-                dotted.append(f"{target}.{rest}" if rest else target)
-            bases[(facts.module, cls.name)] = dotted
-    found = {key for key, dotted in bases.items() if any(index.upstream_path(base) is not None for base in dotted)}
+            bases[(facts.module, cls.name)] = _dotted_bases(cls.bases, bindings, facts.module)
+    return bases
+
+
+def _dotted_bases(written: tuple[str, ...], bindings: dict[str, str], module: str) -> list[str]:
+    """A class's bases as written, as dotted paths through the module's bindings (or the module itself)."""
+    dotted = []
+    for base in written:
+        head, _, rest = base.partition(".")
+        target = bindings.get(head, f"{module}.{head}")
+        dotted.append(f"{target}.{rest}" if rest else target)
+    return dotted
+
+
+def _with_subclasses(bases: dict[tuple[str, str], list[str]], found: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """`found` and the classes based on them, level by level."""
     for _ in range(8):  # a subclass of a subclass: a few levels settle every real project
         grown = {key for key, dotted in bases.items()
                  if key not in found and any(tuple(base.rpartition(".")[::2]) in found for base in dotted)}
         if not grown:
             break
         found |= grown
-    modules: dict[str, set[str]] = {}
-    for module, name in found:
-        modules.setdefault(module, set()).add(name)
-    return {module: frozenset(names) for module, names in modules.items()}
+    return found
 
 
 def _read_imports(index: ProjectIndex, memo: IndexMemo) -> dict[str, _Imports]:

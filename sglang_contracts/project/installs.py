@@ -45,21 +45,35 @@ PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?")
 def install_arguments(command: list[str]) -> list[str] | None:
     """The arguments of a `pip install`, `python -m pip install` or `uv pip install` command
     (after any `VAR=value` prefixes and pip's own options); None for any other command."""
-    at = 0
-    while at < len(command) and ASSIGNMENT.fullmatch(command[at]):
-        at += 1
+    at = _after_assignments(command)
     program = PurePosixPath(command[at]).name if at < len(command) else ""
-    if PIP.fullmatch(program):
-        at += 1
-    elif PYTHON.fullmatch(program) and command[at + 1:at + 3] == ["-m", "pip"]:
-        at += 3
-    elif program == "uv" and command[at + 1:at + 2] == ["pip"]:
-        at += 2
-    else:
+    length = _pip_length(program, command[at + 1:at + 3])
+    if length is None:
         return None
+    at += length
     while at < len(command) and command[at].startswith("-"):  # `pip -v install`
         at += 1
     return command[at + 1:] if command[at:at + 1] == ["install"] else None
+
+
+def _after_assignments(command: list[str]) -> int:
+    """Where a command's words start after its `VAR=value` prefixes."""
+    at = 0
+    while at < len(command) and ASSIGNMENT.fullmatch(command[at]):
+        at += 1
+    return at
+
+
+def _pip_length(program: str, following: list[str]) -> int | None:
+    """How many words `pip`, `python -m pip` or `uv pip` take at a command's start (`following`:
+    the two words after the program); None for another program."""
+    if PIP.fullmatch(program):
+        return 1
+    if PYTHON.fullmatch(program) and following[:2] == ["-m", "pip"]:
+        return 3
+    if program == "uv" and following[:1] == ["pip"]:
+        return 2
+    return None
 
 
 def requirement_words(arguments: list[str]) -> Iterator[str]:
@@ -141,61 +155,89 @@ class ScriptStructure:
 
     def _structure(self, command: list[str], separator: str, region: int) -> None:
         top = self._stack[-1] if self._stack else None
+        self._note_heredoc(command)
+        if top is not None and top[0] == "case" and top[2] is None:  # a pattern: `nvidia)`, `*)`
+            self._case_pattern(top, command, separator)
+            return
+        self._command_structure(command, separator, region)
+        self._block_edge(separator, top, region)
+
+    def _note_heredoc(self, command: list[str]) -> None:
+        """`<<EOF` (or `<< EOF`): the word that ends the here-document starting after this line."""
         for word in command:
             heredoc = HEREDOC.fullmatch(word) if word.startswith("<<") else None
             if heredoc is not None:
                 following = command[command.index(word) + 1:]
                 self._heredoc = heredoc.group(1) or (following[0] if following else None)
                 break
-        if top is not None and top[0] == "case" and top[2] is None:  # a pattern: `nvidia)`, `*)`
-            if command[:1] == ["esac"]:
-                self._stack.pop()
-            elif separator == ")":
-                top[2] = self._new_region()
-                self.branch_of[top[2]] = top[1]
-                self.elements[top[1]][2].append(top[2])
-            return
+
+    def _case_pattern(self, top: list[Any], command: list[str], separator: str) -> None:
+        """In a `case` between branches: `esac` ends it, a pattern opens a branch."""
         if command[:1] == ["esac"]:
-            while self._stack and self._stack[-1][0] != "case":
-                self._stack.pop()
-            if self._stack:
-                self._stack.pop()
+            self._stack.pop()
+        elif separator == ")":
+            top[2] = self._new_region()
+            self.branch_of[top[2]] = top[1]
+            self.elements[top[1]][2].append(top[2])
+
+    def _command_structure(self, command: list[str], separator: str, region: int) -> None:
+        """What a command opens, closes or calls: `case`, `esac`, a function's definition, a call."""
+        if command[:1] == ["esac"]:
+            self._close("case")
         elif command[:1] == ["case"] and command[-1:] == ["in"]:
             self.elements.append((region, "case", []))
             self._stack.append(["case", len(self.elements) - 1, None, region])
-        elif command[:1] == ["function"] and len(command) == 2:
-            self._pending = command[1]
-        elif len(command) == 1 and separator == "()" and FUNCTION_NAME.fullmatch(command[0]):
-            self._pending = command[0]
+        elif (name := _defined_function(command, separator)) is not None:
+            self._pending = name
         elif command:
             self._pending = None
             if FUNCTION_NAME.fullmatch(command[0]):
                 self.elements.append((region, "call", command[0]))
+
+    def _block_edge(self, separator: str, top: list[Any] | None, region: int) -> None:
+        """`{` opens a body (a function's, if one is being defined), `}` closes it, `;;` ends a branch."""
         if separator == "{":
             name, self._pending = self._pending, None
             self._stack.append(["body", region if name is None else self._new_region()])
             if name is not None:
                 self.functions.setdefault(name, []).append(self._stack[-1][1])
         elif separator == "}":
-            while self._stack and self._stack[-1][0] != "body":
-                self._stack.pop()
-            if self._stack:
-                self._stack.pop()
+            self._close("body")
         elif separator in CASE_ENDS and top is not None and top[0] == "case":
             top[2] = None
+
+    def _close(self, kind: str) -> None:
+        """Close the innermost frame of `kind` ("case" or "body"), and every frame opened inside it."""
+        while self._stack and self._stack[-1][0] != kind:
+            self._stack.pop()
+        if self._stack:
+            self._stack.pop()
 
     def beside_sglang(self) -> set[int] | None:
         """The regions whose installs may run in the environment that installs SGLang; None
         when nothing in the script installs it (it comes from elsewhere: a base image)."""
         if not any(kind == "install" and value for _, kind, value in self.elements):
             return None
-        # Which elements (and regions) may install SGLang: from the installs up to what runs them.
-        entered_by: dict[int, list[int]] = {}  # region -> the elements that enter it
-        enters: dict[int, list[int]] = {}  # region -> the regions its elements enter
+        entered_by, enters = self._entries()
+        may = self._may_install(entered_by)
+        count = [0] * self._regions  # elements of each region that may install SGLang
+        for index, (region, _, _) in enumerate(self.elements):
+            count[region] += may[index]
+        beside = self._entered_beside(entered_by, enters, may, count)
+        return beside | {region for region in range(self._regions) if count[region]}
+
+    def _entries(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+        """(region -> the elements that enter it, region -> the regions its elements enter)."""
+        entered_by: dict[int, list[int]] = {}
+        enters: dict[int, list[int]] = {}
         for index, (region, kind, value) in enumerate(self.elements):
             for target in (self.functions.get(value, ()) if kind == "call" else value if kind == "case" else ()):
                 entered_by.setdefault(target, []).append(index)
                 enters.setdefault(region, []).append(target)
+        return entered_by, enters
+
+    def _may_install(self, entered_by: dict[int, list[int]]) -> list[bool]:
+        """Which elements may install SGLang: from the installs up to what runs them."""
         may = [kind == "install" and value for _, kind, value in self.elements]
         pending = [index for index, flag in enumerate(may) if flag]
         may_region: set[int] = set()
@@ -208,11 +250,12 @@ class ScriptStructure:
                 if not may[index]:
                     may[index] = True
                     pending.append(index)
-        count = [0] * self._regions  # elements of each region that may install SGLang
-        for index, (region, _, _) in enumerate(self.elements):
-            count[region] += may[index]
-        # A region entered from one that may meet SGLang elsewhere (not through this entry), or
-        # from one already beside it, is beside it.
+        return may
+
+    def _entered_beside(self, entered_by: dict[int, list[int]], enters: dict[int, list[int]], may: list[bool],
+                        count: list[int]) -> set[int]:
+        """A region entered from one that may meet SGLang elsewhere (not through this entry), or
+        from one already beside it, is beside it."""
         beside = {region for region, entries in entered_by.items()
                   if any(count[self.elements[index][0]] - may[index] > 0 for index in entries)}
         pending = list(beside)
@@ -221,7 +264,16 @@ class ScriptStructure:
                 if target not in beside:
                     beside.add(target)
                     pending.append(target)
-        return beside | {region for region in range(self._regions) if count[region]}
+        return beside
+
+
+def _defined_function(command: list[str], separator: str) -> str | None:
+    """The name of the function a command starts defining (`function name`, `name()`), else None."""
+    if command[:1] == ["function"] and len(command) == 2:
+        return command[1]
+    if len(command) == 1 and separator == "()" and FUNCTION_NAME.fullmatch(command[0]):
+        return command[0]
+    return None
 
 
 def _script_commands(text: str, docker: bool, structure: ScriptStructure | None = None
@@ -235,45 +287,62 @@ def _script_commands(text: str, docker: bool, structure: ScriptStructure | None 
         cut = comment_start(line, spaced=True)
         line = line[:cut] if cut is not None else line
         if docker:
-            instruction, _, line = line.strip().partition(" ")
-            if instruction.upper() in ("ARG", "ENV"):
-                for name, value in re.findall(r"\b(\w+)=(\S*)", line):  # from a word's start only
-                    env[name] = expand(value.strip("\"'"), env)
-            if instruction.upper() != "RUN":
+            line = _run_line(line, env)
+            if line is None:
                 continue
         for command, region in structure.line(line):
-            spoken = command[1:] if command[0] in ("export", "local", "readonly", "declare") else command
-            assignment = ASSIGNMENT.fullmatch(spoken[0]) if len(spoken) == 1 else None
-            if assignment:
-                env[assignment.group(1)] = expand(assignment.group(2), env)
-                continue
-            yield number, command, env, region
+            if not _assigns(command, env):
+                yield number, command, env, region
+
+
+def _run_line(line: str, env: dict[str, str]) -> str | None:
+    """A Dockerfile line: the commands of a `RUN`, None for any other instruction (an `ARG` or
+    `ENV` sets its variables in `env`)."""
+    instruction, _, line = line.strip().partition(" ")
+    if instruction.upper() in ("ARG", "ENV"):
+        for name, value in re.findall(r"\b(\w+)=(\S*)", line):  # from a word's start only
+            env[name] = expand(value.strip("\"'"), env)
+    return line if instruction.upper() == "RUN" else None
+
+
+def _assigns(command: list[str], env: dict[str, str]) -> bool:
+    """Is the command a variable's assignment (`V=x`, `export V=x`)? It is then made in `env`."""
+    spoken = command[1:] if command[0] in ("export", "local", "readonly", "declare") else command
+    assignment = ASSIGNMENT.fullmatch(spoken[0]) if len(spoken) == 1 else None
+    if assignment:
+        env[assignment.group(1)] = expand(assignment.group(2), env)
+    return bool(assignment)
 
 
 def installs_sglang(command: list[str], env: dict[str, str], project: SglangExtras) -> bool:
     """Does the command install SGLang: `pip install "sglang[all]==${V}"`, `pip install -e
     .[serve]` or `uv sync --extra serve` of an extra of the project's that brings it, `uv sync`
     or `pip install .` of a project whose own dependencies do?"""
-    at = 0
-    while at < len(command) and ASSIGNMENT.fullmatch(command[at]):
-        at += 1
+    at = _after_assignments(command)
     if command[at:at + 2] == ["uv", "sync"]:
-        chosen = [expand(word, env) for word in command[at + 2:]]
-        extras = {word.partition("=")[2] for word in chosen if word.startswith("--extra=")}
-        extras |= {value for option, value in zip(chosen, chosen[1:]) if option == "--extra"}
-        return project.base or bool(project.extras & extras) or ("--all-extras" in chosen and bool(project.extras))
+        return _syncs_sglang(command[at + 2:], env, project)
     arguments = install_arguments(command)
-    for word in arguments or ():
-        value = expand(word, env)
-        name = PACKAGE_NAME.match(value)
-        if name is not None and normalized(name.group()) == SGLANG:  # `sglang-router` is another name
-            return True
-        extras = PATH_EXTRAS.fullmatch(value) if value[:1] in "./" or "/" in value else None
-        if extras is not None and project.extras & {e.strip() for e in extras.group(1).split(",")}:
-            return True
-        if value in (".", "./") and project.base:
-            return True
-    return False
+    return any(_names_sglang(expand(word, env), project) for word in arguments or ())
+
+
+def _syncs_sglang(options: list[str], env: dict[str, str], project: SglangExtras) -> bool:
+    """Does `uv sync <options>` install SGLang: the project's own dependencies, or an extra that brings it?"""
+    chosen = [expand(word, env) for word in options]
+    extras = {word.partition("=")[2] for word in chosen if word.startswith("--extra=")}
+    extras |= {value for option, value in zip(chosen, chosen[1:]) if option == "--extra"}
+    return project.base or bool(project.extras & extras) or ("--all-extras" in chosen and bool(project.extras))
+
+
+def _names_sglang(value: str, project: SglangExtras) -> bool:
+    """Does an install's word (expanded) install SGLang: `sglang[...]`, or the project itself with
+    an extra that brings it (`.[serve]`), or the project whose own dependencies do (`.`)?"""
+    name = PACKAGE_NAME.match(value)
+    if name is not None and normalized(name.group()) == SGLANG:  # `sglang-router` is another name
+        return True
+    extras = PATH_EXTRAS.fullmatch(value) if value[:1] in "./" or "/" in value else None
+    if extras is not None and project.extras & {e.strip() for e in extras.group(1).split(",")}:
+        return True
+    return value in (".", "./") and bool(project.base)
 
 
 def file_installs(relpath: str, text: str, docker: bool, project: SglangExtras = SglangExtras()) -> list[DeclaredRequirement]:
@@ -286,22 +355,29 @@ def file_installs(relpath: str, text: str, docker: bool, project: SglangExtras =
         if not docker and installs_sglang(command, env, project):
             structure.installs_sglang(region)
         arguments = install_arguments(command)
-        if arguments is None:
-            continue
-        cursor = (number - 1, 0)
-        for word in requirement_words(arguments):
-            # Where the word is written: the next occurrence from the last one, on the lines the command spans.
-            written = find_from(lines, word, *cursor)
-            if written is None:
-                continue
-            row, col = written
-            cursor = (row, col + len(word))
-            value = expand(word, env)
-            requirement = parse_requirement(value) if UNSET not in value else None
-            if requirement is not None and requirement.url is None:
-                found.append((region, DeclaredRequirement(relpath, row + 1, col + 1, requirement, "")))
+        if arguments is not None:
+            found += [(region, declared) for declared in _installed(relpath, lines, number, arguments, env)]
     beside = None if docker else structure.beside_sglang()
     return [declared for region, declared in found if beside is None or region in beside]
+
+
+def _installed(relpath: str, lines: list[str], number: int, arguments: list[str], env: dict[str, str]
+               ) -> list[DeclaredRequirement]:
+    """The requirements an install command (its first line `number`) names, where each is written."""
+    found = []
+    cursor = (number - 1, 0)
+    for word in requirement_words(arguments):
+        # Where the word is written: the next occurrence from the last one, on the lines the command spans.
+        written = find_from(lines, word, *cursor)
+        if written is None:
+            continue
+        row, col = written
+        cursor = (row, col + len(word))
+        value = expand(word, env)
+        requirement = parse_requirement(value) if UNSET not in value else None
+        if requirement is not None and requirement.url is None:
+            found.append(DeclaredRequirement(relpath, row + 1, col + 1, requirement, ""))
+    return found
 
 
 # `FLASHINFER_VERSION=0.6.15.post1`: a variable that names a package's version.

@@ -110,11 +110,7 @@ class _ReadFinder:
             if isinstance(node, ast.Module):
                 self.typed[0] = _typed_in_body(node)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                arguments = node.args
-                every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg,
-                         arguments.kwarg]
-                typed = {argument.arg for argument in every if argument is not None and argument.annotation is not None}
-                self.typed.append(typed | _typed_in_body(node))
+                self.typed.append(_annotated_parameters(node.args) | _typed_in_body(node))
                 pending.append(self._LEAVE)
             elif isinstance(node, ast.Attribute):
                 if node.attr == self.attr and isinstance(node.ctx, ast.Load) and self._is_untyped_receiver(node.value):
@@ -126,6 +122,12 @@ class _ReadFinder:
             return value.attr == self.receiver
         return isinstance(value, ast.Name) and value.id == self.receiver \
             and not any(self.receiver in typed for typed in self.typed)
+
+
+def _annotated_parameters(arguments: ast.arguments) -> set[str]:
+    """The names of a function's parameters that carry an annotation."""
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+    return {argument.arg for argument in every if argument is not None and argument.annotation is not None}
 
 
 def _typed_in_body(scope: ast.AST) -> set[str]:

@@ -54,23 +54,28 @@ def pin_before_the_bump(root: Path, pin: ProjectPin) -> tuple[ProjectPin | None,
         base = _git(root, "merge-base", "HEAD", branch)
         if base is None:
             continue
-        commit = base.decode("ascii", "replace").strip()
-        blob = f"{commit}:{in_repository.as_posix()}"
-        size = _git(root, "cat-file", "-s", blob)
-        text = _git(root, "cat-file", "blob", blob, limit=MAX_PIN_FILE_BYTES) \
-            if size is not None and size.strip().isdigit() and int(size) <= MAX_PIN_FILE_BYTES else None
-        before = _pin_of_file(pin.where, text) if text is not None else None
-        if before is not None and before.version != pin.version:
-            reason = (f"the pin in the files already names {pin.version}, the target: the release the bump leaves is "
-                      f"{pin.where}'s pin at {commit[:12]}, where HEAD left {_shown_branch(root, branch)}")
-            return dataclasses.replace(before, reason=reason, others=()), ""
-        if before is not None:
-            return None, (f"{pin.where} already pinned {pin.version} at {commit[:12]}, where HEAD left "
-                          f"{_shown_branch(root, branch)}")
-        return None, f"{pin.where} names no SGLang release at {commit[:12]}, where HEAD left {_shown_branch(root, branch)}"
+        return _pin_at(root, pin, in_repository, branch, base.decode("ascii", "replace").strip())
     if not asked:
         return None, f"the repository has none of the branches {', '.join(DEFAULT_BRANCHES)} to find where the bump began"
     return None, f"HEAD shares no history with {', '.join(asked)}"
+
+
+def _pin_at(root: Path, pin: ProjectPin, in_repository: Path, branch: str, commit: str
+            ) -> tuple[ProjectPin | None, str]:
+    """pin_before_the_bump's answer from the pin file as it was at `commit`, HEAD's merge base with `branch`."""
+    blob = f"{commit}:{in_repository.as_posix()}"
+    size = _git(root, "cat-file", "-s", blob)
+    text = _git(root, "cat-file", "blob", blob, limit=MAX_PIN_FILE_BYTES) \
+        if size is not None and size.strip().isdigit() and int(size) <= MAX_PIN_FILE_BYTES else None
+    before = _pin_of_file(pin.where, text) if text is not None else None
+    if before is not None and before.version != pin.version:
+        reason = (f"the pin in the files already names {pin.version}, the target: the release the bump leaves is "
+                  f"{pin.where}'s pin at {commit[:12]}, where HEAD left {_shown_branch(root, branch)}")
+        return dataclasses.replace(before, reason=reason, others=()), ""
+    if before is not None:
+        return None, (f"{pin.where} already pinned {pin.version} at {commit[:12]}, where HEAD left "
+                      f"{_shown_branch(root, branch)}")
+    return None, f"{pin.where} names no SGLang release at {commit[:12]}, where HEAD left {_shown_branch(root, branch)}"
 
 
 def _pin_of_file(relpath: str, text: bytes) -> ProjectPin | None:

@@ -84,25 +84,46 @@ def _requirement_rank(pin: ImagePin) -> tuple:
 def find_sglang_pin(root: Path) -> ProjectPin | None:
     """The release the project pins SGLang to, and where; None when nothing names one."""
     images = image_pins(root)
-    exact = [ImagePin(str(version), declared.path, declared.line, str(declared.requirement))
-             for declared in declared_requirements(root) if normalized(declared.requirement.name) == "sglang"
-             and (version := exact_version(declared.requirement.specifier)) is not None]
+    exact = _exact_pins(root)
     if exact:
-        chosen = min(exact, key=_requirement_rank)
-        variants = [pin for pin in exact if pin.version != chosen.version]
-        others = variants + [pin for pin in images if pin.version != chosen.version]
-        taken = "the exact SGLang requirement" + (
-            "" if not variants else " of the main requirement file" if _requirement_rank(chosen)[0] is False
-            else " of the first requirement file")
-        # A pin in one optional extra is one environment's (RLinf's `agentic-sglang`): said, so a
-        # user whose real release comes from elsewhere (an install script) knows to give --old.
-        extra = pyproject_extra_of(root, chosen.written) if chosen.path == "pyproject.toml" else None
-        if extra is not None:
-            taken += f" of the optional extra `{extra}` (the main dependencies pin no SGLang)"
-        reason = _reason(taken, others) if others or extra is not None else ""
-        return ProjectPin(chosen.version, chosen.path, chosen.line, chosen.written, reason, tuple(others))
+        return _requirement_pin(root, exact, images)
     if not images:
         return None
+    return _image_pin(images)
+
+
+def _exact_pins(root: Path) -> list[ImagePin]:
+    """The project's requirements of one exact SGLang release, as pins."""
+    return [ImagePin(str(version), declared.path, declared.line, str(declared.requirement))
+            for declared in declared_requirements(root) if normalized(declared.requirement.name) == "sglang"
+            and (version := exact_version(declared.requirement.specifier)) is not None]
+
+
+def _requirement_pin(root: Path, exact: list[ImagePin], images: list[ImagePin]) -> ProjectPin:
+    """The pin of the first exact requirement (main files first); the others and the images that
+    name another release are said to have been passed over."""
+    chosen = min(exact, key=_requirement_rank)
+    variants = [pin for pin in exact if pin.version != chosen.version]
+    others = variants + [pin for pin in images if pin.version != chosen.version]
+    taken = _requirement_taken(chosen, variants)
+    # A pin in one optional extra is one environment's (RLinf's `agentic-sglang`): said, so a
+    # user whose real release comes from elsewhere (an install script) knows to give --old.
+    extra = pyproject_extra_of(root, chosen.written) if chosen.path == "pyproject.toml" else None
+    if extra is not None:
+        taken += f" of the optional extra `{extra}` (the main dependencies pin no SGLang)"
+    reason = _reason(taken, others) if others or extra is not None else ""
+    return ProjectPin(chosen.version, chosen.path, chosen.line, chosen.written, reason, tuple(others))
+
+
+def _requirement_taken(chosen: ImagePin, variants: list[ImagePin]) -> str:
+    """Which requirement was taken, where others name other releases."""
+    return "the exact SGLang requirement" + (
+        "" if not variants else " of the main requirement file" if _requirement_rank(chosen)[0] is False
+        else " of the first requirement file")
+
+
+def _image_pin(images: list[ImagePin]) -> ProjectPin:
+    """The pin of the first-ranked image (_rank), with any fork note of its file."""
     chosen = min(images, key=_rank)
     others = [pin for pin in images if pin.version != chosen.version]
     fork = next((pin.fork_note for pin in sorted(images, key=_rank) if pin.path == chosen.path and pin.fork_note), None)

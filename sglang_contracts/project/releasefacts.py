@@ -8,7 +8,7 @@ no check reports them as breaks of the bump and no name resolves through them.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 from sglang_contracts.project.facts import FACT_LISTS, FileFacts, GateFact, Position
 from sglang_contracts.project.gates import Gate, Release, runs_on
@@ -71,23 +71,26 @@ def for_release(project: ProjectIndex, model: UpstreamModel) -> ProjectIndex:
             verdicts[gate] = runs_on(gate, release)
         return verdicts[gate]
 
-    files: dict[str, FileFacts] = {}
-    for relpath, facts in project.files.items():
-        if not facts.gates or all(runs(block.gate) for block in facts.gates):
-            files[relpath] = facts
-            continue
-        kept = {}
-        for name in FACT_LISTS:
-            if name in ("gates", "conditions"):
-                continue
-            kept[name] = [fact for fact in getattr(facts, name)
-                          if (where := _where(fact)) is None or (gate := gate_at(facts.gates, where)) is None
-                          or runs(gate)]
-        files[relpath] = dataclasses.replace(facts, **kept)
+    files = {relpath: _as_run(facts, runs) for relpath, facts in project.files.items()}
+    return dataclasses.replace(project, files=files, exports=_exports(files))
+
+
+def _as_run(facts: FileFacts, runs: Callable[[Gate], bool]) -> FileFacts:
+    """A file's facts but those under a gate the release does not run (the same facts when it runs them all)."""
+    if not facts.gates or all(runs(block.gate) for block in facts.gates):
+        return facts
+    kept = {name: [fact for fact in getattr(facts, name)
+                   if (where := _where(fact)) is None or (gate := gate_at(facts.gates, where)) is None or runs(gate)]
+            for name in FACT_LISTS if name not in ("gates", "conditions")}
+    return dataclasses.replace(facts, **kept)
+
+
+def _exports(files: dict[str, FileFacts]) -> dict[str, dict[str, str]]:
+    """What each module binds at its top level, as index._link records it."""
     exports: dict[str, dict[str, str]] = {}
-    for facts in files.values():  # what each module binds, as index._link records it
+    for facts in files.values():
         table = exports.setdefault(facts.module, {})
         for fact in facts.imports:
             if fact.module_level and fact.name != "*":
                 table[fact.bound] = fact.binds
-    return dataclasses.replace(project, files=files, exports=exports)
+    return exports

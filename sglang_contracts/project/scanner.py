@@ -136,6 +136,24 @@ def _getsource_target(node: ast.AST) -> str | None:
     return None
 
 
+def _imported_pairs(statement: ast.stmt) -> list[tuple[str, str]] | None:
+    """(module, name) of each name an absolute import statement binds (name "" for `import m`);
+    none for a statement that raises nothing an import guard catches (`pass`, a docstring, an
+    assignment of a constant or a name); None for any other statement, or an import of `*`."""
+    if isinstance(statement, ast.Import):
+        return [(alias.name, "") for alias in statement.names]
+    if isinstance(statement, ast.ImportFrom) and not statement.level and statement.module:
+        names = [(statement.module, alias.name) for alias in statement.names if alias.name != "*"]
+        return names if len(names) == len(statement.names) else None
+    return [] if _raises_nothing(statement) else None
+
+
+def _raises_nothing(statement: ast.stmt) -> bool:
+    """`pass`, a constant expression (a docstring), or an assignment of a constant or a name."""
+    return isinstance(statement, ast.Pass) or isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
+        or isinstance(statement, ast.Assign) and isinstance(statement.value, (ast.Constant, ast.Name))
+
+
 def _is_type_checking(test: ast.AST) -> bool:
     return (full_name(test) or "").rsplit(".", 1)[-1] == "TYPE_CHECKING"
 
@@ -156,17 +174,51 @@ def _getattr_probe(method: Function, parameter: str) -> tuple[list[str], list[st
     sources: list[str] = []
     names: list[str] = []
     for node in _in_order(method):
-        if isinstance(node, ast.Call) and full_name(node.func) == "getattr" and len(node.args) >= 2:
-            source = full_name(node.args[0])
-            second = node.args[1]
-            if isinstance(second, ast.Name) and second.id == parameter and source and source != "self":
+        if isinstance(node, ast.Call):
+            source = _getattr_source(node, parameter)
+            if source:
                 sources.append(source)
         elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == parameter:
-            for operator, value in zip(node.ops, node.comparators):
-                if isinstance(operator, (ast.Eq, ast.In)):
-                    items = value.elts if isinstance(value, (ast.Tuple, ast.List, ast.Set)) else [value]
-                    names.extend(text for item in items if (text := string_value(item)) is not None)
+            names.extend(_compared_strings(node))
     return sources, names
+
+
+def _getattr_source(node: ast.Call, parameter: str) -> str | None:
+    """`getattr(Source, parameter)`: the dotted Source as written (None for `self`, or any other call)."""
+    if full_name(node.func) != "getattr" or len(node.args) < 2:
+        return None
+    second = node.args[1]
+    if not (isinstance(second, ast.Name) and second.id == parameter):
+        return None
+    source = full_name(node.args[0])
+    return source if source and source != "self" else None
+
+
+def _compared_strings(node: ast.Compare) -> list[str]:
+    """The strings a comparison tests its left side against with `==` or `in`."""
+    names: list[str] = []
+    for operator, value in zip(node.ops, node.comparators):
+        if isinstance(operator, (ast.Eq, ast.In)):
+            items = value.elts if isinstance(value, (ast.Tuple, ast.List, ast.Set)) else [value]
+            names.extend(text for item in items if (text := string_value(item)) is not None)
+    return names
+
+
+def _getattr_of(methods: list[Function]) -> tuple[list[str], list[str]]:
+    """_getattr_probe of the class's `__getattr__(self, name)`; nothing without one."""
+    getattr_method = next((m for m in methods if m.name == "__getattr__"), None)
+    if getattr_method is None:
+        return [], []
+    params = [*getattr_method.args.posonlyargs, *getattr_method.args.args]
+    if len(params) < 2:
+        return [], []
+    return _getattr_probe(getattr_method, params[1].arg)
+
+
+def _calls_base_init(methods: list[Function], walks: dict[int, _MethodWalk]) -> bool | None:
+    """Does the class's `__init__` call its base's (None: the class has no `__init__`)?"""
+    init = next((m for m in methods if m.name == "__init__"), None)
+    return None if init is None else walks[id(init)].calls_base_init
 
 
 def _annotation_text(function: Function) -> str:
@@ -190,7 +242,23 @@ class _ClassSummary:
         self.provided: set[str] = set()
         self.method_types: dict[int, dict[str, tuple[str, ...]]] = {}
         methods = [m for m in node.body if isinstance(m, FUNCTIONS)]
-        for statement in node.body:
+        self._read_body(node.body)
+        for method in methods:
+            self.provided.add(method.name)
+            self.method_types[id(method)] = function_types(method, self.name, self.attributes, returns=returns)
+        self.provided.update(self.attributes.names)
+        self.methods = methods
+        self.method_ids = {id(m) for m in methods}
+        self.getattr_sources, self.getattr_names = _getattr_of(methods)
+        self.walks = walks = {id(method): _MethodWalk(method, self.bases) for method in methods}  # each walked once
+        self.init_calls_base = _calls_base_init(methods, walks)
+        self.none_only, self.falsy_only = _constant_only(node, methods, walks)
+        self.values, self.returns = _values(node, methods, walks)
+        self.namespaces = _namespaces(methods, walks)
+
+    def _read_body(self, body: list[ast.stmt]) -> None:
+        """The names the class body's own statements provide, and the types its annotations give."""
+        for statement in body:
             if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                 self.provided.add(statement.target.id)
                 self.attributes.bind(statement.target.id, annotation_types(statement.annotation))
@@ -198,25 +266,6 @@ class _ClassSummary:
                 self.provided.update(target.id for target in statement.targets if isinstance(target, ast.Name))
             elif isinstance(statement, ast.ClassDef):
                 self.provided.add(statement.name)
-        for method in methods:
-            self.provided.add(method.name)
-            self.method_types[id(method)] = function_types(method, self.name, self.attributes, returns=returns)
-        self.provided.update(self.attributes.names)
-        self.methods = methods
-        self.method_ids = {id(m) for m in methods}
-        self.getattr_sources: list[str] = []
-        self.getattr_names: list[str] = []
-        getattr_method = next((m for m in methods if m.name == "__getattr__"), None)
-        if getattr_method is not None:
-            params = [*getattr_method.args.posonlyargs, *getattr_method.args.args]
-            if len(params) >= 2:
-                self.getattr_sources, self.getattr_names = _getattr_probe(getattr_method, params[1].arg)
-        self.walks = walks = {id(method): _MethodWalk(method, self.bases) for method in methods}  # each walked once
-        init = next((m for m in methods if m.name == "__init__"), None)
-        self.init_calls_base = None if init is None else walks[id(init)].calls_base_init
-        self.none_only, self.falsy_only = _constant_only(node, methods, walks)
-        self.values, self.returns = _values(node, methods, walks)
-        self.namespaces = _namespaces(methods, walks)
 
     def fact(self, at: SourcePositions) -> ClassFact:
         return ClassFact(
@@ -353,16 +402,8 @@ class _Collector:
         assignments); undecided for any other body, which may raise for other reasons."""
         atoms: list[gates.Atom] = []
         for statement in body:
-            if isinstance(statement, ast.Import):
-                names = [(alias.name, "") for alias in statement.names]
-            elif isinstance(statement, ast.ImportFrom) and not statement.level and statement.module:
-                names = [(statement.module, alias.name) for alias in statement.names if alias.name != "*"]
-                if len(names) != len(statement.names):
-                    return gates.UNKNOWN
-            elif isinstance(statement, ast.Pass) or isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
-                    or isinstance(statement, ast.Assign) and isinstance(statement.value, (ast.Constant, ast.Name)):
-                continue
-            else:
+            names = _imported_pairs(statement)
+            if names is None:
                 return gates.UNKNOWN
             if not all(is_upstream(module) for module, _ in names):
                 return gates.UNKNOWN  # whether a third-party or project import fails is not known
@@ -495,15 +536,18 @@ class _Collector:
             return  # a literal name is no dispatch; one that cannot be read is the `serves` setting's
         anchor = node.args[1] if len(node.args) > 1 else next(
             (k.value for k in node.keywords if k.arg == "package"), None)
-        package = ""
-        if isinstance(anchor, ast.Name) and anchor.id == "__package__":
-            package = self.module_name if self.is_package else self.module_name.rpartition(".")[0]
-        elif isinstance(anchor, ast.Name) and anchor.id == "__name__":
-            package = self.module_name
-        elif isinstance(anchor, ast.Constant) and isinstance(anchor.value, str):
-            package = anchor.value
         self.dispatches.append(DispatchFact("import", self.at.start(node), ast.unparse(node.args[0])[:200],
-                                            template, package))
+                                            template, self._anchor_package(anchor)))
+
+    def _anchor_package(self, anchor: ast.AST | None) -> str:
+        """The package `import_module`'s anchor names: `__package__`, `__name__` or a literal ("" if unknown)."""
+        if isinstance(anchor, ast.Name) and anchor.id == "__package__":
+            return self.module_name if self.is_package else self.module_name.rpartition(".")[0]
+        if isinstance(anchor, ast.Name) and anchor.id == "__name__":
+            return self.module_name
+        if isinstance(anchor, ast.Constant) and isinstance(anchor.value, str):
+            return anchor.value
+        return ""
 
     def _visit_raise(self, node: ast.Raise) -> None:
         """A `raise` that only some releases reach: the end of a dispatch on the version."""
@@ -531,80 +575,97 @@ class _Collector:
             self._class.provided.add(target.attr)
 
     def _visit_assign(self, node: ast.Assign) -> None:
-        if len(node.targets) == 1 and (count := unpack_count(node.targets[0])):
-            if isinstance(node.value, ast.Call):
-                self._uses[id(node.value)] = f"unpack:{count}"
-            elif type(node.value) is ast.Name:
-                self._result_used(node.value, f"unpack:{count}")
-        for target in node.targets:
-            if type(target) is ast.Name and self._results:
-                self._results.pop((self._scope, target.id), None)  # rebound: no longer that result
-        if len(node.targets) == 1 and type(node.targets[0]) is ast.Name and isinstance(node.value, ast.Call):
-            self._uses[id(node.value)] = f"bind:{node.targets[0].id}"
+        self._note_result_uses(node)
         for target in node.targets:
             self._mark_store(target)
             self._instance_write(target)
         if len(node.targets) != 1:
             return
         target, value = node.targets[0], node.value
-        scope = self._scope
         if isinstance(target, ast.Tuple | ast.List):
             self._unpacked_patches(target, value)
-            return
-        if isinstance(target, ast.Attribute):
-            self._store_values[id(target)] = value_token(value)
-        if isinstance(target, ast.Attribute) and (owner := self._patched_owner(target.value)) is not None:
-            self.patches.append(("replace", f"{owner}.{target.attr}", self.at.attribute_name(target), full_name(value), scope))
-        elif isinstance(target, ast.Subscript) and (key := string_value(target.slice)) is not None \
-                and key.isidentifier() and (owner := self._namespace_owner(target.value)) is not None:
+        elif isinstance(target, ast.Name):
+            self._bind_name(target.id, value)
+        elif isinstance(target, ast.Attribute):
+            self._attribute_write(target, value)
+        elif isinstance(target, ast.Subscript):
+            self._subscript_write(target, value)
+
+    def _note_result_uses(self, node: ast.Assign) -> None:
+        """What an assignment does with a call's result: unpacks it, or binds it to a name whose
+        later use is the call's (_call_fact); a name rebound no longer holds its earlier result."""
+        single = node.targets[0] if len(node.targets) == 1 else None
+        if single is not None and (count := unpack_count(single)):
+            if isinstance(node.value, ast.Call):
+                self._uses[id(node.value)] = f"unpack:{count}"
+            elif type(node.value) is ast.Name:
+                self._result_used(node.value, f"unpack:{count}")
+        if self._results:
+            self._forget_results(node.targets)
+        if type(single) is ast.Name and isinstance(node.value, ast.Call):
+            self._uses[id(node.value)] = f"bind:{single.id}"
+
+    def _forget_results(self, targets: list[ast.expr]) -> None:
+        """The names assigned are rebound: no longer the results of the calls they were bound to."""
+        for target in targets:
+            if type(target) is ast.Name:
+                self._results.pop((self._scope, target.id), None)
+
+    def _attribute_write(self, target: ast.Attribute, value: ast.expr) -> None:
+        """`owner.attr = value`: the value written, and a monkeypatch when the owner is a module or class."""
+        self._store_values[id(target)] = value_token(value)
+        if (owner := self._patched_owner(target.value)) is not None:
+            self.patches.append(("replace", f"{owner}.{target.attr}", self.at.attribute_name(target), full_name(value),
+                                 self._scope))
+
+    def _subscript_write(self, target: ast.Subscript, value: ast.expr) -> None:
+        """`owner[key] = value`: a patch of a module's namespace, or a key added to a dict built in the scope."""
+        scope = self._scope
+        key = string_value(target.slice)
+        if key is not None and key.isidentifier() and (owner := self._namespace_owner(target.value)) is not None:
             # `m.__dict__["n"] = f`, `vars(m)["n"] = f`: the module's namespace is its attributes
             self.patches.append(("replace", f"{owner}.{key}", self.at.start(target.slice), full_name(value), scope))
-        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                and (keys := self._dict_keys.get((scope, target.value.id))) is not None \
-                and (key := string_value(target.slice)) is not None:
+        if isinstance(target.value, ast.Name) and (keys := self._dict_keys.get((scope, target.value.id))) is not None \
+                and key is not None:
             keys.append((key, self.at.start(target.slice)))
-        if not isinstance(target, ast.Name):
-            return
-        self._dict_keys.pop((scope, target.id), None)
+
+    def _bind_name(self, name: str, value: ast.expr) -> None:
+        """`name = value`: what the name now holds (a dict's keys, a version, a saved original,
+        upstream source, a mock's spec, a collection of strings)."""
+        scope = self._scope
+        self._dict_keys.pop((scope, name), None)
         if (keys := self._keys_built(value)) is not None:
-            self._dict_keys[(scope, target.id)] = keys
+            self._dict_keys[(scope, name)] = keys
         self.conditions.scope = scope
-        self.conditions.bind(target.id, value)
-        self.templates.bind(scope, target.id, value)
+        self.conditions.bind(name, value)
+        self.templates.bind(scope, name, value)
         if isinstance(value, ast.Attribute) and (chain := dotted_chain(value)) is not None \
                 and chain[0] not in ("self", "cls"):
-            self.patches.append(("save", full_name(value), self.at.attribute_name(value), target.id, scope))
+            self.patches.append(("save", full_name(value), self.at.attribute_name(value), name, scope))
         source = _getsource_target(value)
         if source:
-            self._sources[(scope, target.id)] = source
+            self._sources[(scope, name)] = source
         if isinstance(value, ast.Call):
             spec = self._spec_of(value)
             if spec is not None:
-                self._spec_vars[(scope, target.id)] = spec
-        self._string_collection(target.id, value)
+                self._spec_vars[(scope, name)] = spec
+        self._string_collection(name, value)
 
     def _unpacked_patches(self, target: ast.Tuple | ast.List, value: ast.AST) -> None:
         """`(m.a, m.b) = (x, y)` patches each attribute as `m.a = x` would; with a value that is
         not a tuple of as many items, by a value that is not known."""
-        values = value.elts if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts) \
-            and not any(isinstance(item, ast.Starred) for item in value.elts) else [None] * len(target.elts)
-        for element, item in zip(target.elts, values):
-            if isinstance(element, ast.Attribute) and (chain := dotted_chain(element)) is not None \
-                    and chain[0] not in ("self", "cls") and not self._types_of(chain[0]):
+        for element, item in zip(target.elts, _unpacked_values(value, len(target.elts))):
+            # An attribute of a module or class as written (not of self, cls or a typed local)
+            if isinstance(element, ast.Attribute) and (patched := self._patched_owner(element)) is not None:
                 self._store_values[id(element)] = value_token(item) if item is not None else ""
-                self.patches.append(("replace", full_name(element), self.at.attribute_name(element),
+                self.patches.append(("replace", patched, self.at.attribute_name(element),
                                      full_name(item) if item is not None else None, self._scope))
             elif isinstance(element, ast.Tuple | ast.List):
                 self._unpacked_patches(element, item if item is not None else ast.Constant(None))
 
     def _string_collection(self, name: str, value: ast.AST) -> None:
-        if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
-            nodes = value.elts
-        elif isinstance(value, ast.Dict):
-            if any(key is None for key in value.keys):  # `{**other}`
-                return
-            nodes = [part for pair in zip(value.keys, value.values) for part in pair]
-        else:
+        nodes = _collection_items(value)
+        if nodes is None:
             return
         items = [(string_value(item), item) for item in nodes]
         if items and all(text is not None for text, _ in items):
@@ -618,8 +679,7 @@ class _Collector:
         name = full_name(spec) if spec is not None else None
         if not name:
             return None
-        attrs = [(k.arg, self.at.start(k)) for k in node.keywords
-                 if k.arg and k.arg not in MOCK_OPTIONS and "." not in k.arg]
+        attrs = [(k.arg, self.at.start(k)) for k in node.keywords if _sets_mock_attribute(k)]
         self.specs.append([name, self.at.start(spec), attrs, self._scope])
         return len(self.specs) - 1
 
@@ -661,52 +721,72 @@ class _Collector:
             self._mark_store(target)
 
     def _visit_attribute(self, node: ast.Attribute) -> bool:
-        if type(node.value) is ast.Call:
-            self._uses.setdefault(id(node.value), f"attr:{node.attr}")
-        elif self._results and type(node.value) is ast.Name:
-            self._result_used(node.value, f"attr:{node.attr}")
+        value = node.value
+        if type(value) is ast.Call:
+            self._uses.setdefault(id(value), f"attr:{node.attr}")
+        elif self._results and type(value) is ast.Name:
+            self._result_used(value, f"attr:{node.attr}")
         store = id(node) in self._stored
-        if isinstance(node.value, ast.Call) and full_name(node.value.func) == "super":
-            owner = self._super_class()
-            if owner is not None:
-                self.reads.append((Receiver((f"U:{owner}",)), node.attr, self.at.attribute_name(node), store,
-                                   self._scope, self.attr_guard_depth > 0, False, ""))
+        if isinstance(value, ast.Call) and full_name(value.func) == "super":
+            self._super_read(node, store)
             return True
-        if not isinstance(node.value, ast.Name) and (result := self._result_chain(node)) is not None:
-            types, attributes = result
-            for index, attribute in enumerate(attributes):
-                last = index == len(attributes) - 1
-                self.reads.append((Receiver(types, tuple(a.attr for a in attributes[:index])), attribute.attr,
-                                   self.at.attribute_name(attribute), store and last, self._scope,
-                                   self.attr_guard_depth > 0, False, ""))
+        if not isinstance(value, ast.Name) and (result := self._result_chain(node)) is not None:
+            self._result_reads(*result, store)
             self._visit_expression(_chain_call(node))  # the call itself, and its arguments
             return False
         chain = dotted_chain(node)
         if chain is None:
             return True
-        root, attributes = chain
+        self._chain_reads(node, *chain, store)
+        return False  # a pure dotted chain holds nothing else to visit
+
+    def _super_read(self, node: ast.Attribute, store: bool) -> None:
+        """`super().x`: a read on the bases of the module-level class whose method this is."""
+        owner = self._super_class()
+        if owner is not None:
+            self.reads.append((Receiver((f"U:{owner}",)), node.attr, self.at.attribute_name(node), store,
+                               self._scope, self.attr_guard_depth > 0, False, ""))
+
+    def _result_reads(self, types: tuple[str, ...], attributes: list[ast.Attribute], store: bool) -> None:
+        """`f(...).a.b`: a read of each attribute on what the call returns (see _result_chain)."""
+        for index, attribute in enumerate(attributes):
+            last = index == len(attributes) - 1
+            self.reads.append((Receiver(types, tuple(a.attr for a in attributes[:index])), attribute.attr,
+                               self.at.attribute_name(attribute), store and last, self._scope,
+                               self.attr_guard_depth > 0, False, ""))
+
+    def _chain_reads(self, node: ast.Attribute, root: str, attributes: list[ast.Attribute], store: bool) -> None:
+        """A dotted chain `root.a.b`: reads on a typed root, or a chain kept for `_collect` to resolve."""
         # Positions are taken for what is kept: most chains start at `self` or at a name that
         # turns out not to be imported (_collect keeps those of imported names).
-        for attribute in attributes:
-            attr = attribute.attr
-            if attr.startswith(PASS_THROUGH_ATTR) and len(attr) > len(PASS_THROUGH_ATTR):
-                self.flags.append((attr[len(PASS_THROUGH_ATTR):], self.at.attribute_name(attribute), "attr"))
+        self._pass_through_attributes(attributes)
         guarded = self.attr_guard_depth > 0
         spec = self._spec_vars.get((self._scope, root))
         if spec is not None and store and len(attributes) == 1:
             self.specs[spec][2].append((attributes[0].attr, self.at.attribute_name(attributes[0])))
         types = self._types_of(root)
         if types:
-            named = [(a.attr, self.at.attribute_name(a)) for a in attributes]
-            for index, (attr, where) in enumerate(named):
-                last = index == len(named) - 1
-                receiver = Receiver(types, tuple(a for a, _ in named[:index]))
-                nullable = index == 0 and self._nullable(root)
-                value = self._store_values.get(id(node), "") if store and last else ""
-                self.reads.append((receiver, attr, where, store and last, self._scope, guarded, nullable, value))
+            self._typed_reads(node, root, types, attributes, store, guarded)
         elif root not in ("self", "cls"):
             self.chains.append((root, attributes, store, guarded))
-        return False  # a pure dotted chain holds nothing else to visit
+
+    def _pass_through_attributes(self, attributes: list[ast.Attribute]) -> None:
+        """`args.sglang_<flag>`: a flag the project passes through to SGLang."""
+        for attribute in attributes:
+            attr = attribute.attr
+            if attr.startswith(PASS_THROUGH_ATTR) and len(attr) > len(PASS_THROUGH_ATTR):
+                self.flags.append((attr[len(PASS_THROUGH_ATTR):], self.at.attribute_name(attribute), "attr"))
+
+    def _typed_reads(self, node: ast.Attribute, root: str, types: tuple[str, ...], attributes: list[ast.Attribute],
+                     store: bool, guarded: bool) -> None:
+        """A read of each attribute of `root.a.b` on what the typed root holds (the last one written, for a store)."""
+        named = [(a.attr, self.at.attribute_name(a)) for a in attributes]
+        for index, (attr, where) in enumerate(named):
+            last = index == len(named) - 1
+            receiver = Receiver(types, tuple(a for a, _ in named[:index]))
+            nullable = index == 0 and self._nullable(root)
+            value = self._store_values.get(id(node), "") if store and last else ""
+            self.reads.append((receiver, attr, where, store and last, self._scope, guarded, nullable, value))
 
     # -- calls -------------------------------------------------------------------------
     def _result_chain(self, node: ast.Attribute) -> tuple[tuple[str, ...], list[ast.Attribute]] | None:
@@ -740,20 +820,29 @@ class _Collector:
 
     def _probe(self, node: ast.Call, function: str, where: Position) -> None:
         positional = [arg for arg in node.args if not isinstance(arg, ast.Starred)]
-        strings = [(text, value, index) for index, value in enumerate(positional)
-                   if (text := string_value(value)) is not None]
+        strings = _string_arguments(positional)
         subject = self._subject(positional[0]) if positional else None
         if not strings and subject is None:
             return
         keywords = tuple(k.arg for k in node.keywords if k.arg is not None)
-        nullable = isinstance(positional[0], ast.Name) and self._nullable(positional[0].id) if positional else False
         self.probes.append((function, subject, [(text, self.at.start(value), index) for text, value, index in strings],
-                            len(positional), keywords, where, self._scope, self.attr_guard_depth > 0, nullable))
-        if function == "setattr" and len(positional) == 3 and len(strings) == 1 and strings[0][2] == 1:
-            owner = self._patched_owner(positional[0])
-            if owner is not None:
-                self.patches.append(("replace", f"{owner}.{strings[0][0]}", self.at.start(positional[1]),
-                                     full_name(positional[2]), self._scope))
+                            len(positional), keywords, where, self._scope, self.attr_guard_depth > 0,
+                            self._first_nullable(positional)))
+        if function == "setattr":
+            self._setattr_patch(positional, strings)
+
+    def _first_nullable(self, positional: list[ast.expr]) -> bool:
+        """Is the first argument a name its function says may be None?"""
+        return bool(positional) and isinstance(positional[0], ast.Name) and self._nullable(positional[0].id)
+
+    def _setattr_patch(self, positional: list[ast.expr], strings: list[tuple[str, ast.expr, int]]) -> None:
+        """`setattr(owner, "name", value)`, the name a literal: a monkeypatch, as `owner.name = value` is."""
+        if len(positional) != 3 or len(strings) != 1 or strings[0][2] != 1:
+            return
+        owner = self._patched_owner(positional[0])
+        if owner is not None:
+            self.patches.append(("replace", f"{owner}.{strings[0][0]}", self.at.start(positional[1]),
+                                 full_name(positional[2]), self._scope))
 
     def _patched_owner(self, node: ast.AST) -> str | None:
         """The object a patch writes an attribute of, as written (`m`, `a.b.C`), or the absolute
@@ -782,22 +871,29 @@ class _Collector:
         last = function.rsplit(".", 1)[-1]
         values = [*node.args, *(k.value for k in node.keywords)]
         if isinstance(func, ast.Attribute) and last in TEXT_METHODS:
-            source = self._source_of(func.value)
-            if source and values and (needle := string_value(values[0])) is not None:
-                self.source_probes.append((source, needle, False, self.at.start(values[0]), self._scope))
+            self._text_method_probe(func.value, values)
         elif function.startswith("re.") and last in REGEX_FUNCTIONS and len(values) >= 2:
-            pattern = string_value(values[0])
-            source = next((s for value in values[1:] if (s := self._source_of(value))), None)
-            if pattern is not None and source:
-                self.source_probes.append((source, pattern, True, self.at.start(values[0]), self._scope))
+            self._regex_probe(values)
+
+    def _text_method_probe(self, text: ast.expr, values: list[ast.expr]) -> None:
+        """`src.replace("old", ...)`: the literal looked for, when `src` holds upstream source."""
+        source = self._source_of(text)
+        if source and values and (needle := string_value(values[0])) is not None:
+            self.source_probes.append((source, needle, False, self.at.start(values[0]), self._scope))
+
+    def _regex_probe(self, values: list[ast.expr]) -> None:
+        """`re.sub("pattern", ..., src)`: the literal pattern, when an argument holds upstream source."""
+        pattern = string_value(values[0])
+        source = next((s for value in values[1:] if (s := self._source_of(value))), None)
+        if pattern is not None and source:
+            self.source_probes.append((source, pattern, True, self.at.start(values[0]), self._scope))
 
     def _keys_built(self, value: ast.AST) -> list[tuple[str, Position]] | None:
         """The string keys of a dict a value builds (a literal, `dict(k=...)`), None if no dict."""
         if isinstance(value, ast.Dict):
             return [(key, self.at.start(node)) for node in value.keys
                     if node is not None and (key := string_value(node)) is not None]
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
-                and not value.args:
+        if _is_keywords_dict(value):
             return [(k.arg, self.at.start(k)) for k in value.keywords if k.arg is not None]
         return None
 
@@ -813,20 +909,36 @@ class _Collector:
             elif isinstance(item, ast.keyword) and item.arg is None:
                 result.append(("dstar", None, self.at.start(item.value)))
                 if isinstance(item.value, ast.Name):
-                    given = {name for kind, name, _ in result if kind == "kw"}
-                    for key, where in self._dict_keys.get((self._scope, item.value.id), ()):
-                        if key.isidentifier() and key not in given:
-                            given.add(key)
-                            result.append(("kw", key, where))
+                    self._splatted_keys(item.value.id, result)
             elif isinstance(item, ast.keyword):
                 result.append(("kw", item.arg, self.at.start(item)))
             else:
                 result.append(("pos", item.id if isinstance(item, ast.Name) else None, self.at.start(item)))
         return result
 
+    def _splatted_keys(self, dict_name: str, result: list[tuple[str, str | None, Position]]) -> None:
+        """`**dict_name` of a dict the scope built: each of its identifier keys not given already, as a keyword."""
+        given = {name for kind, name, _ in result if kind == "kw"}
+        for key, where in self._dict_keys.get((self._scope, dict_name), ()):
+            if key.isidentifier() and key not in given:
+                given.add(key)
+                result.append(("kw", key, where))
+
     def _visit_call(self, node: ast.Call) -> None:
         func = node.func
         function = full_name(func)
+        self._call_probes(node, func, function)
+        if isinstance(func, ast.Attribute) and func.attr == "update" and isinstance(func.value, ast.Name):
+            self._dict_update(node, func.value.id)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) \
+                and full_name(func.value.func) == "super":
+            self._super_call(node, func)
+        else:
+            self._named_call(node, func, function)
+
+    def _call_probes(self, node: ast.Call, func: ast.expr, function: str | None) -> None:
+        """What a call may probe: a module imported by a name built from the version, attributes
+        named by string, upstream source text."""
         if function in dispatches.IMPORTERS and node.args:
             self._dynamic_import(node)
         if function:
@@ -838,39 +950,46 @@ class _Collector:
                 self._text_probe(node, function)
         elif isinstance(func, ast.Attribute) and func.attr in TEXT_METHODS:
             self._text_probe(node, func.attr)  # inspect.getsource(f).replace(...)
-        if isinstance(func, ast.Attribute) and func.attr == "update" and isinstance(func.value, ast.Name) \
-                and (keys := self._dict_keys.get((self._scope, func.value.id))) is not None:
-            keys += [(k.arg, self.at.start(k)) for k in node.keywords if k.arg is not None]
-            for argument in node.args:
-                keys += self._keys_built(argument) or []
-        root: str | None = None
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) \
-                and full_name(func.value.func) == "super":
-            owner = self._super_class()
-            if owner is None:
-                return
-            callee, where = Receiver((f"U:{owner}",), (func.attr,)), self.at.attribute_name(func)
+
+    def _dict_update(self, node: ast.Call, dict_name: str) -> None:
+        """`d.update(k=..., other)` of a dict the scope built: the keys it adds."""
+        keys = self._dict_keys.get((self._scope, dict_name))
+        if keys is None:
+            return
+        keys += [(k.arg, self.at.start(k)) for k in node.keywords if k.arg is not None]
+        for argument in node.args:
+            keys += self._keys_built(argument) or []
+
+    def _super_call(self, node: ast.Call, func: ast.Attribute) -> None:
+        """`super().m(...)`: a call of the bases' method, in a method of a module-level class."""
+        owner = self._super_class()
+        if owner is not None:
+            self._call_fact(None, Receiver((f"U:{owner}",), (func.attr,)), self.at.attribute_name(func), node)
+
+    def _named_call(self, node: ast.Call, func: ast.expr, function: str | None) -> None:
+        """A call of a name or a dotted name: a method of a typed receiver, or what the name is bound to."""
+        if isinstance(func, ast.Name):
+            root, names = func.id, []
+        elif isinstance(func, ast.Attribute) and (chain := dotted_chain(func)) is not None:
+            root, names = chain
+        elif isinstance(func, ast.Attribute):
+            self._result_call(node, func)
+            return
         else:
-            if isinstance(func, ast.Name):
-                root, names = func.id, []
-            elif isinstance(func, ast.Attribute) and (chain := dotted_chain(func)) is not None:
-                root, names = chain
-            elif isinstance(func, ast.Attribute) and (result := self._result_chain(func)) is not None:
-                # `Adapter.create(...).pause()`: a method of what a call returns
-                types, names = result
-                self._call_fact(None, Receiver(types, tuple(n.attr for n in names)), self.at.attribute_name(func), node)
-                return
-            else:
-                return
-            where = self.at.attribute_name(names[-1]) if names else self.at.start(func)
-            types = self._types_of(root)
-            if types:
-                callee, root = Receiver(types, tuple(n.attr for n in names)), None
-            elif root in ("self", "cls"):
-                return
-            else:
-                callee = Receiver((f"C:{function}",))
-        self._call_fact(root, callee, where, node)
+            return
+        where = self.at.attribute_name(names[-1]) if names else self.at.start(func)
+        types = self._types_of(root)
+        if types:
+            self._call_fact(None, Receiver(types, tuple(n.attr for n in names)), where, node)
+        elif root not in ("self", "cls"):
+            self._call_fact(root, Receiver((f"C:{function}",)), where, node)
+
+    def _result_call(self, node: ast.Call, func: ast.Attribute) -> None:
+        """`Adapter.create(...).pause()`: a method of what a call returns."""
+        result = self._result_chain(func)
+        if result is not None:
+            types, names = result
+            self._call_fact(None, Receiver(types, tuple(n.attr for n in names)), self.at.attribute_name(func), node)
 
     def _visit_await(self, node: ast.Await) -> None:
         if isinstance(node.value, ast.Call):
@@ -928,6 +1047,41 @@ _VISITORS = {
 }
 
 
+def _string_arguments(positional: list[ast.expr]) -> list[tuple[str, ast.expr, int]]:
+    """(text, node, index) of each literal string among a call's positional arguments."""
+    return [(text, value, index) for index, value in enumerate(positional) if (text := string_value(value)) is not None]
+
+
+def _is_keywords_dict(value: ast.AST) -> bool:
+    """`dict(k=..., ...)`: a dict built from keywords alone."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
+        and not value.args
+
+
+def _unpacked_values(value: ast.AST, count: int) -> list[ast.expr | None]:
+    """The items of a tuple or list assigned to `count` targets, one each; Nones when the value
+    is not one of as many plain (unstarred) items."""
+    if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == count \
+            and not any(isinstance(item, ast.Starred) for item in value.elts):
+        return value.elts
+    return [None] * count
+
+
+def _collection_items(value: ast.AST) -> list[ast.expr] | None:
+    """The items of a list, tuple or set literal, or a dict literal's keys and values in turn;
+    None for anything else, or a dict that splats another (`{**other}`)."""
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+        return value.elts
+    if isinstance(value, ast.Dict) and not any(key is None for key in value.keys):
+        return [part for pair in zip(value.keys, value.values) for part in pair]
+    return None
+
+
+def _sets_mock_attribute(keyword: ast.keyword) -> bool:
+    """Does a Mock's keyword set an attribute of the mock (not one of its options, nor a dotted child's)?"""
+    return bool(keyword.arg) and keyword.arg not in MOCK_OPTIONS and "." not in keyword.arg
+
+
 def _chain_call(node: ast.AST) -> ast.AST:
     """The call a chain of attributes starts from (`f(...).a.b` -> `f(...)`)."""
     while isinstance(node, ast.Attribute):
@@ -977,10 +1131,43 @@ def _returns_base_call(method: Function, exits: list[ast.AST], bases: tuple[str,
         value = node.value if type(node) is ast.Return else None
         if type(value) is not ast.Call or type(value.func) is not ast.Attribute or value.func.attr != method.name:
             continue
-        owner = value.func.value
-        if isinstance(owner, ast.Call) and full_name(owner.func) == "super" or full_name(owner) in bases:
+        if _names_base(value.func.value, bases):
             return True
     return False
+
+
+def _names_base(owner: ast.expr, bases: tuple[str, ...]) -> bool:
+    """Is `owner` (of a method called) `super()`, or one of the class's bases by name?"""
+    return isinstance(owner, ast.Call) and full_name(owner.func) == "super" or full_name(owner) in bases
+
+
+def _first_parameter(method: Function) -> str | None:
+    """The name of a method's first parameter (its receiver, `self` or `cls`), None without one."""
+    arguments = [*method.args.posonlyargs, *method.args.args]
+    return arguments[0].arg if arguments else None
+
+
+def _is_receiver_attribute(node: ast.AST, receiver: str) -> bool:
+    """`self.<x>`, `self` being the method's receiver."""
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == receiver
+
+
+def _sets_receiver_names(call: ast.Call, receiver: str) -> bool:
+    """`setattr(self, ...)`: a write of a name the method may not spell."""
+    func = call.func
+    return type(func) is ast.Name and func.id == "setattr" and len(call.args) > 0 \
+        and isinstance(call.args[0], ast.Name) and call.args[0].id == receiver
+
+
+def _namespace_members(assignment: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[str] | None:
+    """The members of a `SimpleNamespace(a=..., b=...)` (or `types.SimpleNamespace`) assigned with
+    keywords alone; None for any other value or assignment."""
+    value = assignment.value
+    if isinstance(assignment, ast.Assign) and isinstance(value, ast.Call) \
+            and full_name(value.func) in ("SimpleNamespace", "types.SimpleNamespace") \
+            and not value.args and all(k.arg for k in value.keywords):
+        return [k.arg for k in value.keywords]
+    return None
 
 
 class _MethodWalk:
@@ -996,8 +1183,7 @@ class _MethodWalk:
     `exits`: the returns and yields of its own body, for `returned_shape`."""
 
     def __init__(self, method: Function, bases: tuple[str, ...]) -> None:
-        arguments = [*method.args.posonlyargs, *method.args.args]
-        receiver = arguments[0].arg if arguments else None
+        receiver = _first_parameter(method)
         self.writes: list[tuple[str, ast.AST | None]] | None = []
         self.mutates: set[str] = set()
         self.built: dict[str, set[str]] = {}
@@ -1027,66 +1213,85 @@ class _MethodWalk:
                 nested.extend(branch_nodes(sub))
             else:
                 pending.extend(branch_nodes(sub))
-            if kind is ast.Attribute:
-                if receiver is None:
-                    continue
-                value = sub.value
-                if type(value) is ast.Name:
-                    if value.id == receiver:
-                        if sub.attr == "__dict__" and self._dynamic_writes_matter:
-                            self.writes = None
-                        if type(sub.ctx) is not ast.Load and self.writes is not None:
-                            self.writes.append((sub.attr, values.get(id(sub))))
-                elif type(value) is ast.Attribute and type(value.value) is ast.Name and value.value.id == receiver \
-                        and type(sub.ctx) is not ast.Load:
-                    self.unbuilt.add(value.attr)  # members added later: self.x.y = ...
-            elif kind is ast.Call:
-                func = sub.func
-                if type(func) is ast.Attribute and func.attr == "__init__":
-                    owner = func.value
-                    if isinstance(owner, ast.Call) and full_name(owner.func) == "super" or full_name(owner) in bases:
-                        self.calls_base_init = True
-                if receiver is None:
-                    continue
-                if type(func) is ast.Name and func.id == "setattr" and self._dynamic_writes_matter and sub.args \
-                        and isinstance(sub.args[0], ast.Name) and sub.args[0].id == receiver:
-                    self.writes = None
-                if in_body:
-                    add_mutated(sub, receiver, self.mutates)
-            elif kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
-                if receiver is None:
-                    continue
-                self._targets(sub, receiver)
-                if kind is ast.Assign:
-                    values.update((id(target), sub.value) for target in sub.targets)
-                elif kind is ast.AnnAssign:
-                    values[id(sub.target)] = sub.value
-                if in_body and kind is not ast.AnnAssign:
-                    add_mutated(sub, receiver, self.mutates)
-            elif kind is ast.Subscript:
-                if in_body and receiver is not None:
-                    add_mutated(sub, receiver, self.mutates)
+            walker = _WALKERS.get(kind)
+            if walker is not None:
+                walker(self, sub, receiver, bases, values, in_body)
             elif nested is not None and kind in EXITS:
                 self.exits.append(sub)
+
+    def _walk_attribute(self, sub: ast.Attribute, receiver: str | None, bases: tuple[str, ...],
+                        values: dict[int, ast.AST | None], in_body: bool) -> None:
+        """`self.x`, and `self.x.y = ...` (members added later to x: not a stand-in)."""
+        if receiver is None:
+            return
+        value = sub.value
+        if type(value) is ast.Name and value.id == receiver:
+            self._receiver_attribute(sub, values)
+        elif type(value) is ast.Attribute and type(value.value) is ast.Name and value.value.id == receiver \
+                and type(sub.ctx) is not ast.Load:
+            self.unbuilt.add(value.attr)
+
+    def _receiver_attribute(self, sub: ast.Attribute, values: dict[int, ast.AST | None]) -> None:
+        """`self.x` written (with the value assigned to it), or `self.__dict__`, through which any name may be."""
+        if sub.attr == "__dict__" and self._dynamic_writes_matter:
+            self.writes = None
+        if type(sub.ctx) is not ast.Load and self.writes is not None:
+            self.writes.append((sub.attr, values.get(id(sub))))
+
+    def _walk_call(self, sub: ast.Call, receiver: str | None, bases: tuple[str, ...],
+                   values: dict[int, ast.AST | None], in_body: bool) -> None:
+        """A call of the base's `__init__`, `setattr(self, ...)`, or one that may fill `self.<x>`."""
+        func = sub.func
+        if type(func) is ast.Attribute and func.attr == "__init__" and _names_base(func.value, bases):
+            self.calls_base_init = True
+        if receiver is None:
+            return
+        if self._dynamic_writes_matter and _sets_receiver_names(sub, receiver):
+            self.writes = None
+        if in_body:
+            add_mutated(sub, receiver, self.mutates)
+
+    def _walk_assignment(self, sub: ast.Assign | ast.AnnAssign | ast.AugAssign, receiver: str | None,
+                         bases: tuple[str, ...], values: dict[int, ast.AST | None], in_body: bool) -> None:
+        """An assignment: the stand-ins it builds, the values of its targets, what it may fill."""
+        if receiver is None:
+            return
+        kind = type(sub)
+        self._targets(sub, receiver)
+        if kind is ast.Assign:
+            values.update((id(target), sub.value) for target in sub.targets)
+        elif kind is ast.AnnAssign:
+            values[id(sub.target)] = sub.value
+        if in_body and kind is not ast.AnnAssign:
+            add_mutated(sub, receiver, self.mutates)
+
+    def _walk_subscript(self, sub: ast.Subscript, receiver: str | None, bases: tuple[str, ...],
+                        values: dict[int, ast.AST | None], in_body: bool) -> None:
+        """`self.x[...]`: what the body may fill."""
+        if in_body and receiver is not None:
+            add_mutated(sub, receiver, self.mutates)
 
     def _targets(self, assignment: ast.Assign | ast.AnnAssign | ast.AugAssign, receiver: str) -> None:
         """Which attributes an assignment builds as a SimpleNamespace stand-in, and which not."""
         targets = assignment.targets if isinstance(assignment, ast.Assign) else [assignment.target]
         for target in targets:
-            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                    and target.value.id == receiver):
-                for inner in ast.walk(target):  # unpacked or nested targets: not a stand-in
-                    if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) \
-                            and inner.value.id == receiver:
-                        self.unbuilt.add(inner.attr)
+            if not _is_receiver_attribute(target, receiver):
+                # unpacked or nested targets: not a stand-in
+                self.unbuilt.update(inner.attr for inner in ast.walk(target) if _is_receiver_attribute(inner, receiver))
                 continue
-            value = assignment.value
-            if isinstance(assignment, ast.Assign) and isinstance(value, ast.Call) \
-                    and full_name(value.func) in ("SimpleNamespace", "types.SimpleNamespace") \
-                    and not value.args and all(k.arg for k in value.keywords):
-                self.built.setdefault(target.attr, set()).update(k.arg for k in value.keywords)
-            else:
+            members = _namespace_members(assignment)
+            if members is None:
                 self.unbuilt.add(target.attr)
+            else:
+                self.built.setdefault(target.attr, set()).update(members)
+
+
+# What _MethodWalk._walk reads of each kind of node; plain functions, as _VISITORS are.
+_WALKERS = {
+    ast.Attribute: _MethodWalk._walk_attribute, ast.Call: _MethodWalk._walk_call,
+    ast.Assign: _MethodWalk._walk_assignment, ast.AnnAssign: _MethodWalk._walk_assignment,
+    ast.AugAssign: _MethodWalk._walk_assignment, ast.Subscript: _MethodWalk._walk_subscript,
+}
 
 
 def _constant_only(node: ast.ClassDef, methods: list[Function],
@@ -1096,26 +1301,14 @@ def _constant_only(node: ast.ClassDef, methods: list[Function],
     is claimed when the class may set names it does not spell (`setattr(self, name, ...)`,
     `self.__dict__`), except in `__getattr__`, which only runs for names not set yet.
     `walks`: each method's _MethodWalk, by id."""
+    method_writes = _method_writes(methods, walks)
+    if method_writes is None:
+        return (), ()
+    defined = [(statement.name, None) for statement in node.body if isinstance(statement, (*FUNCTIONS, ast.ClassDef))]
     writes: dict[str, set[str]] = {}  # attribute -> the kinds of value written ("none", "falsy", "")
-
-    def wrote(name: str, value: ast.AST | None) -> None:
+    # in methods, augmented, unpacked, deleted (value None): not a constant
+    for name, value in [*_class_body_values(node), *defined, *method_writes]:
         writes.setdefault(name, set()).add(_constant(value))
-
-    for statement in node.body:
-        if isinstance(statement, ast.Assign):
-            for target in statement.targets:
-                if isinstance(target, ast.Name):
-                    wrote(target.id, statement.value)
-        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
-            wrote(statement.target.id, statement.value)
-        elif isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
-            wrote(statement.name, None)
-    for method in methods:
-        found = walks[id(method)].writes
-        if found is None:
-            return (), ()
-        for name, value in found:
-            wrote(name, value)  # augmented, unpacked, deleted (value None): not a constant
     none = tuple(sorted(name for name, kinds in writes.items() if kinds == {"none"}))
     falsy = tuple(sorted(name for name, kinds in writes.items() if kinds and "" not in kinds))
     return none, falsy
@@ -1130,41 +1323,65 @@ def _values(node: ast.ClassDef, methods: list[Function], walks: dict[int, _Metho
     names it does not spell (`setattr(self, ...)`, `self.__dict__` outside `__getattr__`).
     `walks`: each method's _MethodWalk, by id."""
     writes: dict[str, set[str]] = {}
-
-    def token(value: ast.AST | None) -> str:
-        if isinstance(value, ast.Call) and not value.args and not value.keywords \
-                and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
-                and value.func.value.id == receiver:
-            return f"m:{value.func.attr}"
-        return value_token(value) if value is not None else ""
-
-    receiver = None
-    for statement in node.body:
-        if isinstance(statement, ast.Assign):
-            for target in statement.targets:
-                if isinstance(target, ast.Name):
-                    writes.setdefault(target.id, set()).add(value_token(statement.value))
-        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
-            writes.setdefault(statement.target.id, set()).add(value_token(statement.value))
+    for name, value in _class_body_values(node):
+        writes.setdefault(name, set()).add(value_token(value))
     returns = []
     for method in methods:
-        arguments = [*method.args.posonlyargs, *method.args.args]
-        receiver = arguments[0].arg if arguments else None
+        receiver = _first_parameter(method)
         if receiver is None:
             continue
-        body = [s for s in method.body if not isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass))
-                and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-        if len(body) == 1 and isinstance(body[0], ast.Return) and (found := value_token(body[0].value)):
+        if found := _literal_return(method):
             returns.append((method.name, found))
-        found = walks[id(method)].writes
-        if found is None:
+        walk = walks[id(method)]
+        if walk.writes is None:
             return (), ()
-        for name, value in found:
-            writes.setdefault(name, set()).add(token(value))
-        for name in walks[id(method)].mutates:  # filled, or handed to what may fill it
+        for name, value in walk.writes:
+            writes.setdefault(name, set()).add(_written_token(value, receiver))
+        for name in walk.mutates:  # filled, or handed to what may fill it
             writes.setdefault(name, set()).add("filled")
     return (tuple(sorted((name, tuple(sorted(kinds))) for name, kinds in writes.items())),
             tuple(sorted(returns)))
+
+
+def _class_body_values(node: ast.ClassDef) -> list[tuple[str, ast.expr]]:
+    """(name, value) of each plain name the class body assigns, annotated ones with a value included."""
+    pairs: list[tuple[str, ast.expr]] = []
+    for statement in node.body:
+        if isinstance(statement, ast.Assign):
+            pairs += [(target.id, statement.value) for target in statement.targets if isinstance(target, ast.Name)]
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
+            pairs.append((statement.target.id, statement.value))
+    return pairs
+
+
+def _method_writes(methods: list[Function], walks: dict[int, _MethodWalk]) -> list[tuple[str, ast.AST | None]] | None:
+    """The `self.<x>` writes of all the methods (_MethodWalk.writes); None when one may set names it does not spell."""
+    writes: list[tuple[str, ast.AST | None]] = []
+    for method in methods:
+        found = walks[id(method)].writes
+        if found is None:
+            return None
+        writes += found
+    return writes
+
+
+def _literal_return(method: Function) -> str:
+    """The token of what a method returns when its body (imports, `pass` and docstrings apart) is
+    one `return`; "" for any other body."""
+    body = [s for s in method.body if not isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass))
+            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.Return):
+        return value_token(body[0].value)
+    return ""
+
+
+def _written_token(value: ast.AST | None, receiver: str) -> str:
+    """A value written to `self.<x>`: "m:<name>" for `self.<name>()`, else its value_token ("" for none)."""
+    if isinstance(value, ast.Call) and not value.args and not value.keywords \
+            and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
+            and value.func.value.id == receiver:
+        return f"m:{value.func.attr}"
+    return value_token(value) if value is not None else ""
 
 
 def _namespaces(methods: list[Function], walks: dict[int, _MethodWalk]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -1215,54 +1432,19 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
              packages: tuple[str, ...]) -> None:
     """Visit the parsed module and fill `facts` with what matters for SGLang's contracts."""
     at = SourcePositions(text)
-    collector = _Collector(module_name, path.endswith("__init__.py"), at)
-    collector.factories.update(statement.name for statement in module.body
-                               if isinstance(statement, (*FUNCTIONS, ast.ClassDef)))
-    collector.bound_methods = bound_methods(module, text)
-    collector.returns = module_returns(module, text)
-    collector.visit(module)
+    collector = _collected(module, module_name, path, text, at)
     bound_names = {fact["bound"] for fact, _, _ in collector.imports}
-    # Monkeypatches of import-bound objects, and the names their originals are saved under.
-    # A target that starts at `sglang` with nothing binding it was reached through `sys.modules`.
-    patches = [p for p in collector.patches if p[1].split(".")[0] in bound_names or is_upstream(p[1])]
-    saved = {p[3] for p in patches if p[0] == "save"}
-    replacements = {p[3] for p in patches if p[0] == "replace" and p[3]}
-    # `self.x` in a class with no base and no __getattr__ can only reach the class itself.
-    # Names bound to third-party imports: nothing behind them is SGLang's.
-    known = {PACKAGE, *packages}
-    foreign = {fact["bound"] for fact, _, _ in collector.imports
-               if packages and fact["module"].split(".")[0] not in known} - {"*"}
-    closed = {f"S:{c.name}" for c in collector.classes
-              if not c.getattr_sources and all(base.split(".")[0] in foreign for base in c.bases)}
+    patches = _kept_patches(collector.patches, bound_names)
+    foreign = _foreign_names(collector.imports, packages)
     facts.imports = [ImportFact(position=where, module_position=anchor, **fact) for fact, where, anchor in collector.imports]
-    facts.attributes = [
-        AttributeFact(root=root, attrs=tuple(a.attr for a in attributes),
-                      positions=tuple(at.attribute_name(a) for a in attributes), store=store, attr_guarded=guarded)
-        for root, attributes, store, guarded in collector.chains if root in bound_names
-    ]
+    facts.attributes = _attribute_facts(collector.chains, bound_names, at)
     facts.classes = [summary.fact(at) for summary in collector.classes]
-    # Calls of plain names matter when the name is imported (or holds a saved original);
-    # calls on typed receivers always.
-    # A module-level subclass is built with its bases' `__init__` when it has none (resolve.py).
-    subclasses = {summary.name for summary in collector.classes if summary.bases}
-    facts.calls = [
-        CallFact(callee, where, tuple(ArgFact(*arg) for arg in args), scope, use)
-        for root, callee, where, args, scope, use in collector.calls
-        if (root is None or root in bound_names or root in saved or root in subclasses)
-        and not _inert(callee, closed, walked=1) and not _foreign(callee.types, foreign)
-    ]
-    facts.reads = [ReadFact(receiver, attr, where, store, scope, guarded, nullable, value)
-                   for receiver, attr, where, store, scope, guarded, nullable, value in collector.reads
-                   if not _inert(receiver, closed) and not _foreign(receiver.types, foreign)]
+    closed = _closed_classes(collector.classes, foreign)
+    facts.calls = _call_facts(collector, bound_names, patches, closed, foreign)
+    facts.reads = _read_facts(collector.reads, closed, foreign)
     facts.patches = [PatchFact(*patch) for patch in patches]
-    facts.functions = [FunctionFact(f.name, at.definition_name(f), parameter_list(f))
-                       for f in collector.functions if f.name in replacements]
-    facts.probes = [
-        ProbeFact(function, subject, tuple((text, where) for text, where, _ in strings), nargs, keywords,
-                  where_, scope, guarded, tuple(index for _, _, index in strings), nullable)
-        for function, subject, strings, nargs, keywords, where_, scope, guarded, nullable in collector.probes
-        if _probe_matters(subject, strings, bound_names)
-    ]
+    facts.functions = _replacement_functions(collector.functions, patches, at)
+    facts.probes = _probe_facts(collector.probes, bound_names)
     facts.source_probes = [SourceProbeFact(*probe) for probe in collector.source_probes]
     facts.specs = [SpecFact(spec, where, tuple(attrs), scope) for spec, where, attrs, scope in collector.specs
                    if spec.split(".")[0] in bound_names]
@@ -1270,5 +1452,97 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     facts.gates = collector.gates
     facts.dispatches = collector.dispatches
     facts.conditions = [ConditionFact(name, gate) for name, gate in collector.conditions.module_conditions().items()]
-    keep_strings = "ServerArgs" in text or "add_cli_args" in text
-    facts.strings = [StringsFact(name, tuple(items)) for name, items in collector.strings] if keep_strings else []
+    facts.strings = _strings_facts(collector.strings, text)
+
+
+def _collected(module: ast.Module, module_name: str, path: str, text: str, at: SourcePositions) -> _Collector:
+    """The collector, after its walk of the module (told first the module's own factories,
+    bound methods and what its functions return)."""
+    collector = _Collector(module_name, path.endswith("__init__.py"), at)
+    collector.factories.update(statement.name for statement in module.body
+                               if isinstance(statement, (*FUNCTIONS, ast.ClassDef)))
+    collector.bound_methods = bound_methods(module, text)
+    collector.returns = module_returns(module, text)
+    collector.visit(module)
+    return collector
+
+
+def _foreign_names(imports: list[tuple[dict, Position, Position]], packages: tuple[str, ...]) -> set[str]:
+    """Names bound to third-party imports: nothing behind them is SGLang's (known only with `packages`)."""
+    known = {PACKAGE, *packages}
+    return {fact["bound"] for fact, _, _ in imports
+            if packages and fact["module"].split(".")[0] not in known} - {"*"}
+
+
+def _closed_classes(classes: list[_ClassSummary], foreign: set[str]) -> set[str]:
+    """`self.x` in a class with no base (but third-party ones) and no __getattr__ can only reach the class itself."""
+    return {f"S:{c.name}" for c in classes
+            if not c.getattr_sources and all(base.split(".")[0] in foreign for base in c.bases)}
+
+
+def _attribute_facts(chains: list[tuple[str, list[ast.Attribute], bool, bool]], bound_names: set[str],
+                     at: SourcePositions) -> list[AttributeFact]:
+    """The dotted chains that start at an imported name."""
+    return [
+        AttributeFact(root=root, attrs=tuple(a.attr for a in attributes),
+                      positions=tuple(at.attribute_name(a) for a in attributes), store=store, attr_guarded=guarded)
+        for root, attributes, store, guarded in chains if root in bound_names
+    ]
+
+
+def _call_facts(collector: _Collector, bound_names: set[str], patches: list[tuple], closed: set[str],
+                foreign: set[str]) -> list[CallFact]:
+    """Calls of plain names matter when the name is imported (or holds a saved original);
+    calls on typed receivers always. A module-level subclass is built with its bases'
+    `__init__` when it has none (resolve.py)."""
+    named = _call_roots(collector, bound_names, patches)
+    return [
+        CallFact(callee, where, tuple(ArgFact(*arg) for arg in args), scope, use)
+        for root, callee, where, args, scope, use in collector.calls
+        if (root is None or root in named) and not _inert(callee, closed, walked=1)
+        and not _foreign(callee.types, foreign)
+    ]
+
+
+def _call_roots(collector: _Collector, bound_names: set[str], patches: list[tuple]) -> set[str]:
+    """The names whose calls matter: imported ones, saved originals, module-level subclasses."""
+    saved = {p[3] for p in patches if p[0] == "save"}
+    subclasses = {summary.name for summary in collector.classes if summary.bases}
+    return bound_names | saved | subclasses
+
+
+def _kept_patches(patches: list[tuple], bound_names: set[str]) -> list[tuple]:
+    """Monkeypatches of import-bound objects, and the names their originals are saved under.
+    A target that starts at `sglang` with nothing binding it was reached through `sys.modules`."""
+    return [p for p in patches if p[1].split(".")[0] in bound_names or is_upstream(p[1])]
+
+
+def _read_facts(reads: list[tuple], closed: set[str], foreign: set[str]) -> list[ReadFact]:
+    """The reads that may reach SGLang: not of a closed class's own `self.x`, nor third-party."""
+    return [ReadFact(receiver, attr, where, store, scope, guarded, nullable, value)
+            for receiver, attr, where, store, scope, guarded, nullable, value in reads
+            if not _inert(receiver, closed) and not _foreign(receiver.types, foreign)]
+
+
+def _replacement_functions(functions: list[Function], patches: list[tuple], at: SourcePositions) -> list[FunctionFact]:
+    """The module-level functions a monkeypatch puts in place of an upstream one."""
+    replacements = {p[3] for p in patches if p[0] == "replace" and p[3]}
+    return [FunctionFact(f.name, at.definition_name(f), parameter_list(f))
+            for f in functions if f.name in replacements]
+
+
+def _strings_facts(strings: list[tuple[str, list[tuple[str, Position]]]], text: str) -> list[StringsFact]:
+    """The collections of strings, kept in a file that may build SGLang's server arguments."""
+    if "ServerArgs" not in text and "add_cli_args" not in text:
+        return []
+    return [StringsFact(name, tuple(items)) for name, items in strings]
+
+
+def _probe_facts(probes: list[tuple], bound_names: set[str]) -> list[ProbeFact]:
+    """The probes of typed objects, imported names, dotted targets or pass-through names (_probe_matters)."""
+    return [
+        ProbeFact(function, subject, tuple((text, where) for text, where, _ in strings), nargs, keywords,
+                  where_, scope, guarded, tuple(index for _, _, index in strings), nullable)
+        for function, subject, strings, nargs, keywords, where_, scope, guarded, nullable in probes
+        if _probe_matters(subject, strings, bound_names)
+    ]

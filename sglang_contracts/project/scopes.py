@@ -50,32 +50,53 @@ def annotation_types(node: ast.AST | None) -> tuple[str, ...]:
     if node is None:
         return ()
     if isinstance(node, (ast.Name, ast.Attribute)):
-        name = full_name(node)
-        return () if not name or name in NOT_A_TYPE else (f"T:{name}",)
+        return _named_types(node)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        # `A | B | C` nests to the left, an operand per level: its operands are listed in a loop.
-        operands: list[ast.AST] = []
-        pending: list[ast.AST] = [node]
-        while pending:
-            current = pending.pop()
-            if isinstance(current, ast.BinOp) and isinstance(current.op, ast.BitOr):
-                pending += [current.right, current.left]
-            else:
-                operands.append(current)
-        return tuple(kind for operand in operands for kind in annotation_types(operand))
+        return tuple(kind for operand in _union_operands(node) for kind in annotation_types(operand))
     if (text := string_value(node)) is not None:
-        try:
-            return annotation_types(parse_quietly(text.strip(), mode="eval").body)
-        except (SyntaxError, ValueError, RecursionError):  # not an expression (a comment-like string), or too deep
-            return ()
+        return _string_annotation_types(text)
     if isinstance(node, ast.Subscript):
-        wrapper = (full_name(node.value) or "").rsplit(".", 1)[-1]
-        members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if wrapper in UNION_WRAPPERS:
-            return tuple(kind for member in members for kind in annotation_types(member))
-        if wrapper.lower() in CONTAINERS and len(members) == 1:
-            # `L:T`: a container of T. It has no attributes we follow; a loop over it yields T.
-            return tuple(f"L:{kind[2:]}" for kind in annotation_types(members[0]) if kind.startswith("T:"))
+        return _subscript_types(node)
+    return ()
+
+
+def _named_types(node: ast.Name | ast.Attribute) -> tuple[str, ...]:
+    """annotation_types of a plain or dotted name: the class it names, unless None, Any or object."""
+    name = full_name(node)
+    return () if not name or name in NOT_A_TYPE else (f"T:{name}",)
+
+
+def _union_operands(node: ast.BinOp) -> list[ast.AST]:
+    """The operands of `A | B | C`, in order: it nests to the left, an operand per level, so they
+    are listed in a loop."""
+    operands: list[ast.AST] = []
+    pending: list[ast.AST] = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, ast.BinOp) and isinstance(current.op, ast.BitOr):
+            pending += [current.right, current.left]
+        else:
+            operands.append(current)
+    return operands
+
+
+def _string_annotation_types(text: str) -> tuple[str, ...]:
+    """annotation_types of a string annotation (`"T | None"`)."""
+    try:
+        return annotation_types(parse_quietly(text.strip(), mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError):  # not an expression (a comment-like string), or too deep
+        return ()
+
+
+def _subscript_types(node: ast.Subscript) -> tuple[str, ...]:
+    """annotation_types of `Optional[T]`, `Union[A, B]`, or a container of one type (`list[T]`)."""
+    wrapper = (full_name(node.value) or "").rsplit(".", 1)[-1]
+    members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    if wrapper in UNION_WRAPPERS:
+        return tuple(kind for member in members for kind in annotation_types(member))
+    if wrapper.lower() in CONTAINERS and len(members) == 1:
+        # `L:T`: a container of T. It has no attributes we follow; a loop over it yields T.
+        return tuple(f"L:{kind[2:]}" for kind in annotation_types(members[0]) if kind.startswith("T:"))
     return ()
 
 
@@ -84,27 +105,43 @@ def admits_none(node: ast.AST | None) -> bool:
     pending = [node]
     while pending:
         current = pending.pop()
-        if current is None:
-            continue
-        if isinstance(current, ast.Constant):
-            if current.value is None:
-                return True
-            if isinstance(current.value, str):
-                try:
-                    pending.append(parse_quietly(current.value.strip(), mode="eval").body)
-                except (SyntaxError, ValueError, RecursionError):
-                    pass
-        elif isinstance(current, ast.Name):
-            if current.id == "None":
-                return True
-        elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.BitOr):
-            pending += [current.left, current.right]
-        elif isinstance(current, ast.Subscript):
-            wrapper = (full_name(current.value) or "").rsplit(".", 1)[-1]
-            if wrapper == "Optional":
-                return True
-            if wrapper == "Union":
-                pending += current.slice.elts if isinstance(current.slice, ast.Tuple) else [current.slice]
+        if current is not None and _part_admits_none(current, pending):
+            return True
+    return False
+
+
+def _part_admits_none(part: ast.AST, pending: list[ast.AST | None]) -> bool:
+    """Does this part of an annotation admit None itself? The parts it is made of go to `pending`."""
+    if isinstance(part, ast.Constant):
+        return _constant_admits_none(part, pending)
+    if isinstance(part, ast.Name):
+        return part.id == "None"
+    if isinstance(part, ast.BinOp) and isinstance(part.op, ast.BitOr):
+        pending += [part.left, part.right]
+    elif isinstance(part, ast.Subscript):
+        return _subscript_admits_none(part, pending)
+    return False
+
+
+def _constant_admits_none(constant: ast.Constant, pending: list[ast.AST | None]) -> bool:
+    """`None` does; a string annotation's expression goes to `pending`."""
+    if constant.value is None:
+        return True
+    if isinstance(constant.value, str):
+        try:
+            pending.append(parse_quietly(constant.value.strip(), mode="eval").body)
+        except (SyntaxError, ValueError, RecursionError):
+            pass
+    return False
+
+
+def _subscript_admits_none(subscript: ast.Subscript, pending: list[ast.AST | None]) -> bool:
+    """`Optional[T]` does; the members of `Union[...]` go to `pending`."""
+    wrapper = (full_name(subscript.value) or "").rsplit(".", 1)[-1]
+    if wrapper == "Optional":
+        return True
+    if wrapper == "Union":
+        pending += subscript.slice.elts if isinstance(subscript.slice, ast.Tuple) else [subscript.slice]
     return False
 
 
@@ -149,12 +186,25 @@ def call_types(node: ast.Call, returns: dict[str, tuple[str, ...]] | None = None
     callee = full_name(node.func)
     if returns and callee in returns and isinstance(node.func, (ast.Name, ast.Attribute)):
         return returns[callee]
-    if callee and callee.endswith(".__new__") and node.args and (built := full_name(node.args[0])):
-        # `object.__new__(C)` / `C.__new__(C)`: an instance of C whose `__init__` never ran
-        return (f"B:{built}",) if not built.startswith(("self.", "cls.")) else POISON
-    if callee and not callee.startswith(("self.", "cls.")) and callee != "super":
+    if not callee:
+        return POISON
+    bare = _bare_instance(node, callee)
+    if bare is not None:
+        return bare
+    if not callee.startswith(("self.", "cls.")) and callee != "super":
         return (f"R:{callee}",)
     return POISON
+
+
+def _bare_instance(node: ast.Call, callee: str) -> tuple[str, ...] | None:
+    """`object.__new__(C)` / `C.__new__(C)`: B:C, an instance of C whose `__init__` never ran
+    (nothing for a class reached through self or cls); None for any other call."""
+    if not (callee.endswith(".__new__") and node.args):
+        return None
+    built = full_name(node.args[0])
+    if not built:
+        return None
+    return (f"B:{built}",) if not built.startswith(("self.", "cls.")) else POISON
 
 
 class TypeTable:
@@ -247,57 +297,83 @@ class _Bindings:
             self._statement(statement)
 
     def _statement(self, node: ast.stmt) -> None:
-        if isinstance(node, ast.Assign):
-            if _is_none(node.value):
-                types = None  # `x = None` narrows nothing and widens nothing
-                self.table.nullable.update(t.id for t in node.targets if isinstance(t, ast.Name))
-            elif isinstance(node.value, ast.Call):
-                types = call_types(node.value, self.returns)
-            else:
-                types = self._derived("P", node.value)
-            for target in node.targets:
-                self._target(target, types if len(node.targets) == 1 else POISON)
-        elif isinstance(node, ast.AnnAssign):
-            if isinstance(node.target, ast.Name) and (admits_none(node.annotation) or _is_none(node.value)):
-                self.table.nullable.add(node.target.id)
-            self._target(node.target, annotation_types(node.annotation) or POISON)
-        elif isinstance(node, ast.AugAssign):
+        binder = _STATEMENT_BINDERS.get(type(node))
+        if binder is not None:
+            binder(self, node)
+
+    def _assign(self, node: ast.Assign) -> None:
+        if _is_none(node.value):
+            types = None  # `x = None` narrows nothing and widens nothing
+            self.table.nullable.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node.value, ast.Call):
+            types = call_types(node.value, self.returns)
+        else:
+            types = self._derived("P", node.value)
+        for target in node.targets:
+            self._target(target, types if len(node.targets) == 1 else POISON)
+
+    def _annotated(self, node: ast.AnnAssign) -> None:
+        if isinstance(node.target, ast.Name) and (admits_none(node.annotation) or _is_none(node.value)):
+            self.table.nullable.add(node.target.id)
+        self._target(node.target, annotation_types(node.annotation) or POISON)
+
+    def _augmented(self, node: ast.AugAssign) -> None:
+        self._target(node.target, POISON)
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        for alias in node.names:
+            if alias.name != "*":  # `import a.b` binds `a`
+                self.table.bind(alias.asname or alias.name.split(".")[0], POISON)
+
+    def _declared(self, node: ast.Global | ast.Nonlocal) -> None:
+        for name in node.names:
+            self.table.bind(name, POISON)
+
+    def _definition(self, node: Function | ast.ClassDef) -> None:
+        self.table.bind(node.name, POISON)
+
+    def _for(self, node: ast.For | ast.AsyncFor) -> None:
+        if isinstance(node.target, ast.Name):
+            self._target(node.target, self._derived("E", node.iter))
+        else:
             self._target(node.target, POISON)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                if alias.name != "*":  # `import a.b` binds `a`
-                    self.table.bind(alias.asname or alias.name.split(".")[0], POISON)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            for name in node.names:
-                self.table.bind(name, POISON)
-        elif isinstance(node, (*FUNCTIONS, ast.ClassDef)):
-            self.table.bind(node.name, POISON)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            if isinstance(node.target, ast.Name):
-                self._target(node.target, self._derived("E", node.iter))
-            else:
-                self._target(node.target, POISON)
-            self.walk(node.body)
-            self.walk(node.orelse)
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                if item.optional_vars is not None:
-                    self._target(item.optional_vars, POISON)
-            self.walk(node.body)
-        elif isinstance(node, (ast.Try, ast.TryStar)):
-            self.walk(node.body)
-            for handler in node.handlers:
-                if handler.name is not None:
-                    self.table.bind(handler.name, POISON)
-                self.walk(handler.body)
-            self.walk(node.orelse)
-            self.walk(node.finalbody)
-        elif isinstance(node, ast.Match):
-            for case in node.cases:
-                self.walk(case.body)
-        elif isinstance(node, (ast.If, ast.While)):
-            self.walk(node.body)
-            self.walk(node.orelse)
+        self.walk(node.body)
+        self.walk(node.orelse)
+
+    def _with(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            if item.optional_vars is not None:
+                self._target(item.optional_vars, POISON)
+        self.walk(node.body)
+
+    def _try(self, node: ast.Try | ast.TryStar) -> None:
+        self.walk(node.body)
+        for handler in node.handlers:
+            if handler.name is not None:
+                self.table.bind(handler.name, POISON)
+            self.walk(handler.body)
+        self.walk(node.orelse)
+        self.walk(node.finalbody)
+
+    def _match(self, node: ast.Match) -> None:
+        for case in node.cases:
+            self.walk(case.body)
+
+    def _branches(self, node: ast.If | ast.While) -> None:
+        self.walk(node.body)
+        self.walk(node.orelse)
+
+
+# What binds names in each kind of statement; plain functions, not methods bound to an instance.
+_STATEMENT_BINDERS = {
+    ast.Assign: _Bindings._assign, ast.AnnAssign: _Bindings._annotated, ast.AugAssign: _Bindings._augmented,
+    ast.Import: _Bindings._import, ast.ImportFrom: _Bindings._import,
+    ast.Global: _Bindings._declared, ast.Nonlocal: _Bindings._declared,
+    ast.FunctionDef: _Bindings._definition, ast.AsyncFunctionDef: _Bindings._definition,
+    ast.ClassDef: _Bindings._definition, ast.For: _Bindings._for, ast.AsyncFor: _Bindings._for,
+    ast.With: _Bindings._with, ast.AsyncWith: _Bindings._with, ast.Try: _Bindings._try, ast.TryStar: _Bindings._try,
+    ast.Match: _Bindings._match, ast.If: _Bindings._branches, ast.While: _Bindings._branches,
+}
 
 
 def receiver_name(function: Function, in_class: bool) -> str | None:
@@ -313,21 +389,33 @@ def _parameter_types(function: Function, receiver: str | None, class_name: str |
     table = TypeTable()
     a = function.args
     positional = [*a.posonlyargs, *a.args]
-    defaults = dict(zip([p.arg for p in positional][::-1], a.defaults[::-1]))
-    defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    defaults = _parameter_defaults(a, positional)
     for param in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
         if admits_none(param.annotation) or _is_none(defaults.get(param.arg)):
             table.nullable.add(param.arg)
-        if param.arg == receiver:
-            table.bind(param.arg, (f"S:{class_name}",))
-        elif bound_as and positional and param is positional[0] and param.annotation is None:
-            table.bind(param.arg, bound_as)  # a function the module binds as a method of these classes
-        else:
-            table.bind(param.arg, annotation_types(param.annotation) or POISON)
+        table.bind(param.arg, _parameter_kinds(param, receiver, class_name, bound_as, positional))
     for star in (a.vararg, a.kwarg):
         if star is not None:
             table.bind(star.arg, POISON)
     return table
+
+
+def _parameter_defaults(a: ast.arguments, positional: list[ast.arg]) -> dict[str, ast.expr]:
+    """Parameter name -> its default (defaults belong to the last positionals)."""
+    defaults = dict(zip([p.arg for p in positional][::-1], a.defaults[::-1]))
+    defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    return defaults
+
+
+def _parameter_kinds(param: ast.arg, receiver: str | None, class_name: str | None, bound_as: tuple[str, ...],
+                     positional: list[ast.arg]) -> tuple[str, ...]:
+    """The types a parameter is bound to: the class for the receiver, `bound_as` for the first
+    parameter of a function the module binds as a method of these classes, else its annotation's."""
+    if param.arg == receiver:
+        return (f"S:{class_name}",)
+    if bound_as and positional and param is positional[0] and param.annotation is None:
+        return bound_as
+    return annotation_types(param.annotation) or POISON
 
 
 def function_types(function: Function, class_name: str | None, attributes: TypeTable | None = None,
@@ -370,33 +458,69 @@ def bound_methods(module: ast.Module, text: str) -> dict[str, tuple[str, ...]]:
         return {}
     functions = {statement.name for statement in module.body if isinstance(statement, FUNCTIONS)}
     found: dict[str, list[str]] = {}
+    for name, kind in _method_bindings(module):
+        if name in functions:
+            kinds = found.setdefault(name, [])
+            if kind not in kinds:
+                kinds.append(kind)
+    return {name: tuple(kinds) for name, kinds in found.items()}
 
-    def bind(name: str, kind: str | None) -> None:
-        if name in functions and kind:
-            found.setdefault(name, [])
-            if kind not in found[name]:
-                found[name].append(kind)
 
+def _method_bindings(module: ast.Module) -> list[tuple[str, str]]:
+    """Every (name, kind) binding of a bare name as a method in the module, in order (_method_binding)."""
+    bindings: list[tuple[str, str]] = []
     for statement in module.body:
         owner = statement.name if isinstance(statement, ast.ClassDef) else None
         for node in ast.walk(statement):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Name) \
-                    and isinstance(node.targets[0], ast.Attribute):
-                target = full_name(node.targets[0].value)
-                if target and target.split(".")[0] not in ("self", "cls"):
-                    bind(node.value.id, f"T:{target}")
-            elif isinstance(node, ast.Call) and len(node.args) in (2, 3) and isinstance(node.args[-1 if len(node.args) == 3 else 0], ast.Name):
-                callee = full_name(node.func)
-                if callee == "setattr" and len(node.args) == 3 and string_value(node.args[1]) is not None:
-                    target = full_name(node.args[0])
-                    if target and target.split(".")[0] not in ("self", "cls"):
-                        bind(node.args[2].id, f"T:{target}")
-                elif callee in METHOD_BINDERS and len(node.args) == 2 and owner is not None:
-                    chain = dotted_chain(node.args[1]) if isinstance(node.args[1], (ast.Name, ast.Attribute)) else None
-                    if chain is not None and chain[0] == "self":
-                        path = ".".join(a.attr for a in chain[1])
-                        bind(node.args[0].id, f"P:S:{owner}|{path}" if path else f"S:{owner}")
-    return {name: tuple(kinds) for name, kinds in found.items()}
+            binding = _method_binding(node, owner)
+            if binding is not None:
+                bindings.append(binding)
+    return bindings
+
+
+def _method_binding(node: ast.AST, owner: str | None) -> tuple[str, str] | None:
+    """(name, kind of the instance its first parameter receives) where `node` binds a bare name
+    as a method (see bound_methods; `owner`, the module-level class the node is in); else None."""
+    if isinstance(node, ast.Assign):
+        return _assigned_method(node)
+    if isinstance(node, ast.Call) and len(node.args) in (2, 3) \
+            and isinstance(node.args[-1 if len(node.args) == 3 else 0], ast.Name):
+        return _method_bound_by_call(node, owner)
+    return None
+
+
+def _class_target(node: ast.AST) -> str | None:
+    """A dotted name a method may be set on, as written: not one reached through self or cls."""
+    target = full_name(node)
+    return target if target and target.split(".")[0] not in ("self", "cls") else None
+
+
+def _assigned_method(node: ast.Assign) -> tuple[str, str] | None:
+    """`Owner.name = func`."""
+    if len(node.targets) != 1 or not isinstance(node.value, ast.Name) or not isinstance(node.targets[0], ast.Attribute):
+        return None
+    target = _class_target(node.targets[0].value)
+    return (node.value.id, f"T:{target}") if target else None
+
+
+def _method_bound_by_call(node: ast.Call, owner: str | None) -> tuple[str, str] | None:
+    """`setattr(Owner, "name", func)`, or `types.MethodType(func, self.x)` in a method of `owner`."""
+    callee = full_name(node.func)
+    if callee == "setattr" and len(node.args) == 3 and string_value(node.args[1]) is not None:
+        target = _class_target(node.args[0])
+        return (node.args[2].id, f"T:{target}") if target else None
+    if callee in METHOD_BINDERS and len(node.args) == 2 and owner is not None:
+        return _method_type_binding(node, owner)
+    return None
+
+
+def _method_type_binding(node: ast.Call, owner: str) -> tuple[str, str] | None:
+    """`types.MethodType(func, self.x)` in a method of `owner`: func receives what `self.x` is there."""
+    chain = dotted_chain(node.args[1]) if isinstance(node.args[1], (ast.Name, ast.Attribute)) else None
+    if chain is not None and chain[0] == "self":
+        path = ".".join(a.attr for a in chain[1])
+        return node.args[0].id, f"P:S:{owner}|{path}" if path else f"S:{owner}"
+    return None
 
 
 # `Owner.name = func` (or `setattr(..., func)`): an attribute assigned a bare name, on one line.
@@ -410,18 +534,25 @@ def module_returns(module: ast.Module, text: str) -> dict[str, tuple[str, ...]]:
     function that builds an object bare (`C.__new__(C)`) is left out: its result's kind is
     `R:<function>`, which SGC315 follows to what its callers set and call."""
     lines = text.splitlines() if "__new__" in text else None
-
-    def builds_bare(function: Function) -> bool:
-        return lines is not None and any("__new__" in line for line in lines[function.lineno - 1:function.end_lineno])
-
     found: dict[str, tuple[str, ...]] = {}
-    for statement in module.body:
-        if isinstance(statement, FUNCTIONS) and (types := annotation_types(statement.returns)) \
-                and not builds_bare(statement):
-            found[statement.name] = types
-        elif isinstance(statement, ast.ClassDef):
-            for method in statement.body:
-                if isinstance(method, FUNCTIONS) and (types := annotation_types(method.returns)) \
-                        and not builds_bare(method):
-                    found[f"{statement.name}.{method.name}"] = types
+    for name, function in _module_functions(module):
+        if (types := annotation_types(function.returns)) and not _builds_bare(function, lines):
+            found[name] = types
     return found
+
+
+def _module_functions(module: ast.Module) -> list[tuple[str, Function]]:
+    """(the name a call spells, definition) of the module's functions and its classes' methods, in order."""
+    functions: list[tuple[str, Function]] = []
+    for statement in module.body:
+        if isinstance(statement, FUNCTIONS):
+            functions.append((statement.name, statement))
+        elif isinstance(statement, ast.ClassDef):
+            functions += [(f"{statement.name}.{method.name}", method) for method in statement.body
+                          if isinstance(method, FUNCTIONS)]
+    return functions
+
+
+def _builds_bare(function: Function, lines: list[str] | None) -> bool:
+    """Does the function's text spell `__new__` (`lines`: the module's, None when it spells none)?"""
+    return lines is not None and any("__new__" in line for line in lines[function.lineno - 1:function.end_lineno])

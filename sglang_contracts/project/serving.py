@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from sglang_contracts.project.dispatches import module_for, named_modules
+from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.gates import Release, runs_on
 from sglang_contracts.project.index import ProjectIndex, imports_by_text, module_name_for
 from sglang_contracts.project.releasefacts import gate_at
@@ -72,12 +73,19 @@ def _chooses(project: ProjectIndex, releases: dict[str, Release], modules: dict[
     for facts in project.files.values():
         if any(dispatch.kind == "import" for dispatch in facts.dispatches):
             return True
-        for fact in facts.imports if facts.gates else ():
-            if fact.module.partition(".")[0] not in project.packages or fact.type_checking:
-                continue
-            gate = gate_at(facts.gates, fact.position)
-            if gate is not None and not all(runs_on(gate, release) for release in releases.values()):
-                return True
+        if _imports_by_release(project, facts, releases):
+            return True
+    return False
+
+
+def _imports_by_release(project: ProjectIndex, facts: FileFacts, releases: dict[str, Release]) -> bool:
+    """Does the file import a project module under a branch some release of the two does not take?"""
+    for fact in facts.imports if facts.gates else ():
+        if fact.module.partition(".")[0] not in project.packages or fact.type_checking:
+            continue
+        gate = gate_at(facts.gates, fact.position)
+        if gate is not None and not all(runs_on(gate, release) for release in releases.values()):
+            return True
     return False
 
 
@@ -96,13 +104,17 @@ def serving_model(project: ProjectIndex, releases: dict[str, Release], serves: d
     decided = graph.reached_from([*graph.chosen, *fixed])
     served, leads = graph.served(decided, fixed)
     restricted = {relpath: on for relpath, on in served.items() if on != graph.labels}
+    return Serving(restricted, {relpath: leads[relpath] for relpath in restricted}, _old_only(restricted, leads))
+
+
+def _old_only(restricted: dict[str, frozenset[str]], leads: dict[str, frozenset[str]]) -> dict[str, list[str]]:
+    """dispatcher -> the modules it leads to that only the old release loads."""
     old_only: dict[str, list[str]] = {}
     for relpath, on in restricted.items():
         if on == {OLD}:
             for dispatcher in leads.get(relpath, ()):
                 old_only.setdefault(dispatcher, []).append(relpath)
-    return Serving(restricted, {relpath: leads[relpath] for relpath in restricted},
-                   {dispatcher: sorted(found) for dispatcher, found in old_only.items()})
+    return {dispatcher: sorted(found) for dispatcher, found in old_only.items()}
 
 
 class _ImportGraph:
@@ -201,19 +213,26 @@ class _ImportGraph:
             relpath = pending.pop()
             if relpath in fixed:
                 continue
-            now, via = set(), set()
-            for importer, on in self.edges.get(relpath, ()):
-                reach = served.get(importer, self.labels) & on
-                now |= reach
-                if reach and on != self.labels:
-                    via.add(importer)
-                elif reach:
-                    via |= leads.get(importer, frozenset())
+            now, via = self._reach(relpath, served, leads)
             grown, led = served[relpath] | now, leads[relpath] | via
             if grown != served[relpath] or led != leads[relpath]:
                 served[relpath], leads[relpath] = grown, led
                 pending.extend(target for target in imports_of.get(relpath, ()) if target in decided)
         return served, leads
+
+
+    def _reach(self, relpath: str, served: dict[str, frozenset[str]], leads: dict[str, frozenset[str]]
+               ) -> tuple[set[str], set[str]]:
+        """(the releases a module is reached on through its importers as known so far, the dispatchers leading there)."""
+        now, via = set(), set()
+        for importer, on in self.edges.get(relpath, ()):
+            reach = served.get(importer, self.labels) & on
+            now |= reach
+            if reach and on != self.labels:
+                via.add(importer)
+            elif reach:
+                via |= leads.get(importer, frozenset())
+        return now, via
 
 
 def _configured_releases(project: ProjectIndex, labels: frozenset[str], releases: dict[str, Release],

@@ -153,13 +153,24 @@ def _apart_from_sglang(data: dict[str, Any], choices: dict[tuple[str, str], Any]
     sets = table(data, "tool", "uv").get("conflicts")
     if not bringing or not isinstance(sets, list):
         return set()
+    apart = _kept_apart(sets)
+    return {key for key in choices if key not in bringing and bringing <= apart.get(key, set())}
+
+
+def _kept_apart(sets: list) -> dict[tuple[str, str], set[tuple[str, str]]]:
+    """Each extra or group of `[tool.uv] conflicts` -> those it is never installed with."""
     apart: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for conflict in sets:  # each a list of {extra = "x"} / {group = "y"}: no two of them together
-        members = {(kind, item[kind]) for item in conflict if isinstance(item, dict) for kind in ("extra", "group")
-                   if isinstance(item.get(kind), str)} if isinstance(conflict, list) else set()
+        members = _conflict_members(conflict)
         for member in members:
             apart.setdefault(member, set()).update(members - {member})
-    return {key for key in choices if key not in bringing and bringing <= apart.get(key, set())}
+    return apart
+
+
+def _conflict_members(conflict: Any) -> set[tuple[str, str]]:
+    """The ("extra"|"group", name) members of one conflict set."""
+    return {(kind, item[kind]) for item in conflict if isinstance(item, dict) for kind in ("extra", "group")
+            if isinstance(item.get(kind), str)} if isinstance(conflict, list) else set()
 
 
 @dataclass(frozen=True)
@@ -309,38 +320,57 @@ def _requirement_strings(node: ast.AST | None, assigned: dict[str, ast.AST]) -> 
         if isinstance(node, ast.Dict):
             pending.extend(reversed(node.values))
         elif isinstance(node, (ast.List, ast.Tuple)):
-            found += [item for item in node.elts if isinstance(item, ast.Constant) and isinstance(item.value, str)]
+            found += [item for item in node.elts if _is_string_constant(item)]
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             pending += [node.right, node.left]
     return found
 
 
+def _is_string_constant(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
 def _setup_py_requirements(root: Path) -> list[DeclaredRequirement]:
     """`install_requires` and `extras_require` of setup.py's `setup(...)` call, read with `ast`
     (never run): literal lists, and module-level names assigned one."""
-    path = root / "setup.py"
-    text = read_project_text(path, root) if path.is_file() else None
-    if text is None or "setup" not in text:
+    parsed = _parsed_setup_py(root)
+    if parsed is None:
         return []
-    try:
-        tree = parse_quietly(text)
-    except (SyntaxError, ValueError):
-        return []
+    text, tree = parsed
     assigned = {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
                 for target in node.targets if isinstance(target, ast.Name)}
     positions = SourcePositions(text)
     found = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup"):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup":
+            found += _setup_call_requirements(node, assigned, positions)
+    return found
+
+
+def _parsed_setup_py(root: Path) -> tuple[str, ast.Module] | None:
+    """setup.py's text and syntax tree; None without one that parses and names `setup`."""
+    path = root / "setup.py"
+    text = read_project_text(path, root) if path.is_file() else None
+    if text is None or "setup" not in text:
+        return None
+    try:
+        return text, parse_quietly(text)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _setup_call_requirements(node: ast.Call, assigned: dict[str, ast.AST], positions: SourcePositions
+                             ) -> list[DeclaredRequirement]:
+    """The requirements the keywords of one `setup(...)` call list."""
+    found = []
+    for keyword in node.keywords:
+        if keyword.arg not in ("install_requires", "extras_require", "tests_require", "setup_requires"):
             continue
-        for keyword in node.keywords:
-            if keyword.arg not in ("install_requires", "extras_require", "tests_require", "setup_requires"):
-                continue
-            for constant in _requirement_strings(keyword.value, dict(assigned)):
-                requirement = parse_requirement(constant.value)
-                if requirement is not None:
-                    at = positions.start(constant)
-                    found.append(DeclaredRequirement("setup.py", at.line, at.col + 1, requirement, ""))
+        for constant in _requirement_strings(keyword.value, dict(assigned)):
+            requirement = parse_requirement(constant.value)
+            if requirement is not None:
+                at = positions.start(constant)
+                found.append(DeclaredRequirement("setup.py", at.line, at.col + 1, requirement, ""))
     return found
 
 
@@ -394,17 +424,23 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
             continue
         if path.suffix in (".json", ".sarif") and '"sglang-contracts"' in text:
             continue  # this tool's own baseline or SARIF log: it quotes findings, it pins nothing
-        relpath = path.relative_to(root).as_posix()
-        for number, line in enumerate(text.splitlines(), start=1):
-            if "sglang" not in line.lower():
-                continue
-            taken: set[int] = set()
-            for kind, pattern in MENTIONS:
-                for match in pattern.finditer(line):
-                    if match.start("v") not in taken:
-                        taken.add(match.start("v"))
-                        found.append(ReleaseMention(relpath, number, match.start("v") + 1, kind, match.group("v"),
-                                                    re.sub(r"[\"']", "", match.group(0))))
+        found += _file_mentions(path.relative_to(root).as_posix(), text)
+    return found
+
+
+def _file_mentions(relpath: str, text: str) -> list[ReleaseMention]:
+    """The releases one file names, on the lines that name SGLang (one mention per place)."""
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if "sglang" not in line.lower():
+            continue
+        taken: set[int] = set()
+        for kind, pattern in MENTIONS:
+            for match in pattern.finditer(line):
+                if match.start("v") not in taken:
+                    taken.add(match.start("v"))
+                    found.append(ReleaseMention(relpath, number, match.start("v") + 1, kind, match.group("v"),
+                                                re.sub(r"[\"']", "", match.group(0))))
     return found
 
 
@@ -487,21 +523,8 @@ def _prose_of_lines(text: str, tree: ast.AST, docstrings: set[tuple[int, int]]) 
     literals spanning it (a line starts the tokenizer afresh unless a string is open across it;
     an open bracket only changes which newline tokens it emits). Tokenizing a 160 KB module
     whole cost 0.15 s of an edited file's re-check."""
-    spans = sorted(_multi_line_strings(tree))
-    merged: list[list[int]] = []
-    for first, last in spans:
-        if merged and first <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], last)
-        else:
-            merged.append([first, last])
     lines = text.split("\n")
-    wanted = {number for number, line in enumerate(lines, 1) if "#" in line} | {line for line, _ in docstrings}
-    firsts = [first for first, _ in merged]
-    stretches: dict[int, int] = {}
-    for number in wanted:
-        at = bisect.bisect_right(firsts, number) - 1
-        first, last = merged[at] if at >= 0 and merged[at][1] >= number else (number, number)
-        stretches[first] = last
+    stretches = _stretches(lines, _merged_spans(tree), docstrings)
     found: list[tuple[str, int, int, str]] = []
     for first, last in sorted(stretches.items()):
         stretch = "\n".join(lines[first - 1:last]) + "\n"
@@ -511,6 +534,30 @@ def _prose_of_lines(text: str, tree: ast.AST, docstrings: set[tuple[int, int]]) 
         except (tokenize.TokenError, IndentationError) as error:
             raise _NotPlain from error
     return tuple(found)
+
+
+def _merged_spans(tree: ast.AST) -> list[list[int]]:
+    """The [first, last] lines of the multi-line string literals, overlapping ones merged, in order."""
+    merged: list[list[int]] = []
+    for first, last in sorted(_multi_line_strings(tree)):
+        if merged and first <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], last)
+        else:
+            merged.append([first, last])
+    return merged
+
+
+def _stretches(lines: list[str], merged: list[list[int]], docstrings: set[tuple[int, int]]) -> dict[int, int]:
+    """first line -> last line of each stretch to tokenize: a line with a `#` or a docstring's
+    first line, with the rest of a multi-line string spanning it."""
+    wanted = {number for number, line in enumerate(lines, 1) if "#" in line} | {line for line, _ in docstrings}
+    firsts = [first for first, _ in merged]
+    stretches: dict[int, int] = {}
+    for number in wanted:
+        at = bisect.bisect_right(firsts, number) - 1
+        first, last = merged[at] if at >= 0 and merged[at][1] >= number else (number, number)
+        stretches[first] = last
+    return stretches
 
 
 def _multi_line_strings(tree: ast.AST) -> list[tuple[int, int]]:
