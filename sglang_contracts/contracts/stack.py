@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -30,6 +30,7 @@ from sglang_contracts.project.stack import (
 from sglang_contracts.requirements import (
     applies, as_version, environments, exact_version, names_release, normalized, version_in_tag, without_marker,
 )
+from sglang_contracts.closure.flavour import EXTRA_TEST, offered_extras
 from sglang_contracts.upstream.model import is_upstream
 from sglang_contracts.upstream.pins import ReleasePins, release_pins
 
@@ -615,3 +616,65 @@ def raise_python_floor(diagnostic: Diagnostic, workspace) -> bool:
                       "the new release keeps: raise requires-python by hand")
         return False
     return document.replace(diagnostic.line, start, start + len(declared), raised)
+
+
+@contract("SGC715", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
+def floor_below_extras_floor(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """A package the project installs itself, with a floor the new release raised past in an
+    extra of SGLang the project does not install (verl's `torch-memory-saver>=0.0.5` beside
+    sglang 0.4.8's `torch_memory_saver>=0.0.8`, asked only by its `torch-memory-saver` extra)."""
+    old_pins, new_pins = pins_of_releases(ctx)
+    if old_pins is None or new_pins is None:
+        return
+    requested = sglang_extras(ctx)
+    for declared in (*declared_by_project(ctx), *installed_by_project(ctx)):
+        if declared.name == SGLANG or declared.marker:
+            continue
+        raised = _extras_floor_raised(declared, old_pins, new_pins, requested)
+        if raised is not None:
+            new_floor, old_floor, extras = raised
+            yield finding_at("SGC715", declared.path, declared.line, declared.col, declared.name,
+                             pinned=without_marker(declared.requirement), name=declared.requirement.name,
+                             floor=str(new_floor), was=str(old_floor) if old_floor else "no floor",
+                             extras=", ".join(extras), old=ctx.old_version, new=ctx.new_version)
+
+
+def _floor(specifiers) -> Version | None:
+    """The lowest version a specifier set admits by its `>=`, `>`, `==` or `~=` clauses."""
+    floors = [as_version(s.version) for s in specifiers if s.operator in (">=", ">", "==", "~=")]
+    return max((f for f in floors if f is not None), default=None)
+
+
+def _highest_floor(requirements: list[Requirement]) -> Version | None:
+    return max((floor for r in requirements if (floor := _floor(r.specifier)) is not None), default=None)
+
+
+def _asked_by_extras(pins: ReleasePins, name: str, environment: dict[str, str]) -> list[Requirement]:
+    """The release's requirements on `name` that one of its extras asks."""
+    every = frozenset(offered_extras(pins.requirements))
+    return [r for r in pins.matching(name, environment, every) if r.marker is not None]
+
+
+def _installed_apart(declared: DeclaredRequirement, pins: ReleasePins, requested: frozenset[str],
+                     environment: dict[str, str]) -> bool:
+    """Does the project install the package on this platform with none of its SGLang extras
+    asking it (those bring SGLang's own pin, which SGC701 and SGC711 judge)?"""
+    return applies(declared.requirement.marker, environment) and not pins.matching(declared.name, environment, requested)
+
+
+def _extras_floor_raised(declared: DeclaredRequirement, old_pins: ReleasePins, new_pins: ReleasePins,
+                         requested: frozenset[str]) -> tuple[Version, Version | None, list[str]] | None:
+    """(the new floor, the old one, the extras asking it) when only extras the project does not
+    install ask the package, the new release's floor is above the project's and the old one's was not."""
+    environment = environments()[0]
+    if not _installed_apart(declared, new_pins, requested, environment):
+        return None
+    asking = _asked_by_extras(new_pins, declared.name, environment)
+    new_floor, mine = _highest_floor(asking), _floor(declared.requirement.specifier)
+    if new_floor is None or (mine is not None and mine >= new_floor):
+        return None
+    old_floor = _highest_floor(_asked_by_extras(old_pins, declared.name, environment))
+    if old_floor is not None and (mine is None or old_floor > mine):
+        return None  # already above the project's floor on the old release: not the bump's doing
+    extras = sorted({extra for r in asking for extra in EXTRA_TEST.findall(str(r.marker))})
+    return new_floor, old_floor, extras
