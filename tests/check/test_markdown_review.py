@@ -134,3 +134,15 @@ def test_the_upstream_change_behind_most_findings_is_named(fixture_result) -> No
     breaks, of = map(int, re.search(r"\((\d+) of the (\d+) distinct breaks", line).groups())
     assert 39 <= breaks < of and "Inferred from where the findings point" in line
     assert text.index("**Dominant upstream change:**") < text.index("### ")  # at the top, before the sections
+
+
+def test_the_headline_says_which_findings_guard_what_both_releases_define(fixture_result) -> None:
+    """helper-39 on slime: three SGC801 'fallback is dead code' warnings hold on both releases,
+    and the headline said of every finding that it held on the old release and fails on the new."""
+    headline = next(line for line in markdown(fixture_result).splitlines() if "with SGLang break" in line)
+    guards = sum(d.code in ("SGC801", "SGC802", "SGC803") for d in fixture_result.diagnostics)
+    assert guards, "the fixture project probes what both releases define"
+    assert f"; {guards} of them are defensive code guarding what both releases define" in headline
+    without = dataclasses.replace(fixture_result, diagnostics=[d for d in fixture_result.diagnostics
+                                                               if d.code not in ("SGC801", "SGC802", "SGC803")])
+    assert "defensive code" not in next(line for line in markdown(without).splitlines() if "with SGLang break" in line)
