@@ -51,30 +51,37 @@ class TemplateReader:
         (nor one nested deeper than a module name is ever built: `"a" + "b" + ...` 5,000 times)."""
         if depth > MAX_DEPTH:
             return None
-        built = self._built(scope, node, depth)
-        if built is not _NOT_BUILT:
-            return built
-        if isinstance(node, ast.Name) and (found := self._lookup(self.templates, scope, node.id)) is not None:
-            return found
-        if _is_text_replace(node) and (replaced := self._replaced(scope, node, depth)) is not None:
-            return replaced
+        reader = _TEMPLATE_READERS.get(type(node))  # by kind of node: this runs on every link of a chain
+        if reader is not None:
+            found = reader(self, scope, node, depth)
+            if found is not _NOT_BUILT:
+                return found
         if (version := self._version(scope, node, depth)) is not None:
             return (("version", version),)
         return None
 
-    def _built(self, scope: str, node: ast.AST, depth: int) -> Template | None | object:
-        """The template of a string literal, an f-string, a `+` of strings, or a lookup in a table
-        of a version; _NOT_BUILT for any other node."""
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return (("text", node.value),)
-        if isinstance(node, ast.JoinedStr):
-            return self._f_string(scope, node, depth)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self._sum(scope, node, depth)
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            return self._from_table(scope, node.value.id, node.slice)
-        if _is_table_get(node):
-            return self._from_table(scope, node.func.value.id, node.args[0])
+    # The readers of each kind of node: a template, None (not one), or _NOT_BUILT (then it may
+    # still be the version itself, _version).
+    def _text(self, scope: str, node: ast.Constant, depth: int) -> Template | object:
+        return (("text", node.value),) if isinstance(node.value, str) else _NOT_BUILT
+
+    def _named(self, scope: str, node: ast.Name, depth: int) -> Template | object:
+        found = self._lookup(self.templates, scope, node.id)
+        return found if found is not None else _NOT_BUILT
+
+    def _looked_up(self, scope: str, node: ast.Subscript, depth: int) -> Template | None | object:
+        """`TABLE[V]`."""
+        return self._from_table(scope, node.value.id, node.slice) if isinstance(node.value, ast.Name) else _NOT_BUILT
+
+    def _called(self, scope: str, node: ast.Call, depth: int) -> Template | None | object:
+        """`TABLE.get(V)`, or `V.replace("a", "b")` of the version."""
+        func = node.func
+        if not isinstance(func, ast.Attribute) or node.keywords:
+            return _NOT_BUILT
+        if func.attr == "get" and isinstance(func.value, ast.Name) and len(node.args) == 1:
+            return self._from_table(scope, func.value.id, node.args[0])
+        if func.attr == "replace":
+            return self._replaced(scope, node, depth)
         return _NOT_BUILT
 
     def _f_string(self, scope: str, node: ast.JoinedStr, depth: int) -> Template | None:
@@ -92,16 +99,20 @@ class TemplateReader:
             parts += inner
         return tuple(parts)
 
-    def _sum(self, scope: str, node: ast.BinOp, depth: int) -> Template | None:
+    def _sum(self, scope: str, node: ast.BinOp, depth: int) -> Template | None | object:
         """`a + b`: both operands' parts, when both are templates."""
+        if not isinstance(node.op, ast.Add):
+            return _NOT_BUILT
         left, right = self.template(scope, node.left, depth + 1), self.template(scope, node.right, depth + 1)
         return left + right if left is not None and right is not None else None
 
-    def _replaced(self, scope: str, node: ast.Call, depth: int) -> Template | None:
+    def _replaced(self, scope: str, node: ast.Call, depth: int) -> Template | object:
         """`V.replace("a", "b")` of the release's version: the version with one more replacement."""
+        if len(node.args) != 2 or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
+            return _NOT_BUILT
         inner = self._version(scope, node.func.value, depth + 1)
         if inner is None:
-            return None
+            return _NOT_BUILT
         return (("version", json.dumps([*json.loads(inner), [node.args[0].value, node.args[1].value]])),)
 
     def _version(self, scope: str, node: ast.AST, depth: int) -> str | None:
@@ -111,10 +122,13 @@ class TemplateReader:
         if self.conditions.version_of(node) == ("s", 0):
             return "[]"
         if isinstance(node, ast.Name):
-            return _replacements(self._lookup(self.templates, scope, node.id))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "replace":
-            return _replacements(self.template(scope, node, depth + 1))
-        return None
+            found = self._lookup(self.templates, scope, node.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "replace":
+            found = self.template(scope, node, depth + 1)
+        else:
+            return None
+        # a template that is the version alone: its replacements
+        return found[0][1] if found is not None and len(found) == 1 and found[0][0] == "version" else None
 
     def _from_table(self, scope: str, table: str, key: ast.AST) -> Template | None:
         mapping = self._lookup(self.tables, scope, table)
@@ -133,7 +147,11 @@ class TemplateReader:
         return None
 
 
-_NOT_BUILT = object()  # TemplateReader._built's answer for a node it does not build
+_NOT_BUILT = object()  # a template reader's answer for a node it does not build
+_TEMPLATE_READERS = {
+    ast.Constant: TemplateReader._text, ast.JoinedStr: TemplateReader._f_string, ast.BinOp: TemplateReader._sum,
+    ast.Name: TemplateReader._named, ast.Subscript: TemplateReader._looked_up, ast.Call: TemplateReader._called,
+}
 
 
 def _is_string_table(value: ast.AST) -> bool:
@@ -141,24 +159,6 @@ def _is_string_table(value: ast.AST) -> bool:
     return isinstance(value, ast.Dict) and bool(value.keys) \
         and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys) \
         and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in value.values)
-
-
-def _is_table_get(node: ast.AST) -> bool:
-    """`TABLE.get(key)`."""
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords \
-        and node.func.attr == "get" and isinstance(node.func.value, ast.Name) and len(node.args) == 1
-
-
-def _is_text_replace(node: ast.AST) -> bool:
-    """`X.replace("a", "b")`, both literals."""
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords \
-        and node.func.attr == "replace" and len(node.args) == 2 \
-        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
-
-
-def _replacements(found: Template | None) -> str | None:
-    """The replacements of a template that is the version alone, None for any other."""
-    return found[0][1] if found is not None and len(found) == 1 and found[0][0] == "version" else None
 
 
 def module_for(template: Template, package: str, version: str) -> str | None:

@@ -108,15 +108,11 @@ class ConditionReader:
 
     # The version itself: (kind, n) with kind "p" parsed, "s" string, "t" tuple of n numbers.
     def version_of(self, node: ast.AST) -> tuple[str, int] | None:
-        if isinstance(node, ast.Name):
-            return self._lookup(self.versions, node.id)
-        if isinstance(node, ast.Attribute):
-            return self._attribute_version(node)
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
-            return self._sliced_version(node)
-        if isinstance(node, ast.Call):
-            return self._call_version(node)
-        return None
+        reader = _VERSION_READERS.get(type(node))  # by kind of node: asked of every link of a chain
+        return reader(self, node) if reader is not None else None
+
+    def _name_version(self, node: ast.Name) -> tuple[str, int] | None:
+        return self._lookup(self.versions, node.id)
 
     def _attribute_version(self, node: ast.Attribute) -> tuple[str, int] | None:
         """`sglang.__version__`, a distribution's `.version`, a parsed version's `.release` or `.base_version`."""
@@ -131,8 +127,10 @@ class ConditionReader:
 
     def _sliced_version(self, node: ast.Subscript) -> tuple[str, int] | None:
         """`V.release[:n]`: a tuple of the first n numbers."""
-        inner = self.version_of(node.value)
         bound = node.slice
+        if not isinstance(bound, ast.Slice):
+            return None
+        inner = self.version_of(node.value)
         if inner and inner[0] == "t" and bound.lower is None and bound.step is None \
                 and isinstance(bound.upper, ast.Constant) and isinstance(bound.upper.value, int):
             return ("t", bound.upper.value)
@@ -352,6 +350,13 @@ class ConditionReader:
             self.versions[(self.scope, bound)] = ("s", 0)
         elif project_module:
             self.imported_flags[bound] = f"{module}.{name}"
+
+
+# ConditionReader.version_of's reader of each kind of node; plain functions, not bound methods.
+_VERSION_READERS = {
+    ast.Name: ConditionReader._name_version, ast.Attribute: ConditionReader._attribute_version,
+    ast.Subscript: ConditionReader._sliced_version, ast.Call: ConditionReader._call_version,
+}
 
 
 def _dotted(node: ast.AST | None) -> str | None:

@@ -472,7 +472,7 @@ def _method_bindings(module: ast.Module) -> list[tuple[str, str]]:
     for statement in module.body:
         owner = statement.name if isinstance(statement, ast.ClassDef) else None
         for node in ast.walk(statement):
-            binding = _method_binding(node, owner)
+            binding = _method_binding(node, owner) if isinstance(node, (ast.Assign, ast.Call)) else None
             if binding is not None:
                 bindings.append(binding)
     return bindings
