@@ -157,7 +157,7 @@ def _saved_run(saved: Any) -> tuple[dict[str, list[Any]], list[Diagnostic] | Non
         before: dict[str, list[Any]] = saved["files"]
         if not all(_entry_shaped(entry) for entry in before.values()):
             raise ValueError("a file entry of another shape")
-        previous = [Diagnostic.from_json(item) for item in saved["diagnostics"]]
+        previous = [Diagnostic.from_record(item) for item in saved["diagnostics"]]
         previous_touched = {path: set(codes) for path, codes in saved["touched"].items()}
     except (KeyError, TypeError, ValueError, AttributeError):
         return {}, None, {}
@@ -433,7 +433,7 @@ def _merged_touched(touched: dict[str, set[str]], previous_touched: dict[str, se
 def save(store, run: Plan, diagnostics: list[Diagnostic], touched: dict[str, set[str]]) -> None:
     """The findings as merged, SGC801/SGC803 not yet left out (which a later edit elsewhere may
     bring back), and the codes of the bump in each file."""
-    store.put(run.key, {"files": run.files, "diagnostics": [d.to_json() for d in diagnostics],
+    store.put(run.key, {"files": run.files, "diagnostics": [d.to_record() for d in diagnostics],
                         "touched": {path: sorted(codes) for path, codes in sorted(touched.items())}})
 
 

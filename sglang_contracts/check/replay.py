@@ -148,7 +148,7 @@ RELEASE_FIELDS = ("label", "version", "ref", "identity", "name")
 def record(diagnostics: list[Diagnostic], scanned: int, with_contracts: int, releases: list[Release],
            delta: UpstreamDelta | None, closure: ClosureDelta | None = None) -> dict[str, Any]:
     """What a replay reports: everything a report prints, the upstream and closure deltas included."""
-    return {"diagnostics": [{**d.to_json(), "data": kept_data(d.data)} for d in diagnostics], "scanned": scanned,
+    return {"diagnostics": [d.to_record() for d in diagnostics], "scanned": scanned,
             "with_contracts": with_contracts,
             "releases": [{name: getattr(release, name) for name in RELEASE_FIELDS} for release in releases],
             "upstream_delta": delta.to_json() if delta is not None else None,
@@ -172,31 +172,12 @@ def replay_of(saved: Any) -> Replay | None:
         if len(releases) != 2 or not all(fields["label"] for fields in releases):
             return None
         delta, closure = saved["upstream_delta"], saved["closure_delta"]
-        return Replay([_with_data(Diagnostic.from_json(item), item.get("data")) for item in saved["diagnostics"]],
+        return Replay([Diagnostic.from_record(item) for item in saved["diagnostics"]],
                       int(saved["scanned"]), int(saved["with_contracts"]), releases,
                       UpstreamDelta.from_json(delta) if delta is not None else None,
                       ClosureDelta.from_json(closure) if closure is not None else None)
     except (KeyError, TypeError, ValueError):
         return None
-
-
-def _plain(value: Any) -> bool:
-    return value is None or type(value) in (str, int, float, bool) or (
-        type(value) is list and all(_plain(item) for item in value))
-
-
-def kept_data(data: dict[str, Any]) -> dict[str, Any]:
-    """A finding's facts a replay keeps (those JSON holds as they are): a report and a fix read
-    them (the markdown report's safe fixes are `fix`'s own count, on the replayed findings too)."""
-    return {key: value for key, value in data.items() if _plain(value)}
-
-
-def _with_data(diagnostic: Diagnostic, data: Any) -> Diagnostic:
-    if data is None:
-        return diagnostic
-    if type(data) is not dict:
-        raise TypeError("a kept finding's facts of another shape")
-    return dataclasses.replace(diagnostic, data=data)
 
 
 def _optional_text(value: Any) -> str | None:

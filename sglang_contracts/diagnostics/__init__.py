@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -44,6 +45,22 @@ class Diagnostic:
             **({"grouped_under": self.grouped_under} if self.grouped_under else {}),
         }
 
+    def to_record(self) -> dict[str, Any]:
+        """to_json's, with the facts JSON holds as they are (`data`'s strings, numbers, lists of
+        them): what a cache record keeps of a finding, so that a replayed or reused finding
+        serves a report and a fix as the computed one did (the markdown report's safe fixes)."""
+        return {**self.to_json(), "data": {key: value for key, value in self.data.items() if _plain(value)}}
+
+    @classmethod
+    def from_record(cls, item: dict[str, Any]) -> "Diagnostic":
+        """A finding to_record kept; TypeError for one of another shape."""
+        diagnostic, data = cls.from_json(item), item.get("data")
+        if data is None:
+            return diagnostic
+        if type(data) is not dict:
+            raise TypeError("a kept finding's facts of another shape")
+        return dataclasses.replace(diagnostic, data=data)
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Diagnostic":
         """A finding a record kept (to_json's); TypeError for one of another shape (a record's
@@ -55,6 +72,11 @@ class Diagnostic:
 
 
 _TEXTS = ("path", "code", "severity", "message", "symbol", "fingerprint")
+
+
+def _plain(value: Any) -> bool:
+    return value is None or type(value) in (str, int, float, bool) or (
+        type(value) is list and all(_plain(item) for item in value))
 
 
 def _of_the_kept_shape(diagnostic: Diagnostic) -> bool:

@@ -40,7 +40,7 @@ import sglang_contracts
 from sglang_contracts.check import incremental
 from sglang_contracts.contracts import commandline as commandline_contracts
 from sglang_contracts.infra.shell import UNSET, expand
-from sglang_contracts.patch import stack_rebase
+from sglang_contracts.patch import rebase, stack_rebase
 from sglang_contracts.project import commandline as commandline_project
 from tests.helpers import write_tree as write
 from tests.robustness.bump import OK_FINDING, cli
@@ -55,6 +55,7 @@ ANCHORED = {"match", "fullmatch"}
 # Patterns functions build from names, (module, function) -> one built as that function builds it.
 BUILT: dict[tuple[str, str], Callable[[], re.Pattern]] = {
     ("sglang_contracts.check.incremental", "_attribute_chains"): lambda: incremental._attribute_chains(["np", "torch"]),
+    ("sglang_contracts.patch.rebase", "_definition_of"): lambda: rebase._definition_of("release_memory_occupation"),
     ("sglang_contracts.contracts.commandline", "_mention_pattern"): lambda: commandline_contracts._mention_pattern("tp_size"),
     ("sglang_contracts.project.commandline", "_flag_pattern"): lambda: commandline_project._flag_pattern("--tool-"),
     ("sglang_contracts.patch.stack_rebase", "folder_pattern"): lambda: stack_rebase.folder_pattern("v0.5.14"),
