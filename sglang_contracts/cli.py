@@ -334,9 +334,9 @@ def _say_what_the_bump_did(bump, root: Path, plan: Path, body: Path, dry_run: bo
 
 
 def _write_baseline(path: Path, result) -> int:
-    from sglang_contracts.diagnostics.baseline import read_baseline, write_baseline
+    from sglang_contracts.diagnostics.baseline import previous_entries, write_baseline
 
-    previous = read_baseline(path) if path.is_file() else []
+    previous = previous_entries(path)
     count = write_baseline(path, result.diagnostics, previous)
     print(f"sglang-contracts: wrote {count} accepted finding{'s' * (count != 1)} to {printable(str(path))}", file=sys.stderr)
     return 0

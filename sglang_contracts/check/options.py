@@ -10,6 +10,8 @@ from typing import Any
 
 from sglang_contracts.check.runner import CheckOptions
 from sglang_contracts.config import find_config, with_source
+from sglang_contracts.diagnostics.catalog import load_catalog
+from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.roots import project_root_for
 
@@ -63,7 +65,20 @@ def resolve_options(paths: list[Path], overrides: Overrides) -> tuple[list[Path]
         baseline=None if overrides.writes_baseline else _first(overrides.baseline, config.path_value("baseline")),
         settings={**config.settings(), **index},
     )
+    _refuse_unknown_selections(options.select)
     if options.new is None:
         raise UsageError("--new is required (an SGLang version, a git ref with --sglang-repo, or a directory), "
                          "on the command line or as `new` in [tool.sglang-contracts]")
     return paths, options
+
+
+def _refuse_unknown_selections(select: list[str]) -> None:
+    """A `select` entry that no rule's code starts with selects nothing: a run would report
+    nothing and pass (a typo in a CI step turning the check green)."""
+    if not select:
+        raise UsageError("--select names no rule code (`sglang-contracts rules` lists them)")
+    codes = load_catalog().keys()
+    for prefix in select:
+        if not any(code.startswith(prefix) for code in codes):
+            raise UsageError(f"--select {printable(repr(prefix))} matches no rule's code "
+                             "(`sglang-contracts rules` lists them)")

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from sglang_contracts.infra.cache import atomic_write_bytes
 from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_limited
 from sglang_contracts.infra.output import write_file, writing
@@ -116,12 +117,32 @@ def write_baseline(path: Path, diagnostics: list[Diagnostic], previous: list[Ent
         "findings": [entry.to_json() for entry in entries],
     }
     data = (json.dumps(document, indent=2) + "\n").encode()
-    if _regular_or_absent(path):
+    if _regular_or_absent(path) or not written_through(path):
         with writing(path):
-            atomic_write_bytes(path, data)  # whole or not at all
-    else:  # a device (/dev/stdout, /dev/full), a FIFO or a link the user named: written to, never replaced
+            atomic_write_bytes(path, data)  # whole or not at all; a link is replaced, never written through
+    else:  # a stream the user named (/dev/stdout, /dev/full, a FIFO): written to, never replaced
         write_file(path, data)
     return len(entries)
+
+
+def written_through(path: Path) -> bool:
+    """Whether a baseline named by `path` is written to rather than replaced: a FIFO or a
+    character device, itself or at the end of the user's link (/dev/stdout). A link to a file
+    (one a pull request can commit, pointing out of the project) is replaced, its target never
+    written; a block device is refused."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    if stat.S_ISBLK(mode):
+        raise UsageError(f"{printable(str(path))}: a block device, not written as the baseline")
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def previous_entries(path: Path) -> list[Entry]:
+    """The justifications a baseline already at `path` holds: a regular file's, never a link's
+    (`--baseline` does not read a link either)."""
+    return read_baseline(path) if not path.is_symlink() and path.is_file() else []
 
 
 def _regular_or_absent(path: Path) -> bool:

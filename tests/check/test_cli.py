@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -161,3 +162,12 @@ def test_explain_says_what_to_do_before_why_and_the_examples_last(capsys) -> Non
     to_do, fix, why, first_example = (out.index(mark) for mark in ("What to do:", "Fix (unsafe", "Why:", "Example: "))
     assert to_do < fix < why < first_example < len(out)
     assert out.count("What to do:") == 1 and to_do < 600
+
+
+@pytest.mark.parametrize("select", ["SGC999", "BOGUS", "SGC23", ""])
+def test_a_select_that_matches_no_rule_is_a_usage_error_not_a_green_run(select: str, tmp_path: Path, capsys) -> None:
+    """audit5 N06: `--select SGC999` selected nothing, printed nothing and exited 0."""
+    status = main(["check", str(PROJECT), "--old", str(OLD), "--new", str(NEW), "--select", select,
+                   "--cache-dir", str(tmp_path / "cache")])
+    assert status == 2
+    assert "matches no rule's code" in capsys.readouterr().err or select == ""

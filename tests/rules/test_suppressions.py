@@ -129,3 +129,19 @@ def test_a_hook_held_by_findings_says_how_to_commit_meanwhile(check, project, mo
     assert check("--write-baseline", str(baseline), cwd=project).status == 0
     with_baseline = check("--baseline", str(baseline), cwd=project)
     assert with_baseline.status == 0 and "--write-baseline" not in with_baseline.err
+
+
+def test_a_baseline_named_by_a_link_out_is_replaced_never_written_through_or_read(check, project, tmp_path):
+    """audit5 N07: a pull request commits `contracts-baseline.json -> ../outside.json`; `check
+    --write-baseline` wrote through it (and read its justifications into the new baseline)."""
+    outside = tmp_path / "outside.json"
+    secret = json.dumps({"findings": [{"code": "SGC102", "path": "x.py", "symbol": "s", "fingerprint": "f",
+                                       "justification": "SECRET from outside"}]})
+    outside.write_text(secret)
+    link = project / "contracts-baseline.json"
+    link.symlink_to(outside)
+    written = check("--write-baseline", str(link), cwd=project)
+    assert written.status == 0, written.err
+    assert outside.read_text() == secret  # the target is untouched
+    assert not link.is_symlink() and link.is_file()  # the link itself was replaced, inside the project
+    assert "SECRET" not in link.read_text() and read(link)["findings"]
