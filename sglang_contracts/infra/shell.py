@@ -14,6 +14,7 @@ UNSET = "\0"  # a variable nothing sets: stands for any path segment
 SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")", "do", "then", "else", "elif", "{", "}"}
 SHELL_SUFFIXES = (".sh", ".bash")
 MAX_WORD = 4096  # characters of an expanded word
+MAX_LEXED = 4096  # characters of a command line read with shlex (see words)
 LEADING = {"if", "!", "while", "until", "time", "sudo", "command", "exec"}
 # `${NAME}`, `${NAME:-word}`, `$NAME`; and an unclosed `${NAME:-...`, read once to the end as a
 # variable nothing sets (tried from each `${` of a long unclosed run, the first alternative read
@@ -65,6 +66,11 @@ def expand(word: str, env: dict[str, str], keep: frozenset[str] = frozenset(), d
 
 
 def words(line: str) -> list[str]:
+    """The shell words of a command line (quotes removed, `;&|()` runs apart). shlex builds a
+    word a character at a time, in time quadratic in the word's length: a line longer than
+    MAX_LEXED (none of the real scripts' joined lines is half of it) is read as plain words."""
+    if len(line) > MAX_LEXED:
+        return line.split()
     lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
     lexer.whitespace_split = True
     lexer.commenters = ""

@@ -39,7 +39,7 @@ import pytest
 import sglang_contracts
 from sglang_contracts.check import incremental
 from sglang_contracts.contracts import commandline as commandline_contracts
-from sglang_contracts.infra.shell import UNSET, expand
+from sglang_contracts.infra.shell import UNSET, expand, words
 from sglang_contracts.patch import rebase, stack_rebase
 from sglang_contracts.project import commandline as commandline_project
 from tests.helpers import write_tree as write
@@ -406,6 +406,17 @@ def test_d6_a_shell_word_of_unclosed_variables_before_a_brace_expands_in_time() 
     # on to the `}` each time; it is a search for the last `}` now.
     with time_bound(BOUND):
         assert expand("${" * 500_000 + "}x", {}) == UNSET
+
+
+def test_n01_a_long_word_in_a_build_script_beside_a_patch_is_read_in_time(project, releases) -> None:
+    # helper-41's audit: shlex builds a word a character at a time (1 MB word: 17 s, 8 MB: about
+    # 18 minutes) when the project holds a patch and its Dockerfile's commands are read for it.
+    with time_bound(BOUND):
+        assert words("RUN echo " + "a" * 1_000_000 + " 'b c'") == ["RUN", "echo", "a" * 1_000_000, "'b", "c'"]
+    assert words("git apply 'my patch.patch' && echo ok") == ["git", "apply", "my patch.patch", "&&", "echo", "ok"]
+    write(project, {"docker/Dockerfile": "FROM lmsysorg/sglang:v0.1.0\nRUN echo " + "a" * 1_000_000 + "\n",
+                    "docker/patch/x.patch": "diff --git a/python/sglang/a.py b/python/sglang/a.py\n"})
+    checked_in_time(project, releases)
 
 
 def test_a_source_probe_whose_pattern_could_backtrack_without_bound_is_not_run(project, releases) -> None:
