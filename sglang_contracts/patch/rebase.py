@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import stat
 import subprocess
 import tempfile
 from collections import Counter
@@ -32,6 +33,7 @@ from sglang_contracts.patch.gitapply import Image, what_changed
 from sglang_contracts.patch.release import (
     files_added, find_moved, outside_package_reason, release_relpath, tree_reader,
 )
+from sglang_contracts.fix.document import write_atomically
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.gitsafety import safe_git_options
 from sglang_contracts.infra.display import patch_for, printable, printable_path
@@ -153,9 +155,26 @@ def write_under(root: Path, relpath: str, text: str | None) -> None:
         if text is None:
             target.unlink()
             return
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        _replace_file(target, text.encode("utf-8", "surrogateescape"), relpath, root)
+
+
+def _replace_file(target: Path, data: bytes, relpath: str, root: Path) -> None:
+    """A new file made exclusively, an existing regular file replaced by rename (its mode kept):
+    never written through, so a hard link's other name (a file out of the project) keeps its
+    content, and a FIFO or device at the path is refused rather than opened (campaign 5's N02, N03)."""
+    try:
+        existing = os.lstat(target)
+    except FileNotFoundError:
+        existing = None
+    if existing is None:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
         with os.fdopen(fd, "wb") as file:
-            file.write(text.encode("utf-8", "surrogateescape"))
+            file.write(data)
+    elif stat.S_ISREG(existing.st_mode):
+        write_atomically(target, data)
+    else:
+        raise UsageError(f"refused to write {printable_path(relpath)} under {printable_path(str(root))}: "
+                         "not a regular file (a link, a FIFO or a device)")
 
 
 class Merger:

@@ -126,6 +126,28 @@ def test_write_under_refuses_every_way_out(tmp_path: Path) -> None:
     assert (root / "sglang" / "srt" / "a.py").read_text() == "x = 1\n"
 
 
+def test_write_under_never_writes_through_a_hard_link_nor_opens_a_fifo(tmp_path: Path) -> None:
+    """helper-41's campaign (N02, N03): the stack rebase rewrites the project's Dockerfile and
+    patches in place; a hard link to a file out of the project had that file rewritten, and a
+    FIFO at the plan's path blocked the run for good."""
+    import os
+    import stat
+
+    root = tmp_path / "project"
+    (root / "docker").mkdir(parents=True)
+    outside = tmp_path / "outside-Dockerfile"
+    outside.write_text("ARG PATCH_VERSION=latest\n")
+    os.link(outside, root / "docker" / "Dockerfile")
+    os.chmod(root / "docker" / "Dockerfile", 0o755)
+    write_under(root, "docker/Dockerfile", "ARG PATCH_VERSION=v0.5.2\n")
+    assert outside.read_text() == "ARG PATCH_VERSION=latest\n"  # the other name keeps its content
+    assert (root / "docker" / "Dockerfile").read_text() == "ARG PATCH_VERSION=v0.5.2\n"
+    assert stat.S_IMODE((root / "docker" / "Dockerfile").stat().st_mode) == 0o755  # its mode kept
+    os.mkfifo(root / "docker" / "plan.md")
+    with pytest.raises(ContractsError, match="not a regular file"):
+        write_under(root, "docker/plan.md", "plan\n")
+
+
 def test_git_runs_no_command_a_tree_configures(tmp_path: Path) -> None:
     """A repository's own settings (an fsmonitor, hooks) run nothing under this tool's git."""
     repo = tmp_path / "repo"
