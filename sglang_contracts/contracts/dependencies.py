@@ -21,7 +21,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from sglang_contracts.closure.delta import ClosureDelta, closure_delta
-from sglang_contracts.closure.flavour import PYTORCH_BUILDS, PYTORCH_INDEX, CudaBuild, build_of
+from sglang_contracts.closure.flavour import PYTORCH_BUILDS, PYTORCH_INDEX, CudaBuild, build_of, cuda_major
 from sglang_contracts.closure.source import NO_INDEX, MetadataSource
 from sglang_contracts.closure.walk import ROOT, Closure, Need, platform_name, walk
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
@@ -564,10 +564,7 @@ TORCH_CUDA_LIBRARY = re.compile(r"nvidia-[a-z0-9-]+-cu(\d+)")  # torch's own NCC
 
 def tag_cuda_major(tag: str) -> int | None:
     match = CUDA_TAG.search(tag)
-    if match is None:
-        return None
-    digits = match.group(1)
-    return int(digits[:2] if len(digits) == 3 else digits)
+    return cuda_major(match.group(1)) if match is not None else None
 
 
 def torch_cuda_major(closure: Closure) -> tuple[int, str] | None:
