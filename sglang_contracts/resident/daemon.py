@@ -57,7 +57,7 @@ class CommandLine:
 
 def daemon_command(args: argparse.Namespace, argv: list[str], command_line: CommandLine) -> int:
     """start, stop, status (and serve: the daemon itself, which start runs detached)."""
-    if args.action == "start":  # as `check` refuses it: a daemon for a missing path served the folder above
+    if args.action != "serve":  # as `check` refuses it: a daemon for a missing path served the folder above
         require_existing([path if path.is_absolute() else Path.cwd() / path for path in args.paths])
     root, identity, key = daemon_key(args, Path.cwd())
     path = socket_path(args, key)
@@ -443,14 +443,16 @@ class Daemon:
         argv = [str(part) for part in request["check"]]
         cwd = os.getcwd()
         try:
-            os.chdir(request["cwd"])
-            # What argparse prints of a line it refuses or answers (usage, --help, --version) is
-            # for no one here: it went to the daemon's log, which only grew
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                args = self.command_line.parse(argv)
-        except (OSError, SystemExit):
-            return {"refused": "cannot run this command line here"}
-        try:
+            try:
+                os.chdir(request["cwd"])
+                # What argparse prints of a line it refuses or answers (usage, --help, --version)
+                # is for no one here: it went to the daemon's log, which only grew
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    args = self.command_line.parse(argv)
+            except (OSError, SystemExit):
+                return {"refused": "cannot run this command line here"}
+            if args.command != "check":  # a daemon runs checks, not `lsp` nor `daemon start`
+                return {"refused": "cannot run this command line here"}
             with self._as_client(bool(request.get("tty")), bool(request.get("no_color"))) as (out, err):
                 status = self.command_line.run(args, check=self.engine.check)
         finally:

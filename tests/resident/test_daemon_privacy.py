@@ -230,11 +230,14 @@ def test_a_daemon_that_never_answers_leaves_the_check_to_its_own_process_within_
     assert status == 1 and out
 
 
-@pytest.mark.parametrize("line", [["check", "--help"], ["--version"], ["check", "--format", "evil"]])
+@pytest.mark.parametrize("line", [["check", "--help"], ["--version"], ["check", "--format", "evil"],
+                                  ["lsp"], ["daemon", "start"], ["rules"]])
 def test_a_command_line_argparse_answers_or_refuses_leaves_nothing_in_the_log(line: list[str], socket_file: Path,
                                                                              capfd) -> None:
     """Campaign 4's D04: the usage or version text of a refused line was written where the
-    daemon's standard error goes (its log), 300 requests making 446 KB."""
+    daemon's standard error goes (its log), 300 requests making 446 KB. Campaign 5's N04: a
+    line of another command (`lsp`, `daemon start`) answered "internal error"; a daemon runs
+    checks only."""
     argv = ["daemon", "serve", *RELEASES]
     args = build_parser().parse_args(argv)
     root, identity, _ = client.daemon_key(args, PROJECT)
@@ -242,3 +245,14 @@ def test_a_command_line_argparse_answers_or_refuses_leaves_nothing_in_the_log(li
     assert daemon._check({"check": line, "cwd": "/"}) == {"refused": "cannot run this command line here"}
     out, err = capfd.readouterr()
     assert out == "" and err == ""
+
+
+@pytest.mark.parametrize("action", ["status", "stop"])
+def test_status_and_stop_of_a_missing_path_say_so_as_start_does(action: str, socket_file: Path, tmp_path,
+                                                                   capsys) -> None:
+    """Campaign 5's N05: `daemon status /nonexistent` answered about the folder above ("no
+    daemon for /"); it is refused as `daemon start` and `check` refuse it."""
+    missing = tmp_path / "nonexistent"
+    assert main(["daemon", action, str(missing), *RELEASES]) == 2
+    out, err = capsys.readouterr()
+    assert "no such file or directory" in err and str(missing) in err and "no daemon for" not in out
