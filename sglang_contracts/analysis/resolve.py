@@ -51,7 +51,7 @@ class ProjectView:
         self.classes: dict[str, ProjectClass] = {}
         self.bindings: dict[str, dict[str, str]] = {}
         for facts in ctx.project.files.values():
-            table = facts.bindings()
+            table = dict(facts.bindings())  # a copy: the file's classes are added to it
             for fact in facts.classes:
                 key = f"{facts.module}.{fact.name}"
                 self.classes[key] = ProjectClass(key, facts, fact)

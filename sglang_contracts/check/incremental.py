@@ -56,15 +56,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib
 import json
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.project.facts import FACT_LISTS, FileFacts, Position, json_without
-from sglang_contracts.project.index import ProjectIndex, module_name_for
+from sglang_contracts.infra.lines import line_digests
+from sglang_contracts.project.index import ProjectIndex, module_name_for, recorded_facts
 from sglang_contracts.project.commandline import ignores_unknown_flags
 from sglang_contracts.project.named_reads import CLASS_DEFINITION
 
@@ -99,6 +101,8 @@ class Plan:
     # too (a base's method hands the subclass's object to borrowed code: SGC314 at the base,
     # runner._computed)
     members_changed: set[str] = field(default_factory=set)
+    # The each_file tables the last run asked (ProjectIndex.asked), kept with this run's
+    asked: dict[str, Any] = field(default_factory=dict)
 
     @property
     def members_edited(self) -> bool:
@@ -135,10 +139,15 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
     import_outlines = import_outlines or {}
     # The project's top-level packages tell its imports from third-party ones, in every file's facts.
     key = hashlib.sha256(f"{salt}\0{project.packages}".encode("utf-8", "surrogateescape")).hexdigest()
-    before, previous, previous_touched = _saved_run(store.get(key))
+    saved = store.get(key)
+    before, previous, previous_touched = _saved_run(saved)
+    asked = saved.get("asked") if previous is not None else None
+    asked = asked if isinstance(asked, dict) else {}
+    if moved is None:  # a process of its own: the last run's records tell
+        moved = moved_since_recorded(project, asked)
     files = _file_entries(project, before, import_outlines)
     if every_file or previous is None or _outlines_changed(before, files):
-        return Plan(key, files)  # a project-wide fact changed: every file is recomputed
+        return Plan(key, files, asked=asked)  # a project-wide fact changed: every file is recomputed
     imports_edited = any(entry[4] != files[rel][4] for rel, entry in before.items())
     members_changed = {rel for rel, entry in before.items() if rel in files and entry[5] != files[rel][5]}
     changed = _changed_files(before, files)
@@ -147,7 +156,7 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
     # why is this run's to say, the size of an editor's buffer included.
     unread = {problem.path for problem in project.problems}
     return Plan(key, files, previous, _closure(read_elsewhere, _importers(before, files)) | changed | unread,
-                previous_touched, imports_edited, members_changed)
+                previous_touched, imports_edited, members_changed, asked)
 
 
 def _saved_run(saved: Any) -> tuple[dict[str, list[Any]], list[Diagnostic] | None, dict[str, set[str]]]:
@@ -235,7 +244,7 @@ def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tup
     if not _same_placeless_facts(before.files.get(relpath), now.files.get(relpath), placeless):
         return False
     texts = before.texts[relpath], now.texts[relpath]
-    lines = _moved_lines(*texts)
+    lines = _moved_lines(texts[0].split("\n"), texts[1].split("\n"))
     for table_key, table in now.tables.items():
         if table_key not in now.analyses:
             return False
@@ -244,6 +253,61 @@ def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tup
             return False
         table[relpath] = [now.digests[relpath], rows[1]]
     return True
+
+
+def moved_since_recorded(now: ProjectIndex, asked: Any) -> Callable[[str, str], bool] | None:
+    """moved_only for a process that has not the index before the edit: the file's content then
+    is known by its digest, its facts and line digests by the cache's records of it, and each
+    analysis's rows of it by that analysis's table as the last run left it (`asked`: the last
+    run's each_file tables (ProjectIndex.asked); None, and the importers are checked again,
+    when an analysis could not be named)."""
+    if not isinstance(asked, dict) or now.cache.folder is None:
+        return None
+    analyses = [(key, _named_analysis(row)) for key, row in sorted(asked.items())]
+    if any(analysis is None for _, analysis in analyses):
+        return None
+    placeless: dict[str, tuple[FileFacts, list]] = {}
+
+    def moved(relpath: str, digest_before: str | None) -> bool:
+        if digest_before is None or relpath not in now.digests:
+            return False
+        facts_before, lines_before = recorded_facts(now, relpath, digest_before)
+        if lines_before is None or (facts_before is None and relpath in now.files) \
+                or not _same_placeless_facts(facts_before, now.files.get(relpath), placeless):
+            return False
+        text = now.texts[relpath]
+        lines = _moved_lines(lines_before, line_digests(text))
+        for key, analysis in analyses:
+            entry = now.stored_table(key).get(relpath)
+            if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == digest_before):
+                return False
+            try:
+                rows = now.scanned_rows(analysis[0], relpath)
+                rows = rows if rows is not None else _rows(analysis, relpath, text)
+            except Exception:  # each_file reports it
+                return False
+            if _as_json(_lines_moved(entry[1], lines)) != _as_json(rows):
+                return False
+        return True
+
+    return moved
+
+
+def _named_analysis(row: Any) -> tuple[Callable[[str, str], list], Callable[[str], bool]] | None:
+    """(analyse, may_hold) of a ProjectIndex.asked row: [kind, [module, name, keywords] of
+    each]; None for another shape or a module of another package."""
+    try:
+        _, analyse, may_hold = row
+        return _named_function(*analyse), _named_function(*may_hold)
+    except (ValueError, TypeError, ImportError, AttributeError):
+        return None
+
+
+def _named_function(module: str, name: str, keywords: dict[str, Any]) -> Callable:
+    if not (isinstance(module, str) and module.startswith("sglang_contracts.") and isinstance(keywords, dict)):
+        raise ValueError(f"not one of this tool's functions: {module}")
+    function = getattr(importlib.import_module(module), name)
+    return functools.partial(function, **keywords) if keywords else function
 
 
 def _comparable(before: ProjectIndex, now: ProjectIndex, relpath: str, digest_before: str | None) -> bool:
@@ -296,11 +360,12 @@ def _placeless(facts: FileFacts, kept: dict[str, tuple[FileFacts, list]]) -> lis
     return known[1]
 
 
-def _moved_lines(before: str, now: str) -> dict[int, int]:
+def _moved_lines(before: Sequence, now: Sequence) -> dict[int, int]:
     """1-based line numbers of the lines of `before` that are the same before and after the
     edited stretch -> where they are in `now` (an edit in two places leaves the lines between
-    unmapped: their rows then differ, and the importers are checked again)."""
-    old_lines, new_lines = before.split("\n"), now.split("\n")
+    unmapped: their rows then differ, and the importers are checked again). The lines, or
+    their digests."""
+    old_lines, new_lines = before, now
     shortest = min(len(old_lines), len(new_lines))
     head = 0
     while head < shortest and old_lines[head] == new_lines[head]:
@@ -430,11 +495,15 @@ def _merged_touched(touched: dict[str, set[str]], previous_touched: dict[str, se
     return files
 
 
-def save(store, run: Plan, diagnostics: list[Diagnostic], touched: dict[str, set[str]]) -> None:
+def save(store, run: Plan, diagnostics: list[Diagnostic], touched: dict[str, set[str]],
+         asked: dict[str, list[str] | None] | None = None) -> None:
     """The findings as merged, SGC801/SGC803 not yet left out (which a later edit elsewhere may
-    bring back), and the codes of the bump in each file."""
+    bring back), the codes of the bump in each file, and the each_file tables this run and the
+    last asked (ProjectIndex.asked: the next run compares an edited file's rows in them,
+    moved_since_recorded)."""
+    asked = {**run.asked, **(asked or {})}
     store.put(run.key, {"files": run.files, "diagnostics": [d.to_record() for d in diagnostics],
-                        "touched": {path: sorted(codes) for path, codes in sorted(touched.items())}})
+                        "touched": {path: sorted(codes) for path, codes in sorted(touched.items())}, "asked": asked})
 
 
 def imports_digest(project: ProjectIndex, relpath: str) -> str | None:

@@ -473,7 +473,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     found.update(problem_diagnostics(problems, root))
     diagnostics = _unsuppressed(found, options, active, recorded, noqa)
     diagnostics = _enriched(diagnostics, options.severity, text, old, new)
-    diagnostics, touched = _merged_and_recorded(store, partial_run, diagnostics, whole, touched)
+    diagnostics, touched = _merged_and_recorded(store, partial_run, diagnostics, whole, touched, project)
     if bump and partial_run is not None:
         diagnostics = bump_noise_filtered(diagnostics, touched)
     if serving.served:  # after the record is kept: an edit of the choice alone changes what is judged
@@ -599,7 +599,7 @@ def _found_in_part(context: Any, codes: list[str], whole: set[str], partial_run:
 
 
 def _merged_and_recorded(store: Callable[[str], JsonCache], partial_run: Any, diagnostics: list[Diagnostic],
-                         whole: set[str], touched: dict[str, set[str]]
+                         whole: set[str], touched: dict[str, set[str]], project: ProjectIndex
                          ) -> tuple[list[Diagnostic], dict[str, set[str]]]:
     """With an incremental plan: the last run's findings of the files not checked again merged
     in, and the result recorded for the next run (incremental.py)."""
@@ -608,7 +608,7 @@ def _merged_and_recorded(store: Callable[[str], JsonCache], partial_run: Any, di
     if not partial_run:
         return diagnostics, touched
     diagnostics, touched = incremental.merged(partial_run, diagnostics, whole, touched)
-    incremental.save(store("incremental"), partial_run, diagnostics, touched)
+    incremental.save(store("incremental"), partial_run, diagnostics, touched, project.asked)
     return diagnostics, touched
 
 

@@ -261,7 +261,7 @@ def run_parts_in_two(first: tuple[CheckContext, list[str]], second: tuple[CheckC
         with collecting_problems() as noted:
             found = list(run_checks(there, second_codes, own))
         unreadable = [sorted(_reported_modules(model) - before) for model, before in zip(models, reported)]
-        return found, own, noted, there.project.problems[known_problems:], unreadable
+        return found, own, noted, there.project.problems[known_problems:], unreadable, there.project.asked
 
     waiting = start_forked(in_the_copy) if second_codes and first_codes else (lambda patience=None: None)
     started = time.monotonic()
@@ -275,9 +275,10 @@ def run_parts_in_two(first: tuple[CheckContext, list[str]], second: tuple[CheckC
     if result is None:
         found.update(run_checks(there, second_codes, problems))
         return found
-    diagnostics, own, noted, project_problems, unreadable = result
+    diagnostics, own, noted, project_problems, unreadable, asked = result
     found.update(diagnostics)
     problems.extend(own)
+    there.project.asked.update(asked)  # the per-file tables the copy's rules read
     for problem in noted:
         note(problem)
     there.project.problems.extend(project_problems)

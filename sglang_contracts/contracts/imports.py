@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -268,12 +269,13 @@ def guarded_import_falls_back(ctx: CheckContext) -> Iterator[Diagnostic]:
 def upstream_reads(ctx: CheckContext) -> Iterator[tuple[FileFacts, AttributeFact, str]]:
     """(facts, chain, the upstream path its root stands for) for each dotted read rooted at an
     imported name that stands for something upstream (through the project's re-exports too)."""
+    upstream_path = functools.lru_cache(maxsize=None)(ctx.project.upstream_path)  # files import alike
     for facts in ctx.project.files.values():
         bindings = facts.bindings()
         for chain in facts.attributes:
             if chain.store or chain.root not in bindings:
                 continue
-            root = ctx.project.upstream_path(bindings[chain.root])
+            root = upstream_path(bindings[chain.root])
             if root is not None:
                 yield facts, chain, root
 

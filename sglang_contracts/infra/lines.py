@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import array
 import ast
+import base64
 import re
+import zlib
 from functools import lru_cache
 from types import SimpleNamespace
 from typing import Iterator
@@ -86,3 +89,24 @@ def matches_at_line_start(pattern: re.Pattern[str], text: str) -> Iterator[tuple
         yield text[line_start:start], match
         at = match.end()
         line_start = text.rfind("\n", start, at) + 1 or line_start
+
+
+def line_digests(text: str) -> list[int]:
+    """A 64-bit digest of each line of a text (split at "\\n" alone), the same in every process:
+    what tells, of two versions of a file, which lines are the same (incremental.moved_only)
+    when only the digests of the old one are kept."""
+    return [zlib.crc32(line) << 32 | zlib.adler32(line)
+            for line in text.encode("utf-8", "surrogatepass").split(b"\n")]
+
+
+def encoded_line_digests(text: str) -> str:
+    return base64.b64encode(array.array("Q", line_digests(text)).tobytes()).decode("ascii")
+
+
+def decoded_line_digests(encoded: object) -> list[int] | None:
+    """encoded_line_digests' digests; None for anything else."""
+    try:
+        data = base64.b64decode(encoded, validate=True) if isinstance(encoded, str) else b"?"
+        return array.array("Q", data).tolist() if len(data) % 8 == 0 else None
+    except ValueError:
+        return None

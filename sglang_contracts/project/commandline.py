@@ -737,7 +737,7 @@ def direct_launch(project: ProjectIndex) -> PassThrough | None:
     """Upstream's server launched with flags the project writes itself; None when it never is."""
     module = sys.modules[__name__]
     uses = [Use(relpath, Position(line, col), kind, name, value, how, _scope(scope)) for relpath, kind, name, value, how,
-            line, col, scope in project.each_file("launch-lists", _launch_rows, lambda text: LAUNCHER in text, module)]
+            line, col, scope in project.each_file("launch-lists", _launch_rows, _may_launch, module)]
     root = project.root.resolve()
     for path in walk_project([root], lambda name: name.endswith((".sh", ".bash"))):
         text = read_project_text(path, root)
@@ -762,7 +762,7 @@ def pass_through(project: ProjectIndex) -> list[PassThrough]:
 
 def _wrappers(project: ProjectIndex, module: object) -> list[Wrapper]:
     """Every wrapper of `add_cli_args` in the project's Python files."""
-    raw = project.each_file("cli-wrappers", _file_wrappers, lambda text: ENTRY in text and "add_argument" in text, module)
+    raw = project.each_file("cli-wrappers", _file_wrappers, _may_wrap, module)
     return [Wrapper(path, line, flag_prefix, dest_prefix,
                     tuple((text, Position(l, c)) for text, l, c in entries), skip_list,
                     tuple((old, new, Position(l, c)) for old, new, l, c in renames))
@@ -777,7 +777,7 @@ def _wrapper_pass_through(project: ProjectIndex, wrapper: Wrapper, texts: list[t
     analyse = partial(_use_rows, flag_prefix=flag_prefix, dest_prefix=dest_prefix)  # sendable to a worker
     for relpath, kind, name, value, how, line, col, scope in project.each_file(
             f"cli-uses {flag_prefix} {dest_prefix}", analyse,
-            lambda text, f=flag_prefix, d=dest_prefix: f in text or d in text, module):
+            partial(_may_use, flag_prefix=flag_prefix, dest_prefix=dest_prefix), module):
         result.uses.append(Use(relpath, Position(line, col), kind, name, value, how, _scope(scope)))
     for path, text in texts:
         if text and flag_prefix in text:
@@ -785,3 +785,15 @@ def _wrapper_pass_through(project: ProjectIndex, wrapper: Wrapper, texts: list[t
     result.uses.sort(key=lambda use: (use.path, use.position.line, use.position.col))
     result.index()
     return result
+
+
+def _may_launch(text: str) -> bool:
+    return LAUNCHER in text
+
+
+def _may_wrap(text: str) -> bool:
+    return ENTRY in text and "add_argument" in text
+
+
+def _may_use(text: str, flag_prefix: str, dest_prefix: str) -> bool:
+    return flag_prefix in text or dest_prefix in text

@@ -323,8 +323,14 @@ class FileFacts:
         return decoded
 
     def bindings(self) -> dict[str, str]:
-        """Local name -> the dotted path its import binds (star imports excluded)."""
-        return {fact.bound: fact.binds for fact in self.imports if fact.name != "*"}
+        """Local name -> the dotted path its import binds (star imports excluded): made once per
+        imports list (the whole project's rules ask it of every file, several times a run), so
+        not to be changed by the caller."""
+        kept = self.__dict__.get("_bindings")
+        if kept is None or kept[0] is not self.imports:
+            kept = self.__dict__["_bindings"] = (self.imports, {fact.bound: fact.binds for fact in self.imports
+                                                                if fact.name != "*"})
+        return kept[1]
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON, each fact a positional list (half the size of field names, and faster to

@@ -7,12 +7,13 @@ the project's own modules that re-export SGLang names. Facts are cached per file
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 import re
 import sys
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterable, Iterator, MutableMapping
@@ -22,7 +23,7 @@ from sglang_contracts.infra import pysource
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, problem_for
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, is_below, os_reason, read_limited
-from sglang_contracts.infra.lines import matches_at_line_start
+from sglang_contracts.infra.lines import decoded_line_digests, encoded_line_digests, matches_at_line_start
 from sglang_contracts.infra.parallel import iter_jobs
 from sglang_contracts.infra.temporaries import is_temporary, remove_if_stale
 from sglang_contracts.project.facts import FileFacts, forget_shared
@@ -207,6 +208,7 @@ def _scanned(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tupl
     facts, analyses = _scanned_facts(job)
     result = facts.to_record()
     cache.put(key, result)
+    cache.put(lines_key(key), encoded_line_digests(job[2]))
     return facts, result, analyses
 
 
@@ -218,6 +220,13 @@ def _scanned_facts(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -
     # A syntax tree and facts: many objects and no cycles, all freed as the scan returns.
     with collector_paused():
         return scan_source(relpath, module, text, packages), _on_the_scanned_tree(relpath, text)
+
+
+# The per-file tables the index's build reads (each_file): they decide which files are scanned
+# and what the re-export table holds, which a re-check compares as the files' outlines and
+# whether they are indexed (incremental.py), and the build has them up to date before any
+# comparison: not among what a file's edit is compared by (ProjectIndex.asked).
+BUILD_TABLES = ("sglang-mentions", "imports")
 
 
 @dataclass
@@ -247,6 +256,11 @@ class ProjectIndex:
     # Files or analyses the report lacks, and why (SGC000, SGC001): unreadable files, and the
     # per-file analyses that failed (a scan's own problem is in its facts).
     problems: list[Problem] = field(default_factory=list)
+    # table key -> [kind, analyse's module and name, may_hold's module and name] of each
+    # each_file this run asked (None where one is no module's own function): what the next run,
+    # in a process of its own, compares an edited file's rows of (incremental.moved_since_recorded)
+    asked: dict[str, list[str] | None] = field(default_factory=dict, repr=False)
+    read_tables: dict[str, dict[str, list]] = field(default_factory=dict, repr=False)  # stored_table's
 
     def each_file(self, kind: str, analyse: Callable[[str, str], list], may_hold: Callable[[str], bool],
                   *code: ModuleType, by_pattern: bool = False) -> list:
@@ -262,6 +276,9 @@ class ProjectIndex:
         computed = self._computed(kind, analyse, may_hold, table, by_pattern)
         if self.analyses is not None:
             self.analyses[table_key] = (analyse, may_hold)
+        if kind not in BUILD_TABLES:
+            named = [_function_name(analyse), _function_name(may_hold)]
+            self.asked[table_key] = None if None in named else [kind, *named]
         fresh, recomputed, found = self._refreshed(table, computed)
         if recomputed or fresh.keys() != table.keys():
             if self.unwritten is not None:
@@ -270,15 +287,22 @@ class ProjectIndex:
                 self.cache.put(table_key, fresh)
         if self.tables is not None:
             self.tables[table_key] = fresh
+        self.read_tables[table_key] = fresh  # as written: the table a later each_file of the run reads
         return found
 
     def _stored_table(self, table_key: str) -> dict[str, list]:
         """each_file's table as last kept: a resident process's own (the record it wrote is not
         read and decoded again), or the cache's record; empty when there is none."""
         stored = self.tables.get(table_key) if self.tables is not None else None
-        if stored is None:
+        return stored if isinstance(stored, dict) else self.stored_table(table_key)
+
+    def stored_table(self, table_key: str) -> dict[str, list]:
+        """The cache's record of an each_file table as the last run left it (empty when there is
+        none), read once a run: the plan reads it before the checks do (incremental.py)."""
+        if table_key not in self.read_tables:
             stored = self.cache.get(table_key)
-        return stored if isinstance(stored, dict) else {}
+            self.read_tables[table_key] = stored if isinstance(stored, dict) else {}
+        return self.read_tables[table_key]
 
     def _computed(self, kind: str, analyse: Callable[[str, str], list], may_hold: Callable[[str], bool],
                   table: dict[str, list], by_pattern: bool) -> dict[str, list | None]:
@@ -417,6 +441,36 @@ def _facts_key(relpath: str, module: str, content: str, packages: tuple[str, ...
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def _function_name(function: Callable) -> list | None:
+    """[module, name, keywords] by which another process finds a module's own function (with
+    the keywords a `functools.partial` of it gives); None for a lambda, a nested function, a
+    method, or a partial with positional arguments or keywords that are not plain values."""
+    keywords: dict[str, Any] = {}
+    if isinstance(function, partial):
+        if function.args or not all(isinstance(value, (str, int, bool)) for value in function.keywords.values()):
+            return None
+        keywords, function = dict(function.keywords), function.func
+    module, name = getattr(function, "__module__", None), getattr(function, "__qualname__", "")
+    return [module, name, keywords] if module and name.isidentifier() else None
+
+
+def lines_key(facts_key: str) -> str:
+    """The key of the line digests (infra/lines.py) of the content a facts record is of: what a
+    later run compares the file's new lines with, when only the old content's digest is known."""
+    return hashlib.sha256(f"lines\0{facts_key}".encode()).hexdigest()
+
+
+def recorded_facts(index: ProjectIndex, relpath: str, digest: str) -> tuple[FileFacts | None, list[int] | None]:
+    """(the facts, the line digests) the cache holds of a file's content by its digest, as a
+    scan of it wrote them; None for what it holds not."""
+    key = _facts_key(relpath, module_name_for(relpath), digest, index.packages)
+    try:
+        facts = index.cache.get_decoded(key, FileFacts.from_json)
+    except (KeyError, TypeError, ValueError):
+        facts = None
+    return facts, decoded_line_digests(index.cache.get(lines_key(key)))
+
+
 def read_python(path: Path, root: Path | None = None) -> tuple[str, str]:
     """(SHA-256 of a project Python file's bytes, its text decoded); raises Unreadable, as for a
     link out of the project `root`."""
@@ -486,29 +540,160 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
 
-    _scan_rounds(index, texts, cache, workers, memo, after_first_round)
+    last = LastRounds.read(index, cache)
+    planned = last.planned(index, texts, memo) if last is not None else None
+    if planned is None or not _scanned_as_planned(index, texts, cache, workers, memo, planned, after_first_round):
+        rounds = _scan_rounds(index, texts, cache, workers, memo, after_first_round)
+        LastRounds.made(index, texts, memo, rounds).write(index, cache, last)
+    else:
+        planned.last.updated(index, texts, planned).write(index, cache, last)
     memo.kept_for(index.digests)
     return index
 
 
 def _scan_rounds(index: ProjectIndex, texts: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None,
-                 memo: IndexMemo, after_first_round: Callable[[ProjectIndex], None] | None) -> None:
+                 memo: IndexMemo, after_first_round: Callable[[ProjectIndex], None] | None) -> list[list[str]]:
     """Scan the files that name SGLang, then, round after round, those they make matter: the
-    importers of names they re-export from SGLang, the definers of classes they use."""
+    importers of names they re-export from SGLang, the definers of classes they use. The files
+    of each round, in order."""
     pending = _mentioning_sglang(index, memo)
     imports: dict[str, _Imports] = {}  # each file's import statements, read once however many rounds
-    rounds = 0
+    rounds: list[list[str]] = []
     while pending:
         _scan(index, {rel: texts[rel] for rel in pending}, cache, workers)
-        scanned = [index.files[rel] for rel in sorted(pending) if rel in index.files]
+        rounds.append(sorted(pending))
+        scanned = [index.files[rel] for rel in rounds[-1] if rel in index.files]
         # The files of earlier rounds are linked already, and come before these in index.files:
         # linking these alone leaves the table as linking every file again would.
         _link(index, scanned)
-        if not rounds and after_first_round is not None:
+        if len(rounds) == 1 and after_first_round is not None:
             after_first_round(index)
-        pending = (_importers_of_reexports(index, texts, imports, memo, rounds)
+        pending = (_importers_of_reexports(index, texts, imports, memo, len(rounds) - 1)
                    | _definers_of_used_classes(scanned, index, texts, memo))
-        rounds += 1
+    return rounds
+
+
+@dataclass
+class Planned:
+    """The last build's rounds, to be scanned again as they were: `changed`, the files whose
+    content changed since, with their facts where a round scans them (`prescanned`)."""
+
+    last: "LastRounds"
+    changed: list[str]
+    prescanned: dict[str, FileFacts] = field(default_factory=dict)
+
+
+@dataclass
+class LastRounds:
+    """Which files the last build of this project scanned, round by round, and what of each
+    file decided it: a build whose changed files read alike (the same SGLang mention and
+    imports read from the text; scanned, the same top-level bindings, class bases and modules
+    of the classes it uses: _round_inputs) scans the same files in the same rounds, and scans
+    them so without looking for the next round's (the re-export rounds were a tenth of an
+    edited file's re-check in a process of its own)."""
+
+    packages: list[str]
+    files: dict[str, list]  # relpath -> [content digest, mentions SGLang, digest of its imports as read]
+    rounds: list[list[str]]
+    scanned: dict[str, str]  # relpath -> digest of its _round_inputs
+
+    @classmethod
+    def read(cls, index: ProjectIndex, cache: JsonCache) -> "LastRounds | None":
+        saved = cache.get(_rounds_key(index.root))
+        try:
+            last = cls(list(saved["packages"]), dict(saved["files"]), [list(batch) for batch in saved["rounds"]],
+                       dict(saved["scanned"]))
+            shaped = all(isinstance(entry, list) and len(entry) == 3 for entry in last.files.values())
+        except (KeyError, TypeError, ValueError):
+            return None
+        return last if shaped else None
+
+    @classmethod
+    def made(cls, index: ProjectIndex, texts: dict[str, tuple[str, str]], memo: IndexMemo,
+             rounds: list[list[str]]) -> "LastRounds":
+        imports = _read_imports(index, memo)
+        files = {rel: [digest, memo.sglang_mentioned(digest, index.texts[rel]),
+                       _imports_digest(imports.get(rel) or _Imports.read(rel, texts[rel][0], index.texts[rel]))]
+                 for rel, digest in index.digests.items()}
+        scanned = {rel: _round_inputs(index.files[rel]) for batch in rounds for rel in batch if rel in index.files}
+        return cls(list(index.packages), files, rounds, scanned)
+
+    def planned(self, index: ProjectIndex, texts: dict[str, tuple[str, str]], memo: IndexMemo) -> Planned | None:
+        """The rounds to scan again, when every changed file reads alike before it is scanned."""
+        if self.packages != list(index.packages) or self.files.keys() != index.digests.keys():
+            return None
+        changed = [rel for rel, digest in index.digests.items() if self.files[rel][0] != digest]
+        # Read as a build reads them (their tables kept up to date for the next run's comparisons:
+        # incremental.moved_since_recorded), unchanged files from those tables.
+        mentioning, imports = _mentioning_sglang(index, memo), _read_imports(index, memo)
+        for rel in changed:
+            if (rel in mentioning) != self.files[rel][1] or rel not in imports \
+                    or _imports_digest(imports[rel]) != self.files[rel][2]:
+                return None
+        return Planned(self, changed)
+
+    def updated(self, index: ProjectIndex, texts: dict[str, tuple[str, str]], planned: Planned) -> "LastRounds":
+        files = dict(self.files)
+        for rel in planned.changed:
+            files[rel] = [index.digests[rel], *self.files[rel][1:]]
+        return LastRounds(self.packages, files, self.rounds, self.scanned)
+
+    def write(self, index: ProjectIndex, cache: JsonCache, last: "LastRounds | None") -> None:
+        if last is None or self != last:
+            cache.put(_rounds_key(index.root), {"packages": self.packages, "files": self.files, "rounds": self.rounds,
+                                                "scanned": self.scanned})
+
+
+def _scanned_as_planned(index: ProjectIndex, texts: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None,
+                        memo: IndexMemo, planned: Planned, after_first_round: Callable[[ProjectIndex], None] | None
+                        ) -> bool:
+    """The last build's rounds scanned again, when each changed file a round scans gives the
+    same round inputs (scanned first, on their own: nothing is in the index until all agree);
+    False, and nothing scanned into the index, when one does not."""
+    in_rounds = {rel for batch in planned.last.rounds for rel in batch}
+    for rel in planned.changed:
+        if rel in in_rounds:
+            scratch = ProjectIndex(root=index.root, cache=cache, packages=index.packages, texts=index.texts,
+                                   tables=index.tables, analyses=index.analyses, unwritten=index.unwritten)
+            _scan(scratch, {rel: texts[rel]}, cache, workers)
+            index.parsed += scratch.parsed
+            for kind, rows in scratch.on_the_scanned_tree.items():
+                index.on_the_scanned_tree.setdefault(kind, {}).update(rows)
+            if _round_inputs(scratch.files[rel]) != planned.last.scanned.get(rel):
+                return False
+            planned.prescanned[rel] = scratch.files[rel]
+    for number, batch in enumerate(planned.last.rounds):
+        _scan(index, {rel: texts[rel] for rel in batch}, cache, workers, known=planned.prescanned)
+        scanned = [index.files[rel] for rel in batch if rel in index.files]
+        _link(index, scanned)
+        for facts in scanned:  # as _definers_of_used_classes keeps them, for a resident process's next edit
+            memo.class_modules[facts.path] = (facts, _class_modules(facts))
+        if number == 0 and after_first_round is not None:
+            after_first_round(index)
+    return True
+
+
+@lru_cache(maxsize=None)
+def _rounds_key(root: Path) -> str:
+    key = f"index-rounds\0{_scanner_fingerprint()}\0{code_fingerprint(sys.modules[__name__])}\0{root}"
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _imports_digest(imports: "_Imports") -> str:
+    return _json_digest([imports.froms, sorted(imports.modules)])
+
+
+def _round_inputs(facts: FileFacts) -> str:
+    """What of a scanned file decides the next rounds: what it binds at its top level (the
+    re-export table), its top-level classes' bases as dotted paths (the project's subclasses of
+    SGLang's), and the modules that may define the classes it uses."""
+    named = [cls for cls in facts.classes if "." not in cls.name] if facts.module else []
+    bases = [[cls.name, _dotted_bases(cls.bases, facts.bindings(), facts.module)] for cls in named]
+    return _json_digest([_top_level_bindings(facts), bases, _class_modules(facts)])
+
+
+def _json_digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, default=str).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _mentioning_sglang(index: ProjectIndex, memo: IndexMemo) -> set[str]:
@@ -522,6 +707,11 @@ def _mentioning_sglang(index: ProjectIndex, memo: IndexMemo) -> set[str]:
     for rel, digest in index.digests.items():
         memo.mentions[digest] = rel in found
     return found
+
+
+def any_text(text: str) -> bool:
+    """each_file's test of a file every text of which may hold something."""
+    return True
 
 
 def _mention_row(relpath: str, text: str) -> list[str]:
@@ -653,8 +843,13 @@ def _resolve_alike(now: list[tuple[str, str]], before: list[tuple[str, str]]) ->
         for (name, target), (was_name, was_target) in zip(now, before))
 
 
-def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None) -> None:
-    jobs, scanned = _uncached(index, batch, cache)
+def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None,
+          known: dict[str, FileFacts] | None = None) -> None:
+    """The batch's files' facts into the index, in path order: those `known` (scanned already),
+    the cache's, and the others scanned."""
+    known = {rel: facts for rel, facts in (known or {}).items() if rel in batch}
+    jobs, scanned = _uncached(index, {rel: item for rel, item in batch.items() if rel not in known}, cache)
+    scanned.update(known)
     index.parsed += len(jobs)
     if len(jobs) == 1:  # a re-check's edited file: here, and its facts as scanned (decoding them costs a tenth of it)
         scanned[jobs[0][0]] = _scanned_here(index, jobs[0], cache)
@@ -698,6 +893,7 @@ def _scanned_here(index: ProjectIndex, job: tuple[str, str, str, tuple[str, ...]
     if index.unwritten is not None:
         facts, analyses = _scanned_facts(job)
         index.unwritten[job[5]] = (cache, facts)
+        index.unwritten[lines_key(job[5])] = (cache, encoded_line_digests(job[2]))
     else:
         facts, _, analyses = _scanned(job)
     _keep_analyses(index, job[0], analyses)
@@ -766,7 +962,7 @@ def imports_by_text(index: ProjectIndex) -> dict[str, tuple[list[tuple[str, list
     """relpath -> (source module and names of each `from` import, modules of plain imports) of
     every Python file, read from its text without parsing it: what the files the scan left out
     import (a package's `from . import engine`). Cached per content, in the table the index reads."""
-    rows = index.each_file("imports", _imports_row, lambda text: True, sys.modules[__name__], by_pattern=True)
+    rows = index.each_file("imports", _imports_row, any_text, sys.modules[__name__], by_pattern=True)
     return {relpath: ([(source, names) for source, names in froms], modules) for relpath, froms, modules in rows}
 
 
@@ -857,7 +1053,7 @@ def _read_imports(index: ProjectIndex, memo: IndexMemo) -> dict[str, _Imports]:
     if all(memo.imports.get(rel, ("",))[0] == digest for rel, digest in index.digests.items()):
         return {rel: row[1] for rel, row in memo.imports.items() if rel in index.digests}
     found = {}
-    for rel, froms, modules in index.each_file("imports", _imports_row, lambda text: True, sys.modules[__name__],
+    for rel, froms, modules in index.each_file("imports", _imports_row, any_text, sys.modules[__name__],
                                                by_pattern=True):
         found[rel] = _Imports([(source, names) for source, names in froms], set(modules))
         memo.imports[rel] = (index.digests[rel], found[rel])

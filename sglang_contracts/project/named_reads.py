@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from sglang_contracts.infra.cache import code_fingerprint
 from sglang_contracts.project.facts import Position
-from sglang_contracts.project.index import ProjectIndex
+from sglang_contracts.project.index import ProjectIndex, any_text
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.project.stack import is_package_code
 from sglang_contracts.infra.pysource import child_nodes, parse_shared
@@ -51,7 +51,7 @@ def names_in_files(project: ProjectIndex) -> NamesInFiles:
     `a.name.x`), and which classes the package code defines, by text: a superset, cached
     per file."""
     found = NamesInFiles({}, set())
-    for relpath, read_from, classes in project.each_file("names-in-files", _file_names, lambda text: True,
+    for relpath, read_from, classes in project.each_file("names-in-files", _file_names, any_text,
                                                        sys.modules[__name__], by_pattern=True):
         found.read_from[relpath] = set(read_from)
         if is_package_code(relpath):

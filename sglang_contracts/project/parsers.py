@@ -88,7 +88,7 @@ def wrapper_allows_abbreviations(project: ProjectIndex, path: str, line: int) ->
     """Whether every parser the wrapper function (defined at `path:line`) is applied to accepts
     abbreviations: True or False when all are seen and agree, None when one cannot be seen or
     they disagree (then an abbreviated flag is not judged)."""
-    facts = project.each_file("argument-parsers", file_parser_calls, lambda text: "ArgumentParser" in text or "def " in text,
+    facts = project.each_file("argument-parsers", file_parser_calls, _may_parse_arguments,
                               sys.modules[__name__], sys.modules[is_argument_parser.__module__])
     name = _function_at(facts, path, line)
     if name is None:
@@ -134,3 +134,7 @@ def _callers_passing(calls: list[list], callees: set[str], seen: set[str], value
             else:
                 values.add(None)
     return callers
+
+
+def _may_parse_arguments(text: str) -> bool:
+    return "ArgumentParser" in text or "def " in text

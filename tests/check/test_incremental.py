@@ -89,11 +89,27 @@ def test_a_reexport_module_rechecks_its_importers(fixture_project, plans) -> Non
     project, options = fixture_project
     run_check([project], options)
     core = project / "demo_omni" / "vendor" / "sglang" / "core.py"
-    core.write_text(core.read_text() + "\n# a comment that changes no fact\n")
+    core.write_text(core.read_text() + "\nDEFAULT_ARGS = server_args.ServerArgs  # a read of SGLang: a new fact\n")
     same_as_a_full_run(project, options)
     recomputed = plans[-1].recomputed
     assert "demo_omni/vendor/sglang/core.py" in recomputed and "demo_omni/engine.py" in recomputed
     assert "demo_omni/model_runner.py" not in recomputed  # it imports nothing of the project's
+
+
+def test_an_edit_that_only_moves_code_leaves_the_importers_out_in_a_process_of_its_own(fixture_project,
+                                                                                     plans) -> None:
+    """The last run's records of the edited file (its facts and line digests by its old
+    content, the per-file tables as that run left them) tell a run that has not the index
+    before the edit what a resident process's moved_only tells: code moved, no fact changed."""
+    project, options = fixture_project
+    run_check([project], options)
+    core = project / "demo_omni" / "vendor" / "sglang" / "core.py"
+    core.write_text("# a comment above: every fact a line lower\n\n" + core.read_text())
+    same_as_a_full_run(project, options)
+    assert plans[-1].recomputed == {"demo_omni/vendor/sglang/core.py"}
+    core.write_text(core.read_text() + "\nDEFAULT_ARGS = server_args.ServerArgs\n")  # and now a fact
+    same_as_a_full_run(project, options)
+    assert "demo_omni/engine.py" in plans[-1].recomputed
 
 
 def test_an_edit_of_a_class_s_members_alone_rechecks_its_file_its_importers_and_the_rules_reading_members_anywhere(
@@ -725,6 +741,6 @@ def test_the_rows_of_flag_uses_move_with_their_function_so_a_typed_line_only_mov
     before, after = (_use_rows("app/launch.py", source, "--sglang-", "sglang_") for source in (text, typed))
     assert [row[2] for row in before] == ["sglang_dp_size", "sglang_tp_size"]
     assert {_scope(row[-1]) for row in before} == {"launch@4"} and {_scope(row[-1]) for row in after} == {"launch@5"}
-    moved = incremental._lines_moved(before, incremental._moved_lines(text, typed))
+    moved = incremental._lines_moved(before, incremental._moved_lines(text.split("\n"), typed.split("\n")))
     assert incremental._as_json(moved) == incremental._as_json(after)
 
