@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from sglang_contracts.analysis.borrowing import (CALLABLE_KINDS, Borrower, Root, borrowers, reached_from_root,
                                                  skips_base_init)
 from sglang_contracts.analysis.resolve import ProjectClass, ProjectView, Resolver, project_view
+from sglang_contracts.infra.memo import Codec
 from sglang_contracts.project.facts import CallFact, FileFacts, Receiver
 from sglang_contracts.upstream.model import Member
 
@@ -162,10 +163,40 @@ def _class_roots(ctx: CheckContext, view: ProjectView, resolver: Resolver, cls: 
 
 
 def reach(ctx: CheckContext, resolver: Resolver) -> Reach:
-    """`_reach` for one release. No position enters it (a path is scopes and qualnames): a
-    resident process keeps it from run to run while edits only move the project's code."""
+    """`_reach` for one release. No position enters it (a path is scopes and qualnames): kept
+    from run to run while edits only move the project's code (REACH_KEPT: in the records too)."""
     release = "old" if resolver.model is ctx.old else "new"
-    return ctx.of_placeless_project(f"upstream-reach-{release}", lambda context: _reach(context, resolver))
+    return ctx.of_placeless_project(f"upstream-reach-{release}", lambda context: _reach(context, resolver),
+                                    REACH_KEPT)
+
+
+def _member_json(member: Member) -> list:
+    return [member.owner, member.name, member.kind, member.record]
+
+
+def _member(data: list) -> Member:
+    owner, name, kind, record = data
+    if not (isinstance(owner, str) and isinstance(name, str) and isinstance(kind, str) and isinstance(record, dict)):
+        raise TypeError("not a member")
+    return Member(owner, name, kind, record)
+
+
+def _reach_json(found: Reach) -> dict:
+    return {"per_class": {key: [[_member_json(member), path] for member, path in entered]
+                          for key, entered in found.per_class.items()},
+            "anywhere": [[owner, name, _member_json(member), path] for (owner, name), (member, path) in
+                         found.anywhere.items()]}
+
+
+def _reach_from_json(data: dict) -> Reach:
+    per_class = {str(key): [(_member(member), [str(step) for step in path]) for member, path in entered]
+                 for key, entered in data["per_class"].items()}
+    anywhere = {(str(owner), str(name)): (_member(member), [str(step) for step in path])
+                for owner, name, member, path in data["anywhere"]}
+    return Reach(per_class, anywhere)
+
+
+REACH_KEPT = Codec(_reach_json, _reach_from_json)
 
 
 def passes(call: list, params: list, name: str) -> bool:

@@ -466,6 +466,7 @@ class Resolver:
         key = (facts.path, position, attr)
         if key not in self._inferred:
             text = self.view.ctx.project.texts.get(facts.path)
+            self.view.ctx.texts_read.add(facts.path)  # what a kept placeless value also rests on
             names = self.inference.classes_at(facts.module, facts.path, text, position, attr) if text else None
             self._inferred[key] = self._named_instances(names or ())
         return self._inferred[key]

@@ -66,6 +66,7 @@ from typing import Any, Callable, Iterable, Sequence
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.project.facts import FACT_LISTS, FileFacts, Position, json_without
 from sglang_contracts.infra.lines import line_digests
+from sglang_contracts.infra.memo import KeptMemo
 from sglang_contracts.project.index import ProjectIndex, module_name_for, recorded_facts
 from sglang_contracts.project.commandline import ignores_unknown_flags
 from sglang_contracts.project.named_reads import CLASS_DEFINITION
@@ -103,6 +104,9 @@ class Plan:
     members_changed: set[str] = field(default_factory=set)
     # The each_file tables the last run asked (ProjectIndex.asked), kept with this run's
     asked: dict[str, Any] = field(default_factory=dict)
+    # The changed files that only moved code (moved_only), and each file's digest in the last run
+    moved: set[str] = field(default_factory=set)
+    digests_before: dict[str, str] = field(default_factory=dict)
 
     @property
     def members_edited(self) -> bool:
@@ -152,11 +156,12 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
     members_changed = {rel for rel, entry in before.items() if rel in files and entry[5] != files[rel][5]}
     changed = _changed_files(before, files)
     read_elsewhere = _read_elsewhere(changed, before, moved)
+    digests_before = {rel: entry[0] for rel, entry in before.items()}
     # A file the index could not read has no digest to compare (too large, permission denied):
     # why is this run's to say, the size of an editor's buffer included.
     unread = {problem.path for problem in project.problems}
     return Plan(key, files, previous, _closure(read_elsewhere, _importers(before, files)) | changed | unread,
-                previous_touched, imports_edited, members_changed, asked)
+                previous_touched, imports_edited, members_changed, asked, changed - read_elsewhere, digests_before)
 
 
 def _saved_run(saved: Any) -> tuple[dict[str, list[Any]], list[Diagnostic] | None, dict[str, set[str]]]:
@@ -272,25 +277,55 @@ def moved_since_recorded(now: ProjectIndex, asked: Any) -> Callable[[str, str], 
         if digest_before is None or relpath not in now.digests:
             return False
         facts_before, lines_before = recorded_facts(now, relpath, digest_before)
-        if lines_before is None or (facts_before is None and relpath in now.files) \
-                or not _same_placeless_facts(facts_before, now.files.get(relpath), placeless):
-            return False
+        alike = lines_before is not None and not (facts_before is None and relpath in now.files) \
+            and _same_placeless_facts(facts_before, now.files.get(relpath), placeless)
         text = now.texts[relpath]
-        lines = _moved_lines(lines_before, line_digests(text))
+        lines = _moved_lines(lines_before or [], line_digests(text))
+        # Every table's rows are found and kept (as each_file keeps them), whatever the verdict:
+        # a table this run's checks ask no more of is then up to date for the next comparison.
         for key, analysis in analyses:
             entry = now.stored_table(key).get(relpath)
-            if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == digest_before):
-                return False
             try:
                 rows = now.scanned_rows(analysis[0], relpath)
                 rows = rows if rows is not None else _rows(analysis, relpath, text)
             except Exception:  # each_file reports it
-                return False
-            if _as_json(_lines_moved(entry[1], lines)) != _as_json(rows):
-                return False
-        return True
+                alike = False
+                continue
+            was = entry[1] if isinstance(entry, list) and len(entry) == 2 and entry[0] == digest_before else None
+            now.keep_rows(key, relpath, rows)
+            alike = alike and was is not None and _as_json(_lines_moved(was, lines)) == _as_json(rows)
+        return alike
 
     return moved
+
+
+def kept_placeless(store, run: Plan, project: ProjectIndex) -> KeptMemo:
+    """The placeless memo of a process of its own (CheckContext.of_placeless_project): a value
+    is read from its record when every file changed since it was computed only moved code
+    since the last run (as a resident process keeps its memo: moved_only), that run's record
+    naming the file as it was then, and computing it read the text of none of them; each value
+    computed is written with the files' digests."""
+    digests = dict(project.digests)
+
+    def record_key(key: str) -> str:
+        return hashlib.sha256(f"placeless\0{run.key}\0{key}".encode("utf-8", "surrogateescape")).hexdigest()
+
+    def read(key: str) -> Any:
+        saved = store.get(record_key(key))
+        try:
+            then, texts_read, value = saved["digests"], set(saved["texts_read"]), saved["value"]
+            changed = {rel for rel in then.keys() | digests.keys() if then.get(rel) != digests.get(rel)}
+        except (KeyError, TypeError, AttributeError):
+            return None
+        if any(rel not in run.moved or run.digests_before.get(rel) != then.get(rel) or rel in texts_read
+               for rel in changed):
+            return None
+        return value
+
+    def write(key: str, encoded: Any, texts_read: list[str]) -> None:
+        store.put(record_key(key), {"digests": digests, "texts_read": texts_read, "value": encoded})
+
+    return KeptMemo(read, write)
 
 
 def _named_analysis(row: Any) -> tuple[Callable[[str, str], list], Callable[[str], bool]] | None:

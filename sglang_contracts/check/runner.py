@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 # that a replay (and the editor's first answer) does not pay for importing every rule.
 from sglang_contracts.diagnostics import baseline as baselines
 from sglang_contracts.check import replay
+from sglang_contracts.infra.memo import KeptMemo
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_root, first_link_in,
                                           first_tracked_in, tag_cache_folders, unwritable_reason,
@@ -139,11 +140,17 @@ class Fresh:
         """Where the checks keep what they derive from the two releases alone (CheckContext.of_releases)."""
         return {}
 
-    def placeless_memo(self, old: UpstreamModel, new: UpstreamModel) -> dict[str, Any]:
+    def placeless_memo(self, old: UpstreamModel, new: UpstreamModel, partial_run: Any = None,
+                       store: Callable[[str], JsonCache] | None = None, project: ProjectIndex | None = None
+                       ) -> dict[str, Any]:
         """Where the checks keep what they derive from the releases and the whole project's
         facts without positions (CheckContext.of_placeless_project), asked once the run's plan
-        is made."""
-        return {}
+        (`partial_run`) is made: here, in the records the last run left (incremental.kept_placeless)."""
+        from sglang_contracts.check import incremental
+
+        if partial_run is None or store is None or project is None:
+            return {}
+        return incremental.kept_placeless(store("incremental"), partial_run, project)
 
     def files_memo(self, salt: str | None, setup_py: str | None) -> dict[str, Any]:
         """Where the checks keep what they read of the project's files that are not Python and
@@ -443,7 +450,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     context = CheckContext(project=released, old=old, new=new,
                            report_unresolved=options.report_unresolved, settings=options.settings,
                            releases_memo=keep.releases_memo(old, new),
-                           placeless_memo=keep.placeless_memo(old, new),  # after the plan: see ResidentEngine
+                           placeless_memo=keep.placeless_memo(old, new, partial_run, store, project),  # after the plan
                            files_memo=keep.files_memo(salt, _setup_py_state(root, released)), serving=serving)
     active = partial(code_active, select=options.select, ignore=options.ignore,
                      per_file_ignores=options.per_file_ignores)
@@ -586,7 +593,8 @@ def _found_in_part(context: Any, codes: list[str], whole: set[str], partial_run:
         in_full |= view.descendant_files(bases)
     # The local rules see other files' outlines only: none of the whole project's analyses.
     local = dataclasses.replace(context, project=incremental.checked_project(context.project, in_full), memo={},
-                                placeless_memo={}, checked=frozenset(partial_run.recomputed))
+                                placeless_memo=_read_only(context.placeless_memo),
+                                checked=frozenset(partial_run.recomputed))
     local_codes = [code for code in codes if code not in whole]
     whole_codes = [code for code in codes if code in whole]
     if checks_in_two:  # the whole project's rules in a forked copy meanwhile
@@ -596,6 +604,15 @@ def _found_in_part(context: Any, codes: list[str], whole: set[str], partial_run:
         found.update(run_checks(context, whole_codes, problems))
     local.memo.clear()
     return found
+
+
+def _read_only(placeless_memo: dict) -> dict:
+    """The local rules' placeless memo: what the last run kept of the whole project (a full
+    run's values, which a process of its own reads from the records: KeptMemo), never what they
+    compute of the outlines they see."""
+    if not isinstance(placeless_memo, KeptMemo):
+        return {}
+    return KeptMemo(placeless_memo.read, lambda key, encoded, texts_read: None)
 
 
 def _merged_and_recorded(store: Callable[[str], JsonCache], partial_run: Any, diagnostics: list[Diagnostic],
@@ -608,6 +625,7 @@ def _merged_and_recorded(store: Callable[[str], JsonCache], partial_run: Any, di
     if not partial_run:
         return diagnostics, touched
     diagnostics, touched = incremental.merged(partial_run, diagnostics, whole, touched)
+    project.write_kept_rows()  # before the record that names the tables
     incremental.save(store("incremental"), partial_run, diagnostics, touched, project.asked)
     return diagnostics, touched
 

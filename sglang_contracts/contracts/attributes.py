@@ -21,6 +21,7 @@ from sglang_contracts.analysis.resolve import Instance, Resolver, project_view, 
 from sglang_contracts.analysis.migrated import (asks_upstream, import_needed_names, migration_fields, project_sites,
                                                 upstream_migrations)
 from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.infra.memo import Codec
 from sglang_contracts.migrations.learn import Question
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
 from sglang_contracts.project.index import mentions
@@ -322,7 +323,7 @@ def _named_losses(ctx: CheckContext) -> list[tuple[LostAttribute, str]]:
 
 
 def _each_named_loss(ctx: CheckContext) -> Iterator[tuple[LostAttribute, str]]:
-    names_by_file, suspects = ctx.of_placeless_project("named-losses", _suspects)
+    names_by_file, suspects = ctx.of_placeless_project("named-losses", _suspects, SUSPECTS_KEPT)
     for snake, origin, now, lost in suspects:
         for attr in lost:
             found = list(_untyped_named_reads(ctx, names_by_file, snake, attr, origin, now))
@@ -349,6 +350,24 @@ def _suspects(ctx: CheckContext) -> tuple[dict[str, set[str]], list[tuple[str, s
             now, lost = _lost_names(ctx, path, origin)
             suspects.append((snake, origin, now, sorted(lost - provided)))
     return names_by_file, suspects
+
+
+def _suspects_json(value: tuple[dict[str, set[str]], list[tuple[str, str, str | None, list[str]]]]) -> list:
+    names_by_file, suspects = value
+    return [{path: sorted(names) for path, names in names_by_file.items()}, [list(suspect) for suspect in suspects]]
+
+
+def _suspects_from_json(data: list) -> tuple[dict[str, set[str]], list[tuple[str, str, str | None, list[str]]]]:
+    names_by_file, suspects = data
+    decoded = []
+    for snake, origin, now, lost in suspects:
+        if not (isinstance(snake, str) and isinstance(origin, str) and isinstance(now, (str, type(None)))):
+            raise TypeError("not a suspect")
+        decoded.append((snake, origin, now, [str(name) for name in lost]))
+    return {str(path): {str(name) for name in names} for path, names in names_by_file.items()}, decoded
+
+
+SUSPECTS_KEPT = Codec(_suspects_json, _suspects_from_json)
 
 
 def _untyped_named_reads(ctx: CheckContext, names_by_file: dict[str, set[str]], snake: str, attr: str,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.boundary import Problem, collecting_problems, note, problem_for
+from sglang_contracts.infra.memo import Codec, KeptMemo
 from sglang_contracts.infra.parallel import start_forked
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import ProjectIndex
@@ -56,6 +57,9 @@ class CheckContext:
     # The rules this process's run_checks runs: what a shared analysis may prepare for at once
     # (the migrations every one of them will ask about, learned in one pass: analysis/migrated.py).
     running: frozenset[str] = frozenset()
+    # The files whose text an analysis read beyond their facts (astroid's inference at a site):
+    # what a kept placeless value rests on besides the facts (KeptMemo)
+    texts_read: set[str] = field(default_factory=set)
 
     def checked_files(self) -> list[FileFacts]:
         """The facts of the files whose findings this run keeps, in the project's order."""
@@ -76,14 +80,29 @@ class CheckContext:
             self.releases_memo[key] = compute(self)
         return self.releases_memo[key]
 
-    def of_placeless_project(self, key: str, compute: Callable[["CheckContext"], Any]) -> Any:
+    def of_placeless_project(self, key: str, compute: Callable[["CheckContext"], Any], codec: Codec | None = None) -> Any:
         """`shared` for what `compute` derives from the releases and every project file's facts
         but their positions (no position, line or column may be in what it returns, nor decide
-        it), under this run's settings: kept from run to run while those are the same."""
+        it), under this run's settings: kept from run to run while those are the same, and,
+        given a `codec`, from one process to the next (KeptMemo)."""
         key = f"{key}\0{json.dumps([self.settings, self.report_unresolved], sort_keys=True, default=repr)}"
         if key not in self.placeless_memo:
-            self.placeless_memo[key] = compute(self)
+            self.placeless_memo[key] = self._kept_or_computed(key, compute, codec)
         return self.placeless_memo[key]
+
+    def _kept_or_computed(self, key: str, compute: Callable[["CheckContext"], Any], codec: Codec | None) -> Any:
+        memo = self.placeless_memo
+        if codec is None or not isinstance(memo, KeptMemo):
+            return compute(self)
+        encoded = memo.read(key)
+        if encoded is not None:
+            try:
+                return codec.decode(encoded)
+            except (KeyError, TypeError, ValueError, IndexError):  # another shape: computed again
+                pass
+        value = compute(self)
+        memo.write(key, codec.encode(value), sorted(self.texts_read))
+        return value
 
     def of_stack_files(self, key: str, compute: Callable[["CheckContext"], Any]) -> Any:
         """`shared` for what `compute` reads of the project's files that are not Python and of

@@ -261,6 +261,7 @@ class ProjectIndex:
     # in a process of its own, compares an edited file's rows of (incremental.moved_since_recorded)
     asked: dict[str, list[str] | None] = field(default_factory=dict, repr=False)
     read_tables: dict[str, dict[str, list]] = field(default_factory=dict, repr=False)  # stored_table's
+    rows_kept: set[str] = field(default_factory=set, repr=False)  # the tables keep_rows changed since written
 
     def each_file(self, kind: str, analyse: Callable[[str, str], list], may_hold: Callable[[str], bool],
                   *code: ModuleType, by_pattern: bool = False) -> list:
@@ -285,6 +286,7 @@ class ProjectIndex:
                 self.unwritten[table_key] = (self.cache, fresh)
             else:
                 self.cache.put(table_key, fresh)
+            self.rows_kept.discard(table_key)
         if self.tables is not None:
             self.tables[table_key] = fresh
         self.read_tables[table_key] = fresh  # as written: the table a later each_file of the run reads
@@ -295,6 +297,18 @@ class ProjectIndex:
         read and decoded again), or the cache's record; empty when there is none."""
         stored = self.tables.get(table_key) if self.tables is not None else None
         return stored if isinstance(stored, dict) else self.stored_table(table_key)
+
+    def keep_rows(self, table_key: str, relpath: str, rows: list) -> None:
+        """A file's rows of an each_file table, found as this run's analysis finds them (the plan
+        compares them: incremental.moved_since_recorded), kept in the table as each_file would
+        keep them; written by write_kept_rows when no each_file of the run writes the table."""
+        self.stored_table(table_key)[relpath] = [self.digests[relpath], rows]
+        self.rows_kept.add(table_key)
+
+    def write_kept_rows(self) -> None:
+        for table_key in sorted(self.rows_kept):
+            self.cache.put(table_key, self.read_tables[table_key])
+        self.rows_kept.clear()
 
     def stored_table(self, table_key: str) -> dict[str, list]:
         """The cache's record of an each_file table as the last run left it (empty when there is

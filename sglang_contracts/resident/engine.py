@@ -248,7 +248,8 @@ class ResidentEngine(Fresh):
 
         return moved
 
-    def placeless_memo(self, old: UpstreamModel, new: UpstreamModel) -> dict:
+    def placeless_memo(self, old: UpstreamModel, new: UpstreamModel, partial_run: object = None,
+                       store: object = None, project: object = None) -> dict:
         """The last run's while its models are these and every file changed since only moved
         (see the module's docstring); else a fresh one, kept for the next run."""
         if self._given is None or self._given[1][0] is not old or self._given[1][1] is not new:

@@ -744,3 +744,64 @@ def test_the_rows_of_flag_uses_move_with_their_function_so_a_typed_line_only_mov
     moved = incremental._lines_moved(before, incremental._moved_lines(text.split("\n"), typed.split("\n")))
     assert incremental._as_json(moved) == incremental._as_json(after)
 
+
+
+def test_a_process_of_its_own_reads_what_the_last_run_derived_of_the_whole_project_while_edits_only_move_code(
+        fixture_project, plans, monkeypatch) -> None:
+    """SGC302's reach of upstream code and SGC322's suspects (CheckContext.of_placeless_project
+    with a codec) are kept in the records with every file's digest: read again while every file
+    changed since only moved code (what a resident process keeps in memory), computed again after
+    an edit of a fact, and never read over a changed file whose text computing them read."""
+    from sglang_contracts.analysis import callers
+    from sglang_contracts.contracts import attributes
+
+    computed: list[str] = []
+    for module, name in ((callers, "_reach"), (attributes, "_suspects")):
+        original = getattr(module, name)
+
+        def counting(*args, original=original, name=name):
+            computed.append(name)
+            return original(*args)
+
+        monkeypatch.setattr(module, name, counting)
+    monkeypatch.setattr(runner.Fresh, "checks_in_two", False)  # the counts of this process
+    project, options = fixture_project
+
+    def checked() -> list[str]:
+        """What the incremental run computed (then compared with a full run's findings)."""
+        computed.clear()
+        result = run_check([project], options)
+        ran = list(computed)
+        assert findings(result) == findings(run_check([project], dataclasses.replace(options, replay=False)))
+        assert result.diagnostics
+        return ran
+
+    assert {"_reach", "_suspects"} <= set(checked())
+    core = project / "demo_omni" / "vendor" / "sglang" / "core.py"
+    core.write_text("# a line above: the code moves\n" + core.read_text())
+    assert checked() == [] and plans[-1].moved == {"demo_omni/vendor/sglang/core.py"}
+    core.write_text(core.read_text() + "\nDEFAULT_ARGS = server_args.ServerArgs\n")  # a fact: computed again
+    assert {"_reach", "_suspects"} <= set(checked())
+
+
+def test_a_kept_value_whose_computation_read_the_text_of_a_file_edited_since_is_computed_again(
+        fixture_project, plans, monkeypatch) -> None:
+    from sglang_contracts.analysis import callers
+
+    computed: list[str] = []
+    original = callers._reach
+
+    def reading(ctx, resolver):
+        computed.append("_reach")
+        ctx.texts_read.add("demo_omni/vendor/sglang/core.py")  # as astroid's inference at a site there would
+        return original(ctx, resolver)
+
+    monkeypatch.setattr(callers, "_reach", reading)
+    monkeypatch.setattr(runner.Fresh, "checks_in_two", False)
+    project, options = fixture_project
+    run_check([project], options)
+    core = project / "demo_omni" / "vendor" / "sglang" / "core.py"
+    computed.clear()
+    core.write_text("# a line above: the code moves\n" + core.read_text())
+    run_check([project], options)
+    assert plans[-1].moved == {"demo_omni/vendor/sglang/core.py"} and "_reach" in computed
