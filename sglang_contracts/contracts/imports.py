@@ -269,15 +269,23 @@ def guarded_import_falls_back(ctx: CheckContext) -> Iterator[Diagnostic]:
 def upstream_reads(ctx: CheckContext) -> Iterator[tuple[FileFacts, AttributeFact, str]]:
     """(facts, chain, the upstream path its root stands for) for each dotted read rooted at an
     imported name that stands for something upstream (through the project's re-exports too)."""
+    for facts, chain, root in _upstream_chains(ctx):
+        if not chain.store:
+            yield facts, chain, root
+
+
+def _upstream_chains(ctx: CheckContext) -> Iterator[tuple[FileFacts, AttributeFact, str]]:
+    """(facts, chain, the upstream path its root stands for) of every dotted chain, read or
+    written, rooted at an imported name that stands for something upstream. A file whose
+    imports bind nothing upstream has none: its chains are not decoded (most files')."""
     upstream_path = functools.lru_cache(maxsize=None)(ctx.project.upstream_path)  # files import alike
     for facts in ctx.project.files.values():
-        bindings = facts.bindings()
+        roots = {name: root for name, target in facts.bindings().items() if (root := upstream_path(target)) is not None}
+        if not roots:
+            continue
         for chain in facts.attributes:
-            if chain.store or chain.root not in bindings:
-                continue
-            root = upstream_path(bindings[chain.root])
-            if root is not None:
-                yield facts, chain, root
+            if chain.root in roots:
+                yield facts, chain, roots[chain.root]
 
 
 def _module_attribute_losses(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str, str, str | None]]:
@@ -321,14 +329,10 @@ def _assigned_by_project(ctx: CheckContext) -> dict[str, dict[str, int]]:
     """upstream dotted path -> file -> the first line where the project assigns it (`m.x = ...`,
     `(m.x, m.y) = ...`)."""
     assigned: dict[str, dict[str, int]] = {}
-    for facts in ctx.project.files.values():
-        bindings = facts.bindings()
-        for chain in facts.attributes:
-            if chain.store and chain.root in bindings and chain.positions:
-                root = ctx.project.upstream_path(bindings[chain.root])
-                if root is not None:
-                    lines = assigned.setdefault(".".join((root, *chain.attrs)), {})
-                    lines[facts.path] = min(lines.get(facts.path, chain.positions[-1].line), chain.positions[-1].line)
+    for facts, chain, root in _upstream_chains(ctx):
+        if chain.store and chain.positions:
+            lines = assigned.setdefault(".".join((root, *chain.attrs)), {})
+            lines[facts.path] = min(lines.get(facts.path, chain.positions[-1].line), chain.positions[-1].line)
     return assigned
 
 

@@ -47,3 +47,12 @@ def held(texts: Mapping[str, str], relpath: str) -> str | bytes:
 
 def as_text(form: str | bytes) -> str:
     return form if isinstance(form, str) else form.decode("utf-8", "surrogatepass")
+
+
+def mentions_text(texts: Mapping[str, str], relpath: str, word: str) -> bool:
+    """Whether a file's text holds `word` (False for a file without text), tested on the form
+    the mapping holds it in: no text is decoded for it."""
+    if relpath not in texts:
+        return False
+    form = held(texts, relpath)
+    return (word.encode("utf-8") in form) if isinstance(form, bytes) else (word in form)
