@@ -292,6 +292,10 @@ class JsonCache:
         assert self.folder is not None
         return self.folder / key[:2] / f"{key}.json"
 
+    def holds(self, key: str) -> bool:
+        """Whether a record is kept under the key (not whether it reads back: `get` tells)."""
+        return self.folder is not None and os.path.isfile(self._path(key))
+
     def get(self, key: str) -> Any | None:
         if self.folder is None:
             return None

@@ -487,6 +487,18 @@ class UpstreamModel:
             dynamic=extracted.get("dynamic"),
         )
 
+    def all_cached(self, names: Iterable[str]) -> bool:
+        """Whether every module among `names` is loaded or has a record in the cache: none is
+        to be extracted (none is read to tell)."""
+        for name in set(names):
+            if name in self._modules or not is_upstream(name):
+                continue
+            kind, relpath, key = self._source(name)
+            if kind and kind != UNREADABLE and relpath is not None and key not in self._forms \
+                    and not self.cache.holds(key):
+                return False
+        return True
+
     def pending_extractions(self, names: Iterable[str]) -> list[tuple[str, str, str, str, str]]:
         """(name, kind, relpath, code, key) of the modules among `names` not yet loaded or cached.
         The cached ones are loaded on the way: the file is read and its record decoded once."""

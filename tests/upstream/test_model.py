@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.sources.base import Release
 from sglang_contracts.sources.directory import DirectoryTree
 from sglang_contracts.upstream.model import UpstreamModel
@@ -233,3 +234,25 @@ def test_a_module_extracted_with_its_other_release_gives_the_records_it_gives_al
     assert methods[0]["load"]["assigns"] == {"_load": "value"}
     assert methods[0]["changed"]["reads"] == ["a"] and methods[1]["changed"]["reads"] == ["b", "c"]
     assert len(known) == 6  # run, getter, two setters, two `changed`: nothing computed twice
+
+
+def test_a_warm_prefetch_reads_no_record_and_a_cold_one_extracts(tmp_path: Path) -> None:
+    """prefetch extracts, in parallel, the modules the project imports that the cache holds no
+    record of; when it holds them all (a re-check) it reads none: each is read when a check
+    first asks for it, only those."""
+    from sglang_contracts.check.prefetch import prefetch
+    from sglang_contracts.project.facts import FileFacts, ImportFact, Position
+
+    release = release_at(tmp_path / "tree", "pypi:sglang==0.1.0")
+    (tmp_path / "tree/sglang/srt/two.py").write_text(TWO_CLASSES)
+    at = Position(1, 1)
+    imports = [ImportFact(at, at, "sglang.srt.two", "Asked", "Asked")]
+    project = ProjectIndex(root=tmp_path, files={"app.py": FileFacts(path="app.py", module="app", imports=imports)})
+    cold = UpstreamModel(release, JsonCache(tmp_path / "cache"))
+    assert not cold.all_cached({"sglang.srt.two"})
+    prefetch(project, [cold], workers=1)
+    assert cold.stats.parsed == 1 and cold.all_cached({"sglang.srt.two"})
+    warm = UpstreamModel(release, JsonCache(tmp_path / "cache"))
+    prefetch(project, [warm], workers=1)
+    assert warm.stats.from_cache == 0 and warm.stats.parsed == 0  # nothing read yet
+    assert warm.class_record("sglang.srt.two.Asked") is not None and warm.stats.from_cache == 1
