@@ -233,8 +233,7 @@ def _importers(before: dict[str, list[Any]], files: dict[str, list[Any]]) -> dic
     return importers
 
 
-def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tuple[FileFacts, list]], relpath: str,
-               digest_before: str | None) -> bool:
+def moved_only(before: ProjectIndex, now: ProjectIndex, relpath: str, digest_before: str | None) -> bool:
     """Whether, of what other files' findings may read of a file (its facts, what each_file's
     analyses read in its text), only where its code sits changed between two indexes of a
     resident process: its facts are the same but their positions, and each analysis's rows of
@@ -242,11 +241,10 @@ def moved_only(before: ProjectIndex, now: ProjectIndex, placeless: dict[str, tup
     that is not a line and moved, or a line that changed, makes them differ: the importers are
     checked again). No finding of another file cites a position of this one but those of the
     rules checked whole at every edit (SGC602's). Each row this computes for the file
-    is kept in its table, for each_file to use as it would its own; `placeless`: the facts
-    without positions of the files this process compared, by path (the caller's to keep)."""
+    is kept in its table, for each_file to use as it would its own."""
     if not _comparable(before, now, relpath, digest_before):
         return False
-    if not _same_placeless_facts(before.files.get(relpath), now.files.get(relpath), placeless):
+    if not _same_placeless_facts(before.files.get(relpath), now.files.get(relpath)):
         return False
     texts = before.texts[relpath], now.texts[relpath]
     lines = _moved_lines(texts[0].split("\n"), texts[1].split("\n"))
@@ -271,14 +269,12 @@ def moved_since_recorded(now: ProjectIndex, asked: Any) -> Callable[[str, str], 
     analyses = [(key, _named_analysis(row)) for key, row in sorted(asked.items())]
     if any(analysis is None for _, analysis in analyses):
         return None
-    placeless: dict[str, tuple[FileFacts, list]] = {}
-
     def moved(relpath: str, digest_before: str | None) -> bool:
         if digest_before is None or relpath not in now.digests:
             return False
         facts_before, lines_before = recorded_facts(now, relpath, digest_before)
         alike = lines_before is not None and not (facts_before is None and relpath in now.files) \
-            and _same_placeless_facts(facts_before, now.files.get(relpath), placeless)
+            and _same_placeless_facts(facts_before, now.files.get(relpath))
         text = now.texts[relpath]
         lines = _moved_lines(lines_before or [], line_digests(text))
         # Every table's rows are found and kept (as each_file keeps them), whatever the verdict:
@@ -352,14 +348,13 @@ def _comparable(before: ProjectIndex, now: ProjectIndex, relpath: str, digest_be
                 or relpath not in now.digests or now.tables is None or now.analyses is None)
 
 
-def _same_placeless_facts(old: FileFacts | None, new: FileFacts | None,
-                          placeless: dict[str, tuple[FileFacts, list]]) -> bool:
+def _same_placeless_facts(old: FileFacts | None, new: FileFacts | None) -> bool:
     """Whether the file's facts are the same but their positions (both parsed, nothing that
     could not be read), or the file is indexed in neither."""
     if (old is None) != (new is None):
         return False
     return old is None or new is None or not (old.parse_error or new.parse_error or old.problem or new.problem
-                                              or _placeless(old, placeless) != _placeless(new, placeless))
+                                              or old.placeless_digest() != new.placeless_digest())
 
 
 def _rows_then_and_now(now: ProjectIndex, entry: Any, analysis: tuple, relpath: str, digest_before: str,
@@ -385,14 +380,6 @@ def _table_rows(entry: Any, analysis: tuple, relpath: str, digest: str, text: st
 def _rows(analysis: tuple[Callable[[str, str], list], Callable[[str], bool]], relpath: str, text: str) -> list:
     analyse, may_hold = analysis
     return analyse(relpath, text) if may_hold(text) else []
-
-
-def _placeless(facts: FileFacts, kept: dict[str, tuple[FileFacts, list]]) -> list:
-    known = kept.get(facts.path)
-    if known is None or known[0] is not facts:  # the same facts (kept by the index) read the same
-        known = kept[facts.path] = (facts, [facts.module, *([json_without(fact, FACT_LISTS[name], Position)
-                                                              for fact in getattr(facts, name)] for name in FACT_LISTS)])
-    return known[1]
 
 
 def _moved_lines(before: Sequence, now: Sequence) -> dict[int, int]:

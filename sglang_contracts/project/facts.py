@@ -5,6 +5,8 @@ Facts are plain data (JSON-ready) so a file whose content has not changed is nev
 
 from __future__ import annotations
 
+import hashlib
+
 import dataclasses
 import json
 import sys
@@ -332,6 +334,17 @@ class FileFacts:
                                                                 if fact.name != "*"})
         return kept[1]
 
+    def placeless_digest(self) -> str:
+        """A digest of the facts but their positions (what moving code leaves as it was): made
+        once per facts, kept in their record (to_record)."""
+        known = self.__dict__.get("_placeless_digest")
+        if known is None:
+            placeless = [self.module, *([json_without(fact, kind, Position) for fact in getattr(self, name)]
+                                        for name, kind in FACT_LISTS.items())]
+            known = self.__dict__["_placeless_digest"] = hashlib.sha256(
+                json.dumps(placeless, default=str).encode("utf-8", "surrogatepass")).hexdigest()
+        return known
+
     def to_json(self) -> dict[str, Any]:
         """Plain JSON, each fact a positional list (half the size of field names, and faster to
         rebuild: a large project holds a hundred thousand facts)."""
@@ -349,6 +362,7 @@ class FileFacts:
         (LOCAL_LISTS) kept as their JSON texts, which a record's reader skips over rather than
         rebuilds (from_json decodes each when first read)."""
         data = self.to_json()
+        data["placeless"] = self.placeless_digest()
         for name in LOCAL_LISTS:
             data[name] = json.dumps(data[name], separators=(",", ":"))
         return data
@@ -377,6 +391,8 @@ class FileFacts:
             if name not in LOCAL_LISTS:
                 facts.__dict__[name] = _decoded_list(name, undecoded.pop(name))
         facts.__dict__["_undecoded"] = undecoded
+        if isinstance(data.get("placeless"), str):  # to_record's
+            facts.__dict__["_placeless_digest"] = data["placeless"]
         return facts
 
 

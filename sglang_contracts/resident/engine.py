@@ -60,7 +60,6 @@ from sglang_contracts.infra.cache import JsonCache, remember_records
 from sglang_contracts.infra.collector import resident_process
 from sglang_contracts.infra.files import unsaved_buffer, unsaved_buffer_items
 from sglang_contracts.patch.stack import PatchStacks, stack_may_read
-from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import IndexMemo, ProjectIndex, read_python, updated_index
 from sglang_contracts.project.pins import ProjectPin, pin_may_read
 from sglang_contracts.check.runner import (CheckOptions, CheckResult, Fresh, as_the_image_has_them, live_stacks, excluder,
@@ -94,7 +93,6 @@ class ResidentEngine(Fresh):
         self._index_memo = IndexMemo()
         self._index: tuple[tuple, ProjectIndex] | None = None  # (what it was built for, the last index built)
         self._before: ProjectIndex | None = None  # this run's: the index of the run before, for the same paths
-        self._placeless: dict[str, tuple[FileFacts, list]] = {}  # incremental.moved_only's facts without positions
         # (the models' key, what the checks derived from the project's facts without positions)
         self._placeless_memo: tuple[tuple, dict] | None = None
         self._changed: set[str] | None = None  # this run's: the Python files changed since the last run's index
@@ -238,7 +236,7 @@ class ResidentEngine(Fresh):
     def moved(self) -> Callable[[str, str], bool] | None:
         if self._before is None or self._index is None:
             return None
-        compare = partial(moved_only, self._before, self._index[1], self._placeless)
+        compare = partial(moved_only, self._before, self._index[1])
 
         def moved(relpath: str, digest_before: str | None) -> bool:
             only_moved = compare(relpath, digest_before)
@@ -291,9 +289,6 @@ class ResidentEngine(Fresh):
         """Only what this run used stays: a process checks one project at a time."""
         self.runs += 1
         self._before = None
-        if self._index is not None:  # only the facts the index holds now can be compared again
-            files = self._index[1].files
-            self._placeless = {rel: kept for rel, kept in self._placeless.items() if files.get(rel) is kept[0]}
         self._drop_unused_releases_and_files()
         self._models = {}
         if self._given is not None and self._keeps_models(*self._given):

@@ -78,3 +78,16 @@ def test_an_index_read_from_records_decodes_no_list_until_it_is_read(tmp_path) -
     assert "reads" not in vars(facts) and "calls" not in vars(facts)
     assert facts.reads == scanned.reads and facts.calls == scanned.calls and facts.reads
     assert facts.class_names == scanned.class_names == ["Scheduler"]  # a base, as the file names it
+
+
+def test_the_placeless_digest_is_the_facts_but_their_positions_and_rides_in_the_record() -> None:
+    text = "from sglang.srt.managers.scheduler import Scheduler\n\n\nclass S(Scheduler):\n    def f(self):\n" \
+           "        return self.step()\n"
+    facts = scan_source("m.py", "m", text)
+    moved = scan_source("m.py", "m", "# a line above\n" + text)
+    changed = scan_source("m.py", "m", text.replace("self.step()", "self.run()"))
+    assert facts.to_json() != moved.to_json() and facts.placeless_digest() == moved.placeless_digest()
+    assert changed.placeless_digest() != facts.placeless_digest()
+    record = facts.to_record()
+    assert record["placeless"] == facts.placeless_digest()
+    assert FileFacts.from_json(record).placeless_digest() == facts.placeless_digest()
