@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import deque
 
-from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.pysource import branch_nodes, parse_quietly
 
 UNION_WRAPPERS = {"Optional", "Union"}
 CONTAINERS = {"list", "sequence", "iterable", "iterator", "set", "frozenset", "deque", "collection",
@@ -471,10 +472,13 @@ def _method_bindings(module: ast.Module) -> list[tuple[str, str]]:
     bindings: list[tuple[str, str]] = []
     for statement in module.body:
         owner = statement.name if isinstance(statement, ast.ClassDef) else None
-        for node in ast.walk(statement):
+        pending = deque([statement])  # ast.walk's order, over the nodes that may hold others
+        while pending:
+            node = pending.popleft()
             binding = _method_binding(node, owner) if isinstance(node, (ast.Assign, ast.Call)) else None
             if binding is not None:
                 bindings.append(binding)
+            pending.extend(branch_nodes(node))
     return bindings
 
 
