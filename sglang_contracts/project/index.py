@@ -617,10 +617,18 @@ class LastRounds:
         try:
             last = cls(list(saved["packages"]), dict(saved["files"]), [list(batch) for batch in saved["rounds"]],
                        dict(saved["scanned"]))
-            shaped = all(isinstance(entry, list) and len(entry) == 3 for entry in last.files.values())
         except (KeyError, TypeError, ValueError):
             return None
-        return last if shaped else None
+        return last if last.shaped() else None
+
+    def shaped(self) -> bool:
+        """Whether a record read back is of the shape `made` writes (any other is not used)."""
+        texts = (*self.packages, *self.files, *(rel for batch in self.rounds for rel in batch),
+                 *self.scanned, *self.scanned.values())
+        return all(type(text) is str for text in texts) \
+            and all(type(entry) is list and len(entry) == 3 and type(entry[0]) is str and type(entry[1]) is bool
+                    and type(entry[2]) is str for entry in self.files.values()) \
+            and all(rel in self.files for batch in self.rounds for rel in batch)
 
     @classmethod
     def made(cls, index: ProjectIndex, texts: dict[str, tuple[str, str]], memo: IndexMemo,

@@ -91,3 +91,20 @@ def test_a_file_added_or_a_damaged_record_builds_round_by_round(tmp_path: Path, 
     cache.put(key, {"packages": ["pkg"], "files": {"pkg/api.py": "not an entry"}, "rounds": [], "scanned": {}})
     looked.clear()
     assert _shape(build_index(project, [project], cache)) == _shape(added) and looked
+
+
+@pytest.mark.parametrize("damaged", [
+    {"packages": ["pkg"], "files": {"pkg/api.py": ["d", True]}, "rounds": [], "scanned": {}},
+    {"packages": ["pkg"], "files": {}, "rounds": [[7]], "scanned": {}},
+    {"packages": ["pkg"], "files": {}, "rounds": [["pkg/nowhere.py"]], "scanned": {}},
+    {"packages": [1], "files": {}, "rounds": [], "scanned": {"pkg/api.py": None}},
+    [], {},
+])
+def test_a_record_of_another_shape_is_not_used(tmp_path: Path, damaged) -> None:
+    """A record re-signed with this tool's header and another shape (the cache is the user's:
+    made by hand) is built round by round, never a crash."""
+    project = write_tree(tmp_path / "project", PROJECT)
+    cache = JsonCache(tmp_path / "cache")
+    built = build_index(project, [project], cache)
+    cache.put(index_module._rounds_key(project), damaged)
+    assert _shape(build_index(project, [project], cache)) == _shape(built)
