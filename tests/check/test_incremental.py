@@ -805,3 +805,30 @@ def test_a_kept_value_whose_computation_read_the_text_of_a_file_edited_since_is_
     core.write_text("# a line above: the code moves\n" + core.read_text())
     run_check([project], options)
     assert plans[-1].moved == {"demo_omni/vendor/sglang/core.py"} and "_reach" in computed
+
+
+@pytest.mark.parametrize("damage", ["placeless", "asked"])
+def test_kept_records_of_another_shape_are_not_used(fixture_project, plans, damage) -> None:
+    """The kept whole-project values and the last run's named analyses, re-signed by hand with
+    another shape or naming a function outside this tool (the cache is the user's), are computed
+    again or not used: the findings are a full run's."""
+    from sglang_contracts.infra.cache import JsonCache
+
+    project, options = fixture_project
+    run_check([project], options)
+    store = JsonCache(options.cache_dir / "incremental")
+    key = plans[-1].key
+    saved = store.get(key)
+    if damage == "asked":
+        saved["asked"] = {name: ["prose", ["os", "system", {}], ["builtins", "print", {}]] for name in saved["asked"]}
+        store.put(key, saved)
+    else:
+        for path in (options.cache_dir / "incremental").rglob("*.json"):
+            record = store.get(path.stem)
+            if isinstance(record, dict) and "texts_read" in record:
+                store.put(path.stem, {**record, "value": [[["not", "a"], "member"]]})
+    core = project / "demo_omni" / "vendor" / "sglang" / "core.py"
+    core.write_text("# a line above: the code moves\n" + core.read_text())
+    same_as_a_full_run(project, options)
+    if damage == "asked":
+        assert "demo_omni/engine.py" in plans[-1].recomputed  # nothing to compare by: the importers again
