@@ -33,7 +33,8 @@ from sglang_contracts.infra.boundary import Problem, collecting_problems, debugg
 from sglang_contracts.infra.files import is_below, unsaved_buffer
 from sglang_contracts.infra.roots import project_root_for, require_existing
 from sglang_contracts.infra.temporaries import private_temporary_folder
-from sglang_contracts.project.index import LISTING, IndexMemo, ProjectIndex, as_named, build_index, links_out_of, read_python
+from sglang_contracts.project.index import (LISTING, IndexMemo, ProjectIndex, as_named, build_index, links_out_of,
+                                             one_walk_per_run, read_python)
 from sglang_contracts.project.pin_history import names_the_same_release, pin_before_the_bump
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release, pinned_release_spec
@@ -167,7 +168,7 @@ FRESH = Fresh()
 
 def run_check(paths: list[Path], options: CheckOptions, keep: Fresh = FRESH) -> CheckResult:
     """`keep`: where what does not change between edits comes from (resident.py keeps it)."""
-    with batch_collection():  # a run's objects (facts, records) mostly live until it ends
+    with batch_collection(), one_walk_per_run():  # a run's objects (facts, records) mostly live until it ends
         return _run_check(paths, options, keep)
 
 

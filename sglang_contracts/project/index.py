@@ -12,6 +12,7 @@ import os
 import pickle
 import re
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
@@ -88,9 +89,36 @@ def walk_project(paths: list[Path], accept: Callable[[str], bool],
         # is already resolved (resolving 900 files one by one cost a third of a second). Walked
         # on strings, sorted as paths are (part by part): a Path per file, made and compared,
         # cost half of a re-check's walk.
-        for folder, files in project_folders(os.fspath(path.resolve()), unlisted):
+        for folder, files in _folders(os.fspath(path.resolve()), unlisted):
             found.update(os.path.join(folder, f) for f in files if accept(f))
     return [Path(name) for name in sorted(found, key=_path_parts)]
+
+
+# top -> project_folders(top), walked once a run for the readers that want no word of what
+# could not be listed (a dozen readers of Dockerfiles, scripts, requirements and patches each
+# walked the whole project); None outside one_walk_per_run.
+_WALKS: dict[str, list[tuple[str, list[str]]]] | None = None
+
+
+@contextmanager
+def one_walk_per_run() -> Iterator[None]:
+    """Within it, walk_project walks each top once (a run's files do not change under it)."""
+    global _WALKS
+    outer = _WALKS
+    _WALKS = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _WALKS = outer
+
+
+def _folders(top: str, unlisted: Callable[[str, str], None] | None) -> Iterable[tuple[str, list[str]]]:
+    walks = _WALKS
+    if unlisted is not None or walks is None:
+        return project_folders(top, unlisted)
+    if top not in walks:
+        walks[top] = list(project_folders(top))
+    return walks[top]
 
 
 def links_out_of(path: Path, root: Path) -> bool:
