@@ -100,10 +100,12 @@ def _collected_after_the_test():
 
 # -- pytest-xdist: which tests share a worker ---------------------------------------------------
 # `-n 2 --dist loadgroup` (pyproject.toml's addopts) runs the suite in two worker processes. The
-# tests on the real releases (those that take the session's cache, real_cache) run in one
-# worker, one after the other, so that two checks of sglang-omni against real wheels (250-460 MB
-# each) never run at once, and what their module fixtures make is made once; so do the tests of
-# a module whose fixtures outlive one test. Every other test goes to whichever worker is free.
+# tests of one module on the real releases (those that take the session's cache, real_cache) run
+# in one worker, one after the other, so that what their module fixtures make is made once; so
+# do the tests of a module whose fixtures outlive one test. Every other test goes to whichever
+# worker is free. The real releases' modules are handed out first (ByGroup): they are the
+# longest units (a minute or two each), and one left for the end ran alone while the other
+# worker idled. In one group they were the suite's floor: 6 of its 8.7 minutes on one worker.
 # pytest-xdist's own loadgroup reads `xdist_group` marks into the node ids, which pytest 9.2
 # no longer lets a plugin change: the workers write each test's group to a file instead, and
 # the controller's scheduler reads them.
@@ -114,7 +116,7 @@ GROUPS_FOLDER = "sglang_contracts_groups"  # the workers' input naming the folde
 def worker_group(item) -> str | None:
     """The group of tests `item` runs with in one worker, or None (any worker)."""
     if "real_cache" in item.fixturenames:
-        return REAL_RELEASES_GROUP
+        return f"{REAL_RELEASES_GROUP}:{item.nodeid.split('::', 1)[0]}"
     info = getattr(item, "_fixtureinfo", None)
     for definitions in (info.name2fixturedefs.values() if info is not None else ()):
         if definitions and definitions[-1].scope in ("module", "class", "package"):
@@ -161,6 +163,12 @@ def pytest_xdist_make_scheduler(config, log):
                 for written in sorted(Path(config._sglang_contracts_groups).glob("*.json")):
                     self.groups.update(json.loads(written.read_text()))
             return self.groups.get(nodeid, nodeid)
+
+        def schedule(self) -> None:
+            super().schedule()
+            # Every real-release module before the rest (xdist orders units by their count of tests).
+            for scope in [scope for scope in self.workqueue if scope.startswith(REAL_RELEASES_GROUP + ":")][::-1]:
+                self.workqueue.move_to_end(scope, last=False)
 
     return ByGroup(config, log)
 
