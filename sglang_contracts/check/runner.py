@@ -24,7 +24,7 @@ from sglang_contracts.check import replay
 from sglang_contracts.infra.memo import KeptMemo
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_root, first_link_in,
-                                          first_tracked_in, tag_cache_folders, unwritable_reason,
+                                          first_link_on_the_way, first_tracked_in, tag_cache_folders, unwritable_reason,
                                           warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
@@ -329,7 +329,7 @@ def _the_pull_requests(cache: Path, root: Path) -> bool:
     keeps nothing and downloads to a temporary folder, as for a cache that cannot be written."""
     if not is_below(os.path.abspath(cache), os.fspath(root)):
         return False
-    found = first_link_in(cache)
+    found = first_link_on_the_way(root, cache) or first_link_in(cache)
     why = "holds a symbolic link" if found is not None else "holds files the project's repository tracks"
     found = found or first_tracked_in(cache)
     if found is None:

@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from sglang_contracts.infra.files import Unreadable, read_limited, why_unwritable
+from sglang_contracts.infra.files import Unreadable, is_below, read_limited, why_unwritable
 from sglang_contracts.infra.errors import shown
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.gitsafety import safe_git_options
@@ -94,6 +94,20 @@ def first_link_in(cache: Path) -> str | None:
                 return entry.path
             if entry.is_dir(follow_symlinks=False):
                 pending.append(entry.path)
+    return None
+
+
+def first_link_on_the_way(root: Path, folder: Path) -> str | None:
+    """The first symbolic link among the folders below `root` on the way to `folder` (named
+    from the working folder), or None. A pull request can commit `.cache` as a link
+    out of the project; a cache named `.cache/sglang-contracts` is then written through it,
+    though neither it nor what it holds is a link (sixth campaign, M03)."""
+    given = Path.cwd() / folder  # not normalised: `.cache/../x` goes through `.cache` too
+    on_the_way = Path(given.anchor)
+    for part in given.parts[1:-1]:
+        on_the_way = on_the_way / part
+        if is_below(os.fspath(on_the_way), os.fspath(root)) and os.path.islink(on_the_way):
+            return os.fspath(on_the_way)
     return None
 
 
