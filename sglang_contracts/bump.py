@@ -22,9 +22,9 @@ from sglang_contracts.infra.display import unified_text_diff
 from sglang_contracts.infra.markdown import code, inline, plain
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.patch.stack_rebase import (
-    COLUMNS, StackRebase, rebase_live_stack, render_stack_plan, shown_path, write_edits, write_file_below,
+    COLUMNS, StackRebase, rebase_live_stack, render_stack_plan, shown_path, write_edits,
 )
-from sglang_contracts.patch.rebase import LEFT, check_tree_folder, verification_said
+from sglang_contracts.patch.rebase import LEFT, check_tree_folder, verification_said, write_file_below
 from sglang_contracts.patch.release import PatchedTree
 from sglang_contracts.project.pins import ProjectPin
 from sglang_contracts.reporters.markdown import write_markdown
