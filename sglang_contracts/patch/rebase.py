@@ -891,7 +891,8 @@ def patch_rebase(args, root: Path) -> int:
         print(printable(f"{name}: the three texts of {conflicts} conflict{'s' * (conflicts != 1)} are in the plan: "
                         "give --plan PLAN.md (or --tree DIR for the files with git's markers)"), file=sys.stderr)
     if args.plan:
-        write_file_below(root, args.plan, render_plan(rebase, name, old, new, args.skeleton and printable_path(str(args.skeleton))))
+        skeleton_name = args.skeleton and printable_path(str(args.skeleton))
+        write_file_below(root, args.plan, render_plan(rebase, name, old, new, skeleton_name))
     if not rebase.verified:
         print(printable(f"{name}: not written: {rebase.verification}"), file=sys.stderr)
         return 1
