@@ -329,8 +329,10 @@ def _the_pull_requests(cache: Path, root: Path) -> bool:
     keeps nothing and downloads to a temporary folder, as for a cache that cannot be written."""
     if not is_below(os.path.abspath(cache), os.fspath(root)):
         return False
-    found = first_link_on_the_way(root, cache) or first_link_in(cache)
-    why = "holds a symbolic link" if found is not None else "holds files the project's repository tracks"
+    found, why = first_link_on_the_way(root, cache), "is reached through a symbolic link"
+    if found is None:
+        found = first_link_in(cache)
+        why = "holds a symbolic link" if found is not None else "holds files the project's repository tracks"
     found = found or first_tracked_in(cache)
     if found is None:
         return False

@@ -193,9 +193,7 @@ def write_file_below(root: Path, path: Path, text: str) -> None:
     absolute = path if path.is_absolute() else Path.cwd() / path
     try:  # by its normal name: `../p/plan.md`, named from beside the project, is in it too
         relpath = Path(os.path.normpath(absolute)).relative_to(root).as_posix()
-    except ValueError:
-        with_parent = absolute.parent
-        with_parent.mkdir(parents=True, exist_ok=True)
+    except ValueError:  # write_file makes its folder: a file in the way is one line, not a traceback
         write_file(absolute, text.encode("utf-8", "surrogateescape"))
         return
     write_under(root, relpath, text)
