@@ -324,9 +324,9 @@ def _the_pull_requests(cache: Path, root: Path) -> bool:
     """Whether a cache folder inside the project may be the pull request's, said in one warning
     line: it holds a file git tracks (first_tracked_in: a record, a wheel of its own making, a
     link out of the project the pull request committed) or a symbolic link, in it or on the way
-    to it below the root (first_link_in, first_link_on_the_way). A CI
-    job may name a cache inside the project it checks (`--cache-dir .cache`, restored between
-    jobs, never committed); what a pull request put there is neither read nor written: the run
+    to it below the root (first_link_in, first_link_on_the_way). A CI job may name a cache
+    inside the project it checks (`--cache-dir .cache`, restored between jobs, never
+    committed); what a pull request put there is neither read nor written: the run
     keeps nothing and downloads to a temporary folder, as for a cache that cannot be written."""
     if not is_below(os.path.abspath(cache), os.fspath(root)):
         return False
