@@ -72,9 +72,9 @@ PATCH = ("diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\n--- a/py
          "+++ b/python/sglang/srt/a.py\n@@ -1 +1,2 @@\n x = 1\n+z = 2\n")
 
 
-@pytest.mark.parametrize("dangling", [True, False])
-def test_a_rebased_patch_or_plan_named_by_a_link_out_is_not_written_through(dangling: bool, tmp_path: Path,
-                                                                           monkeypatch, capsys) -> None:
+@pytest.mark.parametrize(("dangling", "named_from"), [(True, "."), (False, "."), (True, "sub")])
+def test_a_rebased_patch_or_plan_named_by_a_link_out_is_not_written_through(dangling: bool, named_from: str,
+                                                                           tmp_path: Path, monkeypatch, capsys) -> None:
     """M06: single-patch `patch rebase X.patch -o NEW.patch --plan PLAN.md`, with both names
     links the pull request committed to files out of the project (there or not yet): the run
     wrote through them. They are refused in one line, as any file the project's commands write
@@ -90,9 +90,11 @@ def test_a_rebased_patch_or_plan_named_by_a_link_out_is_not_written_through(dang
             (outside / name).write_text(PRECIOUS)
         (root / name).symlink_to(outside / name)
     before = {path.name: path.read_text() for path in outside.iterdir()}
-    monkeypatch.chdir(root)
-    status = main(["patch", "rebase", "n.patch", "--old", str(old), "--new", str(new), "-o", "new.patch",
-                   "--plan", "plan.md", "--cache-dir", str(tmp_path / "cache")])
+    (root / named_from).mkdir(exist_ok=True)
+    monkeypatch.chdir(root / named_from)
+    up = "../" * (named_from != ".")
+    status = main(["patch", "rebase", f"{up}n.patch", "--old", str(old), "--new", str(new), "-o", f"{up}new.patch",
+                   "--plan", f"{up}plan.md", "--cache-dir", str(tmp_path / "cache")])
     err = capsys.readouterr().err
     assert status == 2 and "Traceback" not in err
     assert "refused to write plan.md" in err and "not a regular file" in err
@@ -126,9 +128,11 @@ def test_a_rebased_patch_named_in_the_project_or_out_of_it_is_written(tmp_path: 
     (root / "plan.md").write_text("old plan\n")
     elsewhere = tmp_path / "elsewhere" / "new.patch"
     monkeypatch.chdir(root)
-    for output in ("out/new.patch", str(elsewhere)):
-        status = main(["patch", "rebase", "n.patch", "--old", str(old), "--new", str(new), "-o", output,
-                       "--plan", "plan.md", "--cache-dir", str(tmp_path / "cache")])
+    for output in ("out/new.patch", str(elsewhere), "../up.patch"):
+        monkeypatch.chdir(root / "out" if output.startswith("..") else root)
+        status = main(["patch", "rebase", str(root / "n.patch"), "--old", str(old), "--new", str(new), "-o", output,
+                       "--plan", str(root / "plan.md"), "--cache-dir", str(tmp_path / "cache")])
         assert status == 0, capsys.readouterr().err
         assert "+z = 2" in Path(output).read_text() and "old plan" not in (root / "plan.md").read_text()
+    assert (root / "up.patch").is_file()
     shutil.rmtree(tmp_path / "elsewhere")
