@@ -48,7 +48,8 @@ def test_a_version_that_is_a_path_names_no_file_out_of_the_project(setting: str,
     assert written.parent == root / setting.split('"')[1].rpartition("/")[0]
 
 
-def test_a_cache_below_a_folder_the_pull_request_made_a_link_out_is_not_used(tmp_path: Path, monkeypatch,
+@pytest.mark.parametrize("cache", [".cache/sglang-contracts", ".cache/../sgc"])
+def test_a_cache_below_a_folder_the_pull_request_made_a_link_out_is_not_used(cache: str, tmp_path: Path, monkeypatch,
                                                                               capsys) -> None:
     """M03: the pull request commits `.cache -> /outside`; a CI job's `--cache-dir
     .cache/sglang-contracts` (the link is above the cache folder, not in it) wrote the cache's
@@ -61,11 +62,11 @@ def test_a_cache_below_a_folder_the_pull_request_made_a_link_out_is_not_used(tmp
     (root / ".cache").symlink_to(outside, target_is_directory=True)
     commit_all(root, "a pull request that commits a link out where the CI keeps its cache")
     monkeypatch.chdir(root)
-    status = main(["check", "--old", str(old), "--new", str(new), "--cache-dir", ".cache/sglang-contracts"])
+    status = main(["check", "--old", str(old), "--new", str(new), "--cache-dir", cache])
     out, err = capsys.readouterr()
     assert status == 1 and "use.py:1:" in out
     assert err.count("is inside the project and is reached through a symbolic link") == 1
-    assert list(outside.iterdir()) == []
+    assert list(outside.iterdir()) == [] and not (tmp_path / "sgc").exists()  # `..` after the link: beside it
 
 
 PATCH = ("diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\n--- a/python/sglang/srt/a.py\n"
