@@ -286,14 +286,15 @@ def _bump(args: argparse.Namespace) -> int:
 
     from sglang_contracts.bump import DEFAULT_PR_BODY, run_bump
     from sglang_contracts.infra import progress
-    from sglang_contracts.infra.cache import cache_root
+    from sglang_contracts.infra.cache import cache_for_project, cache_root
     from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN
     from sglang_contracts.sources import open_release
 
     paths, options = _options(args)
     root, config, pin = _releases_of_project(args)
     options = dataclasses.replace(options, old=args.old)
-    new = open_release(options.new, sglang_repo=options.sglang_repo, cache=options.cache_dir or cache_root())
+    new = open_release(options.new, sglang_repo=options.sglang_repo,
+                       cache=cache_for_project(options.cache_dir or cache_root(), root))
     version = new.in_file_name
     plan = project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, version)
     body = project_file(root, args.pr_body, config, "pr-body", DEFAULT_PR_BODY, version)

@@ -869,14 +869,14 @@ def patch_rebase(args, root: Path) -> int:
     through; `--tree` there may not lead out through a link either."""
     import sys
 
-    from sglang_contracts.infra.cache import cache_root
+    from sglang_contracts.infra.cache import cache_for_project, cache_root
     from sglang_contracts.sources import open_release
 
     patch, text = read_patch_text(args.patch)
     skeleton = read_patch_text(args.skeleton)[0] if args.skeleton else None
     if args.tree is not None:
         refuse_link_out(root, args.tree, "--tree")
-    cache = args.cache_dir or cache_root()
+    cache = cache_for_project(args.cache_dir or cache_root(), root)
     old, new = (open_release(spec, sglang_repo=args.sglang_repo, cache=cache) for spec in (args.old, args.new))
     rebase = rebase_patch(patch, text, old, new, skeleton, args.tree)
     name = printable_path(str(args.patch))

@@ -15,7 +15,6 @@ the project applies with it) on a fresh tree of B with the ones before it applie
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import sys
 import tempfile
@@ -406,10 +405,10 @@ def patch_rebase_stack(args, root: Path, plan_for: Callable[[str], Path]) -> int
     `args.old`/`args.new`: the releases as the project names them (cli.py); `plan_for`: where
     the plan goes, given the new release's version."""
     from sglang_contracts.config import find_config
-    from sglang_contracts.infra.cache import cache_root
+    from sglang_contracts.infra.cache import cache_for_project, cache_root
     from sglang_contracts.sources import open_release
 
-    cache = args.cache_dir or cache_root()
+    cache = cache_for_project(args.cache_dir or cache_root(), root)
     old, new = (open_release(spec, sglang_repo=args.sglang_repo, cache=cache) for spec in (args.old, args.new))
     named = find_config(root, None).get("patch-files") or ()
     plan = plan_for(new.in_file_name)

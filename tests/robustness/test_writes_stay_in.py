@@ -73,6 +73,24 @@ PATCH = ("diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\n--- a/py
          "+++ b/python/sglang/srt/a.py\n@@ -1 +1,2 @@\n x = 1\n+z = 2\n")
 
 
+def test_patch_rebase_does_not_use_a_cache_the_pull_request_leads_out_either(tmp_path: Path, monkeypatch,
+                                                                              capsys) -> None:
+    """M03's class: `patch rebase` and `bump` open the releases with the cache too (a version's
+    wheel is downloaded into it): the same cache is refused there, with the same warning."""
+    root, old, _ = project_using(tmp_path)
+    new = release(tmp_path / "r1", "1.0.1", {"sglang/srt/a.py": "x = 1\n"})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / ".cache").symlink_to(outside, target_is_directory=True)
+    (root / "n.patch").write_text(PATCH)
+    monkeypatch.chdir(root)
+    status = main(["patch", "rebase", "n.patch", "--old", str(old), "--new", str(new), "--cache-dir",
+                   ".cache/sglang-contracts", "-o", "new.patch"])
+    err = capsys.readouterr().err
+    assert status == 0 and err.count("is inside the project and is reached through a symbolic link") == 1
+    assert list(outside.iterdir()) == []
+
+
 @pytest.mark.parametrize(("dangling", "named_from"), [(True, "."), (False, "."), (True, "sub")])
 def test_a_rebased_patch_or_plan_named_by_a_link_out_is_not_written_through(dangling: bool, named_from: str,
                                                                            tmp_path: Path, monkeypatch, capsys) -> None:
