@@ -17,14 +17,14 @@ from pathlib import Path
 
 from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
 from sglang_contracts.check.fixes import FixReport, run_fix
-from sglang_contracts.infra.cache import cache_root
+from sglang_contracts.infra.cache import cache_for_project, cache_root
 from sglang_contracts.infra.display import unified_text_diff
 from sglang_contracts.infra.markdown import code, inline, plain
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.patch.stack_rebase import (
-    COLUMNS, StackRebase, rebase_live_stack, render_stack_plan, shown_path, write_edits, write_file_below,
+    COLUMNS, StackRebase, rebase_live_stack, render_stack_plan, shown_path, write_edits,
 )
-from sglang_contracts.patch.rebase import LEFT, check_tree_folder, verification_said
+from sglang_contracts.patch.rebase import LEFT, check_tree_folder, verification_said, write_file_below
 from sglang_contracts.patch.release import PatchedTree
 from sglang_contracts.project.pins import ProjectPin
 from sglang_contracts.reporters.markdown import write_markdown
@@ -53,7 +53,7 @@ def run_bump(paths: list[Path], options: CheckOptions, root: Path, plan: Path, b
     planned = {relpath: after for relpath, (_, after) in fixed.texts.items()}
     stack = None
     if _applies_patches(fixed.last):
-        cache = options.cache_dir or cache_root()
+        cache = cache_for_project(options.cache_dir or cache_root(), root)
         old, new = (open_release(spec, sglang_repo=options.sglang_repo, cache=cache) for spec in (options.old, options.new))
         stack = rebase_live_stack(root, old, new, named, trees=trees, current=planned.get, write_trees=not dry_run)
         if not dry_run:

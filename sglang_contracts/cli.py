@@ -286,14 +286,16 @@ def _bump(args: argparse.Namespace) -> int:
 
     from sglang_contracts.bump import DEFAULT_PR_BODY, run_bump
     from sglang_contracts.infra import progress
-    from sglang_contracts.infra.cache import cache_root
+    from sglang_contracts.infra.cache import cache_for_project, cache_root
     from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN
     from sglang_contracts.sources import open_release
 
     paths, options = _options(args)
     root, config, pin = _releases_of_project(args)
     options = dataclasses.replace(options, old=args.old)
-    version = open_release(options.new, sglang_repo=options.sglang_repo, cache=options.cache_dir or cache_root()).short
+    new = open_release(options.new, sglang_repo=options.sglang_repo,
+                       cache=cache_for_project(options.cache_dir or cache_root(), root))
+    version = new.in_file_name
     plan = project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, version)
     body = project_file(root, args.pr_body, config, "pr-body", DEFAULT_PR_BODY, version)
     trees = args.tree if args.tree is not None else plan.parent / f"sglang-{version}-conflicts"
@@ -395,7 +397,8 @@ def _releases_of_project(args: argparse.Namespace) -> tuple[Path, "Config", "Pro
 def project_file(root: Path, given: Path | None, config: "Config", key: str, default: str, new: str) -> Path:
     """A file the command writes: as given (relative to the working folder), else the
     configuration's `key` or `default` (relative to the root), `{new}` the release bumped to
-    (`new`: its version)."""
+    (`new`: its version as one part of a file name, Release.in_file_name, so that the path
+    config.py checked stays within the project once it is substituted)."""
     if given is not None:
         return given
     return root / (config.get(key) or default).replace("{new}", new)
@@ -407,7 +410,7 @@ def _patch_rebase(args: argparse.Namespace) -> int:
 
     root, config, _ = _releases_of_project(args)
     if args.patch is not None:
-        return patch_rebase(args)
+        return patch_rebase(args, root)
     return patch_rebase_stack(args, root, lambda new: project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, new))
 
 

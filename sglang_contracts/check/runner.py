@@ -23,16 +23,14 @@ from sglang_contracts.diagnostics import baseline as baselines
 from sglang_contracts.check import replay
 from sglang_contracts.infra.memo import KeptMemo
 from sglang_contracts.infra.display import printable
-from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_root, first_link_in,
-                                          first_tracked_in, tag_cache_folders, unwritable_reason,
-                                          warn_unwritable_once)
+from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_for_project, cache_root,
+                                          tag_cache_folders, unwritable_reason, warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
-from sglang_contracts.infra.files import is_below, unsaved_buffer
+from sglang_contracts.infra.files import unsaved_buffer
 from sglang_contracts.infra.roots import project_root_for, require_existing
-from sglang_contracts.infra.temporaries import private_temporary_folder
 from sglang_contracts.project.index import (LISTING, IndexMemo, ProjectIndex, as_named, build_index, links_out_of,
                                              one_walk_per_run, read_python)
 from sglang_contracts.project.pin_history import names_the_same_release, pin_before_the_bump
@@ -214,15 +212,11 @@ def _refuse_empty_releases(options: CheckOptions) -> None:
 
 def _with_usable_cache(options: CheckOptions, root: Path) -> tuple[CheckOptions, Path]:
     """The options and the cache folder the run uses: a temporary folder, nothing kept, when the
-    configured one may be the pull request's (_the_pull_requests)."""
-    download_cache = options.cache_dir or cache_root()
-    if _the_pull_requests(download_cache, root):
+    configured one may be the pull request's (cache_for_project)."""
+    configured = options.cache_dir or cache_root()
+    download_cache = cache_for_project(configured, root)
+    if download_cache != configured:
         options = dataclasses.replace(options, use_cache=False)
-        try:
-            download_cache = private_temporary_folder("sglang-contracts-cache-")
-        except OSError as error:
-            raise UsageError(f"the cache folder {shown(download_cache)} cannot be used, nor a temporary folder made "
-                             f"({error.strerror or error}); give a --cache-dir outside the project") from None
     if options.use_cache:
         tag_cache_folders(download_cache)  # before the walks, which then pass over them (`--cache-dir .cache`)
     return options, download_cache
@@ -319,26 +313,6 @@ def _refuse_what_leaves_the_project(root: Path, options: CheckOptions) -> None:
             os.path.exists(os.path.join(repo, ".git")) or _under_any(real, [root / ".git"])):
         raise UsageError(f"--sglang-repo {shown(repo)}: a repository that is files of the project (not a clone's "
                          "or a submodule's .git) is not read; give a clone of SGLang")
-
-
-def _the_pull_requests(cache: Path, root: Path) -> bool:
-    """Whether a cache folder inside the project may be the pull request's, said in one warning
-    line: it holds a file git tracks (first_tracked_in: a record, a wheel of its own making, a
-    link out of the project the pull request committed) or a symbolic link (first_link_in). A CI
-    job may name a cache inside the project it checks (`--cache-dir .cache`, restored between
-    jobs, never committed); what a pull request put there is neither read nor written: the run
-    keeps nothing and downloads to a temporary folder, as for a cache that cannot be written."""
-    if not is_below(os.path.abspath(cache), os.fspath(root)):
-        return False
-    found = first_link_in(cache)
-    why = "holds a symbolic link" if found is not None else "holds files the project's repository tracks"
-    found = found or first_tracked_in(cache)
-    if found is None:
-        return False
-    warn_unwritable_once(Path(os.path.abspath(cache)), f"the cache folder {shown(cache)} is inside the project and "
-                                                       f"{why} ({shown(found)}): it is neither read nor written (give "
-                                                       "a --cache-dir outside the project)")
-    return True
 
 
 def _tell_if_unkept(cache: Path) -> None:

@@ -31,10 +31,11 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from sglang_contracts.infra.files import Unreadable, read_limited, why_unwritable
-from sglang_contracts.infra.errors import shown
+from sglang_contracts.infra.files import Unreadable, is_below, read_limited, why_unwritable
+from sglang_contracts.infra.errors import UsageError, shown
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.gitsafety import safe_git_options
+from sglang_contracts.infra.temporaries import private_temporary_folder
 
 # Bump when the shape of any cached record changes: old entries are then ignored.
 SCHEMA_VERSION = 2
@@ -95,6 +96,56 @@ def first_link_in(cache: Path) -> str | None:
             if entry.is_dir(follow_symlinks=False):
                 pending.append(entry.path)
     return None
+
+
+def first_link_on_the_way(root: Path, folder: Path) -> str | None:
+    """The first symbolic link among the folders below `root` on the way to `folder` (named
+    from the working folder), or None. A pull request can commit `.cache` as a link
+    out of the project; a cache named `.cache/sglang-contracts` is then written through it,
+    though neither it nor what it holds is a link (sixth campaign, M03)."""
+    given = Path.cwd() / folder  # not normalised: `.cache/../x` goes through `.cache` too
+    on_the_way = Path(given.anchor)
+    for part in given.parts[1:-1]:
+        on_the_way = on_the_way / part
+        if is_below(os.fspath(on_the_way), os.fspath(root)) and os.path.islink(on_the_way):
+            return os.fspath(on_the_way)
+    return None
+
+
+def the_pull_requests(cache: Path, root: Path) -> bool:
+    """Whether a cache folder inside the project may be the pull request's, said in one warning
+    line: it holds a file git tracks (first_tracked_in: a record, a wheel of its own making, a
+    link out of the project the pull request committed) or a symbolic link, in it or on the way
+    to it below the root (first_link_in, first_link_on_the_way). A CI job may name a cache
+    inside the project it checks (`--cache-dir .cache`, restored between jobs, never
+    committed); what a pull request put there is neither read nor written: the run
+    keeps nothing and downloads to a temporary folder, as for a cache that cannot be written."""
+    if not is_below(os.path.abspath(cache), os.fspath(root)):
+        return False
+    found, why = first_link_on_the_way(root, cache), "is reached through a symbolic link"
+    if found is None:
+        found = first_link_in(cache)
+        why = "holds a symbolic link" if found is not None else "holds files the project's repository tracks"
+    found = found or first_tracked_in(cache)
+    if found is None:
+        return False
+    warn_unwritable_once(Path(os.path.abspath(cache)), f"the cache folder {shown(cache)} is inside the project and "
+                                                       f"{why} ({shown(found)}): it is neither read nor written (give "
+                                                       "a --cache-dir outside the project)")
+    return True
+
+
+def cache_for_project(cache: Path, root: Path) -> Path:
+    """The cache folder a command of the project (`check`, `bump`, `patch rebase`) uses: `cache`,
+    or a private temporary folder, nothing kept, when it may be the pull request's
+    (the_pull_requests)."""
+    if not the_pull_requests(cache, root):
+        return cache
+    try:
+        return private_temporary_folder("sglang-contracts-cache-")
+    except OSError as error:
+        raise UsageError(f"the cache folder {shown(cache)} cannot be used, nor a temporary folder made "
+                         f"({error.strerror or error}); give a --cache-dir outside the project") from None
 
 
 def first_tracked_in(cache: Path) -> str | None:

@@ -177,6 +177,28 @@ def _replace_file(target: Path, data: bytes, relpath: str, root: Path) -> None:
                          "not a regular file (a link, a FIFO or a device)")
 
 
+def refuse_link_out(root: Path, folder: Path, what: str) -> None:
+    """A folder named below the root (the new stack's, the conflicts' beside the plan) that a
+    link on its way leads out of the project is refused before anything is written: a pull
+    request's `docs/draft -> ~/.ssh`."""
+    absolute = Path(os.path.abspath(folder))
+    real_root = Path(os.path.realpath(root))
+    if absolute.is_relative_to(root) and not Path(os.path.realpath(absolute)).is_relative_to(real_root):
+        raise UsageError(f"{what} {folder}: a link on its way leads out of the project; give another")
+
+
+def write_file_below(root: Path, path: Path, text: str) -> None:
+    """A report the run writes: below the root through write_under (no link followed out of
+    it), elsewhere where the user named it."""
+    absolute = path if path.is_absolute() else Path.cwd() / path
+    try:  # by its normal name: `../p/plan.md`, named from beside the project, is in it too
+        relpath = Path(os.path.normpath(absolute)).relative_to(root).as_posix()
+    except ValueError:  # write_file makes its folder: a file in the way is one line, not a traceback
+        write_file(absolute, text.encode("utf-8", "surrogateescape"))
+        return
+    write_under(root, relpath, text)
+
+
 class Merger:
     """`git merge-file --diff3` in one scratch folder."""
 
@@ -840,16 +862,21 @@ def read_patch_text(path: Path, text: str | None = None) -> tuple[PatchFile, str
     return patch, text
 
 
-def patch_rebase(args) -> int:
-    """`sglang-contracts patch rebase`: 0 when every hunk was rebased and the result verified, else 1."""
+def patch_rebase(args, root: Path) -> int:
+    """`sglang-contracts patch rebase`: 0 when every hunk was rebased and the result verified, else 1.
+    What it writes in the project (`root`) is written as its other files are (write_file_below):
+    a name there that is a link (a pull request's, out of the project) is refused, not written
+    through; `--tree` there may not lead out through a link either."""
     import sys
 
-    from sglang_contracts.infra.cache import cache_root
+    from sglang_contracts.infra.cache import cache_for_project, cache_root
     from sglang_contracts.sources import open_release
 
     patch, text = read_patch_text(args.patch)
     skeleton = read_patch_text(args.skeleton)[0] if args.skeleton else None
-    cache = args.cache_dir or cache_root()
+    if args.tree is not None:
+        refuse_link_out(root, args.tree, "--tree")
+    cache = cache_for_project(args.cache_dir or cache_root(), root)
     old, new = (open_release(spec, sglang_repo=args.sglang_repo, cache=cache) for spec in (args.old, args.new))
     rebase = rebase_patch(patch, text, old, new, skeleton, args.tree)
     name = printable_path(str(args.patch))
@@ -862,12 +889,13 @@ def patch_rebase(args) -> int:
         print(printable(f"{name}: the three texts of {conflicts} conflict{'s' * (conflicts != 1)} are in the plan: "
                         "give --plan PLAN.md (or --tree DIR for the files with git's markers)"), file=sys.stderr)
     if args.plan:
-        _write(args.plan, render_plan(rebase, name, old, new, args.skeleton and printable_path(str(args.skeleton))))
+        skeleton_name = args.skeleton and printable_path(str(args.skeleton))
+        write_file_below(root, args.plan, render_plan(rebase, name, old, new, skeleton_name))
     if not rebase.verified:
         print(printable(f"{name}: not written: {rebase.verification}"), file=sys.stderr)
         return 1
     if args.output:
-        _write(args.output, rebase.patch_text)
+        write_file_below(root, args.output, rebase.patch_text)
     else:
         with standard_output():
             sys.stdout.write(patch_for(sys.stdout, rebase.patch_text))

@@ -15,7 +15,6 @@ the project applies with it) on a fresh tree of B with the ones before it applie
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import sys
 import tempfile
@@ -34,13 +33,13 @@ from sglang_contracts.patch.patchfile import PATCH_SUFFIXES, PatchFile, parse_pa
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.patch.rebase import (
     CARRIED, CONFLICT, DROPPED, GONE, LEFT, MERGED, NOT_ON_OLD, SKELETON, UNCHECKED, Rebase, check_tree_folder, git,
-    read_patch_text, rebase_patch, release_tree, render_plan, unchecked_excludes, verification_said, where,
-    write_under,
+    read_patch_text, rebase_patch, refuse_link_out, release_tree, render_plan, unchecked_excludes, verification_said,
+    where, write_file_below, write_under,
 )
 from sglang_contracts.patch.release import PatchedTree, release_relpath, tree_reader
 from sglang_contracts.patch.stack import PatchStacks, Stack, patch_stacks
 from sglang_contracts.requirements import version_in_tag
-from sglang_contracts.sources.base import Release
+from sglang_contracts.sources.base import Release, file_name_part
 
 COLUMNS = (CARRIED, SKELETON, MERGED, DROPPED, CONFLICT, GONE, NOT_ON_OLD, UNCHECKED)
 DEFAULT_PLAN = "docs/draft/sglang-{new}-upgrade-plan.md"
@@ -91,16 +90,6 @@ class StackRebase:
     @property
     def complete(self) -> bool:
         return self.verified and not any(self.count(v) for v in (*LEFT, UNCHECKED))
-
-
-def _refuse_link_out(root: Path, folder: Path, what: str) -> None:
-    """A folder named below the root (the new stack's, the conflicts' beside the plan) that a
-    link on its way leads out of the project is refused before anything is written: a pull
-    request's `docs/draft -> ~/.ssh`."""
-    absolute = Path(os.path.abspath(folder))
-    real_root = Path(os.path.realpath(root))
-    if absolute.is_relative_to(root) and not Path(os.path.realpath(absolute)).is_relative_to(real_root):
-        raise UsageError(f"{what} {folder}: a link on its way leads out of the project; give another")
 
 
 def live_stack(root: Path, named: list[str] | tuple[str, ...] = ()) -> tuple[Stack, PatchStacks]:
@@ -223,7 +212,7 @@ def new_folder_for(folder: str, new: Release) -> str:
         raise UsageError(f"the stack is kept in a folder per release ({folder}) and --new {new.short} is no version: "
                          "give -o FOLDER")
     prefix = path.name[0] if path.name[0] in "vV" else ""
-    return str(path.parent / f"{prefix}{new.version}")
+    return str(path.parent / f"{prefix}{file_name_part(new.version)}")
 
 
 def folder_renamed(text: str, old_name: str, new_name: str) -> str:
@@ -311,10 +300,10 @@ def rebase_live_stack(root: Path, old: Release, new: Release, named: list[str] |
     new_folder = folder if folder is not None else new_folder_for(kept, new)
     if unsafe_path_reason(new_folder):
         raise UsageError(f"-o {new_folder}: {unsafe_path_reason(new_folder)}: give a folder of the project")
-    _refuse_link_out(root, root / new_folder, "the new stack's folder")
+    refuse_link_out(root, root / new_folder, "the new stack's folder")
     if trees is not None and write_trees:
         check_tree_folder(trees)  # an earlier run's conflicts, maybe half resolved: never overwritten
-        _refuse_link_out(root, trees, "--tree")
+        refuse_link_out(root, trees, "--tree")
     patches, texts = {}, {}
     for relpath in stack.patches:  # as bump's fixes left them (an upstream hunk dropped), when they did
         patches[relpath], texts[relpath] = read_patch_text(root / relpath, current(relpath) if current else None)
@@ -416,14 +405,14 @@ def patch_rebase_stack(args, root: Path, plan_for: Callable[[str], Path]) -> int
     `args.old`/`args.new`: the releases as the project names them (cli.py); `plan_for`: where
     the plan goes, given the new release's version."""
     from sglang_contracts.config import find_config
-    from sglang_contracts.infra.cache import cache_root
+    from sglang_contracts.infra.cache import cache_for_project, cache_root
     from sglang_contracts.sources import open_release
 
-    cache = args.cache_dir or cache_root()
+    cache = cache_for_project(args.cache_dir or cache_root(), root)
     old, new = (open_release(spec, sglang_repo=args.sglang_repo, cache=cache) for spec in (args.old, args.new))
     named = find_config(root, None).get("patch-files") or ()
-    plan = plan_for(new.short)
-    trees = args.tree if args.tree is not None else plan.parent / f"sglang-{new.short}-conflicts"
+    plan = plan_for(new.in_file_name)
+    trees = args.tree if args.tree is not None else plan.parent / f"sglang-{new.in_file_name}-conflicts"
     folder = args.output.as_posix() if args.output is not None else None
     result = rebase_live_stack(root, old, new, named, args.skeleton, trees, folder)
     write_edits(root, result.edits)
@@ -439,17 +428,3 @@ def shown_path(path: Path, root: Path) -> str:
     """A path the run wrote, relative to the project's root when it is in it."""
     absolute = path if path.is_absolute() else Path.cwd() / path
     return absolute.relative_to(root).as_posix() if absolute.is_relative_to(root) else str(path)
-
-
-def write_file_below(root: Path, path: Path, text: str) -> None:
-    """A report the run writes: below the root through write_under (no link followed out of
-    it), elsewhere where the user named it."""
-    absolute = path if path.is_absolute() else Path.cwd() / path
-    try:
-        relpath = absolute.relative_to(root).as_posix()
-    except ValueError:
-        with_parent = absolute.parent
-        with_parent.mkdir(parents=True, exist_ok=True)
-        write_file(absolute, text.encode("utf-8", "surrogateescape"))
-        return
-    write_under(root, relpath, text)

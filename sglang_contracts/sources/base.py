@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import cached_property
@@ -162,6 +163,21 @@ class Release:
     def short(self) -> str:
         """The release in a message's "sglang {short}": its version, else its name or label."""
         return self.version or self.name or self.label
+
+    @property
+    def in_file_name(self) -> str:
+        """`short` as one part of a file's or folder's name (`{new}` in `pr-body`, the conflicts'
+        folder, the stack's new folder): the version is the release's own text (a pull request's
+        `__version__`, a directory's path), and `/tmp/x`, `..` or a NUL in a path built from it
+        would write outside the project."""
+        return file_name_part(self.short)
+
+
+def file_name_part(text: str) -> str:
+    """`text` as one safe part of a path: what is not a letter, a digit, `.`, `_`, `+` or `-`
+    becomes `_`, and a leading dot too (never `.` or `..`, never a hidden name)."""
+    part = re.sub(r"[^A-Za-z0-9._+-]", "_", text)
+    return "_" + part[1:] if part.startswith(".") else part or "_"
 
 
 def check_is_sglang(tree: ReleaseTree, label: str) -> None:
