@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.shapes import ListOf
 from sglang_contracts.upstream.model import Member, UpstreamModel
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def _body_text(model: UpstreamModel, member: Member) -> list[str] | None:
     per release (a published release or a commit): reading it parses the whole module."""
     line = member.record.get("line")
     return model.whole_release_search(f"body-text\0{member.owner}\0{member.name}\0{line}",
-                                      lambda: _read_body_text(model, member))
+                                      lambda: _read_body_text(model, member), (ListOf(str), None))
 
 
 def _read_body_text(model: UpstreamModel, member: Member) -> list[str] | None:

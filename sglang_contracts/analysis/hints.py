@@ -24,6 +24,7 @@ import re
 from typing import Iterable
 
 from sglang_contracts.infra.lines import matches_at_line_start
+from sglang_contracts.infra.shapes import ListOf, TableOf
 from sglang_contracts.upstream.model import Member, Symbol, UpstreamModel
 
 MAX_CANDIDATES = 3
@@ -224,9 +225,7 @@ def _renamed_hint(old: UpstreamModel, old_symbol: Symbol, new: UpstreamModel, na
     core = name.lstrip("_")
     if not origin or len(core) < 6:
         return ""  # a short name is inside too many others to say anything
-    found = new.whole_release_search(f"names holding {core}", lambda: _names_holding(new, core))
-    if not isinstance(found, dict):
-        return ""
+    found = new.whole_release_search(f"names holding {core}", lambda: _names_holding(new, core), TableOf(ListOf(str)))
     for other, modules in sorted(found.items(), key=lambda item: (len(item[0]), item[0])):
         hint = _renamed_to(old, origin, new, name, other, modules) if other != name else ""
         if hint:
@@ -311,9 +310,10 @@ def _imports_from_outside(model: UpstreamModel) -> dict[str, dict[str, list[str]
 def _outside_hint(model: UpstreamModel, name: str, reference: str) -> str:
     """"; the release's own code imports NAME from PACKAGE (in M and N more), outside the
     release, not verified", for the package most of its modules use; "" when none does."""
-    every = model.whole_release_search("imported from outside", lambda: _imports_from_outside(model))
-    found = every.get(name) if isinstance(every, dict) else None
-    if not isinstance(found, dict) or not found:
+    every = model.whole_release_search("imported from outside", lambda: _imports_from_outside(model),
+                                       TableOf(TableOf(ListOf(str))))
+    found = every.get(name)
+    if not found:
         return ""
     package, modules = max(found.items(), key=lambda item: (len(item[1]), item[0]))
     more = f" and {len(modules) - 1} more" if len(modules) > 1 else ""

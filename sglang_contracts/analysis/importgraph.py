@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from sglang_contracts.infra.cache import code_fingerprint
+from sglang_contracts.infra.shapes import ListOf, Row, TableOf
 from sglang_contracts.infra.lines import matches_at_line_start
 from sglang_contracts.project.index import PLAIN_IMPORT, from_imports
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
@@ -94,10 +95,9 @@ class ImportGraph:
         identity = self.model.release.identity
         if identity:
             self._key = hashlib.sha256(f"import-graph\0{code_fingerprint(sys.modules[__name__])}\0{identity}".encode()).hexdigest()
-            stored = self.model.cache.get(self._key)
-            if isinstance(stored, dict):
-                self._edges = {name: (tuple(edge[0]), tuple(edge[1])) for name, edge in stored.items()
-                               if isinstance(edge, list) and len(edge) == 2}
+            stored = self.model.cache.get(self._key, TableOf(Row(ListOf(str), ListOf(str))))
+            if stored is not None:
+                self._edges = {name: (tuple(edge[0]), tuple(edge[1])) for name, edge in stored.items()}
         self._stored = len(self._edges)
 
     def save(self) -> None:

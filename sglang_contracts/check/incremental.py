@@ -67,6 +67,7 @@ from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.project.facts import FACT_LISTS, FileFacts, Position, json_without
 from sglang_contracts.infra.lines import line_digests
 from sglang_contracts.infra.memo import KeptMemo
+from sglang_contracts.infra.shapes import ListOf, Table, TableOf
 from sglang_contracts.project.index import ProjectIndex, module_name_for, recorded_facts
 from sglang_contracts.project.commandline import ignores_unknown_flags
 from sglang_contracts.project.named_reads import CLASS_DEFINITION
@@ -80,6 +81,12 @@ OUTLINE_FACTS = ("imports", "classes", "functions", "conditions", "gates")
 # What the plan records of each file, in this order.
 FILE_ENTRY = ("content digest", "project modules it imports", "digest of its outline but its imports and members",
               "whether it is indexed", "digest of its imports", "digest of its classes' members")
+# save's record as the plan reads it back (each file's entry checked as well: _entry_shaped; each
+# asked row: _named_analysis).
+RUN_RECORD = Table(files=TableOf(list), diagnostics=ListOf(dict), touched=TableOf(ListOf(str)),
+                   optional={"asked": TableOf((list, None))})
+# kept_placeless' record of one value: the files' digests it was computed with, the texts it read.
+PLACELESS_RECORD = Table(digests=TableOf(str), texts_read=ListOf(str), value=object)
 
 
 @dataclass
@@ -143,7 +150,7 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
     import_outlines = import_outlines or {}
     # The project's top-level packages tell its imports from third-party ones, in every file's facts.
     key = hashlib.sha256(f"{salt}\0{project.packages}".encode("utf-8", "surrogateescape")).hexdigest()
-    saved = store.get(key)
+    saved = store.get(key, RUN_RECORD)
     before, previous, previous_touched = _saved_run(saved)
     asked = saved.get("asked") if previous is not None else None
     asked = asked if isinstance(asked, dict) else {}
@@ -307,12 +314,11 @@ def kept_placeless(store, run: Plan, project: ProjectIndex) -> KeptMemo:
         return hashlib.sha256(f"placeless\0{run.key}\0{key}".encode("utf-8", "surrogateescape")).hexdigest()
 
     def read(key: str) -> Any:
-        saved = store.get(record_key(key))
-        try:
-            then, texts_read, value = saved["digests"], set(saved["texts_read"]), saved["value"]
-            changed = {rel for rel in then.keys() | digests.keys() if then.get(rel) != digests.get(rel)}
-        except (KeyError, TypeError, AttributeError):
+        saved = store.get(record_key(key), PLACELESS_RECORD)
+        if saved is None:
             return None
+        then, texts_read, value = saved["digests"], set(saved["texts_read"]), saved["value"]
+        changed = {rel for rel in then.keys() | digests.keys() if then.get(rel) != digests.get(rel)}
         if any(rel not in run.moved or run.digests_before.get(rel) != then.get(rel) or rel in texts_read
                for rel in changed):
             return None

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.files import any_unsaved, unsaved_buffer_items
+from sglang_contracts.infra.shapes import ListOf, Row, Table
 from sglang_contracts.project.index import as_named, project_folders
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
@@ -163,6 +164,11 @@ class Replay:
     releases: list[dict[str, str | None]]  # old, new: RELEASE_FIELDS
     upstream_delta: UpstreamDelta | None  # with --sglang-repo and two refs
     closure_delta: ClosureDelta | None  # what moves between the dependency closures
+
+
+# record's form, as a run's record is read back (replay_of decodes the rest, refusing another shape).
+RUN_RECORD = Table(diagnostics=ListOf(dict), scanned=int, with_contracts=int, releases=Row(dict, dict),
+                   upstream_delta=(dict, None), closure_delta=(dict, None))
 
 
 def replay_of(saved: Any) -> Replay | None:

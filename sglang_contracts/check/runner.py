@@ -186,7 +186,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
 
     runs = store("runs")
     key = replay.run_key(root, paths, options, old_spec, listed) if listed is not None else None
-    saved = replay.replay_of(runs.get(key)) if key and not options.recompute else None
+    saved = runs.get_decoded(key, replay.RUN_RECORD, replay.replay_of) if key and not options.recompute else None
     if saved is not None:
         result = _replayed(saved, root, old_spec, options, download_cache, store, pin)
     else:

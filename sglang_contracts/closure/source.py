@@ -17,11 +17,13 @@ from typing import Callable, Iterable
 
 from sglang_contracts.closure.index import IndexSettings, IndexUnreachable, PackageIndex, configured_index
 from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.shapes import Table
 from sglang_contracts.requirements import normalized
 from sglang_contracts.upstream.pins import ReleasePins, metadata_pins
 
 NO_INDEX = "none"  # the `package-index` setting that reads nothing but the cache
 FETCHERS = 8  # metadata requests in flight at once: each is a few round trips to the index
+METADATA_RECORD = Table(metadata=(str, None))  # None: the index has no such release
 
 
 def _key(name: str, version: str) -> str:
@@ -70,8 +72,8 @@ class MetadataSource:
         for name, version in dict.fromkeys((normalized(n), v) for n, v in wanted):
             if (name, version) in self._known:
                 continue
-            record = self.cache.get(_key(name, version))
-            if isinstance(record, dict) and isinstance(record.get("metadata"), (str, type(None))):
+            record = self.cache.get(_key(name, version), METADATA_RECORD)
+            if record is not None:
                 self._known[name, version] = self._decoded(name, record["metadata"])
             else:
                 misses.append((name, version))

@@ -395,7 +395,7 @@ def _set_by_name(model: UpstreamModel, snake: str, attr: str) -> bool:
     assigned = re.compile(rf"(?<!\w){re.escape(snake)}\s*\.\s*{re.escape(attr)}\s*(?::[^=\n]*)?=(?!=)")
     return model.whole_release_search(
         f"set by name\0{snake}\0{attr}",
-        lambda: any(assigned.search(text) is not None for _, text in model.texts_mentioning(attr)))
+        lambda: any(assigned.search(text) is not None for _, text in model.texts_mentioning(attr)), bool)
 
 
 @contract("SGC322", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)

@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from packaging.requirements import Requirement
 from packaging.version import Version
@@ -31,6 +31,7 @@ from sglang_contracts.contracts.stack import (
 )
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
+from sglang_contracts.infra.shapes import Table, TableOf
 from sglang_contracts.project import images, version_asserts
 from sglang_contracts.project.platforms import build_environments
 from sglang_contracts.project.version_asserts import file_version_asserts, may_assert_version
@@ -169,7 +170,7 @@ def walked_closures(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins:
                     build_source: MetadataSource | None = None) -> tuple[dict[str, Closure], dict[str, Closure]]:
     """Both releases' closures on each platform: from their record when one was kept (reading
     each package's metadata record again cost a third of a second), else walked."""
-    kept = _kept_closures(cache.get(key))
+    kept = cache.get_decoded(key, Table(old=TableOf(dict), new=TableOf(dict)), _kept_closures)
     if kept is not None:
         return kept
     old, new = {}, {}
@@ -183,16 +184,11 @@ def walked_closures(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins:
     return old, new
 
 
-def _kept_closures(kept) -> tuple[dict[str, Closure], dict[str, Closure]] | None:
-    """Both releases' closures from their record; None for no record, or one of another shape
-    (walked again and written over)."""
-    if not isinstance(kept, dict):
-        return None
-    try:
-        return tuple({platform: Closure.from_json(data) for platform, data in kept[side].items()}  # type: ignore[return-value]
-                     for side in ("old", "new"))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
+def _kept_closures(kept: dict[str, Any]) -> tuple[dict[str, Closure], dict[str, Closure]]:
+    """Both releases' closures from their record (JsonCache.get_decoded: one of another shape
+    is walked again and written over)."""
+    return tuple({platform: Closure.from_json(data) for platform, data in kept[side].items()}  # type: ignore[return-value]
+                 for side in ("old", "new"))
 
 
 def _walk_complete(source: MetadataSource, build_source: MetadataSource | None) -> bool:

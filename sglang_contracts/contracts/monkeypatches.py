@@ -22,6 +22,7 @@ from sglang_contracts.analysis.body_changes import body_change
 from sglang_contracts.analysis.overrides import unaccepted_parameters
 from sglang_contracts.analysis.targets import upstream_dotted
 from sglang_contracts.infra.pysource import absolute_import, parse_quietly
+from sglang_contracts.infra.shapes import ListOf
 from sglang_contracts.upstream.targets import Target, resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.wording import with_article
@@ -235,9 +236,8 @@ def _from_importers(model: UpstreamModel, dotteds: list[str]) -> dict[str, set[s
     one pass over the release for all of them, each cached as its own search."""
     whats = {f"from-importers {dotted}": dotted for dotted in dict.fromkeys(dotteds)}
     found = model.whole_release_searches(
-        whats, lambda wanted: [sorted(modules) for modules in _scan_from_importers(model, wanted)])
-    return {dotted: set(found[what]) if isinstance(found.get(what), list) else _scan_from_importers(model, [dotted])[0]
-            for what, dotted in whats.items()}
+        whats, lambda wanted: [sorted(modules) for modules in _scan_from_importers(model, wanted)], ListOf(str))
+    return {dotted: set(found[what]) for what, dotted in whats.items()}
 
 
 def _scan_from_importers(model: UpstreamModel, dotteds: list[str]) -> list[set[str]]:
@@ -312,7 +312,7 @@ def _reached_from_old_code(ctx: CheckContext, modules: list[str]) -> set[str]:
                     importers[index].add(importer)
         return [sorted(found) for found in importers]
 
-    found = ctx.new.whole_release_searches(whats, search)
+    found = ctx.new.whole_release_searches(whats, search, ListOf(str))
     return {module for what, module in whats.items()
             if any(ctx.old.module_exists(importer) for importer in found.get(what) or ())}
 

@@ -20,6 +20,7 @@ from sglang_contracts.analysis.resolve import ProjectClass, ProjectView, Resolve
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.infra.lines import source_segment
+from sglang_contracts.infra.shapes import TableOf
 from sglang_contracts.upstream.model import Member, Symbol, UpstreamModel
 
 
@@ -62,7 +63,7 @@ def parameter_defaults(model: UpstreamModel, member: Member) -> dict[str, str]:
     Kept per release (a published release or a commit): reading it parses the whole module."""
     line = member.record.get("line")
     return model.whole_release_search(f"parameter-defaults\0{member.owner}\0{member.name}\0{line}",
-                                      lambda: _parameter_defaults(model, member))
+                                      lambda: _parameter_defaults(model, member), TableOf(str))
 
 
 def _parameter_defaults(model: UpstreamModel, member: Member) -> dict[str, str]:

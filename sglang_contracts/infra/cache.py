@@ -35,6 +35,7 @@ from sglang_contracts.infra.files import Unreadable, is_below, read_limited, why
 from sglang_contracts.infra.errors import UsageError, shown
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.gitsafety import safe_git_options
+from sglang_contracts.infra.shapes import fits
 from sglang_contracts.infra.temporaries import private_temporary_folder
 
 # Bump when the shape of any cached record changes: old entries are then ignored.
@@ -327,10 +328,15 @@ def foreign_reason(folder: Path) -> str | None:
     return None
 
 
+# What a decoder raises for a record of another shape than it reads (JsonCache.get_decoded).
+WRONG_SHAPE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
 class JsonCache:
     """A folder of JSON records addressed by key; corrupt, stale or misplaced records read as
-    missing (see the module's docstring for the format). Callers never change the data they get.
-    A folder that is not this user's (foreign_reason) is neither read nor written."""
+    missing (see the module's docstring for the format), and so does a record of another shape
+    than its reader declares (infra/shapes.py): a reader is never given one. Callers never change
+    the data they get. A folder that is not this user's (foreign_reason) is neither read nor written."""
 
     def __init__(self, folder: Path | None) -> None:
         if folder is not None and (why := foreign_reason(folder)) is not None:
@@ -347,7 +353,13 @@ class JsonCache:
         """Whether a record is kept under the key (not whether it reads back: `get` tells)."""
         return self.folder is not None and os.path.isfile(self._path(key))
 
-    def get(self, key: str) -> Any | None:
+    def get(self, key: str, shape: Any) -> Any | None:
+        """The record under the key when it is of `shape` (infra/shapes.py), else None: absent,
+        damaged and of another shape alike, which the caller computes again and puts."""
+        data = self._remembered(key)
+        return data if data is not None and fits(data, shape) else None
+
+    def _remembered(self, key: str) -> Any | None:
         if self.folder is None:
             return None
         if _REMEMBERED is not None:
@@ -364,21 +376,24 @@ class JsonCache:
             return data
         return self._read(key)
 
-    def get_decoded(self, key: str, decode: Callable[[Any], Any]) -> Any | None:
-        """`decode(get(key))`, or None when absent; in a process that keeps records (the
-        language server), the decoded object is kept with its record and given again while the
-        record is unchanged on disk: callers never change it either. `decode` may raise
-        (KeyError, TypeError, ValueError) for a record of the wrong shape."""
-        data = self.get(key)
+    def get_decoded(self, key: str, shape: Any, decode: Callable[[Any], Any]) -> Any | None:
+        """`decode(get(key, shape))`, or None when absent, or when `decode` finds it of another
+        shape still (raises one of WRONG_SHAPE): the shape may say less than the decoder reads.
+        In a process that keeps records (the language server), the decoded object is kept with
+        its record and given again while the record is unchanged on disk: callers never change
+        it either."""
+        data = self.get(key, shape)
         if data is None:
             return None
-        if _REMEMBERED is None:
-            return decode(data)
-        kept = _DECODED.get((key, decode))
+        kept = _DECODED.get((key, decode)) if _REMEMBERED is not None else None
         if kept is not None and kept[0] is data:  # the very record get() remembered
             return kept[1]
-        decoded = decode(data)
-        _DECODED[(key, decode)] = (data, decoded)
+        try:
+            decoded = decode(data)
+        except WRONG_SHAPE:
+            return None
+        if _REMEMBERED is not None:
+            _DECODED[(key, decode)] = (data, decoded)
         return decoded
 
     def _read(self, key: str) -> Any | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from sglang_contracts.infra.cache import code_fingerprint
+from sglang_contracts.infra.shapes import ListOf, TableOf
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.migrations import edits, pairing, sites
 from sglang_contracts.migrations.edits import Variant
@@ -141,12 +142,13 @@ class Migrations:
 
     def _kept(self) -> dict[str, list[Variant]]:
         """The record of this release pair: question key -> variants."""
-        raw = self.old.cache.get(self._record) if self._record is not None else None
-        if not isinstance(raw, dict):
+        # question key -> each variant's to_json (a damaged one reads back as None: _read_back)
+        raw = self.old.cache.get(self._record, TableOf(ListOf(object))) if self._record is not None else None
+        if raw is None:
             return {}
         found = {}
         for key, rows in raw.items():
-            variants = _read_back(rows) if isinstance(rows, list) else None
+            variants = _read_back(rows)
             if variants is not None:  # a damaged entry is learned again
                 found[key] = variants
         return found

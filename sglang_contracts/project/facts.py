@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from sglang_contracts.infra.boundary import Problem, note
+from sglang_contracts.infra.shapes import ListOf, Table, TableOf
 
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
@@ -641,3 +642,9 @@ def _plain(hint: Any) -> bool:
     if typing.get_origin(hint) is tuple:
         return all(argument is Ellipsis or _plain(argument) for argument in typing.get_args(hint))
     return hint in (str, int, bool)
+
+
+# to_record's form as its cache record is read back (from_json checks each list's rows, and decodes them).
+FACTS_RECORD = Table(path=str, module=str, noqa=TableOf(ListOf(str)), class_names=ListOf(str),
+                     optional={"parse_error": object, "problem": object, "placeless": str},
+                     **{name: (str, ListOf(list)) if name in LOCAL_LISTS else ListOf(list) for name in FACT_LISTS})

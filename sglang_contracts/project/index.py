@@ -26,8 +26,9 @@ from sglang_contracts.infra.boundary import Problem, problem_for
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, is_below, os_reason, read_limited
 from sglang_contracts.infra.lines import decoded_line_digests, encoded_line_digests, matches_at_line_start
 from sglang_contracts.infra.parallel import iter_jobs
+from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf
 from sglang_contracts.infra.temporaries import is_temporary, remove_if_stale
-from sglang_contracts.project.facts import FileFacts, forget_shared
+from sglang_contracts.project.facts import FACTS_RECORD, FileFacts, forget_shared
 from sglang_contracts.project.texts import ProjectTexts, as_text, held
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.upstream.model import is_upstream
@@ -342,8 +343,7 @@ class ProjectIndex:
         """The cache's record of an each_file table as the last run left it (empty when there is
         none), read once a run: the plan reads it before the checks do (incremental.py)."""
         if table_key not in self.read_tables:
-            stored = self.cache.get(table_key)
-            self.read_tables[table_key] = stored if isinstance(stored, dict) else {}
+            self.read_tables[table_key] = self.cache.get(table_key, EACH_FILE_TABLE) or {}
         return self.read_tables[table_key]
 
     def _computed(self, kind: str, analyse: Callable[[str, str], list], may_hold: Callable[[str], bool],
@@ -450,6 +450,14 @@ class ProjectIndex:
         return ".".join([dotted, *after])
 
 
+# An each_file table's record: relpath -> [the file's digest, its results] (results of another
+# shape are the analysis's own to refuse: _entry_holds).
+EACH_FILE_TABLE = TableOf(Row(str, object))
+# LastRounds' record: relpath -> [content digest, mentions SGLang, digest of its imports as read].
+LAST_ROUNDS = Table(packages=ListOf(str), files=TableOf(Row(str, bool, str)), rounds=ListOf(ListOf(str)),
+                    scanned=TableOf(str))
+
+
 def _entry_holds(entry: Any, digest: str) -> bool:
     """Whether a per-file table entry is [the file's digest, its results]."""
     return isinstance(entry, list) and len(entry) == 2 and entry[0] == digest and isinstance(entry[1], list)
@@ -506,11 +514,8 @@ def recorded_facts(index: ProjectIndex, relpath: str, digest: str) -> tuple[File
     """(the facts, the line digests) the cache holds of a file's content by its digest, as a
     scan of it wrote them; None for what it holds not."""
     key = _facts_key(relpath, module_name_for(relpath), digest, index.packages)
-    try:
-        facts = index.cache.get_decoded(key, FileFacts.from_json)
-    except (KeyError, TypeError, ValueError):
-        facts = None
-    return facts, decoded_line_digests(index.cache.get(lines_key(key)))
+    facts = index.cache.get_decoded(key, FACTS_RECORD, FileFacts.from_json)
+    return facts, decoded_line_digests(index.cache.get(lines_key(key), str))
 
 
 def read_python(path: Path, root: Path | None = None) -> tuple[str, str]:
@@ -641,22 +646,16 @@ class LastRounds:
 
     @classmethod
     def read(cls, index: ProjectIndex, cache: JsonCache) -> "LastRounds | None":
-        saved = cache.get(_rounds_key(index.root))
-        try:
-            last = cls(list(saved["packages"]), dict(saved["files"]), [list(batch) for batch in saved["rounds"]],
-                       dict(saved["scanned"]))
-        except (KeyError, TypeError, ValueError):
+        saved = cache.get(_rounds_key(index.root), LAST_ROUNDS)
+        if saved is None:
             return None
-        return last if last.shaped() else None
+        last = cls(list(saved["packages"]), dict(saved["files"]), [list(batch) for batch in saved["rounds"]],
+                   dict(saved["scanned"]))
+        return last if last.scans_its_own_files() else None
 
-    def shaped(self) -> bool:
-        """Whether a record read back is of the shape `made` writes (any other is not used)."""
-        texts = (*self.packages, *self.files, *(rel for batch in self.rounds for rel in batch),
-                 *self.scanned, *self.scanned.values())
-        return all(type(text) is str for text in texts) \
-            and all(type(entry) is list and len(entry) == 3 and type(entry[0]) is str and type(entry[1]) is bool
-                    and type(entry[2]) is str for entry in self.files.values()) \
-            and all(rel in self.files for batch in self.rounds for rel in batch)
+    def scans_its_own_files(self) -> bool:
+        """Whether every file of its rounds is one of its files (its shape is LAST_ROUNDS')."""
+        return all(rel in self.files for batch in self.rounds for rel in batch)
 
     @classmethod
     def made(cls, index: ProjectIndex, texts: dict[str, tuple[str, str]], memo: IndexMemo,
@@ -926,10 +925,7 @@ def _uncached(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: Jso
     scanned: dict[str, FileFacts] = {}
     for relpath, (module, digest) in sorted(batch.items()):
         key = _facts_key(relpath, module, digest, index.packages)
-        try:
-            cached = cache.get_decoded(key, FileFacts.from_json)
-        except (KeyError, TypeError, ValueError):
-            cached = None  # a stale or damaged entry: parse again
+        cached = cache.get_decoded(key, FACTS_RECORD, FileFacts.from_json)
         if cached is not None:
             scanned[relpath] = cached
             continue

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from sglang_contracts.infra.cache import code_fingerprint
+from sglang_contracts.infra.shapes import ListOf, Row
 from sglang_contracts.project.facts import Position
 from sglang_contracts.project.index import ProjectIndex, any_text
 from sglang_contracts.project.positions import SourcePositions
@@ -66,8 +67,8 @@ def named_reads(project: ProjectIndex, relpath: str, receiver: str, attr: str) -
     if content is None:
         return []
     key = hashlib.sha256(f"{_fingerprint()}\0named-reads\0{relpath}\0{receiver}\0{attr}\0{content}".encode()).hexdigest()
-    cached = project.cache.get(key)
-    if isinstance(cached, list):
+    cached = project.cache.get(key, ListOf(Row(int, int)))
+    if cached is not None:
         return [Position(line, col) for line, col in cached]
     try:
         tree = parse_shared(project.texts[relpath], relpath)

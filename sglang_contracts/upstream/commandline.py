@@ -25,6 +25,7 @@ from functools import lru_cache
 
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.pysource import absolute_from_imports, parse_quietly
+from sglang_contracts.infra.shapes import ListOf, Table
 from sglang_contracts.upstream.bodies import unparsed
 from sglang_contracts.upstream.model import UpstreamModel
 from sglang_contracts.upstream.serverargs import SERVER_ARGS, server_args_fields
@@ -699,20 +700,25 @@ def _allows_abbrev(tree: ast.Module) -> bool:
     return True
 
 
+# What _extracted makes, as its cached record is read back: an Option's fields (asdict), or why there are none.
+_OPTION = Table(strings=ListOf(str), dest=str, action=str, type=str, choices=(ListOf(str), None), default=str, nargs=str,
+                help=str, deprecated=bool, replacement=str, line=int, declared_by=str, closed=True)
+EXTRACTED = (Table(error=str), Table(shape=str, options=ListOf(_OPTION), optional={"allow_abbrev": bool}))
+
+
 def command_line(model: UpstreamModel) -> CommandLine | None:
     """The release's `ServerArgs` command line; None without a ServerArgs. Raises ContractsError
     when it has one but no option can be read from it."""
     symbol = model.resolve_path(SERVER_ARGS)
     if not symbol.found:
         return None
-    data = model.whole_release_search("server-args command line", lambda: _extracted(model))
+    data = model.whole_release_search("server-args command line", lambda: _extracted(model), EXTRACTED)
     if not isinstance(data, dict) or "error" in data or not data.get("options"):
         reason = data.get("error", "no option") if isinstance(data, dict) else "no option"
         raise ContractsError(f"{model.release.label}: the ServerArgs command line yields no option ({reason}); "
                              "refusing to judge command-line contracts on nothing")
     options = []
-    for raw in data["options"]:
-        raw["strings"] = tuple(raw["strings"])
-        raw["choices"] = tuple(raw["choices"]) if raw["choices"] is not None else None
-        options.append(Option(**raw))
+    for raw in data["options"]:  # the cached data is not changed: a process that keeps records reads it again
+        choices = tuple(raw["choices"]) if raw["choices"] is not None else None
+        options.append(Option(**{**raw, "strings": tuple(raw["strings"]), "choices": choices}))
     return CommandLine(options, data["shape"], data.get("allow_abbrev", True))

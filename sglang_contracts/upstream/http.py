@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.pysource import absolute_from_imports, parse_quietly
+from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf
 from sglang_contracts.upstream.bodies import unparsed
 from sglang_contracts.upstream.extract import STRUCT_BASES
 from sglang_contracts.upstream.model import UpstreamModel
@@ -158,7 +159,7 @@ def _aliases(model: UpstreamModel, order: tuple[str, ...], fields: dict[str, boo
 
 
 def _module_classes(model: UpstreamModel, module_name: str) -> dict[str, dict[str, Any]]:
-    return _cached(model, "classes", module_name, _read_classes)
+    return _cached(model, "classes", module_name, _read_classes, CLASSES_TABLE)
 
 
 def _read_classes(code: str) -> dict[str, dict[str, Any]]:
@@ -201,7 +202,7 @@ def http_api(model: UpstreamModel) -> HttpApi | None:
     the module is there but yields no route: an extraction error, never a clean report."""
     if not model.module_exists(HTTP_SERVER):
         return None
-    table = _cached(model, "routes", HTTP_SERVER, _read_routes)
+    table = _cached(model, "routes", HTTP_SERVER, _read_routes, ROUTE_TABLE)
     routes = [_route(raw, HTTP_SERVER, "") for raw in table["routes"]]
     complete = not table["opaque"]
     for included, prefix in table["included"]:
@@ -221,7 +222,7 @@ def _included_routes(model: UpstreamModel, dotted: str, prefix: str) -> list[Rou
     module_name, _, name = (symbol.origin if symbol.found and symbol.origin else dotted).rpartition(".")
     if not model.module_exists(module_name):
         return None
-    table = _cached(model, "routes", module_name, _read_routes)
+    table = _cached(model, "routes", module_name, _read_routes, ROUTE_TABLE)
     return [_route(raw, module_name, prefix + table["prefixes"].get(name, ""))
             for raw in table["routes"] if raw.get("owner") == name]
 
@@ -237,11 +238,18 @@ def _module_source(model: UpstreamModel, module_name: str) -> str | None:
     return model.tree.readable_source(record.relpath) if record is not None and record.relpath else None
 
 
-def _cached(model: UpstreamModel, kind: str, module_name: str, read: Callable[[str], Any]) -> Any:
-    """A table `read` from one module's source, cached with the release's other records (for a
-    release whose content cannot change: the module's source is then not even read)."""
+# What _read_classes and _read_routes make: the shapes their cached tables are read back as.
+CLASSES_TABLE = Table(aliases=TableOf(TableOf(str)), annotated=TableOf(ListOf(Row(str, bool))))
+_ROUTE = Table(path=str, methods=ListOf(str), handler=str, line=int, body=str, request_type=(str, None),
+               keys=ListOf(str), required=ListOf(str), optional={"owner": str})
+ROUTE_TABLE = Table(routes=ListOf(_ROUTE), included=ListOf(Row(str, str)), prefixes=TableOf(str), opaque=ListOf(int))
+
+
+def _cached(model: UpstreamModel, kind: str, module_name: str, read: Callable[[str], Any], shape: Any) -> Any:
+    """A table `read` from one module's source, of `shape`, cached with the release's other
+    records (for a release whose content cannot change: the module's source is then not even read)."""
     return model.whole_release_search(f"http {kind} {module_name}",
-                                      lambda: read(_module_source(model, module_name) or ""))
+                                      lambda: read(_module_source(model, module_name) or ""), shape)
 
 
 def _parsed(code: str) -> ast.Module | None:

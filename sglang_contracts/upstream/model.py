@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
 from sglang_contracts.infra.collector import collector_paused
+from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf
 from sglang_contracts.infra.files import Unreadable
 from sglang_contracts.sources.base import PACKAGE, Release
 from sglang_contracts.infra import pysource
@@ -86,20 +87,13 @@ def stored_form(extracted: dict[str, Any]) -> dict[str, Any]:
     return form
 
 
-def _form_shaped(form: dict[str, Any]) -> bool:
-    """Whether a cached record has stored_form's tables (a record of another shape is extracted
-    again rather than fail a check that reads a class that is a number): their entries are
-    texts, or what a process decoded of them; the methods a table per class."""
-    tables = (form.get("classes", {}), form.get("functions", {}))
-    methods = form.get("methods", {})
-    return (all(_is_entry_table(table) for table in tables)
-            and type(methods) is dict and all(_is_entry_table(table) for table in methods.values())
-            and type(form.get("bindings") or {}) is dict and type(form.get("definitions", "")) in (str, type(None)))
-
-
-def _is_entry_table(table: Any) -> bool:
-    """A dict of stored_form's entries: texts, or what a process decoded of them."""
-    return type(table) is dict and all(type(entry) in (str, dict) for entry in table.values())
+# stored_form's tables: each entry a JSON text (decoded on first use: LazyRecords); the methods a table per class.
+_ENTRIES = TableOf(str)
+_TABLES = {"classes": _ENTRIES, "methods": TableOf(_ENTRIES), "functions": _ENTRIES}
+# A cached module's stored form: an opaque module's (extract_module's refusals), or an analysed one's.
+MODULE_FORM = (Table(opaque=str, optional={"problem": Row(str, str, bool)}, **_TABLES),
+               Table(bindings=TableOf(Table(kind=str, line=int, optional={"target": str})), wildcards=ListOf(str),
+                     exports=object, optional={"definitions": (str, None), "dynamic": object}, **_TABLES))
 
 
 def _has_extension(entries: Iterable[str], leaf: str) -> bool:
@@ -462,8 +456,8 @@ class UpstreamModel:
         """The module's record from the cache, or None when it must be extracted."""
         extracted = self._forms.get(key)
         if extracted is None:
-            extracted = self.cache.get(key)
-            if not isinstance(extracted, dict) or not _form_shaped(extracted):
+            extracted = self.cache.get(key, MODULE_FORM)
+            if extracted is None:
                 return None
             self._forms[key] = extracted
         self.stats.from_cache += 1
@@ -865,8 +859,8 @@ class UpstreamModel:
         if record is not None and record.relpath and not record.opaque:
             content = self.tree.content_key(record.relpath)
             key = hashlib.sha256(f"{EXTRACTOR}\0lines\0{module_name}\0{content}\0{table}\0{name}".encode()).hexdigest()
-            cached = self.cache.get(key)
-            if isinstance(cached, list):
+            cached = self.cache.get(key, ListOf(str))
+            if cached is not None:
                 found = cached
             else:
                 computed = self._read_definition_lines(module_name, record.relpath, table, name)
@@ -962,16 +956,17 @@ class UpstreamModel:
         name = name.replace("/", ".")
         return name[: -len(".__init__")] if name.endswith(".__init__") else name
 
-    def whole_release_search(self, what: str, compute: Callable[[], Any]) -> Any:
+    def whole_release_search(self, what: str, compute: Callable[[], Any], shape: Any) -> Any:
         """`compute()`, a search that reads every file of the release, cached under `what` for
         releases whose content cannot change (a published version, a commit). The key holds
-        the code of the module that defines `compute`, so changing a search invalidates it."""
+        the code of the module that defines `compute`, so changing a search invalidates it;
+        `shape` is its result's (infra/shapes.py): a record of another is searched again."""
         if not self.release.identity:
             return compute()
         if what in self._searched:
             return self._searched[what]
         key = self._search_key(what, compute.__module__)
-        result = self.cache.get(key)
+        result = self.cache.get(key, shape)
         if result is None:
             result = compute()
             self.cache.put(key, result)
@@ -982,14 +977,15 @@ class UpstreamModel:
         searcher = _module_fingerprint(searcher_module)
         return hashlib.sha256(f"{EXTRACTOR}\0{searcher}\0{self.release.identity}\0{what}".encode()).hexdigest()
 
-    def whole_release_searches(self, whats: dict[str, Any], compute: Callable[[list[Any]], list[Any]]) -> dict[str, Any]:
+    def whole_release_searches(self, whats: dict[str, Any], compute: Callable[[list[Any]], list[Any]],
+                               shape: Any) -> dict[str, Any]:
         """Several searches at once, {what: result}: `whats` maps each search's cache name to
         its question; `compute(questions)` answers every one not cached, in one pass over the
-        release, in order. Each answer is cached as `whole_release_search` caches it."""
+        release, in order. Each answer, of `shape`, is cached as `whole_release_search` caches it."""
         if not self.release.identity:
             return dict(zip(whats, compute(list(whats.values())))) if whats else {}
         keys = {what: self._search_key(what, compute.__module__) for what in whats}
-        found = self._cached_searches(keys)
+        found = self._cached_searches(keys, shape)
         missing = [what for what in whats if what not in found]
         if missing:
             for what, result in zip(missing, compute([whats[what] for what in missing])):
@@ -997,11 +993,11 @@ class UpstreamModel:
                 found[what] = result
         return found
 
-    def _cached_searches(self, keys: dict[str, str]) -> dict[str, Any]:
-        """{what: result} of the searches (by their cache keys) whose results are cached."""
+    def _cached_searches(self, keys: dict[str, str], shape: Any) -> dict[str, Any]:
+        """{what: result} of the searches (by their cache keys) whose results are cached, of `shape`."""
         found: dict[str, Any] = {}
         for what, key in keys.items():
-            cached = self.cache.get(key)
+            cached = self.cache.get(key, shape)
             if cached is not None:
                 found[what] = cached
         return found
@@ -1010,8 +1006,8 @@ class UpstreamModel:
         """Modules of this release that define each name at top level (a textual scan, then verified)."""
         if not names:
             return {}
-        found = self.whole_release_search(f"definitions {sorted(names)}", lambda: self._scan_definitions(names))
-        return found if isinstance(found, dict) else self._scan_definitions(names)
+        return self.whole_release_search(f"definitions {sorted(names)}", lambda: self._scan_definitions(names),
+                                         TableOf(ListOf(str)))
 
     def _scan_definitions(self, names: set[str]) -> dict[str, list[str]]:
         table = (self._top_level_definitions if len(names) > FEW_NAMES or "_top_level_definitions" in self.__dict__

@@ -57,8 +57,8 @@ def test_the_scan_job_writes_the_record_the_main_process_reads(tmp_path: Path) -
     cache = JsonCache(tmp_path / "cache")
     key = _facts_key("m.py", "m", "digest", ("m",))
     result, _ = _scan_job(("m.py", "m", SOURCE, ("m",), cache, key))
-    assert cache.get(key) == json.loads(json.dumps(result))
-    assert FileFacts.from_json(cache.get(key)) == scan_source("m.py", "m", SOURCE, ("m",))
+    assert cache.get(key, object) == json.loads(json.dumps(result))
+    assert FileFacts.from_json(cache.get(key, object)) == scan_source("m.py", "m", SOURCE, ("m",))
 
 
 def test_decoded_facts_share_equal_positions_and_receivers(tmp_path: Path) -> None:

@@ -603,6 +603,6 @@ def test_the_records_of_a_re_check_are_written_after_it_as_a_fresh_run_writes_th
     engine.collect()
     assert not engine._index_memo.unwritten
     scanned = scan_source(seam, index.files[seam].module, (project / seam).read_text(), index.packages)
-    assert index.cache.get(key) == json.loads(json.dumps(scanned.to_record()))  # as a fresh run writes it
+    assert index.cache.get(key, object) == json.loads(json.dumps(scanned.to_record()))  # as a fresh run writes it
     own = run_check([project], dataclasses.replace(options, replay=False))
     assert findings(own) == findings(result) == fresh_findings(project, options, tmp_path / "fresh")

@@ -18,7 +18,7 @@ def records(cache: Path) -> dict[Path, bytes]:
 
 def valid(path: Path) -> bool:
     """The record at `path` reads back under the key its file name says."""
-    return JsonCache(path.parent.parent).get(path.stem) is not None
+    return JsonCache(path.parent.parent).get(path.stem, object) is not None
 
 
 def run(capsys, project: Path, cache: Path) -> tuple[int, str, str]:
@@ -31,19 +31,19 @@ def test_a_record_reads_back_only_under_its_own_key_and_intact(tmp_path: Path) -
     cache = JsonCache(tmp_path)
     cache.put("aa11", {"version": "0.5.22", "lines": [1, 2]})
     cache.put("bb22", {"version": "0.5.21", "lines": [3]})
-    assert cache.get("aa11") == {"version": "0.5.22", "lines": [1, 2]}
+    assert cache.get("aa11", object) == {"version": "0.5.22", "lines": [1, 2]}
     first, second = cache._path("aa11"), cache._path("bb22")
     first.write_bytes(second.read_bytes())  # a valid record, of another key
-    assert cache.get("aa11") is None and cache.get("bb22") == {"version": "0.5.21", "lines": [3]}
+    assert cache.get("aa11", object) is None and cache.get("bb22", object) == {"version": "0.5.21", "lines": [3]}
     second.write_bytes(second.read_bytes().replace(b"0.5.21", b"0.6.21"))  # still parses
-    assert cache.get("bb22") is None
+    assert cache.get("bb22", object) is None
     second.write_bytes(second.read_bytes()[:-3])  # truncated
-    assert cache.get("bb22") is None
+    assert cache.get("bb22", object) is None
     # The form of schema 1, which checked nothing but the schema number.
     first.write_text('{"schema": %d, "data": {"version": "0.5.22"}}' % SCHEMA_VERSION)
-    assert cache.get("aa11") is None
+    assert cache.get("aa11", object) is None
     cache.put("aa11", [1])  # a miss is rebuilt and overwritten
-    assert cache.get("aa11") == [1]
+    assert cache.get("aa11", object) == [1]
 
 
 def test_a_record_nested_too_deeply_to_decode_is_a_miss(tmp_path: Path) -> None:
@@ -52,9 +52,9 @@ def test_a_record_nested_too_deeply_to_decode_is_a_miss(tmp_path: Path) -> None:
     path = cache._path("cc33")
     path.parent.mkdir(parents=True)
     path.write_bytes(f"{HEADER.format(schema=SCHEMA_VERSION, key='cc33')}{data_digest(body)}\n".encode() + body)
-    assert cache.get("cc33") is None
+    assert cache.get("cc33", object) is None
     cache.put("cc33", [1])
-    assert cache.get("cc33") == [1]
+    assert cache.get("cc33", object) == [1]
 
 
 def test_swapped_records_are_rebuilt_and_the_findings_equal_a_clean_run(published, capsys) -> None:
@@ -143,11 +143,11 @@ def test_a_language_server_decodes_an_unchanged_record_once(tmp_path, monkeypatc
         decoded.append(data)
         return dict(data)
 
-    first = store.get_decoded("k" * 64, decode)
-    assert store.get_decoded("k" * 64, decode) is first and len(decoded) == 1
+    first = store.get_decoded("k" * 64, object, decode)
+    assert store.get_decoded("k" * 64, object, decode) is first and len(decoded) == 1
     store.put("k" * 64, {"n": 22})  # another size: the remembered record is stale
-    assert store.get_decoded("k" * 64, decode) == {"n": 22} and len(decoded) == 2
-    assert store.get_decoded("missing" + "0" * 57, decode) is None
+    assert store.get_decoded("k" * 64, object, decode) == {"n": 22} and len(decoded) == 2
+    assert store.get_decoded("missing" + "0" * 57, object, decode) is None
 
 
 def _crafted(cache: Path, kind: str, change) -> int:
@@ -155,7 +155,7 @@ def _crafted(cache: Path, kind: str, change) -> int:
     one made by hand would be: the count."""
     store, count = JsonCache(cache / kind), 0
     for path in sorted((cache / kind).rglob("*.json")):
-        data = store.get(path.stem)
+        data = store.get(path.stem, object)
         if isinstance(data, dict) and change(data):
             store.put(path.stem, data)
             count += 1
@@ -237,7 +237,7 @@ def test_a_record_that_is_no_regular_file_of_a_record_s_size_is_absent(tmp_path:
 
     store = JsonCache(tmp_path / "records")
     store.put("ab" * 32, {"kept": True})
-    assert store.get("ab" * 32) == {"kept": True}
+    assert store.get("ab" * 32, object) == {"kept": True}
     path = tmp_path / "records" / "ab" / f"{'ab' * 32}.json"
     path.unlink()
     if kind == "fifo":
@@ -247,10 +247,10 @@ def test_a_record_that_is_no_regular_file_of_a_record_s_size_is_absent(tmp_path:
     else:
         path.write_bytes(b"x" * 1024)
         monkeypatch.setattr(cache_module, "MAX_RECORD_BYTES", 100)
-    assert store.get("ab" * 32) is None
+    assert store.get("ab" * 32, object) is None
     monkeypatch.setattr(cache_module, "MAX_RECORD_BYTES", 1 << 20)
     store.put("ab" * 32, {"kept": "again"})  # computed again, written in its place
-    assert store.get("ab" * 32) == {"kept": "again"}
+    assert store.get("ab" * 32, object) == {"kept": "again"}
 
 
 def test_cache_folders_are_the_users_alone_whatever_the_umask(tmp_path: Path) -> None:
@@ -277,6 +277,6 @@ def test_a_record_another_user_owns_is_never_read(tmp_path: Path, monkeypatch) -
 
     cache = JsonCache(tmp_path / "runs")
     cache.put("cd" * 32, {"diagnostics": []})
-    assert cache.get("cd" * 32) == {"diagnostics": []}
+    assert cache.get("cd" * 32, object) == {"diagnostics": []}
     monkeypatch.setattr(files.os, "getuid", lambda: os.geteuid() + 1)  # as another user sees it
     assert cache.get("cd" * 32) is None

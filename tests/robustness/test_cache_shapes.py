@@ -1,0 +1,126 @@
+"""Every reader of a cache record declares the shape it reads (infra/shapes.py, JsonCache.get):
+a record whose header and digest hold but whose data is of another shape (re-signed by hand, or
+by whoever can write the cache) is absent and computed again. Sixth campaign: such records made
+every later run an internal error (M04: `[]`) or dropped error findings silently (M05: `{}`)."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from sglang_contracts.cli import main
+from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf, fits
+
+KINDS = ("runs", "upstream", "project", "incremental", "closure")
+
+
+def swapped(data: Any) -> Any:
+    """`data` with every list a table and every table a list, at every depth."""
+    if isinstance(data, dict):
+        return [swapped(value) for value in data.values()]
+    if isinstance(data, list):
+        return {str(index): swapped(item) for index, item in enumerate(data)}
+    return data
+
+
+# A key of each record that is a table of named fields (its reader reads them): the empty table is
+# another shape for these. For a table of results by name, it is a value (no name found).
+KEYED = {"diagnostics", "path", "classes", "opaque", "old", "packages", "digests", "metadata", "routes", "aliases",
+         "options"}
+# Each of another shape than the record's data (an empty list where a list was is a value, not a
+# shape: a definition whose body is a docstring reads no lines).
+WRONG_SHAPES: dict[str, Callable[[Any], Any]] = {
+    "an empty list for a table (M04)": lambda data: data if isinstance(data, list) else [],
+    "an empty table (M05)": lambda data: {} if not isinstance(data, dict) or data.keys() & KEYED else data,
+    "a text": lambda data: data if isinstance(data, str) else "x",
+    "a number": lambda data: 7,
+    "lists and tables swapped": swapped}
+
+
+def run(capsys, project: Path, cache: Path) -> tuple[int, list[str], str]:
+    status = main(["check", str(project), "--old", "0.9.0", "--new", "0.9.1", "--cache-dir", str(cache), "-q"])
+    out, err = capsys.readouterr()
+    return status, out.splitlines(), err
+
+
+def assert_same(got: tuple[int, list[str], str], clean: tuple[int, list[str], str], what: str) -> None:
+    """The run's (status, findings, errors) are the clean run's; else what differs, line by line."""
+    difference = "\n".join(difflib.unified_diff(clean[1], got[1], lineterm="", n=0))
+    assert got == clean, f"{what}: status {got[0]}, errors {got[2]!r}\n{difference}"
+
+
+def resign(cache: Path, kinds: tuple[str, ...], wrong: Callable[[Any], Any]) -> int:
+    """Every record of `kinds` rewritten, header and digest valid, with `wrong` of its data: the count."""
+    count = 0
+    for kind in kinds:
+        store = JsonCache(cache / kind)
+        for path in sorted((cache / kind).rglob("*.json")):
+            store.put(path.stem, wrong(json.loads(path.read_bytes().partition(b"\n")[2])))
+            count += 1
+    return count
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_SHAPES.values()), ids=list(WRONG_SHAPES))
+def test_records_re_signed_with_another_shape_are_computed_again(published, capsys, wrong) -> None:
+    """Every kind of record at once (each reader meets one of another shape), then each kind
+    alone, the records that would spare reading it removed: the findings are a clean run's,
+    never an internal error, never one finding fewer."""
+    project, options = published
+    cache = options.cache_dir
+    clean = run(capsys, project, cache)
+    assert clean[0] == 1 and len(clean[1]) > 40
+    assert resign(cache, KINDS, wrong) >= len(KINDS)
+    assert_same(run(capsys, project, cache), clean, "every kind")
+    for kind in KINDS:
+        assert resign(cache, (kind,), wrong)
+        if kind != "runs":  # else the findings are replayed, and no other record is read
+            for path in (cache / "runs").rglob("*.json"):
+                path.unlink()
+        if kind in ("upstream", "project", "closure"):  # else the unchanged files' findings are reused
+            for path in (cache / "incremental").rglob("*.json"):
+                path.unlink()
+        assert_same(run(capsys, project, cache), clean, kind)
+
+
+def test_a_record_is_read_only_with_the_shape_its_reader_declares(tmp_path: Path) -> None:
+    """No reader can take a record without saying its shape (the class, not one reader)."""
+    store = JsonCache(tmp_path)
+    assert list(inspect.signature(store.get).parameters) == ["key", "shape"]
+    assert list(inspect.signature(store.get_decoded).parameters) == ["key", "shape", "decode"]
+    store.put("ab" * 32, {"path": "m.py", "rows": [[1, 2]]})
+    shape = Table(path=str, rows=ListOf(Row(int, int)))
+    assert store.get("ab" * 32, shape) == {"path": "m.py", "rows": [[1, 2]]}
+    assert store.get("ab" * 32, Table(path=str, rows=ListOf(Row(int, int, int)))) is None
+    assert store.get("ab" * 32, TableOf(str)) is None
+    assert store.get("ab" * 32, ListOf(object)) is None
+
+    def decode(data: Any) -> Any:
+        return data["rows"][5]  # a decoder that meets a shape its declared one did not say: absent
+
+    assert store.get_decoded("ab" * 32, shape, decode) is None
+
+
+@pytest.mark.parametrize("data, shape, expected", [
+    (1, int, True), (True, int, False), (1, float, True), (1.5, int, False), (None, None, True), ("x", (int, str), True),
+    ({"a": 1}, Table(a=int), True), ({"a": 1, "b": 2}, Table(a=int), True), ({"a": 1, "b": 2}, Table(a=int, closed=True),
+                                                                              False),
+    ({}, Table(a=int), False), ({"a": "x"}, Table(optional={"a": int}), False), ({}, Table(optional={"a": int}), True),
+    ([[1, "x"]], ListOf(Row(int, str)), True), ([[1]], ListOf(Row(int, str)), False), ([], TableOf(int), False),
+    ({"k": [1]}, TableOf(ListOf(int)), True), ({"k": [[1]]}, TableOf(ListOf(int)), False)])
+def test_fits(data, shape, expected: bool) -> None:
+    assert fits(data, shape) is expected
+
+
+def test_a_record_nested_deeper_than_its_shape_costs_no_more_than_its_shape(tmp_path: Path) -> None:
+    """Checking stops where the shape does: a list nested 3,000 deep where a list is expected
+    is not walked (and no recursion limit is met)."""
+    deep: list = []
+    for _ in range(3000):
+        deep = [deep]
+    assert fits(deep, ListOf(object)) and fits(deep, ListOf(list)) and not fits(deep, ListOf(ListOf(int)))
