@@ -251,9 +251,10 @@ def data_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-# record path -> ((size, modification time) of the file when read, its decoded data), for a
-# process that runs many checks (the language server): a record unchanged on disk since it was
-# read is not read, hashed and decoded again. None: not kept (one run reads each record once).
+# record path -> ((size, modification time) of the file when read, its decoded data, the shapes
+# it was found of), for a process that runs many checks (the language server): a record unchanged
+# on disk since it was read is not read, hashed, decoded or checked again. None: not kept (one run
+# reads each record once).
 _WARNED: set[Path] = set()  # the caches the user was told cannot be written, once per process
 _WARNED_LOCK = threading.Lock()
 
@@ -289,7 +290,7 @@ def unwritable_reason(folder: Path) -> str | None:
     return _UNKEPT.pop(folder, None)
 
 
-_REMEMBERED: dict[Path, tuple[tuple[int, int], Any]] | None = None
+_REMEMBERED: dict[Path, tuple[tuple[int, int], Any, set]] | None = None
 
 
 # (record key, decoder) -> (the remembered record, what the decoder made of it)
@@ -328,6 +329,21 @@ def foreign_reason(folder: Path) -> str | None:
     return None
 
 
+def _known_to_fit(fitted: set, shape: Any) -> bool:
+    """Whether a remembered record was found of `shape` (by identity: a reader's declared constant)."""
+    try:
+        return shape in fitted
+    except TypeError:  # a shape that cannot be hashed is checked each time
+        return False
+
+
+def _remember_fit(fitted: set, shape: Any) -> None:
+    try:
+        fitted.add(shape)
+    except TypeError:
+        pass
+
+
 # What a decoder raises for a record of another shape than it reads (JsonCache.get_decoded).
 WRONG_SHAPE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
@@ -356,25 +372,33 @@ class JsonCache:
     def get(self, key: str, shape: Any) -> Any | None:
         """The record under the key when it is of `shape` (infra/shapes.py), else None: absent,
         damaged and of another shape alike, which the caller computes again and puts."""
-        data = self._remembered(key)
-        return data if data is not None and fits(data, shape) else None
-
-    def _remembered(self, key: str) -> Any | None:
-        if self.folder is None:
-            return None
-        if _REMEMBERED is not None:
-            try:
-                path = self._path(key)
-            except ValueError:
-                return None
-            stamp, kept = _stamp(path), _REMEMBERED.get(path)
-            if stamp is not None and kept is not None and kept[0] == stamp:
-                return kept[1]
-            data = self._read(key)
-            if data is not None and stamp is not None:
-                _REMEMBERED[path] = (stamp, data)
+        data, fitted = self._remembered(key)
+        if data is None or (fitted is not None and _known_to_fit(fitted, shape)):
             return data
-        return self._read(key)
+        if not fits(data, shape):
+            return None
+        if fitted is not None:
+            _remember_fit(fitted, shape)
+        return data
+
+    def _remembered(self, key: str) -> tuple[Any | None, set | None]:
+        """(the record's data or None, in a process that keeps records the shapes it was found of)."""
+        if self.folder is None:
+            return None, None
+        if _REMEMBERED is None:
+            return self._read(key), None
+        try:
+            path = self._path(key)
+        except ValueError:
+            return None, None
+        stamp, kept = _stamp(path), _REMEMBERED.get(path)
+        if stamp is not None and kept is not None and kept[0] == stamp:
+            return kept[1], kept[2]
+        data = self._read(key)
+        if data is None or stamp is None:
+            return data, None
+        _REMEMBERED[path] = (stamp, data, set())
+        return data, _REMEMBERED[path][2]
 
     def get_decoded(self, key: str, shape: Any, decode: Callable[[Any], Any]) -> Any | None:
         """`decode(get(key, shape))`, or None when absent, or when `decode` finds it of another

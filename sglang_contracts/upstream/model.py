@@ -87,15 +87,6 @@ def stored_form(extracted: dict[str, Any]) -> dict[str, Any]:
     return form
 
 
-# stored_form's tables: each entry a JSON text (decoded on first use: LazyRecords); the methods a table per class.
-_ENTRIES = TableOf(str)
-_TABLES = {"classes": _ENTRIES, "methods": TableOf(_ENTRIES), "functions": _ENTRIES}
-# A cached module's stored form: an opaque module's (extract_module's refusals), or an analysed one's.
-MODULE_FORM = (Table(opaque=str, optional={"problem": Row(str, str, bool)}, **_TABLES),
-               Table(bindings=TableOf(Table(kind=str, line=int, optional={"target": str})), wildcards=ListOf(str),
-                     exports=object, optional={"definitions": (str, None), "dynamic": object}, **_TABLES))
-
-
 def _has_extension(entries: Iterable[str], leaf: str) -> bool:
     """Whether a folder's entries hold a compiled module `leaf` (`leaf.cpython-311-x86_64-linux-gnu.so`)."""
     return any(entry.startswith(leaf + ".") and entry.endswith((".so", ".pyd")) for entry in entries)
@@ -160,6 +151,18 @@ def _held_bindings(form: dict[str, Any]) -> dict[str, Binding]:
     if bindings and type(next(iter(bindings.values()))) is dict:
         bindings = form["bindings"] = {sys.intern(name): Binding(fields) for name, fields in bindings.items()}
     return bindings
+
+
+# stored_form's tables: each entry a JSON text, or what a process decoded of it in its place
+# (LazyRecords: a language server is given the same record again); the methods a table per class.
+_ENTRIES = TableOf((str, dict))
+_TABLES = {"classes": _ENTRIES, "methods": TableOf(_ENTRIES), "functions": _ENTRIES}
+# A cached module's stored form: an opaque module's (extract_module's refusals), or an analysed
+# one's, its bindings as written or as Binding objects made in their place (_held_bindings).
+MODULE_FORM = (Table(opaque=str, optional={"problem": Row(str, str, bool)}, **_TABLES),
+               Table(bindings=TableOf((Table(kind=str, line=int, optional={"target": str}), Binding)),
+                     wildcards=ListOf(str), exports=object, optional={"definitions": (str, None), "dynamic": object},
+                     **_TABLES))
 
 
 class LazyRecords(Mapping):

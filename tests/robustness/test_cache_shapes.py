@@ -124,3 +124,21 @@ def test_a_record_nested_deeper_than_its_shape_costs_no_more_than_its_shape(tmp_
     for _ in range(3000):
         deep = [deep]
     assert fits(deep, ListOf(object)) and fits(deep, ListOf(list)) and not fits(deep, ListOf(ListOf(int)))
+
+
+def test_a_language_server_checks_a_remembered_record_s_shape_once(tmp_path: Path, monkeypatch) -> None:
+    """In a process that keeps records, a record found of a shape is given again unchecked while
+    it is unchanged on disk; asked with another shape, it is still absent."""
+    from sglang_contracts.infra import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "_REMEMBERED", {})
+    monkeypatch.setattr(cache_module, "_DECODED", {})
+    checked = []
+    monkeypatch.setattr(cache_module, "fits", lambda data, shape: checked.append(shape) or fits(data, shape))
+    store = cache_module.JsonCache(tmp_path / "records")
+    store.put("cd" * 32, [1, 2])
+    assert store.get("cd" * 32, ListOf(int)) == [1, 2] and store.get("cd" * 32, ListOf(int)) == [1, 2]
+    shape = ListOf(int)
+    assert store.get("cd" * 32, shape) == [1, 2] and store.get("cd" * 32, shape) == [1, 2]
+    assert len(checked) == 3  # twice for the two shapes made on the spot, once for the kept one
+    assert store.get("cd" * 32, TableOf(int)) is None and store.get("cd" * 32, TableOf(int)) is None
