@@ -22,22 +22,63 @@ and a record nested deeper than its shape costs nothing more.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
+
+Check = Callable[[Any], bool]
+
+
+def _plain_types(shape: Any) -> frozenset | None:
+    """The JSON types a shape of types alone (`str`, `(str, None)`) admits, else None: such a
+    shape is checked by the value's type alone (a module's thousands of entries)."""
+    alternatives = shape if isinstance(shape, tuple) else (shape,)
+    if not all(alternative is None or isinstance(alternative, type) and alternative is not object
+               for alternative in alternatives):
+        return None
+    types = {type(None) if alternative is None else alternative for alternative in alternatives}
+    return frozenset(types | {int} if float in types else types)
+
+
+def checker(shape: Any) -> Check:
+    """The test of `shape` (see the module's docstring), made once per shape."""
+    if shape is object:
+        return lambda data: True
+    plain = _plain_types(shape)
+    if plain is not None:
+        return lambda data: type(data) in plain
+    if isinstance(shape, tuple):
+        checks = [checker(alternative) for alternative in shape]
+        return lambda data: any(check(data) for check in checks)
+    if isinstance(shape, (ListOf, Row, TableOf, Table)):
+        return shape.check
+    raise TypeError(f"not a shape: {shape!r}")
 
 
 class ListOf:
     def __init__(self, item: Any) -> None:
         self.item = item
+        if item is object:
+            self.check: Check = lambda data: type(data) is list
+        else:
+            item_fits = checker(item)
+            self.check = lambda data: type(data) is list and all(map(item_fits, data))
 
 
 class Row:
     def __init__(self, *fields: Any) -> None:
         self.fields = fields
+        checks = [checker(field) for field in fields]
+        self.check: Check = lambda data: type(data) is list and len(data) == len(checks) \
+            and all(check(item) for check, item in zip(checks, data))
 
 
 class TableOf:
     def __init__(self, value: Any) -> None:
         self.value = value
+        if value is object:
+            self.check: Check = lambda data: type(data) is dict
+        else:
+            value_fits = checker(value)
+            self.check = lambda data: type(data) is dict and all(map(value_fits, data.values()))
 
 
 class Table:
@@ -45,28 +86,22 @@ class Table:
         self.required = required
         self.optional = optional or {}
         self.closed = closed  # no key but these (the table is given as keyword arguments)
+        self._required = [(name, checker(field)) for name, field in required.items()]
+        self._optional = [(name, checker(field)) for name, field in self.optional.items()]
+        self._known = frozenset(required) | frozenset(self.optional)
+
+    def check(self, data: Any) -> bool:
+        if type(data) is not dict:
+            return False
+        for name, check in self._required:
+            if name not in data or not check(data[name]):
+                return False
+        for name, check in self._optional:
+            if name in data and not check(data[name]):
+                return False
+        return not self.closed or self._known.issuperset(data)
 
 
 def fits(data: Any, shape: Any) -> bool:
     """Whether `data` (as json.loads made it) is of `shape` (see the module's docstring)."""
-    if shape is object:
-        return True
-    if shape is None:
-        return data is None
-    if isinstance(shape, tuple):
-        return any(fits(data, alternative) for alternative in shape)
-    if isinstance(shape, type):
-        return type(data) is shape or (shape is float and type(data) is int)
-    if isinstance(shape, ListOf):
-        return type(data) is list and (shape.item is object or all(fits(item, shape.item) for item in data))
-    if isinstance(shape, Row):
-        return type(data) is list and len(data) == len(shape.fields) \
-            and all(fits(item, field) for item, field in zip(data, shape.fields))
-    if isinstance(shape, TableOf):
-        return type(data) is dict and (shape.value is object or all(fits(value, shape.value) for value in data.values()))
-    if isinstance(shape, Table):
-        return type(data) is dict \
-            and all(name in data and fits(data[name], field) for name, field in shape.required.items()) \
-            and all(fits(data[name], field) for name, field in shape.optional.items() if name in data) \
-            and (not shape.closed or all(name in shape.required or name in shape.optional for name in data))
-    raise TypeError(f"not a shape: {shape!r}")
+    return checker(shape)(data)
