@@ -701,8 +701,8 @@ def _allows_abbrev(tree: ast.Module) -> bool:
 
 
 # What _extracted makes, as its cached record is read back: an Option's fields (asdict), or why there are none.
-_OPTION = Table(strings=ListOf(str), dest=str, action=str, type=str, choices=(ListOf(str), None), default=str, nargs=str,
-                help=str, deprecated=bool, replacement=str, line=int, declared_by=str, closed=True)
+_OPTION = Table(strings=ListOf(str), dest=str, action=str, type=str, choices=(ListOf(str), None), default=str,
+                nargs=str, help=str, deprecated=bool, replacement=str, line=int, declared_by=str, closed=True)
 EXTRACTED = (Table(error=str), Table(shape=str, options=ListOf(_OPTION), optional={"allow_abbrev": bool}))
 
 

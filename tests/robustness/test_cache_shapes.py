@@ -107,10 +107,10 @@ def test_a_record_is_read_only_with_the_shape_its_reader_declares(tmp_path: Path
 
 
 @pytest.mark.parametrize("data, shape, expected", [
-    (1, int, True), (True, int, False), (1, float, True), (1.5, int, False), (None, None, True), ("x", (int, str), True),
-    ({"a": 1}, Table(a=int), True), ({"a": 1, "b": 2}, Table(a=int), True), ({"a": 1, "b": 2}, Table(a=int, closed=True),
-                                                                              False),
-    ({}, Table(a=int), False), ({"a": "x"}, Table(optional={"a": int}), False), ({}, Table(optional={"a": int}), True),
+    (1, int, True), (True, int, False), (1, float, True), (1.5, int, False), (None, None, True),
+    ("x", (int, str), True), ({"a": 1}, Table(a=int), True), ({"a": 1, "b": 2}, Table(a=int), True),
+    ({"a": 1, "b": 2}, Table(a=int, closed=True), False), ({}, Table(a=int), False),
+    ({"a": "x"}, Table(optional={"a": int}), False), ({}, Table(optional={"a": int}), True),
     ([[1, "x"]], ListOf(Row(int, str)), True), ([[1]], ListOf(Row(int, str)), False), ([], TableOf(int), False),
     ({"k": [1]}, TableOf(ListOf(int)), True), ({"k": [[1]]}, TableOf(ListOf(int)), False)])
 def test_fits(data, shape, expected: bool) -> None:
