@@ -53,14 +53,18 @@ def checker(shape: Any) -> Check:
     raise TypeError(f"not a shape: {shape!r}")
 
 
+def _each_of(container: type, items: Callable[[Any], Any], shape: Any) -> Check:
+    """The test of a `container` whose `items(data)` are each of `shape`."""
+    if shape is object:
+        return lambda data: type(data) is container
+    item_fits = checker(shape)
+    return lambda data: type(data) is container and all(map(item_fits, items(data)))
+
+
 class ListOf:
     def __init__(self, item: Any) -> None:
         self.item = item
-        if item is object:
-            self.check: Check = lambda data: type(data) is list
-        else:
-            item_fits = checker(item)
-            self.check = lambda data: type(data) is list and all(map(item_fits, data))
+        self.check = _each_of(list, lambda data: data, item)
 
 
 class Row:
@@ -74,11 +78,7 @@ class Row:
 class TableOf:
     def __init__(self, value: Any) -> None:
         self.value = value
-        if value is object:
-            self.check: Check = lambda data: type(data) is dict
-        else:
-            value_fits = checker(value)
-            self.check = lambda data: type(data) is dict and all(map(value_fits, data.values()))
+        self.check = _each_of(dict, dict.values, value)
 
 
 class Table:
