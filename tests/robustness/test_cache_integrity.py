@@ -279,4 +279,4 @@ def test_a_record_another_user_owns_is_never_read(tmp_path: Path, monkeypatch) -
     cache.put("cd" * 32, {"diagnostics": []})
     assert cache.get("cd" * 32, object) == {"diagnostics": []}
     monkeypatch.setattr(files.os, "getuid", lambda: os.geteuid() + 1)  # as another user sees it
-    assert cache.get("cd" * 32) is None
+    assert cache.get("cd" * 32, object) is None
