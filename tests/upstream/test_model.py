@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.shapes import ListOf
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.sources.base import Release
 from sglang_contracts.sources.directory import DirectoryTree
@@ -34,11 +35,12 @@ def test_a_changed_search_does_not_read_the_old_search_s_answers(tmp_path: Path,
 
     cache = JsonCache(tmp_path / "cache")
     release = release_at(tmp_path / "tree", "pypi:sglang==0.1.0")
-    assert UpstreamModel(release, cache).whole_release_search("probe", lambda: ["first"]) == ["first"]
-    assert UpstreamModel(release, cache).whole_release_search("probe", lambda: ["second"]) == ["first"]  # cached
+    texts = ListOf(str)
+    assert UpstreamModel(release, cache).whole_release_search("probe", lambda: ["first"], texts) == ["first"]
+    assert UpstreamModel(release, cache).whole_release_search("probe", lambda: ["second"], texts) == ["first"]  # cached
     model_module._module_fingerprint.cache_clear()
     monkeypatch.setattr(model_module, "code_fingerprint", lambda *modules: "edited searcher")
-    assert UpstreamModel(release, cache).whole_release_search("probe", lambda: ["second"]) == ["second"]
+    assert UpstreamModel(release, cache).whole_release_search("probe", lambda: ["second"], texts) == ["second"]
     model_module._module_fingerprint.cache_clear()
 
 
