@@ -232,7 +232,7 @@ def test_a_cache_inside_the_project_that_its_repository_tracks_is_neither_read_n
 
     runs = JsonCache(root / ".sgc-cache" / "runs")
     for path in (root / ".sgc-cache" / "runs").rglob("*.json"):  # a replay of no finding, well formed
-        runs.put(path.stem, {**runs.get(path.stem), "diagnostics": []})
+        runs.put(path.stem, {**runs.get(path.stem, object), "diagnostics": []})
     commit_all(root, "a pull request that commits the cache")
     assert main(command) == 1  # what it committed is not believed
     out, err = capsys.readouterr()
