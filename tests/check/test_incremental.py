@@ -818,13 +818,13 @@ def test_kept_records_of_another_shape_are_not_used(fixture_project, plans, dama
     run_check([project], options)
     store = JsonCache(options.cache_dir / "incremental")
     key = plans[-1].key
-    saved = store.get(key)
+    saved = store.get(key, object)
     if damage == "asked":
         saved["asked"] = {name: ["prose", ["os", "system", {}], ["builtins", "print", {}]] for name in saved["asked"]}
         store.put(key, saved)
     else:
         for path in (options.cache_dir / "incremental").rglob("*.json"):
-            record = store.get(path.stem)
+            record = store.get(path.stem, object)
             if isinstance(record, dict) and "texts_read" in record:
                 store.put(path.stem, {**record, "value": [[["not", "a"], "member"]]})
     core = project / "demo_omni" / "vendor" / "sglang" / "core.py"
