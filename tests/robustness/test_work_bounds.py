@@ -1,0 +1,39 @@
+"""Work that grows faster than the project's text, not in a pattern (test_pattern_bounds.py has
+those): a variable expanded again at each use, each patch compared with every earlier one, each
+`git apply` line looked up through every COPY before it (sixth campaign, M02, M07, M08). Each
+took minutes on a project of well under a megabyte, from a pull request's files; the check runs
+in a fresh process and fails, not hangs, past test_pattern_bounds.SECONDS (about one second now)."""
+
+from __future__ import annotations
+
+from tests.helpers import write_tree as write
+from tests.robustness.test_pattern_bounds import BOUND, checked_in_time, time_bound
+from sglang_contracts.infra.shell import UNSET, expand
+
+PATCH = ("diff --git a/python/sglang/srt/utils.py b/python/sglang/srt/utils.py\n"
+         "--- a/python/sglang/srt/utils.py\n+++ b/python/sglang/srt/utils.py\n"
+         "@@ -1 +1,2 @@\n def helper(): ...\n+x = 1\n")
+
+
+def _chain(k: int) -> list[str]:
+    """ARG lines whose values each name the next variable k times: `ARG D=$` makes the stored
+    value `${V2}${V2}...` (one pass of expansion does not rescan what it put in)."""
+    lines = ["ARG D=$", "ARG V9=x"]
+    for level in range(8, -1, -1):
+        lines.append(f"ARG V{level}=" + ("${D}{V%d}" % (level + 1)) * k)
+    return lines
+
+
+def test_m02_a_variable_named_many_times_at_each_level_expands_in_time() -> None:
+    # Each use expanded the stored value again, to depth 8: k uses a level cost k^8 (k=8: 58 s).
+    env = {"V9": "x", **{f"V{level}": "${V%d}" % (level + 1) * 8 for level in range(9)}}
+    with time_bound(BOUND):
+        assert set(expand("${V0}", env)) == {UNSET}  # V9 is past the depth followed: not known
+    assert expand("a${A}b", {"A": "${B}-${B}", "B": "y"}) == "ay-yb"  # what expansion gives is unchanged
+
+
+def test_m02_a_dockerfile_arg_chain_beside_a_patch_is_read_in_time(project, releases) -> None:
+    # 777 bytes of Dockerfile took 82 s (k=9).
+    write(project, {"Dockerfile": "\n".join(["FROM lmsysorg/sglang:v0.1.0", *_chain(9), "ARG Z=${V0}"]) + "\n",
+                    "patches/x.patch": PATCH})
+    checked_in_time(project, releases)
