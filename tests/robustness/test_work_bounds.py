@@ -37,3 +37,29 @@ def test_m02_a_dockerfile_arg_chain_beside_a_patch_is_read_in_time(project, rele
     write(project, {"Dockerfile": "\n".join(["FROM lmsysorg/sglang:v0.1.0", *_chain(9), "ARG Z=${V0}"]) + "\n",
                     "patches/x.patch": PATCH})
     checked_in_time(project, releases)
+
+
+def test_m07_a_stack_of_thousands_of_patches_is_judged_in_time(project, releases) -> None:
+    # Each patch was compared with every judged one, each comparison listing all the patches before
+    # both: cubic (1,000 patches of 130 bytes: 76 s; 2,000: over 5 minutes).
+    write(project, {"Dockerfile": "FROM lmsysorg/sglang:v0.1.0\nRUN git apply /q/r/x0.patch\n",
+                    **{f"patches/y{index}.patch": PATCH for index in range(2000)}})
+    checked_in_time(project, releases)
+
+
+def test_m08_thousands_of_copy_and_git_apply_lines_are_read_in_time(project, releases) -> None:
+    # Each `git apply` target was looked for through every COPY before it (8,000 of each: 82 s).
+    copies = "".join(f"COPY c{index} /dest{index}/\n" for index in range(8000))
+    applies = "".join(f"RUN git apply /q/r/x{index}.patch\n" for index in range(8000))
+    write(project, {"Dockerfile": "FROM lmsysorg/sglang:v0.1.0\n" + copies + applies, "patches/x.patch": PATCH})
+    checked_in_time(project, releases)
+
+
+def test_a_git_apply_line_of_many_patches_and_path_segments_is_read_in_time(project, releases) -> None:
+    # The same class: each line's targets were matched against every patch file (one line per
+    # patch: their product), and a target of thousands of segments tried each tail as a pattern.
+    applies = "".join(f"RUN git apply /q/patches/y{index}.patch\n" for index in range(3000))
+    write(project, {"Dockerfile": "FROM lmsysorg/sglang:v0.1.0\n" + applies
+                    + "RUN git apply /" + "a/" * 2000 + "*.patch\n" * 200,
+                    **{f"patches/y{index}.patch": PATCH.replace("+x = 1", f"+x = {index}") for index in range(3000)}})
+    checked_in_time(project, releases)
