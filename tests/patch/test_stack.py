@@ -556,3 +556,14 @@ def test_a_patch_that_adds_thousands_of_loops_is_read_in_one_pass_over_the_patch
     # Both releases, patched, each read by dynamic_setters and evaluated_exports: a few passes
     # over each module; before, a pass per loop (about loops * statements / 2).
     assert 0 < len(read) <= 12 * patched_statements, len(read)
+
+
+@pytest.mark.parametrize("target", [".", "./", "/" + "a/" * 2000 + "x.patch"], ids=["dot", "dot slash", "2000 segments"])
+def test_a_git_apply_target_pathlib_cannot_glob_names_no_file(tmp_path, target):
+    """`git apply .` (no path parts: IndexError) and a target of 2,000 segments (RecursionError)
+    beside a patch failed each patch rule with an internal error (sixth campaign, found with M08)."""
+    (tmp_path / "patches").mkdir()
+    (tmp_path / "patches" / "x.patch").write_text("diff --git a/python/sglang/a.py b/python/sglang/a.py\n")
+    (tmp_path / "Dockerfile").write_text(f"FROM lmsysorg/sglang:v0.1.0\nRUN git apply {target}\n")
+    stacks = patch_stacks(tmp_path)
+    assert [stack.patches for stack in stacks.stacks] == [["patches/x.patch"]]  # none applied: by name
