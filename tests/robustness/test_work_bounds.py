@@ -63,3 +63,12 @@ def test_a_git_apply_line_of_many_patches_and_path_segments_is_read_in_time(proj
                     + "RUN git apply /" + "a/" * 2000 + "*.patch\n" * 200,
                     **{f"patches/y{index}.patch": PATCH.replace("+x = 1", f"+x = {index}") for index in range(3000)}})
     checked_in_time(project, releases)
+
+
+def test_a_version_string_doubled_line_by_line_is_read_in_time(project, releases) -> None:
+    # The same class in Python: each name's template of the version was kept whole and read whole,
+    # `v1 = v0 + v0` ... doubling it each line (thirty lines: over a minute, gigabytes).
+    lines = ["import importlib", "import sglang", "v0 = sglang.__version__"]
+    lines += [f"v{index} = v{index - 1} + v{index - 1}" for index in range(1, 30)]
+    write(project, {"app/dynamic.py": "\n".join([*lines, 'm = importlib.import_module("sglang.srt." + v29)']) + "\n"})
+    checked_in_time(project, releases)
