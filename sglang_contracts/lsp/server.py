@@ -82,6 +82,15 @@ class ForgettingProtocol(LanguageServerProtocol):
                 self._send_response(data["id"], error=error.to_response_error())
             raise
 
+    def handle_message(self, message: Any) -> None:
+        """A request after `shutdown` is answered with an error (-32600, as the LSP asks): pygls
+        logs it and answers nothing, the same wait for good as a request it cannot decode."""
+        if self._shutdown and getattr(message, "method", types.EXIT) != types.EXIT \
+                and getattr(message, "id", None) is not None:
+            self._send_response(message.id, error=types.ResponseError(code=-32600, message="the server is shut down"))
+            return
+        super().handle_message(message)
+
 
 class ContractsServer(LanguageServer):
     def __init__(self) -> None:

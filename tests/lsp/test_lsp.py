@@ -440,3 +440,21 @@ def test_a_request_whose_params_do_not_decode_is_answered_with_an_error(tmp_path
     finally:
         server.kill()
         server.wait()
+
+
+def test_a_request_after_shutdown_is_answered_with_an_error(tmp_path):
+    """pygls logged "No more requests!" and answered nothing (M09's class): the LSP asks for an
+    error (-32600, invalid request) to each request after `shutdown`."""
+    initialize, server = _raw_server(tmp_path, stderr=subprocess.DEVNULL)
+    shutdown = {"jsonrpc": "2.0", "id": 3, "method": "shutdown"}
+    hover = {"jsonrpc": "2.0", "id": 4, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": from_fs_path(str(tmp_path / "m.py"))}, "position": {"line": 0, "character": 0}}}
+    try:
+        server.stdin.write(_frame(initialize) + _frame(shutdown) + _frame(hover))
+        server.stdin.flush()
+        answers = _answers(server, {2, 3, 4}, timeout=30)
+        assert set(answers) == {2, 3, 4}
+        assert answers[4]["error"]["code"] == -32600
+    finally:
+        server.kill()
+        server.wait()
