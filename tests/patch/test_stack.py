@@ -558,7 +558,8 @@ def test_a_patch_that_adds_thousands_of_loops_is_read_in_one_pass_over_the_patch
     assert 0 < len(read) <= 12 * patched_statements, len(read)
 
 
-@pytest.mark.parametrize("target", [".", "./", "/" + "a/" * 2000 + "x.patch"], ids=["dot", "dot slash", "2000 segments"])
+@pytest.mark.parametrize("target", [".", "./", "/" + "a/" * 2000 + "x.patch"],
+                         ids=["dot", "dot slash", "2000 segments"])
 def test_a_git_apply_target_pathlib_cannot_glob_names_no_file(tmp_path, target):
     """`git apply .` (no path parts: IndexError) and a target of 2,000 segments (RecursionError)
     beside a patch failed each patch rule with an internal error (sixth campaign, found with M08)."""
