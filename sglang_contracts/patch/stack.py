@@ -31,6 +31,7 @@ from sglang_contracts.project.index import walk_project
 
 MAX_ITERATIONS = 1000  # of nested loops around one command
 MAX_GLOB_PARTS = 256  # path segments of a command's target looked for on disk
+MAX_DISK_GLOBS = 256  # targets with a wildcard looked for on disk, a project's stacks
 
 
 @dataclass
@@ -309,6 +310,21 @@ class _PatchPaths:
         self.paths = paths
         self.deepest = max((path.count("/") for path in paths), default=0)
         self._by_tail: dict[str, list[str]] | None = None
+        self._on_disk: dict[tuple[Path, str], bool] = {}
+        self._globbed = 0
+
+    def names_files(self, folder: Path, pattern: str) -> bool:
+        """_names_files, once a pattern. Past MAX_DISK_GLOBS patterns with a wildcard, one names no
+        file: each lists the folders it crosses (4,000 lines of `*/*/x{i}*.patch` over a folder of
+        3,000 files: 18 s), and no real build applies more than a few."""
+        key = (folder, pattern)
+        if key not in self._on_disk:
+            if _is_glob(pattern):
+                if self._globbed >= MAX_DISK_GLOBS:
+                    return False
+                self._globbed += 1
+            self._on_disk[key] = _names_files(folder, pattern)
+        return self._on_disk[key]
 
     def matching(self, pattern: str) -> list[str]:
         if not _is_glob(pattern):
@@ -365,7 +381,7 @@ def _resolve(target: str, copies: _Copies, file: Path, root: Path, patch_paths: 
         pieces = pattern.split("/")
         # Files of the project it names (miles' TransformerEngine patches, COPY'd beside SGLang's
         # folder): the command applies those, so no tail of its path stands for an SGLang patch.
-        resolved = copied or (not matches and any(_names_files(root / context, pattern) for context in contexts))
+        resolved = copied or (not matches and any(patch_paths.names_files(root / context, pattern) for context in contexts))
         # A tail of more `/` than any patch path names none (`*` and `?` add to a match, each `/`
         # needs one): its tails are not tried (a line of thousands of segments, each tail a pattern).
         first = 1 if "[" in pattern else max(1, len(pieces) - 1 - patch_paths.deepest)

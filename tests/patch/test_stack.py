@@ -568,3 +568,22 @@ def test_a_git_apply_target_pathlib_cannot_glob_names_no_file(tmp_path, target):
     (tmp_path / "Dockerfile").write_text(f"FROM lmsysorg/sglang:v0.1.0\nRUN git apply {target}\n")
     stacks = patch_stacks(tmp_path)
     assert [stack.patches for stack in stacks.stacks] == [["patches/x.patch"]]  # none applied: by name
+
+
+def test_wildcard_targets_are_looked_for_on_disk_a_bounded_number_of_times(tmp_path, monkeypatch):
+    """Each `git apply` target with a wildcard was globbed on disk, listing every folder it crosses:
+    4,000 lines of `/*/*/g{i}*.patch` beside a folder of 3,000 files took 18 s (M08's class). The
+    same one is looked for once, and past MAX_DISK_GLOBS of them none is."""
+    from sglang_contracts.patch import stack as stack_module
+
+    globbed: list[str] = []
+    names_files = getattr(stack_module, "_names_files")
+    monkeypatch.setattr(stack_module, "_names_files", lambda folder, pattern: globbed.append(pattern)
+                        or names_files(folder, pattern))
+    (tmp_path / "patches").mkdir()
+    (tmp_path / "patches" / "x.patch").write_text("diff --git a/python/sglang/a.py b/python/sglang/a.py\n")
+    lines = "".join(f"RUN git apply /*/*/g{index}*.patch /q/same*.patch\n" for index in range(1000))
+    (tmp_path / "Dockerfile").write_text("FROM lmsysorg/sglang:v0.1.0\n" + lines)
+    patch_stacks(tmp_path)
+    assert len(globbed) <= stack_module.MAX_DISK_GLOBS
+    assert globbed.count("q/same*.patch") == 1
