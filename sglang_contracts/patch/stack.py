@@ -381,7 +381,8 @@ def _resolve(target: str, copies: _Copies, file: Path, root: Path, patch_paths: 
         pieces = pattern.split("/")
         # Files of the project it names (miles' TransformerEngine patches, COPY'd beside SGLang's
         # folder): the command applies those, so no tail of its path stands for an SGLang patch.
-        resolved = copied or (not matches and any(patch_paths.names_files(root / context, pattern) for context in contexts))
+        resolved = copied or (not matches and any(patch_paths.names_files(root / context, pattern)
+                                                  for context in contexts))
         # A tail of more `/` than any patch path names none (`*` and `?` add to a match, each `/`
         # needs one): its tails are not tried (a line of thousands of segments, each tail a pattern).
         first = 1 if "[" in pattern else max(1, len(pieces) - 1 - patch_paths.deepest)
