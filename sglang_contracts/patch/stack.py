@@ -32,6 +32,7 @@ from sglang_contracts.project.index import walk_project
 MAX_ITERATIONS = 1000  # of nested loops around one command
 MAX_GLOB_PARTS = 256  # path segments of a command's target looked for on disk
 MAX_DISK_GLOBS = 256  # targets with a wildcard looked for on disk, a project's stacks
+MAX_PATH_MATCHES = 1_000_000  # patch paths matched against targets with a wildcard, a project's stacks
 
 
 @dataclass
@@ -312,6 +313,8 @@ class _PatchPaths:
         self._by_tail: dict[str, list[str]] | None = None
         self._on_disk: dict[tuple[Path, str], bool] = {}
         self._globbed = 0
+        self._scans: dict[tuple[str, str | None], list[str]] = {}
+        self._matched = 0
 
     def names_files(self, folder: Path, pattern: str) -> bool:
         """_names_files, once a pattern. Past MAX_DISK_GLOBS patterns with a wildcard, one names no
@@ -326,15 +329,27 @@ class _PatchPaths:
             self._on_disk[key] = _names_files(folder, pattern)
         return self._on_disk[key]
 
+    def _scanned(self, pattern: str, also: str | None = None) -> list[str]:
+        """The paths `pattern` (or `also`, exactly) matches, each pattern matched once. Past
+        MAX_PATH_MATCHES paths matched in all, a new pattern matches none: 4,000 lines of
+        `git apply /q/patches/z{i}*.patch` beside 3,000 patch files took 27 s (M08's class)."""
+        key = (pattern, also)
+        if key not in self._scans:
+            if self._matched + len(self.paths) > MAX_PATH_MATCHES:
+                return []
+            self._matched += len(self.paths)
+            self._scans[key] = sorted(p for p in self.paths if fnmatch.fnmatchcase(p, pattern) or p == also)
+        return self._scans[key]
+
     def matching(self, pattern: str) -> list[str]:
         if not _is_glob(pattern):
             return [pattern] if pattern in self.paths else []
-        return sorted(p for p in self.paths if fnmatch.fnmatchcase(p, pattern))
+        return self._scanned(pattern)
 
     def ending_with(self, tail: str) -> list[str]:
         """Those whose path is `tail` or ends with `/tail`."""
         if _is_glob(tail):
-            return sorted(p for p in self.paths if fnmatch.fnmatchcase(p, f"*/{tail}") or p == tail)
+            return self._scanned(f"*/{tail}", tail)
         if self._by_tail is None:
             self._by_tail = {}
             for path in sorted(self.paths):

@@ -72,3 +72,12 @@ def test_a_version_string_doubled_line_by_line_is_read_in_time(project, releases
     lines += [f"v{index} = v{index - 1} + v{index - 1}" for index in range(1, 30)]
     write(project, {"app/dynamic.py": "\n".join([*lines, 'm = importlib.import_module("sglang.srt." + v29)']) + "\n"})
     checked_in_time(project, releases)
+
+
+def test_thousands_of_wildcard_targets_beside_thousands_of_patches_are_read_in_time(project, releases) -> None:
+    # Each `git apply` target with a wildcard was matched against every patch file: 4,000 lines of
+    # `/q/patches/z{i}*.patch` beside 3,000 patch files took 27 s to read the stacks alone.
+    applies = "".join(f"RUN git apply /q/patches/z{index}*.patch\n" for index in range(4000))
+    write(project, {"Dockerfile": "FROM lmsysorg/sglang:v0.1.0\n" + applies,
+                    **{f"patches/y{index}.patch": PATCH for index in range(3000)}})
+    checked_in_time(project, releases)
