@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
@@ -69,6 +70,26 @@ class ForgettingProtocol(LanguageServerProtocol):
     def _forget(self, msg_id: Any, future: Any) -> None:
         if self._request_futures.get(msg_id) is future:  # not a later message's under the same id
             del self._request_futures[msg_id]
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """A request whose params do not decode (a negative line) is answered with the error, by
+        its id: pygls logs it and answers nothing, and a client awaiting that id waits for good
+        (JSON-RPC 2.0 asks for an error response, -32602 here)."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if "method" in data and isinstance(data.get("id"), (int, str)):
+                self._send_response(data["id"], error=error.to_response_error())
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        """A request after `shutdown` is answered with an error (-32600, as the LSP asks): pygls
+        logs it and answers nothing, the same wait for good as a request it cannot decode."""
+        if self._shutdown and getattr(message, "method", types.EXIT) != types.EXIT \
+                and getattr(message, "id", None) is not None:
+            self._send_response(message.id, error=types.ResponseError(code=-32600, message="the server is shut down"))
+            return
+        super().handle_message(message)
 
 
 class ContractsServer(LanguageServer):

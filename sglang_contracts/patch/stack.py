@@ -30,6 +30,9 @@ from sglang_contracts.patch.release import targets_sglang
 from sglang_contracts.project.index import walk_project
 
 MAX_ITERATIONS = 1000  # of nested loops around one command
+MAX_GLOB_PARTS = 256  # path segments of a command's target looked for on disk
+MAX_DISK_GLOBS = 256  # targets with a wildcard looked for on disk, a project's stacks
+MAX_PATH_MATCHES = 1_000_000  # patch paths matched against targets with a wildcard, a project's stacks
 
 
 @dataclass
@@ -104,21 +107,24 @@ def patch_stacks(root: Path, named: list[str] | tuple[str, ...] = ()) -> PatchSt
                 by_folder.setdefault(str(PurePosixPath(relpath).parent), Stack(NAME_ORDER)).patches.append(relpath)
             return PatchStacks(patches, list(by_folder.values()), [], guessed=len(by_folder) > 1)
     applied = {path for stack in chosen for path in stack.patches}
-    kept: list[Stack] = []
+    kept: dict[tuple[int, ...], Stack] = {}  # the same patches in the same order: the first stack of them
     duplicates: list[tuple[Stack, Stack]] = []
+    numbers = content_numbers(patches)
     for stack in chosen:
-        twin = next((other for other in kept if _same_patches(other, stack, patches)), None)
-        if twin is None:
-            kept.append(stack)
-        else:
+        twin = kept.setdefault(tuple(numbers.get(path, -1) for path in stack.patches), stack)
+        if twin is not stack:
             duplicates.append((stack, twin))
-    return PatchStacks(patches, kept, sorted(set(patches) - applied), duplicates)
+    return PatchStacks(patches, list(kept.values()), sorted(set(patches) - applied), duplicates)
 
 
-def _same_patches(one: Stack, other: Stack, patches: dict[str, PatchFile]) -> bool:
-    """The same patches in the same order (by what they change, wherever they are kept)."""
-    return len(one.patches) == len(other.patches) and all(
-        patches.get(a) == patches.get(b) for a, b in zip(one.patches, other.patches))
+def content_numbers(patches: dict[str, PatchFile]) -> dict[str, int]:
+    """A number for each patch file, the same for equal ones (by what they change, wherever they
+    are kept): stacks and their prefixes are compared as tuples of these, by a dict, not each
+    with every other (sixth campaign M07: cubic in a stack's length)."""
+    numbers: dict[str, int] = {}
+    # A PatchFile holds plain values only (str, int, bool, None, lists and tuples of them): equal
+    # ones have equal reprs.
+    return {path: numbers.setdefault(repr(patch), len(numbers)) for path, patch in patches.items()}
 
 
 def applied_stacks(root: Path, patch_paths: set[str]) -> list[Stack]:
@@ -126,11 +132,12 @@ def applied_stacks(root: Path, patch_paths: set[str]) -> list[Stack]:
     dockerfiles = walk_project([root], _is_dockerfile)
     scripts = walk_project([root], lambda name: name.endswith(SHELL_SUFFIXES))
     plain, variants, shells = [], [], []
+    lookup = _PatchPaths(patch_paths)
     for path in [*dockerfiles, *scripts]:
         text = read_project_text(path, root, errors="surrogateescape")
         if text is None:
             continue
-        stack = _stack_of(path, text, root, patch_paths, is_docker=path in dockerfiles)
+        stack = _stack_of(path, text, root, lookup, is_docker=path in dockerfiles)
         if stack.patches:
             (shells if path not in dockerfiles else plain if path.name in ("Dockerfile", "Containerfile")
              else variants).append(stack)
@@ -172,12 +179,13 @@ def _apply_targets(command: list[str]) -> list[str] | None:
     return None
 
 
-def _stack_of(path: Path, text: str, root: Path, patch_paths: set[str], is_docker: bool) -> Stack:
+def _stack_of(path: Path, text: str, root: Path, patch_paths: _PatchPaths, is_docker: bool) -> Stack:
     relpath = path.relative_to(root).as_posix()
     env: dict[str, str] = {}
-    copies: list[tuple[list[str], str]] = []  # (sources, destination), in order
+    copies = _Copies()
     loops: list[tuple[str, list[str]]] = []  # the `for` loops open here: (variable, words)
     stack = Stack(relpath)
+    listed: set[str] = set()  # stack.patches, looked up once per file each line applies
     for number, line in logical_lines(text):
         shell = line
         if is_docker:
@@ -192,7 +200,7 @@ def _stack_of(path: Path, text: str, root: Path, patch_paths: set[str], is_docke
             if instruction in ("COPY", "ADD") and "--from=" not in rest:
                 words = [w for w in _words(rest) if not w.startswith("--")]
                 if len(words) >= 2:
-                    copies.append(([_expand(w, env) for w in words[:-1]], _expand(words[-1], env)))
+                    copies.add([_expand(w, env) for w in words[:-1]], _expand(words[-1], env))
                 continue
             if instruction != "RUN":
                 continue
@@ -212,10 +220,11 @@ def _stack_of(path: Path, text: str, root: Path, patch_paths: set[str], is_docke
             for target in _apply_targets(command) or ():
                 for concrete in _iterations(target, loops, env):
                     for found in _resolve(concrete, copies, path, root, patch_paths):
-                        if found not in stack.patches:
+                        if found not in listed:
                             if not stack.patches:
                                 stack.source = f"{relpath}:{number}"
                             stack.patches.append(found)
+                            listed.add(found)
                             stack.three_way |= command[:2] == ["git", "apply"] and bool({"--3way", "-3"} & set(command))
     return stack
 
@@ -238,7 +247,9 @@ def _names_files(folder: Path, pattern: str) -> bool:
     # Each `**` walks every folder below each match of what precedes it: thirty lines of ten
     # `**` in a pull request's script kept a run busy for minutes (third campaign D05), as the
     # `patch-files` setting did before it was held to one (config.py).
-    if ".." in parts or parts.count("**") > 1:
+    # `git apply .` has no parts, and pathlib's glob fails on none (IndexError) or recurses once a
+    # part (RecursionError past a thousand): no file is that deep.
+    if not parts or len(parts) > MAX_GLOB_PARTS or ".." in parts or parts.count("**") > 1:
         return False
     try:
         return any(path.is_file() for path in folder.glob(pattern))
@@ -250,23 +261,120 @@ def _is_glob(name: str) -> bool:
     return any(character in name for character in "*?[")
 
 
-def _resolve(target: str, copies: list[tuple[list[str], str]], file: Path, root: Path,
-             patch_paths: set[str]) -> list[str]:
+class _Folder:
+    """A folder of the image a COPY put files in (by path segment), with the last such COPY."""
+
+    def __init__(self) -> None:
+        self.below: dict[str, _Folder] = {}
+        self.copy: tuple[int, list[str], str] | None = None  # (its order, sources, destination)
+
+
+class _Copies:
+    """The COPY/ADD instructions read so far, by destination: each `git apply` line looked for
+    its file through every COPY before it, a time quadratic in a Dockerfile's length (sixth
+    campaign M08: 8,000 of each, 420 kB, 82 s)."""
+
+    def __init__(self) -> None:
+        self.root = _Folder()
+        self.last: tuple[int, list[str], str] | None = None
+        self.count = 0
+
+    def add(self, sources: list[str], destination: str) -> None:
+        self.count += 1
+        self.last = (self.count, sources, destination)
+        folder = self.root
+        for segment in destination.rstrip("/").split("/"):
+            folder = folder.below.setdefault(segment, _Folder())
+        folder.copy = self.last
+
+    def finding(self, target: str) -> tuple[list[str], str] | None:
+        """(sources, destination) of the last COPY a command finds `target` through: one into
+        the target's path or a folder above it; any, for a bare file name."""
+        if "/" not in target:
+            return self.last[1:] if self.last else None
+        found, folder = None, self.root
+        for segment in target.split("/"):
+            next_folder = folder.below.get(segment)
+            if next_folder is None:
+                break
+            folder = next_folder
+            if folder.copy is not None and (found is None or folder.copy[0] > found[0]):
+                found = folder.copy
+        return found[1:] if found else None
+
+
+class _PatchPaths:
+    """The project's patch files, looked up by a pattern: a name without a wildcard by the name,
+    not by a match against each (a `git apply` line each, a time the product of both counts)."""
+
+    def __init__(self, paths: set[str]) -> None:
+        self.paths = paths
+        self.deepest = max((path.count("/") for path in paths), default=0)
+        self._by_tail: dict[str, list[str]] | None = None
+        self._on_disk: dict[tuple[Path, str], bool] = {}
+        self._globbed = 0
+        self._scans: dict[tuple[str, str | None], list[str]] = {}
+        self._matched = 0
+
+    def names_files(self, folder: Path, pattern: str) -> bool:
+        """_names_files, once a pattern. Past MAX_DISK_GLOBS patterns with a wildcard, one names no
+        file: each lists the folders it crosses (4,000 lines of `*/*/x{i}*.patch` over a folder of
+        3,000 files: 18 s), and no real build applies more than a few."""
+        key = (folder, pattern)
+        if key not in self._on_disk:
+            if _is_glob(pattern):
+                if self._globbed >= MAX_DISK_GLOBS:
+                    return False
+                self._globbed += 1
+            self._on_disk[key] = _names_files(folder, pattern)
+        return self._on_disk[key]
+
+    def _scanned(self, pattern: str, also: str | None = None) -> list[str]:
+        """The paths `pattern` (or `also`, exactly) matches, each pattern matched once. Past
+        MAX_PATH_MATCHES paths matched in all, a new pattern matches none: 4,000 lines of
+        `git apply /q/patches/z{i}*.patch` beside 3,000 patch files took 27 s (M08's class)."""
+        key = (pattern, also)
+        if key not in self._scans:
+            if self._matched + len(self.paths) > MAX_PATH_MATCHES:
+                return []
+            self._matched += len(self.paths)
+            self._scans[key] = sorted(p for p in self.paths if fnmatch.fnmatchcase(p, pattern) or p == also)
+        return self._scans[key]
+
+    def matching(self, pattern: str) -> list[str]:
+        if not _is_glob(pattern):
+            return [pattern] if pattern in self.paths else []
+        return self._scanned(pattern)
+
+    def ending_with(self, tail: str) -> list[str]:
+        """Those whose path is `tail` or ends with `/tail`."""
+        if _is_glob(tail):
+            return self._scanned(f"*/{tail}", tail)
+        if self._by_tail is None:
+            self._by_tail = {}
+            for path in sorted(self.paths):
+                pieces = path.split("/")
+                for start in range(len(pieces)):
+                    self._by_tail.setdefault("/".join(pieces[start:]), []).append(path)
+        return self._by_tail.get(tail, [])
+
+
+def _resolve(target: str, copies: _Copies, file: Path, root: Path, patch_paths: _PatchPaths) -> list[str]:
     """Project patch files a target names, in name order: through the COPY that put it where
     the command finds it, else by the longest tail of its path that names project files."""
     candidates: list[str] = []
-    for sources, destination in reversed(copies):
+    copy = copies.finding(target)
+    if copy is not None:
+        sources, destination = copy
         dest = destination.rstrip("/")
         if target in (destination, dest):
             candidates = list(sources)
-        elif target.startswith(dest + "/") or "/" not in target:
+        else:
             rest = target[len(dest) + 1:] if target.startswith(dest + "/") else target
             for source in sources:  # a file (or glob) copied into the folder, or a folder copied
                 if fnmatch.fnmatchcase(PurePosixPath(rest).name, PurePosixPath(_pattern(source)).name):
                     candidates.append(str(PurePosixPath(source).parent / rest))
                 candidates.append(f"{source.rstrip('/')}/{rest}")
-        if candidates:
-            break
     # A COPY's source is a path of the build context: one that names no file there is a patch the
     # tree lacks, not one of the same name in another folder (miles' Dockerfile.rocm_MI300 COPYs
     # amd_patch/sglv0.5.7/sglang.patch, which is not in the tree).
@@ -275,27 +383,33 @@ def _resolve(target: str, copies: list[tuple[list[str], str]], file: Path, root:
     parts = [] if folder == "." else folder.split("/")
     contexts = ["", *("/".join(parts[:i]) for i in range(1, len(parts) + 1))]  # where a build may run
     found: list[str] = []
+    listed: set[str] = set()
     for candidate in candidates or [target]:
         pattern = _pattern(candidate).lstrip("/")
         while pattern.startswith(("./", "../")):
             pattern = pattern.split("/", 1)[1]
         matches: list[str] = []
         for context in contexts:
-            matches = sorted(p for p in patch_paths if fnmatch.fnmatchcase(p, f"{context}/{pattern}" if context else pattern))
+            matches = patch_paths.matching(f"{context}/{pattern}" if context else pattern)
             if matches:
                 break
         pieces = pattern.split("/")
         # Files of the project it names (miles' TransformerEngine patches, COPY'd beside SGLang's
         # folder): the command applies those, so no tail of its path stands for an SGLang patch.
-        resolved = copied or (not matches and any(_names_files(root / context, pattern) for context in contexts))
-        for start in range(1, len(pieces)):  # an absolute or unknown prefix: the longest tail that names files
+        resolved = copied or (not matches and any(patch_paths.names_files(root / context, pattern)
+                                                  for context in contexts))
+        # A tail of more `/` than any patch path names none (`*` and `?` add to a match, each `/`
+        # needs one): its tails are not tried (a line of thousands of segments, each tail a pattern).
+        first = 1 if "[" in pattern else max(1, len(pieces) - 1 - patch_paths.deepest)
+        for start in range(first, len(pieces)):  # an absolute or unknown prefix: the longest tail that names files
             if matches or resolved:
                 break
             tail = "/".join(pieces[start:])
             if set(pieces[start:]) <= {"*"} or (start == len(pieces) - 1 and _is_glob(tail)):
                 break  # a bare glob (`*.patch`) says nothing of which files
-            matches = sorted(p for p in patch_paths if fnmatch.fnmatchcase(p, f"*/{tail}") or p == tail)
+            matches = patch_paths.ending_with(tail)
             if start == len(pieces) - 1 and len({str(PurePosixPath(p).parent) for p in matches}) > 1:
                 matches = []  # a bare name found in several folders says nothing of which
-        found += [p for p in matches if p not in found]
+        found += [p for p in matches if p not in listed]
+        listed.update(matches)
     return found

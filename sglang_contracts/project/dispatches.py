@@ -54,6 +54,10 @@ class TemplateReader:
         reader = _TEMPLATE_READERS.get(type(node))  # by kind of node: this runs on every link of a chain
         if reader is not None:
             found = reader(self, scope, node, depth)
+            # A name's template is kept and read whole: `v1 = v0 + v0`, `v2 = v1 + v1`, ... doubled
+            # it each line (thirty lines: a billion parts, a minute and gigabytes; sixth campaign, M02's class).
+            if isinstance(found, tuple) and len(found) > MAX_DEPTH:
+                return None
             if found is not _NOT_BUILT:
                 return found
         if (version := self._version(scope, node, depth)) is not None:

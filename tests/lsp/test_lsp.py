@@ -417,3 +417,44 @@ def test_a_line_of_any_length_between_frames_is_read_in_bounded_pieces() -> None
     assert first.endswith(body) and first.startswith(b"Content-Length: %d" % len(body))
     assert reader.readline() + reader.readline() + reader.read(2) == b"Content-Length: 2\r\n\r\n{}"
     assert Counting.longest <= frames.MAX_LINE_BYTES
+
+
+def test_a_request_whose_params_do_not_decode_is_answered_with_an_error(tmp_path):
+    """A hover or code action at line -1 was logged and never answered (sixth campaign M09): a
+    client awaiting its id waited for good. JSON-RPC asks for an error response (-32602, invalid
+    params) by the request's id; the next request is answered as ever."""
+    initialize, server = _raw_server(tmp_path, stderr=subprocess.DEVNULL)
+    uri = from_fs_path(str(tmp_path / "m.py"))
+    hover = {"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover",
+             "params": {"textDocument": {"uri": uri}, "position": {"line": -1, "character": 0}}}
+    action = {"jsonrpc": "2.0", "id": 4, "method": "textDocument/codeAction", "params": {
+        "textDocument": {"uri": uri}, "context": {"diagnostics": []},
+        "range": {"start": {"line": -1, "character": 0}, "end": {"line": 0, "character": 0}}}}
+    try:
+        server.stdin.write(_frame(initialize) + _frame(hover) + _frame(action) + _frame({**initialize, "id": 5}))
+        server.stdin.flush()
+        answers = _answers(server, {2, 3, 4, 5}, timeout=30)
+        assert set(answers) == {2, 3, 4, 5}
+        assert answers[3]["error"]["code"] == answers[4]["error"]["code"] == -32602
+        assert "result" in answers[5]
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_a_request_after_shutdown_is_answered_with_an_error(tmp_path):
+    """pygls logged "No more requests!" and answered nothing (M09's class): the LSP asks for an
+    error (-32600, invalid request) to each request after `shutdown`."""
+    initialize, server = _raw_server(tmp_path, stderr=subprocess.DEVNULL)
+    shutdown = {"jsonrpc": "2.0", "id": 3, "method": "shutdown"}
+    hover = {"jsonrpc": "2.0", "id": 4, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": from_fs_path(str(tmp_path / "m.py"))}, "position": {"line": 0, "character": 0}}}
+    try:
+        server.stdin.write(_frame(initialize) + _frame(shutdown) + _frame(hover))
+        server.stdin.flush()
+        answers = _answers(server, {2, 3, 4}, timeout=30)
+        assert set(answers) == {2, 3, 4}
+        assert answers[4]["error"]["code"] == -32600
+    finally:
+        server.kill()
+        server.wait()

@@ -556,3 +556,34 @@ def test_a_patch_that_adds_thousands_of_loops_is_read_in_one_pass_over_the_patch
     # Both releases, patched, each read by dynamic_setters and evaluated_exports: a few passes
     # over each module; before, a pass per loop (about loops * statements / 2).
     assert 0 < len(read) <= 12 * patched_statements, len(read)
+
+
+@pytest.mark.parametrize("target", [".", "./", "/" + "a/" * 2000 + "x.patch"],
+                         ids=["dot", "dot slash", "2000 segments"])
+def test_a_git_apply_target_pathlib_cannot_glob_names_no_file(tmp_path, target):
+    """`git apply .` (no path parts: IndexError) and a target of 2,000 segments (RecursionError)
+    beside a patch failed each patch rule with an internal error (sixth campaign, found with M08)."""
+    (tmp_path / "patches").mkdir()
+    (tmp_path / "patches" / "x.patch").write_text("diff --git a/python/sglang/a.py b/python/sglang/a.py\n")
+    (tmp_path / "Dockerfile").write_text(f"FROM lmsysorg/sglang:v0.1.0\nRUN git apply {target}\n")
+    stacks = patch_stacks(tmp_path)
+    assert [stack.patches for stack in stacks.stacks] == [["patches/x.patch"]]  # none applied: by name
+
+
+def test_wildcard_targets_are_looked_for_on_disk_a_bounded_number_of_times(tmp_path, monkeypatch):
+    """Each `git apply` target with a wildcard was globbed on disk, listing every folder it crosses:
+    4,000 lines of `/*/*/g{i}*.patch` beside a folder of 3,000 files took 18 s (M08's class). The
+    same one is looked for once, and past MAX_DISK_GLOBS of them none is."""
+    from sglang_contracts.patch import stack as stack_module
+
+    globbed: list[str] = []
+    names_files = getattr(stack_module, "_names_files")
+    monkeypatch.setattr(stack_module, "_names_files", lambda folder, pattern: globbed.append(pattern)
+                        or names_files(folder, pattern))
+    (tmp_path / "patches").mkdir()
+    (tmp_path / "patches" / "x.patch").write_text("diff --git a/python/sglang/a.py b/python/sglang/a.py\n")
+    lines = "".join(f"RUN git apply /*/*/g{index}*.patch /q/same*.patch\n" for index in range(1000))
+    (tmp_path / "Dockerfile").write_text("FROM lmsysorg/sglang:v0.1.0\n" + lines)
+    patch_stacks(tmp_path)
+    assert len(globbed) <= stack_module.MAX_DISK_GLOBS
+    assert globbed.count("q/same*.patch") == 1

@@ -1,0 +1,83 @@
+"""Work that grows faster than the project's text, not in a pattern (test_pattern_bounds.py has
+those): a variable expanded again at each use, each patch compared with every earlier one, each
+`git apply` line looked up through every COPY before it (sixth campaign, M02, M07, M08). Each
+took minutes on a project of well under a megabyte, from a pull request's files; the check runs
+in a fresh process and fails, not hangs, past test_pattern_bounds.SECONDS (about one second now)."""
+
+from __future__ import annotations
+
+from tests.helpers import write_tree as write
+from tests.robustness.test_pattern_bounds import BOUND, checked_in_time, time_bound
+from sglang_contracts.infra.shell import UNSET, expand
+
+PATCH = ("diff --git a/python/sglang/srt/utils.py b/python/sglang/srt/utils.py\n"
+         "--- a/python/sglang/srt/utils.py\n+++ b/python/sglang/srt/utils.py\n"
+         "@@ -1 +1,2 @@\n def helper(): ...\n+x = 1\n")
+
+
+def _chain(k: int) -> list[str]:
+    """ARG lines whose values each name the next variable k times: `ARG D=$` makes the stored
+    value `${V2}${V2}...` (one pass of expansion does not rescan what it put in)."""
+    lines = ["ARG D=$", "ARG V9=x"]
+    for level in range(8, -1, -1):
+        lines.append(f"ARG V{level}=" + ("${D}{V%d}" % (level + 1)) * k)
+    return lines
+
+
+def test_m02_a_variable_named_many_times_at_each_level_expands_in_time() -> None:
+    # Each use expanded the stored value again, to depth 8: k uses a level cost k^8 (k=8: 58 s).
+    env = {"V9": "x", **{f"V{level}": "${V%d}" % (level + 1) * 8 for level in range(9)}}
+    with time_bound(BOUND):
+        assert set(expand("${V0}", env)) == {UNSET}  # V9 is past the depth followed: not known
+    assert expand("a${A}b", {"A": "${B}-${B}", "B": "y"}) == "ay-yb"  # what expansion gives is unchanged
+
+
+def test_m02_a_dockerfile_arg_chain_beside_a_patch_is_read_in_time(project, releases) -> None:
+    # 777 bytes of Dockerfile took 82 s (k=9).
+    write(project, {"Dockerfile": "\n".join(["FROM lmsysorg/sglang:v0.1.0", *_chain(9), "ARG Z=${V0}"]) + "\n",
+                    "patches/x.patch": PATCH})
+    checked_in_time(project, releases)
+
+
+def test_m07_a_stack_of_thousands_of_patches_is_judged_in_time(project, releases) -> None:
+    # Each patch was compared with every judged one, each comparison listing all the patches before
+    # both: cubic (1,000 patches of 130 bytes: 76 s; 2,000: over 5 minutes).
+    write(project, {"Dockerfile": "FROM lmsysorg/sglang:v0.1.0\nRUN git apply /q/r/x0.patch\n",
+                    **{f"patches/y{index}.patch": PATCH for index in range(2000)}})
+    checked_in_time(project, releases)
+
+
+def test_m08_thousands_of_copy_and_git_apply_lines_are_read_in_time(project, releases) -> None:
+    # Each `git apply` target was looked for through every COPY before it (8,000 of each: 82 s).
+    copies = "".join(f"COPY c{index} /dest{index}/\n" for index in range(8000))
+    applies = "".join(f"RUN git apply /q/r/x{index}.patch\n" for index in range(8000))
+    write(project, {"Dockerfile": "FROM lmsysorg/sglang:v0.1.0\n" + copies + applies, "patches/x.patch": PATCH})
+    checked_in_time(project, releases)
+
+
+def test_a_git_apply_line_of_many_patches_and_path_segments_is_read_in_time(project, releases) -> None:
+    # The same class: each line's targets were matched against every patch file (one line per
+    # patch: their product), and a target of thousands of segments tried each tail as a pattern.
+    applies = "".join(f"RUN git apply /q/patches/y{index}.patch\n" for index in range(3000))
+    write(project, {"Dockerfile": "FROM lmsysorg/sglang:v0.1.0\n" + applies
+                    + "RUN git apply /" + "a/" * 2000 + "*.patch\n" * 200,
+                    **{f"patches/y{index}.patch": PATCH.replace("+x = 1", f"+x = {index}") for index in range(3000)}})
+    checked_in_time(project, releases)
+
+
+def test_a_version_string_doubled_line_by_line_is_read_in_time(project, releases) -> None:
+    # The same class in Python: each name's template of the version was kept whole and read whole,
+    # `v1 = v0 + v0` ... doubling it each line (thirty lines: over a minute, gigabytes).
+    lines = ["import importlib", "import sglang", "v0 = sglang.__version__"]
+    lines += [f"v{index} = v{index - 1} + v{index - 1}" for index in range(1, 30)]
+    write(project, {"app/dynamic.py": "\n".join([*lines, 'm = importlib.import_module("sglang.srt." + v29)']) + "\n"})
+    checked_in_time(project, releases)
+
+
+def test_thousands_of_wildcard_targets_beside_thousands_of_patches_are_read_in_time(project, releases) -> None:
+    # Each `git apply` target with a wildcard was matched against every patch file: 4,000 lines of
+    # `/q/patches/z{i}*.patch` beside 3,000 patch files took 27 s to read the stacks alone.
+    applies = "".join(f"RUN git apply /q/patches/z{index}*.patch\n" for index in range(4000))
+    write(project, {"Dockerfile": "FROM lmsysorg/sglang:v0.1.0\n" + applies,
+                    **{f"patches/y{index}.patch": PATCH for index in range(3000)}})
+    checked_in_time(project, releases)
