@@ -644,7 +644,8 @@ def _plain(hint: Any) -> bool:
     return hint in (str, int, bool)
 
 
-# to_record's form as its cache record is read back (from_json checks each list's rows, and decodes them).
-FACTS_RECORD = Table(path=str, module=str, noqa=TableOf(ListOf(str)), class_names=ListOf(str),
+# to_record's form as its cache record is read back (from_json checks each list's rows, and decodes them); a
+# blanket `# noqa` is a line's None.
+FACTS_RECORD = Table(path=str, module=str, noqa=TableOf((ListOf(str), None)), class_names=ListOf(str),
                      optional={"parse_error": object, "problem": object, "placeless": str},
                      **{name: (str, ListOf(list)) if name in LOCAL_LISTS else ListOf(list) for name in FACT_LISTS})
