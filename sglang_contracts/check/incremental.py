@@ -276,6 +276,7 @@ def moved_since_recorded(now: ProjectIndex, asked: Any) -> Callable[[str, str], 
     analyses = [(key, _named_analysis(row)) for key, row in sorted(asked.items())]
     if any(analysis is None for _, analysis in analyses):
         return None
+
     def moved(relpath: str, digest_before: str | None) -> bool:
         if digest_before is None or relpath not in now.digests:
             return False
@@ -289,8 +290,8 @@ def moved_since_recorded(now: ProjectIndex, asked: Any) -> Callable[[str, str], 
         for key, analysis in analyses:
             entry = now.stored_table(key).get(relpath)
             try:
-                rows = now.scanned_rows(analysis[0], relpath)
-                rows = rows if rows is not None else _rows(analysis, relpath, text)
+                rows = _table_rows(entry, analysis, relpath, now.digests[relpath], text,
+                                   now.scanned_rows(analysis[0], relpath))
             except Exception:  # each_file reports it
                 alike = False
                 continue
@@ -388,12 +389,11 @@ def _rows(analysis: tuple[Callable[[str, str], list], Callable[[str], bool]], re
     return analyse(relpath, text) if may_hold(text) else []
 
 
-def _moved_lines(before: Sequence, now: Sequence) -> dict[int, int]:
-    """1-based line numbers of the lines of `before` that are the same before and after the
-    edited stretch -> where they are in `now` (an edit in two places leaves the lines between
+def _moved_lines(old_lines: Sequence, new_lines: Sequence) -> dict[int, int]:
+    """1-based line numbers of the `old_lines` that are the same before and after the edited
+    stretch -> where they are in `new_lines` (an edit in two places leaves the lines between
     unmapped: their rows then differ, and the importers are checked again). The lines, or
     their digests."""
-    old_lines, new_lines = before, now
     shortest = min(len(old_lines), len(new_lines))
     head = 0
     while head < shortest and old_lines[head] == new_lines[head]:

@@ -593,7 +593,7 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
         rounds = _scan_rounds(index, texts, cache, workers, memo, after_first_round)
         LastRounds.made(index, texts, memo, rounds).write(index, cache, last)
     else:
-        planned.last.updated(index, texts, planned).write(index, cache, last)
+        planned.last.updated(index, planned).write(index, cache, last)
     memo.kept_for(index.digests)
     return index
 
@@ -681,7 +681,7 @@ class LastRounds:
                 return None
         return Planned(self, changed)
 
-    def updated(self, index: ProjectIndex, texts: dict[str, tuple[str, str]], planned: Planned) -> "LastRounds":
+    def updated(self, index: ProjectIndex, planned: Planned) -> "LastRounds":
         files = dict(self.files)
         for rel in planned.changed:
             files[rel] = [index.digests[rel], *self.files[rel][1:]]
@@ -703,7 +703,7 @@ def _scanned_as_planned(index: ProjectIndex, texts: dict[str, tuple[str, str]], 
     for rel in planned.changed:
         if rel in in_rounds:
             scratch = ProjectIndex(root=index.root, cache=cache, packages=index.packages, texts=index.texts,
-                                   tables=index.tables, analyses=index.analyses, unwritten=index.unwritten)
+                                   unwritten=index.unwritten)
             _scan(scratch, {rel: texts[rel]}, cache, workers)
             index.parsed += scratch.parsed
             for kind, rows in scratch.on_the_scanned_tree.items():
@@ -736,9 +736,7 @@ def _round_inputs(facts: FileFacts) -> str:
     """What of a scanned file decides the next rounds: what it binds at its top level (the
     re-export table), its top-level classes' bases as dotted paths (the project's subclasses of
     SGLang's), and the modules that may define the classes it uses."""
-    named = [cls for cls in facts.classes if "." not in cls.name] if facts.module else []
-    bases = [[cls.name, _dotted_bases(cls.bases, facts.bindings(), facts.module)] for cls in named]
-    return _json_digest([_top_level_bindings(facts), bases, _class_modules(facts)])
+    return _json_digest([_top_level_bindings(facts), _top_level_class_bases(facts), _class_modules(facts)])
 
 
 def _json_digest(value: Any) -> str:
@@ -1063,13 +1061,15 @@ def _upstream_subclasses(index: ProjectIndex) -> dict[str, frozenset[str]]:
 
 def _class_bases(index: ProjectIndex) -> dict[tuple[str, str], list[str]]:
     """(module, class) -> its bases as dotted paths, for the top-level classes of the scanned files."""
-    bases: dict[tuple[str, str], list[str]] = {}
-    for facts in index.files.values():
-        named = [cls for cls in facts.classes if "." not in cls.name] if facts.module else []
-        bindings = facts.bindings() if named else {}
-        for cls in named:
-            bases[(facts.module, cls.name)] = _dotted_bases(cls.bases, bindings, facts.module)
-    return bases
+    return {(facts.module, name): dotted for facts in index.files.values()
+            for name, dotted in _top_level_class_bases(facts)}
+
+
+def _top_level_class_bases(facts: FileFacts) -> list[tuple[str, list[str]]]:
+    """(class, its bases as dotted paths) of a scanned file's top-level classes."""
+    named = [cls for cls in facts.classes if "." not in cls.name] if facts.module else []
+    bindings = facts.bindings() if named else {}
+    return [(cls.name, _dotted_bases(cls.bases, bindings, facts.module)) for cls in named]
 
 
 def _dotted_bases(written: tuple[str, ...], bindings: dict[str, str], module: str) -> list[str]:
