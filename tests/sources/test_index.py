@@ -390,3 +390,81 @@ def test_a_module_the_two_releases_have_alike_is_kept_once(tmp_path: Path, monke
     assert new._kept_sources[SCHEDULER] is old._kept_sources[SCHEDULER]  # the same text, one object
     assert new._kept_sources[changed] == PACKAGE_FILES[changed] + "\nX = 1\n" != old._kept_sources[changed]
     assert new._kept_characters == sum(map(len, new._kept_sources.values()))  # both count in its budget
+
+
+def archive_openings(monkeypatch) -> list[str]:
+    """The wheels whose archive directory zipfile parses, in order."""
+    opened: list[str] = []
+    real = zipfile.ZipFile.__init__
+
+    def counted(self, file, *args, **kwargs) -> None:
+        opened.append(Path(file).name)
+        real(self, file, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile.ZipFile, "__init__", counted)
+    return opened
+
+
+def test_a_stamped_wheel_opens_from_its_kept_directory_and_reads_alike(
+        tmp_path: Path, recorded_index: Path, monkeypatch) -> None:
+    cache = tmp_path / "cache"
+    first = open_release(VERSION, sglang_repo=None, cache=cache)
+    wheel = cached_wheel(cache)
+    kept = wheel.with_name(f".{wheel.name}.directory")
+    assert kept.is_file()
+    opened = archive_openings(monkeypatch)
+    again = open_release(VERSION, sglang_repo=None, cache=cache)
+    assert opened == []  # neither the directory nor anything else parsed by zipfile
+    assert again.tree.members.keys() == first.tree.members.keys()
+    for relpath in first.tree.members:
+        assert again.tree.read_member(relpath) == first.tree.read_member(relpath)
+        assert again.tree.content_key(relpath) == first.tree.content_key(relpath)
+    assert again.tree.list_dir("sglang") == first.tree.list_dir("sglang")
+
+
+@pytest.mark.parametrize("forged", [
+    lambda data: data["members"].__setitem__(0, [data["members"][0][0], 0, 1 << 62, 1 << 62, 8, 0, 0]),  # sizes it cannot hold
+    lambda data: data["members"].append(["../../outside.py", 0, 0, 0, 0, 0, 0]),  # climbing out
+    lambda data: data.__setitem__("members", "not a list"),  # of another shape
+    lambda data: data.__setitem__("stamp", "1 2\n"),  # of another content of the wheel
+])
+def test_a_forged_or_stale_kept_directory_is_not_read_and_the_wheel_is_kept(
+        tmp_path: Path, recorded_index: Path, monkeypatch, forged) -> None:
+    import json
+
+    cache = tmp_path / "cache"
+    first = open_release(VERSION, sglang_repo=None, cache=cache)
+    wheel = cached_wheel(cache)
+    kept = wheel.with_name(f".{wheel.name}.directory")
+    data = json.loads(kept.read_text())
+    forged(data)
+    kept.write_text(json.dumps(data))
+    opened = archive_openings(monkeypatch)
+    again = open_release(VERSION, sglang_repo=None, cache=cache)
+    assert opened == [wheel.name]  # the archive's own directory, read instead
+    assert wheel.is_file() and again.tree.members.keys() == first.tree.members.keys()
+    assert "../../outside.py" not in again.tree.members
+    assert json.loads(kept.read_text()) != data  # kept anew, as the archive has it
+    assert json.loads(kept.read_text())["stamp"] == _stamp_text(wheel)
+
+
+def test_a_damaged_wheel_is_discarded_with_its_kept_directory(tmp_path: Path, recorded_index: Path) -> None:
+    cache = tmp_path / "cache"
+    open_release(VERSION, sglang_repo=None, cache=cache)
+    wheel = cached_wheel(cache)
+    kept = wheel.with_name(f".{wheel.name}.directory")
+    assert kept.is_file()
+    wheel.write_bytes(wheel.read_bytes()[:-200])  # truncated: its size, so its stamp, changes
+    open_release(VERSION, sglang_repo=None, cache=cache)  # found damaged, fetched again
+    assert json_stamp(kept) == _stamp_text(cached_wheel(cache))
+
+
+def json_stamp(kept: Path) -> str:
+    import json
+
+    return json.loads(kept.read_text())["stamp"]
+
+
+def _stamp_text(wheel: Path) -> str:
+    status = wheel.stat()
+    return f"{status.st_size} {status.st_mtime_ns}\n"
