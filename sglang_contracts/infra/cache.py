@@ -330,7 +330,7 @@ def foreign_reason(folder: Path) -> str | None:
 
 
 def _known_to_fit(fitted: set, shape: Any) -> bool:
-    """Whether a remembered record was found of `shape` (by identity: a reader's declared constant)."""
+    """Whether a remembered record was found of `shape` (by its declaration: infra/shapes.py)."""
     try:
         return shape in fitted
     except TypeError:  # a shape that cannot be hashed is checked each time
