@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.metadata
 import json
 import os
 import sys
@@ -36,10 +35,26 @@ READERS = ("griffe", "packaging")
 
 
 def _version(distribution: str) -> str:
+    """`name==version` of an installed distribution, from its `.dist-info` folder's name on the
+    path as an installer writes it (importlib.metadata, and the email parser it loads, were a
+    twentieth of a re-check's start); importlib.metadata where no such folder is found."""
+    prefix = f"{distribution.replace('-', '_')}-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".dist-info") and name.lower().startswith(prefix):
+                return f"{distribution}=={name[len(prefix):-len('.dist-info')]}"
+    import importlib.metadata
+
     try:
         return f"{distribution}=={importlib.metadata.version(distribution)}"
     except importlib.metadata.PackageNotFoundError:
         return f"{distribution} (unknown)"
+
+
 # Options that change how a run works, not what it finds; the baseline is applied after a replay.
 NOT_INPUTS = {"cache_dir", "use_cache", "replay", "recompute", "workers", "baseline"}
 

@@ -13,27 +13,26 @@ would have to be built, which runs its code).
 
 from __future__ import annotations
 
-import http.client
 import io
 import json
 import os
 import re
-import ssl
 import subprocess
 import sys
-import urllib.error
 import urllib.parse
-import urllib.request
 import zipfile
 import zlib
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from sglang_contracts.requirements import as_version, normalized
+
+# The network's modules (http.client, ssl, urllib.request, html.parser: a twentieth of the start
+# of every run) are imported where the index is read, which a run whose closures are cached
+# never does.
 
 PYPI = "https://pypi.org/simple/"
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
@@ -119,36 +118,9 @@ class IndexFile:
     metadata_offered: bool  # PEP 658/714: `<url>.metadata` holds its METADATA
 
 
-class _Anchors(HTMLParser):
-    """The links of a PEP 503 page, with their PEP 658/714 metadata attribute."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[tuple[str, str, bool]] = []
-        self._open: tuple[str, bool] | None = None
-        self._text = ""
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            values = dict(attrs)
-            offered = any(values.get(key) not in (None, "false") for key in ("data-core-metadata", "data-dist-info-metadata")
-                          if key in values)
-            self._open = (values.get("href") or "", offered)
-            self._text = ""
-
-    def handle_data(self, data: str) -> None:
-        if self._open is not None:
-            self._text += data
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._open is not None:
-            self.links.append((self._text.strip(), *self._open))
-            self._open = None
-
-
 def _file_page(url: str, most: int) -> tuple[bytes, str]:
     """PackageIndex._get of a `file:` URL: a folder's index.html, or the file."""
-    path = Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
+    path = _file_path(url)
     if path.is_dir():
         path = path / "index.html"
     try:
@@ -179,6 +151,9 @@ def _ranked_wheels(links: list[tuple[str, str, bool]], wanted: Version | None,
 
 class PackageIndex:
     def __init__(self, settings: IndexSettings) -> None:
+        import ssl
+        import urllib.request
+
         self.settings = settings
         context = ssl.create_default_context(cafile=settings.cafile) if settings.cafile else None
         self._opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
@@ -191,6 +166,10 @@ class PackageIndex:
         return self._http_page(url, headers, most)
 
     def _http_page(self, url: str, headers: dict[str, str] | None, most: int) -> tuple[bytes, str]:
+        import http.client
+        import urllib.error
+        import urllib.request
+
         request = urllib.request.Request(url, headers=headers or {})
         try:
             with self._opener.open(request, timeout=self.settings.timeout) as response:
@@ -236,7 +215,7 @@ class PackageIndex:
 
     def _metadata_in_wheel(self, file: IndexFile) -> str | None:
         if file.url.startswith("file:"):
-            source = Path(urllib.request.url2pathname(urllib.parse.urlparse(file.url).path))
+            source = _file_path(file.url)
             try:
                 return _metadata_member(zipfile.ZipFile(source))
             except FileNotFoundError:
@@ -247,6 +226,12 @@ class PackageIndex:
             return _metadata_member(zipfile.ZipFile(_RemoteArchive(self, file.url)))
         except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, FileNotFoundError):
             return None
+
+
+def _file_path(url: str) -> Path:
+    from urllib.request import url2pathname
+
+    return Path(url2pathname(urllib.parse.urlparse(url).path))
 
 
 def _host(url: str) -> str:
@@ -264,7 +249,9 @@ def _json_links(body: bytes) -> list[tuple[str, str, bool]]:
 
 
 def _html_links(body: bytes) -> list[tuple[str, str, bool]]:
-    parser = _Anchors()
+    from sglang_contracts.closure.anchors import Anchors
+
+    parser = Anchors()
     try:
         parser.feed(body.decode("utf-8", "replace"))
     except (AssertionError, ValueError):  # HTMLParser on markup it cannot follow
@@ -298,6 +285,10 @@ class _RemoteArchive(io.RawIOBase):
         self._block: tuple[int, bytes] = (0, b"")
 
     def _range(self, spec: str) -> tuple[bytes, str, int | None]:
+        import http.client
+        import urllib.error
+        import urllib.request
+
         request = urllib.request.Request(self._url, headers={"Range": f"bytes={spec}"})
         try:
             with self._index._opener.open(request, timeout=self._index.settings.timeout) as response:
