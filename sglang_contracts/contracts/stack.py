@@ -16,6 +16,7 @@ from sglang_contracts.contracts.base import CheckContext, Process, Reads, contra
 from sglang_contracts.diagnostics import Diagnostic, finding_at
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.project import images
+from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.images import may_name_release, script_mentions
 from sglang_contracts.project.index import project_folders
 from sglang_contracts.project.installs import installed_requirements, version_markers
@@ -519,8 +520,9 @@ def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
     extras = sglang_extras(ctx)
     lists = _dependency_lists(ctx, old_pins)
     old_graph, new_graph = ctx.of_releases("import-graphs", lambda c: (ImportGraph(c.old), ImportGraph(c.new)))
-    sites: dict[str, list[tuple[str, Any, str]]] = {}  # package -> (path, import, module) of each import reaching it
-    for facts in sorted(ctx.project.files.values(), key=lambda f: f.path):
+
+    def newly_reached(facts: FileFacts) -> Iterator[tuple[str, Any, str]]:
+        """(package, import, module) of each import of the file that now reaches a package it did not."""
         for fact in facts.imports:
             if not is_upstream(fact.module) or fact.guarded or fact.type_checking:
                 continue
@@ -529,7 +531,16 @@ def new_hard_dependency(ctx: CheckContext) -> Iterator[Diagnostic]:
                 continue  # a module gone or new is another rule's business
             for top in new_graph.packages_reached(module) - old_graph.packages_reached(module):
                 if distribution_of(top) not in declared:
-                    sites.setdefault(top, []).append((facts.path, fact, module))
+                    yield top, fact, module
+
+    # A re-check of a few files reports only in them: when none of their imports reaches a new
+    # package, no finding can be theirs, and the other files' imports are not followed.
+    if ctx.checked is not None and not any(next(newly_reached(facts), None) for facts in ctx.checked_files()):
+        return
+    sites: dict[str, list[tuple[str, Any, str]]] = {}  # package -> (path, import, module) of each import reaching it
+    for facts in sorted(ctx.project.files.values(), key=lambda f: f.path):
+        for top, fact, module in newly_reached(facts):
+            sites.setdefault(top, []).append((facts.path, fact, module))
     old_graph.save()
     new_graph.save()
     for top, found in sorted(sites.items()):

@@ -832,3 +832,38 @@ def test_kept_records_of_another_shape_are_not_used(fixture_project, plans, dama
     same_as_a_full_run(project, options)
     if damage == "asked":
         assert "demo_omni/engine.py" in plans[-1].recomputed  # nothing to compare by: the importers again
+
+
+def test_a_re_check_of_files_whose_imports_reach_no_new_package_keeps_the_first_import_s_finding(
+        tmp_path, plans, monkeypatch) -> None:
+    """SGC705 reports a package at the first import anywhere that now reaches it, with how many
+    others do: a re-check of a file whose imports reach none follows no other file's imports,
+    and one of a file that holds the first import still counts them all."""
+    from sglang_contracts.analysis.importgraph import ImportGraph
+    from tests.helpers import upstream_tree, write_tree
+
+    grammar, tokens = "sglang/srt/constrained/grammar.py", "sglang/srt/constrained/tokens.py"
+    old = upstream_tree(tmp_path / "old", {grammar: "import os\n\ndef compile_grammar(text): ...\n", tokens: ""},
+                        "0.1.0")
+    new = upstream_tree(tmp_path / "new", {grammar: "import os\nimport xgrammar\n\ndef compile_grammar(text): ...\n",
+                                           tokens: ""}, "0.2.0")
+    importing = "from sglang.srt.constrained.grammar import compile_grammar\n"
+    project = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n", "app/a_grammar.py": importing, "app/b_tools.py": importing,
+        "app/c_other.py": "from sglang.srt.constrained import tokens\n\nVALUE = 1\n"})
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, workers=1)
+    first = run_check([project], options)
+    (reported,) = [d for d in first.diagnostics if d.code == "SGC705"]
+    assert reported.path == "app/a_grammar.py" and "also reached from 1 other imports in 1 other files" in reported.message
+    followed: list[str] = []
+    reached = ImportGraph.packages_reached
+    monkeypatch.setattr(ImportGraph, "packages_reached", lambda graph, module: followed.append(module) or
+                        reached(graph, module))
+    for relpath in ("app/c_other.py", "app/b_tools.py", "app/a_grammar.py"):
+        followed.clear()
+        edit(project / relpath, "\n", "\n\ndef added():\n    return None\n")
+        result = same_as_a_full_run(project, options)
+        assert not plans[-1].full and plans[-1].recomputed == {relpath}
+        if relpath == "app/c_other.py":  # the re-check's own (the full run's follow in the forked copy)
+            assert set(followed[:2]) == {"sglang.srt.constrained.tokens"}, followed
+        assert [d.message for d in result.diagnostics if d.code == "SGC705"] == [reported.message]
