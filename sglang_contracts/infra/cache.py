@@ -113,23 +113,32 @@ def first_link_on_the_way(root: Path, folder: Path) -> str | None:
     return None
 
 
-def the_pull_requests(cache: Path, root: Path) -> bool:
-    """Whether a cache folder inside the project may be the pull request's, said in one warning
-    line: it holds a file git tracks (first_tracked_in: a record, a wheel of its own making, a
-    link out of the project the pull request committed) or a symbolic link, in it or on the way
-    to it below the root (first_link_in, first_link_on_the_way). A CI job may name a cache
-    inside the project it checks (`--cache-dir .cache`, restored between jobs, never
-    committed); what a pull request put there is neither read nor written: the run
-    keeps nothing and downloads to a temporary folder, as for a cache that cannot be written."""
+def pull_request_reason(cache: Path, root: Path) -> tuple[str, str] | None:
+    """(what, why) when a cache folder inside the project may be the pull request's: it holds a
+    file git tracks (first_tracked_in: a record, a wheel of its own making, a link out of the
+    project the pull request committed) or a symbolic link, in it or on the way to it below
+    the root (first_link_in, first_link_on_the_way); None for a folder outside the project, or
+    one inside it that holds neither."""
     if not is_below(os.path.abspath(cache), os.fspath(root)):
-        return False
+        return None
     found, why = first_link_on_the_way(root, cache), "is reached through a symbolic link"
     if found is None:
         found = first_link_in(cache)
         why = "holds a symbolic link" if found is not None else "holds files the project's repository tracks"
     found = found or first_tracked_in(cache)
-    if found is None:
+    return (found, why) if found is not None else None
+
+
+def the_pull_requests(cache: Path, root: Path) -> bool:
+    """Whether a cache folder inside the project may be the pull request's (pull_request_reason),
+    said in one warning line. A CI job may name a cache inside the project it checks
+    (`--cache-dir .cache`, restored between jobs, never committed); what a pull request put
+    there is neither read nor written: the run keeps nothing and downloads to a temporary
+    folder, as for a cache that cannot be written."""
+    reason = pull_request_reason(cache, root)
+    if reason is None:
         return False
+    found, why = reason
     warn_unwritable_once(Path(os.path.abspath(cache)), f"the cache folder {shown(cache)} is inside the project and "
                                                        f"{why} ({shown(found)}): it is neither read nor written (give "
                                                        "a --cache-dir outside the project)")

@@ -58,11 +58,16 @@ def daemon_key(args: argparse.Namespace, cwd: Path) -> tuple[Path, str, str]:
     return root, identity, hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()[:24]
 
 
-def socket_path(args: argparse.Namespace, key: str) -> Path:
+def socket_path(args: argparse.Namespace, key: str, root: Path) -> Path:
     """The daemon's socket: in the cache folder, or a private temporary one when that path
-    would be too long for a Unix socket."""
+    would be too long for a Unix socket, or when the cache folder is inside the project `root`
+    and may be the pull request's (a link on the way to it: the socket and the log would be
+    made where the link points; infra/cache.py pull_request_reason)."""
+    from sglang_contracts.infra.cache import cache_root, pull_request_reason
+
     folder = cache_folder(args) / "daemons"
-    if len(str(folder / f"{key}.sock")) > SOCKET_PATH_MAX:
+    given = (args.cache_dir or cache_root()).expanduser()
+    if len(str(folder / f"{key}.sock")) > SOCKET_PATH_MAX or pull_request_reason(given, root) is not None:
         import tempfile
 
         folder = Path(tempfile.gettempdir()) / f"sglang-contracts-{os.getuid()}"
@@ -170,10 +175,10 @@ def handed_over(argv: list[str], args: argparse.Namespace) -> int | None:
         return None
     cwd = Path.cwd()
     try:
-        _, identity, key = daemon_key(args, cwd)
+        root, identity, key = daemon_key(args, cwd)
     except (OSError, ValueError, RuntimeError):
         return None
-    path = socket_path(args, key)
+    path = socket_path(args, key, root)
     # The folder first, by lstat: another user's (a shared cache, a temporary folder named for
     # this user that someone else made first) cannot even be looked into, and means no daemon.
     if not private(path.parent) or not os.path.exists(path):

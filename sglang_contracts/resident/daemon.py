@@ -60,7 +60,7 @@ def daemon_command(args: argparse.Namespace, argv: list[str], command_line: Comm
     if args.action != "serve":  # as `check` refuses it: a daemon for a missing path served the folder above
         require_existing([path if path.is_absolute() else Path.cwd() / path for path in args.paths])
     root, identity, key = daemon_key(args, Path.cwd())
-    path = socket_path(args, key)
+    path = socket_path(args, key, root)
     if args.action == "serve":
         return Daemon(argv, root, identity, path, args.idle_timeout, command_line).serve()
     shown_root = printable_path(str(root))
@@ -221,7 +221,7 @@ def leave_daemon(args: argparse.Namespace, cwd: Path) -> None:
         return
     try:
         root, _, key = daemon_key(args, cwd)
-        path = socket_path(args, key)
+        path = socket_path(args, key, root)
         if make_private_folder(path.parent) is not None:
             return
         if ask(path, {"status": True}, timeout=5.0) is not None:

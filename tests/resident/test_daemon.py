@@ -64,8 +64,8 @@ def daemon(project):
 
 def _socket_of(project: Path) -> Path:
     args = build_parser().parse_args(["daemon", "status", *RELEASES])
-    _, _, key = client.daemon_key(args, project)
-    return client.socket_path(args, key)
+    root, _, key = client.daemon_key(args, project)
+    return client.socket_path(args, key, root)
 
 
 def checks_answered(project: Path) -> int:
@@ -116,7 +116,7 @@ def test_a_daemon_started_on_unchanged_inputs_computes_its_first_check(project, 
     argv = ["daemon", "serve", *RELEASES]
     args = build_parser().parse_args(argv)
     root, identity, key = client.daemon_key(args, project)
-    daemon = Daemon(argv, root, identity, client.socket_path(args, key), 60.0, CommandLine(build_parser().parse_args, run_command))
+    daemon = Daemon(argv, root, identity, client.socket_path(args, key, root), 60.0, CommandLine(build_parser().parse_args, run_command))
     replayed = []
     check = daemon.engine.check
 

@@ -31,8 +31,8 @@ def socket_file(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(cache))
     monkeypatch.chdir(PROJECT)
     args = build_parser().parse_args(["daemon", "status", *RELEASES])
-    _, _, key = client.daemon_key(args, PROJECT)
-    path = client.socket_path(args, key)
+    root, _, key = client.daemon_key(args, PROJECT)
+    path = client.socket_path(args, key, root)
     assert path.parent == cache / "daemons"
     yield path
     for leftover in sorted(cache.rglob("*"), reverse=True):
@@ -96,6 +96,35 @@ def test_the_temporary_fallback_folder_is_checked_alike(tmp_path: Path, monkeypa
     (shared / f"sglang-contracts-{os.getuid()}").symlink_to(victim)
     assert main(["daemon", "start", *RELEASES]) == 2
     assert "is a symbolic link" in capsys.readouterr().err
+    assert sorted(p.name for p in victim.iterdir()) == ["notes.txt"]
+
+
+def test_a_cache_folder_reached_through_a_link_the_project_holds_gets_no_socket(tmp_path: Path, monkeypatch) -> None:
+    """A pull request that commits `.cache` as a link out of the project, checked with a cache
+    named `.cache/sglang-contracts`: the daemon's socket and log go to the private temporary
+    folder, not where the link points (as the check's records do: sixth campaign, M03)."""
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    victim = victim_folder(tmp_path)
+    (project / ".cache").symlink_to(victim)
+    private = tmp_path / "tmp"
+    private.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", ".cache/sglang-contracts")
+    monkeypatch.chdir(project)
+    args = build_parser().parse_args(["daemon", "start", *RELEASES])
+    root, _, key = client.daemon_key(args, project)
+    path = client.socket_path(args, key, root)
+    assert path.parent == private / f"sglang-contracts-{os.getuid()}"
+    # A cache outside any project keeps its socket in the cache (a short path: a socket's is bounded).
+    outside = Path(tempfile.mkdtemp(prefix="c", dir="/tmp"))
+    try:
+        monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(outside))
+        assert client.socket_path(args, key, root).parent == outside / "daemons"
+    finally:
+        outside.rmdir()
     assert sorted(p.name for p in victim.iterdir()) == ["notes.txt"]
 
 
