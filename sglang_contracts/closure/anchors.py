@@ -18,8 +18,8 @@ class Anchors(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
             values = dict(attrs)
-            offered = any(values.get(key) not in (None, "false") for key in ("data-core-metadata", "data-dist-info-metadata")
-                          if key in values)
+            offered = any(values.get(key) not in (None, "false")
+                          for key in ("data-core-metadata", "data-dist-info-metadata") if key in values)
             self._open = (values.get("href") or "", offered)
             self._text = ""
 
