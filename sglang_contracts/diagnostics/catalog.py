@@ -1,7 +1,8 @@
 """The rule catalog: one TOML file per rule in `rules/`, each with its documentation and examples.
 
-The catalog is the single source of a rule's name, severity, summary, message template
-and examples; check functions in `contracts/` only produce the template's fields.
+The catalog is the single source of a rule's name, severity, summary, message template,
+examples and how reports treat its findings (`report`); check functions in `contracts/` only
+produce the template's fields, and declare how they run on their decorator (contracts/base.py).
 """
 
 from __future__ import annotations
