@@ -49,6 +49,8 @@ and what goes wrong at run time. Name the shapes the check recognises and those 
 What to do: TODO.
 """
 message = "TODO: {{symbol}} ... in sglang {{new}} (it was ... in {{old}})"
+# No `report = {{ ... }}`: its findings are breaks of the bump, listed under the group (CONTRIBUTING.md,
+# "Adding a rule", step 2, for the other ways a report can treat them).
 
 # The examples run with every rule on, each in a project of its own (tests/rules/test_catalog.py):
 # `expect` lists every finding, as `path:line:col: CODE`.

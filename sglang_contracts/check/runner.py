@@ -27,6 +27,7 @@ from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCach
                                           tag_cache_folders, unwritable_reason, warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.diagnostics.catalog import report_of
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
 from sglang_contracts.infra.files import unsaved_buffer
@@ -445,8 +446,9 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         closures = _closures(context, store)
         found = _found(context, codes, whole, partial_run, keep.checks_in_two, problems)
     context.memo.clear()  # the checks' shared analyses: what follows needs none of them
-    # Which files the bump touches, by this run's findings before any is suppressed; the
-    # SGC801/SGC803 of the others are left out once the last run's findings are merged in.
+    # Which files the bump touches, by this run's findings before any is suppressed; the findings
+    # shown only where the bump touches (SGC801/SGC803) of the others are left out once the last
+    # run's findings are merged in.
     touched = bump_touched(found)
     bump = old.release.short != new.release.short
     if bump and partial_run is None:  # no record to keep them for: left out before a `# noqa` can count as used (SGC010)
@@ -698,29 +700,26 @@ def _yield_kept_sources(releases: list[Release], project: ProjectIndex) -> None:
     releases[0].tree.share_kept_sources(releases[-1].tree)
 
 
-# Findings that hold on the pin alone and repeat on every bump (a release switch, a probe of what
-# both releases define); in a bump run they are shown only where the bump has other findings.
-PIN_ALONE_CODES = frozenset({"SGC801", "SGC803"})
-# Findings that are not of the bump: what the pin alone reports too (SGC502, SGC802), problems
-# reading files, unused noqa comments. A file with only these is not one the bump touches.
-NOT_OF_THE_BUMP = frozenset({"SGC000", "SGC001", "SGC010", "SGC502", "SGC802"})
-
-
 def bump_touched(found: Iterable[Diagnostic]) -> dict[str, set[str]]:
     """The files that have findings of the bump, path -> the codes found there (what
-    incremental.merged needs to keep a file's part that this run did not check again)."""
+    incremental.merged needs to keep a file's part that this run did not check again). A rule's
+    entry declares its findings not of the bump (`report.bump`, catalog.BUMP_ROLES): what the
+    pin alone reports too, problems reading files, unused noqa comments; a file with only these
+    is not one the bump touches."""
     touched: dict[str, set[str]] = {}
     for d in found:
-        if d.code not in PIN_ALONE_CODES and d.code not in NOT_OF_THE_BUMP:
+        if report_of(d.code).bump == "of-the-bump":
             touched.setdefault(d.path, set()).add(d.code)
     return touched
 
 
 def bump_noise_filtered(diagnostics: Iterable[Diagnostic], touched: dict[str, set[str]]) -> list[Diagnostic]:
-    """In a bump run (old != new), SGC801/SGC803 only in files that have other findings of the
-    bump (`touched`, bump_touched): a bump adds no defensive access and converts the ones in the
+    """In a bump run (old != new), the findings that hold on the pin alone and repeat on every
+    bump (a release switch, a probe of what both releases define: `report.bump =
+    "shown-where-the-bump-touches"`) only in files that have other findings of the bump
+    (`touched`, bump_touched): a bump adds no defensive access and converts the ones in the
     files it touches. With `--old X --new X` (the pin alone) every one is reported."""
-    return [d for d in diagnostics if d.code not in PIN_ALONE_CODES or d.path in touched]
+    return [d for d in diagnostics if report_of(d.code).bump != "shown-where-the-bump-touches" or d.path in touched]
 
 
 def problem_diagnostics(problems: list[Problem], root: Path) -> list[Diagnostic]:

@@ -1,7 +1,8 @@
 """The rule catalog: one TOML file per rule in `rules/`, each with its documentation and examples.
 
-The catalog is the single source of a rule's name, severity, summary, message template
-and examples; check functions in `contracts/` only produce the template's fields.
+The catalog is the single source of a rule's name, severity, summary, message template,
+examples and how reports treat its findings (`report`); check functions in `contracts/` only
+produce the template's fields, and declare how they run on their decorator (contracts/base.py).
 """
 
 from __future__ import annotations
@@ -117,6 +118,34 @@ class FixExample:
     unsafe_fixes: bool | None = None
 
 
+# In a bump run (--old != --new), what a rule's findings say of the bump (`report.bump`):
+# a break of the bump marks its file as one the bump touches; a finding not of the bump (a file
+# that could not be read, what the pin alone reports too) is reported but marks none; one that
+# holds on the pin alone and would repeat on every bump is reported only in the files the bump
+# touches, and marks none (check/runner.py bump_touched, bump_noise_filtered).
+BUMP_ROLES = ("of-the-bump", "not-of-the-bump", "shown-where-the-bump-touches")
+
+
+@dataclass(frozen=True)
+class Report:
+    """How reports treat a rule's findings: its entry's `report` table (by default, a break of
+    the bump, reported under its group)."""
+
+    bump: str = "of-the-bump"  # one of BUMP_ROLES
+    # Upstream behaviour the project inherits (a body it runs changed), not a break: the markdown
+    # report lists it in a section of its own rather than under the rule's group.
+    inherited: bool = False
+    # Defensive code guarding what both releases define: dead code to look at rather than a
+    # break, which the markdown report's opening counts apart.
+    guards_what_both_define: bool = False
+    # A finding is one hunk of a patch file: the markdown report counts them per patch file,
+    # worded "3 hunks {many}" ({"one": ..., "many": ...}); empty for every other rule.
+    hunk_wording: dict[str, str] = field(default_factory=dict)
+
+    def hunks_said(self, count: int) -> str:
+        return self.hunk_wording["one" if count == 1 else "many"]
+
+
 @dataclass(frozen=True)
 class Rule:
     code: str
@@ -139,6 +168,7 @@ class Rule:
     # Values of message fields a check passes only when it says something else (the wording of
     # a warning that could not be verified beside the rule's error): `message_defaults` in TOML.
     message_defaults: dict[str, str] = field(default_factory=dict)
+    report: Report = field(default_factory=Report)
 
     def render(self, fields: dict[str, Any], *, unresolved: bool = False) -> str:
         """The message; a field the template shows as code (`` `{written}` ``) fenced as its
@@ -168,6 +198,20 @@ def catalog_dir() -> Path:
     return shipped if shipped.is_dir() else package.parent / "rules"
 
 
+# The keys of an entry and their TOML types; any other key is refused, since a misspelt optional
+# key (`inherted = true`) would leave the rule as the default without a word.
+ENTRY_KEYS: dict[str, type] = {
+    "code": str, "name": str, "severity": str, "group": str, "summary": str, "description": str, "message": str,
+    "reference": str, "unresolved_message": str, "message_defaults": dict, "fix": str, "fix_description": str,
+    "fix_safe_when": str, "report": dict,
+    "examples": list, "fix_examples": list,  # read when first asked for (_examples)
+}
+REPORT_KEYS: dict[str, type] = {"bump": str, "inherited": bool, "guards_what_both_define": bool,
+                                "hunk_wording": dict}
+HUNK_WORDING_KEYS = {"one", "many"}
+TOML_TYPES = {str: "a string", bool: "a boolean (true or false)", dict: "a table", list: "an array of tables"}
+
+
 def load_rule(path: Path) -> Rule:
     """One catalog entry, its examples read when first asked for."""
     text = path.read_text()
@@ -177,6 +221,10 @@ def load_rule(path: Path) -> Rule:
             data = parse_toml(text[:start.start()] if start else text)
         except tomllib.TOMLDecodeError:  # the cut fell inside a string: the whole text
             data = parse_toml(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ContractsError(f"{path}: malformed rule entry ({error!r})") from None
+    _refuse_unknown_or_mistyped(data, ENTRY_KEYS, path, "")
+    try:
         rule = Rule(
             code=data["code"],
             name=data["name"],
@@ -192,11 +240,35 @@ def load_rule(path: Path) -> Rule:
             fix=data.get("fix"),
             fix_description=data.get("fix_description", "").strip(),
             fix_safe_when=data.get("fix_safe_when", "").strip(),
+            report=_report(data.get("report", {}), path),
         )
-    except (KeyError, TypeError, AttributeError, tomllib.TOMLDecodeError) as error:
-        raise ContractsError(f"{path}: malformed rule entry ({error!r})") from None
+    except KeyError as error:
+        raise ContractsError(f"{path}: malformed rule entry (no {error})") from None
     _refuse_inconsistent(rule, path)
     return rule
+
+
+def _refuse_unknown_or_mistyped(data: dict[str, Any], types: dict[str, type], path: Path, within: str) -> None:
+    """A ContractsError for a key of `data` that `types` does not name, or whose value is not of its type."""
+    for key, value in data.items():
+        if key not in types:
+            raise ContractsError(f"{path}: unknown key {within}{key} (known: {', '.join(types)})")
+        if not isinstance(value, types[key]):
+            raise ContractsError(f"{path}: {within}{key} must be {TOML_TYPES[types[key]]}, not {value!r}")
+
+
+def _report(data: dict[str, Any], path: Path) -> Report:
+    """The entry's `report` table, its keys and their values checked."""
+    _refuse_unknown_or_mistyped(data, REPORT_KEYS, path, "report.")
+    report = Report(**data)
+    if report.bump not in BUMP_ROLES:
+        roles = ", ".join(map(repr, BUMP_ROLES))
+        raise ContractsError(f"{path}: report.bump must be one of {roles}, not {report.bump!r}")
+    wording = report.hunk_wording
+    if wording and (set(wording) != HUNK_WORDING_KEYS or not all(isinstance(v, str) for v in wording.values())):
+        raise ContractsError(f"{path}: report.hunk_wording must be a table of two strings, one and many,"
+                             f" not {wording!r}")
+    return report
 
 
 def _refuse_inconsistent(rule: Rule, path: Path) -> None:
@@ -255,6 +327,16 @@ def rule(code: str) -> Rule:
     if code not in catalog:
         raise ContractsError(f"{code}: no such rule in {catalog_dir()}")
     return catalog[code]
+
+
+NOT_DECLARED = Report()
+
+
+def report_of(code: str) -> Report:
+    """How reports treat a code's findings, as its entry declares; a code no entry has (a newer
+    tool's, in a baseline) as a break of the bump."""
+    entry = load_catalog().get(code)
+    return entry.report if entry is not None else NOT_DECLARED
 
 
 def explanation(code: str) -> str:

@@ -16,7 +16,7 @@ from collections import Counter
 from itertools import groupby
 from typing import TYPE_CHECKING, Callable, TextIO
 
-from sglang_contracts.diagnostics.catalog import surface_for, surface_order
+from sglang_contracts.diagnostics.catalog import code_order, report_of, surface_for, surface_order
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.markdown import cell, code, inline, plain
@@ -58,10 +58,19 @@ def _group_key(d: Diagnostic) -> tuple:
 # Under GitHub's 65,536 for a pull request's body, with room for the author's own words.
 MAX_CHARACTERS = 60_000
 MAX_PLACES = 8  # of one break, in a report cut to fit; the rest counted
-# Upstream bodies the project's overrides and borrowed methods run that changed: behaviour the
-# project inherits, which a reviewer reads apart from what breaks (the bump guide's own list).
-INHERITED = ("SGC303", "SGC313")
-PATCH_HUNKS = {"SGC901": ("no longer applies", "no longer apply"), "SGC902": ("is already upstream", "are already upstream")}
+
+
+def _inherited(d: Diagnostic) -> bool:
+    """Upstream behaviour the project inherits (a changed body its overrides or borrowed methods
+    run), which a reviewer reads apart from what breaks (the bump guide's own list), as the
+    rule's catalog entry declares (`report.inherited`)."""
+    return report_of(d.code).inherited
+
+
+def _patch_hunk(d: Diagnostic) -> bool:
+    """A hunk of a patch file, counted per patch rather than listed, as the rule's catalog entry
+    declares (`report.hunk_wording`)."""
+    return bool(report_of(d.code).hunk_wording)
 
 
 def _bullets(result: "CheckResult", diagnostics: list[Diagnostic], cut: bool = False) -> list[str]:
@@ -97,7 +106,7 @@ def _per_patch(result: "CheckResult", diagnostics: list[Diagnostic]) -> list[str
     by_patch: dict[str, Counter] = {}
     copies: dict[str, list[str]] = {}
     project_path: dict[str, str] = {}
-    for d in (d for d in diagnostics if d.code in PATCH_HUNKS):
+    for d in filter(_patch_hunk, diagnostics):
         path = printable_path(repository_path(result, d))
         by_patch.setdefault(path, Counter())[d.code] += 1
         copies[path], project_path[path] = list(d.data.get("copies") or ()), d.path
@@ -107,9 +116,9 @@ def _per_patch(result: "CheckResult", diagnostics: list[Diagnostic]) -> list[str
     lines = []
     for path, counts in sorted(by_patch.items()):
         size = sizes.get(project_path[path])
-        said = ", ".join(f"{counts[c]} of {plural(size, 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})" if size
-                         else f"{plural(counts[c], 'hunk')} {PATCH_HUNKS[c][counts[c] != 1]} ({c})"
-                         for c in PATCH_HUNKS if counts[c])
+        said = ", ".join(f"{counts[c]} of {plural(size, 'hunk')} {report_of(c).hunks_said(counts[c])} ({c})" if size
+                         else f"{plural(counts[c], 'hunk')} {report_of(c).hunks_said(counts[c])} ({c})"
+                         for c in sorted(counts, key=code_order))
         lines.append(f"- {code(path)}{_also_in(copies[path])}: {said}")
     return lines
 
@@ -124,7 +133,7 @@ def _patch_section(result: "CheckResult", title: str, what: str, diagnostics: li
     lines += per_patch
     stacks = stacks or {}
     new = result.new.release.short
-    others = [d for d in diagnostics if d.code not in PATCH_HUNKS and id(d) not in stacks]
+    others = [d for d in diagnostics if not _patch_hunk(d) and id(d) not in stacks]
     lines += _cut(_bullets(result, others, shown is not None), shown, others, new)
     ours = [d for d in diagnostics if id(d) in stacks]
     if ours:
@@ -182,7 +191,7 @@ def stack_findings(result: "CheckResult") -> dict[int, str]:
 def _upstream_place(d: Diagnostic) -> str | None:
     """The upstream name a finding is about, dotted (a patch hunk's file `python/sglang/srt/x.py`
     is `sglang.srt.x`); None for the project's own names and the pins."""
-    if d.code in PATCH_HUNKS and "sglang/" in d.symbol:
+    if _patch_hunk(d) and "sglang/" in d.symbol:
         return d.symbol[d.symbol.index("sglang/"):].removesuffix(".py").replace("/", ".")
     return d.symbol if d.symbol.startswith("sglang.") else None
 
@@ -196,7 +205,7 @@ def _weights(diagnostics: list[Diagnostic]) -> tuple[dict[str, set], Counter]:
         parts = (_upstream_place(d) or "").split(".")
         prefixes = (".".join(parts[:depth]) for depth in range(2, len(parts) + 1))
         for prefix in (p for p in prefixes if p != "sglang.srt"):
-            if d.code in PATCH_HUNKS:
+            if _patch_hunk(d):
                 hunks[prefix] += 1
             else:
                 breaks.setdefault(prefix, set()).add((d.code, d.message))
@@ -223,8 +232,7 @@ def dominant_change(diagnostics: list[Diagnostic]) -> list[tuple[str, int, int]]
     places = {*breaks, *hunks}
     areas = sorted((p for p in places if p.count(".") == (2 if p.startswith("sglang.srt.") else 1)),
                    key=lambda p: (-score(p), p))
-    total = len({(d.code, d.message) for d in diagnostics if d.code not in PATCH_HUNKS}) + sum(
-        d.code in PATCH_HUNKS for d in diagnostics)
+    total = len({(d.code, d.message) for d in diagnostics if not _patch_hunk(d)}) + sum(map(_patch_hunk, diagnostics))
     chosen: list[tuple[str, int, int]] = []
     for area in areas[:2]:
         if score(area) < max(3, total / 5) or (chosen and score(area) * 2 < chosen[0][1] + chosen[0][2]):
@@ -238,8 +246,8 @@ def _dominant_line(diagnostics: list[Diagnostic]) -> list[str]:
     found = dominant_change(diagnostics)
     if not found:
         return []
-    distinct = len({(d.code, d.message) for d in diagnostics if d.code not in PATCH_HUNKS})
-    hunks_all = sum(d.code in PATCH_HUNKS for d in diagnostics)
+    distinct = len({(d.code, d.message) for d in diagnostics if not _patch_hunk(d)})
+    hunks_all = sum(map(_patch_hunk, diagnostics))
 
     def share(breaks: int, hunks: int) -> str:
         parts = [f"{breaks} of the {distinct} distinct breaks" if breaks else "",
@@ -378,10 +386,6 @@ def what_fix_writes(result: "CheckResult") -> tuple[int, list[str]]:
     return len(fixed), sorted(doc.relpath for doc in workspace.documents.values() if doc.changed)
 
 
-# Findings that hold on both releases alike: a probe or guard of what both define (SGC801-SGC803)
-GUARDS_OF_WHAT_BOTH_DEFINE = frozenset({"SGC801", "SGC802", "SGC803"})
-
-
 def write_markdown(result: "CheckResult", out: TextIO, quiet: bool = False,
                    fixes: tuple[int, list[str]] | None = None) -> None:
     """Every value of the project or the releases shown as code or as prose (infra/markdown).
@@ -401,7 +405,7 @@ def _report(result: "CheckResult", shown: int | None, fixes: tuple[int, list[str
     lines = [f"## SGLang contracts: {old} → {new}", "", *_pins(result), ""]
     if diagnostics:
         files = len({d.path for d in diagnostics})
-        guards = sum(d.code in GUARDS_OF_WHAT_BOTH_DEFINE for d in diagnostics)
+        guards = sum(report_of(d.code).guards_what_both_define for d in diagnostics)
         apart = (f"; {guards} of them are defensive code guarding what both releases define, dead code to look "
                  "at rather than a break") if guards else ""
         lines.append(f"**{plural(len(diagnostics), 'contract')} with SGLang break** in this bump "
@@ -418,7 +422,7 @@ def _report(result: "CheckResult", shown: int | None, fixes: tuple[int, list[str
     lines.append("")
     by_surface: dict[str, list[Diagnostic]] = {}
     for d in diagnostics:
-        if d.code not in INHERITED:
+        if not _inherited(d):
             by_surface.setdefault("patch-files" if id(d) in stacks else surface_for(d.code).key, []).append(d)
     for surface in surface_order():
         if surface.key in by_surface:
@@ -426,7 +430,7 @@ def _report(result: "CheckResult", shown: int | None, fixes: tuple[int, list[str
                 lines += _patch_section(result, surface.title, surface.what, by_surface[surface.key], shown, stacks)
             else:
                 lines += _surface_section(result, surface.title, surface.what, by_surface[surface.key], shown)
-    lines += _inherited_section(result, [d for d in diagnostics if d.code in INHERITED], shown)
+    lines += _inherited_section(result, list(filter(_inherited, diagnostics)), shown)
     lines += closure_section(result)
     lines += upstream_delta_section(result)
     lines += _checklist(result, fixes)

@@ -77,8 +77,7 @@ def test_omni_019_against_its_own_pin_reports_only_what_the_pin_alone_says(capsy
 
 
 def test_omni_018_bump_markdown_report_groups_the_real_findings_by_surface(capsys, monkeypatch, omni_018: Path) -> None:
-    from sglang_contracts.diagnostics.catalog import surface_for, surface_order
-    from sglang_contracts.reporters.markdown import INHERITED
+    from sglang_contracts.diagnostics.catalog import report_of, surface_for, surface_order
     from tests.helpers import markdown_sections
 
     _, diagnostics = run_json(capsys, omni_018, monkeypatch, "--new", "0.5.22")
@@ -94,7 +93,7 @@ def test_omni_018_bump_markdown_report_groups_the_real_findings_by_surface(capsy
     inherited = "Inherited upstream behaviour"  # SGC303/SGC313: what the project runs of upstream, apart
 
     def section_of(d: dict) -> str:
-        return inherited if d["code"] in INHERITED else surface_for(d["code"]).title
+        return inherited if report_of(d["code"]).inherited else surface_for(d["code"]).title
 
     # "What moves together" (the closures' delta, from what the test cache holds) is no surface of findings
     surfaces = [title for title in titles[:-1] if title != "What moves together"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import sglang_contracts.contracts  # noqa: F401  (registers the checks)
-from sglang_contracts.diagnostics.catalog import Example, load_rule, load_catalog
+from sglang_contracts.diagnostics.catalog import Example, Report, load_rule, load_catalog
 from sglang_contracts.contracts.base import CHECKS, contract
 from sglang_contracts.diagnostics.catalog import SURFACES, surface_for
 from sglang_contracts.check.runner import CheckOptions, run_check
@@ -161,6 +161,8 @@ def test_an_entry_read_without_its_examples_is_the_entry_read_whole(code: str) -
     for key, value in whole.items():
         if key in ("examples", "fix_examples"):
             assert len(getattr(rule, key)) == len(value)
+        elif key == "report":  # what it declares; the rest is as the default
+            assert read[key] == {**dataclasses.asdict(Report()), **value}
         else:
             assert read[key] == (value.strip() if key in ("description", "fix_description", "fix_safe_when") else value), key
 
