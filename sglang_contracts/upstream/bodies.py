@@ -582,7 +582,10 @@ def definition_spans(places: dict[str, dict[str, list[list[int]]]], text: str) -
     starts = [*line_starts(text), len(text)]  # the offset of each line
 
     def span(first: int, last: int, column: int, line: int) -> list[int]:
-        last = min(last, len(starts) - 1)
+        # Within the text whatever a record says (a kept record can be damaged): a place that
+        # is not the definition's is found so by definition_node, which then parses the module.
+        first = min(max(first, 1), len(starts) - 1)
+        last = min(max(last, first), len(starts) - 1)
         return [starts[first - 1], starts[last], column, first, line]
 
     return {table: {name: [span(*place) for place in each] for name, each in names.items()}

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
 from sglang_contracts.infra.collector import collector_paused
-from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf
+from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf, fits
 from sglang_contracts.infra.files import Unreadable
 from sglang_contracts.sources.base import PACKAGE, Release
 from sglang_contracts.infra import pysource
@@ -165,28 +165,72 @@ MODULE_FORM = (Table(opaque=str, optional={"problem": Row(str, str, bool)}, **_T
                      **_TABLES))
 
 
+# The entries a stored form keeps as JSON texts (stored_form), as their readers read them: a
+# function's or method's, and a class's (its methods a table of their own). An entry of another
+# shape (a cache record made by hand, or re-signed by whoever can write the cache) is extracted
+# again from the release's source (LazyRecords), never read: its readers would fail on it.
+FUNCTION_ENTRY = Table(line=int, params=ListOf(Row(str, str, bool)), decorators=ListOf(str), returns=ListOf(str))
+CLASS_ENTRY = Table(line=int, bases=ListOf(str), fields=list, attributes=TableOf(Table(line=int, kind=str)))
+
+
+# A module record's definitions table (bodies.definition_lines: table -> name -> places, each
+# [first line, last line, column, `def` line]), kept as a JSON text decoded when first read.
+DEFINITIONS = TableOf(TableOf(ListOf(Row(int, int, int, int))))
+
+
+def _kept_places(text: str) -> dict[str, dict[str, list[list[int]]]] | None:
+    """The definitions table a record keeps, or None when its text is not one (damaged or made
+    by hand): the places are then read from the module's source."""
+    try:
+        places = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return places if fits(places, DEFINITIONS) else None
+
+
 class LazyRecords(Mapping):
     """name -> record, over a table of JSON texts: each record is decoded the first time it is
     asked for and put in the table in place of its text, so that both releases' models, which
     share the table of a module the releases have in common, decode it once. Records are read,
-    never changed (as the cache's)."""
+    never changed (as the cache's). `anew`: the table as the module's source gives it, extracted
+    again, for an entry whose text is not of the entries' `shape`."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_anew")
+    shape: Any = FUNCTION_ENTRY
 
-    def __init__(self, entries: dict[str, Any]) -> None:
+    def __init__(self, entries: dict[str, Any], anew: Callable[[], dict[str, Any]] | None = None) -> None:
         self._entries = entries
+        self._anew = anew
 
     def _decoded(self, name: str, text: str) -> Any:
-        return _compact(json.loads(text))
+        try:
+            record = json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+        return _compact(record) if fits(record, self.shape) else None
 
     def __getitem__(self, name: str) -> Any:
         found = self._entries[name]
         if type(found) is str:
-            found = self._entries[name] = self._decoded(name, found)
+            decoded = self._decoded(name, found)
+            found = self._entries[name] = decoded if decoded is not None else self._extracted_anew(name)
         return found
 
+    def _extracted_anew(self, name: str) -> Any:
+        """The entry as the source gives it: KeyError when the source has none (the table named
+        one it does not hold)."""
+        fresh = self._anew() if self._anew is not None else {}
+        text = fresh.get(name)
+        decoded = self._decoded(name, text) if type(text) is str else None
+        if decoded is None:
+            raise KeyError(name)
+        return decoded
+
     def get(self, name: str, default: Any = None) -> Any:
-        return self[name] if name in self._entries else default
+        try:
+            return self[name] if name in self._entries else default
+        except KeyError:  # an entry the source does not hold
+            return default
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
@@ -202,17 +246,24 @@ class LazyRecords(Mapping):
 
 
 class LazyClasses(LazyRecords):
-    """A module's classes: a class's record holds its methods as LazyRecords of their own."""
+    """A module's classes: a class's record holds its methods as LazyRecords of their own.
+    `anew`: the module's whole stored form extracted again (its classes and their methods)."""
 
-    __slots__ = ("_methods",)
+    __slots__ = ("_methods", "_form_anew")
+    shape = CLASS_ENTRY
 
-    def __init__(self, entries: dict[str, Any], methods: dict[str, dict[str, Any]]) -> None:
-        super().__init__(entries)
+    def __init__(self, entries: dict[str, Any], methods: dict[str, dict[str, Any]],
+                 anew: Callable[[], dict[str, Any]] | None = None) -> None:
+        super().__init__(entries, (lambda: anew().get("classes", {})) if anew is not None else None)
         self._methods = methods
+        self._form_anew = anew
 
     def _decoded(self, name: str, text: str) -> Any:
-        record = _compact(json.loads(text))
-        record["methods"] = LazyRecords(self._methods.get(name, {}))
+        record = super()._decoded(name, text)
+        if record is not None:
+            anew = self._form_anew
+            record["methods"] = LazyRecords(self._methods.get(name, {}), (
+                lambda: anew().get("methods", {}).get(name, {})) if anew is not None else None)
         return record
 
 
@@ -466,9 +517,10 @@ class UpstreamModel:
         self.stats.from_cache += 1
         return self._readable(name, self._record(name, kind, relpath, extracted))
 
-    @staticmethod
-    def _record(name: str, kind: str, relpath: str, extracted: dict[str, Any]) -> ModuleRecord:
-        """The record of a module from its stored form (stored_form)."""
+    def _record(self, name: str, kind: str, relpath: str, extracted: dict[str, Any]) -> ModuleRecord:
+        """The record of a module from its stored form (stored_form); an entry of it found of
+        another shape when read is extracted again from the source (LazyRecords)."""
+        anew = lru_cache(maxsize=None)(lambda: self._extracted_again(name, relpath))  # once, if ever
         return ModuleRecord(
             name,
             kind,
@@ -477,12 +529,25 @@ class UpstreamModel:
             wildcards=extracted.get("wildcards", []),
             exports=extracted.get("exports"),
             opaque=extracted.get("opaque"),
-            classes=LazyClasses(extracted.get("classes", {}), extracted.get("methods", {})),
-            functions=LazyRecords(extracted.get("functions", {})),
+            classes=LazyClasses(extracted.get("classes", {}), extracted.get("methods", {}), anew),
+            functions=LazyRecords(extracted.get("functions", {}), lambda: anew().get("functions", {})),
             problem=tuple(extracted["problem"]) if extracted.get("problem") else None,
             definitions=extracted.get("definitions"),
             dynamic=extracted.get("dynamic"),
         )
+
+    def _extracted_again(self, name: str, relpath: str) -> dict[str, Any]:
+        """The module's stored form extracted anew from the release's source, in place of a
+        cached record found damaged (an entry of another shape), which it replaces in the cache."""
+        kind, found, key = self._source(name)
+        try:
+            code = self.tree.read_source(relpath) or ""
+        except Unreadable:
+            return {}
+        extracted = extract_stored(name, relpath, code)
+        if found == relpath and key:
+            self.cache.put(key, extracted)
+        return extracted
 
     def all_cached(self, names: Iterable[str]) -> bool:
         """Whether every module among `names` is loaded or has a record in the cache: none is
@@ -890,7 +955,7 @@ class UpstreamModel:
     def _module_spans(self, module_name: str, relpath: str, code: str) -> dict[str, dict[str, list[list[int]]]] | None:
         if module_name not in self._spans:
             record = self._modules.get(module_name)
-            places = json.loads(record.definitions) if record is not None and record.relpath == relpath \
+            places = _kept_places(record.definitions) if record is not None and record.relpath == relpath \
                 and record.definitions is not None else None
             self._spans[module_name] = (bodies.definition_spans(places, code) if places is not None
                                         else _definition_spans_of(relpath, code))
