@@ -24,7 +24,7 @@ from sglang_contracts.infra.wording import plural
 from sglang_contracts.patch.stack_rebase import (
     COLUMNS, StackRebase, rebase_live_stack, render_stack_plan, shown_path, write_edits,
 )
-from sglang_contracts.patch.rebase import LEFT, check_tree_folder, verification_said, write_file_below
+from sglang_contracts.patch.rebase import LEFT, check_tree_folder, text_below, verification_said, write_file_below
 from sglang_contracts.patch.release import PatchedTree
 from sglang_contracts.project.pins import ProjectPin
 from sglang_contracts.reporters.markdown import write_markdown
@@ -89,10 +89,7 @@ def _planned_files(root: Path, fixed: FixReport, stack: StackRebase | None,
     for edit in stack.edits if stack is not None else []:
         files[edit.relpath] = (files[edit.relpath][0] if edit.relpath in files else edit.before, edit.after)
     for path, text in documents.items():
-        relpath = shown_path(path, root)
-        absolute = path if path.is_absolute() else Path.cwd() / path
-        before = absolute.read_text(errors="surrogateescape") if absolute.is_file() else None
-        files[relpath] = (before, text)
+        files[shown_path(path, root)] = (text_below(root, path), text)
     return files
 
 

@@ -37,7 +37,7 @@ from sglang_contracts.fix.document import write_atomically
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.gitsafety import safe_git_options
 from sglang_contracts.infra.display import patch_for, printable, printable_path
-from sglang_contracts.infra.files import read_limited
+from sglang_contracts.infra.files import Unreadable, read_limited
 from sglang_contracts.infra.markdown import code, code_block, inline, plain
 from sglang_contracts.infra.output import standard_output, write_file, writing
 from sglang_contracts.infra.wording import plural
@@ -141,21 +141,62 @@ def write_under(root: Path, relpath: str, text: str | None) -> None:
     checked as a patch path (no absolute path, no `..`, no `.git`), each folder on its way is
     made or entered only if it is a real folder (never a link), and the file itself is never a
     link followed out."""
-    why = unsafe_path_reason(relpath)
-    folder, target = root, root / relpath
+    target = root / relpath
     with writing(target):
-        for part in relpath.split("/")[:-1] if not why else ():
-            folder = folder / part
-            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-                why = f"{printable_path(str(folder.relative_to(root)))} is not a folder of the tree"
-                break
-            folder.mkdir(exist_ok=True)
+        why = _refusal_below(root, relpath, make_folders=True)
         if why:
             raise UsageError(f"refused to write {printable_path(relpath)} under {printable_path(str(root))}: {why}")
         if text is None:
             target.unlink()
             return
         _replace_file(target, text.encode("utf-8", "surrogateescape"), relpath, root)
+
+
+def _refusal_below(root: Path, relpath: str, make_folders: bool) -> str:
+    """Why a file `relpath` below the root may not be written, or "": a patch path's refusals
+    (unsafe_path_reason), or a folder on its way that is not a real folder (a link); the
+    missing folders made with `make_folders` (else the walk stops at the first one missing)."""
+    why = unsafe_path_reason(relpath)
+    folder = root
+    for part in relpath.split("/")[:-1] if not why else ():
+        folder = folder / part
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            return f"{printable_path(str(folder.relative_to(root)))} is not a folder of the tree"
+        if not folder.exists():
+            if not make_folders:
+                break
+            folder.mkdir()
+    return why
+
+
+def text_below(root: Path, path: Path) -> str | None:
+    """The text a report's file holds now, which write_file_below would replace (a dry run's
+    diff), None when there is none. Read only as it would be written: below the root by the
+    same checks, never through a link nor from `.git` (a pull request's `pr-body` linked to
+    /proc/self/environ, or naming .git/config, put the CI's secrets in the diff: seventh
+    campaign, P04, P05), and refused as the write is; elsewhere where the user named it."""
+    absolute = path if path.is_absolute() else Path.cwd() / path
+    try:
+        relpath = Path(os.path.normpath(absolute)).relative_to(root).as_posix()
+    except ValueError:
+        return absolute.read_text(errors="surrogateescape") if absolute.is_file() else None
+    target = root / relpath
+    why = _refusal_below(root, relpath, make_folders=False)
+    if not why:
+        try:
+            existing = os.lstat(target)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as error:
+            why = error.strerror or str(error)
+        else:
+            why = "" if stat.S_ISREG(existing.st_mode) else "not a regular file (a link, a FIFO or a device)"
+    if not why:
+        try:
+            return read_limited(target, within=root).decode("utf-8", "surrogateescape")
+        except Unreadable as unreadable:
+            why = unreadable.reason
+    raise UsageError(f"refused to write {printable_path(relpath)} under {printable_path(str(root))}: {why}")
 
 
 def _replace_file(target: Path, data: bytes, relpath: str, root: Path) -> None:

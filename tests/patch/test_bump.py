@@ -106,3 +106,30 @@ def test_a_project_without_a_patch_stack_gets_the_fixes_and_the_body(releases, t
     body = (root / "docs/draft/sglang-0.5.2-pr-body.md").read_text()
     assert "- no patch stack against SGLang to rebase" in body and "`app.py`" in body
     assert not (root / "docs/draft/sglang-0.5.2-upgrade-plan.md").exists()
+
+
+@pytest.mark.parametrize("named", ["link", "git-config"])
+def test_a_dry_run_reads_no_report_file_the_writing_run_would_refuse_to_write(named: str, releases, tmp_path: Path,
+                                                                              monkeypatch, capsys) -> None:
+    """The dry run diffs each report against the file it would replace, read as the writing run
+    writes it: a pull request's PR body linked to a file out of the project (the CI's
+    environment, /proc/self/environ), or `pr-body` naming .git/config (where actions/checkout
+    keeps its token), is refused as the write is, never printed (seventh campaign, P04, P05)."""
+    secret = tmp_path / "outside-secret.txt"
+    secret.write_text("TOPSECRET=hunter2\n")
+    if named == "link":
+        root = bump_project(tmp_path)
+        (root / "docs/draft").mkdir(parents=True, exist_ok=True)
+        (root / "docs/draft/sglang-0.5.2-pr-body.md").symlink_to(secret)
+        refused = "docs/draft/sglang-0.5.2-pr-body.md"
+    else:
+        root = bump_project(tmp_path, 'pr-body = ".git/config"\n')
+        with (root / ".git/config").open("a") as config:
+            config.write("[http]\n\textraheader = TOPSECRET=hunter2\n")
+        refused = ".git/config"
+    before = files_of(root)
+    assert bump(root, releases, monkeypatch, "--dry-run") == 2
+    out, err = capsys.readouterr()
+    assert "TOPSECRET" not in out + err
+    assert f"refused to write {refused}" in err
+    assert files_of(root) == before
