@@ -28,6 +28,7 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
+from sglang_contracts.infra.files import Unreadable, open_regular
 from sglang_contracts.requirements import as_version, normalized
 
 # The network's modules (http.client, ssl, urllib.request, html.parser: a twentieth of the start
@@ -124,10 +125,12 @@ def _file_page(url: str, most: int) -> tuple[bytes, str]:
     if path.is_dir():
         path = path / "index.html"
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             return handle.read(most + 1)[:most], "text/html"
     except (FileNotFoundError, NotADirectoryError):
         raise FileNotFoundError(url) from None
+    except Unreadable as unreadable:
+        raise IndexUnreachable(f"{url}: {unreadable.reason}") from None
     except OSError as error:
         raise IndexUnreachable(f"{url}: {error.strerror or error}") from None
 
@@ -215,12 +218,10 @@ class PackageIndex:
 
     def _metadata_in_wheel(self, file: IndexFile) -> str | None:
         if file.url.startswith("file:"):
-            source = _file_path(file.url)
             try:
-                return _metadata_member(zipfile.ZipFile(source))
-            except FileNotFoundError:
-                return None
-            except (OSError, zipfile.BadZipFile, zlib.error, EOFError, ValueError):
+                with open_regular(_file_path(file.url)) as archive:
+                    return _metadata_member(zipfile.ZipFile(archive))
+            except (OSError, Unreadable, zipfile.BadZipFile, zlib.error, EOFError, ValueError):
                 return None
         try:
             return _metadata_member(zipfile.ZipFile(_RemoteArchive(self, file.url)))

@@ -13,7 +13,7 @@ import os
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 from sglang_contracts.infra.errors import shown
 
@@ -122,6 +122,21 @@ def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES, within: Path | s
         raise Unreadable(os_reason(error)) from None
     finally:
         os.close(fd)
+
+
+def open_regular(path: Path | str) -> BinaryIO:
+    """A regular file (a link followed to one) opened for reading, never blocking: a FIFO at
+    the path would wait for a writer forever (a pull request's package index linking one:
+    seventh campaign, P06). Raises Unreadable for anything else, OSError as opening does."""
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise Unreadable(f"{_kind(mode)}, not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _refuse_unfit(fd: int, path: Path | str, limit: int, within: Path | str | None, within_what: str,

@@ -16,7 +16,7 @@ import pytest
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.closure import index as index_module
 from sglang_contracts.closure.delta import closure_delta
-from sglang_contracts.closure.index import IndexSettings, PackageIndex, configured_index
+from sglang_contracts.closure.index import IndexSettings, IndexUnreachable, PackageIndex, configured_index
 from sglang_contracts.closure.source import NO_INDEX, MetadataSource
 from sglang_contracts.closure.walk import walk
 from sglang_contracts.infra.cache import JsonCache
@@ -455,3 +455,44 @@ def test_the_build_is_the_main_dockerfiles_and_a_variants_suffix_does_not_choose
     assert result.closure_delta.cuda_build == "cu129 the project builds on (requirements.txt:1)"
     # a build of PyTorch's pinned exactly is held to the new closure by its public version's requirements
     assert "requirements.txt:2:1: SGC712 error" in found
+
+
+def test_a_file_index_that_names_a_fifo_is_not_waited_on(tmp_path: Path) -> None:
+    """A `file:` index (a pull request's `package-index` folder) whose page links a wheel, or
+    its metadata file, that is a FIFO, or whose page itself is one: each is refused as a file
+    that is not regular, never opened to wait for a writer (seventh campaign, P06: the run
+    hung for good)."""
+    import os
+    import threading
+
+    index = tmp_path / "idx"
+    (index / "foo").mkdir(parents=True)
+    (index / "bar").mkdir()
+    fifos = [tmp_path / "elsewhere.whl", tmp_path / "meta.whl.metadata", index / "bar" / "index.html"]
+    for fifo in fifos:
+        os.mkfifo(fifo)
+    (tmp_path / "meta.whl").write_bytes(b"")
+    (index / "foo" / "index.html").write_text(
+        f'<a href="file://{tmp_path}/elsewhere.whl">foo-1.0.0-py3-none-any.whl</a>\n'
+        f'<a href="file://{tmp_path}/meta.whl" data-dist-info-metadata="true">foo-1.0.1-py3-none-any.whl</a>\n')
+    answers: dict[str, object] = {}
+
+    def ask() -> None:
+        packages = PackageIndex(IndexSettings((index.as_uri(),)))
+        for name, version in (("foo", "1.0.0"), ("foo", "1.0.1"), ("bar", "1.0.0")):
+            try:
+                answers[f"{name} {version}"] = packages.metadata_text(name, version)
+            except IndexUnreachable as unreachable:
+                answers[f"{name} {version}"] = str(unreachable)
+
+    asking = threading.Thread(target=ask, daemon=True)
+    asking.start()
+    asking.join(30)
+    if asking.is_alive():  # let the test end: a writer releases whatever waits on a FIFO
+        for fifo in fifos:
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader waits on this one
+                pass
+    assert not asking.is_alive() and answers["foo 1.0.0"] is None
+    assert "not a regular file" in str(answers["foo 1.0.1"]) and "not a regular file" in str(answers["bar 1.0.0"])
