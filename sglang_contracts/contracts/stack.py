@@ -168,6 +168,9 @@ def follow_mirrored_pin(diagnostic: Diagnostic, workspace) -> bool:
         document.note(diagnostic.line, diagnostic.col, "SGC701", f"{code_span(name + spec.text)} is a local build "
                       f"(+{written.partition('+')[2]}): name the build of {now} and its index by hand")
         return False
+    if _pins_hashes(document, diagnostic.line):
+        _say_hashes_pinned(document, diagnostic, "SGC701", name)
+        return False
     held = _held_with(diagnostic, workspace, document, name, written)
     if held:
         document.note(diagnostic.line, diagnostic.col, "SGC701", f"{name} moves with {held}: move them together "
@@ -178,6 +181,26 @@ def follow_mirrored_pin(diagnostic: Diagnostic, workspace) -> bool:
     else:
         replacement = edits.ordered_specifiers(now if as_version(now) is None else f"=={now}")
     return document.replace(diagnostic.line, spec.start, spec.end, replacement)
+
+
+def _pins_hashes(document, number: int) -> bool:
+    """Whether the requirement at line `number` carries `--hash` options (on it, or on the
+    lines its backslashes continue it to): they are the digests of the old version's files,
+    which pip then refuses to install the new one against."""
+    line = document.line(number) or ""
+    while True:
+        if "--hash" in line.partition(" #")[0]:
+            return True
+        if not line.endswith("\\"):
+            return False
+        number += 1
+        line = document.line(number) or ""
+
+
+def _say_hashes_pinned(document, diagnostic: Diagnostic, code: str, name: str) -> None:
+    document.note(diagnostic.line, diagnostic.col, code, f"{name}'s requirement pins the hashes of the files of "
+                  "the version it names (`--hash`): regenerate the file for the new version (`pip-compile "
+                  "--generate-hashes`), as a version moved alone would fail `pip install`")
 
 
 def _findings_of(workspace, code: str) -> list[tuple[str, int, str]]:
@@ -317,6 +340,9 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
         if edits.exact_pin(spec.text) is None:
             document.note(diagnostic.line, diagnostic.col, "SGC702",
                           f"{code_span(spec.text)} is a range: choose the bound that admits {new} by hand")
+            return False
+        if _pins_hashes(document, diagnostic.line):
+            _say_hashes_pinned(document, diagnostic, "SGC702", SGLANG)
             return False
         return document.replace(diagnostic.line, spec.start, spec.end, f"=={new}")
     number = edits.version_at(line, start)

@@ -295,15 +295,39 @@ def requirement_files(root: Path) -> list[Path]:
     return sorted({path for pattern in REQUIREMENT_FILES for path in root.glob(pattern) if not path.is_dir()})
 
 
+# Where a requirement line's per-requirement options begin (`--hash=sha256:...`, which
+# pip-compile --generate-hashes writes on every line, `--config-settings`, `-C`): pip reads the
+# requirement before them.
+REQUIREMENT_OPTIONS = re.compile(r"\s+--?[A-Za-z]")
+
+
 def _file_requirements(root: Path, path: Path) -> list[DeclaredRequirement]:
     found = []
     relpath = path.relative_to(root).as_posix()
-    for number, line in enumerate((read_project_text(path, root) or "").splitlines(), start=1):
+    for number, line in _logical_lines(read_project_text(path, root) or ""):
         body, _, comment = line.partition(" #") if " #" in line else line.partition("#")
-        requirement = parse_requirement(body)
+        requirement = parse_requirement(REQUIREMENT_OPTIONS.split(body, maxsplit=1)[0])
         if requirement is not None:
             found.append(DeclaredRequirement(relpath, number, len(line) - len(line.lstrip()) + 1, requirement, comment.strip()))
     return found
+
+
+def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(number of its first line, text) of each line of a requirements file as pip reads it: a
+    line ending in a backslash goes on on the next (`sglang==0.5.23 \` then `--hash=...`)."""
+    pending: list[str] = []
+    start = 1
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not pending:
+            start = number
+        if line.endswith("\\") and not line.lstrip().startswith("#"):
+            pending.append(line[:-1])
+            continue
+        pending.append(line)
+        yield start, " ".join(pending)
+        pending = []
+    if pending:
+        yield start, " ".join(pending)
 
 
 def _requirement_strings(node: ast.AST | None, assigned: dict[str, ast.AST]) -> list[ast.Constant]:
