@@ -13,6 +13,7 @@ repeated only when the reason changes, never a restart loop.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -92,6 +93,10 @@ class ForgettingProtocol(LanguageServerProtocol):
         super().handle_message(message)
 
 
+# What json.loads raises for a body that is not a JSON text this server can read.
+UNREADABLE_JSON = (json.JSONDecodeError, UnicodeDecodeError, RecursionError)
+
+
 class ContractsServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("sglang-contracts", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
@@ -165,8 +170,14 @@ class ContractsServer(LanguageServer):
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A message the server could not handle (a body that is not JSON-RPC, a notification
         without its params): one log line, no popup in the editor (pygls shows "Error in
-        server" for each), and the server answers on."""
+        server" for each), and the server answers on. A body that is not JSON at all (or
+        nested deeper than it can be read) is answered with JSON-RPC's Parse error (-32700,
+        id null): its id cannot be known, and a client waiting on it would wait for good
+        (seventh campaign, P15)."""
         log.warning("a message could not be handled: %s: %s", type(error).__name__, printable(str(error))[:200])
+        if isinstance(error, UNREADABLE_JSON):  # a plain dict: pygls's own messages leave a null id out
+            parse_error = {"code": -32700, "message": "Parse error"}
+            self.protocol._send_data({"jsonrpc": "2.0", "id": None, "error": parse_error})
 
     # -- one check ------------------------------------------------------------------------------
 

@@ -442,6 +442,26 @@ def test_a_request_whose_params_do_not_decode_is_answered_with_an_error(tmp_path
         server.wait()
 
 
+@pytest.mark.parametrize("body", [b"{oops", b'{"jsonrpc":"2.0","id":5,"method":"textDocument/hover","params":'
+                                  + b'{"a":' * 50000 + b"1" + b"}" * 50001],
+                         ids=["not JSON", "nested 50,000 deep"])
+def test_a_body_that_is_not_json_is_answered_with_a_parse_error(tmp_path, body):
+    """A body json cannot read (malformed, or nested deeper than it reads) was logged and never
+    answered (seventh campaign, P15): JSON-RPC answers it with a Parse error (-32700) whose id
+    is null, its own being unknowable; the next request is answered as ever."""
+    initialize, server = _raw_server(tmp_path, stderr=subprocess.DEVNULL)
+    try:
+        server.stdin.write(_frame(initialize) + b"Content-Length: %d\r\n\r\n" % len(body) + body
+                           + _frame({**initialize, "id": 3}))
+        server.stdin.flush()
+        answers = _answers(server, {None, 2, 3}, timeout=30)
+        assert set(answers) == {None, 2, 3}
+        assert answers[None]["error"]["code"] == -32700 and "result" in answers[3]
+    finally:
+        server.kill()
+        server.wait()
+
+
 def test_a_request_after_shutdown_is_answered_with_an_error(tmp_path):
     """pygls logged "No more requests!" and answered nothing (M09's class): the LSP asks for an
     error (-32600, invalid request) to each request after `shutdown`."""
