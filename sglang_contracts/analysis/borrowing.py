@@ -95,7 +95,7 @@ def _explicit_roots(view: ProjectView, old: Resolver, new: Resolver, cls: Projec
     does not inherit from: `Base.m(self)` in a subclass is a super() call."""
     inherited = {owner for base in old.upstream_bases(cls) for owner in old.model.mro(base)[0]}
     roots = []
-    for call in cls.facts.calls:
+    for call in cls.facts.in_class(cls.fact.name, "calls"):
         kind = call.callee.types[0]
         if not _hands_self(call, prefix, kind):
             continue
@@ -125,7 +125,7 @@ def _roots_through_self(old: Resolver, new: Resolver, cls: ProjectClass, prefix:
     """`self.m` in the class's own methods (`prefix`) for an upstream method or property the
     project does not provide."""
     roots = []
-    for read in cls.facts.reads:
+    for read in cls.facts.in_class(cls.fact.name, "reads"):
         if read.receiver.types == (f"S:{cls.fact.name}",) and not read.receiver.attrs \
                 and read.scope.startswith(prefix) and read.attr not in provided and not read.store:
             # A method new in the target release that the project calls (written for it)

@@ -52,7 +52,7 @@ def _own_roots(ctx: CheckContext, resolver: Resolver, cls: ProjectClass) -> list
     provided = view.provided(cls)
     prefix = f"{cls.fact.name}."
     roots = _own_call_roots(resolver, cls, prefix, provided, view.ancestry(cls)[0][1:])
-    for read in cls.facts.reads:
+    for read in cls.facts.in_class(cls.fact.name, "reads"):
         if read.receiver.types == (f"S:{cls.fact.name}",) and not read.receiver.attrs and not read.store \
                 and read.scope.startswith(prefix) and read.attr not in provided:
             roots.append(Root(cls.facts, read.position, read.scope, read.attr, None))
@@ -63,7 +63,7 @@ def _own_call_roots(resolver: Resolver, cls: ProjectClass, prefix: str, provided
                     parents: list[ProjectClass]) -> list[Root]:
     """`self.m()` and `super().m()` calls in the class's own methods (`prefix`) of inherited upstream methods."""
     roots = []
-    for call in cls.facts.calls:
+    for call in cls.facts.in_class(cls.fact.name, "calls"):
         kind = call.callee.types[0] if call.callee.types else ""
         if not call.scope.startswith(prefix) or len(call.callee.attrs) != 1:
             continue

@@ -58,6 +58,7 @@ class ProjectView:
                 table.setdefault(fact.name, key)
             self.bindings[facts.path] = table
         self.ancestry = lru_cache(maxsize=None)(self._ancestry)
+        self.bases_of = lru_cache(maxsize=None)(self._bases_of)
         self.provided = lru_cache(maxsize=None)(self._provided)
 
     def dotted(self, facts: FileFacts, name: str) -> str | None:
@@ -89,14 +90,25 @@ class ProjectView:
             if current in chain or len(chain) > 50:
                 continue
             chain.append(current)
-            for base in current.fact.bases:
-                dotted = self.dotted(current.facts, base)
-                parent = self.project_class(dotted)
-                if parent is not None:
-                    pending.append(parent)
-                elif dotted and is_upstream(dotted) and dotted not in upstream:
-                    upstream.append(dotted)
+            parents, named = self.bases_of(current)
+            pending += parents
+            upstream += [dotted for dotted in named if dotted not in upstream]
         return chain, upstream
+
+    def _bases_of(self, cls: ProjectClass) -> tuple[list[ProjectClass], list[str]]:
+        """The project classes a class names as its bases, and the upstream ones (dotted), in
+        order: resolved once per class, however many of its subclasses' ancestries pass it
+        (a chain of 6,000 classes resolved each base 51 times: seventh campaign, P16)."""
+        parents: list[ProjectClass] = []
+        upstream: list[str] = []
+        for base in cls.fact.bases:
+            dotted = self.dotted(cls.facts, base)
+            parent = self.project_class(dotted)
+            if parent is not None:
+                parents.append(parent)
+            elif dotted and is_upstream(dotted):
+                upstream.append(dotted)
+        return parents, upstream
 
     def ancestor_files(self, paths: set[str]) -> set[str]:
         """The files that define the project classes the classes in `paths` derive from (a

@@ -335,6 +335,21 @@ class FileFacts:
                                                                 if fact.name != "*"})
         return kept[1]
 
+    def in_class(self, name: str, kind: str) -> list:
+        """The file's `kind` facts ("calls" or "reads") made in the class `name`'s own code (its
+        scope `name.` and below), in file order: grouped once per list by the scope's first part,
+        so that asking each of a file's classes costs the file once, not once per class (a
+        chain of 6,000 classes walked every call 6,000 times: seventh campaign, P16)."""
+        facts = getattr(self, kind)
+        kept = self.__dict__.get(f"_in_class_{kind}")
+        if kept is None or kept[0] is not facts:
+            grouped: dict[str, list] = {}
+            for fact in facts:
+                grouped.setdefault(fact.scope.partition(".")[0], []).append(fact)
+            kept = self.__dict__[f"_in_class_{kind}"] = (facts, grouped)
+        prefix = f"{name}."
+        return [fact for fact in kept[1].get(name.partition(".")[0], ()) if fact.scope.startswith(prefix)]
+
     def placeless_digest(self) -> str:
         """A digest of the facts but their positions (what moving code leaves as it was): made
         once per facts, kept in their record (to_record)."""
