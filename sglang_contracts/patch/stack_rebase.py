@@ -32,9 +32,9 @@ from sglang_contracts.patch.gitapply import check_stack
 from sglang_contracts.patch.patchfile import PATCH_SUFFIXES, PatchFile, parse_patch, unsafe_path_reason
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.patch.rebase import (
-    CARRIED, CONFLICT, DROPPED, GONE, LEFT, MERGED, NOT_ON_OLD, SKELETON, UNCHECKED, Rebase, check_tree_folder, git,
-    read_patch_text, rebase_patch, refuse_link_out, release_tree, render_plan, unchecked_excludes, verification_said,
-    where, write_file_below, write_under,
+    CARRIED, CONFLICT, DROPPED, GONE, LEFT, MERGED, NOT_ON_OLD, SKELETON, UNCHECKED, Rebase, check_tree_folder,
+    checked_text, git, read_patch_text, rebase_patch, refuse_link_out, release_tree, render_plan, unchecked_excludes,
+    verification_said, where, write_file_below, write_under,
 )
 from sglang_contracts.patch.release import PatchedTree, release_relpath, tree_reader
 from sglang_contracts.patch.stack import PatchStacks, Stack, patch_stacks
@@ -172,10 +172,11 @@ def verify_stack(done: list[PatchRebase], new: Release, three_way: bool, scratch
     flags = ["--3way"] if three_way else []
     applied = 0
     for index, each in enumerate(done):
-        if not each.rebase.patch_text.strip():
+        checked = checked_text(each.rebase.patch_text)
+        if not checked.strip():
             continue
         patch_file = scratch / f"stack-{index}.patch"
-        write_file(patch_file, each.rebase.patch_text.encode("utf-8", "surrogateescape"))
+        write_file(patch_file, checked.encode("utf-8", "surrogateescape"))
         excluded = unchecked_excludes(each.rebase)
         run = git(repo, "apply", "--check", *flags, *excluded, str(patch_file), git_dir=git_dir)
         if run.returncode:

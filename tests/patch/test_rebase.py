@@ -331,3 +331,26 @@ def test_a_new_file_is_kept_at_its_path_with_no_line_in_the_plan(releases, tmp_p
     plan = (tmp_path / "plan.md").read_text()
     assert status == 0
     assert "at `python/sglang/srt/new.py` (a new file)" in plan and "None" not in plan
+
+
+def test_git_apply_checks_the_rebased_sections_not_the_binary_ones_carried_unchecked(releases, project_patch: str,
+                                                                                    monkeypatch) -> None:
+    """A binary file patch is carried unchecked (excluded from the check by name), but git apply
+    inflated its literal whole before excluding it: a 0.7 MB patch took 530 MB (seventh
+    campaign, P14). The check is given the patch without it; the new patch keeps it as it was."""
+    from sglang_contracts.patch import rebase as rebase_module
+
+    binary = ("diff --git a/python/sglang/srt/kernel.so b/python/sglang/srt/kernel.so\nindex 1234567..89abcde 100644\n"
+              "GIT binary patch\nliteral 4\nLcmZ?wbN~PV0RR91\n\nliteral 0\nHcmV?d00001\n\n")
+    checked: list[str] = []
+    real = rebase_module.git
+
+    def recording(repo, *args, **kwargs):
+        if args[:2] == ("apply", "--check"):
+            checked.append(Path(args[-1]).read_text())
+        return real(repo, *args, **kwargs)
+
+    monkeypatch.setattr(rebase_module, "git", recording)
+    result = rebased(releases, project_patch + binary)
+    assert checked and all("GIT binary patch" not in text and "sched.py" in text for text in checked)
+    assert binary.strip() in result.patch_text and result.verified, result.verification
