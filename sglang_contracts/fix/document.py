@@ -83,7 +83,11 @@ class Document:
 
     @module.setter
     def module(self, value: libcst.Module) -> None:
-        self._text, self._module = value.code, value
+        self.edited(value, value.code)
+
+    def edited(self, module: libcst.Module, code: str) -> None:
+        """The tree an edit made, with its code (`module.code`) when the edit has it already."""
+        self._text, self._module = code, module
 
     @property
     def metadata(self) -> MetadataWrapper:

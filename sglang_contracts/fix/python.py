@@ -3,6 +3,8 @@ and replace it, leaving every other byte of the file as it was."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Callable, Sequence
 
 import libcst
@@ -91,9 +93,12 @@ def document_to_rewrite(diagnostic, workspace, ready: bool, why: str) -> Documen
 def transform(document: Document, transformer: libcst.CSTTransformer) -> bool:
     """Run a transformer that sets `done` when it found its node; whether the file changed."""
     module = document.metadata.visit(transformer)
-    if not transformer.done or module.code == document.text:
+    if not transformer.done:
         return False
-    document.module = module
+    code = module.code
+    if code == document.text:
+        return False
+    document.edited(module, code)
     return True
 
 
@@ -335,6 +340,20 @@ def _top_level_imports(module: libcst.Module) -> list[tuple[ImportSpec, set[str]
     return found
 
 
+_WORD = re.compile(r"[^\W\d]\w*")  # an identifier, as Python spells one
+
+
+def _words_outside_imports(module: libcst.Module) -> set[str]:
+    """The identifiers the module's code spells (in code, strings or comments) outside its
+    top-level lines of imports alone."""
+    words = Counter(_WORD.findall(module.code))
+    for statement in module.body:
+        if isinstance(statement, libcst.SimpleStatementLine) and \
+                all(isinstance(small, (libcst.Import, libcst.ImportFrom)) for small in statement.body):
+            words.subtract(_WORD.findall(module.code_for_node(statement)))
+    return {word for word, count in words.items() if count > 0}
+
+
 def remove_imports_left_unused(document: Document) -> None:
     """Remove the imports the edits left unused: those the file read before them (an import the
     file never read, it may keep for its side effects or to re-export; LibCST's
@@ -342,8 +361,13 @@ def remove_imports_left_unused(document: Document) -> None:
     if not document.python or not document.changed:
         return
     unread = {spec for spec, _ in _top_level_imports(document.module)} - imports_in_use(document.metadata)
-    # The file as read is resolved only when some import is unread now (its scopes cost a parse's time)
-    gone = unread and unread & imports_in_use(MetadataWrapper(document.original_module, unsafe_skip_copy=True))
+    # The file as read is resolved (its scopes cost more than a parse) only for an import unread
+    # now whose name it spelled outside its imports: a read spells the name (`from __future__
+    # import annotations` is never read).
+    spelled = _words_outside_imports(document.original_module)
+    maybe_read = {spec for spec, names in _top_level_imports(document.module)
+                  if spec in unread and {name.partition(".")[0] for name in names} & spelled}
+    gone = maybe_read and maybe_read & imports_in_use(MetadataWrapper(document.original_module, unsafe_skip_copy=True))
     if not gone:
         return
     from libcst.codemod.visitors import RemoveImportsVisitor
@@ -600,7 +624,8 @@ class _RewriteArguments(_OnOneLine):
                     comma = written.comma
                     if number < len(self.write) - 1 and not isinstance(comma, libcst.Comma):
                         comma = libcst.Comma(whitespace_after=libcst.SimpleWhitespace(" "))
-                    arguments.append(written.with_changes(keyword=libcst.Name(slot), value=expression(text), comma=comma))
+                    arguments.append(written.with_changes(keyword=libcst.Name(slot), value=expression(text),
+                                                          comma=comma))
             elif index not in dropped:
                 arguments.append(argument)
         if arguments and dropped[-1] == len(updated.args) - 1 and (not self.write or dropped[0] != dropped[-1]):
