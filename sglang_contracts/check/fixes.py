@@ -14,6 +14,7 @@ from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.fix.document import Document, FixNotBuilt, NotRewritable, read_only, write_atomically
 from sglang_contracts.fix.python import ensure_import, ensure_name_import, remove_imports_left_unused
+from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.infra.display import printable, printable_path, unified_text_diff
 from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
 from sglang_contracts.sources import pinned_release_spec
@@ -171,6 +172,11 @@ def remaining_after(first: list[Diagnostic], fixed: list[Diagnostic], last: list
 
 def run_fix(paths: list[Path], options: CheckOptions, *, unsafe: bool = False, write: bool = True) -> FixReport:
     """Fix what can be fixed; with `write` False, only compute the diff (nothing is written)."""
+    with batch_collection():  # the checks' results live through the run; edited trees go by reference count
+        return _fixed(paths, options, unsafe, write)
+
+
+def _fixed(paths: list[Path], options: CheckOptions, unsafe: bool, write: bool) -> FixReport:
     options = dataclasses.replace(options, replay=False)  # a fix needs the findings' data, not a replay
     result = run_check(paths, options)
     if options.old is None and result.pin is not None:

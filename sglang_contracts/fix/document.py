@@ -16,6 +16,7 @@ from sglang_contracts.infra.temporaries import temporary_beside
 
 if TYPE_CHECKING:
     import libcst
+    from libcst.metadata import MetadataWrapper
 
 
 class NotRewritable(Exception):
@@ -46,8 +47,10 @@ class Document:
         except (UnicodeDecodeError, LookupError) as error:
             raise NotRewritable(f"not {self.encoding} text ({error})") from None
         self._module: libcst.Module | None = None
+        self._metadata: MetadataWrapper | None = None
+        self.original_module: libcst.Module | None = None  # the tree as read, for what the edits changed
         if python:
-            self.module  # never rewrite a file that does not parse
+            self.original_module = self.module  # never rewrite a file that does not parse
 
     @classmethod
     def read(cls, path: Path, relpath: str) -> "Document":
@@ -80,7 +83,23 @@ class Document:
 
     @module.setter
     def module(self, value: libcst.Module) -> None:
-        self._text, self._module = value.code, value
+        self.edited(value, value.code)
+
+    def edited(self, module: libcst.Module, code: str) -> None:
+        """The tree an edit made, with its code (`module.code`) when the edit has it already."""
+        self._text, self._module = code, module
+
+    @property
+    def metadata(self) -> MetadataWrapper:
+        """The tree's metadata (positions, scopes), resolved once for each version of the tree
+        and shared by every edit that reads it. Not copied first, as libcst would by default:
+        the parser and the edits' transforms never put one node in a tree twice."""
+        module = self.module
+        if self._metadata is None or self._metadata.module is not module:
+            from libcst.metadata import MetadataWrapper
+
+            self._metadata = MetadataWrapper(module, unsafe_skip_copy=True)
+        return self._metadata
 
     def lines(self) -> list[str]:
         """The lines as the check numbered them (`str.splitlines`), each with its line ending."""

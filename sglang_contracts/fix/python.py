@@ -3,6 +3,8 @@ and replace it, leaving every other byte of the file as it was."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Callable, Sequence
 
 import libcst
@@ -14,14 +16,37 @@ from sglang_contracts.infra.pysource import is_dotted_name
 Edit = Callable[[libcst.CSTNode], libcst.CSTNode | libcst.FlattenSentinel | libcst.RemovalSentinel]
 
 
-class _AtPosition(libcst.CSTTransformer):
-    """Applies `edit` to the first node of `kinds` that starts at (line, column)."""
+class _OnOneLine(libcst.CSTTransformer):
+    """A transformer whose edit lies on one line of the file (1-based `line`): it descends only
+    into the statements that span that line (a decorated definition's from its first decorator),
+    and keeps every other statement as it is rather than rebuild it."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, line: int, column: int, kinds: tuple[type, ...], edit: Edit) -> None:
+    def __init__(self, line: int) -> None:
         super().__init__()
-        self.line, self.column, self.kinds, self.edit = line, column, kinds, edit
+        self.line = line
+
+    def on_visit(self, node: libcst.CSTNode) -> bool:
+        # Statements only: an expression's or a parameter's position leaves out its parentheses
+        # or annotation, a statement's holds all but its decorators and leading comment lines.
+        if isinstance(node, (libcst.SimpleStatementLine, libcst.BaseCompoundStatement)) and not self.reaches(node):
+            return False
+        return super().on_visit(node)
+
+    def reaches(self, statement: libcst.CSTNode) -> bool:
+        where = self.get_metadata(PositionProvider, statement)
+        decorators = getattr(statement, "decorators", ())
+        first = self.get_metadata(PositionProvider, decorators[0]).start.line if decorators else where.start.line
+        return first <= self.line <= where.end.line
+
+
+class _AtPosition(_OnOneLine):
+    """Applies `edit` to the first node of `kinds` that starts at (line, column)."""
+
+    def __init__(self, line: int, column: int, kinds: tuple[type, ...], edit: Edit) -> None:
+        super().__init__(line)
+        self.column, self.kinds, self.edit = column, kinds, edit
         self.done = False
 
     def on_leave(self, original, updated):
@@ -67,17 +92,19 @@ def document_to_rewrite(diagnostic, workspace, ready: bool, why: str) -> Documen
 
 def transform(document: Document, transformer: libcst.CSTTransformer) -> bool:
     """Run a transformer that sets `done` when it found its node; whether the file changed."""
-    module = MetadataWrapper(document.module).visit(transformer)
-    if not transformer.done or module.code == document.text:
+    module = document.metadata.visit(transformer)
+    if not transformer.done:
         return False
-    document.module = module
+    code = module.code
+    if code == document.text:
+        return False
+    document.edited(module, code)
     return True
 
 
 def nodes_at(document: Document, line: int, col: int, kinds: tuple[type, ...]) -> list[libcst.CSTNode]:
     """The nodes of `kinds` that start at a 1-based (line, col), outermost first."""
-    wrapper = MetadataWrapper(document.module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
+    positions = document.metadata.resolve(PositionProvider)
     return [node for node, where in positions.items()
             if isinstance(node, kinds) and (where.start.line, where.start.column) == (line, col - 1)]
 
@@ -121,14 +148,12 @@ def _closing_comma(mine, removed):
     return removed
 
 
-class _MoveImportedName(libcst.CSTTransformer):
+class _MoveImportedName(_OnOneLine):
     """`from old import a, name, b` -> `from old import a, b` + `from new import name` on the next
     line (or the module renamed in place when `name` is all the statement imports)."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(self, line: int, column: int, name: str, home: str) -> None:
-        super().__init__()
+        super().__init__(line)
         if not is_dotted_name(home) or not is_dotted_name(name):
             raise FixNotBuilt(f"{home if is_dotted_name(name) else name} is not a Python name")
         self.target, self.name = (line, column), name
@@ -165,13 +190,11 @@ def move_imported_name(document: Document, line: int, col: int, name: str, home:
     return transform(document, _MoveImportedName(line, col - 1, name, home))
 
 
-class _ReplaceAttribute(libcst.CSTTransformer):
+class _ReplaceAttribute(_OnOneLine):
     """`m.name` (its `name` at line:column), or `f(...)` (its `f` there) -> the expression `replacement`."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(self, line: int, column: int, replacement: libcst.BaseExpression) -> None:
-        super().__init__()
+        super().__init__(line)
         self.target, self.replacement = (line, column), replacement
         self.done = False
 
@@ -208,14 +231,22 @@ def ensure_import(document: Document, module_name: str) -> None:
     after the file's top block of imports, its docstring and `__future__` imports kept first)."""
     if not is_dotted_name(module_name):
         raise FixNotBuilt(f"{module_name} is not a Python name")
-    from libcst.codemod import CodemodContext
     from libcst.codemod.visitors import AddImportsVisitor
 
-    context = CodemodContext()
+    context = codemod_context(document)
     AddImportsVisitor.add_needed_import(context, module_name)
-    added = AddImportsVisitor(context).transform_module(document.module)
-    if added.code != document.module.code:
+    added = document.metadata.visit(AddImportsVisitor(context))
+    if added.code != document.text:
         document.module = _sorted_into_imports(added, module_name)
+
+
+def codemod_context(document: Document):
+    """A LibCST codemod's context on the document's tree and its metadata as resolved: its
+    visitor is run with `document.metadata.visit`, not `transform_module`, which would copy the
+    tree and resolve its metadata again."""
+    from libcst.codemod import CodemodContext
+
+    return CodemodContext(wrapper=document.metadata)
 
 
 def _import_key(statement: libcst.CSTNode) -> tuple[int, int, str] | None:
@@ -282,14 +313,14 @@ def _sorted_into_imports(module: libcst.Module, module_name: str) -> libcst.Modu
 ImportSpec = tuple[str, "str | None", "str | None"]
 
 
-def imports_in_use(module: libcst.Module) -> set[ImportSpec]:
-    """The module's top-level imports whose names its code reads."""
+def imports_in_use(wrapper: MetadataWrapper) -> set[ImportSpec]:
+    """The top-level imports of the wrapper's module whose names its code reads."""
     from libcst.metadata import GlobalScope, ScopeProvider
 
-    scopes = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)
+    scopes = wrapper.resolve(ScopeProvider)
     scope = next((found for found in scopes.values() if isinstance(found, GlobalScope)), None)
     read = {assignment.name for assignment in scope.assignments if assignment.references} if scope else set()
-    return {spec for spec, names in _top_level_imports(module) if names & read}
+    return {spec for spec, names in _top_level_imports(wrapper.module) if names & read}
 
 
 def _top_level_imports(module: libcst.Module) -> list[tuple[ImportSpec, set[str]]]:
@@ -309,32 +340,49 @@ def _top_level_imports(module: libcst.Module) -> list[tuple[ImportSpec, set[str]
     return found
 
 
+_WORD = re.compile(r"[^\W\d]\w*")  # an identifier, as Python spells one
+
+
+def _words_outside_imports(module: libcst.Module) -> set[str]:
+    """The identifiers the module's code spells (in code, strings or comments) outside its
+    top-level lines of imports alone."""
+    words = Counter(_WORD.findall(module.code))
+    for statement in module.body:
+        if isinstance(statement, libcst.SimpleStatementLine) and \
+                all(isinstance(small, (libcst.Import, libcst.ImportFrom)) for small in statement.body):
+            words.subtract(_WORD.findall(module.code_for_node(statement)))
+    return {word for word, count in words.items() if count > 0}
+
+
 def remove_imports_left_unused(document: Document) -> None:
     """Remove the imports the edits left unused: those the file read before them (an import the
     file never read, it may keep for its side effects or to re-export; LibCST's
     RemoveImportsVisitor keeps one `__all__` names, too)."""
     if not document.python or not document.changed:
         return
-    present = {spec for spec, _ in _top_level_imports(document.module)}
-    gone = (imports_in_use(libcst.parse_module(document.original)) & present) - imports_in_use(document.module)
+    unread = {spec for spec, _ in _top_level_imports(document.module)} - imports_in_use(document.metadata)
+    # The file as read is resolved (its scopes cost more than a parse) only for an import unread
+    # now whose name it spelled outside its imports: a read spells the name (`from __future__
+    # import annotations` is never read).
+    spelled = _words_outside_imports(document.original_module)
+    maybe_read = {spec for spec, names in _top_level_imports(document.module)
+                  if spec in unread and {name.partition(".")[0] for name in names} & spelled}
+    gone = maybe_read and maybe_read & imports_in_use(MetadataWrapper(document.original_module, unsafe_skip_copy=True))
     if not gone:
         return
-    from libcst.codemod import CodemodContext
     from libcst.codemod.visitors import RemoveImportsVisitor
 
-    context = CodemodContext()
+    context = codemod_context(document)
     for module_name, name, asname in sorted(gone, key=repr):
         RemoveImportsVisitor.remove_unused_import(context, module_name, name, asname)
-    document.module = RemoveImportsVisitor(context).transform_module(document.module)
+    document.module = document.metadata.visit(RemoveImportsVisitor(context))
 
 
-class _ReplaceCallee(libcst.CSTTransformer):
+class _ReplaceCallee(_OnOneLine):
     """`f(...)`, `m.f(...)` (the callee's last name at line:column) -> `replacement(...)`."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(self, line: int, column: int, replacement: libcst.BaseExpression) -> None:
-        super().__init__()
+        super().__init__(line)
         self.target, self.replacement = (line, column), replacement
         self.done = False
 
@@ -449,12 +497,10 @@ def _targets_self(small) -> bool:
                for t in targets)
 
 
-class _SetInInit(libcst.CSTTransformer):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
+class _SetInInit(_OnOneLine):
     def __init__(self, class_name: str, line: int, values: dict[str, str]) -> None:
-        super().__init__()
-        self.class_name, self.line, self.values = class_name, line, values
+        super().__init__(line)
+        self.class_name, self.values = class_name, values
         self.done = False
 
     def leave_ClassDef(self, original: libcst.ClassDef, updated: libcst.ClassDef):
@@ -482,17 +528,18 @@ def set_in_init(document: Document, class_name: str, line: int, values: dict[str
     return transform(document, _SetInInit(class_name, line, values))
 
 
-class _AddParameters(libcst.CSTTransformer):
+class _AddParameters(_OnOneLine):
     """Parameters added to the function whose name is at line:column, and passed on by keyword
     in its calls of the upstream method (`super().name(...)`, `Base.name(self, ...)`)."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(self, line: int, column: int, method: str, added: list[tuple[str, str, str]]) -> None:
-        super().__init__()
+        super().__init__(line)
         self.target, self.method, self.added = (line, column), method, added
         self.depth = 0  # > 0 inside the override
         self.done = False
+
+    def reaches(self, statement: libcst.CSTNode) -> bool:
+        return self.depth > 0 or super().reaches(statement)  # its calls of the upstream method too
 
     def visit_FunctionDef(self, node: libcst.FunctionDef) -> None:
         start = self.get_metadata(PositionProvider, node.name).start
@@ -547,15 +594,13 @@ def add_parameters(document: Document, line: int, col: int, method: str, added: 
     return transform(document, _AddParameters(line, col - 1, method, added))
 
 
-class _RewriteArguments(libcst.CSTTransformer):
+class _RewriteArguments(_OnOneLine):
     """The call whose callee's last name is at line:column: the keyword arguments `remove`
     dropped, and `write` ((keyword, expression text) pairs) put where the first of them was,
     in its formatting. `already`: the call was rewritten so before (a sibling finding's fix)."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(self, line: int, column: int, keyword: str, remove: set[str], write: list[tuple[str, str]]) -> None:
-        super().__init__()
+        super().__init__(line)
         self.target, self.keyword, self.remove, self.write = (line, column), keyword, remove, write
         self.done = self.already = False
 
@@ -575,11 +620,12 @@ class _RewriteArguments(libcst.CSTTransformer):
         for index, argument in enumerate(updated.args):
             if index == dropped[0]:
                 for number, (slot, text) in enumerate(self.write):
-                    comma = argument.comma
+                    written = argument.deep_clone()  # a copy each: a node twice in one tree shares its metadata
+                    comma = written.comma
                     if number < len(self.write) - 1 and not isinstance(comma, libcst.Comma):
                         comma = libcst.Comma(whitespace_after=libcst.SimpleWhitespace(" "))
-                    arguments.append(argument.with_changes(keyword=libcst.Name(slot), value=expression(text),
-                                                           comma=comma))
+                    arguments.append(written.with_changes(keyword=libcst.Name(slot), value=expression(text),
+                                                          comma=comma))
             elif index not in dropped:
                 arguments.append(argument)
         if arguments and dropped[-1] == len(updated.args) - 1 and (not self.write or dropped[0] != dropped[-1]):
@@ -595,14 +641,12 @@ def rewrite_arguments(document: Document, line: int, col: int, keyword: str, rem
     return transform(document, transformer) or transformer.already
 
 
-class _AddArguments(libcst.CSTTransformer):
+class _AddArguments(_OnOneLine):
     """The call whose callee's last name is at line:column gets the keyword arguments `write`
     ((keyword, expression text) pairs) after its last argument, unless it passes one of them."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(self, line: int, column: int, write: list[tuple[str, str]]) -> None:
-        super().__init__()
+        super().__init__(line)
         self.target, self.write = (line, column), write
         self.done = False
 
@@ -620,11 +664,11 @@ class _AddArguments(libcst.CSTTransformer):
         closing = arguments[-1].comma if arguments else libcst.MaybeSentinel.DEFAULT
         if not isinstance(between, libcst.Comma):
             between = libcst.Comma(whitespace_after=libcst.SimpleWhitespace(" "))
-        added = [libcst.Arg(expression(text), keyword=libcst.Name(slot), comma=between,
+        added = [libcst.Arg(expression(text), keyword=libcst.Name(slot), comma=between.deep_clone(),
                             equal=libcst.AssignEqual(libcst.SimpleWhitespace(""), libcst.SimpleWhitespace("")))
                  for slot, text in self.write]
         if arguments:
-            arguments[-1] = arguments[-1].with_changes(comma=between)
+            arguments[-1] = arguments[-1].with_changes(comma=between.deep_clone())  # a copy each, as above
         added[-1] = added[-1].with_changes(comma=closing)
         return updated.with_changes(args=[*arguments, *added])
 
@@ -634,13 +678,11 @@ def add_arguments(document: Document, line: int, col: int, write: list[tuple[str
     return transform(document, _AddArguments(line, col - 1, write))
 
 
-class _ImportModule(libcst.CSTTransformer):
+class _ImportModule(_OnOneLine):
     """`from old import ...` whose module is at line:column -> `from new import ...`."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(self, line: int, column: int, module: str) -> None:
-        super().__init__()
+        super().__init__(line)
         self.target, self.module = (line, column), module
         self.done = False
 

@@ -331,6 +331,36 @@ def test_an_import_the_edits_left_unused_is_removed_and_one_never_read_is_kept()
     assert document.text == "import os  # for its side effects\nfrom a import b\n\nN = msgspec.structs.fields(b)\n"
 
 
+def test_an_import_read_only_in_a_function_the_edits_rewrote_is_removed_and_the_future_import_kept() -> None:
+    """The file as read is resolved when an import unread now may have been read (its name is
+    spelled outside the imports); `from __future__ import annotations`, never read, stays."""
+    from sglang_contracts.fix.document import Document
+    from sglang_contracts.fix.python import remove_imports_left_unused, replace_attribute
+
+    text = ("from __future__ import annotations\n\nimport dataclasses\nimport msgspec\n\n\n"
+            "def f(b):\n    return dataclasses.fields(b)\n")
+    document = Document("app/a.py", text.encode(), python=True)
+    assert replace_attribute(document, 8, 24, "msgspec.structs.fields")
+    remove_imports_left_unused(document)
+    assert document.text == ("from __future__ import annotations\nimport msgspec\n\n\n"
+                             "def f(b):\n    return msgspec.structs.fields(b)\n")
+
+
+def test_edits_on_one_file_reach_a_decorator_and_each_sees_the_file_the_last_one_left() -> None:
+    """Each edit descends only into the statements on its line (a decorated method's from its
+    decorator) and reads the positions of the tree as the edit before it left it."""
+    from sglang_contracts.fix.document import Document
+    from sglang_contracts.fix.python import add_arguments, replace_attribute
+
+    text = "class A:\n    x = 1\n\n    @app.route(old=1)\n    def f(self):\n        return app.route\n"
+    document = Document("app/a.py", text.encode(), python=True)
+    assert replace_attribute(document, 6, 20, "web.path")
+    assert replace_attribute(document, 4, 10, "web.route")
+    assert add_arguments(document, 4, 10, [("new", "2")])
+    assert document.text == ("class A:\n    x = 1\n\n    @web.route(old=1, new=2)\n    def f(self):\n"
+                             "        return web.path\n")
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     ("f(a, b)\n", "f(a, b, checkpoint=True)\n"),
     ("f()\n", "f(checkpoint=True)\n"),
