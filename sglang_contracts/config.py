@@ -149,7 +149,7 @@ KEYS: dict[str, Callable[[Any], Any]] = {
     "severity": _table(_choice(*SEVERITY_VALUES), _code_key),
     "report-unresolved": _boolean,
     "report-unused-noqa": _boolean,
-    "baseline": _string,
+    "baseline": _project_file,  # the project's (a pull request's) text: never a file out of it
     # Read by the rules of their surface (ServerArgs, tests, patch files).
     "server-args-seam": _strings,
     "fakes": _table(_string),

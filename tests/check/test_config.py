@@ -58,6 +58,11 @@ def test_command_line_flags_win_over_the_file(check, project):
         ('patch-files = ["/abs/x.patch"]\n',
          "patch-files '/abs/x.patch' is absolute: give a path or glob relative to the project's root"),
         ('patch-files = [""]\n', "patch-files '' names no file: give a path or glob relative to the project's root"),
+        # A pull request's setting: opening /etc/shadow told whether it exists (seventh campaign).
+        ('baseline = "/etc/shadow"\n',
+         "baseline '/etc/shadow' is absolute: give a path or glob relative to the project's root"),
+        ('baseline = "../../outside.json"\n',
+         "baseline '../../outside.json' leaves the project: give a path or glob within the project's root"),
         ('patch-files = ["."]\n', "patch-files '.' names no file: give a path or glob relative to the project's root"),
         ('patch-files = ["ops/*/a**.patch"]\n', "patch-files 'ops/*/a**.patch': `**` can only be a whole path component"),
         # Each `**` walks every folder again: ten kept a run busy for minutes (second campaign).
