@@ -168,7 +168,8 @@ def test_an_entry_that_is_no_regular_file_is_an_input_by_what_it_is(published) -
     project, options = published
     probe = project / "probe.py"
     for state in ("a folder", "a loop of links", "a FIFO", "a folder", "a link to nothing", "a loop of links",
-                  "a link to a FIFO", "a FIFO", "a link to a folder out of the project", "a link to a folder inside it"):
+                  "a link to a FIFO", "a FIFO", "a link to a folder out of the project",
+                  "a link to a folder inside it"):
         _make_state(probe, state)
         first = run_check([project], options)
         assert findings(first) == findings(run_check([project], dataclasses.replace(options, replay=False))), state
