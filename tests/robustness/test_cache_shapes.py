@@ -325,3 +325,35 @@ def test_a_per_file_analysis_without_a_declared_row_shape_is_refused(tmp_path: P
     assert index.each_file("declared", declared, lambda text: True) == [["m.py", 6]]
     assert fits({"m.py": ["d" * 64, [["m.py", 6]]]}, each_file_table(Row(str, int)))
     assert not fits({"m.py": ["d" * 64, [["m.py"]]]}, each_file_table(Row(str, int)))
+
+
+@pytest.mark.parametrize("wrong", [WRONG_ROWS["each row cut to its tag"], WRONG_ROWS["an empty row (P01)"]],
+                         ids=["each row cut to its tag", "an empty row (P01)"])
+def test_a_re_check_reads_the_per_file_tables_with_their_row_shapes(published, capsys, tmp_path: Path, wrong,
+                                                                    monkeypatch) -> None:
+    """The plan of a re-check reads the last run's tables to tell which edits only moved code
+    (incremental.moved_since_recorded), before the checks do: with their rows of another shape,
+    an edit that moves every file's code is checked as a fresh cache checks it."""
+    from sglang_contracts.check import incremental
+
+    compared: list[str] = []
+    real_moved_since_recorded = incremental.moved_since_recorded
+
+    def counted(now: Any, asked: Any) -> Any:
+        moved = real_moved_since_recorded(now, asked)
+        return None if moved is None else lambda relpath, digest: compared.append(relpath) or moved(relpath, digest)
+
+    monkeypatch.setattr(incremental, "moved_since_recorded", counted)
+    project, options = published
+    cache = options.cache_dir
+    run(capsys, project, cache)
+    store = JsonCache(cache / "project")
+    for path in _each_file_tables(cache):
+        data = json.loads(path.read_bytes().partition(b"\n")[2])
+        store.put(path.stem, {relpath: [digest, wrong(rows)] for relpath, (digest, rows) in data.items()})
+    for path in sorted(project.rglob("*.py")):
+        path.write_text("\n" + path.read_text())  # every line one lower: code moved, nothing else
+    for path in (cache / "runs").rglob("*.json"):
+        path.unlink()
+    assert_same(run(capsys, project, cache), run(capsys, project, tmp_path / "fresh"), "moved")
+    assert compared  # the edited files were compared with the tables' rows
