@@ -67,7 +67,7 @@ from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.project.facts import FACT_LISTS, FileFacts, Position, json_without
 from sglang_contracts.infra.lines import line_digests
 from sglang_contracts.infra.memo import KeptMemo
-from sglang_contracts.infra.shapes import ListOf, Table, TableOf
+from sglang_contracts.infra.shapes import ListOf, Table, TableOf, row_shape
 from sglang_contracts.project.index import ProjectIndex, module_name_for, recorded_facts
 from sglang_contracts.project.commandline import ignores_unknown_flags
 from sglang_contracts.project.named_reads import CLASS_DEFINITION
@@ -288,7 +288,8 @@ def moved_since_recorded(now: ProjectIndex, asked: Any) -> Callable[[str, str], 
         # Every table's rows are found and kept (as each_file keeps them), whatever the verdict:
         # a table this run's checks ask no more of is then up to date for the next comparison.
         for key, analysis in analyses:
-            entry = now.stored_table(key).get(relpath)
+            shape = row_shape(analysis[0])
+            entry = now.stored_table(key, shape).get(relpath)
             try:
                 rows = _table_rows(entry, analysis, relpath, now.digests[relpath], text,
                                    now.scanned_rows(analysis[0], relpath))
@@ -296,7 +297,7 @@ def moved_since_recorded(now: ProjectIndex, asked: Any) -> Callable[[str, str], 
                 alike = False
                 continue
             was = entry[1] if isinstance(entry, list) and len(entry) == 2 and entry[0] == digest_before else None
-            now.keep_rows(key, relpath, rows)
+            now.keep_rows(key, shape, relpath, rows)
             alike = alike and was is not None and _as_json(_lines_moved(was, lines)) == _as_json(rows)
         return alike
 
@@ -333,10 +334,13 @@ def kept_placeless(store, run: Plan, project: ProjectIndex) -> KeptMemo:
 
 def _named_analysis(row: Any) -> tuple[Callable[[str, str], list], Callable[[str], bool]] | None:
     """(analyse, may_hold) of a ProjectIndex.asked row: [kind, [module, name, keywords] of
-    each]; None for another shape or a module of another package."""
+    each]; None for another shape, a module of another package, or an analysis that declares
+    no shape of its rows (no each_file's)."""
     try:
         _, analyse, may_hold = row
-        return _named_function(*analyse), _named_function(*may_hold)
+        analysis = _named_function(*analyse), _named_function(*may_hold)
+        row_shape(analysis[0])
+        return analysis
     except (ValueError, TypeError, ImportError, AttributeError):
         return None
 

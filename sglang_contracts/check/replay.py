@@ -12,9 +12,11 @@ touched included, makes a run that is not replayed (incremental.py then recomput
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import json
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -75,26 +77,54 @@ def listing(root: Path, named_patches: list[str]) -> list[tuple[str, str]]:
     """(name, inventory row) of every file a check may read below the root, in path order: one
     walk a run's keys share (each filters it by name). Walked on strings, over the folders
     walk_project reads (project_folders): Path objects for every file of a project cost most of
-    a re-check's walk."""
+    a re-check's walk. A regular file is listed by its size and modification time, any other
+    entry by what it is (_entry_state), and each folder the walk could not read or follow by why:
+    a FIFO, a folder and a loop of links at one path are three inputs, each reported otherwise.
+    These are named "", so that every key takes them: a key that leaves out the Python files
+    (`*.py`: they count by content, incremental.py) would lose the state of a FIFO `m.py`."""
     root = root.resolve()
     top = os.fspath(root)
-    found = _walked_files(top)
+    unread: list[tuple[str, str]] = []
+    found = _walked_files(top, lambda path, reason: unread.append((path, reason)))
     found.update(_named_patch_files(root, named_patches))  # `patch-files` may name files in folders the walk skips
     rows = []
     for parts in sorted(found):
         name, shown = found[parts]
-        try:
-            status = os.stat(shown if os.path.isabs(shown) else os.path.join(top, shown))
-        except (OSError, ValueError):
-            continue
-        rows.append((name, f"{shown}\0{status.st_size}\0{status.st_mtime_ns}"))
+        regular, state = _entry_state(shown if os.path.isabs(shown) else os.path.join(top, shown))
+        rows.append((name if regular else "", f"{shown}\0{state}"))
+    for path, reason in sorted(unread):
+        rows.append(("", f"{path}\0not walked\0{reason}"))
     return rows
 
 
-def _walked_files(top: str) -> dict[tuple[str, ...], tuple[str, str]]:
-    """path parts -> (file name, path as the row shows it) of the files walk_project reads below `top`."""
+def _entry_state(path: str) -> tuple[bool, str]:
+    """(whether it is a regular file, what it is) of a listed entry, as far as a check's reading
+    of it goes, without opening it (a FIFO opened would wait for a writer): a regular file's size
+    and modification time (through links); else its kind (a FIFO, a socket, a device, a folder,
+    or why it cannot be followed: ELOOP for a loop of links), and for a link the target it names."""
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        kind = errno.errorcode.get(error.errno or 0, type(error).__name__)
+    else:
+        if stat.S_ISREG(status.st_mode):
+            return True, f"{status.st_size}\0{status.st_mtime_ns}"
+        kind = _KINDS.get(stat.S_IFMT(status.st_mode), "other")
+    try:
+        return False, f"{kind}\0link\0{os.readlink(path)}"
+    except OSError:  # not a link
+        return False, kind
+
+
+_KINDS = {stat.S_IFDIR: "folder", stat.S_IFIFO: "fifo", stat.S_IFSOCK: "socket", stat.S_IFCHR: "character device",
+          stat.S_IFBLK: "block device"}
+
+
+def _walked_files(top: str, unread: Callable[[str, str], None]) -> dict[tuple[str, ...], tuple[str, str]]:
+    """path parts -> (file name, path as the row shows it) of the files walk_project reads below
+    `top`; `unread` is told each folder it cannot list or does not follow out of the project."""
     found: dict[tuple[str, ...], tuple[str, str]] = {}
-    for folder, files in project_folders(top):
+    for folder, files in project_folders(top, unread):
         below = os.path.relpath(folder, top).replace(os.sep, "/")
         for name in files:
             relpath = name if below == "." else f"{below}/{name}"

@@ -13,8 +13,13 @@ is plain data:
     ListOf(shape)        a list, each item of the shape
     Row(shape, ...)      a list of exactly these items, in order
     TableOf(shape)       a table, each value of the shape
+    Exactly(value)       that very value (the tag that tells a table's kinds of rows apart)
     Table(name=shape, ..., optional={name: shape}, closed=False)
                          a table with these keys (and others unless closed), each of its shape
+
+A per-file analysis declares the shape of each row it returns (`rows_of`), so that a table of
+its results read back is checked against it (project/index.py each_file): no reader of such a
+table takes rows of a shape nobody declared.
 
 Checking walks the data as deep as the shape goes, never deeper: linear in what it reads,
 and a record nested deeper than its shape costs nothing more.
@@ -22,6 +27,7 @@ and a record nested deeper than its shape costs nothing more.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable
 
 Check = Callable[[Any], bool]
@@ -107,6 +113,9 @@ class _Compiler:
             self._row(shape, value, depth, nested)
         elif isinstance(shape, Table):
             self._table(shape, value, depth, nested)
+        elif isinstance(shape, Exactly):
+            self._say(depth, f"if type({value}) is not {self._constant(type(shape.value))} "
+                             f"or {value} != {self._constant(shape.value)}: return False")
         else:
             raise TypeError(f"not a shape: {shape!r}")
 
@@ -193,6 +202,31 @@ class Table(_Shape):
         if not all(isinstance(name, str) for name in self.optional):
             raise TypeError(f"a table's keys are texts: {sorted(map(repr, self.optional))}")
         super().__init__(tuple(required.items()), tuple(self.optional.items()), closed)
+
+
+class Exactly(_Shape):
+    def __init__(self, value: str | int | bool | None) -> None:
+        self.value = value
+        super().__init__(type(value), value)
+
+
+def rows_of(shape: Any) -> Callable[[Callable], Callable]:
+    """Declares the shape of each row a per-file analysis returns (it returns a list of them):
+    the shape its table's records are read back by (project/index.py each_file)."""
+    def declared(analyse: Callable) -> Callable:
+        analyse.row_shape = shape  # type: ignore[attr-defined]
+        return analyse
+    return declared
+
+
+def row_shape(analyse: Callable) -> Any:
+    """The row shape an analysis declares (rows_of), through a functools.partial of it; a
+    TypeError for one that declares none: its table could not be read back safely."""
+    function = analyse.func if isinstance(analyse, partial) else analyse
+    try:
+        return function.row_shape  # type: ignore[attr-defined]
+    except AttributeError:
+        raise TypeError(f"{function!r} declares no shape of its rows (infra/shapes.py rows_of)") from None
 
 
 def fits(data: Any, shape: Any) -> bool:

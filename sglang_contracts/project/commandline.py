@@ -31,6 +31,7 @@ from typing import Callable
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.infra.pysource import child_nodes, parse_quietly
 from sglang_contracts.project.facts import Position
+from sglang_contracts.infra.shapes import Exactly, ListOf, Row, rows_of
 from sglang_contracts.project.index import ProjectIndex, walk_project
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.lines import LINE_BREAK, comment_start, find_from
@@ -292,6 +293,9 @@ def _call_bindings(function: ast.FunctionDef, module: ast.Module) -> list[dict[s
     return found or [{}]
 
 
+# ["wrapper", path, line, flag prefix, dest prefix, skip list, its entries [value, line, col],
+# renames [upstream name, project name, line, col]]
+@rows_of(Row(Exactly("wrapper"), str, int, str, str, str, ListOf(Row(str, int, int)), ListOf(Row(str, str, int, int))))
 def _file_wrappers(relpath: str, text: str) -> list[list]:
     try:
         tree = parse_quietly(text, relpath)
@@ -606,10 +610,16 @@ DIRECT = Wrapper("", 0, "--", "", (), "")
 LONG_FLAG = re.compile(r"--[A-Za-z0-9][\w-]*")
 
 
+# [path, kind, name, value, how, line, col, [function, line] or "" at module level]: a Use's fields
+USE_ROW = Row(str, str, str, str, str, int, int, (Row(str, int), str))
+
+
+@rows_of(USE_ROW)
 def _use_rows(relpath: str, text: str, flag_prefix: str, dest_prefix: str) -> list[list]:
     return [[relpath, *use] for use in _uses_in(relpath, text, flag_prefix, dest_prefix)]
 
 
+@rows_of(USE_ROW)
 def _launch_rows(relpath: str, text: str) -> list[list]:
     return [[relpath, *flag] for flag in _launch_flags(relpath, text)]
 

@@ -18,6 +18,7 @@ import textwrap
 from dataclasses import dataclass
 
 from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.shapes import Row, rows_of
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.infra.lines import LINE_BREAK
 
@@ -45,6 +46,7 @@ def _may_probe(text: str) -> bool:
     return "sglang." in text and (("target:" in text and "match:" in text) or DICT_TARGET.search(text) is not None)
 
 
+@rows_of(Row(str, int, int, str, str))  # DataProbe's fields
 def _file_probes(relpath: str, text: str) -> list[list]:
     try:
         tree = parse_quietly(text)

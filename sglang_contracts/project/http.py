@@ -22,7 +22,10 @@ import sys
 from dataclasses import dataclass
 
 from sglang_contracts.infra.pysource import child_nodes, parse_shared
+from sglang_contracts.infra.shapes import Exactly, ListOf, Row, rows_of
 from sglang_contracts.project.index import ProjectIndex, names_sglang
+
+KEY_ROW = Row(str, int, int)  # a payload key's [name, line, col] in the table of requests
 from sglang_contracts.project.positions import SourcePositions
 
 HTTP_VERBS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE", "patch": "PATCH"}
@@ -74,6 +77,10 @@ def _may_request(text: str) -> bool:
     return names_sglang(text) and (SAMPLING in text or URL_HINT.search(text) is not None)
 
 
+# ["request", path, line, col, route, method, keys, closed, sampling keys] and ["sampling", path, key],
+# each key [name, line, col]
+@rows_of((Row(Exactly("request"), str, int, int, str, (str, None), ListOf(KEY_ROW), bool, ListOf(KEY_ROW)),
+          Row(Exactly("sampling"), str, KEY_ROW)))
 def _file_requests(relpath: str, text: str) -> list[list]:
     try:
         tree = parse_shared(text)

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.infra.pysource import parse_shared
+from sglang_contracts.infra.shapes import Row, rows_of
 from sglang_contracts.project.index import names_sglang, walk_project
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.requirements import version_in_tag
@@ -232,6 +233,7 @@ def may_name_release(text: str) -> bool:
     return names_sglang(text) and re.search(r"\d\.\d+\.\d", text) is not None
 
 
+@rows_of(Row(str, int, int, str, str, str))  # ReleaseMention's fields
 def script_mentions(relpath: str, text: str) -> list[list]:
     """[path, line, col, kind, tag, written] of each SGLang release a Python build script names
     as data: `"SGLANG_IMAGE_TAG": "v0.5.15-cu129"`, `SGLANG_VERSION = "0.5.15"`,

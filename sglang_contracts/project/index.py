@@ -22,11 +22,11 @@ from typing import Any, Callable, Iterable, Iterator, MutableMapping
 from sglang_contracts.infra.cache import CACHEDIR_TAG, JsonCache, code_fingerprint
 from sglang_contracts.infra import pysource
 from sglang_contracts.infra.collector import collector_paused
-from sglang_contracts.infra.boundary import Problem, problem_for
+from sglang_contracts.infra.boundary import Problem, debugging, problem_for
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, is_below, os_reason, read_limited
 from sglang_contracts.infra.lines import decoded_line_digests, encoded_line_digests, matches_at_line_start
 from sglang_contracts.infra.parallel import iter_jobs
-from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf
+from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf, fits, row_shape, rows_of
 from sglang_contracts.infra.temporaries import is_temporary, remove_if_stale
 from sglang_contracts.project.facts import FACTS_RECORD, FileFacts, forget_shared
 from sglang_contracts.project.texts import ProjectTexts, as_text, held
@@ -299,10 +299,13 @@ class ProjectIndex:
         and per the `code` modules that compute them and `may_hold` (a file it refuses is kept
         with none), in one table per project and kind: a first run writes one record, not one
         per file. `by_pattern`: the analysis only matches patterns, which costs less than
-        sending the texts to the workers (omni's 9.8 MB: 0.37 s here, 0.53 s there)."""
+        sending the texts to the workers (omni's 9.8 MB: 0.37 s here, 0.53 s there). `analyse`
+        declares the shape of its rows (infra/shapes.py rows_of): a record of another shape is
+        computed again."""
+        rows = row_shape(analyse)
         fingerprint = code_fingerprint(pysource, *code)  # pysource: how `text` was decoded
         table_key = hashlib.sha256(f"{fingerprint}\0{kind}\0{self.root}".encode("utf-8", "surrogateescape")).hexdigest()
-        table = self._stored_table(table_key)
+        table = self._stored_table(table_key, rows)
         computed = self._computed(kind, analyse, may_hold, table, by_pattern)
         if self.analyses is not None:
             self.analyses[table_key] = (analyse, may_hold)
@@ -310,6 +313,9 @@ class ProjectIndex:
             named = [_function_name(analyse), _function_name(may_hold)]
             self.asked[table_key] = None if None in named else [kind, *named]
         fresh, recomputed, found = self._refreshed(table, computed)
+        if recomputed and debugging() and not fits(json.loads(json.dumps(fresh)), each_file_table(rows)):
+            # a declaration its own rows (as the record keeps them) do not fit: computed at every run
+            raise TypeError(f"each_file {kind!r}: rows not of the shape {_function_name(analyse)} declares")
         if recomputed or fresh.keys() != table.keys():
             if self.unwritten is not None:
                 self.unwritten[table_key] = (self.cache, fresh)
@@ -321,17 +327,17 @@ class ProjectIndex:
         self.read_tables[table_key] = fresh  # as written: the table a later each_file of the run reads
         return found
 
-    def _stored_table(self, table_key: str) -> dict[str, list]:
+    def _stored_table(self, table_key: str, rows: Any) -> dict[str, list]:
         """each_file's table as last kept: a resident process's own (the record it wrote is not
         read and decoded again), or the cache's record; empty when there is none."""
         stored = self.tables.get(table_key) if self.tables is not None else None
-        return stored if isinstance(stored, dict) else self.stored_table(table_key)
+        return stored if isinstance(stored, dict) else self.stored_table(table_key, rows)
 
-    def keep_rows(self, table_key: str, relpath: str, rows: list) -> None:
+    def keep_rows(self, table_key: str, rows_shape: Any, relpath: str, rows: list) -> None:
         """A file's rows of an each_file table, found as this run's analysis finds them (the plan
         compares them: incremental.moved_since_recorded), kept in the table as each_file would
         keep them; written by write_kept_rows when no each_file of the run writes the table."""
-        self.stored_table(table_key)[relpath] = [self.digests[relpath], rows]
+        self.stored_table(table_key, rows_shape)[relpath] = [self.digests[relpath], rows]
         self.rows_kept.add(table_key)
 
     def write_kept_rows(self) -> None:
@@ -339,11 +345,12 @@ class ProjectIndex:
             self.cache.put(table_key, self.read_tables[table_key])
         self.rows_kept.clear()
 
-    def stored_table(self, table_key: str) -> dict[str, list]:
-        """The cache's record of an each_file table as the last run left it (empty when there is
-        none), read once a run: the plan reads it before the checks do (incremental.py)."""
+    def stored_table(self, table_key: str, rows: Any) -> dict[str, list]:
+        """The cache's record of an each_file table as the last run left it, its rows of the shape
+        `rows` (its analysis's row_shape; empty when there is none, or it is of another shape),
+        read once a run: the plan reads it before the checks do (incremental.py)."""
         if table_key not in self.read_tables:
-            self.read_tables[table_key] = self.cache.get(table_key, EACH_FILE_TABLE) or {}
+            self.read_tables[table_key] = self.cache.get(table_key, each_file_table(rows)) or {}
         return self.read_tables[table_key]
 
     def _computed(self, kind: str, analyse: Callable[[str, str], list], may_hold: Callable[[str], bool],
@@ -450,9 +457,11 @@ class ProjectIndex:
         return ".".join([dotted, *after])
 
 
-# An each_file table's record: relpath -> [the file's digest, its results] (results of another
-# shape are the analysis's own to refuse: _entry_holds).
-EACH_FILE_TABLE = TableOf(Row(str, object))
+def each_file_table(rows: Any) -> TableOf:
+    """The shape of an each_file table's record: relpath -> [the file's digest, its rows], each
+    row of the shape its analysis declares (`rows`)."""
+    return TableOf(Row(str, ListOf(rows)))
+
 # LastRounds' record: relpath -> [content digest, mentions SGLang, digest of its imports as read].
 LAST_ROUNDS = Table(packages=ListOf(str), files=TableOf(Row(str, bool, str)), rounds=ListOf(ListOf(str)),
                     scanned=TableOf(str))
@@ -761,6 +770,7 @@ def any_text(text: str) -> bool:
     return True
 
 
+@rows_of(str)  # the file's own path, when it mentions SGLang
 def _mention_row(relpath: str, text: str) -> list[str]:
     return [relpath] if mentions_sglang(text) else []
 
@@ -1010,6 +1020,8 @@ def imports_by_text(index: ProjectIndex) -> dict[str, tuple[list[tuple[str, list
     return {relpath: ([(source, names) for source, names in froms], modules) for relpath, froms, modules in rows}
 
 
+# [path, [[module, [names]] of each `from` import], [modules of plain imports]]
+@rows_of(Row(str, ListOf(Row(str, ListOf(str))), ListOf(str)))
 def _imports_row(relpath: str, text: str) -> list[list]:
     read = _Imports.read(relpath, module_name_for(relpath), text)
     return [[relpath, read.froms, sorted(read.modules)]]

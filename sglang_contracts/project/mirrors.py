@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 
 from sglang_contracts.project import stack
+from sglang_contracts.infra.shapes import Row, rows_of
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.project.stack import offset_position, prose_pieces, sglang_mentions
 
@@ -88,6 +89,7 @@ def _may_cite(text: str) -> bool:
     return any(COPY_CUE.search(lower, max(0, at - CUE_WINDOW - 40), at) for at in sglang_mentions(lower))
 
 
+@rows_of(Row(str, int, int, str, str, str))  # Citation's fields
 def _file_citations(relpath: str, text: str) -> list[list]:
     """The citations in one file's comments and docstrings, as Citation fields."""
     found = []

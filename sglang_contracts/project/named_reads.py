@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from sglang_contracts.infra.cache import code_fingerprint
-from sglang_contracts.infra.shapes import ListOf, Row
+from sglang_contracts.infra.shapes import ListOf, Row, rows_of
 from sglang_contracts.project.facts import Position
 from sglang_contracts.project.index import ProjectIndex, any_text
 from sglang_contracts.project.positions import SourcePositions
@@ -43,6 +43,7 @@ class NamesInFiles:
     classes: set[str]  # names of classes the project's package code defines (test fakes aside)
 
 
+@rows_of(Row(str, ListOf(str), ListOf(str)))  # [path, names read from, classes defined]
 def _file_names(relpath: str, text: str) -> list[list]:
     return [[relpath, sorted(set(READ_FROM.findall(text))), sorted(set(CLASS_DEFINITION.findall(text)))]]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import sys
 
+from sglang_contracts.infra.shapes import Exactly, Row, rows_of
 from sglang_contracts.infra.pysource import parse_shared
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.upstream.commandline import allow_abbrev, is_argument_parser
@@ -25,10 +26,12 @@ def _callee(call: ast.Call) -> str | None:
     return call.func.id if isinstance(call.func, ast.Name) else call.func.attr if isinstance(call.func, ast.Attribute) else None
 
 
+@rows_of((Row(Exactly("def"), str, str, int), Row(Exactly("call"), str, str, str, Exactly("parser"), (bool, None)),
+          Row(Exactly("call"), str, str, str, Exactly("param"), str)))
 def file_parser_calls(relpath: str, text: str) -> list[list]:
     """["def", path, name, line] of each function, and ["call", path, caller, callee, kind, value]
     of each call whose first argument is a parser (kind "parser", value its allow_abbrev), a
-    parameter of the calling function ("param", its name) or anything else ("other")."""
+    parameter of the calling function ("param", its name)."""
     try:
         tree = parse_shared(text, relpath)
     except Exception:  # an unparsable file is SGC000's to report

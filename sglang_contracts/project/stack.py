@@ -24,6 +24,7 @@ from packaging.version import Version
 
 from sglang_contracts.infra.boundary import Problem, note, read_project_text
 from sglang_contracts.project.images import image_name
+from sglang_contracts.infra.shapes import Exactly, Row, rows_of
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.infra.pysource import BRANCH_TYPES, child_nodes, parse_quietly, parse_shared
 from sglang_contracts.infra.tomltext import parse_toml, table
@@ -627,6 +628,7 @@ def _may_note(text: str) -> bool:
         or any(REMOVE_WHEN.match(lower, at) for at in mentions(lower, "remove"))
 
 
+@rows_of(Row((Exactly("version"), Exactly("removal")), str, int, int, str, str, bool))  # the bucket, ProseNote's fields
 def _file_notes(relpath: str, text: str) -> list[list]:
     """("version" or "removal", ProseNote fields...) for what one file's prose says."""
     package = is_package_code(relpath)

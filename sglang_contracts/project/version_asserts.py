@@ -11,6 +11,7 @@ import bisect
 import re
 
 from sglang_contracts.infra.lines import line_starts
+from sglang_contracts.infra.shapes import Row, rows_of
 
 ASSERT = re.compile(
     r"""\bassert\s+\(?\s*(?:[A-Za-z_]\w*\.)*(?P<module>[A-Za-z_]\w*)\.__version__\s*"""
@@ -21,6 +22,7 @@ def may_assert_version(text: str) -> bool:
     return "__version__" in text and "assert" in text
 
 
+@rows_of(Row(str, int, int, str, str, str, str))
 def file_version_asserts(relpath: str, text: str) -> list[list]:
     """[path, line, col, module, operator ("startswith" for a prefix), version, the assert as written] of each."""
     starts = line_starts(text)

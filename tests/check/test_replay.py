@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from pathlib import Path
 
@@ -128,3 +129,49 @@ def test_a_cache_folder_inside_the_project_is_no_file_of_it(published, inside: s
     again = run_check([project], given)
     assert again.replayed_files_with_contracts == len(first.project.files)
     assert findings(again) == findings(first) == outside
+
+
+def _make_state(path: Path, state: str) -> None:
+    """`path` replaced by an entry that is no regular file."""
+    if path.is_symlink() or path.is_file() or path.exists() and not path.is_dir():
+        path.unlink()
+    elif path.is_dir():
+        path.rmdir()
+    if state == "a folder":
+        path.mkdir()
+    elif state == "a loop of links":
+        path.symlink_to(path.name)
+    elif state == "a FIFO":
+        os.mkfifo(path)
+    elif state == "a link to nothing":
+        path.symlink_to("missing.py")
+    elif state == "a link to a folder out of the project":
+        (path.parent.parent / "outside").mkdir(exist_ok=True)
+        path.symlink_to(path.parent.parent / "outside")
+    elif state == "a link to a folder inside it":
+        (path.parent / "inside").mkdir(exist_ok=True)
+        path.symlink_to("inside")
+    else:
+        assert state == "a link to a FIFO"
+        if not (path.parent / "pipe").exists():
+            os.mkfifo(path.parent / "pipe")
+        path.symlink_to("pipe")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX's")
+def test_an_entry_that_is_no_regular_file_is_an_input_by_what_it_is(published) -> None:
+    """A FIFO, a folder, a loop of links, a link to nothing, a link to a folder out of the
+    project at one path are different inputs (each reported otherwise, or not at all): a change
+    from one to another is no replay of the last run's findings (P02: left out of the listing
+    whatever they were, they were one input state).
+    Unchanged, each is replayed, and nothing is opened (a FIFO opened would wait for a writer)."""
+    project, options = published
+    probe = project / "probe.py"
+    for state in ("a folder", "a loop of links", "a FIFO", "a folder", "a link to nothing", "a loop of links",
+                  "a link to a FIFO", "a FIFO", "a link to a folder out of the project",
+                  "a link to a folder inside it"):
+        _make_state(probe, state)
+        first = run_check([project], options)
+        assert findings(first) == findings(run_check([project], dataclasses.replace(options, replay=False))), state
+        again = run_check([project], options)
+        assert again.replayed_files_with_contracts is not None and findings(again) == findings(first), state

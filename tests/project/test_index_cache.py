@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.shapes import Row, rows_of
 from sglang_contracts.project.index import build_index
 
 
 def words(tmp_path: Path, cache: JsonCache, calls: list[str]) -> list:
+    @rows_of(Row(str, str))
     def analyse(relpath: str, text: str) -> list:
         calls.append(relpath)
         return [[relpath, text.split()[1]]]

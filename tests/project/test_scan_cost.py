@@ -88,6 +88,7 @@ SGLANG_VERSION = "0.5.22"
 def test_the_scan_jobs_run_the_analyses_of_the_same_tree_and_each_file_takes_them(tmp_path: Path, monkeypatch) -> None:
     """http-requests and release-mentions are read from the tree the scan parsed: each_file does
     not run them again for a scanned file, and finds what they would have found."""
+    from sglang_contracts.infra.shapes import row_shape, rows_of
     from sglang_contracts.project import http, images
     from sglang_contracts.project.index import ON_THE_SCANNED_TREE
 
@@ -108,6 +109,7 @@ def test_the_scan_jobs_run_the_analyses_of_the_same_tree_and_each_file_takes_the
             return original(relpath, text)
 
         counted.__module__, counted.__name__ = original.__module__, original.__name__
+        rows_of(row_shape(original))(counted)  # its rows are the analysis's
         monkeypatch.setattr(module, name, counted)
     assert index.each_file("http-requests", http._file_requests, http._may_request, http) == expected["http-requests"]
     assert index.each_file("release-mentions", images.script_mentions, images.may_name_release, images) \

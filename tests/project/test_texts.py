@@ -2,6 +2,7 @@
 
 import sys
 
+from sglang_contracts.infra.shapes import Row, rows_of
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.project.texts import ProjectTexts, as_text, held
 
@@ -29,6 +30,7 @@ def test_every_text_reads_back_as_it_was_given_and_the_mostly_ascii_ones_are_hel
     assert "cjk.py" not in texts and len(texts) == len(SAMPLES) - 1
 
 
+@rows_of(Row(str, str, int, str))
 def _lines_and_length(relpath: str, text: str) -> list:
     # Never raises: a worker's failure would be hidden by the analysis running again in this process.
     return [[relpath, type(text).__name__, len(text), text[:20] if isinstance(text, str) else ""]]

@@ -260,3 +260,98 @@ def test_a_language_server_checks_a_remembered_record_s_shape_once(tmp_path: Pat
     assert store.get("cd" * 32, shape) == [1, 2] and store.get("cd" * 32, shape) == [1, 2]
     assert len(checked) == 1  # once: a shape declared again on the spot is the same shape
     assert store.get("cd" * 32, TableOf(int)) is None and store.get("cd" * 32, TableOf(int)) is None
+
+
+def _each_file_tables(cache: Path) -> list[Path]:
+    """The project records that are each_file tables: {path: [the file's digest, its rows]}."""
+    found = []
+    for path in sorted((cache / "project").rglob("*.json")):
+        data = json.loads(path.read_bytes().partition(b"\n")[2])
+        if isinstance(data, dict) and data and all(
+                isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and len(entry[0]) == 64
+                and isinstance(entry[1], list) for entry in data.values()):
+            found.append(path)
+    return found
+
+
+# Rows of another shape than their analysis's (P01, P08): each row cut to its first item (a tag
+# kept, the rest gone), lengthened by one, emptied, a number, a table; a file with no rows given one.
+WRONG_ROWS: dict[str, Callable[[list], list]] = {
+    "each row cut to its tag": lambda rows: [row[:1] if isinstance(row, list) else [row] for row in rows] or [["x"]],
+    "each row one item longer": lambda rows: [[*row, "x"] if isinstance(row, list) else [row, 1] for row in rows]
+                                              or [["x", 1]],
+    "an empty row (P01)": lambda rows: [[]],
+    "a number": lambda rows: [7],
+    "a table": lambda rows: [{"0": "x"}]}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_ROWS.values()), ids=list(WRONG_ROWS))
+def test_each_file_tables_whose_rows_are_of_another_shape_are_computed_again(published, capsys, wrong) -> None:
+    """Every per-file table (ProjectIndex.each_file) re-signed with rows of another shape than
+    its analysis declares is computed again: the findings are a clean run's, in this run and the
+    next, never an internal error or an SGC001 (P01: the imports table's `[[]]` ended every run
+    in an internal error; P08: each table's rows reached the rules and the index unchecked)."""
+    project, options = published
+    cache = options.cache_dir
+    clean = run(capsys, project, cache)
+    tables = _each_file_tables(cache)
+    assert len(tables) >= 8  # the build's two, and the rules' analyses
+    store = JsonCache(cache / "project")
+    for path in tables:
+        data = json.loads(path.read_bytes().partition(b"\n")[2])
+        store.put(path.stem, {relpath: [digest, wrong(rows)] for relpath, (digest, rows) in data.items()})
+    for attempt in ("this run", "the next"):
+        for kind in ("runs", "incremental"):  # else the findings are replayed and no table is read
+            for path in (cache / kind).rglob("*.json"):
+                path.unlink()
+        assert_same(run(capsys, project, cache), clean, attempt)
+
+
+def test_a_per_file_analysis_without_a_declared_row_shape_is_refused(tmp_path: Path) -> None:
+    """No table of a per-file analysis is read without the shape of its rows (the class): each_file
+    refuses an analysis that declares none, and reads its table with the declared one."""
+    from sglang_contracts.infra.shapes import rows_of
+    from sglang_contracts.project.index import ProjectIndex, each_file_table
+
+    index = ProjectIndex(root=tmp_path, cache=JsonCache(tmp_path / "cache"), digests={"m.py": "d" * 64})
+    index.texts["m.py"] = "x = 1\n"
+
+    def undeclared(relpath: str, text: str) -> list:
+        return [[relpath, len(text)]]
+
+    with pytest.raises(TypeError, match="declares no shape"):
+        index.each_file("undeclared", undeclared, lambda text: True)
+    declared = rows_of(Row(str, int))(undeclared)
+    assert index.each_file("declared", declared, lambda text: True) == [["m.py", 6]]
+    assert fits({"m.py": ["d" * 64, [["m.py", 6]]]}, each_file_table(Row(str, int)))
+    assert not fits({"m.py": ["d" * 64, [["m.py"]]]}, each_file_table(Row(str, int)))
+
+
+def test_a_re_check_reads_the_per_file_tables_with_their_row_shapes(published, capsys, tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    """The plan of a re-check reads the last run's tables to tell which edits only moved code
+    (incremental.moved_since_recorded), before the checks do: with their rows of another shape,
+    an edit that moves every file's code is checked as a fresh cache checks it."""
+    from sglang_contracts.check import incremental
+
+    compared: list[str] = []
+    real_moved_since_recorded = incremental.moved_since_recorded
+
+    def counted(now: Any, asked: Any) -> Any:
+        moved = real_moved_since_recorded(now, asked)
+        return None if moved is None else lambda relpath, digest: compared.append(relpath) or moved(relpath, digest)
+
+    monkeypatch.setattr(incremental, "moved_since_recorded", counted)
+    project, options = published
+    cache = options.cache_dir
+    run(capsys, project, cache)
+    store = JsonCache(cache / "project")
+    for path in _each_file_tables(cache):
+        data = json.loads(path.read_bytes().partition(b"\n")[2])
+        store.put(path.stem, {relpath: [digest, [[]]] for relpath, (digest, _) in data.items()})
+    for path in sorted(project.rglob("*.py")):
+        path.write_text("\n" + path.read_text())  # every line one lower: code moved, nothing else
+    for path in (cache / "runs").rglob("*.json"):
+        path.unlink()
+    assert_same(run(capsys, project, cache), run(capsys, project, tmp_path / "fresh"), "moved")
+    assert compared  # the edited files were compared with the tables' rows
