@@ -15,6 +15,7 @@ from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import problem_for
 from sglang_contracts.infra.pysource import parse_quietly, source_depth, why_unparsable
 from sglang_contracts.upstream.bodies import BodyFacts, definition_lines, module_bodies
+from sglang_contracts.upstream.next_sibling import indexed_next_sibling
 from sglang_contracts.upstream.toplevel import MODULE, dynamic_setters, evaluated_exports
 
 UNION_WRAPPERS = {"Optional", "Union"}
@@ -443,7 +444,8 @@ def _extract(module_name: str, relpath: str, code: str, known_bodies: dict | Non
         # tenth of the extraction (dataclass fields are read here: _dataclass_fields).
         visitor = griffe.Visitor(module_name.rsplit(".", 1)[-1], filepath, code, griffe.Extensions(),
                                  _parent_chain(module_name, relpath))
-        visitor.visit(tree)
+        with indexed_next_sibling():  # griffe's own lookup is quadratic in a module's statements
+            visitor.visit(tree)
         module = visitor.current.module
     except Exception as error:  # a file griffe cannot read is opaque, not empty
         return {"opaque": f"griffe cannot analyse it: {type(error).__name__}: {error}".splitlines()[0]}
