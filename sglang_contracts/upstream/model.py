@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Generator, Iterable, Iterator
 
 from sglang_contracts.infra.cache import JsonCache, code_fingerprint
 from sglang_contracts.infra.collector import collector_paused
@@ -372,6 +372,30 @@ class LoadStats:
         return self.parsed + self.from_cache + self.without_source
 
 
+# A resolution in steps: it yields the resolution of each link it follows (a re-export, a star
+# import, a module on a path) and is sent back that link's Symbol; it returns its own.
+Resolution = Generator["Resolution", Symbol, Symbol]
+
+
+def _followed(resolution: Resolution) -> Symbol:
+    """Run a resolution with its links on an explicit stack, not Python's: a chain of hundreds of
+    re-exports (each link a module loaded, griffe visiting it) met the recursion limit. The
+    stack is bounded as the links are: each adds a (module, name) not on it (the visited set)."""
+    stack = [resolution]
+    answer: Symbol | None = None
+    while True:
+        try:
+            link = stack[-1].send(answer)  # type: ignore[arg-type]  # None starts a resolution
+        except StopIteration as done:
+            stack.pop()
+            if not stack:
+                return done.value
+            answer = done.value
+            continue
+        stack.append(link)
+        answer = None
+
+
 class UpstreamModel:
     def __init__(self, release: Release, cache: JsonCache, forms: dict[str, dict[str, Any]] | None = None) -> None:
         """`forms`: the stored forms of module records read so far, by cache key, shared by
@@ -618,6 +642,9 @@ class UpstreamModel:
 
     def resolve_name(self, module_name: str, name: str, _seen: frozenset = frozenset()) -> Symbol:
         """What `from module_name import name` binds, following re-exports to the definition."""
+        return _followed(self._name_steps(module_name, name, _seen))
+
+    def _name_steps(self, module_name: str, name: str, _seen: frozenset) -> Resolution:
         key = (module_name, name)
         if key in _seen:
             return UNKNOWN  # a re-export cycle: Python would fail too, but do not claim it
@@ -627,19 +654,19 @@ class UpstreamModel:
             return MISSING
         binding = record.bindings.get(name)
         if binding is not None:
-            return self._bound(module_name, name, binding, seen)
-        return self._not_bound(record, module_name, name, seen)
+            return (yield from self._bound(module_name, name, binding, seen))
+        return (yield from self._not_bound(record, module_name, name, seen))
 
-    def _bound(self, module_name: str, name: str, binding: dict[str, Any], seen: frozenset) -> Symbol:
+    def _bound(self, module_name: str, name: str, binding: dict[str, Any], seen: frozenset) -> Resolution:
         """resolve_name of a name the module binds: defined there, or imported (followed when upstream)."""
         if binding["kind"] != "alias":
             return Symbol("found", binding["kind"], f"{module_name}.{name}", binding.get("line"))
         target = binding["target"]
         if not is_upstream(target):
             return Symbol("found", "external", target, binding.get("line"))
-        return self.resolve_path(target, seen)
+        return (yield self._path_steps(target, seen))
 
-    def _not_bound(self, record: ModuleRecord, module_name: str, name: str, seen: frozenset) -> Symbol:
+    def _not_bound(self, record: ModuleRecord, module_name: str, name: str, seen: frozenset) -> Resolution:
         """resolve_name of a name the module does not bind: a submodule, a star import's, or a
         name made at run time."""
         if self.module_exists(f"{module_name}.{name}"):
@@ -647,37 +674,37 @@ class UpstreamModel:
         if record.opaque:
             return UNKNOWN
         for star in reversed(record.wildcards):
-            symbol = self._through_star(star, name, seen)
+            symbol = yield from self._through_star(star, name, seen)
             if symbol.status != "missing":
                 return symbol
         if "__getattr__" in record.bindings:
             return UNKNOWN  # PEP 562 module __getattr__ can produce any name
         return set_at_run_time(module_name) if record.dynamic else MISSING
 
-    def _through_star(self, star_module: str, name: str, seen: frozenset) -> Symbol:
+    def _through_star(self, star_module: str, name: str, seen: frozenset) -> Resolution:
         if not is_upstream(star_module):
             return UNKNOWN  # `from torch import *`: its names are not ours to know
         record = self.module(star_module)
         if record is None:
             return MISSING
         if isinstance(record.exports, dict):
-            return self._through_computed(star_module, record.exports, name, seen)
-        if record.exports is not None:
-            return self.resolve_name(star_module, name, seen) if name in record.exports else MISSING
-        if name.startswith("_"):
+            return (yield from self._through_computed(star_module, record.exports, name, seen))
+        if record.exports is not None and name not in record.exports:
             return MISSING
-        return self.resolve_name(star_module, name, seen)
+        if record.exports is None and name.startswith("_"):
+            return MISSING
+        return (yield self._name_steps(star_module, name, seen))
 
-    def _through_computed(self, star_module: str, exports: dict[str, Any], name: str, seen: frozenset) -> Symbol:
+    def _through_computed(self, star_module: str, exports: dict[str, Any], name: str, seen: frozenset) -> Resolution:
         """`name` through a star import of a module whose `__all__` is computed: listed, or a
         global its comprehension keeps; a global that a part not evaluated may have added is
         unknown, one the module does not have is missing."""
         kept = exports.get("globals")
         if name in exports.get("names", ()) or (kept is not None and toplevel.holds(kept, name)):
-            return self.resolve_name(star_module, name, seen)
+            return (yield self._name_steps(star_module, name, seen))
         if exports.get("unknown"):
             # a global that a part not evaluated may export: could not verify, never missing
-            symbol = self.resolve_name(star_module, name, seen)
+            symbol = yield self._name_steps(star_module, name, seen)
             return MISSING if symbol.missing else set_at_run_time(star_module) if symbol.found else symbol
         return MISSING
 
@@ -686,13 +713,13 @@ class UpstreamModel:
         (not while following a chain of re-exports), the answer depends on the path alone, so
         it is kept: the checks ask for the same paths hundreds of thousands of times."""
         if _seen:
-            return self._resolve_path(dotted, _seen)
+            return _followed(self._path_steps(dotted, _seen))
         found = self._paths.get(dotted)
         if found is None:
-            found = self._paths[dotted] = self._resolve_path(dotted, _seen)
+            found = self._paths[dotted] = _followed(self._path_steps(dotted, _seen))
         return found
 
-    def _resolve_path(self, dotted: str, _seen: frozenset) -> Symbol:
+    def _path_steps(self, dotted: str, _seen: frozenset) -> Resolution:
         parts = dotted.split(".")
         for split in range(min(len(parts), DEEPEST_MODULE), 0, -1):  # a project's `sglang.a.a.a...` is no module
             prefix = ".".join(parts[:split])
@@ -702,7 +729,7 @@ class UpstreamModel:
             for part in parts[split:]:
                 if symbol.kind != "module":
                     return UNKNOWN  # attributes of classes and objects: not decided here
-                symbol = self.resolve_name(symbol.origin, part, _seen)
+                symbol = yield self._name_steps(symbol.origin, part, _seen)
                 if not symbol.found:
                     return symbol
             return symbol

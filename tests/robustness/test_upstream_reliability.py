@@ -365,3 +365,16 @@ def test_names_no_file_can_have_are_absent_modules_not_crashes(tmp_path: Path, f
     result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
     found = codes([f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}" for d in result.diagnostics])
     assert OK_FINDING in found and not [line for line in found if line.endswith("SGC001")], found
+
+
+def test_an_import_at_the_head_of_hundreds_of_re_exports_is_judged_not_sgc000(tmp_path, project) -> None:
+    # 400 modules each re-exporting X from the next met the recursion limit inside griffe: one
+    # SGC000 at pyproject.toml:1:1 and the removed X not reported (seventh campaign, P10).
+    def chain(end: str) -> dict[str, str]:
+        return {**{f"sglang/srt/r{i}.py": f"from sglang.srt.r{i + 1} import X as X\n" for i in range(399)},
+                "sglang/srt/r399.py": end}
+
+    old = write(tmp_path / "old", {**UPSTREAM_OLD, **chain("X = 1\n")})
+    new = write(tmp_path / "new", {**UPSTREAM_NEW, **chain("Y = 1\n")})
+    write(project, {"app/chained.py": "from sglang.srt.r0 import X\n"})
+    assert codes(findings(project, old, new)) == ["app/chained.py:1:27: SGC102", *EXPECTED]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sglang_contracts.infra.cache import JsonCache
 from sglang_contracts.infra.shapes import ListOf
 from sglang_contracts.project.index import ProjectIndex
@@ -258,3 +260,51 @@ def test_a_warm_prefetch_reads_no_record_and_a_cold_one_extracts(tmp_path: Path)
     prefetch(project, [warm], workers=1)
     assert warm.stats.from_cache == 0 and warm.stats.parsed == 0  # nothing read yet
     assert warm.class_record("sglang.srt.two.Asked") is not None and warm.stats.from_cache == 1
+
+
+LINKS = 400  # a chain of re-exports this long met Python's recursion limit (seventh campaign, P10)
+CHAINS = {
+    "as-alias": lambda i: f"from sglang.srt.r{i + 1} import X as X\n",
+    "plain": lambda i: f"from sglang.srt.r{i + 1} import X\n",
+    "star": lambda i: f"from sglang.srt.r{i + 1} import *\n",
+    "listed-star": lambda i: f"from sglang.srt.r{i + 1} import *\n__all__ = ['X']\n",
+}
+
+
+def chain_release(root: Path, link, end: str) -> Release:
+    files = {"sglang/__init__.py": "", "sglang/srt/__init__.py": "", f"sglang/srt/r{LINKS - 1}.py": end,
+             **{f"sglang/srt/r{i}.py": link(i) for i in range(LINKS - 1)}}
+    for relpath, text in files.items():
+        (root / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (root / relpath).write_text(text)
+    return Release("sglang (test)", "0.1.0", DirectoryTree(root), identity=None)
+
+
+@pytest.mark.parametrize("shape", sorted(CHAINS))
+def test_a_chain_of_hundreds_of_re_exports_is_followed_to_its_end(tmp_path: Path, shape: str) -> None:
+    cache = JsonCache(tmp_path / "cache")
+    defined = UpstreamModel(chain_release(tmp_path / "old", CHAINS[shape], "X = 1\n"), cache)
+    removed = UpstreamModel(chain_release(tmp_path / "new", CHAINS[shape], "Y = 1\n"), cache)
+    found = defined.resolve_name("sglang.srt.r0", "X")
+    assert (found.status, found.origin) == ("found", f"sglang.srt.r{LINKS - 1}.X")
+    assert defined.resolve_path("sglang.srt.r0.X").origin == found.origin
+    assert removed.resolve_name("sglang.srt.r0", "X").missing
+    assert removed.resolve_path("sglang.srt.r0.X").missing
+    assert not defined.problems() and not removed.problems()  # every module of the chain was read
+
+
+def test_a_module_reached_through_hundreds_of_re_exports_is_a_path_s_middle(tmp_path: Path) -> None:
+    # `sglang.srt.r0.inner.X`: `inner` is followed along the chain to a module, then X read in it.
+    release = chain_release(tmp_path / "tree", lambda i: f"from sglang.srt.r{i + 1} import inner\n",
+                            "from sglang.srt import leaf as inner\n")
+    (tmp_path / "tree/sglang/srt/leaf.py").write_text("X = 1\n")
+    model = UpstreamModel(release, JsonCache(tmp_path / "cache"))
+    assert model.resolve_path("sglang.srt.r0.inner.X").origin == "sglang.srt.leaf.X"
+    assert model.resolve_path("sglang.srt.r0.inner.Y").missing
+
+
+def test_a_re_export_cycle_of_hundreds_of_links_is_unknown_not_a_recursion(tmp_path: Path) -> None:
+    model = UpstreamModel(chain_release(tmp_path / "tree", CHAINS["as-alias"],
+                                        "from sglang.srt.r0 import X as X\n"), JsonCache(tmp_path / "cache"))
+    assert model.resolve_name("sglang.srt.r0", "X").status == "unknown"
+    assert not model.problems()  # every module of the cycle was read, none met the recursion limit
