@@ -413,6 +413,7 @@ class UpstreamModel:
         self._lines: dict[tuple[str, str, str], list[str]] = {}  # (module, class or "", name) -> body lines
         self._spans: dict[str, dict[str, dict[str, list[list[int]]]] | None] = {}  # module -> definition_spans
         self._paths: dict[str, Symbol] = {}  # resolve_path's answers
+        self._names: dict[tuple[str, str], Symbol] = {}  # resolve_name's answers
         self.mro = lru_cache(maxsize=None)(self._mro)
         self.member = lru_cache(maxsize=None)(self._member)
         self.resolve_class = lru_cache(maxsize=None)(self._resolve_class)
@@ -641,8 +642,14 @@ class UpstreamModel:
     # -- names ---------------------------------------------------------------------------
 
     def resolve_name(self, module_name: str, name: str, _seen: frozenset = frozenset()) -> Symbol:
-        """What `from module_name import name` binds, following re-exports to the definition."""
-        return _followed(self._name_steps(module_name, name, _seen))
+        """What `from module_name import name` binds, following re-exports to the definition.
+        Asked afresh, the answer depends on the name alone, so it is kept (as resolve_path's)."""
+        if _seen:
+            return _followed(self._name_steps(module_name, name, _seen))
+        found = self._names.get((module_name, name))
+        if found is None:
+            found = self._names[module_name, name] = _followed(self._name_steps(module_name, name, _seen))
+        return found
 
     def _name_steps(self, module_name: str, name: str, _seen: frozenset) -> Resolution:
         key = (module_name, name)
