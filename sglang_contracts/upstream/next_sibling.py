@@ -3,11 +3,12 @@
 griffe's Visitor looks for an attribute's docstring in the statement after each assignment
 (`ast_next`), found by walking the parent's children from the first: a module of n top-level
 assignments costs n²/2 steps (12,000 `vN = N` lines, a patch stack can add them: 24 s of CPU).
-While `indexed_next_sibling()` is entered, the visitor's module is given an `ast_next` that
-answers from a table of each parent's children, built once per parent and kept on it (as
-griffe keeps `parent` on each node): the same answer, the same errors, linear. griffe is not
-forked; the replacement is installed only while an extraction visits (counted, for threads)
-and griffe's own function is put back after.
+griffe is not forked: its visitor's module is given an `ast_next` that, inside
+`indexed_next_sibling()` (in the thread that entered it), answers from a table of each
+parent's children, built once per parent and kept on it (as griffe keeps `parent` on each
+node): the same answer, the same errors, linear. Outside the block, in any thread, it is
+griffe's own. No lock: installing is idempotent, and a process forked mid-extraction (the
+pool's workers) inherits no lock held by another thread.
 """
 
 from __future__ import annotations
@@ -21,14 +22,20 @@ from typing import Any
 # The table of a parent's children, each one's id to the child after it, kept on the parent.
 _TABLE = "sglang_contracts_next_sibling"
 
-_installed = threading.Lock()
-_visits = 0
-_walking_next: Any = None  # griffe's own ast_next, while the indexed one stands in for it
+_walking_next: Any = None  # griffe's own ast_next, which the indexed one stands in front of
+_visiting = threading.local()  # .depth: how many indexed_next_sibling blocks this thread is in
+
+
+def _next_sibling(node: Any) -> Any:
+    """griffe's `ast_next`, by table inside an extraction's visit, griffe's own elsewhere."""
+    if not getattr(_visiting, "depth", 0):
+        return _walking_next(node)
+    return _next_by_table(node)
 
 
 def _next_by_table(node: Any) -> Any:
-    """griffe's `ast_next`: the child of `node.parent` after `node`, LastNodeError if none
-    (AttributeError without a parent, as griffe's own raises)."""
+    """The child of `node.parent` after `node`, LastNodeError if none (AttributeError without a
+    parent), as griffe's own answers."""
     import griffe
 
     parent = node.parent
@@ -45,21 +52,16 @@ def _next_by_table(node: Any) -> Any:
 
 @contextmanager
 def indexed_next_sibling() -> Iterator[None]:
-    """griffe's visitor finds next siblings by table inside this block (any thread's)."""
-    global _visits, _walking_next
+    """griffe's visitor finds next siblings by table inside this block (in this thread)."""
+    global _walking_next
     import griffe
 
     visitor_module = inspect.getmodule(griffe.Visitor)
-    with _installed:
-        if _visits == 0:
-            _walking_next = visitor_module.ast_next
-            visitor_module.ast_next = _next_by_table
-        _visits += 1
+    if visitor_module.ast_next is not _next_sibling:
+        _walking_next = visitor_module.ast_next
+        visitor_module.ast_next = _next_sibling
+    _visiting.depth = getattr(_visiting, "depth", 0) + 1
     try:
         yield
     finally:
-        with _installed:
-            _visits -= 1
-            if _visits == 0:
-                visitor_module.ast_next = _walking_next
-                _walking_next = None
+        _visiting.depth -= 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import threading
 import time
 
 import griffe
@@ -50,29 +51,43 @@ def _parented(code: str) -> list[ast.AST]:
     return nodes
 
 
+def _tabled(node: ast.AST) -> bool:
+    """Whether the indexed lookup kept a table of this node's children on it."""
+    return any("next_sibling" in key for key in vars(node))
+
+
 def test_the_indexed_lookup_answers_as_griffe_does_for_every_node() -> None:
     visitor_module = inspect.getmodule(griffe.Visitor)
-    walking = visitor_module.ast_next
-    expected = [_answer(walking, node) for node in _parented(CODE)]
+    expected = [_answer(griffe.ast_next, node) for node in _parented(CODE)]  # griffe's own, as shipped
     with indexed_next_sibling():
-        indexed = visitor_module.ast_next
-        assert indexed is not walking
-        answers = [_answer(indexed, node) for node in _parented(CODE)]
-    assert visitor_module.ast_next is walking  # griffe's own is put back
-    assert [type(answer).__name__ for answer in answers] == [type(answer).__name__ for answer in expected]
+        nodes = _parented(CODE)
+        answers = [_answer(visitor_module.ast_next, node) for node in nodes]
     assert [ast.dump(a) if isinstance(a, ast.AST) else a for a in answers] \
         == [ast.dump(e) if isinstance(e, ast.AST) else e for e in expected]
     assert "last" in expected and "no parent" in expected  # both errors were asked
+    assert _tabled(nodes[0])  # answered by table
 
 
-def test_nested_blocks_put_griffe_s_lookup_back_once_the_last_one_leaves() -> None:
+def test_outside_an_extraction_griffe_s_visitor_walks_as_it_ships() -> None:
     visitor_module = inspect.getmodule(griffe.Visitor)
-    walking = visitor_module.ast_next
     with indexed_next_sibling():
         with indexed_next_sibling():
             pass
-        assert visitor_module.ast_next is not walking
-    assert visitor_module.ast_next is walking
+        inside = _parented(CODE)
+        visitor_module.ast_next(inside[1])  # still inside the outer block
+    outside = _parented(CODE)
+    assert visitor_module.ast_next(outside[1]) is outside[2]
+    assert _tabled(inside[0]) and not _tabled(outside[0])
+
+
+def test_another_thread_walks_as_griffe_ships_while_an_extraction_visits() -> None:
+    visitor_module = inspect.getmodule(griffe.Visitor)
+    elsewhere = _parented(CODE)
+    with indexed_next_sibling():
+        worker = threading.Thread(target=visitor_module.ast_next, args=(elsewhere[1],))
+        worker.start()
+        worker.join()
+    assert not _tabled(elsewhere[0])
 
 
 def test_griffe_reads_attribute_docstrings_alike_with_the_indexed_lookup() -> None:
