@@ -315,7 +315,7 @@ def _file_requirements(root: Path, path: Path) -> list[DeclaredRequirement]:
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
     """(number of its first line, text) of each line of a requirements file as pip reads it: a
-    line ending in a backslash goes on on the next (`sglang==0.5.23 \` then `--hash=...`)."""
+    line ending in a backslash goes on on the next (`sglang==0.5.23 \\` then `--hash=...`)."""
     pending: list[str] = []
     start = 1
     for number, line in enumerate(text.splitlines(), start=1):
