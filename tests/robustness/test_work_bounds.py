@@ -6,9 +6,14 @@ in a fresh process and fails, not hangs, past test_pattern_bounds.SECONDS (about
 
 from __future__ import annotations
 
+import time
+from typing import Callable
+
 from tests.helpers import write_tree as write
 from tests.robustness.test_pattern_bounds import BOUND, checked_in_time, time_bound
 from sglang_contracts.infra.shell import UNSET, expand
+from sglang_contracts.patch.classify import classify
+from sglang_contracts.patch.patchfile import parse_patch
 
 PATCH = ("diff --git a/python/sglang/srt/utils.py b/python/sglang/srt/utils.py\n"
          "--- a/python/sglang/srt/utils.py\n+++ b/python/sglang/srt/utils.py\n"
@@ -81,3 +86,33 @@ def test_thousands_of_wildcard_targets_beside_thousands_of_patches_are_read_in_t
     write(project, {"Dockerfile": "FROM lmsysorg/sglang:v0.1.0\n" + applies,
                     **{f"patches/y{index}.patch": PATCH for index in range(3000)}})
     checked_in_time(project, releases)
+
+
+def _cpu_seconds(work: Callable[[], object]) -> float:
+    """This process's CPU time for `work`: another process's load does not move it."""
+    start = time.process_time()
+    work()
+    return time.process_time() - start
+
+
+def _one_line_hunks(tag: str, first: int, count: int, shared: str = "") -> str:
+    """A patch of `count` hunks on one file, ten lines apart from line `first`, each adding its
+    own line (after a `shared` added line, if any)."""
+    lines = ["diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py",
+             "--- a/python/sglang/srt/a.py", "+++ b/python/sglang/srt/a.py"]
+    for index in range(count):
+        start = first + index * 10
+        lines += [f"@@ -{start},1 +{start},{2 + bool(shared)} @@", " c", *([f"+{shared}"] if shared else []),
+                  f"+{tag}{index}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_p03_two_patches_of_thousands_of_hunks_on_one_file_are_classified_in_time() -> None:
+    # Each hunk was tried against every skeleton hunk, in each of four passes (audit 7, P03): 2,000
+    # hunks took 8 s of CPU, 4,000 forty. Both shapes share no change: the first puts the skeleton
+    # past every hunk, the second before them, each hunk adding a line every skeleton hunk adds too.
+    for mine, skeleton in [(_one_line_hunks("a", 1, 2000), _one_line_hunks("b", 10**7, 2000)),
+                           (_one_line_hunks("a", 10**7, 2000, "x"), _one_line_hunks("b", 1, 2000, "x"))]:
+        classes = []
+        assert _cpu_seconds(lambda: classes.extend(classify(parse_patch(mine), parse_patch(skeleton)))) < 1.0
+        assert {hunk.verdict for hunk in classes[0].hunks} == {"extra"} and len(classes[0].dropped) == 2000
