@@ -23,7 +23,7 @@ import re
 import stat
 import subprocess
 import tempfile
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 from functools import cached_property
@@ -400,6 +400,7 @@ class _Rebaser:
         self.outcomes: list[Outcome] = []
         self.skeleton = {f.path: f for f in skeleton.files} if skeleton is not None else None
         self.skeleton_used: set[tuple[str, int]] = set()
+        self.skeleton_changes: dict[str, dict[tuple, deque[int]]] = {}  # path -> change -> its hunks' numbers
         self.a_after: dict[str, str] = {}  # A's file after the file patches before this one (a file patched twice)
         self.added_files: list[str] | None = None  # B's modules A lacks, release paths (once asked)
 
@@ -486,11 +487,14 @@ class _Rebaser:
         theirs = self.skeleton.get(path) if self.skeleton is not None else None
         if theirs is None:
             return None
-        change = change_of(hunk)
-        for number, other in enumerate(theirs.hunks):
-            if (path, number) not in self.skeleton_used and change_of(other) == change:
-                return number, other
-        return None
+        if path not in self.skeleton_changes:  # each file's hunks by change, once: not all of them for each hunk
+            by_change = self.skeleton_changes[path] = {}
+            for number, other in enumerate(theirs.hunks):
+                by_change.setdefault(change_of(other), deque()).append(number)
+        numbers = self.skeleton_changes[path].get(change_of(hunk), deque())
+        while numbers and (path, numbers[0]) in self.skeleton_used:  # a hunk once used stays used
+            numbers.popleft()
+        return (numbers[0], theirs.hunks[numbers[0]]) if numbers else None
 
     def _hunks(self, file: FilePatch, rebased: RebasedFile, a_text: str | None) -> list[Outcome]:
         path = rebased.path

@@ -9,12 +9,16 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from pathlib import Path
+
 from tests.helpers import write_tree as write
 from tests.robustness.test_pattern_bounds import BOUND, checked_in_time, time_bound
 from sglang_contracts.infra.shell import UNSET, expand
 from sglang_contracts.patch.classify import classify
 from sglang_contracts.patch.gitapply import APPLIES, CONTEXT, Image, check_patch
 from sglang_contracts.patch.patchfile import parse_patch
+from sglang_contracts.patch.rebase import CARRIED, rebase_patch
+from sglang_contracts.sources import open_release
 
 PATCH = ("diff --git a/python/sglang/srt/utils.py b/python/sglang/srt/utils.py\n"
          "--- a/python/sglang/srt/utils.py\n+++ b/python/sglang/srt/utils.py\n"
@@ -96,6 +100,18 @@ def _cpu_seconds(work: Callable[[], object]) -> float:
     return time.process_time() - start
 
 
+def _hunks_on_a(count: int, added: Callable[[int], str], context: Callable[[int], str]) -> str:
+    """A patch of `count` hunks on sglang/srt/a.py, one every ten lines, each adding a line after
+    two of context and before a third, its header naming where it is before the hunks above it."""
+    lines = ["diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py",
+             "--- a/python/sglang/srt/a.py", "+++ b/python/sglang/srt/a.py"]
+    for number in range(count):
+        line = number * 10
+        lines += [f"@@ -{line + 1},3 +{line + 1},4 @@", f" {context(line)}", f" {context(line + 1)}",
+                  f"+{added(line)}", f" {context(line + 2)}"]
+    return "\n".join(lines) + "\n"
+
+
 def _one_line_hunks(tag: str, first: int, count: int, shared: str = "") -> str:
     """A patch of `count` hunks on one file, ten lines apart from line `first`, each adding its
     own line (after a `shared` added line, if any)."""
@@ -144,3 +160,20 @@ def test_p12_a_patch_of_thousands_of_hunks_on_a_long_file_is_judged_in_time() ->
     assert _cpu_seconds(judged) < 2.0
     assert [verdict.status for verdict in verdicts] == [APPLIES, CONTEXT] * 600
     assert [verdict.at for verdict in verdicts[:6:2]] == [1, 22, 43]  # each after the lines added before it
+
+
+def test_p12_patch_rebase_of_thousands_of_hunks_with_a_skeleton_is_done_in_time(tmp_path: Path) -> None:
+    # The same class through `patch rebase`: besides git apply's search, A's and B's files were
+    # joined again for each hunk, and each hunk's skeleton partner looked for through every
+    # skeleton hunk (audit 7, P12).
+    def module(changed: bool) -> str:
+        return "".join(f"v{index} = {index}{' + 0' * (changed and index % 10 == 5)}\n" for index in range(24000))
+
+    roots = [write(tmp_path / name, {"sglang/__init__.py": "", "sglang/srt/__init__.py": "",
+                                     "sglang/srt/a.py": module(name == "B")}) for name in ("A", "B")]
+    old, new = (open_release(str(root), sglang_repo=None, cache=Path("/nonexistent")) for root in roots)
+    text = _hunks_on_a(2400, lambda line: f"w{line} = 1", lambda line: f"v{line} = {line}")
+    skeleton = parse_patch(_hunks_on_a(2400, lambda line: f"s{line} = 1", lambda line: f"v{line} = {line}"))
+    result = []
+    assert _cpu_seconds(lambda: result.append(rebase_patch(parse_patch(text), text, old, new, skeleton))) < 8.0
+    assert [outcome.verdict for outcome in result[0].outcomes] == [CARRIED] * 2400
