@@ -26,9 +26,9 @@ import tempfile
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from difflib import get_close_matches
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from sglang_contracts.patch.gitapply import Image, what_changed
 from sglang_contracts.patch.release import (
@@ -289,7 +289,7 @@ def defined_twice(hunk: Hunk, before: str, after: str) -> str | None:
     names = {name for name in _added_definitions(hunk) if f"def {name}" in before}
     if not names:
         return None
-    was, now = _methods_named(before, names), _methods_named(after, names)
+    was, now = _methods_named(before, frozenset(names)), _methods_named(after, frozenset(names))
     if was is None or now is None:
         return None
     twice = sorted(key for key, number in now.items() if number > 1 and number > was[key] >= 1)
@@ -301,16 +301,33 @@ def _added_definitions(hunk: Hunk) -> set[str]:
     return {match.group(1) for line in hunk.added if (match := DEFINED.match(line))}
 
 
-def _methods_named(text: str, names: set[str]) -> Counter | None:
+@lru_cache(maxsize=2)  # a hunk's file before it is often the one after the hunk before
+def _methods_named(text: str, names: frozenset[str]) -> Counter | None:
     """(class, method) -> how many times the class body defines it, for the undecorated
     methods named in `names` (a property's setter is decorated); None when it does not parse."""
     try:
         tree = parse_quietly(text)
     except (SyntaxError, ValueError, TooComplex):
         return None
-    return Counter((node.name, member.name) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+    return Counter((node.name, member.name) for node in _classes(tree)
                    for member in node.body if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef))
                    and member.name in names and not member.decorator_list)
+
+
+def _classes(tree: ast.Module) -> Iterator[ast.ClassDef]:
+    """Every class the module defines, at any depth. A class is a statement: only lists of
+    statements (and of except and case clauses) are followed, not the expressions that make
+    most of a file's nodes (a walk of every node, for each hunk that adds a method, took most
+    of a rebase of many such hunks)."""
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.ClassDef):
+            yield node
+        for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            statements = getattr(node, field_name, None)
+            if isinstance(statements, list):
+                todo.extend(statements)
 
 
 # -- rebasing --------------------------------------------------------------------------------
