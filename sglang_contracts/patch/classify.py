@@ -8,6 +8,7 @@ context lines are ignored, so the same change made against a shifted file still 
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,31 +80,13 @@ def _classify_file(mine: FilePatch, skeleton: FilePatch, moved_from: str | None 
     """Hunks paired over the whole file, the closest kind of match first: exact, then but for
     formatting, then a hunk that extends the skeleton's, then an extra and a dropped hunk at
     the same place (one modified hunk); a pass never takes a partner an earlier pass took."""
-    ours, theirs = [change_of(h) for h in mine.hunks], [change_of(h) for h in skeleton.hunks]
-    verdicts: dict[int, tuple[str, int]] = {}
-    taken: set[int] = set()
-
-    def pair(verdict: str, matches) -> None:
-        for i, hunk in enumerate(mine.hunks):
-            if i in verdicts:
-                continue
-            candidates = [j for j in range(len(theirs)) if j not in taken and matches(i, j)]
-            if candidates:  # the nearest by position, where several match
-                j = min(candidates, key=lambda j: abs(skeleton.hunks[j].old_start - hunk.old_start))
-                verdicts[i] = (verdict, j)
-                taken.add(j)
-
-    pair(SAME, lambda i, j: ours[i] == theirs[j])
-    bare_ours, bare_theirs = [formatting_free(c) for c in ours], [formatting_free(c) for c in theirs]
-    # two changes of comments only are not "the same": nothing would be left to compare
-    pair(FORMATTING, lambda i, j: bool(bare_ours[i]) and bare_ours[i] == bare_theirs[j])
-    pair(EXTENDS, lambda i, j: bool(theirs[j]) and _contains_in_order(ours[i], theirs[j]))
-    pair(MODIFIED, lambda i, j: _near(mine.hunks[i], skeleton.hunks[j]))
+    verdicts = _Pairing(mine, skeleton).verdicts()
     header = lambda h: HunkClass(h.line, h.header, DROPPED)  # noqa: E731
     hunks = []
     for i, hunk in enumerate(mine.hunks):
         verdict, j = verdicts.get(i, (EXTRA, -1))
         hunks.append(HunkClass(hunk.line, hunk.header, verdict, header(skeleton.hunks[j]) if j >= 0 else None))
+    taken = {j for _, j in verdicts.values()}
     dropped = [header(h) for j, h in enumerate(skeleton.hunks) if j not in taken]
     if any(h.verdict in (EXTRA, EXTENDS, MODIFIED) for h in hunks):
         verdict = "shared-with-extra"
@@ -114,10 +97,158 @@ def _classify_file(mine: FilePatch, skeleton: FilePatch, moved_from: str | None 
     return FileClass(mine.path, verdict, hunks, dropped, moved_from)
 
 
-def _near(mine: Hunk, theirs: Hunk) -> bool:
-    """The two hunks cover the same lines of the file, or lie within NEAR lines of each other."""
-    return (mine.old_start <= theirs.old_start + theirs.old_count + NEAR
-            and theirs.old_start <= mine.old_start + mine.old_count + NEAR)
+class _Nearest:
+    """Skeleton hunks still free, by their first old line: the one nearest a line, the first in
+    the patch where two are as near (what `min` over them in patch order picks)."""
+
+    def __init__(self, places: list[tuple[int, int]]) -> None:
+        self.free = sorted(places)  # (old_start, index in the skeleton)
+
+    def nearest(self, start: int) -> tuple[int, int] | None:
+        """(distance, index) of the nearest free hunk, or None."""
+        right = bisect_left(self.free, (start, -1))
+        found = []
+        if right < len(self.free):
+            found.append((self.free[right][0] - start, self.free[right][1]))
+        if right:  # the first of the hunks at the nearest line before
+            before = self.free[right - 1][0]
+            found.append((start - before, self.free[bisect_left(self.free, (before, -1))][1]))
+        return min(found) if found else None
+
+    def take(self, place: tuple[int, int]) -> None:
+        del self.free[bisect_left(self.free, place)]
+
+
+class _Reaches:
+    """The skeleton hunks' reach (the last old line they cover, plus NEAR) in (old_start, index)
+    order, for the nearest free hunk before a line that reaches it: a maximum segment tree, one
+    leaf per hunk, a taken hunk reaching nowhere."""
+
+    def __init__(self, reaches: list[int]) -> None:
+        self.size = 1 << max(len(reaches) - 1, 0).bit_length()
+        self.tree = [-1] * (2 * self.size)
+        self.tree[self.size:self.size + len(reaches)] = reaches
+        for node in range(self.size - 1, 0, -1):
+            self.tree[node] = max(self.tree[2 * node], self.tree[2 * node + 1])
+
+    def clear(self, leaf: int) -> None:
+        node = leaf + self.size
+        self.tree[node] = -1
+        while node > 1:
+            node //= 2
+            self.tree[node] = max(self.tree[2 * node], self.tree[2 * node + 1])
+
+    def last(self, end: int, line: int, node: int = 1, low: int = 0, high: int | None = None) -> int | None:
+        """The last leaf before `end` that reaches `line`."""
+        high = self.size if high is None else high
+        if low >= end or self.tree[node] < line:
+            return None
+        if high - low == 1:
+            return low
+        middle = (low + high) // 2
+        found = self.last(end, line, 2 * node + 1, middle, high)
+        return found if found is not None else self.last(end, line, 2 * node, low, middle)
+
+    def first(self, begin: int, line: int, node: int = 1, low: int = 0, high: int | None = None) -> int | None:
+        """The first leaf from `begin` on that reaches `line`."""
+        high = self.size if high is None else high
+        if high <= begin or self.tree[node] < line:
+            return None
+        if high - low == 1:
+            return low
+        middle = (low + high) // 2
+        found = self.first(begin, line, 2 * node, low, middle)
+        return found if found is not None else self.first(begin, line, 2 * node + 1, middle, high)
+
+
+class _Pairing:
+    """The four passes of _classify_file, each finding a hunk's candidates through an index of
+    the skeleton's hunks (by change, or by place) rather than by trying every skeleton hunk: two
+    patches of thousands of hunks on one file took minutes (audit 7, P03). Each picks what
+    trying them all picked: the nearest free candidate by first old line, the first in the
+    skeleton where two are as near."""
+
+    def __init__(self, mine: FilePatch, skeleton: FilePatch) -> None:
+        self.mine, self.skeleton = mine, skeleton
+        self.ours, self.theirs = [change_of(h) for h in mine.hunks], [change_of(h) for h in skeleton.hunks]
+        self.pairs: dict[int, tuple[str, int]] = {}
+        self.taken: set[int] = set()
+
+    def verdicts(self) -> dict[int, tuple[str, int]]:
+        self._by_key(SAME, self.ours, self.theirs)
+        bare_ours, bare_theirs = [formatting_free(c) for c in self.ours], [formatting_free(c) for c in self.theirs]
+        # two changes of comments only are not "the same": nothing would be left to compare
+        self._by_key(FORMATTING, [c or None for c in bare_ours], bare_theirs)
+        self._extending()
+        self._near_places()
+        return self.pairs
+
+    def _free(self, keys: list) -> dict[Any, _Nearest]:
+        grouped: dict[Any, list[tuple[int, int]]] = {}
+        for j, key in enumerate(keys):
+            if j not in self.taken:
+                grouped.setdefault(key, []).append((self.skeleton.hunks[j].old_start, j))
+        return {key: _Nearest(places) for key, places in grouped.items()}
+
+    def _pair(self, verdict: str, i: int, index: _Nearest, j: int) -> None:
+        self.pairs[i] = (verdict, j)
+        self.taken.add(j)
+        index.take((self.skeleton.hunks[j].old_start, j))
+
+    def _by_key(self, verdict: str, ours: list, theirs: list) -> None:
+        """Pairs of equal keys (a hunk whose key is None has none)."""
+        free = self._free(theirs)
+        for i, hunk in enumerate(self.mine.hunks):
+            index = free.get(ours[i]) if i not in self.pairs and ours[i] is not None else None
+            found = index.nearest(hunk.old_start) if index is not None else None
+            if found is not None:
+                self._pair(verdict, i, index, found[1])
+
+    def _extending(self) -> None:
+        """Pairs of a hunk and a skeleton hunk whose change it holds in order. A skeleton change
+        is looked at only for hunks with its line the fewest of ours have."""
+        free = self._free(self.theirs)
+        holding: dict[tuple[str, str], int] = {}  # a changed line -> how many of our hunks have it
+        for change in self.ours:
+            for line in set(change):
+                holding[line] = holding.get(line, 0) + 1
+        by_line: dict[tuple[str, str], list] = {}
+        for change in free:
+            if change:
+                by_line.setdefault(min(change, key=lambda line: holding.get(line, 0)), []).append(change)
+        for i, hunk in enumerate(self.mine.hunks):
+            if i in self.pairs:
+                continue
+            candidates = [(found, change) for line in set(self.ours[i]) for change in by_line.get(line, ())
+                          if _contains_in_order(self.ours[i], change)
+                          and (found := free[change].nearest(hunk.old_start)) is not None]
+            if candidates:
+                (_, j), change = min(candidates, key=lambda candidate: candidate[0])
+                self._pair(EXTENDS, i, free[change], j)
+
+    def _near_places(self) -> None:
+        """Pairs of a hunk and a skeleton hunk that cover the same old lines, or lie within NEAR
+        lines of each other."""
+        order = sorted((self.skeleton.hunks[j].old_start, j) for j in range(len(self.theirs)) if j not in self.taken)
+        reaches = _Reaches([self.skeleton.hunks[j].old_start + self.skeleton.hunks[j].old_count + NEAR
+                            for _, j in order])
+        index = _Nearest(order)
+        for i, hunk in enumerate(self.mine.hunks):
+            if i in self.pairs:
+                continue
+            start = hunk.old_start
+            right = bisect_left(index.free, (start, -1))
+            found = []
+            if right < len(index.free) and index.free[right][0] <= start + hunk.old_count + NEAR:
+                found.append((index.free[right][0] - start, index.free[right][1]))
+            before = reaches.last(bisect_left(order, (start, -1)), start)
+            if before is not None:  # the first hunk at that line that reaches this one
+                first = reaches.first(bisect_left(order, (order[before][0], -1)), start)
+                found.append((start - order[first][0], order[first][1]))
+            if found:
+                j = min(found)[1]
+                self._pair(MODIFIED, i, index, j)
+                reaches.clear(bisect_left(order, (self.skeleton.hunks[j].old_start, j)))
 
 
 def _significant(file: FilePatch) -> set[str]:

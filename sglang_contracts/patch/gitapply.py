@@ -11,7 +11,9 @@ are applied in order, a failing hunk is skipped (what `--reject` does) and the n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from bisect import bisect_right
+from collections import Counter
+from typing import Callable, Iterator
 
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, split_lines
@@ -41,23 +43,83 @@ class HunkVerdict:
 
 
 class Image:
-    """A file's lines while hunks are applied to it, with git's LINE_PATCHED marks."""
+    """A file's lines while hunks are applied to it, with git's LINE_PATCHED marks.
+
+    Where a line's text is, is indexed in blocks of BLOCK lines (text -> offsets in the block),
+    and a hunk's preimage is looked for only where its line of the fewest copies is: searching
+    the whole file, place by place, for each hunk of a patch of thousands took minutes
+    (audit 7, P12). An applied hunk re-indexes the blocks it touches and moves the later ones."""
+
+    BLOCK = 256
 
     def __init__(self, text: str) -> None:
         self.lines = split_lines(text)
         self.patched = [False] * len(self.lines)
+        self.copies = Counter(self.lines)
+        self.crlf = sum(line.endswith("\r\n") for line in self.lines)  # lines that end in CRLF
+        self.starts: list[int] = []  # of each block, in the file
+        self.blocks: list[dict[str, list[int]]] = []  # text -> its offsets in the block, ascending
+        self.starts, self.blocks = self._indexed(0, len(self.lines))
 
-    def matches(self, at: int, preimage: list[str], match_beginning: bool, match_end: bool) -> bool:
+    def _indexed(self, begin: int, end: int) -> tuple[list[int], list[dict[str, list[int]]]]:
+        """Lines [begin, end) in blocks of BLOCK to 2 * BLOCK lines (fewer where they are fewer)."""
+        count = (end - begin) and max((end - begin) // self.BLOCK, 1)
+        starts = [begin + (end - begin) * number // count for number in range(count)]
+        blocks = []
+        for start, stop in zip(starts, [*starts[1:], end]):
+            block: dict[str, list[int]] = {}
+            for offset, line in enumerate(self.lines[start:stop]):
+                block.setdefault(line, []).append(offset)
+            blocks.append(block)
+        return starts, blocks
+
+    def _block_of(self, line: int) -> int:
+        return max(bisect_right(self.starts, line) - 1, 0)
+
+    def _forwards(self, text: str, line: int) -> Iterator[int]:
+        """Where `text` is, from `line` on, nearest first."""
+        for number in range(self._block_of(line), len(self.blocks)):
+            start = self.starts[number]
+            yield from (start + offset for offset in self.blocks[number].get(text, ()) if start + offset >= line)
+
+    def _backwards(self, text: str, line: int) -> Iterator[int]:
+        """Where `text` is before `line`, nearest first."""
+        for number in range(min(self._block_of(line), len(self.blocks) - 1), -1, -1):
+            start = self.starts[number]
+            offsets = reversed(self.blocks[number].get(text, ()))
+            yield from (start + offset for offset in offsets if start + offset < line)
+
+    def _outwards(self, text: str, line: int) -> Iterator[int]:
+        """Where `text` is, in the order git's find_pos tries places: nearest `line` first, the
+        one after before the one before where two are as near."""
+        forwards, backwards = self._forwards(text, line), self._backwards(text, line)
+        after, before = next(forwards, None), next(backwards, None)
+        while after is not None or before is not None:
+            if before is None or (after is not None and after - line <= line - before):
+                yield after
+                after = next(forwards, None)
+            else:
+                yield before
+                before = next(backwards, None)
+
+    def matches(self, at: int, preimage: list[str], match_beginning: bool, match_end: bool,
+                marked: bool = True) -> bool:
         if at + len(preimage) > len(self.lines):
             return False
         if match_end and at + len(preimage) != len(self.lines):
             return False
         if match_beginning and at:
             return False
-        return all(not self.patched[at + i] and self.lines[at + i] == line for i, line in enumerate(preimage))
+        return all((not marked or not self.patched[at + i]) and self.lines[at + i] == line
+                   for i, line in enumerate(preimage))
 
-    def find(self, hunk: Hunk) -> int | None:
-        """Where the hunk's preimage matches (git's find_pos), or None."""
+    def _rarest(self, preimage: list[str]) -> int:
+        """The preimage's line with the fewest copies in the file."""
+        return min(range(len(preimage)), key=lambda index: self.copies[preimage[index]])
+
+    def find(self, hunk: Hunk, marked: bool = True) -> int | None:
+        """Where the hunk's preimage matches (git's find_pos), or None; `marked=False` matches
+        lines earlier hunks produced too, as a fresh image of the same text does."""
         preimage = hunk.preimage
         match_beginning = hunk.old_start <= 1
         match_end = hunk.trailing == 0
@@ -68,28 +130,14 @@ class Image:
             line = len(self.lines) - len(preimage)
         if line < 0 or line > len(self.lines):
             line = len(self.lines)
-        backwards = forwards = current = line
-        step = 0
-        while True:
-            if self.matches(current, preimage, match_beginning, match_end):
-                return current
-            while True:
-                if backwards == 0 and forwards == len(self.lines):
-                    return None
-                if step & 1:
-                    if backwards == 0:
-                        step += 1
-                        continue
-                    backwards -= 1
-                    current = backwards
-                else:
-                    if forwards == len(self.lines):
-                        step += 1
-                        continue
-                    forwards += 1
-                    current = forwards
-                break
-            step += 1
+        if match_beginning or match_end or not preimage:  # one place only can match
+            return line if self.matches(line, preimage, match_beginning, match_end, marked) else None
+        key = self._rarest(preimage)
+        for found in self._outwards(preimage[key], line + key):
+            at = found - key
+            if at >= 0 and self.matches(at, preimage, False, False, marked):
+                return at
+        return None
 
     def places(self, hunk: Hunk, enough: int = 2) -> int:
         """How many places the hunk's preimage matches, counted up to `enough`: more than one,
@@ -97,10 +145,13 @@ class Image:
         lines matches in every class)."""
         preimage = hunk.preimage
         match_beginning, match_end = hunk.old_start <= 1, hunk.trailing == 0
+        if not preimage:
+            at_most = 1 if match_beginning or match_end else len(self.lines) + 1
+            return min(enough, at_most if not match_end or not match_beginning or not self.lines else 0)
+        key = self._rarest(preimage)
         found = 0
-        first = preimage[0] if preimage else None
-        for at in range(len(self.lines) - len(preimage) + 1):
-            if (first is None or self.lines[at] == first) and self.matches(at, preimage, match_beginning, match_end):
+        for place in self._forwards(preimage[key], key):
+            if self.matches(place - key, preimage, match_beginning, match_end):
                 found += 1
                 if found >= enough:
                     break
@@ -112,24 +163,45 @@ class Image:
             return None
         size = len(hunk.preimage)
         postimage = hunk.postimage
+        self.copies.subtract(self.lines[at:at + size])
+        self.copies.update(postimage)
+        self.crlf += sum(line.endswith("\r\n") for line in postimage) - sum(
+            line.endswith("\r\n") for line in self.lines[at:at + size])
         self.lines[at:at + size] = postimage
         self.patched[at:at + size] = [True] * len(postimage)
+        self._reindex(at, size, len(postimage))
         return at
+
+    def _reindex(self, at: int, size: int, replaced_by: int) -> None:
+        """The blocks lines [at, at + size) were in, indexed again now that they are replaced."""
+        first = self._block_of(at)
+        last = self._block_of(at + size - 1) if size else first
+        if last + 1 < len(self.blocks) and self.starts[last + 1] - self.starts[first] + replaced_by - size < self.BLOCK:
+            last += 1  # too few lines left for a block: joined to the next one
+        begin = self.starts[first] if self.blocks else 0
+        end = self.starts[last + 1] if last + 1 < len(self.blocks) else len(self.lines) - replaced_by + size
+        moved = replaced_by - size
+        starts, blocks = self._indexed(begin, end + moved)
+        self.starts[first:last + 1], self.blocks[first:last + 1] = starts, blocks
+        for number in range(first + len(starts), len(self.starts)):
+            self.starts[number] += moved
 
     def text(self) -> str:
         return "".join(self.lines)
 
+    def text_before(self, at: int, hunk: Hunk) -> str:
+        """The text as it was before `hunk` was applied at `at`, the last change made."""
+        return "".join(self.lines[:at]) + "".join(hunk.preimage) + "".join(self.lines[at + len(hunk.postimage):])
 
-def what_changed(image_text: str, hunk: Hunk) -> str:
+
+def what_changed(image: Image, hunk: Hunk) -> str:
     """Why a hunk's preimage is not in the file: its first line that is gone, or that its lines
     are no longer together."""
-    present = set(split_lines(image_text))
-    if hunk.preimage and all(line.endswith("\r\n") for line in hunk.preimage) != any(
-            line.endswith("\r\n") for line in present):
+    if hunk.preimage and all(line.endswith("\r\n") for line in hunk.preimage) != (image.crlf > 0):
         ends = ("CRLF", "LF") if hunk.preimage[0].endswith("\r\n") else ("LF", "CRLF")
         return f"its lines end in {ends[0]} and the file's in {ends[1]}"
     for line in hunk.preimage:
-        if line not in present and line.strip():
+        if image.copies[line] <= 0 and line.strip():
             kind = "removed" if line in hunk.removed else "context"
             return f"{kind} line {code_span(line.strip())} is no longer in the file"
     return "its lines are still there but no longer together"
@@ -165,14 +237,13 @@ def check_file(file: FilePatch, read: Callable[[str], str | None], exists: Calla
             image = Image(text)
     verdicts = []
     for number, hunk in enumerate(file.hunks, start=1):
-        before = image.text()
-        at = image.apply(hunk)
+        at = image.apply(hunk)  # a hunk that does not apply leaves the image as it was
         if at is not None:
             verdicts.append(HunkVerdict(file, hunk, number, APPLIES, at=at + 1))
-        elif Image(before).find(hunk.reversed()) is not None:
+        elif image.find(hunk.reversed(), marked=False) is not None:  # as on a fresh image of its text
             verdicts.append(HunkVerdict(file, hunk, number, ALREADY))
         else:
-            verdicts.append(HunkVerdict(file, hunk, number, CONTEXT, what_changed(before, hunk)))
+            verdicts.append(HunkVerdict(file, hunk, number, CONTEXT, what_changed(image, hunk)))
     if file.is_delete and image.text():
         return every(LEAVES, "the file has lines the deletion does not remove")
     images[file.new_path or target] = image

@@ -23,11 +23,12 @@ import re
 import stat
 import subprocess
 import tempfile
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from difflib import get_close_matches
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from sglang_contracts.patch.gitapply import Image, what_changed
 from sglang_contracts.patch.release import (
@@ -329,7 +330,7 @@ def defined_twice(hunk: Hunk, before: str, after: str) -> str | None:
     names = {name for name in _added_definitions(hunk) if f"def {name}" in before}
     if not names:
         return None
-    was, now = _methods_named(before, names), _methods_named(after, names)
+    was, now = _methods_named(before, frozenset(names)), _methods_named(after, frozenset(names))
     if was is None or now is None:
         return None
     twice = sorted(key for key, number in now.items() if number > 1 and number > was[key] >= 1)
@@ -341,16 +342,33 @@ def _added_definitions(hunk: Hunk) -> set[str]:
     return {match.group(1) for line in hunk.added if (match := DEFINED.match(line))}
 
 
-def _methods_named(text: str, names: set[str]) -> Counter | None:
+@lru_cache(maxsize=2)  # a hunk's file before it is often the one after the hunk before
+def _methods_named(text: str, names: frozenset[str]) -> Counter | None:
     """(class, method) -> how many times the class body defines it, for the undecorated
     methods named in `names` (a property's setter is decorated); None when it does not parse."""
     try:
         tree = parse_quietly(text)
     except (SyntaxError, ValueError, TooComplex):
         return None
-    return Counter((node.name, member.name) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+    return Counter((node.name, member.name) for node in _classes(tree)
                    for member in node.body if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef))
                    and member.name in names and not member.decorator_list)
+
+
+def _classes(tree: ast.Module) -> Iterator[ast.ClassDef]:
+    """Every class the module defines, at any depth. A class is a statement: only lists of
+    statements (and of except and case clauses) are followed, not the expressions that make
+    most of a file's nodes (a walk of every node, for each hunk that adds a method, took most
+    of a rebase of many such hunks)."""
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.ClassDef):
+            yield node
+        for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            statements = getattr(node, field_name, None)
+            if isinstance(statements, list):
+                todo.extend(statements)
 
 
 # -- rebasing --------------------------------------------------------------------------------
@@ -396,6 +414,14 @@ def _copy_or_mode(file: FilePatch) -> str:
     return "a change of file mode (a link or an executable)" if file.mode_change else ""
 
 
+def _carried_detail(at: int, hunk: Hunk, ambiguous: bool) -> str:
+    """What a carried hunk's outcome says: how far git apply moved it, and that the three-way
+    merge agrees where its context matches several places."""
+    offset = at + 1 - hunk.new_start
+    return ", ".join(part for part in (f"offset {offset:+d}" if offset else "", "its context matches several "
+                     "places, and the three-way merge puts it at the same one" if ambiguous else "") if part)
+
+
 @dataclass
 class _Step:
     """One hunk being rebased: how its outcome is made, and A's file around it."""
@@ -405,9 +431,18 @@ class _Step:
     hunk: Hunk
     path: str  # the patch path on B
     on_a: Image  # A's file with the patch's hunks so far, this one included where it applied
-    base: str  # A's file before this hunk: the merge's base
-    placed_on_a: bool
+    a_at: int | None  # where it applied on A
     a_known: bool  # A has the file
+
+    @property
+    def placed_on_a(self) -> bool:
+        return self.a_at is not None
+
+    @cached_property
+    def base(self) -> str:
+        """A's file before this hunk: the merge's base (joined only when a merge or a message
+        needs it: once per hunk, a patch of thousands of hunks joined the file thousands of times)."""
+        return self.on_a.text_before(self.a_at, self.hunk) if self.a_at is not None else self.on_a.text()
 
 
 class _Rebaser:
@@ -423,6 +458,7 @@ class _Rebaser:
         self.outcomes: list[Outcome] = []
         self.skeleton = {f.path: f for f in skeleton.files} if skeleton is not None else None
         self.skeleton_used: set[tuple[str, int]] = set()
+        self.skeleton_changes: dict[str, dict[tuple, deque[int]]] = {}  # path -> change -> its hunks' numbers
         self.a_after: dict[str, str] = {}  # A's file after the file patches before this one (a file patched twice)
         self.added_files: list[str] | None = None  # B's modules A lacks, release paths (once asked)
 
@@ -509,11 +545,14 @@ class _Rebaser:
         theirs = self.skeleton.get(path) if self.skeleton is not None else None
         if theirs is None:
             return None
-        change = change_of(hunk)
-        for number, other in enumerate(theirs.hunks):
-            if (path, number) not in self.skeleton_used and change_of(other) == change:
-                return number, other
-        return None
+        if path not in self.skeleton_changes:  # each file's hunks by change, once: not all of them for each hunk
+            by_change = self.skeleton_changes[path] = {}
+            for number, other in enumerate(theirs.hunks):
+                by_change.setdefault(change_of(other), deque()).append(number)
+        numbers = self.skeleton_changes[path].get(change_of(hunk), deque())
+        while numbers and (path, numbers[0]) in self.skeleton_used:  # a hunk once used stays used
+            numbers.popleft()
+        return (numbers[0], theirs.hunks[numbers[0]]) if numbers else None
 
     def _hunks(self, file: FilePatch, rebased: RebasedFile, a_text: str | None) -> list[Outcome]:
         path = rebased.path
@@ -523,9 +562,8 @@ class _Rebaser:
         for number, hunk in enumerate(file.hunks, start=1):
             made = lambda verdict, detail="", **extra: Outcome(  # noqa: E731
                 file, hunk, number, verdict, detail, **{"path": path, "label": self._label(path), **extra})
-            base = on_a.text()
-            placed_on_a = a_text is not None and on_a.apply(hunk) is not None
-            step = _Step(made, file, hunk, path, on_a, base, placed_on_a, a_text is not None)
+            step = _Step(made, file, hunk, path, on_a, on_a.apply(hunk) if a_text is not None else None,
+                         a_text is not None)
             outcome, on_b, conflicted = self._rebase_hunk(step, on_b)
             outcomes.append(outcome)
             if conflicted is not None:  # what --tree's conflicted_text replays
@@ -550,31 +588,30 @@ class _Rebaser:
         if partner is not None and at is not None:
             self.skeleton_used.add((path, partner[0]))
             return made(SKELETON, "the skeleton's hunk, the same change", at=at + 1, label="A"), on_b, False
-        before = on_b.text()
         # A context that matches several places of B (blank lines, a `def` every class has):
         # git takes the one nearest the header's line, which can be another class; where the
         # three-way merge puts it, by the whole file's alignment, is the place (rebasecmp).
         ambiguous = step.placed_on_a and on_b.places(hunk) > 1
         at = on_b.apply(hunk)
+        if at is not None and not ambiguous and not _added_definitions(hunk):  # git apply's place, no method twice
+            return made(CARRIED, _carried_detail(at, hunk, ambiguous), at=at + 1), on_b, False
+        before = on_b.text() if at is None else on_b.text_before(at, hunk)
         if at is None:
-            already = Image(before).find(hunk.reversed())
+            already = on_b.find(hunk.reversed(), marked=False)  # as on a fresh image of its text
             if already is not None:
                 return made(DROPPED, f"{self.new.short} has its lines at {path}:{already + 1}", at=already + 1), \
                     on_b, False
             if not step.placed_on_a:
                 return made(NOT_ON_OLD, f"{self.old.short} has no {step.file.path}: the patch is not against it"
                             if not step.a_known else f"it does not apply on {self.old.short} either: "
-                            f"{what_changed(step.base, hunk)}"), on_b, None
+                            f"{what_changed(Image(step.base), hunk)}"), on_b, None
             return self._merged(step, before, on_b, "")
         merged, conflicts = self.merger.merge(step.on_a.text(), step.base, before) if ambiguous else (on_b.text(), 0)
         twice = defined_twice(hunk, before, on_b.text()) if not conflicts and merged == on_b.text() else None
         if twice is not None:
             return self._defined_again(step, before, twice)
         if not conflicts and merged == on_b.text():
-            offset = at + 1 - hunk.new_start
-            detail = ", ".join(part for part in (f"offset {offset:+d}" if offset else "", "its context matches several "
-                               "places, and the three-way merge puts it at the same one" if ambiguous else "") if part)
-            return made(CARRIED, detail, at=at + 1), on_b, False
+            return made(CARRIED, _carried_detail(at, hunk, ambiguous), at=at + 1), on_b, False
         note = f"its context matches several places: git apply would put it at {path}:{at + 1}, which the " \
                "three-way merge of the whole file does not; "
         return self._merged(step, before, Image(before), note)

@@ -6,9 +6,19 @@ in a fresh process and fails, not hangs, past test_pattern_bounds.SECONDS (about
 
 from __future__ import annotations
 
+import time
+from typing import Callable
+
+from pathlib import Path
+
 from tests.helpers import write_tree as write
 from tests.robustness.test_pattern_bounds import BOUND, checked_in_time, time_bound
 from sglang_contracts.infra.shell import UNSET, expand
+from sglang_contracts.patch.classify import classify
+from sglang_contracts.patch.gitapply import APPLIES, CONTEXT, Image, check_patch
+from sglang_contracts.patch.patchfile import parse_patch
+from sglang_contracts.patch.rebase import CARRIED, rebase_patch
+from sglang_contracts.sources import open_release
 
 PATCH = ("diff --git a/python/sglang/srt/utils.py b/python/sglang/srt/utils.py\n"
          "--- a/python/sglang/srt/utils.py\n+++ b/python/sglang/srt/utils.py\n"
@@ -135,3 +145,89 @@ def test_an_upstream_module_of_thousands_of_assignments_added_by_a_patch_is_read
                                          "RUN cd /sgl-workspace/sglang && git apply /tmp/patch/01-add.patch\n"})
     out = checked_in_time(project, releases)
     assert "SGC000" not in out and "app/huge.py" not in out  # read, and v1 is there on both releases
+
+
+def _cpu_seconds(work: Callable[[], object]) -> float:
+    """This process's CPU time for `work`: another process's load does not move it."""
+    start = time.process_time()
+    work()
+    return time.process_time() - start
+
+
+def _hunks_on_a(count: int, added: Callable[[int], str], context: Callable[[int], str]) -> str:
+    """A patch of `count` hunks on sglang/srt/a.py, one every ten lines, each adding a line after
+    two of context and before a third, its header naming where it is before the hunks above it."""
+    lines = ["diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py",
+             "--- a/python/sglang/srt/a.py", "+++ b/python/sglang/srt/a.py"]
+    for number in range(count):
+        line = number * 10
+        lines += [f"@@ -{line + 1},3 +{line + 1},4 @@", f" {context(line)}", f" {context(line + 1)}",
+                  f"+{added(line)}", f" {context(line + 2)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _one_line_hunks(tag: str, first: int, count: int, shared: str = "") -> str:
+    """A patch of `count` hunks on one file, ten lines apart from line `first`, each adding its
+    own line (after a `shared` added line, if any)."""
+    lines = ["diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py",
+             "--- a/python/sglang/srt/a.py", "+++ b/python/sglang/srt/a.py"]
+    for index in range(count):
+        start = first + index * 10
+        lines += [f"@@ -{start},1 +{start},{2 + bool(shared)} @@", " c", *([f"+{shared}"] if shared else []),
+                  f"+{tag}{index}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_p03_two_patches_of_thousands_of_hunks_on_one_file_are_classified_in_time() -> None:
+    # Each hunk was tried against every skeleton hunk, in each of four passes (audit 7, P03): 2,000
+    # hunks took 8 s of CPU, 4,000 forty. Both shapes share no change: the first puts the skeleton
+    # past every hunk, the second before them, each hunk adding a line every skeleton hunk adds too.
+    for mine, skeleton in [(_one_line_hunks("a", 1, 2000), _one_line_hunks("b", 10**7, 2000)),
+                           (_one_line_hunks("a", 10**7, 2000, "x"), _one_line_hunks("b", 1, 2000, "x"))]:
+        classes = []
+        assert _cpu_seconds(lambda: classes.extend(classify(parse_patch(mine), parse_patch(skeleton)))) < 1.0
+        assert {hunk.verdict for hunk in classes[0].hunks} == {"extra"} and len(classes[0].dropped) == 2000
+
+
+def test_p12_a_patch_of_thousands_of_hunks_on_a_long_file_is_judged_in_time() -> None:
+    # Each hunk was looked for place by place outward from its header's line, which drifts by one
+    # more line at each hunk before it, its places counted over the whole file, and the file
+    # joined again for it (audit 7, P12: 3,000 hunks on 30,000 lines, 51 s). Half the hunks here
+    # apply, further from where their headers say at each one; the other half no longer do.
+    module = "".join(f"v{index} = {index}\n" for index in range(12000))
+    lines = ["diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py",
+             "--- a/python/sglang/srt/a.py", "+++ b/python/sglang/srt/a.py"]
+    for number in range(1200):
+        line = number * 10
+        gone = f"v{line + 2} = gone" if number % 2 else f"v{line + 2} = {line + 2}"
+        lines += [f"@@ -{line + 1},3 +{line + 1},4 @@", f" v{line} = {line}", f" v{line + 1} = {line + 1}",
+                  f"+w{line} = 1", f" {gone}"]
+    patch = parse_patch("\n".join(lines) + "\n")
+    verdicts = []
+
+    def judged() -> None:
+        image = Image(module)
+        for hunk in patch.files[0].hunks:
+            image.places(hunk)  # as patch rebase asks of each hunk
+        verdicts.extend(check_patch(patch, lambda path: module))
+
+    assert _cpu_seconds(judged) < 2.0
+    assert [verdict.status for verdict in verdicts] == [APPLIES, CONTEXT] * 600
+    assert [verdict.at for verdict in verdicts[:6:2]] == [1, 22, 43]  # each after the lines added before it
+
+
+def test_p12_patch_rebase_of_thousands_of_hunks_with_a_skeleton_is_done_in_time(tmp_path: Path) -> None:
+    # The same class through `patch rebase`: besides git apply's search, A's and B's files were
+    # joined again for each hunk, and each hunk's skeleton partner looked for through every
+    # skeleton hunk (audit 7, P12).
+    def module(changed: bool) -> str:
+        return "".join(f"v{index} = {index}{' + 0' * (changed and index % 10 == 5)}\n" for index in range(24000))
+
+    roots = [write(tmp_path / name, {"sglang/__init__.py": "", "sglang/srt/__init__.py": "",
+                                     "sglang/srt/a.py": module(name == "B")}) for name in ("A", "B")]
+    old, new = (open_release(str(root), sglang_repo=None, cache=Path("/nonexistent")) for root in roots)
+    text = _hunks_on_a(2400, lambda line: f"w{line} = 1", lambda line: f"v{line} = {line}")
+    skeleton = parse_patch(_hunks_on_a(2400, lambda line: f"s{line} = 1", lambda line: f"v{line} = {line}"))
+    result = []
+    assert _cpu_seconds(lambda: result.append(rebase_patch(parse_patch(text), text, old, new, skeleton))) < 8.0
+    assert [outcome.verdict for outcome in result[0].outcomes] == [CARRIED] * 2400
