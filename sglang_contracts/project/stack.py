@@ -299,7 +299,7 @@ def requirement_files(root: Path) -> list[Path]:
 # Where a requirement line's per-requirement options begin (`--hash=sha256:...`, which
 # pip-compile --generate-hashes writes on every line, `--config-settings`, `-C`): pip reads the
 # requirement before them.
-REQUIREMENT_OPTIONS = re.compile(r"\s+--?[A-Za-z]")
+REQUIREMENT_OPTIONS = re.compile(r"(?<!\s)\s+--?[A-Za-z]")  # from a run's first space only: linear
 
 
 def _file_requirements(root: Path, path: Path) -> list[DeclaredRequirement]:
