@@ -160,11 +160,24 @@ class PackageIndex:
         self.settings = settings
         context = ssl.create_default_context(cafile=settings.cafile) if settings.cafile else None
         self._opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
+        # A `file:` index is read only below its own folder, links resolved: its pages are the
+        # project's (a pull request's) files when the setting names a folder of it, and a link
+        # to `file:///proc/self/environ` or out of the folder put what it names in the closure
+        # records (eighth campaign, Q01). An http index's pages name no `file:` URL either.
+        self._file_roots = [os.path.realpath(_file_path(url)) for url in settings.urls if url.startswith("file:")]
+
+    def _confined(self, url: str) -> bool:
+        """Whether a `file:` URL is below one of the index's `file:` folders (links resolved)."""
+        real = os.path.realpath(_file_path(url))
+        return any(real == root or real.startswith(os.path.join(root, "")) for root in self._file_roots)
 
     def _get(self, url: str, headers: dict[str, str] | None = None, most: int = MOST_PAGE_BYTES) -> tuple[bytes, str]:
-        """(body, content type) of `url`; FileNotFoundError for a page the index does not have,
-        IndexUnreachable when the index does not answer."""
+        """(body, content type) of `url`; FileNotFoundError for a page the index does not have
+        (or a `file:` one out of its folder: _confined), IndexUnreachable when the index does
+        not answer."""
         if url.startswith("file:"):
+            if not self._confined(url):
+                raise FileNotFoundError(url)
             return _file_page(url, most)
         return self._http_page(url, headers, most)
 
@@ -218,6 +231,8 @@ class PackageIndex:
 
     def _metadata_in_wheel(self, file: IndexFile) -> str | None:
         if file.url.startswith("file:"):
+            if not self._confined(file.url):
+                return None
             try:
                 with open_regular(_file_path(file.url)) as archive:
                     return _metadata_member(zipfile.ZipFile(archive))

@@ -457,6 +457,30 @@ def test_the_build_is_the_main_dockerfiles_and_a_variants_suffix_does_not_choose
     assert "requirements.txt:2:1: SGC712 error" in found
 
 
+def test_a_file_index_reads_no_file_out_of_its_folder(tmp_path: Path) -> None:
+    """A `file:` index's pages (a pull request's `package-index` folder) linking a file out of
+    the folder, the process's environment, or a link in the folder pointing out: none is read,
+    so nothing of them reaches the closure records (eighth campaign, Q01); a wheel in the folder
+    is read as ever."""
+    import zipfile
+
+    index = tmp_path / "idx"
+    (index / "evil").mkdir(parents=True)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("Metadata-Version: 2.1\nName: evil\nVersion: 1.0\nRequires-Dist: OUTSIDE-SECRET==1\n")
+    (index / "evil" / "inside-link.whl.metadata").symlink_to(secret)
+    (index / "evil" / "index.html").write_text(
+        f'<a href="file://{secret}?x=">evil-1.0-py3-none-any.whl</a>\n'
+        '<a href="file:///proc/self/environ?x=">evil-1.1-py3-none-any.whl</a>\n'
+        '<a href="inside-link.whl" data-dist-info-metadata="true">evil-1.2-py3-none-any.whl</a>\n'
+        '<a href="good-1.3-py3-none-any.whl">evil-1.3-py3-none-any.whl</a>\n')
+    with zipfile.ZipFile(index / "evil" / "good-1.3-py3-none-any.whl", "w") as wheel:
+        wheel.writestr("evil-1.3.dist-info/METADATA", "Metadata-Version: 2.1\nName: evil\nVersion: 1.3\n")
+    packages = PackageIndex(IndexSettings((index.as_uri(),)))
+    assert [packages.metadata_text("evil", version) for version in ("1.0", "1.1", "1.2")] == [None, None, None]
+    assert "Version: 1.3" in (packages.metadata_text("evil", "1.3") or "")
+
+
 def test_a_file_index_that_names_a_fifo_is_not_waited_on(tmp_path: Path) -> None:
     """A `file:` index (a pull request's `package-index` folder) whose page links a wheel, or
     its metadata file, that is a FIFO, or whose page itself is one: each is refused as a file
@@ -468,13 +492,13 @@ def test_a_file_index_that_names_a_fifo_is_not_waited_on(tmp_path: Path) -> None
     index = tmp_path / "idx"
     (index / "foo").mkdir(parents=True)
     (index / "bar").mkdir()
-    fifos = [tmp_path / "elsewhere.whl", tmp_path / "meta.whl.metadata", index / "bar" / "index.html"]
+    fifos = [index / "foo" / "a.whl", index / "foo" / "meta.whl.metadata", index / "bar" / "index.html"]
     for fifo in fifos:
         os.mkfifo(fifo)
-    (tmp_path / "meta.whl").write_bytes(b"")
+    (index / "foo" / "meta.whl").write_bytes(b"")
     (index / "foo" / "index.html").write_text(
-        f'<a href="file://{tmp_path}/elsewhere.whl">foo-1.0.0-py3-none-any.whl</a>\n'
-        f'<a href="file://{tmp_path}/meta.whl" data-dist-info-metadata="true">foo-1.0.1-py3-none-any.whl</a>\n')
+        '<a href="a.whl">foo-1.0.0-py3-none-any.whl</a>\n'
+        '<a href="meta.whl" data-dist-info-metadata="true">foo-1.0.1-py3-none-any.whl</a>\n')
     answers: dict[str, object] = {}
 
     def ask() -> None:
