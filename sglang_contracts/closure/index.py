@@ -19,11 +19,13 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.parse
 import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
@@ -38,6 +40,7 @@ from sglang_contracts.requirements import as_version, normalized
 PYPI = "https://pypi.org/simple/"
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
 DEFAULT_TIMEOUT = 30.0
+READ_DEADLINES = 1  # a page's whole read, in timeouts (the timeout bounds each read of the socket too)
 MOST_METADATA_BYTES = 4 << 20  # a METADATA member larger than this is no package's metadata
 MOST_PAGE_BYTES = 64 << 20  # torch's JSON page is 3 MB; a page past this is not read
 TAIL_BYTES = 1 << 16  # the end of an archive read at once: its central directory, mostly
@@ -189,7 +192,7 @@ class PackageIndex:
         request = urllib.request.Request(url, headers=headers or {})
         try:
             with self._opener.open(request, timeout=self.settings.timeout) as response:
-                return response.read(most + 1)[:most], response.headers.get("Content-Type", "")
+                return self._read_within(response, most, url), response.headers.get("Content-Type", "")
         except urllib.error.HTTPError as error:
             if error.code in (404, 410):
                 raise FileNotFoundError(url) from None
@@ -197,6 +200,23 @@ class PackageIndex:
         except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as error:  # IncompleteRead too
             reason = getattr(error, "reason", None) or error
             raise IndexUnreachable(f"{_host(url)}: {reason}") from None
+
+    def _read_within(self, response: Any, most: int, url: str) -> bytes:
+        """At most `most` bytes of a response, read within READ_DEADLINES x the timeout in all:
+        the timeout bounds each read of the socket, and a server that sends a byte every few
+        seconds kept a run waiting for good (eighth campaign, Q02)."""
+        deadline = time.monotonic() + READ_DEADLINES * self.settings.timeout
+        chunks, left = [], most
+        while left > 0:
+            chunk = response.read1(min(left, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+            if time.monotonic() > deadline:
+                raise IndexUnreachable(f"{_host(url)}: answers too slowly (still sending after "
+                                       f"{READ_DEADLINES * self.settings.timeout:.0f} s)")
+        return b"".join(chunks)
 
     def files(self, name: str, version: str) -> list[IndexFile]:
         """The wheels of `name` at `version` on the first index that lists any, the preferred
@@ -312,7 +332,8 @@ class _RemoteArchive(io.RawIOBase):
                     raise ValueError("the server does not serve ranges")  # a whole wheel is not read for its metadata
                 content_range = response.headers.get("Content-Range", "")
                 total = content_range.rpartition("/")[2]
-                return response.read(MOST_PAGE_BYTES), content_range, int(total) if total.isdigit() else None
+                body = self._index._read_within(response, MOST_PAGE_BYTES, self._url)
+                return body, content_range, int(total) if total.isdigit() else None
         except urllib.error.HTTPError as error:
             if error.code in (404, 410):
                 raise FileNotFoundError(self._url) from None

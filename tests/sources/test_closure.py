@@ -520,3 +520,45 @@ def test_a_file_index_that_names_a_fifo_is_not_waited_on(tmp_path: Path) -> None
                 pass
     assert not asking.is_alive() and answers["foo 1.0.0"] is None
     assert "not a regular file" in str(answers["foo 1.0.1"]) and "not a regular file" in str(answers["bar 1.0.0"])
+
+
+def test_an_index_that_answers_a_byte_at_a_time_is_unreachable_within_its_timeout(tmp_path: Path) -> None:
+    """The timeout bounded each read of the socket, not the page: a server sending a byte every
+    half second kept a run waiting for good (eighth campaign, Q02). The whole page is read
+    within the timeout, else the index is unreachable."""
+    import socket
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    stop = threading.Event()
+
+    def trickle() -> None:
+        while not stop.is_set():
+            try:
+                listener.settimeout(0.5)
+                connection, _ = listener.accept()
+            except OSError:
+                continue
+            with connection:
+                connection.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n")
+                while not stop.is_set():
+                    try:
+                        connection.sendall(b" ")
+                    except OSError:
+                        break
+                    time.sleep(0.2)
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    index = PackageIndex(IndexSettings((f"http://127.0.0.1:{listener.getsockname()[1]}/simple/",), timeout=1.0))
+    started = time.monotonic()
+    try:
+        with pytest.raises(IndexUnreachable, match="answers too slowly"):
+            index.metadata_text("torch", "2.0.0")
+        assert time.monotonic() - started < 10
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
