@@ -49,6 +49,8 @@ def run_bump(paths: list[Path], options: CheckOptions, root: Path, plan: Path, b
     `pin`: the project's pin before the bump, which the PR body's pins table moves from."""
     if trees is not None and not dry_run:
         check_tree_folder(trees)  # before the fixes write: an earlier bump's conflicts stop this one whole
+    for report in (plan, body):  # refused before the fixes write, not after (eighth campaign, Q07)
+        text_below(root, report)
     fixed = run_fix(paths, options, write=not dry_run)
     planned = {relpath: after for relpath, (_, after) in fixed.texts.items()}
     stack = None

@@ -108,13 +108,16 @@ def test_a_project_without_a_patch_stack_gets_the_fixes_and_the_body(releases, t
     assert not (root / "docs/draft/sglang-0.5.2-upgrade-plan.md").exists()
 
 
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry run", "writing run"])
 @pytest.mark.parametrize("named", ["link", "git-config"])
-def test_a_dry_run_reads_no_report_file_the_writing_run_would_refuse_to_write(named: str, releases, tmp_path: Path,
-                                                                              monkeypatch, capsys) -> None:
+def test_a_dry_run_reads_no_report_file_the_writing_run_would_refuse_to_write(named: str, dry_run: bool, releases,
+                                                                              tmp_path: Path, monkeypatch, capsys) -> None:
     """The dry run diffs each report against the file it would replace, read as the writing run
     writes it: a pull request's PR body linked to a file out of the project (the CI's
     environment, /proc/self/environ), or `pr-body` naming .git/config (where actions/checkout
-    keeps its token), is refused as the write is, never printed (seventh campaign, P04, P05)."""
+    keeps its token), is refused as the write is, never printed (seventh campaign, P04, P05). The
+    writing run refuses it before the fixes write anything: it moved the pins, then stopped
+    (eighth campaign, Q07)."""
     secret = tmp_path / "outside-secret.txt"
     secret.write_text("TOPSECRET=hunter2\n")
     if named == "link":
@@ -128,7 +131,7 @@ def test_a_dry_run_reads_no_report_file_the_writing_run_would_refuse_to_write(na
             config.write("[http]\n\textraheader = TOPSECRET=hunter2\n")
         refused = ".git/config"
     before = files_of(root)
-    assert bump(root, releases, monkeypatch, "--dry-run") == 2
+    assert bump(root, releases, monkeypatch, *(["--dry-run"] if dry_run else [])) == 2
     out, err = capsys.readouterr()
     assert "TOPSECRET" not in out + err
     assert f"refused to write {refused}" in err
