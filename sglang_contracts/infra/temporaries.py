@@ -12,9 +12,12 @@ import atexit
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from sglang_contracts.infra.gitsafety import safe_git_options
 
 _MARK = ".sglang-contracts-"
 _NAME = re.compile(r"\..+\.sglang-contracts-(\d+)-[a-z0-9_]+\.tmp")
@@ -43,10 +46,22 @@ def remove_if_stale(folder: str, name: str) -> None:
         return
     path = os.path.join(folder, name)
     try:
-        if time.time() - os.lstat(path).st_mtime > STALE_SECONDS:
+        if time.time() - os.lstat(path).st_mtime > STALE_SECONDS and not _tracked(folder, name):
             os.unlink(path)
     except OSError:
         pass
+
+
+def _tracked(folder: str, name: str) -> bool:
+    """Whether git tracks the file: then it is the project's (a pull request committed a file
+    named like a temporary one, and `check` deleted it: eighth campaign, Q04), never removed.
+    Asked only of the rare name that looks like a stale temporary file."""
+    command = ["git", *safe_git_options(), "-c", "safe.bareRepository=explicit", "-C", folder,
+               "ls-files", "--error-unmatch", "--", name]
+    try:
+        return subprocess.run(command, capture_output=True, timeout=30, check=False).returncode == 0
+    except (OSError, subprocess.SubprocessError):  # no git, or one that does not answer: not known tracked
+        return False
 
 
 def _running(pid: int) -> bool:

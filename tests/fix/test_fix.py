@@ -158,6 +158,24 @@ def test_a_temporary_file_a_killed_fix_left_is_removed_by_a_later_run_and_never_
     assert not list(project.rglob("*.tmp"))
 
 
+def test_a_tracked_file_named_like_a_temporary_one_is_never_removed(bump, capsys) -> None:
+    """A pull request may commit a file named as fix names its temporary files, under a number
+    no process runs: `check` removed it once a minute old (eighth campaign, Q04). Git tracks it:
+    it is the project's, and stays."""
+    project, args, _ = bump
+    committed = project / ".devices.py.sglang-contracts-999999-abc123.tmp"
+    committed.write_text("the pull request's\n")
+    git = lambda *argv: subprocess.run(["git", *argv], cwd=project, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "a pull request's tree")
+    aged = time.time() - 3600
+    os.utime(committed, (aged, aged))
+    assert main(["check", str(project), *args]) in (0, 1)
+    assert committed.read_text() == "the pull request's\n"
+    capsys.readouterr()
+
+
 def test_a_file_that_does_not_parse_is_never_rewritten(tmp_path):
     """A finding that points into a file libcst or ast cannot parse (the check says SGC000) is
     left: the file is not opened for writing at all."""
