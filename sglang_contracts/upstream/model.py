@@ -170,7 +170,8 @@ MODULE_FORM = (Table(opaque=str, optional={"problem": Row(str, str, bool)}, **_T
 # shape (a cache record made by hand, or re-signed by whoever can write the cache) is extracted
 # again from the release's source (LazyRecords), never read: its readers would fail on it.
 FUNCTION_ENTRY = Table(line=int, params=ListOf(Row(str, str, bool)), decorators=ListOf(str), returns=ListOf(str))
-CLASS_ENTRY = Table(line=int, bases=ListOf(str), fields=list, attributes=TableOf(Table(line=int, kind=str)))
+CLASS_ENTRY = Table(line=int, bases=ListOf(str), fields=ListOf(Row(str, bool, bool, bool)),  # [name, has_default, kw_only, attribute]
+                    attributes=TableOf(Table(line=int, kind=str)))
 
 
 # A module record's definitions table (bodies.definition_lines: table -> name -> places, each

@@ -109,7 +109,9 @@ def _forge_entries(cache: Path, text: str) -> int:
     return count
 
 
-@pytest.mark.parametrize("text", ["{}", "[]", "not json", '{"line": "x"}', "[" * 5000])
+@pytest.mark.parametrize("text", ["{}", "[]", "not json", '{"line": "x"}', "[" * 5000,
+                                  # a class's field named `true` (eighth campaign, Q06: SGC204 dropped)
+                                  '{"line": 1, "bases": [], "fields": [[true, false, false, true]], "attributes": {}}'])
 def test_module_records_whose_entries_are_of_another_shape_are_extracted_again(published, capsys, text) -> None:
     """An entry of a module record (a class, a method, a function: a JSON text decoded when first
     read) of another shape is extracted again from the release's source, and the record in the
