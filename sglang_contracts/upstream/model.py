@@ -170,7 +170,8 @@ MODULE_FORM = (Table(opaque=str, optional={"problem": Row(str, str, bool)}, **_T
 # shape (a cache record made by hand, or re-signed by whoever can write the cache) is extracted
 # again from the release's source (LazyRecords), never read: its readers would fail on it.
 FUNCTION_ENTRY = Table(line=int, params=ListOf(Row(str, str, bool)), decorators=ListOf(str), returns=ListOf(str))
-CLASS_ENTRY = Table(line=int, bases=ListOf(str), fields=ListOf(Row(str, bool, bool, bool)),  # [name, has_default, kw_only, attribute]
+# A class's dataclass fields: [name, has_default, kw_only, attribute] each (extract._dataclass_fields).
+CLASS_ENTRY = Table(line=int, bases=ListOf(str), fields=ListOf(Row(str, bool, bool, bool)),
                     attributes=TableOf(Table(line=int, kind=str)))
 
 

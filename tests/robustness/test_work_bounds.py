@@ -231,3 +231,28 @@ def test_p12_patch_rebase_of_thousands_of_hunks_with_a_skeleton_is_done_in_time(
     result = []
     assert _cpu_seconds(lambda: result.append(rebase_patch(parse_patch(text), text, old, new, skeleton))) < 8.0
     assert [outcome.verdict for outcome in result[0].outcomes] == [CARRIED] * 2400
+
+
+def test_q03_hunks_that_match_nowhere_in_a_file_of_few_repeated_lines_are_judged_in_time() -> None:
+    # Each hunk was looked for at every copy of its rarest line, all 15,000 of them, when it
+    # matches nowhere (eighth campaign, Q03: 1,000 such hunks on 30,000 lines, past a minute).
+    # A matching hunk among them is still found where git puts it.
+    module = "".join("a = 1\n" if index % 2 == 0 else "b = 2\n" for index in range(30000))
+    lines = ["diff --git a/python/sglang/srt/big.py b/python/sglang/srt/big.py",
+             "--- a/python/sglang/srt/big.py", "+++ b/python/sglang/srt/big.py"]
+    for number in range(1000):
+        start = 1 + number * 30
+        lines += [f"@@ -{start},2 +{start},3 @@", " a = 1", f"+c = {number}", " a = 1"]
+    lines += ["@@ -29001,2 +29001,3 @@", " a = 1", "+c = last", " b = 2"]
+    patch = parse_patch("\n".join(lines) + "\n")
+    verdicts = []
+
+    def judged() -> None:
+        image = Image(module)
+        for hunk in patch.files[0].hunks:
+            image.places(hunk)
+        verdicts.extend(check_patch(patch, lambda path: module))
+
+    assert _cpu_seconds(judged) < 3.0
+    assert [verdict.status for verdict in verdicts[:-1]] == [CONTEXT] * 1000
+    assert verdicts[-1].status == APPLIES and verdicts[-1].at == 29001
