@@ -122,10 +122,6 @@ class Image:
         """The preimage's line with the fewest copies in the file."""
         return min(range(len(preimage)), key=lambda index: self.copies[preimage[index]])
 
-    def _every(self, text: str) -> list[int]:
-        """Every line where `text` is, in file order."""
-        return [start + offset for start, block in zip(self.starts, self.blocks) for offset in block.get(text, ())]
-
     def _possible_starts(self, preimage: list[str], key: int) -> set[int] | None:
         """Where the preimage may start, by where its rarest line (`key`) and its next rarest
         both are (a superset of where it matches); None when the rarest line is rare enough
@@ -139,8 +135,9 @@ class Image:
         asked = (preimage[key], key, preimage[other], other)
         known = self._possible.get(asked)
         if known is None:  # kept until a hunk is applied: such hunks come by the thousand
-            starts = {place - key for place in self._every(preimage[key])}
-            known = self._possible[asked] = starts.intersection(place - other for place in self._every(preimage[other]))
+            starts = {place - key for place in self._forwards(preimage[key], 0)}
+            others = self._forwards(preimage[other], 0)
+            known = self._possible[asked] = starts.intersection(place - other for place in others)
         return known
 
     def find(self, hunk: Hunk, marked: bool = True) -> int | None:
