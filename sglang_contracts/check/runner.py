@@ -463,7 +463,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     if serving.served:  # after the record is kept: an edit of the choice alone changes what is judged
         diagnostics = judged_as_served(diagnostics, serving, old.release.short, new.release.short)
     diagnostics = [d for d in diagnostics if reported(d.path)]
-    _require_loaded(project, old)
+    _require_loaded(project, old, new)
     delta = _delta(options.sglang_repo, project, old, new)
     return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta,
                        closure_delta=closures)
@@ -894,12 +894,13 @@ def _symbol_facts(model: UpstreamModel, dotted: str) -> dict[str, Any]:
     return facts
 
 
-def _require_loaded(project: ProjectIndex, old: UpstreamModel) -> None:
+def _require_loaded(project: ProjectIndex, old: UpstreamModel, new: UpstreamModel) -> None:
     """Never trust a loader that found nothing: if none of the upstream modules the project
-    imports exists in the release it works with, the source or the loader is wrong."""
+    imports exists in either release, the source or the loader is wrong. Either will do: a
+    project that has migrated (what `fix` leaves) imports only what the new release has."""
     reached = {f.module for facts in project.files.values() for f in facts.imports if is_upstream(f.module)}
-    if reached and not any(old.module_exists(module) for module in reached):
+    if reached and not any(model.module_exists(module) for module in reached for model in (old, new)):
         raise ContractsError(
-            f"{old.release.label}: none of the {len(reached)} SGLang modules the project imports "
-            "was found in it; refusing to report a clean result"
+            f"{old.release.label} and {new.release.label}: none of the {len(reached)} SGLang modules the "
+            "project imports was found in either; refusing to report a clean result"
         )

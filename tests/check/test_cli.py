@@ -171,3 +171,42 @@ def test_a_select_that_matches_no_rule_is_a_usage_error_not_a_green_run(select: 
                    "--cache-dir", str(tmp_path / "cache")])
     assert status == 2
     assert "matches no rule's code" in capsys.readouterr().err or select == ""
+
+
+def _moved_function_releases(root: Path) -> tuple[Path, Path]:
+    """Two releases: `g` moves from sglang.srt.a to sglang.srt.b."""
+    from tests.helpers import upstream_tree
+
+    old = upstream_tree(root / "2.0.0", {"sglang/srt/a.py": "def g(a, b):\n    return a + b\n\n\ndef h():\n    return 2\n"},
+                        "2.0.0")
+    new = upstream_tree(root / "2.0.1", {"sglang/srt/a.py": "def h():\n    return 2\n",
+                                         "sglang/srt/b.py": "def g(a, b):\n    return a + b\n"}, "2.0.1")
+    return old, new
+
+
+def test_a_project_migrated_to_the_new_release_is_checked_not_refused(tmp_path, cache_dir, capsys) -> None:
+    """`fix` moves the only SGLang import to where the new release has it: its own re-check, and
+    every later check, must not take the old release's lack of it for a loader that read nothing
+    (campaign 9, R06: exit 2 after a fix that was written)."""
+    old, new = _moved_function_releases(tmp_path)
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (project / "m.py").write_text("from sglang.srt.a import g\nprint(g(1, 2))\n")
+    releases = ["--old", str(old), "--new", str(new)]
+    assert main(["fix", str(project), *releases]) == 0
+    assert (project / "m.py").read_text().startswith("from sglang.srt.b import g\n")
+    assert main(["check", str(project), *releases]) == 0
+    assert "refusing" not in capsys.readouterr().err
+
+
+def test_a_project_whose_imports_neither_release_has_is_refused(tmp_path, cache_dir, capsys) -> None:
+    """The guard stays for what it is for: a source or loader that found none of the project's
+    SGLang modules in either release does not give a clean result."""
+    old, new = _moved_function_releases(tmp_path)
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (project / "m.py").write_text("from sglang.srt.c import g\n")
+    assert main(["check", str(project), "--old", str(old), "--new", str(new)]) == 2
+    assert "none of the 1 SGLang modules the project imports was found in either" in capsys.readouterr().err
