@@ -20,6 +20,7 @@ from typing import Any, Callable
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_text_limited
 from sglang_contracts.infra.tomltext import parse_toml
+from sglang_contracts.requirements import SPECIFIER_STARTS, as_version, parse_specifier
 
 TABLE = "sglang-contracts"
 SEVERITY_VALUES = ("error", "warning", "info")
@@ -126,6 +127,16 @@ def _project_file(value: Any) -> str:
     return _within_project(_string(value))[0]
 
 
+def _releases_served(value: Any) -> list[str]:
+    """`serves`' values: versions (`0.5.20`) or specifiers (`>=0.5.22`). An item that is neither
+    would admit no release, and every finding of its files would go unsaid (campaign 9, R01)."""
+    items = _strings(value)
+    for item in items:
+        if (parse_specifier(item) if item[:1] in SPECIFIER_STARTS else as_version(item)) is None:
+            raise _Invalid(f"has {item!r}, which is neither a version (0.5.20) nor a version specifier (>=0.5.22)")
+    return items
+
+
 def _within_project_key(key: str) -> str:
     """A folder or file of the project, as its relative POSIX path (`serves`' keys)."""
     return PurePath(_within_project(key)[0]).as_posix()
@@ -154,7 +165,7 @@ KEYS: dict[str, Callable[[Any], Any]] = {
     "server-args-seam": _strings,
     "fakes": _table(_string),
     "patch-files": _globs,
-    "serves": _table(_strings, _within_project_key),
+    "serves": _table(_releases_served, _within_project_key),
     # Where the dependency closure's metadata comes from: a simple index's URL, a folder holding
     # one, or "none" (the cache only); pip's configured index when absent (closure/index.py).
     "package-index": _string,

@@ -52,6 +52,9 @@ def parse_requirement(text: str) -> Requirement | None:
         return None
 
 
+SPECIFIER_STARTS = "<>=!~"  # what a specifier starts with, and no version does
+
+
 def parse_specifier(text: str | None) -> SpecifierSet | None:
     """A version specifier (`>=3.10,<3.13`; "" admits every version), or None when there is
     none or it does not parse."""

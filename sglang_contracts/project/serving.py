@@ -25,7 +25,7 @@ from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.gates import Release, runs_on
 from sglang_contracts.project.index import ProjectIndex, imports_by_text, module_name_for
 from sglang_contracts.project.releasefacts import gate_at
-from sglang_contracts.requirements import as_version, parse_specifier
+from sglang_contracts.requirements import SPECIFIER_STARTS, as_version, parse_specifier
 
 OLD, NEW = "old", "new"
 EVERY = frozenset((OLD, NEW))
@@ -51,7 +51,7 @@ def configured_serves(given: dict[str, list[str]], version: str) -> bool | None:
     (`0.5.20`, compared as versions are) or a specifier (`>=0.5.22`)."""
     release = as_version(version)
     for item in given:
-        if item[:1] in "<>=!~":
+        if item[:1] in SPECIFIER_STARTS:
             specifier = parse_specifier(item)
             if specifier is not None and release is not None and specifier.contains(release, prereleases=True):
                 return True

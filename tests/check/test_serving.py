@@ -94,12 +94,23 @@ def test_a_finding_grouped_under_the_dispatch_names_it_in_json(tmp_path) -> None
     ('serves = {"../elsewhere" = ["0.5.20"]}', "leaves the project"),
     ('serves = {"pkg/for_0_5_20" = 0.5}', "must be a list of strings"),
     ('serves = ["pkg"]', "must be a table"),
+    # items that admit no release would drop every finding of their files (campaign 9, R01)
+    ('serves = {"m.py" = ["=>1.0.1"]}', "'=>1.0.1', which is neither a version"),
+    ('serves = {"m.py" = ["x"]}', "'x', which is neither a version"),
+    ('serves = {"m.py" = ["0.5.20", "~=1"]}', "'~=1', which is neither a version"),
+    ('serves = {"m.py" = ["==1.0.0.*.*"]}', "neither a version"),
 ])
 def test_a_serves_setting_that_cannot_be_read_is_a_one_line_error(tmp_path, table, error) -> None:
     path = write(tmp_path, {"pyproject.toml": f"[tool.sglang-contracts]\n{table}\n"}) / "pyproject.toml"
     with pytest.raises(UsageError, match=error) as raised:
         read_config(path, required=True)
     assert "\n" not in str(raised.value)
+
+
+def test_serves_items_may_be_versions_or_specifiers(tmp_path) -> None:
+    table = '[tool.sglang-contracts]\nserves = {"a" = ["0.5.20", ">=0.5.22,<0.6", "==0.5.*", "!=0.5.21"]}\n'
+    path = write(tmp_path, {"pyproject.toml": table})
+    assert read_config(path / "pyproject.toml", required=True).settings()["serves"]["a"][2] == "==0.5.*"
 
 
 def test_a_serves_setting_is_read_from_the_project_s_table(tmp_path) -> None:
