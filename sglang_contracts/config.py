@@ -127,6 +127,18 @@ def _project_file(value: Any) -> str:
     return _within_project(_string(value))[0]
 
 
+def _index_location(value: Any) -> str:
+    """`package-index` / `cuda-build-index`: an http(s) URL, "none", or a folder within the
+    project. The setting is a pull request's text: a folder anywhere else (an absolute path, `..`,
+    a `file:` URL) had its packages' metadata read and their names printed (campaign 9, R19)."""
+    given = _string(value)
+    if given == "none" or re.match(r"https?://", given, re.I):
+        return given
+    if "://" in given:
+        raise _Invalid(f"{given!r}: give an http(s) URL, \"none\", or a folder within the project")
+    return _within_project(given)[0]
+
+
 def _releases_served(value: Any) -> list[str]:
     """`serves`' values: versions (`0.5.20`) or specifiers (`>=0.5.22`). An item that is neither
     would admit no release, and every finding of its files would go unsaid (campaign 9, R01)."""
@@ -168,10 +180,10 @@ KEYS: dict[str, Callable[[Any], Any]] = {
     "serves": _table(_releases_served, _within_project_key),
     # Where the dependency closure's metadata comes from: a simple index's URL, a folder holding
     # one, or "none" (the cache only); pip's configured index when absent (closure/index.py).
-    "package-index": _string,
+    "package-index": _index_location,
     # Where the CUDA build's own torch, torchvision, torchaudio are read (`cu129` builds: PyTorch's
     # index, https://download.pytorch.org/whl/{cuda}); a URL or folder, `{cuda}` naming the build.
-    "cuda-build-index": _string,
+    "cuda-build-index": _index_location,
     # Where `patch rebase` (of the stack) and `bump` write the plan and the pull request's body;
     # `{new}` is the release bumped to.
     "upgrade-plan": _project_file,

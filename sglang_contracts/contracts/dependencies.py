@@ -35,7 +35,7 @@ from sglang_contracts.infra.shapes import Table, TableOf
 from sglang_contracts.project import images, version_asserts
 from sglang_contracts.project.platforms import build_environments
 from sglang_contracts.project.version_asserts import file_version_asserts, may_assert_version
-from sglang_contracts.infra.boundary import read_project_text
+from sglang_contracts.infra.boundary import Problem, note, read_project_text
 from sglang_contracts.project.stack import DeclaredRequirement, ReleaseMention, says_it_matches_stack
 from sglang_contracts.fix import text as edits
 from sglang_contracts.requirements import (
@@ -65,7 +65,7 @@ def index_setting(ctx: CheckContext) -> str | None:
     project's root, or "none"), else $SGLANG_CONTRACTS_PACKAGE_INDEX, else pip's."""
     given = ctx.settings.get(INDEX_SETTING) or os.environ.get(INDEX_VARIABLE) or None
     if given and given != NO_INDEX and "://" not in given:
-        return str(ctx.project.root / Path(given).expanduser())
+        return _index_folder(ctx.project.root, given, INDEX_SETTING)
     return given
 
 
@@ -77,8 +77,24 @@ def build_index_setting(ctx: CheckContext, setting: str | None) -> str:
     if setting == NO_INDEX:
         return NO_INDEX
     if given and given != NO_INDEX and "://" not in given:
-        return str(ctx.project.root / Path(given).expanduser())
+        return _index_folder(ctx.project.root, given, BUILD_INDEX_SETTING)
     return given or PYTORCH_INDEX
+
+
+def _index_folder(root: Path, given: str, setting: str) -> str:
+    """An index folder: as given when absolute (the command line's, made absolute there, or the
+    user's environment), else below the project's root, where the configuration (a pull
+    request's text) names it. A folder of the project that is a link out of it is not read
+    (campaign 9, R19): the cache only, and an SGC000 saying why."""
+    folder = root / Path(given).expanduser()
+    if Path(given).expanduser().is_absolute():
+        return str(folder)
+    real_root = os.path.realpath(root)
+    if os.path.commonpath([real_root, os.path.realpath(folder)]) != real_root:
+        note(Problem(Path(given).as_posix(), 1, 1, f"reading the {setting} setting's folder",
+                     "a link out of the project, not read", internal=False))
+        return NO_INDEX
+    return str(folder)
 
 
 def cuda_build(ctx: CheckContext) -> CudaBuild | None:

@@ -284,3 +284,78 @@ def test_a_pin_read_from_the_project_is_never_a_folder_of_it(tmp_path: Path, rel
     assert status == 2, captured.out  # the folder was not read as the release
     assert "0.5.22" in captured.err and "1.0.0" not in captured.out + captured.err
     assert "SGC201" not in captured.out
+
+
+def _index_folder(folder: Path, versions: list[str]) -> Path:
+    """A simple index of `leakpkg` (PEP 658 metadata files beside empty wheels), each version
+    requiring a package whose name says it was read."""
+    (folder / "leakpkg").mkdir(parents=True)
+    links = []
+    for version in versions:
+        wheel = f"leakpkg-{version}-py3-none-any.whl"
+        (folder / "leakpkg" / wheel).write_bytes(b"")
+        (folder / "leakpkg" / f"{wheel}.metadata").write_text(
+            f"Metadata-Version: 2.1\nName: leakpkg\nVersion: {version}\nRequires-Dist: {SECRET}-{version.replace('.', '-')}\n")
+        links.append(f'<a href="{wheel}" data-dist-info-metadata="true">{wheel}</a>')
+    (folder / "leakpkg" / "index.html").write_text("".join(links))
+    return folder
+
+
+def _wheel_releases(tmp_path: Path) -> tuple[Path, Path]:
+    """Two releases whose metadata requires leakpkg at their own version."""
+    found = []
+    for version in ("1.0.0", "1.0.1"):
+        root = release(tmp_path / version, version, {"sglang/srt/a.py": "x = 1\n"})
+        info = root / f"sglang-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n"
+                                       f"Requires-Dist: leakpkg=={version}\n")
+        found.append(root)
+    return found[0], found[1]
+
+
+@pytest.mark.parametrize("setting", ["package-index", "cuda-build-index"])
+@pytest.mark.parametrize("named", ["idx", "/outside-index", "../outside-index", "file:///outside-index"])
+def test_an_index_folder_the_configuration_names_out_of_the_project_is_never_read(
+        tmp_path: Path, capsys, monkeypatch, setting: str, named: str) -> None:
+    """The configuration is a pull request's text: its `package-index` naming a folder out of the
+    project (a link, an absolute path, `..`, a file: URL) had that folder's metadata read and its
+    requirements' names printed in the report (campaign 9, R19). A link is an SGC000 and the
+    cache only; the others are a one-line configuration error."""
+    monkeypatch.delenv("SGLANG_CONTRACTS_PACKAGE_INDEX", raising=False)
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "cache"))
+    old, new = _wheel_releases(tmp_path)
+    outside = _index_folder(tmp_path / "outside-index", ["1.0.0", "1.0.1"])
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "m.py").write_text("from sglang.srt.a import x\n")
+    (root / "requirements.txt").write_text("leakpkg==1.0.0\n")
+    (root / "idx").symlink_to(outside)
+    value = named.replace("/outside-index", str(outside)) if named.startswith(("/", "file:")) else named
+    (root / "pyproject.toml").write_text(f'[project]\nname = "p"\n[tool.sglang-contracts]\n{setting} = "{value}"\n')
+    status = main(["check", str(root), "--old", str(old), "--new", str(new), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert SECRET not in out + err
+    if named == "idx":
+        assert status in (0, 1)
+        if setting == "package-index":
+            records = json.loads(out)
+            records = records["diagnostics"] if isinstance(records, dict) else records
+            assert any(r["code"] == "SGC000" and r["path"].endswith("idx") and "link out of the project" in r["message"]
+                       for r in records)
+    else:
+        assert status == 2 and len(err.strip().splitlines()) == 1 and setting in err
+
+
+def test_an_index_folder_within_the_project_is_read(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The confinement keeps what is the project's: its own index folder is read."""
+    monkeypatch.delenv("SGLANG_CONTRACTS_PACKAGE_INDEX", raising=False)
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "cache"))
+    old, new = _wheel_releases(tmp_path)
+    root = tmp_path / "p"
+    _index_folder(root / "idx", ["1.0.0", "1.0.1"])
+    (root / "m.py").write_text("from sglang.srt.a import x\n")
+    (root / "requirements.txt").write_text("leakpkg==1.0.0\n")
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n[tool.sglang-contracts]\npackage-index = "idx"\n')
+    main(["check", str(root), "--old", str(old), "--new", str(new), "--format", "json"])
+    assert f"{SECRET}-1-0-1".lower() in capsys.readouterr().out.lower()
