@@ -16,6 +16,11 @@ from typing import Iterator
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
+def git_lines(text: str) -> list[str]:
+    """Lines with their `\\n`, split only at `\\n` as git and diff do (a last line may lack it)."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+
+
 @lru_cache(maxsize=8)  # the texts of the module or two being read
 def line_starts(text: str) -> tuple[int, ...]:
     """Where each line of Python source starts (LINE_BREAK's lines), from line 1."""

@@ -39,12 +39,13 @@ from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.gitsafety import safe_git_options
 from sglang_contracts.infra.display import patch_for, printable, printable_path
 from sglang_contracts.infra.files import Unreadable, read_limited
+from sglang_contracts.infra.lines import git_lines
 from sglang_contracts.infra.markdown import code, code_block, inline, plain
 from sglang_contracts.infra.output import standard_output, write_file, writing
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
 from sglang_contracts.patch.classify import change_of, read_patch
-from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, split_lines, unsafe_path_reason
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, unsafe_path_reason
 from sglang_contracts.sources.base import Release
 
 CARRIED = "carried"  # applies on B as it is (at an offset)
@@ -264,7 +265,7 @@ def conflict_texts(merged: str) -> tuple[str, str, str]:
     ours_mark, base_mark, theirs_mark = (f"{c * 7} {label}" for c, label in zip("<|>", MARKER_LABELS))
     parts = {"ours": [], "base": [], "theirs": []}
     state = None
-    for line in merged.splitlines(keepends=True):
+    for line in git_lines(merged):
         bare = line.rstrip("\n")
         if bare == ours_mark:
             state = "ours"
@@ -295,8 +296,8 @@ def upstream_has_it(hunk: Hunk, base: str, b_text: str, near: int) -> int | None
     added = _significant_lines(hunk.added)
     if sum(map(len, added)) < 24:  # too little to tell upstream's lines from a coincidence
         return None
-    b_lines = [line.strip() for line in split_lines(b_text)]
-    a_counts, b_counts = Counter(line.strip() for line in split_lines(base)), Counter(b_lines)
+    b_lines = [line.strip() for line in git_lines(b_text)]
+    a_counts, b_counts = Counter(line.strip() for line in git_lines(base)), Counter(b_lines)
     if Counter(_significant_lines(hunk.removed)) - (a_counts - b_counts):  # a line it removes that B keeps
         return None
     gained = b_counts - a_counts
@@ -448,7 +449,7 @@ class _Step:
 class _Rebaser:
     def __init__(self, patch: PatchFile, patch_text: str, old: Release, new: Release,
                  skeleton: PatchFile | None, scratch: Path) -> None:
-        self.patch, self.lines = patch, patch_text.splitlines(keepends=True)
+        self.patch, self.lines = patch, git_lines(patch_text)
         self.old, self.new = old, new
         self.read_old, self.unchecked_old = tree_reader(old.tree)
         self.read_new, self.unchecked_new = tree_reader(new.tree)

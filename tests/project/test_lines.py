@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sglang_contracts.infra.lines import LINE_BREAK, matches_at_line_start
+from sglang_contracts.infra.lines import LINE_BREAK, git_lines, matches_at_line_start
 
 TEXT = '''\
 from a import b
@@ -30,6 +30,14 @@ def test_matches_at_line_start_are_those_of_a_line_anchored_pattern() -> None:
 
 def test_lines_end_where_the_parser_ends_them() -> None:
     assert LINE_BREAK.split("a\nb\r\nc\x0cd\re") == ["a", "b", "c\x0cd", "e"]  # not at the form feed
+
+
+SEPARATED = "a\x0bb\x0cc\x1cd\x1de\x1ef\x85g\u2028h\u2029i"  # one line to Python, nine to str.splitlines
+
+
+def test_git_lines_end_at_a_newline_alone() -> None:
+    assert git_lines(f"{SEPARATED}\r\nx\ry\nz") == [f"{SEPARATED}\r\n", "x\ry\n", "z"]
+    assert git_lines("") == [] and git_lines("\n\n") == ["\n", "\n"]
 
 
 def test_source_segment_is_the_standard_segment_from_the_nodes_own_lines() -> None:
