@@ -22,7 +22,7 @@ from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding, finding_at
 from sglang_contracts.project.data_probes import data_probes
 from sglang_contracts.project.facts import FileFacts, Position
-from sglang_contracts.infra.lines import source_segment
+from sglang_contracts.infra.lines import numbered_lines, source_segment
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.serverargs import SERVER_ARGS
@@ -381,8 +381,8 @@ def source_probe_no_longer_matches(ctx: CheckContext) -> Iterator[Diagnostic]:
 def _lines_occur(needle: str, text: str) -> bool:
     """Whether the needle's lines occur as consecutive lines of the text, each compared stripped
     (how source patchers such as SGLang's own `source_patcher` find their `match` text)."""
-    wanted = [line.strip() for line in needle.strip().splitlines()]
-    have = [line.strip() for line in text.splitlines()]
+    wanted = [line.strip() for line in numbered_lines(needle.strip())]
+    have = [line.strip() for line in numbered_lines(text)]
     return bool(wanted) and any(have[i:i + len(wanted)] == wanted for i in range(len(have) - len(wanted) + 1))
 
 

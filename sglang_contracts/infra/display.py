@@ -20,7 +20,7 @@ import secrets
 import stat
 from typing import Any, TextIO
 
-from sglang_contracts.infra.lines import git_lines
+from sglang_contracts.infra.lines import git_lines, numbered_lines
 
 # The start of a line (the runner splits lines at \r too) that GitHub reads as a command.
 _COMMAND_AT_LINE_START = re.compile(r"(?:^|(?<=[\r\n]))([ \t]*):(?=:)")
@@ -54,7 +54,7 @@ def printable_path(path: str) -> str:
 
 def printable_lines(text: str) -> list[str]:
     """The lines of a text of code (a hunk, a conflict), each `printable`, its tabs kept."""
-    return [printable(line, keep="\t") for line in text.splitlines()]
+    return [printable(line, keep="\t") for line in numbered_lines(text)]
 
 
 def json_text(document: Any) -> str:

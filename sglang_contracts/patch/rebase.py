@@ -39,7 +39,7 @@ from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.gitsafety import safe_git_options
 from sglang_contracts.infra.display import patch_for, printable, printable_path
 from sglang_contracts.infra.files import Unreadable, read_limited
-from sglang_contracts.infra.lines import git_lines
+from sglang_contracts.infra.lines import git_lines, numbered_lines
 from sglang_contracts.infra.markdown import code, code_block, inline, plain
 from sglang_contracts.infra.output import standard_output, write_file, writing
 from sglang_contracts.infra.wording import plural
@@ -129,7 +129,7 @@ def git(cwd: Path, *args: str, git_dir: Path | None = None, must_succeed: bool =
     except ValueError:  # a NUL byte in a path a patch names: no process can be given it
         raise UsageError("a path of the patch holds a NUL byte; git cannot be given it") from None
     if must_succeed and run.returncode:
-        first = next((line for line in run.stderr.splitlines() if line.strip()), f"exit status {run.returncode}")
+        first = next((line for line in numbered_lines(run.stderr) if line.strip()), f"exit status {run.returncode}")
         raise UsageError(f"git {args[0]} failed on the rebased tree: {printable(first)}")
     return run
 
@@ -381,7 +381,7 @@ def _prefix(path: str) -> str:
 
 
 def _first_difference(before: str, after: str) -> int:
-    lines_before, lines_after = before.splitlines(), after.splitlines()
+    lines_before, lines_after = numbered_lines(before), numbered_lines(after)
     for index, (one, other) in enumerate(zip(lines_before, lines_after)):
         if one != other:
             return index + 1
@@ -786,7 +786,7 @@ def verify(rebase: Rebase, scratch: Path) -> tuple[bool, str]:
     if checked.strip():
         run = git(repo, "apply", "--check", *excluded, str(patch_file), git_dir=git_dir)
         if run.returncode:
-            first = next((line for line in run.stderr.splitlines() if line.startswith("error:")), run.stderr.strip())
+            first = next((line for line in numbered_lines(run.stderr) if line.startswith("error:")), run.stderr.strip())
             return False, f"git apply --check of the new patch on a fresh tree of B fails: {first}"
     broken = []
     for rebased in rebase.files:
