@@ -10,6 +10,7 @@ import os
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.infra.shapes import ListOf
@@ -59,7 +60,7 @@ def _read_body_text(model: UpstreamModel, member: Member) -> list[str] | None:
     if node is None:
         return None
     text = "\n".join(unparsed(statement) for statement in body_statements(node))
-    return [row.strip() for row in text.splitlines() if row.strip()]
+    return [row.strip() for row in numbered_lines(text) if row.strip()]
 
 
 def body_preview(ctx: CheckContext, old: Member, new: Member, lines: int = 3, width: int = 100) -> str:

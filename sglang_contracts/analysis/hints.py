@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from sglang_contracts.infra.lines import matches_at_line_start
+from sglang_contracts.infra.lines import matches_at_line_start, numbered_lines
 from sglang_contracts.infra.shapes import ListOf, TableOf
 from sglang_contracts.upstream.model import Member, Symbol, UpstreamModel
 
@@ -366,7 +366,7 @@ def _declaration(model: UpstreamModel, owner: str, line: int, name: str) -> str 
     text = model.tree.read_source(relpath) if relpath else None
     if not text or line <= 0:
         return None
-    lines = text.splitlines()
+    lines = numbered_lines(text)
     if line > len(lines):
         return None
     match = re.match(rf"\s*{re.escape(name)}\s*(:.*)$", lines[line - 1])

@@ -31,6 +31,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from sglang_contracts.infra.files import Unreadable, open_regular
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.requirements import as_version, normalized
 
 # The network's modules (http.client, ssl, urllib.request, html.parser: a twentieth of the start
@@ -69,7 +70,7 @@ def _pip_config() -> dict[str, str]:
     except (OSError, subprocess.SubprocessError):
         return {}
     found = {}
-    for line in listed.stdout.splitlines():
+    for line in numbered_lines(listed.stdout):
         key, equals, value = line.partition("=")
         if equals:
             found[key.strip()] = value.strip().strip("'\"")

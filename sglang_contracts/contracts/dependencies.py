@@ -36,6 +36,7 @@ from sglang_contracts.project import images, version_asserts
 from sglang_contracts.project.platforms import build_environments
 from sglang_contracts.project.version_asserts import file_version_asserts, may_assert_version
 from sglang_contracts.infra.boundary import Problem, note, read_project_text
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.project.stack import DeclaredRequirement, ReleaseMention, says_it_matches_stack
 from sglang_contracts.fix import text as edits
 from sglang_contracts.requirements import (
@@ -320,7 +321,7 @@ def _says_it_follows_sglang(ctx: CheckContext, declared: DeclaredRequirement) ->
     if declared.matches_stack:
         return True
     text = read_project_text(ctx.project.root / declared.path, ctx.project.root)
-    lines = text.splitlines() if text is not None else []
+    lines = numbered_lines(text) if text is not None else []
     row = min(declared.line - 1, len(lines))
     while row > 0 and lines[row - 1].rstrip().endswith("\\"):  # the command's first line
         row -= 1
@@ -465,7 +466,7 @@ def follow_new_closure(diagnostic: Diagnostic, workspace) -> bool:
     # The same version elsewhere in the command (miles' `nvidia-cutlass-dsl-libs-*==4.6.2` beside
     # `nvidia-cutlass-dsl==4.6.2`, and the assert that all five are 4.6.2) moves with this pin:
     # moving one of them alone fails the build
-    if edits.held_in_command(document.text.splitlines(), diagnostic.line - 1, diagnostic.col - 1):
+    if edits.held_in_command(numbered_lines(document.text), diagnostic.line - 1, diagnostic.col - 1):
         document.note(diagnostic.line, diagnostic.col, "SGC711", f"{pinned} is named elsewhere in this command (the "
                       f"pins or checks that move with {name}): move them together, or drop the block, by hand")
         return False

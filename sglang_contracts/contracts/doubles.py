@@ -22,7 +22,7 @@ from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding, finding_at
 from sglang_contracts.project.data_probes import data_probes
 from sglang_contracts.project.facts import FileFacts, Position
-from sglang_contracts.infra.lines import source_segment
+from sglang_contracts.infra.lines import LINE_BREAK, line_starts, numbered_lines
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.serverargs import SERVER_ARGS
@@ -220,20 +220,33 @@ def _lacks_added(ctx: CheckContext, fake: Fake, before: set[str], after: set[str
 # -- SGC603: probes of upstream source text -----------------------------------------------
 
 def source_text(model: UpstreamModel, dotted: str) -> str | None:
-    """The source of the upstream module, class, function or method at `dotted`, dedented."""
+    """The source of the upstream module, class, function or method at `dotted`, dedented: what
+    the project's `textwrap.dedent(inspect.getsource(...))` reads, whose needles this is asked
+    about (a needle ending in "\\n" on the last line must match as it does there)."""
     target = resolve_target(model, dotted)
     if not target.found or not target.origin or target.kind == "external":
         return None
     relpath = model.relpath_of(target.origin)
     text = model.tree.readable_source(relpath) if relpath else None
     if text is None or target.kind == "module":
-        return text
+        return text if text is None else _as_inspect_reads(text, 1, None)
     module = model.module_name_of(relpath)
     node = _definition_node(text, target.origin[len(module) + 1:].split("."))
     if node is None:
         return None
-    segment = source_segment(text, node, padded=True)
-    return textwrap.dedent(segment) if segment else None
+    decorators = getattr(node, "decorator_list", None)
+    first = decorators[0].lineno if decorators else node.lineno
+    return textwrap.dedent(_as_inspect_reads(text, first, node.end_lineno))
+
+
+def _as_inspect_reads(text: str, first: int, last: int | None) -> str:
+    """Lines `first` to `last` (from 1; None: to the end) as inspect.getsource returns them: whole
+    lines, the decorators' and the last one's trailing comment and newline included, each ended
+    by "\\n" (linecache reads with universal newlines and ends a last line that lacks one)."""
+    starts = line_starts(text)
+    end = starts[last] if last is not None and last < len(starts) else len(text)
+    lines = LINE_BREAK.sub("\n", text[starts[first - 1]:end])
+    return lines if lines.endswith("\n") or not lines else lines + "\n"
 
 
 def _definition_node(text: str, path: list[str]) -> ast.AST | None:
@@ -381,8 +394,8 @@ def source_probe_no_longer_matches(ctx: CheckContext) -> Iterator[Diagnostic]:
 def _lines_occur(needle: str, text: str) -> bool:
     """Whether the needle's lines occur as consecutive lines of the text, each compared stripped
     (how source patchers such as SGLang's own `source_patcher` find their `match` text)."""
-    wanted = [line.strip() for line in needle.strip().splitlines()]
-    have = [line.strip() for line in text.splitlines()]
+    wanted = [line.strip() for line in numbered_lines(needle.strip())]
+    have = [line.strip() for line in numbered_lines(text)]
     return bool(wanted) and any(have[i:i + len(wanted)] == wanted for i in range(len(have) - len(wanted) + 1))
 
 

@@ -9,11 +9,12 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.infra.lines import git_lines
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.patch.gitapply import (
     ALREADY, APPLIES, CONTEXT, CORRUPT, EXISTS, GONE, UNKNOWN, HunkVerdict, Image, check_patch, check_stack,
 )
-from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, split_lines
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch
 from sglang_contracts.patch.release import PatchedTree, find_moved, stock_tree, tree_reader
 from sglang_contracts.patch.stack import PatchStacks, Stack as PatchStack, content_numbers, patch_stacks
 from sglang_contracts.requirements import names_release, version_in_tag
@@ -238,7 +239,7 @@ def drop_upstream_hunk(diagnostic: Diagnostic, workspace) -> bool:
         document.note(diagnostic.line, diagnostic.col, "SGC902", "every hunk of the patch is upstream: "
                       "delete the patch file (and where it is applied) by hand")
         return False
-    edited = _without_hunk(split_lines(document.text), patch, file, hunk)
+    edited = _without_hunk(git_lines(document.text), patch, file, hunk)
     tree = stock_tree(workspace.result.new.release)  # the release as shipped, not with the stack applied
     before = [v.status for v in check_patch(patch, *tree_reader(tree)) if v.hunk is not hunk]
     after = parse_patch(edited)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_contracts.infra.errors import ContractsError
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.tomltext import parse_toml
 from sglang_contracts.infra.markdown import code_span
 
@@ -364,7 +365,7 @@ def _example_lines(example: Example) -> list[str]:
     for label, files in (*releases, ("project", example.project)):
         for path, text in files.items():
             out.append(f"  [{label}] {path}:")
-            out.extend(f"    {line}" for line in text.strip("\n").splitlines())
+            out.extend(f"    {line}" for line in numbered_lines(text.strip("\n")))
     out.append("  reports: " + (", ".join(map(example.shown, example.expect)) if example.expect else "nothing"))
     return out
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 
 from sglang_contracts.diagnostics import Diagnostic, code_selected, longest_prefix
 from sglang_contracts.infra.files import Unreadable, read_text_limited
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.project.facts import FileFacts
 
 UNUSED_NOQA = "SGC010"
@@ -32,7 +33,7 @@ class ProjectText:
     def lines(self, relpath: str) -> list[str]:
         if relpath not in self._lines:
             try:
-                self._lines[relpath] = read_text_limited(self.root / relpath, within=self.root).splitlines()
+                self._lines[relpath] = numbered_lines(read_text_limited(self.root / relpath, within=self.root))
             except (Unreadable, ValueError):  # a FIFO, a device, a file too large: no lines
                 self._lines[relpath] = []
         return self._lines[relpath]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, MAX_TEXT_BYTES, Unreadable, read_limited
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.temporaries import temporary_beside
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class Document:
             try:
                 self._module = libcst.parse_module(self._text)
             except (libcst.ParserSyntaxError, RecursionError) as error:
-                raise NotRewritable(f"cannot parse this file ({str(error).splitlines()[0]})") from None
+                raise NotRewritable(f"cannot parse this file ({numbered_lines(str(error))[0]})") from None
         return self._module
 
     @module.setter
@@ -102,8 +103,8 @@ class Document:
         return self._metadata
 
     def lines(self) -> list[str]:
-        """The lines as the check numbered them (`str.splitlines`), each with its line ending."""
-        return self._text.splitlines(keepends=True)
+        """The lines as the check numbered them (infra/lines.py numbered_lines), each with its line ending."""
+        return numbered_lines(self._text, keepends=True)
 
     def line(self, number: int) -> str | None:
         lines = self.lines()

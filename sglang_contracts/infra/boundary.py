@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from sglang_contracts.infra.files import MAX_TEXT_BYTES, Unreadable, read_limited
+from sglang_contracts.infra.lines import numbered_lines
 
 DEBUG_VARIABLE = "SGLANG_CONTRACTS_DEBUG"
 
@@ -27,7 +28,7 @@ def debugging() -> bool:
 
 def describe(error: BaseException) -> str:
     """`Type: first line of the message`, for a one-line diagnostic."""
-    text = str(error).strip().splitlines()
+    text = numbered_lines(str(error).strip())
     return f"{type(error).__name__}: {text[0]}" if text and text[0] else type(error).__name__
 
 

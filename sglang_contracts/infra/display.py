@@ -20,6 +20,8 @@ import secrets
 import stat
 from typing import Any, TextIO
 
+from sglang_contracts.infra.lines import git_lines, numbered_lines
+
 # The start of a line (the runner splits lines at \r too) that GitHub reads as a command.
 _COMMAND_AT_LINE_START = re.compile(r"(?:^|(?<=[\r\n]))([ \t]*):(?=:)")
 _LEGACY_COMMAND = "##["
@@ -52,7 +54,7 @@ def printable_path(path: str) -> str:
 
 def printable_lines(text: str) -> list[str]:
     """The lines of a text of code (a hunk, a conflict), each `printable`, its tabs kept."""
-    return [printable(line, keep="\t") for line in text.splitlines()]
+    return [printable(line, keep="\t") for line in numbered_lines(text)]
 
 
 def json_text(document: Any) -> str:
@@ -84,7 +86,7 @@ def _is_file(stream: TextIO) -> bool:
 def unified_text_diff(relpath: str, before: str | None, after: str | None) -> str:
     """`diff -u` of one file of the project, as git would name it (None: no such file), that
     `git apply` takes; the names shown printable, but never under ./ (git apply refuses a/./name)."""
-    lines = difflib.unified_diff((before or "").splitlines(keepends=True), (after or "").splitlines(keepends=True),
+    lines = difflib.unified_diff(git_lines(before or ""), git_lines(after or ""),
                                  fromfile="/dev/null" if before is None else printable(f"a/{relpath}"),
                                  tofile="/dev/null" if after is None else printable(f"b/{relpath}"))
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import array
 import ast
 import base64
+import io
 import re
 import zlib
 from functools import lru_cache
@@ -14,6 +15,27 @@ from typing import Iterator
 # What Python's tokenizer ends a line with (str.splitlines also splits at a form feed and
 # other separators, and so numbers lines otherwise than the parser).
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# Where str.splitlines ends a line besides LINE_BREAK.
+_OTHER_SPLITLINES_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def numbered_lines(text: str, keepends: bool = False) -> list[str]:
+    """`text.splitlines(keepends)` ended only at LINE_BREAK, where Python's tokenizer and editors
+    (the language server protocol) end lines: str.splitlines also ends one at a form feed,
+    U+2028 and the rest of _OTHER_SPLITLINES_BREAKS, and so numbered every line after one
+    otherwise (a `# noqa` read from the line before it). The package splits text here alone
+    (tests/project/test_lines.py)."""
+    if not any(char in text for char in _OTHER_SPLITLINES_BREAKS):  # nearly every text: the fast split
+        return text.splitlines(keepends)
+    if keepends:
+        return io.StringIO(text, newline="").readlines()
+    lines = LINE_BREAK.split(text)
+    return lines[:-1] if not lines[-1] else lines
+
+
+def git_lines(text: str) -> list[str]:
+    """Lines with their `\\n`, split only at `\\n` as git and diff do (a last line may lack it)."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
 @lru_cache(maxsize=8)  # the texts of the module or two being read

@@ -11,6 +11,8 @@ import tokenize
 import warnings
 from functools import lru_cache
 
+from sglang_contracts.infra.lines import numbered_lines
+
 
 def is_dotted_name(text: str) -> bool:
     """Whether `text` is a name an import statement can spell (`sglang.srt.x`, `Req`): each part
@@ -80,7 +82,7 @@ def _refuse_unknown_encoding(code: str) -> None:
     raise the SyntaxError the import would."""
     if "coding" not in code[:400]:
         return
-    head = b"".join(code.encode("utf-8", "surrogateescape").splitlines(keepends=True)[:2])
+    head = "".join(numbered_lines(code, keepends=True)[:2]).encode("utf-8", "surrogateescape")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
         b"x".decode(encoding)  # a transform (rot13) is no text codec: LookupError
@@ -101,7 +103,7 @@ def why_unparsable(error: Exception) -> str:
     if isinstance(error, SyntaxError):
         running = f"{sys.version_info[0]}.{sys.version_info[1]}"
         return f"does not parse: {message} at line {error.lineno or 1} on Python {running}; needs a newer Python?"
-    return f"does not parse: {type(error).__name__}: {message}".splitlines()[0]
+    return numbered_lines(f"does not parse: {type(error).__name__}: {message}")[0]
 
 
 def parse_shared(code: str, filename: str = "<unknown>") -> ast.AST:

@@ -10,6 +10,8 @@ import re
 import shlex
 from typing import Iterator
 
+from sglang_contracts.infra.lines import numbered_lines
+
 UNSET = "\0"  # a variable nothing sets: stands for any path segment
 SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")", "do", "then", "else", "elif", "{", "}"}
 SHELL_SUFFIXES = (".sh", ".bash")
@@ -26,7 +28,7 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
     """(first line number, text) with backslash continuations joined and comment lines dropped."""
     out: list[tuple[int, str]] = []
     pending, start = "", 0
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(numbered_lines(text), start=1):
         if line.lstrip().startswith("#"):
             continue
         if not pending:

@@ -12,6 +12,8 @@ from typing import Any
 
 from lsprotocol import types
 
+from sglang_contracts.infra.lines import numbered_lines
+
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z0-9, ]+))?", re.I)
 
@@ -23,7 +25,7 @@ def code_actions(uri: str, result: Any, relpath: str, text: str,
     from sglang_contracts.check.fixes import lsp_fixes  # the fix engine loads with the first request
 
     actions: list[types.CodeAction] = []
-    lines = text.splitlines(keepends=True)
+    lines = numbered_lines(text, keepends=True)
     for finding in findings:
         data: dict[str, Any] = finding.data if isinstance(finding.data, dict) else {}
         for title, new_text in lsp_fixes(result, relpath, text, data) if result is not None else ():

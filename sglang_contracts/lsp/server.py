@@ -32,6 +32,7 @@ from sglang_contracts.infra.cache import remember_records
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.roots import project_root_for
 from sglang_contracts.lsp.actions import code_actions
 from sglang_contracts.lsp.convert import contains, hover_text, lsp_diagnostic
@@ -387,7 +388,7 @@ class _OneLine(logging.Filter):
     into the message): one line instead."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        lines = record.getMessage().splitlines()
+        lines = numbered_lines(record.getMessage())
         text = lines[0] if lines else ""
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
@@ -423,7 +424,8 @@ def _by_uri(result: Any, buffers: dict[str, bytes]) -> dict[str, list[types.Diag
         if finding.path not in texts:
             data = buffers.get(os.path.realpath(path))
             try:
-                texts[finding.path] = (data or read_limited(path, within=root)).decode("utf-8", "replace").splitlines()
+                data = data or read_limited(path, within=root)
+                texts[finding.path] = numbered_lines(data.decode("utf-8", "replace"))
             except Unreadable:
                 texts[finding.path] = []
         lines = texts[finding.path]

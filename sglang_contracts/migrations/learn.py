@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from sglang_contracts.infra.cache import code_fingerprint
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.shapes import ListOf, TableOf
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.migrations import edits, pairing, sites
@@ -382,7 +383,7 @@ class _FilePair:
 def _changed_lines(old: str, new: str) -> dict[int, str]:
     """line number -> text of the old text's lines that are not in the new one at their place
     (difflib's matching: more lines than a statement's pairing would say, never fewer)."""
-    before, after = old.splitlines(), new.splitlines()
+    before, after = numbered_lines(old), numbered_lines(new)
     found: dict[int, str] = {}
     for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, before, after).get_opcodes():
         if tag != "equal":

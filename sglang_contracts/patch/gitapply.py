@@ -15,8 +15,9 @@ from bisect import bisect_right
 from collections import Counter
 from typing import Callable, Iterator
 
+from sglang_contracts.infra.lines import git_lines
 from sglang_contracts.infra.markdown import code_span
-from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, split_lines
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile
 
 APPLIES = "applies"
 ALREADY = "already-applied"
@@ -57,7 +58,7 @@ class Image:
     BLOCK = 256
 
     def __init__(self, text: str) -> None:
-        self.lines = split_lines(text)
+        self.lines = git_lines(text)
         self.patched = [False] * len(self.lines)
         self.copies = Counter(self.lines)
         self._possible: dict[tuple[str, int, str, int], set[int]] = {}  # _possible_starts', until the image changes

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from sglang_contracts.infra.lines import git_lines
 
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 GIT_HEADER_LINES = ("--- ", "+++ ", "old mode ", "new mode ", "deleted file mode ", "new file mode ", "copy from ",
@@ -20,11 +21,6 @@ GIT_HEADER_LINES = ("--- ", "+++ ", "old mode ", "new mode ", "deleted file mode
                     "dissimilarity index ", "index ")
 PATCH_SUFFIXES = (".patch", ".diff")
 DEV_NULL = "/dev/null"
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their `\\n`, split only at `\\n` as git does (a last line may lack it)."""
-    return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
 def unsafe_path_reason(patch_path: str) -> str:
@@ -257,7 +253,7 @@ def _find_header(lines: list[str], index: int) -> tuple[FilePatch, int] | None:
 
 def parse_patch(text: str) -> PatchFile:
     """Every file patch of a patch file, or git's reason for rejecting it whole."""
-    lines = split_lines(text)
+    lines = git_lines(text)
     files: list[FilePatch] = []
     index = 0
     try:

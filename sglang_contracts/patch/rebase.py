@@ -39,12 +39,13 @@ from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.gitsafety import safe_git_options
 from sglang_contracts.infra.display import patch_for, printable, printable_path
 from sglang_contracts.infra.files import Unreadable, read_limited
+from sglang_contracts.infra.lines import git_lines, numbered_lines
 from sglang_contracts.infra.markdown import code, code_block, inline, plain
 from sglang_contracts.infra.output import standard_output, write_file, writing
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.infra.pysource import TooComplex, parse_quietly
 from sglang_contracts.patch.classify import change_of, read_patch
-from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, split_lines, unsafe_path_reason
+from sglang_contracts.patch.patchfile import FilePatch, Hunk, PatchFile, parse_patch, unsafe_path_reason
 from sglang_contracts.sources.base import Release
 
 CARRIED = "carried"  # applies on B as it is (at an offset)
@@ -128,7 +129,7 @@ def git(cwd: Path, *args: str, git_dir: Path | None = None, must_succeed: bool =
     except ValueError:  # a NUL byte in a path a patch names: no process can be given it
         raise UsageError("a path of the patch holds a NUL byte; git cannot be given it") from None
     if must_succeed and run.returncode:
-        first = next((line for line in run.stderr.splitlines() if line.strip()), f"exit status {run.returncode}")
+        first = next((line for line in numbered_lines(run.stderr) if line.strip()), f"exit status {run.returncode}")
         raise UsageError(f"git {args[0]} failed on the rebased tree: {printable(first)}")
     return run
 
@@ -264,7 +265,7 @@ def conflict_texts(merged: str) -> tuple[str, str, str]:
     ours_mark, base_mark, theirs_mark = (f"{c * 7} {label}" for c, label in zip("<|>", MARKER_LABELS))
     parts = {"ours": [], "base": [], "theirs": []}
     state = None
-    for line in merged.splitlines(keepends=True):
+    for line in git_lines(merged):
         bare = line.rstrip("\n")
         if bare == ours_mark:
             state = "ours"
@@ -295,8 +296,8 @@ def upstream_has_it(hunk: Hunk, base: str, b_text: str, near: int) -> int | None
     added = _significant_lines(hunk.added)
     if sum(map(len, added)) < 24:  # too little to tell upstream's lines from a coincidence
         return None
-    b_lines = [line.strip() for line in split_lines(b_text)]
-    a_counts, b_counts = Counter(line.strip() for line in split_lines(base)), Counter(b_lines)
+    b_lines = [line.strip() for line in git_lines(b_text)]
+    a_counts, b_counts = Counter(line.strip() for line in git_lines(base)), Counter(b_lines)
     if Counter(_significant_lines(hunk.removed)) - (a_counts - b_counts):  # a line it removes that B keeps
         return None
     gained = b_counts - a_counts
@@ -380,7 +381,7 @@ def _prefix(path: str) -> str:
 
 
 def _first_difference(before: str, after: str) -> int:
-    lines_before, lines_after = before.splitlines(), after.splitlines()
+    lines_before, lines_after = numbered_lines(before), numbered_lines(after)
     for index, (one, other) in enumerate(zip(lines_before, lines_after)):
         if one != other:
             return index + 1
@@ -448,7 +449,7 @@ class _Step:
 class _Rebaser:
     def __init__(self, patch: PatchFile, patch_text: str, old: Release, new: Release,
                  skeleton: PatchFile | None, scratch: Path) -> None:
-        self.patch, self.lines = patch, patch_text.splitlines(keepends=True)
+        self.patch, self.lines = patch, git_lines(patch_text)
         self.old, self.new = old, new
         self.read_old, self.unchecked_old = tree_reader(old.tree)
         self.read_new, self.unchecked_new = tree_reader(new.tree)
@@ -785,7 +786,7 @@ def verify(rebase: Rebase, scratch: Path) -> tuple[bool, str]:
     if checked.strip():
         run = git(repo, "apply", "--check", *excluded, str(patch_file), git_dir=git_dir)
         if run.returncode:
-            first = next((line for line in run.stderr.splitlines() if line.startswith("error:")), run.stderr.strip())
+            first = next((line for line in numbered_lines(run.stderr) if line.startswith("error:")), run.stderr.strip())
             return False, f"git apply --check of the new patch on a fresh tree of B fails: {first}"
     broken = []
     for rebased in rebase.files:

@@ -9,6 +9,7 @@ import re
 from typing import TYPE_CHECKING, Iterator
 
 from sglang_contracts.infra.files import Unreadable
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.patch.gitapply import StackResult, check_stack
 from sglang_contracts.patch.patchfile import FilePatch, PatchFile, unsafe_path_reason
@@ -127,7 +128,7 @@ def find_moved(file: FilePatch, new: ReleaseTree, old: ReleaseTree | None) -> st
         text = member_text(new, candidate) or ""
         if was is not None and text == was:
             return candidate
-        score = (len(wanted & _significant(text.splitlines())), candidate.rsplit("/", 1)[-1] == name)
+        score = (len(wanted & _significant(numbered_lines(text))), candidate.rsplit("/", 1)[-1] == name)
         if score > best_score:
             best, best_score = candidate, score
     return best if best is not None and best_score[0] * 2 >= len(wanted) else None
@@ -291,7 +292,7 @@ def _a_program_name(name: str) -> bool:
 def defined_names(text: str) -> set[str]:
     """The names the lines of `text` define (flags as fields are named: `--a-b` is `a_b`)."""
     found = set()
-    for line in text.splitlines():
+    for line in numbered_lines(text):
         for match in DEFINED.finditer(line):
             found.update(name for group in match.groups() if group and _a_program_name(name := group.replace("-", "_")))
     return found

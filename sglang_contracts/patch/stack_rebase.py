@@ -25,6 +25,7 @@ from typing import Callable
 from sglang_contracts.infra.display import printable, printable_path, unified_text_diff
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_limited
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.markdown import cell, code, inline, plain
 from sglang_contracts.infra.output import write_file
 from sglang_contracts.patch.classify import read_patch
@@ -149,7 +150,7 @@ def rebase_stack(stack: Stack, patches: dict[str, PatchFile], texts: dict[str, s
 
 def _failing_hunk(patch_text: str, stderr: str) -> str:
     """git's first error, and the hunk of the new patch it names (`patch failed: PATH:LINE`)."""
-    first = next((line for line in stderr.splitlines() if line.startswith("error:")), stderr.strip() or "git failed")
+    first = next((line for line in numbered_lines(stderr) if line.startswith("error:")), stderr.strip() or "git failed")
     match = re.search(r"patch failed: (.+):(\d+)$", first)
     if match:
         path, line = match.group(1), int(match.group(2))
@@ -391,7 +392,7 @@ def summary_lines(result: StackRebase, written: bool = True) -> list[str]:
     (`written` False: a dry run's, whose conflicts' files are not written)."""
     lines = [f"{result.folder}/ -> {result.new_folder}/: sglang {result.old.short} -> {result.new.short} "
              f"({result.stack.source}{', git apply --3way' if result.stack.three_way else ''})",
-             *summary_table(result).splitlines(),
+             *numbered_lines(summary_table(result)),
              verification_said(result.verified, result.verification, sum(result.count(v) for v in LEFT))]
     lines += [f"conflicts left in {each.name}: resolve them in {shown_path(each.tree, result.root)} (git diff there is "
               "the patch)" if written else f"conflicts left in {each.name}: a run that writes puts its files, with "

@@ -34,7 +34,7 @@ from sglang_contracts.project.facts import Position
 from sglang_contracts.infra.shapes import Exactly, ListOf, Row, rows_of
 from sglang_contracts.project.index import ProjectIndex, walk_project
 from sglang_contracts.project.positions import SourcePositions
-from sglang_contracts.infra.lines import LINE_BREAK, comment_start, find_from
+from sglang_contracts.infra.lines import LINE_BREAK, comment_start, find_from, numbered_lines
 
 ENTRY = "add_cli_args"
 TEXT_SUFFIXES = (".sh", ".bash", ".yml", ".yaml", ".json", ".md", ".rst", ".cfg", ".ini", ".txt")
@@ -586,7 +586,7 @@ def _written_at(lines: list[str], node: ast.Constant, start: Position) -> Callab
 def _text_flags(relpath: str, text: str, flag_prefix: str) -> list[Use]:
     flags = _flag_pattern(flag_prefix)
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(numbered_lines(text), start=1):
         if flag_prefix not in line:
             continue
         comment = comment_start(line, spaced=True)
@@ -716,7 +716,7 @@ def _launch_commands(relpath: str, text: str) -> list[Use]:
     """Flags of a shell command line that runs `sglang.launch_server` (continued with `\\`)."""
     found: list[Use] = []
     running = False
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(numbered_lines(text), start=1):
         running = running or LAUNCHER in line
         if not running:
             continue

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.infra.shapes import Row, rows_of
 from sglang_contracts.project.index import ProjectIndex
-from sglang_contracts.infra.lines import LINE_BREAK
+from sglang_contracts.infra.lines import LINE_BREAK, numbered_lines
 
 DICT_TARGET = re.compile(r"""["']target["']\s*:\s*\(?\s*[rRuU]?["']sglang\.""")
 KEY = re.compile(r"^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<key>target|match):[ \t]*(?P<value>.*?)[ \t]*$")
@@ -74,7 +74,7 @@ def _dict_probes(relpath: str, node: ast.Dict) -> list[list]:
 def yaml_probes(text: str) -> list[tuple[str, str]]:
     """(target, match) of each `match:` in a YAML text, in order; a match under a target outside
     `sglang.` is kept as ("", text) so that the n-th pair stays the n-th `match:` key."""
-    lines = text.splitlines()
+    lines = numbered_lines(text)
     found = []
     target = ""
     index = 0

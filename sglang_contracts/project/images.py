@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from sglang_contracts.infra.boundary import read_project_text
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.infra.pysource import parse_shared
 from sglang_contracts.infra.shapes import Row, rows_of
@@ -79,7 +80,7 @@ def is_main_dockerfile(relpath: str) -> bool:
 def _instructions(text: str) -> list[tuple[int, str, str]]:
     """(first line, keyword, arguments) of each instruction; comments dropped, continuations joined."""
     found, pending, start = [], "", 0
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(numbered_lines(text), start=1):
         stripped = raw.strip()
         if not pending and (not stripped or stripped.startswith("#")):
             continue
@@ -243,7 +244,7 @@ def script_mentions(relpath: str, text: str) -> list[list]:
     except (SyntaxError, ValueError):  # the scan of the file reports it (SGC000)
         return []
     positions = SourcePositions(text)
-    lines = text.splitlines()
+    lines = numbered_lines(text)
     found = []
     for name, constant in _named_strings(tree):
         value = constant.value

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 from sglang_contracts.infra.boundary import read_project_text
-from sglang_contracts.infra.lines import comment_start, find_from
+from sglang_contracts.infra.lines import comment_start, find_from, numbered_lines
 from sglang_contracts.infra.shell import SHELL_SUFFIXES, UNSET, expand, logical_lines, split_commands, words
 from sglang_contracts.project.images import is_dockerfile, is_main_dockerfile
 from sglang_contracts.project.index import walk_project
@@ -348,7 +348,7 @@ def _names_sglang(value: str, project: SglangExtras) -> bool:
 def file_installs(relpath: str, text: str, docker: bool, project: SglangExtras = SglangExtras()) -> list[DeclaredRequirement]:
     """The requirements one script's or Dockerfile's pip install lines name, where each is
     written; a script's only where they may run beside SGLang (ScriptStructure)."""
-    lines = text.splitlines()
+    lines = numbered_lines(text)
     found: list[tuple[int, DeclaredRequirement]] = []
     structure = ScriptStructure()
     for number, command, env, region in _script_commands(text, docker, structure):
@@ -389,7 +389,7 @@ def file_version_markers(relpath: str, text: str) -> list[DeclaredRequirement]:
     markers the image exports for its users (miles keeps flashinfer's in step with what it
     force-installs), as `name==version` requirements with the variable kept. A variable the
     file reads (`pip install torch==${TORCH_VERSION}`) is judged where it is read."""
-    lines = text.splitlines()
+    lines = numbered_lines(text)
     found = []
     for number, line in logical_lines(text):
         instruction, _, rest = line.strip().partition(" ")

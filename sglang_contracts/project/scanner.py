@@ -36,6 +36,7 @@ from sglang_contracts.project.facts import (
 )
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.pysource import CHILDLESS, SCOPES, TooComplex, absolute_import, branch_nodes, child_nodes, parse_shared, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.infra.writes import add_mutated, value_token
@@ -80,7 +81,7 @@ def parse_noqa(text: str) -> dict[int, list[str] | None]:
     silences nothing (a blanket reading would hide real breaks).
     """
     result: dict[int, list[str] | None] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(numbered_lines(text), start=1):
         if "noqa" not in line.lower():
             continue
         for match in NOQA.finditer(line):
@@ -1095,7 +1096,7 @@ def _syntax_error(error: Exception) -> tuple[int, int, str]:
         return error.lineno or 1, error.offset or 1, error.msg
     if isinstance(error, TooComplex):
         return 1, 1, str(error)
-    return 1, 1, f"{type(error).__name__}: {error}".splitlines()[0]  # e.g. NUL bytes
+    return 1, 1, numbered_lines(f"{type(error).__name__}: {error}")[0]  # e.g. NUL bytes
 
 
 def _inert(receiver: Receiver, closed: set[str], walked: int = 0) -> bool:

@@ -12,6 +12,7 @@ import ast
 import re
 from collections import deque
 
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.pysource import branch_nodes, parse_quietly
 
 UNION_WRAPPERS = {"Optional", "Union"}
@@ -537,7 +538,7 @@ def module_returns(module: ast.Module, text: str) -> dict[str, tuple[str, ...]]:
     infer where it matters (analysis/inference.py), an annotated one's is known here. A
     function that builds an object bare (`C.__new__(C)`) is left out: its result's kind is
     `R:<function>`, which SGC315 follows to what its callers set and call."""
-    lines = text.splitlines() if "__new__" in text else None
+    lines = numbered_lines(text) if "__new__" in text else None
     found: dict[str, tuple[str, ...]] = {}
     for name, function in _module_functions(module):
         if (types := annotation_types(function.returns)) and not _builds_bare(function, lines):

@@ -23,6 +23,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sglang_contracts.infra.boundary import Problem, note, read_project_text
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.project.images import image_name
 from sglang_contracts.infra.shapes import Exactly, Row, rows_of
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
@@ -127,7 +128,7 @@ def _strings_with_positions(text: str) -> Iterator[tuple[str, int, int, str]]:
     # A `"` after a backslash opens no string (TOML has no backslash outside strings): an unclosed
     # string `"\"\"\"...` was tried again from each of its escaped quotes, reading the rest each time.
     quoted = re.compile(r'(?<!\\)"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(numbered_lines(text), start=1):
         for match in quoted.finditer(line):
             value = match.group(1) if match.group(1) is not None else match.group(2)
             rest = line[match.end():]
@@ -279,7 +280,7 @@ def declared_python(root: Path) -> DeclaredPython | None:
     specifier = parse_specifier(value) if isinstance(value, str) else None
     if specifier is None:
         return None
-    lines = text.splitlines()
+    lines = numbered_lines(text)
     line, col = next(((number, col) for string, number, col, _ in _strings_with_positions(text)
                       if string == value and "requires-python" in lines[number - 1]), (1, 1))
     return DeclaredPython(specifier, value, line, col)
@@ -318,7 +319,7 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
     line ending in a backslash goes on on the next (`sglang==0.5.23 \\` then `--hash=...`)."""
     pending: list[str] = []
     start = 1
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(numbered_lines(text), start=1):
         if not pending:
             start = number
         if line.endswith("\\") and not line.lstrip().startswith("#"):
@@ -456,7 +457,7 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
 def _file_mentions(relpath: str, text: str) -> list[ReleaseMention]:
     """The releases one file names, on the lines that name SGLang (one mention per place)."""
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(numbered_lines(text), start=1):
         if "sglang" not in line.lower():
             continue
         taken: set[int] = set()

@@ -50,6 +50,7 @@ from sglang_contracts.infra import progress
 from sglang_contracts.infra.cache import NO_SPACE, atomic_write_bytes, foreign_reason, make_private_folder, warn_unwritable_once
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size, read_limited, why_unwritable
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf, fits
 from sglang_contracts.infra.temporaries import private_temporary_folder
 from sglang_contracts.requirements import as_version
@@ -260,7 +261,7 @@ def _download(version: str, wheels: Path) -> Path:
 
 def _pip_output(stderr: str) -> tuple[list[str], list[str]]:
     """pip's non-blank lines, stripped, and those of them that are not warnings."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    lines = [line.strip() for line in numbered_lines(stderr) if line.strip()]
     return lines, [line for line in lines if not line.startswith("WARNING")]
 
 

@@ -15,7 +15,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from sglang_contracts.infra.collector import collector_paused
-from sglang_contracts.infra.lines import line_starts
+from sglang_contracts.infra.lines import line_starts, numbered_lines
 from sglang_contracts.infra.writes import MUTATING, add_mutated, self_attribute, value_token
 from sglang_contracts.infra.pysource import BRANCH_TYPES, SCOPES, branch_nodes, node_fields, nodes_below as _nodes, own_nodes as _own_nodes, parse_quietly, returned_shape, unpack_count
 
@@ -185,7 +185,7 @@ def _dumped(node: ast.AST) -> str:
 
 def normalised_lines(node: AnyFunction) -> list[str]:
     text = "\n".join(unparsed(statement) for statement in body_statements(node))  # a docstring edit changes nothing
-    return [_line_hash(line) for line in text.splitlines() if line.strip()]
+    return [_line_hash(line) for line in numbered_lines(text) if line.strip()]
 
 
 def _tested(test: ast.expr) -> tuple[ast.expr, str] | None:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.sources.git import PACKAGE_PREFIX, open_repo, resolve_ref
 
 # The modules every bump must be read in full when they changed (SGLang's scheduling core).
@@ -100,7 +101,7 @@ def _logged_commit(record: str) -> DeltaCommit:
 def _must_read_totals(numstat: str) -> dict[str, list[int]]:
     """[lines added, lines removed, files] per MUST_READ entry, from `git diff --numstat`."""
     totals: dict[str, list[int]] = {}
-    for line in numstat.splitlines():
+    for line in numbered_lines(numstat):
         added, removed, name = line.split("\t", 2)
         relpath = name[len(PACKAGE_PREFIX) + 1:]
         for entry in MUST_READ:

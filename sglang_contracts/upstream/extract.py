@@ -13,6 +13,7 @@ from typing import Any
 
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import problem_for
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.pysource import parse_quietly, source_depth, why_unparsable
 from sglang_contracts.upstream.bodies import BodyFacts, definition_lines, module_bodies
 from sglang_contracts.upstream.next_sibling import indexed_next_sibling
@@ -448,7 +449,7 @@ def _extract(module_name: str, relpath: str, code: str, known_bodies: dict | Non
             visitor.visit(tree)
         module = visitor.current.module
     except Exception as error:  # a file griffe cannot read is opaque, not empty
-        return {"opaque": f"griffe cannot analyse it: {type(error).__name__}: {error}".splitlines()[0]}
+        return {"opaque": numbered_lines(f"griffe cannot analyse it: {type(error).__name__}: {error}")[0]}
     bodies = module_bodies(tree, lines=False, code=code, known=known_bodies)  # the lines on demand: UpstreamModel.body_lines
     bindings, wildcards, classes, functions = _members(module, bodies, module_name)
     dynamic = _add_dynamic_attributes(tree, bindings, classes)

@@ -109,6 +109,24 @@ def test_crlf_and_a_byte_order_mark_are_kept(bump):
     assert (project / "Dockerfile").read_bytes() == b"\xef\xbb\xbfFROM lmsysorg/sglang:v0.2.0-cu129\r\nRUN true\r\n"
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\x0c", "\x85", "\r# "])
+def test_the_diff_of_a_line_holding_a_separator_is_what_git_applies_and_fix_writes(bump, capsys, separator):
+    """difflib was given str.splitlines' lines: a comment holding U+2028 made two, the first
+    without its newline, and git apply refused the "\\ No newline" inside the hunk (ninth
+    campaign, R09). A lone \\r ends a line to Python but not to git."""
+    project, args, options = bump
+    written = IMPORTS.replace("The device", f"The{separator}device").encode()
+    (project / "app/devices.py").write_bytes(written)
+    copy = shutil.copytree(project, project.parent / "copy")
+    assert main(["fix", str(project), *args, "--diff"]) == 1
+    diff = capsys.readouterr().out
+    applied = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], cwd=project, input=diff.encode(),
+                             capture_output=True, timeout=120, check=False)
+    assert (applied.returncode, applied.stderr) == (0, b"")
+    run_fix([copy], options)
+    assert snapshot(project) == snapshot(copy) and snapshot(copy)["app/devices.py"] != written
+
+
 def test_a_read_only_file_is_one_error_line_and_the_rest_is_fixed(bump, capsys):
     project, args, _ = bump
     pins = project / "pyproject.toml"

@@ -393,6 +393,19 @@ def test_a_diagnostic_links_to_its_rule_entry() -> None:
     assert lsp_diagnostic(dataclasses.replace(unknown, code="SGC999"), "x\n").code_description is None
 
 
+def test_the_noqa_action_edits_the_line_the_editor_numbers() -> None:
+    """A line holding U+2028 or a form feed is one line to the editor (the protocol ends lines at
+    \\n, \\r\\n and \\r alone): `# noqa` goes at the end of the finding's own line, not of a
+    piece of an earlier one (ninth campaign, R08)."""
+    from sglang_contracts.lsp.actions import code_actions
+
+    text = "import os  # see\u2028the\x0cnotes\nfrom sglang.srt.gone import x\n"
+    finding = types.Diagnostic(types.Range(types.Position(1, 28), types.Position(1, 29)), "gone", code="SGC102")
+    (action,) = code_actions("file:///app/m.py", None, "m.py", text, [finding])
+    (edit,) = action.edit.changes["file:///app/m.py"]
+    assert (edit.range.start.line, edit.range.start.character, edit.new_text) == (1, 29, "  # noqa: SGC102")
+
+
 def test_a_line_of_any_length_between_frames_is_read_in_bounded_pieces() -> None:
     """A 300 MB line with no newline took the server's memory to 663 MB (third campaign D07): it
     is read in pieces and dropped, and the frame after it is read as it comes."""
