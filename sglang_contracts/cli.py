@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import sys
@@ -28,6 +29,7 @@ def _codes(value: str) -> list[str]:
 
 FORMATS = ("text", "json", "sarif", "github", "markdown")
 INCOMPLETE = 3  # exit status: the report was written, but an internal error (SGC001) left parts out
+MAX_IDLE_SECONDS = 7 * 24 * 3600.0  # a week: `inf` or 1e309 would be a daemon that never leaves
 READER_LEFT = 141  # 128 + SIGPIPE, as a shell tells of a writer whose reader left: the status was not yet known
 
 
@@ -128,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(daemon)
     daemon.add_argument("--no-cache", action="store_true", help="do not read or write the extraction caches")
     daemon.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
-    daemon.add_argument("--idle-timeout", type=float, default=3600.0, metavar="SECONDS",
+    daemon.add_argument("--idle-timeout", type=_idle_seconds, default=3600.0, metavar="SECONDS",
                         help="exit after this long without a check (default: an hour)")
 
     commands.add_parser("lsp", help="run as a language server on standard input and output (for editors)")
@@ -158,6 +160,18 @@ def _add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress display and no summary line")
     parser.add_argument("-v", "--verbose", action="store_true", help="say what was loaded, on standard error")
+
+
+def _idle_seconds(given: str) -> float:
+    """`--idle-timeout`: a positive, finite number of seconds. `nan` passed as a float, and no
+    idle time is ever more than nan: the daemon never left (campaign 9, R17)."""
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = math.nan
+    if not (0 < seconds <= MAX_IDLE_SECONDS):
+        raise argparse.ArgumentTypeError(f"{given!r} is not a number of seconds between 0 and {MAX_IDLE_SECONDS:.0f}")
+    return seconds
 
 
 def _index_location(given: str) -> str:

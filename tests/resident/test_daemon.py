@@ -335,3 +335,17 @@ def test_a_daemon_is_not_started_for_a_path_that_is_not_there(tmp_path: Path, mo
     out, err = capsys.readouterr()
     assert status == 2 and "nonexistent: no such file or directory" in err and "started" not in out
     assert not (tmp_path / "cache" / "daemons").exists() or not any((tmp_path / "cache" / "daemons").glob("*.sock"))
+
+
+@pytest.mark.parametrize("seconds", ["nan", "inf", "1e309", "-5", "0", "abc", "700000"])
+def test_an_idle_timeout_that_is_no_finite_positive_number_is_a_usage_error(seconds: str, capsys) -> None:
+    """`--idle-timeout nan` started a daemon no idle time ever exceeded, so it never left
+    (campaign 9, R17); `inf` and an overflow the same."""
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["daemon", "start", "--idle-timeout", seconds])
+    assert exited.value.code == 2
+    assert "is not a number of seconds" in capsys.readouterr().err
+
+
+def test_an_idle_timeout_in_seconds_is_taken() -> None:
+    assert build_parser().parse_args(["daemon", "start", "--idle-timeout", "90.5"]).idle_timeout == 90.5
