@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sglang_contracts.infra.display import printable_path
-from sglang_contracts.infra.files import MAX_PYTHON_BYTES, MAX_TEXT_BYTES, Unreadable, read_limited
+from sglang_contracts.infra.files import MAX_PYTHON_BYTES, MAX_TEXT_BYTES, Unreadable, read_limited, text_encoding
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.temporaries import temporary_beside
 
@@ -41,10 +41,11 @@ class Document:
         # (module, name) of `from module import name` statements the edits need, added likewise.
         self.names_needed: set[tuple[str, str]] = set()
         # Python as the interpreter reads it (a BOM is `utf-8-sig`, stripped as the check's
-        # positions assume); other files as UTF-8 with any BOM kept as its character.
-        self.encoding = _python_encoding(raw) if python else "utf-8"
+        # positions assume); other files as their byte-order mark says, the mark put back on write.
+        self.encoding, self.mark = (_python_encoding(raw), b"") if python else text_encoding(raw)
         try:
-            self._text = raw.decode(self.encoding)  # strict: a byte that does not decode is not ours to drop
+            # strict: a byte that does not decode is not ours to drop
+            self._text = raw[len(self.mark):].decode(self.encoding)
         except (UnicodeDecodeError, LookupError) as error:
             raise NotRewritable(f"not {self.encoding} text ({error})") from None
         self._module: libcst.Module | None = None
@@ -127,7 +128,7 @@ class Document:
         self.notes.append(f"{printable_path(self.relpath)}:{line}:{col}: {code} not fixed: {why}")
 
     def encoded(self) -> bytes:
-        return self._text.encode(self.encoding)
+        return self.mark + self._text.encode(self.encoding)
 
     @property
     def changed(self) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from sglang_contracts.infra.files import MAX_TEXT_BYTES, Unreadable, read_limited
+from sglang_contracts.infra.files import MAX_TEXT_BYTES, Unreadable, decoded_text, read_limited
 from sglang_contracts.infra.lines import numbered_lines
 
 DEBUG_VARIABLE = "SGLANG_CONTRACTS_DEBUG"
@@ -102,7 +102,7 @@ def read_project_text(path: Path, root: Path, limit: int = MAX_TEXT_BYTES, error
     """A project file other than Python (requirements, a Dockerfile, a patch) as text, or None
     when it cannot be read, which is noted for the report (SGC000), never silent."""
     try:
-        return read_limited(path, limit, within=root).decode("utf-8", errors)
+        return decoded_text(read_limited(path, limit, within=root), errors)
     except Unreadable as unreadable:
         try:
             relpath = path.relative_to(root).as_posix()

@@ -8,6 +8,7 @@ memory, and a 50 MB generated module would cost a minute and gigabytes; each of 
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import stat
@@ -184,7 +185,30 @@ def is_below(path: str, folder: str) -> bool:
 
 
 def read_text_limited(path: Path | str, limit: int = MAX_TEXT_BYTES, within: Path | str | None = None) -> str:
-    """A text file as UTF-8, bytes that do not decode replaced (a latin-1 comment in a
-    pyproject must not cost the whole file)."""
-    return read_limited(path, limit, within).decode("utf-8", "replace")
+    """A text file as UTF-8 (or as its byte-order mark says: text_encoding), bytes that do not
+    decode replaced (a latin-1 comment in a pyproject must not cost the whole file)."""
+    return decoded_text(read_limited(path, limit, within), "replace")
+
+
+# Byte-order marks as pip's auto_decode honours them (the UTF-32 ones first: UTF-32-LE's starts
+# with UTF-16-LE's). A requirements file a Windows editor saved starts with one.
+BYTE_ORDER_MARKS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+                    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+
+
+def text_encoding(raw: bytes) -> tuple[str, bytes]:
+    """(encoding, byte-order mark) of a text file other than Python: what its mark says, else
+    UTF-8. The mark is no character of the text: positions are counted after it, as an editor
+    shows them, and `fix` writes it back (fix/document.py)."""
+    for mark, encoding in BYTE_ORDER_MARKS:
+        if raw.startswith(mark):
+            return encoding, mark
+    return "utf-8", b""
+
+
+def decoded_text(raw: bytes, errors: str = "strict") -> str:
+    """A text file's bytes as text (text_encoding): a UTF-16 requirements file lost its every pin,
+    and a UTF-8 one with a mark its first (campaign 9, R20)."""
+    encoding, mark = text_encoding(raw)
+    return raw[len(mark):].decode(encoding, errors)
 

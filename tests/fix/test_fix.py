@@ -3,6 +3,9 @@ tested by their catalog examples in test_catalog.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import shutil
 import signal
@@ -410,3 +413,32 @@ def test_an_added_keyword_argument_follows_the_calls_last_in_its_formatting(text
     document = Document("app/a.py", text.encode(), python=True)
     add_arguments(document, 1, 1, [("checkpoint", "True")])
     assert document.text == expected
+
+
+@pytest.mark.parametrize(("mark", "encoding"), [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"),
+                                               (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe\x00\x00", "utf-32-le")])
+def test_a_requirements_file_with_a_byte_order_mark_is_read_and_fixed_in_its_encoding(tmp_path, mark, encoding) -> None:
+    """pip reads a requirements file by its byte-order mark (a Windows editor's UTF-8 or UTF-16):
+    read as plain UTF-8, its pins were lost without a word (campaign 9, R20). The pin is read,
+    reported where an editor shows it, and the fix writes the file back in its own encoding."""
+    from tests.helpers import upstream_tree
+    from sglang_contracts.project.pins import find_sglang_pin
+
+    old = upstream_tree(tmp_path / "1.0.0", {"sglang/srt/a.py": "x = 1\n"}, "1.0.0")
+    new = upstream_tree(tmp_path / "1.0.1", {"sglang/srt/a.py": "x = 1\n"}, "1.0.1")
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (project / "m.py").write_text("from sglang.srt.a import x\n")
+    (project / "requirements.txt").write_bytes(mark + "sglang==1.0.0\ntorch==2.9.1\n".encode(encoding))
+    releases = ["--old", str(old), "--new", str(new)]
+    pin = find_sglang_pin(project)
+    assert (pin.version, pin.where, pin.line) == ("1.0.0", "requirements.txt", 1)  # what --old defaults to
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["check", str(project), *releases, "--select", "SGC702", "--format", "json"]) == 1
+    (finding,) = json.loads(out.getvalue())
+    assert (finding["path"], finding["line"], finding["col"]) == (str(project / "requirements.txt"), 1, 1)
+    with contextlib.redirect_stdout(io.StringIO()):
+        main(["fix", str(project), *releases, "--select", "SGC702"])
+    assert (project / "requirements.txt").read_bytes() == mark + "sglang==1.0.1\ntorch==2.9.1\n".encode(encoding)
