@@ -38,14 +38,21 @@ SGLANG_RELEASE_NAME = re.compile(r"(?i)(?<!\w)(?>\w*?sglang)\w*?(?:tag|version|i
 BOUND_NAME = re.compile(r"(?i)min|max|least|lowest|oldest|compat|since|until|supported")  # a bound, not a setting
 
 
+# The last part of an image's name that is one of SGLang's tools, not its engine: a word
+# `router` or `gateway` in it (`sglang-router`, `sgl-model-gateway`), looked at once per name.
+NOT_A_TOOL_IMAGE = r"(?![\w\-]*?(?<![^\W_])(?:router|gateway)(?![^\W_]))"
+
+
 def image_name(word: str) -> str:
     """The pattern of an image's name whose last part (after its last `/` or `.`) has `word` at
     the start of a word: `lmsysorg/sglang`, `rocm/sgl-dev`, `registry.example/sglang-fork`.
     A name is tried only where a run of name characters starts, and what is read of it is not
     given back to be split another way (possessive, atomic): written plainly, the pattern was
     tried from every character of a run and backtracked over the rest, minutes on a string of
-    `"sglang-" * 800` (time cubic in the run's length)."""
-    return rf"(?<![\w.\-/])(?:[\w\-]*+[./])*+(?>[\w\-]*?\b{word})[\w\-]*+"
+    `"sglang-" * 800` (time cubic in the run's length). SGLang's router and gateway images
+    (`lmsysorg/sglang-router`) are released and tagged on their own: never an SGLang release
+    (campaign 9, R15: the router's tag was taken for the pin, and a fix moved it)."""
+    return rf"(?<![\w.\-/])(?:[\w\-]*+[./])*+{NOT_A_TOOL_IMAGE}(?>[\w\-]*?\b{word})[\w\-]*+"
 
 
 IMAGE_REFERENCE = re.compile(rf"(?P<repo>{image_name('sgl')}):(?P<tag>[\w.\-]+)")

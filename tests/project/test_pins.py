@@ -79,6 +79,10 @@ def test_slime_shape_follows_the_arg_into_a_fork_image(tmp_path: Path) -> None:
     ("ARG TAG\nFROM lmsysorg/sglang:${TAG}\n", None),  # no default: nothing to take
     ("FROM lmsysorg/sglang:latest\n", None),
     ("FROM python:3.11\nRUN pip install sglang\n", None),
+    # SGLang's router and gateway images, tagged on their own (campaign 9, R15)
+    ("FROM lmsysorg/sglang-router:v1.0.0 AS router\n", None),
+    ("FROM lmsysorg/sgl-model-gateway:v0.2.1\n", None),
+    ("FROM lmsysorg/sglang-router:v1.0.0 AS router\nFROM lmsysorg/sglang:v0.1.4\n", "0.1.4"),
 ])
 def test_image_shapes(tmp_path: Path, dockerfile: str, version: str | None) -> None:
     write_tree(tmp_path, {"Dockerfile": dockerfile})
@@ -188,3 +192,14 @@ dependencies = ["sglang[all]==0.4.6.post5"]
 agentic-sglang = ["sglang[all]==0.4.6.post5"]
 """})
     assert find_sglang_pin(tmp_path).notes(defaulted=True, from_clone=False) == []
+
+
+def test_a_fix_of_the_pin_leaves_the_router_image_s_tag(tmp_path: Path) -> None:
+    """The engine's image moves with the bump; the router's, tagged on its own, stays."""
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/a.py": "x = 1\n"}, "1.0.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/a.py": "x = 1\n"}, "1.0.2")
+    dockerfile = "FROM lmsysorg/sglang-router:v1.0.0 AS router\nFROM lmsysorg/sglang:v1.0.0\n"
+    project = write_tree(tmp_path / "p", {"pyproject.toml": '[project]\nname = "p"\n', "Dockerfile": dockerfile,
+                                          "m.py": "from sglang.srt.a import x\n"})
+    main(["fix", str(project), "--old", str(old), "--new", str(new), "--select", "SGC702"])
+    assert (project / "Dockerfile").read_text() == dockerfile.replace("sglang:v1.0.0", "sglang:v1.0.2")
