@@ -238,6 +238,20 @@ def _project_text(root: Path, relpath: str) -> str | None:
         return None
 
 
+def _unwritten_note(each: PatchRebase, result: StackRebase) -> str:
+    """Why a patch of the stack is not written: upstream took every hunk (take it out), or none
+    was carried (a conflict to resolve: an empty text is no sign that upstream has it, campaign
+    9, R14)."""
+    outcomes = each.rebase.outcomes
+    if outcomes and all(o.verdict == DROPPED for o in outcomes):
+        return (f"{each.relpath}: every hunk is upstream in {result.new.short}: not written; take it out of "
+                f"{result.stack.source.rsplit(':', 1)[0]}")
+    left = sum(o.verdict in LEFT for o in outcomes)
+    unchecked = sum(o.verdict == UNCHECKED for o in outcomes)
+    return (f"{each.relpath}: no hunk was carried to {result.new.short} ({left} left to resolve, {unchecked} "
+            "unchecked): not written; it is still needed once its conflicts are resolved")
+
+
 def stack_edits(root: Path, result: StackRebase, current: Callable[[str], str | None] | None = None) -> list[Edit]:
     """The files the rebase writes: each new patch, and the file that applies the stack when the
     new folder needs naming there. `current(relpath)`: a file's text as an earlier step left it
@@ -252,8 +266,7 @@ def stack_edits(root: Path, result: StackRebase, current: Callable[[str], str | 
         if each.rebase.patch_text.strip():
             edits.append(Edit(relpath, text_of(relpath), each.rebase.patch_text))
         else:
-            result.notes.append(f"{each.relpath}: every hunk is upstream in {result.new.short}: not written; take it "
-                                f"out of {result.stack.source.rsplit(':', 1)[0]}")
+            result.notes.append(_unwritten_note(each, result))
     if result.new_folder == result.folder:
         return edits
     source = result.stack.source.rsplit(":", 1)[0]

@@ -158,3 +158,31 @@ def test_a_patch_naming_a_path_out_of_the_tree_writes_nothing_there(releases, tm
 ])
 def test_the_value_that_names_the_folder_moves_to_the_new_one(before: str, after: str) -> None:
     assert folder_renamed(before, "v0.5.14", "v0.5.23") == after
+
+
+def test_a_patch_whose_hunks_all_conflict_is_not_called_upstream(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A patch none of whose hunks could be carried has an empty rebased text, as one upstream
+    took whole: it was told to be taken out of patch-files, in the plan bump commits (campaign 9,
+    R14). Only hunks all dropped as upstream's say that."""
+    from tests.helpers import upstream_tree, write_tree
+
+    old = upstream_tree(tmp_path / "1.0.0", {"sglang/srt/a.py": "x = 1\ndef f(a, b=1):\n    return a\nclass C:\n"
+                                             "    def m(self, q):\n        self.z = 1\n        return q\n"}, "1.0.0")
+    new = upstream_tree(tmp_path / "1.0.1", {"sglang/srt/a.py": "def f(a):\n    return a\nclass C:\n    def m(self):\n"
+                                             "        return 1\n"}, "1.0.1")
+    conflicting = ("diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\n--- a/python/sglang/srt/a.py\n"
+                   "+++ b/python/sglang/srt/a.py\n@@ -4,4 +4,4 @@ def f(a, b=1):\n class C:\n     def m(self, q):\n"
+                   "-        self.z = 1\n+        self.z = 2\n         return q\n")
+    upstreamed = ("diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\n--- a/python/sglang/srt/a.py\n"
+                  "+++ b/python/sglang/srt/a.py\n@@ -1,3 +1,2 @@\n-x = 1\n-def f(a, b=1):\n+def f(a):\n     return a\n")
+    root = write_tree(tmp_path / "p", {
+        "pyproject.toml": '[project]\nname = "p"\n[tool.sglang-contracts]\npatch-files = ["patches/01.patch", '
+                          '"patches/02.patch"]\n',
+        "patches/01.patch": upstreamed, "patches/02.patch": conflicting})
+    monkeypatch.chdir(root)
+    main(["patch", "rebase", "--old", str(old), "--new", str(new), "-o", "newstack", "--tree", str(tmp_path / "tr"),
+          "--plan", str(tmp_path / "plan.md")])
+    said = capsys.readouterr().err + (tmp_path / "plan.md").read_text()
+    assert "patches/01.patch: every hunk is upstream in 1.0.1" in said
+    assert "patches/02.patch: every hunk is upstream" not in said
+    assert "patches/02.patch: no hunk was carried to 1.0.1 (1 left to resolve, 0 unchecked)" in said
