@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sglang_contracts.diagnostics import Diagnostic
-from sglang_contracts.infra.files import any_unsaved, unsaved_buffer_items
+from sglang_contracts.infra.files import any_unsaved, file_state, unsaved_buffer_items
 from sglang_contracts.infra.shapes import ListOf, Row, Table
 from sglang_contracts.project.index import as_named, project_folders
 from sglang_contracts.sources import content_identity
@@ -108,7 +108,7 @@ def _entry_state(path: str) -> tuple[bool, str]:
         kind = errno.errorcode.get(error.errno or 0, type(error).__name__)
     else:
         if stat.S_ISREG(status.st_mode):
-            return True, f"{status.st_size}\0{status.st_mtime_ns}"
+            return True, file_state(status)
         kind = _KINDS.get(stat.S_IFMT(status.st_mode), "other")
     try:
         return False, f"{kind}\0link\0{os.readlink(path)}"

@@ -190,6 +190,13 @@ def read_text_limited(path: Path | str, limit: int = MAX_TEXT_BYTES, within: Pat
     return decoded_text(read_limited(path, limit, within), "replace")
 
 
+def file_state(status: os.stat_result) -> str:
+    """What says a regular file changed, short of reading it: size, modification time, and the
+    change time and inode, which no user sets back (`touch -r`, `cp -p`, `rsync -a` and
+    mtime-normalised trees keep size and mtime: a changed input was replayed stale, campaign 9, R03)."""
+    return f"{status.st_size}\0{status.st_mtime_ns}\0{status.st_ctime_ns}\0{status.st_ino}"
+
+
 # Byte-order marks as pip's auto_decode honours them (the UTF-32 ones first: UTF-32-LE's starts
 # with UTF-16-LE's). A requirements file a Windows editor saved starts with one.
 BYTE_ORDER_MARKS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sglang_contracts.infra.errors import SourceError, shown
-from sglang_contracts.infra.files import MAX_TEXT_BYTES, Unreadable, os_reason, read_limited
+from sglang_contracts.infra.files import MAX_TEXT_BYTES, Unreadable, file_state, os_reason, read_limited
 from sglang_contracts.sources.base import PACKAGE, Release, ReleaseTree, check_is_sglang, read_limit
 
 
@@ -122,7 +122,7 @@ def version_from_tree(tree: ReleaseTree) -> str | None:
 
 
 def directory_identity(path: Path) -> str | None:
-    """The package files of a release on disk (path, size, modification time) and its
+    """The package files of a release on disk (path and file_state) and its
     metadata, as one digest: any edit below sglang/ changes it. None for no release there."""
     try:
         root = find_package_root(path.resolve())
@@ -136,7 +136,7 @@ def directory_identity(path: Path) -> str | None:
                 status = os.stat(os.path.join(folder, name))
             except OSError:
                 continue
-            digest.update(os.fsencode(os.path.join(folder, name)) + f"\0{status.st_size}\0{status.st_mtime_ns}\n".encode())
+            digest.update(os.fsencode(os.path.join(folder, name)) + f"\0{file_state(status)}\n".encode())
     for metadata in [*sorted(root.glob("sglang-*.dist-info/METADATA")), root / "pyproject.toml"]:
         try:
             digest.update(read_limited(metadata, MAX_TEXT_BYTES))
