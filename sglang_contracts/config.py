@@ -59,6 +59,11 @@ def _strings(value: Any) -> list[str]:
     return value
 
 
+def _unique_strings(value: Any) -> list[str]:
+    """Strings, each once: a glob listed again adds nothing but its work (campaign 9, R24)."""
+    return list(dict.fromkeys(_strings(value)))
+
+
 def _within_project(value: Any) -> list[str]:
     """Paths relative to the project's root that stay in it: the configuration is the project's
     (a pull request's) text, and `paths = ["/home"]` or `["../.."]` would make the run read, and
@@ -87,7 +92,7 @@ def _globs(value: Any) -> list[str]:
         # run on 121 folders busy for minutes (a pull request can write the setting).
         if parts.count("**") > 1:
             raise _Invalid(f"{pattern!r}: a glob may have one `**` (it already matches any depth)")
-    return patterns
+    return _unique_strings(patterns)
 
 
 def _codes(value: Any) -> list[str]:
@@ -161,7 +166,7 @@ def _code_key(key: str) -> str:
 # key -> validator. Kept in one place so the error for an unknown key can suggest a near one.
 KEYS: dict[str, Callable[[Any], Any]] = {
     "paths": _within_project,
-    "exclude": _strings,
+    "exclude": _unique_strings,
     "old": _release,
     "new": _release,
     "source": _choice(*SOURCES),

@@ -38,7 +38,7 @@ from sglang_contracts.project.pin_history import names_the_same_release, pin_bef
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release, pinned_release_spec
 from sglang_contracts.diagnostics.suppressions import (
-    INTERNAL_ERROR, UNUSED_NOQA, NoqaIndex, ProjectText, code_active, matches_path, override_severity,
+    INTERNAL_ERROR, UNUSED_NOQA, FileIgnores, NoqaIndex, PathGlobs, ProjectText, code_active, override_severity,
 )
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 
@@ -429,11 +429,12 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
                            placeless_memo=keep.placeless_memo(old, new, partial_run, store, project),  # after the plan
                            files_memo=keep.files_memo(salt, _setup_py_state(root, released)), serving=serving)
     active = partial(code_active, select=options.select, ignore=options.ignore,
-                     per_file_ignores=options.per_file_ignores)
+                     per_file_ignores=FileIgnores(options.per_file_ignores))
     codes = _active_codes(active)
+    excluded = PathGlobs(options.exclude).matches
 
     def recorded(relpath: str) -> bool:
-        return not _excluded(relpath, options.exclude)
+        return not excluded(relpath)
 
     def reported(relpath: str) -> bool:
         return _under_any(root / relpath, wanted) and recorded(relpath)
@@ -830,11 +831,7 @@ def _under_any(path: Path, folders: list[Path]) -> bool:
 
 def excluder(options: CheckOptions) -> Callable[[str], bool] | None:
     """What the configured excludes say of a path relative to the root, if any are configured."""
-    return partial(_excluded, patterns=options.exclude) if options.exclude else None
-
-
-def _excluded(relpath: str, patterns: list[str]) -> bool:
-    return any(matches_path(relpath, pattern) for pattern in patterns)
+    return PathGlobs(options.exclude).matches if options.exclude else None
 
 
 def enrich(d: Diagnostic, text: ProjectText, old: UpstreamModel, new: UpstreamModel) -> Diagnostic:

@@ -84,20 +84,22 @@ def patch_stacks(root: Path, named: list[str] | tuple[str, ...] = ()) -> PatchSt
     patches = sglang_patch_files(root)
     if named:
         stacks: dict[str, Stack] = {}
+        stacked: set[str] = set()  # what the stacks hold already: globs that overlap match the same files
         for pattern in named:
             matches = sorted(p for p in root.glob(pattern) if not p.is_dir())
             if not matches:
                 raise UsageError(f"patch-files: {pattern} matches no file under {root}")
             for path in matches:
                 relpath = path.relative_to(root).as_posix()
+                if relpath in stacked:
+                    continue
                 if relpath not in patches:
                     text = read_project_text(path, root, errors="surrogateescape")
                     if text is None:
                         continue
                     patches[relpath] = parse_patch(text)
-                stack = stacks.setdefault(str(PurePosixPath(relpath).parent), Stack("patch-files"))
-                if relpath not in stack.patches:
-                    stack.patches.append(relpath)
+                stacked.add(relpath)
+                stacks.setdefault(str(PurePosixPath(relpath).parent), Stack("patch-files")).patches.append(relpath)
         chosen = list(stacks.values())
     else:
         chosen = applied_stacks(root, set(patches)) if patches else []

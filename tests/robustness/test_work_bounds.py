@@ -256,3 +256,46 @@ def test_q03_hunks_that_match_nowhere_in_a_file_of_few_repeated_lines_are_judged
     assert _cpu_seconds(judged) < 3.0
     assert [verdict.status for verdict in verdicts[:-1]] == [CONTEXT] * 1000
     assert verdicts[-1].status == APPLIES and verdicts[-1].at == 29001
+
+
+def test_r23_thousands_of_per_file_ignores_and_excludes_are_each_compiled_once(project, releases, monkeypatch) -> None:
+    # Matched one by one through fnmatch, every glob was compiled again for every (code, file)
+    # asked about once they outnumbered fnmatch's cache: 20,000 entries kept a run past 100 s
+    # (campaign 9, R23). Each is compiled once per matcher now.
+    import fnmatch
+
+    from sglang_contracts.check.runner import CheckOptions, run_check
+
+    entries = 20_000
+    ignores = "\n".join(f'"d{n}/*" = ["SGC1"]' for n in range(entries))
+    excludes = ", ".join(f'"e{n}/*"' for n in range(entries))
+    write(project, {"pyproject.toml": f"[project]\nname = 'app'\n[tool.sglang-contracts]\nexclude = [{excludes}]\n"
+                                      f"[tool.sglang-contracts.per-file-ignores]\n{ignores}\n"})
+    translated = []
+    translate = fnmatch.translate
+    monkeypatch.setattr(fnmatch, "translate", lambda pattern: translated.append(pattern) or translate(pattern))
+    old, new = releases
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False))
+    assert any(d.path == "app/ok.py" for d in result.diagnostics)  # the file was checked, nothing ignored
+    # a glob and its folder form, for the per-file-ignores and for the excludes of the index and the report
+    assert len(translated) <= 2 * 3 * entries
+
+
+def test_r24_patch_files_globs_listed_again_or_overlapping_add_no_work(project, releases, monkeypatch) -> None:
+    # The same glob listed k times was expanded k times and each match looked for in a list:
+    # 400 copies over 300 patches took 74 s (campaign 9, R24).
+    from sglang_contracts.patch import stack
+
+    write(project, {**{f"patches/p{n}.patch": PATCH for n in range(300)},
+                    "pyproject.toml": "[project]\nname = 'app'\n[tool.sglang-contracts]\npatch-files = ["
+                                      + ", ".join(['"patches/*.patch"'] * 400 + ['"patches/p*.patch"']) + "]\n"})
+    read = []
+    reader = stack.read_project_text
+    monkeypatch.setattr(stack, "read_project_text", lambda *a, **k: read.append(a[0]) or reader(*a, **k))
+    from sglang_contracts.config import read_config
+
+    named = read_config(project / "pyproject.toml", required=True).settings()["patch-files"]
+    assert named == ["patches/*.patch", "patches/p*.patch"]
+    stacks = stack.patch_stacks(project, named)
+    assert sorted(len(s.patches) for s in stacks.stacks) == [300]
+    assert len(read) <= 300
