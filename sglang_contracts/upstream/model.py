@@ -643,30 +643,34 @@ class UpstreamModel:
 
     # -- names ---------------------------------------------------------------------------
 
-    def resolve_name(self, module_name: str, name: str, _seen: frozenset = frozenset()) -> Symbol:
+    def resolve_name(self, module_name: str, name: str) -> Symbol:
         """What `from module_name import name` binds, following re-exports to the definition.
-        Asked afresh, the answer depends on the name alone, so it is kept (as resolve_path's)."""
-        if _seen:
-            return _followed(self._name_steps(module_name, name, _seen))
+        The answer depends on the name alone, so it is kept (as resolve_path's)."""
         found = self._names.get((module_name, name))
         if found is None:
-            found = self._names[module_name, name] = _followed(self._name_steps(module_name, name, _seen))
+            found = self._names[module_name, name] = _followed(self._name_steps(module_name, name, set()))
         return found
 
-    def _name_steps(self, module_name: str, name: str, _seen: frozenset) -> Resolution:
+    def _name_steps(self, module_name: str, name: str, seen: set[tuple[str, str]]) -> Resolution:
+        """`seen`: the (module, name) links of the chain being followed, this one's included while
+        it is (_followed runs the links one inside the other: the set is the path). A copy of the
+        path per link cost a chain of N star imports N^2 in time and memory (campaign 9, R21)."""
         key = (module_name, name)
-        if key in _seen:
+        if key in seen:
             return UNKNOWN  # a re-export cycle: Python would fail too, but do not claim it
-        seen = _seen | {key}
-        record = self.module(module_name)
-        if record is None:
-            return MISSING
-        binding = record.bindings.get(name)
-        if binding is not None:
-            return (yield from self._bound(module_name, name, binding, seen))
-        return (yield from self._not_bound(record, module_name, name, seen))
+        seen.add(key)
+        try:
+            record = self.module(module_name)
+            if record is None:
+                return MISSING
+            binding = record.bindings.get(name)
+            if binding is not None:
+                return (yield from self._bound(module_name, name, binding, seen))
+            return (yield from self._not_bound(record, module_name, name, seen))
+        finally:
+            seen.discard(key)
 
-    def _bound(self, module_name: str, name: str, binding: dict[str, Any], seen: frozenset) -> Resolution:
+    def _bound(self, module_name: str, name: str, binding: dict[str, Any], seen: set[tuple[str, str]]) -> Resolution:
         """resolve_name of a name the module binds: defined there, or imported (followed when upstream)."""
         if binding["kind"] != "alias":
             return Symbol("found", binding["kind"], f"{module_name}.{name}", binding.get("line"))
@@ -675,7 +679,7 @@ class UpstreamModel:
             return Symbol("found", "external", target, binding.get("line"))
         return (yield self._path_steps(target, seen))
 
-    def _not_bound(self, record: ModuleRecord, module_name: str, name: str, seen: frozenset) -> Resolution:
+    def _not_bound(self, record: ModuleRecord, module_name: str, name: str, seen: set[tuple[str, str]]) -> Resolution:
         """resolve_name of a name the module does not bind: a submodule, a star import's, or a
         name made at run time."""
         if self.module_exists(f"{module_name}.{name}"):
@@ -690,7 +694,7 @@ class UpstreamModel:
             return UNKNOWN  # PEP 562 module __getattr__ can produce any name
         return set_at_run_time(module_name) if record.dynamic else MISSING
 
-    def _through_star(self, star_module: str, name: str, seen: frozenset) -> Resolution:
+    def _through_star(self, star_module: str, name: str, seen: set[tuple[str, str]]) -> Resolution:
         if not is_upstream(star_module):
             return UNKNOWN  # `from torch import *`: its names are not ours to know
         record = self.module(star_module)
@@ -704,7 +708,7 @@ class UpstreamModel:
             return MISSING
         return (yield self._name_steps(star_module, name, seen))
 
-    def _through_computed(self, star_module: str, exports: dict[str, Any], name: str, seen: frozenset) -> Resolution:
+    def _through_computed(self, star_module: str, exports: dict[str, Any], name: str, seen: set[tuple[str, str]]) -> Resolution:
         """`name` through a star import of a module whose `__all__` is computed: listed, or a
         global its comprehension keeps; a global that a part not evaluated may have added is
         unknown, one the module does not have is missing."""
@@ -717,18 +721,16 @@ class UpstreamModel:
             return MISSING if symbol.missing else set_at_run_time(star_module) if symbol.found else symbol
         return MISSING
 
-    def resolve_path(self, dotted: str, _seen: frozenset = frozenset()) -> Symbol:
-        """Resolve `a.b.c.Name`: the longest module prefix, then names within it. Asked afresh
-        (not while following a chain of re-exports), the answer depends on the path alone, so
-        it is kept: the checks ask for the same paths hundreds of thousands of times."""
-        if _seen:
-            return _followed(self._path_steps(dotted, _seen))
+    def resolve_path(self, dotted: str) -> Symbol:
+        """Resolve `a.b.c.Name`: the longest module prefix, then names within it. The answer
+        depends on the path alone, so it is kept: the checks ask for the same paths hundreds of
+        thousands of times."""
         found = self._paths.get(dotted)
         if found is None:
-            found = self._paths[dotted] = _followed(self._path_steps(dotted, _seen))
+            found = self._paths[dotted] = _followed(self._path_steps(dotted, set()))
         return found
 
-    def _path_steps(self, dotted: str, _seen: frozenset) -> Resolution:
+    def _path_steps(self, dotted: str, _seen: set[tuple[str, str]]) -> Resolution:
         parts = dotted.split(".")
         for split in range(min(len(parts), DEEPEST_MODULE), 0, -1):  # a project's `sglang.a.a.a...` is no module
             prefix = ".".join(parts[:split])
