@@ -297,3 +297,41 @@ def test_r04_two_patches_of_thousands_of_files_sharing_no_path_are_paired_by_sha
     assert [entry.moved_from for entry in classes] == [f"python/sglang/srt/s{files - 1 - index}.py"
                                                        for index in range(files)]
     assert counts == {"lines gathered": 2 * files, "files looked up": files}
+
+
+def test_r02_an_import_naming_a_removed_name_thousands_of_times_is_judged_and_listed_in_bounded_work(
+        project, releases, monkeypatch) -> None:
+    """One `from m import (x, x, ...)` statement naming a removed name 150,000 times (0.9 MB)
+    made as many findings, each looking for the name's new home in the release's sources, then
+    enriched and written: past a minute (ninth campaign, R02; P13's 200,000 pins alike).
+    Counted, not timed: the home is looked for once, and a file lists MOST_LISTED findings of a
+    rule, the rest counted in one more."""
+    from sglang_contracts.check import runner
+    from sglang_contracts.check.runner import CheckOptions, Fresh, run_check
+    from sglang_contracts.contracts import imports
+    from sglang_contracts.diagnostics import MOST_LISTED
+
+    counts = {"homes looked for": 0, "findings enriched": 0}
+    home_hint, enrich = imports.home_hint, runner.enrich
+
+    def looking(*args):
+        counts["homes looked for"] += 1
+        return home_hint(*args)
+
+    def enriching(*args):
+        counts["findings enriched"] += 1
+        return enrich(*args)
+
+    monkeypatch.setattr(imports, "home_hint", looking)
+    monkeypatch.setattr(runner, "enrich", enriching)
+    monkeypatch.setattr(Fresh, "checks_in_two", False)  # every rule in this process, where it is counted
+    copies = MOST_LISTED + 200
+    write(project, {"app/many.py": "from sglang.srt.utils import (" + ", ".join(["helper"] * copies) + ")\n"})
+    old, new = releases
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+    many = [d for d in result.diagnostics if d.path == "app/many.py"]
+    assert [d.code for d in many] == ["SGC102"] * (MOST_LISTED + 1)
+    assert many[-1].message.startswith(f"{copies - MOST_LISTED:,} more SGC102 findings in this file are not listed")
+    assert (many[-1].line, many[-1].col) == (1, len("from sglang.srt.utils import (") + 1 + MOST_LISTED * len("helper, "))
+    assert counts == {"homes looked for": 1, "findings enriched": len(result.diagnostics)}
+    assert len(result.diagnostics) <= MOST_LISTED + 3  # app/ok.py's own
