@@ -11,7 +11,7 @@ from typing import Any
 from sglang_contracts.diagnostics.catalog import rule
 import sglang_contracts.contracts  # noqa: F401  (registers every fix beside its check)
 from sglang_contracts.contracts.base import FIXES
-from sglang_contracts.diagnostics import Diagnostic
+from sglang_contracts.diagnostics import NOT_LISTED, Diagnostic
 from sglang_contracts.fix.document import Document, FixNotBuilt, NotRewritable, read_only, write_atomically
 from sglang_contracts.fix.python import ensure_import, ensure_name_import, remove_imports_left_unused
 from sglang_contracts.infra.collector import batch_collection
@@ -99,7 +99,8 @@ def fix_safety(diagnostic: Diagnostic) -> str | None:
 
 
 def can_fix(diagnostic: Diagnostic, unsafe: bool) -> bool:
-    if diagnostic.code not in FIXES or diagnostic.severity == "info":  # info: broken before the bump
+    # info: broken before the bump; NOT_LISTED: a count of findings a file does not list
+    if diagnostic.code not in FIXES or diagnostic.severity == "info" or NOT_LISTED in diagnostic.data:
         return False
     return fix_safety(diagnostic) == "safe" or unsafe
 

@@ -26,7 +26,7 @@ from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_for_project, cache_root,
                                           tag_cache_folders, unwritable_reason, warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
-from sglang_contracts.diagnostics import Diagnostic, finding_at
+from sglang_contracts.diagnostics import Diagnostic, finding_at, listed_per_file
 from sglang_contracts.diagnostics.catalog import report_of
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
@@ -456,7 +456,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         found = set(bump_noise_filtered(found, touched))
     problems = [*_index_problems(project), *_upstream_problems(project, [old, new]), *noted, *problems]
     found.update(problem_diagnostics(problems, root))
-    diagnostics = _unsuppressed(found, options, active, recorded, noqa)
+    diagnostics = listed_per_file(_unsuppressed(found, options, active, recorded, noqa))  # before each is enriched
     diagnostics = _enriched(diagnostics, options.severity, text, old, new)
     diagnostics, touched = _merged_and_recorded(store, partial_run, diagnostics, whole, touched, project)
     if bump and partial_run is not None:

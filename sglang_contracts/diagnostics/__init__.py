@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from sglang_contracts.config import SEVERITY_VALUES
 from sglang_contracts.diagnostics.catalog import rule, surface_for
 from sglang_contracts.project.facts import FileFacts, Position
 
@@ -121,3 +122,36 @@ def code_selected(code: str, select: Iterable[str], ignore: Iterable[str]) -> bo
     best_select = longest_prefix(code, select)
     best_ignore = longest_prefix(code, ignore)
     return best_select is not None and (best_ignore is None or len(best_select) > len(best_ignore))
+
+
+# Findings of one rule a file lists at most: past them, one more finding of the rule counts the
+# rest. A pull request's import naming a removed name 150,000 times made as many findings, each
+# enriched and written (ninth campaign, R02: past a minute); no real file comes near.
+MOST_LISTED = 1000
+NOT_LISTED = "not_listed"  # the data of a finding that counts those left out: how many; it fixes none
+
+
+def listed_per_file(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """`diagnostics` (in report order) with at most MOST_LISTED of one rule in one file: the
+    rest of such a group are left out for one finding of the rule at the first left out, as
+    severe as the most severe of them, which says how many they are and what the first says."""
+    groups: dict[tuple[str, str], list[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        groups.setdefault((diagnostic.path, diagnostic.code), []).append(diagnostic)
+    if all(len(group) <= MOST_LISTED for group in groups.values()):
+        return diagnostics
+    kept = []
+    for group in groups.values():
+        kept += group[:MOST_LISTED]
+        if len(group) > MOST_LISTED:
+            kept.append(_not_listed(group[MOST_LISTED:]))
+    return sorted(kept, key=Diagnostic.sort_key)
+
+
+def _not_listed(left_out: list[Diagnostic]) -> Diagnostic:
+    first = left_out[0]
+    severity = min((diagnostic.severity for diagnostic in left_out), key=SEVERITY_VALUES.index)  # the most severe
+    message = (f"{len(left_out):,} more {first.code} findings in this file are not listed (a file lists at most "
+               f"{MOST_LISTED:,} of one rule); the first: {first.message}")
+    return Diagnostic(path=first.path, line=first.line, col=first.col, code=first.code, severity=severity,
+                      message=message, symbol="", data={NOT_LISTED: len(left_out)})

@@ -21,7 +21,7 @@ import pytest
 from tests.helpers import NEW, OLD, PROJECT, checkout_env
 from sglang_contracts.cli import main
 from sglang_contracts.diagnostics import finding_at
-from sglang_contracts.check.fixes import apply_fixes, run_fix
+from sglang_contracts.check.fixes import apply_fixes, can_fix, run_fix
 from sglang_contracts.check.runner import CheckOptions
 from tests.helpers import write_tree as tree
 
@@ -415,6 +415,7 @@ def test_an_added_keyword_argument_follows_the_calls_last_in_its_formatting(text
     assert document.text == expected
 
 
+<<<<<<< HEAD
 @pytest.mark.parametrize(("mark", "encoding"), [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"),
                                                (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe\x00\x00", "utf-32-le")])
 def test_a_requirements_file_with_a_byte_order_mark_is_read_and_fixed_in_its_encoding(tmp_path, mark, encoding) -> None:
@@ -442,3 +443,38 @@ def test_a_requirements_file_with_a_byte_order_mark_is_read_and_fixed_in_its_enc
     with contextlib.redirect_stdout(io.StringIO()):
         main(["fix", str(project), *releases, "--select", "SGC702"])
     assert (project / "requirements.txt").read_bytes() == mark + "sglang==1.0.1\ntorch==2.9.1\n".encode(encoding)
+=======
+def test_findings_a_file_does_not_list_are_left_with_their_count_and_fixed_by_the_next_fix(bump, monkeypatch):
+    # Past MOST_LISTED findings of one rule in a file, one finding counts the rest (R02): it
+    # holds nothing a fix reads, so none is tried on it, and it stays, saying findings are left;
+    # each fix takes the findings listed (its re-check takes the rest for the ones it fixed:
+    # they say the same), so fixing again goes on where the last stopped.
+    import sglang_contracts.diagnostics as diagnostics
+
+    monkeypatch.setattr(diagnostics, "MOST_LISTED", 2)
+    project, _, options = bump
+    many = project / "app/many.py"
+    many.write_text("from sglang.srt.utils.common import get_device\n" * 5)
+    for fixed in (2, 4, 5):
+        report = run_fix([project], options)
+        assert many.read_text().count("utils.device") == fixed and report.errors == []
+        counted = [d for d in report.remaining if diagnostics.NOT_LISTED in d.data]
+        assert bool(counted) == (fixed < 5)
+
+
+def test_a_file_lists_at_most_most_listed_findings_of_a_rule_and_counts_the_rest(monkeypatch):
+    import sglang_contracts.diagnostics as diagnostics
+
+    monkeypatch.setattr(diagnostics, "MOST_LISTED", 2)
+    pins = [diagnostics.Diagnostic("requirements.txt", line, 1, "SGC702", severity, f"pin {line}", "sglang")
+            for line, severity in ((1, "warning"), (2, "warning"), (3, "info"), (4, "error"), (5, "warning"))]
+    others = [diagnostics.Diagnostic("requirements.txt", 9, 1, "SGC701", "warning", "torch", "torch"),
+              diagnostics.Diagnostic("z.txt", 1, 1, "SGC702", "warning", "pin", "sglang")]
+    listed = diagnostics.listed_per_file([*pins, *others])
+    assert listed[:2] == pins[:2] and listed[3:] == others  # in report order
+    count = listed[2]
+    assert (count.path, count.line, count.code, count.severity) == ("requirements.txt", 3, "SGC702", "error")
+    assert count.message == ("3 more SGC702 findings in this file are not listed (a file lists at most 2 of one "
+                             "rule); the first: pin 3")
+    assert not can_fix(count, unsafe=True)
+>>>>>>> c9-bounds

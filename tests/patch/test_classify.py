@@ -10,6 +10,8 @@ import pytest
 
 from tests.gitcheck import materialise
 from sglang_contracts.cli import main
+from sglang_contracts.patch.classify import BOILERPLATE, classify
+from sglang_contracts.patch.patchfile import PatchFile, parse_patch
 
 BASE = {
     "python/sglang/srt/utils.py": "".join(f"line {i}\n" for i in range(1, 61)),
@@ -163,3 +165,20 @@ def test_text_names_the_patches_by_path_and_shows_a_modified_hunk_with_what_it_w
     assert f"  {mine}:19: modified  @@ -81,3 +81,3 @@\n    {skeleton}:13: was  @@ -80,3 +80,3 @@\n" in out
     assert (f"python/sglang/srt/managers/profiler_manager.py (moved from python/sglang/srt/utils/profiler_manager.py "
             f"in {skeleton}): the same change (1 hunks)") in out
+
+
+def _added_files(files: dict[str, list[str]]) -> PatchFile:
+    return parse_patch("".join(f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1,0 +1,{len(lines)} @@\n"
+                               + "".join(f"+{line}\n" for line in lines) for path, lines in files.items()))
+
+
+@pytest.mark.parametrize("carriers", [BOILERPLATE, BOILERPLATE + 1])
+def test_a_line_more_than_boilerplate_skeleton_files_carry_is_no_sign_of_a_move(carriers: int) -> None:
+    # Two shared lines of three are a move; lines that many of the skeleton's files carry (a
+    # licence header) point at none of them, and are what bounds the pairing's work (R04).
+    header = ["# Copyright the authors", "import torch.nn as nn"]
+    mine = _added_files({"python/sglang/srt/new.py": [*header, "def mine(): ...", "MINE = 1 + 1"]})
+    skeleton = _added_files({f"python/sglang/srt/s{index}.py": [*header, f"def theirs_{index}(): ..."]
+                             for index in range(carriers)})
+    [entry, *_] = classify(mine, skeleton)
+    assert entry.moved_from == ("python/sglang/srt/s0.py" if carriers <= BOILERPLATE else None)

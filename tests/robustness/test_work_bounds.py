@@ -299,3 +299,82 @@ def test_r24_patch_files_globs_listed_again_or_overlapping_add_no_work(project, 
     stacks = stack.patch_stacks(project, named)
     assert sorted(len(s.patches) for s in stacks.stacks) == [300]
     assert len(read) <= 300
+
+
+def _added_file(path: str, lines: list[str]) -> str:
+    body = "".join(f"+{line}\n" for line in lines)
+    return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1,0 +1,{len(lines)} @@\n{body}"
+
+
+def test_r04_two_patches_of_thousands_of_files_sharing_no_path_are_paired_by_shared_lines(monkeypatch) -> None:
+    """Each file only one patch has was compared with every file only the other has, its lines
+    gathered again each time (ninth campaign, R04: 3,000 files a side, 37 s; 4,500, past a
+    minute). Counted, not timed: each file's lines are gathered once, and each of its lines is
+    looked up in at most BOILERPLATE of the skeleton's files, the 30 lines every file carries in none."""
+    from collections import Counter
+
+    from sglang_contracts.patch import classify as module
+
+    counts = {"lines gathered": 0, "files looked up": 0}
+    significant = module._significant
+
+    def gathering(file):
+        counts["lines gathered"] += 1
+        return significant(file)
+
+    def tallying(looked_up):
+        for index in looked_up:
+            counts["files looked up"] += 1
+            yield index
+
+    monkeypatch.setattr(module, "_significant", gathering)
+    monkeypatch.setattr(module, "Counter", lambda looked_up: Counter(tallying(looked_up)), raising=False)
+    files = 2000
+    common = [f"common_line_{number} = {number}" for number in range(30)]
+    mine = parse_patch("".join(_added_file(f"python/sglang/srt/m{index}.py", [*common, f"own_line = {index}"])
+                               for index in range(files)))
+    skeleton = parse_patch("".join(_added_file(f"python/sglang/srt/s{index}.py",
+                                               [*common, f"own_line = {files - 1 - index}"]) for index in range(files)))
+    classes = classify(mine, skeleton)
+    # Each file moved to the skeleton's file with its own line (30 of 31 lines are every file's).
+    assert [entry.moved_from for entry in classes] == [f"python/sglang/srt/s{files - 1 - index}.py"
+                                                       for index in range(files)]
+    assert counts == {"lines gathered": 2 * files, "files looked up": files}
+
+
+def test_r02_an_import_naming_a_removed_name_thousands_of_times_is_judged_and_listed_in_bounded_work(
+        project, releases, monkeypatch) -> None:
+    """One `from m import (x, x, ...)` statement naming a removed name 150,000 times (0.9 MB)
+    made as many findings, each looking for the name's new home in the release's sources, then
+    enriched and written: past a minute (ninth campaign, R02; P13's 200,000 pins alike).
+    Counted, not timed: the home is looked for once, and a file lists MOST_LISTED findings of a
+    rule, the rest counted in one more."""
+    from sglang_contracts.check import runner
+    from sglang_contracts.check.runner import CheckOptions, Fresh, run_check
+    from sglang_contracts.contracts import imports
+    from sglang_contracts.diagnostics import MOST_LISTED
+
+    counts = {"homes looked for": 0, "findings enriched": 0}
+    home_hint, enrich = imports.home_hint, runner.enrich
+
+    def looking(*args):
+        counts["homes looked for"] += 1
+        return home_hint(*args)
+
+    def enriching(*args):
+        counts["findings enriched"] += 1
+        return enrich(*args)
+
+    monkeypatch.setattr(imports, "home_hint", looking)
+    monkeypatch.setattr(runner, "enrich", enriching)
+    monkeypatch.setattr(Fresh, "checks_in_two", False)  # every rule in this process, where it is counted
+    copies = MOST_LISTED + 200
+    write(project, {"app/many.py": "from sglang.srt.utils import (" + ", ".join(["helper"] * copies) + ")\n"})
+    old, new = releases
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+    many = [d for d in result.diagnostics if d.path == "app/many.py"]
+    assert [d.code for d in many] == ["SGC102"] * (MOST_LISTED + 1)
+    assert many[-1].message.startswith(f"{copies - MOST_LISTED:,} more SGC102 findings in this file are not listed")
+    assert (many[-1].line, many[-1].col) == (1, len("from sglang.srt.utils import (") + 1 + MOST_LISTED * len("helper, "))
+    assert counts == {"homes looked for": 1, "findings enriched": len(result.diagnostics)}
+    assert len(result.diagnostics) <= MOST_LISTED + 3  # app/ok.py's own
