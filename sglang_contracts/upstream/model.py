@@ -708,7 +708,8 @@ class UpstreamModel:
             return MISSING
         return (yield self._name_steps(star_module, name, seen))
 
-    def _through_computed(self, star_module: str, exports: dict[str, Any], name: str, seen: set[tuple[str, str]]) -> Resolution:
+    def _through_computed(self, star_module: str, exports: dict[str, Any], name: str,
+                          seen: set[tuple[str, str]]) -> Resolution:
         """`name` through a star import of a module whose `__all__` is computed: listed, or a
         global its comprehension keeps; a global that a part not evaluated may have added is
         unknown, one the module does not have is missing."""
