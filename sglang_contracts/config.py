@@ -233,6 +233,14 @@ class Config:
         return {key: self.values[key] for key in RULE_SETTINGS if key in self.values}
 
 
+def configured_objects(settings: dict[str, Any]) -> tuple[str, ...]:
+    """The project's own objects the rule settings name, as sorted dotted paths: the classes
+    `fakes` maps, the `server-args-seam` functions (`pkg.module:function`). A project's index
+    reads their modules whatever they mention (project/index.py ProjectIndex.configured)."""
+    seams = (seam.replace(":", ".") for seam in settings.get("server-args-seam", ()))
+    return tuple(sorted({*settings.get("fakes", {}), *seams}))
+
+
 def _validate(raw: Any, where: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise UsageError(f"{where} must be a table")

@@ -26,6 +26,7 @@ from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_for_project, cache_root,
                                           tag_cache_folders, unwritable_reason, warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
+from sglang_contracts.config import configured_objects
 from sglang_contracts.diagnostics import Diagnostic, finding_at, listed_per_file
 from sglang_contracts.diagnostics.catalog import report_of
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
@@ -116,7 +117,8 @@ class Fresh:
     def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache],
               after_first_round: Callable[[ProjectIndex], None] | None = None) -> ProjectIndex:
         return build_index(root, [root], store("project"), workers=options.workers, excluded=excluder(options),
-                           read=self.read_python, memo=self.index_memo(), after_first_round=after_first_round)
+                           read=self.read_python, memo=self.index_memo(), after_first_round=after_first_round,
+                           configured=configured_objects(options.settings))
 
     def index_memo(self) -> IndexMemo | None:
         """What earlier runs derived from the project's files (project/index.py IndexMemo)."""

@@ -22,6 +22,7 @@ from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding, finding_at
 from sglang_contracts.project.data_probes import data_probes
 from sglang_contracts.project.facts import FileFacts, Position
+from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.infra.lines import LINE_BREAK, line_starts, numbered_lines
 from sglang_contracts.infra.pysource import parse_quietly
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
@@ -410,3 +411,45 @@ def _data_probes_no_longer_matching(ctx: CheckContext) -> Iterator[Diagnostic]:
         yield finding_at("SGC603", probe.path, probe.line, probe.col, probe.target,
                          target=".".join(probe.target.split(".")[-2:]), needle=repr(shown), kind="text",
                          old=ctx.old_version, new=ctx.new_version)
+
+
+@contract("SGC604", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
+def fake_mapping_unresolved(ctx: CheckContext) -> Iterator[Diagnostic]:
+    configured = ctx.settings.get("fakes", {})
+    if not configured:
+        return
+    view = project_view(ctx)
+    old_fields, _ = field_sets(ctx)
+    unparsed = {facts.module for facts in ctx.project.files.values() if facts.parse_error or facts.problem}
+    text = _configuration_text(ctx)
+    for fake, upstream in sorted(configured.items()):
+        if fake not in view.classes:
+            if any(fake.startswith(f"{module}.") for module in unparsed):
+                continue  # its file could not be read (SGC000 says so)
+            what = "no class of the project"
+        elif _members(ctx, ctx.old, upstream, old_fields) is None:
+            what = f"no class of sglang {ctx.old_version}"
+        else:
+            continue
+        line, col = _entry_position(text, fake)
+        yield finding_at("SGC604", CONFIGURATION, line, col, fake, fake=fake, upstream=upstream, what=what,
+                         old=ctx.old_version, new=ctx.new_version)
+
+
+CONFIGURATION = "pyproject.toml"  # where a project's settings are written (config.py find_config)
+
+
+def _configuration_text(ctx: CheckContext) -> str:
+    """The project's pyproject.toml, "" when it has none or it cannot be read."""
+    path = ctx.project.root / CONFIGURATION
+    return (read_project_text(path, ctx.project.root) or "") if path.is_file() else ""
+
+
+def _entry_position(text: str, key: str) -> tuple[int, int]:
+    """(line, column) of a quoted key in the configuration's text; its first line when not found
+    (the settings were read from another file)."""
+    found = [at for at in (text.find(f"{quote}{key}{quote}") for quote in "\"'") if at >= 0]
+    if not found:
+        return 1, 1
+    at = min(found)
+    return text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)

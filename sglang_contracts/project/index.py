@@ -1,7 +1,8 @@
 """The project's facts as a whole: which files to read, their facts, and the links between them.
 
 A file is parsed only if it can hold a contract: it names `sglang`, or it imports one of
-the project's own modules that re-export SGLang names. Facts are cached per file content.
+the project's own modules that re-export SGLang names, or it defines or imports an object the
+rule settings name (a mapped fake, a ServerArgs seam). Facts are cached per file content.
 """
 
 from __future__ import annotations
@@ -291,6 +292,10 @@ class ProjectIndex:
     asked: dict[str, list[str] | None] = field(default_factory=dict, repr=False)
     read_tables: dict[str, dict[str, list]] = field(default_factory=dict, repr=False)  # stored_table's
     rows_kept: set[str] = field(default_factory=set, repr=False)  # the tables keep_rows changed since written
+    # Dotted paths of the project's own objects the rule settings name (a mapped fake's class, a
+    # ServerArgs seam): their modules are scanned whatever they mention, and their importers as
+    # the importers of a re-export from SGLang are (no name or import heuristic sees them).
+    configured: tuple[str, ...] = ()
 
     def each_file(self, kind: str, analyse: Callable[[str, str], list], may_hold: Callable[[str], bool],
                   *code: ModuleType, by_pattern: bool = False) -> list:
@@ -584,14 +589,16 @@ class IndexMemo:
 def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None,
                 excluded: Callable[[str], bool] | None = None,
                 read: Callable[[Path, Path], tuple[str, str]] = read_python, memo: IndexMemo | None = None,
-                after_first_round: Callable[[ProjectIndex], None] | None = None) -> ProjectIndex:
+                after_first_round: Callable[[ProjectIndex], None] | None = None,
+                configured: tuple[str, ...] = ()) -> ProjectIndex:
     """`read`: how a file is read (read_python; a resident engine's keeps the unchanged ones);
     `memo`: what earlier runs of a resident process derived (IndexMemo); `after_first_round`:
-    called with the index once the files that name SGLang are scanned (prefetch.EarlyExtraction)."""
+    called with the index once the files that name SGLang are scanned (prefetch.EarlyExtraction);
+    `configured`: ProjectIndex.configured."""
     tables, analyses = (memo.tables, memo.analyses) if memo is not None else (None, None)
     memo = memo if memo is not None else IndexMemo()
     index = ProjectIndex(root=root, cache=cache, tables=tables, analyses=analyses,
-                         unwritten=memo.unwritten if tables is not None else None)
+                         unwritten=memo.unwritten if tables is not None else None, configured=configured)
     texts = _read_project(index, root, paths, excluded, read)
     # The project's own top-level packages: imports from anywhere else but SGLang are third-party.
     index.packages = tuple(sorted({module.split(".")[0] for module, _ in texts.values() if module}))
@@ -612,7 +619,7 @@ def _scan_rounds(index: ProjectIndex, texts: dict[str, tuple[str, str]], cache: 
     """Scan the files that name SGLang, then, round after round, those they make matter: the
     importers of names they re-export from SGLang, the definers of classes they use. The files
     of each round, in order."""
-    pending = _mentioning_sglang(index, memo)
+    pending = _mentioning_sglang(index, memo) | configured_files(index).keys()
     imports: dict[str, _Imports] = {}  # each file's import statements, read once however many rounds
     rounds: list[list[str]] = []
     while pending:
@@ -655,7 +662,7 @@ class LastRounds:
 
     @classmethod
     def read(cls, index: ProjectIndex, cache: JsonCache) -> "LastRounds | None":
-        saved = cache.get(_rounds_key(index.root), LAST_ROUNDS)
+        saved = cache.get(_rounds_key(index.root, index.configured), LAST_ROUNDS)
         if saved is None:
             return None
         last = cls(list(saved["packages"]), dict(saved["files"]), [list(batch) for batch in saved["rounds"]],
@@ -698,8 +705,8 @@ class LastRounds:
 
     def write(self, index: ProjectIndex, cache: JsonCache, last: "LastRounds | None") -> None:
         if last is None or self != last:
-            cache.put(_rounds_key(index.root), {"packages": self.packages, "files": self.files, "rounds": self.rounds,
-                                                "scanned": self.scanned})
+            cache.put(_rounds_key(index.root, index.configured),
+                      {"packages": self.packages, "files": self.files, "rounds": self.rounds, "scanned": self.scanned})
 
 
 def _scanned_as_planned(index: ProjectIndex, texts: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None,
@@ -732,8 +739,9 @@ def _scanned_as_planned(index: ProjectIndex, texts: dict[str, tuple[str, str]], 
 
 
 @lru_cache(maxsize=None)
-def _rounds_key(root: Path) -> str:
-    key = f"index-rounds\0{_scanner_fingerprint()}\0{code_fingerprint(sys.modules[__name__])}\0{root}"
+def _rounds_key(root: Path, configured: tuple[str, ...] = ()) -> str:
+    """Per the configured objects too: they add files to the first round (ProjectIndex.configured)."""
+    key = f"index-rounds\0{_scanner_fingerprint()}\0{code_fingerprint(sys.modules[__name__])}\0{root}\0{configured}"
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
@@ -824,7 +832,7 @@ def updated_index(previous: ProjectIndex, root: Path, paths: list[Path], cache: 
     top-level bindings or used classes' modules differ), and build_index decides. Only the
     changed files are scanned; every other file keeps its facts."""
     index = ProjectIndex(root=root, cache=cache, tables=memo.tables, analyses=memo.analyses, packages=previous.packages,
-                         unwritten=memo.unwritten)
+                         unwritten=memo.unwritten, configured=previous.configured)
     texts = _read_project(index, root, paths, excluded, read)
     if index.problems or index.digests.keys() != previous.digests.keys():
         return None
@@ -1032,6 +1040,9 @@ def _upstream_names(index: ProjectIndex, memo: IndexMemo, round_number: int) -> 
     same table gives the same names: a resident process's later runs find each round's table
     as it was unless an edit changed what some module binds."""
     derived = _upstream_subclasses(index)
+    for rel, names in configured_files(index).items():
+        module = module_name_for(rel)
+        derived[module] = derived.get(module, frozenset()) | names
     if round_number < len(memo.upstream_names) and memo.upstream_names[round_number][0] == (index.exports, derived):
         return memo.upstream_names[round_number][1]
     upstream_names: dict[str, set[str]] = {module: set(names) for module, names in derived.items()}
@@ -1055,6 +1066,24 @@ def _upstream_names(index: ProjectIndex, memo: IndexMemo, round_number: int) -> 
     memo.upstream_names.append((({module: dict(table) for module, table in index.exports.items()}, derived),
                                 upstream_names))
     return upstream_names
+
+
+def configured_files(index: ProjectIndex) -> dict[str, frozenset[str]]:
+    """relpath -> the names defined at the top level of its module that the configured objects
+    are (ProjectIndex.configured); an object's module is the longest prefix of its dotted path
+    that names a project module (`tests.fakes.Outer.Inner`: `Outer` of tests/fakes.py)."""
+    if not index.configured:
+        return {}
+    by_module = {module_name_for(rel): rel for rel in index.digests}
+    found: dict[str, frozenset[str]] = {}
+    for dotted in index.configured:
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            rel = by_module.get(".".join(parts[:cut]))
+            if rel is not None:
+                found[rel] = found.get(rel, frozenset()) | {parts[cut]}
+                break
+    return found
 
 
 def _upstream_subclasses(index: ProjectIndex) -> dict[str, frozenset[str]]:

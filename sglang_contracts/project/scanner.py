@@ -52,6 +52,7 @@ from sglang_contracts.project.scopes import (
     dotted_chain,
     full_name,
     function_types,
+    module_rebound,
     module_returns,
     parameter_list,
     receiver_name,
@@ -297,7 +298,7 @@ class _Collector:
     """One depth-first walk of a module in source order, recording what may touch SGLang.
     Positions are taken as facts are recorded; `_collect` keeps the facts that matter."""
 
-    def __init__(self, module_name: str, is_package: bool, at: SourcePositions) -> None:
+    def __init__(self, module_name: str, is_package: bool, at: SourcePositions, module: ast.Module) -> None:
         self.module_name = module_name
         self.is_package = is_package
         self.at = at
@@ -307,6 +308,16 @@ class _Collector:
         self.scope_depth = 0
         self.imports: list[tuple[dict, Position, Position]] = []  # (fact fields, name, module in statement)
         self.chains: list[tuple[str, list[ast.Attribute], bool, bool]] = []  # (root, its attributes, store, guarded)
+        # Where a name an import binds may be another binding's (_rebound): the types of each
+        # function whose body is being visited, innermost last (TypedNames.local, .rebound);
+        # ids of the Name nodes a lambda's parameter or a comprehension's target binds; the
+        # module's own top-level rebindings, found when first asked.
+        self._bodies: list[dict[str, tuple[str, ...]]] = []
+        self._rebound_names: set[int] = set()
+        self._module = module
+        self._module_rebound: frozenset[str] | None = None
+        self.import_bound: set[str] = set()  # the names the imports visited so far bind
+        self.rebound_calls: set[int] = set()  # indices in `calls` whose root is another binding's (_rebound)
         self._stored: set[int] = set()
         self._store_values: dict[int, str] = {}  # id of an assigned Attribute -> value_token of the value
         # (scope, name) -> (key, position) of the string keys a dict bound to the name was built
@@ -447,8 +458,12 @@ class _Collector:
             outer = self._functions[-1][0] if self._functions else ""
             scope = f"{outer}.{node.name}" if outer else node.name
         self._functions.append((scope, types))
-        # Decorators and defaults are read in the function's scope, as its body is.
-        self._visit_all([*node.decorator_list, node.args, *([node.returns] if node.returns else []), *node.body])
+        # Decorators and defaults are read in the function's scope, as its body is; only the
+        # body sees the names the function binds (`def k(sglang=sglang.srt.a.g)` reads the module).
+        self._visit_all([*node.decorator_list, node.args, *([node.returns] if node.returns else [])])
+        self._bodies.append(types)
+        self._visit_all(node.body)
+        self._bodies.pop()
         if method:
             self._receiver = None
         elif self.scope_depth == 1:  # a module function: a version helper is called as the version itself
@@ -488,6 +503,31 @@ class _Collector:
                 return name in getattr(types, "nullable", ())
         return False
 
+    def _rebound(self, name: ast.Name) -> bool:
+        """Is the name here bound by something other than an import (a parameter, an assignment,
+        a loop or comprehension target) in the innermost scope that binds it? A dotted chain or
+        a call starting at it then reads no module nor name an import gives (`def k(sglang):
+        return sglang.srt.a.g`)."""
+        if id(name) in self._rebound_names:
+            return True
+        for types in reversed(self._bodies):
+            if name.id in getattr(types, "local", ()):
+                return name.id in getattr(types, "rebound", ())
+        if self._module_rebound is None:
+            self._module_rebound = module_rebound(self._module)
+        return name.id in self._module_rebound
+
+    def _visit_expression_scope(self, node: ast.Lambda | ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+                                ) -> None:
+        """A lambda's parameters, a comprehension's targets: the Name nodes below that they bind
+        are noted (_rebound), for the names an import bound so far (the others cannot be taken
+        for an import's, and most lambdas and comprehensions bind none of those)."""
+        bound, region = _expression_scope(node)
+        bound &= self.import_bound
+        if bound:
+            self._rebound_names.update(id(name) for part in region for name in ast.walk(part)
+                                       if type(name) is ast.Name and name.id in bound)
+
     @property
     def _scope(self) -> str:
         return self._functions[-1][0] if self._functions else ""
@@ -512,6 +552,7 @@ class _Collector:
             self.conditions.bind_import(alias.name, None, bound, False)
             fact = {"module": alias.name, "name": None, "bound": bound, **self._context()}
             self.factories.add(bound)
+            self.import_bound.add(bound)
             where = self.at.start(alias)
             self.imports.append((fact, where, where))
         return False
@@ -527,6 +568,7 @@ class _Collector:
             self.conditions.bind_import(module, alias.name, bound, not is_upstream(module))
             fact = {"module": module, "name": alias.name, "bound": bound, **self._context()}
             self.factories.add(bound)
+            self.import_bound.add(bound)
             self.imports.append((fact, self.at.start(alias), anchor))
         return False
 
@@ -768,7 +810,7 @@ class _Collector:
         types = self._types_of(root)
         if types:
             self._typed_reads(node, root, types, attributes, store, guarded)
-        elif root not in ("self", "cls"):
+        elif root not in ("self", "cls") and not self._rebound(attributes[0].value):
             self.chains.append((root, attributes, store, guarded))
 
     def _pass_through_attributes(self, attributes: list[ast.Attribute]) -> None:
@@ -983,6 +1025,8 @@ class _Collector:
         if types:
             self._call_fact(None, Receiver(types, tuple(n.attr for n in names)), where, node)
         elif root not in ("self", "cls"):
+            if self._rebound(func if isinstance(func, ast.Name) else names[0].value):
+                self.rebound_calls.add(len(self.calls))
             self._call_fact(root, Receiver((f"C:{function}",)), where, node)
 
     def _result_call(self, node: ast.Call, func: ast.Attribute) -> None:
@@ -1045,7 +1089,25 @@ _VISITORS = {
     ast.Return: _Collector._visit_return,
     ast.Subscript: _Collector._visit_subscript, ast.For: _Collector._visit_loop, ast.AsyncFor: _Collector._visit_loop,
     ast.comprehension: _Collector._visit_loop,
+    ast.Lambda: _Collector._visit_expression_scope, ast.ListComp: _Collector._visit_expression_scope,
+    ast.SetComp: _Collector._visit_expression_scope, ast.GeneratorExp: _Collector._visit_expression_scope,
+    ast.DictComp: _Collector._visit_expression_scope,
 }
+
+
+def _expression_scope(node: ast.Lambda | ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+                      ) -> tuple[set[str], list[ast.AST]]:
+    """(the names a lambda or a comprehension binds, the parts of it that see them): a lambda's
+    body, not its defaults; a comprehension's all but its first iterable, read outside it."""
+    if isinstance(node, ast.Lambda):
+        arguments = node.args
+        params = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+        return {param.arg for param in params if param is not None}, [node.body]
+    bound = {name.id for generator in node.generators for name in ast.walk(generator.target)
+             if type(name) is ast.Name}
+    results = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+    first, *others = node.generators
+    return bound, [*results, *first.ifs, *others]
 
 
 def _string_arguments(positional: list[ast.expr]) -> list[tuple[str, ast.expr, int]]:
@@ -1459,7 +1521,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
 def _collected(module: ast.Module, module_name: str, path: str, text: str, at: SourcePositions) -> _Collector:
     """The collector, after its walk of the module (told first the module's own factories,
     bound methods and what its functions return)."""
-    collector = _Collector(module_name, path.endswith("__init__.py"), at)
+    collector = _Collector(module_name, path.endswith("__init__.py"), at, module)
     collector.factories.update(statement.name for statement in module.body
                                if isinstance(statement, (*FUNCTIONS, ast.ClassDef)))
     collector.bound_methods = bound_methods(module, text)
@@ -1497,11 +1559,12 @@ def _call_facts(collector: _Collector, bound_names: set[str], patches: list[tupl
     calls on typed receivers always. A module-level subclass is built with its bases'
     `__init__` when it has none (resolve.py)."""
     named = _call_roots(collector, bound_names, patches)
+    not_imported = named - bound_names  # saved originals and subclasses: not an import's, wherever bound
     return [
         CallFact(callee, where, tuple(ArgFact(*arg) for arg in args), scope, use)
-        for root, callee, where, args, scope, use in collector.calls
-        if (root is None or root in named) and not _inert(callee, closed, walked=1)
-        and not _foreign(callee.types, foreign)
+        for index, (root, callee, where, args, scope, use) in enumerate(collector.calls)
+        if (root is None or root in named and (index not in collector.rebound_calls or root in not_imported))
+        and not _inert(callee, closed, walked=1) and not _foreign(callee.types, foreign)
     ]
 
 

@@ -149,9 +149,14 @@ def _subscript_admits_none(subscript: ast.Subscript, pending: list[ast.AST | Non
 
 class TypedNames(dict):
     """A function's typed names (name -> type alternatives), and which of them may be None:
-    annotated `Optional[T]`/`T | None`, a parameter defaulting to None, or bound to None."""
+    annotated `Optional[T]`/`T | None`, a parameter defaulting to None, or bound to None. Also
+    the names its body binds itself (`local`: parameters and assignments, not those declared
+    global or nonlocal), and those of them no import binds (`rebound`): in the body such a
+    name is not the module or object an import of the same name gives (`def k(sglang)`)."""
 
     nullable: frozenset[str] = frozenset()
+    local: frozenset[str] = frozenset()
+    rebound: frozenset[str] = frozenset()
 
 
 def dotted_chain(node: ast.AST) -> tuple[str, list[ast.Attribute]] | None:
@@ -265,6 +270,8 @@ class _Bindings:
         self.receiver = receiver
         self.poisoned = poisoned  # names known to be bound to something untyped somewhere
         self.derived = False  # did a binding take its type from another name's?
+        self.imported: set[str] = set()  # names an import binds
+        self.declared: set[str] = set()  # names declared global or nonlocal
         self.attribute_bindings: list[tuple[str, tuple[str, ...] | None]] = []  # self.<attr> = ...
 
     def _derived(self, prefix: str, node: ast.AST) -> tuple[str, ...]:
@@ -325,11 +332,19 @@ class _Bindings:
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         for alias in node.names:
             if alias.name != "*":  # `import a.b` binds `a`
-                self.table.bind(alias.asname or alias.name.split(".")[0], POISON)
+                name = alias.asname or alias.name.split(".")[0]
+                self.table.bind(name, POISON)
+                self.imported.add(name)
 
     def _declared(self, node: ast.Global | ast.Nonlocal) -> None:
         for name in node.names:
             self.table.bind(name, POISON)
+        self.declared.update(node.names)
+
+    def own_names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """(the names the walked body binds in its own scope, those of them no import binds)."""
+        local = frozenset(self.table.names - self.declared)
+        return local, local - self.imported
 
     def _definition(self, node: Function | ast.ClassDef) -> None:
         self.table.bind(node.name, POISON)
@@ -359,6 +374,10 @@ class _Bindings:
 
     def _match(self, node: ast.Match) -> None:
         for case in node.cases:
+            for pattern in ast.walk(case.pattern):  # `case x:`, `case [*rest]`, `case {**rest}` capture
+                captured = getattr(pattern, "rest" if isinstance(pattern, ast.MatchMapping) else "name", None)
+                if captured is not None:
+                    self.table.bind(captured, POISON)
             self.walk(case.body)
 
     def _branches(self, node: ast.If | ast.While) -> None:
@@ -440,12 +459,23 @@ def function_types(function: Function, class_name: str | None, attributes: TypeT
         poisoned = poisoned | table.poisoned
     typed = TypedNames(table.typed())
     typed.nullable = frozenset(table.nullable)
+    typed.local, typed.rebound = bindings.own_names()
     if attributes is not None:
         for name, types in bindings.attribute_bindings:
             attributes.bind(name, types)
     if receiver is not None and typed.get(receiver) != (f"S:{class_name}",):
         typed.pop(receiver, None)  # `self` rebound: trust nothing about it
     return typed
+
+
+def module_rebound(module: ast.Module) -> frozenset[str]:
+    """The names a module binds at its top level (its functions' bodies aside) and no import
+    there binds: in a function that does not bind it, such a name is not the import of a
+    function elsewhere (an import and an assignment both, `except ImportError: sglang = None`,
+    leave the name the import's)."""
+    bindings = _Bindings(TypeTable(), None, set())
+    bindings.walk(module.body)
+    return bindings.own_names()[1]
 
 
 METHOD_BINDERS = {"MethodType", "types.MethodType"}

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Callable
 
 from sglang_contracts.check.incremental import moved_only
+from sglang_contracts.config import configured_objects
 from sglang_contracts.infra.allocator import one_malloc_arena
 from sglang_contracts.infra.cache import JsonCache, remember_records
 from sglang_contracts.infra.collector import resident_process
@@ -217,7 +218,9 @@ class ResidentEngine(Fresh):
         """The last index with the changed files scanned again, when they cannot change which
         files are scanned nor the re-export table (project/index.py updated_index); else built."""
         cache = store("project")
-        key = (str(root), tuple(options.exclude or ()), str(cache.folder), options.workers)
+        # The configured objects decide which files are scanned, as the files do (ProjectIndex.configured).
+        key = (str(root), tuple(options.exclude or ()), str(cache.folder), options.workers,
+               configured_objects(options.settings))
         index = None
         if self._index is not None and self._index[0] == key:
             index = updated_index(self._index[1], root, [root], cache, options.workers, excluder(options),

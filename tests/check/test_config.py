@@ -139,6 +139,29 @@ def test_rule_settings_and_source_reach_the_options(project):
     assert with_source("0.5.22", None) == "0.5.22"
 
 
+def test_a_fakes_entry_that_names_nothing_is_reported_at_its_key(check, project, tmp_path):
+    """A `fakes` entry whose project class is not defined, or whose upstream class the pinned
+    release lacks, checks no fake: SGC604 at the entry's key, a warning (campaign 9, R05); at
+    the pyproject's first line when the settings come from another file."""
+    entries = ('"demo_omni.model_runner.Stag" = "sglang.srt.managers.scheduler.Scheduler"\n'
+               '"demo_omni.model_runner.Stage" = "sglang.srt.managers.scheduler.Schedulr"\n'
+               '"demo_omni.model_runner.OmniSampler" = "sglang.srt.managers.scheduler.Scheduler"\n')
+    configure(project, "[tool.sglang-contracts.fakes]\n" + entries)
+    lines = (project / "pyproject.toml").read_text().split("\n")
+    at = [f"pyproject.toml:{lines.index(line) + 1}:1: SGC604 warning" for line in entries.split("\n")[:2]]
+    result = check(cwd=project)
+    reported = [line for line in result.out.splitlines() if "SGC604" in line]
+    assert [line.partition(": the fakes")[0] for line in reported] == at
+    assert "demo_omni.model_runner.Stag = sglang.srt.managers.scheduler.Scheduler names no class of the project" \
+        in reported[0]
+    assert "names no class of sglang 0.9.0" in reported[1]
+    elsewhere = tmp_path / "contracts.toml"
+    elsewhere.write_text("[tool.sglang-contracts.fakes]\n" + entries.replace("Stag", "Stg").replace("Schedulr", "Schedulerr"))
+    result = check("--config", str(elsewhere), cwd=project)
+    assert [line.partition(": the fakes")[0] for line in result.out.splitlines() if "SGC604" in line] == [
+        "pyproject.toml:1:1: SGC604 warning"] * 2
+
+
 def test_no_new_anywhere_is_a_usage_error(check, project):
     result = check(new=None, cwd=project)
     assert result.status == 2 and result.out == ""

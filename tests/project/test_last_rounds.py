@@ -108,3 +108,19 @@ def test_a_record_of_another_shape_is_not_used(tmp_path: Path, damaged) -> None:
     built = build_index(project, [project], cache)
     cache.put(index_module._rounds_key(project), damaged)
     assert _shape(build_index(project, [project], cache)) == _shape(built)
+
+
+def test_configured_objects_are_read_whatever_they_mention_and_a_new_set_is_no_stale_plan(tmp_path: Path) -> None:
+    """A mapped fake's or a seam's module is scanned though it names nothing of SGLang, and so
+    are its importers (a seam's callers); the last rounds of a build with other configured
+    objects are not taken for this one's (campaign 9, R05)."""
+    project = write_tree(tmp_path / "project", {**PROJECT, "tests/fakes.py": "import os\n\n\nclass Thing:\n    pass\n",
+                                                "tests/uses.py": "from tests.fakes import Thing\n"})
+    cache = JsonCache(tmp_path / "cache")
+    plain = build_index(project, [project], cache)
+    assert "tests/fakes.py" not in plain.files
+    configured = build_index(project, [project], cache, configured=("tests.fakes.Thing",))
+    assert {"tests/fakes.py", "tests/uses.py"} <= configured.files.keys()
+    assert _shape(configured) == _shape(build_index(project, [project], JsonCache(None),
+                                                    configured=("tests.fakes.Thing",)))
+    assert _shape(build_index(project, [project], cache)) == _shape(plain)

@@ -327,3 +327,60 @@ def test_a_run_without_astroid_says_so_in_its_notes(tmp_path, monkeypatch) -> No
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == "astroid" else find_spec(name, *rest))
     (note,) = [note for note in run_check([fixtures / "project"], options).notes if "astroid" in note]
     assert note.startswith("astroid is not installed: receivers no annotation types are not inferred")
+
+
+REBOUND = '''
+import sglang.srt.a
+from sglang.srt.b import helper
+
+try:
+    import sglang.srt.c as c
+except ImportError:
+    c = None
+
+
+def given(sglang, helper):
+    return sglang.srt.a.g, helper(1)
+
+
+def made(build):
+    sglang = build()
+    return sglang.srt.a.g
+
+
+def default(x=sglang.srt.a.d):
+    return x
+
+
+def nested(sglang):
+    def inner():
+        return sglang.srt.a.g
+    return inner
+
+
+pick = lambda sglang: sglang.srt.a.g
+picks = [sglang.srt.a.g for sglang in ()]
+keys = {sglang: sglang.srt.a.k for sglang in ()}
+
+
+def read():
+    return sglang.srt.a.r, helper(2), c.x
+
+
+def case(value):
+    match value:
+        case sglang:
+            return sglang.srt.a.g
+'''
+
+
+def test_a_name_a_scope_binds_itself_is_not_the_import_of_the_same_name() -> None:
+    """A parameter, a local, a closure's variable, a lambda's parameter or a comprehension's
+    target named like an import is not the imported module (campaign 9, R07): only chains and
+    calls that reach the import are facts; a default is read outside the function, and an
+    import with a fallback assignment stays the import's."""
+    facts = scan_source("app/m.py", "app.m", REBOUND)
+    chains = sorted(".".join((chain.root, *chain.attrs)) for chain in facts.attributes)
+    assert chains == ["c.x", "sglang.srt.a.d", "sglang.srt.a.r"]
+    assert [call.callee.types for call in facts.calls] == [("C:helper",)]
+    assert ["helper(2)" in REBOUND.splitlines()[call.position.line - 1] for call in facts.calls] == [True]

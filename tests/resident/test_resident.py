@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import NEW, OLD, PROJECT, collect_garbage
+from tests.helpers import NEW, OLD, PROJECT, collect_garbage, upstream_tree, write_tree
 from tests.downloads import download_sdist
 from sglang_contracts.check import runner
 from sglang_contracts.infra.files import unsaved_buffers
@@ -303,8 +303,6 @@ def test_a_memoized_analysis_follows_an_edit_that_changes_it(tmp_path, code) -> 
     (the finding appears), then empty again (it goes): each resident run gives the findings
     of a fresh full run, so no kept table, tree or upstream analysis answers for the text before."""
     from sglang_contracts.diagnostics.catalog import load_catalog
-    from tests.helpers import upstream_tree, write_tree
-
     example = next(e for e in load_catalog()[code].examples if e.expect)
     old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
     new = upstream_tree(tmp_path / "new", example.new, "0.2.0")
@@ -472,8 +470,6 @@ def test_a_whole_project_analysis_is_kept_while_edits_only_move_code(tmp_path, m
     import importlib
 
     from sglang_contracts.diagnostics.catalog import load_catalog
-    from tests.helpers import upstream_tree, write_tree
-
     example = next(e for e in load_catalog()[code].examples if e.expect)
     old = upstream_tree(tmp_path / "old", example.old, "0.1.0")
     new = upstream_tree(tmp_path / "new", example.new, "0.2.0")
@@ -606,3 +602,21 @@ def test_the_records_of_a_re_check_are_written_after_it_as_a_fresh_run_writes_th
     assert index.cache.get(key, object) == json.loads(json.dumps(scanned.to_record()))  # as a fresh run writes it
     own = run_check([project], dataclasses.replace(options, replay=False))
     assert findings(own) == findings(result) == fresh_findings(project, options, tmp_path / "fresh")
+
+
+def test_a_fake_mapped_since_the_last_run_is_read_though_its_module_names_no_sglang(tmp_path) -> None:
+    """The configured objects decide which files the index scans (campaign 9, R05): a run with a
+    fake mapped after a run without is no edit of the files to apply to the last index."""
+    removed = "class K:\n    def keep(self): ...\n    def gone(self): ...\n"
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/k.py": removed}, "3.0.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/k.py": "class K:\n    def keep(self): ...\n"}, "3.0.1")
+    project = write_tree(tmp_path / "project", {
+        "app/main.py": "from sglang.srt.k import K\n",
+        "tests/fakes.py": "import os\n\n\nclass Thing:\n    def keep(self): ...\n    def gone(self): ...\n"})
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
+    assert not [d for d in engine.check([project], options).diagnostics if d.code == "SGC602"]
+    mapped = dataclasses.replace(options, settings={"fakes": {"tests.fakes.Thing": "sglang.srt.k.K"}})
+    resident = engine.check([project], mapped)
+    assert [(d.path, d.code) for d in resident.diagnostics if d.code == "SGC602"] == [("tests/fakes.py", "SGC602")]
+    assert findings(resident) == fresh_findings(project, mapped, tmp_path / "fresh")
