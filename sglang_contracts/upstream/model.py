@@ -374,6 +374,9 @@ class LoadStats:
         return self.parsed + self.from_cache + self.without_source
 
 
+# Bases followed up a class's hierarchy (SGLang's are a few deep): what lies above is open-ended.
+DEEPEST_CLASS = 100
+
 # A resolution in steps: it yields the resolution of each link it follows (a re-export, a star
 # import, a module on a path) and is sent back that link's Symbol; it returns its own.
 Resolution = Generator["Resolution", Symbol, Symbol]
@@ -420,6 +423,7 @@ class UpstreamModel:
         self.member = lru_cache(maxsize=None)(self._member)
         self.resolve_class = lru_cache(maxsize=None)(self._resolve_class)
         self._searched: dict[str, Any] = {}  # whole_release_search's answers in this run
+        self._cut_hierarchies: dict[str, str] = {}  # module -> a class of it whose bases were not all followed
 
     @classmethod
     def pair(cls, old: Release, new: Release, cache: JsonCache) -> tuple["UpstreamModel", "UpstreamModel"]:
@@ -530,8 +534,11 @@ class UpstreamModel:
 
     def problems(self) -> list[tuple[str, str, str, bool]]:
         """(module, stage, error, internal) of every loaded module that could not be read or analysed."""
-        return [(name, *record.problem) for name, record in sorted(self._modules.items())
-                if record is not None and record.problem]
+        found = [(name, *record.problem) for name, record in sorted(self._modules.items())
+                 if record is not None and record.problem]
+        return found + [(module, f"follow the bases of {origin} in {self.release.label}",
+                         f"more than {DEEPEST_CLASS} levels of bases: members above them are not read", False)
+                        for module, origin in sorted(self._cut_hierarchies.items())]
 
     def _cached(self, name: str, kind: str, relpath: str, key: str) -> ModuleRecord | None:
         """The module's record from the cache, or None when it must be extracted."""
@@ -788,7 +795,11 @@ class UpstreamModel:
         while pending:
             current, depth = pending.pop()
             record = self.class_record(current)
-            if record is None or current in order or depth > 30:
+            if record is None or current in order:
+                continue
+            if depth > DEEPEST_CLASS:  # what lies above may define anything: cannot tell, and said (campaign 9, R22)
+                open_ended = True
+                self._cut_hierarchies.setdefault(origin.rpartition(".")[0], origin)
                 continue
             order.append(current)
             bases = []

@@ -327,3 +327,27 @@ def test_a_cycle_of_star_imports_resolves_a_missing_name_in_memory_linear_in_the
         tracemalloc.stop()
     assert not missing.found
     assert peak < LINKS * 2_000  # a few objects per link; the copies took LINKS^2 / 2 set entries (~8 MB)
+
+
+@pytest.mark.parametrize("levels", [100, 101])
+def test_a_hierarchy_deeper_than_followed_is_open_ended_and_said(tmp_path: Path, levels: int) -> None:
+    """Bases past the depth followed were dropped as if there were none: a member defined above
+    was "absent" in both releases and its contracts passed silently (campaign 9, R22)."""
+    from sglang_contracts.upstream.model import DEEPEST_CLASS
+
+    assert DEEPEST_CLASS == 100
+    classes = [f"class C{levels}:\n    def m(self, q):\n        return 1\n"]
+    classes += [f"class C{i}(C{i + 1}):\n    pass\n" for i in range(levels - 1, -1, -1)]
+    root = tmp_path / "tree"
+    for relpath, text in {"sglang/__init__.py": "", "sglang/srt/a.py": "".join(classes)}.items():
+        (root / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (root / relpath).write_text(text)
+    model = UpstreamModel(Release("sglang (test)", "0.1.0", DirectoryTree(root), identity=None), JsonCache(tmp_path / "c"))
+    order, open_ended = model.mro("sglang.srt.a.C0")
+    member = model.member("sglang.srt.a.C0", "m")
+    if levels == 100:
+        assert not open_ended and member is not None and not model.problems()
+    else:
+        assert open_ended and member is None
+        ((module, stage, error, internal),) = model.problems()
+        assert (module, internal) == ("sglang.srt.a", False) and "sglang.srt.a.C0" in stage and "100 levels" in error
