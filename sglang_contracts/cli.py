@@ -6,6 +6,7 @@ import argparse
 import math
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NoReturn, TypeVar
@@ -30,6 +31,8 @@ def _codes(value: str) -> list[str]:
 FORMATS = ("text", "json", "sarif", "github", "markdown")
 INCOMPLETE = 3  # exit status: the report was written, but an internal error (SGC001) left parts out
 MAX_IDLE_SECONDS = 7 * 24 * 3600.0  # a week: `inf` or 1e309 would be a daemon that never leaves
+INTERRUPTED = 130  # 128 + SIGINT
+TERMINATED = 143  # 128 + SIGTERM
 READER_LEFT = 141  # 128 + SIGPIPE, as a shell tells of a writer whose reader left: the status was not yet known
 
 
@@ -486,9 +489,21 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled, `timeout`), met as an interrupt is: the run's workers and their
+    semaphores are let go on the way out. Left to its default, the resource tracker warned of
+    leaked semaphores on standard error (campaign 9, R25)."""
+
+
+def _terminate(signum: int, frame: object) -> NoReturn:
+    raise _Terminated
+
+
 def entry() -> NoReturn:
     """The process's entry point (the console script, `python -m sglang_contracts`): main's
     status, and an exit that frees nothing the run made (infra/process_exit.py)."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
     exit_without_teardown(main())
 
 
@@ -535,8 +550,8 @@ def _guarded(command: Callable[[], Status]) -> Status | int:
     except ContractsError as error:
         print(f"sglang-contracts: error: {printable(str(error))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as interrupt:
+        return TERMINATED if isinstance(interrupt, _Terminated) else INTERRUPTED
     except BrokenPipeError:  # written outside standard_output(): the command's status is lost
         discard_standard_output()
         return READER_LEFT

@@ -89,3 +89,27 @@ def test_a_forked_copy_ends_when_the_process_that_made_it_is_killed() -> None:
     finally:
         for pid in _marked(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_check_terminated_ends_quietly_with_the_status_of_sigterm(tmp_path):
+    """SIGTERM (a cancelled CI job, `timeout`) is met as an interrupt: the workers and their
+    semaphores are let go, nothing is said on standard error, the status is 143 (campaign 9,
+    R25: the resource tracker warned of leaked semaphores)."""
+    project = write(tmp_path / "project", {"app/__init__.py": "", **{f"app/m{n}.py": MODULE for n in range(80)}})
+    run_id = uuid.uuid4().hex
+    marker = f"SGLANG_CONTRACTS_TEST_RUN={run_id}"
+    env = checkout_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"), SGLANG_CONTRACTS_TEST_RUN=run_id)
+    run = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", str(OLD),
+                            "--new", str(NEW)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert _until(lambda: any(parent in found and parent != run.pid for found in [_marked(marker)]
+                                  for parent in found.values()), 60), "no worker started"
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=60)
+        assert run.returncode == 143
+        assert _until(lambda: not _marked(marker), 5), f"left running: {_marked(marker)}"
+        assert err == b""
+    finally:
+        run.kill()
+        for pid in _marked(marker):
+            os.kill(pid, signal.SIGKILL)
