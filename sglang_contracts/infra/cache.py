@@ -516,11 +516,13 @@ def _written(folder: Path, key: str, size: int) -> None:
         _WRITTEN[folder] = _WRITTEN.get(folder, 0) + size
 
 
-def evict_over_bounds() -> None:
+def evict_over_bounds(held: Callable[[Path], set[str]] | None = None) -> None:
     """Once a run's records are written: each bounded folder this process wrote to counts the
     bytes in UNSWEPT, and one written over 1/SWEEP_AFTER of its bound since its last sweep is
-    swept (_swept). Records the scan's worker processes write are not counted (a first run's
-    facts): the next sweep finds them. A cache that cannot be written or listed is left as it is."""
+    swept (_swept), but the records this process used since it last swept and those `held(folder)`
+    names (a resident process's index holds the unchanged files' facts, never asking for them
+    again). Records the scan's worker processes write are not counted (a first run's facts): the
+    next sweep finds them. A cache that cannot be written or listed is left as it is."""
     with _WRITTEN_LOCK:
         written, used = dict(_WRITTEN), dict(_USED)
         _WRITTEN.clear()
@@ -533,23 +535,17 @@ def evict_over_bounds() -> None:
             unswept = size
         try:
             if unswept >= bound // SWEEP_AFTER:
-                _swept(folder, bound, used.get(folder, set()) | _held(folder))
+                _swept(folder, bound, used.get(folder, set()) | (held(folder) if held is not None else set()))
                 unswept = 0
             atomic_write_bytes(folder / UNSWEPT, str(unswept).encode(), private=True)
         except OSError:
             continue
 
 
-def _held(folder: Path) -> set[str]:
-    """The keys of the records of `folder` a resident process keeps in memory (_REMEMBERED): its
-    index keeps the unchanged files' facts from one edit to the next, never asking for them again."""
-    return {path.stem for path in _REMEMBERED or () if path.parent.parent == folder}
-
-
 def _swept(folder: Path, bound: int, used: set[str]) -> None:
     """The records of `folder` over `bound` bytes removed, those used longest ago first (by
     modification time: JsonCache._used), down to three quarters of it, but the records of `used`
-    (this run's and what a resident process holds, which the next run reads first).
+    (what the next run reads first).
     Another process may remove a record first, or be reading it: either way, a miss."""
     records = [record for subfolder in list(os.scandir(folder)) for record in _records_in(subfolder)]
     total = sum(size for _, size, _, _ in records)

@@ -136,7 +136,7 @@ class ResidentEngine(Fresh):
 
     def _collect(self) -> None:
         self._index_memo.write_records()
-        evict_over_bounds()
+        evict_over_bounds(lambda folder: self._index[1].record_keys(folder) if self._index is not None else set())
         if self._owed:
             self._owed = False
             gc.enable()

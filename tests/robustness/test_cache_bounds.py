@@ -92,6 +92,36 @@ def test_edits_leave_the_cache_under_its_bounds_and_the_next_runs_what_they_read
     assert again.replayed_files_with_contracts is not None and findings(again) == findings(cold)
 
 
+def test_an_editor_session_leaves_the_cache_under_its_bounds_and_the_facts_it_holds(edited_project,
+                                                                                   monkeypatch) -> None:
+    """The language server's engine: an edit's records are written, and the cache swept, once
+    the answer is out; the unchanged files' facts, which its index holds and never asks the
+    cache for again, are kept for the next run of a process of its own."""
+    from sglang_contracts.resident.engine import ResidentEngine
+
+    project, options = edited_project
+    engine = ResidentEngine(collect_between=True)
+    engine.check([project], options)
+    engine.collect()
+    cache = options.cache_dir
+    live = folder_bytes(cache / "project")
+    bounds = {"runs": 2 * folder_bytes(cache / "runs"), "project": live // 2,
+              "incremental": 2 * folder_bytes(cache / "incremental")}
+    monkeypatch.setattr(cache_module, "BOUNDED_KINDS", bounds)
+    for number in range(EDITS):
+        edit(project, number)
+        assert engine.check([project], options).replayed_files_with_contracts is None
+        engine.collect()
+    for kind, bound in bounds.items():
+        limit = bound + bound // cache_module.SWEEP_AFTER + (2 * live if kind == "project" else bound)
+        assert folder_bytes(cache / kind) <= limit, kind
+    edit(project, EDITS)
+    after = run_check([project], options)
+    assert after.replayed_files_with_contracts is None and after.project.parsed == 1
+    cold = run_check([project], dataclasses.replace(options, cache_dir=cache.parent / "cold"))
+    assert findings(after) == findings(cold)
+
+
 def test_the_record_read_last_is_kept_over_one_written_later(tmp_path: Path, monkeypatch) -> None:
     """Eviction is by last use, across processes: a record read is marked used (its modification
     time), so an old record every run reads outlives a newer one no run reads again."""
