@@ -24,7 +24,8 @@ from sglang_contracts.check import replay
 from sglang_contracts.infra.memo import KeptMemo
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_for_project, cache_root,
-                                          tag_cache_folders, unwritable_reason, warn_unwritable_once)
+                                          evict_over_bounds, tag_cache_folders, unwritable_reason,
+                                          warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.config import configured_objects
 from sglang_contracts.diagnostics import Diagnostic, finding_at, listed_per_file
@@ -163,6 +164,12 @@ class Fresh:
     def kept(self, result: CheckResult) -> None:
         """Called with each computed result: what may be kept for the next run."""
 
+    def records_written(self) -> None:
+        """Called at the end of each run: the run's records are written, and the cache's folders
+        that outgrow their bound are swept (infra/cache.py evict_over_bounds). A resident engine
+        writes some after the answer, and sweeps then."""
+        evict_over_bounds()
+
 
 FRESH = Fresh()
 
@@ -170,7 +177,9 @@ FRESH = Fresh()
 def run_check(paths: list[Path], options: CheckOptions, keep: Fresh = FRESH) -> CheckResult:
     """`keep`: where what does not change between edits comes from (resident.py keeps it)."""
     with batch_collection(), one_walk_per_run():  # a run's objects (facts, records) mostly live until it ends
-        return _run_check(paths, options, keep)
+        result = _run_check(paths, options, keep)
+    keep.records_written()
+    return result
 
 
 def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckResult:

@@ -13,6 +13,12 @@ The header is checked before anything is parsed: the schema and the key must be 
 asked for, and the digest is taken over the raw data bytes, so a damaged record costs a hash,
 not a JSON parse. Anything else reads as missing; the caller rebuilds the data and its put()
 overwrites the record.
+
+The folders of the records an edit adds (BOUNDED_KINDS) are bounded in bytes: a record read is
+marked used (its modification time set to now, at most once a minute), and once a folder has
+been written a good part of its bound since it was last swept, the records used longest ago are
+removed until it holds three quarters of it (evict_over_bounds, at the end of a run). A record
+removed while another process reads it is a miss there, as a missing record always is.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -44,6 +51,22 @@ HEADER = "sglang-contracts-cache/{schema} {key} blake2b="
 # Far over any record this tool writes (sglang's own tree as the project: 6 MB): a larger one,
 # like a FIFO or a link to a device, is not one of its records (read_limited refuses them).
 MAX_RECORD_BYTES = 256 * 1024 * 1024
+
+# The bytes each folder of the records an edit adds may hold (every edit of a Python file adds
+# a run's findings by its inputs, `runs`, and the file's facts by its content, `project`; an
+# edit of any other file, an incremental plan and its memo, `incremental`): past it, the records
+# used longest ago are removed. The releases' records (`upstream`, `closure`) and the wheels are
+# added by release, not by edit, and a cold run needs them: they are not removed.
+BOUNDED_KINDS = {"runs": 64 * 1024 * 1024, "project": 256 * 1024 * 1024, "incremental": 64 * 1024 * 1024}
+# A folder is swept once this share of its bound was written since its last sweep (counted in
+# UNSWEPT, across processes): one listing of it per that many bytes written, not one per run.
+SWEEP_AFTER = 8
+UNSWEPT = ".sglang-unswept"
+# A record read is marked used (its modification time set to now) when last marked longer ago
+# than this: one stat per read, a write of its time only once a minute.
+USE_RESOLUTION_NS = 60 * 1_000_000_000
+# A temporary file of a write older than this was left by a process that died writing it.
+LEFTOVER_NS = 3600 * 1_000_000_000
 
 
 def code_fingerprint(*modules) -> str:
@@ -369,6 +392,7 @@ class JsonCache:
                                                 "neither read nor written (give a --cache-dir of your own)")
             folder = None
         self.folder = folder
+        self.bounded = folder is not None and folder.name in BOUNDED_KINDS  # evict_over_bounds sweeps it
 
     def _path(self, key: str) -> Path:
         assert self.folder is not None
@@ -395,19 +419,39 @@ class JsonCache:
         if self.folder is None:
             return None, None
         if _REMEMBERED is None:
-            return self._read(key), None
+            data = self._read(key)
+            if data is not None and self.bounded:
+                self._used(key, _stamp(self._path(key)))
+            return data, None
         try:
             path = self._path(key)
         except ValueError:
             return None, None
         stamp, kept = _stamp(path), _REMEMBERED.get(path)
         if stamp is not None and kept is not None and kept[0] == stamp:
+            if self.bounded and (used := self._used(key, stamp)) != stamp:  # marked used: its time is now
+                _REMEMBERED[path] = (used, kept[1], kept[2])
             return kept[1], kept[2]
         data = self._read(key)
         if data is None or stamp is None:
             return data, None
-        _REMEMBERED[path] = (stamp, data, set())
+        _REMEMBERED[path] = (self._used(key, stamp) if self.bounded else stamp, data, set())
         return data, _REMEMBERED[path][2]
+
+    def _used(self, key: str, stamp: tuple[int, int] | None) -> tuple[int, int] | None:
+        """A record read, marked used: kept by this process's sweep (evict_over_bounds), and its
+        modification time set to now when last set over USE_RESOLUTION_NS ago, for the others'.
+        The record's (size, time) as it now is."""
+        assert self.folder is not None
+        _USED.setdefault(self.folder, set()).add(key)
+        if stamp is None or time.time_ns() - stamp[1] <= USE_RESOLUTION_NS:
+            return stamp
+        path = self._path(key)
+        try:
+            os.utime(path)
+        except OSError:  # removed meanwhile, or not ours to touch: the next sweep may remove it
+            return stamp
+        return _stamp(path)
 
     def get_decoded(self, key: str, shape: Any, decode: Callable[[Any], Any]) -> Any | None:
         """`decode(get(key, shape))`, or None when absent, or when `decode` finds it of another
@@ -450,8 +494,100 @@ class JsonCache:
         header = HEADER.format(schema=SCHEMA_VERSION, key=key) + data_digest(body)
         try:
             atomic_write_bytes(self._path(key), header.encode() + b"\n" + body, private=True)
+            if self.bounded:
+                _written(self.folder, key, len(header) + 1 + len(body))
         except OSError as error:  # a read-only or full cache slows the next run down; it must not fail this one
             if error.errno in NO_SPACE:
                 _UNKEPT.setdefault(self.folder, error.strerror or os.strerror(error.errno))
         except ValueError:  # a key no file name can hold
             pass
+
+
+# Of each bounded folder (BOUNDED_KINDS), since this process last swept: the keys of the records
+# it read or wrote (what its run used, never removed by its own sweep), and the bytes it wrote.
+_USED: dict[Path, set[str]] = {}
+_WRITTEN: dict[Path, int] = {}
+_WRITTEN_LOCK = threading.Lock()
+
+
+def _written(folder: Path, key: str, size: int) -> None:
+    with _WRITTEN_LOCK:
+        _USED.setdefault(folder, set()).add(key)
+        _WRITTEN[folder] = _WRITTEN.get(folder, 0) + size
+
+
+def evict_over_bounds(held: Callable[[Path], set[str]] | None = None) -> None:
+    """Once a run's records are written: each bounded folder this process wrote to counts the
+    bytes in UNSWEPT, and one written over 1/SWEEP_AFTER of its bound since its last sweep is
+    swept (_swept), but the records this process used since it last swept and those `held(folder)`
+    names (a resident process's index holds the unchanged files' facts, never asking for them
+    again). Records the scan's worker processes write are not counted (a first run's facts): the
+    next sweep finds them. A cache that cannot be written or listed is left as it is."""
+    with _WRITTEN_LOCK:
+        written, used = dict(_WRITTEN), dict(_USED)
+        _WRITTEN.clear()
+        _USED.clear()
+    for folder, size in written.items():
+        bound = BOUNDED_KINDS.get(folder.name)
+        if bound is None:  # bounds given otherwise meanwhile (a test's)
+            continue
+        try:
+            unswept = int(read_limited(folder / UNSWEPT, 64, owned=True)) + size
+        except (Unreadable, OSError, ValueError):  # none yet, or not a count: from this run on
+            unswept = size
+        try:
+            if unswept >= bound // SWEEP_AFTER:
+                _swept(folder, bound, used.get(folder, set()) | (held(folder) if held is not None else set()))
+                unswept = 0
+            atomic_write_bytes(folder / UNSWEPT, str(unswept).encode(), private=True)
+        except OSError:
+            continue
+
+
+def _swept(folder: Path, bound: int, used: set[str]) -> None:
+    """The records of `folder` over `bound` bytes removed, those used longest ago first (by
+    modification time: JsonCache._used), down to three quarters of it, but the records of `used`
+    (what the next run reads first).
+    Another process may remove a record first, or be reading it: either way, a miss."""
+    records = [record for subfolder in list(os.scandir(folder)) for record in _records_in(subfolder)]
+    total = sum(size for _, size, _, _ in records)
+    if total <= bound:
+        return
+    for _, size, key, path in sorted(records):
+        if total <= bound * 3 // 4:
+            break
+        if key not in used:
+            _remove(path)
+            total -= size
+
+
+def _records_in(subfolder: os.DirEntry) -> list[tuple[int, int, str, str]]:
+    """(modification time, size, key, path) of each record in a folder of records (one named by
+    its keys' first two digits, not a link), of this user's; the temporary files of writes that
+    died long ago removed."""
+    if not (subfolder.is_dir(follow_symlinks=False) and OWN_ENTRY.fullmatch(subfolder.name)):
+        return []
+    found, now = [], time.time_ns()
+    try:
+        entries = list(os.scandir(subfolder.path))
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            status = entry.stat(follow_symlinks=False)
+        except OSError:  # removed meanwhile
+            continue
+        if not stat.S_ISREG(status.st_mode) or status.st_uid != os.getuid():
+            continue
+        if entry.name.endswith(".json"):
+            found.append((status.st_mtime_ns, status.st_size, entry.name[:-len(".json")], entry.path))
+        elif entry.name.startswith(".tmp-") and now - status.st_mtime_ns > LEFTOVER_NS:
+            _remove(entry.path)
+    return found
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:  # removed by another process's sweep meanwhile
+        pass

@@ -345,6 +345,20 @@ class ProjectIndex:
         self.stored_table(table_key, rows_shape)[relpath] = [self.digests[relpath], rows]
         self.rows_kept.add(table_key)
 
+    def record_keys(self, folder: Path | None) -> set[str]:
+        """The keys of the records of this index in its cache's `folder` (none for another one):
+        its files' facts and line digests, its per-file tables, its rounds. A resident process
+        holds them from one edit to the next without reading them again; a run of its own reads
+        them (infra/cache.py evict_over_bounds keeps them)."""
+        if folder is None or self.cache.folder != folder:
+            return set()
+        keys = {_rounds_key(self.root), *self.read_tables, *(self.tables or {})}
+        for relpath, facts in self.files.items():
+            if relpath in self.digests:
+                key = _facts_key(relpath, facts.module, self.digests[relpath], self.packages)
+                keys.update((key, lines_key(key)))
+        return keys
+
     def write_kept_rows(self) -> None:
         for table_key in sorted(self.rows_kept):
             self.cache.put(table_key, self.read_tables[table_key])

@@ -57,7 +57,7 @@ from typing import Callable
 from sglang_contracts.check.incremental import moved_only
 from sglang_contracts.config import configured_objects
 from sglang_contracts.infra.allocator import one_malloc_arena
-from sglang_contracts.infra.cache import JsonCache, remember_records
+from sglang_contracts.infra.cache import JsonCache, evict_over_bounds, remember_records
 from sglang_contracts.infra.collector import resident_process
 from sglang_contracts.infra.files import unsaved_buffer, unsaved_buffer_items
 from sglang_contracts.patch.stack import PatchStacks, stack_may_read
@@ -137,6 +137,7 @@ class ResidentEngine(Fresh):
 
     def _collect(self) -> None:
         self._index_memo.write_records()
+        evict_over_bounds(lambda folder: self._index[1].record_keys(folder) if self._index is not None else set())
         if self._owed:
             self._owed = False
             gc.enable()
@@ -287,6 +288,9 @@ class ResidentEngine(Fresh):
         digest, text = read_python(path, root)
         self._files[name] = (stamp, digest, text)
         return digest, text
+
+    def records_written(self) -> None:
+        """Nothing: the records of an edit are written, and the cache swept, after the answer (_collect)."""
 
     def kept(self, result: CheckResult) -> None:
         """Only what this run used stays: a process checks one project at a time."""
