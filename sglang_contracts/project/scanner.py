@@ -45,7 +45,9 @@ from sglang_contracts.project.scopes import (
     FUNCTIONS,
     Function,
     TypeTable,
+    TypedNames,
     annotation_types,
+    body_types,
     bound_methods,
     call_types,
     decorator_names,
@@ -326,6 +328,9 @@ class _Collector:
         self.classes: list[_ClassSummary] = []
         self._class: _ClassSummary | None = None  # the module-level class being visited
         self._functions: list[tuple[str, dict[str, tuple[str, ...]]]] = []  # (scope, typed names)
+        # Outside functions: the typed names of the module body, and of the class bodies being visited
+        self.module_types = TypedNames()
+        self._class_bodies: list[TypedNames] = []
         # (callee root or None, Receiver, position of the callee's name, [(kind, name, position)], scope)
         self.calls: list[tuple[str | None, Receiver, Position, list[tuple[str, str | None, Position]], str, str]] = []
         self._uses: dict[int, str] = {}  # id of a call node -> what is done with its result (CallFact.use)
@@ -482,7 +487,13 @@ class _Collector:
             self._class = _ClassSummary(node, self.returns)
             self.classes.append(self._class)
         self.scope_depth += 1
-        self._visit_all([*node.decorator_list, *node.bases, *node.keywords, *node.body])
+        self._visit_all([*node.decorator_list, *node.bases, *node.keywords])
+        body_typed = not self._functions  # a class body in a function reads the function's types
+        if body_typed:
+            self._class_bodies.append(body_types(node.body, None, "", self.returns))
+        self._visit_all(node.body)
+        if body_typed:
+            self._class_bodies.pop()
         self.scope_depth -= 1
         if summarised:
             self._class = outer
@@ -490,18 +501,27 @@ class _Collector:
 
     # -- typed names -------------------------------------------------------------------
     def _types_of(self, name: str) -> tuple[str, ...]:
-        """The innermost function's (or an enclosing function's) types for a name."""
-        for _, types in reversed(self._functions):
-            if name in types:
-                return types[name]
-        return ()
+        """The innermost function's (or an enclosing function's) types for a name; outside
+        functions, the class body's or the module's."""
+        types = self._typing(name)
+        return types.get(name, ()) if types is not None else ()
 
     def _nullable(self, name: str) -> bool:
         """Does the function that types `name` say it may be None (see TypedNames)?"""
+        types = self._typing(name)
+        return types is not None and name in getattr(types, "nullable", ())
+
+    def _typing(self, name: str) -> dict[str, tuple[str, ...]] | None:
+        """The table that types `name` where the walk is: a function's, a class body's (which
+        binds it, typed or not), or the module's; None when none does."""
         for _, types in reversed(self._functions):
             if name in types:
-                return name in getattr(types, "nullable", ())
-        return False
+                return types
+        if self._functions:
+            return None
+        if self._class_bodies and name in self._class_bodies[-1].local:
+            return self._class_bodies[-1]
+        return self.module_types
 
     def _rebound(self, name: ast.Name) -> bool:
         """Is the name here bound by something other than an import (a parameter, an assignment,
@@ -1526,6 +1546,7 @@ def _collected(module: ast.Module, module_name: str, path: str, text: str, at: S
                                if isinstance(statement, (*FUNCTIONS, ast.ClassDef)))
     collector.bound_methods = bound_methods(module, text)
     collector.returns = module_returns(module, text)
+    collector.module_types = body_types(module.body, module, text, collector.returns)
     collector.visit(module)
     return collector
 

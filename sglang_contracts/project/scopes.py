@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import deque
+from collections.abc import Callable
 
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.pysource import branch_nodes, parse_quietly
@@ -447,19 +448,9 @@ def function_types(function: Function, class_name: str | None, attributes: TypeT
     `bound_as`: the types of the instance a plain function's first parameter receives, where
     the module binds it as a method (bound_methods). `returns`: as for call_types."""
     receiver = receiver_name(function, class_name is not None)
-    poisoned: set[str] = set()
-    while True:
-        table = _parameter_types(function, receiver, class_name, bound_as)
-        bindings = _Bindings(table, receiver, poisoned, returns)
-        bindings.walk(function.body)
-        # `y = x.a` took x's types as bound so far; x may be rebound to something untyped
-        # further down. Walk again knowing every poisoned name, until no more are.
-        if not bindings.derived or table.poisoned <= poisoned:
-            break
-        poisoned = poisoned | table.poisoned
-    typed = TypedNames(table.typed())
-    typed.nullable = frozenset(table.nullable)
-    typed.local, typed.rebound = bindings.own_names()
+    table, bindings = _settled(function.body, lambda: _parameter_types(function, receiver, class_name, bound_as),
+                               receiver, returns)
+    typed = _typed_names(table, bindings)
     if attributes is not None:
         for name, types in bindings.attribute_bindings:
             attributes.bind(name, types)
@@ -476,6 +467,55 @@ def module_rebound(module: ast.Module) -> frozenset[str]:
     bindings = _Bindings(TypeTable(), None, set())
     bindings.walk(module.body)
     return bindings.own_names()[1]
+
+
+def _settled(statements: list[ast.stmt], start: Callable[[], TypeTable], receiver: str | None,
+             returns: dict[str, tuple[str, ...]] | None) -> tuple[TypeTable, _Bindings]:
+    """The table of a body's bindings, from the table `start` gives (its parameters): `y = x.a`
+    took x's types as bound so far, and x may be rebound to something untyped further down, so
+    the body is walked again knowing every poisoned name, until no more are."""
+    poisoned: set[str] = set()
+    while True:
+        table = start()
+        bindings = _Bindings(table, receiver, poisoned, returns)
+        bindings.walk(statements)
+        if not bindings.derived or table.poisoned <= poisoned:
+            return table, bindings
+        poisoned = poisoned | table.poisoned
+
+
+def _typed_names(table: TypeTable, bindings: _Bindings) -> TypedNames:
+    typed = TypedNames(table.typed())
+    typed.nullable = frozenset(table.nullable)
+    typed.local, typed.rebound = bindings.own_names()
+    return typed
+
+
+def body_types(body: list[ast.stmt], module: ast.Module | None, text: str,
+               returns: dict[str, tuple[str, ...]] | None = None) -> TypedNames:
+    """The typed names of a module's body or a class's body (`module` None), bound as a
+    function's are: a script's `c = C()` under `if __name__ == "__main__":` types `c` as a
+    function's would. A module's names are globals: one a function or class declares `global`
+    may be rebound to anything, and has no type."""
+    rebound = _declared_global(module, text) if module is not None else set()
+
+    def start() -> TypeTable:
+        table = TypeTable()
+        for name in rebound:
+            table.bind(name, POISON)
+        return table
+
+    return _typed_names(*_settled(body, start, None, returns))
+
+
+_GLOBAL_STATEMENT = re.compile(r"^[ \t]*global\b", re.M)
+
+
+def _declared_global(module: ast.Module, text: str) -> set[str]:
+    """The names `global` statements anywhere in the module declare (read only where the text shows one)."""
+    if not _GLOBAL_STATEMENT.search(text):
+        return set()
+    return {name for node in ast.walk(module) if isinstance(node, ast.Global) for name in node.names}
 
 
 METHOD_BINDERS = {"MethodType", "types.MethodType"}

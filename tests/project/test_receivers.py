@@ -384,3 +384,35 @@ def test_a_name_a_scope_binds_itself_is_not_the_import_of_the_same_name() -> Non
     assert chains == ["c.x", "sglang.srt.a.d", "sglang.srt.a.r"]
     assert [call.callee.types for call in facts.calls] == [("C:helper",)]
     assert ["helper(2)" in REBOUND.splitlines()[call.position.line - 1] for call in facts.calls] == [True]
+
+
+# -- receivers typed outside functions (campaign 9, R11) ----------------------------------------
+
+def _method_calls(facts: FileFacts) -> set[tuple[tuple[str, ...], tuple[str, ...], int]]:
+    return {(c.callee.types, c.callee.attrs, c.position.line) for c in facts.calls if c.callee.attrs}
+
+
+def test_a_receiver_built_or_annotated_at_module_level_is_typed_as_in_a_function() -> None:
+    """A script's `__main__` block, an annotated module name, a module-level for and with body, and a
+    class body type their receivers as a function body does."""
+    source = ("from sglang.srt.a import C, D\n\n"
+              "if __name__ == '__main__':\n    c = C()\n    c.m(q=1)\n"  # 5
+              "annotated: D = make()\nannotated.m(q=1)\n"  # 7
+              "for i in range(3):\n    looped = C()\n    looped.m(q=i)\n"  # 10
+              "with open('f') as f:\n    held = C()\n    held.m(q=f)\n"  # 13
+              "class K:\n    inner = C()\n    inner.m(q=1)\n    print(held.x)\n")  # 16, 17
+    facts = scan_source("app/m.py", "app.m", source)
+    assert _method_calls(facts) == {(("R:C",), ("m",), 5), (("T:D",), ("m",), 7), (("R:C",), ("m",), 10),
+                                    (("R:C",), ("m",), 13), (("R:C",), ("m",), 16)}
+    assert receivers(facts)["x"] == {(("R:C",), ())}  # a class body reads the module's names
+
+
+def test_a_module_name_rebound_anywhere_to_something_untyped_has_no_type() -> None:
+    """Poisoned as in a function: rebound at module level, rebound by a function through `global`,
+    or bound untyped in the class body that reads it (the module's `c` is not what it reads)."""
+    source = ("from sglang.srt.a import C\n\n"
+              "c = C()\nc = c[0]\nc.m(q=1)\n"  # 5: rebound to an item of itself, untyped
+              "g = C()\n\ndef reset():\n    global g\n    g = None\n\ng.m(q=1)\n"  # 12
+              "h = C()\nclass K:\n    h = other()[0]\n    h.m(q=1)\n"  # 16
+              "def f():\n    h.m(q=1)\n")  # 18: a function's global is not typed (left conservative)
+    assert _method_calls(scan_source("app/m.py", "app.m", source)) == set()
