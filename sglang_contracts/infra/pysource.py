@@ -256,3 +256,48 @@ def unpack_count(target: ast.AST) -> int | None:
     if isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):
         return len(target.elts)
     return None
+
+
+PLACEHOLDER = "\0"  # a formatted value in a rendered f-string
+
+
+def rendered(node: ast.AST, names: dict[str, str] | None = None) -> str | None:
+    """A string expression's text, each formatted value a placeholder; None for anything else.
+    `names`: names whose string value is known (a module's constants), which stand for that value
+    where they are formatted plainly (`f"{M}.x"`), added (`M + ".x"`) or given alone.
+    A concatenation is flattened with a stack, not recursion: a long `a + b + ...` is fine."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if names and isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.JoinedStr):
+        return "".join(part.value if isinstance(part, ast.Constant) else _formatted(part, names)
+                       for part in node.values)
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
+        return None
+    return _rendered_sum(node, names)
+
+
+def _formatted(part: ast.AST, names: dict[str, str] | None) -> str:
+    """A formatted value of an f-string: a known name's value when formatted plainly, else the placeholder."""
+    if names and isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) \
+            and part.conversion == -1 and part.format_spec is None and part.value.id in names:
+        return names[part.value.id]
+    return PLACEHOLDER
+
+
+def _rendered_sum(node: ast.BinOp, names: dict[str, str] | None) -> str | None:
+    """rendered of `a + b + ...`: None when no operand is a string expression."""
+    pieces: list[str | None] = []
+    pending: list[ast.AST] = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, ast.BinOp) and isinstance(current.op, ast.Add):
+            pending.extend((current.right, current.left))  # the left one is taken first
+        elif isinstance(current, (ast.Constant, ast.JoinedStr)) or names and isinstance(current, ast.Name):
+            pieces.append(rendered(current, names))
+        else:
+            pieces.append(None)
+    if all(piece is None for piece in pieces):
+        return None
+    return "".join(PLACEHOLDER if piece is None else piece for piece in pieces)

@@ -21,7 +21,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from sglang_contracts.infra.pysource import child_nodes, parse_shared
+from sglang_contracts.infra.pysource import PLACEHOLDER, child_nodes, parse_shared, rendered
 from sglang_contracts.infra.shapes import Exactly, ListOf, Row, rows_of
 from sglang_contracts.project.index import ProjectIndex, names_sglang
 
@@ -31,7 +31,6 @@ from sglang_contracts.project.positions import SourcePositions
 HTTP_VERBS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE", "patch": "PATCH"}
 PAYLOAD_KEYWORDS = ("json", "payload")
 AUTHORITY = re.compile(r"^[a-z]+://[^/]*")
-PLACEHOLDER = "\0"  # a formatted value in a rendered f-string
 SAMPLING = "sampling_params"
 URL_HINT = re.compile(r"""["'][a-z]*://|\}/|\+\s*[fFrRuU]{0,2}["']/""")
 
@@ -118,33 +117,6 @@ def _scopes(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]]]:
             inner.extend(child_nodes(node))
         found.append((scope, nodes))
     return found
-
-
-def rendered(node: ast.AST) -> str | None:
-    """A string expression's text, each formatted value a placeholder; None for anything else.
-    A concatenation is flattened with a stack, not recursion: a long `a + b + ...` is fine."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(part.value if isinstance(part, ast.Constant) else PLACEHOLDER for part in node.values)
-    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
-        return None
-    return _rendered_sum(node)
-
-
-def _rendered_sum(node: ast.BinOp) -> str | None:
-    """rendered of `a + b + ...`: None when no operand is a string expression."""
-    pieces: list[str | None] = []
-    pending: list[ast.AST] = [node]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, ast.BinOp) and isinstance(current.op, ast.Add):
-            pending.extend((current.right, current.left))  # the left one is taken first
-        else:
-            pieces.append(rendered(current) if isinstance(current, (ast.Constant, ast.JoinedStr)) else None)
-    if all(piece is None for piece in pieces):
-        return None
-    return "".join(PLACEHOLDER if piece is None else piece for piece in pieces)
 
 
 def url_path(text: str) -> str | None:

@@ -37,7 +37,7 @@ from sglang_contracts.project.facts import (
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
 from sglang_contracts.infra.lines import numbered_lines
-from sglang_contracts.infra.pysource import CHILDLESS, SCOPES, TooComplex, absolute_import, branch_nodes, child_nodes, parse_shared, returned_shape, tree_depth, unpack_count
+from sglang_contracts.infra.pysource import CHILDLESS, PLACEHOLDER, SCOPES, TooComplex, absolute_import, branch_nodes, child_nodes, parse_shared, rendered, returned_shape, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.infra.writes import add_mutated, value_token
 from sglang_contracts.upstream.model import is_upstream
@@ -56,6 +56,7 @@ from sglang_contracts.project.scopes import (
     function_types,
     module_rebound,
     module_returns,
+    module_strings,
     parameter_list,
     receiver_name,
     string_value,
@@ -65,7 +66,10 @@ EXITS = frozenset({ast.Return, ast.Yield, ast.YieldFrom})  # what returned_shape
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 # Calls that name an attribute or a dotted target by string, or introspect an object: the
 # last name of the callee (`mock.patch.object` -> "object").
-PROBES = {"getattr", "hasattr", "setattr", "patch", "object", "signature", "fields"}
+PROBES = {"getattr", "hasattr", "setattr", "delattr", "patch", "object", "signature", "fields"}
+# Patchers whose first argument may be a dotted target (`mock.patch("a.b.c")`,
+# `monkeypatch.setattr("a.b.c", v)`, `monkeypatch.delattr("a.b.c")`); the builtins take no target.
+PATCHERS = {"patch", "setattr", "delattr"}
 SOURCE_GETTERS = {"getsource"}
 TEXT_METHODS = {"replace", "find", "rfind", "index", "rindex", "count", "startswith", "endswith", "split", "partition"}
 REGEX_FUNCTIONS = {"search", "match", "fullmatch", "sub", "subn", "findall", "finditer", "split"}
@@ -330,6 +334,8 @@ class _Collector:
         self._functions: list[tuple[str, dict[str, tuple[str, ...]]]] = []  # (scope, typed names)
         # Outside functions: the typed names of the module body, and of the class bodies being visited
         self.module_types = TypedNames()
+        self.module: ast.Module | None = None
+        self._strings: dict[str, str] | None = None  # scopes.module_strings, read when a patch target needs them
         self._class_bodies: list[TypedNames] = []
         # (callee root or None, Receiver, position of the callee's name, [(kind, name, position)], scope)
         self.calls: list[tuple[str | None, Receiver, Position, list[tuple[str, str | None, Position]], str, str]] = []
@@ -884,6 +890,8 @@ class _Collector:
     def _probe(self, node: ast.Call, function: str, where: Position) -> None:
         positional = [arg for arg in node.args if not isinstance(arg, ast.Starred)]
         strings = _string_arguments(positional)
+        if (target := self._built_target(node, function, positional, strings)) is not None:
+            strings.insert(0, (*target, 0))
         subject = self._subject(positional[0]) if positional else None
         if not strings and subject is None:
             return
@@ -893,6 +901,22 @@ class _Collector:
                             self._first_nullable(positional)))
         if function == "setattr":
             self._setattr_patch(positional, strings)
+
+    def _built_target(self, node: ast.Call, function: str, positional: list[ast.expr],
+                      strings: list[tuple[str, ast.expr, int]]) -> tuple[str, ast.expr] | None:
+        """(text, argument) of the dotted target a patcher names other than by a literal first
+        argument: by `target=`, or by a string built from the module's string constants
+        (`f"{M}.x"`, `M + ".x"`, `M`)."""
+        if function.rsplit(".", 1)[-1] not in PATCHERS or function in ("setattr", "delattr") \
+                or strings and strings[0][2] == 0:
+            return None
+        value = positional[0] if positional else _target_keyword(node)
+        if not isinstance(value, (ast.Constant, ast.Name, ast.JoinedStr, ast.BinOp)):
+            return None
+        if self._strings is None:
+            self._strings = module_strings(self.module) if self.module is not None else {}
+        text = rendered(value, self._strings)
+        return (text, value) if text and PLACEHOLDER not in text else None
 
     def _first_nullable(self, positional: list[ast.expr]) -> bool:
         """Is the first argument a name its function says may be None?"""
@@ -1133,6 +1157,11 @@ def _expression_scope(node: ast.Lambda | ast.ListComp | ast.SetComp | ast.Genera
 def _string_arguments(positional: list[ast.expr]) -> list[tuple[str, ast.expr, int]]:
     """(text, node, index) of each literal string among a call's positional arguments."""
     return [(text, value, index) for index, value in enumerate(positional) if (text := string_value(value)) is not None]
+
+
+def _target_keyword(node: ast.Call) -> ast.expr | None:
+    """The value of a call's `target=` keyword (`mock.patch(target="a.b.c")`), None without one."""
+    return next((k.value for k in node.keywords if k.arg == "target"), None)
 
 
 def _is_keywords_dict(value: ast.AST) -> bool:
@@ -1547,6 +1576,7 @@ def _collected(module: ast.Module, module_name: str, path: str, text: str, at: S
     collector.bound_methods = bound_methods(module, text)
     collector.returns = module_returns(module, text)
     collector.module_types = body_types(module.body, module, text, collector.returns)
+    collector.module = module
     collector.visit(module)
     return collector
 

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 
 from sglang_contracts.infra.lines import numbered_lines
-from sglang_contracts.infra.pysource import branch_nodes, parse_quietly
+from sglang_contracts.infra.pysource import PLACEHOLDER, branch_nodes, parse_quietly, rendered
 
 UNION_WRAPPERS = {"Optional", "Union"}
 CONTAINERS = {"list", "sequence", "iterable", "iterator", "set", "frozenset", "deque", "collection",
@@ -516,6 +516,42 @@ def _declared_global(module: ast.Module, text: str) -> set[str]:
     if not _GLOBAL_STATEMENT.search(text):
         return set()
     return {name for node in ast.walk(module) if isinstance(node, ast.Global) for name in node.names}
+
+
+def module_strings(module: ast.Module) -> dict[str, str]:
+    """The module's string constants: names a module-level statement assigns a string (a literal,
+    or an f-string or sum of literals and constants assigned before) and nothing else binds,
+    anywhere in the module (a function's parameter or local of the same name included)."""
+    bindings: dict[str, int] = {}
+    for node in ast.walk(module):
+        for name in _bound_by(node):
+            bindings[name] = bindings.get(name, 0) + 1
+    strings: dict[str, str] = {}
+    for statement in module.body:
+        target = statement.targets[0] if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+            else statement.target if isinstance(statement, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and bindings.get(target.id) == 1 \
+                and (text := rendered(statement.value, strings)) is not None and PLACEHOLDER not in text:
+            strings[target.id] = text
+    return strings
+
+
+def _bound_by(node: ast.AST) -> list[str]:
+    """The names a node binds: a stored or deleted name, a parameter, an import, a definition,
+    an `except ... as`, a match capture."""
+    if isinstance(node, ast.Name):
+        return [node.id] if not isinstance(node.ctx, ast.Load) else []
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.alias):
+        return [node.asname or node.name.split(".")[0]]
+    if isinstance(node, (*FUNCTIONS, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    return []
 
 
 METHOD_BINDERS = {"MethodType", "types.MethodType"}
