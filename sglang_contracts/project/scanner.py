@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 
 from sglang_contracts.project import dispatches, gates
 from sglang_contracts.project.facts import (
@@ -996,17 +997,21 @@ class _Collector:
             elif isinstance(item, ast.keyword) and item.arg is None:
                 result.append(("dstar", None, self.at.start(item.value)))
                 if isinstance(item.value, ast.Name):
-                    self._splatted_keys(item.value.id, result)
+                    self._splatted_keys(self._dict_keys.get((self._scope, item.value.id), ()), result)
+                else:  # `**{"b": 2}`, `**dict(b=2)`: the keys are written at the call
+                    self._splatted_keys(self._keys_built(item.value) or (), result)
             elif isinstance(item, ast.keyword):
                 result.append(("kw", item.arg, self.at.start(item)))
             else:
                 result.append(("pos", item.id if isinstance(item, ast.Name) else None, self.at.start(item)))
         return result
 
-    def _splatted_keys(self, dict_name: str, result: list[tuple[str, str | None, Position]]) -> None:
-        """`**dict_name` of a dict the scope built: each of its identifier keys not given already, as a keyword."""
+    def _splatted_keys(self, keys: Iterable[tuple[str, Position]],
+                       result: list[tuple[str, str | None, Position]]) -> None:
+        """`**d` of a dict the scope built or the call writes (its `keys`): each identifier key not
+        given already, as a keyword."""
         given = {name for kind, name, _ in result if kind == "kw"}
-        for key, where in self._dict_keys.get((self._scope, dict_name), ()):
+        for key, where in keys:
             if key.isidentifier() and key not in given:
                 given.add(key)
                 result.append(("kw", key, where))
