@@ -282,7 +282,10 @@ class _Bindings:
         if chain is None or chain[0] in self.poisoned:
             return POISON
         self.derived = True
-        return derived_types(prefix, node, self.table.typed())
+        root, table = chain[0], self.table
+        # the root's types alone: the whole typed table, built at each binding, made a long body quadratic
+        known = {root: table.types[root]} if root in table.types and root not in table.poisoned else {}
+        return derived_types(prefix, node, known)
 
     def _target(self, target: ast.AST, types: tuple[str, ...] | None) -> None:
         """Bind an assignment target; what a tuple or list target unpacks is untyped (its
