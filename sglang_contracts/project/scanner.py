@@ -335,7 +335,6 @@ class _Collector:
         self._functions: list[tuple[str, dict[str, tuple[str, ...]]]] = []  # (scope, typed names)
         # Outside functions: the typed names of the module body, and of the class bodies being visited
         self.module_types = TypedNames()
-        self.module: ast.Module | None = None
         self._strings: dict[str, str] | None = None  # scopes.module_strings, read when a patch target needs them
         self._class_bodies: list[TypedNames] = []
         # (callee root or None, Receiver, position of the callee's name, [(kind, name, position)], scope)
@@ -915,7 +914,7 @@ class _Collector:
         if not isinstance(value, (ast.Constant, ast.Name, ast.JoinedStr, ast.BinOp)):
             return None
         if self._strings is None:
-            self._strings = module_strings(self.module) if self.module is not None else {}
+            self._strings = module_strings(self._module)
         text = rendered(value, self._strings)
         return (text, value) if text and PLACEHOLDER not in text else None
 
@@ -1581,7 +1580,6 @@ def _collected(module: ast.Module, module_name: str, path: str, text: str, at: S
     collector.bound_methods = bound_methods(module, text)
     collector.returns = module_returns(module, text)
     collector.module_types = body_types(module.body, module, text, collector.returns)
-    collector.module = module
     collector.visit(module)
     return collector
 
