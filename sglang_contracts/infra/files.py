@@ -217,5 +217,8 @@ def decoded_text(raw: bytes, errors: str = "strict") -> str:
     """A text file's bytes as text (text_encoding): a UTF-16 requirements file lost its every pin,
     and a UTF-8 one with a mark its first (campaign 9, R20)."""
     encoding, mark = text_encoding(raw)
-    return raw[len(mark):].decode(encoding, errors)
+    try:
+        return raw[len(mark):].decode(encoding, errors)
+    except UnicodeDecodeError:  # surrogateescape keeps bytes of ASCII-like encodings only: not UTF-16's
+        return raw[len(mark):].decode(encoding, "replace")
 

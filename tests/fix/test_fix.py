@@ -415,7 +415,6 @@ def test_an_added_keyword_argument_follows_the_calls_last_in_its_formatting(text
     assert document.text == expected
 
 
-<<<<<<< HEAD
 @pytest.mark.parametrize(("mark", "encoding"), [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"),
                                                (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe\x00\x00", "utf-32-le")])
 def test_a_requirements_file_with_a_byte_order_mark_is_read_and_fixed_in_its_encoding(tmp_path, mark, encoding) -> None:
@@ -443,7 +442,8 @@ def test_a_requirements_file_with_a_byte_order_mark_is_read_and_fixed_in_its_enc
     with contextlib.redirect_stdout(io.StringIO()):
         main(["fix", str(project), *releases, "--select", "SGC702"])
     assert (project / "requirements.txt").read_bytes() == mark + "sglang==1.0.1\ntorch==2.9.1\n".encode(encoding)
-=======
+
+
 def test_findings_a_file_does_not_list_are_left_with_their_count_and_fixed_by_the_next_fix(bump, monkeypatch):
     # Past MOST_LISTED findings of one rule in a file, one finding counts the rest (R02): it
     # holds nothing a fix reads, so none is tried on it, and it stays, saying findings are left;
@@ -477,4 +477,13 @@ def test_a_file_lists_at_most_most_listed_findings_of_a_rule_and_counts_the_rest
     assert count.message == ("3 more SGC702 findings in this file are not listed (a file lists at most 2 of one "
                              "rule); the first: pin 3")
     assert not can_fix(count, unsafe=True)
->>>>>>> c9-bounds
+
+
+@pytest.mark.parametrize("errors", ["replace", "surrogateescape"])
+def test_a_file_marked_utf_16_with_an_odd_byte_count_is_read_not_raised(errors) -> None:
+    """surrogateescape (patches are read with it) keeps bytes of ASCII-like encodings only: a
+    patch file marked UTF-16 whose byte count is odd raised UnicodeDecodeError (the fuzzing of
+    stack files found it)."""
+    from sglang_contracts.infra.files import decoded_text
+
+    assert decoded_text(b"\xfe\xff\x00a\x00\n\n", errors).startswith("a\n")
