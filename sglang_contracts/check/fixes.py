@@ -4,6 +4,7 @@ atomically (or show the diff), and check again until nothing more can be fixed, 
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,9 +161,17 @@ def remaining_after(first: list[Diagnostic], fixed: list[Diagnostic], last: list
     for diagnostic in last:
         now.setdefault(_key(diagnostic), []).append(diagnostic)
     fixed_keys = {_key(d) for d in fixed}
+    # Fixes of later rounds are findings of a re-check: each stands for one first finding alike
+    # (a key holds no place, which edits move), not for every one: two findings alike in a file,
+    # one fixed, left one (the summary said none).
+    firsts = {id(d) for d in first}
+    fixed_later = Counter(_key(d) for d in fixed if id(d) not in firsts)
     left = []
     for diagnostic in first:
-        if id(diagnostic) in taken or _key(diagnostic) in fixed_keys:
+        if id(diagnostic) in taken:
+            continue
+        if fixed_later[_key(diagnostic)]:
+            fixed_later[_key(diagnostic)] -= 1
             continue
         alike = now.get(_key(diagnostic))
         left.append(alike.pop(0) if alike else diagnostic)

@@ -487,3 +487,21 @@ def test_a_file_marked_utf_16_with_an_odd_byte_count_is_read_not_raised(errors) 
     from sglang_contracts.infra.files import decoded_text
 
     assert decoded_text(b"\xfe\xff\x00a\x00\n\n", errors).startswith("a\n")
+
+
+def test_two_findings_alike_one_fixed_leave_one_remaining() -> None:
+    """The findings left after a fix are matched without their places (edits move them): a fix
+    of one of two findings alike in a file counted both as fixed, and the summary said none was
+    left (found beside campaign 9's fixes)."""
+    from sglang_contracts.check.fixes import remaining_after
+    from sglang_contracts.diagnostics import Diagnostic
+
+    def finding(line: int) -> Diagnostic:
+        return Diagnostic(path="app/m.py", line=line, col=1, code="SGC102", severity="error",
+                          message="x is no longer importable from sglang.srt.a", symbol="sglang.srt.a.x")
+
+    first = [finding(1), finding(2)]
+    # a first-round fix (the finding itself), and a later round's (a re-check's finding alike)
+    assert [d.line for d in remaining_after(first, [first[0]], [finding(1)])] == [1]
+    assert [d.line for d in remaining_after(first, [finding(1)], [finding(1)])] == [1]
+    assert remaining_after(first, [finding(1), finding(1)], []) == []
