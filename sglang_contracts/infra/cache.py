@@ -30,7 +30,6 @@ import json
 import os
 import re
 import stat
-import subprocess
 import sys
 import tempfile
 import threading
@@ -41,7 +40,7 @@ from typing import Any, Callable
 from sglang_contracts.infra.files import Unreadable, is_below, read_limited, why_unwritable
 from sglang_contracts.infra.errors import UsageError, shown
 from sglang_contracts.infra.display import printable
-from sglang_contracts.infra.gitsafety import safe_git_options
+from sglang_contracts.infra.gitsafety import ls_files
 from sglang_contracts.infra.shapes import fits
 from sglang_contracts.infra.temporaries import private_temporary_folder
 
@@ -187,16 +186,10 @@ def first_tracked_in(cache: Path) -> str | None:
     the pull request's: git runs with the settings no configuration of it can override."""
     if not os.path.isdir(cache):
         return None
-    # A folder a pull request made to look like a bare repository (HEAD, objects/, refs/) would
-    # be taken for one, which tracks nothing, and the committed cache read (third campaign D08):
-    # git is told to take no repository it was not pointed at, and such a folder is refused.
-    command = ["git", *safe_git_options(), "-c", "safe.bareRepository=explicit", "-C", os.fspath(cache),
-               "ls-files", "-z", "--", "."]
-    try:
-        listed = subprocess.run(command, capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError):  # no git, or one that does not answer
+    listed = ls_files(os.fspath(cache), "-z", "--", ".")
+    if listed is None:  # no git, or one that does not answer
         return None
-    if listed.returncode != 0 and b"bare repositor" in listed.stderr:
+    if listed.returncode != 0 and b"bare repositor" in listed.stderr:  # made to look like one: refused
         return os.fspath(cache)
     first = listed.stdout.split(b"\0", 1)[0] if listed.returncode == 0 else b""
     return os.path.join(os.fspath(cache), os.fsdecode(first)) if first else None

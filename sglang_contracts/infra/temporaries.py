@@ -12,12 +12,11 @@ import atexit
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from sglang_contracts.infra.gitsafety import safe_git_options
+from sglang_contracts.infra.gitsafety import ls_files
 
 _MARK = ".sglang-contracts-"
 _NAME = re.compile(r"\..+\.sglang-contracts-(\d+)-[a-z0-9_]+\.tmp")
@@ -56,12 +55,8 @@ def _tracked(folder: str, name: str) -> bool:
     """Whether git tracks the file: then it is the project's (a pull request committed a file
     named like a temporary one, and `check` deleted it: eighth campaign, Q04), never removed.
     Asked only of the rare name that looks like a stale temporary file."""
-    command = ["git", *safe_git_options(), "-c", "safe.bareRepository=explicit", "-C", folder,
-               "ls-files", "--error-unmatch", "--", name]
-    try:
-        return subprocess.run(command, capture_output=True, timeout=30, check=False).returncode == 0
-    except (OSError, subprocess.SubprocessError):  # no git, or one that does not answer: not known tracked
-        return False
+    listed = ls_files(folder, "--error-unmatch", "--", name)
+    return listed is not None and listed.returncode == 0  # no git, or one that does not answer: not known tracked
 
 
 def _running(pid: int) -> bool:
