@@ -116,6 +116,24 @@ def as_url(location: str) -> str:
     return Path(location).expanduser().resolve().as_uri()
 
 
+def _read_within(response: Any, most: int, url: str, timeout: float) -> bytes:
+    """At most `most` bytes of a response, read within READ_DEADLINES x the timeout in all: the
+    timeout bounds each read of the socket, and a server that sends a byte every few seconds
+    kept a run waiting for good (eighth campaign, Q02)."""
+    deadline = time.monotonic() + READ_DEADLINES * timeout
+    chunks, left = [], most
+    while left > 0:
+        chunk = response.read1(min(left, 1 << 16))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+        if time.monotonic() > deadline:
+            raise IndexUnreachable(f"{_host(url)}: answers too slowly (still sending after "
+                                   f"{READ_DEADLINES * timeout:.0f} s)")
+    return b"".join(chunks)
+
+
 @dataclass(frozen=True)
 class IndexFile:
     filename: str
@@ -193,7 +211,8 @@ class PackageIndex:
         request = urllib.request.Request(url, headers=headers or {})
         try:
             with self._opener.open(request, timeout=self.settings.timeout) as response:
-                return self._read_within(response, most, url), response.headers.get("Content-Type", "")
+                body = _read_within(response, most, url, self.settings.timeout)
+                return body, response.headers.get("Content-Type", "")
         except urllib.error.HTTPError as error:
             if error.code in (404, 410):
                 raise FileNotFoundError(url) from None
@@ -201,23 +220,6 @@ class PackageIndex:
         except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as error:  # IncompleteRead too
             reason = getattr(error, "reason", None) or error
             raise IndexUnreachable(f"{_host(url)}: {reason}") from None
-
-    def _read_within(self, response: Any, most: int, url: str) -> bytes:
-        """At most `most` bytes of a response, read within READ_DEADLINES x the timeout in all:
-        the timeout bounds each read of the socket, and a server that sends a byte every few
-        seconds kept a run waiting for good (eighth campaign, Q02)."""
-        deadline = time.monotonic() + READ_DEADLINES * self.settings.timeout
-        chunks, left = [], most
-        while left > 0:
-            chunk = response.read1(min(left, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-            if time.monotonic() > deadline:
-                raise IndexUnreachable(f"{_host(url)}: answers too slowly (still sending after "
-                                       f"{READ_DEADLINES * self.settings.timeout:.0f} s)")
-        return b"".join(chunks)
 
     def files(self, name: str, version: str) -> list[IndexFile]:
         """The wheels of `name` at `version` on the first index that lists any, the preferred
@@ -333,7 +335,7 @@ class _RemoteArchive(io.RawIOBase):
                     raise ValueError("the server does not serve ranges")  # a whole wheel is not read for its metadata
                 content_range = response.headers.get("Content-Range", "")
                 total = content_range.rpartition("/")[2]
-                body = self._index._read_within(response, MOST_PAGE_BYTES, self._url)
+                body = _read_within(response, MOST_PAGE_BYTES, self._url, self._index.settings.timeout)
                 return body, content_range, int(total) if total.isdigit() else None
         except urllib.error.HTTPError as error:
             if error.code in (404, 410):
