@@ -9,7 +9,9 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from tests.helpers import NEW, OLD, checkout_env
 from tests.helpers import write_tree as write
@@ -43,24 +45,32 @@ def _until(condition, timeout: float) -> bool:
     return True
 
 
-def test_a_check_killed_with_9_leaves_no_process_behind(tmp_path):
+@contextmanager
+def check_at_work(tmp_path: Path, stderr: int = subprocess.DEVNULL) -> Iterator[tuple[subprocess.Popen, str]]:
+    """A check of a project large enough for the pool, once a worker has started; the marker in
+    the environment of every process it starts. What it started is killed at the end."""
     project = write(tmp_path / "project", {"app/__init__.py": "", **{f"app/m{n}.py": MODULE for n in range(80)}})
     run_id = uuid.uuid4().hex
     marker = f"SGLANG_CONTRACTS_TEST_RUN={run_id}"  # in the environment of every process the run starts
     env = checkout_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"), SGLANG_CONTRACTS_TEST_RUN=run_id)
     run = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", str(OLD),
-                            "--new", str(NEW)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            "--new", str(NEW)], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         # Workers are the fork server's children; the server and the tracker are the run's.
         assert _until(lambda: any(parent in found and parent != run.pid for found in [_marked(marker)]
                                   for parent in found.values()), 60), "no worker started"
-        run.kill()
-        run.wait()
-        assert _until(lambda: not _marked(marker), 5), f"left running: {_marked(marker)}"
+        yield run, marker
     finally:
         run.kill()
         for pid in _marked(marker):  # what this test started, and only that
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_check_killed_with_9_leaves_no_process_behind(tmp_path):
+    with check_at_work(tmp_path) as (run, marker):
+        run.kill()
+        run.wait()
+        assert _until(lambda: not _marked(marker), 5), f"left running: {_marked(marker)}"
 
 
 FORKING = """
@@ -95,21 +105,9 @@ def test_a_check_terminated_ends_quietly_with_the_status_of_sigterm(tmp_path):
     """SIGTERM (a cancelled CI job, `timeout`) is met as an interrupt: the workers and their
     semaphores are let go, nothing is said on standard error, the status is 143 (campaign 9,
     R25: the resource tracker warned of leaked semaphores)."""
-    project = write(tmp_path / "project", {"app/__init__.py": "", **{f"app/m{n}.py": MODULE for n in range(80)}})
-    run_id = uuid.uuid4().hex
-    marker = f"SGLANG_CONTRACTS_TEST_RUN={run_id}"
-    env = checkout_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"), SGLANG_CONTRACTS_TEST_RUN=run_id)
-    run = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", str(OLD),
-                            "--new", str(NEW)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        assert _until(lambda: any(parent in found and parent != run.pid for found in [_marked(marker)]
-                                  for parent in found.values()), 60), "no worker started"
+    with check_at_work(tmp_path, stderr=subprocess.PIPE) as (run, marker):
         run.send_signal(signal.SIGTERM)
         _, err = run.communicate(timeout=60)
         assert run.returncode == 143
         assert _until(lambda: not _marked(marker), 5), f"left running: {_marked(marker)}"
         assert err == b""
-    finally:
-        run.kill()
-        for pid in _marked(marker):
-            os.kill(pid, signal.SIGKILL)
