@@ -116,9 +116,8 @@ class PathGlobs:
     cache of 32,768 (campaign 9, R23: 20,000 per-file-ignores kept a run past 100 s)."""
 
     def __init__(self, patterns: Iterable[str]) -> None:
-        self.patterns = list(patterns)
         self._compiled = [re.compile(f"{fnmatch.translate(glob)}|{fnmatch.translate(glob + '/*')}")
-                          for glob in (pattern.strip("/") for pattern in self.patterns)]
+                          for glob in (pattern.strip("/") for pattern in patterns)]
         self._matched: dict[str, tuple[int, ...]] = {}
 
     def matched(self, relpath: str) -> tuple[int, ...]:
