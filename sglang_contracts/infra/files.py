@@ -192,9 +192,9 @@ def read_text_limited(path: Path | str, limit: int = MAX_TEXT_BYTES, within: Pat
 
 def file_state(status: os.stat_result) -> str:
     """What says a regular file changed, short of reading it: size, modification time, and the
-    change time and inode, which no user sets back (`touch -r`, `cp -p`, `rsync -a` and
+    change time, inode and device, which no user sets back (`touch -r`, `cp -p`, `rsync -a` and
     mtime-normalised trees keep size and mtime: a changed input was replayed stale, campaign 9, R03)."""
-    return f"{status.st_size}\0{status.st_mtime_ns}\0{status.st_ctime_ns}\0{status.st_ino}"
+    return f"{status.st_size}\0{status.st_mtime_ns}\0{status.st_ctime_ns}\0{status.st_ino}\0{status.st_dev}"
 
 
 # Byte-order marks as pip's auto_decode honours them (the UTF-32 ones first: UTF-32-LE's starts

@@ -59,7 +59,7 @@ from sglang_contracts.config import configured_objects
 from sglang_contracts.infra.allocator import one_malloc_arena
 from sglang_contracts.infra.cache import JsonCache, evict_over_bounds, remember_records
 from sglang_contracts.infra.collector import resident_process
-from sglang_contracts.infra.files import unsaved_buffer, unsaved_buffer_items
+from sglang_contracts.infra.files import file_state, unsaved_buffer, unsaved_buffer_items
 from sglang_contracts.patch.stack import PatchStacks, stack_may_read
 from sglang_contracts.project.index import IndexMemo, ProjectIndex, read_python, updated_index
 from sglang_contracts.project.pins import ProjectPin, pin_may_read
@@ -68,8 +68,6 @@ from sglang_contracts.check.runner import (CheckOptions, CheckResult, Fresh, as_
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
 from sglang_contracts.upstream.model import LoadStats, UpstreamModel
-
-Stamp = tuple[int, int, int, int, int]
 
 
 class ResidentEngine(Fresh):
@@ -86,7 +84,7 @@ class ResidentEngine(Fresh):
         self._releases: dict[tuple, Release] = {}
         self._models: dict[tuple, tuple[UpstreamModel, UpstreamModel]] = {}
         self._releases_memos: dict[tuple, dict] = {}  # what the checks derived from each kept pair alone
-        self._files: dict[str, tuple[Stamp, str, str]] = {}  # path -> (stat, digest, text)
+        self._files: dict[str, tuple[str, str, str]] = {}  # path -> (file_state, digest, text)
         # This run's: the releases it asked for, the files it read, the models it was given.
         self._asked: set[tuple] = set()
         self._read: set[str] = set()
@@ -280,7 +278,7 @@ class ResidentEngine(Fresh):
             status = os.stat(name)
         except (OSError, ValueError):
             return read_python(path, root)  # which says why it cannot be read
-        stamp = (status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino, status.st_dev)
+        stamp = file_state(status)
         self._read.add(name)
         kept = self._files.get(name)
         if kept is not None and kept[0] == stamp:
