@@ -28,7 +28,7 @@ from sglang_contracts.closure.delta import closure_delta  # noqa: E402
 from sglang_contracts.closure.source import MetadataSource  # noqa: E402
 from sglang_contracts.closure.walk import platform_name  # noqa: E402
 from sglang_contracts.contracts.dependencies import walked_closures  # noqa: E402
-from sglang_contracts.infra.cache import JsonCache  # noqa: E402
+from sglang_contracts.infra.cache import RecordCache  # noqa: E402
 from sglang_contracts.requirements import environments  # noqa: E402
 from sglang_contracts.sources import open_release  # noqa: E402
 from sglang_contracts.upstream.pins import release_pins  # noqa: E402
@@ -36,7 +36,7 @@ from sglang_contracts.upstream.pins import release_pins  # noqa: E402
 OLD, NEW = "0.5.22", "0.5.23"
 
 
-def measure(cache: JsonCache, pins, built: list[dict[str, str]], key: str) -> tuple[float, int, object]:
+def measure(cache: RecordCache, pins, built: list[dict[str, str]], key: str) -> tuple[float, int, object]:
     source = MetadataSource(cache)
     started = time.perf_counter()
     old, new = walked_closures(cache, key, pins[OLD], pins[NEW], frozenset(), built, source)
@@ -55,7 +55,7 @@ def main() -> None:
         platforms = ",".join(platform_name(e) for e in built)
         folder = scratch / "closure"
         shutil.rmtree(folder, ignore_errors=True)
-        cache = JsonCache(folder)
+        cache = RecordCache(folder)
         key = f"bench-{len(built)}"
         for case in ("cold", "per-package", "pair"):
             if case == "per-package":

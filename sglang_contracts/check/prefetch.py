@@ -13,7 +13,7 @@ import threading
 from concurrent.futures import Executor, Future
 from typing import Callable, Iterable, Iterator
 
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.infra.parallel import map_jobs
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.upstream.model import UpstreamModel, extract_stored, is_upstream
@@ -23,7 +23,7 @@ SLICE = 600  # module names per round of extraction
 ANCESTRY_ROUNDS = 8  # steps down the bases of the classes the project names, fetched a round at a time
 
 
-def _extract_job(job: tuple[list[tuple[str, str, str, str, str]], JsonCache]) -> list[bytes]:
+def _extract_job(job: tuple[list[tuple[str, str, str, str, str]], RecordCache]) -> list[bytes]:
     """The records of one module in each release that has it (one, or two that differ), also
     written to the cache under their keys: encoding and writing them in the workers, not in the
     process that gathers them all. One job for both: the other release's unchanged bodies are
@@ -159,7 +159,7 @@ def _grouped(batch: list[tuple[UpstreamModel, Job]]) -> list[list[Job]]:
 
 
 def _accept(batch: list[tuple[UpstreamModel, Job]], groups: list[list[Job]], results: Iterable[list[bytes]],
-            cache: JsonCache) -> None:
+            cache: RecordCache) -> None:
     extracted = {job[4]: pickle.loads(record) for group, records in zip(groups, results) for job, record in zip(group, records)}
     for model, job in batch:
         model.accept_extraction(job, extracted[job[4]], stored=model.cache.folder == cache.folder)
@@ -203,7 +203,7 @@ class EarlyExtraction:
         except Exception:  # noqa: BLE001 - a broken pool, a failed job: prefetch extracts what is left
             return
 
-    def _submitted(self, job: tuple[list[Job], JsonCache]) -> Future:
+    def _submitted(self, job: tuple[list[Job], RecordCache]) -> Future:
         self._in_flight.acquire()
         future = self._pool.submit(_extract_job, job)
         future.add_done_callback(lambda _: self._in_flight.release())

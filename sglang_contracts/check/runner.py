@@ -23,7 +23,7 @@ from sglang_contracts.diagnostics import baseline as baselines
 from sglang_contracts.check import replay
 from sglang_contracts.infra.memo import KeptMemo
 from sglang_contracts.infra.display import printable
-from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, JsonCache, cache_for_project, cache_root,
+from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, RecordCache, cache_for_project, cache_root,
                                           evict_over_bounds, tag_cache_folders, unwritable_reason,
                                           warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
@@ -110,12 +110,12 @@ class Fresh:
         return open_release(spec, sglang_repo=sglang_repo, cache=cache)
 
     def models(self, root: Path, options: CheckOptions, old: Release, new: Release,
-               store: Callable[[str], JsonCache]) -> tuple[UpstreamModel, UpstreamModel]:
+               store: Callable[[str], RecordCache]) -> tuple[UpstreamModel, UpstreamModel]:
         """Both releases' models, as the image has them (the project's live patch stack applied)."""
         old, new = as_the_image_has_them(live_stacks(root, options), old, new)
         return UpstreamModel.pair(old, new, store("upstream"))
 
-    def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache],
+    def index(self, root: Path, options: CheckOptions, store: Callable[[str], RecordCache],
               after_first_round: Callable[[ProjectIndex], None] | None = None) -> ProjectIndex:
         return build_index(root, [root], store("project"), workers=options.workers, excluded=excluder(options),
                            read=self.read_python, memo=self.index_memo(), after_first_round=after_first_round,
@@ -144,7 +144,7 @@ class Fresh:
         return {}
 
     def placeless_memo(self, old: UpstreamModel, new: UpstreamModel, partial_run: Any = None,
-                       store: Callable[[str], JsonCache] | None = None, project: ProjectIndex | None = None
+                       store: Callable[[str], RecordCache] | None = None, project: ProjectIndex | None = None
                        ) -> dict[str, Any]:
         """Where the checks keep what they derive from the releases and the whole project's
         facts without positions (CheckContext.of_placeless_project), asked once the run's plan
@@ -193,8 +193,8 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     listed = _listed(root, options)
     old_spec, pin = old_release_spec(root, options.old, options.new, *keep.pin(root, listed), options.sglang_repo)
 
-    def store(kind: str) -> JsonCache:
-        return JsonCache(download_cache / kind if options.use_cache else None)
+    def store(kind: str) -> RecordCache:
+        return RecordCache(download_cache / kind if options.use_cache else None)
 
     runs = store("runs")
     key = replay.run_key(root, paths, options, old_spec, listed) if listed is not None else None
@@ -243,7 +243,7 @@ def _listed(root: Path, options: CheckOptions) -> list[tuple[str, str]] | None:
 
 
 def _computed_on_a_pool(paths: list[Path], options: CheckOptions, root: Path, old_spec: str,
-                        pin: ProjectPin | None, download_cache: Path, store: Callable[[str], JsonCache], keep: Fresh,
+                        pin: ProjectPin | None, download_cache: Path, store: Callable[[str], RecordCache], keep: Fresh,
                         listed: list[tuple[str, str]] | None) -> CheckResult:
     """_computed, with one pool of workers for the scan, the extraction and the per-file analyses."""
     from sglang_contracts.infra.parallel import run_pool, start_early  # not for a replay, which starts no worker
@@ -255,7 +255,7 @@ def _computed_on_a_pool(paths: list[Path], options: CheckOptions, root: Path, ol
 
 
 def _keep_computed(result: CheckResult, keep: Fresh, options: CheckOptions, download_cache: Path,
-                   runs: JsonCache, key: str | None) -> None:
+                   runs: RecordCache, key: str | None) -> None:
     """A computed result kept for the next runs: by `keep`, and in `runs` under `key` (replay.py)."""
     keep.kept(result)
     if key:
@@ -355,7 +355,7 @@ def _read_pin(root: Path) -> tuple[ProjectPin | None, str]:
 
 
 def _replayed(saved: replay.Replay, root: Path, old_spec: str, options: CheckOptions, download_cache: Path,
-              store: Callable[[str], JsonCache], pin: ProjectPin | None) -> CheckResult:
+              store: Callable[[str], RecordCache], pin: ProjectPin | None) -> CheckResult:
     """The findings of the last run with exactly these inputs (replay.py), with the releases
     as that run named them (opened only if something reads them)."""
     releases = [replay.replayed_release(fields, partial(open_release, spec, sglang_repo=options.sglang_repo,
@@ -400,7 +400,7 @@ def as_the_image_has_them(stacks: PatchStacks | None, *releases: Release) -> lis
         return list(releases)
 
 
-def _nothing_cached(cache: JsonCache) -> bool:
+def _nothing_cached(cache: RecordCache) -> bool:
     folder = cache.folder
     try:
         return folder is None or next((entry for entry in folder.iterdir() if entry.name != CACHEDIR_TAG), None) is None
@@ -409,7 +409,7 @@ def _nothing_cached(cache: JsonCache) -> bool:
 
 
 def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: ProjectPin | None,
-              download_cache: Path, store: Callable[[str], JsonCache], keep: Fresh,
+              download_cache: Path, store: Callable[[str], RecordCache], keep: Fresh,
               listed: list[tuple[str, str]] | None) -> CheckResult:
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
     from sglang_contracts.contracts.base import CheckContext
@@ -482,7 +482,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
 
 
 def _opened_inputs(options: CheckOptions, root: Path, old_spec: str, download_cache: Path,
-                   store: Callable[[str], JsonCache], keep: Fresh
+                   store: Callable[[str], RecordCache], keep: Fresh
                    ) -> tuple[ProjectIndex, list[Release], Callable[[], list[UpstreamModel]], Any]:
     """The project's index, the two releases, their models (opened when first asked) and the
     early extraction, if any: the releases download while the project is parsed."""
@@ -523,7 +523,7 @@ def _files_salt(root: Path, options: CheckOptions, old_spec: str, listed: list[t
     return replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
 
 
-def _partial_run(store: Callable[[str], JsonCache], salt: str | None, released: ProjectIndex,
+def _partial_run(store: Callable[[str], RecordCache], salt: str | None, released: ProjectIndex,
                  options: CheckOptions, keep: Fresh) -> Any:
     """The incremental plan (incremental.plan), or None when every file is checked."""
     from sglang_contracts.check import incremental
@@ -604,7 +604,7 @@ def _read_only(placeless_memo: dict) -> dict:
     return KeptMemo(placeless_memo.read, lambda key, encoded, texts_read: None)
 
 
-def _merged_and_recorded(store: Callable[[str], JsonCache], partial_run: Any, diagnostics: list[Diagnostic],
+def _merged_and_recorded(store: Callable[[str], RecordCache], partial_run: Any, diagnostics: list[Diagnostic],
                          whole: set[str], touched: dict[str, set[str]], project: ProjectIndex
                          ) -> tuple[list[Diagnostic], dict[str, set[str]]]:
     """With an incremental plan: the last run's findings of the files not checked again merged
@@ -653,7 +653,7 @@ def _unsuppressed(found: set[Diagnostic], options: CheckOptions, active: Callabl
     return diagnostics
 
 
-def _closures(context: Any, store: Callable[[str], JsonCache]) -> ClosureDelta | None:
+def _closures(context: Any, store: Callable[[str], RecordCache]) -> ClosureDelta | None:
     """The releases' dependency closures (closure/, contracts/dependencies.py), and what moves
     between them; a bug in computing them costs the closure's rules and section, not the run."""
     from sglang_contracts.contracts.dependencies import compute_closures
@@ -698,7 +698,7 @@ class _Once:
             return self._value
 
 
-def _opened_models(keep: Fresh, root: Path, options: CheckOptions, store: Callable[[str], JsonCache],
+def _opened_models(keep: Fresh, root: Path, options: CheckOptions, store: Callable[[str], RecordCache],
                    releases: list[Release]) -> list[UpstreamModel]:
     return list(keep.models(root, options, releases[0], releases[1], store))
 

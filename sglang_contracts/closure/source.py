@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from sglang_contracts.closure.index import IndexSettings, IndexUnreachable, PackageIndex, configured_index
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.infra.shapes import Table
 from sglang_contracts.requirements import normalized
 from sglang_contracts.upstream.pins import ReleasePins, metadata_pins
@@ -35,7 +35,7 @@ class MetadataSource:
     """`pins(name, version)`: what the distribution requires at that version, or None when it
     is not known (not on the index, or not cached and the index unreachable)."""
 
-    cache: JsonCache
+    cache: RecordCache
     index_setting: str | None = None  # the `package-index` setting: a URL, a folder, "none"; None: pip's
     make_index: Callable[[str | None], IndexSettings] = configured_index
     unreachable: str | None = None  # why the index could not be read, the first time it could not

@@ -30,7 +30,7 @@ from sglang_contracts.contracts.stack import (
     installed_by_project, marked_by_project, pins_of_releases, sglang_extras,
 )
 from sglang_contracts.diagnostics import Diagnostic, finding_at
-from sglang_contracts.infra.cache import JsonCache, code_fingerprint
+from sglang_contracts.infra.cache import RecordCache, code_fingerprint
 from sglang_contracts.infra.shapes import Table, TableOf
 from sglang_contracts.project import images, version_asserts
 from sglang_contracts.project.platforms import build_environments
@@ -137,7 +137,7 @@ def _release_settings(ctx: CheckContext, releases: list[Version]) -> Iterator[tu
             yield mention, build_of(suffix)
 
 
-def compute_closures(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
+def compute_closures(ctx: CheckContext, cache: RecordCache) -> BumpClosures | None:
     """The closures of both releases, kept with what the run reads of the stack files."""
     return ctx.of_stack_files(CLOSURES, lambda c: _computed(c, cache))
 
@@ -182,7 +182,7 @@ def _pair_key(old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[st
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def walked_closures(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str],
+def walked_closures(cache: RecordCache, key: str, old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str],
                     environments_built: list[dict[str, str]], source: MetadataSource, build: CudaBuild | None = None,
                     build_source: MetadataSource | None = None) -> tuple[dict[str, Closure], dict[str, Closure]]:
     """Both releases' closures on each platform: from their record when one was kept (reading
@@ -202,7 +202,7 @@ def walked_closures(cache: JsonCache, key: str, old_pins: ReleasePins, new_pins:
 
 
 def _kept_closures(kept: dict[str, Any]) -> tuple[dict[str, Closure], dict[str, Closure]]:
-    """Both releases' closures from their record (JsonCache.get_decoded: one of another shape
+    """Both releases' closures from their record (RecordCache.get_decoded: one of another shape
     is walked again and written over)."""
     return tuple({platform: Closure.from_json(data) for platform, data in kept[side].items()}  # type: ignore[return-value]
                  for side in ("old", "new"))
@@ -216,7 +216,7 @@ def _walk_complete(source: MetadataSource, build_source: MetadataSource | None) 
     return source.unreachable is None and builds_read and (not source.uncached or source.index_setting == NO_INDEX)
 
 
-def _computed(ctx: CheckContext, cache: JsonCache) -> BumpClosures | None:
+def _computed(ctx: CheckContext, cache: RecordCache) -> BumpClosures | None:
     old_pins, new_pins = pins_of_releases(ctx)
     if old_pins is None or new_pins is None:
         return None
@@ -257,7 +257,7 @@ def _note_what_is_missing(delta: ClosureDelta, source: MetadataSource, old: dict
         delta.notes.append("the closure was cut short at its bounds (depth, count): deeper requirements are not in it")
 
 
-def _build_index_and_source(ctx: CheckContext, cache: JsonCache, setting: str | None,
+def _build_index_and_source(ctx: CheckContext, cache: RecordCache, setting: str | None,
                             build: CudaBuild | None) -> tuple[str | None, MetadataSource | None]:
     """Where the CUDA build's own packages are read, and the source reading them (None, None without a build)."""
     build_index = build.index_url(build_index_setting(ctx, setting)) if build is not None else None

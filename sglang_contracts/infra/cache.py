@@ -5,14 +5,21 @@ or was written by another schema version, is treated as absent and rebuilt.
 
 A record must also prove it belongs to its key, since a record that still parses is not
 necessarily the one that was written there (a file copied or moved between keys, a digit
-flipped on disk). Each record file is one header line, then the JSON data:
+flipped on disk). Each record file is one header line, then the data (record_body):
 
     sglang-contracts-cache/<schema> <key> blake2b=<digest of the data bytes>\n<data>
 
 The header is checked before anything is parsed: the schema and the key must be the ones
 asked for, and the digest is taken over the raw data bytes, so a damaged record costs a hash,
-not a JSON parse. Anything else reads as missing; the caller rebuilds the data and its put()
+not a parse. Anything else reads as missing; the caller rebuilds the data and its put()
 overwrites the record.
+
+The data is JSON's kind of value (dicts with string keys, lists, strings, numbers, booleans,
+None) in marshal's form: a re-check reads hundreds of records (sglang-omni: 17 MB), and marshal
+decodes them a few times faster than JSON, above all the lazily decoded lists that records hold
+as texts, which it copies where JSON unescapes every quote. marshal is not for data another
+could have written: a record is read only from this user's own cache (read_limited's owned, the
+folder's foreign_reason) and only after its digest matched, as the only writer is this tool.
 
 The folders of the records an edit adds (BOUNDED_KINDS) are bounded in bytes: a record read is
 marked used (its modification time set to now, at most once a minute), and once a folder has
@@ -27,6 +34,7 @@ import errno
 import hashlib
 import itertools
 import json
+import marshal
 import os
 import re
 import stat
@@ -45,7 +53,9 @@ from sglang_contracts.infra.shapes import fits
 from sglang_contracts.infra.temporaries import private_temporary_folder
 
 # Bump when the shape of any cached record changes: old entries are then ignored.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: the data in marshal's form (record_body); 2: JSON
+MARSHAL_VERSION = 4  # the form of Python 3.4 and later: shared objects written once
+RECORD_SUFFIX = ".record"  # a record's file: <folder>/<key[:2]>/<key>.record
 HEADER = "sglang-contracts-cache/{schema} {key} blake2b="
 # Far over any record this tool writes (sglang's own tree as the project: 6 MB): a larger one,
 # like a FIFO or a link to a device, is not one of its records (read_limited refuses them).
@@ -276,6 +286,51 @@ def data_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+# Strings this long or shorter are interned when written, which marshal keeps: a record's keys
+# and small values ("line", "kind", a module's name) are then one object each when read, as
+# the decoders would intern them; a longer one (a source text) is a copy of its own.
+INTERNED_LENGTH = 48
+
+
+def record_body(data: Any) -> bytes:
+    """`data` in a record's stored form: what json.dumps accepts, as json.loads would give it
+    back (tuples as lists, keys as strings), in marshal's form. TypeError as json.dumps raises
+    it for what JSON cannot hold."""
+    return marshal.dumps(_as_json_gives_it(data), MARSHAL_VERSION)
+
+
+def record_data(body: bytes) -> Any | None:
+    """The data of a record's stored form (record_body), or None when it is not one. For a body
+    this tool wrote only: see the module's docstring."""
+    try:
+        return marshal.loads(body)
+    except (ValueError, EOFError, TypeError):
+        return None
+
+
+def _as_json_gives_it(value: Any) -> Any:
+    kind = type(value)
+    if kind is str:
+        return sys.intern(value) if len(value) <= INTERNED_LENGTH else value
+    if kind is dict:
+        return {(sys.intern(key) if type(key) is str else _json_key(key)): _as_json_gives_it(item)
+                for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [_as_json_gives_it(item) for item in value]
+    if value is None or kind is bool or kind is int or kind is float:
+        return value
+    if isinstance(value, (str, int, float, list, tuple, dict)):  # a subclass (an enum of str): as JSON writes it
+        return _as_json_gives_it(json.loads(json.dumps(value)))
+    raise TypeError(f"Object of type {kind.__name__} is not JSON serializable")
+
+
+def _json_key(key: Any) -> str:
+    """A dict key as json.dumps writes it (1 -> "1", True -> "true", None -> "null")."""
+    if key is None or isinstance(key, (bool, int, float, str)):
+        return sys.intern(json.dumps(key) if not isinstance(key, str) else str(key))
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
 # record path -> ((size, modification time) of the file when read, its decoded data, the shapes
 # it was found of), for a process that runs many checks (the language server): a record unchanged
 # on disk since it was read is not read, hashed, decoded or checked again. None: not kept (one run
@@ -369,13 +424,13 @@ def _remember_fit(fitted: set, shape: Any) -> None:
         pass
 
 
-# What a decoder raises for a record of another shape than it reads (JsonCache.get_decoded).
+# What a decoder raises for a record of another shape than it reads (RecordCache.get_decoded).
 WRONG_SHAPE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
-class JsonCache:
-    """A folder of JSON records addressed by key; corrupt, stale or misplaced records read as
-    missing (see the module's docstring for the format), and so does a record of another shape
+class RecordCache:
+    """A folder of records (JSON's kind of data, record_body) addressed by key; corrupt, stale or
+    misplaced records read as missing (see the module's docstring for the format), and so does a record of another shape
     than its reader declares (infra/shapes.py): a reader is never given one. Callers never change
     the data they get. A folder that is not this user's (foreign_reason) is neither read nor written."""
 
@@ -389,7 +444,7 @@ class JsonCache:
 
     def _path(self, key: str) -> Path:
         assert self.folder is not None
-        return self.folder / key[:2] / f"{key}.json"
+        return self.folder / key[:2] / f"{key}{RECORD_SUFFIX}"
 
     def holds(self, key: str) -> bool:
         """Whether a record is kept under the key (not whether it reads back: `get` tells)."""
@@ -475,15 +530,12 @@ class JsonCache:
         expected = HEADER.format(schema=SCHEMA_VERSION, key=key).encode()
         if not newline or not header.startswith(expected) or header[len(expected):] != data_digest(body).encode():
             return None  # another schema, another key's record, or damaged data
-        try:
-            return json.loads(body)
-        except (ValueError, RecursionError):  # RecursionError: nested deeper than any record this tool writes
-            return None
+        return record_data(body)
 
     def put(self, key: str, data: Any) -> None:
         if self.folder is None:
             return
-        body = json.dumps(data, separators=(",", ":")).encode()
+        body = record_body(data)
         header = HEADER.format(schema=SCHEMA_VERSION, key=key) + data_digest(body)
         try:
             atomic_write_bytes(self._path(key), header.encode() + b"\n" + body, private=True)
@@ -539,7 +591,7 @@ def evict_over_bounds(held: Callable[[Path], set[str]] | None = None) -> None:
 
 def _swept(folder: Path, bound: int, used: set[str]) -> None:
     """The records of `folder` over `bound` bytes removed, those used longest ago first (by
-    modification time: JsonCache._used), down to three quarters of it, but the records of `used`
+    modification time: RecordCache._used), down to three quarters of it, but the records of `used`
     (what the next run reads first).
     Another process may remove a record first, or be reading it: either way, a miss."""
     records = [record for subfolder in list(os.scandir(folder)) for record in _records_in(subfolder)]
@@ -572,8 +624,8 @@ def _records_in(subfolder: os.DirEntry) -> list[tuple[int, int, str, str]]:
             continue
         if not stat.S_ISREG(status.st_mode) or status.st_uid != os.getuid():
             continue
-        if entry.name.endswith(".json"):
-            found.append((status.st_mtime_ns, status.st_size, entry.name[:-len(".json")], entry.path))
+        if entry.name.endswith(RECORD_SUFFIX):
+            found.append((status.st_mtime_ns, status.st_size, entry.name[:-len(RECORD_SUFFIX)], entry.path))
         elif entry.name.startswith(".tmp-") and now - status.st_mtime_ns > LEFTOVER_NS:
             _remove(entry.path)
     return found

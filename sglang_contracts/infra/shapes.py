@@ -2,7 +2,7 @@
 
 A record whose digest holds may still be of another shape (made by hand, by another version
 of a reader, or re-signed by whoever can write the cache): every reader of a record declares
-the shape it reads (JsonCache.get), and a record of another is absent, computed again. A shape
+the shape it reads (RecordCache.get), and a record of another is absent, computed again. A shape
 is plain data:
 
     object               anything

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterable, Iterator, MutableMapping
 
-from sglang_contracts.infra.cache import CACHEDIR_TAG, JsonCache, code_fingerprint
+from sglang_contracts.infra.cache import CACHEDIR_TAG, RecordCache, code_fingerprint
 from sglang_contracts.infra import pysource
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, debugging, problem_for
@@ -224,7 +224,7 @@ def _on_the_scanned_tree(relpath: str, text: str) -> dict[str, list]:
     return found
 
 
-def _scan_job(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tuple[dict, dict[str, list]]:
+def _scan_job(job: tuple[str, str, str, tuple[str, ...], RecordCache, str]) -> tuple[dict, dict[str, list]]:
     """One file's facts as JSON, also written to the cache under the key given: encoding and
     writing them in the workers, not in the process that gathers them all; and the analyses
     that read the same tree (ON_THE_SCANNED_TREE)."""
@@ -232,7 +232,7 @@ def _scan_job(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tup
     return result, analyses
 
 
-def _scanned(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tuple[FileFacts, dict, dict[str, list]]:
+def _scanned(job: tuple[str, str, str, tuple[str, ...], RecordCache, str]) -> tuple[FileFacts, dict, dict[str, list]]:
     """A file's facts, as JSON too (written to the cache), and ON_THE_SCANNED_TREE's rows."""
     *_, cache, key = job
     facts, analyses = _scanned_facts(job)
@@ -242,7 +242,7 @@ def _scanned(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tupl
     return facts, result, analyses
 
 
-def _scanned_facts(job: tuple[str, str, str, tuple[str, ...], JsonCache, str]) -> tuple[FileFacts, dict[str, list]]:
+def _scanned_facts(job: tuple[str, str, str, tuple[str, ...], RecordCache, str]) -> tuple[FileFacts, dict[str, list]]:
     """A file's facts and ON_THE_SCANNED_TREE's rows, nothing written."""
     from sglang_contracts.project.scanner import scan_source
 
@@ -272,13 +272,13 @@ class ProjectIndex:
     digests: dict[str, str] = field(default_factory=dict)
     # relpath -> that content decoded, once per run (project/texts.py: compactly)
     texts: MutableMapping[str, str] = field(default_factory=ProjectTexts)
-    cache: JsonCache = field(default_factory=lambda: JsonCache(None))
+    cache: RecordCache = field(default_factory=lambda: RecordCache(None))
     # each_file's tables as the last run of a resident process left them (IndexMemo.tables), by
     # key; None in a run of its own, which reads each once
     tables: dict[str, dict[str, list]] | None = field(default=None, repr=False)
     # A resident process's records changed but not yet written to the cache (IndexMemo.unwritten):
     # written after the answer is out, not while the user waits; None: written at once
-    unwritten: dict[str, tuple[JsonCache, dict[str, list] | FileFacts]] | None = field(default=None, repr=False)
+    unwritten: dict[str, tuple[RecordCache, dict[str, list] | FileFacts]] | None = field(default=None, repr=False)
     # kind -> relpath -> the results of ON_THE_SCANNED_TREE analyses the scan jobs ran
     on_the_scanned_tree: dict[str, dict[str, list]] = field(default_factory=dict, repr=False)
     # table key -> (analyse, may_hold) of each_file's kinds this process ran (IndexMemo.analyses)
@@ -574,7 +574,7 @@ class IndexMemo:
     analyses: dict[str, tuple[Callable[[str, str], list], Callable[[str], bool]]] = field(default_factory=dict)
     # the records changed since they were last written, by key, with the cache they go to: the
     # tables, and the facts of a file scanned again
-    unwritten: dict[str, tuple[JsonCache, dict[str, list] | FileFacts]] = field(default_factory=dict)
+    unwritten: dict[str, tuple[RecordCache, dict[str, list] | FileFacts]] = field(default_factory=dict)
 
     def write_records(self) -> None:
         """Write the records the runs since the last call changed (each table a JSON record of a
@@ -600,7 +600,7 @@ class IndexMemo:
         self.class_modules = {rel: row for rel, row in self.class_modules.items() if rel in digests}
 
 
-def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | None = None,
+def build_index(root: Path, paths: list[Path], cache: RecordCache, workers: int | None = None,
                 excluded: Callable[[str], bool] | None = None,
                 read: Callable[[Path, Path], tuple[str, str]] = read_python, memo: IndexMemo | None = None,
                 after_first_round: Callable[[ProjectIndex], None] | None = None,
@@ -628,7 +628,7 @@ def build_index(root: Path, paths: list[Path], cache: JsonCache, workers: int | 
     return index
 
 
-def _scan_rounds(index: ProjectIndex, texts: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None,
+def _scan_rounds(index: ProjectIndex, texts: dict[str, tuple[str, str]], cache: RecordCache, workers: int | None,
                  memo: IndexMemo, after_first_round: Callable[[ProjectIndex], None] | None) -> list[list[str]]:
     """Scan the files that name SGLang, then, round after round, those they make matter: the
     importers of names they re-export from SGLang, the definers of classes they use. The files
@@ -675,7 +675,7 @@ class LastRounds:
     scanned: dict[str, str]  # relpath -> digest of its _round_inputs
 
     @classmethod
-    def read(cls, index: ProjectIndex, cache: JsonCache) -> "LastRounds | None":
+    def read(cls, index: ProjectIndex, cache: RecordCache) -> "LastRounds | None":
         saved = cache.get(_rounds_key(index.root, index.configured), LAST_ROUNDS)
         if saved is None:
             return None
@@ -717,13 +717,13 @@ class LastRounds:
             files[rel] = [index.digests[rel], *self.files[rel][1:]]
         return LastRounds(self.packages, files, self.rounds, self.scanned)
 
-    def write(self, index: ProjectIndex, cache: JsonCache, last: "LastRounds | None") -> None:
+    def write(self, index: ProjectIndex, cache: RecordCache, last: "LastRounds | None") -> None:
         if last is None or self != last:
             cache.put(_rounds_key(index.root, index.configured),
                       {"packages": self.packages, "files": self.files, "rounds": self.rounds, "scanned": self.scanned})
 
 
-def _scanned_as_planned(index: ProjectIndex, texts: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None,
+def _scanned_as_planned(index: ProjectIndex, texts: dict[str, tuple[str, str]], cache: RecordCache, workers: int | None,
                         memo: IndexMemo, planned: Planned, after_first_round: Callable[[ProjectIndex], None] | None
                         ) -> bool:
     """The last build's rounds scanned again, when each changed file a round scans gives the
@@ -836,7 +836,7 @@ def _read_project(index: ProjectIndex, root: Path, paths: list[Path], excluded: 
     return texts
 
 
-def updated_index(previous: ProjectIndex, root: Path, paths: list[Path], cache: JsonCache, workers: int | None,
+def updated_index(previous: ProjectIndex, root: Path, paths: list[Path], cache: RecordCache, workers: int | None,
                   excluded: Callable[[str], bool] | None, read: Callable[[Path, Path], tuple[str, str]],
                   memo: IndexMemo) -> ProjectIndex | None:
     """The index build_index would build now, made from `previous` (the last one it built for
@@ -868,7 +868,7 @@ def updated_index(previous: ProjectIndex, root: Path, paths: list[Path], cache: 
 
 
 def _rescanned(index: ProjectIndex, previous: ProjectIndex, rel: str, texts: dict[str, tuple[str, str]],
-               cache: JsonCache, workers: int | None, memo: IndexMemo) -> bool | None:
+               cache: RecordCache, workers: int | None, memo: IndexMemo) -> bool | None:
     """A changed file taken into `index` (scanned again if `previous` had scanned it): whether the
     re-export table must be linked again; None when the change may change which files are scanned."""
     if not _same_reach(index, previous, rel, texts, memo):
@@ -922,7 +922,7 @@ def _resolve_alike(now: list[tuple[str, str]], before: list[tuple[str, str]]) ->
         for (name, target), (was_name, was_target) in zip(now, before))
 
 
-def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCache, workers: int | None,
+def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: RecordCache, workers: int | None,
           known: dict[str, FileFacts] | None = None) -> None:
     """The batch's files' facts into the index, in path order: those `known` (scanned already),
     the cache's, and the others scanned."""
@@ -948,10 +948,10 @@ def _scan(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCac
         index.files[relpath] = scanned[relpath]
 
 
-def _uncached(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: JsonCache
-              ) -> tuple[list[tuple[str, str, str, tuple[str, ...], JsonCache, str]], dict[str, FileFacts]]:
+def _uncached(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: RecordCache
+              ) -> tuple[list[tuple[str, str, str, tuple[str, ...], RecordCache, str]], dict[str, FileFacts]]:
     """(the scan jobs of the batch's files the cache holds no facts of, the facts it holds)."""
-    jobs: list[tuple[str, str, str, tuple[str, ...], JsonCache, str]] = []
+    jobs: list[tuple[str, str, str, tuple[str, ...], RecordCache, str]] = []
     scanned: dict[str, FileFacts] = {}
     for relpath, (module, digest) in sorted(batch.items()):
         key = _facts_key(relpath, module, digest, index.packages)
@@ -963,8 +963,8 @@ def _uncached(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: Jso
     return jobs, scanned
 
 
-def _scanned_here(index: ProjectIndex, job: tuple[str, str, str, tuple[str, ...], JsonCache, str],
-                  cache: JsonCache) -> FileFacts:
+def _scanned_here(index: ProjectIndex, job: tuple[str, str, str, tuple[str, ...], RecordCache, str],
+                  cache: RecordCache) -> FileFacts:
     """One file's facts, scanned in this process (a resident one's record is written after the answer)."""
     if index.unwritten is not None:
         facts, analyses = _scanned_facts(job)

@@ -57,7 +57,7 @@ from typing import Callable
 from sglang_contracts.check.incremental import moved_only
 from sglang_contracts.config import configured_objects
 from sglang_contracts.infra.allocator import one_malloc_arena
-from sglang_contracts.infra.cache import JsonCache, evict_over_bounds, remember_records
+from sglang_contracts.infra.cache import RecordCache, evict_over_bounds, remember_records
 from sglang_contracts.infra.collector import resident_process
 from sglang_contracts.infra.files import file_state, unsaved_buffer, unsaved_buffer_items
 from sglang_contracts.patch.stack import PatchStacks, stack_may_read
@@ -155,7 +155,7 @@ class ResidentEngine(Fresh):
         return release
 
     def models(self, root: Path, options: CheckOptions, old: Release, new: Release,
-               store: Callable[[str], JsonCache]) -> tuple[UpstreamModel, UpstreamModel]:
+               store: Callable[[str], RecordCache]) -> tuple[UpstreamModel, UpstreamModel]:
         stacks, stacked = self._live_stacks(root, options)
         kept = {id(release) for release in self._releases.values()}
         if stacks is None or id(old) not in kept or id(new) not in kept:
@@ -212,7 +212,7 @@ class ResidentEngine(Fresh):
             return {}
         return self._releases_memos.setdefault(self._given[0], {})
 
-    def index(self, root: Path, options: CheckOptions, store: Callable[[str], JsonCache],
+    def index(self, root: Path, options: CheckOptions, store: Callable[[str], RecordCache],
               after_first_round: Callable[[ProjectIndex], None] | None = None) -> ProjectIndex:
         """The last index with the changed files scanned again, when they cannot change which
         files are scanned nor the re-export table (project/index.py updated_index); else built."""

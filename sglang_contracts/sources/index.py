@@ -33,7 +33,6 @@ import base64
 import csv
 import hashlib
 import io
-import json
 import os
 import re
 import struct
@@ -47,7 +46,8 @@ from pathlib import Path
 from typing import Iterator
 
 from sglang_contracts.infra import progress
-from sglang_contracts.infra.cache import NO_SPACE, atomic_write_bytes, foreign_reason, make_private_folder, warn_unwritable_once
+from sglang_contracts.infra.cache import (NO_SPACE, atomic_write_bytes, data_digest, foreign_reason,
+                                          make_private_folder, record_body, record_data, warn_unwritable_once)
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size, read_limited, why_unwritable
 from sglang_contracts.infra.lines import numbered_lines
@@ -127,11 +127,12 @@ def _directory_path(wheel: Path) -> Path:
 def _kept_directory(wheel: Path) -> dict | None:
     """The directory kept for the wheel as it is now (DIRECTORY), or None."""
     try:
-        data = json.loads(read_limited(_directory_path(wheel), MAX_DIRECTORY_BYTES, owned=True))
+        digest, _, body = read_limited(_directory_path(wheel), MAX_DIRECTORY_BYTES, owned=True).partition(b"\n")
+        data = record_data(body) if digest == data_digest(body).encode() else None  # damaged: read again
         stamp = _stamp_of(wheel).decode()
-    except (Unreadable, OSError, ValueError, RecursionError):
+    except (Unreadable, OSError, ValueError):
         return None
-    return data if fits(data, DIRECTORY) and data["stamp"] == stamp else None
+    return data if data is not None and fits(data, DIRECTORY) and data["stamp"] == stamp else None
 
 
 def _keep_directory(wheel: Path, tree: "WheelTree") -> None:
@@ -140,7 +141,8 @@ def _keep_directory(wheel: Path, tree: "WheelTree") -> None:
                 info.flag_bits, info.CRC] for info in tree.members.values()]
     data = {"stamp": _stamp_of(wheel).decode(), "members": members, "recorded": tree._recorded}
     try:
-        atomic_write_bytes(_directory_path(wheel), json.dumps(data, separators=(",", ":")).encode(), private=True)
+        body = record_body(data)
+        atomic_write_bytes(_directory_path(wheel), data_digest(body).encode() + b"\n" + body, private=True)
     except (OSError, ValueError):
         pass
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Callable, Generator, Iterable, Iterator
 
-from sglang_contracts.infra.cache import JsonCache, code_fingerprint
+from sglang_contracts.infra.cache import RecordCache, code_fingerprint
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf, fits
 from sglang_contracts.infra.files import Unreadable
@@ -402,7 +402,7 @@ def _followed(resolution: Resolution) -> Symbol:
 
 
 class UpstreamModel:
-    def __init__(self, release: Release, cache: JsonCache, forms: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(self, release: Release, cache: RecordCache, forms: dict[str, dict[str, Any]] | None = None) -> None:
         """`forms`: the stored forms of module records read so far, by cache key, shared by
         the models of a pair (pair)."""
         self.release = release
@@ -426,7 +426,7 @@ class UpstreamModel:
         self._cut_hierarchies: dict[str, str] = {}  # module -> a class of it whose bases were not all followed
 
     @classmethod
-    def pair(cls, old: Release, new: Release, cache: JsonCache) -> tuple["UpstreamModel", "UpstreamModel"]:
+    def pair(cls, old: Release, new: Release, cache: RecordCache) -> tuple["UpstreamModel", "UpstreamModel"]:
         """The models of two releases, which read a module the releases have alike (most of
         them: one cache key) once: its record is read and decoded for both."""
         forms: dict[str, dict[str, Any]] = {}

@@ -240,7 +240,7 @@ def _run_check(cache: Path):
 def test_warm_cache_gives_identical_output_without_parsing(check, cache_dir):
     cold = check()
     first = _run_check(cache_dir)
-    assert first.diagnostics and list(cache_dir.rglob("*.json"))
+    assert first.diagnostics and list(cache_dir.rglob("*.record"))
     warm = _run_check(cache_dir)
     assert (warm.project.parsed, warm.old.stats.parsed, warm.new.stats.parsed) == (0, 0, 0)
     assert warm.old.stats.from_cache > 0 and warm.new.stats.from_cache > 0
@@ -250,7 +250,7 @@ def test_warm_cache_gives_identical_output_without_parsing(check, cache_dir):
 
 def test_corrupt_cache_entries_are_rebuilt(check, cache_dir):
     cold = check()
-    entries = list(cache_dir.rglob("*.json"))
+    entries = list(cache_dir.rglob("*.record"))
     assert entries
     for entry in entries:
         entry.write_bytes(b"\x00{not json")

@@ -180,12 +180,12 @@ def test_an_edit_of_a_subclass_s_members_rechecks_its_bases_files_where_their_ro
 def test_a_record_whose_file_entries_have_another_shape_plans_a_full_run(fixture_project) -> None:
     """A record of the plan with entries of another length (another version's, or damaged but
     still JSON) is no record: every file is recomputed, and nothing raises."""
-    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.infra.cache import RecordCache
 
     project, options = fixture_project
     result = run_check([project], dataclasses.replace(options, replay=False))
     index = result.project
-    store = JsonCache(options.cache_dir / "incremental-test")
+    store = RecordCache(options.cache_dir / "incremental-test")
     first = incremental.plan(store, "salt", index)
     assert first.full and all(len(entry) == len(incremental.FILE_ENTRY) for entry in first.files.values())
     incremental.save(store, first, result.diagnostics, {})
@@ -812,18 +812,18 @@ def test_kept_records_of_another_shape_are_not_used(fixture_project, plans, dama
     """The kept whole-project values and the last run's named analyses, re-signed by hand with
     another shape or naming a function outside this tool (the cache is the user's), are computed
     again or not used: the findings are a full run's."""
-    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.infra.cache import RecordCache
 
     project, options = fixture_project
     run_check([project], options)
-    store = JsonCache(options.cache_dir / "incremental")
+    store = RecordCache(options.cache_dir / "incremental")
     key = plans[-1].key
     saved = store.get(key, object)
     if damage == "asked":
         saved["asked"] = {name: ["prose", ["os", "system", {}], ["builtins", "print", {}]] for name in saved["asked"]}
         store.put(key, saved)
     else:
-        for path in (options.cache_dir / "incremental").rglob("*.json"):
+        for path in (options.cache_dir / "incremental").rglob("*.record"):
             record = store.get(path.stem, object)
             if isinstance(record, dict) and "texts_read" in record:
                 store.put(path.stem, {**record, "value": [[["not", "a"], "member"]]})

@@ -105,7 +105,7 @@ def test_releases_read_from_directories_replay_until_their_files_change(tmp_path
 def test_a_damaged_record_is_recomputed(published) -> None:
     project, options = published
     first = run_check([project], options)
-    for record in (options.cache_dir / "runs").rglob("*.json"):
+    for record in (options.cache_dir / "runs").rglob("*.record"):
         record.write_text('{"schema": 1, "data": {"diagnostics": [{"path": 3}]}}')
     again = run_check([project], options)
     assert again.replayed_files_with_contracts is None

@@ -11,7 +11,7 @@ import pytest
 import sglang_contracts.contracts  # noqa: F401  (registers the checks)
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.check.fixes import run_fix
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.migrations import pairing
 from sglang_contracts.migrations.learn import Migrations, Question
 from sglang_contracts.sources import open_release
@@ -140,7 +140,7 @@ def test_what_is_learned_is_kept_per_release_pair(tmp_path: Path, monkeypatch) -
     """A published release pair's migrations are learned once: a second run reads them."""
     old, new = releases(tmp_path, ["size, size, tp_rank=attn_tp_rank, tp_size=attn_tp_size"],
                         ['size, size, parallel_group="attn_tp"'])
-    cache = JsonCache(tmp_path / "cache")
+    cache = RecordCache(tmp_path / "cache")
     owner = "sglang.srt.layers.linear.RowParallelLinear.__init__"
 
     def pair() -> Migrations:
@@ -162,7 +162,7 @@ def test_every_question_a_run_expects_is_learned_in_one_pass_and_one_record(tmp_
     once, and the record of the release pair holds them all (a second learner reads them back)."""
     old, new = releases(tmp_path, ["size, size, tp_rank=attn_tp_rank, tp_size=attn_tp_size"] * 2,
                         ['size, size, parallel_group="attn_tp"'] * 2)
-    cache = JsonCache(tmp_path / "cache")
+    cache = RecordCache(tmp_path / "cache")
     owner = "sglang.srt.layers.linear.RowParallelLinear.__init__"
     questions = [Question("calls", (owner, owner)), Question("imports", ("sglang.srt.layers.linear",)),
                  Question("reads", ("sglang.srt.layers.linear.RowParallelLinear", "tp_size"))]

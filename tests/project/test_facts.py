@@ -43,7 +43,7 @@ def test_a_record_of_another_shape_is_refused_and_the_index_scans_the_file_again
 
     import pytest
 
-    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.infra.cache import RecordCache
     from sglang_contracts.project.index import _facts_key, build_index
 
     facts = scan_source("m.py", "m", SOURCE, ("m",))
@@ -55,7 +55,7 @@ def test_a_record_of_another_shape_is_refused_and_the_index_scans_the_file_again
             FileFacts.from_json(data)
 
         (tmp_path / "m.py").write_text(SOURCE)
-        cache = JsonCache(tmp_path / f"cache-{damaged}")
+        cache = RecordCache(tmp_path / f"cache-{damaged}")
         digest = hashlib.sha256(SOURCE.encode()).hexdigest()
         cache.put(_facts_key("m.py", "m", digest, ("m",)), data)
         index = build_index(tmp_path, [tmp_path], cache, workers=1)
@@ -65,12 +65,12 @@ def test_a_record_of_another_shape_is_refused_and_the_index_scans_the_file_again
 def test_an_index_read_from_records_decodes_no_list_until_it_is_read(tmp_path) -> None:
     """A re-check reads the reads and calls of the files it checks, not of every file: the
     index built from records leaves them undecoded, and a list read later is the one scanned."""
-    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.infra.cache import RecordCache
     from sglang_contracts.project.index import build_index
 
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "__init__.py").write_text(SOURCE)
-    cache = JsonCache(tmp_path / "cache")
+    cache = RecordCache(tmp_path / "cache")
     scanned = build_index(tmp_path, [tmp_path], cache, workers=1).files["m/__init__.py"]
     read = build_index(tmp_path, [tmp_path], cache, workers=1)
     facts = read.files["m/__init__.py"]

@@ -6,18 +6,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.infra.shapes import Row, rows_of
 from sglang_contracts.project.index import build_index
 
 
-def words(tmp_path: Path, cache: JsonCache, calls: list[str]) -> list:
+def words(tmp_path: Path, cache: RecordCache, calls: list[str]) -> list:
     @rows_of(Row(str, str))
     def analyse(relpath: str, text: str) -> list:
         calls.append(relpath)
         return [[relpath, text.split()[1]]]
 
-    index = build_index(tmp_path / "project", [tmp_path / "project"], JsonCache(None))
+    index = build_index(tmp_path / "project", [tmp_path / "project"], RecordCache(None))
     index.cache = cache
     return index.each_file("first-names", analyse, lambda text: text.startswith("#"), sys.modules[__name__])
 
@@ -28,10 +28,10 @@ def test_each_file_recomputes_only_what_changed_and_survives_a_damaged_record(tm
     (project / "a.py").write_text("# alpha\n")
     (project / "b.py").write_text("# beta\n")
     (project / "c.py").write_text("x = 1\n")  # never held: not analysed
-    cache, calls = JsonCache(tmp_path / "cache"), []
+    cache, calls = RecordCache(tmp_path / "cache"), []
     assert words(tmp_path, cache, calls) == [["a.py", "alpha"], ["b.py", "beta"]]
     assert calls == ["a.py", "b.py"]
-    records = list((tmp_path / "cache").rglob("*.json"))
+    records = list((tmp_path / "cache").rglob("*.record"))
     assert len(records) == 1  # one table, not one record per file
 
     calls.clear()
@@ -57,7 +57,7 @@ def test_per_file_analyses_of_a_large_project_run_on_the_workers_and_give_what_o
     for n in range(40):
         body = "".join(f"def f{k}(x):\n    return x + {k}\n" for k in range(300))
         (project / f"m{n}.py").write_text(f"import os, json\nfrom m{(n + 1) % 40} import f1 as g\n{body}")
-    index = build_index(project, [project], JsonCache(None), workers=1)
+    index = build_index(project, [project], RecordCache(None), workers=1)
     assert sum(len(text) for text in index.texts.values()) > parallel.PARALLEL_MIN_BYTES
     sent = []
     real_iter_jobs = index_module.iter_jobs
@@ -81,10 +81,10 @@ def test_the_files_are_indexed_in_the_same_order_whatever_the_cache_held(tmp_pat
     (project / "app").mkdir(parents=True)
     for name in ("a", "b", "c"):
         (project / "app" / f"{name}.py").write_text(f"from sglang.srt.managers.scheduler import Scheduler\n\n\nclass {name.upper()}(Scheduler):\n    pass\n")
-    cache = JsonCache(tmp_path / "cache")
+    cache = RecordCache(tmp_path / "cache")
     build_index(project, [project], cache, workers=1)
     (project / "app" / "a.py").write_text((project / "app" / "a.py").read_text() + "X = 1\n")  # a.py alone scanned again
     warm = build_index(project, [project], cache, workers=1)
-    cold = build_index(project, [project], JsonCache(None), workers=1)
+    cold = build_index(project, [project], RecordCache(None), workers=1)
     assert warm.parsed == 1 and cold.parsed == 3
     assert list(warm.files) == list(cold.files) == ["app/a.py", "app/b.py", "app/c.py"]

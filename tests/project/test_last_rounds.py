@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.project import index as index_module
 from sglang_contracts.project.index import build_index
 from tests.helpers import write_tree
@@ -66,7 +66,7 @@ def _rounds_run(monkeypatch) -> list[int]:
 def test_an_edit_is_built_as_a_build_without_the_last_rounds_builds_it(tmp_path: Path, monkeypatch, edit,
                                                                        planned) -> None:
     project = write_tree(tmp_path / "project", PROJECT)
-    cache = JsonCache(tmp_path / "cache")
+    cache = RecordCache(tmp_path / "cache")
     first = build_index(project, [project], cache)
     assert list(first.files) == ["pkg/api.py", "pkg/engine.py", "pkg/config.py", "pkg/runner.py", "pkg/models.py"]
     relpath, before, after = edit
@@ -76,12 +76,12 @@ def test_an_edit_is_built_as_a_build_without_the_last_rounds_builds_it(tmp_path:
     looked = _rounds_run(monkeypatch)
     again = build_index(project, [project], cache)
     assert (not looked) == planned
-    assert _shape(again) == _shape(build_index(project, [project], JsonCache(None)))
+    assert _shape(again) == _shape(build_index(project, [project], RecordCache(None)))
 
 
 def test_a_file_added_or_a_damaged_record_builds_round_by_round(tmp_path: Path, monkeypatch) -> None:
     project = write_tree(tmp_path / "project", PROJECT)
-    cache = JsonCache(tmp_path / "cache")
+    cache = RecordCache(tmp_path / "cache")
     build_index(project, [project], cache)
     (project / "pkg/extra.py").write_text("from pkg.api import Scheduler\n")
     looked = _rounds_run(monkeypatch)
@@ -104,7 +104,7 @@ def test_a_record_of_another_shape_is_not_used(tmp_path: Path, damaged) -> None:
     """A record re-signed with this tool's header and another shape (the cache is the user's:
     made by hand) is built round by round, never a crash."""
     project = write_tree(tmp_path / "project", PROJECT)
-    cache = JsonCache(tmp_path / "cache")
+    cache = RecordCache(tmp_path / "cache")
     built = build_index(project, [project], cache)
     cache.put(index_module._rounds_key(project), damaged)
     assert _shape(build_index(project, [project], cache)) == _shape(built)
@@ -116,11 +116,11 @@ def test_configured_objects_are_read_whatever_they_mention_and_a_new_set_is_no_s
     objects are not taken for this one's (campaign 9, R05)."""
     project = write_tree(tmp_path / "project", {**PROJECT, "tests/fakes.py": "import os\n\n\nclass Thing:\n    pass\n",
                                                 "tests/uses.py": "from tests.fakes import Thing\n"})
-    cache = JsonCache(tmp_path / "cache")
+    cache = RecordCache(tmp_path / "cache")
     plain = build_index(project, [project], cache)
     assert "tests/fakes.py" not in plain.files
     configured = build_index(project, [project], cache, configured=("tests.fakes.Thing",))
     assert {"tests/fakes.py", "tests/uses.py"} <= configured.files.keys()
-    assert _shape(configured) == _shape(build_index(project, [project], JsonCache(None),
+    assert _shape(configured) == _shape(build_index(project, [project], RecordCache(None),
                                                     configured=("tests.fakes.Thing",)))
     assert _shape(build_index(project, [project], cache)) == _shape(plain)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.project.index import build_index
 from sglang_contracts.project.mirrors import mirror_citations
 
 
 def cited(tmp_path: Path, source: str) -> list[tuple[str, str]]:
     (tmp_path / "mod.py").write_text(source)
-    return [(c.target, c.kind) for c in mirror_citations(build_index(tmp_path, [tmp_path], JsonCache(None)))]
+    return [(c.target, c.kind) for c in mirror_citations(build_index(tmp_path, [tmp_path], RecordCache(None)))]
 
 
 def test_the_three_written_forms_and_the_marker(tmp_path: Path) -> None:

@@ -150,14 +150,14 @@ def test_what_a_call_returns_is_a_receiver_when_the_callee_is_imported_or_the_mo
 
 def _inference(tmp_path, release: dict[str, str]):
     from sglang_contracts.analysis.inference import ReleaseInference
-    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.infra.cache import RecordCache
     from sglang_contracts.sources import open_release
     from sglang_contracts.upstream.model import UpstreamModel
 
     for relpath, text in {"sglang/__init__.py": "", **release}.items():
         (tmp_path / "release" / relpath).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "release" / relpath).write_text(text)
-    model = UpstreamModel(open_release(str(tmp_path / "release"), sglang_repo=None, cache=tmp_path), JsonCache(None))
+    model = UpstreamModel(open_release(str(tmp_path / "release"), sglang_repo=None, cache=tmp_path), RecordCache(None))
     return ReleaseInference(model)
 
 

@@ -8,7 +8,7 @@ import gc
 import json
 from pathlib import Path
 
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import _facts_key, _scan_job, build_index
 from sglang_contracts.project.scanner import scan_source
@@ -54,7 +54,7 @@ def test_a_scan_leaves_no_reference_cycle_behind() -> None:
 
 
 def test_the_scan_job_writes_the_record_the_main_process_reads(tmp_path: Path) -> None:
-    cache = JsonCache(tmp_path / "cache")
+    cache = RecordCache(tmp_path / "cache")
     key = _facts_key("m.py", "m", "digest", ("m",))
     result, _ = _scan_job(("m.py", "m", SOURCE, ("m",), cache, key))
     assert cache.get(key, object) == json.loads(json.dumps(result))
@@ -66,8 +66,8 @@ def test_decoded_facts_share_equal_positions_and_receivers(tmp_path: Path) -> No
     project.mkdir()
     (project / "a.py").write_text(SOURCE)
     (project / "b.py").write_text(SOURCE)
-    first = build_index(project, [project], JsonCache(tmp_path / "cache"))
-    again = build_index(project, [project], JsonCache(tmp_path / "cache"))  # decoded from the records
+    first = build_index(project, [project], RecordCache(tmp_path / "cache"))
+    again = build_index(project, [project], RecordCache(tmp_path / "cache"))  # decoded from the records
     assert again.parsed == 0 and again.files == first.files
     a, b = again.files["a.py"], again.files["b.py"]
     calls = [call for call in a.calls if call.callee.attrs == ("finished",)]
@@ -95,7 +95,7 @@ def test_the_scan_jobs_run_the_analyses_of_the_same_tree_and_each_file_takes_the
     project = tmp_path / "project"
     project.mkdir()
     (project / "client.py").write_text(ASKS_A_SERVER)
-    index = build_index(project, [project], JsonCache(None))
+    index = build_index(project, [project], RecordCache(None))
     assert set(index.on_the_scanned_tree) == set(ON_THE_SCANNED_TREE)
     expected = {"http-requests": http._file_requests("client.py", ASKS_A_SERVER),
                 "release-mentions": images.script_mentions("client.py", ASKS_A_SERVER)}

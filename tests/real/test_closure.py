@@ -14,7 +14,7 @@ from sglang_contracts.closure.delta import closure_delta
 from sglang_contracts.closure.source import MetadataSource
 from sglang_contracts.closure.walk import walk
 from sglang_contracts.contracts.dependencies import INDEX_VARIABLE
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.requirements import environments
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.pins import release_pins
@@ -30,7 +30,7 @@ def pips_index(monkeypatch) -> None:
 
 @pytest.fixture(scope="module")
 def closures(real_cache: Path) -> dict:
-    source = MetadataSource(JsonCache(real_cache / "closure"))
+    source = MetadataSource(RecordCache(real_cache / "closure"))
     walked = {}
     for version in ("0.5.22", "0.5.23"):
         pins = release_pins(open_release(version, sglang_repo=None, cache=real_cache).tree)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.commandline import command_line
@@ -83,7 +83,7 @@ FIXED_SCRIPT = SCRIPT.replace("  --sglang-disable-piecewise-cuda-graph\n", "  --
 
 
 def model(version: str, cache: Path) -> UpstreamModel:
-    return UpstreamModel(open_release(version, sglang_repo=None, cache=cache), JsonCache(cache / "upstream"))
+    return UpstreamModel(open_release(version, sglang_repo=None, cache=cache), RecordCache(cache / "upstream"))
 
 
 def findings(tmp_path: Path, package: str, files: dict[str, str], old: str, new: str,

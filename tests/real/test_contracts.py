@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.downloads import download_sdist
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.cli import main
 from sglang_contracts.contracts.base import CheckContext
 from sglang_contracts.contracts.monkeypatches import _from_importers, patches
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.network  # real releases and projects, downloaded once 
 
 
 def model(version: str, cache: Path) -> UpstreamModel:
-    return UpstreamModel(open_release(version, sglang_repo=None, cache=cache), JsonCache(None))
+    return UpstreamModel(open_release(version, sglang_repo=None, cache=cache), RecordCache(None))
 
 
 def test_server_args_fields_are_read_in_both_shapes(real_cache: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import write_tree
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.http import http_api
@@ -58,7 +58,7 @@ class Engine:
 
 
 def _model(version: str, cache: Path) -> UpstreamModel:
-    return UpstreamModel(open_release(version, sglang_repo=None, cache=cache), JsonCache(None))
+    return UpstreamModel(open_release(version, sglang_repo=None, cache=cache), RecordCache(None))
 
 
 def test_routes_and_request_shapes_are_read_from_real_releases(real_cache: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.downloads import download_sdist
 from sglang_contracts.cli import main
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.migrations.learn import FILE_BUDGET, Migrations, Question
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
@@ -28,10 +28,10 @@ REQ = "sglang.srt.managers.schedule_batch.Req"
 
 @pytest.fixture(scope="module")
 def learned_0522(real_cache: Path) -> Migrations:
-    """Both questions of the tests below, learned in one pass (nothing cached: JsonCache(None))."""
+    """Both questions of the tests below, learned in one pass (nothing cached: RecordCache(None))."""
     old = open_release("0.5.21", sglang_repo=None, cache=real_cache)
     new = open_release("0.5.22", sglang_repo=None, cache=real_cache)
-    migrations = Migrations(*UpstreamModel.pair(old, new, JsonCache(None)))
+    migrations = Migrations(*UpstreamModel.pair(old, new, RecordCache(None)))
     migrations.expect([Question("calls", (QKV, QKV)), Question("reads", (MODEL_RUNNER, "tp_size")),
                        Question("reads", (REQ, "prefix_indices"))])
     return migrations
@@ -107,7 +107,7 @@ def test_a_module_moved_with_the_same_definitions_is_imported_from_where_upstrea
 
     old = open_release("0.5.16", sglang_repo=None, cache=real_cache)
     new = open_release("0.5.18", sglang_repo=None, cache=real_cache)
-    (variant,) = Migrations(*UpstreamModel.pair(old, new, JsonCache(None))).imports("sglang.jit_kernel.rope").variants
+    (variant,) = Migrations(*UpstreamModel.pair(old, new, RecordCache(None))).imports("sglang.jit_kernel.rope").variants
     assert variant.shown() == "from sglang.jit_kernel.rope -> from sglang.kernels.ops.attention.rope"
     assert variant.count >= 3
     project = tmp_path / "project"
@@ -132,7 +132,7 @@ def test_0522s_own_calls_show_the_argument_release_kv_cache_now_requires_and_the
     observer = "sglang.srt.managers.scheduler_components.pool_stats_observer.SchedulerPoolStatsObserver"
     old = open_release("0.5.21", sglang_repo=None, cache=real_cache)
     new = open_release("0.5.22", sglang_repo=None, cache=real_cache)
-    migrations = Migrations(*UpstreamModel.pair(old, new, JsonCache(None)))
+    migrations = Migrations(*UpstreamModel.pair(old, new, RecordCache(None)))
     migrations.expect([Question("calls", (release_kv_cache, release_kv_cache)), Question("calls", (observer, observer)),
                        Question("reads", (REQ, "extend_range"))])
     added = [v for v in migrations.calls(release_kv_cache, release_kv_cache).variants if not v.before]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sglang_contracts.cli import main
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.network  # real releases and projects, downloaded once 
 
 
 def model(version: str, cache: Path) -> UpstreamModel:
-    return UpstreamModel(open_release(version, sglang_repo=None, cache=cache), JsonCache(None))
+    return UpstreamModel(open_release(version, sglang_repo=None, cache=cache), RecordCache(None))
 
 
 def check_one_file(tmp_path: Path, capsys, monkeypatch, name: str, text: str, *arguments: str) -> list[dict]:

@@ -11,7 +11,7 @@ from tests.downloads import download_sdist
 from sglang_contracts.cli import main
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 
 pytestmark = pytest.mark.network  # real releases and projects, downloaded once into the test cache
 
@@ -35,7 +35,7 @@ def omni_019(real_cache: Path) -> Path:
 def test_wheel_model_sees_the_srt_namespace_package(real_cache: Path) -> None:
     release = open_release("0.5.22", sglang_repo=None, cache=real_cache)
     assert release.version == "0.5.22"
-    model = UpstreamModel(release, JsonCache(None))
+    model = UpstreamModel(release, RecordCache(None))
     assert model.module("sglang.srt").kind == "namespace"
     scheduler = model.resolve_path("sglang.srt.managers.scheduler.Scheduler")
     assert (scheduler.status, scheduler.kind) == ("found", "class")

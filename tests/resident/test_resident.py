@@ -331,7 +331,7 @@ def test_an_index_made_from_the_last_one_is_the_one_a_fresh_build_makes(tmp_path
     """updated_index (what the resident engine builds after an edit) against build_index from
     nothing: the same files scanned, facts, re-export table and order, and None (built again)
     exactly where an edit may change which files are scanned or what a name resolves to."""
-    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.infra.cache import RecordCache
     from sglang_contracts.project.index import IndexMemo, build_index, read_python, updated_index
     from tests.helpers import write_tree
 
@@ -343,7 +343,7 @@ def test_an_index_made_from_the_last_one_is_the_one_a_fresh_build_makes(tmp_path
         "app/plain.py": "def g():\n    return 1\n",
         "app/model.py": "import sglang.srt.models\n\n\nclass M:\n    def forward(self):\n        return 1\n",
     })
-    cache = JsonCache(tmp_path / "facts")
+    cache = RecordCache(tmp_path / "facts")
     memo = IndexMemo()
     last = build_index(root, [root], cache, memo=memo)
     assert set(last.files) == {"app/compat.py", "app/user.py", "app/model.py"}
@@ -362,7 +362,7 @@ def test_an_index_made_from_the_last_one_is_the_one_a_fresh_build_makes(tmp_path
         updated = updated_index(last, root, [root], cache, None, None, read_python, memo)
         assert (updated is not None) == updatable, relpath
         last = updated if updated is not None else build_index(root, [root], cache, memo=memo)
-        fresh, state = _index_state(build_index(root, [root], JsonCache(None))), _index_state(last)
+        fresh, state = _index_state(build_index(root, [root], RecordCache(None))), _index_state(last)
         if not updatable:  # build_index on a kept memo may scan a round's files in another order
             del fresh["order"], state["order"]
         assert state == fresh, (relpath, old)

@@ -17,14 +17,14 @@ import pytest
 
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.infra import cache as cache_module
-from sglang_contracts.infra.cache import JsonCache, evict_over_bounds
+from sglang_contracts.infra.cache import RecordCache, evict_over_bounds
 
 EDITS = 8
 HELPERS = 4  # files the edits leave alone: their facts are read by every run
 
 
 def folder_bytes(folder: Path) -> int:
-    return sum(path.stat().st_size for path in folder.rglob("*.json"))
+    return sum(path.stat().st_size for path in folder.rglob("*.record"))
 
 
 @pytest.fixture()
@@ -79,7 +79,7 @@ def test_edits_leave_the_cache_under_its_bounds_and_the_next_runs_what_they_read
             limit = bound + bound // cache_module.SWEEP_AFTER + (2 * live if kind == "project" else bound)
             assert folder_bytes(cache / kind) <= limit, (number, kind)
     # Each edit added a run record and the edited file's facts: without a bound, EDITS of each.
-    assert len(list((cache / "runs").rglob("*.json"))) < EDITS // 2
+    assert len(list((cache / "runs").rglob("*.record"))) < EDITS // 2
     # The next edit reads what the last run left: the unchanged files' facts (only m.py is
     # scanned again) and the incremental plan, with the findings a cold run finds.
     edit(project, EDITS)
@@ -125,7 +125,7 @@ def test_an_editor_session_leaves_the_cache_under_its_bounds_and_the_facts_it_ho
 def test_the_record_read_last_is_kept_over_one_written_later(tmp_path: Path, monkeypatch) -> None:
     """Eviction is by last use, across processes: a record read is marked used (its modification
     time), so an old record every run reads outlives a newer one no run reads again."""
-    runs = JsonCache(tmp_path / "runs")
+    runs = RecordCache(tmp_path / "runs")
     read_again, not_read, written_later = ("aa" + "0" * 62, "bb" + "0" * 62, "cc" + "0" * 62)
     data = {"diagnostics": ["x" * 1000]}
     runs.put(read_again, data)
@@ -149,7 +149,7 @@ SWEEPER = textwrap.dedent("""
     from pathlib import Path
     from sglang_contracts.infra import cache
     cache.BOUNDED_KINDS = {"runs": 0}
-    runs = cache.JsonCache(Path(sys.argv[1]))
+    runs = cache.RecordCache(Path(sys.argv[1]))
     for number in range(int(sys.argv[2])):
         runs.put(f"{number % 256:02x}" + "f" * 62, {"n": number})
         cache.evict_over_bounds()  # every record but the one just written removed, every time
@@ -158,7 +158,7 @@ SWEEPER = textwrap.dedent("""
 
 def test_records_removed_under_a_reader_are_misses(tmp_path: Path) -> None:
     folder = tmp_path / "runs"
-    runs = JsonCache(folder)
+    runs = RecordCache(folder)
     keys = [f"{number:02x}" + "0" * 62 for number in range(64)]
     data = {"diagnostics": list(range(200))}
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), PYTHONDONTWRITEBYTECODE="1")

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from sglang_contracts.infra.cache import HEADER, SCHEMA_VERSION, JsonCache, data_digest
+from sglang_contracts.infra.cache import HEADER, SCHEMA_VERSION, RecordCache, data_digest
 from sglang_contracts.cli import main
 
 
 def records(cache: Path) -> dict[Path, bytes]:
-    return {path: path.read_bytes() for path in sorted(cache.rglob("*.json"))}
+    return {path: path.read_bytes() for path in sorted(cache.rglob("*.record"))}
 
 
 def valid(path: Path) -> bool:
     """The record at `path` reads back under the key its file name says."""
-    return JsonCache(path.parent.parent).get(path.stem, object) is not None
+    return RecordCache(path.parent.parent).get(path.stem, object) is not None
 
 
 def run(capsys, project: Path, cache: Path) -> tuple[int, str, str]:
@@ -28,7 +28,7 @@ def run(capsys, project: Path, cache: Path) -> tuple[int, str, str]:
 
 
 def test_a_record_reads_back_only_under_its_own_key_and_intact(tmp_path: Path) -> None:
-    cache = JsonCache(tmp_path)
+    cache = RecordCache(tmp_path)
     cache.put("aa11", {"version": "0.5.22", "lines": [1, 2]})
     cache.put("bb22", {"version": "0.5.21", "lines": [3]})
     assert cache.get("aa11", object) == {"version": "0.5.22", "lines": [1, 2]}
@@ -47,7 +47,7 @@ def test_a_record_reads_back_only_under_its_own_key_and_intact(tmp_path: Path) -
 
 
 def test_a_record_nested_too_deeply_to_decode_is_a_miss(tmp_path: Path) -> None:
-    cache = JsonCache(tmp_path)
+    cache = RecordCache(tmp_path)
     body = b"[" * 100_000 + b"]" * 100_000  # its digest holds: only decoding it fails
     path = cache._path("cc33")
     path.parent.mkdir(parents=True)
@@ -92,10 +92,10 @@ def test_one_flipped_digit_is_rebuilt_and_the_findings_equal_a_clean_run(publish
             damaged += 1
     assert damaged
     if kind != "runs":  # else the findings are replayed, and no other record is read
-        for path in (cache / "runs").rglob("*.json"):
+        for path in (cache / "runs").rglob("*.record"):
             path.unlink()
     if kind in ("upstream", "project", "closure"):  # else the unchanged files' findings are reused (incremental.py)
-        for path in (cache / "incremental").rglob("*.json"):
+        for path in (cache / "incremental").rglob("*.record"):
             path.unlink()
     assert run(capsys, project, cache) == clean
     rebuilt = records(cache)
@@ -135,7 +135,7 @@ def test_a_language_server_decodes_an_unchanged_record_once(tmp_path, monkeypatc
 
     monkeypatch.setattr(cache_module, "_REMEMBERED", {})
     monkeypatch.setattr(cache_module, "_DECODED", {})
-    store = cache_module.JsonCache(tmp_path / "records")
+    store = cache_module.RecordCache(tmp_path / "records")
     store.put("k" * 64, {"n": 1})
     decoded = []
 
@@ -153,8 +153,8 @@ def test_a_language_server_decodes_an_unchanged_record_once(tmp_path, monkeypatc
 def _crafted(cache: Path, kind: str, change) -> int:
     """Rewrite each record of `kind` that `change` alters (it returns True), digest and all, as
     one made by hand would be: the count."""
-    store, count = JsonCache(cache / kind), 0
-    for path in sorted((cache / kind).rglob("*.json")):
+    store, count = RecordCache(cache / kind), 0
+    for path in sorted((cache / kind).rglob("*.record")):
         data = store.get(path.stem, object)
         if isinstance(data, dict) and change(data):
             store.put(path.stem, data)
@@ -213,10 +213,10 @@ def test_a_record_made_by_hand_of_another_shape_is_computed_again_never_an_inter
     clean = run(capsys, project, cache)
     assert _crafted(cache, kind, change)
     if kind != "runs":  # else the findings are replayed, and no other record is read
-        for path in (cache / "runs").rglob("*.json"):
+        for path in (cache / "runs").rglob("*.record"):
             path.unlink()
     if kind in ("upstream", "project"):
-        for path in (cache / "incremental").rglob("*.json"):
+        for path in (cache / "incremental").rglob("*.record"):
             path.unlink()
     status, out, err = run(capsys, project, cache)
     assert "internal error" not in err and "SGC001" not in out
@@ -233,12 +233,12 @@ def test_a_record_that_is_no_regular_file_of_a_record_s_size_is_absent(tmp_path:
     import os
 
     from sglang_contracts.infra import cache as cache_module
-    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.infra.cache import RecordCache
 
-    store = JsonCache(tmp_path / "records")
+    store = RecordCache(tmp_path / "records")
     store.put("ab" * 32, {"kept": True})
     assert store.get("ab" * 32, object) == {"kept": True}
-    path = tmp_path / "records" / "ab" / f"{'ab' * 32}.json"
+    path = tmp_path / "records" / "ab" / f"{'ab' * 32}.record"
     path.unlink()
     if kind == "fifo":
         os.mkfifo(path)
@@ -261,7 +261,7 @@ def test_cache_folders_are_the_users_alone_whatever_the_umask(tmp_path: Path) ->
 
     previous = os.umask(0)
     try:
-        JsonCache(tmp_path / "cache" / "runs").put("ab" * 32, {"diagnostics": []})
+        RecordCache(tmp_path / "cache" / "runs").put("ab" * 32, {"diagnostics": []})
     finally:
         os.umask(previous)
     for folder in (tmp_path / "cache", tmp_path / "cache" / "runs", tmp_path / "cache" / "runs" / "ab"):
@@ -275,8 +275,49 @@ def test_a_record_another_user_owns_is_never_read(tmp_path: Path, monkeypatch) -
 
     from sglang_contracts.infra import files
 
-    cache = JsonCache(tmp_path / "runs")
+    cache = RecordCache(tmp_path / "runs")
     cache.put("cd" * 32, {"diagnostics": []})
     assert cache.get("cd" * 32, object) == {"diagnostics": []}
     monkeypatch.setattr(files.os, "getuid", lambda: os.geteuid() + 1)  # as another user sees it
     assert cache.get("cd" * 32, object) is None
+
+
+def test_a_record_reads_back_as_json_would_give_it_and_damage_reads_as_absent(tmp_path: Path) -> None:
+    """Records are kept in marshal's form (record_body): what a reader gets back is what a JSON
+    round trip gives (tuples as lists, keys as strings), short strings are one object, and a
+    body that is not one (truncated, another format, a damaged byte under a re-signed header)
+    reads as absent, never an exception."""
+    import json
+    import sys
+
+    from hypothesis import given, seed, settings
+    from hypothesis import strategies as st
+
+    from sglang_contracts.infra.cache import record_body, record_data
+
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=60))
+    keys = st.one_of(st.text(max_size=8), st.integers(-5, 5), st.booleans(), st.none())
+    values = st.recursive(scalars, lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(keys, inner, max_size=4)), max_leaves=25)
+
+    @seed(20261207)
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(values)
+    def round_trips(value) -> None:
+        assert record_data(record_body(value)) == json.loads(json.dumps(value))
+
+    round_trips()
+    first, second = record_data(record_body([{"line": 1}, {"line": 2}]))
+    assert next(iter(first)) is next(iter(second)) is sys.intern("line")
+    with pytest.raises(TypeError):
+        record_body({"a": {1, 2}})
+    body = record_body({"kind": "module", "lines": list(range(50))})
+    for damaged in (body[:-7], b'{"kind": "module"}', b"", body[:1] + b"\xff" * 40):
+        assert record_data(damaged) is None
+    cache = RecordCache(tmp_path)
+    cache.put("cc33", {"kind": "module"})
+    path = cache._path("cc33")
+    header = HEADER.format(schema=SCHEMA_VERSION, key="cc33") + data_digest(body[:-7])
+    path.write_bytes(header.encode() + b"\n" + body[:-7])  # its digest holds: the body is still no record
+    assert cache.get("cc33", object) is None

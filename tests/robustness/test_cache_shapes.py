@@ -1,4 +1,4 @@
-"""Every reader of a cache record declares the shape it reads (infra/shapes.py, JsonCache.get):
+"""Every reader of a cache record declares the shape it reads (infra/shapes.py, RecordCache.get):
 a record whose header and digest hold but whose data is of another shape (re-signed by hand, or
 by whoever can write the cache) is absent and computed again. Sixth campaign: such records made
 every later run an internal error (M04: `[]`) or dropped error findings silently (M05: `{}`)."""
@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 
 from sglang_contracts.cli import main
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache, record_data
 from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf, fits
 
 KINDS = ("runs", "upstream", "project", "incremental", "closure")
@@ -59,9 +59,9 @@ def resign(cache: Path, kinds: tuple[str, ...], wrong: Callable[[Any], Any]) -> 
     """Every record of `kinds` rewritten, header and digest valid, with `wrong` of its data: the count."""
     count = 0
     for kind in kinds:
-        store = JsonCache(cache / kind)
-        for path in sorted((cache / kind).rglob("*.json")):
-            store.put(path.stem, wrong(json.loads(path.read_bytes().partition(b"\n")[2])))
+        store = RecordCache(cache / kind)
+        for path in sorted((cache / kind).rglob("*.record")):
+            store.put(path.stem, wrong(record_data(path.read_bytes().partition(b"\n")[2])))
             count += 1
     return count
 
@@ -80,10 +80,10 @@ def test_records_re_signed_with_another_shape_are_computed_again(published, caps
     for kind in KINDS:
         assert resign(cache, (kind,), wrong)
         if kind != "runs":  # else the findings are replayed, and no other record is read
-            for path in (cache / "runs").rglob("*.json"):
+            for path in (cache / "runs").rglob("*.record"):
                 path.unlink()
         if kind in ("upstream", "project", "closure"):  # else the unchanged files' findings are reused
-            for path in (cache / "incremental").rglob("*.json"):
+            for path in (cache / "incremental").rglob("*.record"):
                 path.unlink()
         assert_same(run(capsys, project, cache), clean, kind)
 
@@ -93,9 +93,9 @@ def _forge_entries(cache: Path, text: str) -> int:
     of its own: upstream/model.py stored_form) rewritten as `text`, and its definitions table
     (a text too, or places outside the module), the records re-signed: the entries' count."""
     count = 0
-    store = JsonCache(cache / "upstream")
-    for path in sorted((cache / "upstream").rglob("*.json")):
-        data = json.loads(path.read_bytes().partition(b"\n")[2])
+    store = RecordCache(cache / "upstream")
+    for path in sorted((cache / "upstream").rglob("*.record")):
+        data = record_data(path.read_bytes().partition(b"\n")[2])
         if not isinstance(data, dict) or not data.get("classes") and not data.get("functions"):
             continue
         tables = [data["classes"], data["functions"], *data["methods"].values()]
@@ -123,11 +123,11 @@ def test_module_records_whose_entries_are_of_another_shape_are_extracted_again(p
     forged = _forge_entries(cache, text)
     assert forged > 20
     for kind in ("runs", "incremental"):  # else the findings are replayed and no entry is read
-        for path in (cache / kind).rglob("*.json"):
+        for path in (cache / kind).rglob("*.record"):
             path.unlink()
     assert_same(run(capsys, project, cache), clean, f"entries {text[:12]!r}")
     for kind in ("runs", "incremental"):
-        for path in (cache / kind).rglob("*.json"):
+        for path in (cache / kind).rglob("*.record"):
             path.unlink()
     assert_same(run(capsys, project, cache), clean, "the run after")
     assert _still_forged(cache, text) < forged  # the records of the modules read were put back whole
@@ -135,8 +135,8 @@ def test_module_records_whose_entries_are_of_another_shape_are_extracted_again(p
 
 def _still_forged(cache: Path, text: str) -> int:
     count = 0
-    for path in (cache / "upstream").rglob("*.json"):
-        data = json.loads(path.read_bytes().partition(b"\n")[2])
+    for path in (cache / "upstream").rglob("*.record"):
+        data = record_data(path.read_bytes().partition(b"\n")[2])
         if isinstance(data, dict) and "classes" in data:
             for table in [data["classes"], data["functions"], *data["methods"].values()]:
                 count += sum(entry == text for entry in table.values())
@@ -145,7 +145,7 @@ def _still_forged(cache: Path, text: str) -> int:
 
 def test_a_record_is_read_only_with_the_shape_its_reader_declares(tmp_path: Path) -> None:
     """No reader can take a record without saying its shape (the class, not one reader)."""
-    store = JsonCache(tmp_path)
+    store = RecordCache(tmp_path)
     assert list(inspect.signature(store.get).parameters) == ["key", "shape"]
     assert list(inspect.signature(store.get_decoded).parameters) == ["key", "shape", "decode"]
     store.put("ab" * 32, {"path": "m.py", "rows": [[1, 2]]})
@@ -255,7 +255,7 @@ def test_a_language_server_checks_a_remembered_record_s_shape_once(tmp_path: Pat
     monkeypatch.setattr(cache_module, "_DECODED", {})
     checked = []
     monkeypatch.setattr(cache_module, "fits", lambda data, shape: checked.append(shape) or fits(data, shape))
-    store = cache_module.JsonCache(tmp_path / "records")
+    store = cache_module.RecordCache(tmp_path / "records")
     store.put("cd" * 32, [1, 2])
     assert store.get("cd" * 32, ListOf(int)) == [1, 2] and store.get("cd" * 32, ListOf(int)) == [1, 2]
     shape = ListOf(int)
@@ -267,8 +267,8 @@ def test_a_language_server_checks_a_remembered_record_s_shape_once(tmp_path: Pat
 def _each_file_tables(cache: Path) -> list[Path]:
     """The project records that are each_file tables: {path: [the file's digest, its rows]}."""
     found = []
-    for path in sorted((cache / "project").rglob("*.json")):
-        data = json.loads(path.read_bytes().partition(b"\n")[2])
+    for path in sorted((cache / "project").rglob("*.record")):
+        data = record_data(path.read_bytes().partition(b"\n")[2])
         if isinstance(data, dict) and data and all(
                 isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and len(entry[0]) == 64
                 and isinstance(entry[1], list) for entry in data.values()):
@@ -298,13 +298,13 @@ def test_each_file_tables_whose_rows_are_of_another_shape_are_computed_again(pub
     clean = run(capsys, project, cache)
     tables = _each_file_tables(cache)
     assert len(tables) >= 8  # the build's two, and the rules' analyses
-    store = JsonCache(cache / "project")
+    store = RecordCache(cache / "project")
     for path in tables:
-        data = json.loads(path.read_bytes().partition(b"\n")[2])
+        data = record_data(path.read_bytes().partition(b"\n")[2])
         store.put(path.stem, {relpath: [digest, wrong(rows)] for relpath, (digest, rows) in data.items()})
     for attempt in ("this run", "the next"):
         for kind in ("runs", "incremental"):  # else the findings are replayed and no table is read
-            for path in (cache / kind).rglob("*.json"):
+            for path in (cache / kind).rglob("*.record"):
                 path.unlink()
         assert_same(run(capsys, project, cache), clean, attempt)
 
@@ -315,7 +315,7 @@ def test_a_per_file_analysis_without_a_declared_row_shape_is_refused(tmp_path: P
     from sglang_contracts.infra.shapes import rows_of
     from sglang_contracts.project.index import ProjectIndex, each_file_table
 
-    index = ProjectIndex(root=tmp_path, cache=JsonCache(tmp_path / "cache"), digests={"m.py": "d" * 64})
+    index = ProjectIndex(root=tmp_path, cache=RecordCache(tmp_path / "cache"), digests={"m.py": "d" * 64})
     index.texts["m.py"] = "x = 1\n"
 
     def undeclared(relpath: str, text: str) -> list:
@@ -347,13 +347,13 @@ def test_a_re_check_reads_the_per_file_tables_with_their_row_shapes(published, c
     project, options = published
     cache = options.cache_dir
     run(capsys, project, cache)
-    store = JsonCache(cache / "project")
+    store = RecordCache(cache / "project")
     for path in _each_file_tables(cache):
-        data = json.loads(path.read_bytes().partition(b"\n")[2])
+        data = record_data(path.read_bytes().partition(b"\n")[2])
         store.put(path.stem, {relpath: [digest, [[]]] for relpath, (digest, _) in data.items()})
     for path in sorted(project.rglob("*.py")):
         path.write_text("\n" + path.read_text())  # every line one lower: code moved, nothing else
-    for path in (cache / "runs").rglob("*.json"):
+    for path in (cache / "runs").rglob("*.record"):
         path.unlink()
     assert_same(run(capsys, project, cache), run(capsys, project, tmp_path / "fresh"), "moved")
     assert compared  # the edited files were compared with the tables' rows

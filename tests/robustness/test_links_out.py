@@ -228,10 +228,10 @@ def test_a_cache_inside_the_project_that_its_repository_tracks_is_neither_read_n
     kept = sorted(path.relative_to(root) for path in (root / ".sgc-cache").rglob("*") if path.is_file())
     assert any(part == "runs" for path in kept for part in path.parts)
 
-    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.infra.cache import RecordCache
 
-    runs = JsonCache(root / ".sgc-cache" / "runs")
-    for path in (root / ".sgc-cache" / "runs").rglob("*.json"):  # a replay of no finding, well formed
+    runs = RecordCache(root / ".sgc-cache" / "runs")
+    for path in (root / ".sgc-cache" / "runs").rglob("*.record"):  # a replay of no finding, well formed
         runs.put(path.stem, {**runs.get(path.stem, object), "diagnostics": []})
     commit_all(root, "a pull request that commits the cache")
     assert main(command) == 1  # what it committed is not believed

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sglang_contracts.diagnostics.catalog import load_catalog
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.commandline import command_line
@@ -21,7 +21,7 @@ WRAPPER = EXAMPLE.project["app/arguments.py"]
 
 
 def model(root: Path) -> UpstreamModel:
-    return UpstreamModel(open_release(str(root), sglang_repo=None, cache=root / "cache"), JsonCache(None))
+    return UpstreamModel(open_release(str(root), sglang_repo=None, cache=root / "cache"), RecordCache(None))
 
 
 def check(tmp_path: Path, old: dict[str, str], new: dict[str, str], project: dict[str, str]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.project.data_probes import _file_probes, yaml_probes
 from sglang_contracts.project.http import _file_requests, url_path
 from sglang_contracts.project.index import build_index
@@ -125,7 +125,7 @@ def test_files_that_do_not_mention_sglang_are_not_read(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'app'\n")
     (tmp_path / "a.py").write_text(ROLLOUT)
     (tmp_path / "b.py").write_text(ROLLOUT.replace("sglang", "tgi"))
-    facts = http_facts(build_index(tmp_path, [tmp_path], JsonCache(None), workers=1))
+    facts = http_facts(build_index(tmp_path, [tmp_path], RecordCache(None), workers=1))
     assert {request.path for request in facts.requests} == {"a.py"}
 
 

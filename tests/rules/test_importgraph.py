@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sglang_contracts.analysis.importgraph import ImportGraph, module_level_statements
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.sources import open_release
 from sglang_contracts.upstream.model import UpstreamModel
 from tests.helpers import upstream_tree
@@ -51,7 +51,7 @@ def test_packages_reached_through_modules_their_parents_and_cycles(tmp_path: Pat
         "sglang/srt/function_call/base.py": "import numpy\nfrom sglang.srt.function_call import parser\n",  # a cycle
         "sglang/srt/function_call/inkling.py": "import xgrammar\n",
     }, "0.1.0")
-    graph = ImportGraph(UpstreamModel(open_release(str(tree), sglang_repo=None, cache=tmp_path / "cache"), JsonCache(None)))
+    graph = ImportGraph(UpstreamModel(open_release(str(tree), sglang_repo=None, cache=tmp_path / "cache"), RecordCache(None)))
     start = "sglang.srt.function_call.parser"
     assert graph.packages_reached(start) == {"numpy", "xgrammar", "srt_init_dep"}
     assert graph.packages_reached("sglang.srt.function_call.base") == graph.packages_reached(start)

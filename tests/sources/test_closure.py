@@ -19,7 +19,7 @@ from sglang_contracts.closure.delta import closure_delta
 from sglang_contracts.closure.index import IndexSettings, IndexUnreachable, PackageIndex, configured_index
 from sglang_contracts.closure.source import NO_INDEX, MetadataSource
 from sglang_contracts.closure.walk import walk
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.requirements import environments
 from sglang_contracts.upstream.pins import metadata_pins
 from tests.helpers import upstream_tree, write_tree
@@ -79,7 +79,7 @@ def write_index(root: Path, packages: dict[tuple[str, str], str], metadata_files
 
 
 def source_for(tmp_path: Path, setting: str | None, name: str = "cache") -> MetadataSource:
-    return MetadataSource(JsonCache(tmp_path / name), setting)
+    return MetadataSource(RecordCache(tmp_path / name), setting)
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_contracts.infra.cache import JsonCache
+from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.infra.shapes import ListOf
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.sources.base import Release
@@ -22,7 +22,7 @@ def release_at(root: Path, identity: str | None) -> Release:
 
 
 def test_definitions_are_cached_only_for_releases_that_cannot_change(tmp_path: Path) -> None:
-    cache = JsonCache(tmp_path / "cache")
+    cache = RecordCache(tmp_path / "cache")
     for identity, survives in (("pypi:sglang==0.1.0", True), (None, False)):
         root = tmp_path / str(identity).replace(":", "_")
         release = release_at(root, identity)
@@ -35,7 +35,7 @@ def test_definitions_are_cached_only_for_releases_that_cannot_change(tmp_path: P
 def test_a_changed_search_does_not_read_the_old_search_s_answers(tmp_path: Path, monkeypatch) -> None:
     from sglang_contracts.upstream import model as model_module
 
-    cache = JsonCache(tmp_path / "cache")
+    cache = RecordCache(tmp_path / "cache")
     release = release_at(tmp_path / "tree", "pypi:sglang==0.1.0")
     texts = ListOf(str)
     assert UpstreamModel(release, cache).whole_release_search("probe", lambda: ["first"], texts) == ["first"]
@@ -95,7 +95,7 @@ def test_body_lines_read_one_definition_as_the_whole_module_reads_it(tmp_path: P
     (root / "sglang/srt").mkdir(parents=True)
     (root / "sglang/__init__.py").write_text("")
     (root / "sglang/srt/m.py").write_text(text)
-    model = UpstreamModel(Release("sglang (test)", "0.1.0", DirectoryTree(root)), JsonCache(tmp_path / "cache"))
+    model = UpstreamModel(Release("sglang (test)", "0.1.0", DirectoryTree(root)), RecordCache(tmp_path / "cache"))
     whole = {owner: {name: facts.lines for name, facts in table.items()}
              for owner, table in bodies.module_bodies(ast.parse(text)).items()}
     asked = [("", "helper"), ("Scheduler", "run"), ("Scheduler", "size"), ("Scheduler", "fed"), ("OneLine", "after")]
@@ -137,15 +137,15 @@ def test_a_few_names_are_found_as_the_whole_table_finds_them(tmp_path: Path, mon
         (tmp_path / relpath).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relpath).write_text(text)
     release = Release("sglang (test)", "0.1.0", DirectoryTree(tmp_path), identity=None)
-    table = UpstreamModel(release, JsonCache(None))._top_level_definitions
+    table = UpstreamModel(release, RecordCache(None))._top_level_definitions
     assert table["rmsnorm"] == ["sglang.a", "sglang.b"] and table["LIMIT"] == ["sglang.a", "sglang.c"]
     names = {"rmsnorm", "Req", "LIMIT", "go", "absent"}
-    few = UpstreamModel(release, JsonCache(None))._definitions_of(names)
+    few = UpstreamModel(release, RecordCache(None))._definitions_of(names)
     assert few == {name: table[name] for name in names if name in table}
     # Over the threshold the table answers: the same verified definitions either way.
-    both = [UpstreamModel(release, JsonCache(None)).find_definitions(names)]
+    both = [UpstreamModel(release, RecordCache(None)).find_definitions(names)]
     monkeypatch.setattr(model_module, "FEW_NAMES", 0)
-    both.append(UpstreamModel(release, JsonCache(None)).find_definitions(names))
+    both.append(UpstreamModel(release, RecordCache(None)).find_definitions(names))
     assert both[0] == both[1] and both[0]["rmsnorm"] == ["sglang.a", "sglang.b"]
 
 
@@ -177,7 +177,7 @@ def test_records_are_decoded_when_asked_once_for_both_models_and_read_as_extract
 
     release = release_at(tmp_path / "tree", "pypi:sglang==0.1.0")
     (tmp_path / "tree/sglang/srt/two.py").write_text(TWO_CLASSES)
-    old, new = UpstreamModel(release, JsonCache(tmp_path / "cache")), UpstreamModel(release, JsonCache(tmp_path / "cache"))
+    old, new = UpstreamModel(release, RecordCache(tmp_path / "cache")), UpstreamModel(release, RecordCache(tmp_path / "cache"))
     _extract_all([old, new], {id(old): {"sglang.srt.two"}, id(new): {"sglang.srt.two"}}, workers=1)
     extracted = extract_module("sglang.srt.two", "sglang/srt/two.py", TWO_CLASSES)
     record = old.module("sglang.srt.two")
@@ -191,7 +191,7 @@ def test_records_are_decoded_when_asked_once_for_both_models_and_read_as_extract
     assert old.function_record("sglang.srt.two.helper") == extracted["functions"]["helper"]
     assert record.bindings["rmsnorm"]["target"] == "sglang.srt.layers.norm.rmsnorm"
     assert record.bindings["Asked"].get("target") is None and record.bindings["Asked"]["kind"] == "class"
-    again = UpstreamModel(release, JsonCache(tmp_path / "cache"))  # from the cache: the same records
+    again = UpstreamModel(release, RecordCache(tmp_path / "cache"))  # from the cache: the same records
     assert again.class_record("sglang.srt.two.NeverAsked") == extracted["classes"]["NeverAsked"] | {
         "methods": again.class_record("sglang.srt.two.NeverAsked")["methods"]}
     assert dict(again.class_record("sglang.srt.two.NeverAsked")["methods"]) == extracted["classes"]["NeverAsked"]["methods"]
@@ -252,11 +252,11 @@ def test_a_warm_prefetch_reads_no_record_and_a_cold_one_extracts(tmp_path: Path)
     at = Position(1, 1)
     imports = [ImportFact(at, at, "sglang.srt.two", "Asked", "Asked")]
     project = ProjectIndex(root=tmp_path, files={"app.py": FileFacts(path="app.py", module="app", imports=imports)})
-    cold = UpstreamModel(release, JsonCache(tmp_path / "cache"))
+    cold = UpstreamModel(release, RecordCache(tmp_path / "cache"))
     assert not cold.all_cached({"sglang.srt.two"})
     prefetch(project, [cold], workers=1)
     assert cold.stats.parsed == 1 and cold.all_cached({"sglang.srt.two"})
-    warm = UpstreamModel(release, JsonCache(tmp_path / "cache"))
+    warm = UpstreamModel(release, RecordCache(tmp_path / "cache"))
     prefetch(project, [warm], workers=1)
     assert warm.stats.from_cache == 0 and warm.stats.parsed == 0  # nothing read yet
     assert warm.class_record("sglang.srt.two.Asked") is not None and warm.stats.from_cache == 1
@@ -282,7 +282,7 @@ def chain_release(root: Path, link, end: str) -> Release:
 
 @pytest.mark.parametrize("shape", sorted(CHAINS))
 def test_a_chain_of_hundreds_of_re_exports_is_followed_to_its_end(tmp_path: Path, shape: str) -> None:
-    cache = JsonCache(tmp_path / "cache")
+    cache = RecordCache(tmp_path / "cache")
     defined = UpstreamModel(chain_release(tmp_path / "old", CHAINS[shape], "X = 1\n"), cache)
     removed = UpstreamModel(chain_release(tmp_path / "new", CHAINS[shape], "Y = 1\n"), cache)
     found = defined.resolve_name("sglang.srt.r0", "X")
@@ -298,14 +298,14 @@ def test_a_module_reached_through_hundreds_of_re_exports_is_a_path_s_middle(tmp_
     release = chain_release(tmp_path / "tree", lambda i: f"from sglang.srt.r{i + 1} import inner\n",
                             "from sglang.srt import leaf as inner\n")
     (tmp_path / "tree/sglang/srt/leaf.py").write_text("X = 1\n")
-    model = UpstreamModel(release, JsonCache(tmp_path / "cache"))
+    model = UpstreamModel(release, RecordCache(tmp_path / "cache"))
     assert model.resolve_path("sglang.srt.r0.inner.X").origin == "sglang.srt.leaf.X"
     assert model.resolve_path("sglang.srt.r0.inner.Y").missing
 
 
 def test_a_re_export_cycle_of_hundreds_of_links_is_unknown_not_a_recursion(tmp_path: Path) -> None:
     model = UpstreamModel(chain_release(tmp_path / "tree", CHAINS["as-alias"],
-                                        "from sglang.srt.r0 import X as X\n"), JsonCache(tmp_path / "cache"))
+                                        "from sglang.srt.r0 import X as X\n"), RecordCache(tmp_path / "cache"))
     assert model.resolve_name("sglang.srt.r0", "X").status == "unknown"
     assert not model.problems()  # every module of the cycle was read, none met the recursion limit
 
@@ -317,7 +317,7 @@ def test_a_cycle_of_star_imports_resolves_a_missing_name_in_memory_linear_in_the
     import tracemalloc
 
     release = chain_release(tmp_path / "tree", CHAINS["star"], "from sglang.srt.r0 import *\nX = 1\n")
-    model = UpstreamModel(release, JsonCache(tmp_path / "cache"))
+    model = UpstreamModel(release, RecordCache(tmp_path / "cache"))
     assert model.resolve_name("sglang.srt.r0", "X").origin == f"sglang.srt.r{LINKS - 1}.X"  # every module read
     tracemalloc.start()
     try:
@@ -342,7 +342,7 @@ def test_a_hierarchy_deeper_than_followed_is_open_ended_and_said(tmp_path: Path,
     for relpath, text in {"sglang/__init__.py": "", "sglang/srt/a.py": "".join(classes)}.items():
         (root / relpath).parent.mkdir(parents=True, exist_ok=True)
         (root / relpath).write_text(text)
-    model = UpstreamModel(Release("sglang (test)", "0.1.0", DirectoryTree(root), identity=None), JsonCache(tmp_path / "c"))
+    model = UpstreamModel(Release("sglang (test)", "0.1.0", DirectoryTree(root), identity=None), RecordCache(tmp_path / "c"))
     order, open_ended = model.mro("sglang.srt.a.C0")
     member = model.member("sglang.srt.a.C0", "m")
     if levels == 100:

@@ -92,7 +92,7 @@ def test_attributes_set_by_name_are_known_from_literals_and_unknown_otherwise() 
 
 def test_a_member_of_a_class_that_sets_names_at_run_time_is_not_a_missing_target(tmp_path) -> None:
     """What SGC401 and SGC601 patch: `Registry.NONE` may be there; `Plain.NONE` is not."""
-    from sglang_contracts.infra.cache import JsonCache
+    from sglang_contracts.infra.cache import RecordCache
     from sglang_contracts.sources.base import Release
     from sglang_contracts.sources.directory import DirectoryTree
     from sglang_contracts.upstream.model import UpstreamModel
@@ -104,7 +104,7 @@ def test_a_member_of_a_class_that_sets_names_at_run_time_is_not_a_missing_target
     for relpath, text in files.items():
         (tmp_path / relpath).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relpath).write_text(text)
-    model = UpstreamModel(Release("sglang (test)", "0.1.0", DirectoryTree(tmp_path)), JsonCache(None))
+    model = UpstreamModel(Release("sglang (test)", "0.1.0", DirectoryTree(tmp_path)), RecordCache(None))
     assert resolve_target(model, "sglang.srt.registry.Registry.NONE").status == "unknown"
     assert resolve_target(model, "sglang.srt.registry.Plain.NONE").status == "missing"
 
