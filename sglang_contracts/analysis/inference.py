@@ -21,8 +21,10 @@ sites are left undecided without inference, since a pull request may hold thousa
 
 from __future__ import annotations
 
+import importlib
 import sys
 import threading
+from collections import OrderedDict
 import time
 import warnings
 from typing import Any
@@ -42,6 +44,19 @@ STEPS_PER_FILE = 150_000  # and per project file and release, and per release an
 STEPS_PER_RUN = 600_000  # stopped site cost is not spent again at each of the file's sites
 SITES_PER_FILE = 64  # inferences per project file and release (sglang's own tree as a project: 68 sites in all)
 SITES_PER_RUN = 512  # inferences per release and run
+# A release's modules kept built between sites, those used last: a site reaches at most
+# MODULES_PER_SITE, and sites of one file reach the same ones (sglang's own tree as a project
+# built hundreds, about 1 MB of nodes each, all kept to the run's end).
+MODULES_KEPT = 32
+# astroid's process-wide memos keyed by nodes, each of which keeps the node's whole tree alive
+# (constraint's memo of guards is not bounded at all): emptied after each site, so that the
+# trees of the modules and project files no longer kept are freed. Those an installed astroid
+# does not have are passed over (they came with later releases).
+_MEMO_CLEARERS = (("astroid.inference_tip", "clear_inference_tip_cache"),
+                  ("astroid.constraint", "clear_preceding_guards_cache"))
+_LRU_MEMOS = (("astroid.nodes._base_nodes", "LookupMixIn", "lookup"),
+              ("astroid.nodes.scoped_nodes", "ClassDef", "_metaclass_lookup_attribute"),
+              ("astroid.interpreter.objectmodel", "ObjectModel", "attributes"))
 NOT_A_CLASS = frozenset({"builtins"})  # instances of its classes are values, not SGLang objects
 
 _LOCK = threading.Lock()  # astroid keeps its modules and caches in process-wide state
@@ -128,7 +143,7 @@ class ReleaseInference:
 
     def __init__(self, model: UpstreamModel) -> None:
         self.model = model
-        self._modules: dict[str, Any] = {}  # the release's modules built so far
+        self._modules: OrderedDict[str, Any] = OrderedDict()  # the release's modules built, MODULES_KEPT of them
         self._project: _ProjectFile | None = None  # the site's file
         self._scratch: dict[str, Any] = {}  # astroid's own module cache while a site is inferred
         self._reached: set[str] = set()
@@ -170,13 +185,17 @@ class ReleaseInference:
             if project.built is None:
                 project.built = AstroidBuilder(AstroidManager()).string_build(project.text, name, project.path)
             return project.built
-        if name not in self._modules:
-            source = self.model.module_text(name) if is_upstream(name) else None
-            if source is None:
-                raise AstroidImportError("{modname} is neither the file nor a module of the release", modname=name)
-            relpath, code = source
-            self._modules[name] = AstroidBuilder(AstroidManager()).string_build(code, name, relpath)
-        return self._modules[name]
+        if name in self._modules:
+            self._modules.move_to_end(name)
+            return self._modules[name]
+        source = self.model.module_text(name) if is_upstream(name) else None
+        if source is None:
+            raise AstroidImportError("{modname} is neither the file nor a module of the release", modname=name)
+        relpath, code = source
+        built = self._modules[name] = AstroidBuilder(AstroidManager()).string_build(code, name, relpath)
+        if len(self._modules) > MODULES_KEPT:
+            self._modules.popitem(last=False)
+        return built
 
     def classes_at(self, module: str, path: str, text: str, position: Position, attr: str) -> tuple[str, ...] | None:
         """The qualified names of the classes whose instances the receiver of `.attr` at
@@ -234,6 +253,19 @@ class ReleaseInference:
             _ACTIVE.pop()
             brain["astroid_cache"] = saved
             _invalidate_cache()  # astroid's memo of inferred nodes: each site starts alike, whatever came before
+            _forget_astroid_memos()
+
+
+def _forget_astroid_memos() -> None:
+    """Empty astroid's memos keyed by nodes (_MEMO_CLEARERS, _LRU_MEMOS)."""
+    for module_name, function in _MEMO_CLEARERS:
+        clear = getattr(importlib.import_module(module_name), function, None)
+        if clear is not None:
+            clear()
+    for module_name, owner, method in _LRU_MEMOS:
+        memo = getattr(getattr(importlib.import_module(module_name), owner, None), method, None)
+        if hasattr(memo, "cache_clear"):
+            memo.cache_clear()
 
 
 def _instance_classes(receiver: Any) -> tuple[str, ...] | None:

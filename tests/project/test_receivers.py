@@ -248,6 +248,32 @@ def test_a_file_of_many_sites_is_built_and_indexed_once_and_inferred_within_its_
     assert inference.classes_at("app.o", "app/o.py", text, Position(7, 19), "m") is None
 
 
+def test_the_trees_astroid_built_for_earlier_sites_are_freed(tmp_path) -> None:
+    """sglang's own tree as the project grew by 330 MB while inferring: every module and
+    project file astroid built stayed alive to the run's end, kept by astroid's memos keyed by
+    nodes (its memo of guards is not bounded at all). A release keeps MODULES_KEPT modules
+    built, and what it no longer keeps is freed, whatever astroid memoised of it."""
+    import gc
+    import weakref
+
+    from sglang_contracts.analysis import inference as inference_module
+    from sglang_contracts.project.facts import Position
+
+    count = inference_module.MODULES_KEPT + 12
+    inference = _inference(tmp_path, {f"sglang/srt/m{i}.py": (
+        "class Batch:\n    def run(self, x):\n        if x is None:\n            return self\n        return x\n\n"
+        "def make():\n    batch = Batch()\n    assert batch is not None\n    return batch\n") for i in range(count)})
+    built = []
+    for i in range(count):
+        text = f"from sglang.srt.m{i} import make\n\ndef f():\n    return make().run\n"
+        assert inference.classes_at(f"app.m{i}", f"app/m{i}.py", text, Position(4, 19), "run") == (
+            f"sglang.srt.m{i}.Batch",)
+        built.append(weakref.ref(inference.module(f"sglang.srt.m{i}")))
+    gc.collect()
+    alive = [i for i, tree in enumerate(built) if tree() is not None]
+    assert alive == list(range(count - inference_module.MODULES_KEPT, count))
+
+
 def _class_chain(length: int, sites: int = 1) -> str:
     """A project file: a chain of classes over an SGLang class, and reads of `deep().m`."""
     lines = ["from sglang.srt.a import C", "class K0(C):", "    pass"]
