@@ -13,6 +13,7 @@ would have to be built, which runs its code).
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -51,7 +52,11 @@ PREFERRED_PLATFORMS = ("manylinux", "linux_x86_64", "any")
 
 
 class IndexUnreachable(Exception):
-    """The package index could not be read: no network, a refused connection, a server error."""
+    """The package index could not be read: no network, a refused connection, a server error.
+    Its message shows no URL's user and password, whatever the reason quotes (shown_url)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(shown_url(reason))
 
 
 @dataclass(frozen=True)
@@ -152,9 +157,9 @@ def _file_page(url: str, most: int) -> tuple[bytes, str]:
     except (FileNotFoundError, NotADirectoryError):
         raise FileNotFoundError(url) from None
     except Unreadable as unreadable:
-        raise IndexUnreachable(f"{url}: {unreadable.reason}") from None
+        raise IndexUnreachable(f"{shown_url(url)}: {unreadable.reason}") from None
     except OSError as error:
-        raise IndexUnreachable(f"{url}: {error.strerror or error}") from None
+        raise IndexUnreachable(f"{shown_url(url)}: {error.strerror or error}") from None
 
 
 def _ranked_wheels(links: list[tuple[str, str, bool]], wanted: Version | None,
@@ -187,6 +192,19 @@ class PackageIndex:
         # to `file:///proc/self/environ` or out of the folder put what it names in the closure
         # records (eighth campaign, Q01). An http index's pages name no `file:` URL either.
         self._file_roots = [os.path.realpath(_file_path(url)) for url in settings.urls if url.startswith("file:")]
+        # An index's credentials go with every request to its host, as pip sends them (the files
+        # its pages link to are on that host too), never to another host.
+        self._authorizations = {_host(url): authorization for url in settings.urls
+                                for _, authorization in [_credentials(url)] if authorization}
+
+    def _request(self, url: str, headers: dict[str, str]) -> Any:
+        """The urllib request of `url`, with the credentials of its index's host."""
+        import urllib.request
+
+        url, authorization = _credentials(url)
+        authorization = authorization or self._authorizations.get(_host(url))
+        return urllib.request.Request(url, headers={**headers, **({"Authorization": authorization}
+                                                                  if authorization else {})})
 
     def _confined(self, url: str) -> bool:
         """Whether a `file:` URL is below one of the index's `file:` folders (links resolved)."""
@@ -206,17 +224,15 @@ class PackageIndex:
     def _http_page(self, url: str, headers: dict[str, str] | None, most: int) -> tuple[bytes, str]:
         import http.client
         import urllib.error
-        import urllib.request
 
-        request = urllib.request.Request(url, headers=headers or {})
         try:
-            with self._opener.open(request, timeout=self.settings.timeout) as response:
+            with self._opener.open(self._request(url, headers or {}), timeout=self.settings.timeout) as response:
                 body = _read_within(response, most, url, self.settings.timeout)
                 return body, response.headers.get("Content-Type", "")
         except urllib.error.HTTPError as error:
             if error.code in (404, 410):
                 raise FileNotFoundError(url) from None
-            raise IndexUnreachable(f"{url}: HTTP {error.code}") from None
+            raise IndexUnreachable(f"{shown_url(url)}: HTTP {error.code}") from None
         except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as error:  # IncompleteRead too
             reason = getattr(error, "reason", None) or error
             raise IndexUnreachable(f"{_host(url)}: {reason}") from None
@@ -273,8 +289,33 @@ def _file_path(url: str) -> Path:
     return Path(url2pathname(urllib.parse.urlparse(url).path))
 
 
+# A URL's user and password (`https://user:token@host/simple`: pip's usual form for a private
+# index, in PIP_INDEX_URL or pip.conf), up to the netloc's last `@` as urllib splits it; in a
+# text, a URL ends at a space or a quote.
+_USERINFO = re.compile(r"\b([a-z][a-z0-9+.-]*://)([^/?#\s'\"]*)@", re.I)
+
+
+def shown_url(text: str) -> str:
+    """`text` (a URL, or a message quoting URLs) as a message may show it: without the user and
+    password a URL may carry. An index's messages reach the report, and the report a pull
+    request's body."""
+    return _USERINFO.sub(r"\1", text)
+
+
 def _host(url: str) -> str:
-    return urllib.parse.urlparse(url).netloc or url
+    shown = shown_url(url)
+    return shown.partition("://")[2].split("/", 1)[0] or shown
+
+
+def _credentials(url: str) -> tuple[str, str | None]:
+    """(`url` without its user and password, the HTTP Basic `Authorization` they make or None):
+    urllib sends no credentials of a URL, and takes `user:token@host` for the host."""
+    match = _USERINFO.match(url)
+    if match is None:
+        return url, None
+    user, _, password = match.group(2).partition(":")
+    token = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
+    return shown_url(url), "Basic " + base64.b64encode(token).decode("ascii")
 
 
 def _json_links(body: bytes) -> list[tuple[str, str, bool]]:
@@ -326,9 +367,8 @@ class _RemoteArchive(io.RawIOBase):
     def _range(self, spec: str) -> tuple[bytes, str, int | None]:
         import http.client
         import urllib.error
-        import urllib.request
 
-        request = urllib.request.Request(self._url, headers={"Range": f"bytes={spec}"})
+        request = self._index._request(self._url, {"Range": f"bytes={spec}"})
         try:
             with self._index._opener.open(request, timeout=self._index.settings.timeout) as response:
                 if response.status != 206:

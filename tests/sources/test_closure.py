@@ -231,6 +231,50 @@ def test_an_http_index_is_read_by_its_metadata_files_or_by_ranges_of_the_wheel(t
     assert index.metadata_text("no-such-package", "1.0") is None
 
 
+def test_an_index_url_s_credentials_are_sent_to_its_host_and_shown_nowhere(tmp_path: Path, http_index,
+                                                                           monkeypatch) -> None:
+    """Tenth campaign, R07: `https://user:token@host/simple` (pip's usual form for a private
+    index, in PIP_INDEX_URL) was printed when the index could not be read, on standard error,
+    in the JSON report and in the markdown one (a pull request's body); and urllib, taking
+    `user:token@host` for the host, never reached such an index. The credentials go, as pip
+    sends them, with every request to the index's host, and no message shows them."""
+    import base64
+
+    url, served = http_index
+    seen: list[str | None] = []
+    original = RangeHandler.do_GET
+
+    def recording(self) -> None:
+        seen.append(self.headers.get("Authorization"))
+        original(self)
+
+    monkeypatch.setattr(RangeHandler, "do_GET", recording)
+    with_token = url.replace("http://", "http://al%40ice:S3CR3T:x@")
+    index = PackageIndex(IndexSettings((with_token,), timeout=10))
+    assert "nvidia-nccl-cu13==2.30.7" in index.metadata_text("torch", "2.14.1")
+    assert "nvidia-cutlass-dsl-libs-base==4.8.0" in index.metadata_text("nvidia-cutlass-dsl", "4.8.0")  # by ranges
+    assert seen and set(seen) == {"Basic " + base64.b64encode(b"al@ice:S3CR3T:x").decode()}
+
+    unreachable = UNREACHABLE.replace("http://", "https://alice:S3CR3T@")
+    with pytest.raises(IndexUnreachable) as raised:
+        PackageIndex(IndexSettings((unreachable,), timeout=5)).metadata_text("torch", "2.14.1")
+    assert "S3CR3T" not in str(raised.value) and "alice" not in str(raised.value) and "127.0.0.1:9" in str(raised.value)
+    assert str(IndexUnreachable("unknown url type: 'https://bob:T0KEN@host/x'")) == "unknown url type: 'https://host/x'"
+
+
+def test_an_unreachable_index_s_credentials_reach_no_report(tmp_path: Path) -> None:
+    from sglang_contracts.reporters.json import write_json
+    from sglang_contracts.reporters.markdown import write_markdown
+
+    _, result = _bump(tmp_path, MILES_SHAPED, {"package-index": UNREACHABLE.replace("http://", "http://alice:S3CR3T@")})
+    (note,) = [note for note in result.notes if "closure" in note]
+    assert "127.0.0.1:9" in note and "S3CR3T" not in note and "alice" not in note
+    for write in (write_json, write_markdown):
+        out = io.StringIO()
+        write(result, out)
+        assert "S3CR3T" not in out.getvalue() and "alice" not in out.getvalue()
+
+
 def test_pip_settings_are_read_as_pip_reads_them(monkeypatch) -> None:
     config = {"global.index-url": "https://global.example/simple", "install.index-url": "https://install.example/simple",
               "global.extra-index-url": "file:///opt/a/simple file:///opt/b/simple", "global.timeout": "7"}
