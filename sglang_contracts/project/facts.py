@@ -40,6 +40,9 @@ class ImportFact:
     guard_stops: bool = False
     type_checking: bool = False  # under `if TYPE_CHECKING:`
     module_level: bool = True  # visible to other modules as an attribute of this one
+    # `from <sglang module> import *`: the names the file reads and binds nowhere itself
+    # (scopes.free_names), what the import may bind (project/stars.py tells which it does)
+    uses: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:

@@ -3,6 +3,10 @@
 Facts under a gate (project/gates.py) that does not hold on the target release (a branch for
 other SGLang versions, an import fallback the target release never takes) are left out, so
 no check reports them as breaks of the bump and no name resolves through them.
+
+A star import of an SGLang module (`from sglang.srt.a import *`) binds, of the names the file
+reads and binds nowhere itself (ImportFact.uses), those the module exported on the old release:
+each is given to the checks as the `from sglang.srt.a import name` it stands for (with_star_names).
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from sglang_contracts.project.facts import FACT_LISTS, FileFacts, GateFact, Position
+from sglang_contracts.project.facts import FACT_LISTS, FileFacts, GateFact, ImportFact, Position
 from sglang_contracts.project.gates import Gate, Release, runs_on
 from sglang_contracts.project.index import ProjectIndex
 from sglang_contracts.upstream.model import UpstreamModel
@@ -94,3 +98,43 @@ def _exports(files: dict[str, FileFacts]) -> dict[str, dict[str, str]]:
             if fact.module_level and fact.name != "*":
                 table[fact.bound] = fact.binds
     return exports
+
+
+def with_star_names(project: ProjectIndex, old: UpstreamModel) -> ProjectIndex:
+    """The project with each name a star import of an SGLang module gives a file imported by
+    name: every rule that judges `from m import name` (a lost name, a call, an attribute, a
+    subclass, a monkeypatch) judges it. Which names the import gives is the old release's
+    answer, the one the project was written against: a name only the new release exports is
+    no contract the project made. The same index when no file star-imports SGLang."""
+    files = {relpath: _with_star_names(facts, old) for relpath, facts in project.files.items()}
+    if all(facts is project.files[relpath] for relpath, facts in files.items()):
+        return project
+    return dataclasses.replace(project, files=files)
+
+
+def _with_star_names(facts: FileFacts, old: UpstreamModel) -> FileFacts:
+    """A file's facts with a `from m import name` after each star import for each name it gives."""
+    stars = [fact for fact in facts.imports if fact.uses]
+    if not stars:
+        return facts
+    giver: dict[str, ImportFact] = {}
+    for star in stars:  # in the file's order: of two that give a name, the last binds it, as in Python
+        for name in star.uses:
+            if old.star_gives(star.module, name).found:
+                giver[name] = star
+    # At the star import's own position, as an explicit import reports at its statement: what
+    # rules an import decides is said where the name is imported (a `# noqa` there covers it);
+    # what the file does with the name (a call, a read) is judged where it does it.
+    imports = []
+    for fact in facts.imports:
+        imports.append(fact)
+        imports += [dataclasses.replace(fact, name=name, bound=name, uses=()) for name, star in giver.items()
+                    if star is fact]
+    return dataclasses.replace(facts, imports=imports)
+
+
+def of_star_import(facts: FileFacts, fact: ImportFact) -> bool:
+    """Is `fact` a star import, or a name one gives (with_star_names), not a name the file
+    imports by name? A statement imports `*` or names, never both."""
+    return fact.name == "*" or any(star.name == "*" and star.module_position == fact.module_position
+                                   for star in facts.imports)

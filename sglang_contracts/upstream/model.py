@@ -701,6 +701,36 @@ class UpstreamModel:
             return UNKNOWN  # PEP 562 module __getattr__ can produce any name
         return set_at_run_time(module_name) if record.dynamic else MISSING
 
+    def star_gives(self, module_name: str, name: str) -> Symbol:
+        """What `from module_name import *` binds `name` to: found where the module exports it
+        (its `__all__`, else its public names, through its own star imports as resolve_name
+        follows them), missing where it does not, unknown where that cannot be told."""
+        return _followed(self._through_star(module_name, name, set()))
+
+    def star_unreadable(self, module_name: str) -> str | None:
+        """Why the names `from module_name import *` binds cannot be told: its code cannot be
+        known, it sets names at run time or computes its `__all__` in a way not evaluated, or
+        it has no `__all__` and star-imports such a module, or one outside SGLang. None when
+        they can, or when the module is missing or could not be read (reported as such at
+        every import of it, runner._upstream_problems)."""
+        pending, seen = [module_name], set()
+        while pending:  # a stack: star imports chain as deep as upstream writes them
+            current = pending.pop()
+            record = self.module(current) if current not in seen else None
+            seen.add(current)
+            if record is None or record.problem is not None:
+                continue
+            why = (f"{current} cannot be read ({record.opaque})" if record.opaque
+                   else self.module_unverifiable(current))
+            if why:
+                return why
+            if record.exports is None:  # an `__all__` names every name; without it the stars' names are all given
+                outside = next((star for star in record.wildcards if not is_upstream(star)), None)
+                if outside is not None:
+                    return f"{current} star-imports {outside}, whose names are not SGLang's to know"
+                pending.extend(record.wildcards)
+        return None
+
     def _through_star(self, star_module: str, name: str, seen: set[tuple[str, str]]) -> Resolution:
         if not is_upstream(star_module):
             return UNKNOWN  # `from torch import *`: its names are not ours to know
