@@ -15,7 +15,7 @@ from sglang_contracts.migrations.edits import module_verdict
 from sglang_contracts.migrations.learn import Question
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
-from sglang_contracts.project.releasefacts import of_star_import
+from sglang_contracts.project.releasefacts import of_star_import, upstream_stars
 from sglang_contracts.project.stack import python_floor
 from sglang_contracts.upstream.model import MISSING, Symbol, UpstreamModel, is_upstream
 
@@ -419,9 +419,9 @@ def _unreadable_stars(ctx: CheckContext) -> Iterator[Diagnostic]:
     and binds nowhere else are not judged, said once at the import (a warning: could not
     verify, as a name a module may set at run time is)."""
     for facts in ctx.checked_files():
-        for fact in facts.imports:
-            unbound = [name for name in fact.uses if name not in facts.bindings()]
-            why = ctx.old.star_unreadable(fact.module) if unbound else None
+        unbound = [free.name for free in facts.free_names if free.name not in facts.bindings()]
+        for fact in upstream_stars(facts) if unbound else ():
+            why = ctx.old.star_unreadable(fact.module)
             if why:
                 shown = ", ".join(unbound[:5]) + (", ..." if len(unbound) > 5 else "")
                 yield finding("SGC000", facts, fact.position, fact.module, severity="warning",

@@ -5,7 +5,7 @@ other SGLang versions, an import fallback the target release never takes) are le
 no check reports them as breaks of the bump and no name resolves through them.
 
 A star import of an SGLang module (`from sglang.srt.a import *`) binds, of the names the file
-reads and binds nowhere itself (ImportFact.uses), those the module exported on the old release:
+reads and binds nowhere itself (FileFacts.free_names), those the module exported on the old release:
 each is given to the checks as the `from sglang.srt.a import name` it stands for (with_star_names).
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Callable
 from sglang_contracts.project.facts import FACT_LISTS, FileFacts, GateFact, ImportFact, Position
 from sglang_contracts.project.gates import Gate, Release, runs_on
 from sglang_contracts.project.index import ProjectIndex
-from sglang_contracts.upstream.model import UpstreamModel
+from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 
 
 def release_of(model: UpstreamModel) -> Release:
@@ -106,31 +106,42 @@ def with_star_names(project: ProjectIndex, old: UpstreamModel) -> ProjectIndex:
     subclass, a monkeypatch) judges it. Which names the import gives is the old release's
     answer, the one the project was written against: a name only the new release exports is
     no contract the project made. The same index when no file star-imports SGLang."""
-    files = {relpath: _with_star_names(facts, old) for relpath, facts in project.files.items()}
+    gives: dict[tuple[str, str], bool] = {}  # (module, name) -> does `from module import *` give it: files ask alike
+
+    def given(module: str, name: str) -> bool:
+        if (module, name) not in gives:
+            gives[module, name] = old.star_gives(module, name).found
+        return gives[module, name]
+
+    files = {relpath: _with_star_names(facts, given) for relpath, facts in project.files.items()}
     if all(facts is project.files[relpath] for relpath, facts in files.items()):
         return project
     return dataclasses.replace(project, files=files)
 
 
-def _with_star_names(facts: FileFacts, old: UpstreamModel) -> FileFacts:
+def _with_star_names(facts: FileFacts, given: Callable[[str, str], bool]) -> FileFacts:
     """A file's facts with a `from m import name` after each star import for each name it gives."""
-    stars = [fact for fact in facts.imports if fact.uses]
+    stars = upstream_stars(facts) if facts.free_names else []
     if not stars:
         return facts
     giver: dict[str, ImportFact] = {}
     for star in stars:  # in the file's order: of two that give a name, the last binds it, as in Python
-        for name in star.uses:
-            if old.star_gives(star.module, name).found:
-                giver[name] = star
+        for free in facts.free_names:
+            if given(star.module, free.name):
+                giver[free.name] = star
     # At the star import's own position, as an explicit import reports at its statement: what
     # rules an import decides is said where the name is imported (a `# noqa` there covers it);
     # what the file does with the name (a call, a read) is judged where it does it.
     imports = []
     for fact in facts.imports:
         imports.append(fact)
-        imports += [dataclasses.replace(fact, name=name, bound=name, uses=()) for name, star in giver.items()
-                    if star is fact]
+        imports += [dataclasses.replace(fact, name=name, bound=name) for name, star in giver.items() if star is fact]
     return dataclasses.replace(facts, imports=imports)
+
+
+def upstream_stars(facts: FileFacts) -> list[ImportFact]:
+    """The file's star imports of SGLang modules (`from sglang.srt.a import *`), in its order."""
+    return [fact for fact in facts.imports if fact.name == "*" and is_upstream(fact.module)]
 
 
 def of_star_import(facts: FileFacts, fact: ImportFact) -> bool:

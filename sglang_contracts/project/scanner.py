@@ -21,6 +21,7 @@ from sglang_contracts.project.facts import (
     DispatchFact,
     FileFacts,
     FlagFact,
+    FreeNameFact,
     FunctionFact,
     GateFact,
     ImportFact,
@@ -600,7 +601,6 @@ class _Collector:
             self.factories.add(bound)
             self.import_bound.add(bound)
             if bound == "*" and is_upstream(module):
-                fact["uses"] = self.star_uses
                 self.factories.update(self.star_uses)
                 self.import_bound.update(self.star_uses)
             self.imports.append((fact, self.at.start(alias), anchor))
@@ -1557,7 +1557,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     """Visit the parsed module and fill `facts` with what matters for SGLang's contracts."""
     at = SourcePositions(text)
     collector = _collected(module, module_name, path, text, at)
-    bound_names = {name for fact, _, _ in collector.imports for name in (fact["bound"], *fact.get("uses", ()))}
+    bound_names = {fact["bound"] for fact, _, _ in collector.imports} | set(collector.star_uses)
     patches = _kept_patches(collector.patches, bound_names)
     foreign = _foreign_names(collector.imports, packages)
     facts.imports = [ImportFact(position=where, module_position=anchor, **fact) for fact, where, anchor in collector.imports]
@@ -1577,6 +1577,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     facts.dispatches = collector.dispatches
     facts.conditions = [ConditionFact(name, gate) for name, gate in collector.conditions.module_conditions().items()]
     facts.strings = _strings_facts(collector.strings, text)
+    facts.free_names = [FreeNameFact(name) for name in collector.star_uses]
 
 
 def _collected(module: ast.Module, module_name: str, path: str, text: str, at: SourcePositions) -> _Collector:

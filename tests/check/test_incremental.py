@@ -870,7 +870,7 @@ def test_a_re_check_of_files_whose_imports_reach_no_new_package_keeps_the_first_
 
 
 def test_an_edit_that_starts_using_a_name_a_star_import_gives_is_judged_in_the_re_check(tmp_path, plans) -> None:
-    """The names a star import gives a file are of its imports (ImportFact.uses): an edit that
+    """The names a file reads for a star import to give (FileFacts.free_names): an edit that
     starts calling one is judged in the re-check, the other file's finding kept from the record."""
     from tests.helpers import upstream_tree, write_tree
 
