@@ -15,7 +15,7 @@ from sglang_contracts.migrations.edits import module_verdict
 from sglang_contracts.migrations.learn import Question
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
-from sglang_contracts.project.releasefacts import of_star_import, upstream_stars
+from sglang_contracts.project.releasefacts import upstream_stars
 from sglang_contracts.project.stack import python_floor
 from sglang_contracts.upstream.model import MISSING, Symbol, UpstreamModel, is_upstream
 
@@ -30,6 +30,8 @@ class ImportOutcome:
     broken_on_old: bool  # the contract did not hold on the old release either
     hint: str = ""
     home: str | None = None  # where the new release defines the same object (what the fix imports)
+    # of a star import's statement: the `*` itself, or a name it gives (releasefacts.with_star_names)
+    star: bool = False
 
 
 def _closest(candidates: list[str], reference: str) -> str | None:
@@ -41,11 +43,13 @@ def _closest(candidates: list[str], reference: str) -> str | None:
 def _analyse_imports(ctx: CheckContext) -> list[ImportOutcome]:
     outcomes: list[ImportOutcome] = []
     for facts in ctx.checked_files():
+        stars = {fact.module_position for fact in facts.imports if fact.name == "*"}  # a statement imports `*` or names
         for fact in facts.imports:
             if not is_upstream(fact.module):
                 continue
             outcome = _analyse_one(ctx, facts, fact)
             if outcome is not None:
+                outcome.star = fact.module_position in stars
                 outcomes.append(outcome)
     _add_hints(ctx, outcomes)
     return outcomes
@@ -107,7 +111,7 @@ def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
                 homes[key] = (home_hint(ctx.old, outcome.old, ctx.new, outcome.fact.name, candidates, reference),
                               moved_home(ctx.old, outcome.old, ctx.new, outcome.fact.name, candidates, reference))
             outcome.hint, outcome.home = homes[key]
-            if of_star_import(outcome.facts, outcome.fact):
+            if outcome.star:
                 outcome.home = None  # no statement imports the name: none to move (STAR_NOT_REWRITTEN)
         else:
             _add_module_hint(ctx, outcome, statements, found)
@@ -129,7 +133,7 @@ def _add_module_hint(ctx: CheckContext, outcome: ImportOutcome, statements: dict
     imported = statements.get((outcome.facts.path, outcome.fact.module_position), [])
     same_leaf = ctx.new.find_modules_named(leaf)
     outcome.hint = module_hint(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf, found)
-    if imported and not of_star_import(outcome.facts, outcome.fact):
+    if imported and not outcome.star:
         outcome.home = moved_module(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf)
 
 
@@ -146,7 +150,7 @@ def _severity(outcome: ImportOutcome) -> str | None:
 def _guarded(outcome: ImportOutcome) -> bool:
     """Does the guard around the import catch the loss? A star import never fails for a name
     its module lacks (the name's use does): only for its module's."""
-    return outcome.fact.guarded and (outcome.change == "module-gone" or not of_star_import(outcome.facts, outcome.fact))
+    return outcome.fact.guarded and (outcome.change == "module-gone" or not outcome.star)
 
 
 def _lost(ctx: CheckContext, change: str) -> Iterator[ImportOutcome]:
@@ -186,7 +190,7 @@ def imported_module_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
             continue  # one report per statement, not per imported name
         seen.add(key)
         migration = _module_migration(ctx, outcome) if _migrated(outcome) else {}
-        if of_star_import(outcome.facts, outcome.fact):
+        if outcome.star:
             migration = {"unmigrated": STAR_NOT_REWRITTEN}
         yield finding("SGC101", outcome.facts, outcome.fact.module_position, outcome.fact.module,
                       severity=_severity(outcome), module=outcome.fact.module, old=ctx.old_version,

@@ -108,10 +108,15 @@ def with_star_names(project: ProjectIndex, old: UpstreamModel) -> ProjectIndex:
     no contract the project made. The same index when no file star-imports SGLang."""
     gives: dict[tuple[str, str], bool] = {}  # (module, name) -> does `from module import *` give it: files ask alike
 
-    def given(module: str, name: str) -> bool:
-        if (module, name) not in gives:
-            gives[module, name] = old.star_gives(module, name).found
-        return gives[module, name]
+    def given(module: str, names: frozenset[str]) -> list[str]:
+        """Of `names`, those the module's star import gives (asked of the fewer: the names it may give, or those)."""
+        found = []
+        for name in sorted(old.star_names(module) & names):  # sorted: the same facts run after run
+            if (module, name) not in gives:
+                gives[module, name] = old.star_gives(module, name).found
+            if gives[module, name]:
+                found.append(name)
+        return found
 
     files = {relpath: _with_star_names(facts, given) for relpath, facts in project.files.items()}
     if all(facts is project.files[relpath] for relpath, facts in files.items()):
@@ -119,33 +124,28 @@ def with_star_names(project: ProjectIndex, old: UpstreamModel) -> ProjectIndex:
     return dataclasses.replace(project, files=files)
 
 
-def _with_star_names(facts: FileFacts, given: Callable[[str, str], bool]) -> FileFacts:
+def _with_star_names(facts: FileFacts, given: Callable[[str, frozenset[str]], list[str]]) -> FileFacts:
     """A file's facts with a `from m import name` after each star import for each name it gives."""
     stars = upstream_stars(facts) if facts.free_names else []
     if not stars:
         return facts
-    giver: dict[str, ImportFact] = {}
-    for star in stars:  # in the file's order: of two that give a name, the last binds it, as in Python
-        for free in facts.free_names:
-            if given(star.module, free.name):
-                giver[free.name] = star
+    free = frozenset(fact.name for fact in facts.free_names)
+    giver: dict[str, int] = {}  # name -> the index in `stars` of the import that binds it
+    for index, star in enumerate(stars):  # in the file's order: of two that give a name, the last binds it, as in Python
+        giver.update(dict.fromkeys(given(star.module, free), index))
+    names: dict[int, list[str]] = {}
+    for name, index in giver.items():
+        names.setdefault(id(stars[index]), []).append(name)
     # At the star import's own position, as an explicit import reports at its statement: what
     # rules an import decides is said where the name is imported (a `# noqa` there covers it);
     # what the file does with the name (a call, a read) is judged where it does it.
     imports = []
     for fact in facts.imports:
         imports.append(fact)
-        imports += [dataclasses.replace(fact, name=name, bound=name) for name, star in giver.items() if star is fact]
+        imports += [dataclasses.replace(fact, name=name, bound=name) for name in names.get(id(fact), ())]
     return dataclasses.replace(facts, imports=imports)
 
 
 def upstream_stars(facts: FileFacts) -> list[ImportFact]:
     """The file's star imports of SGLang modules (`from sglang.srt.a import *`), in its order."""
     return [fact for fact in facts.imports if fact.name == "*" and is_upstream(fact.module)]
-
-
-def of_star_import(facts: FileFacts, fact: ImportFact) -> bool:
-    """Is `fact` a star import, or a name one gives (with_star_names), not a name the file
-    imports by name? A statement imports `*` or names, never both."""
-    return fact.name == "*" or any(star.name == "*" and star.module_position == fact.module_position
-                                   for star in facts.imports)
