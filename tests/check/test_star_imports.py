@@ -111,3 +111,18 @@ def test_fix_leaves_a_star_import_of_a_moved_module_as_it_is(tmp_path, capsys) -
     main(["fix", str(project), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "cache")])
     assert (project / "m.py").read_text() == written
     assert "SGC101 not fixed: a star import is not rewritten" in capsys.readouterr().err
+
+
+def test_fix_does_not_move_a_name_a_star_import_gave_to_its_verified_home(tmp_path, capsys) -> None:
+    """`g` is defined, the same, in sglang.srt.b now: reported with its home, but no statement
+    imports it by name, and the star import is left as it is."""
+    from sglang_contracts.cli import main
+
+    helper = "def g(a):\n    return a + 1\n"
+    old = upstream_tree(tmp_path / "old", {A: helper}, "1.0.0")
+    new = upstream_tree(tmp_path / "new", {A: "", "sglang/srt/b.py": helper}, "1.0.1")
+    written = "from sglang.srt.a import *\nprint(g(1))\n"
+    project = write_tree(tmp_path / "p", {"pyproject.toml": '[project]\nname = "p"\n', "m.py": written})
+    main(["fix", str(project), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "cache")])
+    assert (project / "m.py").read_text() == written
+    assert "m.py:1:26: SGC102 g is no longer importable" in capsys.readouterr().out
