@@ -74,6 +74,7 @@ PROBES = {"getattr", "hasattr", "setattr", "delattr", "patch", "object", "signat
 # `monkeypatch.setattr("a.b.c", v)`, `monkeypatch.delattr("a.b.c")`); the builtins take no target.
 PATCHERS = {"patch", "setattr", "delattr"}
 SOURCE_GETTERS = {"getsource"}
+STAR_IMPORT = re.compile(r"\bimport[\s\\]*\*")  # a text that shows none needs no look for one in its tree
 TEXT_METHODS = {"replace", "find", "rfind", "index", "rindex", "count", "startswith", "endswith", "split", "partition"}
 REGEX_FUNCTIONS = {"search", "match", "fullmatch", "sub", "subn", "findall", "finditer", "split"}
 MOCKS = {"Mock", "MagicMock", "NonCallableMock", "NonCallableMagicMock", "AsyncMock"}
@@ -1593,9 +1594,6 @@ def _collected(module: ast.Module, module_name: str, path: str, text: str, at: S
         collector.star_uses = free_names(text, path)
     collector.visit(module)
     return collector
-
-
-STAR_IMPORT = re.compile(r"\bimport\s+\*")
 
 
 def _imports_upstream_star(module: ast.Module, module_name: str, is_package: bool) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import upstream_tree, write_tree
 from sglang_contracts.check.runner import CheckOptions, run_check
 
@@ -29,9 +31,10 @@ R12_OLD = {A: "x = 1\n\n\ndef f(a, b=1):\n    return a\n"}
 R12_NEW = {A: "def f(a):\n    return a\n"}
 
 
-def test_a_star_import_s_lost_name_and_lost_parameter_are_reported_as_for_an_explicit_import(tmp_path) -> None:
+@pytest.mark.parametrize("star", ["import *", "import*"])
+def test_a_star_import_s_lost_name_and_lost_parameter_are_reported_as_for_an_explicit_import(tmp_path, star) -> None:
     """R12: the lost name at the star import (where an explicit import reports it), the call at the call."""
-    star = _check(tmp_path / "star", R12_OLD, R12_NEW, {"star.py": "from sglang.srt.a import *\nprint(x)\nf(1, b=2)\n"})
+    star = _check(tmp_path / "star", R12_OLD, R12_NEW, {"star.py": f"from sglang.srt.a {star}\nprint(x)\nf(1, b=2)\n"})
     plain = _check(tmp_path / "plain", R12_OLD, R12_NEW,
                    {"star.py": "from sglang.srt.a import x, f\nprint(x)\nf(1, b=2)\n"})
     assert _codes(star) == [("star.py", 1, "SGC102"), ("star.py", 3, "SGC201")]
