@@ -130,8 +130,10 @@ def _with_star_names(facts: FileFacts, given: Callable[[str, frozenset[str]], li
     if not stars:
         return facts
     free = frozenset(fact.name for fact in facts.free_names)
-    giver: dict[str, int] = {}  # name -> the index in `stars` of the import that binds it
-    for index, star in enumerate(stars):  # in the file's order: of two that give a name, the last binds it, as in Python
+    # name -> the index in `stars` of the import that binds it: in the file's order, of two
+    # that give a name the last binds it, as in Python
+    giver: dict[str, int] = {}
+    for index, star in enumerate(stars):
         giver.update(dict.fromkeys(given(star.module, free), index))
     names: dict[int, list[str]] = {}
     for name, index in giver.items():
