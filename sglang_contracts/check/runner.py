@@ -413,7 +413,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
               listed: list[tuple[str, str]] | None) -> CheckResult:
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
     from sglang_contracts.contracts.base import CheckContext
-    from sglang_contracts.project.releasefacts import for_release, judged_release
+    from sglang_contracts.project.releasefacts import for_release, judged_release, with_star_names
     from sglang_contracts.project.serving import NEW, OLD, serving_model
     from sglang_contracts.check.served import judged_as_served
     from sglang_contracts.check.prefetch import prefetch
@@ -427,7 +427,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
 
     # The checks judge what runs on the target release: not branches for other SGLang versions,
     # nor import fallbacks it never takes (project/gates.py).
-    released = for_release(project, new)
+    released = with_star_names(for_release(project, new), old)
     # Which releases each module serves, from the imports as written (the old release's branches too).
     serving = serving_model(project, {OLD: judged_release(project, old), NEW: judged_release(project, new)},
                             options.settings.get("serves", {}))

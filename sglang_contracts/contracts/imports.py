@@ -15,6 +15,7 @@ from sglang_contracts.migrations.edits import module_verdict
 from sglang_contracts.migrations.learn import Question
 from sglang_contracts.diagnostics import Diagnostic, finding
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
+from sglang_contracts.project.releasefacts import upstream_stars
 from sglang_contracts.project.stack import python_floor
 from sglang_contracts.upstream.model import MISSING, Symbol, UpstreamModel, is_upstream
 
@@ -29,6 +30,8 @@ class ImportOutcome:
     broken_on_old: bool  # the contract did not hold on the old release either
     hint: str = ""
     home: str | None = None  # where the new release defines the same object (what the fix imports)
+    # of a star import's statement: the `*` itself, or a name it gives (releasefacts.with_star_names)
+    star: bool = False
 
 
 def _closest(candidates: list[str], reference: str) -> str | None:
@@ -40,11 +43,13 @@ def _closest(candidates: list[str], reference: str) -> str | None:
 def _analyse_imports(ctx: CheckContext) -> list[ImportOutcome]:
     outcomes: list[ImportOutcome] = []
     for facts in ctx.checked_files():
+        stars = {fact.module_position for fact in facts.imports if fact.name == "*"}  # a statement imports `*` or names
         for fact in facts.imports:
             if not is_upstream(fact.module):
                 continue
             outcome = _analyse_one(ctx, facts, fact)
             if outcome is not None:
+                outcome.star = fact.module_position in stars
                 outcomes.append(outcome)
     _add_hints(ctx, outcomes)
     return outcomes
@@ -106,6 +111,8 @@ def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
                 homes[key] = (home_hint(ctx.old, outcome.old, ctx.new, outcome.fact.name, candidates, reference),
                               moved_home(ctx.old, outcome.old, ctx.new, outcome.fact.name, candidates, reference))
             outcome.hint, outcome.home = homes[key]
+            if outcome.star:
+                outcome.home = None  # no statement imports the name: none to move (STAR_NOT_REWRITTEN)
         else:
             _add_module_hint(ctx, outcome, statements, found)
 
@@ -126,7 +133,7 @@ def _add_module_hint(ctx: CheckContext, outcome: ImportOutcome, statements: dict
     imported = statements.get((outcome.facts.path, outcome.fact.module_position), [])
     same_leaf = ctx.new.find_modules_named(leaf)
     outcome.hint = module_hint(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf, found)
-    if imported:
+    if imported and not outcome.star:
         outcome.home = moved_module(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf)
 
 
@@ -140,9 +147,15 @@ def _severity(outcome: ImportOutcome) -> str | None:
     return "warning" if outcome.fact.type_checking else None
 
 
+def _guarded(outcome: ImportOutcome) -> bool:
+    """Does the guard around the import catch the loss? A star import never fails for a name
+    its module lacks (the name's use does): only for its module's."""
+    return outcome.fact.guarded and (outcome.change == "module-gone" or not outcome.star)
+
+
 def _lost(ctx: CheckContext, change: str) -> Iterator[ImportOutcome]:
     for outcome in import_outcomes(ctx):
-        if outcome.change != change or outcome.fact.guarded:
+        if outcome.change != change or _guarded(outcome):
             continue
         if outcome.broken_on_old and not ctx.report_unresolved:
             continue
@@ -160,6 +173,11 @@ def _broken_before(ctx: CheckContext, outcome: ImportOutcome) -> str:
     return f", nor in {ctx.old_version}"
 
 
+# Why `fix` leaves a star import as it is: what `*` binds from another module, beyond the names
+# the file reads, is nothing this tool verifies (a name it adds may shadow one the file uses).
+STAR_NOT_REWRITTEN = "a star import is not rewritten: what `*` would bind from another module is not verified"
+
+
 @contract("SGC101", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def imported_module_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     seen: set[tuple[str, Position]] = set()
@@ -172,6 +190,8 @@ def imported_module_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
             continue  # one report per statement, not per imported name
         seen.add(key)
         migration = _module_migration(ctx, outcome) if _migrated(outcome) else {}
+        if outcome.star:
+            migration = {"unmigrated": STAR_NOT_REWRITTEN}
         yield finding("SGC101", outcome.facts, outcome.fact.module_position, outcome.fact.module,
                       severity=_severity(outcome), module=outcome.fact.module, old=ctx.old_version,
                       new=ctx.new_version, hint=outcome.hint, before=_broken_before(ctx, outcome), **migration)
@@ -260,7 +280,7 @@ def reexport_origin_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
 @contract("SGC104", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def guarded_import_falls_back(ctx: CheckContext) -> Iterator[Diagnostic]:
     for outcome in import_outcomes(ctx):
-        if not outcome.fact.guarded or outcome.broken_on_old or outcome.change in ("origin-moved", "name-unverified"):
+        if not _guarded(outcome) or outcome.broken_on_old or outcome.change in ("origin-moved", "name-unverified"):
             continue
         position = outcome.fact.module_position if outcome.change == "module-gone" else outcome.fact.position
         what = f"module {outcome.fact.module}" if outcome.change == "module-gone" else outcome.fact.target
@@ -394,3 +414,21 @@ def unanalysable_file(ctx: CheckContext) -> Iterator[Diagnostic]:
         line, col, message = facts.parse_error
         yield finding("SGC000", facts, Position(line, col), "", what="cannot parse this file", error=message,
                       unchecked=NOT_CHECKED, hint=hint)
+    yield from _unreadable_stars(ctx)
+
+
+def _unreadable_stars(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """A star import of an SGLang module whose names the old release does not tell (computed
+    in a way not evaluated, set at run time, an extension module's): the names the file reads
+    and binds nowhere else are not judged, said once at the import (a warning: could not
+    verify, as a name a module may set at run time is)."""
+    for facts in ctx.checked_files():
+        unbound = [free.name for free in facts.free_names if free.name not in facts.bindings()]
+        for fact in upstream_stars(facts) if unbound else ():
+            why = ctx.old.star_unreadable(fact.module)
+            if why:
+                shown = ", ".join(unbound[:5]) + (", ..." if len(unbound) > 5 else "")
+                yield finding("SGC000", facts, fact.position, fact.module, severity="warning",
+                              what=f"cannot tell the names `from {fact.module} import *` binds in sglang "
+                                   f"{ctx.old_version}", error=why,
+                              unchecked=f"the contracts of those this file reads ({shown}) are not checked", hint="")

@@ -274,6 +274,16 @@ class DispatchFact:
     package: str = ""
 
 
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
+class FreeNameFact:
+    """A name the file reads and binds nowhere itself, nor is a builtin (scopes.free_names), kept
+    where the file star-imports an SGLang module: what that import may bind (which it does is
+    the release's to say: releasefacts.with_star_names). One list per file, not per star import:
+    a file of many star imports and many names would hold their product."""
+
+    name: str
+
+
 @dataclass
 class FileFacts:
     path: str  # relative to the project root, POSIX
@@ -293,6 +303,7 @@ class FileFacts:
     gates: list[GateFact] = field(default_factory=list)  # innermost last where they nest
     conditions: list[ConditionFact] = field(default_factory=list)
     dispatches: list[DispatchFact] = field(default_factory=list)
+    free_names: list[FreeNameFact] = field(default_factory=list)
     noqa: dict[int, list[str] | None] = field(default_factory=dict)  # line -> codes, None = all
     parse_error: tuple[int, int, str] | None = None
     problem: Problem | None = None  # the scan stopped short: a bug (SGC001) or a tree too deep (SGC000)
@@ -471,7 +482,7 @@ FACT_LISTS: dict[str, type] = {
     "imports": ImportFact, "attributes": AttributeFact, "classes": ClassFact, "calls": CallFact, "reads": ReadFact,
     "patches": PatchFact, "functions": FunctionFact, "probes": ProbeFact, "source_probes": SourceProbeFact,
     "specs": SpecFact, "flags": FlagFact, "strings": StringsFact, "gates": GateFact, "conditions": ConditionFact,
-    "dispatches": DispatchFact,
+    "dispatches": DispatchFact, "free_names": FreeNameFact,
 }
 
 

@@ -3,6 +3,10 @@
 Facts under a gate (project/gates.py) that does not hold on the target release (a branch for
 other SGLang versions, an import fallback the target release never takes) are left out, so
 no check reports them as breaks of the bump and no name resolves through them.
+
+A star import of an SGLang module (`from sglang.srt.a import *`) binds, of the names the file
+reads and binds nowhere itself (FileFacts.free_names), those the module exported on the old release:
+each is given to the checks as the `from sglang.srt.a import name` it stands for (with_star_names).
 """
 
 from __future__ import annotations
@@ -10,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from sglang_contracts.project.facts import FACT_LISTS, FileFacts, GateFact, Position
+from sglang_contracts.project.facts import FACT_LISTS, FileFacts, GateFact, ImportFact, Position
 from sglang_contracts.project.gates import Gate, Release, runs_on
 from sglang_contracts.project.index import ProjectIndex
-from sglang_contracts.upstream.model import UpstreamModel
+from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 
 
 def release_of(model: UpstreamModel) -> Release:
@@ -94,3 +98,56 @@ def _exports(files: dict[str, FileFacts]) -> dict[str, dict[str, str]]:
             if fact.module_level and fact.name != "*":
                 table[fact.bound] = fact.binds
     return exports
+
+
+def with_star_names(project: ProjectIndex, old: UpstreamModel) -> ProjectIndex:
+    """The project with each name a star import of an SGLang module gives a file imported by
+    name: every rule that judges `from m import name` (a lost name, a call, an attribute, a
+    subclass, a monkeypatch) judges it. Which names the import gives is the old release's
+    answer, the one the project was written against: a name only the new release exports is
+    no contract the project made. The same index when no file star-imports SGLang."""
+    gives: dict[tuple[str, str], bool] = {}  # (module, name) -> does `from module import *` give it: files ask alike
+
+    def given(module: str, names: frozenset[str]) -> list[str]:
+        """Of `names`, those the module's star import gives (asked of the fewer: the names it may give, or those)."""
+        found = []
+        for name in sorted(old.star_names(module) & names):  # sorted: the same facts run after run
+            if (module, name) not in gives:
+                gives[module, name] = old.star_gives(module, name).found
+            if gives[module, name]:
+                found.append(name)
+        return found
+
+    files = {relpath: _with_star_names(facts, given) for relpath, facts in project.files.items()}
+    if all(facts is project.files[relpath] for relpath, facts in files.items()):
+        return project
+    return dataclasses.replace(project, files=files)
+
+
+def _with_star_names(facts: FileFacts, given: Callable[[str, frozenset[str]], list[str]]) -> FileFacts:
+    """A file's facts with a `from m import name` after each star import for each name it gives."""
+    stars = upstream_stars(facts) if facts.free_names else []
+    if not stars:
+        return facts
+    free = frozenset(fact.name for fact in facts.free_names)
+    # name -> the index in `stars` of the import that binds it: in the file's order, of two
+    # that give a name the last binds it, as in Python
+    giver: dict[str, int] = {}
+    for index, star in enumerate(stars):
+        giver.update(dict.fromkeys(given(star.module, free), index))
+    names: dict[int, list[str]] = {}
+    for name, index in giver.items():
+        names.setdefault(id(stars[index]), []).append(name)
+    # At the star import's own position, as an explicit import reports at its statement: what
+    # rules an import decides is said where the name is imported (a `# noqa` there covers it);
+    # what the file does with the name (a call, a read) is judged where it does it.
+    imports = []
+    for fact in facts.imports:
+        imports.append(fact)
+        imports += [dataclasses.replace(fact, name=name, bound=name) for name in names.get(id(fact), ())]
+    return dataclasses.replace(facts, imports=imports)
+
+
+def upstream_stars(facts: FileFacts) -> list[ImportFact]:
+    """The file's star imports of SGLang modules (`from sglang.srt.a import *`), in its order."""
+    return [fact for fact in facts.imports if fact.name == "*" and is_upstream(fact.module)]

@@ -21,6 +21,7 @@ from sglang_contracts.project.facts import (
     DispatchFact,
     FileFacts,
     FlagFact,
+    FreeNameFact,
     FunctionFact,
     GateFact,
     ImportFact,
@@ -53,6 +54,7 @@ from sglang_contracts.project.scopes import (
     call_types,
     decorator_names,
     dotted_chain,
+    free_names,
     full_name,
     function_types,
     module_rebound,
@@ -72,6 +74,7 @@ PROBES = {"getattr", "hasattr", "setattr", "delattr", "patch", "object", "signat
 # `monkeypatch.setattr("a.b.c", v)`, `monkeypatch.delattr("a.b.c")`); the builtins take no target.
 PATCHERS = {"patch", "setattr", "delattr"}
 SOURCE_GETTERS = {"getsource"}
+STAR_IMPORT = re.compile(r"\bimport[\s\\]*\*")  # a text that shows none needs no look for one in its tree
 TEXT_METHODS = {"replace", "find", "rfind", "index", "rindex", "count", "startswith", "endswith", "split", "partition"}
 REGEX_FUNCTIONS = {"search", "match", "fullmatch", "sub", "subn", "findall", "finditer", "split"}
 MOCKS = {"Mock", "MagicMock", "NonCallableMock", "NonCallableMagicMock", "AsyncMock"}
@@ -367,6 +370,9 @@ class _Collector:
         self.gates: list[GateFact] = []  # blocks under a condition on the release, outer ones first
         self.templates = dispatches.TemplateReader(self.conditions)  # module names built from the version
         self.dispatches: list[DispatchFact] = []
+        # The names the module reads and binds nowhere (scopes.free_names), where it star-imports
+        # an SGLang module: what that import may bind, each taken for an import-bound name
+        self.star_uses: tuple[str, ...] = ()
 
     def visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.expr):
@@ -595,6 +601,9 @@ class _Collector:
             fact = {"module": module, "name": alias.name, "bound": bound, **self._context()}
             self.factories.add(bound)
             self.import_bound.add(bound)
+            if bound == "*" and is_upstream(module):
+                self.factories.update(self.star_uses)
+                self.import_bound.update(self.star_uses)
             self.imports.append((fact, self.at.start(alias), anchor))
         return False
 
@@ -1549,7 +1558,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     """Visit the parsed module and fill `facts` with what matters for SGLang's contracts."""
     at = SourcePositions(text)
     collector = _collected(module, module_name, path, text, at)
-    bound_names = {fact["bound"] for fact, _, _ in collector.imports}
+    bound_names = {fact["bound"] for fact, _, _ in collector.imports} | set(collector.star_uses)
     patches = _kept_patches(collector.patches, bound_names)
     foreign = _foreign_names(collector.imports, packages)
     facts.imports = [ImportFact(position=where, module_position=anchor, **fact) for fact, where, anchor in collector.imports]
@@ -1569,6 +1578,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     facts.dispatches = collector.dispatches
     facts.conditions = [ConditionFact(name, gate) for name, gate in collector.conditions.module_conditions().items()]
     facts.strings = _strings_facts(collector.strings, text)
+    facts.free_names = [FreeNameFact(name) for name in collector.star_uses]
 
 
 def _collected(module: ast.Module, module_name: str, path: str, text: str, at: SourcePositions) -> _Collector:
@@ -1580,8 +1590,16 @@ def _collected(module: ast.Module, module_name: str, path: str, text: str, at: S
     collector.bound_methods = bound_methods(module, text)
     collector.returns = module_returns(module, text)
     collector.module_types = body_types(module.body, module, text, collector.returns)
+    if STAR_IMPORT.search(text) and _imports_upstream_star(module, module_name, collector.is_package):
+        collector.star_uses = free_names(text, path)
     collector.visit(module)
     return collector
+
+
+def _imports_upstream_star(module: ast.Module, module_name: str, is_package: bool) -> bool:
+    """Does the module star-import an SGLang module (`from sglang.srt.a import *`)?"""
+    return any(type(node) is ast.ImportFrom and any(alias.name == "*" for alias in node.names)
+               and is_upstream(absolute_import(node, module_name, is_package) or "") for node in ast.walk(module))
 
 
 def _foreign_names(imports: list[tuple[dict, Position, Position]], packages: tuple[str, ...]) -> set[str]:

@@ -9,7 +9,10 @@ contract is never judged on a guess.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
+import symtable
+import warnings
 from collections import deque
 from collections.abc import Callable
 
@@ -22,6 +25,9 @@ CONTAINERS = {"list", "sequence", "iterable", "iterator", "set", "frozenset", "d
 NOT_A_TYPE = {"None", "Any", "typing.Any", "object"}
 POISON: tuple[str, ...] = ()  # "bound to something we cannot type"
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# What a module reads without binding it that no import gives: the builtins, and the globals
+# Python sets in every module (`__name__`, `__doc__` and the like are builtins' names too).
+PRESET_NAMES = frozenset(dir(builtins)) | {"__file__", "__cached__", "__builtins__", "__path__", "__annotations__"}
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -670,3 +676,29 @@ def _module_functions(module: ast.Module) -> list[tuple[str, Function]]:
 def _builds_bare(function: Function, lines: list[str] | None) -> bool:
     """Does the function's text spell `__new__` (`lines`: the module's, None when it spells none)?"""
     return lines is not None and any("__new__" in line for line in lines[function.lineno - 1:function.end_lineno])
+
+
+def free_names(text: str, path: str) -> tuple[str, ...]:
+    """The names a module reads and binds nowhere itself, sorted: not at its top level (an
+    assignment, a definition, an import, a function's `global` one), not in the function,
+    class or comprehension that reads them, and no builtin. What a `from m import *` may give
+    it. Python's own scope analysis (symtable) decides; a module it cannot analyse, which
+    Python could not compile either, reads none."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # compiling's warnings are the code's linters' business
+        try:
+            top = symtable.symtable(text, path, "exec")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return ()
+    read: set[str] = set()
+    bound: set[str] = set()
+    pending = [top]
+    while pending:  # a stack, not recursion: scopes nest as deep as the code does
+        table = pending.pop()
+        pending.extend(table.get_children())
+        for symbol in table.get_symbols():
+            if (table is top or symbol.is_declared_global()) and (symbol.is_assigned() or symbol.is_imported()):
+                bound.add(symbol.get_name())
+            elif symbol.is_referenced() and (table is top or symbol.is_global()):
+                read.add(symbol.get_name())
+    return tuple(sorted(read - bound - PRESET_NAMES))

@@ -419,6 +419,7 @@ class UpstreamModel:
         self._spans: dict[str, dict[str, dict[str, list[list[int]]]] | None] = {}  # module -> definition_spans
         self._paths: dict[str, Symbol] = {}  # resolve_path's answers
         self._names: dict[tuple[str, str], Symbol] = {}  # resolve_name's answers
+        self._star_names: dict[str, frozenset[str]] = {}  # star_names' answers
         self.mro = lru_cache(maxsize=None)(self._mro)
         self.member = lru_cache(maxsize=None)(self._member)
         self.resolve_class = lru_cache(maxsize=None)(self._resolve_class)
@@ -700,6 +701,61 @@ class UpstreamModel:
         if "__getattr__" in record.bindings:
             return UNKNOWN  # PEP 562 module __getattr__ can produce any name
         return set_at_run_time(module_name) if record.dynamic else MISSING
+
+    def star_gives(self, module_name: str, name: str) -> Symbol:
+        """What `from module_name import *` binds `name` to: found where the module exports it
+        (its `__all__`, else its public names, through its own star imports as resolve_name
+        follows them), missing where it does not, unknown where that cannot be told."""
+        return _followed(self._through_star(module_name, name, set()))
+
+    def star_names(self, module_name: str) -> frozenset[str]:
+        """The names `from module_name import *` may bind (star_gives decides each): its
+        `__all__`'s, every global of a module that computes it; without one, its public names
+        and those of its own star imports'. A bound to ask star_gives by: a project file reads
+        names by the thousand, and star-imports as many modules."""
+        found = self._star_names.get(module_name)
+        if found is None:
+            names: set[str] = set()
+            pending, seen = [module_name], set()
+            while pending:  # a stack: star imports chain as deep as upstream writes them
+                current = pending.pop()
+                record = self.module(current) if current not in seen and is_upstream(current) else None
+                seen.add(current)
+                if record is None:
+                    continue
+                if isinstance(record.exports, list):
+                    names.update(record.exports)
+                elif isinstance(record.exports, dict):
+                    names.update(record.exports.get("names", ()), record.bindings)
+                else:
+                    names.update(name for name in record.bindings if not name.startswith("_"))
+                    pending.extend(record.wildcards)
+            found = self._star_names[module_name] = frozenset(names)
+        return found
+
+    def star_unreadable(self, module_name: str) -> str | None:
+        """Why the names `from module_name import *` binds cannot be told: its code cannot be
+        known, it sets names at run time or computes its `__all__` in a way not evaluated, or
+        it has no `__all__` and star-imports such a module, or one outside SGLang. None when
+        they can, or when the module is missing or could not be read (reported as such at
+        every import of it, runner._upstream_problems)."""
+        pending, seen = [module_name], set()
+        while pending:  # a stack: star imports chain as deep as upstream writes them
+            current = pending.pop()
+            record = self.module(current) if current not in seen else None
+            seen.add(current)
+            if record is None or record.problem is not None:
+                continue
+            why = (f"{current} cannot be read ({record.opaque})" if record.opaque
+                   else self.module_unverifiable(current))
+            if why:
+                return why
+            if record.exports is None:  # an `__all__` names every name; without it the stars' names are all given
+                outside = next((star for star in record.wildcards if not is_upstream(star)), None)
+                if outside is not None:
+                    return f"{current} star-imports {outside}, whose names are not SGLang's to know"
+                pending.extend(record.wildcards)
+        return None
 
     def _through_star(self, star_module: str, name: str, seen: set[tuple[str, str]]) -> Resolution:
         if not is_upstream(star_module):

@@ -867,3 +867,23 @@ def test_a_re_check_of_files_whose_imports_reach_no_new_package_keeps_the_first_
         if relpath == "app/c_other.py":  # the re-check's own (the full run's follow in the forked copy)
             assert set(followed[:2]) == {"sglang.srt.constrained.tokens"}, followed
         assert [d.message for d in result.diagnostics if d.code == "SGC705"] == [reported.message]
+
+
+def test_an_edit_that_starts_using_a_name_a_star_import_gives_is_judged_in_the_re_check(tmp_path, plans) -> None:
+    """The names a file reads for a star import to give (FileFacts.free_names): an edit that
+    starts calling one is judged in the re-check, the other file's finding kept from the record."""
+    from tests.helpers import upstream_tree, write_tree
+
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/a.py": "x = 1\n\n\ndef f(a, b=1):\n    return a\n"}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/a.py": "def f(a):\n    return a\n"}, "0.2.0")
+    project = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n",
+        "app/m.py": "from sglang.srt.a import *\n\nprint(1)\n",
+        "app/other.py": "from sglang.srt.a import *\n\nprint(x)\n",
+    })
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, workers=1)
+    assert [(d.path, d.code) for d in run_check([project], options).diagnostics] == [("app/other.py", "SGC102")]
+    edit(project / "app" / "m.py", "print(1)", "print(f(1, b=2))")
+    after = same_as_a_full_run(project, options)
+    assert not plans[-1].full and "app/other.py" not in plans[-1].recomputed
+    assert [(d.path, d.code) for d in after.diagnostics] == [("app/m.py", "SGC201"), ("app/other.py", "SGC102")]

@@ -403,3 +403,40 @@ def test_a_body_of_thousands_of_names_typed_from_others_is_typed_in_linear_work(
         facts = scan_source("app/m.py", "app.m", "from sglang.srt.a import C\n" + body + function)
         assert 0 < handed["names"] <= 4 * size, (size, handed)
         assert facts.problem is None
+
+
+def test_many_star_imports_of_a_module_and_many_names_cost_their_sum(project, releases, monkeypatch) -> None:
+    """A file of K star imports of one SGLang module reading N names it gives: the file's facts
+    hold the N names once (not once per star import: their product, in its cache record), the
+    old release is asked of each name once, and each lost name is one finding, at the last
+    star import, the one that binds it. Counted, not timed."""
+    import dataclasses
+    import json
+
+    from sglang_contracts.check.runner import CheckOptions, Fresh, run_check
+    from sglang_contracts.project.scanner import scan_source
+    from sglang_contracts.upstream.model import UpstreamModel
+
+    asked = []
+    star_gives = UpstreamModel.star_gives
+
+    def counting(model, module, name):
+        asked.append((module, name))
+        return star_gives(model, module, name)
+
+    monkeypatch.setattr(UpstreamModel, "star_gives", counting)
+    monkeypatch.setattr(Fresh, "checks_in_two", False)  # every rule in this process, where it is counted
+    old, new = releases
+    stars, names = 200, 300
+    write(old, {"sglang/srt/many.py": "".join(f"v{index} = {index}\n" for index in range(names))})
+    write(new, {"sglang/srt/many.py": "w = 0\n"})
+    text = "from sglang.srt.many import *\n" * stars + "".join(f"print(v{index})\n" for index in range(names))
+    write(project, {"app/stars.py": text})
+    facts = scan_source("app/stars.py", "app.stars", text)
+    assert len(facts.free_names) == names
+    assert len(json.dumps(facts.to_json())) < 10 * len(text)  # the names once per star import: 40 times
+    result = run_check([project], dataclasses.replace(CheckOptions(old=str(old), new=str(new), use_cache=False,
+                                                                   workers=1)))
+    lost = [(d.line, d.code) for d in result.diagnostics if d.path == "app/stars.py"]
+    assert lost == [(stars, "SGC102")] * names
+    assert len(asked) == len(set(asked)) == names

@@ -1,0 +1,131 @@
+"""A star import of an SGLang module binds what the module exported on the old release: each name
+the file reads and binds nowhere itself is judged as `from m import name` would be (campaign 9, R12)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import upstream_tree, write_tree
+from sglang_contracts.check.runner import CheckOptions, run_check
+
+A = "sglang/srt/a.py"
+
+
+def _check(tmp_path: Path, old: dict[str, str], new: dict[str, str], files: dict[str, str],
+           **options) -> list[tuple[str, int, int, str, str]]:
+    """(path, line, col, code, severity) of each finding of `files` from `old` to `new`."""
+    project = write_tree(tmp_path / "p", {"pyproject.toml": '[project]\nname = "p"\n', **files})
+    result = run_check([project], CheckOptions(old=str(upstream_tree(tmp_path / "old", old, "1.0.0")),
+                                               new=str(upstream_tree(tmp_path / "new", new, "1.0.1")),
+                                               cache_dir=tmp_path / "cache", workers=1, **options))
+    return [(d.path, d.line, d.col, d.code, d.severity) for d in result.diagnostics]
+
+
+def _codes(found: list[tuple[str, int, int, str, str]]) -> list[tuple[str, int, str]]:
+    return [(path, line, code) for path, line, _, code, _ in found]
+
+
+R12_OLD = {A: "x = 1\n\n\ndef f(a, b=1):\n    return a\n"}
+R12_NEW = {A: "def f(a):\n    return a\n"}
+
+
+@pytest.mark.parametrize("star", ["import *", "import*"])
+def test_a_star_import_s_lost_name_and_lost_parameter_are_reported_as_for_an_explicit_import(tmp_path, star) -> None:
+    """R12: the lost name at the star import (where an explicit import reports it), the call at the call."""
+    star = _check(tmp_path / "star", R12_OLD, R12_NEW, {"star.py": f"from sglang.srt.a {star}\nprint(x)\nf(1, b=2)\n"})
+    plain = _check(tmp_path / "plain", R12_OLD, R12_NEW,
+                   {"star.py": "from sglang.srt.a import x, f\nprint(x)\nf(1, b=2)\n"})
+    assert _codes(star) == [("star.py", 1, "SGC102"), ("star.py", 3, "SGC201")]
+    assert _codes(star) == _codes(plain)
+
+
+def test_names_the_file_binds_itself_and_builtins_are_not_the_star_import_s(tmp_path) -> None:
+    """`x` assigned in the module, `len` a builtin, `f` a parameter where it is called there: none
+    is upstream's, though the module lost `x` and `len`; the module-level call of `f` is."""
+    old = {A: "x = 1\nlen = 2\n\n\ndef f(a, b=1):\n    return a\n"}
+    new = {A: "def f(a):\n    return a\n"}
+    found = _check(tmp_path, old, new, {"m.py": "from sglang.srt.a import *\n\nx = 2\nprint(x, len([]))\n\n\n"
+                                                "def g(f):\n    return f(1, b=2)\n\n\nf(1, b=2)\n"})
+    assert _codes(found) == [("m.py", 11, "SGC201")]
+
+
+def test_all_limits_the_names_a_star_import_binds(tmp_path) -> None:
+    """`__all__` leaves `x` out: the file's `x` is not the module's, and its loss is no contract; `f`'s is."""
+    old = {A: "__all__ = ['f']\nx = 1\n\n\ndef f(a, b=1):\n    return a\n"}
+    new = {A: "__all__ = ['f']\n\n\ndef f(a):\n    return a\n"}
+    found = _check(tmp_path, old, new, {"m.py": "from sglang.srt.a import *\nprint(x)\nf(1, b=2)\n"})
+    assert _codes(found) == [("m.py", 3, "SGC201")]
+
+
+def test_a_name_only_the_new_release_gives_is_no_contract(tmp_path) -> None:
+    """`g` came with the new release: the project did not get it from the star import it was
+    written against (its call is not judged), while `f`, which the old release gave, is."""
+    old = {A: "def f(a, b=1):\n    return a\n"}
+    new = {A: "def f(a):\n    return a\n\n\ndef g(a):\n    return a\n"}
+    found = _check(tmp_path, old, new, {"m.py": "from sglang.srt.a import *\ng(1, b=2)\nf(1, b=2)\n"})
+    assert _codes(found) == [("m.py", 3, "SGC201")]
+
+
+def test_names_given_through_upstream_s_own_star_imports_are_judged(tmp_path) -> None:
+    """The package re-exports its submodule with a star import of its own; the private name is not given."""
+    old = {"sglang/srt/__init__.py": "from sglang.srt.a import *\n", **R12_OLD}
+    new = {"sglang/srt/__init__.py": "from sglang.srt.a import *\n", **R12_NEW}
+    found = _check(tmp_path, old, new, {"m.py": "from sglang.srt import *\nprint(x)\nf(1, b=2)\n"})
+    assert _codes(found) == [("m.py", 1, "SGC102"), ("m.py", 3, "SGC201")]
+
+
+def test_of_two_star_imports_that_give_a_name_the_last_binds_it(tmp_path) -> None:
+    """`f` of sglang.srt.b, imported last, still takes `b`; sglang.srt.a's lost it."""
+    old = {**R12_OLD, "sglang/srt/b.py": "def f(a, b=1):\n    return a\n"}
+    new = {**R12_NEW, "sglang/srt/b.py": "def f(a, b=1):\n    return a\n"}
+    last_b = _check(tmp_path / "b", old, new, {"m.py": "from sglang.srt.a import *\nfrom sglang.srt.b import *\n"
+                                                       "f(1, b=2)\n"})
+    last_a = _check(tmp_path / "a", old, new, {"m.py": "from sglang.srt.b import *\nfrom sglang.srt.a import *\n"
+                                                       "f(1, b=2)\n"})
+    assert last_b == []
+    assert _codes(last_a) == [("m.py", 3, "SGC201")]
+
+
+def test_a_guarded_star_import_does_not_fall_back_for_a_lost_name(tmp_path) -> None:
+    """`from m import *` does not fail when m lost a name (its use does): SGC102, not SGC104."""
+    found = _check(tmp_path, R12_OLD, R12_NEW, {"m.py": "try:\n    from sglang.srt.a import *\nexcept ImportError:\n"
+                                                        "    pass\nprint(x)\n"})
+    assert _codes(found) == [("m.py", 2, "SGC102")]
+
+
+def test_a_star_import_whose_names_cannot_be_told_says_they_are_not_checked(tmp_path) -> None:
+    """An `__all__` computed in a way not evaluated: one warning at the import, the names it leaves unjudged."""
+    computed = "def f(a, b=1):\n    return a\n\n\n__all__ = [n for n, v in list(globals().items()) if callable(v)]\n"
+    found = _check(tmp_path, {A: computed}, {A: computed}, {"m.py": "from sglang.srt.a import *\nf(1)\nf(2)\n"})
+    assert found == [("m.py", 1, 26, "SGC000", "warning")]
+
+
+def test_fix_leaves_a_star_import_of_a_moved_module_as_it_is(tmp_path, capsys) -> None:
+    """The module moved, with every name the file reads: the star import is not rewritten to
+    the new one (what its `*` binds there beyond those names is not verified), and fix says so."""
+    from sglang_contracts.cli import main
+
+    old = upstream_tree(tmp_path / "old", R12_OLD, "1.0.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/b.py": R12_OLD[A]}, "1.0.1")
+    written = "from sglang.srt.a import *\nprint(x)\nf(1, b=2)\n"
+    project = write_tree(tmp_path / "p", {"pyproject.toml": '[project]\nname = "p"\n', "m.py": written})
+    main(["fix", str(project), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "cache")])
+    assert (project / "m.py").read_text() == written
+    assert "SGC101 not fixed: a star import is not rewritten" in capsys.readouterr().err
+
+
+def test_fix_does_not_move_a_name_a_star_import_gave_to_its_verified_home(tmp_path, capsys) -> None:
+    """`g` is defined, the same, in sglang.srt.b now: reported with its home, but no statement
+    imports it by name, and the star import is left as it is."""
+    from sglang_contracts.cli import main
+
+    helper = "def g(a):\n    return a + 1\n"
+    old = upstream_tree(tmp_path / "old", {A: helper}, "1.0.0")
+    new = upstream_tree(tmp_path / "new", {A: "", "sglang/srt/b.py": helper}, "1.0.1")
+    written = "from sglang.srt.a import *\nprint(g(1))\n"
+    project = write_tree(tmp_path / "p", {"pyproject.toml": '[project]\nname = "p"\n', "m.py": written})
+    main(["fix", str(project), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "cache")])
+    assert (project / "m.py").read_text() == written
+    assert "m.py:1:26: SGC102 g is no longer importable" in capsys.readouterr().out
