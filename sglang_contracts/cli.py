@@ -34,6 +34,7 @@ MAX_IDLE_SECONDS = 7 * 24 * 3600.0  # a week: `inf` or 1e309 would be a daemon t
 INTERRUPTED = 130  # 128 + SIGINT
 TERMINATED = 143  # 128 + SIGTERM
 READER_LEFT = 141  # 128 + SIGPIPE, as a shell tells of a writer whose reader left: the status was not yet known
+NAMED_FILES = "--files"  # the pre-commit hooks' entry ends with it: see _paths_after_files
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                f"source error (one line on standard error); {INCOMPLETE} the report was written but is incomplete\n"
                f"(an internal error, SGC001), whatever --exit-zero says; {READER_LEFT} the reader of the output left.")
     _add_run_options(check)
+    _add_named_files_option(check)
     check.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when something is reported")
     check.add_argument("--report-unresolved", action="store_true", default=None,
@@ -72,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     fix = commands.add_parser("fix", help="rewrite what the bump breaks where the new release makes the fix certain")
     _add_run_options(fix)
+    _add_named_files_option(fix)
     fix.add_argument("--baseline", type=Path, metavar="FILE", help="leave the findings this baseline accepts")
     fix.add_argument("--diff", action="store_true", help="print the unified diff and write nothing (exit 1 if it would change a file)")
     fix.add_argument("--unsafe-fixes", action="store_true", help="also apply the fixes marked unsafe (judgements to review)")
@@ -156,6 +159,26 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--package-index", metavar="URL|DIR|none", type=_index_location,
                         help="where the dependency closure reads package metadata (default: pip's configured index; "
                              "none: the cache only)")
+
+
+def _add_named_files_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(NAMED_FILES, action="store_true",
+                        help="after it, an argument naming an existing file is a path even where it looks like an "
+                             "option (a file named --exit-zero); the pre-commit hooks' entry ends with it")
+
+
+def _paths_after_files(argv: list[str]) -> list[str]:
+    """`argv` with each argument after `--files` that names an existing file (or folder) and
+    looks like an option written `./NAME`, which no parser takes for one. pre-commit appends the
+    names of the files to check after the hook's `args`, with no `--` (which would make the
+    `args` paths too): a committed file named `--exit-zero` was that flag, and the hook passed
+    with findings (campaign 10, R03). The hook's `args` stay options, but for one that a file of
+    the same name shadows: a path then, which turns the option off, never another one on."""
+    if NAMED_FILES not in argv:
+        return argv
+    at = argv.index(NAMED_FILES) + 1
+    return [*argv[:at], *(os.path.join(os.curdir, part) if part.startswith("-") and os.path.lexists(part) else part
+                          for part in argv[at:])]
 
 
 def _add_cache_options(parser: argparse.ArgumentParser) -> None:
@@ -515,12 +538,12 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     blocking_standard_streams()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = _paths_after_files(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
     if args.command == "check":
         from sglang_contracts.resident.client import handed_over
 
-        status = _guarded(lambda: handed_over(argv if argv is not None else sys.argv[1:], args))
+        status = _guarded(lambda: handed_over(argv, args))
         if status is not None:  # the project's daemon ran it (resident/)
             return status
         status = run_command(args, argv=argv)

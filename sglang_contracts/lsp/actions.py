@@ -13,19 +13,21 @@ from typing import Any
 from lsprotocol import types
 
 from sglang_contracts.infra.lines import numbered_lines
+from sglang_contracts.lsp.convert import ClientColumns
 
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z0-9, ]+))?", re.I)
 
 
-def code_actions(uri: str, result: Any, relpath: str, text: str,
-                 findings: list[types.Diagnostic]) -> list[types.CodeAction]:
+def code_actions(uri: str, result: Any, relpath: str, text: str, findings: list[types.Diagnostic],
+                 encoding: str | None) -> list[types.CodeAction]:
     """Quick fixes and `# noqa` for the findings the editor asks about; `result` is the last
-    check's CheckResult (None before the first)."""
+    check's CheckResult (None before the first); `encoding`: the client's position encoding."""
     from sglang_contracts.check.fixes import lsp_fixes  # the fix engine loads with the first request
 
     actions: list[types.CodeAction] = []
     lines = numbered_lines(text, keepends=True)
+    columns = ClientColumns(lines, encoding)
     for finding in findings:
         data: dict[str, Any] = finding.data if isinstance(finding.data, dict) else {}
         for title, new_text in lsp_fixes(result, relpath, text, data) if result is not None else ():
@@ -35,7 +37,8 @@ def code_actions(uri: str, result: Any, relpath: str, text: str,
         if line < len(lines):
             actions.append(types.CodeAction(
                 title=f"Silence {finding.code} on this line (# noqa)", kind=types.CodeActionKind.QuickFix,
-                diagnostics=[finding], edit=types.WorkspaceEdit(changes={uri: [_noqa_edit(lines[line], line, str(finding.code))]})))
+                diagnostics=[finding],
+                edit=types.WorkspaceEdit(changes={uri: [_noqa_edit(columns, line, str(finding.code))]})))
     return actions
 
 
@@ -44,9 +47,9 @@ def _whole_file_edit(uri: str, lines: list[str], new_text: str) -> types.Workspa
     return types.WorkspaceEdit(changes={uri: [types.TextEdit(types.Range(types.Position(0, 0), end), new_text)]})
 
 
-def _noqa_edit(line_text: str, line: int, code: str) -> types.TextEdit:
+def _noqa_edit(columns: ClientColumns, line: int, code: str) -> types.TextEdit:
     """Add the code to the line's `# noqa: ...` comment, or a new one at the line's end."""
-    body = line_text.rstrip("\r\n")
+    body = columns.lines[line].rstrip("\r\n")
     match = NOQA.search(body)
     if match and match.group("codes"):
         codes = [c.strip() for c in match.group("codes").split(",") if c.strip()]
@@ -56,4 +59,4 @@ def _noqa_edit(line_text: str, line: int, code: str) -> types.TextEdit:
         replacement, start, end = match.group(), *match.span()
     else:
         replacement, start, end = f"  # noqa: {code}", len(body), len(body)
-    return types.TextEdit(types.Range(types.Position(line, start), types.Position(line, end)), replacement)
+    return types.TextEdit(types.Range(columns.position(line, start), columns.position(line, end)), replacement)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 from lsprotocol import types
 
@@ -15,22 +16,55 @@ SOURCE = "sglang-contracts"
 SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
             "info": types.DiagnosticSeverity.Information}
 WORD = re.compile(r"[\w.]+")
+# Per position encoding a client may negotiate: the characters that each count one unit more
+# than the one code point a Python str index counts (UTF-8: 2 bytes from U+0080, 3 from U+0800
+# (a lone surrogate too), 4 from U+10000). An encoding pygls does not know is UTF-16, as in pygls.
+_ONE_UNIT_MORE = {
+    types.PositionEncodingKind.Utf32: (),
+    types.PositionEncodingKind.Utf16: (re.compile("[\U00010000-\U0010ffff]"),),
+    types.PositionEncodingKind.Utf8: (re.compile("[^\x00-\x7f]"), re.compile("[^\x00-\u07ff]"),
+                                      re.compile("[\U00010000-\U0010ffff]")),
+}
 
 
-def lsp_range(finding: Diagnostic, line_text: str) -> types.Range:
-    """The finding's span (0-based; flake8's columns are characters): its own end where the
-    check knows it, else the dotted name at its column, else one character."""
+class ClientColumns:
+    """Positions in one file's `lines` (the editor's lines: infra.lines.numbered_lines) whose
+    columns count code points, as findings and the server's edits do (Python str indices), as
+    the client counts them: in the position encoding negotiated at initialize (UTF-16 code
+    units unless the client offered UTF-8 or UTF-32). Sent as code points, a character outside
+    the BMP before a finding misplaced its squiggle and put the `# noqa` edit inside the
+    statement (campaign 10, R04). Each line's wide characters are found once: a long line with
+    many findings costs a search per finding, not a walk of the line."""
+
+    def __init__(self, lines: list[str], encoding: str | None) -> None:
+        self.lines = lines
+        self.wider = _ONE_UNIT_MORE.get(encoding, _ONE_UNIT_MORE[types.PositionEncodingKind.Utf16])
+        self._wide: dict[int, list[list[int]]] = {}  # line -> per pattern, where its characters are
+
+    def position(self, line: int, column: int) -> types.Position:
+        if line not in self._wide:
+            text = self.lines[line] if 0 <= line < len(self.lines) else ""
+            self._wide[line] = [] if text.isascii() else [[m.start() for m in p.finditer(text)] for p in self.wider]
+        return types.Position(line, column + sum(bisect_left(found, column) for found in self._wide[line]))
+
+
+def lsp_range(finding: Diagnostic, columns: ClientColumns) -> types.Range:
+    """The finding's span (flake8's columns are characters, 1-based): its own end where the check
+    knows it, else the dotted name at its column, else one character."""
     line, col = max(finding.line - 1, 0), max(finding.col - 1, 0)
     if finding.end_line is not None and finding.end_col is not None:
-        return types.Range(types.Position(line, col), types.Position(max(finding.end_line - 1, 0), max(finding.end_col - 1, 0)))
-    match = WORD.match(line_text, col)
-    return types.Range(types.Position(line, col), types.Position(line, match.end() if match else col + 1))
+        end_line, end_col = max(finding.end_line - 1, 0), max(finding.end_col - 1, 0)
+    else:
+        match = WORD.match(columns.lines[line] if line < len(columns.lines) else "", col)
+        end_line, end_col = line, match.end() if match else col + 1
+    return types.Range(columns.position(line, col), columns.position(end_line, end_col))
 
 
-def lsp_diagnostic(finding: Diagnostic, line_text: str) -> types.Diagnostic:
+def lsp_diagnostic(finding: Diagnostic, columns: ClientColumns) -> types.Diagnostic:
+    """The finding as the editor shows it; `columns`: its file's lines in the client's encoding."""
     reference = _reference(finding.code)
     return types.Diagnostic(
-        range=lsp_range(finding, line_text),
+        range=lsp_range(finding, columns),
         message=finding.message,
         severity=SEVERITY.get(finding.severity, types.DiagnosticSeverity.Error),
         code=finding.code,

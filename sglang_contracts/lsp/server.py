@@ -35,7 +35,7 @@ from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffe
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.roots import project_root_for
 from sglang_contracts.lsp.actions import code_actions
-from sglang_contracts.lsp.convert import contains, hover_text, lsp_diagnostic
+from sglang_contracts.lsp.convert import ClientColumns, contains, hover_text, lsp_diagnostic
 from sglang_contracts.lsp.frames import FrameReader
 
 # Typing is checked once it pauses this long, each change putting the check back (schedule):
@@ -215,7 +215,7 @@ class ContractsServer(LanguageServer):
             return f"internal error: {type(error).__name__}: {error}"
         self.last_result = result  # what code actions fix
         self.last_run = (paths, options, buffers)
-        return _by_uri(result, buffers)
+        return _by_uri(result, buffers, self.workspace.position_encoding)
 
     def _replayed(self) -> bool:
         return self.last_result is not None and self.last_result.replayed_files_with_contracts is not None
@@ -380,7 +380,8 @@ async def code_action(ls: ContractsServer, params: types.CodeActionParams) -> li
         relpath = path
     # A fix may read the releases (a verified home): off the event loop, as the checks run
     return await asyncio.get_running_loop().run_in_executor(
-        None, lambda: code_actions(uri, ls.fixable_result(), relpath, document.source, ours))
+        None, lambda: code_actions(uri, ls.fixable_result(), relpath, document.source, ours,
+                                 ls.workspace.position_encoding))
 
 
 class _OneLine(logging.Filter):
@@ -413,22 +414,21 @@ def main() -> int:
     return 0
 
 
-def _by_uri(result: Any, buffers: dict[str, bytes]) -> dict[str, list[types.Diagnostic]]:
-    """uri -> the editor's diagnostics of each file with findings, each with its line's text
-    (from the unsaved buffer where there is one)."""
+def _by_uri(result: Any, buffers: dict[str, bytes], encoding: str | None) -> dict[str, list[types.Diagnostic]]:
+    """uri -> the editor's diagnostics of each file with findings, their columns counted on the
+    file's lines (the unsaved buffer's where there is one) in the client's position encoding."""
     root = result.project.root
-    texts: dict[str, list[str]] = {}
+    columns: dict[str, ClientColumns] = {}
     by_uri: dict[str, list[types.Diagnostic]] = {}
     for finding in result.diagnostics:
         path = root / finding.path
-        if finding.path not in texts:
+        if finding.path not in columns:
             data = buffers.get(os.path.realpath(path))
             try:
                 data = data or read_limited(path, within=root)
-                texts[finding.path] = numbered_lines(data.decode("utf-8", "replace"))
+                lines = numbered_lines(data.decode("utf-8", "replace"))
             except Unreadable:
-                texts[finding.path] = []
-        lines = texts[finding.path]
-        line_text = lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
-        by_uri.setdefault(from_fs_path(str(path)), []).append(lsp_diagnostic(finding, line_text))
+                lines = []
+            columns[finding.path] = ClientColumns(lines, encoding)
+        by_uri.setdefault(from_fs_path(str(path)), []).append(lsp_diagnostic(finding, columns[finding.path]))
     return by_uri

@@ -210,3 +210,24 @@ def test_a_project_whose_imports_neither_release_has_is_refused(tmp_path, cache_
     (project / "m.py").write_text("from sglang.srt.c import g\n")
     assert main(["check", str(project), "--old", str(old), "--new", str(new)]) == 2
     assert "none of the 1 SGLang modules the project imports was found in either" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command, named", [("check", "--exit-zero"), ("fix", "--diff")])
+def test_after_files_a_file_named_like_an_option_is_a_path(command, named, tmp_path, cache_dir, monkeypatch,
+                                                            capsys) -> None:
+    """The pre-commit hooks' entry ends with `--files`, then come the hook's `args` and the
+    names of the files (no `--`): a committed file named `--exit-zero` made the check pass with
+    findings, one named `--diff` made the fix write nothing (campaign 10, R03). The args stay
+    options; the names are paths."""
+    old, new = _moved_function_releases(tmp_path)
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (project / "m.py").write_text("from sglang.srt.a import g\nprint(g(1, 2))\n")
+    (project / named).write_text("#!/usr/bin/env python\n")
+    monkeypatch.chdir(project)
+    status = main([command, "--files", "--old", str(old), "--new", str(new), named, "m.py"])
+    if command == "check":
+        assert status == 1 and "m.py:1:" in capsys.readouterr().out
+    else:
+        assert status == 0 and (project / "m.py").read_text().startswith("from sglang.srt.b import g\n")

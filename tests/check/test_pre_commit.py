@@ -33,9 +33,9 @@ def try_repo(repo, tmp_path_factory):
     home = tmp_path_factory.mktemp("pre-commit-home")
     cache = tmp_path_factory.mktemp("contracts-cache")
 
-    def run(*files: str, hook: str = "sglang-contracts") -> subprocess.CompletedProcess:
+    def run(*files: str, hook: str = "sglang-contracts", all_files: bool = False) -> subprocess.CompletedProcess:
         command = [sys.executable, "-m", "pre_commit", "try-repo", str(CHECKOUT), hook,
-                   "--color", "never", "--files", *files]
+                   "--color", "never", *(["--all-files"] if all_files else ["--files", *files])]
         # Not checkout_env: inside its own virtualenv the hook must find the package it installed.
         env = {**GIT_IDENTITY, "PATH": __import__("os").environ["PATH"], "HOME": str(home),
                "PRE_COMMIT_HOME": str(home), "SGLANG_CONTRACTS_CACHE": str(cache)}
@@ -75,3 +75,24 @@ def test_fix_hook_rewrites_the_named_files_and_fails_the_commit(try_repo, repo):
         assert (repo / "docs/install.md").read_text().count("sglang==0.9.0") == 1  # not a named file
     finally:
         (repo / "pyproject.toml").write_text(before)
+
+
+def test_a_committed_file_named_like_an_option_is_checked_not_obeyed(try_repo, repo):
+    """pre-commit appends the file names after the hook's args with no `--`: a committed file
+    named `--exit-zero` (a python shebang: pre-commit's type check takes it for python) was the
+    flag, and `pre-commit run --all-files`, the CI job, passed with findings (campaign 10, R03)."""
+    named = repo / "--exit-zero"
+    named.write_text("#!/usr/bin/env python\n")
+    named.chmod(0o755)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "add", "--", named.name], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "a file named like an option"], cwd=repo, check=True)
+    try:
+        result = try_repo(all_files=True)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "Failed" in result.stdout
+        engine = [p for p in EXPECTED if p.startswith("demo_omni/engine.py")]
+        assert engine and set(engine) <= set(reported(result.stdout))
+    finally:
+        subprocess.run([*git, "rm", "-q", "--", named.name], cwd=repo, check=True)
+        subprocess.run([*git, "commit", "-q", "-m", "gone"], cwd=repo, check=True)

@@ -69,16 +69,19 @@ def _workspace(tmp_path: Path, configured: bool) -> Path:
     return root
 
 
-async def _session(root: Path, cache: Path, initialization: dict, body, root_uri: str | None = None) -> None:
-    """A server started in `root`, given `root_uri` as the workspace (`root`'s own by default)."""
+async def _session(root: Path, cache: Path, initialization: dict, body, root_uri: str | None = None,
+                   capabilities: types.ClientCapabilities | None = None) -> None:
+    """A server started in `root`, given `root_uri` as the workspace (`root`'s own by default);
+    the initialize answer's capabilities are the client's `server_capabilities`."""
     client = Client()
     env = {**os.environ, "SGLANG_CONTRACTS_CACHE": str(cache)}
     env.pop("SGLANG_CONTRACTS_DEBUG", None)  # the server must stay up whatever a check meets
     await client.start_io(sys.executable, "-m", "sglang_contracts", "lsp", cwd=str(root), env=env)
     try:
-        await client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(), root_uri=root_uri or from_fs_path(str(root)),
+        answer = await client.initialize_async(types.InitializeParams(
+            capabilities=capabilities or types.ClientCapabilities(), root_uri=root_uri or from_fs_path(str(root)),
             initialization_options=initialization))
+        client.server_capabilities = answer.capabilities
         client.initialized(types.InitializedParams())
         await body(client)
         await client.shutdown_async(None)
@@ -150,6 +153,44 @@ def test_open_edit_close_gives_new_diagnostics(tmp_path):
 
     asyncio.run(_session(root, tmp_path / "cache", {}, body))
     print(f"LSP re-check after an edit: {timings['recheck']:.2f} s (debounce included)")
+
+
+def test_the_server_counts_columns_in_the_encoding_it_announces(tmp_path):
+    """Diagnostics, hover, the `# noqa` edit and an incremental edit all count the units of the
+    position encoding the server announces: UTF-16 by default, UTF-8 or UTF-32 when the client
+    offers it. After characters outside the BMP, code points put the noqa comment inside the
+    import (campaign 10, R04)."""
+    root = _workspace(tmp_path, configured=True)
+    module = root / "demo_omni" / "wide.py"
+    line = f'y = "{WIDE}"; from sglang.srt.layers.quantization import get_quantization_config'
+    module.write_text(line + "\n", encoding="utf-8")
+    uri = from_fs_path(str(module))
+    name = line.index("get_quantization_config")
+
+    async def body(client: Client) -> None:
+        encoding = client.server_capabilities.position_encoding
+        client.text_document_did_open(types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="python", version=1, text=line + "\n")))
+        await client.until(lambda: client.diagnostics.get(uri))
+        (removed,) = client.diagnostics[uri]
+        assert [_index(line, end, encoding) for end in (removed.range.start, removed.range.end)] == [name, len(line)]
+        hover = await client.text_document_hover_async(types.HoverParams(
+            types.TextDocumentIdentifier(uri), removed.range.end))
+        assert hover is not None and hover.range == removed.range
+        actions = await client.text_document_code_action_async(types.CodeActionParams(
+            types.TextDocumentIdentifier(uri), removed.range, types.CodeActionContext(diagnostics=[removed])))
+        (noqa,) = [a for a in actions if "noqa" in a.title]
+        assert _applied(line, noqa.edit.changes[uri][0], encoding) == line + "  # noqa: SGC102"
+        # The editor replaces the name by one the new release keeps, in its own units: no finding.
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            [types.TextDocumentContentChangePartial(range=removed.range, text="Fp8Config")]))
+        await client.until(lambda: not client.diagnostics[uri])
+
+    for offered in (None, ["utf-8"], ["utf-32"]):
+        general = types.GeneralClientCapabilities(position_encodings=offered) if offered else None
+        capabilities = types.ClientCapabilities(general=general)
+        asyncio.run(_session(root, tmp_path / "cache", {}, body, capabilities=capabilities))
 
 
 def test_a_check_that_cannot_run_is_one_message_and_the_server_stays(tmp_path):
@@ -383,14 +424,15 @@ def test_a_diagnostic_links_to_its_rule_entry() -> None:
     general documentation the rule cites (Python's import system for SGC101)."""
     from sglang_contracts.diagnostics import finding_at
     from sglang_contracts.diagnostics.catalog import load_catalog
-    from sglang_contracts.lsp.convert import lsp_diagnostic
+    from sglang_contracts.lsp.convert import ClientColumns, lsp_diagnostic
 
     found = finding_at("SGC101", "app/m.py", 1, 8, "sglang.srt.gone", module="sglang.srt.gone", hint="",
                        old="0.1.0", new="0.2.0")
-    link = lsp_diagnostic(found, "import sglang.srt.gone\n").code_description.href
+    link = lsp_diagnostic(found, ClientColumns(["import sglang.srt.gone"], "utf-16")).code_description.href
     assert link == load_catalog()["SGC101"].source.resolve().as_uri() and link.endswith("/SGC101.toml")
     unknown = finding_at("SGC101", "app/m.py", 1, 8, "x", module="x", hint="", old="0.1.0", new="0.2.0")
-    assert lsp_diagnostic(dataclasses.replace(unknown, code="SGC999"), "x\n").code_description is None
+    unknown_code = dataclasses.replace(unknown, code="SGC999")
+    assert lsp_diagnostic(unknown_code, ClientColumns(["x"], "utf-16")).code_description is None
 
 
 def test_the_noqa_action_edits_the_line_the_editor_numbers() -> None:
@@ -401,9 +443,56 @@ def test_the_noqa_action_edits_the_line_the_editor_numbers() -> None:
 
     text = "import os  # see\u2028the\x0cnotes\nfrom sglang.srt.gone import x\n"
     finding = types.Diagnostic(types.Range(types.Position(1, 28), types.Position(1, 29)), "gone", code="SGC102")
-    (action,) = code_actions("file:///app/m.py", None, "m.py", text, [finding])
+    (action,) = code_actions("file:///app/m.py", None, "m.py", text, [finding], "utf-16")
     (edit,) = action.edit.changes["file:///app/m.py"]
     assert (edit.range.start.line, edit.range.start.character, edit.new_text) == (1, 29, "  # noqa: SGC102")
+
+
+# Characters a UTF-16 client counts as two units (and UTF-8 as four): an emoji, CJK extension B.
+WIDE = "\U0001f600\U00020000"
+ENCODINGS = {"utf-16": "utf-16-le", "utf-8": "utf-8", "utf-32": "utf-32-le"}
+
+
+def _index(line: str, position: types.Position, encoding: str) -> int:
+    """The str index of a position on `line`, its character counted in `encoding`'s code units."""
+    codec = ENCODINGS[encoding]
+    unit = len("a".encode(codec))
+    return len(line.encode(codec)[:position.character * unit].decode(codec))
+
+
+def _applied(line: str, edit: types.TextEdit, encoding: str) -> str:
+    """`line` once an editor counting in `encoding` applies `edit` to it."""
+    start, end = (_index(line, position, encoding) for position in (edit.range.start, edit.range.end))
+    return line[:start] + edit.new_text + line[end:]
+
+
+@pytest.mark.parametrize("encoding", list(ENCODINGS))
+def test_columns_after_characters_outside_the_bmp_are_counted_in_the_clients_encoding(encoding) -> None:
+    """The server announces the encoding pygls negotiated (UTF-16 unless the client offers
+    another): the diagnostic's range and the `# noqa` edits count its units, not code points
+    (campaign 10, R04: the edit landed inside the import, `import  # noqa: SGC102 x`)."""
+    from sglang_contracts.diagnostics import finding_at
+    from sglang_contracts.lsp.actions import code_actions
+    from sglang_contracts.lsp.convert import ClientColumns, lsp_diagnostic
+
+    lines = [f's = "{WIDE}é"; import sglang.srt.gone\n', f'x = ("{WIDE}",  # noqa: SGC101\n', f'     "{WIDE}")\n']
+    text = "".join(lines)
+    name = lines[0].index("sglang.srt.gone")
+    found = finding_at("SGC101", "m.py", 1, name + 1, "sglang.srt.gone", module="sglang.srt.gone", hint="",
+                       old="0.1.0", new="0.2.0")
+    columns = ClientColumns(text.splitlines(), encoding)
+    shown = lsp_diagnostic(found, columns).range
+    assert [_index(lines[0], end, encoding) for end in (shown.start, shown.end)] \
+        == [name, name + len("sglang.srt.gone")]
+    # A span the check ends on a later line is counted on that line's text.
+    spanning = lsp_diagnostic(dataclasses.replace(found, line=2, col=6, end_line=3, end_col=9), columns).range
+    assert (_index(lines[1], spanning.start, encoding), _index(lines[2], spanning.end, encoding)) == (5, 8)
+
+    diagnostics = [types.Diagnostic(shown, "gone", code="SGC101"), types.Diagnostic(spanning, "gone", code="SGC102")]
+    edits = [action.edit.changes["file:///m.py"][0]
+             for action in code_actions("file:///m.py", None, "m.py", text, diagnostics, encoding)]
+    assert [_applied(line.rstrip("\n"), edit, encoding) for line, edit in zip(lines, edits)] \
+        == [lines[0].rstrip("\n") + "  # noqa: SGC101", f'x = ("{WIDE}",  # noqa: SGC101,SGC102']
 
 
 def test_a_line_of_any_length_between_frames_is_read_in_bounded_pieces() -> None:
