@@ -125,7 +125,7 @@ def test_delta_reads_any_byte_git_keeps_in_a_message_a_name_or_a_path(tmp_path) 
     scheduler, kept = "python/sglang/srt/managers/scheduler.py", "python/sglang/srt/mem_cache/a.py"
     _commit(repo, "init", {scheduler: "x = 1\n", kept: "class A: ...\n"})
     repo.create_tag("v1")
-    odd = ["python/sglang/srt/mem_cache/t\tb.py", "python/sglang/srt/mem_cache/n\nl.py", 'python/sglang/srt/mem_cache/q"[*].py']
+    odd = [f"python/sglang/srt/mem_cache/{name}" for name in ("t\tb.py", "n\nl.py", 'q"[*].py')]
     for relpath in [scheduler, *odd]:
         (path / relpath).write_text("y = 2\n")
     repo.git.add("--all")
