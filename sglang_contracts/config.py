@@ -146,8 +146,12 @@ def _index_location(value: Any) -> str:
 
 def _releases_served(value: Any) -> list[str]:
     """`serves`' values: versions (`0.5.20`) or specifiers (`>=0.5.22`). An item that is neither
-    would admit no release, and every finding of its files would go unsaid (campaign 9, R01)."""
+    would admit no release, and every finding of its files would go unsaid (campaign 9, R01); so
+    would a list of none (campaign 10, R02)."""
     items = _strings(value)
+    if not items:
+        raise _Invalid("is an empty list, which admits no release: give the versions (0.5.20) or specifiers "
+                       "(>=0.5.22) the files serve")
     for item in items:
         if (parse_specifier(item) if item[:1] in SPECIFIER_STARTS else as_version(item)) is None:
             raise _Invalid(f"has {item!r}, which is neither a version (0.5.20) nor a version specifier (>=0.5.22)")

@@ -25,6 +25,7 @@ from sglang_contracts.project.facts import FileFacts, Position
 from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.infra.lines import LINE_BREAK, line_starts, numbered_lines
 from sglang_contracts.infra.pysource import parse_quietly
+from sglang_contracts.infra.tomltext import toml_strings
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.serverargs import SERVER_ARGS
 
@@ -421,19 +422,28 @@ def fake_mapping_unresolved(ctx: CheckContext) -> Iterator[Diagnostic]:
     view = project_view(ctx)
     old_fields, _ = field_sets(ctx)
     unparsed = {facts.module for facts in ctx.project.files.values() if facts.parse_error or facts.problem}
-    text = _configuration_text(ctx)
+    unresolved = []
     for fake, upstream in sorted(configured.items()):
         if fake not in view.classes:
-            if any(fake.startswith(f"{module}.") for module in unparsed):
+            if _in_one_of(fake, unparsed):
                 continue  # its file could not be read (SGC000 says so)
             what = "no class of the project"
         elif _members(ctx, ctx.old, upstream, old_fields) is None:
             what = f"no class of sglang {ctx.old_version}"
         else:
             continue
-        line, col = _entry_position(text, fake)
+        unresolved.append((fake, upstream, what))
+    positions = _entry_positions(_configuration_text(ctx), {fake for fake, _, _ in unresolved}) if unresolved else {}
+    for fake, upstream, what in unresolved:
+        line, col = positions.get(fake, (1, 1))  # its first line: the settings were read from another file
         yield finding_at("SGC604", CONFIGURATION, line, col, fake, fake=fake, upstream=upstream, what=what,
                          old=ctx.old_version, new=ctx.new_version)
+
+
+def _in_one_of(dotted: str, modules: set[str]) -> bool:
+    """Whether `dotted` names something in one of `modules` (by its enclosing names: one look-up each)."""
+    parts = dotted.split(".")
+    return any(".".join(parts[:end]) in modules for end in range(1, len(parts)))
 
 
 CONFIGURATION = "pyproject.toml"  # where a project's settings are written (config.py find_config)
@@ -445,11 +455,11 @@ def _configuration_text(ctx: CheckContext) -> str:
     return (read_project_text(path, ctx.project.root) or "") if path.is_file() else ""
 
 
-def _entry_position(text: str, key: str) -> tuple[int, int]:
-    """(line, column) of a quoted key in the configuration's text; its first line when not found
-    (the settings were read from another file)."""
-    found = [at for at in (text.find(f"{quote}{key}{quote}") for quote in "\"'") if at >= 0]
-    if not found:
-        return 1, 1
-    at = min(found)
-    return text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+def _entry_positions(text: str, keys: set[str]) -> dict[str, tuple[int, int]]:
+    """(line, column) of each key's first quoted occurrence in the configuration's text, read in
+    one pass: a search of the whole text per entry made 40,000 entries a minute's work (campaign 10, R05)."""
+    positions: dict[str, tuple[int, int]] = {}
+    for value, line, quote_col, _ in toml_strings(text):
+        if value in keys:
+            positions.setdefault(value, (line, quote_col))
+    return positions

@@ -20,6 +20,7 @@ import secrets
 import stat
 from typing import Any, TextIO
 
+from sglang_contracts.infra.gitquote import git_quoted
 from sglang_contracts.infra.lines import git_lines, numbered_lines
 
 # The start of a line (the runner splits lines at \r too) that GitHub reads as a command.
@@ -86,9 +87,16 @@ def _is_file(stream: TextIO) -> bool:
 
 
 def unified_text_diff(relpath: str, before: str | None, after: str | None) -> str:
-    """`diff -u` of one file of the project, as git would name it (None: no such file), that
-    `git apply` takes; the names shown printable, but never under ./ (git apply refuses a/./name)."""
+    """`diff -u` of one file of the project (None: no such file), that `git apply` takes: named as
+    git names it, C-quoted when it must be (`"a/t\\tb.py"`: the printable form names another file to
+    git), never under ./ (git apply refuses a/./name). `patch_for` keeps it inert where it is shown."""
     lines = difflib.unified_diff(git_lines(before or ""), git_lines(after or ""),
-                                 fromfile="/dev/null" if before is None else printable(f"a/{relpath}"),
-                                 tofile="/dev/null" if after is None else printable(f"b/{relpath}"))
+                                 fromfile="/dev/null" if before is None else _diff_name(f"a/{relpath}"),
+                                 tofile="/dev/null" if after is None else _diff_name(f"b/{relpath}"))
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def _diff_name(name: str) -> str:
+    """A header line's name, never a workflow command: `##[` written `#\\043[` (in quotes), the
+    same name to git apply. A header line never starts with `::`; git quotes every control character."""
+    return git_quoted(name, octal="#") if _LEGACY_COMMAND in name else git_quoted(name)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from sglang_contracts.infra.lines import git_lines
+from sglang_contracts.infra.gitquote import git_unquoted
 
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 GIT_HEADER_LINES = ("--- ", "+++ ", "old mode ", "new mode ", "deleted file mode ", "new file mode ", "copy from ",
@@ -116,11 +117,10 @@ class _PatchError(Exception):
 def _strip_component(name: str) -> str | None:
     """`a/python/sglang/x.py` -> `python/sglang/x.py` (git's default -p1); /dev/null -> None."""
     name = name.rstrip("\n")
-    if name.startswith('"') and name.endswith('"'):
-        name = name[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
-    if "\t" in name:
-        name = name.split("\t", 1)[0]
-    name = name.rstrip()
+    # A C-quoted name holds no raw tab (git writes one as \t): one ends the name (a date follows).
+    # Quoted, its escapes are bytes (`\303\251` is one é); one that does not unquote is read as written, as git does.
+    name = name.split("\t", 1)[0].rstrip()
+    name = git_unquoted(name) or name
     if name == DEV_NULL:
         return None
     return name.split("/", 1)[1] if "/" in name else name

@@ -28,7 +28,7 @@ from sglang_contracts.project.images import image_name
 from sglang_contracts.infra.shapes import Exactly, Row, rows_of
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.infra.pysource import BRANCH_TYPES, child_nodes, parse_quietly, parse_shared
-from sglang_contracts.infra.tomltext import parse_toml, table
+from sglang_contracts.infra.tomltext import parse_toml, table, toml_strings
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.requirements import normalized, parse_requirement, parse_specifier
 
@@ -123,19 +123,6 @@ def says_it_matches_stack(comment: str) -> bool:
 
 # -- declared requirements ------------------------------------------------------------------
 
-def _strings_with_positions(text: str) -> Iterator[tuple[str, int, int, str]]:
-    """(value, line, col, trailing comment) for each quoted string on each line of a TOML file."""
-    # A `"` after a backslash opens no string (TOML has no backslash outside strings): an unclosed
-    # string `"\"\"\"...` was tried again from each of its escaped quotes, reading the rest each time.
-    quoted = re.compile(r'(?<!\\)"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
-    for number, line in enumerate(numbered_lines(text), start=1):
-        for match in quoted.finditer(line):
-            value = match.group(1) if match.group(1) is not None else match.group(2)
-            rest = line[match.end():]
-            comment = rest.split("#", 1)[1].strip() if "#" in rest else ""
-            yield value, number, match.start() + 2, comment
-
-
 def _strings(group: Any) -> list[str]:
     return [item for item in group if isinstance(item, str)] if isinstance(group, list) else []
 
@@ -221,10 +208,10 @@ def _pyproject_requirements(root: Path) -> list[DeclaredRequirement]:
     if not wanted:
         return []
     found = []
-    for value, line, col, comment in _strings_with_positions(text):
+    for value, line, quote_col, comment in toml_strings(text):
         requirement = parse_requirement(value) if value in wanted else None
         if requirement is not None:
-            found.append(DeclaredRequirement("pyproject.toml", line, col, requirement, comment))
+            found.append(DeclaredRequirement("pyproject.toml", line, quote_col + 1, requirement, comment))
     return found
 
 
@@ -281,7 +268,7 @@ def declared_python(root: Path) -> DeclaredPython | None:
     if specifier is None:
         return None
     lines = numbered_lines(text)
-    line, col = next(((number, col) for string, number, col, _ in _strings_with_positions(text)
+    line, col = next(((number, quote_col + 1) for string, number, quote_col, _ in toml_strings(text)
                       if string == value and "requires-python" in lines[number - 1]), (1, 1))
     return DeclaredPython(specifier, value, line, col)
 

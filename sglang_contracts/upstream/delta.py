@@ -11,7 +11,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.sources.git import PACKAGE_PREFIX, open_repo, resolve_ref
 
 # The modules every bump must be read in full when they changed (SGLang's scheduling core).
@@ -27,8 +26,10 @@ MUST_READ = (
     "sglang/srt/mem_cache/",
     "sglang/srt/environ.py",
 )
-RECORD = "\x1e"
-UNIT = "\x1f"
+# git log's fields, NUL-separated: git keeps every other byte of a message or a name (a 0x1e in a
+# subject once split one commit in two), but none holds a NUL. With -z the names end with one too.
+LOG_FORMAT = "%H%x00%aI%x00%an%x00%s"
+LOG_FIELDS = 4
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ class UpstreamDelta:
 
 
 def _in_repo(relpath: str) -> str:
-    return f"{PACKAGE_PREFIX}/{relpath}"
+    """The pathspec of one file or folder: literal, as a name holding `*` or `[` is no pattern."""
+    return f":(literal){PACKAGE_PREFIX}/{relpath}"
 
 
 def upstream_delta(repo_path: Path, old_ref: str, new_ref: str, files: Iterable[str]) -> UpstreamDelta:
@@ -81,31 +83,61 @@ def upstream_delta(repo_path: Path, old_ref: str, new_ref: str, files: Iterable[
     delta = UpstreamDelta(old_name, new_name, old_commit.hexsha, new_commit.hexsha)
     watched = sorted(set(files))
     if watched:
-        log = repo.git.log("--first-parent", "--name-only", f"--format={RECORD}%H{UNIT}%aI{UNIT}%an{UNIT}%s",
+        log = repo.git.log("-z", "--first-parent", "--name-only", f"--format={LOG_FORMAT}",
                            f"{old_commit.hexsha}..{new_commit.hexsha}", "--", *map(_in_repo, watched))
-        delta.commits.extend(_logged_commit(record) for record in log.split(RECORD)[1:])
-    numstat = repo.git.diff("--numstat", old_commit.hexsha, new_commit.hexsha, "--", *map(_in_repo, MUST_READ))
+        delta.commits.extend(_logged_commits(log))
+    numstat = repo.git.diff("-z", "--numstat", old_commit.hexsha, new_commit.hexsha, "--", *map(_in_repo, MUST_READ))
     totals = _must_read_totals(numstat)
     delta.must_read = [MustRead(entry, *totals[entry]) for entry in MUST_READ if entry in totals]
     return delta
 
 
-def _logged_commit(record: str) -> DeltaCommit:
-    """One commit of `git log --name-only` in the RECORD/UNIT format, with the files it touched."""
-    header, _, names = record.partition("\n")
-    sha, date, author, summary = header.split(UNIT, 3)
-    touched = tuple(name[len(PACKAGE_PREFIX) + 1:] for name in names.split("\n") if name.strip())
-    return DeltaCommit(sha, date, author, summary, touched)
+def _logged_commits(log: str) -> list[DeltaCommit]:
+    """The commits of `git log -z --name-only --format=LOG_FORMAT`, with the files each touched.
+    A commit is LOG_FIELDS fields, then its names, all NUL-ended; the pathspec puts every name
+    below PACKAGE_PREFIX, which no commit's hash does. A header that is no commit's is passed over."""
+    tokens = log.split("\0")
+    commits = []
+    at = 0
+    while at + LOG_FIELDS <= len(tokens):
+        sha, date, author, summary = tokens[at:at + LOG_FIELDS]
+        if not _is_hash(sha):
+            at += 1
+            continue
+        at += LOG_FIELDS
+        touched = []
+        while at < len(tokens) and (name := _logged_name(tokens[at])) is not None:
+            touched.append(name)
+            at += 1
+        commits.append(DeltaCommit(sha, date, author, summary, tuple(touched)))
+    return commits
+
+
+def _is_hash(text: str) -> bool:
+    return len(text) in {40, 64} and all(c in "0123456789abcdef" for c in text)
+
+
+def _logged_name(token: str) -> str | None:
+    """A name `git log -z --name-only` listed (the first after a header comes after a newline),
+    relative to the folder holding sglang/; None for a token that is no name."""
+    name = token.removeprefix("\n")
+    return name[len(PACKAGE_PREFIX) + 1:] if name.startswith(f"{PACKAGE_PREFIX}/") else None
 
 
 def _must_read_totals(numstat: str) -> dict[str, list[int]]:
-    """[lines added, lines removed, files] per MUST_READ entry, from `git diff --numstat`."""
+    """[lines added, lines removed, files] per MUST_READ entry, from `git diff -z --numstat`: each
+    file is `added\tremoved\tname` NUL-ended, a renamed one `added\tremoved\t`, then its two names."""
     totals: dict[str, list[int]] = {}
-    for line in numbered_lines(numstat):
-        added, removed, name = line.split("\t", 2)
-        relpath = name[len(PACKAGE_PREFIX) + 1:]
+    tokens = iter(numstat.split("\0"))
+    for token in tokens:
+        fields = token.split("\t", 2)
+        if len(fields) != 3:  # the empty token after the last NUL, or nothing git writes
+            continue
+        added, removed, name = fields
+        names = (name,) if name else (next(tokens, ""), next(tokens, ""))
+        relpaths = {path[len(PACKAGE_PREFIX) + 1:] for path in names if path.startswith(f"{PACKAGE_PREFIX}/")}
         for entry in MUST_READ:
-            if relpath == entry or (entry.endswith("/") and relpath.startswith(entry)):
+            if any(relpath == entry or (entry.endswith("/") and relpath.startswith(entry)) for relpath in relpaths):
                 total = totals.setdefault(entry, [0, 0, 0])
                 total[0] += int(added) if added.isdigit() else 0
                 total[1] += int(removed) if removed.isdigit() else 0

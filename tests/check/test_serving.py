@@ -99,6 +99,9 @@ def test_a_finding_grouped_under_the_dispatch_names_it_in_json(tmp_path) -> None
     ('serves = {"m.py" = ["x"]}', "'x', which is neither a version"),
     ('serves = {"m.py" = ["0.5.20", "~=1"]}', "'~=1', which is neither a version"),
     ('serves = {"m.py" = ["==1.0.0.*.*"]}', "neither a version"),
+    # nor may a list with no item (campaign 10, R02)
+    ('serves = {"m.py" = []}', "empty list, which admits no release"),
+    ('serves = {"a.py" = "1.0.0", "m.py" = []}', r"\[m.py\] is an empty list"),
 ])
 def test_a_serves_setting_that_cannot_be_read_is_a_one_line_error(tmp_path, table, error) -> None:
     path = write(tmp_path, {"pyproject.toml": f"[tool.sglang-contracts]\n{table}\n"}) / "pyproject.toml"

@@ -264,3 +264,23 @@ def test_a_copy_or_a_mode_change_is_carried_as_it_is_not_rewritten(text: str, re
                    "--cache-dir", str(tmp_path / "cache")])
     assert status == 1 and "carried as it is, not checked" in capsys.readouterr().err
     assert out.read_text() == text
+
+
+@pytest.mark.parametrize("name", ["t\tb.py", "n\nl.py", 'q"x.py', "b\\s.py", "caf\u00e9.py", "sp ace.py"])
+def test_a_name_git_quotes_in_a_patch_is_read_as_the_file_it_names(tmp_path: Path, name: str) -> None:
+    """git writes such names C-quoted (`"a/t\\tb.py"`, `"a/caf\\303\\251.py"`): they were read cut at
+    the tab, or as latin-1 (`cafÃ©.py`) (campaign 10, R06's class). A space git leaves unquoted."""
+    (tmp_path / name).write_text("x = 1\n")
+    git(tmp_path, "init", "-q", must_succeed=True)
+    git(tmp_path, "add", "-A", must_succeed=True)
+    (tmp_path / name).write_text("x = 2\n")
+    written = git(tmp_path, "diff", "--no-color", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/").stdout
+    assert written.startswith("diff --git ")
+    for text in (written, written.split("\n", 2)[2]):  # git's patch, and its traditional form (no diff --git line)
+        assert [(f.old_path, f.new_path) for f in parse_patch(text).files] == [(name, name)]
+
+
+def test_a_quoted_name_git_would_not_write_is_read_as_written() -> None:
+    # Its escapes were decoded as Python's: a backslash before the closing quote raised UnicodeDecodeError.
+    assert [(f.old_path, f.new_path) for f in parse_patch('--- "a/x\\"\n+++ "b/x\\"\n@@ -1 +1 @@\n-a\n+b\n').files] \
+        == [('x\\"', 'x\\"')]  # not git's quoting: read as written, as git reads it

@@ -430,3 +430,52 @@ def test_a_standard_stream_closed_at_start_costs_only_what_it_would_carry(closed
         assert completed.stderr == b""
     else:
         assert completed.stdout.decode().startswith("use.py:2:6: SGC201 ")
+
+
+# Names git writes C-quoted in a patch (a tab, a newline, a quote, a backslash, past ASCII), a space it does not.
+GIT_QUOTED_NAMES = ["t\tb.py", "n\nl.py", 'q"x.py', "b\\s.py", "caf\u00e9.py", "sp ace.py"]
+
+
+def _git_apply(folder: Path, patch: str, *options: str) -> tuple[int, str]:
+    done = subprocess.run(["git", "apply", *options, "-"], cwd=folder, input=os.fsencode(patch), capture_output=True,
+                          timeout=120, check=False)
+    return done.returncode, os.fsdecode(done.stderr)
+
+
+@pytest.mark.parametrize("name", GIT_QUOTED_NAMES + HOSTILE_NAMES)
+def test_r06_a_diff_names_each_file_as_git_apply_reads_it(tmp_path: Path, name: str) -> None:
+    """unified_text_diff wrote the printable form (`a/t\\tb.py`), which git apply reads as another
+    file (campaign 10, R06): git's C-quoted form now, for a change, a new file and a removed one."""
+    from sglang_contracts.infra.display import unified_text_diff
+
+    changed, added, gone = (os.fsencode(tmp_path / folder / name) for folder in ("changed", "added", "gone"))
+    for path in (changed, gone, added):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    for path in (changed, gone):
+        with open(path, "wb") as handle:
+            handle.write(b"a\nb\n")
+    patch = "".join((unified_text_diff(f"changed/{name}", "a\nb\n", "a\nc\n"),
+                     unified_text_diff(f"added/{name}", None, "new\n"),
+                     unified_text_diff(f"gone/{name}", "a\nb\n", None)))
+    assert _git_apply(tmp_path, patch, "--check") == (0, "")
+    assert _git_apply(tmp_path, patch) == (0, "")
+    with open(changed, "rb") as handle:
+        assert handle.read() == b"a\nc\n"
+    assert not os.path.exists(gone) and os.path.exists(added)
+    assert_inert("".join(line for line in patch.splitlines(keepends=True) if line.startswith(("--- ", "+++ "))))
+
+
+def test_r06_fix_diff_of_files_git_quotes_is_what_git_applies_and_fix_writes(bump, capsys, tmp_path) -> None:
+    import shutil
+
+    for name in GIT_QUOTED_NAMES:
+        (Path.cwd() / name).write_text(BROKEN)
+    copy = shutil.copytree(Path.cwd(), tmp_path / "copy")
+    status, patch, err = run(capsys, "fix", "--diff", *bump)
+    assert status == 1, err
+    assert _git_apply(Path.cwd(), patch, "--check") == (0, "")
+    assert _git_apply(Path.cwd(), patch) == (0, "")
+    assert main(["fix", str(copy), *bump]) == 1
+    applied, written = (sorted((path.relative_to(root), path.read_bytes()) for path in root.rglob("*.py"))
+                        for root in (Path.cwd(), copy))
+    assert applied == written and any(b"from sglang.srt.b import moved" in text for _, text in applied)

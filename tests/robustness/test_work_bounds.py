@@ -440,3 +440,69 @@ def test_many_star_imports_of_a_module_and_many_names_cost_their_sum(project, re
     lost = [(d.line, d.code) for d in result.diagnostics if d.path == "app/stars.py"]
     assert lost == [(stars, "SGC102")] * names
     assert len(asked) == len(set(asked)) == names
+
+
+def _read_counting(text: str, read: list[int]) -> str:
+    """`text`, adding to read[0] the characters each search or slice of it reads (counted, not timed)."""
+
+    class Counted(str):
+        def __getitem__(self, key):
+            part = str.__getitem__(self, key)
+            read[0] += len(part)
+            return part
+
+    def counted(name: str):
+        def method(self, *args, **kwargs):
+            bounded = name in {"find", "rfind", "index", "count"}  # (sub, start, end): the part searched
+            start, end = (list(args[1:3]) + [None, None])[:2] if bounded else (None, None)
+            read[0] += len(str.__getitem__(self, slice(start, end)))
+            return getattr(str, name)(self, *args, **kwargs)
+        return method
+
+    for name in ("find", "rfind", "index", "count", "split", "splitlines", "partition", "strip", "__contains__"):
+        setattr(Counted, name, counted(name))
+    return Counted(text)
+
+
+def test_r05_thousands_of_fakes_entries_are_placed_in_one_read_of_the_configuration(project, releases,
+                                                                                    monkeypatch) -> None:
+    """Each unresolved `fakes` entry (SGC604) searched the whole pyproject for its key and counted
+    the lines before it: 40,000 entries a minute's work (campaign 10, R05). The text is read a
+    bounded number of times now, whatever the number of entries, and each finding is at its key."""
+    from sglang_contracts.check.runner import CheckOptions, run_check
+    from sglang_contracts.config import read_config
+    from sglang_contracts.contracts import doubles
+    from sglang_contracts.diagnostics import MOST_LISTED
+
+    entries = MOST_LISTED  # each listed at its key
+    write(project, {"pyproject.toml": "[project]\nname = 'app'\n[tool.sglang-contracts.fakes]\n"
+                                      + "".join(f'"tests.f{n}.C{n}" = "sglang.srt.a.C"\n' for n in range(entries))})
+    read = [0]
+    reader = doubles.read_project_text
+    monkeypatch.setattr(doubles, "read_project_text", lambda *a, **k: _read_counting(reader(*a, **k), read))
+    old, new = releases
+    settings = read_config(project / "pyproject.toml", required=True).settings()
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, settings=settings))
+    placed = sorted((d.line, d.col) for d in result.diagnostics if d.code == "SGC604")
+    assert placed == [(4 + n, 1) for n in range(entries)]
+    assert read[0] <= 20 * (project / "pyproject.toml").stat().st_size
+
+
+def test_r05_a_one_line_list_of_thousands_of_requirements_is_read_in_linear_work(tmp_path, monkeypatch) -> None:
+    """Each string of a pyproject line copied the rest of the line to find its comment: a one-line
+    `dependencies` of 80,000 requirements took a minute and a half (campaign 10, R05's class).
+    The characters read of the line grow with its length, not with its length times its strings."""
+    from sglang_contracts.infra import tomltext
+    from sglang_contracts.project import stack
+
+    size = 3_000
+    line = "dependencies = [" + ", ".join(f'"p{n}==1"' for n in range(size)) + "]  # keep in step with sglang"
+    write(tmp_path, {"pyproject.toml": f"[project]\nname = 'app'\n{line}\n"})
+    read = [0]
+    for module in (stack, tomltext):  # where the lines of the text are split, before and after the fix
+        monkeypatch.setattr(module, "numbered_lines", lambda text, *a: [_read_counting(one, read)
+                                                                        for one in text.splitlines(*a)], raising=False)
+    found = stack.declared_requirements(tmp_path)
+    assert [(r.name, r.line, r.col) for r in found] == [(f"p{n}", 3, line.index(f'"p{n}=') + 2) for n in range(size)]
+    assert {r.comment for r in found} == {"keep in step with sglang"}
+    assert read[0] <= 20 * len(line)

@@ -112,3 +112,41 @@ def test_a_replayed_run_prints_the_delta_the_computed_run_printed(history, tmp_p
     replayed = capsys.readouterr()
     assert replayed.out == computed.out
     assert {"json": '"upstream_delta"', "markdown": "### Upstream delta"}[form] in computed.out
+
+
+def test_delta_reads_any_byte_git_keeps_in_a_message_a_name_or_a_path(tmp_path) -> None:
+    """git keeps 0x1e and 0x1f in a subject and an author name (the old separators split one
+    commit in two: every check with --sglang-repo stopped), and tabs, newlines and quotes in
+    paths, which git quotes in output that is not NUL-separated."""
+    from sglang_contracts.upstream.delta import upstream_delta
+
+    path = tmp_path / "sglang"
+    repo = git.Repo.init(path, initial_branch="main")
+    scheduler, kept = "python/sglang/srt/managers/scheduler.py", "python/sglang/srt/mem_cache/a.py"
+    _commit(repo, "init", {scheduler: "x = 1\n", kept: "class A: ...\n"})
+    repo.create_tag("v1")
+    odd = [f"python/sglang/srt/mem_cache/{name}" for name in ("t\tb.py", "n\nl.py", 'q"[*].py')]
+    for relpath in [scheduler, *odd]:
+        (path / relpath).write_text("y = 2\n")
+    repo.git.add("--all")
+    odd_author = git.Actor("A\x1fB\x1eC", "a@b.invalid")
+    repo.index.commit("refactor \x1e a \x1f b", author=odd_author, committer=odd_author)
+    repo.git.mv(kept, "python/sglang/srt/mem_cache/c.py")
+    repo.index.commit("rename", author=AUTHOR, committer=AUTHOR)
+    repo.create_tag("v2")
+    watched = ["sglang/srt/managers/scheduler.py", "sglang/srt/mem_cache/t\tb.py", 'sglang/srt/mem_cache/q"[*].py']
+    delta = upstream_delta(path, "v1", "v2", watched)
+    assert [(c.summary, c.author, c.files) for c in delta.commits] == [
+        ("refactor \x1e a \x1f b", "A\x1fB\x1eC", ("sglang/srt/managers/scheduler.py", 'sglang/srt/mem_cache/q"[*].py',
+                                                   "sglang/srt/mem_cache/t\tb.py"))]
+    must_read = {m.path: (m.added, m.removed, m.files) for m in delta.must_read}
+    assert must_read == {"sglang/srt/managers/scheduler.py": (1, 1, 1), "sglang/srt/mem_cache/": (3, 0, 4)}
+
+
+def test_a_log_record_of_another_shape_is_passed_over() -> None:
+    from sglang_contracts.upstream.delta import _logged_commits
+
+    sha = "a" * 40
+    log = f"junk\0{sha}\0{'2026-01-01T00:00:00+00:00'}\0A\0s\0\npython/sglang/m.py\0not a hash\0"
+    assert [(c.sha, c.files) for c in _logged_commits(log)] == [(sha, ("sglang/m.py",))]
+    assert _logged_commits("") == [] and _logged_commits("\0\0\0") == []
