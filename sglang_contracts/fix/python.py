@@ -343,15 +343,16 @@ def _top_level_imports(module: libcst.Module) -> list[tuple[ImportSpec, set[str]
 _WORD = re.compile(r"[^\W\d]\w*")  # an identifier, as Python spells one
 
 
-def _words_outside_imports(module: libcst.Module) -> set[str]:
-    """The identifiers the module's code spells (in code, strings or comments) outside its
-    top-level lines of imports alone."""
-    words = Counter(_WORD.findall(module.code))
+def _words_outside_imports(module: libcst.Module, code: str) -> Counter:
+    """How often each identifier is spelled (in code, strings or comments) outside the module's
+    top-level lines of imports alone; `code` is the module's text, as the document holds it
+    (generating it again from the tree would cost a pass over every node of the file)."""
+    words = Counter(_WORD.findall(code))
     for statement in module.body:
         if isinstance(statement, libcst.SimpleStatementLine) and \
                 all(isinstance(small, (libcst.Import, libcst.ImportFrom)) for small in statement.body):
             words.subtract(_WORD.findall(module.code_for_node(statement)))
-    return {word for word, count in words.items() if count > 0}
+    return +words
 
 
 def remove_imports_left_unused(document: Document) -> None:
@@ -360,13 +361,21 @@ def remove_imports_left_unused(document: Document) -> None:
     RemoveImportsVisitor keeps one `__all__` names, too)."""
     if not document.python or not document.changed:
         return
-    unread = {spec for spec, _ in _top_level_imports(document.module)} - imports_in_use(document.metadata)
+    # Only an import whose name the edits spelled more or fewer times can have lost its reads: a
+    # read, and any binding that would shadow one, spells the name. Its scopes are resolved (a
+    # pass over every node of the file) only then: a moved import changes no other line.
+    spelled = _words_outside_imports(document.original_module, document.original.decode(document.encoding))
+    spelled_now = _words_outside_imports(document.module, document.text)
+    touched = {spec for spec, names in _top_level_imports(document.module)
+               if any(spelled[top] != spelled_now[top] for top in {name.partition(".")[0] for name in names})}
+    if not touched:
+        return
+    unread = touched - imports_in_use(document.metadata)
     # The file as read is resolved (its scopes cost more than a parse) only for an import unread
     # now whose name it spelled outside its imports: a read spells the name (`from __future__
     # import annotations` is never read).
-    spelled = _words_outside_imports(document.original_module)
     maybe_read = {spec for spec, names in _top_level_imports(document.module)
-                  if spec in unread and {name.partition(".")[0] for name in names} & spelled}
+                  if spec in unread and {name.partition(".")[0] for name in names} & set(spelled)}
     gone = maybe_read and maybe_read & imports_in_use(MetadataWrapper(document.original_module, unsafe_skip_copy=True))
     if not gone:
         return
