@@ -24,11 +24,11 @@ class NotRewritable(Exception):
     """A file no fix may touch, with the reason in words."""
 
 
-# The largest Python file a fix rewrites. One edit costs libcst ~0.2 ms of CPU and ~10 kB of memory
-# per line of the whole file (its tree, every node's position, the code generated again), more for
-# long lines: a 1 MB file of short lines took 94 s and 1.9 GB. Both bounds are well above what
-# projects hold (sglang-omni's largest file: 158 kB; SGLang's largest module: under 400 kB, some
-# 10,000 lines) and keep one file within ~5 s and ~250 MB. docs/fixing.md says so.
+# The largest Python file a fix rewrites. An edit runs on the statement it edits, but libcst
+# parses the whole file first, ~13 kB of memory at its peak per line of short lines (a 1 MB file
+# of them took 1.9 GB, and 94 s before edits ran on their statement). Both bounds are well above
+# what projects hold (sglang-omni's largest file: 158 kB; SGLang's largest module: under 400 kB,
+# some 10,000 lines) and keep one file within ~300 MB and seconds. docs/fixing.md says so.
 MAX_FIX_BYTES = 512 * 1024
 MAX_FIX_LINES = 20_000
 

@@ -148,19 +148,25 @@ def test_a_read_only_file_is_one_error_line_and_the_rest_is_fixed(bump, capsys):
 
 
 def test_a_moved_import_in_a_long_file_resolves_no_scopes_and_is_fixed_as_in_a_short_one(bump, monkeypatch):
-    """Fixing one import cost a libcst scope resolution of the whole file (a 1 MB file of short
-    lines: 94 s, 1.9 GB): the edit spells no name outside the imports any more or less often,
-    so no import can have lost its last read, and no scope is resolved."""
+    """Fixing one import cost libcst's scopes and positions of the whole file (a 1 MB file of
+    short lines: 94 s, 1.9 GB): the edit spells no name outside the imports any more or less
+    often, so no import can have lost its last read and no scope is resolved; the positions are
+    those of the import statement alone."""
+    from libcst.metadata import PositionProvider
+
     from sglang_contracts.fix import python as python_edits
 
     project, _, options = bump
-    resolved = []
+    resolved, positioned = [], []
     in_use = python_edits.imports_in_use
     monkeypatch.setattr(python_edits, "imports_in_use", lambda wrapper: resolved.append(1) or in_use(wrapper))
+    positions = PositionProvider._gen_impl
+    monkeypatch.setattr(PositionProvider, "_gen_impl",
+                        lambda self, module: positioned.append(len(module.body)) or positions(self, module))
     padding = "y = 1\n" * 5000
     (project / "app/devices.py").write_text(IMPORTS + padding)
     report = run_fix([project], options, write=False)
-    assert resolved == []
+    assert resolved == [] and positioned == [1]
     assert report.texts["app/devices.py"][1] == (
         "# The device helpers.\nfrom sglang.srt.utils.common import (  # upstream\n    stays,\n)\n"
         "from sglang.srt.utils.device import get_device\n\nDEVICE = get_device(0)  # keep\n" + padding)
