@@ -13,7 +13,9 @@ from sglang_contracts.diagnostics.catalog import rule
 import sglang_contracts.contracts  # noqa: F401  (registers every fix beside its check)
 from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import NOT_LISTED, Diagnostic
-from sglang_contracts.fix.document import Document, FixNotBuilt, NotRewritable, read_only, write_atomically
+from sglang_contracts.fix.document import (
+    Document, FixNotBuilt, NotRewritable, TooLargeToFix, not_fixed, read_only, write_atomically,
+)
 from sglang_contracts.fix.python import ensure_import, ensure_name_import, remove_imports_left_unused
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.infra.display import printable, printable_path, unified_text_diff
@@ -33,19 +35,19 @@ class Workspace:
         self.root = root.resolve()
         self.result = result  # the check the findings come from: the releases, for fixes that re-check
         self.documents: dict[str, Document] = {}
-        self.refused = dict(refused)  # relpath -> why no fix may touch it
+        self.refused: dict[str, NotRewritable] = {path: NotRewritable(why) for path, why in refused.items()}
         # What the round's fixes derive from the project once, not at each finding (the patch
         # stacks its build applies: every patch file parsed)
         self.derived: dict[str, Any] = {}
 
     def document(self, relpath: str) -> Document:
         if relpath in self.refused:
-            raise NotRewritable(self.refused[relpath])
+            raise self.refused[relpath]
         if relpath not in self.documents:
             try:
                 self.documents[relpath] = self._open(relpath)
             except NotRewritable as error:
-                self.refused[relpath] = str(error)
+                self.refused[relpath] = error  # its kind too: a file too large is said at each finding
                 raise
         return self.documents[relpath]
 
@@ -120,26 +122,35 @@ def apply_fixes(result: CheckResult, unsafe: bool,
     ordered = sorted((d for d in diagnostics if can_fix(d, unsafe)), key=lambda d: (d.path, -d.line, -d.col, d.code))
     for diagnostic in ordered:
         try:
-            document = workspace.document(diagnostic.path)
-            try:
-                if FIXES[diagnostic.code](diagnostic, workspace):
-                    fixed.append(diagnostic)
-            except FixNotBuilt as error:  # the finding stays, and says why it was not fixed
-                document.note(diagnostic.line, diagnostic.col, diagnostic.code, f"the fix cannot be built ({error})")
-            said = [line for document in workspace.documents.values() for line in document.notes]
-            for document in workspace.documents.values():
-                document.notes.clear()
-            if notes is not None and said:
-                notes.setdefault(_key(diagnostic), said)
+            said = _fixed_one(diagnostic, workspace, fixed)
+        except TooLargeToFix as error:  # said at each finding: the file could be fixed by hand
+            said = [not_fixed(diagnostic.path, diagnostic.line, diagnostic.col, diagnostic.code, str(error))]
         except NotRewritable as error:
             line = f"{printable_path(diagnostic.path)}: not rewritten: {error}"
             if line not in errors:
                 errors.append(line)
+            continue
+        if notes is not None and said:
+            notes.setdefault(_key(diagnostic), said)
     workspace.add_needed_imports()
     for document in workspace.documents.values():  # an import a fix needed that could not be built
         errors += [line for line in document.notes if line not in errors]
         document.notes.clear()
     return workspace, fixed, errors
+
+
+def _fixed_one(diagnostic: Diagnostic, workspace: Workspace, fixed: list[Diagnostic]) -> list[str]:
+    """Apply one finding's fix (added to `fixed` when it applied); what the fix said of it."""
+    document = workspace.document(diagnostic.path)
+    try:
+        if FIXES[diagnostic.code](diagnostic, workspace):
+            fixed.append(diagnostic)
+    except FixNotBuilt as error:  # the finding stays, and says why it was not fixed
+        document.note(diagnostic.line, diagnostic.col, diagnostic.code, f"the fix cannot be built ({error})")
+    said = [line for document in workspace.documents.values() for line in document.notes]
+    for document in workspace.documents.values():
+        document.notes.clear()
+    return said
 
 
 def unified_diff(document: Document) -> str:

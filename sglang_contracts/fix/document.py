@@ -24,6 +24,19 @@ class NotRewritable(Exception):
     """A file no fix may touch, with the reason in words."""
 
 
+# The largest Python file a fix rewrites. An edit runs on the statement it edits, but libcst
+# parses the whole file first, ~13 kB of memory at its peak per line of short lines (a 1 MB file
+# of them took 1.9 GB, and 94 s before edits ran on their statement). Both bounds are well above
+# what projects hold (sglang-omni's largest file: 158 kB; SGLang's largest module: under 400 kB,
+# some 10,000 lines) and keep one file within ~300 MB and seconds. docs/fixing.md says so.
+MAX_FIX_BYTES = 512 * 1024
+MAX_FIX_LINES = 20_000
+
+
+class TooLargeToFix(NotRewritable):
+    """A Python file larger than a fix rewrites: each of its findings stays, and says so."""
+
+
 class FixNotBuilt(Exception):
     """A fix whose new code cannot be built (a name that is no Python name): it is skipped, with
     the reason in words, and the file is left as it was."""
@@ -42,6 +55,9 @@ class Document:
         self.names_needed: set[tuple[str, str]] = set()
         # Python as the interpreter reads it (a BOM is `utf-8-sig`, stripped as the check's
         # positions assume); other files as their byte-order mark says, the mark put back on write.
+        if python and (len(raw) > MAX_FIX_BYTES or len(raw.splitlines()) > MAX_FIX_LINES):
+            raise TooLargeToFix(f"{printable_path(relpath)} is larger than a fix rewrites ({MAX_FIX_BYTES // 1024} kB "
+                                f"or {MAX_FIX_LINES:,} lines, docs/fixing.md): fix it by hand")
         self.encoding, self.mark = (_python_encoding(raw), b"") if python else text_encoding(raw)
         try:
             # strict: a byte that does not decode is not ours to drop
@@ -125,7 +141,7 @@ class Document:
         return True
 
     def note(self, line: int, col: int, code: str, why: str) -> None:
-        self.notes.append(f"{printable_path(self.relpath)}:{line}:{col}: {code} not fixed: {why}")
+        self.notes.append(not_fixed(self.relpath, line, col, code, why))
 
     def encoded(self) -> bytes:
         return self.mark + self._text.encode(self.encoding)
@@ -133,6 +149,11 @@ class Document:
     @property
     def changed(self) -> bool:
         return self.encoded() != self.original
+
+
+def not_fixed(relpath: str, line: int, col: int, code: str, why: str) -> str:
+    """The note a finding left unfixed gets: where it is, and why."""
+    return f"{printable_path(relpath)}:{line}:{col}: {code} not fixed: {why}"
 
 
 def _python_encoding(raw: bytes) -> str:

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Callable, Sequence
 
 import libcst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from sglang_contracts.fix.document import Document, FixNotBuilt
 from sglang_contracts.infra.pysource import is_dotted_name
@@ -90,16 +90,73 @@ def document_to_rewrite(diagnostic, workspace, ready: bool, why: str) -> Documen
     return document
 
 
-def transform(document: Document, transformer: libcst.CSTTransformer) -> bool:
-    """Run a transformer that sets `done` when it found its node; whether the file changed."""
-    module = document.metadata.visit(transformer)
+def transform(document: Document, transformer: _OnOneLine) -> bool:
+    """Run a transformer that sets `done` when it found its node; whether the file changed. It
+    runs on the top-level statement holding its line alone, when one can be told (the positions
+    and the code of the whole file cost a pass over every node of it for a one-line edit)."""
+    around = _statement_around(document, transformer.line)
+    if around is None or transformer.get_inherited_dependencies() != {PositionProvider}:
+        module, code = document.metadata.visit(transformer), None
+    else:
+        module, code = _transformed_alone(document, transformer, *around)
     if not transformer.done:
         return False
-    code = module.code
+    code = module.code if code is None else code
     if code == document.text:
         return False
     document.edited(module, code)
     return True
+
+
+def _transformed_alone(document: Document, transformer: _OnOneLine, index: int, start: int, end: int,
+                       lines_before: int) -> tuple[libcst.Module, str | None]:
+    """The module with the transformer run on its top-level statement at `index` alone (its
+    characters [start, end) of the text, `lines_before` lines above it), and the module's code,
+    the statement's new code put in the text (None when the statement is gone)."""
+    module = document.module
+    alone = module.with_changes(header=[], body=[module.body[index]], footer=[], has_trailing_newline=True)
+    with transformer.resolve(_Shifted(alone, lines_before)):
+        edited = alone.visit(transformer).body
+    module = module.with_changes(body=[*module.body[:index], *edited, *module.body[index + 1:]])
+    if not edited:  # the module's own code then: an empty one still ends its line
+        return module, None
+    return module, document.text[:start] + "".join(module.code_for_node(s) for s in edited) + document.text[end:]
+
+
+_NEWLINE = re.compile(r"\r\n?|\n")  # a line's end, as libcst's positions count lines
+
+
+def _statement_around(document: Document, line: int) -> tuple[int, int, int, int] | None:
+    """The top-level statement whose lines (its leading comments too) hold 1-based `line`: (its
+    index in the module's body, its first and end characters in the text, the lines before it);
+    None when its code is not the text there (the file's last line with no line end)."""
+    module, text = document.module, document.text
+    header = "".join(module.code_for_node(empty) for empty in module.header)
+    start, lines_before = len(header), len(_NEWLINE.findall(header))
+    for index, statement in enumerate(module.body):
+        code = module.code_for_node(statement)
+        lines = len(_NEWLINE.findall(code))
+        if lines_before < line <= lines_before + lines:
+            end = start + len(code)
+            return (index, start, end, lines_before) if text[start:end] == code else None
+        start, lines_before = start + len(code), lines_before + lines
+    return None
+
+
+class _Shifted:
+    """A statement's positions as they are in the file (`lines_before` lines above it), for a
+    transformer run on it alone (MetadataDependent.resolve takes what resolves its metadata)."""
+
+    def __init__(self, alone: libcst.Module, lines_before: int) -> None:
+        self.alone, self.lines_before = alone, lines_before
+
+    def resolve_many(self, providers) -> dict:
+        shift = self.lines_before
+        positions = MetadataWrapper(self.alone, unsafe_skip_copy=True).resolve(PositionProvider)
+        positions = {node: CodeRange(CodePosition(where.start.line + shift, where.start.column),
+                                     CodePosition(where.end.line + shift, where.end.column))
+                     for node, where in positions.items()}
+        return {PositionProvider: positions}
 
 
 def nodes_at(document: Document, line: int, col: int, kinds: tuple[type, ...]) -> list[libcst.CSTNode]:
@@ -343,15 +400,16 @@ def _top_level_imports(module: libcst.Module) -> list[tuple[ImportSpec, set[str]
 _WORD = re.compile(r"[^\W\d]\w*")  # an identifier, as Python spells one
 
 
-def _words_outside_imports(module: libcst.Module) -> set[str]:
-    """The identifiers the module's code spells (in code, strings or comments) outside its
-    top-level lines of imports alone."""
-    words = Counter(_WORD.findall(module.code))
+def _words_outside_imports(module: libcst.Module, code: str) -> Counter:
+    """How often each identifier is spelled (in code, strings or comments) outside the module's
+    top-level lines of imports alone; `code` is the module's text, as the document holds it
+    (generating it again from the tree would cost a pass over every node of the file)."""
+    words = Counter(_WORD.findall(code))
     for statement in module.body:
         if isinstance(statement, libcst.SimpleStatementLine) and \
                 all(isinstance(small, (libcst.Import, libcst.ImportFrom)) for small in statement.body):
             words.subtract(_WORD.findall(module.code_for_node(statement)))
-    return {word for word, count in words.items() if count > 0}
+    return +words
 
 
 def remove_imports_left_unused(document: Document) -> None:
@@ -360,13 +418,21 @@ def remove_imports_left_unused(document: Document) -> None:
     RemoveImportsVisitor keeps one `__all__` names, too)."""
     if not document.python or not document.changed:
         return
-    unread = {spec for spec, _ in _top_level_imports(document.module)} - imports_in_use(document.metadata)
+    # Only an import whose name the edits spelled more or fewer times can have lost its reads: a
+    # read, and any binding that would shadow one, spells the name. Its scopes are resolved (a
+    # pass over every node of the file) only then: a moved import changes no other line.
+    spelled = _words_outside_imports(document.original_module, document.original.decode(document.encoding))
+    spelled_now = _words_outside_imports(document.module, document.text)
+    touched = {spec for spec, names in _top_level_imports(document.module)
+               if any(spelled[top] != spelled_now[top] for top in {name.partition(".")[0] for name in names})}
+    if not touched:
+        return
+    unread = touched - imports_in_use(document.metadata)
     # The file as read is resolved (its scopes cost more than a parse) only for an import unread
     # now whose name it spelled outside its imports: a read spells the name (`from __future__
     # import annotations` is never read).
-    spelled = _words_outside_imports(document.original_module)
     maybe_read = {spec for spec, names in _top_level_imports(document.module)
-                  if spec in unread and {name.partition(".")[0] for name in names} & spelled}
+                  if spec in unread and {name.partition(".")[0] for name in names} & set(spelled)}
     gone = maybe_read and maybe_read & imports_in_use(MetadataWrapper(document.original_module, unsafe_skip_copy=True))
     if not gone:
         return

@@ -155,23 +155,30 @@ def _without_tool(identity: str) -> Any:
 
 
 def _start(argv: list[str], path: Path, root: str) -> int:
-    """Run `daemon serve` detached and wait until it answers (after its first check)."""
+    """Run `daemon serve` detached and wait until it answers (after its first check). The start
+    is claimed (_claim_start) as `check --daemon` claims it: a start while another is under way
+    waits for that one's daemon and names it, so concurrent starts leave one daemon, not one each."""
     at = argv.index("start")
-    try:
-        process, log = _serve_detached([*argv[:at], "serve", *argv[at + 1:]], path)
-    except OSError as error:  # a link named as its log (O_NOFOLLOW), a full disk
-        print(f"sglang-contracts: error: cannot open the daemon's log {printable_path(str(path.with_suffix('.log')))} "
-              f"({error.strerror or error})", file=sys.stderr)
-        return 2
+    process, log = None, path.with_suffix(".log")
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            print(f"sglang-contracts: error: the daemon exited ({process.returncode}); see {printable(str(log))}", file=sys.stderr)
-            return 2
+        exited = process is not None and process.poll() is not None  # before asking: it may have found one serving
         answer = status_answer(ask(path, {"status": True}, timeout=5.0))
         if answer is not None:
             print(f"sglang-contracts: daemon {answer['pid']} started for {root}")
             return 0
+        if exited:
+            print(f"sglang-contracts: error: the daemon exited ({process.returncode}); see {printable(str(log))}",
+                  file=sys.stderr)
+            return 2
+        if process is None and _claim_start(path):
+            try:
+                process, log = _serve_detached([*argv[:at], "serve", *argv[at + 1:]], path)
+            except OSError as error:  # a link named as its log (O_NOFOLLOW), a full disk
+                path.with_suffix(".starting").unlink(missing_ok=True)
+                print(f"sglang-contracts: error: cannot open the daemon's log {printable_path(str(log))} "
+                      f"({error.strerror or error})", file=sys.stderr)
+                return 2
         time.sleep(0.1)
     print(f"sglang-contracts: error: the daemon did not answer in {START_TIMEOUT:.0f} s; see {printable(str(log))}", file=sys.stderr)
     return 2
@@ -307,7 +314,11 @@ class Daemon:
             return 2
         listened = False
         try:
+            if self._another_serves():
+                return 0
             self._warm_up()
+            if self._another_serves():  # one came up while this one warmed up
+                return 0
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
@@ -332,6 +343,11 @@ class Daemon:
             if not listened:  # a warm-up that failed: the next `check --daemon` may try again
                 self._started()
         return 0
+
+    def _another_serves(self) -> bool:
+        """Whether a live daemon answers on this one's socket: it serves, and this one leaves
+        quietly rather than take the socket over (the other would live on unreachable)."""
+        return status_answer(ask(self.path, {"status": True}, timeout=5.0)) is not None
 
     def _started(self) -> None:
         """Remove the mark of a start under way (leave_daemon's): the socket listens, or never will."""

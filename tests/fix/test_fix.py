@@ -147,6 +147,49 @@ def test_a_read_only_file_is_one_error_line_and_the_rest_is_fixed(bump, capsys):
         pins.chmod(0o644)
 
 
+def test_a_moved_import_in_a_long_file_resolves_no_scopes_and_is_fixed_as_in_a_short_one(bump, monkeypatch):
+    """Fixing one import cost libcst's scopes and positions of the whole file (a 1 MB file of
+    short lines: 94 s, 1.9 GB): the edit spells no name outside the imports any more or less
+    often, so no import can have lost its last read and no scope is resolved; the positions are
+    those of the import statement alone."""
+    from libcst.metadata import PositionProvider
+
+    from sglang_contracts.fix import python as python_edits
+
+    project, _, options = bump
+    resolved, positioned = [], []
+    in_use = python_edits.imports_in_use
+    monkeypatch.setattr(python_edits, "imports_in_use", lambda wrapper: resolved.append(1) or in_use(wrapper))
+    positions = PositionProvider._gen_impl
+    monkeypatch.setattr(PositionProvider, "_gen_impl",
+                        lambda self, module: positioned.append(len(module.body)) or positions(self, module))
+    padding = "y = 1\n" * 5000
+    (project / "app/devices.py").write_text(IMPORTS + padding)
+    report = run_fix([project], options, write=False)
+    assert resolved == [] and positioned == [1]
+    assert report.texts["app/devices.py"][1] == (
+        "# The device helpers.\nfrom sglang.srt.utils.common import (  # upstream\n    stays,\n)\n"
+        "from sglang.srt.utils.device import get_device\n\nDEVICE = get_device(0)  # keep\n" + padding)
+
+
+@pytest.mark.parametrize("padding", ["lines", "bytes"])
+def test_a_file_larger_than_a_fix_rewrites_is_left_and_each_finding_says_why(bump, capsys, padding):
+    """Past the size bound (docs/fixing.md) a file's fixes are not written, each finding saying
+    why; the other files are fixed."""
+    from sglang_contracts.fix.document import MAX_FIX_BYTES, MAX_FIX_LINES
+
+    project, args, _ = bump
+    tail = "y = 1\n" * MAX_FIX_LINES if padding == "lines" else f"Y = '{'y' * MAX_FIX_BYTES}'\n"
+    devices = project / "app/devices.py"
+    devices.write_text(IMPORTS + tail)
+    assert main(["fix", str(project), *args]) == 1
+    captured = capsys.readouterr()
+    assert "app/devices.py:3:5: SGC102 not fixed: app/devices.py is larger than a fix rewrites" in captured.err
+    assert devices.read_text() == IMPORTS + tail
+    assert "torch==2.9.1" in (project / "pyproject.toml").read_text()
+    assert "1 fixed, 1 remaining" in captured.err and "Traceback" not in captured.err
+
+
 def test_a_written_file_keeps_its_mode_and_no_temporary_file_is_left(bump):
     project, _, options = bump
     (project / "app/devices.py").chmod(0o750)

@@ -267,6 +267,50 @@ def test_two_checks_that_end_together_start_one_daemon(project) -> None:
         path.with_suffix(".starting").unlink(missing_ok=True)
 
 
+def _daemons_serving(project: Path) -> list[int]:
+    """The pids of the `daemon serve` processes started from the project (their working folder)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"serve" in (entry / "cmdline").read_bytes().split(b"\0") \
+                    and os.readlink(entry / "cwd") == str(project) and (entry / "stat").read_text().split()[2] != "Z":
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def test_concurrent_starts_leave_one_daemon_and_each_names_it(project) -> None:
+    """Four `daemon start`s at once: one daemon serves, each start prints its pid, and `stop`
+    leaves none (a start used to spawn a daemon each, all but the last unreachable)."""
+    starts = [subprocess.Popen([sys.executable, "-m", "sglang_contracts", "daemon", "start", *RELEASES,
+                                "--idle-timeout", "120"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=checkout_env()) for _ in range(4)]
+    try:
+        said = [start.communicate(timeout=300) for start in starts]
+        assert all(start.returncode == 0 for start in starts), said
+        serving = _daemons_serving(project)
+        assert len(serving) == 1, serving
+        assert all(out.split("daemon ")[1].split()[0] == str(serving[0]) for out, _ in said), said
+        assert run(project, "daemon", "stop", *RELEASES).returncode == 0
+        deadline = time.monotonic() + 30
+        while _daemons_serving(project) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _daemons_serving(project) == []
+    finally:
+        for pid in _daemons_serving(project):
+            os.kill(pid, signal.SIGKILL)
+        _socket_of(project).with_suffix(".log").unlink(missing_ok=True)
+
+
+def test_serve_leaves_a_socket_a_live_daemon_answers_on(project, daemon) -> None:
+    """A `daemon serve` for a socket a live daemon answers on exits quietly; the live one serves on."""
+    served = run(project, "daemon", "serve", *RELEASES, "--idle-timeout", "1")
+    assert served.returncode == 0 and served.stderr == ""
+    status = run(project, "daemon", "status", *RELEASES)
+    assert status.returncode == 0 and f"daemon {daemon} " in status.stdout
+
+
 def test_stop_stops_the_daemon_another_installation_left(project, tmp_path) -> None:
     """pre-commit runs the hook from its own installation of the tool: the daemon it leaves is
     not this installation's (the socket's name holds the installation), yet `daemon stop` with
