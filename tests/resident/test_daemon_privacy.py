@@ -211,7 +211,7 @@ def test_a_shared_caches_folders_another_user_linked_are_neither_read_nor_writte
     monkeypatch.setattr(cache_module, "_WARNED", set())  # told again, as a new process would be
     main(argv)
     assert "link" not in capsys.readouterr().err
-    assert any(p.suffix == ".json" for p in elsewhere.rglob("*"))
+    assert any(p.suffix == ".record" for p in elsewhere.rglob("*"))
 
 
 def test_a_daemons_folder_that_cannot_be_looked_into_leaves_the_check_to_its_own_process(
