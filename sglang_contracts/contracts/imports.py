@@ -102,6 +102,7 @@ def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
     # Once per name a module lost, however often it is imported: each hint reads the release's
     # sources, and one import naming it 150,000 times took minutes (ninth campaign, R02).
     homes: dict[tuple[str, str], tuple[str, str | None]] = {}
+    module_homes: dict[tuple[str, Position, str], tuple[str, str | None]] = {}  # the same, per statement
     for outcome in live:
         if outcome.change == "name-gone":
             key = (outcome.fact.module, outcome.fact.name)
@@ -114,7 +115,7 @@ def _add_hints(ctx: CheckContext, outcomes: list[ImportOutcome]) -> None:
             if outcome.star:
                 outcome.home = None  # no statement imports the name: none to move (STAR_NOT_REWRITTEN)
         else:
-            _add_module_hint(ctx, outcome, statements, found)
+            _add_module_hint(ctx, outcome, statements, found, module_homes)
 
 
 def _names_from_gone_modules(live: list[ImportOutcome]) -> dict[tuple[str, Position], list[str]]:
@@ -127,14 +128,19 @@ def _names_from_gone_modules(live: list[ImportOutcome]) -> dict[tuple[str, Posit
 
 
 def _add_module_hint(ctx: CheckContext, outcome: ImportOutcome, statements: dict[tuple[str, Position], list[str]],
-                     found: dict) -> None:
-    """Where the new release has the gone module's names (or a module of the same leaf)."""
-    leaf = outcome.fact.module.rsplit(".", 1)[-1]
-    imported = statements.get((outcome.facts.path, outcome.fact.module_position), [])
-    same_leaf = ctx.new.find_modules_named(leaf)
-    outcome.hint = module_hint(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf, found)
-    if imported and not outcome.star:
-        outcome.home = moved_module(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf)
+                     found: dict, homes: dict[tuple[str, Position, str], tuple[str, str | None]]) -> None:
+    """Where the new release has the gone module's names (or a module of the same leaf): once
+    per statement (`homes`), whatever the number of names it imports."""
+    statement = (outcome.facts.path, outcome.fact.module_position)
+    key = (*statement, outcome.fact.module)
+    if key not in homes:
+        imported = statements.get(statement, [])
+        same_leaf = ctx.new.find_modules_named(outcome.fact.module.rsplit(".", 1)[-1])
+        homes[key] = (module_hint(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf, found),
+                      moved_module(ctx.old, ctx.new, outcome.fact.module, imported, same_leaf) if imported else None)
+    outcome.hint, home = homes[key]
+    if not outcome.star:
+        outcome.home = home
 
 
 def import_outcomes(ctx: CheckContext) -> list[ImportOutcome]:
@@ -370,15 +376,20 @@ def _is_module(model: UpstreamModel, dotted: str) -> bool:
 def module_attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     losses = list(_module_attribute_losses(ctx))
     found = ctx.new.find_definitions({attr for _, _, _, attr, unverified in losses if not unverified})
+    # Once per attribute a module lost, however often it is read: one line reading it 150,000
+    # times took a minute (campaign 10, R13; the import form was campaign 9's R02).
+    homes: dict[tuple[str, str], tuple[str, str | None]] = {}
     for facts, position, module, attr, unverified in losses:
         if unverified:  # a warning: the module may set it at run time
             yield finding("SGC105", facts, position, f"{module}.{attr}", severity="warning", module=module,
                           attr=attr, verdict="no longer declares attribute", old=ctx.old_version,
                           new=ctx.new_version, hint=f"; could not verify: {unverified}", home=None)
             continue
-        was = ctx.old.resolve_name(module, attr)
-        hint = home_hint(ctx.old, was, ctx.new, attr, found.get(attr, []), module)
-        home = moved_home(ctx.old, was, ctx.new, attr, found.get(attr, []), module)
+        if (module, attr) not in homes:
+            was = ctx.old.resolve_name(module, attr)
+            homes[module, attr] = (home_hint(ctx.old, was, ctx.new, attr, found.get(attr, []), module),
+                                   moved_home(ctx.old, was, ctx.new, attr, found.get(attr, []), module))
+        hint, home = homes[module, attr]
         yield finding("SGC105", facts, position, f"{module}.{attr}", module=module, attr=attr,
                       verdict="no longer has attribute", old=ctx.old_version, new=ctx.new_version, hint=hint, home=home)
 

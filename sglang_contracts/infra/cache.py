@@ -64,9 +64,14 @@ MAX_RECORD_BYTES = 256 * 1024 * 1024
 # The bytes each folder of the records an edit adds may hold (every edit of a Python file adds
 # a run's findings by its inputs, `runs`, and the file's facts by its content, `project`; an
 # edit of any other file, an incremental plan and its memo, `incremental`): past it, the records
-# used longest ago are removed. The releases' records (`upstream`, `closure`) and the wheels are
-# added by release, not by edit, and a cold run needs them: they are not removed.
-BOUNDED_KINDS = {"runs": 64 * 1024 * 1024, "project": 256 * 1024 * 1024, "incremental": 64 * 1024 * 1024}
+# used longest ago are removed. `upstream` too: a directory release (a source tree the user
+# edits) adds an edited module's records at each save (campaign 10, R10). Its records are keyed
+# by module content, shared by the releases that have a module alike, so a directory's cannot be
+# told apart: the whole folder is bounded, at many releases' worth (sglang's own tree checked
+# cold from 0.5.22 to 0.5.23 writes 51 MB there, both releases), and a run's own records are never
+# swept. The `closure` records and the wheels are added by release, not by edit: not removed.
+BOUNDED_KINDS = {"runs": 64 * 1024 * 1024, "project": 256 * 1024 * 1024, "incremental": 64 * 1024 * 1024,
+                 "upstream": 512 * 1024 * 1024}
 # A folder is swept once this share of its bound was written since its last sweep (counted in
 # UNSWEPT, across processes): one listing of it per that many bytes written, not one per run.
 SWEEP_AFTER = 8

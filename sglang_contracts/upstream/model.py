@@ -377,6 +377,16 @@ class LoadStats:
 # Bases followed up a class's hierarchy (SGLang's are a few deep): what lies above is open-ended.
 DEEPEST_CLASS = 100
 
+@dataclass
+class Links:
+    """What one resolution followed: the (module, name) links of the chain being followed, one
+    inside the other (`path`: _name_steps adds and removes its own), and the star-import links it
+    found missing (`missing`: _through_star)."""
+
+    path: set[tuple[str, str]] = field(default_factory=set)
+    missing: set[tuple[str, str]] = field(default_factory=set)
+
+
 # A resolution in steps: it yields the resolution of each link it follows (a re-export, a star
 # import, a module on a path) and is sent back that link's Symbol; it returns its own.
 Resolution = Generator["Resolution", Symbol, Symbol]
@@ -656,17 +666,17 @@ class UpstreamModel:
         The answer depends on the name alone, so it is kept (as resolve_path's)."""
         found = self._names.get((module_name, name))
         if found is None:
-            found = self._names[module_name, name] = _followed(self._name_steps(module_name, name, set()))
+            found = self._names[module_name, name] = _followed(self._name_steps(module_name, name, Links()))
         return found
 
-    def _name_steps(self, module_name: str, name: str, seen: set[tuple[str, str]]) -> Resolution:
-        """`seen`: the (module, name) links of the chain being followed, this one's included while
-        it is (_followed runs the links one inside the other: the set is the path). A copy of the
+    def _name_steps(self, module_name: str, name: str, seen: Links) -> Resolution:
+        """`seen.path`: the (module, name) links of the chain being followed, this one's included
+        while it is (_followed runs the links one inside the other: the set is the path). A copy of the
         path per link cost a chain of N star imports N^2 in time and memory (campaign 9, R21)."""
         key = (module_name, name)
-        if key in seen:
+        if key in seen.path:
             return UNKNOWN  # a re-export cycle: Python would fail too, but do not claim it
-        seen.add(key)
+        seen.path.add(key)
         try:
             record = self.module(module_name)
             if record is None:
@@ -676,9 +686,9 @@ class UpstreamModel:
                 return (yield from self._bound(module_name, name, binding, seen))
             return (yield from self._not_bound(record, module_name, name, seen))
         finally:
-            seen.discard(key)
+            seen.path.discard(key)
 
-    def _bound(self, module_name: str, name: str, binding: dict[str, Any], seen: set[tuple[str, str]]) -> Resolution:
+    def _bound(self, module_name: str, name: str, binding: dict[str, Any], seen: Links) -> Resolution:
         """resolve_name of a name the module binds: defined there, or imported (followed when upstream)."""
         if binding["kind"] != "alias":
             return Symbol("found", binding["kind"], f"{module_name}.{name}", binding.get("line"))
@@ -687,7 +697,7 @@ class UpstreamModel:
             return Symbol("found", "external", target, binding.get("line"))
         return (yield self._path_steps(target, seen))
 
-    def _not_bound(self, record: ModuleRecord, module_name: str, name: str, seen: set[tuple[str, str]]) -> Resolution:
+    def _not_bound(self, record: ModuleRecord, module_name: str, name: str, seen: Links) -> Resolution:
         """resolve_name of a name the module does not bind: a submodule, a star import's, or a
         name made at run time."""
         if self.module_exists(f"{module_name}.{name}"):
@@ -706,7 +716,7 @@ class UpstreamModel:
         """What `from module_name import *` binds `name` to: found where the module exports it
         (its `__all__`, else its public names, through its own star imports as resolve_name
         follows them), missing where it does not, unknown where that cannot be told."""
-        return _followed(self._through_star(module_name, name, set()))
+        return _followed(self._through_star(module_name, name, Links()))
 
     def star_names(self, module_name: str) -> frozenset[str]:
         """The names `from module_name import *` may bind (star_gives decides each): its
@@ -757,7 +767,22 @@ class UpstreamModel:
                 pending.extend(record.wildcards)
         return None
 
-    def _through_star(self, star_module: str, name: str, seen: set[tuple[str, str]]) -> Resolution:
+    def _through_star(self, star_module: str, name: str, seen: Links) -> Resolution:
+        """`name` through `from star_module import *`. A star import of a module whose search for
+        the name is under way (a cycle of star imports: valid Python, where it binds what the
+        module bound so far) or was made in this resolution and found nothing gives nothing
+        that search does not find: missing here, and the star imports before it are read
+        (a cycle left every name it re-exports unknown: campaign 10, R14). Each star link is
+        searched once a resolution, so a web of star imports costs its links, not its paths."""
+        link = (star_module, name)
+        if link in seen.path or link in seen.missing:
+            return MISSING
+        symbol = yield from self._star_link(star_module, name, seen)
+        if symbol.missing:
+            seen.missing.add(link)
+        return symbol
+
+    def _star_link(self, star_module: str, name: str, seen: Links) -> Resolution:
         if not is_upstream(star_module):
             return UNKNOWN  # `from torch import *`: its names are not ours to know
         record = self.module(star_module)
@@ -772,7 +797,7 @@ class UpstreamModel:
         return (yield self._name_steps(star_module, name, seen))
 
     def _through_computed(self, star_module: str, exports: dict[str, Any], name: str,
-                          seen: set[tuple[str, str]]) -> Resolution:
+                          seen: Links) -> Resolution:
         """`name` through a star import of a module whose `__all__` is computed: listed, or a
         global its comprehension keeps; a global that a part not evaluated may have added is
         unknown, one the module does not have is missing."""
@@ -791,10 +816,10 @@ class UpstreamModel:
         thousands of times."""
         found = self._paths.get(dotted)
         if found is None:
-            found = self._paths[dotted] = _followed(self._path_steps(dotted, set()))
+            found = self._paths[dotted] = _followed(self._path_steps(dotted, Links()))
         return found
 
-    def _path_steps(self, dotted: str, _seen: set[tuple[str, str]]) -> Resolution:
+    def _path_steps(self, dotted: str, _seen: Links) -> Resolution:
         parts = dotted.split(".")
         for split in range(min(len(parts), DEEPEST_MODULE), 0, -1):  # a project's `sglang.a.a.a...` is no module
             prefix = ".".join(parts[:split])
@@ -1134,16 +1159,21 @@ class UpstreamModel:
         """`compute()`, a search that reads every file of the release, cached under `what` for
         releases whose content cannot change (a published version, a commit). The key holds
         the code of the module that defines `compute`, so changing a search invalidates it;
-        `shape` is its result's (infra/shapes.py): a record of another is searched again."""
-        if not self.release.identity:
-            return compute()
+        `shape` is its result's (infra/shapes.py): a record of another is searched again.
+        Any release's answer is kept for the model's life: a directory's files do not change
+        during a run, and a resident engine keeps a model only while they are unchanged (one
+        hint per read of a removed attribute searched a directory release 150,000 times:
+        campaign 10, R13)."""
         if what in self._searched:
             return self._searched[what]
-        key = self._search_key(what, compute.__module__)
-        result = self.cache.get(key, shape)
-        if result is None:
+        if not self.release.identity:
             result = compute()
-            self.cache.put(key, result)
+        else:
+            key = self._search_key(what, compute.__module__)
+            result = self.cache.get(key, shape)
+            if result is None:
+                result = compute()
+                self.cache.put(key, result)
         self._searched[what] = result
         return result
 
@@ -1155,17 +1185,20 @@ class UpstreamModel:
                                shape: Any) -> dict[str, Any]:
         """Several searches at once, {what: result}: `whats` maps each search's cache name to
         its question; `compute(questions)` answers every one not cached, in one pass over the
-        release, in order. Each answer, of `shape`, is cached as `whole_release_search` caches it."""
-        if not self.release.identity:
-            return dict(zip(whats, compute(list(whats.values())))) if whats else {}
-        keys = {what: self._search_key(what, compute.__module__) for what in whats}
-        found = self._cached_searches(keys, shape)
+        release, in order. Each answer, of `shape`, is cached and kept as `whole_release_search`
+        caches and keeps it."""
+        found = {what: self._searched[what] for what in whats if what in self._searched}
+        keys = {what: self._search_key(what, compute.__module__) for what in whats
+                if what not in found and self.release.identity}  # a directory's answers are not cached
+        found.update(self._cached_searches(keys, shape))
         missing = [what for what in whats if what not in found]
         if missing:
             for what, result in zip(missing, compute([whats[what] for what in missing])):
-                self.cache.put(keys[what], result)
+                if what in keys:
+                    self.cache.put(keys[what], result)
                 found[what] = result
-        return found
+        self._searched.update(found)
+        return {what: found[what] for what in whats}
 
     def _cached_searches(self, keys: dict[str, str], shape: Any) -> dict[str, Any]:
         """{what: result} of the searches (by their cache keys) whose results are cached, of `shape`."""

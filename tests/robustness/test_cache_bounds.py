@@ -18,6 +18,7 @@ import pytest
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.infra import cache as cache_module
 from sglang_contracts.infra.cache import RecordCache, evict_over_bounds
+from tests.helpers import write_tree
 
 EDITS = 8
 HELPERS = 4  # files the edits leave alone: their facts are read by every run
@@ -120,6 +121,37 @@ def test_an_editor_session_leaves_the_cache_under_its_bounds_and_the_facts_it_ho
     assert after.replayed_files_with_contracts is None and after.project.parsed == 1
     cold = run_check([project], dataclasses.replace(options, cache_dir=cache.parent / "cold"))
     assert findings(after) == findings(cold)
+
+
+def test_edits_of_a_directory_release_leave_its_records_under_their_bound(tmp_path: Path, monkeypatch) -> None:
+    """A directory release (`--new ../sglang/python`, a tree the user edits) is read by its files'
+    state: each save of an upstream module the project reads added that module's records to
+    `upstream`, never removed (campaign 10, R10: 380 KB a save of a 4,500-line module). With the
+    bounds of every folder the cache bounds made small, the edits leave `upstream` under its
+    bound, and the run after them finds what a cold run finds."""
+    for version in ("1.0.0", "1.0.1"):
+        write_tree(tmp_path / version, {"sglang/__init__.py": "from sglang.version import __version__\n",
+                                        "sglang/version.py": f'__version__ = "{version}"\n',
+                                        "sglang/srt/a.py": "def f(a, b=1):\n    return a\n"})
+    edited = tmp_path / "1.0.1/sglang/srt/a.py"
+    edited.write_text("def f(a):\n    return a\n" + "".join(f"def g{n}(a, b=1, *, c=None):\n    return a + b\n"
+                                                           for n in range(200)))
+    project = write_tree(tmp_path / "p", {"pyproject.toml": '[project]\nname = "p"\n',
+                                          "m.py": "from sglang.srt.a import f\nf(1, b=2)\n"})
+    options = CheckOptions(old=str(tmp_path / "1.0.0"), new=str(tmp_path / "1.0.1"), cache_dir=tmp_path / "cache")
+    first = findings(run_check([project], options))
+    upstream = options.cache_dir / "upstream"
+    live = folder_bytes(upstream)  # what one run reads and writes there, never swept by its own sweep
+    bounds = {kind: 2 * max(folder_bytes(options.cache_dir / kind), 1) for kind in cache_module.BOUNDED_KINDS}
+    monkeypatch.setattr(cache_module, "BOUNDED_KINDS", bounds)
+    for number in range(EDITS):
+        with open(edited, "a") as handle:
+            handle.write(f"# edit {number}\n")
+        assert findings(run_check([project], options)) == first
+    bound = bounds.get("upstream", 2 * live)
+    assert folder_bytes(upstream) <= bound + bound // cache_module.SWEEP_AFTER + live
+    cold = run_check([project], dataclasses.replace(options, cache_dir=tmp_path / "cold"))
+    assert findings(run_check([project], options)) == findings(cold) == first
 
 
 def test_the_record_read_last_is_kept_over_one_written_later(tmp_path: Path, monkeypatch) -> None:

@@ -359,8 +359,10 @@ def run(req: Req, thing: Thing):
 
 
 def test_upstream_modules_re_exporting_each_others_names(tmp_path: Path) -> None:
-    """Upstream re-export and star-import cycles resolve to "unknown", never to "missing": no
-    import is reported for them. The module that still defines `Req` keeps its contracts."""
+    """An upstream re-export cycle resolves to "unknown", never to "missing": no import is
+    reported for it. A name no module of a star-import cycle has is missing from both releases,
+    as Python says (reported only with --report-unresolved). The module that still defines `Req`
+    keeps its contracts."""
     cyclic = {
         "sglang/srt/one.py": "from sglang.srt.two import Loop\nfrom sglang.srt.three import *\n",
         "sglang/srt/two.py": "from sglang.srt.one import Loop\n",
@@ -378,6 +380,23 @@ def run(req: Req, loop: Loop):
     old = {SCHEDULE_BATCH: REQ_OLD, **cyclic}
     new = {SCHEDULE_BATCH: REQ_NEW, **cyclic}
     assert check(tmp_path, old, new, project) == ["app/use.py:8:16: SGC321"]
+
+
+def test_names_a_star_import_cycle_re_exports_are_judged_as_python_resolves_them(tmp_path: Path) -> None:
+    """`m0` and `m1` each star-import `common`, then each other: valid Python, where each star
+    import binds what the other module bound so far, `x` among it. The cycle left every name it
+    re-exports unknown: of three imports of a removed `x`, only the one from `common` itself was
+    reported (campaign 10, R14)."""
+    def release(common: str) -> dict[str, str]:
+        return {"sglang/srt/pkg/__init__.py": "from .m0 import *\nfrom .m1 import *\n",
+                "sglang/srt/pkg/common.py": common,
+                "sglang/srt/pkg/m0.py": "from .common import *\nv0 = 0\nfrom .m1 import *\n",
+                "sglang/srt/pkg/m1.py": "from .common import *\nv1 = 1\nfrom .m0 import *\n"}
+
+    project = {"app/m.py": "from sglang.srt.pkg import x\nfrom sglang.srt.pkg.m1 import x as y\n"
+                           "from sglang.srt.pkg.common import x as z\nfrom sglang.srt.pkg.m0 import v1, c\n"}
+    assert check(tmp_path, release("x = 1\nc = 1\n"), release("c = 1\n"), project) == [
+        "app/m.py:1:28: SGC102", "app/m.py:2:31: SGC102", "app/m.py:3:35: SGC102"]
 
 
 def test_borrowed_methods_that_call_each_other(tmp_path: Path) -> None:

@@ -380,6 +380,73 @@ def test_r02_an_import_naming_a_removed_name_thousands_of_times_is_judged_and_li
     assert len(result.diagnostics) <= MOST_LISTED + 3  # app/ok.py's own
 
 
+def test_r13_reads_of_a_removed_module_attribute_thousands_of_times_search_the_release_once(
+        project, releases, monkeypatch) -> None:
+    """One line reading a removed module attribute 150,000 times (`A.helper`, 750 KB) looked for
+    its new home at each read, each look reading the (directory) release's sources again: 49 s
+    (campaign 10, R13). Counted, not timed: the home is looked for once per (module, attribute),
+    and a search of a directory release's sources is made once a run, however often it is asked."""
+    from sglang_contracts.check.runner import CheckOptions, Fresh, run_check
+    from sglang_contracts.contracts import imports
+    from sglang_contracts.diagnostics import MOST_LISTED
+    from sglang_contracts.upstream.model import UpstreamModel
+
+    looked, searched = [0], []  # homes looked for; what the release's sources were searched for
+    home_hint, texts_mentioning = imports.home_hint, UpstreamModel.texts_mentioning
+    old, new = releases
+    (old / "sglang/srt/utils.py").write_text("def helper(): ...\ndef other(): ...\ndef kept(): ...\n")
+
+    def looking(*args):
+        looked[0] += 1
+        return home_hint(*args)
+
+    def searching(self, needle):
+        searched.append(needle)
+        return texts_mentioning(self, needle)
+
+    monkeypatch.setattr(imports, "home_hint", looking)
+    monkeypatch.setattr(UpstreamModel, "texts_mentioning", searching)
+    monkeypatch.setattr(Fresh, "checks_in_two", False)  # every rule in this process, where it is counted
+    searches = {}
+    for copies in (1, MOST_LISTED + 200):
+        write(project, {"app/ok.py": "", "app/many.py": "import sglang.srt.utils as A\n"
+                                                        "v = [A.other, " + ", ".join(["A.helper"] * copies) + "]\n"})
+        looked[0], searched[:] = 0, []
+        result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+        assert [d.code for d in result.diagnostics] == ["SGC105"] * min(copies + 1, MOST_LISTED + 1)
+        assert looked[0] == 2  # helper's and other's
+        searches[copies] = len(searched)
+    assert 0 < searches[MOST_LISTED + 200] == searches[1]  # the same for one read of each and thousands
+    assert searched.count("import") == 1  # the release's imports from outside, asked for each name, read once
+
+
+def test_an_import_of_thousands_of_names_from_a_removed_module_looks_for_their_home_once(
+        project, releases, monkeypatch) -> None:
+    """R13's class through a removed module: each name of `from gone import (x, x, ...)` looked
+    for the statement's new home, each look going over every name the statement imports."""
+    from sglang_contracts.check.runner import CheckOptions, Fresh, run_check
+    from sglang_contracts.contracts import imports
+    from sglang_contracts.diagnostics import MOST_LISTED
+
+    looked = [0]
+    module_hint = imports.module_hint
+
+    def looking(*args):
+        looked[0] += 1
+        return module_hint(*args)
+
+    monkeypatch.setattr(imports, "module_hint", looking)
+    monkeypatch.setattr(Fresh, "checks_in_two", False)  # every rule in this process, where it is counted
+    old, new = releases
+    (old / "sglang/srt/gone.py").write_text("def helper(): ...\n")
+    copies = MOST_LISTED + 200
+    names = ", ".join(["helper"] * copies)
+    write(project, {"app/ok.py": "", "app/many.py": f"from sglang.srt.gone import ({names})\n"})
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+    assert [d.code for d in result.diagnostics] == ["SGC101"]  # one for the statement
+    assert looked[0] == 1
+
+
 def test_a_body_of_thousands_of_names_typed_from_others_is_typed_in_linear_work(monkeypatch) -> None:
     """`b = a.x` took a's types from the whole table of typed names, rebuilt at each such binding:
     a body of N constructed names and N derived ones cost N squared (8,000 of each: 11 s in a

@@ -329,6 +329,31 @@ def test_a_cycle_of_star_imports_resolves_a_missing_name_in_memory_linear_in_the
     assert peak < LINKS * 2_000  # a few objects per link; the copies took LINKS^2 / 2 set entries (~8 MB)
 
 
+def test_a_web_of_star_import_cycles_is_resolved_as_python_does_once_a_link(tmp_path: Path, monkeypatch) -> None:
+    """Each module star-imports the next two of a ring: cycles everywhere, valid Python, where
+    every module has what any of them defines. A cycle made every name it passes along unknown
+    (campaign 10, R14); followed through, its paths double at each module. Counted, not timed:
+    a resolution follows each (module, name) link of a star import once."""
+    def web(i: int) -> str:
+        return f"from sglang.srt.r{i + 1} import *\nfrom sglang.srt.r{(i + 2) % LINKS} import *\n"
+
+    model = UpstreamModel(chain_release(tmp_path / "tree", web, web(LINKS - 1) + "X = 1\n"),
+                          RecordCache(tmp_path / "cache"))
+    steps = [0]
+    name_steps = UpstreamModel._name_steps
+
+    def counted(self, *args):
+        steps[0] += 1
+        return name_steps(self, *args)
+
+    monkeypatch.setattr(UpstreamModel, "_name_steps", counted)
+    assert model.resolve_name("sglang.srt.r0", "X").origin == f"sglang.srt.r{LINKS - 1}.X"
+    assert model.resolve_name(f"sglang.srt.r{LINKS // 2}", "X").origin == f"sglang.srt.r{LINKS - 1}.X"
+    steps[0] = 0
+    assert model.resolve_name("sglang.srt.r0", "Z").missing
+    assert steps[0] <= 2 * LINKS  # one a star import
+
+
 @pytest.mark.parametrize("levels", [100, 101])
 def test_a_hierarchy_deeper_than_followed_is_open_ended_and_said(tmp_path: Path, levels: int) -> None:
     """Bases past the depth followed were dropped as if there were none: a member defined above
