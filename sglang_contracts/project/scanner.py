@@ -63,6 +63,7 @@ from sglang_contracts.project.scopes import (
     parameter_list,
     receiver_name,
     string_value,
+    walrus_lines,
 )
 
 EXITS = frozenset({ast.Return, ast.Yield, ast.YieldFrom})  # what returned_shape looks at
@@ -246,7 +247,8 @@ def _annotation_text(function: Function) -> str:
 class _ClassSummary:
     """What a module-level class gives its instances, gathered before its body is visited."""
 
-    def __init__(self, node: ast.ClassDef, returns: dict[str, tuple[str, ...]] | None = None) -> None:
+    def __init__(self, node: ast.ClassDef, returns: dict[str, tuple[str, ...]] | None = None,
+                 walrus: tuple[int, ...] | None = None) -> None:
         self.node = node
         self.name = node.name
         self.bases = tuple(name for base in node.bases if (name := full_name(base)))
@@ -257,7 +259,8 @@ class _ClassSummary:
         self._read_body(node.body)
         for method in methods:
             self.provided.add(method.name)
-            self.method_types[id(method)] = function_types(method, self.name, self.attributes, returns=returns)
+            self.method_types[id(method)] = function_types(method, self.name, self.attributes, returns=returns,
+                                                           walrus=walrus)
         self.provided.update(self.attributes.names)
         self.methods = methods
         self.method_ids = {id(m) for m in methods}
@@ -357,6 +360,7 @@ class _Collector:
         self.factories: set[str] = set()
         self.bound_methods: dict[str, tuple[str, ...]] = {}  # scopes.bound_methods
         self.returns: dict[str, tuple[str, ...]] = {}  # scopes.module_returns
+        self.walrus: tuple[int, ...] | None = None  # scopes.walrus_lines
         # (function, subject, [(string, position, index)], nargs, keywords, position, scope, guarded)
         self.probes: list[tuple[str, Receiver | None, list[tuple[str, Position, int]], int, tuple[str, ...], Position, str, bool, bool]] = []
         self.source_probes: list[tuple[str, str, bool, Position, str]] = []
@@ -471,7 +475,7 @@ class _Collector:
             self._receiver = receiver_name(node, True)
         else:
             types = function_types(node, None, bound_as=self.bound_methods.get(node.name, ()) if self.scope_depth == 1 else (),
-                                   returns=self.returns)
+                                   returns=self.returns, walrus=self.walrus)
             outer = self._functions[-1][0] if self._functions else ""
             scope = f"{outer}.{node.name}" if outer else node.name
         self._functions.append((scope, types))
@@ -496,13 +500,13 @@ class _Collector:
         outer = self._class
         summarised = outer is None
         if summarised:
-            self._class = _ClassSummary(node, self.returns)
+            self._class = _ClassSummary(node, self.returns, self.walrus)
             self.classes.append(self._class)
         self.scope_depth += 1
         self._visit_all([*node.decorator_list, *node.bases, *node.keywords])
         body_typed = not self._functions  # a class body in a function reads the function's types
         if body_typed:
-            self._class_bodies.append(body_types(node.body, None, "", self.returns))
+            self._class_bodies.append(body_types(node.body, None, "", self.returns, self.walrus))
         self._visit_all(node.body)
         if body_typed:
             self._class_bodies.pop()
@@ -546,7 +550,7 @@ class _Collector:
             if name.id in getattr(types, "local", ()):
                 return name.id in getattr(types, "rebound", ())
         if self._module_rebound is None:
-            self._module_rebound = module_rebound(self._module)
+            self._module_rebound = module_rebound(self._module, self.walrus)
         return name.id in self._module_rebound
 
     def _visit_expression_scope(self, node: ast.Lambda | ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
@@ -1589,7 +1593,8 @@ def _collected(module: ast.Module, module_name: str, path: str, text: str, at: S
                                if isinstance(statement, (*FUNCTIONS, ast.ClassDef)))
     collector.bound_methods = bound_methods(module, text)
     collector.returns = module_returns(module, text)
-    collector.module_types = body_types(module.body, module, text, collector.returns)
+    collector.walrus = walrus_lines(text)
+    collector.module_types = body_types(module.body, module, text, collector.returns, collector.walrus)
     if STAR_IMPORT.search(text) and _imports_upstream_star(module, module_name, collector.is_package):
         collector.star_uses = free_names(text, path)
     collector.visit(module)
