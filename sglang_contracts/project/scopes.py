@@ -344,7 +344,8 @@ class _Bindings:
             elif _is_none(current):
                 nullable = True
             else:
-                types = call_types(current, self.returns) if isinstance(current, ast.Call) else self._derived("P", current)
+                types = call_types(current, self.returns) if isinstance(current, ast.Call) \
+                    else self._derived("P", current)
                 if not types:
                     return POISON, nullable
                 found += [kind for kind in types if kind not in found]
