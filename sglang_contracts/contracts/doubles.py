@@ -47,7 +47,8 @@ def _patch_targets(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str
 def _patch_target(ctx: CheckContext, view, facts: FileFacts, probe) -> tuple[Position, str, str] | None:
     """(position, upstream dotted target, how) when the probe patches an upstream name, else None."""
     last = probe.function.rsplit(".", 1)[-1]
-    patcher = last == "patch" or last in ("setattr", "delattr") and probe.function != last  # not the builtins
+    # not the builtins; `patch.multiple`/`patch.dict`: the scanner's probes of each name they patch
+    patcher = last in ("patch", "multiple", "dict") or last in ("setattr", "delattr") and probe.function != last
     if patcher and probe.string_at(0):  # patch("sglang.x.y.name")
         text, position = probe.string_at(0)
         dotted = text if is_upstream(text) else ctx.project.upstream_path(text)

@@ -63,6 +63,7 @@ from sglang_contracts.project.scopes import (
     parameter_list,
     receiver_name,
     string_value,
+    walrus_lines,
 )
 
 EXITS = frozenset({ast.Return, ast.Yield, ast.YieldFrom})  # what returned_shape looks at
@@ -73,6 +74,10 @@ PROBES = {"getattr", "hasattr", "setattr", "delattr", "patch", "object", "signat
 # Patchers whose first argument may be a dotted target (`mock.patch("a.b.c")`,
 # `monkeypatch.setattr("a.b.c", v)`, `monkeypatch.delattr("a.b.c")`); the builtins take no target.
 PATCHERS = {"patch", "setattr", "delattr"}
+# `patch.<these>`: `patch.multiple(target, x=..., y=...)` patches each keyword's attribute of its
+# target; `patch.dict("a.b.TABLE", ...)` imports its target first, as `patch("a.b.TABLE")` does.
+NAME_PATCHERS = {"multiple", "dict"}
+PATCH_MULTIPLE_OPTIONS = {"target", "spec", "create", "spec_set", "autospec", "new_callable"}  # not attributes
 SOURCE_GETTERS = {"getsource"}
 STAR_IMPORT = re.compile(r"\bimport[\s\\]*\*")  # a text that shows none needs no look for one in its tree
 TEXT_METHODS = {"replace", "find", "rfind", "index", "rindex", "count", "startswith", "endswith", "split", "partition"}
@@ -246,7 +251,8 @@ def _annotation_text(function: Function) -> str:
 class _ClassSummary:
     """What a module-level class gives its instances, gathered before its body is visited."""
 
-    def __init__(self, node: ast.ClassDef, returns: dict[str, tuple[str, ...]] | None = None) -> None:
+    def __init__(self, node: ast.ClassDef, returns: dict[str, tuple[str, ...]] | None = None,
+                 walrus: tuple[int, ...] | None = None) -> None:
         self.node = node
         self.name = node.name
         self.bases = tuple(name for base in node.bases if (name := full_name(base)))
@@ -257,7 +263,8 @@ class _ClassSummary:
         self._read_body(node.body)
         for method in methods:
             self.provided.add(method.name)
-            self.method_types[id(method)] = function_types(method, self.name, self.attributes, returns=returns)
+            self.method_types[id(method)] = function_types(method, self.name, self.attributes, returns=returns,
+                                                           walrus=walrus)
         self.provided.update(self.attributes.names)
         self.methods = methods
         self.method_ids = {id(m) for m in methods}
@@ -357,6 +364,7 @@ class _Collector:
         self.factories: set[str] = set()
         self.bound_methods: dict[str, tuple[str, ...]] = {}  # scopes.bound_methods
         self.returns: dict[str, tuple[str, ...]] = {}  # scopes.module_returns
+        self.walrus: tuple[int, ...] | None = None  # scopes.walrus_lines
         # (function, subject, [(string, position, index)], nargs, keywords, position, scope, guarded)
         self.probes: list[tuple[str, Receiver | None, list[tuple[str, Position, int]], int, tuple[str, ...], Position, str, bool, bool]] = []
         self.source_probes: list[tuple[str, str, bool, Position, str]] = []
@@ -471,7 +479,7 @@ class _Collector:
             self._receiver = receiver_name(node, True)
         else:
             types = function_types(node, None, bound_as=self.bound_methods.get(node.name, ()) if self.scope_depth == 1 else (),
-                                   returns=self.returns)
+                                   returns=self.returns, walrus=self.walrus)
             outer = self._functions[-1][0] if self._functions else ""
             scope = f"{outer}.{node.name}" if outer else node.name
         self._functions.append((scope, types))
@@ -496,13 +504,13 @@ class _Collector:
         outer = self._class
         summarised = outer is None
         if summarised:
-            self._class = _ClassSummary(node, self.returns)
+            self._class = _ClassSummary(node, self.returns, self.walrus)
             self.classes.append(self._class)
         self.scope_depth += 1
         self._visit_all([*node.decorator_list, *node.bases, *node.keywords])
         body_typed = not self._functions  # a class body in a function reads the function's types
         if body_typed:
-            self._class_bodies.append(body_types(node.body, None, "", self.returns))
+            self._class_bodies.append(body_types(node.body, None, "", self.returns, self.walrus))
         self._visit_all(node.body)
         if body_typed:
             self._class_bodies.pop()
@@ -546,7 +554,7 @@ class _Collector:
             if name.id in getattr(types, "local", ()):
                 return name.id in getattr(types, "rebound", ())
         if self._module_rebound is None:
-            self._module_rebound = module_rebound(self._module)
+            self._module_rebound = module_rebound(self._module, self.walrus)
         return name.id in self._module_rebound
 
     def _visit_expression_scope(self, node: ast.Lambda | ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
@@ -920,12 +928,41 @@ class _Collector:
                 or strings and strings[0][2] == 0:
             return None
         value = positional[0] if positional else _target_keyword(node)
+        text = self._rendered_target(value)
+        return (text, value) if text else None
+
+    def _rendered_target(self, value: ast.expr | None) -> str | None:
+        """The string a target spells: a literal, or built from the module's string constants."""
         if not isinstance(value, (ast.Constant, ast.Name, ast.JoinedStr, ast.BinOp)):
             return None
         if self._strings is None:
             self._strings = module_strings(self._module)
         text = rendered(value, self._strings)
-        return (text, value) if text and PLACEHOLDER not in text else None
+        return text if text and PLACEHOLDER not in text else None
+
+    def _names_patch(self, node: ast.Call, function: str, where: Position) -> None:
+        """`patch.dict(target, ...)`: a probe of its target as `patch(target)` is. `patch.multiple(target,
+        x=..., y=...)`: one of each keyword's attribute, as `patch("target.x")` (the target a string) or
+        `patch.object(target, "x")` (an object) is, at the keyword; none with `create=True`, which makes
+        what is missing, or a `**` splat, which may hold it."""
+        multiple = function.endswith("multiple")
+        target = node.args[0] if node.args else _target_keyword(node, "target" if multiple else "in_dict")
+        text = self._rendered_target(target)
+        if not multiple:
+            if text:
+                self.probes.append((function, None, [(text, self.at.start(target), 0)], len(node.args), (), where,
+                                    self._scope, self.attr_guard_depth > 0, False))
+            return
+        subject = self._subject(target) if target is not None and not text else None
+        may_create = any(k.arg is None or k.arg == "create" and not _is_false(k.value) for k in node.keywords)
+        if not (text or subject) or may_create:
+            return
+        for keyword in node.keywords:
+            if keyword.arg not in PATCH_MULTIPLE_OPTIONS:
+                at = self.at.start(keyword)
+                strings = [(f"{text}.{keyword.arg}", at, 0)] if text else [(keyword.arg, at, 1)]
+                self.probes.append((function, subject, strings, len(node.args), (), where, self._scope,
+                                    self.attr_guard_depth > 0, False))
 
     def _first_nullable(self, positional: list[ast.expr]) -> bool:
         """Is the first argument a name its function says may be None?"""
@@ -1046,6 +1083,9 @@ class _Collector:
             if last in PROBES:
                 self._probe(node, function, self.at.attribute_name(func) if isinstance(func, ast.Attribute)
                             else self.at.start(func))
+            elif last in NAME_PATCHERS and function.rsplit(".", 2)[-2:-1] == ["patch"] \
+                    and isinstance(func, ast.Attribute):
+                self._names_patch(node, function, self.at.attribute_name(func))
             if last in TEXT_METHODS or last in REGEX_FUNCTIONS:
                 self._text_probe(node, function)
         elif isinstance(func, ast.Attribute) and func.attr in TEXT_METHODS:
@@ -1172,9 +1212,14 @@ def _string_arguments(positional: list[ast.expr]) -> list[tuple[str, ast.expr, i
     return [(text, value, index) for index, value in enumerate(positional) if (text := string_value(value)) is not None]
 
 
-def _target_keyword(node: ast.Call) -> ast.expr | None:
+def _target_keyword(node: ast.Call, name: str = "target") -> ast.expr | None:
     """The value of a call's `target=` keyword (`mock.patch(target="a.b.c")`), None without one."""
-    return next((k.value for k in node.keywords if k.arg == "target"), None)
+    return next((k.value for k in node.keywords if k.arg == name), None)
+
+
+def _is_false(node: ast.expr) -> bool:
+    """A literal False (or 0, None): `create=False`, as good as none."""
+    return isinstance(node, ast.Constant) and not node.value
 
 
 def _is_keywords_dict(value: ast.AST) -> bool:
@@ -1589,7 +1634,8 @@ def _collected(module: ast.Module, module_name: str, path: str, text: str, at: S
                                if isinstance(statement, (*FUNCTIONS, ast.ClassDef)))
     collector.bound_methods = bound_methods(module, text)
     collector.returns = module_returns(module, text)
-    collector.module_types = body_types(module.body, module, text, collector.returns)
+    collector.walrus = walrus_lines(text)
+    collector.module_types = body_types(module.body, module, text, collector.returns, collector.walrus)
     if STAR_IMPORT.search(text) and _imports_upstream_star(module, module_name, collector.is_package):
         collector.star_uses = free_names(text, path)
     collector.visit(module)

@@ -13,6 +13,7 @@ import builtins
 import re
 import symtable
 import warnings
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 
@@ -265,14 +266,14 @@ def decorator_names(function: Function | ast.ClassDef) -> tuple[str, ...]:
 
 
 class _Bindings:
-    """Every binding in one function body, found by walking its statements only (nested
-    functions and classes bind just their name). Expressions are not entered, which keeps the
-    walk cheap: comprehension variables stay local to their comprehension anyway, and a name
-    bound only by `:=` simply gets no type."""
+    """Every binding in one function body, found by walking its statements (nested functions
+    and classes bind just their name) and, for `:=`, the expressions in them (a comprehension's
+    `:=` binds in the body too; a lambda's, in the lambda)."""
 
     def __init__(self, table: TypeTable, receiver: str | None, poisoned: set[str],
-                 returns: dict[str, tuple[str, ...]] | None = None) -> None:
+                 returns: dict[str, tuple[str, ...]] | None = None, walrus: tuple[int, ...] | None = None) -> None:
         self.table = table
+        self.walrus = walrus  # walrus_lines, None for "any line may": only their statements' expressions are walked
         self.returns = returns
         self.receiver = receiver
         self.poisoned = poisoned  # names known to be bound to something untyped somewhere
@@ -309,6 +310,68 @@ class _Bindings:
             elif isinstance(target, ast.Starred):
                 pending.append((target.value, POISON))
 
+    def _bind_value(self, target: ast.AST, value: ast.AST | None) -> None:
+        """Bind a target to what a value expression is: a tuple or list target takes the items
+        of a tuple or list value one by one (a starred target the rest, untyped), however deep
+        the nesting; `None` for a value not known (an item no plain value gives) is untyped."""
+        pending: list[tuple[ast.AST, ast.AST | None]] = [(target, value)]
+        while pending:
+            target, value = pending.pop()
+            if isinstance(target, (ast.Tuple, ast.List)) and (pairs := _paired(target.elts, value)) is not None:
+                pending.extend(reversed(pairs))
+            elif value is None:
+                self._target(target, POISON)
+            else:
+                types, nullable = self._value_types(value)
+                if nullable and isinstance(target, ast.Name):
+                    self.table.nullable.add(target.id)
+                self._target(target, types)
+
+    def _value_types(self, node: ast.AST) -> tuple[tuple[str, ...] | None, bool]:
+        """(the types a value may have, None when it is only None; whether it may be None):
+        a constructor or an annotated factory's call, a typed name's chain, either branch of
+        `a if c else b` (a loop: conditionals chain as long as the code spells them), what a
+        `:=` inside binds."""
+        found: list[str] = []
+        nullable = False
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if isinstance(current, ast.IfExp):
+                pending += [current.orelse, current.body]
+            elif isinstance(current, ast.NamedExpr):
+                pending.append(current.value)
+            elif _is_none(current):
+                nullable = True
+            else:
+                types = call_types(current, self.returns) if isinstance(current, ast.Call) \
+                    else self._derived("P", current)
+                if not types:
+                    return POISON, nullable
+                found += [kind for kind in types if kind not in found]
+        return (tuple(found) if found else None), nullable
+
+    def _may_spell_walrus(self, node: ast.stmt) -> bool:
+        """Is one of the statement's lines among walrus_lines (a compound statement's span holds its blocks')?"""
+        if self.walrus is None:
+            return True
+        index = bisect_left(self.walrus, node.lineno)
+        return index < len(self.walrus) and self.walrus[index] <= (node.end_lineno or node.lineno)
+
+    def _named_expressions(self, statement: ast.stmt) -> None:
+        """Bind what each `:=` in a statement's own expressions binds (not in the blocks it
+        holds, walked as statements; not in a lambda's body, its own scope), in source order."""
+        pending: list[ast.AST] = [child for child in ast.iter_child_nodes(statement) if not isinstance(child, ast.stmt)]
+        pending.reverse()
+        while pending:  # a stack, not recursion: expressions nest as deep as the code does
+            node = pending.pop()
+            if isinstance(node, ast.NamedExpr):
+                self._bind_value(node.target, node.value)
+                pending.append(node.value)  # `(a := (b := C()))` binds b too
+                continue
+            children = [node.args] if isinstance(node, ast.Lambda) else ast.iter_child_nodes(node)
+            pending.extend(reversed([child for child in children if not isinstance(child, ast.stmt)]))
+
     def walk(self, statements: list[ast.stmt]) -> None:
         """Statements and the blocks in them: recursive, but blocks nest no deeper than the
         tokenizer's 100 indentation levels."""
@@ -316,20 +379,15 @@ class _Bindings:
             self._statement(statement)
 
     def _statement(self, node: ast.stmt) -> None:
+        if self._may_spell_walrus(node):
+            self._named_expressions(node)
         binder = _STATEMENT_BINDERS.get(type(node))
         if binder is not None:
             binder(self, node)
 
     def _assign(self, node: ast.Assign) -> None:
-        if _is_none(node.value):
-            types = None  # `x = None` narrows nothing and widens nothing
-            self.table.nullable.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node.value, ast.Call):
-            types = call_types(node.value, self.returns)
-        else:
-            types = self._derived("P", node.value)
-        for target in node.targets:
-            self._target(target, types if len(node.targets) == 1 else POISON)
+        for target in node.targets:  # `a = b = C()`: each is the one value
+            self._bind_value(target, node.value)
 
     def _annotated(self, node: ast.AnnAssign) -> None:
         if isinstance(node.target, ast.Name) and (admits_none(node.annotation) or _is_none(node.value)):
@@ -360,7 +418,11 @@ class _Bindings:
         self.table.bind(node.name, POISON)
 
     def _for(self, node: ast.For | ast.AsyncFor) -> None:
-        if isinstance(node.target, ast.Name):
+        if isinstance(node.target, ast.Name) and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)) \
+                and not any(isinstance(item, ast.Starred) for item in node.iter.elts):
+            for item in node.iter.elts:  # `for c in (C(), D()):` takes each item's type in turn
+                self._bind_value(node.target, item)
+        elif isinstance(node.target, ast.Name):
             self._target(node.target, self._derived("E", node.iter))
         else:
             self._target(node.target, POISON)
@@ -407,6 +469,30 @@ _STATEMENT_BINDERS = {
 }
 
 
+def _paired(targets: list[ast.expr], value: ast.AST | None) -> list[tuple[ast.AST, ast.AST | None]] | None:
+    """(target, the item it takes) of a tuple or list target unpacking a tuple or list of plain
+    items (a starred target takes the items the others leave, untyped: None); None when the
+    value is not such a literal or the counts cannot match."""
+    if not isinstance(value, (ast.Tuple, ast.List)) or any(isinstance(item, ast.Starred) for item in value.elts):
+        return None
+    items = value.elts
+    stars = [index for index, target in enumerate(targets) if isinstance(target, ast.Starred)]
+    if not stars:
+        return list(zip(targets, items)) if len(targets) == len(items) else None
+    star, after = stars[0], len(targets) - stars[0] - 1
+    if len(stars) > 1 or len(items) < len(targets) - 1:
+        return None
+    return [*zip(targets[:star], items), (targets[star], None),
+            *zip(targets[star + 1:], items[len(items) - after:])]
+
+
+def walrus_lines(text: str) -> tuple[int, ...]:
+    """The numbers of the lines that spell `:=` (in a string too: a statement there is walked for nothing), in order."""
+    if ":=" not in text:
+        return ()
+    return tuple(number for number, line in enumerate(numbered_lines(text), 1) if ":=" in line)
+
+
 def receiver_name(function: Function, in_class: bool) -> str | None:
     """The name a method calls its instance, or None (a function, a static or class method)."""
     if not in_class or {"staticmethod", "classmethod"} & set(decorator_names(function)):
@@ -450,15 +536,16 @@ def _parameter_kinds(param: ast.arg, receiver: str | None, class_name: str | Non
 
 
 def function_types(function: Function, class_name: str | None, attributes: TypeTable | None = None,
-                   bound_as: tuple[str, ...] = (), returns: dict[str, tuple[str, ...]] | None = None
-                   ) -> dict[str, tuple[str, ...]]:
+                   bound_as: tuple[str, ...] = (), returns: dict[str, tuple[str, ...]] | None = None,
+                   walrus: tuple[int, ...] | None = None) -> dict[str, tuple[str, ...]]:
     """The typed names of one function: parameters, then every binding in its body.
     Bindings of `self.<attr>` are added to `attributes` (the class's attribute table).
     `bound_as`: the types of the instance a plain function's first parameter receives, where
-    the module binds it as a method (bound_methods). `returns`: as for call_types."""
+    the module binds it as a method (bound_methods). `returns`: as for call_types. `walrus`:
+    the module's walrus_lines (None: any line may spell `:=`), which spare a walk of every expression."""
     receiver = receiver_name(function, class_name is not None)
     table, bindings = _settled(function.body, lambda: _parameter_types(function, receiver, class_name, bound_as),
-                               receiver, returns)
+                               receiver, returns, walrus)
     typed = _typed_names(table, bindings)
     if attributes is not None:
         for name, types in bindings.attribute_bindings:
@@ -468,25 +555,26 @@ def function_types(function: Function, class_name: str | None, attributes: TypeT
     return typed
 
 
-def module_rebound(module: ast.Module) -> frozenset[str]:
+def module_rebound(module: ast.Module, walrus: tuple[int, ...] | None = None) -> frozenset[str]:
     """The names a module binds at its top level (its functions' bodies aside) and no import
     there binds: in a function that does not bind it, such a name is not the import of a
     function elsewhere (an import and an assignment both, `except ImportError: sglang = None`,
-    leave the name the import's)."""
-    bindings = _Bindings(TypeTable(), None, set())
+    leave the name the import's). `walrus`: as for function_types."""
+    bindings = _Bindings(TypeTable(), None, set(), walrus=walrus)
     bindings.walk(module.body)
     return bindings.own_names()[1]
 
 
 def _settled(statements: list[ast.stmt], start: Callable[[], TypeTable], receiver: str | None,
-             returns: dict[str, tuple[str, ...]] | None) -> tuple[TypeTable, _Bindings]:
+             returns: dict[str, tuple[str, ...]] | None, walrus: tuple[int, ...] | None
+             ) -> tuple[TypeTable, _Bindings]:
     """The table of a body's bindings, from the table `start` gives (its parameters): `y = x.a`
     took x's types as bound so far, and x may be rebound to something untyped further down, so
     the body is walked again knowing every poisoned name, until no more are."""
     poisoned: set[str] = set()
     while True:
         table = start()
-        bindings = _Bindings(table, receiver, poisoned, returns)
+        bindings = _Bindings(table, receiver, poisoned, returns, walrus)
         bindings.walk(statements)
         if not bindings.derived or table.poisoned <= poisoned:
             return table, bindings
@@ -501,11 +589,12 @@ def _typed_names(table: TypeTable, bindings: _Bindings) -> TypedNames:
 
 
 def body_types(body: list[ast.stmt], module: ast.Module | None, text: str,
-               returns: dict[str, tuple[str, ...]] | None = None) -> TypedNames:
+               returns: dict[str, tuple[str, ...]] | None = None,
+               walrus: tuple[int, ...] | None = None) -> TypedNames:
     """The typed names of a module's body or a class's body (`module` None), bound as a
     function's are: a script's `c = C()` under `if __name__ == "__main__":` types `c` as a
     function's would. A module's names are globals: one a function or class declares `global`
-    may be rebound to anything, and has no type."""
+    may be rebound to anything, and has no type. `walrus`: as for function_types."""
     rebound = _declared_global(module, text) if module is not None else set()
 
     def start() -> TypeTable:
@@ -514,7 +603,7 @@ def body_types(body: list[ast.stmt], module: ast.Module | None, text: str,
             table.bind(name, POISON)
         return table
 
-    return _typed_names(*_settled(body, start, None, returns))
+    return _typed_names(*_settled(body, start, None, returns, walrus))
 
 
 _GLOBAL_STATEMENT = re.compile(r"^[ \t]*global\b", re.M)

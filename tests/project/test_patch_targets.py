@@ -40,3 +40,36 @@ def test_a_name_that_may_hold_another_value_is_no_constant() -> None:
               "@mock.patch(f'{A}.x')\n@mock.patch(B + '.x')\n@mock.patch(f'{D!r}.x')\n@mock.patch(f'{D:>9}.x')\n"
               "@mock.patch(f'{N}.x')\n@mock.patch(f'{unknown}.x')\ndef test_it():\n    setattr(D, 'x', 1)\n")
     assert targets(source) == []
+
+
+def test_each_keyword_of_patch_multiple_and_the_target_of_patch_dict_is_read() -> None:
+    """`patch.multiple(target, x=..., y=...)` patches each keyword's attribute (not its own options),
+    at the keyword; `patch.dict("a.b.T", ...)` imports its target first (campaign 10, R12)."""
+    source = ("from unittest import mock\nfrom unittest.mock import patch\n\nimport sglang.srt.a as A\n\n"
+              "M = 'sglang.srt.a'\n\n"
+              "@patch.multiple('sglang.srt.a', x=1, y=2, spec=True, create=False)\n"  # 8
+              "def test_it(mocker):\n"
+              "    mocker.patch.multiple(target=f'{M}.C', z=1)\n"  # 10
+              "    mock.patch.dict('sglang.srt.a.T', {'k': 1})\n"  # 11
+              "    mock.patch.dict(in_dict=M + '.T', values={})\n"  # 12
+              "    patch.multiple(A, w=1)\n")  # 13
+    assert targets(source) == [("patch.multiple", "sglang.srt.a.x", 8, 33), ("patch.multiple", "sglang.srt.a.y", 8, 38),
+                               ("mocker.patch.multiple", "sglang.srt.a.C.z", 10, 44),
+                               ("mock.patch.dict", "sglang.srt.a.T", 11, 21), ("mock.patch.dict", "sglang.srt.a.T", 12, 29)]
+    facts = scan_source("tests/test_m.py", "tests.test_m", source)
+    assert [(p.subject.types, p.string_at(1)[0], p.string_at(1)[1].line) for p in facts.probes
+            if p.function == "patch.multiple" and p.string_at(1)] == [(("C:A",), "w", 13)]
+
+
+def test_patch_multiple_that_may_create_its_names_patches_none_that_must_exist() -> None:
+    """`create=True` (or any value not literally false) makes what is missing; a `**` splat may hold
+    `create`; `patch.dict` of a dict object names no dotted target; `dict(...)` is no patcher."""
+    source = ("from unittest import mock\n\nflag = True\n\n"
+              "def test_it():\n"
+              "    mock.patch.multiple('sglang.srt.a', x=1, create=True)\n"
+              "    mock.patch.multiple('sglang.srt.a', x=1, create=flag)\n"
+              "    mock.patch.multiple('sglang.srt.a', x=1, **{'create': True})\n"
+              "    mock.patch.dict(mock.__dict__, {'x': 1})\n"
+              "    dict('sglang.srt.a.T')\n")
+    facts = scan_source("tests/test_m.py", "tests.test_m", source)
+    assert [p for p in facts.probes if p.function.endswith(("multiple", "dict"))] == []

@@ -442,3 +442,45 @@ def test_a_module_name_rebound_anywhere_to_something_untyped_has_no_type() -> No
               "h = C()\nclass K:\n    h = other()[0]\n    h.m(q=1)\n"  # 16
               "def f():\n    h.m(q=1)\n")  # 18: a function's global is not typed (left conservative)
     assert _method_calls(scan_source("app/m.py", "app.m", source)) == set()
+
+
+# -- receivers bound by `:=`, unpacking, a conditional or a loop over a literal (campaign 10, R11) ----
+
+def test_a_receiver_bound_by_walrus_unpacking_or_a_conditional_is_typed_in_every_body() -> None:
+    """`:=` (in a condition, a comprehension), a tuple unpacked item by item (starred, nested),
+    `a = b = C()`, `C() if x else D()` (either), a loop over a literal of constructor calls:
+    typed as `c = C()` is, in a function, at module level and in a class body."""
+    source = ("from sglang.srt.a import C, D\n\n"
+              "def f(x, xs):\n"
+              "    if (w := C()) is not None:\n        w.m(q=1)\n"  # 5
+              "    a, (t, u), *rest, last = 1, (C(), 2), 3, 4, D()\n    t.m(q=1)\n    last.m(q=1)\n"  # 7, 8
+              "    e = k = C() if x else D()\n    e.m(q=1)\n    k.m(q=1)\n"  # 10, 11
+              "    n = C() if x else None\n    n.m(q=1)\n"  # 13
+              "    for each in (C(), D()):\n        each.m(q=1)\n"  # 15
+              "    [y for y in xs if (z := D())]\n    z.m(q=1)\n"  # 17
+              "if (top := C()):\n    top.m(q=1)\n"  # 19
+              "class K:\n    one, two = C(), D()\n    two.m(q=1)\n")  # 22
+    facts = scan_source("app/m.py", "app.m", source)
+    both = ("R:C", "R:D")
+    assert _method_calls(facts) == {(("R:C",), ("m",), 5), (("R:C",), ("m",), 7), (("R:D",), ("m",), 8),
+                                    (both, ("m",), 10), (both, ("m",), 11), (("R:C",), ("m",), 13),
+                                    (both, ("m",), 15), (("R:D",), ("m",), 17), (("R:C",), ("m",), 19),
+                                    (("R:D",), ("m",), 22)}
+    n_read = next(read for read in scan_source("app/m.py", "app.m", source + "def g(x):\n    n = C() if x else None\n"
+                                                "    return n.v\n").reads if read.attr == "v")
+    assert n_read.nullable  # `C() if x else None` may be None, as `n = None` elsewhere says
+
+
+def test_a_name_rebound_by_walrus_unpacking_or_a_conditional_to_something_untyped_has_no_type() -> None:
+    """The rule stays: one binding anywhere to something untyped (a `:=` of an unknown value, an
+    item of an unknown tuple or a starred rest, a branch that is no constructor) leaves no type;
+    a lambda's `:=` binds in the lambda, not the body around it."""
+    source = ("from sglang.srt.a import C\n\n"
+              "def f(x, pair):\n"
+              "    w = C()\n    if (w := pair[0]):\n        w.m(q=1)\n"  # 6
+              "    a, b = C(), C()\n    a, b = pair\n    a.m(q=1)\n"  # 9
+              "    first, *rest = C(), C(), C()\n    rest.m(q=1)\n"  # 11
+              "    e = C() if x else pair[1]\n    e.m(q=1)\n"  # 13
+              "    for each in (C(), pair):\n        each.m(q=1)\n"  # 15
+              "    kept = C()\n    again = lambda: (kept := pair)\n    kept.m(q=1)\n")  # 18
+    assert _method_calls(scan_source("app/m.py", "app.m", source)) == {(("R:C",), ("m",), 18)}
