@@ -37,8 +37,18 @@ READER_LEFT = 141  # 128 + SIGPIPE, as a shell tells of a writer whose reader le
 NAMED_FILES = "--files"  # the pre-commit hooks' entry ends with it: see _paths_after_files
 
 
+class _EscapingParser(argparse.ArgumentParser):
+    """argparse's parser, whose errors show the command line's words as printable text: a file
+    named `--<ESC>]0;...` that a hook passed reached the terminal raw in "unrecognized arguments"
+    (tenth campaign, T74). Its subcommands' parsers are of its class (add_subparsers)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {printable(message)}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _EscapingParser(
         prog="sglang-contracts",
         description="Report which of a project's contracts with SGLang the next release breaks.",
     )

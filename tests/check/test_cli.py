@@ -231,3 +231,15 @@ def test_after_files_a_file_named_like_an_option_is_a_path(command, named, tmp_p
         assert status == 1 and "m.py:1:" in capsys.readouterr().out
     else:
         assert status == 0 and (project / "m.py").read_text().startswith("from sglang.srt.b import g\n")
+
+
+@pytest.mark.parametrize("words", [["check", "--\x1b]0;PWNED\x07\x1b[2J.py"], ["check", "--format", "\x1b[2Jtext"],
+                                   ["patch", "\x1b[2Jclassify"]])
+def test_a_usage_error_shows_the_command_line_s_words_escaped(words, capsys) -> None:
+    """Tenth campaign, T74: argparse's "unrecognized arguments" printed a file name a hook passed
+    as it was, and its escapes set the terminal's title and cleared the screen."""
+    with pytest.raises(SystemExit) as raised:
+        main(words)
+    err = capsys.readouterr().err
+    assert raised.value.code == 2 and "error:" in err
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b" in err
