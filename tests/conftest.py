@@ -171,10 +171,22 @@ def pytest_xdist_make_scheduler(config, log):
                     self.groups.update(json.loads(written.read_text()))
             return self.groups.get(nodeid, nodeid)
 
-        def schedule(self) -> None:
-            super().schedule()
-            # Every real-release module before the rest (xdist orders units by their count of tests).
-            for scope in [scope for scope in self.workqueue if scope.startswith(REAL_RELEASES_GROUP + ":")][::-1]:
+        ordered = False
+
+        def _assign_work_unit(self, node) -> None:
+            # Ordered before the first unit is handed out: LoadScopeScheduling.schedule hands each
+            # worker its first two units as soon as it has filled the queue (by their count of tests).
+            if not self.ordered:
+                self.ordered = True
+                self.first_the_longest()
+            super()._assign_work_unit(node)
+
+        def first_the_longest(self) -> None:
+            """Every real-release module before the rest, and the full runs' group first of all: its
+            three edit tests on sglang-omni are the longest unit, and one started late ran on alone."""
+            real = [scope for scope in self.workqueue if scope.startswith(REAL_RELEASES_GROUP + ":")]
+            real.sort(key=lambda scope: scope != FULL_RUNS_GROUP)  # stable: the rest keep xdist's order
+            for scope in real[::-1]:
                 self.workqueue.move_to_end(scope, last=False)
 
     return ByGroup(config, log)
