@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import gc
+import hashlib
 import json
 import os
 import shutil
@@ -13,6 +15,7 @@ import tomllib
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -50,7 +53,7 @@ os.environ["PIP_NO_CACHE_DIR"] = "1"
 
 from sglang_contracts.infra.cache import cache_root  # noqa: E402
 from sglang_contracts.cli import main  # noqa: E402
-from sglang_contracts.check.runner import CheckOptions  # noqa: E402
+from sglang_contracts.check.runner import CheckOptions, run_check  # noqa: E402
 from tests.helpers import NEW, OLD, PROJECT  # noqa: E402
 
 # -- the session's memory ------------------------------------------------------------------------
@@ -110,11 +113,15 @@ def _collected_after_the_test():
 # no longer lets a plugin change: the workers write each test's group to a file instead, and
 # the controller's scheduler reads them.
 REAL_RELEASES_GROUP = "real-releases"
+# The tests that compare with full_run_findings, which one worker computes once for them all.
+FULL_RUNS_GROUP = f"{REAL_RELEASES_GROUP}:full-runs"
 GROUPS_FOLDER = "sglang_contracts_groups"  # the workers' input naming the folder of the files
 
 
 def worker_group(item) -> str | None:
     """The group of tests `item` runs with in one worker, or None (any worker)."""
+    if "full_run_findings" in item.fixturenames:
+        return FULL_RUNS_GROUP
     if "real_cache" in item.fixturenames:
         return f"{REAL_RELEASES_GROUP}:{item.nodeid.split('::', 1)[0]}"
     info = getattr(item, "_fixtureinfo", None)
@@ -164,10 +171,22 @@ def pytest_xdist_make_scheduler(config, log):
                     self.groups.update(json.loads(written.read_text()))
             return self.groups.get(nodeid, nodeid)
 
-        def schedule(self) -> None:
-            super().schedule()
-            # Every real-release module before the rest (xdist orders units by their count of tests).
-            for scope in [scope for scope in self.workqueue if scope.startswith(REAL_RELEASES_GROUP + ":")][::-1]:
+        ordered = False
+
+        def _assign_work_unit(self, node) -> None:
+            # Ordered before the first unit is handed out: LoadScopeScheduling.schedule hands each
+            # worker its first two units as soon as it has filled the queue (by their count of tests).
+            if not self.ordered:
+                self.ordered = True
+                self.first_the_longest()
+            super()._assign_work_unit(node)
+
+        def first_the_longest(self) -> None:
+            """Every real-release module before the rest, and the full runs' group first of all: its
+            three edit tests on sglang-omni are the longest unit, and one started late ran on alone."""
+            real = [scope for scope in self.workqueue if scope.startswith(REAL_RELEASES_GROUP + ":")]
+            real.sort(key=lambda scope: scope != FULL_RUNS_GROUP)  # stable: the rest keep xdist's order
+            for scope in real[::-1]:
                 self.workqueue.move_to_end(scope, last=False)
 
     return ByGroup(config, log)
@@ -184,6 +203,41 @@ def real_cache() -> Path:
     """The test session's cache (TEST_CACHE): real downloads land here once and are reused offline."""
     assert cache_root() == TEST_CACHE
     return TEST_CACHE
+
+
+def _content_digest(root: Path) -> str:
+    """A digest of every file below `root`, by relative path and bytes (not times: a full run's
+    findings are a function of what the files hold)."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="session")
+def full_run_findings(real_cache: Path, tmp_path_factory) -> Callable[[Path, CheckOptions], list[dict]]:
+    """The findings (to_json) of a full run of a project against real releases: nothing replayed
+    or reused, in a cache of the session's own that holds only links to real_cache's wheels (cold
+    for the first run of a release pair). Computed once per (project content, options): the edit
+    tests of tests/check/test_incremental.py and tests/resident/test_resident.py bring
+    sglang-omni 0.1.9 through the same states on the same bump, and each compared its own full
+    run of every state (a fifth of the suite's time). They run in one worker (FULL_RUNS_GROUP)."""
+    cache = tmp_path_factory.mktemp("full-runs")
+    (cache / "wheels").mkdir()
+    computed: dict[tuple[str, str], list[dict]] = {}
+
+    def findings(project: Path, options: CheckOptions) -> list[dict]:
+        options = dataclasses.replace(options, replay=False, cache_dir=cache)
+        key = (_content_digest(project), repr(options))
+        if key not in computed:
+            for wheel in (real_cache / "wheels").glob("*.whl"):
+                if not (cache / "wheels" / wheel.name).exists():
+                    (cache / "wheels" / wheel.name).symlink_to(wheel)
+            computed[key] = [d.to_json() for d in run_check([project], options).diagnostics]
+        return computed[key]
+
+    return findings
 
 
 @dataclass

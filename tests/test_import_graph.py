@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from pathlib import Path
 
-from tests.helpers import CHECKOUT
-
-PACKAGE = CHECKOUT / "sglang_contracts"
+from tests.helpers import package_syntax
 
 # Rule modules that still import another rule module for a helper of its own: each should move
 # to analysis/. The list may only shrink (test_rule_modules_import_no_rule_module).
@@ -35,12 +32,7 @@ class Import:
     line: int
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(CHECKOUT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+MODULES = {name: path for name, (path, _) in package_syntax().items()}
 
 
 def _annotations_only(node: ast.AST) -> bool:
@@ -51,7 +43,7 @@ def imports_of(name: str) -> list[Import]:
     """Every import of the package's own modules in module `name`, at any depth."""
     path = MODULES[name]
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    found, pending = [], [ast.parse(path.read_text())]
+    found, pending = [], [package_syntax()[name][1]]
     while pending:
         for node in ast.iter_child_nodes(pending.pop()):
             if _annotations_only(node):

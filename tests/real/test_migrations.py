@@ -27,11 +27,19 @@ REQ = "sglang.srt.managers.schedule_batch.Req"
 
 
 @pytest.fixture(scope="module")
-def learned_0522(real_cache: Path) -> Migrations:
-    """Both questions of the tests below, learned in one pass (nothing cached: RecordCache(None))."""
+def models_0522(real_cache: Path) -> tuple[UpstreamModel, UpstreamModel]:
+    """0.5.21 and 0.5.22 read with nothing cached on disk (RecordCache(None)), for the passes of
+    the tests below: each pass counts its own files (Migrations.files_read), and the second reads
+    the releases' texts the first already read."""
     old = open_release("0.5.21", sglang_repo=None, cache=real_cache)
     new = open_release("0.5.22", sglang_repo=None, cache=real_cache)
-    migrations = Migrations(*UpstreamModel.pair(old, new, RecordCache(None)))
+    return UpstreamModel.pair(old, new, RecordCache(None))
+
+
+@pytest.fixture(scope="module")
+def learned_0522(models_0522) -> Migrations:
+    """Both questions of the tests below, learned in one pass."""
+    migrations = Migrations(*models_0522)
     migrations.expect([Question("calls", (QKV, QKV)), Question("reads", (MODEL_RUNNER, "tp_size")),
                        Question("reads", (REQ, "prefix_indices"))])
     return migrations
@@ -123,16 +131,14 @@ def test_a_module_moved_with_the_same_definitions_is_imported_from_where_upstrea
 
 
 def test_0522s_own_calls_show_the_argument_release_kv_cache_now_requires_and_the_fields_a_dataclass_lost(
-        real_cache: Path) -> None:
+        models_0522) -> None:
     """0.5.22 made `checkpoint` required: its calls that passed no `is_insert` now pass
     `checkpoint=True` (SGC202's rewrite); it dropped `get_last_batch`/`get_running_batch` from
     its own SchedulerPoolStatsObserver(...) (SGC204's, asked of the class, a dataclass); and it
     read `req.extend_range.length` as `req.extend_len` (SGC321's and SGC322's)."""
     release_kv_cache = "sglang.srt.mem_cache.common.release_kv_cache"
     observer = "sglang.srt.managers.scheduler_components.pool_stats_observer.SchedulerPoolStatsObserver"
-    old = open_release("0.5.21", sglang_repo=None, cache=real_cache)
-    new = open_release("0.5.22", sglang_repo=None, cache=real_cache)
-    migrations = Migrations(*UpstreamModel.pair(old, new, RecordCache(None)))
+    migrations = Migrations(*models_0522)
     migrations.expect([Question("calls", (release_kv_cache, release_kv_cache)), Question("calls", (observer, observer)),
                        Question("reads", (REQ, "extend_range"))])
     added = [v for v in migrations.calls(release_kv_cache, release_kv_cache).variants if not v.before]

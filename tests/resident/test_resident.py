@@ -174,13 +174,15 @@ RESIDENT_EDITS = [
 
 
 @pytest.mark.network
-def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(real_cache, tmp_path, opened,
-                                                                                 monkeypatch) -> None:
+def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(
+        real_cache, tmp_path, opened, monkeypatch, full_run_findings) -> None:
     """sglang-omni 0.1.9 on 0.5.22 -> 0.5.23, edited as a developer edits it (a method body,
     the real SGC102 import fixed, lines added at the top, a method added to a class others
     subclass, an import added, a call added in a method and taken out), each run on the
-    resident engine compared with a full run in a cache of its own (cold for the first: only
-    the wheels in it). A statement that only moves the code below it re-checks its file alone."""
+    resident engine compared with a full run in a cache of its own (full_run_findings: cold for
+    the first, only the wheels in it; test_incremental's edits of 0.1.9 reach the same states
+    and compare with the same runs). A statement that only moves the code below it re-checks
+    its file alone."""
     from sglang_contracts.check import incremental
     from tests.helpers import REAL_EDITS
 
@@ -191,11 +193,6 @@ def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(
     project = tmp_path / "omni"
     shutil.copytree(download_sdist("sglang-omni", "0.1.9", real_cache), project)
     options = CheckOptions(old="0.5.22", new="0.5.23", cache_dir=real_cache, replay=True)
-    fresh = tmp_path / "fresh"
-    (fresh / "wheels").mkdir(parents=True)
-    for version in ("0.5.22", "0.5.23"):
-        (wheel,) = sorted((real_cache / "wheels").glob(f"sglang-{version}-*.whl"))[:1]
-        (fresh / "wheels" / wheel.name).symlink_to(wheel)
     engine = ResidentEngine()
     engine.check([project], dataclasses.replace(options, replay=False))
     opened_by_engine = len(opened)
@@ -211,7 +208,7 @@ def test_real_omni_edits_on_the_resident_engine_give_the_findings_of_a_cold_run(
         alone.append(plans[-1].recomputed == {relpath})
         assert resident.replayed_files_with_contracts is None
         assert len(opened) == opened_by_engine, "the engine opened no release again"
-        expected = fresh_findings(project, options, fresh)
+        expected = full_run_findings(project, options)
         opened_by_engine = len(opened)
         assert findings(resident) == expected, relpath
         compared.append(findings(resident))

@@ -31,25 +31,23 @@ import subprocess
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
 
-import sglang_contracts
 from sglang_contracts.check import incremental
 from sglang_contracts.diagnostics import MOST_LISTED
 from sglang_contracts.contracts import commandline as commandline_contracts
 from sglang_contracts.infra.shell import UNSET, expand, words
 from sglang_contracts.patch import rebase, stack_rebase
 from sglang_contracts.project import commandline as commandline_project
+from tests.helpers import package_syntax
 from tests.helpers import write_tree as write
 from tests.robustness.bump import OK_FINDING, cli
 
 SECONDS = 15
 BOUND = 1.0  # seconds for one pattern on one input (or one function on a megabyte)
 INPUT_CHARS = 1 << 17
-PACKAGE = Path(sglang_contracts.__file__).parent
 SCANNING = {"search", "finditer", "findall", "sub", "subn", "split"}
 ANCHORED = {"match", "fullmatch"}
 
@@ -114,12 +112,8 @@ def _methods(used: set[str]) -> frozenset[str]:
     return frozenset(used) if used <= ANCHORED else SCAN
 
 
-def _module_name(path: Path) -> str:
-    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
-
-
-MODULES = {_module_name(path): ast.parse(path.read_text(encoding="utf-8"))
-           for path in sorted(PACKAGE.rglob("*.py")) if path.name != "__main__.py"}  # __main__ runs the CLI
+MODULES = {name: tree for name, (path, tree) in package_syntax().items()
+           if path.name != "__main__.py"}  # __main__ runs the CLI
 
 
 def _in_functions(tree: ast.Module) -> Iterator[tuple[ast.AST, str | None]]:
