@@ -60,11 +60,20 @@ def configured_serves(given: dict[str, list[str]], version: str) -> bool | None:
     return False
 
 
-def _configured(relpath: str, serves: dict[str, list[str]]) -> str | None:
-    """The `serves` key (a folder or a file) a project file falls under, the most specific one."""
+def _configured(relpath: str, keys: dict[PurePosixPath, str]) -> str | None:
+    """The `serves` key (a folder or a file) a project file falls under, the most specific one
+    (`keys`: each key by its path). The file's own path and its folders are looked up, never
+    every key per file: 20,000 keys over 300 files took minutes (campaign 11)."""
     path = PurePosixPath(relpath)
-    matches = [key for key in serves if path == PurePosixPath(key) or PurePosixPath(key) in path.parents]
-    return max(matches, key=lambda key: len(PurePosixPath(key).parts), default=None)
+    return next((keys[part] for part in (path, *path.parents) if part in keys), None)
+
+
+def _key_paths(serves: dict[str, list[str]]) -> dict[PurePosixPath, str]:
+    """Each `serves` key by the path it names (`pkg/v1/` and `pkg/v1` alike: the first written)."""
+    paths: dict[PurePosixPath, str] = {}
+    for key in serves:
+        paths.setdefault(PurePosixPath(key), key)
+    return paths
 
 
 def _chooses(project: ProjectIndex, releases: dict[str, Release], modules: dict[str, str]) -> bool:
@@ -239,8 +248,9 @@ def _configured_releases(project: ProjectIndex, labels: frozenset[str], releases
                          serves: dict[str, list[str]]) -> dict[str, frozenset[str]]:
     """The releases `[tool.sglang-contracts] serves` gives each project file it covers."""
     fixed = {}
+    keys = _key_paths(serves)
     for relpath in project.digests if serves else ():
-        key = _configured(relpath, serves)
+        key = _configured(relpath, keys)
         if key is not None:
             fixed[relpath] = frozenset(l for l in labels if configured_serves(serves[key], releases[l].version or ""))
     return fixed
