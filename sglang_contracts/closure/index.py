@@ -175,7 +175,11 @@ def _ranked_wheels(links: list[tuple[str, str, bool]], wanted: Version | None,
         if file_version == wanted:
             platform = " ".join(tag.platform for tag in tags)
             rank = next((i for i, p in enumerate(PREFERRED_PLATFORMS) if p in platform), len(PREFERRED_PLATFORMS))
-            found.append((rank, IndexFile(filename, urllib.parse.urljoin(page, href.split("#")[0]), offered)))
+            try:
+                url = urllib.parse.urljoin(page, href.split("#")[0])
+            except ValueError:  # a link no URL parser takes (`http://[zz/`): the page's, not the run's fault
+                continue
+            found.append((rank, IndexFile(filename, url, offered)))
     return found
 
 
@@ -242,7 +246,10 @@ class PackageIndex:
         platforms first."""
         wanted = as_version(version)
         for base in self.settings.urls:
-            page = urllib.parse.urljoin(base.rstrip("/") + "/", f"{normalized(name)}/")
+            try:
+                page = urllib.parse.urljoin(base.rstrip("/") + "/", f"{normalized(name)}/")
+            except ValueError as error:  # an index setting no URL parser takes (`https://[::1/simple`)
+                raise IndexUnreachable(f"{shown_url(base)}: not a URL ({error})") from None
             try:
                 body, kind = self._get(page, {"Accept": JSON_ACCEPT})
             except FileNotFoundError:
@@ -286,7 +293,12 @@ class PackageIndex:
 def _file_path(url: str) -> Path:
     from urllib.request import url2pathname
 
-    return Path(url2pathname(urllib.parse.urlparse(url).path))
+    try:
+        path = urllib.parse.urlparse(url).path
+    except ValueError:  # a host no parser takes (`file://[zz/x`): the path after it, as urlparse splits one
+        rest = url.partition(":")[2].removeprefix("//")
+        path = "/" + rest.partition("/")[2].split("?", 1)[0].split("#", 1)[0]
+    return Path(url2pathname(path))
 
 
 # A URL's user and password (`https://user:token@host/simple`: pip's usual form for a private

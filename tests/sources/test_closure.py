@@ -262,6 +262,22 @@ def test_an_index_url_s_credentials_are_sent_to_its_host_and_shown_nowhere(tmp_p
     assert str(IndexUnreachable("unknown url type: 'https://bob:T0KEN@host/x'")) == "unknown url type: 'https://host/x'"
 
 
+@pytest.mark.parametrize("url", ["https://[::1/simple", "http://[zz]/", "file://[zz/simple"])
+def test_an_index_url_no_parser_takes_is_an_unreadable_index_not_a_lost_closure(tmp_path: Path, url: str) -> None:
+    """Campaign 11, R02: `https://[::1/simple` (a bracket left open) raised ValueError out of the
+    index, and the closure's rules were dropped for the run with a warning naming the exception.
+    It is an index that cannot be read: one note, the run goes on; a page's link no parser takes
+    is a link skipped."""
+    with pytest.raises(IndexUnreachable, match="not a URL"):
+        PackageIndex(IndexSettings((url,), timeout=5)).metadata_text("torch", "2.14.1")
+    found, result = _bump(tmp_path, MILES_SHAPED, {"package-index": url})
+    assert found == ["docker/Dockerfile:3:35: SGC711 error"]
+    (note,) = [note for note in result.notes if "closure" in note]
+    assert "could not be read" in note and "not a URL" in note
+    assert index_module._ranked_wheels([("torch-2.14.1-py3-none-any.whl", "http://[zz/torch.whl", False)],
+                                       index_module.as_version("2.14.1"), "https://h/simple/torch/") == []
+
+
 def test_an_unreachable_index_s_credentials_reach_no_report(tmp_path: Path) -> None:
     from sglang_contracts.reporters.json import write_json
     from sglang_contracts.reporters.markdown import write_markdown
