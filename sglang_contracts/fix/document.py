@@ -42,6 +42,13 @@ class FixNotBuilt(Exception):
     the reason in words, and the file is left as it was."""
 
 
+def _python_line_count(raw: bytes) -> int:
+    """The lines of Python source in its bytes, by Python's line ends (\n, \r\n, \r): no
+    decoding for a file left whole (infra/lines.py counts decoded text)."""
+    ends = raw.count(b"\n") + raw.count(b"\r") - raw.count(b"\r\n")
+    return ends + (1 if raw and not raw.endswith((b"\n", b"\r")) else 0)
+
+
 class Document:
     def __init__(self, relpath: str, raw: bytes, *, python: bool) -> None:
         self.relpath = relpath
@@ -55,7 +62,7 @@ class Document:
         self.names_needed: set[tuple[str, str]] = set()
         # Python as the interpreter reads it (a BOM is `utf-8-sig`, stripped as the check's
         # positions assume); other files as their byte-order mark says, the mark put back on write.
-        if python and (len(raw) > MAX_FIX_BYTES or len(raw.splitlines()) > MAX_FIX_LINES):
+        if python and (len(raw) > MAX_FIX_BYTES or _python_line_count(raw) > MAX_FIX_LINES):
             raise TooLargeToFix(f"{printable_path(relpath)} is larger than a fix rewrites ({MAX_FIX_BYTES // 1024} kB "
                                 f"or {MAX_FIX_LINES:,} lines, docs/fixing.md): fix it by hand")
         self.encoding, self.mark = (_python_encoding(raw), b"") if python else text_encoding(raw)

@@ -330,8 +330,8 @@ class _Bindings:
     def _value_types(self, node: ast.AST) -> tuple[tuple[str, ...] | None, bool]:
         """(the types a value may have, None when it is only None; whether it may be None):
         a constructor or an annotated factory's call, a typed name's chain, either branch of
-        `a if c else b` (a loop: conditionals chain as long as the code spells them), what a
-        `:=` inside binds."""
+        `a if c else b` and any operand of `a or b` (a loop: they chain as long as the code
+        spells them), what a `:=` inside binds."""
         found: list[str] = []
         nullable = False
         pending = [node]
@@ -339,6 +339,8 @@ class _Bindings:
             current = pending.pop()
             if isinstance(current, ast.IfExp):
                 pending += [current.orelse, current.body]
+            elif isinstance(current, ast.BoolOp):  # `C() or None`, `cached or C()`: any operand may be the value
+                pending += reversed(current.values)
             elif isinstance(current, ast.NamedExpr):
                 pending.append(current.value)
             elif _is_none(current):

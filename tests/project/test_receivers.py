@@ -471,6 +471,19 @@ def test_a_receiver_bound_by_walrus_unpacking_or_a_conditional_is_typed_in_every
     assert n_read.nullable  # `C() if x else None` may be None, as `n = None` elsewhere says
 
 
+def test_a_receiver_bound_by_a_boolean_operator_is_typed_by_its_operands() -> None:
+    """Campaign 11, R04: `c = C() or None` and `c = cached or D()` were untyped (calls on them not
+    judged) while `C() if x else None` was. Any operand may be the value: their types, None
+    making it nullable; one operand of no known type leaves none."""
+    source = ("from sglang.srt.a import C, D\n\n"
+              "def f(x):\n"
+              "    c = C() or None\n    c.m(q=1)\n"  # 5
+              "    cached = C()\n    d = cached or D()\n    d.m(q=1)\n"  # 8
+              "    e = x and C()\n    e.m(q=1)\n")  # 10
+    assert _method_calls(scan_source("app/m.py", "app.m", source)) == {(("R:C",), ("m",), 5),
+                                                                        (("R:C", "R:D"), ("m",), 8)}
+
+
 def test_a_name_rebound_by_walrus_unpacking_or_a_conditional_to_something_untyped_has_no_type() -> None:
     """The rule stays: one binding anywhere to something untyped (a `:=` of an unknown value, an
     item of an unknown tuple or a starred rest, a branch that is no constructor) leaves no type;
