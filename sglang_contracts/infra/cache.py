@@ -14,12 +14,8 @@ asked for, and the digest is taken over the raw data bytes, so a damaged record 
 not a parse. Anything else reads as missing; the caller rebuilds the data and its put()
 overwrites the record.
 
-The data is JSON's kind of value (dicts with string keys, lists, strings, numbers, booleans,
-None) in marshal's form: a re-check reads hundreds of records (sglang-omni: 17 MB), and marshal
-decodes them a few times faster than JSON, above all the lazily decoded lists that records hold
-as texts, which it copies where JSON unescapes every quote. marshal is not for data another
-could have written: a record is read only from this user's own cache (read_limited's owned, the
-folder's foreign_reason) and only after its digest matched, as the only writer is this tool.
+The data is JSON (record_body): a decoder that reads any bytes in work bounded by their size,
+whoever wrote them (a record re-signed by hand is read, and refused by its shape).
 
 The folders of the records an edit adds (BOUNDED_KINDS) are bounded in bytes: a record read is
 marked used (its modification time set to now, at most once a minute), and once a folder has
@@ -34,7 +30,6 @@ import errno
 import hashlib
 import itertools
 import json
-import marshal
 import os
 import re
 import stat
@@ -53,8 +48,7 @@ from sglang_contracts.infra.shapes import fits
 from sglang_contracts.infra.temporaries import private_temporary_folder
 
 # Bump when the shape of any cached record changes: old entries are then ignored.
-SCHEMA_VERSION = 3  # 3: the data in marshal's form (record_body); 2: JSON
-MARSHAL_VERSION = 4  # the form of Python 3.4 and later: shared objects written once
+SCHEMA_VERSION = 4  # 4: JSON again (record_body); 3: marshal's form (a forged record allocated without bound)
 RECORD_SUFFIX = ".record"  # a record's file: <folder>/<key[:2]>/<key>.record
 HEADER = "sglang-contracts-cache/{schema} {key} blake2b="
 # Far over any record this tool writes (sglang's own tree as the project: 6 MB): a larger one,
@@ -291,49 +285,20 @@ def data_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-# Strings this long or shorter are interned when written, which marshal keeps: a record's keys
-# and small values ("line", "kind", a module's name) are then one object each when read, as
-# the decoders would intern them; a longer one (a source text) is a copy of its own.
-INTERNED_LENGTH = 48
-
-
 def record_body(data: Any) -> bytes:
-    """`data` in a record's stored form: what json.dumps accepts, as json.loads would give it
-    back (tuples as lists, keys as strings), in marshal's form. TypeError as json.dumps raises
-    it for what JSON cannot hold."""
-    return marshal.dumps(_as_json_gives_it(data), MARSHAL_VERSION)
+    """`data` in a record's stored form: JSON. (marshal's form decoded records two to three times
+    faster, but a record re-signed by hand with a list of a billion items declared in its first
+    bytes made marshal allocate for it: a decoder that reads hostile bytes in bounded work is
+    worth more than the 0.1 s a re-check spent decoding.) TypeError for what JSON cannot hold."""
+    return json.dumps(data, separators=(",", ":")).encode()
 
 
 def record_data(body: bytes) -> Any | None:
-    """The data of a record's stored form (record_body), or None when it is not one. For a body
-    this tool wrote only: see the module's docstring."""
+    """The data of a record's stored form (record_body), or None when it is not one."""
     try:
-        return marshal.loads(body)
-    except (ValueError, EOFError, TypeError):
+        return json.loads(body)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than any record this tool writes
         return None
-
-
-def _as_json_gives_it(value: Any) -> Any:
-    kind = type(value)
-    if kind is str:
-        return sys.intern(value) if len(value) <= INTERNED_LENGTH else value
-    if kind is dict:
-        return {(sys.intern(key) if type(key) is str else _json_key(key)): _as_json_gives_it(item)
-                for key, item in value.items()}
-    if kind is list or kind is tuple:
-        return [_as_json_gives_it(item) for item in value]
-    if value is None or kind is bool or kind is int or kind is float:
-        return value
-    if isinstance(value, (str, int, float, list, tuple, dict)):  # a subclass (an enum of str): as JSON writes it
-        return _as_json_gives_it(json.loads(json.dumps(value)))
-    raise TypeError(f"Object of type {kind.__name__} is not JSON serializable")
-
-
-def _json_key(key: Any) -> str:
-    """A dict key as json.dumps writes it (1 -> "1", True -> "true", None -> "null")."""
-    if key is None or isinstance(key, (bool, int, float, str)):
-        return sys.intern(json.dumps(key) if not isinstance(key, str) else str(key))
-    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
 # record path -> ((size, modification time) of the file when read, its decoded data, the shapes
@@ -434,7 +399,7 @@ WRONG_SHAPE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
 class RecordCache:
-    """A folder of records (JSON's kind of data, record_body) addressed by key; corrupt, stale or
+    """A folder of records (JSON, record_body) addressed by key; corrupt, stale or
     misplaced records read as missing (see the module's docstring for the format), and so does a record of another shape
     than its reader declares (infra/shapes.py): a reader is never given one. Callers never change
     the data they get. A folder that is not this user's (foreign_reason) is neither read nor written."""

@@ -283,12 +283,10 @@ def test_a_record_another_user_owns_is_never_read(tmp_path: Path, monkeypatch) -
 
 
 def test_a_record_reads_back_as_json_would_give_it_and_damage_reads_as_absent(tmp_path: Path) -> None:
-    """Records are kept in marshal's form (record_body): what a reader gets back is what a JSON
-    round trip gives (tuples as lists, keys as strings), short strings are one object, and a
-    body that is not one (truncated, another format, a damaged byte under a re-signed header)
+    """What a reader gets back is what a JSON round trip gives (tuples as lists, keys as
+    strings), and a body that is not one (truncated, not JSON, damaged under a re-signed header)
     reads as absent, never an exception."""
     import json
-    import sys
 
     from hypothesis import given, seed, settings
     from hypothesis import strategies as st
@@ -308,12 +306,10 @@ def test_a_record_reads_back_as_json_would_give_it_and_damage_reads_as_absent(tm
         assert record_data(record_body(value)) == json.loads(json.dumps(value))
 
     round_trips()
-    first, second = record_data(record_body([{"line": 1}, {"line": 2}]))
-    assert next(iter(first)) is next(iter(second)) is sys.intern("line")
     with pytest.raises(TypeError):
         record_body({"a": {1, 2}})
     body = record_body({"kind": "module", "lines": list(range(50))})
-    for damaged in (body[:-7], b'{"kind": "module"}', b"", body[:1] + b"\xff" * 40):
+    for damaged in (body[:-7], b"\x00\xff", b"", b"[" * 100_000):
         assert record_data(damaged) is None
     cache = RecordCache(tmp_path)
     cache.put("cc33", {"kind": "module"})
