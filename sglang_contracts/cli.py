@@ -341,7 +341,7 @@ def _bump(args: argparse.Namespace) -> int:
     from sglang_contracts.sources import open_release
 
     paths, options = _options(args)
-    root, config, pin = _releases_of_project(args)
+    root, config, pin = _releases_of_project(args, paths)
     options = dataclasses.replace(options, old=args.old)
     new = open_release(options.new, sglang_repo=options.sglang_repo,
                        cache=cache_for_project(options.cache_dir or cache_root(), root))
@@ -425,14 +425,17 @@ def _patch_classify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _releases_of_project(args: argparse.Namespace) -> tuple[Path, "Config", "ProjectPin | None"]:
-    """The project's root, configuration and SGLang pin; `args.old`/`args.new` as given, else as
-    `check` takes them (the configuration's `new`; the project's pin, or the pin before the bump)."""
+def _releases_of_project(args: argparse.Namespace, paths: list[Path] | None = None
+                         ) -> tuple[Path, "Config", "ProjectPin | None"]:
+    """The project's root (of the first of `paths`, else of the working folder), configuration and
+    SGLang pin; `args.old`/`args.new` as given, else as `check` takes them (the configuration's
+    `new`; the project's pin, or the pin before the bump). `bump PATH` run from another folder
+    read that folder's configuration and wrote its PR body there (campaign 11, R07)."""
     from sglang_contracts.check.runner import project_old_release
     from sglang_contracts.config import find_config, with_source
     from sglang_contracts.infra.roots import project_root_for
 
-    root = project_root_for([])
+    root = project_root_for(paths or [])
     config = find_config(root, getattr(args, "config", None))
     for flag, given in (("--old", args.old), ("--new", args.new)):
         if given is not None and not given.strip():

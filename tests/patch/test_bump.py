@@ -136,3 +136,17 @@ def test_a_dry_run_reads_no_report_file_the_writing_run_would_refuse_to_write(na
     assert "TOPSECRET" not in out + err
     assert f"refused to write {refused}" in err
     assert files_of(root) == before
+
+
+def test_bump_of_a_path_from_another_folder_works_on_that_project(releases, tmp_path: Path, monkeypatch) -> None:
+    """Campaign 11, R07: `bump PATH` run from another folder took the working folder for the
+    project: its configuration, and its `docs/draft/` for the PR body."""
+    root = bump_project(tmp_path / "p", 'pr-body = "notes/body.md"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "pyproject.toml").write_text('[project]\nname = "other"\n')
+    monkeypatch.chdir(elsewhere)
+    main(["bump", str(root), "--old", str(releases[0]), "--new", str(releases[1]),
+          "--cache-dir", str(tmp_path / "cache")])
+    assert (root / "notes/body.md").read_text().startswith("## What the bump did")
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["pyproject.toml"]
