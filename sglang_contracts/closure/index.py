@@ -304,7 +304,7 @@ def _file_path(url: str) -> Path:
 # A URL's user and password (`https://user:token@host/simple`: pip's usual form for a private
 # index, in PIP_INDEX_URL or pip.conf), up to the netloc's last `@` as urllib splits it; in a
 # text, a URL ends at a space or a quote.
-_USERINFO = re.compile(r"\b([a-z][a-z0-9+.-]*://)([^/?#\s'\"]*)@", re.I)
+_USERINFO = re.compile(r"\b([a-z][a-z0-9+.-]{0,31}://)([^/?#\s'\"]*)@", re.I)
 
 
 def shown_url(text: str) -> str:

@@ -215,7 +215,15 @@ class ContractsServer(LanguageServer):
             return f"internal error: {type(error).__name__}: {error}"
         self.last_result = result  # what code actions fix
         self.last_run = (paths, options, buffers)
-        return _by_uri(result, buffers, self.workspace.position_encoding)
+        return _by_uri(result, buffers, self.position_encoding())
+
+    def position_encoding(self) -> Any:
+        """The columns' encoding the session negotiated; LSP's default (UTF-16) before a client
+        initialized one (a check run on the engine outside a session)."""
+        try:
+            return self.workspace.position_encoding
+        except RuntimeError:  # pygls: "The workspace is not available"
+            return types.PositionEncodingKind.Utf16
 
     def _replayed(self) -> bool:
         return self.last_result is not None and self.last_result.replayed_files_with_contracts is not None
@@ -381,7 +389,7 @@ async def code_action(ls: ContractsServer, params: types.CodeActionParams) -> li
     # A fix may read the releases (a verified home): off the event loop, as the checks run
     return await asyncio.get_running_loop().run_in_executor(
         None, lambda: code_actions(uri, ls.fixable_result(), relpath, document.source, ours,
-                                 ls.workspace.position_encoding))
+                                 ls.position_encoding()))
 
 
 class _OneLine(logging.Filter):

@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Iterator
 
 from sglang_contracts.infra import progress
-from sglang_contracts.infra.cache import (NO_SPACE, atomic_write_bytes, data_digest, foreign_reason,
-                                          make_private_folder, record_body, record_data, warn_unwritable_once)
+from sglang_contracts.infra.cache import (NO_SPACE, atomic_write_bytes, foreign_reason, make_private_folder,
+                                          record_body, record_data, warn_unwritable_once)
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size, read_limited, why_unwritable
 from sglang_contracts.infra.lines import numbered_lines
@@ -127,8 +127,7 @@ def _directory_path(wheel: Path) -> Path:
 def _kept_directory(wheel: Path) -> dict | None:
     """The directory kept for the wheel as it is now (DIRECTORY), or None."""
     try:
-        digest, _, body = read_limited(_directory_path(wheel), MAX_DIRECTORY_BYTES, owned=True).partition(b"\n")
-        data = record_data(body) if digest == data_digest(body).encode() else None  # damaged: read again
+        data = record_data(read_limited(_directory_path(wheel), MAX_DIRECTORY_BYTES, owned=True))
         stamp = _stamp_of(wheel).decode()
     except (Unreadable, OSError, ValueError):
         return None
@@ -141,8 +140,7 @@ def _keep_directory(wheel: Path, tree: "WheelTree") -> None:
                 info.flag_bits, info.CRC] for info in tree.members.values()]
     data = {"stamp": _stamp_of(wheel).decode(), "members": members, "recorded": tree._recorded}
     try:
-        body = record_body(data)
-        atomic_write_bytes(_directory_path(wheel), data_digest(body).encode() + b"\n" + body, private=True)
+        atomic_write_bytes(_directory_path(wheel), record_body(data), private=True)
     except (OSError, ValueError):
         pass
 
