@@ -20,7 +20,7 @@ from typing import Any, Callable
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_text_limited
 from sglang_contracts.infra.tomltext import parse_toml
-from sglang_contracts.requirements import SPECIFIER_STARTS, as_version, parse_specifier
+from sglang_contracts.requirements import SPECIFIER_STARTS, admits_some_version, as_version, parse_specifier
 
 TABLE = "sglang-contracts"
 SEVERITY_VALUES = ("error", "warning", "info")
@@ -153,8 +153,12 @@ def _releases_served(value: Any) -> list[str]:
         raise _Invalid("is an empty list, which admits no release: give the versions (0.5.20) or specifiers "
                        "(>=0.5.22) the files serve")
     for item in items:
-        if (parse_specifier(item) if item[:1] in SPECIFIER_STARTS else as_version(item)) is None:
+        # "" would parse as the specifier that admits every release: a slip, not a choice
+        specifier = parse_specifier(item) if item[:1] in SPECIFIER_STARTS and item.strip() else None
+        if (specifier if item[:1] in SPECIFIER_STARTS else as_version(item)) is None:
             raise _Invalid(f"has {item!r}, which is neither a version (0.5.20) nor a version specifier (>=0.5.22)")
+        if specifier is not None and not admits_some_version(specifier):
+            raise _Invalid(f"has {item!r}, which admits no release: its files' findings would all go unsaid")
     return items
 
 

@@ -64,6 +64,23 @@ def parse_specifier(text: str | None) -> SpecifierSet | None:
         return None
 
 
+def admits_some_version(specifier: SpecifierSet) -> bool:
+    """Whether any version satisfies every clause of `specifier` (`>=2,<1` admits none). A set
+    of intervals, if it admits a version, admits one at or just past one of its bounds: each
+    bound, the bound with a component added (`1.0` -> `1.0.1`) and the next one (`1.1`), and
+    the extremes are tried (pre-releases admitted: this asks whether the set is empty, not
+    whether a release matches)."""
+    candidates = {Version("0"), Version("99999")}
+    for clause in specifier:
+        bound = as_version(clause.version.removesuffix(".*"))
+        if bound is None:
+            return True  # `===` of an arbitrary string: not judged
+        release = bound.release
+        candidates |= {bound, Version(".".join(map(str, (*release, 1)))),
+                       Version(".".join(map(str, (*release[:-1], release[-1] + 1))))}
+    return any(specifier.contains(version, prereleases=True) for version in candidates)
+
+
 def without_marker(requirement: Requirement) -> str:
     """`flashinfer_python[cu13]==0.7.1`: the requirement as a reader compares it, markers left out."""
     extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""

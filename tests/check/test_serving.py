@@ -102,6 +102,12 @@ def test_a_finding_grouped_under_the_dispatch_names_it_in_json(tmp_path) -> None
     # nor may a list with no item (campaign 10, R02)
     ('serves = {"m.py" = []}', "empty list, which admits no release"),
     ('serves = {"a.py" = "1.0.0", "m.py" = []}', r"\[m.py\] is an empty list"),
+    # "" parses as the specifier admitting every release; a set of clauses may admit none
+    ('serves = {"m.py" = ""}', "'', which is neither a version"),
+    ('serves = {"m.py" = ["0.5.20", " "]}', "' ', which is neither a version"),
+    ('serves = {"m.py" = ">=2,<1"}', "'>=2,<1', which admits no release"),
+    ('serves = {"m.py" = "==0.5.20,!=0.5.20"}', "admits no release"),
+    ('serves = {"m.py" = "~=0.5,!=0.*"}', "admits no release"),
 ])
 def test_a_serves_setting_that_cannot_be_read_is_a_one_line_error(tmp_path, table, error) -> None:
     path = write(tmp_path, {"pyproject.toml": f"[tool.sglang-contracts]\n{table}\n"}) / "pyproject.toml"
@@ -111,7 +117,8 @@ def test_a_serves_setting_that_cannot_be_read_is_a_one_line_error(tmp_path, tabl
 
 
 def test_serves_items_may_be_versions_or_specifiers(tmp_path) -> None:
-    table = '[tool.sglang-contracts]\nserves = {"a" = ["0.5.20", ">=0.5.22,<0.6", "==0.5.*", "!=0.5.21"]}\n'
+    table = ('[tool.sglang-contracts]\nserves = {"a" = ["0.5.20", ">=0.5.22,<0.6", "==0.5.*", "!=0.5.21", '
+             '">0.5.22,<0.5.23", "==0.5.*,>0.5", "<0.0.1", "===weird"]}\n')
     path = write(tmp_path, {"pyproject.toml": table})
     assert read_config(path / "pyproject.toml", required=True).settings()["serves"]["a"][2] == "==0.5.*"
 
