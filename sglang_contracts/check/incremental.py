@@ -165,10 +165,25 @@ def plan(store, salt: str, project: ProjectIndex, moved: Callable[[str, str], bo
     read_elsewhere = _read_elsewhere(changed, before, moved)
     digests_before = {rel: entry[0] for rel, entry in before.items()}
     # A file the index could not read has no digest to compare (too large, permission denied):
-    # why is this run's to say, the size of an editor's buffer included.
-    unread = {problem.path for problem in project.problems}
+    # why is this run's to say, the size of an editor's buffer included; and so is what is said
+    # of one the last run could not read, gone since.
+    unread = {problem.path for problem in project.problems} | _no_longer_files(previous, files)
     return Plan(key, files, previous, _closure(read_elsewhere, _importers(before, files)) | changed | unread,
                 previous_touched, imports_edited, members_changed, asked, changed - read_elsewhere, digests_before)
+
+
+def told_by_digest(name: str) -> bool:
+    """Whether a project file's state is told by its digest in the plan (a Python file), not by
+    the salt, which lists every other file by path, size and time (runner._files_salt)."""
+    return name.endswith(".py")
+
+
+def _no_longer_files(previous: list[Diagnostic], files: dict[str, list[Any]]) -> set[str]:
+    """The paths of the last run's findings that the salt leaves to the digests and that are no
+    Python file of this run: a file never read (a link out of the project, one that could not be
+    read) has no digest, and when it goes or is now a folder nothing else tells it; what is said
+    of such a path is this run's alone (its problem, if it still is one)."""
+    return {d.path for d in previous if told_by_digest(d.path) and d.path not in files}
 
 
 def _saved_run(saved: Any) -> tuple[dict[str, list[Any]], list[Diagnostic] | None, dict[str, set[str]]]:

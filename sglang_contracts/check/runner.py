@@ -518,9 +518,12 @@ def _files_salt(root: Path, options: CheckOptions, old_spec: str, listed: list[t
     """The run's inputs but its Python files, when the run listed the project (incremental.py)."""
     # The record holds every file's findings, whatever paths were named (a pre-commit run names
     # the staged files): the next run, whichever files it names, reuses it.
+    from sglang_contracts.check import incremental
+
     if listed is None:
         return None
-    return replay.inputs_key(root, [root], options, old_spec, lambda name: not name.endswith(".py"), listed)
+    return replay.inputs_key(root, [root], options, old_spec, lambda name: not incremental.told_by_digest(name),
+                             listed)
 
 
 def _partial_run(store: Callable[[str], RecordCache], salt: str | None, released: ProjectIndex,

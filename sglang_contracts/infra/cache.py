@@ -21,7 +21,9 @@ The folders of the records an edit adds (BOUNDED_KINDS) are bounded in bytes: a 
 marked used (its modification time set to now, at most once a minute), and once a folder has
 been written a good part of its bound since it was last swept, the records used longest ago are
 removed until it holds three quarters of it (evict_over_bounds, at the end of a run). A record
-removed while another process reads it is a miss there, as a missing record always is.
+removed while another process reads it is a miss there, as a missing record always is. The
+records an earlier schema named otherwise (`<key>.json`), which no run reads again, are removed
+by each sweep, and the first run of a schema that writes in a folder sweeps it.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ from sglang_contracts.infra.temporaries import private_temporary_folder
 # Bump when the shape of any cached record changes: old entries are then ignored.
 SCHEMA_VERSION = 4  # 4: JSON again (record_body); 3: marshal's form (a forged record allocated without bound)
 RECORD_SUFFIX = ".record"  # a record's file: <folder>/<key[:2]>/<key>.record
+# A record's file before schema 3: <folder>/<key[:2]>/<key>.json. No run reads one again: a sweep
+# (_records_in) removes them, as it would never count them against a bound.
+EARLIER_RECORD_SUFFIX = ".json"
 HEADER = "sglang-contracts-cache/{schema} {key} blake2b="
 # Far over any record this tool writes (sglang's own tree as the project: 6 MB): a larger one,
 # like a FIFO or a link to a device, is not one of its records (read_limited refuses them).
@@ -68,8 +73,11 @@ BOUNDED_KINDS = {"runs": 64 * 1024 * 1024, "project": 256 * 1024 * 1024, "increm
                  "upstream": 512 * 1024 * 1024}
 # A folder is swept once this share of its bound was written since its last sweep (counted in
 # UNSWEPT, across processes): one listing of it per that many bytes written, not one per run.
+# The count is the schema's: a folder this schema has not swept yet (a cache an earlier release
+# wrote, whose records no run reads again) is swept at the end of the first run that writes in it.
 SWEEP_AFTER = 8
-UNSWEPT = ".sglang-unswept"
+UNSWEPT = f".sglang-unswept-{SCHEMA_VERSION}"
+EARLIER_UNSWEPT = re.compile(r"\.sglang-unswept(?:-[0-9]+)?")  # an earlier schema's count: removed by the sweep
 # A record read is marked used (its modification time set to now) when last marked longer ago
 # than this: one stat per read, a write of its time only once a minute.
 USE_RESOLUTION_NS = 60 * 1_000_000_000
@@ -546,12 +554,10 @@ def evict_over_bounds(held: Callable[[Path], set[str]] | None = None) -> None:
         bound = BOUNDED_KINDS.get(folder.name)
         if bound is None:  # bounds given otherwise meanwhile (a test's)
             continue
+        counted = _unswept(folder)
+        unswept = size + (counted or 0)
         try:
-            unswept = int(read_limited(folder / UNSWEPT, 64, owned=True)) + size
-        except (Unreadable, OSError, ValueError):  # none yet, or not a count: from this run on
-            unswept = size
-        try:
-            if unswept >= bound // SWEEP_AFTER:
+            if counted is None or unswept >= bound // SWEEP_AFTER:
                 _swept(folder, bound, used.get(folder, set()) | (held(folder) if held is not None else set()))
                 unswept = 0
             atomic_write_bytes(folder / UNSWEPT, str(unswept).encode(), private=True)
@@ -559,12 +565,26 @@ def evict_over_bounds(held: Callable[[Path], set[str]] | None = None) -> None:
             continue
 
 
+def _unswept(folder: Path) -> int | None:
+    """The bytes written in a bounded folder since this schema last swept it (UNSWEPT); None when
+    it never did: records of an earlier schema may be there."""
+    path = folder / UNSWEPT
+    try:
+        return int(read_limited(path, 64, owned=True))
+    except (Unreadable, OSError, ValueError):  # not a count: from this run on
+        return None if not os.path.lexists(path) else 0
+
+
 def _swept(folder: Path, bound: int, used: set[str]) -> None:
     """The records of `folder` over `bound` bytes removed, those used longest ago first (by
     modification time: RecordCache._used), down to three quarters of it, but the records of `used`
     (what the next run reads first).
     Another process may remove a record first, or be reading it: either way, a miss."""
-    records = [record for subfolder in list(os.scandir(folder)) for record in _records_in(subfolder)]
+    entries = list(os.scandir(folder))
+    for entry in entries:
+        if entry.name != UNSWEPT and EARLIER_UNSWEPT.fullmatch(entry.name):
+            _remove(entry.path)
+    records = [record for subfolder in entries for record in _records_in(subfolder)]
     total = sum(size for _, size, _, _ in records)
     if total <= bound:
         return
@@ -579,7 +599,7 @@ def _swept(folder: Path, bound: int, used: set[str]) -> None:
 def _records_in(subfolder: os.DirEntry) -> list[tuple[int, int, str, str]]:
     """(modification time, size, key, path) of each record in a folder of records (one named by
     its keys' first two digits, not a link), of this user's; the temporary files of writes that
-    died long ago removed."""
+    died long ago, and the records of earlier schemas (EARLIER_RECORD_SUFFIX), removed."""
     if not (subfolder.is_dir(follow_symlinks=False) and OWN_ENTRY.fullmatch(subfolder.name)):
         return []
     found, now = [], time.time_ns()
@@ -596,9 +616,18 @@ def _records_in(subfolder: os.DirEntry) -> list[tuple[int, int, str, str]]:
             continue
         if entry.name.endswith(RECORD_SUFFIX):
             found.append((status.st_mtime_ns, status.st_size, entry.name[:-len(RECORD_SUFFIX)], entry.path))
-        elif entry.name.startswith(".tmp-") and now - status.st_mtime_ns > LEFTOVER_NS:
+        elif _left_over(entry.name, subfolder.name, now - status.st_mtime_ns):
             _remove(entry.path)
     return found
+
+
+def _left_over(name: str, subfolder: str, age_ns: int) -> bool:
+    """Whether a file of a folder of records, not one of this schema's, is left over: a write's
+    temporary file long after its writer died, or a record of an earlier schema (it too is
+    named by its key, which the folder's name begins)."""
+    if name.startswith(".tmp-"):
+        return age_ns > LEFTOVER_NS
+    return name.endswith(EARLIER_RECORD_SUFFIX) and name.startswith(subfolder)
 
 
 def _remove(path: str) -> None:

@@ -169,11 +169,49 @@ def test_the_record_read_last_is_kept_over_one_written_later(tmp_path: Path, mon
     assert runs.get(read_again, dict) == data  # a later run reads the older one
     evict_over_bounds()
     monkeypatch.setattr(cache_module, "BOUNDED_KINDS", {"runs": 2000})  # under the two records
-    runs.put(written_later, {})  # a third run writes a small one: a sweep is due
+    # A third run writes a sweep's worth since the first run's sweep (a folder's first under this schema).
+    later = {"diagnostics": ["y" * 150]}
+    runs.put(written_later, later)
     evict_over_bounds()
     assert runs.get(read_again, dict) == data
     assert runs.get(not_read, dict) is None
-    assert runs.get(written_later, dict) == {}
+    assert runs.get(written_later, dict) == later
+
+
+def _earlier_records(cache: Path) -> list[Path]:
+    """Records as the releases before schema 3 wrote them (<key[:2]>/<key>.json), in every
+    folder of records: schema 1's plain JSON, schema 2's header line and JSON."""
+    written = []
+    for number, kind in enumerate(cache_module.RECORD_FOLDERS):
+        for schema, key in ((1, f"{number:02x}" + "1" * 62), (2, f"{number:02x}" + "2" * 62)):
+            body = '{"diagnostics":[]}'
+            text = (f'{{"schema":1,"data":{body}}}' if schema == 1
+                    else f"sglang-contracts-cache/2 {key} blake2b={cache_module.data_digest(body.encode())}\n{body}")
+            write_tree(cache / kind, {f"{key[:2]}/{key}.json": text})
+            written.append(cache / kind / key[:2] / f"{key}.json")
+    return written
+
+
+def test_the_first_run_removes_the_records_an_earlier_schema_left(edited_project) -> None:
+    """Records were `<key>.json` before schema 3: the sweep counted and removed `*.record` files
+    only, and a cache an earlier release wrote kept its records, never read again, outside every
+    bound. The first run of this schema that writes in a bounded folder sweeps it of them (and of
+    that schema's count of bytes), and leaves alone what is no record: a wheel's kept directory
+    (plain JSON), a JSON file outside the folders of keys."""
+    project, options = edited_project
+    cache = options.cache_dir
+    earlier = _earlier_records(cache)
+    for kind in cache_module.BOUNDED_KINDS:  # a count of bytes an earlier schema wrote, far from a sweep
+        (cache / kind / ".sglang-unswept").write_text("0")
+    not_records = {"wheels/.sglang-1.0.0-py3-none-any.whl.directory": '{"stamp":"1 2"}', "wheels/ab/ab.json": "{}",
+                   "runs/notes.json": "{}"}
+    write_tree(cache, not_records)
+    run_check([project], options)
+    bounded = [path for path in earlier if path.parent.parent.name in cache_module.BOUNDED_KINDS]
+    assert bounded and not [path for path in bounded if path.exists()]
+    assert not list(cache.glob("*/.sglang-unswept"))
+    assert all((cache / relpath).read_text() == text for relpath, text in not_records.items())
+    assert folder_bytes(cache / "runs") > 0  # the run's own records kept
 
 
 SWEEPER = textwrap.dedent("""

@@ -359,3 +359,44 @@ def test_an_index_folder_within_the_project_is_read(tmp_path: Path, capsys, monk
     (root / "pyproject.toml").write_text('[project]\nname = "p"\n[tool.sglang-contracts]\npackage-index = "idx"\n')
     main(["check", str(root), "--old", str(old), "--new", str(new), "--format", "json"])
     assert f"{SECRET}-1-0-1".lower() in capsys.readouterr().out.lower()
+
+
+def _replaced(path: Path, by: str) -> None:
+    path.unlink()
+    if by == "a folder":
+        path.mkdir()
+
+
+@pytest.mark.parametrize("by", ["a folder", "nothing"])
+def test_a_link_out_replaced_takes_its_sgc000_with_it_run_after_run(by: str, tmp_path: Path, capsys) -> None:
+    """Campaign 11, R06: the last run's SGC000 at a link out of the project was kept by the
+    incremental run once the link was an empty folder or gone (no digest of it, and the salt
+    leaves Python files to theirs): exit 1 run after run, where a run without the cache said
+    nothing of it."""
+    root, old, new = project_using(tmp_path)
+    (tmp_path / "outside.py").write_text("y = 1\n")
+    (root / "m.py").symlink_to(tmp_path / "outside.py")
+    argv = ["check", str(root), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "cache")]
+    main(argv)
+    assert "m.py:1:1: SGC000 cannot read this file (a link out of the project" in capsys.readouterr().out
+    _replaced(root / "m.py", by)
+    uncached = main([*argv, "--no-cache"]), capsys.readouterr().out
+    assert "SGC000" not in uncached[1]
+    for _ in range(2):  # the second from this run's own records
+        assert (main(argv), capsys.readouterr().out) == uncached
+
+
+def test_a_link_out_replaced_by_a_folder_takes_its_sgc000_with_it_on_the_resident_engine(tmp_path: Path) -> None:
+    """The same through the daemon's engine, which plans against the records it keeps."""
+    from sglang_contracts.check.runner import CheckOptions
+    from sglang_contracts.resident.engine import ResidentEngine
+
+    root, old, new = project_using(tmp_path)
+    (tmp_path / "outside.py").write_text("y = 1\n")
+    (root / "m.py").symlink_to(tmp_path / "outside.py")
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True)
+    engine = ResidentEngine()
+    assert "m.py" in {d.path for d in engine.check([root], options).diagnostics if d.code == "SGC000"}
+    _replaced(root / "m.py", "a folder")
+    for _ in range(2):
+        assert not [d for d in engine.check([root], options).diagnostics if d.code == "SGC000"]
