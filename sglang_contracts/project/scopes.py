@@ -474,30 +474,34 @@ def _capture_types(pattern: ast.pattern) -> dict[str, tuple[str, ...]]:
     capture is an instance of (`case C() as c:`), untyped for any other capture (`case x:`,
     `case [*rest]`, `case {**rest}`). Only an or-pattern's alternatives bind a name twice: one
     class in every one of them types it, two (`(C() as c) | (D() as c)`) leave it untyped."""
+    matched = _matched_classes(pattern)
     classes: dict[str, set[str | None]] = {}
     for node in ast.walk(pattern):
         captured = getattr(node, "rest" if isinstance(node, ast.MatchMapping) else "name", None)
         if captured is not None:
-            matched = node.pattern if isinstance(node, ast.MatchAs) else None
-            classes.setdefault(captured, set()).add(_matched_class(matched) if matched is not None else None)
+            inner = node.pattern if isinstance(node, ast.MatchAs) else None
+            classes.setdefault(captured, set()).add(matched[id(inner)] if inner is not None else None)
     return {name: POISON if len(found) > 1 or None in found else (f"T:{found.pop()}",)
             for name, found in classes.items()}
 
 
-def _matched_class(pattern: ast.pattern) -> str | None:
-    """The class whose instances alone a pattern matches, as written: `C(...)`, `C() as c`, or an
-    or-pattern whose alternatives all match that class (`C(x=1) | C(y=2)`); None for any other."""
-    classes: set[str | None] = set()
-    pending = [pattern]
-    while pending:  # a stack, not recursion: patterns nest as deep as the code does
-        current = pending.pop()
-        if isinstance(current, ast.MatchAs) and current.pattern is not None:
-            pending.append(current.pattern)
-        elif isinstance(current, ast.MatchOr):
-            pending += current.patterns
+def _matched_classes(pattern: ast.pattern) -> dict[int, str | None]:
+    """id of each node of a pattern -> the class whose instances alone it matches, as written:
+    `C(...)`, `C() as c`, an or-pattern whose alternatives all match that class (`C(x=1) | C(y=2)`);
+    None for any other. Each node once, its parts first (ast.walk's order, reversed): an
+    or-pattern under many `as` captures is not walked again for each."""
+    matched: dict[int, str | None] = {}
+    for node in reversed(list(ast.walk(pattern))):
+        if isinstance(node, ast.MatchClass):
+            matched[id(node)] = full_name(node.cls)
+        elif isinstance(node, ast.MatchAs) and node.pattern is not None:
+            matched[id(node)] = matched[id(node.pattern)]
+        elif isinstance(node, ast.MatchOr):
+            alternatives = {matched[id(alternative)] for alternative in node.patterns}
+            matched[id(node)] = alternatives.pop() if len(alternatives) == 1 else None
         else:
-            classes.add(full_name(current.cls) if isinstance(current, ast.MatchClass) else None)
-    return next(iter(classes)) if len(classes) == 1 else None
+            matched[id(node)] = None
+    return matched
 
 
 def _paired(targets: list[ast.expr], value: ast.AST | None) -> list[tuple[ast.AST, ast.AST | None]] | None:
