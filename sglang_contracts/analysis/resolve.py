@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from sglang_contracts.analysis.inference import ChangedNames, ReleaseInference
-from sglang_contracts.project.facts import CallFact, ClassFact, FileFacts, Position, Receiver
+from sglang_contracts.project.facts import CallFact, ClassFact, FileFacts, Position, Receiver, through_imports
 from sglang_contracts.upstream.model import Member, Signature, UpstreamModel, is_upstream
 from sglang_contracts.upstream.targets import callable_signature, resolve_target
 
@@ -63,11 +63,9 @@ class ProjectView:
 
     def dotted(self, facts: FileFacts, name: str) -> str | None:
         """The absolute dotted path a name written in `facts` stands for (upstream or project)."""
-        head, _, rest = name.partition(".")
-        target = self.bindings.get(facts.path, {}).get(head)
-        if target is None:
+        full = through_imports(name, self.bindings.get(facts.path, {}))
+        if full is None:
             return None
-        full = f"{target}.{rest}" if rest else target
         upstream = self.ctx.project.upstream_path(full)
         return upstream or full
 

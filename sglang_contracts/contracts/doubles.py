@@ -53,14 +53,15 @@ def _patch_targets(ctx: CheckContext) -> Iterator[tuple[FileFacts, Position, str
 
 def _patch_target(ctx: CheckContext, view, facts: FileFacts, probe) -> tuple[Position, str, str] | None:
     """(position, upstream dotted target, how) when the probe patches an upstream name, else None."""
-    last = probe.function.rsplit(".", 1)[-1]
+    function = view.dotted(facts, probe.function) or probe.function  # `patch as P`: what P is decides
+    last = function.rsplit(".", 1)[-1]
     # not the builtins; `patch.multiple`/`patch.dict`: the scanner's probes of each name they patch
-    patcher = last in ("patch", "multiple", "dict") or last in ("setattr", "delattr") and probe.function != last
+    patcher = last in ("patch", "multiple", "dict") or last in ("setattr", "delattr") and function != last
     if patcher and probe.string_at(0):  # patch("sglang.x.y.name")
         text, position = probe.string_at(0)
         dotted = text if is_upstream(text) else ctx.project.upstream_path(text)
         return (position, dotted, probe.function) if dotted and "." in text else None
-    if _patches_class_attribute(probe, patcher, last):  # patch.object(Cls, "name")
+    if _patches_class_attribute(probe, function, patcher, last):  # patch.object(Cls, "name")
         owner = upstream_dotted(view, facts, probe.subject.types[0][2:])
         if owner:
             text, position = probe.string_at(1)
@@ -68,9 +69,10 @@ def _patch_target(ctx: CheckContext, view, facts: FileFacts, probe) -> tuple[Pos
     return None
 
 
-def _patches_class_attribute(probe, patcher: bool, last: str) -> bool:
-    """`patch.object(Cls, "name")` or `monkeypatch.setattr(Cls, "name", ...)` on a class."""
-    return (patcher or last == "object" and ".patch." in f".{probe.function}") and probe.subject is not None \
+def _patches_class_attribute(probe, function: str, patcher: bool, last: str) -> bool:
+    """`patch.object(Cls, "name")` or `monkeypatch.setattr(Cls, "name", ...)` on a class (`function`:
+    the probe's, through the file's imports)."""
+    return (patcher or last == "object" and ".patch." in f".{function}") and probe.subject is not None \
         and probe.subject.types[0].startswith("C:") and bool(probe.string_at(1))
 
 

@@ -49,9 +49,24 @@ class ImportFact:
     @property
     def binds(self) -> str:
         """The dotted path of the object the bound name refers to (`import a.b` binds `a`)."""
-        if self.name is None and self.bound == self.module.split(".")[0]:
-            return self.bound
-        return self.target
+        return import_binds(self.module, self.name, self.bound)
+
+
+def import_binds(module: str, name: str | None, bound: str) -> str:
+    """The dotted path of the object an import binds to its local name: `import a.b` binds `a`,
+    `import a.b as m` binds `a.b`, `from a import b as c` binds `a.b`."""
+    if name is None:
+        return bound if bound == module.split(".")[0] else module
+    return f"{module}.{name}"
+
+
+def through_imports(name: str, bindings: dict[str, str]) -> str | None:
+    """The dotted path a name written in a file stands for, by the import that binds its first
+    part (`bindings`: local name -> import_binds): `P` -> `unittest.mock.patch` after
+    `from unittest.mock import patch as P`; None when no import binds it."""
+    head, dot, rest = name.partition(".")
+    target = bindings.get(head)
+    return None if target is None else f"{target}{dot}{rest}"
 
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build

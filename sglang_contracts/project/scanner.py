@@ -34,6 +34,8 @@ from sglang_contracts.project.facts import (
     SourceProbeFact,
     SpecFact,
     StringsFact,
+    import_binds,
+    through_imports,
     used_class_names,
 )
 from sglang_contracts.project.positions import SourcePositions
@@ -334,6 +336,7 @@ class _Collector:
         self._module = module
         self._module_rebound: frozenset[str] | None = None
         self.import_bound: set[str] = set()  # the names the imports visited so far bind
+        self._import_paths: dict[str, str] = {}  # each of them -> what it binds (import_binds)
         self.rebound_calls: set[int] = set()  # indices in `calls` whose root is another binding's (_rebound)
         self._stored: set[int] = set()
         self._store_values: dict[int, str] = {}  # id of an assigned Attribute -> value_token of the value
@@ -593,6 +596,7 @@ class _Collector:
             fact = {"module": alias.name, "name": None, "bound": bound, **self._context()}
             self.factories.add(bound)
             self.import_bound.add(bound)
+            self._import_paths[bound] = import_binds(alias.name, None, bound)
             where = self.at.start(alias)
             self.imports.append((fact, where, where))
         return False
@@ -609,6 +613,8 @@ class _Collector:
             fact = {"module": module, "name": alias.name, "bound": bound, **self._context()}
             self.factories.add(bound)
             self.import_bound.add(bound)
+            if bound != "*":
+                self._import_paths[bound] = import_binds(module, alias.name, bound)
             if bound == "*" and is_upstream(module):
                 self.factories.update(self.star_uses)
                 self.import_bound.update(self.star_uses)
@@ -904,19 +910,26 @@ class _Collector:
             return None
         return Receiver((f"C:{full_name(node)}",))
 
-    def _probe(self, node: ast.Call, function: str, where: Position) -> None:
+    def _probe(self, node: ast.Call, function: str, origin: str, where: Position) -> None:
+        """A probe of `function` as written; `origin`, what it is through the file's imports, says which."""
         positional = [arg for arg in node.args if not isinstance(arg, ast.Starred)]
         strings = _string_arguments(positional)
-        if (target := self._built_target(node, function, positional, strings)) is not None:
+        if (target := self._built_target(node, origin, positional, strings)) is not None:
             strings.insert(0, (*target, 0))
-        subject = self._subject(positional[0]) if positional else None
+        first = positional[0] if positional else None
+        if origin.rsplit(".", 2)[-2:] == ["patch", "object"]:  # patch.object(target=A, attribute="x")
+            first = first or _target_keyword(node)
+            attribute = _target_keyword(node, "attribute") if len(positional) < 2 else None
+            if (text := string_value(attribute)) is not None:
+                strings.append((text, attribute, 1))
+        subject = self._subject(first) if first is not None else None
         if not strings and subject is None:
             return
         keywords = tuple(k.arg for k in node.keywords if k.arg is not None)
         self.probes.append((function, subject, [(text, self.at.start(value), index) for text, value, index in strings],
                             len(positional), keywords, where, self._scope, self.attr_guard_depth > 0,
                             self._first_nullable(positional)))
-        if function == "setattr":
+        if origin == "setattr":
             self._setattr_patch(positional, strings)
 
     def _built_target(self, node: ast.Call, function: str, positional: list[ast.expr],
@@ -1080,10 +1093,12 @@ class _Collector:
             self._dynamic_import(node)
         if function:
             last = function.rsplit(".", 1)[-1]
-            if last in PROBES:
-                self._probe(node, function, self.at.attribute_name(func) if isinstance(func, ast.Attribute)
+            # what an import binds decides, not the name it is bound to (`patch as P`, `import unittest.mock as um`)
+            origin = through_imports(function, self._import_paths) or function
+            if origin.rsplit(".", 1)[-1] in PROBES:
+                self._probe(node, function, origin, self.at.attribute_name(func) if isinstance(func, ast.Attribute)
                             else self.at.start(func))
-            elif last in NAME_PATCHERS and function.rsplit(".", 2)[-2:-1] == ["patch"] \
+            elif origin.rsplit(".", 2)[-2:] in (["patch", name] for name in NAME_PATCHERS) \
                     and isinstance(func, ast.Attribute):
                 self._names_patch(node, function, self.at.attribute_name(func))
             if last in TEXT_METHODS or last in REGEX_FUNCTIONS:

@@ -448,10 +448,8 @@ class _Bindings:
 
     def _match(self, node: ast.Match) -> None:
         for case in node.cases:
-            for pattern in ast.walk(case.pattern):  # `case x:`, `case [*rest]`, `case {**rest}` capture
-                captured = getattr(pattern, "rest" if isinstance(pattern, ast.MatchMapping) else "name", None)
-                if captured is not None:
-                    self.table.bind(captured, POISON)
+            for name, types in _capture_types(case.pattern).items():
+                self.table.bind(name, types)
             self.walk(case.body)
 
     def _branches(self, node: ast.If | ast.While) -> None:
@@ -469,6 +467,41 @@ _STATEMENT_BINDERS = {
     ast.With: _Bindings._with, ast.AsyncWith: _Bindings._with, ast.Try: _Bindings._try, ast.TryStar: _Bindings._try,
     ast.Match: _Bindings._match, ast.If: _Bindings._branches, ast.While: _Bindings._branches,
 }
+
+
+def _capture_types(pattern: ast.pattern) -> dict[str, tuple[str, ...]]:
+    """name -> its type, for each name a case pattern captures: the class a class pattern's
+    capture is an instance of (`case C() as c:`), untyped for any other capture (`case x:`,
+    `case [*rest]`, `case {**rest}`). Only an or-pattern's alternatives bind a name twice: one
+    class in every one of them types it, two (`(C() as c) | (D() as c)`) leave it untyped."""
+    matched = _matched_classes(pattern)
+    classes: dict[str, set[str | None]] = {}
+    for node in ast.walk(pattern):
+        captured = getattr(node, "rest" if isinstance(node, ast.MatchMapping) else "name", None)
+        if captured is not None:
+            inner = node.pattern if isinstance(node, ast.MatchAs) else None
+            classes.setdefault(captured, set()).add(matched[id(inner)] if inner is not None else None)
+    return {name: POISON if len(found) > 1 or None in found else (f"T:{found.pop()}",)
+            for name, found in classes.items()}
+
+
+def _matched_classes(pattern: ast.pattern) -> dict[int, str | None]:
+    """id of each node of a pattern -> the class whose instances alone it matches, as written:
+    `C(...)`, `C() as c`, an or-pattern whose alternatives all match that class (`C(x=1) | C(y=2)`);
+    None for any other. Each node once, its parts first (ast.walk's order, reversed): an
+    or-pattern under many `as` captures is not walked again for each."""
+    matched: dict[int, str | None] = {}
+    for node in reversed(list(ast.walk(pattern))):
+        if isinstance(node, ast.MatchClass):
+            matched[id(node)] = full_name(node.cls)
+        elif isinstance(node, ast.MatchAs) and node.pattern is not None:
+            matched[id(node)] = matched[id(node.pattern)]
+        elif isinstance(node, ast.MatchOr):
+            alternatives = {matched[id(alternative)] for alternative in node.patterns}
+            matched[id(node)] = alternatives.pop() if len(alternatives) == 1 else None
+        else:
+            matched[id(node)] = None
+    return matched
 
 
 def _paired(targets: list[ast.expr], value: ast.AST | None) -> list[tuple[ast.AST, ast.AST | None]] | None:

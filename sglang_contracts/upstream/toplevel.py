@@ -353,6 +353,8 @@ class _ExportsReading:
         if value is None:  # changed by a method that is not read
             self.literal_only, self.unknown = False, True
             return
+        if isinstance(statement, ast.Expr):  # `__all__.extend(...)`: griffe reads only assignments to `__all__`
+            self.literal_only = False
         self.seen = True
         listed = _concatenated(value)
         # Whether the comprehension can be read; its rule, with the tables' strings, is built for
@@ -415,14 +417,17 @@ def _assignment_to_all(statement: ast.stmt) -> tuple[ast.expr, bool] | None:
 
 
 def _method_call_on_all(value: ast.expr) -> tuple[ast.expr | None, bool] | None:
-    """`__all__.append(x)` (as `[x]`), `__all__.extend(x)`; (None, True) for another call on it."""
+    """`__all__.append(x)`, `__all__.insert(i, x)` (as `[x]`), `__all__.extend(x)`; (None, True)
+    for another call on it (`remove`, `clear`, keywords: what is left is not read)."""
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and _is_all(value.func.value)):
         return None
-    argument = value.args[0] if len(value.args) == 1 else None
-    if value.func.attr == "append" and argument is not None:
-        return ast.List(elts=[argument]), True
-    if value.func.attr == "extend" and argument is not None:
-        return argument, True
+    method, arguments = value.func.attr, value.args
+    if value.keywords:
+        return None, True
+    if method == "append" and len(arguments) == 1 or method == "insert" and len(arguments) == 2:
+        return ast.List(elts=[arguments[-1]]), True
+    if method == "extend" and len(arguments) == 1:
+        return arguments[0], True
     return None, True
 
 

@@ -73,3 +73,25 @@ def test_patch_multiple_that_may_create_its_names_patches_none_that_must_exist()
               "    dict('sglang.srt.a.T')\n")
     facts = scan_source("tests/test_m.py", "tests.test_m", source)
     assert [p for p in facts.probes if p.function.endswith(("multiple", "dict"))] == []
+
+
+def test_a_patcher_is_known_by_what_its_import_binds_and_patch_object_takes_keywords() -> None:
+    """Campaign 11, R05: `patch` imported as P was no probe (its local name is no patcher's), and
+    `patch.object(A, attribute="x")` had no attribute string. What the import binds decides: P is
+    a patcher, a helper imported as `patch` is not; `target=` and `attribute=` are read as the first
+    and second argument are."""
+    source = ("from unittest import mock\nfrom unittest.mock import patch as P\nfrom app.util import helper as patch\n"
+              "import sglang.srt.a as A\n\n"
+              "def test_it():\n"
+              "    P('sglang.srt.a.x')\n"  # 7
+              "    P(target='sglang.srt.a.y')\n"  # 8
+              "    patch('sglang.srt.a.z')\n"  # 9
+              "    P.multiple('sglang.srt.a', w=1)\n"  # 10
+              "    mock.patch.object(A, attribute='v')\n"  # 11
+              "    P.object(target=A, attribute='u')\n")  # 12
+    assert targets(source) == [("P", "sglang.srt.a.x", 7, 7), ("P", "sglang.srt.a.y", 8, 14),
+                               ("P.multiple", "sglang.srt.a.w", 10, 32)]
+    facts = scan_source("tests/test_m.py", "tests.test_m", source)
+    assert [(p.function, p.subject.types, p.string_at(1)[0], p.string_at(1)[1].line) for p in facts.probes
+            if p.function.endswith("object")] == [("mock.patch.object", ("C:A",), "v", 11),
+                                                  ("P.object", ("C:A",), "u", 12)]

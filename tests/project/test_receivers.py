@@ -484,6 +484,35 @@ def test_a_receiver_bound_by_a_boolean_operator_is_typed_by_its_operands() -> No
                                                                         (("R:C", "R:D"), ("m",), 8)}
 
 
+def test_a_match_capture_of_a_class_pattern_is_typed_by_its_class() -> None:
+    """Campaign 11, R04: `case C() as c:` left c untyped, so `c.m(q=1)` was not judged. The class
+    pattern matches only C's instances: c is one, as if annotated `c: C`; so is a capture of an
+    or-pattern whose alternatives all match C. Two classes (`(C() as h) | (D() as h)`), a bare
+    capture, a capture of an attribute, or a name the body binds from an unknown value stay untyped."""
+    source = ("from sglang.srt import a\nfrom sglang.srt.a import C, D\n\n"
+              "def f(x):\n    match x:\n"
+              "        case C() as c:\n            c.m(q=1)\n"  # 7
+              "        case a.C(q=1) as d:\n            d.m(q=1)\n"  # 9
+              "        case (C(q=1) | C(q=2)) as e:\n            e.m(q=1)\n"  # 11
+              "        case [C(q=1) as g] | [C(q=2) as g]:\n            g.m(q=1)\n"  # 13
+              "        case (C() as h) | (D() as h):\n            h.m(q=1)\n"  # 15
+              "        case (C() | D()) as i:\n            i.m(q=1)\n"  # 17
+              "        case C(q=j):\n            j.m(q=1)\n"  # 19
+              "        case C():\n            k = x\n            k.m(q=1)\n"  # 22
+              "        case l:\n            l.m(q=1)\n")  # 24
+    assert _method_calls(scan_source("app/m.py", "app.m", source)) == {
+        (("T:C",), ("m",), 7), (("T:a.C",), ("m",), 9), (("T:C",), ("m",), 11), (("T:C",), ("m",), 13)}
+
+
+def test_a_match_capture_bound_untyped_in_another_case_has_no_type() -> None:
+    """The rule stays: `case C() as c:` in one case and `case c:` in another leave c untyped."""
+    source = ("from sglang.srt.a import C\n\n"
+              "def f(x):\n    match x:\n"
+              "        case C() as c:\n            c.m(q=1)\n"
+              "        case c:\n            c.m(q=2)\n")
+    assert _method_calls(scan_source("app/m.py", "app.m", source)) == set()
+
+
 def test_a_name_rebound_by_walrus_unpacking_or_a_conditional_to_something_untyped_has_no_type() -> None:
     """The rule stays: one binding anywhere to something untyped (a `:=` of an unknown value, an
     item of an unknown tuple or a starred rest, a branch that is no constructor) leaves no type;

@@ -472,6 +472,29 @@ def test_a_body_of_thousands_of_names_typed_from_others_is_typed_in_linear_work(
         assert facts.problem is None
 
 
+def test_an_or_pattern_under_many_captures_is_read_once(monkeypatch) -> None:
+    """A match capture takes its class from the pattern it captures (campaign 11, R04): an
+    or-pattern of N class patterns under D nested `as` captures is read once, not once per
+    capture (D times N). Counted, not timed: the class names read grow with N alone."""
+    from sglang_contracts.project import scopes
+    from sglang_contracts.project.scanner import scan_source
+
+    read = {"names": 0}
+    named = scopes.full_name
+
+    def counting(node):
+        read["names"] += 1
+        return named(node)
+
+    monkeypatch.setattr(scopes, "full_name", counting)
+    alternatives, captures = 2000, 50
+    pattern = "(" * captures + " | ".join(["C(q=1)"] * alternatives) + "".join(f") as c{i}" for i in range(captures))
+    facts = scan_source("app/m.py", "app.m", "from sglang.srt.a import C\n\ndef f(x):\n    match x:\n"
+                        f"        case {pattern}:\n            c0.m(q=1)\n")
+    assert facts.problem is None and [call.callee.types for call in facts.calls] == [("T:C",)]
+    assert read["names"] <= 2 * alternatives + 100, read
+
+
 def test_many_star_imports_of_a_module_and_many_names_cost_their_sum(project, releases, monkeypatch) -> None:
     """A file of K star imports of one SGLang module reading N names it gives: the file's facts
     hold the N names once (not once per star import: their product, in its cache record), the

@@ -44,12 +44,25 @@ def test_a_condition_that_cannot_be_read_leaves_the_globals_unknown(condition: s
 
 
 def test_literal_lists_are_left_to_griffe_and_shapes_it_reads_as_empty_are_not() -> None:
-    assert evaluated_exports(ast.parse("__all__ = ['a']\n__all__ += ['b']\n__all__.append('c')\n")) is None
+    assert evaluated_exports(ast.parse("__all__ = ['a']\n__all__ += ['b']\n")) is None
     assert evaluated_exports(ast.parse("x = 1\n")) is None
     assert exported("__all__ = ['a'] + ['b']\nif X:\n    __all__.append('c')\n", ["a", "b", "c"]) == {
         "a": True, "b": True, "c": None}
     assert exported("__all__ = names()\n", ["a"]) == {"a": None}
     assert exported("__all__ = ['a']\n__all__.extend(more)\n", ["a", "b"]) == {"a": True, "b": None}
+
+
+def test_all_grown_by_its_methods_is_evaluated_griffe_reading_assignments_only() -> None:
+    """Campaign 11, R08: `__all__ = [...]` with literal `.extend`/`.append` was left to griffe,
+    which reads only assignments to `__all__`: the names the calls add were taken as never
+    exported. They are evaluated as `+=` is (`.insert(i, x)` adds x); a call not evaluated
+    (`.remove`, an unknown list) leaves the other globals unknown, never missing."""
+    code = ("__all__ = ['a']\n__all__ += ['b']\n__all__.extend(['c', 'd'])\n__all__.append('e')\n"
+            "__all__.insert(0, 'f')\n")
+    assert exported(code, ["a", "b", "c", "d", "e", "f", "g"]) == {
+        "a": True, "b": True, "c": True, "d": True, "e": True, "f": True, "g": False}
+    assert exported("__all__ = ['a']\n__all__.append('b')\n__all__.remove('a')\n", ["b", "c"]) == {
+        "b": True, "c": None}
 
 
 def test_a_table_changed_in_a_way_that_is_not_read_is_unknown() -> None:
