@@ -374,7 +374,8 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
         document.note(diagnostic.line, diagnostic.col, "SGC702", f"{held} names the same release and moves with it: "
                       "set them together by hand (this fix would edit one)")
         return False
-    folder = _folder_named(workspace.root, line[start:number.end] + suffix) if _names_a_path(line, document.text) else None
+    named_path = _names_a_path(line, workspace, document)
+    folder = _folder_named(workspace.root, line[start:number.end] + suffix) if named_path else None
     if folder is not None and not (folder.parent / (line[start:number.start] + new + suffix)).exists():
         document.note(diagnostic.line, diagnostic.col, "SGC702", f"{code_span(folder.relative_to(workspace.root).as_posix())}"
                       f" is named by this value, and no folder for {new} is beside it: make it first "
@@ -446,11 +447,14 @@ def _settings_left(diagnostic: Diagnostic, workspace, document, old: Version) ->
     return ""
 
 
-def _names_a_path(line: str, text: str) -> bool:
+def _names_a_path(line: str, workspace, document) -> bool:
     """Is the line a setting whose variable the file uses as a part of a path
-    (`PATCH_VERSION=v0.5.15.post1`, then `docker/patch/$PATCH_VERSION/`)?"""
+    (`PATCH_VERSION=v0.5.15.post1`, then `docker/patch/$PATCH_VERSION/`)? Once per variable and
+    file (`pip install x==1` reads as a setting of `pip`): the fixes edit release numbers only,
+    never a `$NAME` or the `/` beside one."""
     setting = edits.SETTING.match(line)
-    return setting is not None and edits.used_in_a_path(setting.group("name"), text)
+    return setting is not None and _derived(workspace, ("used-in-a-path", document.relpath, setting.group("name")),
+                                            lambda: edits.used_in_a_path(setting.group("name"), document.text))
 
 
 def _folder_named(root, name: str):

@@ -71,6 +71,11 @@ class Document:
             self._text = raw[len(self.mark):].decode(self.encoding)
         except (UnicodeDecodeError, LookupError) as error:
             raise NotRewritable(f"not {self.encoding} text ({error})") from None
+        # The text's lines (numbered_lines', with their ends), split once and edited in place by
+        # `replace`; the text is joined from them again only when read. Split at each `line` and
+        # `replace`, a file's fixes (up to MOST_LISTED of a rule) cost fixes x lines (R05).
+        self._lines: list[str] | None = None
+        self._text_stale = False
         self._module: libcst.Module | None = None
         self._metadata: MetadataWrapper | None = None
         self.original_module: libcst.Module | None = None  # the tree as read, for what the edits changed
@@ -88,12 +93,14 @@ class Document:
 
     @property
     def text(self) -> str:
+        if self._text_stale:
+            self._text, self._text_stale = "".join(self.lines()), False
         return self._text
 
     @text.setter
     def text(self, value: str) -> None:
-        if value != self._text:
-            self._text, self._module = value, None
+        if value != self.text:
+            self._text, self._module, self._lines = value, None, None
 
     @property
     def module(self) -> libcst.Module:
@@ -101,7 +108,7 @@ class Document:
             import libcst  # only a fix that edits a tree pays its import: a check run never does
 
             try:
-                self._module = libcst.parse_module(self._text)
+                self._module = libcst.parse_module(self.text)
             except (libcst.ParserSyntaxError, RecursionError) as error:
                 raise NotRewritable(f"cannot parse this file ({numbered_lines(str(error))[0]})") from None
         return self._module
@@ -112,7 +119,7 @@ class Document:
 
     def edited(self, module: libcst.Module, code: str) -> None:
         """The tree an edit made, with its code (`module.code`) when the edit has it already."""
-        self._text, self._module = code, module
+        self._text, self._module, self._lines, self._text_stale = code, module, None, False
 
     @property
     def metadata(self) -> MetadataWrapper:
@@ -127,8 +134,11 @@ class Document:
         return self._metadata
 
     def lines(self) -> list[str]:
-        """The lines as the check numbered them (infra/lines.py numbered_lines), each with its line ending."""
-        return numbered_lines(self._text, keepends=True)
+        """The lines as the check numbered them (infra/lines.py numbered_lines), each with its line
+        ending: the document's own list, split once per text, not to be changed by the caller."""
+        if self._lines is None:
+            self._lines = numbered_lines(self.text, keepends=True)
+        return self._lines
 
     def line(self, number: int) -> str | None:
         lines = self.lines()
@@ -144,14 +154,16 @@ class Document:
         if edited == line:
             return False
         lines[number - 1] = edited
-        self.text = "".join(lines)
+        self._module, self._text_stale = None, True
+        if "\r" in new or "\n" in new or len(line.rstrip("\r\n")) < end:  # lines added or joined: split again
+            self._text, self._text_stale, self._lines = "".join(lines), False, None
         return True
 
     def note(self, line: int, col: int, code: str, why: str) -> None:
         self.notes.append(not_fixed(self.relpath, line, col, code, why))
 
     def encoded(self) -> bytes:
-        return self.mark + self._text.encode(self.encoding)
+        return self.mark + self.text.encode(self.encoding)
 
     @property
     def changed(self) -> bool:

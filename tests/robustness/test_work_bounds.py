@@ -620,3 +620,33 @@ def test_a_dockerfile_of_thousands_of_stages_is_fixed_reading_its_other_lines_on
     before, after = report.texts["Dockerfile"]
     assert report.fixed == 2 * stages and after == before.replace(old_version, new_version)
     assert len(read) <= 2 * stages + 10  # the file's lines, once
+
+
+def _heredoc_dockerfile(version: str, pins: int) -> str:
+    return f"FROM lmsysorg/sglang:v{version}\nRUN <<EOF\n" + f"pip install sglang=={version}\n" * pins + "EOF\n"
+
+
+def test_a_dockerfile_of_thousands_of_pins_is_fixed_splitting_its_text_once(project, releases, monkeypatch) -> None:
+    # Each fix's Document.line and .replace split the whole text again, and each SGC702 fix
+    # looked for `$pip/` through it (`pip install` reads as a setting of `pip`): 150,000 pins in
+    # a heredoc (3.9 MB) took 54 s of `fix --diff` (campaign 12, R05). Counted: the text is split
+    # and searched once per file, whatever the fixes.
+    from sglang_contracts.check.fixes import run_fix
+    from sglang_contracts.check.runner import CheckOptions
+    from sglang_contracts.fix import document as documents, text as edits
+
+    old, new = releases
+    old_version, new_version = (folder.joinpath("sglang", "version.py").read_text().split('"')[1]
+                                for folder in (old, new))
+    pins = 300
+    write(project, {"Dockerfile": _heredoc_dockerfile(old_version, pins)})
+    splits, searches = [], []
+    numbered_lines, used_in_a_path = documents.numbered_lines, edits.used_in_a_path
+    monkeypatch.setattr(documents, "numbered_lines", lambda text, **ends: splits.append(1) or numbered_lines(text,
+                                                                                                            **ends))
+    monkeypatch.setattr(edits, "used_in_a_path", lambda name, text: searches.append(name) or used_in_a_path(name, text))
+    report = run_fix([project], CheckOptions(old=str(old), new=str(new), use_cache=False), write=False)
+    before, after = report.texts["Dockerfile"]
+    assert report.fixed == pins + 1 and after == before.replace(old_version, new_version)
+    assert len(splits) == 1 and sorted(searches) == ["FROM", "pip"]  # `FROM x` reads as a setting too
+
