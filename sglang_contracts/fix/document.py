@@ -24,17 +24,20 @@ class NotRewritable(Exception):
     """A file no fix may touch, with the reason in words."""
 
 
-# The largest Python file a fix rewrites. An edit runs on the statement it edits, but libcst
+# The largest file a fix rewrites, of any kind. An edit runs on the statement it edits, but libcst
 # parses the whole file first, ~13 kB of memory at its peak per line of short lines (a 1 MB file
-# of them took 1.9 GB, and 94 s before edits ran on their statement). Both bounds are well above
-# what projects hold (sglang-omni's largest file: 158 kB; SGLang's largest module: under 400 kB,
-# some 10,000 lines) and keep one file within ~300 MB and seconds. docs/fixing.md says so.
+# of them took 1.9 GB, and 94 s before edits ran on their statement); a file of another kind
+# takes up to MOST_LISTED fixes of a rule, each reading lines of the whole file (a 3.9 MB
+# Dockerfile's 1,000 took 54 s, campaign 12 R05). Both bounds are well above what projects hold
+# (sglang-omni's largest file: 158 kB; SGLang's largest module: under 400 kB, some 10,000 lines;
+# a Dockerfile or requirements file: a few hundred lines) and keep one file within ~300 MB and
+# seconds. docs/fixing.md says so.
 MAX_FIX_BYTES = 512 * 1024
 MAX_FIX_LINES = 20_000
 
 
 class TooLargeToFix(NotRewritable):
-    """A Python file larger than a fix rewrites: each of its findings stays, and says so."""
+    """A file larger than a fix rewrites: each of its findings stays, and says so."""
 
 
 class FixNotBuilt(Exception):
@@ -42,9 +45,9 @@ class FixNotBuilt(Exception):
     the reason in words, and the file is left as it was."""
 
 
-def _python_line_count(raw: bytes) -> int:
-    """The lines of Python source in its bytes, by Python's line ends (\n, \r\n, \r): no
-    decoding for a file left whole (infra/lines.py counts decoded text)."""
+def _line_count(raw: bytes) -> int:
+    """The lines of a file in its bytes, by Python's line ends (\n, \r\n, \r), as numbered_lines
+    counts them: no decoding for a file left whole."""
     ends = raw.count(b"\n") + raw.count(b"\r") - raw.count(b"\r\n")
     return ends + (1 if raw and not raw.endswith((b"\n", b"\r")) else 0)
 
@@ -62,7 +65,7 @@ class Document:
         self.names_needed: set[tuple[str, str]] = set()
         # Python as the interpreter reads it (a BOM is `utf-8-sig`, stripped as the check's
         # positions assume); other files as their byte-order mark says, the mark put back on write.
-        if python and (len(raw) > MAX_FIX_BYTES or _python_line_count(raw) > MAX_FIX_LINES):
+        if len(raw) > MAX_FIX_BYTES or _line_count(raw) > MAX_FIX_LINES:
             raise TooLargeToFix(f"{printable_path(relpath)} is larger than a fix rewrites ({MAX_FIX_BYTES // 1024} kB "
                                 f"or {MAX_FIX_LINES:,} lines, docs/fixing.md): fix it by hand")
         self.encoding, self.mark = (_python_encoding(raw), b"") if python else text_encoding(raw)

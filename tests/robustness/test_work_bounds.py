@@ -650,3 +650,21 @@ def test_a_dockerfile_of_thousands_of_pins_is_fixed_splitting_its_text_once(proj
     assert report.fixed == pins + 1 and after == before.replace(old_version, new_version)
     assert len(splits) == 1 and sorted(searches) == ["FROM", "pip"]  # `FROM x` reads as a setting too
 
+
+def test_a_dockerfile_larger_than_a_fix_rewrites_is_left_and_each_finding_says_why(project, releases,
+                                                                                   monkeypatch) -> None:
+    # The fix size bound held for Python files only: a Dockerfile of any size took its fixes
+    # (campaign 12, R05). Every file kind a fix rewrites has it now, with the same note.
+    from sglang_contracts.check.fixes import run_fix
+    from sglang_contracts.check.runner import CheckOptions
+    from sglang_contracts.fix import document as documents
+
+    old, new = releases
+    old_version = old.joinpath("sglang", "version.py").read_text().split('"')[1]
+    monkeypatch.setattr(documents, "MAX_FIX_LINES", 5)  # the bound's shape, on a small file
+    write(project, {"Dockerfile": _heredoc_dockerfile(old_version, 4)})
+    report = run_fix([project], CheckOptions(old=str(old), new=str(new), use_cache=False), write=False)
+    assert report.fixed == 0 and "Dockerfile" not in report.texts
+    assert [d.line for d in report.remaining if d.code == "SGC702"] == [1, 3, 4, 5, 6]
+    assert report.notes and all("SGC702 not fixed: Dockerfile is larger than a fix rewrites (512 kB or 5 lines, "
+                                "docs/fixing.md): fix it by hand" in note for note in report.notes)
