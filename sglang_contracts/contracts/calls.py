@@ -10,12 +10,12 @@ positions after a `*args` are not counted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.analysis.resolve import resolvers
 from sglang_contracts.analysis.migrated import asks_upstream, import_needed_names, migration_fields, upstream_migrations
-from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.diagnostics import Diagnostic, built_per_file, finding
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.migrations.learn import Question
 from sglang_contracts.project.facts import ArgFact, CallFact, FileFacts, Position
@@ -416,15 +416,30 @@ def _rewritten_as_planned(diagnostic: Diagnostic, document) -> bool:
 
 
 def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> Iterator[Diagnostic]:
-    for item in call_breaks(ctx):
-        if item.problem.code not in codes or item.new.dataclass != dataclass:
-            continue
-        position = item.problem.position or item.call.position
-        # A parameter's own qualified name, so two findings on one call stay distinct.
-        symbol = item.new.owner if item.problem.code == "SGC203" else f"{item.new.owner}.{item.problem.detail}"
-        migration = _migration(ctx, item) if code in ("SGC201", "SGC202", "SGC204") else {}
-        yield finding(code, item.facts, position, symbol, callee=_display(item.new.owner),
-                      old=ctx.old_version, new=ctx.new_version, **_fields(ctx, item), **migration)
+    breaks = [item for item in call_breaks(ctx) if item.problem.code in codes and item.new.dataclass == dataclass]
+    yield from _built_per_file(breaks, lambda item: _finding(ctx, code, item), code,
+                               lambda item: item.problem.position or item.call.position)
+
+
+def _finding(ctx: CheckContext, code: str, item: CallBreak) -> Diagnostic:
+    position = item.problem.position or item.call.position
+    # A parameter's own qualified name, so two findings on one call stay distinct.
+    symbol = item.new.owner if item.problem.code == "SGC203" else f"{item.new.owner}.{item.problem.detail}"
+    migration = _migration(ctx, item) if code in ("SGC201", "SGC202", "SGC204") else {}
+    return finding(code, item.facts, position, symbol, callee=_display(item.new.owner),
+                   old=ctx.old_version, new=ctx.new_version, **_fields(ctx, item), **migration)
+
+
+def _built_per_file(breaks: list[CallBreak], build: Callable[[CallBreak], Diagnostic], code: str,
+                    position: Callable[[CallBreak], Position]) -> Iterator[Diagnostic]:
+    """Each file's findings built only as far as the file lists them (built_per_file)."""
+    by_file: dict[str, list[CallBreak]] = {}
+    for item in breaks:
+        by_file.setdefault(item.facts.path, []).append(item)
+    for items in by_file.values():
+        facts = items[0].facts
+        yield from built_per_file(items, lambda item: (position(item).line, position(item).col), build,
+                                  facts.path, code, facts.noqa)
 
 
 def _signature_text(signature: Signature) -> str:
@@ -465,10 +480,13 @@ def _retirement(model, owner: str) -> list[str] | None:
 
 @contract("SGC205", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def call_of_retired_callable(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for item in call_breaks(ctx):
-        if item.problem.code != "SGC205":
-            continue
-        exception, message = _retirement(ctx.new, item.new.owner)
-        hint = f": {message[:200]}" if message else ""
-        yield finding("SGC205", item.facts, item.call.position, item.new.owner, callee=_display(item.new.owner),
-                      exception=exception, old=ctx.old_version, new=ctx.new_version, hint=hint)
+    retired = [item for item in call_breaks(ctx) if item.problem.code == "SGC205"]
+    yield from _built_per_file(retired, lambda item: _retired_finding(ctx, item), "SGC205",
+                               lambda item: item.call.position)
+
+
+def _retired_finding(ctx: CheckContext, item: CallBreak) -> Diagnostic:
+    exception, message = _retirement(ctx.new, item.new.owner)
+    hint = f": {message[:200]}" if message else ""
+    return finding("SGC205", item.facts, item.call.position, item.new.owner, callee=_display(item.new.owner),
+                   exception=exception, old=ctx.old_version, new=ctx.new_version, hint=hint)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from sglang_contracts.diagnostics import Diagnostic, code_selected, longest_prefix
+from sglang_contracts.diagnostics import Diagnostic, code_selected, longest_prefix, noqa_silences
 from sglang_contracts.infra.files import Unreadable, read_text_limited
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.project.facts import FileFacts
@@ -67,16 +67,11 @@ class NoqaIndex:
 
     def suppresses(self, diagnostic: Diagnostic) -> bool:
         comments = self.comments(diagnostic.path)
-        if diagnostic.line not in comments:
+        if not noqa_silences(comments, diagnostic.line, diagnostic.code):
             return False
-        codes = comments[diagnostic.line]
-        if codes is None:
-            self.used.add((diagnostic.path, diagnostic.line, None))
-            return True
-        if diagnostic.code in codes:
-            self.used.add((diagnostic.path, diagnostic.line, diagnostic.code))
-            return True
-        return False
+        blanket = comments[diagnostic.line] is None
+        self.used.add((diagnostic.path, diagnostic.line, None if blanket else diagnostic.code))
+        return True
 
     def unused(self, active: Callable[[str, str], bool], wanted: Callable[[str], bool]) -> Iterable[Diagnostic]:
         """`# noqa: SGCnnn` codes that silenced nothing (like ruff's RUF100).

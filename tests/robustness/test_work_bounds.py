@@ -633,7 +633,8 @@ def test_a_dockerfile_of_thousands_of_pins_is_fixed_splitting_its_text_once(proj
     # and searched once per file, whatever the fixes.
     from sglang_contracts.check.fixes import run_fix
     from sglang_contracts.check.runner import CheckOptions
-    from sglang_contracts.fix import document as documents, text as edits
+    from sglang_contracts.fix import document as documents
+    from sglang_contracts.fix import text as edits
 
     old, new = releases
     old_version, new_version = (folder.joinpath("sglang", "version.py").read_text().split('"')[1]
@@ -668,3 +669,60 @@ def test_a_dockerfile_larger_than_a_fix_rewrites_is_left_and_each_finding_says_w
     assert [d.line for d in report.remaining if d.code == "SGC702"] == [1, 3, 4, 5, 6]
     assert report.notes and all("SGC702 not fixed: Dockerfile is larger than a fix rewrites (512 kB or 5 lines, "
                                 "docs/fixing.md): fix it by hand" in note for note in report.notes)
+
+
+def test_r04_calls_that_lost_a_keyword_thousands_of_times_build_the_findings_a_file_lists(project, releases,
+                                                                                         monkeypatch) -> None:
+    """380,000 lines `f(1, b=2)` of a function that lost keyword b (3.8 MB) built as many
+    SGC201 findings (message, upstream's migrations, data), then listed 1,000: 48 s and 2.2 GB
+    (campaign 12, R04). Counted, not timed: the findings built are those listed and the first
+    left out, the rest only counted in the one finding that says how many; a `# noqa` past them
+    still counts as used."""
+    from sglang_contracts.check.runner import CheckOptions, Fresh, run_check
+    from sglang_contracts.contracts import calls
+    from sglang_contracts.diagnostics import MOST_LISTED
+
+    built = []
+    finding = calls.finding
+    monkeypatch.setattr(calls, "finding", lambda code, *args, **fields: built.append(code) or finding(code, *args,
+                                                                                                        **fields))
+    monkeypatch.setattr(Fresh, "checks_in_two", False)  # every rule in this process, where it is counted
+    old, new = releases
+    (old / "sglang/srt/utils.py").write_text("def helper(): ...\ndef kept(): ...\ndef f(a, b=1): ...\n")
+    (new / "sglang/srt/utils.py").write_text("def kept(): ...\ndef f(a): ...\n")
+    copies = MOST_LISTED + 200
+    write(project, {"app/ok.py": "", "app/many.py": "from sglang.srt.utils import f\n" + "f(1, b=2)\n" * copies
+                    + "f(1, b=2)  # noqa: SGC201\n"})
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1,
+                                               report_unused_noqa=True))
+    many = [d for d in result.diagnostics if d.path == "app/many.py"]
+    assert [(d.code, d.line) for d in many] == [("SGC201", line) for line in range(2, MOST_LISTED + 3)]
+    assert many[-1].message.startswith(f"{copies - MOST_LISTED:,} more SGC201 findings in this file are not listed "
+                                       f"(a file lists at most {MOST_LISTED:,} of one rule); the first: f() no longer "
+                                       "accepts keyword b")
+    assert built == ["SGC201"] * (MOST_LISTED + 1)
+
+
+def test_a_rule_builds_the_findings_a_file_lists_and_counts_the_rest(monkeypatch) -> None:
+    """built_per_file builds what listed_per_file lists: the first MOST_LISTED in report order
+    and the first left out (with any at its place: the message orders those), a `# noqa`'d
+    finding past them bare; the rest are counted, and listed_per_file adds the count to its own."""
+    import sglang_contracts.diagnostics as diagnostics
+
+    monkeypatch.setattr(diagnostics, "MOST_LISTED", 2)
+    sites = [(5, 1), (1, 1), (3, 1), (2, 1), (3, 1), (4, 1), (6, 1), (7, 1)]  # in no order; two at 3:1
+    built = []
+
+    def build(site):
+        built.append(site)
+        return diagnostics.Diagnostic("m.py", *site, "SGC201", "error", f"at {site} #{len(built)}", "f.b")
+
+    found = list(diagnostics.built_per_file(sites, lambda site: site, build, "m.py", "SGC201", {6: ["SGC201"]}))
+    assert built == [(1, 1), (2, 1), (3, 1), (3, 1)]
+    assert [(d.line, d.message) for d in found[4:]] == [(6, ""), (4, "3 more SGC201 findings in this file are not "
+                                                                       "listed")]
+    listed = diagnostics.listed_per_file(sorted([*found[:4], found[5]], key=diagnostics.Diagnostic.sort_key))
+    assert [d.line for d in listed] == [1, 2, 3]
+    assert listed[2].message == ("5 more SGC201 findings in this file are not listed (a file lists at most 2 of one "
+                                 "rule); the first: at (3, 1) #3")
+    assert listed[2].data == {diagnostics.NOT_LISTED: 5}
