@@ -20,7 +20,7 @@ from sglang_contracts.contracts.imports import upstream_reads
 from sglang_contracts.analysis.resolve import Instance, Resolver, project_view, resolvers
 from sglang_contracts.analysis.migrated import (asks_upstream, import_needed_names, migration_fields, project_sites,
                                                 upstream_migrations)
-from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.diagnostics import Diagnostic, built_per_file, finding
 from sglang_contracts.infra.memo import Codec
 from sglang_contracts.migrations.learn import Question
 from sglang_contracts.project.facts import FileFacts, Position, ReadFact
@@ -159,10 +159,16 @@ def _migrated(lost: LostAttribute) -> bool:
 
 @contract("SGC321", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for lost in _lost_attributes(ctx):
-        migration = _migration(ctx, lost) if _migrated(lost) else {}
-        yield _report("SGC321", ctx, lost, renamed_to=None if lost.unverified else renamed_attribute(ctx, lost),
-                      **migration)
+    # Each file's built only as far as the file lists them (campaign 12, R04: calls, alike).
+    yield from built_per_file(_lost_attributes(ctx), lambda lost: lost.facts, lambda lost: lost.position,
+                              lambda lost: _removed_finding(ctx, lost), "SGC321",
+                              lambda lost: "warning" if lost.unverified else None)
+
+
+def _removed_finding(ctx: CheckContext, lost: LostAttribute) -> Diagnostic:
+    migration = _migration(ctx, lost) if _migrated(lost) else {}
+    return _report("SGC321", ctx, lost, renamed_to=None if lost.unverified else renamed_attribute(ctx, lost),
+                   **migration)
 
 
 def _migration(ctx: CheckContext, lost: LostAttribute) -> dict:
@@ -400,8 +406,10 @@ def _set_by_name(model: UpstreamModel, snake: str, attr: str) -> bool:
 
 @contract("SGC322", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
 def attribute_removed_by_receiver_name(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for lost, receiver in _named_losses(ctx):
-        yield _report("SGC322", ctx, lost, receiver=receiver, **_named_migration(ctx, lost))
+    yield from built_per_file(_named_losses(ctx), lambda pair: pair[0].facts, lambda pair: pair[0].position,
+                              lambda pair: _report("SGC322", ctx, pair[0], receiver=pair[1],
+                                                   **_named_migration(ctx, pair[0])),
+                              "SGC322", lambda pair: "warning" if pair[0].unverified else None)
 
 
 def _named_migration(ctx: CheckContext, lost: LostAttribute) -> dict:

@@ -10,7 +10,7 @@ positions after a `*args` are not counted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.analysis.resolve import resolvers
@@ -417,8 +417,8 @@ def _rewritten_as_planned(diagnostic: Diagnostic, document) -> bool:
 
 def _report(ctx: CheckContext, codes: set[str], dataclass: bool, code: str) -> Iterator[Diagnostic]:
     breaks = [item for item in call_breaks(ctx) if item.problem.code in codes and item.new.dataclass == dataclass]
-    yield from _built_per_file(breaks, lambda item: _finding(ctx, code, item), code,
-                               lambda item: item.problem.position or item.call.position)
+    yield from built_per_file(breaks, lambda item: item.facts, lambda item: item.problem.position or item.call.position,
+                              lambda item: _finding(ctx, code, item), code)
 
 
 def _finding(ctx: CheckContext, code: str, item: CallBreak) -> Diagnostic:
@@ -428,18 +428,6 @@ def _finding(ctx: CheckContext, code: str, item: CallBreak) -> Diagnostic:
     migration = _migration(ctx, item) if code in ("SGC201", "SGC202", "SGC204") else {}
     return finding(code, item.facts, position, symbol, callee=_display(item.new.owner),
                    old=ctx.old_version, new=ctx.new_version, **_fields(ctx, item), **migration)
-
-
-def _built_per_file(breaks: list[CallBreak], build: Callable[[CallBreak], Diagnostic], code: str,
-                    position: Callable[[CallBreak], Position]) -> Iterator[Diagnostic]:
-    """Each file's findings built only as far as the file lists them (built_per_file)."""
-    by_file: dict[str, list[CallBreak]] = {}
-    for item in breaks:
-        by_file.setdefault(item.facts.path, []).append(item)
-    for items in by_file.values():
-        facts = items[0].facts
-        yield from built_per_file(items, lambda item: (position(item).line, position(item).col), build,
-                                  facts.path, code, facts.noqa)
 
 
 def _signature_text(signature: Signature) -> str:
@@ -481,8 +469,8 @@ def _retirement(model, owner: str) -> list[str] | None:
 @contract("SGC205", reads=Reads.FILE_AND_IMPORTS, process=Process.MAIN)
 def call_of_retired_callable(ctx: CheckContext) -> Iterator[Diagnostic]:
     retired = [item for item in call_breaks(ctx) if item.problem.code == "SGC205"]
-    yield from _built_per_file(retired, lambda item: _retired_finding(ctx, item), "SGC205",
-                               lambda item: item.call.position)
+    yield from built_per_file(retired, lambda item: item.facts, lambda item: item.call.position,
+                              lambda item: _retired_finding(ctx, item), "SGC205")
 
 
 def _retired_finding(ctx: CheckContext, item: CallBreak) -> Diagnostic:

@@ -13,7 +13,7 @@ from sglang_contracts.analysis.hints import home_hint, module_hint, moved_home, 
 from sglang_contracts.analysis.migrated import asks_upstream, unlearned_fields, upstream_migrations
 from sglang_contracts.migrations.edits import module_verdict
 from sglang_contracts.migrations.learn import Question
-from sglang_contracts.diagnostics import Diagnostic, finding
+from sglang_contracts.diagnostics import Diagnostic, built_per_file, finding
 from sglang_contracts.project.facts import AttributeFact, FileFacts, ImportFact, Position
 from sglang_contracts.project.releasefacts import upstream_stars
 from sglang_contracts.project.stack import python_floor
@@ -252,13 +252,24 @@ def import_from_moved_module(diagnostic: Diagnostic, workspace) -> bool:
 
 @contract("SGC102", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)
 def imported_name_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
-    for outcome in [*_lost(ctx, "name-gone"), *_lost(ctx, "name-unverified")]:
-        unverified = outcome.change == "name-unverified"  # a warning: the name may be set at run time
-        yield finding("SGC102", outcome.facts, outcome.fact.position, outcome.fact.target,
-                      severity="warning" if unverified else _severity(outcome), name=outcome.fact.name,
-                      verdict="is no longer statically importable" if unverified else "is no longer importable",
-                      module=outcome.fact.module, old=ctx.old_version, new=ctx.new_version,
-                      was=_defined_at(outcome.old), hint=outcome.hint, home=outcome.home)
+    # Each file's built only as far as the file lists them (campaign 12, R04).
+    yield from built_per_file([*_lost(ctx, "name-gone"), *_lost(ctx, "name-unverified")],
+                              lambda outcome: outcome.facts,
+                              lambda outcome: outcome.fact.position, lambda outcome: _name_finding(ctx, outcome),
+                              "SGC102", _name_severity)
+
+
+def _name_severity(outcome: ImportOutcome) -> str | None:
+    return "warning" if outcome.change == "name-unverified" else _severity(outcome)  # the name may be set at run time
+
+
+def _name_finding(ctx: CheckContext, outcome: ImportOutcome) -> Diagnostic:
+    unverified = outcome.change == "name-unverified"
+    return finding("SGC102", outcome.facts, outcome.fact.position, outcome.fact.target,
+                   severity=_name_severity(outcome), name=outcome.fact.name,
+                   verdict="is no longer statically importable" if unverified else "is no longer importable",
+                   module=outcome.fact.module, old=ctx.old_version, new=ctx.new_version,
+                   was=_defined_at(outcome.old), hint=outcome.hint, home=outcome.home)
 
 
 @fixes("SGC102")
@@ -379,19 +390,25 @@ def module_attribute_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
     # Once per attribute a module lost, however often it is read: one line reading it 150,000
     # times took a minute (campaign 10, R13; the import form was campaign 9's R02).
     homes: dict[tuple[str, str], tuple[str, str | None]] = {}
-    for facts, position, module, attr, unverified in losses:
+
+    def built(loss: tuple) -> Diagnostic:
+        facts, position, module, attr, unverified = loss
         if unverified:  # a warning: the module may set it at run time
-            yield finding("SGC105", facts, position, f"{module}.{attr}", severity="warning", module=module,
-                          attr=attr, verdict="no longer declares attribute", old=ctx.old_version,
-                          new=ctx.new_version, hint=f"; could not verify: {unverified}", home=None)
-            continue
+            return finding("SGC105", facts, position, f"{module}.{attr}", severity="warning", module=module,
+                           attr=attr, verdict="no longer declares attribute", old=ctx.old_version,
+                           new=ctx.new_version, hint=f"; could not verify: {unverified}", home=None)
         if (module, attr) not in homes:
             was = ctx.old.resolve_name(module, attr)
             homes[module, attr] = (home_hint(ctx.old, was, ctx.new, attr, found.get(attr, []), module),
                                    moved_home(ctx.old, was, ctx.new, attr, found.get(attr, []), module))
         hint, home = homes[module, attr]
-        yield finding("SGC105", facts, position, f"{module}.{attr}", module=module, attr=attr,
-                      verdict="no longer has attribute", old=ctx.old_version, new=ctx.new_version, hint=hint, home=home)
+        return finding("SGC105", facts, position, f"{module}.{attr}", module=module, attr=attr,
+                       verdict="no longer has attribute", old=ctx.old_version, new=ctx.new_version, hint=hint,
+                       home=home)
+
+    # Each file's built only as far as the file lists them (campaign 12, R04).
+    yield from built_per_file(losses, lambda loss: loss[0], lambda loss: loss[1], built, "SGC105",
+                              lambda loss: "warning" if loss[4] else None)
 
 
 @fixes("SGC105")

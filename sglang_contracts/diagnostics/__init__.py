@@ -171,38 +171,46 @@ def _not_listed(left_out: list[Diagnostic], counts: list[Diagnostic] = ()) -> Di
                       message=message, symbol="", data={NOT_LISTED: number})
 
 
-def built_per_file(sites: Iterable[T], place: Callable[[T], tuple[int, int]], build: Callable[[T], Diagnostic],
-                   path: str, code: str, noqa: dict[int, list[str] | None], severity: str | None = None
-                   ) -> Iterator[Diagnostic]:
-    """The findings of `code` at `sites` of the file `path`, in report order, built only as far
-    as listed_per_file lists them: the first MOST_LISTED + 1 a `# noqa` leaves (with those at
-    the last one's place: the message orders them), then one count of the rest, which are not
-    built (380,000 calls each losing a keyword built as many findings to list 1,000: 48 s and
-    2.2 GB, campaign 12 R04). A site a `# noqa` silences past them is built bare: enough for the
-    comment to count as used. `place`: a site's (line, col); `severity`: the findings' when
-    not the rule's."""
-    ordered = sorted(sites, key=place)
-    built, last, left = 0, None, 0
-    first_left: T | None = None
-    for site in ordered:
+def built_per_file(sites: Iterable[T], facts_of: Callable[[T], FileFacts], place: Callable[[T], Position],
+                   build: Callable[[T], Diagnostic], code: str,
+                   severity: Callable[[T], str | None] = lambda site: None) -> Iterator[Diagnostic]:
+    """The findings of `code` at `sites`, each file's in report order and built only as far as
+    listed_per_file lists them: the first MOST_LISTED a `# noqa` leaves and the first left out
+    (with any at its place: the message orders them), then one count of the rest, which are
+    not built (380,000 calls each losing a keyword built as many findings to list 1,000: 48 s,
+    campaign 12 R04). A site a `# noqa` silences past them is built bare: enough for the
+    comment to count as used. `severity`: a site's finding's when not the rule's."""
+    by_file: dict[str, list[T]] = {}
+    for site in sites:
+        by_file.setdefault(facts_of(site).path, []).append(site)
+    for path, of_file in by_file.items():
+        yield from _built_in_file(of_file, facts_of(of_file[0]).noqa, path, lambda site: _at(place(site)), build,
+                                  code, lambda site: severity(site) or rule(code).severity)
+
+
+def _at(position: Position) -> tuple[int, int]:
+    return position.line, position.col
+
+
+def _built_in_file(sites: list[T], noqa: dict[int, list[str] | None], path: str, place: Callable[[T], tuple[int, int]],
+                   build: Callable[[T], Diagnostic], code: str, severity: Callable[[T], str]) -> Iterator[Diagnostic]:
+    built, last, left = 0, None, []
+    for site in sorted(sites, key=place):
         line, col = place(site)
         silenced = noqa_silences(noqa, line, code)
         if built <= MOST_LISTED or (line, col) == last:
-            diagnostic = build(site)
-            built += not silenced
-            last = (line, col)
-            yield diagnostic
+            built, last = built + (not silenced), (line, col)
+            yield build(site)
         elif silenced:
-            yield Diagnostic(path=path, line=line, col=col, code=code, severity=severity or rule(code).severity,
-                             message="", symbol="")
+            yield Diagnostic(path=path, line=line, col=col, code=code, severity=severity(site), message="", symbol="")
         else:
-            left += 1
-            first_left = site if first_left is None else first_left
-    if first_left is not None:
-        line, col = place(first_left)
-        yield Diagnostic(path=path, line=line, col=col, code=code, severity=severity or rule(code).severity,
-                         message=f"{left:,} more {code} findings in this file are not listed", symbol="",
-                         data={NOT_LISTED: left})
+            left.append(site)
+    if left:
+        line, col = place(left[0])
+        yield Diagnostic(path=path, line=line, col=col, code=code, symbol="",
+                         severity=min(map(severity, left), key=SEVERITY_VALUES.index),  # the most severe
+                         message=f"{len(left):,} more {code} findings in this file are not listed",
+                         data={NOT_LISTED: len(left)})
 
 
 def noqa_silences(noqa: dict[int, list[str] | None], line: int, code: str) -> bool:

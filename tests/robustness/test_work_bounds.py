@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+import pytest
+
 from pathlib import Path
 
 from tests.helpers import write_tree as write
@@ -708,6 +710,7 @@ def test_a_rule_builds_the_findings_a_file_lists_and_counts_the_rest(monkeypatch
     and the first left out (with any at its place: the message orders those), a `# noqa`'d
     finding past them bare; the rest are counted, and listed_per_file adds the count to its own."""
     import sglang_contracts.diagnostics as diagnostics
+    from sglang_contracts.project.facts import FileFacts, Position
 
     monkeypatch.setattr(diagnostics, "MOST_LISTED", 2)
     sites = [(5, 1), (1, 1), (3, 1), (2, 1), (3, 1), (4, 1), (6, 1), (7, 1)]  # in no order; two at 3:1
@@ -717,7 +720,8 @@ def test_a_rule_builds_the_findings_a_file_lists_and_counts_the_rest(monkeypatch
         built.append(site)
         return diagnostics.Diagnostic("m.py", *site, "SGC201", "error", f"at {site} #{len(built)}", "f.b")
 
-    found = list(diagnostics.built_per_file(sites, lambda site: site, build, "m.py", "SGC201", {6: ["SGC201"]}))
+    facts = FileFacts("m.py", "m", noqa={6: ["SGC201"]})
+    found = list(diagnostics.built_per_file(sites, lambda site: facts, lambda site: Position(*site), build, "SGC201"))
     assert built == [(1, 1), (2, 1), (3, 1), (3, 1)]
     assert [(d.line, d.message) for d in found[4:]] == [(6, ""), (4, "3 more SGC201 findings in this file are not "
                                                                        "listed")]
@@ -726,3 +730,38 @@ def test_a_rule_builds_the_findings_a_file_lists_and_counts_the_rest(monkeypatch
     assert listed[2].message == ("5 more SGC201 findings in this file are not listed (a file lists at most 2 of one "
                                  "rule); the first: at (3, 1) #3")
     assert listed[2].data == {diagnostics.NOT_LISTED: 5}
+
+
+@pytest.mark.parametrize("rule, module, old_code, new_code, reading", [
+    ("SGC105", "imports", "def helper(): ...\ndef kept(): ...\n", "def kept(): ...\n",
+     ("import sglang.srt.utils as A\n", "A.helper\n")),
+    ("SGC102", "imports", "def helper(): ...\ndef kept(): ...\n", "def kept(): ...\n",
+     ("", "from sglang.srt.utils import helper\n")),
+    ("SGC321", "attributes", "class C:\n    def gone(self): ...\n", "class C:\n    pass\n",
+     ("from sglang.srt.utils import C\nc = C()\n", "c.gone()\n")),
+])
+def test_r04_reads_of_a_lost_attribute_thousands_of_times_build_the_findings_a_file_lists(
+        project, releases, monkeypatch, rule, module, old_code, new_code, reading) -> None:
+    # R04's class through reads: a module's or a class's lost attribute read past the listing
+    # built a finding per read. Counted: the findings built are those listed and the first left out.
+    import importlib
+
+    from sglang_contracts.check.runner import CheckOptions, Fresh, run_check
+    from sglang_contracts.diagnostics import MOST_LISTED
+
+    checks = importlib.import_module(f"sglang_contracts.contracts.{module}")
+    built = []
+    finding = checks.finding
+    monkeypatch.setattr(checks, "finding", lambda code, *args, **fields: built.append(code) or finding(code, *args,
+                                                                                                         **fields))
+    monkeypatch.setattr(Fresh, "checks_in_two", False)  # every rule in this process, where it is counted
+    old, new = releases
+    (old / "sglang/srt/utils.py").write_text(old_code)
+    (new / "sglang/srt/utils.py").write_text(new_code)
+    copies = MOST_LISTED + 200
+    write(project, {"app/ok.py": "", "app/many.py": reading[0] + reading[1] * copies})
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+    many = [d for d in result.diagnostics if d.path == "app/many.py" and d.code == rule]
+    assert len(many) == MOST_LISTED + 1
+    assert many[-1].message.startswith(f"{copies - MOST_LISTED:,} more {rule} findings in this file are not listed")
+    assert built.count(rule) == MOST_LISTED + 1
