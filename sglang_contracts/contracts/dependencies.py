@@ -466,7 +466,7 @@ def follow_new_closure(diagnostic: Diagnostic, workspace) -> bool:
     # The same version elsewhere in the command (miles' `nvidia-cutlass-dsl-libs-*==4.6.2` beside
     # `nvidia-cutlass-dsl==4.6.2`, and the assert that all five are 4.6.2) moves with this pin:
     # moving one of them alone fails the build
-    if edits.held_in_command(numbered_lines(document.text), diagnostic.line - 1, diagnostic.col - 1):
+    if edits.held_in_command(document.bare_lines(), diagnostic.line - 1, diagnostic.col - 1):
         document.note(diagnostic.line, diagnostic.col, "SGC711", f"{pinned} is named elsewhere in this command (the "
                       f"pins or checks that move with {name}): move them together, or drop the block, by hand")
         return False

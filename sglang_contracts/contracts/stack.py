@@ -14,7 +14,6 @@ from packaging.version import Version
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.diagnostics import Diagnostic, finding_at
-from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.markdown import code_span
 from sglang_contracts.project import images
 from sglang_contracts.project.facts import FileFacts
@@ -219,7 +218,7 @@ def _held_with(diagnostic: Diagnostic, workspace, document, name: str, written: 
     family = edits.moves_with(normalized(name))
     module = normalized(name).replace("-", "_")
     held = []
-    for number, text in enumerate(numbered_lines(document.text), start=1):
+    for number, text in enumerate(document.bare_lines(), start=1):
         for other, spec in edits.requirements_in(text):
             other = normalized(other)
             if other in family and edits.exact_pin(spec.text) is not None \
@@ -357,7 +356,7 @@ def name_new_release(diagnostic: Diagnostic, workspace) -> bool:
                       f"for {new})")
         return False
     commit = _derived(workspace, ("commit-setting", diagnostic.path), lambda: next(
-        (name for name in map(edits.commit_setting, numbered_lines(document.text)) if name), None))
+        (name for name in map(edits.commit_setting, document.bare_lines()) if name), None))
     if commit is not None:
         document.note(diagnostic.line, diagnostic.col, "SGC702", f"{commit} names the commit of the "
                       f"release being replaced, which moves with it: set both by hand (the commit of {new} is "
@@ -427,7 +426,7 @@ def _install_blocks_held(diagnostic: Diagnostic, workspace) -> str:
         if d.code != "SGC711" or not (d.path == diagnostic.path or images.is_dockerfile(PurePosixPath(d.path).name)):
             continue
         try:
-            lines = numbered_lines(workspace.document(d.path).text)
+            lines = workspace.document(d.path).bare_lines()
         except NotRewritable:  # a Dockerfile no fix may open (a link out): its blocks are not known
             continue
         if edits.held_in_command(lines, d.line - 1, d.col - 1):
@@ -439,7 +438,7 @@ def _settings_left(diagnostic: Diagnostic, workspace, document, old: Version) ->
     """Another setting of the finding's file that names the release being replaced and that no
     SGC702 finding moves (`PATCH_VERSION=v0.5.15.post1` beside `SGLANG_VERSION`), as `NAME (line N)`."""
     fixed = {(path, line) for path, line, _ in _findings_of(workspace, "SGC702")}
-    for number, text in enumerate(numbered_lines(document.text), start=1):
+    for number, text in enumerate(document.bare_lines(), start=1):
         match = edits.SETTING.match(text)
         named = version_in_tag(match.group("value")) if match else None
         if named is not None and names_release(named, old) and (diagnostic.path, number) not in fixed:

@@ -78,6 +78,7 @@ class Document:
         # `replace`; the text is joined from them again only when read. Split at each `line` and
         # `replace`, a file's fixes (up to MOST_LISTED of a rule) cost fixes x lines (R05).
         self._lines: list[str] | None = None
+        self._bare: list[str] | None = None  # the same without their ends, when asked for
         self._text_stale = False
         self._module: libcst.Module | None = None
         self._metadata: MetadataWrapper | None = None
@@ -103,7 +104,7 @@ class Document:
     @text.setter
     def text(self, value: str) -> None:
         if value != self.text:
-            self._text, self._module, self._lines = value, None, None
+            self._text, self._module, self._lines, self._bare = value, None, None, None
 
     @property
     def module(self) -> libcst.Module:
@@ -122,7 +123,7 @@ class Document:
 
     def edited(self, module: libcst.Module, code: str) -> None:
         """The tree an edit made, with its code (`module.code`) when the edit has it already."""
-        self._text, self._module, self._lines, self._text_stale = code, module, None, False
+        self._text, self._module, self._lines, self._bare, self._text_stale = code, module, None, None, False
 
     @property
     def metadata(self) -> MetadataWrapper:
@@ -143,9 +144,15 @@ class Document:
             self._lines = numbered_lines(self.text, keepends=True)
         return self._lines
 
+    def bare_lines(self) -> list[str]:
+        """`lines()` without their line ends (numbered_lines' default), kept as they are."""
+        if self._bare is None:
+            self._bare = [line.rstrip("\r\n") for line in self.lines()]
+        return self._bare
+
     def line(self, number: int) -> str | None:
-        lines = self.lines()
-        return lines[number - 1].rstrip("\r\n") if 0 < number <= len(lines) else None
+        lines = self.bare_lines()
+        return lines[number - 1] if 0 < number <= len(lines) else None
 
     def replace(self, number: int, start: int, end: int, new: str) -> bool:
         """Replace characters [start, end) of line `number` (0-based columns)."""
@@ -159,7 +166,9 @@ class Document:
         lines[number - 1] = edited
         self._module, self._text_stale = None, True
         if "\r" in new or "\n" in new or len(line.rstrip("\r\n")) < end:  # lines added or joined: split again
-            self._text, self._text_stale, self._lines = "".join(lines), False, None
+            self._text, self._text_stale, self._lines, self._bare = "".join(lines), False, None, None
+        elif self._bare is not None:
+            self._bare[number - 1] = edited.rstrip("\r\n")
         return True
 
     def note(self, line: int, col: int, code: str, why: str) -> None:

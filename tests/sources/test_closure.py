@@ -399,6 +399,31 @@ def test_fix_moves_sglangs_own_pin_and_leaves_what_another_pin_brings(tmp_path: 
     assert "nvidia-cutlass-dsl==4.6.2+cu129 is not an exact public version: move it to 4.8.0 by hand" in said
 
 
+def test_fixes_of_many_pins_in_one_dockerfile_split_its_text_once(tmp_path: Path, file_index: str, monkeypatch) -> None:
+    """Each SGC711 fix split the whole text again to see whether its command names the version
+    twice (campaign 12, R05's class): a file's fixes cost fixes x lines. Counted: once a file."""
+    from sglang_contracts.check.fixes import run_fix
+    from sglang_contracts.contracts import dependencies
+    from sglang_contracts.fix import document as documents
+
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/utils.py": "", "sglang-0.1.0.dist-info/METADATA": SGLANG_OLD}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/utils.py": "", "sglang-0.2.0.dist-info/METADATA": SGLANG_NEW}, "0.2.0")
+    pins = 50
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", "docker/Dockerfile":
+                                                "FROM ubuntu:24.04\n"
+                                                + "RUN pip install --force-reinstall nvidia-cutlass-dsl==4.6.2\n" * pins})
+    split = []
+    for module in (dependencies, documents):
+        monkeypatch.setattr(module, "numbered_lines", lambda text, _split=module.numbered_lines, **ends: split.append(
+            len(text)) or _split(text, **ends))
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "c", workers=1,
+                           settings={"package-index": file_index})
+    report = run_fix([project], options, unsafe=False, write=False)
+    before, after = report.texts["docker/Dockerfile"]
+    assert after == before.replace("==4.6.2", "==4.8.0")
+    assert split.count(len(before)) == 1
+
+
 def test_the_command_line_names_the_index_by_a_folder_relative_to_where_it_runs(tmp_path: Path, monkeypatch,
                                                                                  capsys) -> None:
     from sglang_contracts.cli import main
