@@ -326,6 +326,9 @@ class _Collector:
         self.type_checking_depth = 0
         self.scope_depth = 0
         self.imports: list[tuple[dict, Position, Position]] = []  # (fact fields, name, module in statement)
+        # The callee of each call of a plain or dotted name, one per name: a module of 380,000
+        # calls of `f` kept as many equal receivers (campaign 12, R04). Facts are never changed.
+        self.named_callees: dict[str, Receiver] = {}
         self.chains: list[tuple[str, list[ast.Attribute], bool, bool]] = []  # (root, its attributes, store, guarded)
         # Where a name an import binds may be another binding's (_rebound): the types of each
         # function whose body is being visited, innermost last (TypedNames.local, .rebound);
@@ -1139,7 +1142,10 @@ class _Collector:
         elif root not in ("self", "cls"):
             if self._rebound(func if isinstance(func, ast.Name) else names[0].value):
                 self.rebound_calls.add(len(self.calls))
-            self._call_fact(root, Receiver((f"C:{function}",)), where, node)
+            callee = self.named_callees.get(function)
+            if callee is None:
+                callee = self.named_callees[function] = Receiver((f"C:{function}",))
+            self._call_fact(root, callee, where, node)
 
     def _result_call(self, node: ast.Call, func: ast.Attribute) -> None:
         """`Adapter.create(...).pause()`: a method of what a call returns."""
