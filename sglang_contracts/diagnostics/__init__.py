@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from sglang_contracts.config import SEVERITY_VALUES
 from sglang_contracts.diagnostics.catalog import rule, surface_for
@@ -159,7 +159,7 @@ def _counts(group: list[Diagnostic]) -> list[Diagnostic]:
     return [diagnostic for diagnostic in group if NOT_LISTED in diagnostic.data]
 
 
-def _not_listed(left_out: list[Diagnostic], counts: list[Diagnostic] = ()) -> Diagnostic:
+def _not_listed(left_out: list[Diagnostic], counts: Sequence[Diagnostic] = ()) -> Diagnostic:
     first = left_out[0]
     severity = min((diagnostic.severity for diagnostic in [*left_out, *counts]),
                    key=SEVERITY_VALUES.index)  # the most severe
