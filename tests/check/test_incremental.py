@@ -786,6 +786,10 @@ def test_a_process_of_its_own_reads_what_the_last_run_derived_of_the_whole_proje
     core = project / "demo_omni" / "vendor" / "sglang" / "core.py"
     core.write_text("# a line above: the code moves\n" + core.read_text())
     assert checked() == [] and plans[-1].moved == {"demo_omni/vendor/sglang/core.py"}
+    # and again: the value read back is kept for the files as they are now (it was read, not
+    # recorded again, so the next moving edit found it recorded for the files two edits back)
+    core.write_text("# another line above\n" + core.read_text())
+    assert checked() == [] and plans[-1].moved == {"demo_omni/vendor/sglang/core.py"}
     core.write_text(core.read_text() + "\nDEFAULT_ARGS = server_args.ServerArgs\n")  # a fact: computed again
     assert {"_reach", "_suspects"} <= set(checked())
 
