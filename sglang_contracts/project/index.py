@@ -878,7 +878,8 @@ def _rescanned(index: ProjectIndex, previous: ProjectIndex, rel: str, texts: dic
     _scan(index, {rel: texts[rel]}, cache, workers)  # in its place: the files keep their order
     before, now = previous.files[rel], index.files[rel]
     kept_classes = memo.class_modules.get(rel)
-    if kept_classes is None or kept_classes[0] is not before or _class_modules(now) != kept_classes[1]:
+    if kept_classes is None or kept_classes[0] is not before or _class_modules(now) != kept_classes[1] \
+            or top_level_stars(now) != top_level_stars(before):  # a star re-export makes its star importers scanned
         return None
     bindings = _top_level_bindings(now), _top_level_bindings(before)
     relink = bindings[0] != bindings[1]
