@@ -37,6 +37,11 @@ class TooLargeToFix(NotRewritable):
     """A Python file larger than a fix rewrites: each of its findings stays, and says so."""
 
 
+class ChangedMeanwhile(NotRewritable):
+    """The file no longer holds the bytes the fix read (an editor saved it while the run worked):
+    its fixed text would drop what was written since."""
+
+
 class FixNotBuilt(Exception):
     """A fix whose new code cannot be built (a name that is no Python name): it is skipped, with
     the reason in words, and the file is left as it was."""
@@ -178,9 +183,19 @@ def read_only(path: Path) -> bool:
     return not mode & stat.S_IWUSR or not os.access(path, os.W_OK)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def holds(path: Path, data: bytes) -> bool:
+    """Whether the file at `path` holds exactly `data` (a file grown past it, or gone, does not)."""
+    try:
+        return read_limited(path, len(data)) == data
+    except Unreadable:
+        return False
+
+
+def write_atomically(path: Path, data: bytes, read: bytes | None = None) -> None:
     """Write through a temporary file beside `path`, then rename over it, keeping its mode: a
-    reader (or a crash) sees the old file or the new one, never half of one."""
+    reader (or a crash) sees the old file or the new one, never half of one. With `read`, the
+    bytes the new text was made from: ChangedMeanwhile, and nothing written, when the file no
+    longer holds them (lines an editor appended while `fix` ran were lost: campaign 12, R09)."""
     mode = stat.S_IMODE(path.stat().st_mode)
     descriptor, temporary = temporary_beside(path)
     try:
@@ -189,6 +204,8 @@ def write_atomically(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
+        if read is not None and not holds(path, read):  # checked last, the closest to the rename
+            raise ChangedMeanwhile("the file changed while this run worked on it: left as it is")
         os.replace(temporary, path)
     except BaseException:
         try:
