@@ -14,7 +14,7 @@ import sglang_contracts.contracts  # noqa: F401  (registers every fix beside its
 from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import NOT_LISTED, Diagnostic
 from sglang_contracts.fix.document import (
-    ChangedMeanwhile, Document, FixNotBuilt, NotRewritable, TooLargeToFix, not_fixed, read_only, write_atomically,
+    ChangedMeanwhile, Document, FixNotBuilt, LeftWhole, NotRewritable, not_fixed, read_only, write_atomically,
 )
 from sglang_contracts.fix.python import ensure_import, ensure_name_import, remove_imports_left_unused
 from sglang_contracts.infra.collector import batch_collection
@@ -124,7 +124,7 @@ def apply_fixes(result: CheckResult, unsafe: bool, notes: dict[tuple, list[str]]
     for diagnostic in ordered:
         try:
             said = _fixed_one(diagnostic, workspace, fixed)
-        except TooLargeToFix as error:  # said at each finding: the file could be fixed by hand
+        except LeftWhole as error:  # said at each finding: the file could be fixed by hand
             said = [not_fixed(diagnostic.path, diagnostic.line, diagnostic.col, diagnostic.code, str(error))]
         except NotRewritable as error:
             line = f"{printable_path(diagnostic.path)}: not rewritten: {error}"
@@ -155,7 +155,7 @@ def _fixed_one(diagnostic: Diagnostic, workspace: Workspace, fixed: list[Diagnos
 
 
 def unified_diff(document: Document) -> str:
-    return unified_text_diff(document.relpath, document.original.decode(document.encoding), document.text)
+    return unified_text_diff(document.relpath, document.original_text, document.text)
 
 
 def _key(diagnostic: Diagnostic) -> tuple:
@@ -217,7 +217,7 @@ def _fixed(paths: list[Path], options: CheckOptions, unsafe: bool, write: bool) 
             fixed_all += fixed
             report.diffs = [unified_diff(doc) for doc in sorted(changed, key=lambda d: d.relpath)]
             report.changed = sorted(doc.relpath for doc in changed)
-            report.texts = {doc.relpath: (doc.original.decode(doc.encoding), doc.text) for doc in changed}
+            report.texts = {doc.relpath: (doc.original_text, doc.text) for doc in changed}
             break
         written = _written(workspace, changed, report, left)
         unwritten = {doc.relpath for doc in changed} - written

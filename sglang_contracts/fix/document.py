@@ -33,7 +33,11 @@ MAX_FIX_BYTES = 512 * 1024
 MAX_FIX_LINES = 20_000
 
 
-class TooLargeToFix(NotRewritable):
+class LeftWhole(NotRewritable):
+    """A file a fix leaves as it is for a reason each of its findings says (fix it by hand)."""
+
+
+class TooLargeToFix(LeftWhole):
     """A Python file larger than a fix rewrites: each of its findings stays, and says so."""
 
 
@@ -76,6 +80,9 @@ class Document:
             self._text = raw[len(self.mark):].decode(self.encoding)
         except (UnicodeDecodeError, LookupError) as error:
             raise NotRewritable(f"not {self.encoding} text ({error})") from None
+        self._read_text = self._text
+        if not self._encodes_back(raw):  # unicode_escape: every line end written back as `\n` (campaign 12, R08)
+            raise LeftWhole(f"its {self.encoding} text does not encode back to the bytes read: fix it by hand")
         self._module: libcst.Module | None = None
         self._metadata: MetadataWrapper | None = None
         self.original_module: libcst.Module | None = None  # the tree as read, for what the edits changed
@@ -99,6 +106,11 @@ class Document:
     def text(self, value: str) -> None:
         if value != self._text:
             self._text, self._module = value, None
+
+    @property
+    def original_text(self) -> str:
+        """The text as read (without its byte-order mark, as `text` is)."""
+        return self._read_text
 
     @property
     def module(self) -> libcst.Module:
@@ -158,9 +170,18 @@ class Document:
     def encoded(self) -> bytes:
         return self.mark + self._text.encode(self.encoding)
 
+    def _encodes_back(self, raw: bytes) -> bool:
+        """Whether the text as read, encoded as it would be written, is `raw`: else a fix would
+        rewrite every line it did not edit too."""
+        try:
+            return self.encoded() == raw
+        except (UnicodeError, LookupError):
+            return False
+
     @property
     def changed(self) -> bool:
-        return self.encoded() != self.original
+        """Whether an edit changed the text: a file no fix edited is never written."""
+        return self._text != self._read_text
 
 
 def not_fixed(relpath: str, line: int, col: int, code: str, why: str) -> str:

@@ -227,6 +227,26 @@ def test_a_file_changed_while_fix_ran_is_left_with_the_change_and_one_line_says_
     assert not list(project.rglob("*.tmp"))
 
 
+def test_a_file_whose_encoding_does_not_give_its_bytes_back_is_never_rewritten(bump, capsys):
+    """unicode_escape decodes `\\n` and a line end alike: a file declaring it was rewritten onto one
+    line by a fix that fixed nothing, and `fix --diff` counted it as changed with no diff (campaign
+    12, R08). A file no edit changed is never written; one whose text does not encode back to its
+    bytes is not rewritten, each finding saying why."""
+    project, args, _ = bump
+    escaped = project / "app/escaped.py"
+    written = b"# -*- coding: unicode_escape -*-\nfrom sglang.srt.utils.common import get_device\n"
+    escaped.write_bytes(written)
+    assert main(["fix", str(project), *args, "--diff"]) == 1
+    captured = capsys.readouterr()
+    assert "escaped.py" not in captured.out and "(2 files would change)" in captured.err
+    (said,) = [line for line in captured.err.splitlines() if line.startswith("app/escaped.py:2:")]
+    assert said.endswith(" SGC102 not fixed: its unicode_escape text does not encode back to the bytes read: "
+                         "fix it by hand")
+    assert main(["fix", str(project), *args]) == 1
+    captured = capsys.readouterr()
+    assert escaped.read_bytes() == written and "2 fixed, 1 remaining" in captured.err
+
+
 # A fix killed while it writes a file: after the temporary file's data is written, before it
 # is renamed over the file.
 KILLED_WHILE_WRITING = ("import os, signal, sys\n"
