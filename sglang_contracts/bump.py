@@ -59,7 +59,7 @@ def run_bump(paths: list[Path], options: CheckOptions, root: Path, plan: Path, b
         old, new = (open_release(spec, sglang_repo=options.sglang_repo, cache=cache) for spec in (options.old, options.new))
         stack = rebase_live_stack(root, old, new, named, trees=trees, current=planned.get, write_trees=not dry_run)
         if not dry_run:
-            write_edits(root, stack.edits)
+            write_edits(root, stack)
     if dry_run:  # the old stack's findings are the rebase's to report (the last check reads the new one)
         rebased = set(stack.stack.patches) if stack is not None else set()
         last = dataclasses.replace(fixed.last, diagnostics=[d for d in fixed.remaining if d.path not in rebased])

@@ -73,8 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also report, as info, contracts already broken on the old release")
     check.add_argument("--report-unused-noqa", action="store_true", default=None,
                        help="report `# noqa: SGCnnn` comments that silence nothing (SGC010)")
-    check.add_argument("--baseline", type=Path, metavar="FILE", help="report only findings this baseline does not accept")
-    check.add_argument("--write-baseline", type=Path, metavar="FILE",
+    check.add_argument("--baseline", type=_path, metavar="FILE", help="report only findings this baseline does not accept")
+    check.add_argument("--write-baseline", type=_path, metavar="FILE",
                        help="write every finding to FILE as accepted (justifications already in FILE are kept) and exit 0")
     check.add_argument("--statistics", action="store_true", help="count the findings per code at the end")
     check.add_argument("--daemon", action="store_true",
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     fix = commands.add_parser("fix", help="rewrite what the bump breaks where the new release makes the fix certain")
     _add_run_options(fix)
     _add_named_files_option(fix)
-    fix.add_argument("--baseline", type=Path, metavar="FILE", help="leave the findings this baseline accepts")
+    fix.add_argument("--baseline", type=_path, metavar="FILE", help="leave the findings this baseline accepts")
     fix.add_argument("--diff", action="store_true", help="print the unified diff and write nothing (exit 1 if it would change a file)")
     fix.add_argument("--unsafe-fixes", action="store_true", help="also apply the fixes marked unsafe (judgements to review)")
     _add_cache_options(fix)
@@ -101,9 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(bump)
     bump.add_argument("--dry-run", action="store_true", help="print everything it would write as one unified diff, "
                                                              "and write nothing")
-    bump.add_argument("--plan", type=Path, metavar="PLAN.md", help="where the stack's upgrade plan goes")
-    bump.add_argument("--pr-body", type=Path, metavar="BODY.md", help="where the pull request's description goes")
-    bump.add_argument("--tree", type=Path, metavar="DIR",
+    bump.add_argument("--plan", type=_path, metavar="PLAN.md", help="where the stack's upgrade plan goes")
+    bump.add_argument("--pr-body", type=_path, metavar="BODY.md", help="where the pull request's description goes")
+    bump.add_argument("--tree", type=_path, metavar="DIR",
                       help="where the files with conflict markers go, a folder per patch (default: beside the plan)")
     _add_cache_options(bump)
     bump.set_defaults(write_baseline=None, report_unresolved=None, report_unused_noqa=None, baseline=None)
@@ -125,19 +125,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="one patch file (default: the project's live stack)")
     rebase.add_argument("--old", help="the release PATCH is against (default: the project's SGLang pin)")
     rebase.add_argument("--new", help="the release to rebase it onto (default: `new` in [tool.sglang-contracts])")
-    rebase.add_argument("-o", "--output", type=Path, metavar="NEW.patch|FOLDER",
+    rebase.add_argument("-o", "--output", type=_path, metavar="NEW.patch|FOLDER",
                         help="where to write it (default: standard output; a stack: a folder named for the new "
                              "release beside the old one's, or the same folder)")
-    rebase.add_argument("--skeleton", type=Path, metavar="SKELETON.patch|DIR",
+    rebase.add_argument("--skeleton", type=_path, metavar="SKELETON.patch|DIR",
                         help="a patch (a stack: a folder of patches) of the new release to take the same changes from "
                              "(slime's, for Relax)")
-    rebase.add_argument("--plan", type=Path, metavar="PLAN.md",
+    rebase.add_argument("--plan", type=_path, metavar="PLAN.md",
                         help="write the upgrade decision log there (a stack: default docs/draft/sglang-NEW-upgrade-plan.md)")
-    rebase.add_argument("--tree", type=Path, metavar="DIR",
+    rebase.add_argument("--tree", type=_path, metavar="DIR",
                         help="write the new release's touched files there, rebased, conflict markers in place "
                              "(a stack: a folder per patch with hunks left; default beside the plan)")
-    rebase.add_argument("--sglang-repo", type=Path, help="a local SGLang clone; --old/--new are then git refs")
-    rebase.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
+    rebase.add_argument("--sglang-repo", type=_path, help="a local SGLang clone; --old/--new are then git refs")
+    rebase.add_argument("--cache-dir", type=_path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
 
     daemon = commands.add_parser("daemon", help="keep the project's check resident, for `check` to hand its work to")
     daemon.add_argument("action", choices=["start", "stop", "status", "serve"],
@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "(serve: be the daemon, in the foreground)")
     _add_run_options(daemon)
     daemon.add_argument("--no-cache", action="store_true", help="do not read or write the extraction caches")
-    daemon.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
+    daemon.add_argument("--cache-dir", type=_path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
     daemon.add_argument("--idle-timeout", type=_idle_seconds, default=3600.0, metavar="SECONDS",
                         help="exit after this long without a check (default: an hour)")
 
@@ -161,8 +161,8 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or folders to check (default: .)")
     parser.add_argument("--old", help="the release the project works with (default: the project's SGLang pin: its sglang==X requirement or image tag)")
     parser.add_argument("--new", help="the release to bump to: a version, a git ref with --sglang-repo, or a directory")
-    parser.add_argument("--sglang-repo", type=Path, help="a local SGLang clone; --old/--new are then git refs (tags such as v0.5.22)")
-    parser.add_argument("--config", type=Path, metavar="FILE",
+    parser.add_argument("--sglang-repo", type=_path, help="a local SGLang clone; --old/--new are then git refs (tags such as v0.5.22)")
+    parser.add_argument("--config", type=_path, metavar="FILE",
                         help="configuration file (default: [tool.sglang-contracts] in the project's pyproject.toml)")
     parser.add_argument("--select", type=_codes, help="comma-separated code prefixes to report (default: SGC)")
     parser.add_argument("--ignore", type=_codes, help="comma-separated code prefixes not to report")
@@ -193,9 +193,30 @@ def _paths_after_files(argv: list[str]) -> list[str]:
 
 def _add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the extraction caches")
-    parser.add_argument("--cache-dir", type=Path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
+    parser.add_argument("--cache-dir", type=_path, help="cache folder (default: $SGLANG_CONTRACTS_CACHE or the user cache dir)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress display and no summary line")
     parser.add_argument("-v", "--verbose", action="store_true", help="say what was loaded, on standard error")
+
+
+class _Empty:
+    """An option given as an empty string, which no path can be: argparse's `type` does not
+    know the option it converts, so main names it (_refuse_empty_options)."""
+
+
+EMPTY = _Empty()
+
+
+def _path(given: str) -> Path | _Empty:
+    """A path option's value: Path('') is the working folder, and `--cache-dir ''` put the
+    cache's six folders in the project without a word (campaign 12, T90)."""
+    return Path(given) if given else EMPTY
+
+
+def _refuse_empty_options(args: argparse.Namespace) -> None:
+    """A usage error naming the first option given as an empty string (_path, _index_location)."""
+    for name, value in vars(args).items():
+        if value is EMPTY:
+            raise UsageError(f"--{name.replace('_', '-')} is empty: give a path")
 
 
 def _idle_seconds(given: str) -> float:
@@ -210,10 +231,12 @@ def _idle_seconds(given: str) -> float:
     return seconds
 
 
-def _index_location(given: str) -> str:
+def _index_location(given: str) -> str | _Empty:
     """`--package-index`: a folder named on the command line is relative to the working folder
     (not to the project's root, as the configuration's is), made absolute at once so that a
-    daemon handed the flag reads the same folder."""
+    daemon handed the flag reads the same folder; an empty one is no folder (_path)."""
+    if not given:
+        return EMPTY
     if given != "none" and "://" not in given:
         return os.path.abspath(os.path.expanduser(given))
     return given
@@ -553,6 +576,8 @@ def main(argv: list[str] | None = None) -> int:
     blocking_standard_streams()
     argv = _paths_after_files(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    if _guarded(lambda: _refuse_empty_options(args)):  # before a daemon is asked, or a folder made
+        return 2
     if args.command == "check":
         from sglang_contracts.resident.client import handed_over
 

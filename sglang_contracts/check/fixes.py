@@ -14,7 +14,7 @@ import sglang_contracts.contracts  # noqa: F401  (registers every fix beside its
 from sglang_contracts.contracts.base import FIXES
 from sglang_contracts.diagnostics import NOT_LISTED, Diagnostic
 from sglang_contracts.fix.document import (
-    Document, FixNotBuilt, NotRewritable, TooLargeToFix, not_fixed, read_only, write_atomically,
+    ChangedMeanwhile, Document, FixNotBuilt, LeftWhole, NotRewritable, not_fixed, read_only, write_atomically,
 )
 from sglang_contracts.fix.python import ensure_import, ensure_name_import, remove_imports_left_unused
 from sglang_contracts.infra.collector import batch_collection
@@ -108,14 +108,15 @@ def can_fix(diagnostic: Diagnostic, unsafe: bool) -> bool:
     return fix_safety(diagnostic) == "safe" or unsafe
 
 
-def apply_fixes(result: CheckResult, unsafe: bool,
-                notes: dict[tuple, list[str]] | None = None) -> tuple[Workspace, list[Diagnostic], list[str]]:
+def apply_fixes(result: CheckResult, unsafe: bool, notes: dict[tuple, list[str]] | None = None,
+                left: dict[str, str] | None = None) -> tuple[Workspace, list[Diagnostic], list[str]]:
     """One round: every fixable finding's fix, bottom-up in each file so that an edit never moves
     a place a later fix points at. Returns the workspace, the findings fixed, and errors; what
     each fix said of the finding it left goes to `notes`, by the finding (a later round's
-    finding, at a moved line, is the same finding)."""
+    finding, at a moved line, is the same finding). `left`: files an earlier round left as they
+    are, with why (relpath -> reason), not opened again."""
     diagnostics = result.diagnostics
-    refused = {d.path: "cannot parse this file" for d in diagnostics if d.code == UNPARSABLE}
+    refused = {d.path: "cannot parse this file" for d in diagnostics if d.code == UNPARSABLE} | (left or {})
     workspace = Workspace(result.project.root, refused, result)
     fixed: list[Diagnostic] = []
     errors: list[str] = []
@@ -123,7 +124,7 @@ def apply_fixes(result: CheckResult, unsafe: bool,
     for diagnostic in ordered:
         try:
             said = _fixed_one(diagnostic, workspace, fixed)
-        except TooLargeToFix as error:  # said at each finding: the file could be fixed by hand
+        except LeftWhole as error:  # said at each finding: the file could be fixed by hand
             said = [not_fixed(diagnostic.path, diagnostic.line, diagnostic.col, diagnostic.code, str(error))]
         except NotRewritable as error:
             line = f"{printable_path(diagnostic.path)}: not rewritten: {error}"
@@ -154,7 +155,7 @@ def _fixed_one(diagnostic: Diagnostic, workspace: Workspace, fixed: list[Diagnos
 
 
 def unified_diff(document: Document) -> str:
-    return unified_text_diff(document.relpath, document.original.decode(document.encoding), document.text)
+    return unified_text_diff(document.relpath, document.original_text, document.text)
 
 
 def _key(diagnostic: Diagnostic) -> tuple:
@@ -207,27 +208,18 @@ def _fixed(paths: list[Path], options: CheckOptions, unsafe: bool, write: bool) 
     report = FixReport(found=len(first))
     fixed_all: list[Diagnostic] = []
     notes: dict[tuple, list[str]] = {}
+    left: dict[str, str] = {}  # files that changed while the run worked: no later round touches them
     for _ in range(MAX_ROUNDS):
-        workspace, fixed, errors = apply_fixes(result, unsafe, notes)
+        workspace, fixed, errors = apply_fixes(result, unsafe, notes, left)
         report.errors += [e for e in errors if e not in report.errors]
         changed = [doc for doc in workspace.documents.values() if doc.changed]
         if not write:
             fixed_all += fixed
             report.diffs = [unified_diff(doc) for doc in sorted(changed, key=lambda d: d.relpath)]
             report.changed = sorted(doc.relpath for doc in changed)
-            report.texts = {doc.relpath: (doc.original.decode(doc.encoding), doc.text) for doc in changed}
+            report.texts = {doc.relpath: (doc.original_text, doc.text) for doc in changed}
             break
-        written = set()
-        for document in changed:
-            try:
-                write_atomically(workspace.path_of(document.relpath), document.encoded())
-            except (OSError, NotRewritable) as error:
-                report.errors.append(f"{printable_path(document.relpath)}: not written: "
-                                     f"{getattr(error, 'strerror', None) or error}")
-                continue
-            written.add(document.relpath)
-            if document.relpath not in report.changed:
-                report.changed.append(document.relpath)
+        written = _written(workspace, changed, report, left)
         unwritten = {doc.relpath for doc in changed} - written
         fixed_all += [d for d in fixed if d.path not in unwritten]
         if not written:
@@ -241,6 +233,27 @@ def _fixed(paths: list[Path], options: CheckOptions, unsafe: bool, write: bool) 
     report.changed.sort()
     report.last = result
     return report
+
+
+def _written(workspace: Workspace, changed: list[Document], report: FixReport, left: dict[str, str]) -> set[str]:
+    """Each changed document written over its file, unless the file no longer holds what was
+    read (then left as it is, in `left`); the relpaths written."""
+    written = set()
+    for document in changed:
+        try:
+            write_atomically(workspace.path_of(document.relpath), document.encoded(), read=document.original)
+        except ChangedMeanwhile as error:  # said as a later round's refusal is, once
+            left[document.relpath] = str(error)
+            report.errors.append(f"{printable_path(document.relpath)}: not rewritten: {error}")
+            continue
+        except (OSError, NotRewritable) as error:
+            report.errors.append(f"{printable_path(document.relpath)}: not written: "
+                                 f"{getattr(error, 'strerror', None) or error}")
+            continue
+        written.add(document.relpath)
+        if document.relpath not in report.changed:
+            report.changed.append(document.relpath)
+    return written
 
 
 def lsp_fixes(result: CheckResult, relpath: str, text: str, data: dict) -> list[tuple[str, str]]:

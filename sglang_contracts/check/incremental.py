@@ -339,6 +339,8 @@ def kept_placeless(store, run: Plan, project: ProjectIndex) -> KeptMemo:
         if any(rel not in run.moved or run.digests_before.get(rel) != then.get(rel) or rel in texts_read
                for rel in changed):
             return None
+        if changed:  # kept for this state of the files too: else the next edit finds it stale, every other run
+            store.put(record_key(key), {**saved, "digests": digests})
         return value
 
     def write(key: str, encoded: Any, texts_read: list[str]) -> None:

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 import urllib.parse
 import zipfile
@@ -33,6 +32,7 @@ from packaging.version import Version
 
 from sglang_contracts.infra.files import Unreadable, open_regular
 from sglang_contracts.infra.lines import numbered_lines
+from sglang_contracts.infra.pythonpath import python_command
 from sglang_contracts.requirements import as_version, normalized
 
 # The network's modules (http.client, ssl, urllib.request, html.parser: a twentieth of the start
@@ -70,7 +70,7 @@ def _pip_config() -> dict[str, str]:
     """`pip config list` as {"global.index-url": value, ":env:.index-url": value, ...}: pip's own
     reading of its files and environment (empty when pip cannot be run)."""
     try:
-        listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
+        listed = subprocess.run(python_command("-m", "pip", "config", "list"), capture_output=True,
                                 text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
         return {}

@@ -179,6 +179,11 @@ def _broken_before(ctx: CheckContext, outcome: ImportOutcome) -> str:
     return f", nor in {ctx.old_version}"
 
 
+def _through(fact: ImportFact) -> dict[str, str]:
+    """The message's word on the project modules a star import gives the name through (releasefacts.with_star_names)."""
+    return {"through": f" (star-imported through {' then '.join(fact.through)})"} if fact.through else {}
+
+
 # Why `fix` leaves a star import as it is: what `*` binds from another module, beyond the names
 # the file reads, is nothing this tool verifies (a name it adds may shadow one the file uses).
 STAR_NOT_REWRITTEN = "a star import is not rewritten: what `*` would bind from another module is not verified"
@@ -200,7 +205,8 @@ def imported_module_removed(ctx: CheckContext) -> Iterator[Diagnostic]:
             migration = {"unmigrated": STAR_NOT_REWRITTEN}
         yield finding("SGC101", outcome.facts, outcome.fact.module_position, outcome.fact.module,
                       severity=_severity(outcome), module=outcome.fact.module, old=ctx.old_version,
-                      new=ctx.new_version, hint=outcome.hint, before=_broken_before(ctx, outcome), **migration)
+                      new=ctx.new_version, hint=outcome.hint, before=_broken_before(ctx, outcome), **migration,
+                      **_through(outcome.fact))
 
 
 def _migrated(outcome: ImportOutcome) -> bool:
@@ -269,7 +275,7 @@ def _name_finding(ctx: CheckContext, outcome: ImportOutcome) -> Diagnostic:
                    severity=_name_severity(outcome), name=outcome.fact.name,
                    verdict="is no longer statically importable" if unverified else "is no longer importable",
                    module=outcome.fact.module, old=ctx.old_version, new=ctx.new_version,
-                   was=_defined_at(outcome.old), hint=outcome.hint, home=outcome.home)
+                   was=_defined_at(outcome.old), hint=outcome.hint, home=outcome.home, **_through(outcome.fact))
 
 
 @fixes("SGC102")
@@ -291,7 +297,8 @@ def reexport_origin_changed(ctx: CheckContext) -> Iterator[Diagnostic]:
         if outcome.change == "origin-moved":
             yield finding("SGC103", outcome.facts, outcome.fact.position, outcome.fact.target,
                           name=outcome.fact.name, module=outcome.fact.module, old=ctx.old_version,
-                          new=ctx.new_version, old_origin=outcome.old.origin, new_origin=outcome.new.origin)
+                          new=ctx.new_version, old_origin=outcome.old.origin, new_origin=outcome.new.origin,
+                          **_through(outcome.fact))
 
 
 @contract("SGC104", reads=Reads.FILE_AND_IMPORTS, process=Process.COPY)

@@ -36,8 +36,17 @@ MAX_FIX_BYTES = 512 * 1024
 MAX_FIX_LINES = 20_000
 
 
-class TooLargeToFix(NotRewritable):
+class LeftWhole(NotRewritable):
+    """A file a fix leaves as it is for a reason each of its findings says (fix it by hand)."""
+
+
+class TooLargeToFix(LeftWhole):
     """A file larger than a fix rewrites: each of its findings stays, and says so."""
+
+
+class ChangedMeanwhile(NotRewritable):
+    """The file no longer holds the bytes the fix read (an editor saved it while the run worked):
+    its fixed text would drop what was written since."""
 
 
 class FixNotBuilt(Exception):
@@ -80,6 +89,9 @@ class Document:
         self._lines: list[str] | None = None
         self._bare: list[str] | None = None  # the same without their ends, when asked for
         self._text_stale = False
+        self._read_text = self._text
+        if not self._encodes_back(raw):  # unicode_escape: every line end written back as `\n` (campaign 12, R08)
+            raise LeftWhole(f"its {self.encoding} text does not encode back to the bytes read: fix it by hand")
         self._module: libcst.Module | None = None
         self._metadata: MetadataWrapper | None = None
         self.original_module: libcst.Module | None = None  # the tree as read, for what the edits changed
@@ -105,6 +117,11 @@ class Document:
     def text(self, value: str) -> None:
         if value != self.text:
             self._text, self._module, self._lines, self._bare = value, None, None, None
+
+    @property
+    def original_text(self) -> str:
+        """The text as read (without its byte-order mark, as `text` is)."""
+        return self._read_text
 
     @property
     def module(self) -> libcst.Module:
@@ -177,9 +194,18 @@ class Document:
     def encoded(self) -> bytes:
         return self.mark + self.text.encode(self.encoding)
 
+    def _encodes_back(self, raw: bytes) -> bool:
+        """Whether the text as read, encoded as it would be written, is `raw`: else a fix would
+        rewrite every line it did not edit too."""
+        try:
+            return self.encoded() == raw
+        except (UnicodeError, LookupError):
+            return False
+
     @property
     def changed(self) -> bool:
-        return self.encoded() != self.original
+        """Whether an edit changed the text: a file no fix edited is never written."""
+        return self.text != self._read_text
 
 
 def not_fixed(relpath: str, line: int, col: int, code: str, why: str) -> str:
@@ -202,9 +228,19 @@ def read_only(path: Path) -> bool:
     return not mode & stat.S_IWUSR or not os.access(path, os.W_OK)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def holds(path: Path, data: bytes) -> bool:
+    """Whether the file at `path` holds exactly `data` (a file grown past it, or gone, does not)."""
+    try:
+        return read_limited(path, len(data)) == data
+    except Unreadable:
+        return False
+
+
+def write_atomically(path: Path, data: bytes, read: bytes | None = None) -> None:
     """Write through a temporary file beside `path`, then rename over it, keeping its mode: a
-    reader (or a crash) sees the old file or the new one, never half of one."""
+    reader (or a crash) sees the old file or the new one, never half of one. With `read`, the
+    bytes the new text was made from: ChangedMeanwhile, and nothing written, when the file no
+    longer holds them (lines an editor appended while `fix` ran were lost: campaign 12, R09)."""
     mode = stat.S_IMODE(path.stat().st_mode)
     descriptor, temporary = temporary_beside(path)
     try:
@@ -213,6 +249,8 @@ def write_atomically(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
+        if read is not None and not holds(path, read):  # checked last, the closest to the rename
+            raise ChangedMeanwhile("the file changed while this run worked on it: left as it is")
         os.replace(temporary, path)
     except BaseException:
         try:

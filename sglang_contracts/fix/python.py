@@ -421,7 +421,7 @@ def remove_imports_left_unused(document: Document) -> None:
     # Only an import whose name the edits spelled more or fewer times can have lost its reads: a
     # read, and any binding that would shadow one, spells the name. Its scopes are resolved (a
     # pass over every node of the file) only then: a moved import changes no other line.
-    spelled = _words_outside_imports(document.original_module, document.original.decode(document.encoding))
+    spelled = _words_outside_imports(document.original_module, document.original_text)
     spelled_now = _words_outside_imports(document.module, document.text)
     touched = {spec for spec, names in _top_level_imports(document.module)
                if any(spelled[top] != spelled_now[top] for top in {name.partition(".")[0] for name in names})}

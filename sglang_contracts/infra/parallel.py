@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import pickle
 import signal
@@ -14,6 +15,8 @@ from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from multiprocessing.connection import Connection
 from typing import Callable, Iterator, Sequence, TypeVar
+
+from sglang_contracts.infra.pythonpath import safe_path_environment
 
 Job = TypeVar("Job")
 Result = TypeVar("Result")
@@ -102,6 +105,8 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
     # Workers fork from the server with the parsers already imported: a pool then costs no
     # import (griffe takes a third of a second per worker).
     context.set_forkserver_preload(PRELOAD)
+    with safe_path_environment():  # the server is `python -c`: the working folder not on its path
+        multiprocessing.forkserver.ensure_running()
     return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_watch_parent,
                                initargs=(_parent_alive(os.getpid())[0],))
 

@@ -138,11 +138,12 @@ def _write(path: Path, text: str) -> None:
     write_file(path, text.encode("utf-8", "surrogateescape"))
 
 
-def write_under(root: Path, relpath: str, text: str | None) -> None:
+def write_under(root: Path, relpath: str, text: str | None, before: str | None = None) -> None:
     """Write (None: remove) a file a patch names inside `root`, and nowhere else: the path is
     checked as a patch path (no absolute path, no `..`, no `.git`), each folder on its way is
     made or entered only if it is a real folder (never a link), and the file itself is never a
-    link followed out."""
+    link followed out. `before`: the text `text` was made from, which the file must still hold
+    (write_atomically's ChangedMeanwhile)."""
     target = root / relpath
     with writing(target):
         why = _refusal_below(root, relpath, make_folders=True)
@@ -151,7 +152,8 @@ def write_under(root: Path, relpath: str, text: str | None) -> None:
         if text is None:
             target.unlink()
             return
-        _replace_file(target, text.encode("utf-8", "surrogateescape"), relpath, root)
+        _replace_file(target, text.encode("utf-8", "surrogateescape"), relpath, root,
+                      None if before is None else before.encode("utf-8", "surrogateescape"))
 
 
 def _refusal_below(root: Path, relpath: str, make_folders: bool) -> str:
@@ -201,7 +203,7 @@ def text_below(root: Path, path: Path) -> str | None:
     raise UsageError(f"refused to write {printable_path(relpath)} under {printable_path(str(root))}: {why}")
 
 
-def _replace_file(target: Path, data: bytes, relpath: str, root: Path) -> None:
+def _replace_file(target: Path, data: bytes, relpath: str, root: Path, read: bytes | None = None) -> None:
     """A new file made exclusively, an existing regular file replaced by rename (its mode kept):
     never written through, so a hard link's other name (a file out of the project) keeps its
     content, and a FIFO or device at the path is refused rather than opened (campaign 5's N02, N03)."""
@@ -214,7 +216,7 @@ def _replace_file(target: Path, data: bytes, relpath: str, root: Path) -> None:
         with os.fdopen(fd, "wb") as file:
             file.write(data)
     elif stat.S_ISREG(existing.st_mode):
-        write_atomically(target, data)
+        write_atomically(target, data, read)
     else:
         raise UsageError(f"refused to write {printable_path(relpath)} under {printable_path(str(root))}: "
                          "not a regular file (a link, a FIFO or a device)")

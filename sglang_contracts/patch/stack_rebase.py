@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
+from sglang_contracts.fix.document import ChangedMeanwhile
 from sglang_contracts.infra.display import printable, printable_path, unified_text_diff
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_limited
@@ -80,6 +81,7 @@ class StackRebase:
     others: list[Stack] = field(default_factory=list)  # other live stacks, left as they are
     edits: list[Edit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what is left to do by hand, one line each
+    unwritten: list[str] = field(default_factory=list)  # files that changed while the run worked: left as they are
 
     def count(self, verdict: str) -> int:
         return sum(p.rebase.count(verdict) for p in self.patches)
@@ -90,7 +92,7 @@ class StackRebase:
 
     @property
     def complete(self) -> bool:
-        return self.verified and not any(self.count(v) for v in (*LEFT, UNCHECKED))
+        return self.verified and not any(self.count(v) for v in (*LEFT, UNCHECKED)) and not self.unwritten
 
 
 def live_stack(root: Path, named: list[str] | tuple[str, ...] = ()) -> tuple[Stack, PatchStacks]:
@@ -281,10 +283,17 @@ def stack_edits(root: Path, result: StackRebase, current: Callable[[str], str | 
     return edits
 
 
-def write_edits(root: Path, edits: list[Edit]) -> None:
-    """Each edit written below the root, and nowhere else (write_under: no link followed out)."""
-    for edit in edits:
-        write_under(root, edit.relpath, edit.after)
+def write_edits(root: Path, result: StackRebase) -> None:
+    """Each edit written below the root, and nowhere else (write_under: no link followed out);
+    a file that no longer holds the text its edit was made from (an editor saved the Dockerfile
+    while the stack was verified) is left as it is, and said in the notes."""
+    for edit in list(result.edits):
+        try:
+            write_under(root, edit.relpath, edit.after, before=edit.before)
+        except ChangedMeanwhile as error:
+            result.edits.remove(edit)
+            result.unwritten.append(edit.relpath)
+            result.notes.append(f"{printable_path(edit.relpath)}: not written: {error}")
 
 
 def edits_diff(edits: list[Edit]) -> str:
@@ -430,7 +439,7 @@ def patch_rebase_stack(args, root: Path, plan_for: Callable[[str], Path]) -> int
     trees = args.tree if args.tree is not None else plan.parent / f"sglang-{new.in_file_name}-conflicts"
     folder = args.output.as_posix() if args.output is not None else None
     result = rebase_live_stack(root, old, new, named, args.skeleton, trees, folder)
-    write_edits(root, result.edits)
+    write_edits(root, result)
     write_file_below(root, plan, render_stack_plan(result))
     for line in summary_lines(result):
         print(line, file=sys.stderr)

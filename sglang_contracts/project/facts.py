@@ -40,6 +40,10 @@ class ImportFact:
     guard_stops: bool = False
     type_checking: bool = False  # under `if TYPE_CHECKING:`
     module_level: bool = True  # visible to other modules as an attribute of this one
+    # The project modules whose star imports give the name, outermost first: `from pk.base import
+    # *`, where pk/base.py star-imports the SGLang module, reads as this import `through` pk.base
+    # (releasefacts.with_star_names); () for an import the file writes
+    through: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:
@@ -291,12 +295,24 @@ class DispatchFact:
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
 class FreeNameFact:
-    """A name the file reads and binds nowhere itself, nor is a builtin (scopes.free_names), kept
-    where the file star-imports an SGLang module: what that import may bind (which it does is
-    the release's to say: releasefacts.with_star_names). One list per file, not per star import:
-    a file of many star imports and many names would hold their product."""
+    """A name the file reads and binds nowhere itself, nor is a builtin (scopes.module_names),
+    kept where the file star-imports an SGLang module, or a project module (which may give
+    SGLang's names in turn): what that import may bind (which it does is the release's to say:
+    releasefacts.with_star_names). One list per file, not per star import: a file of many star
+    imports and many names would hold their product."""
 
     name: str
+
+
+@dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
+class ModuleNameFact:
+    """What a star import of this module gives, kept where free names are (FreeNameFact): a
+    name it binds at its top level (kind "bound": its own, whatever its star imports give), or
+    one its `__all__` lists ("listed"); "listed" `*` where its `__all__` is made in a way not
+    read (toplevel.listed_exports), so that what it gives is not known."""
+
+    name: str
+    kind: str
 
 
 @dataclass
@@ -319,6 +335,7 @@ class FileFacts:
     conditions: list[ConditionFact] = field(default_factory=list)
     dispatches: list[DispatchFact] = field(default_factory=list)
     free_names: list[FreeNameFact] = field(default_factory=list)
+    module_names: list[ModuleNameFact] = field(default_factory=list)
     noqa: dict[int, list[str] | None] = field(default_factory=dict)  # line -> codes, None = all
     parse_error: tuple[int, int, str] | None = None
     problem: Problem | None = None  # the scan stopped short: a bug (SGC001) or a tree too deep (SGC000)
@@ -498,6 +515,7 @@ FACT_LISTS: dict[str, type] = {
     "patches": PatchFact, "functions": FunctionFact, "probes": ProbeFact, "source_probes": SourceProbeFact,
     "specs": SpecFact, "flags": FlagFact, "strings": StringsFact, "gates": GateFact, "conditions": ConditionFact,
     "dispatches": DispatchFact, "free_names": FreeNameFact,
+    "module_names": ModuleNameFact,
 }
 
 

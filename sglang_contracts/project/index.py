@@ -878,7 +878,8 @@ def _rescanned(index: ProjectIndex, previous: ProjectIndex, rel: str, texts: dic
     _scan(index, {rel: texts[rel]}, cache, workers)  # in its place: the files keep their order
     before, now = previous.files[rel], index.files[rel]
     kept_classes = memo.class_modules.get(rel)
-    if kept_classes is None or kept_classes[0] is not before or _class_modules(now) != kept_classes[1]:
+    if kept_classes is None or kept_classes[0] is not before or _class_modules(now) != kept_classes[1] \
+            or top_level_stars(now) != top_level_stars(before):  # a star re-export makes its star importers scanned
         return None
     bindings = _top_level_bindings(now), _top_level_bindings(before)
     relink = bindings[0] != bindings[1]
@@ -911,6 +912,11 @@ def _same_reach(index: ProjectIndex, previous: ProjectIndex, rel: str, texts: di
 def _top_level_bindings(facts: FileFacts) -> list[tuple[str, str]]:
     """What a scanned file puts in the re-export table (_link), in order."""
     return [(fact.bound, fact.binds) for fact in facts.imports if fact.module_level and fact.name != "*"]
+
+
+def top_level_stars(facts: FileFacts) -> list[str]:
+    """The modules a scanned file star-imports at its top level, in order (_star_reexporters)."""
+    return [fact.module for fact in facts.imports if fact.module_level and fact.name == "*"]
 
 
 def _resolve_alike(now: list[tuple[str, str]], before: list[tuple[str, str]]) -> bool:
@@ -1054,6 +1060,8 @@ def _upstream_names(index: ProjectIndex, memo: IndexMemo, round_number: int) -> 
     same table gives the same names: a resident process's later runs find each round's table
     as it was unless an edit changed what some module binds."""
     derived = _upstream_subclasses(index)
+    for module in _star_reexporters(index):
+        derived[module] = derived.get(module, frozenset()) | STAR
     for rel, names in configured_files(index).items():
         module = module_name_for(rel)
         derived[module] = derived.get(module, frozenset()) | names
@@ -1097,6 +1105,31 @@ def configured_files(index: ProjectIndex) -> dict[str, frozenset[str]]:
             if rel is not None:
                 found[rel] = found.get(rel, frozenset()) | {parts[cut]}
                 break
+    return found
+
+
+STAR = frozenset({"*"})  # the names of a module that re-exports by a star import: its star importers'
+
+
+def _star_reexporters(index: ProjectIndex) -> set[str]:
+    """The scanned modules whose star imports may give SGLang's names: those that star-import an
+    SGLang module, and those that star-import one of them, through any chain (what the star
+    import of each gives is releasefacts.with_star_names' to say). A file that star-imports one
+    is scanned like an importer of SGLang's names; each link is followed once."""
+    importers: dict[str, list[str]] = {}  # project module -> the modules that star-import it
+    pending = []
+    for facts in index.files.values():
+        for star in top_level_stars(facts):
+            if is_upstream(star):
+                pending.append(facts.module)
+            else:
+                importers.setdefault(star, []).append(facts.module)
+    found: set[str] = set()
+    while pending:
+        module = pending.pop()
+        if module not in found:
+            found.add(module)
+            pending.extend(importers.get(module, ()))
     return found
 
 

@@ -7,6 +7,8 @@ no check reports them as breaks of the bump and no name resolves through them.
 A star import of an SGLang module (`from sglang.srt.a import *`) binds, of the names the file
 reads and binds nowhere itself (FileFacts.free_names), those the module exported on the old release:
 each is given to the checks as the `from sglang.srt.a import name` it stands for (with_star_names).
+So does a star import of a project module that gives them in turn (`from pk.base import *`, where
+pk/base.py star-imports sglang.srt.a), through any chain of the project's star imports.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, Callable
 
 from sglang_contracts.project.facts import FACT_LISTS, FileFacts, GateFact, ImportFact, Position
 from sglang_contracts.project.gates import Gate, Release, runs_on
-from sglang_contracts.project.index import ProjectIndex
+from sglang_contracts.project.index import ProjectIndex, top_level_stars
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 
 
@@ -100,12 +102,30 @@ def _exports(files: dict[str, FileFacts]) -> dict[str, dict[str, str]]:
     return exports
 
 
+# What a star import gives a name from: (the SGLang module it comes from, the project modules
+# it comes through, outermost first; () for a star import of the SGLang module itself).
+Source = tuple[str, tuple[str, ...]]
+# Where a project module's star import gives a name from, one link of the chain: (the SGLang
+# module, the project module the name comes through next or None, the innermost project module
+# of the chain). A chain is kept a link per module: each module's whole chain would cost the
+# square of a long one.
+Link = tuple[str, str | None, str]
+PROJECT_S: Link = ("", None, "")  # a project module's star import gives the name, not as SGLang's
+# How many project modules deep a chain of star imports is followed: none a project writes is
+# this deep, and the search recurses once a link.
+DEEPEST_CHAIN = 200
+SHOWN_CHAIN = 4  # the project modules a message names of a longer chain: the first ones, `...`, the innermost
+UNREAD = "*"  # listed by a module's ModuleNameFacts where its `__all__` is not read
+
+
 def with_star_names(project: ProjectIndex, old: UpstreamModel) -> ProjectIndex:
     """The project with each name a star import of an SGLang module gives a file imported by
     name: every rule that judges `from m import name` (a lost name, a call, an attribute, a
-    subclass, a monkeypatch) judges it. Which names the import gives is the old release's
-    answer, the one the project was written against: a name only the new release exports is
-    no contract the project made. The same index when no file star-imports SGLang."""
+    subclass, a monkeypatch) judges it. So for a star import of a project module that gives
+    the name from an SGLang module (ProjectStars), the import `through` the project's modules.
+    Which names the import gives is the old release's answer, the one the project was written
+    against: a name only the new release exports is no contract the project made. The same
+    index when no file star-imports SGLang."""
     gives: dict[tuple[str, str], bool] = {}  # (module, name) -> does `from module import *` give it: files ask alike
 
     def given(module: str, names: frozenset[str]) -> list[str]:
@@ -118,36 +138,146 @@ def with_star_names(project: ProjectIndex, old: UpstreamModel) -> ProjectIndex:
                 found.append(name)
         return found
 
-    files = {relpath: _with_star_names(facts, given) for relpath, facts in project.files.items()}
+    project_stars = ProjectStars(project, old, given)
+    files = {relpath: _with_star_names(facts, project_stars) for relpath, facts in project.files.items()}
     if all(facts is project.files[relpath] for relpath, facts in files.items()):
         return project
     return dataclasses.replace(project, files=files)
 
 
-def _with_star_names(facts: FileFacts, given: Callable[[str, frozenset[str]], list[str]]) -> FileFacts:
-    """A file's facts with a `from m import name` after each star import for each name it gives."""
-    stars = upstream_stars(facts) if facts.free_names else []
+class ProjectStars:
+    """What a star import of a module gives, of the names asked, and from where: an SGLang
+    module's names as the old release exports them (`given`); a project module's, as Python
+    binds them: those its `__all__` lists (none where it is made in a way not read), else its
+    public names; of them, a name it binds itself is its own (no SGLang contract), any other is
+    what its own star imports give, the last that gives it. Each (module, name) is searched once
+    a run; a star import of a module whose search is under way (a cycle of star imports: valid
+    Python, where it binds what that module bound so far) gives nothing, so a cycle costs its
+    links. A project module whose names are not known (it star-imports nothing: no
+    ModuleNameFacts) gives none here."""
+
+    def __init__(self, project: ProjectIndex, old: UpstreamModel,
+                 given: Callable[[str, frozenset[str]], list[str]]) -> None:
+        self.files = {facts.module: facts for facts in project.files.values()}
+        self.old = old
+        self.given = given
+        self.names: dict[str, tuple[frozenset[str], frozenset[str] | None]] = {}  # module -> (own, listed)
+        self.possible: dict[str, frozenset[str]] = {}
+        self.known: dict[tuple[str, str], Link | None] = {}
+        self.under_way: set[tuple[str, str]] = set()
+
+    def sources(self, module: str, names: frozenset[str]) -> dict[str, Source | None]:
+        """name -> where the star import of `module` gives it from, of `names` it gives: None for
+        one it gives not as SGLang's (a project module's own)."""
+        if is_upstream(module):
+            return {name: (module, ()) for name in self.given(module, names)}
+        found: dict[str, Source | None] = {}
+        for name in sorted(self._may_give(module) & names):  # sorted: the same facts run after run
+            link = self._link(module, name, 0)
+            if link is not None:
+                found[name] = None if link is PROJECT_S else (link[0], self._chain(module, name, link))
+        return found
+
+    def _chain(self, module: str, name: str, link: Link) -> tuple[str, ...]:
+        """The project modules the star import of `module` gives `name` through, outermost first
+        (SHOWN_CHAIN of a longer chain)."""
+        chain = [module]
+        while link[1] is not None and len(chain) < SHOWN_CHAIN:
+            chain.append(link[1])
+            link = self.known[link[1], name]
+        return (*chain, "...", link[2]) if link[1] is not None else tuple(chain)
+
+    def _may_give(self, module: str) -> frozenset[str]:
+        """A bound on the names the star import of a project module gives: what the SGLang
+        modules its chains of star imports reach may give (upstream star_names), and the names
+        the project modules of those chains bind, of those its `__all__` lists where it has one.
+        Each module of the chains is read once."""
+        if module not in self.possible and module in self.files:
+            names: set[str] = set()
+            pending, seen = [module], {module}
+            while pending:  # a stack: chains as deep as the project writes them
+                facts = self.files.get(pending.pop())
+                names |= self._names(facts.module)[0] if facts is not None else ()
+                for star in top_level_stars(facts) if facts is not None else ():
+                    if is_upstream(star):
+                        names |= self.old.star_names(star)
+                    elif star not in seen:
+                        seen.add(star)
+                        pending.append(star)
+            listed = self._names(module)[1]
+            self.possible[module] = frozenset(names if listed is None else names & listed)
+        return self.possible.get(module, frozenset())
+
+    def _names(self, module: str) -> tuple[frozenset[str], frozenset[str] | None]:
+        """(the names the project module binds, those its `__all__` lists: None without one)."""
+        if module not in self.names:
+            facts = self.files[module].module_names
+            own = frozenset(fact.name for fact in facts if fact.kind == "bound")
+            listed = frozenset(fact.name for fact in facts if fact.kind == "listed")
+            self.names[module] = (own, listed if listed or "__all__" in own else None)
+        return self.names[module]
+
+    def _link(self, module: str, name: str, depth: int) -> Link | None:
+        """Where the star import of a project module gives `name` from; None where it gives no SGLang name."""
+        key = (module, name)
+        if key in self.known:
+            return self.known[key]
+        if module not in self.files or key in self.under_way or depth > DEEPEST_CHAIN \
+                or not self._exports(module, name):
+            return None
+        self.under_way.add(key)
+        found = PROJECT_S if name in self._names(module)[0] else None
+        for star in reversed(top_level_stars(self.files[module]) if found is None else ()):
+            if is_upstream(star):  # of two star imports that give the name, the last binds it
+                found = (star, None, module) if self.given(star, frozenset({name})) else None
+            elif (inner := self._link(star, name, depth + 1)) is not None:
+                found = inner if inner is PROJECT_S else (inner[0], star, inner[2])
+            if found is not None:
+                break
+        self.under_way.discard(key)
+        self.known[key] = found
+        return found
+
+    def _exports(self, module: str, name: str) -> bool:
+        """Does the star import of a project module give `name` (from wherever it binds it)?"""
+        listed = self._names(module)[1]
+        if listed is None:
+            return not name.startswith("_")
+        return name in listed and UNREAD not in listed
+
+
+def _with_star_names(facts: FileFacts, stars_give: ProjectStars) -> FileFacts:
+    """A file's facts with a `from m import name` after each star import for each name it gives
+    (one through project modules names the SGLang module, `through` them)."""
+    stars = star_imports(facts) if facts.free_names else []
     if not stars:
         return facts
     free = frozenset(fact.name for fact in facts.free_names)
-    # name -> the index in `stars` of the import that binds it: in the file's order, of two
-    # that give a name the last binds it, as in Python
-    giver: dict[str, int] = {}
+    # name -> (the index in `stars` of the import that binds it, where from): in the file's
+    # order, of two that give a name the last binds it, as in Python
+    giver: dict[str, tuple[int, Source | None]] = {}
     for index, star in enumerate(stars):
-        giver.update(dict.fromkeys(given(star.module, free), index))
-    names: dict[int, list[str]] = {}
-    for name, index in giver.items():
-        names.setdefault(id(stars[index]), []).append(name)
+        giver.update((name, (index, source)) for name, source in stars_give.sources(star.module, free).items())
+    names: dict[int, list[tuple[str, Source]]] = {}
+    for name, (index, source) in giver.items():
+        if source is not None:  # not a project module's own name
+            names.setdefault(id(stars[index]), []).append((name, source))
     # At the star import's own position, as an explicit import reports at its statement: what
     # rules an import decides is said where the name is imported (a `# noqa` there covers it);
     # what the file does with the name (a call, a read) is judged where it does it.
     imports = []
     for fact in facts.imports:
         imports.append(fact)
-        imports += [dataclasses.replace(fact, name=name, bound=name) for name in names.get(id(fact), ())]
+        imports += [dataclasses.replace(fact, module=module, name=name, bound=name, through=through)
+                    for name, (module, through) in names.get(id(fact), ())]
     return dataclasses.replace(facts, imports=imports)
 
 
 def upstream_stars(facts: FileFacts) -> list[ImportFact]:
     """The file's star imports of SGLang modules (`from sglang.srt.a import *`), in its order."""
     return [fact for fact in facts.imports if fact.name == "*" and is_upstream(fact.module)]
+
+
+def star_imports(facts: FileFacts) -> list[ImportFact]:
+    """The file's star imports, in its order."""
+    return [fact for fact in facts.imports if fact.name == "*"]

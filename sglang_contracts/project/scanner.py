@@ -26,6 +26,7 @@ from sglang_contracts.project.facts import (
     GateFact,
     ImportFact,
     MethodFact,
+    ModuleNameFact,
     PatchFact,
     Position,
     ProbeFact,
@@ -45,6 +46,7 @@ from sglang_contracts.infra.pysource import CHILDLESS, PLACEHOLDER, SCOPES, TooC
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.infra.writes import add_mutated, value_token
 from sglang_contracts.upstream.model import is_upstream
+from sglang_contracts.upstream.toplevel import UNREAD_EXPORTS, listed_exports
 from sglang_contracts.project.scopes import (
     FUNCTIONS,
     Function,
@@ -56,9 +58,9 @@ from sglang_contracts.project.scopes import (
     call_types,
     decorator_names,
     dotted_chain,
-    free_names,
     full_name,
     function_types,
+    module_names,
     module_rebound,
     module_returns,
     module_strings,
@@ -384,9 +386,11 @@ class _Collector:
         self.gates: list[GateFact] = []  # blocks under a condition on the release, outer ones first
         self.templates = dispatches.TemplateReader(self.conditions)  # module names built from the version
         self.dispatches: list[DispatchFact] = []
-        # The names the module reads and binds nowhere (scopes.free_names), where it star-imports
-        # an SGLang module: what that import may bind, each taken for an import-bound name
+        # The names the module reads and binds nowhere (scopes.module_names), where it star-imports
+        # an SGLang module or a project module (star_givers): what that import may bind, each
+        # taken for an import-bound name
         self.star_uses: tuple[str, ...] = ()
+        self.star_givers: frozenset[str] = frozenset()
 
     def visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.expr):
@@ -618,7 +622,7 @@ class _Collector:
             self.import_bound.add(bound)
             if bound != "*":
                 self._import_paths[bound] = import_binds(module, alias.name, bound)
-            if bound == "*" and is_upstream(module):
+            if bound == "*" and module in self.star_givers:
                 self.factories.update(self.star_uses)
                 self.import_bound.update(self.star_uses)
             self.imports.append((fact, self.at.start(alias), anchor))
@@ -1623,7 +1627,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
              packages: tuple[str, ...]) -> None:
     """Visit the parsed module and fill `facts` with what matters for SGLang's contracts."""
     at = SourcePositions(text)
-    collector = _collected(module, module_name, path, text, at)
+    collector, own_names = _collected(module, module_name, path, text, at, packages)
     bound_names = {fact["bound"] for fact, _, _ in collector.imports} | set(collector.star_uses)
     patches = _kept_patches(collector.patches, bound_names)
     foreign = _foreign_names(collector.imports, packages)
@@ -1645,11 +1649,15 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     facts.conditions = [ConditionFact(name, gate) for name, gate in collector.conditions.module_conditions().items()]
     facts.strings = _strings_facts(collector.strings, text)
     facts.free_names = [FreeNameFact(name) for name in collector.star_uses]
+    if collector.star_givers:
+        facts.module_names = _module_name_facts(module, own_names)
 
 
-def _collected(module: ast.Module, module_name: str, path: str, text: str, at: SourcePositions) -> _Collector:
+def _collected(module: ast.Module, module_name: str, path: str, text: str, at: SourcePositions,
+               packages: tuple[str, ...]) -> tuple[_Collector, tuple[str, ...]]:
     """The collector, after its walk of the module (told first the module's own factories,
-    bound methods and what its functions return)."""
+    bound methods and what its functions return), and the names the module binds at its top
+    level where it star-imports a module that may give SGLang's names (else none)."""
     collector = _Collector(module_name, path.endswith("__init__.py"), at, module)
     collector.factories.update(statement.name for statement in module.body
                                if isinstance(statement, (*FUNCTIONS, ast.ClassDef)))
@@ -1657,16 +1665,36 @@ def _collected(module: ast.Module, module_name: str, path: str, text: str, at: S
     collector.returns = module_returns(module, text)
     collector.walrus = walrus_lines(text)
     collector.module_types = body_types(module.body, module, text, collector.returns, collector.walrus)
-    if STAR_IMPORT.search(text) and _imports_upstream_star(module, module_name, collector.is_package):
-        collector.star_uses = free_names(text, path)
+    own_names: tuple[str, ...] = ()
+    if STAR_IMPORT.search(text):
+        collector.star_givers = _star_givers(module, module_name, collector.is_package, packages)
+    if collector.star_givers:
+        collector.star_uses, own_names = module_names(text, path)
     collector.visit(module)
-    return collector
+    return collector, own_names
 
 
-def _imports_upstream_star(module: ast.Module, module_name: str, is_package: bool) -> bool:
-    """Does the module star-import an SGLang module (`from sglang.srt.a import *`)?"""
-    return any(type(node) is ast.ImportFrom and any(alias.name == "*" for alias in node.names)
-               and is_upstream(absolute_import(node, module_name, is_package) or "") for node in ast.walk(module))
+def _star_givers(module: ast.Module, module_name: str, is_package: bool, packages: tuple[str, ...]) -> frozenset[str]:
+    """The modules the module star-imports that may give it SGLang's names: SGLang's own
+    (`from sglang.srt.a import *`), and the project's (`from pk.base import *`, where pk/base.py
+    may star-import SGLang in turn: releasefacts.with_star_names decides)."""
+    project = {*packages, module_name.partition(".")[0]}
+    found = set()
+    for node in ast.walk(module):
+        if type(node) is ast.ImportFrom and any(alias.name == "*" for alias in node.names):
+            star = absolute_import(node, module_name, is_package) or ""
+            if is_upstream(star) or star.partition(".")[0] in project:
+                found.add(star)
+    return frozenset(found)
+
+
+def _module_name_facts(module: ast.Module, own_names: tuple[str, ...]) -> list[ModuleNameFact]:
+    """What a star import of the module gives (ModuleNameFact): the names it binds, and those its `__all__` lists."""
+    listed = listed_exports(module)
+    facts = [ModuleNameFact(name, "bound") for name in own_names]
+    if listed is UNREAD_EXPORTS:
+        return [*facts, ModuleNameFact("*", "listed")]
+    return facts + [ModuleNameFact(name, "listed") for name in dict.fromkeys(listed or ())]
 
 
 def _foreign_names(imports: list[tuple[dict, Position, Position]], packages: tuple[str, ...]) -> set[str]:

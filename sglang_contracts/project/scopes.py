@@ -802,18 +802,20 @@ def _builds_bare(function: Function, lines: list[str] | None) -> bool:
     return lines is not None and any("__new__" in line for line in lines[function.lineno - 1:function.end_lineno])
 
 
-def free_names(text: str, path: str) -> tuple[str, ...]:
-    """The names a module reads and binds nowhere itself, sorted: not at its top level (an
-    assignment, a definition, an import, a function's `global` one), not in the function,
-    class or comprehension that reads them, and no builtin. What a `from m import *` may give
-    it. Python's own scope analysis (symtable) decides; a module it cannot analyse, which
-    Python could not compile either, reads none."""
+def module_names(text: str, path: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the names a module reads and binds nowhere itself, those it binds at its top level),
+    each sorted. The first: not bound at its top level (an assignment, a definition, an import,
+    a function's `global` one), nor in the function, class or comprehension that reads them,
+    and no builtin; what a `from m import *` may give it. The second: what a star import of the
+    module gives as the module's own, never as a name its own star imports give. Python's own
+    scope analysis (symtable) decides; a module it cannot analyse, which Python could not
+    compile either, has none."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # compiling's warnings are the code's linters' business
         try:
             top = symtable.symtable(text, path, "exec")
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return ()
+            return (), ()
     read: set[str] = set()
     bound: set[str] = set()
     pending = [top]
@@ -825,4 +827,4 @@ def free_names(text: str, path: str) -> tuple[str, ...]:
                 bound.add(symbol.get_name())
             elif symbol.is_referenced() and (table is top or symbol.is_global()):
                 read.add(symbol.get_name())
-    return tuple(sorted(read - bound - PRESET_NAMES))
+    return tuple(sorted(read - bound - PRESET_NAMES)), tuple(sorted(bound))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from sglang_contracts.infra.display import printable, printable_path
+from sglang_contracts.infra.pythonpath import python_command
 from sglang_contracts.infra.roots import require_existing
 from sglang_contracts.resident.client import (
     ACKNOWLEDGED, BUSY, PACKAGE_DIR, STALE, ask, daemon_key, make_private_folder, not_private_reason, same_user,
@@ -191,7 +192,7 @@ def _serve_detached(argv: list[str], path: Path) -> tuple[subprocess.Popen, Path
     log = path.with_suffix(".log")
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "ab") as output:
-        process = subprocess.Popen([sys.executable, "-m", "sglang_contracts", *argv], stdin=subprocess.DEVNULL,
+        process = subprocess.Popen(python_command("-m", "sglang_contracts", *argv), stdin=subprocess.DEVNULL,
                                    stdout=output, stderr=output, start_new_session=True)
     return process, log
 

@@ -37,7 +37,6 @@ import os
 import re
 import struct
 import subprocess
-import sys
 import tempfile
 import zipfile
 import zlib
@@ -51,6 +50,7 @@ from sglang_contracts.infra.cache import (NO_SPACE, atomic_write_bytes, foreign_
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size, read_limited, why_unwritable
 from sglang_contracts.infra.lines import numbered_lines
+from sglang_contracts.infra.pythonpath import python_command
 from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf, fits
 from sglang_contracts.infra.temporaries import private_temporary_folder
 from sglang_contracts.requirements import as_version
@@ -195,10 +195,8 @@ def _pip_download(version: str, dest: Path) -> Path:
     except OSError as error:
         raise _Unwritable(dest, error) from None
     with staging as tmp:
-        command = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-            "--disable-pip-version-check", "--quiet", "--dest", tmp, f"sglang=={version}",
-        ]
+        command = python_command("-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                                 "--disable-pip-version-check", "--quiet", "--dest", tmp, f"sglang=={version}")
         result = subprocess.run(command, capture_output=True, text=True)
         wheel = _wheel_in(Path(tmp), version)
         if result.returncode != 0 or wheel is None:

@@ -322,10 +322,30 @@ def evaluated_exports(tree: ast.Module) -> dict[str, Any] | None:
     public globals a comprehension over `globals()` keeps (`globals`: a global passing it is
     exported), and whether some part could not be evaluated (the module's other globals are
     then neither known to be exported nor known not to be)."""
+    return _read_exports(tree).result()
+
+
+def listed_exports(tree: ast.Module) -> list[str] | None:
+    """The names the module's `__all__` lists, where every statement that makes it is read
+    (literals, their sums, `+=`, `append`, `extend`); None where it has none. A module that
+    makes it otherwise (a comprehension, a condition, a call not read) gives UNREAD_EXPORTS:
+    what its star import binds is not known."""
+    reading = _read_exports(tree)
+    if not reading.seen and not reading.unknown:
+        return None
+    if reading.kept is None and not reading.unknown:
+        return reading.names
+    return UNREAD_EXPORTS
+
+
+UNREAD_EXPORTS = ["*"]  # listed_exports' answer for an `__all__` not read: no name is `*`
+
+
+def _read_exports(tree: ast.Module) -> "_ExportsReading":
     reading = _ExportsReading(tree)
     for statement, conditional in _top_statements(tree.body):
         reading.read(statement, conditional)
-    return reading.result()
+    return reading
 
 
 class _ExportsReading:

@@ -786,6 +786,10 @@ def test_a_process_of_its_own_reads_what_the_last_run_derived_of_the_whole_proje
     core = project / "demo_omni" / "vendor" / "sglang" / "core.py"
     core.write_text("# a line above: the code moves\n" + core.read_text())
     assert checked() == [] and plans[-1].moved == {"demo_omni/vendor/sglang/core.py"}
+    # and again: the value read back is kept for the files as they are now (it was read, not
+    # recorded again, so the next moving edit found it recorded for the files two edits back)
+    core.write_text("# another line above\n" + core.read_text())
+    assert checked() == [] and plans[-1].moved == {"demo_omni/vendor/sglang/core.py"}
     core.write_text(core.read_text() + "\nDEFAULT_ARGS = server_args.ServerArgs\n")  # a fact: computed again
     assert {"_reach", "_suspects"} <= set(checked())
 
@@ -893,3 +897,32 @@ def test_an_edit_that_starts_using_a_name_a_star_import_gives_is_judged_in_the_r
     after = same_as_a_full_run(project, options)
     assert not plans[-1].full and "app/other.py" not in plans[-1].recomputed
     assert [(d.path, d.code) for d in after.diagnostics] == [("app/m.py", "SGC201"), ("app/other.py", "SGC102")]
+
+
+def test_an_edit_of_a_project_module_re_judges_the_names_its_star_importers_read_through_it(tmp_path, plans) -> None:
+    """pk/m.py reads `x` through `from pk.base import *`, pk/c.py through pk.m: an edit of pk/base.py
+    that binds `x` itself (the project's own now) re-checks both and drops their findings, and
+    one that takes it out again brings them back, each as a full run finds them. A star import of
+    SGLang added to pk/other.py, which had none, makes its star importer pk/d.py scanned and judged."""
+    from tests.helpers import upstream_tree, write_tree
+
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/a.py": "x = 1\n"}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/a.py": "y = 1\n"}, "0.2.0")
+    project = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'pk'\n", "pk/__init__.py": "",
+        "pk/base.py": "from sglang.srt.a import *\n", "pk/m.py": "from pk.base import *\n\nprint(x)\n",
+        "pk/c.py": "from pk.m import *\n\nprint(x)\n", "pk/other.py": "# as sglang.srt.a\n",
+        "pk/d.py": "from pk.other import *\n\nprint(x)\n",
+    })
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, workers=1)
+    reported = [("pk/c.py", "SGC102"), ("pk/m.py", "SGC102")]
+    assert [(d.path, d.code) for d in run_check([project], options).diagnostics] == reported
+    edit(project / "pk" / "base.py", "import *\n", "import *\n\nx = 2\n")
+    assert same_as_a_full_run(project, options).diagnostics == []
+    assert not plans[-1].full and {"pk/m.py", "pk/c.py"} <= plans[-1].recomputed
+    edit(project / "pk" / "base.py", "\nx = 2\n", "")
+    assert [(d.path, d.code) for d in same_as_a_full_run(project, options).diagnostics] == reported
+    assert not plans[-1].full and {"pk/m.py", "pk/c.py"} <= plans[-1].recomputed
+    edit(project / "pk" / "other.py", "\n", "\nfrom sglang.srt.a import *\n")
+    after = same_as_a_full_run(project, options)
+    assert [(d.path, d.code) for d in after.diagnostics] == sorted([*reported, ("pk/d.py", "SGC102")])

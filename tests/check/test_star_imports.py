@@ -13,14 +13,19 @@ from sglang_contracts.check.runner import CheckOptions, run_check
 A = "sglang/srt/a.py"
 
 
-def _check(tmp_path: Path, old: dict[str, str], new: dict[str, str], files: dict[str, str],
-           **options) -> list[tuple[str, int, int, str, str]]:
-    """(path, line, col, code, severity) of each finding of `files` from `old` to `new`."""
+def _diagnostics(tmp_path: Path, old: dict[str, str], new: dict[str, str], files: dict[str, str], **options) -> list:
+    """The findings of `files` from `old` to `new`."""
     project = write_tree(tmp_path / "p", {"pyproject.toml": '[project]\nname = "p"\n', **files})
     result = run_check([project], CheckOptions(old=str(upstream_tree(tmp_path / "old", old, "1.0.0")),
                                                new=str(upstream_tree(tmp_path / "new", new, "1.0.1")),
                                                cache_dir=tmp_path / "cache", workers=1, **options))
-    return [(d.path, d.line, d.col, d.code, d.severity) for d in result.diagnostics]
+    return result.diagnostics
+
+
+def _check(tmp_path: Path, old: dict[str, str], new: dict[str, str], files: dict[str, str],
+           **options) -> list[tuple[str, int, int, str, str]]:
+    """(path, line, col, code, severity) of each finding of `files` from `old` to `new`."""
+    return [(d.path, d.line, d.col, d.code, d.severity) for d in _diagnostics(tmp_path, old, new, files, **options)]
 
 
 def _codes(found: list[tuple[str, int, int, str, str]]) -> list[tuple[str, int, str]]:
@@ -129,3 +134,49 @@ def test_fix_does_not_move_a_name_a_star_import_gave_to_its_verified_home(tmp_pa
     main(["fix", str(project), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "cache")])
     assert (project / "m.py").read_text() == written
     assert "m.py:1:26: SGC102 g is no longer importable" in capsys.readouterr().out
+
+
+# A project module that star-imports the SGLang module, and gives its names by a star import of its own.
+BASE = {"pk/__init__.py": "", "pk/base.py": "from sglang.srt.a import *\n"}
+USES = "print(x)\nf(1, b=2)\n"
+
+
+def test_a_star_import_of_a_project_module_gives_what_its_star_import_of_sglang_gives(tmp_path) -> None:
+    """pk/m.py reads `x` and calls `f`, which `from pk.base import *` gives from sglang.srt.a: as if
+    m.py imported them from there, the lost name at m.py's star import, naming the SGLang module and
+    the project module it came through; the call at the call. pk/base.py uses neither."""
+    found = _diagnostics(tmp_path, R12_OLD, R12_NEW, {**BASE, "pk/m.py": "from pk.base import *\n" + USES})
+    direct = _diagnostics(tmp_path / "direct", R12_OLD, R12_NEW, {"pk/m.py": "from sglang.srt.a import *\n" + USES})
+    assert [(d.path, d.line, d.code) for d in found] == [("pk/m.py", 1, "SGC102"), ("pk/m.py", 3, "SGC201")]
+    assert found[0].col == len("from pk.base import ") + 1  # at the `*`, as the direct star import's at its own
+    assert found[1].message == direct[1].message
+    assert "x is no longer importable from sglang.srt.a (star-imported through pk.base) in sglang 1.0.1" \
+        in found[0].message
+
+
+def test_a_chain_of_project_star_imports_gives_sglang_s_names_through_each(tmp_path) -> None:
+    """pk/c.py star-imports pk.m (relatively), which star-imports pk.base, which star-imports sglang.srt.a."""
+    files = {**BASE, "pk/m.py": "from pk.base import *\n", "pk/c.py": "from .m import *\n" + USES}
+    found = _diagnostics(tmp_path, R12_OLD, R12_NEW, files)
+    assert [(d.path, d.line, d.code) for d in found] == [("pk/c.py", 1, "SGC102"), ("pk/c.py", 3, "SGC201")]
+    assert "from sglang.srt.a (star-imported through pk.m then pk.base)" in found[0].message
+
+
+def test_a_name_the_project_module_binds_itself_is_its_own_not_sglang_s(tmp_path) -> None:
+    """pk/base.py assigns `x` after its star import: m.py's `x` is the project's, its loss upstream
+    no contract; `f` is still sglang.srt.a's. So where m.py star-imports sglang.srt.a first and
+    pk.base after, whose `x` binds last."""
+    base = {"pk/__init__.py": "", "pk/base.py": "from sglang.srt.a import *\n\nx = 2\n"}
+    found = _check(tmp_path / "m", R12_OLD, R12_NEW, {**base, "pk/m.py": "from pk.base import *\n" + USES})
+    after = _check(tmp_path / "after", R12_OLD, R12_NEW,
+                   {**base, "pk/m.py": "from sglang.srt.a import *\nfrom pk.base import *\nprint(x)\n"})
+    assert _codes(found) == [("pk/m.py", 3, "SGC201")]
+    assert after == []
+
+
+def test_the_project_module_s_all_limits_what_its_star_import_gives(tmp_path) -> None:
+    """pk/base.py's `__all__` lists `f` only: m.py's `x` was never given by that star import, so
+    sglang.srt.a's loss of it is no contract of m.py's; `f`'s call is."""
+    base = {"pk/__init__.py": "", "pk/base.py": "from sglang.srt.a import *\n\n__all__ = ['f']\n"}
+    found = _check(tmp_path, R12_OLD, R12_NEW, {**base, "pk/m.py": "from pk.base import *\n" + USES})
+    assert _codes(found) == [("pk/m.py", 3, "SGC201")]

@@ -198,6 +198,55 @@ def test_a_written_file_keeps_its_mode_and_no_temporary_file_is_left(bump):
     assert not [p for p in project.rglob("*.tmp")]
 
 
+def test_a_file_changed_while_fix_ran_is_left_with_the_change_and_one_line_says_so(bump, capsys, monkeypatch):
+    """`fix` wrote the fixed text of what it had read over a file an editor saved meanwhile: the
+    lines appended while it ran were lost, exit 0, no word (campaign 12, R09). The file is left as
+    it is, its finding stays, no later round touches it; the other files are fixed."""
+    from sglang_contracts.check import fixes
+
+    project, args, _ = bump
+    devices = project / "app/devices.py"
+    apply = fixes.apply_fixes
+
+    def saved_meanwhile(*given, **named):  # between the fixes' read of the files and their write
+        applied = apply(*given, **named)
+        if "EDITED" not in devices.read_text():
+            with devices.open("a") as file:
+                file.write("EDITED = 1\n")
+        return applied
+
+    monkeypatch.setattr(fixes, "apply_fixes", saved_meanwhile)
+    assert main(["fix", str(project), *args]) == 1
+    captured = capsys.readouterr()
+    assert [line for line in captured.err.splitlines() if "error" in line] == [
+        "sglang-contracts: error: app/devices.py: not rewritten: the file changed while this run worked on it: "
+        "left as it is"]
+    assert devices.read_text() == IMPORTS + "EDITED = 1\n"
+    assert "torch==2.9.1" in (project / "pyproject.toml").read_text()
+    assert "1 fixed, 1 remaining" in captured.err and "SGC102" in captured.out
+    assert not list(project.rglob("*.tmp"))
+
+
+def test_a_file_whose_encoding_does_not_give_its_bytes_back_is_never_rewritten(bump, capsys):
+    """unicode_escape decodes `\\n` and a line end alike: a file declaring it was rewritten onto one
+    line by a fix that fixed nothing, and `fix --diff` counted it as changed with no diff (campaign
+    12, R08). A file no edit changed is never written; one whose text does not encode back to its
+    bytes is not rewritten, each finding saying why."""
+    project, args, _ = bump
+    escaped = project / "app/escaped.py"
+    written = b"# -*- coding: unicode_escape -*-\nfrom sglang.srt.utils.common import get_device\n"
+    escaped.write_bytes(written)
+    assert main(["fix", str(project), *args, "--diff"]) == 1
+    captured = capsys.readouterr()
+    assert "escaped.py" not in captured.out and "(2 files would change)" in captured.err
+    (said,) = [line for line in captured.err.splitlines() if line.startswith("app/escaped.py:2:")]
+    assert said.endswith(" SGC102 not fixed: its unicode_escape text does not encode back to the bytes read: "
+                         "fix it by hand")
+    assert main(["fix", str(project), *args]) == 1
+    captured = capsys.readouterr()
+    assert escaped.read_bytes() == written and "2 fixed, 1 remaining" in captured.err
+
+
 # A fix killed while it writes a file: after the temporary file's data is written, before it
 # is renamed over the file.
 KILLED_WHILE_WRITING = ("import os, signal, sys\n"

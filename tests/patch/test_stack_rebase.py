@@ -57,6 +57,36 @@ def test_a_folder_per_release_gets_a_new_folder_and_the_dockerfile_names_it(rele
     assert "<<<<<<< patched\n    b = a * 5\n||||||| release-A\n    b = a * 2\n=======\n    b = a * 3\n>>>>>>> release-B\n" in marked
 
 
+def test_a_dockerfile_saved_while_the_rebase_ran_is_left_as_it_is_and_the_run_says_so(releases, tmp_path: Path,
+                                                                                      monkeypatch, capsys) -> None:
+    """The rebase's edit of the Dockerfile (the new folder named there) replaced a Dockerfile an
+    editor saved while the stack was rebased and verified, its new lines lost (campaign 12, R09):
+    left as it is, said, and the run exits 1; the new patches are written."""
+    from sglang_contracts.patch import stack_rebase
+
+    root = project(tmp_path, "v0.5.1")
+    dockerfile = root / "docker/Dockerfile"
+    edits_of = stack_rebase.stack_edits
+
+    def saved_meanwhile(*given, **named):  # the edits made from the Dockerfile read, before they are written
+        edits = edits_of(*given, **named)
+        with dockerfile.open("a") as file:
+            file.write("RUN echo saved\n")
+        return edits
+
+    monkeypatch.setattr(stack_rebase, "stack_edits", saved_meanwhile)
+    saved = dockerfile.read_text() + "RUN echo saved\n"
+    assert rebase_in(root, releases, monkeypatch) == 1
+    err = capsys.readouterr().err
+    assert dockerfile.read_text() == saved
+    assert "docker/Dockerfile: not written: the file changed while this run worked on it: left as it is" in err
+    assert sorted(p.name for p in (root / "docker/patch/v0.5.2").iterdir()) == ["sglang-first.patch",
+                                                                                "sglang-second.patch"]
+    (written,) = [line for line in err.splitlines() if line.startswith("written: ")]
+    assert "Dockerfile" not in written
+    assert "docker/Dockerfile: not written" in (root / "docs/draft/sglang-0.5.2-upgrade-plan.md").read_text()
+
+
 def test_a_latest_folder_is_rebased_in_place(releases, tmp_path: Path, monkeypatch, capsys) -> None:
     root = project(tmp_path, "latest")
     dockerfile = (root / "docker/Dockerfile").read_text()

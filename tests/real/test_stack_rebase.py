@@ -71,7 +71,7 @@ def test_a_real_two_patch_stack_rebases_onto_0523_and_git_applies_it_in_order(re
     moved = {o.file.path: o.path for o in result.patches[0].rebase.outcomes}
     assert moved[f"python/{GATING}"] == "python/sglang/kernels/ops/attention/linear/fused_gdn_gating.py"
     assert moved[f"python/{KERNEL}"] == f"python/{KERNEL}"  # checked, not carried unchecked
-    write_edits(stack_project, result.edits)
+    write_edits(stack_project, result)
     assert "ARG PATCH_VERSION=v0.5.23\n" in (stack_project / "docker/Dockerfile").read_text()
     new = [(stack_project / "docker/patch/v0.5.23" / name).read_text() for name in ("first.patch", "second.patch")]
     tree = releases["0.5.23"].tree

@@ -366,6 +366,28 @@ def test_an_index_made_from_the_last_one_is_the_one_a_fresh_build_makes(tmp_path
     assert set(last.files) == {"app/compat.py"}, "the edits changed which files are scanned"
 
 
+def test_a_star_import_of_sglang_added_to_a_module_that_names_it_builds_the_index_again(tmp_path) -> None:
+    """app/base.py names SGLang (in a comment), binds none of its names and star-imports nothing:
+    app/m.py's `from app.base import *` gives it no SGLang name, and m.py is not scanned. An edit that adds a star import of SGLang
+    to base.py, its top-level bindings as they were, makes m.py an importer of SGLang's names:
+    the last index cannot be updated, and the one built again scans m.py."""
+    from sglang_contracts.infra.cache import RecordCache
+    from sglang_contracts.project.index import IndexMemo, build_index, read_python, updated_index
+    from tests.helpers import write_tree
+
+    root = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'app'\n", "app/__init__.py": "",
+        "app/base.py": "# as sglang.srt.a\n", "app/m.py": "from app.base import *\n\nprint(x)\n",
+    })
+    cache = RecordCache(tmp_path / "facts")
+    memo = IndexMemo()
+    last = build_index(root, [root], cache, memo=memo)
+    assert set(last.files) == {"app/base.py"}
+    edit(root / "app" / "base.py", "\n", "\nfrom sglang.srt.a import *\n")
+    assert updated_index(last, root, [root], cache, None, None, read_python, memo) is None
+    assert set(build_index(root, [root], cache, memo=memo).files) == {"app/base.py", "app/m.py"}
+
+
 def test_an_edit_that_only_moves_code_rechecks_that_file_alone(tmp_path, monkeypatch) -> None:
     """After an edit that changes nothing other files read of a file but where its code sits
     (incremental.moved_only), the resident engine checks that file alone; an edit of a fact or

@@ -50,3 +50,23 @@ def test_a_project_path_too_long_for_the_system_is_one_error_line(check) -> None
     (line,) = result.err.splitlines()
     assert line.startswith("sglang-contracts: error: aaaa") and line.endswith(": File name too long")
     assert len(line) < 300
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "--cache-dir", ""], ["fix", "--cache-dir="], ["check", "--config", ""], ["check", "--baseline", ""],
+    ["check", "--write-baseline", ""], ["check", "--sglang-repo", ""], ["check", "--package-index", ""],
+    ["bump", "--plan", ""], ["bump", "--pr-body", ""], ["bump", "--tree", ""], ["patch", "rebase", "--output", ""],
+    ["patch", "rebase", "--skeleton", ""], ["daemon", "status", "--cache-dir", ""],
+])
+def test_an_empty_path_option_is_one_usage_error_line_and_nothing_is_made(argv: list[str], tmp_path: Path, capsys,
+                                                                         monkeypatch) -> None:
+    """Path('') is the working folder: `--cache-dir ''` put the cache's folders in the project
+    (campaign 12, T90). As `--old ''` is, an empty path is refused before anything runs."""
+    from sglang_contracts.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    option = next(part for part in argv if part.startswith("--")).split("=")[0]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"sglang-contracts: error: {option} is empty: give a path\n")
+    assert list(tmp_path.iterdir()) == []

@@ -399,6 +399,34 @@ def test_names_a_star_import_cycle_re_exports_are_judged_as_python_resolves_them
         "app/m.py:1:28: SGC102", "app/m.py:2:31: SGC102", "app/m.py:3:35: SGC102"]
 
 
+def test_a_ring_of_project_star_imports_is_judged_once_a_link(tmp_path: Path, monkeypatch) -> None:
+    """app/r0.py star-imports sglang.srt.a, then app.r1; each app/rI.py star-imports the next,
+    the last app.r0 again, and each reads `x`: valid Python, where r0 has bound `x` by the time
+    the ring comes back to it. Each file's `x` is sglang.srt.a's, reported at its star import of
+    the ring; the search ends, and costs each (module, name) link once, however many files ask
+    it (counted, not timed: a search per file would walk the ring each time)."""
+    from sglang_contracts.project.releasefacts import ProjectStars
+
+    searched = []
+    link = ProjectStars._link
+
+    def counting(stars, module, name, depth):
+        searched.append((module, name))
+        return link(stars, module, name, depth)
+
+    monkeypatch.setattr(ProjectStars, "_link", counting)
+    for size in (20, 40):
+        searched.clear()
+        ring = {f"app/r{i}.py": f"from app.r{(i + 1) % size} import *\nprint(x)\n" for i in range(1, size)}
+        ring["app/r0.py"] = "from sglang.srt.a import *\nfrom app.r1 import *\nprint(x)\n"
+        found = check(tmp_path / str(size), {"sglang/srt/a.py": "x = 1\n"}, {"sglang/srt/a.py": "y = 1\n"},
+                      {"app/__init__.py": "", **ring})
+        at_star = {i: len(f"from app.r{(i + 1) % size} import *") for i in range(size)}  # the `*`'s column
+        assert sorted(found) == sorted([f"app/r{i}.py:1:{at_star[i]}: SGC102" for i in range(1, size)]
+                                       + [f"app/r0.py:2:{at_star[0]}: SGC102"])
+        assert len(searched) <= 3 * size, (size, len(searched))
+
+
 def test_borrowed_methods_that_call_each_other(tmp_path: Path) -> None:
     """`step` calls `retry`, which calls `step` again: the walk over what borrowed code reads
     visits each method once, and reports the attribute the new `retry` reads."""

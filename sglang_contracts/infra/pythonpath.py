@@ -1,0 +1,43 @@
+"""The Python processes this tool starts never import from the folder they were started in.
+
+The tool runs in the project's folder (the pre-commit hook, a CI step, the editor), and the
+project may be a pull request's files. Python puts the working folder first on `sys.path` of
+`python -c` and `python -m`: a committed `griffe.py`, `pip/__main__.py` or `multiprocessing/`
+would be imported, and run, by a process of this tool (campaign 12, R07). `-P` (and
+`PYTHONSAFEPATH` for what multiprocessing starts itself) leaves that entry out; `PYTHONPATH`
+and the installed packages are read as before.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+
+def python_command(*arguments: str) -> list[str]:
+    """`python -P ARGUMENTS` with this interpreter."""
+    return [sys.executable, "-P", *arguments]
+
+
+@contextmanager
+def safe_path_environment() -> Iterator[None]:
+    """PYTHONSAFEPATH set while a process this one does not start by command line starts (the
+    multiprocessing forkserver and resource tracker: `python -c`), and restored after."""
+    before = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = before
+
+
+def drop_working_folder(path: list[str]) -> None:
+    """`python -m sglang_contracts` put the working folder first on `sys.path`: taken out before
+    anything else is imported (this package itself is imported already, from wherever it is)."""
+    if not sys.flags.safe_path and path and path[0] in ("", os.getcwd()):
+        del path[0]

@@ -1,0 +1,77 @@
+"""The tool runs in the project's folder (the pre-commit hook, a CI step, the editor), and the
+project may be a pull request's files: no Python process of the tool imports from the folder it
+was started in (campaign 12, R07: a committed `griffe.py` ran in the multiprocessing
+forkserver, `pip/__main__.py` instead of pip, `sglang_contracts/__main__.py` as the daemon)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import CHECKOUT, checkout_env, upstream_tree, write_tree
+
+PACKAGE = CHECKOUT / "sglang_contracts"
+
+
+def _planted(folder: Path, marks: Path) -> None:
+    """Modules a pull request could commit, each leaving a mark when imported."""
+    payload = (f"import os, sys\nopen({str(marks)!r} + '/' + __name__ + '-' + str(os.getpid()), 'w')"
+               ".write(' '.join(sys.argv))\n")
+    write_tree(folder, {"griffe.py": payload, "pip/__init__.py": "", "pip/__main__.py": payload,
+                        "sglang_contracts/__init__.py": payload, "sglang_contracts/__main__.py": payload})
+
+
+def _run(code: str, cwd: Path, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *flags, "-c", code], cwd=cwd, env=checkout_env(), capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_worker_pool_s_server_never_imports_the_working_folder(tmp_path) -> None:
+    """The server is `python -c`, flags as this process's: this one is started without `-P`,
+    as the command line is, and imports nothing the folder holds (the server preloads griffe)."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    write_tree(tmp_path / "project", {"griffe.py": f"open({str(marks)!r} + '/griffe', 'w')\n"})
+    done = _run("import os\nfrom sglang_contracts.infra import parallel\n"
+                "pool = parallel._new_pool(1)\nprint(pool.submit(os.getpid).result() != os.getpid())\n"
+                "pool.shutdown()\n", tmp_path / "project")
+    assert done.stdout.strip() == "True", done.stderr
+    assert sorted(path.name.split("-")[0] for path in marks.iterdir()) == []
+
+
+def test_pip_is_the_installed_one_not_the_working_folder_s(tmp_path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    _planted(tmp_path / "project", marks)
+    # -P: this test's own process reads nothing from the folder; only what it starts could
+    done = _run("from sglang_contracts.closure import index\nprint(type(index._pip_config()).__name__)\n",
+                tmp_path / "project", "-P")
+    assert done.stdout.strip() == "dict", done.stderr
+    assert sorted(path.name.split("-")[0] for path in marks.iterdir()) == []
+
+
+def test_python_m_in_the_project_folder_checks_it_without_importing_from_it(tmp_path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/a.py": "x = 1\n"}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/a.py": "y = 1\n"}, "0.2.0")
+    project = tmp_path / "project"
+    write_tree(project, {"pyproject.toml": "[project]\nname = 'p'\n", "m.py": "from sglang.srt.a import x\n"})
+    (project / "griffe.py").write_text(f"open({str(marks)!r} + '/griffe', 'w')\n")
+    done = subprocess.run([sys.executable, "-m", "sglang_contracts", "check", "--old", str(old), "--new", str(new),
+                           "--cache-dir", str(tmp_path / "cache")], cwd=project,
+                          env=checkout_env(SGLANG_CONTRACTS_PACKAGE_INDEX="none"), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 1 and "m.py:1:" in done.stdout and "SGC102" in done.stdout, done.stderr
+    assert list(marks.iterdir()) == []
+
+
+def test_every_python_process_the_tool_starts_leaves_the_working_folder_out() -> None:
+    """`sys.executable` is named by infra/pythonpath.py alone (python_command: `-P`)."""
+    naming = [str(path.relative_to(CHECKOUT)) for path in sorted(PACKAGE.rglob("*.py"))
+              if any(isinstance(node, ast.Attribute) and node.attr == "executable"
+                     and isinstance(node.value, ast.Name) and node.value.id == "sys"
+                     for node in ast.walk(ast.parse(path.read_text())))]
+    assert naming == ["sglang_contracts/infra/pythonpath.py"]
