@@ -432,9 +432,14 @@ class _Bindings:
         self.walk(node.orelse)
 
     def _with(self, node: ast.With | ast.AsyncWith) -> None:
+        """`with C() as c`: c is what C's `__enter__` returns, `W:<C's type>`, which the resolver
+        takes as the instance only where `__enter__` is `return self` (campaign 12, R01); an
+        `async with` (`__aenter__`), a tuple target or an untyped manager binds no type."""
         for item in node.items:
             if item.optional_vars is not None:
-                self._target(item.optional_vars, POISON)
+                types = self._value_types(item.context_expr)[0] if isinstance(node, ast.With) \
+                    and isinstance(item.optional_vars, ast.Name) else POISON
+                self._target(item.optional_vars, tuple(f"W:{kind}" for kind in types or ()))
         self.walk(node.body)
 
     def _try(self, node: ast.Try | ast.TryStar) -> None:
