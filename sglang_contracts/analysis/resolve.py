@@ -421,7 +421,7 @@ class Resolver:
         if kind.startswith("C:"):
             return self._class_callee(facts, kind[2:], receiver.attrs)
         if not receiver.attrs:
-            return None
+            return self._kept_method(facts, kind) if kind.startswith("P:") else None
         method = receiver.attrs[-1]
         if kind.startswith("U:"):
             return self._upstream_method_of_own_class(facts, kind[2:], method)
@@ -430,6 +430,12 @@ class Resolver:
             return None
         member, provided = self.attribute(instances[0], method)
         return None if provided else self._bound(member)
+
+    def _kept_method(self, facts: FileFacts, kind: str) -> Callee | None:
+        """`e = c.m` (or `e = C().m`), then `e(...)`: a call of the method the kind's walk ends at
+        (campaign 12, R01)."""
+        inner, _, path = kind[2:].rpartition("|")
+        return self.callee(facts, Receiver((inner,), tuple(path.split("."))))
 
     def _class_callee(self, facts: FileFacts, name: str, attrs: tuple[str, ...]) -> Callee | None:
         """What calling the class `name` binds to: an upstream object, or a project class's

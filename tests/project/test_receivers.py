@@ -554,19 +554,22 @@ ENTERED_OLD = ("class C:\n    def m(self, q):\n        return q\n    def __enter
     ("with Mine() as c:\n    c.m(q=1)\n", True),  # the project's own is
     ("with D() as c:\n    c.m(q=1)\n", False),  # upstream's returns something else
     ("with Other() as c:\n    c.m(q=1)\n", False),  # the project's own returns something else
+    # a bound method kept in a name, then called
+    ("e = C().m\ne(q=1)\n", True),
+    ("d = C()\ne = d.m\ne(q=1)\n", True),
+    ("e = C().m\ne = print\ne(q=1)\n", False),  # bound to something else too: untyped
 ])
-def test_a_with_target_is_judged_where_enter_returns_the_manager_itself(tmp_path, line: str, judged: bool) -> None:
+def test_a_with_target_or_a_kept_method_is_judged_where_certain(tmp_path, line: str, judged: bool) -> None:
     from sglang_contracts.check.runner import CheckOptions, run_check
     from tests.helpers import upstream_tree, write_tree
 
     old = upstream_tree(tmp_path / "old", {"sglang/srt/a.py": ENTERED_OLD}, "1.0.0")
     new = upstream_tree(tmp_path / "new", {"sglang/srt/a.py": ENTERED_OLD.replace("def m(self, q):\n        return q",
                                                                                  "def m(self):\n        return 1")}, "1.0.1")
-    project = write_tree(tmp_path / "p", {
-        "pyproject.toml": "[project]\nname = 'p'\n",
-        "m.py": ("from sglang.srt.a import C, D\n\n"
-                 "class Mine(C):\n    def __enter__(self):\n        return self\n\n"
-                 "class Other(C):\n    def __enter__(self):\n        return registry()\n\n" + line)})
+    header = ("from sglang.srt.a import C, D\n\n"
+              "class Mine(C):\n    def __enter__(self):\n        return self\n\n"
+              "class Other(C):\n    def __enter__(self):\n        return registry()\n\n")
+    project = write_tree(tmp_path / "p", {"pyproject.toml": "[project]\nname = 'p'\n", "m.py": header + line})
     result = run_check([project], CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "c", workers=1))
     found = [f"{d.path}:{d.line} {d.code}" for d in result.diagnostics]
-    assert found == (["m.py:12 SGC201"] if judged else [])
+    assert found == ([f"m.py:{(header + line).count(chr(10))} SGC201"] if judged else [])
