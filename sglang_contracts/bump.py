@@ -31,6 +31,7 @@ from sglang_contracts.reporters.markdown import write_markdown
 from sglang_contracts.sources import open_release
 
 DEFAULT_PR_BODY = "docs/draft/sglang-{new}-pr-body.md"
+PR_BODY_HEADING = "## What the bump did"  # the PR body's first line (_what_was_done): how a draft is known
 
 
 @dataclass
@@ -103,7 +104,7 @@ def _what_was_done(bump: Bump) -> list[str]:
     """The pull request's first section: what the fixes and the rebase did, and what is left."""
     fixed, stack = bump.fix, bump.stack
     new = plain(bump.last.new.release.short)
-    lines = ["## What the bump did", "",
+    lines = [PR_BODY_HEADING, "",
              f"- `sglang-contracts fix`: {fixed.fixed} of {plural(fixed.found, 'finding')} fixed in "
              f"{plural(len(fixed.changed), 'file')}"
              + (": " + ", ".join(code(path) for path in fixed.changed[:12]) if fixed.changed else "")]

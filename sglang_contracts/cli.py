@@ -357,9 +357,10 @@ def _show_fix_diff(args: argparse.Namespace, report) -> int:
 def _bump(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from sglang_contracts.bump import DEFAULT_PR_BODY, run_bump
+    from sglang_contracts.bump import DEFAULT_PR_BODY, PR_BODY_HEADING, run_bump
     from sglang_contracts.infra import progress
     from sglang_contracts.infra.cache import cache_for_project, cache_root
+    from sglang_contracts.patch.rebase import PLAN_HEADING
     from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN
     from sglang_contracts.sources import open_release
 
@@ -369,8 +370,8 @@ def _bump(args: argparse.Namespace) -> int:
     new = open_release(options.new, sglang_repo=options.sglang_repo,
                        cache=cache_for_project(options.cache_dir or cache_root(), root))
     version = new.in_file_name
-    plan = project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, version)
-    body = project_file(root, args.pr_body, config, "pr-body", DEFAULT_PR_BODY, version)
+    plan = project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, version, PLAN_HEADING)
+    body = project_file(root, args.pr_body, config, "pr-body", DEFAULT_PR_BODY, version, PR_BODY_HEADING)
     trees = args.tree if args.tree is not None else plan.parent / f"sglang-{version}-conflicts"
     with progress.showing(sys.stderr.isatty() and not args.quiet):
         bump = run_bump(paths, options, root, plan, body, pin, config.get("patch-files") or (), trees, args.dry_run)
@@ -470,24 +471,31 @@ def _releases_of_project(args: argparse.Namespace, paths: list[Path] | None = No
     return root, config, pin
 
 
-def project_file(root: Path, given: Path | None, config: "Config", key: str, default: str, new: str) -> Path:
-    """A file the command writes: as given (relative to the working folder), else the
-    configuration's `key` or `default` (relative to the root), `{new}` the release bumped to
-    (`new`: its version as one part of a file name, Release.in_file_name, so that the path
-    config.py checked stays within the project once it is substituted)."""
+def project_file(root: Path, given: Path | None, config: "Config", key: str, default: str, new: str,
+                 heading: str) -> Path:
+    """A draft the command writes: as given (relative to the working folder: the user's to
+    name), else the configuration's `key` or `default` (relative to the root), `{new}` the
+    release bumped to (`new`: its version as one part of a file name, Release.in_file_name, so
+    that the path config.py checked stays within the project once it is substituted), and
+    then only over an earlier draft, which starts with `heading` (patch/rebase.py draft_below)."""
+    from sglang_contracts.patch.rebase import draft_below
+
     if given is not None:
         return given
-    return root / (config.get(key) or default).replace("{new}", new)
+    path = root / (config.get(key) or default).replace("{new}", new)
+    draft_below(root, path, heading, key)
+    return path
 
 
 def _patch_rebase(args: argparse.Namespace) -> int:
-    from sglang_contracts.patch.rebase import patch_rebase
+    from sglang_contracts.patch.rebase import PLAN_HEADING, patch_rebase
     from sglang_contracts.patch.stack_rebase import DEFAULT_PLAN, patch_rebase_stack
 
     root, config, _ = _releases_of_project(args)
     if args.patch is not None:
         return patch_rebase(args, root)
-    return patch_rebase_stack(args, root, lambda new: project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, new))
+    return patch_rebase_stack(args, root, lambda new: project_file(root, args.plan, config, "upgrade-plan", DEFAULT_PLAN, new,
+                                                                        PLAN_HEADING))
 
 
 def _rules() -> int:

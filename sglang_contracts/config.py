@@ -113,15 +113,22 @@ def _choice(*allowed: str) -> Callable[[Any], str]:
 
 
 def _table(check_value: Callable[[Any], Any], check_key: Callable[[str], str] = str) -> Callable[[Any], dict]:
+    """A table whose keys `check_key` reads: two keys it reads alike (`"m.py"` and `"./m.py"` in
+    `serves`, `SGC102` and `sgc102` in `severity`) are an error, not the later one silently
+    replacing the earlier (campaign 12, R06: the order of two lines decided a file's findings)."""
     def check(value: Any) -> dict:
         if not isinstance(value, dict):
             raise _Invalid("must be a table")
-        result = {}
+        result, written = {}, {}
         for key, item in value.items():
             try:
-                result[check_key(key)] = check_value(item)
+                normal = check_key(key)
+                result[normal] = check_value(item)
             except _Invalid as error:
                 raise _Invalid(f"[{key}] {error}") from None
+            if normal in written:
+                raise _Invalid(f"has both [{written[normal]}] and [{key}], which name the same {normal!r}: keep one")
+            written[normal] = key
         return result
 
     return check

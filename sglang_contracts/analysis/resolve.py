@@ -134,6 +134,11 @@ class ProjectView:
         return sources
 
 
+def _returns_self(member: Member | None) -> bool:
+    """Whether an upstream member is a method whose body is `return self` (upstream/bodies.py)."""
+    return member is not None and member.kind == "method" and bool(member.record.get("returns_self"))
+
+
 def project_view(ctx: CheckContext) -> ProjectView:
     return ctx.shared("project-view", ProjectView)
 
@@ -224,7 +229,30 @@ class Resolver:
             return [Instance(project=cls)] if cls is not None else None
         if tag in ("T", "R", "B"):
             return self._annotated_instances(facts, tag, name)
+        if tag == "W":
+            return self._entered_instances(facts, name)
         return None
+
+    def _entered_instances(self, facts: FileFacts, kind: str) -> list[Instance] | None:
+        """What `with <kind> as x` binds: the managers themselves, when each one's `__enter__`
+        is `return self` (its project class's or its upstream class's); else unknown."""
+        managers = self._from_kind(facts, kind)
+        if not managers or not all(self._enters_as_itself(manager) for manager in managers):
+            return None
+        return list(managers)
+
+    def _enters_as_itself(self, instance: Instance) -> bool:
+        """Whether the `__enter__` an instance's class runs is `return self`: for a project
+        class, every one its classes and its upstream bases define is (which of them runs is
+        the MRO's to say, not followed here)."""
+        if instance.project is None:
+            return _returns_self(self.model.member(instance.origin, "__enter__"))
+        found = [method.returns_self for cls in self.view.ancestry(instance.project)[0]
+                 if (method := cls.fact.method("__enter__")) is not None]
+        member = self.upstream_member(instance.project, "__enter__", borrowed=False)
+        if member is not None:
+            found.append(_returns_self(member))
+        return bool(found) and all(found)
 
     def _walked_instances(self, facts: FileFacts, tag: str, name: str) -> Sequence[Instance] | None:
         """What a "P:" kind (`receiver|attr.attr`) stands for, or the items of an "E:" one (a `for` loop's)."""
@@ -393,7 +421,7 @@ class Resolver:
         if kind.startswith("C:"):
             return self._class_callee(facts, kind[2:], receiver.attrs)
         if not receiver.attrs:
-            return None
+            return self._kept_method(facts, kind) if kind.startswith("P:") else None
         method = receiver.attrs[-1]
         if kind.startswith("U:"):
             return self._upstream_method_of_own_class(facts, kind[2:], method)
@@ -402,6 +430,12 @@ class Resolver:
             return None
         member, provided = self.attribute(instances[0], method)
         return None if provided else self._bound(member)
+
+    def _kept_method(self, facts: FileFacts, kind: str) -> Callee | None:
+        """`e = c.m` (or `e = C().m`), then `e(...)`: a call of the method the kind's walk ends at
+        (campaign 12, R01)."""
+        inner, _, path = kind[2:].rpartition("|")
+        return self.callee(facts, Receiver((inner,), tuple(path.split("."))))
 
     def _class_callee(self, facts: FileFacts, name: str, attrs: tuple[str, ...]) -> Callee | None:
         """What calling the class `name` binds to: an upstream object, or a project class's

@@ -1,21 +1,29 @@
 """Package metadata by name and version: from the tool's cache, else from the package index.
 
-A published version's metadata never changes, so what was read is kept per package version
-(and so is a version the index has no wheel of), and a closure once computed needs no network.
-The index is asked only on a miss; the first time it cannot be reached, it is not asked again
-in this run (one note says so), and what is not cached is left unknown: the closure then stops
-at the packages whose metadata is known.
+A published version's metadata never changes, so what was read is kept per package version and
+per index (index_namespace), and a closure once computed needs no network. What one index said
+is never taken for another's: an index may be a pull request's (its configuration names a URL,
+or a folder of the project), and what it said would otherwise be replayed to every later run on
+the same cache (campaign 12, R02). A project's own folder is not cached at all: the same path
+holds another pull request's text next time, and reading it costs what reading the cache does.
+A version the index has no wheel of is believed for ABSENCE_LIFE only: a page fixed later, or a
+read that failed on the way, is asked again. The index is asked only on a miss; the first time
+it cannot be reached, it is not asked again in this run (one note says so), and what is not
+cached is left unknown: the closure then stops at the packages whose metadata is known.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from sglang_contracts.closure.index import IndexSettings, IndexUnreachable, PackageIndex, configured_index
+from sglang_contracts.closure.index import (
+    IndexSettings, IndexUnreachable, PackageIndex, as_url, configured_index, shown_url,
+)
 from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.infra.shapes import Table
 from sglang_contracts.requirements import normalized
@@ -23,11 +31,28 @@ from sglang_contracts.upstream.pins import ReleasePins, metadata_pins
 
 NO_INDEX = "none"  # the `package-index` setting that reads nothing but the cache
 FETCHERS = 8  # metadata requests in flight at once: each is a few round trips to the index
-METADATA_RECORD = Table(metadata=(str, None))  # None: the index has no such release
+# metadata None: the index has no such release, believed until `until` (seconds since the epoch)
+METADATA_RECORD = Table(metadata=(str, None), until=(float, None))
+ABSENCE_LIFE = 24 * 3600.0
+PIP_INDEXES = "pip"  # the namespace of pip's configured indexes: the user's own, resolved only on a miss
 
 
-def _key(name: str, version: str) -> str:
-    return hashlib.sha256(f"package-metadata\0{normalized(name)}\0{version}".encode()).hexdigest()
+def index_namespace(setting: str | None) -> str:
+    """Whose records a `package-index` setting reads and writes: pip's configured indexes for no
+    setting (and for "none", the cache only); else the index's URL, without the user and
+    password a URL may carry (the same index whatever the token)."""
+    if setting is None or setting == NO_INDEX:
+        return PIP_INDEXES
+    return shown_url(as_url(setting)).rstrip("/")
+
+
+def _key(namespace: str, name: str, version: str) -> str:
+    return hashlib.sha256(f"package-metadata\0{namespace}\0{normalized(name)}\0{version}".encode()).hexdigest()
+
+
+def absence_expired(until: float | None) -> bool:
+    """Whether what a record holds, believed until `until` (None: for good), is past its life."""
+    return until is not None and until < time.time()
 
 
 @dataclass
@@ -37,14 +62,27 @@ class MetadataSource:
 
     cache: RecordCache
     index_setting: str | None = None  # the `package-index` setting: a URL, a folder, "none"; None: pip's
+    # With "none": the index whose records are read (index_namespace; None: pip's)
+    cached_index: str | None = None
+    # False for a folder of the project (a pull request's text): nothing it gives is kept or read
+    # back, nor is anything another index gave taken for it
+    shares: bool = True
     make_index: Callable[[str | None], IndexSettings] = configured_index
     unreachable: str | None = None  # why the index could not be read, the first time it could not
     fetched: int = 0  # read from the index in this run
     missing: list[str] = field(default_factory=list)  # `name==version` the index has no wheel of
+    # The first time an absence met in this run stops being believed: what was computed from it
+    # holds until then (None: no absence met)
+    absent_until: float | None = None
     uncached: list[str] = field(default_factory=list)  # `name==version` not cached, the index not read (offline)
     _index: PackageIndex | None = None
     _known: dict[tuple[str, str], ReleasePins | None] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def namespace(self) -> str:
+        """The index whose records the cache holds for this source (index_namespace)."""
+        return index_namespace(self.cached_index if self.index_setting == NO_INDEX else self.index_setting)
 
     @property
     def offline(self) -> bool:
@@ -69,11 +107,16 @@ class MetadataSource:
     def _read_cached(self, wanted: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         """Take in the cached metadata of each (name, version) not known yet; return the others."""
         misses = []
+        namespace = self.namespace
         for name, version in dict.fromkeys((normalized(n), v) for n, v in wanted):
             if (name, version) in self._known:
                 continue
-            record = self.cache.get(_key(name, version), METADATA_RECORD)
-            if record is not None:
+            record = self.cache.get(_key(namespace, name, version), METADATA_RECORD) if self.shares else None
+            # an absence is believed for its life only (a record of one without it is a forged one)
+            absence = record is not None and record["metadata"] is None
+            if record is not None and not (absence and absence_expired(record["until"] or 0.0)):
+                if absence:
+                    self._absent_until(record["until"])
                 self._known[name, version] = self._decoded(name, record["metadata"])
             else:
                 misses.append((name, version))
@@ -85,10 +128,16 @@ class MetadataSource:
             for (name, version), text in zip(misses, pool.map(lambda pair: self._fetch(index, *pair), misses)):
                 if text is False:
                     continue  # unknown: not cached, asked again next run
-                self.cache.put(_key(name, version), {"metadata": text})
+                until = time.time() + ABSENCE_LIFE if text is None else None
+                if self.shares:
+                    self.cache.put(_key(self.namespace, name, version), {"metadata": text, "until": until})
                 self._known[name, version] = self._decoded(name, text)
-                if text is None:
+                if until is not None:
                     self.missing.append(f"{name}=={version}")
+                    self._absent_until(until)
+
+    def _absent_until(self, until: float) -> None:
+        self.absent_until = until if self.absent_until is None else min(self.absent_until, until)
 
     def _open_index(self) -> PackageIndex | None:
         with self._lock:

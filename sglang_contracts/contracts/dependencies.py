@@ -22,7 +22,7 @@ from packaging.version import Version
 
 from sglang_contracts.closure.delta import ClosureDelta, closure_delta
 from sglang_contracts.closure.flavour import PYTORCH_BUILDS, PYTORCH_INDEX, CudaBuild, build_of, cuda_major
-from sglang_contracts.closure.source import NO_INDEX, MetadataSource
+from sglang_contracts.closure.source import NO_INDEX, MetadataSource, absence_expired
 from sglang_contracts.closure.walk import ROOT, Closure, Need, platform_name, walk
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.contracts.stack import (
@@ -64,17 +64,27 @@ class BumpClosures:
 def index_setting(ctx: CheckContext) -> str | None:
     """The index the closure reads: the `package-index` setting (a URL, a folder relative to the
     project's root, or "none"), else $SGLANG_CONTRACTS_PACKAGE_INDEX, else pip's."""
-    given = ctx.settings.get(INDEX_SETTING) or os.environ.get(INDEX_VARIABLE) or None
+    given = _given(ctx, INDEX_SETTING, INDEX_VARIABLE)
     if given and given != NO_INDEX and "://" not in given:
         return _index_folder(ctx.project.root, given, INDEX_SETTING)
     return given
+
+
+def _given(ctx: CheckContext, setting: str, variable: str) -> str | None:
+    return ctx.settings.get(setting) or os.environ.get(variable) or None
+
+
+def _projects_own(given: str | None) -> bool:
+    """Whether an index setting names a folder of the project (a relative one: the
+    configuration's, a pull request's text), whose metadata is not cached (closure/source.py)."""
+    return bool(given) and given != NO_INDEX and "://" not in given and not Path(given).expanduser().is_absolute()
 
 
 def build_index_setting(ctx: CheckContext, setting: str | None) -> str:
     """Where the CUDA build's own PyTorch packages are read: the `cuda-build-index` setting,
     else $SGLANG_CONTRACTS_CUDA_BUILD_INDEX, else PyTorch's; the cache only when the package
     index is "none"."""
-    given = ctx.settings.get(BUILD_INDEX_SETTING) or os.environ.get(BUILD_INDEX_VARIABLE) or None
+    given = _given(ctx, BUILD_INDEX_SETTING, BUILD_INDEX_VARIABLE)
     if setting == NO_INDEX:
         return NO_INDEX
     if given and given != NO_INDEX and "://" not in given:
@@ -168,9 +178,10 @@ def _readable_version(declared: DeclaredRequirement) -> str | None:
 
 
 def _pair_key(old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str], platforms: list[str],
-              setting: str | None, build: str | None = None) -> str:
+              index: list[str | None], build: str | None = None) -> str:
     """The closures' record: by both releases' requirements as written (not by their names: a
-    directory's release may change), the extras, the platforms, the index and this code."""
+    directory's release may change), the extras, the platforms, the index (the setting, and
+    the index whose metadata records it read) and this code."""
     import sglang_contracts.closure.delta as delta_module
     import sglang_contracts.closure.walk as walk_module
 
@@ -178,34 +189,44 @@ def _pair_key(old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[st
     import sglang_contracts.closure.flavour as flavour_module
 
     text = json.dumps([code_fingerprint(walk_module, delta_module, flavour_module), releases, sorted(extras), platforms,
-                       setting, build])
+                       index, build])
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+# The closures of both releases, and until when they hold (None: for good): an index's absence
+# of a package's metadata is believed for its life only (closure/source.py)
+PAIR_RECORD = Table(old=TableOf(dict), new=TableOf(dict), until=(float, None))
 
 
 def walked_closures(cache: RecordCache, key: str, old_pins: ReleasePins, new_pins: ReleasePins, extras: frozenset[str],
                     environments_built: list[dict[str, str]], source: MetadataSource, build: CudaBuild | None = None,
                     build_source: MetadataSource | None = None) -> tuple[dict[str, Closure], dict[str, Closure]]:
     """Both releases' closures on each platform: from their record when one was kept (reading
-    each package's metadata record again cost a third of a second), else walked."""
-    kept = cache.get_decoded(key, Table(old=TableOf(dict), new=TableOf(dict)), _kept_closures)
-    if kept is not None:
-        return kept
+    each package's metadata record again cost a third of a second), else walked. A closure
+    read from a folder of the project is never kept (closure/source.py), and one that an index's
+    absence of some metadata cut short holds as long as the absence is believed."""
+    shared = source.shares and (build_source is None or build_source.shares)
+    kept = cache.get_decoded(key, PAIR_RECORD, _kept_closures) if shared else None
+    if kept is not None and not absence_expired(kept[2]):
+        return kept[0], kept[1]
     old, new = {}, {}
     for environment in environments_built:
         platform = platform_name(environment)
         old[platform] = walk(old_pins, extras, environment, source, build=build, build_source=build_source)
         new[platform] = walk(new_pins, extras, environment, source, build=build, build_source=build_source)
-    if _walk_complete(source, build_source):
-        cache.put(key, {side: {platform: closure.to_json() for platform, closure in walked.items()}
-                        for side, walked in (("old", old), ("new", new))})
+    if shared and _walk_complete(source, build_source):
+        absences = [s.absent_until for s in (source, build_source) if s is not None and s.absent_until is not None]
+        cache.put(key, {"until": min(absences, default=None),
+                        **{side: {platform: closure.to_json() for platform, closure in walked.items()}
+                           for side, walked in (("old", old), ("new", new))}})
     return old, new
 
 
-def _kept_closures(kept: dict[str, Any]) -> tuple[dict[str, Closure], dict[str, Closure]]:
-    """Both releases' closures from their record (RecordCache.get_decoded: one of another shape
-    is walked again and written over)."""
-    return tuple({platform: Closure.from_json(data) for platform, data in kept[side].items()}  # type: ignore[return-value]
-                 for side in ("old", "new"))
+def _kept_closures(kept: dict[str, Any]) -> tuple[dict[str, Closure], dict[str, Closure], float | None]:
+    """Both releases' closures from their record, and until when it holds (RecordCache.get_decoded:
+    one of another shape is walked again and written over)."""
+    old, new = ({platform: Closure.from_json(data) for platform, data in kept[side].items()} for side in ("old", "new"))
+    return old, new, kept["until"]
 
 
 def _walk_complete(source: MetadataSource, build_source: MetadataSource | None) -> bool:
@@ -222,12 +243,12 @@ def _computed(ctx: CheckContext, cache: RecordCache) -> BumpClosures | None:
         return None
     extras = sglang_extras(ctx)
     setting = index_setting(ctx)
-    source = MetadataSource(cache, setting)
+    source = MetadataSource(cache, setting, shares=not _projects_own(_given(ctx, INDEX_SETTING, INDEX_VARIABLE)))
     built = build_environments(ctx.project.root)
     build = cuda_build(ctx)
     build_index, build_source = _build_index_and_source(ctx, cache, setting, build)
-    key = _pair_key(old_pins, new_pins, extras, [platform_name(e) for e in built], setting,
-                    f"{build.tag} {build_index}" if build is not None else None)
+    key = _pair_key(old_pins, new_pins, extras, [platform_name(e) for e in built], [setting, source.namespace],
+                    f"{build.tag} {build_index} {build_source.namespace}" if build_source is not None else None)
     old, new = walked_closures(cache, key, old_pins, new_pins, extras, built, source, build, build_source)
     wanted = _exact_project_pins(ctx)
     source.prefetch(wanted)
@@ -259,10 +280,14 @@ def _note_what_is_missing(delta: ClosureDelta, source: MetadataSource, old: dict
 
 def _build_index_and_source(ctx: CheckContext, cache: RecordCache, setting: str | None,
                             build: CudaBuild | None) -> tuple[str | None, MetadataSource | None]:
-    """Where the CUDA build's own packages are read, and the source reading them (None, None without a build)."""
-    build_index = build.index_url(build_index_setting(ctx, setting)) if build is not None else None
-    build_source = MetadataSource(cache, build_index) if build_index is not None else None
-    return build_index, build_source
+    """Where the CUDA build's own packages are read, and the source reading them (None, None
+    without a build); with "none", the cache's records of the index a run with one reads."""
+    if build is None:
+        return None, None
+    build_index = build.index_url(build_index_setting(ctx, setting))
+    shares = not _projects_own(_given(ctx, BUILD_INDEX_SETTING, BUILD_INDEX_VARIABLE))
+    cached_index = build.index_url(build_index_setting(ctx, None)) if setting == NO_INDEX and shares else None
+    return build_index, MetadataSource(cache, build_index, cached_index=cached_index, shares=shares)
 
 
 def _any_transitive(old: dict[str, Closure], new: dict[str, Closure]) -> bool:

@@ -251,6 +251,24 @@ def returned_shape(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast
     return lengths.pop() if len(lengths) == 1 else None
 
 
+def sole_return(function: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Return | None:
+    """The function's `return` when its body (imports, `pass` and docstrings apart) is that one
+    statement, else None."""
+    body = [s for s in function.body if not isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass))
+            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return body[0] if len(body) == 1 and isinstance(body[0], ast.Return) else None
+
+
+def returns_its_receiver(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a method's body is `return self` (its first parameter) and nothing else, and no
+    decorator makes that parameter something else than the instance (a class or static method):
+    `with C() as c` then binds the instance itself."""
+    found = sole_return(function)
+    arguments = [*function.args.posonlyargs, *function.args.args]
+    return (found is not None and isinstance(found.value, ast.Name) and not function.decorator_list
+            and bool(arguments) and found.value.id == arguments[0].arg)
+
+
 def unpack_count(target: ast.AST) -> int | None:
     """How many values a target takes: `a, b = ...` 2; None for one name or a starred target."""
     if isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):

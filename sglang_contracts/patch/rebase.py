@@ -203,6 +203,27 @@ def text_below(root: Path, path: Path) -> str | None:
     raise UsageError(f"refused to write {printable_path(relpath)} under {printable_path(str(root))}: {why}")
 
 
+def shown_path(path: Path, root: Path) -> str:
+    """A path the run wrote, relative to the project's root when it is in it."""
+    absolute = path if path.is_absolute() else Path.cwd() / path
+    return absolute.relative_to(root).as_posix() if absolute.is_relative_to(root) else str(path)
+
+
+PLAN_HEADING = "# Rebase of "  # how every plan this tool writes starts (render_plan, render_stack_plan)
+
+
+def draft_below(root: Path, path: Path, heading: str, setting: str) -> None:
+    """A draft the configuration's `setting` names (`pr-body`, `upgrade-plan`: a pull request's
+    text) is written over a file there only when the file is one: empty, or starting with the
+    draft's `heading`; else refused before anything is written. `pr-body = "pyproject.toml"`
+    replaced the configuration with markdown, `"m.py"` a source file (campaign 12, R03). Read
+    as text_below reads it (no link, nothing of `.git`)."""
+    existing = text_below(root, path)
+    if existing is not None and existing.strip() and not existing.startswith(heading):
+        raise UsageError(f"refused to write {printable_path(shown_path(path, root))}, which `{setting}` names: it is "
+                         f"not a draft this tool wrote (one starts with {heading.strip()!r}); name another file")
+
+
 def _replace_file(target: Path, data: bytes, relpath: str, root: Path, read: bytes | None = None) -> None:
     """A new file made exclusively, an existing regular file replaced by rename (its mode kept):
     never written through, so a hard link's other name (a file out of the project) keeps its

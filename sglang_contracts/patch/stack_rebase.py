@@ -34,9 +34,9 @@ from sglang_contracts.patch.gitapply import check_stack
 from sglang_contracts.patch.patchfile import PATCH_SUFFIXES, PatchFile, parse_patch, unsafe_path_reason
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.patch.rebase import (
-    CARRIED, CONFLICT, DROPPED, GONE, LEFT, MERGED, NOT_ON_OLD, SKELETON, UNCHECKED, Rebase, check_tree_folder,
-    checked_text, git, read_patch_text, rebase_patch, refuse_link_out, release_tree, render_plan, unchecked_excludes,
-    verification_said, where, write_file_below, write_under,
+    CARRIED, CONFLICT, DROPPED, GONE, LEFT, MERGED, NOT_ON_OLD, SKELETON, UNCHECKED, Rebase,
+    check_tree_folder, checked_text, git, read_patch_text, rebase_patch, refuse_link_out, release_tree,
+    render_plan, shown_path, unchecked_excludes, verification_said, where, write_file_below, write_under,
 )
 from sglang_contracts.patch.release import PatchedTree, release_relpath, tree_reader
 from sglang_contracts.patch.stack import PatchStacks, Stack, patch_stacks
@@ -446,9 +446,3 @@ def patch_rebase_stack(args, root: Path, plan_for: Callable[[str], Path]) -> int
     print(printable(f"written: {', '.join(edit.relpath for edit in result.edits) or 'nothing'}; "
                     f"plan: {shown_path(plan, root)}"), file=sys.stderr)
     return 0 if result.complete else 1
-
-
-def shown_path(path: Path, root: Path) -> str:
-    """A path the run wrote, relative to the project's root when it is in it."""
-    absolute = path if path.is_absolute() else Path.cwd() / path
-    return absolute.relative_to(root).as_posix() if absolute.is_relative_to(root) else str(path)

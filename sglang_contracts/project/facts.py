@@ -227,6 +227,7 @@ class MethodFact:
     # `return Base.m(self, x)`): on that path the override is whatever the base is, a
     # coroutine function's result included.
     delegates: bool = False
+    returns_self: bool = False  # its body is `return self` (pysource.returns_its_receiver)
 
 
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
@@ -487,10 +488,17 @@ def _used_kinds(facts: FileFacts) -> list[str]:
     return kinds
 
 
+def base_kind(kind: str) -> str:
+    """The kind a derived one is reached from: under any `P:`/`E:` (`<kind>|a.b`) or `W:`
+    (what `with <kind> as x` binds)."""
+    while kind[:2] in ("P:", "E:", "W:"):
+        kind = kind[2:].rpartition("|")[0] if kind[0] != "W" else kind[2:]
+    return kind
+
+
 def _class_of_kind(kind: str) -> str | None:
-    """The dotted class a kind names (under any `P:`/`E:`), None for another kind."""
-    while kind[:2] in ("P:", "E:"):
-        kind = kind[2:].rpartition("|")[0]
+    """The dotted class a kind names (under any `P:`/`E:`/`W:`), None for another kind."""
+    kind = base_kind(kind)
     # Classes are CapWords by convention; `x = helper()` names a function, whose file need not be read.
     if kind[:2] in ("T:", "R:", "L:", "B:") and kind[2:].rpartition(".")[2][:1].isupper():
         return kind[2:]

@@ -35,6 +35,7 @@ from sglang_contracts.project.facts import (
     SourceProbeFact,
     SpecFact,
     StringsFact,
+    base_kind,
     import_binds,
     through_imports,
     used_class_names,
@@ -42,7 +43,7 @@ from sglang_contracts.project.facts import (
 from sglang_contracts.project.positions import SourcePositions
 from sglang_contracts.infra.boundary import problem_for
 from sglang_contracts.infra.lines import numbered_lines
-from sglang_contracts.infra.pysource import CHILDLESS, PLACEHOLDER, SCOPES, TooComplex, absolute_import, branch_nodes, child_nodes, parse_shared, rendered, returned_shape, tree_depth, unpack_count
+from sglang_contracts.infra.pysource import CHILDLESS, PLACEHOLDER, SCOPES, TooComplex, absolute_import, branch_nodes, child_nodes, parse_shared, rendered, returned_shape, returns_its_receiver, sole_return, tree_depth, unpack_count
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.infra.writes import add_mutated, value_token
 from sglang_contracts.upstream.model import is_upstream
@@ -299,7 +300,8 @@ class _ClassSummary:
                 MethodFact(m.name, at.definition_name(m), parameter_list(m), decorator_names(m),
                            isinstance(m, ast.AsyncFunctionDef), _annotation_text(m),
                            returned_shape(m, self.walks[id(m)].exits),
-                           _returns_base_call(m, self.walks[id(m)].exits, self.bases)) for m in self.methods
+                           _returns_base_call(m, self.walks[id(m)].exits, self.bases), returns_its_receiver(m))
+                for m in self.methods
             ),
             provided=tuple(sorted(self.provided)),
             attr_types=tuple(sorted(self.attributes.typed().items())),
@@ -1563,11 +1565,8 @@ def _method_writes(methods: list[Function], walks: dict[int, _MethodWalk]) -> li
 def _literal_return(method: Function) -> str:
     """The token of what a method returns when its body (imports, `pass` and docstrings apart) is
     one `return`; "" for any other body."""
-    body = [s for s in method.body if not isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass))
-            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) == 1 and isinstance(body[0], ast.Return):
-        return value_token(body[0].value)
-    return ""
+    found = sole_return(method)
+    return value_token(found.value) if found is not None else ""
 
 
 def _written_token(value: ast.AST | None, receiver: str) -> str:
@@ -1596,8 +1595,7 @@ def _namespaces(methods: list[Function], walks: dict[int, _MethodWalk]) -> tuple
 def _foreign(kinds: tuple[str, ...], foreign: set[str]) -> bool:
     """Do all of a receiver's type alternatives start at a third-party name (torch, numpy, ...)?"""
     for kind in kinds:
-        while kind[:2] in ("P:", "E:"):
-            kind = kind[2:].rpartition("|")[0]
+        kind = base_kind(kind)
         if kind[:2] not in ("T:", "R:", "L:", "C:", "B:") or kind[2:].split(".")[0] not in foreign:
             return False
     return bool(kinds)

@@ -347,11 +347,23 @@ class _Bindings:
                 nullable = True
             else:
                 types = call_types(current, self.returns) if isinstance(current, ast.Call) \
-                    else self._derived("P", current)
+                    else self._derived("P", current) or self._of_call_result(current)
                 if not types:
                     return POISON, nullable
                 found += [kind for kind in types if kind not in found]
         return (tuple(found) if found else None), nullable
+
+    def _of_call_result(self, node: ast.AST) -> tuple[str, ...]:
+        """`C().a.b`: the value at the end of a walk from what a call returns (`P:R:C|a.b`; a
+        bound method kept in a name, `e = C().m`, which a call of `e` then calls)."""
+        attributes: list[str] = []
+        while isinstance(node, ast.Attribute):
+            attributes.append(node.attr)
+            node = node.value
+        if not attributes or not isinstance(node, ast.Call):
+            return POISON
+        path = ".".join(reversed(attributes))
+        return tuple(f"P:{kind}|{path}" for kind in call_types(node, self.returns))
 
     def _may_spell_walrus(self, node: ast.stmt) -> bool:
         """Is one of the statement's lines among walrus_lines (a compound statement's span holds its blocks')?"""
@@ -432,9 +444,14 @@ class _Bindings:
         self.walk(node.orelse)
 
     def _with(self, node: ast.With | ast.AsyncWith) -> None:
+        """`with C() as c`: c is what C's `__enter__` returns, `W:<C's type>`, which the resolver
+        takes as the instance only where `__enter__` is `return self` (campaign 12, R01); an
+        `async with` (`__aenter__`), a tuple target or an untyped manager binds no type."""
         for item in node.items:
             if item.optional_vars is not None:
-                self._target(item.optional_vars, POISON)
+                types = self._value_types(item.context_expr)[0] if isinstance(node, ast.With) \
+                    and isinstance(item.optional_vars, ast.Name) else POISON
+                self._target(item.optional_vars, tuple(f"W:{kind}" for kind in types or ()))
         self.walk(node.body)
 
     def _try(self, node: ast.Try | ast.TryStar) -> None:

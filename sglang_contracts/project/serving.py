@@ -69,7 +69,8 @@ def _configured(relpath: str, keys: dict[PurePosixPath, str]) -> str | None:
 
 
 def _key_paths(serves: dict[str, list[str]]) -> dict[PurePosixPath, str]:
-    """Each `serves` key by the path it names (`pkg/v1/` and `pkg/v1` alike: the first written)."""
+    """Each `serves` key by the path it names (`pkg/v1/` and `pkg/v1` alike, which the configuration
+    refuses in one table: config.py _table; given both otherwise, the first written)."""
     paths: dict[PurePosixPath, str] = {}
     for key in serves:
         paths.setdefault(PurePosixPath(key), key)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.lines import line_starts, numbered_lines
 from sglang_contracts.infra.writes import MUTATING, add_mutated, self_attribute, value_token
-from sglang_contracts.infra.pysource import BRANCH_TYPES, SCOPES, branch_nodes, node_fields, nodes_below as _nodes, own_nodes as _own_nodes, parse_quietly, returned_shape, unpack_count
+from sglang_contracts.infra.pysource import BRANCH_TYPES, SCOPES, branch_nodes, node_fields, nodes_below as _nodes, own_nodes as _own_nodes, parse_quietly, returned_shape, returns_its_receiver, unpack_count
 
 AnyFunction = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -48,6 +48,7 @@ class BodyFacts:
     is_async: bool = False  # `async def`
     # The length of the tuple every `return` gives, when each is a tuple display of one length
     shape: int | None = None
+    returns_self: bool = False  # the body is `return self` (pysource.returns_its_receiver)
     # self.<method>(...) whose result the body unpacks (`a, b = self.m(...)`): method -> targets
     unpacks: dict[str, int] = field(default_factory=dict)
     awaits: set[str] = field(default_factory=set)  # self.<method>(...) the body awaits
@@ -79,6 +80,7 @@ class BodyFacts:
         self.call_args += [call for call in other.call_args if call not in self.call_args]
         self.is_async = self.is_async and other.is_async
         self.shape = self.shape if self.shape == other.shape else None
+        self.returns_self = self.returns_self and other.returns_self
         self.unpacks = _agreeing_counts(self.unpacks, other.unpacks)
         self.awaits |= other.awaits
         self.plain_calls |= other.plain_calls
@@ -124,6 +126,7 @@ _OPTIONAL_RECORD_FIELDS = (
     ("call_args", "call_args", False, None),
     ("async", "is_async", False, None),
     ("shape", "shape", True, None),
+    ("returns_self", "returns_self", False, None),
     ("unpacks", "unpacks", False, lambda unpacks: dict(sorted(unpacks.items()))),
     ("awaits", "awaits", False, sorted),
     ("plain_calls", "plain_calls", False, sorted),
@@ -358,6 +361,7 @@ def body_facts(node: AnyFunction, in_class: bool, lines: bool = True) -> BodyFac
             facts.wrapper_reads = _wrapper_reads(node, every)
         return facts
     facts.guard = none_guard(node, receiver)
+    facts.returns_self = returns_its_receiver(node)
     facts.forwards = super_forward(node) if node.args.kwarg is not None else None
     augmented = _record_self_uses(every, receiver, facts)
     both = facts.reads & facts.writes | augmented

@@ -54,6 +54,9 @@ def test_command_line_flags_win_over_the_file(check, project):
         ('report-unresolved = "yes"\n', "report-unresolved must be true or false"),
         ('source = "svn"\n', "source must be one of index, git, directory"),
         ('[tool.sglang-contracts.severity]\nSGC103 = "fatal"\n', "severity [SGC103] must be one of error, warning, info"),
+        # one code twice: the later silently won (campaign 12, R06)
+        ('[tool.sglang-contracts.severity]\nSGC102 = "info"\nsgc102 = "error"\n',
+         "severity has both [SGC102] and [sgc102], which name the same 'SGC102': keep one"),
         ('[tool.sglang-contracts.per-file-ignores]\n"tests/*" = 3\n', "per-file-ignores [tests/*] must be a list of strings"),
         ('patch-files = ["/abs/x.patch"]\n',
          "patch-files '/abs/x.patch' is absolute: give a path or glob relative to the project's root"),

@@ -108,6 +108,10 @@ def test_a_finding_grouped_under_the_dispatch_names_it_in_json(tmp_path) -> None
     ('serves = {"m.py" = ">=2,<1"}', "'>=2,<1', which admits no release"),
     ('serves = {"m.py" = "==0.5.20,!=0.5.20"}', "admits no release"),
     ('serves = {"m.py" = "~=0.5,!=0.*"}', "admits no release"),
+    # two keys naming one file: the later replaced the earlier, the lines' order chose the
+    # file's findings (campaign 12, R06)
+    ('serves = {"m.py" = [">=1.0.1"], "./m.py" = ["1.0.0"]}', r"serves has both \[m.py\] and \[./m.py\], which name"),
+    ('serves = {"pkg/" = ["1.0.0"], "pkg" = ["1.0.0"]}', r"serves has both \[pkg/\] and \[pkg\], which name the same"),
 ])
 def test_a_serves_setting_that_cannot_be_read_is_a_one_line_error(tmp_path, table, error) -> None:
     path = write(tmp_path, {"pyproject.toml": f"[tool.sglang-contracts]\n{table}\n"}) / "pyproject.toml"

@@ -150,3 +150,33 @@ def test_bump_of_a_path_from_another_folder_works_on_that_project(releases, tmp_
           "--cache-dir", str(tmp_path / "cache")])
     assert (root / "notes/body.md").read_text().startswith("## What the bump did")
     assert sorted(p.name for p in elsewhere.iterdir()) == ["pyproject.toml"]
+
+
+@pytest.mark.parametrize("command, key, named", [
+    ("bump", "pr-body", "app.py"), ("bump", "pr-body", "pyproject.toml"), ("bump", "upgrade-plan", "pyproject.toml"),
+    ("bump", "upgrade-plan", "docs/notes.md"), ("patch rebase", "upgrade-plan", "app.py"),
+    ("patch rebase", "upgrade-plan", "docs/notes.md")])
+def test_a_draft_the_configuration_names_is_never_written_over_another_file(command: str, key: str, named: str, releases,
+                                                                             tmp_path: Path, monkeypatch, capsys) -> None:
+    """Campaign 12, R03: `pr-body = "app.py"` (or the configuration itself; `upgrade-plan` the
+    same) had the bump replace the file with the markdown draft, and say only `PR body: app.py`.
+    A file that is not an earlier draft is refused in one line, before anything is written."""
+    root = bump_project(tmp_path, f'{key} = "{named}"\n')
+    (root / "docs").mkdir(exist_ok=True)
+    (root / "docs/notes.md").write_text("# Notes kept by hand\n")
+    before = files_of(root)
+    monkeypatch.chdir(root)
+    argv = command.split() + ["--old", str(releases[0]), "--new", str(releases[1]), "--cache-dir", str(tmp_path / "c")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"sglang-contracts: error: refused to write {named}, which `{key}` names: it is not a draft")
+    assert err.count("\n") == 1 and files_of(root) == before
+
+
+def test_a_draft_is_written_over_an_earlier_draft(releases, tmp_path: Path, monkeypatch) -> None:
+    root = bump_project(tmp_path, 'pr-body = "notes/body.md"\n')
+    (root / "notes").mkdir()
+    (root / "notes/body.md").write_text("## What the bump did\n\nan earlier draft, edited by hand\n")
+    assert bump(root, releases, monkeypatch) == 1
+    body = (root / "notes/body.md").read_text()
+    assert body.startswith("## What the bump did\n") and "an earlier draft" not in body

@@ -526,3 +526,50 @@ def test_a_name_rebound_by_walrus_unpacking_or_a_conditional_to_something_untype
               "    for each in (C(), pair):\n        each.m(q=1)\n"  # 15
               "    kept = C()\n    again = lambda: (kept := pair)\n    kept.m(q=1)\n")  # 18
     assert _method_calls(scan_source("app/m.py", "app.m", source)) == {(("R:C",), ("m",), 18)}
+
+
+# -- receivers bound by `with ... as` (campaign 12, R01) -----------------------------------------
+
+def test_a_with_target_is_typed_as_what_the_managers_enter_returns() -> None:
+    """`with C() as c:` bound c to nothing typed, so `c.m(q=1)` was never judged. c is what C's
+    `__enter__` returns (`W:`), which the resolver takes only where that is the instance. An
+    `async with`, a tuple target, a manager of no known type, or c bound untyped elsewhere
+    leave none."""
+    source = ("from sglang.srt.a import C\n\n"
+              "async def f(x):\n"
+              "    with C() as c, x as y:\n        c.m(q=1)\n        y.m(q=1)\n"  # 5, 6
+              "    async with C() as a:\n        a.m(q=1)\n"  # 8
+              "    with C() as (t, u):\n        t.m(q=1)\n"  # 10
+              "    with C() as k:\n        k = x\n        k.m(q=1)\n")  # 13
+    assert _method_calls(scan_source("app/m.py", "app.m", source)) == {(("W:R:C",), ("m",), 5)}
+
+
+ENTERED_OLD = ("class C:\n    def m(self, q):\n        return q\n    def __enter__(self):\n        return self\n"
+               "    def __exit__(self, *a):\n        pass\n\n"
+               "class D(C):\n    def __enter__(self):\n        return self.m(1)\n")
+
+
+@pytest.mark.parametrize("line, judged", [
+    ("with C() as c:\n    c.m(q=1)\n", True),  # upstream's `__enter__` is `return self`
+    ("with Mine() as c:\n    c.m(q=1)\n", True),  # the project's own is
+    ("with D() as c:\n    c.m(q=1)\n", False),  # upstream's returns something else
+    ("with Other() as c:\n    c.m(q=1)\n", False),  # the project's own returns something else
+    # a bound method kept in a name, then called
+    ("e = C().m\ne(q=1)\n", True),
+    ("d = C()\ne = d.m\ne(q=1)\n", True),
+    ("e = C().m\ne = print\ne(q=1)\n", False),  # bound to something else too: untyped
+])
+def test_a_with_target_or_a_kept_method_is_judged_where_certain(tmp_path, line: str, judged: bool) -> None:
+    from sglang_contracts.check.runner import CheckOptions, run_check
+    from tests.helpers import upstream_tree, write_tree
+
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/a.py": ENTERED_OLD}, "1.0.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/a.py": ENTERED_OLD.replace("def m(self, q):\n        return q",
+                                                                                 "def m(self):\n        return 1")}, "1.0.1")
+    header = ("from sglang.srt.a import C, D\n\n"
+              "class Mine(C):\n    def __enter__(self):\n        return self\n\n"
+              "class Other(C):\n    def __enter__(self):\n        return registry()\n\n")
+    project = write_tree(tmp_path / "p", {"pyproject.toml": "[project]\nname = 'p'\n", "m.py": header + line})
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "c", workers=1))
+    found = [f"{d.path}:{d.line} {d.code}" for d in result.diagnostics]
+    assert found == ([f"m.py:{(header + line).count(chr(10))} SGC201"] if judged else [])

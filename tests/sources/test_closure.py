@@ -5,19 +5,23 @@ metadata and, for the others, only the wheel by ranges."""
 from __future__ import annotations
 
 import io
+import shutil
 import threading
+import time
 import zipfile
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from sglang_contracts.check.runner import CheckOptions, run_check
 from sglang_contracts.closure import index as index_module
+from sglang_contracts.closure import source as source_module
 from sglang_contracts.closure.delta import closure_delta
 from sglang_contracts.closure.index import IndexSettings, IndexUnreachable, PackageIndex, configured_index
-from sglang_contracts.closure.source import NO_INDEX, MetadataSource
+from sglang_contracts.closure.source import ABSENCE_LIFE, NO_INDEX, MetadataSource
 from sglang_contracts.closure.walk import walk
 from sglang_contracts.infra.cache import RecordCache
 from sglang_contracts.requirements import environments
@@ -149,7 +153,8 @@ def test_the_walk_is_bounded(tmp_path: Path, file_index: str) -> None:
 
 def test_what_was_read_once_is_read_offline(tmp_path: Path, file_index: str) -> None:
     first = walk(metadata_pins(SGLANG_NEW), frozenset(), X86, source_for(tmp_path, file_index))
-    offline = source_for(tmp_path, UNREACHABLE)
+    shutil.rmtree(tmp_path / "index")  # the index gone: the cache alone answers
+    offline = source_for(tmp_path, file_index)
     again = walk(metadata_pins(SGLANG_NEW), frozenset(), X86, offline)
     assert again.to_json() == first.to_json()
     assert offline.fetched == 0 and offline.unreachable is None  # every package version cached, the missing one too
@@ -164,10 +169,15 @@ def test_an_unreachable_index_leaves_the_closure_at_what_is_known(tmp_path: Path
 
 
 def test_no_index_reads_nothing_but_the_cache(tmp_path: Path, file_index: str) -> None:
-    source_for(tmp_path, file_index).pins("torch", "2.14.1")
+    """`none` reads the records of pip's configured index, which a run with no setting keeps;
+    not another index's (campaign 12, R02: a pull request's index named in its configuration)."""
+    source_for(tmp_path, file_index).pins("transformers", "5.19.0")
+    pips = MetadataSource(RecordCache(tmp_path / "cache"), None, make_index=lambda _: IndexSettings((file_index,)))
+    assert pips.pins("torch", "2.14.1") is not None
     cached_only = source_for(tmp_path, NO_INDEX)
     assert cached_only.pins("torch", "2.14.1") is not None
     assert cached_only.pins("torch", "2.9.1") is None and cached_only.fetched == 0
+    assert cached_only.pins("transformers", "5.19.0") is None  # cached from the other index only
 
 
 def test_malformed_pages_and_metadata_are_unknown_packages_not_failures(tmp_path: Path) -> None:
@@ -304,12 +314,13 @@ def test_pip_settings_are_read_as_pip_reads_them(monkeypatch) -> None:
     assert configured_index().urls == ("https://pypi.org/simple/",)
 
 
-def _bump(tmp_path: Path, project: dict[str, str], settings: dict) -> tuple[list[str], object]:
+def _bump(tmp_path: Path, project: dict[str, str], settings: dict, name: str = "project",
+          use_cache: bool = True) -> tuple[list[str], object]:
     old = upstream_tree(tmp_path / "old", {"sglang/srt/utils.py": "", "sglang-0.1.0.dist-info/METADATA": SGLANG_OLD}, "0.1.0")
     new = upstream_tree(tmp_path / "new", {"sglang/srt/utils.py": "", "sglang-0.2.0.dist-info/METADATA": SGLANG_NEW}, "0.2.0")
-    root = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'app'\n", **project})
+    root = write_tree(tmp_path / name, {"pyproject.toml": "[project]\nname = 'app'\n", **project})
     result = run_check([root], CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "c", workers=1,
-                                            settings=settings))
+                                            settings=settings, use_cache=use_cache))
     return [f"{d.path}:{d.line}:{d.col}: {d.code} {d.severity}" for d in result.diagnostics], result
 
 
@@ -346,12 +357,13 @@ def test_an_unreachable_index_is_one_note_and_the_run_goes_on(tmp_path: Path) ->
 
 def test_once_cached_a_bump_needs_no_index(tmp_path: Path, file_index: str) -> None:
     online, first = _bump(tmp_path, MILES_SHAPED, {"package-index": file_index})
-    offline, result = _bump(tmp_path, MILES_SHAPED, {"package-index": UNREACHABLE})
+    shutil.rmtree(tmp_path / "index")  # the index gone: the cache alone answers
+    offline, result = _bump(tmp_path, MILES_SHAPED, {"package-index": file_index})
     assert offline == online and len(online) == 3
     assert result.notes == first.notes and result.closure_delta.moves == first.closure_delta.moves
 
 
-def test_package_index_none_reads_the_closure_the_cache_holds(tmp_path: Path, file_index: str) -> None:
+def test_package_index_none_reads_the_closure_the_cache_holds(tmp_path: Path, file_index: str, monkeypatch) -> None:
     import json
 
     from sglang_contracts.reporters.json import write_json
@@ -364,7 +376,10 @@ def test_package_index_none_reads_the_closure_the_cache_holds(tmp_path: Path, fi
 
     _, cold = _bump(tmp_path / "cold", MILES_SHAPED, {"package-index": "none"})  # nothing cached: SGLang's pins alone
     assert not cold.closure_delta.reported and shape(cold) == "list" and not cold.notes
-    online, first = _bump(tmp_path, MILES_SHAPED, {"package-index": file_index})
+    # a run on pip's index (no setting) fills the cache `none` reads
+    monkeypatch.delenv("SGLANG_CONTRACTS_PACKAGE_INDEX")
+    monkeypatch.setattr(index_module, "_pip_config", lambda: {"global.index-url": file_index})
+    online, first = _bump(tmp_path, MILES_SHAPED, {})
     # one pin more, whose metadata the cache never held
     offline, result = _bump(tmp_path, {**MILES_SHAPED, "build.sh": "pip install torchaudio==2.8.0\n"}, {"package-index": "none"})
     # the same cache, the same findings and moves (the "What moves together" section), which says
@@ -378,6 +393,39 @@ def test_package_index_none_reads_the_closure_the_cache_holds(tmp_path: Path, fi
     write_markdown(result, out)
     assert "### What moves together" in out.getvalue() and result.closure_delta.unread[:40] in out.getvalue()
     assert (shape(result), shape(cold), shape(first)) == ("list", "list", "dict")
+
+
+def test_a_projects_own_index_folder_is_replayed_to_no_other_run(tmp_path: Path, file_index: str) -> None:
+    """Campaign 12, R02: metadata was cached by (name, version) whatever index gave it. A pull
+    request's project whose configuration names a folder of its own (`package-index = "index"`)
+    planted forged metadata (torch 2.14.1 requiring numpy==6.6.6, transformers missing) that
+    every later run on the same cache replayed, whatever index it was given, `none` too."""
+    forged = {**PACKAGES, ("torch", "2.14.1"): metadata("torch", "2.14.1", "numpy==6.6.6", "evilpkg==6.6.6")}
+    del forged["transformers", "5.19.0"]
+    write_index(tmp_path / "pr" / "index", forged)
+    _bump(tmp_path, MILES_SHAPED, {"package-index": "index"}, name="pr")
+    for settings in ({"package-index": file_index}, {"package-index": "none"}):
+        found, result = _bump(tmp_path, MILES_SHAPED, settings)
+        alone, fresh = _bump(tmp_path, MILES_SHAPED, settings, use_cache=False)
+        assert found == alone and [d.message for d in result.diagnostics] == [d.message for d in fresh.diagnostics]
+        assert result.closure_delta.moves == fresh.closure_delta.moves
+        assert result.closure_delta.notes == fresh.closure_delta.notes
+
+
+def test_a_closure_that_lacked_metadata_is_read_again_once_the_absence_is_old(tmp_path: Path, monkeypatch) -> None:
+    """Campaign 12, R02: a version the index had no wheel of was cached as such for good, and so
+    was the closure that lacked it: a page fixed later was never read again. The absence is
+    believed for ABSENCE_LIFE (a second run stays offline), then asked again."""
+    root = write_index(tmp_path / "index", {key: text for key, text in PACKAGES.items() if key != ("torch", "2.14.1")})
+    settings = {"package-index": root.as_uri()}
+    lacking, _ = _bump(tmp_path, MILES_SHAPED, settings)
+    assert "docker/Dockerfile:4:17: SGC711 warning" not in lacking  # torch 2.14.1's NCCL unknown
+    write_index(root, PACKAGES)  # the page fixed
+    assert _bump(tmp_path, MILES_SHAPED, settings)[0] == lacking  # within its life, the absence holds
+    later = time.time() + ABSENCE_LIFE + 60
+    monkeypatch.setattr(source_module, "time", SimpleNamespace(time=lambda: later))
+    found, _ = _bump(tmp_path, MILES_SHAPED, settings)
+    assert "docker/Dockerfile:4:17: SGC711 warning" in found
 
 
 def test_fix_moves_sglangs_own_pin_and_leaves_what_another_pin_brings(tmp_path: Path, file_index: str) -> None:
