@@ -112,7 +112,7 @@ class PathGlobs:
 
     def __init__(self, patterns: Iterable[str]) -> None:
         self._compiled = [re.compile(f"{fnmatch.translate(glob)}|{fnmatch.translate(glob + '/*')}")
-                          for glob in (pattern.strip("/") for pattern in patterns)]
+                          for glob in map(_relative_glob, patterns)]
         self._matched: dict[str, tuple[int, ...]] = {}
 
     def matched(self, relpath: str) -> tuple[int, ...]:
@@ -124,6 +124,15 @@ class PathGlobs:
 
     def matches(self, relpath: str) -> bool:
         return bool(self.matched(relpath))
+
+
+def _relative_glob(pattern: str) -> str:
+    """`./tests/*` as the paths it is matched with are written (`tests/x.py`): a leading `./`
+    made a glob match no file, silently."""
+    glob = pattern.strip("/")
+    while glob.startswith("./"):
+        glob = glob[2:].lstrip("/")
+    return glob
 
 
 class FileIgnores:

@@ -228,3 +228,15 @@ def test_a_pyproject_that_does_not_parse_is_an_sgc000(tmp_path: Path, capsys) ->
     (project / "pyproject.toml").write_text('[project\nname="q"\ndependencies=["sglang==1.0.0"]\n')
     assert main(["check", str(project), "--old", str(OLD), "--new", str(NEW), "--cache-dir", str(tmp_path / "c")]) == 1
     assert "pyproject.toml:1:1: SGC000 cannot analyse this file (not valid TOML" in capsys.readouterr().out
+
+
+def test_a_glob_written_from_the_project_root_matches_as_one_without_its_dot() -> None:
+    """`"./tests/*"` in per-file-ignores or exclude matched no file, silently: the paths it is
+    matched with are written `tests/x.py`."""
+    from sglang_contracts.diagnostics.suppressions import FileIgnores, PathGlobs
+
+    ignores = FileIgnores({"./tests/*": ["SGC1"], ".//pkg/a.py": ["SGC2"], "other.py": ["SGC3"]})
+    assert ignores.ignored("SGC101", "tests/test_x.py") and ignores.ignored("SGC201", "pkg/a.py")
+    assert not ignores.ignored("SGC201", "tests/test_x.py") and not ignores.ignored("SGC101", "pkg/tests/x.py")
+    assert PathGlobs(["./demo_omni/broken*"]).matches("demo_omni/broken.py")
+    assert not PathGlobs(["./demo_omni/broken*"]).matches("demo_omni/ok.py")
