@@ -213,10 +213,18 @@ def _path(given: str) -> Path | _Empty:
 
 
 def _refuse_empty_options(args: argparse.Namespace) -> None:
-    """A usage error naming the first option given as an empty string (_path, _index_location)."""
+    """A usage error naming the first option given as an empty string (_path, _index_location);
+    and one when the working folder is gone (removed under a shell still in it), which every
+    command but `rules` and `explain` resolves paths against (campaign 13, R04: a traceback)."""
     for name, value in vars(args).items():
         if value is EMPTY:
             raise UsageError(f"--{name.replace('_', '-')} is empty: give a path")
+    if args.command not in ("rules", "explain", None):
+        try:
+            os.getcwd()
+        except OSError as error:
+            raise UsageError(f"the working folder cannot be read ({error.strerror or error}): "
+                             "run from an existing folder") from None
 
 
 def _idle_seconds(given: str) -> float:

@@ -73,7 +73,10 @@ def start_early(workers: int | None = None) -> None:
         if _RUN.active <= 0 or _RUN.forked_copy:
             return
         if _RUN.pool is None:
-            _RUN.pool = _new_pool(workers)
+            try:
+                _RUN.pool = _new_pool(workers)
+            except OSError:  # only a head start: a stage that needs the pool says why it has none
+                return
         pool = _RUN.pool
     # From a thread of its own: the first submission waits for the server to import the parsers
     # (a third of a second), which this thread spends reading the project instead.

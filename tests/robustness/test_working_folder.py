@@ -75,3 +75,22 @@ def test_every_python_process_the_tool_starts_leaves_the_working_folder_out() ->
                      and isinstance(node.value, ast.Name) and node.value.id == "sys"
                      for node in ast.walk(ast.parse(path.read_text())))]
     assert naming == ["sglang_contracts/infra/pythonpath.py"]
+
+
+def test_a_removed_working_folder_is_one_error_line(tmp_path) -> None:
+    """A shell still in a folder removed under it (campaign 13, R04: a traceback from `python -m`,
+    an internal error from the console script); `rules` needs no folder."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'p'\n", "m.py": "x = 1\n"})
+    for command in (["check", str(project)], ["fix", str(project)], ["rules"]):
+        done = subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(gone),
+                               sys.executable, "-m", "sglang_contracts", *command],
+                              env=checkout_env(), capture_output=True, text=True, timeout=120)
+        gone.mkdir()
+        if command == ["rules"]:
+            assert done.returncode == 0 and "SGC001" in done.stdout, done.stderr
+            continue
+        assert (done.returncode, done.stdout) == (2, ""), done.stderr
+        assert done.stderr == ("sglang-contracts: error: the working folder cannot be read "
+                               "(No such file or directory): run from an existing folder\n")
