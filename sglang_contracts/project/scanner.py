@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from sglang_contracts.project import dispatches, gates
 from sglang_contracts.project.facts import (
@@ -95,7 +95,7 @@ NOQA = re.compile(r"#\s*noqa(?P<colon>\s*:\s*(?P<codes>[^#\n]*))?", re.I)
 CODE = re.compile(r"(?<![A-Z])[A-Z]+[0-9]+")  # from a run's start only: not from each letter of a long run
 
 
-def parse_noqa(text: str) -> dict[int, list[str] | None]:
+def parse_noqa(text: str, in_string: Callable[[int, int], bool] | None = None) -> dict[int, list[str] | None]:
     """`# noqa` silences every code on its line; `# noqa: SGC101,SGC102` only those.
 
     A `# noqa: something-else` written for another tool names none of our codes and
@@ -106,6 +106,8 @@ def parse_noqa(text: str) -> dict[int, list[str] | None]:
         if "noqa" not in line.lower():
             continue
         for match in NOQA.finditer(line):
+            if in_string is not None and in_string(number, len(line[:match.start()].encode("utf-8", "surrogatepass"))):
+                continue  # the pattern in a string's text is no comment (campaign 13, R05)
             if not match.group("colon"):
                 result[number] = None
                 break
@@ -115,6 +117,19 @@ def parse_noqa(text: str) -> dict[int, list[str] | None]:
                 if existing is not None:
                     result[number] = sorted(set(existing) | set(codes))
     return result
+
+
+def string_test(module: ast.Module, lines: set[int]) -> Callable[[int, int], bool]:
+    """Whether (line, UTF-8 column) is inside a string literal of the module, asked of `lines`
+    only (the lines a `# noqa` pattern matched: a walk of the tree for the few files with one)."""
+    spans = [(node.lineno, node.col_offset, node.end_lineno, node.end_col_offset) for node in ast.walk(module)
+             if (type(node) is ast.JoinedStr or type(node) is ast.Constant and isinstance(node.value, str))
+             and node.end_lineno is not None and any(node.lineno <= line <= node.end_lineno for line in lines)]
+
+    def inside(line: int, col: int) -> bool:
+        return any((first, start) <= (line, col) < (last, end) for first, start, last, end in spans)
+
+    return inside
 
 
 def _handler_names(handler: ast.ExceptHandler) -> list[str]:
@@ -1611,6 +1626,8 @@ def scan_source(path: str, module_name: str, text: str, packages: tuple[str, ...
     except Exception as error:  # SyntaxError, ValueError on NUL bytes, RecursionError on deep nesting
         facts.parse_error = _syntax_error(error)
         return facts
+    if facts.noqa:
+        facts.noqa = parse_noqa(text, string_test(module, set(facts.noqa)))
     try:
         _collect(module, module_name, path, text, facts, packages)
     except Exception as error:  # a scanner bug, or a tree too deep to walk, costs one file, never the run

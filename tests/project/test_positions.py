@@ -64,3 +64,15 @@ def test_a_file_that_does_not_parse_gives_where_and_why():
     broken = scan_source("pkg/bad.py", "pkg.bad", "def f(:\n    pass\n", ("pkg",))
     assert broken.parse_error is not None and broken.parse_error[0] == 1
     assert broken.parse_error[2]  # CPython's message
+
+
+def test_a_noqa_pattern_in_a_string_s_text_is_no_comment() -> None:
+    """`f(b="# noqa: SGC201")` silenced the line's findings (campaign 13, R05): only a comment
+    is one, as ruff reads them; one after the string, and one on a line inside no string, are."""
+    text = ('f(1, b="# noqa: SGC201")\n'
+            'f(1, b=2); s = "see #noqa"\n'
+            's = """\n# noqa\n"""\n'
+            'f(1, b="é # noqa")  # noqa: SGC202\n'
+            'f(1, b=f"{s} # noqa")\n'
+            'f(1, b=2)  # noqa\n')
+    assert scan_source("m.py", "m", text).noqa == {6: ["SGC202"], 8: None}
