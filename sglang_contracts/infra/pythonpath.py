@@ -34,14 +34,3 @@ def safe_path_environment() -> Iterator[None]:
             os.environ.pop("PYTHONSAFEPATH", None)
         else:
             os.environ["PYTHONSAFEPATH"] = before
-
-
-def drop_working_folder(path: list[str]) -> None:
-    """`python -m sglang_contracts` put the working folder first on `sys.path`: taken out before
-    anything else is imported (this package itself is imported already, from wherever it is)."""
-    try:
-        working = os.getcwd()
-    except OSError:  # gone: nothing can be imported from it, and the command says so (cli.py)
-        return
-    if not sys.flags.safe_path and path and path[0] in ("", working):
-        del path[0]

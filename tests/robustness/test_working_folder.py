@@ -59,7 +59,8 @@ def test_python_m_in_the_project_folder_checks_it_without_importing_from_it(tmp_
     new = upstream_tree(tmp_path / "new", {"sglang/srt/a.py": "y = 1\n"}, "0.2.0")
     project = tmp_path / "project"
     write_tree(project, {"pyproject.toml": "[project]\nname = 'p'\n", "m.py": "from sglang.srt.a import x\n"})
-    (project / "griffe.py").write_text(f"open({str(marks)!r} + '/griffe', 'w')\n")
+    for name in ("griffe", "typing", "__future__", "re", "dataclasses"):  # imported first by the tool's own modules
+        (project / f"{name}.py").write_text(f"open({str(marks)!r} + '/{name}', 'w')\n")
     done = subprocess.run([sys.executable, "-m", "sglang_contracts", "check", "--old", str(old), "--new", str(new),
                            "--cache-dir", str(tmp_path / "cache")], cwd=project,
                           env=checkout_env(SGLANG_CONTRACTS_PACKAGE_INDEX="none"), capture_output=True, text=True,
