@@ -448,7 +448,9 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         return not excluded(relpath)
 
     def reported(relpath: str) -> bool:
-        return _under_any(root / relpath, wanted) and recorded(relpath)
+        # A folder on a named path's way is what made it unread (a link out of the project): its SGC000 is said.
+        path = root / relpath
+        return (_under_any(path, wanted) or path != root and _on_the_way(path, wanted)) and recorded(relpath)
 
     text = ProjectText(root)
     noqa = NoqaIndex(project.files, text)
@@ -841,6 +843,10 @@ def _release_files(name: str, models: tuple[UpstreamModel, ...]) -> list[str]:
 
 def _under_any(path: Path, folders: list[Path]) -> bool:
     return any(path == folder or folder in path.parents for folder in folders)
+
+
+def _on_the_way(folder: Path, paths: list[Path]) -> bool:
+    return any(folder in path.parents for path in paths)
 
 
 def excluder(options: CheckOptions) -> Callable[[str], bool] | None:
