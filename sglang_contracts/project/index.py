@@ -49,6 +49,7 @@ FROM_IMPORT = re.compile(r"from[ \t]+(?P<source>\.*[\w.]*)[ \t]+import[ \t]+(?P<
 IMPORTED_NAME = re.compile(r"\b(\w+)\b(?:\s+as\s+\w+)?")
 PLAIN_IMPORT = re.compile(r"import[ \t]+([^\n]*)")
 LISTING = "listing the folder"  # the stage of a Problem about a project folder that cannot be listed
+UNREAD_FOLDER = "in an environment, a build's output or a tool's folder, not read"  # a named path there
 
 
 def mentions(text: str, word: str) -> Iterator[int]:
@@ -88,6 +89,22 @@ def skipped_folder(parent: str, name: str, beside: list[str]) -> bool:
     if name in BUILD_OUTPUTS and not BUILD_FILES.isdisjoint(beside):
         return True
     return any(os.path.lexists(os.path.join(parent, name, mark)) for mark in ENVIRONMENT_MARKS)
+
+
+def skipped_on_the_way(path: Path, root: Path) -> bool:
+    """Whether `path` (a file or folder below `root`) is in, or is, a folder the project's walk
+    from the root does not go into (project_folders)."""
+    try:
+        names = path.relative_to(root).parts
+    except ValueError:
+        return False
+    folder = root
+    for name in names if path.is_dir() else names[:-1]:
+        beside = [file for file in BUILD_FILES if (folder / file).is_file()]
+        if skipped_folder(os.fspath(folder), name, beside) or (folder / name / CACHEDIR_TAG).is_file():
+            return True
+        folder = folder / name
+    return False
 
 
 def walk_project(paths: list[Path], accept: Callable[[str], bool],

@@ -45,3 +45,20 @@ def test_a_file_of_a_subpackage_named_env_is_checked_when_named_as_the_pre_commi
                    "--files", "mypkg/env/z.py"])
     assert status == 1
     assert "mypkg/env/z.py:1:26: SGC102" in capsys.readouterr().out
+
+
+def test_a_file_named_in_a_build_output_or_an_environment_is_one_sgc000(tmp_path: Path, monkeypatch, capsys) -> None:
+    old, new = small_releases(tmp_path)
+    root = write_tree(tmp_path / "p", {"pyproject.toml": '[project]\nname = "p"\n', "ok.py": "import sglang.srt.a\n",
+                                       "build/lib/z.py": IMPORTS_A_REMOVED_NAME, "venv/z.py": IMPORTS_A_REMOVED_NAME,
+                                       "venv/pyvenv.cfg": "home = /usr/bin\n"})
+    monkeypatch.chdir(root)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    for named in ("build/lib/z.py", "venv/z.py"):
+        for _ in range(2):  # computed, then replayed
+            assert main(["check", "--old", str(old), "--new", str(new), *cache, "--files", named, "ok.py"]) == 1
+            lines = capsys.readouterr().out.splitlines()
+            assert [line.split(" SGC000 ")[0] for line in lines if " SGC000 " in line] == [f"{named}:1:1:"]
+            assert any("in an environment, a build's output or a tool's folder, not read" in line for line in lines)
+    assert main(["check", "--old", str(old), "--new", str(new), *cache]) == 0  # the whole project: not named, not said
+    assert "SGC000" not in capsys.readouterr().out
