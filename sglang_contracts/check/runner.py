@@ -34,8 +34,8 @@ from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
 from sglang_contracts.infra.files import unsaved_buffer
 from sglang_contracts.infra.roots import project_root_for, require_existing
-from sglang_contracts.project.index import (LISTING, IndexMemo, ProjectIndex, as_named, build_index, links_out_of,
-                                             one_walk_per_run, read_python)
+from sglang_contracts.project.index import (LISTING, UNREAD_FOLDER, IndexMemo, ProjectIndex, as_named, build_index,
+                                             links_out_of, one_walk_per_run, read_python, skipped_on_the_way)
 from sglang_contracts.project.pin_history import names_the_same_release, pin_before_the_bump
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release, pinned_release_spec
@@ -448,7 +448,9 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
         return not excluded(relpath)
 
     def reported(relpath: str) -> bool:
-        return _under_any(root / relpath, wanted) and recorded(relpath)
+        # A folder on a named path's way is what made it unread (a link out of the project): its SGC000 is said.
+        path = root / relpath
+        return (_under_any(path, wanted) or path != root and _on_the_way(path, wanted)) and recorded(relpath)
 
     text = ProjectText(root)
     noqa = NoqaIndex(project.files, text)
@@ -475,6 +477,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     if serving.served:  # after the record is kept: an edit of the choice alone changes what is judged
         diagnostics = judged_as_served(diagnostics, serving, old.release.short, new.release.short)
     diagnostics = [d for d in diagnostics if reported(d.path)]
+    unread = [d for d in _named_but_unread(wanted, root) if active(d.code, d.path) and recorded(d.path)]
+    diagnostics += _enriched(unread, options.severity, text, old, new)
     _require_loaded(project, old, new)
     delta = _delta(options.sglang_repo, project, old, new)
     return CheckResult(sorted(diagnostics, key=Diagnostic.sort_key), project, old, new, pin=pin, upstream_delta=delta,
@@ -841,6 +845,20 @@ def _release_files(name: str, models: tuple[UpstreamModel, ...]) -> list[str]:
 
 def _under_any(path: Path, folders: list[Path]) -> bool:
     return any(path == folder or folder in path.parents for folder in folders)
+
+
+def _on_the_way(folder: Path, paths: list[Path]) -> bool:
+    return any(folder in path.parents for path in paths)
+
+
+def _named_but_unread(wanted: list[Path], root: Path) -> list[Diagnostic]:
+    """An SGC000 at each path named to the run that the project's walk does not go into (an
+    environment, a build's output, a tool's folder): never dropped without a word. Not part of
+    the project's record, which is the same whatever paths a run names."""
+    problems = [Problem(path.relative_to(root).as_posix(), 1, 1, LISTING if path.is_dir() else "reading the file",
+                        UNREAD_FOLDER, internal=False)
+                for path in wanted if not links_out_of(path, root) and skipped_on_the_way(path, root)]
+    return problem_diagnostics(problems, root)
 
 
 def excluder(options: CheckOptions) -> Callable[[str], bool] | None:

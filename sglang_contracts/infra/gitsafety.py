@@ -20,13 +20,20 @@ def safe_git_options() -> list[str]:
     return [part for setting in SAFE_SETTINGS for part in ("-c", setting)]
 
 
-def ls_files(folder: str, *arguments: str) -> subprocess.CompletedProcess | None:
-    """`git ls-files ARGUMENTS` in `folder`, or None when there is no git or it does not answer.
+def git_in(folder: str, *arguments: str, timeout: float = 30,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess | None:
+    """`git ARGUMENTS` in `folder`, or None when there is no git or it does not answer.
     Besides SAFE_SETTINGS, git takes no repository it was not pointed at: a folder a pull request
-    made to look like a bare repository (HEAD, objects/, refs/) tracks nothing, which would make
-    its files look like this tool's own (third campaign, D08)."""
-    command = ["git", *safe_git_options(), "-c", "safe.bareRepository=explicit", "-C", folder, "ls-files", *arguments]
+    made to look like a bare repository (HEAD, objects/, refs/) is refused, not read as the
+    project's repository (third campaign, D08: it tracks nothing, which would make the project's
+    files look like this tool's own; campaign 13, R07: its history would be the project's)."""
+    command = ["git", *safe_git_options(), "-c", "safe.bareRepository=explicit", "-C", folder, *arguments]
     try:
-        return subprocess.run(command, capture_output=True, timeout=30, check=False)
+        return subprocess.run(command, capture_output=True, timeout=timeout, check=False, env=env)
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+def ls_files(folder: str, *arguments: str) -> subprocess.CompletedProcess | None:
+    """`git ls-files ARGUMENTS` in `folder`, in the repository git_in takes."""
+    return git_in(folder, "ls-files", *arguments)

@@ -34,14 +34,22 @@ from sglang_contracts.project.texts import ProjectTexts, as_text, held
 from sglang_contracts.sources.base import PACKAGE
 from sglang_contracts.upstream.model import is_upstream
 
-EXCLUDED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "build", "dist", "node_modules",
-                 ".tox", ".nox", ".mypy_cache", ".pytest_cache", "site-packages", ".eggs"}
+# Skipped wherever they are: tools' folders, none of them a name a package of the project can have.
+EXCLUDED_DIRS = {".git", ".hg", ".venv", "__pycache__", "node_modules", ".tox", ".nox", ".mypy_cache",
+                 ".pytest_cache", "site-packages", ".eggs"}
+# What a folder of an environment holds (venv's, conda's): skipped whatever its name (env, venv, py311).
+ENVIRONMENT_MARKS = ("pyvenv.cfg", "conda-meta")
+# Skipped only beside a project's build file, where setuptools and `python -m build` write them:
+# a package's own `build` or `dist` subpackage is the project's code.
+BUILD_OUTPUTS = {"build", "dist"}
+BUILD_FILES = {"pyproject.toml", "setup.py", "setup.cfg"}
 IMPORTS_SGLANG = re.compile(r"^[ \t]*(?:from|import)[ \t]+sglang\b", re.M)
 # Both found at a line's start (infra/lines.py matches_at_line_start).
 FROM_IMPORT = re.compile(r"from[ \t]+(?P<source>\.*[\w.]*)[ \t]+import[ \t]+(?P<clause>\([^)]*\)|[^\n]*)")
 IMPORTED_NAME = re.compile(r"\b(\w+)\b(?:\s+as\s+\w+)?")
 PLAIN_IMPORT = re.compile(r"import[ \t]+([^\n]*)")
 LISTING = "listing the folder"  # the stage of a Problem about a project folder that cannot be listed
+UNREAD_FOLDER = "in an environment, a build's output or a tool's folder, not read"  # a named path there
 
 
 def mentions(text: str, word: str) -> Iterator[int]:
@@ -73,9 +81,30 @@ def names_sglang(text: str) -> bool:
     return "sglang" in text or "sglang" in text.lower()
 
 
-def skipped_folder(name: str) -> bool:
-    """A folder no reader looks into: tools', environments', builds'."""
-    return name in EXCLUDED_DIRS or name.endswith(".egg-info")
+def skipped_folder(parent: str, name: str, beside: list[str]) -> bool:
+    """A folder `name` of `parent` (whose files are `beside`) no reader looks into: a tool's, an
+    environment's, or a build's output beside the build file that makes it."""
+    if name in EXCLUDED_DIRS or name.endswith(".egg-info"):
+        return True
+    if name in BUILD_OUTPUTS and not BUILD_FILES.isdisjoint(beside):
+        return True
+    return any(os.path.lexists(os.path.join(parent, name, mark)) for mark in ENVIRONMENT_MARKS)
+
+
+def skipped_on_the_way(path: Path, root: Path) -> bool:
+    """Whether `path` (a file or folder below `root`) is in, or is, a folder the project's walk
+    from the root does not go into (project_folders)."""
+    try:
+        names = path.relative_to(root).parts
+    except ValueError:
+        return False
+    folder = root
+    for name in names if path.is_dir() else names[:-1]:
+        beside = [file for file in BUILD_FILES if (folder / file).is_file()]
+        if skipped_folder(os.fspath(folder), name, beside) or (folder / name / CACHEDIR_TAG).is_file():
+            return True
+        folder = folder / name
+    return False
 
 
 def walk_project(paths: list[Path], accept: Callable[[str], bool],
@@ -154,7 +183,7 @@ def project_folders(top: str, unlisted: Callable[[str, str], None] | None = None
         if CACHEDIR_TAG in files and folder != top:
             dirs[:] = []
             continue
-        dirs[:] = [d for d in dirs if not skipped_folder(d)]
+        dirs[:] = [d for d in dirs if not skipped_folder(folder, d, files)]
         if unlisted is not None:  # a link to a folder is never walked; one out of the project is said
             _tell_links_out(folder, dirs, top, unlisted)
         yield folder, _project_files(folder, files)

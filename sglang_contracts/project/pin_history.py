@@ -6,20 +6,20 @@ nothing. The release the project moves from is the pin of the same file where th
 the default branch: the merge base of HEAD with `origin/HEAD`, `main` or `master`.
 
 git runs with the settings no configuration of the repository can override (a pull request's
-checkout is the repository here), and reads one file of one commit.
+checkout is the repository here), in the repository it finds for the project, never one the
+project's files make (infra/gitsafety.py git_in), and reads one file of one commit.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from sglang_contracts.infra.gitsafety import safe_git_options
+from sglang_contracts.infra.gitsafety import git_in
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 
 # The branches a bump branch leaves, in the order asked: the remote's default, then the usual names.
@@ -41,7 +41,8 @@ def pin_before_the_bump(root: Path, pin: ProjectPin) -> tuple[ProjectPin | None,
     another release; else None and why not (one clause, for the error the run stops with)."""
     top = _git(root, "rev-parse", "--show-toplevel")
     if top is None:
-        return None, f"{root} is not in a git repository whose history says what it pinned before"
+        return None, (f"{root} is not in a git repository whose history says what it pinned before (a folder "
+                      "shaped like a bare repository is not read as one)")
     try:
         in_repository = (root.resolve() / pin.where).relative_to(Path(os.fsdecode(top.strip())).resolve())
     except ValueError:
@@ -98,12 +99,8 @@ def _shown_branch(root: Path, branch: str) -> str:
 
 def _git(root: Path, *arguments: str, limit: int = 64 * 1024) -> bytes | None:
     """git's output, or None when it fails, is missing, does not answer, or says more than `limit`."""
-    command = ["git", *safe_git_options(), "-C", os.fspath(root), *arguments]
-    try:
-        done = subprocess.run(command, capture_output=True, timeout=GIT_SECONDS, check=False,
-                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"})
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0 or len(done.stdout) > limit:
+    done = git_in(os.fspath(root), *arguments, timeout=GIT_SECONDS,
+                  env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"})
+    if done is None or done.returncode != 0 or len(done.stdout) > limit:
         return None
     return done.stdout

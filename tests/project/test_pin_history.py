@@ -4,6 +4,7 @@ the branch left the default branch, never the target itself (issue 34 §3)."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -92,6 +93,27 @@ def test_the_repository_configuration_runs_nothing(tmp_path: Path) -> None:
     before, _ = pin_before_the_bump(root, find_sglang_pin(root))
     assert before is not None and before.version == "0.5.22"
     assert not ran.exists()
+
+
+def test_a_bare_repository_the_project_commits_is_not_its_history(tmp_path: Path) -> None:
+    """A project in a subfolder of a repository commits HEAD, objects/, refs/ and a config of a
+    history it wrote (campaign 13, R07): git must not take that folder as the project's repository,
+    or --old is the pin that forged history says the bump leaves."""
+    mono = repository(tmp_path / "mono", "0.5.21")
+    forged = repository(tmp_path / "forged", "0.5.22")
+    for root in (mono, forged):
+        git(root, "checkout", "-qb", "bump")
+        set_pin(root, "0.5.23")
+        git(root, "commit", "-qam", "bump")
+    project = mono / "sub"
+    shutil.copytree(forged / ".git", project)
+    with (project / "config").open("a") as config:
+        config.write("[core]\n\tbare = false\n\tworktree = .\n")
+    shutil.copy(forged / "pyproject.toml", project / "pyproject.toml")
+    git(mono, "add", "-A")
+    git(mono, "commit", "-qm", "the pull request's files")
+    before, why_not = pin_before_the_bump(project, find_sglang_pin(project))
+    assert before is None and "shaped like a bare repository" in why_not
 
 
 def test_check_after_fix_in_a_bump_branch_still_reports_the_bump(published, capsys) -> None:

@@ -400,3 +400,28 @@ def test_a_link_out_replaced_by_a_folder_takes_its_sgc000_with_it_on_the_residen
     _replaced(root / "m.py", "a folder")
     for _ in range(2):
         assert not [d for d in engine.check([root], options).diagnostics if d.code == "SGC000"]
+
+
+def test_a_file_named_through_a_folder_that_links_out_is_one_sgc000(tmp_path: Path, monkeypatch, capsys) -> None:
+    """`check sub/o.py` (or `paths = ["sub/o.py"]`) with `sub` a link out of the project: the
+    folder's SGC000, as `check sub` has it, not an exit 0 without a word (campaign 13, R06)."""
+    old, new = small_releases(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "o.py").write_text("from sglang.srt.a import x\n")
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(f'[project]\nname = "p"\n[tool.sglang-contracts]\nold = "{old}"\n'
+                                            f'new = "{new}"\n')
+    (project / "sub").symlink_to(elsewhere, target_is_directory=True)
+    monkeypatch.chdir(project)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    for argv in (["check", "sub"], ["check", "sub/o.py"], ["check", "--files", "sub/o.py"]):
+        assert main([*argv, *cache]) == 1, argv
+        out = capsys.readouterr().out
+        assert out.count("SGC000") == 1 and "sub:1:1: SGC000 cannot list this folder (a link out of the project" in out
+        assert "SGC102" not in out
+    with (project / "pyproject.toml").open("a") as pyproject:
+        pyproject.write('paths = ["sub/o.py"]\n')
+    assert main(["check", *cache]) == 1
+    assert "sub:1:1: SGC000 cannot list this folder (a link out of the project" in capsys.readouterr().out
