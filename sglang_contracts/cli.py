@@ -32,7 +32,9 @@ FORMATS = ("text", "json", "sarif", "github", "markdown")
 INCOMPLETE = 3  # exit status: the report was written, but an internal error (SGC001) left parts out
 MAX_IDLE_SECONDS = 7 * 24 * 3600.0  # a week: `inf` or 1e309 would be a daemon that never leaves
 INTERRUPTED = 130  # 128 + SIGINT
-TERMINATED = 143  # 128 + SIGTERM
+# Signals that end a run as an interrupt does, the status 128 + the signal's number: SIGTERM (a CI
+# job cancelled, `timeout`), SIGHUP (the terminal or ssh session closed), SIGQUIT (Ctrl-\ at a terminal).
+ENDING_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
 READER_LEFT = 141  # 128 + SIGPIPE, as a shell tells of a writer whose reader left: the status was not yet known
 NAMED_FILES = "--files"  # the pre-commit hooks' entry ends with it: see _paths_after_files
 
@@ -565,20 +567,26 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM (a CI job cancelled, `timeout`), met as an interrupt is: the run's workers and their
-    semaphores are let go on the way out. Left to its default, the resource tracker warned of
-    leaked semaphores on standard error (campaign 9, R25)."""
+    """One of ENDING_SIGNALS, met as an interrupt is: the run's workers and their semaphores are
+    let go on the way out. Left to its default, the resource tracker warned of leaked semaphores
+    on standard error (campaign 9, R25: SIGTERM; campaign 13, R10: SIGHUP)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.status = 128 + signum  # as a shell tells of a process the signal ended
 
 
 def _terminate(signum: int, frame: object) -> NoReturn:
-    raise _Terminated
+    raise _Terminated(signum)
 
 
 def entry() -> NoReturn:
     """The process's entry point (the console script, `python -m sglang_contracts`): main's
     status, and an exit that frees nothing the run made (infra/process_exit.py)."""
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _terminate)
+    for name in ENDING_SIGNALS:
+        number = getattr(signal, name, None)  # SIGHUP and SIGQUIT are not on Windows
+        if number is not None and signal.getsignal(number) is signal.SIG_DFL:  # not one ignored (nohup)
+            signal.signal(number, _terminate)
     exit_without_teardown(main())
 
 
@@ -628,7 +636,7 @@ def _guarded(command: Callable[[], Status]) -> Status | int:
         print(f"sglang-contracts: error: {printable(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:
-        return TERMINATED if isinstance(interrupt, _Terminated) else INTERRUPTED
+        return interrupt.status if isinstance(interrupt, _Terminated) else INTERRUPTED
     except BrokenPipeError:  # written outside standard_output(): the command's status is lost
         discard_standard_output()
         return READER_LEFT

@@ -66,7 +66,10 @@ class Workspace:
                     document.note(1, 1, "import", f"the fix cannot be built ({error})")
 
     def path_of(self, relpath: str) -> Path:
-        path = (self.root / relpath).resolve()
+        try:
+            path = (self.root / relpath).resolve()
+        except ValueError:  # a character with no byte in this locale (UnicodeEncodeError), a NUL
+            raise NotRewritable("not a name a file can have here") from None
         if not path.is_relative_to(self.root):  # `..`, an absolute path, a link out of the project
             raise NotRewritable("outside the project")
         return path

@@ -1,12 +1,13 @@
 """A run whose every input is unchanged replays its findings instead of recomputing them.
 
 The inputs are this tool's own code and rule catalog, the Python version (its parser), the
-options, the two releases, the files named on the command line, and every file below the
-project root that any check may read (the folders every reader skips, like .git and .venv,
-excepted), by path, size and modification time. A release is named by its content: a published
-version by its name, a git ref by its commit, a directory by its package files' paths, sizes
-and modification times (sources.content_identity). Any change to any input, a file merely
-touched included, makes a run that is not replayed (incremental.py then recomputes what changed).
+file system encoding (the str a file name's bytes make), the options, the two releases, the
+files named on the command line, and every file below the project root that any check may read
+(the folders every reader skips, like .git and .venv, excepted), by path, size and modification
+time. A release is named by its content: a published version by its name, a git ref by its
+commit, a directory by its package files' paths, sizes and modification times
+(sources.content_identity). Any change to any input, a file merely touched included, makes a
+run that is not replayed (incremental.py then recomputes what changed).
 """
 
 from __future__ import annotations
@@ -152,6 +153,14 @@ def inventory(root: Path, named_patches: list[str], accept=lambda name: True,
     return [row for name, row in (listed if listed is not None else listing(root, named_patches)) if accept(name)]
 
 
+def _file_name_decoding() -> list[str]:
+    """How this process reads a file name's bytes (os.fsdecode): a finding names its file by the
+    str they make, and the same bytes make another str under another locale ('ü' in UTF-8, two
+    surrogates in ASCII). A record made under one is not replayed under another, whose reports
+    would name files by strings of another process (campaign 13, R03: a UnicodeEncodeError)."""
+    return [sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()]
+
+
 def run_key(root: Path, paths: list[Path], options: Any, old_spec: str,
             listed: list[tuple[str, str]] | None = None) -> str | None:
     """The key of this run's findings, or None when a release's content cannot be told (no
@@ -174,6 +183,7 @@ def inputs_key(root: Path, paths: list[Path], options: Any, old_spec: str, accep
     header = json.dumps({
         "tool": tool_fingerprint(), "python": list(sys.version_info[:2]), "releases": releases,
         "options": fields, "root": str(root), "paths": sorted(str(as_named(p, root)) for p in paths),
+        "file_names": _file_name_decoding(),
     }, sort_keys=True, default=str)
     digest = hashlib.sha256(header.encode())
     for row in inventory(root, named_patches, accept, listed):

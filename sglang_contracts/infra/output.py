@@ -1,5 +1,5 @@
 """What a command writes: its report on standard output, and the files the user names
-(`-o`, `--plan`, `--tree`, `--write-baseline`).
+(`-o`, `--plan`, `--tree`, `--write-baseline`); and standard input, which `lsp` reads.
 
 A reader that leaves early (`check | head -1`) is not an error: it changes neither the rest of
 the run nor its exit status. An output that cannot be written (`> /dev/full`, a read-only
@@ -14,7 +14,7 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import BinaryIO, Iterator, TextIO
 
 from sglang_contracts.infra.files import why_unwritable
 from sglang_contracts.infra.errors import ContractsError, shown
@@ -22,6 +22,10 @@ from sglang_contracts.infra.errors import ContractsError, shown
 
 class WriteError(ContractsError):
     """An output the user named cannot be written."""
+
+
+class ReadError(ContractsError):
+    """Standard input cannot be read: closed, or opened for writing only."""
 
 
 def usable_standard_streams() -> None:
@@ -32,6 +36,40 @@ def usable_standard_streams() -> None:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the process's standard output, for good
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+
+
+class StandardInput:
+    """The `readline` and `read` of standard input's bytes, whose failure is one line (ReadError):
+    standard input opened for writing only (`0>file`) was an OSError at the first read, an
+    internal error."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+
+    def readline(self, size: int = -1) -> bytes:
+        with _reading():
+            return self._stream.readline(size)
+
+    def read(self, size: int = -1) -> bytes:
+        with _reading():
+            return self._stream.read(size)
+
+
+@contextmanager
+def _reading() -> Iterator[None]:
+    try:
+        yield
+    except OSError as error:
+        raise ReadError(f"cannot read standard input ({error.strerror or type(error).__name__})") from None
+
+
+def standard_input() -> StandardInput:
+    """Standard input, for a command that reads it. Closed when the process started (`<&-`, a
+    daemonised launcher), it is None in Python and was an AttributeError, an internal error
+    (campaign 13, R09): one line that says so instead, nothing being there to read."""
+    if sys.stdin is None:
+        raise ReadError("standard input is closed: there is nothing to read")
+    return StandardInput(sys.stdin.buffer)
 
 
 def blocking_standard_streams() -> None:

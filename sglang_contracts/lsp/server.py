@@ -33,6 +33,7 @@ from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
 from sglang_contracts.infra.lines import numbered_lines
+from sglang_contracts.infra.output import standard_input
 from sglang_contracts.infra.roots import project_root_for
 from sglang_contracts.lsp.actions import code_actions
 from sglang_contracts.lsp.convert import ClientColumns, contains, hover_text, lsp_diagnostic
@@ -416,7 +417,7 @@ def main() -> int:
         root.addHandler(handler)
     for handler in root.handlers:  # a handler's filter sees every logger's records, pygls's included
         handler.addFilter(_OneLine())
-    server.start_io(stdin=FrameReader(sys.stdin.buffer))  # not deaf after a malformed frame (frames.py)
+    server.start_io(stdin=FrameReader(standard_input()))  # not deaf after a malformed frame (frames.py)
     # pygls closes standard output with the connection; what runs after (the CLI's flush) writes nowhere.
     sys.stdout = open(os.devnull, "w")
     return 0

@@ -46,7 +46,21 @@ def artifact_uri(path: str) -> str:
     """A relative path as a URI reference (RFC 3986) to the file's bytes: every byte but the
     unreserved characters and `/` percent-encoded, a newline, a `:` (which a first segment may
     not hold) and a byte that is not UTF-8 (os.fsdecode's surrogate) included."""
-    return quote(os.fsencode(path), safe="/")
+    return quote(_name_bytes(path), safe="/")
+
+
+def _name_bytes(name: str) -> bytes:
+    """The bytes a file name stands for (os.fsencode), for any str: a character this process's
+    file system encoding has no byte for (past ASCII under LC_ALL=C, in a name this process did
+    not read) and a lone surrogate that stands for no byte, as UTF-8 (surrogatepass). The
+    report names the file and never fails at its name (campaign 13, R03: a UnicodeEncodeError)."""
+    try:
+        return os.fsencode(name)
+    except UnicodeEncodeError:
+        try:
+            return name.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            return name.encode("utf-8", "surrogatepass")
 
 
 def build_sarif(result: "CheckResult") -> dict[str, Any]:

@@ -312,3 +312,21 @@ def test_markdown_report_fits_a_pull_request_however_many_findings():
     calls = next(body for heading, body in by_heading.items() if heading.startswith("Calls"))
     assert re.search(r"- … and \d+ more: `sglang-contracts check --new 0\.9\.1 --select (?:SGC20[1-4],?)+`", calls)
     assert "Before merging" in by_heading  # the checklist is never cut
+
+
+@pytest.mark.parametrize("format", ["sarif", "markdown", "github", "json", "text"])
+def test_a_file_name_this_process_cannot_encode_is_reported_not_raised(format):
+    """A finding's path is a str: one no byte string decodes to here (a lone surrogate outside
+    os.fsdecode's escapes; a name a process under another locale wrote) made SARIF's URI and the
+    markdown report's fixes fail with a UnicodeEncodeError, an internal error (campaign 13, R03).
+    Each report names the file, and the fix that cannot open it is not written."""
+    import dataclasses
+    import io
+
+    from sglang_contracts.reporters import REPORTERS
+
+    result = run_check([PROJECT], CheckOptions(old=str(OLD), new=str(NEW), use_cache=False))
+    result.diagnostics = [dataclasses.replace(d, path=f"caf\ud800\u00e9-{d.path}") for d in result.diagnostics]
+    out = io.StringIO()
+    REPORTERS[format](result, out, False)
+    assert "caf" in out.getvalue()

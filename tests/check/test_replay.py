@@ -205,3 +205,36 @@ def test_an_input_changed_under_its_old_size_and_time_is_read_again(published, t
     os.utime(module, ns=(status.st_atime_ns, status.st_mtime_ns))
     assert os.stat(module).st_size == status.st_size
     assert run_check([project], options).replayed_files_with_contracts is None
+
+
+def test_a_run_under_another_file_name_encoding_is_another_run(tmp_path: Path) -> None:
+    """A file name's bytes make another str under another locale ('ü' in UTF-8, two surrogates
+    under LC_ALL=C): a run in an ASCII locale replayed the findings a UTF-8 run had recorded, their
+    paths strings this process cannot encode, and SARIF and markdown failed with an internal
+    error (campaign 13, R03). The run is recomputed, and reports as a run with no cache does."""
+    import subprocess
+    import sys
+
+    from tests.helpers import checkout_env
+    from tests.helpers import write_tree as write
+
+    release = {"sglang/__init__.py": "", "sglang/version.py": '__version__ = "1.0.0"\n', "sglang/srt/__init__.py": "",
+               "sglang/srt/a.py": "def gone(): ...\n"}
+    old = write(tmp_path / "old", release)
+    new = write(tmp_path / "new", {**release, "sglang/version.py": '__version__ = "1.0.1"\n', "sglang/srt/a.py": ""})
+    project = write(tmp_path / "p", {"pyproject.toml": '[project]\nname = "p"\n',
+                                     "\u00fc-\u00e9.py": "from sglang.srt.a import gone\n"})
+    utf8, ascii_ = checkout_env(PYTHONUTF8="1"), checkout_env(LC_ALL="C", PYTHONUTF8="0")
+
+    def check(env: dict[str, str], *options: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "sglang_contracts", "check", "--old", str(old), "--new", str(new),
+                               "--cache-dir", str(tmp_path / "cache"), *options], cwd=project, env=env,
+                              capture_output=True, text=True, errors="surrogateescape")
+
+    encoding = [sys.executable, "-c", "import sys; print(sys.getfilesystemencoding())"]
+    assert subprocess.run(encoding, env=ascii_, capture_output=True, text=True).stdout.strip() == "ascii"
+    assert check(utf8, "--format", "json").returncode == 1  # recorded under UTF-8
+    for format in ("sarif", "markdown"):
+        done = check(ascii_, "--format", format)
+        assert (done.returncode, done.stderr) == (1, ""), done.stderr
+    assert check(ascii_, "--format", "json").stdout == check(ascii_, "--format", "json", "--no-cache").stdout

@@ -580,3 +580,15 @@ def test_a_request_after_shutdown_is_answered_with_an_error(tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+@pytest.mark.parametrize("redirection", ["<&-", "0>written"], ids=["closed", "write-only"])
+def test_a_server_with_no_standard_input_to_read_is_one_error_line(tmp_path, redirection):
+    """Started with standard input closed (`<&-`, a daemonised launcher) the server died of an
+    AttributeError on None's `buffer` (campaign 13, R09); opened for writing only, of an OSError
+    at its first read: both an internal error. Each is now one line saying so, exit 2."""
+    done = subprocess.run(["sh", "-c", f'"$@" {redirection}', "sh", sys.executable, "-m", "sglang_contracts", "lsp"],
+                          cwd=tmp_path, env={**checkout_env(), "SGLANG_CONTRACTS_CACHE": str(tmp_path / "cache")},
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
+    assert done.returncode == 2
+    assert re.fullmatch(r"sglang-contracts: error: [^\n]*standard input[^\n]*\n", done.stderr), done.stderr

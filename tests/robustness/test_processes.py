@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+import pytest
+
 from tests.helpers import NEW, OLD, checkout_env
 from tests.helpers import write_tree as write
 
@@ -101,13 +103,15 @@ def test_a_forked_copy_ends_when_the_process_that_made_it_is_killed() -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def test_a_check_terminated_ends_quietly_with_the_status_of_sigterm(tmp_path):
-    """SIGTERM (a cancelled CI job, `timeout`) is met as an interrupt: the workers and their
-    semaphores are let go, nothing is said on standard error, the status is 143 (campaign 9,
-    R25: the resource tracker warned of leaked semaphores)."""
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT], ids=lambda s: s.name)
+def test_a_check_terminated_ends_quietly_with_the_status_of_its_signal(tmp_path, ending):
+    """SIGTERM (a cancelled CI job, `timeout`), SIGHUP (the terminal or ssh session closed) and
+    SIGQUIT are met as an interrupt: the workers and their semaphores are let go, nothing is said
+    on standard error, the status is 128 + the signal (campaign 9, R25, and campaign 13, R10: the
+    resource tracker warned of leaked semaphores)."""
     with check_at_work(tmp_path, stderr=subprocess.PIPE) as (run, marker):
-        run.send_signal(signal.SIGTERM)
+        run.send_signal(ending)
         _, err = run.communicate(timeout=60)
-        assert run.returncode == 143
+        assert run.returncode == 128 + ending
         assert _until(lambda: not _marked(marker), 5), f"left running: {_marked(marker)}"
         assert err == b""
