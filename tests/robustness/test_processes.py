@@ -48,10 +48,11 @@ def _until(condition, timeout: float) -> bool:
 
 
 @contextmanager
-def check_at_work(tmp_path: Path, stderr: int = subprocess.DEVNULL) -> Iterator[tuple[subprocess.Popen, str]]:
+def check_at_work(tmp_path: Path, stderr: int = subprocess.DEVNULL,
+                  modules: int = 80) -> Iterator[tuple[subprocess.Popen, str]]:
     """A check of a project large enough for the pool, once a worker has started; the marker in
     the environment of every process it starts. What it started is killed at the end."""
-    project = write(tmp_path / "project", {"app/__init__.py": "", **{f"app/m{n}.py": MODULE for n in range(80)}})
+    project = write(tmp_path / "project", {"app/__init__.py": "", **{f"app/m{n}.py": MODULE for n in range(modules)}})
     run_id = uuid.uuid4().hex
     marker = f"SGLANG_CONTRACTS_TEST_RUN={run_id}"  # in the environment of every process the run starts
     env = checkout_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"), SGLANG_CONTRACTS_TEST_RUN=run_id)
@@ -109,7 +110,8 @@ def test_a_check_terminated_ends_quietly_with_the_status_of_its_signal(tmp_path,
     SIGQUIT are met as an interrupt: the workers and their semaphores are let go, nothing is said
     on standard error, the status is 128 + the signal (campaign 9, R25, and campaign 13, R10: the
     resource tracker warned of leaked semaphores)."""
-    with check_at_work(tmp_path, stderr=subprocess.PIPE) as (run, marker):
+    # enough modules that the run is still at work when the signal comes (80 had finished, now and then)
+    with check_at_work(tmp_path, stderr=subprocess.PIPE, modules=400) as (run, marker):
         run.send_signal(ending)
         _, err = run.communicate(timeout=60)
         assert run.returncode == 128 + ending
