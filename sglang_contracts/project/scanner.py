@@ -121,13 +121,18 @@ def parse_noqa(text: str, in_string: Callable[[int, int], bool] | None = None) -
 
 def string_test(module: ast.Module, lines: set[int]) -> Callable[[int, int], bool]:
     """Whether (line, UTF-8 column) is inside a string literal of the module, asked of `lines`
-    only (the lines a `# noqa` pattern matched: a walk of the tree for the few files with one)."""
-    spans = [(node.lineno, node.col_offset, node.end_lineno, node.end_col_offset) for node in ast.walk(module)
-             if (type(node) is ast.JoinedStr or type(node) is ast.Constant and isinstance(node.value, str))
-             and node.end_lineno is not None and any(node.lineno <= line <= node.end_lineno for line in lines)]
+    only (the lines a `# noqa` pattern matched: a walk of the tree for the few files with one).
+    The spans are kept by the lines they cover, so that each question reads its line's alone."""
+    covering: dict[int, list[tuple[int, int, int, int]]] = {}
+    for node in ast.walk(module):
+        if (type(node) is ast.JoinedStr or type(node) is ast.Constant and isinstance(node.value, str)) \
+                and node.end_lineno is not None:
+            span = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset or 0)
+            for line in lines.intersection(range(node.lineno, node.end_lineno + 1)):
+                covering.setdefault(line, []).append(span)
 
     def inside(line: int, col: int) -> bool:
-        return any((first, start) <= (line, col) < (last, end) for first, start, last, end in spans)
+        return any((first, start) <= (line, col) < (last, end) for first, start, last, end in covering.get(line, ()))
 
     return inside
 

@@ -6,6 +6,8 @@ in a fresh process and fails, not hangs, past test_pattern_bounds.SECONDS (about
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from typing import Callable
 
@@ -13,7 +15,7 @@ import pytest
 
 from pathlib import Path
 
-from tests.helpers import write_tree as write
+from tests.helpers import checkout_env, write_tree as write
 from tests.robustness.test_pattern_bounds import BOUND, checked_in_time, time_bound
 from sglang_contracts.infra.shell import UNSET, expand
 from sglang_contracts.patch.classify import classify
@@ -765,3 +767,15 @@ def test_r04_reads_of_a_lost_attribute_thousands_of_times_build_the_findings_a_f
     assert len(many) == MOST_LISTED + 1
     assert many[-1].message.startswith(f"{copies - MOST_LISTED:,} more {rule} findings in this file are not listed")
     assert built.count(rule) == MOST_LISTED + 1
+
+
+def test_noqa_comments_beside_strings_on_every_line_are_read_in_linear_time() -> None:
+    """Each `# noqa` match is tested against the string literals covering its own line only: all
+    of the file's literals were tried for each (20,000 lines of `s = "a # b"  # noqa`: 89 s of
+    CPU). A fresh process bounds it: what is counted is whether it ends."""
+    code = ("from sglang_contracts.project.scanner import scan_source\n"
+            "text = ''.join(f's{n} = \"a # b\"  # noqa: SGC10{n % 10}\\n' for n in range(20000))\n"
+            "print(len(scan_source('m.py', 'm', text).noqa))\n")
+    done = subprocess.run([sys.executable, "-c", code], env=checkout_env(), capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.strip() == "20000", done.stderr
