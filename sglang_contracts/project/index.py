@@ -24,6 +24,7 @@ from sglang_contracts.infra.cache import CACHEDIR_TAG, RecordCache, code_fingerp
 from sglang_contracts.infra import pysource
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, debugging, problem_for
+from sglang_contracts.infra.graphs import reachable
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, is_below, os_reason, read_limited
 from sglang_contracts.infra.lines import decoded_line_digests, encoded_line_digests, matches_at_line_start
 from sglang_contracts.infra.parallel import iter_jobs
@@ -1146,20 +1147,14 @@ def _star_reexporters(index: ProjectIndex) -> set[str]:
     import of each gives is releasefacts.with_star_names' to say). A file that star-imports one
     is scanned like an importer of SGLang's names; each link is followed once."""
     importers: dict[str, list[str]] = {}  # project module -> the modules that star-import it
-    pending = []
+    starts = []  # the modules that star-import SGLang
     for facts in index.files.values():
         for star in top_level_stars(facts):
             if is_upstream(star):
-                pending.append(facts.module)
+                starts.append(facts.module)
             else:
                 importers.setdefault(star, []).append(facts.module)
-    found: set[str] = set()
-    while pending:
-        module = pending.pop()
-        if module not in found:
-            found.add(module)
-            pending.extend(importers.get(module, ()))
-    return found
+    return reachable(starts, importers)
 
 
 def _upstream_subclasses(index: ProjectIndex) -> dict[str, frozenset[str]]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from sglang_contracts.infra.graphs import reachable
 from sglang_contracts.project.dispatches import module_for, named_modules
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.gates import Release, runs_on
@@ -203,14 +204,7 @@ class _ImportGraph:
 
     def reached_from(self, starts: list[str]) -> set[str]:
         """The modules a choice decides: the chosen ones, the configured ones, and what only they load."""
-        imports_of = self.imports_of()
-        decided, pending = set(), list(starts)
-        while pending:
-            relpath = pending.pop()
-            if relpath not in decided:
-                decided.add(relpath)
-                pending.extend(imports_of.get(relpath, ()))
-        return decided
+        return reachable(starts, self.imports_of())
 
     def served(self, decided: set[str], fixed: dict[str, frozenset[str]],
                ) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
