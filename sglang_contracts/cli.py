@@ -214,13 +214,21 @@ def _path(given: str) -> Path | _Empty:
     return Path(given) if given else EMPTY
 
 
+def _refuse_unusable_arguments(args: argparse.Namespace) -> None:
+    _refuse_empty_options(args)
+    _refuse_a_missing_working_folder(args)
+
+
 def _refuse_empty_options(args: argparse.Namespace) -> None:
-    """A usage error naming the first option given as an empty string (_path, _index_location);
-    and one when the working folder is gone (removed under a shell still in it), which every
-    command but `rules` and `explain` resolves paths against (campaign 13, R04: a traceback)."""
+    """A usage error naming the first option given as an empty string (_path, _index_location)."""
     for name, value in vars(args).items():
         if value is EMPTY:
             raise UsageError(f"--{name.replace('_', '-')} is empty: give a path")
+
+
+def _refuse_a_missing_working_folder(args: argparse.Namespace) -> None:
+    """A usage error when the working folder is gone (removed under a shell still in it), which
+    every command but `rules` and `explain` resolves paths against (campaign 13, R04: a traceback)."""
     if args.command not in ("rules", "explain", None):
         try:
             os.getcwd()
@@ -600,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
     blocking_standard_streams()
     argv = _paths_after_files(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    if _guarded(lambda: _refuse_empty_options(args)):  # before a daemon is asked, or a folder made
+    if _guarded(lambda: _refuse_unusable_arguments(args)):  # before a daemon is asked, or a folder made
         return 2
     if args.command == "check":
         from sglang_contracts.resident.client import handed_over
