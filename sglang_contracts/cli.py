@@ -16,7 +16,7 @@ from sglang_contracts.infra.display import patch_for, printable
 from sglang_contracts.infra.errors import ContractsError, UsageError
 from sglang_contracts.infra.output import (blocking_standard_streams, discard_standard_output, standard_output,
                                            usable_standard_streams, WholeWrites)
-from sglang_contracts.infra.process_exit import exit_without_teardown
+from sglang_contracts.infra.process_exit import ENDING_SIGNALS, exit_without_teardown
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckOptions
@@ -32,9 +32,6 @@ FORMATS = ("text", "json", "sarif", "github", "markdown")
 INCOMPLETE = 3  # exit status: the report was written, but an internal error (SGC001) left parts out
 MAX_IDLE_SECONDS = 7 * 24 * 3600.0  # a week: `inf` or 1e309 would be a daemon that never leaves
 INTERRUPTED = 130  # 128 + SIGINT
-# Signals that end a run as an interrupt does, the status 128 + the signal's number: SIGTERM (a CI
-# job cancelled, `timeout`), SIGHUP (the terminal or ssh session closed), SIGQUIT (Ctrl-\ at a terminal).
-ENDING_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
 READER_LEFT = 141  # 128 + SIGPIPE, as a shell tells of a writer whose reader left: the status was not yet known
 NAMED_FILES = "--files"  # the pre-commit hooks' entry ends with it: see _paths_after_files
 
@@ -595,7 +592,14 @@ def entry() -> NoReturn:
         number = getattr(signal, name, None)  # SIGHUP and SIGQUIT are not on Windows
         if number is not None and signal.getsignal(number) is signal.SIG_DFL:  # not one ignored (nohup)
             signal.signal(number, _terminate)
-    exit_without_teardown(main())
+    status = main()
+    exit_without_teardown(status, interrupted=status in _interrupted_statuses())
+
+
+def _interrupted_statuses() -> set[int]:
+    """The statuses main gives a run that an interrupt or one of ENDING_SIGNALS ended."""
+    numbers = (getattr(signal, name, None) for name in ENDING_SIGNALS)
+    return {INTERRUPTED} | {128 + number for number in numbers if number is not None}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,6 +27,7 @@ from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, RecordCa
                                           evict_over_bounds, tag_cache_folders, unwritable_reason,
                                           warn_unwritable_once)
 from sglang_contracts.infra.collector import batch_collection
+from sglang_contracts.infra.executors import stopped_at_end
 from sglang_contracts.config import configured_objects
 from sglang_contracts.diagnostics import Diagnostic, finding_at, listed_per_file
 from sglang_contracts.diagnostics.catalog import report_of
@@ -494,7 +495,7 @@ def _opened_inputs(options: CheckOptions, root: Path, old_spec: str, download_ca
     from sglang_contracts.check.prefetch import EarlyExtraction
 
     # Downloading the releases (on a first run) overlaps with parsing the project (a process pool).
-    with ThreadPoolExecutor(max_workers=3) as threads:
+    with stopped_at_end(ThreadPoolExecutor(max_workers=3)) as threads:
         opening = [threads.submit(keep.release, spec, options.sglang_repo, download_cache)
                    for spec in (old_spec, options.new)]
         releases = _Once(lambda: [future.result() for future in opening])

@@ -25,6 +25,7 @@ from sglang_contracts.closure.index import (
     IndexSettings, IndexUnreachable, PackageIndex, as_url, configured_index, shown_url,
 )
 from sglang_contracts.infra.cache import RecordCache
+from sglang_contracts.infra.executors import stopped_at_end
 from sglang_contracts.infra.shapes import Table
 from sglang_contracts.requirements import normalized
 from sglang_contracts.upstream.pins import ReleasePins, metadata_pins
@@ -124,7 +125,7 @@ class MetadataSource:
 
     def _fetch_all(self, index: PackageIndex, misses: list[tuple[str, str]]) -> None:
         """Read the metadata of each (name, version) from the index, a few at once, and cache it."""
-        with ThreadPoolExecutor(max_workers=min(FETCHERS, len(misses))) as pool:
+        with stopped_at_end(ThreadPoolExecutor(max_workers=min(FETCHERS, len(misses)))) as pool:
             for (name, version), text in zip(misses, pool.map(lambda pair: self._fetch(index, *pair), misses)):
                 if text is False:
                     continue  # unknown: not cached, asked again next run

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.forkserver
+import multiprocessing.resource_tracker
 import os
 import pickle
 import signal
@@ -16,6 +17,8 @@ from functools import lru_cache
 from multiprocessing.connection import Connection
 from typing import Callable, Iterator, Sequence, TypeVar
 
+from sglang_contracts.infra.executors import stop, stopped_at_end
+from sglang_contracts.infra.process_exit import ENDING_SIGNALS
 from sglang_contracts.infra.pythonpath import safe_path_environment
 
 Job = TypeVar("Job")
@@ -23,7 +26,8 @@ Result = TypeVar("Result")
 
 PARALLEL_MIN_BYTES = 256_000
 RUNNING_POOL_MIN_BYTES = 32_000
-PRELOAD = ["sglang_contracts.project.scanner", "sglang_contracts.upstream.extract", "griffe"]
+PRELOAD = ["sglang_contracts.infra.worker_start", "sglang_contracts.project.scanner",
+           "sglang_contracts.upstream.extract", "griffe"]
 
 
 def default_workers() -> int:
@@ -40,6 +44,9 @@ class _RunPool:
         # In a forked copy of the run (start_forked) the pool's threads are not there: its
         # jobs run in the copy itself.
         self.forked_copy = False
+        # The run was interrupted: a stage still at work in another thread starts no pool (its
+        # semaphores, made as the process ends, were left to the resource tracker, which warned).
+        self.interrupted = False
 
 
 _RUN = _RunPool()
@@ -51,15 +58,21 @@ def run_pool() -> Iterator[None]:
     per-file analyses): a pool per stage took 0.15 s to start, and a run has a dozen stages.
     Its workers are stopped when the run ends."""
     with _RUN.lock:
+        _RUN.interrupted = _RUN.interrupted and _RUN.active > 0
         _RUN.active += 1
+    interrupted = False
     try:
         yield
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         with _RUN.lock:
             _RUN.active -= 1
+            _RUN.interrupted = _RUN.interrupted or interrupted
             pool, _RUN.pool = (_RUN.pool, None) if not _RUN.active else (None, _RUN.pool)
-        if pool is not None:
-            pool.shutdown()
+        if pool is not None:  # an interrupted run's workers end with it (_watch_parent)
+            stop(pool, interrupted)
 
 
 def start_early(workers: int | None = None) -> None:
@@ -109,9 +122,34 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
     # import (griffe takes a third of a second per worker).
     context.set_forkserver_preload(PRELOAD)
     with safe_path_environment():  # the server is `python -c`: the working folder not on its path
-        multiprocessing.forkserver.ensure_running()
+        # First the server's resource tracker, whose start lets go of SIGINT and SIGTERM again
+        # (it ignores them itself): the server's own start holds them back (_interrupts_held).
+        multiprocessing.resource_tracker.ensure_running()
+        with _interrupts_held():
+            multiprocessing.forkserver.ensure_running()
     return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_watch_parent,
                                initargs=(_parent_alive(os.getpid())[0],))
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold back, in this thread, the signals that interrupt a run (Ctrl-C, and ENDING_SIGNALS,
+    which a `timeout`, a cancelled CI job or a closed terminal send the whole process group):
+    the fork server started meanwhile, and every worker it forks, inherit the mask and never
+    receive them. The run meets them and ends, and its workers with it (_watch_parent). Killed by
+    them, the server and workers broke the pool under the ending run: the executor's thread
+    failed on the futures the run had cancelled (Python 3.11's traceback on standard error) and
+    its queue's feeder waited for ever to hand the dead workers their next jobs (campaign 13,
+    R13). Held back here, not ignored: one that comes meanwhile is delivered when let go."""
+    numbers = {getattr(signal, name) for name in ("SIGINT", *ENDING_SIGNALS) if hasattr(signal, name)}
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: no fork server either
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, numbers)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 # The write ends of this process's _parent_alive pipes: a forked copy closes its inherited ones,
@@ -150,12 +188,14 @@ def _exit_at_end_of(parent_alive: Connection) -> None:
 def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     """The run's pool inside `run_pool`, else one for this stage alone."""
     with _RUN.lock:
+        if _RUN.interrupted:
+            raise KeyboardInterrupt  # the run is ending: this stage's thread ends with it
         shared = _RUN.active > 0
         if shared and _RUN.pool is None:
             _RUN.pool = _new_pool(workers)
         pool = _RUN.pool if shared else None
     if pool is None:
-        with _new_pool(workers) as own:
+        with stopped_at_end(_new_pool(workers)) as own:
             yield own
         return
     try:

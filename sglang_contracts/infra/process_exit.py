@@ -13,18 +13,49 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import threading
 from typing import NoReturn
 
+# Signals that end a run as an interrupt does, the status 128 + the signal's number: SIGTERM (a CI
+# job cancelled, `timeout`), SIGHUP (the terminal or ssh session closed), SIGQUIT (Ctrl-\ at a terminal).
+ENDING_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
+# How long an interrupted run's exit handlers may take: one of them (multiprocessing's, joining a
+# queue's feeder thread) can wait for ever on a pool cut short (campaign 13, R13: `timeout`'s SIGTERM
+# met, then 856 s at exit until a kill -9).
+INTERRUPTED_EXIT_PATIENCE = 2.0
 
-def exit_without_teardown(status: int) -> NoReturn:
+
+def exit_without_teardown(status: int, interrupted: bool = False) -> NoReturn:
     """End the process now with `status`. The run's threads are all daemons (none is waited
-    for at an interpreter exit either)."""
+    for at an interpreter exit either). An `interrupted` run (a signal, Ctrl-C) gives its exit
+    handlers INTERRUPTED_EXIT_PATIENCE seconds: whoever stopped it is waiting for it to end."""
     _flush_standard_streams()
     # CPython's own call at exit; atexit has no public one. Each handler's error is printed
     # and the others run, as at exit.
-    atexit._run_exitfuncs()
+    if interrupted:
+        _stop_children()
+        handlers = threading.Thread(target=atexit._run_exitfuncs, name="exit handlers", daemon=True)
+        handlers.start()
+        handlers.join(INTERRUPTED_EXIT_PATIENCE)
+    else:
+        atexit._run_exitfuncs()
     _flush_standard_streams()
     os._exit(status)
+
+
+def _stop_children() -> None:
+    """Kill the workers of an interrupted run, whose jobs nobody waits for: multiprocessing's exit
+    handler waits for each of them to end, and they hold back the signals that end a run
+    (parallel.py). Their executor's thread then meets a broken pool under the ending run, and
+    fails (Python 3.11): no thread of a run that was stopped has anything more to say."""
+    threading.excepthook = _say_nothing
+    multiprocessing = sys.modules.get("multiprocessing")  # a run that never imported it has no workers
+    for child in multiprocessing.active_children() if multiprocessing is not None else ():
+        child.kill()
+
+
+def _say_nothing(failure: object) -> None:
+    """threading.excepthook once the run was interrupted."""
 
 
 def _flush_standard_streams() -> None:

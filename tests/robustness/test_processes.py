@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from typing import Iterator
 
 import pytest
 
+from sglang_contracts.infra.executors import stopped_at_end
 from tests.helpers import NEW, OLD, checkout_env
 from tests.helpers import write_tree as write
 
@@ -48,16 +50,18 @@ def _until(condition, timeout: float) -> bool:
 
 
 @contextmanager
-def check_at_work(tmp_path: Path, stderr: int = subprocess.DEVNULL,
-                  modules: int = 80) -> Iterator[tuple[subprocess.Popen, str]]:
+def check_at_work(tmp_path: Path, stderr: int = subprocess.DEVNULL, modules: int = 80, module: str = MODULE,
+                  own_group: bool = False) -> Iterator[tuple[subprocess.Popen, str]]:
     """A check of a project large enough for the pool, once a worker has started; the marker in
-    the environment of every process it starts. What it started is killed at the end."""
-    project = write(tmp_path / "project", {"app/__init__.py": "", **{f"app/m{n}.py": MODULE for n in range(modules)}})
+    the environment of every process it starts. What it started is killed at the end.
+    `own_group`: the run leads a process group of its own (as under `timeout`, or a CI job)."""
+    project = write(tmp_path / "project", {"app/__init__.py": "", **{f"app/m{n}.py": module for n in range(modules)}})
     run_id = uuid.uuid4().hex
     marker = f"SGLANG_CONTRACTS_TEST_RUN={run_id}"  # in the environment of every process the run starts
     env = checkout_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"), SGLANG_CONTRACTS_TEST_RUN=run_id)
     run = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", str(OLD),
-                            "--new", str(NEW)], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+                            "--new", str(NEW)], env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+                           start_new_session=own_group)
     try:
         # Workers are the fork server's children; the server and the tracker are the run's.
         assert _until(lambda: any(parent in found and parent != run.pid for found in [_marked(marker)]
@@ -117,3 +121,86 @@ def test_a_check_terminated_ends_quietly_with_the_status_of_its_signal(tmp_path,
         assert run.returncode == 128 + ending
         assert _until(lambda: not _marked(marker), 5), f"left running: {_marked(marker)}"
         assert err == b""
+
+
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_check_whose_whole_process_group_is_signalled_ends_at_once(tmp_path, ending):
+    """`timeout`, a cancelled CI job and Ctrl-C at a terminal signal the run's whole process
+    group: its fork server and workers too. Killed by it, they broke the pool under the ending
+    run: Python's executor thread printed a traceback (InvalidStateError on a future the run had
+    cancelled), and the run's exit waited for ever on the queue that fed the dead workers their
+    next files (campaign 13, R13: 856 s, until a kill -9). Large files, so that the queue is full
+    of them when the signal comes; the status is the signal's, nothing is said, nothing is left."""
+    large = MODULE * 16  # 200 kB: a few of them fill the pipe to a worker
+    with check_at_work(tmp_path, stderr=subprocess.PIPE, modules=60, module=large, own_group=True) as (run, marker):
+        os.killpg(run.pid, ending)
+        try:
+            _, err = run.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the run did not end within 60 s of the signal")
+        assert run.returncode == (130 if ending == signal.SIGINT else 128 + ending)
+        assert _until(lambda: not _marked(marker), 5), f"left running: {_marked(marker)}"
+        assert err == b""
+
+
+def _held_back(pid: int) -> set[int]:
+    """The signals process `pid` holds back (its blocked mask)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    mask = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:")), 16)
+    return {number for number in range(1, 65) if mask >> (number - 1) & 1}
+
+
+def test_the_fork_server_and_workers_hold_back_the_signals_that_end_a_run(tmp_path):
+    """The run meets an interrupt and ends, its workers with it; the fork server and the workers
+    never meet it themselves (R13: killed by it, they broke the pool under the ending run). The
+    run itself holds none back."""
+    ending = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
+    with check_at_work(tmp_path) as (run, marker):
+        started = {pid: parent for pid, parent in _marked(marker).items() if pid != run.pid}
+        # the fork server (the run's child that has children) and its children, the workers
+        pool = {pid for pid, parent in started.items() if parent != run.pid or pid in started.values()}
+        assert pool, started
+        assert all(ending <= _held_back(pid) for pid in pool), {pid: _held_back(pid) for pid in pool}
+        assert not ending & _held_back(run.pid)
+
+
+EXIT_HANDLER_THAT_NEVER_ENDS = """
+import atexit, sys, threading
+from sglang_contracts.infra.process_exit import exit_without_teardown
+atexit.register(threading.Event().wait)  # as multiprocessing's joining a feeder no worker reads
+print("exiting", flush=True)
+exit_without_teardown(143, interrupted=sys.argv[1] == "interrupted")
+"""
+
+
+def test_an_interrupted_run_does_not_wait_for_an_exit_handler_that_never_ends():
+    """R13's last wait: multiprocessing's exit handler joined a queue's feeder thread that wrote to
+    workers gone; the interrupted run waited for ever (856 s, until kill -9)."""
+    run = subprocess.run([sys.executable, "-c", EXIT_HANDLER_THAT_NEVER_ENDS, "interrupted"], env=checkout_env(),
+                         capture_output=True, timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (143, b"exiting\n", b"")
+    # a run that was not interrupted runs its handlers to their end (a download folder removed)
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([sys.executable, "-c", EXIT_HANDLER_THAT_NEVER_ENDS, "finished"], env=checkout_env(),
+                       capture_output=True, timeout=5)
+
+
+def test_an_interrupted_block_leaves_its_threads_work_and_cancels_what_waits():
+    """The check's download and scan threads (runner.py): interrupted, the run waited for the
+    whole scan of a large folder (R13); now it leaves at once, the jobs not begun cancelled."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    release = threading.Event()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with stopped_at_end(ThreadPoolExecutor(max_workers=1)) as threads:
+                running = threads.submit(release.wait)
+                waiting = threads.submit(release.wait)
+                raise KeyboardInterrupt
+        assert not running.done() and waiting.cancelled()
+    finally:
+        release.set()
+    # not interrupted, the block waits for its jobs
+    with stopped_at_end(ThreadPoolExecutor(max_workers=1)) as threads:
+        done = threads.submit(time.sleep, 0.01)
+    assert done.done() and not done.cancelled()

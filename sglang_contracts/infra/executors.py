@@ -1,0 +1,39 @@
+"""Ending a block of work handed to an executor (threads or processes): after its work, or, when
+the run is interrupted, at once.
+
+An interrupted run (Ctrl-C, or a `timeout`, a cancelled CI job, a closed terminal: cli.py's
+ending signals) is waited for by whoever stopped it. An executor's own `with` waits for every job
+it was given: the project's whole scan, a download. Interrupted, a block leaves its executor with
+its pending jobs cancelled and its running ones left to the process's end (campaign 13, R13: a
+run in a large folder met `timeout`'s SIGTERM, then waited 856 s for its scan until a kill -9).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+from contextlib import contextmanager
+from typing import Iterator, TypeVar
+
+AnyExecutor = TypeVar("AnyExecutor", bound=Executor)
+
+
+def stop(executor: Executor, interrupted: bool) -> None:
+    """Shut `executor` down: after its jobs, or, for a run `interrupted`, now, its pending jobs
+    cancelled (its running ones end with the process)."""
+    if interrupted:
+        executor.shutdown(wait=False, cancel_futures=True)
+    else:
+        executor.shutdown()
+
+
+@contextmanager
+def stopped_at_end(executor: AnyExecutor) -> Iterator[AnyExecutor]:
+    """`executor` for the block, stopped at its end (`stop`): at once if the block was interrupted."""
+    interrupted = False
+    try:
+        yield executor
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        stop(executor, interrupted)
