@@ -1103,7 +1103,7 @@ class _Collector:
                 given.add(key)
                 result.append(("kw", key, where))
 
-    def _visit_call(self, node: ast.Call) -> None:
+    def _visit_call(self, node: ast.Call) -> bool:
         func = node.func
         function = full_name(func)
         self._call_probes(node, func, function)
@@ -1114,6 +1114,30 @@ class _Collector:
             self._super_call(node, func)
         else:
             self._named_call(node, func, function)
+        read = self._literal_getattr(node, function)
+        if read is None:
+            return True
+        self._visit_expression(read)  # its value is the subject: visited once, as part of the read
+        self._visit_expression(node.args[1])
+        return False
+
+    def _literal_getattr(self, node: ast.Call, function: str | None) -> ast.Attribute | None:
+        """`getattr(A, "x")`, with no default, of a module or class as written: the read `A.x` it
+        is (an AttributeError where A lost x), placed at the string, for the attribute rules to
+        judge as any other (audit 13, R12). With a default it raises nothing: a probe (SGC804).
+        A typed instance's getattr stays a probe, judged by the field rules as one."""
+        if function != "getattr" or "getattr" in self.import_bound or len(node.args) != 2 or node.keywords:
+            return None
+        subject, literal = node.args
+        name = string_value(literal)
+        chain = dotted_chain(subject) if isinstance(subject, ast.Attribute) else \
+            (subject.id, []) if isinstance(subject, ast.Name) else None
+        if not name or not name.isidentifier() or chain is None or chain[0] in ("self", "cls") \
+                or self._types_of(chain[0]):
+            return None
+        # attribute_name finds `.x` where the node ends, len(x) back: there, the string starts
+        return ast.Attribute(subject, name, ast.Load(), lineno=subject.lineno, col_offset=subject.col_offset,
+                             end_lineno=literal.lineno, end_col_offset=literal.col_offset + len(name.encode()))
 
     def _call_probes(self, node: ast.Call, func: ast.expr, function: str | None) -> None:
         """What a call may probe: a module imported by a name built from the version, attributes
