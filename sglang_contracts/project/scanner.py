@@ -1188,7 +1188,8 @@ class _Collector:
         where = self.at.attribute_name(names[-1]) if names else self.at.start(func)
         types = self._types_of(root)
         if types:
-            self._call_fact(None, Receiver(types, tuple(n.attr for n in names)), where, node)
+            if not self._aliases_another(types):
+                self._call_fact(None, Receiver(types, tuple(n.attr for n in names)), where, node)
         elif root not in ("self", "cls"):
             if self._rebound(func if isinstance(func, ast.Name) else names[0].value):
                 self.rebound_calls.add(len(self.calls))
@@ -1196,6 +1197,13 @@ class _Collector:
             if callee is None:
                 callee = self.named_callees[function] = Receiver((f"C:{function}",))
             self._call_fact(root, callee, where, node)
+
+    def _aliases_another(self, types: tuple[str, ...]) -> bool:
+        """Is one of the types an alias (`h = f`: `P:C:f|`, scopes' _alias) of a name that a
+        function around the one that typed it binds otherwise (`def outer(f): def inner(): h = f`),
+        or the module does: there f is not the import's."""
+        return any(self._rebound(ast.Name(kind[4:-1].partition(".")[0])) for kind in types
+                   if kind.startswith("P:C:") and kind.endswith("|"))
 
     def _result_call(self, node: ast.Call, func: ast.Attribute) -> None:
         """`Adapter.create(...).pause()`: a method of what a call returns."""
