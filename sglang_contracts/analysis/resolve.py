@@ -134,6 +134,12 @@ class ProjectView:
         return sources
 
 
+def _walk(derived: str) -> tuple[str, tuple[str, ...]]:
+    """`kind|a.b` (a "P:" or "E:" kind without its tag) -> (kind, ("a", "b")); `kind|` -> (kind, ())."""
+    inner, _, attrs = derived.rpartition("|")
+    return inner, tuple(attrs.split(".")) if attrs else ()
+
+
 def _returns_self(member: Member | None) -> bool:
     """Whether an upstream member is a method whose body is `return self` (upstream/bodies.py)."""
     return member is not None and member.kind == "method" and bool(member.record.get("returns_self"))
@@ -256,8 +262,7 @@ class Resolver:
 
     def _walked_instances(self, facts: FileFacts, tag: str, name: str) -> Sequence[Instance] | None:
         """What a "P:" kind (`receiver|attr.attr`) stands for, or the items of an "E:" one (a `for` loop's)."""
-        inner, _, attrs = name.rpartition("|")
-        path = tuple(attrs.split(".")) if attrs else ()
+        inner, path = _walk(name)
         found = self.receiver(facts, Receiver((inner,), path)) if tag == "P" else self._items(facts, inner, path)
         return found or None
 
@@ -433,9 +438,9 @@ class Resolver:
 
     def _kept_method(self, facts: FileFacts, kind: str) -> Callee | None:
         """`e = c.m` (or `e = C().m`), then `e(...)`: a call of the method the kind's walk ends at
-        (campaign 12, R01)."""
-        inner, _, path = kind[2:].rpartition("|")
-        return self.callee(facts, Receiver((inner,), tuple(path.split("."))))
+        (campaign 12, R01); `h = f` (`P:C:f|`, an empty walk), then `h(...)`: a call of f (audit 13, R12)."""
+        inner, path = _walk(kind[2:])
+        return self.callee(facts, Receiver((inner,), path))
 
     def _class_callee(self, facts: FileFacts, name: str, attrs: tuple[str, ...]) -> Callee | None:
         """What calling the class `name` binds to: an upstream object, or a project class's

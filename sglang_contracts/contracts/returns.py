@@ -95,8 +95,9 @@ def _async_change(ctx: CheckContext, call: CallFact, old: dict[str, Any], new: d
                   now: bool) -> str | None:
     """What the callee's change to or from `async def` does to this call; None where it works on."""
     awaited = call.use == "await"
-    # `return f()`: the coroutine goes to the caller, who awaits it (SGC209 judges an override's caller)
-    if now and not awaited and call.use != "return" and not _awaitable(old):
+    # `return f()`: the coroutine goes to the caller, who awaits it (SGC209 judges an override's caller);
+    # a partial's, to whoever calls the partial
+    if now and not awaited and call.use not in ("return", "partial") and not _awaitable(old):
         return (f"is `async def` in sglang {ctx.new_version} (a plain function in {ctx.old_version}): "
                 "this call without `await` gets a coroutine that never runs")
     if was and awaited and not _awaitable(new):

@@ -251,9 +251,19 @@ def _find_header(lines: list[str], index: int) -> tuple[FilePatch, int] | None:
     return None
 
 
+def lf_form(text: str) -> str:
+    """A patch whose every line ends in CRLF, as LF: what its committed blob holds when a
+    `core.autocrlf` checkout (or an editor on Windows) wrote the CRs, and what GNU `patch -p1`
+    applies (it strips them). git apply would compare the CRs and apply no hunk to the
+    release's LF files, a verdict of the checkout, not of the bump. A patch with both ends is
+    left as it is: its CRs are then content, as git reads them."""
+    newlines = text.count("\n")
+    return text.replace("\r\n", "\n") if newlines and text.count("\r\n") == newlines else text
+
+
 def parse_patch(text: str) -> PatchFile:
-    """Every file patch of a patch file, or git's reason for rejecting it whole."""
-    lines = git_lines(text)
+    """Every file patch of a patch file (judged in its LF form, lf_form), or git's reason for rejecting it whole."""
+    lines = git_lines(lf_form(text))
     files: list[FilePatch] = []
     index = 0
     try:

@@ -112,7 +112,8 @@ class CallFact:
     args: tuple[ArgFact, ...]
     scope: str  # "Class.method" or "function" that makes the call ("" at module level)
     # What is done with the result: "await" (`await f()`), "unpack:N" (`a, b = f()`), "index"
-    # (`f()[0]`), "iter" (`for x in f()`), "attr:<name>" (`f().name`), "return" (`return f()`), else ""
+    # (`f()[0]`), "iter" (`for x in f()`), "attr:<name>" (`f().name`), "return" (`return f()`), "partial"
+    # (`functools.partial(f, ...)`: f is not called there, and its args end in the `*`/`**` the call adds), else ""
     use: str = ""
 
 

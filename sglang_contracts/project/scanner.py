@@ -1103,7 +1103,7 @@ class _Collector:
                 given.add(key)
                 result.append(("kw", key, where))
 
-    def _visit_call(self, node: ast.Call) -> None:
+    def _visit_call(self, node: ast.Call) -> bool:
         func = node.func
         function = full_name(func)
         self._call_probes(node, func, function)
@@ -1114,6 +1114,48 @@ class _Collector:
             self._super_call(node, func)
         else:
             self._named_call(node, func, function)
+        if function and through_imports(function, self._import_paths) == "functools.partial":
+            self._partial_call(node)
+        read = self._literal_getattr(node, function)
+        if read is None:
+            return True
+        self._visit_expression(read)  # its value is the subject: visited once, as part of the read
+        self._visit_expression(node.args[1])
+        return False
+
+    def _partial_call(self, node: ast.Call) -> None:
+        """`functools.partial(f, 1, b=4)`: a call of f with the arguments it binds, judged where
+        the partial is made (audit 13, R12): they are written there, wherever the partial goes
+        (a callback, a pool, `map`), and a keyword f lost raises at each call of it. What those
+        calls add is left open, as a `*`/`**` splat at the end: nothing is missing. Its use is
+        "partial": the partial does not run f, nor give f's result."""
+        if not node.args or isinstance(node.args[0], ast.Starred):
+            return
+        func = node.args[0]
+        at = {"lineno": node.end_lineno, "col_offset": node.end_col_offset - 1}  # the closing parenthesis
+        later = ast.Constant(None, **at)
+        bound = ast.Call(func, [*node.args[1:], ast.Starred(later, ast.Load(), **at)],
+                         [*node.keywords, ast.keyword(None, later, **at)], **at)
+        self._uses[id(bound)] = "partial"
+        self._named_call(bound, func, full_name(func))
+
+    def _literal_getattr(self, node: ast.Call, function: str | None) -> ast.Attribute | None:
+        """`getattr(A, "x")`, with no default, of a module or class as written: the read `A.x` it
+        is (an AttributeError where A lost x), placed at the string, for the attribute rules to
+        judge as any other (audit 13, R12). With a default it raises nothing: a probe (SGC804).
+        A typed instance's getattr stays a probe, judged by the field rules as one."""
+        if function != "getattr" or "getattr" in self.import_bound or len(node.args) != 2 or node.keywords:
+            return None
+        subject, literal = node.args
+        name = string_value(literal)
+        chain = dotted_chain(subject) if isinstance(subject, ast.Attribute) else \
+            (subject.id, []) if isinstance(subject, ast.Name) else None
+        if not name or not name.isidentifier() or chain is None or chain[0] in ("self", "cls") \
+                or self._types_of(chain[0]):
+            return None
+        # attribute_name finds `.x` where the node ends, len(x) back: there, the string starts
+        return ast.Attribute(subject, name, ast.Load(), lineno=subject.lineno, col_offset=subject.col_offset,
+                             end_lineno=literal.lineno, end_col_offset=literal.col_offset + len(name.encode()))
 
     def _call_probes(self, node: ast.Call, func: ast.expr, function: str | None) -> None:
         """What a call may probe: a module imported by a name built from the version, attributes
@@ -1164,7 +1206,8 @@ class _Collector:
         where = self.at.attribute_name(names[-1]) if names else self.at.start(func)
         types = self._types_of(root)
         if types:
-            self._call_fact(None, Receiver(types, tuple(n.attr for n in names)), where, node)
+            if not self._aliases_another(types):
+                self._call_fact(None, Receiver(types, tuple(n.attr for n in names)), where, node)
         elif root not in ("self", "cls"):
             if self._rebound(func if isinstance(func, ast.Name) else names[0].value):
                 self.rebound_calls.add(len(self.calls))
@@ -1172,6 +1215,13 @@ class _Collector:
             if callee is None:
                 callee = self.named_callees[function] = Receiver((f"C:{function}",))
             self._call_fact(root, callee, where, node)
+
+    def _aliases_another(self, types: tuple[str, ...]) -> bool:
+        """Is one of the types an alias (`h = f`: `P:C:f|`, scopes' _alias) of a name that a
+        function around the one that typed it binds otherwise (`def outer(f): def inner(): h = f`),
+        or the module does: there f is not the import's."""
+        return any(self._rebound(ast.Name(kind[4:-1].partition(".")[0])) for kind in types
+                   if kind.startswith("P:C:") and kind.endswith("|"))
 
     def _result_call(self, node: ast.Call, func: ast.Attribute) -> None:
         """`Adapter.create(...).pause()`: a method of what a call returns."""

@@ -271,13 +271,16 @@ class _Bindings:
     `:=` binds in the body too; a lambda's, in the lambda)."""
 
     def __init__(self, table: TypeTable, receiver: str | None, poisoned: set[str],
-                 returns: dict[str, tuple[str, ...]] | None = None, walrus: tuple[int, ...] | None = None) -> None:
+                 returns: dict[str, tuple[str, ...]] | None = None, walrus: tuple[int, ...] | None = None,
+                 rebound: frozenset[str] = frozenset()) -> None:
         self.table = table
         self.walrus = walrus  # walrus_lines, None for "any line may": only their statements' expressions are walked
         self.returns = returns
         self.receiver = receiver
         self.poisoned = poisoned  # names known to be bound to something untyped somewhere
+        self.rebound = rebound  # names known to be bound by something but an import somewhere (own_names)
         self.derived = False  # did a binding take its type from another name's?
+        self.aliased: set[str] = set()  # the roots of the names the walk took for aliases (_alias)
         self.imported: set[str] = set()  # names an import binds
         self.declared: set[str] = set()  # names declared global or nonlocal
         self.attribute_bindings: list[tuple[str, tuple[str, ...] | None]] = []  # self.<attr> = ...
@@ -347,7 +350,7 @@ class _Bindings:
                 nullable = True
             else:
                 types = call_types(current, self.returns) if isinstance(current, ast.Call) \
-                    else self._derived("P", current) or self._of_call_result(current)
+                    else self._derived("P", current) or self._of_call_result(current) or self._alias(current)
                 if not types:
                     return POISON, nullable
                 found += [kind for kind in types if kind not in found]
@@ -364,6 +367,20 @@ class _Bindings:
             return POISON
         path = ".".join(reversed(attributes))
         return tuple(f"P:{kind}|{path}" for kind in call_types(node, self.returns))
+
+    def _alias(self, node: ast.AST) -> tuple[str, ...]:
+        """`h = f`, `h = m.f`, its root untyped: `P:C:f|`, the object the name stands for in the
+        file (an empty walk from it), which a call of `h` then calls as a call of `f` (audit 13,
+        R12). Only where the root is no other binding of this body (a parameter, a local): an
+        import's name, or a module's name read from a function."""
+        chain = dotted_chain(node)
+        if chain is None:
+            return POISON
+        root = chain[0]
+        if root in self.rebound or root in self.table.names and root not in self.imported:
+            return POISON
+        self.aliased.add(root)
+        return (f"P:C:{full_name(node)}|",)
 
     def _may_spell_walrus(self, node: ast.stmt) -> bool:
         """Is one of the statement's lines among walrus_lines (a compound statement's span holds its blocks')?"""
@@ -622,15 +639,19 @@ def _settled(statements: list[ast.stmt], start: Callable[[], TypeTable], receive
              ) -> tuple[TypeTable, _Bindings]:
     """The table of a body's bindings, from the table `start` gives (its parameters): `y = x.a`
     took x's types as bound so far, and x may be rebound to something untyped further down, so
-    the body is walked again knowing every poisoned name, until no more are."""
+    the body is walked again knowing every poisoned name, until no more are; and `h = f` took f
+    for an import's name or a global, and f may be a local bound further down, so again knowing
+    the body's own names."""
     poisoned: set[str] = set()
+    rebound: frozenset[str] = frozenset()
     while True:
         table = start()
-        bindings = _Bindings(table, receiver, poisoned, returns, walrus)
+        bindings = _Bindings(table, receiver, poisoned, returns, walrus, rebound)
         bindings.walk(statements)
-        if not bindings.derived or table.poisoned <= poisoned:
+        own = bindings.own_names()[1]
+        if (not bindings.derived or table.poisoned <= poisoned) and not bindings.aliased & (own - rebound):
             return table, bindings
-        poisoned = poisoned | table.poisoned
+        poisoned, rebound = poisoned | table.poisoned, rebound | own
 
 
 def _typed_names(table: TypeTable, bindings: _Bindings) -> TypedNames:

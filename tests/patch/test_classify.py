@@ -76,6 +76,17 @@ def test_the_same_patch_is_the_same_change(patches, capsys) -> None:
     assert out and all(": the same change (" in line for line in out)
 
 
+def test_a_patch_with_crlf_line_ends_is_the_same_change_as_its_lf_form(patches, tmp_path, capsys) -> None:
+    """As its blob is, before a core.autocrlf checkout wrote the CRs (audit 13, R08)."""
+    mine, _ = patches
+    crlf = tmp_path / "crlf.patch"
+    crlf.write_bytes(mine.read_bytes().replace(b"\n", b"\r\n"))
+    assert main(["patch", "classify", str(crlf), str(mine), "--format", "json"]) == 0
+    hunks = [hunk for entry in json.loads(capsys.readouterr().out) for hunk in entry["hunks"]]
+    # read with its CRs, each hunk was `same (formatting)`, its header ending in `\r`
+    assert hunks and all(h["verdict"] == "same" and h["header"] == h["skeleton"]["header"] for h in hunks)
+
+
 def test_text_output_lists_the_hunks_of_shared_files(patches, capsys) -> None:
     mine, skeleton = patches
     main(["patch", "classify", str(mine), str(skeleton)])

@@ -269,8 +269,9 @@ BAD = {
               "GIT binary patch\nliteral 4\nLcmZ?wbN~PV0RR91\n\nliteral 0\nHcmV?d00001\n\n",
     "file not in the old release": "--- a/python/sglang/srt/nowhere.py\n+++ b/python/sglang/srt/nowhere.py\n"
                                    "@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 3\n",
-    "CRLF line ends": "--- a/python/sglang/srt/utils.py\r\n+++ b/python/sglang/srt/utils.py\r\n@@ -1,2 +1,2 @@\r\n"
-                      " def f():\r\n-    return 1\r\n+    return 3\r\n",
+    # a patch of both line ends: its CRs are content, as git reads them (one of CRLF lines alone is read as LF)
+    "CRLF hunk lines": "--- a/python/sglang/srt/utils.py\n+++ b/python/sglang/srt/utils.py\n@@ -1,2 +1,2 @@\n"
+                       " def f():\r\n-    return 1\r\n+    return 3\r\n",
     "random bytes": "\x00\x01garbage python/sglang/ \udcff\udcfe",
 }
 
@@ -287,7 +288,7 @@ def test_bad_patches_get_a_verdict_or_one_line_never_a_traceback(tmp_path, name,
     found = _check(project, utils, utils, tmp_path, report_unresolved=True)
     assert len(found) == 1 and found[0].startswith("docker/patch/latest/sglang.patch:")
     assert found[0].endswith(" info")  # the same on both releases: nothing the bump broke
-    if name in ("file not in the old release", "CRLF line ends"):  # a per-hunk verdict, which is git's
+    if name in ("file not in the old release", "CRLF hunk lines"):  # a per-hunk verdict, which is git's
         verdicts = check_stack([parse_patch(BAD[name])], _read(utils)).verdicts[0]
         patch = parse_patch(BAD[name])
         assert [v.applies for v in verdicts] == git_stack_verdicts(utils, [BAD[name]], [_pairs(patch)])[0] == [False]
@@ -298,10 +299,40 @@ def test_bad_patches_get_a_verdict_or_one_line_never_a_traceback(tmp_path, name,
     assert status == 0 or len(captured.err.splitlines()) == 1
 
 
-def test_a_crlf_patch_says_why_it_does_not_apply():
-    patch = parse_patch(BAD["CRLF line ends"])
+def test_a_hunk_of_crlf_lines_says_why_it_does_not_apply():
+    patch = parse_patch(BAD["CRLF hunk lines"])
     (verdict,) = check_stack([patch], _read({"python/sglang/srt/utils.py": "def f():\n    return 1\n"})).verdicts[0]
     assert verdict.detail == "its lines end in CRLF and the file's in LF"
+
+
+def _crlf(text: str) -> str:
+    return text.replace("\n", "\r\n")
+
+
+def test_a_patch_whose_lines_all_end_in_crlf_is_judged_as_its_lf_form(slime_shaped, tmp_path):
+    """A core.autocrlf checkout writes the committed patches with CRLF ends; GNU `patch -p1`
+    strips them, and the blob is the LF patch: the break is reported as it is for the LF files
+    (audit 13, R08: every hunk applied to neither release, an info, and the check passed)."""
+    for relpath in LATEST:
+        path = slime_shaped / relpath
+        path.write_bytes(_crlf(path.read_text()).encode())
+    assert _check(slime_shaped, OLD, NEW, tmp_path) == ["docker/patch/latest/sglang-pull_weights.patch:5: SGC901 error"]
+
+
+@pytest.mark.parametrize("ends", ["CRLF headers, LF hunks", "LF headers, CRLF hunks", "one CRLF line"])
+def test_a_patch_of_both_line_ends_is_judged_as_git_applies_it(three, ends):
+    lines = three[0].splitlines(keepends=True)
+    headers = next(index for index, line in enumerate(lines) if line.startswith("@@"))
+    if ends == "CRLF headers, LF hunks":
+        lines[:headers] = map(_crlf, lines[:headers])
+    elif ends == "LF headers, CRLF hunks":
+        lines[headers:] = map(_crlf, lines[headers:])
+    else:
+        lines[headers + 1] = _crlf(lines[headers + 1])
+    text = "".join(lines)
+    patch = parse_patch(text)
+    mine = [v.applies for v in check_patch(patch, _read(OLD))]
+    assert mine == git_stack_verdicts(OLD, [text], [_pairs(patch)])[0]
 
 
 def test_a_script_that_doubles_a_word_or_nests_loops_deeply_is_read_in_bounded_time(slime_shaped):
