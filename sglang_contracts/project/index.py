@@ -1062,10 +1062,13 @@ class _Imports:
         return cls(list(from_imports(relpath, module, text)), modules)
 
     def reexported(self, upstream_names: dict[str, set[str]]) -> bool:
-        """Does the file import, from a project module, a name that module binds to SGLang?"""
+        """Does the file import, from a project module, a name that module binds to SGLang, or
+        such a module itself (`from pk import base`)?"""
         for source, imported in self.froms:
             names = upstream_names.get(source)
             if names and ("*" in imported or names.intersection(imported)):
+                return True
+            if any(f"{source}.{name}" in upstream_names for name in imported):
                 return True
         return not self.modules.isdisjoint(upstream_names)
 
