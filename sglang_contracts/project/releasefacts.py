@@ -197,7 +197,7 @@ class ProjectStars:
             pending, seen = [module], {module}
             while pending:  # a stack: chains as deep as the project writes them
                 facts = self.files.get(pending.pop())
-                names |= self._names(facts.module)[0] if facts is not None else ()
+                names.update(self._names(facts.module)[0] if facts is not None else ())
                 for star in top_level_stars(facts) if facts is not None else ():
                     if is_upstream(star):
                         names |= self.old.star_names(star)
@@ -208,14 +208,27 @@ class ProjectStars:
             self.possible[module] = frozenset(names if listed is None else names & listed)
         return self.possible.get(module, frozenset())
 
-    def _names(self, module: str) -> tuple[frozenset[str], frozenset[str] | None]:
-        """(the names the project module binds, those its `__all__` lists: None without one)."""
+    def _names(self, module: str) -> tuple[dict[str, int], frozenset[str] | None]:
+        """(the names the project module binds -> how many of its star imports come before their
+        last binding, those its `__all__` lists: None without one)."""
         if module not in self.names:
             facts = self.files[module].module_names
-            own = frozenset(fact.name for fact in facts if fact.kind == "bound")
+            own = {fact.name: fact.stars_before for fact in facts if fact.kind == "bound"}
             listed = frozenset(fact.name for fact in facts if fact.kind == "listed")
             self.names[module] = (own, listed if listed or "__all__" in own else None)
         return self.names[module]
+
+    def _stars_after(self, module: str, name: str) -> list[str]:
+        """The project module's star imports that bind `name` after the module's own last binding
+        of it, as Python runs them: all of them where it binds none (those the target release
+        runs: ModuleNameFact)."""
+        stars = top_level_stars(self.files[module])
+        before = self._names(module)[0].get(name)
+        if before is None:
+            return stars
+        run = set(stars)
+        later = [fact.name for fact in self.files[module].module_names if fact.kind == "star"][before:]
+        return [star for star in later if star in run]
 
     def _link(self, module: str, name: str, depth: int) -> Link | None:
         """Where the star import of a project module gives `name` from; None where it gives no SGLang name."""
@@ -226,17 +239,21 @@ class ProjectStars:
                 or not self._exports(module, name):
             return None
         self.under_way.add(key)
-        found = PROJECT_S if name in self._names(module)[0] else None
-        for star in reversed(top_level_stars(self.files[module]) if found is None else ()):
-            if is_upstream(star):  # of two star imports that give the name, the last binds it
-                found = (star, None, module) if self.given(star, frozenset({name})) else None
-            elif (inner := self._link(star, name, depth + 1)) is not None:
-                found = inner if inner is PROJECT_S else (inner[0], star, inner[2])
-            if found is not None:
-                break
+        found = self._last_binding(module, name, depth)
         self.under_way.discard(key)
         self.known[key] = found
         return found
+
+    def _last_binding(self, module: str, name: str, depth: int) -> Link | None:
+        """What binds `name` in a project module last: the last of its star imports after its own
+        binding that gives it, else the module itself (PROJECT_S) where it binds it; None where neither."""
+        for star in reversed(self._stars_after(module, name)):
+            if is_upstream(star):  # of two star imports that give the name, the last binds it
+                if self.given(star, frozenset({name})):
+                    return (star, None, module)
+            elif (inner := self._link(star, name, depth + 1)) is not None:
+                return inner if inner is PROJECT_S else (inner[0], star, inner[2])
+        return PROJECT_S if name in self._names(module)[0] else None
 
     def _exports(self, module: str, name: str) -> bool:
         """Does the star import of a project module give `name` (from wherever it binds it)?"""

@@ -174,6 +174,15 @@ def test_a_name_the_project_module_binds_itself_is_its_own_not_sglang_s(tmp_path
     assert after == []
 
 
+def test_a_name_the_project_module_binds_before_its_star_import_is_the_star_s(tmp_path) -> None:
+    """pk/base.py defines `f` before its star import, which binds sglang.srt.a's `f` over it as
+    Python runs them (and `x` in a function, run later: its own): m.py's call of `f` is judged."""
+    base = {"pk/__init__.py": "", "pk/base.py": "def f(a, b=1):\n    return a\n\n\nfrom sglang.srt.a import *\n\n\n"
+                                                "def init():\n    global x\n    x = 2\n"}
+    found = _check(tmp_path, R12_OLD, R12_NEW, {**base, "pk/m.py": "from pk.base import *\n" + USES})
+    assert _codes(found) == [("pk/m.py", 3, "SGC201")]
+
+
 def test_the_project_module_s_all_limits_what_its_star_import_gives(tmp_path) -> None:
     """pk/base.py's `__all__` lists `f` only: m.py's `x` was never given by that star import, so
     sglang.srt.a's loss of it is no contract of m.py's; `f`'s call is."""
