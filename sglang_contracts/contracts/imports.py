@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
@@ -322,6 +323,35 @@ def upstream_reads(ctx: CheckContext) -> Iterator[tuple[FileFacts, AttributeFact
     for facts, chain, root in _upstream_chains(ctx):
         if not chain.store:
             yield facts, chain, root
+    yield from _reads_through_star_reexporters(ctx)
+
+
+def _reads_through_star_reexporters(ctx: CheckContext) -> Iterator[tuple[FileFacts, AttributeFact, str]]:
+    """`pk.base.x` (or `base.x` after `from pk import base`), where pk/base.py's star imports give
+    `x` from sglang.srt.a: the read of sglang.srt.a's `x` on, as `sglang.srt.a.x` would be. Reads
+    only: `pk.base.x = ...` sets pk.base's own attribute, not upstream's."""
+    given, reexporters = ctx.project.given_by_stars, ctx.project.star_reexporters
+    if given is None:
+        return
+    # the modules a root's import may lead to a star re-exporter through (`pk` of `import pk.base`)
+    ways = {".".join(parts[:end]) for parts in (module.split(".") for module in reexporters)
+            for end in range(1, len(parts) + 1)}
+    for facts in ctx.project.files.values():
+        bindings = facts.bindings()
+        starts = {name: target for name, target in bindings.items()
+                  if target in ways and ctx.project.upstream_path(target) is None}  # else _upstream_chains'
+        for chain in facts.attributes if starts else ():
+            if chain.store or chain.root not in starts:
+                continue
+            dotted = starts[chain.root]
+            for index, attr in enumerate(chain.attrs):
+                if dotted in reexporters:
+                    found = given(dotted, attr)
+                    if found is not None:
+                        yield facts, dataclasses.replace(chain, attrs=chain.attrs[index:],
+                                                         positions=chain.positions[index:]), found.rpartition(".")[0]
+                    break
+                dotted = f"{dotted}.{attr}"
 
 
 def _upstream_chains(ctx: CheckContext) -> Iterator[tuple[FileFacts, AttributeFact, str]]:

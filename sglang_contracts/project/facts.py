@@ -309,12 +309,16 @@ class FreeNameFact:
 @dataclass(unsafe_hash=True, slots=True)  # hashable values; not frozen, which costs 3x to build
 class ModuleNameFact:
     """What a star import of this module gives, kept where free names are (FreeNameFact): a
-    name it binds at its top level (kind "bound": its own, whatever its star imports give), or
-    one its `__all__` lists ("listed"); "listed" `*` where its `__all__` is made in a way not
-    read (toplevel.listed_exports), so that what it gives is not known."""
+    name it binds at its top level (kind "bound": its own, but where a star import of its own
+    after its last binding gives it: `stars_before` of its star imports come before that
+    binding), or one its `__all__` lists ("listed"); "listed" `*` where its `__all__` is made in
+    a way not read (toplevel.listed_exports), so that what it gives is not known; kind "star",
+    the module each of its star imports outside its functions and classes names, in order (what
+    `stars_before` counts: the target release's facts may leave some out, under gates)."""
 
     name: str
     kind: str
+    stars_before: int = 0
 
 
 @dataclass

@@ -326,6 +326,11 @@ class ProjectIndex:
     # ServerArgs seam): their modules are scanned whatever they mention, and their importers as
     # the importers of a re-export from SGLang are (no name or import heuristic sees them).
     configured: tuple[str, ...] = ()
+    # (project module, name) -> the SGLang dotted path the module's star imports give the name as,
+    # or None: what upstream_path follows where the re-export table holds no name
+    # (releasefacts.with_star_names); None where no module star-imports
+    given_by_stars: Callable[[str, str], str | None] | None = field(default=None, repr=False)
+    star_reexporters: frozenset[str] = frozenset()  # the project modules given_by_stars may answer for
 
     def each_file(self, kind: str, analyse: Callable[[str, str], list], may_hold: Callable[[str], bool],
                   *code: ModuleType, by_pattern: bool = False) -> list:
@@ -498,6 +503,8 @@ class ProjectIndex:
                 return None
             name = parts[split]
             target = self.exports[owner].get(name)
+            if target is None and owner in self.star_reexporters and self.given_by_stars is not None:
+                target = self.given_by_stars(owner, name)
             if target is None or depth > 20 or (owner, name) in seen:
                 return None
             seen.add((owner, name))
@@ -1062,10 +1069,14 @@ class _Imports:
         return cls(list(from_imports(relpath, module, text)), modules)
 
     def reexported(self, upstream_names: dict[str, set[str]]) -> bool:
-        """Does the file import, from a project module, a name that module binds to SGLang?"""
+        """Does the file import, from a project module, a name that module binds to SGLang, or
+        such a module itself (`from pk import base`)?"""
         for source, imported in self.froms:
             names = upstream_names.get(source)
-            if names and ("*" in imported or names.intersection(imported)):
+            # a module that re-exports by a star import (STAR) may give any name imported from it
+            if names and ("*" in imported or "*" in names or names.intersection(imported)):
+                return True
+            if any(f"{source}.{name}" in upstream_names for name in imported):
                 return True
         return not self.modules.isdisjoint(upstream_names)
 

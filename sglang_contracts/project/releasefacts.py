@@ -8,7 +8,9 @@ A star import of an SGLang module (`from sglang.srt.a import *`) binds, of the n
 reads and binds nowhere itself (FileFacts.free_names), those the module exported on the old release:
 each is given to the checks as the `from sglang.srt.a import name` it stands for (with_star_names).
 So does a star import of a project module that gives them in turn (`from pk.base import *`, where
-pk/base.py star-imports sglang.srt.a), through any chain of the project's star imports.
+pk/base.py star-imports sglang.srt.a), through any chain of the project's star imports, and so
+does an import of such a name by name (`from pk.base import name`); its other reads through
+the module (`pk.base.name`) resolve through ProjectIndex.given_by_stars.
 """
 
 from __future__ import annotations
@@ -140,9 +142,13 @@ def with_star_names(project: ProjectIndex, old: UpstreamModel) -> ProjectIndex:
 
     project_stars = ProjectStars(project, old, given)
     files = {relpath: _with_star_names(facts, project_stars) for relpath, facts in project.files.items()}
-    if all(facts is project.files[relpath] for relpath, facts in files.items()):
+    # `import pk.base; pk.base.f(...)`, `from pk import base; base.f`: what the re-export table
+    # does not hold, the module's star imports may give (ProjectIndex.upstream_path asks)
+    given_by_stars = project_stars.given_as if project_stars.reexporters else None
+    if given_by_stars is None and all(facts is project.files[relpath] for relpath, facts in files.items()):
         return project
-    return dataclasses.replace(project, files=files)
+    return dataclasses.replace(project, files=files, given_by_stars=given_by_stars,
+                               star_reexporters=project_stars.reexporters)
 
 
 class ProjectStars:
@@ -165,6 +171,31 @@ class ProjectStars:
         self.possible: dict[str, frozenset[str]] = {}
         self.known: dict[tuple[str, str], Link | None] = {}
         self.under_way: set[tuple[str, str]] = set()
+        # the project modules that star-import a module: those whose star imports may give SGLang's names
+        self.reexporters = frozenset(module for module, facts in self.files.items() if top_level_stars(facts))
+        self.attributes: dict[tuple[str, str], Source | None] = {}  # attribute's, per (module, name)
+
+    def given_as(self, module: str, name: str) -> str | None:
+        """The SGLang dotted path `module.name` stands for where a project module's star imports
+        give the name from SGLang (`pk.base.f`, pk/base.py star-importing sglang.srt.a:
+        `sglang.srt.a.f`); None where they do not."""
+        source = self.attribute(module, name)
+        return None if source is None else f"{source[0]}.{name}"
+
+    def attribute(self, module: str, name: str) -> Source | None:
+        """Where a project module's attribute `name` comes from (`from pk.base import name`,
+        `pk.base.name`) where its star imports give it from SGLang: as they bind it, whatever
+        its `__all__` says (which limits what a star import of the module gives, not what it holds)."""
+        key = (module, name)
+        if key not in self.attributes:
+            self.attributes[key] = None
+            if module in self.reexporters and key not in self.under_way:
+                self.under_way.add(key)
+                link = self._last_binding(module, name, 0)
+                self.under_way.discard(key)
+                if link is not None and link is not PROJECT_S:
+                    self.attributes[key] = (link[0], self._chain(module, name, link))
+        return self.attributes[key]
 
     def sources(self, module: str, names: frozenset[str]) -> dict[str, Source | None]:
         """name -> where the star import of `module` gives it from, of `names` it gives: None for
@@ -197,7 +228,7 @@ class ProjectStars:
             pending, seen = [module], {module}
             while pending:  # a stack: chains as deep as the project writes them
                 facts = self.files.get(pending.pop())
-                names |= self._names(facts.module)[0] if facts is not None else ()
+                names.update(self._names(facts.module)[0] if facts is not None else ())
                 for star in top_level_stars(facts) if facts is not None else ():
                     if is_upstream(star):
                         names |= self.old.star_names(star)
@@ -208,14 +239,27 @@ class ProjectStars:
             self.possible[module] = frozenset(names if listed is None else names & listed)
         return self.possible.get(module, frozenset())
 
-    def _names(self, module: str) -> tuple[frozenset[str], frozenset[str] | None]:
-        """(the names the project module binds, those its `__all__` lists: None without one)."""
+    def _names(self, module: str) -> tuple[dict[str, int], frozenset[str] | None]:
+        """(the names the project module binds -> how many of its star imports come before their
+        last binding, those its `__all__` lists: None without one)."""
         if module not in self.names:
             facts = self.files[module].module_names
-            own = frozenset(fact.name for fact in facts if fact.kind == "bound")
+            own = {fact.name: fact.stars_before for fact in facts if fact.kind == "bound"}
             listed = frozenset(fact.name for fact in facts if fact.kind == "listed")
             self.names[module] = (own, listed if listed or "__all__" in own else None)
         return self.names[module]
+
+    def _stars_after(self, module: str, name: str) -> list[str]:
+        """The project module's star imports that bind `name` after the module's own last binding
+        of it, as Python runs them: all of them where it binds none (those the target release
+        runs: ModuleNameFact)."""
+        stars = top_level_stars(self.files[module])
+        before = self._names(module)[0].get(name)
+        if before is None:
+            return stars
+        run = set(stars)
+        later = [fact.name for fact in self.files[module].module_names if fact.kind == "star"][before:]
+        return [star for star in later if star in run]
 
     def _link(self, module: str, name: str, depth: int) -> Link | None:
         """Where the star import of a project module gives `name` from; None where it gives no SGLang name."""
@@ -226,17 +270,21 @@ class ProjectStars:
                 or not self._exports(module, name):
             return None
         self.under_way.add(key)
-        found = PROJECT_S if name in self._names(module)[0] else None
-        for star in reversed(top_level_stars(self.files[module]) if found is None else ()):
-            if is_upstream(star):  # of two star imports that give the name, the last binds it
-                found = (star, None, module) if self.given(star, frozenset({name})) else None
-            elif (inner := self._link(star, name, depth + 1)) is not None:
-                found = inner if inner is PROJECT_S else (inner[0], star, inner[2])
-            if found is not None:
-                break
+        found = self._last_binding(module, name, depth)
         self.under_way.discard(key)
         self.known[key] = found
         return found
+
+    def _last_binding(self, module: str, name: str, depth: int) -> Link | None:
+        """What binds `name` in a project module last: the last of its star imports after its own
+        binding that gives it, else the module itself (PROJECT_S) where it binds it; None where neither."""
+        for star in reversed(self._stars_after(module, name)):
+            if is_upstream(star):  # of two star imports that give the name, the last binds it
+                if self.given(star, frozenset({name})):
+                    return (star, None, module)
+            elif (inner := self._link(star, name, depth + 1)) is not None:
+                return inner if inner is PROJECT_S else (inner[0], star, inner[2])
+        return PROJECT_S if name in self._names(module)[0] else None
 
     def _exports(self, module: str, name: str) -> bool:
         """Does the star import of a project module give `name` (from wherever it binds it)?"""
@@ -248,10 +296,35 @@ class ProjectStars:
 
 def _with_star_names(facts: FileFacts, stars_give: ProjectStars) -> FileFacts:
     """A file's facts with a `from m import name` after each star import for each name it gives
-    (one through project modules names the SGLang module, `through` them)."""
+    (one through project modules names the SGLang module, `through` them), and after each
+    `from pk.base import name` of a name pk.base's star imports give from SGLang."""
+    names = _star_given_names(facts, stars_give)
+    named = {id(fact): [(fact.name, source)] for fact in facts.imports if fact.name not in (None, "*")
+             and (source := _named_source(fact, stars_give)) is not None}
+    if not names and not named:
+        return facts
+    # At the star import's own position, as an explicit import reports at its statement: what
+    # rules an import decides is said where the name is imported (a `# noqa` there covers it);
+    # what the file does with the name (a call, a read) is judged where it does it.
+    imports = []
+    for fact in facts.imports:
+        imports.append(fact)
+        imports += [dataclasses.replace(fact, module=module, name=name, bound=name if fact.name == "*" else fact.bound,
+                                        through=through)
+                    for name, (module, through) in names.get(id(fact), named.get(id(fact), ()))]
+    return dataclasses.replace(facts, imports=imports)
+
+
+def _named_source(fact: ImportFact, stars_give: ProjectStars) -> Source | None:
+    """Where `from pk.base import name` gets the name from, where pk.base's star imports give it from SGLang."""
+    return stars_give.attribute(fact.module, fact.name) if fact.module in stars_give.reexporters else None
+
+
+def _star_given_names(facts: FileFacts, stars_give: ProjectStars) -> dict[int, list[tuple[str, Source]]]:
+    """id of each star import of the file -> (name, where from) of the SGLang names it binds."""
     stars = star_imports(facts) if facts.free_names else []
     if not stars:
-        return facts
+        return {}
     free = frozenset(fact.name for fact in facts.free_names)
     # name -> (the index in `stars` of the import that binds it, where from): in the file's
     # order, of two that give a name the last binds it, as in Python
@@ -262,15 +335,7 @@ def _with_star_names(facts: FileFacts, stars_give: ProjectStars) -> FileFacts:
     for name, (index, source) in giver.items():
         if source is not None:  # not a project module's own name
             names.setdefault(id(stars[index]), []).append((name, source))
-    # At the star import's own position, as an explicit import reports at its statement: what
-    # rules an import decides is said where the name is imported (a `# noqa` there covers it);
-    # what the file does with the name (a call, a read) is judged where it does it.
-    imports = []
-    for fact in facts.imports:
-        imports.append(fact)
-        imports += [dataclasses.replace(fact, module=module, name=name, bound=name, through=through)
-                    for name, (module, through) in names.get(id(fact), ())]
-    return dataclasses.replace(facts, imports=imports)
+    return names
 
 
 def upstream_stars(facts: FileFacts) -> list[ImportFact]:

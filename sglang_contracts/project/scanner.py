@@ -68,6 +68,7 @@ from sglang_contracts.project.scopes import (
     module_strings,
     parameter_list,
     receiver_name,
+    stars_before_bindings,
     string_value,
     walrus_lines,
 )
@@ -1733,7 +1734,7 @@ def _collect(module: ast.Module, module_name: str, path: str, text: str, facts: 
     facts.strings = _strings_facts(collector.strings, text)
     facts.free_names = [FreeNameFact(name) for name in collector.star_uses]
     if collector.star_givers:
-        facts.module_names = _module_name_facts(module, own_names)
+        facts.module_names = _module_name_facts(module, own_names, module_name, collector.is_package)
 
 
 def _collected(module: ast.Module, module_name: str, path: str, text: str, at: SourcePositions,
@@ -1771,10 +1772,15 @@ def _star_givers(module: ast.Module, module_name: str, is_package: bool, package
     return frozenset(found)
 
 
-def _module_name_facts(module: ast.Module, own_names: tuple[str, ...]) -> list[ModuleNameFact]:
-    """What a star import of the module gives (ModuleNameFact): the names it binds, and those its `__all__` lists."""
+def _module_name_facts(module: ast.Module, own_names: tuple[str, ...], module_name: str,
+                       is_package: bool) -> list[ModuleNameFact]:
+    """What a star import of the module gives (ModuleNameFact): its star imports, the names it
+    binds, and those its `__all__` lists."""
+    stars, before = stars_before_bindings(module, own_names)
     listed = listed_exports(module)
-    facts = [ModuleNameFact(name, "bound") for name in own_names]
+    # absolute, as the imports' facts name them
+    facts = [ModuleNameFact(absolute_import(star, module_name, is_package) or "", "star") for star in stars]
+    facts += [ModuleNameFact(name, "bound", before[name]) for name in own_names]
     if listed is UNREAD_EXPORTS:
         return [*facts, ModuleNameFact("*", "listed")]
     return facts + [ModuleNameFact(name, "listed") for name in dict.fromkeys(listed or ())]

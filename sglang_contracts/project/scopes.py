@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 
 from sglang_contracts.infra.lines import numbered_lines
-from sglang_contracts.infra.pysource import PLACEHOLDER, branch_nodes, parse_quietly, rendered
+from sglang_contracts.infra.pysource import PLACEHOLDER, SCOPES, branch_nodes, parse_quietly, rendered
 
 UNION_WRAPPERS = {"Optional", "Union"}
 CONTAINERS = {"list", "sequence", "iterable", "iterator", "set", "frozenset", "deque", "collection",
@@ -866,3 +866,39 @@ def module_names(text: str, path: str) -> tuple[tuple[str, ...], tuple[str, ...]
             elif symbol.is_referenced() and (table is top or symbol.is_global()):
                 read.add(symbol.get_name())
     return tuple(sorted(read - bound - PRESET_NAMES)), tuple(sorted(bound))
+
+
+def stars_before_bindings(module: ast.Module, names: tuple[str, ...]) -> tuple[list[ast.ImportFrom], dict[str, int]]:
+    """(the module's star imports outside its functions and classes, in order; name -> how many
+    of them come before the last statement there that binds it, those that binding overrides).
+    A name bound only in a function (`global`) counts them all: it is bound when the function
+    runs, after the imports. A binding in a comprehension counts (its variable's or a walrus's):
+    a later binding makes a name the module's own, which no contract is judged of."""
+    stars: list[ast.ImportFrom] = []
+    last: dict[str, tuple[int, int]] = {}
+    pending: list[ast.AST] = list(reversed(module.body))
+    while pending:  # a stack, in source order: statements nest as deep as the code does
+        node = pending.pop()
+        for name in _bound_here(node):
+            last[name] = max(last.get(name, (0, 0)), (node.lineno, node.col_offset))
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+            stars.append(node)
+        if not isinstance(node, SCOPES):
+            pending.extend(reversed(list(ast.iter_child_nodes(node))))
+    at = [(star.lineno, star.col_offset) for star in stars]  # in source order: searched, not counted per name
+    return stars, {name: bisect_left(at, last[name]) if name in last else len(stars) for name in names}
+
+
+def _bound_here(node: ast.AST) -> list[str]:
+    """The names a node binds in the scope it is in (a definition's, an import's, a target's)."""
+    if isinstance(node, ast.Name):
+        return [node.id] if not isinstance(node.ctx, ast.Load) else []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name != "*"]
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    return []

@@ -926,3 +926,31 @@ def test_an_edit_of_a_project_module_re_judges_the_names_its_star_importers_read
     edit(project / "pk" / "other.py", "\n", "\nfrom sglang.srt.a import *\n")
     after = same_as_a_full_run(project, options)
     assert [(d.path, d.code) for d in after.diagnostics] == sorted([*reported, ("pk/d.py", "SGC102")])
+
+
+def test_a_star_import_added_to_or_taken_from_a_project_module_re_judges_its_importers_by_name(tmp_path, plans) -> None:
+    """pk/m.py imports `f` from pk.base by name, pk/a.py reads it as pk.base.f, pk/c.py as base.f,
+    while pk/base.py star-imports the project's pk/own.py: its star import of sglang.srt.a instead
+    makes each a call of sglang.srt.a's `f`, judged in the re-check of the edited file and its
+    importers, and the star import of pk.own back leaves them the project's, each as a full run
+    finds them."""
+    from tests.helpers import upstream_tree, write_tree
+
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/a.py": "def f(a, b=1):\n    return a\n"}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/a.py": "def f(a):\n    return a\n"}, "0.2.0")
+    project = write_tree(tmp_path / "project", {
+        "pyproject.toml": "[project]\nname = 'pk'\n", "pk/__init__.py": "",
+        "pk/base.py": "from pk.own import *  # or sglang.srt.a\n", "pk/own.py": "def f(a, b=1):\n    return a\n",
+        "pk/m.py": "from pk.base import f\n\nf(1, b=2)  # sglang.srt.a's\n",
+        "pk/a.py": "import pk.base\n\npk.base.f(1, b=2)  # sglang.srt.a's\n",
+        "pk/c.py": "from pk import base\n\nbase.f(1, b=2)  # sglang.srt.a's\n",
+    })
+    options = CheckOptions(old=str(old), new=str(new), cache_dir=tmp_path / "cache", replay=True, workers=1)
+    assert run_check([project], options).diagnostics == []
+    edit(project / "pk" / "base.py", "pk.own import *  # or sglang.srt.a", "sglang.srt.a import *  # or pk.own")
+    reported = [("pk/a.py", "SGC201"), ("pk/c.py", "SGC201"), ("pk/m.py", "SGC201")]
+    assert [(d.path, d.code) for d in same_as_a_full_run(project, options).diagnostics] == reported
+    assert not plans[-1].full and {"pk/m.py", "pk/a.py", "pk/c.py"} <= plans[-1].recomputed
+    edit(project / "pk" / "base.py", "sglang.srt.a import *  # or pk.own", "pk.own import *  # or sglang.srt.a")
+    assert same_as_a_full_run(project, options).diagnostics == []
+    assert not plans[-1].full and {"pk/m.py", "pk/a.py", "pk/c.py"} <= plans[-1].recomputed

@@ -174,9 +174,60 @@ def test_a_name_the_project_module_binds_itself_is_its_own_not_sglang_s(tmp_path
     assert after == []
 
 
+def test_a_name_the_project_module_binds_before_its_star_import_is_the_star_s(tmp_path) -> None:
+    """pk/base.py defines `f` before its star import, which binds sglang.srt.a's `f` over it as
+    Python runs them (and `x` in a function, run later: its own): m.py's call of `f` is judged."""
+    base = {"pk/__init__.py": "", "pk/base.py": "def f(a, b=1):\n    return a\n\n\nfrom sglang.srt.a import *\n\n\n"
+                                                "def init():\n    global x\n    x = 2\n"}
+    found = _check(tmp_path, R12_OLD, R12_NEW, {**base, "pk/m.py": "from pk.base import *\n" + USES})
+    assert _codes(found) == [("pk/m.py", 3, "SGC201")]
+
+
 def test_the_project_module_s_all_limits_what_its_star_import_gives(tmp_path) -> None:
     """pk/base.py's `__all__` lists `f` only: m.py's `x` was never given by that star import, so
     sglang.srt.a's loss of it is no contract of m.py's; `f`'s call is."""
     base = {"pk/__init__.py": "", "pk/base.py": "from sglang.srt.a import *\n\n__all__ = ['f']\n"}
     found = _check(tmp_path, R12_OLD, R12_NEW, {**base, "pk/m.py": "from pk.base import *\n" + USES})
     assert _codes(found) == [("pk/m.py", 3, "SGC201")]
+
+
+# pk/base.py star-imports pk/inner.py, which star-imports sglang.srt.a: each form names what the star gives
+NAMED = {"from pk.base import x, f\nprint(x)\nf(1, b=2)\n": "pk.base",
+         "import pk.base\nprint(pk.base.x)\npk.base.f(1, b=2)\n": "pk",
+         "from pk import base\nprint(base.x)\nbase.f(1, b=2)\n": "base"}
+
+
+@pytest.mark.parametrize("uses", NAMED, ids=NAMED.values())
+def test_a_name_a_project_module_s_star_import_gives_is_sglang_s_however_it_is_imported(tmp_path, uses) -> None:
+    """`from pk.base import f`, `pk.base.f`, `base.f`: the same rules, severities and messages as
+    the same reads of sglang.srt.a itself, the lost `x` where each form reads it; the import by
+    name's message names the project modules it came through, as a star import's does."""
+    chain = {"pk/__init__.py": "", "pk/base.py": "from pk.inner import *\n", "pk/inner.py": "from sglang.srt.a import *\n"}
+    direct = uses.replace("pk.base", "sglang.srt.a").replace("from pk import base", "from sglang.srt import a as base")
+    found = _diagnostics(tmp_path / "shim", R12_OLD, R12_NEW, {**chain, "m.py": uses})
+    plain = _diagnostics(tmp_path / "plain", R12_OLD, R12_NEW, {"m.py": direct})
+    assert [(d.line, d.code, d.severity) for d in found] == [(d.line, d.code, d.severity) for d in plain]
+    assert [d.code for d in found] == ["SGC102" if uses.startswith("from pk.base") else "SGC105", "SGC201"]
+    assert found[1].message == plain[1].message
+    through = " (star-imported through pk.base then pk.inner)" if uses.startswith("from pk.base") else ""
+    assert found[0].message == plain[0].message.replace("sglang.srt.a in", f"sglang.srt.a{through} in")
+
+
+def test_a_name_a_project_module_binds_after_its_star_import_is_its_own_before_it_the_star_s(tmp_path) -> None:
+    """pk/base.py defines `f` after its star import (its own: no contract) and `g` before it
+    (the star import binds sglang.srt.a's over it, as Python runs them): only `g`'s call is judged."""
+    old = {A: "def f(a, b=1):\n    return a\n\n\ndef g(a, b=1):\n    return a\n"}
+    new = {A: "def f(a):\n    return a\n\n\ndef g(a):\n    return a\n"}
+    base = {"pk/__init__.py": "", "pk/base.py": "def g(a, b=1):\n    return a\n\n\nfrom sglang.srt.a import *\n\n\n"
+                                                "def f(a, b=1):\n    return a\n"}
+    uses = "import pk.base\nfrom pk.base import f, g\n\nf(1, b=2)\ng(1, b=2)\npk.base.f(1, b=2)\npk.base.g(1, b=2)\n"
+    assert _codes(_check(tmp_path, old, new, {**base, "m.py": uses})) == [("m.py", 5, "SGC201"), ("m.py", 7, "SGC201")]
+
+
+def test_the_project_module_s_all_limits_its_star_import_not_an_import_of_it_by_name(tmp_path) -> None:
+    """pk/base.py's `__all__` lists `x` only: `from pk.base import *` gives no `f`, but pk.base
+    holds sglang.srt.a's `f` all the same, which `from pk.base import f` and `pk.base.f` get."""
+    base = {"pk/__init__.py": "", "pk/base.py": "from sglang.srt.a import *\n\n__all__ = ['x']\n"}
+    uses = "import pk.base\nfrom pk.base import f\n\nf(1, b=2)\npk.base.f(1, b=2)\n"
+    found = _check(tmp_path, R12_OLD, R12_NEW, {**base, "m.py": uses})
+    assert _codes(found) == [("m.py", 4, "SGC201"), ("m.py", 5, "SGC201")]
