@@ -132,7 +132,7 @@ def test_a_check_whose_whole_process_group_is_signalled_ends_at_once(tmp_path, e
     next files (campaign 13, R13: 856 s, until a kill -9). Large files, so that the queue is full
     of them when the signal comes; the status is the signal's, nothing is said, nothing is left."""
     large = MODULE * 16  # 200 kB: a few of them fill the pipe to a worker
-    with check_at_work(tmp_path, stderr=subprocess.PIPE, modules=60, module=large, own_group=True) as (run, marker):
+    with check_at_work(tmp_path, stderr=subprocess.PIPE, modules=120, module=large, own_group=True) as (run, marker):
         os.killpg(run.pid, ending)
         try:
             _, err = run.communicate(timeout=60)
