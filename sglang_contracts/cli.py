@@ -16,7 +16,9 @@ from sglang_contracts.infra.display import patch_for, printable
 from sglang_contracts.infra.errors import ContractsError, UsageError
 from sglang_contracts.infra.output import (blocking_standard_streams, discard_standard_output, standard_output,
                                            usable_standard_streams, WholeWrites)
-from sglang_contracts.infra.process_exit import ENDING_SIGNALS, exit_without_teardown
+from sglang_contracts.infra.interrupts import interrupted_status, interrupted_statuses, meet_interrupts
+from sglang_contracts.infra.process_exit import exit_without_teardown
+from sglang_contracts.infra.pythonpath import never_from_the_working_folder
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckOptions
@@ -31,7 +33,6 @@ def _codes(value: str) -> list[str]:
 FORMATS = ("text", "json", "sarif", "github", "markdown")
 INCOMPLETE = 3  # exit status: the report was written, but an internal error (SGC001) left parts out
 MAX_IDLE_SECONDS = 7 * 24 * 3600.0  # a week: `inf` or 1e309 would be a daemon that never leaves
-INTERRUPTED = 130  # 128 + SIGINT
 READER_LEFT = 141  # 128 + SIGPIPE, as a shell tells of a writer whose reader left: the status was not yet known
 NAMED_FILES = "--files"  # the pre-commit hooks' entry ends with it: see _paths_after_files
 
@@ -571,35 +572,13 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
-class _Terminated(KeyboardInterrupt):
-    """One of ENDING_SIGNALS, met as an interrupt is: the run's workers and their semaphores are
-    let go on the way out. Left to its default, the resource tracker warned of leaked semaphores
-    on standard error (campaign 9, R25: SIGTERM; campaign 13, R10: SIGHUP)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.status = 128 + signum  # as a shell tells of a process the signal ended
-
-
-def _terminate(signum: int, frame: object) -> NoReturn:
-    raise _Terminated(signum)
-
-
 def entry() -> NoReturn:
     """The process's entry point (the console script, `python -m sglang_contracts`): main's
     status, and an exit that frees nothing the run made (infra/process_exit.py)."""
-    for name in ENDING_SIGNALS:
-        number = getattr(signal, name, None)  # SIGHUP and SIGQUIT are not on Windows
-        if number is not None and signal.getsignal(number) is signal.SIG_DFL:  # not one ignored (nohup)
-            signal.signal(number, _terminate)
+    meet_interrupts()
+    never_from_the_working_folder()
     status = main()
-    exit_without_teardown(status, interrupted=status in _interrupted_statuses())
-
-
-def _interrupted_statuses() -> set[int]:
-    """The statuses main gives a run that an interrupt or one of ENDING_SIGNALS ended."""
-    numbers = (getattr(signal, name, None) for name in ENDING_SIGNALS)
-    return {INTERRUPTED} | {128 + number for number in numbers if number is not None}
+    exit_without_teardown(status, interrupted=status in interrupted_statuses())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -648,7 +627,7 @@ def _guarded(command: Callable[[], Status]) -> Status | int:
         print(f"sglang-contracts: error: {printable(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:
-        return interrupt.status if isinstance(interrupt, _Terminated) else INTERRUPTED
+        return interrupted_status(interrupt)
     except BrokenPipeError:  # written outside standard_output(): the command's status is lost
         discard_standard_output()
         return READER_LEFT

@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Callable, Iterator, Sequence, TypeVar
 
 from sglang_contracts.infra.executors import stop, stopped_at_end
-from sglang_contracts.infra.process_exit import ENDING_SIGNALS
+from sglang_contracts.infra.interrupts import interrupt_numbers
 from sglang_contracts.infra.pythonpath import safe_path_environment
 
 Job = TypeVar("Job")
@@ -122,9 +122,11 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
     # import (griffe takes a third of a second per worker).
     context.set_forkserver_preload(PRELOAD)
     with safe_path_environment():  # the server is `python -c`: the working folder not on its path
-        # First the server's resource tracker, whose start lets go of SIGINT and SIGTERM again
-        # (it ignores them itself): the server's own start holds them back (_interrupts_held).
-        multiprocessing.resource_tracker.ensure_running()
+        # The server's resource tracker first, each start holding the interrupts back: the
+        # tracker's own start lets go of SIGINT and SIGTERM (which it ignores) but not of SIGHUP
+        # and SIGQUIT, which killed it (campaign 14, R01).
+        with _interrupts_held():
+            multiprocessing.resource_tracker.ensure_running()
         with _interrupts_held():
             multiprocessing.forkserver.ensure_running()
     return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_watch_parent,
@@ -141,11 +143,10 @@ def _interrupts_held() -> Iterator[None]:
     failed on the futures the run had cancelled (Python 3.11's traceback on standard error) and
     its queue's feeder waited for ever to hand the dead workers their next jobs (campaign 13,
     R13). Held back here, not ignored: one that comes meanwhile is delivered when let go."""
-    numbers = {getattr(signal, name) for name in ("SIGINT", *ENDING_SIGNALS) if hasattr(signal, name)}
     if not hasattr(signal, "pthread_sigmask"):  # Windows: no fork server either
         yield
         return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, numbers)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, interrupt_numbers())
     try:
         yield
     finally:

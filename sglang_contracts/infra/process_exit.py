@@ -16,9 +16,6 @@ import sys
 import threading
 from typing import NoReturn
 
-# Signals that end a run as an interrupt does, the status 128 + the signal's number: SIGTERM (a CI
-# job cancelled, `timeout`), SIGHUP (the terminal or ssh session closed), SIGQUIT (Ctrl-\ at a terminal).
-ENDING_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
 # How long an interrupted run's exit handlers may take: one of them (multiprocessing's, joining a
 # queue's feeder thread) can wait for ever on a pool cut short (campaign 13, R13: `timeout`'s SIGTERM
 # met, then 856 s at exit until a kill -9).
@@ -33,6 +30,7 @@ def exit_without_teardown(status: int, interrupted: bool = False) -> NoReturn:
     # CPython's own call at exit; atexit has no public one. Each handler's error is printed
     # and the others run, as at exit.
     if interrupted:
+        _say_nothing_more()
         _stop_children()
         handlers = threading.Thread(target=atexit._run_exitfuncs, name="exit handlers", daemon=True)
         handlers.start()
@@ -43,19 +41,25 @@ def exit_without_teardown(status: int, interrupted: bool = False) -> NoReturn:
     os._exit(status)
 
 
+def _say_nothing_more() -> None:
+    """Standard error, once what was written is flushed, goes nowhere: a stopped run has nothing
+    more to say, and its threads, cut short, would (a check that meets a broken pool as its workers
+    are killed, a Python 3.11 executor thread that fails on the futures the run cancelled:
+    campaign 14, R03)."""
+    try:
+        with open(os.devnull, "wb") as nowhere:
+            os.dup2(nowhere.fileno(), sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):  # no standard error to silence
+        pass
+
+
 def _stop_children() -> None:
     """Kill the workers of an interrupted run, whose jobs nobody waits for: multiprocessing's exit
     handler waits for each of them to end, and they hold back the signals that end a run
-    (parallel.py). Their executor's thread then meets a broken pool under the ending run, and
-    fails (Python 3.11): no thread of a run that was stopped has anything more to say."""
-    threading.excepthook = _say_nothing
+    (parallel.py)."""
     multiprocessing = sys.modules.get("multiprocessing")  # a run that never imported it has no workers
     for child in multiprocessing.active_children() if multiprocessing is not None else ():
         child.kill()
-
-
-def _say_nothing(failure: object) -> None:
-    """threading.excepthook once the run was interrupted."""
 
 
 def _flush_standard_streams() -> None:

@@ -34,3 +34,11 @@ def safe_path_environment() -> Iterator[None]:
             os.environ.pop("PYTHONSAFEPATH", None)
         else:
             os.environ["PYTHONSAFEPATH"] = before
+
+
+def never_from_the_working_folder() -> None:
+    """PYTHONSAFEPATH for every Python process this one starts from now on, whoever starts it. A
+    one-run process's entry sets it: multiprocessing starts its resource tracker again, as `python
+    -c`, when a signal killed it (campaign 14, R01: a committed `multiprocessing/__init__.py` ran
+    as the run ended), and no process of this tool imports from its working folder."""
+    os.environ["PYTHONSAFEPATH"] = "1"

@@ -31,6 +31,7 @@ from sglang_contracts.check.options import Overrides, resolve_options
 from sglang_contracts.infra.cache import remember_records
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.errors import ContractsError
+from sglang_contracts.infra.interrupts import leave_at_interrupt
 from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.output import standard_input
@@ -417,6 +418,7 @@ def main() -> int:
         root.addHandler(handler)
     for handler in root.handlers:  # a handler's filter sees every logger's records, pygls's included
         handler.addFilter(_OneLine())
+    leave_at_interrupt()
     server.start_io(stdin=FrameReader(standard_input()))  # not deaf after a malformed frame (frames.py)
     # pygls closes standard output with the connection; what runs after (the CLI's flush) writes nowhere.
     sys.stdout = open(os.devnull, "w")

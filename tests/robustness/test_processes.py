@@ -3,6 +3,7 @@ with it, however it ends."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -49,19 +50,29 @@ def _until(condition, timeout: float) -> bool:
     return True
 
 
+def _users_env(**extra: str) -> dict[str, str]:
+    """checkout_env without the suite's SGLANG_CONTRACTS_DEBUG: what a user's run says is asserted."""
+    env = checkout_env(**extra)
+    env.pop("SGLANG_CONTRACTS_DEBUG", None)
+    return env
+
+
 @contextmanager
 def check_at_work(tmp_path: Path, stderr: int = subprocess.DEVNULL, modules: int = 80, module: str = MODULE,
-                  own_group: bool = False) -> Iterator[tuple[subprocess.Popen, str]]:
+                  own_group: bool = False, planted: dict[str, str] | None = None
+                  ) -> Iterator[tuple[subprocess.Popen, str]]:
     """A check of a project large enough for the pool, once a worker has started; the marker in
     the environment of every process it starts. What it started is killed at the end.
-    `own_group`: the run leads a process group of its own (as under `timeout`, or a CI job)."""
-    project = write(tmp_path / "project", {"app/__init__.py": "", **{f"app/m{n}.py": module for n in range(modules)}})
+    `own_group`: the run leads a process group of its own (as under `timeout`, or a CI job);
+    `planted`: files of the project, which is then the run's working folder (a pre-commit hook's)."""
+    project = write(tmp_path / "project", {"app/__init__.py": "", **{f"app/m{n}.py": module for n in range(modules)},
+                                           **(planted or {})})
     run_id = uuid.uuid4().hex
     marker = f"SGLANG_CONTRACTS_TEST_RUN={run_id}"  # in the environment of every process the run starts
-    env = checkout_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"), SGLANG_CONTRACTS_TEST_RUN=run_id)
+    env = _users_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"), SGLANG_CONTRACTS_TEST_RUN=run_id)
     run = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", str(OLD),
                             "--new", str(NEW)], env=env, stdout=subprocess.DEVNULL, stderr=stderr,
-                           start_new_session=own_group)
+                           start_new_session=own_group, cwd=project if planted else None)
     try:
         # Workers are the fork server's children; the server and the tracker are the run's.
         assert _until(lambda: any(parent in found and parent != run.pid for found in [_marked(marker)]
@@ -204,3 +215,89 @@ def test_an_interrupted_block_leaves_its_threads_work_and_cancels_what_waits():
     with stopped_at_end(ThreadPoolExecutor(max_workers=1)) as threads:
         done = threads.submit(time.sleep, 0.01)
     assert done.done() and not done.cancelled()
+
+
+SECOND_SIGNAL = """
+import os, signal, sys
+from sglang_contracts.infra.interrupts import interrupted_status, meet_interrupts
+meet_interrupts()
+try:
+    os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+    signal.pause()
+except KeyboardInterrupt as interrupt:
+    os.kill(os.getpid(), signal.SIGINT)  # a second one, as the run ends: ignored
+    os.kill(os.getpid(), signal.SIGTERM)
+    print(interrupted_status(interrupt), *(signal.getsignal(number).name for number in
+          (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)))
+"""
+
+
+@pytest.mark.parametrize("first", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_after_the_first_interrupt_every_later_one_is_ignored(first):
+    """Campaign 14, R02: Ctrl-C twice, or `timeout` signalling the run and then its group, raised
+    a second interrupt inside the ending run's exit: a traceback and status 1, or a hang when it
+    cut the killing of the workers short."""
+    run = subprocess.run([sys.executable, "-c", SECOND_SIGNAL, first], env=checkout_env(), capture_output=True,
+                         timeout=60)
+    assert (run.returncode, run.stderr) == (0, b"")
+    assert run.stdout.split() == [str(128 + getattr(signal, first)).encode()] + [b"SIG_IGN"] * 4
+
+
+PLANTED = "import os, sys\nopen(os.path.join({marks!r}, 'ran-%d' % os.getpid()), 'w').write(' '.join(sys.argv))\n"
+
+
+def test_a_group_sighup_runs_nothing_the_working_folder_holds(tmp_path):
+    """Campaign 14, R01: a closed terminal's SIGHUP to the group killed multiprocessing's resource
+    tracker (it ignores SIGINT and SIGTERM only); the ending run let go of its semaphores and
+    multiprocessing started the tracker again as `python -c`, whose path begins with the working
+    folder: the project's `multiprocessing/__init__.py` ran. Now the tracker holds the signal back,
+    and no Python process of the run imports from its working folder."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    planted = {"multiprocessing/__init__.py": PLANTED.format(marks=str(marks))}
+    with check_at_work(tmp_path, stderr=subprocess.PIPE, modules=400, own_group=True, planted=planted) as (run, marker):
+        os.killpg(run.pid, signal.SIGHUP)
+        _, err = run.communicate(timeout=60)
+        assert (run.returncode, err) == (128 + signal.SIGHUP, b"")
+        assert _until(lambda: not _marked(marker), 5), f"left running: {_marked(marker)}"
+    assert list(marks.iterdir()) == []
+
+
+def _frame(message: dict) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_the_language_server_signalled_while_it_checks_ends_at_once(tmp_path):
+    """Campaign 14, R03: pygls took the interrupt for a request to stop, then waited for the check
+    at work in its threads (35-46 s on a 160-file workspace) and ended with status 0."""
+    project = write(tmp_path / "project", {
+        "pyproject.toml": f'[project]\nname = "p"\n[tool.sglang-contracts]\nold = "{OLD}"\nnew = "{NEW}"\n',
+        "app/__init__.py": "", **{f"app/m{n}.py": MODULE for n in range(400)}})
+    run_id = uuid.uuid4().hex
+    marker = f"SGLANG_CONTRACTS_TEST_RUN={run_id}"
+    env = _users_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"), SGLANG_CONTRACTS_TEST_RUN=run_id)
+    server = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "lsp"], cwd=project, env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        uri = (project / "app" / "m0.py").as_uri()
+        server.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                   "params": {"processId": None, "rootUri": project.as_uri(), "capabilities": {}}})
+                           + _frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+                           + _frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+                               "uri": uri, "languageId": "python", "version": 1, "text": MODULE}}}))
+        server.stdin.flush()
+        # a worker: the child of the fork server, the server's child
+        assert _until(lambda: any(parent not in (server.pid, os.getpid()) for parent in _marked(marker).values()), 60), \
+            "no worker started"
+        server.send_signal(signal.SIGTERM)
+        try:
+            _, err = server.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the server did not end within 30 s of the signal")
+        assert (server.returncode, err) == (128 + signal.SIGTERM, b"")
+        assert _until(lambda: not _marked(marker), 5), f"left running: {_marked(marker)}"
+    finally:
+        server.kill()
+        for pid in _marked(marker):
+            os.kill(pid, signal.SIGKILL)
