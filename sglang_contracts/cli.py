@@ -427,7 +427,11 @@ def _say_what_the_bump_did(bump, root: Path, plan: Path, body: Path, dry_run: bo
 
 def _write_baseline(path: Path, result) -> int:
     from sglang_contracts.diagnostics.baseline import previous_entries, write_baseline
+    from sglang_contracts.patch.rebase import refusal_to_write
 
+    why = refusal_to_write(result.project.root, path)
+    if why:  # before the earlier baseline is read through the link
+        raise UsageError(f"refused to write {printable(str(path))}: {why}")
     previous = previous_entries(path)
     count = write_baseline(path, result.diagnostics, previous)
     print(f"sglang-contracts: wrote {count} accepted finding{'s' * (count != 1)} to {printable(str(path))}", file=sys.stderr)

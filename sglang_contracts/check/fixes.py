@@ -19,6 +19,7 @@ from sglang_contracts.fix.document import (
 from sglang_contracts.fix.python import ensure_import, ensure_name_import, remove_imports_left_unused
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.infra.display import printable, printable_path, unified_text_diff
+from sglang_contracts.infra.files import in_version_control_folder
 from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
 from sglang_contracts.sources import pinned_release_spec
 
@@ -72,6 +73,8 @@ class Workspace:
             raise NotRewritable("not a name a file can have here") from None
         if not path.is_relative_to(self.root):  # `..`, an absolute path, a link out of the project
             raise NotRewritable("outside the project")
+        if in_version_control_folder(str(path), str(self.root)):  # a link into .git (campaign 14, R04)
+            raise NotRewritable("in the project's version control folder")
         return path
 
     def _open(self, relpath: str) -> Document:

@@ -143,8 +143,13 @@ def open_regular(path: Path | str) -> BinaryIO:
 def _refuse_unfit(fd: int, path: Path | str, limit: int, within: Path | str | None, within_what: str,
                   owned: bool) -> None:
     """Raise Unreadable unless the file open as `fd` is one read_limited reads."""
-    if within is not None and not _opened_within(fd, path, os.fspath(within)):
-        raise Unreadable(f"a link out of {within_what}, not read")
+    if within is not None:
+        real = _opened_name(fd, path)
+        top = os.fspath(within)
+        if not (is_below(real, top) or is_below(real, os.path.realpath(top))):  # a top named through a link
+            raise Unreadable(f"a link out of {within_what}, not read")
+        if in_version_control_folder(real, top) or in_version_control_folder(real, os.path.realpath(top)):
+            raise Unreadable(f"a link into {within_what}'s version control folder, not read")
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         raise Unreadable(f"{_kind(info.st_mode)}, not a regular file")
@@ -169,14 +174,28 @@ def _read_at_most(fd: int, limit: int) -> bytes:
     return data
 
 
-def _opened_within(fd: int, path: Path | str, top: str) -> bool:
-    """Whether the file open as `fd` is below the folder `top`, links resolved: what the kernel
-    opened (/proc/self/fd, one call), not what the name says."""
+def _opened_name(fd: int, path: Path | str) -> str:
+    """The real name of the file open as `fd`, links resolved: what the kernel opened
+    (/proc/self/fd, one call), not what the name says."""
     try:
-        real = os.readlink(f"/proc/self/fd/{fd}")
+        return os.readlink(f"/proc/self/fd/{fd}")
     except OSError:  # no /proc (macOS): the name, resolved
-        real = os.path.realpath(path)
-    return is_below(real, top) or is_below(real, os.path.realpath(top))  # a top named through a link
+        return os.path.realpath(path)
+
+
+# Folders of the project no command reads or writes: a version control system's, whose config
+# holds the remote's credentials (a committed `build.sh -> .git/config` was read, its token shown
+# in `fix --diff`, and written through: campaign 14, R04). Compared case-folded, as case-folding
+# file systems open `.GIT` as `.git`.
+VERSION_CONTROL_FOLDERS = frozenset({".git", ".hg", ".svn"})
+
+
+def in_version_control_folder(real: str, top: str) -> bool:
+    """Whether the real name `real`, below the folder `top`, lies in a version control folder
+    of it (at any depth: a nested checkout's too)."""
+    if not is_below(real, top):
+        return False
+    return any(part.lower() in VERSION_CONTROL_FOLDERS for part in real[len(os.path.join(top, "")):].split(os.sep))
 
 
 def is_below(path: str, folder: str) -> bool:

@@ -179,10 +179,9 @@ def text_below(root: Path, path: Path) -> str | None:
     same checks, never through a link nor from `.git` (a pull request's `pr-body` linked to
     /proc/self/environ, or naming .git/config, put the CI's secrets in the diff: seventh
     campaign, P04, P05), and refused as the write is; elsewhere where the user named it."""
-    absolute = path if path.is_absolute() else Path.cwd() / path
-    try:
-        relpath = Path(os.path.normpath(absolute)).relative_to(root).as_posix()
-    except ValueError:
+    relpath = _relpath_below(root, path)
+    if relpath is None:
+        absolute = _absolute(path)
         return absolute.read_text(errors="surrogateescape") if absolute.is_file() else None
     target = root / relpath
     why = _refusal_below(root, relpath, make_folders=False)
@@ -256,13 +255,32 @@ def refuse_link_out(root: Path, folder: Path, what: str) -> None:
 def write_file_below(root: Path, path: Path, text: str) -> None:
     """A report the run writes: below the root through write_under (no link followed out of
     it), elsewhere where the user named it."""
-    absolute = path if path.is_absolute() else Path.cwd() / path
-    try:  # by its normal name: `../p/plan.md`, named from beside the project, is in it too
-        relpath = Path(os.path.normpath(absolute)).relative_to(root).as_posix()
-    except ValueError:  # write_file makes its folder: a file in the way is one line, not a traceback
-        write_file(absolute, text.encode("utf-8", "surrogateescape"))
+    relpath = _relpath_below(root, path)
+    if relpath is None:  # write_file makes its folder: a file in the way is one line, not a traceback
+        write_file(_absolute(path), text.encode("utf-8", "surrogateescape"))
         return
     write_under(root, relpath, text)
+
+
+def refusal_to_write(root: Path, path: Path) -> str:
+    """Why a file the user named, which the command writes in its own way (a baseline), may not
+    be: below the root, what write_under refuses (a folder link on its way, a name in `.git`:
+    campaign 14, R05); "" elsewhere."""
+    relpath = _relpath_below(root, path)
+    return "" if relpath is None else _refusal_below(root, relpath, make_folders=False)
+
+
+def _absolute(path: Path) -> Path:
+    return path if path.is_absolute() else Path.cwd() / path
+
+
+def _relpath_below(root: Path, path: Path) -> str | None:
+    """`path`'s name below the root, None for a path elsewhere: by its normal name (`../p/plan.md`,
+    named from beside the project, is in it too)."""
+    try:
+        return Path(os.path.normpath(_absolute(path))).relative_to(root).as_posix()
+    except ValueError:
+        return None
 
 
 class Merger:

@@ -425,3 +425,48 @@ def test_a_file_named_through_a_folder_that_links_out_is_one_sgc000(tmp_path: Pa
         pyproject.write('paths = ["sub/o.py"]\n')
     assert main(["check", *cache]) == 1
     assert "sub:1:1: SGC000 cannot list this folder (a link out of the project" in capsys.readouterr().out
+
+
+def test_a_link_into_the_projects_git_folder_is_neither_read_nor_written(tmp_path: Path, capsys) -> None:
+    """Campaign 14, R04: `build.sh -> .git/config` (and `docs/install.md -> ../.git/config`, a
+    name in `.GIT` on a case-folding system's terms) was a project file: `fix --diff` printed the
+    lines of .git/config around a pin (the remote's token) and `fix` wrote the pin's change into it."""
+    root, old, new = project_using(tmp_path)
+    commit_all(root, "start")
+    config = root / ".git" / "config"
+    config.write_text(config.read_text() + f'[remote "origin"]\n\turl = https://x:{SECRET}@example.com/r\n'
+                      "# pip install sglang==1.0.0\n")
+    before = config.read_bytes()
+    (root / "docs").mkdir()
+    (root / "build.sh").symlink_to(".git/config")
+    (root / "docs" / "install.md").symlink_to("../.git/config")
+    (root / "nested").mkdir()
+    (root / "nested" / "setup.sh").symlink_to("../.git/./config")
+    for command in (["check"], ["fix", "--diff"], ["fix"]):
+        main([*command, str(root), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "cache")])
+        out, err = capsys.readouterr()
+        assert SECRET not in out + err, command
+    assert config.read_bytes() == before
+    main(["check", str(root), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "cache")])
+    sgc000 = sorted(line.split(":")[0].removeprefix(str(root) + "/") for line in capsys.readouterr().out.splitlines()
+                    if " SGC000 " in line and "version control folder" in line)
+    assert sgc000 == ["build.sh", "docs/install.md", "nested/setup.sh"]
+
+
+def test_a_baseline_is_never_written_through_a_folder_link_of_the_project(tmp_path: Path, capsys) -> None:
+    """Campaign 14, R05: `--write-baseline bl/x.json` with a committed `bl -> ../outside` (or a link
+    to .git/hooks) wrote out of the project, where --plan and -o refuse the same name."""
+    root, old, new = project_using(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "bl").symlink_to("../outside", target_is_directory=True)
+    status = main(["check", str(root), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "cache"),
+                   "--write-baseline", str(root / "bl" / "baseline.json")])
+    err = capsys.readouterr().err
+    assert status == 2 and "bl is not a folder of the tree" in err and len(err.splitlines()) == 1
+    assert list(outside.iterdir()) == []
+    # a baseline in a real folder of the project, or outside it where the user names it, is written
+    for path in (root / "baseline.json", tmp_path / "elsewhere.json"):
+        assert main(["check", str(root), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "cache"),
+                     "--write-baseline", str(path)]) == 0
+        assert path.is_file()
