@@ -12,6 +12,7 @@ import codecs
 import errno
 import os
 import stat
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -119,6 +120,24 @@ def read_limited(path: Path | str, limit: int = MAX_TEXT_BYTES, within: Path | s
     try:
         _refuse_unfit(fd, path, limit, within, within_what, owned)
         return _read_at_most(fd, limit)
+    except OSError as error:
+        raise Unreadable(os_reason(error)) from None
+    finally:
+        os.close(fd)
+
+
+def read_head(path: Path | str, size: int, within: Path | str | None = None) -> bytes:
+    """The first `size` bytes of a regular file, whatever its length, under read_limited's
+    refusals (`within`: a link out of that folder, or into its version control folder)."""
+    if (buffer := unsaved_buffer(path)) is not None:
+        return buffer[:size]
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as error:
+        raise Unreadable(os_reason(error)) from None
+    try:
+        _refuse_unfit(fd, path, sys.maxsize, within, "the project", False)
+        return os.read(fd, size)
     except OSError as error:
         raise Unreadable(os_reason(error)) from None
     finally:

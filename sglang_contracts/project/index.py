@@ -12,6 +12,7 @@ import json
 import os
 import pickle
 import re
+import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from sglang_contracts.infra import pysource
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, debugging, problem_for
 from sglang_contracts.infra.graphs import reachable
-from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, is_below, os_reason, read_limited
+from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, is_below, os_reason, read_head, read_limited
 from sglang_contracts.infra.lines import decoded_line_digests, encoded_line_digests, matches_at_line_start
 from sglang_contracts.infra.parallel import iter_jobs
 from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf, fits, row_shape, rows_of
@@ -209,17 +210,57 @@ def _path_parts(name: str) -> list[str]:
     return name.split(os.sep)
 
 
+# The interpreter a script's first line names that makes it Python: python, python3, python3.12.
+PYTHON_INTERPRETER = re.compile(r"python(?:\d+(?:\.\d+)*)?")
+SHEBANG_BYTES = 128  # of a file of no suffix, read to tell a Python script
+
+
+def python_shebang(head: bytes) -> bool:
+    """Whether a file's first bytes are a `#!` line naming Python (`#!/usr/bin/python3`,
+    `#!/usr/bin/env python3`, `#!/usr/bin/env -S python3 -u`): what pre-commit's `identify` tags
+    `python`, and passes to the hook."""
+    if not head.startswith(b"#!"):
+        return False
+    words = head[2:].split(b"\n", 1)[0].decode("latin-1").split()
+    if words and os.path.basename(words[0]) == "env":  # its options and VAR=value settings come first
+        words = [word for word in words[1:] if not word.startswith("-") and "=" not in word]
+    return bool(words) and PYTHON_INTERPRETER.fullmatch(os.path.basename(words[0])) is not None
+
+
+def has_no_suffix(name: str) -> bool:
+    return not os.path.splitext(name)[1]
+
+
+def is_python_script(path: str, root: Path) -> bool:
+    """Whether a file of no suffix is a Python script the project runs: executable, its first
+    line a python shebang (only its first bytes read, never through a link out of the project)."""
+    try:
+        mode = os.stat(path).st_mode
+        return stat.S_ISREG(mode) and bool(mode & 0o111) and python_shebang(read_head(path, SHEBANG_BYTES, root))
+    except (OSError, Unreadable):
+        return False
+
+
 def discover(root: Path, paths: list[Path], excluded: Callable[[str], bool] | None = None,
              unlisted: Callable[[str, str], None] | None = None) -> list[Path]:
-    """Python files below the given paths, without what `excluded` says of a path relative to
-    the root (the configured excludes); `unlisted` as walk_project's."""
-    found = walk_project(paths, lambda name: name.endswith(".py"), unlisted)
+    """Python files below the given paths (`.py`, and scripts of no suffix: is_python_script),
+    without what `excluded` says of a path relative to the root (the configured excludes);
+    `unlisted` as walk_project's."""
+    found = walk_project(paths, lambda name: name.endswith(".py") or has_no_suffix(name), unlisted)
+    found = [path for path in found if not has_no_suffix(path.name) or is_python_script(os.fspath(path), root)]
     if excluded is None:
         return found
     return [path for path in found if not (path.is_relative_to(root) and excluded(path.relative_to(root).as_posix()))]
 
 
+# The module name of a Python script of no suffix (bin/launch): what Python runs it as, which no
+# import of the project's names.
+SCRIPT_MODULE = "__main__"
+
+
 def module_name_for(relpath: str) -> str:
+    if not relpath.endswith(".py") and has_no_suffix(relpath.rpartition("/")[2]):
+        return SCRIPT_MODULE
     parts = relpath[:-3].split("/") if relpath.endswith(".py") else relpath.split("/")
     if parts and parts[0] == "src" and len(parts) > 1:
         parts = parts[1:]

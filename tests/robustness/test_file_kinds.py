@@ -1,0 +1,70 @@
+"""Python that is not in a `.py` file (campaign 14, R08): an executable script of no suffix whose
+first line names Python (`bin/launch`, which pre-commit tags `python` and its hook names) is read
+and judged as Python is, whether named or found; other files of no suffix are not read as Python;
+and a named file of a Python kind this tool does not read (a stub, a notebook) is one SGC000."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sglang_contracts.cli import main
+from sglang_contracts.project.index import python_shebang
+from tests.helpers import write_tree
+from tests.robustness.test_links_out import small_releases
+
+IMPORTS_A_REMOVED_NAME = "from sglang.srt.a import x\n"
+
+
+def project_with_scripts(tmp_path: Path) -> tuple[Path, list[str]]:
+    """(the project's root, the check's arguments but the paths) of a project of scripts of no
+    suffix each importing a name the new release removes: an executable Python one, and others
+    that are not Python scripts (not executable; a shell script)."""
+    old, new = small_releases(tmp_path)
+    root = write_tree(tmp_path / "p", {
+        "pyproject.toml": '[project]\nname = "p"\n', "ok.py": "import sglang.srt.a\n",
+        "bin/launch": "#!/usr/bin/env -S python3 -u\n" + IMPORTS_A_REMOVED_NAME,
+        "bin/plain": "#!/usr/bin/python3\n" + IMPORTS_A_REMOVED_NAME,  # not executable
+        "bin/shell": "#!/bin/sh\npython -c '" + IMPORTS_A_REMOVED_NAME + "'\n",
+    })
+    for name in ("launch", "shell"):
+        os.chmod(root / "bin" / name, 0o755)
+    return root, ["check", "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "cache")]
+
+
+def findings(capsys) -> list[str]:
+    return [line.split(": ")[0] + " " + line.split(" ")[1] for line in capsys.readouterr().out.splitlines()
+            if " SGC" in line]
+
+
+def test_a_named_python_script_of_no_suffix_is_judged_as_a_py_file_is(tmp_path: Path, monkeypatch, capsys) -> None:
+    root, check = project_with_scripts(tmp_path)
+    monkeypatch.chdir(root)
+    assert main([*check, "--files", "bin/launch"]) == 1
+    assert findings(capsys) == ["bin/launch:2:26 SGC102"]
+
+
+def test_the_whole_project_judges_its_python_scripts_again_after_an_edit(tmp_path: Path, monkeypatch, capsys) -> None:
+    root, check = project_with_scripts(tmp_path)
+    monkeypatch.chdir(root)
+    for _ in range(2):  # computed, then replayed
+        assert main(check) == 1
+        assert findings(capsys) == ["bin/launch:2:26 SGC102"]  # neither the plain file nor the shell script
+    launch = root / "bin" / "launch"
+    launch.write_text(launch.read_text() + "from sglang.srt.a import y\n" + IMPORTS_A_REMOVED_NAME)
+    assert main(check) == 1
+    assert findings(capsys) == ["bin/launch:2:26 SGC102", "bin/launch:4:26 SGC102"]
+    os.chmod(launch, 0o644)  # no longer a script that runs: the content alone unchanged
+    assert main(check) == 0
+    assert findings(capsys) == []
+
+
+@pytest.mark.parametrize("first_line, python", [
+    (b"#!/usr/bin/env python3\n", True), (b"#!/usr/bin/python\n", True), (b"#! /usr/local/bin/python3.12 -u\n", True),
+    (b"#!/usr/bin/env -S PYTHONPATH=. python3 -u\n", True), (b"#!/bin/bash\n", False),
+    (b"#!/usr/bin/env bash\n", False), (b"# python\n", False), (b"#!/usr/bin/pythonista\n", False), (b"", False),
+])
+def test_a_python_shebang_names_python_as_its_interpreter(first_line: bytes, python: bool) -> None:
+    assert python_shebang(first_line + b"import os\n") is python
