@@ -36,7 +36,8 @@ from sglang_contracts.infra.boundary import Problem, collecting_problems, debugg
 from sglang_contracts.infra.files import unsaved_buffer
 from sglang_contracts.infra.roots import project_root_for, require_existing
 from sglang_contracts.project.index import (LISTING, UNREAD_FOLDER, IndexMemo, ProjectIndex, as_named, build_index,
-                                             links_out_of, one_walk_per_run, read_python, skipped_on_the_way)
+                                             links_out_of, one_walk_per_run, read_python, skipped_on_the_way,
+                                             unread_python_kind)
 from sglang_contracts.project.pin_history import names_the_same_release, pin_before_the_bump
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release, pinned_release_spec
@@ -854,11 +855,18 @@ def _on_the_way(folder: Path, paths: list[Path]) -> bool:
 
 def _named_but_unread(wanted: list[Path], root: Path) -> list[Diagnostic]:
     """An SGC000 at each path named to the run that the project's walk does not go into (an
-    environment, a build's output, a tool's folder): never dropped without a word. Not part of
-    the project's record, which is the same whatever paths a run names."""
-    problems = [Problem(path.relative_to(root).as_posix(), 1, 1, LISTING if path.is_dir() else "reading the file",
-                        UNREAD_FOLDER, internal=False)
-                for path in wanted if not links_out_of(path, root) and skipped_on_the_way(path, root)]
+    environment, a build's output, a tool's folder), and at each named file of a kind of Python
+    the index does not read (a stub, a notebook: unread_python_kind): never dropped without a
+    word. Not part of the project's record, which is the same whatever paths a run names."""
+    problems = []
+    for path in wanted:
+        if links_out_of(path, root):
+            continue
+        why = UNREAD_FOLDER if skipped_on_the_way(path, root) else \
+            unread_python_kind(path, root) if path.is_file() else None
+        if why is not None:
+            problems.append(Problem(path.relative_to(root).as_posix(), 1, 1,
+                                    LISTING if path.is_dir() else "reading the file", why, internal=False))
     return problem_diagnostics(problems, root)
 
 

@@ -241,6 +241,25 @@ def is_python_script(path: str, root: Path) -> bool:
         return False
 
 
+# Why a named file of a kind of Python the index does not read is not read (its SGC000).
+UNREAD_KINDS = {".pyi": "a type stub, never run: its imports raise nothing when the bump ships, not read",
+                ".ipynb": "a notebook, whose code cells are not read"}
+UNREAD_SCRIPT = "a Python script neither executable nor named .py, not read"
+
+
+def unread_python_kind(path: Path, root: Path) -> str | None:
+    """Why a file, named to a run, that is Python of a kind the index does not read (a stub, a
+    notebook, a script of no suffix without the executable bit) is not read; None for any other."""
+    if path.suffix.lower() in UNREAD_KINDS:
+        return UNREAD_KINDS[path.suffix.lower()]
+    if not has_no_suffix(path.name) or is_python_script(os.fspath(path), root):
+        return None
+    try:
+        return UNREAD_SCRIPT if python_shebang(read_head(path, SHEBANG_BYTES, root)) else None
+    except Unreadable:
+        return None
+
+
 def discover(root: Path, paths: list[Path], excluded: Callable[[str], bool] | None = None,
              unlisted: Callable[[str, str], None] | None = None) -> list[Path]:
     """Python files below the given paths (`.py`, and scripts of no suffix: is_python_script),

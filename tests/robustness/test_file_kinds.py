@@ -68,3 +68,23 @@ def test_the_whole_project_judges_its_python_scripts_again_after_an_edit(tmp_pat
 ])
 def test_a_python_shebang_names_python_as_its_interpreter(first_line: bytes, python: bool) -> None:
     assert python_shebang(first_line + b"import os\n") is python
+
+
+def test_a_named_stub_notebook_or_script_that_is_not_executable_is_one_sgc000_saying_why(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    root, check = project_with_scripts(tmp_path)
+    notebook = ('{"cells": [{"cell_type": "code", "metadata": {}, "source": ["from sglang.srt.a import x\\n"], '
+                '"outputs": [], "execution_count": null}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n')
+    write_tree(root, {"stub.pyi": IMPORTS_A_REMOVED_NAME, "demo.ipynb": notebook})
+    monkeypatch.chdir(root)
+    named = {"stub.pyi": "a type stub, never run", "demo.ipynb": "a notebook, whose code cells are not read",
+             "bin/plain": "a Python script neither executable nor named .py, not read"}
+    for _ in range(2):  # computed, then replayed
+        assert main([*check, "--files", *named, "bin/shell", "ok.py"]) == 1
+        lines = capsys.readouterr().out.splitlines()
+        assert sorted(line.split(" SGC000 ")[0] for line in lines if " SGC" in line) == sorted(
+            f"{path}:1:1:" for path in named)  # the shell script is no Python, and read as none
+        for path, why in named.items():
+            assert any(line.startswith(f"{path}:1:1: SGC000 cannot read this file ({why}") for line in lines)
+    assert main(check) == 1  # the whole project: not named, not said
+    assert findings(capsys) == ["bin/launch:2:26 SGC102"]
