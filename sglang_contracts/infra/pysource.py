@@ -1,17 +1,52 @@
-"""Decoding and parsing Python source, SGLang's or the project's, without echoing the compiler's warnings."""
+"""Decoding and parsing Python source, SGLang's or the project's, without echoing the compiler's warnings;
+and telling a Python script of no suffix by its first line."""
 
 from __future__ import annotations
 
 import ast
 import io
 import keyword
+import os
 import re
+import stat
 import sys
 import tokenize
 import warnings
 from functools import lru_cache
 
+from sglang_contracts.infra.files import Unreadable, read_head
 from sglang_contracts.infra.lines import numbered_lines
+
+
+# The interpreter a script's first line names that makes it Python: python, python3, python3.12.
+PYTHON_INTERPRETER = re.compile(r"python(?:\d+(?:\.\d+)*)?")
+SHEBANG_BYTES = 128  # of a file of no suffix, read to tell a Python script
+
+
+def python_shebang(head: bytes) -> bool:
+    """Whether a file's first bytes are a `#!` line naming Python (`#!/usr/bin/python3`,
+    `#!/usr/bin/env python3`, `#!/usr/bin/env -S python3 -u`): what pre-commit's `identify` tags
+    `python`, and passes to the hook."""
+    if not head.startswith(b"#!"):
+        return False
+    words = head[2:].split(b"\n", 1)[0].decode("latin-1").split()
+    if words and os.path.basename(words[0]) == "env":  # its options and VAR=value settings come first
+        words = [word for word in words[1:] if not word.startswith("-") and "=" not in word]
+    return bool(words) and PYTHON_INTERPRETER.fullmatch(os.path.basename(words[0])) is not None
+
+
+def has_no_suffix(name: str) -> bool:
+    return not os.path.splitext(name)[1]
+
+
+def is_python_script(path: str, within: str | os.PathLike | None = None) -> bool:
+    """Whether a file of no suffix is a Python script: executable, its first line a python
+    shebang (only its first bytes read; never through a link out of `within`, the project)."""
+    try:
+        mode = os.stat(path).st_mode
+        return stat.S_ISREG(mode) and bool(mode & 0o111) and python_shebang(read_head(path, SHEBANG_BYTES, within))
+    except (OSError, Unreadable):
+        return False
 
 
 def is_dotted_name(text: str) -> bool:

@@ -12,7 +12,6 @@ import json
 import os
 import pickle
 import re
-import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from typing import Any, Callable, Iterable, Iterator, MutableMapping
 
 from sglang_contracts.infra.cache import CACHEDIR_TAG, RecordCache, code_fingerprint
 from sglang_contracts.infra import pysource
+from sglang_contracts.infra.pysource import SHEBANG_BYTES, has_no_suffix, is_python_script, python_shebang
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, debugging, problem_for
 from sglang_contracts.infra.graphs import reachable
@@ -208,37 +208,6 @@ def _project_files(folder: str, files: list[str]) -> list[str]:
 
 def _path_parts(name: str) -> list[str]:
     return name.split(os.sep)
-
-
-# The interpreter a script's first line names that makes it Python: python, python3, python3.12.
-PYTHON_INTERPRETER = re.compile(r"python(?:\d+(?:\.\d+)*)?")
-SHEBANG_BYTES = 128  # of a file of no suffix, read to tell a Python script
-
-
-def python_shebang(head: bytes) -> bool:
-    """Whether a file's first bytes are a `#!` line naming Python (`#!/usr/bin/python3`,
-    `#!/usr/bin/env python3`, `#!/usr/bin/env -S python3 -u`): what pre-commit's `identify` tags
-    `python`, and passes to the hook."""
-    if not head.startswith(b"#!"):
-        return False
-    words = head[2:].split(b"\n", 1)[0].decode("latin-1").split()
-    if words and os.path.basename(words[0]) == "env":  # its options and VAR=value settings come first
-        words = [word for word in words[1:] if not word.startswith("-") and "=" not in word]
-    return bool(words) and PYTHON_INTERPRETER.fullmatch(os.path.basename(words[0])) is not None
-
-
-def has_no_suffix(name: str) -> bool:
-    return not os.path.splitext(name)[1]
-
-
-def is_python_script(path: str, root: Path) -> bool:
-    """Whether a file of no suffix is a Python script the project runs: executable, its first
-    line a python shebang (only its first bytes read, never through a link out of the project)."""
-    try:
-        mode = os.stat(path).st_mode
-        return stat.S_ISREG(mode) and bool(mode & 0o111) and python_shebang(read_head(path, SHEBANG_BYTES, root))
-    except (OSError, Unreadable):
-        return False
 
 
 # Why a named file of a kind of Python the index does not read is not read (its SGC000).

@@ -190,6 +190,17 @@ def test_a_file_larger_than_a_fix_rewrites_is_left_and_each_finding_says_why(bum
     assert "1 fixed, 1 remaining" in captured.err and "Traceback" not in captured.err
 
 
+def test_an_executable_python_script_of_no_suffix_is_fixed_as_its_py_twin_is(bump):
+    project, _, options = bump
+    script = "#!/usr/bin/env python3\nfrom sglang.srt.utils.common import get_device\n"
+    for name in ("bin/launch", "bin/launch.py"):
+        tree(project, {name: script})
+        (project / name).chmod(0o755)
+    report = run_fix([project], options)
+    assert "bin/launch" in report.changed and not report.remaining
+    assert (project / "bin/launch").read_text() == (project / "bin/launch.py").read_text() != script
+
+
 def test_a_written_file_keeps_its_mode_and_no_temporary_file_is_left(bump):
     project, _, options = bump
     (project / "app/devices.py").chmod(0o750)
