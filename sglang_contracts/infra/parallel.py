@@ -261,18 +261,20 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
     for is stopped (a lock some thread held when it was made would stall it forever)."""
     if not hasattr(os, "fork"):
         return lambda patience=None: None
-    read_end, write_end = os.pipe()
-    copy_watch, first_alive = os.pipe()  # the copy reads to its end when this process is gone
+    ends: list[int] = []
     try:
+        ends += os.pipe()
+        ends += os.pipe()  # the copy reads to its end when this process is gone
         with warnings.catch_warnings():
             # Python 3.12 warns of forking beside other threads: the copy never uses theirs (the
             # pool's, the progress display's), which is what makes it safe here.
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
-    except OSError:
-        for end in (read_end, write_end, copy_watch, first_alive):
+    except OSError:  # no fork, or no descriptors left for the pipes (`ulimit -n`): the work is done here
+        for end in ends:
             os.close(end)
         return lambda patience=None: None
+    read_end, write_end, copy_watch, first_alive = ends
     if pid == 0:
         status = 1
         try:

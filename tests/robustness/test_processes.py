@@ -301,3 +301,35 @@ def test_the_language_server_signalled_while_it_checks_ends_at_once(tmp_path):
         server.kill()
         for pid in _marked(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+SHORT_OF_PIPES = """
+import os, resource
+from sglang_contracts.infra.parallel import start_forked
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.dup(0))
+except OSError:
+    pass
+for fd in held[:3]:  # room for one of the copy's two pipes, not both
+    os.close(fd)
+wait = start_forked(lambda: 1)
+free = []
+try:
+    while True:
+        free.append(os.dup(0))
+except OSError:
+    pass
+print(wait(None), len(free))
+"""
+
+
+def test_a_copy_that_finds_no_descriptor_for_its_pipes_leaves_the_work_to_its_maker() -> None:
+    """The forked copy's pipes were made before its fallback: out of descriptors (`ulimit -n`) they
+    raised EMFILE, "internal error" for the run (campaign 14, R07). No copy now, and no descriptor
+    kept: the caller does the work."""
+    run = subprocess.run([sys.executable, "-c", SHORT_OF_PIPES], env=checkout_env(), capture_output=True, text=True,
+                         timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "None 3\n", "")
