@@ -19,6 +19,11 @@ from typing import BinaryIO, Iterator
 
 from sglang_contracts.infra.errors import shown
 
+try:  # imported now: out of file descriptors, importing it would fail too
+    import resource
+except ImportError:  # Windows: no limit to read
+    resource = None  # type: ignore[assignment]
+
 # Above the largest module SGLang ships (under 400 kB in 0.5.22) by a wide margin.
 MAX_PYTHON_BYTES = 4 * 1024 * 1024
 # Requirements, Dockerfiles, workflows, docs and patch files.
@@ -52,6 +57,14 @@ def os_reason(error: OSError) -> str:
     if error.errno == errno.ELOOP:
         return "a loop of symbolic links"
     return error.strerror or type(error).__name__
+
+
+def open_files_limit() -> int | None:
+    """How many files this process may have open at once (`ulimit -n`), or None for no limit."""
+    if resource is None:
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def why_unwritable(folder: Path, error: OSError) -> str:

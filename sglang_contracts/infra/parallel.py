@@ -18,6 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Callable, Iterator, Sequence, TypeVar
 
 from sglang_contracts.infra.executors import stop, stopped_at_end
+from sglang_contracts.infra.files import open_files_limit
 from sglang_contracts.infra.interrupts import interrupt_numbers
 from sglang_contracts.infra.pythonpath import safe_path_environment
 
@@ -26,12 +27,25 @@ Result = TypeVar("Result")
 
 PARALLEL_MIN_BYTES = 256_000
 RUNNING_POOL_MIN_BYTES = 32_000
+# File descriptors: a pool holds ten (its queues, the fork server's and the resource tracker's
+# pipes, the parent watch), each worker two and one more while it starts; the run beside them
+# reads files and releases.
+FILES_BESIDE_THE_WORKERS = 48
+FILES_PER_WORKER = 4
 PRELOAD = ["sglang_contracts.infra.worker_start", "sglang_contracts.project.scanner",
            "sglang_contracts.upstream.extract", "griffe"]
 
 
 def default_workers() -> int:
     return min(os.cpu_count() or 1, 4)
+
+
+def _workers_with_files(workers: int) -> int:
+    """As many of `workers` as the limit of open files (`ulimit -n`) leaves room for: short of
+    descriptors, a pool's workers failed to start (EMFILE) and broke it, and its exit handlers
+    printed tracebacks (campaign 14, R07). One, a run of its jobs in this process, if that."""
+    limit = open_files_limit()
+    return workers if limit is None else max(1, min(workers, (limit - FILES_BESIDE_THE_WORKERS) // FILES_PER_WORKER))
 
 
 class _RunPool:
@@ -79,7 +93,7 @@ def start_early(workers: int | None = None) -> None:
     """Start the run's pool now, inside `run_pool`, for a run whose first stage will need it:
     its workers take 0.8 s to deliver a first result (the server imports the parsers), which
     then overlaps with reading the project and opening the releases."""
-    workers = workers if workers is not None else default_workers()
+    workers = _workers_with_files(workers if workers is not None else default_workers())
     if workers <= 1:
         return
     with _RUN.lock:
@@ -221,7 +235,7 @@ def iter_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int,
     each into something else need never hold all of them at once. Consume it to the end."""
     from sglang_contracts.infra import progress as display
 
-    workers = workers if workers is not None else default_workers()
+    workers = _workers_with_files(workers if workers is not None else default_workers())
     with display.task(progress, total=len(jobs)) if progress else nullcontext(display.Task()) as task:
         if _in_this_process(len(jobs), size, workers, small):
             for job in jobs:
@@ -261,18 +275,20 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
     for is stopped (a lock some thread held when it was made would stall it forever)."""
     if not hasattr(os, "fork"):
         return lambda patience=None: None
-    read_end, write_end = os.pipe()
-    copy_watch, first_alive = os.pipe()  # the copy reads to its end when this process is gone
+    ends: list[int] = []
     try:
+        ends += os.pipe()
+        ends += os.pipe()  # the copy reads to its end when this process is gone
         with warnings.catch_warnings():
             # Python 3.12 warns of forking beside other threads: the copy never uses theirs (the
             # pool's, the progress display's), which is what makes it safe here.
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
-    except OSError:
-        for end in (read_end, write_end, copy_watch, first_alive):
+    except OSError:  # no fork, or no descriptors left for the pipes (`ulimit -n`): the work is done here
+        for end in ends:
             os.close(end)
         return lambda patience=None: None
+    read_end, write_end, copy_watch, first_alive = ends
     if pid == 0:
         status = 1
         try:

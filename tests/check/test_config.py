@@ -240,3 +240,26 @@ def test_a_glob_written_from_the_project_root_matches_as_one_without_its_dot() -
     assert not ignores.ignored("SGC201", "tests/test_x.py") and not ignores.ignored("SGC101", "pkg/tests/x.py")
     assert PathGlobs(["./demo_omni/broken*"]).matches("demo_omni/broken.py")
     assert not PathGlobs(["./demo_omni/broken*"]).matches("demo_omni/ok.py")
+
+
+def test_globs_filed_by_their_literal_text_match_as_each_glob_tried_on_every_path_does() -> None:
+    """PathGlobs tries a path only against the globs whose literal text it holds where a match
+    would (campaign 14, R06); it answers as fnmatch does on the path or any folder it is in, on
+    generated globs of wildcards, classes (`[]a]`, `[!a]`, an unclosed `[`) and literal runs."""
+    import fnmatch
+    import random
+
+    from sglang_contracts.diagnostics.suppressions import PathGlobs
+
+    generate = random.Random(14)
+    glob_parts = ["a", "b", "ab", "/", ".", "-", "!", "]", "[", "*", "**", "?", "[ab]", "[!a]", "[]a]", "[a-", "[!]b]"]
+    path_parts = ["a", "b", "ab", "/", ".", "-", "!", "]", "[", "*"]
+    globs = {"".join(generate.choices(glob_parts, k=generate.randint(0, 6))) for _ in range(600)}
+    globs = sorted(glob for glob in globs if glob == glob.strip("/") and not glob.startswith("./"))  # as written
+    paths = sorted({"".join(generate.choices(path_parts, k=generate.randint(1, 7))) for _ in range(600)})
+    matcher = PathGlobs(globs)
+    for path in paths:
+        subjects = [path] + [path[:end] for end, char in enumerate(path) if char == "/"]
+        expected = tuple(n for n, glob in enumerate(globs) if any(fnmatch.fnmatchcase(s, glob) for s in subjects))
+        assert matcher.matched(path) == expected, path
+    assert sum(map(matcher.matches, paths)) > len(paths) // 2  # the generated globs match, not only miss

@@ -63,7 +63,7 @@ BUILT: dict[tuple[str, str], Callable[[], re.Pattern]] = {
 NOT_PROJECT_TEXT = {
     ("sglang_contracts.contracts.attributes", "_set_by_name"): "searches the release's own source files",
     ("sglang_contracts.analysis.hints", "_declaration"): "matches a line of the release's own source",
-    ("sglang_contracts.diagnostics.suppressions", "__init__"): "fnmatch.translate of configured globs (PathGlobs), "
+    ("sglang_contracts.diagnostics.suppressions", "_pattern"): "fnmatch.translate of configured globs (PathGlobs), "
                                                                 "which emulates atomic groups for `*`: matched against "
                                                                 "project paths only",
     ("sglang_contracts.contracts.doubles", "_matches"): "the pattern is the project's own (a source probe, SGC603), run "

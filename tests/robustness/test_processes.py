@@ -24,6 +24,7 @@ from tests.helpers import write_tree as write
 # Enough source for the scan to go to the pool (parallel.PARALLEL_MIN_BYTES), and to last a while.
 MODULE = "from sglang.srt.layers.linear import thing\n\n" + "".join(
     f"def f{i}(x):\n    return thing(x) + {i}\n\n" for i in range(300))
+REMOVED_NAME = "from sglang.srt.layers.moe.fused_moe_triton import fused_experts\n"  # gone from NEW: SGC102
 
 
 def _marked(marker: str) -> dict[int, int]:
@@ -301,3 +302,64 @@ def test_the_language_server_signalled_while_it_checks_ends_at_once(tmp_path):
         server.kill()
         for pid in _marked(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_check_too_short_of_open_files_for_the_pool_runs_its_jobs_itself(tmp_path):
+    """Under `ulimit -n 10` or 20 a check large enough for the pool ended with "internal error:
+    OSError: [Errno 24] Too many open files" or a BrokenProcessPool, and a traceback from
+    multiprocessing's exit handler (campaign 14, R07): its workers, or the forked copy's pipes,
+    found no descriptor. It now runs what it cannot hand out itself, and reports as it does
+    without the limit."""
+    import resource
+
+    project = write(tmp_path / "project", {"app/__init__.py": "", "app/gone.py": REMOVED_NAME,
+                                           **{f"app/m{n}.py": MODULE for n in range(80)}})
+    env = _users_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"))
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def check(limit: int | None) -> tuple[int, str, str]:
+        def limited() -> None:
+            if limit is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+
+        run = subprocess.run([sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", str(OLD),
+                              "--new", str(NEW), "--no-cache"], env=env, capture_output=True, text=True,
+                             timeout=300, preexec_fn=limited)
+        return run.returncode, run.stdout, run.stderr
+
+    unlimited = check(None)
+    assert unlimited[0] == 1 and "app/gone.py:1:" in unlimited[1] and unlimited[2] == ""
+    for limit in (10, 20):
+        assert check(limit) == unlimited, limit
+
+
+SHORT_OF_PIPES = """
+import os, resource
+from sglang_contracts.infra.parallel import start_forked
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.dup(0))
+except OSError:
+    pass
+for fd in held[:3]:  # room for one of the copy's two pipes, not both
+    os.close(fd)
+wait = start_forked(lambda: 1)
+free = []
+try:
+    while True:
+        free.append(os.dup(0))
+except OSError:
+    pass
+print(wait(None), len(free))
+"""
+
+
+def test_a_copy_that_finds_no_descriptor_for_its_pipes_leaves_the_work_to_its_maker() -> None:
+    """The forked copy's pipes were made before its fallback: out of descriptors (`ulimit -n`) they
+    raised EMFILE, "internal error" for the run (campaign 14, R07). No copy now, and no descriptor
+    kept: the caller does the work."""
+    run = subprocess.run([sys.executable, "-c", SHORT_OF_PIPES], env=checkout_env(), capture_output=True, text=True,
+                         timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "None 3\n", "")

@@ -70,6 +70,25 @@ def test_an_internal_error_exits_3_even_with_exit_zero(monkeypatch, project, rel
     assert main(["check", "--old", str(old), "--new", str(new), "--no-cache", "--exit-zero"]) == 3
 
 
+def test_running_out_of_open_files_is_said_as_the_limit_to_raise(monkeypatch, capsys, project, releases) -> None:
+    # Out of descriptors, a run said "internal error: OSError: [Errno 24] Too many open files"
+    # (campaign 14, R07): the system's limit, which the user can raise, not a bug of this tool.
+    import errno
+
+    from sglang_contracts.check import runner
+
+    def out_of_files(*args, **kwargs):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(runner, "run_check", out_of_files)
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    monkeypatch.chdir(project)
+    old, new = releases
+    assert main(["check", "--old", str(old), "--new", str(new), "--no-cache"]) == 2
+    (said,) = capsys.readouterr().err.splitlines()
+    assert said.startswith("sglang-contracts: error: too many open files: raise the limit (`ulimit -n`")
+
+
 def test_a_scanner_bug_is_one_sgc001_and_the_other_files_are_checked(monkeypatch, project, releases) -> None:
     from sglang_contracts.project import scanner
 
