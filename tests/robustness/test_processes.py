@@ -51,6 +51,16 @@ def _until(condition, timeout: float) -> bool:
     return True
 
 
+def _as_a_terminal_starts_it() -> None:
+    """A child's signals as a terminal's shell leaves them: SIGINT, SIGTERM, SIGHUP and SIGQUIT at
+    their defaults and none held back. A child inherits ignored and held-back signals, and the
+    suite's worker processes do not leave them as a terminal does (a full run's SIGINT and
+    SIGQUIT tests saw them ignored: the run went on to its end, status 0)."""
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+
+
 def _users_env(**extra: str) -> dict[str, str]:
     """checkout_env without the suite's SGLANG_CONTRACTS_DEBUG: what a user's run says is asserted."""
     env = checkout_env(**extra)
@@ -73,7 +83,8 @@ def check_at_work(tmp_path: Path, stderr: int = subprocess.DEVNULL, modules: int
     env = _users_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"), SGLANG_CONTRACTS_TEST_RUN=run_id)
     run = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "check", str(project), "--old", str(OLD),
                             "--new", str(NEW)], env=env, stdout=subprocess.DEVNULL, stderr=stderr,
-                           start_new_session=own_group, cwd=project if planted else None)
+                           start_new_session=own_group, cwd=project if planted else None,
+                           preexec_fn=_as_a_terminal_starts_it)
     try:
         # Workers are the fork server's children; the server and the tracker are the run's.
         assert _until(lambda: any(parent in found and parent != run.pid for found in [_marked(marker)]
@@ -239,7 +250,7 @@ def test_after_the_first_interrupt_every_later_one_is_ignored(first):
     a second interrupt inside the ending run's exit: a traceback and status 1, or a hang when it
     cut the killing of the workers short."""
     run = subprocess.run([sys.executable, "-c", SECOND_SIGNAL, first], env=checkout_env(), capture_output=True,
-                         timeout=60)
+                         timeout=60, preexec_fn=_as_a_terminal_starts_it)
     assert (run.returncode, run.stderr) == (0, b"")
     assert run.stdout.split() == [str(128 + getattr(signal, first)).encode()] + [b"SIG_IGN"] * 4
 
@@ -279,6 +290,7 @@ def test_the_language_server_signalled_while_it_checks_ends_at_once(tmp_path):
     marker = f"SGLANG_CONTRACTS_TEST_RUN={run_id}"
     env = _users_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"), SGLANG_CONTRACTS_TEST_RUN=run_id)
     server = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "lsp"], cwd=project, env=env,
+                              preexec_fn=_as_a_terminal_starts_it,
                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         uri = (project / "app" / "m0.py").as_uri()
