@@ -31,7 +31,6 @@ def exit_without_teardown(status: int, interrupted: bool = False) -> NoReturn:
     # and the others run, as at exit.
     if interrupted:
         _say_nothing_more()
-        _stop_children()
         handlers = threading.Thread(target=atexit._run_exitfuncs, name="exit handlers", daemon=True)
         handlers.start()
         handlers.join(INTERRUPTED_EXIT_PATIENCE)
@@ -43,23 +42,15 @@ def exit_without_teardown(status: int, interrupted: bool = False) -> NoReturn:
 
 def _say_nothing_more() -> None:
     """Standard error, once what was written is flushed, goes nowhere: a stopped run has nothing
-    more to say, and its threads, cut short, would (a check that meets a broken pool as its workers
-    are killed, a Python 3.11 executor thread that fails on the futures the run cancelled:
-    campaign 14, R03)."""
+    more to say, and its threads, cut short, would (the language server's check thread, meeting
+    its pool shut down under it: campaign 14, R03). Its workers, busy, are not killed: killing
+    them left the resource tracker a semaphore to warn of now and then; they end with the run
+    (infra/parallel.py _watch_parent), after at most INTERRUPTED_EXIT_PATIENCE seconds."""
     try:
         with open(os.devnull, "wb") as nowhere:
             os.dup2(nowhere.fileno(), sys.stderr.fileno())
     except (OSError, ValueError, AttributeError):  # no standard error to silence
         pass
-
-
-def _stop_children() -> None:
-    """Kill the workers of an interrupted run, whose jobs nobody waits for: multiprocessing's exit
-    handler waits for each of them to end, and they hold back the signals that end a run
-    (parallel.py)."""
-    multiprocessing = sys.modules.get("multiprocessing")  # a run that never imported it has no workers
-    for child in multiprocessing.active_children() if multiprocessing is not None else ():
-        child.kill()
 
 
 def _flush_standard_streams() -> None:

@@ -17,8 +17,9 @@ import json
 import logging
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, NoReturn
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -32,6 +33,7 @@ from sglang_contracts.infra.cache import remember_records
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.interrupts import leave_at_interrupt
+from sglang_contracts.infra.process_exit import exit_without_teardown
 from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.output import standard_input
@@ -117,6 +119,13 @@ class ContractsServer(LanguageServer):
         self._warmed = False  # a check was computed (not replayed) in this process
         self._engine: Any = None  # the resident engine every check runs on (made on first use)
         self.no_root = ""  # why the workspace root given is not usable, told once the client is ready
+        # The checks' own threads, not the event loop's: asyncio waits for the loop's, when pygls
+        # ends it, until a check at work is done (26-48 s after the editor's `exit`: campaign 14, R03).
+        self.work = ThreadPoolExecutor(thread_name_prefix="check")
+
+    async def off_the_loop(self, function: Callable[[], Any]) -> Any:
+        """`function()`, run on the checks' threads while the loop serves the editor."""
+        return await asyncio.get_running_loop().run_in_executor(self.work, function)
 
     def engine(self) -> Any:
         if self._engine is None:
@@ -151,9 +160,9 @@ class ContractsServer(LanguageServer):
             while True:
                 self._again = False
                 buffers = self._unsaved()
-                outcome = await asyncio.get_running_loop().run_in_executor(None, self._run, buffers)
+                outcome = await self.off_the_loop(lambda: self._run(buffers))
                 self._publish(outcome)
-                await asyncio.get_running_loop().run_in_executor(None, self.collect)  # published: no one waits
+                await self.off_the_loop(self.collect)  # published: no one waits
                 if isinstance(outcome, str):
                     pass  # the check could not run: nothing to warm up from
                 elif not self._replayed():
@@ -163,8 +172,8 @@ class ContractsServer(LanguageServer):
                     # both. Computed once now, while the user reads the findings, the edit's check
                     # reuses them (and a quick fix has the facts it reads).
                     self._warmed = True
-                    await asyncio.get_running_loop().run_in_executor(None, self.fixable_result)
-                    await asyncio.get_running_loop().run_in_executor(None, self.collect)
+                    await self.off_the_loop(self.fixable_result)
+                    await self.off_the_loop(self.collect)
                 if not self._again:
                     break
         finally:
@@ -389,9 +398,8 @@ async def code_action(ls: ContractsServer, params: types.CodeActionParams) -> li
     except ValueError:
         relpath = path
     # A fix may read the releases (a verified home): off the event loop, as the checks run
-    return await asyncio.get_running_loop().run_in_executor(
-        None, lambda: code_actions(uri, ls.fixable_result(), relpath, document.source, ours,
-                                 ls.position_encoding()))
+    return await ls.off_the_loop(lambda: code_actions(uri, ls.fixable_result(), relpath, document.source, ours,
+                                                      ls.position_encoding()))
 
 
 class _OneLine(logging.Filter):
@@ -409,7 +417,7 @@ class _OneLine(logging.Filter):
         return True
 
 
-def main() -> int:
+def main() -> NoReturn:
     remember_records()  # every check reads the same records: decode each once
     root = logging.getLogger()
     if not root.handlers:  # as logging's last resort would print them: standard error, warnings and worse
@@ -422,7 +430,9 @@ def main() -> int:
     server.start_io(stdin=FrameReader(standard_input()))  # not deaf after a malformed frame (frames.py)
     # pygls closes standard output with the connection; what runs after (the CLI's flush) writes nowhere.
     sys.stdout = open(os.devnull, "w")
-    return 0
+    # The editor asked the server to exit, or left: nothing waits for a check still at work, whose
+    # workers multiprocessing's exit handler waited for (26-48 s after `exit`: campaign 14, R03).
+    exit_without_teardown(0, interrupted=True)
 
 
 def _by_uri(result: Any, buffers: dict[str, bytes], encoding: str | None) -> dict[str, list[types.Diagnostic]]:

@@ -280,12 +280,15 @@ def _frame(message: dict) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-def test_the_language_server_signalled_while_it_checks_ends_at_once(tmp_path):
+@pytest.mark.parametrize("ending", ["SIGTERM", "exit"])
+def test_the_language_server_stopped_while_it_checks_ends_at_once(tmp_path, ending):
     """Campaign 14, R03: pygls took the interrupt for a request to stop, then waited for the check
-    at work in its threads (35-46 s on a 160-file workspace) and ended with status 0."""
+    at work in its threads (35-46 s on a 160-file workspace) and ended with status 0; after the
+    protocol's `shutdown` and `exit`, multiprocessing's exit handler waited for that check's
+    workers (26-48 s)."""
     project = write(tmp_path / "project", {
         "pyproject.toml": f'[project]\nname = "p"\n[tool.sglang-contracts]\nold = "{OLD}"\nnew = "{NEW}"\n',
-        "app/__init__.py": "", **{f"app/m{n}.py": MODULE for n in range(400)}})
+        "app/__init__.py": "", **{f"app/m{n}.py": MODULE * 4 for n in range(400)}})
     run_id = uuid.uuid4().hex
     marker = f"SGLANG_CONTRACTS_TEST_RUN={run_id}"
     env = _users_env(SGLANG_CONTRACTS_CACHE=str(tmp_path / "cache"), SGLANG_CONTRACTS_TEST_RUN=run_id)
@@ -303,12 +306,17 @@ def test_the_language_server_signalled_while_it_checks_ends_at_once(tmp_path):
         # a worker: the child of the fork server, the server's child
         assert _until(lambda: any(parent not in (server.pid, os.getpid()) for parent in _marked(marker).values()), 60), \
             "no worker started"
-        server.send_signal(signal.SIGTERM)
+        if ending == "exit":
+            server.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+                               + _frame({"jsonrpc": "2.0", "method": "exit"}))
+            server.stdin.flush()
+        else:
+            server.send_signal(signal.SIGTERM)
         try:
             _, err = server.communicate(timeout=30)
         except subprocess.TimeoutExpired:
-            pytest.fail("the server did not end within 30 s of the signal")
-        assert (server.returncode, err) == (128 + signal.SIGTERM, b"")
+            pytest.fail(f"the server did not end within 30 s of {ending}")
+        assert (server.returncode, err) == (0 if ending == "exit" else 128 + signal.SIGTERM, b"")
         assert _until(lambda: not _marked(marker), 5), f"left running: {_marked(marker)}"
     finally:
         server.kill()
