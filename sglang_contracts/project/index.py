@@ -213,14 +213,21 @@ def _path_parts(name: str) -> list[str]:
 # Why a named file of a kind of Python the index does not read is not read (its SGC000).
 UNREAD_KINDS = {".pyi": "a type stub, never run: its imports raise nothing when the bump ships, not read",
                 ".ipynb": "a notebook, whose code cells are not read"}
+# What else pre-commit's `identify` tags as Python, and its hook therefore names (campaign 14, R09).
+UNREAD_PYTHON = "Python in a file not named .py, which this tool does not read"
+UNREAD_PYTHON_SUFFIXES = frozenset({".pyw", ".pyt", ".wsgi", ".tac", ".gyp", ".gypi"})
+UNREAD_PYTHON_NAMES = frozenset({"wscript", ".pdbrc"})
 UNREAD_SCRIPT = "a Python script neither executable nor named .py, not read"
 
 
 def unread_python_kind(path: Path, root: Path) -> str | None:
     """Why a file, named to a run, that is Python of a kind the index does not read (a stub, a
-    notebook, a script of no suffix without the executable bit) is not read; None for any other."""
+    notebook, a script of no suffix without the executable bit, what else pre-commit tags as
+    Python) is not read; None for any other."""
     if path.suffix.lower() in UNREAD_KINDS:
         return UNREAD_KINDS[path.suffix.lower()]
+    if path.suffix.lower() in UNREAD_PYTHON_SUFFIXES or path.name in UNREAD_PYTHON_NAMES:
+        return UNREAD_PYTHON
     if not has_no_suffix(path.name) or is_python_script(os.fspath(path), root):
         return None
     try:

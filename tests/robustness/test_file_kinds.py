@@ -75,10 +75,13 @@ def test_a_named_stub_notebook_or_script_that_is_not_executable_is_one_sgc000_sa
     root, check = project_with_scripts(tmp_path)
     notebook = ('{"cells": [{"cell_type": "code", "metadata": {}, "source": ["from sglang.srt.a import x\\n"], '
                 '"outputs": [], "execution_count": null}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n')
-    write_tree(root, {"stub.pyi": IMPORTS_A_REMOVED_NAME, "demo.ipynb": notebook})
+    others = ("gui.pyw", "app.wsgi", "wscript", "build.gyp")  # what pre-commit also tags as Python (campaign 14, R09)
+    write_tree(root, {"stub.pyi": IMPORTS_A_REMOVED_NAME, "demo.ipynb": notebook,
+                      **{name: IMPORTS_A_REMOVED_NAME for name in others}})
     monkeypatch.chdir(root)
     named = {"stub.pyi": "a type stub, never run", "demo.ipynb": "a notebook, whose code cells are not read",
-             "bin/plain": "a Python script neither executable nor named .py, not read"}
+             "bin/plain": "a Python script neither executable nor named .py, not read",
+             **{name: "Python in a file not named .py, which this tool does not read" for name in others}}
     for _ in range(2):  # computed, then replayed
         assert main([*check, "--files", *named, "bin/shell", "ok.py"]) == 1
         lines = capsys.readouterr().out.splitlines()
