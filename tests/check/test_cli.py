@@ -224,7 +224,7 @@ def test_after_files_a_file_named_like_an_option_is_a_path(command, named, tmp_p
     project.mkdir()
     (project / "pyproject.toml").write_text('[project]\nname = "p"\n')
     (project / "m.py").write_text("from sglang.srt.a import g\nprint(g(1, 2))\n")
-    (project / named).write_text("#!/usr/bin/env python\n")
+    (project / named).write_text("#!/bin/sh\n")  # no Python: a named python script of no suffix has an SGC000
     monkeypatch.chdir(project)
     status = main([command, "--files", "--old", str(old), "--new", str(new), named, "m.py"])
     if command == "check":
