@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import gc
 import importlib.util
+import json
 import os
 import pty
 import re
@@ -270,3 +271,10 @@ REAL_EDITS = [
     ("sglang_omni/scheduling/pd_utils.py", "def continuation_from_req(", None,
      lambda text, at: text[:text.index(":\n", at) + 2] + "    traced = False  # edited\n" + text[text.index(":\n", at) + 2:]),
 ]
+
+
+def lsp_frame(message: dict, header: bytes = b"Content-Length", length_delta: int = 0) -> bytes:
+    """A language server protocol frame of `message` (a header spelled otherwise, a length off by
+    `length_delta`, for malformed ones)."""
+    body = json.dumps(message).encode()
+    return header + b": %d\r\n\r\n" % (len(body) + length_delta) + body

@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
-from tests.helpers import CHECKOUT, NEW, OLD, checkout_env
+from tests.helpers import CHECKOUT, NEW, OLD, checkout_env, lsp_frame
 
 PROJECT = CHECKOUT / "fixtures" / "project"
 TIMEOUT = 120  # the first check of a fresh cache extracts both releases
@@ -285,11 +285,6 @@ def _raw_server(tmp_path: Path, stderr: int) -> tuple[dict, subprocess.Popen]:
     return initialize, server
 
 
-def _frame(message: dict, header: bytes = b"Content-Length", length_delta: int = 0) -> bytes:
-    body = json.dumps(message).encode()
-    return header + b": %d\r\n\r\n" % (len(body) + length_delta) + body
-
-
 def _answers(server: subprocess.Popen, ids: set[int], timeout: float) -> dict[int, dict]:
     """id -> the server's answer, for each of `ids` it answers within `timeout` seconds."""
     found: dict[int, dict] = {}
@@ -314,14 +309,14 @@ def _answers(server: subprocess.Popen, ids: set[int], timeout: float) -> dict[in
 
 
 @pytest.mark.parametrize("malformed", [
-    _frame({"jsonrpc": "2.0", "id": 1, "method": "sglang/unknown", "params": {}}, header=b"content-length"),
-    _frame({"jsonrpc": "2.0", "id": 1, "method": "sglang/unknown", "params": {}}, length_delta=-5),
+    lsp_frame({"jsonrpc": "2.0", "id": 1, "method": "sglang/unknown", "params": {}}, header=b"content-length"),
+    lsp_frame({"jsonrpc": "2.0", "id": 1, "method": "sglang/unknown", "params": {}}, length_delta=-5),
     b"Content-Length: 999999999999\r\n\r\n{}",  # the server died of a MemoryError (second campaign)
 ], ids=["lowercase header", "length short of the body", "length no frame has"])
 def test_after_a_malformed_frame_the_server_answers_the_next_request(tmp_path, malformed):
     initialize, server = _raw_server(tmp_path, stderr=subprocess.DEVNULL)
     try:
-        server.stdin.write(malformed + _frame(initialize))
+        server.stdin.write(malformed + lsp_frame(initialize))
         server.stdin.flush()
         answers = _answers(server, {2}, timeout=30)
         assert answers.get(2, {}).get("result", {}).get("serverInfo", {}).get("name") == "sglang-contracts"
@@ -349,12 +344,12 @@ def test_opening_and_closing_files_keeps_the_server_memory_flat(tmp_path):
         frames = []
         for version in range(pairs):
             uri = from_fs_path(str(tmp_path / f"m{version % 10}.py"))
-            frames.append(_frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            frames.append(lsp_frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
                 "uri": uri, "languageId": "python", "version": version, "text": text}}}))
-            frames.append(_frame({"jsonrpc": "2.0", "method": "textDocument/didClose",
+            frames.append(lsp_frame({"jsonrpc": "2.0", "method": "textDocument/didClose",
                                   "params": {"textDocument": {"uri": uri}}}))
         ask = next(asked)
-        frames.append(_frame({"jsonrpc": "2.0", "id": ask, "method": "textDocument/hover", "params": {
+        frames.append(lsp_frame({"jsonrpc": "2.0", "id": ask, "method": "textDocument/hover", "params": {
             "textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}}))
         server.stdin.write(b"".join(frames))
         server.stdin.flush()
@@ -362,9 +357,9 @@ def test_opening_and_closing_files_keeps_the_server_memory_flat(tmp_path):
         time.sleep(0.5)  # the check the last close scheduled (it cannot run: no release given)
 
     try:
-        server.stdin.write(_frame({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        server.stdin.write(lsp_frame({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "processId": None, "rootUri": from_fs_path(str(tmp_path)), "capabilities": {}}}))
-        server.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        server.stdin.write(lsp_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         open_and_close(500)  # every code path taken once: what it imports and caches is there
         before = _rss_kib(server.pid)
         open_and_close(2000)
@@ -408,8 +403,8 @@ def test_a_message_the_server_cannot_handle_is_one_log_line_and_no_popup(tmp_pat
     editor (second campaign): one log line now, and the next request answered."""
     initialize, server = _raw_server(tmp_path, stderr=subprocess.PIPE)
     try:
-        server.stdin.write(_frame(initialize) + b"Content-Length: %d\r\n\r\n" % len(body) + body
-                           + _frame({**initialize, "id": 3}))
+        server.stdin.write(lsp_frame(initialize) + b"Content-Length: %d\r\n\r\n" % len(body) + body
+                           + lsp_frame({**initialize, "id": 3}))
         server.stdin.flush()
         answers = _answers(server, {2, 3}, timeout=30)
         assert set(answers) == {2, 3}
@@ -533,7 +528,7 @@ def test_a_request_whose_params_do_not_decode_is_answered_with_an_error(tmp_path
         "textDocument": {"uri": uri}, "context": {"diagnostics": []},
         "range": {"start": {"line": -1, "character": 0}, "end": {"line": 0, "character": 0}}}}
     try:
-        server.stdin.write(_frame(initialize) + _frame(hover) + _frame(action) + _frame({**initialize, "id": 5}))
+        server.stdin.write(lsp_frame(initialize) + lsp_frame(hover) + lsp_frame(action) + lsp_frame({**initialize, "id": 5}))
         server.stdin.flush()
         answers = _answers(server, {2, 3, 4, 5}, timeout=30)
         assert set(answers) == {2, 3, 4, 5}
@@ -553,8 +548,8 @@ def test_a_body_that_is_not_json_is_answered_with_a_parse_error(tmp_path, body):
     is null, its own being unknowable; the next request is answered as ever."""
     initialize, server = _raw_server(tmp_path, stderr=subprocess.DEVNULL)
     try:
-        server.stdin.write(_frame(initialize) + b"Content-Length: %d\r\n\r\n" % len(body) + body
-                           + _frame({**initialize, "id": 3}))
+        server.stdin.write(lsp_frame(initialize) + b"Content-Length: %d\r\n\r\n" % len(body) + body
+                           + lsp_frame({**initialize, "id": 3}))
         server.stdin.flush()
         answers = _answers(server, {None, 2, 3}, timeout=30)
         assert set(answers) == {None, 2, 3}
@@ -572,7 +567,7 @@ def test_a_request_after_shutdown_is_answered_with_an_error(tmp_path):
     hover = {"jsonrpc": "2.0", "id": 4, "method": "textDocument/hover", "params": {
         "textDocument": {"uri": from_fs_path(str(tmp_path / "m.py"))}, "position": {"line": 0, "character": 0}}}
     try:
-        server.stdin.write(_frame(initialize) + _frame(shutdown) + _frame(hover))
+        server.stdin.write(lsp_frame(initialize) + lsp_frame(shutdown) + lsp_frame(hover))
         server.stdin.flush()
         answers = _answers(server, {2, 3, 4}, timeout=30)
         assert set(answers) == {2, 3, 4}

@@ -3,7 +3,6 @@ with it, however it ends."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,7 +17,7 @@ from typing import Iterator
 import pytest
 
 from sglang_contracts.infra.executors import stopped_at_end
-from tests.helpers import NEW, OLD, checkout_env
+from tests.helpers import NEW, OLD, checkout_env, lsp_frame
 from tests.helpers import write_tree as write
 
 # Enough source for the scan to go to the pool (parallel.PARALLEL_MIN_BYTES), and to last a while.
@@ -275,11 +274,6 @@ def test_a_group_sighup_runs_nothing_the_working_folder_holds(tmp_path):
     assert list(marks.iterdir()) == []
 
 
-def _frame(message: dict) -> bytes:
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
 @pytest.mark.parametrize("ending", ["SIGTERM", "exit"])
 def test_the_language_server_stopped_while_it_checks_ends_at_once(tmp_path, ending):
     """Campaign 14, R03: pygls took the interrupt for a request to stop, then waited for the check
@@ -297,18 +291,18 @@ def test_the_language_server_stopped_while_it_checks_ends_at_once(tmp_path, endi
                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         uri = (project / "app" / "m0.py").as_uri()
-        server.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        server.stdin.write(lsp_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                                    "params": {"processId": None, "rootUri": project.as_uri(), "capabilities": {}}})
-                           + _frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-                           + _frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+                           + lsp_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+                           + lsp_frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
                                "uri": uri, "languageId": "python", "version": 1, "text": MODULE}}}))
         server.stdin.flush()
         # a worker: the child of the fork server, the server's child
         assert _until(lambda: any(parent not in (server.pid, os.getpid()) for parent in _marked(marker).values()), 60), \
             "no worker started"
         if ending == "exit":
-            server.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
-                               + _frame({"jsonrpc": "2.0", "method": "exit"}))
+            server.stdin.write(lsp_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+                               + lsp_frame({"jsonrpc": "2.0", "method": "exit"}))
             server.stdin.flush()
         else:
             server.send_signal(signal.SIGTERM)
