@@ -21,6 +21,7 @@ sites are left undecided without inference, since a pull request may hold thousa
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import sys
 import threading
@@ -29,10 +30,14 @@ import time
 import warnings
 from typing import Any
 
+from sglang_contracts.infra.cache import code_fingerprint
 from sglang_contracts.infra.display import printable
+from sglang_contracts.infra.memo import KeptPerReleasePair
+from sglang_contracts.infra.shapes import ListOf, Table, TableOf
 from sglang_contracts.project.facts import Position
 from sglang_contracts.project.positions import SourcePositions
-from sglang_contracts.upstream.model import UpstreamModel, is_upstream
+from sglang_contracts.upstream import model as upstream_model
+from sglang_contracts.upstream.model import EXTRACTOR, UpstreamModel, is_upstream
 
 MODULES_PER_SITE = 8  # modules one inference may reach: the file and the release's modules (ScheduleBatch.init_new decides with 4)
 SECONDS_PER_SITE = 30.0  # a safety net against a pathological module: far above any real site (a few seconds)
@@ -57,6 +62,9 @@ _MEMO_CLEARERS = (("astroid.inference_tip", "clear_inference_tip_cache"),
 _LRU_MEMOS = (("astroid.nodes._base_nodes", "LookupMixIn", "lookup"),
               ("astroid.nodes.scoped_nodes", "ClassDef", "_metaclass_lookup_attribute"),
               ("astroid.interpreter.objectmodel", "ObjectModel", "attributes"))
+# What ChangedNames' kept answers rest on: the records' form and how classes and members are resolved.
+NAMES_READER = f"{EXTRACTOR}-{code_fingerprint(upstream_model, sys.modules[__name__])}"
+_KEPT_ANSWERS = Table(origins=TableOf(str), lost=TableOf(ListOf(str)), params=TableOf(bool))
 NOT_A_CLASS = frozenset({"builtins"})  # instances of its classes are values, not SGLang objects
 
 _LOCK = threading.Lock()  # astroid keeps its modules and caches in process-wide state
@@ -302,17 +310,34 @@ class _AttributeShape:
         self.end_col_offset = node.end_col_offset
 
 
-class ChangedNames:
+class ChangedNames(KeptPerReleasePair):
     """Whether the bump changed a member name on an upstream class (with its bases): gone from
     the class in the new release (what SGC322 collects), or a method whose parameters changed.
     It depends on the releases alone. Asked name by name: a method's record is decoded only
-    when its name is asked about (most of a class's never are)."""
+    when its name is asked about (most of a class's never are). For two releases whose content
+    never changes (a published version, a commit, either with a patch stack) the answers are
+    kept in the cache: answering them decodes the records of every module on a class's bases
+    (most of a re-check's upstream reading), and the next process asks the same ones."""
 
     def __init__(self, old: UpstreamModel, new: UpstreamModel) -> None:
         self.old, self.new = old, new
+        self._origins: dict[str, str | None] = {}  # a dotted name the project imports -> the old release's class
         self._lost: dict[str, frozenset[str]] = {}
         self._own: dict[tuple[int, str], frozenset[str]] = {}  # (release, class) -> names it defines itself
         self._params: dict[tuple[str, str], bool] = {}
+        self._kept_params: dict[str, bool] = {}  # "origin\0name" -> _params' answer, kept by an earlier process
+        identities = (old.release.identity, new.release.identity)
+        self._record = hashlib.sha256(f"{NAMES_READER}\0changed-names\0{identities}".encode()).hexdigest() \
+            if all(identities) else None
+        self._new_answers = False
+        self._read_back(self._kept())
+
+    def origin(self, dotted: str) -> str | None:
+        """The class of the old release that `dotted` (an import's target) names, or None."""
+        if dotted not in self._origins:
+            self._origins[dotted] = self.old.resolve_class(dotted)
+            self._new_answers = True
+        return self._origins[dotted]
 
     def changed(self, origin: str, name: str) -> bool:
         return name in self.lost(origin) or self.parameters_changed(origin, name)
@@ -322,18 +347,43 @@ class ChangedNames:
             now = self.new.resolve_class(origin)
             gone = self._names(self.old, origin) - (self._names(self.new, now) if now is not None else set())
             self._lost[origin] = frozenset(name for name in gone if not name.startswith("__") or name == "__init__")
+            self._new_answers = True
         return self._lost[origin]
 
     def parameters_changed(self, origin: str, name: str) -> bool:
         """The method's parameters as written (a candidate is a name, not a verdict)."""
         key = (origin, name)
+        if key not in self._params and isinstance(kept := self._kept_params.get(f"{origin}\0{name}"), bool):
+            self._params[key] = kept
         if key not in self._params:
             was = self.old.member(origin, name)
             now = self.new.resolve_class(origin)
             is_ = self.new.member(now, name) if now is not None and was is not None else None
             self._params[key] = was is not None and is_ is not None and was.kind == is_.kind == "method" \
                 and was.record.get("params") != is_.record.get("params")
+            self._new_answers = True
         return self._params[key]
+
+    def keep(self) -> None:
+        if self._record is None or not self._new_answers:
+            return
+        # Read again: the run's other process may have kept its own answers meanwhile.
+        kept = self._kept() or {"origins": {}, "lost": {}, "params": {}}
+        kept["origins"].update({dotted: origin or "" for dotted, origin in self._origins.items()})
+        kept["lost"].update({origin: sorted(names) for origin, names in self._lost.items()})
+        kept["params"].update({f"{origin}\0{name}": changed for (origin, name), changed in self._params.items()})
+        self.old.cache.put(self._record, kept)
+        self._new_answers = False
+
+    def _kept(self) -> dict[str, Any] | None:
+        return self.old.cache.get(self._record, _KEPT_ANSWERS) if self._record is not None else None
+
+    def _read_back(self, kept: dict[str, Any] | None) -> None:
+        if kept is None:
+            return
+        self._origins.update({dotted: origin or None for dotted, origin in kept["origins"].items()})
+        self._lost.update({origin: frozenset(names) for origin, names in kept["lost"].items()})
+        self._kept_params = kept["params"]  # thousands: each read back when asked
 
     def _names(self, model: UpstreamModel, origin: str) -> set[str]:
         """Every name `member` finds on the class, from each class of its MRO's own names."""

@@ -545,7 +545,7 @@ def resolvers(ctx: CheckContext) -> tuple[Resolver, Resolver]:
 
         def changed(facts: FileFacts, attr: str) -> bool:
             if facts.path not in by_file:
-                by_file[facts.path] = _upstream_classes(context.old, facts)
+                by_file[facts.path] = _upstream_classes(names, facts)
             return any(names.changed(origin, attr) for origin in by_file[facts.path])
 
         inference = context.of_releases("inference", lambda c: (ReleaseInference(c.old), ReleaseInference(c.new)))
@@ -554,12 +554,12 @@ def resolvers(ctx: CheckContext) -> tuple[Resolver, Resolver]:
     return ctx.shared("resolvers", build)
 
 
-def _upstream_classes(model: UpstreamModel, facts: FileFacts) -> list[str]:
+def _upstream_classes(names: ChangedNames, facts: FileFacts) -> list[str]:
     """The SGLang classes a file imports by name (those whose names SGC322 follows), as origins."""
     found: dict[str, None] = {}
     for fact in facts.imports:
         if fact.name is not None and fact.name != "*" and is_upstream(fact.module):
-            origin = model.resolve_class(fact.target)
+            origin = names.origin(fact.target)
             if origin is not None:
                 found[origin] = None
     return list(found)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.boundary import Problem, collecting_problems, note, problem_for
-from sglang_contracts.infra.memo import Codec, KeptMemo
+from sglang_contracts.infra.memo import Codec, KeptMemo, KeptPerReleasePair
 from sglang_contracts.infra.parallel import start_forked
 from sglang_contracts.project.facts import FileFacts
 from sglang_contracts.project.index import ProjectIndex
@@ -244,6 +244,9 @@ def run_checks(context: CheckContext, codes: Iterable[str], problems: list[Probl
     context = dataclasses.replace(context, running=context.running | frozenset(codes))
     for code in codes:
         yield from _guarded(context, code, problems)
+    for value in list(context.releases_memo.values()):
+        if isinstance(value, KeptPerReleasePair):
+            value.keep()
 
 
 COPY_GRACE = 60.0  # seconds the copy may take beyond three times the first half's time

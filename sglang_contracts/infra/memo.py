@@ -3,6 +3,7 @@ in the cache's records with what it rests on (check/incremental.py kept_placeles
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -25,3 +26,13 @@ class KeptMemo(dict):
     def __init__(self, read: Callable[[str], Any], write: Callable[[str, Any, list[str]], None]) -> None:
         super().__init__()
         self.read, self.write = read, write
+
+
+class KeptPerReleasePair(ABC):
+    """A value of one release pair alone (CheckContext.of_releases) that keeps what it computed
+    in the cache for the next process: `keep` is called once the checks of a process have run
+    (contracts/base.py run_checks), and writes only what is new."""
+
+    @abstractmethod
+    def keep(self) -> None:
+        """Write what this process computed that the record does not hold yet."""
