@@ -20,6 +20,7 @@ from sglang_contracts.infra.output import (blocking_standard_streams, discard_st
                                            usable_standard_streams, WholeWrites)
 from sglang_contracts.infra.interrupts import interrupted_status, interrupted_statuses, meet_interrupts
 from sglang_contracts.infra.process_exit import exit_without_teardown
+from sglang_contracts.infra.gitsafety import never_reach_a_remote
 from sglang_contracts.infra.pythonpath import never_from_the_working_folder
 
 if TYPE_CHECKING:
@@ -583,6 +584,7 @@ def entry() -> NoReturn:
     status, and an exit that frees nothing the run made (infra/process_exit.py)."""
     meet_interrupts()
     never_from_the_working_folder()
+    never_reach_a_remote()
     status = main()
     exit_without_teardown(status, interrupted=status in interrupted_statuses())
 

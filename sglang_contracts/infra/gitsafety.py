@@ -3,16 +3,35 @@
 A repository may be one a pull request wrote (a bare repository committed as files, a tree
 `patch rebase` built from a patch): its own configuration must not make git run a command (an
 fsmonitor, a hook, a signature check's gpg.program) or rewrite what this tool reads. Settings
-given with `-c` take precedence over every configuration file.
+given with `-c` take precedence over every configuration file. git reaches no remote either:
+a partial clone fetches a missing object from its remote when asked for it, which runs the
+remote's transport (an `ext::` command, an `uploadpack` program), and a repository's own
+`protocol.ext.allow = always` outranks `protocol.allow=never`; GIT_ALLOW_PROTOCOL empty
+outranks every configuration (campaign 15, R02).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 
+TRANSPORTS = ("ext", "fd", "file", "git", "ssh", "http", "https", "ftp", "ftps")
 SAFE_SETTINGS = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "commit.gpgSign=false", "tag.gpgSign=false",
                  "log.showSignature=false", "core.autocrlf=false", "diff.external=", "core.pager=cat",
-                 "protocol.allow=never")
+                 "protocol.allow=never", *(f"protocol.{name}.allow=never" for name in TRANSPORTS))
+# Every git this tool runs, and each process it starts (cli.entry), has these in its environment:
+# no transport allowed, whatever the configuration; no lazy fetch of a partial clone (git 2.44+).
+SAFE_ENVIRONMENT = {"GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1"}
+
+
+def safe_git_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """`env` (else this process's environment) with SAFE_ENVIRONMENT."""
+    return {**(os.environ if env is None else env), **SAFE_ENVIRONMENT}
+
+
+def never_reach_a_remote() -> None:
+    """SAFE_ENVIRONMENT for every process this one starts from now on (GitPython's included)."""
+    os.environ.update(SAFE_ENVIRONMENT)
 
 
 def safe_git_options() -> list[str]:
@@ -29,7 +48,7 @@ def git_in(folder: str, *arguments: str, timeout: float = 30,
     files look like this tool's own; campaign 13, R07: its history would be the project's)."""
     command = ["git", *safe_git_options(), "-c", "safe.bareRepository=explicit", "-C", folder, *arguments]
     try:
-        return subprocess.run(command, capture_output=True, timeout=timeout, check=False, env=env)
+        return subprocess.run(command, capture_output=True, timeout=timeout, check=False, env=safe_git_environment(env))
     except (OSError, subprocess.SubprocessError):
         return None
 

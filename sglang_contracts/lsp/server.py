@@ -88,6 +88,11 @@ class ForgettingProtocol(LanguageServerProtocol):
                 self._send_response(data["id"], error=error.to_response_error())
             raise
 
+    @property
+    def shut_down(self) -> bool:
+        """Whether the client asked for `shutdown`."""
+        return bool(self._shutdown)
+
     def handle_message(self, message: Any) -> None:
         """A request after `shutdown` is answered with an error (-32600, as the LSP asks): pygls
         logs it and answers nothing, the same wait for good as a request it cannot decode."""
@@ -432,7 +437,8 @@ def main() -> NoReturn:
     sys.stdout = open(os.devnull, "w")
     # The editor asked the server to exit, or left: nothing waits for a check still at work, whose
     # workers multiprocessing's exit handler waited for (26-48 s after `exit`: campaign 14, R03).
-    exit_without_teardown(0, interrupted=True)
+    # Status 1 unless a `shutdown` came first, as the LSP asks (campaign 15, R03).
+    exit_without_teardown(0 if server.protocol.shut_down else 1, interrupted=True)
 
 
 def _by_uri(result: Any, buffers: dict[str, bytes], encoding: str | None) -> dict[str, list[types.Diagnostic]]:

@@ -36,7 +36,7 @@ from sglang_contracts.patch.release import (
 )
 from sglang_contracts.fix.document import write_atomically
 from sglang_contracts.infra.errors import UsageError
-from sglang_contracts.infra.gitsafety import safe_git_options
+from sglang_contracts.infra.gitsafety import safe_git_environment, safe_git_options
 from sglang_contracts.infra.display import patch_for, printable, printable_path
 from sglang_contracts.infra.files import Unreadable, read_limited
 from sglang_contracts.infra.lines import git_lines, numbered_lines
@@ -123,7 +123,8 @@ def git(cwd: Path, *args: str, git_dir: Path | None = None, must_succeed: bool =
     where = ["--git-dir", str(git_dir), "--work-tree", str(cwd)] if git_dir is not None else []
     try:
         run = subprocess.run(["git", *safe_git_options(), *where, *args], cwd=cwd, capture_output=True,
-                             env={**os.environ, **GIT_ENV}, text=True, encoding="utf-8", errors="surrogateescape")
+                             env=safe_git_environment({**os.environ, **GIT_ENV}), text=True, encoding="utf-8",
+                             errors="surrogateescape")
     except FileNotFoundError:
         raise UsageError("patch rebase needs git on PATH (git apply and git merge-file do the work)") from None
     except ValueError:  # a NUL byte in a path a patch names: no process can be given it

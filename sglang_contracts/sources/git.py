@@ -13,7 +13,7 @@ from typing import Iterator
 
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size
-from sglang_contracts.infra.gitsafety import SAFE_SETTINGS, safe_git_options
+from sglang_contracts.infra.gitsafety import SAFE_ENVIRONMENT, SAFE_SETTINGS, safe_git_environment, safe_git_options
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 from sglang_contracts.sources.directory import version_from_tree
 
@@ -91,6 +91,7 @@ def open_repo(path: Path):
     try:
         repo = git.Repo(path)
         repo.git.set_persistent_git_options(c=list(SAFE_SETTINGS))  # nothing of the repository's runs
+        repo.git.update_environment(**SAFE_ENVIRONMENT)  # nor its remote's (a partial clone's lazy fetch)
         return repo
     except git.NoSuchPathError:
         raise SourceError(f"--sglang-repo {path}: no such directory") from None
@@ -117,7 +118,7 @@ def git_commit_identity(repo_path: Path, ref: str) -> str | None:
     for candidate in candidates:
         try:
             done = subprocess.run(["git", *safe_git_options(), "-C", str(repo_path), "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}"],
-                                  capture_output=True, text=True, timeout=30, check=False)
+                                  capture_output=True, text=True, timeout=30, check=False, env=safe_git_environment())
         except (OSError, subprocess.SubprocessError, ValueError):
             return None
         if done.returncode == 0 and done.stdout.strip():

@@ -577,6 +577,25 @@ def test_a_request_after_shutdown_is_answered_with_an_error(tmp_path):
         server.wait()
 
 
+@pytest.mark.parametrize("shut_down", [True, False], ids=["shutdown-then-exit", "exit-alone"])
+def test_the_server_exits_1_when_told_to_exit_without_a_shutdown(tmp_path, shut_down):
+    """The LSP asks for status 1 after an `exit` no `shutdown` came before (an editor tells a
+    server that died from one it stopped by it); the server said 0 whatever came (campaign 15,
+    R03)."""
+    initialize, server = _raw_server(tmp_path, stderr=subprocess.DEVNULL)
+    shutdown = {"jsonrpc": "2.0", "id": 3, "method": "shutdown"}
+    try:
+        server.stdin.write(lsp_frame(initialize) + (lsp_frame(shutdown) if shut_down else b""))
+        server.stdin.flush()
+        assert set(_answers(server, {2, 3} if shut_down else {2}, timeout=30)) == ({2, 3} if shut_down else {2})
+        server.stdin.write(lsp_frame({"jsonrpc": "2.0", "method": "exit"}))
+        server.stdin.flush()
+        assert server.wait(timeout=30) == (0 if shut_down else 1)
+    finally:
+        server.kill()
+        server.wait()
+
+
 @pytest.mark.parametrize("redirection", ["<&-", "0>written"], ids=["closed", "write-only"])
 def test_a_server_with_no_standard_input_to_read_is_one_error_line(tmp_path, redirection):
     """Started with standard input closed (`<&-`, a daemonised launcher) the server died of an

@@ -6,10 +6,14 @@ forkserver, `pip/__main__.py` instead of pip, `sglang_contracts/__main__.py` as 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from sglang_contracts.infra.pythonpath import absolute_path_folders
 from tests.helpers import CHECKOUT, checkout_env, upstream_tree, write_tree
 
 PACKAGE = CHECKOUT / "sglang_contracts"
@@ -95,3 +99,38 @@ def test_a_removed_working_folder_is_one_error_line(tmp_path) -> None:
         assert (done.returncode, done.stdout) == (2, ""), done.stderr
         assert done.stderr == ("sglang-contracts: error: the working folder cannot be read "
                                "(No such file or directory): run from an existing folder\n")
+
+
+def _marking_program(path: Path, marks: Path) -> None:
+    """An executable at `path` that leaves a mark in `marks` when run, and fails."""
+    path.write_text(f"#!/bin/sh\necho \"$*\" > {marks}/ran-$$\nexit 1\n")
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize("entry", ["", "."], ids=["empty-entry", "dot"])
+def test_a_program_the_project_commits_never_runs_whatever_path_holds(tmp_path, entry) -> None:
+    """A PATH with an empty entry (`export PATH=$EXTRA:$PATH`, EXTRA unset) or `.` ran the `git`
+    a pull request committed: a check runs `git ls-files` when it meets an old fix temporary
+    (campaign 15, R01). PATH's relative entries are left out of every program's search."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/a.py": "x = 1\n"}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/a.py": "y = 1\n"}, "0.2.0")
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'p'\n",
+                                                "m.py": "from sglang.srt.a import x\n"})
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    _marking_program(project / "git", marks)
+    stale = project / ".m.py.sglang-contracts-999999-abc.tmp"  # a fix's temporary whose writer is gone
+    stale.write_text("x")
+    os.utime(stale, (0, 0))
+    done = subprocess.run([sys.executable, "-P", "-m", "sglang_contracts", "check", "--old", str(old), "--new", str(new),
+                           "--cache-dir", str(tmp_path / "cache")], cwd=project,
+                          env=checkout_env(SGLANG_CONTRACTS_PACKAGE_INDEX="none", PATH=f"{entry}:{os.environ['PATH']}"),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "m.py:1:" in done.stdout, done.stderr
+    assert list(marks.iterdir()) == []
+
+
+def test_only_absolute_folders_of_path_are_searched() -> None:
+    assert absolute_path_folders(":/usr/bin:.:bin:/bin:") == "/usr/bin:/bin"
+    assert absolute_path_folders("") == absolute_path_folders(".:x") == os.defpath

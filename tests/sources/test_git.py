@@ -155,3 +155,21 @@ def test_the_checks_forked_copy_reads_the_clone_through_its_own_git_processes(ch
     finally:
         signal.alarm(0)
     assert in_copy == [True]
+
+
+def test_a_partial_clone_never_fetches_what_it_lacks_from_its_remote(check, sglang_repo, tmp_path):
+    """A partial clone fetches a missing object from its remote when read, by the remote's
+    transport: a clone the project controls (named by its own `sglang-repo`) ran an `ext::`
+    command, its own `protocol.ext.allow = always` outranking `-c protocol.allow=never`
+    (campaign 15, R02). Nothing is fetched: the release is one line saying what cannot be read."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    git.Repo(sglang_repo).git.config("uploadpack.allowfilter", "true")
+    partial = tmp_path / "partial"
+    git.Repo.clone_from(f"file://{sglang_repo}", partial, multi_options=["--filter=blob:none", "--no-checkout"])
+    clone = git.Repo(partial)
+    clone.git.config("remote.origin.url", f"ext::sh -c touch% {marks}/ran% >&2")
+    clone.git.config("protocol.ext.allow", "always")
+    status, out, err = check("--sglang-repo", str(partial), "--old", "v0.9.0", "--new", "v0.9.1")
+    assert (status, out) == (2, "") and len(err.splitlines()) == 1 and "cannot be read" in err, err
+    assert list(marks.iterdir()) == []
