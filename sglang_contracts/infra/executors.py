@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from concurrent.futures import Executor
 from contextlib import contextmanager
-from typing import Iterator, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 AnyExecutor = TypeVar("AnyExecutor", bound=Executor)
 
@@ -29,11 +29,19 @@ def stop(executor: Executor, interrupted: bool) -> None:
 @contextmanager
 def stopped_at_end(executor: AnyExecutor) -> Iterator[AnyExecutor]:
     """`executor` for the block, stopped at its end (`stop`): at once if the block was interrupted."""
+    with ended_by(lambda interrupted: stop(executor, interrupted)):
+        yield executor
+
+
+@contextmanager
+def ended_by(end: Callable[[bool], None]) -> Iterator[None]:
+    """The block, then `end(interrupted)`: whether the run was interrupted in it (a signal or
+    Ctrl-C: KeyboardInterrupt, which goes on up)."""
     interrupted = False
     try:
-        yield executor
+        yield
     except KeyboardInterrupt:
         interrupted = True
         raise
     finally:
-        stop(executor, interrupted)
+        end(interrupted)

@@ -17,7 +17,7 @@ from functools import lru_cache
 from multiprocessing.connection import Connection
 from typing import Callable, Iterator, Sequence, TypeVar
 
-from sglang_contracts.infra.executors import stop, stopped_at_end
+from sglang_contracts.infra.executors import ended_by, stop, stopped_at_end
 from sglang_contracts.infra.files import open_files_limit
 from sglang_contracts.infra.interrupts import interrupt_numbers
 from sglang_contracts.infra.pythonpath import safe_path_environment
@@ -74,19 +74,18 @@ def run_pool() -> Iterator[None]:
     with _RUN.lock:
         _RUN.interrupted = _RUN.interrupted and _RUN.active > 0
         _RUN.active += 1
-    interrupted = False
-    try:
+    with ended_by(_leave_run):
         yield
-    except KeyboardInterrupt:
-        interrupted = True
-        raise
-    finally:
-        with _RUN.lock:
-            _RUN.active -= 1
-            _RUN.interrupted = _RUN.interrupted or interrupted
-            pool, _RUN.pool = (_RUN.pool, None) if not _RUN.active else (None, _RUN.pool)
-        if pool is not None:  # an interrupted run's workers end with it (_watch_parent)
-            stop(pool, interrupted)
+
+
+def _leave_run(interrupted: bool) -> None:
+    """One `run_pool` block ended: the last one stops the pool."""
+    with _RUN.lock:
+        _RUN.active -= 1
+        _RUN.interrupted = _RUN.interrupted or interrupted
+        pool, _RUN.pool = (_RUN.pool, None) if not _RUN.active else (None, _RUN.pool)
+    if pool is not None:  # an interrupted run's workers end with it (_watch_parent)
+        stop(pool, interrupted)
 
 
 def start_early(workers: int | None = None) -> None:
