@@ -1119,6 +1119,8 @@ class _Collector:
 
     def _visit_call(self, node: ast.Call) -> bool:
         func = node.func
+        while type(func) is ast.NamedExpr:  # `(g := f)(...)` calls f (campaign 15, R04)
+            func = func.value
         function = full_name(func)
         self._call_probes(node, func, function)
         if isinstance(func, ast.Attribute) and func.attr == "update" and isinstance(func.value, ast.Name):

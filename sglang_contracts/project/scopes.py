@@ -421,9 +421,16 @@ class _Bindings:
             self._bind_value(target, node.value)
 
     def _annotated(self, node: ast.AnnAssign) -> None:
+        """`x: C = ...` is a C. An annotation that names no class (`object`, `Any`) or only a
+        callable (`h: Callable = f`) says less than the value: the name is what the value is,
+        as for `h = f` (campaign 15, R04)."""
         if isinstance(node.target, ast.Name) and (admits_none(node.annotation) or _is_none(node.value)):
             self.table.nullable.add(node.target.id)
-        self._target(node.target, annotation_types(node.annotation) or POISON)
+        types = annotation_types(node.annotation)
+        if node.value is not None and all(kind.rpartition(".")[2].removeprefix("T:") == "Callable" for kind in types):
+            self._bind_value(node.target, node.value)
+        else:
+            self._target(node.target, types or POISON)
 
     def _augmented(self, node: ast.AugAssign) -> None:
         self._target(node.target, POISON)
