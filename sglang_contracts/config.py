@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import Unreadable, read_text_limited
+from sglang_contracts.infra.roots import anyones_file
 from sglang_contracts.infra.tomltext import parse_toml
 from sglang_contracts.requirements import SPECIFIER_STARTS, admits_some_version, as_version, parse_specifier
 
@@ -302,7 +303,9 @@ def find_config(root: Path, explicit: Path | None) -> Config:
     if explicit is not None:
         return read_config(explicit, required=True)
     pyproject = root / "pyproject.toml"
-    return read_config(pyproject, required=False, within=root) if pyproject.is_file() else Config()
+    if not pyproject.is_file() or anyones_file(str(pyproject)):  # another user's, in /tmp: not this run's
+        return Config()
+    return read_config(pyproject, required=False, within=root)
 
 
 def with_source(spec: str | None, source: str | None) -> str | None:

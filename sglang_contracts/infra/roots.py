@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Callable
 
@@ -13,7 +14,8 @@ MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 def project_root_for(paths: list[Path]) -> Path:
     """The nearest folder at or above the first path with a pyproject.toml, setup.py or .git,
-    resolved. Found by the names given, not through links: a path of a pull request's that is a
+    resolved (the first path's folder when that marker is another user's, in a folder anyone
+    may write to: anyones_file). Found by the names given, not through links: a path of a pull request's that is a
     link out of the project (`docs -> /home/u`) is looked for where the link is, and a link below
     the working folder is never taken for a project's root, so a link out cannot move the root
     out of the project (and with it every check of what lies within it)."""
@@ -25,12 +27,28 @@ def project_root_for(paths: list[Path]) -> Path:
     folder = start
     while True:
         link_below_cwd = folder.startswith(inside_cwd) and _safely(lambda: os.path.islink(folder))
-        if not link_below_cwd and any(_safely(lambda: os.path.exists(os.path.join(folder, marker))) for marker in MARKERS):
+        found = [] if link_below_cwd else [marker for marker in MARKERS
+                                           if _safely(lambda: os.path.exists(os.path.join(folder, marker)))]
+        if found and any(anyones_file(os.path.join(folder, marker)) for marker in found):
+            return Path(start).resolve()
+        if found:
             return Path(folder).resolve()
         parent = os.path.dirname(folder)
         if parent == folder:
             return Path(start).resolve()
         folder = parent
+
+
+def anyones_file(marker: str) -> bool:
+    """Whether a marker is another user's, in a folder anyone may write to (`/tmp`): what anyone
+    put there is no configuration of this user's run, nor its project (campaign 15, R05: another
+    user's pyproject.toml above a scratch file named its own `sglang-repo`). As git refuses
+    another user's repository; a project folder of mode 777 (a container's volume) is still the
+    project of the files its user made."""
+    try:
+        return os.lstat(marker).st_uid != os.geteuid() and bool(os.stat(os.path.dirname(marker)).st_mode & stat.S_IWOTH)
+    except (OSError, ValueError):
+        return False
 
 
 def require_existing(paths: list[Path]) -> None:

@@ -134,3 +134,25 @@ def test_a_program_the_project_commits_never_runs_whatever_path_holds(tmp_path, 
 def test_only_absolute_folders_of_path_are_searched() -> None:
     assert absolute_path_folders(":/usr/bin:.:bin:/bin:") == "/usr/bin:/bin"
     assert absolute_path_folders("") == absolute_path_folders(".:x") == os.defpath
+
+
+def test_another_user_s_marker_in_a_folder_anyone_writes_is_no_project_root_nor_configuration(tmp_path,
+                                                                                          monkeypatch) -> None:
+    """In /tmp another user's pyproject.toml above a scratch file was its project's root and its
+    configuration: its `sglang-repo` was that user's clone (campaign 15, R05). A marker another
+    user made in a folder anyone may write to is neither; in a folder of mode 777 the user's own
+    marker still is (a container's volume)."""
+    from sglang_contracts.config import find_config
+    from sglang_contracts.infra.roots import project_root_for
+
+    shared = write_tree(tmp_path / "shared", {"pyproject.toml": "[tool.sglang-contracts]\nnew = 'v1'\n",
+                                              "mine/scratch.py": "x = 1\n"})
+    shared.chmod(0o1777)
+    scratch = shared / "mine" / "scratch.py"
+    assert project_root_for([scratch]) == shared  # the user's own marker
+    assert find_config(shared, None).values == {"new": "v1"}
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(shared / "pyproject.toml").st_uid + 1)  # now another user's
+    assert project_root_for([scratch]) == shared / "mine"
+    assert find_config(shared, None).values == {}
+    shared.chmod(0o755)  # a folder only its owner writes: the owner's project, whoever runs
+    assert project_root_for([scratch]) == shared
