@@ -10,7 +10,7 @@ import re
 import sys
 from functools import lru_cache
 
-from packaging.markers import Marker, default_environment
+from packaging.markers import Marker, UndefinedComparison, UndefinedEnvironmentName, default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
@@ -93,10 +93,15 @@ def normalized(name: str) -> str:
 
 
 def applies(marker: Marker | None, environment: dict[str, str], extras: frozenset[str] = frozenset()) -> bool:
-    """Whether a requirement with this marker is installed on `environment` with `extras` requested."""
+    """Whether a requirement with this marker is installed on `environment` with `extras` requested.
+    A marker that parses and cannot be evaluated (`"x" == "x"`: no environment names it) installs
+    nothing: pip fails on it too (campaign 15, R09: a package index's metadata held one)."""
     if marker is None:
         return True
-    return any(marker.evaluate({**environment, "extra": extra}) for extra in {"", *extras})
+    try:
+        return any(marker.evaluate({**environment, "extra": extra}) for extra in {"", *extras})
+    except (UndefinedEnvironmentName, UndefinedComparison):
+        return False
 
 
 def exact_version(specifier: SpecifierSet) -> Version | None:

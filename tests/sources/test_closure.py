@@ -191,6 +191,18 @@ def test_malformed_pages_and_metadata_are_unknown_packages_not_failures(tmp_path
     assert "nvidia-cutlass-dsl==4.8.0" in closure.unknown
 
 
+def test_a_marker_that_parses_and_cannot_be_evaluated_installs_nothing(tmp_path: Path) -> None:
+    """A dependency's metadata with `; "x" == "x"` (two literals: no environment names them)
+    failed rule SGC712 with an internal error, exit 3, on every run (campaign 15, R09): pip
+    cannot evaluate it either; the requirement is not followed, and the walk goes on."""
+    packages = {**PACKAGES, ("torch", "2.14.1"): metadata("torch", "2.14.1", 'nvidia-x==1; "x" == "x"',
+                                                          'filelock; os_name == os_name', "nvidia-nccl-cu13==2.30.7")}
+    root = write_index(tmp_path / "index", packages)
+    closure = walk(metadata_pins(SGLANG_NEW), frozenset(), X86, source_for(tmp_path, root.as_uri()))
+    assert "nvidia-x" not in closure.needs and "filelock" not in closure.needs
+    assert closure.version("nvidia-nccl-cu13") == "2.30.7"
+
+
 class RangeHandler(SimpleHTTPRequestHandler):
     """A simple index over HTTP that honours `Range: bytes=a-b` and `bytes=-n`, and logs what it served."""
 
