@@ -18,7 +18,8 @@ from sglang_contracts.infra.errors import ContractsError, UsageError
 from sglang_contracts.infra.files import open_files_limit
 from sglang_contracts.infra.output import (blocking_standard_streams, discard_standard_output, standard_output,
                                            usable_standard_streams, WholeWrites)
-from sglang_contracts.infra.interrupts import interrupted_status, interrupted_statuses, meet_interrupts
+from sglang_contracts.infra.interrupts import (interrupt_behind, interrupted_status, interrupted_statuses,
+                                               meet_interrupts)
 from sglang_contracts.infra.process_exit import exit_without_teardown
 from sglang_contracts.infra.gitsafety import never_reach_a_remote
 from sglang_contracts.infra.pythonpath import never_from_the_working_folder
@@ -640,6 +641,8 @@ def _guarded(command: Callable[[], Status]) -> Status | int:
         discard_standard_output()
         return READER_LEFT
     except Exception as error:  # never a traceback for the user; SGLANG_CONTRACTS_DEBUG=1 shows it
+        if (interrupt := interrupt_behind(error)) is not None:
+            return interrupted_status(interrupt)
         if os.environ.get("SGLANG_CONTRACTS_DEBUG"):
             raise
         print(f"sglang-contracts: {_unexpected(error)}", file=sys.stderr)

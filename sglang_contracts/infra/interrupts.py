@@ -8,7 +8,9 @@ campaign 9, R25, campaign 13, R10). A signal the process was started ignoring (n
 ignored. The first one met makes the process ignore every later one: a second signal a few
 milliseconds after the first (Ctrl-C twice; `timeout` signals the run, then its whole group) was
 raised again inside the ending run's exit, a traceback, or a hang when it cut the killing of the
-workers short (campaign 14, R02).
+workers short (campaign 14, R02). Ignored by a handler that does nothing, not by SIG_IGN: a second
+signal already caught when the first one's handler ran finds a handler still, where SIG_IGN made
+CPython raise "OSError: Signal 15 ignored due to race condition" (campaign 15, R10).
 """
 
 from __future__ import annotations
@@ -43,9 +45,32 @@ def meet_interrupts() -> None:
 
 
 def _interrupted(signum: int, frame: object) -> NoReturn:
-    for number in interrupt_numbers():
-        signal.signal(number, signal.SIG_IGN)
+    _ignore_later_interrupts()
     raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
+
+
+def _ignore_later_interrupts() -> None:
+    for number in interrupt_numbers():
+        if signal.getsignal(number) is not signal.SIG_IGN:  # one the process was started ignoring stays so
+            signal.signal(number, _met_already)
+
+
+def _met_already(signum: int, frame: object) -> None:
+    """A signal after the first: the run is ending already."""
+
+
+def interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
+    """The interrupt that an error stands for, if one does: a signal met while a class was made
+    (an import) comes out as "RuntimeError: Error calling __set_name__" whose cause is the
+    interrupt (campaign 15, R10)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def leave_at_interrupt() -> None:
@@ -59,8 +84,7 @@ def leave_at_interrupt() -> None:
 
 
 def _leave(signum: int, frame: object) -> NoReturn:
-    for number in interrupt_numbers():
-        signal.signal(number, signal.SIG_IGN)
+    _ignore_later_interrupts()
     exit_without_teardown(128 + signum, interrupted=True)
 
 

@@ -17,6 +17,7 @@ from typing import Iterator
 import pytest
 
 from sglang_contracts.infra.executors import stopped_at_end
+from sglang_contracts.infra.interrupts import Terminated, interrupt_behind
 from tests.helpers import NEW, OLD, checkout_env, lsp_frame
 from tests.helpers import write_tree as write
 
@@ -238,7 +239,7 @@ try:
 except KeyboardInterrupt as interrupt:
     os.kill(os.getpid(), signal.SIGINT)  # a second one, as the run ends: ignored
     os.kill(os.getpid(), signal.SIGTERM)
-    print(interrupted_status(interrupt), *(signal.getsignal(number).name for number in
+    print(interrupted_status(interrupt), *(signal.getsignal(number).__name__ for number in
           (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)))
 """
 
@@ -251,7 +252,54 @@ def test_after_the_first_interrupt_every_later_one_is_ignored(first):
     run = subprocess.run([sys.executable, "-c", SECOND_SIGNAL, first], env=checkout_env(), capture_output=True,
                          timeout=60, preexec_fn=_as_a_terminal_starts_it)
     assert (run.returncode, run.stderr) == (0, b"")
-    assert run.stdout.split() == [str(128 + getattr(signal, first)).encode()] + [b"SIG_IGN"] * 4
+    assert run.stdout.split() == [str(128 + getattr(signal, first)).encode()] + [b"_met_already"] * 4
+
+
+TWO_AT_ONCE = """
+import os, signal
+from sglang_contracts.infra.interrupts import interrupted_status, meet_interrupts
+meet_interrupts()
+both = {signal.SIGHUP, signal.SIGTERM}
+signal.pthread_sigmask(signal.SIG_BLOCK, both)
+os.kill(os.getpid(), signal.SIGHUP)
+os.kill(os.getpid(), signal.SIGTERM)
+try:
+    # both caught at once, as a closing terminal and a supervisor send them
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, both)
+    for _ in range(1000):
+        pass
+except KeyboardInterrupt as interrupt:
+    for _ in range(1000):  # the second one is handled here
+        pass
+    print(interrupted_status(interrupt))
+"""
+
+
+def test_two_signals_caught_at_once_end_the_run_quietly():
+    """Campaign 15, R10: SIGHUP and SIGTERM caught together (a terminal closing, a supervisor):
+    the first one's handler ignored the second with SIG_IGN while it was caught already, and
+    CPython printed "OSError: Signal 15 ignored due to race condition" as the run ended."""
+    run = subprocess.run([sys.executable, "-c", TWO_AT_ONCE], env=checkout_env(), capture_output=True,
+                         timeout=60, preexec_fn=_as_a_terminal_starts_it)
+    assert (run.returncode, run.stderr, run.stdout.split()) == (0, b"", [str(128 + signal.SIGHUP).encode()])
+
+
+def test_an_interrupt_met_while_a_class_is_made_is_the_interrupt():
+    """Campaign 15, R10: a signal met during an import, while a class was made, came out as
+    "RuntimeError: Error calling __set_name__ ..." (its cause, the interrupt): an internal error."""
+    def wrapped(interrupt: BaseException) -> RuntimeError:
+        try:
+            try:
+                raise interrupt
+            except BaseException as cause:
+                raise RuntimeError("Error calling __set_name__") from cause
+        except RuntimeError as error:
+            return error
+
+    terminated = Terminated(signal.SIGTERM)
+    assert interrupt_behind(wrapped(terminated)) is terminated
+    assert interrupt_behind(wrapped(ValueError())) is None
+    assert interrupt_behind(ValueError()) is None
 
 
 PLANTED = "import os, sys\nopen(os.path.join({marks!r}, 'ran-%d' % os.getpid()), 'w').write(' '.join(sys.argv))\n"
