@@ -351,6 +351,10 @@ class _ClassSummary:
         )
 
 
+# What makes a partial of the callable given first (_Collector._partial_call).
+PARTIALS = ("functools.partial", "functools.partialmethod")
+
+
 class _Collector:
     """One depth-first walk of a module in source order, recording what may touch SGLang.
     Positions are taken as facts are recorded; `_collect` keeps the facts that matter."""
@@ -1121,6 +1125,8 @@ class _Collector:
         func = node.func
         while type(func) is ast.NamedExpr:  # `(g := f)(...)` calls f (campaign 15, R04)
             func = func.value
+        if type(func) is ast.Call and (read := self._literal_getattr(func, full_name(func.func))) is not None:
+            func = read  # `getattr(A, "f")(...)` calls A.f
         function = full_name(func)
         self._call_probes(node, func, function)
         if isinstance(func, ast.Attribute) and func.attr == "update" and isinstance(func.value, ast.Name):
@@ -1130,8 +1136,8 @@ class _Collector:
             self._super_call(node, func)
         else:
             self._named_call(node, func, function)
-        if function and through_imports(function, self._import_paths) == "functools.partial":
-            self._partial_call(node)
+        if function and (partial := through_imports(function, self._import_paths)) in PARTIALS:
+            self._partial_call(node, method=partial == "functools.partialmethod")
         read = self._literal_getattr(node, function)
         if read is None:
             return True
@@ -1139,18 +1145,20 @@ class _Collector:
         self._visit_expression(node.args[1])
         return False
 
-    def _partial_call(self, node: ast.Call) -> None:
+    def _partial_call(self, node: ast.Call, method: bool = False) -> None:
         """`functools.partial(f, 1, b=4)`: a call of f with the arguments it binds, judged where
         the partial is made (audit 13, R12): they are written there, wherever the partial goes
         (a callback, a pool, `map`), and a keyword f lost raises at each call of it. What those
         calls add is left open, as a `*`/`**` splat at the end: nothing is missing. Its use is
-        "partial": the partial does not run f, nor give f's result."""
+        "partial": the partial does not run f, nor give f's result. A `partialmethod(C.m, ...)`
+        (`method`) binds its arguments after the instance its method is called on: `C.m(<self>, ...)`."""
         if not node.args or isinstance(node.args[0], ast.Starred):
             return
         func = node.args[0]
         at = {"lineno": node.end_lineno, "col_offset": node.end_col_offset - 1}  # the closing parenthesis
         later = ast.Constant(None, **at)
-        bound = ast.Call(func, [*node.args[1:], ast.Starred(later, ast.Load(), **at)],
+        instance = [ast.Constant(None, **at)] if method else []
+        bound = ast.Call(func, [*instance, *node.args[1:], ast.Starred(later, ast.Load(), **at)],
                          [*node.keywords, ast.keyword(None, later, **at)], **at)
         self._uses[id(bound)] = "partial"
         self._named_call(bound, func, full_name(func))
