@@ -71,6 +71,11 @@ def test_command_line_flags_win_over_the_file(check, project):
         # Each `**` walks every folder again: ten kept a run busy for minutes (second campaign).
         ('patch-files = ["**/**/**/x.patch"]\n',
          "patch-files '**/**/**/x.patch': a glob may have one `**` (it already matches any depth)"),
+        # Every path is tried against them: 40,000 whose text every path holds took 32 s (campaign 15, R11).
+        ("exclude = [" + ", ".join(f'"m{n}*.py"' for n in range(1001)) + "]\n",
+         "exclude holds 1,001 patterns, more than the 1,000 a configuration may hold"),
+        ("[tool.sglang-contracts.per-file-ignores]\n" + "".join(f'"m{n}*.py" = ["SGC1"]\n' for n in range(1001)),
+         "per-file-ignores holds 1,001 patterns, more than the 1,000 a configuration may hold"),
     ],
 )
 def test_bad_configuration_is_a_one_line_error_naming_the_key(check, project, table, error):

@@ -265,12 +265,14 @@ def test_q03_hunks_that_match_nowhere_in_a_file_of_few_repeated_lines_are_judged
 def test_r23_thousands_of_per_file_ignores_and_excludes_are_each_compiled_once(project, releases, monkeypatch) -> None:
     # Matched one by one through fnmatch, every glob was compiled again for every (code, file)
     # asked about once they outnumbered fnmatch's cache: 20,000 entries kept a run past 100 s
-    # (campaign 9, R23). Each is compiled once per matcher now.
+    # (campaign 9, R23). Each is compiled once per matcher now, and a configuration holds at most
+    # MAX_PATH_PATTERNS of each (campaign 15, R11).
     import fnmatch
 
     from sglang_contracts.check.runner import CheckOptions, run_check
+    from sglang_contracts.config import MAX_PATH_PATTERNS
 
-    entries = 20_000
+    entries = MAX_PATH_PATTERNS
     ignores = "\n".join(f'"d{n}/*" = ["SGC1"]' for n in range(entries))
     excludes = ", ".join(f'"e{n}/*"' for n in range(entries))
     write(project, {"pyproject.toml": f"[project]\nname = 'app'\n[tool.sglang-contracts]\nexclude = [{excludes}]\n"
