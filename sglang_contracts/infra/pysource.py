@@ -60,6 +60,13 @@ def is_python_script(path: str, within: str | os.PathLike | None = None) -> bool
         return False
 
 
+def is_python_file(path: str, within: str | os.PathLike | None = None) -> bool:
+    """Whether the project's Python is read from this file: a `.py` file, or a Python script of
+    no suffix (is_python_script)."""
+    name = os.path.basename(path)
+    return is_python_script(path, within) if has_no_suffix(name) else name.endswith(".py")
+
+
 def is_dotted_name(text: str) -> bool:
     """Whether `text` is a name an import statement can spell (`sglang.srt.x`, `Req`): each part
     an identifier and no keyword. A release's file may be named anything (`evil; import os.py`)."""
