@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from sglang_contracts.infra.display import printable_path
 from sglang_contracts.infra.files import MAX_PYTHON_BYTES, MAX_TEXT_BYTES, Unreadable, read_limited, text_encoding
 from sglang_contracts.infra.lines import numbered_lines
-from sglang_contracts.infra.pysource import has_no_suffix, is_python_script
+from sglang_contracts.infra.pysource import is_python_file
 from sglang_contracts.infra.temporaries import temporary_beside
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class Document:
 
     @classmethod
     def read(cls, path: Path, relpath: str) -> "Document":
-        python = path.suffix == ".py" or has_no_suffix(path.name) and is_python_script(os.fspath(path))
+        python = is_python_file(os.fspath(path))
         try:
             raw = read_limited(path, MAX_PYTHON_BYTES if python else MAX_TEXT_BYTES)
         except Unreadable as error:

@@ -18,8 +18,8 @@ from sglang_contracts.infra.files import Unreadable, read_head
 from sglang_contracts.infra.lines import numbered_lines
 
 
-# The interpreter a script's first line names that makes it Python: python, python3, python3.12.
-PYTHON_INTERPRETER = re.compile(r"python(?:\d+(?:\.\d+)*)?")
+# The interpreters pre-commit's `identify` tags `python` (the python entries of its INTERPRETERS).
+PYTHON_INTERPRETERS = frozenset({"python", "python2", "python3"})
 SHEBANG_BYTES = 128  # of a file of no suffix, read to tell a Python script
 
 
@@ -32,7 +32,18 @@ def python_shebang(head: bytes) -> bool:
     words = head[2:].split(b"\n", 1)[0].decode("latin-1").split()
     if words and os.path.basename(words[0]) == "env":  # its options and VAR=value settings come first
         words = [word for word in words[1:] if not word.startswith("-") and "=" not in word]
-    return bool(words) and PYTHON_INTERPRETER.fullmatch(os.path.basename(words[0])) is not None
+    return bool(words) and is_python_interpreter(os.path.basename(words[0]))
+
+
+def is_python_interpreter(name: str) -> bool:
+    """Whether `identify` takes an interpreter's name for Python: as its `tags_from_interpreter`,
+    `.xyz` parts are dropped from the end until a name is known (python3.13t, python3.12-dbg and
+    python3.11.2 are python3; python3-dbg and python4 are no Python)."""
+    while name:
+        if name in PYTHON_INTERPRETERS:
+            return True
+        name = name.rpartition(".")[0]
+    return False
 
 
 def has_no_suffix(name: str) -> bool:
@@ -47,6 +58,13 @@ def is_python_script(path: str, within: str | os.PathLike | None = None) -> bool
         return stat.S_ISREG(mode) and bool(mode & 0o111) and python_shebang(read_head(path, SHEBANG_BYTES, within))
     except (OSError, Unreadable):
         return False
+
+
+def is_python_file(path: str, within: str | os.PathLike | None = None) -> bool:
+    """Whether the project's Python is read from this file: a `.py` file, or a Python script of
+    no suffix (is_python_script)."""
+    name = os.path.basename(path)
+    return is_python_script(path, within) if has_no_suffix(name) else name.endswith(".py")
 
 
 def is_dotted_name(text: str) -> bool:

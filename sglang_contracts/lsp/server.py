@@ -37,6 +37,7 @@ from sglang_contracts.infra.process_exit import exit_without_teardown
 from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.output import standard_input
+from sglang_contracts.infra.pysource import is_python_file
 from sglang_contracts.infra.roots import project_root_for
 from sglang_contracts.lsp.actions import code_actions
 from sglang_contracts.lsp.convert import ClientColumns, contains, hover_text, lsp_diagnostic
@@ -199,11 +200,12 @@ class ContractsServer(LanguageServer):
     # -- one check ------------------------------------------------------------------------------
 
     def _unsaved(self) -> dict[str, bytes]:
-        """Open Python buffers whose text is not what their file holds."""
+        """Open Python buffers (of `.py` files and Python scripts of no suffix) whose text is not what
+        their file holds."""
         found = {}
         for uri, document in list(self.workspace.text_documents.items()):
             path = to_fs_path(uri)
-            if not path or not path.endswith(".py"):
+            if not path or not is_python_file(path):
                 continue  # other files are read when saved: their findings are keyed by size and time
             text = document.source.encode("utf-8", "surrogateescape")
             try:

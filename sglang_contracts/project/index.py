@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterable, Iterator, MutableMapping
 
 from sglang_contracts.infra.cache import CACHEDIR_TAG, RecordCache, code_fingerprint
 from sglang_contracts.infra import pysource
-from sglang_contracts.infra.pysource import SHEBANG_BYTES, has_no_suffix, is_python_script, python_shebang
+from sglang_contracts.infra.pysource import (
+    SHEBANG_BYTES, has_no_suffix, is_python_file, is_python_script, python_shebang)
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, debugging, problem_for
 from sglang_contracts.infra.graphs import reachable
@@ -242,7 +243,7 @@ def discover(root: Path, paths: list[Path], excluded: Callable[[str], bool] | No
     without what `excluded` says of a path relative to the root (the configured excludes);
     `unlisted` as walk_project's."""
     found = walk_project(paths, lambda name: name.endswith(".py") or has_no_suffix(name), unlisted)
-    found = [path for path in found if not has_no_suffix(path.name) or is_python_script(os.fspath(path), root)]
+    found = [path for path in found if is_python_file(os.fspath(path), root)]
     if excluded is None:
         return found
     return [path for path in found if not (path.is_relative_to(root) and excluded(path.relative_to(root).as_posix()))]

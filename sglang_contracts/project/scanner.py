@@ -62,6 +62,8 @@ from sglang_contracts.project.scopes import (
     dotted_chain,
     full_name,
     function_types,
+    kept_object,
+    kept_objects,
     module_names,
     module_rebound,
     module_returns,
@@ -930,16 +932,20 @@ class _Collector:
     # -- calls -------------------------------------------------------------------------
     def _result_chain(self, node: ast.Attribute) -> tuple[tuple[str, ...], list[ast.Attribute]] | None:
         """`f(...).a.b`, `f` a dotted name from an import or a module-level definition (a factory
-        whose result no annotation may type; analysis/inference.py infers it where it matters):
-        (the types of the call's result, the Attribute nodes of .a and .b)."""
+        whose result no annotation may type; analysis/inference.py infers it where it matters),
+        or a name that keeps one (`K = C`, then `K().a.b`: campaign 15, R04): (the types of the
+        call's result, the Attribute nodes of .a and .b)."""
         attributes: list[ast.Attribute] = []
         while isinstance(node, ast.Attribute):
             attributes.append(node)
             node = node.value
-        if not isinstance(node, ast.Call) or (chain := dotted_chain(node.func)) is None \
-                or chain[0] not in self.factories or self._types_of(chain[0]):
+        if not isinstance(node, ast.Call) or (chain := dotted_chain(node.func)) is None:
             return None
-        types = call_types(node, self.returns)
+        known = self._types_of(chain[0])
+        if not known and chain[0] not in self.factories \
+                or known and (not kept_objects(known) or self._aliases_another(known)):
+            return None
+        types = call_types(node, self.returns, {chain[0]: known})
         return (types, attributes[::-1]) if types else None
 
     def _subject(self, node: ast.AST) -> Receiver | None:
@@ -1244,8 +1250,8 @@ class _Collector:
         """Is one of the types an alias (`h = f`: `P:C:f|`, scopes' _alias) of a name that a
         function around the one that typed it binds otherwise (`def outer(f): def inner(): h = f`),
         or the module does: there f is not the import's."""
-        return any(self._rebound(ast.Name(kind[4:-1].partition(".")[0])) for kind in types
-                   if kind.startswith("P:C:") and kind.endswith("|"))
+        return any(self._rebound(ast.Name(name.partition(".")[0])) for kind in types
+                   if (name := kept_object(kind)) is not None)
 
     def _result_call(self, node: ast.Call, func: ast.Attribute) -> None:
         """`Adapter.create(...).pause()`: a method of what a call returns."""

@@ -24,6 +24,8 @@ UNION_WRAPPERS = {"Optional", "Union"}
 CONTAINERS = {"list", "sequence", "iterable", "iterator", "set", "frozenset", "deque", "collection",
               "mutablesequence"}  # their lower-cased names; a `for` loop yields their items
 NOT_A_TYPE = {"None", "Any", "typing.Any", "object"}
+# Annotations that say a name holds something callable, or a class, and not which: the value assigned says more.
+CALLABLE_OR_CLASS_ANNOTATIONS = frozenset({"Callable", "type", "Type"})
 POISON: tuple[str, ...] = ()  # "bound to something we cannot type"
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # What a module reads without binding it that no import gives: the builtins, and the globals
@@ -193,12 +195,30 @@ def _is_none(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def call_types(node: ast.Call, returns: dict[str, tuple[str, ...]] | None = None) -> tuple[str, ...]:
+def kept_object(kind: str) -> str | None:
+    """The dotted name of the object a name kept by `h = f`, `K = m.C` stands for (its type
+    `P:C:<name>|`, _Bindings._alias); None for a type of another kind."""
+    return kind[4:-1] if kind.startswith("P:C:") and kind.endswith("|") else None
+
+
+def kept_objects(types: tuple[str, ...]) -> tuple[str, ...]:
+    """kept_object of each type, () unless each is one."""
+    names = tuple(name for kind in types if (name := kept_object(kind)) is not None)
+    return names if len(names) == len(types) else ()
+
+
+def call_types(node: ast.Call, returns: dict[str, tuple[str, ...]] | None = None,
+               known: dict[str, tuple[str, ...]] | None = None) -> tuple[str, ...]:
     """The type of a call's result as far as the call says: `T(...)` -> R:T (a constructor, or
     a function whose return annotation tells), `object.__new__(T)` -> B:T (an instance built
     bare); nothing for calls through self or super(). `returns`: what the module's own
-    functions' return annotations say they return (module_returns)."""
+    functions' return annotations say they return (module_returns). `known`: the types of the
+    name the callee starts at; one that keeps a class (`K = C`) is that class: `K()` is `C()`."""
     callee = full_name(node.func)
+    root, dot, rest = (callee or "").partition(".")
+    if known and isinstance(node.func, (ast.Name, ast.Attribute)) and (objects := kept_objects(known.get(root, ()))):
+        kept = [name + dot + rest for name in objects]
+        return tuple(dict.fromkeys(kind for name in kept for kind in (returns or {}).get(name, (f"R:{name}",))))
     if returns and callee in returns and isinstance(node.func, (ast.Name, ast.Attribute)):
         return returns[callee]
     if not callee:
@@ -349,7 +369,7 @@ class _Bindings:
             elif _is_none(current):
                 nullable = True
             else:
-                types = call_types(current, self.returns) if isinstance(current, ast.Call) \
+                types = self._call_types(current) if isinstance(current, ast.Call) \
                     else self._derived("P", current) or self._of_call_result(current) or self._alias(current)
                 if not types:
                     return POISON, nullable
@@ -366,7 +386,19 @@ class _Bindings:
         if not attributes or not isinstance(node, ast.Call):
             return POISON
         path = ".".join(reversed(attributes))
-        return tuple(f"P:{kind}|{path}" for kind in call_types(node, self.returns))
+        return tuple(f"P:{kind}|{path}" for kind in self._call_types(node))
+
+    def _call_types(self, node: ast.Call) -> tuple[str, ...]:
+        """call_types; a callee kept in a name (`K = C; K()`: _alias) is the class it keeps, unless
+        the name is poisoned, even further down the function (campaign 15, R04)."""
+        chain = dotted_chain(node.func)
+        root = chain[0] if chain is not None else ""
+        poisoned = root in self.poisoned or root in self.table.poisoned
+        types = () if poisoned else self.table.types.get(root, ())
+        if not kept_objects(types):
+            return call_types(node, self.returns)
+        self.derived = True  # the walk is done again should the name be poisoned further down
+        return call_types(node, self.returns, {root: types})
 
     def _alias(self, node: ast.AST) -> tuple[str, ...]:
         """`h = f`, `h = m.f`, its root untyped: `P:C:f|`, the object the name stands for in the
@@ -421,13 +453,14 @@ class _Bindings:
             self._bind_value(target, node.value)
 
     def _annotated(self, node: ast.AnnAssign) -> None:
-        """`x: C = ...` is a C. An annotation that names no class (`object`, `Any`) or only a
-        callable (`h: Callable = f`) says less than the value: the name is what the value is,
-        as for `h = f` (campaign 15, R04)."""
+        """`x: C = ...` is a C. An annotation that names no class (`object`, `Any`), only a
+        callable (`h: Callable = f`) or only a class (`K: type = C`) says less than the value: the
+        name is what the value is, as for `h = f` (campaign 15, R04)."""
         if isinstance(node.target, ast.Name) and (admits_none(node.annotation) or _is_none(node.value)):
             self.table.nullable.add(node.target.id)
         types = annotation_types(node.annotation)
-        if node.value is not None and all(kind.rpartition(".")[2].removeprefix("T:") == "Callable" for kind in types):
+        if node.value is not None and all(kind.rpartition(".")[2].removeprefix("T:") in CALLABLE_OR_CLASS_ANNOTATIONS
+                                          for kind in types):
             self._bind_value(node.target, node.value)
         else:
             self._target(node.target, types or POISON)

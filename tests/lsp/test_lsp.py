@@ -395,6 +395,39 @@ def test_a_document_whose_uri_names_no_possible_file_stops_no_later_check(tmp_pa
     asyncio.run(_session(root, tmp_path / "cache", {}, body))
 
 
+def test_the_unsaved_buffer_of_a_python_script_of_no_suffix_is_checked_as_a_py_buffer_is(tmp_path):
+    """The command line judges an executable script whose first line names Python (bin/launch) as
+    a `.py` file; the server checked it as saved, whatever the editor's buffer held (campaign 15, R07)."""
+    root = _workspace(tmp_path, configured=True)
+    launch, layers = root / "bin" / "launch", root / "demo_omni" / "layers.py"
+    launch.parent.mkdir()
+    launch.write_text("#!/usr/bin/env python3\nimport os\n")
+    os.chmod(launch, 0o755)
+    script, module = from_fs_path(str(launch)), from_fs_path(str(layers))
+
+    async def body(client: Client) -> None:
+        for uri, path in ((script, launch), (module, layers)):
+            client.text_document_did_open(types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri=uri, language_id="python", version=1, text=path.read_text())))
+        await client.until(lambda: module in client.diagnostics)
+        opened = _codes(client.diagnostics[module])
+        # The script's buffer gains an import that breaks; then, so as to know when that check is
+        # done, the module's buffer loses its own.
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=script, version=2),
+            [types.TextDocumentContentChangePartial(
+                range=types.Range(types.Position(1, 0), types.Position(1, 0)),
+                text="from sglang.srt.layers.quantization import get_quantization_config\n")]))
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=module, version=2),
+            [types.TextDocumentContentChangePartial(
+                range=types.Range(types.Position(4, 0), types.Position(5, 0)), text="")]))
+        await client.until(lambda: _codes(client.diagnostics[module]) != opened)
+        assert _codes(client.diagnostics.get(script, [])) == [(2, "SGC102")]
+
+    asyncio.run(_session(root, tmp_path / "cache", {}, body))
+
+
 @pytest.mark.parametrize("body", [b"{}", b"[1]", b"{x", b'{"jsonrpc":"2.0","method":"\xff"}',
                                   b'{"jsonrpc": "2.0", "method": "textDocument/didOpen"}'],
                          ids=["empty object", "a list", "not JSON", "not UTF-8", "didOpen without params"])

@@ -65,8 +65,13 @@ def test_the_whole_project_judges_its_python_scripts_again_after_an_edit(tmp_pat
     (b"#!/usr/bin/env python3\n", True), (b"#!/usr/bin/python\n", True), (b"#! /usr/local/bin/python3.12 -u\n", True),
     (b"#!/usr/bin/env -S PYTHONPATH=. python3 -u\n", True), (b"#!/bin/bash\n", False),
     (b"#!/usr/bin/env bash\n", False), (b"# python\n", False), (b"#!/usr/bin/pythonista\n", False), (b"", False),
+    # identify drops `.xyz` parts until it knows the name (campaign 15, R08): a free-threaded or debug build is python3
+    (b"#!/usr/bin/env python3.13t\n", True), (b"#!/usr/bin/python3.11d\n", True), (b"#!/usr/bin/python3.12-dbg\n", True),
+    (b"#!/usr/bin/python2.7\n", True), (b"#!/usr/bin/python3-dbg\n", False), (b"#!/usr/bin/python3m\n", False),
+    (b"#!/usr/bin/python4\n", False),
 ])
 def test_a_python_shebang_names_python_as_its_interpreter(first_line: bytes, python: bool) -> None:
+    """What pre-commit's identify tags `python` (so its hook passes the script), and only that."""
     assert python_shebang(first_line + b"import os\n") is python
 
 
