@@ -33,6 +33,7 @@ from sglang_contracts.infra.cache import remember_records
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.interrupts import leave_at_interrupt
+from sglang_contracts.infra.limits import limit_reached
 from sglang_contracts.infra.process_exit import exit_without_teardown
 from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
 from sglang_contracts.infra.lines import numbered_lines
@@ -224,9 +225,11 @@ class ContractsServer(LanguageServer):
                 result = self.engine().check(paths, options)
         except ContractsError as error:
             return str(error)
-        except Exception as error:  # a bug: said once, never a crash of the server
+        except Exception as error:  # a bug, or a limit of the system: said once, never a crash of the server
             if os.environ.get("SGLANG_CONTRACTS_DEBUG"):
                 raise
+            if (limit := limit_reached(error)) is not None:
+                return limit
             log.exception("check failed")
             return f"internal error: {type(error).__name__}: {error}"
         self.last_result = result  # what code actions fix

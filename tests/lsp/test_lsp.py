@@ -275,6 +275,29 @@ def test_after_a_replayed_check_the_server_computes_once_so_the_first_edit_reuse
     assert computed == [True]
 
 
+def test_a_thread_the_system_refuses_is_one_message_naming_the_limit(monkeypatch, tmp_path):
+    """Under `ulimit -v 300000` a check's threads could not start: the editor was shown "internal
+    error: RuntimeError: can't start new thread" (campaign 15, R06). It is the system's limit,
+    which the user can raise."""
+    import threading
+
+    from sglang_contracts.lsp.server import ContractsServer
+
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    root = _workspace(tmp_path, configured=True)
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    server = ContractsServer()
+    server.root = root
+    said = server._run({})
+    assert isinstance(said, str) and said.startswith("cannot start a thread or process: raise the limits") \
+        and "`ulimit -v`" in said
+
+
 def _raw_server(tmp_path: Path, stderr: int) -> tuple[dict, subprocess.Popen]:
     """(an initialize request for `tmp_path`, a language server on raw pipes there)."""
     initialize = {"jsonrpc": "2.0", "id": 2, "method": "initialize",
