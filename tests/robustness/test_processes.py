@@ -377,3 +377,35 @@ def test_a_copy_that_finds_no_descriptor_for_its_pipes_leaves_the_work_to_its_ma
     run = subprocess.run([sys.executable, "-c", SHORT_OF_PIPES], env=checkout_env(), capture_output=True, text=True,
                          timeout=60)
     assert (run.returncode, run.stdout, run.stderr) == (0, "None 3\n", "")
+
+
+REFUSED_THREADS = """
+import contextlib, sys, threading
+from sglang_contracts.infra.parallel import map_jobs, run_pool
+start = threading.Thread.start
+
+def start_unless_refused(thread):  # "feeder": the thread feeding the workers; "every": any thread
+    if sys.argv[1] == "every" or thread.name == "QueueFeederThread":
+        raise RuntimeError("can't start new thread")
+    start(thread)
+
+threading.Thread.start = start_unless_refused
+with run_pool() if sys.argv[2] == "run" else contextlib.nullcontext():
+    print(map_jobs(len, ["a" * n for n in range(40)], 10 ** 6, workers=2))
+"""
+
+
+@pytest.mark.parametrize("refused", ["feeder", "every"])
+@pytest.mark.parametrize("pool", ["run", "stage"])
+def test_a_pool_refused_its_threads_runs_its_jobs_here(refused, pool) -> None:
+    """Under `ulimit -v 300000` the pool's executor thread could not start the thread that feeds
+    its workers: its traceback went to standard error and the run waited for good for its jobs'
+    results (CPython 3.11); refused the executor thread itself, the first job raised
+    "can't start new thread" (campaign 15, R06). A pool the system refuses a thread is not used:
+    its jobs run in this process, and nothing is said."""
+    try:
+        run = subprocess.run([sys.executable, "-c", REFUSED_THREADS, refused, pool], env=checkout_env(),
+                             capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the jobs were waited for for good")
+    assert (run.returncode, run.stdout, run.stderr) == (0, f"{list(range(40))}\n", "")
