@@ -298,6 +298,28 @@ def test_a_thread_the_system_refuses_is_one_message_naming_the_limit(monkeypatch
         and "`ulimit -v`" in said
 
 
+def test_work_the_system_refuses_a_thread_runs_on_the_loop_once(monkeypatch):
+    """The checks' thread pool refused a thread (`ulimit -v`): the check raised "can't start new
+    thread" out of the loop's task, its traceback on standard error (campaign 15, R06). It runs
+    on the loop instead; the pool keeps the refused job and runs it, doing nothing, once it has
+    a thread."""
+    import threading
+
+    from sglang_contracts.lsp.server import ContractsServer
+
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    server = ContractsServer()
+    calls = []
+    with monkeypatch.context() as limited:
+        limited.setattr(threading.Thread, "start", refused)
+        assert asyncio.run(server.off_the_loop(lambda: calls.append("refused") or 1)) == 1
+    assert asyncio.run(server.off_the_loop(lambda: calls.append("next") or 2)) == 2
+    server.work.shutdown()
+    assert calls == ["refused", "next"]
+
+
 def _raw_server(tmp_path: Path, stderr: int) -> tuple[dict, subprocess.Popen]:
     """(an initialize request for `tmp_path`, a language server on raw pipes there)."""
     initialize = {"jsonrpc": "2.0", "id": 2, "method": "initialize",
