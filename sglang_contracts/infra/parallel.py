@@ -350,15 +350,17 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
     received: list[bytes] = []
     # Read as it is written: a result larger than the pipe would otherwise stall the copy.
     reader = threading.Thread(target=lambda: received.append(_read_all(read_end)), daemon=True)
-    reader.start()
+    try:
+        reader.start()
+    except RuntimeError:  # no thread to read it (`ulimit -v`): the copy is stopped and the work done here
+        os.close(read_end)
+        _stopped(pid, first_alive)
+        return lambda patience=None: None
 
     def result(patience: float | None = None) -> Result | None:
         reader.join(patience)
         if reader.is_alive():
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(first_alive)
-            return None
+            return _stopped(pid, first_alive)
         _, status = os.waitpid(pid, 0)
         os.close(first_alive)  # held while the copy lives: its end, were this process killed, ends the copy
         if status != 0 or not received:
@@ -369,6 +371,13 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
             return None
 
     return result
+
+
+def _stopped(pid: int, first_alive: int) -> None:
+    """Stop the forked copy `pid`, its result unread (None)."""
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    os.close(first_alive)
 
 
 def _read_all(fd: int) -> bytes:

@@ -409,3 +409,30 @@ def test_a_pool_refused_its_threads_runs_its_jobs_here(refused, pool) -> None:
     except subprocess.TimeoutExpired:
         pytest.fail("the jobs were waited for for good")
     assert (run.returncode, run.stdout, run.stderr) == (0, f"{list(range(40))}\n", "")
+
+
+COPY_UNREAD = """
+import os, threading
+from sglang_contracts.infra.parallel import start_forked
+
+def refused(thread):
+    raise RuntimeError("can't start new thread")
+
+threading.Thread.start = refused
+wait = start_forked(lambda: 1)
+try:
+    os.waitpid(-1, os.WNOHANG)
+    left = "a copy left"
+except ChildProcessError:
+    left = "no copy left"
+print(wait(None), left)
+"""
+
+
+def test_a_copy_whose_result_no_thread_can_read_leaves_the_work_to_its_maker() -> None:
+    """The thread that reads the forked copy's result could not start (`ulimit -v`): "can't start
+    new thread" ended the run as an internal error, the copy left at work (campaign 15, R06). The
+    copy is stopped at once, and the caller does the work."""
+    run = subprocess.run([sys.executable, "-c", COPY_UNREAD], env=checkout_env(), capture_output=True, text=True,
+                         timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "None no copy left\n", "")
