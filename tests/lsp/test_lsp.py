@@ -320,6 +320,62 @@ def test_work_the_system_refuses_a_thread_runs_on_the_loop_once(monkeypatch):
     assert calls == ["refused", "next"]
 
 
+def _limited_address_space() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (250_000 * 1024, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+
+def test_the_server_short_of_address_space_says_the_limit_and_no_traceback(tmp_path):
+    """Under `ulimit -v 300000` a cold-cache check's threads could not start: the editor was
+    shown "internal error: RuntimeError: can't start new thread" (and "cannot join thread before
+    it is started"), standard error had the pool's thread's traceback (campaign 15, R06). It
+    now checks, or says the limit to raise; standard error stays empty."""
+    root = _workspace(tmp_path, configured=True)
+    env = {**checkout_env(), "SGLANG_CONTRACTS_CACHE": str(tmp_path / "cache")}
+    env.pop("SGLANG_CONTRACTS_DEBUG", None)
+    server = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "lsp"], cwd=root, env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              preexec_fn=_limited_address_space)
+    try:
+        server.stdin.write(lsp_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": None, "rootUri": from_fs_path(str(root)), "capabilities": {}}})
+            + lsp_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        server.stdin.flush()
+        said = _notified(server, {"window/showMessage", "textDocument/publishDiagnostics"}, TIMEOUT)
+        server.stdin.write(lsp_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+                           + lsp_frame({"jsonrpc": "2.0", "method": "exit"}))
+        server.stdin.flush()
+        _, err = server.communicate(timeout=30)
+    finally:
+        server.kill()
+    shown = [message["params"]["message"] for message in said if message.get("method") == "window/showMessage"]
+    assert said and err == b"" and all("ulimit -v" in text and "internal error" not in text for text in shown), \
+        (shown, err.decode(errors="replace")[:2000])
+
+
+def _notified(server: subprocess.Popen, methods: set[str], timeout: float) -> list[dict]:
+    """The server's messages up to the first of `methods` (or `timeout` seconds)."""
+    found: list[dict] = []
+    buffer = b""
+    deadline = time.monotonic() + timeout
+    while not any(message.get("method") in methods for message in found) and time.monotonic() < deadline:
+        if not select.select([server.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            break
+        chunk = os.read(server.stdout.fileno(), 65536)
+        if not chunk:
+            break
+        buffer += chunk
+        while b"\r\n\r\n" in buffer:
+            header, rest = buffer.split(b"\r\n\r\n", 1)
+            length = int(re.search(rb"Content-Length: (\d+)", header).group(1))
+            if len(rest) < length:
+                break
+            found.append(json.loads(rest[:length]))
+            buffer = rest[length:]
+    return found
+
+
 def _raw_server(tmp_path: Path, stderr: int) -> tuple[dict, subprocess.Popen]:
     """(an initialize request for `tmp_path`, a language server on raw pipes there)."""
     initialize = {"jsonrpc": "2.0", "id": 2, "method": "initialize",
