@@ -221,8 +221,13 @@ def _parent_alive(pid: int) -> tuple[Connection, Connection]:
 
 
 def _watch_parent(parent_alive: Connection) -> None:
-    """A worker's initializer: the worker exits when the process that made its pool is gone."""
-    threading.Thread(target=_exit_at_end_of, args=(parent_alive,), name="parent watch", daemon=True).start()
+    """A worker's initializer: the worker exits when the process that made its pool is gone.
+    Refused the thread (`ulimit -v`), the worker works unwatched: an initializer's error broke
+    the pool, its traceback on standard error (campaign 15, R06)."""
+    try:
+        threading.Thread(target=_exit_at_end_of, args=(parent_alive,), name="parent watch", daemon=True).start()
+    except RuntimeError:
+        pass
 
 
 def _exit_at_end_of(parent_alive: Connection) -> None:

@@ -207,6 +207,40 @@ def test_an_interrupted_run_does_not_wait_for_an_exit_handler_that_never_ends():
                        capture_output=True, timeout=5)
 
 
+def test_an_interrupted_run_refused_a_thread_for_its_exit_handlers_ends_now():
+    """The thread that runs an interrupted run's exit handlers could not start (`ulimit -v`):
+    "can't start new thread", and the interpreter's own exit then waited for the handlers
+    (campaign 15, R06). The run ends now, with its status."""
+    refused = EXIT_HANDLER_THAT_NEVER_ENDS.replace("print(", "def refused(thread):\n"
+                                                   "    raise RuntimeError(\"can't start new thread\")\n"
+                                                   "threading.Thread.start = refused\nprint(", 1)
+    try:
+        run = subprocess.run([sys.executable, "-c", refused, "interrupted"], env=checkout_env(), capture_output=True,
+                             timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the run waited for its exit handlers")
+    assert (run.returncode, run.stdout, run.stderr) == (143, b"exiting\n", b"")
+
+
+def test_a_worker_refused_its_parent_watch_works_unwatched(monkeypatch):
+    """A pool's worker could not start the thread watching its parent (`ulimit -v`): the
+    initializer's error broke the pool, its traceback on standard error (campaign 15, R06)."""
+    import multiprocessing
+
+    from sglang_contracts.infra import parallel
+
+    def refused(thread):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    read_end, write_end = multiprocessing.Pipe(duplex=False)
+    try:
+        assert parallel._watch_parent(read_end) is None
+    finally:
+        read_end.close()
+        write_end.close()
+
+
 def test_an_interrupted_block_leaves_its_threads_work_and_cancels_what_waits():
     """The check's download and scan threads (runner.py): interrupted, the run waited for the
     whole scan of a large folder (R13); now it leaves at once, the jobs not begun cancelled."""
