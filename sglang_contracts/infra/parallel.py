@@ -15,7 +15,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from multiprocessing.connection import Connection
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import Callable, Iterator, NoReturn, Sequence, TypeVar
 
 from sglang_contracts.infra.executors import ended_by, stop, stopped_at_end
 from sglang_contracts.infra.files import open_files_limit
@@ -330,26 +330,9 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
         for end in ends:
             os.close(end)
         return lambda patience=None: None
-    read_end, write_end, copy_watch, first_alive = ends
     if pid == 0:
-        status = 1
-        try:
-            from sglang_contracts.infra import progress
-
-            os.close(first_alive)
-            for inherited in _ALIVE_WRITE_ENDS:
-                inherited.close()
-            threading.Thread(target=_exit_at_end_of, args=(Connection(copy_watch, writable=False),),
-                             name="first process watch", daemon=True).start()
-            os.close(read_end)
-            progress.detach()
-            _RUN.forked_copy = True
-            payload = pickle.dumps(function(), protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(write_end, "wb") as out:
-                out.write(payload)
-            status = 0
-        finally:
-            os._exit(status)
+        _be_the_copy(function, ends)
+    read_end, write_end, copy_watch, first_alive = ends
     os.close(write_end)
     os.close(copy_watch)
     received: list[bytes] = []
@@ -376,6 +359,29 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
             return None
 
     return result
+
+
+def _be_the_copy(function: Callable[[], object], ends: list[int]) -> NoReturn:
+    """The forked copy of start_forked: `function()`'s result down the pipe, then its exit."""
+    read_end, write_end, copy_watch, first_alive = ends
+    status = 1
+    try:
+        from sglang_contracts.infra import progress
+
+        os.close(first_alive)
+        for inherited in _ALIVE_WRITE_ENDS:
+            inherited.close()
+        threading.Thread(target=_exit_at_end_of, args=(Connection(copy_watch, writable=False),),
+                         name="first process watch", daemon=True).start()
+        os.close(read_end)
+        progress.detach()
+        _RUN.forked_copy = True
+        payload = pickle.dumps(function(), protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(write_end, "wb") as out:
+            out.write(payload)
+        status = 0
+    finally:
+        os._exit(status)
 
 
 def _stopped(pid: int, first_alive: int) -> None:
