@@ -342,7 +342,8 @@ def test_the_server_short_of_address_space_says_the_limit_and_no_traceback(tmp_p
             "processId": None, "rootUri": from_fs_path(str(root)), "capabilities": {}}})
             + lsp_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         server.stdin.flush()
-        said = _notified(server, {"window/showMessage", "textDocument/publishDiagnostics"}, TIMEOUT)
+        said = _messages(server, lambda found: any(message.get("method") in {
+            "window/showMessage", "textDocument/publishDiagnostics"} for message in found), TIMEOUT)
         server.stdin.write(lsp_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
                            + lsp_frame({"jsonrpc": "2.0", "method": "exit"}))
         server.stdin.flush()
@@ -352,28 +353,6 @@ def test_the_server_short_of_address_space_says_the_limit_and_no_traceback(tmp_p
     shown = [message["params"]["message"] for message in said if message.get("method") == "window/showMessage"]
     assert said and err == b"" and all("ulimit -v" in text and "internal error" not in text for text in shown), \
         (shown, err.decode(errors="replace")[:2000])
-
-
-def _notified(server: subprocess.Popen, methods: set[str], timeout: float) -> list[dict]:
-    """The server's messages up to the first of `methods` (or `timeout` seconds)."""
-    found: list[dict] = []
-    buffer = b""
-    deadline = time.monotonic() + timeout
-    while not any(message.get("method") in methods for message in found) and time.monotonic() < deadline:
-        if not select.select([server.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
-            break
-        chunk = os.read(server.stdout.fileno(), 65536)
-        if not chunk:
-            break
-        buffer += chunk
-        while b"\r\n\r\n" in buffer:
-            header, rest = buffer.split(b"\r\n\r\n", 1)
-            length = int(re.search(rb"Content-Length: (\d+)", header).group(1))
-            if len(rest) < length:
-                break
-            found.append(json.loads(rest[:length]))
-            buffer = rest[length:]
-    return found
 
 
 def _raw_server(tmp_path: Path, stderr: int) -> tuple[dict, subprocess.Popen]:
@@ -388,10 +367,16 @@ def _raw_server(tmp_path: Path, stderr: int) -> tuple[dict, subprocess.Popen]:
 
 def _answers(server: subprocess.Popen, ids: set[int], timeout: float) -> dict[int, dict]:
     """id -> the server's answer, for each of `ids` it answers within `timeout` seconds."""
-    found: dict[int, dict] = {}
+    messages = _messages(server, lambda found: ids <= {message.get("id") for message in found}, timeout)
+    return {message["id"]: message for message in messages if message.get("id") in ids}
+
+
+def _messages(server: subprocess.Popen, enough, timeout: float) -> list[dict]:
+    """The server's messages until `enough(those so far)` holds, or for `timeout` seconds."""
+    found: list[dict] = []
     buffer = b""
     deadline = time.monotonic() + timeout
-    while ids - found.keys() and time.monotonic() < deadline:
+    while not enough(found) and time.monotonic() < deadline:
         if not select.select([server.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
             break
         chunk = os.read(server.stdout.fileno(), 65536)
@@ -403,9 +388,8 @@ def _answers(server: subprocess.Popen, ids: set[int], timeout: float) -> dict[in
             length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
             if len(rest) < length:
                 break
-            message, buffer = json.loads(rest[:length]), rest[length:]
-            if message.get("id") in ids:
-                found[message["id"]] = message
+            found.append(json.loads(rest[:length]))
+            buffer = rest[length:]
     return found
 
 
