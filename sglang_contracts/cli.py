@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import math
 import os
 import shutil
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, NoReturn, TypeVar
 from sglang_contracts import __version__
 from sglang_contracts.infra.display import patch_for, printable
 from sglang_contracts.infra.errors import ContractsError, UsageError
-from sglang_contracts.infra.files import open_files_limit
+from sglang_contracts.infra.limits import limit_reached
 from sglang_contracts.infra.output import (blocking_standard_streams, discard_standard_output, standard_output,
                                            usable_standard_streams, WholeWrites)
 from sglang_contracts.infra.interrupts import (interrupt_behind, interrupted_status, interrupted_statuses,
@@ -650,9 +649,9 @@ def _guarded(command: Callable[[], Status]) -> Status | int:
 
 
 def _unexpected(error: Exception) -> str:
-    """An error no code path expected, in words: running out of file descriptors is the system's
-    limit, which the user can raise, not a bug of this tool (campaign 14, R07)."""
-    if isinstance(error, OSError) and error.errno == errno.EMFILE:
-        limit = open_files_limit()
-        return f"error: too many open files: raise the limit (`ulimit -n`{f', now {limit}' if limit else ''})"
+    """An error no code path expected, in words: running out of file descriptors (campaign 14,
+    R07), threads or processes (campaign 15, R06) is the system's limit, which the user can
+    raise, not a bug of this tool."""
+    if (limit := limit_reached(error)) is not None:
+        return f"error: {limit}"
     return f"internal error: {type(error).__name__}: {printable(str(error))} (set SGLANG_CONTRACTS_DEBUG=1 for details)"

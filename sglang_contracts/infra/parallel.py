@@ -15,11 +15,12 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from multiprocessing.connection import Connection
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import Callable, Iterator, NoReturn, Sequence, TypeVar
 
 from sglang_contracts.infra.executors import ended_by, stop, stopped_at_end
 from sglang_contracts.infra.files import open_files_limit
 from sglang_contracts.infra.interrupts import interrupt_numbers
+from sglang_contracts.infra.limits import cannot_start
 from sglang_contracts.infra.pythonpath import safe_path_environment
 
 Job = TypeVar("Job")
@@ -101,12 +102,15 @@ def start_early(workers: int | None = None) -> None:
         if _RUN.pool is None:
             try:
                 _RUN.pool = _new_pool(workers)
-            except OSError:  # only a head start: a stage that needs the pool says why it has none
+            except (OSError, RuntimeError):  # only a head start: a stage that needs the pool meets it again
                 return
         pool = _RUN.pool
     # From a thread of its own: the first submission waits for the server to import the parsers
     # (a third of a second), which this thread spends reading the project instead.
-    threading.Thread(target=_warm, args=(pool, workers), name="pool start", daemon=True).start()
+    try:
+        threading.Thread(target=_warm, args=(pool, workers), name="pool start", daemon=True).start()
+    except RuntimeError:  # no thread left for a head start (`ulimit -v`): the first stage starts the workers
+        pass
 
 
 def running_pool() -> ProcessPoolExecutor | None:
@@ -142,8 +146,40 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
             multiprocessing.resource_tracker.ensure_running()
         with _interrupts_held():
             multiprocessing.forkserver.ensure_running()
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_watch_parent,
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_watch_parent,
                                initargs=(_parent_alive(os.getpid())[0],))
+    try:
+        _start_threads(pool)
+    except BaseException:
+        pool.shutdown(wait=False)  # not waited for: joining a thread that never started raises
+        raise
+    return pool
+
+
+def _start_threads(pool: ProcessPoolExecutor) -> None:
+    """Start `pool`'s two threads here, before any worker: the one that hands the workers their
+    jobs and the executor's own, which the first job started, and which started the first.
+    Refused a thread (`ulimit -v`), the first job raised "can't start new thread" with a worker
+    already forked, and the executor's thread printed its traceback and left the run waiting
+    for good for the job's result (CPython 3.11; 3.12 breaks the pool: gh-109047). Refused
+    here, the pool is not used (_pool_or_none). Private names of CPython's executor, where it
+    has them: without them a refusal is met, and said, at the first job."""
+    queue = getattr(pool, "_call_queue", None)
+    if queue is not None and getattr(queue, "_thread", False) is None:
+        queue._start_thread()
+    start_executor_thread = getattr(pool, "_start_executor_manager_thread", None)
+    if start_executor_thread is not None:
+        start_executor_thread()
+
+
+def _pool_or_none(workers: int) -> ProcessPoolExecutor | None:
+    """A new pool, or None when the system refuses it a thread or a process (`ulimit -v`, `ulimit -u`)."""
+    try:
+        return _new_pool(workers)
+    except (OSError, RuntimeError) as error:
+        if cannot_start(error):
+            return None
+        raise
 
 
 @contextmanager
@@ -185,8 +221,13 @@ def _parent_alive(pid: int) -> tuple[Connection, Connection]:
 
 
 def _watch_parent(parent_alive: Connection) -> None:
-    """A worker's initializer: the worker exits when the process that made its pool is gone."""
-    threading.Thread(target=_exit_at_end_of, args=(parent_alive,), name="parent watch", daemon=True).start()
+    """A worker's initializer: the worker exits when the process that made its pool is gone.
+    Refused the thread (`ulimit -v`), the worker works unwatched: an initializer's error broke
+    the pool, its traceback on standard error (campaign 15, R06)."""
+    try:
+        threading.Thread(target=_exit_at_end_of, args=(parent_alive,), name="parent watch", daemon=True).start()
+    except RuntimeError:
+        pass
 
 
 def _exit_at_end_of(parent_alive: Connection) -> None:
@@ -199,17 +240,19 @@ def _exit_at_end_of(parent_alive: Connection) -> None:
 
 
 @contextmanager
-def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
-    """The run's pool inside `run_pool`, else one for this stage alone."""
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
+    """The run's pool inside `run_pool`, else one for this stage alone; None when the system
+    refuses one (_pool_or_none): the stage's jobs then run here."""
     with _RUN.lock:
         if _RUN.interrupted:
             raise KeyboardInterrupt  # the run is ending: this stage's thread ends with it
         shared = _RUN.active > 0
         if shared and _RUN.pool is None:
-            _RUN.pool = _new_pool(workers)
+            _RUN.pool = _pool_or_none(workers)
         pool = _RUN.pool if shared else None
-    if pool is None:
-        with stopped_at_end(_new_pool(workers)) as own:
+    if not shared:
+        own = _pool_or_none(workers)
+        with stopped_at_end(own) if own is not None else nullcontext():
             yield own
         return
     try:
@@ -243,8 +286,8 @@ def iter_jobs(function: Callable[[Job], Result], jobs: Sequence[Job], size: int,
         # Chunks of a few jobs save round trips; a short stage hands them out one by one, so
         # that no worker is left waiting while another works through a chunk.
         chunk = 4 if len(jobs) >= 16 * workers else 1
-        with _pool(workers) as pool:
-            for result in pool.map(function, jobs, chunksize=chunk):
+        with _pool(workers) as pool:  # none the system allows (`ulimit -v`): the jobs are run here
+            for result in pool.map(function, jobs, chunksize=chunk) if pool is not None else map(function, jobs):
                 yield _counted(result, task)
 
 
@@ -287,40 +330,25 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
         for end in ends:
             os.close(end)
         return lambda patience=None: None
-    read_end, write_end, copy_watch, first_alive = ends
     if pid == 0:
-        status = 1
-        try:
-            from sglang_contracts.infra import progress
-
-            os.close(first_alive)
-            for inherited in _ALIVE_WRITE_ENDS:
-                inherited.close()
-            threading.Thread(target=_exit_at_end_of, args=(Connection(copy_watch, writable=False),),
-                             name="first process watch", daemon=True).start()
-            os.close(read_end)
-            progress.detach()
-            _RUN.forked_copy = True
-            payload = pickle.dumps(function(), protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(write_end, "wb") as out:
-                out.write(payload)
-            status = 0
-        finally:
-            os._exit(status)
+        _be_the_copy(function, ends)
+    read_end, write_end, copy_watch, first_alive = ends
     os.close(write_end)
     os.close(copy_watch)
     received: list[bytes] = []
     # Read as it is written: a result larger than the pipe would otherwise stall the copy.
     reader = threading.Thread(target=lambda: received.append(_read_all(read_end)), daemon=True)
-    reader.start()
+    try:
+        reader.start()
+    except RuntimeError:  # no thread to read it (`ulimit -v`): the copy is stopped and the work done here
+        os.close(read_end)
+        _stopped(pid, first_alive)
+        return lambda patience=None: None
 
     def result(patience: float | None = None) -> Result | None:
         reader.join(patience)
         if reader.is_alive():
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(first_alive)
-            return None
+            return _stopped(pid, first_alive)
         _, status = os.waitpid(pid, 0)
         os.close(first_alive)  # held while the copy lives: its end, were this process killed, ends the copy
         if status != 0 or not received:
@@ -331,6 +359,36 @@ def start_forked(function: Callable[[], Result]) -> Callable[[float | None], Res
             return None
 
     return result
+
+
+def _be_the_copy(function: Callable[[], object], ends: list[int]) -> NoReturn:
+    """The forked copy of start_forked: `function()`'s result down the pipe, then its exit."""
+    read_end, write_end, copy_watch, first_alive = ends
+    status = 1
+    try:
+        from sglang_contracts.infra import progress
+
+        os.close(first_alive)
+        for inherited in _ALIVE_WRITE_ENDS:
+            inherited.close()
+        threading.Thread(target=_exit_at_end_of, args=(Connection(copy_watch, writable=False),),
+                         name="first process watch", daemon=True).start()
+        os.close(read_end)
+        progress.detach()
+        _RUN.forked_copy = True
+        payload = pickle.dumps(function(), protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(write_end, "wb") as out:
+            out.write(payload)
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def _stopped(pid: int, first_alive: int) -> None:
+    """Stop the forked copy `pid`, its result unread (None)."""
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    os.close(first_alive)
 
 
 def _read_all(fd: int) -> bytes:

@@ -32,8 +32,12 @@ def exit_without_teardown(status: int, interrupted: bool = False) -> NoReturn:
     if interrupted:
         _say_nothing_more()
         handlers = threading.Thread(target=atexit._run_exitfuncs, name="exit handlers", daemon=True)
-        handlers.start()
-        handlers.join(INTERRUPTED_EXIT_PATIENCE)
+        try:
+            handlers.start()
+        except RuntimeError:  # no thread left to wait for them (`ulimit -v`): the process ends now all the same
+            pass
+        else:
+            handlers.join(INTERRUPTED_EXIT_PATIENCE)
     else:
         atexit._run_exitfuncs()
     _flush_standard_streams()

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, NoReturn
@@ -33,6 +34,7 @@ from sglang_contracts.infra.cache import remember_records
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.interrupts import leave_at_interrupt
+from sglang_contracts.infra.limits import cannot_start, limit_reached
 from sglang_contracts.infra.process_exit import exit_without_teardown
 from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
 from sglang_contracts.infra.lines import numbered_lines
@@ -130,8 +132,17 @@ class ContractsServer(LanguageServer):
         self.work = ThreadPoolExecutor(thread_name_prefix="check")
 
     async def off_the_loop(self, function: Callable[[], Any]) -> Any:
-        """`function()`, run on the checks' threads while the loop serves the editor."""
-        return await asyncio.get_running_loop().run_in_executor(self.work, function)
+        """`function()`, run on the checks' threads while the loop serves the editor; on the loop
+        itself when the system refuses a thread (`ulimit -v`): the editor then waits for it, where
+        the refusal was "internal error" and a traceback on standard error (campaign 15, R06)."""
+        once = _Once(function)
+        try:
+            running = asyncio.get_running_loop().run_in_executor(self.work, once)
+        except RuntimeError as error:
+            if not cannot_start(error):
+                raise
+            return once()
+        return await running
 
     def engine(self) -> Any:
         if self._engine is None:
@@ -226,9 +237,11 @@ class ContractsServer(LanguageServer):
                 result = self.engine().check(paths, options)
         except ContractsError as error:
             return str(error)
-        except Exception as error:  # a bug: said once, never a crash of the server
+        except Exception as error:  # a bug, or a limit of the system: said once, never a crash of the server
             if os.environ.get("SGLANG_CONTRACTS_DEBUG"):
                 raise
+            if (limit := limit_reached(error)) is not None:
+                return limit
             log.exception("check failed")
             return f"internal error: {type(error).__name__}: {error}"
         self.last_result = result  # what code actions fix
@@ -297,6 +310,20 @@ class ContractsServer(LanguageServer):
             if isinstance(settings, dict):
                 self.settings = {key: value for key, value in settings.items() if key in RELEASE_OPTIONS}
         self.last_failure = None  # a new configuration deserves its own verdict
+
+
+class _Once:
+    """`function()`, run by whoever calls first. A thread pool refused a thread keeps the job it
+    was given: the next thread it starts runs it, and then it does nothing."""
+
+    def __init__(self, function: Callable[[], Any]) -> None:
+        self.function = function
+        self.claimed = threading.Lock()
+
+    def __call__(self) -> Any:
+        if not self.claimed.acquire(blocking=False):
+            return None
+        return self.function()
 
 
 server = ContractsServer()

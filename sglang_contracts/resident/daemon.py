@@ -336,7 +336,7 @@ class Daemon:
                             if not self.busy.locked() and time.monotonic() - self.last > self.idle_timeout:
                                 break
                             continue
-                        threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+                        self._answer_beside(connection)
                 finally:
                     with contextlib.suppress(FileNotFoundError):
                         self.path.unlink()
@@ -344,6 +344,14 @@ class Daemon:
             if not listened:  # a warm-up that failed: the next `check --daemon` may try again
                 self._started()
         return 0
+
+    def _answer_beside(self, connection: socket.socket) -> None:
+        """Answer `connection` on a thread of its own, the next one accepted meanwhile; here when
+        the system refuses the thread (`ulimit -v`): "can't start new thread" ended the daemon."""
+        try:
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+        except RuntimeError:
+            self._answer(connection)
 
     def _another_serves(self) -> bool:
         """Whether a live daemon answers on this one's socket: it serves, and this one leaves

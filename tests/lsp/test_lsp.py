@@ -275,6 +275,86 @@ def test_after_a_replayed_check_the_server_computes_once_so_the_first_edit_reuse
     assert computed == [True]
 
 
+def test_a_thread_the_system_refuses_is_one_message_naming_the_limit(monkeypatch, tmp_path):
+    """Under `ulimit -v 300000` a check's threads could not start: the editor was shown "internal
+    error: RuntimeError: can't start new thread" (campaign 15, R06). It is the system's limit,
+    which the user can raise."""
+    import threading
+
+    from sglang_contracts.lsp.server import ContractsServer
+
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    root = _workspace(tmp_path, configured=True)
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    server = ContractsServer()
+    server.root = root
+    said = server._run({})
+    assert isinstance(said, str) and said.startswith("cannot start a thread or process: raise the limits") \
+        and "`ulimit -v`" in said
+
+
+def test_work_the_system_refuses_a_thread_runs_on_the_loop_once(monkeypatch):
+    """The checks' thread pool refused a thread (`ulimit -v`): the check raised "can't start new
+    thread" out of the loop's task, its traceback on standard error (campaign 15, R06). It runs
+    on the loop instead; the pool keeps the refused job and runs it, doing nothing, once it has
+    a thread."""
+    import threading
+
+    from sglang_contracts.lsp.server import ContractsServer
+
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    server = ContractsServer()
+    calls = []
+    with monkeypatch.context() as limited:
+        limited.setattr(threading.Thread, "start", refused)
+        assert asyncio.run(server.off_the_loop(lambda: calls.append("refused") or 1)) == 1
+    assert asyncio.run(server.off_the_loop(lambda: calls.append("next") or 2)) == 2
+    server.work.shutdown()
+    assert calls == ["refused", "next"]
+
+
+def _limited_address_space() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (250_000 * 1024, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+
+def test_the_server_short_of_address_space_says_the_limit_and_no_traceback(tmp_path):
+    """Under `ulimit -v 300000` a cold-cache check's threads could not start: the editor was
+    shown "internal error: RuntimeError: can't start new thread" (and "cannot join thread before
+    it is started"), standard error had the pool's thread's traceback (campaign 15, R06). It
+    now checks, or says the limit to raise; standard error stays empty."""
+    root = _workspace(tmp_path, configured=True)
+    env = {**checkout_env(), "SGLANG_CONTRACTS_CACHE": str(tmp_path / "cache")}
+    env.pop("SGLANG_CONTRACTS_DEBUG", None)
+    server = subprocess.Popen([sys.executable, "-m", "sglang_contracts", "lsp"], cwd=root, env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              preexec_fn=_limited_address_space)
+    try:
+        server.stdin.write(lsp_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": None, "rootUri": from_fs_path(str(root)), "capabilities": {}}})
+            + lsp_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        server.stdin.flush()
+        said = _messages(server, lambda found: any(message.get("method") in {
+            "window/showMessage", "textDocument/publishDiagnostics"} for message in found), TIMEOUT)
+        server.stdin.write(lsp_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+                           + lsp_frame({"jsonrpc": "2.0", "method": "exit"}))
+        server.stdin.flush()
+        _, err = server.communicate(timeout=30)
+    finally:
+        server.kill()
+    shown = [message["params"]["message"] for message in said if message.get("method") == "window/showMessage"]
+    assert said and err == b"" and all("ulimit -v" in text and "internal error" not in text for text in shown), \
+        (shown, err.decode(errors="replace")[:2000])
+
+
 def _raw_server(tmp_path: Path, stderr: int) -> tuple[dict, subprocess.Popen]:
     """(an initialize request for `tmp_path`, a language server on raw pipes there)."""
     initialize = {"jsonrpc": "2.0", "id": 2, "method": "initialize",
@@ -287,10 +367,16 @@ def _raw_server(tmp_path: Path, stderr: int) -> tuple[dict, subprocess.Popen]:
 
 def _answers(server: subprocess.Popen, ids: set[int], timeout: float) -> dict[int, dict]:
     """id -> the server's answer, for each of `ids` it answers within `timeout` seconds."""
-    found: dict[int, dict] = {}
+    messages = _messages(server, lambda found: ids <= {message.get("id") for message in found}, timeout)
+    return {message["id"]: message for message in messages if message.get("id") in ids}
+
+
+def _messages(server: subprocess.Popen, enough, timeout: float) -> list[dict]:
+    """The server's messages until `enough(those so far)` holds, or for `timeout` seconds."""
+    found: list[dict] = []
     buffer = b""
     deadline = time.monotonic() + timeout
-    while ids - found.keys() and time.monotonic() < deadline:
+    while not enough(found) and time.monotonic() < deadline:
         if not select.select([server.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
             break
         chunk = os.read(server.stdout.fileno(), 65536)
@@ -302,9 +388,8 @@ def _answers(server: subprocess.Popen, ids: set[int], timeout: float) -> dict[in
             length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
             if len(rest) < length:
                 break
-            message, buffer = json.loads(rest[:length]), rest[length:]
-            if message.get("id") in ids:
-                found[message["id"]] = message
+            found.append(json.loads(rest[:length]))
+            buffer = rest[length:]
     return found
 
 

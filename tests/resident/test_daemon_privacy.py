@@ -187,6 +187,42 @@ def test_a_malformed_request_is_refused_without_a_traceback(request_bytes: bytes
     assert "Traceback" not in capfd.readouterr().err
 
 
+def test_a_daemon_refused_a_thread_for_an_answer_answers_itself(socket_file: Path, monkeypatch) -> None:
+    """Each request is answered on a thread of its own: refused one (`ulimit -v`), "can't start
+    new thread" ended the daemon (campaign 15, R06). It answers the request itself and serves on."""
+    argv = ["daemon", "serve", *RELEASES]
+    args = build_parser().parse_args(argv)
+    root, identity, _ = client.daemon_key(args, PROJECT)
+    daemon = Daemon(argv, root, identity, socket_file, 60.0, CommandLine(build_parser().parse_args, run_command))
+    monkeypatch.setattr(daemon, "_warm_up", lambda: None)
+    start = threading.Thread.start
+
+    def refused_for_answers(thread):
+        if getattr(thread, "_target", None) == daemon._answer:
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refused_for_answers)
+    serving = threading.Thread(target=daemon.serve, daemon=True)
+    serving.start()
+    try:
+        assert _until_answered(socket_file, {"status": True})["pid"] == os.getpid()
+        assert client.ask(socket_file, {"status": True}, timeout=5.0)["pid"] == os.getpid()
+    finally:
+        client.ask(socket_file, {"stop": True}, timeout=5.0)
+        serving.join(10)
+    assert not serving.is_alive()
+
+
+def _until_answered(socket_file: Path, request: dict) -> dict:
+    """The daemon's answer to `request`, once its socket is there (within 20 s)."""
+    deadline = time.monotonic() + 20
+    while (answer := client.ask(socket_file, request, timeout=5.0)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert answer is not None, "no daemon answered"
+    return answer
+
+
 def test_a_shared_caches_folders_another_user_linked_are_neither_read_nor_written(tmp_path: Path, monkeypatch, capsys) -> None:
     """Another user links `runs/`, `project/`... of a shared cache to a folder of their choosing:
     our records would land there (and theirs be read as ours). Our own link (a cache folder kept

@@ -208,6 +208,40 @@ def test_an_interrupted_run_does_not_wait_for_an_exit_handler_that_never_ends():
                        capture_output=True, timeout=5)
 
 
+def test_an_interrupted_run_refused_a_thread_for_its_exit_handlers_ends_now():
+    """The thread that runs an interrupted run's exit handlers could not start (`ulimit -v`):
+    "can't start new thread", and the interpreter's own exit then waited for the handlers
+    (campaign 15, R06). The run ends now, with its status."""
+    refused = EXIT_HANDLER_THAT_NEVER_ENDS.replace("print(", "def refused(thread):\n"
+                                                   "    raise RuntimeError(\"can't start new thread\")\n"
+                                                   "threading.Thread.start = refused\nprint(", 1)
+    try:
+        run = subprocess.run([sys.executable, "-c", refused, "interrupted"], env=checkout_env(), capture_output=True,
+                             timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the run waited for its exit handlers")
+    assert (run.returncode, run.stdout, run.stderr) == (143, b"exiting\n", b"")
+
+
+def test_a_worker_refused_its_parent_watch_works_unwatched(monkeypatch):
+    """A pool's worker could not start the thread watching its parent (`ulimit -v`): the
+    initializer's error broke the pool, its traceback on standard error (campaign 15, R06)."""
+    import multiprocessing
+
+    from sglang_contracts.infra import parallel
+
+    def refused(thread):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    read_end, write_end = multiprocessing.Pipe(duplex=False)
+    try:
+        assert parallel._watch_parent(read_end) is None
+    finally:
+        read_end.close()
+        write_end.close()
+
+
 def test_an_interrupted_block_leaves_its_threads_work_and_cancels_what_waits():
     """The check's download and scan threads (runner.py): interrupted, the run waited for the
     whole scan of a large folder (R13); now it leaves at once, the jobs not begun cancelled."""
@@ -425,3 +459,62 @@ def test_a_copy_that_finds_no_descriptor_for_its_pipes_leaves_the_work_to_its_ma
     run = subprocess.run([sys.executable, "-c", SHORT_OF_PIPES], env=checkout_env(), capture_output=True, text=True,
                          timeout=60)
     assert (run.returncode, run.stdout, run.stderr) == (0, "None 3\n", "")
+
+
+REFUSED_THREADS = """
+import contextlib, sys, threading
+from sglang_contracts.infra.parallel import map_jobs, run_pool
+start = threading.Thread.start
+
+def start_unless_refused(thread):  # "feeder": the thread feeding the workers; "every": any thread
+    if sys.argv[1] == "every" or thread.name == "QueueFeederThread":
+        raise RuntimeError("can't start new thread")
+    start(thread)
+
+threading.Thread.start = start_unless_refused
+with run_pool() if sys.argv[2] == "run" else contextlib.nullcontext():
+    print(map_jobs(len, ["a" * n for n in range(40)], 10 ** 6, workers=2))
+"""
+
+
+@pytest.mark.parametrize("refused", ["feeder", "every"])
+@pytest.mark.parametrize("pool", ["run", "stage"])
+def test_a_pool_refused_its_threads_runs_its_jobs_here(refused, pool) -> None:
+    """Under `ulimit -v 300000` the pool's executor thread could not start the thread that feeds
+    its workers: its traceback went to standard error and the run waited for good for its jobs'
+    results (CPython 3.11); refused the executor thread itself, the first job raised
+    "can't start new thread" (campaign 15, R06). A pool the system refuses a thread is not used:
+    its jobs run in this process, and nothing is said."""
+    try:
+        run = subprocess.run([sys.executable, "-c", REFUSED_THREADS, refused, pool], env=checkout_env(),
+                             capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the jobs were waited for for good")
+    assert (run.returncode, run.stdout, run.stderr) == (0, f"{list(range(40))}\n", "")
+
+
+COPY_UNREAD = """
+import os, threading
+from sglang_contracts.infra.parallel import start_forked
+
+def refused(thread):
+    raise RuntimeError("can't start new thread")
+
+threading.Thread.start = refused
+wait = start_forked(lambda: 1)
+try:
+    os.waitpid(-1, os.WNOHANG)
+    left = "a copy left"
+except ChildProcessError:
+    left = "no copy left"
+print(wait(None), left)
+"""
+
+
+def test_a_copy_whose_result_no_thread_can_read_leaves_the_work_to_its_maker() -> None:
+    """The thread that reads the forked copy's result could not start (`ulimit -v`): "can't start
+    new thread" ended the run as an internal error, the copy left at work (campaign 15, R06). The
+    copy is stopped at once, and the caller does the work."""
+    run = subprocess.run([sys.executable, "-c", COPY_UNREAD], env=checkout_env(), capture_output=True, text=True,
+                         timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "None no copy left\n", "")

@@ -89,6 +89,24 @@ def test_running_out_of_open_files_is_said_as_the_limit_to_raise(monkeypatch, ca
     assert said.startswith("sglang-contracts: error: too many open files: raise the limit (`ulimit -n`")
 
 
+def test_a_thread_the_system_refuses_is_said_as_the_limit_to_raise(monkeypatch, capsys, project, releases) -> None:
+    # Short of address space (`ulimit -v`) or processes (`ulimit -u`) the run's threads cannot
+    # start: "internal error: RuntimeError: can't start new thread" (campaign 15, R06).
+    import threading
+
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    monkeypatch.chdir(project)
+    old, new = releases
+    assert main(["check", "--old", str(old), "--new", str(new), "--no-cache"]) == 2
+    (said,) = capsys.readouterr().err.splitlines()
+    assert said.startswith("sglang-contracts: error: cannot start a thread or process: raise the limits") \
+        and "`ulimit -v`" in said and "`ulimit -u`" in said
+
+
 def test_a_scanner_bug_is_one_sgc001_and_the_other_files_are_checked(monkeypatch, project, releases) -> None:
     from sglang_contracts.project import scanner
 

@@ -1,0 +1,44 @@
+"""The system's limits a run can meet (open files, threads and processes, address space): the
+user's to raise, so each is said in one line naming it, not as an internal error of this tool."""
+
+from __future__ import annotations
+
+import errno
+
+from sglang_contracts.infra.files import open_files_limit
+
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None  # type: ignore[assignment]
+
+# What CPython's thread start raises when the system refuses a thread (EAGAIN: `ulimit -u`;
+# ENOMEM: no address space left for its stack, `ulimit -v`).
+THREAD_REFUSED = "can't start new thread"
+
+
+def cannot_start(error: BaseException) -> bool:
+    """Whether `error` is the system refusing this process a thread or a process (fork)."""
+    if isinstance(error, RuntimeError):
+        return str(error) == THREAD_REFUSED
+    return isinstance(error, OSError) and error.errno in (errno.EAGAIN, errno.ENOMEM)
+
+
+def limit_reached(error: BaseException) -> str | None:
+    """`error` in words when it is a limit of the system the user can raise, else None."""
+    if isinstance(error, OSError) and error.errno == errno.EMFILE:
+        limit = open_files_limit()
+        return f"too many open files: raise the limit (`ulimit -n`{f', now {limit}' if limit else ''})"
+    if cannot_start(error):
+        memory = _address_space_limit()
+        return ("cannot start a thread or process: raise the limits on memory (`ulimit -v`"
+                f"{f', now {memory} kB' if memory else ''}) and processes (`ulimit -u`)")
+    return None
+
+
+def _address_space_limit() -> int | None:
+    """This process's address space limit in kB (`ulimit -v`), or None for no limit."""
+    if resource is None:
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else soft // 1024
