@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from typing import Mapping
 
 TRANSPORTS = ("ext", "fd", "file", "git", "ssh", "http", "https", "ftp", "ftps")
 SAFE_SETTINGS = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "commit.gpgSign=false", "tag.gpgSign=false",
@@ -22,15 +23,35 @@ SAFE_SETTINGS = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "commit.gpg
 # Every git this tool runs, and each process it starts (cli.entry), has these in its environment:
 # no transport allowed, whatever the configuration; no lazy fetch of a partial clone (git 2.44+).
 SAFE_ENVIRONMENT = {"GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1"}
+# The only GIT_ variable of the environment a git of this tool keeps: where git's own programs are.
+# The others choose a repository, index, object store or work tree (git exports GIT_INDEX_FILE,
+# and in a worktree GIT_DIR, to every hook it runs: a pre-commit hook's `bump` committed into the
+# user's repository and replaced its index: campaign 15, R14), or configure git (GIT_CONFIG_*):
+# each git of this tool is pointed at its repository, and set, by its own command line.
+KEPT_GIT_VARIABLES = frozenset({"GIT_EXEC_PATH"})
 
 
-def safe_git_environment(env: dict[str, str] | None = None) -> dict[str, str]:
-    """`env` (else this process's environment) with SAFE_ENVIRONMENT."""
-    return {**(os.environ if env is None else env), **SAFE_ENVIRONMENT}
+def safe_git_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without GIT_ variables but KEPT_GIT_VARIABLES, with `extra`
+    (the caller's own settings) and SAFE_ENVIRONMENT."""
+    return {**without_git_variables(os.environ), **(extra or {}), **SAFE_ENVIRONMENT}
+
+
+def without_git_variables(environment: Mapping[str, str]) -> dict[str, str]:
+    return {name: value for name, value in environment.items()
+            if not name.startswith("GIT_") or name in KEPT_GIT_VARIABLES}
+
+
+def callers_git_variables() -> list[str]:
+    """The GIT_ variables of this process's environment that no git of this tool keeps."""
+    return sorted(set(os.environ) - set(without_git_variables(os.environ)))
 
 
 def never_reach_a_remote() -> None:
-    """SAFE_ENVIRONMENT for every process this one starts from now on (GitPython's included)."""
+    """For every process this one starts from now on (GitPython's git included): no GIT_ variable
+    of the caller's but KEPT_GIT_VARIABLES, and SAFE_ENVIRONMENT."""
+    for name in callers_git_variables():
+        del os.environ[name]
     os.environ.update(SAFE_ENVIRONMENT)
 
 
@@ -40,15 +61,17 @@ def safe_git_options() -> list[str]:
 
 
 def git_in(folder: str, *arguments: str, timeout: float = 30,
-           env: dict[str, str] | None = None) -> subprocess.CompletedProcess | None:
+           extra: dict[str, str] | None = None) -> subprocess.CompletedProcess | None:
     """`git ARGUMENTS` in `folder`, or None when there is no git or it does not answer.
     Besides SAFE_SETTINGS, git takes no repository it was not pointed at: a folder a pull request
     made to look like a bare repository (HEAD, objects/, refs/) is refused, not read as the
     project's repository (third campaign, D08: it tracks nothing, which would make the project's
-    files look like this tool's own; campaign 13, R07: its history would be the project's)."""
+    files look like this tool's own; campaign 13, R07: its history would be the project's).
+    `extra`: environment variables of the caller's (safe_git_environment)."""
     command = ["git", *safe_git_options(), "-c", "safe.bareRepository=explicit", "-C", folder, *arguments]
     try:
-        return subprocess.run(command, capture_output=True, timeout=timeout, check=False, env=safe_git_environment(env))
+        return subprocess.run(command, capture_output=True, timeout=timeout, check=False,
+                              env=safe_git_environment(extra))
     except (OSError, subprocess.SubprocessError):
         return None
 

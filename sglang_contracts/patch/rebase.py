@@ -123,7 +123,7 @@ def git(cwd: Path, *args: str, git_dir: Path | None = None, must_succeed: bool =
     where = ["--git-dir", str(git_dir), "--work-tree", str(cwd)] if git_dir is not None else []
     try:
         run = subprocess.run(["git", *safe_git_options(), *where, *args], cwd=cwd, capture_output=True,
-                             env=safe_git_environment({**os.environ, **GIT_ENV}), text=True, encoding="utf-8",
+                             env=safe_git_environment(GIT_ENV), text=True, encoding="utf-8",
                              errors="surrogateescape")
     except FileNotFoundError:
         raise UsageError("patch rebase needs git on PATH (git apply and git merge-file do the work)") from None

@@ -100,7 +100,7 @@ def _shown_branch(root: Path, branch: str) -> str:
 def _git(root: Path, *arguments: str, limit: int = 64 * 1024) -> bytes | None:
     """git's output, or None when it fails, is missing, does not answer, or says more than `limit`."""
     done = git_in(os.fspath(root), *arguments, timeout=GIT_SECONDS,
-                  env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"})
+                  extra={"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"})
     if done is None or done.returncode != 0 or len(done.stdout) > limit:
         return None
     return done.stdout

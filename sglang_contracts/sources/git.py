@@ -13,7 +13,8 @@ from typing import Iterator
 
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size
-from sglang_contracts.infra.gitsafety import SAFE_ENVIRONMENT, SAFE_SETTINGS, safe_git_environment, safe_git_options
+from sglang_contracts.infra.gitsafety import (SAFE_ENVIRONMENT, SAFE_SETTINGS, callers_git_variables,
+                                              safe_git_environment, safe_git_options)
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 from sglang_contracts.sources.directory import version_from_tree
 
@@ -91,7 +92,8 @@ def open_repo(path: Path):
     try:
         repo = git.Repo(path)
         repo.git.set_persistent_git_options(c=list(SAFE_SETTINGS))  # nothing of the repository's runs
-        repo.git.update_environment(**SAFE_ENVIRONMENT)  # nor its remote's (a partial clone's lazy fetch)
+        # nor its remote's (a partial clone's lazy fetch), nor a repository the environment names (GIT_DIR)
+        repo.git.update_environment(**dict.fromkeys(callers_git_variables()), **SAFE_ENVIRONMENT)
         return repo
     except git.NoSuchPathError:
         raise SourceError(f"--sglang-repo {path}: no such directory") from None

@@ -155,3 +155,30 @@ def test_a_rebased_patch_named_in_the_project_or_out_of_it_is_written(tmp_path: 
         assert "+z = 2" in Path(output).read_text() and "old plan" not in (root / "plan.md").read_text()
     assert (root / "up.patch").is_file()
     shutil.rmtree(tmp_path / "elsewhere")
+
+
+@pytest.mark.parametrize("variable", ["GIT_DIR", "GIT_INDEX_FILE"])
+def test_the_scratch_repositories_ignore_the_repository_the_environment_names(variable: str, tmp_path: Path,
+                                                                              monkeypatch, capsys) -> None:
+    """git exports GIT_INDEX_FILE to every hook it runs (and GIT_DIR in a worktree, or after
+    `vcsh enter`): `patch rebase --tree` and `bump` ran `git add -A` and `git commit` of their
+    scratch tree with it, into the user's repository and index (campaign 15, R14)."""
+    import subprocess
+
+    root, old, new = project_using(tmp_path)
+    (root / "n.patch").write_text(PATCH)
+    commit_all(root, "the user's")
+
+    def state() -> tuple[str, str]:
+        def git(*args: str) -> str:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+        return git("log", "--format=%s"), git("ls-files")
+
+    before = state()
+    monkeypatch.setenv(variable, str(root / ".git" / ("index" if variable == "GIT_INDEX_FILE" else "")))
+    monkeypatch.chdir(root)
+    status = main(["patch", "rebase", "n.patch", "--old", str(old), "--new", str(new), "--tree", "conflicts",
+                   "--cache-dir", str(tmp_path / "cache")])
+    assert status in (0, 1), capsys.readouterr().err
+    monkeypatch.delenv(variable)
+    assert state() == before and (root / "conflicts" / "python").is_dir()
