@@ -76,6 +76,6 @@ def git_in(folder: str, *arguments: str, timeout: float = 30,
         return None
 
 
-def ls_files(folder: str, *arguments: str) -> subprocess.CompletedProcess | None:
+def ls_files(folder: str, *arguments: str, timeout: float = 30) -> subprocess.CompletedProcess | None:
     """`git ls-files ARGUMENTS` in `folder`, in the repository git_in takes."""
-    return git_in(folder, "ls-files", *arguments)
+    return git_in(folder, "ls-files", *arguments, timeout=timeout)

@@ -45,18 +45,31 @@ def remove_if_stale(folder: str, name: str) -> None:
         return
     path = os.path.join(folder, name)
     try:
-        if time.time() - os.lstat(path).st_mtime > STALE_SECONDS and not _tracked(folder, name):
+        if time.time() - os.lstat(path).st_mtime > STALE_SECONDS and _untracked(folder, name):
             os.unlink(path)
     except OSError:
         pass
 
 
-def _tracked(folder: str, name: str) -> bool:
-    """Whether git tracks the file: then it is the project's (a pull request committed a file
-    named like a temporary one, and `check` deleted it: eighth campaign, Q04), never removed.
-    Asked only of the rare name that looks like a stale temporary file."""
-    listed = ls_files(folder, "--error-unmatch", "--", name)
-    return listed is not None and listed.returncode == 0  # no git, or one that does not answer: not known tracked
+# Seconds git has to say whether it tracks one file (milliseconds when it can answer at all).
+GIT_PATIENCE = 5.0
+_GIT = {"answers": True}  # False once git did not answer in this process: it is not asked again
+
+
+def _untracked(folder: str, name: str) -> bool:
+    """Whether git says it does not track the file (or there is no repository): a tracked one
+    is the project's (a pull request committed a file named like a temporary one, and `check`
+    deleted it: eighth campaign, Q04), never removed, and neither is one git cannot vouch for:
+    no git, or one that does not answer (its index a FIFO: each such name cost a run 30 s, and
+    was then removed: campaign 15, R13). Asked only of the rare name that looks like a stale
+    temporary file."""
+    if not _GIT["answers"]:
+        return False
+    listed = ls_files(folder, "--error-unmatch", "--", name, timeout=GIT_PATIENCE)
+    if listed is None:
+        _GIT["answers"] = False
+        return False
+    return listed.returncode != 0
 
 
 def _running(pid: int) -> bool:

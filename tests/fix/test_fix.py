@@ -300,6 +300,27 @@ def test_a_tracked_file_named_like_a_temporary_one_is_never_removed(bump, capsys
     capsys.readouterr()
 
 
+def test_names_git_cannot_vouch_for_are_kept_and_git_is_asked_once(bump, capsys, monkeypatch) -> None:
+    """A git that does not answer (the project's .git/index a FIFO) cost each stale temporary's
+    name its 30 s timeout, and each was then removed untold (campaign 15, R13): git is asked once
+    a run, within GIT_PATIENCE, and what it cannot vouch for stays."""
+    from sglang_contracts.infra import temporaries
+
+    monkeypatch.setattr(temporaries, "_GIT", {"answers": True}, raising=False)
+    project, args, _ = bump
+    asked = []
+    monkeypatch.setattr(temporaries, "ls_files", lambda *argv, **options: asked.append(options) or None)
+    aged = time.time() - 3600
+    left = [project / f".m{n}.py.sglang-contracts-99999{n}-abc.tmp" for n in range(3)]
+    for path in left:
+        path.write_text("x")
+        os.utime(path, (aged, aged))
+    assert main(["check", str(project), *args]) in (0, 1)
+    capsys.readouterr()
+    assert all(path.exists() for path in left)
+    assert asked == [{"timeout": temporaries.GIT_PATIENCE}]
+
+
 def test_a_file_that_does_not_parse_is_never_rewritten(tmp_path):
     """A finding that points into a file libcst or ast cannot parse (the check says SGC000) is
     left: the file is not opened for writing at all."""
