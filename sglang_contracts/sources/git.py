@@ -6,8 +6,11 @@ The package lives under `python/sglang` in SGLang's repository.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import subprocess
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
 
@@ -89,6 +92,7 @@ class GitTree(ReleaseTree):
 def open_repo(path: Path):
     import git
 
+    _refuse_special_files(path)
     try:
         repo = git.Repo(path)
         repo.git.set_persistent_git_options(c=list(SAFE_SETTINGS))  # nothing of the repository's runs
@@ -113,14 +117,78 @@ def resolve_ref(repo, ref: str):
     raise SourceError(f"{repo.working_dir}: no ref {shown(tried)} (try `git fetch --tags`)")
 
 
+def _refuse_special_files(path: Path) -> None:
+    """A clone whose git folder holds a FIFO, a device or a socket (a loose object, a ref, its
+    config) is refused in one line: git and GitPython open what they read and wait on a FIFO for
+    ever (campaign 15, R12: a check of such a clone never ended)."""
+    special = special_file_in_git_folder(path)
+    if special is not None:
+        raise SourceError(f"--sglang-repo {shown(path)}: {shown(special)} is not a regular file (a FIFO, a device "
+                          "or a socket), which git would wait on")
+
+
+@lru_cache(maxsize=None)
+def special_file_in_git_folder(path: Path) -> str | None:
+    """The first entry of the clone's git folders (its own, a worktree's common one, the object
+    stores it borrows from) that is neither a regular file nor a folder, links followed; None
+    when there is none. Only the git folders are walked, never the work tree."""
+    pending = [folder for folder in (path / ".git", path) if _is_git_folder(folder)][:1]
+    if not pending and (path / ".git").is_file():
+        pending = _pointed_to(path / ".git", "gitdir:", path)
+    seen: set[Path] = set()
+    while pending:
+        folder = pending.pop()
+        if folder in seen:
+            continue
+        seen.add(folder)
+        for top, _, names in os.walk(folder):
+            for name in names:
+                entry = os.path.join(top, name)
+                try:
+                    kind = os.stat(entry).st_mode
+                except OSError:  # a dangling link: git reads nothing there
+                    continue
+                if not (stat.S_ISREG(kind) or stat.S_ISDIR(kind)):
+                    return entry
+        pending += _pointed_to(folder / "commondir", "", folder) + \
+            _pointed_to(folder / "objects" / "info" / "alternates", "", folder / "objects")
+    return None
+
+
+def _is_git_folder(folder: Path) -> bool:
+    return folder.is_dir() and (folder / "HEAD").exists()
+
+
+def _pointed_to(pointer: Path, prefix: str, base: Path) -> list[Path]:
+    """The folders a small regular file of git's names, one a line (`gitdir: X`, `commondir`,
+    `objects/info/alternates`), relative to `base`."""
+    try:
+        if not stat.S_ISREG(os.stat(pointer).st_mode):
+            return []
+        lines = pointer.read_text(errors="replace")[:65536].splitlines()
+    except OSError:
+        return []
+    found = [line.removeprefix(prefix).strip() for line in lines if line.startswith(prefix) and line.strip()]
+    return [folder for folder in (base / line for line in found if not line.startswith("#")) if folder.is_dir()]
+
+
+_UNANSWERING: set[Path] = set()  # the clones git did not answer about in this process: not asked again
+
+
 def git_commit_identity(repo_path: Path, ref: str) -> str | None:
     """`git:<commit>` of a ref of the clone, asked of git itself (GitPython costs 40 ms to
     import; this is on every run's path). None when git does not know the ref."""
     candidates = [ref] if ref.startswith("v") or not re.match(r"\d", ref) else [ref, f"v{ref}"]
     for candidate in candidates:
+        if repo_path in _UNANSWERING:
+            return None
         try:
+            # Milliseconds when git can answer; a clone git waits on (a FIFO) is refused by open_repo.
             done = subprocess.run(["git", *safe_git_options(), "-C", str(repo_path), "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}"],
-                                  capture_output=True, text=True, timeout=30, check=False, env=safe_git_environment())
+                                  capture_output=True, text=True, timeout=5, check=False, env=safe_git_environment())
+        except subprocess.TimeoutExpired:
+            _UNANSWERING.add(repo_path)
+            return None
         except (OSError, subprocess.SubprocessError, ValueError):
             return None
         if done.returncode == 0 and done.stdout.strip():

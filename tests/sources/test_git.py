@@ -173,3 +173,19 @@ def test_a_partial_clone_never_fetches_what_it_lacks_from_its_remote(check, sgla
     status, out, err = check("--sglang-repo", str(partial), "--old", "v0.9.0", "--new", "v0.9.1")
     assert (status, out) == (2, "") and len(err.splitlines()) == 1 and "cannot be read" in err, err
     assert list(marks.iterdir()) == []
+
+
+@pytest.mark.parametrize("where", ["a loose object", "a tag", "the config"])
+def test_a_clone_holding_a_fifo_is_refused_in_one_line_not_waited_on(check, sglang_repo, where):
+    """git, and GitPython's long-lived `cat-file`, open what they read: a FIFO in the clone's
+    git folder (a loose object the check reads, a ref, its config) made the check wait for ever
+    (campaign 15, R12)."""
+    import os
+
+    git_folder = sglang_repo / ".git"
+    target = {"a loose object": next(path for path in sorted((git_folder / "objects").glob("??/*"))),
+              "a tag": git_folder / "refs" / "tags" / "v0.9.9", "the config": git_folder / "config"}[where]
+    target.unlink(missing_ok=True)
+    os.mkfifo(target)
+    status, out, err = check("--sglang-repo", str(sglang_repo), "--old", "v0.9.0", "--new", "v0.9.1")
+    assert (status, out) == (2, "") and len(err.splitlines()) == 1 and "is not a regular file" in err, err
