@@ -518,3 +518,21 @@ def test_a_copy_whose_result_no_thread_can_read_leaves_the_work_to_its_maker() -
     run = subprocess.run([sys.executable, "-c", COPY_UNREAD], env=checkout_env(), capture_output=True, text=True,
                          timeout=60)
     assert (run.returncode, run.stdout, run.stderr) == (0, "None no copy left\n", "")
+
+
+TRACKER_STDERR = """
+import os
+from multiprocessing import resource_tracker
+from sglang_contracts.infra import parallel
+pool = parallel._new_pool(1)
+print(os.readlink(f"/proc/{resource_tracker._resource_tracker._pid}/fd/2"))
+pool.shutdown()
+"""
+
+
+def test_the_resource_tracker_says_nothing_on_the_run_s_standard_error(tmp_path):
+    """A run ends without teardown, and the resource tracker cleaning after it warned now and
+    then, on the run's standard error, of a semaphore it could not unlink (campaign 15, R10)."""
+    run = subprocess.run([sys.executable, "-c", TRACKER_STDERR], env=_users_env(), capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert (run.returncode, run.stdout.strip()) == (0, os.devnull), run.stderr
