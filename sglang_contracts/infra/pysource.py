@@ -14,6 +14,8 @@ import tokenize
 import warnings
 from functools import lru_cache
 
+from identify import extensions as identify_extensions
+
 from sglang_contracts.infra.files import Unreadable, read_head
 from sglang_contracts.infra.lines import numbered_lines
 
@@ -46,12 +48,20 @@ def is_python_interpreter(name: str) -> bool:
     return False
 
 
-def has_no_suffix(name: str) -> bool:
-    return not os.path.splitext(name)[1]
+def named_as_nothing(name: str) -> bool:
+    """Whether pre-commit's `identify` tells nothing of a file by its name (no suffix, or one it
+    does not know: `bin/tool.v2`), and so tells it by its shebang: an executable python-shebang
+    file so named is passed to the hook as Python (campaign 15, R08). Read from identify's own
+    tables, as its tags_from_filename reads them."""
+    if any(part in identify_extensions.NAMES for part in (name, *name.split("."))):
+        return False
+    suffix = os.path.splitext(name)[1][1:].lower()
+    return not suffix or (suffix not in identify_extensions.EXTENSIONS
+                          and suffix not in identify_extensions.EXTENSIONS_NEED_BINARY_CHECK)
 
 
 def is_python_script(path: str, within: str | os.PathLike | None = None) -> bool:
-    """Whether a file of no suffix is a Python script: executable, its first line a python
+    """Whether a file is a Python script: executable, its first line a python
     shebang (only its first bytes read; never through a link out of `within`, the project)."""
     try:
         mode = os.stat(path).st_mode
@@ -61,10 +71,10 @@ def is_python_script(path: str, within: str | os.PathLike | None = None) -> bool
 
 
 def is_python_file(path: str, within: str | os.PathLike | None = None) -> bool:
-    """Whether the project's Python is read from this file: a `.py` file, or a Python script of
-    no suffix (is_python_script)."""
+    """Whether the project's Python is read from this file: a `.py` file, or a Python script
+    (is_python_script) of a name that tells nothing (named_as_nothing)."""
     name = os.path.basename(path)
-    return is_python_script(path, within) if has_no_suffix(name) else name.endswith(".py")
+    return name.endswith(".py") or named_as_nothing(name) and is_python_script(path, within)
 
 
 def is_dotted_name(text: str) -> bool:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Iterator, MutableMapping
 from sglang_contracts.infra.cache import CACHEDIR_TAG, RecordCache, code_fingerprint
 from sglang_contracts.infra import pysource
 from sglang_contracts.infra.pysource import (
-    SHEBANG_BYTES, has_no_suffix, is_python_file, is_python_script, python_shebang)
+    SHEBANG_BYTES, named_as_nothing, is_python_file, is_python_script, python_shebang)
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, debugging, problem_for
 from sglang_contracts.infra.graphs import reachable
@@ -229,7 +229,7 @@ def unread_python_kind(path: Path, root: Path) -> str | None:
         return UNREAD_KINDS[path.suffix.lower()]
     if path.suffix.lower() in UNREAD_PYTHON_SUFFIXES or path.name in UNREAD_PYTHON_NAMES:
         return UNREAD_PYTHON
-    if not has_no_suffix(path.name) or is_python_script(os.fspath(path), root):
+    if not named_as_nothing(path.name) or is_python_script(os.fspath(path), root):
         return None
     try:
         return UNREAD_SCRIPT if python_shebang(read_head(path, SHEBANG_BYTES, root)) else None
@@ -242,7 +242,7 @@ def discover(root: Path, paths: list[Path], excluded: Callable[[str], bool] | No
     """Python files below the given paths (`.py`, and scripts of no suffix: is_python_script),
     without what `excluded` says of a path relative to the root (the configured excludes);
     `unlisted` as walk_project's."""
-    found = walk_project(paths, lambda name: name.endswith(".py") or has_no_suffix(name), unlisted)
+    found = walk_project(paths, lambda name: name.endswith(".py") or named_as_nothing(name), unlisted)
     found = [path for path in found if is_python_file(os.fspath(path), root)]
     if excluded is None:
         return found
@@ -255,7 +255,7 @@ SCRIPT_MODULE = "__main__"
 
 
 def module_name_for(relpath: str) -> str:
-    if not relpath.endswith(".py") and has_no_suffix(relpath.rpartition("/")[2]):
+    if not relpath.endswith(".py") and named_as_nothing(relpath.rpartition("/")[2]):
         return SCRIPT_MODULE
     parts = relpath[:-3].split("/") if relpath.endswith(".py") else relpath.split("/")
     if parts and parts[0] == "src" and len(parts) > 1:

@@ -16,6 +16,7 @@ from typing import Iterator
 
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size
+from sglang_contracts.infra.lines import git_lines
 from sglang_contracts.infra.gitsafety import (SAFE_ENVIRONMENT, SAFE_SETTINGS, callers_git_variables,
                                               safe_git_environment, safe_git_options)
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
@@ -165,7 +166,7 @@ def _pointed_to(pointer: Path, prefix: str, base: Path) -> list[Path]:
     try:
         if not stat.S_ISREG(os.stat(pointer).st_mode):
             return []
-        lines = pointer.read_text(errors="replace")[:65536].splitlines()
+        lines = git_lines(pointer.read_text(errors="replace")[:65536])
     except OSError:
         return []
     found = [line.removeprefix(prefix).strip() for line in lines if line.startswith(prefix) and line.strip()]

@@ -61,6 +61,19 @@ def test_the_whole_project_judges_its_python_scripts_again_after_an_edit(tmp_pat
     assert findings(capsys) == []
 
 
+def test_a_python_script_whose_suffix_identify_does_not_know_is_judged(tmp_path: Path, monkeypatch, capsys) -> None:
+    """pre-commit's identify tells a file by its name first, and by its shebang when the name
+    tells nothing (`bin/tool.v2`, `manage.cli`): those it passes to the hook as Python were never
+    judged; a suffix it knows (`.sh`) is what it says, whatever the shebang (campaign 15, R08)."""
+    root, check = project_with_scripts(tmp_path)
+    for name in ("tool.v2", "manage.cli", "wrapper.sh"):
+        (root / "bin" / name).write_text("#!/usr/bin/env python3\n" + IMPORTS_A_REMOVED_NAME)
+        os.chmod(root / "bin" / name, 0o755)
+    monkeypatch.chdir(root)
+    assert main(check) == 1
+    assert findings(capsys) == ["bin/launch:2:26 SGC102", "bin/manage.cli:2:26 SGC102", "bin/tool.v2:2:26 SGC102"]
+
+
 @pytest.mark.parametrize("first_line, python", [
     (b"#!/usr/bin/env python3\n", True), (b"#!/usr/bin/python\n", True), (b"#! /usr/local/bin/python3.12 -u\n", True),
     (b"#!/usr/bin/env -S PYTHONPATH=. python3 -u\n", True), (b"#!/bin/bash\n", False),
