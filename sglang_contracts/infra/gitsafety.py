@@ -43,8 +43,9 @@ def without_git_variables(environment: Mapping[str, str]) -> dict[str, str]:
 
 
 def callers_git_variables() -> list[str]:
-    """The GIT_ variables of this process's environment that no git of this tool keeps."""
-    return sorted(set(os.environ) - set(without_git_variables(os.environ)))
+    """The GIT_ variables of this process's environment that no git of this tool keeps (not
+    SAFE_ENVIRONMENT's, which the entry put there: campaign 15, R17)."""
+    return sorted(set(os.environ) - set(without_git_variables(os.environ)) - SAFE_ENVIRONMENT.keys())
 
 
 def never_reach_a_remote() -> None:

@@ -189,3 +189,19 @@ def test_a_clone_holding_a_fifo_is_refused_in_one_line_not_waited_on(check, sgla
     os.mkfifo(target)
     status, out, err = check("--sglang-repo", str(sglang_repo), "--old", "v0.9.0", "--new", "v0.9.1")
     assert (status, out) == (2, "") and len(err.splitlines()) == 1 and "is not a regular file" in err, err
+
+
+def test_the_command_line_reads_a_clone(sglang_repo, tmp_path):
+    """The entry point puts the environment every git of this tool gets in its own (GIT_ALLOW_PROTOCOL,
+    GIT_NO_LAZY_FETCH), and the clone's git was then given them twice: every `--sglang-repo` run
+    of the command line was an internal error (campaign 15, R17), which in-process runs never met."""
+    import subprocess
+    import sys
+
+    from tests.helpers import checkout_env
+
+    done = subprocess.run([sys.executable, "-m", "sglang_contracts", "check", "--sglang-repo", str(sglang_repo),
+                           "--old", "v0.9.0", "--new", "v0.9.1", "--cache-dir", str(tmp_path / "cache")],
+                          cwd=PROJECT, env=checkout_env(SGLANG_CONTRACTS_PACKAGE_INDEX="none"), capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 1 and done.stdout, done.stderr
