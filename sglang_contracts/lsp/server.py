@@ -426,13 +426,16 @@ async def code_action(ls: ContractsServer, params: types.CodeActionParams) -> li
     path = to_fs_path(uri)
     if not ours or not path or ls.root is None:
         return []
-    document = ls.workspace.get_text_document(uri)
     try:
         relpath = Path(path).resolve().relative_to(ls.root.resolve()).as_posix()
-    except ValueError:
-        relpath = path
+    except (ValueError, OSError):  # a file out of the project (or a link out of it): never read, nor edited
+        return []  # (campaign 15, R15: a client's request for file:///etc/passwd read it and answered an edit)
+    try:
+        source = ls.workspace.get_text_document(uri).source  # the buffer, or the file as it is on disk
+    except (OSError, UnicodeDecodeError):  # no such file: nothing to fix
+        return []
     # A fix may read the releases (a verified home): off the event loop, as the checks run
-    return await ls.off_the_loop(lambda: code_actions(uri, ls.fixable_result(), relpath, document.source, ours,
+    return await ls.off_the_loop(lambda: code_actions(uri, ls.fixable_result(), relpath, source, ours,
                                                       ls.position_encoding()))
 
 

@@ -695,6 +695,34 @@ def test_a_request_after_shutdown_is_answered_with_an_error(tmp_path):
         server.wait()
 
 
+def test_a_code_action_for_a_file_out_of_the_project_reads_and_edits_nothing(tmp_path):
+    """A client's code action for another file, with the project's diagnostics copied onto it,
+    read that file (`file:///etc/passwd`) and answered a `# noqa` edit of it; for a file that is
+    not there, an internal error and a traceback (campaign 15, R15)."""
+    root = tmp_path / "p"
+    (root / "app").mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password\n" * 3)
+    initialize, server = _raw_server(tmp_path, stderr=subprocess.PIPE)
+    initialize["params"]["rootUri"] = from_fs_path(str(root))
+    ours = {"range": {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 4}},
+            "message": "x", "source": "sglang-contracts", "code": "SGC201", "severity": 1}
+    asks = [{"jsonrpc": "2.0", "id": 10 + n, "method": "textDocument/codeAction", "params": {
+        "textDocument": {"uri": uri}, "range": ours["range"], "context": {"diagnostics": [ours]}}}
+        for n, uri in enumerate([from_fs_path(str(secret)), from_fs_path(str(root / ".." / "gone.toml")),
+                                 from_fs_path(str(root / "app" / "gone.py"))])]
+    try:
+        server.stdin.write(b"".join(lsp_frame(message) for message in [initialize, *asks]))
+        server.stdin.flush()
+        answers = _answers(server, {10, 11, 12}, timeout=60)
+        assert {n: (answer.get("result"), answer.get("error")) for n, answer in answers.items() if n >= 10} == \
+            {10: ([], None), 11: ([], None), 12: ([], None)}
+    finally:
+        server.kill()
+        server.wait()
+
+
 @pytest.mark.parametrize("shut_down", [True, False], ids=["shutdown-then-exit", "exit-alone"])
 def test_the_server_exits_1_when_told_to_exit_without_a_shutdown(tmp_path, shut_down):
     """The LSP asks for status 1 after an `exit` no `shutdown` came before (an editor tells a
