@@ -127,6 +127,7 @@ class ContractsServer(LanguageServer):
         self._warmed = False  # a check was computed (not replayed) in this process
         self._engine: Any = None  # the resident engine every check runs on (made on first use)
         self.no_root = ""  # why the workspace root given is not usable, told once the client is ready
+        self.told_unchecked: set[str] = set()  # the folders out of the root whose open files were said unchecked
         # The checks' own threads, not the event loop's: asyncio waits for the loop's, when pygls
         # ends it, until a check at work is done (26-48 s after the editor's `exit`: campaign 14, R03).
         self.work = ThreadPoolExecutor(thread_name_prefix="check")
@@ -285,12 +286,29 @@ class ContractsServer(LanguageServer):
             return
         self.last_failure = None
         open_documents = set(self.workspace.text_documents)
-        for uri in self.published.keys() | outcome.keys() | open_documents:
+        unchecked = {uri for uri in open_documents if not self.in_root(uri)}
+        self.tell_unchecked(unchecked)
+        for uri in self.published.keys() | outcome.keys() | open_documents - unchecked:
             diagnostics = outcome.get(uri, [])
             # An open buffer hears after every check (its text was checked); other files on change.
             if uri in open_documents or self.published.get(uri, []) != diagnostics:
                 self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
         self.published = outcome
+
+    def in_root(self, uri: str) -> bool:
+        """Whether a document is a file of the workspace root's (what a check judges)."""
+        path = _folder(uri)
+        return self.root is not None and path is not None and path.is_relative_to(self.root)
+
+    def tell_unchecked(self, uris: set[str]) -> None:
+        """Open files out of the root are not checked: said once per folder, never shown as files
+        with no problems (a second workspace folder's files were: campaign 15, R16)."""
+        folders = sorted({str(path.parent) for uri in uris if (path := _folder(uri)) is not None} - self.told_unchecked)
+        if folders and self.root is not None:
+            self.told_unchecked.update(folders)
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, printable(
+                f"sglang-contracts checks one workspace folder, {self.root}: the open files of {', '.join(folders)} "
+                "are not checked (open that folder as a workspace of its own)")))
 
     def adopt_root(self, folder: Path | None) -> bool:
         """Make `folder` the workspace root, where it is a folder that exists: `check` reads the

@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
-from tests.helpers import CHECKOUT, NEW, OLD, checkout_env, lsp_frame
+from tests.helpers import CHECKOUT, NEW, OLD, checkout_env, lsp_frame, upstream_tree
 
 PROJECT = CHECKOUT / "fixtures" / "project"
 TIMEOUT = 120  # the first check of a fresh cache extracts both releases
@@ -690,6 +690,47 @@ def test_a_request_after_shutdown_is_answered_with_an_error(tmp_path):
         answers = _answers(server, {2, 3, 4}, timeout=30)
         assert set(answers) == {2, 3, 4}
         assert answers[4]["error"]["code"] == -32600
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_the_open_files_of_a_second_workspace_folder_are_said_unchecked_never_clean(tmp_path):
+    """In a multi-root workspace only the first folder is checked, and the open files of the
+    second were published with no diagnostics, "no problems", though their contracts broke
+    (campaign 15, R16): they are told unchecked, once, and nothing is published for them."""
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/a.py": "def f(a, b=1):\n    return a\n"}, "1.0.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/a.py": "def f(a):\n    return a\n"}, "1.0.1")
+    breaking = "from sglang.srt.a import f\nf(1, b=2)\n"
+    uris = {}
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "pyproject.toml").write_text(
+            f'[project]\nname = "{name}"\n[tool.sglang-contracts]\nold = "{old}"\nnew = "{new}"\n')
+        (tmp_path / name / "m.py").write_text(breaking)
+        uris[name] = from_fs_path(str(tmp_path / name / "m.py"))
+    initialize, server = _raw_server(tmp_path, stderr=subprocess.DEVNULL)
+    initialize["params"]["workspaceFolders"] = [{"uri": from_fs_path(str(tmp_path / name)), "name": name}
+                                                for name in ("a", "b")]
+    opened = [{"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": uris[name], "languageId": "python", "version": 1, "text": breaking}}} for name in ("a", "b")]
+    try:
+        server.stdin.write(b"".join(lsp_frame(message) for message in [
+            initialize, {"jsonrpc": "2.0", "method": "initialized", "params": {}}, *opened]))
+        server.stdin.flush()
+
+        def published(found: list[dict], name: str) -> list[dict]:
+            return [m for m in found if m.get("method") == "textDocument/publishDiagnostics"
+                    and m["params"]["uri"] == uris[name]]
+
+        messages = _messages(server, lambda found: published(found, "a") and any(
+            m.get("method") == "window/showMessage" for m in found), timeout=120)
+        time.sleep(1)
+        messages += _messages(server, lambda found: False, timeout=1)
+        assert [d["code"] for d in published(messages, "a")[-1]["params"]["diagnostics"]] == ["SGC201"]
+        assert published(messages, "b") == []
+        told = [m["params"]["message"] for m in messages if m.get("method") == "window/showMessage"]
+        assert len(told) == 1 and str(tmp_path / "b") in told[0] and "not checked" in told[0], told
     finally:
         server.kill()
         server.wait()
