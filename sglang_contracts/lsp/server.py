@@ -127,7 +127,8 @@ class ContractsServer(LanguageServer):
         self._warmed = False  # a check was computed (not replayed) in this process
         self._engine: Any = None  # the resident engine every check runs on (made on first use)
         self.no_root = ""  # why the workspace root given is not usable, told once the client is ready
-        self.told_unchecked: set[str] = set()  # the folders out of the root whose open files were said unchecked
+        self.other_folders: list[Path] = []  # the workspace's folders but the root: not checked
+        self.told_unchecked: set[Path] = set()  # those whose open files were said unchecked
         # The checks' own threads, not the event loop's: asyncio waits for the loop's, when pygls
         # ends it, until a check at work is done (26-48 s after the editor's `exit`: campaign 14, R03).
         self.work = ThreadPoolExecutor(thread_name_prefix="check")
@@ -301,14 +302,17 @@ class ContractsServer(LanguageServer):
         return self.root is not None and path is not None and path.is_relative_to(self.root)
 
     def tell_unchecked(self, uris: set[str]) -> None:
-        """Open files out of the root are not checked: said once per folder, never shown as files
-        with no problems (a second workspace folder's files were: campaign 15, R16)."""
-        folders = sorted({str(path.parent) for uri in uris if (path := _folder(uri)) is not None} - self.told_unchecked)
+        """Open files out of the root are not checked, and not shown as files with no problems (a
+        second workspace folder's files were: campaign 15, R16); the workspace's other folders
+        are said unchecked once each (a library file opened from elsewhere is not worth a word)."""
+        paths = [path for uri in uris if (path := _folder(uri)) is not None]
+        folders = [folder for folder in self.other_folders if folder not in self.told_unchecked
+                   and any(path.is_relative_to(folder) for path in paths)]
         if folders and self.root is not None:
             self.told_unchecked.update(folders)
             self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, printable(
-                f"sglang-contracts checks one workspace folder, {self.root}: the open files of {', '.join(folders)} "
-                "are not checked (open that folder as a workspace of its own)")))
+                f"sglang-contracts checks one workspace folder, {self.root}: the open files of "
+                f"{', '.join(map(str, folders))} are not checked (open that folder as a workspace of its own)")))
 
     def adopt_root(self, folder: Path | None) -> bool:
         """Make `folder` the workspace root, where it is a folder that exists: `check` reads the
@@ -357,6 +361,7 @@ def _folder(uri: str) -> Path | None:
 def initialize(ls: ContractsServer, params: types.InitializeParams) -> None:
     folders = params.workspace_folders or []
     uri = folders[0].uri if folders else params.root_uri
+    ls.other_folders = [path for folder in folders[1:] if (path := _folder(folder.uri)) is not None]
     given = uri or params.root_path
     root = (_folder(uri) if uri else Path(params.root_path)) if given else Path.cwd()  # no root given: where it runs
     if not ls.adopt_root(root):
@@ -393,11 +398,15 @@ async def did_open(ls: ContractsServer, params: types.DidOpenTextDocumentParams)
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
 async def did_change_workspace_folders(ls: ContractsServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    added = [path for folder in params.event.added if (path := _folder(folder.uri)) is not None]
     if ls.root is None:
-        for folder in params.event.added:
-            if ls.adopt_root(_folder(folder.uri)):
+        for path in list(added):
+            if ls.adopt_root(path):
+                added.remove(path)
                 break
         ls.schedule(0)
+    removed = {_folder(folder.uri) for folder in params.event.removed}
+    ls.other_folders = [folder for folder in ls.other_folders if folder not in removed] + added
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
