@@ -122,38 +122,63 @@ def _refuse_special_files(path: Path) -> None:
     """A clone whose git folder holds a FIFO, a device or a socket (a loose object, a ref, its
     config) is refused in one line: git and GitPython open what they read and wait on a FIFO for
     ever (campaign 15, R12: a check of such a clone never ended)."""
-    special = special_file_in_git_folder(path)
-    if special is not None:
-        raise SourceError(f"--sglang-repo {shown(path)}: {shown(special)} is not a regular file (a FIFO, a device "
-                          "or a socket), which git would wait on")
+    why = unreadable_git_folder(path)
+    if why is not None:
+        raise SourceError(f"--sglang-repo {shown(path)}: {why}")
+
+
+# Files the git folders of a clone given to a run may hold: SGLang's own clone holds a few
+# thousand (packed); a clone's alternates naming one large folder in many spellings walked it
+# again for each (campaign 16, R07).
+MAX_GIT_FOLDER_ENTRIES = 200_000
 
 
 @lru_cache(maxsize=None)
-def special_file_in_git_folder(path: Path) -> str | None:
-    """The first entry of the clone's git folders (its own, a worktree's common one, the object
-    stores it borrows from) that is neither a regular file nor a folder, links followed; None
-    when there is none. Only the git folders are walked, never the work tree."""
+def unreadable_git_folder(path: Path) -> str | None:
+    """Why the clone's git folders (its own, a worktree's common one, the object stores it
+    borrows from) cannot be read: an entry neither a regular file nor a folder (links followed),
+    or more than MAX_GIT_FOLDER_ENTRIES files; None when they can. Only the git folders are
+    walked, never the work tree."""
     pending = [folder for folder in (path / ".git", path) if _is_git_folder(folder)][:1]
     if not pending and (path / ".git").is_file():
         pending = _pointed_to(path / ".git", "gitdir:", path)
-    seen: set[Path] = set()
+    seen: set[str] = set()
+    entries = 0
     while pending:
-        folder = pending.pop()
+        folder = os.path.realpath(pending.pop())  # however many spellings name it, walked once
         if folder in seen:
             continue
         seen.add(folder)
-        for top, _, names in os.walk(folder):
-            for name in names:
-                entry = os.path.join(top, name)
-                try:
-                    kind = os.stat(entry).st_mode
-                except OSError:  # a dangling link: git reads nothing there
+        below = [folder]
+        while below:
+            try:
+                listed = list(os.scandir(below.pop()))
+            except OSError:  # git cannot read it either: what it needs there is refused by git itself
+                continue
+            entries += len(listed)
+            if entries > MAX_GIT_FOLDER_ENTRIES:
+                return f"its git folders hold more than {MAX_GIT_FOLDER_ENTRIES:,} files (read up to {shown(folder)})"
+            for entry in listed:
+                if entry.is_file(follow_symlinks=False):
                     continue
-                if not (stat.S_ISREG(kind) or stat.S_ISDIR(kind)):
-                    return entry
-        pending += _pointed_to(folder / "commondir", "", folder) + \
-            _pointed_to(folder / "objects" / "info" / "alternates", "", folder / "objects")
+                kind = _followed_kind(entry)  # a link's target: a loop of them ends at the bound above
+                if kind is not None and stat.S_ISDIR(kind):
+                    below.append(entry.path)
+                elif kind is not None and not stat.S_ISREG(kind):
+                    return f"{shown(entry.path)} is not a regular file (a FIFO, a device or a socket), which git would wait on"
+        pending += _pointed_to(Path(folder, "commondir"), "", Path(folder)) + \
+            _pointed_to(Path(folder, "objects", "info", "alternates"), "", Path(folder, "objects"))
     return None
+
+
+def _followed_kind(entry: os.DirEntry) -> int | None:
+    """The mode of what an entry is, links followed; None for a link to nothing (git reads nothing there)."""
+    if entry.is_dir(follow_symlinks=False):
+        return stat.S_IFDIR
+    try:
+        return os.stat(entry.path).st_mode
+    except OSError:
+        return None
 
 
 def _is_git_folder(folder: Path) -> bool:

@@ -205,3 +205,27 @@ def test_the_command_line_reads_a_clone(sglang_repo, tmp_path):
                           cwd=PROJECT, env=checkout_env(SGLANG_CONTRACTS_PACKAGE_INDEX="none"), capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 1 and done.stdout, done.stderr
+
+
+def test_a_folder_the_alternates_name_in_many_spellings_is_walked_once(sglang_repo, tmp_path, monkeypatch):
+    """A 2 KB alternates file naming one large folder thirty ways (`DIR/a/../b/..`) walked it thirty
+    times: 39 s (campaign 16, R07). Each folder is walked once, and a walk has a bound."""
+    import os
+
+    from sglang_contracts.sources import git as git_source
+
+    store = tmp_path / "store"
+    for sub in "abcdef":
+        (store / sub / "deeper").mkdir(parents=True)
+    spellings = [f"{store}/{a}/../{b}/.." for a in "abcdef" for b in "abcdef"]
+    (sglang_repo / ".git" / "objects" / "info").mkdir(exist_ok=True)
+    (sglang_repo / ".git" / "objects" / "info" / "alternates").write_text("\n".join(spellings) + "\n")
+    listed = []
+    scandir = os.scandir
+    monkeypatch.setattr(git_source.os, "scandir", lambda path: listed.append(path) or scandir(path))
+    git_source.unreadable_git_folder.cache_clear()
+    assert git_source.unreadable_git_folder(sglang_repo) is None
+    assert sum(path.startswith(str(store)) for path in listed) == 1 + 6 + 6  # the store, its folders, theirs
+    monkeypatch.setattr(git_source, "MAX_GIT_FOLDER_ENTRIES", 10)
+    git_source.unreadable_git_folder.cache_clear()
+    assert "more than 10 files" in git_source.unreadable_git_folder(sglang_repo)
