@@ -143,31 +143,39 @@ def unreadable_git_folder(path: Path) -> str | None:
     if not pending and (path / ".git").is_file():
         pending = _pointed_to(path / ".git", "gitdir:", path)
     seen: set[str] = set()
-    entries = 0
+    budget = [MAX_GIT_FOLDER_ENTRIES]
     while pending:
         folder = os.path.realpath(pending.pop())  # however many spellings name it, walked once
         if folder in seen:
             continue
         seen.add(folder)
-        below = [folder]
-        while below:
-            try:
-                listed = list(os.scandir(below.pop()))
-            except OSError:  # git cannot read it either: what it needs there is refused by git itself
-                continue
-            entries += len(listed)
-            if entries > MAX_GIT_FOLDER_ENTRIES:
-                return f"its git folders hold more than {MAX_GIT_FOLDER_ENTRIES:,} files (read up to {shown(folder)})"
-            for entry in listed:
-                if entry.is_file(follow_symlinks=False):
-                    continue
-                kind = _followed_kind(entry)  # a link's target: a loop of them ends at the bound above
-                if kind is not None and stat.S_ISDIR(kind):
-                    below.append(entry.path)
-                elif kind is not None and not stat.S_ISREG(kind):
-                    return f"{shown(entry.path)} is not a regular file (a FIFO, a device or a socket), which git would wait on"
+        why = _unreadable_below(folder, budget)
+        if why is not None:
+            return why
         pending += _pointed_to(Path(folder, "commondir"), "", Path(folder)) + \
             _pointed_to(Path(folder, "objects", "info", "alternates"), "", Path(folder, "objects"))
+    return None
+
+
+def _unreadable_below(folder: str, budget: list[int]) -> str | None:
+    """unreadable_git_folder's answer for one folder; `budget`: the entries left to read."""
+    below = [folder]
+    while below:
+        try:
+            listed = list(os.scandir(below.pop()))
+        except OSError:  # git cannot read it either: what it needs there, git itself refuses
+            continue
+        budget[0] -= len(listed)
+        if budget[0] < 0:
+            return f"its git folders hold more than {MAX_GIT_FOLDER_ENTRIES:,} files (read up to {shown(folder)})"
+        for entry in listed:
+            if entry.is_file(follow_symlinks=False):
+                continue
+            kind = _followed_kind(entry)  # a link's target: a loop of them ends with the budget
+            if kind is not None and stat.S_ISDIR(kind):
+                below.append(entry.path)
+            elif kind is not None and not stat.S_ISREG(kind):
+                return f"{shown(entry.path)} is not a regular file (a FIFO, a device or a socket), which git waits on"
     return None
 
 
