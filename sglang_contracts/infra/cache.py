@@ -45,7 +45,7 @@ from typing import Any, Callable
 from sglang_contracts.infra.files import Unreadable, is_below, read_limited, why_unwritable
 from sglang_contracts.infra.errors import UsageError, shown
 from sglang_contracts.infra.display import printable
-from sglang_contracts.infra.gitsafety import ls_files
+from sglang_contracts.infra.gitsafety import ls_files, no_repository
 from sglang_contracts.infra.shapes import fits
 from sglang_contracts.infra.temporaries import private_temporary_folder
 
@@ -164,7 +164,10 @@ def pull_request_reason(cache: Path, root: Path) -> tuple[str, str] | None:
     if found is None:
         found = first_link_in(cache)
         why = "holds a symbolic link" if found is not None else "holds files the project's repository tracks"
-    found = found or first_tracked_in(cache)
+    if found is None and os.path.isdir(cache):
+        found = first_tracked_in(cache)
+        if found == UNTOLD:  # fail closed: a committed cache would be read as the tool's own (campaign 16, R06)
+            return os.fspath(cache), "git cannot tell whether the project's repository tracks its files"
     return (found, why) if found is not None else None
 
 
@@ -197,17 +200,21 @@ def cache_for_project(cache: Path, root: Path) -> Path:
                          f"({error.strerror or error}); give a --cache-dir outside the project") from None
 
 
+# first_tracked_in's answer when git cannot tell (no git, one that does not answer, one that
+# refuses the repository as another user's).
+UNTOLD = "\0untold"
+
+
 def first_tracked_in(cache: Path) -> str | None:
-    """The first file below a cache folder that git tracks (a pull request committed it), or
-    None: also when the folder is in no repository or git cannot tell. Its repository may be
-    the pull request's: git runs with the settings no configuration of it can override."""
-    if not os.path.isdir(cache):
-        return None
+    """The first file below a cache folder that git tracks (a pull request committed it), None
+    when it tracks none (or the folder is in no repository), UNTOLD when git cannot tell. Its
+    repository may be the pull request's: git runs with the settings no configuration of it can
+    override."""
     listed = ls_files(os.fspath(cache), "-z", "--", ".")
-    if listed is None:  # no git, or one that does not answer
-        return None
-    if listed.returncode != 0 and b"bare repositor" in listed.stderr:  # made to look like one: refused
-        return os.fspath(cache)
+    if listed is not None and listed.returncode != 0 and b"bare repositor" in listed.stderr:
+        return os.fspath(cache)  # a folder made to look like a bare repository: refused, as the pull request's
+    if listed is None or listed.returncode != 0 and not no_repository(listed):
+        return UNTOLD
     first = listed.stdout.split(b"\0", 1)[0] if listed.returncode == 0 else b""
     return os.path.join(os.fspath(cache), os.fsdecode(first)) if first else None
 

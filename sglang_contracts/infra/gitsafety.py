@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from typing import Mapping
 
 TRANSPORTS = ("ext", "fd", "file", "git", "ssh", "http", "https", "ftp", "ftps")
@@ -69,14 +70,34 @@ def git_in(folder: str, *arguments: str, timeout: float = 30,
     project's repository (third campaign, D08: it tracks nothing, which would make the project's
     files look like this tool's own; campaign 13, R07: its history would be the project's).
     `extra`: environment variables of the caller's (safe_git_environment)."""
+    if time.monotonic() < _UNANSWERED["until"]:  # git just waited its whole time: it would again
+        return None
     command = ["git", *safe_git_options(), "-c", "safe.bareRepository=explicit", "-C", folder, *arguments]
     try:
         return subprocess.run(command, capture_output=True, timeout=timeout, check=False,
                               env=safe_git_environment(extra))
+    except subprocess.TimeoutExpired:
+        _UNANSWERED["until"] = time.monotonic() + UNANSWERED_SECONDS
+        return None
     except (OSError, subprocess.SubprocessError):
         return None
 
 
-def ls_files(folder: str, *arguments: str, timeout: float = 30) -> subprocess.CompletedProcess | None:
-    """`git ls-files ARGUMENTS` in `folder`, in the repository git_in takes."""
-    return git_in(folder, "ls-files", *arguments, timeout=timeout)
+# A git that does not answer (a repository whose index is a FIFO, a hung file system) is not asked
+# again for this long: each question cost its whole timeout (campaign 15, R13; campaign 16, R03).
+UNANSWERED_SECONDS = 60.0
+_UNANSWERED = {"until": 0.0}
+# Seconds git has to say what it tracks: milliseconds when it can answer at all.
+GIT_PATIENCE = 5.0
+
+
+def ls_files(folder: str, *arguments: str) -> subprocess.CompletedProcess | None:
+    """`git ls-files ARGUMENTS` in `folder`, in the repository git_in takes, within GIT_PATIENCE."""
+    return git_in(folder, "ls-files", *arguments, timeout=GIT_PATIENCE)
+
+
+def no_repository(done: subprocess.CompletedProcess) -> bool:
+    """Whether git failed because the folder is in no repository (which tracks nothing), not
+    because it refused one (another user's, "dubious ownership"; one made to look bare), which
+    may track anything."""
+    return done.returncode == 128 and b"not a git repository" in done.stderr.lower()

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sglang_contracts.infra.gitsafety import ls_files
+from sglang_contracts.infra.gitsafety import ls_files, no_repository
 
 _MARK = ".sglang-contracts-"
 _NAME = re.compile(r"\..+\.sglang-contracts-(\d+)-[a-z0-9_]+\.tmp")
@@ -51,25 +51,15 @@ def remove_if_stale(folder: str, name: str) -> None:
         pass
 
 
-# Seconds git has to say whether it tracks one file (milliseconds when it can answer at all).
-GIT_PATIENCE = 5.0
-_GIT = {"answers": True}  # False once git did not answer in this process: it is not asked again
-
-
 def _untracked(folder: str, name: str) -> bool:
-    """Whether git says it does not track the file (or there is no repository): a tracked one
-    is the project's (a pull request committed a file named like a temporary one, and `check`
-    deleted it: eighth campaign, Q04), never removed, and neither is one git cannot vouch for:
-    no git, or one that does not answer (its index a FIFO: each such name cost a run 30 s, and
-    was then removed: campaign 15, R13). Asked only of the rare name that looks like a stale
-    temporary file."""
-    if not _GIT["answers"]:
-        return False
-    listed = ls_files(folder, "--error-unmatch", "--", name, timeout=GIT_PATIENCE)
-    if listed is None:
-        _GIT["answers"] = False
-        return False
-    return listed.returncode != 0
+    """Whether git says it does not track the file (or that there is no repository): a tracked
+    one is the project's (a pull request committed a file named like a temporary one, and `check`
+    deleted it: eighth campaign, Q04), never removed, and neither is one git cannot vouch for: no
+    git, one that does not answer (its index a FIFO: campaign 15, R13), or one that refuses the
+    repository (another user's: campaign 16, R05). Asked only of the rare name that looks like a
+    stale temporary file."""
+    listed = ls_files(folder, "--error-unmatch", "--", name)
+    return listed is not None and (listed.returncode == 1 or no_repository(listed))
 
 
 def _running(pid: int) -> bool:

@@ -302,14 +302,22 @@ def test_a_tracked_file_named_like_a_temporary_one_is_never_removed(bump, capsys
 
 def test_names_git_cannot_vouch_for_are_kept_and_git_is_asked_once(bump, capsys, monkeypatch) -> None:
     """A git that does not answer (the project's .git/index a FIFO) cost each stale temporary's
-    name its 30 s timeout, and each was then removed untold (campaign 15, R13): git is asked once
-    a run, within GIT_PATIENCE, and what it cannot vouch for stays."""
-    from sglang_contracts.infra import temporaries
+    name its 30 s timeout, and each was then removed untold (campaign 15, R13): git waits
+    GIT_PATIENCE at most, is not asked again for a while, and what it cannot vouch for stays."""
+    from sglang_contracts.infra import gitsafety
 
-    monkeypatch.setattr(temporaries, "_GIT", {"answers": True}, raising=False)
     project, args, _ = bump
     asked = []
-    monkeypatch.setattr(temporaries, "ls_files", lambda *argv, **options: asked.append(options) or None)
+
+    def unanswered(command, **options):
+        if command[0] != "git":
+            return run(command, **options)
+        asked.append(options["timeout"])
+        raise subprocess.TimeoutExpired(command, options["timeout"])
+
+    run = gitsafety.subprocess.run
+    monkeypatch.setattr(gitsafety, "_UNANSWERED", {"until": 0.0}, raising=False)
+    monkeypatch.setattr(gitsafety.subprocess, "run", unanswered)
     aged = time.time() - 3600
     left = [project / f".m{n}.py.sglang-contracts-99999{n}-abc.tmp" for n in range(3)]
     for path in left:
@@ -318,7 +326,24 @@ def test_names_git_cannot_vouch_for_are_kept_and_git_is_asked_once(bump, capsys,
     assert main(["check", str(project), *args]) in (0, 1)
     capsys.readouterr()
     assert all(path.exists() for path in left)
-    assert asked == [{"timeout": temporaries.GIT_PATIENCE}]
+    assert asked == [gitsafety.GIT_PATIENCE]
+
+
+def test_a_repository_git_refuses_vouches_for_no_name(bump, capsys, monkeypatch) -> None:
+    """git refusing the repository (another user's: "dubious ownership", exit 128) was read as
+    "not tracked", and a committed file named like a stale temporary was deleted (campaign 16, R05)."""
+    from sglang_contracts.infra import temporaries
+
+    project, args, _ = bump
+    refused = subprocess.CompletedProcess([], 128, b"", b"fatal: detected dubious ownership in repository at '/p'\n")
+    monkeypatch.setattr(temporaries, "ls_files", lambda *argv: refused)
+    committed = project / ".devices.py.sglang-contracts-999999-abc123.tmp"
+    committed.write_text("the pull request's\n")
+    aged = time.time() - 3600
+    os.utime(committed, (aged, aged))
+    assert main(["check", str(project), *args]) in (0, 1)
+    capsys.readouterr()
+    assert committed.read_text() == "the pull request's\n"
 
 
 def test_a_file_that_does_not_parse_is_never_rewritten(tmp_path):

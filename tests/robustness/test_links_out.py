@@ -263,6 +263,29 @@ def test_a_committed_cache_made_to_look_like_a_bare_repository_is_not_used(tmp_p
     assert "use.py:1:" in out and err.count("holds files the project's repository tracks") == 1
 
 
+@pytest.mark.parametrize("git_says", [None, (128, b"fatal: detected dubious ownership in repository at '/p'\n")],
+                         ids=["no-answer", "refused"])
+def test_a_cache_in_the_project_git_cannot_vouch_for_is_not_used(git_says, tmp_path: Path, monkeypatch,
+                                                                   capsys) -> None:
+    """With no git to ask (a slim image), one that does not answer, or one that refuses the
+    repository as another user's, a committed cache in the project was read as the tool's own: a
+    forged wheel of the target release dropped its findings (campaign 16, R06). It is not used."""
+    import subprocess
+
+    from sglang_contracts.infra import cache as cache_module
+
+    root, old, new = project_using(tmp_path)
+    monkeypatch.chdir(root)
+    command = ["check", "--old", str(old), "--new", str(new), "--cache-dir", ".sgc-cache"]
+    assert main(command) == 1
+    capsys.readouterr()
+    answer = None if git_says is None else subprocess.CompletedProcess([], git_says[0], b"", git_says[1])
+    monkeypatch.setattr(cache_module, "ls_files", lambda *argv: answer)
+    assert main(command) == 1
+    out, err = capsys.readouterr()
+    assert "use.py:1:" in out and err.count("git cannot tell whether the project's repository tracks") == 1
+
+
 def test_a_pin_read_from_the_project_is_never_a_folder_of_it(tmp_path: Path, releases, monkeypatch, capsys) -> None:
     """Campaign 4's D01: `sglang==0.5.22` in requirements.txt, and a pull request's folder
     `0.5.22/sglang/` beside it (or a link out named so), run from the project's root as CI does:
