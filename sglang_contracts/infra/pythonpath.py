@@ -46,6 +46,9 @@ def never_from_the_working_folder() -> None:
     imports, or runs a program, from its working folder."""
     os.environ["PYTHONSAFEPATH"] = "1"
     os.environ["PATH"] = absolute_path_folders(os.environ.get("PATH", os.defpath))
+    if "PYTHONPATH" in os.environ:  # an empty or relative entry is the working folder, to Python too
+        kept = [folder for folder in os.environ["PYTHONPATH"].split(os.pathsep) if os.path.isabs(folder)]
+        os.environ["PYTHONPATH"] = os.pathsep.join(kept)
 
 
 def absolute_path_folders(path: str) -> str:

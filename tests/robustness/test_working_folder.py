@@ -156,3 +156,25 @@ def test_another_user_s_marker_in_a_folder_anyone_writes_is_no_project_root_nor_
     assert find_config(shared, None).values == {}
     shared.chmod(0o755)  # a folder only its owner writes: the owner's project, whoever runs
     assert project_root_for([scratch]) == shared
+
+
+def test_an_empty_pythonpath_entry_imports_nothing_from_the_project(tmp_path) -> None:
+    """`export PYTHONPATH=$PYTHONPATH:/opt/x` with none set gives an empty entry, which Python
+    reads as the working folder, before the installed packages: a committed
+    `packaging/__init__.py` ran in the tool's own process (campaign 16, R02)."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    old = upstream_tree(tmp_path / "old", {"sglang/srt/a.py": "x = 1\n"}, "0.1.0")
+    new = upstream_tree(tmp_path / "new", {"sglang/srt/a.py": "y = 1\n"}, "0.2.0")
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'p'\n",
+                                                "m.py": "from sglang.srt.a import x\n",
+                                                "packaging/__init__.py": f"open({str(marks)!r} + '/packaging', 'w')\n"})
+    entry = ("import sys\nsys.argv = ['sglang-contracts', *sys.argv[1:]]\n"
+             "from sglang_contracts.cli import entry\nentry()\n")
+    env = checkout_env(SGLANG_CONTRACTS_PACKAGE_INDEX="none")
+    env["PYTHONPATH"] = os.pathsep + env["PYTHONPATH"]
+    done = subprocess.run([sys.executable, "-P", "-c", entry, "check", "--old", str(old), "--new", str(new),
+                           "--cache-dir", str(tmp_path / "cache")], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 1 and "m.py:1:" in done.stdout, done.stderr
+    assert list(marks.iterdir()) == []
