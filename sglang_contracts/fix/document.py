@@ -237,19 +237,32 @@ def holds(path: Path, data: bytes) -> bool:
         return False
 
 
+def _keep_owner(temporary: str, status: os.stat_result) -> None:
+    """The rewritten file keeps its owner and group where this process may give them (root in a
+    CI container over another user's checkout made the file root's, and its owner could no longer
+    read it: campaign 16, R04); a user's own file needs nothing."""
+    if (status.st_uid, status.st_gid) == (os.geteuid(), os.getegid()):
+        return
+    try:
+        os.chown(temporary, status.st_uid, status.st_gid)
+    except OSError:  # not this process's to give: the file becomes its, as any editor's save makes it
+        pass
+
+
 def write_atomically(path: Path, data: bytes, read: bytes | None = None) -> None:
-    """Write through a temporary file beside `path`, then rename over it, keeping its mode: a
+    """Write through a temporary file beside `path`, then rename over it, keeping its mode and owner: a
     reader (or a crash) sees the old file or the new one, never half of one. With `read`, the
     bytes the new text was made from: ChangedMeanwhile, and nothing written, when the file no
     longer holds them (lines an editor appended while `fix` ran were lost: campaign 12, R09)."""
-    mode = stat.S_IMODE(path.stat().st_mode)
+    status = path.stat()
     descriptor, temporary = temporary_beside(path)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
+        _keep_owner(temporary, status)
+        os.chmod(temporary, stat.S_IMODE(status.st_mode))
         if read is not None and not holds(path, read):  # checked last, the closest to the rename
             raise ChangedMeanwhile("the file changed while this run worked on it: left as it is")
         os.replace(temporary, path)

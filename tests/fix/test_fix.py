@@ -654,3 +654,18 @@ def test_two_findings_alike_one_fixed_leave_one_remaining() -> None:
     assert [d.line for d in remaining_after(first, [first[0]], [finding(1)])] == [1]
     assert [d.line for d in remaining_after(first, [finding(1)], [finding(1)])] == [1]
     assert remaining_after(first, [finding(1), finding(1)], []) == []
+
+
+def test_a_rewritten_file_keeps_its_owner_where_the_process_may_give_it(tmp_path, monkeypatch) -> None:
+    """`fix` as root in a CI container over another user's checkout made the files it rewrote
+    root's: their owner could no longer read a 0640 one (campaign 16, R04)."""
+    from sglang_contracts.fix import document
+
+    path = tmp_path / "m.py"
+    path.write_text("x = 1\n")
+    owner = os.stat(path)
+    given = []
+    monkeypatch.setattr(document.os, "geteuid", lambda: owner.st_uid + 1)  # as another user (root) runs fix
+    monkeypatch.setattr(document.os, "chown", lambda name, uid, gid: given.append((os.path.dirname(name), uid, gid)))
+    document.write_atomically(path, b"x = 2\n")
+    assert path.read_text() == "x = 2\n" and given == [(str(tmp_path), owner.st_uid, owner.st_gid)]
