@@ -184,13 +184,16 @@ def _code_key(key: str) -> str:
 # PathGlobs), and 40,000 whose text every path holds took 32 s over 4,000 files (campaign 15,
 # R11); a real configuration holds a few dozen.
 MAX_PATH_PATTERNS = 1000
+# `patch-files` globs: each is matched by a walk of the project's folders (patch/stack.py), 4,000
+# took 40 s over 2,000 files (campaign 16, R09); a project's stack is named by a handful.
+MAX_PATCH_GLOBS = 100
 
 
-def _at_most_patterns(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def _at_most_patterns(check: Callable[[Any], Any], most: int = MAX_PATH_PATTERNS) -> Callable[[Any], Any]:
     def bounded(value: Any) -> Any:
-        if isinstance(value, (list, dict)) and len(value) > MAX_PATH_PATTERNS:
-            raise _Invalid(f"holds {len(value):,} patterns, more than the {MAX_PATH_PATTERNS:,} "
-                           "a configuration may hold")
+        count = len({repr(item) for item in value}) if isinstance(value, (list, dict)) else 0  # each once
+        if count > most:
+            raise _Invalid(f"holds {count:,} patterns, more than the {most:,} a configuration may hold")
         return check(value)
 
     return bounded
@@ -214,7 +217,7 @@ KEYS: dict[str, Callable[[Any], Any]] = {
     # Read by the rules of their surface (ServerArgs, tests, patch files).
     "server-args-seam": _strings,
     "fakes": _table(_string),
-    "patch-files": _globs,
+    "patch-files": _at_most_patterns(_globs, MAX_PATCH_GLOBS),
     "serves": _table(_releases_served, _within_project_key),
     # Where the dependency closure's metadata comes from: a simple index's URL, a folder holding
     # one, or "none" (the cache only); pip's configured index when absent (closure/index.py).
