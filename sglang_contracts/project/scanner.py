@@ -64,6 +64,7 @@ from sglang_contracts.project.scopes import (
     function_types,
     kept_object,
     kept_objects,
+    literal_getattr,
     module_names,
     module_rebound,
     module_returns,
@@ -1174,18 +1175,13 @@ class _Collector:
         is (an AttributeError where A lost x), placed at the string, for the attribute rules to
         judge as any other (audit 13, R12). With a default it raises nothing: a probe (SGC804).
         A typed instance's getattr stays a probe, judged by the field rules as one."""
-        if function != "getattr" or "getattr" in self.import_bound or len(node.args) != 2 or node.keywords:
+        if function != "getattr" or "getattr" in self.import_bound:
             return None
-        subject, literal = node.args
-        name = string_value(literal)
-        chain = dotted_chain(subject) if isinstance(subject, ast.Attribute) else \
-            (subject.id, []) if isinstance(subject, ast.Name) else None
-        if not name or not name.isidentifier() or chain is None or chain[0] in ("self", "cls") \
-                or self._types_of(chain[0]):
+        read = literal_getattr(node)
+        root = read and dotted_chain(read)
+        if read is None or root is None or root[0] in ("self", "cls") or self._types_of(root[0]):
             return None
-        # attribute_name finds `.x` where the node ends, len(x) back: there, the string starts
-        return ast.Attribute(subject, name, ast.Load(), lineno=subject.lineno, col_offset=subject.col_offset,
-                             end_lineno=literal.lineno, end_col_offset=literal.col_offset + len(name.encode()))
+        return read
 
     def _call_probes(self, node: ast.Call, func: ast.expr, function: str | None) -> None:
         """What a call may probe: a module imported by a name built from the version, attributes

@@ -24,8 +24,9 @@ UNION_WRAPPERS = {"Optional", "Union"}
 CONTAINERS = {"list", "sequence", "iterable", "iterator", "set", "frozenset", "deque", "collection",
               "mutablesequence"}  # their lower-cased names; a `for` loop yields their items
 NOT_A_TYPE = {"None", "Any", "typing.Any", "object"}
-# Annotations that say a name holds something callable, or a class, and not which: the value assigned says more.
-CALLABLE_OR_CLASS_ANNOTATIONS = frozenset({"Callable", "type", "Type"})
+# Annotations that say a name holds something callable, or a class, and not which, or nothing of
+# what it holds (`Final`, `ClassVar`: campaign 16, R08): the value assigned says more.
+CALLABLE_OR_CLASS_ANNOTATIONS = frozenset({"Callable", "type", "Type", "Final", "ClassVar"})
 POISON: tuple[str, ...] = ()  # "bound to something we cannot type"
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # What a module reads without binding it that no import gives: the builtins, and the globals
@@ -55,6 +56,20 @@ def full_name(node: ast.AST | None) -> str | None:
 def string_value(node: ast.AST | None) -> str | None:
     """The value of a string literal (not an f-string), else None."""
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def literal_getattr(node: ast.Call) -> ast.Attribute | None:
+    """`getattr(A, "x")` (with no default: it raises where A lost x) as the read `A.x` it is,
+    placed at the string (attribute_name finds `.x` where the node ends, len(x) back); None for
+    any other call. A name or dotted name's getattr only: what it reads is known by its spelling."""
+    if not (isinstance(node.func, ast.Name) and node.func.id == "getattr") or len(node.args) != 2 or node.keywords:
+        return None
+    subject, literal = node.args
+    name = string_value(literal)
+    if not name or not name.isidentifier() or not (isinstance(subject, ast.Name) or dotted_chain(subject)):
+        return None
+    return ast.Attribute(subject, name, ast.Load(), lineno=subject.lineno, col_offset=subject.col_offset,
+                         end_lineno=literal.lineno, end_col_offset=literal.col_offset + len(name.encode()))
 
 
 def annotation_types(node: ast.AST | None) -> tuple[str, ...]:
@@ -369,6 +384,9 @@ class _Bindings:
             elif _is_none(current):
                 nullable = True
             else:
+                if isinstance(current, ast.Call) and "getattr" not in self.table.names \
+                        and (read := literal_getattr(current)) is not None:
+                    current = read  # `g = getattr(A, "f")` keeps A.f (campaign 16, R08)
                 types = self._call_types(current) if isinstance(current, ast.Call) \
                     else self._derived("P", current) or self._of_call_result(current) or self._alias(current)
                 if not types:
