@@ -47,12 +47,15 @@ def never_from_the_working_folder() -> None:
     os.environ["PYTHONSAFEPATH"] = "1"
     os.environ["PATH"] = absolute_path_folders(os.environ.get("PATH", os.defpath))
     if "PYTHONPATH" in os.environ:  # an empty or relative entry is the working folder, to Python too
-        kept = [folder for folder in os.environ["PYTHONPATH"].split(os.pathsep) if os.path.isabs(folder)]
-        os.environ["PYTHONPATH"] = os.pathsep.join(kept)
+        os.environ["PYTHONPATH"] = os.pathsep.join(_absolute_folders(os.environ["PYTHONPATH"]))
 
 
 def absolute_path_folders(path: str) -> str:
     """PATH's absolute folders, in order; the system's default when none is (an empty PATH is
     the working folder, to Python's exec and to the shell alike)."""
-    kept = [folder for folder in path.split(os.pathsep) if os.path.isabs(folder)]
-    return os.pathsep.join(kept) if kept else os.defpath
+    return os.pathsep.join(_absolute_folders(path)) or os.defpath
+
+
+def _absolute_folders(search_path: str) -> list[str]:
+    """The absolute folders of a search path (PATH, PYTHONPATH), in order."""
+    return [folder for folder in search_path.split(os.pathsep) if os.path.isabs(folder)]

@@ -433,22 +433,20 @@ SHORT_OF_PIPES = """
 import os, resource
 from sglang_contracts.infra.parallel import start_forked
 resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
-held = []
-try:
-    while True:
-        held.append(os.dup(0))
-except OSError:
-    pass
+
+def every_descriptor_left():
+    taken = []
+    try:
+        while True:
+            taken.append(os.dup(0))
+    except OSError:
+        return taken
+
+held = every_descriptor_left()
 for fd in held[:3]:  # room for one of the copy's two pipes, not both
     os.close(fd)
 wait = start_forked(lambda: 1)
-free = []
-try:
-    while True:
-        free.append(os.dup(0))
-except OSError:
-    pass
-print(wait(None), len(free))
+print(wait(None), len(every_descriptor_left()))
 """
 
 
