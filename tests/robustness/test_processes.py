@@ -176,7 +176,7 @@ def _held_back(pid: int) -> set[int]:
 def test_the_fork_server_and_workers_hold_back_the_signals_that_end_a_run(tmp_path):
     """The run meets an interrupt and ends, its workers with it; the fork server and the workers
     never meet it themselves (R13: killed by it, they broke the pool under the ending run). The
-    run itself holds none back."""
+    run itself holds none back (but for an instant while it starts a process)."""
     ending = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
     with check_at_work(tmp_path) as (run, marker):
         started = {pid: parent for pid, parent in _marked(marker).items() if pid != run.pid}
@@ -184,7 +184,9 @@ def test_the_fork_server_and_workers_hold_back_the_signals_that_end_a_run(tmp_pa
         pool = {pid for pid, parent in started.items() if parent != run.pid or pid in started.values()}
         assert pool, started
         assert all(ending <= _held_back(pid) for pid in pool), {pid: _held_back(pid) for pid in pool}
-        assert not ending & _held_back(run.pid)
+        # Python blocks every signal of the parent for the moment a vfork'd child takes to exec
+        # (each git the run asks): a mask seen then is not the run's own, so it is read again
+        assert _until(lambda: not ending & _held_back(run.pid), 5), _held_back(run.pid)
 
 
 EXIT_HANDLER_THAT_NEVER_ENDS = """
