@@ -81,6 +81,16 @@ def _resident_bytes() -> int:
 
 
 @pytest.fixture(autouse=True)
+def _git_asked_afresh():
+    """A git that did not answer in one test (a FIFO made it wait) is asked again in the next:
+    the process's memo of it (gitsafety) is the test's, not the session's."""
+    from sglang_contracts.infra import gitsafety
+
+    yield
+    gitsafety._UNANSWERED.clear()
+
+
+@pytest.fixture(autouse=True)
 def _collected_after_the_test():
     from sglang_contracts.infra import cache
 

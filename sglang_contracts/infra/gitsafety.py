@@ -62,31 +62,35 @@ def safe_git_options() -> list[str]:
     return [part for setting in SAFE_SETTINGS for part in ("-c", setting)]
 
 
-def git_in(folder: str, *arguments: str, timeout: float = 30,
-           extra: dict[str, str] | None = None) -> subprocess.CompletedProcess | None:
+def git_in(folder: str, *arguments: str, timeout: float = 30, extra: dict[str, str] | None = None,
+           named_repository: bool = False) -> subprocess.CompletedProcess | None:
     """`git ARGUMENTS` in `folder`, or None when there is no git or it does not answer.
     Besides SAFE_SETTINGS, git takes no repository it was not pointed at: a folder a pull request
     made to look like a bare repository (HEAD, objects/, refs/) is refused, not read as the
     project's repository (third campaign, D08: it tracks nothing, which would make the project's
     files look like this tool's own; campaign 13, R07: its history would be the project's).
-    `extra`: environment variables of the caller's (safe_git_environment)."""
-    if time.monotonic() < _UNANSWERED["until"]:  # git just waited its whole time: it would again
+    `named_repository`: `folder` is a repository the user named (an SGLang clone, which may be a
+    bare mirror), taken as it is. `extra`: environment variables of the caller's (safe_git_environment)."""
+    # a named repository is asked about alone; the project's folders are one repository's, mostly
+    waited_on = folder if named_repository else ""
+    if time.monotonic() < _UNANSWERED.get(waited_on, 0.0):  # git just waited its whole time: it would again
         return None
-    command = ["git", *safe_git_options(), "-c", "safe.bareRepository=explicit", "-C", folder, *arguments]
+    taken = [] if named_repository else ["-c", "safe.bareRepository=explicit"]
+    command = ["git", *safe_git_options(), *taken, "-C", folder, *arguments]
     try:
         return subprocess.run(command, capture_output=True, timeout=timeout, check=False,
                               env=safe_git_environment(extra))
     except subprocess.TimeoutExpired:
-        _UNANSWERED["until"] = time.monotonic() + UNANSWERED_SECONDS
+        _UNANSWERED[waited_on] = time.monotonic() + UNANSWERED_SECONDS
         return None
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError, ValueError):  # ValueError: a NUL in an argument
         return None
 
 
 # A git that does not answer (a repository whose index is a FIFO, a hung file system) is not asked
 # again for this long: each question cost its whole timeout (campaign 15, R13; campaign 16, R03).
 UNANSWERED_SECONDS = 60.0
-_UNANSWERED = {"until": 0.0}
+_UNANSWERED: dict[str, float] = {}  # until when; "" for the project's folders, else the named repository
 # Seconds git has to say what it tracks: milliseconds when it can answer at all.
 GIT_PATIENCE = 5.0
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
@@ -17,8 +16,8 @@ from typing import Iterator
 from sglang_contracts.infra.errors import SourceError, shown
 from sglang_contracts.infra.files import Unreadable, describe_size
 from sglang_contracts.infra.lines import git_lines
-from sglang_contracts.infra.gitsafety import (SAFE_ENVIRONMENT, SAFE_SETTINGS, callers_git_variables,
-                                              safe_git_environment, safe_git_options)
+from sglang_contracts.infra.gitsafety import (GIT_PATIENCE, SAFE_ENVIRONMENT, SAFE_SETTINGS, callers_git_variables,
+                                              git_in)
 from sglang_contracts.sources.base import Release, ReleaseTree, check_is_sglang, read_limit
 from sglang_contracts.sources.directory import version_from_tree
 
@@ -206,27 +205,19 @@ def _pointed_to(pointer: Path, prefix: str, base: Path) -> list[Path]:
     return [folder for folder in (base / line for line in found if not line.startswith("#")) if folder.is_dir()]
 
 
-_UNANSWERING: set[Path] = set()  # the clones git did not answer about in this process: not asked again
-
-
 def git_commit_identity(repo_path: Path, ref: str) -> str | None:
     """`git:<commit>` of a ref of the clone, asked of git itself (GitPython costs 40 ms to
-    import; this is on every run's path). None when git does not know the ref."""
+    import; this is on every run's path). None when git does not know the ref or does not answer
+    within GIT_PATIENCE (milliseconds when it can; a clone git waits on, a FIFO, is refused by open_repo)."""
     candidates = [ref] if ref.startswith("v") or not re.match(r"\d", ref) else [ref, f"v{ref}"]
     for candidate in candidates:
-        if repo_path in _UNANSWERING:
+        done = git_in(str(repo_path), "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}",
+                      timeout=GIT_PATIENCE, named_repository=True)
+        if done is None:
             return None
-        try:
-            # Milliseconds when git can answer; a clone git waits on (a FIFO) is refused by open_repo.
-            done = subprocess.run(["git", *safe_git_options(), "-C", str(repo_path), "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}"],
-                                  capture_output=True, text=True, timeout=5, check=False, env=safe_git_environment())
-        except subprocess.TimeoutExpired:
-            _UNANSWERING.add(repo_path)
-            return None
-        except (OSError, subprocess.SubprocessError, ValueError):
-            return None
-        if done.returncode == 0 and done.stdout.strip():
-            return f"git:{done.stdout.strip()}"
+        commit = done.stdout.decode(errors="replace").strip()
+        if done.returncode == 0 and commit:
+            return f"git:{commit}"
     return None
 
 

@@ -316,7 +316,7 @@ def test_names_git_cannot_vouch_for_are_kept_and_git_is_asked_once(bump, capsys,
         raise subprocess.TimeoutExpired(command, options["timeout"])
 
     run = gitsafety.subprocess.run
-    monkeypatch.setattr(gitsafety, "_UNANSWERED", {"until": 0.0}, raising=False)
+    monkeypatch.setattr(gitsafety, "_UNANSWERED", {}, raising=False)
     monkeypatch.setattr(gitsafety.subprocess, "run", unanswered)
     aged = time.time() - 3600
     left = [project / f".m{n}.py.sglang-contracts-99999{n}-abc.tmp" for n in range(3)]

@@ -229,3 +229,31 @@ def test_a_folder_the_alternates_name_in_many_spellings_is_walked_once(sglang_re
     monkeypatch.setattr(git_source, "MAX_GIT_FOLDER_ENTRIES", 10)
     git_source.unreadable_git_folder.cache_clear()
     assert "more than 10 files" in git_source.unreadable_git_folder(sglang_repo)
+
+
+def test_a_clone_git_does_not_answer_about_leaves_the_projects_git_asked(sglang_repo, tmp_path, monkeypatch):
+    """The clone's commit is asked of git within GIT_PATIENCE, not again for a while when git did
+    not answer; the project's own git (which says which files it tracks) is still asked, and a
+    bare mirror of the clone is read as the user named it."""
+    from sglang_contracts.infra import gitsafety
+    from sglang_contracts.sources.git import git_commit_identity
+
+    run = gitsafety.subprocess.run
+    asked = []
+
+    def the_clone_waits(command, **options):
+        asked.append(command[command.index("-C") + 1])
+        if command[command.index("-C") + 1] == str(sglang_repo):
+            raise gitsafety.subprocess.TimeoutExpired(command, options["timeout"])
+        return run(command, **options)
+
+    monkeypatch.setattr(gitsafety.subprocess, "run", the_clone_waits)
+    assert git_commit_identity(sglang_repo, "0.9.0") is None
+    assert git_commit_identity(sglang_repo, "0.9.1") is None
+    assert asked == [str(sglang_repo)]  # once: then the memo answers
+    assert gitsafety.ls_files(str(tmp_path)) is not None
+    monkeypatch.setattr(gitsafety.subprocess, "run", run)
+    mirror = tmp_path / "mirror.git"
+    git.Repo.clone_from(sglang_repo, mirror, bare=True)
+    commit = git.Repo(sglang_repo).commit("v0.9.0").hexsha
+    assert git_commit_identity(mirror, "0.9.0") == f"git:{commit}"
