@@ -406,6 +406,7 @@ class _Collector:
         self._results: dict[tuple[str, str], int] = {}
         self.reads: list[tuple[Receiver, str, Position, bool, str, bool, bool, str]] = []
         self.attr_guard_depth = 0
+        self._called_getattrs: set[int] = set()  # `getattr(A, "f", None)` called at once: the read A.f
         self._receiver: str | None = None  # the instance's name in the module-level class's method
         # (kind, target as written, position, value, scope): monkeypatches and saved originals
         self.patches: list[tuple[str, str, Position, str | None, str]] = []
@@ -1132,8 +1133,10 @@ class _Collector:
         func = node.func
         while type(func) is ast.NamedExpr:  # `(g := f)(...)` calls f (campaign 15, R04)
             func = func.value
-        if type(func) is ast.Call and (read := self._literal_getattr(func, full_name(func.func))) is not None:
-            func = read  # `getattr(A, "f")(...)` calls A.f
+        if type(func) is ast.Call \
+                and (read := self._literal_getattr(func, full_name(func.func), called=True)) is not None:
+            self._called_getattrs.add(id(func))
+            func = read  # `getattr(A, "f")(...)` and `getattr(A, "f", None)(...)` call A.f
         function = full_name(func)
         self._call_probes(node, func, function)
         if isinstance(func, ast.Attribute) and func.attr == "update" and isinstance(func.value, ast.Name):
@@ -1170,14 +1173,15 @@ class _Collector:
         self._uses[id(bound)] = "partial"
         self._named_call(bound, func, full_name(func))
 
-    def _literal_getattr(self, node: ast.Call, function: str | None) -> ast.Attribute | None:
+    def _literal_getattr(self, node: ast.Call, function: str | None, called: bool = False) -> ast.Attribute | None:
         """`getattr(A, "x")`, with no default, of a module or class as written: the read `A.x` it
         is (an AttributeError where A lost x), placed at the string, for the attribute rules to
-        judge as any other (audit 13, R12). With a default it raises nothing: a probe (SGC804).
+        judge as any other (audit 13, R12). With a default it raises nothing: a probe (SGC804),
+        unless `called` at once with a default of None, which is not callable either.
         A typed instance's getattr stays a probe, judged by the field rules as one."""
         if function != "getattr" or "getattr" in self.import_bound:
             return None
-        read = literal_getattr(node)
+        read = literal_getattr(node, called=called or id(node) in self._called_getattrs)
         root = read and dotted_chain(read)
         if read is None or root is None or root[0] in ("self", "cls") or self._types_of(root[0]):
             return None
@@ -1192,7 +1196,7 @@ class _Collector:
             last = function.rsplit(".", 1)[-1]
             # what an import binds decides, not the name it is bound to (`patch as P`, `import unittest.mock as um`)
             origin = through_imports(function, self._import_paths) or function
-            if origin.rsplit(".", 1)[-1] in PROBES:
+            if origin.rsplit(".", 1)[-1] in PROBES and id(node) not in self._called_getattrs:
                 self._probe(node, function, origin, self.at.attribute_name(func) if isinstance(func, ast.Attribute)
                             else self.at.start(func))
             elif origin.rsplit(".", 2)[-2:] in (["patch", name] for name in NAME_PATCHERS) \

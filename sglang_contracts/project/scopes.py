@@ -58,13 +58,15 @@ def string_value(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def literal_getattr(node: ast.Call) -> ast.Attribute | None:
+def literal_getattr(node: ast.Call, called: bool = False) -> ast.Attribute | None:
     """`getattr(A, "x")` (with no default: it raises where A lost x) as the read `A.x` it is,
     placed at the string (attribute_name finds `.x` where the node ends, len(x) back); None for
-    any other call. A name or dotted name's getattr only: what it reads is known by its spelling."""
-    if not (isinstance(node.func, ast.Name) and node.func.id == "getattr") or len(node.args) != 2 or node.keywords:
+    any other call. A name or dotted name's getattr only: what it reads is known by its spelling.
+    `called`: the getattr is called at once, so a default of None raises too (None is not callable)."""
+    if not (isinstance(node.func, ast.Name) and node.func.id == "getattr") or node.keywords \
+            or len(node.args) != 2 and not (called and len(node.args) == 3 and _is_none(node.args[2])):
         return None
-    subject, literal = node.args
+    subject, literal = node.args[:2]
     name = string_value(literal)
     if not name or not name.isidentifier() or not (isinstance(subject, ast.Name) or dotted_chain(subject)):
         return None
