@@ -744,8 +744,9 @@ def test_r04_calls_that_lost_a_keyword_thousands_of_times_build_the_findings_a_f
 def test_r04_a_file_of_more_pieces_than_a_file_is_read_with_is_one_sgc000_never_parsed(project, releases,
                                                                                       monkeypatch) -> None:
     """Python's parser alone held 2.2 GB for 380,000 one-line calls (3.8 MB; campaign 12, R04's
-    residual), in each worker at once: a file of more pieces of syntax than PIECES_READ is one
-    SGC000 saying so, and never parsed; one just under the bound is read as any other."""
+    residual), and 3.4 GB for 1.9 million `x;`, in each worker at once: a file of more pieces of
+    syntax than PIECES_READ is one SGC000 saying so, and never parsed; one just under the bound
+    is read as any other."""
     from sglang_contracts.check.runner import CheckOptions, run_check
     from sglang_contracts.infra import pysource
 
@@ -755,15 +756,16 @@ def test_r04_a_file_of_more_pieces_than_a_file_is_read_with_is_one_sgc000_never_
     old, new = releases
     (old / "sglang/srt/utils.py").write_text("def helper(): ...\ndef kept(): ...\ndef f(a, b=1): ...\n")
     (new / "sglang/srt/utils.py").write_text("def kept(): ...\ndef f(a): ...\n")
-    calls = pysource.PIECES_READ // 3  # `f(1, b=2)` and its line are 4 pieces
-    under = "from sglang.srt.utils import f\n" + "f(1, b=2)\n" * (pysource.PIECES_READ // 4 - 10)
-    many = "from sglang.srt.utils import f\n" + "f(1, b=2)\n" * calls  # the import's line: 3 pieces
-    write(project, {"app/ok.py": "", "app/many.py": many, "app/under.py": under})
+    imported = "from sglang.srt.utils import f\n"  # 7 pieces
+    calls = "f(1, b=2)\n"  # 8 pieces
+    under = imported + calls * ((pysource.PIECES_READ - 7) // 8)
+    write(project, {"app/ok.py": "", "app/many.py": under + calls, "app/semicolons.py": imported + "f;" * 300_000,
+                    "app/under.py": under})
     result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
-    found = [(d.code, d.line, d.message) for d in result.diagnostics if d.path == "app/many.py"]
-    assert found == [("SGC000", 1, f"cannot parse this file (about {calls * 4 + 3:,} pieces of syntax, more "
-                     f"than the {pysource.PIECES_READ:,} this tool reads in one file); its SGLang contracts are not "
-                     "checked")]
+    too_many = ("SGC000", 1, f"cannot parse this file (more than the {pysource.PIECES_READ:,} pieces of syntax this "
+                "tool parses in one file); its SGLang contracts are not checked")
+    assert [(d.code, d.line, d.message) for d in result.diagnostics if d.path == "app/many.py"] == [too_many]
+    assert [(d.code, d.line, d.message) for d in result.diagnostics if d.path == "app/semicolons.py"] == [too_many]
     assert len(under) in parsed and not [size for size in parsed if size > len(under)]
     assert {d.code for d in result.diagnostics if d.path == "app/under.py"} == {"SGC201"}
 
