@@ -176,7 +176,12 @@ def _within_project_key(key: str) -> str:
 
 
 def _code_key(key: str) -> str:
-    return _codes([key])[0]
+    """A `severity` key: one code or prefix. A key of none (`""`, `","`) ended the run in an
+    internal error, and one of two (`"SGC1,SGC2"`) set the first only (campaign 17, R01, R02)."""
+    codes = _codes([key])
+    if len(codes) != 1:
+        raise _Invalid("is not one rule code or code prefix (SGC, SGC1, SGC102, ...): give each code a key of its own")
+    return codes[0]
 
 
 # The patterns a configuration's `exclude` or `per-file-ignores` may hold: each path of the

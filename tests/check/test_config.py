@@ -57,6 +57,10 @@ def test_command_line_flags_win_over_the_file(check, project):
         # one code twice: the later silently won (campaign 12, R06)
         ('[tool.sglang-contracts.severity]\nSGC102 = "info"\nsgc102 = "error"\n',
          "severity has both [SGC102] and [sgc102], which name the same 'SGC102': keep one"),
+        # a key of no code ended the run in an internal error; one of two set the first (campaign 17, R01, R02)
+        *((f'[tool.sglang-contracts.severity]\n"{key}" = "info"\n',
+           f"severity [{key}] is not one rule code or code prefix (SGC, SGC1, SGC102, ...): give each code a key "
+           "of its own") for key in ("", " ", ",", "SGC1,SGC2")),
         ('[tool.sglang-contracts.per-file-ignores]\n"tests/*" = 3\n', "per-file-ignores [tests/*] must be a list of strings"),
         ('patch-files = ["/abs/x.patch"]\n',
          "patch-files '/abs/x.patch' is absolute: give a path or glob relative to the project's root"),
