@@ -20,7 +20,7 @@ from typing import Any, Callable
 from sglang_contracts.infra.cache import atomic_write_bytes
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.display import printable
-from sglang_contracts.infra.errors import UsageError
+from sglang_contracts.infra.errors import UsageError, shown
 from sglang_contracts.infra.files import Unreadable, read_limited
 from sglang_contracts.infra.output import write_file, writing
 
@@ -57,12 +57,30 @@ def read_baseline(path: Path) -> list[Entry]:
     return entries
 
 
+class _KeyTwice(ValueError):
+    pass
+
+
+def _each_key_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once: JSON keeps the last of two, so a second
+    "findings" list far down a baseline accepted what the first, the one a reviewer reads, did not
+    (campaign 17, R03)."""
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _KeyTwice(key)
+        seen.add(key)
+    return dict(pairs)
+
+
 def _baseline_findings(path: Path) -> list:
     """The baseline file's "findings" list, as JSON has it; a UsageError for any other file."""
     try:
-        data = json.loads(read_limited(path))
+        data = json.loads(read_limited(path), object_pairs_hook=_each_key_once)
     except Unreadable as error:
         raise UsageError(f"{path}: cannot read the baseline ({error.reason})") from None
+    except _KeyTwice as error:
+        raise UsageError(f"{path}: the baseline gives {shown(str(error))!r} twice in one object: keep one") from None
     except (ValueError, UnicodeDecodeError) as error:
         raise UsageError(f"{path}: the baseline is not valid JSON ({error})") from None
     except RecursionError:

@@ -107,6 +107,11 @@ def test_baseline_from_the_configuration(check, project):
     ("{not json", "the baseline is not valid JSON"),
     ('{"findings": 3}', 'not a sglang-contracts baseline (no "findings" list)'),
     ('{"findings": [{"code": 1}]}', "finding 1 needs string fields"),
+    # JSON keeps the last of two: a second list far down accepted what the first did not (campaign 17, R03)
+    ('{"findings": [], "findings": [{"code": "SGC102", "path": "demo_omni/compat.py"}]}',
+     "the baseline gives 'findings' twice in one object: keep one"),
+    ('{"findings": [{"code": "SGC102", "path": "a.py", "path": "demo_omni/compat.py"}]}',
+     "the baseline gives 'path' twice in one object: keep one"),
 ])
 def test_bad_baseline_is_a_one_line_error(check, project, content, says):
     baseline = project / "bad.json"
