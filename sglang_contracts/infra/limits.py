@@ -1,10 +1,14 @@
 """The system's limits a run can meet (open files, threads and processes, address space): the
-user's to raise, so each is said in one line naming it, not as an internal error of this tool."""
+user's to raise, so each is said in one line naming it, not as an internal error of this tool.
+So is the length of a name the file system takes, which a name the user gives must keep to."""
 
 from __future__ import annotations
 
 import errno
+import os
 
+from sglang_contracts.infra.display import printable
+from sglang_contracts.infra.errors import shown
 from sglang_contracts.infra.files import open_files_limit
 
 try:
@@ -25,7 +29,13 @@ def cannot_start(error: BaseException) -> bool:
 
 
 def limit_reached(error: BaseException) -> str | None:
-    """`error` in words when it is a limit of the system the user can raise, else None."""
+    """`error` in words when it is a limit of the system the user can raise or must keep to, else None.
+    A name longer than the file system takes (a 300-byte part) meets pathlib's `exists()` and
+    `is_symlink()`, which let ENAMETOOLONG out, wherever the tool looks at a path given to it
+    (campaign 17, R06: --write-baseline, --sglang-repo, patch-files)."""
+    if isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG:
+        named = f": {shown(printable(os.fsdecode(error.filename)))}" if isinstance(error.filename, (str, bytes)) else ""
+        return f"a name longer than the file system takes{named}"
     if isinstance(error, OSError) and error.errno == errno.EMFILE:
         limit = open_files_limit()
         return f"too many open files: raise the limit (`ulimit -n`{f', now {limit}' if limit else ''})"

@@ -136,6 +136,31 @@ def test_write_baseline_writes_into_a_device_or_fifo_never_replaces_it(tmp_path,
     assert stat_module.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
+@pytest.mark.parametrize("where", ["write-baseline", "sglang-repo", "patch-files"])
+def test_a_name_longer_than_the_file_system_takes_is_one_line(tmp_path, capsys, monkeypatch, where) -> None:
+    """pathlib's exists() and is_symlink() let ENAMETOOLONG out: a 300-byte name given to
+    --write-baseline or --sglang-repo, or in a pull request's patch-files, ended the run in
+    "internal error: OSError" (campaign 17, R06)."""
+    import shutil
+
+    from tests.helpers import add_settings
+
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    long = "b" * 300
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    releases = ["--old", str(OLD), "--new", str(NEW)]
+    given = {"write-baseline": [*releases, "--write-baseline", str(tmp_path / long / "b.json")],
+             "sglang-repo": ["--old", "0.9.0", "--new", "0.9.1", "--sglang-repo", str(tmp_path / long)],
+             "patch-files": releases}[where]
+    if where == "patch-files":
+        add_settings(project / "pyproject.toml", f'patch-files = ["{long}.patch"]\n')
+    status = main(["check", str(project), *given])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert err.startswith("sglang-contracts: error: a name longer than the file system takes: ") and "bbbbbbbbbb" in err
+
+
 def test_a_baseline_nested_too_deeply_is_one_line(tmp_path, capsys) -> None:
     baseline = tmp_path / "b.json"
     baseline.write_text("[" * 100_000 + "]" * 100_000)
