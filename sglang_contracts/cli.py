@@ -500,14 +500,20 @@ def project_file(root: Path, given: Path | None, config: "Config", key: str, def
     name), else the configuration's `key` or `default` (relative to the root), `{new}` the
     release bumped to (`new`: its version as one part of a file name, Release.in_file_name, so
     that the path config.py checked stays within the project once it is substituted), and
-    then only over an earlier draft, which starts with `heading` (patch/rebase.py draft_below)."""
+    then only over an earlier draft, which starts with `heading` (patch/rebase.py draft_below):
+    a path given is held to it too (`--plan x.patch` replaced the patch being rebased, `--pr-body
+    m.py` a module: campaign 17, R04)."""
     from sglang_contracts.patch.rebase import draft_below
 
     if given is not None:
+        draft_below(root, given, heading, DRAFT_FLAGS[key])
         return given
     path = root / (config.get(key) or default).replace("{new}", new)
     draft_below(root, path, heading, key)
     return path
+
+
+DRAFT_FLAGS = {"upgrade-plan": "--plan", "pr-body": "--pr-body"}  # the flag that names what each setting does
 
 
 def _patch_rebase(args: argparse.Namespace) -> int:

@@ -1007,6 +1007,8 @@ def patch_rebase(args, root: Path) -> int:
     skeleton = read_patch_text(args.skeleton)[0] if args.skeleton else None
     if args.tree is not None:
         refuse_link_out(root, args.tree, "--tree")
+    if args.plan:  # over an earlier plan only: `--plan x.patch` replaced the patch itself (campaign 17, R04)
+        draft_below(root, args.plan, PLAN_HEADING, "--plan")
     cache = cache_for_project(args.cache_dir or cache_root(), root)
     old, new = (open_release(spec, sglang_repo=args.sglang_repo, cache=cache) for spec in (args.old, args.new))
     rebase = rebase_patch(patch, text, old, new, skeleton, args.tree)

@@ -173,6 +173,27 @@ def test_a_draft_the_configuration_names_is_never_written_over_another_file(comm
     assert err.count("\n") == 1 and files_of(root) == before
 
 
+@pytest.mark.parametrize("command, flag, named", [
+    ("bump", "--pr-body", "app.py"), ("bump", "--plan", "pyproject.toml"), ("patch rebase", "--plan", "app.py"),
+    ("patch rebase PATCH", "--plan", "PATCH")])
+def test_a_draft_the_command_line_names_is_never_written_over_another_file(command: str, flag: str, named: str,
+                                                                           releases, tmp_path: Path, monkeypatch,
+                                                                           capsys) -> None:
+    """Campaign 17, R04: a path given to --plan or --pr-body was written whatever it held: `patch
+    rebase x.patch --plan x.patch` (a slip for x.md) replaced the patch being rebased. It is held
+    to what the settings are: an earlier draft or an empty file, else one line, nothing written."""
+    root = bump_project(tmp_path)
+    patch = next((root / "docker/patch/v0.5.1").iterdir()).relative_to(root).as_posix()
+    before = files_of(root)
+    monkeypatch.chdir(root)
+    argv = [part.replace("PATCH", patch) for part in command.split() + [flag, named]]
+    assert main([*argv, "--old", str(releases[0]), "--new", str(releases[1]), "--cache-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    shown = named.replace("PATCH", patch)
+    assert err.startswith(f"sglang-contracts: error: refused to write {shown}, which `{flag}` names: it is not a draft")
+    assert err.count("\n") == 1 and files_of(root) == before
+
+
 def test_a_draft_is_written_over_an_earlier_draft(releases, tmp_path: Path, monkeypatch) -> None:
     root = bump_project(tmp_path, 'pr-body = "notes/body.md"\n')
     (root / "notes").mkdir()
