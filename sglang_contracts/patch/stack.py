@@ -27,6 +27,7 @@ from sglang_contracts.infra.shell import SHELL_SUFFIXES, UNSET, expand as _expan
 from sglang_contracts.infra.shell import commands as _commands
 from sglang_contracts.patch.patchfile import PATCH_SUFFIXES, PatchFile, parse_patch
 from sglang_contracts.patch.release import targets_sglang
+from sglang_contracts.project.images import is_dockerfile
 from sglang_contracts.project.index import walk_project
 
 MAX_ITERATIONS = 1000  # of nested loops around one command
@@ -131,7 +132,7 @@ def content_numbers(patches: dict[str, PatchFile]) -> dict[str, int]:
 
 def applied_stacks(root: Path, patch_paths: set[str]) -> list[Stack]:
     """One stack per Dockerfile or script that applies any of `patch_paths`, in its order."""
-    dockerfiles = walk_project([root], _is_dockerfile)
+    dockerfiles = walk_project([root], is_dockerfile)
     scripts = walk_project([root], lambda name: name.endswith(SHELL_SUFFIXES))
     plain, variants, shells = [], [], []
     lookup = _PatchPaths(patch_paths)
@@ -150,11 +151,7 @@ def stack_may_read(name: str) -> bool:
     """Could patch_stacks read a file of this name, without the `patch-files` setting (a resident
     process reads the stacks again only when one of these changed)? Patch files, Dockerfiles
     and their variants, shell scripts."""
-    return name.endswith(PATCH_SUFFIXES) or name.endswith(SHELL_SUFFIXES) or _is_dockerfile(name)
-
-
-def _is_dockerfile(name: str) -> bool:
-    return name in ("Dockerfile", "Containerfile") or name.startswith("Dockerfile.") or name.endswith(".Dockerfile")
+    return name.endswith(PATCH_SUFFIXES) or name.endswith(SHELL_SUFFIXES) or is_dockerfile(name)
 
 
 def _apply_targets(command: list[str]) -> list[str] | None:

@@ -24,7 +24,7 @@ from packaging.version import Version
 
 from sglang_contracts.infra.boundary import Problem, note, read_project_text
 from sglang_contracts.infra.lines import numbered_lines
-from sglang_contracts.project.images import image_name
+from sglang_contracts.project.images import image_name, is_dockerfile
 from sglang_contracts.infra.shapes import Exactly, Row, rows_of
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.infra.pysource import BRANCH_TYPES, child_nodes, parse_quietly, parse_shared
@@ -40,8 +40,8 @@ SGLANG_PIN = re.compile(r"(?i)\bsglang(?:'s)?\s+(?:pin|stack)\b")
 
 # Where a release is named outside Python code.
 STACK_SUFFIXES = (".md", ".mdx", ".rst", ".txt", ".adoc", ".sh", ".bash", ".yml", ".yaml", ".toml", ".cfg",
-                  ".ini", ".env", ".dockerfile", ".json")
-STACK_NAMES = ("Dockerfile", "Containerfile", "Makefile", "Justfile")
+                  ".ini", ".env", ".json")
+STACK_NAMES = ("Makefile", "Justfile")  # and every Dockerfile (images.is_dockerfile)
 VERSION = r"v?\d+\.\d+(?:\.\d+)*(?:(?:a|b|rc|\.post|\.dev)\d+)*(?:[-+][\w.]+)?"
 MENTIONS = [
     # lmsysorg/sglang:v0.5.22-cu129, registry.example/sglang:0.5.22@sha256:... (FROM, ARG BASE_IMAGE=, image:)
@@ -417,7 +417,9 @@ def requirements_below(root: Path) -> list[DeclaredRequirement]:
 
 def _is_stack_file(name: str) -> bool:
     title = name[:1].upper() + name[1:]  # `justfile`, `dockerfile` as well
-    return name.endswith(STACK_SUFFIXES) or title.startswith(STACK_NAMES) or name.endswith(STACK_NAMES)
+    # one reading of what a Dockerfile is: `x.containerfile` was read by the image rules, never here (campaign 17, R05)
+    return name.endswith(STACK_SUFFIXES) or is_dockerfile(name) or title.startswith(STACK_NAMES) \
+        or name.endswith(STACK_NAMES)
 
 
 def release_mentions(root: Path) -> list[ReleaseMention]:
