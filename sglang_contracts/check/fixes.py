@@ -19,7 +19,7 @@ from sglang_contracts.fix.document import (
 from sglang_contracts.fix.python import ensure_import, ensure_name_import, remove_imports_left_unused
 from sglang_contracts.infra.collector import batch_collection
 from sglang_contracts.infra.display import printable, printable_path, unified_text_diff
-from sglang_contracts.infra.files import in_version_control_folder
+from sglang_contracts.infra.files import in_version_control_folder, os_reason, resolved
 from sglang_contracts.check.runner import CheckOptions, CheckResult, run_check
 from sglang_contracts.sources import pinned_release_spec
 
@@ -68,9 +68,11 @@ class Workspace:
 
     def path_of(self, relpath: str) -> Path:
         try:
-            path = (self.root / relpath).resolve()
+            path = resolved(self.root / relpath)
         except ValueError:  # a character with no byte in this locale (UnicodeEncodeError), a NUL
             raise NotRewritable("not a name a file can have here") from None
+        except OSError as error:  # a link that leads back to itself
+            raise NotRewritable(os_reason(error)) from None
         if not path.is_relative_to(self.root):  # `..`, an absolute path, a link out of the project
             raise NotRewritable("outside the project")
         if in_version_control_folder(str(path), str(self.root)):  # a link into .git (campaign 14, R04)

@@ -115,10 +115,12 @@ def _seconds(text: str | None) -> float:
 
 
 def as_url(location: str) -> str:
-    """An index named by URL, or by a folder on disk (then as a `file://` URL)."""
+    """An index named by URL, or by a folder on disk (then as a `file://` URL), its links left to
+    the reading (a link that leads back to itself, or a 300-byte name, is an index that cannot be
+    read there, not an error of every run: campaign 17, R07)."""
     if re.match(r"[a-z][a-z0-9+.-]*://", location, re.I):
         return location
-    return Path(location).expanduser().resolve().as_uri()
+    return Path(os.path.abspath(Path(location).expanduser())).as_uri()
 
 
 def _read_within(response: Any, most: int, url: str, timeout: float) -> bytes:
@@ -149,9 +151,9 @@ class IndexFile:
 def _file_page(url: str, most: int) -> tuple[bytes, str]:
     """PackageIndex._get of a `file:` URL: a folder's index.html, or the file."""
     path = _file_path(url)
-    if path.is_dir():
-        path = path / "index.html"
     try:
+        if path.is_dir():  # pathlib lets ENAMETOOLONG out (campaign 17, R07)
+            path = path / "index.html"
         with open_regular(path) as handle:
             return handle.read(most + 1)[:most], "text/html"
     except (FileNotFoundError, NotADirectoryError):

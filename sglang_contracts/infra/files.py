@@ -48,6 +48,16 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def resolved(path: Path) -> Path:
+    """`path.resolve()`, a link that leads back to itself an OSError (ELOOP) as on Python 3.13,
+    not 3.11's RuntimeError, which no caller that reads a path given to it expected (campaign
+    17, R07, R08: `old = "dir:loop"`, `--cache-dir loop`, `package-index = "loop"`)."""
+    try:
+        return path.resolve()
+    except RuntimeError:
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path)) from None
+
+
 def os_reason(error: OSError) -> str:
     """Why a file could not be opened or listed, in words."""
     if error.errno in (errno.EACCES, errno.EPERM):

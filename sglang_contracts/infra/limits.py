@@ -28,14 +28,19 @@ def cannot_start(error: BaseException) -> bool:
     return isinstance(error, OSError) and error.errno in (errno.EAGAIN, errno.ENOMEM)
 
 
+# What a path given to the tool may meet on its way (files.resolved makes a link loop an ELOOP).
+PATH_LIMITS = {errno.ENAMETOOLONG: "a name longer than the file system takes",
+               errno.ELOOP: "a link that leads back to itself"}
+
+
 def limit_reached(error: BaseException) -> str | None:
     """`error` in words when it is a limit of the system the user can raise or must keep to, else None.
     A name longer than the file system takes (a 300-byte part) meets pathlib's `exists()` and
     `is_symlink()`, which let ENAMETOOLONG out, wherever the tool looks at a path given to it
-    (campaign 17, R06: --write-baseline, --sglang-repo, patch-files)."""
-    if isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG:
+    (campaign 17, R06: --write-baseline, --sglang-repo, patch-files); so does a link loop."""
+    if isinstance(error, OSError) and error.errno in PATH_LIMITS:
         named = f": {shown(printable(os.fsdecode(error.filename)))}" if isinstance(error.filename, (str, bytes)) else ""
-        return f"a name longer than the file system takes{named}"
+        return f"{PATH_LIMITS[error.errno]}{named}"
     if isinstance(error, OSError) and error.errno == errno.EMFILE:
         limit = open_files_limit()
         return f"too many open files: raise the limit (`ulimit -n`{f', now {limit}' if limit else ''})"

@@ -36,7 +36,7 @@ from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.interrupts import leave_at_interrupt
 from sglang_contracts.infra.limits import cannot_start, limit_reached
 from sglang_contracts.infra.process_exit import exit_without_teardown
-from sglang_contracts.infra.files import Unreadable, read_limited, unsaved_buffers
+from sglang_contracts.infra.files import Unreadable, read_limited, resolved, unsaved_buffers
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.output import standard_input
 from sglang_contracts.infra.pysource import is_python_file
@@ -454,7 +454,7 @@ async def code_action(ls: ContractsServer, params: types.CodeActionParams) -> li
     if not ours or not path or ls.root is None:
         return []
     try:
-        relpath = Path(path).resolve().relative_to(ls.root.resolve()).as_posix()
+        relpath = resolved(Path(path)).relative_to(ls.root.resolve()).as_posix()
     except (ValueError, OSError):  # a file out of the project (or a link out of it): never read, nor edited
         return []  # (campaign 15, R15: a client's request for file:///etc/passwd read it and answered an edit)
     try:

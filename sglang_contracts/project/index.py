@@ -27,7 +27,8 @@ from sglang_contracts.infra.pysource import (
 from sglang_contracts.infra.collector import collector_paused
 from sglang_contracts.infra.boundary import Problem, debugging, problem_for
 from sglang_contracts.infra.graphs import reachable
-from sglang_contracts.infra.files import MAX_PYTHON_BYTES, Unreadable, is_below, os_reason, read_head, read_limited
+from sglang_contracts.infra.files import (MAX_PYTHON_BYTES, Unreadable, is_below, os_reason, read_head, read_limited,
+                                          resolved)
 from sglang_contracts.infra.lines import decoded_line_digests, encoded_line_digests, matches_at_line_start
 from sglang_contracts.infra.parallel import iter_jobs
 from sglang_contracts.infra.shapes import ListOf, Row, Table, TableOf, fits, row_shape, rows_of
@@ -117,13 +118,13 @@ def walk_project(paths: list[Path], accept: Callable[[str], bool],
     found: set[str] = set()
     for path in paths:
         if path.is_file():
-            found.add(os.fspath(path.resolve()))
+            found.add(os.fspath(resolved(path)))
             continue
         # The folder is resolved once; os.walk does not follow links, so what it yields below it
         # is already resolved (resolving 900 files one by one cost a third of a second). Walked
         # on strings, sorted as paths are (part by part): a Path per file, made and compared,
         # cost half of a re-check's walk.
-        for folder, files in _folders(os.fspath(path.resolve()), unlisted):
+        for folder, files in _folders(os.fspath(resolved(path)), unlisted):
             found.update(os.path.join(folder, f) for f in files if accept(f))
     return [Path(name) for name in sorted(found, key=_path_parts)]
 

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sglang_contracts.infra.files import resolved
 from sglang_contracts.infra.output import standard_output
 from sglang_contracts.infra.roots import project_root_for
 
@@ -37,7 +38,7 @@ BUSY, STALE = "busy", "stale"
 def cache_folder(args: argparse.Namespace) -> Path:
     from sglang_contracts.infra.cache import cache_root
 
-    return (args.cache_dir or cache_root()).expanduser().resolve()
+    return resolved((args.cache_dir or cache_root()).expanduser())
 
 
 def daemon_key(args: argparse.Namespace, cwd: Path) -> tuple[Path, str, str]:
@@ -50,7 +51,7 @@ def daemon_key(args: argparse.Namespace, cwd: Path) -> tuple[Path, str, str]:
     for name in KEY_OPTIONS:
         value = getattr(args, name, None)
         if isinstance(value, Path):
-            value = str(value if value.is_absolute() else (cwd / value).resolve())
+            value = str(value if value.is_absolute() else resolved(cwd / value))
         options[name] = value
     options["cache_dir"] = str(cache_folder(args))
     identity = json.dumps({"root": str(root), "options": options, "tool": str(PACKAGE_DIR),

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from sglang_contracts.infra.display import printable, printable_path
+from sglang_contracts.infra.files import resolved
 from sglang_contracts.infra.pythonpath import python_command
 from sglang_contracts.infra.roots import require_existing
 from sglang_contracts.resident.client import (
@@ -214,7 +215,7 @@ def daemon_argv(args: argparse.Namespace, root: Path, cwd: Path) -> list[str]:
         if value is True:
             argv.append(flag)
         elif isinstance(value, Path):
-            argv += [flag, str(value if value.is_absolute() else (cwd / value).resolve())]
+            argv += [flag, str(value if value.is_absolute() else resolved(cwd / value))]
         else:
             argv += [flag, ",".join(value) if isinstance(value, list) else str(value)]
     return argv

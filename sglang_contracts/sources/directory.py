@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sglang_contracts.infra.errors import SourceError, shown
-from sglang_contracts.infra.files import MAX_TEXT_BYTES, Unreadable, file_state, os_reason, read_limited
+from sglang_contracts.infra.files import MAX_TEXT_BYTES, Unreadable, file_state, os_reason, read_limited, resolved
 from sglang_contracts.sources.base import PACKAGE, Release, ReleaseTree, check_is_sglang, read_limit
 
 
@@ -125,7 +125,7 @@ def directory_identity(path: Path) -> str | None:
     """The package files of a release on disk (path and file_state) and its
     metadata, as one digest: any edit below sglang/ changes it. None for no release there."""
     try:
-        root = find_package_root(path.resolve())
+        root = find_package_root(resolved(path))
     except (SourceError, OSError, ValueError):
         return None
     digest = hashlib.sha256(os.fsencode(root))
@@ -149,7 +149,7 @@ def directory_release(path: Path) -> Release:
     try:
         if not path.is_dir():
             raise SourceError(f"{shown(path)}: not a directory")
-        root = find_package_root(path.resolve())
+        root = find_package_root(resolved(path))
     except (OSError, ValueError) as error:  # a name too long for the system, a NUL in it
         raise SourceError(f"{shown(path)}: cannot be read ({getattr(error, 'strerror', None) or error})") from None
     tree = DirectoryTree(root)

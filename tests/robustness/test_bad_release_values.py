@@ -70,3 +70,40 @@ def test_an_empty_path_option_is_one_usage_error_line_and_nothing_is_made(argv: 
     out, err = capsys.readouterr()
     assert (out, err) == ("", f"sglang-contracts: error: {option} is empty: give a path\n")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "--old", "dir:LOOP", "--new", "0.5.23"], ["check", "LOOP", "--old", "0.5.22", "--new", "0.5.23"],
+    ["daemon", "status", "--cache-dir", "LOOP"], ["daemon", "stop", "--cache-dir", "LOOP"],
+])
+def test_a_path_that_is_a_link_to_itself_is_one_error_line(argv: list[str], tmp_path: Path, capsys, monkeypatch) -> None:
+    """Python 3.11's Path.resolve() raises RuntimeError for a link that leads back to itself: `--old
+    dir:loop` (or a pull request's `old = "dir:loop"` beside a committed loop), `check loop` and
+    `daemon status --cache-dir loop` ended in "internal error: RuntimeError: Symlink loop" (campaign
+    17, R08). Each is one line, exit 2."""
+    from sglang_contracts.cli import main
+
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    monkeypatch.setenv("SGLANG_CONTRACTS_PACKAGE_INDEX", "none")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (tmp_path / "loop").symlink_to("loop")
+    assert main([part.replace("LOOP", str(tmp_path / "loop")) for part in argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("sglang-contracts: error: ")
+    assert "internal error" not in err and "loop" in err
+
+
+@pytest.mark.parametrize("index", ["loop", "b" * 300])
+def test_a_package_index_folder_that_cannot_be_followed_is_an_index_that_cannot_be_read(index: str, tmp_path: Path,
+                                                                                       monkeypatch) -> None:
+    """`package-index = "loop"` (a committed link to itself) or a 300-byte folder name: the closure
+    was dropped with "warning: ... could not be computed: RuntimeError" (or OSError: File name too
+    long), as for a bug (campaign 17, R07): it is an index that cannot be read, said so."""
+    from sglang_contracts.closure.index import IndexUnreachable, PackageIndex, configured_index
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "loop").symlink_to("loop")
+    index_reader = PackageIndex(configured_index(index))
+    with pytest.raises(IndexUnreachable):
+        index_reader.metadata_text("credpkg", "1.0")
