@@ -48,6 +48,10 @@ def limit_reached(error: BaseException) -> str | None:
         memory = _address_space_limit()
         return ("cannot start a thread or process: raise the limits on memory (`ulimit -v`"
                 f"{f', now {memory} kB' if memory else ''}) and processes (`ulimit -u`)")
+    if isinstance(error, OSError) and error.strerror and isinstance(error.filename, (str, bytes)):
+        # a path the system refused (permission denied, a file where a folder was named): the
+        # input's condition, said with the path, wherever a path given to the tool meets it
+        return f"{shown(printable(os.fsdecode(error.filename)))}: {error.strerror}"
     return None
 
 

@@ -3,6 +3,7 @@ error line naming the value, never a traceback, and never '' read as the current
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,20 @@ def test_a_package_index_folder_that_cannot_be_followed_is_an_index_that_cannot_
     index_reader = PackageIndex(configured_index(index))
     with pytest.raises(IndexUnreachable):
         index_reader.metadata_text("credpkg", "1.0")
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    (OSError(errno.ENAMETOOLONG, "File name too long", "/p/" + "b" * 30), "a name longer than the file system takes: /p/" + "b" * 30),
+    (OSError(errno.ELOOP, "Too many levels of symbolic links", "/p/loop"), "a link that leads back to itself: /p/loop"),
+    (PermissionError(errno.EACCES, "Permission denied", "/p/x.json"), "/p/x.json: Permission denied"),
+    (IsADirectoryError(errno.EISDIR, "Is a directory", b"/p/\xff"), "/p/\\xff: Is a directory"),  # escaped, as a finding's path
+    (OSError(errno.EIO, "Input/output error"), None),  # no path: nothing the user named to point at
+    (ValueError("x"), None),
+])
+def test_an_error_of_the_system_on_a_path_is_said_with_the_path(error: Exception, said: str | None) -> None:
+    """Whatever path given to the tool meets the system's refusal where no code expected it (a
+    300-byte name, a link loop, a permission: campaign 17, R06, R08), the run ends in one line
+    naming the path and the system's reason, never "internal error"."""
+    from sglang_contracts.infra.limits import limit_reached
+
+    assert limit_reached(error) == said
