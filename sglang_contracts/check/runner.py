@@ -769,7 +769,7 @@ def problem_diagnostics(problems: list[Problem], root: Path) -> list[Diagnostic]
             found.append(finding_at("SGC000", path, problem.line, problem.col, "",
                                     what=f"cannot {'read' if reading else 'analyse'} this file",
                                     error=problem.error if reading else f"{problem.error}, {problem.stage}",
-                                    unchecked=NOT_CHECKED, hint=""))
+                                    unchecked=problem.unchecked or NOT_CHECKED, hint=""))
     return found
 
 
