@@ -29,11 +29,18 @@ MAX_PIN_FILE_BYTES = 4 * 1024 * 1024  # a requirements file, a Dockerfile, a bui
 
 
 def names_the_same_release(pinned: str, spec: str) -> bool:
-    """Does `--new` (`0.5.23`, `v0.5.23`) name the release the project pins (`0.5.23`)?"""
+    """Does `--new` (`0.5.23`, `v0.5.23`, with its source: `git:v0.5.23`, `pypi:0.5.23`) name the
+    release the project pins (`0.5.23`)? The source's prefix made a bump branch's check compare
+    the release with itself, silently (campaign 17, R10)."""
+    kind, _, rest = spec.strip().partition(":")
+    named = rest if kind in RELEASE_SOURCES and rest else spec.strip()
     try:
-        return Version(pinned) == Version(spec.strip())
+        return Version(pinned) == Version(named)
     except InvalidVersion:
-        return pinned == spec.strip()
+        return pinned == named
+
+
+RELEASE_SOURCES = ("git", "pypi")  # the prefixes of a release that is a version or a ref (sources._kind)
 
 
 def pin_before_the_bump(root: Path, pin: ProjectPin) -> tuple[ProjectPin | None, str]:

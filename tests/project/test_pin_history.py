@@ -39,7 +39,10 @@ def set_pin(root: Path, pinned: str) -> None:
 
 @pytest.mark.parametrize(("pinned", "spec", "same"), [("0.5.23", "0.5.23", True), ("0.5.23", "v0.5.23", True),
                                                       ("0.5.23", " 0.5.23 ", True), ("0.5.22", "0.5.23", False),
-                                                      ("0.5.23", "0.5.23.post1", False), ("0.5.23", "./0.5.23", False)])
+                                                      ("0.5.23", "0.5.23.post1", False), ("0.5.23", "./0.5.23", False),
+                                                      # with its source (campaign 17, R10); a folder is no version
+                                                      ("0.5.23", "git:v0.5.23", True), ("0.5.23", "pypi:0.5.23", True),
+                                                      ("0.5.23", "dir:0.5.23", False), ("0.5.23", "git:", False)])
 def test_the_target_is_named_the_way_the_pin_is_or_with_a_v(pinned: str, spec: str, same: bool) -> None:
     assert names_the_same_release(pinned, spec) is same
 
