@@ -81,6 +81,15 @@ def _within_project(value: Any) -> list[str]:
     return paths
 
 
+def _slash_paths(value: Any) -> Any:
+    """Paths and globs (a list, or a table's keys) written with `/`: `sub\\m.py` matches nothing
+    here, silently (campaign 18, R04)."""
+    for item in value if isinstance(value, (list, dict)) else ():
+        if isinstance(item, str) and "\\" in item:
+            raise _Invalid(f"{item!r} holds a backslash: write paths with /")
+    return value
+
+
 def _globs(value: Any) -> list[str]:
     """Paths or globs within the project (_within_project), each one Path.glob takes (it refuses
     a `**` inside a name with an exception, not an answer)."""
@@ -207,14 +216,14 @@ def _at_most_patterns(check: Callable[[Any], Any], most: int = MAX_PATH_PATTERNS
 # key -> validator. Kept in one place so the error for an unknown key can suggest a near one.
 KEYS: dict[str, Callable[[Any], Any]] = {
     "paths": _within_project,
-    "exclude": _at_most_patterns(_unique_strings),
+    "exclude": _at_most_patterns(lambda value: _unique_strings(_slash_paths(value))),
     "old": _release,
     "new": _release,
     "source": _choice(*SOURCES),
     "sglang-repo": _string,
     "select": _codes,
     "ignore": _codes,
-    "per-file-ignores": _at_most_patterns(_table(_codes)),
+    "per-file-ignores": _at_most_patterns(lambda value: _table(_codes)(_slash_paths(value))),
     "severity": _table(_choice(*SEVERITY_VALUES), _code_key),
     "report-unresolved": _boolean,
     "report-unused-noqa": _boolean,
@@ -282,6 +291,17 @@ def configured_objects(settings: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted({*settings.get("fakes", {}), *seams}))
 
 
+# The table's name as a text may write it: `tool.sglang-contracts`, quoted (`tool."sglang-contracts"`,
+# the same table to TOML: a broken file holding it was taken for one without it, campaign 18,
+# R05), or with the import's `_`.
+OUR_TABLE_WRITTEN = re.compile(r"""tool\s*\.\s*["']?sglang[-_]contracts\b""", re.I)
+
+
+def _our_name(name: str) -> bool:
+    """A name of `[tool]` meant for this tool (`sglang_contracts`, `SGLang-Contracts`)."""
+    return name.lower().replace("_", "-") == TABLE
+
+
 def _validate(raw: Any, where: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise UsageError(f"{where} must be a table")
@@ -311,10 +331,13 @@ def read_config(path: Path, *, required: bool, within: Path | None = None) -> Co
     try:
         document = parse_toml(text)
     except tomllib.TOMLDecodeError as error:
-        if not required and f"tool.{TABLE}" not in text:
+        if not required and not OUR_TABLE_WRITTEN.search(text):
             return Config()  # a broken pyproject.toml that holds no configuration of ours
         raise UsageError(f"{path}: not valid TOML ({error})") from None
     tool = document.get("tool", {})
+    if isinstance(tool, dict) and (slip := next((name for name in tool if name != TABLE and _our_name(name)), None)):
+        # `[tool.sglang_contracts]`, the import's name: nothing of it applied, silently (campaign 18, R04)
+        raise UsageError(f"{path}: [tool.{slip}] is not read: this tool's table is [tool.{TABLE}]")
     if isinstance(tool, dict) and TABLE in tool:
         return Config(path.resolve(), _validate(tool[TABLE], f"{path}: [tool.{TABLE}]"))
     if path.name == "pyproject.toml":

@@ -57,6 +57,10 @@ def test_command_line_flags_win_over_the_file(check, project):
         # one code twice: the later silently won (campaign 12, R06)
         ('[tool.sglang-contracts.severity]\nSGC102 = "info"\nsgc102 = "error"\n',
          "severity has both [SGC102] and [sgc102], which name the same 'SGC102': keep one"),
+        # matched nothing, silently (campaign 18, R04)
+        ('exclude = ["sub\\\\m.py"]\n', "exclude 'sub\\\\m.py' holds a backslash: write paths with /"),
+        ('[tool.sglang-contracts.per-file-ignores]\n"sub\\\\m.py" = ["SGC1"]\n',
+         "per-file-ignores 'sub\\\\m.py' holds a backslash: write paths with /"),
         # a key of no code ended the run in an internal error; one of two set the first (campaign 17, R01, R02)
         *((f'[tool.sglang-contracts.severity]\n"{key}" = "info"\n',
            f"severity [{key}] is not one rule code or code prefix (SGC, SGC1, SGC102, ...): give each code a key "
@@ -215,6 +219,32 @@ def test_a_pyproject_nested_too_deeply_outside_the_table_does_not_stop_the_run(c
     # Not a usage error: the run goes on, and says the file's requirements are not checked.
     assert (result.status, result.err) == (1, "")
     assert result.out.startswith("pyproject.toml:1:1: SGC000 cannot analyse this file (not valid TOML: nested too deeply")
+
+
+@pytest.mark.parametrize("table", ['[tool.sglang_contracts]\nselect = ["SGC101"]\n',
+                                   '[tool.SGLang-Contracts]\nselect = ["SGC101"]\n'])
+def test_the_table_spelled_as_the_import_is_an_error_not_ignored(check, tmp_path, table):
+    """`[tool.sglang_contracts]` (the import's name) was ignored without a word: nothing of it
+    applied, the run went on as unconfigured (campaign 18, R04)."""
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "p"\n\n{table}')
+    (tmp_path / "p.py").write_text("x = 1\n")
+    result = check(cwd=tmp_path)
+    written = table.split("]")[0].removeprefix("[")
+    assert (result.status, result.out) == (2, "")
+    assert result.err == (f"sglang-contracts: error: {tmp_path / 'pyproject.toml'}: [{written}] is not read: this "
+                          "tool's table is [tool.sglang-contracts]\n")
+
+
+def test_a_broken_pyproject_holding_the_table_quoted_is_an_error(check, tmp_path):
+    """`[tool."sglang-contracts"]` is the same table to TOML: with a TOML error elsewhere in the
+    file, it was taken for a file without the table, and the configuration was dropped (campaign
+    18, R05); unquoted, the same file was an error."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = [\n\n[tool."sglang-contracts"]\n'
+                                             'select = ["SGC101"]\n')
+    (tmp_path / "p.py").write_text("x = 1\n")
+    result = check(cwd=tmp_path)
+    assert (result.status, result.out) == (2, "")
+    assert result.err.startswith(f"sglang-contracts: error: {tmp_path / 'pyproject.toml'}: not valid TOML (")
 
 
 @pytest.mark.parametrize("table", ['[project]\nname = "q"\noptional-dependencies = "x"\n', 'project = "x"\n', "tool = 1\n",
