@@ -739,10 +739,12 @@ def test_the_open_files_of_a_second_workspace_folder_are_said_unchecked_never_cl
 def test_a_code_action_for_a_file_out_of_the_project_reads_and_edits_nothing(tmp_path):
     """A client's code action for another file, with the project's diagnostics copied onto it,
     read that file (`file:///etc/passwd`) and answered a `# noqa` edit of it; for a file that is
-    not there, an internal error and a traceback (campaign 15, R15)."""
+    not there, an internal error and a traceback (campaign 15, R15); for a file of the workspace
+    that is a link to itself, the same (campaign 17, R09)."""
     root = tmp_path / "p"
     (root / "app").mkdir(parents=True)
     (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (root / "app" / "loop.py").symlink_to("loop.py")
     secret = tmp_path / "secret.txt"
     secret.write_text("password\n" * 3)
     initialize, server = _raw_server(tmp_path, stderr=subprocess.PIPE)
@@ -752,13 +754,13 @@ def test_a_code_action_for_a_file_out_of_the_project_reads_and_edits_nothing(tmp
     asks = [{"jsonrpc": "2.0", "id": 10 + n, "method": "textDocument/codeAction", "params": {
         "textDocument": {"uri": uri}, "range": ours["range"], "context": {"diagnostics": [ours]}}}
         for n, uri in enumerate([from_fs_path(str(secret)), from_fs_path(str(root / ".." / "gone.toml")),
-                                 from_fs_path(str(root / "app" / "gone.py"))])]
+                                 from_fs_path(str(root / "app" / "gone.py")), from_fs_path(str(root / "app" / "loop.py"))])]
     try:
         server.stdin.write(b"".join(lsp_frame(message) for message in [initialize, *asks]))
         server.stdin.flush()
-        answers = _answers(server, {10, 11, 12}, timeout=60)
+        answers = _answers(server, {10, 11, 12, 13}, timeout=60)
         assert {n: (answer.get("result"), answer.get("error")) for n, answer in answers.items() if n >= 10} == \
-            {10: ([], None), 11: ([], None), 12: ([], None)}
+            {10: ([], None), 11: ([], None), 12: ([], None), 13: ([], None)}
     finally:
         server.kill()
         server.wait()
