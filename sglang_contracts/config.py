@@ -18,7 +18,7 @@ from pathlib import Path, PurePath
 from typing import Any, Callable
 
 from sglang_contracts.infra.errors import UsageError
-from sglang_contracts.infra.files import Unreadable, read_text_limited
+from sglang_contracts.infra.files import VERSION_CONTROL_FOLDERS, Unreadable, read_text_limited
 from sglang_contracts.infra.roots import anyones_file
 from sglang_contracts.infra.tomltext import parse_toml
 from sglang_contracts.requirements import SPECIFIER_STARTS, admits_some_version, as_version, parse_specifier
@@ -78,6 +78,8 @@ def _within_project(value: Any) -> list[str]:
             raise _Invalid(f"{given!r} names no file: give a path or glob relative to the project's root")
         if ".." in path.parts:
             raise _Invalid(f"{given!r} leaves the project: give a path or glob within the project's root")
+        if any(part.lower() in VERSION_CONTROL_FOLDERS for part in path.parts):  # `.git/config`: campaign 18, R03
+            raise _Invalid(f"{given!r} is in the project's version control folder: give a file of the project")
     return paths
 
 

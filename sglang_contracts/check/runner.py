@@ -33,7 +33,7 @@ from sglang_contracts.diagnostics import Diagnostic, finding_at, listed_per_file
 from sglang_contracts.diagnostics.catalog import report_of
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
-from sglang_contracts.infra.files import unsaved_buffer
+from sglang_contracts.infra.files import in_version_control_folder, unsaved_buffer
 from sglang_contracts.infra.roots import project_root_for, require_existing
 from sglang_contracts.project.index import (LISTING, UNREAD_FOLDER, IndexMemo, ProjectIndex, as_named, build_index,
                                              links_out_of, one_walk_per_run, read_python, skipped_on_the_way,
@@ -321,6 +321,11 @@ def _refuse_what_leaves_the_project(root: Path, options: CheckOptions) -> None:
     configuration would be git's."""
     if options.baseline is not None and links_out_of(options.baseline, root):
         raise UsageError(f"{shown(options.baseline)}: a link out of the project, not read as the baseline")
+    if options.baseline is not None and in_version_control_folder(os.path.realpath(options.baseline),
+                                                                  os.path.realpath(root)):
+        # `.git/config` holds the token actions/checkout keeps; its parse error quoted its text (campaign 18, R03)
+        raise UsageError(f"{shown(options.baseline)}: in the project's version control folder, not read as the "
+                         "baseline")
     repo = options.sglang_repo
     real = Path(os.path.realpath(repo)) if repo is not None else None
     if real is not None and _under_any(real, [root]) and not (

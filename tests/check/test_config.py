@@ -72,6 +72,9 @@ def test_command_line_flags_win_over_the_file(check, project):
         # A pull request's setting: opening /etc/shadow told whether it exists (seventh campaign).
         ('baseline = "/etc/shadow"\n',
          "baseline '/etc/shadow' is absolute: give a path or glob relative to the project's root"),
+        # where actions/checkout keeps its token: its parse error quoted it (campaign 18, R03)
+        ('baseline = ".git/config"\n',
+         "baseline '.git/config' is in the project's version control folder: give a file of the project"),
         ('baseline = "../../outside.json"\n',
          "baseline '../../outside.json' leaves the project: give a path or glob within the project's root"),
         ('patch-files = ["."]\n', "patch-files '.' names no file: give a path or glob relative to the project's root"),

@@ -122,6 +122,18 @@ def test_bad_baseline_is_a_one_line_error(check, project, content, says):
     assert says in line and str(baseline) in line
 
 
+def test_a_baseline_that_is_a_link_into_the_version_control_folder_is_not_read(check, project):
+    """`baseline = "cfg.json"`, a committed link to `.git/config` (where actions/checkout keeps
+    its token): opened and parsed, its parse error quoting a position of it (campaign 18, R03)."""
+    (project / ".git").mkdir(exist_ok=True)
+    (project / ".git" / "config").write_text("[http]\n\textraheader = AUTHORIZATION: basic TOPSECRET\n")
+    (project / "cfg.json").symlink_to(".git/config")
+    result = check("--baseline", str(project / "cfg.json"), cwd=project)
+    assert (result.status, result.out) == (2, "")
+    assert result.err == (f"sglang-contracts: error: {project / 'cfg.json'}: in the project's version control folder, "
+                          "not read as the baseline\n")
+
+
 def test_a_hook_held_by_findings_says_how_to_commit_meanwhile(check, project, monkeypatch):
     """pre-commit sets PRE_COMMIT: a first commit held by the bump's findings is told about the
     baseline; a CI run (no PRE_COMMIT), a run with a baseline, and a run that passes are not."""
