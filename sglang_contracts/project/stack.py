@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import bisect
 import io
+import os
 import re
 import sys
 import tokenize
@@ -24,6 +25,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sglang_contracts.infra.boundary import Problem, note, read_project_text
+from sglang_contracts.infra.gitsafety import ls_files
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.project.images import image_name, is_dockerfile
 from sglang_contracts.infra.shapes import Exactly, Row, rows_of
@@ -461,8 +463,10 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
     root = root.resolve()
     skip = {root / "pyproject.toml", *requirement_files(root)}
     found = []
-    for path in walk_project([root], _is_stack_file):
-        if path in skip:
+    paths = walk_project([root], _is_stack_file)
+    kept = _committed(root, [path for path in paths if path.name.endswith(ENVIRONMENT_SUFFIX)])
+    for path in paths:
+        if path in skip or path.name.endswith(ENVIRONMENT_SUFFIX) and path not in kept:
             continue
         text = read_project_text(path, root)
         if text is None or "sglang" not in text.lower():
@@ -471,6 +475,22 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
             continue  # this tool's own baseline or SARIF log: it quotes findings, it pins nothing
         found += _file_mentions(path.relative_to(root).as_posix(), text)
     return found
+
+
+# `.env` files set a compose file's SGLANG_VERSION, and hold the tokens of a developer's machine:
+# one git ignores was read, and `fix --diff` printed its lines about the mention (campaign 18,
+# R02). Only those the project commits are read.
+ENVIRONMENT_SUFFIX = ".env"
+
+
+def _committed(root: Path, paths: list[Path]) -> set[Path]:
+    """Those of `paths` git tracks in the project's repository (none when git cannot tell)."""
+    if not paths:
+        return set()
+    listed = ls_files(os.fspath(root), "-z", "--", *(os.fspath(path) for path in paths))
+    if listed is None or listed.returncode != 0:
+        return set()
+    return {root / os.fsdecode(name) for name in listed.stdout.split(b"\0") if name}
 
 
 def _file_mentions(relpath: str, text: str) -> list[ReleaseMention]:

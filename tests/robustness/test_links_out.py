@@ -493,3 +493,24 @@ def test_a_baseline_is_never_written_through_a_folder_link_of_the_project(tmp_pa
         assert main(["check", str(root), "--old", str(old), "--new", str(new), "--cache-dir", str(tmp_path / "cache"),
                      "--write-baseline", str(path)]) == 0
         assert path.is_file()
+
+
+def test_an_environment_file_git_ignores_is_never_read(tmp_path: Path) -> None:
+    """A `.env` git ignores holds the tokens of the developer's machine: it was read as a stack
+    file, and `fix --diff` printed its lines about an SGLANG_VERSION (campaign 18, R02). Only
+    the `.env` files the project commits are read; outside a repository, none."""
+    import subprocess
+
+    from sglang_contracts.project.stack import release_mentions
+
+    root = tmp_path / "p"
+    (root / "deploy").mkdir(parents=True)
+    (root / ".gitignore").write_text(".env\n")
+    (root / ".env").write_text("SGLANG_VERSION=v0.5.22\nOPENAI_API_KEY=sk-secret\n")
+    (root / "deploy" / "prod.env").write_text("SGLANG_VERSION=v0.5.22\n")
+    assert release_mentions(root) == []  # no repository: git cannot say which are committed
+    git = lambda *args: subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "x")
+    assert [(m.path, m.line, m.version) for m in release_mentions(root)] == [("deploy/prod.env", 1, "v0.5.22")]
