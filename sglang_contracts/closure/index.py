@@ -30,6 +30,7 @@ from typing import Any
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
+from sglang_contracts.infra import pipfiles
 from sglang_contracts.infra.files import Unreadable, open_regular
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.infra.pythonpath import python_command
@@ -68,7 +69,10 @@ class IndexSettings:
 
 def _pip_config() -> dict[str, str]:
     """`pip config list` as {"global.index-url": value, ":env:.index-url": value, ...}: pip's own
-    reading of its files and environment (empty when pip cannot be run)."""
+    reading of its files and environment (empty when pip cannot be run, or would wait on a
+    configuration file that is a FIFO: campaign 18, R06)."""
+    if pipfiles.blocking_configuration() is not None:
+        return {}
     try:
         listed = subprocess.run(python_command("-m", "pip", "config", "list"), capture_output=True,
                                 text=True, timeout=60, check=False)

@@ -44,7 +44,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
-from sglang_contracts.infra import progress
+from sglang_contracts.infra import pipfiles, progress
 from sglang_contracts.infra.cache import (NO_SPACE, atomic_write_bytes, foreign_reason, make_private_folder,
                                           record_body, record_data, warn_unwritable_once)
 from sglang_contracts.infra.errors import SourceError, shown
@@ -194,8 +194,13 @@ def _pip_download(version: str, dest: Path) -> Path:
         staging = tempfile.TemporaryDirectory(dir=dest, prefix=".download-")
     except OSError as error:
         raise _Unwritable(dest, error) from None
+    if (why := pipfiles.blocking_configuration()) is not None:
+        raise SourceError(f"sglang {version}: not downloaded: pip would wait for ever reading its configuration "
+                          f"({shown(why)})")
+    # its cache a FIFO (XDG_CACHE_HOME naming one): pip waited on it for ever (campaign 18, R06)
+    uncached = ["--no-cache-dir"] if pipfiles.blocking(pipfiles.cache_folder()) is not None else []
     with staging as tmp:
-        command = python_command("-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+        command = python_command("-m", "pip", "download", "--no-deps", "--only-binary=:all:", *uncached,
                                  "--disable-pip-version-check", "--quiet", "--dest", tmp, f"sglang=={version}")
         result = subprocess.run(command, capture_output=True, text=True)
         wheel = _wheel_in(Path(tmp), version)

@@ -468,3 +468,36 @@ def json_stamp(kept: Path) -> str:
 def _stamp_text(wheel: Path) -> str:
     status = wheel.stat()
     return f"{status.st_size} {status.st_mtime_ns}\n"
+
+
+def test_a_pip_cache_that_is_a_fifo_is_not_waited_on(tmp_path: Path, local_index: Path, monkeypatch) -> None:
+    """XDG_CACHE_HOME naming a FIFO: pip opened it and waited for ever (campaign 18, R06). The
+    download goes on without pip's cache (pip reading a local folder opens none: the command is
+    what tells)."""
+    import os
+    import subprocess
+
+    from sglang_contracts.sources import index
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    commands, run = [], subprocess.run
+    monkeypatch.setattr(index.subprocess, "run", lambda command, **k: commands.append(command) or run(command, **k))
+    monkeypatch.delenv("PIP_CACHE_DIR", raising=False)
+    for cache, xdg in (("first", tmp_path), ("second", fifo)):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
+        assert open_release(VERSION, sglang_repo=None, cache=tmp_path / cache).version == VERSION
+    assert [("--no-cache-dir" in command) for command in commands if "download" in command] == [False, True]
+
+
+def test_a_pip_configuration_file_that_is_a_fifo_is_one_error_not_a_wait(tmp_path: Path, local_index: Path,
+                                                                        monkeypatch) -> None:
+    """pip reads its configuration files before anything else, with no timeout: one that is a
+    FIFO is said, and pip is not started (campaign 18, R06's class)."""
+    import os
+
+    fifo = tmp_path / "pip.conf"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(fifo))
+    with pytest.raises(SourceError, match=f"pip would wait for ever reading its configuration \\({fifo} is a FIFO\\)"):
+        open_release(VERSION, sglang_repo=None, cache=tmp_path / "cache")
