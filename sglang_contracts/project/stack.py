@@ -27,7 +27,7 @@ from packaging.version import Version
 from sglang_contracts.infra.boundary import Problem, note, read_project_text
 from sglang_contracts.infra.gitsafety import ls_files
 from sglang_contracts.infra.lines import numbered_lines
-from sglang_contracts.project.images import image_name, is_dockerfile
+from sglang_contracts.project.images import dockerfile_pins, image_name, is_dockerfile
 from sglang_contracts.infra.shapes import Exactly, Row, rows_of
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.infra.pysource import BRANCH_TYPES, child_nodes, parse_quietly, parse_shared
@@ -473,8 +473,32 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
             continue
         if path.suffix in (".json", ".sarif") and '"sglang-contracts"' in text:
             continue  # this tool's own baseline or SARIF log: it quotes findings, it pins nothing
-        found += _file_mentions(path.relative_to(root).as_posix(), text)
+        relpath = path.relative_to(root).as_posix()
+        found += _file_mentions(relpath, text)
+        if is_dockerfile(path.name):
+            found += _tag_arguments(relpath, text, {mention.line for mention in found if mention.path == relpath})
     return found
+
+
+def _tag_arguments(relpath: str, text: str, mentioned: set[int]) -> list[ReleaseMention]:
+    """The ARGs that set the tag of an SGLang image a FROM starts from (`ARG V=v0.5.22` and
+    `FROM lmsysorg/sglang:${V}-cu129`), on a line that names no SGLang itself: read as the pin,
+    but never held to the bump, so the image stayed on the old release (campaign 18, R08)."""
+    lines = numbered_lines(text)
+    found = []
+    for pin in dockerfile_pins(relpath, text):
+        argument = ARG_SETTING.match(pin.written)
+        if argument is None or pin.line in mentioned or not 0 < pin.line <= len(lines):
+            continue
+        name, value = argument.group("name"), argument.group("value")
+        at = re.search(rf"\b{re.escape(name)}=[\"']?(?={re.escape(value)})", lines[pin.line - 1])
+        if at is not None:
+            mentioned.add(pin.line)
+            found.append(ReleaseMention(relpath, pin.line, at.end() + 1, "image tag", value, f"{name}={value}"))
+    return found
+
+
+ARG_SETTING = re.compile(r"ARG (?P<name>[^=\s]+)=(?P<value>\S+) \(FROM ")  # ImagePin.written of an ARG's tag
 
 
 # `.env` files set a compose file's SGLANG_VERSION, and hold the tokens of a developer's machine:
