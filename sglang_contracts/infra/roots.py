@@ -35,8 +35,23 @@ def project_root_for(paths: list[Path]) -> Path:
             return Path(folder).resolve()
         parent = os.path.dirname(folder)
         if parent == folder:
+            _refuse_a_shared_folder(start)
             return Path(start).resolve()
         folder = parent
+
+
+def _refuse_a_shared_folder(start: str) -> None:
+    """A file in no project is checked with its folder for the project: unless that folder is
+    one whose every file no project holds (`/tmp`, which anyone writes to; the home folder; `/`).
+    `check /tmp/scratch.py` read and parsed every Python file below /tmp, other users' too, for
+    minutes (campaign 18, R10)."""
+    why = ("the file system's root" if os.path.dirname(start) == start
+           else "the home folder" if _safely(lambda: os.path.samefile(start, os.path.expanduser("~")))
+           else "a folder anyone may write to" if _safely(lambda: bool(os.stat(start).st_mode & stat.S_IWOTH))
+           else None)
+    if why is not None:
+        raise UsageError(f"{shown(start)} is in no project (no {', '.join(MARKERS[:-1])} or {MARKERS[-1]} at or above "
+                         f"it), and is not read as one: it is {why}; name a file or folder of a project")
 
 
 def anyones_file(marker: str) -> bool:

@@ -32,7 +32,7 @@ from sglang_contracts import __version__
 from sglang_contracts.check.options import Overrides, resolve_options
 from sglang_contracts.infra.cache import remember_records
 from sglang_contracts.infra.display import printable
-from sglang_contracts.infra.errors import ContractsError
+from sglang_contracts.infra.errors import ContractsError, UsageError
 from sglang_contracts.infra.interrupts import leave_at_interrupt
 from sglang_contracts.infra.limits import cannot_start, limit_reached
 from sglang_contracts.infra.process_exit import exit_without_teardown
@@ -391,7 +391,7 @@ async def did_open(ls: ContractsServer, params: types.DidOpenTextDocumentParams)
         path = _folder(params.text_document.uri)
         try:
             ls.adopt_root(project_root_for([path]) if path is not None else None)
-        except ValueError:  # a NUL in the name
+        except (ValueError, UsageError):  # a NUL in the name; a file of no project in /tmp (roots.py)
             pass
     ls.schedule(0.05)  # an editor restoring a session opens many at once
 

@@ -178,3 +178,22 @@ def test_an_empty_pythonpath_entry_imports_nothing_from_the_project(tmp_path) ->
                           text=True, timeout=300)
     assert done.returncode == 1 and "m.py:1:" in done.stdout, done.stderr
     assert list(marks.iterdir()) == []
+
+
+def test_a_file_of_no_project_in_a_folder_anyone_writes_is_one_error_not_a_walk_of_it(tmp_path, monkeypatch) -> None:
+    """`check /tmp/scratch.py` took /tmp for the project and read and parsed every Python file
+    below it, other users' too, for minutes (campaign 18, R10). A file of no project is checked
+    with its folder for the project unless that folder is one anyone writes to, the home folder
+    or the file system's root: then one line says so."""
+    from sglang_contracts.infra.errors import UsageError
+    from sglang_contracts.infra.roots import project_root_for
+
+    shared = write_tree(tmp_path / "shared", {"scratch.py": "x = 1\n", "mine/other.py": "x = 2\n"})
+    assert project_root_for([shared / "scratch.py"]) == shared  # a folder of the user's own
+    shared.chmod(0o1777)
+    with pytest.raises(UsageError, match="is in no project .* it is a folder anyone may write to"):
+        project_root_for([shared / "scratch.py"])
+    assert project_root_for([shared / "mine" / "other.py"]) == shared / "mine"  # a folder of its own below it
+    monkeypatch.setenv("HOME", str(shared / "mine"))
+    with pytest.raises(UsageError, match="it is the home folder"):
+        project_root_for([shared / "mine" / "other.py"])
