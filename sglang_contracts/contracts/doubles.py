@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from itertools import takewhile
 from typing import Iterator
 
+from sglang_contracts.analysis.configured import CONFIGURATION, configuration_text, entry_positions
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes
 from sglang_contracts.analysis.hints import moved_home
 from sglang_contracts.analysis.resolve import project_view, resolvers
@@ -22,10 +23,8 @@ from sglang_contracts.upstream.targets import resolve_target
 from sglang_contracts.diagnostics import Diagnostic, finding, finding_at
 from sglang_contracts.project.data_probes import data_probes
 from sglang_contracts.project.facts import FileFacts, Position
-from sglang_contracts.infra.boundary import read_project_text
 from sglang_contracts.infra.lines import LINE_BREAK, line_starts, numbered_lines
 from sglang_contracts.infra.pysource import parse_quietly
-from sglang_contracts.infra.tomltext import toml_strings
 from sglang_contracts.upstream.model import UpstreamModel, is_upstream
 from sglang_contracts.upstream.serverargs import SERVER_ARGS
 
@@ -444,7 +443,8 @@ def fake_mapping_unresolved(ctx: CheckContext) -> Iterator[Diagnostic]:
         else:
             continue
         unresolved.append((fake, upstream, what))
-    positions = _entry_positions(_configuration_text(ctx), {fake for fake, _, _ in unresolved}) if unresolved else {}
+    written = configuration_text(ctx.project.root) if unresolved else ""
+    positions = entry_positions(written, {fake for fake, _, _ in unresolved})
     for fake, upstream, what in unresolved:
         line, col = positions.get(fake, (1, 1))  # its first line: the settings were read from another file
         yield finding_at("SGC604", CONFIGURATION, line, col, fake, fake=fake, upstream=upstream, what=what,
@@ -457,20 +457,5 @@ def _in_one_of(dotted: str, modules: set[str]) -> bool:
     return any(".".join(parts[:end]) in modules for end in range(1, len(parts)))
 
 
-CONFIGURATION = "pyproject.toml"  # where a project's settings are written (config.py find_config)
 
 
-def _configuration_text(ctx: CheckContext) -> str:
-    """The project's pyproject.toml, "" when it has none or it cannot be read."""
-    path = ctx.project.root / CONFIGURATION
-    return (read_project_text(path, ctx.project.root) or "") if path.is_file() else ""
-
-
-def _entry_positions(text: str, keys: set[str]) -> dict[str, tuple[int, int]]:
-    """(line, column) of each key's first quoted occurrence in the configuration's text, read in
-    one pass: a search of the whole text per entry made 40,000 entries a minute's work (campaign 10, R05)."""
-    positions: dict[str, tuple[int, int]] = {}
-    for value, line, quote_col, _ in toml_strings(text):
-        if value in keys:
-            positions.setdefault(value, (line, quote_col))
-    return positions

@@ -16,10 +16,11 @@ from typing import Iterator
 
 from sglang_contracts.contracts.base import CheckContext, Process, Reads, contract, fixes, import_outline
 from sglang_contracts.contracts.commandline import prefixing_models
+from sglang_contracts.analysis.configured import CONFIGURATION, configuration_text, entry_positions
 from sglang_contracts.analysis.hints import rename_hint
 from sglang_contracts.analysis.resolve import Resolver, project_view, resolvers
-from sglang_contracts.diagnostics import Diagnostic, finding
-from sglang_contracts.infra.boundary import Problem, note
+from sglang_contracts.diagnostics import Diagnostic, finding, finding_at
+from sglang_contracts.infra.boundary import Problem, note, read_project_text
 from sglang_contracts.infra.pysource import parse_shared
 from sglang_contracts.infra.wording import plural
 from sglang_contracts.migrations.sites import calls_on
@@ -451,3 +452,52 @@ def _dropped_new_fields(facts: FileFacts, strings, listed: list[str], old_fields
         yield finding("SGC503", facts, strings.items[0][1], f"{SERVER_ARGS}", severity="warning",
                       **common, what=f"{strings.name} lists ServerArgs fields explicitly and would drop "
                                      f"{len(added)} new ones: {shown}")
+
+
+@contract("SGC510", reads=Reads.WHOLE_PROJECT, process=Process.MAIN)
+def server_args_seam_unresolved(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """A `server-args-seam` entry that names no function of the project: the fields set through
+    the real seam go unchecked (SGC501), and nothing said so (campaign 18, R09)."""
+    seams = ctx.settings.get("server-args-seam", [])
+    if not seams:
+        return
+    modules = {facts.module: facts for facts in ctx.project.files.values() if facts.module}
+    unresolved = [(seam, what) for seam in seams if (what := _seam_missing(ctx, modules, seam)) is not None]
+    written = configuration_text(ctx.project.root) if unresolved else ""
+    positions = entry_positions(written, {seam for seam, _ in unresolved})
+    for seam, what in unresolved:
+        line, col = positions.get(seam, (1, 1))  # its first line: the settings were read from another file
+        yield finding_at("SGC510", CONFIGURATION, line, col, seam, seam=repr(seam), what=what,
+                         old=ctx.old_version, new=ctx.new_version)
+
+
+def _seam_missing(ctx: CheckContext, modules: dict[str, FileFacts], seam: str) -> str | None:
+    """What a seam (`pkg.module:function`, `pkg.module.Class.method`) names that the project does
+    not have, None when it has it or its module could not be read (SGC000 says so)."""
+    module, _, inside = seam.partition(":")
+    if not inside:
+        module, inside = next(((seam[:cut], seam[cut + 1:]) for cut in _dots_from_the_right(seam)
+                               if seam[:cut] in modules), (seam, ""))
+    facts = modules.get(module)
+    if facts is None:
+        return "no module of the project"
+    if facts.parse_error or facts.problem or not inside:
+        return None if facts.parse_error or facts.problem else "a module, not a function of it"
+    text = read_project_text(ctx.project.root / facts.path, ctx.project.root)
+    try:
+        scope: list[ast.stmt] = parse_shared(text).body if text is not None else []
+    except (SyntaxError, ValueError):
+        return None
+    for part in inside.split("."):
+        found = next((node for node in scope if isinstance(node, DEFINITIONS) and node.name == part), None)
+        if found is None:
+            return f"no function {inside} of {module}"
+        scope = found.body
+    return None
+
+
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _dots_from_the_right(dotted: str) -> list[int]:
+    return [index for index in range(len(dotted) - 1, 0, -1) if dotted[index] == "."]
