@@ -33,7 +33,7 @@ from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
 from sglang_contracts.infra.pysource import BRANCH_TYPES, child_nodes, parse_quietly, parse_shared
 from sglang_contracts.infra.tomltext import parse_toml, table, toml_strings
 from sglang_contracts.project.positions import SourcePositions
-from sglang_contracts.requirements import normalized, parse_requirement, parse_specifier
+from sglang_contracts.requirements import as_version, normalized, parse_requirement, parse_specifier, version_in_tag
 
 REQUIREMENT_FILES = ("requirements.txt", "requirements-*.txt", "requirements/*.txt", "constraints.txt", "constraints-*.txt")
 # A comment saying the line follows SGLang's own pin: "Match the pinned sglang stack", "sglang pin".
@@ -481,24 +481,27 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
 
 
 def _tag_arguments(relpath: str, text: str, mentioned: set[int]) -> list[ReleaseMention]:
-    """The ARGs that set the tag of an SGLang image a FROM starts from (`ARG V=v0.5.22` and
-    `FROM lmsysorg/sglang:${V}-cu129`), on a line that names no SGLang itself: read as the pin,
-    but never held to the bump, so the image stayed on the old release (campaign 18, R08)."""
+    """Where a Dockerfile sets the tag of an SGLang image a FROM starts from, on a line that names
+    no SGLang itself (`ARG V=v0.5.22` then `FROM lmsysorg/sglang:${V}-cu129`; `ARG TAG=...` beside
+    `ARG BASE=lmsysorg/sglang`; a default, `FROM lmsysorg/sglang:${V:-v0.5.22}`): read as the
+    pin, but never held to the bump, so the image stayed on the old release (campaign 18, R08)."""
     lines = numbered_lines(text)
     found = []
     for pin in dockerfile_pins(relpath, text):
-        argument = ARG_SETTING.match(pin.written)
-        if argument is None or pin.line in mentioned or not 0 < pin.line <= len(lines):
+        if pin.line in mentioned or not 0 < pin.line <= len(lines):
             continue
-        name, value = argument.group("name"), argument.group("value")
-        at = re.search(rf"\b{re.escape(name)}=[\"']?(?={re.escape(value)})", lines[pin.line - 1])
-        if at is not None:
+        release = as_version(pin.version)
+        setting = next((match for match in TAG_SETTING.finditer(lines[pin.line - 1])
+                        if release is not None and version_in_tag(match.group("v")) == release), None)
+        if setting is not None:
             mentioned.add(pin.line)
-            found.append(ReleaseMention(relpath, pin.line, at.end() + 1, "image tag", value, f"{name}={value}"))
+            found.append(ReleaseMention(relpath, pin.line, setting.start("v") + 1, "image tag", setting.group("v"),
+                                        re.sub(r"[\"']", "", setting.group(0))))
     return found
 
 
-ARG_SETTING = re.compile(r"ARG (?P<name>[^=\s]+)=(?P<value>\S+) \(FROM ")  # ImagePin.written of an ARG's tag
+# A tag's value where a Dockerfile sets it: `NAME=v0.5.22` (an ARG), `:-v0.5.22` (a default).
+TAG_SETTING = re.compile(r"""(?:\b[A-Za-z_]\w*=|:-)["']?(?P<v>v?\d+(?:\.\d+)+[\w.+-]*)""")
 
 
 # `.env` files set a compose file's SGLANG_VERSION, and hold the tokens of a developer's machine:
