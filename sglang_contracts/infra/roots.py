@@ -40,6 +40,11 @@ def project_root_for(paths: list[Path]) -> Path:
         folder = parent
 
 
+def holds_a_project(root: Path) -> bool:
+    """Whether project_root_for found a marker at `root`, rather than taking a file's folder."""
+    return any(_safely(lambda: os.path.exists(os.path.join(root, marker))) for marker in MARKERS)
+
+
 def _refuse_a_shared_folder(start: str) -> None:
     """A file in no project is checked with its folder for the project: unless that folder is
     one whose every file no project holds (`/tmp`, which anyone writes to; the home folder; `/`).

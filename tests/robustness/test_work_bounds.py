@@ -599,15 +599,15 @@ def test_r05_thousands_of_fakes_entries_are_placed_in_one_read_of_the_configurat
     bounded number of times now, whatever the number of entries, and each finding is at its key."""
     from sglang_contracts.check.runner import CheckOptions, run_check
     from sglang_contracts.config import read_config
-    from sglang_contracts.contracts import doubles
+    from sglang_contracts.analysis import configured
     from sglang_contracts.diagnostics import MOST_LISTED
 
     entries = MOST_LISTED  # each listed at its key
     write(project, {"pyproject.toml": "[project]\nname = 'app'\n[tool.sglang-contracts.fakes]\n"
                                       + "".join(f'"tests.f{n}.C{n}" = "sglang.srt.a.C"\n' for n in range(entries))})
     read = [0]
-    reader = doubles.read_project_text
-    monkeypatch.setattr(doubles, "read_project_text", lambda *a, **k: _read_counting(reader(*a, **k), read))
+    reader = configured.read_project_text  # where the entries' positions are read (analysis/configured.py)
+    monkeypatch.setattr(configured, "read_project_text", lambda *a, **k: _read_counting(reader(*a, **k), read))
     old, new = releases
     settings = read_config(project / "pyproject.toml", required=True).settings()
     result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, settings=settings))

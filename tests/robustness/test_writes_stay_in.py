@@ -144,7 +144,7 @@ def test_a_rebased_patch_named_in_the_project_or_out_of_it_is_written(tmp_path: 
     old = release(tmp_path / "r0", "1.0.0", {"sglang/srt/a.py": "x = 1\n"})
     new = release(tmp_path / "r1", "1.0.1", {"sglang/srt/a.py": "x = 1\n"})
     (root / "n.patch").write_text(PATCH)
-    (root / "plan.md").write_text("old plan\n")
+    (root / "plan.md").write_text("# Rebase of `n.patch`: an old plan\n")  # an earlier draft (campaign 17, R04)
     elsewhere = tmp_path / "elsewhere" / "new.patch"
     monkeypatch.chdir(root)
     for output in ("out/new.patch", str(elsewhere), "../up.patch"):
@@ -152,7 +152,7 @@ def test_a_rebased_patch_named_in_the_project_or_out_of_it_is_written(tmp_path: 
         status = main(["patch", "rebase", str(root / "n.patch"), "--old", str(old), "--new", str(new), "-o", output,
                        "--plan", str(root / "plan.md"), "--cache-dir", str(tmp_path / "cache")])
         assert status == 0, capsys.readouterr().err
-        assert "+z = 2" in Path(output).read_text() and "old plan" not in (root / "plan.md").read_text()
+        assert "+z = 2" in Path(output).read_text() and "an old plan" not in (root / "plan.md").read_text()
     assert (root / "up.patch").is_file()
     shutil.rmtree(tmp_path / "elsewhere")
 
