@@ -25,7 +25,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sglang_contracts.infra.boundary import Problem, note, read_project_text
-from sglang_contracts.infra.gitsafety import ls_files
+from sglang_contracts.infra.gitsafety import ls_files, paths_git_says
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.project.images import dockerfile_pins, image_name, is_dockerfile
 from sglang_contracts.infra.shapes import Exactly, Row, rows_of
@@ -484,9 +484,9 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
     skip = {root / "pyproject.toml", *requirement_files(root)}
     found = []
     paths = walk_project([root], _is_stack_file)
-    kept = _committed(root, [path for path in paths if path.name.endswith(ENVIRONMENT_SUFFIX)])
+    unread = _secret_keeping(root, paths)
     for path in paths:
-        if path in skip or path.name.endswith(ENVIRONMENT_SUFFIX) and path not in kept:
+        if path in skip or path in unread:
             continue
         text = read_project_text(path, root)
         if text is None or "sglang" not in text.lower():
@@ -526,18 +526,26 @@ TAG_SETTING = re.compile(r"""(?:\b[A-Za-z_]\w*=|:-)["']?(?P<v>v?\d+(?:\.\d+)+[\w
 
 # `.env` files set a compose file's SGLANG_VERSION, and hold the tokens of a developer's machine:
 # one git ignores was read, and `fix --diff` printed its lines about the mention (campaign 18,
-# R02). Only those the project commits are read.
+# R02). Only those the project commits are read; no file git ignores is read either, nor one a
+# committed link makes of one (`config.env -> .env`, docker-compose.override.yml, secrets.toml:
+# campaign 19).
 ENVIRONMENT_SUFFIX = ".env"
 
 
-def _committed(root: Path, paths: list[Path]) -> set[Path]:
-    """Those of `paths` git tracks in the project's repository (none when git cannot tell)."""
-    if not paths:
-        return set()
-    listed = ls_files(os.fspath(root), "-z", "--", *(os.fspath(path) for path in paths))
-    if listed is None or listed.returncode != 0:
-        return set()
-    return {root / os.fsdecode(name) for name in listed.stdout.split(b"\0") if name}
+def _secret_keeping(root: Path, paths: list[Path]) -> set[Path]:
+    """Those of `paths` not read: an ignored file (or a link to one), and a `.env` not committed
+    (all of them when git cannot tell which are)."""
+    names = {path: os.path.relpath(path, root) for path in paths}
+    real = {path: os.path.relpath(os.path.realpath(path), root) for path in paths}
+    asked = sorted({name for name in (*names.values(), *real.values()) if not name.startswith("..")})
+    ignored = paths_git_says(os.fspath(root), ["check-ignore", "--stdin", "-z"], asked) or set()
+    committed: set[str] = set()
+    if any(path.name.endswith(ENVIRONMENT_SUFFIX) for path in paths):  # a pathspec, not each name (campaign 19)
+        listed = ls_files(os.fspath(root), "-z", "--", f"*{ENVIRONMENT_SUFFIX}")
+        if listed is not None and listed.returncode == 0:
+            committed = {os.fsdecode(name) for name in listed.stdout.split(b"\0") if name}
+    return {path for path in paths if names[path] in ignored or real[path] in ignored
+            or path.name.endswith(ENVIRONMENT_SUFFIX) and names[path] not in committed}
 
 
 def _file_mentions(relpath: str, text: str) -> list[ReleaseMention]:

@@ -497,18 +497,23 @@ def test_a_baseline_is_never_written_through_a_folder_link_of_the_project(tmp_pa
 
 def test_an_environment_file_git_ignores_is_never_read(tmp_path: Path) -> None:
     """A `.env` git ignores holds the tokens of the developer's machine: it was read as a stack
-    file, and `fix --diff` printed its lines about an SGLANG_VERSION (campaign 18, R02). Only
-    the `.env` files the project commits are read; outside a repository, none."""
+    file, and `fix --diff` printed its lines about an SGLANG_VERSION (campaign 18, R02); so was
+    any other file git ignores, and the ignored `.env` through a committed link to it (campaign
+    19). Only the `.env` files the project commits are read (outside a repository, none), and no
+    file git ignores, nor a link to one."""
     import subprocess
 
     from sglang_contracts.project.stack import release_mentions
 
     root = tmp_path / "p"
     (root / "deploy").mkdir(parents=True)
-    (root / ".gitignore").write_text(".env\n")
+    (root / ".gitignore").write_text(".env\ndocker-compose.override.yml\n")
     (root / ".env").write_text("SGLANG_VERSION=v0.5.22\nOPENAI_API_KEY=sk-secret\n")
+    (root / "config.env").symlink_to(".env")  # committed, naming the ignored file (campaign 19)
+    (root / "docker-compose.override.yml").write_text("image: lmsysorg/sglang:v0.5.22\ntoken: hf_secret\n")
     (root / "deploy" / "prod.env").write_text("SGLANG_VERSION=v0.5.22\n")
-    assert release_mentions(root) == []  # no repository: git cannot say which are committed
+    # no repository: git cannot say which `.env` are committed, and nothing is ignored
+    assert [m.path for m in release_mentions(root)] == ["docker-compose.override.yml"]
     git = lambda *args: subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)  # noqa: E731
     git("init", "-q")
     git("add", "-A")
