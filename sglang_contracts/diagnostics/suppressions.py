@@ -185,9 +185,16 @@ def _filings(glob: str) -> list[tuple[str, str]]:
     start, "tail": at the end, "inside": anywhere); a literal glob is its own head. At equal
     sharing an end is preferred, listed first: fewer slices of a path are looked up for it."""
     runs = _literal_runs(glob)
-    filings = [("head", runs[0])] if len(runs) == 1 else [
-        ("head", runs[0]), ("tail", runs[-1]), *(("inside", run) for run in runs[1:-1])]
+    # A run is filed by its first (a tail's: last) FILED_RUN characters, which a path holding the
+    # run holds too: each length filed is a slice of every path looked up, and 999 lengths over
+    # 2,000 paths of 420 characters took 94 s (campaign 19).
+    filings = [("head", runs[0][:FILED_RUN])] if len(runs) == 1 else [
+        ("head", runs[0][:FILED_RUN]), ("tail", runs[-1][-FILED_RUN:]),
+        *(("inside", run[:FILED_RUN]) for run in runs[1:-1])]
     return [(where, run) for where, run in filings if run]
+
+
+FILED_RUN = 12
 
 
 def _literal_runs(glob: str) -> list[str]:
