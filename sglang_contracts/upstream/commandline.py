@@ -22,6 +22,7 @@ import ast
 import re
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
+from typing import Callable
 
 from sglang_contracts.infra.errors import ContractsError
 from sglang_contracts.infra.pysource import absolute_from_imports, parse_quietly
@@ -435,6 +436,19 @@ def _class_annotations(model: UpstreamModel, origin: str) -> dict[str, ast.AnnAs
     return {}
 
 
+def _annotations_of(model: UpstreamModel) -> Callable[[str], dict[str, ast.AnnAssign]]:
+    """_class_annotations, each class's read once: each of ServerArgs' fields looked its class's
+    whole body over again (fields squared: campaign 19)."""
+    tables: dict[str, dict[str, ast.AnnAssign]] = {}
+
+    def of(origin: str) -> dict[str, ast.AnnAssign]:
+        if origin not in tables:
+            tables[origin] = _class_annotations(model, origin)
+        return tables[origin]
+
+    return of
+
+
 def _subscript_name(node: ast.AST) -> str:
     return unparsed(node.value).rsplit(".", 1)[-1] if isinstance(node, ast.Subscript) else ""
 
@@ -589,8 +603,9 @@ def _generated_options(model: UpstreamModel, module: str, constants: _Constants,
     rules = generator_rules(model, generator)
     fields = server_args_fields(model)
     options = []
+    annotations = _annotations_of(model)
     for name, declared in (fields.fields.items() if fields else ()):
-        declaration = _class_annotations(model, declared.owner).get(name)
+        declaration = annotations(declared.owner).get(name)
         if declaration is None:
             continue
         owner_module = declared.owner.rpartition(".")[0]
@@ -617,8 +632,9 @@ def _field_defaults_resolved(model: UpstreamModel, options: list[Option]) -> lis
         return options
     fields = server_args_fields(model)
     declared: dict[str, str] = {}
+    annotations = _annotations_of(model)
     for name, found in (fields.fields.items() if fields else ()):
-        declaration = _class_annotations(model, found.owner).get(name)
+        declaration = annotations(found.owner).get(name)
         if declaration is not None and declaration.value is not None:
             declared[name] = unparsed(declaration.value)
     resolved = []

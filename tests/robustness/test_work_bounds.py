@@ -319,6 +319,30 @@ def test_r06_a_path_is_tried_only_against_the_globs_whose_literal_text_it_holds(
     assert len(attempts) <= 3 * paths
 
 
+def test_hand_written_options_defaulting_to_fields_read_each_class_once(project, releases, monkeypatch) -> None:
+    """`parser.add_argument("--fN", default=ServerArgs.fN)` for each field: each looked the
+    class's whole body over again, fields squared (campaign 19). Each class is read once a run."""
+    from sglang_contracts.check.runner import CheckOptions, run_check
+    from sglang_contracts.upstream import commandline
+
+    read = []
+    annotations = commandline._class_annotations
+    monkeypatch.setattr(commandline, "_class_annotations", lambda model, origin: read.append(origin) or
+                        annotations(model, origin))
+    fields = 300
+    for release, count in zip(releases, (fields, fields - 1)):
+        (release / "sglang/srt/server_args.py").write_text(
+            "import dataclasses\n@dataclasses.dataclass\nclass ServerArgs:\n"
+            + "".join(f"    f{n}: int = {n}\n" for n in range(count))
+            + "    @staticmethod\n    def add_cli_args(parser):\n"
+            + "".join(f'        parser.add_argument("--f{n}", type=int, default=ServerArgs.f{n})\n' for n in range(count)))
+    write(project, {"run.sh": f"#!/bin/sh\npython -m sglang.launch_server --f{fields - 1} 1\n"})
+    old, new = releases
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+    assert [(d.path, d.code) for d in result.diagnostics if d.code == "SGC505"] == [("run.sh", "SGC505")]
+    assert len(read) <= 8  # a class a release, not a field
+
+
 def test_globs_of_many_run_lengths_look_up_a_bounded_number_of_slices_of_each_path() -> None:
     """Each length of literal run a glob is filed under is a slice of every path looked up: 999
     globs `*qz..zq*` of 999 lengths over 2,000 paths of 420 characters took 94 s (campaign 19).
