@@ -4,6 +4,7 @@ and replace it, leaving every other byte of the file as it was."""
 from __future__ import annotations
 
 import re
+import weakref
 from collections import Counter
 from typing import Callable, Sequence
 
@@ -133,14 +134,26 @@ def _statement_around(document: Document, line: int) -> tuple[int, int, int, int
     module, text = document.module, document.text
     header = "".join(module.code_for_node(empty) for empty in module.header)
     start, lines_before = len(header), len(_NEWLINE.findall(header))
+    rendered = _RENDERED.setdefault(document, {})
     for index, statement in enumerate(module.body):
-        code = module.code_for_node(statement)
-        lines = len(_NEWLINE.findall(code))
+        # A statement no fix changed is the same node after each edit: rendered once, not once a
+        # fix (1,000 fixes of a file's imports rendered its 500 statements each: 39 s, campaign 19)
+        known = rendered.get(id(statement))
+        if known is None or known[0] is not statement:
+            code = module.code_for_node(statement)
+            known = rendered[id(statement)] = (statement, code, len(_NEWLINE.findall(code)))
+        _, code, lines = known
         if lines_before < line <= lines_before + lines:
             end = start + len(code)
             return (index, start, end, lines_before) if text[start:end] == code else None
         start, lines_before = start + len(code), lines_before + lines
     return None
+
+
+# Each document's statements as rendered: id -> (the node, its code, its lines); the node kept so
+# that an id is never another's.
+_RENDERED: "weakref.WeakKeyDictionary[Document, dict[int, tuple[libcst.CSTNode, str, int]]]" = \
+    weakref.WeakKeyDictionary()
 
 
 class _Shifted:

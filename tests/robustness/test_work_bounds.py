@@ -343,6 +343,30 @@ def test_hand_written_options_defaulting_to_fields_read_each_class_once(project,
     assert len(read) <= 8  # a class a release, not a field
 
 
+def test_fixes_of_many_imports_in_one_file_render_each_statement_about_once(project, releases, monkeypatch) -> None:
+    """Each fix found the statement around its line by rendering the module's statements: 1,000
+    fixed imports rendered 500 statements each, 39 s (campaign 19). A statement no fix changed
+    is rendered once."""
+    import libcst
+
+    from sglang_contracts.check.fixes import run_fix
+    from sglang_contracts.check.runner import CheckOptions
+
+    rendered = []
+    render = libcst.Module.code_for_node
+    monkeypatch.setattr(libcst.Module, "code_for_node", lambda self, node: rendered.append(1) or render(self, node))
+    old, new = releases
+    (old / "sglang/srt/utils.py").write_text("def helper(): ...\ndef kept(): ...\ndef moved(): ...\n")
+    (new / "sglang/srt/utils.py").write_text("def helper(): ...\ndef kept(): ...\n")
+    (new / "sglang/srt/other.py").write_text("def moved(): ...\n")
+    count = 200
+    write(project, {"app/many.py": "".join(f"from sglang.srt.utils import moved as m{n}\n" for n in range(count))
+                    + "".join(f"m{n}()\n" for n in range(count))})
+    report = run_fix([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1), write=False)
+    assert report.fixed == count
+    assert len(rendered) <= 8 * count  # a few renders a fix, not the file's 400 statements each
+
+
 def test_globs_of_many_run_lengths_look_up_a_bounded_number_of_slices_of_each_path() -> None:
     """Each length of literal run a glob is filed under is a slice of every path looked up: 999
     globs `*qz..zq*` of 999 lengths over 2,000 paths of 420 characters took 94 s (campaign 19).
