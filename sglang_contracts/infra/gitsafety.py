@@ -63,15 +63,14 @@ def safe_git_options() -> list[str]:
 
 
 def git_in(folder: str, *arguments: str, timeout: float = 30, extra: dict[str, str] | None = None,
-           named_repository: bool = False, given: bytes | None = None) -> subprocess.CompletedProcess | None:
+           named_repository: bool = False) -> subprocess.CompletedProcess | None:
     """`git ARGUMENTS` in `folder`, or None when there is no git or it does not answer.
     Besides SAFE_SETTINGS, git takes no repository it was not pointed at: a folder a pull request
     made to look like a bare repository (HEAD, objects/, refs/) is refused, not read as the
     project's repository (third campaign, D08: it tracks nothing, which would make the project's
     files look like this tool's own; campaign 13, R07: its history would be the project's).
     `named_repository`: `folder` is a repository the user named (an SGLang clone, which may be a
-    bare mirror), taken as it is. `extra`: environment variables of the caller's (safe_git_environment).
-    `given`: git's standard input (paths, rather than arguments that may not fit a command line)."""
+    bare mirror), taken as it is. `extra`: environment variables of the caller's (safe_git_environment)."""
     # a named repository is asked about alone; the project's folders are one repository's, mostly
     waited_on = folder if named_repository else ""
     if time.monotonic() < _UNANSWERED.get(waited_on, 0.0):  # git just waited its whole time: it would again
@@ -79,7 +78,7 @@ def git_in(folder: str, *arguments: str, timeout: float = 30, extra: dict[str, s
     taken = [] if named_repository else ["-c", "safe.bareRepository=explicit"]
     command = ["git", *safe_git_options(), *taken, "-C", folder, *arguments]
     try:
-        return subprocess.run(command, capture_output=True, timeout=timeout, check=False, input=given,
+        return subprocess.run(command, capture_output=True, timeout=timeout, check=False,
                               env=safe_git_environment(extra))
     except subprocess.TimeoutExpired:
         _UNANSWERED[waited_on] = time.monotonic() + UNANSWERED_SECONDS
@@ -99,19 +98,6 @@ GIT_PATIENCE = 5.0
 def ls_files(folder: str, *arguments: str) -> subprocess.CompletedProcess | None:
     """`git ls-files ARGUMENTS` in `folder`, in the repository git_in takes, within GIT_PATIENCE."""
     return git_in(folder, "ls-files", *arguments, timeout=GIT_PATIENCE)
-
-
-def paths_git_says(folder: str, command: list[str], paths: list[str]) -> set[str] | None:
-    """The paths (relative to `folder`) that `git COMMAND` lists of `paths`, given on its standard
-    input NUL-separated (`ls-files --pathspec-from-file=-`, `check-ignore --stdin`): 10,000 long
-    names did not fit a command line (campaign 19). None when git cannot tell (no repository, no
-    answer within GIT_PATIENCE)."""
-    if not paths:
-        return set()
-    done = git_in(folder, *command, timeout=GIT_PATIENCE, given=b"\0".join(map(os.fsencode, paths)) + b"\0")
-    if done is None or done.returncode not in (0, 1):  # check-ignore: 1 for "none of them"
-        return None
-    return {os.fsdecode(name) for name in done.stdout.split(b"\0") if name}
 
 
 def no_repository(done: subprocess.CompletedProcess) -> bool:

@@ -25,7 +25,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sglang_contracts.infra.boundary import Problem, note, read_project_text
-from sglang_contracts.infra.gitsafety import ls_files, paths_git_says
+from sglang_contracts.infra.gitsafety import ls_files, no_repository
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.project.images import dockerfile_pins, image_name, is_dockerfile
 from sglang_contracts.infra.shapes import Exactly, Row, rows_of
@@ -541,14 +541,25 @@ def _secret_keeping(root: Path, paths: list[Path]) -> set[Path]:
     (all of them when git cannot tell which are)."""
     names = {path: os.path.relpath(path, root) for path in paths}
     real = {path: os.path.relpath(os.path.realpath(path), root) for path in paths}
-    asked = sorted({name for name in (*names.values(), *real.values()) if not name.startswith("..")})
-    ignored = paths_git_says(os.fspath(root), ["check-ignore", "--stdin", "-z"], asked) or set()
+    # git lists what it ignores (an ignored folder as `folder/`), whatever the paths: asked of each
+    # path, one in a submodule made it refuse them all, and none was taken as ignored (campaign 19, R10)
+    listed = ls_files(os.fspath(root), "-z", "--others", "--ignored", "--exclude-standard", "--directory")
+    if listed is not None and listed.returncode != 0 and no_repository(listed):
+        listed = None  # no repository: nothing is ignored
+    elif listed is None or listed.returncode != 0:
+        return set(paths)  # git cannot tell what it ignores: nothing is read rather than a secret
+    ignored = {os.fsdecode(name) for name in listed.stdout.split(b"\0") if name} if listed is not None else set()
+
+    def is_ignored(name: str) -> bool:
+        parts = name.split(os.sep)
+        return name in ignored or any("/".join(parts[:end]) + "/" in ignored for end in range(1, len(parts)))
+
     committed: set[str] = set()
     if any(path.name.endswith(ENVIRONMENT_SUFFIX) for path in paths):  # a pathspec, not each name (campaign 19)
         listed = ls_files(os.fspath(root), "-z", "--", f"*{ENVIRONMENT_SUFFIX}")
         if listed is not None and listed.returncode == 0:
             committed = {os.fsdecode(name) for name in listed.stdout.split(b"\0") if name}
-    return {path for path in paths if names[path] in ignored or real[path] in ignored
+    return {path for path in paths if is_ignored(names[path]) or is_ignored(real[path])
             or path.name.endswith(ENVIRONMENT_SUFFIX) and names[path] not in committed}
 
 

@@ -519,3 +519,14 @@ def test_an_environment_file_git_ignores_is_never_read(tmp_path: Path) -> None:
     git("add", "-A")
     git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "x")
     assert [(m.path, m.line, m.version) for m in release_mentions(root)] == [("deploy/prod.env", 1, "v0.5.22")]
+    # a submodule holding a stack file made git refuse a question of each path, and nothing was
+    # taken as ignored (campaign 19, R10)
+    other = tmp_path / "other"
+    (other / "ci").mkdir(parents=True)
+    (other / "ci" / "build.yml").write_text("image: lmsysorg/sglang:v0.5.22\n")
+    subprocess.run(["git", "init", "-q"], cwd=other, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=other, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "x"], cwd=other,
+                   check=True)
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(other), "vendored")
+    assert [m.path for m in release_mentions(root)] == ["deploy/prod.env", "vendored/ci/build.yml"]
