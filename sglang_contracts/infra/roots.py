@@ -27,8 +27,7 @@ def project_root_for(paths: list[Path]) -> Path:
     folder = start
     while True:
         link_below_cwd = folder.startswith(inside_cwd) and _safely(lambda: os.path.islink(folder))
-        found = [] if link_below_cwd else [marker for marker in MARKERS
-                                           if _safely(lambda: os.path.exists(os.path.join(folder, marker)))]
+        found = [] if link_below_cwd else _markers_at(folder)
         if found and any(anyones_file(os.path.join(folder, marker)) for marker in found):
             return Path(start).resolve()
         if found:
@@ -42,7 +41,11 @@ def project_root_for(paths: list[Path]) -> Path:
 
 def holds_a_project(root: Path) -> bool:
     """Whether project_root_for found a marker at `root`, rather than taking a file's folder."""
-    return any(_safely(lambda: os.path.exists(os.path.join(root, marker))) for marker in MARKERS)
+    return bool(_markers_at(os.fspath(root)))
+
+
+def _markers_at(folder: str) -> list[str]:
+    return [marker for marker in MARKERS if _safely(lambda: os.path.exists(os.path.join(folder, marker)))]
 
 
 def _refuse_a_shared_folder(start: str) -> None:

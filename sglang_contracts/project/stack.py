@@ -257,7 +257,7 @@ MOST_PROJECT_REQUIREMENTS = 20_000
 def _files_read_at_most(root: Path, paths: list[Path], found: list[DeclaredRequirement]) -> list[DeclaredRequirement]:
     """`found` and the requirements of `paths`, file by file, until MOST_PROJECT_REQUIREMENTS
     texts are tried; the first file left unread is said."""
-    tried = len(found)
+    found, tried = list(found), len(found)
     for path in paths:
         if tried >= MOST_PROJECT_REQUIREMENTS:
             note(Problem(path.relative_to(root).as_posix(), 1, 1, "reading its requirements",
@@ -265,7 +265,8 @@ def _files_read_at_most(root: Path, paths: list[Path], found: list[DeclaredRequi
                          "reads", internal=False, unchecked="this file's and the later files' are not checked"))
             break
         read, texts = _file_requirements(root, path)
-        found, tried = found + read, tried + texts
+        found.extend(read)  # not `found + read`: a copy of all found so far for each file
+        tried += texts
     return found
 
 
