@@ -36,8 +36,8 @@ from sglang_contracts.infra.boundary import Problem, collecting_problems, debugg
 from sglang_contracts.infra.files import in_version_control_folder, unsaved_buffer
 from sglang_contracts.infra.roots import holds_a_project, project_root_for, require_existing
 from sglang_contracts.project.index import (LISTING, UNREAD_FOLDER, IndexMemo, ProjectIndex, as_named, build_index,
-                                             links_out_of, one_walk_per_run, read_python, skipped_on_the_way,
-                                             unread_python_kind)
+                                             confined_to, links_out_of, one_walk_per_run, read_python,
+                                             skipped_on_the_way, unread_python_kind)
 from sglang_contracts.project.pin_history import names_the_same_release, pin_before_the_bump
 from sglang_contracts.project.pins import ProjectPin, find_sglang_pin
 from sglang_contracts.sources import open_release, pinned_release_spec
@@ -75,9 +75,9 @@ class CheckOptions:
     recompute: bool = False
     workers: int | None = None
     exclude: list[str] = field(default_factory=list)  # globs of project paths not to read
-    # The only Python files read, relative to the root, when the root is a named file's folder
-    # that holds no project (no marker at or above it): a scratch file beside 40,000 others had
-    # every one of them parsed (campaign 19; campaign 18, R10 in a folder not shared)
+    # The only files read, relative to the root, when the root is a named file's folder that
+    # holds no project (no marker at or above it): a scratch file beside 40,000 others had every
+    # one of them parsed or read (campaign 19, R03 and R12; campaign 18, R10)
     only: tuple[str, ...] = ()
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)  # glob -> code prefixes
     severity: dict[str, str] = field(default_factory=dict)  # code prefix -> error/warning/info
@@ -196,6 +196,12 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     if not holds_a_project(root) and all(path.is_file() for path in paths):
         named = (Path(os.path.relpath(os.path.abspath(path), root)).as_posix() for path in paths)
         options = dataclasses.replace(options, only=tuple(sorted(named)))
+    # a lone file is read alone, by every reader: the Python index and the stack's (campaign 19, R12)
+    with confined_to([root / name for name in options.only] if options.only else None):
+        return _checked_in(root, paths, options, keep)
+
+
+def _checked_in(root: Path, paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckResult:
     _refuse_what_leaves_the_project(root, options)
     accepted_entries = baselines.read_baseline(options.baseline) if options.baseline is not None else None
     options, download_cache = _with_usable_cache(options, root)
@@ -883,13 +889,9 @@ def _named_but_unread(wanted: list[Path], root: Path) -> list[Diagnostic]:
 
 
 def excluder(options: CheckOptions) -> Callable[[str], bool] | None:
-    """What the configured excludes say of a path relative to the root, if any are configured;
-    with `only`, every other path is excluded too."""
-    globs = PathGlobs(options.exclude).matches if options.exclude else None
-    if not options.only:
-        return globs
-    only = set(options.only)
-    return lambda relpath: relpath not in only or (globs is not None and globs(relpath))
+    """What the configured excludes say of a path relative to the root, if any are configured
+    (a run with `only` walks no other file: confined_to)."""
+    return PathGlobs(options.exclude).matches if options.exclude else None
 
 
 def enrich(d: Diagnostic, text: ProjectText, old: UpstreamModel, new: UpstreamModel) -> Diagnostic:

@@ -29,7 +29,7 @@ from sglang_contracts.infra.gitsafety import ls_files, no_repository
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.project.images import dockerfile_pins, image_name, is_dockerfile
 from sglang_contracts.infra.shapes import Exactly, Row, rows_of
-from sglang_contracts.project.index import ProjectIndex, mentions, walk_project
+from sglang_contracts.project.index import ProjectIndex, mentions, walk_project, within_the_run
 from sglang_contracts.infra.pysource import BRANCH_TYPES, child_nodes, parse_quietly, parse_shared
 from sglang_contracts.infra.tomltext import parse_toml, table, toml_strings
 from sglang_contracts.project.positions import SourcePositions
@@ -335,7 +335,8 @@ def python_floor(root: Path) -> tuple[int, int] | None:
 
 def requirement_files(root: Path) -> list[Path]:
     # A FIFO or a device named like one is listed too: reading it is what says it cannot be read.
-    return sorted({path for pattern in REQUIREMENT_FILES for path in root.glob(pattern) if not path.is_dir()})
+    return sorted({path for pattern in REQUIREMENT_FILES for path in root.glob(pattern)
+                   if not path.is_dir() and within_the_run(path)})
 
 
 # Where a requirement line's per-requirement options begin (`--hash=sha256:...`, which

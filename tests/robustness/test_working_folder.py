@@ -219,3 +219,35 @@ def test_a_file_of_no_project_is_read_alone_not_with_its_folder(tmp_path, monkey
     read.clear()
     run_check([folder], options)
     assert len(read) == 31
+
+
+def test_a_file_of_no_project_is_read_alone_by_the_stack_readers_too(tmp_path, monkeypatch) -> None:
+    """The lone file's folder was still walked and read for release mentions, requirements,
+    Dockerfiles, scripts and patches: `check ~/Downloads/one.md` beside 40,000 other files took
+    48 s (campaign 19, R12). Only the named files are read; a folder named is read whole."""
+    from sglang_contracts.check.runner import CheckOptions, run_check
+    from sglang_contracts.infra.boundary import read_project_text
+    from tests.helpers import NEW, OLD
+
+    pin = "pip install sglang==0.9.0\n"
+    folder = write_tree(tmp_path / "Downloads", {
+        "one.md": pin, "other.md": pin, "requirements.txt": "sglang==0.9.0\n",
+        "old/requirements-ci.txt": "sglang==0.9.0\n", "Dockerfile": "FROM lmsysorg/sglang:v0.9.0\n",
+        "build/install.sh": pin, "fix.patch": "--- a/python/sglang/x.py\n+++ b/python/sglang/x.py\n"})
+    read: set[str] = set()
+
+    def recorded(path, root, *args, **kwargs):
+        read.add(Path(path).relative_to(folder).as_posix())
+        return read_project_text(path, root, *args, **kwargs)
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("sglang_contracts.")]:
+        if getattr(module, "read_project_text", None) is read_project_text:
+            monkeypatch.setattr(module, "read_project_text", recorded)
+    options = CheckOptions(old=str(OLD), new=str(NEW), use_cache=False, workers=1)
+    found = run_check([folder / "one.md"], options).diagnostics
+    assert {(d.path, d.code) for d in found} == {("one.md", "SGC702")}
+    assert read == {"one.md"}
+    run_check([folder / "one.md", folder / "other.md"], options)
+    assert read == {"one.md", "other.md"}
+    run_check([folder], options)
+    assert len(read) == 7
