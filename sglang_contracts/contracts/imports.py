@@ -46,7 +46,7 @@ def _analyse_imports(ctx: CheckContext) -> list[ImportOutcome]:
     for facts in ctx.checked_files():
         stars = {fact.module_position for fact in facts.imports if fact.name == "*"}  # a statement imports `*` or names
         for fact in facts.imports:
-            if not is_upstream(fact.module):
+            if not is_upstream(fact.module) or _imported_by_name_through(ctx, fact):
                 continue
             outcome = _analyse_one(ctx, facts, fact)
             if outcome is not None:
@@ -54,6 +54,15 @@ def _analyse_imports(ctx: CheckContext) -> list[ImportOutcome]:
                 outcomes.append(outcome)
     _add_hints(ctx, outcomes)
     return outcomes
+
+
+def _imported_by_name_through(ctx: CheckContext, fact: ImportFact) -> bool:
+    """Whether a star import gives the name through a project module that imports it from the
+    same SGLang module by name: that import is judged where it is, once, not again at each star
+    import of the module (which fails with it)."""
+    innermost = fact.through[-1] if fact.through else None
+    return innermost is not None and \
+        ctx.project.exports.get(innermost, {}).get(fact.name or "") == f"{fact.module}.{fact.name}"
 
 
 def _analyse_one(ctx: CheckContext, facts: FileFacts, fact: ImportFact) -> ImportOutcome | None:

@@ -231,3 +231,20 @@ def test_the_project_module_s_all_limits_its_star_import_not_an_import_of_it_by_
     uses = "import pk.base\nfrom pk.base import f\n\nf(1, b=2)\npk.base.f(1, b=2)\n"
     found = _check(tmp_path, R12_OLD, R12_NEW, {**base, "m.py": uses})
     assert _codes(found) == [("m.py", 4, "SGC201"), ("m.py", 5, "SGC201")]
+
+
+@pytest.mark.parametrize("imports, uses", [("from sglang.srt.a import x, f\n", USES),
+                                           ("from sglang.srt import a\n", "print(a.x)\na.f(1, b=2)\n")],
+                         ids=["names", "module"])
+def test_a_star_import_of_a_project_module_gives_what_it_imports_from_sglang_by_name(tmp_path, imports, uses) -> None:
+    """pk/base.py imports sglang.srt.a's `x` and `f` by name (or the module `a`), no star import of
+    its own: `from pk.base import *` binds them as SGLang's all the same, as `from pk.base import f`
+    does; the call through the star import was never judged, exit 0 (campaign 19, R06). Judged as
+    the same reads of an import from pk.base by name."""
+    base = {"pk/__init__.py": "", "pk/base.py": imports}
+    found = _diagnostics(tmp_path / "star", R12_OLD, R12_NEW, {**base, "pk/m.py": "from pk.base import *\n" + uses})
+    bound = imports.split(" import ")[1].strip()
+    named = _diagnostics(tmp_path / "named", R12_OLD, R12_NEW,
+                         {**base, "pk/m.py": f"from pk.base import {bound}\n" + uses})
+    assert [(d.line, d.code) for d in found] == [(d.line, d.code) for d in named]
+    assert [d.code for d in found][-1] == "SGC201" and found[-1].message == named[-1].message
