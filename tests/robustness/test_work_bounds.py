@@ -528,14 +528,7 @@ def test_an_import_of_thousands_of_names_from_a_removed_module_looks_for_their_h
     from sglang_contracts.contracts import imports
     from sglang_contracts.diagnostics import MOST_LISTED
 
-    looked = [0]
-    module_hint = imports.module_hint
-
-    def looking(*args):
-        looked[0] += 1
-        return module_hint(*args)
-
-    monkeypatch.setattr(imports, "module_hint", looking)
+    looked = counted(monkeypatch, imports, "module_hint")
     monkeypatch.setattr(Fresh, "checks_in_two", False)  # every rule in this process, where it is counted
     old, new = releases
     (old / "sglang/srt/gone.py").write_text("def helper(): ...\n")
@@ -980,3 +973,36 @@ def test_noqa_comments_beside_strings_on_every_line_are_read_in_linear_time() ->
     done = subprocess.run([sys.executable, "-c", code], env=checkout_env(), capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.strip() == "20000", done.stderr
+
+
+def test_calls_of_one_function_alike_are_bound_once_and_each_broken_one_reported(project, releases,
+                                                                                monkeypatch) -> None:
+    """125,000 calls `f(1)` in one file were each bound on both releases again (campaign 19, R08).
+    Counted, not timed: the calls alike that nothing breaks are bound once; each broken one is
+    still bound and reported at its own place."""
+    from sglang_contracts.check.runner import CheckOptions, Fresh, run_check
+    from sglang_contracts.contracts import calls
+
+    bound = counted(monkeypatch, calls, "bind")
+    monkeypatch.setattr(Fresh, "checks_in_two", False)  # every rule in this process, where it is counted
+    old, new = releases
+    (old / "sglang/srt/calls.py").write_text("def f(a, b=1):\n    return a\n")
+    (new / "sglang/srt/calls.py").write_text("def f(a):\n    return a\n")
+    write(project, {"app/ok.py": "", "app/many.py": "from sglang.srt.calls import f\n" + "f(1)\n" * 500
+                                                     + "f(2, b=3)\n" * 3 + "f(a=1)\n" * 500})
+    result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+    assert [(d.line, d.code) for d in result.diagnostics] == [(line, "SGC201") for line in (502, 503, 504)]
+    assert bound[0] == 2 * (1 + 3 + 1)  # both releases: f(1) once, each broken call, f(a=1) once
+
+
+def counted(monkeypatch, owner, name: str) -> list[int]:
+    """How often `owner.name` is called from now on (in its only item), the calls passed on to it."""
+    calls = [0]
+    function = getattr(owner, name)
+
+    def counting(*args, **kwargs):
+        calls[0] += 1
+        return function(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counting)
+    return calls
