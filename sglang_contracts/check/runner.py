@@ -75,9 +75,9 @@ class CheckOptions:
     recompute: bool = False
     workers: int | None = None
     exclude: list[str] = field(default_factory=list)  # globs of project paths not to read
-    # The only files read, relative to the root, when the root is a named file's folder that
-    # holds no project (no marker at or above it): a scratch file beside 40,000 others had every
-    # one of them parsed or read (campaign 19, R03 and R12; campaign 18, R10)
+    # The only files and folders read, relative to the root, when the root is a named file's
+    # folder that holds no project (no marker at or above it): a scratch file beside 40,000
+    # others had every one of them parsed or read (campaign 19, R03 and R12; campaign 20, R03)
     only: tuple[str, ...] = ()
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)  # glob -> code prefixes
     severity: dict[str, str] = field(default_factory=dict)  # code prefix -> error/warning/info
@@ -193,10 +193,10 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     _refuse_empty_releases(options)
     require_existing(paths)
     root = project_root_for(paths)
-    if not holds_a_project(root) and all(path.is_file() for path in paths):
-        named = (Path(os.path.relpath(os.path.abspath(path), root)).as_posix() for path in paths)
-        options = dataclasses.replace(options, only=tuple(sorted(named)))
-    # a lone file is read alone, by every reader: the Python index and the stack's (campaign 19, R12)
+    named = sorted({Path(os.path.relpath(os.path.abspath(path), root)).as_posix() for path in paths})
+    if not holds_a_project(root) and "." not in named:
+        options = dataclasses.replace(options, only=tuple(named))
+    # what is named is read alone, by every reader: the Python index and the stack's (campaign 19, R12)
     with confined_to([root / name for name in options.only] if options.only else None):
         return _checked_in(root, paths, options, keep)
 

@@ -147,24 +147,50 @@ def one_walk_per_run() -> Iterator[None]:
         _WALKS = outer
 
 
-# folder -> the file names a run reads there, when the run is confined to the files it was
-# given (a lone file in a folder that holds no project): None for a run that reads its project.
-# `check ~/Downloads/one.md` read the folder's 40,000 other files for release mentions and
-# requirements, 48 s (campaign 19, R12).
-_CONFINED: dict[str, set[str]] | None = None
+@dataclass(frozen=True)
+class Confinement:
+    """The paths a run reads when it is confined to those it was given (a lone file, or files
+    and folders, in a folder that holds no project): the named files, by folder, and the named
+    folders, each read whole."""
+
+    files: dict[str, frozenset[str]]
+    folders: tuple[str, ...]
+
+    def holds(self, path: str) -> bool:
+        folder, name = os.path.split(path)
+        return name in self.files.get(folder, ()) or any(is_below(path, named) for named in self.folders)
+
+    def tops_below(self, top: str) -> tuple[list[tuple[str, list[str]]], list[str]]:
+        """(folder, the named files there) below `top`, and the folders to walk whole there."""
+        files = sorted((folder, sorted(names)) for folder, names in self.files.items()
+                       if folder == top or is_below(folder, top))
+        walks = [top] if any(top == named or is_below(top, named) for named in self.folders) else \
+            [named for named in self.folders if is_below(named, top)]
+        return files, walks
+
+
+# The confinement of the run under way, None for a run that reads its project: `check
+# ~/Downloads/one.md` read the folder's 40,000 other files for release mentions and requirements,
+# 48 s (campaign 19, R12), and so did `check ~/Downloads/one.md ~/Downloads/sub` (campaign 20, R03).
+_CONFINED: Confinement | None = None
 
 
 @contextmanager
-def confined_to(files: Iterable[Path] | None) -> Iterator[None]:
-    """Within it, the project's folders hold `files` alone (project_folders, within_the_run);
-    None: no confinement."""
+def confined_to(paths: Iterable[Path] | None) -> Iterator[None]:
+    """Within it, the project holds `paths` alone, files and folders (project_folders,
+    within_the_run); None: no confinement."""
     global _CONFINED
     outer = _CONFINED
-    if files is not None:
-        _CONFINED = {}
-        for path in files:
-            folder, name = os.path.split(os.fspath(path))
-            _CONFINED.setdefault(folder, set()).add(name)
+    if paths is not None:
+        files: dict[str, set[str]] = {}
+        folders = []
+        for path in map(os.fspath, paths):
+            if os.path.isdir(path) and not os.path.islink(path):
+                folders.append(path)
+            else:
+                folder, name = os.path.split(path)
+                files.setdefault(folder, set()).add(name)
+        _CONFINED = Confinement({folder: frozenset(names) for folder, names in files.items()}, tuple(folders))
     try:
         yield
     finally:
@@ -174,11 +200,7 @@ def confined_to(files: Iterable[Path] | None) -> Iterator[None]:
 def within_the_run(path: Path) -> bool:
     """Whether a file found by a name or a pattern of the project's (`requirements*.txt`) is one
     the run reads (see confined_to)."""
-    confined = _CONFINED
-    if confined is None:
-        return True
-    folder, name = os.path.split(os.fspath(path))
-    return name in confined.get(folder, ())
+    return _CONFINED is None or _CONFINED.holds(os.fspath(path))
 
 
 def _folders(top: str, unlisted: Callable[[str, str], None] | None) -> Iterable[tuple[str, list[str]]]:
@@ -210,19 +232,27 @@ def project_folders(top: str, unlisted: Callable[[str, str], None] | None = None
     but cannot be listed (permission denied, a path over the system's bound) is passed over
     after telling `unlisted` (its path, why): its files' contracts are lost, never silently. A
     temporary file of a `fix` is no file of the project: left out, and removed once its writer
-    is gone."""
+    is gone. Within a confinement (confined_to), the named files below `top` and the named
+    folders there, walked."""
+    confined = _CONFINED
+    if confined is not None:
+        named_files, walks = confined.tops_below(top)
+        yield from named_files
+        for below in walks:
+            yield from _walked(below, top, unlisted)
+        return
+    yield from _walked(top, top, unlisted)
+
+
+def _walked(start: str, top: str, unlisted: Callable[[str, str], None] | None) -> Iterator[tuple[str, list[str]]]:
+    """project_folders of the folders below `start`, within `top`."""
     def skipped(error: OSError) -> None:
         # Gone since its parent was listed, or a file given as the top: nothing was lost.
         if unlisted is not None and error.filename is not None \
                 and not isinstance(error, (FileNotFoundError, NotADirectoryError)):
             unlisted(os.fsdecode(error.filename), os_reason(error))
 
-    confined = _CONFINED
-    if confined is not None:
-        yield from sorted((folder, sorted(names)) for folder, names in confined.items()
-                          if folder == top or is_below(folder, top))
-        return
-    for folder, dirs, files in os.walk(top, onerror=skipped):
+    for folder, dirs, files in os.walk(start, onerror=skipped):
         if CACHEDIR_TAG in files and folder != top:
             dirs[:] = []
             continue

@@ -249,5 +249,9 @@ def test_a_file_of_no_project_is_read_alone_by_the_stack_readers_too(tmp_path, m
     assert read == {"one.md"}
     run_check([folder / "one.md", folder / "other.md"], options)
     assert read == {"one.md", "other.md"}
+    read.clear()  # a file and a folder: the folder is read whole, the other files not (campaign 20, R03)
+    found = run_check([folder / "one.md", folder / "old"], options).diagnostics
+    assert read == {"one.md", "old/requirements-ci.txt"}
+    assert {d.path for d in found} == {"one.md", "old/requirements-ci.txt"}
     run_check([folder], options)
     assert len(read) == 7
