@@ -63,20 +63,22 @@ def safe_git_options() -> list[str]:
 
 
 def git_in(folder: str, *arguments: str, timeout: float = 30, extra: dict[str, str] | None = None,
-           named_repository: bool = False) -> subprocess.CompletedProcess | None:
+           named_repository: bool = False, settings: tuple[str, ...] = ()) -> subprocess.CompletedProcess | None:
     """`git ARGUMENTS` in `folder`, or None when there is no git or it does not answer.
     Besides SAFE_SETTINGS, git takes no repository it was not pointed at: a folder a pull request
     made to look like a bare repository (HEAD, objects/, refs/) is refused, not read as the
     project's repository (third campaign, D08: it tracks nothing, which would make the project's
     files look like this tool's own; campaign 13, R07: its history would be the project's).
     `named_repository`: `folder` is a repository the user named (an SGLang clone, which may be a
-    bare mirror), taken as it is. `extra`: environment variables of the caller's (safe_git_environment)."""
+    bare mirror), taken as it is. `extra`: environment variables of the caller's (safe_git_environment);
+    `settings`: the caller's `-c` settings."""
     # a named repository is asked about alone; the project's folders are one repository's, mostly
     waited_on = folder if named_repository else ""
     if time.monotonic() < _UNANSWERED.get(waited_on, 0.0):  # git just waited its whole time: it would again
         return None
     taken = [] if named_repository else ["-c", "safe.bareRepository=explicit"]
-    command = ["git", *safe_git_options(), *taken, "-C", folder, *arguments]
+    command = ["git", *safe_git_options(), *taken, *(part for setting in settings for part in ("-c", setting)),
+               "-C", folder, *arguments]
     try:
         return subprocess.run(command, capture_output=True, timeout=timeout, check=False,
                               env=safe_git_environment(extra))
@@ -95,9 +97,9 @@ _UNANSWERED: dict[str, float] = {}  # until when; "" for the project's folders, 
 GIT_PATIENCE = 5.0
 
 
-def ls_files(folder: str, *arguments: str) -> subprocess.CompletedProcess | None:
+def ls_files(folder: str, *arguments: str, settings: tuple[str, ...] = ()) -> subprocess.CompletedProcess | None:
     """`git ls-files ARGUMENTS` in `folder`, in the repository git_in takes, within GIT_PATIENCE."""
-    return git_in(folder, "ls-files", *arguments, timeout=GIT_PATIENCE)
+    return git_in(folder, "ls-files", *arguments, timeout=GIT_PATIENCE, settings=settings)
 
 
 def no_repository(done: subprocess.CompletedProcess) -> bool:

@@ -138,13 +138,28 @@ _WALKS: dict[str, list[tuple[str, list[str]]]] | None = None
 @contextmanager
 def one_walk_per_run() -> Iterator[None]:
     """Within it, walk_project walks each top once (a run's files do not change under it)."""
-    global _WALKS
-    outer = _WALKS
+    global _WALKS, _ONCE
+    outer, outer_once = _WALKS, _ONCE
     _WALKS = {} if outer is None else outer
+    _ONCE = {} if outer_once is None else outer_once
     try:
         yield
     finally:
-        _WALKS = outer
+        _WALKS, _ONCE = outer, outer_once
+
+
+# key -> what once_per_run computed for it in the run under way; None outside one_walk_per_run.
+_ONCE: dict[tuple, Any] | None = None
+
+
+def once_per_run(key: tuple, compute: Callable[[], Any]) -> Any:
+    """compute(), once a run for `key` (a run's files do not change under it); each time outside one."""
+    once = _ONCE
+    if once is None:
+        return compute()
+    if key not in once:
+        once[key] = compute()
+    return once[key]
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sglang_contracts.infra.boundary import Problem, note, read_project_text
-from sglang_contracts.infra.gitsafety import ls_files, no_repository
 from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.project.images import dockerfile_pins, image_name, is_dockerfile
 from sglang_contracts.infra.shapes import Exactly, Row, rows_of
+from sglang_contracts.project.ignored import Unread, unread_files
 from sglang_contracts.project.index import ProjectIndex, mentions, walk_project, within_the_run
 from sglang_contracts.infra.pysource import BRANCH_TYPES, child_nodes, parse_quietly, parse_shared
 from sglang_contracts.infra.tomltext import parse_toml, table, toml_strings
@@ -335,8 +335,16 @@ def python_floor(root: Path) -> tuple[int, int] | None:
 
 def requirement_files(root: Path) -> list[Path]:
     # A FIFO or a device named like one is listed too: reading it is what says it cannot be read.
-    return sorted({path for pattern in REQUIREMENT_FILES for path in root.glob(pattern)
-                   if not path.is_dir() and within_the_run(path)})
+    return _not_ignored(root, sorted({path for pattern in REQUIREMENT_FILES for path in root.glob(pattern)
+                                      if not path.is_dir() and within_the_run(path)}))
+
+
+def _not_ignored(root: Path, paths: list[Path]) -> list[Path]:
+    """The requirement files but those git ignores (a requirements-local.txt holding a private
+    index's credentials: campaign 20, R05). Where git cannot tell, they are read: the project's
+    pin is in them, and without them no check can start."""
+    ignored = unread_files(root, paths).ignored if paths else frozenset()
+    return [path for path in paths if path not in ignored]
 
 
 # Where a requirement line's per-requirement options begin (`--hash=sha256:...`, which
@@ -458,7 +466,7 @@ def nested_requirement_files(root: Path) -> list[Path]:
     """Requirement files anywhere below the root (`tests/ci/requirements-ci-cpu.txt`), besides
     those declared_requirements reads: what some environment of the project installs."""
     top = set(requirement_files(root))
-    return [path for path in walk_project([root], _is_requirement_file_name) if path not in top]
+    return _not_ignored(root, [path for path in walk_project([root], _is_requirement_file_name) if path not in top])
 
 
 def _is_requirement_file_name(name: str) -> bool:
@@ -490,9 +498,11 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
     skip = {root / "pyproject.toml", *requirement_files(root)}
     found = []
     paths = walk_project([root], _is_stack_file)
-    unread = _secret_keeping(root, paths)
+    unread = unread_files(root, paths)
+    if unread.untold:
+        _note_untold(root, unread)
     for path in paths:
-        if path in skip or path in unread:
+        if path in skip or path in unread.ignored or path in unread.untold:
             continue
         text = read_project_text(path, root)
         if text is None or "sglang" not in text.lower():
@@ -504,6 +514,15 @@ def release_mentions(root: Path) -> list[ReleaseMention]:
         if is_dockerfile(path.name):
             found += _tag_arguments(relpath, text, {mention.line for mention in found if mention.path == relpath})
     return found
+
+
+def _note_untold(root: Path, unread: Unread) -> None:
+    """One line for the stack's files left unread because git could not tell which it ignores."""
+    first, *others = sorted(unread.untold)
+    more = f"; nor are {len(others):,} other files of the project's stack" if others else ""
+    note(Problem(first.relative_to(root).as_posix(), 1, 1, "reading the file",
+                 f"git could not tell whether it ignores the file, which may then hold secrets ({unread.why}){more}",
+                 internal=False))
 
 
 def _tag_arguments(relpath: str, text: str, mentioned: set[int]) -> list[ReleaseMention]:
@@ -528,41 +547,6 @@ def _tag_arguments(relpath: str, text: str, mentioned: set[int]) -> list[Release
 
 # A tag's value where a Dockerfile sets it: `NAME=v0.5.22` (an ARG), `:-v0.5.22` (a default).
 TAG_SETTING = re.compile(r"""(?:\b[A-Za-z_]\w*=|:-)["']?(?P<v>v?\d+(?:\.\d+)+[\w.+-]*)""")
-
-
-# `.env` files set a compose file's SGLANG_VERSION, and hold the tokens of a developer's machine:
-# one git ignores was read, and `fix --diff` printed its lines about the mention (campaign 18,
-# R02). Only those the project commits are read; no file git ignores is read either, nor one a
-# committed link makes of one (`config.env -> .env`, docker-compose.override.yml, secrets.toml:
-# campaign 19).
-ENVIRONMENT_SUFFIX = ".env"
-
-
-def _secret_keeping(root: Path, paths: list[Path]) -> set[Path]:
-    """Those of `paths` not read: an ignored file (or a link to one), and a `.env` not committed
-    (all of them when git cannot tell which are)."""
-    names = {path: os.path.relpath(path, root) for path in paths}
-    real = {path: os.path.relpath(os.path.realpath(path), root) for path in paths}
-    # git lists what it ignores (an ignored folder as `folder/`), whatever the paths: asked of each
-    # path, one in a submodule made it refuse them all, and none was taken as ignored (campaign 19, R10)
-    listed = ls_files(os.fspath(root), "-z", "--others", "--ignored", "--exclude-standard", "--directory")
-    if listed is not None and listed.returncode != 0 and no_repository(listed):
-        listed = None  # no repository: nothing is ignored
-    elif listed is None or listed.returncode != 0:
-        return set(paths)  # git cannot tell what it ignores: nothing is read rather than a secret
-    ignored = {os.fsdecode(name) for name in listed.stdout.split(b"\0") if name} if listed is not None else set()
-
-    def is_ignored(name: str) -> bool:
-        parts = name.split(os.sep)
-        return name in ignored or any("/".join(parts[:end]) + "/" in ignored for end in range(1, len(parts)))
-
-    committed: set[str] = set()
-    if any(path.name.endswith(ENVIRONMENT_SUFFIX) for path in paths):  # a pathspec, not each name (campaign 19)
-        listed = ls_files(os.fspath(root), "-z", "--", f"*{ENVIRONMENT_SUFFIX}")
-        if listed is not None and listed.returncode == 0:
-            committed = {os.fsdecode(name) for name in listed.stdout.split(b"\0") if name}
-    return {path for path in paths if is_ignored(names[path]) or is_ignored(real[path])
-            or path.name.endswith(ENVIRONMENT_SUFFIX) and names[path] not in committed}
 
 
 def _file_mentions(relpath: str, text: str) -> list[ReleaseMention]:

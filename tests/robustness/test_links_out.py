@@ -530,3 +530,85 @@ def test_an_environment_file_git_ignores_is_never_read(tmp_path: Path) -> None:
                    check=True)
     git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(other), "vendored")
     assert [m.path for m in release_mentions(root)] == ["deploy/prod.env", "vendored/ci/build.yml"]
+
+
+def _committed(folder: Path) -> None:
+    import subprocess
+
+    for command in (["init", "-q"], ["add", "-A"],
+                    ["-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "x"]):
+        subprocess.run(["git", *command], cwd=folder, check=True, capture_output=True)
+
+
+def test_what_a_submodule_or_a_nested_repository_ignores_is_never_read(tmp_path: Path) -> None:
+    """A submodule's and a nested repository's own .gitignore (and a submodule's info/exclude),
+    which the project's repository does not read: their ignored files were read and `fix --diff`
+    printed their token lines (campaign 20, R01). So an ignored requirement file, which held a
+    private index's credentials (campaign 20, R05)."""
+    import subprocess
+
+    from sglang_contracts.project.stack import declared_requirements, release_mentions
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".gitignore").write_text("local.yml\n")
+    (other / "build.yml").write_text("image: lmsysorg/sglang:v0.5.22\n")
+    _committed(other)
+    root = tmp_path / "p"
+    (root / "inner").mkdir(parents=True)
+    (root / ".gitignore").write_text("requirements-local.txt\n")
+    (root / "requirements.txt").write_text("sglang==0.5.22\n")
+    (root / "requirements-local.txt").write_text("--extra-index-url https://u:TOKEN@example.invalid\nsglang==0.5.22\n")
+    _committed(root)
+    subprocess.run(["git", "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(other), "vendored"],
+                   cwd=root, check=True, capture_output=True)
+    (root / "vendored" / "local.yml").write_text("image: lmsysorg/sglang:v0.5.22\ntoken: hf_secret\n")
+    (root / "inner" / ".gitignore").write_text("secrets.toml\n")
+    (root / "inner" / "deploy.yml").write_text("image: lmsysorg/sglang:v0.5.22\n")
+    _committed(root / "inner")
+    (root / "inner" / "secrets.toml").write_text('sglang = "v0.5.22"\ntoken = "hf_secret"\n')
+    assert [m.path for m in release_mentions(root)] == ["inner/deploy.yml", "vendored/build.yml"]
+    assert [r.path for r in declared_requirements(root)] == ["requirements.txt"]
+
+
+def test_a_checkout_of_another_user_is_asked_what_it_ignores_and_a_git_that_cannot_tell_is_said(
+        tmp_path: Path, monkeypatch) -> None:
+    """A CI job run as root in a container, on the runner's checkout: git refuses a repository of
+    another owner ("dubious ownership"), and every stack file was left unread without a word
+    (campaign 20, R02). The repository is asked with safe.directory naming it; where git cannot
+    tell all the same (a corrupt index), the files are unread and one SGC000 says why."""
+    import os
+
+    from sglang_contracts.infra.boundary import collecting_problems
+    from sglang_contracts.project import ignored
+    from sglang_contracts.project.stack import release_mentions
+
+    root = tmp_path / "p"
+    (root / "docs").mkdir(parents=True)
+    (root / "Dockerfile").write_text("FROM lmsysorg/sglang:v0.5.22\n")
+    (root / "docs" / "install.md").write_text("pip install sglang==0.5.22\n")
+    _committed(root)
+    if os.geteuid() == 0:  # git refuses it for real
+        for folder, _, files in os.walk(root):
+            for name in [folder, *(os.path.join(folder, file) for file in files)]:
+                os.lchown(name, 4321, 4321)
+    else:  # as git answers a repository of another owner, unless safe.directory names it
+        asked = ignored.ls_files
+
+        def as_another_owners(folder, *arguments, settings=()):
+            if f"safe.directory={root}" not in settings:
+                return subprocess.CompletedProcess([], 128, b"", b"fatal: detected dubious ownership in repository")
+            return asked(folder, *arguments, settings=settings)
+
+        import subprocess
+        monkeypatch.setattr(ignored, "ls_files", as_another_owners)
+    with collecting_problems() as noted:
+        assert [m.path for m in release_mentions(root)] == ["Dockerfile", "docs/install.md"]
+    assert noted == []
+    (root / ".git" / "index").write_bytes(b"DIRC")  # git cannot read it
+    with collecting_problems() as noted:
+        assert release_mentions(root) == []
+    (problem,) = noted
+    assert (problem.path, problem.line) == ("Dockerfile", 1)
+    assert "git could not tell whether it ignores the file" in problem.error and "index" in problem.error
+    assert "1 other files of the project's stack" in problem.error
