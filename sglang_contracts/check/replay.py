@@ -27,6 +27,7 @@ from typing import Any, Callable
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.files import any_unsaved, file_state, unsaved_buffer_items
 from sglang_contracts.infra.shapes import ListOf, Row, Table
+from sglang_contracts.project.ignored import unread_files
 from sglang_contracts.project.index import as_named, project_folders
 from sglang_contracts.sources import content_identity
 from sglang_contracts.sources.base import Release
@@ -186,14 +187,26 @@ def inputs_key(root: Path, paths: list[Path], options: Any, old_spec: str, accep
         "file_names": _file_name_decoding(),
     }, sort_keys=True, default=str)
     digest = hashlib.sha256(header.encode())
+    listed = listed if listed is not None else listing(root, named_patches)
     for row in inventory(root, named_patches, accept, listed):
         digest.update(row.encode("utf-8", "surrogateescape") + b"\n")  # any bytes a file name holds
+    digest.update(_ignored_state(root, listed).encode("utf-8", "surrogateescape"))
     # An unsaved buffer of an accepted file (a Dockerfile typed in an editor) is an input its
     # file's size and time do not show: by its content.
     for path, data in sorted(unsaved_buffer_items()):
         if accept(os.path.basename(path)):
             digest.update(f"unsaved\0{path}\0{hashlib.sha256(data).hexdigest()}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
+
+
+def _ignored_state(root: Path, listed: list[tuple[str, str]]) -> str:
+    """Which of the listed files git ignores, or cannot tell of, and why: what the stack's readers
+    leave unread (project/ignored.py) changes with no file of the listing (.git/info/exclude, the
+    checkout's owner, git's answer), and a replay reported a file's findings when it was no
+    longer ignored, or an empty run once git answered again (campaign 20, R07)."""
+    paths = [root / row.partition("\0")[0] for name, row in listed if name and not name.endswith(".py")]
+    unread = unread_files(root, paths)
+    return json.dumps([sorted(map(str, unread.ignored)), sorted(map(str, unread.untold)), unread.why])
 
 
 # What a report says of a release (Release's fields but its tree), kept so that a replay need

@@ -66,6 +66,24 @@ def test_any_other_file_of_the_project_counts(published) -> None:
     assert run_check([project], options).replayed_files_with_contracts is not None
 
 
+def test_what_git_ignores_counts_though_no_file_of_the_listing_shows_it(published) -> None:
+    """.git/info/exclude is no file of the project's listing: a file it kept out and then let in
+    was replayed as unread, exit 0 (campaign 20, R07)."""
+    import subprocess
+
+    project, options = published
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True, capture_output=True)
+    exclude = project / ".git" / "info" / "exclude"
+    exclude.write_text("install.md\n")
+    first = run_check([project], options)
+    assert first.diagnostics and "docs/install.md" not in {d.path for d in first.diagnostics}
+    assert run_check([project], options).replayed_files_with_contracts is not None
+    exclude.write_text("")
+    after = run_check([project], options)
+    assert after.replayed_files_with_contracts is None
+    assert "docs/install.md" in {d.path for d in after.diagnostics}
+
+
 def test_other_options_are_another_run(published) -> None:
     project, options = published
     run_check([project], options)
