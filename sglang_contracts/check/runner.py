@@ -193,7 +193,9 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     _refuse_empty_releases(options)
     require_existing(paths)
     root = project_root_for(paths)
-    named = sorted({Path(os.path.relpath(os.path.abspath(path), root)).as_posix() for path in paths})
+    # as named, and what a link named leads to, which the run reads (campaign 20, R08)
+    named = sorted({Path(os.path.relpath(place, root)).as_posix() for path in paths
+                    for place in {os.path.abspath(path), os.path.realpath(path)}})
     if not holds_a_project(root) and "." not in named:
         options = dataclasses.replace(options, only=tuple(named))
     # what is named is read alone, by every reader: the Python index and the stack's (campaign 19, R12)

@@ -253,5 +253,12 @@ def test_a_file_of_no_project_is_read_alone_by_the_stack_readers_too(tmp_path, m
     found = run_check([folder / "one.md", folder / "old"], options).diagnostics
     assert read == {"one.md", "old/requirements-ci.txt"}
     assert {d.path for d in found} == {"one.md", "old/requirements-ci.txt"}
+    read.clear()  # a link named is read where it leads (campaign 20, R08: nothing was read, nothing said)
+    (folder / "link.md").symlink_to("old/requirements-ci.txt")
+    found = run_check([folder / "link.md"], options).diagnostics
+    assert {d.path for d in found} == {"old/requirements-ci.txt"}
+    assert "old/requirements-ci.txt" in read <= {"link.md", "old/requirements-ci.txt"}
+    (folder / "link.md").unlink()
+    read.clear()
     run_check([folder], options)
     assert len(read) == 7
