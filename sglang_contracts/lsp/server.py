@@ -27,6 +27,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import Workspace
 
 from sglang_contracts import __version__
 from sglang_contracts.check.options import Overrides, resolve_options
@@ -43,6 +44,7 @@ from sglang_contracts.infra.pysource import is_python_file
 from sglang_contracts.infra.roots import project_root_for
 from sglang_contracts.lsp.actions import code_actions
 from sglang_contracts.lsp.convert import ClientColumns, contains, hover_text, lsp_diagnostic
+from sglang_contracts.lsp.documents import EditingWorkspace
 from sglang_contracts.lsp.frames import FrameReader
 
 # Typing is checked once it pauses this long, each change putting the check back (schedule):
@@ -359,6 +361,9 @@ def _folder(uri: str) -> Path | None:
 
 @server.feature(types.INITIALIZE)
 def initialize(ls: ContractsServer, params: types.InitializeParams) -> None:
+    # pygls made the workspace just before: its documents take edits as EditedDocuments do
+    if type(ls.workspace) is Workspace:
+        ls.workspace.__class__ = EditingWorkspace
     folders = params.workspace_folders or []
     uri = folders[0].uri if folders else params.root_uri
     ls.other_folders = [path for folder in folders[1:] if (path := _folder(folder.uri)) is not None]
