@@ -44,7 +44,8 @@ class EditedDocument(TextDocument):
 
     def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
         lines = self.lines
-        begins, ends = (self._server_position(lines, change.range.start), self._server_position(lines, change.range.end))
+        begins = self._server_position(lines, change.range.start)
+        ends = self._server_position(lines, change.range.end)
         start, end, count = begins.line, ends.line, len(lines)
         if start > count or (start < count and end < start):
             return  # pygls writes the document as it was
