@@ -22,6 +22,7 @@ from sglang_contracts.infra.interrupts import (interrupt_behind, interrupted_sta
 from sglang_contracts.infra.process_exit import exit_without_teardown
 from sglang_contracts.infra.gitsafety import never_reach_a_remote
 from sglang_contracts.infra.pythonpath import never_from_the_working_folder
+from sglang_contracts.infra.roots import remember_working_folder
 
 if TYPE_CHECKING:
     from sglang_contracts.check.runner import CheckOptions
@@ -232,7 +233,7 @@ def _refuse_a_missing_working_folder(args: argparse.Namespace) -> None:
     every command but `rules` and `explain` resolves paths against (campaign 13, R04: a traceback)."""
     if args.command not in ("rules", "explain", None):
         try:
-            os.getcwd()
+            remember_working_folder()
         except OSError as error:
             raise UsageError(f"the working folder cannot be read ({error.strerror or error}): "
                              "run from an existing folder") from None

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.files import VERSION_CONTROL_FOLDERS, Unreadable, read_text_limited
-from sglang_contracts.infra.roots import anyones_file
+from sglang_contracts.infra.roots import anyones_file, working_folder
 from sglang_contracts.infra.tomltext import parse_toml
 from sglang_contracts.requirements import SPECIFIER_STARTS, admits_some_version, as_version, parse_specifier
 
@@ -256,7 +256,7 @@ class Config:
 
     @property
     def folder(self) -> Path:
-        return self.path.parent if self.path else Path.cwd()
+        return self.path.parent if self.path else Path(working_folder())
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)

@@ -46,6 +46,7 @@ from sglang_contracts.infra.files import Unreadable, is_below, read_limited, why
 from sglang_contracts.infra.errors import UsageError, shown
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.gitsafety import ls_files, no_repository
+from sglang_contracts.infra.roots import working_folder
 from sglang_contracts.infra.shapes import fits
 from sglang_contracts.infra.temporaries import private_temporary_folder
 
@@ -143,7 +144,7 @@ def first_link_on_the_way(root: Path, folder: Path) -> str | None:
     from the working folder), or None. A pull request can commit `.cache` as a link
     out of the project; a cache named `.cache/sglang-contracts` is then written through it,
     though neither it nor what it holds is a link (sixth campaign, M03)."""
-    given = Path.cwd() / folder  # not normalised: `.cache/../x` goes through `.cache` too
+    given = Path(working_folder()) / folder  # not normalised: `.cache/../x` goes through `.cache` too
     on_the_way = Path(given.anchor)
     for part in given.parts[1:-1]:
         on_the_way = on_the_way / part

@@ -11,6 +11,26 @@ from sglang_contracts.infra.errors import UsageError, shown
 
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
+# The working folder as a run began: removed while the run went on (its shell's folder deleted),
+# it was an internal error, or a false "cannot write standard output" (campaign 20, R09).
+_AT_START: list[str] = []
+
+
+def remember_working_folder() -> str:
+    """The working folder, read now and kept for working_folder (OSError where it cannot be read)."""
+    _AT_START[:] = [os.getcwd()]
+    return _AT_START[0]
+
+
+def working_folder() -> str:
+    """The working folder; where it was removed since remember_working_folder, where it was then."""
+    try:
+        return os.getcwd()
+    except OSError:
+        if not _AT_START:
+            raise
+        return _AT_START[0]
+
 
 def project_root_for(paths: list[Path]) -> Path:
     """The nearest folder at or above the first path with a pyproject.toml, setup.py or .git,
@@ -19,8 +39,8 @@ def project_root_for(paths: list[Path]) -> Path:
     link out of the project (`docs -> /home/u`) is looked for where the link is, and a link below
     the working folder is never taken for a project's root, so a link out cannot move the root
     out of the project (and with it every check of what lies within it)."""
-    cwd = os.getcwd()
-    start = os.path.abspath(paths[0]) if paths else cwd
+    cwd = working_folder()
+    start = os.path.normpath(os.path.join(cwd, paths[0])) if paths else cwd  # os.path.abspath, from `cwd`
     if not _safely(lambda: os.path.isdir(start) and not os.path.islink(start)):
         start = os.path.dirname(start)
     inside_cwd = os.path.join(cwd, "")

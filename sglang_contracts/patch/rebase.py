@@ -39,6 +39,7 @@ from sglang_contracts.infra.errors import UsageError
 from sglang_contracts.infra.gitsafety import safe_git_environment, safe_git_options
 from sglang_contracts.infra.display import patch_for, printable, printable_path
 from sglang_contracts.infra.files import Unreadable, read_limited
+from sglang_contracts.infra.roots import working_folder
 from sglang_contracts.infra.lines import git_lines, numbered_lines
 from sglang_contracts.infra.markdown import code, code_block, inline, plain
 from sglang_contracts.infra.output import standard_output, write_file, writing
@@ -205,7 +206,7 @@ def text_below(root: Path, path: Path) -> str | None:
 
 def shown_path(path: Path, root: Path) -> str:
     """A path the run wrote, relative to the project's root when it is in it."""
-    absolute = path if path.is_absolute() else Path.cwd() / path
+    absolute = path if path.is_absolute() else Path(working_folder()) / path
     return absolute.relative_to(root).as_posix() if absolute.is_relative_to(root) else str(path)
 
 
@@ -272,7 +273,7 @@ def refusal_to_write(root: Path, path: Path) -> str:
 
 
 def _absolute(path: Path) -> Path:
-    return path if path.is_absolute() else Path.cwd() / path
+    return path if path.is_absolute() else Path(working_folder()) / path
 
 
 def _relpath_below(root: Path, path: Path) -> str | None:

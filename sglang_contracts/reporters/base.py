@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from sglang_contracts.diagnostics import Diagnostic
 from sglang_contracts.infra.display import printable_path
+from sglang_contracts.infra.roots import working_folder
 from sglang_contracts.infra.wording import plural
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ def display_path(root: Path, relpath: str) -> str:
     on one printable line whatever bytes its name holds."""
     absolute = root / relpath
     try:
-        return printable_path(absolute.relative_to(Path.cwd()).as_posix())
+        return printable_path(absolute.relative_to(working_folder()).as_posix())
     except ValueError:
         return printable_path(absolute.as_posix())
 

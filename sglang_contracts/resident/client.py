@@ -21,7 +21,7 @@ from typing import Any
 
 from sglang_contracts.infra.files import resolved
 from sglang_contracts.infra.output import standard_output
-from sglang_contracts.infra.roots import project_root_for
+from sglang_contracts.infra.roots import project_root_for, working_folder
 
 # The options a daemon is started with and a `check` must share to be handed to it; the
 # others (the format, --exit-zero, --baseline, the paths...) are the request's own.
@@ -174,7 +174,7 @@ def handed_over(argv: list[str], args: argparse.Namespace) -> int | None:
     None when no daemon took it (then the caller runs it in this process)."""
     if os.environ.get("SGLANG_CONTRACTS_NO_DAEMON"):
         return None
-    cwd = Path.cwd()
+    cwd = Path(working_folder())
     try:
         root, identity, key = daemon_key(args, cwd)
     except (OSError, ValueError, RuntimeError):

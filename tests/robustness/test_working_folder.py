@@ -101,6 +101,36 @@ def test_a_removed_working_folder_is_one_error_line(tmp_path) -> None:
                                "(No such file or directory): run from an existing folder\n")
 
 
+@pytest.mark.parametrize("report", ["text", "sarif"])
+def test_a_working_folder_removed_during_the_run_leaves_the_report_whole(tmp_path, monkeypatch, capsys,
+                                                                        report) -> None:
+    """Removed after the run began (the project named by an absolute path): an internal error, or
+    a false "cannot write standard output" and no report (campaign 20, R09). The run goes on from
+    the folder it began in; the report names files from the project's root."""
+    from sglang_contracts.cli import main
+    from sglang_contracts.infra import roots
+    from tests.helpers import NEW, OLD
+
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    project = write_tree(tmp_path / "project", {"pyproject.toml": "[project]\nname = 'p'\n",
+                                                "m.py": "from sglang.srt.managers.scheduler import Scheduler\n"
+                                                        "Scheduler.get_num_allocatable_reqs\n"})
+    (tmp_path / "gone").mkdir()
+    monkeypatch.chdir(tmp_path / "gone")
+    remember = roots.remember_working_folder
+
+    def then_removed() -> str:
+        folder = remember()
+        monkeypatch.setattr(os, "getcwd", lambda: (_ for _ in ()).throw(FileNotFoundError(2, "No such file")))
+        return folder
+
+    monkeypatch.setattr("sglang_contracts.cli.remember_working_folder", then_removed)
+    status = main(["check", str(project), "--old", str(OLD), "--new", str(NEW), "--no-cache", "--format", report])
+    out, err = capsys.readouterr()
+    assert (status, err) == (1, "")
+    assert ("m.py:2" in out) if report == "text" else '"uri": "m.py"' in out
+
+
 def _marking_program(path: Path, marks: Path) -> None:
     """An executable at `path` that leaves a mark in `marks` when run, and fails."""
     path.write_text(f"#!/bin/sh\necho \"$*\" > {marks}/ran-$$\nexit 1\n")
