@@ -481,9 +481,9 @@ def _releases_of_project(args: argparse.Namespace, paths: list[Path] | None = No
     read that folder's configuration and wrote its PR body there (campaign 11, R07)."""
     from sglang_contracts.check.runner import project_old_release
     from sglang_contracts.config import find_config, with_source
-    from sglang_contracts.infra.roots import project_root_for
+    from sglang_contracts.infra.roots import root_of_all
 
-    root = project_root_for(paths or [])
+    root = root_of_all(paths or [])
     config = find_config(root, getattr(args, "config", None))
     for flag, given in (("--old", args.old), ("--new", args.new)):
         if given is not None and not given.strip():

@@ -13,7 +13,7 @@ from sglang_contracts.config import find_config, with_source
 from sglang_contracts.diagnostics.catalog import load_catalog
 from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.errors import UsageError
-from sglang_contracts.infra.roots import project_root_for
+from sglang_contracts.infra.roots import root_of_all
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def resolve_options(paths: list[Path], overrides: Overrides) -> tuple[list[Path]
     for flag, given in (("--old", overrides.old), ("--new", overrides.new)):
         if given is not None and not given.strip():  # as a path, '' would be the current directory
             raise UsageError(f"{flag} is empty: give an SGLang version, a git ref with --sglang-repo, or a directory")
-    config = find_config(project_root_for(paths), overrides.config)
+    config = find_config(root_of_all(paths), overrides.config)
     paths = paths or [config.folder / p for p in config.get("paths", [])]
     source = config.get("source")
     index = {"package-index": overrides.package_index} if overrides.package_index else {}

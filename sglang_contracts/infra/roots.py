@@ -59,6 +59,28 @@ def project_root_for(paths: list[Path]) -> Path:
         folder = parent
 
 
+def root_of_all(paths: list[Path]) -> Path:
+    """The project root every named path is in: each path's (project_root_for), the outermost
+    where it holds them all (a repository's top and a package's pyproject.toml below it). Paths
+    of no project are read from the folder that holds them all. Paths of projects none of which
+    holds the others (pre-commit names the staged files of a monorepo's every package) are one
+    usage error: a run checks one project, and the others' files were dropped without a word
+    (campaign 20, R11)."""
+    starts: dict[str, Path] = {}
+    for path in paths:  # one search per folder: pre-commit may name thousands of files
+        named = os.path.abspath(path)
+        starts.setdefault(named if _safely(lambda: os.path.isdir(named)) else os.path.dirname(named), path)
+    roots = {project_root_for([path]) for path in starts.values()} or {project_root_for([])}
+    outermost = min(roots, key=lambda root: len(root.parts))
+    if all(root == outermost or outermost in root.parents for root in roots):
+        return outermost
+    if not any(holds_a_project(root) for root in roots):
+        return project_root_for([Path(os.path.commonpath([os.fspath(root) for root in roots]))])
+    named = ", ".join(shown(root) for root in sorted(roots)[:3]) + (", ..." if len(roots) > 3 else "")
+    raise UsageError(f"the paths named are in {len(roots)} projects ({named}): check each in a run of its own "
+                     "(with pre-commit, a hook per project, each with its `files:`)")
+
+
 def holds_a_project(root: Path) -> bool:
     """Whether project_root_for found a marker at `root`, rather than taking a file's folder."""
     return bool(_markers_at(os.fspath(root)))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import bisect
 import io
-import os
 import re
 import sys
 import tokenize

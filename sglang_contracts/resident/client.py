@@ -21,7 +21,7 @@ from typing import Any
 
 from sglang_contracts.infra.files import resolved
 from sglang_contracts.infra.output import standard_output
-from sglang_contracts.infra.roots import project_root_for, working_folder
+from sglang_contracts.infra.roots import root_of_all, working_folder
 
 # The options a daemon is started with and a `check` must share to be handed to it; the
 # others (the format, --exit-zero, --baseline, the paths...) are the request's own.
@@ -46,7 +46,7 @@ def daemon_key(args: argparse.Namespace, cwd: Path) -> tuple[Path, str, str]:
     `check` or `daemon` command line: the root, the run options, this installation of the
     tool, the debug switch. The daemon refuses a request whose identity is not its own."""
     paths = [path if path.is_absolute() else cwd / path for path in args.paths]
-    root = project_root_for(paths or [cwd])
+    root = root_of_all(paths or [cwd])
     options = {}
     for name in KEY_OPTIONS:
         value = getattr(args, name, None)

@@ -292,3 +292,30 @@ def test_a_file_of_no_project_is_read_alone_by_the_stack_readers_too(tmp_path, m
     read.clear()
     run_check([folder], options)
     assert len(read) == 7
+
+
+def test_paths_named_in_several_projects_are_one_run_or_one_error_never_a_dropped_file(tmp_path) -> None:
+    """pre-commit names the staged files of a monorepo's every package: the run took the first
+    path's project and dropped the others' files without a word (campaign 20, R11). A project
+    that holds the others (a repository's top above a package's pyproject.toml) is the run's;
+    projects none of which holds the others are one usage error; files of no project in two
+    folders are read from the folder that holds them both."""
+    from sglang_contracts.check.runner import CheckOptions, run_check
+    from sglang_contracts.infra.errors import UsageError
+    from tests.helpers import NEW, OLD
+
+    call = "from sglang.srt.managers.scheduler import Scheduler\nScheduler.get_num_allocatable_reqs\n"
+    options = CheckOptions(old=str(OLD), new=str(NEW), use_cache=False, workers=1)
+    mono = write_tree(tmp_path / "mono", {"pa/pyproject.toml": "[project]\nname = 'a'\n", "pa/m.py": call,
+                                          "pb/pyproject.toml": "[project]\nname = 'b'\n", "pb/m.py": call})
+    for named in ([mono / "pa/m.py", mono / "pb/m.py"], [mono / "pb/m.py", mono / "pa/m.py"]):
+        with pytest.raises(UsageError, match=r"the paths named are in 2 projects \(.*pa, .*pb\)"):
+            run_check(named, options)
+    (mono / ".git").mkdir()  # the repository's top holds both packages: its project is the run's
+    (mono / "Dockerfile").write_text("FROM lmsysorg/sglang:v0.9.0\n")
+    found = run_check([mono / "pb/m.py", mono / "Dockerfile", mono / "pa/m.py"], options).diagnostics
+    assert {d.path for d in found} == {"pa/m.py", "pb/m.py", "Dockerfile"}
+    loose = write_tree(tmp_path / "Downloads", {"x/a.md": "pip install sglang==0.9.0\n",
+                                               "y/z/b.md": "pip install sglang==0.9.0\n", "y/c.md": "sglang==0.9.0\n"})
+    found = run_check([loose / "x/a.md", loose / "y/z/b.md"], options).diagnostics
+    assert {d.path for d in found} == {"x/a.md", "y/z/b.md"}
