@@ -27,6 +27,7 @@ TABLE = "sglang-contracts"
 SEVERITY_VALUES = ("error", "warning", "info")
 SOURCES = {"index": "pypi", "git": "git", "directory": "dir"}  # `source` -> the REF prefix it implies
 CODE_PREFIX = re.compile(r"SGC\d*")
+LONGEST_NAME = 255  # bytes of one path part, as Linux's and macOS's file systems take them (NAME_MAX)
 
 
 class _Invalid(Exception):
@@ -37,6 +38,15 @@ def _string(value: Any) -> str:
     if not isinstance(value, str):
         raise _Invalid("must be a string")
     return value
+
+
+def _path(value: Any) -> str:
+    """A path on this machine (`sglang-repo`): a NUL in it names no file, and stopped the run in
+    an internal error (campaign 20, R13)."""
+    given = _string(value)
+    if not given or "\0" in given:
+        raise _Invalid(f"{given!r} names no file or folder")
+    return given
 
 
 def _release(value: Any) -> str:
@@ -78,6 +88,10 @@ def _within_project(value: Any) -> list[str]:
             raise _Invalid(f"{given!r} names no file: give a path or glob relative to the project's root")
         if ".." in path.parts:
             raise _Invalid(f"{given!r} leaves the project: give a path or glob within the project's root")
+        if any(len(os.fsencode(part)) > LONGEST_NAME for part in path.parts):
+            # the file system refuses it (ENAMETOOLONG): the rules reading the setting met it as an
+            # internal error in bump's last check (campaign 20, R13)
+            raise _Invalid(f"{given[:60]!r}... holds a name longer than the file system takes")
         if any(part.lower() in VERSION_CONTROL_FOLDERS for part in path.parts):  # `.git/config`: campaign 18, R03
             raise _Invalid(f"{given!r} is in the project's version control folder: give a file of the project")
     return paths
@@ -222,7 +236,7 @@ KEYS: dict[str, Callable[[Any], Any]] = {
     "old": _release,
     "new": _release,
     "source": _choice(*SOURCES),
-    "sglang-repo": _string,
+    "sglang-repo": _path,
     "select": _codes,
     "ignore": _codes,
     "per-file-ignores": _at_most_patterns(lambda value: _table(_codes)(_slash_paths(value))),

@@ -78,6 +78,11 @@ def test_command_line_flags_win_over_the_file(check, project):
         ('baseline = "../../outside.json"\n',
          "baseline '../../outside.json' leaves the project: give a path or glob within the project's root"),
         ('patch-files = ["."]\n', "patch-files '.' names no file: give a path or glob relative to the project's root"),
+        # a NUL, a name the file system refuses: internal errors of check and of bump's last check (campaign 20, R13)
+        ('sglang-repo = "\\u0000x"\n', "sglang-repo '\\x00x' names no file or folder"),
+        ('sglang-repo = ""\n', "sglang-repo '' names no file or folder"),
+        (f'patch-files = ["p/{"x" * 300}.patch"]\n',
+         f"patch-files {('p/' + 'x' * 58)!r}... holds a name longer than the file system takes"),
         ('patch-files = ["ops/*/a**.patch"]\n', "patch-files 'ops/*/a**.patch': `**` can only be a whole path component"),
         # Each `**` walks every folder again: ten kept a run busy for minutes (second campaign).
         ('patch-files = ["**/**/**/x.patch"]\n',
