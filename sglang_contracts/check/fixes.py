@@ -36,6 +36,10 @@ class Workspace:
         self.root = root.resolve()
         self.result = result  # the check the findings come from: the releases, for fixes that re-check
         self.documents: dict[str, Document] = {}
+        # What the fixes said of the findings they left, in every document: one list the documents
+        # share, read and cleared after each fix (gathered from each document, the documents times
+        # the fixes: 8,000 files of one fix each took 58 s, campaign 20 R12)
+        self.notes: list[str] = []
         self.refused: dict[str, NotRewritable] = {path: NotRewritable(why) for path, why in refused.items()}
         # What the round's fixes derive from the project once, not at each finding (the patch
         # stacks its build applies: every patch file parsed)
@@ -85,7 +89,9 @@ class Workspace:
             raise NotRewritable("not a regular file")
         if read_only(path):
             raise NotRewritable("the file is read-only")
-        return Document.read(path, relpath)
+        document = Document.read(path, relpath)
+        document.notes = self.notes
+        return document
 
 
 @dataclass
@@ -156,9 +162,8 @@ def _fixed_one(diagnostic: Diagnostic, workspace: Workspace, fixed: list[Diagnos
             fixed.append(diagnostic)
     except FixNotBuilt as error:  # the finding stays, and says why it was not fixed
         document.note(diagnostic.line, diagnostic.col, diagnostic.code, f"the fix cannot be built ({error})")
-    said = [line for document in workspace.documents.values() for line in document.notes]
-    for document in workspace.documents.values():
-        document.notes.clear()
+    said = list(workspace.notes)
+    workspace.notes.clear()
     return said
 
 
@@ -279,6 +284,7 @@ def lsp_fixes(result: CheckResult, relpath: str, text: str, data: dict) -> list[
         document = Document(relpath, text.encode(), python=relpath.endswith(".py"))
     except NotRewritable:
         return []  # the buffer does not parse: never rewrite it
+    document.notes = workspace.notes
     workspace.documents[relpath] = document
     try:
         if not FIXES[diagnostic.code](diagnostic, workspace):

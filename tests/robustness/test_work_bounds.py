@@ -1029,3 +1029,36 @@ def test_every_file_named_with_a_finding_is_matched_in_linear_work(project, rele
         assert [d.code for d in result.diagnostics] == ["SGC201"] * files
         counts[files] = compared[0]
     assert counts[400] < 8 * counts[100] + 2_000  # linear (the square would be 16 times)
+
+
+def test_a_round_of_fixes_reads_the_findings_and_the_notes_once_not_at_each_fix(project, releases) -> None:
+    """`fix` of 8,000 files of one stale image tag each: after each fix every open document's notes
+    were gathered, and the round's findings read again (58 s, campaign 20, R12). Counted, not
+    timed: the findings are read a bounded number of times, however many files are fixed."""
+    from sglang_contracts.check.fixes import apply_fixes
+    from sglang_contracts.check.runner import CheckOptions, run_check
+
+    class Read(list):
+        times = 0
+
+        def __iter__(self):
+            Read.times += 1
+            return super().__iter__()
+
+    old, new = releases
+    counts = {}
+    for files in (20, 200):
+        write(project, {f"deploy/c{n}.yml": f"image: lmsysorg/sglang:v{old_version(old)}\n" for n in range(files)})
+        result = run_check([project], CheckOptions(old=str(old), new=str(new), use_cache=False, workers=1))
+        stale = [d for d in result.diagnostics if d.code == "SGC702"]
+        assert len(stale) == files
+        result.diagnostics = Read(result.diagnostics)
+        Read.times = 0
+        _, fixed, errors = apply_fixes(result, unsafe=False)
+        assert errors == [] and len([d for d in fixed if d.code == "SGC702"]) == files
+        counts[files] = Read.times
+    assert counts[200] == counts[20]
+
+
+def old_version(release) -> str:
+    return (release / "sglang" / "version.py").read_text().split('"')[1]
