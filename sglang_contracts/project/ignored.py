@@ -127,7 +127,7 @@ def _names(output: bytes) -> frozenset[str]:
 
 def _ignores(listing: _Listing | str, path: Path) -> bool:
     """Whether the repository ignores the file, or the file a link makes of it."""
-    if isinstance(listing, str):
+    if isinstance(listing, str) or not listing.ignored:
         return False
     names = [os.path.relpath(path, listing.folder), os.path.relpath(os.path.realpath(path), listing.folder)]
     return any(_ignored(name, listing.ignored) for name in names if not name.startswith(".."))
