@@ -11,24 +11,34 @@ from sglang_contracts.infra.errors import UsageError, shown
 
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
-# The working folder as a run began: removed while the run went on (its shell's folder deleted),
-# it was an internal error, or a false "cannot write standard output" (campaign 20, R09).
+# The working folder as a run began, and whether it was found removed since: removed while the
+# run went on (its shell's folder deleted), it was an internal error, or a false "cannot write
+# standard output" (campaign 20, R09).
 _AT_START: list[str] = []
+_REMOVED: list[bool] = []
 
 
 def remember_working_folder() -> str:
     """The working folder, read now and kept for working_folder (OSError where it cannot be read)."""
     _AT_START[:] = [os.getcwd()]
+    _REMOVED.clear()
     return _AT_START[0]
 
 
 def working_folder() -> str:
-    """The working folder; where it was removed since remember_working_folder, where it was then."""
+    """The working folder; where it was removed since remember_working_folder, where it was then.
+    The process then works from `/`, which is always there: a pool's worker is started from the
+    parent's working folder (multiprocessing reads it), and a pool that could not start one waited
+    for good."""
+    if _REMOVED:
+        return _AT_START[0]
     try:
         return os.getcwd()
     except OSError:
         if not _AT_START:
             raise
+        _REMOVED.append(True)
+        os.chdir("/")
         return _AT_START[0]
 
 

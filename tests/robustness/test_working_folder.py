@@ -116,12 +116,14 @@ def test_a_working_folder_removed_during_the_run_leaves_the_report_whole(tmp_pat
                                                 "m.py": "from sglang.srt.managers.scheduler import Scheduler\n"
                                                         "Scheduler.get_num_allocatable_reqs\n"})
     (tmp_path / "gone").mkdir()
-    monkeypatch.chdir(tmp_path / "gone")
+    monkeypatch.chdir(tmp_path / "gone")  # and back where the test began, once it is done
     remember = roots.remember_working_folder
+    for kept in ("_AT_START", "_REMOVED"):  # this process's, put back once the test is done
+        monkeypatch.setattr(roots, kept, [])
 
     def then_removed() -> str:
         folder = remember()
-        monkeypatch.setattr(os, "getcwd", lambda: (_ for _ in ()).throw(FileNotFoundError(2, "No such file")))
+        os.rmdir(folder)  # as a shell's `rm -r` of the folder it is in: getcwd fails from now on
         return folder
 
     monkeypatch.setattr("sglang_contracts.cli.remember_working_folder", then_removed)
