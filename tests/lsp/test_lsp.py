@@ -298,6 +298,22 @@ def test_a_thread_the_system_refuses_is_one_message_naming_the_limit(monkeypatch
         and "`ulimit -v`" in said
 
 
+@pytest.mark.parametrize("key", ["sglangRepo", "sglang-repo", "config", "cacheDir", "new"])
+def test_a_setting_holding_a_nul_is_one_line_not_an_internal_error(tmp_path, monkeypatch, key):
+    """initializationOptions or didChangeConfiguration holding a NUL in a path: every use of the
+    path raised ValueError, "internal error: ValueError: embedded null byte" (campaign 20)."""
+    from sglang_contracts.lsp.server import ContractsServer
+
+    root = _workspace(tmp_path, configured=True)
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SGLANG_CONTRACTS_DEBUG")
+    server = ContractsServer()
+    server.root = root
+    server.configure({"sglang-contracts": {key: "x\0y"}})
+    assert server._run({}) == f"the setting {key} 'x\\x00y' names nothing (it holds a NUL)"
+
+
 def test_work_the_system_refuses_a_thread_runs_on_the_loop_once(monkeypatch):
     """The checks' thread pool refused a thread (`ulimit -v`): the check raised "can't start new
     thread" out of the loop's task, its traceback on standard error (campaign 15, R06). It runs
