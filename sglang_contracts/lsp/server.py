@@ -239,7 +239,8 @@ class ContractsServer(LanguageServer):
         unnamed = next((key for key, field in RELEASE_OPTIONS.items()
                         if "\0" in str(self.settings.get(key) or "")), None)
         if unnamed is not None:
-            return f"the setting {unnamed} {printable(repr(str(self.settings[unnamed])))} names nothing (it holds a NUL)"
+            value = printable(repr(str(self.settings[unnamed])))
+            return f"the setting {unnamed} {value} names nothing (it holds a NUL)"
         try:
             paths, options = resolve_options([], Overrides(**given))
             with unsaved_buffers(buffers):
