@@ -56,18 +56,36 @@ def unread_files(root: Path, paths: list[Path]) -> Unread:
     if len(folders) > MOST_REPOSITORIES:
         why = why or f"more than {MOST_REPOSITORIES} repositories below the project"
     ignored, untold = set(), set()
+    asked = set(folders)
+    enclosing_of: dict[str, list[_Listing | str]] = {}
     for path, folder in asked_in.items():
         if folder is None:  # in no repository: nothing is ignored, and no `.env` committed
             if path.name.endswith(ENVIRONMENT_SUFFIX):
                 ignored.add(path)
             continue
-        enclosing = [listings.get(other, why) for other in folders if other == folder or is_below(folder, other)]
+        if folder not in enclosing_of:
+            enclosing_of[folder] = _enclosing(folder, root_name, asked, listings, why)
+        enclosing = enclosing_of[folder]
         own = listings.get(folder, why)
         if any(isinstance(listing, str) for listing in enclosing):
             untold.add(path)
         elif any(_ignores(listing, path) for listing in enclosing) or _uncommitted_environment(own, path):
             ignored.add(path)
     return Unread(frozenset(ignored), frozenset(untold), why)
+
+
+def _enclosing(folder: str, root: str, asked: set[str], listings: dict[str, "_Listing | str"],
+               why: str) -> list["_Listing | str"]:
+    """The listings of the repositories that hold `folder`, by its folders up to the root (each
+    repository's against each other: 6,000 nested repositories took 41 s, campaign 20 R14)."""
+    found = []
+    while True:
+        if folder in asked:
+            found.append(listings.get(folder, why))
+        parent = os.path.dirname(folder)
+        if folder == root or parent == folder:
+            return found
+        folder = parent
 
 
 def _repository_top(folder: str, tops: dict[str, str | None]) -> str | None:
