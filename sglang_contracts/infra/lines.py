@@ -33,6 +33,18 @@ def numbered_lines(text: str, keepends: bool = False) -> list[str]:
     return lines[:-1] if not lines[-1] else lines
 
 
+def pygls_lines(text: str) -> list[str]:
+    """A document's lines, ends kept, as pygls numbers them for the positions an editor sends:
+    str.splitlines, a form feed and U+2028 ending a line too (lsp/documents.py keeps pygls's text
+    edit for edit, and its lines are what pygls places a position on)."""
+    return text.splitlines(True)
+
+
+def ends_a_pygls_line(line: str) -> bool:
+    """Whether a line of pygls_lines ends with a line break (the last may not)."""
+    return bool(line) and line.splitlines()[0] != line
+
+
 def git_lines(text: str) -> list[str]:
     """Lines with their `\\n`, split only at `\\n` as git and diff do (a last line may lack it)."""
     return re.findall(r"[^\n]*\n|[^\n]+$", text)

@@ -16,6 +16,8 @@ from lsprotocol import types
 from pygls.workspace import TextDocument, Workspace
 from pygls.workspace.position_codec import ServerTextPosition, Utf16, Utf32
 
+from sglang_contracts.infra.lines import ends_a_pygls_line, pygls_lines
+
 
 class EditedDocument(TextDocument):
     """A TextDocument whose incremental edits splice a kept list of its lines."""
@@ -35,7 +37,7 @@ class EditedDocument(TextDocument):
     @property
     def lines(self) -> list[str]:  # type: ignore[override]
         if self._kept is None:
-            self._kept = self.source.splitlines(True)
+            self._kept = pygls_lines(self.source)
         return self._kept
 
     def _apply_full_change(self, change: types.TextDocumentContentChangeEvent) -> None:
@@ -50,15 +52,15 @@ class EditedDocument(TextDocument):
         if start > count or (start < count and end < start):
             return  # pygls writes the document as it was
         if start == count:  # at the very end: appended
-            new = change.text.splitlines(True)
+            new = pygls_lines(change.text)
             lines[count:] = new
         else:  # what the range spans, from its first line's start to its last line's end
             tail = lines[end][ends.character:] if end < count else ""
-            new = (lines[start][:begins.character] + change.text + tail).splitlines(True)
+            new = pygls_lines(lines[start][:begins.character] + change.text + tail)
             lines[start:min(end, count - 1) + 1] = new
         self._joined = False
         if not (_two_lines(lines, start - 1) and _two_lines(lines, start + len(new) - 1)):
-            self._kept = self.source.splitlines(True)  # a line break was joined to the next line: read them again
+            self._kept = pygls_lines(self.source)  # a line break was joined to the next line: read them again
 
     def _server_position(self, lines: list[str], position: types.Position) -> ServerTextPosition:
         """pygls's position_from_client_units, without its walk over the line's characters where
@@ -90,7 +92,7 @@ def _two_lines(lines: list[str], index: int) -> bool:
     if index < 0 or index + 1 >= len(lines):
         return True
     line = lines[index]
-    return bool(line) and line.splitlines()[0] != line and not (line.endswith("\r") and lines[index + 1][:1] == "\n")
+    return ends_a_pygls_line(line) and not (line.endswith("\r") and lines[index + 1][:1] == "\n")
 
 
 class EditingWorkspace(Workspace):

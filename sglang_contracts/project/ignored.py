@@ -24,6 +24,7 @@ from pathlib import Path
 
 from sglang_contracts.infra.files import is_below
 from sglang_contracts.infra.gitsafety import ls_files
+from sglang_contracts.infra.lines import numbered_lines
 from sglang_contracts.project.index import once_per_run
 
 ENVIRONMENT_SUFFIX = ".env"
@@ -134,7 +135,7 @@ def _ignored_by(folder: str, top: str | None) -> _Listing | str:
         if done is None:
             return f"git did not answer in {folder}, or there is none"
         if done.returncode != 0:
-            reason = os.fsdecode(done.stderr).strip().splitlines()
+            reason = numbered_lines(os.fsdecode(done.stderr).strip())
             return f"git: {reason[0][:200] if reason else f'exit {done.returncode}'}"
     return _Listing(folder, _names(listed.stdout), _names(tracked.stdout))
 
