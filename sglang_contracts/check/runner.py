@@ -34,7 +34,7 @@ from sglang_contracts.diagnostics.catalog import report_of
 from sglang_contracts.infra.errors import ContractsError, UsageError, shown
 from sglang_contracts.infra.boundary import Problem, collecting_problems, debugging
 from sglang_contracts.infra.files import in_version_control_folder, unsaved_buffer
-from sglang_contracts.infra.roots import holds_a_project, require_existing, root_of_all, working_folder
+from sglang_contracts.infra.roots import absolute, holds_a_project, require_existing, root_of_all, working_folder
 from sglang_contracts.project.index import (LISTING, UNREAD_FOLDER, IndexMemo, ProjectIndex, as_named, build_index,
                                              confined_to, links_out_of, one_walk_per_run, read_python,
                                              skipped_on_the_way, unread_python_kind)
@@ -195,7 +195,7 @@ def _run_check(paths: list[Path], options: CheckOptions, keep: Fresh) -> CheckRe
     root = root_of_all(paths)
     # as named, and what a link named leads to, which the run reads (campaign 20, R08)
     named = sorted({Path(os.path.relpath(place, root)).as_posix() for path in paths
-                    for place in {os.path.abspath(path), os.path.realpath(path)}})
+                    for place in {absolute(path), os.path.realpath(absolute(path))}})
     if not holds_a_project(root) and "." not in named:
         options = dataclasses.replace(options, only=tuple(named))
     # what is named is read alone, by every reader: the Python index and the stack's (campaign 19, R12)

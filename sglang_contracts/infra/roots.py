@@ -42,6 +42,11 @@ def working_folder() -> str:
         return _AT_START[0]
 
 
+def absolute(path: Path | str) -> str:
+    """os.path.abspath, from working_folder (which a removed working folder leaves readable)."""
+    return os.path.normpath(os.path.join(working_folder(), path))
+
+
 def project_root_for(paths: list[Path]) -> Path:
     """The nearest folder at or above the first path with a pyproject.toml, setup.py or .git,
     resolved (the first path's folder when that marker is another user's, in a folder anyone
@@ -50,7 +55,7 @@ def project_root_for(paths: list[Path]) -> Path:
     the working folder is never taken for a project's root, so a link out cannot move the root
     out of the project (and with it every check of what lies within it)."""
     cwd = working_folder()
-    start = os.path.normpath(os.path.join(cwd, paths[0])) if paths else cwd  # os.path.abspath, from `cwd`
+    start = absolute(paths[0]) if paths else cwd
     if not _safely(lambda: os.path.isdir(start) and not os.path.islink(start)):
         start = os.path.dirname(start)
     inside_cwd = os.path.join(cwd, "")
@@ -78,7 +83,7 @@ def root_of_all(paths: list[Path]) -> Path:
     (campaign 20, R11)."""
     starts: dict[str, Path] = {}
     for path in paths:  # one search per folder: pre-commit may name thousands of files
-        named = os.path.abspath(path)
+        named = absolute(path)
         starts.setdefault(named if _safely(lambda: os.path.isdir(named)) else os.path.dirname(named), path)
     roots = {project_root_for([path]) for path in starts.values()} or {project_root_for([])}
     outermost = min(roots, key=lambda root: len(root.parts))

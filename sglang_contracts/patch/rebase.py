@@ -206,7 +206,7 @@ def text_below(root: Path, path: Path) -> str | None:
 
 def shown_path(path: Path, root: Path) -> str:
     """A path the run wrote, relative to the project's root when it is in it."""
-    absolute = path if path.is_absolute() else Path(working_folder()) / path
+    absolute = _absolute(path)
     return absolute.relative_to(root).as_posix() if absolute.is_relative_to(root) else str(path)
 
 
