@@ -203,12 +203,11 @@ def _say_hashes_pinned(document, diagnostic: Diagnostic, code: str, name: str) -
                   "--generate-hashes`), as a version moved alone would fail `pip install`")
 
 
-def _findings_of(workspace, code: str) -> frozenset[tuple[str, int, str]]:
-    """(path, line, symbol) of the round's findings of `code`: the places its fixes move too. Read
-    once a round: each fix read every finding again, 8,000 files of one fix each 58 s (campaign 20, R12)."""
+def _findings_of(workspace, code: str) -> list[Diagnostic]:
+    """The round's findings of `code` (the places its fixes move too), read once a round: each fix
+    read every finding again, 8,000 files of one fix each 58 s (campaign 20, R12)."""
     found = workspace.result.diagnostics if workspace.result is not None else []
-    return _derived(workspace, ("findings", code),
-                    lambda: frozenset((d.path, d.line, d.symbol or "") for d in found if d.code == code))
+    return _derived(workspace, ("findings", code), lambda: [d for d in found if d.code == code])
 
 
 def _held_with(diagnostic: Diagnostic, workspace, document, name: str, written: str | None) -> str:
@@ -217,7 +216,7 @@ def _held_with(diagnostic: Diagnostic, workspace, document, name: str, written: 
     finding moves, or another line naming the pinned version with the package (an assert of
     `torch.__version__`). "" when nothing does."""
     fixed_lines = _derived(workspace, ("fixed-lines", "SGC701"), lambda: {
-        (path, line, normalized(symbol)) for path, line, symbol in _findings_of(workspace, "SGC701")})
+        (d.path, d.line, normalized(d.symbol or "")) for d in _findings_of(workspace, "SGC701")})
     family = edits.moves_with(normalized(name))
     module = normalized(name).replace("-", "_")
     held = []
@@ -422,11 +421,9 @@ def _install_blocks_held(diagnostic: Diagnostic, workspace) -> str:
     command that names their version again, which no fix moves: miles' force-installs of
     flashinfer 0.6.15.post1 and cutlass-dsl 4.6.2 under a base image that moved to 0.5.23 raise
     at the engine's start. "" when there are none."""
-    found = workspace.result.diagnostics if workspace.result is not None else []
-    below = _derived(workspace, ("findings-of", "SGC711"), lambda: [d for d in found if d.code == "SGC711"])
     # the finding's own file, and the Dockerfiles the image is built from (a build script's tag names that image)
     held = set()
-    for d in below:
+    for d in _findings_of(workspace, "SGC711"):
         if not (d.path == diagnostic.path or images.is_dockerfile(PurePosixPath(d.path).name)):
             continue
         try:
@@ -442,7 +439,7 @@ def _settings_left(diagnostic: Diagnostic, workspace, document, old: Version) ->
     """Another setting of the finding's file that names the release being replaced and that no
     SGC702 finding moves (`PATCH_VERSION=v0.5.15.post1` beside `SGLANG_VERSION`), as `NAME (line N)`."""
     fixed = _derived(workspace, ("fixed-places", "SGC702"),
-                     lambda: {(path, line) for path, line, _ in _findings_of(workspace, "SGC702")})
+                     lambda: {(d.path, d.line) for d in _findings_of(workspace, "SGC702")})
     for number, text in enumerate(document.bare_lines(), start=1):
         match = edits.SETTING.match(text)
         named = version_in_tag(match.group("value")) if match else None
