@@ -175,6 +175,7 @@ class ProjectStars:
         self.reexporters = frozenset(module for module, facts in self.files.items() if top_level_stars(facts))
         self.attributes: dict[tuple[str, str], Source | None] = {}  # attribute's, per (module, name)
         self.exports = project.exports
+        self.imported: dict[str, dict[str, str]] = {}  # _imported_from_sglang's, per module
 
     def given_as(self, module: str, name: str) -> str | None:
         """The SGLang dotted path `module.name` stands for where a project module's star imports
@@ -297,12 +298,14 @@ class ProjectStars:
         a`): a star import of the module binds them as SGLang's, as `from module import f` does
         (campaign 19, R06: the call through the star import was never judged). An alias
         (`import ... as g`) names another name and is left to the module's own."""
-        found = {}
-        for bound, target in self.exports.get(module, {}).items():
-            owner, _, name = target.rpartition(".")
-            if name == bound and is_upstream(owner):
-                found[bound] = owner
-        return found
+        if module not in self.imported:  # asked for each name the module may give
+            found = {}
+            for bound, target in self.exports.get(module, {}).items():
+                owner, _, name = target.rpartition(".")
+                if name == bound and is_upstream(owner):
+                    found[bound] = owner
+            self.imported[module] = found
+        return self.imported[module]
 
     def _exports(self, module: str, name: str) -> bool:
         """Does the star import of a project module give `name` (from wherever it binds it)?"""
