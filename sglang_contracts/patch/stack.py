@@ -31,8 +31,8 @@ from sglang_contracts.project.images import is_dockerfile
 from sglang_contracts.project.index import walk_project
 
 MAX_ITERATIONS = 1000  # of nested loops around one command
-MAX_GLOB_PARTS = 256  # path segments of a command's target looked for on disk
-MAX_DISK_GLOBS = 256  # targets with a wildcard looked for on disk, a project's stacks
+MAX_GLOB_PARTS = 256  # path segments of a command's target looked for among the project's files
+MAX_DISK_GLOBS = 256  # targets with a wildcard looked for among the project's files, a project's stacks
 MAX_PATH_MATCHES = 1_000_000  # patch paths matched against targets with a wildcard, a project's stacks
 
 
@@ -346,9 +346,10 @@ class _PatchPaths:
         self._matched = 0
 
     def names_files(self, folder: Path, pattern: str) -> bool:
-        """_names_files, once a pattern. Past MAX_DISK_GLOBS patterns with a wildcard, one names no
-        file: each lists the folders it crosses (4,000 lines of `*/*/x{i}*.patch` over a folder of
-        3,000 files: 18 s), and no real build applies more than a few."""
+        """_ProjectFiles.names_a_file, once a pattern. Past MAX_DISK_GLOBS patterns with a wildcard,
+        one names no file: each goes over the project's file names (4,000 lines of
+        `*/*/x{i}*.patch` over a folder of 3,000 files took 18 s when each was globbed on disk), and
+        no real build applies more than a few."""
         key = (folder, pattern)
         if key not in self._on_disk:
             if _is_glob(pattern):
