@@ -455,7 +455,3 @@ def _in_one_of(dotted: str, modules: set[str]) -> bool:
     """Whether `dotted` names something in one of `modules` (by its enclosing names: one look-up each)."""
     parts = dotted.split(".")
     return any(".".join(parts[:end]) in modules for end in range(1, len(parts)))
-
-
-
-

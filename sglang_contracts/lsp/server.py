@@ -233,14 +233,13 @@ class ContractsServer(LanguageServer):
 
     def _run(self, buffers: dict[str, bytes]) -> dict[str, list[types.Diagnostic]] | str:
         """uri -> diagnostics of every file with findings, or why the check could not run."""
-        given = {field: Path(str(value)) if field in PATH_OPTIONS else str(value)
-                 for key, field in RELEASE_OPTIONS.items() if (value := self.settings.get(key))}
         # a NUL names no file: every use of the path raised ValueError, an internal error (campaign 20)
-        unnamed = next((key for key, field in RELEASE_OPTIONS.items()
-                        if "\0" in str(self.settings.get(key) or "")), None)
+        unnamed = next((key for key in RELEASE_OPTIONS if "\0" in str(self.settings.get(key) or "")), None)
         if unnamed is not None:
             value = printable(repr(str(self.settings[unnamed])))
             return f"the setting {unnamed} {value} names nothing (it holds a NUL)"
+        given = {field: Path(str(value)) if field in PATH_OPTIONS else str(value)
+                 for key, field in RELEASE_OPTIONS.items() if (value := self.settings.get(key))}
         try:
             paths, options = resolve_options([], Overrides(**given))
             with unsaved_buffers(buffers):
