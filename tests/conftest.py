@@ -92,7 +92,7 @@ def _git_asked_afresh():
 
 @pytest.fixture(autouse=True)
 def _collected_after_the_test():
-    from sglang_contracts.infra import cache
+    from sglang_contracts.infra import cache, collector
 
     remembering = cache._REMEMBERED is not None
     yield
@@ -104,6 +104,11 @@ def _collected_after_the_test():
         cache._DECODED.clear()
     if gc.get_threshold() != DEFAULT_GC_THRESHOLDS:
         gc.set_threshold(*DEFAULT_GC_THRESHOLDS)
+    # `main(["check", ...])` marks the process as one that ends with its run, whose re-checks
+    # then freeze what they read (collector.kept_to_the_end): never in a test session.
+    collector._ONE_RUN[0] = False
+    if gc.get_freeze_count():
+        gc.unfreeze()
     if _resident_bytes() > _collected_at[0] + COLLECT_GROWTH:
         gc.collect()
         if _LIBC is not None and hasattr(_LIBC, "malloc_trim"):

@@ -26,7 +26,7 @@ from sglang_contracts.infra.display import printable
 from sglang_contracts.infra.cache import (CACHEDIR_TAG, RECORD_FOLDERS, RecordCache, cache_for_project, cache_root,
                                           evict_over_bounds, tag_cache_folders, unwritable_reason,
                                           warn_unwritable_once)
-from sglang_contracts.infra.collector import batch_collection
+from sglang_contracts.infra.collector import batch_collection, kept_to_the_end
 from sglang_contracts.infra.executors import stopped_at_end
 from sglang_contracts.config import configured_objects
 from sglang_contracts.diagnostics import Diagnostic, finding_at, listed_per_file
@@ -125,7 +125,7 @@ class Fresh:
               after_first_round: Callable[[ProjectIndex], None] | None = None) -> ProjectIndex:
         return build_index(root, [root], store("project"), workers=options.workers, excluded=excluder(options),
                            read=self.read_python, memo=self.index_memo(), after_first_round=after_first_round,
-                           configured=configured_objects(options.settings))
+                           configured=configured_objects(options.settings), one_shot=self.checks_in_two)
 
     def index_memo(self) -> IndexMemo | None:
         """What earlier runs derived from the project's files (project/index.py IndexMemo)."""
@@ -455,6 +455,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
                             options.settings.get("serves", {}))
     salt = _files_salt(root, options, old_spec, listed)
     partial_run = _partial_run(store, salt, released, options, keep)
+    if partial_run is not None and not partial_run.full:  # a full run's garbage is left to the collector
+        kept_to_the_end()
     whole = _checked_over_the_whole_project(partial_run)
     context = CheckContext(project=released, old=old, new=new,
                            report_unresolved=options.report_unresolved, settings=options.settings,

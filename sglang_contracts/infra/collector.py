@@ -43,15 +43,31 @@ def batch_collection() -> Iterator[None]:
         gc.set_threshold(*previous)
 
 
+_ONE_RUN = [False]  # whether this process ends with its run (one_run_process)
+
+
 def one_run_process() -> None:
     """For a process that ends with its run (the command line): the run's thresholds for good.
     Restoring the default ones at the end of the run costs a pass over every object it made
     (a third of a second after an edit of a large project), just before they are all freed."""
     gc.set_threshold(*BATCH_THRESHOLDS)
+    _ONE_RUN[0] = True
 
 
 def resident_process() -> None:
     """For a process that runs check after check (the daemon, the language server): the run's
     thresholds for good too. Restoring the default ones after each run cost a pass over every
     live object (both releases' models, the project's facts): a tenth of a second of a re-check."""
-    one_run_process()
+    gc.set_threshold(*BATCH_THRESHOLDS)
+
+
+def kept_to_the_end() -> None:
+    """In a process that ends with its run, once a re-check's inputs are read: what it holds
+    now (the project's facts, both releases' models) lives until the end, and the collector
+    never walks it again. Built with the collector paused, it all sat in the youngest
+    generation, and the first collection after it walked every object (a twentieth of a second
+    of a re-check of one file in a process of its own). Frozen, garbage among it is never
+    freed: a full run, whose build leaves more, does not call it. Elsewhere nothing: a resident
+    process frees each run's objects with the collector."""
+    if _ONE_RUN[0]:
+        gc.freeze()

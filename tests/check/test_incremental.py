@@ -70,6 +70,81 @@ def test_an_edit_recomputes_that_file_and_its_importers(fixture_project, plans) 
         d.line + (d.line >= 5) for d in first.diagnostics if d.path == "demo_omni/layers.py"]
 
 
+def _padded(path: Path, size: int) -> None:
+    """`path` made `size` bytes longer by a comment at its end: its facts stay as they were."""
+    path.write_text(path.read_text() + "".join(f"# padding line {i:06d}\n" for i in range(size // 22 + 1)))
+
+
+@pytest.mark.parametrize("copy", ["scans", "gives nothing"])
+def test_a_large_edited_file_is_scanned_beside_the_records_decoded_with_a_full_runs_findings(
+        fixture_project, plans, monkeypatch, copy) -> None:
+    """A process of its own re-checking an edit scans the edited file in a forked copy while it
+    decodes the other files' records (project/index.py _scanning_beside); a copy that gives
+    nothing (it failed, or was stopped) leaves the file to be scanned here. Either way, the
+    findings are a full run's."""
+    from sglang_contracts.project import index
+
+    project, options = fixture_project
+    layers = project / "demo_omni" / "layers.py"
+    _padded(layers, index.SCAN_BESIDE_MIN_BYTES)
+    first = run_check([project], options)
+    forked: list[int] = []
+    real = index.start_forked
+
+    def forking(function):
+        forked.append(1)
+        return real(function) if copy == "scans" else (lambda patience=None: None)
+
+    monkeypatch.setattr(index, "start_forked", forking)
+    edit(layers, "from sglang.srt.layers.quantization import",
+         "# quantization helpers\nfrom sglang.srt.layers.quantization import")
+    after = run_check([project], options)
+    assert forked == [1]
+    assert plans[-1].recomputed == {"demo_omni/layers.py"}
+    assert findings(after) == findings(run_check([project], dataclasses.replace(options, replay=False)))
+    assert [d.line for d in after.diagnostics if d.path == "demo_omni/layers.py"] == [
+        d.line + (d.line >= 5) for d in first.diagnostics if d.path == "demo_omni/layers.py"]
+
+
+def test_a_small_edited_file_is_scanned_here(fixture_project, plans, monkeypatch) -> None:
+    """A copy costs more than the scan of a small file: none is made."""
+    from sglang_contracts.project import index
+
+    project, options = fixture_project
+    run_check([project], options)
+    monkeypatch.setattr(index, "start_forked", lambda function: pytest.fail("a copy for a small file"))
+    edit(project / "demo_omni" / "layers.py", "from sglang.srt.layers.quantization import",
+         "# quantization helpers\nfrom sglang.srt.layers.quantization import")
+    same_as_a_full_run(project, options)
+    assert plans[-1].recomputed == {"demo_omni/layers.py"}
+
+
+def test_a_process_of_its_own_freezes_what_a_re_check_read_and_no_other_run_does(fixture_project, plans,
+                                                                                 monkeypatch) -> None:
+    """The collector never walks a re-check's inputs again in a process that ends with its run
+    (infra/collector.kept_to_the_end); a full run, and a process that runs check after check,
+    leave their objects to it."""
+    import gc
+
+    from sglang_contracts.infra import collector
+
+    project, options = fixture_project
+    frozen: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(len(plans)))
+    layers = project / "demo_omni" / "layers.py"
+    collector.one_run_process()
+    run_check([project], options)
+    assert plans[-1].full and frozen == []
+    edit(layers, "from sglang.srt.layers.quantization import", "# one\nfrom sglang.srt.layers.quantization import")
+    run_check([project], options)
+    assert not plans[-1].full and frozen == [2]
+    collector._ONE_RUN[0] = False
+    collector.resident_process()
+    edit(layers, "# one\n", "# one\n# two\n")
+    run_check([project], options)
+    assert not plans[-1].full and frozen == [2]
+
+
 def test_runs_that_name_other_files_reuse_each_others_findings(fixture_project, plans) -> None:
     """A pre-commit run names the staged files: the record holds every file's findings, so the
     next run, whichever files it names, recomputes only what changed."""
