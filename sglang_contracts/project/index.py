@@ -357,6 +357,9 @@ def module_name_for(relpath: str) -> str:
 ON_THE_SCANNED_TREE = {
     "http-requests": ("sglang_contracts.project.http", "_file_requests", "_may_request"),
     "release-mentions": ("sglang_contracts.project.images", "script_mentions", "may_name_release"),
+    # and, of an edited file a forked copy scans (_scanning_beside), there: its prose's tokens
+    # were a third of a re-check's plan
+    "mirror-citations": ("sglang_contracts.project.mirrors", "_file_citations", "_may_cite"),
 }
 
 

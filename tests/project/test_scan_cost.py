@@ -91,24 +91,36 @@ def ask(prompt):
 SGLANG_VERSION = "0.5.22"
 """
 
+COPIES_A_HELPER = """
+
+def clamp(value, low, high):
+    # Copied from sglang.srt.utils.clamp
+    return max(low, min(value, high))
+"""
+
 
 def test_the_scan_jobs_run_the_analyses_of_the_same_tree_and_each_file_takes_them(tmp_path: Path, monkeypatch) -> None:
-    """http-requests and release-mentions are read from the tree the scan parsed: each_file does
-    not run them again for a scanned file, and finds what they would have found."""
+    """http-requests, release-mentions and mirror-citations are read from the tree the scan
+    parsed: each_file does not run them again for a scanned file, and finds what they would
+    have found."""
+    import importlib
+
     from sglang_contracts.infra.shapes import row_shape, rows_of
-    from sglang_contracts.project import http, images
     from sglang_contracts.project.index import ON_THE_SCANNED_TREE
 
     project = tmp_path / "project"
     project.mkdir()
-    (project / "client.py").write_text(ASKS_A_SERVER)
+    (project / "client.py").write_text(ASKS_A_SERVER + COPIES_A_HELPER)
     index = build_index(project, [project], RecordCache(None))
-    assert set(index.on_the_scanned_tree) == set(ON_THE_SCANNED_TREE)
-    expected = {"http-requests": http._file_requests("client.py", ASKS_A_SERVER),
-                "release-mentions": images.script_mentions("client.py", ASKS_A_SERVER)}
+    assert set(index.on_the_scanned_tree) == set(ON_THE_SCANNED_TREE) == {
+        "http-requests", "release-mentions", "mirror-citations"}
+    analyses = {kind: (importlib.import_module(module), name, test)
+                for kind, (module, name, test) in ON_THE_SCANNED_TREE.items()}
+    expected = {kind: getattr(module, name)("client.py", ASKS_A_SERVER + COPIES_A_HELPER)
+                for kind, (module, name, _) in analyses.items()}
     assert all(expected.values())
     ran: list[str] = []
-    for module, name in ((http, "_file_requests"), (images, "script_mentions")):
+    for module, name, _ in analyses.values():
         original = getattr(module, name)
 
         def counted(relpath: str, text: str, original=original) -> list:
@@ -118,11 +130,14 @@ def test_the_scan_jobs_run_the_analyses_of_the_same_tree_and_each_file_takes_the
         counted.__module__, counted.__name__ = original.__module__, original.__name__
         rows_of(row_shape(original))(counted)  # its rows are the analysis's
         monkeypatch.setattr(module, name, counted)
-    assert index.each_file("http-requests", http._file_requests, http._may_request, http) == expected["http-requests"]
-    assert index.each_file("release-mentions", images.script_mentions, images.may_name_release, images) \
-        == expected["release-mentions"]
+
+    def each_file(kind: str) -> list:
+        module, name, test = analyses[kind]
+        return index.each_file(kind, getattr(module, name), getattr(module, test), module)
+
+    assert {kind: each_file(kind) for kind in analyses} == expected
     assert ran == []
     index.on_the_scanned_tree.clear()  # a file the scan did not read: analysed where asked
     index.read_tables.clear()  # (and no table of this run holds it yet)
-    assert index.each_file("http-requests", http._file_requests, http._may_request, http) == expected["http-requests"]
+    assert each_file("http-requests") == expected["http-requests"]
     assert ran == ["client.py"]
