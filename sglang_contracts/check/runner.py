@@ -440,7 +440,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     from sglang_contracts.check.served import judged_as_served
     from sglang_contracts.check.prefetch import prefetch
 
-    project, releases, opened, early = _opened_inputs(options, root, old_spec, download_cache, store, keep)
+    project, releases, opened, early, walk = _opened_inputs(options, root, old_spec, download_cache, store, keep)
     _yield_kept_sources(releases, project)  # again after a first round: the same budgets
     old, new = opened()
     prefetch(project, [old, new], workers=options.workers, early=early)
@@ -483,7 +483,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     problems: list[Problem] = []
     with collecting_problems() as noted:  # what the readers of non-Python files could not read
         # Before the checks, in this process: the forked copy that runs the closure's rules reads it.
-        closures = _closures(context, store)
+        closures = _closures(context, store, walk)
         found = _found(context, codes, whole, partial_run, keep.checks_in_two, problems)
     context.memo.clear()  # the checks' shared analyses: what follows needs none of them
     # Which files the bump touches, by this run's findings before any is suppressed; the findings
@@ -513,18 +513,22 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
 
 def _opened_inputs(options: CheckOptions, root: Path, old_spec: str, download_cache: Path,
                    store: Callable[[str], RecordCache], keep: Fresh
-                   ) -> tuple[ProjectIndex, list[Release], Callable[[], list[UpstreamModel]], Any]:
-    """The project's index, the two releases, their models (opened when first asked) and the
-    early extraction, if any: the releases download while the project is parsed."""
+                   ) -> tuple[ProjectIndex, list[Release], Callable[[], list[UpstreamModel]], Any,
+                              "_EarlyClosureWalk | None"]:
+    """The project's index, the two releases, their models (opened when first asked), the
+    early extraction, if any, and a first run's early walk of the closures: the releases
+    download while the project is parsed."""
     from sglang_contracts.infra.parallel import default_workers, running_pool
     from sglang_contracts.check.prefetch import EarlyExtraction
 
+    first_run = options.use_cache and _nothing_cached(store("project"))
     # Downloading the releases (on a first run) overlaps with parsing the project (a process pool).
     with stopped_at_end(ThreadPoolExecutor(max_workers=3)) as threads:
         opening = [threads.submit(keep.release, spec, options.sglang_repo, download_cache)
                    for spec in (old_spec, options.new)]
         releases = _Once(lambda: [future.result() for future in opening])
         opened = _Once(lambda: _opened_models(keep, root, options, store, releases()))
+        walk = _EarlyClosureWalk(root, options, opened, store) if first_run else None
         # On a first run the pool is running already, and extracting may begin before the scan ends.
         pool = running_pool()
         workers = options.workers if options.workers is not None else default_workers()
@@ -541,7 +545,7 @@ def _opened_inputs(options: CheckOptions, root: Path, old_spec: str, download_ca
         indexing = threads.submit(keep.index, root, options, store, first_round if early else None)
         releases()  # a release that cannot be opened is said before the project's index is waited for
         project = indexing.result()
-    return project, releases(), opened, early
+    return project, releases(), opened, early, walk
 
 
 def _files_salt(root: Path, options: CheckOptions, old_spec: str, listed: list[tuple[str, str]] | None) -> str | None:
@@ -686,11 +690,16 @@ def _unsuppressed(found: set[Diagnostic], options: CheckOptions, active: Callabl
     return diagnostics
 
 
-def _closures(context: Any, store: Callable[[str], RecordCache]) -> ClosureDelta | None:
+def _closures(context: Any, store: Callable[[str], RecordCache], walk: "_EarlyClosureWalk | None" = None
+              ) -> ClosureDelta | None:
     """The releases' dependency closures (closure/, contracts/dependencies.py), and what moves
-    between them; a bug in computing them costs the closure's rules and section, not the run."""
+    between them; a bug in computing them costs the closure's rules and section, not the run.
+    `walk`: a first run's early walk, whose reads of the package index this one takes from the
+    cache."""
     from sglang_contracts.contracts.dependencies import compute_closures
 
+    if walk is not None:
+        walk.wait()
     if context.old.release.short == context.new.release.short:  # no bump: nothing moves
         return None
     try:
@@ -704,6 +713,45 @@ def _closures(context: Any, store: Callable[[str], RecordCache]) -> ClosureDelta
               f"{printable(str(error))}", file=sys.stderr)
         return None
     return found.delta if found is not None else None
+
+
+class _EarlyClosureWalk:
+    """A first run's walk of the releases' dependency closures, on a thread of its own from the
+    moment both releases are open: the walk waits on the package index (22 s of sglang-omni's
+    47 s first run, loaded), which the project's scan and the releases' extraction need not
+    wait for. It reads the project's files that are not Python, as the run's own computation
+    does (contracts/dependencies.py), and fills the closure cache; its result, its notes and
+    its failures are dropped: the run's own computation (_closures), once it has waited for it,
+    reads back what it fetched, and meets and says whatever failed."""
+
+    def __init__(self, root: Path, options: CheckOptions, opened: Callable[[], list[UpstreamModel]],
+                 store: Callable[[str], RecordCache]) -> None:
+        self._thread = threading.Thread(target=self._walk, args=(root, options, opened, store),
+                                        name="closure walk", daemon=True)
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to be had (`ulimit -v`): the run walks the closures itself
+            self._thread = None
+
+    @staticmethod
+    def _walk(root: Path, options: CheckOptions, opened: Callable[[], list[UpstreamModel]],
+              store: Callable[[str], RecordCache]) -> None:
+        from sglang_contracts.contracts.base import CheckContext
+        from sglang_contracts.contracts.dependencies import compute_closures
+
+        try:
+            old, new = opened()
+            if old.release.short != new.release.short:
+                # The project as the closure's readers see it: its root; no Python file of it is read.
+                project = ProjectIndex(root=root, cache=RecordCache(None))
+                compute_closures(CheckContext(project=project, old=old, new=new, settings=options.settings),
+                                 store("closure"))
+        except Exception:  # noqa: BLE001 - met again, and said, by the run's own computation
+            pass
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
 
 
 def _setup_py_state(root: Path, project: ProjectIndex) -> str | None:

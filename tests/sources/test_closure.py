@@ -360,6 +360,52 @@ def test_a_bump_reports_the_projects_installs_against_the_new_closure(tmp_path: 
     assert note.startswith("no wheel metadata on the index for nvidia-cutlass-dsl-libs-base==4.6.0, ")
 
 
+def test_a_first_run_walks_the_closures_while_it_indexes_the_project(tmp_path: Path, file_index: str,
+                                                                     monkeypatch) -> None:
+    """A first run reads the package index on a thread of its own while the project is indexed
+    (runner._EarlyClosureWalk): the index's build here waits until that walk has read the index,
+    which it would wait for in vain were the walk begun after it. The run's own computation
+    then reads nothing from the index, and finds what a run without the early walk finds."""
+    import threading
+
+    from sglang_contracts.check import runner
+    from sglang_contracts.closure import source as source_module
+
+    fetched_for: list[str] = []  # for each read of the index, the thread that made its source
+    walk_read = threading.Event()
+    real_init, real_fetch = source_module.MetadataSource.__init__, source_module.MetadataSource._fetch
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self.made_on = threading.current_thread().name
+
+    def fetch(self, index, name, version):
+        fetched_for.append(self.made_on)
+        walk_read.set()
+        return real_fetch(self, index, name, version)
+
+    real_index = runner.Fresh.index
+
+    def index(self, *args, **kwargs):
+        assert walk_read.wait(30), "the closure walk read nothing while the project was indexed"
+        return real_index(self, *args, **kwargs)
+
+    monkeypatch.setattr(source_module.MetadataSource, "__init__", init)
+    monkeypatch.setattr(source_module.MetadataSource, "_fetch", fetch)
+    with monkeypatch.context() as waiting:
+        waiting.setattr(runner.Fresh, "index", index)
+        found, result = _bump(tmp_path, MILES_SHAPED, {"package-index": file_index})
+    assert fetched_for and set(fetched_for) == {"closure walk"}
+    monkeypatch.setattr(runner._EarlyClosureWalk, "_walk", staticmethod(lambda *args: None))
+    fetched_for.clear()
+    (tmp_path / "second").mkdir()  # its own releases, project and cache
+    alone, by_itself = _bump(tmp_path / "second", MILES_SHAPED, {"package-index": file_index})
+    assert fetched_for and "closure walk" not in fetched_for  # without it, the run reads the index itself
+    assert found == alone and len(found) == 3
+    assert result.closure_delta.moves == by_itself.closure_delta.moves
+    assert result.closure_delta.notes == by_itself.closure_delta.notes
+
+
 def test_an_unreachable_index_is_one_note_and_the_run_goes_on(tmp_path: Path) -> None:
     found, result = _bump(tmp_path, MILES_SHAPED, {"package-index": UNREACHABLE})
     assert found == ["docker/Dockerfile:3:35: SGC711 error"]  # SGLang's own pin needs no index
