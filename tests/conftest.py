@@ -92,6 +92,7 @@ def _git_asked_afresh():
 
 @pytest.fixture(autouse=True)
 def _collected_after_the_test():
+    from sglang_contracts.closure import source as unreachable_indexes
     from sglang_contracts.infra import cache, collector
 
     remembering = cache._REMEMBERED is not None
@@ -109,6 +110,8 @@ def _collected_after_the_test():
     collector._ONE_RUN[0] = False
     if gc.get_freeze_count():
         gc.unfreeze()
+    # An index one test found unreachable is another test's to ask (closure/source.py UNREACHABLE_MEMORY).
+    unreachable_indexes._UNREACHABLE.clear()
     if _resident_bytes() > _collected_at[0] + COLLECT_GROWTH:
         gc.collect()
         if _LIBC is not None and hasattr(_LIBC, "malloc_trim"):

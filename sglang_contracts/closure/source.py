@@ -36,6 +36,13 @@ FETCHERS = 8  # metadata requests in flight at once: each is a few round trips t
 METADATA_RECORD = Table(metadata=(str, None), until=(float, None))
 ABSENCE_LIFE = 24 * 3600.0
 PIP_INDEXES = "pip"  # the namespace of pip's configured indexes: the user's own, resolved only on a miss
+# How long an index found unreachable is believed so by this process: a first run's early walk of
+# the closures (check/runner.py) meets it while the project is indexed, and the run's own
+# computation, a moment later, does not wait for it a second time; a resident process's later
+# run asks again.
+UNREACHABLE_MEMORY = 120.0
+_UNREACHABLE: dict[str | None, tuple[float, str]] = {}  # `package-index` setting -> (when, why)
+_UNREACHABLE_LOCK = threading.Lock()
 
 
 def index_namespace(setting: str | None) -> str:
@@ -143,7 +150,9 @@ class MetadataSource:
     def _open_index(self) -> PackageIndex | None:
         with self._lock:
             if self._index is None and self.unreachable is None:
-                self._index = PackageIndex(self.make_index(self.index_setting))
+                self.unreachable = _recently_unreachable(self.index_setting)
+                if self.unreachable is None:
+                    self._index = PackageIndex(self.make_index(self.index_setting))
         return self._index
 
     def _fetch(self, index: PackageIndex, name: str, version: str) -> str | None | bool:
@@ -156,6 +165,8 @@ class MetadataSource:
         except IndexUnreachable as error:
             with self._lock:
                 self.unreachable = self.unreachable or str(error)
+            with _UNREACHABLE_LOCK:
+                _UNREACHABLE[self.index_setting] = (time.monotonic(), str(error))
             return False
         with self._lock:
             self.fetched += 1
@@ -164,3 +175,11 @@ class MetadataSource:
     @staticmethod
     def _decoded(name: str, text: str | None) -> ReleasePins | None:
         return metadata_pins(text, name) if text is not None else None
+
+
+def _recently_unreachable(setting: str | None) -> str | None:
+    """Why the index of `setting` could not be read, when this process found so less than
+    UNREACHABLE_MEMORY seconds ago."""
+    with _UNREACHABLE_LOCK:
+        found = _UNREACHABLE.get(setting)
+    return found[1] if found is not None and time.monotonic() - found[0] < UNREACHABLE_MEMORY else None

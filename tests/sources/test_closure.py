@@ -406,6 +406,33 @@ def test_a_first_run_walks_the_closures_while_it_indexes_the_project(tmp_path: P
     assert result.closure_delta.notes == by_itself.closure_delta.notes
 
 
+def test_an_index_found_unreachable_is_not_asked_again_a_moment_later(tmp_path: Path, monkeypatch) -> None:
+    """A first run's early walk met an unreachable index: the run's own computation, a moment
+    later, says the same without waiting for it again (closure/source.py UNREACHABLE_MEMORY);
+    once that time has passed, it is asked again."""
+    from sglang_contracts.closure import source as source_module
+
+    asked: list[tuple[str, str]] = []
+    real = source_module.PackageIndex.metadata_text
+
+    def metadata_text(self, name: str, version: str):
+        asked.append((name, version))
+        return real(self, name, version)
+
+    monkeypatch.setattr(source_module.PackageIndex, "metadata_text", metadata_text)
+    first = source_for(tmp_path, UNREACHABLE, "one")
+    first.prefetch([("torch", "2.9.1")])
+    assert first.unreachable and asked == [("torch", "2.9.1")]
+    second = source_for(tmp_path, UNREACHABLE, "two")
+    second.prefetch([("torch", "2.9.1"), ("numpy", "2.1.0")])
+    assert second.unreachable == first.unreachable and len(asked) == 1
+    assert second.pins("torch", "2.9.1") is None
+    monkeypatch.setattr(source_module, "UNREACHABLE_MEMORY", 0.0)
+    third = source_for(tmp_path, UNREACHABLE, "three")
+    third.prefetch([("torch", "2.9.1")])
+    assert third.unreachable and len(asked) == 2
+
+
 def test_an_unreachable_index_is_one_note_and_the_run_goes_on(tmp_path: Path) -> None:
     found, result = _bump(tmp_path, MILES_SHAPED, {"package-index": UNREACHABLE})
     assert found == ["docker/Dockerfile:3:35: SGC711 error"]  # SGLang's own pin needs no index
