@@ -14,6 +14,8 @@ from concurrent.futures import Executor
 from contextlib import contextmanager
 from typing import Callable, Iterator, TypeVar
 
+from sglang_contracts.infra.limits import cannot_start
+
 AnyExecutor = TypeVar("AnyExecutor", bound=Executor)
 
 
@@ -36,12 +38,17 @@ def stopped_at_end(executor: AnyExecutor) -> Iterator[AnyExecutor]:
 @contextmanager
 def ended_by(end: Callable[[bool], None]) -> Iterator[None]:
     """The block, then `end(interrupted)`: whether the run was interrupted in it (a signal or
-    Ctrl-C: KeyboardInterrupt, which goes on up)."""
+    Ctrl-C: KeyboardInterrupt, which goes on up), or ends because the system refused it a thread
+    or a process: a pool's shutdown then waited for ever for a worker that never started
+    (helper-92's audit, R01: `ulimit -u 6`)."""
     interrupted = False
     try:
         yield
     except KeyboardInterrupt:
         interrupted = True
+        raise
+    except (OSError, RuntimeError) as error:
+        interrupted = cannot_start(error)
         raise
     finally:
         end(interrupted)

@@ -930,7 +930,8 @@ def _scanned_as_planned(index: ProjectIndex, texts: dict[str, tuple[str, str]], 
 
 # A process of its own re-checking an edit has its second core idle while it builds the index:
 # the edited files' scan (0.15 s for a 4,000-line file) runs in a forked copy of it while it
-# decodes the other files' records (about as long). Smaller edited files are scanned here.
+# decodes the other files' records (about as long). Edited files smaller than this in all are
+# scanned here.
 SCAN_BESIDE_MIN_BYTES = 16_000
 # How long the copy may take, beyond a scan's rate (the copy is stopped and the files scanned
 # here: a lock another thread held when it was made would stall it for ever).

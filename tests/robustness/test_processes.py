@@ -3,6 +3,7 @@ with it, however it ends."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -262,6 +263,34 @@ def test_an_interrupted_block_leaves_its_threads_work_and_cancels_what_waits():
     # not interrupted, the block waits for its jobs
     with stopped_at_end(ThreadPoolExecutor(max_workers=1)) as threads:
         done = threads.submit(time.sleep, 0.01)
+    assert done.done() and not done.cancelled()
+
+
+@pytest.mark.parametrize("refusal", [RuntimeError("can't start new thread"), OSError(errno.EAGAIN, "no process")],
+                         ids=["a thread", "a process"])
+def test_a_block_the_system_refused_a_thread_or_process_leaves_its_executors_work(refusal):
+    """A run short of processes (`ulimit -u`) waited for ever in its pool's shutdown for a worker
+    that never started (helper-92's audit, R01): a block that ends with the system's refusal
+    leaves its executor as an interrupted one does; another error waits for the jobs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sglang_contracts.infra.limits import cannot_start
+
+    assert cannot_start(refusal)
+    release = threading.Event()
+    try:
+        with pytest.raises(type(refusal)):
+            with stopped_at_end(ThreadPoolExecutor(max_workers=1)) as threads:
+                running = threads.submit(release.wait, 5)  # waited for, the block would end in 5 s
+                waiting = threads.submit(release.wait, 5)
+                raise refusal
+        assert not running.done() and waiting.cancelled()
+    finally:
+        release.set()
+    with pytest.raises(ValueError):
+        with stopped_at_end(ThreadPoolExecutor(max_workers=1)) as threads:
+            done = threads.submit(time.sleep, 0.01)
+            raise ValueError("another error")
     assert done.done() and not done.cancelled()
 
 
