@@ -784,7 +784,8 @@ def build_index(root: Path, paths: list[Path], cache: RecordCache, workers: int 
     planned = last.planned(index, texts, memo) if last is not None else None
     if planned is None or not _scanned_as_planned(index, texts, cache, workers, memo, planned, after_first_round,
                                                   one_shot):
-        rounds = _scan_rounds(index, texts, cache, workers, memo, after_first_round)
+        rounds = _scan_rounds(index, texts, cache, workers, memo, after_first_round,
+                              known=planned.read if planned is not None else None)
         LastRounds.made(index, texts, memo, rounds).write(index, cache, last)
     else:
         planned.last.updated(index, planned).write(index, cache, last)
@@ -793,15 +794,16 @@ def build_index(root: Path, paths: list[Path], cache: RecordCache, workers: int 
 
 
 def _scan_rounds(index: ProjectIndex, texts: dict[str, tuple[str, str]], cache: RecordCache, workers: int | None,
-                 memo: IndexMemo, after_first_round: Callable[[ProjectIndex], None] | None) -> list[list[str]]:
+                 memo: IndexMemo, after_first_round: Callable[[ProjectIndex], None] | None,
+                 known: dict[str, FileFacts] | None = None) -> list[list[str]]:
     """Scan the files that name SGLang, then, round after round, those they make matter: the
     importers of names they re-export from SGLang, the definers of classes they use. The files
-    of each round, in order."""
+    of each round, in order. `known`: facts read already (a plan given up: Planned.read)."""
     pending = _mentioning_sglang(index, memo) | configured_files(index).keys()
     imports: dict[str, _Imports] = {}  # each file's import statements, read once however many rounds
     rounds: list[list[str]] = []
     while pending:
-        _scan(index, {rel: texts[rel] for rel in pending}, cache, workers)
+        _scan(index, {rel: texts[rel] for rel in pending}, cache, workers, known=known)
         rounds.append(sorted(pending))
         scanned = [index.files[rel] for rel in rounds[-1] if rel in index.files]
         # The files of earlier rounds are linked already, and come before these in index.files:
@@ -817,11 +819,13 @@ def _scan_rounds(index: ProjectIndex, texts: dict[str, tuple[str, str]], cache: 
 @dataclass
 class Planned:
     """The last build's rounds, to be scanned again as they were: `changed`, the files whose
-    content changed since, with their facts where a round scans them (`prescanned`)."""
+    content changed since; `read`, the facts read for it (the changed files' where a round scans
+    them, and the others' records decoded while a forked copy scanned those), which the rounds
+    take, or the build's own rounds where the plan is given up."""
 
     last: "LastRounds"
     changed: list[str]
-    prescanned: dict[str, FileFacts] = field(default_factory=dict)
+    read: dict[str, FileFacts] = field(default_factory=dict)
 
 
 @dataclass
@@ -889,36 +893,32 @@ class LastRounds:
 
 def _scanned_as_planned(index: ProjectIndex, texts: dict[str, tuple[str, str]], cache: RecordCache, workers: int | None,
                         memo: IndexMemo, planned: Planned, after_first_round: Callable[[ProjectIndex], None] | None,
-                        forks: bool = False) -> bool:
+                        one_shot: bool = False) -> bool:
     """The last build's rounds scanned again, when each changed file a round scans gives the
     same round inputs (scanned first, on their own: nothing is in the index until all agree);
-    False, and nothing scanned into the index, when one does not. `forks`: the changed files
+    False, and nothing scanned into the index, when one does not. `one_shot`: the changed files
     may be scanned in a forked copy while this process decodes the other files' records."""
     in_rounds = {rel for batch in planned.last.rounds for rel in batch}
-    changed = [rel for rel in planned.changed if rel in in_rounds]
-    scanning = _scanning_beside(index, {rel: texts[rel] for rel in changed}, cache) if forks else None
-    unchanged = {rel: texts[rel] for batch in planned.last.rounds for rel in batch if rel not in planned.changed}
-    decoded = _uncached(index, unchanged, cache)[1] if scanning is not None else {}
+    changed = {rel: texts[rel] for rel in planned.changed if rel in in_rounds}
+    jobs, cached = _uncached(index, changed, cache)  # an edit undone: its facts are the cache's
+    scanning = _scanning_beside(jobs) if one_shot else None
+    if scanning is not None:
+        unchanged = {rel: texts[rel] for batch in planned.last.rounds for rel in batch if rel not in changed}
+        planned.read.update(_uncached(index, unchanged, cache)[1])
     scanned_beside = scanning() if scanning is not None else {}
-    for rel in changed:
-        if rel in scanned_beside:
-            facts, analyses = scanned_beside[rel]
-            index.parsed += 1
-            _keep_analyses(index, rel, analyses)
+    for job in jobs:
+        index.parsed += 1
+        if job[0] in scanned_beside:
+            cached[job[0]], analyses = scanned_beside[job[0]]
+            _keep_analyses(index, job[0], analyses)
         else:
-            scratch = ProjectIndex(root=index.root, cache=cache, packages=index.packages, texts=index.texts,
-                                   unwritten=index.unwritten)
-            _scan(scratch, {rel: texts[rel]}, cache, workers)
-            index.parsed += scratch.parsed
-            for kind, rows in scratch.on_the_scanned_tree.items():
-                index.on_the_scanned_tree.setdefault(kind, {}).update(rows)
-            facts = scratch.files[rel]
-        if _round_inputs(facts) != planned.last.scanned.get(rel):
+            cached[job[0]] = _scanned_here(index, job, cache)
+    for rel in changed:
+        planned.read[rel] = cached[rel]
+        if _round_inputs(cached[rel]) != planned.last.scanned.get(rel):
             return False
-        planned.prescanned[rel] = facts
-    known = {**decoded, **planned.prescanned}
     for number, batch in enumerate(planned.last.rounds):
-        _scan(index, {rel: texts[rel] for rel in batch}, cache, workers, known=known)
+        _scan(index, {rel: texts[rel] for rel in batch}, cache, workers, known=planned.read)
         scanned = [index.files[rel] for rel in batch if rel in index.files]
         _link(index, scanned)
         for facts in scanned:  # as _definers_of_used_classes keeps them, for a resident process's next edit
@@ -939,13 +939,12 @@ SCAN_BESIDE_PATIENCE = 2.0
 SCAN_BESIDE_SECONDS_PER_BYTE = 5e-6
 
 
-def _scanning_beside(index: ProjectIndex, batch: dict[str, tuple[str, str]], cache: RecordCache
+def _scanning_beside(jobs: list[tuple[str, str, str, tuple[str, ...], RecordCache, str]]
                      ) -> Callable[[], dict[str, tuple[FileFacts, dict[str, list]]]] | None:
-    """A forked copy scanning the files of `batch` the cache holds no facts of (writing their
-    records, as a pool's worker does), and how to wait for what it found (relpath -> facts,
-    ON_THE_SCANNED_TREE's rows; a file it did not give is scanned here); None when they are
-    too small to be worth a copy."""
-    jobs, _ = _uncached(index, batch, cache)
+    """A forked copy running the scan `jobs` (_uncached's: writing their records, as a pool's
+    worker does), and how to wait for what it found (relpath -> facts, ON_THE_SCANNED_TREE's
+    rows; a file it did not give is scanned here); None when they are too small to be worth a
+    copy."""
     size = sum(len(job[2]) for job in jobs)
     if not jobs or size < SCAN_BESIDE_MIN_BYTES:
         return None
