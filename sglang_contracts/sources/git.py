@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
@@ -32,12 +33,17 @@ class GitTree(ReleaseTree):
 
     def __init__(self, root_tree) -> None:  # a git.Tree: the `python/` folder of one commit
         self.root_tree = root_tree
+        # GitPython asks its `git cat-file` processes one object at a time over shared pipes: two
+        # threads asking at once (the early extraction and the closure walk) read each other's
+        # answers, and one waits for ever. Every read of the repository holds this lock.
+        self._reading = threading.RLock()
 
     def _entry(self, relpath: str):
-        try:
-            return self.root_tree.join(relpath)
-        except KeyError:
-            return None
+        with self._reading:
+            try:
+                return self.root_tree.join(relpath)
+            except KeyError:
+                return None
 
     def read_bytes(self, relpath: str) -> bytes | None:
         """The blob's bytes; a blob over the bound is refused by the size git records for it,
@@ -49,10 +55,11 @@ class GitTree(ReleaseTree):
             return None
         limit = read_limit(relpath)
         try:
-            size = entry.size
-            if size > limit:
-                raise Unreadable(f"{describe_size(size)}, over the {describe_size(limit)} this tool reads")
-            data = entry.data_stream.read(limit + 1)
+            with self._reading:
+                size = entry.size
+                if size > limit:
+                    raise Unreadable(f"{describe_size(size)}, over the {describe_size(limit)} this tool reads")
+                data = entry.data_stream.read(limit + 1)
         except (ODBError, ValueError, OSError) as error:  # an object missing from a partial clone
             raise Unreadable(f"not in the clone's object store ({type(error).__name__})") from None
         if len(data) > limit:
@@ -67,15 +74,16 @@ class GitTree(ReleaseTree):
         entry = self._entry(relpath)
         if entry is None or entry.type != "tree":
             return None
-        return sorted(item.name for item in entry)
+        with self._reading:
+            return sorted(item.name for item in entry)
 
     def iter_files(self, under: str) -> Iterator[str]:
         entry = self._entry(under)
         if entry is None or entry.type != "tree":
             return
-        for item in entry.traverse():
-            if item.type == "blob":
-                yield f"{under}/{item.path[len(entry.path) + 1:]}"
+        with self._reading:  # the whole walk, not across the caller's own reads between items
+            found = [f"{under}/{item.path[len(entry.path) + 1:]}" for item in entry.traverse() if item.type == "blob"]
+        yield from found
 
     def metadata_text(self) -> str | None:
         return self.readable_text("pyproject.toml")
@@ -87,6 +95,7 @@ class GitTree(ReleaseTree):
         command = self.root_tree.repo.git
         _INHERITED.append((command.cat_file_all, command.cat_file_header))
         command.cat_file_all = command.cat_file_header = None
+        self._reading = threading.RLock()  # a thread of the first process may have held it at the fork
 
 
 def open_repo(path: Path):

@@ -257,3 +257,36 @@ def test_a_clone_git_does_not_answer_about_leaves_the_projects_git_asked(sglang_
     git.Repo.clone_from(sglang_repo, mirror, bare=True)
     commit = git.Repo(sglang_repo).commit("v0.9.0").hexsha
     assert git_commit_identity(mirror, "0.9.0") == f"git:{commit}"
+
+
+def test_threads_reading_one_clone_at_once_each_get_their_own_files(sglang_repo):
+    """A first run reads a clone from two threads at once (the early extraction and the closure
+    walk): GitPython's `git cat-file` processes answer one question at a time over shared pipes,
+    and two threads asking together read each other's answers, one of them then waiting for
+    ever (seen: a CI run of `check --sglang-repo` that never ended)."""
+    import threading
+
+    from sglang_contracts.sources.git import git_release
+
+    tree = git_release(sglang_repo, "v0.9.1").tree
+    files = list(tree.iter_files("sglang"))
+    expected = {relpath: tree.read_bytes(relpath) for relpath in files}
+    assert len(files) > 5 and all(expected.values())
+    wrong: list[str] = []
+
+    def read_all(order: list[str]) -> None:
+        try:
+            for _ in range(40):  # each read asks git for the blob's size, then its bytes
+                for relpath in order:
+                    if tree.read_bytes(relpath) != expected[relpath]:
+                        wrong.append(relpath)
+        except Exception as error:  # noqa: BLE001 - a mixed-up answer may raise anywhere in GitPython
+            wrong.append(f"{type(error).__name__}: {error}")
+
+    readers = [threading.Thread(target=read_all, args=(order,), daemon=True) for order in (files, files[::-1])]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join(timeout=60)
+    assert not any(reader.is_alive() for reader in readers), "a reader waits for ever"
+    assert not wrong
