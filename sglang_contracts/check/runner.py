@@ -434,7 +434,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
               download_cache: Path, store: Callable[[str], RecordCache], keep: Fresh,
               listed: list[tuple[str, str]] | None) -> CheckResult:
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
-    from sglang_contracts.contracts.base import CheckContext
+    from sglang_contracts.contracts.base import CheckContext, worth_a_copy
     from sglang_contracts.project.releasefacts import for_release, judged_release, with_star_names
     from sglang_contracts.project.serving import NEW, OLD, serving_model
     from sglang_contracts.check.served import judged_as_served
@@ -484,7 +484,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     with collecting_problems() as noted:  # what the readers of non-Python files could not read
         # Before the checks, in this process: the forked copy that runs the closure's rules reads it.
         closures = _closures(context, store, walk)
-        found = _found(context, codes, whole, partial_run, keep.checks_in_two, problems)
+        found = _found(context, codes, whole, partial_run, keep.checks_in_two and worth_a_copy(project), problems)
     context.memo.clear()  # the checks' shared analyses: what follows needs none of them
     # Which files the bump touches, by this run's findings before any is suppressed; the findings
     # shown only where the bump touches (SGC801/SGC803) of the others are left out once the last

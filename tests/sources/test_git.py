@@ -147,6 +147,7 @@ def test_the_checks_forked_copy_reads_the_clone_through_its_own_git_processes(ch
     monkeypatch.setattr(parallel, "start_forked", lambda function, real=parallel.start_forked: (
         in_copy.append(True), real(function))[1])
     monkeypatch.setattr(base, "start_forked", parallel.start_forked)
+    monkeypatch.setattr(base, "COPY_WORTH", 0)  # a copy for the small fixture too
     monkeypatch.setenv("SGLANG_CONTRACTS_CACHE", str(tmp_path / "second-cache"))  # computed, not replayed
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("the halves stalled")))
     signal.alarm(120)
