@@ -345,8 +345,7 @@ def _says_it_follows_sglang(ctx: CheckContext, declared: DeclaredRequirement) ->
     follows SGLang's stack: the kind of line that must be revisited at each bump."""
     if declared.matches_stack:
         return True
-    text = read_project_text(ctx.project.root / declared.path, ctx.project.root)
-    lines = numbered_lines(text) if text is not None else []
+    lines = ctx.shared(f"lines of the stack file\0{declared.path}", lambda context: _stack_file_lines(context, declared.path))
     row = min(declared.line - 1, len(lines))
     while row > 0 and lines[row - 1].rstrip().endswith("\\"):  # the command's first line
         row -= 1
@@ -355,6 +354,12 @@ def _says_it_follows_sglang(ctx: CheckContext, declared: DeclaredRequirement) ->
         if says_it_matches_stack(lines[row]):
             return True
     return False
+
+
+def _stack_file_lines(ctx: CheckContext, relpath: str) -> list[str]:
+    """A stack file's lines, read and split once a run: a Dockerfile of many pins asks for each."""
+    text = read_project_text(ctx.project.root / relpath, ctx.project.root)
+    return numbered_lines(text) if text is not None else []
 
 
 def _chain(need: Need | None) -> str:
