@@ -345,7 +345,8 @@ def _says_it_follows_sglang(ctx: CheckContext, declared: DeclaredRequirement) ->
     follows SGLang's stack: the kind of line that must be revisited at each bump."""
     if declared.matches_stack:
         return True
-    lines = ctx.shared(f"lines of the stack file\0{declared.path}", lambda context: _stack_file_lines(context, declared.path))
+    lines = ctx.shared(f"lines of the stack file\0{declared.path}",
+                       lambda context: _stack_file_lines(context, declared.path))
     row = min(declared.line - 1, len(lines))
     while row > 0 and lines[row - 1].rstrip().endswith("\\"):  # the command's first line
         row -= 1
