@@ -54,7 +54,8 @@ def test_a_scaffolded_rule_is_picked_up_by_the_registry_tests(tmp_path: Path) ->
     for code in ("SGC1106", "SGC709"):
         selected += [f"tests/rules/test_catalog.py::test_rule_has_invalid_and_valid_examples[{code}]",
                      f"tests/rules/test_catalog.py::test_fix_is_documented_with_examples[{code}]"]
-    tests = _run(copy, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *selected,
+    # One process: two workers would each start and collect the catalog for these few tests.
+    tests = _run(copy, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-n", "0", *selected,
                  "tests/rules/test_catalog.py::test_rule_example", "-k", "not test_rule_example or SGC1106 or SGC709")
     outcomes = {line.split(" ", 1)[1].split(" - ")[0]: line.split(" ", 1)[0]
                 for line in tests.stdout.splitlines() if line.startswith(("PASSED ", "FAILED ", "ERROR "))}
