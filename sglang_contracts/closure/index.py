@@ -194,9 +194,12 @@ class PackageIndex:
         import ssl
         import urllib.request
 
+        from sglang_contracts.closure.connections import RememberedAddresses, remembering_handlers
+
         self.settings = settings
         context = ssl.create_default_context(cafile=settings.cafile) if settings.cafile else None
-        self._opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
+        self.addresses = RememberedAddresses()  # each host looked up once (closure/connections.py)
+        self._opener = urllib.request.build_opener(*remembering_handlers(self.addresses, context))
         # A `file:` index is read only below its own folder, links resolved: its pages are the
         # project's (a pull request's) files when the setting names a folder of it, and a link
         # to `file:///proc/self/environ` or out of the folder put what it names in the closure

@@ -253,6 +253,26 @@ def test_an_http_index_is_read_by_its_metadata_files_or_by_ranges_of_the_wheel(t
     assert index.metadata_text("no-such-package", "1.0") is None
 
 
+def test_an_index_s_host_is_looked_up_once_for_all_its_requests(tmp_path: Path, http_index, monkeypatch) -> None:
+    """Each request opened a connection and asked the resolver for the host again: hundreds of
+    lookups a first run, and a resolver that answers a burst slowly (a container's) held the
+    walk 5 s at each level of the closure and failed some lookups, leaving the closure unread
+    (closure/connections.py). The addresses are asked once and kept for the index's life."""
+    import socket
+
+    url, served = http_index
+    asked: list[str] = []
+    lookup = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo",
+                        lambda host, *rest, **named: asked.append(host) or lookup(host, *rest, **named))
+    index = PackageIndex(IndexSettings((url,), timeout=10))
+    assert "nvidia-nccl-cu13==2.30.7" in index.metadata_text("torch", "2.14.1")
+    assert "nvidia-cutlass-dsl-libs-base==4.8.0" in index.metadata_text("nvidia-cutlass-dsl", "4.8.0")  # by ranges
+    assert index.metadata_text("no-such-package", "1.0") is None
+    assert len(served) == 5  # three pages, a metadata file, a range of a wheel
+    assert asked == ["127.0.0.1"] and index.addresses.lookups == 1
+
+
 def test_an_index_url_s_credentials_are_sent_to_its_host_and_shown_nowhere(tmp_path: Path, http_index,
                                                                            monkeypatch) -> None:
     """Tenth campaign, R07: `https://user:token@host/simple` (pip's usual form for a private
