@@ -30,18 +30,21 @@ class RememberedAddresses:
 
     def __init__(self) -> None:
         self._known: dict[Address, list[tuple]] = {}
-        self._lock = threading.Lock()
+        # One lookup at a time: the walk's first requests start together, and eight lookups of
+        # one host at once are the burst the resolver answers slowly. A lookup that fails is
+        # asked again by the next request.
+        self._looking_up = threading.Lock()
         self.lookups = 0  # how many times the resolver was asked
 
     def addresses(self, address: Address) -> list[tuple]:
-        with self._lock:
-            known = self._known.get(address)
+        known = self._known.get(address)
         if known is not None:
             return known
-        found = socket.getaddrinfo(address[0], address[1], 0, socket.SOCK_STREAM)
-        with self._lock:
-            self.lookups += 1
-            return self._known.setdefault(address, found)
+        with self._looking_up:
+            if address not in self._known:
+                self.lookups += 1
+                self._known[address] = socket.getaddrinfo(address[0], address[1], 0, socket.SOCK_STREAM)
+            return self._known[address]
 
     def connect(self, address: Address, timeout: Any = None, source_address: Address | None = None) -> socket.socket:
         """socket.create_connection's work on the remembered addresses, the first that takes it."""

@@ -273,6 +273,30 @@ def test_an_index_s_host_is_looked_up_once_for_all_its_requests(tmp_path: Path, 
     assert asked == ["127.0.0.1"] and index.addresses.lookups == 1
 
 
+def test_requests_that_start_together_wait_for_one_lookup_of_their_host(tmp_path: Path, http_index,
+                                                                         monkeypatch) -> None:
+    """The walk's first requests start together, eight at once: each looked the host up while
+    none had an answer yet, the burst that the resolver answered slowly."""
+    import socket
+    from concurrent.futures import ThreadPoolExecutor
+
+    url, _ = http_index
+    asked: list[str] = []
+    lookup = socket.getaddrinfo
+
+    def slow_lookup(host, *rest, **named):
+        asked.append(host)
+        time.sleep(0.2)
+        return lookup(host, *rest, **named)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_lookup)
+    index = PackageIndex(IndexSettings((url,), timeout=10))
+    names = ["torch", "nvidia-cutlass-dsl", "no-such-package", "filelock"] * 2
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda name: index.files(name, "1.0"), names))
+    assert asked == ["127.0.0.1"]
+
+
 def test_an_index_url_s_credentials_are_sent_to_its_host_and_shown_nowhere(tmp_path: Path, http_index,
                                                                            monkeypatch) -> None:
     """Tenth campaign, R07: `https://user:token@host/simple` (pip's usual form for a private
