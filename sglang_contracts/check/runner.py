@@ -265,10 +265,11 @@ def _computed_on_a_pool(paths: list[Path], options: CheckOptions, root: Path, ol
     """_computed, with one pool of workers for the scan, the extraction and the per-file analyses."""
     from sglang_contracts.infra.parallel import run_pool, start_early  # not for a replay, which starts no worker
 
+    nothing_cached = _nothing_cached(store("project"))
     with run_pool():
-        if _nothing_cached(store("project")):  # the whole project is to be scanned: on the workers
+        if nothing_cached:  # the whole project is to be scanned: on the workers
             start_early(options.workers)
-        return _computed(paths, options, root, old_spec, pin, download_cache, store, keep, listed)
+        return _computed(paths, options, root, old_spec, pin, download_cache, store, keep, listed, nothing_cached)
 
 
 def _keep_computed(result: CheckResult, keep: Fresh, options: CheckOptions, download_cache: Path,
@@ -432,7 +433,8 @@ def _nothing_cached(cache: RecordCache) -> bool:
 
 def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: str, pin: ProjectPin | None,
               download_cache: Path, store: Callable[[str], RecordCache], keep: Fresh,
-              listed: list[tuple[str, str]] | None) -> CheckResult:
+              listed: list[tuple[str, str]] | None, nothing_cached: bool) -> CheckResult:
+    """`nothing_cached`: the project's facts cache is empty (a first run)."""
     import sglang_contracts.contracts  # noqa: F401  (registers every check)
     from sglang_contracts.contracts.base import CheckContext, worth_a_copy
     from sglang_contracts.project.releasefacts import for_release, judged_release, with_star_names
@@ -440,7 +442,8 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
     from sglang_contracts.check.served import judged_as_served
     from sglang_contracts.check.prefetch import prefetch
 
-    project, releases, opened, early, walk = _opened_inputs(options, root, old_spec, download_cache, store, keep)
+    project, releases, opened, early, walk = _opened_inputs(options, root, old_spec, download_cache, store, keep,
+                                                            nothing_cached)
     _yield_kept_sources(releases, project)  # again after a first round: the same budgets
     old, new = opened()
     prefetch(project, [old, new], workers=options.workers, early=early)
@@ -512,7 +515,7 @@ def _computed(paths: list[Path], options: CheckOptions, root: Path, old_spec: st
 
 
 def _opened_inputs(options: CheckOptions, root: Path, old_spec: str, download_cache: Path,
-                   store: Callable[[str], RecordCache], keep: Fresh
+                   store: Callable[[str], RecordCache], keep: Fresh, nothing_cached: bool
                    ) -> tuple[ProjectIndex, list[Release], Callable[[], list[UpstreamModel]], Any,
                               "_EarlyClosureWalk | None"]:
     """The project's index, the two releases, their models (opened when first asked), the
@@ -521,7 +524,7 @@ def _opened_inputs(options: CheckOptions, root: Path, old_spec: str, download_ca
     from sglang_contracts.infra.parallel import default_workers, running_pool
     from sglang_contracts.check.prefetch import EarlyExtraction
 
-    first_run = options.use_cache and _nothing_cached(store("project"))
+    first_run = options.use_cache and nothing_cached
     # Downloading the releases (on a first run) overlaps with parsing the project (a process pool).
     with stopped_at_end(ThreadPoolExecutor(max_workers=3)) as threads:
         opening = [threads.submit(keep.release, spec, options.sglang_repo, download_cache)

@@ -83,4 +83,4 @@ def remembering_handlers(remembered: RememberedAddresses, context: ssl.SSLContex
             return self.do_open(lambda host, **given: made(http.client.HTTPSConnection(host, **given)), request,
                                 context=context)
 
-    return [Plain(), Secure(context=context)]
+    return [Plain(), Secure()]  # the context is given to each connection (https_open)
